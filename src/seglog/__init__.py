@@ -1,0 +1,24 @@
+"""seglog: Apache Kafka's partition log as a Python library with a Cython core.
+
+Segment files hold Kafka RecordBatch v2 batches with Kafka's indexes and names, so Kafka
+tools and clients read them. ``seglog.get_backend("native" | "pure")`` gives the batch codec,
+``Segment``, ``OffsetIndex`` and ``TimeIndex``; ``seglog.backend`` names the default backend.
+"""
+
+from __future__ import annotations
+
+from . import errors, format
+from ._backend import BACKEND_NAMES, default_backend, get_backend
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ``seglog.backend`` is resolved lazily so that importing seglog never builds or loads
+    # the extension by itself, and so SEGLOG_BACKEND is read when the name is first used.
+    if name == "backend":
+        return default_backend().name
+    raise AttributeError(f"module 'seglog' has no attribute {name!r}")
+
+
+__all__ = ["BACKEND_NAMES", "errors", "format", "get_backend", "default_backend", "__version__"]

@@ -1,0 +1,27 @@
+"""The native (Cython) core, built from ``src/_native/*.pyx`` into ``seglog._native.*``.
+
+Same public names as ``seglog.pure``; see :mod:`seglog.protocol` for the contract. Importing
+this package fails with ImportError when the extensions are not built.
+"""
+
+from __future__ import annotations
+
+from ._crc32c import crc32c
+from .codec import (
+    Batch,
+    Columns,
+    Record,
+    decode_columns,
+    encode_batch,
+    encode_control_batch,
+    iter_batches,
+)
+from .index import OffsetIndex, TimeIndex
+from .segment import Segment
+
+name = "native"
+
+__all__ = [
+    "Batch", "Columns", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
+    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "name",
+]

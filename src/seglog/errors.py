@@ -1,0 +1,199 @@
+"""One exception tree for everything seglog raises on bad input, bad bytes or bad state.
+
+Every class derives from :class:`SeglogError`. Where Kafka has an error code for the same
+condition the class is named after it and carries that code in ``kafka_error_code`` (the value
+a future wire-protocol broker puts in its responses); conditions Kafka has no code for carry
+``-1`` (Kafka's UNKNOWN_SERVER_ERROR). Both backends raise the same class for the same input.
+
+``OSError`` from the operating system is not wrapped: it propagates unchanged.
+"""
+
+from __future__ import annotations
+
+
+class SeglogError(Exception):
+    """Base class of every seglog error."""
+
+    kafka_error_code: int = -1
+
+
+class CorruptRecordError(SeglogError):
+    """Bytes that fail a format check: bad length, magic, CRC32C, or offsets out of order.
+
+    ``reason`` is one of the fixed reason strings in :mod:`seglog.format` (``REASON_*``);
+    ``position`` is the byte position of the bad batch in its buffer or file, or -1.
+    """
+
+    kafka_error_code = 2  # CORRUPT_MESSAGE
+
+    def __init__(self, message: str, *, reason: str = "", position: int = -1):
+        super().__init__(message)
+        self.reason = reason or message
+        self.position = position
+
+
+class InvalidRecordError(SeglogError):
+    """A record or batch that is well-formed bytes but breaks a rule (bad field, null key on a
+    compacted topic, a value that is not bytes-like, ...)."""
+
+    kafka_error_code = 87  # INVALID_RECORD
+
+
+class RecordTooLargeError(SeglogError):
+    """A record batch larger than ``max_message_bytes`` (Kafka: MESSAGE_TOO_LARGE)."""
+
+    kafka_error_code = 10
+
+
+class RecordBatchTooLargeError(SeglogError):
+    """A set of batches larger than a whole segment may hold (``segment_bytes``)."""
+
+    kafka_error_code = 18
+
+
+class InvalidTimestampError(SeglogError):
+    """A timestamp outside the allowed range."""
+
+    kafka_error_code = 32
+
+
+class UnsupportedCompressionError(SeglogError):
+    """A compression codec that is unknown, or whose optional package is not installed."""
+
+    kafka_error_code = 76  # UNSUPPORTED_COMPRESSION_TYPE
+
+
+class OffsetOutOfRangeError(SeglogError):
+    """A requested offset below the log start offset or above the end offset."""
+
+    kafka_error_code = 1
+
+
+class InvalidOffsetError(SeglogError):
+    """An index or segment asked to store an offset that breaks its ordering or 32-bit range."""
+
+    kafka_error_code = -1
+
+
+class CorruptIndexError(SeglogError):
+    """An index file whose size or entries are inconsistent (it is rebuilt from the log)."""
+
+    kafka_error_code = -1
+
+
+class IndexFullError(SeglogError):
+    """An append to an index that has no free entry left (the segment must roll first)."""
+
+    kafka_error_code = -1
+
+
+class LogClosedError(SeglogError):
+    """An operation on a segment, log or store that was closed."""
+
+    kafka_error_code = 56  # KAFKA_STORAGE_ERROR
+
+
+class LogLockedError(SeglogError):
+    """A second writer tried to open a partition directory another writer holds."""
+
+    kafka_error_code = -1
+
+
+class ReadOnlyError(SeglogError):
+    """A write to a log or segment opened with ``read_only=True``."""
+
+    kafka_error_code = -1
+
+
+class ViewsOutstandingError(SeglogError):
+    """A truncation would cut bytes that a live memoryview from ``read()`` still maps.
+
+    Truncating a file under a live mapping would turn the next access into SIGBUS; release
+    the views (``del`` them, or ``view.release()``) and try again.
+    """
+
+    kafka_error_code = -1
+
+
+class InvalidConfigError(SeglogError):
+    """An unknown configuration name or a value outside its range."""
+
+    kafka_error_code = 40  # INVALID_CONFIG
+
+
+class NotEnoughReplicasError(SeglogError):
+    """Fewer in-sync replicas than ``min_insync_replicas`` (replication, later)."""
+
+    kafka_error_code = 19
+
+
+class DuplicateSequenceError(SeglogError):
+    """Kept for the wire protocol; the log answers duplicates with their original offsets."""
+
+    kafka_error_code = 46
+
+
+class OutOfOrderSequenceError(SeglogError):
+    """An idempotent batch whose sequence leaves a gap or partially overlaps what was written."""
+
+    kafka_error_code = 45
+
+
+class InvalidProducerEpochError(SeglogError):
+    """A producer epoch lower than the one the log has seen."""
+
+    kafka_error_code = 47
+
+
+class ProducerFencedError(SeglogError):
+    """A transactional producer replaced by a newer one with the same transactional id."""
+
+    kafka_error_code = 90
+
+
+class InvalidTxnStateError(SeglogError):
+    """A non-transactional append while the producer has a transaction open, or the reverse."""
+
+    kafka_error_code = 48
+
+
+class TransactionCoordinatorFencedError(SeglogError):
+    """A transaction marker with an older coordinator epoch than the one stored."""
+
+    kafka_error_code = 52
+
+
+class CorruptSnapshotError(SeglogError):
+    """A producer-state snapshot with a bad version, size or CRC (it is deleted)."""
+
+    kafka_error_code = -1
+
+
+class UnknownTopicOrPartitionError(SeglogError):
+    """A topic or partition that does not exist in the store."""
+
+    kafka_error_code = 3
+
+
+class TopicExistsError(SeglogError):
+    """``create_topic`` for a name that already exists."""
+
+    kafka_error_code = 36
+
+
+class InvalidTopicError(SeglogError):
+    """A topic name Kafka would reject (empty, too long, bad characters, '.' or '..')."""
+
+    kafka_error_code = 17
+
+
+class NoOffsetForPartitionError(SeglogError):
+    """A consumer with ``auto_offset_reset='none'`` and no committed offset."""
+
+    kafka_error_code = -1
+
+
+class IllegalStateError(SeglogError):
+    """A call that is not allowed in the object's current state."""
+
+    kafka_error_code = -1

@@ -1,0 +1,26 @@
+"""The pure-Python twin of the native core: the readable reference implementation.
+
+Same public names as ``seglog._native``; see :mod:`seglog.protocol` for the contract.
+"""
+
+from __future__ import annotations
+
+from .crc32c import crc32c
+from .codec import (
+    Batch,
+    Columns,
+    Record,
+    decode_columns,
+    encode_batch,
+    encode_control_batch,
+    iter_batches,
+)
+from .index import OffsetIndex, TimeIndex
+from .segment import Segment
+
+name = "pure"
+
+__all__ = [
+    "Batch", "Columns", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
+    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "name",
+]
