@@ -153,3 +153,109 @@ class Backend(Protocol):
     Segment: Any  # see seglog/pure/segment.py for the contract
     OffsetIndex: Any
     TimeIndex: Any
+
+
+class OffsetIndex(Protocol):
+    """Sparse offset index of one segment: ``<base>.index``, 8-byte big-endian entries
+    ``(relative_offset int32, position int32)`` (Kafka's OffsetIndex/AbstractIndex, §2.2-2.5).
+
+    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True)`` opens or
+    creates the file. A writable index is preallocated (file length set, zero-filled) to
+    ``max_index_bytes`` rounded down to a multiple of 8 and mmapped. On open, the entry count is
+    the number of entries before the first all-zero entry (an entry never has position 0, so
+    zero entries can only be the unused, preallocated tail); this lets a read-only reader open
+    the writer's untrimmed index. Attributes: ``path``, ``base_offset``, ``entries``,
+    ``max_entries``, ``last_offset`` (absolute; base_offset when empty), ``size_bytes``
+    (entries * 8). Methods:
+
+    * ``append(offset, position)``: InvalidOffsetError unless ``entries == 0 or offset >
+      last_offset`` and ``0 <= offset - base_offset <= INT32_MAX``; IndexFullError when full.
+    * ``lookup(target_offset) -> (offset, position)``: entry with the greatest offset <=
+      target, or ``(base_offset, 0)``; Kafka's warm-section binary search (last 8 KiB first).
+    * ``entry(n) -> (offset, position)``; ``is_full()``; ``truncate_to(offset)`` (Kafka's
+      rule: drop entries with offset >= ``offset``); ``reset()`` (0 entries);
+      ``trim()`` (file length = entries * 8); ``resize(max_index_bytes)``;
+      ``sanity_check()`` (CorruptIndexError); ``flush()`` (msync/fsync); ``close()``;
+      ``reload()`` (read-only: recount entries after the writer appended).
+    """
+
+
+class TimeIndex(Protocol):
+    """Sparse time index: ``<base>.timeindex``, 12-byte entries ``(timestamp int64,
+    relative_offset int32)`` (Kafka's TimeIndex, §2.3). Same construction, counting, trim,
+    resize, reset, flush, close and reload rules as OffsetIndex (zero entries end it: an entry
+    ``(0, 0)`` is never written past the first slot... a first entry of timestamp 0 and relative
+    offset 0 is not possible because the first batch never gets an entry).
+
+    * ``maybe_append(timestamp_ms, offset, *, skip_full_check=False)``: writes only if
+      ``timestamp_ms > last_entry timestamp`` (or the index is empty); IndexFullError when full
+      unless skip_full_check; InvalidOffsetError if offset < last entry's offset.
+    * ``lookup(timestamp_ms) -> (timestamp_ms, offset)``: greatest timestamp <= target, or
+      ``(-1, base_offset)``. ``last_entry() -> (timestamp_ms, offset)`` or ``(-1, base_offset)``.
+    * ``is_full()`` is ``entries >= max_entries - 1`` (last slot reserved for the roll entry).
+    * ``truncate_to(offset)`` drops entries whose offset >= ``offset``.
+    """
+
+
+class Segment(Protocol):
+    """One segment: ``<base>.log`` + ``.index`` + ``.timeindex`` in a partition directory
+    (Kafka's LogSegment). Not thread-safe: the Log serialises calls.
+
+    Construction: ``Segment.open(dir_path, base_offset, *, create=False, read_only=False,
+    index_interval_bytes=4096, max_index_bytes=10485760, max_message_bytes=1048588,
+    file_suffix="")``. ``file_suffix`` (e.g. ``".cleaned"``) is appended to every file name.
+    Opening an existing segment trusts its indexes (a Log recovers them when needed) and finds
+    ``next_offset`` by scanning batch headers forward from the last offset-index entry.
+    ``create=True`` makes empty files (an existing .log is an error unless empty).
+
+    Attributes: ``dir_path``, ``base_offset``, ``next_offset`` (last offset + 1, or
+    base_offset when empty), ``size_bytes``, ``max_timestamp_ms`` (-1 when none),
+    ``offset_of_max_timestamp``, ``first_batch_timestamp_ms`` (max timestamp of the first batch,
+    -1 when empty: Kafka's roll-by-time base), ``offset_index``, ``time_index``,
+    ``log_path``, ``read_only``, ``closed``.
+
+    * ``append(data, *, assign_offsets=True) -> AppendResult`` with fields
+      ``first_offset, last_offset, max_timestamp_ms, offset_of_max_timestamp, position,
+      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches. Each
+      batch is validated before writing (size >= 61 and matching its records area, magic 2,
+      CRC32C, 0 <= last_offset_delta, batch size <= max_message_bytes else
+      RecordTooLargeError). With assign_offsets the batches get consecutive offsets from
+      ``next_offset`` by patching the 8-byte base offset (the CRC does not cover it; the
+      caller's buffer is never modified); without, their base offsets must be >= next_offset
+      and increasing (else InvalidOffsetError). All batches go to the file in one write;
+      index entries follow Kafka's recovery rule per batch: an offset-index entry
+      ``(batch.last_offset, batch_position)`` and a time-index entry ``(max timestamp so far,
+      its offset)`` when more than ``index_interval_bytes`` were appended since the last entry.
+      Raises ReadOnlyError / LogClosedError as fits; nothing is written when any batch fails.
+    * ``translate_offset(offset) -> (position, batch_base_offset, batch_size_bytes) | None``:
+      the first batch whose last offset >= offset (index lookup, then a header-only scan).
+    * ``read(offset, max_bytes, *, max_position=None, min_one_batch=True) -> memoryview``:
+      whole batches from ``translate_offset(offset)`` up to ``max_bytes`` (at least one batch
+      when min_one_batch, even if larger), never past ``max_position``; empty when offset >=
+      next_offset. Zero-copy: a read-only view of an mmap of the .log file.
+    * ``read_range(offset, max_bytes, *, max_position=None, min_one_batch=True) ->
+      (position, size_bytes)``: the same bytes as a file range (for sendfile and a broker).
+    * ``sendfile(out_fd, offset, max_bytes, *, max_position=None) -> (bytes_sent,
+      next_offset)``: whole batches to a socket or file with sendfile(2); loops until all are
+      sent (blocking fds; BlockingIOError propagates for non-blocking ones).
+    * ``batches(start_position=0)``: iterate Batch objects over the file.
+    * ``find_offset_by_timestamp(timestamp_ms, starting_offset=0) -> (timestamp_ms, offset) |
+      None``: first record with timestamp >= target and offset >= starting_offset.
+    * ``truncate_to(offset) -> int``: drop every batch whose base offset >= offset; returns
+      bytes removed. ViewsOutstandingError if a live read() view maps the removed range.
+    * ``recover() -> RecoveryResult`` with ``valid_bytes, truncated_bytes, reason, position``
+      (reason '' when nothing was cut, else a REASON_* string; position of the first invalid
+      byte): validate every batch from 0 (length, magic, CRC32C, offsets increasing and >=
+      base_offset, records area consistent), truncate at the first invalid byte, rebuild both
+      indexes, trim them. A partial tail batch is cut with REASON_TRUNCATED.
+    * ``roll_reason(incoming_bytes, incoming_last_offset, segment_bytes) -> str | None``:
+      ``"size"`` if size_bytes > segment_bytes - incoming_bytes (and size_bytes > 0),
+      ``"offset_index_full"``, ``"time_index_full"``, ``"offset_overflow"`` (incoming last
+      offset - base_offset not in [0, INT32_MAX]); None when it may take the append.
+    * ``on_become_inactive()``: final time-index entry (skip_full_check) and trim of indexes.
+    * ``flush()``: fsync .log and both indexes. ``close()``: trim indexes, close files (views
+      already handed out stay valid). ``delete()``: close and remove all its files.
+    * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
+    * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
+      become visible. ``last_modified_ms``: the .log mtime.
+    """
