@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Smoke-run the user benchmark (`seglog bench --quick`, under a minute) into a temp folder.
+set -euo pipefail
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+seglog bench --quick --out "$out"
