@@ -42,6 +42,7 @@ static uint32_t seglog_crc32c_long[4][256];      /* shift a CRC over LONG zero b
 static uint32_t seglog_crc32c_short[4][256];     /* shift a CRC over SHORT zero bytes */
 static volatile int seglog_crc32c_ready = 0;     /* tables built, mode chosen */
 static int seglog_crc32c_hw = 0;                 /* 1: SSE4.2 path in use */
+static int seglog_crc32c_hw_ok = 0;              /* 1: SSE4.2 present and self-check passed */
 
 /* ---- software path: slicing-by-8 ------------------------------------------------------- */
 
@@ -250,6 +251,7 @@ static void seglog_crc32c_init(void)
                                                 buf + off + 1000, len - 1000);
             ok = (a == b) && (a == c2);
         }
+        seglog_crc32c_hw_ok = ok;
         seglog_crc32c_hw = ok;
     }
 #endif
@@ -280,22 +282,15 @@ static inline int seglog_crc32c_hardware(void)
     return seglog_crc32c_hw;
 }
 
-/* Force the table path (tests compare both paths); returns the previous setting. */
+/* Tests: 0 forces the table path, 1 restores the hardware path if it passed its self-check.
+ * Returns the previous setting. Not thread-safe; never called by the codec. */
 static inline int seglog_crc32c_set_hardware(int on)
 {
     int previous;
     if (!seglog_crc32c_ready)
         seglog_crc32c_init();
     previous = seglog_crc32c_hw;
-    (void)on;
-#if SEGLOG_CRC32C_X86
-    if (on) {
-        if (__builtin_cpu_supports("sse4.2"))
-            seglog_crc32c_hw = 1;
-    } else {
-        seglog_crc32c_hw = 0;
-    }
-#endif
+    seglog_crc32c_hw = on ? seglog_crc32c_hw_ok : 0;
     return previous;
 }
 
