@@ -34,15 +34,19 @@ def crc32c(data, crc=0):
     """CRC-32C of ``data`` (bytes, bytearray, memoryview, numpy array: any C-contiguous
     buffer), continuing from ``crc`` (0 to start), as an int in [0, 2**32).
 
-    ``crc32c(b, crc32c(a)) == crc32c(a + b)``, like ``zlib.crc32``. ``crc`` is taken modulo
-    2**32. Raises TypeError if ``data`` does not support the buffer protocol (or is not
-    contiguous). Thread-safe; the GIL is released for inputs of 32 KiB or more.
+    ``crc32c(b, crc32c(a)) == crc32c(a + b)``, like ``zlib.crc32``.
+    Raises TypeError if ``data`` does not support the buffer protocol or is not C-contiguous,
+    ValueError for ``crc`` outside [0, 2**32). Thread-safe; the GIL is released for inputs of
+    32 KiB or more.
     """
-    cdef uint32_t start = <uint32_t>(crc & 0xFFFFFFFF)
+    cdef uint32_t start
     cdef uint32_t result
     cdef Py_buffer view
     cdef const unsigned char *pointer
     cdef size_t n
+    if not 0 <= crc <= 0xFFFFFFFF:
+        raise ValueError(f"crc must be an unsigned 32-bit value, got {crc}")
+    start = <uint32_t>crc
     if type(data) is bytes:
         pointer = <const unsigned char *>PyBytes_AS_STRING(data)
         n = <size_t>PyBytes_GET_SIZE(data)
@@ -51,7 +55,10 @@ def crc32c(data, crc=0):
         with nogil:
             result = seglog_crc32c(start, pointer, n)
         return result
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    except BufferError as exc:  # e.g. a strided memoryview: TypeError, as memoryview.cast gives
+        raise TypeError(f"crc32c needs a C-contiguous buffer: {exc}") from None
     try:
         pointer = <const unsigned char *>view.buf
         n = <size_t>view.len
