@@ -1,0 +1,478 @@
+"""Sparse segment indexes, memory-mapped: Kafka's OffsetIndex and TimeIndex (AbstractIndex).
+
+An index maps a key column (offset or timestamp) to a value column (position or offset) for a
+*sample* of the batches in one segment's ``.log``; lookups binary-search it and the segment then
+scans batch headers forward. The index is derived data: the log is the truth and recovery
+rebuilds indexes from it (``Segment.recover``).
+
+On disk (big-endian, no header, no checksum):
+
+* ``.index``: 8-byte entries ``(relative_offset int32, position int32)``.
+* ``.timeindex``: 12-byte entries ``(timestamp_ms int64, relative_offset int32)``.
+
+A writable index is preallocated (zero-filled, sparse) to ``max_index_bytes`` rounded down to
+the entry size and mmapped; appends are stores into the map. ``trim()`` (on close and roll)
+cuts the file to the valid entries. Kafka trusts every slot of an existing file; we instead
+count the entries before the first all-zero entry, so a read-only reader can open a writer's
+untrimmed, preallocated index, and an index left untrimmed by a crash reopens correctly. For
+that to work an all-zero entry must never be valid: the first batch of a segment never gets an
+entry (the check happens before its bytes are counted), so an offset-index entry never has
+position 0; an append that *would* write an all-zero entry is skipped, which changes no lookup
+(the fallback answer ``(base_offset, 0)`` / ``(-1, base_offset)`` is equivalent). Removed
+entries (``truncate_to``, ``reset``) are zeroed for the same reason.
+
+Thread-safety: none; the owning Segment (and above it the Log) serialises calls. This module is
+the pure-Python twin of ``src/_native/index.pyx``; both write byte-identical files.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+from .. import format as fmt
+from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+
+__all__ = ["OffsetIndex", "TimeIndex"]
+
+_MAX_INDEX_BYTES_DEFAULT = 10 * 1024 * 1024
+
+
+class _Index:
+    """What both index types share: the file, the map, entry counting, search, trim, resize.
+
+    Subclasses set ``_ENTRY`` (a ``struct.Struct``) and ``_KEY_COLUMN``/``_VALUE_COLUMN`` (which
+    field of an entry is searched and which is returned).
+    """
+
+    _ENTRY = None
+    _ENTRY_BYTES = 0
+
+    def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
+                 writable=True):
+        if base_offset < 0:
+            raise ValueError(f"base_offset must be >= 0, got {base_offset}")
+        if max_index_bytes < 0:
+            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        self.path = os.fspath(path)
+        self.base_offset = int(base_offset)
+        self.writable = bool(writable)
+        self.max_index_bytes = int(max_index_bytes)
+        self.entries = 0
+        self._mm = None
+        self._length = 0
+        self._closed = False
+        if writable:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                length = os.fstat(fd).st_size
+                if length == 0:
+                    # Newly created (or empty): preallocate, as AbstractIndex does.
+                    length = self._round_down(max_index_bytes)
+                    os.ftruncate(fd, length)
+                self._map(fd, length)
+            finally:
+                os.close(fd)
+        else:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                self._map(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+        self.entries = self._count_entries(0)
+
+    # --- mapping ------------------------------------------------------------------------------
+
+    def _round_down(self, n):
+        return n - n % self._ENTRY_BYTES
+
+    def _map(self, fd, length):
+        """Map the first ``length`` bytes of ``fd`` (whole entries only are ever used)."""
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+        self._length = length
+        usable = self._round_down(length)
+        if usable > 0:
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            self._mm = mmap.mmap(fd, usable, access=access)
+
+    @property
+    def max_entries(self):
+        """How many entries the mapped file can hold."""
+        return self._round_down(self._length) // self._ENTRY_BYTES
+
+    @property
+    def size_bytes(self):
+        """Bytes of valid entries (``entries * entry size``)."""
+        return self.entries * self._ENTRY_BYTES
+
+    def _is_zero(self, n):
+        start = n * self._ENTRY_BYTES
+        return self._mm[start:start + self._ENTRY_BYTES].count(0) == self._ENTRY_BYTES
+
+    def _count_entries(self, start):
+        """Entries before the first all-zero entry; entries below ``start`` are known valid.
+
+        Valid entries are a prefix and the zero tail a suffix, so this is a binary search for
+        the first zero slot (O(log n) page touches on open, not a scan of a 10 MiB file).
+        """
+        lo, hi = start, self.max_entries  # answer in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self._is_zero(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def _check_open(self):
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+
+    def _check_writable(self):
+        self._check_open()
+        if not self.writable:
+            raise ValueError(f"index {self.path} was opened read-only")
+
+    # --- entries ------------------------------------------------------------------------------
+
+    def _raw(self, n):
+        return self._ENTRY.unpack_from(self._mm, n * self._ENTRY_BYTES)
+
+    def _key(self, n):
+        """The searched column of entry ``n``: absolute offset or timestamp."""
+        raise NotImplementedError
+
+    def _write(self, fields):
+        """Store one entry at slot ``entries`` (the caller checked order and space)."""
+        self._ENTRY.pack_into(self._mm, self.entries * self._ENTRY_BYTES, *fields)
+        self.entries += 1
+
+    def _zero_from(self, n):
+        """Zero slots ``n .. entries-1`` and set ``entries = n``."""
+        if n < self.entries:
+            start, end = n * self._ENTRY_BYTES, self.entries * self._ENTRY_BYTES
+            self._mm[start:end] = bytes(end - start)
+        self.entries = n
+
+    # --- search (AbstractIndex.indexSlotRangeFor) ----------------------------------------------
+
+    def _largest_lower_bound_slot(self, target):
+        """Slot of the entry with the greatest key <= ``target``, or -1.
+
+        Warm-section search, as Kafka's AbstractIndex: indexes are mmapped and almost every
+        lookup (in-sync followers, tailing consumers) targets the tail. A plain binary search
+        touches pages spread over the whole file, and which pages it touches shifts as the
+        index grows, so a lookup can page-fault on a cold page (Kafka saw produce latency jump
+        from a few ms to ~1 s). Searching only the last 8 KiB of entries first keeps the
+        pages of tail lookups (at most 3 with 4 KiB pages) always warm; only lookups older
+        than ~4 MB of log (offset index at default settings) search the cold section.
+        """
+        entries = self.entries
+        if entries == 0:
+            return -1
+        warm_entries = fmt.INDEX_WARM_SECTION_BYTES // self._ENTRY_BYTES
+        first_hot = max(0, entries - 1 - warm_entries)
+        if self._key(first_hot) < target:
+            return self._binary_search(target, first_hot, entries - 1)
+        if self._key(0) > target:
+            return -1
+        return self._binary_search(target, 0, first_hot)
+
+    def _binary_search(self, target, lo, hi):
+        # Invariant: key(lo) <= target; find the last slot in [lo, hi] with key <= target.
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if self._key(mid) > target:
+                hi = mid - 1
+            else:
+                lo = mid
+        return lo
+
+    # --- maintenance --------------------------------------------------------------------------
+
+    def is_full(self):
+        """True when no entry can be appended."""
+        return self.entries >= self.max_entries
+
+    def reset(self):
+        """Drop every entry (zeroing them) and resize the file to ``max_index_bytes`` (Kafka's
+        ``reset`` = truncateToEntries(0) + resize(maxIndexSize))."""
+        self._check_writable()
+        self._zero_from(0)
+        self.resize(self.max_index_bytes)
+
+    def trim(self):
+        """Cut the file to the valid entries (``entries * entry size`` bytes). Runs on close and
+        roll so that Kafka (which trusts every slot of an existing file) reads it too."""
+        self._check_writable()
+        self.resize(self.size_bytes)
+
+    def resize(self, max_index_bytes):
+        """Set the file length to ``max_index_bytes`` rounded down to the entry size and remap.
+        Growing adds zero slots; shrinking below the valid entries drops the cut ones."""
+        self._check_writable()
+        if max_index_bytes < 0:
+            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        length = self._round_down(max_index_bytes)
+        if length == self._length:
+            return
+        if self._mm is not None:
+            self._mm.flush()
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
+            os.ftruncate(fd, length)
+            self._map(fd, length)
+        finally:
+            os.close(fd)
+        self.entries = min(self.entries, self.max_entries)
+
+    def flush(self):
+        """Write dirty pages of the map to disk (msync)."""
+        self._check_open()
+        if self._mm is not None and self.writable:
+            self._mm.flush()
+
+    def reload(self):
+        """Read-only readers: pick up entries (and a new file length) the writer produced.
+
+        A writer's trim or resize changes the file length, so the file is remapped when its
+        length changed. Entries are recounted (the writer may also have truncated)."""
+        self._check_open()
+        fd = os.open(self.path, os.O_RDONLY if not self.writable else os.O_RDWR)
+        try:
+            length = os.fstat(fd).st_size
+            if length != self._length:
+                self._map(fd, length)
+        finally:
+            os.close(fd)
+        self.entries = self._count_entries(0)
+
+    def close(self):
+        """Unmap the file (it is not trimmed here: the segment trims before closing)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._mm is not None:
+            if self.writable:
+                self._mm.flush()
+            self._mm.close()
+            self._mm = None
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.path!r}, base_offset={self.base_offset}, "
+                f"entries={self.entries}, max_entries={self.max_entries})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class OffsetIndex(_Index):
+    """Offset index of one segment (``<base>.index``); see :class:`seglog.protocol.OffsetIndex`.
+
+    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True)``. Entries map
+    an absolute offset (stored relative to ``base_offset``) to the byte position in the
+    ``.log`` of the batch that holds it. Not thread-safe. ``lookup`` and ``entry`` return
+    absolute offsets. Errors: InvalidOffsetError (order, int32 range), IndexFullError,
+    CorruptIndexError (``sanity_check``).
+    """
+
+    _ENTRY = fmt.OFFSET_INDEX_ENTRY
+    _ENTRY_BYTES = fmt.OFFSET_INDEX_ENTRY_BYTES
+
+    def _key(self, n):
+        return self.base_offset + self._ENTRY.unpack_from(self._mm, n * 8)[0]
+
+    @property
+    def last_offset(self):
+        """Offset of the last entry; ``base_offset`` when empty."""
+        if self.entries == 0:
+            return self.base_offset
+        return self._key(self.entries - 1)
+
+    def entry(self, n):
+        """Entry ``n`` as ``(offset, position)``; IndexError outside ``[0, entries)``."""
+        if not 0 <= n < self.entries:
+            raise IndexError(f"index entry {n} out of range [0, {self.entries})")
+        relative_offset, position = self._raw(n)
+        return self.base_offset + relative_offset, position
+
+    def append(self, offset, position):
+        """Add ``(offset, position)``. InvalidOffsetError unless the index is empty or ``offset >
+        last_offset``, and ``0 <= offset - base_offset <= INT32_MAX`` and ``0 <= position <=
+        INT32_MAX``; IndexFullError when full. ``(base_offset, 0)`` is skipped (see module)."""
+        self._check_writable()
+        relative_offset = offset - self.base_offset
+        if not 0 <= relative_offset <= fmt.INT32_MAX:
+            raise InvalidOffsetError(
+                f"offset {offset} is not storable in the index of segment {self.base_offset}")
+        if not 0 <= position <= fmt.INT32_MAX:
+            raise InvalidOffsetError(f"position {position} out of int32 range")
+        if self.entries > 0 and offset <= self.last_offset:
+            raise InvalidOffsetError(
+                f"offset {offset} is not larger than the last index entry {self.last_offset} "
+                f"({self.path})")
+        if self.is_full():
+            raise IndexFullError(f"offset index {self.path} is full ({self.entries} entries)")
+        if relative_offset == 0 and position == 0:
+            return  # equivalent to the fallback answer; an all-zero slot ends the index
+        self._write((relative_offset, position))
+
+    def lookup(self, target_offset):
+        """``(offset, position)`` of the entry with the greatest offset <= ``target_offset``,
+        or ``(base_offset, 0)`` when there is none."""
+        self._check_open()
+        slot = self._largest_lower_bound_slot(target_offset)
+        if slot < 0:
+            return self.base_offset, 0
+        relative_offset, position = self._raw(slot)
+        return self.base_offset + relative_offset, position
+
+    def truncate_to(self, offset):
+        """Drop every entry with offset >= ``offset`` (Kafka's OffsetIndex.truncateTo)."""
+        self._check_writable()
+        slot = self._largest_lower_bound_slot(offset)
+        if slot < 0:
+            keep = 0
+        elif self._key(slot) == offset:
+            keep = slot
+        else:
+            keep = slot + 1
+        self._zero_from(keep)
+
+    def sanity_check(self):
+        """CorruptIndexError if the file length is not a multiple of 8 or the last entry's
+        offset is below ``base_offset`` (Kafka) or the entries are not increasing."""
+        self._check_open()
+        if self._length % self._ENTRY_BYTES != 0:
+            raise CorruptIndexError(
+                f"index file {self.path} has length {self._length}, not a multiple of 8")
+        previous = -1
+        for n in range(self.entries):
+            relative_offset, position = self._raw(n)
+            if relative_offset < 0 or position < 0 or relative_offset <= previous:
+                raise CorruptIndexError(
+                    f"corrupt index {self.path}: entry {n} = ({relative_offset}, {position})")
+            previous = relative_offset
+
+
+class TimeIndex(_Index):
+    """Time index of one segment (``<base>.timeindex``); see :class:`seglog.protocol.TimeIndex`.
+
+    An entry ``(timestamp_ms, offset)`` means: the largest timestamp seen in batches up to
+    ``offset`` is ``timestamp_ms``. Timestamps are strictly increasing in the file. The last
+    slot is reserved for the final entry written on roll/close (``is_full``). Not thread-safe.
+    """
+
+    _ENTRY = fmt.TIME_INDEX_ENTRY
+    _ENTRY_BYTES = fmt.TIME_INDEX_ENTRY_BYTES
+
+    def _key(self, n):
+        return self._ENTRY.unpack_from(self._mm, n * 12)[0]
+
+    def entry(self, n):
+        """Entry ``n`` as ``(timestamp_ms, offset)``; IndexError outside ``[0, entries)``."""
+        if not 0 <= n < self.entries:
+            raise IndexError(f"index entry {n} out of range [0, {self.entries})")
+        timestamp_ms, relative_offset = self._raw(n)
+        return timestamp_ms, self.base_offset + relative_offset
+
+    def last_entry(self):
+        """The last ``(timestamp_ms, offset)``, or ``(-1, base_offset)`` when empty."""
+        self._check_open()
+        if self.entries == 0:
+            return fmt.NO_TIMESTAMP, self.base_offset
+        return self.entry(self.entries - 1)
+
+    @property
+    def last_offset(self):
+        """Offset of the last entry; ``base_offset`` when empty."""
+        return self.last_entry()[1]
+
+    def is_full(self):
+        """``entries >= max_entries - 1``: the last slot is kept for the roll/close entry."""
+        return self.entries >= self.max_entries - 1
+
+    def maybe_append(self, timestamp_ms, offset, *, skip_full_check=False):
+        """Add ``(timestamp_ms, offset)`` if ``timestamp_ms`` is larger than the last entry's (or
+        the index is empty and it is > -1); otherwise do nothing (Kafka's maybeAppend).
+
+        IndexFullError when full (unless ``skip_full_check``; even then a file with no free
+        slot at all raises); InvalidOffsetError if ``offset`` is below the last entry's offset
+        or not storable as int32; ValueError (Kafka: IllegalStateException) if ``timestamp_ms``
+        is smaller than the last entry's timestamp while the offset grows.
+        """
+        self._check_writable()
+        if not skip_full_check and self.is_full():
+            raise IndexFullError(f"time index {self.path} is full ({self.entries} entries)")
+        last_timestamp_ms, last_offset = self.last_entry()
+        relative_offset = offset - self.base_offset
+        if not 0 <= relative_offset <= fmt.INT32_MAX:
+            raise InvalidOffsetError(
+                f"offset {offset} is not storable in the time index of segment "
+                f"{self.base_offset}")
+        if self.entries > 0 and offset < last_offset:
+            raise InvalidOffsetError(
+                f"offset {offset} is below the last time index entry's offset {last_offset} "
+                f"({self.path})")
+        if self.entries > 0 and timestamp_ms < last_timestamp_ms:
+            raise ValueError(
+                f"timestamp {timestamp_ms} is below the last time index entry's timestamp "
+                f"{last_timestamp_ms} ({self.path})")
+        if timestamp_ms <= last_timestamp_ms:
+            return
+        if self.entries >= self.max_entries:
+            raise IndexFullError(f"time index {self.path} has no slot left")
+        if timestamp_ms == 0 and relative_offset == 0:
+            return  # equivalent to the fallback answer; an all-zero slot ends the index
+        self._write((timestamp_ms, relative_offset))
+
+    def lookup(self, timestamp_ms):
+        """``(timestamp_ms, offset)`` of the entry with the greatest timestamp <= the target,
+        or ``(-1, base_offset)`` when there is none."""
+        self._check_open()
+        slot = self._largest_lower_bound_slot(timestamp_ms)
+        if slot < 0:
+            return fmt.NO_TIMESTAMP, self.base_offset
+        return self.entry(slot)
+
+    def truncate_to(self, offset):
+        """Drop every entry whose offset >= ``offset`` (Kafka's TimeIndex.truncateTo)."""
+        self._check_writable()
+        # Offsets may repeat in a time index, so find the first slot with offset >= target.
+        lo, hi = 0, self.entries
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if self.entry(mid)[1] < offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._zero_from(lo)
+
+    def sanity_check(self):
+        """CorruptIndexError if the file length is not a multiple of 12, the last timestamp is
+        below the first, an offset is below ``base_offset``, or entries are out of order."""
+        self._check_open()
+        if self._length % self._ENTRY_BYTES != 0:
+            raise CorruptIndexError(
+                f"time index file {self.path} has length {self._length}, not a multiple of 12")
+        previous_timestamp_ms, previous_relative = None, -1
+        for n in range(self.entries):
+            timestamp_ms, relative_offset = self._raw(n)
+            if relative_offset < previous_relative or relative_offset < 0 or (
+                    previous_timestamp_ms is not None and timestamp_ms <= previous_timestamp_ms):
+                raise CorruptIndexError(
+                    f"corrupt time index {self.path}: entry {n} = "
+                    f"({timestamp_ms}, {relative_offset})")
+            previous_timestamp_ms, previous_relative = timestamp_ms, relative_offset
