@@ -111,6 +111,8 @@ class Backend(Protocol):
         is_transactional: bool = False,
         partition_leader_epoch: int = -1,
         delete_horizon_ms: int = -1,
+        offset_deltas: Any = None,
+        last_offset_delta: int | None = None,
     ) -> bytes:
         """Encode one RecordBatch v2 (magic 2).
 
@@ -125,6 +127,17 @@ class Backend(Protocol):
         largest record timestamp. Record attributes are 0. Raises InvalidRecordError for a
         value/key that is not bytes-like (message names the record index), mismatched column
         lengths, an empty batch, or a header key that is not str; UnsupportedCompressionError.
+
+        offset_deltas / last_offset_delta (for the cleaner, which re-encodes the records it keeps
+        with their original offsets, Kafka's ``MemoryRecords.buildRetainedRecordsInto``):
+        ``offset_deltas`` is None (records get deltas 0, 1, ..., n-1) or a sequence / integer
+        numpy array of n strictly increasing ints in [0, INT32_MAX], each record's
+        ``offset - base_offset``, written as the record's offsetDelta. ``last_offset_delta`` is
+        None (the last record's delta) or an int >= the last record's delta and <= INT32_MAX,
+        written as the header's lastOffsetDelta (Kafka's ``overrideLastOffset``: a rebuilt batch
+        keeps its original last offset, so ``next_offset`` and sequence ranges survive).
+        InvalidRecordError when the deltas are not increasing, out of range, or their count is
+        not the record count.
         """
 
     def encode_control_batch(
@@ -153,6 +166,7 @@ class Backend(Protocol):
     Segment: Any  # see seglog/pure/segment.py for the contract
     OffsetIndex: Any
     TimeIndex: Any
+    KeyMap: Any  # the cleaner's offset map; see the KeyMap protocol below
 
 
 class OffsetIndex(Protocol):
@@ -258,4 +272,33 @@ class Segment(Protocol):
     * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
     * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
       become visible. ``last_modified_ms``: the .log mtime.
+    """
+
+
+class KeyMap(Protocol):
+    """The cleaner's offset map (Kafka's ``SkimpyOffsetMap``, kafka-format.md §5.2): record key
+    -> latest offset, in a fixed amount of memory. ``seglog.pure.keymap`` documents the design;
+    both backends fill their tables identically, slot by slot.
+
+    ``KeyMap(memory_bytes_max)`` allocates two numpy arrays (uint64 key hashes, int64 offsets;
+    16 bytes per slot) once: ``slots`` is the largest prime <= ``memory_bytes_max // 16``,
+    ``max_entries = slots * 9 // 10`` (Kafka's 0.9 load factor). ValueError when that is < 1.
+    Keys are identified by their XXH64 hash (seed 0) only: two keys with the same 64-bit hash
+    count as one key, the risk Kafka takes with MD5. Not thread-safe.
+
+    * ``put(key, offset) -> bool``: store ``offset`` (>= 0, else ValueError) for ``key``
+      (bytes-like); ``latest_offset = offset``. False, changing nothing, when ``key`` is new and
+      ``size == max_entries`` (updates of present keys always succeed).
+    * ``get(key) -> int``: the stored offset, or -1.
+    * ``put_batch_keys(data, *, start_offset=0) -> bool``: put every keyed record with offset
+      >= start_offset of the RecordBatch at the start of ``data`` (control batches put
+      nothing; compressed ones are decompressed); False when the map filled on the way
+      (``latest_offset`` is then the last offset put). CorruptRecordError for a truncated
+      batch or malformed record framing. The native twin walks the records in C.
+    * ``update_latest_offset(offset)``; ``clear()`` (keeps the memory).
+    * Attributes: ``memory_bytes_max``, ``slots``, ``max_entries``, ``size``,
+      ``latest_offset`` (-1 when nothing was put), ``utilization`` (size / slots), ``lookups``
+      and ``probes`` (collision counters), ``hashes`` and ``offsets`` (the arrays; read only).
+    * Module-level in ``<backend>.keymap``: ``key_hash(key) -> int`` (XXH64, seed 0),
+      ``slots_for_memory(memory_bytes_max)``, ``max_entries_for_slots(slots)``.
     """

@@ -17,11 +17,12 @@ from .codec import (
     iter_batches,
 )
 from .index import OffsetIndex, TimeIndex
+from .keymap import KeyMap
 from .segment import Segment
 
 name = "native"
 
 __all__ = [
-    "Batch", "Columns", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
+    "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
     "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "name",
 ]
