@@ -1,0 +1,33 @@
+"""``seglog bench``: the user's benchmark suite, one module per part.
+
+Parts, in the order they run (names for ``--only``):
+
+* ``limits`` (:mod:`.limits`): this machine's ceilings: sequential write + fsync, page-cache
+  read bandwidth, bare ``os.sendfile`` to loopback, CRC32C and lz4 throughput.
+* ``article`` (:mod:`.article`): the seed article's sequential-vs-random file experiment,
+  then taken apart (equal syscall counts; O_DIRECT).
+* ``seglog`` (:mod:`.seglog_io`): the same question asked of a seglog Segment.
+* ``twins`` (:mod:`.twins`): native core vs pure-Python twin, operation by operation.
+* ``peers`` (:mod:`.peers`): seglog vs the logs Python users use today, same records and
+  durability.
+* ``sendfile`` (:mod:`.sendfile`): serving a segment to a loopback TCP reader.
+
+The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
+(figures over runs, ratios, formatting), :mod:`.table` (results and tables),
+:mod:`.progress` (stderr progress line), :mod:`.report` (results.json, results.md, charts),
+:mod:`.data` (record values, backend loading).
+"""
+
+from __future__ import annotations
+
+PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile")
+PART_TITLES = {
+    "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
+    "article": "the article's sequential vs random file I/O, taken apart",
+    "seglog": "sequential vs random, asked of a seglog Segment",
+    "twins": "native core vs pure-Python twin",
+    "peers": "seglog vs Python logs users use today",
+    "sendfile": "serving a segment to a loopback TCP reader",
+}
+
+__all__ = ["PART_ORDER", "PART_TITLES"]
