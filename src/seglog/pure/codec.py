@@ -1,0 +1,1048 @@
+"""The RecordBatch v2 codec in plain Python: the readable reference for ``src/_native/codec.pyx``.
+
+A batch is a 61-byte header (:data:`seglog.format.BATCH_HEADER`) followed by its *record area*:
+the records back to back (``docs/format.md``; Kafka's ``DefaultRecordBatch`` and
+``DefaultRecord``), or one compressed stream of them. Encoding builds the record area in one
+bytearray, compresses it once, fills in the header and the CRC-32C over bytes 21..end.
+Decoding walks the header fields of each batch without touching the records
+(:func:`iter_batches`), and decodes records only when asked, into ``Record`` objects
+(:meth:`Batch.records`) or into numpy columns with no per-record objects (:meth:`Batch.columns`,
+:func:`decode_columns`).
+
+The native twin writes byte-identical batches and raises the same exception types for the same
+bytes; the choices that make that possible are written down where they are made, in
+:func:`encode_batch`, :func:`iter_batches` and :func:`decode_columns`.
+
+Thread-safety: the functions keep no state. A ``Batch`` holds a memoryview of the buffer it was
+read from; while it lives, a bytearray cannot be resized and an mmap cannot be closed.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+import time
+
+import numpy as np
+
+from .. import compression as _compression
+from ..errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+    UnsupportedCompressionError,
+)
+from ..format import (
+    ATTRIBUTES_POSITION,
+    BATCH_HEADER,
+    BATCH_LENGTH_POSITION,
+    COMPRESSION_CODEC_MASK,
+    COMPRESSION_NAMES,
+    COMPRESSION_NONE,
+    CONTROL_FLAG_MASK,
+    CONTROL_KEY,
+    CONTROL_RECORD_VERSION,
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    CRC_POSITION,
+    DELETE_HORIZON_FLAG_MASK,
+    END_TXN_MARKER_VALUE,
+    HEADER_SIZE_UP_TO_MAGIC,
+    INT32_MAX,
+    INT64_MAX,
+    LOG_OVERHEAD,
+    MAGIC_POSITION,
+    MAGIC_V2,
+    MIN_BATCH_LENGTH,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    REASON_BAD_MAGIC,
+    REASON_BATCH_TOO_LARGE,
+    REASON_BATCH_TOO_SMALL,
+    REASON_CRC_MISMATCH,
+    REASON_TRUNCATED,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_CREATE_TIME,
+    TIMESTAMP_TYPE_LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from .crc32c import crc32c
+from .varint import (
+    read_varint,
+    read_varlong,
+    size_of_varint,
+    size_of_varlong,
+    write_varint,
+    write_varlong,
+)
+
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+INT32_MIN = -(2**31)
+INT64_MIN = -(2**63)
+_MASK64 = 2**64 - 1
+_CRC = struct.Struct(">I")
+#: batchLength of a batch that holds only its header (61 - 12).
+BATCH_LENGTH_MIN_V2 = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
+#: The uncompressed record area must fit a batch whose batchLength is an int32.
+RECORD_AREA_BYTES_MAX = INT32_MAX - BATCH_LENGTH_MIN_V2
+#: Smallest record: length, attributes, timestamp delta, offset delta, key length, value
+#: length and header count, one byte each.
+RECORD_BYTES_MIN = 7
+
+# Kafka's exact messages, so a log line reads the same as the broker's.
+_PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
+_RECORDS_REMAINING = "Incorrect declared batch size, records still remaining in file"
+
+
+def _wrap_int64(value: int) -> int:
+    # Kafka adds deltas to bases in Java longs, which wrap; the native twin does the same in
+    # C with unsigned arithmetic. Only reachable with hostile bytes.
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    return ((value - INT64_MIN) & _MASK64) + INT64_MIN
+
+
+def _byte_view(buffer) -> memoryview:
+    """A 1-D unsigned-byte memoryview of any C-contiguous bytes-like ``buffer``."""
+    view = memoryview(buffer)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")  # TypeError for a non-contiguous buffer, as the native twin
+    return view
+
+
+# --- Records -----------------------------------------------------------------------------------
+
+
+class Record:
+    """One decoded record: ``offset``, ``timestamp_ms``, ``key``, ``value``, ``headers``.
+
+    ``key``/``value`` are ``bytes`` or None (a null value is a tombstone); ``headers`` is a
+    tuple of ``(str, bytes | None)`` pairs, ``()`` when there are none. ``tuple(record)`` is
+    ``(offset, timestamp_ms, key, value, headers)``, the order of the constructor's arguments.
+    Equality compares those five fields with any object that has them (so a native record
+    equals a pure one); records are hashable.
+    """
+
+    __slots__ = ("offset", "timestamp_ms", "key", "value", "headers")
+
+    def __init__(self, offset: int, timestamp_ms: int, key, value, headers: tuple = ()):
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    def __iter__(self):
+        return iter((self.offset, self.timestamp_ms, self.key, self.value, self.headers))
+
+    def __eq__(self, other):
+        try:
+            other_fields = (
+                other.offset, other.timestamp_ms, other.key, other.value, other.headers
+            )
+        except AttributeError:
+            return NotImplemented
+        return tuple(self) == other_fields
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __repr__(self):
+        return (
+            f"Record(offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+
+def _parse_records(data, position: int, end: int, record_count: int) -> list[tuple]:
+    """Parse ``record_count`` records from ``data[position:end]`` with Kafka's checks.
+
+    Returns one tuple per record: ``(offset_delta, timestamp_delta, key_position, key_length,
+    value_position, value_length, headers)``; a null key or value has position and length -1.
+    Raises InvalidRecordError for every rule ``DefaultRecord.readFrom`` and the batch iterator
+    enforce. Unlike Kafka, the fields of a record are read within its declared body size, so
+    a record that overruns its size fails as an underflow rather than a size mismatch; the
+    exception type is the same.
+    """
+    parsed = []
+    # Bounded: each turn consumes at least one byte or raises, so the loop ends within
+    # end - position turns even when record_count is a hostile 2**31 - 1.
+    for _ in range(record_count):
+        if position >= end:
+            raise InvalidRecordError(_PREMATURE_EOF)
+        body_size, position = read_varint(data, position, end)
+        if body_size < 0 or body_size > end - position:
+            raise InvalidRecordError(
+                f"Invalid record size: expected {body_size} bytes in record payload, but "
+                f"instead the buffer has only {end - position} remaining bytes."
+            )
+        body_start, body_end = position, position + body_size
+        if body_size < 1:
+            raise InvalidRecordError("Found invalid record structure: no attributes byte")
+        position += 1  # the record attributes byte: unused, and ignored as Kafka does
+        timestamp_delta, position = read_varlong(data, position, body_end)
+        offset_delta, position = read_varint(data, position, body_end)
+
+        # Kafka treats any negative length as null, not only -1.
+        key_length, position = read_varint(data, position, body_end)
+        if key_length >= 0:
+            key_position = position
+            position += key_length
+            if position > body_end:
+                raise InvalidRecordError("Found invalid record structure: key runs past the record")
+        else:
+            key_position = key_length = -1
+        value_length, position = read_varint(data, position, body_end)
+        if value_length >= 0:
+            value_position = position
+            position += value_length
+            if position > body_end:
+                raise InvalidRecordError(
+                    "Found invalid record structure: value runs past the record"
+                )
+        else:
+            value_position = value_length = -1
+
+        header_count, position = read_varint(data, position, body_end)
+        if header_count < 0:
+            raise InvalidRecordError(f"Found invalid number of record headers {header_count}")
+        if header_count > body_end - position:
+            raise InvalidRecordError(
+                f"Found invalid number of record headers. {header_count} is larger than the "
+                "remaining size of the buffer"
+            )
+        headers = ()
+        if header_count:
+            header_list = []
+            for _ in range(header_count):
+                header_key_length, position = read_varint(data, position, body_end)
+                if header_key_length < 0:
+                    raise InvalidRecordError(
+                        f"Invalid negative header key size {header_key_length}"
+                    )
+                if position + header_key_length > body_end:
+                    raise InvalidRecordError(
+                        "Found invalid record structure: header key runs past the record"
+                    )
+                # Java's new String(bytes, UTF_8) replaces malformed input; so do we.
+                header_key = str(data[position : position + header_key_length], "utf-8", "replace")
+                position += header_key_length
+                header_value_length, position = read_varint(data, position, body_end)
+                if header_value_length >= 0:
+                    if position + header_value_length > body_end:
+                        raise InvalidRecordError(
+                            "Found invalid record structure: header value runs past the record"
+                        )
+                    header_value = bytes(data[position : position + header_value_length])
+                    position += header_value_length
+                else:
+                    header_value = None
+                header_list.append((header_key, header_value))
+            headers = tuple(header_list)
+
+        if position != body_end:
+            raise InvalidRecordError(
+                f"Invalid record size: expected to read {body_size} bytes in record payload, "
+                f"but instead read {position - body_start}"
+            )
+        parsed.append(
+            (offset_delta, timestamp_delta, key_position, key_length, value_position,
+             value_length, headers)
+        )
+    if position != end:
+        raise InvalidRecordError(_RECORDS_REMAINING)
+    return parsed
+
+
+# --- Columns -----------------------------------------------------------------------------------
+
+
+class Columns:
+    """Records of one or more batches as numpy columns, with no per-record Python objects.
+
+    ``offsets``, ``timestamps_ms``, ``key_positions`` and ``value_positions`` are int64 arrays;
+    ``key_lengths`` and ``value_lengths`` int32 arrays. A null key or value has length -1 and
+    position -1. ``data`` is the read-only bytes-like object the positions index (see
+    :func:`decode_columns` for which buffer that is). ``len(columns)`` is the record count;
+    ``key(i)``/``value(i)`` give one record's key/value as ``bytes`` or None (IndexError out
+    of range; negative ``i`` counts from the end).
+    """
+
+    __slots__ = (
+        "offsets", "timestamps_ms", "key_positions", "key_lengths", "value_positions",
+        "value_lengths", "data",
+    )
+
+    def __init__(self, *, offsets, timestamps_ms, key_positions, key_lengths, value_positions,
+                 value_lengths, data):
+        self.offsets = offsets
+        self.timestamps_ms = timestamps_ms
+        self.key_positions = key_positions
+        self.key_lengths = key_lengths
+        self.value_positions = value_positions
+        self.value_lengths = value_lengths
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def _field(self, positions, lengths, index: int):
+        length = int(lengths[index])
+        if length < 0:
+            return None
+        position = int(positions[index])
+        return bytes(self.data[position : position + length])
+
+    def key(self, index: int):
+        """The key of record ``index`` as bytes, or None when it is null."""
+        return self._field(self.key_positions, self.key_lengths, index)
+
+    def value(self, index: int):
+        """The value of record ``index`` as bytes, or None when it is null."""
+        return self._field(self.value_positions, self.value_lengths, index)
+
+    def __repr__(self):
+        if len(self):
+            span = f"offsets {int(self.offsets[0])}..{int(self.offsets[-1])}"
+        else:
+            span = "empty"
+        return f"<Columns {len(self)} records, {span}, {len(self.data)} data bytes>"
+
+
+def _build_columns(chunks: list, whole_view: memoryview, max_records: int | None) -> Columns:
+    """Assemble Columns from ``(batch, data, parsed)`` chunks, ``data`` being either
+    ``whole_view`` (the batch was parsed in place) or a decompressed record area."""
+    offsets, timestamps, key_positions, key_lengths = [], [], [], []
+    value_positions, value_lengths = [], []
+    any_decompressed = any(data is not whole_view for _, data, _ in chunks)
+    pieces, data_bytes = [], 0
+    for batch, data, parsed in chunks:
+        if any_decompressed:
+            # Positions move from the chunk's own buffer to the concatenation of the areas.
+            if data is whole_view:
+                area_start = batch.position + RECORD_BATCH_OVERHEAD
+                area_end = batch.position + batch.size_bytes
+            else:
+                area_start, area_end = 0, len(data)
+            shift = data_bytes - area_start
+            pieces.append(data[area_start:area_end])
+            data_bytes += area_end - area_start
+        else:
+            shift = 0
+        base_offset, base_timestamp = batch.base_offset, batch.base_timestamp_ms
+        log_append_time = batch.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
+        for (offset_delta, timestamp_delta, key_position, key_length, value_position,
+             value_length, _headers) in parsed:
+            offsets.append(_wrap_int64(base_offset + offset_delta))
+            if log_append_time:
+                timestamps.append(batch.max_timestamp_ms)
+            else:
+                timestamps.append(_wrap_int64(base_timestamp + timestamp_delta))
+            key_positions.append(key_position + shift if key_length >= 0 else -1)
+            key_lengths.append(key_length)
+            value_positions.append(value_position + shift if value_length >= 0 else -1)
+            value_lengths.append(value_length)
+    if max_records is not None:
+        del offsets[max_records:], timestamps[max_records:], key_positions[max_records:]
+        del key_lengths[max_records:], value_positions[max_records:], value_lengths[max_records:]
+    data = b"".join(pieces) if any_decompressed else whole_view.toreadonly()
+    return Columns(
+        offsets=np.array(offsets, dtype=np.int64),
+        timestamps_ms=np.array(timestamps, dtype=np.int64),
+        key_positions=np.array(key_positions, dtype=np.int64),
+        key_lengths=np.array(key_lengths, dtype=np.int32),
+        value_positions=np.array(value_positions, dtype=np.int64),
+        value_lengths=np.array(value_lengths, dtype=np.int32),
+        data=data,
+    )
+
+
+# --- Batches -----------------------------------------------------------------------------------
+
+
+class Batch:
+    """One RecordBatch v2 header, decoded, over the buffer that holds the whole batch.
+
+    Attributes are Kafka's header fields in snake case: ``base_offset``, ``batch_length``,
+    ``partition_leader_epoch``, ``magic``, ``crc`` (as stored), ``attributes`` (the stored
+    int16), ``last_offset_delta``, ``base_timestamp_ms``, ``max_timestamp_ms``,
+    ``producer_id``, ``producer_epoch``, ``base_sequence``, ``record_count``; and derived:
+    ``last_offset``, ``next_offset``, ``size_bytes`` (12 + batch_length), ``position`` (of the
+    batch in the buffer), ``compression_id`` (attributes & 7), ``compression`` (its name, or
+    ``"unknown"`` for ids 5-7), ``timestamp_type``, ``is_transactional``, ``is_control``,
+    ``has_delete_horizon``, ``delete_horizon_ms`` (base timestamp when the flag is set, else
+    -1) and ``last_sequence`` (Kafka's wrapping rule; -1 when base_sequence is -1).
+
+    ``Batch(buffer, position=0)`` reads the batch at ``position`` of ``buffer``; it raises
+    CorruptRecordError (REASON_TRUNCATED) when the buffer ends before the batch does, and the
+    reasons of :func:`iter_batches` otherwise. Usually batches come from :func:`iter_batches`.
+    The batch keeps a memoryview of ``buffer``.
+    """
+
+    __slots__ = (
+        "_view", "position", "base_offset", "batch_length", "partition_leader_epoch", "magic",
+        "crc", "attributes", "last_offset_delta", "base_timestamp_ms", "max_timestamp_ms",
+        "producer_id", "producer_epoch", "base_sequence", "record_count",
+    )
+
+    def __init__(self, buffer, position: int = 0):
+        view = _byte_view(buffer)
+        if not 0 <= position <= len(view) - HEADER_SIZE_UP_TO_MAGIC:
+            raise CorruptRecordError(
+                f"no batch header at position {position} of a {len(view)}-byte buffer",
+                reason=REASON_TRUNCATED, position=position,
+            )
+        _check_batch_length(view, position, None)
+        (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
+        if LOG_OVERHEAD + batch_length > len(view) - position:
+            raise CorruptRecordError(
+                f"batch at position {position} needs {LOG_OVERHEAD + batch_length} bytes, "
+                f"the buffer has {len(view) - position}",
+                reason=REASON_TRUNCATED, position=position,
+            )
+        _check_magic_and_header(view, position, batch_length)
+        self._view = view
+        self.position = position
+        (
+            self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic,
+            self.crc, self.attributes, self.last_offset_delta, self.base_timestamp_ms,
+            self.max_timestamp_ms, self.producer_id, self.producer_epoch, self.base_sequence,
+            self.record_count,
+        ) = BATCH_HEADER.unpack_from(view, position)
+
+    # Derived fields are properties: iterating a segment's headers should not pay for them.
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of the whole batch: 12 + batch_length."""
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        """Offset of the batch's last record (base_offset + last_offset_delta)."""
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        """last_offset + 1: the offset the next batch starts at."""
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression_id(self) -> int:
+        """The codec id in attribute bits 0-2 (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
+        return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def compression(self) -> str:
+        """The codec name, or ``"unknown"`` for ids 5-7 (decoding those raises)."""
+        return COMPRESSION_NAMES.get(self.attributes & COMPRESSION_CODEC_MASK, "unknown")
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 CreateTime, 1 LogAppendTime (attribute bit 3)."""
+        return 1 if self.attributes & TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def is_transactional(self) -> bool:
+        """Attribute bit 4."""
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        """Attribute bit 5: the batch holds a control record (commit/abort marker)."""
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        """Attribute bit 6: base_timestamp_ms holds the compaction delete horizon."""
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        """The delete horizon (base_timestamp_ms) when has_delete_horizon, else -1."""
+        return self.base_timestamp_ms if self.has_delete_horizon else NO_TIMESTAMP
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record: base_sequence + last_offset_delta, wrapping past
+        INT32_MAX to 0 as Kafka's ``incrementSequence`` does; -1 when base_sequence is -1."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        increment = self.last_offset_delta
+        if self.base_sequence > INT32_MAX - increment:
+            return increment - (INT32_MAX - self.base_sequence) - 1
+        return self.base_sequence + increment
+
+    def __repr__(self):
+        return (
+            f"<Batch offsets {self.base_offset}..{self.last_offset} at position {self.position}: "
+            f"{self.record_count} records, {self.size_bytes} bytes, {self.compression}"
+            f"{', control' if self.is_control else ''}"
+            f"{', transactional' if self.is_transactional else ''}>"
+        )
+
+    # --- checks and decoding -------------------------------------------------------------------
+
+    def is_valid(self) -> bool:
+        """True if the stored CRC32C equals the CRC of bytes 21..end of the batch."""
+        start = self.position + ATTRIBUTES_POSITION
+        end = self.position + LOG_OVERHEAD + self.batch_length
+        return self.crc == crc32c(self._view[start:end])
+
+    def ensure_valid(self) -> None:
+        """Raise CorruptRecordError (reason REASON_CRC_MISMATCH, position of the batch) unless
+        :meth:`is_valid`."""
+        if not self.is_valid():
+            start = self.position + ATTRIBUTES_POSITION
+            end = self.position + LOG_OVERHEAD + self.batch_length
+            raise CorruptRecordError(
+                f"batch at position {self.position} is corrupt: stored crc {self.crc:#010x}, "
+                f"computed {crc32c(self._view[start:end]):#010x}",
+                reason=REASON_CRC_MISMATCH, position=self.position,
+            )
+
+    def _decode(self) -> tuple[object, list]:
+        """Return ``(data, parsed)``: the buffer holding the record area and its parsed records
+        (positions index ``data``). Uncompressed batches are parsed in place."""
+        if self.record_count < 0:
+            raise InvalidRecordError(f"Found invalid record count {self.record_count} in magic v2 batch")
+        if self.record_count == 0:
+            # Kafka never looks at the record area of an empty batch (the cleaner writes
+            # empty batches that keep their compression bits).
+            return self._view, []
+        area_start = self.position + RECORD_BATCH_OVERHEAD
+        area_end = self.position + LOG_OVERHEAD + self.batch_length
+        cid = self.compression_id
+        if cid == COMPRESSION_NONE:
+            return self._view, _parse_records(self._view, area_start, area_end, self.record_count)
+        if cid not in COMPRESSION_NAMES:
+            raise UnsupportedCompressionError(
+                f"Unknown compression type id {cid} in batch at position {self.position}"
+            )
+        data = _compression.decompress(cid, self._view[area_start:area_end])
+        return data, _parse_records(data, 0, len(data), self.record_count)
+
+    def records(self) -> list:
+        """Decode every record (decompressing if needed) into :class:`Record` objects.
+
+        For LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. A batch with
+        record_count 0 has no records (its area is not read). Raises InvalidRecordError for
+        malformed records (Kafka's checks), CorruptRecordError for a stream the codec cannot
+        decompress, UnsupportedCompressionError for codec ids 5-7 or a missing codec package.
+        The CRC is not checked; call :meth:`ensure_valid` first for bytes from outside.
+        """
+        data, parsed = self._decode()
+        base_offset, base_timestamp = self.base_offset, self.base_timestamp_ms
+        log_append_time = self.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
+        records = []
+        for (offset_delta, timestamp_delta, key_position, key_length, value_position,
+             value_length, headers) in parsed:
+            if log_append_time:
+                timestamp_ms = self.max_timestamp_ms
+            else:
+                timestamp_ms = _wrap_int64(base_timestamp + timestamp_delta)
+            key = bytes(data[key_position : key_position + key_length]) if key_length >= 0 else None
+            value = (
+                bytes(data[value_position : value_position + value_length])
+                if value_length >= 0 else None
+            )
+            records.append(
+                Record(_wrap_int64(base_offset + offset_delta), timestamp_ms, key, value, headers)
+            )
+        return records
+
+    def columns(self) -> Columns:
+        """This batch's records as :class:`Columns`. ``data`` is a read-only view of the whole
+        iterated buffer when nothing was decompressed (an uncompressed or empty batch;
+        positions are absolute in it), else the decompressed record area. A control batch's
+        record is included. Raises as :meth:`records`."""
+        data, parsed = self._decode()
+        return _build_columns([(self, data, parsed)], self._view, None)
+
+    def control_type(self) -> int:
+        """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, 2 LEADER_CHANGE,
+        ...; the stored int16, unknown types included).
+
+        Raises InvalidRecordError when the batch is not a control batch, has no record, or its
+        key is null, shorter than 4 bytes or has a negative version (Kafka's
+        ``ControlRecordType.parse`` rules; a higher version is read as version 0).
+        """
+        if not self.is_control:
+            raise InvalidRecordError(f"batch at position {self.position} is not a control batch")
+        records = self.records()
+        if not records:
+            raise InvalidRecordError(f"control batch at position {self.position} has no record")
+        key = records[0].key
+        if key is None or len(key) < CONTROL_KEY.size:
+            raise InvalidRecordError(
+                f"control record key must be at least {CONTROL_KEY.size} bytes, got "
+                f"{'null' if key is None else len(key)}"
+            )
+        version, control_type = CONTROL_KEY.unpack_from(key)
+        if version < 0:
+            raise InvalidRecordError(f"Invalid version found for control record: {version}")
+        return control_type
+
+
+_INT32 = struct.Struct(">i")
+
+
+def _check_batch_length(view: memoryview, position: int, max_batch_bytes: int | None) -> None:
+    (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
+    if batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"batch at position {position} has batch length {batch_length}, below the minimum "
+            f"{MIN_BATCH_LENGTH}",
+            reason=REASON_BATCH_TOO_SMALL, position=position,
+        )
+    if max_batch_bytes is not None and batch_length > max_batch_bytes:
+        raise CorruptRecordError(
+            f"batch at position {position} has batch length {batch_length}, above the maximum "
+            f"{max_batch_bytes}",
+            reason=REASON_BATCH_TOO_LARGE, position=position,
+        )
+
+
+def _check_magic_and_header(view: memoryview, position: int, batch_length: int) -> None:
+    magic = view[position + MAGIC_POSITION]
+    if magic != MAGIC_V2:
+        raise CorruptRecordError(
+            f"batch at position {position} has magic {magic - 256 if magic > 127 else magic}; "
+            f"only magic {MAGIC_V2} is supported",
+            reason=REASON_BAD_MAGIC, position=position,
+        )
+    if batch_length < BATCH_LENGTH_MIN_V2:
+        # Kafka's iterator would yield this and fail its isValid(); a v2 batch shorter than
+        # its own header cannot be read at all, so it is reported here.
+        raise CorruptRecordError(
+            f"batch at position {position} has batch length {batch_length}, shorter than a "
+            f"v2 header ({BATCH_LENGTH_MIN_V2})",
+            reason=REASON_BATCH_TOO_SMALL, position=position,
+        )
+
+
+def iter_batches(buffer, *, max_batch_bytes: int | None = None):
+    """Yield a :class:`Batch` for each whole batch in ``buffer`` (any C-contiguous bytes-like).
+
+    Kafka's ``FileLogInputStream`` rules (kafka-format.md §1.7), in this order at each batch:
+    fewer than 17 bytes left -> stop; batch_length < 14 -> CorruptRecordError
+    (REASON_BATCH_TOO_SMALL); batch_length > ``max_batch_bytes`` -> CorruptRecordError
+    (REASON_BATCH_TOO_LARGE); the batch runs past the buffer -> stop (a torn tail is invisible,
+    not an error); magic != 2 -> CorruptRecordError (REASON_BAD_MAGIC); batch_length < 49
+    (shorter than a v2 header) -> CorruptRecordError (REASON_BATCH_TOO_SMALL). Every error
+    carries the batch's ``position``. CRCs and records are not checked here.
+    """
+    view = _byte_view(buffer)
+    position, end = 0, len(view)
+    while end - position >= HEADER_SIZE_UP_TO_MAGIC:
+        _check_batch_length(view, position, max_batch_bytes)
+        (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
+        if LOG_OVERHEAD + batch_length > end - position:
+            return
+        batch = Batch(view, position)
+        yield batch
+        position += LOG_OVERHEAD + batch_length
+
+
+def decode_columns(buffer, *, max_records: int | None = None) -> Columns:
+    """All records of every whole batch in ``buffer`` as one :class:`Columns`.
+
+    Batches are walked as by :func:`iter_batches` (same errors; a torn tail ends the walk).
+    Control batches and batches with record_count 0 are skipped. Batches are decoded whole
+    until at least ``max_records`` records were collected, then the columns are cut to
+    ``max_records`` (``max_records=0`` decodes nothing; None means no limit).
+
+    ``data``: if no decoded batch is compressed, a read-only memoryview of the whole ``buffer``
+    (positions are absolute in it; zero-copy); otherwise ``bytes`` holding, in batch order, the
+    record area of every decoded batch (decompressed, or copied as is when uncompressed), and
+    positions index that. Raises as :meth:`Batch.records`; ValueError for a negative
+    ``max_records``.
+    """
+    if max_records is not None and max_records < 0:
+        raise ValueError(f"max_records must be >= 0 or None, got {max_records}")
+    view = _byte_view(buffer)
+    chunks, record_total = [], 0
+    for batch in iter_batches(view):
+        if max_records is not None and record_total >= max_records:
+            break
+        if batch.is_control or batch.record_count == 0:
+            continue
+        data, parsed = batch._decode()
+        chunks.append((batch, data, parsed))
+        record_total += len(parsed)
+    return _build_columns(chunks, view, max_records)
+
+
+# --- Encoding ----------------------------------------------------------------------------------
+
+
+def _bytes_like(item, index: int, what: str):
+    """``item`` as an object whose ``len`` is its byte count (bytes, or a "B" memoryview)."""
+    if type(item) is bytes:
+        return item
+    try:
+        view = memoryview(item)
+    except TypeError:
+        raise InvalidRecordError(
+            f"{what} of record {index} is {type(item).__name__}, expected a bytes-like object "
+            "or None"
+        ) from None
+    if not view.c_contiguous:
+        raise InvalidRecordError(f"{what} of record {index} is not a C-contiguous buffer")
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def _is_data_and_lengths(column) -> bool:
+    return (
+        isinstance(column, tuple)
+        and len(column) == 2
+        and isinstance(column[1], np.ndarray)
+        and column[1].ndim == 1
+        and column[1].dtype.kind in "iu"
+    )
+
+
+def _column_items(column, what: str) -> list:
+    """Normalise a values or keys argument into a list of bytes-like objects and Nones.
+
+    Accepted forms (the native twin accepts the same): a 2-D C-contiguous uint8 numpy array
+    (row i is record i); a ``(data, lengths)`` tuple whose second item is a 1-D integer numpy
+    array (lengths >= -1, -1 = null, their non-negative sum at most ``len(data)``); or any
+    other iterable of bytes-like objects and Nones (including a 1-D object array).
+    """
+    if isinstance(column, np.ndarray) and column.ndim != 1:
+        if column.ndim != 2 or column.dtype != np.uint8 or not column.flags.c_contiguous:
+            raise InvalidRecordError(
+                f"a numpy array of {what}s must be 2-D C-contiguous uint8, got "
+                f"{column.ndim}-D {column.dtype}"
+                f"{'' if column.flags.c_contiguous else ' (not C-contiguous)'}"
+            )
+        row_bytes = column.shape[1]
+        view = memoryview(column).cast("B")
+        return [view[row * row_bytes : (row + 1) * row_bytes] for row in range(column.shape[0])]
+    if _is_data_and_lengths(column):
+        data, lengths = column
+        try:
+            data_view = _byte_view(data)
+        except TypeError:
+            raise InvalidRecordError(
+                f"the data of a (data, lengths) {what} column is {type(data).__name__}, "
+                "expected a C-contiguous bytes-like object"
+            ) from None
+        items, position = [], 0
+        for index, length in enumerate(lengths.tolist()):
+            if length < -1:
+                raise InvalidRecordError(f"{what} length of record {index} is {length}, below -1")
+            if length == -1:
+                items.append(None)
+                continue
+            if length > len(data_view) - position:
+                raise InvalidRecordError(
+                    f"{what} lengths add up to more than the {len(data_view)} bytes of data "
+                    f"(at record {index})"
+                )
+            items.append(data_view[position : position + length])
+            position += length
+        return items
+    if isinstance(column, (str, int)) or column is None:
+        raise InvalidRecordError(
+            f"{what}s must be a sequence, a 2-D uint8 array or (data, lengths), not "
+            f"{type(column).__name__}"
+        )
+    try:
+        items = list(column)
+    except TypeError:
+        raise InvalidRecordError(
+            f"{what}s must be a sequence, a 2-D uint8 array or (data, lengths), not "
+            f"{type(column).__name__}"
+        ) from None
+    for index, item in enumerate(items):
+        if item is not None:
+            items[index] = _bytes_like(item, index, what)
+    return items
+
+
+def _timestamps(timestamps_ms, record_count: int) -> list:
+    """One int timestamp per record; InvalidTimestampError outside [-1, INT64_MAX]."""
+    if timestamps_ms is None:
+        # One clock read per batch: every record of the batch gets the same time.
+        return [time.time_ns() // 1_000_000] * record_count
+    if isinstance(timestamps_ms, np.ndarray):
+        timestamps_ms = timestamps_ms.tolist()
+    if hasattr(timestamps_ms, "__len__"):
+        stamps = list(timestamps_ms)
+        if len(stamps) != record_count:
+            raise InvalidRecordError(
+                f"got {len(stamps)} timestamps for {record_count} records"
+            )
+    else:
+        stamps = [timestamps_ms] * record_count
+    for index, stamp in enumerate(stamps):
+        try:
+            stamp = operator.index(stamp)
+        except TypeError:
+            raise InvalidTimestampError(
+                f"timestamp of record {index} is {type(stamp).__name__}, expected an int"
+            ) from None
+        if not NO_TIMESTAMP <= stamp <= INT64_MAX:
+            raise InvalidTimestampError(
+                f"timestamp of record {index} is {stamp}; timestamps are -1 or in [0, 2**63)"
+            )
+        stamps[index] = stamp
+    return stamps
+
+
+def _header_block(record_headers, index: int) -> bytes:
+    """The encoded header count and headers of one record."""
+    if record_headers is None:
+        return b"\x00"
+    try:
+        pairs = list(record_headers)
+    except TypeError:
+        raise InvalidRecordError(
+            f"headers of record {index} must be a sequence of (str, bytes | None) pairs, not "
+            f"{type(record_headers).__name__}"
+        ) from None
+    out = bytearray()
+    write_varint(out, len(pairs))
+    for header_index, pair in enumerate(pairs):
+        try:
+            key, value = pair
+        except (TypeError, ValueError):
+            raise InvalidRecordError(
+                f"header {header_index} of record {index} is not a (str, bytes | None) pair"
+            ) from None
+        if not isinstance(key, str):
+            raise InvalidRecordError(
+                f"header key {header_index} of record {index} is {type(key).__name__}, "
+                "expected str (a null header key is illegal)"
+            )
+        try:
+            key_bytes = key.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidRecordError(
+                f"header key {header_index} of record {index} is not encodable as UTF-8: {exc}"
+            ) from None
+        write_varint(out, len(key_bytes))
+        out += key_bytes
+        if value is None:
+            write_varint(out, -1)
+        else:
+            value = _bytes_like(value, index, f"header value {header_index}")
+            write_varint(out, len(value))
+            out += value
+    return bytes(out)
+
+
+def _check_range(name: str, value, low: int, high: int) -> int:
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InvalidRecordError(f"{name} must be an int, got {type(value).__name__}") from None
+    if not low <= value <= high:
+        raise InvalidRecordError(f"{name} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
+            compression_level, timestamp_type, producer_id, producer_epoch, base_sequence,
+            is_transactional, is_control, partition_leader_epoch, delete_horizon_ms) -> bytes:
+    cid = _compression.codec_id(compression)
+    _compression.check_level(cid, compression_level)
+    value_items = _column_items(values, "value")
+    record_count = len(value_items)
+    if record_count == 0:
+        raise InvalidRecordError("a batch needs at least one record")
+    if record_count > INT32_MAX:
+        raise RecordTooLargeError(f"{record_count} records do not fit one batch")
+    key_items = [None] * record_count if keys is None else _column_items(keys, "key")
+    if len(key_items) != record_count:
+        raise InvalidRecordError(f"got {len(key_items)} keys for {record_count} values")
+    if headers is None:
+        header_blocks = [b"\x00"] * record_count
+    else:
+        if isinstance(headers, (str, bytes)):
+            raise InvalidRecordError("headers must be one sequence of pairs per record")
+        headers = list(headers)
+        if len(headers) != record_count:
+            raise InvalidRecordError(f"got {len(headers)} header lists for {record_count} values")
+        header_blocks = [_header_block(h, index) for index, h in enumerate(headers)]
+    stamps = _timestamps(timestamps_ms, record_count)
+
+    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - (record_count - 1))
+    if timestamp_type not in (TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME):
+        raise InvalidRecordError(f"timestamp_type must be 0 or 1, got {timestamp_type!r}")
+    producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
+    producer_epoch = _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
+    base_sequence = _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
+    partition_leader_epoch = _check_range(
+        "partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX
+    )
+    delete_horizon_ms = _check_range("delete_horizon_ms", delete_horizon_ms, NO_TIMESTAMP, INT64_MAX)
+
+    attributes = cid
+    if timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
+    if delete_horizon_ms >= 0:
+        attributes |= DELETE_HORIZON_FLAG_MASK
+        base_timestamp_ms = delete_horizon_ms
+    else:
+        base_timestamp_ms = stamps[0]
+    max_timestamp_ms = max(stamps)
+
+    # The header is filled in last; the records go straight after its 61 placeholder bytes.
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    for index in range(record_count):
+        key, value = key_items[index], value_items[index]
+        timestamp_delta = stamps[index] - base_timestamp_ms
+        if not INT64_MIN <= timestamp_delta <= INT64_MAX:
+            raise InvalidTimestampError(
+                f"timestamp of record {index} is {stamps[index]}, too far from the base "
+                f"timestamp {base_timestamp_ms}"
+            )
+        key_length = -1 if key is None else len(key)
+        value_length = -1 if value is None else len(value)
+        header_block = header_blocks[index]
+        body_size = (
+            1  # attributes
+            + size_of_varlong(timestamp_delta)
+            + size_of_varint(index)  # offset delta
+            + size_of_varint(key_length) + max(key_length, 0)
+            + size_of_varint(value_length) + max(value_length, 0)
+            + len(header_block)
+        )
+        area_bytes = (len(out) - RECORD_BATCH_OVERHEAD) + size_of_varint(min(body_size, INT32_MAX)) + body_size
+        if area_bytes > RECORD_AREA_BYTES_MAX:
+            raise RecordTooLargeError(
+                f"record {index} makes the batch larger than {INT32_MAX} bytes"
+            )
+        write_varint(out, body_size)
+        out.append(0)  # record attributes: unused by Kafka, always 0
+        write_varlong(out, timestamp_delta)
+        write_varint(out, index)
+        write_varint(out, key_length)
+        if key is not None:
+            out += key
+        write_varint(out, value_length)
+        if value is not None:
+            out += value
+        out += header_block
+
+    if cid != COMPRESSION_NONE:
+        with memoryview(out) as whole, whole[RECORD_BATCH_OVERHEAD:] as record_area:
+            compressed = _compression.compress(cid, record_area, compression_level)
+        if len(compressed) > RECORD_AREA_BYTES_MAX:
+            raise RecordTooLargeError("the compressed batch is larger than 2 GiB")
+        del out[RECORD_BATCH_OVERHEAD:]
+        out += compressed
+
+    BATCH_HEADER.pack_into(
+        out, 0,
+        base_offset,
+        len(out) - LOG_OVERHEAD,  # batch_length
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,  # crc, computed below over attributes..end
+        attributes,
+        record_count - 1,  # last_offset_delta
+        base_timestamp_ms,
+        max_timestamp_ms,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    )
+    with memoryview(out) as whole, whole[ATTRIBUTES_POSITION:] as covered:
+        crc = crc32c(covered)
+    _CRC.pack_into(out, CRC_POSITION, crc)
+    return bytes(out)
+
+
+def encode_batch(
+    values,
+    keys=None,
+    timestamps_ms=None,
+    headers=None,
+    *,
+    base_offset: int = 0,
+    compression: str | int = "none",
+    compression_level: int | None = None,
+    timestamp_type: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    is_transactional: bool = False,
+    partition_leader_epoch: int = -1,
+    delete_horizon_ms: int = -1,
+) -> bytes:
+    """Encode one RecordBatch v2 (magic 2) and return its bytes.
+
+    ``values``/``keys``: a sequence of bytes-like objects or None; a 2-D C-contiguous uint8
+    numpy array (one row per record); or ``(data, lengths)``: one bytes-like buffer and a 1-D
+    integer numpy array of lengths (-1 = null) taken from ``data`` in order. ``keys`` None means
+    every key is null. ``timestamps_ms``: None (the wall clock, read once for the whole batch),
+    one int for every record, or a sequence/array of ints (each -1 or in [0, 2**63)).
+    ``headers``: None or, per record, None or a sequence of ``(str, bytes | None)`` pairs
+    (keys are written UTF-8).
+
+    The bytes are fully determined by the arguments (and the clock when ``timestamps_ms`` is
+    None), and the native twin writes the same: base timestamp = the first record's timestamp,
+    or ``delete_horizon_ms`` when that is >= 0 (sets attribute bit 6); max timestamp = the
+    largest record timestamp; last offset delta = n - 1 and offset deltas 0..n-1; record
+    attributes 0; LogAppendTime (``timestamp_type=1``) only sets attribute bit 3, the given
+    timestamps are written as usual; ``compression="none"`` writes the records raw; gzip, lz4,
+    zstd and snappy go through :func:`seglog.compression.compress`.
+
+    Raises InvalidRecordError for an empty batch, a value/key that is not bytes-like (the
+    message names the record index), mismatched column lengths, a bad header, a header field
+    out of its range (base_offset must be >= 0); InvalidTimestampError for a timestamp that is
+    not an int in range; UnsupportedCompressionError for an unknown or unavailable codec;
+    ValueError for a compression level outside the codec's range; RecordTooLargeError when
+    the batch would not fit an int32 length.
+    """
+    return _encode(
+        values, keys, timestamps_ms, headers,
+        base_offset=base_offset, compression=compression, compression_level=compression_level,
+        timestamp_type=timestamp_type, producer_id=producer_id, producer_epoch=producer_epoch,
+        base_sequence=base_sequence, is_transactional=is_transactional, is_control=False,
+        partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=delete_horizon_ms,
+    )
+
+
+def encode_control_batch(
+    control_type: int,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int = 0,
+    base_offset: int = 0,
+    timestamp_ms: int | None = None,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A 78-byte transactional control batch holding one end-transaction marker.
+
+    ``control_type`` is 0 (ABORT) or 1 (COMMIT); anything else is an InvalidRecordError. As
+    Kafka's ``MemoryRecords.writeEndTransactionalMarker``: attributes transactional + control,
+    CreateTime, no compression, base sequence -1, one record whose key is
+    ``(version 0, type)`` and whose value is ``(version 0, coordinator_epoch)``, no headers.
+    ``timestamp_ms`` None reads the wall clock.
+    """
+    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        raise InvalidRecordError(
+            f"an end-transaction marker is ABORT (0) or COMMIT (1), got {control_type!r}"
+        )
+    coordinator_epoch = _check_range("coordinator_epoch", coordinator_epoch, INT32_MIN, INT32_MAX)
+    key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
+    value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)
+    return _encode(
+        [value], [key], timestamp_ms, None,
+        base_offset=base_offset, compression=COMPRESSION_NONE, compression_level=None,
+        timestamp_type=TIMESTAMP_TYPE_CREATE_TIME, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, is_transactional=True,
+        is_control=True, partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=-1,
+    )
