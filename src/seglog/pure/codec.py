@@ -835,6 +835,37 @@ def _header_block(record_headers, index: int) -> bytes:
     return bytes(out)
 
 
+def _offset_deltas(offset_deltas, last_offset_delta, record_count: int) -> tuple[list, int]:
+    """Each record's offset delta and the header's lastOffsetDelta (see :func:`encode_batch`)."""
+    if offset_deltas is None:
+        deltas = list(range(record_count))
+    else:
+        if isinstance(offset_deltas, np.ndarray):
+            if offset_deltas.ndim != 1 or offset_deltas.dtype.kind not in "iu":
+                raise InvalidRecordError("offset_deltas must be a 1-D integer array")
+            offset_deltas = offset_deltas.tolist()
+        try:
+            deltas = [operator.index(delta) for delta in offset_deltas]
+        except TypeError:
+            raise InvalidRecordError("offset_deltas must be a sequence of ints") from None
+        if len(deltas) != record_count:
+            raise InvalidRecordError(
+                f"got {len(deltas)} offset deltas for {record_count} records"
+            )
+        previous = -1
+        for index, delta in enumerate(deltas):
+            if not previous < delta <= INT32_MAX:
+                raise InvalidRecordError(
+                    f"offset delta of record {index} is {delta}; deltas must be strictly "
+                    f"increasing ints in [0, {INT32_MAX}]"
+                )
+            previous = delta
+    if last_offset_delta is None:
+        return deltas, deltas[-1]
+    last_offset_delta = _check_range("last_offset_delta", last_offset_delta, deltas[-1], INT32_MAX)
+    return deltas, last_offset_delta
+
+
 def _check_range(name: str, value, low: int, high: int) -> int:
     try:
         value = operator.index(value)
@@ -847,7 +878,8 @@ def _check_range(name: str, value, low: int, high: int) -> int:
 
 def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
             compression_level, timestamp_type, producer_id, producer_epoch, base_sequence,
-            is_transactional, is_control, partition_leader_epoch, delete_horizon_ms) -> bytes:
+            is_transactional, is_control, partition_leader_epoch, delete_horizon_ms,
+            offset_deltas=None, last_offset_delta=None) -> bytes:
     cid = _compression.codec_id(compression)
     _compression.check_level(cid, compression_level)
     value_items = _column_items(values, "value")
@@ -869,8 +901,9 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
             raise InvalidRecordError(f"got {len(headers)} header lists for {record_count} values")
         header_blocks = [_header_block(h, index) for index, h in enumerate(headers)]
     stamps = _timestamps(timestamps_ms, record_count)
+    deltas, last_offset_delta = _offset_deltas(offset_deltas, last_offset_delta, record_count)
 
-    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - (record_count - 1))
+    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - last_offset_delta)
     if timestamp_type not in (TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME):
         raise InvalidRecordError(f"timestamp_type must be 0 or 1, got {timestamp_type!r}")
     producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
@@ -911,7 +944,7 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
         body_size = (
             1  # attributes
             + size_of_varlong(timestamp_delta)
-            + size_of_varint(index)  # offset delta
+            + size_of_varint(deltas[index])
             + size_of_varint(key_length) + max(key_length, 0)
             + size_of_varint(value_length) + max(value_length, 0)
             + len(header_block)
@@ -924,7 +957,7 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
         write_varint(out, body_size)
         out.append(0)  # record attributes: unused by Kafka, always 0
         write_varlong(out, timestamp_delta)
-        write_varint(out, index)
+        write_varint(out, deltas[index])
         write_varint(out, key_length)
         if key is not None:
             out += key
@@ -949,7 +982,7 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
         MAGIC_V2,
         0,  # crc, computed below over attributes..end
         attributes,
-        record_count - 1,  # last_offset_delta
+        last_offset_delta,
         base_timestamp_ms,
         max_timestamp_ms,
         producer_id,
@@ -979,6 +1012,8 @@ def encode_batch(
     is_transactional: bool = False,
     partition_leader_epoch: int = -1,
     delete_horizon_ms: int = -1,
+    offset_deltas=None,
+    last_offset_delta: int | None = None,
 ) -> bytes:
     """Encode one RecordBatch v2 (magic 2) and return its bytes.
 
@@ -993,14 +1028,21 @@ def encode_batch(
     The bytes are fully determined by the arguments (and the clock when ``timestamps_ms`` is
     None), and the native twin writes the same: base timestamp = the first record's timestamp,
     or ``delete_horizon_ms`` when that is >= 0 (sets attribute bit 6); max timestamp = the
-    largest record timestamp; last offset delta = n - 1 and offset deltas 0..n-1; record
-    attributes 0; LogAppendTime (``timestamp_type=1``) only sets attribute bit 3, the given
+    largest record timestamp; offset deltas 0..n-1 and last offset delta n - 1 unless given;
+    record attributes 0; LogAppendTime (``timestamp_type=1``) only sets attribute bit 3, the given
     timestamps are written as usual; ``compression="none"`` writes the records raw; gzip, lz4,
     zstd and snappy go through :func:`seglog.compression.compress`.
 
+    ``offset_deltas``/``last_offset_delta`` serve the cleaner, which rebuilds a batch from the
+    records it keeps with their original offsets (Kafka's ``buildRetainedRecordsInto`` and
+    ``overrideLastOffset``): ``offset_deltas`` is None or n strictly increasing ints (a
+    sequence or integer numpy array) in [0, INT32_MAX], each record's ``offset - base_offset``;
+    ``last_offset_delta`` is None (the last record's delta) or an int from the last record's
+    delta to INT32_MAX, written as the header's lastOffsetDelta.
+
     Raises InvalidRecordError for an empty batch, a value/key that is not bytes-like (the
-    message names the record index), mismatched column lengths, a bad header, a header field
-    out of its range (base_offset must be >= 0); InvalidTimestampError for a timestamp that is
+    message names the record index), mismatched column lengths, a bad header, bad offset
+    deltas, a header field out of its range (base_offset must be >= 0); InvalidTimestampError for a timestamp that is
     not an int in range; UnsupportedCompressionError for an unknown or unavailable codec;
     ValueError for a compression level outside the codec's range; RecordTooLargeError when
     the batch would not fit an int32 length.
@@ -1011,6 +1053,7 @@ def encode_batch(
         timestamp_type=timestamp_type, producer_id=producer_id, producer_epoch=producer_epoch,
         base_sequence=base_sequence, is_transactional=is_transactional, is_control=False,
         partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=delete_horizon_ms,
+        offset_deltas=offset_deltas, last_offset_delta=last_offset_delta,
     )
 
 
