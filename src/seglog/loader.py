@@ -1,0 +1,273 @@
+"""Opening a partition directory: Kafka's ``LogLoader.load``, the path from files on disk to a
+chain of segments that is safe to append to.
+
+The log file is the only truth; indexes are derived and rebuilt whenever they are missing or
+fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
+
+1. **Temporary files** (``removeTempFilesAndCollectSwapFiles``): every ``*.deleted`` file is
+   removed (its segment was already dropped from the log); every ``*.cleaned`` file is removed
+   (a compaction that had not reached its swap step is abandoned, so the old segments stay);
+   ``*.swap`` files at or above the lowest ``.cleaned`` offset are removed (an unfinished
+   split); the other ``.swap`` files are kept.
+2. **Swaps** are completed: the kept ``.log.swap`` segments cover ``[min swap base, max swap
+   next offset)``; every ordinary segment file in that range is an old segment the swap
+   replaces and is removed, then every ``.swap`` file is renamed to its final name. A crash at
+   any point of the cleaner's ``.cleaned -> .swap -> final`` protocol therefore leaves either
+   the old or the new data, never both or neither. Swapped-in segments get their indexes
+   rebuilt.
+3. **Segments** are opened in offset order. Index files without a ``.log`` are orphans and are
+   removed. A segment whose ``.index`` or ``.timeindex`` is missing, or fails its sanity check,
+   is recovered at once (its indexes are rebuilt from the log).
+4. **Recovery**, only after an unclean shutdown (no clean-shutdown marker): every segment from
+   the one containing the recovery point to the end is validated batch by batch
+   (``Segment.recover``: length, magic, CRC32C, offsets). The first invalid byte and everything
+   after it in that segment is cut, and **every later segment is deleted** (data after a
+   corrupt batch cannot be trusted to be contiguous), as Kafka's ``recoverLog`` does.
+5. If the last segment ends below the checkpointed log start offset, every segment is deleted;
+   if no segment remains an empty one is created at the log start offset.
+
+A read-only open changes nothing on disk: it skips steps 1, 2 and 4, ignores temporary files
+and opens the segments it finds read-only.
+
+Everything removed or cut is recorded in a :class:`RecoveryReport`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import filenames
+from .errors import CorruptIndexError, CorruptRecordError, InvalidOffsetError
+
+__all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
+
+#: ``open_segment(base_offset, *, create=False, file_suffix="") -> Segment``
+OpenSegment = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Bytes recovery cut from one segment: from ``position`` (the first invalid byte) to the
+    end of the ``.log``, for ``reason`` (a ``seglog.format.REASON_*`` string)."""
+
+    base_offset: int
+    position: int
+    truncated_bytes: int
+    reason: str
+
+
+@dataclass
+class RecoveryReport:
+    """What opening a log found and changed (``Log.recovery_report``).
+
+    * ``clean_shutdown``: the clean-shutdown marker was present, so recovery was skipped.
+    * ``recovered_segments``: base offsets of the segments validated batch by batch.
+    * ``truncations``: what was cut, one :class:`Truncation` per segment with invalid bytes.
+    * ``deleted_segments``: base offsets of segments deleted because an earlier segment was
+      corrupt, or because the log ended below its start offset.
+    * ``rebuilt_indexes``: base offsets of segments whose indexes were missing or corrupt.
+    * ``removed_files``: names of leftover files removed (``.deleted``, ``.cleaned``,
+      unfinished ``.swap``, orphan indexes, old segments replaced by a completed swap).
+    * ``completed_swaps``: names of ``.swap`` files renamed to their final names.
+    """
+
+    clean_shutdown: bool = False
+    recovered_segments: list[int] = field(default_factory=list)
+    truncations: list[Truncation] = field(default_factory=list)
+    deleted_segments: list[int] = field(default_factory=list)
+    rebuilt_indexes: list[int] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+    completed_swaps: list[str] = field(default_factory=list)
+
+    @property
+    def truncated_bytes(self) -> int:
+        """Total bytes cut from segment files by recovery (not counting deleted segments)."""
+        return sum(t.truncated_bytes for t in self.truncations)
+
+    @property
+    def lost_data(self) -> bool:
+        """True when recovery cut bytes or deleted segments."""
+        return bool(self.truncations or self.deleted_segments)
+
+
+@dataclass
+class LoadResult:
+    """Segments in offset order (the last is active) and the report of what loading did."""
+
+    segments: list[Any]
+    report: RecoveryReport
+
+
+def _list(dir_path: str) -> list[tuple[str, int, str, str]]:
+    """Our segment-like files in ``dir_path`` as ``(name, offset, suffix, state_suffix)``."""
+    out = []
+    for name in sorted(os.listdir(dir_path)):
+        parsed = filenames.parse_segment_file(name)
+        if parsed is not None:
+            out.append((name, *parsed))
+    return out
+
+
+def _remove(dir_path: str, name: str, report: RecoveryReport) -> None:
+    try:
+        os.remove(os.path.join(dir_path, name))
+    except FileNotFoundError:
+        return
+    report.removed_files.append(name)
+
+
+def _remove_temp_files(dir_path: str, report: RecoveryReport) -> list[tuple[str, int, str]]:
+    """Step 1; returns the ``.swap`` files to complete as ``(name, offset, suffix)``."""
+    cleaned_offsets, swaps = [], []
+    for name, offset, suffix, state in _list(dir_path):
+        if state == filenames.DELETED_SUFFIX:
+            _remove(dir_path, name, report)
+        elif state == filenames.CLEANED_SUFFIX:
+            cleaned_offsets.append(offset)
+            _remove(dir_path, name, report)
+        elif state == filenames.SWAP_SUFFIX:
+            swaps.append((name, offset, suffix))
+    min_cleaned = min(cleaned_offsets, default=None)
+    kept = []
+    for name, offset, suffix in swaps:
+        if min_cleaned is not None and offset >= min_cleaned:
+            _remove(dir_path, name, report)  # part of a split that never finished
+        else:
+            kept.append((name, offset, suffix))
+    return kept
+
+
+def _complete_swaps(dir_path: str, swaps: list[tuple[str, int, str]], open_segment: OpenSegment,
+                    report: RecoveryReport) -> set[int]:
+    """Step 2; returns the base offsets of the swapped-in segments."""
+    log_swaps = sorted(offset for _, offset, suffix in swaps if suffix == filenames.LOG_SUFFIX)
+    if log_swaps:
+        max_next_offset = log_swaps[0]
+        for base in log_swaps:
+            segment = open_segment(base, file_suffix=filenames.SWAP_SUFFIX)
+            try:
+                max_next_offset = max(max_next_offset, segment.next_offset)
+            finally:
+                segment.close()
+        for name, offset, _suffix, state in _list(dir_path):
+            if state == "" and log_swaps[0] <= offset < max_next_offset:
+                _remove(dir_path, name, report)
+    # List again: opening a swap segment may have created its missing index files.
+    for name, _offset, _suffix, state in _list(dir_path):
+        if state == filenames.SWAP_SUFFIX:
+            final = name[: -len(filenames.SWAP_SUFFIX)]
+            os.replace(os.path.join(dir_path, name), os.path.join(dir_path, final))
+            report.completed_swaps.append(name)
+    return set(log_swaps)
+
+
+def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_rebuild: bool,
+                  report: RecoveryReport) -> tuple[Any, bool, bool]:
+    """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
+
+    Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
+    that cut bytes.
+    """
+    index_paths = (filenames.index_file(dir_path, base), filenames.time_index_file(dir_path, base))
+    rebuild = force_rebuild or not all(os.path.exists(p) for p in index_paths)
+    try:
+        segment = open_segment(base)
+    except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
+        # An index pointing outside the log can fail the open itself: start from no index.
+        for path in index_paths:
+            if os.path.exists(path):
+                os.remove(path)
+        segment = open_segment(base)
+        rebuild = True
+    if not rebuild:
+        try:
+            segment.offset_index.sanity_check()
+            segment.time_index.sanity_check()
+        except CorruptIndexError:
+            rebuild = True
+    if not rebuild:
+        return segment, False, False
+    result = segment.recover()
+    report.rebuilt_indexes.append(base)
+    if result.truncated_bytes:
+        report.truncations.append(
+            Truncation(base, result.position, result.truncated_bytes, result.reason))
+    return segment, True, result.truncated_bytes > 0
+
+
+def load_segments(
+    dir_path: str,
+    open_segment: OpenSegment,
+    *,
+    recovery_point: int,
+    log_start_offset: int,
+    clean_shutdown: bool,
+    read_only: bool = False,
+) -> LoadResult:
+    """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
+
+    ``open_segment(base, create=False, file_suffix="")`` opens one segment with the log's
+    settings. ``recovery_point`` and ``log_start_offset`` come from the checkpoints (0 when
+    there are none). Returns the segments in offset order, never empty for a writer. Raises
+    ``OSError`` from the file system; bad bytes are cut and reported, not raised.
+    """
+    report = RecoveryReport(clean_shutdown=clean_shutdown)
+    if read_only:
+        bases = sorted(offset for _, offset, suffix, state in _list(dir_path)
+                       if suffix == filenames.LOG_SUFFIX and state == "")
+        return LoadResult([open_segment(base) for base in bases], report)
+
+    swapped = _complete_swaps(dir_path, _remove_temp_files(dir_path, report), open_segment, report)
+
+    entries = [(name, offset, suffix) for name, offset, suffix, state in _list(dir_path)
+               if state == ""]
+    bases = sorted({offset for _, offset, suffix in entries if suffix == filenames.LOG_SUFFIX})
+    base_set = set(bases)
+    for name, offset, suffix in entries:
+        if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX,
+                      filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
+            _remove(dir_path, name, report)
+    segments, checked = [], {}
+    for base in bases:
+        segment, recovered, truncated = _open_checked(dir_path, base, open_segment,
+                                                      base in swapped, report)
+        segments.append(segment)
+        if recovered:
+            checked[base] = truncated
+
+    if not clean_shutdown and segments:
+        first = 0
+        for i, segment in enumerate(segments):  # the floor segment of the recovery point
+            if segment.base_offset <= recovery_point:
+                first = i
+        for i in range(first, len(segments)):
+            segment = segments[i]
+            report.recovered_segments.append(segment.base_offset)
+            if segment.base_offset in checked:  # validated in step 3 already
+                truncated = checked[segment.base_offset]
+            else:
+                result = segment.recover()
+                truncated = result.truncated_bytes > 0
+                if truncated:
+                    report.truncations.append(Truncation(segment.base_offset, result.position,
+                                                         result.truncated_bytes, result.reason))
+            if truncated:
+                for later in segments[i + 1:]:
+                    report.deleted_segments.append(later.base_offset)
+                    later.delete()
+                del segments[i + 1:]
+                break
+
+    if segments and segments[-1].next_offset < log_start_offset:
+        for segment in segments:
+            report.deleted_segments.append(segment.base_offset)
+            segment.delete()
+        segments = []
+    if not segments:
+        for path in filenames.segment_files(dir_path, log_start_offset):
+            if os.path.exists(path):
+                os.remove(path)
+        segments = [open_segment(log_start_offset, create=True)]
+    return LoadResult(segments, report)
