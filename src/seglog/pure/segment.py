@@ -1,0 +1,745 @@
+"""One log segment: ``<base>.log`` plus its ``.index`` and ``.timeindex`` (Kafka's LogSegment).
+
+The ``.log`` is a plain concatenation of RecordBatch v2 batches (disk format = wire format). The
+two sparse indexes get an entry for a batch when more than ``index_interval_bytes`` were
+appended since the last entry (checked *before* the batch's bytes are counted, so the first
+batch never gets one): offset index ``(batch last offset, batch position)``, time index
+``(max timestamp so far, last offset of the batch that carried it)``. Appends apply this rule
+per batch, exactly as ``recover()`` does, so an appended segment's indexes equal the rebuilt
+ones (Kafka applies it per append call; the difference only makes our indexes denser).
+
+Reads are zero-copy: ``read()`` returns a read-only memoryview of an mmap of the ``.log``. A
+mapping stays alive while any view of it exists; when the file outgrows it a new one is made.
+Truncating a file under a live mapping would turn the next access into SIGBUS, so
+``truncate_to``/``recover`` first close every mapping that reaches past the cut and raise
+ViewsOutstandingError if one still has views (this twin cannot see view ranges, so any live
+view of such a mapping counts, even one below the cut).
+
+Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
+
+* ``translate_offset``: index lookup, then a header-only scan for the first batch whose last
+  offset >= the target (FileRecords.searchForOffsetWithSize): a read inside a batch returns the
+  whole batch, a read of an offset in a gap returns the next batch.
+* ``read``: whole batches only (Kafka may cut the last one; we never do), at least one when
+  ``min_one_batch`` (Kafka's minOneMessage), never past ``max_position``.
+* Opening an existing segment trusts its indexes; ``next_offset``, the max timestamp and the
+  bytes since the last index entry come from the last index entries plus a header scan of the
+  tail after the last offset-index entry. If an index file is missing or fails its sanity
+  check, ``indexes_need_rebuild`` is True and the Log calls ``recover()`` (Kafka's LogLoader).
+  A Log must also ``resize_indexes()`` its active segment after opening or recovering it
+  (indexes are trimmed on close and recover, Kafka's LogLoader resizes the active one).
+* ``truncate_to(offset)`` drops the batches whose *base* offset >= offset (the contract); Kafka
+  drops the batch containing ``offset``. The indexes are truncated and resized to
+  ``max_index_bytes`` as in Kafka.
+* Recovery validates (in this order) length >= 14, length <= INT32_MAX - 12, whole batch
+  present (else REASON_TRUNCATED), magic 2, size >= 61, CRC32C, last_offset_delta >= 0, records
+  area (record_count in [0, last_offset_delta + 1]; for uncompressed batches the record
+  lengths fill the area exactly), offsets increasing and >= base_offset, relative last offset
+  <= INT32_MAX (REASON_BAD_LAST_OFFSET_DELTA). A zero-filled (preallocated) tail reads as batch
+  length 0: REASON_BATCH_TOO_SMALL at that position.
+
+Not thread-safe: the Log serialises calls. ``OSError`` propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+from .. import filenames
+from .. import format as fmt
+from ..errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    IndexFullError,
+    InvalidOffsetError,
+    InvalidRecordError,
+    LogClosedError,
+    ReadOnlyError,
+    RecordTooLargeError,
+    ViewsOutstandingError,
+)
+from ..results import AppendResult, RecoveryResult
+from .codec import iter_batches
+from .crc32c import crc32c
+from .index import OffsetIndex, TimeIndex
+
+__all__ = ["Segment", "AppendResult", "RecoveryResult"]
+
+_HEADER = fmt.BATCH_HEADER
+_EMPTY = memoryview(b"")
+_OFFSET = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_HEAD_BYTES = fmt.RECORD_BATCH_OVERHEAD
+
+
+class _Invalid(Exception):
+    """Internal: a batch check failed with a reason (turned into the caller's error)."""
+
+    def __init__(self, reason, message):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _check_records(buf, position, size, attributes, last_offset_delta, record_count):
+    """Records-area consistency, cheap version: counts, and for uncompressed batches that the
+    record length varints tile the area exactly (Kafka's "Incorrect declared batch size")."""
+    if record_count < 0 or record_count > last_offset_delta + 1:
+        raise _Invalid(fmt.REASON_BAD_RECORDS,
+                       f"record count {record_count} with last offset delta {last_offset_delta}")
+    if attributes & fmt.COMPRESSION_CODEC_MASK != fmt.COMPRESSION_NONE:
+        if record_count > 0 and size == _HEAD_BYTES:
+            raise _Invalid(fmt.REASON_BAD_RECORDS, "compressed batch without a records area")
+        return
+    p, end = position + _HEAD_BYTES, position + size
+    for _ in range(record_count):
+        value = shift = 0
+        while True:  # zig-zag varint, at most 5 bytes
+            if p >= end or shift > 28:
+                raise _Invalid(fmt.REASON_BAD_RECORDS, "record length runs past the batch")
+            byte = buf[p]
+            p += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        length = (value >> 1) ^ -(value & 1)
+        if length < 0 or length > end - p:
+            raise _Invalid(fmt.REASON_BAD_RECORDS, f"record length {length} out of range")
+        p += length
+    if p != end:
+        raise _Invalid(fmt.REASON_BAD_RECORDS, "records area has bytes after the last record")
+
+
+def _check_batch(buf, position, end, max_batch_bytes=None):
+    """Validate the batch at ``position`` of ``buf[:end]``; return its header tuple.
+
+    Raises _Invalid with the first failing check's reason (order in the module docstring);
+    RecordTooLargeError when its size exceeds ``max_batch_bytes``."""
+    remaining = end - position
+    if remaining < fmt.HEADER_SIZE_UP_TO_MAGIC:
+        raise _Invalid(fmt.REASON_TRUNCATED, f"{remaining} bytes left, less than a batch header")
+    (batch_length,) = _INT32.unpack_from(buf, position + fmt.BATCH_LENGTH_POSITION)
+    if batch_length < fmt.MIN_BATCH_LENGTH:
+        raise _Invalid(fmt.REASON_BATCH_TOO_SMALL, f"batch length {batch_length}")
+    if batch_length > fmt.INT32_MAX - fmt.LOG_OVERHEAD:
+        raise _Invalid(fmt.REASON_BATCH_TOO_LARGE, f"batch length {batch_length}")
+    size = fmt.LOG_OVERHEAD + batch_length
+    if size > remaining:
+        raise _Invalid(fmt.REASON_TRUNCATED, f"batch of {size} bytes, {remaining} left")
+    if max_batch_bytes is not None and size > max_batch_bytes:
+        raise RecordTooLargeError(
+            f"batch at position {position} is {size} bytes, above max_message_bytes "
+            f"{max_batch_bytes}")
+    if buf[position + fmt.MAGIC_POSITION] != fmt.MAGIC_V2:
+        raise _Invalid(fmt.REASON_BAD_MAGIC, f"magic {buf[position + fmt.MAGIC_POSITION]}")
+    if size < _HEAD_BYTES:
+        raise _Invalid(fmt.REASON_BATCH_TOO_SMALL, f"batch of {size} bytes, below a v2 header")
+    header = _HEADER.unpack_from(buf, position)
+    crc = crc32c(buf[position + fmt.ATTRIBUTES_POSITION:position + size])
+    if crc != header[4]:
+        raise _Invalid(fmt.REASON_CRC_MISMATCH,
+                       f"stored crc {header[4]:#010x}, computed {crc:#010x}")
+    last_offset_delta = header[6]
+    if last_offset_delta < 0:
+        raise _Invalid(fmt.REASON_BAD_LAST_OFFSET_DELTA, f"last offset delta {last_offset_delta}")
+    _check_records(buf, position, size, header[5], last_offset_delta, header[12])
+    return header
+
+
+class Segment:
+    """One segment of a partition log; see :class:`seglog.protocol.Segment` for the contract
+    and this module's docstring for the Kafka decisions. Build with :meth:`open`.
+
+    Not thread-safe. Views returned by :meth:`read` stay valid after :meth:`close` (the mmap
+    lives as long as they do) but must be released before :meth:`truncate_to`/:meth:`recover`
+    cut the bytes they map.
+    """
+
+    # --- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, dir_path, base_offset, *, create=False, read_only=False,
+             index_interval_bytes=4096, max_index_bytes=10 * 1024 * 1024,
+             max_message_bytes=fmt.MAX_MESSAGE_BYTES_DEFAULT, file_suffix=""):
+        """Open (or with ``create=True`` create) the segment at ``base_offset`` in ``dir_path``.
+
+        FileNotFoundError if the .log is missing (and not ``create``); FileExistsError if
+        ``create`` and a non-empty .log exists. ``read_only`` opens everything read-only (a
+        missing index is then treated as empty). Stale index files are replaced on create."""
+        if create and read_only:
+            raise ValueError("create and read_only are exclusive")
+        return cls(os.fspath(dir_path), int(base_offset), create, read_only,
+                   int(index_interval_bytes), int(max_index_bytes), int(max_message_bytes),
+                   file_suffix)
+
+    def __init__(self, dir_path, base_offset, create, read_only, index_interval_bytes,
+                 max_index_bytes, max_message_bytes, file_suffix):
+        if base_offset < 0:
+            raise ValueError(f"base_offset must be >= 0, got {base_offset}")
+        self.dir_path = dir_path
+        self.base_offset = base_offset
+        self.read_only = read_only
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_bytes = max_index_bytes
+        self.max_message_bytes = max_message_bytes
+        self.file_suffix = file_suffix
+        self.closed = False
+        self.indexes_need_rebuild = False
+        self._fd = -1
+        self._mm = None
+        self._mm_bytes = 0
+        self._retired = []
+        self._scratch = bytearray()
+        self.offset_index = self.time_index = None
+        log_path = self.log_path
+        if create:
+            self._fd = os.open(log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(self._fd).st_size != 0:
+                os.close(self._fd)
+                raise FileExistsError(f"segment log {log_path} exists and is not empty")
+            for path in (self.index_path, self.time_index_path):
+                if os.path.exists(path):
+                    os.remove(path)
+        else:
+            self._fd = os.open(log_path, os.O_RDONLY if read_only else os.O_RDWR)
+        try:
+            self._open_indexes()
+            self.size_bytes = os.fstat(self._fd).st_size
+            self._load_tail_state()
+        except BaseException:
+            self._close_files()
+            raise
+
+    def _path(self, suffix):
+        return os.path.join(self.dir_path,
+                            filenames.offset_prefix(self.base_offset) + suffix + self.file_suffix)
+
+    @property
+    def log_path(self):
+        """Path of the ``.log`` file (with the current file suffix)."""
+        return self._path(filenames.LOG_SUFFIX)
+
+    @property
+    def index_path(self):
+        return self._path(filenames.INDEX_SUFFIX)
+
+    @property
+    def time_index_path(self):
+        return self._path(filenames.TIME_INDEX_SUFFIX)
+
+    def _open_indexes(self):
+        missing = not (os.path.exists(self.index_path) and os.path.exists(self.time_index_path))
+        if self.read_only and missing:
+            self.indexes_need_rebuild = True
+        kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only)
+        if os.path.exists(self.index_path) or not self.read_only:
+            self.offset_index = OffsetIndex(self.index_path, self.base_offset, **kwargs)
+        if os.path.exists(self.time_index_path) or not self.read_only:
+            self.time_index = TimeIndex(self.time_index_path, self.base_offset, **kwargs)
+        if missing:
+            self.indexes_need_rebuild = True
+            return
+        try:
+            self.offset_index.sanity_check()
+            self.time_index.sanity_check()
+        except CorruptIndexError:
+            self.indexes_need_rebuild = True
+
+    def _index_lookup(self, offset):
+        """``(offset, position)`` from the offset index, or the segment start without one."""
+        if self.offset_index is None or self.offset_index.entries == 0:
+            return self.base_offset, 0
+        return self.offset_index.lookup(offset)
+
+    def _load_tail_state(self):
+        """next_offset, max timestamp, first batch timestamp and bytes since the last index
+        entry, from the indexes and a header scan after the last offset-index entry."""
+        entry_offset, entry_position = self._index_lookup(fmt.INT64_MAX)
+        if entry_position > self.size_bytes:  # an index pointing past the log: do not trust it
+            entry_offset, entry_position = self.base_offset, 0
+            self.indexes_need_rebuild = True
+        max_ts, max_ts_offset = (self.time_index.last_entry() if self.time_index is not None
+                                 else (fmt.NO_TIMESTAMP, self.base_offset))
+        if max_ts == fmt.NO_TIMESTAMP:
+            max_ts_offset = self.base_offset
+        next_offset = self.base_offset
+        end = entry_position
+        for position, header in self._scan_headers(entry_position, self.size_bytes):
+            size = fmt.LOG_OVERHEAD + header[1]
+            last = header[0] + header[6]
+            if header[8] > max_ts:
+                max_ts, max_ts_offset = header[8], last
+            next_offset = last + 1
+            end = position + size
+        if next_offset == self.base_offset and entry_position > 0:
+            next_offset = entry_offset + 1  # no whole batch after the entry (should not happen)
+        self.next_offset = next_offset
+        self.max_timestamp_ms = max_ts
+        self.offset_of_max_timestamp = max_ts_offset if max_ts != fmt.NO_TIMESTAMP else -1
+        if self.read_only:
+            self.size_bytes = end  # readers see whole batches only
+        self._bytes_since_index_entry = self.size_bytes - entry_position
+        self.first_batch_timestamp_ms = fmt.NO_TIMESTAMP
+        for _, header in self._scan_headers(0, self.size_bytes):
+            self.first_batch_timestamp_ms = header[8]
+            break
+
+    # --- the read mapping ---------------------------------------------------------------------
+
+    def _map(self, end):
+        """The read mmap, covering at least ``[0, end)`` (remapped when the file outgrew it)."""
+        if self._mm is None or self._mm_bytes < end:
+            length = os.fstat(self._fd).st_size
+            if length < end:
+                raise AssertionError(f"map to {end} past the end of {self.log_path} ({length})")
+            if self._mm is not None:
+                self._retire(self._mm)
+            self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
+            self._mm_bytes = length
+            self._retired = [m for m in self._retired if not self._try_close(m)]
+        return self._mm
+
+    @staticmethod
+    def _try_close(mapping):
+        try:
+            mapping.close()
+            return True
+        except BufferError:  # views are alive: it stays mapped until they are gone
+            return False
+
+    def _retire(self, mapping):
+        if not self._try_close(mapping):
+            self._retired.append(mapping)
+
+    def _release_maps_past(self, position):
+        """Close every mapping longer than ``position``; ViewsOutstandingError if one has
+        live views (truncating under it would SIGBUS on the next access)."""
+        maps = self._retired + ([self._mm] if self._mm is not None else [])
+        keep = []
+        for mapping in maps:
+            if len(mapping) > position and not self._try_close(mapping):
+                raise ViewsOutstandingError(
+                    f"cannot cut {self.log_path} at {position}: read() views of the removed "
+                    "bytes are still alive; release them first")
+            if not mapping.closed:
+                keep.append(mapping)
+        if self._mm is not None and self._mm.closed:
+            self._mm, self._mm_bytes = None, 0
+        self._retired = [m for m in keep if m is not self._mm]
+
+    def _scan_headers(self, start, end):
+        """Yield ``(position, header tuple)`` for each whole batch in ``[start, end)``; stops
+        at the first short, torn or malformed header (Kafka's iterator, without raising)."""
+        if end - start < _HEAD_BYTES:
+            return
+        mm = self._map(end)
+        position = start
+        while end - position >= _HEAD_BYTES:
+            header = _HEADER.unpack_from(mm, position)
+            size = fmt.LOG_OVERHEAD + header[1]
+            if size < _HEAD_BYTES or size > end - position or header[3] != fmt.MAGIC_V2:
+                return
+            yield position, header
+            position += size
+
+    # --- state checks -------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self.closed:
+            raise LogClosedError(f"segment {self.log_path} is closed")
+
+    def _check_writable(self):
+        self._check_open()
+        if self.read_only:
+            raise ReadOnlyError(f"segment {self.log_path} was opened read-only")
+
+    @property
+    def last_modified_ms(self):
+        """The .log file's modification time, ms since the epoch."""
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+
+    # --- append -------------------------------------------------------------------------------
+
+    def append(self, data, *, assign_offsets=True):
+        """Validate and append the whole batches in ``data``; see the protocol. One write."""
+        self._check_writable()
+        view = memoryview(data)
+        if view.ndim != 1 or view.itemsize != 1:
+            view = view.cast("B")
+        end = len(view)
+        if end == 0:
+            raise InvalidRecordError("append of no batches")
+        batches = []  # (position in data, size, header, new base offset)
+        next_offset = self.next_offset
+        position = 0
+        while position < end:
+            try:
+                header = _check_batch(view, position, end, self.max_message_bytes)
+            except _Invalid as exc:
+                raise CorruptRecordError(f"batch at position {position} of the append: {exc}",
+                                         reason=exc.reason, position=position) from None
+            size = fmt.LOG_OVERHEAD + header[1]
+            base = next_offset if assign_offsets else header[0]
+            if not assign_offsets and base < next_offset:
+                raise InvalidOffsetError(
+                    f"batch at position {position} has base offset {base}, below the next "
+                    f"offset {next_offset} of segment {self.base_offset}")
+            last = base + header[6]
+            if last - self.base_offset > fmt.INT32_MAX:
+                raise InvalidOffsetError(
+                    f"offset {last} does not fit segment {self.base_offset} (roll first)")
+            batches.append((position, size, header, base))
+            next_offset = last + 1
+            position += size
+        self._check_index_room(batches)
+        patch = assign_offsets and any(b[3] != b[2][0] for b in batches)
+        if patch:
+            if len(self._scratch) < end:
+                self._scratch = bytearray(end)
+            scratch = memoryview(self._scratch)[:end]
+            scratch[:] = view
+            for position, _, _, base in batches:
+                _OFFSET.pack_into(scratch, position, base)
+            out = scratch
+        else:
+            out = view
+        start = self.size_bytes
+        self._write_all(out, start)
+        return self._account(batches, start, end)
+
+    def _check_index_room(self, batches):
+        """IndexFullError before writing if the entries this append adds would not fit."""
+        needed, since = 0, self._bytes_since_index_entry
+        for _, size, _, _ in batches:
+            if since > self.index_interval_bytes:
+                needed, since = needed + 1, 0
+            since += size
+        if needed and (self.offset_index.entries + needed > self.offset_index.max_entries
+                       or self.time_index.entries + needed > self.time_index.max_entries - 1):
+            raise IndexFullError(f"indexes of segment {self.log_path} are full (roll first)")
+
+    def _write_all(self, out, position):
+        written = 0
+        try:
+            while written < len(out):
+                written += os.pwrite(self._fd, out[written:], position + written)
+        except BaseException:
+            os.ftruncate(self._fd, position)  # leave no partial batch behind
+            raise
+
+    def _account(self, batches, start, end):
+        """Update offsets, timestamps and indexes for batches just written at ``start``."""
+        append_max_ts, append_max_offset = fmt.NO_TIMESTAMP, -1
+        for position, size, header, base in batches:
+            last = base + header[6]
+            batch_max_ts = header[8]
+            if batch_max_ts > append_max_ts:
+                append_max_ts, append_max_offset = batch_max_ts, last
+            if batch_max_ts > self.max_timestamp_ms:
+                self.max_timestamp_ms, self.offset_of_max_timestamp = batch_max_ts, last
+            file_position = start + position
+            if file_position == 0:
+                self.first_batch_timestamp_ms = batch_max_ts
+            if self._bytes_since_index_entry > self.index_interval_bytes:
+                self.offset_index.append(last, file_position)
+                self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp)
+                self._bytes_since_index_entry = 0
+            self._bytes_since_index_entry += size
+        first = batches[0][3]
+        self.next_offset = batches[-1][3] + batches[-1][2][6] + 1
+        self.size_bytes = start + end
+        if append_max_offset < 0:
+            append_max_offset = self.next_offset - 1
+        return AppendResult(first, self.next_offset - 1, append_max_ts, append_max_offset,
+                            start, end, len(batches))
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def translate_offset(self, offset):
+        """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
+        offset >= ``offset``, or None (index lookup, then a header-only scan)."""
+        self._check_open()
+        if offset >= self.next_offset:
+            return None
+        _, position = self._index_lookup(offset)
+        for position, header in self._scan_headers(position, self.size_bytes):
+            if header[0] + header[6] >= offset:
+                return position, header[0], fmt.LOG_OVERHEAD + header[1]
+        return None
+
+    def _range(self, offset, max_bytes, max_position, min_one_batch):
+        """``(position, size_bytes, next_offset)`` of the whole batches a read returns."""
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0, 0, offset
+        start = found[0]
+        limit = self.size_bytes if max_position is None else min(max_position, self.size_bytes)
+        size, next_offset = 0, offset
+        for position, header in self._scan_headers(start, limit):
+            batch_size = fmt.LOG_OVERHEAD + header[1]
+            if size + batch_size > max_bytes and not (size == 0 and min_one_batch):
+                break
+            size += batch_size
+            next_offset = header[0] + header[6] + 1
+        return start, size, next_offset
+
+    def read(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
+        """Whole batches from the one holding ``offset``, as a read-only memoryview over an
+        mmap of the .log (zero-copy; valid until released, even after close)."""
+        self._check_open()
+        position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
+        if size == 0:
+            return _EMPTY
+        return memoryview(self._map(position + size))[position:position + size]
+
+    def read_range(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
+        """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log."""
+        self._check_open()
+        position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
+        return position, size
+
+    def sendfile(self, out_fd, offset, max_bytes, *, max_position=None):
+        """Send the whole batches :meth:`read` would return to ``out_fd`` (socket or file, an
+        int or an object with ``fileno()``) with sendfile(2); returns ``(bytes_sent,
+        next_offset)``. Loops until all are sent; BlockingIOError propagates on a
+        non-blocking fd."""
+        self._check_open()
+        if not isinstance(out_fd, int):
+            out_fd = out_fd.fileno()
+        position, size, next_offset = self._range(offset, max_bytes, max_position, True)
+        sent = 0
+        while sent < size:
+            n = os.sendfile(out_fd, self._fd, position + sent, size - sent)
+            if n == 0:
+                raise OSError(f"sendfile from {self.log_path} made no progress")
+            sent += n
+        return sent, next_offset
+
+    def batches(self, start_position=0):
+        """Iterate the codec's Batch objects over the file from ``start_position`` (they hold a
+        view of the mmap)."""
+        self._check_open()
+        if self.size_bytes <= start_position:
+            return iter(())
+        view = memoryview(self._map(self.size_bytes))[start_position:self.size_bytes]
+        return iter_batches(view)
+
+    def find_offset_by_timestamp(self, timestamp_ms, starting_offset=0):
+        """``(timestamp_ms, offset)`` of the first record with timestamp >= ``timestamp_ms`` and
+        offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp)."""
+        self._check_open()
+        if self.time_index is not None:
+            _, index_offset = self.time_index.lookup(timestamp_ms)
+        else:
+            index_offset = self.base_offset
+        _, position = self._index_lookup(max(index_offset, starting_offset))
+        for batch in self.batches(position):
+            if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
+                for record in batch.records():
+                    if record.timestamp_ms >= timestamp_ms and record.offset >= starting_offset:
+                        return record.timestamp_ms, record.offset
+        return None
+
+    # --- truncation and recovery --------------------------------------------------------------
+
+    def truncate_to(self, offset):
+        """Drop every batch whose base offset >= ``offset``; return the bytes removed.
+
+        Indexes drop entries >= ``offset`` and are resized to ``max_index_bytes`` (Kafka).
+        ViewsOutstandingError (nothing changed) if live read() views map the removed bytes."""
+        self._check_writable()
+        _, position = self._index_lookup(offset)
+        cut = self.size_bytes
+        for batch_position, header in self._scan_headers(position, self.size_bytes):
+            if header[0] >= offset:
+                cut = batch_position
+                break
+        removed = self.size_bytes - cut
+        if removed:
+            self._release_maps_past(cut)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(self.max_index_bytes)
+        self.time_index.resize(self.max_index_bytes)
+        if removed:
+            os.ftruncate(self._fd, cut)
+            self.size_bytes = cut
+        self._load_tail_state()
+        return removed
+
+    def recover(self):
+        """Validate every batch, cut at the first invalid byte, rebuild and trim both indexes;
+        see the module docstring for the checks and :class:`RecoveryResult`."""
+        self._check_writable()
+        end = os.fstat(self._fd).st_size
+        entries = []  # (last offset, position, max ts so far, its offset)
+        position, previous_last, since = 0, self.base_offset - 1, 0
+        max_ts, max_ts_offset = fmt.NO_TIMESTAMP, -1
+        reason = ""
+        view = memoryview(self._map(end)) if end else _EMPTY
+        try:
+            while position < end:
+                try:
+                    header = _check_batch(view, position, end)
+                except _Invalid as exc:
+                    reason = exc.reason
+                    break
+                last = header[0] + header[6]
+                if header[0] <= previous_last:
+                    reason = fmt.REASON_OFFSETS_NOT_INCREASING
+                    break
+                if last - self.base_offset > fmt.INT32_MAX:
+                    reason = fmt.REASON_BAD_LAST_OFFSET_DELTA
+                    break
+                if header[8] > max_ts:
+                    max_ts, max_ts_offset = header[8], last
+                if since > self.index_interval_bytes:
+                    entries.append((last, position, max_ts, max_ts_offset))
+                    since = 0
+                size = fmt.LOG_OVERHEAD + header[1]
+                since += size
+                position += size
+                previous_last = last
+        finally:
+            view.release()
+        truncated = end - position
+        if truncated:
+            self._release_maps_past(position)
+        self.offset_index.reset()
+        self.time_index.reset()
+        for last, batch_position, ts, ts_offset in entries:
+            self.offset_index.append(last, batch_position)
+            self.time_index.maybe_append(ts, ts_offset)
+        if truncated:
+            os.ftruncate(self._fd, position)
+        self.size_bytes = position
+        self.offset_index.trim()
+        if max_ts != fmt.NO_TIMESTAMP:
+            self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        self.time_index.trim()
+        self.indexes_need_rebuild = False
+        self._load_tail_state()
+        return RecoveryResult(position, truncated, reason, position if truncated else -1)
+
+    # --- roll, lifecycle ----------------------------------------------------------------------
+
+    def roll_reason(self, incoming_bytes, incoming_last_offset, segment_bytes):
+        """Why this segment must roll before an append of ``incoming_bytes`` ending at
+        ``incoming_last_offset`` (Kafka's shouldRoll minus time): ``"size"``,
+        ``"offset_index_full"``, ``"time_index_full"``, ``"offset_overflow"``, or None."""
+        if self.size_bytes > 0 and self.size_bytes > segment_bytes - incoming_bytes:
+            return "size"
+        if self.offset_index is not None and self.offset_index.is_full():
+            return "offset_index_full"
+        if self.time_index is not None and self.time_index.is_full():
+            return "time_index_full"
+        if not 0 <= incoming_last_offset - self.base_offset <= fmt.INT32_MAX:
+            return "offset_overflow"
+        return None
+
+    def resize_indexes(self, max_index_bytes=None):
+        """Resize both index files to ``max_index_bytes`` (default: the segment's), as Kafka's
+        LogLoader does for the active segment after loading or recovery."""
+        self._check_writable()
+        size = self.max_index_bytes if max_index_bytes is None else max_index_bytes
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def on_become_inactive(self):
+        """On roll: the final time-index entry (skip_full_check) and trimmed indexes."""
+        self._check_writable()
+        if self.max_timestamp_ms != fmt.NO_TIMESTAMP:
+            self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp,
+                                         skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def flush(self):
+        """fsync the .log and msync both indexes."""
+        self._check_writable()
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def refresh(self):
+        """Read-only: see the whole batches (and index entries) a writer appended since."""
+        self._check_open()
+        if not self.read_only:
+            return
+        for index in (self.offset_index, self.time_index):
+            if index is not None:
+                index.reload()
+        end = os.fstat(self._fd).st_size
+        for position, header in self._scan_headers(self.size_bytes, end):
+            size = fmt.LOG_OVERHEAD + header[1]
+            last = header[0] + header[6]
+            if header[8] > self.max_timestamp_ms:
+                self.max_timestamp_ms, self.offset_of_max_timestamp = header[8], last
+            if position == 0:
+                self.first_batch_timestamp_ms = header[8]
+            self.next_offset = last + 1
+            self.size_bytes = position + size
+
+    def _close_files(self):
+        for index in (self.offset_index, self.time_index):
+            if index is not None:
+                index.close()
+        if self._mm is not None:
+            self._retire(self._mm)
+            self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def close(self):
+        """Trim the indexes (writer) and close the files. Views already handed out stay
+        valid. Idempotent."""
+        if self.closed:
+            return
+        try:
+            if not self.read_only:
+                if self.max_timestamp_ms != fmt.NO_TIMESTAMP:
+                    self.time_index.maybe_append(self.max_timestamp_ms,
+                                                 self.offset_of_max_timestamp,
+                                                 skip_full_check=True)
+                self.offset_index.trim()
+                self.time_index.trim()
+        finally:
+            self.closed = True
+            self._close_files()
+
+    def delete(self):
+        """Close and remove the segment's files (missing ones are ignored)."""
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+    def rename_suffix(self, new_suffix):
+        """Rename every file from the current suffix to ``new_suffix`` (e.g. ``".deleted"``,
+        ``""``); open mappings and descriptors follow the files."""
+        old = (self.log_path, self.index_path, self.time_index_path)
+        self.file_suffix = new_suffix
+        new = (self.log_path, self.index_path, self.time_index_path)
+        for src, dst in zip(old, new):
+            if os.path.exists(src):
+                os.replace(src, dst)
+        for index, path in ((self.offset_index, new[1]), (self.time_index, new[2])):
+            if index is not None:
+                index.path = path
+
+    def __repr__(self):
+        return (f"Segment({self.log_path!r}, base_offset={self.base_offset}, "
+                f"next_offset={self.next_offset}, size_bytes={self.size_bytes})")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
