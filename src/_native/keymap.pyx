@@ -38,11 +38,13 @@ cdef enum:
     _BATCH_LENGTH_POSITION = 8
     _MAGIC_POSITION = 16
     _ATTRIBUTES_POSITION = 21
+    _BASE_TIMESTAMP_POSITION = 27
     _RECORDS_COUNT_POSITION = 57
     _RECORD_BATCH_OVERHEAD = 61
     _LOG_OVERHEAD = 12
     _COMPRESSION_MASK = 0x07
     _CONTROL_FLAG = 0x20
+    _DELETE_HORIZON_FLAG = 0x40
     _MAGIC_V2 = 2
     # _put_records results
     _ALL_PUT = 0
@@ -57,9 +59,11 @@ HEADER_POSITIONS = {
     "batch_length": _BATCH_LENGTH_POSITION,
     "magic": _MAGIC_POSITION,
     "attributes": _ATTRIBUTES_POSITION,
+    "base_timestamp": _BASE_TIMESTAMP_POSITION,
     "records_count": _RECORDS_COUNT_POSITION,
     "overhead": _RECORD_BATCH_OVERHEAD,
     "control_flag": _CONTROL_FLAG,
+    "delete_horizon_flag": _DELETE_HORIZON_FLAG,
 }
 
 _MR_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
@@ -308,6 +312,31 @@ cdef class KeyMap:
             pos = record_end
         return _ALL_PUT
 
+    cdef object _record_area(self, const unsigned char *p, Py_ssize_t length, object data,
+                             const char *who):
+        """Check the batch header at ``p``; return None for a control batch, else the
+        decompressed record area (bytes) for a compressed batch, or False when the records
+        lie uncompressed at p + 61."""
+        cdef Py_ssize_t batch_bytes
+        cdef int codec
+        if length < _RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(f"{who.decode()}: data does not hold a whole batch",
+                                     reason=REASON_TRUNCATED, position=0)
+        batch_bytes = <Py_ssize_t>_read_i32_be(p + _BATCH_LENGTH_POSITION) + _LOG_OVERHEAD
+        if batch_bytes < _RECORD_BATCH_OVERHEAD or batch_bytes > length:
+            raise CorruptRecordError(f"{who.decode()}: data does not hold a whole batch",
+                                     reason=REASON_TRUNCATED, position=0)
+        if p[_MAGIC_POSITION] != _MAGIC_V2:
+            raise CorruptRecordError(f"unsupported magic {p[_MAGIC_POSITION]}",
+                                     reason=REASON_BAD_MAGIC, position=0)
+        if p[_ATTRIBUTES_POSITION + 1] & _CONTROL_FLAG:
+            return None
+        codec = p[_ATTRIBUTES_POSITION + 1] & _COMPRESSION_MASK
+        if codec == 0:
+            return False
+        return _compression.decompress(
+            codec, memoryview(data).cast("B")[_RECORD_BATCH_OVERHEAD:batch_bytes])
+
     def put_batch_keys(self, data, *, int64_t start_offset=0):
         """Put every keyed record with ``offset >= start_offset`` of the batch at the start of
         ``data``; see :meth:`seglog.pure.keymap.KeyMap.put_batch_keys`. True when all were put,
@@ -316,33 +345,22 @@ cdef class KeyMap:
         cdef Py_buffer buf
         cdef const unsigned char *p
         cdef const unsigned char *area
-        cdef Py_ssize_t area_bytes, batch_bytes, record_count
+        cdef Py_ssize_t area_bytes, record_count
         cdef int64_t base_offset
-        cdef int codec, rc
-        cdef bytes decompressed
+        cdef int rc
         PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
         try:
             p = <const unsigned char *>buf.buf
-            if buf.len < _RECORD_BATCH_OVERHEAD:
-                raise CorruptRecordError("put_batch_keys: data does not hold a whole batch",
-                                         reason=REASON_TRUNCATED, position=0)
-            batch_bytes = <Py_ssize_t>_read_i32_be(p + _BATCH_LENGTH_POSITION) + _LOG_OVERHEAD
-            if batch_bytes < _RECORD_BATCH_OVERHEAD or batch_bytes > buf.len:
-                raise CorruptRecordError("put_batch_keys: data does not hold a whole batch",
-                                         reason=REASON_TRUNCATED, position=0)
-            if p[_MAGIC_POSITION] != _MAGIC_V2:
-                raise CorruptRecordError(f"unsupported magic {p[_MAGIC_POSITION]}",
-                                         reason=REASON_BAD_MAGIC, position=0)
-            if p[_ATTRIBUTES_POSITION + 1] & _CONTROL_FLAG:
+            decompressed = self._record_area(p, buf.len, data, b"put_batch_keys")
+            if decompressed is None:
                 return True
             base_offset = _read_i64_be(p)
             record_count = _read_i32_be(p + _RECORDS_COUNT_POSITION)
-            codec = p[_ATTRIBUTES_POSITION + 1] & _COMPRESSION_MASK
-            area = p + _RECORD_BATCH_OVERHEAD
-            area_bytes = batch_bytes - _RECORD_BATCH_OVERHEAD
-            if codec != 0:
-                decompressed = _compression.decompress(
-                    codec, memoryview(data).cast("B")[_RECORD_BATCH_OVERHEAD:batch_bytes])
+            if decompressed is False:
+                area = p + _RECORD_BATCH_OVERHEAD
+                area_bytes = _read_i32_be(p + _BATCH_LENGTH_POSITION) + _LOG_OVERHEAD \
+                    - _RECORD_BATCH_OVERHEAD
+            else:
                 area = <const unsigned char *>PyBytes_AS_STRING(decompressed)
                 area_bytes = PyBytes_GET_SIZE(decompressed)
             with nogil:
@@ -353,3 +371,98 @@ cdef class KeyMap:
             raise CorruptRecordError("put_batch_keys: malformed record framing",
                                      reason=REASON_BAD_RECORDS, position=0)
         return rc == _ALL_PUT
+
+    @cython.boundscheck(False)
+    @cython.wraparound(False)
+    cdef Py_ssize_t _retain(self, const unsigned char *area, Py_ssize_t area_bytes,
+                            int64_t base_offset, Py_ssize_t record_count, int64_t horizon_ms,
+                            int64_t now_ms, unsigned char *mask,
+                            bint *tombstone_kept) noexcept nogil:
+        """Fill mask[0:record_count]; return the kept count, or -1 for bad framing."""
+        cdef Py_ssize_t pos = 0, record_end, i, kept = 0, key_pos
+        cdef int64_t length, value, offset_delta, key_length, value_length, offset, found
+        cdef bint keep
+        for i in range(record_count):
+            pos = _read_varint(area, pos, area_bytes, &length)
+            if pos < 0 or length < 0 or length > area_bytes - pos:
+                return -1
+            record_end = pos + length
+            pos += 1  # attributes
+            pos = _read_varlong(area, pos, record_end, &value)  # timestamp delta
+            if pos < 0:
+                return -1
+            pos = _read_varint(area, pos, record_end, &offset_delta)
+            if pos < 0:
+                return -1
+            pos = _read_varint(area, pos, record_end, &key_length)
+            if pos < 0 or key_length < -1 or key_length > record_end - pos:
+                return -1
+            offset = base_offset + offset_delta
+            if key_length < 0:
+                keep = offset > self.latest_offset
+                value_length = 0
+            else:
+                key_pos = pos
+                pos = _read_varint(area, pos + key_length, record_end, &value_length)
+                if pos < 0:
+                    return -1
+                if offset > self.latest_offset:
+                    keep = True
+                else:
+                    found = self._offsets[self._find(
+                        seglog_xxh64(area + key_pos, <size_t>key_length, 0))]
+                    keep = offset >= found and (
+                        value_length >= 0 or horizon_ms < 0 or now_ms < horizon_ms)
+            mask[i] = keep
+            if keep:
+                kept += 1
+                if value_length < 0:
+                    tombstone_kept[0] = True
+            pos = record_end
+        return kept
+
+    def retain_mask(self, data, *, int64_t now_ms):
+        """Which records of the batch at the start of ``data`` the cleaner keeps; see
+        :meth:`seglog.pure.keymap.KeyMap.retain_mask`. Returns ``(mask, kept_count,
+        tombstone_kept)``."""
+        cdef Py_buffer buf
+        cdef const unsigned char *p
+        cdef const unsigned char *area
+        cdef Py_ssize_t area_bytes, record_count, kept
+        cdef int64_t base_offset, horizon_ms = -1
+        cdef bint tombstone_kept = False
+        cdef unsigned char[::1] mask_view
+        cdef unsigned char *mask_ptr = NULL
+        PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+        try:
+            p = <const unsigned char *>buf.buf
+            decompressed = self._record_area(p, buf.len, data, b"retain_mask")
+            record_count = _read_i32_be(p + _RECORDS_COUNT_POSITION)
+            if record_count < 0:
+                raise CorruptRecordError("retain_mask: negative record count",
+                                         reason=REASON_BAD_RECORDS, position=0)
+            mask = np.ones(record_count, dtype=np.bool_)
+            if decompressed is None:
+                return mask, record_count, False
+            mask_view = mask.view(np.uint8)
+            if record_count > 0:
+                mask_ptr = &mask_view[0]
+            base_offset = _read_i64_be(p)
+            if p[_ATTRIBUTES_POSITION + 1] & _DELETE_HORIZON_FLAG:
+                horizon_ms = _read_i64_be(p + _BASE_TIMESTAMP_POSITION)
+            if decompressed is False:
+                area = p + _RECORD_BATCH_OVERHEAD
+                area_bytes = _read_i32_be(p + _BATCH_LENGTH_POSITION) + _LOG_OVERHEAD \
+                    - _RECORD_BATCH_OVERHEAD
+            else:
+                area = <const unsigned char *>PyBytes_AS_STRING(decompressed)
+                area_bytes = PyBytes_GET_SIZE(decompressed)
+            with nogil:
+                kept = self._retain(area, area_bytes, base_offset, record_count, horizon_ms,
+                                    now_ms, mask_ptr, &tombstone_kept)
+        finally:
+            PyBuffer_Release(&buf)
+        if kept < 0:
+            raise CorruptRecordError("retain_mask: malformed record framing",
+                                     reason=REASON_BAD_RECORDS, position=0)
+        return mask, kept, tombstone_kept

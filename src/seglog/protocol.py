@@ -295,6 +295,12 @@ class KeyMap(Protocol):
       nothing; compressed ones are decompressed); False when the map filled on the way
       (``latest_offset`` is then the last offset put). CorruptRecordError for a truncated
       batch or malformed record framing. The native twin walks the records in C.
+    * ``retain_mask(data, *, now_ms) -> (mask, kept_count, tombstone_kept)``: the cleaner's
+      per-record decision for the batch at the start of ``data`` (Kafka's
+      ``shouldRetainRecord``, §5.3.4): ``mask`` a numpy bool array in record order; a record is
+      kept if its offset > ``latest_offset``, else dropped if keyless, else kept iff offset >=
+      ``get(key)`` and (it has a value, or the batch has no delete horizon, or now_ms <
+      horizon). ``tombstone_kept``: a kept record has a null value. Control batches keep all.
     * ``update_latest_offset(offset)``; ``clear()`` (keeps the memory).
     * Attributes: ``memory_bytes_max``, ``slots``, ``max_entries``, ``size``,
       ``latest_offset`` (-1 when nothing was put), ``utilization`` (size / slots), ``lookups``

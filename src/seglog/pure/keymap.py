@@ -218,3 +218,46 @@ class KeyMap:
                 if not self.put_hash(key_hash(record.key), record.offset):
                     return False
         return True
+
+    def retain_mask(self, data, *, now_ms: int):
+        """Which records of the batch at the start of ``data`` the cleaner keeps (Kafka's
+        ``Cleaner.shouldRetainRecord``, kafka-format.md §5.3.4), given this map of the dirty
+        section. Returns ``(mask, kept_count, tombstone_kept)``: ``mask`` a numpy bool array,
+        one entry per record in offset order.
+
+        A record is kept when its offset is past ``latest_offset`` (beyond the map); else a
+        keyless record is dropped; else it is kept iff its offset >= ``get(key)`` (the latest
+        for its key) and it has a value, or it is a tombstone and the batch has no delete
+        horizon yet or ``now_ms`` < the horizon. ``tombstone_kept`` says whether a kept
+        record is a tombstone (the cleaner then sets the batch's delete horizon if it has none).
+        Control batches keep every record. Raises CorruptRecordError like ``put_batch_keys``.
+        """
+        from .codec import iter_batches
+
+        view = memoryview(data).cast("B")
+        batch = next(iter(iter_batches(view)), None)
+        if batch is None or view.nbytes < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                "retain_mask: data does not hold a whole batch", reason=REASON_TRUNCATED,
+                position=0,
+            )
+        records = batch.records()
+        mask = np.ones(len(records), dtype=np.bool_)
+        if batch.attributes & CONTROL_FLAG_MASK:
+            return mask, len(records), False
+        horizon_ms = batch.delete_horizon_ms if batch.has_delete_horizon else -1
+        kept, tombstone_kept = 0, False
+        for i, record in enumerate(records):
+            if record.offset > self.latest_offset:
+                keep = True
+            elif record.key is None:
+                keep = False
+            else:
+                keep = record.offset >= self.get(record.key) and (
+                    record.value is not None or horizon_ms < 0 or now_ms < horizon_ms
+                )
+            mask[i] = keep
+            if keep:
+                kept += 1
+                tombstone_kept = tombstone_kept or record.value is None
+        return mask, kept, tombstone_kept
