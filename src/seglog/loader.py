@@ -181,6 +181,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
                 os.remove(path)
         segment = open_segment(base)
         rebuild = True
+    # The segment may know better (an index entry pointing past the log, for one).
+    rebuild = rebuild or bool(getattr(segment, "indexes_need_rebuild", False))
     if not rebuild:
         try:
             segment.offset_index.sanity_check()

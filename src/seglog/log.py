@@ -1,0 +1,1210 @@
+"""One partition's log: a chain of segments in one directory, with Kafka's rules for appending,
+rolling, reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog`` and
+``LocalLog``; kafka-format.md §2.6, §3, §4).
+
+Offsets. The log holds the records ``[start_offset, end_offset)``. ``end_offset`` (Kafka's log
+end offset, LEO) is the offset the next record gets. ``high_watermark`` is a separate value:
+the offset below which records count as committed. Until replication exists it follows the end
+offset after every append (``auto_high_watermark=True``); a replicated log moves it itself with
+:meth:`Log.update_high_watermark`. Consumer-facing reads stop at the high watermark, retention
+never deletes at or above it, and ``delete_records_before`` may not pass it.
+
+Segments. The newest segment is *active*; appends go only there. Before an append the active
+segment *rolls* (a new, empty segment starts at the end offset) when the append would make it
+exceed ``segment_bytes``, when its first batch's timestamp is ``segment_ms`` (minus jitter)
+older than the incoming batch's max timestamp (an empty segment never rolls on time; a segment
+without timestamps uses its creation time), when either index is full, or when the incoming
+last offset does not fit a 32-bit relative offset. The old segment is then flushed (fsync), so
+the recovery point advances to the new base offset. The invariant kept throughout: the active
+segment's next offset equals the log's end offset.
+
+Durability. Appends reach the page cache. :meth:`Log.flush` fsyncs the unflushed segments and
+persists the recovery point (everything below it is on disk); ``flush_messages`` and
+``flush_ms`` flush automatically (checked on append and by :meth:`Log.maybe_flush`). Closing
+flushes, persists the checkpoints and writes the clean-shutdown marker; the next open then
+trusts the files. An open without the marker recovers every segment from the one holding the
+recovery point (:mod:`seglog.loader`). Where the recovery point and the log start offset are
+kept is :mod:`seglog.partition_state`'s business (standalone: Kafka-format checkpoint files in
+the partition directory).
+
+Threads. All mutating methods serialise on one writer lock. Reads (``read``, ``records``,
+``read_columns``, ``sendfile``, ``offset_for_timestamp``) take no writer lock: each takes an
+immutable snapshot of the segment chain and of the end and high watermark positions, and reads
+segments bounded by that snapshot, so it sees only whole batches that were fully appended. The
+few operations that cut bytes under readers (``truncate_to``, ``close``, removing deleted
+files) wait until reads in flight finish. ``wait_for_data`` blocks on a condition the writer
+signals; nothing polls.
+
+Processes. A writer holds an exclusive lock on the directory (:mod:`seglog.locking`); a second
+writer gets :class:`~seglog.errors.LogLockedError`. ``read_only=True`` opens without the lock,
+never changes a file, and :meth:`Log.refresh` follows the writer: new batches, new segments,
+segments retention removed; it only ever exposes whole batches.
+
+The Python layer never branches on the backend: it calls the :mod:`seglog.protocol` interface.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, NamedTuple
+
+from . import filenames
+from . import format as fmt
+from ._backend import get_backend
+from .config import LogConfig
+from .errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    LogClosedError,
+    OffsetOutOfRangeError,
+    ReadOnlyError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+)
+from .loader import RecoveryReport, load_segments
+from .locking import DirectoryLock
+from .partition_state import PartitionDirState, PartitionState
+from .retention import (
+    deletable_segments,
+    retention_bytes_breached,
+    retention_ms_breached,
+    start_offset_breached,
+)
+from .segments import SegmentMap
+
+__all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
+
+#: ``offset_for_timestamp`` sentinels (Kafka's ListOffsetsRequest).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+#: Default and largest ``max_bytes`` of one read.
+READ_BYTES_DEFAULT = 1 << 20
+_BATCH_PREFIX = struct.Struct(">qi")  # base offset, batch length
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_INT64 = struct.Struct(">q")
+
+
+def _now_ms(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else int(now_ms)
+
+
+# --- read results and snapshots -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogReadResult:
+    """Whole batches read from one segment, as bytes and as a file range.
+
+    * ``buffer``: a read-only memoryview of the batches (zero-copy: a view of the segment's
+      mapping; it stays valid after the log moves on, is truncated or closed; release it to let
+      a later ``truncate_to`` cut the range). Empty when nothing is readable.
+    * ``offset``: the offset asked for. The first batch may start below it (a read inside a
+      batch returns the whole batch; skip records below ``offset``).
+    * ``next_offset``: the offset to read next (after the last batch; ``offset`` when empty).
+    * ``log_path``, ``position``, ``size_bytes``: the same bytes as a range of the segment's
+      ``.log`` file (for sendfile and a broker's fetch response); ``log_path`` is None when
+      empty.
+    * ``high_watermark``, ``start_offset``, ``end_offset``: the log's values when the read
+      started.
+    """
+
+    buffer: memoryview
+    offset: int
+    next_offset: int
+    log_path: str | None
+    position: int
+    size_bytes: int
+    high_watermark: int
+    start_offset: int
+    end_offset: int
+
+
+class _View(NamedTuple):
+    """What readers see, published by the writer with one attribute store."""
+
+    segments: SegmentMap
+    start_offset: int
+    end_offset: int
+    end_position: int  # active segment size at end_offset
+    high_watermark: int
+    hw_base: int  # base offset of the segment the high watermark falls in
+    hw_position: int  # its position there (a batch boundary)
+
+
+class _ReaderGate:
+    """Shared entry for reads, exclusive entry for the few operations that cut bytes."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._exclusive = 0
+
+    def enter_shared(self) -> None:
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._readers += 1
+
+    def exit_shared(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            if self._readers == 0:
+                self._cond.notify_all()
+
+    def enter_exclusive(self) -> None:
+        with self._cond:
+            self._exclusive += 1
+            while self._readers:
+                self._cond.wait()
+
+    def exit_exclusive(self) -> None:
+        with self._cond:
+            self._exclusive -= 1
+            self._cond.notify_all()
+
+
+class _SlicedColumns:
+    """A slice ``[lo, hi)`` of a backend Columns object (same attributes, same ``data``)."""
+
+    def __init__(self, columns: Any, lo: int, hi: int):
+        self.offsets = columns.offsets[lo:hi]
+        self.timestamps_ms = columns.timestamps_ms[lo:hi]
+        self.key_positions = columns.key_positions[lo:hi]
+        self.key_lengths = columns.key_lengths[lo:hi]
+        self.value_positions = columns.value_positions[lo:hi]
+        self.value_lengths = columns.value_lengths[lo:hi]
+        self.data = columns.data
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def _slot(self, positions: Any, lengths: Any, i: int) -> bytes | None:
+        length = int(lengths[i])
+        if length < 0:
+            return None
+        start = int(positions[i])
+        return bytes(self.data[start:start + length])
+
+    def key(self, i: int) -> bytes | None:
+        """Key of record ``i`` (bytes or None)."""
+        return self._slot(self.key_positions, self.key_lengths, i)
+
+    def value(self, i: int) -> bytes | None:
+        """Value of record ``i`` (bytes or None)."""
+        return self._slot(self.value_positions, self.value_lengths, i)
+
+
+def _last_batch(buffer: memoryview) -> tuple[int, int]:
+    """``(position, next_offset)`` of the last whole batch in ``buffer`` (which holds whole
+    batches only, as segment reads return)."""
+    position, last, size = 0, 0, len(buffer)
+    while position + fmt.LOG_OVERHEAD <= size:
+        last = position
+        position += fmt.LOG_OVERHEAD + _BATCH_PREFIX.unpack_from(buffer, position)[1]
+    base_offset = _INT64.unpack_from(buffer, last)[0]
+    delta = _INT32.unpack_from(buffer, last + fmt.LAST_OFFSET_DELTA_POSITION)[0]
+    return last, base_offset + delta + 1
+
+
+# --- the log ------------------------------------------------------------------------------------
+
+
+class Log:
+    """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
+
+    Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
+    docstring for the offsets, the threading model and the durability rules.
+    """
+
+    # --- opening and closing ---------------------------------------------------------------------
+
+    def __init__(self, *_args: Any, **_kwargs: Any):
+        raise TypeError("use Log.open(path, ...)")
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike,
+        config: LogConfig | None = None,
+        *,
+        backend: str | None = None,
+        read_only: bool = False,
+        now_ms: int | None = None,
+        state: PartitionState | None = None,
+        auto_high_watermark: bool = True,
+    ) -> "Log":
+        """Open (creating if needed, unless ``read_only``) the partition directory ``path``.
+
+        ``config`` defaults to ``LogConfig()`` (Kafka's defaults). ``backend`` is "native",
+        "pure" or None (the default backend). A writer takes the directory lock
+        (:class:`LogLockedError` if another writer holds it), removes the clean-shutdown
+        marker, and loads the segments by Kafka's rules (:mod:`seglog.loader`): temporary
+        files resolved, missing or corrupt indexes rebuilt and, after an unclean shutdown,
+        every segment from the recovery point validated and cut at the first invalid byte;
+        what it did is in :attr:`recovery_report`. ``read_only=True`` takes no lock and
+        changes nothing (``FileNotFoundError`` if the directory does not exist). ``state``
+        replaces where the recovery point, log start offset and clean-shutdown marker are kept
+        (default: :class:`~seglog.partition_state.PartitionDirState`, files in ``path``).
+        ``auto_high_watermark=False`` leaves the high watermark to
+        :meth:`update_high_watermark` (replication); it starts at the end offset either way.
+        ``now_ms`` is the clock for segment creation times (time-based roll of segments
+        without timestamps).
+        """
+        log = object.__new__(cls)
+        log._init(os.fspath(path), config or LogConfig(), backend, read_only, _now_ms(now_ms),
+                  state, auto_high_watermark)
+        return log
+
+    def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
+              now_ms: int, state: PartitionState | None, auto_high_watermark: bool) -> None:
+        self._dir = dir_path
+        self._config = config
+        self._be = get_backend(backend)
+        self._read_only = read_only
+        self._auto_hw = auto_high_watermark
+        self._lock = threading.RLock()
+        self._data_cond = threading.Condition(self._lock)
+        self._gate = _ReaderGate()
+        self._closed = False
+        self._dir_lock: DirectoryLock | None = None
+        self._state = state if state is not None else PartitionDirState(dir_path)
+        self._created_ms: dict[int, int] = {}
+        self._jitter_ms: dict[int, int] = {}
+        self._pending_deletes: list[tuple[int, Any]] = []  # (deadline_ms, renamed segment)
+        self._dir_dirty = False  # a segment file was created since the directory was fsynced
+        if read_only:
+            if not os.path.isdir(dir_path):
+                raise FileNotFoundError(dir_path)
+        else:
+            os.makedirs(dir_path, exist_ok=True)
+            self._dir_lock = DirectoryLock(dir_path)
+        try:
+            self._load(now_ms)
+        except BaseException:
+            if self._dir_lock is not None:
+                self._dir_lock.close()
+            raise
+
+    def _load(self, now_ms: int) -> None:
+        recovery_point, start_checkpoint, clean = self._state.load()
+        if not self._read_only:
+            self._state.begin_writing()
+        start_checkpoint = start_checkpoint or 0
+        result = load_segments(
+            self._dir, self._open_segment,
+            recovery_point=recovery_point if recovery_point is not None else 0,
+            log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only)
+        self.recovery_report: RecoveryReport = result.report
+        segments = SegmentMap(result.segments)
+        for segment in segments:
+            self._note_created(segment.base_offset, now_ms)
+        end = segments.last().next_offset if segments else start_checkpoint
+        first_base = segments.first().base_offset if segments else start_checkpoint
+        start = max(start_checkpoint, first_base)
+        # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
+        # validated is not flushed yet, so the recovery point stays where it was.
+        self._recovery_point = end if clean else min(recovery_point or 0, end)
+        self._last_flush_ms = now_ms
+        if not self._read_only:
+            active = segments.last()
+            # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
+            # they were trimmed on close and must have room for new entries.
+            active.offset_index.resize(self._config.segment_index_bytes)
+            active.time_index.resize(self._config.segment_index_bytes)
+            if self.recovery_report.lost_data or self.recovery_report.removed_files:
+                self._state.save(recovery_point=self._recovery_point, log_start_offset=start)
+        self._publish(segments, start, end, high_watermark=end)
+
+    def _open_segment(self, base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
+        config = self._config
+        if create:
+            self._dir_dirty = True
+        return self._be.Segment.open(
+            self._dir, base_offset, create=create, read_only=self._read_only,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            max_message_bytes=config.max_message_bytes, file_suffix=file_suffix)
+
+    def _note_created(self, base_offset: int, now_ms: int) -> None:
+        self._created_ms[base_offset] = now_ms
+        jitter_max = min(self._config.segment_jitter_ms, self._config.segment_ms)
+        self._jitter_ms[base_offset] = random.randrange(jitter_max) if jitter_max > 0 else 0
+
+    def close(self) -> None:
+        """Flush, persist the checkpoints, write the clean-shutdown marker, release the lock.
+
+        Waits for reads in flight. Memoryviews handed out stay valid. Idempotent. Segments
+        waiting for deletion keep their ``.deleted`` files, which the next open removes.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._gate.enter_exclusive()
+            try:
+                if not self._read_only:
+                    self._flush_locked(_now_ms(None), checkpoint=True)
+                for segment in self._view.segments:
+                    segment.close()
+                for _deadline, segment in self._pending_deletes:
+                    segment.close()
+                self._pending_deletes.clear()
+                if not self._read_only:
+                    self._state.mark_clean_shutdown()
+            finally:
+                self._closed = True
+                self._gate.exit_exclusive()
+                if self._dir_lock is not None:
+                    self._dir_lock.close()
+                self._data_cond.notify_all()
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        view = self._view
+        mode = "read-only" if self._read_only else "writer"
+        return (f"Log({self._dir!r}, {mode}, backend={self._be.name}, start={view.start_offset}, "
+                f"end={view.end_offset}, hw={view.high_watermark}, segments={len(view.segments)})")
+
+    # --- properties ------------------------------------------------------------------------------
+
+    @property
+    def dir_path(self) -> str:
+        """The partition directory."""
+        return self._dir
+
+    @property
+    def config(self) -> LogConfig:
+        """The log's configuration (replace it with :meth:`update_config`)."""
+        return self._config
+
+    @property
+    def backend(self) -> Any:
+        """The backend module this log uses."""
+        return self._be
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the log was opened with ``read_only=True``."""
+        return self._read_only
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def start_offset(self) -> int:
+        """The log start offset: the first offset a read may ask for."""
+        return self._view.start_offset
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (LEO): the offset the next appended record gets."""
+        return self._view.end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The offset below which records are committed; reads stop there by default."""
+        return self._view.high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        """Every record below this offset is known to be on disk (fsynced)."""
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of the segments' ``.log`` files."""
+        return sum(segment.size_bytes for segment in self._view.segments)
+
+    @property
+    def segments(self) -> tuple[Any, ...]:
+        """The segments in offset order (the last is active). Read-only use: the log owns them."""
+        return self._view.segments.segments
+
+    @property
+    def active_segment(self) -> Any:
+        """The segment appends go to."""
+        return self._view.segments.last()
+
+    def update_config(self, config: LogConfig) -> None:
+        """Use ``config`` from now on (Kafka's dynamic topic config update). Segments that
+        exist keep their index sizes; new segments use the new values."""
+        with self._lock:
+            self._config = config
+
+    # --- internal state --------------------------------------------------------------------------
+
+    def _publish(self, segments: SegmentMap, start: int, end: int, *,
+                 high_watermark: int | None = None) -> None:
+        """Publish a new reader snapshot; ``high_watermark`` None keeps (clamped) the old one."""
+        active = segments.last()
+        end_position = active.size_bytes if active is not None else 0
+        if high_watermark is None:
+            old = self._view
+            high_watermark = end if self._auto_hw else min(max(old.high_watermark, start), end)
+        if high_watermark == end:
+            hw_base = active.base_offset if active is not None else end
+            hw_position = end_position
+        else:
+            hw_base, hw_position = self._position_of(segments, high_watermark)
+        self._view = _View(segments, start, end, end_position, high_watermark, hw_base,
+                           hw_position)
+
+    @staticmethod
+    def _position_of(segments: SegmentMap, offset: int) -> tuple[int, int]:
+        """``(segment base, position)`` of the batch boundary at ``offset``."""
+        segment = segments.floor(offset) or segments.first()
+        located = segment.translate_offset(offset)
+        position = located[0] if located is not None else segment.size_bytes
+        return segment.base_offset, position
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self._dir} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self._read_only:
+            raise ReadOnlyError(f"log {self._dir} was opened read-only")
+
+    # --- appending -------------------------------------------------------------------------------
+
+    def append(self, value: Any, key: Any = None, timestamp_ms: int | None = None,
+               headers: Any = (), *, now_ms: int | None = None) -> int:
+        """Append one record as its own batch; returns its offset. See :meth:`append_batch`."""
+        first, _last = self.append_batch(
+            [value], keys=None if key is None else [key], timestamps_ms=timestamp_ms,
+            headers=[tuple(headers)] if headers else None, now_ms=now_ms)
+        return first
+
+    def append_batch(self, values: Any, keys: Any = None, timestamps_ms: Any = None,
+                     headers: Any = None, *, compression: str = "none",
+                     now_ms: int | None = None) -> tuple[int, int]:
+        """Encode ``values`` as one RecordBatch v2 and append it; returns ``(first, last)``
+        offsets.
+
+        values/keys/timestamps_ms/headers as ``encode_batch`` takes them (lists of
+        bytes-like, 2-D uint8 arrays, ``(data, lengths)`` pairs). ``timestamps_ms`` None means
+        ``now_ms`` (default: the wall clock) for every record. With
+        ``message_timestamp_type="LogAppendTime"`` every record gets ``now_ms`` and the batch
+        says LogAppendTime. ``compression`` is the codec unless the config's
+        ``compression_type`` names one. Raises RecordTooLargeError (batch larger than
+        ``max_message_bytes``), RecordBatchTooLargeError (larger than ``segment_bytes``),
+        InvalidTimestampError (CreateTime outside ``message_timestamp_before/after_max_ms``),
+        InvalidRecordError / UnsupportedCompressionError from the encoder, LogClosedError,
+        ReadOnlyError. Thread-safe; encoding happens outside the writer lock.
+        """
+        self._check_writable()
+        now = _now_ms(now_ms)
+        config = self._config
+        log_append_time = config.message_timestamp_type == "LogAppendTime"
+        if log_append_time or timestamps_ms is None:
+            timestamps_ms = now
+        else:
+            self._validate_timestamps(timestamps_ms, now)
+        codec = config.compression_codec or compression
+        # Encode outside the writer lock at the offset the batch will most likely get; if
+        # another writer gets there first the segment patches the base offset (8 bytes that
+        # the CRC does not cover).
+        raw = self._be.encode_batch(
+            values, keys, timestamps_ms, headers, base_offset=self._view.end_offset,
+            compression=codec,
+            timestamp_type=fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
+            else fmt.TIMESTAMP_TYPE_CREATE_TIME)
+        size = len(raw)
+        if size > config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes is larger than max.message.bytes "
+                f"({config.max_message_bytes})")
+        record_count = _INT32.unpack_from(raw, fmt.LAST_OFFSET_DELTA_POSITION)[0] + 1
+        max_timestamp = _INT64.unpack_from(raw, fmt.MAX_TIMESTAMP_POSITION)[0]
+        return self._append_encoded(raw, size, record_count, max_timestamp, now)
+
+    def append_raw(self, data: Any, *, now_ms: int | None = None) -> tuple[int, int]:
+        """Append client-built batches (a produce request's records); returns ``(first,
+        last)`` offsets of the whole set.
+
+        Validates as Kafka's LogValidator does for client appends, then assigns offsets and
+        writes the client's bytes unchanged except for the base offsets and, where Kafka
+        rewrites them, the max timestamp, timestamp type and CRC. Rules: whole batches only
+        (CorruptRecordError for trailing bytes; Kafka silently trims them); magic 2, CRC32C
+        (CorruptRecordError); each batch at most ``max_message_bytes`` (RecordTooLargeError);
+        the set at most ``segment_bytes`` (RecordBatchTooLargeError); base offset 0, at least
+        one record, record count equal to ``last_offset_delta + 1``, record offsets 0..n-1, no
+        control batches, a producer id only with a base sequence >= 0 (InvalidRecordError);
+        CreateTime timestamps within ``message_timestamp_before/after_max_ms`` of now
+        (InvalidTimestampError). CreateTime batches whose max timestamp is wrong get the real
+        one; with LogAppendTime every batch gets max timestamp ``now_ms`` and the
+        LogAppendTime bit (records then read with that timestamp). The caller's buffer is
+        never modified. Thread-safe.
+        """
+        self._check_writable()
+        now = _now_ms(now_ms)
+        buffer = memoryview(data)
+        if buffer.ndim != 1 or buffer.format not in ("B", "b", "c"):
+            buffer = buffer.cast("B")
+        to_write, size, record_count, max_timestamp = self._validate_client_batches(buffer, now)
+        return self._append_encoded(to_write, size, record_count, max_timestamp, now)
+
+    def _validate_timestamps(self, timestamps_ms: Any, now_ms: int) -> None:
+        config = self._config
+        before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+        if before == fmt.INT64_MAX and after == fmt.INT64_MAX:
+            return
+        if isinstance(timestamps_ms, int):
+            lo = hi = timestamps_ms
+        else:
+            import numpy as np
+
+            values = np.asarray(timestamps_ms, dtype=np.int64)
+            if values.size == 0:
+                return
+            lo, hi = int(values.min()), int(values.max())
+        if lo < now_ms - before or hi > now_ms + after:
+            raise InvalidTimestampError(
+                f"timestamps [{lo}, {hi}] outside [{now_ms - before}, {now_ms + after}] "
+                "(message.timestamp.before.max.ms / after.max.ms)")
+
+    def _validate_client_batches(self, buffer: memoryview, now_ms: int) -> tuple[Any, int, int, int]:
+        import numpy as np
+
+        config = self._config
+        size = len(buffer)
+        if size == 0:
+            raise InvalidRecordError("an append must hold at least one batch")
+        if size > config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"append of {size} bytes is larger than segment.bytes ({config.segment_bytes})")
+        log_append_time = config.message_timestamp_type == "LogAppendTime"
+        wanted_type = (fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
+                       else fmt.TIMESTAMP_TYPE_CREATE_TIME)
+        record_count, max_timestamp, consumed = 0, -1, 0
+        rewrites: list[tuple[int, int, int]] = []  # (position, size, max timestamp)
+        for batch in self._be.iter_batches(buffer):
+            position = batch.position
+            if position != consumed:
+                raise CorruptRecordError("batches are not contiguous", reason=fmt.REASON_BAD_RECORDS,
+                                         position=consumed)
+            consumed = position + batch.size_bytes
+            if batch.size_bytes > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {batch.size_bytes} bytes at position {position} is larger than "
+                    f"max.message.bytes ({config.max_message_bytes})")
+            batch.ensure_valid()
+            if batch.base_offset != 0:
+                raise InvalidRecordError(
+                    f"the base offset of a client batch must be 0, got {batch.base_offset}")
+            if batch.is_control:
+                raise InvalidRecordError("clients are not allowed to write control batches")
+            count = batch.record_count
+            if count <= 0:
+                raise InvalidRecordError(f"a client batch must hold records, got count {count}")
+            if batch.last_offset_delta + 1 != count:
+                raise InvalidRecordError(
+                    f"batch count {count} does not match its offset range "
+                    f"(last offset delta {batch.last_offset_delta})")
+            if batch.producer_id >= 0 and batch.base_sequence < 0:
+                raise InvalidRecordError(
+                    f"batch with producer id {batch.producer_id} has no base sequence")
+            columns = batch.columns()
+            if len(columns) != count or not np.array_equal(
+                    columns.offsets, np.arange(count, dtype=columns.offsets.dtype)):
+                raise InvalidRecordError("record offsets inside the batch are not 0..count-1")
+            if log_append_time:
+                batch_max = now_ms
+            else:
+                timestamps = columns.timestamps_ms
+                self._validate_timestamps(timestamps, now_ms)
+                batch_max = int(timestamps.max())
+            if batch.timestamp_type != wanted_type or batch.max_timestamp_ms != batch_max:
+                rewrites.append((position, batch.size_bytes, batch_max))
+            record_count += count
+            max_timestamp = max(max_timestamp, batch_max)
+        if consumed != size:
+            raise CorruptRecordError(
+                f"{size - consumed} trailing bytes are not a whole batch",
+                reason=fmt.REASON_TRUNCATED, position=consumed)
+        if not rewrites:
+            return buffer, size, record_count, max_timestamp
+        out = bytearray(buffer)
+        view = memoryview(out)
+        for position, batch_size, batch_max in rewrites:
+            # DefaultRecordBatch.setMaxTimestamp: timestamp type bit, max timestamp, new CRC.
+            attributes = _INT16.unpack_from(out, position + fmt.ATTRIBUTES_POSITION)[0]
+            attributes &= ~fmt.TIMESTAMP_TYPE_MASK
+            if wanted_type == fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME:
+                attributes |= fmt.TIMESTAMP_TYPE_MASK
+            _INT16.pack_into(out, position + fmt.ATTRIBUTES_POSITION, attributes)
+            _INT64.pack_into(out, position + fmt.MAX_TIMESTAMP_POSITION, batch_max)
+            crc = self._be.crc32c(view[position + fmt.ATTRIBUTES_POSITION:position + batch_size])
+            _UINT32.pack_into(out, position + fmt.CRC_POSITION, crc)
+        view.release()
+        return out, size, record_count, max_timestamp
+
+    def _append_encoded(self, data: Any, size: int, record_count: int, max_timestamp: int,
+                        now_ms: int) -> tuple[int, int]:
+        """Roll if needed, write ``data`` (whole batches, offsets assigned by the segment)."""
+        if size > self._config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"append of {size} bytes is larger than segment.bytes "
+                f"({self._config.segment_bytes})")
+        with self._lock:
+            self._check_writable()
+            view = self._view
+            segments = self._maybe_roll(view, size, record_count, max_timestamp, now_ms)
+            active = segments.last()
+            result = active.append(data)
+            end = result.last_offset + 1
+            assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
+            self._publish(segments, view.start_offset, end)
+            if (end - self._recovery_point >= self._config.flush_messages
+                    or now_ms - self._last_flush_ms >= self._config.flush_ms):
+                self._flush_locked(now_ms, checkpoint=False)
+            self._data_cond.notify_all()
+            return result.first_offset, result.last_offset
+
+    # --- rolling ---------------------------------------------------------------------------------
+
+    def _max_segment_ms(self) -> int:
+        config = self._config
+        if config.compaction_enabled and config.max_compaction_lag_ms > 0:
+            return min(config.max_compaction_lag_ms, config.segment_ms)
+        return config.segment_ms
+
+    def _roll_reason(self, active: Any, size: int, record_count: int, max_timestamp: int,
+                     now_ms: int, end: int) -> str | None:
+        reason = active.roll_reason(size, end + record_count - 1, self._config.segment_bytes)
+        if reason is not None or active.size_bytes == 0:
+            return reason  # an empty segment never rolls on time
+        first = active.first_batch_timestamp_ms
+        if first >= 0:
+            waited_ms = max_timestamp - first
+        else:
+            waited_ms = now_ms - self._created_ms.get(active.base_offset, now_ms)
+        if waited_ms > self._max_segment_ms() - self._jitter_ms.get(active.base_offset, 0):
+            return "time"
+        return None
+
+    def _maybe_roll(self, view: _View, size: int, record_count: int, max_timestamp: int,
+                    now_ms: int) -> SegmentMap:
+        active = view.segments.last()
+        if self._roll_reason(active, size, record_count, max_timestamp, now_ms,
+                             view.end_offset) is None:
+            return view.segments
+        return self._roll_locked(now_ms)
+
+    def roll(self, *, now_ms: int | None = None) -> Any:
+        """Start a new, empty active segment at the end offset (unless the active segment is
+        already empty); returns the active segment. Flushes the old one."""
+        with self._lock:
+            self._check_writable()
+            self._roll_locked(_now_ms(now_ms))
+            return self._view.segments.last()
+
+    def _roll_locked(self, now_ms: int) -> SegmentMap:
+        view = self._view
+        old = view.segments.last()
+        new_base = view.end_offset
+        if old.base_offset == new_base and old.size_bytes == 0:
+            return view.segments
+        old.on_become_inactive()
+        for path in filenames.segment_files(self._dir, new_base):
+            if os.path.exists(path):  # Kafka: a leftover file with the new name is deleted
+                os.remove(path)
+        new = self._open_segment(new_base, create=True)
+        self._note_created(new_base, now_ms)
+        segments = view.segments.with_segment(new)
+        self._publish(segments, view.start_offset, view.end_offset)
+        # Kafka flushes up to the new base offset after a roll (asynchronously there); doing it
+        # here keeps recovery after a crash to the active segment.
+        self._flush_locked(now_ms, checkpoint=False)
+        return segments
+
+    # --- flushing --------------------------------------------------------------------------------
+
+    def flush(self, *, now_ms: int | None = None) -> None:
+        """Fsync every segment with records at or above the recovery point, move the
+        recovery point to the end offset and persist it (and the log start offset)."""
+        with self._lock:
+            self._check_writable()
+            self._flush_locked(_now_ms(now_ms), checkpoint=True)
+
+    def maybe_flush(self, *, now_ms: int | None = None) -> bool:
+        """Flush if ``flush_ms`` has passed since the last flush and records are unflushed
+        (the periodic check Kafka's log flusher makes); returns whether it flushed."""
+        with self._lock:
+            self._check_writable()
+            now = _now_ms(now_ms)
+            if (self._view.end_offset > self._recovery_point
+                    and now - self._last_flush_ms >= self._config.flush_ms):
+                self._flush_locked(now, checkpoint=False)
+                return True
+            return False
+
+    def _flush_locked(self, now_ms: int, *, checkpoint: bool) -> None:
+        view = self._view
+        if view.end_offset > self._recovery_point or self._dir_dirty:
+            for segment in view.segments.from_offset(self._recovery_point):
+                segment.flush()
+            if self._dir_dirty:
+                from .checkpoints import fsync_dir
+
+                fsync_dir(self._dir)
+                self._dir_dirty = False
+            self._recovery_point = view.end_offset
+        self._last_flush_ms = now_ms
+        if checkpoint:
+            self._save_state()
+
+    def _save_state(self) -> None:
+        self._state.save(recovery_point=self._recovery_point,
+                         log_start_offset=self._view.start_offset)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
+             max_offset: int | None = None, min_one_batch: bool = True) -> LogReadResult:
+        """Whole batches from the first batch holding ``offset`` or later, up to ``max_bytes``
+        (at least one batch when ``min_one_batch``, even a larger one), from one segment.
+
+        Reads stop at ``max_offset`` (default: the high watermark; pass ``log.end_offset`` to
+        read uncommitted records as a follower does; it should be a batch boundary). An
+        offset in a gap (compaction, truncation, retention) returns the next batch after it;
+        the next segment is tried when one holds nothing at or after ``offset``. Raises
+        OffsetOutOfRangeError for ``offset`` below the start offset or above the end offset;
+        ``offset`` at or above ``max_offset`` returns an empty result. Thread-safe, lock-free
+        (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
+        """
+        self._check_open()
+        self._gate.enter_shared()
+        try:
+            view = self._view
+            segment, buffer, next_offset = self._read_in(view, offset, max_bytes, max_offset,
+                                                         min_one_batch)
+            if segment is None:
+                return LogReadResult(memoryview(b""), offset, offset, None, 0, 0,
+                                     view.high_watermark, view.start_offset, view.end_offset)
+            located = segment.translate_offset(offset)
+            position = located[0] if located is not None else 0
+        finally:
+            self._gate.exit_shared()
+        return LogReadResult(buffer, offset, next_offset, segment.log_path, position, len(buffer),
+                             view.high_watermark, view.start_offset, view.end_offset)
+
+    def _limit(self, view: _View, max_offset: int | None) -> tuple[int, int, int]:
+        """``(limit offset, base of its segment, position there)`` for a read bound."""
+        if max_offset is None:
+            return view.high_watermark, view.hw_base, view.hw_position
+        if max_offset >= view.end_offset:
+            active = view.segments.last()
+            base = active.base_offset if active is not None else view.end_offset
+            return view.end_offset, base, view.end_position
+        if max_offset == view.high_watermark:
+            return view.high_watermark, view.hw_base, view.hw_position
+        base, position = self._position_of(view.segments, max_offset)
+        return max_offset, base, position
+
+    def _check_range(self, view: _View, offset: int) -> None:
+        if offset < view.start_offset or offset > view.end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside the log's range [{view.start_offset}, "
+                f"{view.end_offset}]")
+
+    def _segments_for_read(self, view: _View, offset: int, max_offset: int | None):
+        """Yield ``(segment, max_position or None)`` to try for a read of ``offset``."""
+        self._check_range(view, offset)
+        limit, limit_base, limit_position = self._limit(view, max_offset)
+        if offset >= limit:
+            return
+        for segment in view.segments.from_offset(offset):
+            if segment.base_offset > limit_base:
+                return
+            yield segment, (limit_position if segment.base_offset == limit_base else None)
+
+    def _read_in(self, view: _View, offset: int, max_bytes: int, max_offset: int | None,
+                 min_one_batch: bool) -> tuple[Any, memoryview, int]:
+        for segment, max_position in self._segments_for_read(view, offset, max_offset):
+            buffer = segment.read(offset, max_bytes, max_position=max_position,
+                                  min_one_batch=min_one_batch)
+            if len(buffer):
+                return segment, buffer, _last_batch(buffer)[1]
+            if max_position is not None:
+                break  # the bound is in this segment: nothing more to read
+            if not min_one_batch and segment.translate_offset(offset) is not None:
+                break  # the next batch is larger than max_bytes
+        return None, memoryview(b""), offset
+
+    def records(self, start: int = 0, end: int | None = None, *,
+                max_offset: int | None = None) -> Iterator[Any]:
+        """Iterate the records with ``start <= offset < end`` (``end`` default: the high
+        watermark, or ``max_offset``), across segments and gaps, skipping control batches.
+
+        ``start`` below the log start offset starts at the log start offset. Each record has
+        ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
+        (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
+        ``start`` is above the end offset.
+        """
+        offset = max(start, self.start_offset)
+        while True:
+            result = self.read(offset, READ_BYTES_DEFAULT, max_offset=max_offset)
+            if not len(result.buffer):
+                return
+            for batch in self._be.iter_batches(result.buffer):
+                if batch.is_control:
+                    continue
+                if batch.last_offset < offset:
+                    continue
+                for record in batch.records():
+                    if record.offset < offset:
+                        continue
+                    if end is not None and record.offset >= end:
+                        return
+                    yield record
+            offset = result.next_offset
+            if end is not None and offset >= end:
+                return
+
+    def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
+                     max_offset: int | None = None) -> Any:
+        """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
+        Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
+        ``data``), with no per-record Python objects. Reads whole batches (at least one) from
+        one segment, up to ``max_bytes``; records below ``offset`` are left out; control
+        batches are skipped. Empty when nothing is readable. Raises OffsetOutOfRangeError as
+        :meth:`read`."""
+        while True:
+            result = self.read(offset, max_bytes, max_offset=max_offset)
+            columns = self._be.decode_columns(result.buffer)
+            if len(columns) or not len(result.buffer):
+                break
+            offset = result.next_offset  # only control batches: read on
+        n = len(columns)
+        if n == 0:
+            return columns
+        import numpy as np
+
+        lo = int(np.searchsorted(columns.offsets, offset, side="left"))
+        hi = min(n, lo + max_records)
+        if lo == 0 and hi == n:
+            return columns
+        return _SlicedColumns(columns, lo, hi)
+
+    def sendfile(self, out: Any, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
+                 max_offset: int | None = None) -> tuple[int, int]:
+        """Send whole batches from ``offset`` (as :meth:`read` would return them) to a socket
+        or file descriptor with sendfile(2), zero-copy; returns ``(bytes_sent, next_offset)``.
+
+        ``out`` is anything with ``fileno()`` or an int fd. Blocking descriptors are sent in
+        full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
+        readable. Raises OffsetOutOfRangeError as :meth:`read`."""
+        self._check_open()
+        fd = out if isinstance(out, int) else out.fileno()
+        self._gate.enter_shared()
+        try:
+            view = self._view
+            for segment, max_position in self._segments_for_read(view, offset, max_offset):
+                sent, next_offset = segment.sendfile(fd, offset, max_bytes,
+                                                     max_position=max_position)
+                if sent:
+                    return sent, next_offset
+                if max_position is not None:
+                    break
+            return 0, offset
+        finally:
+            self._gate.exit_shared()
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms`` (Kafka's ListOffsets
+        by time, through the time indexes), or None if no record is that new.
+
+        Kafka's sentinels: -2 (earliest) gives the start offset, -1 (latest) the high
+        watermark, -3 (max timestamp) the offset of the record with the largest timestamp.
+        """
+        self._check_open()
+        view = self._view
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return view.start_offset
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return view.high_watermark
+        self._gate.enter_shared()
+        try:
+            if timestamp_ms == MAX_TIMESTAMP:
+                best = None
+                for segment in view.segments:
+                    if segment.max_timestamp_ms >= 0 and (
+                            best is None or segment.max_timestamp_ms > best.max_timestamp_ms):
+                        best = segment
+                if best is None:
+                    return None
+                found = best.find_offset_by_timestamp(best.max_timestamp_ms,
+                                                      starting_offset=view.start_offset)
+                return None if found is None else found[1]
+            for segment in view.segments:
+                if segment.max_timestamp_ms < timestamp_ms:
+                    continue
+                found = segment.find_offset_by_timestamp(timestamp_ms,
+                                                         starting_offset=view.start_offset)
+                if found is not None:
+                    return found[1]
+            return None
+        finally:
+            self._gate.exit_shared()
+
+    # --- waiting for data ------------------------------------------------------------------------
+
+    def wait_for_data(self, offset: int, timeout_ms: int) -> bool:
+        """Block until the high watermark is above ``offset`` (a record at ``offset`` is
+        readable), the log is closed, or ``timeout_ms`` passes; returns whether data is there.
+
+        Woken by appends, high-watermark updates, truncation and :meth:`refresh`; no polling.
+        A read-only follower wakes only when something in this process calls ``refresh``.
+        """
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
+        with self._data_cond:
+            while not self._closed and self._view.high_watermark <= offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._data_cond.wait(remaining)
+            return self._view.high_watermark > offset
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to ``[start_offset, end_offset]``; returns it.
+
+        For a replicated log opened with ``auto_high_watermark=False``; with the default the
+        next append moves it back to the end offset. Wakes ``wait_for_data`` waiters."""
+        with self._lock:
+            self._check_open()
+            view = self._view
+            hw = min(max(offset, view.start_offset), view.end_offset)
+            self._publish(view.segments, view.start_offset, view.end_offset, high_watermark=hw)
+            self._data_cond.notify_all()
+            return hw
+
+    # --- truncation ------------------------------------------------------------------------------
+
+    def truncate_to(self, offset: int, *, now_ms: int | None = None) -> None:
+        """Remove every record at or above ``offset``: afterwards ``end_offset == offset`` and
+        the next append gets ``offset`` (Kafka's ``truncateTo``, used by a follower).
+
+        A batch holding ``offset`` is removed whole (Kafka truncates at batch boundaries; a
+        follower's target always is one). Later segments go through ``.deleted``; an offset
+        below the first segment empties the log and restarts it at ``offset`` (the start
+        offset moves there). The high watermark and recovery point are lowered to ``offset``
+        if above; the start offset to ``offset`` if above. No-op when ``offset >=
+        end_offset``. Waits for reads in flight. Raises ValueError for a negative offset,
+        ViewsOutstandingError if a live memoryview maps bytes to cut (nothing changes then).
+        """
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        now = _now_ms(now_ms)
+        with self._lock:
+            self._check_writable()
+            view = self._view
+            if offset >= view.end_offset:
+                return
+            self._gate.enter_exclusive()
+            try:
+                self._truncate_locked(view, offset, now)
+            finally:
+                self._gate.exit_exclusive()
+            self._data_cond.notify_all()
+
+    def _truncate_locked(self, view: _View, offset: int, now_ms: int) -> None:
+        segments = view.segments
+        first = segments.first()
+        if offset < first.base_offset:
+            # UnifiedLog.truncateFullyAndStartAt
+            self._retire(list(segments), now_ms)
+            new = self._fresh_segment(offset, now_ms)
+            self._publish(SegmentMap([new]), offset, offset, high_watermark=offset)
+        else:
+            keep = segments.floor(offset)
+            located = keep.translate_offset(offset)
+            if located is not None:
+                keep.truncate_to(located[1])  # drop the batch holding offset and all after
+                keep.flush()  # make the cut durable before anything is appended after it
+            later = [s for s in segments if s.base_offset > keep.base_offset]
+            self._retire(later, now_ms)
+            segments = segments.without(s.base_offset for s in later)
+            if keep.next_offset != offset:
+                # Keep "active next offset == end offset": the records between are gone.
+                if keep.size_bytes == 0:
+                    self._retire([keep], now_ms)
+                    segments = segments.without([keep.base_offset])
+                else:
+                    keep.on_become_inactive()
+                segments = segments.with_segment(self._fresh_segment(offset, now_ms))
+            else:
+                keep.offset_index.resize(self._config.segment_index_bytes)
+                keep.time_index.resize(self._config.segment_index_bytes)
+            start = min(view.start_offset, offset)
+            self._publish(segments, start, offset,
+                          high_watermark=min(view.high_watermark, offset))
+        self._recovery_point = min(self._recovery_point, offset)
+        # Kafka checkpoints recovery points right after a truncation: a stale, higher
+        # recovery point would skip validating what is appended next.
+        self._flush_locked(now_ms, checkpoint=True)
+
+    def _fresh_segment(self, base_offset: int, now_ms: int) -> Any:
+        for path in filenames.segment_files(self._dir, base_offset):
+            if os.path.exists(path):
+                os.remove(path)
+        segment = self._open_segment(base_offset, create=True)
+        self._note_created(base_offset, now_ms)
+        return segment
+
+    def _retire(self, segments: list[Any], now_ms: int) -> None:
+        """Rename segments' files to ``.deleted``; they are removed after
+        ``file_delete_delay_ms`` by :meth:`delete_expired_files` (Kafka's async delete)."""
+        deadline = now_ms + self._config.file_delete_delay_ms
+        for segment in segments:
+            segment.rename_suffix(filenames.DELETED_SUFFIX)
+            self._pending_deletes.append((deadline, segment))
+            self._created_ms.pop(segment.base_offset, None)
+            self._jitter_ms.pop(segment.base_offset, None)
+
+    def delete_expired_files(self, *, now_ms: int | None = None) -> int:
+        """Remove the files of deleted segments whose ``file_delete_delay_ms`` has passed;
+        returns how many segments' files were removed. Waits for reads in flight."""
+        now = _now_ms(now_ms)
+        with self._lock:
+            due = [s for deadline, s in self._pending_deletes if deadline <= now]
+            if not due:
+                return 0
+            self._gate.enter_exclusive()
+            try:
+                for segment in due:
+                    segment.delete()
+            finally:
+                self._gate.exit_exclusive()
+            self._pending_deletes = [(d, s) for d, s in self._pending_deletes if d > now]
+            return len(due)
+
+    # --- retention -------------------------------------------------------------------------------
+
+    def apply_retention(self, *, now_ms: int | None = None) -> list[int]:
+        """Delete old segments by Kafka's rules (:mod:`seglog.retention`); returns the base
+        offsets of the segments deleted.
+
+        With ``cleanup_policy`` containing "delete": segments wholly below the start offset,
+        then ``retention_bytes``, then ``retention_ms`` (by each segment's largest
+        timestamp); otherwise only the start-offset rule. Whole segments, oldest first, never
+        at or above the high watermark. When every segment goes, an empty segment is rolled
+        first at the end offset, so the end offset is unchanged and the next append gets it.
+        The start offset moves to the first remaining segment and is persisted. Files are
+        renamed ``.deleted`` and removed after ``file_delete_delay_ms``; this call also
+        removes those already due (:meth:`delete_expired_files`).
+        """
+        now = _now_ms(now_ms)
+        with self._lock:
+            self._check_writable()
+            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now)
+            if self._config.deletion_enabled:
+                predicate = retention_bytes_breached(self._config.retention_bytes, self.size_bytes)
+                if predicate is not None:
+                    deleted += self._delete_segments(predicate, now)
+                predicate = retention_ms_breached(self._config.retention_ms, now)
+                if predicate is not None:
+                    deleted += self._delete_segments(predicate, now)
+            self.delete_expired_files(now_ms=now)
+            return deleted
+
+    def _delete_segments(self, predicate: Any, now_ms: int) -> list[int]:
+        view = self._view
+        doomed = deletable_segments(view.segments, predicate, high_watermark=view.high_watermark,
+                                    end_offset=view.end_offset)
+        if not doomed:
+            return []
+        if len(doomed) == len(view.segments):
+            # There must always be a segment: roll an empty one at the end offset first.
+            segments = self._roll_locked(now_ms)
+            if doomed[-1].base_offset == segments.last().base_offset:
+                doomed = doomed[:-1]
+            view = self._view
+        bases = [s.base_offset for s in doomed]
+        segments = view.segments.without(bases)
+        self._retire(doomed, now_ms)
+        start = max(view.start_offset, segments.first().base_offset)
+        self._publish(segments, start, view.end_offset)
+        self._save_state()
+        return bases
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the new
+        start offset. Records below it become unreadable at once; whole segments below it are
+        deleted (through ``.deleted``). ``offset`` -1 means the high watermark. Raises
+        OffsetOutOfRangeError if ``offset`` is above the high watermark."""
+        with self._lock:
+            self._check_writable()
+            view = self._view
+            if offset == -1:
+                offset = view.high_watermark
+            if offset < 0 or offset > view.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records before {offset}: the high watermark is "
+                    f"{view.high_watermark}")
+            if offset > view.start_offset:
+                self._publish(view.segments, offset, view.end_offset)
+                now = _now_ms(None)
+                self._delete_segments(start_offset_breached(offset), now)
+                self._save_state()
+            return self._view.start_offset
+
+    # --- following a writer (read-only) ----------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Read-only logs: pick up what the writer appended, rolled and deleted since the last
+        refresh; returns whether the end or start offset changed. Only whole batches become
+        visible. Segments the writer truncated are not followed (reopen then)."""
+        with self._lock:
+            self._check_open()
+            if not self._read_only:
+                raise ReadOnlyError("refresh() is for logs opened with read_only=True")
+            view = self._view
+            on_disk = set()
+            for name in os.listdir(self._dir):
+                parsed = filenames.parse_segment_file(name)
+                if parsed is not None and parsed[1] == filenames.LOG_SUFFIX and parsed[2] == "":
+                    on_disk.add(parsed[0])
+            known = set(view.segments.bases)
+            gone = [s for s in view.segments if s.base_offset not in on_disk]
+            segments = view.segments.without(s.base_offset for s in gone)
+            last_known = max(known) if known else -1
+            # Segments that may have grown: the previously active one and any new ones.
+            for segment in segments:
+                if segment.base_offset >= last_known:
+                    segment.refresh()
+            now = _now_ms(None)
+            for base in sorted(on_disk - known):
+                if base > last_known:
+                    segment = self._open_segment(base)
+                    self._note_created(base, now)
+                    segments = segments.with_segment(segment)
+            if not segments:
+                return False
+            start_checkpoint = getattr(self._state, "read_log_start_offset", lambda: None)()
+            start = max(segments.first().base_offset, start_checkpoint or 0, view.start_offset)
+            end = segments.last().next_offset
+            changed = (start, end) != (view.start_offset, view.end_offset)
+            self._publish(segments, min(start, end), end, high_watermark=end)
+            for segment in gone:
+                segment.close()
+            if changed:
+                self._data_cond.notify_all()
+            return changed
