@@ -1,0 +1,134 @@
+"""seglog operations the parts time, written against the backend interface (protocol.py).
+
+Every function takes a backend view (:class:`~seglog.bench.data.BackendView`) and uses only
+names from :mod:`seglog.protocol`: ``encode_batch``, ``iter_batches``, ``decode_columns``,
+``Segment`` and ``OffsetIndex``. A missing name raises
+:class:`~seglog.bench.data.Unavailable` with the reason, which the part reports as
+"not available". Records go in batches of :data:`~seglog.bench.runner.BATCH_RECORDS`, the
+unit of I/O (DESIGN.md: "batches all the way down").
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .data import BackendView
+
+#: Segment size limit used by the bench (positions are int32).
+SEGMENT_BYTES_MAX = (1 << 31) - 1
+
+
+def encode_batches(be: BackendView, values: Any, batch_records: int) -> list[bytes]:
+    """Encode ``values`` (a list of bytes or a 2-D uint8 array) into batches of
+    ``batch_records`` records, uncompressed, base offsets 0, 1000, ..."""
+    encode = be.need("encode_batch")
+    return [encode(values[i:i + batch_records], base_offset=i)
+            for i in range(0, len(values), batch_records)]
+
+
+def open_segment(be: BackendView, dir_path: str, *, create: bool) -> Any:
+    """``Segment.open(dir_path, 0, ...)`` with Kafka's default index interval (4096 B)."""
+    segment_class = be.need("Segment")
+    return segment_class.open(str(dir_path), 0, create=create)
+
+
+def append_values(be: BackendView, segment: Any, values: Any, batch_records: int,
+                  sync_every_records: int | None) -> None:
+    """Encode and append ``values`` batch by batch; fsync every ``sync_every_records`` records
+    (rounded to whole batches) and once at the end."""
+    encode = be.need("encode_batch")
+    append, flush = segment.append, segment.flush
+    since_sync = 0
+    for i in range(0, len(values), batch_records):
+        chunk = values[i:i + batch_records]
+        append(encode(chunk, base_offset=i))
+        if sync_every_records is not None:
+            since_sync += len(chunk)
+            if since_sync >= sync_every_records:
+                flush()
+                since_sync = 0
+    flush()
+
+
+def append_encoded(segment: Any, batches: list[bytes]) -> None:
+    """Append already-encoded batches (offsets assigned by the segment), then fsync."""
+    append = segment.append
+    for batch in batches:
+        append(batch)
+    segment.flush()
+
+
+def whole_view(segment: Any) -> memoryview:
+    """Every batch of ``segment`` as one zero-copy view (``read(0, size_bytes)``)."""
+    return segment.read(0, max(1, segment.size_bytes))
+
+
+def scan_records(be: BackendView, segment: Any) -> int:
+    """Iterate every record object of every batch, touching ``value``; returns the count."""
+    iter_batches = be.need("iter_batches")
+    count = 0
+    for batch in iter_batches(whole_view(segment)):
+        for record in batch.records():
+            record.value
+            count += 1
+    return count
+
+
+def scan_columns(be: BackendView, segment: Any) -> int:
+    """Decode every batch into numpy columns (no per-record objects); returns the count."""
+    decode_columns = be.need("decode_columns")
+    return len(decode_columns(whole_view(segment)))
+
+
+def read_record_columns(be: BackendView, segment: Any, offset: int) -> Any:
+    """Value of the record at ``offset``: sparse index lookup + header scan (``read``), then
+    the batch decoded to columns and indexed (no per-record objects)."""
+    view = segment.read(offset, 1)
+    columns = be.namespace.decode_columns(view)
+    return columns.value(offset - int(columns.offsets[0]))
+
+
+def read_record_objects(be: BackendView, segment: Any, offset: int) -> Any:
+    """Value of the record at ``offset`` the Kafka-client way: read the batch, decode its
+    records into objects, scan to the offset."""
+    view = segment.read(offset, 1)
+    for batch in be.namespace.iter_batches(view):
+        for record in batch.records():
+            if record.offset == offset:
+                return record.value
+    return None
+
+
+def random_reads_columns(be: BackendView, segment: Any, offsets: list[int]) -> None:
+    """:func:`read_record_columns` for every offset."""
+    be.need("decode_columns")
+    for offset in offsets:
+        read_record_columns(be, segment, offset)
+
+
+def random_reads_objects(be: BackendView, segment: Any, offsets: list[int]) -> None:
+    """:func:`read_record_objects` for every offset."""
+    be.need("iter_batches")
+    for offset in offsets:
+        read_record_objects(be, segment, offset)
+
+
+def random_batch_reads(segment: Any, offsets: list[int]) -> None:
+    """Only find and map the batch holding each offset (index + header scan, zero-copy):
+    what a Kafka fetch at a random offset costs before any decoding."""
+    read = segment.read
+    for offset in offsets:
+        read(offset, 1)
+
+
+def dir_size_bytes(path: str) -> int:
+    """Bytes of every regular file under ``path`` (apparent sizes)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
