@@ -169,6 +169,21 @@ class CorruptSnapshotError(SeglogError):
     kafka_error_code = -1
 
 
+class CorruptCheckpointError(SeglogError):
+    """A checkpoint or metadata file (offset or leader-epoch checkpoint, partition.metadata,
+    meta.properties) with a wrong version, a wrong entry count or a malformed line.
+
+    ``path`` is the file; ``line`` the offending line, or None.
+    """
+
+    kafka_error_code = -1
+
+    def __init__(self, message: str, *, path: str = "", line: str | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
 class UnknownTopicOrPartitionError(SeglogError):
     """A topic or partition that does not exist in the store."""
 
