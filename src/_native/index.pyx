@@ -45,7 +45,7 @@ cdef inline OSError _os_error(int err, str path):
 cdef class _Index:
     """What both index types share: the file, the map, entry counting, search, trim, resize."""
 
-    cdef readonly str path
+    cdef public str path
     cdef readonly object base_offset         # Python int (attribute API)
     cdef readonly bint writable
     cdef readonly Py_ssize_t entries
