@@ -130,6 +130,8 @@ class BenchContext:
     progress: Progress
     limits: dict[str, float] = field(default_factory=dict)
     limits_source: str = ""
+    #: Per-run cache for derived inputs (encoded buffers, ...), keyed by the part.
+    cache: dict = field(default_factory=dict)
     _values: dict[tuple[int, int], list[bytes]] = field(default_factory=dict)
 
     @property
