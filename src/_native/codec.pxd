@@ -1,0 +1,79 @@
+# seglog._native.codec: Kafka RecordBatch v2 encode/decode (see codec.pyx).
+#
+# This .pxd holds what other native modules may cimport without a run-time import: the format
+# constants (cdef enum, equal to seglog.format's; a test checks) and bounds-free big-endian
+# loads/stores for the 61-byte header (callers check lengths first). The cdef classes (Record,
+# Batch, Columns) are defined in codec.pyx only: the modules are built from src/_native under
+# the qualified name seglog._native.codec, so a class declared here would be imported at run
+# time from a module called "codec" and fail.
+
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+
+cdef enum:
+    # RecordBatch v2 header: field positions (seglog.format.*_POSITION)
+    BASE_OFFSET_POSITION = 0
+    BATCH_LENGTH_POSITION = 8
+    PARTITION_LEADER_EPOCH_POSITION = 12
+    MAGIC_POSITION = 16
+    CRC_POSITION = 17
+    ATTRIBUTES_POSITION = 21              # the CRC covers from here to the batch end
+    LAST_OFFSET_DELTA_POSITION = 23
+    BASE_TIMESTAMP_POSITION = 27
+    MAX_TIMESTAMP_POSITION = 35
+    PRODUCER_ID_POSITION = 43
+    PRODUCER_EPOCH_POSITION = 51
+    BASE_SEQUENCE_POSITION = 53
+    RECORDS_COUNT_POSITION = 57
+    RECORD_BATCH_OVERHEAD = 61
+    LOG_OVERHEAD = 12
+    HEADER_SIZE_UP_TO_MAGIC = 17
+    MIN_BATCH_LENGTH = 14
+    MAX_RECORD_OVERHEAD = 21
+    MAGIC_V2 = 2
+    # attribute bits
+    COMPRESSION_CODEC_MASK = 0x07
+    TIMESTAMP_TYPE_MASK = 0x08
+    TRANSACTIONAL_FLAG_MASK = 0x10
+    CONTROL_FLAG_MASK = 0x20
+    DELETE_HORIZON_FLAG_MASK = 0x40
+    COMPRESSION_NONE = 0
+    COMPRESSION_GZIP = 1
+    COMPRESSION_SNAPPY = 2
+    COMPRESSION_LZ4 = 3
+    COMPRESSION_ZSTD = 4
+    TIMESTAMP_TYPE_CREATE_TIME = 0
+    TIMESTAMP_TYPE_LOG_APPEND_TIME = 1
+    # control batches
+    CONTROL_TYPE_ABORT = 0
+    CONTROL_TYPE_COMMIT = 1
+    CONTROL_RECORD_VERSION = 0
+    END_TXN_MARKER_BATCH_BYTES = 78
+
+
+cdef inline uint16_t load_u16(const unsigned char *p) noexcept nogil:
+    return <uint16_t>(((<uint16_t>p[0]) << 8) | (<uint16_t>p[1]))
+
+
+cdef inline uint32_t load_u32(const unsigned char *p) noexcept nogil:
+    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | ((<uint32_t>p[2]) << 8) | (<uint32_t>p[3])
+
+
+cdef inline uint64_t load_u64(const unsigned char *p) noexcept nogil:
+    return ((<uint64_t>load_u32(p)) << 32) | (<uint64_t>load_u32(p + 4))
+
+
+cdef inline void store_u16(unsigned char *p, uint16_t v) noexcept nogil:
+    p[0] = <unsigned char>(v >> 8)
+    p[1] = <unsigned char>v
+
+
+cdef inline void store_u32(unsigned char *p, uint32_t v) noexcept nogil:
+    p[0] = <unsigned char>(v >> 24)
+    p[1] = <unsigned char>(v >> 16)
+    p[2] = <unsigned char>(v >> 8)
+    p[3] = <unsigned char>v
+
+
+cdef inline void store_u64(unsigned char *p, uint64_t v) noexcept nogil:
+    store_u32(p, <uint32_t>(v >> 32))
+    store_u32(p + 4, <uint32_t>v)
