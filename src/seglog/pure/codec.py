@@ -107,8 +107,10 @@ def _wrap_int64(value: int) -> int:
 def _byte_view(buffer) -> memoryview:
     """A 1-D unsigned-byte memoryview of any C-contiguous bytes-like ``buffer``."""
     view = memoryview(buffer)
+    if not view.c_contiguous:
+        raise TypeError("seglog needs a C-contiguous buffer")
     if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")  # TypeError for a non-contiguous buffer, as the native twin
+        view = view.cast("B")
     return view
 
 
@@ -312,16 +314,17 @@ class Columns:
 
 
 def _build_columns(chunks: list, whole_view: memoryview, max_records: int | None) -> Columns:
-    """Assemble Columns from ``(batch, data, parsed)`` chunks, ``data`` being either
-    ``whole_view`` (the batch was parsed in place) or a decompressed record area."""
+    """Assemble Columns from ``(batch, data, parsed, decompressed)`` chunks: ``data`` is the
+    decompressed record area when ``decompressed``, else the buffer the batch was parsed in
+    (with the same bytes as ``whole_view``)."""
     offsets, timestamps, key_positions, key_lengths = [], [], [], []
     value_positions, value_lengths = [], []
-    any_decompressed = any(data is not whole_view for _, data, _ in chunks)
+    any_decompressed = any(decompressed for _, _, _, decompressed in chunks)
     pieces, data_bytes = [], 0
-    for batch, data, parsed in chunks:
+    for batch, data, parsed, decompressed in chunks:
         if any_decompressed:
             # Positions move from the chunk's own buffer to the concatenation of the areas.
-            if data is whole_view:
+            if not decompressed:
                 area_start = batch.position + RECORD_BATCH_OVERHEAD
                 area_end = batch.position + batch.size_bytes
             else:
@@ -502,26 +505,28 @@ class Batch:
                 reason=REASON_CRC_MISMATCH, position=self.position,
             )
 
-    def _decode(self) -> tuple[object, list]:
-        """Return ``(data, parsed)``: the buffer holding the record area and its parsed records
-        (positions index ``data``). Uncompressed batches are parsed in place."""
+    def _decode(self) -> tuple[object, list, bool]:
+        """Return ``(data, parsed, decompressed)``: the buffer holding the record area, its
+        parsed records (positions index ``data``), and whether ``data`` is a decompressed copy
+        (else it is the iterated buffer: uncompressed batches are parsed in place)."""
         if self.record_count < 0:
             raise InvalidRecordError(f"Found invalid record count {self.record_count} in magic v2 batch")
         if self.record_count == 0:
             # Kafka never looks at the record area of an empty batch (the cleaner writes
             # empty batches that keep their compression bits).
-            return self._view, []
+            return self._view, [], False
         area_start = self.position + RECORD_BATCH_OVERHEAD
         area_end = self.position + LOG_OVERHEAD + self.batch_length
         cid = self.compression_id
         if cid == COMPRESSION_NONE:
-            return self._view, _parse_records(self._view, area_start, area_end, self.record_count)
+            parsed = _parse_records(self._view, area_start, area_end, self.record_count)
+            return self._view, parsed, False
         if cid not in COMPRESSION_NAMES:
             raise UnsupportedCompressionError(
                 f"Unknown compression type id {cid} in batch at position {self.position}"
             )
         data = _compression.decompress(cid, self._view[area_start:area_end])
-        return data, _parse_records(data, 0, len(data), self.record_count)
+        return data, _parse_records(data, 0, len(data), self.record_count), True
 
     def records(self) -> list:
         """Decode every record (decompressing if needed) into :class:`Record` objects.
@@ -532,7 +537,7 @@ class Batch:
         decompress, UnsupportedCompressionError for codec ids 5-7 or a missing codec package.
         The CRC is not checked; call :meth:`ensure_valid` first for bytes from outside.
         """
-        data, parsed = self._decode()
+        data, parsed, _ = self._decode()
         base_offset, base_timestamp = self.base_offset, self.base_timestamp_ms
         log_append_time = self.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
         records = []
@@ -557,8 +562,7 @@ class Batch:
         iterated buffer when nothing was decompressed (an uncompressed or empty batch;
         positions are absolute in it), else the decompressed record area. A control batch's
         record is included. Raises as :meth:`records`."""
-        data, parsed = self._decode()
-        return _build_columns([(self, data, parsed)], self._view, None)
+        return _build_columns([(self, *self._decode())], self._view, None)
 
     def control_type(self) -> int:
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, 2 LEADER_CHANGE,
@@ -668,9 +672,9 @@ def decode_columns(buffer, *, max_records: int | None = None) -> Columns:
             break
         if batch.is_control or batch.record_count == 0:
             continue
-        data, parsed = batch._decode()
-        chunks.append((batch, data, parsed))
-        record_total += len(parsed)
+        chunk = (batch, *batch._decode())
+        chunks.append(chunk)
+        record_total += len(chunk[2])
     return _build_columns(chunks, view, max_records)
 
 
@@ -719,7 +723,7 @@ def _column_items(column, what: str) -> list:
                 f"{'' if column.flags.c_contiguous else ' (not C-contiguous)'}"
             )
         row_bytes = column.shape[1]
-        view = memoryview(column).cast("B")
+        view = memoryview(column.reshape(-1))  # a view: the array is C-contiguous
         return [view[row * row_bytes : (row + 1) * row_bytes] for row in range(column.shape[0])]
     if _is_data_and_lengths(column):
         data, lengths = column

@@ -47,11 +47,14 @@ def crc32c(data, crc: int = 0) -> int:
 
     ``crc`` is a previous result (0 to start), so ``crc32c(b, crc32c(a)) == crc32c(a + b)``.
     Returns an unsigned 32-bit int. ``crc32c(b"123456789") == 0xE3069283``. Raises TypeError
-    for an object without the buffer protocol and ValueError for ``crc`` outside [0, 2**32).
+    for an object without the buffer protocol or a non-contiguous one, and ValueError for
+    ``crc`` outside [0, 2**32).
     """
     if not 0 <= crc <= _MASK32:
         raise ValueError(f"crc must be an unsigned 32-bit value, got {crc}")
     view = memoryview(data)
+    if not view.c_contiguous:
+        raise TypeError("crc32c needs a C-contiguous buffer")
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     crc ^= _MASK32
