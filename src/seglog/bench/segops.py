@@ -11,6 +11,7 @@ unit of I/O (DESIGN.md: "batches all the way down").
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 from .data import BackendView
@@ -132,3 +133,8 @@ def dir_size_bytes(path: str) -> int:
             except OSError:
                 pass
     return total
+
+
+def remove_tree(path: str) -> None:
+    """Remove a scratch directory and everything in it (errors ignored)."""
+    shutil.rmtree(path, ignore_errors=True)

@@ -103,7 +103,7 @@ def _append(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
             segops.append_values(be, segment, ctx.values(n), BATCH_RECORDS, None)
     finally:
         segment.close()
-        _remove_tree(path)
+        segops.remove_tree(path)
     return n / watch.wall_s
 
 
@@ -162,12 +162,6 @@ def _lookup(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
 
 _OPS = {"encode": _encode, "append": _append, "scan": _scan, "columns": _columns,
         "lookup": _lookup}
-
-
-def _remove_tree(path: str) -> None:
-    for name in os.listdir(path):
-        os.remove(os.path.join(path, name))
-    os.rmdir(path)
 
 
 # --- aiokafka's Cython codec ------------------------------------------------------------------
