@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from . import errors, format
 from ._backend import BACKEND_NAMES, default_backend, get_backend
+from .config import LogConfig
+from .log import Log
 
 __version__ = "0.1.0"
 
@@ -21,4 +23,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'seglog' has no attribute {name!r}")
 
 
-__all__ = ["BACKEND_NAMES", "errors", "format", "get_backend", "default_backend", "__version__"]
+__all__ = ["BACKEND_NAMES", "Log", "LogConfig", "errors", "format", "get_backend",
+           "default_backend", "__version__"]
