@@ -94,9 +94,13 @@ def test_not_a_buffer(backend):
 
 
 def test_non_contiguous_buffer(backend):
+    # Refused, never read as if contiguous. The exception type is the exporter's (numpy raises
+    # ValueError when asked for a contiguous buffer it cannot give), so any of these will do.
     strided = np.arange(64, dtype=np.uint8)[::2]
-    with pytest.raises(TypeError):
+    with pytest.raises((TypeError, ValueError, BufferError)):
         backend.crc32c(strided)
+    with pytest.raises((TypeError, ValueError, BufferError)):
+        backend.crc32c(memoryview(bytes(64))[::2])
 
 
 @settings(
