@@ -297,13 +297,13 @@ def test_roll_reason(backend, tmp_path):
     assert segment.roll_reason(1000 - len(raw) + 1, 12, 1000) == "size"
     assert segment.roll_reason(10, 10 + fmt.INT32_MAX + 1, 1 << 30) == "offset_overflow"
     reason = None
-    for _ in range(10):  # 6 offset-index slots, 4 time-index slots (the last one reserved)
+    for _ in range(10):  # 6 offset-index slots; equal timestamps add one time-index entry
         reason = segment.roll_reason(len(raw), segment.next_offset, 1 << 30)
         if reason is not None:
             break
         segment.append(raw)
-    assert reason == "time_index_full"
-    assert segment.time_index.entries == 3 and segment.offset_index.entries == 3
+    assert reason == "offset_index_full"
+    assert segment.offset_index.entries == 6 and segment.time_index.entries == 1
 
 
 def test_on_become_inactive_trims_and_adds_final_time_entry(backend, tmp_path):
