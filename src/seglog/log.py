@@ -510,6 +510,7 @@ class Log:
         ReadOnlyError. Thread-safe; encoding happens outside the writer lock.
         """
         self._check_writable()
+        self._require_keys(keys)  # compaction hook (seglog.cleaner): keyless records rejected
         now = _now_ms(now_ms)
         config = self._config
         log_append_time = config.message_timestamp_type == "LogAppendTime"
@@ -622,6 +623,7 @@ class Log:
                 raise InvalidRecordError(
                     f"batch with producer id {batch.producer_id} has no base sequence")
             columns = batch.columns()
+            self._require_batch_keys(columns, position)  # compaction hook (seglog.cleaner)
             if len(columns) != count or not np.array_equal(
                     columns.offsets, np.arange(count, dtype=columns.offsets.dtype)):
                 raise InvalidRecordError("record offsets inside the batch are not 0..count-1")
@@ -1165,6 +1167,84 @@ class Log:
                 self._delete_segments(start_offset_breached(offset), now)
                 self._save_state()
             return self._view.start_offset
+
+    # --- compaction (seglog.cleaner) ------------------------------- begin cleaner hooks ---------
+
+    def compact(self, *, now_ms: int | None = None, force: bool = False) -> Any:
+        """One compaction pass by Kafka's cleaner rules (:func:`seglog.cleaner.clean_log`);
+        returns its :class:`~seglog.cleaner.CleanerStats` (``stats.skipped`` says why nothing
+        was done: cleanup.policy without "compact", nothing dirty, or the dirty ratio not above
+        ``min_cleanable_dirty_ratio`` and max.compaction.lag.ms not reached). ``force`` cleans
+        regardless of policy and ratio. Holds the writer lock for the pass (appends wait, reads
+        do not). Raises ReadOnlyError / LogClosedError."""
+        from .cleaner import clean_log
+
+        with self._lock:
+            self._check_writable()
+            return clean_log(self, now_ms, force=force)
+
+    @property
+    def cleaner_offset(self) -> int | None:
+        """The cleaner checkpoint: the first offset the next compaction treats as dirty (None
+        before the first pass). A Store gathers it into ``cleaner-offset-checkpoint``."""
+        return getattr(self, "_cleaner_offset", None)
+
+    @cleaner_offset.setter
+    def cleaner_offset(self, offset: int | None) -> None:
+        self._cleaner_offset = offset
+
+    def _replace_segments(self, new_segment: Any, old_segments: list[Any], *, now_ms: int) -> None:
+        """Publish the chain with ``new_segment`` in place of ``old_segments`` (the cleaner
+        already renamed their files to ``.deleted``); their files are removed after
+        ``file_delete_delay_ms`` like retention's. End and start offsets are unchanged."""
+        with self._lock:
+            view = self._view
+            segments = view.segments.without(s.base_offset for s in old_segments)
+            segments = segments.with_segment(new_segment)
+            self._publish(segments, view.start_offset, view.end_offset)
+            deadline = now_ms + self._config.file_delete_delay_ms
+            for segment in old_segments:
+                self._pending_deletes.append((deadline, segment))
+                if segment.base_offset != new_segment.base_offset:
+                    self._created_ms.pop(segment.base_offset, None)
+                    self._jitter_ms.pop(segment.base_offset, None)
+
+    def _require_keys(self, keys: Any) -> None:
+        """Compacted topics reject keyless records (Kafka's LogValidator): InvalidRecordError
+        naming the first record without a key. ``keys`` as ``encode_batch`` takes them."""
+        if not self._config.compaction_enabled:
+            return
+        index = None
+        if keys is None:
+            index = 0
+        elif isinstance(keys, tuple) and len(keys) == 2 and hasattr(keys[1], "dtype"):
+            # (data, lengths): lengths -1 are null keys
+            import numpy as np
+
+            missing = np.flatnonzero(np.asarray(keys[1]) < 0)
+            index = int(missing[0]) if missing.size else None
+        elif getattr(keys, "ndim", 1) == 2:
+            return  # a 2-D uint8 array: every row is a key
+        else:
+            index = next((i for i, key in enumerate(keys) if key is None), None)
+        if index is not None:
+            raise InvalidRecordError(
+                f"record {index} has no key: a compacted topic (cleanup.policy=compact) "
+                "cannot accept a record without a key")
+
+    def _require_batch_keys(self, columns: Any, position: int) -> None:
+        """:meth:`_require_keys` for a client batch's decoded columns."""
+        if not self._config.compaction_enabled:
+            return
+        import numpy as np
+
+        missing = np.flatnonzero(np.asarray(columns.key_lengths) < 0)
+        if missing.size:
+            raise InvalidRecordError(
+                f"record {int(missing[0])} of the batch at position {position} has no key: a "
+                "compacted topic (cleanup.policy=compact) cannot accept a record without a key")
+
+    # --- end cleaner hooks -----------------------------------------------------------------------
 
     # --- following a writer (read-only) ----------------------------------------------------------
 
