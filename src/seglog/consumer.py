@@ -1,0 +1,795 @@
+"""Consumer groups inside one process: a coordinator per group, consumers that poll, and
+committed offsets kept as records in ``__consumer_offsets``.
+
+The model is Kafka's (the article's "offsets and consumer groups"): a consumer's *position* in
+a partition is the offset of the next record it will read, one integer it owns; a *committed*
+offset is that position written down for its group, so that whoever owns the partition next
+starts there. Inside a group each partition belongs to exactly one member, so 10 members on
+6 partitions leave 4 idle; a second group reads the same records with positions of its own.
+
+:class:`ConsumerGroup` is the group coordinator of Kafka's classic protocol, embedded in the
+:class:`~seglog.store.Store`: members join and leave, each change starts a new *generation*
+and recomputes the assignment at once with the group's assignor (``range`` or ``roundrobin``,
+:mod:`seglog.assignors`). A :class:`Consumer` adopts its new assignment at its next
+:meth:`~Consumer.poll` (or :meth:`~Consumer.assignment`, :meth:`~Consumer.commit`): partitions
+it keeps keep their positions; partitions it gains start at the group's committed offset, or
+at ``auto_offset_reset`` when there is none. The network broker that comes later coordinates
+across processes; this one coordinates threads of one process.
+
+Commits (Kafka's ``OffsetCommit``) are one RecordBatch appended to the group's partition of
+``__consumer_offsets`` (``abs(java hashCode(group)) % partitions``), one record per partition
+with Kafka's key (version 1: group, topic, partition) and value (version 3: offset, leader
+epoch, metadata, commit timestamp). On open the store replays that topic, last value per key
+winning and tombstones deleting, so commits survive a restart. A commit is in the page cache
+when :meth:`Consumer.commit` returns (as a Kafka commit with acks=all is in its replicas' page
+caches); :meth:`Store.flush <seglog.store.Store.flush>` or a clean close makes it durable.
+
+:meth:`Consumer.close` leaves the group *without committing*, as a crashed consumer would:
+its partitions move to the remaining members, which resume from the last commit. Committing
+after processing is therefore at-least-once (a crash repeats the records since the last
+commit) and committing before processing is at-most-once (a crash loses the records claimed
+but not processed); ``tests/test_article_examples.py`` replays the article's example.
+
+Thread safety: the coordinator and the offsets are shared and locked (the store's metadata
+lock); a :class:`Consumer` is used by one thread at a time, as Kafka's is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from . import offsets_schema
+from .assignors import get_assignor
+from .errors import (
+    IllegalStateError,
+    LogClosedError,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+    ReadOnlyError,
+    SeglogError,
+)
+from .store import TopicPartition
+
+__all__ = ["CommitFailedError", "Consumer", "ConsumerGroup", "ConsumerRecord",
+           "OffsetAndMetadata", "TopicPartition"]
+
+#: Kafka's consumer defaults: ``max.poll.records`` 500, ``max.partition.fetch.bytes`` 1 MiB,
+#: ``auto.offset.reset`` latest, ``partition.assignment.strategy`` range first.
+MAX_POLL_RECORDS_DEFAULT = 500
+MAX_PARTITION_FETCH_BYTES_DEFAULT = 1024 * 1024
+AUTO_OFFSET_RESET_DEFAULT = "latest"
+AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
+ASSIGNMENT_STRATEGY_DEFAULT = "range"
+#: Longest wait of one poll when several partitions are assigned and no producer of this store
+#: signals: appends made straight on a Log (not through a Producer) are noticed within this.
+_MULTI_PARTITION_WAIT_SLICE_MS = 10
+#: Largest metadata string of a commit (Kafka's ``offset.metadata.max.bytes``).
+OFFSET_METADATA_BYTES_MAX = 4096
+
+_client_ids = itertools.count(1)
+
+
+class CommitFailedError(SeglogError):
+    """A commit refused because the group rebalanced and took partitions from this consumer
+    since its last poll (Kafka's ``CommitFailedException``; broker code ILLEGAL_GENERATION).
+    The consumer has adopted its new assignment; the records it handled from the partitions
+    it lost will be read again by their new owner from the last commit."""
+
+    kafka_error_code = 22  # ILLEGAL_GENERATION
+
+
+class ConsumerRecord(NamedTuple):
+    """One record as a consumer sees it: where it is (topic, partition, offset) and what it
+    holds (``timestamp_ms``, ``key``, ``value``, ``headers``)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (the next offset to read), its metadata string, the leader epoch
+    (-1 unknown) and when it was committed (ms since the epoch)."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+    commit_timestamp_ms: int = -1
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _as_tp(tp: Any) -> TopicPartition:
+    if isinstance(tp, TopicPartition):
+        return tp
+    try:
+        topic, partition = tp
+    except (TypeError, ValueError):
+        raise TypeError(f"expected a (topic, partition) pair, got {tp!r}") from None
+    return TopicPartition(topic, partition)
+
+
+# --- committed offsets: the __consumer_offsets topic -------------------------------------------
+
+
+class _OffsetsManager:
+    """Committed offsets of every group: an in-memory map backed by ``__consumer_offsets``.
+
+    Loaded once when the store opens (if the topic exists); every commit appends one batch and
+    then updates the map. Locked by the store's metadata lock.
+    """
+
+    def __init__(self, store):
+        self._store = store
+        self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        with store._lock:
+            if offsets_schema.OFFSETS_TOPIC in store._topics:
+                self._load(store._topics[offsets_schema.OFFSETS_TOPIC])
+
+    def _load(self, topic) -> None:
+        for partition in range(topic.partitions):
+            log = topic.log(partition)
+            for record in log.records(log.start_offset, max_offset=log.end_offset):
+                if record.key is None:
+                    continue
+                key = offsets_schema.decode_key(record.key)
+                if not isinstance(key, offsets_schema.OffsetCommitKey):
+                    continue  # group metadata and newer record types: not ours to apply
+                tp = TopicPartition(key.topic, key.partition)
+                value = offsets_schema.decode_offset_commit_value(record.value)
+                group = self._offsets.setdefault(key.group, {})
+                if value is None:
+                    group.pop(tp, None)
+                    if not group:
+                        del self._offsets[key.group]
+                else:
+                    group[tp] = OffsetAndMetadata(value.offset, value.metadata,
+                                                  value.leader_epoch, value.commit_timestamp_ms)
+
+    def groups(self) -> list[str]:
+        with self._store._lock:
+            return sorted(self._offsets)
+
+    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+        with self._store._lock:
+            return self._offsets.get(group_id, {}).get(tp)
+
+    def all_committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        with self._store._lock:
+            return dict(self._offsets.get(group_id, {}))
+
+    def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
+        """Append one batch with a record per partition (None: a tombstone), then apply it.
+        Caller holds the store lock and has validated the offsets."""
+        if not offsets:
+            return
+        store = self._store
+        if store.read_only:
+            raise ReadOnlyError(f"store {store.path} is read-only: offsets cannot be committed")
+        topic = store._offsets_topic()
+        partition = offsets_schema.offsets_partition_for_group(group_id, topic.partitions)
+        keys, values, timestamps = [], [], []
+        now = _now_ms()
+        for tp, om in offsets.items():
+            if om is None:
+                key, value = offsets_schema.offset_tombstone(group_id, tp.topic, tp.partition)
+            else:
+                key, value = offsets_schema.offset_commit_record(
+                    group_id, tp.topic, tp.partition, om.offset, commit_timestamp_ms=now,
+                    leader_epoch=om.leader_epoch, metadata=om.metadata)
+            keys.append(key)
+            values.append(value)
+            timestamps.append(now)
+        topic.log(partition).append_batch(values, keys=keys, timestamps_ms=timestamps)
+        group = self._offsets.setdefault(group_id, {})
+        for tp, om in offsets.items():
+            if om is None:
+                group.pop(tp, None)
+            else:
+                group[tp] = om._replace(commit_timestamp_ms=now)
+        if not group:
+            del self._offsets[group_id]
+
+    def delete_topic_offsets(self, topic_name: str) -> None:
+        """Tombstone every group's committed offsets of ``topic_name`` (Kafka's coordinator
+        does this when a topic is deleted)."""
+        for group_id, offsets in list(self._offsets.items()):
+            doomed = {tp: None for tp in offsets if tp.topic == topic_name}
+            if doomed:
+                self.commit(group_id, doomed)
+
+
+# --- the coordinator -----------------------------------------------------------------------------
+
+
+class _Member(NamedTuple):
+    member_id: str
+    client_id: str
+    topics: frozenset
+    assignor: str
+    group_instance_id: str | None
+
+
+class ConsumerGroup:
+    """The coordinator of one consumer group, embedded in a Store (Kafka's classic group
+    protocol, with rebalances that complete at once).
+
+    ``group_id``; ``generation_id`` (0 before the first member joins; +1 at every rebalance);
+    ``protocol`` (the assignor's name, fixed while the group has members); ``leader_id``;
+    ``state`` (``"Empty"`` or ``"Stable"``). :meth:`members`, :meth:`assignment`,
+    :meth:`committed`. Members join and leave through :class:`Consumer`. Get it with
+    :meth:`Store.group <seglog.store.Store.group>`. Thread-safe (the store's lock).
+    """
+
+    def __init__(self, store, group_id: str):
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        self._store = store
+        self.group_id = group_id
+        self.generation_id = 0
+        self.protocol: str | None = None
+        self.leader_id: str | None = None
+        self._members: dict[str, _Member] = {}
+        self._assignment: dict[str, list[TopicPartition]] = {}
+        self._partition_counts: dict[str, int] = {}
+        self._changed = threading.Condition(store._lock)
+
+    @property
+    def state(self) -> str:
+        """``"Empty"`` without members, else ``"Stable"`` (rebalances complete at once)."""
+        return "Stable" if self._members else "Empty"
+
+    def members(self) -> list[str]:
+        """Member ids, in the order the assignor sees them."""
+        with self._store._lock:
+            return sorted(self._members)
+
+    def assignment(self) -> dict[str, list[TopicPartition]]:
+        """``{member_id: [TopicPartition, ...]}`` of the current generation (idle members
+        have an empty list)."""
+        with self._store._lock:
+            return {m: list(tps) for m, tps in self._assignment.items()}
+
+    def committed(self, tp: tuple[str, int]) -> int | None:
+        """The group's committed offset of ``tp``, or None."""
+        om = self._store._offsets_manager().committed(self.group_id, _as_tp(tp))
+        return None if om is None else om.offset
+
+    def committed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Every committed offset of the group."""
+        return self._store._offsets_manager().all_committed(self.group_id)
+
+    # --- membership (called by Consumer) ------------------------------------------------------
+
+    def _join(self, client_id: str, topics: frozenset, assignor: str,
+              group_instance_id: str | None) -> str:
+        with self._store._lock:
+            if self._members and assignor != self.protocol:
+                raise IllegalStateError(
+                    f"group {self.group_id!r} uses the {self.protocol!r} assignor; a member "
+                    f"asking for {assignor!r} cannot join (Kafka: INCONSISTENT_GROUP_PROTOCOL)")
+            if group_instance_id is not None and any(
+                    m.group_instance_id == group_instance_id for m in self._members.values()):
+                raise IllegalStateError(f"group instance id {group_instance_id!r} is already a "
+                                        f"member of {self.group_id!r} (Kafka: FENCED_INSTANCE_ID)")
+            member_id = f"{client_id}-{uuid.uuid4()}"
+            self._members[member_id] = _Member(member_id, client_id, topics, assignor,
+                                               group_instance_id)
+            self.protocol = assignor
+            if self.leader_id is None:
+                self.leader_id = member_id
+            self._rebalance()
+            return member_id
+
+    def _update_subscription(self, member_id: str, topics: frozenset) -> None:
+        with self._store._lock:
+            member = self._members[member_id]
+            if member.topics != topics:
+                self._members[member_id] = member._replace(topics=topics)
+                self._rebalance()
+
+    def _leave(self, member_id: str) -> None:
+        with self._store._lock:
+            if self._members.pop(member_id, None) is None:
+                return
+            if self.leader_id == member_id:
+                self.leader_id = next(iter(self._members), None)
+            if not self._members:
+                self.protocol = None
+            self._rebalance()
+
+    def _rebalance(self) -> None:
+        counts = self._store._partition_counts()
+        subscribed = {t for m in self._members.values() for t in m.topics}
+        self._partition_counts = {t: counts[t] for t in subscribed if t in counts}
+        self.generation_id += 1
+        if self._members:
+            assignor = get_assignor(self.protocol)
+            raw = assignor.assign({m: sorted(v.topics) for m, v in self._members.items()},
+                                  self._partition_counts,
+                                  group_instance_ids={m: v.group_instance_id
+                                                      for m, v in self._members.items()})
+            self._assignment = {m: [TopicPartition(t, p) for t, p in tps]
+                                for m, tps in raw.items()}
+        else:
+            self._assignment = {}
+        self._changed.notify_all()
+
+    def _on_metadata_change(self) -> None:
+        """A topic was created or deleted: rebalance if a subscribed topic's partitions
+        changed (Kafka's metadata-triggered rebalance)."""
+        with self._store._lock:
+            if not self._members:
+                return
+            counts = self._store._partition_counts()
+            subscribed = {t for m in self._members.values() for t in m.topics}
+            if {t: counts[t] for t in subscribed if t in counts} != self._partition_counts:
+                self._rebalance()
+
+    def _member_assignment(self, member_id: str) -> tuple[int, list[TopicPartition]] | None:
+        with self._store._lock:
+            if member_id not in self._members:
+                return None
+            return self.generation_id, list(self._assignment.get(member_id, ()))
+
+    def _wait_for_change(self, generation_id: int, timeout_s: float) -> None:
+        with self._store._lock:
+            if self.generation_id == generation_id and timeout_s > 0:
+                self._changed.wait(timeout_s)
+
+    # --- commits --------------------------------------------------------------------------------
+
+    def _commit(self, member_id: str | None, generation_id: int,
+                offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        with self._store._lock:
+            if member_id is None:
+                if self._members:
+                    raise CommitFailedError(
+                        f"group {self.group_id!r} has active members; a consumer that is not "
+                        "a member (manual assign) cannot commit for it (Kafka: UNKNOWN_MEMBER_ID)")
+            elif member_id not in self._members or generation_id != self.generation_id:
+                raise CommitFailedError(
+                    f"commit for group {self.group_id!r} refused: generation {generation_id} "
+                    f"is not the current one ({self.generation_id}) (ILLEGAL_GENERATION)")
+            self._store._offsets_manager().commit(self.group_id, offsets)
+
+    def __repr__(self) -> str:
+        return (f"ConsumerGroup({self.group_id!r}, generation={self.generation_id}, "
+                f"members={len(self._members)}, protocol={self.protocol!r})")
+
+
+# --- the consumer --------------------------------------------------------------------------------
+
+
+class _PartitionState:
+    """A consumer's state for one assigned partition: its position and decoded records of
+    the last read not yet returned (Kafka's CompletedFetch)."""
+
+    __slots__ = ("position", "buffered", "buffered_next_offset")
+
+    def __init__(self) -> None:
+        self.position: int | None = None
+        self.buffered: list = []  # records with offset >= position, in order
+        self.buffered_next_offset = -1  # offset after the read the buffer came from
+
+
+class Consumer:
+    """Reads records from a :class:`~seglog.store.Store`, alone or as a group member.
+
+    ``Consumer(store, group_id=None, *, auto_offset_reset="latest",
+    partition_assignment_strategy="range", client_id=None, group_instance_id=None,
+    max_poll_records=500, max_partition_fetch_bytes=1048576)``; usually made by
+    :meth:`Store.consumer <seglog.store.Store.consumer>`.
+
+    * ``group_id``: the group whose committed offsets it uses and, after :meth:`subscribe`,
+      joins. None: no group (only :meth:`assign`; no commits).
+    * ``auto_offset_reset``: where to start in a partition with no committed offset, or
+      whose committed offset is out of the log's range: ``"earliest"`` (the log start
+      offset), ``"latest"`` (the high watermark; Kafka's default) or ``"none"``
+      (:class:`NoOffsetForPartitionError` / :class:`OffsetOutOfRangeError`).
+    * ``partition_assignment_strategy``: ``"range"`` or ``"roundrobin"``.
+
+    Not thread-safe: use each Consumer from one thread at a time (Kafka's rule).
+    """
+
+    def __init__(self, store, group_id: str | None = None, *,
+                 auto_offset_reset: str = AUTO_OFFSET_RESET_DEFAULT,
+                 partition_assignment_strategy: str = ASSIGNMENT_STRATEGY_DEFAULT,
+                 client_id: str | None = None, group_instance_id: str | None = None,
+                 max_poll_records: int = MAX_POLL_RECORDS_DEFAULT,
+                 max_partition_fetch_bytes: int = MAX_PARTITION_FETCH_BYTES_DEFAULT):
+        if auto_offset_reset not in AUTO_OFFSET_RESETS:
+            raise ValueError(f"auto_offset_reset must be one of {AUTO_OFFSET_RESETS}, got "
+                             f"{auto_offset_reset!r}")
+        get_assignor(partition_assignment_strategy)  # KeyError for an unknown one
+        if group_id is not None and (not isinstance(group_id, str) or not group_id):
+            raise ValueError(f"group_id must be a non-empty str or None, got {group_id!r}")
+        if max_poll_records < 1:
+            raise ValueError(f"max_poll_records must be >= 1, got {max_poll_records}")
+        if max_partition_fetch_bytes < 1:
+            raise ValueError(f"max_partition_fetch_bytes must be >= 1, got "
+                             f"{max_partition_fetch_bytes}")
+        self._store = store
+        self.group_id = group_id
+        self.auto_offset_reset = auto_offset_reset
+        self.partition_assignment_strategy = partition_assignment_strategy
+        self.client_id = client_id or f"consumer-{group_id or 'none'}-{next(_client_ids)}"
+        self.group_instance_id = group_instance_id
+        self.max_poll_records = max_poll_records
+        self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self._group = store.group(group_id) if group_id is not None else None
+        self._member_id: str | None = None
+        self._generation_id = -1
+        self._subscription: frozenset | None = None
+        self._manual = False
+        self._partitions: dict[TopicPartition, _PartitionState] = {}
+        self._next_fetch = 0  # rotates the partition a poll starts with (fairness)
+        self._closed = False
+
+    # --- subscription and assignment ------------------------------------------------------------
+
+    @property
+    def member_id(self) -> str | None:
+        """The member id the group gave this consumer, or None when not a member."""
+        return self._member_id
+
+    @property
+    def generation_id(self) -> int:
+        """The group generation of the assignment this consumer holds (-1: none)."""
+        return self._generation_id
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Join the group (or change this member's topics) for ``topics``; partitions come
+        from the group's assignment, at the next poll. Raises ``ValueError`` without a
+        group_id, :class:`IllegalStateError` after :meth:`assign` or :meth:`close`."""
+        self._check_open()
+        if isinstance(topics, str):
+            raise TypeError("topics must be a collection of topic names, not a str")
+        if self._group is None:
+            raise ValueError("subscribe needs a group_id (Kafka: InvalidGroupIdException)")
+        if self._manual:
+            raise IllegalStateError("Subscription to topics, partitions and pattern are "
+                                    "mutually exclusive (assign() was called)")
+        topics = frozenset(topics)
+        if not topics:
+            self.unsubscribe()
+            return
+        self._subscription = topics
+        if self._member_id is None:
+            self._member_id = self._group._join(self.client_id, topics,
+                                                self.partition_assignment_strategy,
+                                                self.group_instance_id)
+        else:
+            self._group._update_subscription(self._member_id, topics)
+        self._sync()
+
+    def subscription(self) -> set[str]:
+        """The subscribed topics (empty when not subscribed)."""
+        return set(self._subscription or ())
+
+    def unsubscribe(self) -> None:
+        """Leave the group (without committing) and drop every partition, or clear a manual
+        assignment."""
+        if self._member_id is not None and self._group is not None:
+            self._group._leave(self._member_id)
+        self._member_id = None
+        self._subscription = None
+        self._manual = False
+        self._generation_id = -1
+        self._partitions.clear()
+
+    def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Read exactly ``partitions`` (no group membership; commits are allowed only while
+        the group has no members, as Kafka's standalone consumers). Positions of partitions
+        kept are kept. Raises :class:`IllegalStateError` after :meth:`subscribe`,
+        :class:`UnknownTopicOrPartitionError` for a partition that does not exist."""
+        self._check_open()
+        if self._subscription is not None:
+            raise IllegalStateError("Subscription to topics, partitions and pattern are "
+                                    "mutually exclusive (subscribe() was called)")
+        tps = [_as_tp(tp) for tp in partitions]
+        for tp in tps:
+            self._store.log(tp)
+        self._manual = bool(tps)
+        self._partitions = {tp: self._partitions.get(tp) or _PartitionState() for tp in tps}
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now (after adopting a pending rebalance)."""
+        self._check_open()
+        self._sync()
+        return set(self._partitions)
+
+    def _sync(self) -> set[TopicPartition]:
+        """Adopt the group's current assignment if the generation moved; returns the
+        partitions taken away."""
+        if self._member_id is None or self._group is None:
+            return set()
+        current = self._group._member_assignment(self._member_id)
+        if current is None:
+            raise IllegalStateError(f"consumer {self.client_id} is no longer a member of "
+                                    f"group {self.group_id!r}")
+        generation_id, tps = current
+        if generation_id == self._generation_id:
+            return set()
+        revoked = set(self._partitions) - set(tps)
+        self._partitions = {tp: self._partitions.get(tp) or _PartitionState() for tp in tps}
+        self._generation_id = generation_id
+        return revoked
+
+    # --- positions -------------------------------------------------------------------------------
+
+    def _state(self, tp: Any) -> tuple[TopicPartition, _PartitionState]:
+        tp = _as_tp(tp)
+        state = self._partitions.get(tp)
+        if state is None:
+            raise IllegalStateError(f"No current assignment for partition {tp}")
+        return tp, state
+
+    def _reset(self, tp: TopicPartition, log, *, out_of_range: int | None = None) -> int:
+        if self.auto_offset_reset == "earliest":
+            return log.start_offset
+        if self.auto_offset_reset == "latest":
+            return log.high_watermark
+        if out_of_range is not None:
+            raise OffsetOutOfRangeError(
+                f"offset {out_of_range} of {tp} is out of range [{log.start_offset}, "
+                f"{log.high_watermark}] and auto_offset_reset is 'none'")
+        raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partition: {tp}")
+
+    def _initial_position(self, tp: TopicPartition) -> int:
+        log = self._store.log(tp)
+        committed = None
+        if self._group is not None:
+            committed = self._store._offsets_manager().committed(self.group_id, tp)
+        if committed is None:
+            return self._reset(tp, log)
+        if not log.start_offset <= committed.offset <= log.end_offset:
+            return self._reset(tp, log, out_of_range=committed.offset)
+        return committed.offset
+
+    def position(self, tp: tuple[str, int]) -> int:
+        """The offset of the next record this consumer will read from ``tp`` (looked up from
+        the committed offset or ``auto_offset_reset`` if not known yet). Raises
+        :class:`IllegalStateError` for a partition not assigned, and what the reset raises."""
+        self._check_open()
+        self._sync()
+        tp, state = self._state(tp)
+        if state.position is None:
+            state.position = self._initial_position(tp)
+        return state.position
+
+    def seek(self, tp: tuple[str, int], offset: int) -> None:
+        """Read ``tp`` from ``offset`` at the next poll (an offset out of the log's range is
+        reset by ``auto_offset_reset`` when fetched). Raises :class:`IllegalStateError` for a
+        partition not assigned, ``ValueError`` for a negative offset."""
+        self._check_open()
+        self._sync()
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"seek offset must not be a negative number, got {offset!r}")
+        _tp, state = self._state(tp)
+        state.position = offset
+        state.buffered = []
+
+    def seek_to_beginning(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
+        """Seek ``partitions`` (default: all assigned) to their log start offsets."""
+        self._seek_to(partitions, lambda log: log.start_offset)
+
+    def seek_to_end(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
+        """Seek ``partitions`` (default: all assigned) to their high watermarks."""
+        self._seek_to(partitions, lambda log: log.high_watermark)
+
+    def _seek_to(self, partitions, where) -> None:
+        self._check_open()
+        self._sync()
+        tps = list(self._partitions) if partitions is None else [_as_tp(tp) for tp in partitions]
+        for tp in tps:
+            _tp, state = self._state(tp)
+            state.position = where(self._store.log(tp))
+            state.buffered = []
+
+    def beginning_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
+        """``{tp: log start offset}`` of any partitions (assigned or not)."""
+        return {tp: self._store.log(tp).start_offset for tp in map(_as_tp, partitions)}
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
+        """``{tp: high watermark}`` of any partitions: the position after the last readable
+        record."""
+        return {tp: self._store.log(tp).high_watermark for tp in map(_as_tp, partitions)}
+
+    # --- polling ---------------------------------------------------------------------------------
+
+    def poll(self, max_records: int | None = None, timeout_ms: int = 0) -> list[ConsumerRecord]:
+        """Up to ``max_records`` (default ``max_poll_records``) records from the assigned
+        partitions, in offset order within each partition, starting at each position; the
+        positions move past them. Waits up to ``timeout_ms`` for records when none are
+        readable (on the Log's condition, not by sleeping; an idle member also wakes when a
+        rebalance gives it partitions). Adopts a pending rebalance first.
+
+        Raises :class:`NoOffsetForPartitionError` / :class:`OffsetOutOfRangeError` with
+        ``auto_offset_reset="none"``, :class:`IllegalStateError` after :meth:`close`.
+        """
+        self._check_open()
+        if max_records is None:
+            max_records = self.max_poll_records
+        if max_records < 1:
+            raise ValueError(f"max_records must be >= 1, got {max_records}")
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        while True:
+            self._sync()
+            records = self._fetch(max_records)
+            remaining_s = deadline - time.monotonic()
+            if records or remaining_s <= 0:
+                return records
+            self._wait(remaining_s)
+
+    def _fetch(self, max_records: int) -> list[ConsumerRecord]:
+        out: list[ConsumerRecord] = []
+        tps = list(self._partitions)
+        if not tps:
+            return out
+        start = self._next_fetch % len(tps)
+        self._next_fetch += 1
+        for tp in tps[start:] + tps[:start]:
+            if len(out) >= max_records:
+                break
+            self._fetch_partition(tp, self._partitions[tp], max_records - len(out), out)
+        return out
+
+    def _fetch_partition(self, tp: TopicPartition, state: _PartitionState, wanted: int,
+                         out: list) -> None:
+        log = self._store.log(tp)
+        if log.read_only:
+            log.refresh()
+        if state.position is None:
+            state.position = self._initial_position(tp)
+        if not state.buffered:
+            if state.position >= log.high_watermark and state.position <= log.end_offset:
+                return
+            try:
+                result = log.read(state.position, self.max_partition_fetch_bytes)
+            except OffsetOutOfRangeError:
+                state.position = self._reset(tp, log, out_of_range=state.position)
+                result = log.read(state.position, self.max_partition_fetch_bytes)
+            records = []
+            for batch in log.backend.iter_batches(result.buffer):
+                if batch.is_control or batch.last_offset < state.position:
+                    continue
+                records.extend(r for r in batch.records() if r.offset >= state.position)
+            state.buffered = records
+            state.buffered_next_offset = result.next_offset
+            if not records:
+                # Only control batches or compacted-away offsets: step over them.
+                state.position = max(state.position, result.next_offset)
+                return
+        taken = state.buffered[:wanted]
+        del state.buffered[:wanted]
+        topic, partition = tp
+        out.extend(ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
+                                  r.headers) for r in taken)
+        # The whole read consumed: continue after it (skips gaps and control batches).
+        state.position = state.buffered_next_offset if not state.buffered \
+            else taken[-1].offset + 1
+
+    def _wait(self, remaining_s: float) -> None:
+        """Block until a record may be readable, the group rebalances, or ``remaining_s``."""
+        waiting = []
+        for tp, state in self._partitions.items():
+            if state.position is None or state.buffered:
+                return  # something to look up or hand out: go round again
+            waiting.append((self._store.log(tp), state.position))
+        timeout_ms = max(1, int(remaining_s * 1000))
+        if not waiting:
+            if self._group is not None and self._member_id is not None:
+                self._group._wait_for_change(self._generation_id, remaining_s)
+            else:
+                time.sleep(remaining_s)  # nothing assigned and no group to wake us
+            return
+        if len(waiting) == 1 and not waiting[0][0].read_only:
+            log, position = waiting[0]
+            log.wait_for_data(position, timeout_ms)
+            return
+        # Several partitions (or a follower of another process): a Log can only be waited on
+        # one at a time, so wait on each in short slices.
+        slice_ms = max(1, min(timeout_ms, _MULTI_PARTITION_WAIT_SLICE_MS) // len(waiting))
+        for log, position in waiting:
+            if log.read_only:
+                log.refresh()
+            if log.wait_for_data(position, slice_ms):
+                return
+
+    # --- commits ---------------------------------------------------------------------------------
+
+    def commit(self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata]
+               | None = None) -> None:
+        """Commit, synchronously, the positions of every assigned partition (default) or the
+        given ``{tp: offset}`` (an offset is the *next* record to read; a value may also be
+        ``(offset, metadata)`` or an :class:`OffsetAndMetadata`).
+
+        Raises :class:`CommitFailedError` if the group rebalanced and took partitions from
+        this consumer since its last poll (nothing is committed), ``ValueError`` for a
+        negative offset or metadata over 4096 bytes, :class:`IllegalStateError` without a
+        group_id or after close, :class:`ReadOnlyError` on a read-only store.
+        """
+        self._check_open()
+        if self._group is None:
+            raise IllegalStateError("commit needs a group_id (Kafka: InvalidGroupIdException)")
+        revoked = self._sync()
+        if revoked:
+            raise CommitFailedError(
+                f"Commit cannot be completed since the group {self.group_id!r} has rebalanced "
+                f"and assigned {sorted(revoked)} to other members")
+        if offsets is None:
+            to_commit = {tp: OffsetAndMetadata(state.position)
+                         for tp, state in self._partitions.items() if state.position is not None}
+        else:
+            to_commit = {}
+            for tp, value in offsets.items():
+                tp = _as_tp(tp)
+                if isinstance(value, OffsetAndMetadata):
+                    om = value
+                elif isinstance(value, tuple):
+                    om = OffsetAndMetadata(value[0], value[1])
+                else:
+                    om = OffsetAndMetadata(value)
+                if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
+                    raise ValueError(f"offset to commit for {tp} must be an int >= 0, got "
+                                     f"{om.offset!r}")
+                if len(om.metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
+                    raise ValueError(f"metadata for {tp} is longer than "
+                                     f"{OFFSET_METADATA_BYTES_MAX} bytes (OFFSET_METADATA_TOO_LARGE)")
+                self._store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+                to_commit[tp] = om
+        generation = self._generation_id if self._member_id is not None else -1
+        self._group._commit(self._member_id, generation, to_commit)
+
+    def committed(self, tp: tuple[str, int]) -> int | None:
+        """The group's committed offset of ``tp`` (any partition), or None."""
+        self._check_open()
+        if self._group is None:
+            return None
+        return self._group.committed(tp)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("This consumer has already been closed.")
+        if self._store.closed:
+            raise LogClosedError(f"store {self._store.path} is closed")
+
+    def close(self) -> None:
+        """Leave the group **without committing** (as a crash would): the group rebalances
+        and the partitions' next owners resume from the last commit. Idempotent."""
+        if self._closed:
+            return
+        if self._member_id is not None and self._group is not None:
+            self._group._leave(self._member_id)
+        self._member_id = None
+        self._partitions = {}
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Consumer({self.client_id!r}, group={self.group_id!r}, "
+                f"partitions={len(self._partitions)})")
+

@@ -1,0 +1,699 @@
+"""A data directory of topics: Kafka's log dir, embedded in one process.
+
+A :class:`Store` is what a Kafka broker keeps under one ``log.dirs`` entry, laid out the same
+way, so a broker could adopt the directory and Kafka tools read it:
+
+``<topic>-<partition>/``
+    one :class:`~seglog.log.Log` per partition, with its ``partition.metadata`` (the topic id).
+``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``
+    Kafka's text checkpoints, one ``topic partition offset`` line per partition, gathered from
+    the Logs and replaced atomically (write-temp, fsync, rename, fsync dir) on
+    :meth:`Store.flush` and :meth:`Store.close`.
+``meta.properties``
+    the directory's identity (version 1: ``cluster.id``, ``node.id``, ``directory.id``).
+``.kafka_cleanshutdown``
+    written last by :meth:`Store.close`; its presence lets the next open skip recovery.
+``seglog-topics.json``
+    seglog's own file (Kafka ignores files it does not know in a log dir): each topic's id,
+    partition count and config overrides. A Kafka broker keeps these in its metadata log
+    (KRaft) or ZooKeeper, neither of which exists here. Replaced atomically like the rest.
+``__consumer_offsets-<n>/``
+    committed consumer offsets, as records in Kafka's key/value schema in the compacted
+    internal topic (see :mod:`seglog.consumer`). Created on the first commit.
+
+Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
+(Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
+a crash is removed on the next open.
+
+Thread safety: one lock guards the metadata (topics, groups, checkpoints); every Log locks
+itself, so producers and consumers in several threads share one Store. One writer per data
+directory, enforced with an OS lock on ``<dir>/.lock`` (a second one gets
+:class:`~seglog.errors.LogLockedError`); any number of ``read_only=True`` Stores may follow it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import uuid
+import weakref
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from . import checkpoints, filenames
+from .config import LogConfig
+from .errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    LogClosedError,
+    ReadOnlyError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from .offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
+from .partitioner import partition_for_key
+
+__all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE"]
+
+#: seglog's record of topic ids, partition counts and config overrides (see module docstring).
+TOPICS_FILE = "seglog-topics.json"
+TOPICS_FILE_VERSION = 0
+
+#: Kafka's ``Topic.MAX_NAME_LENGTH``.
+TOPIC_NAME_LENGTH_MAX = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+#: Most partitions one topic may have here (a limit on everything: each is a directory and
+#: several open files).
+TOPIC_PARTITIONS_MAX = 10000
+#: Configs of Kafka's ``__consumer_offsets`` (``offsets.topic.segment.bytes`` and the
+#: ``cleanup.policy=compact`` the group coordinator sets).
+OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
+                        "compression.type": "producer"}
+_DEFAULT_NODE_ID = 1
+
+
+class TopicPartition(NamedTuple):
+    """A topic name and a partition number (Kafka's ``TopicPartition``)."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: raise :class:`InvalidTopicError` unless ``name`` is legal.
+
+    Legal: 1 to 249 characters from ASCII letters, digits, ``.``, ``_`` and ``-``, and not
+    ``.`` or ``..``.
+    """
+    if not isinstance(name, str):
+        raise InvalidTopicError(f"Topic name must be a str, got {type(name).__name__}")
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > TOPIC_NAME_LENGTH_MAX:
+        raise InvalidTopicError(f"Topic name is illegal, it can't be longer than "
+                                f"{TOPIC_NAME_LENGTH_MAX} characters, topic name: {name}")
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise InvalidTopicError(f"Topic name \"{name}\" is illegal, it contains a character "
+                                "other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+def _collision_key(name: str) -> str:
+    # Kafka's Topic.unifyCollisionChars: '.' and '_' collide in metric names.
+    return name.replace(".", "_")
+
+
+def _as_config(config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
+    if config is None:
+        return LogConfig()
+    if isinstance(config, LogConfig):
+        return config
+    if not isinstance(config, Mapping):
+        raise InvalidConfigError(f"config must be a LogConfig or a mapping, got "
+                                 f"{type(config).__name__}")
+    return LogConfig.from_dict(config)
+
+
+class Topic:
+    """One topic of a :class:`Store`: its partitions' Logs, config and partitioner.
+
+    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.config.LogConfig`),
+    ``topic_id`` (Kafka's base64url uuid text), ``is_internal``. Obtained from
+    :meth:`Store.create_topic` or :meth:`Store.topic`; valid until the topic is deleted or the
+    store closed (then :meth:`log` raises). Thread-safe.
+    """
+
+    def __init__(self, store: "Store", name: str, topic_id: uuid.UUID, config: LogConfig,
+                 logs: list):
+        self._store = store
+        self.name = name
+        self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
+        self._uuid = topic_id
+        self.config = config
+        self._logs = logs
+        self._deleted = False
+
+    @property
+    def partitions(self) -> int:
+        """The partition count."""
+        return len(self._logs)
+
+    @property
+    def is_internal(self) -> bool:
+        """Whether this is Kafka's internal ``__consumer_offsets`` topic."""
+        return self.name == OFFSETS_TOPIC
+
+    def partition_for(self, key: bytes | bytearray | memoryview) -> int:
+        """The partition Kafka's default partitioner picks for ``key`` (murmur2, positive,
+        modulo the partition count), identical to Kafka's clients. TypeError for None (keyless
+        records are spread by the producer's sticky partitioner)."""
+        return partition_for_key(key, len(self._logs))
+
+    def log(self, partition: int):
+        """The :class:`~seglog.log.Log` of ``partition``. Raises
+        :class:`UnknownTopicOrPartitionError` for a partition out of range, and
+        :class:`LogClosedError` once the topic was deleted or the store closed."""
+        if self._deleted or self._store._closed:
+            raise LogClosedError(f"topic {self.name!r} is closed or deleted")
+        if isinstance(partition, bool) or not isinstance(partition, int) \
+                or not 0 <= partition < len(self._logs):
+            raise UnknownTopicOrPartitionError(
+                f"topic {self.name!r} has no partition {partition!r} "
+                f"(it has {len(self._logs)})")
+        return self._logs[partition]
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """Every :class:`TopicPartition` of the topic, in partition order."""
+        return [TopicPartition(self.name, p) for p in range(len(self._logs))]
+
+    def end_offsets(self) -> dict[int, int]:
+        """``{partition: end offset}`` (the offset the next record will get)."""
+        return {p: log.end_offset for p, log in enumerate(self._logs)}
+
+    def start_offsets(self) -> dict[int, int]:
+        """``{partition: log start offset}`` (the first offset still readable)."""
+        return {p: log.start_offset for p, log in enumerate(self._logs)}
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
+
+
+class _StorePartitionState:
+    """The :class:`~seglog.partition_state.PartitionState` a Store hands each of its Logs:
+    the recovery point and log start offset live in the data dir's shared checkpoint files,
+    and one clean-shutdown marker covers the whole directory.
+
+    A recovery point is kept in memory and written with every other partition's on
+    :meth:`Store.flush`/:meth:`Store.close` (Kafka writes it every 60 s and on shutdown; a
+    stale one only means more recovery work). A moved log start offset is written at once,
+    so records removed by retention or DeleteRecords never reappear after a crash.
+    """
+
+    def __init__(self, store: "Store", tp: TopicPartition):
+        self._store = store
+        self._tp = tp
+
+    def load(self) -> tuple[int | None, int | None, bool]:
+        store = self._store
+        return (store._recovery_points.get(self._tp), store._log_start_offsets.get(self._tp),
+                store._clean_shutdown)
+
+    def begin_writing(self) -> None:
+        # The Store removed the directory's marker (durably) before opening any Log.
+        pass
+
+    def save(self, *, recovery_point: int, log_start_offset: int) -> None:
+        store = self._store
+        store._recovery_points[self._tp] = recovery_point
+        if store._log_start_offsets.get(self._tp) != log_start_offset:
+            store._log_start_offsets[self._tp] = log_start_offset
+            if store._checkpoints_open:
+                store._write_log_start_checkpoint()
+
+    def read_log_start_offset(self) -> int | None:
+        """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
+        offsets = self._store._log_start_checkpoint.read()
+        return offsets.get(self._tp)
+
+    def mark_clean_shutdown(self) -> None:
+        # Written once for the directory by Store.close, after every Log closed.
+        pass
+
+
+class Store:
+    """A Kafka log directory of topics, embedded: ``Store(path, backend=None, read_only=False)``.
+
+    Opens (creating if needed, unless ``read_only``) the data directory ``path``; takes the
+    directory's writer lock (:class:`~seglog.errors.LogLockedError` if another writer holds
+    it); removes leftover ``-delete`` directories; opens every partition's Log, recovering
+    them after an unclean shutdown; reloads committed consumer offsets. ``backend`` is
+    ``"native"``, ``"pure"`` or None (the default backend) and is used for every Log.
+    ``offsets_topic_partitions`` is the partition count of ``__consumer_offsets`` when this
+    store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
+    count. ``node_id`` and ``cluster_id`` go to a new ``meta.properties``.
+
+    Use as a context manager, or call :meth:`close`. Thread-safe.
+    """
+
+    def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
+                 offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
+                 node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
+        if isinstance(offsets_topic_partitions, bool) or not isinstance(offsets_topic_partitions, int) \
+                or not 1 <= offsets_topic_partitions <= TOPIC_PARTITIONS_MAX:
+            raise ValueError(f"offsets_topic_partitions must be in 1..{TOPIC_PARTITIONS_MAX}, "
+                             f"got {offsets_topic_partitions!r}")
+        self.path = os.fspath(path)
+        self.read_only = bool(read_only)
+        self.backend = backend if backend is None or isinstance(backend, str) else backend.name
+        self.offsets_topic_partitions = offsets_topic_partitions
+        self._lock = threading.RLock()
+        self._closed = True  # until fully open
+        self._dir_lock = None
+        self._topics: dict[str, Topic] = {}
+        self._recovery_points: dict[TopicPartition, int] = {}
+        self._log_start_offsets: dict[TopicPartition, int] = {}
+        self._clean_shutdown = False
+        self._checkpoints_open = False
+        self._high_watermarks: dict[tuple[str, int], int] = {}
+        self._cleaner_offsets: dict[tuple[str, int], int] = {}
+        self._producers: "weakref.WeakSet" = weakref.WeakSet()
+        self._consumers: "weakref.WeakSet" = weakref.WeakSet()
+        self._groups: dict = {}
+        self._offsets = None  # consumer._OffsetsManager, made lazily
+        cp = lambda name: checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))  # noqa: E731
+        self._recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
+        self._log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
+        self._replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
+        self._cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
+        try:
+            self._open(node_id=node_id, cluster_id=cluster_id)
+        except BaseException:
+            self._abort_open()
+            raise
+
+    # --- opening ---------------------------------------------------------------------------
+
+    def _open(self, *, node_id: int, cluster_id: str | None) -> None:
+        if self.read_only:
+            if not os.path.isdir(self.path):
+                raise FileNotFoundError(f"no data directory at {self.path}")
+        else:
+            os.makedirs(self.path, exist_ok=True)
+            from .locking import DirectoryLock
+            self._dir_lock = DirectoryLock(self.path)
+        self.meta = checkpoints.MetaProperties.read(self.path)
+        if self.meta is None and not self.read_only:
+            self.meta = checkpoints.MetaProperties(
+                version=1, cluster_id=cluster_id or checkpoints.uuid_to_kafka_str(
+                    checkpoints.new_kafka_uuid()),
+                node_id=node_id, directory_id=checkpoints.new_kafka_uuid())
+            self.meta.write(self.path)
+        self._recovery_points = {TopicPartition(*k): v
+                                 for k, v in self._recovery_checkpoint.read().items()}
+        self._log_start_offsets = {TopicPartition(*k): v
+                                   for k, v in self._log_start_checkpoint.read().items()}
+        self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
+        if not self.read_only:
+            # From here on a crash must make the next open recover.
+            checkpoints.remove_clean_shutdown_marker(self.path)
+        registry = self._read_registry()
+        found = self._scan_partition_dirs()
+        self._closed = False
+        for name in sorted(set(registry) | set(found)):
+            entry = registry.get(name, {})
+            partitions = max(entry.get("partitions", 0), max(found.get(name, [-1])) + 1)
+            topic_id = entry.get("topic_id")
+            config = LogConfig.from_kafka(entry.get("config", {})) if entry else (
+                LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG) if name == OFFSETS_TOPIC else LogConfig())
+            self._topics[name] = self._open_topic(
+                name, partitions, config,
+                checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None, create=False)
+        self._checkpoints_open = not self.read_only
+        if not self.read_only and set(found) - set(registry):
+            self._write_registry()  # adopt topics found on disk (e.g. made by Kafka)
+        if OFFSETS_TOPIC in self._topics:
+            self._offsets_manager()  # reload committed offsets now
+
+    def _abort_open(self) -> None:
+        for topic in self._topics.values():
+            for log in topic._logs:
+                try:
+                    log.close()
+                except Exception:  # noqa: BLE001 - best effort while failing to open
+                    pass
+        self._topics.clear()
+        self._closed = True
+        if self._dir_lock is not None:
+            self._dir_lock.close()
+            self._dir_lock = None
+
+    def _scan_partition_dirs(self) -> dict[str, list[int]]:
+        """``{topic: [partitions]}`` of the partition directories; leftover ``-delete``
+        directories are removed (a writer only)."""
+        found: dict[str, list[int]] = {}
+        for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.endswith(filenames.DELETE_DIR_SUFFIX):
+                if not self.read_only:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                continue
+            parsed = filenames.parse_partition_dir_name(entry.name)
+            if parsed is None:
+                continue  # -future, -stray, or not ours
+            topic, partition = parsed
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicError:
+                continue
+            found.setdefault(topic, []).append(partition)
+        return found
+
+    def _read_registry(self) -> dict[str, dict]:
+        path = os.path.join(self.path, TOPICS_FILE)
+        try:
+            with open(path, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
+        except FileNotFoundError:
+            return {}
+        except ValueError as e:
+            from .errors import CorruptCheckpointError
+            raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
+        if not isinstance(data, dict) or data.get("version") != TOPICS_FILE_VERSION \
+                or not isinstance(data.get("topics"), dict):
+            from .errors import CorruptCheckpointError
+            raise CorruptCheckpointError(f"{path}: unknown format", path=path)
+        return data["topics"]
+
+    def _write_registry(self) -> None:
+        topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
+                         "config": t.config.to_kafka(include_defaults=False, topic_only=False)}
+                  for name, t in sorted(self._topics.items())}
+        text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics}, indent=1,
+                          sort_keys=True)
+        checkpoints.atomic_write_bytes(os.path.join(self.path, TOPICS_FILE),
+                                       (text + "\n").encode("utf-8"))
+
+    def _open_topic(self, name: str, partitions: int, config: LogConfig,
+                    topic_id: uuid.UUID | None, *, create: bool) -> Topic:
+        from .log import Log
+        logs: list = []
+        try:
+            for p in range(partitions):
+                tp = TopicPartition(name, p)
+                dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                if create:
+                    os.makedirs(dir_path, exist_ok=False)
+                metadata = checkpoints.PartitionMetadataFile(
+                    os.path.join(dir_path, filenames.PARTITION_METADATA))
+                if os.path.isdir(dir_path):
+                    found_id = metadata.read()
+                    if topic_id is None:
+                        topic_id = found_id
+                    if found_id is None and not self.read_only:
+                        topic_id = topic_id or checkpoints.new_kafka_uuid()
+                        metadata.write(topic_id)
+                elif self.read_only:
+                    raise UnknownTopicOrPartitionError(f"partition directory {dir_path} is missing")
+                logs.append(Log.open(dir_path, config=config, backend=self.backend,
+                                     read_only=self.read_only,
+                                     state=_StorePartitionState(self, tp)))
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
+        return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
+
+    # --- topics ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"store {self.path} is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise ReadOnlyError(f"store {self.path} was opened read-only")
+
+    def create_topic(self, name: str, partitions: int = 1,
+                     config: LogConfig | Mapping[str, Any] | None = None) -> Topic:
+        """Create topic ``name`` with ``partitions`` partitions and ``config`` (a
+        :class:`LogConfig`, or a mapping of Kafka dotted names with string or typed values, or
+        snake-case names: see ``LogConfig.from_dict``).
+
+        Creates ``<name>-<p>/`` with ``partition.metadata`` for each partition and records the
+        topic in ``seglog-topics.json``. Raises :class:`InvalidTopicError` for an illegal name,
+        an internal one (``__consumer_offsets``) or one that collides with an existing topic
+        once ``.`` and ``_`` are unified (Kafka's rule); :class:`TopicExistsError`;
+        :class:`InvalidConfigError` for unknown names or bad values; ``ValueError`` for a
+        partition count outside 1..10000; :class:`ReadOnlyError`.
+        """
+        validate_topic_name(name)
+        if name == OFFSETS_TOPIC:
+            raise InvalidTopicError(f"{name} is an internal topic; the store creates it")
+        return self._create_topic(name, partitions, config)
+
+    def _create_topic(self, name: str, partitions: int, config) -> Topic:
+        if isinstance(partitions, bool) or not isinstance(partitions, int) \
+                or not 1 <= partitions <= TOPIC_PARTITIONS_MAX:
+            raise ValueError(f"partitions must be an int in 1..{TOPIC_PARTITIONS_MAX}, "
+                             f"got {partitions!r}")
+        log_config = _as_config(config)
+        with self._lock:
+            self._check_writable()
+            if name in self._topics:
+                raise TopicExistsError(f"Topic '{name}' already exists.")
+            for existing in self._topics:
+                if _collision_key(existing) == _collision_key(name):
+                    raise InvalidTopicError(f"Topic '{name}' collides with existing topic: "
+                                            f"{existing}")
+            for p in range(partitions):
+                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
+                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            try:
+                topic = self._open_topic(name, partitions, log_config,
+                                         checkpoints.new_kafka_uuid(), create=True)
+            except BaseException:
+                for p in range(partitions):
+                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
+                                  ignore_errors=True)
+                raise
+            self._topics[name] = topic
+            self._write_registry()
+            self._on_metadata_change()
+            return topic
+
+    def delete_topic(self, name: str) -> None:
+        """Delete topic ``name`` and its data, as Kafka does: close its Logs, rename each
+        partition directory to ``<topic>-<partition>.<uuid>-delete``, drop it from the
+        checkpoints and the registry, then remove the directories. Committed offsets of its
+        partitions are deleted (tombstones in ``__consumer_offsets``) and groups subscribed to
+        it rebalance. Raises :class:`UnknownTopicOrPartitionError`, :class:`InvalidTopicError`
+        for ``__consumer_offsets``, :class:`ReadOnlyError`."""
+        with self._lock:
+            self._check_writable()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            if topic.is_internal:
+                raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
+            if self._offsets is not None:
+                self._offsets.delete_topic_offsets(name)
+            topic._deleted = True
+            del self._topics[name]
+            renamed = []
+            for p, log in enumerate(topic._logs):
+                log.close()
+                src = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                dst = f"{src}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
+                os.rename(src, dst)
+                renamed.append(dst)
+                tp = TopicPartition(name, p)
+                self._recovery_points.pop(tp, None)
+                self._log_start_offsets.pop(tp, None)
+            checkpoints.fsync_dir(self.path)
+            self._write_registry()
+            self._write_checkpoints()
+            self._on_metadata_change()
+        for path in renamed:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def topics(self) -> list[str]:
+        """Names of every topic, internal ones included, sorted."""
+        with self._lock:
+            self._check_open()
+            return sorted(self._topics)
+
+    def topic(self, name: str) -> Topic:
+        """The :class:`Topic` ``name``; :class:`UnknownTopicOrPartitionError` if absent."""
+        with self._lock:
+            self._check_open()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            return topic
+
+    def __contains__(self, name: str) -> bool:
+        with self._lock:
+            return name in self._topics
+
+    def log(self, tp: tuple[str, int]):
+        """The Log of ``(topic, partition)``."""
+        return self.topic(tp[0]).log(tp[1])
+
+    def _partition_counts(self) -> dict[str, int]:
+        with self._lock:
+            return {name: t.partitions for name, t in self._topics.items()}
+
+    def _offsets_topic(self) -> Topic:
+        """``__consumer_offsets``, created on first use (Kafka creates it on the first
+        FindCoordinator) with ``offsets_topic_partitions`` partitions."""
+        with self._lock:
+            topic = self._topics.get(OFFSETS_TOPIC)
+            if topic is None:
+                topic = self._create_topic(OFFSETS_TOPIC, self.offsets_topic_partitions,
+                                           LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG))
+            return topic
+
+    def _offsets_manager(self):
+        with self._lock:
+            if self._offsets is None:
+                from .consumer import _OffsetsManager
+                self._offsets = _OffsetsManager(self)
+            return self._offsets
+
+    def _on_metadata_change(self) -> None:
+        for group in list(self._groups.values()):
+            group._on_metadata_change()
+
+    # --- clients ---------------------------------------------------------------------------
+
+    def producer(self, **kwargs):
+        """A :class:`~seglog.producer.Producer` writing to this store; keyword arguments as
+        its constructor (``linger_ms``, ``batch_size_bytes``, ``compression``, ...). Producers
+        still open are flushed and closed by :meth:`close`."""
+        from .producer import Producer
+        with self._lock:
+            self._check_writable()
+            producer = Producer(self, **kwargs)
+            self._producers.add(producer)
+            return producer
+
+    def consumer(self, group_id: str | None = None, topics: Iterable[str] | None = None, **kwargs):
+        """A :class:`~seglog.consumer.Consumer` in group ``group_id`` (None: no group, no
+        commits), subscribed to ``topics`` if given; keyword arguments as its constructor
+        (``auto_offset_reset``, ``partition_assignment_strategy``, ...). Consumers still open
+        are closed (without committing) by :meth:`close`."""
+        from .consumer import Consumer
+        with self._lock:
+            self._check_open()
+            consumer = Consumer(self, group_id=group_id, **kwargs)
+            self._consumers.add(consumer)
+        if topics is not None:
+            consumer.subscribe(topics)
+        return consumer
+
+    def group(self, group_id: str):
+        """The :class:`~seglog.consumer.ConsumerGroup` coordinator of ``group_id`` (created
+        empty if it has no members yet)."""
+        from .consumer import ConsumerGroup
+        with self._lock:
+            self._check_open()
+            group = self._groups.get(group_id)
+            if group is None:
+                group = ConsumerGroup(self, group_id)
+                self._groups[group_id] = group
+            return group
+
+    def groups(self) -> list[str]:
+        """Ids of the groups with members or committed offsets, sorted."""
+        with self._lock:
+            self._check_open()
+            ids = {g for g, group in self._groups.items() if group.members()}
+            if self._offsets is not None:
+                ids |= set(self._offsets.groups())
+            return sorted(ids)
+
+    # --- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Fsync every partition (segments and indexes; the recovery points advance) and
+        write the four offset checkpoints. Raises :class:`ReadOnlyError`."""
+        with self._lock:
+            self._check_writable()
+            for topic in self._topics.values():
+                for log in topic._logs:
+                    log.flush()
+            self._write_checkpoints()
+
+    def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
+        out = {}
+        for name, topic in sorted(self._topics.items()):
+            for p, log in enumerate(topic._logs):
+                value = getattr(log, attribute, None)
+                if value is not None:
+                    out[(name, p)] = value
+        return out
+
+    def _write_log_start_checkpoint(self) -> None:
+        self._log_start_checkpoint.write(dict(sorted(self._log_start_offsets.items())))
+
+    def _write_checkpoints(self, *, from_logs: bool = True) -> None:
+        """Write the four data-dir checkpoints. ``from_logs`` reads the live Logs first; after
+        they are closed the values they saved last are written."""
+        if from_logs:
+            for name, topic in self._topics.items():
+                for p, log in enumerate(topic._logs):
+                    tp = TopicPartition(name, p)
+                    recovery_point = getattr(log, "recovery_point", None)
+                    if recovery_point is not None:
+                        self._recovery_points[tp] = recovery_point
+                    self._log_start_offsets[tp] = log.start_offset
+            self._high_watermarks = self._gather("high_watermark")
+            self._cleaner_offsets = self._gather("cleaner_checkpoint")
+        live = {(n, p) for n, t in self._topics.items() for p in range(t.partitions)}
+        self._recovery_checkpoint.write(
+            {tp: v for tp, v in sorted(self._recovery_points.items()) if tp in live})
+        self._log_start_checkpoint.write(
+            {tp: v for tp, v in sorted(self._log_start_offsets.items()) if tp in live})
+        self._replication_checkpoint.write(
+            {tp: v for tp, v in self._high_watermarks.items() if tp in live})
+        self._cleaner_checkpoint.write(
+            {tp: v for tp, v in self._cleaner_offsets.items() if tp in live})
+
+    def close(self) -> None:
+        """Flush and close open producers, close open consumers (leaving their groups without
+        committing), flush and close every Log, write the checkpoints and, last, the
+        clean-shutdown marker; release the directory lock. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            producers = list(self._producers)
+            consumers = list(self._consumers)
+        for producer in producers:
+            producer.close()
+        for consumer in consumers:
+            consumer.close()
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if not self.read_only:
+                    for topic in self._topics.values():
+                        for log in topic._logs:
+                            log.flush()
+                    self._write_checkpoints()
+                for topic in self._topics.values():
+                    for log in topic._logs:
+                        log.close()
+                if not self.read_only:
+                    self._write_checkpoints(from_logs=False)
+                    checkpoints.write_clean_shutdown_marker(self.path)
+            finally:
+                self._closed = True
+                self._checkpoints_open = False
+                if self._dir_lock is not None:
+                    self._dir_lock.close()
+                    self._dir_lock = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("read-only" if self.read_only else "open")
+        return f"Store({self.path!r}, {state}, topics={len(self._topics)})"
