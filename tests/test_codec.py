@@ -181,7 +181,8 @@ MIXED_TIMESTAMPS = [1_700_000_000_000, 1_700_000_000_500, 1_699_999_999_000, 0, 
 
 def expected_records(base_offset, timestamps, keys, values, headers):
     return [
-        (base_offset + i, timestamps[i], keys[i], values[i], tuple(tuple(h) for h in headers[i] or ()))
+        (base_offset + i, timestamps[i], keys[i], values[i],
+         tuple(tuple(h) for h in headers[i] or ()))
         for i in range(len(values))
     ]
 
@@ -213,7 +214,8 @@ def test_round_trip_with_headers_and_nulls(backend, codec):
 @pytest.mark.parametrize("codec", ALL_CODECS)
 def test_encoding_is_deterministic(backend, codec):
     def encode():
-        return backend.encode_batch(MIXED_VALUES, keys=MIXED_KEYS, timestamps_ms=5, compression=codec)
+        return backend.encode_batch(MIXED_VALUES, keys=MIXED_KEYS, timestamps_ms=5,
+                                    compression=codec)
 
     assert encode() == encode()
 
@@ -221,7 +223,8 @@ def test_encoding_is_deterministic(backend, codec):
 @pytest.mark.parametrize("codec", ALL_CODECS)
 def test_numpy_2d_values(backend, codec):
     values = np.arange(5 * 16, dtype=np.uint8).reshape(5, 16)
-    raw = backend.encode_batch(values, timestamps_ms=np.arange(5, dtype=np.int64), compression=codec)
+    raw = backend.encode_batch(values, timestamps_ms=np.arange(5, dtype=np.int64),
+                               compression=codec)
     records = only_batch(backend, raw).records()
     assert [r.value for r in records] == [row.tobytes() for row in values]
     assert [r.key for r in records] == [None] * 5
@@ -375,7 +378,9 @@ def test_offset_deltas_and_last_offset_delta(backend):
 
 
 def test_batches_in_a_row(backend):
-    raws = [backend.encode_batch([b"x"] * n, timestamps_ms=0, base_offset=10 * n) for n in (1, 2, 3)]
+    raws = [
+        backend.encode_batch([b"x"] * n, timestamps_ms=0, base_offset=10 * n) for n in (1, 2, 3)
+    ]
     batches = list(backend.iter_batches(b"".join(raws)))
     assert [b.position for b in batches] == [0, len(raws[0]), len(raws[0]) + len(raws[1])]
     assert [b.size_bytes for b in batches] == [len(r) for r in raws]

@@ -83,6 +83,7 @@ INT32_MIN = -(2**31)
 INT64_MIN = -(2**63)
 _MASK64 = 2**64 - 1
 _CRC = struct.Struct(">I")
+_INT32 = struct.Struct(">i")
 #: batchLength of a batch that holds only its header (61 - 12).
 BATCH_LENGTH_MIN_V2 = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
 #: The uncompressed record area must fit a batch whose batchLength is an int32.
@@ -378,9 +379,10 @@ class Batch:
     ``has_delete_horizon``, ``delete_horizon_ms`` (base timestamp when the flag is set, else
     -1) and ``last_sequence`` (Kafka's wrapping rule; -1 when base_sequence is -1).
 
-    ``Batch(buffer, position=0)`` reads the batch at ``position`` of ``buffer``; it raises
-    CorruptRecordError (REASON_TRUNCATED) when the buffer ends before the batch does, and the
-    reasons of :func:`iter_batches` otherwise. Usually batches come from :func:`iter_batches`.
+    ``Batch(buffer, position=0)`` reads the batch at ``position`` of ``buffer`` with the
+    checks of :func:`iter_batches`, except that a buffer ending before the batch does is a
+    CorruptRecordError (REASON_TRUNCATED) here, not the end of iteration. Usually batches
+    come from :func:`iter_batches`.
     The batch keeps a memoryview of ``buffer``.
     """
 
@@ -392,20 +394,23 @@ class Batch:
 
     def __init__(self, buffer, position: int = 0):
         view = _byte_view(buffer)
-        if not 0 <= position <= len(view) - HEADER_SIZE_UP_TO_MAGIC:
+        if not 0 <= position <= len(view):
+            raise ValueError(f"position {position} is outside the {len(view)}-byte buffer")
+        if _frame_at(view, position, None) is None:
             raise CorruptRecordError(
-                f"no batch header at position {position} of a {len(view)}-byte buffer",
+                f"the buffer ends before the batch at position {position} does",
                 reason=REASON_TRUNCATED, position=position,
             )
-        _check_batch_length(view, position, None)
-        (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
-        if LOG_OVERHEAD + batch_length > len(view) - position:
-            raise CorruptRecordError(
-                f"batch at position {position} needs {LOG_OVERHEAD + batch_length} bytes, "
-                f"the buffer has {len(view) - position}",
-                reason=REASON_TRUNCATED, position=position,
-            )
-        _check_magic_and_header(view, position, batch_length)
+        self._read_header(view, position)
+
+    @classmethod
+    def _checked(cls, view: memoryview, position: int) -> "Batch":
+        # For iter_batches, which has already run _frame_at on this position.
+        batch = cls.__new__(cls)
+        batch._read_header(view, position)
+        return batch
+
+    def _read_header(self, view: memoryview, position: int) -> None:
         self._view = view
         self.position = position
         (
@@ -510,7 +515,9 @@ class Batch:
         parsed records (positions index ``data``), and whether ``data`` is a decompressed copy
         (else it is the iterated buffer: uncompressed batches are parsed in place)."""
         if self.record_count < 0:
-            raise InvalidRecordError(f"Found invalid record count {self.record_count} in magic v2 batch")
+            raise InvalidRecordError(
+                f"Found invalid record count {self.record_count} in magic v2 batch"
+            )
         if self.record_count == 0:
             # Kafka never looks at the record area of an empty batch (the cleaner writes
             # empty batches that keep their compression bits).
@@ -589,10 +596,15 @@ class Batch:
         return control_type
 
 
-_INT32 = struct.Struct(">i")
+def _frame_at(view: memoryview, position: int, max_batch_bytes: int | None) -> int | None:
+    """Kafka's ``FileLogInputStream.nextBatch`` checks for the batch at ``position``.
 
-
-def _check_batch_length(view: memoryview, position: int, max_batch_bytes: int | None) -> None:
+    Returns its batch_length, or None when the buffer ends before the batch does (fewer than
+    17 bytes left, or a partial batch: a torn tail). Raises CorruptRecordError in the order
+    documented on :func:`iter_batches`.
+    """
+    if len(view) - position < HEADER_SIZE_UP_TO_MAGIC:
+        return None
     (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
     if batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(
@@ -606,9 +618,8 @@ def _check_batch_length(view: memoryview, position: int, max_batch_bytes: int | 
             f"{max_batch_bytes}",
             reason=REASON_BATCH_TOO_LARGE, position=position,
         )
-
-
-def _check_magic_and_header(view: memoryview, position: int, batch_length: int) -> None:
+    if LOG_OVERHEAD + batch_length > len(view) - position:
+        return None
     magic = view[position + MAGIC_POSITION]
     if magic != MAGIC_V2:
         raise CorruptRecordError(
@@ -624,6 +635,7 @@ def _check_magic_and_header(view: memoryview, position: int, batch_length: int) 
             f"v2 header ({BATCH_LENGTH_MIN_V2})",
             reason=REASON_BATCH_TOO_SMALL, position=position,
         )
+    return batch_length
 
 
 def iter_batches(buffer, *, max_batch_bytes: int | None = None):
@@ -638,14 +650,10 @@ def iter_batches(buffer, *, max_batch_bytes: int | None = None):
     carries the batch's ``position``. CRCs and records are not checked here.
     """
     view = _byte_view(buffer)
-    position, end = 0, len(view)
-    while end - position >= HEADER_SIZE_UP_TO_MAGIC:
-        _check_batch_length(view, position, max_batch_bytes)
-        (batch_length,) = _INT32.unpack_from(view, position + BATCH_LENGTH_POSITION)
-        if LOG_OVERHEAD + batch_length > end - position:
-            return
-        batch = Batch(view, position)
-        yield batch
+    position = 0
+    # Bounded: every batch moves position forward by at least 12 + 14 bytes.
+    while (batch_length := _frame_at(view, position, max_batch_bytes)) is not None:
+        yield Batch._checked(view, position)
         position += LOG_OVERHEAD + batch_length
 
 
@@ -916,7 +924,9 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
     partition_leader_epoch = _check_range(
         "partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX
     )
-    delete_horizon_ms = _check_range("delete_horizon_ms", delete_horizon_ms, NO_TIMESTAMP, INT64_MAX)
+    delete_horizon_ms = _check_range(
+        "delete_horizon_ms", delete_horizon_ms, NO_TIMESTAMP, INT64_MAX
+    )
 
     attributes = cid
     if timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME:
@@ -953,7 +963,8 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
             + size_of_varint(value_length) + max(value_length, 0)
             + len(header_block)
         )
-        area_bytes = (len(out) - RECORD_BATCH_OVERHEAD) + size_of_varint(min(body_size, INT32_MAX)) + body_size
+        record_bytes = size_of_varint(min(body_size, INT32_MAX)) + body_size
+        area_bytes = len(out) - RECORD_BATCH_OVERHEAD + record_bytes
         if area_bytes > RECORD_AREA_BYTES_MAX:
             raise RecordTooLargeError(
                 f"record {index} makes the batch larger than {INT32_MAX} bytes"
@@ -1033,9 +1044,9 @@ def encode_batch(
     None), and the native twin writes the same: base timestamp = the first record's timestamp,
     or ``delete_horizon_ms`` when that is >= 0 (sets attribute bit 6); max timestamp = the
     largest record timestamp; offset deltas 0..n-1 and last offset delta n - 1 unless given;
-    record attributes 0; LogAppendTime (``timestamp_type=1``) only sets attribute bit 3, the given
-    timestamps are written as usual; ``compression="none"`` writes the records raw; gzip, lz4,
-    zstd and snappy go through :func:`seglog.compression.compress`.
+    record attributes 0; LogAppendTime (``timestamp_type=1``) only sets attribute bit 3, the
+    given timestamps are written as usual; ``compression="none"`` writes the records raw;
+    gzip, lz4, zstd and snappy go through :func:`seglog.compression.compress`.
 
     ``offset_deltas``/``last_offset_delta`` serve the cleaner, which rebuilds a batch from the
     records it keeps with their original offsets (Kafka's ``buildRetainedRecordsInto`` and
@@ -1046,10 +1057,11 @@ def encode_batch(
 
     Raises InvalidRecordError for an empty batch, a value/key that is not bytes-like (the
     message names the record index), mismatched column lengths, a bad header, bad offset
-    deltas, a header field out of its range (base_offset must be >= 0); InvalidTimestampError for a timestamp that is
-    not an int in range; UnsupportedCompressionError for an unknown or unavailable codec;
-    ValueError for a compression level outside the codec's range; RecordTooLargeError when
-    the batch would not fit an int32 length.
+    deltas, or a header field out of its range (base_offset must be >= 0);
+    InvalidTimestampError for a timestamp that is not an int in range;
+    UnsupportedCompressionError for an unknown or unavailable codec; ValueError for a
+    compression level outside the codec's range; RecordTooLargeError when the batch would not
+    fit an int32 length.
     """
     return _encode(
         values, keys, timestamps_ms, headers,

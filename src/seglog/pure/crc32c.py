@@ -35,7 +35,9 @@ def _make_tables() -> tuple[tuple[int, ...], ...]:
     # Table k = table k-1 advanced by one more zero byte.
     for _ in range(1, 8):
         previous = tables[-1]
-        tables.append([(previous[byte] >> 8) ^ table0[previous[byte] & 0xFF] for byte in range(256)])
+        tables.append(
+            [(previous[byte] >> 8) ^ table0[previous[byte] & 0xFF] for byte in range(256)]
+        )
     return tuple(tuple(table) for table in tables)
 
 
