@@ -539,6 +539,8 @@ def run(ctx: BenchContext) -> PartResult:
             continue
         if isinstance(peer, Seglog) and peer.backend_name == "pure":
             peer.max_records = ctx.profile.pure_records
+        if isinstance(peer, KafkaCodec) and peer.package == "kafka":
+            peer.max_records = ctx.profile.slow_peer_records  # pure-Python codec
         peer.keys = keys
         peers.append(peer)
         if getattr(peer, "note", ""):

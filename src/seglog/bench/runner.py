@@ -49,6 +49,7 @@ class Profile:
 
     ``records`` sizes the seglog, peers and twins (native) parts; ``article_records`` the
     article's experiment; ``pure_records`` the pure twin (it is ~20-100x slower);
+    ``slow_peer_records`` caps pure-Python peers (kafka-python; None: no cap);
     ``random_reads`` the random point reads; ``slow_random_reads`` the point reads of codecs
     that parse a whole batch per read; the ``*_bytes`` fields size the file transfers.
     """
@@ -59,6 +60,7 @@ class Profile:
     article_records: int
     article_runs: int
     pure_records: int
+    slow_peer_records: int | None
     random_reads: int
     slow_random_reads: int
     sendfile_bytes: int
@@ -68,15 +70,17 @@ class Profile:
 
 PROFILES = {
     "quick": Profile("quick", runs=3, records=50_000, article_records=200_000, article_runs=3,
-                     pure_records=5_000, random_reads=20_000, slow_random_reads=200,
+                     pure_records=5_000, slow_peer_records=10_000, random_reads=20_000, slow_random_reads=200,
                      sendfile_bytes=64 * MiB, limits_write_bytes=128 * MiB,
                      limits_read_bytes=128 * MiB),
     "standard": Profile("standard", runs=3, records=500_000, article_records=200_000,
-                        article_runs=3, pure_records=20_000, random_reads=100_000,
+                        article_runs=3, pure_records=20_000, slow_peer_records=100_000,
+                        random_reads=100_000,
                         slow_random_reads=1_000, sendfile_bytes=256 * MiB,
                         limits_write_bytes=512 * MiB, limits_read_bytes=512 * MiB),
     "full": Profile("full", runs=3, records=1_000_000, article_records=200_000, article_runs=5,
-                    pure_records=50_000, random_reads=100_000, slow_random_reads=2_000,
+                    pure_records=50_000, slow_peer_records=None, random_reads=100_000,
+                    slow_random_reads=2_000,
                     sendfile_bytes=1 * GiB, limits_write_bytes=1 * GiB,
                     limits_read_bytes=1 * GiB),
 }
