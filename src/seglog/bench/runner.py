@@ -70,7 +70,8 @@ class Profile:
 
 PROFILES = {
     "quick": Profile("quick", runs=3, records=50_000, article_records=200_000, article_runs=3,
-                     pure_records=5_000, slow_peer_records=10_000, random_reads=20_000, slow_random_reads=200,
+                     pure_records=5_000, slow_peer_records=10_000, random_reads=20_000,
+                     slow_random_reads=200,
                      sendfile_bytes=64 * MiB, limits_write_bytes=128 * MiB,
                      limits_read_bytes=128 * MiB),
     "standard": Profile("standard", runs=3, records=500_000, article_records=200_000,
