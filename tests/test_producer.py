@@ -1,0 +1,193 @@
+"""Producer: batching by linger and size, partitioning as Kafka's default partitioner."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+
+from seglog.errors import (
+    IllegalStateError,
+    InvalidRecordError,
+    RecordTooLargeError,
+    UnknownTopicOrPartitionError,
+)
+from seglog.partitioner import partition_for_key
+from seglog.store import Store
+
+
+@pytest.fixture
+def store(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as s:
+        yield s
+
+
+def batches(log):
+    """Every batch of ``log`` as (base_offset, record_count, compression)."""
+    out = []
+    offset = log.start_offset
+    while offset < log.end_offset:
+        result = log.read(offset)
+        for batch in log.backend.iter_batches(result.buffer):
+            out.append((batch.base_offset, batch.record_count, batch.compression))
+        offset = result.next_offset
+    return out
+
+
+def test_linger_holds_records_until_flush(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=1 << 20)
+    futures = [producer.send("t", f"v{i}".encode()) for i in range(10)]
+    log = store.topic("t").log(0)
+    assert log.end_offset == 0 and not futures[0].done()
+    producer.flush()
+    assert [f.result().offset for f in futures] == list(range(10))
+    assert batches(log) == [(0, 10, "none")]
+    assert [r.value for r in log.records()] == [f"v{i}".encode() for i in range(10)]
+
+
+def test_linger_expiry_writes_in_background(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=20, batch_size_bytes=1 << 20)
+    started = time.monotonic()
+    for i in range(3):
+        producer.send("t", b"x", key=b"k")
+    log = store.topic("t").log(0)
+    assert log.wait_for_data(2, timeout_ms=5000)  # the sender writes without a flush
+    assert time.monotonic() - started >= 0.015
+    assert batches(log) == [(0, 3, "none")]
+    producer.close()
+
+
+def test_batch_size_splits_batches(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=400)
+    for i in range(40):
+        producer.send("t", bytes(50), key=b"k")
+    producer.flush()
+    found = batches(store.topic("t").log(0))
+    counts = [count for _, count, _ in found]
+    assert sum(counts) == 40 and len(counts) > 5
+    # Kafka's estimate: 61 bytes per batch + (21 + 15 + key + value) per record <= 400.
+    per_record = 21 + 15 + 1 + 50
+    assert all(61 + c * per_record <= 400 for c in counts[:-1])
+    assert all(61 + (c + 1) * per_record > 400 for c in counts[:-1])  # each was full
+    bases = [base for base, _, _ in found]
+    assert bases == [sum(counts[:i]) for i in range(len(counts))]
+
+
+def test_record_larger_than_batch_size_is_its_own_batch(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=100)
+    producer.send("t", b"a")
+    producer.send("t", bytes(500))
+    producer.send("t", b"b")
+    producer.flush()
+    assert [c for _, c, _ in batches(store.topic("t").log(0))] == [1, 1, 1]
+
+
+def test_linger_zero_writes_each_send(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=0)
+    assert producer.send("t", b"a").done()
+    producer.send("t", b"b")
+    assert [c for _, c, _ in batches(store.topic("t").log(0))] == [1, 1]
+
+
+def test_keyed_records_follow_murmur2(store):
+    store.create_topic("t", partitions=5)
+    producer = store.producer(linger_ms=60_000)
+    sent = collections.defaultdict(list)
+    for i in range(300):
+        key = f"user-{i % 37}".encode()
+        future = producer.send("t", f"{i}".encode(), key=key)
+        assert future.partition == partition_for_key(key, 5)
+        sent[future.partition].append((key, f"{i}".encode()))
+    producer.flush()
+    topic = store.topic("t")
+    for p in range(5):
+        assert [(r.key, r.value) for r in topic.log(p).records()] == sent[p]  # order kept
+
+
+def test_keyless_records_are_sticky(store):
+    store.create_topic("t", partitions=4)
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=1000)
+    partitions = [producer.send("t", bytes(100)).partition for _ in range(200)]
+    producer.flush()
+    runs = [len(list(g)) for _, g in __import__("itertools").groupby(partitions)]
+    # A partition takes about a batch (1000 bytes = 7 records here) before the next draw,
+    # which may repeat it: never a record at a time.
+    assert max(runs) >= 7 and sum(1 for r in runs if r < 7) <= 1
+    assert len(set(partitions)) > 1
+    assert sum(store.topic("t").end_offsets().values()) == 200
+
+
+def test_round_robin_partitioner(store):
+    store.create_topic("t", partitions=3)
+    producer = store.producer(linger_ms=0, partitioner="round_robin")
+    assert [producer.send("t", b"v", key=b"same").partition for _ in range(6)] == [0, 1, 2, 0, 1, 2]
+
+
+def test_explicit_partition_headers_and_timestamps(store):
+    store.create_topic("t", partitions=2)
+    producer = store.producer(linger_ms=0)
+    meta = producer.send("t", b"v", key=b"k", partition=1, timestamp_ms=1234,
+                         headers=[("h", b"1"), ("n", None)]).result()
+    assert (meta.topic, meta.partition, meta.offset, meta.timestamp_ms) == ("t", 1, 0, 1234)
+    record = next(iter(store.topic("t").log(1).records()))
+    assert (record.key, record.value, record.timestamp_ms) == (b"k", b"v", 1234)
+    assert list(record.headers) == [("h", b"1"), ("n", None)]
+    with pytest.raises(UnknownTopicOrPartitionError):
+        producer.send("t", b"v", partition=2)
+
+
+@pytest.mark.parametrize("compression", ["gzip", "lz4"])
+def test_compression_per_batch(store, compression):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000, compression=compression)
+    for i in range(20):
+        producer.send("t", b"abc" * 20)
+    producer.flush()
+    log = store.topic("t").log(0)
+    assert batches(log) == [(0, 20, compression)]
+    assert all(r.value == b"abc" * 20 for r in log.records())
+
+
+def test_send_errors(store):
+    store.create_topic("compacted", config={"cleanup.policy": "compact"})
+    store.create_topic("t")
+    producer = store.producer(linger_ms=0, max_request_bytes=1000)
+    with pytest.raises(InvalidRecordError):
+        producer.send("compacted", b"no key")
+    producer.send("compacted", b"v", key=b"k")
+    with pytest.raises(RecordTooLargeError):
+        producer.send("t", bytes(2000))
+    with pytest.raises(UnknownTopicOrPartitionError):
+        producer.send("nope", b"v")
+    with pytest.raises(InvalidRecordError):
+        producer.send("t", "text")
+    producer.close()
+    with pytest.raises(IllegalStateError):
+        producer.send("t", b"v")
+
+
+def test_log_errors_fail_the_batch_and_flush_raises(store):
+    store.create_topic("small", config={"max.message.bytes": "200"})
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=1 << 20)
+    futures = [producer.send("small", bytes(100)) for _ in range(3)]
+    with pytest.raises(RecordTooLargeError):
+        producer.flush()
+    for f in futures:
+        with pytest.raises(RecordTooLargeError):
+            f.result()
+    producer.flush()  # the error was reported once
+
+
+def test_store_close_flushes_producers(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t")
+        producer = store.producer(linger_ms=60_000)
+        producer.send("t", b"pending")
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        assert [r.value for r in store.topic("t").log(0).records()] == [b"pending"]

@@ -1,0 +1,276 @@
+"""Store and Topic: Kafka's log-dir layout, topic rules, reopen, delete, read-only, locking."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import pytest
+
+from seglog import checkpoints, filenames
+from seglog.config import LogConfig
+from seglog.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    LogClosedError,
+    LogLockedError,
+    ReadOnlyError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from seglog.partitioner import partition_for_key
+from seglog.store import TOPICS_FILE, Store, TopicPartition, validate_topic_name
+
+OFFSETS_PARTITIONS = 2  # a small __consumer_offsets keeps the tests fast
+
+
+def open_store(path, backend, **kwargs):
+    kwargs.setdefault("offsets_topic_partitions", OFFSETS_PARTITIONS)
+    return Store(path, backend=backend, **kwargs)
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+
+def test_layout_is_a_kafka_log_dir(tmp_path, backend):
+    data = tmp_path / "data"
+    with open_store(data, backend) as store:
+        topic = store.create_topic("clicks", partitions=3)
+        for p in range(3):
+            topic.log(p).append_batch([b"a", b"b", b"c"][: p + 1])
+        assert not os.path.exists(data / filenames.CLEAN_SHUTDOWN_MARKER)  # open: not clean
+    names = set(os.listdir(data))
+    assert {"clicks-0", "clicks-1", "clicks-2", "meta.properties",
+            "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+            "replication-offset-checkpoint", "cleaner-offset-checkpoint",
+            ".kafka_cleanshutdown"} <= names
+    assert read_text(data / "recovery-point-offset-checkpoint") == (
+        "0\n3\nclicks 0 1\nclicks 1 2\nclicks 2 3\n")
+    assert read_text(data / "log-start-offset-checkpoint") == (
+        "0\n3\nclicks 0 0\nclicks 1 0\nclicks 2 0\n")
+    assert read_text(data / "replication-offset-checkpoint") == (
+        "0\n3\nclicks 0 1\nclicks 1 2\nclicks 2 3\n")
+    assert read_text(data / "cleaner-offset-checkpoint").startswith("0\n")
+    assert read_text(data / ".kafka_cleanshutdown") == '{"version":0,"brokerEpoch":-1}'
+    ids = set()
+    for p in range(3):
+        text = read_text(data / f"clicks-{p}" / "partition.metadata")
+        match = re.fullmatch(r"version: 0\ntopic_id: ([A-Za-z0-9_-]{22})", text)
+        assert match, text
+        ids.add(match.group(1))
+        assert os.path.exists(data / f"clicks-{p}" / "00000000000000000000.log")
+    assert len(ids) == 1  # one topic id for every partition
+    with open_store(data, backend) as store:  # a clean close: the next open skips recovery
+        assert store.topic("clicks").log(0).recovery_report.clean_shutdown
+    props = dict(line.split("=", 1) for line in read_text(data / "meta.properties").splitlines()
+                 if line and not line.startswith("#"))
+    assert props["version"] == "1" and props["node.id"] == "1"
+    assert set(props) == {"version", "node.id", "cluster.id", "directory.id"}
+
+
+def test_checkpoints_read_back_with_kafka_reader(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("a.b_c-d", partitions=2).log(1).append(b"x")
+        store.flush()  # flush writes the checkpoints too
+        cp = checkpoints.OffsetCheckpointFile(tmp_path / "recovery-point-offset-checkpoint")
+        assert cp.read() == {("a.b_c-d", 0): 0, ("a.b_c-d", 1): 1}
+
+
+def test_reopen_keeps_topics_ids_configs_and_offsets(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        t = store.create_topic("events", partitions=2,
+                               config={"retention.ms": "1000", "cleanup.policy": "compact,delete"})
+        topic_id = t.topic_id
+        t.log(0).append_batch([b"1", b"2"], keys=[b"k1", b"k2"])
+        store.create_topic("plain")
+    with open_store(tmp_path, backend) as store:
+        assert store.topics() == ["events", "plain"]
+        t = store.topic("events")
+        assert t.partitions == 2 and t.topic_id == topic_id
+        assert t.config.retention_ms == 1000
+        assert t.config.cleanup_policy == frozenset({"compact", "delete"})
+        assert t.end_offsets() == {0: 2, 1: 0}
+        assert [r.value for r in t.log(0).records()] == [b"1", b"2"]
+        assert store.topic("plain").config == LogConfig()
+
+
+def test_topic_found_on_disk_without_registry_is_adopted(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("orphan", partitions=2).log(1).append(b"x")
+    os.unlink(tmp_path / TOPICS_FILE)
+    with open_store(tmp_path, backend) as store:
+        t = store.topic("orphan")
+        assert t.partitions == 2 and t.end_offsets() == {0: 0, 1: 1}
+    assert os.path.exists(tmp_path / TOPICS_FILE)
+
+
+CRASHING_WRITER = """
+import os, sys
+from seglog.store import Store
+store = Store(sys.argv[1], backend=sys.argv[2], offsets_topic_partitions=2)
+store.create_topic("t").log(0).append_batch([b"a", b"b"])
+os._exit(0)  # a crash: no close, no checkpoints, no clean-shutdown marker
+"""
+
+
+def run_python(code, *args):
+    import subprocess
+    import sys
+    src = os.path.join(os.path.dirname(__file__), os.pardir, "src")
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+    subprocess.run([sys.executable, "-c", code, *map(str, args)], check=True, env=env,
+                   timeout=60)
+
+
+def test_unclean_reopen_recovers(tmp_path, backend):
+    run_python(CRASHING_WRITER, tmp_path, backend.name)
+    assert not os.path.exists(tmp_path / filenames.CLEAN_SHUTDOWN_MARKER)
+    with open(tmp_path / "t-0" / "00000000000000000000.log", "ab") as f:
+        f.write(b"\x00garbage tail")
+    with open_store(tmp_path, backend) as store:
+        assert store.topic("t").end_offsets() == {0: 2}
+        assert [r.value for r in store.topic("t").log(0).records()] == [b"a", b"b"]
+        report = store.topic("t").log(0).recovery_report
+        assert not report.clean_shutdown and report.truncated_bytes == len(b"\x00garbage tail")
+
+
+# --- topics ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "with space", "slash/x", "ü", "a:b"])
+def test_illegal_topic_names(tmp_path, backend, name):
+    with open_store(tmp_path, backend) as store:
+        with pytest.raises(InvalidTopicError):
+            store.create_topic(name)
+    assert not [n for n in os.listdir(tmp_path) if n.endswith("-0")]
+
+
+def test_legal_topic_names():
+    for name in ["a", "A.b_c-9", "a" * 249, "..."]:
+        validate_topic_name(name)
+
+
+def test_create_topic_errors(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("a.b")
+        with pytest.raises(TopicExistsError):
+            store.create_topic("a.b")
+        with pytest.raises(InvalidTopicError, match="collides"):
+            store.create_topic("a_b")  # Kafka: '.' and '_' collide
+        with pytest.raises(InvalidTopicError):
+            store.create_topic("__consumer_offsets")
+        with pytest.raises(InvalidConfigError):
+            store.create_topic("x", config={"retention.msec": "1"})
+        with pytest.raises(InvalidConfigError):
+            store.create_topic("y", config={"retention.ms": "soon"})
+        with pytest.raises(ValueError):
+            store.create_topic("z", partitions=0)
+        assert store.topics() == ["a.b"]
+        with pytest.raises(UnknownTopicOrPartitionError):
+            store.topic("nope")
+        with pytest.raises(UnknownTopicOrPartitionError):
+            store.topic("a.b").log(1)
+
+
+def test_config_forms(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        a = store.create_topic("a", config={"segment.bytes": "1048576"})
+        b = store.create_topic("b", config={"segment_bytes": 1 << 20})
+        c = store.create_topic("c", config=LogConfig(segment_bytes=1 << 20))
+        assert a.config == b.config == c.config
+        assert a.log(0).config.segment_bytes == 1 << 20
+
+
+def test_partition_for_matches_kafka_partitioner(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        topic = store.create_topic("keys", partitions=7)
+        for i in range(200):
+            key = f"user-{i}".encode()
+            assert topic.partition_for(key) == partition_for_key(key, 7)
+        assert topic.topic_partitions()[3] == TopicPartition("keys", 3) == ("keys", 3)
+
+
+def test_delete_topic(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("gone", partitions=2).log(0).append(b"x")
+        store.create_topic("kept").log(0).append(b"y")
+        store.delete_topic("gone")
+        assert store.topics() == ["kept"]
+        assert not [n for n in os.listdir(tmp_path) if n.startswith("gone")]
+        with pytest.raises(UnknownTopicOrPartitionError):
+            store.delete_topic("gone")
+        again = store.create_topic("gone")  # the name is free again, with a new id
+        assert again.end_offsets() == {0: 0}
+    assert "gone 1" not in read_text(tmp_path / "recovery-point-offset-checkpoint")
+    assert "kept 0 1" in read_text(tmp_path / "recovery-point-offset-checkpoint")
+
+
+def test_leftover_delete_dir_is_removed_on_open(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t")
+    leftover = tmp_path / "old-0.0123456789abcdef0123456789abcdef-delete"
+    leftover.mkdir()
+    (leftover / "00000000000000000000.log").write_bytes(b"")
+    with open_store(tmp_path, backend) as store:
+        assert store.topics() == ["t"]
+    assert not leftover.exists()
+
+
+# --- access ----------------------------------------------------------------------------------
+
+
+def test_second_writer_is_refused_and_readers_follow(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t", partitions=2).log(0).append(b"1")
+        with pytest.raises(LogLockedError):
+            open_store(tmp_path, backend)
+        with open_store(tmp_path, backend, read_only=True) as reader:
+            assert reader.topics() == ["t"]
+            assert reader.topic("t").end_offsets() == {0: 1, 1: 0}
+            with pytest.raises(ReadOnlyError):
+                reader.create_topic("u")
+            store.topic("t").log(0).append(b"2")
+            reader.topic("t").log(0).refresh()
+            assert reader.topic("t").end_offsets()[0] == 2
+
+
+def test_closed_store_refuses(tmp_path, backend):
+    store = open_store(tmp_path, backend)
+    topic = store.create_topic("t")
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(LogClosedError):
+        store.topics()
+    with pytest.raises(LogClosedError):
+        topic.log(0)
+
+
+def test_threads_share_a_store(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t", partitions=4)
+        errors = []
+
+        def work(n):
+            try:
+                producer = store.producer(linger_ms=0)
+                for i in range(50):
+                    producer.send("t", b"v", key=f"{n}-{i}".encode())
+                producer.close()
+                store.create_topic(f"own-{n}")
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert sum(store.topic("t").end_offsets().values()) == 200
+        assert store.topics() == ["own-0", "own-1", "own-2", "own-3", "t"]
