@@ -31,7 +31,7 @@ from cpython.buffer cimport (
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -89,6 +89,7 @@ cdef extern from *:
     }
     """
     int64_t seglog_now_ms() nogil
+    void __builtin_prefetch(const void *address) nogil
     int seglog_sub_overflows(int64_t a, int64_t b, int64_t *out) nogil
 
 cdef enum:
@@ -263,7 +264,7 @@ cdef inline Py_ssize_t _varint_failed(Py_ssize_t code, Py_ssize_t position, bint
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-cdef Py_ssize_t _parse_record(const unsigned char *data, Py_ssize_t position, Py_ssize_t end,
+cdef inline Py_ssize_t _parse_record(const unsigned char *data, Py_ssize_t position, Py_ssize_t end,
                               ParsedRecord *record, ParseFailure *failure) noexcept nogil:
     """Parse one record at data[position:end] (every read checked against end or the record's
     body end). Returns the position after it, or -1 with ``failure`` filled in. Same checks,
@@ -559,21 +560,14 @@ cdef class Batch:
 
     def __init__(self, buffer, Py_ssize_t position=0):
         cdef _Buffer owner = _acquire(buffer)
-        cdef int32_t batch_length
-        if not 0 <= position <= owner.size - HEADER_SIZE_UP_TO_MAGIC:
+        cdef Py_ssize_t at = position
+        if not 0 <= position <= owner.size:
+            raise ValueError(f"position {position} is outside the {owner.size}-byte buffer")
+        if _frame_at(owner, &at, -1) < 0:
             raise CorruptRecordError(
-                f"no batch header at position {position} of a {owner.size}-byte buffer",
+                f"the buffer ends before the batch at position {position} does",
                 reason=REASON_TRUNCATED, position=position,
             )
-        _check_batch_length(owner.data, position, -1)
-        batch_length = <int32_t>load_u32(owner.data + position + BATCH_LENGTH_POSITION)
-        if LOG_OVERHEAD + <Py_ssize_t>batch_length > owner.size - position:
-            raise CorruptRecordError(
-                f"batch at position {position} needs {LOG_OVERHEAD + batch_length} bytes, "
-                f"the buffer has {owner.size - position}",
-                reason=REASON_TRUNCATED, position=position,
-            )
-        _check_magic_and_header(owner.data, position, batch_length)
         self._fill(owner, position)
 
     cdef void _fill(self, _Buffer owner, Py_ssize_t position) noexcept:
@@ -841,21 +835,31 @@ cdef class _BatchIterator:
         return batch
 
 
-cdef Batch _next_batch(_Buffer owner, Py_ssize_t *position, int64_t max_batch_bytes):
-    """The batch at position[0] (advancing it), or None at the end / at a torn tail."""
+cdef int32_t _frame_at(_Buffer owner, Py_ssize_t *position, int64_t max_batch_bytes) except -2:
+    """Kafka's ``FileLogInputStream.nextBatch`` checks for the batch at position[0] (the twin's
+    ``_frame_at``): its batch_length, or -1 when the buffer ends before the batch does (fewer
+    than 17 bytes left, or a torn tail). Raises CorruptRecordError in iter_batches' order."""
     cdef Py_ssize_t at = position[0]
     cdef int32_t batch_length
-    cdef Batch batch
     if owner.size - at < HEADER_SIZE_UP_TO_MAGIC:
-        return None
+        return -1
     _check_batch_length(owner.data, at, max_batch_bytes)
     batch_length = <int32_t>load_u32(owner.data + at + BATCH_LENGTH_POSITION)
     if LOG_OVERHEAD + <Py_ssize_t>batch_length > owner.size - at:
-        return None
+        return -1
     _check_magic_and_header(owner.data, at, batch_length)
+    return batch_length
+
+
+cdef Batch _next_batch(_Buffer owner, Py_ssize_t *position, int64_t max_batch_bytes):
+    """The batch at position[0] (advancing it), or None at the end / at a torn tail."""
+    cdef int32_t batch_length = _frame_at(owner, position, max_batch_bytes)
+    cdef Batch batch
+    if batch_length < 0:
+        return None
     batch = Batch.__new__(Batch)
-    batch._fill(owner, at)
-    position[0] = at + LOG_OVERHEAD + batch_length
+    batch._fill(owner, position[0])
+    position[0] += LOG_OVERHEAD + batch_length
     return batch
 
 
@@ -938,15 +942,26 @@ cdef class Columns:
         return f"<Columns {len(self)} records, {span}, {len(self.data)} data bytes>"
 
 
+cdef enum:
+    COLUMN_BYTES_PER_RECORD = 40   # 4 int64 columns + 2 int32 columns
+
+
 @cython.final
 cdef class _ColumnsBuilder:
-    """Growable C arrays for the six columns, filled batch by batch by the C parser; each
-    decompressed area is kept with the shift that maps its positions into the final data."""
+    """The six columns, parsed into straight by the C parser, batch by batch.
+
+    They live in one numpy uint8 block (capacity C records): offsets, timestamps, key
+    positions, value positions (int64, 8C bytes each), then key and value lengths (int32, 4C
+    each); the final arrays are views of it. One allocation instead of six matters: fresh
+    memory costs a page fault per 4 KiB, and numpy asks for transparent huge pages for blocks
+    of 4 MiB or more. Each decompressed area is kept with the chunk it belongs to, to build the
+    data buffer and shift positions into it at the end."""
+    cdef object block
     cdef int64_t *offsets
     cdef int64_t *timestamps
     cdef int64_t *key_positions
-    cdef int32_t *key_lengths
     cdef int64_t *value_positions
+    cdef int32_t *key_lengths
     cdef int32_t *value_lengths
     cdef Py_ssize_t count
     cdef Py_ssize_t capacity
@@ -955,38 +970,30 @@ cdef class _ColumnsBuilder:
 
     def __cinit__(self, Py_ssize_t capacity_hint):
         self.chunks = []
-        self._grow(capacity_hint if capacity_hint > 16 else 16)
-
-    def __dealloc__(self):
-        PyMem_Free(self.offsets)
-        PyMem_Free(self.timestamps)
-        PyMem_Free(self.key_positions)
-        PyMem_Free(self.key_lengths)
-        PyMem_Free(self.value_positions)
-        PyMem_Free(self.value_lengths)
+        self._grow(capacity_hint if capacity_hint > 0 else 0)
 
     cdef int _grow(self, Py_ssize_t capacity) except -1:
-        cdef void *p
-        if capacity <= self.capacity:
-            return 0
-        p = PyMem_Realloc(self.offsets, capacity * sizeof(int64_t))
-        if p == NULL: raise MemoryError()
-        self.offsets = <int64_t *>p
-        p = PyMem_Realloc(self.timestamps, capacity * sizeof(int64_t))
-        if p == NULL: raise MemoryError()
-        self.timestamps = <int64_t *>p
-        p = PyMem_Realloc(self.key_positions, capacity * sizeof(int64_t))
-        if p == NULL: raise MemoryError()
-        self.key_positions = <int64_t *>p
-        p = PyMem_Realloc(self.key_lengths, capacity * sizeof(int32_t))
-        if p == NULL: raise MemoryError()
-        self.key_lengths = <int32_t *>p
-        p = PyMem_Realloc(self.value_positions, capacity * sizeof(int64_t))
-        if p == NULL: raise MemoryError()
-        self.value_positions = <int64_t *>p
-        p = PyMem_Realloc(self.value_lengths, capacity * sizeof(int32_t))
-        if p == NULL: raise MemoryError()
-        self.value_lengths = <int32_t *>p
+        cdef Py_buffer view
+        cdef unsigned char *base
+        cdef Py_ssize_t n = self.count
+        block = np.empty(capacity * COLUMN_BYTES_PER_RECORD + 8, dtype=np.uint8)
+        PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
+        base = <unsigned char *>view.buf
+        PyBuffer_Release(&view)  # the block is kept alive in self.block
+        if n:
+            memcpy(base, self.offsets, n * 8)
+            memcpy(base + 8 * capacity, self.timestamps, n * 8)
+            memcpy(base + 16 * capacity, self.key_positions, n * 8)
+            memcpy(base + 24 * capacity, self.value_positions, n * 8)
+            memcpy(base + 32 * capacity, self.key_lengths, n * 4)
+            memcpy(base + 36 * capacity, self.value_lengths, n * 4)
+        self.block = block
+        self.offsets = <int64_t *>base
+        self.timestamps = <int64_t *>(base + 8 * capacity)
+        self.key_positions = <int64_t *>(base + 16 * capacity)
+        self.value_positions = <int64_t *>(base + 24 * capacity)
+        self.key_lengths = <int32_t *>(base + 32 * capacity)
+        self.value_lengths = <int32_t *>(base + 36 * capacity)
         self.capacity = capacity
         return 0
 
@@ -1020,8 +1027,10 @@ cdef class _ColumnsBuilder:
 
     cdef Columns finish(self, _Buffer whole, Py_ssize_t max_records):
         cdef Py_ssize_t n = self.count
-        cdef Py_ssize_t shift, data_bytes = 0, first, k, index
+        cdef Py_ssize_t shift, data_bytes = 0, first, k, index, c = self.capacity
+        cdef Py_ssize_t area_start, area_end
         cdef Batch batch
+        cdef Columns columns
         if 0 <= max_records < n:
             n = max_records
         if self.any_decompressed:
@@ -1046,25 +1055,16 @@ cdef class _ColumnsBuilder:
             data = b"".join(pieces)
         else:
             data = whole.readonly_view()
-        return Columns(
-            offsets=_to_array(self.offsets, n, np.int64, 8),
-            timestamps_ms=_to_array(self.timestamps, n, np.int64, 8),
-            key_positions=_to_array(self.key_positions, n, np.int64, 8),
-            key_lengths=_to_array(self.key_lengths, n, np.int32, 4),
-            value_positions=_to_array(self.value_positions, n, np.int64, 8),
-            value_lengths=_to_array(self.value_lengths, n, np.int32, 4),
-            data=data,
-        )
-
-
-cdef object _to_array(void *source, Py_ssize_t n, dtype, Py_ssize_t itemsize):
-    cdef Py_buffer view
-    array = np.empty(n, dtype=dtype)
-    if n:
-        PyObject_GetBuffer(array, &view, PyBUF_SIMPLE)
-        memcpy(view.buf, source, n * itemsize)
-        PyBuffer_Release(&view)
-    return array
+        block = self.block
+        columns = Columns.__new__(Columns)
+        columns.offsets = block[0 : 8 * n].view(np.int64)
+        columns.timestamps_ms = block[8 * c : 8 * c + 8 * n].view(np.int64)
+        columns.key_positions = block[16 * c : 16 * c + 8 * n].view(np.int64)
+        columns.value_positions = block[24 * c : 24 * c + 8 * n].view(np.int64)
+        columns.key_lengths = block[32 * c : 32 * c + 4 * n].view(np.int32)
+        columns.value_lengths = block[36 * c : 36 * c + 4 * n].view(np.int32)
+        columns.data = data
+        return columns
 
 
 @cython.boundscheck(False)
@@ -1087,6 +1087,9 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
     cdef int64_t *value_positions = builder.value_positions + at
     cdef int32_t *value_lengths = builder.value_lengths + at
     for i in range(count):
+        # Records are read front to back but only their framing is touched; ask for the
+        # cache lines a few records ahead (prefetch never faults, even past the end).
+        __builtin_prefetch(data + position + 512)
         position = _parse_record(data, position, end, &parsed, failure)
         if position < 0:
             return -1
@@ -1523,6 +1526,54 @@ cdef _Timestamps _make_timestamps(timestamps_ms, Py_ssize_t record_count):
     return result
 
 
+@cython.final
+cdef class _OffsetDeltas:
+    """Each record's offset delta: NULL means 0..n-1 (the usual batch)."""
+    cdef int32_t *values
+
+    def __dealloc__(self):
+        PyMem_Free(self.values)
+
+
+cdef tuple _offset_deltas(offset_deltas, last_offset_delta, Py_ssize_t record_count):
+    """``(deltas, last_offset_delta)``, the twin's ``_offset_deltas`` rules and errors (used by
+    the cleaner to rebuild batches with the original offsets; not a hot path)."""
+    cdef _OffsetDeltas result = _OffsetDeltas.__new__(_OffsetDeltas)
+    cdef Py_ssize_t index
+    if offset_deltas is None:
+        last = record_count - 1
+    else:
+        if isinstance(offset_deltas, np.ndarray):
+            if offset_deltas.ndim != 1 or offset_deltas.dtype.kind not in "iu":
+                raise InvalidRecordError("offset_deltas must be a 1-D integer array")
+            offset_deltas = offset_deltas.tolist()
+        try:
+            deltas = [operator.index(delta) for delta in offset_deltas]
+        except TypeError:
+            raise InvalidRecordError("offset_deltas must be a sequence of ints") from None
+        if len(deltas) != record_count:
+            raise InvalidRecordError(
+                f"got {len(deltas)} offset deltas for {record_count} records"
+            )
+        previous = -1
+        for index, delta in enumerate(deltas):
+            if not previous < delta <= INT32_MAX:
+                raise InvalidRecordError(
+                    f"offset delta of record {index} is {delta}; deltas must be strictly "
+                    f"increasing ints in [0, {INT32_MAX}]"
+                )
+            previous = delta
+        result.values = <int32_t *>PyMem_Malloc(record_count * sizeof(int32_t))
+        if result.values == NULL:
+            raise MemoryError()
+        for index in range(record_count):
+            result.values[index] = deltas[index]
+        last = deltas[-1]
+    if last_offset_delta is not None:
+        last = _check_range("last_offset_delta", last_offset_delta, last, INT32_MAX)
+    return result, last
+
+
 cdef object _check_range(str name, value, low, high):
     try:
         value = operator.index(value)
@@ -1543,7 +1594,8 @@ cdef inline Py_ssize_t _field_bytes(Py_ssize_t length) noexcept nogil:
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef Py_ssize_t _size_records(Py_ssize_t n, _Column values, _Column keys, _Column headers,
-                              _Timestamps stamps, int64_t base_timestamp, int32_t *bodies,
+                              _Timestamps stamps, int64_t base_timestamp,
+                              const int32_t *offset_deltas, int32_t *bodies,
                               Py_ssize_t *failed_index, int *failure) noexcept nogil:
     """First pass: every record's body size into ``bodies``; returns the record area's size,
     or -1 with failure 1 (timestamp delta overflows int64) or 2 (area too large)."""
@@ -1560,7 +1612,8 @@ cdef Py_ssize_t _size_records(Py_ssize_t n, _Column values, _Column keys, _Colum
             failed_index[0] = i
             failure[0] = 1
             return -1
-        body = (1 + varlong_size(delta) + varint_size(<int32_t>i)
+        body = (1 + varlong_size(delta)
+                + varint_size(offset_deltas[i] if offset_deltas != NULL else <int32_t>i)
                 + (_field_bytes(key_lengths[i]) if key_lengths != NULL else 1)
                 + _field_bytes(value_lengths[i])
                 + (header_lengths[i] if header_lengths != NULL else 1))
@@ -1581,7 +1634,7 @@ cdef Py_ssize_t _size_records(Py_ssize_t n, _Column values, _Column keys, _Colum
 @cython.wraparound(False)
 cdef void _write_records(unsigned char *out, Py_ssize_t n, _Column values, _Column keys,
                          _Column headers, _Timestamps stamps, int64_t base_timestamp,
-                         const int32_t *bodies) noexcept nogil:
+                         const int32_t *offset_deltas, const int32_t *bodies) noexcept nogil:
     """Second pass: write the records, sized by _size_records, from ``out``."""
     cdef Py_ssize_t i, length
     cdef int64_t stamp = stamps.constant
@@ -1598,7 +1651,7 @@ cdef void _write_records(unsigned char *out, Py_ssize_t n, _Column values, _Colu
         out = write_varint(out, bodies[i])
         out[0] = 0  # record attributes: unused by Kafka, always 0
         out = write_varlong(out + 1, stamp - base_timestamp)
-        out = write_varint(out, <int32_t>i)
+        out = write_varint(out, offset_deltas[i] if offset_deltas != NULL else <int32_t>i)
         if key_lengths == NULL:
             out[0] = 1  # varint -1: null key
             out += 1
@@ -1645,14 +1698,15 @@ cdef void _write_header(unsigned char *out, int64_t base_offset, Py_ssize_t batc
 cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compression,
                    compression_level, timestamp_type, producer_id, producer_epoch,
                    base_sequence, is_transactional, bint is_control, partition_leader_epoch,
-                   delete_horizon_ms):
+                   delete_horizon_ms, offset_deltas=None, last_offset_delta=None):
     cdef int cid
     cdef _Column value_column, key_column = None, header_column = None
     cdef _Timestamps stamps
     cdef Py_ssize_t n, i, area_bytes, batch_bytes, failed_index = -1
     cdef int failure = 0
     cdef int64_t base_timestamp, max_timestamp, c_base_offset, c_producer_id
-    cdef int32_t c_base_sequence, c_partition_leader_epoch
+    cdef int32_t c_base_sequence, c_partition_leader_epoch, c_last_offset_delta
+    cdef _OffsetDeltas deltas
     cdef int16_t c_producer_epoch, attributes
     cdef int32_t *bodies = NULL
     cdef bytes out, area
@@ -1678,8 +1732,10 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
     if headers is not None:
         header_column = _headers_column(headers, n)
     stamps = _make_timestamps(timestamps_ms, n)
+    deltas, last = _offset_deltas(offset_deltas, last_offset_delta, n)
+    c_last_offset_delta = last
 
-    c_base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - (n - 1))
+    c_base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - last)
     if timestamp_type not in (TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME):
         raise InvalidRecordError(f"timestamp_type must be 0 or 1, got {timestamp_type!r}")
     c_producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
@@ -1718,10 +1774,12 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
         if release_gil:
             with nogil:
                 area_bytes = _size_records(n, value_column, key_column, header_column, stamps,
-                                           base_timestamp, bodies, &failed_index, &failure)
+                                           base_timestamp, deltas.values, bodies,
+                                           &failed_index, &failure)
         else:
             area_bytes = _size_records(n, value_column, key_column, header_column, stamps,
-                                       base_timestamp, bodies, &failed_index, &failure)
+                                       base_timestamp, deltas.values, bodies,
+                                           &failed_index, &failure)
         if area_bytes < 0:
             if failure == 1:
                 stamp = stamps.values[failed_index] if stamps.values != NULL else stamps.constant
@@ -1739,27 +1797,27 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
             if release_gil:
                 with nogil:
                     _write_records(p + RECORD_BATCH_OVERHEAD, n, value_column, key_column,
-                                   header_column, stamps, base_timestamp, bodies)
+                                   header_column, stamps, base_timestamp, deltas.values, bodies)
                     _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                  attributes, <int32_t>(n - 1), base_timestamp, max_timestamp,
+                                  attributes, c_last_offset_delta, base_timestamp, max_timestamp,
                                   c_producer_id, c_producer_epoch, c_base_sequence, <int32_t>n)
             else:
                 _write_records(p + RECORD_BATCH_OVERHEAD, n, value_column, key_column,
-                               header_column, stamps, base_timestamp, bodies)
+                               header_column, stamps, base_timestamp, deltas.values, bodies)
                 if batch_bytes >= NOGIL_BYTES_MIN:
                     with nogil:
                         _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                      attributes, <int32_t>(n - 1), base_timestamp,
+                                      attributes, c_last_offset_delta, base_timestamp,
                                       max_timestamp, c_producer_id, c_producer_epoch,
                                       c_base_sequence, <int32_t>n)
                 else:
                     _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                  attributes, <int32_t>(n - 1), base_timestamp, max_timestamp,
+                                  attributes, c_last_offset_delta, base_timestamp, max_timestamp,
                                   c_producer_id, c_producer_epoch, c_base_sequence, <int32_t>n)
             return out
         area = PyBytes_FromStringAndSize(NULL, area_bytes)
         _write_records(<unsigned char *>PyBytes_AS_STRING(area), n, value_column, key_column,
-                       header_column, stamps, base_timestamp, bodies)
+                       header_column, stamps, base_timestamp, deltas.values, bodies)
     finally:
         PyMem_Free(bodies)
     compressed = _compression.compress(cid, area, compression_level)
@@ -1772,7 +1830,7 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
     _copy_into(p + RECORD_BATCH_OVERHEAD, compressed)
     with nogil:
         _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch, attributes,
-                      <int32_t>(n - 1), base_timestamp, max_timestamp, c_producer_id,
+                      c_last_offset_delta, base_timestamp, max_timestamp, c_producer_id,
                       c_producer_epoch, c_base_sequence, <int32_t>n)
     return out
 
@@ -1801,6 +1859,8 @@ def encode_batch(
     is_transactional=False,
     partition_leader_epoch=-1,
     delete_horizon_ms=-1,
+    offset_deltas=None,
+    last_offset_delta=None,
 ):
     """Encode one RecordBatch v2 (magic 2) and return its bytes; byte-identical to
     ``seglog.pure.codec.encode_batch`` (see its docstring for the rules and errors).
@@ -1810,7 +1870,9 @@ def encode_batch(
     integer numpy array of lengths (-1 = null). ``keys`` None means every key is null.
     ``timestamps_ms``: None (the wall clock, read once per batch), one int for every record,
     or a sequence/int64 array. ``headers``: None or, per record, None or a sequence of
-    ``(str, bytes | None)`` pairs. Numpy inputs are sized, copied and checksummed without the
+    ``(str, bytes | None)`` pairs. ``offset_deltas``/``last_offset_delta`` (for the cleaner):
+    None, or each record's ``offset - base_offset`` (strictly increasing) and the header's
+    lastOffsetDelta. Numpy inputs are sized, copied and checksummed without the
     GIL; a list is read with the GIL held (another thread could mutate it).
 
     Raises InvalidRecordError, InvalidTimestampError, UnsupportedCompressionError, ValueError
@@ -1819,7 +1881,7 @@ def encode_batch(
     return _encode(values, keys, timestamps_ms, headers, base_offset, compression,
                    compression_level, timestamp_type, producer_id, producer_epoch,
                    base_sequence, is_transactional, False, partition_leader_epoch,
-                   delete_horizon_ms)
+                   delete_horizon_ms, offset_deltas, last_offset_delta)
 
 
 def encode_control_batch(

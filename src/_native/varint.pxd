@@ -67,10 +67,15 @@ cdef inline Py_ssize_t read_varint(const unsigned char *data, Py_ssize_t positio
     cdef unsigned char byte
     cdef Py_ssize_t index = position
     cdef Py_ssize_t stop = end if end - position < VARINT_BYTES_MAX else position + VARINT_BYTES_MAX
-    if position < end and data[position] < 0x80:  # one-byte fast path (lengths < 64, deltas)
+    if position < end:
         byte = data[position]
-        out[0] = <int32_t>((<uint32_t>byte >> 1) ^ (<uint32_t>0 - (<uint32_t>byte & 1)))
-        return position + 1
+        if byte < 0x80:  # one byte: values in [-64, 63]
+            out[0] = <int32_t>((<uint32_t>byte >> 1) ^ (<uint32_t>0 - (<uint32_t>byte & 1)))
+            return position + 1
+        if end - position >= 2 and data[position + 1] < 0x80:  # two bytes: [-8192, 8191]
+            unsigned_value = (<uint32_t>(byte & 0x7F)) | ((<uint32_t>data[position + 1]) << 7)
+            out[0] = <int32_t>((unsigned_value >> 1) ^ (<uint32_t>0 - (unsigned_value & 1)))
+            return position + 2
     while index < stop:
         byte = data[index]
         unsigned_value |= (<uint32_t>(byte & 0x7F)) << shift
@@ -92,6 +97,10 @@ cdef inline Py_ssize_t read_varlong(const unsigned char *data, Py_ssize_t positi
     cdef unsigned char byte
     cdef Py_ssize_t index = position
     cdef Py_ssize_t stop = end if end - position < VARLONG_BYTES_MAX else position + VARLONG_BYTES_MAX
+    if position < end and data[position] < 0x80:  # one byte: the usual timestamp delta
+        byte = data[position]
+        out[0] = <int64_t>((<uint64_t>byte >> 1) ^ (<uint64_t>0 - (<uint64_t>byte & 1)))
+        return position + 1
     while index < stop:
         byte = data[index]
         unsigned_value |= (<uint64_t>(byte & 0x7F)) << shift
