@@ -265,7 +265,8 @@ def dirty_bytes(log: CleanableLog, now_ms: int | None = None) -> tuple[int, int]
 
 def _whole_view(segment: Any, from_offset: int | None = None) -> memoryview:
     """A zero-copy view of the segment's batches from the one holding ``from_offset`` (all of
-    them when None)."""
+    them when None). Callers drop it rather than ``release()`` it: Batch objects of the native
+    codec may still hold the buffer."""
     if segment.size_bytes == 0:
         return memoryview(b"")
     offset = segment.base_offset if from_offset is None else max(from_offset, segment.base_offset)
@@ -288,24 +289,20 @@ def _scan_transactions(backend: Any, segments: Iterable[Any], end_offset: int) -
     scan = _TxnScan()
     open_txn: dict[int, list[int]] = {}
     for segment in segments:
-        view = _whole_view(segment)
-        try:
-            for batch in backend.iter_batches(view):
-                if batch.base_offset >= end_offset:
-                    break
-                pid = batch.producer_id
-                if batch.is_control:
-                    if pid >= 0:
-                        pending = open_txn.pop(pid, [])
-                        if batch.control_type() == fmt.CONTROL_TYPE_ABORT:
-                            scan.aborted_bases.update(pending)
-                    continue
+        for batch in backend.iter_batches(_whole_view(segment)):
+            if batch.base_offset >= end_offset:
+                break
+            pid = batch.producer_id
+            if batch.is_control:
                 if pid >= 0:
-                    scan.producer_last_offsets[pid] = batch.last_offset
-                    if batch.is_transactional:
-                        open_txn.setdefault(pid, []).append(batch.base_offset)
-        finally:
-            view.release()
+                    pending = open_txn.pop(pid, [])
+                    if batch.control_type() == fmt.CONTROL_TYPE_ABORT:
+                        scan.aborted_bases.update(pending)
+                continue
+            if pid >= 0:
+                scan.producer_last_offsets[pid] = batch.last_offset
+                if batch.is_transactional:
+                    open_txn.setdefault(pid, []).append(batch.base_offset)
     return scan
 
 
@@ -323,24 +320,18 @@ def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: 
     for i, segment in enumerate(dirty):
         next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
         view = _whole_view(segment, start)
-        try:
-            for batch in backend.iter_batches(view):
-                if batch.base_offset >= end:
-                    break
-                if stats is not None:
-                    stats.map_bytes_read += batch.size_bytes
-                    stats.map_records += batch.record_count
-                if not batch.is_control and batch.base_offset not in aborted_bases:
-                    data = view[batch.position:batch.position + batch.size_bytes]
-                    try:
-                        if not keymap.put_batch_keys(data, start_offset=start):
-                            return True
-                    finally:
-                        data.release()
-                if batch.last_offset >= start:
-                    keymap.update_latest_offset(batch.last_offset)
-        finally:
-            view.release()
+        for batch in backend.iter_batches(view):
+            if batch.base_offset >= end:
+                break
+            if stats is not None:
+                stats.map_bytes_read += batch.size_bytes
+                stats.map_records += batch.record_count
+            if not batch.is_control and batch.base_offset not in aborted_bases:
+                data = view[batch.position:batch.position + batch.size_bytes]
+                if not keymap.put_batch_keys(data, start_offset=start):
+                    return True
+            if batch.last_offset >= start:
+                keymap.update_latest_offset(batch.last_offset)
         keymap.update_latest_offset(next_start - 1)
     return False
 
@@ -498,8 +489,7 @@ def _clean_into(backend: Any, source: Any, writer: _Writer, keymap: Any, *, now_
                 writer.add(_rebuild(backend, batch, mask, horizon_ms))
                 stats.batches_rebuilt += 1
     finally:
-        writer.flush()  # the pieces may be views of this source's mmap
-        view.release()
+        writer.flush()  # the pieces are views of this source's mmap: write them now
 
 
 def _remove_leftovers(dir_path: str, base_offset: int, suffix: str) -> None:
@@ -573,14 +563,14 @@ def _swap(log: CleanableLog, cleaned: Any, old: Sequence[Any], *, now_ms: int,
     log._replace_segments(cleaned, list(old), now_ms=now_ms)
 
 
-def _map_bytes(memory_bytes_max: int, dirty_offsets: int) -> int:
+def _map_bytes(keymap_module: Any, memory_bytes_max: int, dirty_offsets: int) -> int:
     """Bytes for the key map: ``memory_bytes_max``, or less when the dirty section has fewer
     offsets than that map could hold (it then cannot fill, so the result is the same; filling
-    128 MiB for a small log would cost more than the clean)."""
-    from .pure.keymap import LOAD_FACTOR_DENOMINATOR, LOAD_FACTOR_NUMERATOR, SLOT_BYTES
-
-    slots_needed = dirty_offsets * LOAD_FACTOR_DENOMINATOR // LOAD_FACTOR_NUMERATOR + 64
-    return min(memory_bytes_max, slots_needed * SLOT_BYTES)
+    128 MiB for a small log would cost more than the clean). The slack covers the step down
+    to a prime slot count (prime gaps below 2**40 are < 800)."""
+    km = keymap_module
+    slots_needed = dirty_offsets * km.LOAD_FACTOR_DENOMINATOR // km.LOAD_FACTOR_NUMERATOR + 1024
+    return min(memory_bytes_max, slots_needed * km.SLOT_BYTES)
 
 
 # --- one pass --------------------------------------------------------------------------------
@@ -623,7 +613,7 @@ def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = Fal
         backend = log.backend
         if keymap is None:
             keymap = backend.KeyMap(_map_bytes(
-                memory_bytes_max or config.cleaner_memory_bytes_max,
+                backend.keymap, memory_bytes_max or config.cleaner_memory_bytes_max,
                 offsets.first_uncleanable_offset - offsets.first_dirty_offset))
         scan = _scan_transactions(backend, segments, log.end_offset)
         full = build_offset_map(backend, segments, keymap, offsets.first_dirty_offset,
