@@ -233,6 +233,7 @@ class Producer:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
             self._raise_if_sender_failed()
+            sticky = partition is None and key is None and self.partitioner == "sticky"
             if partition is None:
                 partition = self._choose_partition(topic_obj, key)
             else:
@@ -255,7 +256,7 @@ class Producer:
             batch.size_bytes += record_bytes
             batch.futures.append(future)
             full = batch.size_bytes >= self.batch_size_bytes
-            if key is None and self.partitioner == "sticky":
+            if sticky:
                 self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
             if full or self.linger_ms == 0:
                 self._write(batch)
