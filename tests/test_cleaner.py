@@ -96,7 +96,7 @@ def test_keeps_latest_per_key_offsets_unchanged(backend, tmp_path):
         # The active segment is never touched.
         assert [r for r in all_records(log) if r[0] >= log.active_segment.base_offset] == \
             active_records
-        assert log.cleaner_offset == stats.end_offset == stats.first_uncleanable_offset
+        assert log.cleaner_checkpoint == stats.end_offset == stats.first_uncleanable_offset
         assert stats.records_kept + stats.records_dropped == stats.map_records
         assert stats.bytes_read > stats.bytes_written > 0
 
@@ -171,7 +171,7 @@ def test_tombstones_expire_in_a_later_pass(backend, tmp_path):
         # Before the horizon a forced pass keeps it; after the horizon it goes.
         cleaner.clean_log(log, NOW_MS + retention - 1, force=True)
         assert latest(log)[b"k1"] == (tombstone_offset, None)
-        log.cleaner_offset = None  # re-clean from the start (Kafka: the clean section is re-read)
+        log.cleaner_checkpoint = None  # re-clean from the start (Kafka: the clean section is re-read)
         cleaner.clean_log(log, NOW_MS + retention, force=True)
         assert b"k1" not in latest(log)
         assert latest(log)[b"k2"][1] is not None
@@ -208,7 +208,7 @@ def test_small_map_makes_progress_and_converges(backend, tmp_path):
         assert latest(log) == model
         first_uncleanable = stats[-1].first_uncleanable_offset
         # Converged: a fresh full pass from the start finds nothing more to drop.
-        log.cleaner_offset = None
+        log.cleaner_checkpoint = None
         final = cleaner.clean_log(log, NOW_MS, force=True)
         assert final.records_dropped == 0
         cleaned = [r for r in all_records(log) if r[0] < first_uncleanable]
@@ -242,9 +242,9 @@ def test_dirty_ratio_threshold(backend, tmp_path):
 def test_first_dirty_offset_resets_into_the_log(backend, tmp_path):
     with open_log(backend, tmp_path / "p-0") as log:
         fill(log, 100)
-        log.cleaner_offset = log.end_offset + 5
+        log.cleaner_checkpoint = log.end_offset + 5
         assert cleaner.first_dirty_offset(log) == log.start_offset
-        log.cleaner_offset = 40
+        log.cleaner_checkpoint = 40
         assert cleaner.first_dirty_offset(log) == 40
 
 
@@ -453,7 +453,7 @@ def test_native_and_pure_write_identical_cleaned_files(native, pure, tmp_path):
         path = tmp_path / f"{be.name}-0"
         with _twin_log(be, path) as log:
             log.compact(now_ms=NOW_MS + 500)
-            log.cleaner_offset = None
+            log.cleaner_checkpoint = None
             cleaner.clean_log(log, NOW_MS + 5000, force=True)  # tombstones expire
             log.delete_expired_files(now_ms=NOW_MS + 10**9)
         dirs[be.name] = path

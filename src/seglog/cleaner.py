@@ -37,7 +37,7 @@ A compacted log keeps at least the latest record of every key. One cleaning pass
    segments in its range are deleted and the swap completed). Keeping the last batch of each
    group makes the new segment's offset range reach the end of the group, so the loader's
    range rule removes every old segment of the group.
-5. **Checkpoint**: the Log's ``cleaner_offset`` becomes the end offset of the map.
+5. **Checkpoint**: the Log's ``cleaner_checkpoint`` becomes the end offset of the map.
 
 Transactions: batches of aborted transactions are found by scanning batch headers (commit and
 abort markers per producer id) and are neither mapped nor kept; markers themselves are always
@@ -84,7 +84,7 @@ class CleanableLog(Protocol):
     """What the cleaner uses of a Log (:class:`seglog.log.Log` provides it).
 
     ``segments`` in offset order, the last one active; ``_lock`` the writer lock (re-entrant);
-    ``cleaner_offset`` the per-partition cleaner checkpoint (None when there is none; the Store
+    ``cleaner_checkpoint`` the per-partition cleaner checkpoint (None when there is none; the Store
     gathers it into ``cleaner-offset-checkpoint``); ``last_stable_offset`` is optional (the
     high watermark is used without it). ``_replace_segments(new, old, now_ms=)`` publishes the
     segment chain with ``new`` in place of ``old`` (whose files the cleaner already renamed to
@@ -98,7 +98,7 @@ class CleanableLog(Protocol):
     start_offset: int
     end_offset: int
     high_watermark: int
-    cleaner_offset: int | None
+    cleaner_checkpoint: int | None
     _lock: Any
 
     def _replace_segments(self, new_segment: Any, old_segments: Sequence[Any], *,
@@ -203,7 +203,7 @@ def _largest_timestamp_ms(segment: Any) -> int:
 def first_dirty_offset(log: CleanableLog) -> int:
     """The cleaner checkpoint, reset to the log start when absent or outside [start, end]
     (``LogCleanerManager.cleanableOffsets``)."""
-    checkpoint = getattr(log, "cleaner_offset", None)
+    checkpoint = getattr(log, "cleaner_checkpoint", None)
     start, end = log.start_offset, log.end_offset
     if checkpoint is None or checkpoint < start or checkpoint > end:
         return start
@@ -640,6 +640,6 @@ def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = Fal
             stats.groups += 1
             stats.segments_cleaned += len(group)
             stats.group_bases.append(group[0].base_offset)
-        log.cleaner_offset = end_offset
+        log.cleaner_checkpoint = end_offset
     stats.duration_ms = (time.perf_counter() - started) * 1e3
     return stats

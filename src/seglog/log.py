@@ -1196,14 +1196,14 @@ class Log:
             return clean_log(self, now_ms, force=force)
 
     @property
-    def cleaner_offset(self) -> int | None:
+    def cleaner_checkpoint(self) -> int | None:
         """The cleaner checkpoint: the first offset the next compaction treats as dirty (None
         before the first pass). A Store gathers it into ``cleaner-offset-checkpoint``."""
-        return getattr(self, "_cleaner_offset", None)
+        return getattr(self, "_cleaner_checkpoint", None)
 
-    @cleaner_offset.setter
-    def cleaner_offset(self, offset: int | None) -> None:
-        self._cleaner_offset = offset
+    @cleaner_checkpoint.setter
+    def cleaner_checkpoint(self, offset: int | None) -> None:
+        self._cleaner_checkpoint = offset
 
     def _replace_segments(self, new_segment: Any, old_segments: list[Any], *, now_ms: int) -> None:
         """Publish the chain with ``new_segment`` in place of ``old_segments`` (the cleaner
