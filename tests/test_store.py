@@ -274,3 +274,18 @@ def test_threads_share_a_store(tmp_path, backend):
         assert not errors
         assert sum(store.topic("t").end_offsets().values()) == 200
         assert store.topics() == ["own-0", "own-1", "own-2", "own-3", "t"]
+
+
+def test_cleaner_checkpoint_is_gathered_and_restored(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        topic = store.create_topic("compacted", config={"cleanup.policy": "compact",
+                                                        "segment.bytes": "200"})
+        log = topic.log(0)
+        for i in range(12):
+            log.append(f"v{i}".encode(), key=f"k{i % 3}".encode())
+        log.compact(force=True)
+        checkpoint = log.cleaner_checkpoint
+        assert checkpoint is not None and checkpoint > 0
+    assert read_text(tmp_path / "cleaner-offset-checkpoint") == f"0\n1\ncompacted 0 {checkpoint}\n"
+    with open_store(tmp_path, backend) as store:
+        assert store.topic("compacted").log(0).cleaner_checkpoint == checkpoint

@@ -11,6 +11,9 @@ from . import errors, format
 from ._backend import BACKEND_NAMES, default_backend, get_backend
 from .config import LogConfig
 from .log import Log
+from .store import Store, Topic, TopicPartition
+from .producer import Producer
+from .consumer import Consumer, ConsumerGroup, ConsumerRecord
 
 __version__ = "0.1.0"
 
@@ -23,5 +26,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'seglog' has no attribute {name!r}")
 
 
-__all__ = ["BACKEND_NAMES", "Log", "LogConfig", "errors", "format", "get_backend",
+__all__ = ["BACKEND_NAMES", "Consumer", "ConsumerGroup", "ConsumerRecord", "Log", "LogConfig",
+           "Producer", "Store", "Topic", "TopicPartition", "errors", "format", "get_backend",
            "default_backend", "__version__"]

@@ -299,6 +299,8 @@ class Store:
                                  for k, v in self._recovery_checkpoint.read().items()}
         self._log_start_offsets = {TopicPartition(*k): v
                                    for k, v in self._log_start_checkpoint.read().items()}
+        self._high_watermarks = self._replication_checkpoint.read()
+        self._cleaner_offsets = self._cleaner_checkpoint.read()
         self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
         if not self.read_only:
             # From here on a crash must make the next open recover.
@@ -402,9 +404,13 @@ class Store:
                         metadata.write(topic_id)
                 elif self.read_only:
                     raise UnknownTopicOrPartitionError(f"partition directory {dir_path} is missing")
-                logs.append(Log.open(dir_path, config=config, backend=self.backend,
-                                     read_only=self.read_only,
-                                     state=_StorePartitionState(self, tp)))
+                log = Log.open(dir_path, config=config, backend=self.backend,
+                               read_only=self.read_only, state=_StorePartitionState(self, tp))
+                logs.append(log)
+                cleaner_offset = self._cleaner_offsets.get(tp)
+                if cleaner_offset is not None:
+                    # Kafka's cleaner reads its checkpoint from the log dir; the Log keeps it.
+                    log.cleaner_checkpoint = cleaner_offset
         except BaseException:
             for log in logs:
                 log.close()
