@@ -1153,10 +1153,11 @@ def decode_columns(buffer, *, max_records=None):
         hint = limit + 65536
     builder = _ColumnsBuilder(hint)
     while True:
-        if limit >= 0 and builder.count >= limit:
-            break
+        # The next header is checked before the limit, as the twin's loop over iter_batches.
         batch = _next_batch(owner, &position, -1)
         if batch is None:
+            break
+        if limit >= 0 and builder.count >= limit:
             break
         if batch.attributes & CONTROL_FLAG_MASK or batch.record_count == 0:
             continue
