@@ -139,7 +139,8 @@ def test_keyless_records_rejected_on_compacted_topics(backend, tmp_path):
             log.append(b"v")
         with pytest.raises(InvalidRecordError, match="record 1 has no key"):
             log.append_batch([b"a", b"b"], keys=[b"k", None])
-        raw = backend.encode_batch([b"a", b"b", b"c"], keys=[b"k", b"k", None], timestamps_ms=NOW_MS)
+        raw = backend.encode_batch([b"a", b"b", b"c"], keys=[b"k", b"k", None],
+                                   timestamps_ms=NOW_MS)
         with pytest.raises(InvalidRecordError, match="record 2 of the batch at position 0"):
             log.append_raw(raw, now_ms=NOW_MS)
         assert log.end_offset == 0
@@ -171,7 +172,7 @@ def test_tombstones_expire_in_a_later_pass(backend, tmp_path):
         # Before the horizon a forced pass keeps it; after the horizon it goes.
         cleaner.clean_log(log, NOW_MS + retention - 1, force=True)
         assert latest(log)[b"k1"] == (tombstone_offset, None)
-        log.cleaner_checkpoint = None  # re-clean from the start (Kafka: the clean section is re-read)
+        log.cleaner_checkpoint = None  # re-clean from the start
         cleaner.clean_log(log, NOW_MS + retention, force=True)
         assert b"k1" not in latest(log)
         assert latest(log)[b"k2"][1] is not None
@@ -465,3 +466,62 @@ def test_native_and_pure_write_identical_cleaned_files(native, pure, tmp_path):
         a = (dirs["native"] / name).read_bytes()
         b = (dirs["pure"] / name).read_bytes()
         assert a == b, name
+
+
+# --- transactions (a test-local log of bare segments: the Log has no transaction API yet) -----
+
+
+class SegmentsLog:
+    """The minimal :class:`seglog.cleaner.CleanableLog` over segments written directly."""
+
+    def __init__(self, backend, dir_path, config, segments):
+        import threading
+
+        self.backend, self.dir_path, self.config = backend, str(dir_path), config
+        self.segments = list(segments)
+        self.start_offset = self.segments[0].base_offset
+        self.end_offset = self.high_watermark = self.segments[-1].next_offset
+        self.cleaner_checkpoint = None
+        self._lock = threading.RLock()
+
+    def _replace_segments(self, new_segment, old_segments, *, now_ms):
+        old = {s.base_offset for s in old_segments}
+        self.segments = sorted([s for s in self.segments if s.base_offset not in old]
+                               + [new_segment], key=lambda s: s.base_offset)
+        for segment in old_segments:
+            segment.delete()
+
+    def records(self):
+        out = []
+        for segment in self.segments:
+            for batch in segment.batches():
+                if not batch.is_control:
+                    out.extend((r.offset, r.key, r.value) for r in batch.records())
+        return out
+
+
+def test_aborted_transactions_are_not_mapped_and_are_removed(backend, tmp_path):
+    seg0 = backend.Segment.open(tmp_path, 0, create=True)
+    txn = dict(producer_id=9, producer_epoch=0, is_transactional=True)
+    for raw in (
+        backend.encode_batch([b"a"], keys=[b"k1"], timestamps_ms=NOW_MS, base_offset=0),
+        backend.encode_batch([b"b", b"x"], keys=[b"k1", b"k2"], timestamps_ms=NOW_MS,
+                             base_offset=1, base_sequence=0, **txn),
+        backend.encode_control_batch(fmt.CONTROL_TYPE_ABORT, producer_id=9, producer_epoch=0,
+                                     base_offset=3, timestamp_ms=NOW_MS),
+        backend.encode_batch([b"c"], keys=[b"k3"], timestamps_ms=NOW_MS, base_offset=4),
+    ):
+        seg0.append(raw, assign_offsets=False)
+    seg0.on_become_inactive()
+    seg1 = backend.Segment.open(tmp_path, 5, create=True)
+    seg1.append(backend.encode_batch([b"t"], keys=[b"k9"], timestamps_ms=NOW_MS, base_offset=5),
+                assign_offsets=False)
+    log = SegmentsLog(backend, tmp_path, compacted_config(), [seg0, seg1])
+    stats = cleaner.clean_log(log, NOW_MS)
+    assert not stats.skipped and log.cleaner_checkpoint == 5
+    # k1=a survives: the aborted k1=b does not shadow it; the aborted k2=x is gone.
+    assert log.records() == [(0, b"k1", b"a"), (4, b"k3", b"c"), (5, b"k9", b"t")]
+    batches = list(log.segments[0].batches())
+    assert [b.base_offset for b in batches] == [0, 1, 3, 4]
+    assert batches[1].record_count == 0  # producer 9's last batch stays as an empty header
+    assert batches[2].is_control  # markers are kept
