@@ -263,13 +263,23 @@ def test_commit_survives_restart_and_uses_kafka_schema(tmp_path, backend):
 
 def test_default_offsets_topic_has_50_partitions(tmp_path, backend):
     with Store(tmp_path, backend=backend) as store:
+        assert store.offsets_topic_partitions == 50
+        assert "__consumer_offsets" not in store.topics()  # made by the first commit
         fill(store, "t", 1, 1)
         c = store.consumer("g", ["t"], auto_offset_reset="earliest")
         c.poll()
         c.commit()
         assert store.topic("__consumer_offsets").partitions == 50
-    with Store(tmp_path, backend=backend, offsets_topic_partitions=7) as store:
-        assert store.topic("__consumer_offsets").partitions == 50  # existing count kept
+        p = offsets_schema.offsets_partition_for_group("g", 50)
+        assert store.topic("__consumer_offsets").end_offsets()[p] == 1
+
+
+def test_existing_offsets_topic_keeps_its_partition_count(tmp_path, backend):
+    with open_store(tmp_path, backend, partitions=3) as store:
+        fill(store, "t", 1, 1)
+        store.consumer("g", ["t"], auto_offset_reset="earliest").commit({("t", 0): 1})
+    with open_store(tmp_path, backend, partitions=7) as store:
+        assert store.topic("__consumer_offsets").partitions == 3
         assert store.group("g").committed(("t", 0)) == 1
 
 

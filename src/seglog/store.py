@@ -672,10 +672,9 @@ class Store:
                 return
             try:
                 if not self.read_only:
-                    for topic in self._topics.values():
-                        for log in topic._logs:
-                            log.flush()
-                    self._write_checkpoints()
+                    self._high_watermarks = self._gather("high_watermark")
+                    self._cleaner_offsets = self._gather("cleaner_checkpoint")
+                # Each Log flushes and saves its recovery point and start offset on close.
                 for topic in self._topics.values():
                     for log in topic._logs:
                         log.close()
