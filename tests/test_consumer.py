@@ -14,14 +14,15 @@ from seglog.errors import (
     IllegalStateError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    ReadOnlyError,
 )
 from seglog.store import Store, TopicPartition
 
 TP = TopicPartition
 
 
-def open_store(path, backend, partitions=2):
-    return Store(path, backend=backend, offsets_topic_partitions=partitions)
+def open_store(path, backend, partitions=2, **kwargs):
+    return Store(path, backend=backend, offsets_topic_partitions=partitions, **kwargs)
 
 
 @pytest.fixture
@@ -350,3 +351,23 @@ def test_second_group_rereads_everything(store):
     second = store.consumer("two", ["t"], auto_offset_reset="earliest")
     assert len(drain(second)) == 12
     assert store.group("two").committed(("t", 0)) is None
+
+
+def test_read_only_store_follows_a_writer(tmp_path, backend):
+    with open_store(tmp_path, backend) as writer:
+        fill(writer, "t", 1, 2)
+        with open_store(tmp_path, backend, read_only=True) as reader:
+            consumer = reader.consumer(None, auto_offset_reset="earliest")
+            consumer.assign([("t", 0)])
+            assert [r.offset for r in consumer.poll()] == [0, 1]
+            producer = writer.producer(linger_ms=0)
+            threading.Timer(0.05, lambda: producer.send("t", b"late")).start()
+            assert [r.value for r in consumer.poll(timeout_ms=5000)] == [b"late"]
+            fill(writer, "new", 2, 1)
+            assert "new" not in reader.topics()
+            assert reader.refresh()
+            assert reader.topic("new").end_offsets() == {0: 1, 1: 1}
+            writer.delete_topic("new")
+            assert reader.refresh() and "new" not in reader.topics()
+            with pytest.raises(ReadOnlyError):
+                writer.refresh()

@@ -607,6 +607,40 @@ class Store:
                 ids |= set(self._offsets.groups())
             return sorted(ids)
 
+    def refresh(self) -> bool:
+        """Read-only stores: follow the writer. Picks up topics created since the store
+        opened (their ``seglog-topics.json`` entry and partition directories) and calls
+        ``Log.refresh`` on every partition (new batches and segments, retention); topics the
+        writer deleted are dropped. Returns whether anything changed. Raises
+        :class:`ReadOnlyError` on a writer (it already sees everything)."""
+        with self._lock:
+            self._check_open()
+            if not self.read_only:
+                raise ReadOnlyError("refresh() is for stores opened with read_only=True")
+            changed = False
+            registry = self._read_registry()
+            found = self._scan_partition_dirs()
+            for name in sorted(set(self._topics) - set(found)):
+                topic = self._topics.pop(name)
+                topic._deleted = True
+                for log in topic._logs:
+                    log.close()
+                changed = True
+            for name, topic in self._topics.items():
+                for log in topic._logs:
+                    changed |= log.refresh()
+            for name in sorted(set(found) - set(self._topics)):
+                entry = registry.get(name)
+                if entry is None or len(found[name]) < entry.get("partitions", 0):
+                    continue  # the writer is still creating it
+                self._topics[name] = self._open_topic(
+                    name, entry["partitions"], LogConfig.from_kafka(entry.get("config", {})),
+                    checkpoints.uuid_from_kafka_str(entry["topic_id"]), create=False)
+                changed = True
+            if changed:
+                self._on_metadata_change()
+            return changed
+
     # --- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
