@@ -225,7 +225,7 @@ def test_unknown_producer_accepts_any_sequence(backend, tmp_path):
     # A known producer whose epoch is unknown (-1) also accepts anything.
     entry = ProducerStateEntry(PID2, producer_epoch=-1,
                                batch_metadata=[BatchMetadata(10, 0, 0, TS)])
-    log.psm._producers[PID2] = entry
+    log.psm.load_producer_entry(entry)
     assert log.append(pid=PID2, epoch=-1, seq=77) == (2, 2)
 
 
@@ -233,7 +233,7 @@ def test_known_producer_with_no_batches_must_continue_from_zero(backend, tmp_pat
     # After a reload from a snapshot taken when the producer only had a marker, its epoch is
     # known and its last sequence is -1: the next batch of that epoch must be sequence 0.
     log = ModelLog(backend, tmp_path)
-    log.psm._producers[PID] = ProducerStateEntry(PID, producer_epoch=2)
+    log.psm.load_producer_entry(ProducerStateEntry(PID, producer_epoch=2))
     with pytest.raises(OutOfOrderSequenceError):
         log.append(epoch=2, seq=5)
     assert log.append(epoch=2, seq=0) == (0, 0)
@@ -475,6 +475,7 @@ def test_snapshot_round_trip_keeps_last_batch_only(backend, tmp_path):
     path = log.psm.take_snapshot()
     assert path == snapshot_file(str(tmp_path), log.end)
     assert os.path.getsize(path) == 10 + 2 * 46
+    assert sorted(os.listdir(tmp_path)) == [os.path.basename(path)]  # no .tmp left behind
     assert log.psm.take_snapshot() is None  # nothing new since
     psm = ProducerStateManager(str(tmp_path), backend=backend)
     assert psm.load(0, now_ms=TS) == log.end
@@ -738,6 +739,6 @@ def test_rebuild_producer_state_stops_at_log_end(backend, tmp_path):
 def test_last_records_of_active_producers(backend, tmp_path):
     log = ModelLog(backend, tmp_path)
     log.append(pid=PID, epoch=2, seq=0, count=2)  # 0..1
-    log.psm._producers[PID2] = ProducerStateEntry(PID2, producer_epoch=7)
+    log.psm.load_producer_entry(ProducerStateEntry(PID2, producer_epoch=7))
     assert log.psm.last_records_of_active_producers() == {
         PID: LastRecord(1, 2), PID2: LastRecord(None, 7)}

@@ -60,6 +60,7 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from . import checkpoints
@@ -295,7 +296,8 @@ class ProducerStateEntry:
         self.current_txn_first_offset = next_entry.current_txn_first_offset
         self.last_timestamp_ms = next_entry.last_timestamp_ms
 
-    def end_transaction(self, producer_epoch: int, coordinator_epoch: int, timestamp_ms: int) -> None:
+    def end_transaction(self, producer_epoch: int, coordinator_epoch: int,
+                        timestamp_ms: int) -> None:
         """A marker was written: take its epochs and time, close the transaction."""
         self.maybe_update_producer_epoch(producer_epoch)
         self.coordinator_epoch = coordinator_epoch
@@ -472,7 +474,8 @@ class ProducerAppendInfo:
             self.started_transactions.append(TxnMetadata(self.producer_id, first_offset))
 
     def append_end_txn_marker(self, *, control_type: int, coordinator_epoch: int,
-                              producer_epoch: int, offset: int, timestamp_ms: int) -> CompletedTxn | None:
+                              producer_epoch: int, offset: int,
+                              timestamp_ms: int) -> CompletedTxn | None:
         """Check and take a COMMIT (1) or ABORT (0) marker written at ``offset``; returns the
         completed transaction, or None when no transaction was open (an empty transaction
         needs no txn-index entry and does not move the LSO)."""
@@ -618,7 +621,7 @@ def list_snapshot_offsets(dir_path: str | os.PathLike) -> list[int]:
     return offsets
 
 
-# --- the manager -----------------------------------------------------------------------------------
+# --- the manager ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -664,7 +667,8 @@ class ProducerStateManager:
             backend = default_backend()
         self._crc32c = backend.crc32c
         if producer_id_expiration_ms < 1:
-            raise ValueError(f"producer_id_expiration_ms must be >= 1, got {producer_id_expiration_ms}")
+            raise ValueError(
+                f"producer_id_expiration_ms must be >= 1, got {producer_id_expiration_ms}")
         self.dir_path = os.fspath(dir_path)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
@@ -690,8 +694,6 @@ class ProducerStateManager:
     @property
     def active_producers(self) -> Mapping[int, ProducerStateEntry]:
         """Producer id -> entry (read-only view; the entries themselves are live)."""
-        from types import MappingProxyType
-
         return MappingProxyType(self._producers)
 
     @property
@@ -852,7 +854,8 @@ class ProducerStateManager:
             self.complete_txn(completed_txn)
         return aborted
 
-    def recover_batch(self, batch: Any, txn_index: TransactionIndex | None = None) -> AbortedTxn | None:
+    def recover_batch(self, batch: Any,
+                      txn_index: TransactionIndex | None = None) -> AbortedTxn | None:
         """Take one batch during segment recovery (Kafka's ``LogSegment.updateProducerState``):
         no checks raise, an abort is appended to ``txn_index`` (the recovered segment's, after
         its ``reset()``), and :attr:`map_end_offset` moves past the batch."""
@@ -1012,7 +1015,9 @@ class ProducerStateManager:
         self._ongoing_txns.clear()
         self._unreplicated_txns.clear()
 
-    def _load_producer_entry(self, entry: ProducerStateEntry) -> None:
+    def load_producer_entry(self, entry: ProducerStateEntry) -> None:
+        """Put ``entry`` into the state as is (and its open transaction, if any): what loading
+        a snapshot does per entry; also for tests."""
         self._producers[entry.producer_id] = entry
         if entry.current_txn_first_offset is not None:
             self._ongoing_txns[entry.current_txn_first_offset] = TxnMetadata(
@@ -1035,7 +1040,7 @@ class ProducerStateManager:
                 continue
             for entry in entries:
                 if not self.is_producer_expired(entry, now):
-                    self._load_producer_entry(entry)
+                    self.load_producer_entry(entry)
             self._last_snap_offset = self._last_map_offset = offset
             return offset
         self._last_snap_offset = self._last_map_offset = log_start_offset

@@ -245,7 +245,8 @@ class TransactionIndex:
         with self._lock:
             return len(self._entries_locked())
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+    def collect_aborted_txns(self, fetch_offset: int,
+                             upper_bound_offset: int) -> TxnIndexSearchResult:
         """The aborted transactions overlapping ``[fetch_offset, upper_bound_offset)``: entries
         with ``last_offset >= fetch_offset and first_offset < upper_bound_offset``, in file
         order. The result is complete (later segments need not be searched) as soon as an
