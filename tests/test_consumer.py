@@ -371,3 +371,25 @@ def test_read_only_store_follows_a_writer(tmp_path, backend):
             assert reader.refresh() and "new" not in reader.topics()
             with pytest.raises(ReadOnlyError):
                 writer.refresh()
+
+
+def test_compacted_offsets_topic_keeps_the_last_commit_per_key(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        fill(store, "t", 2, 50)
+        store._offsets_topic()  # made now so that its config can be tightened for the test
+        offsets_log = store.topic("__consumer_offsets").log(0)
+        offsets_log.update_config(offsets_log.config.replace(segment_bytes=1024))
+        c = store.consumer("g", ["t"], auto_offset_reset="earliest")
+        for _ in range(40):
+            c.poll(max_records=2)
+            c.commit()
+        c.commit({("t", 1): 7})
+        expected = {tp: om.offset for tp, om in store.group("g").committed_offsets().items()}
+        before = offsets_log.end_offset
+        stats = store.compact()
+        assert TopicPartition("__consumer_offsets", 0) in stats
+        kept = list(offsets_log.records())
+        assert len(kept) < before and offsets_log.end_offset == before  # offsets not renumbered
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        got = {tp: om.offset for tp, om in store.group("g").committed_offsets().items()}
+        assert got == expected and got[TopicPartition("t", 1)] == 7

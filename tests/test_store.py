@@ -289,3 +289,18 @@ def test_cleaner_checkpoint_is_gathered_and_restored(tmp_path, backend):
     assert read_text(tmp_path / "cleaner-offset-checkpoint") == f"0\n1\ncompacted 0 {checkpoint}\n"
     with open_store(tmp_path, backend) as store:
         assert store.topic("compacted").log(0).cleaner_checkpoint == checkpoint
+
+
+def test_apply_retention_on_every_partition(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        topic = store.create_topic("old", partitions=2,
+                                   config={"retention.ms": "1000", "segment.bytes": "200"})
+        store.create_topic("kept", config={"retention.ms": "-1", "segment.bytes": "200"})
+        for name in ("old", "kept"):
+            for i in range(10):
+                store.topic(name).log(0).append(bytes(60), timestamp_ms=1000 + i)
+        deleted = store.apply_retention(now_ms=10_000_000)
+        assert set(deleted) == {TopicPartition("old", 0)}
+        assert topic.start_offsets()[0] == topic.end_offsets()[0] == 10  # end offset unchanged
+        assert store.topic("kept").start_offsets() == {0: 0}
+    assert "old 0 10" in read_text(tmp_path / "log-start-offset-checkpoint")

@@ -641,6 +641,38 @@ class Store:
                 self._on_metadata_change()
             return changed
 
+    # --- housekeeping (Kafka's LogManager tasks and cleaner threads, run when called) -------
+
+    def _writable_logs(self):
+        with self._lock:
+            self._check_writable()
+            return [(TopicPartition(n, p), log) for n, t in sorted(self._topics.items())
+                    for p, log in enumerate(t._logs)]
+
+    def apply_retention(self, *, now_ms: int | None = None) -> dict[TopicPartition, list[int]]:
+        """Run ``Log.apply_retention`` on every partition (Kafka's retention check, which a
+        broker runs every ``log.retention.check.interval.ms``); returns ``{tp: base offsets
+        of deleted segments}`` for the partitions that lost any. Raises ReadOnlyError."""
+        out = {}
+        for tp, log in self._writable_logs():
+            deleted = log.apply_retention(now_ms=now_ms)
+            if deleted:
+                out[tp] = deleted
+        return out
+
+    def compact(self, *, now_ms: int | None = None) -> dict[TopicPartition, Any]:
+        """One cleaner pass (``Log.compact``) on every partition whose ``cleanup.policy``
+        contains "compact", ``__consumer_offsets`` included (Kafka's cleaner threads); returns
+        ``{tp: CleanerStats}`` of the partitions that were cleaned. The cleaner checkpoints are
+        written to ``cleaner-offset-checkpoint`` at the next flush or close."""
+        out = {}
+        for tp, log in self._writable_logs():
+            if log.config.compaction_enabled:
+                stats = log.compact(now_ms=now_ms)
+                if not stats.skipped:
+                    out[tp] = stats
+        return out
+
     # --- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
