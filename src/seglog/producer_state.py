@@ -61,7 +61,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from . import checkpoints
 from .errors import (
