@@ -28,14 +28,17 @@ except ImportError:  # pragma: no cover
     DefaultRecordBatch = DefaultRecordBatchBuilder = None
 
 
-def best_rate(fn, records: int, repeat: int) -> float:
-    """Best records/s over ``repeat`` runs of ``fn`` (which handles ``records`` records)."""
-    best = float("inf")
+def best_rates(cases: dict, repeat: int) -> dict:
+    """Best records/s of each ``name -> (fn, records)`` case over ``repeat`` rounds. The cases
+    run round-robin, so load from other processes hits all of them alike and the ratios
+    stay meaningful on a shared machine."""
+    best = {name: float("inf") for name in cases}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return records / best
+        for name, (fn, _records) in cases.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: cases[name][1] / best[name] for name in cases}
 
 
 def main() -> None:
@@ -53,11 +56,10 @@ def main() -> None:
     flat = matrix.tobytes()
     lengths = np.full(n, size, dtype=np.int64)
     timestamp = 1_700_000_000_000
-    rates: dict[str, float] = {}
+    cases: dict[str, tuple] = {}
 
     def run(name, fn, count=total):
-        rates[name] = best_rate(fn, count, repeat)
-        print(f"{name:<44} {rates[name] / 1e6:9.2f} M records/s", flush=True)
+        cases[name] = (fn, count)
 
     # --- encode -------------------------------------------------------------------------------
     def native_list():
@@ -89,7 +91,8 @@ def main() -> None:
 
     assert ncodec.encode_batch(values, timestamps_ms=timestamp) == pcodec.encode_batch(
         values, timestamps_ms=timestamp)
-    print(f"encode: {batches} batches x {n} records x {size} B values, best of {repeat}")
+    print(f"{batches} batches x {n} records x {size} B values, uncompressed; best of {repeat} "
+          "round-robin rounds")
     run("native encode_batch(list of bytes)", native_list)
     run("native encode_batch(2-D uint8 array)", native_2d)
     run("native encode_batch((data, lengths))", native_data_lengths)
@@ -128,7 +131,6 @@ def main() -> None:
         for batch in ncodec.iter_batches(stream):
             batch.ensure_valid()
 
-    print(f"decode: {batches} batches x {n} records")
     run("native Batch.records() (Record objects)", native_records)
     run("native decode_columns(all batches)", native_columns)
     run("native Batch.columns() per batch", native_columns_per_batch)
@@ -137,6 +139,9 @@ def main() -> None:
     if DefaultRecordBatch is not None:
         run("aiokafka DefaultRecordBatch iteration", aiokafka_read)
 
+    rates = best_rates(cases, repeat)
+    for name, rate in rates.items():
+        print(f"{name:<44} {rate / 1e6:9.2f} M records/s")
     print("ratios (targets in brackets):")
     if DefaultRecordBatchBuilder is not None:
         aio_e, aio_d = rates["aiokafka DefaultRecordBatchBuilder (Cython)"], rates[

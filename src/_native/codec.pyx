@@ -36,7 +36,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from _crc32c cimport seglog_crc32c
 from codec cimport *
@@ -102,8 +102,6 @@ cdef enum:
     # Below this many bytes the CRC keeps the GIL.
     NOGIL_BYTES_MIN = 32768
 
-cdef int64_t INT64_MAX_ = 9223372036854775807
-cdef int64_t INT64_MIN_ = -9223372036854775807 - 1
 
 # The format constants as module attributes (a test checks them against seglog.format).
 _CONSTANTS = dict(
@@ -422,7 +420,7 @@ cdef int _raise_parse_failure(ParseFailure *failure) except -1:
 
 cdef tuple _decode_headers(const unsigned char *data, Py_ssize_t position, int32_t count):
     """Headers already validated by _parse_record, as a tuple of (str, bytes | None)."""
-    cdef int32_t length, i
+    cdef int32_t length = 0, i
     cdef list pairs = []
     cdef object key, value
     for i in range(count):
@@ -745,6 +743,7 @@ cdef class Batch:
         cdef uint64_t base_offset = <uint64_t>self.base_offset
         cdef uint64_t base_timestamp = <uint64_t>self.base_timestamp_ms
         cdef tuple empty = ()
+        memset(&parsed, 0, sizeof(parsed))  # written by _parse_record; silences -Wmaybe-uninitialized
         owner = self._area(&data, &position, &end)
         count = self.record_count
         if count == 0:
@@ -1086,6 +1085,7 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
     cdef int32_t *key_lengths = builder.key_lengths + at
     cdef int64_t *value_positions = builder.value_positions + at
     cdef int32_t *value_lengths = builder.value_lengths + at
+    memset(&parsed, 0, sizeof(parsed))
     for i in range(count):
         # Records are read front to back but only their framing is touched; ask for the
         # cache lines a few records ahead (prefetch never faults, even past the end).
@@ -1211,17 +1211,6 @@ cdef class _Column:
         if self.held_count >= self.held_capacity:
             raise AssertionError("more buffer exports than records")
         return &self.held[self.held_count]
-
-
-cdef _Column _null_column(Py_ssize_t n):
-    cdef _Column column = _Column.__new__(_Column)
-    cdef Py_ssize_t i
-    column._allocate(n)
-    for i in range(n):
-        column.pointers[i] = NULL
-        column.lengths[i] = -1
-    column.nogil_safe = True
-    return column
 
 
 cdef bint _is_data_and_lengths(column):
@@ -1365,8 +1354,6 @@ cdef _Column _make_column(object source, str what):
 
 cdef bytes _header_block(record_headers, Py_ssize_t index):
     """The encoded header count and headers of one record (the twin's rules and errors)."""
-    cdef unsigned char scratch[VARINT_BYTES_MAX]
-    cdef unsigned char *end
     if record_headers is None:
         return b"\x00"
     try:
