@@ -266,3 +266,16 @@ def test_indexes_write_identical_bytes(native, pure, tmp_path):
         time_index.close()
     for suffix in ("index", "timeindex"):
         assert (tmp_path / f"native.{suffix}").read_bytes() == (tmp_path / f"pure.{suffix}").read_bytes()
+
+
+def test_reader_survives_writer_trim(backend, tmp_path):
+    # Readers copy entries instead of mapping: a writer's trim (on roll) must not SIGBUS them.
+    writer = _offset_index(backend, tmp_path / "a.index", max_index_bytes=1 << 20)
+    for n in range(1, 50):
+        writer.append(BASE + n, n * 10)
+    reader = _offset_index(backend, tmp_path / "a.index", writable=False)
+    writer.trim()
+    writer.close()
+    assert reader.entries == 49 and reader.lookup(BASE + 1000) == (BASE + 49, 490)
+    reader.reload()
+    assert reader.entries == 49 and reader.max_entries == 49

@@ -353,3 +353,11 @@ def test_twins_write_identical_files(native, pure, tmp_path):
         segment = backend.Segment.open(str(tmp_path / other), 5, read_only=True)
         assert segment.next_offset > 60
         assert len(records(backend, segment.read(5, 1 << 30))) == segment.next_offset - 5
+
+
+def test_empty_read_views_are_independent(backend, tmp_path):
+    segment = _segment(backend, tmp_path)
+    segment.read(0, 100).release()  # empty: a fresh view each time, releasing it is harmless
+    segment.append(batch(backend, 1))
+    segment.read(5, 100).release()
+    assert len(segment.read(0, 100)) > 0 and len(segment.read(5, 100)) == 0

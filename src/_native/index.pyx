@@ -16,7 +16,9 @@ Thread-safety: none; the owning Segment (and above it the Log) serialises calls.
 
 from libc.errno cimport errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memset
+from posix.unistd cimport pread
 from posix.fcntl cimport O_CREAT, O_RDONLY, O_RDWR, open as c_open
 from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap, msync, munmap
 from posix.stat cimport fstat, struct_stat
@@ -56,6 +58,7 @@ cdef class _Index:
     cdef Py_ssize_t _length                  # file length when last mapped
     cdef Py_ssize_t _entry_bytes
     cdef bint _closed
+    cdef bint _owned                         # _map is a malloc'd copy (read-only readers)
 
     def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
                  writable=True):
@@ -72,8 +75,11 @@ cdef class _Index:
         self.writable = writable
         self.max_index_bytes = int(max_index_bytes)
         self.entries = 0
+        if not writable:
+            self._load_copy()
+            return
         path_bytes = os.fsencode(self.path)
-        fd = c_open(path_bytes, (O_RDWR | O_CREAT) if writable else O_RDONLY, 0o644)
+        fd = c_open(path_bytes, O_RDWR | O_CREAT, 0o644)
         if fd < 0:
             raise _os_error(errno, self.path)
         try:
@@ -91,17 +97,76 @@ cdef class _Index:
         self.entries = self._count_entries(0)
 
     def __dealloc__(self):
+        self._unmap()
+
+    cdef void _unmap(self) noexcept:
         if self._map != NULL:
-            munmap(self._map, self._map_bytes)
-            self._map = NULL
+            if self._owned:
+                free(self._map)
+            else:
+                munmap(self._map, self._map_bytes)
+        self._map = NULL
+        self._map_bytes = 0
+        self._owned = False
+
+    cdef int _load_copy(self) except -1:
+        """Read-only: copy the valid entries into memory with pread instead of mapping them.
+
+        A writer trims its index on roll and close; a mapping of the old, longer file would
+        then fault (SIGBUS) on the first access past the new end, and a read-only reader may
+        live in another process, so readers never map an index. Counting is the same binary
+        search for the first all-zero slot, done with small preads (a short read is the end)."""
+        cdef int fd, i
+        cdef struct_stat st
+        cdef Py_ssize_t lo = 0, hi, mid, size = self._entry_bytes, got
+        cdef unsigned char chunk[16]
+        cdef unsigned char *copy = NULL
+        cdef bint zero
+        fd = c_open(os.fsencode(self.path), O_RDONLY, 0)
+        if fd < 0:
+            raise _os_error(errno, self.path)
+        try:
+            if fstat(fd, &st) != 0:
+                raise _os_error(errno, self.path)
+            hi = st.st_size // size
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                got = pread(fd, chunk, size, mid * size)
+                if got < 0:
+                    raise _os_error(errno, self.path)
+                zero = True
+                if got == size:
+                    for i in range(size):
+                        if chunk[i] != 0:
+                            zero = False
+                            break
+                if zero:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if lo > 0:
+                copy = <unsigned char *>malloc(lo * size)
+                if copy == NULL:
+                    raise MemoryError()
+                got = pread(fd, copy, lo * size, 0)
+                if got < 0:
+                    free(copy)
+                    raise _os_error(errno, self.path)
+                lo = got // size
+        finally:
+            c_close(fd)
+        self._unmap()
+        self._map = copy
+        self._owned = copy != NULL
+        self._map_bytes = lo * size
+        self._length = st.st_size
+        self.entries = lo
+        return 0
 
     cdef int _remap(self, int fd, Py_ssize_t length) except -1:
         cdef void *address
         cdef Py_ssize_t usable = length - length % self._entry_bytes
-        if self._map != NULL:
-            munmap(self._map, self._map_bytes)
-            self._map = NULL
-            self._map_bytes = 0
+        self._unmap()
         self._length = length
         if usable > 0:
             address = mmap(NULL, usable, (PROT_READ | PROT_WRITE) if self.writable else PROT_READ,
@@ -189,10 +254,7 @@ cdef class _Index:
         if fd < 0:
             raise _os_error(errno, self.path)
         try:
-            if self._map != NULL:
-                munmap(self._map, self._map_bytes)
-                self._map = NULL
-                self._map_bytes = 0
+            self._unmap()
             if ftruncate(fd, length) != 0:
                 raise _os_error(errno, self.path)
             self._remap(fd, length)
@@ -204,8 +266,8 @@ cdef class _Index:
 
     @property
     def max_entries(self):
-        """How many entries the mapped file can hold."""
-        return self._map_bytes // self._entry_bytes
+        """How many entries the file can hold."""
+        return self._length // self._entry_bytes
 
     @property
     def size_bytes(self):
@@ -218,7 +280,7 @@ cdef class _Index:
 
     def is_full(self):
         """True when no entry can be appended."""
-        return self.entries >= self._map_bytes // self._entry_bytes
+        return self.entries >= self._length // self._entry_bytes
 
     def reset(self):
         """Drop every entry (zeroing them) and resize the file to ``max_index_bytes``."""
@@ -252,7 +314,10 @@ cdef class _Index:
         cdef int fd
         if self._closed:
             raise ValueError(f"index {self.path} is closed")
-        fd = c_open(os.fsencode(self.path), O_RDWR if self.writable else O_RDONLY, 0)
+        if not self.writable:
+            self._load_copy()
+            return
+        fd = c_open(os.fsencode(self.path), O_RDWR, 0)
         if fd < 0:
             raise _os_error(errno, self.path)
         try:
@@ -269,12 +334,9 @@ cdef class _Index:
         if self._closed:
             return
         self._closed = True
-        if self._map != NULL:
-            if self.writable:
-                msync(self._map, self._map_bytes, MS_SYNC)
-            munmap(self._map, self._map_bytes)
-            self._map = NULL
-            self._map_bytes = 0
+        if self._map != NULL and self.writable:
+            msync(self._map, self._map_bytes, MS_SYNC)
+        self._unmap()
 
     def __repr__(self):
         return (f"{type(self).__name__}({self.path!r}, base_offset={self.base_offset}, "
@@ -438,7 +500,7 @@ cdef class TimeIndex(_Index):
 
     def is_full(self):
         """``entries >= max_entries - 1``: the last slot is kept for the roll/close entry."""
-        return self.entries >= self._map_bytes // TIME_ENTRY_BYTES - 1
+        return self.entries >= self._length // TIME_ENTRY_BYTES - 1
 
     cdef int maybe_append_entry(self, int64_t timestamp_ms, int64_t offset,
                                 bint skip_full_check) except -1:

@@ -260,9 +260,6 @@ cdef class _LogView:
             self.mapping.live_end = 0
 
 
-cdef object _EMPTY = memoryview(b"")
-
-
 cdef class Segment:
     """One segment of a partition log; see :class:`seglog.protocol.Segment` and the docstring of
     ``seglog.pure.segment``. Build with :meth:`open`. Not thread-safe. Views from :meth:`read`
@@ -774,7 +771,7 @@ cdef class Segment:
         self._check_open()
         position = self._range(offset, max_bytes, max_position, min_one_batch, &size, &next_offset)
         if size == 0:
-            return _EMPTY
+            return memoryview(b"")  # a new one: callers may release() it
         return self._view(position, size)
 
     def read_range(self, offset, Py_ssize_t max_bytes, *, max_position=None,

@@ -73,13 +73,9 @@ class _Index:
                 self._map(fd, length)
             finally:
                 os.close(fd)
+            self.entries = self._count_entries(0)
         else:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                self._map(fd, os.fstat(fd).st_size)
-            finally:
-                os.close(fd)
-        self.entries = self._count_entries(0)
+            self._load_copy()
 
     # --- mapping ------------------------------------------------------------------------------
 
@@ -96,6 +92,36 @@ class _Index:
         if usable > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
             self._mm = mmap.mmap(fd, usable, access=access)
+
+    def _load_copy(self):
+        """Read-only: copy the valid entries into memory with pread instead of mapping them.
+
+        A writer trims its index on roll and close; a mapping of the old, longer file would
+        then fault (SIGBUS) on the first access past the new end, and a read-only reader may
+        live in another process, so readers never map an index. Counting is the same binary
+        search for the first all-zero slot, done with small preads (a short read is the end)."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            length = os.fstat(fd).st_size
+            size = self._ENTRY_BYTES
+
+            def is_zero(n):
+                chunk = os.pread(fd, size, n * size)
+                return len(chunk) < size or chunk.count(0) == size
+
+            lo, hi = 0, length // size
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if is_zero(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            data = os.pread(fd, lo * size, 0)
+        finally:
+            os.close(fd)
+        self._length = length
+        self._mm = data[:len(data) - len(data) % size]
+        self.entries = len(self._mm) // size
 
     @property
     def max_entries(self):
@@ -240,10 +266,13 @@ class _Index:
     def reload(self):
         """Read-only readers: pick up entries (and a new file length) the writer produced.
 
-        A writer's trim or resize changes the file length, so the file is remapped when its
-        length changed. Entries are recounted (the writer may also have truncated)."""
+        Readers hold a copy of the valid entries (see ``_load_copy``); it is re-read. Entries
+        are recounted (the writer may also have truncated)."""
         self._check_open()
-        fd = os.open(self.path, os.O_RDONLY if not self.writable else os.O_RDWR)
+        if not self.writable:
+            self._load_copy()
+            return
+        fd = os.open(self.path, os.O_RDWR)
         try:
             length = os.fstat(fd).st_size
             if length != self._length:
@@ -260,7 +289,7 @@ class _Index:
         if self._mm is not None:
             if self.writable:
                 self._mm.flush()
-            self._mm.close()
+                self._mm.close()
             self._mm = None
 
     @property

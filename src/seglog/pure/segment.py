@@ -68,7 +68,6 @@ from .index import OffsetIndex, TimeIndex
 __all__ = ["Segment", "AppendResult", "RecoveryResult"]
 
 _HEADER = fmt.BATCH_HEADER
-_EMPTY = memoryview(b"")
 _OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _HEAD_BYTES = fmt.RECORD_BATCH_OVERHEAD
@@ -493,7 +492,7 @@ class Segment:
         self._check_open()
         position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
         if size == 0:
-            return _EMPTY
+            return memoryview(b"")
         return memoryview(self._map(position + size))[position:position + size]
 
     def read_range(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
@@ -580,7 +579,7 @@ class Segment:
         position, previous_last, since = 0, self.base_offset - 1, 0
         max_ts, max_ts_offset = fmt.NO_TIMESTAMP, -1
         reason = ""
-        view = memoryview(self._map(end)) if end else _EMPTY
+        view = memoryview(self._map(end)) if end else memoryview(b"")
         try:
             while position < end:
                 try:
