@@ -27,13 +27,16 @@ recovery point (:mod:`seglog.loader`). Where the recovery point and the log star
 kept is :mod:`seglog.partition_state`'s business (standalone: Kafka-format checkpoint files in
 the partition directory).
 
-Threads. All mutating methods serialise on one writer lock. Reads (``read``, ``records``,
-``read_columns``, ``sendfile``, ``offset_for_timestamp``) take no writer lock: each takes an
-immutable snapshot of the segment chain and of the end and high watermark positions, and reads
-segments bounded by that snapshot, so it sees only whole batches that were fully appended. The
-few operations that cut bytes under readers (``truncate_to``, ``close``, removing deleted
-files) wait until reads in flight finish. ``wait_for_data`` blocks on a condition the writer
-signals; nothing polls.
+Threads. All mutating methods serialise on one lock. Reads (``read``, ``records``,
+``read_columns``, ``sendfile``, ``offset_for_timestamp``) take an immutable snapshot of the
+segment chain and of the end and high-watermark positions and read segments bounded by that
+snapshot, so they see only whole batches that were fully appended. Because the Segment
+contract says segments are not thread-safe, a read holds the same lock while it calls into a
+segment (an index lookup and a header scan: microseconds; ``sendfile`` for as long as the
+kernel takes to send); decoding and copying happen after, on the zero-copy views, without it.
+The snapshot design is ready for lock-free reads once segments allow read-side calls
+concurrent with one appender. ``wait_for_data`` blocks on a condition the writer signals;
+nothing polls.
 
 Processes. A writer holds an exclusive lock on the directory (:mod:`seglog.locking`); a second
 writer gets :class:`~seglog.errors.LogLockedError`. ``read_only=True`` opens without the lock,
@@ -139,38 +142,6 @@ class _View(NamedTuple):
     high_watermark: int
     hw_base: int  # base offset of the segment the high watermark falls in
     hw_position: int  # its position there (a batch boundary)
-
-
-class _ReaderGate:
-    """Shared entry for reads, exclusive entry for the few operations that cut bytes."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._exclusive = 0
-
-    def enter_shared(self) -> None:
-        with self._cond:
-            while self._exclusive:
-                self._cond.wait()
-            self._readers += 1
-
-    def exit_shared(self) -> None:
-        with self._cond:
-            self._readers -= 1
-            if self._readers == 0:
-                self._cond.notify_all()
-
-    def enter_exclusive(self) -> None:
-        with self._cond:
-            self._exclusive += 1
-            while self._readers:
-                self._cond.wait()
-
-    def exit_exclusive(self) -> None:
-        with self._cond:
-            self._exclusive -= 1
-            self._cond.notify_all()
 
 
 class _SlicedColumns:
@@ -286,7 +257,6 @@ class Log:
         self._auto_hw = auto_high_watermark
         self._lock = threading.RLock()
         self._data_cond = threading.Condition(self._lock)
-        self._gate = _ReaderGate()
         self._closed = False
         self._dir_lock: DirectoryLock | None = None
         self._state = state if state is not None else PartitionDirState(dir_path)
@@ -361,7 +331,6 @@ class Log:
         with self._lock:
             if self._closed:
                 return
-            self._gate.enter_exclusive()
             try:
                 if not self._read_only:
                     self._flush_locked(_now_ms(None), checkpoint=True)
@@ -374,7 +343,6 @@ class Log:
                     self._state.mark_clean_shutdown()
             finally:
                 self._closed = True
-                self._gate.exit_exclusive()
                 if self._dir_lock is not None:
                     self._dir_lock.close()
                 self._data_cond.notify_all()
@@ -805,7 +773,7 @@ class Log:
         (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
         """
         self._check_open()
-        self._gate.enter_shared()
+        self._lock.acquire()
         try:
             view = self._view
             segment, buffer, next_offset = self._read_in(view, offset, max_bytes, max_offset,
@@ -816,7 +784,7 @@ class Log:
             located = segment.translate_offset(offset)
             position = located[0] if located is not None else 0
         finally:
-            self._gate.exit_shared()
+            self._lock.release()
         return LogReadResult(buffer, offset, next_offset, segment.log_path, position, len(buffer),
                              view.high_watermark, view.start_offset, view.end_offset)
 
@@ -928,7 +896,7 @@ class Log:
         readable. Raises OffsetOutOfRangeError as :meth:`read`."""
         self._check_open()
         fd = out if isinstance(out, int) else out.fileno()
-        self._gate.enter_shared()
+        self._lock.acquire()
         try:
             view = self._view
             for segment, max_position in self._segments_for_read(view, offset, max_offset):
@@ -940,7 +908,7 @@ class Log:
                     break
             return 0, offset
         finally:
-            self._gate.exit_shared()
+            self._lock.release()
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
         """The first offset whose record timestamp is >= ``timestamp_ms`` (Kafka's ListOffsets
@@ -955,7 +923,7 @@ class Log:
             return view.start_offset
         if timestamp_ms == LATEST_TIMESTAMP:
             return view.high_watermark
-        self._gate.enter_shared()
+        self._lock.acquire()
         try:
             if timestamp_ms == MAX_TIMESTAMP:
                 best = None
@@ -977,7 +945,7 @@ class Log:
                     return found[1]
             return None
         finally:
-            self._gate.exit_shared()
+            self._lock.release()
 
     # --- waiting for data ------------------------------------------------------------------------
 
@@ -1032,11 +1000,7 @@ class Log:
             view = self._view
             if offset >= view.end_offset:
                 return
-            self._gate.enter_exclusive()
-            try:
-                self._truncate_locked(view, offset, now)
-            finally:
-                self._gate.exit_exclusive()
+            self._truncate_locked(view, offset, now)
             self._data_cond.notify_all()
 
     def _truncate_locked(self, view: _View, offset: int, now_ms: int) -> None:
@@ -1101,12 +1065,8 @@ class Log:
             due = [s for deadline, s in self._pending_deletes if deadline <= now]
             if not due:
                 return 0
-            self._gate.enter_exclusive()
-            try:
-                for segment in due:
-                    segment.delete()
-            finally:
-                self._gate.exit_exclusive()
+            for segment in due:
+                segment.delete()
             self._pending_deletes = [(d, s) for d, s in self._pending_deletes if d > now]
             return len(due)
 
@@ -1298,13 +1258,8 @@ class Log:
             end = segments.last().next_offset
             changed = (start, end) != (view.start_offset, view.end_offset)
             self._publish(segments, min(start, end), end, high_watermark=end)
-            if gone:
-                self._gate.enter_exclusive()  # reads in flight may still use them
-                try:
-                    for segment in gone:
-                        segment.close()
-                finally:
-                    self._gate.exit_exclusive()
+            for segment in gone:
+                segment.close()
             if changed:
                 self._data_cond.notify_all()
             return changed
