@@ -3,13 +3,13 @@
 
 The native twin of ``seglog.pure.index``: same names, rules, errors and bytes on disk. Read the
 pure module's docstring for the format and the counting rule (entries end at the first all-zero
-slot). Here the file is mapped with mmap(2) directly (no file descriptor is kept: the mapping
-outlives the fd), lookups are a C binary search over the map with the GIL released (a cold
-page can fault to disk), and the segment calls ``append_entry``/``lookup_position`` & co.
-through its Python methods (the
-build resolves .pxd files by their qualified module name, which src/_native/ does not provide,
-so cdef classes cannot be cimported across modules; index calls are per index entry, never per
-batch, so this costs nothing measurable).
+slot). Here a writer's file is mapped with mmap(2) directly (no file descriptor is kept: the
+mapping outlives the fd) and lookups are a C binary search over the map with the GIL released
+(a cold page can fault to disk). Read-only readers copy the valid entries with pread instead
+(a writer trims its index on roll; a reader's longer mapping would then SIGBUS). The segment
+calls these classes through their Python methods: the build resolves .pxd files by qualified
+module name, which src/_native/ does not provide, so cdef classes cannot be cimported across
+modules; index calls happen once per index entry, never per batch.
 
 Thread-safety: none; the owning Segment (and above it the Log) serialises calls.
 """

@@ -982,6 +982,10 @@ cdef class Segment:
             if index is not None:
                 index.reload()
         end = os.fstat(self._fd).st_size
+        if end < self._size_bytes:  # the writer truncated (follower truncation or recovery)
+            self._size_bytes = end
+            self._load_tail_state()
+            return
         position = self._size_bytes
         if end - position < HEAD_BYTES:
             return

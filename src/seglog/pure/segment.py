@@ -673,6 +673,10 @@ class Segment:
             if index is not None:
                 index.reload()
         end = os.fstat(self._fd).st_size
+        if end < self.size_bytes:  # the writer truncated (follower truncation or recovery)
+            self.size_bytes = end
+            self._load_tail_state()
+            return
         for position, header in self._scan_headers(self.size_bytes, end):
             size = fmt.LOG_OVERHEAD + header[1]
             last = header[0] + header[6]
