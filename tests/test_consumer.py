@@ -393,3 +393,17 @@ def test_compacted_offsets_topic_keeps_the_last_commit_per_key(tmp_path, backend
     with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
         got = {tp: om.offset for tp, om in store.group("g").committed_offsets().items()}
         assert got == expected and got[TopicPartition("t", 1)] == 7
+
+
+def test_partition_that_moved_away_and_back_restarts_from_the_commit(store):
+    fill(store, "t", 2, 10)
+    a = store.consumer("g", ["t"], auto_offset_reset="earliest", client_id="a")
+    a.seek(("t", 0), 3)  # as if a had read 0..2 of partition 0, committing nothing
+    b = store.consumer("g", ["t"], auto_offset_reset="earliest", client_id="0b")  # sorts first
+    # Between a's polls: partition 0 goes to b, b reads and commits it, then b leaves.
+    assert b.assignment() == {TP("t", 0)}
+    assert len(drain(b)) == 10
+    b.commit()
+    b.close()
+    # a owns both partitions again; its old position 3 of partition 0 is stale.
+    assert a.position(("t", 0)) == 10

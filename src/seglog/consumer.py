@@ -241,6 +241,9 @@ class ConsumerGroup:
         self.leader_id: str | None = None
         self._members: dict[str, _Member] = {}
         self._assignment: dict[str, list[TopicPartition]] = {}
+        # The generation since which each partition's current owner has owned it without a
+        # break: a member that missed rebalances keeps its position only if it still is.
+        self._owned_since: dict[TopicPartition, int] = {}
         self._partition_counts: dict[str, int] = {}
         self._changed = threading.Condition(store._lock)
 
@@ -319,10 +322,15 @@ class ConsumerGroup:
                                   self._partition_counts,
                                   group_instance_ids={m: v.group_instance_id
                                                       for m, v in self._members.items()})
-            self._assignment = {m: [TopicPartition(t, p) for t, p in tps]
-                                for m, tps in raw.items()}
+            assignment = {m: [TopicPartition(t, p) for t, p in tps] for m, tps in raw.items()}
         else:
-            self._assignment = {}
+            assignment = {}
+        previous = {tp: m for m, tps in self._assignment.items() for tp in tps}
+        self._owned_since = {
+            tp: (self._owned_since.get(tp, self.generation_id) if previous.get(tp) == m
+                 else self.generation_id)
+            for m, tps in assignment.items() for tp in tps}
+        self._assignment = assignment
         self._changed.notify_all()
 
     def _on_metadata_change(self) -> None:
@@ -336,11 +344,14 @@ class ConsumerGroup:
             if {t: counts[t] for t in subscribed if t in counts} != self._partition_counts:
                 self._rebalance()
 
-    def _member_assignment(self, member_id: str) -> tuple[int, list[TopicPartition]] | None:
+    def _member_assignment(self, member_id: str
+                           ) -> tuple[int, list[TopicPartition], dict[TopicPartition, int]] | None:
+        """``(generation, partitions, {tp: generation since which the member owns it})``."""
         with self._store._lock:
             if member_id not in self._members:
                 return None
-            return self.generation_id, list(self._assignment.get(member_id, ()))
+            tps = list(self._assignment.get(member_id, ()))
+            return self.generation_id, tps, {tp: self._owned_since[tp] for tp in tps}
 
     def _wait_for_change(self, generation_id: int, timeout_s: float) -> None:
         with self._store._lock:
@@ -518,11 +529,16 @@ class Consumer:
         if current is None:
             raise IllegalStateError(f"consumer {self.client_id} is no longer a member of "
                                     f"group {self.group_id!r}")
-        generation_id, tps = current
+        generation_id, tps, owned_since = current
         if generation_id == self._generation_id:
             return set()
-        revoked = set(self._partitions) - set(tps)
-        self._partitions = {tp: self._partitions.get(tp) or _PartitionState() for tp in tps}
+        # A partition kept its state only if this member owned it throughout: if it moved
+        # away and back between two polls, another member may have read and committed it.
+        kept = {tp for tp in tps if tp in self._partitions
+                and owned_since[tp] <= self._generation_id}
+        revoked = set(self._partitions) - kept
+        self._partitions = {tp: self._partitions[tp] if tp in kept else _PartitionState()
+                            for tp in tps}
         self._generation_id = generation_id
         return revoked
 

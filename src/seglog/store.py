@@ -210,12 +210,15 @@ class _StorePartitionState:
         pass
 
     def save(self, *, recovery_point: int, log_start_offset: int) -> None:
+        # Called by a Log under its own lock: take only the checkpoint lock (never the
+        # store's metadata lock, which is held while calling into Logs).
         store = self._store
-        store._recovery_points[self._tp] = recovery_point
-        if store._log_start_offsets.get(self._tp) != log_start_offset:
-            store._log_start_offsets[self._tp] = log_start_offset
-            if store._checkpoints_open:
-                store._write_log_start_checkpoint()
+        with store._checkpoint_lock:
+            store._recovery_points[self._tp] = recovery_point
+            if store._log_start_offsets.get(self._tp) != log_start_offset:
+                store._log_start_offsets[self._tp] = log_start_offset
+                if store._checkpoints_open:
+                    store._log_start_checkpoint.write(dict(sorted(store._log_start_offsets.items())))
 
     def read_log_start_offset(self) -> int | None:
         """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
@@ -254,6 +257,7 @@ class Store:
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
         self.offsets_topic_partitions = offsets_topic_partitions
         self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
         self._closed = True  # until fully open
         self._dir_lock = None
         self._topics: dict[str, Topic] = {}
@@ -502,8 +506,9 @@ class Store:
                 os.rename(src, dst)
                 renamed.append(dst)
                 tp = TopicPartition(name, p)
-                self._recovery_points.pop(tp, None)
-                self._log_start_offsets.pop(tp, None)
+                with self._checkpoint_lock:
+                    self._recovery_points.pop(tp, None)
+                    self._log_start_offsets.pop(tp, None)
             checkpoints.fsync_dir(self.path)
             self._write_registry()
             self._write_checkpoints()
@@ -638,6 +643,9 @@ class Store:
                     checkpoints.uuid_from_kafka_str(entry["topic_id"]), create=False)
                 changed = True
             if changed:
+                if OFFSETS_TOPIC in self._topics:
+                    from .consumer import _OffsetsManager
+                    self._offsets = _OffsetsManager(self)  # replay the writer's commits
                 self._on_metadata_change()
             return changed
 
@@ -694,12 +702,15 @@ class Store:
                     out[(name, p)] = value
         return out
 
-    def _write_log_start_checkpoint(self) -> None:
-        self._log_start_checkpoint.write(dict(sorted(self._log_start_offsets.items())))
-
     def _write_checkpoints(self, *, from_logs: bool = True) -> None:
         """Write the four data-dir checkpoints. ``from_logs`` reads the live Logs first; after
-        they are closed the values they saved last are written."""
+        they are closed the values they saved last are written. Lock order: the metadata lock
+        (held by the caller), then Logs' locks, then the checkpoint lock; property reads of a
+        Log take no lock."""
+        with self._checkpoint_lock:
+            self._write_checkpoints_locked(from_logs)
+
+    def _write_checkpoints_locked(self, from_logs: bool) -> None:
         if from_logs:
             for name, topic in self._topics.items():
                 for p, log in enumerate(topic._logs):
