@@ -576,6 +576,7 @@ def run(ctx: BenchContext) -> PartResult:
             result.notes.append(f"{peer.label}: closing after (a) took {close.median:.3f} s "
                                 "(median), not counted in (a), as in peers.md.")
     seglog_peers = [p for p in peers if isinstance(p, Seglog) and p.backend_name == "native"]
+    result.notes += _sync_cost_notes(ctx, result, peers)
     others = [p for p in peers if not isinstance(p, Seglog)]
     if seglog_peers and others:
         result.tables.append(_targets(ctx, result, seglog_peers, others))
@@ -735,6 +736,28 @@ def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
                   f"ceiling {si(ctx.limits[WRITE_CEILING] / size)} rec/s", fmt_percent(fraction),
                   target.goal, target.verdict)
     return table
+
+
+def _sync_cost_notes(ctx: BenchContext, result: PartResult, peers: list[Peer]) -> list[str]:
+    """What one durable sync costs each peer: (1/rate_b - 1/rate_a) x records per sync."""
+    costs = {}
+    for peer in peers:
+        a = result.figures.get(f"{peer.label}.append")
+        b = result.figures.get(f"{peer.label}.append_sync1k")
+        if a and b and a.values and b.values:
+            costs[peer.label] = (1 / b.median - 1 / a.median) * SYNC_EVERY_RECORDS * 1e3
+    if not costs:
+        return []
+    cheapest = min(costs, key=costs.get)
+    out = [f"Cost of one durable sync, from (b) against (a): {cheapest} "
+           f"{costs[cheapest]:.2f} ms (the cheapest); " + ", ".join(
+               f"{label} {ms:.2f} ms" for label, ms in costs.items() if label != cheapest) + "."]
+    seg = costs.get("seglog native")
+    if seg is not None and seg > 2 * costs[cheapest]:
+        out.append(f"seglog's Segment.flush costs {seg / costs[cheapest]:.1f}x the cheapest "
+                   "sync: it fsyncs the .log and both index files, so (b) is bound by flush, "
+                   "not by the codec.")
+    return out
 
 
 def _mode(labels: list[str]) -> str:

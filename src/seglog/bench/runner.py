@@ -69,7 +69,7 @@ class Profile:
 
 
 PROFILES = {
-    "quick": Profile("quick", runs=3, records=50_000, article_records=200_000, article_runs=3,
+    "quick": Profile("quick", runs=3, records=50_000, article_records=100_000, article_runs=3,
                      pure_records=5_000, slow_peer_records=10_000, random_reads=20_000,
                      slow_random_reads=200,
                      sendfile_bytes=64 * MiB, limits_write_bytes=128 * MiB,

@@ -72,7 +72,8 @@ def run(ctx: BenchContext) -> PartResult:
         result.tables.append(_aiokafka_table(result, aiokafka))
     for (name, op), reason in sorted(skipped.items()):
         result.notes.append(f"{name} {op}: not available: {reason}")
-    result.notes.append("compaction: not available: neither backend has a cleaner yet.")
+    result.notes.append("compaction: not measured by this part yet (the cleaner works on a "
+                        "Log, above the backend interface these twins share).")
     result.notes += _sentences(result)
     result.charts.append({
         "title": "twins: records/s, native vs pure", "unit": "records/s", "log": True,
