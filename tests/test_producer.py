@@ -191,3 +191,29 @@ def test_store_close_flushes_producers(tmp_path, backend):
         producer.send("t", b"pending")
     with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
         assert [r.value for r in store.topic("t").log(0).records()] == [b"pending"]
+
+
+def test_send_batch_spreads_by_key_in_one_batch_per_partition(store):
+    store.create_topic("t", partitions=4)
+    producer = store.producer(linger_ms=60_000)
+    producer.send("t", b"first", key=b"user-0")  # waiting in an open batch
+    keys = [f"user-{i % 9}".encode() for i in range(100)]
+    values = [f"{i}".encode() for i in range(100)]
+    written = producer.send_batch("t", values, keys)
+    topic = store.topic("t")
+    first_partition = partition_for_key(b"user-0", 4)
+    for p in range(4):
+        expected = [(k, v) for k, v in zip(keys, values) if partition_for_key(k, 4) == p]
+        got = [(r.key, r.value) for r in topic.log(p).records()]
+        if p == first_partition:
+            assert got[0] == (b"user-0", b"first")  # order per partition kept
+            got = got[1:]
+        assert got == expected
+        if expected:
+            assert batches(topic.log(p))[-1][1] == len(expected)  # one batch
+            assert written[p][1] - written[p][0] + 1 == len(expected)
+    keyless = producer.send_batch("t", [b"a", b"b", b"c"])
+    assert len(keyless) == 1 and list(keyless.values())[0][1] - list(keyless.values())[0][0] == 2
+    assert producer.send_batch("t", [b"x"], partition=3) == {3: (topic.end_offsets()[3] - 1,) * 2}
+    with pytest.raises(InvalidRecordError):
+        producer.send_batch("t", [b"a"], keys=[b"k", b"l"])

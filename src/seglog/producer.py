@@ -63,6 +63,23 @@ class RecordMetadata(NamedTuple):
     timestamp_ms: int
 
 
+class _BatchResult:
+    """The outcome of one batch, shared by its records' futures (one Event per batch, not
+    per record): the first offset it got, or the error that failed it."""
+
+    __slots__ = ("event", "first_offset", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.first_offset = -1
+        self.error: BaseException | None = None
+
+    def complete(self, first_offset: int, error: BaseException | None = None) -> None:
+        self.first_offset = first_offset
+        self.error = error
+        self.event.set()
+
+
 class SendFuture:
     """The pending result of one :meth:`Producer.send`.
 
@@ -71,38 +88,32 @@ class SendFuture:
     the batch. Thread-safe.
     """
 
-    __slots__ = ("topic", "partition", "timestamp_ms", "_event", "_offset", "_error",
-                 "_producer")
+    __slots__ = ("topic", "partition", "timestamp_ms", "_batch", "_index")
 
-    def __init__(self, producer: "Producer", topic: str, partition: int, timestamp_ms: int):
+    def __init__(self, batch: _BatchResult, index: int, topic: str, partition: int,
+                 timestamp_ms: int):
         self.topic = topic
         self.partition = partition
         self.timestamp_ms = timestamp_ms
-        self._producer = producer
-        self._event = threading.Event()
-        self._offset = -1
-        self._error: BaseException | None = None
-
-    def _complete(self, offset: int, error: BaseException | None = None) -> None:
-        self._offset = offset
-        self._error = error
-        self._producer = None
-        self._event.set()
+        self._batch = batch
+        self._index = index  # the record's position in its batch
 
     def done(self) -> bool:
         """Whether the batch was written (or failed)."""
-        return self._event.is_set()
+        return self._batch.event.is_set()
 
     def result(self, timeout_ms: int | None = None) -> RecordMetadata:
         """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
         within ``linger_ms``) and return the record's :class:`RecordMetadata`. Raises the
         batch's error, or ``TimeoutError``."""
-        if not self._event.wait(None if timeout_ms is None else timeout_ms / 1000):
+        batch = self._batch
+        if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
             raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
                                f"{timeout_ms} ms")
-        if self._error is not None:
-            raise self._error
-        return RecordMetadata(self.topic, self.partition, self._offset, self.timestamp_ms)
+        if batch.error is not None:
+            raise batch.error
+        return RecordMetadata(self.topic, self.partition, batch.first_offset + self._index,
+                              self.timestamp_ms)
 
     @property
     def offset(self) -> int:
@@ -110,15 +121,17 @@ class SendFuture:
         return self.result().offset
 
     def __repr__(self) -> str:
-        state = "failed" if self._error else (f"offset={self._offset}" if self.done() else "pending")
+        batch = self._batch
+        state = ("pending" if not batch.event.is_set() else "failed" if batch.error
+                 else f"offset={batch.first_offset + self._index}")
         return f"SendFuture({self.topic}-{self.partition}, {state})"
 
 
 class _Batch:
-    """The open batch of one partition: column lists, the estimated size, the futures."""
+    """The open batch of one partition: column lists, the estimated size, its result."""
 
     __slots__ = ("tp", "values", "keys", "timestamps_ms", "headers", "has_keys", "has_headers",
-                 "size_bytes", "deadline", "futures")
+                 "size_bytes", "deadline", "result")
 
     def __init__(self, tp: TopicPartition, deadline: float):
         self.tp = tp
@@ -130,7 +143,7 @@ class _Batch:
         self.has_headers = False
         self.size_bytes = RECORD_BATCH_OVERHEAD
         self.deadline = deadline
-        self.futures: list[SendFuture] = []
+        self.result = _BatchResult()
 
 
 def _record_size_bytes(key, value, headers) -> int:
@@ -246,7 +259,7 @@ class Producer:
                 batch = None
             if batch is None:
                 batch = self._open_batch(tp)
-            future = SendFuture(self, topic, partition, timestamp_ms)
+            future = SendFuture(batch.result, len(batch.values), topic, partition, timestamp_ms)
             batch.values.append(value)
             batch.keys.append(key)
             batch.timestamps_ms.append(timestamp_ms)
@@ -254,13 +267,73 @@ class Producer:
             batch.has_keys |= key is not None
             batch.has_headers |= bool(header_list)
             batch.size_bytes += record_bytes
-            batch.futures.append(future)
             full = batch.size_bytes >= self.batch_size_bytes
             if sticky:
                 self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
             if full or self.linger_ms == 0:
                 self._write(batch)
             return future
+
+    def send_batch(self, topic: str, values, keys=None, *, partition: int | None = None,
+                   timestamps_ms=None) -> dict[int, tuple[int, int]]:
+        """Write many records at once, with no per-record future: the batch-first path.
+
+        ``values`` (and ``keys``, None or one per record) are sequences of bytes-like or None.
+        Records are spread as :meth:`send` would (explicit ``partition``; else murmur2 of
+        each key, computed for all keys at once; keyless records all go to the topic's
+        current sticky partition, or round robin when asked) and each partition's share is
+        appended at once as one RecordBatch, after any records already waiting there (order
+        per partition is kept). ``timestamps_ms``: None (now), an int, or one per record.
+        Returns ``{partition: (first_offset, last_offset)}``. Raises as :meth:`send`, and
+        the log's errors directly (nothing of a failed partition's share is written).
+        """
+        from .partitioner import partitions_for_keys
+
+        values = [_as_bytes_or_none(v, "value") for v in values]
+        count = len(values)
+        if count == 0:
+            return {}
+        if keys is not None:
+            keys = [_as_bytes_or_none(k, "key") for k in keys]
+            if len(keys) != count:
+                raise InvalidRecordError(f"{len(keys)} keys for {count} values")
+        topic_obj = self._store.topic(topic)
+        if topic_obj.config.compaction_enabled and (keys is None or None in keys):
+            raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
+                                     "without a key")
+        if timestamps_ms is None:
+            timestamps_ms = time.time_ns() // 1_000_000
+        if isinstance(timestamps_ms, int):
+            timestamps_ms = [timestamps_ms] * count
+        elif len(timestamps_ms) != count:
+            raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
+        with self._lock:
+            if self._closed:
+                raise IllegalStateError("Cannot send after the producer is closed.")
+            if partition is not None:
+                topic_obj.log(partition)
+                targets = [partition] * count
+            elif self.partitioner == "round_robin" or keys is None or None in keys:
+                targets = [self._choose_partition(topic_obj, None if keys is None else k)
+                           for k in (keys or [None] * count)]
+            else:
+                targets = partitions_for_keys(keys, topic_obj.partitions).tolist()
+            shares: dict[int, list[int]] = {}
+            for i, p in enumerate(targets):
+                shares.setdefault(p, []).append(i)
+            out = {}
+            for p, rows in sorted(shares.items()):
+                tp = TopicPartition(topic, p)
+                waiting = self._batches.get(tp)
+                if waiting is not None:
+                    error = self._write(waiting)
+                    if error is not None:
+                        self._errors.append(error)
+                out[p] = self._store.topic(topic).log(p).append_batch(
+                    [values[i] for i in rows],
+                    keys=None if keys is None else [keys[i] for i in rows],
+                    timestamps_ms=[timestamps_ms[i] for i in rows], compression=self.compression)
+            return out
 
     def _choose_partition(self, topic, key) -> int:
         if self.partitioner == "round_robin":
@@ -300,12 +373,12 @@ class Producer:
                 timestamps_ms=batch.timestamps_ms,
                 headers=batch.headers if batch.has_headers else None,
                 compression=self.compression)
-        except SeglogError as error:
-            for future in batch.futures:
-                future._complete(-1, error)
-            return error
-        for i, future in enumerate(batch.futures):
-            future._complete(first + i)
+        except BaseException as error:
+            batch.result.complete(-1, error)  # never leave a future waiting
+            if isinstance(error, SeglogError):
+                return error
+            raise
+        batch.result.complete(first)
         return None
 
     def flush(self, timeout_ms: int | None = None) -> None:
