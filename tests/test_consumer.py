@@ -407,3 +407,30 @@ def test_partition_that_moved_away_and_back_restarts_from_the_commit(store):
     b.close()
     # a owns both partitions again; its old position 3 of partition 0 is stale.
     assert a.position(("t", 0)) == 10
+
+
+def test_poll_columns_hands_out_numpy_columns(store):
+    fill(store, "t", 2, 30)
+    consumer = store.consumer("g", ["t"], auto_offset_reset="earliest")
+    first = consumer.poll(max_records=5)  # per-record poll, then columns from the position
+    got: dict = {}
+    for r in first:
+        got.setdefault(TP(r.topic, r.partition), []).append(r.offset)
+    total = len(first)
+    while True:
+        columns = consumer.poll_columns(max_records=16)
+        if not columns:
+            break
+        assert sum(len(c) for c in columns.values()) <= 16
+        for tp, c in columns.items():
+            assert c.offsets.dtype.kind == "i"
+            got.setdefault(tp, []).extend(int(o) for o in c.offsets)
+            assert c.value(0) == f"{tp.partition}-{int(c.offsets[0])}".encode()
+            total += len(c)
+    assert total == 60
+    assert got == {TP("t", 0): list(range(30)), TP("t", 1): list(range(30))}
+    assert consumer.position(("t", 0)) == 30
+    producer = store.producer(linger_ms=0)
+    threading.Timer(0.05, lambda: producer.send("t", b"late", partition=0)).start()
+    late = consumer.poll_columns(timeout_ms=5000)
+    assert [int(o) for o in late[TP("t", 0)].offsets] == [30]
