@@ -4,7 +4,8 @@ Back of the envelope (peers.md, this 2-vCPU machine): one 1,000 x 100 B batch is
 writing it to the page cache costs ~0.1-0.2 ms, encoding it costs what the codec costs (native
 ~20-50 us, pure a few ms). Per batch the Log adds a lock, a 61-byte header peek, the roll
 check and a snapshot publish: a few microseconds, so ``Log.append_batch`` should stay within
-10% of encoding the same batch and calling ``Segment.append`` directly (issue 3).
+10% of encoding the same batch and calling ``Segment.append`` directly (issue 3). A
+``Log.flush`` adds the two checkpoint files to the segment's fsync (~4 more fsyncs).
 
 Retention over 1,000 segments: deciding is a walk over segment attributes (~1 us each, ~1 ms);
 deleting renames 3 files per segment (~10-20 us each on ext4) plus one checkpoint write (two
@@ -37,45 +38,84 @@ def _backend(backend_name):
 
 
 def test_log_append_batch(benchmark, tmp_path, backend_name, values):
-    """``Log.append_batch`` x 64 then ``flush`` (encode + roll check + append + fsync)."""
+    """``Log.append_batch`` x 64 (encode + roll check + append, page cache only)."""
     be = _backend(backend_name)
-    benchmark.group = f"append {BATCHES} batches of 1,000 x 100 B + fsync"
+    benchmark.group = f"append {BATCHES} batches of 1,000 x 100 B (page cache)"
     counter = itertools.count()
+    opened = []
 
     def setup():
         log = Log.open(tmp_path / f"l{next(counter)}-0", backend=backend_name)
+        opened.append(log)
         return (log,), {}
 
     def append(log):
         for _ in range(BATCHES):
             log.append_batch(values, timestamps_ms=1)
-        log.flush()
-        log.close()
 
-    benchmark.pedantic(append, setup=setup, rounds=5)
+    benchmark.pedantic(append, setup=setup, rounds=7)
     benchmark.extra_info["records_per_round"] = BATCHES * len(values)
-    assert be.name == backend_name
+    assert be.name == backend_name and opened[0].end_offset == BATCHES * len(values)
+    for log in opened:
+        log.close()
 
 
 def test_segment_append_same_batches(benchmark, tmp_path, backend_name, values):
-    """The baseline: ``encode_batch`` + ``Segment.append`` x 64 then ``flush``."""
+    """The baseline: ``encode_batch`` + ``Segment.append`` x 64 (page cache only)."""
     be = _backend(backend_name)
-    benchmark.group = f"append {BATCHES} batches of 1,000 x 100 B + fsync"
+    benchmark.group = f"append {BATCHES} batches of 1,000 x 100 B (page cache)"
     counter = itertools.count()
+    opened = []
 
     def setup():
         path = tmp_path / f"s{next(counter)}"
         path.mkdir()
-        return (be.Segment.open(str(path), 0, create=True),), {}
+        opened.append(be.Segment.open(str(path), 0, create=True))
+        return (opened[-1],), {}
 
     def append(segment):
         for _ in range(BATCHES):
             segment.append(be.encode_batch(values, timestamps_ms=1,
                                            base_offset=segment.next_offset))
-        segment.flush()
+
+    benchmark.pedantic(append, setup=setup, rounds=7)
+    for segment in opened:
         segment.close()
 
-    benchmark.pedantic(append, setup=setup, rounds=5)
+
+def test_log_flush(benchmark, tmp_path, backend_name, values):
+    """``Log.flush`` after 64 batches: segment fsync plus the two checkpoint files
+    (write-temp, fsync, rename, fsync dir each): expect the segment's fsync + ~4 fsyncs."""
+    be = _backend(backend_name)
+    benchmark.group = f"fsync after {BATCHES} batches"
+    counter = itertools.count()
+    raw = be.encode_batch(values, timestamps_ms=1)
+
+    def setup():
+        log = Log.open(tmp_path / f"f{next(counter)}-0", backend=backend_name)
+        for _ in range(BATCHES):
+            log.append_raw(raw)
+        return (log,), {}
+
+    benchmark.pedantic(lambda log: log.flush(), setup=setup, rounds=5)
+
+
+def test_segment_flush(benchmark, tmp_path, backend_name, values):
+    """The baseline: ``Segment.flush`` after the same 64 batches."""
+    be = _backend(backend_name)
+    benchmark.group = f"fsync after {BATCHES} batches"
+    counter = itertools.count()
+    raw = be.encode_batch(values, timestamps_ms=1)
+
+    def setup():
+        path = tmp_path / f"g{next(counter)}"
+        path.mkdir()
+        segment = be.Segment.open(str(path), 0, create=True)
+        for _ in range(BATCHES):
+            segment.append(raw)
+        return (segment,), {}
+
+    benchmark.pedantic(lambda segment: segment.flush(), setup=setup, rounds=5)
 
 
 def test_log_append_raw(benchmark, tmp_path, backend_name, values):

@@ -252,11 +252,13 @@ class Log:
               now_ms: int, state: PartitionState | None, auto_high_watermark: bool) -> None:
         self._dir = dir_path
         self._config = config
+        self._roll_ms = self._max_segment_ms()
         self._be = get_backend(backend)
         self._read_only = read_only
         self._auto_hw = auto_high_watermark
         self._lock = threading.RLock()
         self._data_cond = threading.Condition(self._lock)
+        self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
         self._closed = False
         self._dir_lock: DirectoryLock | None = None
         self._state = state if state is not None else PartitionDirState(dir_path)
@@ -426,6 +428,7 @@ class Log:
         exist keep their index sizes; new segments use the new values."""
         with self._lock:
             self._config = config
+            self._roll_ms = self._max_segment_ms()
 
     # --- internal state --------------------------------------------------------------------------
 
@@ -647,17 +650,24 @@ class Log:
                 f"({self._config.segment_bytes})")
         with self._lock:
             self._check_writable()
+            config = self._config
             view = self._view
             segments = self._maybe_roll(view, size, record_count, max_timestamp, now_ms)
-            active = segments.last()
+            active = segments._segments[-1]
             result = active.append(data)
             end = result.last_offset + 1
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
-            self._publish(segments, view.start_offset, end)
-            if (end - self._recovery_point >= self._config.flush_messages
-                    or now_ms - self._last_flush_ms >= self._config.flush_ms):
+            if self._auto_hw:  # the hot path of _publish
+                position = active.size_bytes
+                self._view = _View(segments, view.start_offset, end, position, end,
+                                   active.base_offset, position)
+            else:
+                self._publish(segments, view.start_offset, end)
+            if (end - self._recovery_point >= config.flush_messages
+                    or now_ms - self._last_flush_ms >= config.flush_ms):
                 self._flush_locked(now_ms, checkpoint=False)
-            self._data_cond.notify_all()
+            if self._waiters:
+                self._data_cond.notify_all()
             return result.first_offset, result.last_offset
 
     # --- rolling ---------------------------------------------------------------------------------
@@ -678,7 +688,7 @@ class Log:
             waited_ms = max_timestamp - first
         else:
             waited_ms = now_ms - self._created_ms.get(active.base_offset, now_ms)
-        if waited_ms > self._max_segment_ms() - self._jitter_ms.get(active.base_offset, 0):
+        if waited_ms > self._roll_ms - self._jitter_ms.get(active.base_offset, 0):
             return "time"
         return None
 
@@ -958,11 +968,15 @@ class Log:
         """
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
         with self._data_cond:
-            while not self._closed and self._view.high_watermark <= offset:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._data_cond.wait(remaining)
+            self._waiters += 1
+            try:
+                while not self._closed and self._view.high_watermark <= offset:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._data_cond.wait(remaining)
+            finally:
+                self._waiters -= 1
             return self._view.high_watermark > offset
 
     def update_high_watermark(self, offset: int) -> int:
