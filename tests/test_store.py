@@ -304,3 +304,26 @@ def test_apply_retention_on_every_partition(tmp_path, backend):
         assert topic.start_offsets()[0] == topic.end_offsets()[0] == 10  # end offset unchanged
         assert store.topic("kept").start_offsets() == {0: 0}
     assert "old 0 10" in read_text(tmp_path / "log-start-offset-checkpoint")
+
+
+def test_missing_partition_dir_is_recreated_and_foreign_partition_refused(tmp_path, backend):
+    import shutil
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t", partitions=2)
+        other = store.create_topic("u")
+        other_id = other.topic_id
+    shutil.rmtree(tmp_path / "t-1")
+    with open_store(tmp_path, backend) as store:
+        t = store.topic("t")
+        assert t.partitions == 2 and t.end_offsets() == {0: 0, 1: 0}
+        assert t.topic_id in read_text(tmp_path / "t-1" / "partition.metadata")
+    # A partition directory whose partition.metadata names another topic's id is refused.
+    mine = tmp_path / "t-0" / "partition.metadata"
+    saved = mine.read_bytes()
+    shutil.copy(tmp_path / "u-0" / "partition.metadata", mine)
+    from seglog.errors import CorruptCheckpointError
+    with pytest.raises(CorruptCheckpointError, match=other_id):
+        open_store(tmp_path, backend)
+    mine.write_bytes(saved)
+    with open_store(tmp_path, backend) as store:  # the failed open released every lock
+        assert store.topics() == ["t", "u"]

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from . import checkpoints, filenames
 from .config import LogConfig
 from .errors import (
+    CorruptCheckpointError,
     InvalidConfigError,
     InvalidTopicError,
     LogClosedError,
@@ -313,6 +314,8 @@ class Store:
         found = self._scan_partition_dirs()
         self._closed = False
         for name in sorted(set(registry) | set(found)):
+            if self.read_only and name not in found:
+                continue  # the writer is deleting it
             entry = registry.get(name, {})
             partitions = max(entry.get("partitions", 0), max(found.get(name, [-1])) + 1)
             topic_id = entry.get("topic_id")
@@ -370,11 +373,9 @@ class Store:
         except FileNotFoundError:
             return {}
         except ValueError as e:
-            from .errors import CorruptCheckpointError
             raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
         if not isinstance(data, dict) or data.get("version") != TOPICS_FILE_VERSION \
                 or not isinstance(data.get("topics"), dict):
-            from .errors import CorruptCheckpointError
             raise CorruptCheckpointError(f"{path}: unknown format", path=path)
         return data["topics"]
 
@@ -395,19 +396,23 @@ class Store:
             for p in range(partitions):
                 tp = TopicPartition(name, p)
                 dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
-                if create:
-                    os.makedirs(dir_path, exist_ok=False)
+                if not self.read_only:
+                    os.makedirs(dir_path, exist_ok=not create)
+                elif not os.path.isdir(dir_path):
+                    raise UnknownTopicOrPartitionError(f"partition directory {dir_path} is missing")
                 metadata = checkpoints.PartitionMetadataFile(
                     os.path.join(dir_path, filenames.PARTITION_METADATA))
-                if os.path.isdir(dir_path):
-                    found_id = metadata.read()
-                    if topic_id is None:
-                        topic_id = found_id
-                    if found_id is None and not self.read_only:
-                        topic_id = topic_id or checkpoints.new_kafka_uuid()
-                        metadata.write(topic_id)
-                elif self.read_only:
-                    raise UnknownTopicOrPartitionError(f"partition directory {dir_path} is missing")
+                found_id = metadata.read()
+                if found_id is not None and topic_id is not None and found_id != topic_id:
+                    # Kafka: InconsistentTopicIdException; the partition belongs elsewhere.
+                    raise CorruptCheckpointError(
+                        f"{metadata.path} names topic id "
+                        f"{checkpoints.uuid_to_kafka_str(found_id)}, but topic {name!r} has id "
+                        f"{checkpoints.uuid_to_kafka_str(topic_id)}", path=metadata.path)
+                topic_id = topic_id or found_id
+                if found_id is None and not self.read_only:
+                    topic_id = topic_id or checkpoints.new_kafka_uuid()
+                    metadata.write(topic_id)
                 log = Log.open(dir_path, config=config, backend=self.backend,
                                read_only=self.read_only, state=_StorePartitionState(self, tp))
                 logs.append(log)
