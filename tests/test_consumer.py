@@ -434,3 +434,21 @@ def test_poll_columns_hands_out_numpy_columns(store):
     threading.Timer(0.05, lambda: producer.send("t", b"late", partition=0)).start()
     late = consumer.poll_columns(timeout_ms=5000)
     assert [int(o) for o in late[TP("t", 0)].offsets] == [30]
+
+
+def test_expire_offsets_of_empty_groups(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        fill(store, "t", 1, 3)
+        old = store.consumer("old", ["t"], auto_offset_reset="earliest")
+        old.commit({("t", 0): 1})
+        old.close()
+        live = store.consumer("live", ["t"], auto_offset_reset="earliest")
+        live.commit({("t", 0): 2})
+        now = int(time.time() * 1000)
+        assert store.expire_offsets(now_ms=now, retention_ms=60_000) == {}
+        removed = store.expire_offsets(now_ms=now + 120_000, retention_ms=60_000)
+        assert removed == {"old": [TP("t", 0)]}  # the live group keeps its offsets
+        assert store.group("old").committed(("t", 0)) is None
+        assert store.group("live").committed(("t", 0)) == 2
+    with open_store(tmp_path, backend) as store:
+        assert store.groups() == ["live"]

@@ -200,6 +200,20 @@ class _OffsetsManager:
         if not group:
             del self._offsets[group_id]
 
+    def expire(self, now_ms: int, retention_ms: int, active_groups: set[str]) -> dict:
+        """Tombstone the commits older than ``retention_ms`` of groups without members
+        (Kafka's offsets expiration); returns ``{group: [TopicPartition, ...]}`` removed."""
+        removed = {}
+        for group_id, offsets in list(self._offsets.items()):
+            if group_id in active_groups:
+                continue
+            doomed = {tp: None for tp, om in offsets.items()
+                      if om.commit_timestamp_ms + retention_ms <= now_ms}
+            if doomed:
+                self.commit(group_id, doomed)
+                removed[group_id] = sorted(doomed)
+        return removed
+
     def delete_topic_offsets(self, topic_name: str) -> None:
         """Tombstone every group's committed offsets of ``topic_name`` (Kafka's coordinator
         does this when a topic is deleted)."""

@@ -74,6 +74,8 @@ TOPIC_PARTITIONS_MAX = 10000
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
                         "compression.type": "producer"}
 _DEFAULT_NODE_ID = 1
+#: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
+OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
 
 class TopicPartition(NamedTuple):
@@ -685,6 +687,21 @@ class Store:
                 if not stats.skipped:
                     out[tp] = stats
         return out
+
+    def expire_offsets(self, *, now_ms: int | None = None,
+                       retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT) -> dict:
+        """Delete (with tombstones) the committed offsets that are ``retention_ms`` old, of
+        groups that have no members (Kafka's ``offsets.retention.minutes``, 7 days, checked by
+        the coordinator every ``offsets.retention.check.interval.ms``). Returns ``{group_id:
+        [TopicPartition, ...]}`` of what was removed. Raises ReadOnlyError."""
+        import time as _time
+        now = _time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
+        with self._lock:
+            self._check_writable()
+            if OFFSETS_TOPIC not in self._topics:
+                return {}
+            active = {g for g, group in self._groups.items() if group.members()}
+            return self._offsets_manager().expire(now, retention_ms, active)
 
     # --- durability ------------------------------------------------------------------------
 
