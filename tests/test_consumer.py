@@ -452,3 +452,16 @@ def test_expire_offsets_of_empty_groups(tmp_path, backend):
         assert store.group("live").committed(("t", 0)) == 2
     with open_store(tmp_path, backend) as store:
         assert store.groups() == ["live"]
+
+
+def test_small_polls_walk_one_read_in_order(store):
+    t = store.create_topic("t")
+    t.log(0).append_batch([str(i).encode() for i in range(500)])  # one batch, one read
+    consumer = store.consumer("g", ["t"], auto_offset_reset="earliest")
+    offsets = []
+    for _ in range(167):
+        offsets += [r.offset for r in consumer.poll(max_records=3)]
+        if len(offsets) == 100:
+            consumer.seek(("t", 0), 400)  # a seek drops what the read decoded
+    assert offsets == list(range(100)) + list(range(400, 500))
+    assert consumer.position(("t", 0)) == 500

@@ -400,12 +400,18 @@ class _PartitionState:
     """A consumer's state for one assigned partition: its position and decoded records of
     the last read not yet returned (Kafka's CompletedFetch)."""
 
-    __slots__ = ("position", "buffered", "buffered_next_offset")
+    __slots__ = ("position", "buffered", "buffered_index", "buffered_next_offset")
 
     def __init__(self) -> None:
         self.position: int | None = None
-        self.buffered: list = []  # records with offset >= position, in order
+        self.buffered: list = []  # decoded records of the last read, in order
+        self.buffered_index = 0  # buffered[buffered_index:] are not handed out yet
         self.buffered_next_offset = -1  # offset after the read the buffer came from
+
+    def clear(self) -> None:
+        """Forget the buffered records (after a seek)."""
+        self.buffered = []
+        self.buffered_index = 0
 
 
 class Consumer:
@@ -608,7 +614,7 @@ class Consumer:
             raise ValueError(f"seek offset must not be a negative number, got {offset!r}")
         _tp, state = self._state(tp)
         state.position = offset
-        state.buffered = []
+        state.clear()
 
     def seek_to_beginning(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
         """Seek ``partitions`` (default: all assigned) to their log start offsets."""
@@ -625,7 +631,7 @@ class Consumer:
         for tp in tps:
             _tp, state = self._state(tp)
             state.position = where(self._store.log(tp))
-            state.buffered = []
+            state.clear()
 
     def beginning_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
         """``{tp: log start offset}`` of any partitions (assigned or not)."""
@@ -695,20 +701,27 @@ class Consumer:
                 if batch.is_control or batch.last_offset < state.position:
                     continue
                 records.extend(r for r in batch.records() if r.offset >= state.position)
-            state.buffered = records
+            state.buffered, state.buffered_index = records, 0
             state.buffered_next_offset = result.next_offset
             if not records:
                 # Only control batches or compacted-away offsets: step over them.
                 state.position = max(state.position, result.next_offset)
                 return
-        taken = state.buffered[:wanted]
-        del state.buffered[:wanted]
+        # Hand out from the buffer by index: slicing off its head each poll would make
+        # small max_records quadratic in the records of one read.
+        start = state.buffered_index
+        taken = state.buffered[start:start + wanted]
+        state.buffered_index = start + len(taken)
         topic, partition = tp
         out.extend(ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
                                   r.headers) for r in taken)
-        # The whole read consumed: continue after it (skips gaps and control batches).
-        state.position = state.buffered_next_offset if not state.buffered \
-            else taken[-1].offset + 1
+        if state.buffered_index >= len(state.buffered):
+            # The whole read consumed: continue after it (skips gaps and control batches).
+            state.buffered = []
+            state.buffered_index = 0
+            state.position = state.buffered_next_offset
+        else:
+            state.position = taken[-1].offset + 1
 
     def poll_columns(self, max_records: int | None = None, timeout_ms: int = 0) -> dict:
         """Like :meth:`poll`, but as numpy columns with no per-record Python objects:
@@ -748,7 +761,7 @@ class Consumer:
             log.refresh()
         if state.position is None:
             state.position = self._initial_position(tp)
-        state.buffered = []  # records poll() decoded are re-read as columns from the position
+        state.clear()  # records poll() decoded are re-read as columns from the position
         if log.start_offset <= state.position and state.position >= log.high_watermark:
             return None
         try:
