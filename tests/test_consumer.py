@@ -465,3 +465,14 @@ def test_small_polls_walk_one_read_in_order(store):
             consumer.seek(("t", 0), 400)  # a seek drops what the read decoded
     assert offsets == list(range(100)) + list(range(400, 500))
     assert consumer.position(("t", 0)) == 500
+
+
+def test_poll_across_partitions_sees_direct_log_appends(store):
+    fill(store, "t", 3, 0)
+    consumer = store.consumer("g", ["t"], auto_offset_reset="earliest")
+    log = store.topic("t").log(1)
+    threading.Timer(0.05, lambda: log.append(b"direct")).start()  # no Producer to signal
+    started = time.monotonic()
+    records = consumer.poll(timeout_ms=5000)
+    assert [(r.partition, r.value) for r in records] == [(1, b"direct")]
+    assert time.monotonic() - started < 2

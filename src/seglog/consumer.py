@@ -64,9 +64,9 @@ MAX_PARTITION_FETCH_BYTES_DEFAULT = 1024 * 1024
 AUTO_OFFSET_RESET_DEFAULT = "latest"
 AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
 ASSIGNMENT_STRATEGY_DEFAULT = "range"
-#: Longest wait of one poll when several partitions are assigned and no producer of this store
-#: signals: appends made straight on a Log (not through a Producer) are noticed within this.
-_MULTI_PARTITION_WAIT_SLICE_MS = 10
+#: Longest wait of one poll round when several partitions are assigned and no Producer of this
+#: store signals: appends made straight on a Log, or by another process, are seen within this.
+_WAIT_SLICE_MS = 20
 #: Largest metadata string of a commit (Kafka's ``offset.metadata.max.bytes``).
 OFFSET_METADATA_BYTES_MAX = 4096
 
@@ -191,6 +191,7 @@ class _OffsetsManager:
             values.append(value)
             timestamps.append(now)
         topic.log(partition).append_batch(values, keys=keys, timestamps_ms=timestamps)
+        store._notify_data()
         group = self._offsets.setdefault(group_id, {})
         for tp, om in offsets.items():
             if om is None:
@@ -662,11 +663,12 @@ class Consumer:
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             self._sync()
+            data_seq = self._store._data_seq
             records = self._fetch(max_records)
             remaining_s = deadline - time.monotonic()
             if records or remaining_s <= 0:
                 return records
-            self._wait(remaining_s)
+            self._wait(remaining_s, data_seq)
 
     def _fetch(self, max_records: int) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
@@ -738,6 +740,7 @@ class Consumer:
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             self._sync()
+            data_seq = self._store._data_seq
             out = {}
             wanted = max_records
             tps = list(self._partitions)
@@ -753,7 +756,7 @@ class Consumer:
             remaining_s = deadline - time.monotonic()
             if out or remaining_s <= 0:
                 return out
-            self._wait(remaining_s)
+            self._wait(remaining_s, data_seq)
 
     def _fetch_columns(self, tp: TopicPartition, state: _PartitionState, wanted: int):
         log = self._store.log(tp)
@@ -779,32 +782,30 @@ class Consumer:
         state.position = int(columns.offsets[-1]) + 1
         return columns
 
-    def _wait(self, remaining_s: float) -> None:
-        """Block until a record may be readable, the group rebalances, or ``remaining_s``."""
+    def _wait(self, remaining_s: float, data_seq: int) -> None:
+        """Block until a record may be readable, the group rebalances, or ``remaining_s``.
+
+        ``data_seq`` is the store's append counter read before the fetch that found nothing,
+        so an append in between is never missed."""
         waiting = []
         for tp, state in self._partitions.items():
             if state.position is None or state.buffered:
                 return  # something to look up or hand out: go round again
             waiting.append((self._store.log(tp), state.position))
-        timeout_ms = max(1, int(remaining_s * 1000))
         if not waiting:
             if self._group is not None and self._member_id is not None:
                 self._group._wait_for_change(self._generation_id, remaining_s)
             else:
-                time.sleep(remaining_s)  # nothing assigned and no group to wake us
+                self._store._wait_for_data(data_seq, remaining_s)
             return
         if len(waiting) == 1 and not waiting[0][0].read_only:
             log, position = waiting[0]
-            log.wait_for_data(position, timeout_ms)
+            log.wait_for_data(position, max(1, int(remaining_s * 1000)))
             return
-        # Several partitions (or a follower of another process): a Log can only be waited on
-        # one at a time, so wait on each in short slices.
-        slice_ms = max(1, min(timeout_ms, _MULTI_PARTITION_WAIT_SLICE_MS) // len(waiting))
-        for log, position in waiting:
-            if log.read_only:
-                log.refresh()
-            if log.wait_for_data(position, slice_ms):
-                return
+        # Several partitions: a Log is waited on one at a time, so wait on the store's append
+        # counter, which Producers of this store bump after every batch. Appends made straight
+        # on a Log, or by another process (read-only followers), are seen at the next slice.
+        self._store._wait_for_data(data_seq, min(remaining_s, _WAIT_SLICE_MS / 1000))
 
     # --- commits ---------------------------------------------------------------------------------
 

@@ -333,6 +333,7 @@ class Producer:
                     [values[i] for i in rows],
                     keys=None if keys is None else [keys[i] for i in rows],
                     timestamps_ms=[timestamps_ms[i] for i in rows], compression=self.compression)
+                self._store._notify_data()
             return out
 
     def _choose_partition(self, topic, key) -> int:
@@ -379,6 +380,7 @@ class Producer:
                 return error
             raise
         batch.result.complete(first)
+        self._store._notify_data()
         return None
 
     def flush(self, timeout_ms: int | None = None) -> None:

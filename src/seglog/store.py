@@ -261,6 +261,10 @@ class Store:
         self.offsets_topic_partitions = offsets_topic_partitions
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
+        # Bumped by Producers after every append, so a consumer of several partitions can
+        # wait for any of them on one condition (a Log's own condition covers one partition).
+        self._data_cond = threading.Condition(threading.Lock())
+        self._data_seq = 0
         self._closed = True  # until fully open
         self._dir_lock = None
         self._topics: dict[str, Topic] = {}
@@ -566,6 +570,18 @@ class Store:
                 from .consumer import _OffsetsManager
                 self._offsets = _OffsetsManager(self)
             return self._offsets
+
+    def _notify_data(self) -> None:
+        """Records were appended through this store: wake consumers waiting for any."""
+        with self._data_cond:
+            self._data_seq += 1
+            self._data_cond.notify_all()
+
+    def _wait_for_data(self, seq: int, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` unless the append counter moved past ``seq``."""
+        with self._data_cond:
+            if self._data_seq == seq and timeout_s > 0:
+                self._data_cond.wait(timeout_s)
 
     def _on_metadata_change(self) -> None:
         for group in list(self._groups.values()):
