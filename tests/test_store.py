@@ -169,6 +169,8 @@ def test_create_topic_errors(tmp_path, backend):
             store.create_topic("x", config={"retention.msec": "1"})
         with pytest.raises(InvalidConfigError):
             store.create_topic("y", config={"retention.ms": "soon"})
+        with pytest.raises(InvalidConfigError, match="Unknown topic config"):
+            store.create_topic("y", config={"log.cleaner.dedupe.buffer.size": "4194304"})
         with pytest.raises(ValueError):
             store.create_topic("z", partitions=0)
         assert store.topics() == ["a.b"]

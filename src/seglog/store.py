@@ -44,7 +44,7 @@ import weakref
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import checkpoints, filenames
-from .config import LogConfig
+from .config import TOPIC_CONFIG_NAMES, LogConfig
 from .errors import (
     CorruptCheckpointError,
     InvalidConfigError,
@@ -121,6 +121,10 @@ def _as_config(config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
     if not isinstance(config, Mapping):
         raise InvalidConfigError(f"config must be a LogConfig or a mapping, got "
                                  f"{type(config).__name__}")
+    for name in config:
+        if isinstance(name, str) and "." in name and name not in TOPIC_CONFIG_NAMES:
+            # Kafka's CreateTopics refuses broker settings and unknown names alike.
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
     return LogConfig.from_dict(config)
 
 
