@@ -329,3 +329,15 @@ def test_missing_partition_dir_is_recreated_and_foreign_partition_refused(tmp_pa
     mine.write_bytes(saved)
     with open_store(tmp_path, backend) as store:  # the failed open released every lock
         assert store.topics() == ["t", "u"]
+
+
+def test_delete_topic_with_the_longest_name(tmp_path, backend):
+    from seglog.store import _delete_dir_name
+    name = "x" * 249
+    assert len(_delete_dir_name(name, 12345)) == 255
+    assert _delete_dir_name("t", 3).startswith("t-3.") and _delete_dir_name("t", 3).endswith("-delete")
+    with open_store(tmp_path, backend) as store:
+        store.create_topic(name).log(0).append(b"v")
+        store.delete_topic(name)
+        assert store.topics() == []
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("xxx")]

@@ -108,6 +108,13 @@ def validate_topic_name(name: str) -> None:
                                 "other than ASCII alphanumerics, '.', '_' and '-'")
 
 
+def _delete_dir_name(topic: str, partition: int) -> str:
+    """Kafka's ``LocalLog.logDeleteDirName``: ``<topic>-<partition>.<uuid hex>-delete``, the
+    topic cut short so that the name fits 255 bytes."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
+    return topic[:min(len(topic), 255 - len(suffix))] + suffix
+
+
 def _collision_key(name: str) -> str:
     # Kafka's Topic.unifyCollisionChars: '.' and '_' collide in metric names.
     return name.replace(".", "_")
@@ -517,7 +524,7 @@ class Store:
             for p, log in enumerate(topic._logs):
                 log.close()
                 src = os.path.join(self.path, filenames.partition_dir_name(name, p))
-                dst = f"{src}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
+                dst = os.path.join(self.path, _delete_dir_name(name, p))
                 os.rename(src, dst)
                 renamed.append(dst)
                 tp = TopicPartition(name, p)
