@@ -217,3 +217,26 @@ def test_send_batch_spreads_by_key_in_one_batch_per_partition(store):
     assert producer.send_batch("t", [b"x"], partition=3) == {3: (topic.end_offsets()[3] - 1,) * 2}
     with pytest.raises(InvalidRecordError):
         producer.send_batch("t", [b"a"], keys=[b"k", b"l"])
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "lz4"])
+def test_kafka_python_reads_what_the_producer_wrote(store, compression):
+    kafka_record = pytest.importorskip("kafka.record")
+    store.create_topic("t", partitions=2)
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=500, compression=compression)
+    sent = {0: [], 1: []}
+    for i in range(60):
+        key = f"k{i % 7}".encode()
+        future = producer.send("t", f"value-{i}".encode(), key=key, headers=[("i", str(i).encode())])
+        sent[future.partition].append((key, f"value-{i}".encode(), [("i", str(i).encode())]))
+    producer.flush()
+    for p in range(2):
+        log = store.topic("t").log(p)
+        with open(log.segments[0].log_path, "rb") as f:
+            records = kafka_record.MemoryRecords(f.read())
+        got, offsets = [], []
+        while (batch := records.next_batch()) is not None:
+            for record in batch:
+                offsets.append(record.offset)
+                got.append((record.key, record.value, list(record.headers)))
+        assert got == sent[p] and offsets == list(range(len(sent[p])))
