@@ -476,3 +476,26 @@ def test_poll_across_partitions_sees_direct_log_appends(store):
     records = consumer.poll(timeout_ms=5000)
     assert [(r.partition, r.value) for r in records] == [(1, b"direct")]
     assert time.monotonic() - started < 2
+
+
+def test_group_administration(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        fill(store, "t", 2, 5)
+        group = store.group("g")
+        group.alter_offsets({("t", 0): 3, ("t", 1): OffsetAndMetadata(4, "set by admin")})
+        member = store.consumer("g", ["t"], auto_offset_reset="none")
+        assert {tp: member.position(tp) for tp in member.assignment()} == {TP("t", 0): 3,
+                                                                           TP("t", 1): 4}
+        with pytest.raises(CommitFailedError):
+            group.alter_offsets({("t", 0): 0})  # not while the group has members
+        with pytest.raises(IllegalStateError):
+            group.delete_offsets([("t", 0)])
+        with pytest.raises(IllegalStateError):
+            store.delete_group("g")
+        member.close()
+        group.delete_offsets([("t", 0)])
+        assert group.committed(("t", 0)) is None and group.committed(("t", 1)) == 4
+        store.delete_group("g")
+        assert store.groups() == []
+    with open_store(tmp_path, backend) as store:
+        assert store.groups() == []

@@ -119,6 +119,14 @@ def _as_tp(tp: Any) -> TopicPartition:
     return TopicPartition(topic, partition)
 
 
+def _check_offset(tp: TopicPartition, om: OffsetAndMetadata) -> None:
+    if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
+        raise ValueError(f"offset to commit for {tp} must be an int >= 0, got {om.offset!r}")
+    if len(om.metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
+        raise ValueError(f"metadata for {tp} is longer than {OFFSET_METADATA_BYTES_MAX} bytes "
+                         "(OFFSET_METADATA_TOO_LARGE)")
+
+
 # --- committed offsets: the __consumer_offsets topic -------------------------------------------
 
 
@@ -286,6 +294,34 @@ class ConsumerGroup:
     def committed_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Every committed offset of the group."""
         return self._store._offsets_manager().all_committed(self.group_id)
+
+    # --- administration (Kafka's AdminClient group calls) ---------------------------------------
+
+    def alter_offsets(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]) -> None:
+        """Set committed offsets from outside the group (Kafka's ``alterConsumerGroupOffsets``):
+        allowed only while the group has no members, else :class:`CommitFailedError`.
+        Raises ``ValueError`` for a negative offset, UnknownTopicOrPartitionError."""
+        parsed = {}
+        for tp, value in offsets.items():
+            tp = _as_tp(tp)
+            om = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+            _check_offset(tp, om)
+            self._store.log(tp)
+            parsed[tp] = om
+        self._commit(None, -1, parsed)
+
+    def delete_offsets(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Delete committed offsets (tombstones; Kafka's ``deleteConsumerGroupOffsets``). Refused
+        with :class:`IllegalStateError` for a partition of a topic a member subscribes to
+        (Kafka: GROUP_SUBSCRIBED_TO_TOPIC)."""
+        with self._store._lock:
+            tps = [_as_tp(tp) for tp in partitions]
+            subscribed = {t for m in self._members.values() for t in m.topics}
+            busy = sorted(tp for tp in tps if tp.topic in subscribed)
+            if busy:
+                raise IllegalStateError(f"group {self.group_id!r} is subscribed to the topics of "
+                                        f"{busy} (GROUP_SUBSCRIBED_TO_TOPIC)")
+            self._store._offsets_manager().commit(self.group_id, {tp: None for tp in tps})
 
     # --- membership (called by Consumer) ------------------------------------------------------
 
@@ -841,12 +877,7 @@ class Consumer:
                     om = OffsetAndMetadata(value[0], value[1])
                 else:
                     om = OffsetAndMetadata(value)
-                if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
-                    raise ValueError(f"offset to commit for {tp} must be an int >= 0, got "
-                                     f"{om.offset!r}")
-                if len(om.metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
-                    raise ValueError(f"metadata for {tp} is longer than "
-                                     f"{OFFSET_METADATA_BYTES_MAX} bytes (OFFSET_METADATA_TOO_LARGE)")
+                _check_offset(tp, om)
                 self._store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
                 to_commit[tp] = om
         generation = self._generation_id if self._member_id is not None else -1

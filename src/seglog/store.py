@@ -637,6 +637,21 @@ class Store:
                 self._groups[group_id] = group
             return group
 
+    def delete_group(self, group_id: str) -> None:
+        """Delete a group's committed offsets (Kafka's DeleteGroups). Refused with
+        :class:`IllegalStateError` while the group has members (NON_EMPTY_GROUP)."""
+        from .errors import IllegalStateError
+        with self._lock:
+            self._check_writable()
+            group = self._groups.get(group_id)
+            if group is not None and group.members():
+                raise IllegalStateError(f"The group {group_id!r} is not empty (NON_EMPTY_GROUP)")
+            if OFFSETS_TOPIC in self._topics:
+                manager = self._offsets_manager()
+                doomed = {tp: None for tp in manager.all_committed(group_id)}
+                manager.commit(group_id, doomed)
+            self._groups.pop(group_id, None)
+
     def groups(self) -> list[str]:
         """Ids of the groups with members or committed offsets, sorted."""
         with self._lock:
