@@ -227,7 +227,8 @@ def test_kafka_python_reads_what_the_producer_wrote(store, compression):
     sent = {0: [], 1: []}
     for i in range(60):
         key = f"k{i % 7}".encode()
-        future = producer.send("t", f"value-{i}".encode(), key=key, headers=[("i", str(i).encode())])
+        headers = [("i", str(i).encode())]
+        future = producer.send("t", f"value-{i}".encode(), key=key, headers=headers)
         sent[future.partition].append((key, f"value-{i}".encode(), [("i", str(i).encode())]))
     producer.flush()
     for p in range(2):

@@ -176,7 +176,8 @@ class _OffsetsManager:
         with self._store._lock:
             return dict(self._offsets.get(group_id, {}))
 
-    def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
+    def commit(self, group_id: str,
+               offsets: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
         """Append one batch with a record per partition (None: a tombstone), then apply it.
         Caller holds the store lock and has validated the offsets."""
         if not offsets:
@@ -617,7 +618,8 @@ class Consumer:
             raise OffsetOutOfRangeError(
                 f"offset {out_of_range} of {tp} is out of range [{log.start_offset}, "
                 f"{log.high_watermark}] and auto_offset_reset is 'none'")
-        raise NoOffsetForPartitionError(f"Undefined offset with no reset policy for partition: {tp}")
+        raise NoOffsetForPartitionError(
+            f"Undefined offset with no reset policy for partition: {tp}")
 
     def _initial_position(self, tp: TopicPartition) -> int:
         log = self._store.log(tp)

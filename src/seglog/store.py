@@ -232,7 +232,8 @@ class _StorePartitionState:
             if store._log_start_offsets.get(self._tp) != log_start_offset:
                 store._log_start_offsets[self._tp] = log_start_offset
                 if store._checkpoints_open:
-                    store._log_start_checkpoint.write(dict(sorted(store._log_start_offsets.items())))
+                    store._log_start_checkpoint.write(
+                        dict(sorted(store._log_start_offsets.items())))
 
     def read_log_start_offset(self) -> int | None:
         """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
@@ -262,7 +263,8 @@ class Store:
     def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
-        if isinstance(offsets_topic_partitions, bool) or not isinstance(offsets_topic_partitions, int) \
+        if isinstance(offsets_topic_partitions, bool) \
+                or not isinstance(offsets_topic_partitions, int) \
                 or not 1 <= offsets_topic_partitions <= TOPIC_PARTITIONS_MAX:
             raise ValueError(f"offsets_topic_partitions must be in 1..{TOPIC_PARTITIONS_MAX}, "
                              f"got {offsets_topic_partitions!r}")
@@ -289,7 +291,9 @@ class Store:
         self._consumers: "weakref.WeakSet" = weakref.WeakSet()
         self._groups: dict = {}
         self._offsets = None  # consumer._OffsetsManager, made lazily
-        cp = lambda name: checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))  # noqa: E731
+        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
+            return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
+
         self._recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
         self._log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
         self._replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
@@ -336,8 +340,12 @@ class Store:
             entry = registry.get(name, {})
             partitions = max(entry.get("partitions", 0), max(found.get(name, [-1])) + 1)
             topic_id = entry.get("topic_id")
-            config = LogConfig.from_kafka(entry.get("config", {})) if entry else (
-                LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG) if name == OFFSETS_TOPIC else LogConfig())
+            if entry:
+                config = LogConfig.from_kafka(entry.get("config", {}))
+            elif name == OFFSETS_TOPIC:
+                config = LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG)
+            else:
+                config = LogConfig()
             self._topics[name] = self._open_topic(
                 name, partitions, config,
                 checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None, create=False)
