@@ -172,15 +172,25 @@ def test_send_errors(store):
         producer.send("t", b"v")
 
 
-def test_log_errors_fail_the_batch_and_flush_raises(store):
+def test_batch_too_large_for_the_topic_is_split(store):
     store.create_topic("small", config={"max.message.bytes": "200"})
     producer = store.producer(linger_ms=60_000, batch_size_bytes=1 << 20)
     futures = [producer.send("small", bytes(100)) for _ in range(3)]
+    producer.flush()  # 3 x 100 bytes do not fit 200 in one batch: written one by one
+    assert [f.result().offset for f in futures] == [0, 1, 2]
+    assert [c for _, c, _ in batches(store.topic("small").log(0))] == [1, 1, 1]
+
+
+def test_record_too_large_for_the_topic_fails_alone(store):
+    store.create_topic("small", config={"max.message.bytes": "200"})
+    producer = store.producer(linger_ms=60_000, batch_size_bytes=1 << 20)
+    futures = [producer.send("small", bytes(size)) for size in (10, 300, 10, 10)]
     with pytest.raises(RecordTooLargeError):
         producer.flush()
-    for f in futures:
-        with pytest.raises(RecordTooLargeError):
-            f.result()
+    with pytest.raises(RecordTooLargeError):
+        futures[1].result()
+    assert [futures[i].result().offset for i in (0, 2, 3)] == [0, 1, 2]  # order kept
+    assert "failed" in repr(futures[1]) and "offset=1" in repr(futures[2])
     producer.flush()  # the error was reported once
 
 
@@ -241,3 +251,26 @@ def test_kafka_python_reads_what_the_producer_wrote(store, compression):
                 offsets.append(record.offset)
                 got.append((record.key, record.value, list(record.headers)))
         assert got == sent[p] and offsets == list(range(len(sent[p])))
+
+
+def test_bad_headers_fail_their_own_send(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000)
+    good = producer.send("t", b"ok", headers=[("h", bytearray(b"v"))])
+    for bad in ([("h", "text")], [(1, b"v")], [("only-key",)]):
+        with pytest.raises(InvalidRecordError):
+            producer.send("t", b"v", headers=bad)
+    producer.flush()
+    assert good.result().offset == 0
+    assert list(next(iter(store.topic("t").log(0).records())).headers) == [("h", b"v")]
+
+
+def test_deleted_topic_fails_pending_records(store):
+    store.create_topic("t")
+    producer = store.producer(linger_ms=60_000)
+    future = producer.send("t", b"v")
+    store.delete_topic("t")
+    with pytest.raises(UnknownTopicOrPartitionError):
+        producer.flush()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        future.result(timeout_ms=1000)

@@ -26,6 +26,8 @@ Thread safety: a Producer may be shared by threads (as Kafka's is).
 
 from __future__ import annotations
 
+import bisect
+import collections
 import heapq
 import threading
 import time
@@ -65,19 +67,32 @@ class RecordMetadata(NamedTuple):
 
 class _BatchResult:
     """The outcome of one batch, shared by its records' futures (one Event per batch, not
-    per record): the first offset it got, or the error that failed it."""
+    per record). A batch is usually written whole; one the log refuses as too large is split
+    and written in parts (Kafka's producer splits on MESSAGE_TOO_LARGE), so the outcome is a
+    list of parts: ``(first record index, first offset or -1, error or None)``."""
 
-    __slots__ = ("event", "first_offset", "error")
+    __slots__ = ("event", "parts", "_starts")
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.first_offset = -1
-        self.error: BaseException | None = None
+        self.parts: list[tuple[int, int, BaseException | None]] = []
+        self._starts: list[int] = []
 
-    def complete(self, first_offset: int, error: BaseException | None = None) -> None:
-        self.first_offset = first_offset
-        self.error = error
+    def complete(self, parts: list[tuple[int, int, BaseException | None]]) -> None:
+        self.parts = sorted(parts, key=lambda part: part[0])
+        self._starts = [part[0] for part in self.parts]
         self.event.set()
+
+    def offset_of(self, index: int) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+        start, first_offset, error = self.parts[bisect.bisect_right(self._starts, index) - 1]
+        if error is not None:
+            raise error
+        return first_offset + (index - start)
+
+    def error_of(self, index: int) -> BaseException | None:
+        """The error that failed record ``index``, or None."""
+        return self.parts[bisect.bisect_right(self._starts, index) - 1][2]
 
 
 class SendFuture:
@@ -110,9 +125,7 @@ class SendFuture:
         if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
             raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
                                f"{timeout_ms} ms")
-        if batch.error is not None:
-            raise batch.error
-        return RecordMetadata(self.topic, self.partition, batch.first_offset + self._index,
+        return RecordMetadata(self.topic, self.partition, batch.offset_of(self._index),
                               self.timestamp_ms)
 
     @property
@@ -122,8 +135,8 @@ class SendFuture:
 
     def __repr__(self) -> str:
         batch = self._batch
-        state = ("pending" if not batch.event.is_set() else "failed" if batch.error
-                 else f"offset={batch.first_offset + self._index}")
+        state = ("pending" if not batch.event.is_set() else "failed"
+                 if batch.error_of(self._index) else f"offset={batch.offset_of(self._index)}")
         return f"SendFuture({self.topic}-{self.partition}, {state})"
 
 
@@ -226,11 +239,7 @@ class Producer:
         """
         key = _as_bytes_or_none(key, "key")
         value = _as_bytes_or_none(value, "value")
-        header_list = tuple(headers) if headers else ()
-        for header in header_list:
-            if len(header) != 2 or not isinstance(header[0], str):
-                raise InvalidRecordError(f"a header must be a (str, bytes | None) pair, got "
-                                         f"{header!r}")
+        header_list = tuple(_as_header(h) for h in headers) if headers else ()
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
         record_bytes = _record_size_bytes(key, value, header_list)
@@ -367,21 +376,46 @@ class Producer:
         lock. Returns the error that failed it, if any (also stored in the futures)."""
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
+        parts: list[tuple[int, int, BaseException | None]] = []
+        todo = collections.deque([(0, len(batch.values))])  # record ranges, in order
+        first_error: BaseException | None = None
+        current = None  # the range being appended
         try:
             log = self._store.topic(batch.tp.topic).log(batch.tp.partition)
-            first, _last = log.append_batch(
-                batch.values, keys=batch.keys if batch.has_keys else None,
-                timestamps_ms=batch.timestamps_ms,
-                headers=batch.headers if batch.has_headers else None,
-                compression=self.compression)
+            while todo:
+                current = todo.popleft()
+                start, end = current
+                try:
+                    first, _last = log.append_batch(
+                        batch.values[start:end],
+                        keys=batch.keys[start:end] if batch.has_keys else None,
+                        timestamps_ms=batch.timestamps_ms[start:end],
+                        headers=batch.headers[start:end] if batch.has_headers else None,
+                        compression=self.compression)
+                except RecordTooLargeError as error:
+                    if end - start > 1:  # split in halves, left first: order is kept
+                        middle = (start + end) // 2
+                        todo.appendleft((middle, end))
+                        todo.appendleft((start, middle))
+                    else:
+                        parts.append((start, -1, error))  # one record alone is too large
+                        first_error = first_error or error
+                    current = None
+                    continue
+                parts.append((start, first, None))
+                current = None
         except BaseException as error:
-            batch.result.complete(-1, error)  # never leave a future waiting
+            # Fail this range and every range not written yet; never leave a future waiting.
+            failed = ([current] if current is not None else []) + list(todo)
+            parts.extend((start, -1, error) for start, _end in failed)
+            batch.result.complete(parts)
             if isinstance(error, SeglogError):
                 return error
             raise
-        batch.result.complete(first)
-        self._store._notify_data()
-        return None
+        batch.result.complete(parts)
+        if any(first >= 0 for _, first, _ in parts):
+            self._store._notify_data()
+        return first_error
 
     def flush(self, timeout_ms: int | None = None) -> None:
         """Write every open batch now (records sent before the call are in the logs when it
@@ -481,3 +515,15 @@ def _as_bytes_or_none(data, what: str):
     except TypeError:
         raise InvalidRecordError(f"the record {what} must be bytes-like or None, got "
                                  f"{type(data).__name__}") from None
+
+
+def _as_header(header) -> tuple[str, bytes | None]:
+    """Check one header here, so a bad one fails its own send, not its whole batch later."""
+    try:
+        header_key, header_value = header
+    except (TypeError, ValueError):
+        raise InvalidRecordError(f"a header must be a (str, bytes | None) pair, got "
+                                 f"{header!r}") from None
+    if not isinstance(header_key, str):
+        raise InvalidRecordError(f"a header key must be a str, got {header_key!r}")
+    return header_key, _as_bytes_or_none(header_value, f"header {header_key!r} value")
