@@ -33,6 +33,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
@@ -41,6 +42,7 @@ from libc.string cimport memcpy, memset
 from _crc32c cimport seglog_crc32c
 from codec cimport *
 from varint cimport *
+from _records cimport *
 
 import operator
 import time
@@ -221,161 +223,6 @@ cdef class Record:
 # ================================================================================================
 # Record parsing (shared by records() and the columns)
 # ================================================================================================
-
-ctypedef struct ParsedRecord:
-    int64_t timestamp_delta
-    int32_t offset_delta
-    Py_ssize_t key_position
-    int32_t key_length
-    Py_ssize_t value_position
-    int32_t value_length
-    Py_ssize_t headers_position
-    int32_t header_count
-
-cdef enum ParseError:
-    E_NONE = 0
-    E_PREMATURE_EOF
-    E_VARINT_TOO_LONG
-    E_VARINT_UNDERFLOW
-    E_VARLONG_TOO_LONG
-    E_VARLONG_UNDERFLOW
-    E_BODY_SIZE
-    E_NO_ATTRIBUTES
-    E_KEY_PAST
-    E_VALUE_PAST
-    E_HEADER_COUNT_NEGATIVE
-    E_HEADER_COUNT_LARGE
-    E_HEADER_KEY_NEGATIVE
-    E_HEADER_KEY_PAST
-    E_HEADER_VALUE_PAST
-    E_SIZE_MISMATCH
-    E_RECORDS_REMAINING
-
-ctypedef struct ParseFailure:
-    int code
-    int64_t a
-    int64_t b
-
-
-cdef inline Py_ssize_t _varint_failed(Py_ssize_t code, Py_ssize_t position, bint is_long,
-                                      ParseFailure *failure) noexcept nogil:
-    if is_long:
-        failure.code = E_VARLONG_TOO_LONG if code == VARINT_TOO_LONG else E_VARLONG_UNDERFLOW
-    else:
-        failure.code = E_VARINT_TOO_LONG if code == VARINT_TOO_LONG else E_VARINT_UNDERFLOW
-    failure.a = position
-    return -1
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline Py_ssize_t _parse_record(const unsigned char *data, Py_ssize_t position, Py_ssize_t end,
-                              ParsedRecord *record, ParseFailure *failure) noexcept nogil:
-    """Parse one record at data[position:end] (every read checked against end or the record's
-    body end). Returns the position after it, or -1 with ``failure`` filled in. Same checks,
-    in the same order, as the twin's ``_parse_records``."""
-    cdef int32_t body_size, length, header_count, i
-    cdef Py_ssize_t body_start, body_end, next_position
-    if position >= end:
-        failure.code = E_PREMATURE_EOF
-        return -1
-    next_position = read_varint(data, position, end, &body_size)
-    if next_position < 0:
-        return _varint_failed(next_position, position, False, failure)
-    position = next_position
-    if body_size < 0 or body_size > end - position:
-        failure.code = E_BODY_SIZE
-        failure.a = body_size
-        failure.b = end - position
-        return -1
-    body_start = position
-    body_end = position + body_size
-    if body_size < 1:
-        failure.code = E_NO_ATTRIBUTES
-        return -1
-    position += 1  # record attributes: unused, ignored as Kafka does
-    next_position = read_varlong(data, position, body_end, &record.timestamp_delta)
-    if next_position < 0:
-        return _varint_failed(next_position, position, True, failure)
-    position = next_position
-    next_position = read_varint(data, position, body_end, &record.offset_delta)
-    if next_position < 0:
-        return _varint_failed(next_position, position, False, failure)
-    position = next_position
-
-    next_position = read_varint(data, position, body_end, &length)
-    if next_position < 0:
-        return _varint_failed(next_position, position, False, failure)
-    position = next_position
-    if length >= 0:  # Kafka reads any negative length as null
-        if length > body_end - position:
-            failure.code = E_KEY_PAST
-            return -1
-        record.key_position = position
-        record.key_length = length
-        position += length
-    else:
-        record.key_position = -1
-        record.key_length = -1
-
-    next_position = read_varint(data, position, body_end, &length)
-    if next_position < 0:
-        return _varint_failed(next_position, position, False, failure)
-    position = next_position
-    if length >= 0:
-        if length > body_end - position:
-            failure.code = E_VALUE_PAST
-            return -1
-        record.value_position = position
-        record.value_length = length
-        position += length
-    else:
-        record.value_position = -1
-        record.value_length = -1
-
-    next_position = read_varint(data, position, body_end, &header_count)
-    if next_position < 0:
-        return _varint_failed(next_position, position, False, failure)
-    position = next_position
-    if header_count < 0:
-        failure.code = E_HEADER_COUNT_NEGATIVE
-        failure.a = header_count
-        return -1
-    if header_count > body_end - position:
-        failure.code = E_HEADER_COUNT_LARGE
-        failure.a = header_count
-        return -1
-    record.headers_position = position
-    record.header_count = header_count
-    for i in range(header_count):  # bounded: header_count <= bytes left
-        next_position = read_varint(data, position, body_end, &length)
-        if next_position < 0:
-            return _varint_failed(next_position, position, False, failure)
-        position = next_position
-        if length < 0:
-            failure.code = E_HEADER_KEY_NEGATIVE
-            failure.a = length
-            return -1
-        if length > body_end - position:
-            failure.code = E_HEADER_KEY_PAST
-            return -1
-        position += length
-        next_position = read_varint(data, position, body_end, &length)
-        if next_position < 0:
-            return _varint_failed(next_position, position, False, failure)
-        position = next_position
-        if length >= 0:
-            if length > body_end - position:
-                failure.code = E_HEADER_VALUE_PAST
-                return -1
-            position += length
-    if position != body_end:
-        failure.code = E_SIZE_MISMATCH
-        failure.a = body_size
-        failure.b = position - body_start
-        return -1
-    return position
-
 
 cdef int _raise_parse_failure(ParseFailure *failure) except -1:
     cdef int code = failure.code
@@ -793,6 +640,27 @@ cdef class Batch:
             raise InvalidRecordError(_RECORDS_REMAINING)
         return result
 
+    def record_at(self, offset):
+        """The record with ``offset``, or None when no record has it (outside
+        ``[base_offset, last_offset]``, a gap left by compaction, or record_count 0).
+
+        Records before it are skipped by their framing (length, attributes, timestamp and
+        offset deltas are read and checked; keys, values and headers are not); the record
+        itself is parsed with every check of :meth:`records`. A compressed batch is
+        decompressed first. A control batch's record is returned like any other. Raises as
+        :meth:`records` for malformed framing up to and including that record.
+        """
+        cdef const unsigned char *data
+        cdef Py_ssize_t start, end
+        if offset < self.base_offset or offset > self.last_offset:
+            return None
+        owner = self._area(&data, &start, &end)  # keeps a decompressed area alive
+        if self.record_count == 0:
+            return None
+        return _record_in_area(data, start, end, self.record_count, self.base_offset,
+                               self.base_timestamp_ms, self.max_timestamp_ms,
+                               (self.attributes & TIMESTAMP_TYPE_MASK) != 0, offset)
+
     def columns(self):
         """This batch's records as :class:`Columns`. ``data`` is a read-only view of the whole
         iterated buffer when nothing was decompressed (positions are absolute in it), else the
@@ -822,6 +690,96 @@ cdef class Batch:
         if version < 0:
             raise InvalidRecordError(f"Invalid version found for control record: {version}")
         return control_type
+
+
+cdef Record _make_record(const unsigned char *data, ParsedRecord *parsed, int64_t offset,
+                         int64_t timestamp_ms):
+    cdef Record record = Record.__new__(Record)
+    record.offset = offset
+    record.timestamp_ms = timestamp_ms
+    if parsed.key_length >= 0:
+        record.key = PyBytes_FromStringAndSize(<const char *>data + parsed.key_position,
+                                               parsed.key_length)
+    else:
+        record.key = None
+    if parsed.value_length >= 0:
+        record.value = PyBytes_FromStringAndSize(<const char *>data + parsed.value_position,
+                                                 parsed.value_length)
+    else:
+        record.value = None
+    if parsed.header_count:
+        record.headers = _decode_headers(data, parsed.headers_position, parsed.header_count)
+    else:
+        record.headers = ()
+    return record
+
+
+cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
+                            int32_t count, int64_t base_offset, int64_t base_timestamp_ms,
+                            int64_t max_timestamp_ms, bint log_append_time, int64_t offset,
+                            Py_ssize_t hint=-1):
+    """Batch.record_at on a record area (count > 0, offset within the batch's range).
+    ``hint``: where the record probably starts (>= start), or -1. It is taken only when a
+    whole record parses there with the wanted offset delta; otherwise the area is walked."""
+    cdef ParsedRecord parsed
+    cdef ParseFailure failure
+    cdef Py_ssize_t position
+    memset(&parsed, 0, sizeof(parsed))
+    if start <= hint < end:
+        position = _parse_record(data, hint, end, &parsed, &failure)
+        if position >= 0 and parsed.offset_delta == offset - base_offset:
+            return _make_record(
+                data, &parsed, offset,
+                max_timestamp_ms if log_append_time else
+                <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
+    position = _find_record(data, start, end, count, offset - base_offset, &failure)
+    if position == RECORD_NOT_FOUND:
+        return None
+    if position >= 0:
+        position = _parse_record(data, position, end, &parsed, &failure)
+    if position < 0:
+        _raise_parse_failure(&failure)
+    return _make_record(
+        data, &parsed, offset,
+        max_timestamp_ms if log_append_time else
+        <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
+
+
+cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                             Py_ssize_t hint):
+    """Segment.read_record's entry (through the ``_BATCH_RECORD_AT`` capsule): Batch.record_at
+    for the whole, framed batch at ``batch[0:size]`` (61-byte header, magic 2, all present;
+    the caller checked), without making a Batch for an uncompressed one. ``hint``: where the
+    record probably starts in an uncompressed batch, or -1 (see _record_in_area)."""
+    cdef int64_t base_offset = <int64_t>load_u64(batch + BASE_OFFSET_POSITION)
+    cdef int32_t last_delta = <int32_t>load_u32(batch + LAST_OFFSET_DELTA_POSITION)
+    cdef int32_t count = <int32_t>load_u32(batch + RECORDS_COUNT_POSITION)
+    cdef int16_t attributes = <int16_t>load_u16(batch + ATTRIBUTES_POSITION)
+    if attributes & COMPRESSION_CODEC_MASK:
+        view = PyMemoryView_FromMemory(<char *>batch, size, PyBUF_READ)
+        whole = Batch(view)
+        try:
+            return whole.record_at(offset)
+        finally:
+            whole = None
+            view.release()
+    if offset < base_offset or offset > base_offset + last_delta:
+        return None
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    if count == 0:
+        return None
+    return _record_in_area(batch, RECORD_BATCH_OVERHEAD, size, count, base_offset,
+                           <int64_t>load_u64(batch + BASE_TIMESTAMP_POSITION),
+                           <int64_t>load_u64(batch + MAX_TIMESTAMP_POSITION),
+                           (attributes & TIMESTAMP_TYPE_MASK) != 0, offset, hint)
+
+
+ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
+cdef batch_record_at_fn _batch_record_at_pointer = _batch_record_at
+# For seglog._native.segment, which cannot cimport this module's functions (see codec.pxd).
+_BATCH_RECORD_AT = PyCapsule_New(<void *>_batch_record_at_pointer,
+                                 b"seglog._native.codec.batch_record_at", NULL)
 
 
 @cython.final

@@ -24,16 +24,19 @@ Not thread-safe: the Log serialises calls.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, realloc
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, mmap, munmap
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
-from posix.unistd cimport ftruncate, fsync
+from posix.unistd cimport fdatasync, ftruncate
 
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _crc32c cimport seglog_crc32c, seglog_crc32c_init
+from _records cimport _record_checkpoints, _skip_records
 
 import os
 
@@ -52,7 +55,12 @@ from seglog.errors import (
 )
 from seglog.results import AppendResult, RecoveryResult
 
+from .codec import _BATCH_RECORD_AT
 from .index import OffsetIndex, TimeIndex
+
+ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
+cdef batch_record_at_fn _batch_record_at = <batch_record_at_fn>PyCapsule_GetPointer(
+    _BATCH_RECORD_AT, b"seglog._native.codec.batch_record_at")
 
 
 cdef extern from "sys/uio.h" nogil:
@@ -87,8 +95,15 @@ cdef enum:
     MAX_TS_POS = 35
     COUNT_POS = 57
     CODEC_MASK = 7
+    CONTROL_MASK = 0x20
     INT32_MAX_ = 2147483647
     IOV_BATCH = 512               # iovecs per pwritev call (IOV_MAX is 1024 on Linux)
+    # read_record's in-batch checkpoints: the position of every CHECKPOINT_EVERY-th record
+    # of a batch read before (0.5 B/record), kept for batches of at least CHECKPOINT_RECORDS_MIN
+    # records, at most CHECKPOINT_BYTES_MAX bytes per segment (then dropped and rebuilt).
+    CHECKPOINT_EVERY = 8
+    CHECKPOINT_RECORDS_MIN = 64
+    CHECKPOINT_BYTES_MAX = 8 << 20
     WINDOW_BYTES = 64 << 20       # read mappings grow in 64 MiB steps
 
 cdef enum Check:
@@ -290,10 +305,13 @@ cdef class Segment:
     cdef Py_ssize_t _batches_cap
     cdef unsigned char *_heads
     cdef iovec *_iov
+    cdef dict _checkpoints        # batch position -> bytes of uint32 record positions
+    cdef Py_ssize_t _checkpoint_bytes
 
     def __cinit__(self):
         self._fd = -1
         self._retired = []
+        self._checkpoints = {}
 
     def __dealloc__(self):
         free(self._batches)
@@ -422,6 +440,7 @@ cdef class Segment:
         cdef int64_t entry_offset, max_ts, max_ts_offset, next_offset
         cdef Py_ssize_t entry_position, position, end, size
         cdef const unsigned char *p
+        self._drop_checkpoints()  # opened, truncated or recovered: bytes may have changed
         entry_position = self._index_position(INT64_MAX_PY, &entry_offset)
         if entry_position > self._size_bytes:
             entry_offset, entry_position = self._base, 0
@@ -774,6 +793,68 @@ cdef class Segment:
             return memoryview(b"")  # a new one: callers may release() it
         return self._view(position, size)
 
+    def read_record(self, offset):
+        """The record with ``offset`` as a Record, or None when no data record has it (outside
+        ``[base_offset, next_offset)``, a gap, or a control batch); see the protocol.
+
+        Index lookup and header scan to the batch (as :meth:`read`), then the records before
+        it are skipped by their length prefixes in C straight over the mapping and only the
+        one record is built: no view, Batch or per-record object. A compressed batch is
+        decompressed (codec ``Batch.record_at``). Raises as ``Batch.record_at``."""
+        cdef int64_t base, target
+        cdef Py_ssize_t position, size
+        cdef const unsigned char *p
+        self._check_open()
+        target = offset
+        if target < self._base or target >= self._next_offset:
+            return None
+        position = self._find(target, False, &base, &size)
+        if position < 0 or base > target:
+            return None
+        p = self._mapped(self._size_bytes) + position
+        if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
+            return None
+        return _batch_record_at(p, size, target, self._record_hint(p, position, size, target))
+
+    cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,
+                                 Py_ssize_t size, int64_t target) except -2:
+        """Where record ``target`` probably starts in the uncompressed batch at ``p`` (batch
+        at file ``position``), or -1. The first read of a dense batch (offset deltas 0..n-1)
+        walks its record lengths once (memory-bound: ~110 B per record) and keeps every 8th
+        record position; later reads skip at most 7 records from there. The codec checks the
+        hint (a whole record with the wanted offset delta) before trusting it, and the
+        checkpoints are dropped whenever bytes are cut (truncate_to, recover, refresh)."""
+        cdef int32_t count = load_i32(p + COUNT_POS)
+        cdef int64_t k = target - load_i64(p)
+        cdef bytes entry
+        cdef Py_ssize_t slots, walked, at
+        cdef const uint32_t *points
+        cdef uint32_t *out
+        if (p[ATTRIBUTES_POS + 1] & CODEC_MASK) or count < CHECKPOINT_RECORDS_MIN \
+                or count != load_i32(p + LAST_DELTA_POS) + 1 or not 0 <= k < count:
+            return -1
+        entry = self._checkpoints.get(position)
+        if entry is None:
+            slots = (count + CHECKPOINT_EVERY - 1) // CHECKPOINT_EVERY
+            entry = PyBytes_FromStringAndSize(NULL, slots * 4)
+            out = <uint32_t *>PyBytes_AS_STRING(entry)
+            with nogil:
+                walked = _record_checkpoints(p, HEAD_BYTES, size, count, CHECKPOINT_EVERY, out)
+            if walked < 0:
+                return -1
+            if self._checkpoint_bytes + slots * 4 > CHECKPOINT_BYTES_MAX:
+                self._drop_checkpoints()
+            self._checkpoints[position] = entry
+            self._checkpoint_bytes += slots * 4
+        points = <const uint32_t *>PyBytes_AS_STRING(entry)
+        at = points[k // CHECKPOINT_EVERY]
+        return _skip_records(p, at, size, k % CHECKPOINT_EVERY)
+
+    cdef int _drop_checkpoints(self) except -1:
+        self._checkpoints.clear()
+        self._checkpoint_bytes = 0
+        return 0
+
     def read_range(self, offset, Py_ssize_t max_bytes, *, max_position=None,
                    bint min_one_batch=True):
         """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log."""
@@ -953,23 +1034,32 @@ cdef class Segment:
         self.time_index.resize(size)
 
     def on_become_inactive(self):
-        """On roll: the final time-index entry (skip_full_check) and trimmed indexes."""
+        """On roll: the final time-index entry (skip_full_check), trimmed indexes, and both
+        indexes synced (msync): from here on the segment lies below the recovery point, so
+        its indexes are trusted on open (see :meth:`flush`)."""
         self._check_writable()
         if self._max_ts != NO_TIMESTAMP:
             self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
         self.offset_index.trim()
         self.time_index.trim()
+        self.offset_index.flush()
+        self.time_index.flush()
 
     def flush(self):
-        """fsync the .log (GIL released) and msync both indexes."""
+        """fdatasync the .log (GIL released); the indexes are not synced here.
+
+        Indexes are derived data: a segment at or above the recovery point has them rebuilt
+        by ``recover()`` after an unclean shutdown, and an index whose unsynced pages were lost
+        only ends earlier (entries are counted up to the first all-zero one), which is correct,
+        just sparser. They are synced when they become trusted: on roll
+        (:meth:`on_become_inactive`) and on :meth:`close`. One sync per flush instead of three
+        (Kafka's LogSegment.flush syncs all three)."""
         cdef int rc
         self._check_writable()
         with nogil:
-            rc = fsync(self._fd)
+            rc = fdatasync(self._fd)
         if rc != 0:
             raise _os_error(errno, self.log_path)
-        self.offset_index.flush()
-        self.time_index.flush()
 
     def refresh(self):
         """Read-only: see the whole batches (and index entries) a writer appended since."""

@@ -79,6 +79,14 @@ class Batch(Protocol):
         LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. Raises
         InvalidRecordError / CorruptRecordError on malformed records (Kafka's checks)."""
 
+    def record_at(self, offset: int) -> "Record | None":
+        """The record with ``offset``, or None when no record has it (outside
+        ``[base_offset, last_offset]``, a gap left by compaction, record_count 0). Records
+        before it are skipped by their framing only (length, attributes, timestamp and offset
+        deltas read and checked; keys, values and headers not); the record itself gets every
+        check of ``records()``. Compressed batches are decompressed; a control batch's record
+        is returned. Raises as ``records()`` for malformed framing up to that record."""
+
     def columns(self) -> Columns:
         """This batch's records as numpy columns."""
 
@@ -247,6 +255,12 @@ class Segment(Protocol):
       whole batches from ``translate_offset(offset)`` up to ``max_bytes`` (at least one batch
       when min_one_batch, even if larger), never past ``max_position``; empty when offset >=
       next_offset. Zero-copy: a read-only view of an mmap of the .log file.
+    * ``read_record(offset) -> Record | None``: the one record with ``offset``, or None when
+      no data record has it (offset outside ``[base_offset, next_offset)``, a gap left by
+      compaction, or a control batch). Index lookup and header scan to the batch as in
+      ``read``, then ``Batch.record_at``: the records before it are skipped by their length
+      prefixes (no per-record objects) and only that record is built; a compressed batch is
+      decompressed. Raises as ``Batch.record_at``. The point read of a log (Log.read_record).
     * ``read_range(offset, max_bytes, *, max_position=None, min_one_batch=True) ->
       (position, size_bytes)``: the same bytes as a file range (for sendfile and a broker).
     * ``sendfile(out_fd, offset, max_bytes, *, max_position=None) -> (bytes_sent,
@@ -266,9 +280,14 @@ class Segment(Protocol):
       ``"size"`` if size_bytes > segment_bytes - incoming_bytes (and size_bytes > 0),
       ``"offset_index_full"``, ``"time_index_full"``, ``"offset_overflow"`` (incoming last
       offset - base_offset not in [0, INT32_MAX]); None when it may take the append.
-    * ``on_become_inactive()``: final time-index entry (skip_full_check) and trim of indexes.
-    * ``flush()``: fsync .log and both indexes. ``close()``: trim indexes, close files (views
-      already handed out stay valid). ``delete()``: close and remove all its files.
+    * ``on_become_inactive()``: final time-index entry (skip_full_check), trim of indexes,
+      and both indexes synced (msync): a rolled segment's indexes are trusted on open.
+    * ``flush()``: fdatasync the .log only. The indexes are derived data: every segment at or
+      above the recovery point has them rebuilt by ``recover()`` after an unclean shutdown,
+      and an index that lost unsynced pages only ends earlier (entries count up to the first
+      all-zero one), so it is correct, just sparser. They are synced when they become
+      trusted: on roll (``on_become_inactive``) and on ``close()``. ``close()``: trim indexes,
+      sync and close files (views already handed out stay valid). ``delete()``: close and remove all its files.
     * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
     * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
       become visible. ``last_modified_ms``: the .log mtime.

@@ -467,9 +467,10 @@ class KafkaCodec(Peer):
 
 
 class Seglog(Peer):
-    """seglog's Segment: encode batches of 1,000 and append each (one write), ``flush`` (fsync)
-    at the end or every 1,000 records; scan to record objects; point reads through the sparse
-    index, header scan and the batch decoded to columns."""
+    """seglog's Segment: encode batches of 1,000 and append each (one write), ``flush``
+    (fdatasync of the .log) at the end or every 1,000 records; scan to record objects; point
+    reads with ``Segment.read_record`` (sparse index, header scan, then the records before
+    the one wanted skipped by their length prefixes; one Record built)."""
 
     def __init__(self, backend: str, *, matrix_input: bool = False) -> None:
         self.backend_name = backend
@@ -506,7 +507,10 @@ class Seglog(Peer):
         return segops.scan_columns(self.be, self.segment)
 
     def read(self, offset):
-        return segops.read_record_columns(self.be, self.segment, offset)
+        return segops.read_record(self.segment, offset)
+
+    def reads(self, offsets):
+        segops.random_reads_record(self.segment, offsets)
 
     def close(self):
         if getattr(self, "segment", None) is not None:

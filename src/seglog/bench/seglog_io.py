@@ -8,7 +8,11 @@ to the batch and then a scan inside the batch:
 
 * random batch lookups only (``Segment.read(offset, 1)``: index + header scan, zero-copy);
 * random records decoded the Kafka-client way (batch -> record objects -> scan to the offset);
-* random records through ``decode_columns`` (no per-record objects).
+* random records through ``decode_columns`` (no per-record objects);
+* random records through ``Segment.read_record`` (the point read: records before the one
+  wanted are skipped by their length prefixes in C, one Record is built). Its first read
+  of a batch walks the batch's record lengths once and keeps every 8th position; the
+  reads are spread over all batches, so that first walk is part of the timed figure.
 
 Penalties are sequential rate / random rate, per run. Figures are also shown as a fraction of
 the limits part's write ceiling and page-cache read bandwidth when those were measured. Uses
@@ -46,6 +50,7 @@ STEPS = {
     "random_batch": "random offset -> its batch (index + header scan)",
     "random_objects": "random offset -> record (batch -> objects -> scan)",
     "random_columns": "random offset -> record (batch -> columns)",
+    "random_record": "random offset -> record (Segment.read_record)",
 }
 
 
@@ -131,6 +136,11 @@ def run(ctx: BenchContext) -> PartResult:
             with Stopwatch() as watch:
                 segops.random_reads_columns(be, segment, offsets)
             result.figure("random_columns", UNIT_RECORDS_PER_S).add(reads / watch.wall_s)
+            if bytes(segops.read_record(segment, probe)) != values[probe]:
+                raise RuntimeError(f"read_record({probe}) returned the wrong value")
+            with Stopwatch() as watch:
+                segops.random_reads_record(segment, offsets)
+            result.figure("random_record", UNIT_RECORDS_PER_S).add(reads / watch.wall_s)
         finally:
             segment.close()
             segops.remove_tree(path)
@@ -138,6 +148,7 @@ def run(ctx: BenchContext) -> PartResult:
     f["append_vs_1mib"] = ratio_figure(f["append"], f["write_1mib"])
     f["penalty_objects"] = ratio_figure(f["scan_records"], f["random_objects"])
     f["penalty_columns"] = ratio_figure(f["scan_columns"], f["random_columns"])
+    f["penalty_record"] = ratio_figure(f["scan_records"], f["random_record"])
     result.tables.append(_table(ctx, result, stream_bytes_per_record=len(stream) / n))
     result.notes += _sentences(result)
     result.charts.append({"title": f"seglog ({be.name}): sequential vs random", "unit":
@@ -187,6 +198,8 @@ def _table(ctx: BenchContext, result: PartResult, stream_bytes_per_record: float
             cells += [f"{fmt_ratio(f['penalty_objects'])} below scan"]
         elif key == "random_columns":
             cells += [f"{fmt_ratio(f['penalty_columns'])} below scan"]
+        elif key == "random_record":
+            cells += [f"{fmt_ratio(f['penalty_record'])} below the object scan"]
         table.add(label, *cells)
     if write_ceiling or read_bw:
         table.note = ("% of limit: appends against the write ceiling, scans against "
@@ -208,5 +221,8 @@ def _sentences(result: PartResult) -> list[str]:
         f"columns: the sparse index makes finding the batch cheap "
         f"({f['random_batch'].median / f['random_columns'].median:.0f}x the full read rate), "
         "the cost is decoding a whole batch to reach one record.",
+        f"Segment.read_record skips to the record without decoding the batch: "
+        f"{f['random_record'].median / f['random_columns'].median:.0f}x the columns path, "
+        f"{f['penalty_record'].median:.1f}x below a scan to record objects.",
     ]
     return out

@@ -2,7 +2,7 @@
 
 Every function takes a backend view (:class:`~seglog.bench.data.BackendView`) and uses only
 names from :mod:`seglog.protocol`: ``encode_batch``, ``iter_batches``, ``decode_columns``,
-``Segment`` and ``OffsetIndex``. A missing name raises
+``Segment`` (incl. ``read_record``) and ``OffsetIndex``. A missing name raises
 :class:`~seglog.bench.data.Unavailable` with the reason, which the part reports as
 "not available". Records go in batches of :data:`~seglog.bench.runner.BATCH_RECORDS`, the
 unit of I/O (DESIGN.md: "batches all the way down").
@@ -99,6 +99,29 @@ def read_record_objects(be: BackendView, segment: Any, offset: int) -> Any:
             if record.offset == offset:
                 return record.value
     return None
+
+
+def read_record(segment: Any, offset: int) -> Any:
+    """Value of the record at ``offset`` through ``Segment.read_record``: index lookup and
+    header scan to the batch, then the records before it skipped by their length prefixes
+    (no per-record objects) and one Record built."""
+    if not hasattr(segment, "read_record"):
+        from .data import Unavailable
+
+        raise Unavailable("Segment.read_record is not implemented by this backend")
+    record = segment.read_record(offset)
+    return None if record is None else record.value
+
+
+def random_reads_record(segment: Any, offsets: list[int]) -> None:
+    """``Segment.read_record`` for every offset (the point read), touching each value."""
+    if not hasattr(segment, "read_record"):
+        from .data import Unavailable
+
+        raise Unavailable("Segment.read_record is not implemented by this backend")
+    read = segment.read_record
+    for offset in offsets:
+        read(offset).value
 
 
 def random_reads_columns(be: BackendView, segment: Any, offsets: list[int]) -> None:

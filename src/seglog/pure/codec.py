@@ -173,90 +173,130 @@ def _parse_records(data, position: int, end: int, record_count: int) -> list[tup
     # Bounded: each turn consumes at least one byte or raises, so the loop ends within
     # end - position turns even when record_count is a hostile 2**31 - 1.
     for _ in range(record_count):
-        if position >= end:
-            raise InvalidRecordError(_PREMATURE_EOF)
-        body_size, position = read_varint(data, position, end)
-        if body_size < 0 or body_size > end - position:
-            raise InvalidRecordError(
-                f"Invalid record size: expected {body_size} bytes in record payload, but "
-                f"instead the buffer has only {end - position} remaining bytes."
-            )
-        body_start, body_end = position, position + body_size
-        if body_size < 1:
-            raise InvalidRecordError("Found invalid record structure: no attributes byte")
-        position += 1  # the record attributes byte: unused, and ignored as Kafka does
-        timestamp_delta, position = read_varlong(data, position, body_end)
-        offset_delta, position = read_varint(data, position, body_end)
-
-        # Kafka treats any negative length as null, not only -1.
-        key_length, position = read_varint(data, position, body_end)
-        if key_length >= 0:
-            key_position = position
-            position += key_length
-            if position > body_end:
-                raise InvalidRecordError("Found invalid record structure: key runs past the record")
-        else:
-            key_position = key_length = -1
-        value_length, position = read_varint(data, position, body_end)
-        if value_length >= 0:
-            value_position = position
-            position += value_length
-            if position > body_end:
-                raise InvalidRecordError(
-                    "Found invalid record structure: value runs past the record"
-                )
-        else:
-            value_position = value_length = -1
-
-        header_count, position = read_varint(data, position, body_end)
-        if header_count < 0:
-            raise InvalidRecordError(f"Found invalid number of record headers {header_count}")
-        if header_count > body_end - position:
-            raise InvalidRecordError(
-                f"Found invalid number of record headers. {header_count} is larger than the "
-                "remaining size of the buffer"
-            )
-        headers = ()
-        if header_count:
-            header_list = []
-            for _ in range(header_count):
-                header_key_length, position = read_varint(data, position, body_end)
-                if header_key_length < 0:
-                    raise InvalidRecordError(
-                        f"Invalid negative header key size {header_key_length}"
-                    )
-                if position + header_key_length > body_end:
-                    raise InvalidRecordError(
-                        "Found invalid record structure: header key runs past the record"
-                    )
-                # Java's new String(bytes, UTF_8) replaces malformed input; so do we.
-                header_key = str(data[position : position + header_key_length], "utf-8", "replace")
-                position += header_key_length
-                header_value_length, position = read_varint(data, position, body_end)
-                if header_value_length >= 0:
-                    if position + header_value_length > body_end:
-                        raise InvalidRecordError(
-                            "Found invalid record structure: header value runs past the record"
-                        )
-                    header_value = bytes(data[position : position + header_value_length])
-                    position += header_value_length
-                else:
-                    header_value = None
-                header_list.append((header_key, header_value))
-            headers = tuple(header_list)
-
-        if position != body_end:
-            raise InvalidRecordError(
-                f"Invalid record size: expected to read {body_size} bytes in record payload, "
-                f"but instead read {position - body_start}"
-            )
-        parsed.append(
-            (offset_delta, timestamp_delta, key_position, key_length, value_position,
-             value_length, headers)
-        )
+        record, position = _parse_record(data, position, end)
+        parsed.append(record)
     if position != end:
         raise InvalidRecordError(_RECORDS_REMAINING)
     return parsed
+
+
+def _parse_record(data, position: int, end: int) -> tuple[tuple, int]:
+    """Parse the record at ``data[position:end]``: ``(record tuple, position after it)`` (the
+    tuple as in :func:`_parse_records`)."""
+    if position >= end:
+        raise InvalidRecordError(_PREMATURE_EOF)
+    body_size, position = read_varint(data, position, end)
+    if body_size < 0 or body_size > end - position:
+        raise InvalidRecordError(
+            f"Invalid record size: expected {body_size} bytes in record payload, but "
+            f"instead the buffer has only {end - position} remaining bytes."
+        )
+    body_start, body_end = position, position + body_size
+    if body_size < 1:
+        raise InvalidRecordError("Found invalid record structure: no attributes byte")
+    position += 1  # the record attributes byte: unused, and ignored as Kafka does
+    timestamp_delta, position = read_varlong(data, position, body_end)
+    offset_delta, position = read_varint(data, position, body_end)
+
+    # Kafka treats any negative length as null, not only -1.
+    key_length, position = read_varint(data, position, body_end)
+    if key_length >= 0:
+        key_position = position
+        position += key_length
+        if position > body_end:
+            raise InvalidRecordError("Found invalid record structure: key runs past the record")
+    else:
+        key_position = key_length = -1
+    value_length, position = read_varint(data, position, body_end)
+    if value_length >= 0:
+        value_position = position
+        position += value_length
+        if position > body_end:
+            raise InvalidRecordError(
+                "Found invalid record structure: value runs past the record"
+            )
+    else:
+        value_position = value_length = -1
+
+    header_count, position = read_varint(data, position, body_end)
+    if header_count < 0:
+        raise InvalidRecordError(f"Found invalid number of record headers {header_count}")
+    if header_count > body_end - position:
+        raise InvalidRecordError(
+            f"Found invalid number of record headers. {header_count} is larger than the "
+            "remaining size of the buffer"
+        )
+    headers = ()
+    if header_count:
+        header_list = []
+        for _ in range(header_count):
+            header_key_length, position = read_varint(data, position, body_end)
+            if header_key_length < 0:
+                raise InvalidRecordError(
+                    f"Invalid negative header key size {header_key_length}"
+                )
+            if position + header_key_length > body_end:
+                raise InvalidRecordError(
+                    "Found invalid record structure: header key runs past the record"
+                )
+            # Java's new String(bytes, UTF_8) replaces malformed input; so do we.
+            header_key = str(data[position : position + header_key_length], "utf-8", "replace")
+            position += header_key_length
+            header_value_length, position = read_varint(data, position, body_end)
+            if header_value_length >= 0:
+                if position + header_value_length > body_end:
+                    raise InvalidRecordError(
+                        "Found invalid record structure: header value runs past the record"
+                    )
+                header_value = bytes(data[position : position + header_value_length])
+                position += header_value_length
+            else:
+                header_value = None
+            header_list.append((header_key, header_value))
+        headers = tuple(header_list)
+
+    if position != body_end:
+        raise InvalidRecordError(
+            f"Invalid record size: expected to read {body_size} bytes in record payload, "
+            f"but instead read {position - body_start}"
+        )
+    return (
+        (offset_delta, timestamp_delta, key_position, key_length, value_position, value_length,
+         headers),
+        position,
+    )
+
+
+def _find_record(data, position: int, end: int, record_count: int,
+                 target_delta: int) -> int | None:
+    """Position of the record whose offset delta is ``target_delta`` among the first
+    ``record_count`` records of ``data[position:end]``, or None when a record with a larger
+    delta comes first or the records run out without it (a gap left by compaction).
+
+    Records before it are skipped by their length prefix: only a skipped record's length,
+    attributes byte, timestamp delta and offset delta are read (with :func:`_parse_record`'s
+    checks and errors for those fields), never its key, value or headers.
+    """
+    for _ in range(record_count):
+        if position >= end:
+            raise InvalidRecordError(_PREMATURE_EOF)
+        body_size, body_start = read_varint(data, position, end)
+        if body_size < 0 or body_size > end - body_start:
+            raise InvalidRecordError(
+                f"Invalid record size: expected {body_size} bytes in record payload, but "
+                f"instead the buffer has only {end - body_start} remaining bytes."
+            )
+        if body_size < 1:
+            raise InvalidRecordError("Found invalid record structure: no attributes byte")
+        body_end = body_start + body_size
+        _, field = read_varlong(data, body_start + 1, body_end)
+        offset_delta, _ = read_varint(data, field, body_end)
+        if offset_delta == target_delta:
+            return position
+        if offset_delta > target_delta:
+            return None
+        position = body_end
+    return None
 
 
 # --- Columns -----------------------------------------------------------------------------------
@@ -563,6 +603,50 @@ class Batch:
                 Record(_wrap_int64(base_offset + offset_delta), timestamp_ms, key, value, headers)
             )
         return records
+
+    def record_at(self, offset: int):
+        """The record with ``offset``, or None when no record has it (outside
+        ``[base_offset, last_offset]``, a gap left by compaction, or record_count 0).
+
+        Records before it are skipped by their framing (length, attributes, timestamp and
+        offset deltas are read and checked; keys, values and headers are not); the record
+        itself is parsed with every check of :meth:`records`. A compressed batch is
+        decompressed first. A control batch's record is returned like any other. Raises as
+        :meth:`records` for malformed framing up to and including that record.
+        """
+        if offset < self.base_offset or offset > self.last_offset:
+            return None
+        if self.record_count < 0:
+            raise InvalidRecordError(
+                f"Found invalid record count {self.record_count} in magic v2 batch"
+            )
+        if self.record_count == 0:
+            return None
+        area_start = self.position + RECORD_BATCH_OVERHEAD
+        area_end = self.position + LOG_OVERHEAD + self.batch_length
+        cid = self.compression_id
+        if cid == COMPRESSION_NONE:
+            data, start, end = self._view, area_start, area_end
+        else:
+            if cid not in COMPRESSION_NAMES:
+                raise UnsupportedCompressionError(
+                    f"Unknown compression type id {cid} in batch at position {self.position}"
+                )
+            data = _compression.decompress(cid, self._view[area_start:area_end])
+            start, end = 0, len(data)
+        position = _find_record(data, start, end, self.record_count, offset - self.base_offset)
+        if position is None:
+            return None
+        (_, timestamp_delta, key_position, key_length, value_position, value_length,
+         headers), _ = _parse_record(data, position, end)
+        if self.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME:
+            timestamp_ms = self.max_timestamp_ms
+        else:
+            timestamp_ms = _wrap_int64(self.base_timestamp_ms + timestamp_delta)
+        key = bytes(data[key_position : key_position + key_length]) if key_length >= 0 else None
+        value = (bytes(data[value_position : value_position + value_length])
+                 if value_length >= 0 else None)
+        return Record(offset, timestamp_ms, key, value, headers)
 
     def columns(self) -> Columns:
         """This batch's records as :class:`Columns`. ``data`` is a read-only view of the whole

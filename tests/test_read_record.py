@@ -1,0 +1,121 @@
+"""Point reads: ``Batch.record_at`` and ``Segment.read_record`` on both backends, against the
+model (``records()``), with gaps, compression, headers, control batches, LogAppendTime, the
+native in-batch checkpoints (dense batches of >= 64 records) and malformed framing."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import seglog
+from seglog.errors import InvalidRecordError
+
+COMPRESSIONS = ["none", "gzip", "lz4"]
+
+
+def _values(n, seed=1):
+    rng = random.Random(seed)
+    return [None if rng.random() < 0.05 else rng.randbytes(rng.randrange(0, 300))
+            for _ in range(n)]
+
+
+def _segment(backend, tmp_path, **kwargs):
+    return backend.Segment.open(str(tmp_path), 0, create=True, **kwargs)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_read_record_equals_records(backend, tmp_path, compression):
+    segment = _segment(backend, tmp_path)
+    values = _values(700)
+    keys = [None if i % 3 == 0 else b"k%d" % i for i in range(700)]
+    headers = [[("h", b"v"), ("n", None)] if i % 11 == 0 else [] for i in range(700)]
+    for start in range(0, 700, 100 if compression != "none" else 350):
+        stop = start + (100 if compression != "none" else 350)
+        segment.append(backend.encode_batch(values[start:stop], keys=keys[start:stop],
+                                            headers=headers[start:stop],
+                                            timestamps_ms=list(range(start, stop)),
+                                            compression=compression))
+    expected = [r for b in segment.batches() for r in b.records()]
+    order = list(range(700))
+    random.Random(3).shuffle(order)
+    for offset in order + order[:50]:  # a second read of a batch uses its checkpoints
+        assert segment.read_record(offset) == expected[offset]
+    for offset in (-1, 700, 701, 10**12):
+        assert segment.read_record(offset) is None
+    segment.close()
+
+
+def test_read_record_gaps_and_control(backend, tmp_path):
+    segment = _segment(backend, tmp_path)
+    # A compacted-style batch: offsets 0, 2, 5, ... (deltas with gaps), then a batch after a
+    # gap between batches, then a commit marker.
+    deltas = [i * 3 for i in range(100)]
+    values = [b"v%d" % d for d in deltas]
+    segment.append(backend.encode_batch(values, offset_deltas=deltas, timestamps_ms=5,
+                                        last_offset_delta=400))
+    segment.append(backend.encode_batch([b"x", b"y"], base_offset=1000, timestamps_ms=7),
+                   assign_offsets=False)
+    segment.append(backend.encode_control_batch(1, producer_id=9, producer_epoch=0))
+    for offset in range(401):
+        record = segment.read_record(offset)
+        if offset % 3 == 0 and offset < 300:
+            assert record.offset == offset and record.value == b"v%d" % offset
+        else:
+            assert record is None
+    assert segment.read_record(999) is None
+    assert segment.read_record(1001).value == b"y"
+    assert segment.read_record(1002) is None  # the commit marker
+    assert segment.next_offset == 1003
+    segment.close()
+
+
+def test_read_record_log_append_time(backend):
+    raw = backend.encode_batch([b"a"] * 80, timestamps_ms=10, timestamp_type=1)
+    (batch,) = backend.iter_batches(raw)
+    assert batch.record_at(79).timestamp_ms == batch.max_timestamp_ms
+    assert batch.record_at(80) is None
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_record_at_matches_records_on_both_twins(compression):
+    native, pure = seglog.get_backend("native"), seglog.get_backend("pure")
+    raw = pure.encode_batch(_values(90, seed=5), keys=[b"k"] * 90, timestamps_ms=1,
+                            headers=[[("a", b"b")]] * 90, compression=compression)
+    for be in (native, pure):
+        (batch,) = be.iter_batches(raw)
+        records = batch.records()
+        assert [batch.record_at(r.offset) for r in records] == records
+        assert batch.record_at(-1) is None and batch.record_at(90) is None
+
+
+def _corrupt_first_length(backend, raw):
+    """The batch with its first record's length varint replaced by a 6-byte varint."""
+    data = bytearray(raw)
+    return bytes(data[:61]) + b"\xff\xff\xff\xff\xff\x01" + bytes(data[62:])
+
+
+def test_record_at_bad_framing_same_error(backend):
+    native, pure = seglog.get_backend("native"), seglog.get_backend("pure")
+    raw = pure.encode_batch([b"abc"] * 70, timestamps_ms=1)
+    bad = _corrupt_first_length(pure, raw)
+    messages = []
+    for be in (native, pure):
+        (batch,) = be.iter_batches(bad)
+        with pytest.raises(InvalidRecordError) as info:
+            batch.record_at(30)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_read_record_after_truncate(backend, tmp_path):
+    segment = _segment(backend, tmp_path)
+    segment.append(backend.encode_batch([b"a%d" % i for i in range(100)], timestamps_ms=1))
+    segment.append(backend.encode_batch([b"b%d" % i for i in range(100)], timestamps_ms=1))
+    assert segment.read_record(150).value == b"b50"
+    segment.truncate_to(100)
+    assert segment.read_record(150) is None
+    segment.append(backend.encode_batch([b"c%d" % i for i in range(120)], timestamps_ms=1))
+    assert segment.read_record(150).value == b"c50"
+    assert segment.read_record(219).value == b"c119"
+    segment.close()
