@@ -341,3 +341,22 @@ def test_delete_topic_with_the_longest_name(tmp_path, backend):
         store.delete_topic(name)
         assert store.topics() == []
     assert not [n for n in os.listdir(tmp_path) if n.startswith("xxx")]
+
+
+def test_maintain_runs_the_periodic_tasks(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("old", config={"retention.ms": "1000", "segment.bytes": "200"})
+        store.create_topic("lazy", config={"flush.ms": "1000", "retention.ms": "-1"})
+        for i in range(10):
+            store.topic("old").log(0).append(bytes(60), timestamp_ms=1000 + i)
+        store.topic("lazy").log(0).append_batch([b"unflushed", b"too"])
+        consumer = store.consumer("gone", ["old"])
+        consumer.commit({("old", 0): 1})
+        consumer.close()
+        now = int(__import__("time").time() * 1000) + 30 * 24 * 3600 * 1000
+        report = store.maintain(now_ms=now)
+        assert TopicPartition("old", 0) in report["retention"]
+        assert TopicPartition("lazy", 0) in report["flushed"]
+        assert report["expired_offsets"] == {"gone": [TopicPartition("old", 0)]}
+        assert "lazy 0 2" in read_text(tmp_path / "recovery-point-offset-checkpoint")
+        assert "old 0 10" in read_text(tmp_path / "log-start-offset-checkpoint")

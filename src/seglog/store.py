@@ -753,6 +753,27 @@ class Store:
             active = {g for g, group in self._groups.items() if group.members()}
             return self._offsets_manager().expire(now, retention_ms, active)
 
+    def maintain(self, *, now_ms: int | None = None) -> dict[str, Any]:
+        """One round of the periodic work a Kafka broker's LogManager, cleaner and group
+        coordinator do on timers, for callers that run it on their own schedule: retention
+        (:meth:`apply_retention`, which also removes ``.deleted`` files that are due),
+        compaction (:meth:`compact`), ``flush.ms`` flushes (``Log.maybe_flush``), expiry of
+        committed offsets (:meth:`expire_offsets`), then the four checkpoints. Returns
+        ``{"retention": ..., "compaction": ..., "flushed": [tp, ...], "expired_offsets":
+        ...}``. Raises ReadOnlyError."""
+        import time as _time
+        now = _time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
+        report: dict[str, Any] = {
+            "retention": self.apply_retention(now_ms=now),
+            "compaction": self.compact(now_ms=now),
+            "flushed": [tp for tp, log in self._writable_logs() if log.maybe_flush(now_ms=now)],
+            "expired_offsets": self.expire_offsets(now_ms=now),
+        }
+        with self._lock:
+            self._check_writable()
+            self._write_checkpoints()
+        return report
+
     # --- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
