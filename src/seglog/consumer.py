@@ -12,9 +12,11 @@ starts there. Inside a group each partition belongs to exactly one member, so 10
 and recomputes the assignment at once with the group's assignor (``range`` or ``roundrobin``,
 :mod:`seglog.assignors`). A :class:`Consumer` adopts its new assignment at its next
 :meth:`~Consumer.poll` (or :meth:`~Consumer.assignment`, :meth:`~Consumer.commit`): partitions
-it keeps keep their positions; partitions it gains start at the group's committed offset, or
-at ``auto_offset_reset`` when there is none. The network broker that comes later coordinates
-across processes; this one coordinates threads of one process.
+it owned throughout keep their positions; partitions it gains start at the group's committed
+offset, or at ``auto_offset_reset`` when there is none. A member that lost partitions in a
+rebalance it has not seen yet cannot commit (:class:`CommitFailedError`, as Kafka's
+ILLEGAL_GENERATION), so it never overwrites their new owner's progress. The network broker
+that comes later coordinates across processes; this one coordinates threads of one process.
 
 Commits (Kafka's ``OffsetCommit``) are one RecordBatch appended to the group's partition of
 ``__consumer_offsets`` (``abs(java hashCode(group)) % partitions``), one record per partition
@@ -29,6 +31,11 @@ its partitions move to the remaining members, which resume from the last commit.
 after processing is therefore at-least-once (a crash repeats the records since the last
 commit) and committing before processing is at-most-once (a crash loses the records claimed
 but not processed); ``tests/test_article_examples.py`` replays the article's example.
+
+Not here (yet): session timeouts and heartbeats (members live as long as their Consumer
+object), group-metadata records (key version 2) in ``__consumer_offsets``, rebalance
+listeners (a rebalance completes at once, so there is no revocation window to commit in),
+``read_committed`` isolation and automatic commits.
 
 Thread safety: the coordinator and the offsets are shared and locked (the store's metadata
 lock); a :class:`Consumer` is used by one thread at a time, as Kafka's is.
@@ -687,8 +694,11 @@ class Consumer:
         """Up to ``max_records`` (default ``max_poll_records``) records from the assigned
         partitions, in offset order within each partition, starting at each position; the
         positions move past them. Waits up to ``timeout_ms`` for records when none are
-        readable (on the Log's condition, not by sleeping; an idle member also wakes when a
-        rebalance gives it partitions). Adopts a pending rebalance first.
+        readable, on conditions rather than by sleeping: with one partition, the Log's own
+        (``Log.wait_for_data``); with several, the store's append counter, which Producers
+        signal (appends made straight on a Log or by another process are seen within 20 ms);
+        an idle member wakes when a rebalance gives it partitions. Adopts a pending rebalance
+        first.
 
         Raises :class:`NoOffsetForPartitionError` / :class:`OffsetOutOfRangeError` with
         ``auto_offset_reset="none"``, :class:`IllegalStateError` after :meth:`close`.
