@@ -18,8 +18,12 @@ Sizes are estimated as Kafka's producer does before compression (61 bytes per ba
 is smaller than ``batch_size_bytes``.
 
 Records of one partition reach the log in ``send`` order: batches are written under the
-producer's lock. Errors from the log (a record too large, a keyless record on a compacted
-topic, ...) fail the futures of that batch; :meth:`flush` raises the first of them.
+producer's lock. A batch the topic refuses as larger than ``max.message.bytes`` is split in
+halves and written in parts (Kafka's producer splits on MESSAGE_TOO_LARGE), so only a record
+too large by itself fails. Other errors from the log fail the futures of the whole batch;
+:meth:`Producer.flush` raises the first error since the previous flush.
+:meth:`Producer.send_batch` is the batch-first path: many records, one RecordBatch per
+partition, no per-record future.
 
 Thread safety: a Producer may be shared by threads (as Kafka's is).
 """
