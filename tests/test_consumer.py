@@ -499,3 +499,42 @@ def test_group_administration(tmp_path, backend):
         assert store.groups() == []
     with open_store(tmp_path, backend) as store:
         assert store.groups() == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_membership_never_loses_a_record(store, seed):
+    """A model test: members join, poll, commit after handling and die (close without
+    commit) at random. At every step each partition has exactly one owner, a member only
+    gets records of partitions it owns, and in the end every record was handled (at least
+    once: process-then-commit)."""
+    import random
+
+    rng = random.Random(seed)
+    fill(store, "t", 4, 25)
+    everything = {(p, i) for p in range(4) for i in range(25)}
+    group = store.group("g")
+    members, handled = [], []
+    for _ in range(300):
+        action = rng.random()
+        if action < 0.15 and len(members) < 6 or not members:
+            members.append(store.consumer("g", ["t"], auto_offset_reset="earliest"))
+        elif action < 0.25 and len(members) > 1:
+            members.pop(rng.randrange(len(members))).close()  # dies: no commit
+        else:
+            member = rng.choice(members)
+            records = member.poll(max_records=rng.randint(1, 7))
+            owned = member.assignment()
+            assert all(TP(r.topic, r.partition) in owned for r in records)
+            handled += [(r.partition, r.offset) for r in records]
+            if records and rng.random() < 0.6:
+                try:
+                    member.commit()
+                except CommitFailedError:
+                    pass  # lost partitions meanwhile: their new owner re-reads them
+        owners = [tp for tps in group.assignment().values() for tp in tps]
+        assert sorted(owners) == [TP("t", p) for p in range(4)]  # each exactly once
+    last = store.consumer("g", ["t"], auto_offset_reset="earliest")
+    for member in members:
+        member.close()
+    handled += [(r.partition, r.offset) for r in drain(last)]
+    assert set(handled) == everything  # nothing lost
