@@ -16,8 +16,9 @@ fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
    the old or the new data, never both or neither. Swapped-in segments get their indexes
    rebuilt.
 3. **Segments** are opened in offset order. Index files without a ``.log`` are orphans and are
-   removed. A segment whose ``.index`` or ``.timeindex`` is missing, or fails its sanity check,
-   is recovered at once (its indexes are rebuilt from the log).
+   removed. A segment whose ``.index`` or ``.timeindex`` is missing, or whose ``.index``,
+   ``.timeindex`` or ``.txnindex`` fails its sanity check, is recovered at once (its indexes,
+   the transaction index included, are rebuilt from the log).
 4. **Recovery**, only after an unclean shutdown (no clean-shutdown marker): every segment from
    the one containing the recovery point to the end is validated batch by batch
    (``Segment.recover``: length, magic, CRC32C, offsets). The first invalid byte and everything
@@ -28,6 +29,11 @@ fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
 
 A read-only open changes nothing on disk: it skips steps 1, 2 and 4, ignores temporary files
 and opens the segments it finds read-only.
+
+Recovering a segment is ``segment.recover()`` unless the caller passes ``recover_segment``:
+the Log does, to rebuild the segment's ``.txnindex`` and producer state along with its
+indexes (Kafka's ``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is
+loaded by the Log after this module is done.
 
 Everything removed or cut is recorded in a :class:`RecoveryReport`.
 """
@@ -40,11 +46,18 @@ from typing import Any, Callable
 
 from . import filenames
 from .errors import CorruptIndexError, CorruptRecordError, InvalidOffsetError
+from .txnindex import TransactionIndex
 
 __all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
 
 #: ``open_segment(base_offset, *, create=False, file_suffix="") -> Segment``
 OpenSegment = Callable[..., Any]
+#: ``recover_segment(segment, earlier_segments) -> RecoveryResult`` (as ``Segment.recover``)
+RecoverSegment = Callable[[Any, list], Any]
+
+
+def _plain_recover(segment: Any, _earlier: list) -> Any:
+    return segment.recover()
 
 
 @dataclass(frozen=True)
@@ -164,7 +177,8 @@ def _complete_swaps(dir_path: str, swaps: list[tuple[str, int, str]], open_segme
 
 
 def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_rebuild: bool,
-                  report: RecoveryReport) -> tuple[Any, bool, bool]:
+                  report: RecoveryReport, recover: RecoverSegment,
+                  earlier: list) -> tuple[Any, bool, bool]:
     """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
 
     Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
@@ -187,11 +201,12 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
         try:
             segment.offset_index.sanity_check()
             segment.time_index.sanity_check()
+            TransactionIndex(dir_path, base).sanity_check()
         except CorruptIndexError:
             rebuild = True
     if not rebuild:
         return segment, False, False
-    result = segment.recover()
+    result = recover(segment, earlier)
     report.rebuilt_indexes.append(base)
     if result.truncated_bytes:
         report.truncations.append(
@@ -207,15 +222,19 @@ def load_segments(
     log_start_offset: int,
     clean_shutdown: bool,
     read_only: bool = False,
+    recover_segment: RecoverSegment | None = None,
 ) -> LoadResult:
     """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
 
     ``open_segment(base, create=False, file_suffix="")`` opens one segment with the log's
     settings. ``recovery_point`` and ``log_start_offset`` come from the checkpoints (0 when
-    there are none). Returns the segments in offset order, never empty for a writer. Raises
+    there are none). ``recover_segment(segment, earlier_segments)`` recovers one segment (default
+    ``segment.recover()``); ``earlier_segments`` are the segments before it, already
+    loaded. Returns the segments in offset order, never empty for a writer. Raises
     ``OSError`` from the file system; bad bytes are cut and reported, not raised.
     """
     report = RecoveryReport(clean_shutdown=clean_shutdown)
+    recover = recover_segment or _plain_recover
     if read_only:
         bases = sorted(offset for _, offset, suffix, state in _list(dir_path)
                        if suffix == filenames.LOG_SUFFIX and state == "")
@@ -234,7 +253,8 @@ def load_segments(
     segments, checked = [], {}
     for base in bases:
         segment, recovered, truncated = _open_checked(dir_path, base, open_segment,
-                                                      base in swapped, report)
+                                                      base in swapped, report, recover,
+                                                      segments)
         segments.append(segment)
         if recovered:
             checked[base] = truncated
@@ -250,7 +270,7 @@ def load_segments(
             if segment.base_offset in checked:  # validated in step 3 already
                 truncated = checked[segment.base_offset]
             else:
-                result = segment.recover()
+                result = recover(segment, segments[:i])
                 truncated = result.truncated_bytes > 0
                 if truncated:
                     report.truncations.append(Truncation(segment.base_offset, result.position,

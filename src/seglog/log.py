@@ -73,6 +73,13 @@ from .errors import (
 from .loader import RecoveryReport, load_segments
 from .locking import DirectoryLock
 from .partition_state import PartitionDirState, PartitionState
+from .producer_state import (
+    ORIGIN_CLIENT,
+    ORIGIN_COORDINATOR,
+    PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
+    ProducerStateManager,
+    rebuild_producer_state,
+)
 from .retention import (
     deletable_segments,
     retention_bytes_breached,
@@ -80,6 +87,14 @@ from .retention import (
     start_offset_breached,
 )
 from .segments import SegmentMap
+from .transactions import (
+    ISOLATION_LEVELS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    collect_aborted_transactions,
+    filter_batches,
+)
+from .txnindex import TransactionIndex
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
@@ -87,6 +102,10 @@ __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+
+#: How often appends and retention drop expired producers (Kafka's
+#: producer.id.expiration.check.interval.ms); a clock that went back counts as due.
+_EXPIRATION_CHECK_MS = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 
 #: Default and largest ``max_bytes`` of one read.
 READ_BYTES_DEFAULT = 1 << 20
@@ -118,7 +137,11 @@ class LogReadResult:
       ``.log`` file (for sendfile and a broker's fetch response); ``log_path`` is None when
       empty.
     * ``high_watermark``, ``start_offset``, ``end_offset``: the log's values when the read
-      started.
+      started; ``last_stable_offset`` too (Kafka's fetch response carries it).
+    * ``aborted_transactions``: for ``isolation="read_committed"``, the aborted transactions
+      (:class:`~seglog.txnindex.AbortedTxn`) overlapping ``[offset, next_offset)``, which a
+      consumer needs to skip their batches (:func:`seglog.transactions.filter_batches`);
+      None for read_uncommitted (Kafka's fetch response: null).
     """
 
     buffer: memoryview
@@ -130,6 +153,8 @@ class LogReadResult:
     high_watermark: int
     start_offset: int
     end_offset: int
+    last_stable_offset: int = -1
+    aborted_transactions: list | None = None
 
 
 class _View(NamedTuple):
@@ -142,6 +167,48 @@ class _View(NamedTuple):
     high_watermark: int
     hw_base: int  # base offset of the segment the high watermark falls in
     hw_position: int  # its position there (a batch boundary)
+    first_unstable: int | None  # producer state's first unstable offset (None: none)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's ``UnifiedLog.lastStableOffset``: the first unstable offset when it is below
+        the high watermark (never below the start offset), else the high watermark."""
+        first = self.first_unstable
+        if first is None or first >= self.high_watermark:
+            return self.high_watermark
+        return max(first, self.start_offset)
+
+
+class _Retired:
+    """A segment renamed ``.deleted`` with its transaction index and producer snapshot (the
+    snapshot at its base, renamed ``.deleted`` too, or None); removed together later."""
+
+    __slots__ = ("segment", "txn_index", "snapshot_path")
+
+    def __init__(self, segment: Any, txn_index: TransactionIndex | None,
+                 snapshot_path: str | None):
+        self.segment = segment
+        self.txn_index = txn_index
+        self.snapshot_path = snapshot_path
+
+    @property
+    def base_offset(self) -> int:
+        return self.segment.base_offset
+
+    def close(self) -> None:
+        self.segment.close()
+        if self.txn_index is not None:
+            self.txn_index.close()
+
+    def delete(self) -> None:
+        self.segment.delete()
+        if self.txn_index is not None:
+            self.txn_index.delete()
+        if self.snapshot_path is not None:
+            try:
+                os.remove(self.snapshot_path)
+            except FileNotFoundError:
+                pass
 
 
 class _SlicedColumns:
@@ -185,6 +252,21 @@ def _nbytes(buffer: memoryview) -> int:
         return buffer.nbytes
     except ValueError:
         return 0
+
+
+def _batches_from(segments: SegmentMap, offset: int) -> Iterator[Any]:
+    """The Batch objects of ``segments`` in order, from the batch holding ``offset`` (or the
+    first after it) to the end; what producer-state replay reads."""
+    first = True
+    for segment in segments.from_offset(offset):
+        position = 0
+        if first:
+            first = False
+            located = segment.translate_offset(offset)
+            if located is None:
+                continue
+            position = located[0]
+        yield from segment.batches(position)
 
 
 def _last_batch(buffer: memoryview) -> tuple[int, int]:
@@ -264,7 +346,10 @@ class Log:
         self._state = state if state is not None else PartitionDirState(dir_path)
         self._created_ms: dict[int, int] = {}
         self._jitter_ms: dict[int, int] = {}
-        self._pending_deletes: list[tuple[int, Any]] = []  # (deadline_ms, renamed segment)
+        self._pending_deletes: list[tuple[int, Any]] = []  # (deadline_ms, _Retired or segment)
+        self._txn_indexes: dict[int, TransactionIndex] = {}  # by segment base offset
+        self._first_unstable: int | None = None  # published in _View
+        self._last_expiration_ms = now_ms
         self._dir_dirty = False  # a segment file was created since the directory was fsynced
         if read_only:
             if not os.path.isdir(dir_path):
@@ -284,10 +369,16 @@ class Log:
         if not self._read_only:
             self._state.begin_writing()
         start_checkpoint = start_checkpoint or 0
+        self._psm = self._new_producer_state()
+
+        def recover_segment(segment: Any, earlier: list) -> Any:
+            return self._recover_segment(segment, earlier, start_checkpoint, now_ms)
+
         result = load_segments(
             self._dir, self._open_segment,
             recovery_point=recovery_point if recovery_point is not None else 0,
-            log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only)
+            log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only,
+            recover_segment=recover_segment)
         self.recovery_report: RecoveryReport = result.report
         segments = SegmentMap(result.segments)
         for segment in segments:
@@ -295,6 +386,17 @@ class Log:
         end = segments.last().next_offset if segments else start_checkpoint
         first_base = segments.first().base_offset if segments else start_checkpoint
         start = max(start_checkpoint, first_base)
+        # Producer state (Kafka's LogLoader.load, then UnifiedLog's constructor): snapshots
+        # matching no segment go, the latest good one is loaded and the log replayed past it.
+        psm = self._psm
+        if segments:
+            psm.remove_stray_snapshots(segments.bases)
+            rebuild_producer_state(
+                psm, segment_base_offsets=segments.bases, log_start_offset=start,
+                log_end_offset=end, batches_from=lambda offset: _batches_from(segments, offset),
+                reload_from_clean_shutdown=clean, now_ms=now_ms)
+        psm.on_high_watermark_updated(end)
+        self._first_unstable = psm.first_unstable_offset()
         # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
         # validated is not flushed yet, so the recovery point stays where it was.
         self._recovery_point = end if clean else min(recovery_point or 0, end)
@@ -308,6 +410,51 @@ class Log:
             if self.recovery_report.lost_data or self.recovery_report.removed_files:
                 self._state.save(recovery_point=self._recovery_point, log_start_offset=start)
         self._publish(segments, start, end, high_watermark=end)
+
+    def _new_producer_state(self) -> ProducerStateManager:
+        return ProducerStateManager(
+            self._dir, producer_id_expiration_ms=self._config.producer_id_expiration_ms,
+            backend=self._be, read_only=self._read_only)
+
+    def _recover_segment(self, segment: Any, earlier: list, log_start_offset: int,
+                         now_ms: int) -> Any:
+        """Kafka's ``LogLoader.recoverSegment``: validate ``segment`` and rebuild its indexes
+        and its ``.txnindex``. The aborted transactions' last stable offsets need the producer
+        state at the segment's base, so a temporary manager is brought there first (from a
+        snapshot, replaying ``earlier`` segments), then fed every batch of the segment, and
+        it snapshots the state at the segment's end."""
+        base = segment.base_offset
+        tmp = self._new_producer_state()
+        chain = SegmentMap(list(earlier))
+        rebuild_producer_state(
+            tmp, segment_base_offsets=[*chain.bases, base],
+            log_start_offset=min(log_start_offset, base), log_end_offset=base,
+            batches_from=lambda offset: _batches_from(chain, offset),
+            reload_from_clean_shutdown=False, now_ms=now_ms)
+        result = segment.recover()
+        txn_path = filenames.txn_index_file(self._dir, base)
+        if os.path.exists(txn_path):
+            os.truncate(txn_path, 0)  # reset before reading: the old bytes may be corrupt
+        txn_index = TransactionIndex(self._dir, base)
+        try:
+            for batch in segment.batches():
+                tmp.recover_batch(batch, txn_index)
+            txn_index.flush()
+        finally:
+            txn_index.close()
+        self._txn_indexes.pop(base, None)
+        tmp.take_snapshot()
+        return result
+
+    def _txn_index(self, base_offset: int) -> TransactionIndex:
+        """The ``.txnindex`` of the segment at ``base_offset`` (opened once; created on its
+        first append). A read-only log reopens it every time: the writer may append."""
+        txn_index = self._txn_indexes.get(base_offset)
+        if txn_index is None:
+            txn_index = TransactionIndex(self._dir, base_offset)
+            if not self._read_only:
+                self._txn_indexes[base_offset] = txn_index
+        return txn_index
 
     def _open_segment(self, base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
         config = self._config
@@ -336,8 +483,14 @@ class Log:
             try:
                 if not self._read_only:
                     self._flush_locked(_now_ms(None), checkpoint=True)
+                    # Kafka's UnifiedLog.close: a snapshot at the log end, so the next open
+                    # reads no batch to rebuild producer state.
+                    self._psm.update_map_end_offset(self._view.end_offset)
+                    self._psm.take_snapshot()
                 for segment in self._view.segments:
                     segment.close()
+                for txn_index in self._txn_indexes.values():
+                    txn_index.close()
                 for _deadline, segment in self._pending_deletes:
                     segment.close()
                 self._pending_deletes.clear()
@@ -404,6 +557,19 @@ class Log:
         return self._view.high_watermark
 
     @property
+    def last_stable_offset(self) -> int:
+        """The last stable offset (LSO): the first offset of the earliest transaction that is
+        open (or whose marker is not yet below the high watermark), capped by the high
+        watermark; the high watermark when there is none. read_committed reads stop here."""
+        return self._view.last_stable_offset
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The partition's :class:`~seglog.producer_state.ProducerStateManager` (idempotence
+        and transactions). Read-only use, under no lock: the log owns and mutates it."""
+        return self._psm
+
+    @property
     def recovery_point(self) -> int:
         """Every record below this offset is known to be on disk (fsynced)."""
         return self._recovery_point
@@ -446,7 +612,7 @@ class Log:
         else:
             hw_base, hw_position = self._position_of(segments, high_watermark)
         self._view = _View(segments, start, end, end_position, high_watermark, hw_base,
-                           hw_position)
+                           hw_position, self._first_unstable)
 
     @staticmethod
     def _position_of(segments: SegmentMap, offset: int) -> tuple[int, int]:
@@ -477,9 +643,18 @@ class Log:
 
     def append_batch(self, values: Any, keys: Any = None, timestamps_ms: Any = None,
                      headers: Any = None, *, compression: str = "none",
-                     now_ms: int | None = None) -> tuple[int, int]:
+                     now_ms: int | None = None, producer_id: int = -1, producer_epoch: int = -1,
+                     base_sequence: int = -1,
+                     is_transactional: bool = False) -> tuple[int, int]:
         """Encode ``values`` as one RecordBatch v2 and append it; returns ``(first, last)``
         offsets.
+
+        Idempotent and transactional producers pass ``producer_id``, ``producer_epoch`` and
+        ``base_sequence`` (all >= 0, else InvalidRecordError) and ``is_transactional``; the
+        batch is then checked against the producer state as a client append
+        (:meth:`append_raw`): a retry of one of the producer's last 5 batches writes nothing
+        and returns the original offsets; OutOfOrderSequenceError, InvalidProducerEpochError,
+        InvalidTxnStateError as Kafka raises them.
 
         values/keys/timestamps_ms/headers as ``encode_batch`` takes them (lists of
         bytes-like, 2-D uint8 arrays, ``(data, lengths)`` pairs). ``timestamps_ms`` None means
@@ -502,6 +677,14 @@ class Log:
         else:
             self._validate_timestamps(timestamps_ms, now)
         codec = config.compression_codec or compression
+        if producer_id >= 0:
+            if producer_epoch < 0 or base_sequence < 0:
+                raise InvalidRecordError(
+                    f"a batch of producer {producer_id} needs a producer epoch and a base "
+                    f"sequence >= 0, got {producer_epoch} and {base_sequence}")
+        elif is_transactional or producer_epoch >= 0 or base_sequence >= 0:
+            raise InvalidRecordError(
+                "producer_epoch, base_sequence and is_transactional need a producer_id >= 0")
         # Encode outside the writer lock at the offset the batch will most likely get; if
         # another writer gets there first the segment patches the base offset (8 bytes that
         # the CRC does not cover).
@@ -509,7 +692,9 @@ class Log:
             values, keys, timestamps_ms, headers, base_offset=self._view.end_offset,
             compression=codec,
             timestamp_type=fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
-            else fmt.TIMESTAMP_TYPE_CREATE_TIME)
+            else fmt.TIMESTAMP_TYPE_CREATE_TIME,
+            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+            is_transactional=is_transactional)
         size = len(raw)
         if size > config.max_message_bytes:
             raise RecordTooLargeError(
@@ -517,7 +702,40 @@ class Log:
                 f"({config.max_message_bytes})")
         record_count = _INT32.unpack_from(raw, fmt.LAST_OFFSET_DELTA_POSITION)[0] + 1
         max_timestamp = _INT64.unpack_from(raw, fmt.MAX_TIMESTAMP_POSITION)[0]
-        return self._append_encoded(raw, size, record_count, max_timestamp, now)
+        batches = list(self._be.iter_batches(raw)) if producer_id >= 0 else None
+        return self._append_encoded(raw, size, record_count, max_timestamp, now, batches)
+
+    def append_txn_marker(self, *, producer_id: int, producer_epoch: int,
+                          coordinator_epoch: int, commit: bool,
+                          now_ms: int | None = None) -> int:
+        """Write a transaction marker, a COMMIT (``commit=True``) or ABORT control batch, for
+        ``producer_id`` (what Kafka's transaction coordinator sends with WriteTxnMarkers);
+        returns its offset.
+
+        The producer's open transaction (if any) is closed: a commit makes its records
+        visible to read_committed readers once the marker is below the high watermark; an
+        abort is recorded in the active segment's ``.txnindex`` and its records are hidden
+        from them. A marker without an open transaction is written all the same (Kafka).
+        Raises InvalidProducerEpochError for an epoch below the producer's,
+        TransactionCoordinatorFencedError for a coordinator epoch below the last marker's,
+        InvalidRecordError for a negative producer id or epoch, LogClosedError, ReadOnlyError.
+        The marker's timestamp is ``now_ms`` (default: the wall clock). Thread-safe.
+        """
+        self._check_writable()
+        if producer_id < 0 or producer_epoch < 0:
+            raise InvalidRecordError(
+                f"a transaction marker needs a producer id and epoch >= 0, got {producer_id} "
+                f"and {producer_epoch}")
+        now = _now_ms(now_ms)
+        control_type = fmt.CONTROL_TYPE_COMMIT if commit else fmt.CONTROL_TYPE_ABORT
+        raw = self._be.encode_control_batch(
+            control_type, producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch, base_offset=self._view.end_offset,
+            timestamp_ms=now)
+        batches = list(self._be.iter_batches(raw))
+        first, _last = self._append_encoded(raw, len(raw), 1, now, now, batches,
+                                            origin=ORIGIN_COORDINATOR)
+        return first
 
     def append_raw(self, data: Any, *, now_ms: int | None = None) -> tuple[int, int]:
         """Append client-built batches (a produce request's records); returns ``(first,
@@ -542,8 +760,9 @@ class Log:
         buffer = memoryview(data)
         if buffer.ndim != 1 or buffer.format not in ("B", "b", "c"):
             buffer = buffer.cast("B")
-        to_write, size, record_count, max_timestamp = self._validate_client_batches(buffer, now)
-        return self._append_encoded(to_write, size, record_count, max_timestamp, now)
+        to_write, size, record_count, max_timestamp, batches = self._validate_client_batches(
+            buffer, now)
+        return self._append_encoded(to_write, size, record_count, max_timestamp, now, batches)
 
     def _validate_timestamps(self, timestamps_ms: Any, now_ms: int) -> None:
         config = self._config
@@ -564,7 +783,8 @@ class Log:
                 f"timestamps [{lo}, {hi}] outside [{now_ms - before}, {now_ms + after}] "
                 "(message.timestamp.before.max.ms / after.max.ms)")
 
-    def _validate_client_batches(self, buffer: memoryview, now_ms: int) -> tuple[Any, int, int, int]:
+    def _validate_client_batches(self, buffer: memoryview,
+                                 now_ms: int) -> tuple[Any, int, int, int, list | None]:
         import numpy as np
 
         config = self._config
@@ -579,6 +799,7 @@ class Log:
                        else fmt.TIMESTAMP_TYPE_CREATE_TIME)
         record_count, max_timestamp, consumed = 0, -1, 0
         rewrites: list[tuple[int, int, int]] = []  # (position, size, max timestamp)
+        with_producer = False
         for batch in self._be.iter_batches(buffer):
             position = batch.position
             if position != consumed:
@@ -602,9 +823,11 @@ class Log:
                 raise InvalidRecordError(
                     f"batch count {count} does not match its offset range "
                     f"(last offset delta {batch.last_offset_delta})")
-            if batch.producer_id >= 0 and batch.base_sequence < 0:
-                raise InvalidRecordError(
-                    f"batch with producer id {batch.producer_id} has no base sequence")
+            if batch.producer_id >= 0:
+                if batch.base_sequence < 0:
+                    raise InvalidRecordError(
+                        f"batch with producer id {batch.producer_id} has no base sequence")
+                with_producer = True
             columns = batch.columns()
             self._require_batch_keys(columns, position)  # compaction hook (seglog.cleaner)
             if len(columns) != count or not np.array_equal(
@@ -625,7 +848,8 @@ class Log:
                 f"{size - consumed} trailing bytes are not a whole batch",
                 reason=fmt.REASON_TRUNCATED, position=consumed)
         if not rewrites:
-            return buffer, size, record_count, max_timestamp
+            batches = list(self._be.iter_batches(buffer)) if with_producer else None
+            return buffer, size, record_count, max_timestamp, batches
         out = bytearray(buffer)
         view = memoryview(out)
         for position, batch_size, batch_max in rewrites:
@@ -639,11 +863,17 @@ class Log:
             crc = self._be.crc32c(view[position + fmt.ATTRIBUTES_POSITION:position + batch_size])
             _UINT32.pack_into(out, position + fmt.CRC_POSITION, crc)
         view.release()
-        return out, size, record_count, max_timestamp
+        # The producer state takes the batches as written (max timestamps rewritten).
+        batches = list(self._be.iter_batches(bytes(out))) if with_producer else None
+        return out, size, record_count, max_timestamp, batches
 
     def _append_encoded(self, data: Any, size: int, record_count: int, max_timestamp: int,
-                        now_ms: int) -> tuple[int, int]:
-        """Roll if needed, write ``data`` (whole batches, offsets assigned by the segment)."""
+                        now_ms: int, batches: list | None = None, *,
+                        origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
+        """Roll if needed, check ``batches`` (the Batch objects of ``data`` when any carries a
+        producer id, else None) against the producer state, write ``data`` (whole batches,
+        offsets assigned by the segment) and update the producer state (Kafka's
+        ``UnifiedLog.append``). A duplicate writes nothing and returns the original offsets."""
         if size > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"append of {size} bytes is larger than segment.bytes "
@@ -652,15 +882,36 @@ class Log:
             self._check_writable()
             config = self._config
             view = self._view
+            psm = self._psm
+            if not 0 <= now_ms - self._last_expiration_ms < _EXPIRATION_CHECK_MS:
+                self._expire_producers(now_ms)
             segments = self._maybe_roll(view, size, record_count, max_timestamp, now_ms)
             active = segments._segments[-1]
+            analysis = None
+            if batches is not None:
+                analysis = psm.analyze_batches(batches, first_offset=view.end_offset,
+                                               origin=origin)
+                if analysis.duplicate is not None:
+                    duplicate = analysis.duplicate
+                    return duplicate.first_offset, duplicate.last_offset
             result = active.append(data)
             end = result.last_offset + 1
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
+            if analysis is None:
+                psm.update_map_end_offset(end)
+            else:
+                txn_index = (self._txn_index(active.base_offset) if analysis.completed_txns
+                             else None)
+                psm.apply_append(analysis, end_offset=end, txn_index=txn_index)
+                if analysis.completed_txns or any(
+                        info.started_transactions for info in analysis.append_infos.values()):
+                    if self._auto_hw:
+                        psm.on_high_watermark_updated(end)
+                    self._first_unstable = psm.first_unstable_offset()
             if self._auto_hw:  # the hot path of _publish
                 position = active.size_bytes
                 self._view = _View(segments, view.start_offset, end, position, end,
-                                   active.base_offset, position)
+                                   active.base_offset, position, self._first_unstable)
             else:
                 self._publish(segments, view.start_offset, end)
             if (end - self._recovery_point >= config.flush_messages
@@ -708,6 +959,22 @@ class Log:
             self._roll_locked(_now_ms(now_ms))
             return self._view.segments.last()
 
+    def _drop_txn_index(self, base_offset: int) -> None:
+        txn_index = self._txn_indexes.pop(base_offset, None)
+        if txn_index is not None:
+            txn_index.close()
+
+    def _refresh_unstable(self) -> None:
+        """Recompute the first unstable offset after the producer state changed (publish
+        follows)."""
+        self._first_unstable = self._psm.first_unstable_offset()
+
+    def _expire_producers(self, now_ms: int) -> list[int]:
+        """Drop producers idle for ``producer_id_expiration_ms`` without an open transaction
+        (Kafka checks every 10 minutes; callers bound the rate)."""
+        self._last_expiration_ms = now_ms
+        return self._psm.remove_expired_producers(now_ms)
+
     def _roll_locked(self, now_ms: int) -> SegmentMap:
         view = self._view
         old = view.segments.last()
@@ -718,10 +985,14 @@ class Log:
         for path in filenames.segment_files(self._dir, new_base):
             if os.path.exists(path):  # Kafka: a leftover file with the new name is deleted
                 os.remove(path)
+        self._drop_txn_index(new_base)
         new = self._open_segment(new_base, create=True)
         self._note_created(new_base, now_ms)
         segments = view.segments.with_segment(new)
         self._publish(segments, view.start_offset, view.end_offset)
+        # Kafka's UnifiedLog.roll: a producer snapshot at every new segment's base.
+        self._psm.update_map_end_offset(new_base)
+        self._psm.take_snapshot()
         # Kafka flushes up to the new base offset after a roll (asynchronously there); doing it
         # here keeps recovery after a crash to the active segment.
         self._flush_locked(now_ms, checkpoint=False)
@@ -753,6 +1024,9 @@ class Log:
         if view.end_offset > self._recovery_point or self._dir_dirty:
             for segment in view.segments.from_offset(self._recovery_point):
                 segment.flush()
+                txn_index = self._txn_indexes.get(segment.base_offset)
+                if txn_index is not None:
+                    txn_index.flush()
             if self._dir_dirty:
                 from .checkpoints import fsync_dir
 
@@ -770,7 +1044,8 @@ class Log:
     # --- reading ---------------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-             max_offset: int | None = None, min_one_batch: bool = True) -> LogReadResult:
+             max_offset: int | None = None, min_one_batch: bool = True,
+             isolation: str = READ_UNCOMMITTED) -> LogReadResult:
         """Whole batches from the first batch holding ``offset`` or later, up to ``max_bytes``
         (at least one batch when ``min_one_batch``, even a larger one), from one segment.
 
@@ -781,22 +1056,66 @@ class Log:
         OffsetOutOfRangeError for ``offset`` below the start offset or above the end offset;
         ``offset`` at or above ``max_offset`` returns an empty result. Thread-safe, lock-free
         (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
+
+        ``isolation="read_committed"`` (Kafka's FetchIsolation.TXN_COMMITTED) also stops at
+        the last stable offset and fills ``aborted_transactions``; the batches themselves
+        are returned whole, control and aborted ones included, as a broker's fetch returns
+        them (filter with :func:`seglog.transactions.filter_batches`). ValueError for an
+        unknown isolation level.
         """
         self._check_open()
+        committed = self._check_isolation(isolation)
         self._lock.acquire()
         try:
             view = self._view
+            lso = view.last_stable_offset
+            if committed:
+                max_offset = lso if max_offset is None else min(max_offset, lso)
             segment, buffer, next_offset = self._read_in(view, offset, max_bytes, max_offset,
                                                          min_one_batch)
+            aborted = [] if committed else None
             if segment is None:
                 return LogReadResult(memoryview(b""), offset, offset, None, 0, 0,
-                                     view.high_watermark, view.start_offset, view.end_offset)
+                                     view.high_watermark, view.start_offset, view.end_offset,
+                                     lso, aborted)
             located = segment.translate_offset(offset)
             position = located[0] if located is not None else 0
+            if committed:
+                aborted = self._aborted_locked(view, offset, next_offset)
         finally:
             self._lock.release()
         return LogReadResult(buffer, offset, next_offset, segment.log_path, position, len(buffer),
-                             view.high_watermark, view.start_offset, view.end_offset)
+                             view.high_watermark, view.start_offset, view.end_offset, lso,
+                             aborted)
+
+    @staticmethod
+    def _check_isolation(isolation: str) -> bool:
+        """True for read_committed; ValueError for an unknown level."""
+        if isolation == READ_UNCOMMITTED:
+            return False
+        if isolation == READ_COMMITTED:
+            return True
+        raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {isolation!r}")
+
+    def aborted_transactions(self, offset: int, upper_bound_offset: int) -> list:
+        """The aborted transactions (:class:`~seglog.txnindex.AbortedTxn`) overlapping
+        ``[offset, upper_bound_offset)``, from the ``.txnindex`` of the segment holding
+        ``offset`` and the later ones (Kafka's ``collectAbortedTransactions``): what a broker
+        sends with a read_committed fetch it answers with :meth:`sendfile`."""
+        self._check_open()
+        with self._lock:
+            return self._aborted_locked(self._view, offset, upper_bound_offset)
+
+    def _aborted_locked(self, view: _View, offset: int, upper_bound_offset: int) -> list:
+        if upper_bound_offset <= offset:
+            return []
+        writer = not self._read_only
+        indexes = (self._txn_index(segment.base_offset)
+                   for segment in view.segments.from_offset(offset))
+        # A writer's cached index without entries has none on disk either: skip the read.
+        return collect_aborted_transactions(
+            (index for index in indexes if not (writer and index.last_offset is None)),
+            offset, upper_bound_offset)
 
     def _limit(self, view: _View, max_offset: int | None) -> tuple[int, int, int]:
         """``(limit offset, base of its segment, position there)`` for a read bound."""
@@ -842,23 +1161,27 @@ class Log:
         return None, memoryview(b""), offset
 
     def records(self, start: int = 0, end: int | None = None, *,
-                max_offset: int | None = None) -> Iterator[Any]:
+                max_offset: int | None = None,
+                isolation: str = READ_UNCOMMITTED) -> Iterator[Any]:
         """Iterate the records with ``start <= offset < end`` (``end`` default: the high
         watermark, or ``max_offset``), across segments and gaps, skipping control batches.
+        ``isolation="read_committed"`` also stops at the last stable offset and skips the
+        records of aborted transactions (as a Kafka consumer with that isolation level).
 
         ``start`` below the log start offset starts at the log start offset. Each record has
         ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
         (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
         ``start`` is above the end offset.
         """
+        self._check_isolation(isolation)
         offset = max(start, self.start_offset)
         while True:
-            result = self.read(offset, READ_BYTES_DEFAULT, max_offset=max_offset)
+            result = self.read(offset, READ_BYTES_DEFAULT, max_offset=max_offset,
+                               isolation=isolation)
             if not len(result.buffer):
                 return
-            for batch in self._be.iter_batches(result.buffer):
-                if batch.is_control:
-                    continue
+            for batch in filter_batches(self._be.iter_batches(result.buffer),
+                                        result.aborted_transactions, isolation=isolation):
                 if batch.last_offset < offset:
                     continue
                 for record in batch.records():
@@ -872,16 +1195,24 @@ class Log:
                 return
 
     def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
-                     max_offset: int | None = None) -> Any:
+                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED) -> Any:
         """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
         Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
         ``data``), with no per-record Python objects. Reads whole batches (at least one) from
         one segment, up to ``max_bytes``; records below ``offset`` are left out; control
-        batches are skipped. Empty when nothing is readable. Raises OffsetOutOfRangeError as
-        :meth:`read`."""
+        batches are skipped. Empty when nothing is readable. ``isolation="read_committed"``
+        stops at the last stable offset and leaves out aborted transactions' records. Raises
+        OffsetOutOfRangeError as :meth:`read`."""
         while True:
-            result = self.read(offset, max_bytes, max_offset=max_offset)
-            columns = self._be.decode_columns(result.buffer)
+            result = self.read(offset, max_bytes, max_offset=max_offset, isolation=isolation)
+            buffer = result.buffer
+            if result.aborted_transactions:
+                # Only batches of aborted transactions need leaving out: copy the others.
+                buffer = b"".join(
+                    result.buffer[b.position:b.position + b.size_bytes]
+                    for b in filter_batches(self._be.iter_batches(result.buffer),
+                                            result.aborted_transactions, isolation=isolation))
+            columns = self._be.decode_columns(buffer)
             if len(columns) or not len(result.buffer):
                 break
             offset = result.next_offset  # only control batches: read on
@@ -897,18 +1228,25 @@ class Log:
         return _SlicedColumns(columns, lo, hi)
 
     def sendfile(self, out: Any, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-                 max_offset: int | None = None) -> tuple[int, int]:
+                 max_offset: int | None = None,
+                 isolation: str = READ_UNCOMMITTED) -> tuple[int, int]:
         """Send whole batches from ``offset`` (as :meth:`read` would return them) to a socket
         or file descriptor with sendfile(2), zero-copy; returns ``(bytes_sent, next_offset)``.
 
         ``out`` is anything with ``fileno()`` or an int fd. Blocking descriptors are sent in
         full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
-        readable. Raises OffsetOutOfRangeError as :meth:`read`."""
+        readable. ``isolation="read_committed"`` stops at the last stable offset; the aborted
+        transactions to send along come from :meth:`aborted_transactions` ``(offset,
+        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`."""
         self._check_open()
+        committed = self._check_isolation(isolation)
         fd = out if isinstance(out, int) else out.fileno()
         self._lock.acquire()
         try:
             view = self._view
+            if committed:
+                lso = view.last_stable_offset
+                max_offset = lso if max_offset is None else min(max_offset, lso)
             for segment, max_position in self._segments_for_read(view, offset, max_offset):
                 sent, next_offset = segment.sendfile(fd, offset, max_bytes,
                                                      max_position=max_position)
@@ -988,6 +1326,8 @@ class Log:
             self._check_open()
             view = self._view
             hw = min(max(offset, view.start_offset), view.end_offset)
+            self._psm.on_high_watermark_updated(hw)
+            self._refresh_unstable()
             self._publish(view.segments, view.start_offset, view.end_offset, high_watermark=hw)
             self._data_cond.notify_all()
             return hw
@@ -1020,9 +1360,12 @@ class Log:
     def _truncate_locked(self, view: _View, offset: int, now_ms: int) -> None:
         segments = view.segments
         first = segments.first()
+        psm = self._psm
         if offset < first.base_offset:
             # UnifiedLog.truncateFullyAndStartAt
             self._retire(list(segments), now_ms)
+            psm.truncate_fully_and_start_at(offset)
+            self._refresh_unstable()
             new = self._fresh_segment(offset, now_ms)
             self._publish(SegmentMap([new]), offset, offset, high_watermark=offset)
         else:
@@ -1031,6 +1374,7 @@ class Log:
             if located is not None:
                 keep.truncate_to(located[1])  # drop the batch holding offset and all after
                 keep.flush()  # make the cut durable before anything is appended after it
+            self._txn_index(keep.base_offset).truncate_to(offset)
             later = [s for s in segments if s.base_offset > keep.base_offset]
             self._retire(later, now_ms)
             segments = segments.without(s.base_offset for s in later)
@@ -1046,6 +1390,14 @@ class Log:
                 keep.offset_index.resize(self._config.segment_index_bytes)
                 keep.time_index.resize(self._config.segment_index_bytes)
             start = min(view.start_offset, offset)
+            # Kafka's UnifiedLog.truncateTo: snapshots above the new end go and the state is
+            # reloaded from the latest one left, replaying the log after it.
+            rebuild_producer_state(
+                psm, segment_base_offsets=segments.bases, log_start_offset=start,
+                log_end_offset=offset, batches_from=lambda o: _batches_from(segments, o),
+                reload_from_clean_shutdown=False, now_ms=now_ms)
+            psm.on_high_watermark_updated(min(view.high_watermark, offset))
+            self._refresh_unstable()
             self._publish(segments, start, offset,
                           high_watermark=min(view.high_watermark, offset))
         self._recovery_point = min(self._recovery_point, offset)
@@ -1057,19 +1409,31 @@ class Log:
         for path in filenames.segment_files(self._dir, base_offset):
             if os.path.exists(path):
                 os.remove(path)
+        self._drop_txn_index(base_offset)
         segment = self._open_segment(base_offset, create=True)
         self._note_created(base_offset, now_ms)
         return segment
 
     def _retire(self, segments: list[Any], now_ms: int) -> None:
-        """Rename segments' files to ``.deleted``; they are removed after
-        ``file_delete_delay_ms`` by :meth:`delete_expired_files` (Kafka's async delete)."""
+        """Rename segments' files to ``.deleted``, with their ``.txnindex`` and the producer
+        snapshot at their base; they are removed after ``file_delete_delay_ms`` by
+        :meth:`delete_expired_files` (Kafka's async delete, ``deleteProducerSnapshots``)."""
         deadline = now_ms + self._config.file_delete_delay_ms
         for segment in segments:
             segment.rename_suffix(filenames.DELETED_SUFFIX)
-            self._pending_deletes.append((deadline, segment))
+            self._pending_deletes.append((deadline, self._retired(segment)))
             self._created_ms.pop(segment.base_offset, None)
             self._jitter_ms.pop(segment.base_offset, None)
+
+    def _retired(self, segment: Any) -> _Retired:
+        """Rename the ``.txnindex`` and the snapshot of ``segment`` (already renamed
+        ``.deleted``) to ``.deleted``; the object that deletes them all later."""
+        base = segment.base_offset
+        txn_index = self._txn_indexes.pop(base, None) or TransactionIndex(self._dir, base)
+        txn_index.close()
+        txn_index.rename_suffix(filenames.DELETED_SUFFIX)
+        snapshot = self._psm.remove_and_mark_snapshot_for_deletion(base)
+        return _Retired(segment, txn_index, snapshot)
 
     def delete_expired_files(self, *, now_ms: int | None = None) -> int:
         """Remove the files of deleted segments whose ``file_delete_delay_ms`` has passed;
@@ -1102,6 +1466,8 @@ class Log:
         now = _now_ms(now_ms)
         with self._lock:
             self._check_writable()
+            if not 0 <= now - self._last_expiration_ms < _EXPIRATION_CHECK_MS:
+                self._expire_producers(now)
             deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now)
             if self._config.deletion_enabled:
                 predicate = retention_bytes_breached(self._config.retention_bytes, self.size_bytes)
@@ -1129,6 +1495,8 @@ class Log:
         segments = view.segments.without(bases)
         self._retire(doomed, now_ms)
         start = max(view.start_offset, segments.first().base_offset)
+        self._psm.on_log_start_offset_incremented(start)
+        self._refresh_unstable()
         self._publish(segments, start, view.end_offset)
         self._save_state()
         return bases
@@ -1148,6 +1516,8 @@ class Log:
                     f"cannot delete records before {offset}: the high watermark is "
                     f"{view.high_watermark}")
             if offset > view.start_offset:
+                self._psm.on_log_start_offset_incremented(offset)
+                self._refresh_unstable()
                 self._publish(view.segments, offset, view.end_offset)
                 now = _now_ms(None)
                 self._delete_segments(start_offset_breached(offset), now)
@@ -1179,18 +1549,33 @@ class Log:
     def cleaner_checkpoint(self, offset: int | None) -> None:
         self._cleaner_checkpoint = offset
 
-    def _replace_segments(self, new_segment: Any, old_segments: list[Any], *, now_ms: int) -> None:
+    def _replace_segments(self, new_segment: Any, old_segments: list[Any], *, now_ms: int,
+                          new_txn_index: TransactionIndex | None = None,
+                          old_txn_indexes: list | None = None) -> None:
         """Publish the chain with ``new_segment`` in place of ``old_segments`` (the cleaner
-        already renamed their files to ``.deleted``); their files are removed after
-        ``file_delete_delay_ms`` like retention's. End and start offsets are unchanged."""
+        already renamed their files, ``.txnindex`` included, to ``.deleted``); their files
+        are removed after ``file_delete_delay_ms`` like retention's, with the producer
+        snapshots at the bases of the old segments the new one does not replace
+        (``UnifiedLog.replaceSegments``). ``new_txn_index``: the new segment's transaction
+        index; ``old_txn_indexes``: the old segments' (renamed). End and start offsets are
+        unchanged."""
         with self._lock:
             view = self._view
             segments = view.segments.without(s.base_offset for s in old_segments)
             segments = segments.with_segment(new_segment)
+            for segment in old_segments:
+                self._txn_indexes.pop(segment.base_offset, None)
+            if new_txn_index is not None:
+                self._txn_indexes[new_segment.base_offset] = new_txn_index
             self._publish(segments, view.start_offset, view.end_offset)
             deadline = now_ms + self._config.file_delete_delay_ms
-            for segment in old_segments:
-                self._pending_deletes.append((deadline, segment))
+            old_txn_indexes = old_txn_indexes or [None] * len(old_segments)
+            for segment, txn_index in zip(old_segments, old_txn_indexes):
+                snapshot = None
+                if segment.base_offset != new_segment.base_offset:
+                    snapshot = self._psm.remove_and_mark_snapshot_for_deletion(
+                        segment.base_offset)
+                self._pending_deletes.append((deadline, _Retired(segment, txn_index, snapshot)))
                 if segment.base_offset != new_segment.base_offset:
                     self._created_ms.pop(segment.base_offset, None)
                     self._jitter_ms.pop(segment.base_offset, None)
@@ -1267,6 +1652,11 @@ class Log:
                 self._note_created(base, now)
             if not segments:
                 return False
+            end = segments.last().next_offset
+            if end > self._psm.map_end_offset:  # follow the writer's producer state
+                self._psm.rebuild(_batches_from(segments, self._psm.map_end_offset),
+                                  end_offset=end)
+                self._refresh_unstable()
             start_checkpoint = getattr(self._state, "read_log_start_offset", lambda: None)()
             start = max(segments.first().base_offset, start_checkpoint or 0, view.start_offset)
             end = segments.last().next_offset

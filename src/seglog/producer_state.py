@@ -646,11 +646,12 @@ class _Snapshots:
 class ProducerStateManager:
     """Producer state of the partition in ``dir_path`` (Kafka's ``ProducerStateManager``).
 
-    ``ProducerStateManager(dir_path, *, producer_id_expiration_ms=86400000, backend=None)``
-    starts empty with ``map_end_offset`` 0 and learns the snapshot files present in
-    ``dir_path``; call :meth:`truncate_and_reload` (or :func:`rebuild_producer_state`) to load
+    ``ProducerStateManager(dir_path, *, producer_id_expiration_ms=86400000, backend=None,
+    read_only=False)`` starts empty with ``map_end_offset`` 0 and learns the snapshot files
+    present in ``dir_path``; call :meth:`truncate_and_reload` (or :func:`rebuild_producer_state`) to load
     them. ``backend`` (a backend module; default: the default backend) supplies the CRC32C of
-    snapshot files.
+    snapshot files. ``read_only=True`` (a read-only Log following a writer) never changes a
+    file: snapshots are read but not written, and a corrupt one is skipped, not deleted.
 
     The append path is :meth:`analyze_batches` before writing and :meth:`apply_append` after;
     recovery uses :meth:`recover_batch` per batch, and replay :meth:`rebuild`. Not thread-safe
@@ -660,7 +661,7 @@ class ProducerStateManager:
 
     def __init__(self, dir_path: str | os.PathLike, *,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
-                 backend: Any = None):
+                 backend: Any = None, read_only: bool = False):
         if backend is None:
             from ._backend import default_backend
 
@@ -670,6 +671,7 @@ class ProducerStateManager:
             raise ValueError(
                 f"producer_id_expiration_ms must be >= 1, got {producer_id_expiration_ms}")
         self.dir_path = os.fspath(dir_path)
+        self.read_only = read_only
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
         # open transactions, by first offset
@@ -943,7 +945,7 @@ class ProducerStateManager:
     def take_snapshot(self, *, sync: bool = True) -> str | None:
         """Write ``<map_end_offset>.snapshot`` unless one at or beyond it was already taken;
         returns its path, or None when nothing was written."""
-        if self._last_map_offset <= self._last_snap_offset:
+        if self._last_map_offset <= self._last_snap_offset or self.read_only:
             return None
         path = self.snapshot_path(self._last_map_offset)
         write_snapshot(path, self._producers.values(), sync=sync, crc32c=self._crc32c)
@@ -953,6 +955,8 @@ class ProducerStateManager:
 
     def _delete_snapshot(self, offset: int) -> bool:
         self._snapshots.discard(offset)
+        if self.read_only:
+            return False
         try:
             os.unlink(self.snapshot_path(offset))
         except FileNotFoundError:
@@ -967,6 +971,8 @@ class ProducerStateManager:
         """Forget the snapshot at ``offset`` and rename it ``<name>.deleted`` (deleted with its
         segment's files later); returns the new path, or None if there was no such file."""
         self._snapshots.discard(offset)
+        if self.read_only:
+            return None
         path = self.snapshot_path(offset)
         try:
             os.replace(path, path + DELETED_SUFFIX)
