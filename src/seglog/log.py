@@ -1656,6 +1656,7 @@ class Log:
             if end > self._psm.map_end_offset:  # follow the writer's producer state
                 self._psm.rebuild(_batches_from(segments, self._psm.map_end_offset),
                                   end_offset=end)
+                self._psm.on_high_watermark_updated(end)  # a follower's high watermark
                 self._refresh_unstable()
             start_checkpoint = getattr(self._state, "read_log_start_offset", lambda: None)()
             start = max(segments.first().base_offset, start_checkpoint or 0, view.start_offset)
