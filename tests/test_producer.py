@@ -274,3 +274,34 @@ def test_deleted_topic_fails_pending_records(store):
         producer.flush()
     with pytest.raises(UnknownTopicOrPartitionError):
         future.result(timeout_ms=1000)
+
+
+def test_idempotent_producer_writes_ids_and_sequences(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", partitions=2)
+        producer = store.producer(linger_ms=60_000, batch_size_bytes=300, idempotent=True)
+        other = store.producer(idempotent=True)
+        assert producer.producer_id >= 0 and other.producer_id != producer.producer_id
+        for i in range(20):
+            producer.send("t", bytes(40), key=b"k", partition=i % 2)
+        producer.flush()
+        producer.send_batch("t", [b"a", b"b"], partition=0)
+        first_id = producer.producer_id
+        for p in range(2):
+            log = store.topic("t").log(p)
+            expected_sequence = 0
+            offset = 0
+            while offset < log.end_offset:
+                result = log.read(offset)
+                for batch in log.backend.iter_batches(result.buffer):
+                    assert (batch.producer_id, batch.producer_epoch) == (first_id, 0)
+                    assert batch.base_sequence == expected_sequence  # numbered per partition
+                    expected_sequence += batch.record_count
+                offset = result.next_offset
+            assert expected_sequence == (12 if p == 0 else 10)
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        # Ids are unique across restarts (blocks reserved durably), so the log's producer
+        # state never sees an old id start again at sequence 0.
+        again = store.producer(idempotent=True)
+        assert again.producer_id > max(first_id, other.producer_id)
+        again.send("t", b"v", partition=0).result()

@@ -58,6 +58,8 @@ MAX_REQUEST_BYTES_DEFAULT = 1024 * 1024
 #: Most records in one batch (a limit on everything; Kafka has none but batch.size).
 BATCH_RECORDS_MAX = 1 << 20
 _COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: Sequence numbers wrap past Integer.MAX_VALUE to 0 (Kafka's incrementSequence).
+_SEQUENCE_MODULUS = 1 << 31
 
 
 class RecordMetadata(NamedTuple):
@@ -190,9 +192,11 @@ class Producer:
       RoundRobinPartitioner: every record, keyed or not, to the next partition).
     * ``max_request_bytes``: the largest record accepted by :meth:`send` (Kafka's
       ``max.request.size``); the topic's ``max.message.bytes`` is enforced by the log.
-    * ``idempotent``: accepted for Kafka compatibility. Within one process the producer
-      writes synchronously with no retries, so no duplicate can arise; producer ids and
-      sequence numbers are not written yet.
+    * ``idempotent``: Kafka's ``enable.idempotence``: the producer gets a producer id
+      unique in the data directory (epoch 0) and numbers its batches per partition (base
+      sequences, wrapping at 2**31 as Kafka's), so every batch carries them and the log
+      checks them (a retried batch would be written once). Within one process nothing is
+      retried, so this buys the format and the checks, not extra safety.
     """
 
     def __init__(self, store, *, linger_ms: int = LINGER_MS_DEFAULT,
@@ -226,6 +230,9 @@ class Producer:
         self._errors: list[BaseException] = []
         self._closed = False
         self._sender: threading.Thread | None = None
+        self.producer_id = store._allocate_producer_id() if self.idempotent else -1
+        self.producer_epoch = 0 if self.idempotent else -1
+        self._sequences: dict[TopicPartition, int] = {}  # next base sequence per partition
 
     # --- sending ---------------------------------------------------------------------------
 
@@ -342,10 +349,10 @@ class Producer:
                     error = self._write(waiting)
                     if error is not None:
                         self._errors.append(error)
-                out[p] = self._store.topic(topic).log(p).append_batch(
-                    [values[i] for i in rows],
+                out[p] = self._append(
+                    self._store.topic(topic).log(p), tp, [values[i] for i in rows],
                     keys=None if keys is None else [keys[i] for i in rows],
-                    timestamps_ms=[timestamps_ms[i] for i in rows], compression=self.compression)
+                    timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
                 self._store._notify_data()
             return out
 
@@ -390,12 +397,11 @@ class Producer:
                 current = todo.popleft()
                 start, end = current
                 try:
-                    first, _last = log.append_batch(
-                        batch.values[start:end],
+                    first, _last = self._append(
+                        log, batch.tp, batch.values[start:end],
                         keys=batch.keys[start:end] if batch.has_keys else None,
                         timestamps_ms=batch.timestamps_ms[start:end],
-                        headers=batch.headers[start:end] if batch.has_headers else None,
-                        compression=self.compression)
+                        headers=batch.headers[start:end] if batch.has_headers else None)
                 except RecordTooLargeError as error:
                     if end - start > 1:  # split in halves, left first: order is kept
                         middle = (start + end) // 2
@@ -420,6 +426,21 @@ class Producer:
         if any(first >= 0 for _, first, _ in parts):
             self._store._notify_data()
         return first_error
+
+    def _append(self, log, tp: TopicPartition, values: list, *, keys, timestamps_ms,
+                headers) -> tuple[int, int]:
+        """One ``Log.append_batch``, with the producer id and the partition's next base
+        sequence when idempotent (the sequence moves only when the append succeeds)."""
+        if not self.idempotent:
+            return log.append_batch(values, keys=keys, timestamps_ms=timestamps_ms,
+                                    headers=headers, compression=self.compression)
+        sequence = self._sequences.get(tp, 0)
+        offsets = log.append_batch(values, keys=keys, timestamps_ms=timestamps_ms,
+                                   headers=headers, compression=self.compression,
+                                   producer_id=self.producer_id,
+                                   producer_epoch=self.producer_epoch, base_sequence=sequence)
+        self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
+        return offsets
 
     def flush(self, timeout_ms: int | None = None) -> None:
         """Write every open batch now (records sent before the call are in the logs when it

@@ -16,8 +16,9 @@ way, so a broker could adopt the directory and Kafka tools read it:
     written last by :meth:`Store.close`; its presence lets the next open skip recovery.
 ``seglog-topics.json``
     seglog's own file (Kafka ignores files it does not know in a log dir): each topic's id,
-    partition count and config overrides. A Kafka broker keeps these in its metadata log
-    (KRaft) or ZooKeeper, neither of which exists here. Replaced atomically like the rest.
+    partition count and config overrides, and the end of the last block of producer ids
+    handed out. A Kafka broker keeps these in its metadata log (KRaft) or ZooKeeper, neither
+    of which exists here. Replaced atomically like the rest.
 ``__consumer_offsets-<n>/``
     committed consumer offsets, as records in Kafka's key/value schema in the compacted
     internal topic (see :mod:`seglog.consumer`). Created on the first commit.
@@ -74,6 +75,8 @@ TOPIC_PARTITIONS_MAX = 10000
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
                         "compression.type": "producer"}
 _DEFAULT_NODE_ID = 1
+#: Producer ids reserved at a time (Kafka's ``ProducerIdsBlock`` size).
+PRODUCER_ID_BLOCK_SIZE = 1000
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
@@ -278,6 +281,8 @@ class Store:
         # wait for any of them on one condition (a Log's own condition covers one partition).
         self._data_cond = threading.Condition(threading.Lock())
         self._data_seq = 0
+        self._producer_id_block_end = 0  # ids below it may have been handed out
+        self._next_producer_id = 0
         self._closed = True  # until fully open
         self._dir_lock = None
         self._topics: dict[str, Topic] = {}
@@ -332,6 +337,8 @@ class Store:
             # From here on a crash must make the next open recover.
             checkpoints.remove_clean_shutdown_marker(self.path)
         registry = self._read_registry()
+        # Ids of the last block may have been handed out before a crash: start after it.
+        self._next_producer_id = self._producer_id_block_end
         found = self._scan_partition_dirs()
         self._closed = False
         for name in sorted(set(registry) | set(found)):
@@ -400,16 +407,20 @@ class Store:
         except ValueError as e:
             raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
         if not isinstance(data, dict) or data.get("version") != TOPICS_FILE_VERSION \
-                or not isinstance(data.get("topics"), dict):
+                or not isinstance(data.get("topics"), dict) \
+                or not isinstance(data.get("producer_id_block_end", 0), int):
             raise CorruptCheckpointError(f"{path}: unknown format", path=path)
+        self._producer_id_block_end = max(self._producer_id_block_end,
+                                          data.get("producer_id_block_end", 0))
         return data["topics"]
 
     def _write_registry(self) -> None:
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
                          "config": t.config.to_kafka(include_defaults=False, topic_only=False)}
                   for name, t in sorted(self._topics.items())}
-        text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics}, indent=1,
-                          sort_keys=True)
+        text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics,
+                           "producer_id_block_end": self._producer_id_block_end},
+                          indent=1, sort_keys=True)
         checkpoints.atomic_write_bytes(os.path.join(self.path, TOPICS_FILE),
                                        (text + "\n").encode("utf-8"))
 
@@ -618,6 +629,19 @@ class Store:
             producer = Producer(self, **kwargs)
             self._producers.add(producer)
             return producer
+
+    def _allocate_producer_id(self) -> int:
+        """A producer id never used before in this data directory (Kafka's ProducerIdManager:
+        blocks of 1000 recorded durably before their ids are handed out, here in the topics
+        registry, so ids stay unique across restarts and crashes)."""
+        with self._lock:
+            self._check_writable()
+            if self._next_producer_id >= self._producer_id_block_end:
+                self._producer_id_block_end = self._next_producer_id + PRODUCER_ID_BLOCK_SIZE
+                self._write_registry()
+            producer_id = self._next_producer_id
+            self._next_producer_id += 1
+            return producer_id
 
     def consumer(self, group_id: str | None = None, topics: Iterable[str] | None = None, **kwargs):
         """A :class:`~seglog.consumer.Consumer` in group ``group_id`` (None: no group, no
