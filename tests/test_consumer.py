@@ -538,3 +538,37 @@ def test_random_membership_never_loses_a_record(store, seed):
         member.close()
     handled += [(r.partition, r.offset) for r in drain(last)]
     assert set(handled) == everything  # nothing lost
+
+
+def test_read_committed_skips_aborted_and_stops_at_the_last_stable_offset(store):
+    log = store.create_topic("t").log(0)
+    log.append_batch([b"a", b"b"])  # 0, 1
+    log.append_batch([b"c", b"d"], producer_id=7, producer_epoch=0, base_sequence=0,
+                     is_transactional=True)  # 2, 3: open transaction
+    committed = store.consumer("rc", ["t"], auto_offset_reset="earliest",
+                               isolation_level="read_committed")
+    uncommitted = store.consumer("ru", ["t"], auto_offset_reset="earliest")
+    assert [r.value for r in uncommitted.poll()] == [b"a", b"b", b"c", b"d"]
+    assert [r.value for r in committed.poll()] == [b"a", b"b"]
+    assert committed.end_offsets([("t", 0)]) == {TP("t", 0): 2}  # the last stable offset
+    started = time.monotonic()
+    assert committed.poll(timeout_ms=100) == []  # waits for the transaction to end
+    assert time.monotonic() - started >= 0.09
+    log.append_txn_marker(producer_id=7, producer_epoch=0, coordinator_epoch=0, commit=False)
+    log.append_batch([b"e"], producer_id=8, producer_epoch=0, base_sequence=0,
+                     is_transactional=True)  # 5
+    log.append_txn_marker(producer_id=8, producer_epoch=0, coordinator_epoch=0, commit=True)
+    log.append_batch([b"f"])  # 7
+    assert [(r.offset, r.value) for r in committed.poll()] == [(5, b"e"), (7, b"f")]
+    assert committed.position(("t", 0)) == 8
+    assert [r.value for r in uncommitted.poll()] == [b"e", b"f"]
+    columns = store.consumer("rc-columns", ["t"], auto_offset_reset="earliest",
+                             isolation_level="read_committed")
+    seen = []
+    while batch := columns.poll_columns(max_records=2):
+        seen += [int(o) for c in batch.values() for o in c.offsets]
+    assert seen == [0, 1, 5, 7]
+    latest = store.consumer("rc-latest", ["t"], isolation_level="read_committed")
+    assert latest.position(("t", 0)) == 8
+    with pytest.raises(ValueError):
+        store.consumer("x", isolation_level="serializable")

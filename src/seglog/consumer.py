@@ -34,8 +34,8 @@ but not processed); ``tests/test_article_examples.py`` replays the article's exa
 
 Not here (yet): session timeouts and heartbeats (members live as long as their Consumer
 object), group-metadata records (key version 2) in ``__consumer_offsets``, rebalance
-listeners (a rebalance completes at once, so there is no revocation window to commit in),
-``read_committed`` isolation and automatic commits.
+listeners (a rebalance completes at once, so there is no revocation window to commit in)
+and automatic commits.
 
 Thread safety: the coordinator and the offsets are shared and locked (the store's metadata
 lock); a :class:`Consumer` is used by one thread at a time, as Kafka's is.
@@ -50,6 +50,7 @@ import uuid
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import offsets_schema
+from .transactions import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, filter_batches
 from .assignors import get_assignor
 from .errors import (
     IllegalStateError,
@@ -474,6 +475,9 @@ class Consumer:
       offset), ``"latest"`` (the high watermark; Kafka's default) or ``"none"``
       (:class:`NoOffsetForPartitionError` / :class:`OffsetOutOfRangeError`).
     * ``partition_assignment_strategy``: ``"range"`` or ``"roundrobin"``.
+    * ``isolation_level``: ``"read_uncommitted"`` (Kafka's default: every data record) or
+      ``"read_committed"`` (stop at the last stable offset, leave out records of aborted
+      transactions; "latest" and :meth:`end_offsets` mean the last stable offset).
 
     Not thread-safe: use each Consumer from one thread at a time (Kafka's rule).
     """
@@ -483,7 +487,11 @@ class Consumer:
                  partition_assignment_strategy: str = ASSIGNMENT_STRATEGY_DEFAULT,
                  client_id: str | None = None, group_instance_id: str | None = None,
                  max_poll_records: int = MAX_POLL_RECORDS_DEFAULT,
-                 max_partition_fetch_bytes: int = MAX_PARTITION_FETCH_BYTES_DEFAULT):
+                 max_partition_fetch_bytes: int = MAX_PARTITION_FETCH_BYTES_DEFAULT,
+                 isolation_level: str = READ_UNCOMMITTED):
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got "
+                             f"{isolation_level!r}")
         if auto_offset_reset not in AUTO_OFFSET_RESETS:
             raise ValueError(f"auto_offset_reset must be one of {AUTO_OFFSET_RESETS}, got "
                              f"{auto_offset_reset!r}")
@@ -503,6 +511,8 @@ class Consumer:
         self.group_instance_id = group_instance_id
         self.max_poll_records = max_poll_records
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
+        self.isolation_level = isolation_level
+        self._committed_only = isolation_level == READ_COMMITTED
         self._group = store.group(group_id) if group_id is not None else None
         self._member_id: str | None = None
         self._generation_id = -1
@@ -616,11 +626,15 @@ class Consumer:
             raise IllegalStateError(f"No current assignment for partition {tp}")
         return tp, state
 
+    def _readable_end(self, log) -> int:
+        """Where reads stop: the high watermark, or the last stable offset (read_committed)."""
+        return log.last_stable_offset if self._committed_only else log.high_watermark
+
     def _reset(self, tp: TopicPartition, log, *, out_of_range: int | None = None) -> int:
         if self.auto_offset_reset == "earliest":
             return log.start_offset
         if self.auto_offset_reset == "latest":
-            return log.high_watermark
+            return self._readable_end(log)
         if out_of_range is not None:
             raise OffsetOutOfRangeError(
                 f"offset {out_of_range} of {tp} is out of range [{log.start_offset}, "
@@ -667,8 +681,9 @@ class Consumer:
         self._seek_to(partitions, lambda log: log.start_offset)
 
     def seek_to_end(self, partitions: Iterable[tuple[str, int]] | None = None) -> None:
-        """Seek ``partitions`` (default: all assigned) to their high watermarks."""
-        self._seek_to(partitions, lambda log: log.high_watermark)
+        """Seek ``partitions`` (default: all assigned) to their high watermarks (last stable
+        offsets for read_committed)."""
+        self._seek_to(partitions, self._readable_end)
 
     def _seek_to(self, partitions, where) -> None:
         self._check_open()
@@ -684,9 +699,9 @@ class Consumer:
         return {tp: self._store.log(tp).start_offset for tp in map(_as_tp, partitions)}
 
     def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
-        """``{tp: high watermark}`` of any partitions: the position after the last readable
-        record."""
-        return {tp: self._store.log(tp).high_watermark for tp in map(_as_tp, partitions)}
+        """``{tp: high watermark}`` (last stable offset for read_committed) of any partitions:
+        the position after the last readable record."""
+        return {tp: self._readable_end(self._store.log(tp)) for tp in map(_as_tp, partitions)}
 
     # --- polling ---------------------------------------------------------------------------------
 
@@ -739,16 +754,21 @@ class Consumer:
         if state.position is None:
             state.position = self._initial_position(tp)
         if not state.buffered:
-            if state.position >= log.high_watermark and state.position <= log.end_offset:
+            if state.position >= self._readable_end(log) and state.position <= log.end_offset:
                 return
             try:
-                result = log.read(state.position, self.max_partition_fetch_bytes)
+                result = log.read(state.position, self.max_partition_fetch_bytes,
+                                  isolation=self.isolation_level)
             except OffsetOutOfRangeError:
                 state.position = self._reset(tp, log, out_of_range=state.position)
-                result = log.read(state.position, self.max_partition_fetch_bytes)
+                result = log.read(state.position, self.max_partition_fetch_bytes,
+                                  isolation=self.isolation_level)
             records = []
-            for batch in log.backend.iter_batches(result.buffer):
-                if batch.is_control or batch.last_offset < state.position:
+            # Control batches never, aborted transactions' batches not for read_committed.
+            for batch in filter_batches(log.backend.iter_batches(result.buffer),
+                                        result.aborted_transactions,
+                                        isolation=self.isolation_level):
+                if batch.last_offset < state.position:
                     continue
                 records.extend(r for r in batch.records() if r.offset >= state.position)
             state.buffered, state.buffered_index = records, 0
@@ -813,18 +833,22 @@ class Consumer:
         if state.position is None:
             state.position = self._initial_position(tp)
         state.clear()  # records poll() decoded are re-read as columns from the position
-        if log.start_offset <= state.position and state.position >= log.high_watermark:
+        if log.start_offset <= state.position and state.position >= self._readable_end(log):
             return None
         try:
             columns = log.read_columns(state.position, wanted,
-                                       max_bytes=self.max_partition_fetch_bytes)
+                                       max_bytes=self.max_partition_fetch_bytes,
+                                       isolation=self.isolation_level)
         except OffsetOutOfRangeError:
             state.position = self._reset(tp, log, out_of_range=state.position)
             columns = log.read_columns(state.position, wanted,
-                                       max_bytes=self.max_partition_fetch_bytes)
+                                       max_bytes=self.max_partition_fetch_bytes,
+                                       isolation=self.isolation_level)
         if not len(columns):
-            # Nothing at or after the position in the batch read (compacted away): step over.
-            result = log.read(state.position, self.max_partition_fetch_bytes)
+            # Nothing readable at or after the position in the batches read (compacted away,
+            # control or aborted batches): step over them.
+            result = log.read(state.position, self.max_partition_fetch_bytes,
+                              isolation=self.isolation_level)
             state.position = max(state.position, result.next_offset)
             return None
         state.position = int(columns.offsets[-1]) + 1
@@ -846,7 +870,10 @@ class Consumer:
             else:
                 self._store._wait_for_data(data_seq, remaining_s)
             return
-        if len(waiting) == 1 and not waiting[0][0].read_only:
+        if len(waiting) == 1 and not waiting[0][0].read_only \
+                and waiting[0][0].high_watermark <= waiting[0][1]:
+            # (read_committed with records above the last stable offset waits below instead:
+            # the Log's condition says "data", which is not yet readable.)
             log, position = waiting[0]
             log.wait_for_data(position, max(1, int(remaining_s * 1000)))
             return
