@@ -356,8 +356,8 @@ def test_last_batch_of_a_producer_is_kept_empty(backend, tmp_path):
         raw = backend.encode_batch([b"old"], keys=[b"k"], timestamps_ms=NOW_MS, producer_id=5,
                                    producer_epoch=0, base_sequence=0)
         log.append_raw(raw, now_ms=NOW_MS)
-        for i in range(5):
-            log.append(b"new%d" % i, key=b"k", timestamp_ms=NOW_MS)
+        for i in range(5):  # one clock: the wall clock would expire producer 5 (1 day idle)
+            log.append(b"new%d" % i, key=b"k", timestamp_ms=NOW_MS, now_ms=NOW_MS)
         log.roll(now_ms=NOW_MS)
         log.compact(now_ms=NOW_MS)
         first = next(iter(backend.iter_batches(raw_batches(log)[0])))
@@ -484,7 +484,24 @@ class SegmentsLog:
         self.cleaner_checkpoint = None
         self._lock = threading.RLock()
 
-    def _replace_segments(self, new_segment, old_segments, *, now_ms):
+    def aborted_transactions(self, offset, upper_bound_offset):
+        from seglog.transactions import collect_aborted_transactions
+        from seglog.txnindex import TransactionIndex
+
+        indexes = [TransactionIndex(self.dir_path, s.base_offset) for s in self.segments
+                   if s.next_offset > offset or s is self.segments[-1]]
+        return collect_aborted_transactions(indexes, offset, upper_bound_offset)
+
+    @property
+    def producer_state(self):
+        from seglog.producer_state import ProducerStateManager
+
+        state = ProducerStateManager(self.dir_path, backend=self.backend)
+        state.rebuild(b for s in self.segments for b in s.batches())
+        return state
+
+    def _replace_segments(self, new_segment, old_segments, *, now_ms, new_txn_index=None,
+                          old_txn_indexes=()):
         old = {s.base_offset for s in old_segments}
         self.segments = sorted([s for s in self.segments if s.base_offset not in old]
                                + [new_segment], key=lambda s: s.base_offset)
@@ -513,6 +530,9 @@ def test_aborted_transactions_are_not_mapped_and_are_removed(backend, tmp_path):
     ):
         seg0.append(raw, assign_offsets=False)
     seg0.on_become_inactive()
+    from seglog.txnindex import AbortedTxn, TransactionIndex
+
+    TransactionIndex(tmp_path, 0).append(AbortedTxn(9, 1, 3, 4))  # what the Log writes
     seg1 = backend.Segment.open(tmp_path, 5, create=True)
     seg1.append(backend.encode_batch([b"t"], keys=[b"k9"], timestamps_ms=NOW_MS, base_offset=5),
                 assign_offsets=False)

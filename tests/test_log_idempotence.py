@@ -227,7 +227,8 @@ def test_snapshots_are_deleted_with_their_segments(tmp_path, backend):
 
 def test_producers_expire(tmp_path, backend):
     d = tmp_path / "p-0"
-    with open_log(d, backend, producer_id_expiration_ms=1000) as log:
+    with Log.open(d, LogConfig(producer_id_expiration_ms=1000), backend=backend.name,
+                  now_ms=0) as log:
         send(log, 0, now_ms=1_000)
         log.apply_retention(now_ms=2_000_000)
         assert log.producer_state.last_entry(PID) is None

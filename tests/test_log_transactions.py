@@ -296,3 +296,65 @@ def test_read_only_follower_sees_the_lso(tmp_path, backend):
             follower.refresh()
             assert follower.last_stable_offset == 3
             assert values(follower, isolation="read_committed") == [b"x"]
+
+
+def test_compaction_removes_aborted_data_and_markers_in_two_passes(tmp_path, backend):
+    d = tmp_path / "p-0"
+    now = 1_700_000_000_000
+    config = LogConfig(cleanup_policy="compact", delete_retention_ms=1000)
+    with Log.open(d, config, backend=backend.name, now_ms=now) as log:
+        def send(pid, key, value):
+            producer = producers[pid]
+            log.append_batch([value], keys=[key], producer_id=pid, producer_epoch=0,
+                             base_sequence=producer.seq, is_transactional=True, now_ms=now,
+                             timestamps_ms=now)
+            producer.seq += 1
+
+        def end(pid, commit):
+            log.append_txn_marker(producer_id=pid, producer_epoch=0, coordinator_epoch=0,
+                                  commit=commit, now_ms=now)
+
+        def next_pass(at_ms):
+            log.append(b"z", key=b"k9", timestamp_ms=now, now_ms=now)
+            log.roll(now_ms=now)
+            stats = log.compact(now_ms=at_ms, force=True)
+            assert not stats.skipped
+            return {b.base_offset: b for s in log.segments for b in s.batches()}
+
+        producers = {P1: Producer(log, P1), P2: Producer(log, P2)}
+        send(P2, b"k5", b"bad")  # 0
+        end(P2, commit=False)  # 1
+        send(P1, b"k2", b"v1")  # 2
+        end(P1, commit=True)  # 3
+        send(P1, b"k2", b"v2")  # 4
+        end(P1, commit=True)  # 5
+        send(P2, b"k6", b"ok")  # 6
+        end(P2, commit=True)  # 7
+        log.append(b"plain", key=b"k8", now_ms=now)  # 8
+        committed = values(log, isolation="read_committed")
+        assert committed == [b"v1", b"v2", b"ok", b"plain"]
+
+        batches = next_pass(now)
+        assert 0 not in batches and 2 not in batches  # aborted; superseded key
+        assert batches[1].is_control and not batches[1].has_delete_horizon
+        assert batches[3].is_control  # its transaction's batch was seen in this pass
+        # The kept abort marker's entry moved into the cleaned segment's .txnindex.
+        assert TransactionIndex(d, 0).all_aborted_txns() == [AbortedTxn(P2, 0, 1, 2)]
+        assert values(log, isolation="read_committed") == [b"v2", b"ok", b"plain", b"z"]
+
+        batches = next_pass(now)  # nothing of either transaction is left: horizons
+        assert batches[1].has_delete_horizon and batches[1].delete_horizon_ms == now + 1000
+        assert batches[3].has_delete_horizon
+        assert [r.timestamp_ms for r in batches[1].records()] == [now]
+        assert batches[1].is_valid() and batches[1].control_type() == 0
+        assert TransactionIndex(d, 0).all_aborted_txns() == []
+        assert not batches[5].has_delete_horizon  # batch 4 of its transaction is still there
+
+        batches = next_pass(now + 500)  # before the horizon: kept
+        assert 1 in batches and 3 in batches
+        batches = next_pass(now + 2000)  # after it: removed
+        assert 1 not in batches and 3 not in batches and 5 in batches
+        assert values(log, isolation="read_committed")[:3] == [b"v2", b"ok", b"plain"]
+        # Both producers' last batches survived: their retries are still duplicates.
+        assert log.append_batch([b"v2"], keys=[b"k2"], producer_id=P1, producer_epoch=0,
+                                base_sequence=1, is_transactional=True, now_ms=now) == (4, 4)

@@ -39,9 +39,16 @@ A compacted log keeps at least the latest record of every key. One cleaning pass
    range rule removes every old segment of the group.
 5. **Checkpoint**: the Log's ``cleaner_checkpoint`` becomes the end offset of the map.
 
-Transactions: batches of aborted transactions are found by scanning batch headers (commit and
-abort markers per producer id) and are neither mapped nor kept; markers themselves are always
-kept (Kafka removes markers of empty transactions in two passes; not done here yet).
+Transactions (§5.3.7, Kafka's ``CleanedTransactionMetadata``): the aborted transactions of the
+range come from the ``.txnindex`` files; their batches are neither mapped nor kept. Nothing at
+or above the last stable offset is cleaned. Each producer the producer state still knows keeps
+the batch holding its last data offset (or, with none, its last marker of the current epoch),
+emptied if need be, so duplicates are still detected and zombies still fenced after
+compaction. An ABORT marker is kept, and its entry copied into the cleaned segment's
+``.txnindex``, while this pass still saw batches of its transaction; a COMMIT marker while the
+pass saw batches of its transaction. A marker that is no longer needed first gets a delete
+horizon (``now + delete.retention.ms``) and is removed by a later pass once the horizon has
+passed: two passes, so a consumer that read the data has time to read the marker.
 
 What the cleaner needs from a Log is :class:`CleanableLog`; :meth:`seglog.log.Log.compact` is
 the public entry. The Log's writer lock is held for the whole pass (appends wait); reads do not
@@ -51,14 +58,17 @@ wait.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import struct
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from . import filenames
 from . import format as fmt
+from .pure.varint import encode_varint, encode_varlong
+from .txnindex import AbortedTxn, TransactionIndex
 
 __all__ = [
     "CleanableLog",
@@ -275,47 +285,90 @@ def _whole_view(segment: Any, from_offset: int | None = None) -> memoryview:
     return segment.read(offset, segment.size_bytes)
 
 
-@dataclass
-class _TxnScan:
-    """What a header scan of the log found: data batches of aborted transactions (by base
-    offset) and, per producer id, the last offset of its last data batch."""
+class _CleanedTxns:
+    """Kafka's ``CleanedTransactionMetadata``: walks the batches of a cleaning range in order,
+    knowing the aborted transactions of the range, and says which data batches are aborted
+    and which markers may be discarded. ``cleaned_index``: the cleaned segment's
+    ``.txnindex``, which receives the aborts whose markers stay."""
 
-    aborted_bases: set = field(default_factory=set)
-    producer_last_offsets: dict = field(default_factory=dict)
+    def __init__(self, cleaned_index: TransactionIndex | None = None):
+        self._pending: list[tuple[int, int, AbortedTxn]] = []  # heap by first offset
+        self._seen: set = set()
+        self._ongoing_aborted: dict[int, list] = {}  # pid -> [AbortedTxn, last batch seen]
+        self._ongoing_committed: set = set()
+        self.cleaned_index = cleaned_index
+
+    def add_aborted(self, aborted_txns: list) -> None:
+        for txn in aborted_txns:
+            if txn not in self._seen:  # an abort overlaps several segments' ranges
+                self._seen.add(txn)
+                heapq.heappush(self._pending, (txn.first_offset, txn.last_offset, txn))
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self._pending and self._pending[0][0] <= offset:
+            txn = heapq.heappop(self._pending)[2]
+            self._ongoing_aborted.setdefault(txn.producer_id, [txn, None])
+
+    def on_control_batch(self, batch: Any) -> bool:
+        """Whether the marker may be discarded (its transaction has no batch left here)."""
+        self._consume_up_to(batch.last_offset)
+        if batch.record_count == 0:
+            return True  # an emptied marker: already cleaned
+        control_type = batch.control_type()
+        producer_id = batch.producer_id
+        if control_type == fmt.CONTROL_TYPE_ABORT:
+            metadata = self._ongoing_aborted.pop(producer_id, None)
+            if metadata is not None and metadata[1] is not None:
+                # Batches of the transaction were seen: keep the marker and its entry.
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(metadata[0])
+                return False
+            return True
+        if control_type == fmt.CONTROL_TYPE_COMMIT:
+            if producer_id in self._ongoing_committed:
+                self._ongoing_committed.discard(producer_id)
+                return False
+            return True
+        return False
+
+    def on_data_batch(self, batch: Any) -> bool:
+        """Whether the data batch belongs to an aborted transaction."""
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
+            return False
+        metadata = self._ongoing_aborted.get(batch.producer_id)
+        if metadata is not None:
+            metadata[1] = batch.last_offset
+            return True
+        self._ongoing_committed.add(batch.producer_id)
+        return False
 
 
-def _scan_transactions(backend: Any, segments: Iterable[Any], end_offset: int) -> _TxnScan:
-    """One pass over batch headers (and the key of each control record) below ``end_offset``."""
-    scan = _TxnScan()
-    open_txn: dict[int, list[int]] = {}
-    for segment in segments:
-        for batch in backend.iter_batches(_whole_view(segment)):
-            if batch.base_offset >= end_offset:
-                break
-            pid = batch.producer_id
-            if batch.is_control:
-                if pid >= 0:
-                    pending = open_txn.pop(pid, [])
-                    if batch.control_type() == fmt.CONTROL_TYPE_ABORT:
-                        scan.aborted_bases.update(pending)
-                continue
-            if pid >= 0:
-                scan.producer_last_offsets[pid] = batch.last_offset
-                if batch.is_transactional:
-                    open_txn.setdefault(pid, []).append(batch.base_offset)
-    return scan
+def _aborted_in(log: CleanableLog, start: int, upper_bound: int) -> list:
+    """The aborted transactions overlapping ``[start, upper_bound)`` (the log's txn indexes)."""
+    collect = getattr(log, "aborted_transactions", None)
+    return collect(start, upper_bound) if collect is not None else []
+
+
+def _last_records(log: CleanableLog) -> dict:
+    """Producer id -> LastRecord of the producers the log's producer state knows."""
+    state = getattr(log, "producer_state", None)
+    return state.last_records_of_active_producers() if state is not None else {}
 
 
 # --- the offset map --------------------------------------------------------------------------
 
 
 def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: int, end: int,
-                     *, aborted_bases: set | frozenset = frozenset(),
+                     *, aborted_txns: Sequence[AbortedTxn] = (),
                      stats: CleanerStats | None = None) -> bool:
     """Fill ``keymap`` with the keys of ``[start, end)`` (Kafka's ``buildOffsetMap``); returns
     True when the map filled before ``end``. Afterwards ``keymap.latest_offset + 1`` is where
-    the pass stops: the last offset put when full, else ``end - 1`` (gaps skipped)."""
+    the pass stops: the last offset put when full, else ``end - 1`` (gaps skipped).
+    ``aborted_txns``: the aborted transactions of the range, whose batches are not mapped."""
     keymap.clear()
+    txns = _CleanedTxns()
+    txns.add_aborted(list(aborted_txns))
     dirty = _overlapping(segments, start, end)
     for i, segment in enumerate(dirty):
         next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
@@ -326,7 +379,9 @@ def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: 
             if stats is not None:
                 stats.map_bytes_read += batch.size_bytes
                 stats.map_records += batch.record_count
-            if not batch.is_control and batch.base_offset not in aborted_bases:
+            if batch.is_control:
+                txns.on_control_batch(batch)
+            elif not txns.on_data_batch(batch):
                 data = view[batch.position:batch.position + batch.size_bytes]
                 if not keymap.put_batch_keys(data, start_offset=start):
                     return True
@@ -442,33 +497,74 @@ class _Writer:
         self.pending_bytes = 0
 
 
+def _marker_with_horizon(backend: Any, batch: Any, horizon_ms: int) -> bytes:
+    """A copy of the control batch ``batch`` with a delete horizon (§1.6): attribute bit 6,
+    base timestamp ``horizon_ms`` and the record's timestamp delta rewritten so its absolute
+    timestamp is kept (the codec's encoder writes data batches only, so the marker's one
+    record is framed here: attributes, timestamp delta, offset delta, key, value, no headers).
+    """
+    (record,) = batch.records()
+    body = bytearray(b"\x00")
+    body += encode_varlong(record.timestamp_ms - horizon_ms)
+    body += encode_varint(record.offset - batch.base_offset)
+    for field_bytes in (record.key, record.value):
+        body += encode_varint(len(field_bytes)) + field_bytes
+    body += encode_varint(0)
+    records = encode_varint(len(body)) + bytes(body)
+    attributes = batch.attributes | fmt.DELETE_HORIZON_FLAG_MASK
+    out = bytearray(fmt.BATCH_HEADER.pack(
+        batch.base_offset, fmt.RECORD_BATCH_OVERHEAD - fmt.LOG_OVERHEAD + len(records),
+        batch.partition_leader_epoch, fmt.MAGIC_V2, 0, attributes, batch.last_offset_delta,
+        horizon_ms, batch.max_timestamp_ms, batch.producer_id, batch.producer_epoch,
+        batch.base_sequence, 1))
+    out += records
+    _UINT32.pack_into(out, fmt.CRC_POSITION, backend.crc32c(memoryview(out)[fmt.ATTRIBUTES_POSITION:]))
+    return bytes(out)
+
+
+def _is_last_of_producer(batch: Any, last_records: dict) -> bool:
+    """Kafka's ``isBatchLastRecordOfProducer``: the batch holds the last data offset of a
+    producer the state knows, or (no data offset known) it is that producer's marker of its
+    current epoch."""
+    last = last_records.get(batch.producer_id)
+    if last is None:
+        return False
+    if last.last_data_offset is not None:
+        return batch.last_offset == last.last_data_offset
+    return batch.is_control and batch.producer_epoch == last.producer_epoch
+
+
 def _clean_into(backend: Any, source: Any, writer: _Writer, keymap: Any, *, now_ms: int,
-                delete_retention_ms: int, retain_last_offsets: set, scan: _TxnScan,
-                stats: CleanerStats) -> None:
-    """Copy the batches of ``source`` that survive into ``writer`` (Kafka's ``cleanInto`` and
-    ``MemoryRecords.filterTo``)."""
+                delete_retention_ms: int, retain_last_offsets: set, txns: _CleanedTxns,
+                last_records: dict, stats: CleanerStats) -> None:
+    """Copy the batches of ``source`` that survive into ``writer`` (Kafka's ``cleanInto``,
+    ``checkBatchRetention`` and ``MemoryRecords.filterTo``)."""
     view = _whole_view(source)
     try:
         for batch in backend.iter_batches(view):
             data = view[batch.position:batch.position + batch.size_bytes]
             stats.bytes_read += batch.size_bytes
             count = batch.record_count
-            if batch.is_control:  # markers are kept (see the module docstring)
-                writer.add(data)
-                stats.batches_copied += 1
-                stats.records_kept += count
-                continue
             batch.ensure_valid()
-            retain_empty = (batch.last_offset in retain_last_offsets
-                            or scan.producer_last_offsets.get(batch.producer_id)
-                            == batch.last_offset)
-            if batch.base_offset in scan.aborted_bases:
+            if batch.is_control:
+                can_discard = txns.on_control_batch(batch)
+                discard_records = (can_discard and batch.has_delete_horizon
+                                   and batch.delete_horizon_ms <= now_ms)
+            else:
+                can_discard = discard_records = txns.on_data_batch(batch)
+            retain_empty = ((batch.producer_id >= 0 and _is_last_of_producer(batch, last_records))
+                            or batch.last_offset in retain_last_offsets)
+            if discard_records:
                 mask, kept, tombstone_kept = None, 0, False
+            elif batch.is_control:
+                mask, kept, tombstone_kept = None, count, False
             else:
                 mask, kept, tombstone_kept = keymap.retain_mask(data, now_ms=now_ms)
             stats.records_kept += kept
             stats.records_dropped += count - kept
-            need_horizon = tombstone_kept and not batch.has_delete_horizon
+            # A marker of a transaction with nothing left gets a horizon, then goes (§5.3.7).
+            need_horizon = ((tombstone_kept or (can_discard and batch.is_control))
+                            and not batch.has_delete_horizon)
             if kept == 0:
                 if not retain_empty:
                     stats.batches_dropped += 1
@@ -481,6 +577,9 @@ def _clean_into(backend: Any, source: Any, writer: _Writer, keymap: Any, *, now_
             elif kept == count and not need_horizon:
                 writer.add(data)
                 stats.batches_copied += 1
+            elif batch.is_control:
+                writer.add(_marker_with_horizon(backend, batch, now_ms + delete_retention_ms))
+                stats.batches_rebuilt += 1
             else:
                 if need_horizon:
                     horizon_ms = now_ms + delete_retention_ms
@@ -499,9 +598,11 @@ def _remove_leftovers(dir_path: str, base_offset: int, suffix: str) -> None:
 
 
 def _clean_group(log: CleanableLog, group: Sequence[Any], keymap: Any, *, now_ms: int,
-                 upper_bound_offset: int, scan: _TxnScan, stats: CleanerStats) -> Any:
-    """Write the cleaned copy of ``group`` as ``<group base>.log.cleaned``; return it flushed
-    and inactive (indexes trimmed), its mtime that of the group's last segment."""
+                 upper_bound_offset: int, last_records: dict,
+                 stats: CleanerStats) -> tuple[Any, TransactionIndex]:
+    """Write the cleaned copy of ``group`` as ``<group base>.log.cleaned`` (and
+    ``.txnindex.cleaned``); return it flushed and inactive (indexes trimmed), its mtime that
+    of the group's last segment, with its transaction index."""
     backend, config = log.backend, log.config
     base = group[0].base_offset
     _remove_leftovers(log.dir_path, base, filenames.CLEANED_SUFFIX)
@@ -509,24 +610,34 @@ def _clean_group(log: CleanableLog, group: Sequence[Any], keymap: Any, *, now_ms
         log.dir_path, base, create=True, index_interval_bytes=config.index_interval_bytes,
         max_index_bytes=config.segment_index_bytes, max_message_bytes=fmt.INT32_MAX,
         file_suffix=filenames.CLEANED_SUFFIX)
+    txn_index = TransactionIndex(log.dir_path, base, file_suffix=filenames.CLEANED_SUFFIX)
+    txns = _CleanedTxns(txn_index)
     try:
         writer = _Writer(cleaned, stats)
         last_batch_offsets = {upper_bound_offset - 1}
         last = group[-1]
         if last.size_bytes > 0:
             last_batch_offsets.add(last.next_offset - 1)  # crash safety: see module docstring
-        for source in group:
+        for i, source in enumerate(group):
+            # Kafka's cleanSegments: the aborts overlapping this segment, from the indexes.
+            upper = (group[i + 1].base_offset if i + 1 < len(group)
+                     else max(source.next_offset, source.base_offset))
+            txns.add_aborted(_aborted_in(log, source.base_offset, upper))
             _clean_into(backend, source, writer, keymap, now_ms=now_ms,
                         delete_retention_ms=config.delete_retention_ms,
-                        retain_last_offsets=last_batch_offsets, scan=scan, stats=stats)
+                        retain_last_offsets=last_batch_offsets, txns=txns,
+                        last_records=last_records, stats=stats)
         cleaned.on_become_inactive()
         cleaned.flush()
+        txn_index.flush()
+        txn_index.close()
         mtime_ns = os.stat(last.log_path).st_mtime_ns
         os.utime(cleaned.log_path, ns=(mtime_ns, mtime_ns))
     except BaseException:
         cleaned.delete()
+        txn_index.delete()
         raise
-    return cleaned
+    return cleaned, txn_index
 
 
 # --- the swap --------------------------------------------------------------------------------
@@ -540,8 +651,8 @@ def _fsync_dir(dir_path: str) -> None:
         os.close(fd)
 
 
-def _swap(log: CleanableLog, cleaned: Any, old: Sequence[Any], *, now_ms: int,
-          crash_after: str | None) -> None:
+def _swap(log: CleanableLog, cleaned: Any, txn_index: TransactionIndex, old: Sequence[Any], *,
+          now_ms: int, crash_after: str | None) -> None:
     """§5.3.9: ``.cleaned -> .swap``, old -> ``.deleted``, ``.swap -> ""``, fsync the directory,
     publish. ``crash_after`` (tests) raises _InjectedCrash after that step, leaving the files
     as a crash there would."""
@@ -551,16 +662,30 @@ def _swap(log: CleanableLog, cleaned: Any, old: Sequence[Any], *, now_ms: int,
             raise _InjectedCrash(name)
 
     step("cleaned")
+    txn_index.rename_suffix(filenames.SWAP_SUFFIX)
     cleaned.rename_suffix(filenames.SWAP_SUFFIX)
     _fsync_dir(log.dir_path)
     step("swap")
+    old_txn_indexes = []
     for segment in old:
         segment.rename_suffix(filenames.DELETED_SUFFIX)
+        old_index = _log_txn_index(log, segment.base_offset)
+        old_index.close()
+        old_index.rename_suffix(filenames.DELETED_SUFFIX)
+        old_txn_indexes.append(old_index)
         step("deleted")
+    txn_index.rename_suffix("")
     cleaned.rename_suffix("")
     _fsync_dir(log.dir_path)
     step("final")
-    log._replace_segments(cleaned, list(old), now_ms=now_ms)
+    log._replace_segments(cleaned, list(old), now_ms=now_ms, new_txn_index=txn_index,
+                          old_txn_indexes=old_txn_indexes)
+
+
+def _log_txn_index(log: CleanableLog, base_offset: int) -> TransactionIndex:
+    """The log's own object for a segment's ``.txnindex`` (so its cache follows renames)."""
+    get = getattr(log, "_txn_index", None)
+    return get(base_offset) if get is not None else TransactionIndex(log.dir_path, base_offset)
 
 
 def _map_bytes(keymap_module: Any, memory_bytes_max: int, dirty_offsets: int) -> int:
@@ -615,10 +740,13 @@ def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = Fal
             keymap = backend.KeyMap(_map_bytes(
                 backend.keymap, memory_bytes_max or config.cleaner_memory_bytes_max,
                 offsets.first_uncleanable_offset - offsets.first_dirty_offset))
-        scan = _scan_transactions(backend, segments, log.end_offset)
-        full = build_offset_map(backend, segments, keymap, offsets.first_dirty_offset,
-                                offsets.first_uncleanable_offset,
-                                aborted_bases=scan.aborted_bases, stats=stats)
+        full = build_offset_map(
+            backend, segments, keymap, offsets.first_dirty_offset,
+            offsets.first_uncleanable_offset,
+            aborted_txns=_aborted_in(log, offsets.first_dirty_offset,
+                                     offsets.first_uncleanable_offset),
+            stats=stats)
+        last_records = _last_records(log)
         end_offset = keymap.latest_offset + 1
         stats.end_offset = end_offset
         stats.map_full = full
@@ -630,11 +758,12 @@ def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = Fal
             index_bytes_max=config.segment_index_bytes,
             first_uncleanable_offset=offsets.first_uncleanable_offset)
         for group in groups:
-            cleaned = _clean_group(log, group, keymap, now_ms=now,
-                                   upper_bound_offset=offsets.first_uncleanable_offset,
-                                   scan=scan, stats=stats)
+            cleaned, txn_index = _clean_group(
+                log, group, keymap, now_ms=now,
+                upper_bound_offset=offsets.first_uncleanable_offset,
+                last_records=last_records, stats=stats)
             try:
-                _swap(log, cleaned, group, now_ms=now, crash_after=crash_after)
+                _swap(log, cleaned, txn_index, group, now_ms=now, crash_after=crash_after)
             except _InjectedCrash:
                 raise
             stats.groups += 1

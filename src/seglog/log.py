@@ -104,7 +104,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 
 #: How often appends and retention drop expired producers (Kafka's
-#: producer.id.expiration.check.interval.ms); a clock that went back counts as due.
+#: producer.id.expiration.check.interval.ms), counted from the open's ``now_ms``.
 _EXPIRATION_CHECK_MS = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 
 #: Default and largest ``max_bytes`` of one read.
@@ -883,7 +883,7 @@ class Log:
             config = self._config
             view = self._view
             psm = self._psm
-            if not 0 <= now_ms - self._last_expiration_ms < _EXPIRATION_CHECK_MS:
+            if now_ms - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
                 self._expire_producers(now_ms)
             segments = self._maybe_roll(view, size, record_count, max_timestamp, now_ms)
             active = segments._segments[-1]
@@ -1466,7 +1466,7 @@ class Log:
         now = _now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            if not 0 <= now - self._last_expiration_ms < _EXPIRATION_CHECK_MS:
+            if now - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
                 self._expire_producers(now)
             deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now)
             if self._config.deletion_enabled:
