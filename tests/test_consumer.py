@@ -572,3 +572,31 @@ def test_read_committed_skips_aborted_and_stops_at_the_last_stable_offset(store)
     assert latest.position(("t", 0)) == 8
     with pytest.raises(ValueError):
         store.consumer("x", isolation_level="serializable")
+
+
+def test_pause_resume_and_lag(store):
+    fill(store, "t", 2, 5)
+    consumer = store.consumer("g", ["t"], auto_offset_reset="earliest")
+    assert consumer.position(("t", 0)) == 0
+    consumer.pause([("t", 0)])
+    assert consumer.paused() == {TP("t", 0)}
+    assert {r.partition for r in drain(consumer)} == {1}
+    assert consumer.poll(timeout_ms=20) == []
+    consumer.commit()
+    assert store.group("g").lag() == {TP("t", 1): 0}
+    consumer.commit({("t", 0): 1})
+    assert store.group("g").lag() == {TP("t", 0): 4, TP("t", 1): 0}
+    consumer.resume([("t", 0)])
+    assert [r.offset for r in drain(consumer)] == [0, 1, 2, 3, 4]  # position kept while paused
+    with pytest.raises(IllegalStateError):
+        consumer.pause([("t", 9)])
+
+
+def test_static_members_come_first_and_are_unique(store):
+    fill(store, "t", 2, 0)
+    dynamic = store.consumer("g", ["t"], client_id="a")
+    static = store.consumer("g", ["t"], client_id="z", group_instance_id="instance-1")
+    # Kafka orders static members (by instance id) before dynamic ones (by member id).
+    assert static.assignment() == {TP("t", 0)} and dynamic.assignment() == {TP("t", 1)}
+    with pytest.raises(IllegalStateError):
+        store.consumer("g", ["t"], group_instance_id="instance-1")

@@ -304,6 +304,18 @@ class ConsumerGroup:
         """Every committed offset of the group."""
         return self._store._offsets_manager().all_committed(self.group_id)
 
+    def lag(self) -> dict[TopicPartition, int]:
+        """``{tp: records behind}`` for every partition the group has a committed offset in:
+        the high watermark minus the committed offset (what ``kafka-consumer-groups
+        --describe`` shows as LAG)."""
+        out = {}
+        for tp, om in sorted(self.committed_offsets().items()):
+            try:
+                out[tp] = max(0, self._store.log(tp).high_watermark - om.offset)
+            except SeglogError:
+                continue  # the topic is gone
+        return out
+
     # --- administration (Kafka's AdminClient group calls) ---------------------------------------
 
     def alter_offsets(self, offsets: Mapping[tuple[str, int], int | OffsetAndMetadata]) -> None:
@@ -519,6 +531,7 @@ class Consumer:
         self._subscription: frozenset | None = None
         self._manual = False
         self._partitions: dict[TopicPartition, _PartitionState] = {}
+        self._paused: set[TopicPartition] = set()
         self._next_fetch = 0  # rotates the partition a poll starts with (fairness)
         self._closed = False
 
@@ -573,6 +586,7 @@ class Consumer:
         self._manual = False
         self._generation_id = -1
         self._partitions.clear()
+        self._paused.clear()
 
     def assign(self, partitions: Iterable[tuple[str, int]]) -> None:
         """Read exactly ``partitions`` (no group membership; commits are allowed only while
@@ -588,6 +602,7 @@ class Consumer:
             self._store.log(tp)
         self._manual = bool(tps)
         self._partitions = {tp: self._partitions.get(tp) or _PartitionState() for tp in tps}
+        self._paused &= set(tps)
 
     def assignment(self) -> set[TopicPartition]:
         """The partitions this consumer reads now (after adopting a pending rebalance)."""
@@ -614,6 +629,7 @@ class Consumer:
         revoked = set(self._partitions) - kept
         self._partitions = {tp: self._partitions[tp] if tp in kept else _PartitionState()
                             for tp in tps}
+        self._paused &= kept
         self._generation_id = generation_id
         return revoked
 
@@ -703,6 +719,25 @@ class Consumer:
         the position after the last readable record."""
         return {tp: self._readable_end(self._store.log(tp)) for tp in map(_as_tp, partitions)}
 
+    def pause(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Stop returning records of ``partitions`` (assigned ones) until :meth:`resume`;
+        their positions stay (Kafka's ``pause``, for back-pressure). A rebalance that takes a
+        partition away forgets its pause."""
+        self._check_open()
+        self._sync()
+        for tp in map(_as_tp, partitions):
+            self._state(tp)  # IllegalStateError when not assigned
+            self._paused.add(tp)
+
+    def resume(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Return records of ``partitions`` again."""
+        self._check_open()
+        self._paused.difference_update(map(_as_tp, partitions))
+
+    def paused(self) -> set[TopicPartition]:
+        """The paused partitions."""
+        return set(self._paused)
+
     # --- polling ---------------------------------------------------------------------------------
 
     def poll(self, max_records: int | None = None, timeout_ms: int = 0) -> list[ConsumerRecord]:
@@ -733,9 +768,12 @@ class Consumer:
                 return records
             self._wait(remaining_s, data_seq)
 
+    def _fetchable(self) -> list[TopicPartition]:
+        return [tp for tp in self._partitions if tp not in self._paused]
+
     def _fetch(self, max_records: int) -> list[ConsumerRecord]:
         out: list[ConsumerRecord] = []
-        tps = list(self._partitions)
+        tps = self._fetchable()
         if not tps:
             return out
         start = self._next_fetch % len(tps)
@@ -811,7 +849,7 @@ class Consumer:
             data_seq = self._store._data_seq
             out = {}
             wanted = max_records
-            tps = list(self._partitions)
+            tps = self._fetchable()
             start = self._next_fetch % len(tps) if tps else 0
             self._next_fetch += 1
             for tp in tps[start:] + tps[:start]:
@@ -860,7 +898,8 @@ class Consumer:
         ``data_seq`` is the store's append counter read before the fetch that found nothing,
         so an append in between is never missed."""
         waiting = []
-        for tp, state in self._partitions.items():
+        for tp in self._fetchable():
+            state = self._partitions[tp]
             if state.position is None or state.buffered:
                 return  # something to look up or hand out: go round again
             waiting.append((self._store.log(tp), state.position))
