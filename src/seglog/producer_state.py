@@ -313,7 +313,8 @@ class ProducerStateEntry:
     def batch_with_sequence_range(self, first_seq: int, last_seq: int) -> BatchMetadata | None:
         """The remembered batch whose sequences are exactly ``first_seq..last_seq``, or None."""
         for metadata in self.batch_metadata:
-            if metadata.first_seq == first_seq and metadata.last_seq == last_seq:
+            # last_seq first: first_seq is derived (wrapping arithmetic), on the append path
+            if metadata.last_seq == last_seq and metadata.first_seq == first_seq:
                 return metadata
         return None
 
