@@ -518,7 +518,8 @@ def _marker_with_horizon(backend: Any, batch: Any, horizon_ms: int) -> bytes:
         horizon_ms, batch.max_timestamp_ms, batch.producer_id, batch.producer_epoch,
         batch.base_sequence, 1))
     out += records
-    _UINT32.pack_into(out, fmt.CRC_POSITION, backend.crc32c(memoryview(out)[fmt.ATTRIBUTES_POSITION:]))
+    crc = backend.crc32c(memoryview(out)[fmt.ATTRIBUTES_POSITION:])
+    _UINT32.pack_into(out, fmt.CRC_POSITION, crc)
     return bytes(out)
 
 

@@ -27,6 +27,23 @@ recovery point (:mod:`seglog.loader`). Where the recovery point and the log star
 kept is :mod:`seglog.partition_state`'s business (standalone: Kafka-format checkpoint files in
 the partition directory).
 
+Producers and transactions (kafka-format.md §6; Kafka's ``UnifiedLog`` with
+:mod:`seglog.producer_state`). Batches carrying a producer id (``append_raw``, ``append_batch``
+with producer fields, ``append_txn_marker``) are checked against the producer state after the
+roll and before the write: a retry of one of the producer's last 5 batches writes nothing and
+returns the original offsets; sequence, epoch, transaction-state and coordinator-epoch
+violations raise. After the write the state takes the batches, an ABORT marker adds an entry
+to the active segment's ``.txnindex``, and the *last stable offset* (the first offset of the
+earliest open transaction, capped by the high watermark) is published with the reader
+snapshot. The state is snapshotted (``<offset>.snapshot``) at every roll and on close,
+loaded on open (corrupt snapshots deleted, strays removed, the log replayed past the latest),
+rebuilt by truncation, and snapshots and ``.txnindex`` files go with their segments.
+Recovering a segment rebuilds its ``.txnindex``. Idle producers without an open transaction
+expire after ``producer_id_expiration_ms`` (checked at most every 10 minutes of ``now_ms``,
+on append and retention). Reads take ``isolation``: ``"read_committed"`` stops at the last
+stable offset, :meth:`Log.read` then lists the overlapping aborted transactions, and the
+record-level readers skip aborted and control batches.
+
 Threads. All mutating methods serialise on one lock. Reads (``read``, ``records``,
 ``read_columns``, ``sendfile``, ``offset_for_timestamp``) take an immutable snapshot of the
 segment chain and of the end and high-watermark positions and read segments bounded by that
@@ -754,6 +771,13 @@ class Log:
         one; with LogAppendTime every batch gets max timestamp ``now_ms`` and the
         LogAppendTime bit (records then read with that timestamp). The caller's buffer is
         never modified. Thread-safe.
+
+        Batches with a producer id are checked against the producer state (Kafka's
+        ``analyzeAndValidateProducerState``): a retry of one of the producer's last 5 batches
+        (same epoch, same sequence range) writes nothing and returns the original ``(first,
+        last)`` offsets; an older duplicate, a gap or a new epoch not starting at sequence 0
+        raises OutOfOrderSequenceError; a lower epoch InvalidProducerEpochError; a
+        non-transactional batch while the producer's transaction is open InvalidTxnStateError.
         """
         self._check_writable()
         now = _now_ms(now_ms)
