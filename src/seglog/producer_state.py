@@ -651,8 +651,9 @@ class ProducerStateManager:
     read_only=False)`` starts empty with ``map_end_offset`` 0 and learns the snapshot files
     present in ``dir_path``; call :meth:`truncate_and_reload` (or
     :func:`rebuild_producer_state`) to load them. ``backend`` (a backend module; default: the
-    default backend) supplies the CRC32C of snapshot files. ``read_only=True`` (a read-only Log following a writer) never changes a
-    file: snapshots are read but not written, and a corrupt one is skipped, not deleted.
+    default backend) supplies the CRC32C of snapshot files. ``read_only=True`` (a read-only
+    Log following a writer) never changes a file: snapshots are read but not written, and a
+    corrupt one is skipped, not deleted.
 
     The append path is :meth:`analyze_batches` before writing and :meth:`apply_append` after;
     recovery uses :meth:`recover_batch` per batch, and replay :meth:`rebuild`. Not thread-safe
