@@ -5,8 +5,8 @@ A compacted log keeps at least the latest record of every key. One cleaning pass
 
 1. **Choose** (§5.1). The *dirty* section starts at the cleaner checkpoint (``first dirty
    offset``; the log start when there is none or it is outside [start, end]) and ends at the
-   *first uncleanable offset*: the minimum of the last stable offset (the high watermark until
-   transactions exist), the active segment's base, and (``min.compaction.lag.ms`` > 0) the base
+   *first uncleanable offset*: the minimum of the last stable offset, the active segment's
+   base, and (``min.compaction.lag.ms`` > 0) the base
    of the first dirty segment whose largest timestamp is newer than ``now - lag``, rounded down
    to the start of its segment. The log is cleaned when ``cleanable / (clean + cleanable)``
    bytes exceeds ``min.cleanable.dirty.ratio``, or when ``max.compaction.lag.ms`` has passed
@@ -96,9 +96,12 @@ class CleanableLog(Protocol):
     ``segments`` in offset order, the last one active; ``_lock`` the writer lock (re-entrant);
     ``cleaner_checkpoint`` the per-partition cleaner checkpoint (None when there is none; the Store
     gathers it into ``cleaner-offset-checkpoint``); ``last_stable_offset`` is optional (the
-    high watermark is used without it). ``_replace_segments(new, old, now_ms=)`` publishes the
-    segment chain with ``new`` in place of ``old`` (whose files the cleaner already renamed to
-    ``.deleted``) and deletes the old files after ``file.delete.delay.ms``.
+    high watermark is used without it). ``_replace_segments(new, old, now_ms=, new_txn_index=,
+    old_txn_indexes=)`` publishes the segment chain with ``new`` in place of ``old`` (whose
+    files, ``.txnindex`` included, the cleaner already renamed to ``.deleted``) and deletes the
+    old files after ``file.delete.delay.ms``. Optional: ``aborted_transactions(start, upper)``
+    (the txn indexes), ``producer_state`` (whose producers keep their last batch) and
+    ``_txn_index(base)`` (the log's own index objects, so its cache follows the swap).
     """
 
     dir_path: str
