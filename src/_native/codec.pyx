@@ -16,7 +16,8 @@ module adds is speed:
 * Compression goes through ``seglog.compression`` (one Python call per batch), exactly as the
   twin, so both write identical compressed bytes.
 
-Thread-safety: no module state. A ``Batch`` (and ``Columns`` over an uncompressed buffer) holds
+Thread-safety: the only module state is the spare column blocks of ``decode_columns``
+(touched with the GIL held). A ``Batch`` (and ``Columns`` over an uncompressed buffer) holds
 a buffer export of the iterated object: while it lives, a bytearray cannot be resized and an
 mmap cannot be closed.
 """
@@ -30,11 +31,11 @@ from cpython.buffer cimport (
     PyObject_GetBuffer,
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_New
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_INCREF, _Py_REFCNT
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -666,7 +667,14 @@ cdef class Batch:
         iterated buffer when nothing was decompressed (positions are absolute in it), else the
         decompressed record area. A control batch's record is included. Raises as
         :meth:`records`."""
-        cdef _ColumnsBuilder builder = _ColumnsBuilder(self.record_count if self.record_count > 0 else 0)
+        cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
+        cdef _ColumnsBuilder builder
+        # A hostile record_count must not size the columns: each record takes >= 7 bytes
+        # (compressed areas: unknown until decompressed; the builder grows).
+        if hint > 65536 and hint > self.batch_length // RECORD_BYTES_MIN + 1:
+            hint = 65536 if self.attributes & COMPRESSION_CODEC_MASK else \
+                self.batch_length // RECORD_BYTES_MIN + 1
+        builder = _ColumnsBuilder(hint)
         builder.add_batch(self)
         return builder.finish(self._buffer, -1)
 
@@ -908,6 +916,43 @@ cdef class Columns:
 
 cdef enum:
     COLUMN_BYTES_PER_RECORD = 40   # 4 int64 columns + 2 int32 columns
+    SPARE_BLOCKS_MAX = 2
+    SPARE_BLOCK_BYTES_MIN = 1 << 20
+
+
+# Column blocks kept for reuse (see _column_block). Touched with the GIL held only.
+cdef list _spare_blocks = []
+
+
+cdef object _column_block(Py_ssize_t size_bytes):
+    """A numpy uint8 block of at least ``size_bytes`` for a _ColumnsBuilder.
+
+    Fresh memory costs a page fault and zeroing per 4 KiB on first touch (~2 ns per record of
+    columns at 40 B/record on the development VM, a fifth of a large decode), so blocks of 1 MiB
+    or more are remembered (at most two) and handed out again once nothing else references
+    them: a block whose only reference is this list has no live Columns, array or buffer
+    export left (every numpy view holds its base). A spare block is reused for a request of
+    a quarter of its size or more; the cost is up to two such blocks kept after their
+    Columns are gone."""
+    cdef Py_ssize_t i
+    cdef PyObject *item
+    for i in range(len(_spare_blocks)):
+        item = PyList_GET_ITEM(_spare_blocks, i)
+        if _Py_REFCNT(item) == 1:
+            nbytes = (<object>item).nbytes
+            if size_bytes <= nbytes <= 4 * size_bytes:
+                return <object>item
+    block = np.empty(size_bytes, dtype=np.uint8)
+    if size_bytes >= SPARE_BLOCK_BYTES_MIN:
+        for i in range(len(_spare_blocks)):
+            if _Py_REFCNT(PyList_GET_ITEM(_spare_blocks, i)) == 1:
+                del _spare_blocks[i]  # replace an unused spare rather than keep three
+                break
+        else:
+            if len(_spare_blocks) >= SPARE_BLOCKS_MAX:
+                del _spare_blocks[0]
+        _spare_blocks.append(block)
+    return block
 
 
 @cython.final
@@ -940,7 +985,7 @@ cdef class _ColumnsBuilder:
         cdef Py_buffer view
         cdef unsigned char *base
         cdef Py_ssize_t n = self.count
-        block = np.empty(capacity * COLUMN_BYTES_PER_RECORD + 8, dtype=np.uint8)
+        block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
         PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
         base = <unsigned char *>view.buf
         PyBuffer_Release(&view)  # the block is kept alive in self.block
@@ -1033,12 +1078,101 @@ cdef class _ColumnsBuilder:
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
+cdef inline Py_ssize_t _parse_run(const unsigned char *data, Py_ssize_t *position_io,
+                                  Py_ssize_t end, Py_ssize_t i, Py_ssize_t limit,
+                                  uint64_t base_offset, uint64_t base_timestamp,
+                                  bint log_append_time, int64_t max_timestamp,
+                                  int64_t *columns64, int32_t *columns32,
+                                  Py_ssize_t stride) noexcept nogil:
+    """Parse records i, i+1, ... (below ``limit``) of the common shape into the columns,
+    from ``position_io[0]``; stop at the first record of another shape (or near the end of
+    the area) and return the index reached, with ``position_io`` at that record. Never fails:
+    the caller parses the record it stopped at with the checked ``_parse_record``.
+
+    The columns are the builder's block: int64 offsets, timestamps, key positions and value
+    positions at ``columns64 + k * stride`` and int32 key and value lengths at ``columns32 +
+    k * stride`` (one pointer each keeps the loop in registers).
+
+    The common shape: length, timestamp delta, offset delta, key length and value length of
+    1 or 2 bytes, no headers, 16 bytes readable from the record's start. Its fields come out
+    of three 8-byte loads by shifts (``_uvarint2``, no load per byte), lengths are checked
+    on the raw zig-zag value (odd: negative), and the next record's position is taken from
+    the length alone: one load and one varint from record to record, while the checks of
+    each record's fields (in bounds, ending exactly at the body end, as ``_parse_record``)
+    run beside that chain. ~5 ns/record instead of ~9 ns."""
+    cdef Py_ssize_t position = position_io[0], body_start, body_end, at
+    cdef Py_ssize_t key_position, value_position
+    cdef uint64_t word, u, timestamp_u, offset_u
+    cdef unsigned int n
+    cdef int64_t key_length, value_length
+    while i < limit and end - position >= 16:
+        __builtin_prefetch(data + position + 2048)
+        if not _uvarint2(seglog_load_le64(data + position), &n, &u) or (u & 1) or u < 2:
+            break
+        body_start = position + n
+        body_end = body_start + <Py_ssize_t>(u >> 1)
+        if body_end > end:
+            break
+        # After the attributes byte: timestamp delta, offset delta, key length (<= 6 bytes;
+        # body_start + 9 <= position + 11 <= end).
+        word = seglog_load_le64(data + body_start + 1)
+        at = body_start + 1
+        if not _uvarint2(word, &n, &timestamp_u):
+            break
+        at += n
+        word >>= 8 * n
+        if not _uvarint2(word, &n, &offset_u):
+            break
+        at += n
+        word >>= 8 * n
+        if not _uvarint2(word, &n, &u):
+            break
+        at += n
+        if u & 1:  # Kafka reads any negative length as null
+            key_position = key_length = -1
+        else:
+            key_length = <int64_t>(u >> 1)
+            if key_length > body_end - at:
+                break
+            key_position = at
+            at += key_length
+        if end - at < 8 or not _uvarint2(seglog_load_le64(data + at), &n, &u):
+            break
+        at += n
+        if u & 1:
+            value_position = value_length = -1
+        else:
+            value_length = <int64_t>(u >> 1)
+            if value_length > body_end - at - 1:
+                break
+            value_position = at
+            at += value_length
+        if at + 1 != body_end or data[at] != 0:  # header count 0, fields end at the body end
+            break
+        columns64[i] = <int64_t>(base_offset + <uint64_t>_unzigzag(offset_u))
+        columns64[i + stride] = max_timestamp if log_append_time else \
+            <int64_t>(base_timestamp + <uint64_t>_unzigzag(timestamp_u))
+        columns64[i + 2 * stride] = key_position
+        columns64[i + 3 * stride] = value_position
+        columns32[i] = <int32_t>key_length
+        columns32[i + stride] = <int32_t>value_length
+        position = body_end
+        i += 1
+    position_io[0] = position
+    return i
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, Py_ssize_t start,
                             Py_ssize_t end, int32_t count, Py_ssize_t bound, Batch batch,
                             ParseFailure *failure) noexcept nogil:
     """Parse ``count`` records of one area into the builder's arrays from index builder.count
-    (room for ``bound`` records is reserved). Returns the records parsed, or -1."""
-    cdef Py_ssize_t position = start, i, at = builder.count
+    (room for ``bound`` records is reserved). Returns the records parsed, or -1. Runs of
+    common-shape records go through ``_parse_run``; any other record through the checked
+    ``_parse_record`` (which also reports every error)."""
+    cdef Py_ssize_t position = start, next_position, i = 0, at = builder.count
+    cdef Py_ssize_t limit = count if count < bound else bound
     cdef ParsedRecord parsed
     cdef bint log_append_time = (batch.attributes & TIMESTAMP_TYPE_MASK) != 0
     cdef uint64_t base_offset = <uint64_t>batch.base_offset
@@ -1051,13 +1185,19 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
     cdef int64_t *value_positions = builder.value_positions + at
     cdef int32_t *value_lengths = builder.value_lengths + at
     memset(&parsed, 0, sizeof(parsed))
-    for i in range(count):
+    while True:
+        i = _parse_run(data, &position, end, i, limit, base_offset, base_timestamp,
+                       log_append_time, max_timestamp, offsets, key_lengths,
+                       builder.capacity)
+        if i >= count:
+            break
         # Records are read front to back but only their framing is touched; ask for the
         # cache lines a few records ahead (prefetch never faults, even past the end).
-        __builtin_prefetch(data + position + 512)
-        position = _parse_record(data, position, end, &parsed, failure)
-        if position < 0:
+        __builtin_prefetch(data + position + 2048)
+        next_position = _parse_record(data, position, end, &parsed, failure)
+        if next_position < 0:
             return -1
+        position = next_position
         if i >= bound:  # unreachable: each record takes >= 7 bytes
             failure.code = E_PREMATURE_EOF
             return -1
@@ -1070,6 +1210,7 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
         key_lengths[i] = parsed.key_length
         value_positions[i] = parsed.value_position
         value_lengths[i] = parsed.value_length
+        i += 1
     if position != end:
         failure.code = E_RECORDS_REMAINING
         return -1
