@@ -53,6 +53,7 @@ from . import offsets_schema
 from .transactions import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, filter_batches
 from .assignors import get_assignor
 from .errors import (
+    CommitFailedError,
     IllegalStateError,
     LogClosedError,
     NoOffsetForPartitionError,
@@ -79,15 +80,6 @@ _WAIT_SLICE_MS = 20
 OFFSET_METADATA_BYTES_MAX = 4096
 
 _client_ids = itertools.count(1)
-
-
-class CommitFailedError(SeglogError):
-    """A commit refused because the group rebalanced and took partitions from this consumer
-    since its last poll (Kafka's ``CommitFailedException``; broker code ILLEGAL_GENERATION).
-    The consumer has adopted its new assignment; the records it handled from the partitions
-    it lost will be read again by their new owner from the last commit."""
-
-    kafka_error_code = 22  # ILLEGAL_GENERATION
 
 
 class ConsumerRecord(NamedTuple):

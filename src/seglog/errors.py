@@ -212,3 +212,12 @@ class IllegalStateError(SeglogError):
     """A call that is not allowed in the object's current state."""
 
     kafka_error_code = -1
+
+
+class CommitFailedError(SeglogError):
+    """A commit refused because the group rebalanced and took partitions from this consumer
+    since its last poll (Kafka's ``CommitFailedException``; broker code ILLEGAL_GENERATION).
+    The consumer has adopted its new assignment; the records it handled from the partitions
+    it lost will be read again by their new owner from the last commit."""
+
+    kafka_error_code = 22  # ILLEGAL_GENERATION

@@ -29,6 +29,8 @@ PARTITION_METADATA = "partition.metadata"
 META_PROPERTIES = "meta.properties"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
+#: seglog's own registry of topics and producer-id blocks in a data dir (see seglog.store).
+TOPICS_FILE = "seglog-topics.json"
 
 _PREFIX_DIGITS = 20
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)((?:\.[a-z]+)?)$")

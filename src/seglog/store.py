@@ -61,7 +61,7 @@ from .partitioner import partition_for_key
 __all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE"]
 
 #: seglog's record of topic ids, partition counts and config overrides (see module docstring).
-TOPICS_FILE = "seglog-topics.json"
+TOPICS_FILE = filenames.TOPICS_FILE
 TOPICS_FILE_VERSION = 0
 
 #: Kafka's ``Topic.MAX_NAME_LENGTH``.
