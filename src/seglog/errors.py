@@ -4,6 +4,8 @@ Every class derives from :class:`SeglogError`. Where Kafka has an error code for
 condition the class is named after it and carries that code in ``kafka_error_code`` (the value
 a future wire-protocol broker puts in its responses); conditions Kafka has no code for carry
 ``-1`` (Kafka's UNKNOWN_SERVER_ERROR). Both backends raise the same class for the same input.
+``retriable`` is True for the classes Kafka's clients retry (its ``RetriableException``
+subclasses): the producer sends such a batch again, with the same sequence numbers.
 
 ``OSError`` from the operating system is not wrapped: it propagates unchanged.
 """
@@ -15,6 +17,7 @@ class SeglogError(Exception):
     """Base class of every seglog error."""
 
     kafka_error_code: int = -1
+    retriable: bool = False
 
 
 class CorruptRecordError(SeglogError):
@@ -125,6 +128,23 @@ class NotEnoughReplicasError(SeglogError):
     """Fewer in-sync replicas than ``min_insync_replicas`` (replication, later)."""
 
     kafka_error_code = 19
+    retriable = True
+
+
+class NotEnoughReplicasAfterAppendError(SeglogError):
+    """The batch was written to the leader's log, but fewer in-sync replicas than required
+    acknowledged it: the producer cannot know it is safe and sends it again (retriable)."""
+
+    kafka_error_code = 20
+    retriable = True
+
+
+class RequestTimedOutError(SeglogError):
+    """No acknowledgement arrived in time: the batch may or may not have been written
+    (retriable; an idempotent producer's retry is then recognised as a duplicate)."""
+
+    kafka_error_code = 7
+    retriable = True
 
 
 class DuplicateSequenceError(SeglogError):
@@ -155,6 +175,13 @@ class InvalidTxnStateError(SeglogError):
     """A non-transactional append while the producer has a transaction open, or the reverse."""
 
     kafka_error_code = 48
+
+
+class TransactionAbortedError(SeglogError):
+    """A record that was still waiting in the producer when its transaction was aborted: it
+    was never written (Kafka's client-side ``TransactionAbortedException``)."""
+
+    kafka_error_code = -1
 
 
 class TransactionCoordinatorFencedError(SeglogError):
