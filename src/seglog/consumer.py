@@ -135,34 +135,132 @@ class _OffsetsManager:
 
     Loaded once when the store opens (if the topic exists); every commit appends one batch and
     then updates the map. Locked by the store's metadata lock.
+
+    Transactional commits (a producer's ``send_offsets_to_transaction``, Kafka's
+    TxnOffsetCommit) are appended by the producer as transactional batches with its producer
+    id and epoch, and held *pending* per ``(offsets partition, producer id)``: they are not
+    committed offsets yet. The COMMIT marker the transaction coordinator writes to that
+    partition applies them, the ABORT marker drops them (:meth:`complete_transaction`; the
+    loader does the same when it meets the markers on replay, and commits still pending at
+    the end of the log stay pending). As Kafka's group coordinator, a pending commit applied
+    on COMMIT replaces the current committed offset only if it was appended after it.
     """
 
     def __init__(self, store):
         self._store = store
         self._offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # (group, tp) -> offset of the batch that set the committed value (Kafka's
+        # CommitRecordMetadataAndOffset.appendedBatchOffset).
+        self._appended_at: dict[tuple[str, TopicPartition], int] = {}
+        # (offsets partition, producer id) -> [(group, tp, value or None, batch offset)]
+        self._pending: dict[tuple[int, int], list] = {}
         with store._lock:
             if offsets_schema.OFFSETS_TOPIC in store._topics:
                 self._load(store._topics[offsets_schema.OFFSETS_TOPIC])
 
     def _load(self, topic) -> None:
+        from .format import CONTROL_TYPE_COMMIT
         for partition in range(topic.partitions):
             log = topic.log(partition)
-            for record in log.records(log.start_offset, max_offset=log.end_offset):
-                if record.key is None:
-                    continue
-                key = offsets_schema.decode_key(record.key)
-                if not isinstance(key, offsets_schema.OffsetCommitKey):
-                    continue  # group metadata and newer record types: not ours to apply
-                tp = TopicPartition(key.topic, key.partition)
-                value = offsets_schema.decode_offset_commit_value(record.value)
-                group = self._offsets.setdefault(key.group, {})
-                if value is None:
-                    group.pop(tp, None)
-                    if not group:
-                        del self._offsets[key.group]
-                else:
-                    group[tp] = OffsetAndMetadata(value.offset, value.metadata,
-                                                  value.leader_epoch, value.commit_timestamp_ms)
+            offset, end = log.start_offset, log.end_offset
+            while offset < end:
+                result = log.read(offset, max_offset=end)
+                if result.next_offset <= offset:
+                    break
+                for batch in log.backend.iter_batches(result.buffer):
+                    if batch.last_offset < offset:
+                        continue
+                    if batch.is_control:
+                        if batch.record_count and batch.producer_id >= 0:
+                            self.complete_transaction(
+                                partition, batch.producer_id,
+                                commit=batch.control_type() == CONTROL_TYPE_COMMIT,
+                                marker_offset=batch.base_offset)
+                        continue
+                    entries = []
+                    for record in batch.records():
+                        entry = self._parse(record.key, record.value)
+                        if entry is not None:
+                            entries.append(entry)
+                    if batch.is_transactional:
+                        self._pending.setdefault((partition, batch.producer_id), []).extend(
+                            (group, tp, om, batch.base_offset) for group, tp, om in entries)
+                    else:
+                        for group, tp, om in entries:
+                            self._apply(group, tp, om, batch.base_offset)
+                offset = result.next_offset
+
+    @staticmethod
+    def _parse(key_bytes, value_bytes):
+        """``(group, tp, OffsetAndMetadata or None)`` of an offset-commit record, else None."""
+        if key_bytes is None:
+            return None
+        key = offsets_schema.decode_key(key_bytes)
+        if not isinstance(key, offsets_schema.OffsetCommitKey):
+            return None  # group metadata and newer record types: not ours to apply
+        value = offsets_schema.decode_offset_commit_value(value_bytes)
+        om = None if value is None else OffsetAndMetadata(
+            value.offset, value.metadata, value.leader_epoch, value.commit_timestamp_ms)
+        return key.group, TopicPartition(key.topic, key.partition), om
+
+    def _apply(self, group_id: str, tp: TopicPartition, om: OffsetAndMetadata | None,
+               appended_at: int) -> None:
+        group = self._offsets.setdefault(group_id, {})
+        if om is None:
+            group.pop(tp, None)
+            self._appended_at.pop((group_id, tp), None)
+        else:
+            group[tp] = om
+            self._appended_at[(group_id, tp)] = appended_at
+        if not group:
+            del self._offsets[group_id]
+
+    def complete_transaction(self, partition: int, producer_id: int, *, commit: bool,
+                             marker_offset: int) -> None:
+        """A COMMIT (``commit``) or ABORT marker of ``producer_id`` was written at
+        ``marker_offset`` of offsets partition ``partition``: apply or drop its pending
+        transactional commits there (Kafka's ``GroupMetadata.completePendingTxnOffsetCommit``)."""
+        with self._store._lock:
+            pending = self._pending.pop((partition, producer_id), ())
+            if not commit:
+                return
+            for group_id, tp, om, appended_at in pending:
+                current = self._appended_at.get((group_id, tp))
+                if current is None or current < appended_at:
+                    self._apply(group_id, tp, om, appended_at)
+
+    def transactional_records(self, group_id: str,
+                              offsets: Mapping[TopicPartition, OffsetAndMetadata]):
+        """``(offsets partition, keys, values, timestamps_ms)`` of a transactional commit of
+        ``offsets`` for ``group_id``, for the producer to append in its transaction."""
+        topic = self._store._offsets_topic()
+        partition = offsets_schema.offsets_partition_for_group(group_id, topic.partitions)
+        now = _now_ms()
+        keys, values = [], []
+        for tp, om in offsets.items():
+            key, value = offsets_schema.offset_commit_record(
+                group_id, tp.topic, tp.partition, om.offset, commit_timestamp_ms=now,
+                leader_epoch=om.leader_epoch, metadata=om.metadata)
+            keys.append(key)
+            values.append(value)
+        return partition, keys, values, [now] * len(keys)
+
+    def add_pending(self, partition: int, producer_id: int, group_id: str,
+                    offsets: Mapping[TopicPartition, OffsetAndMetadata], appended_at: int,
+                    commit_timestamp_ms: int) -> None:
+        """Hold a transactional commit the producer appended at ``appended_at`` until its
+        transaction's marker (a retried append of the same batch adds nothing twice)."""
+        with self._store._lock:
+            pending = self._pending.setdefault((partition, producer_id), [])
+            if any(entry[3] == appended_at for entry in pending):
+                return
+            pending.extend((group_id, tp, om._replace(commit_timestamp_ms=commit_timestamp_ms),
+                            appended_at) for tp, om in offsets.items())
+
+    def pending_groups(self) -> set[str]:
+        """Groups with transactional commits waiting for their markers."""
+        with self._store._lock:
+            return {entry[0] for entries in self._pending.values() for entry in entries}
 
     def groups(self) -> list[str]:
         with self._store._lock:
@@ -199,16 +297,12 @@ class _OffsetsManager:
             keys.append(key)
             values.append(value)
             timestamps.append(now)
-        topic.log(partition).append_batch(values, keys=keys, timestamps_ms=timestamps)
+        first, _last = topic.log(partition).append_batch(values, keys=keys,
+                                                          timestamps_ms=timestamps)
         store._notify_data()
-        group = self._offsets.setdefault(group_id, {})
         for tp, om in offsets.items():
-            if om is None:
-                group.pop(tp, None)
-            else:
-                group[tp] = om._replace(commit_timestamp_ms=now)
-        if not group:
-            del self._offsets[group_id]
+            self._apply(group_id, tp, None if om is None else om._replace(
+                commit_timestamp_ms=now), first)
 
     def expire(self, now_ms: int, retention_ms: int, active_groups: set[str]) -> dict:
         """Tombstone the commits older than ``retention_ms`` of groups without members
