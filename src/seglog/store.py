@@ -22,6 +22,10 @@ way, so a broker could adopt the directory and Kafka tools read it:
 ``__consumer_offsets-<n>/``
     committed consumer offsets, as records in Kafka's key/value schema in the compacted
     internal topic (see :mod:`seglog.consumer`). Created on the first commit.
+``__transaction_state-<n>/``
+    the transaction coordinator's state (transactional id -> producer id, epoch, current
+    transaction) in Kafka's key/value schema, in the compacted internal topic (see
+    :mod:`seglog.txn_coordinator`). Created when the first transactional producer starts.
 
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
@@ -56,6 +60,7 @@ from .errors import (
     UnknownTopicOrPartitionError,
 )
 from .offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
+from .txn_schema import TRANSACTION_STATE_TOPIC
 from .partitioner import partition_for_key
 
 __all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE"]
@@ -74,6 +79,13 @@ TOPIC_PARTITIONS_MAX = 10000
 #: ``cleanup.policy=compact`` the group coordinator sets).
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
                         "compression.type": "producer"}
+#: Configs of Kafka's ``__transaction_state`` (``transaction.state.log.segment.bytes``,
+#: compacted, uncompressed as ``TransactionLog`` enforces).
+TRANSACTION_STATE_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
+                                  "compression.type": "uncompressed"}
+#: The internal topics the store creates itself, with their configs.
+INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: OFFSETS_TOPIC_CONFIG,
+                          TRANSACTION_STATE_TOPIC: TRANSACTION_STATE_TOPIC_CONFIG}
 _DEFAULT_NODE_ID = 1
 #: Producer ids reserved at a time (Kafka's ``ProducerIdsBlock`` size).
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -164,8 +176,9 @@ class Topic:
 
     @property
     def is_internal(self) -> bool:
-        """Whether this is Kafka's internal ``__consumer_offsets`` topic."""
-        return self.name == OFFSETS_TOPIC
+        """Whether this is one of Kafka's internal topics (``__consumer_offsets``,
+        ``__transaction_state``)."""
+        return self.name in INTERNAL_TOPIC_CONFIGS
 
     def partition_for(self, key: bytes | bytearray | memoryview) -> int:
         """The partition Kafka's default partitioner picks for ``key`` (murmur2, positive,
@@ -258,23 +271,29 @@ class Store:
     ``"native"``, ``"pure"`` or None (the default backend) and is used for every Log.
     ``offsets_topic_partitions`` is the partition count of ``__consumer_offsets`` when this
     store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
-    count. ``node_id`` and ``cluster_id`` go to a new ``meta.properties``.
+    count. ``transaction_state_partitions`` is the same for ``__transaction_state`` (Kafka's
+    ``transaction.state.log.num.partitions``, 50); None takes ``offsets_topic_partitions``,
+    so a store made small for tests stays small. ``node_id`` and ``cluster_id`` go to a new ``meta.properties``.
 
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
     def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
+                 transaction_state_partitions: int | None = None,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
-        if isinstance(offsets_topic_partitions, bool) \
-                or not isinstance(offsets_topic_partitions, int) \
-                or not 1 <= offsets_topic_partitions <= TOPIC_PARTITIONS_MAX:
-            raise ValueError(f"offsets_topic_partitions must be in 1..{TOPIC_PARTITIONS_MAX}, "
-                             f"got {offsets_topic_partitions!r}")
+        if transaction_state_partitions is None:
+            transaction_state_partitions = offsets_topic_partitions
+        for name, count in (("offsets_topic_partitions", offsets_topic_partitions),
+                            ("transaction_state_partitions", transaction_state_partitions)):
+            if isinstance(count, bool) or not isinstance(count, int) \
+                    or not 1 <= count <= TOPIC_PARTITIONS_MAX:
+                raise ValueError(f"{name} must be in 1..{TOPIC_PARTITIONS_MAX}, got {count!r}")
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
         self.offsets_topic_partitions = offsets_topic_partitions
+        self.transaction_state_partitions = transaction_state_partitions
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
         # Bumped by Producers after every append, so a consumer of several partitions can
@@ -296,6 +315,7 @@ class Store:
         self._consumers: "weakref.WeakSet" = weakref.WeakSet()
         self._groups: dict = {}
         self._offsets = None  # consumer._OffsetsManager, made lazily
+        self._coordinator = None  # txn_coordinator.TransactionCoordinator, made lazily
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
             return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
 
@@ -349,8 +369,8 @@ class Store:
             topic_id = entry.get("topic_id")
             if entry:
                 config = LogConfig.from_kafka(entry.get("config", {}))
-            elif name == OFFSETS_TOPIC:
-                config = LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG)
+            elif name in INTERNAL_TOPIC_CONFIGS:
+                config = LogConfig.from_kafka(INTERNAL_TOPIC_CONFIGS[name])
             else:
                 config = LogConfig()
             self._topics[name] = self._open_topic(
@@ -361,6 +381,10 @@ class Store:
             self._write_registry()  # adopt topics found on disk (e.g. made by Kafka)
         if OFFSETS_TOPIC in self._topics:
             self._offsets_manager()  # reload committed offsets now
+        if TRANSACTION_STATE_TOPIC in self._topics and not self.read_only:
+            # Reload transactional ids after the offsets (completing a transaction a crash
+            # left half-written applies its pending offset commits).
+            self._txn_coordinator()
 
     def _abort_open(self) -> None:
         for topic in self._topics.values():
@@ -487,7 +511,7 @@ class Store:
         partition count outside 1..10000; :class:`ReadOnlyError`.
         """
         validate_topic_name(name)
-        if name == OFFSETS_TOPIC:
+        if name in INTERNAL_TOPIC_CONFIGS:
             raise InvalidTopicError(f"{name} is an internal topic; the store creates it")
         return self._create_topic(name, partitions, config)
 
@@ -594,6 +618,32 @@ class Store:
                                            LogConfig.from_kafka(OFFSETS_TOPIC_CONFIG))
             return topic
 
+    def _transaction_state_topic(self) -> Topic:
+        """``__transaction_state``, created on first use (Kafka creates it on the first
+        FindCoordinator for a transactional id) with ``transaction_state_partitions``."""
+        with self._lock:
+            topic = self._topics.get(TRANSACTION_STATE_TOPIC)
+            if topic is None:
+                topic = self._create_topic(TRANSACTION_STATE_TOPIC,
+                                           self.transaction_state_partitions,
+                                           LogConfig.from_kafka(TRANSACTION_STATE_TOPIC_CONFIG))
+            return topic
+
+    def _txn_coordinator(self):
+        with self._lock:
+            self._check_writable()
+            if self._coordinator is None:
+                from .txn_coordinator import TransactionCoordinator
+                self._coordinator = TransactionCoordinator(self)
+            return self._coordinator
+
+    def describe_transaction(self, transactional_id: str):
+        """The coordinator's state of ``transactional_id`` (Kafka's DescribeTransactions):
+        a :class:`~seglog.txn_coordinator.TransactionDescription` (producer id, epoch, state
+        name, partitions, timeout, times), or None if no producer ever initialised it.
+        Raises ReadOnlyError."""
+        return self._txn_coordinator().describe(transactional_id)
+
     def _offsets_manager(self):
         with self._lock:
             if self._offsets is None:
@@ -621,8 +671,9 @@ class Store:
 
     def producer(self, **kwargs):
         """A :class:`~seglog.producer.Producer` writing to this store; keyword arguments as
-        its constructor (``linger_ms``, ``batch_size_bytes``, ``compression``, ...). Producers
-        still open are flushed and closed by :meth:`close`."""
+        its constructor (``linger_ms``, ``batch_size_bytes``, ``compression``,
+        ``idempotent``, ``transactional_id``, ...). Producers still open are flushed and
+        closed by :meth:`close` (a transaction still open is aborted, as Kafka's close does)."""
         from .producer import Producer
         with self._lock:
             self._check_writable()
@@ -777,14 +828,26 @@ class Store:
             active = {g for g, group in self._groups.items() if group.members()}
             return self._offsets_manager().expire(now, retention_ms, active)
 
+    def abort_timed_out_transactions(self, *, now_ms: int | None = None) -> list[str]:
+        """Abort the transactions open longer than their producer's ``transaction_timeout_ms``
+        and fence those producers (Kafka's coordinator does this every 10 s); returns their
+        transactional ids. Raises ReadOnlyError."""
+        with self._lock:
+            self._check_writable()
+            if TRANSACTION_STATE_TOPIC not in self._topics:
+                return []
+            return self._txn_coordinator().abort_timed_out(now_ms=now_ms)
+
     def maintain(self, *, now_ms: int | None = None) -> dict[str, Any]:
         """One round of the periodic work a Kafka broker's LogManager, cleaner and group
         coordinator do on timers, for callers that run it on their own schedule: retention
         (:meth:`apply_retention`, which also removes ``.deleted`` files that are due),
         compaction (:meth:`compact`), ``flush.ms`` flushes (``Log.maybe_flush``), expiry of
-        committed offsets (:meth:`expire_offsets`), then the four checkpoints. Returns
-        ``{"retention": ..., "compaction": ..., "flushed": [tp, ...], "expired_offsets":
-        ...}``. Raises ReadOnlyError."""
+        committed offsets (:meth:`expire_offsets`), aborting transactions open longer than
+        their timeout (:meth:`abort_timed_out_transactions`), then the four checkpoints.
+        Returns ``{"retention": ..., "compaction": ..., "flushed": [tp, ...],
+        "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
+        ReadOnlyError."""
         import time as _time
         now = _time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
         report: dict[str, Any] = {
@@ -792,6 +855,7 @@ class Store:
             "compaction": self.compact(now_ms=now),
             "flushed": [tp for tp, log in self._writable_logs() if log.maybe_flush(now_ms=now)],
             "expired_offsets": self.expire_offsets(now_ms=now),
+            "aborted_transactions": self.abort_timed_out_transactions(now_ms=now),
         }
         with self._lock:
             self._check_writable()
