@@ -25,6 +25,38 @@ too large by itself fails. Other errors from the log fail the futures of the who
 :meth:`Producer.send_batch` is the batch-first path: many records, one RecordBatch per
 partition, no per-record future.
 
+**Retries.** A batch refused with a *retriable* error (``SeglogError.retriable``: the
+acknowledgement timed out, not enough replicas after the append) is sent again, up to
+``retries`` times, ``retry_backoff_ms`` apart, with the same base sequence. Whether the first
+attempt was written is unknown to the producer: without idempotence a retry may write the
+records twice (at-least-once); with it the log recognises the retry as a duplicate and returns
+the original offsets (the article's idempotent producer). Retries block the producer's lock,
+so batches of a partition are never reordered (Kafka's ``max.in.flight`` of 1). An idempotent
+batch whose retries run out has an unknown outcome: the producer takes a new producer id
+(non-transactional; Kafka's ``resetIdempotentProducerId``) or bumps its epoch at the next
+abort (transactional; KIP-360), so its next sequences cannot collide with it.
+
+:attr:`Producer.log_append` is the boundary between producer and log: the callable that
+hands one batch to a Log, ``log_append(log, values, **fields) -> (first, last)``, where a
+network client would sit between a Kafka producer and its broker. Tests replace it to lose
+acknowledgements (the batch is written, then a retriable error says it was not) without
+touching the Log.
+
+**Transactions** (``transactional_id=...``, Kafka's ``transactional.id``): the producer is
+idempotent and gets its producer id and epoch from the store's transaction coordinator
+(:mod:`seglog.txn_coordinator`) when it is made: that is Kafka's ``initTransactions``, done
+implicitly so a producer from :meth:`Store.producer <seglog.store.Store.producer>` is ready;
+:meth:`Producer.init_transactions` is accepted afterwards and does nothing. Making it fences
+any older producer with the same id and aborts that one's open transaction. Then
+:meth:`~Producer.begin_transaction`, :meth:`~Producer.send` (the first record for a partition
+adds the partition to the transaction at the coordinator before anything is written there),
+:meth:`~Producer.send_offsets_to_transaction` (the consumer group's offsets, appended to
+``__consumer_offsets`` as transactional records and applied when the transaction commits),
+:meth:`~Producer.commit_transaction` (flush, then COMMIT markers to every partition touched)
+or :meth:`~Producer.abort_transaction` (records still waiting are dropped, ABORT markers).
+A fenced producer raises :class:`ProducerFencedError` from every call and must be closed.
+:meth:`Producer.close` aborts a transaction still open, as Kafka's close does.
+
 Thread safety: a Producer may be shared by threads (as Kafka's is).
 """
 
@@ -39,10 +71,14 @@ from typing import Any, Iterable, NamedTuple
 
 from .errors import (
     IllegalStateError,
+    InvalidProducerEpochError,
     InvalidRecordError,
+    InvalidTxnStateError,
     LogClosedError,
+    ProducerFencedError,
     RecordTooLargeError,
     SeglogError,
+    TransactionAbortedError,
 )
 from .format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .partitioner import RoundRobinPartitioner, StickyPartitioner, partition_for_key
@@ -60,6 +96,23 @@ BATCH_RECORDS_MAX = 1 << 20
 _COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 #: Sequence numbers wrap past Integer.MAX_VALUE to 0 (Kafka's incrementSequence).
 _SEQUENCE_MODULUS = 1 << 31
+#: Sends of one batch after a retriable error (Kafka retries without a count limit until
+#: ``delivery.timeout.ms``; a limit on everything) and the pause between them (Kafka's
+#: ``retry.backoff.ms``).
+RETRIES_DEFAULT = 10
+RETRY_BACKOFF_MS_DEFAULT = 100
+RETRIES_MAX = 1000
+#: Transaction states of a transactional producer (Kafka's TransactionManager.State, the
+#: ones an embedded producer can be in).
+_READY = "READY"
+_IN_TRANSACTION = "IN_TRANSACTION"
+_ABORTABLE_ERROR = "ABORTABLE_ERROR"
+_FENCED = "FENCED"
+
+
+def append_to_log(log, values, **fields) -> tuple[int, int]:
+    """The default :attr:`Producer.log_append`: ``log.append_batch(values, **fields)``."""
+    return log.append_batch(values, **fields)
 
 
 class RecordMetadata(NamedTuple):
@@ -195,14 +248,26 @@ class Producer:
     * ``idempotent``: Kafka's ``enable.idempotence``: the producer gets a producer id
       unique in the data directory (epoch 0) and numbers its batches per partition (base
       sequences, wrapping at 2**31 as Kafka's), so every batch carries them and the log
-      checks them (a retried batch would be written once). Within one process nothing is
-      retried, so this buys the format and the checks, not extra safety.
+      checks them (a retried batch is written once). Default: True with a
+      ``transactional_id``, else False; False with a ``transactional_id`` is a ValueError.
+    * ``retries``, ``retry_backoff_ms``: sends of a batch after a retriable error, and the
+      pause between them (see the module docstring).
+    * ``transactional_id``: Kafka's ``transactional.id``: makes a transactional producer
+      (see the module docstring); ``transaction_timeout_ms`` (1..900000, default 60000) is
+      how long a transaction may stay open before the coordinator aborts it
+      (``Store.maintain``).
+
+    ``producer_id`` and ``producer_epoch`` are -1 for a plain producer.
     """
 
     def __init__(self, store, *, linger_ms: int = LINGER_MS_DEFAULT,
                  batch_size_bytes: int = BATCH_SIZE_BYTES_DEFAULT, compression: str = "none",
                  partitioner: str = "sticky", max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT,
-                 idempotent: bool = False, acks: Any = None):
+                 idempotent: bool | None = None, acks: Any = None,
+                 retries: int = RETRIES_DEFAULT,
+                 retry_backoff_ms: int = RETRY_BACKOFF_MS_DEFAULT,
+                 transactional_id: str | None = None,
+                 transaction_timeout_ms: int = 60_000):
         if isinstance(linger_ms, bool) or not isinstance(linger_ms, int) or linger_ms < 0:
             raise ValueError(f"linger_ms must be an int >= 0, got {linger_ms!r}")
         if isinstance(batch_size_bytes, bool) or not isinstance(batch_size_bytes, int) \
@@ -214,6 +279,19 @@ class Producer:
             raise ValueError(f"partitioner must be 'sticky' or 'round_robin', got {partitioner!r}")
         if max_request_bytes < 1:
             raise ValueError(f"max_request_bytes must be >= 1, got {max_request_bytes!r}")
+        if isinstance(retries, bool) or not isinstance(retries, int) \
+                or not 0 <= retries <= RETRIES_MAX:
+            raise ValueError(f"retries must be an int in 0..{RETRIES_MAX}, got {retries!r}")
+        if isinstance(retry_backoff_ms, bool) or not isinstance(retry_backoff_ms, int) \
+                or retry_backoff_ms < 0:
+            raise ValueError(f"retry_backoff_ms must be an int >= 0, got {retry_backoff_ms!r}")
+        if transactional_id is not None:
+            from .txn_coordinator import check_transactional_id
+            check_transactional_id(transactional_id)
+            if idempotent is False:
+                raise ValueError("a transactional producer is idempotent: idempotent=False "
+                                 "cannot go with a transactional_id (Kafka: ConfigException)")
+            idempotent = True
         self._store = store
         self.linger_ms = linger_ms
         self.batch_size_bytes = batch_size_bytes
@@ -221,6 +299,12 @@ class Producer:
         self.partitioner = partitioner
         self.max_request_bytes = max_request_bytes
         self.idempotent = bool(idempotent)
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        #: The boundary between producer and log (see the module docstring).
+        self.log_append = append_to_log
         self._lock = threading.RLock()
         self._wakeup = threading.Condition(self._lock)
         self._batches: dict[TopicPartition, _Batch] = {}
@@ -230,9 +314,227 @@ class Producer:
         self._errors: list[BaseException] = []
         self._closed = False
         self._sender: threading.Thread | None = None
-        self.producer_id = store._allocate_producer_id() if self.idempotent else -1
-        self.producer_epoch = 0 if self.idempotent else -1
         self._sequences: dict[TopicPartition, int] = {}  # next base sequence per partition
+        self._txn_state = _READY
+        self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
+        self._txn_error: BaseException | None = None  # why the transaction must abort
+        self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
+        if transactional_id is not None:
+            # Kafka's initTransactions, implicit: fences older producers of the id.
+            self.producer_id, self.producer_epoch = store._txn_coordinator().init_producer_id(
+                transactional_id, timeout_ms=transaction_timeout_ms)
+        else:
+            self.producer_id = store._allocate_producer_id() if self.idempotent else -1
+            self.producer_epoch = 0 if self.idempotent else -1
+
+    # --- transactions ------------------------------------------------------------------------
+
+    @property
+    def transactional(self) -> bool:
+        """Whether this producer has a ``transactional_id``."""
+        return self.transactional_id is not None
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (begun, not yet committed or aborted)."""
+        return self._txn_state in (_IN_TRANSACTION, _ABORTABLE_ERROR)
+
+    def _require_transactional(self, call: str) -> None:
+        if not self.transactional:
+            raise IllegalStateError(f"Transactional method {call} invoked on a "
+                                    "non-transactional producer (no transactional_id)")
+        if self._txn_state == _FENCED:
+            raise ProducerFencedError(f"producer of transactional id {self.transactional_id!r} "
+                                      "was fenced by a newer one; close it")
+        if self._closed:
+            raise IllegalStateError(f"Cannot call {call} after the producer is closed.")
+
+    def _fenced(self, error: BaseException) -> ProducerFencedError:
+        """Enter the fatal fenced state; returns the error to raise."""
+        self._txn_state = _FENCED
+        if isinstance(error, ProducerFencedError):
+            return error
+        fenced = ProducerFencedError(
+            f"producer {self.producer_id} epoch {self.producer_epoch} of transactional id "
+            f"{self.transactional_id!r} was fenced: {error}")
+        fenced.__cause__ = error
+        return fenced
+
+    def _check_coordinator(self) -> None:
+        """ProducerFencedError (and the fenced state) if a newer producer took the id."""
+        try:
+            self._store._txn_coordinator().check_producer(
+                self.transactional_id, self.producer_id, self.producer_epoch)
+        except ProducerFencedError as error:
+            raise self._fenced(error) from None
+
+    def init_transactions(self) -> None:
+        """Kafka's ``initTransactions``. The store's producer did it when it was made
+        (fencing older producers of the id), so this only checks the state: IllegalStateError
+        for a producer without ``transactional_id``, ProducerFencedError once fenced."""
+        with self._lock:
+            self._require_transactional("init_transactions")
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until :meth:`commit_transaction` or
+        :meth:`abort_transaction` become visible to read_committed consumers together, or
+        never. Raises InvalidTxnStateError when one is already open, ProducerFencedError,
+        IllegalStateError for a producer without ``transactional_id``."""
+        with self._lock:
+            self._require_transactional("begin_transaction")
+            if self._txn_state != _READY:
+                raise InvalidTxnStateError(
+                    "Invalid transition attempted from state IN_TRANSACTION to state "
+                    "IN_TRANSACTION: a transaction is already open")
+            self._check_coordinator()
+            self._txn_state = _IN_TRANSACTION
+            self._txn_partitions = set()
+            self._txn_error = None
+
+    def _check_can_send(self) -> None:
+        """For a transactional producer: a send needs an open, healthy transaction."""
+        if self._txn_state == _IN_TRANSACTION:
+            self._check_coordinator()
+            return
+        self._require_transactional("send")
+        if self._txn_state == _ABORTABLE_ERROR:
+            raise InvalidTxnStateError(
+                "Cannot perform send because a previous request of the transaction failed: "
+                "abort the transaction") from self._txn_error
+        raise InvalidTxnStateError("Cannot perform a 'send' before completing a call to "
+                                   "begin_transaction")
+
+    def _add_to_transaction(self, tps) -> None:
+        """Kafka's AddPartitionsToTxn for the partitions not yet in the transaction."""
+        new = [tp for tp in tps if tp not in self._txn_partitions]
+        if not new:
+            return
+        try:
+            self._store._txn_coordinator().add_partitions(
+                self.transactional_id, self.producer_id, self.producer_epoch, new)
+        except ProducerFencedError as error:
+            raise self._fenced(error) from None
+        self._txn_partitions.update(new)
+
+    def send_offsets_to_transaction(self, offsets, group_id: str) -> None:
+        """Commit ``offsets`` (``{(topic, partition): offset}``, the *next* offsets to read;
+        a value may also be ``(offset, metadata)`` or an OffsetAndMetadata) for consumer group
+        ``group_id`` as part of the open transaction (Kafka's AddOffsetsToTxn +
+        TxnOffsetCommit): the group's ``__consumer_offsets`` partition joins the transaction
+        and the commit is appended there as a transactional batch of this producer. It
+        becomes the group's committed offsets when the transaction commits, and is dropped
+        if it aborts. Raises InvalidTxnStateError without an open transaction,
+        ProducerFencedError, ValueError for a negative offset or long metadata,
+        UnknownTopicOrPartitionError."""
+        from .consumer import OffsetAndMetadata, _as_tp, _check_offset
+
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        parsed = {}
+        for tp, value in offsets.items():
+            tp = _as_tp(tp)
+            if isinstance(value, OffsetAndMetadata):
+                om = value
+            elif isinstance(value, tuple):
+                om = OffsetAndMetadata(value[0], value[1])
+            else:
+                om = OffsetAndMetadata(value)
+            _check_offset(tp, om)
+            self._store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+            parsed[tp] = om
+        with self._lock:
+            self._check_can_send()
+            if not parsed:
+                return
+            manager = self._store._offsets_manager()
+            partition, keys, values, timestamps = manager.transactional_records(group_id, parsed)
+            tp = TopicPartition(self._store._offsets_topic().name, partition)
+            self._add_to_transaction([tp])
+            log = self._store.topic(tp.topic).log(tp.partition)
+            try:
+                first, _last = self._append(log, tp, values, keys=keys, timestamps_ms=timestamps,
+                                            headers=None)
+            except SeglogError as error:
+                self._note_txn_failure(error)
+                raise
+            manager.add_pending(partition, self.producer_id, group_id, parsed, first,
+                                timestamps[0])
+            self._store._notify_data()
+
+    def _note_txn_failure(self, error: BaseException) -> None:
+        """A write of the open transaction failed: it can only be aborted now."""
+        if self.transactional and self._txn_state == _IN_TRANSACTION:
+            self._txn_state = _ABORTABLE_ERROR
+            self._txn_error = error
+
+    def commit_transaction(self) -> None:
+        """Flush the transaction's records, then have the coordinator write COMMIT markers
+        to every partition it touched (``__consumer_offsets`` included): its records become
+        visible to read_committed consumers and its offsets the group's committed offsets.
+        Raises InvalidTxnStateError without an open transaction, or after a failed write (the
+        transaction must then be aborted; a flush error is raised with it as the cause);
+        ProducerFencedError."""
+        with self._lock:
+            self._require_transactional("commit_transaction")
+            if self._txn_state == _READY:
+                raise InvalidTxnStateError("Invalid transition attempted from state READY to "
+                                           "state COMMITTING_TRANSACTION: no transaction is open")
+            if self._txn_state == _IN_TRANSACTION:
+                try:
+                    self.flush()
+                except ProducerFencedError:
+                    raise
+                except SeglogError as error:
+                    self._note_txn_failure(error)
+            if self._txn_state == _ABORTABLE_ERROR:
+                raise InvalidTxnStateError(
+                    "Cannot commit: a write of the transaction failed; abort it") \
+                    from self._txn_error
+            self._check_coordinator()
+            if self._txn_partitions:
+                try:
+                    self._store._txn_coordinator().end_transaction(
+                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        commit=True)
+                except ProducerFencedError as error:
+                    raise self._fenced(error) from None
+            self._txn_state = _READY
+            self._txn_partitions = set()
+
+    def abort_transaction(self) -> None:
+        """Abort the open transaction: records still waiting in the producer are dropped
+        (their futures fail with TransactionAbortedError), and the coordinator writes ABORT
+        markers to every partition the transaction touched, so read_committed consumers
+        never see its records and its offsets are never committed. Raises
+        InvalidTxnStateError without an open transaction, ProducerFencedError."""
+        with self._lock:
+            self._require_transactional("abort_transaction")
+            if self._txn_state == _READY:
+                raise InvalidTxnStateError("Invalid transition attempted from state READY to "
+                                           "state ABORTING_TRANSACTION: no transaction is open")
+            self._drop_waiting(TransactionAbortedError(
+                "Failing batch since transaction was aborted"))
+            if self._txn_partitions:
+                try:
+                    producer_id, epoch = self._store._txn_coordinator().end_transaction(
+                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        commit=False, bump_epoch=self._epoch_bump_required)
+                except ProducerFencedError as error:
+                    raise self._fenced(error) from None
+                if (producer_id, epoch) != (self.producer_id, self.producer_epoch):
+                    self.producer_id, self.producer_epoch = producer_id, epoch
+                    self._sequences.clear()  # a new epoch starts every partition at 0
+                    self._epoch_bump_required = False
+            self._txn_state = _READY
+            self._txn_partitions = set()
+            self._txn_error = None
+
+    def _drop_waiting(self, error: BaseException) -> None:
+        """Fail the batches not written yet without writing them."""
+        for batch in list(self._batches.values()):
+            batch.result.complete([(0, -1, error)])
+        self._batches.clear()
+        self._deadlines.clear()
 
     # --- sending ---------------------------------------------------------------------------
 
@@ -266,12 +568,16 @@ class Producer:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
             self._raise_if_sender_failed()
+            if self.transactional:
+                self._check_can_send()
             sticky = partition is None and key is None and self.partitioner == "sticky"
             if partition is None:
                 partition = self._choose_partition(topic_obj, key)
             else:
                 topic_obj.log(partition)  # UnknownTopicOrPartitionError when out of range
             tp = TopicPartition(topic, partition)
+            if self.transactional:
+                self._add_to_transaction([tp])
             batch = self._batches.get(tp)
             if batch is not None and (batch.size_bytes + record_bytes > self.batch_size_bytes
                                       or len(batch.values) >= BATCH_RECORDS_MAX):
@@ -330,6 +636,8 @@ class Producer:
         with self._lock:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
+            if self.transactional:
+                self._check_can_send()
             if partition is not None:
                 topic_obj.log(partition)
                 targets = [partition] * count
@@ -341,6 +649,8 @@ class Producer:
             shares: dict[int, list[int]] = {}
             for i, p in enumerate(targets):
                 shares.setdefault(p, []).append(i)
+            if self.transactional:
+                self._add_to_transaction([TopicPartition(topic, p) for p in sorted(shares)])
             out = {}
             for p, rows in sorted(shares.items()):
                 tp = TopicPartition(topic, p)
@@ -349,10 +659,14 @@ class Producer:
                     error = self._write(waiting)
                     if error is not None:
                         self._errors.append(error)
-                out[p] = self._append(
-                    self._store.topic(topic).log(p), tp, [values[i] for i in rows],
-                    keys=None if keys is None else [keys[i] for i in rows],
-                    timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
+                try:
+                    out[p] = self._append(
+                        self._store.topic(topic).log(p), tp, [values[i] for i in rows],
+                        keys=None if keys is None else [keys[i] for i in rows],
+                        timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
+                except SeglogError as error:
+                    self._note_txn_failure(error)
+                    raise
                 self._store._notify_data()
             return out
 
@@ -420,8 +734,11 @@ class Producer:
             parts.extend((start, -1, error) for start, _end in failed)
             batch.result.complete(parts)
             if isinstance(error, SeglogError):
+                self._note_txn_failure(error)
                 return error
             raise
+        if first_error is not None:
+            self._note_txn_failure(first_error)
         batch.result.complete(parts)
         if any(first >= 0 for _, first, _ in parts):
             self._store._notify_data()
@@ -429,18 +746,50 @@ class Producer:
 
     def _append(self, log, tp: TopicPartition, values: list, *, keys, timestamps_ms,
                 headers) -> tuple[int, int]:
-        """One ``Log.append_batch``, with the producer id and the partition's next base
-        sequence when idempotent (the sequence moves only when the append succeeds)."""
-        if not self.idempotent:
-            return log.append_batch(values, keys=keys, timestamps_ms=timestamps_ms,
-                                    headers=headers, compression=self.compression)
-        sequence = self._sequences.get(tp, 0)
-        offsets = log.append_batch(values, keys=keys, timestamps_ms=timestamps_ms,
-                                   headers=headers, compression=self.compression,
-                                   producer_id=self.producer_id,
-                                   producer_epoch=self.producer_epoch, base_sequence=sequence)
-        self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
+        """One batch through :attr:`log_append`, with the producer id and the partition's
+        next base sequence when idempotent (the sequence moves only when the append
+        succeeds), sent again after retriable errors (see the module docstring)."""
+        fields: dict[str, Any] = dict(keys=keys, timestamps_ms=timestamps_ms, headers=headers,
+                                      compression=self.compression)
+        sequence = 0
+        if self.idempotent:
+            if self.transactional:
+                self._check_coordinator()
+            sequence = self._sequences.get(tp, 0)
+            fields.update(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                          base_sequence=sequence, is_transactional=self.transactional)
+        attempt = 0
+        while True:
+            try:
+                offsets = self.log_append(log, values, **fields)
+                break
+            except InvalidProducerEpochError as error:
+                if self.transactional:  # markers of a newer epoch reached the partition
+                    raise self._fenced(error) from None
+                raise
+            except SeglogError as error:
+                if not error.retriable:
+                    raise
+                if attempt >= self.retries:
+                    if self.idempotent:
+                        self._unknown_outcome()
+                    raise
+                attempt += 1
+                if self.retry_backoff_ms:
+                    time.sleep(self.retry_backoff_ms / 1000)
+        if self.idempotent:
+            self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
         return offsets
+
+    def _unknown_outcome(self) -> None:
+        """A batch's retries ran out after retriable errors: it may be in the log. Its
+        sequence must never be reused for other records, so a transactional producer bumps
+        its epoch at the next abort and a plain idempotent one takes a new producer id."""
+        if self.transactional:
+            self._epoch_bump_required = True
+        else:
+            self.producer_id = self._store._allocate_producer_id()
+            self._sequences.clear()
 
     def flush(self, timeout_ms: int | None = None) -> None:
         """Write every open batch now (records sent before the call are in the logs when it
@@ -497,10 +846,18 @@ class Producer:
     def close(self, timeout_ms: int | None = None) -> None:
         """Flush open batches and stop the sender; later sends raise
         :class:`IllegalStateError`. Errors of batches written here fail their futures but are
-        not raised (the store calls this on close). Idempotent."""
+        not raised (the store calls this on close). A transaction still open is aborted
+        (its waiting records dropped); a fenced producer writes nothing. Idempotent."""
         with self._lock:
             if self._closed:
                 return
+            if self._txn_state == _FENCED:
+                self._drop_waiting(ProducerFencedError("the producer was fenced"))
+            elif self.in_transaction:
+                try:
+                    self.abort_transaction()  # Kafka's close aborts an open transaction
+                except (SeglogError, LogClosedError):
+                    self._drop_waiting(TransactionAbortedError("the producer was closed"))
             try:
                 self.flush()
             except (SeglogError, LogClosedError):
