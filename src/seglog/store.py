@@ -273,7 +273,9 @@ class Store:
     store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
     count. ``transaction_state_partitions`` is the same for ``__transaction_state`` (Kafka's
     ``transaction.state.log.num.partitions``, 50); None takes ``offsets_topic_partitions``,
-    so a store made small for tests stays small. ``node_id`` and ``cluster_id`` go to a new ``meta.properties``.
+    so a store made small for tests stays small. ``node_id`` and ``cluster_id`` go to a new
+    ``meta.properties``. Reopens the transaction coordinator's state (``__transaction_state``)
+    and completes transactions a crash left between their markers.
 
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
