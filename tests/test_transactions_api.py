@@ -467,3 +467,22 @@ def test_a_commit_cut_short_by_a_crash_is_completed_on_open(tmp_path, backend):
         assert store.describe_transaction("tx").state == "CompleteCommit"
         assert read_all(store, "t", "read_committed") == [b"a", b"b"]
         assert store.group("g").committed(("in", 0)) == 4
+
+
+def test_read_committed_member_waits_for_a_pending_offset_commit(store):
+    """KIP-447: a read_committed member does not start a partition whose offset a transaction
+    is committing; it starts from the new offset once the transaction commits."""
+    store.create_topic("in")
+    with store.producer(linger_ms=0) as plain:
+        for i in range(5):
+            plain.send("in", b"%d" % i)
+    producer = store.producer(transactional_id="tx", linger_ms=0)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction({("in", 0): 3}, "g")
+    member = store.consumer("g", ["in"], auto_offset_reset="earliest",
+                            isolation_level="read_committed")
+    assert member.poll(timeout_ms=50) == []
+    relaxed = store.consumer("g2", ["in"], auto_offset_reset="earliest")
+    assert len(relaxed.poll()) == 5  # another group is not held up
+    producer.commit_transaction()
+    assert [r.offset for r in member.poll()] == [3, 4]

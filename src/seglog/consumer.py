@@ -257,10 +257,11 @@ class _OffsetsManager:
             pending.extend((group_id, tp, om._replace(commit_timestamp_ms=commit_timestamp_ms),
                             appended_at) for tp, om in offsets.items())
 
-    def pending_groups(self) -> set[str]:
-        """Groups with transactional commits waiting for their markers."""
+    def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether a transactional commit of ``group_id`` for ``tp`` waits for its marker."""
         with self._store._lock:
-            return {entry[0] for entries in self._pending.values() for entry in entries}
+            return any(entry[0] == group_id and entry[1] == tp
+                       for entries in self._pending.values() for entry in entries)
 
     def groups(self) -> list[str]:
         with self._store._lock:
@@ -575,7 +576,9 @@ class Consumer:
     * ``partition_assignment_strategy``: ``"range"`` or ``"roundrobin"``.
     * ``isolation_level``: ``"read_uncommitted"`` (Kafka's default: every data record) or
       ``"read_committed"`` (stop at the last stable offset, leave out records of aborted
-      transactions; "latest" and :meth:`end_offsets` mean the last stable offset).
+      transactions; "latest" and :meth:`end_offsets` mean the last stable offset; a
+      partition whose group offset a transaction is committing is not started until that
+      transaction ends, as KIP-447's stable offset fetch).
 
     Not thread-safe: use each Consumer from one thread at a time (Kafka's rule).
     """
@@ -744,6 +747,16 @@ class Consumer:
         raise NoOffsetForPartitionError(
             f"Undefined offset with no reset policy for partition: {tp}")
 
+    def _unstable_commit(self, tp: TopicPartition) -> bool:
+        """read_committed members do not start a partition while a transaction holds an
+        offset commit of their group for it (KIP-447's require_stable OffsetFetch, which
+        answers UNSTABLE_OFFSET_COMMIT and makes the consumer retry): the committed offset
+        is about to change, and starting from the old one would process records twice."""
+        if not self._committed_only or self._group is None \
+                or self._store._offsets is None:
+            return False
+        return self._store._offsets.has_pending(self.group_id, tp)
+
     def _initial_position(self, tp: TopicPartition) -> int:
         log = self._store.log(tp)
         committed = None
@@ -876,6 +889,8 @@ class Consumer:
         if log.read_only:
             log.refresh()
         if state.position is None:
+            if self._unstable_commit(tp):
+                return
             state.position = self._initial_position(tp)
         if not state.buffered:
             if state.position >= self._readable_end(log) and state.position <= log.end_offset:
@@ -955,6 +970,8 @@ class Consumer:
         if log.read_only:
             log.refresh()
         if state.position is None:
+            if self._unstable_commit(tp):
+                return None
             state.position = self._initial_position(tp)
         state.clear()  # records poll() decoded are re-read as columns from the position
         if log.start_offset <= state.position and state.position >= self._readable_end(log):
@@ -984,11 +1001,18 @@ class Consumer:
         ``data_seq`` is the store's append counter read before the fetch that found nothing,
         so an append in between is never missed."""
         waiting = []
+        unstable = False
         for tp in self._fetchable():
             state = self._partitions[tp]
+            if state.position is None and self._unstable_commit(tp):
+                unstable = True  # waits for a transaction's marker, which Producers signal
+                continue
             if state.position is None or state.buffered:
                 return  # something to look up or hand out: go round again
             waiting.append((self._store.log(tp), state.position))
+        if unstable:
+            self._store._wait_for_data(data_seq, min(remaining_s, _WAIT_SLICE_MS / 1000))
+            return
         if not waiting:
             if self._group is not None and self._member_id is not None:
                 self._group._wait_for_change(self._generation_id, remaining_s)
