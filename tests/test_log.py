@@ -566,3 +566,23 @@ def test_concurrent_readers_see_whole_batches(tmp_path, backend):
             t.join(10)
         assert not errors, errors
         assert log.end_offset == 600 and len(log.segments) > 3
+
+
+@pytest.mark.parametrize("topic_codec, expected", [("gzip", "gzip"), ("uncompressed", "none"),
+                                                    ("producer", "lz4")])
+def test_append_raw_recompresses_to_topic_codec(tmp_path, backend, topic_codec, expected):
+    # Kafka's broker re-encodes a produce request whose codec differs from the topic's
+    # compression.type (unless it is "producer"), keeping records and producer fields.
+    log = open_log(tmp_path / "t-0", backend, compression_type=topic_codec)
+    raw = backend.encode_batch([b"a", None, b"c" * 300], keys=[b"k1", b"k2", None],
+                               timestamps_ms=[5, 7, 6], headers=[(), [("h", b"x")], ()],
+                               compression="lz4", producer_id=9, producer_epoch=1,
+                               base_sequence=0)
+    assert log.append_raw(raw) == (0, 2)
+    [batch] = list(backend.iter_batches(log.read(0, 1 << 20).buffer))
+    assert batch.compression == expected
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (9, 1, 0)
+    assert [tuple(r) for r in batch.records()] == [
+        (0, 5, b"k1", b"a", ()), (1, 7, b"k2", None, (("h", b"x"),)),
+        (2, 6, None, b"c" * 300, ())]
+    log.close()

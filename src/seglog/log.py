@@ -770,7 +770,9 @@ class Log:
         (InvalidTimestampError). CreateTime batches whose max timestamp is wrong get the real
         one; with LogAppendTime every batch gets max timestamp ``now_ms`` and the
         LogAppendTime bit (records then read with that timestamp). The caller's buffer is
-        never modified. Thread-safe.
+        never modified. When the topic's ``compression_type`` names a codec other than the
+        batches' (not ``producer``), every batch is re-encoded with it, as Kafka's broker
+        recompresses. Thread-safe.
 
         Batches with a producer id are checked against the producer state (Kafka's
         ``analyzeAndValidateProducerState``): a retry of one of the producer's last 5 batches
@@ -871,6 +873,10 @@ class Log:
             raise CorruptRecordError(
                 f"{size - consumed} trailing bytes are not a whole batch",
                 reason=fmt.REASON_TRUNCATED, position=consumed)
+        codec = config.compression_codec
+        if codec is not None and any(b.compression != codec for b in self._be.iter_batches(buffer)):
+            return self._recompress_client_batches(buffer, codec, wanted_type, now_ms,
+                                                   record_count, max_timestamp, with_producer)
         if not rewrites:
             batches = list(self._be.iter_batches(buffer)) if with_producer else None
             return buffer, size, record_count, max_timestamp, batches
@@ -890,6 +896,36 @@ class Log:
         # The producer state takes the batches as written (max timestamps rewritten).
         batches = list(self._be.iter_batches(bytes(out))) if with_producer else None
         return out, size, record_count, max_timestamp, batches
+
+    def _recompress_client_batches(self, buffer: memoryview, codec: str, timestamp_type: int,
+                                   now_ms: int, record_count: int, max_timestamp: int,
+                                   with_producer: bool) -> tuple[Any, int, int, int, list | None]:
+        """Re-encode validated client batches with the topic's codec (``compression.type`` is
+        neither ``producer`` nor the batches' codec): Kafka's LogValidator then rebuilds every
+        batch (``validateMessagesAndAssignOffsetsCompressed`` without in-place assignment),
+        keeping the records, their timestamps, headers and the producer fields."""
+        parts = []
+        for batch in self._be.iter_batches(buffer):
+            records = batch.records()
+            if timestamp_type == fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME:
+                timestamps = [now_ms] * len(records)
+            else:
+                timestamps = [r.timestamp_ms for r in records]
+            raw = self._be.encode_batch(
+                [r.value for r in records], keys=[r.key for r in records],
+                timestamps_ms=timestamps, headers=[r.headers for r in records],
+                compression=codec, timestamp_type=timestamp_type,
+                producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence, is_transactional=batch.is_transactional,
+                partition_leader_epoch=batch.partition_leader_epoch)
+            if len(raw) > self._config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch re-encoded with {codec} is {len(raw)} bytes, larger than "
+                    f"max.message.bytes ({self._config.max_message_bytes})")
+            parts.append(raw)
+        out = b"".join(parts)
+        batches = list(self._be.iter_batches(out)) if with_producer else None
+        return out, len(out), record_count, max_timestamp, batches
 
     def _append_encoded(self, data: Any, size: int, record_count: int, max_timestamp: int,
                         now_ms: int, batches: list | None = None, *,
