@@ -56,11 +56,14 @@ from seglog.errors import (
 from seglog.results import AppendResult, RecoveryResult
 
 from .codec import _BATCH_RECORD_AT
-from .index import OffsetIndex, TimeIndex
+from .index import _OFFSET_LOOKUP, OffsetIndex, TimeIndex
 
 ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
 cdef batch_record_at_fn _batch_record_at = <batch_record_at_fn>PyCapsule_GetPointer(
     _BATCH_RECORD_AT, b"seglog._native.codec.batch_record_at")
+ctypedef int64_t (*offset_lookup_fn)(object, int64_t, int64_t *) except? -2
+cdef offset_lookup_fn _offset_lookup = <offset_lookup_fn>PyCapsule_GetPointer(
+    _OFFSET_LOOKUP, b"seglog._native.index.offset_lookup")
 
 
 cdef extern from "sys/uio.h" nogil:
@@ -438,9 +441,7 @@ cdef class Segment:
         if self.offset_index is None or self.offset_index.entries == 0:
             entry_offset[0] = self._base
             return 0
-        found, position = self.offset_index.lookup(offset)
-        entry_offset[0] = found
-        return position
+        return _offset_lookup(self.offset_index, offset, entry_offset)
 
     cdef int _load_tail_state(self) except -1:
         cdef int64_t entry_offset, max_ts, max_ts_offset, next_offset

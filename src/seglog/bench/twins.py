@@ -49,6 +49,19 @@ def run(ctx: BenchContext) -> PartResult:
     scratch = ctx.scratch(NAME)
     skipped: dict[tuple[str, str], str] = {}
     aiokafka = _aiokafka()
+    # One untimed round first, of every operation on every backend and of aiokafka: the
+    # first large allocations of a process touch memory that is fresh to this VM (measured:
+    # the first 1M-record decode_columns 25-100 ms, later ones ~7 ms), which is a cost of
+    # starting a process, not of the operation.
+    ctx.progress.step("warm-up round", 0, runs)
+    for op in OPERATIONS:
+        for name, be in backends.items():
+            try:
+                _OPS[op](ctx, be, counts[name], str(scratch))
+            except Unavailable:
+                pass
+    if aiokafka is not None:
+        _aiokafka_rates(ctx, aiokafka, counts["native"])
     for run_index in range(runs):
         for op in OPERATIONS:
             for name, be in backends.items():
