@@ -944,14 +944,18 @@ cdef object _column_block(Py_ssize_t size_bytes):
                 return <object>item
     block = np.empty(size_bytes, dtype=np.uint8)
     if size_bytes >= SPARE_BLOCK_BYTES_MIN:
-        for i in range(len(_spare_blocks)):
-            if _Py_REFCNT(PyList_GET_ITEM(_spare_blocks, i)) == 1:
-                del _spare_blocks[i]  # replace an unused spare rather than keep three
-                break
+        if len(_spare_blocks) < SPARE_BLOCKS_MAX:
+            _spare_blocks.append(block)
         else:
-            if len(_spare_blocks) >= SPARE_BLOCKS_MAX:
-                del _spare_blocks[0]
-        _spare_blocks.append(block)
+            # Replace the smallest unused spare, and only by a larger block: a small decode
+            # must not push out the block that large ones reuse.
+            smallest, smallest_bytes = -1, size_bytes
+            for i in range(len(_spare_blocks)):
+                item = PyList_GET_ITEM(_spare_blocks, i)
+                if _Py_REFCNT(item) == 1 and (<object>item).nbytes < smallest_bytes:
+                    smallest, smallest_bytes = i, (<object>item).nbytes
+            if smallest >= 0:
+                _spare_blocks[smallest] = block
     return block
 
 

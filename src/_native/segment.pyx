@@ -867,7 +867,7 @@ cdef class Segment:
         cdef const uint32_t *points
         cdef uint32_t *out
         if (p[ATTRIBUTES_POS + 1] & CODEC_MASK) or count < CHECKPOINT_RECORDS_MIN \
-                or count != load_i32(p + LAST_DELTA_POS) + 1 or not 0 <= k < count:
+                or count - 1 != load_i32(p + LAST_DELTA_POS) or not 0 <= k < count:
             return -1
         entry = self._checkpoints.get(position)
         if entry is None:
