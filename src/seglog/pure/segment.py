@@ -38,6 +38,11 @@ Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
   <= INT32_MAX (REASON_BAD_LAST_OFFSET_DELTA). A zero-filled (preallocated) tail reads as batch
   length 0: REASON_BATCH_TOO_SMALL at that position.
 
+Write-path hints the native twin adds and this one leaves out (they change no byte a reader
+can see and no durability promise): reserving disk blocks past EOF ahead of appends
+(``fallocate`` KEEP_SIZE) and starting writeback of each 8 MiB appended
+(``sync_file_range``, which Python's ``os`` does not offer), so that a later fsync is short.
+
 Not thread-safe: the Log serialises calls. ``OSError`` propagates unchanged.
 """
 
