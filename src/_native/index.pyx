@@ -62,7 +62,7 @@ cdef class _Index:
     cdef bint _owned                         # _map is a malloc'd copy (read-only readers)
 
     def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
-                 writable=True):
+                 writable=True, preallocate=True):
         cdef int fd
         cdef struct_stat st
         cdef Py_ssize_t length
@@ -87,7 +87,7 @@ cdef class _Index:
             if fstat(fd, &st) != 0:
                 raise _os_error(errno, self.path)
             length = st.st_size
-            if writable and length == 0:
+            if length == 0 and preallocate:
                 # Newly created (or empty): preallocate, as AbstractIndex does.
                 length = max_index_bytes - max_index_bytes % self._entry_bytes
                 if ftruncate(fd, length) != 0:

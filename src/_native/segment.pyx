@@ -374,7 +374,7 @@ cdef class Segment:
             if self._fd < 0:
                 raise _os_error(errno, self.log_path)
         try:
-            self._open_indexes()
+            self._open_indexes(create)
             self._size_bytes = os.fstat(self._fd).st_size
             self._load_tail_state()
         except BaseException:
@@ -426,9 +426,13 @@ cdef class Segment:
         """The .log file's modification time, ms since the epoch."""
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
-    def _open_indexes(self):
+    def _open_indexes(self, create):
+        # Only a new segment's indexes are preallocated. An existing segment's open at their
+        # current (trimmed) length: an old segment's are never appended to, the Log resizes the
+        # active one's (resize_indexes), and recover() resets (preallocates) before it rebuilds.
         missing = not (os.path.exists(self.index_path) and os.path.exists(self.time_index_path))
-        kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only)
+        kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only,
+                      preallocate=create)
         if os.path.exists(self.index_path) or not self.read_only:
             self.offset_index = OffsetIndex(self.index_path, self.base_offset, **kwargs)
         if os.path.exists(self.time_index_path) or not self.read_only:
@@ -1091,13 +1095,22 @@ cdef class Segment:
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
+    def _append_final_time_entry(self):
+        """The roll/close time-index entry (skip_full_check). A segment opened at its trimmed
+        index length may have no slot left for it; it gets exactly one more (trimmed after)."""
+        if self._max_ts == NO_TIMESTAMP:
+            return
+        index = self.time_index
+        if self._max_ts > index.last_entry()[0] and index.entries >= index.max_entries:
+            index.resize((index.entries + 1) * fmt.TIME_INDEX_ENTRY_BYTES)
+        index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
+
     def on_become_inactive(self):
         """On roll: the final time-index entry (skip_full_check), trimmed indexes, and both
         indexes synced (msync): from here on the segment lies below the recovery point, so
         its indexes are trusted on open (see :meth:`flush`)."""
         self._check_writable()
-        if self._max_ts != NO_TIMESTAMP:
-            self.time_index.maybe_append(self._max_ts, self._max_ts_offset, skip_full_check=True)
+        self._append_final_time_entry()
         self.offset_index.trim()
         self.time_index.trim()
         self.offset_index.flush()
@@ -1170,9 +1183,7 @@ cdef class Segment:
             return
         try:
             if not self.read_only:
-                if self._max_ts != NO_TIMESTAMP:
-                    self.time_index.maybe_append(self._max_ts, self._max_ts_offset,
-                                                 skip_full_check=True)
+                self._append_final_time_entry()
                 self.offset_index.trim()
                 self.time_index.trim()
                 self._release_preallocation()

@@ -181,9 +181,11 @@ class OffsetIndex(Protocol):
     """Sparse offset index of one segment: ``<base>.index``, 8-byte big-endian entries
     ``(relative_offset int32, position int32)`` (Kafka's OffsetIndex/AbstractIndex, §2.2-2.5).
 
-    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True)`` opens or
-    creates the file. A writable index is preallocated (file length set, zero-filled) to
-    ``max_index_bytes`` rounded down to a multiple of 8 and mmapped. On open, the entry count is
+    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True,
+    preallocate=True)`` opens or creates the file. A writable index on an empty (or new) file is
+    preallocated (file length set, zero-filled) to ``max_index_bytes`` rounded down to a
+    multiple of 8 and mmapped; with ``preallocate=False`` it is mapped at its current length
+    (an empty file stays empty and full until ``resize``). On open, the entry count is
     the number of entries before the first all-zero entry (an entry never has position 0, so
     zero entries can only be the unused, preallocated tail); this lets a read-only reader open
     the writer's untrimmed index. Attributes: ``path``, ``base_offset``, ``entries``,
@@ -227,8 +229,11 @@ class Segment(Protocol):
     index_interval_bytes=4096, max_index_bytes=10485760, max_message_bytes=1048588,
     file_suffix="")``. ``file_suffix`` (e.g. ``".cleaned"``) is appended to every file name.
     Opening an existing segment trusts its indexes (a Log recovers them when needed) and finds
-    ``next_offset`` by scanning batch headers forward from the last offset-index entry.
-    ``create=True`` makes empty files (an existing .log is an error unless empty).
+    ``next_offset`` by scanning batch headers forward from the last offset-index entry; its
+    indexes open at their current (trimmed) length, never preallocated (a missing one is created
+    empty): only the active segment's are appended to, and the Log ``resize_indexes()`` it
+    (Kafka's LogLoader). ``create=True`` makes empty files (an existing .log is an error unless
+    empty) with preallocated indexes.
 
     Attributes: ``dir_path``, ``base_offset``, ``next_offset`` (last offset + 1, or
     base_offset when empty), ``size_bytes``, ``max_timestamp_ms`` (-1 when none),

@@ -10,8 +10,12 @@ On disk (big-endian, no header, no checksum):
 * ``.index``: 8-byte entries ``(relative_offset int32, position int32)``.
 * ``.timeindex``: 12-byte entries ``(timestamp_ms int64, relative_offset int32)``.
 
-A writable index is preallocated (zero-filled, sparse) to ``max_index_bytes`` rounded down to
-the entry size and mmapped; appends are stores into the map. ``trim()`` (on close and roll)
+A writable index opened on an empty (or new) file is preallocated (zero-filled, sparse) to
+``max_index_bytes`` rounded down to the entry size and mmapped; appends are stores into the map.
+``preallocate=False`` opens it at its current length instead (an empty file stays empty, with no
+room): a segment opens an existing index that way, since only the active segment's indexes are
+ever appended to and the Log ``resize()``s those (Kafka's LogLoader); an old segment's trimmed
+index is never grown just to be read. ``trim()`` (on close and roll)
 cuts the file to the valid entries. Kafka trusts every slot of an existing file; we instead
 count the entries before the first all-zero entry, so a read-only reader can open a writer's
 untrimmed, preallocated index, and an index left untrimmed by a crash reopens correctly. For
@@ -49,7 +53,7 @@ class _Index:
     _ENTRY_BYTES = 0
 
     def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
-                 writable=True):
+                 writable=True, preallocate=True):
         if base_offset < 0:
             raise ValueError(f"base_offset must be >= 0, got {base_offset}")
         if max_index_bytes < 0:
@@ -66,7 +70,7 @@ class _Index:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 length = os.fstat(fd).st_size
-                if length == 0:
+                if length == 0 and preallocate:
                     # Newly created (or empty): preallocate, as AbstractIndex does.
                     length = self._round_down(max_index_bytes)
                     os.ftruncate(fd, length)
@@ -310,7 +314,8 @@ class _Index:
 class OffsetIndex(_Index):
     """Offset index of one segment (``<base>.index``); see :class:`seglog.protocol.OffsetIndex`.
 
-    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True)``. Entries map
+    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True,
+    preallocate=True)``. Entries map
     an absolute offset (stored relative to ``base_offset``) to the byte position in the
     ``.log`` of the batch that holds it. Not thread-safe. ``lookup`` and ``entry`` return
     absolute offsets. Errors: InvalidOffsetError (order, int32 range), IndexFullError,

@@ -26,8 +26,11 @@ Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
   bytes since the last index entry come from the last index entries plus a header scan of the
   tail after the last offset-index entry. If an index file is missing or fails its sanity
   check, ``indexes_need_rebuild`` is True and the Log calls ``recover()`` (Kafka's LogLoader).
-  A Log must also ``resize_indexes()`` its active segment after opening or recovering it
-  (indexes are trimmed on close and recover, Kafka's LogLoader resizes the active one).
+  Existing indexes open at their trimmed length (not preallocated: a log of 1,000 old
+  segments would otherwise map 10 GB of zeros), so a Log must ``resize_indexes()`` its active
+  segment after opening or recovering it (indexes are trimmed on close and recover, Kafka's
+  LogLoader resizes the active one). ``create=True`` preallocates; ``recover()`` resets
+  (preallocates) and then trims.
 * ``truncate_to(offset)`` drops the batches whose *base* offset >= offset (the contract); Kafka
   drops the batch containing ``offset``. The indexes are truncated and resized to
   ``max_index_bytes`` as in Kafka.
@@ -209,7 +212,7 @@ class Segment:
         else:
             self._fd = os.open(log_path, os.O_RDONLY if read_only else os.O_RDWR)
         try:
-            self._open_indexes()
+            self._open_indexes(create)
             self.size_bytes = os.fstat(self._fd).st_size
             self._load_tail_state()
         except BaseException:
@@ -233,11 +236,15 @@ class Segment:
     def time_index_path(self):
         return self._path(filenames.TIME_INDEX_SUFFIX)
 
-    def _open_indexes(self):
+    def _open_indexes(self, create):
+        # Only a new segment's indexes are preallocated. An existing segment's open at their
+        # current (trimmed) length: an old segment's are never appended to, the Log resizes the
+        # active one's (resize_indexes), and recover() resets (preallocates) before it rebuilds.
         missing = not (os.path.exists(self.index_path) and os.path.exists(self.time_index_path))
         if self.read_only and missing:
             self.indexes_need_rebuild = True
-        kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only)
+        kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only,
+                      preallocate=create)
         if os.path.exists(self.index_path) or not self.read_only:
             self.offset_index = OffsetIndex(self.index_path, self.base_offset, **kwargs)
         if os.path.exists(self.time_index_path) or not self.read_only:
@@ -678,13 +685,23 @@ class Segment:
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
+    def _append_final_time_entry(self):
+        """The roll/close time-index entry (skip_full_check). A segment opened at its trimmed
+        index length may have no slot left for it; it gets exactly one more (trimmed after)."""
+        if self.max_timestamp_ms == fmt.NO_TIMESTAMP:
+            return
+        index = self.time_index
+        if (self.max_timestamp_ms > index.last_entry()[0]
+                and index.entries >= index.max_entries):
+            index.resize((index.entries + 1) * fmt.TIME_INDEX_ENTRY_BYTES)
+        index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp,
+                           skip_full_check=True)
+
     def on_become_inactive(self):
         """On roll: the final time-index entry (skip_full_check), trimmed indexes, and both
         indexes synced (from here on they are trusted on open; see ``flush``)."""
         self._check_writable()
-        if self.max_timestamp_ms != fmt.NO_TIMESTAMP:
-            self.time_index.maybe_append(self.max_timestamp_ms, self.offset_of_max_timestamp,
-                                         skip_full_check=True)
+        self._append_final_time_entry()
         self.offset_index.trim()
         self.time_index.trim()
         self.offset_index.flush()
@@ -744,10 +761,7 @@ class Segment:
             return
         try:
             if not self.read_only:
-                if self.max_timestamp_ms != fmt.NO_TIMESTAMP:
-                    self.time_index.maybe_append(self.max_timestamp_ms,
-                                                 self.offset_of_max_timestamp,
-                                                 skip_full_check=True)
+                self._append_final_time_entry()
                 self.offset_index.trim()
                 self.time_index.trim()
         finally:
