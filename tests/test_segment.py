@@ -361,3 +361,160 @@ def test_empty_read_views_are_independent(backend, tmp_path):
     segment.append(batch(backend, 1))
     segment.read(5, 100).release()
     assert len(segment.read(0, 100)) > 0 and len(segment.read(5, 100)) == 0
+
+
+# --- index preallocation: only new and active segments (Kafka's LogLoader, §2.5) -------------
+
+_MIB10 = 10 * 1024 * 1024
+
+
+def _index_sizes(segment):
+    return os.path.getsize(segment.index_path), os.path.getsize(segment.time_index_path)
+
+
+@pytest.mark.parametrize("interval", [200, 1 << 20])  # with entries / an empty offset index
+def test_reopen_leaves_indexes_at_trimmed_size(backend, tmp_path, interval):
+    segment = _segment(backend, tmp_path, index_interval_bytes=interval)
+    assert _index_sizes(segment) == (_MIB10, _MIB10 - _MIB10 % 12)  # create preallocates
+    _fill(backend, segment, batches=9)
+    entries = segment.offset_index.entries
+    segment.close()
+    trimmed = _index_sizes(segment)
+    assert trimmed == (8 * entries, os.path.getsize(segment.time_index_path))
+    assert trimmed[0] == 0 if interval > 1000 else trimmed[0] > 0
+    reopened = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=interval)
+    assert _index_sizes(reopened) == trimmed  # an old segment's indexes are not preallocated
+    assert not reopened.indexes_need_rebuild
+    assert reopened.offset_index.entries == entries
+    assert reopened.next_offset == 27 and reopened.max_timestamp_ms == 1024
+    assert reopened.read(13, 1 << 20) and reopened.translate_offset(13)[1] == 12
+    assert reopened.find_offset_by_timestamp(1012) == (1012, 12)
+    reopened.close()
+    assert _index_sizes(reopened) == trimmed
+
+
+def test_resize_indexes_preallocates_the_active_segment(backend, tmp_path):
+    segment = _segment(backend, tmp_path, max_index_bytes=4000)
+    _fill(backend, segment, batches=4)
+    segment.close()
+    reopened = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=200,
+                                    max_index_bytes=4000)
+    assert reopened.offset_index.is_full()  # trimmed: no room until the Log resizes it
+    assert reopened.roll_reason(100, reopened.next_offset, 1 << 30) == "offset_index_full"
+    reopened.resize_indexes()
+    assert _index_sizes(reopened) == (4000, 3996)
+    assert not reopened.offset_index.is_full() and not reopened.time_index.is_full()
+    assert reopened.roll_reason(100, reopened.next_offset, 1 << 30) is None
+    for raw in [batch(backend, 3, timestamp_ms=2000 + n) for n in range(6)]:
+        reopened.append(raw)
+    reopened.close()
+    # Same files as a segment written in one go.
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    fresh = _segment(backend, fresh_dir, max_index_bytes=4000)
+    _fill(backend, fresh, batches=4)
+    for raw in [batch(backend, 3, timestamp_ms=2000 + n) for n in range(6)]:
+        fresh.append(raw)
+    fresh.close()
+    for reopened_path, fresh_path in ((reopened.index_path, fresh.index_path),
+                                      (reopened.time_index_path, fresh.time_index_path),
+                                      (reopened.log_path, fresh.log_path)):
+        with open(reopened_path, "rb") as a, open(fresh_path, "rb") as b:
+            assert a.read() == b.read()
+
+
+@pytest.mark.parametrize("missing", ["index", "time_index", "both"])
+def test_missing_index_of_old_segment_is_rebuilt_by_recover(backend, tmp_path, missing):
+    segment = _segment(backend, tmp_path)
+    _fill(backend, segment, batches=9)
+    segment.close()
+    originals = {}
+    for path in (segment.index_path, segment.time_index_path):
+        with open(path, "rb") as f:
+            originals[path] = f.read()
+    paths = {"index": [segment.index_path], "time_index": [segment.time_index_path],
+             "both": [segment.index_path, segment.time_index_path]}[missing]
+    for path in paths:
+        os.remove(path)
+    reopened = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=200)
+    assert reopened.indexes_need_rebuild
+    for path in paths:
+        assert os.path.getsize(path) == 0  # created empty, not preallocated
+    result = reopened.recover()
+    assert result.truncated_bytes == 0 and not reopened.indexes_need_rebuild
+    assert reopened.offset_index.entries > 0
+    for path, data in originals.items():
+        with open(path, "rb") as f:
+            assert f.read() == data  # rebuilt, trimmed, identical
+    assert reopened.translate_offset(13)[1] == 12
+    reopened.close()
+    for path, data in originals.items():
+        assert os.path.getsize(path) == len(data)
+
+
+def test_truncate_to_on_reopened_segment(backend, tmp_path):
+    segment = _segment(backend, tmp_path)
+    _fill(backend, segment, batches=9)
+    segment.close()
+    reopened = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=200)
+    assert reopened.truncate_to(15) > 0
+    assert reopened.next_offset == 15 and reopened.max_timestamp_ms == 1012
+    assert reopened.offset_index.last_offset < 15 and reopened.time_index.last_offset < 15
+    assert _index_sizes(reopened) == (_MIB10, _MIB10 - _MIB10 % 12)  # resized, as Kafka
+    reopened.append(batch(backend, 3, timestamp_ms=5000))
+    assert reopened.next_offset == 18
+    reopened.close()
+    again = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=200)
+    assert not again.indexes_need_rebuild
+    again.offset_index.sanity_check()
+    again.time_index.sanity_check()
+    assert again.time_index.last_entry() == (5000, 17)
+    assert [r[0] for r in records(backend, again.read(0, 1 << 20))] == list(range(18))
+    again.close()
+
+
+def test_close_of_reopened_segment_adds_a_missing_final_time_entry(backend, tmp_path):
+    segment = _segment(backend, tmp_path, index_interval_bytes=1 << 20)
+    _fill(backend, segment, batches=3)
+    segment.close()
+    open(segment.time_index_path, "wb").close()  # empty (valid) time index, no final entry
+    reopened = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=1 << 20)
+    assert reopened.time_index.max_entries == 0 and reopened.max_timestamp_ms == 1006
+    reopened.close()  # must find a slot for (1006, 8) instead of raising IndexFullError
+    assert os.path.getsize(reopened.time_index_path) == 12
+    again = backend.Segment.open(str(tmp_path), 0, index_interval_bytes=1 << 20)
+    assert again.time_index.last_entry() == (1006, 8)
+    again.close()
+
+
+def test_log_open_does_not_grow_old_segments_indexes(backend, tmp_path):
+    from seglog import Log, LogConfig
+
+    config = LogConfig(segment_bytes=100, index_interval_bytes=200)  # a batch a segment
+    path = tmp_path / "t-0"
+    with Log.open(path, config, backend=backend.name) as log:
+        for i in range(200):
+            log.append(b"v%03d" % i, timestamp_ms=1000 + i)
+        assert len(log.segments) >= 200
+
+    def index_files():
+        return {name: os.path.getsize(path / name) for name in os.listdir(path)
+                if name.endswith((".index", ".timeindex"))}
+
+    before = index_files()
+    assert len(before) >= 400 and max(before.values()) <= 12
+    with Log.open(path, config, backend=backend.name) as log:
+        active = log.segments[-1]
+        after = index_files()
+        active_files = {os.path.basename(active.index_path),
+                        os.path.basename(active.time_index_path)}
+        assert {n: s for n, s in after.items() if n not in active_files} == \
+            {n: s for n, s in before.items() if n not in active_files}
+        # Only the active segment's indexes are preallocated (Kafka's LogLoader).
+        size = config.segment_index_bytes
+        assert after[os.path.basename(active.index_path)] == size - size % 8
+        assert after[os.path.basename(active.time_index_path)] == size - size % 12
+        assert log.read(57, 1 << 20) is not None
+        end = log.end_offset
+        log.append(b"more", timestamp_ms=5000)
+        assert log.end_offset == end + 1
