@@ -472,3 +472,131 @@ def test_batch_keeps_the_buffer_exported():
         data.extend(b"x")
     del batch
     data.extend(b"x")
+
+
+# --- decode_columns on two threads -----------------------------------------------------------------
+
+def _threaded_stream(compress_index=None):
+    """16 batches (varied shapes: keys, headers, LogAppendTime, offset gaps) with control
+    batches and an empty-value batch between them; ~120 KB."""
+    parts, offset = [], 0
+    for index in range(16):
+        n = 40 + 13 * index
+        values = [os.urandom((i * 7 + index) % 300) if (i + index) % 9 else None
+                  for i in range(n)]
+        keys = [str(i).encode() if i % 3 else None for i in range(n)] if index % 2 else None
+        headers = [(("h", b"x"),) if i % 5 == 0 else () for i in range(n)] if index % 4 == 1 \
+            else None
+        deltas = [2 * i for i in range(n)] if index % 5 == 3 else None
+        parts.append(ncodec.encode_batch(
+            values, keys, [1000 + i for i in range(n)], headers, base_offset=offset,
+            timestamp_type=1 if index % 6 == 2 else 0, offset_deltas=deltas,
+            compression="lz4" if index == compress_index else "none"))
+        offset += 2 * n
+        if index % 3 == 1:
+            parts.append(ncodec.encode_control_batch(index % 2, producer_id=7, producer_epoch=0,
+                                                     base_offset=offset, timestamp_ms=5))
+            offset += 1
+    return b"".join(parts)
+
+
+def _decode_both_ways(monkeypatch, stream, **kwargs):
+    """decode_columns with the threaded path forced (threshold just below the stream's size)
+    and with it off: each a _columns_tuple or ("error", type, str); plus whether the forced
+    call took the threaded path."""
+    results = []
+    for threshold in (len(stream) - 1, 1 << 62):
+        monkeypatch.setattr(ncodec, "_THREADED_BYTES_MIN", threshold)
+        before = ncodec._threaded_decode_count()
+        try:
+            results.append(_columns_tuple(ncodec.decode_columns(stream, **kwargs)))
+        except errors.SeglogError as exc:
+            results.append(("error", type(exc), str(exc), getattr(exc, "reason", None),
+                            getattr(exc, "position", None)))
+        results.append(ncodec._threaded_decode_count() > before)
+    threaded, took_threaded, single, took_single = results
+    assert not took_single
+    return threaded, single, took_threaded
+
+
+def _pure_columns(stream, **kwargs):
+    try:
+        return _columns_tuple(pcodec.decode_columns(stream, **kwargs))
+    except errors.SeglogError as exc:
+        return ("error", type(exc), str(exc), getattr(exc, "reason", None),
+                getattr(exc, "position", None))
+
+
+def test_threaded_decode_columns_equals_single_threaded_and_pure(monkeypatch):
+    stream = _threaded_stream()
+    assert ncodec._THREADED_BYTES_MIN == 8 << 20 and ncodec._THREADED_BATCHES_MIN == 8
+    threaded, single, took = _decode_both_ways(monkeypatch, stream)
+    assert took
+    assert threaded == single == _pure_columns(stream)
+    assert threaded[0] == sum(b.record_count for b in ncodec.iter_batches(stream)
+                              if not b.is_control)
+    # one byte short of the threshold: single-threaded
+    monkeypatch.setattr(ncodec, "_THREADED_BYTES_MIN", len(stream) + 1)
+    before = ncodec._threaded_decode_count()
+    assert _columns_tuple(ncodec.decode_columns(stream)) == single
+    assert ncodec._threaded_decode_count() == before
+    # a torn tail is invisible either way; a bytearray and a memoryview work as bytes does
+    for data in (stream + stream[:100], bytearray(stream), memoryview(stream)):
+        threaded, single, took = _decode_both_ways(monkeypatch, data)
+        assert took and threaded == single == _pure_columns(bytes(data))
+
+
+def test_threaded_decode_columns_max_records(monkeypatch):
+    stream = _threaded_stream()
+    total = _columns_tuple(ncodec.decode_columns(stream))[0]
+    for max_records in (0, 1, total // 2, total - 1, total, total + 1, 10 * total):
+        threaded, single, took = _decode_both_ways(monkeypatch, stream,
+                                                   max_records=max_records)
+        assert took == (max_records >= total), max_records
+        assert threaded == single == _pure_columns(stream, max_records=max_records)
+
+
+def test_threaded_decode_columns_falls_back(monkeypatch):
+    # a compressed batch, or too few batches: single-threaded, same result
+    stream = _threaded_stream(compress_index=12)
+    threaded, single, took = _decode_both_ways(monkeypatch, stream)
+    assert not took and threaded == single == _pure_columns(stream)
+    short = b"".join(ncodec.encode_batch([b"v"] * 100, base_offset=100 * i) for i in range(7))
+    threaded, single, took = _decode_both_ways(monkeypatch, short)
+    assert not took and threaded == single == _pure_columns(short)
+    monkeypatch.setattr(ncodec, "_THREADED_BATCHES_MIN", 2)
+    threaded, single, took = _decode_both_ways(monkeypatch, short)
+    assert took and threaded == single == _pure_columns(short)
+
+
+def _batch_positions(stream):
+    return [(b.position, b.record_count) for b in ncodec.iter_batches(stream) if not b.is_control]
+
+
+@pytest.mark.parametrize("where", ["second", "first+second", "last"])
+@pytest.mark.parametrize("damage", ["record length", "count+1", "count-1", "negative count",
+                                    "huge count", "bad magic", "small batch length"])
+def test_threaded_decode_columns_errors_match_single_threaded(monkeypatch, where, damage):
+    stream = bytearray(_threaded_stream())
+    positions = _batch_positions(stream)
+    targets = {"second": [12], "first+second": [2, 12], "last": [len(positions) - 1]}[where]
+    for target in targets:
+        position, count = positions[target]
+        if damage == "record length":
+            # the first record's length varint of a batch -> a negative record length
+            stream[position + format.RECORD_BATCH_OVERHEAD] = 0x01
+        elif damage in ("count+1", "count-1", "negative count", "huge count"):
+            new = {"count+1": count + 1, "count-1": count - 1, "negative count": -3,
+                   "huge count": 2**31 - 1}[damage]
+            stream[position + 57:position + 61] = new.to_bytes(4, "big", signed=True)
+        elif damage == "bad magic":
+            stream[position + format.MAGIC_POSITION] = 1
+        else:
+            stream[position + 8:position + 12] = (20).to_bytes(4, "big")
+    stream = bytes(stream)
+    threaded, single, took = _decode_both_ways(monkeypatch, stream)
+    assert not took
+    assert threaded == single
+    assert threaded[0] == "error"
+    pure = _pure_columns(stream)
+    assert pure[0] == "error" and pure[1] is threaded[1] and pure[3:] == threaded[3:]

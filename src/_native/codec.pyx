@@ -12,7 +12,8 @@ module adds is speed:
   and the sizing, copy and CRC loops run without the GIL.
 * ``iter_batches`` reads headers only. ``Batch.records()`` parses in C and creates one
   ``Record`` (a freelisted cdef class built without ``__init__``) plus its key/value ``bytes``
-  per record. ``decode_columns`` parses straight into numpy arrays without the GIL.
+  per record. ``decode_columns`` parses straight into numpy arrays without the GIL (large
+  inputs on two threads).
 * Compression goes through ``seglog.compression`` (one Python call per batch), exactly as the
   twin, so both write identical compressed bytes.
 
@@ -920,6 +921,31 @@ cdef enum:
     SPARE_BLOCK_BYTES_MIN = 1 << 20
 
 
+ctypedef struct ColumnsTarget:
+    # The six columns of a _ColumnsBuilder as plain pointers (read without the GIL, possibly on
+    # a worker thread): see _ColumnsBuilder for the layout.
+    int64_t *offsets
+    int64_t *timestamps
+    int64_t *key_positions
+    int64_t *value_positions
+    int32_t *key_lengths
+    int32_t *value_lengths
+    Py_ssize_t capacity
+
+
+ctypedef struct AreaTask:
+    # One record area to parse into the columns at index ``at`` (room for ``bound`` records).
+    Py_ssize_t start
+    Py_ssize_t end
+    int32_t count
+    Py_ssize_t bound
+    Py_ssize_t at
+    int64_t base_offset
+    int64_t base_timestamp
+    int64_t max_timestamp
+    bint log_append_time
+
+
 # Column blocks kept for reuse (see _column_block). Touched with the GIL held only.
 cdef list _spare_blocks = []
 
@@ -1172,27 +1198,57 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
                             Py_ssize_t end, int32_t count, Py_ssize_t bound, Batch batch,
                             ParseFailure *failure) noexcept nogil:
     """Parse ``count`` records of one area into the builder's arrays from index builder.count
-    (room for ``bound`` records is reserved). Returns the records parsed, or -1. Runs of
-    common-shape records go through ``_parse_run``; any other record through the checked
-    ``_parse_record`` (which also reports every error)."""
-    cdef Py_ssize_t position = start, next_position, i = 0, at = builder.count
+    (room for ``bound`` records is reserved). Returns the records parsed, or -1."""
+    cdef ColumnsTarget target
+    cdef AreaTask task
+    target.offsets = builder.offsets
+    target.timestamps = builder.timestamps
+    target.key_positions = builder.key_positions
+    target.value_positions = builder.value_positions
+    target.key_lengths = builder.key_lengths
+    target.value_lengths = builder.value_lengths
+    target.capacity = builder.capacity
+    task.start = start
+    task.end = end
+    task.count = count
+    task.bound = bound
+    task.at = builder.count
+    task.base_offset = batch.base_offset
+    task.base_timestamp = batch.base_timestamp_ms
+    task.max_timestamp = batch.max_timestamp_ms
+    task.log_append_time = (batch.attributes & TIMESTAMP_TYPE_MASK) != 0
+    return _parse_area(&target, data, &task, failure)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef Py_ssize_t _parse_area(const ColumnsTarget *target, const unsigned char *data,
+                            const AreaTask *task, ParseFailure *failure) noexcept nogil:
+    """Parse ``task.count`` records of data[task.start:task.end] into the columns from index
+    ``task.at`` (room for ``task.bound`` records is reserved there). Returns the records
+    parsed, or -1 with ``failure`` filled in. Touches no Python object (the threaded decode
+    runs it on a worker thread). Runs of common-shape records go through ``_parse_run``; any
+    other record through the checked ``_parse_record`` (which also reports every error)."""
+    cdef Py_ssize_t start = task.start, end = task.end, bound = task.bound, at = task.at
+    cdef int32_t count = task.count
+    cdef Py_ssize_t position = start, next_position, i = 0
     cdef Py_ssize_t limit = count if count < bound else bound
     cdef ParsedRecord parsed
-    cdef bint log_append_time = (batch.attributes & TIMESTAMP_TYPE_MASK) != 0
-    cdef uint64_t base_offset = <uint64_t>batch.base_offset
-    cdef uint64_t base_timestamp = <uint64_t>batch.base_timestamp_ms
-    cdef int64_t max_timestamp = batch.max_timestamp_ms
-    cdef int64_t *offsets = builder.offsets + at
-    cdef int64_t *timestamps = builder.timestamps + at
-    cdef int64_t *key_positions = builder.key_positions + at
-    cdef int32_t *key_lengths = builder.key_lengths + at
-    cdef int64_t *value_positions = builder.value_positions + at
-    cdef int32_t *value_lengths = builder.value_lengths + at
+    cdef bint log_append_time = task.log_append_time
+    cdef uint64_t base_offset = <uint64_t>task.base_offset
+    cdef uint64_t base_timestamp = <uint64_t>task.base_timestamp
+    cdef int64_t max_timestamp = task.max_timestamp
+    cdef int64_t *offsets = target.offsets + at
+    cdef int64_t *timestamps = target.timestamps + at
+    cdef int64_t *key_positions = target.key_positions + at
+    cdef int32_t *key_lengths = target.key_lengths + at
+    cdef int64_t *value_positions = target.value_positions + at
+    cdef int32_t *value_lengths = target.value_lengths + at
     memset(&parsed, 0, sizeof(parsed))
     while True:
         i = _parse_run(data, &position, end, i, limit, base_offset, base_timestamp,
                        log_append_time, max_timestamp, offsets, key_lengths,
-                       builder.capacity)
+                       target.capacity)
         if i >= count:
             break
         # Records are read front to back but only their framing is touched; ask for the
@@ -1221,6 +1277,160 @@ cdef Py_ssize_t _parse_into(_ColumnsBuilder builder, const unsigned char *data, 
     return count
 
 
+cdef extern from "<pthread.h>" nogil:
+    ctypedef unsigned long pthread_t
+    ctypedef void *(*_thread_start)(void *) noexcept nogil
+    int pthread_create(pthread_t *thread, const void *attributes, _thread_start start,
+                       void *argument)
+    int pthread_join(pthread_t thread, void **result)
+
+
+# decode_columns parses on two threads when the buffer has at least this many bytes and at
+# least this many batches to parse (module attributes, so a test can lower them).
+_THREADED_BYTES_MIN = 8 << 20
+_THREADED_BATCHES_MIN = 8
+
+# Decodes that took the two-thread path (a test checks it was taken). GIL held.
+cdef Py_ssize_t _threaded_decodes = 0
+
+
+def _threaded_decode_count():
+    """How many decode_columns calls parsed on two threads (for tests)."""
+    return _threaded_decodes
+
+
+ctypedef struct _HalfJob:
+    # A run of tasks [first, stop) parsed by one thread; ``failed`` is the index of the task
+    # that failed (-1: none), with ``failure`` filled in.
+    const ColumnsTarget *target
+    const unsigned char *data
+    const AreaTask *tasks
+    Py_ssize_t first
+    Py_ssize_t stop
+    Py_ssize_t failed
+    ParseFailure failure
+
+
+cdef void _parse_half(_HalfJob *job) noexcept nogil:
+    cdef Py_ssize_t k
+    job.failed = -1
+    for k in range(job.first, job.stop):
+        if _parse_area(job.target, job.data, &job.tasks[k], &job.failure) < 0:
+            job.failed = k
+            return
+
+
+cdef void *_parse_half_thread(void *job) noexcept nogil:
+    _parse_half(<_HalfJob *>job)
+    return NULL
+
+
+cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t limit) except -1:
+    """decode_columns' two-thread path: fill the empty ``builder`` with every record of
+    ``owner`` and return True, or return False with the builder untouched (the caller then
+    takes the single-threaded path, which raises what it raises).
+
+    The batches are walked first (as decode_columns' loop walks them); the path is taken
+    only when that walk raises nothing, at least _THREADED_BATCHES_MIN batches are to be
+    parsed, none of them is compressed, every record_count is >= 0 and fits its area (each
+    record takes >= 7 bytes, so a count that does not is an error), the limit (if any) is
+    not below the total and the builder has room for it. Each batch then has a known slice
+    of the columns (index ``at``, ``count`` records), and the batches are split in two runs
+    of about equal record-area bytes: the second run is parsed on a new POSIX thread while
+    this one parses the first, both without the GIL, into disjoint slices of the block. A
+    parse succeeds with exactly ``count`` records or fails; on any failure (in either run)
+    everything is dropped and False returned, so the single-threaded path raises the first
+    error in batch order, as always. If the thread cannot be created, the second run is
+    parsed here after the first."""
+    global _threaded_decodes
+    cdef Py_ssize_t position = 0, n, k, split, total = 0, area_bytes = 0, half, seen
+    cdef list batches = []
+    cdef Batch batch
+    cdef AreaTask *tasks
+    cdef AreaTask *task
+    cdef ColumnsTarget target
+    cdef _HalfJob first_run, second_run
+    cdef pthread_t thread
+    cdef int started
+    try:
+        while True:
+            batch = _next_batch(owner, &position, -1)
+            if batch is None:
+                break
+            if batch.attributes & CONTROL_FLAG_MASK or batch.record_count == 0:
+                continue
+            if batch.record_count < 0 or batch.attributes & COMPRESSION_CODEC_MASK:
+                return False
+            batches.append(batch)
+    except Exception:
+        return False  # the single-threaded walk raises it, after the batches before it
+    n = len(batches)
+    if n < 2 or n < _THREADED_BATCHES_MIN:
+        return False
+    tasks = <AreaTask *>PyMem_Malloc(n * sizeof(AreaTask))
+    if tasks == NULL:
+        return False
+    try:
+        for k in range(n):
+            batch = <Batch>PyList_GET_ITEM(batches, k)
+            task = &tasks[k]
+            task.start = batch.position + RECORD_BATCH_OVERHEAD
+            task.end = batch.position + LOG_OVERHEAD + <Py_ssize_t>batch.batch_length
+            task.count = batch.record_count
+            if task.count > (task.end - task.start) // RECORD_BYTES_MIN + 1:
+                return False
+            task.bound = task.count
+            task.at = total
+            task.base_offset = batch.base_offset
+            task.base_timestamp = batch.base_timestamp_ms
+            task.max_timestamp = batch.max_timestamp_ms
+            task.log_append_time = (batch.attributes & TIMESTAMP_TYPE_MASK) != 0
+            total += task.count
+            area_bytes += task.end - task.start
+        if 0 <= limit < total or total > builder.capacity:
+            return False
+        # The first run: the batches before the one at which half the area bytes were seen.
+        half = area_bytes // 2
+        seen = 0
+        split = n - 1
+        for k in range(n):
+            if seen >= half:
+                split = k
+                break
+            seen += tasks[k].end - tasks[k].start
+        if split < 1:
+            split = 1
+        target.offsets = builder.offsets
+        target.timestamps = builder.timestamps
+        target.key_positions = builder.key_positions
+        target.value_positions = builder.value_positions
+        target.key_lengths = builder.key_lengths
+        target.value_lengths = builder.value_lengths
+        target.capacity = builder.capacity
+        first_run.target = second_run.target = &target
+        first_run.data = second_run.data = owner.data
+        first_run.tasks = second_run.tasks = tasks
+        first_run.first, first_run.stop = 0, split
+        second_run.first, second_run.stop = split, n
+        with nogil:
+            started = pthread_create(&thread, NULL, _parse_half_thread, &second_run)
+            _parse_half(&first_run)
+            if started == 0:
+                pthread_join(thread, NULL)
+            else:
+                _parse_half(&second_run)
+        if first_run.failed >= 0 or second_run.failed >= 0:
+            return False
+        for k in range(n):
+            builder.chunks.append((<object>PyList_GET_ITEM(batches, k), None, tasks[k].at,
+                                   <Py_ssize_t>tasks[k].count))
+        builder.count = total
+        _threaded_decodes += 1
+        return True
+    finally:
+        PyMem_Free(tasks)
+
+
 def decode_columns(buffer, *, max_records=None):
     """All records of every whole batch in ``buffer`` as one :class:`Columns`.
 
@@ -1234,6 +1444,15 @@ def decode_columns(buffer, *, max_records=None):
     record area of every decoded batch (decompressed, or copied as is), and positions index
     that. Raises as :meth:`Batch.records`; ValueError for a negative ``max_records``.
     Uncompressed record areas are parsed without the GIL.
+
+    Large inputs are parsed on two threads: when ``buffer`` holds at least 8 MiB
+    (``_THREADED_BYTES_MIN``) and at least 8 batches to decode (``_THREADED_BATCHES_MIN``), all
+    uncompressed with record counts that fit their areas (and ``max_records``, if given, not
+    below their total), the batches are split in two halves by bytes and the second half is
+    parsed on a worker thread while the calling thread parses the first, each into its own
+    slice of the columns. The result is identical to the single-threaded decode; on any error
+    (or anything else unusual) the single-threaded decode runs instead and raises the first
+    error in batch order.
     """
     cdef Py_ssize_t limit = -1, position = 0, hint = 0, at = 0, bound
     cdef int32_t batch_length, count
@@ -1262,6 +1481,8 @@ def decode_columns(buffer, *, max_records=None):
     if limit >= 0 and hint > limit + 65536:
         hint = limit + 65536
     builder = _ColumnsBuilder(hint)
+    if owner.size >= _THREADED_BYTES_MIN and _decode_threaded(owner, builder, limit):
+        return builder.finish(owner, limit)
     while True:
         # The next header is checked before the limit, as the twin's loop over iter_batches.
         batch = _next_batch(owner, &position, -1)
