@@ -20,6 +20,7 @@ import numpy as np
 
 # By file name: see keymap.pxd.
 from keymap cimport seglog_xxh64
+from varint cimport read_varint, read_varlong
 
 from seglog import compression as _compression
 from seglog.errors import CorruptRecordError
@@ -117,49 +118,6 @@ def key_hash(key):
     finally:
         PyBuffer_Release(&buf)
     return h
-
-
-# --- varint readers for the record framing (Kafka's zig-zag varints) ---------------------------
-# Each returns the position after the varint, or -1 when it runs past `end` or is too long.
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline Py_ssize_t _read_varlong(const unsigned char *p, Py_ssize_t pos, Py_ssize_t end,
-                                     int64_t *out) noexcept nogil:
-    cdef uint64_t raw = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos >= end or shift > 63:
-            return -1
-        b = p[pos]
-        pos += 1
-        raw |= (<uint64_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-    out[0] = <int64_t>(raw >> 1) ^ -(<int64_t>(raw & 1))
-    return pos
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-cdef inline Py_ssize_t _read_varint(const unsigned char *p, Py_ssize_t pos, Py_ssize_t end,
-                                    int64_t *out) noexcept nogil:
-    cdef uint32_t raw = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos >= end or shift > 28:
-            return -1
-        b = p[pos]
-        pos += 1
-        raw |= (<uint32_t>(b & 0x7F)) << shift
-        if not (b & 0x80):
-            break
-        shift += 7
-    out[0] = <int32_t>((raw >> 1) ^ (-(<int32_t>(raw & 1))))
-    return pos
 
 
 cdef inline int64_t _read_i64_be(const unsigned char *p) noexcept nogil:
@@ -289,20 +247,21 @@ cdef class KeyMap:
                           int64_t base_offset, Py_ssize_t record_count,
                           int64_t start_offset) noexcept nogil:
         cdef Py_ssize_t pos = 0, record_end, i
-        cdef int64_t length, value, offset_delta, key_length
+        cdef int64_t value
+        cdef int32_t length, offset_delta, key_length
         for i in range(record_count):
-            pos = _read_varint(area, pos, area_bytes, &length)
+            pos = read_varint(area, pos, area_bytes, &length)
             if pos < 0 or length < 0 or length > area_bytes - pos:
                 return _BAD_RECORDS
             record_end = pos + length
             pos += 1  # attributes
-            pos = _read_varlong(area, pos, record_end, &value)  # timestamp delta
+            pos = read_varlong(area, pos, record_end, &value)  # timestamp delta
             if pos < 0:
                 return _BAD_RECORDS
-            pos = _read_varint(area, pos, record_end, &offset_delta)
+            pos = read_varint(area, pos, record_end, &offset_delta)
             if pos < 0:
                 return _BAD_RECORDS
-            pos = _read_varint(area, pos, record_end, &key_length)
+            pos = read_varint(area, pos, record_end, &key_length)
             if pos < 0 or key_length < -1 or key_length > record_end - pos:
                 return _BAD_RECORDS
             if key_length >= 0 and base_offset + offset_delta >= start_offset:
@@ -380,21 +339,22 @@ cdef class KeyMap:
                             bint *tombstone_kept) noexcept nogil:
         """Fill mask[0:record_count]; return the kept count, or -1 for bad framing."""
         cdef Py_ssize_t pos = 0, record_end, i, kept = 0, key_pos
-        cdef int64_t length, value, offset_delta, key_length, value_length, offset, found
+        cdef int64_t value, offset, found
+        cdef int32_t length, offset_delta, key_length, value_length
         cdef bint keep
         for i in range(record_count):
-            pos = _read_varint(area, pos, area_bytes, &length)
+            pos = read_varint(area, pos, area_bytes, &length)
             if pos < 0 or length < 0 or length > area_bytes - pos:
                 return -1
             record_end = pos + length
             pos += 1  # attributes
-            pos = _read_varlong(area, pos, record_end, &value)  # timestamp delta
+            pos = read_varlong(area, pos, record_end, &value)  # timestamp delta
             if pos < 0:
                 return -1
-            pos = _read_varint(area, pos, record_end, &offset_delta)
+            pos = read_varint(area, pos, record_end, &offset_delta)
             if pos < 0:
                 return -1
-            pos = _read_varint(area, pos, record_end, &key_length)
+            pos = read_varint(area, pos, record_end, &key_length)
             if pos < 0 or key_length < -1 or key_length > record_end - pos:
                 return -1
             offset = base_offset + offset_delta
@@ -403,7 +363,7 @@ cdef class KeyMap:
                 value_length = 0
             else:
                 key_pos = pos
-                pos = _read_varint(area, pos + key_length, record_end, &value_length)
+                pos = read_varint(area, pos + key_length, record_end, &value_length)
                 if pos < 0:
                     return -1
                 if offset > self.latest_offset:
