@@ -826,7 +826,12 @@ class Log:
         record_count, max_timestamp, consumed = 0, -1, 0
         rewrites: list[tuple[int, int, int]] = []  # (position, size, max timestamp)
         with_producer = False
+        codec = config.compression_codec
+        recompress = False
+        batches: list = []
         for batch in self._be.iter_batches(buffer):
+            batches.append(batch)
+            recompress = recompress or (codec is not None and batch.compression != codec)
             position = batch.position
             if position != consumed:
                 raise CorruptRecordError("batches are not contiguous", reason=fmt.REASON_BAD_RECORDS,
@@ -873,13 +878,11 @@ class Log:
             raise CorruptRecordError(
                 f"{size - consumed} trailing bytes are not a whole batch",
                 reason=fmt.REASON_TRUNCATED, position=consumed)
-        codec = config.compression_codec
-        if codec is not None and any(b.compression != codec for b in self._be.iter_batches(buffer)):
-            return self._recompress_client_batches(buffer, codec, wanted_type, now_ms,
+        if recompress:
+            return self._recompress_client_batches(batches, codec, wanted_type, now_ms,
                                                    record_count, max_timestamp, with_producer)
         if not rewrites:
-            batches = list(self._be.iter_batches(buffer)) if with_producer else None
-            return buffer, size, record_count, max_timestamp, batches
+            return buffer, size, record_count, max_timestamp, batches if with_producer else None
         out = bytearray(buffer)
         view = memoryview(out)
         for position, batch_size, batch_max in rewrites:
@@ -894,10 +897,10 @@ class Log:
             _UINT32.pack_into(out, position + fmt.CRC_POSITION, crc)
         view.release()
         # The producer state takes the batches as written (max timestamps rewritten).
-        batches = list(self._be.iter_batches(bytes(out))) if with_producer else None
+        batches = list(self._be.iter_batches(out)) if with_producer else None
         return out, size, record_count, max_timestamp, batches
 
-    def _recompress_client_batches(self, buffer: memoryview, codec: str, timestamp_type: int,
+    def _recompress_client_batches(self, batches: list, codec: str, timestamp_type: int,
                                    now_ms: int, record_count: int, max_timestamp: int,
                                    with_producer: bool) -> tuple[Any, int, int, int, list | None]:
         """Re-encode validated client batches with the topic's codec (``compression.type`` is
@@ -905,7 +908,7 @@ class Log:
         batch (``validateMessagesAndAssignOffsetsCompressed`` without in-place assignment),
         keeping the records, their timestamps, headers and the producer fields."""
         parts = []
-        for batch in self._be.iter_batches(buffer):
+        for batch in batches:
             records = batch.records()
             if timestamp_type == fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME:
                 timestamps = [now_ms] * len(records)
