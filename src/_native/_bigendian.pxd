@@ -1,4 +1,4 @@
-# Big-endian loads and stores on raw pointers, for the index and segment hot paths.
+# Big-endian loads and stores on raw pointers, for the codec, index and segment hot paths.
 # No bounds checks: callers check lengths first (push the branch up, keep the loop tight).
 # Compilers turn the shift-or patterns into single bswap'd moves.
 
@@ -30,5 +30,23 @@ cdef inline void store_u32(unsigned char *p, uint32_t v) noexcept nogil:
 
 cdef inline void store_i64(unsigned char *p, int64_t value) noexcept nogil:
     cdef uint64_t v = <uint64_t>value
+    store_u32(p, <uint32_t>(v >> 32))
+    store_u32(p + 4, <uint32_t>v)
+
+
+cdef inline uint16_t load_u16(const unsigned char *p) noexcept nogil:
+    return <uint16_t>(((<uint16_t>p[0]) << 8) | (<uint16_t>p[1]))
+
+
+cdef inline uint64_t load_u64(const unsigned char *p) noexcept nogil:
+    return ((<uint64_t>load_u32(p)) << 32) | (<uint64_t>load_u32(p + 4))
+
+
+cdef inline void store_u16(unsigned char *p, uint16_t v) noexcept nogil:
+    p[0] = <unsigned char>(v >> 8)
+    p[1] = <unsigned char>v
+
+
+cdef inline void store_u64(unsigned char *p, uint64_t v) noexcept nogil:
     store_u32(p, <uint32_t>(v >> 32))
     store_u32(p + 4, <uint32_t>v)

@@ -1,8 +1,7 @@
 # seglog._native.codec: Kafka RecordBatch v2 encode/decode (see codec.pyx).
 #
 # This .pxd holds what other native modules may cimport without a run-time import: the format
-# constants (cdef enum, equal to seglog.format's; a test checks) and bounds-free big-endian
-# loads/stores for the 61-byte header (callers check lengths first). The cdef classes (Record,
+# constants (cdef enum, equal to seglog.format's; a test checks). The cdef classes (Record,
 # Batch, Columns) are defined in codec.pyx only: the modules are built from src/_native under
 # the qualified name seglog._native.codec, so a class declared here would be imported at run
 # time from a module called "codec" and fail.
@@ -49,31 +48,5 @@ cdef enum:
     CONTROL_RECORD_VERSION = 0
     END_TXN_MARKER_BATCH_BYTES = 78
 
-
-cdef inline uint16_t load_u16(const unsigned char *p) noexcept nogil:
-    return <uint16_t>(((<uint16_t>p[0]) << 8) | (<uint16_t>p[1]))
-
-
-cdef inline uint32_t load_u32(const unsigned char *p) noexcept nogil:
-    return ((<uint32_t>p[0]) << 24) | ((<uint32_t>p[1]) << 16) | ((<uint32_t>p[2]) << 8) | (<uint32_t>p[3])
-
-
-cdef inline uint64_t load_u64(const unsigned char *p) noexcept nogil:
-    return ((<uint64_t>load_u32(p)) << 32) | (<uint64_t>load_u32(p + 4))
-
-
-cdef inline void store_u16(unsigned char *p, uint16_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 8)
-    p[1] = <unsigned char>v
-
-
-cdef inline void store_u32(unsigned char *p, uint32_t v) noexcept nogil:
-    p[0] = <unsigned char>(v >> 24)
-    p[1] = <unsigned char>(v >> 16)
-    p[2] = <unsigned char>(v >> 8)
-    p[3] = <unsigned char>v
-
-
-cdef inline void store_u64(unsigned char *p, uint64_t v) noexcept nogil:
-    store_u32(p, <uint32_t>(v >> 32))
-    store_u32(p + 4, <uint32_t>v)
+# Big-endian loads and stores live in _bigendian.pxd (cimported by codec.pyx, index.pyx and
+# segment.pyx alike).

@@ -43,6 +43,7 @@ from libc.string cimport memcpy, memset
 
 from _crc32c cimport seglog_crc32c
 from codec cimport *
+from _bigendian cimport *
 from varint cimport *
 from _records cimport *
 
