@@ -11,6 +11,8 @@ Parts, in the order they run (names for ``--only``):
 * ``peers`` (:mod:`.peers`): seglog vs the logs Python users use today, same records and
   durability.
 * ``sendfile`` (:mod:`.sendfile`): serving a segment to a loopback TCP reader.
+* ``kafka`` (:mod:`.kafka`): a real Apache Kafka broker (java + the jars of
+  ``ci/kafka-ref.sh``) measured with Kafka's ProducerPerformance / ConsumerPerformance.
 
 The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
 (figures over runs, ratios, formatting), :mod:`.table` (results and tables),
@@ -20,7 +22,7 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 
 from __future__ import annotations
 
-PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile")
+PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -28,6 +30,7 @@ PART_TITLES = {
     "twins": "native core vs pure-Python twin",
     "peers": "seglog vs Python logs users use today",
     "sendfile": "serving a segment to a loopback TCP reader",
+    "kafka": "a real Apache Kafka broker with Kafka's own perf tools",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

@@ -37,6 +37,7 @@ PART_MODULES = {
     "peers": "seglog.bench.peers",
     "limits": "seglog.bench.limits",
     "sendfile": "seglog.bench.sendfile",
+    "kafka": "seglog.bench.kafka",
 }
 
 MiB = 1 << 20
