@@ -248,3 +248,17 @@ class CommitFailedError(SeglogError):
     it lost will be read again by their new owner from the last commit."""
 
     kafka_error_code = 22  # ILLEGAL_GENERATION
+
+
+class CorruptSegmentError(CorruptRecordError):
+    """A batch header in a segment's ``.log`` that cannot be parsed below the segment's end
+    (bad length, bad magic, a batch running past the end): corruption, never a silent end of
+    data. Besides ``reason`` and ``position`` (of the bad batch in the ``.log``) it carries
+    ``path`` (the ``.log`` file) and ``base_offset`` (the segment's). Raised by both backends'
+    ``Segment`` read paths; only ``Segment.recover()`` cuts such bytes."""
+
+    def __init__(self, message: str, *, reason: str = "", position: int = -1,
+                 path: str = "", base_offset: int = -1):
+        super().__init__(message, reason=reason, position=position)
+        self.path = path
+        self.base_offset = base_offset
