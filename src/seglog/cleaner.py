@@ -67,6 +67,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from . import filenames
 from . import format as fmt
+from .errors import CorruptRecordError
 from .pure.varint import encode_varint, encode_varlong
 from .txnindex import AbortedTxn, TransactionIndex
 
@@ -362,13 +363,44 @@ def _last_records(log: CleanableLog) -> dict:
 # --- the offset map --------------------------------------------------------------------------
 
 
+def _checked_batches(backend: Any, view: memoryview, segment: Any) -> Any:
+    """The batches of ``view`` (a whole-segment read of ``segment``), each with its CRC32C
+    verified and its base offset above the previous batch's last offset: the cleaner
+    decides what to keep from keys and offsets, so it must not read them from corrupt bytes.
+    CorruptRecordError naming the segment's file and the batch's position otherwise (the
+    cleaning pass of that log is aborted; nothing it had not swapped in is changed)."""
+    previous_next = -1
+    batch = None
+    try:
+        for batch in backend.iter_batches(view, check_offsets=True):
+            batch.ensure_valid()
+            if batch.base_offset < previous_next:
+                raise CorruptRecordError(
+                    f"base offset {batch.base_offset} is not above the previous batch's last "
+                    f"offset {previous_next - 1}", reason=fmt.REASON_OFFSETS_NOT_INCREASING,
+                    position=batch.position)
+            previous_next = batch.next_offset
+            yield batch
+    except CorruptRecordError as exc:
+        position = exc.position if exc.position >= 0 else (
+            batch.position if batch is not None else 0)
+        raise CorruptRecordError(
+            f"cleaner: corrupt batch in {segment.log_path} at position {position}: {exc}",
+            reason=exc.reason, position=position) from exc
+
+
 def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: int, end: int,
                      *, aborted_txns: Sequence[AbortedTxn] = (),
                      stats: CleanerStats | None = None) -> bool:
     """Fill ``keymap`` with the keys of ``[start, end)`` (Kafka's ``buildOffsetMap``); returns
     True when the map filled before ``end``. Afterwards ``keymap.latest_offset + 1`` is where
     the pass stops: the last offset put when full, else ``end - 1`` (gaps skipped).
-    ``aborted_txns``: the aborted transactions of the range, whose batches are not mapped."""
+    ``aborted_txns``: the aborted transactions of the range, whose batches are not mapped.
+
+    Every batch is checked before its keys are mapped (CRC32C, base offsets increasing):
+    a corrupt key in the map could make the clean drop the live records of another key.
+    CorruptRecordError (naming the segment and position) aborts the pass before anything
+    was written."""
     keymap.clear()
     txns = _CleanedTxns()
     txns.add_aborted(list(aborted_txns))
@@ -376,7 +408,7 @@ def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: 
     for i, segment in enumerate(dirty):
         next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
         view = _whole_view(segment, start)
-        for batch in backend.iter_batches(view):
+        for batch in _checked_batches(backend, view, segment):
             if batch.base_offset >= end:
                 break
             if stats is not None:
@@ -453,7 +485,8 @@ def _empty_batch(backend: Any, batch: Any) -> bytes:
 
 def _rebuild(backend: Any, batch: Any, mask: Any, horizon_ms: int) -> bytes:
     """Re-encode the kept records of ``batch`` with their original offsets (§1.6, §5.3.5)."""
-    kept = [record for record, keep in zip(batch.records(), mask) if keep]
+    # The CRC was checked by _checked_batches before the batch got here.
+    kept = [record for record, keep in zip(batch.records(check_crcs=False), mask) if keep]
     headers = [record.headers for record in kept]
     return backend.encode_batch(
         [record.value for record in kept],
@@ -506,7 +539,7 @@ def _marker_with_horizon(backend: Any, batch: Any, horizon_ms: int) -> bytes:
     timestamp is kept (the codec's encoder writes data batches only, so the marker's one
     record is framed here: attributes, timestamp delta, offset delta, key, value, no headers).
     """
-    (record,) = batch.records()
+    (record,) = batch.records(check_crcs=False)  # checked by _checked_batches
     body = bytearray(b"\x00")
     body += encode_varlong(record.timestamp_ms - horizon_ms)
     body += encode_varint(record.offset - batch.base_offset)
@@ -542,14 +575,15 @@ def _clean_into(backend: Any, source: Any, writer: _Writer, keymap: Any, *, now_
                 delete_retention_ms: int, retain_last_offsets: set, txns: _CleanedTxns,
                 last_records: dict, stats: CleanerStats) -> None:
     """Copy the batches of ``source`` that survive into ``writer`` (Kafka's ``cleanInto``,
-    ``checkBatchRetention`` and ``MemoryRecords.filterTo``)."""
+    ``checkBatchRetention`` and ``MemoryRecords.filterTo``). Every batch is checked first
+    (CRC32C, base offsets increasing, :func:`_checked_batches`): CorruptRecordError aborts
+    the pass, and the caller deletes the unfinished ``.cleaned`` segment."""
     view = _whole_view(source)
     try:
-        for batch in backend.iter_batches(view):
+        for batch in _checked_batches(backend, view, source):
             data = view[batch.position:batch.position + batch.size_bytes]
             stats.bytes_read += batch.size_bytes
             count = batch.record_count
-            batch.ensure_valid()
             if batch.is_control:
                 can_discard = txns.on_control_batch(batch)
                 discard_records = (can_discard and batch.has_delete_horizon

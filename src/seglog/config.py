@@ -27,6 +27,7 @@ from .errors import InvalidConfigError
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 #: Values of ``cleanup.policy``.
 CLEANUP_POLICY_DELETE = "delete"
@@ -297,6 +298,8 @@ _REMOVED = {
 
 def _unknown(name: str, known: Iterable[str]) -> InvalidConfigError:
     """The error for an unknown name, suggesting the closest of ``known``."""
+    if not isinstance(name, str):
+        return InvalidConfigError(f"Configuration names are str, got {name!r}")
     if name in _REMOVED:
         return InvalidConfigError(f"Unknown configuration {name!r}: {_REMOVED[name]}")
     known = list(known)
@@ -390,6 +393,35 @@ def _format_kafka_value(f: dataclasses.Field, value: Any) -> str:
 
 
 # --- validation ------------------------------------------------------------------------------
+
+
+def check_int(name: str, value: Any, *, minimum: int = INT64_MIN,
+              maximum: int = INT64_MAX) -> int:
+    """The one check of every integer argument of the public Log, Store, Producer and
+    Consumer methods (offsets, byte and record counts, timestamps, epochs, timeouts): returns
+    ``value`` as a plain ``int``.
+
+    Accepted: ``int`` and anything with ``__index__`` (numpy integers), but not ``bool``.
+    Raises ``TypeError`` naming ``name`` for anything else (``1.5``, ``"3"``, ``None``, ``True``)
+    and ``ValueError`` naming ``name`` for a value outside ``[minimum, maximum]`` (default: the
+    int64 range every offset and timestamp of Kafka's format fits). Both backends get the same
+    errors because the check happens here, before any value reaches native code: a huge
+    integer (``2**70``) is a ``ValueError``, never an ``OverflowError`` from Cython.
+    """
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = value.__index__()
+    if value < minimum or value > maximum:
+        raise ValueError(f"{name} must be in [{minimum}, {maximum}], got {value}")
+    return value
+
+
+def check_optional_int(name: str, value: Any, *, minimum: int = INT64_MIN,
+                       maximum: int = INT64_MAX) -> int | None:
+    """:func:`check_int` for an argument where None means "not given" (returned as None)."""
+    if value is None:
+        return None
+    return check_int(name, value, minimum=minimum, maximum=maximum)
 
 
 def _validate(f: dataclasses.Field, value: Any) -> Any:

@@ -52,15 +52,19 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from . import offsets_schema
 from .transactions import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, filter_batches
 from .assignors import get_assignor
+from .config import INT32_MAX, check_int
 from .errors import (
     CommitFailedError,
     IllegalStateError,
     LogClosedError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    CorruptRecordError,
+    InvalidRecordError,
     ReadOnlyError,
     SeglogError,
 )
+from .format import REASON_BAD_RECORDS
 from .store import TopicPartition
 
 __all__ = ["CommitFailedError", "Consumer", "ConsumerGroup", "ConsumerRecord",
@@ -120,8 +124,11 @@ def _as_tp(tp: Any) -> TopicPartition:
 
 
 def _check_offset(tp: TopicPartition, om: OffsetAndMetadata) -> None:
-    if isinstance(om.offset, bool) or not isinstance(om.offset, int) or om.offset < 0:
-        raise ValueError(f"offset to commit for {tp} must be an int >= 0, got {om.offset!r}")
+    # ValueError for every bad offset, TypeError included: commit() has always said so.
+    try:
+        check_int(f"offset to commit for {tp}", om.offset, minimum=0)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
     if len(om.metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
         raise ValueError(f"metadata for {tp} is longer than {OFFSET_METADATA_BYTES_MAX} bytes "
                          "(OFFSET_METADATA_TOO_LARGE)")
@@ -159,36 +166,57 @@ class _OffsetsManager:
                 self._load(store._topics[offsets_schema.OFFSETS_TOPIC])
 
     def _load(self, topic) -> None:
-        from .format import CONTROL_TYPE_COMMIT
+        """Replay every partition of ``__consumer_offsets``.
+
+        The bytes are untrusted: every batch's CRC32C is checked and base offsets must
+        increase; a key or value that does not parse raises, except keys of record types
+        this module does not know, which are skipped (Kafka's loader skips them with a
+        warning). Anything else raises :class:`~seglog.errors.CorruptRecordError` naming the
+        partition and offset: a corrupt batch skipped would silently roll a group's committed
+        offset back, so the store does not open (Kafka's coordinator does not serve a
+        partition whose load failed either)."""
         for partition in range(topic.partitions):
             log = topic.log(partition)
-            offset, end = log.start_offset, log.end_offset
-            while offset < end:
-                result = log.read(offset, max_offset=end)
-                if result.next_offset <= offset:
-                    break
-                for batch in log.backend.iter_batches(result.buffer):
-                    if batch.last_offset < offset:
-                        continue
-                    if batch.is_control:
-                        if batch.record_count and batch.producer_id >= 0:
-                            self.complete_transaction(
-                                partition, batch.producer_id,
-                                commit=batch.control_type() == CONTROL_TYPE_COMMIT,
-                                marker_offset=batch.base_offset)
-                        continue
-                    entries = []
-                    for record in batch.records():
-                        entry = self._parse(record.key, record.value)
-                        if entry is not None:
-                            entries.append(entry)
-                    if batch.is_transactional:
-                        self._pending.setdefault((partition, batch.producer_id), []).extend(
-                            (group, tp, om, batch.base_offset) for group, tp, om in entries)
-                    else:
-                        for group, tp, om in entries:
-                            self._apply(group, tp, om, batch.base_offset)
-                offset = result.next_offset
+            at = [log.start_offset]  # the offset being loaded, for the message
+            try:
+                self._load_partition(partition, log, at)
+            except (CorruptRecordError, InvalidRecordError) as exc:
+                raise CorruptRecordError(
+                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
+                    f"loaded at offset {at[0]}: {exc}", reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                    position=getattr(exc, "position", -1)) from exc
+
+    def _load_partition(self, partition: int, log, at: list) -> None:
+        from .format import CONTROL_TYPE_COMMIT
+        offset, end = log.start_offset, log.end_offset
+        while offset < end:
+            result = log.read(offset, max_offset=end)
+            if result.next_offset <= offset:
+                break
+            for batch in log.backend.iter_batches(result.buffer, check_offsets=True):
+                if batch.last_offset < offset:
+                    continue
+                at[0] = batch.base_offset
+                batch.ensure_valid()  # CRC32C, control batches included
+                if batch.is_control:
+                    if batch.record_count and batch.producer_id >= 0:
+                        self.complete_transaction(
+                            partition, batch.producer_id,
+                            commit=batch.control_type() == CONTROL_TYPE_COMMIT,
+                            marker_offset=batch.base_offset)
+                    continue
+                entries = []
+                for record in batch.records(check_crcs=False):  # checked above
+                    entry = self._parse(record.key, record.value)
+                    if entry is not None:
+                        entries.append(entry)
+                if batch.is_transactional:
+                    self._pending.setdefault((partition, batch.producer_id), []).extend(
+                        (group, tp, om, batch.base_offset) for group, tp, om in entries)
+                else:
+                    for group, tp, om in entries:
+                        self._apply(group, tp, om, batch.base_offset)
+            offset = result.next_offset
 
     @staticmethod
     def _parse(key_bytes, value_bytes):
@@ -579,6 +607,12 @@ class Consumer:
       transactions; "latest" and :meth:`end_offsets` mean the last stable offset; a
       partition whose group offset a transaction is committing is not started until that
       transaction ends, as KIP-447's stable offset fetch).
+    * ``check_crcs``: verify the CRC32C of every batch before decoding its records (Kafka's
+      ``check.crcs``, default True); a corrupt batch makes :meth:`poll` /
+      :meth:`poll_columns` raise :class:`~seglog.errors.CorruptRecordError` without moving
+      the position past it. Batches' base offsets are checked to increase either way.
+    * ``max_poll_records`` and ``max_partition_fetch_bytes``: ints >= 1 (TypeError for
+      non-integers, ValueError out of range, as every numeric argument of this class).
 
     Not thread-safe: use each Consumer from one thread at a time (Kafka's rule).
     """
@@ -589,7 +623,7 @@ class Consumer:
                  client_id: str | None = None, group_instance_id: str | None = None,
                  max_poll_records: int = MAX_POLL_RECORDS_DEFAULT,
                  max_partition_fetch_bytes: int = MAX_PARTITION_FETCH_BYTES_DEFAULT,
-                 isolation_level: str = READ_UNCOMMITTED):
+                 isolation_level: str = READ_UNCOMMITTED, check_crcs: bool = True):
         if isolation_level not in ISOLATION_LEVELS:
             raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}, got "
                              f"{isolation_level!r}")
@@ -599,11 +633,10 @@ class Consumer:
         get_assignor(partition_assignment_strategy)  # KeyError for an unknown one
         if group_id is not None and (not isinstance(group_id, str) or not group_id):
             raise ValueError(f"group_id must be a non-empty str or None, got {group_id!r}")
-        if max_poll_records < 1:
-            raise ValueError(f"max_poll_records must be >= 1, got {max_poll_records}")
-        if max_partition_fetch_bytes < 1:
-            raise ValueError(f"max_partition_fetch_bytes must be >= 1, got "
-                             f"{max_partition_fetch_bytes}")
+        max_poll_records = check_int("max_poll_records", max_poll_records, minimum=1)
+        max_partition_fetch_bytes = check_int("max_partition_fetch_bytes",
+                                              max_partition_fetch_bytes, minimum=1,
+                                              maximum=INT32_MAX)
         self._store = store
         self.group_id = group_id
         self.auto_offset_reset = auto_offset_reset
@@ -613,6 +646,7 @@ class Consumer:
         self.max_poll_records = max_poll_records
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
+        self.check_crcs = bool(check_crcs)
         self._committed_only = isolation_level == READ_COMMITTED
         self._group = store.group(group_id) if group_id is not None else None
         self._member_id: str | None = None
@@ -782,11 +816,11 @@ class Consumer:
     def seek(self, tp: tuple[str, int], offset: int) -> None:
         """Read ``tp`` from ``offset`` at the next poll (an offset out of the log's range is
         reset by ``auto_offset_reset`` when fetched). Raises :class:`IllegalStateError` for a
-        partition not assigned, ``ValueError`` for a negative offset."""
+        partition not assigned, ``ValueError`` for a negative or out-of-int64 offset,
+        ``TypeError`` for one that is not an int."""
         self._check_open()
         self._sync()
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"seek offset must not be a negative number, got {offset!r}")
+        offset = check_int("seek offset", offset, minimum=0)
         _tp, state = self._state(tp)
         state.position = offset
         state.clear()
@@ -850,13 +884,16 @@ class Consumer:
         first.
 
         Raises :class:`NoOffsetForPartitionError` / :class:`OffsetOutOfRangeError` with
-        ``auto_offset_reset="none"``, :class:`IllegalStateError` after :meth:`close`.
+        ``auto_offset_reset="none"``, :class:`IllegalStateError` after :meth:`close`,
+        :class:`~seglog.errors.CorruptRecordError` for a batch that fails its CRC32C (unless
+        ``check_crcs=False``) or whose base offset does not increase; TypeError / ValueError
+        for a non-integer ``max_records`` / ``timeout_ms`` or ``max_records < 1``.
         """
         self._check_open()
         if max_records is None:
             max_records = self.max_poll_records
-        if max_records < 1:
-            raise ValueError(f"max_records must be >= 1, got {max_records}")
+        max_records = check_int("max_records", max_records, minimum=1)
+        timeout_ms = check_int("timeout_ms", timeout_ms)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             self._sync()
@@ -904,12 +941,13 @@ class Consumer:
                                   isolation=self.isolation_level)
             records = []
             # Control batches never, aborted transactions' batches not for read_committed.
-            for batch in filter_batches(log.backend.iter_batches(result.buffer),
-                                        result.aborted_transactions,
-                                        isolation=self.isolation_level):
+            for batch in filter_batches(
+                    log.backend.iter_batches(result.buffer, check_offsets=True),
+                    result.aborted_transactions, isolation=self.isolation_level):
                 if batch.last_offset < state.position:
                     continue
-                records.extend(r for r in batch.records() if r.offset >= state.position)
+                records.extend(r for r in batch.records(check_crcs=self.check_crcs)
+                               if r.offset >= state.position)
             state.buffered, state.buffered_index = records, 0
             state.buffered_next_offset = result.next_offset
             if not records:
@@ -942,8 +980,8 @@ class Consumer:
         self._check_open()
         if max_records is None:
             max_records = self.max_poll_records
-        if max_records < 1:
-            raise ValueError(f"max_records must be >= 1, got {max_records}")
+        max_records = check_int("max_records", max_records, minimum=1)
+        timeout_ms = check_int("timeout_ms", timeout_ms)
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             self._sync()
@@ -979,12 +1017,14 @@ class Consumer:
         try:
             columns = log.read_columns(state.position, wanted,
                                        max_bytes=self.max_partition_fetch_bytes,
-                                       isolation=self.isolation_level)
+                                       isolation=self.isolation_level,
+                                       check_crcs=self.check_crcs)
         except OffsetOutOfRangeError:
             state.position = self._reset(tp, log, out_of_range=state.position)
             columns = log.read_columns(state.position, wanted,
                                        max_bytes=self.max_partition_fetch_bytes,
-                                       isolation=self.isolation_level)
+                                       isolation=self.isolation_level,
+                                       check_crcs=self.check_crcs)
         if not len(columns):
             # Nothing readable at or after the position in the batches read (compacted away,
             # control or aborted batches): step over them.

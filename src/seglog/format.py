@@ -156,3 +156,16 @@ CORRUPTION_REASONS = (
     REASON_BAD_RECORDS,
     REASON_TRUNCATED,
 )
+#: A Log read found no readable batch in a segment whose offsets say it holds one (raised by
+#: the Log, never a recovery result, so not in CORRUPTION_REASONS).
+REASON_UNREADABLE_BATCH = "no readable batch below the end of the segment"
+
+# --- Fixed reasons of the record decoders (CorruptRecordError.reason) ---------------------------
+# Not in CORRUPTION_REASONS: those are the reasons a segment scan (recovery) reports; these are
+# raised by the codec when it decompresses or decodes a batch's records.
+#: A compressed record area decompresses to more than ``max_decompressed_bytes``.
+REASON_DECOMPRESSED_TOO_LARGE = "decompressed size above limit"
+#: A compressed record area the codec cannot decompress (bad or truncated stream).
+REASON_BAD_COMPRESSION = "invalid compressed stream"
+#: The reasons above, for tests that want one test per reason.
+DECODE_CORRUPTION_REASONS = (REASON_DECOMPRESSED_TOO_LARGE, REASON_BAD_COMPRESSION)

@@ -202,6 +202,7 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
             segment.offset_index.sanity_check()
             segment.time_index.sanity_check()
             TransactionIndex(dir_path, base).sanity_check()
+            rebuild = _indexes_past_log(segment)
         except CorruptIndexError:
             rebuild = True
     if not rebuild:
@@ -212,6 +213,26 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
         report.truncations.append(
             Truncation(base, result.position, result.truncated_bytes, result.reason))
     return segment, True, result.truncated_bytes > 0
+
+
+def _indexes_past_log(segment: Any) -> bool:
+    """True when an index entry names an offset the ``.log`` does not hold (offset at or past
+    ``next_offset``) or a position past its end: the log was cut (by hand, by a copy, by a
+    file system) after the indexes were written. Kafka's sanity checks look at the index
+    files alone; trusting such an entry made the time index refuse the final entry of the
+    next close (its offset would go backwards), so ``close()`` failed and never wrote the
+    clean-shutdown marker. The indexes are rebuilt from the log instead."""
+    next_offset = segment.next_offset
+    offset_index = segment.offset_index
+    if offset_index.entries:
+        last_offset, last_position = offset_index.entry(offset_index.entries - 1)
+        if last_offset >= next_offset or not 0 <= last_position < segment.size_bytes:
+            return True
+    time_index = segment.time_index
+    if time_index.entries:
+        if time_index.last_entry()[1] >= next_offset:
+            return True
+    return False
 
 
 def load_segments(

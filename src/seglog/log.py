@@ -76,7 +76,7 @@ from typing import Any, Iterator, NamedTuple
 from . import filenames
 from . import format as fmt
 from ._backend import get_backend
-from .config import LogConfig
+from .config import INT16_MAX, INT32_MAX, LogConfig, check_int, check_optional_int
 from .errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -134,7 +134,16 @@ _INT64 = struct.Struct(">q")
 
 
 def _now_ms(now_ms: int | None) -> int:
-    return int(time.time() * 1000) if now_ms is None else int(now_ms)
+    """``now_ms`` checked (:func:`~seglog.config.check_int`), or the wall clock for None."""
+    if now_ms is None:
+        return int(time.time() * 1000)
+    return check_int("now_ms", now_ms)
+
+
+def _max_bytes(max_bytes: Any) -> int:
+    """A read's ``max_bytes``: an int >= 0 (TypeError / ValueError otherwise), capped at
+    INT32_MAX because segment positions are int32 (a larger bound reads the same bytes)."""
+    return min(check_int("max_bytes", max_bytes, minimum=0), INT32_MAX)
 
 
 # --- read results and snapshots -----------------------------------------------------------------
@@ -296,6 +305,25 @@ def _last_batch(buffer: memoryview) -> tuple[int, int]:
     base_offset = _INT64.unpack_from(buffer, last)[0]
     delta = _INT32.unpack_from(buffer, last + fmt.LAST_OFFSET_DELTA_POSITION)[0]
     return last, base_offset + delta + 1
+
+
+def _increasing(batches: Iterator[Any], previous_next: int, log_path: str | None,
+                base_position: int) -> Iterator[Any]:
+    """``batches`` unchanged, checking that each one starts above the last offset of the one
+    before (``previous_next``: the next offset after the batch before the first, -1 for
+    none). The base offset is outside the CRC: a changed one would otherwise put records out
+    of order without an error. CorruptRecordError(REASON_OFFSETS_NOT_INCREASING) with the
+    batch's position in ``log_path`` (the batches' buffer starts at ``base_position``)."""
+    for batch in batches:
+        if batch.base_offset < previous_next:
+            position = base_position + batch.position
+            raise CorruptRecordError(
+                f"batch at position {position} of {log_path} has base offset "
+                f"{batch.base_offset}, not above the previous batch's last offset "
+                f"{previous_next - 1}", reason=fmt.REASON_OFFSETS_NOT_INCREASING,
+                position=position)
+        previous_next = batch.next_offset
+        yield batch
 
 
 # --- the log ------------------------------------------------------------------------------------
@@ -652,7 +680,9 @@ class Log:
 
     def append(self, value: Any, key: Any = None, timestamp_ms: int | None = None,
                headers: Any = (), *, now_ms: int | None = None) -> int:
-        """Append one record as its own batch; returns its offset. See :meth:`append_batch`."""
+        """Append one record as its own batch; returns its offset. See :meth:`append_batch`
+        (``timestamp_ms`` is checked as its scalar ``timestamps_ms``)."""
+        timestamp_ms = check_optional_int("timestamp_ms", timestamp_ms)
         first, _last = self.append_batch(
             [value], keys=None if key is None else [key], timestamps_ms=timestamp_ms,
             headers=[tuple(headers)] if headers else None, now_ms=now_ms)
@@ -682,9 +712,19 @@ class Log:
         ``max_message_bytes``), RecordBatchTooLargeError (larger than ``segment_bytes``),
         InvalidTimestampError (CreateTime outside ``message_timestamp_before/after_max_ms``),
         InvalidRecordError / UnsupportedCompressionError from the encoder, LogClosedError,
-        ReadOnlyError. Thread-safe; encoding happens outside the writer lock.
+        ReadOnlyError. Integer arguments are checked first (:func:`~seglog.config.check_int`):
+        TypeError for a non-integer ``now_ms``, ``producer_id``, ``producer_epoch``,
+        ``base_sequence`` or scalar ``timestamps_ms``; ValueError outside int64 (int16 for the
+        epoch, int32 for the sequence). Thread-safe; encoding happens outside the writer lock.
         """
         self._check_writable()
+        producer_id = check_int("producer_id", producer_id)
+        producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
+                                   maximum=INT16_MAX)
+        base_sequence = check_int("base_sequence", base_sequence, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
+        if timestamps_ms is not None and not hasattr(timestamps_ms, "__len__"):
+            timestamps_ms = check_int("timestamps_ms", timestamps_ms)
         self._require_keys(keys)  # compaction hook (seglog.cleaner): keyless records rejected
         now = _now_ms(now_ms)
         config = self._config
@@ -736,9 +776,16 @@ class Log:
         Raises InvalidProducerEpochError for an epoch below the producer's,
         TransactionCoordinatorFencedError for a coordinator epoch below the last marker's,
         InvalidRecordError for a negative producer id or epoch, LogClosedError, ReadOnlyError.
-        The marker's timestamp is ``now_ms`` (default: the wall clock). Thread-safe.
+        The marker's timestamp is ``now_ms`` (default: the wall clock). TypeError /
+        ValueError for non-integer or out-of-range arguments (epochs int16, coordinator epoch
+        int32; :func:`~seglog.config.check_int`). Thread-safe.
         """
         self._check_writable()
+        producer_id = check_int("producer_id", producer_id)
+        producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
+                                   maximum=INT16_MAX)
+        coordinator_epoch = check_int("coordinator_epoch", coordinator_epoch,
+                                      minimum=-(INT32_MAX + 1), maximum=INT32_MAX)
         if producer_id < 0 or producer_epoch < 0:
             raise InvalidRecordError(
                 f"a transaction marker needs a producer id and epoch >= 0, got {producer_id} "
@@ -1125,8 +1172,18 @@ class Log:
         are returned whole, control and aborted ones included, as a broker's fetch returns
         them (filter with :func:`seglog.transactions.filter_batches`). ValueError for an
         unknown isolation level.
+
+        The bytes are not CRC-checked (Kafka's broker serves fetches unverified; the readers
+        that decode records check). Arguments: TypeError for a non-integer ``offset``,
+        ``max_bytes`` or ``max_offset``, ValueError for a negative ``max_bytes`` or a value
+        outside int64 (:func:`~seglog.config.check_int`); ``max_bytes`` above INT32_MAX reads
+        as INT32_MAX. CorruptRecordError when a segment holds offsets at or after ``offset``
+        but no batch of it can be read (never a silent jump to the next segment).
         """
         self._check_open()
+        offset = check_int("offset", offset)
+        max_bytes = _max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
         committed = self._check_isolation(isolation)
         self._lock.acquire()
         try:
@@ -1164,8 +1221,11 @@ class Log:
         """The aborted transactions (:class:`~seglog.txnindex.AbortedTxn`) overlapping
         ``[offset, upper_bound_offset)``, from the ``.txnindex`` of the segment holding
         ``offset`` and the later ones (Kafka's ``collectAbortedTransactions``): what a broker
-        sends with a read_committed fetch it answers with :meth:`sendfile`."""
+        sends with a read_committed fetch it answers with :meth:`sendfile`. TypeError /
+        ValueError for non-integer or out-of-int64 offsets."""
         self._check_open()
+        offset = check_int("offset", offset)
+        upper_bound_offset = check_int("upper_bound_offset", upper_bound_offset)
         with self._lock:
             return self._aborted_locked(self._view, offset, upper_bound_offset)
 
@@ -1219,13 +1279,20 @@ class Log:
                 return segment, buffer, _last_batch(buffer)[1]
             if max_position is not None:
                 break  # the bound is in this segment: nothing more to read
+            if min_one_batch and segment.next_offset > max(offset, segment.base_offset):
+                # The segment says it holds a batch with last offset >= offset, yet none came
+                # back: going on to the next segment would hide its records.
+                raise CorruptRecordError(
+                    f"segment {segment.log_path} ends at offset {segment.next_offset - 1} but "
+                    f"no batch at or after offset {offset} can be read from it",
+                    reason=fmt.REASON_UNREADABLE_BATCH)
             if not min_one_batch and segment.translate_offset(offset) is not None:
                 break  # the next batch is larger than max_bytes
         return None, memoryview(b""), offset
 
     def records(self, start: int = 0, end: int | None = None, *,
-                max_offset: int | None = None,
-                isolation: str = READ_UNCOMMITTED) -> Iterator[Any]:
+                max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
+                check_crcs: bool = True) -> Iterator[Any]:
         """Iterate the records with ``start <= offset < end`` (``end`` default: the high
         watermark, or ``max_offset``), across segments and gaps, skipping control batches.
         ``isolation="read_committed"`` also stops at the last stable offset and skips the
@@ -1234,38 +1301,70 @@ class Log:
         ``start`` below the log start offset starts at the log start offset. Each record has
         ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
         (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
-        ``start`` is above the end offset.
+        ``start`` is above the end offset; TypeError / ValueError for non-integer or
+        out-of-int64 ``start``, ``end``, ``max_offset``.
+
+        Untrusted bytes (checked while iterating, so records before the bad batch are
+        yielded first): every batch's CRC32C is verified before its records are decoded
+        (Kafka's consumer ``check.crcs``; ``check_crcs=False`` skips it, as that setting does),
+        and each batch's base offset must be above the previous batch's last offset (the base
+        offset is outside the CRC); both raise CorruptRecordError (``REASON_CRC_MISMATCH``,
+        ``REASON_OFFSETS_NOT_INCREASING``), as does a batch that cannot be parsed below the
+        end of a segment.
         """
+        start = check_int("start", start)
+        end = check_optional_int("end", end)
+        max_offset = check_optional_int("max_offset", max_offset)
         self._check_isolation(isolation)
-        offset = max(start, self.start_offset)
+        return self._records(max(start, self.start_offset), end, max_offset, isolation,
+                             bool(check_crcs))
+
+    def _records(self, offset: int, end: int | None, max_offset: int | None, isolation: str,
+                 check_crcs: bool) -> Iterator[Any]:
+        # A generator of its own, so that records() checks its arguments when called rather
+        # than at the first next().
+        previous_next = -1  # next offset of the previous batch seen
         while True:
             result = self.read(offset, READ_BYTES_DEFAULT, max_offset=max_offset,
                                isolation=isolation)
             if not len(result.buffer):
                 return
-            for batch in filter_batches(self._be.iter_batches(result.buffer),
+            batches = self._be.iter_batches(result.buffer, check_offsets=True)
+            for batch in filter_batches(_increasing(batches, previous_next, result.log_path,
+                                                    result.position),
                                         result.aborted_transactions, isolation=isolation):
                 if batch.last_offset < offset:
                     continue
-                for record in batch.records():
+                for record in batch.records(check_crcs=check_crcs):
                     if record.offset < offset:
                         continue
                     if end is not None and record.offset >= end:
                         return
                     yield record
-            offset = result.next_offset
+            previous_next = offset = result.next_offset
             if end is not None and offset >= end:
                 return
 
     def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
-                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED) -> Any:
+                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
+                     check_crcs: bool = True) -> Any:
         """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
         Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
         ``data``), with no per-record Python objects. Reads whole batches (at least one) from
         one segment, up to ``max_bytes``; records below ``offset`` are left out; control
-        batches are skipped. Empty when nothing is readable. ``isolation="read_committed"``
-        stops at the last stable offset and leaves out aborted transactions' records. Raises
-        OffsetOutOfRangeError as :meth:`read`."""
+        batches are skipped. Empty when nothing is readable (or ``max_records`` is 0).
+        ``isolation="read_committed"`` stops at the last stable offset and leaves out aborted
+        transactions' records. Raises OffsetOutOfRangeError as :meth:`read`; TypeError for
+        non-integer arguments, ValueError for a negative ``max_records`` or ``max_bytes``.
+
+        Every batch decoded has its CRC32C verified (``check_crcs=False`` skips it, Kafka's
+        ``check.crcs``) and base offsets must increase batch to batch: CorruptRecordError
+        (``REASON_CRC_MISMATCH``, ``REASON_OFFSETS_NOT_INCREASING``) otherwise."""
+        offset = check_int("offset", offset)
+        max_records = check_int("max_records", max_records, minimum=0)
+        max_bytes = _max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
+        check_crcs = bool(check_crcs)
         while True:
             result = self.read(offset, max_bytes, max_offset=max_offset, isolation=isolation)
             buffer = result.buffer
@@ -1273,9 +1372,11 @@ class Log:
                 # Only batches of aborted transactions need leaving out: copy the others.
                 buffer = b"".join(
                     result.buffer[b.position:b.position + b.size_bytes]
-                    for b in filter_batches(self._be.iter_batches(result.buffer),
-                                            result.aborted_transactions, isolation=isolation))
-            columns = self._be.decode_columns(buffer)
+                    for b in filter_batches(
+                        self._be.iter_batches(result.buffer, check_offsets=True),
+                        result.aborted_transactions, isolation=isolation))
+            columns = self._be.decode_columns(buffer, check_crcs=check_crcs,
+                                              check_offsets=True)
             if len(columns) or not len(result.buffer):
                 break
             offset = result.next_offset  # only control batches: read on
@@ -1300,8 +1401,13 @@ class Log:
         full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
         readable. ``isolation="read_committed"`` stops at the last stable offset; the aborted
         transactions to send along come from :meth:`aborted_transactions` ``(offset,
-        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`."""
+        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`, TypeError / ValueError
+        for bad ``offset``, ``max_bytes``, ``max_offset`` as :meth:`read`. Unverified bytes,
+        as :meth:`read` (Kafka's broker sends them so)."""
         self._check_open()
+        offset = check_int("offset", offset)
+        max_bytes = _max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
         committed = self._check_isolation(isolation)
         fd = out if isinstance(out, int) else out.fileno()
         self._lock.acquire()
@@ -1327,8 +1433,10 @@ class Log:
 
         Kafka's sentinels: -2 (earliest) gives the start offset, -1 (latest) the high
         watermark, -3 (max timestamp) the offset of the record with the largest timestamp.
+        TypeError / ValueError for a non-integer or out-of-int64 ``timestamp_ms``.
         """
         self._check_open()
+        timestamp_ms = check_int("timestamp_ms", timestamp_ms)
         view = self._view
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return view.start_offset
@@ -1366,7 +1474,10 @@ class Log:
 
         Woken by appends, high-watermark updates, truncation and :meth:`refresh`; no polling.
         A read-only follower wakes only when something in this process calls ``refresh``.
+        TypeError / ValueError for non-integer or out-of-int64 arguments.
         """
+        offset = check_int("offset", offset)
+        timeout_ms = check_int("timeout_ms", timeout_ms)
         deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
         with self._data_cond:
             self._waiters += 1
@@ -1384,7 +1495,9 @@ class Log:
         """Set the high watermark, clamped to ``[start_offset, end_offset]``; returns it.
 
         For a replicated log opened with ``auto_high_watermark=False``; with the default the
-        next append moves it back to the end offset. Wakes ``wait_for_data`` waiters."""
+        next append moves it back to the end offset. Wakes ``wait_for_data`` waiters.
+        TypeError / ValueError for a non-integer or out-of-int64 ``offset``."""
+        offset = check_int("offset", offset)
         with self._lock:
             self._check_open()
             view = self._view
@@ -1409,8 +1522,7 @@ class Log:
         end_offset``. Waits for reads in flight. Raises ValueError for a negative offset,
         ViewsOutstandingError if a live memoryview maps bytes to cut (nothing changes then).
         """
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0, got {offset}")
+        offset = check_int("offset", offset, minimum=0)  # TypeError / ValueError
         now = _now_ms(now_ms)
         with self._lock:
             self._check_writable()
@@ -1568,7 +1680,9 @@ class Log:
         """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the new
         start offset. Records below it become unreadable at once; whole segments below it are
         deleted (through ``.deleted``). ``offset`` -1 means the high watermark. Raises
-        OffsetOutOfRangeError if ``offset`` is above the high watermark."""
+        OffsetOutOfRangeError if ``offset`` is above the high watermark; TypeError / ValueError
+        for a non-integer or out-of-int64 ``offset``."""
+        offset = check_int("offset", offset)
         with self._lock:
             self._check_writable()
             view = self._view

@@ -261,6 +261,49 @@ class _StorePartitionState:
         pass
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _registry_entry(path: str, name: Any, entry: Any) -> dict:
+    """One topic of the registry at ``path``, checked: a valid topic name, ``partitions`` an
+    int in [0, TOPIC_PARTITIONS_MAX], ``topic_id`` None or a Kafka uuid string, ``config`` a
+    mapping of str to JSON scalars or lists that :meth:`LogConfig.from_kafka` accepts.
+    Returns the entry with ``config`` parsed to a :class:`LogConfig` under ``"log_config"``.
+    CorruptCheckpointError naming the file, the topic and the field otherwise."""
+    def bad(why: str) -> CorruptCheckpointError:
+        return CorruptCheckpointError(f"{path}: topic {name!r}: {why}", path=path)
+
+    if not isinstance(name, str):
+        raise bad("the topic name is not a string")
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as e:
+        raise bad(str(e)) from None
+    if not isinstance(entry, dict):
+        raise bad(f"the entry must be an object, got {type(entry).__name__}")
+    partitions = entry.get("partitions", 0)
+    if isinstance(partitions, bool) or not isinstance(partitions, int) \
+            or not 0 <= partitions <= TOPIC_PARTITIONS_MAX:
+        raise bad(f"partitions must be an int in [0, {TOPIC_PARTITIONS_MAX}], got "
+                  f"{partitions!r}")
+    topic_id = entry.get("topic_id")
+    if topic_id is not None:
+        if not isinstance(topic_id, str):
+            raise bad(f"topic_id must be a string, got {type(topic_id).__name__}")
+        try:
+            checkpoints.uuid_from_kafka_str(topic_id)
+        except (ValueError, CorruptCheckpointError) as e:
+            raise bad(f"topic_id {topic_id!r} is not a Kafka uuid: {e}") from None
+    config = entry.get("config", {})
+    if not isinstance(config, dict):
+        raise bad(f"config must be an object, got {type(config).__name__}")
+    try:
+        log_config = LogConfig.from_kafka(config)
+    except InvalidConfigError as e:
+        raise bad(f"config: {e}") from None
+    return {**entry, "partitions": partitions, "log_config": log_config}
+
+
 class Store:
     """A Kafka log directory of topics, embedded: ``Store(path, backend=None, read_only=False)``.
 
@@ -370,7 +413,7 @@ class Store:
             partitions = max(entry.get("partitions", 0), max(found.get(name, [-1])) + 1)
             topic_id = entry.get("topic_id")
             if entry:
-                config = LogConfig.from_kafka(entry.get("config", {}))
+                config = entry["log_config"]
             elif name in INTERNAL_TOPIC_CONFIGS:
                 config = LogConfig.from_kafka(INTERNAL_TOPIC_CONFIGS[name])
             else:
@@ -424,21 +467,30 @@ class Store:
         return found
 
     def _read_registry(self) -> dict[str, dict]:
+        """The topics registry, every field checked: CorruptCheckpointError naming the file and
+        the field for anything else (wrong JSON types included), never a stray TypeError."""
         path = os.path.join(self.path, TOPICS_FILE)
         try:
             with open(path, "rb") as f:
                 data = json.loads(f.read().decode("utf-8"))
         except FileNotFoundError:
             return {}
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
         if not isinstance(data, dict) or data.get("version") != TOPICS_FILE_VERSION \
-                or not isinstance(data.get("topics"), dict) \
-                or not isinstance(data.get("producer_id_block_end", 0), int):
+                or isinstance(data.get("version"), bool) \
+                or not isinstance(data.get("topics"), dict):
             raise CorruptCheckpointError(f"{path}: unknown format", path=path)
-        self._producer_id_block_end = max(self._producer_id_block_end,
-                                          data.get("producer_id_block_end", 0))
-        return data["topics"]
+        block_end = data.get("producer_id_block_end", 0)
+        if isinstance(block_end, bool) or not isinstance(block_end, int) \
+                or not 0 <= block_end <= _INT64_MAX:
+            raise CorruptCheckpointError(
+                f"{path}: producer_id_block_end must be an int in [0, {_INT64_MAX}], got "
+                f"{block_end!r}", path=path)
+        topics = {name: _registry_entry(path, name, entry)
+                  for name, entry in data["topics"].items()}
+        self._producer_id_block_end = max(self._producer_id_block_end, block_end)
+        return topics
 
     def _write_registry(self) -> None:
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
@@ -772,9 +824,11 @@ class Store:
                 entry = registry.get(name)
                 if entry is None or len(found[name]) < entry.get("partitions", 0):
                     continue  # the writer is still creating it
+                topic_id = entry.get("topic_id")
                 self._topics[name] = self._open_topic(
-                    name, entry["partitions"], LogConfig.from_kafka(entry.get("config", {})),
-                    checkpoints.uuid_from_kafka_str(entry["topic_id"]), create=False)
+                    name, entry["partitions"], entry["log_config"],
+                    checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None,
+                    create=False)
                 changed = True
             if changed:
                 if OFFSETS_TOPIC in self._topics:

@@ -49,11 +49,14 @@ from typing import Iterable, NamedTuple
 
 from . import txn_schema
 from .errors import (
+    CorruptRecordError,
+    InvalidRecordError,
     InvalidTxnStateError,
     ProducerFencedError,
     SeglogError,
     UnknownTopicOrPartitionError,
 )
+from .format import REASON_BAD_RECORDS
 from .offsets_schema import OFFSETS_TOPIC
 from .store import TopicPartition
 
@@ -150,17 +153,33 @@ class TransactionCoordinator:
     # --- persistence ---------------------------------------------------------------------------
 
     def _load(self, topic) -> None:
+        """Replay ``__transaction_state``. The bytes are untrusted: CRC32C checked and base
+        offsets increasing (``Log.records``), keys and values parsed with their checks; a
+        keyless record is skipped (Kafka's loader skips it too). Anything that does not parse
+        raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
+        (Kafka's TransactionStateManager fails the partition's load): skipping it could
+        bring back a transaction's older state silently."""
         for partition in range(topic.partitions):
             log = topic.log(partition)
-            for record in log.records(log.start_offset, max_offset=log.end_offset):
-                if record.key is None:
-                    continue
-                transactional_id = txn_schema.decode_key(record.key)
-                value = txn_schema.decode_value(record.value)
-                if value is None:
-                    self._txns.pop(transactional_id, None)
-                else:
-                    self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+            offset = log.start_offset
+            try:
+                for record in log.records(log.start_offset, max_offset=log.end_offset,
+                                          check_crcs=True):
+                    offset = record.offset
+                    if record.key is None:
+                        continue
+                    transactional_id = txn_schema.decode_key(record.key)
+                    value = txn_schema.decode_value(record.value)
+                    if value is None:
+                        self._txns.pop(transactional_id, None)
+                    else:
+                        self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+            except (CorruptRecordError, InvalidRecordError) as exc:
+                raise CorruptRecordError(
+                    f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
+                    f"be loaded after offset {offset}: {exc}",
+                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                    position=getattr(exc, "position", -1)) from exc
 
     def _write(self, metadata: _TxnMetadata, *, durable: bool = False) -> None:
         """Append the state of ``metadata`` to its ``__transaction_state`` partition
