@@ -80,6 +80,7 @@ from .errors import (
     SeglogError,
     TransactionAbortedError,
 )
+from .config import INT32_MAX, check_int, check_optional_int
 from .format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .partitioner import RoundRobinPartitioner, StickyPartitioner, partition_for_key
 from .store import TopicPartition
@@ -179,7 +180,9 @@ class SendFuture:
     def result(self, timeout_ms: int | None = None) -> RecordMetadata:
         """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
         within ``linger_ms``) and return the record's :class:`RecordMetadata`. Raises the
-        batch's error, or ``TimeoutError``."""
+        batch's error, or ``TimeoutError``; TypeError / ValueError for a non-integer or
+        negative ``timeout_ms``."""
+        timeout_ms = check_optional_int("timeout_ms", timeout_ms, minimum=0)
         batch = self._batch
         if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
             raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
@@ -268,23 +271,19 @@ class Producer:
                  retry_backoff_ms: int = RETRY_BACKOFF_MS_DEFAULT,
                  transactional_id: str | None = None,
                  transaction_timeout_ms: int = 60_000):
-        if isinstance(linger_ms, bool) or not isinstance(linger_ms, int) or linger_ms < 0:
-            raise ValueError(f"linger_ms must be an int >= 0, got {linger_ms!r}")
-        if isinstance(batch_size_bytes, bool) or not isinstance(batch_size_bytes, int) \
-                or batch_size_bytes < 0:
-            raise ValueError(f"batch_size_bytes must be an int >= 0, got {batch_size_bytes!r}")
+        # Numbers: TypeError for a non-integer, ValueError out of range (config.check_int).
+        linger_ms = check_int("linger_ms", linger_ms, minimum=0)
+        batch_size_bytes = check_int("batch_size_bytes", batch_size_bytes, minimum=0)
+        max_request_bytes = check_int("max_request_bytes", max_request_bytes, minimum=1,
+                                      maximum=INT32_MAX)
+        transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms,
+                                           maximum=INT32_MAX)
         if compression not in _COMPRESSIONS:
             raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
         if partitioner not in ("sticky", "round_robin"):
             raise ValueError(f"partitioner must be 'sticky' or 'round_robin', got {partitioner!r}")
-        if max_request_bytes < 1:
-            raise ValueError(f"max_request_bytes must be >= 1, got {max_request_bytes!r}")
-        if isinstance(retries, bool) or not isinstance(retries, int) \
-                or not 0 <= retries <= RETRIES_MAX:
-            raise ValueError(f"retries must be an int in 0..{RETRIES_MAX}, got {retries!r}")
-        if isinstance(retry_backoff_ms, bool) or not isinstance(retry_backoff_ms, int) \
-                or retry_backoff_ms < 0:
-            raise ValueError(f"retry_backoff_ms must be an int >= 0, got {retry_backoff_ms!r}")
+        retries = check_int("retries", retries, minimum=0, maximum=RETRIES_MAX)
+        retry_backoff_ms = check_int("retry_backoff_ms", retry_backoff_ms, minimum=0)
         if transactional_id is not None:
             from .txn_coordinator import check_transactional_id
             check_transactional_id(transactional_id)
@@ -548,8 +547,14 @@ class Producer:
         ``(str, bytes | None)`` pairs. Raises :class:`UnknownTopicOrPartitionError`,
         :class:`RecordTooLargeError` (over ``max_request_bytes``), :class:`InvalidRecordError`
         (a keyless record for a compacted topic, a bad type), :class:`IllegalStateError` after
-        :meth:`close`.
+        :meth:`close`; TypeError for a non-integer ``partition`` / ``timestamp_ms``,
+        ValueError for one outside int32 / int64.
         """
+        if partition is not None:
+            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
+        if timestamp_ms is not None:
+            timestamp_ms = check_int("timestamp_ms", timestamp_ms)
         key = _as_bytes_or_none(key, "key")
         value = _as_bytes_or_none(value, "value")
         header_list = tuple(_as_header(h) for h in headers) if headers else ()
@@ -627,10 +632,13 @@ class Producer:
         if topic_obj.config.compaction_enabled and (keys is None or None in keys):
             raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
                                      "without a key")
+        if partition is not None:
+            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
         if timestamps_ms is None:
             timestamps_ms = time.time_ns() // 1_000_000
-        if isinstance(timestamps_ms, int):
-            timestamps_ms = [timestamps_ms] * count
+        if not hasattr(timestamps_ms, "__len__"):
+            timestamps_ms = [check_int("timestamps_ms", timestamps_ms)] * count
         elif len(timestamps_ms) != count:
             raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
         with self._lock:
@@ -795,7 +803,8 @@ class Producer:
         """Write every open batch now (records sent before the call are in the logs when it
         returns). Raises the first error that failed a batch since the last flush (the other
         batches are still written). ``timeout_ms`` is accepted for Kafka compatibility; the
-        writes are synchronous."""
+        writes are synchronous (it is still checked: TypeError / ValueError as everywhere)."""
+        check_optional_int("timeout_ms", timeout_ms, minimum=0)
         with self._lock:
             errors, self._errors = self._errors, []
             for batch in list(self._batches.values()):
@@ -847,7 +856,9 @@ class Producer:
         """Flush open batches and stop the sender; later sends raise
         :class:`IllegalStateError`. Errors of batches written here fail their futures but are
         not raised (the store calls this on close). A transaction still open is aborted
-        (its waiting records dropped); a fenced producer writes nothing. Idempotent."""
+        (its waiting records dropped); a fenced producer writes nothing. Idempotent.
+        TypeError / ValueError for a non-integer or negative ``timeout_ms``."""
+        check_optional_int("timeout_ms", timeout_ms, minimum=0)
         with self._lock:
             if self._closed:
                 return

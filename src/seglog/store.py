@@ -45,13 +45,15 @@ import re
 import shutil
 import threading
 import uuid
+import warnings
 import weakref
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import checkpoints, filenames
-from .config import TOPIC_CONFIG_NAMES, LogConfig
+from .config import TOPIC_CONFIG_NAMES, LogConfig, check_int
 from .errors import (
     CorruptCheckpointError,
+    CorruptRecordError,
     InvalidConfigError,
     InvalidTopicError,
     LogClosedError,
@@ -359,6 +361,7 @@ class Store:
         self._producers: "weakref.WeakSet" = weakref.WeakSet()
         self._consumers: "weakref.WeakSet" = weakref.WeakSet()
         self._groups: dict = {}
+        self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
         self._offsets = None  # consumer._OffsetsManager, made lazily
         self._coordinator = None  # txn_coordinator.TransactionCoordinator, made lazily
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
@@ -860,14 +863,33 @@ class Store:
         """One cleaner pass (``Log.compact``) on every partition whose ``cleanup.policy``
         contains "compact", ``__consumer_offsets`` included (Kafka's cleaner threads); returns
         ``{tp: CleanerStats}`` of the partitions that were cleaned. The cleaner checkpoints are
-        written to ``cleaner-offset-checkpoint`` at the next flush or close."""
+        written to ``cleaner-offset-checkpoint`` at the next flush or close.
+
+        A partition whose pass meets a corrupt batch (:class:`CorruptRecordError`: bad CRC32C,
+        offsets out of order) is left as it was and is not cleaned again until the store is
+        reopened, as Kafka's cleaner marks it uncleanable; the error is kept in
+        :attr:`uncleanable_partitions` and a warning is issued. The other partitions are
+        cleaned."""
         out = {}
         for tp, log in self._writable_logs():
-            if log.config.compaction_enabled:
-                stats = log.compact(now_ms=now_ms)
+            if log.config.compaction_enabled and tp not in self._uncleanable:
+                try:
+                    stats = log.compact(now_ms=now_ms)
+                except CorruptRecordError as e:
+                    self._uncleanable[tp] = e
+                    warnings.warn(f"seglog: compaction of {tp.topic}-{tp.partition} stopped "
+                                  f"and will not be retried until the store reopens: {e}",
+                                  RuntimeWarning, stacklevel=2)
+                    continue
                 if not stats.skipped:
                     out[tp] = stats
         return out
+
+    @property
+    def uncleanable_partitions(self) -> dict[TopicPartition, Exception]:
+        """``{tp: error}`` of the partitions :meth:`compact` stopped cleaning because their
+        log holds a corrupt batch (Kafka's uncleanable partitions); empty normally. A copy."""
+        return dict(self._uncleanable)
 
     def expire_offsets(self, *, now_ms: int | None = None,
                        retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT) -> dict:
@@ -876,12 +898,13 @@ class Store:
         the coordinator every ``offsets.retention.check.interval.ms``). Returns ``{group_id:
         [TopicPartition, ...]}`` of what was removed. Raises ReadOnlyError."""
         import time as _time
-        now = _time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
+        now = _time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
         with self._lock:
             self._check_writable()
             if OFFSETS_TOPIC not in self._topics:
                 return {}
             active = {g for g, group in self._groups.items() if group.members()}
+            retention_ms = check_int("retention_ms", retention_ms, minimum=0)
             return self._offsets_manager().expire(now, retention_ms, active)
 
     def abort_timed_out_transactions(self, *, now_ms: int | None = None) -> list[str]:
@@ -905,7 +928,7 @@ class Store:
         "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
         ReadOnlyError."""
         import time as _time
-        now = _time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
+        now = _time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
         report: dict[str, Any] = {
             "retention": self.apply_retention(now_ms=now),
             "compaction": self.compact(now_ms=now),

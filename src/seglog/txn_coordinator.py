@@ -56,6 +56,7 @@ from .errors import (
     SeglogError,
     UnknownTopicOrPartitionError,
 )
+from .config import check_int
 from .format import REASON_BAD_RECORDS
 from .offsets_schema import OFFSETS_TOPIC
 from .store import TopicPartition
@@ -120,7 +121,9 @@ class _TxnMetadata:
 
 
 def _now_ms(now_ms: int | None) -> int:
-    return time.time_ns() // 1_000_000 if now_ms is None else int(now_ms)
+    """``now_ms`` checked (TypeError / ValueError, :func:`seglog.config.check_int`), or the
+    wall clock for None."""
+    return time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
 
 
 def check_transactional_id(transactional_id: object) -> str:
