@@ -17,8 +17,11 @@ fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
    rebuilt.
 3. **Segments** are opened in offset order. Index files without a ``.log`` are orphans and are
    removed. A segment whose ``.index`` or ``.timeindex`` is missing, or whose ``.index``,
-   ``.timeindex`` or ``.txnindex`` fails its sanity check, is recovered at once (its indexes,
-   the transaction index included, are rebuilt from the log).
+   ``.timeindex`` or ``.txnindex`` fails its sanity check or names an offset the log does not
+   hold, is recovered at once (its indexes, the transaction index included, are rebuilt from
+   the log). Recovery cuts invalid bytes, so where step 4 would not run (a clean shutdown, or
+   a segment below the recovery point) the segment must first read as valid to its end;
+   otherwise the open raises ``CorruptSegmentError`` and cuts nothing.
 4. **Recovery**, only after an unclean shutdown (no clean-shutdown marker): every segment from
    the one containing the recovery point to the end is validated batch by batch
    (``Segment.recover``: length, magic, CRC32C, offsets). The first invalid byte and everything
@@ -45,7 +48,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import filenames
-from .errors import CorruptIndexError, CorruptRecordError, InvalidOffsetError
+from .errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    CorruptSegmentError,
+    InvalidOffsetError,
+    SeglogError,
+)
+from .format import REASON_BAD_RECORDS
 from .txnindex import TransactionIndex
 
 __all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
@@ -176,10 +186,34 @@ def _complete_swaps(dir_path: str, swaps: list[tuple[str, int, str]], open_segme
     return set(log_swaps)
 
 
+def _valid_to_end(segment: Any) -> bool:
+    """Whether the segment's ``.log`` is valid batches from its first byte to its last
+    (length, magic, CRC32C, base offsets increasing from the segment's base), read without
+    changing anything: the check made before rebuilding the indexes of a segment whose bytes
+    recovery may not cut."""
+    end, previous_next = 0, segment.base_offset
+    try:
+        for batch in segment.batches():
+            if batch.base_offset < previous_next or not batch.is_valid():
+                return False
+            previous_next = batch.next_offset
+            end += batch.size_bytes
+    except CorruptRecordError:
+        return False
+    return end == segment.size_bytes
+
+
 def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_rebuild: bool,
                   report: RecoveryReport, recover: RecoverSegment,
-                  earlier: list) -> tuple[Any, bool, bool]:
+                  earlier: list, may_truncate: bool) -> tuple[Any, bool, bool]:
     """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
+
+    Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
+    where recovery after an unclean shutdown would (``may_truncate``). Elsewhere the
+    segment is first checked without changes (:func:`_valid_to_end`), and one with invalid
+    bytes raises CorruptSegmentError naming it: its records stay on disk, untouched, rather
+    than being cut without a crash to explain it (Kafka's rule: only what was not flushed
+    before an unclean shutdown is truncated).
 
     Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
     that cut bytes.
@@ -207,6 +241,18 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
             rebuild = True
     if not rebuild:
         return segment, False, False
+    if not may_truncate and not _valid_to_end(segment):
+        path = segment.log_path
+        try:
+            segment.close()
+        except SeglogError:
+            # Segment.close writes a final time-index entry, which a stale index can refuse;
+            # the error to report is the corruption below.
+            pass
+        raise CorruptSegmentError(
+            f"segment {path} has indexes that must be rebuilt and invalid bytes below its "
+            "end, which only recovery after an unclean shutdown may cut; its files were left "
+            "as they are", reason=REASON_BAD_RECORDS, path=path, base_offset=base)
     result = recover(segment, earlier)
     report.rebuilt_indexes.append(base)
     if result.truncated_bytes:
@@ -252,7 +298,10 @@ def load_segments(
     there are none). ``recover_segment(segment, earlier_segments)`` recovers one segment (default
     ``segment.recover()``); ``earlier_segments`` are the segments before it, already
     loaded. Returns the segments in offset order, never empty for a writer. Raises
-    ``OSError`` from the file system; bad bytes are cut and reported, not raised.
+    ``OSError`` from the file system. Bad bytes in segments recovery covers (unclean
+    shutdown, from the recovery point) are cut and reported; a segment elsewhere whose
+    indexes must be rebuilt and whose bytes are not all valid raises CorruptSegmentError
+    (nothing is cut there).
     """
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     recover = recover_segment or _plain_recover
@@ -272,13 +321,23 @@ def load_segments(
                       filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
             _remove(dir_path, name, report)
     segments, checked = [], {}
-    for base in bases:
-        segment, recovered, truncated = _open_checked(dir_path, base, open_segment,
-                                                      base in swapped, report, recover,
-                                                      segments)
-        segments.append(segment)
-        if recovered:
-            checked[base] = truncated
+    # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
+    recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
+    try:
+        for base in bases:
+            segment, recovered, truncated = _open_checked(
+                dir_path, base, open_segment, base in swapped, report, recover, segments,
+                may_truncate=not clean_shutdown and base >= recovery_floor)
+            segments.append(segment)
+            if recovered:
+                checked[base] = truncated
+    except BaseException:
+        for segment in segments:
+            try:
+                segment.close()
+            except SeglogError:
+                pass  # closing while failing: the first error is the one to raise
+        raise
 
     if not clean_shutdown and segments:
         first = 0

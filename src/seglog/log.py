@@ -411,8 +411,6 @@ class Log:
 
     def _load(self, now_ms: int) -> None:
         recovery_point, start_checkpoint, clean = self._state.load()
-        if not self._read_only:
-            self._state.begin_writing()
         start_checkpoint = start_checkpoint or 0
         self._psm = self._new_producer_state()
 
@@ -424,6 +422,12 @@ class Log:
             recovery_point=recovery_point if recovery_point is not None else 0,
             log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only,
             recover_segment=recover_segment)
+        if not self._read_only:
+            # Forget the clean-shutdown marker only once loading succeeded: an open that
+            # fails on corruption has cut nothing, and the next open must not take it for
+            # a crash and cut what this one refused to (loading before this point only
+            # rebuilds derived files and finishes renames, which a crash cannot tear).
+            self._state.begin_writing()
         self.recovery_report: RecoveryReport = result.report
         segments = SegmentMap(result.segments)
         for segment in segments:

@@ -401,9 +401,6 @@ class Store:
         self._high_watermarks = self._replication_checkpoint.read()
         self._cleaner_offsets = self._cleaner_checkpoint.read()
         self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
-        if not self.read_only:
-            # From here on a crash must make the next open recover.
-            checkpoints.remove_clean_shutdown_marker(self.path)
         registry = self._read_registry()
         # Ids of the last block may have been handed out before a crash: start after it.
         self._next_producer_id = self._producer_id_block_end
@@ -429,10 +426,22 @@ class Store:
             self._write_registry()  # adopt topics found on disk (e.g. made by Kafka)
         if OFFSETS_TOPIC in self._topics:
             self._offsets_manager()  # reload committed offsets now
+        coordinator = None
         if TRANSACTION_STATE_TOPIC in self._topics and not self.read_only:
             # Reload transactional ids after the offsets (completing a transaction a crash
             # left half-written applies its pending offset commits).
-            self._txn_coordinator()
+            from .txn_coordinator import TransactionCoordinator
+            with self._lock:
+                coordinator = self._coordinator = TransactionCoordinator(
+                    self, complete_pending=False)
+        if not self.read_only:
+            # From here on a crash must make the next open recover. Not earlier: an open
+            # that fails on corrupt bytes (a Log, __consumer_offsets, __transaction_state)
+            # has written nothing, and the next open must not take it for a crash and cut
+            # what this one refused to.
+            checkpoints.remove_clean_shutdown_marker(self.path)
+        if coordinator is not None:
+            coordinator.complete_pending()
 
     def _abort_open(self) -> None:
         for topic in self._topics.values():

@@ -141,17 +141,28 @@ class TransactionCoordinator:
     Made by the store (``store._txn_coordinator()``); replays ``__transaction_state`` if it
     exists and completes transactions left half-completed by a crash."""
 
-    def __init__(self, store):
+    def __init__(self, store, *, complete_pending: bool = True):
+        """Load ``__transaction_state`` (if it exists) and, with ``complete_pending``,
+        complete the transactions a crash left between their markers (which writes);
+        without, the caller calls :meth:`complete_pending` once it may write. Raises
+        CorruptRecordError when the topic cannot be loaded (see ``_load``)."""
         self._store = store
         self._txns: dict[str, _TxnMetadata] = {}
         with store._lock:
             topic = store._topics.get(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
                 self._load(topic)
-                for metadata in list(self._txns.values()):
-                    if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
-                        self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT,
-                                       _now_ms(None))
+        if complete_pending:
+            self.complete_pending()
+
+    def complete_pending(self) -> None:
+        """Write the markers of every transaction left in PrepareCommit / PrepareAbort
+        (Kafka's coordinator does so when it loads a partition)."""
+        with self._store._lock:
+            for metadata in list(self._txns.values()):
+                if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                    self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT,
+                                   _now_ms(None))
 
     # --- persistence ---------------------------------------------------------------------------
 
