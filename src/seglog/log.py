@@ -727,7 +727,8 @@ class Log:
                                    maximum=INT16_MAX)
         base_sequence = check_int("base_sequence", base_sequence, minimum=-(INT32_MAX + 1),
                                   maximum=INT32_MAX)
-        if timestamps_ms is not None and not hasattr(timestamps_ms, "__len__"):
+        if timestamps_ms is not None and (isinstance(timestamps_ms, (str, bytes))
+                                          or not hasattr(timestamps_ms, "__len__")):
             timestamps_ms = check_int("timestamps_ms", timestamps_ms)
         self._require_keys(keys)  # compaction hook (seglog.cleaner): keyless records rejected
         now = _now_ms(now_ms)

@@ -637,7 +637,7 @@ class Producer:
                                   maximum=INT32_MAX)
         if timestamps_ms is None:
             timestamps_ms = time.time_ns() // 1_000_000
-        if not hasattr(timestamps_ms, "__len__"):
+        if isinstance(timestamps_ms, (str, bytes)) or not hasattr(timestamps_ms, "__len__"):
             timestamps_ms = [check_int("timestamps_ms", timestamps_ms)] * count
         elif len(timestamps_ms) != count:
             raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
