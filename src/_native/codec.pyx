@@ -48,11 +48,13 @@ from varint cimport *
 from _records cimport *
 
 import operator
+import sys
 import time
 
 import numpy as np
 
 from seglog import compression as _compression
+from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompressed_bytes
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -64,10 +66,12 @@ from seglog.format import (
     COMPRESSION_NAMES,
     CONTROL_KEY,
     END_TXN_MARKER_VALUE,
+    REASON_BAD_LAST_OFFSET_DELTA,
     REASON_BAD_MAGIC,
     REASON_BATCH_TOO_LARGE,
     REASON_BATCH_TOO_SMALL,
     REASON_CRC_MISMATCH,
+    REASON_OFFSETS_NOT_INCREASING,
     REASON_TRUNCATED,
 )
 
@@ -92,10 +96,17 @@ cdef extern from *:
     static int seglog_sub_overflows(int64_t a, int64_t b, int64_t *out) {
         return __builtin_sub_overflow(a, b, out);
     }
+    static int seglog_add_overflows(int64_t a, int64_t b, int64_t *out) {
+        return __builtin_add_overflow(a, b, out);
+    }
     """
     int64_t seglog_now_ms() nogil
     void __builtin_prefetch(const void *address) nogil
     int seglog_sub_overflows(int64_t a, int64_t b, int64_t *out) nogil
+    int seglog_add_overflows(int64_t a, int64_t b, int64_t *out) nogil
+
+cdef extern from "<stdint.h>":
+    const int64_t INT64_MAX_C "INT64_MAX"
 
 cdef enum:
     INT32_MAX_ = 2147483647
@@ -155,6 +166,37 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Kafka's exact messages (as the twin).
 _PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 _RECORDS_REMAINING = "Incorrect declared batch size, records still remaining in file"
+
+
+# ================================================================================================
+# Arguments
+# ================================================================================================
+# The twin's rule for every count, size and position argument of the decoders, checked on
+# Python objects before any C conversion so that no OverflowError leaks: an int
+# (operator.index: TypeError for 1.5 or "3"), not negative (ValueError), and clamped to
+# sys.maxsize (an int that large means "no limit").
+
+cdef object _int_argument(str name, value):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+
+
+cdef object _size_argument(str name, value, bint allow_none):
+    if value is None and allow_none:
+        return None
+    value = _int_argument(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0{' or None' if allow_none else ''}, got {value}")
+    return min(value, sys.maxsize)
+
+
+cdef Py_ssize_t _decompressed_limit(value) except -1:
+    """max_decompressed_bytes checked as the twin checks it (seglog.compression)."""
+    if value is DECOMPRESSED_BYTES_MAX_DEFAULT:  # the usual call: skip the Python call
+        return DECOMPRESSED_BYTES_MAX_DEFAULT
+    return check_max_decompressed_bytes(value)
 
 
 # ================================================================================================
@@ -375,6 +417,33 @@ cdef int _check_magic_and_header(const unsigned char *data, Py_ssize_t position,
             f"v2 header ({BATCH_LENGTH_MIN_V2})",
             reason=REASON_BATCH_TOO_SMALL, position=position,
         )
+    # The last offset (and the next batch's first, one more) must be an int64; the twin
+    # compares Python ints, this the overflow flag.
+    cdef int64_t base_offset = <int64_t>load_u64(data + position + BASE_OFFSET_POSITION)
+    cdef int32_t last_offset_delta = <int32_t>load_u32(data + position + LAST_OFFSET_DELTA_POSITION)
+    cdef int64_t last_offset
+    if (seglog_add_overflows(base_offset, last_offset_delta, &last_offset)
+            or last_offset == INT64_MAX_C):
+        raise CorruptRecordError(
+            f"batch at position {position} has base offset {base_offset} and last offset delta "
+            f"{last_offset_delta}: its last offset overflows an int64",
+            reason=REASON_BAD_LAST_OFFSET_DELTA, position=position,
+        )
+    return 0
+
+
+cdef int _check_offsets_increase(Batch batch, int64_t *next_offset_min) except -1:
+    """``check_offsets`` (the twin's ``_check_offsets_increase``): the batch's offsets start at
+    next_offset_min[0] or above and its last offset delta is not negative; then
+    next_offset_min[0] becomes its last offset + 1 (an int64: _frame_at checked)."""
+    if batch.base_offset < next_offset_min[0] or batch.last_offset_delta < 0:
+        raise CorruptRecordError(
+            f"batch at position {batch.position} has offsets {batch.base_offset}.."
+            f"{batch.base_offset + batch.last_offset_delta}; offsets must increase from "
+            f"{next_offset_min[0]}",
+            reason=REASON_OFFSETS_NOT_INCREASING, position=batch.position,
+        )
+    next_offset_min[0] = batch.base_offset + batch.last_offset_delta + 1
     return 0
 
 
@@ -393,7 +462,12 @@ cdef class Batch:
 
     ``Batch(buffer, position=0)`` reads the batch at ``position`` of ``buffer``; it raises
     CorruptRecordError (REASON_TRUNCATED) when the buffer ends before the batch does, and the
-    reasons of :func:`iter_batches` otherwise. The batch holds a buffer export of ``buffer``.
+    reasons of :func:`iter_batches` otherwise; TypeError for a ``position`` that is not an
+    int, ValueError for one outside the buffer. The batch holds a buffer export of ``buffer``.
+
+    The record decoders (``records``, ``columns``, ``record_at``) check the CRC first by
+    default (``check_crcs=True``), once per Batch object, and bound decompression by
+    ``max_decompressed_bytes``; see the twin's docstrings.
     """
 
     cdef _Buffer _buffer
@@ -412,12 +486,17 @@ cdef class Batch:
     cdef readonly int16_t producer_epoch
     cdef readonly int32_t base_sequence
     cdef readonly int32_t record_count
+    # CRC verdict, computed at most once per Batch by the decoders: 0 not computed yet,
+    # 1 valid, -1 mismatch (see _check_crc).
+    cdef int8_t _crc_state
 
-    def __init__(self, buffer, Py_ssize_t position=0):
+    def __init__(self, buffer, position=0):
         cdef _Buffer owner = _acquire(buffer)
-        cdef Py_ssize_t at = position
+        cdef Py_ssize_t at
+        position = _int_argument("position", position)
         if not 0 <= position <= owner.size:
             raise ValueError(f"position {position} is outside the {owner.size}-byte buffer")
+        at = position
         if _frame_at(owner, &at, -1) < 0:
             raise CorruptRecordError(
                 f"the buffer ends before the batch at position {position} does",
@@ -444,6 +523,7 @@ cdef class Batch:
         self.producer_epoch = <int16_t>load_u16(p + PRODUCER_EPOCH_POSITION)
         self.base_sequence = <int32_t>load_u32(p + BASE_SEQUENCE_POSITION)
         self.record_count = <int32_t>load_u32(p + RECORDS_COUNT_POSITION)
+        self._crc_state = 0
 
     # --- derived fields ------------------------------------------------------------------------
 
@@ -529,26 +609,43 @@ cdef class Batch:
         return crc
 
     def is_valid(self):
-        """True if the stored CRC32C equals the CRC of bytes 21..end of the batch."""
-        return self.crc == self._computed_crc()
+        """True if the stored CRC32C equals the CRC of bytes 21..end of the batch.
+
+        Always computes the CRC and remembers the verdict for the decoders' check."""
+        cdef bint valid = self.crc == self._computed_crc()
+        self._crc_state = 1 if valid else -1
+        return valid
 
     def ensure_valid(self):
         """Raise CorruptRecordError (reason REASON_CRC_MISMATCH, position of the batch) unless
         :meth:`is_valid`."""
-        cdef uint32_t computed = self._computed_crc()
-        if computed != self.crc:
-            raise CorruptRecordError(
-                f"batch at position {self.position} is corrupt: stored crc {self.crc:#010x}, "
-                f"computed {computed:#010x}",
-                reason=REASON_CRC_MISMATCH, position=self.position,
-            )
+        if not self.is_valid():
+            raise self._crc_error()
+
+    cdef object _crc_error(self):
+        return CorruptRecordError(
+            f"batch at position {self.position} is corrupt: stored crc {self.crc:#010x}, "
+            f"computed {self._computed_crc():#010x}",
+            reason=REASON_CRC_MISMATCH, position=self.position,
+        )
+
+    cdef int _check_crc(self) except -1:
+        """The decoders' CRC check (Kafka's consumer ``check.crcs``), computed once per Batch:
+        repeated record_at calls on one batch hash it once."""
+        if self._crc_state == 0:
+            self._crc_state = 1 if self._computed_crc() == self.crc else -1
+        if self._crc_state < 0:
+            raise self._crc_error()
+        return 0
 
     # --- decoding ------------------------------------------------------------------------------
 
-    cdef object _area(self, const unsigned char **data, Py_ssize_t *start, Py_ssize_t *end):
+    cdef object _area(self, const unsigned char **data, Py_ssize_t *start, Py_ssize_t *end,
+                      Py_ssize_t decompressed_limit):
         """Locate the record area to parse: returns the object that owns it (None when it is
-        the iterated buffer, else the decompressed bytes) and sets data/start/end.
-        Raises as the twin's ``_decode`` before parsing."""
+        the iterated buffer, else the decompressed bytes, at most ``decompressed_limit``) and
+        sets data/start/end. Raises as the twin's ``_decode`` before parsing (the CRC is the
+        caller's)."""
         cdef int cid
         if self.record_count < 0:
             raise InvalidRecordError(
@@ -570,7 +667,8 @@ cdef class Batch:
             PyBUF_READ,
         )
         try:
-            decompressed = _compression.decompress(cid, area)
+            decompressed = _compression.decompress(
+                cid, area, max_decompressed_bytes=decompressed_limit, position=self.position)
         finally:
             area.release()
         if type(decompressed) is not bytes:
@@ -582,14 +680,21 @@ cdef class Batch:
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def records(self):
+    def records(self, *, check_crcs=True, max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
         """Decode every record (decompressing if needed) into :class:`Record` objects.
+
+        ``check_crcs`` (default True, Kafka's consumer ``check.crcs``): first check the
+        batch's CRC32C, once per Batch object, and raise CorruptRecordError
+        (REASON_CRC_MISMATCH) on a mismatch; False skips it. ``max_decompressed_bytes``
+        (default 64 MiB): a compressed record area that decompresses to more is
+        CorruptRecordError (REASON_DECOMPRESSED_TOO_LARGE) after bounded memory.
 
         For LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. A batch with
         record_count 0 has no records. Raises InvalidRecordError for malformed records (Kafka's
-        checks), CorruptRecordError for a stream the codec cannot decompress,
-        UnsupportedCompressionError for codec ids 5-7 or a missing codec package. The CRC is
-        not checked; call :meth:`ensure_valid` first for bytes from outside.
+        checks, including more or fewer records than record_count), CorruptRecordError
+        (REASON_BAD_COMPRESSION) for a stream the codec cannot decompress,
+        UnsupportedCompressionError for codec ids 5-7 or a missing codec package;
+        TypeError/ValueError for a bad ``max_decompressed_bytes``. As the twin.
         """
         cdef const unsigned char *data
         cdef Py_ssize_t position, end, capacity, i, count
@@ -600,8 +705,11 @@ cdef class Batch:
         cdef uint64_t base_offset = <uint64_t>self.base_offset
         cdef uint64_t base_timestamp = <uint64_t>self.base_timestamp_ms
         cdef tuple empty = ()
+        cdef Py_ssize_t decompressed_limit = _decompressed_limit(max_decompressed_bytes)
         memset(&parsed, 0, sizeof(parsed))  # written by _parse_record; silences -Wmaybe-uninitialized
-        owner = self._area(&data, &position, &end)
+        if check_crcs:
+            self._check_crc()
+        owner = self._area(&data, &position, &end, decompressed_limit)
         count = self.record_count
         if count == 0:
             return []
@@ -643,9 +751,14 @@ cdef class Batch:
             raise InvalidRecordError(_RECORDS_REMAINING)
         return result
 
-    def record_at(self, offset):
+    def record_at(self, offset, *, check_crcs=True,
+                  max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
         """The record with ``offset``, or None when no record has it (outside
         ``[base_offset, last_offset]``, a gap left by compaction, or record_count 0).
+
+        ``offset`` must be an int (TypeError otherwise); any int is accepted. ``check_crcs``
+        and ``max_decompressed_bytes`` as for :meth:`records`; the CRC is checked first, once
+        per Batch object, so point reads of several offsets of one batch hash it once.
 
         Records before it are skipped by their framing (length, attributes, timestamp and
         offset deltas are read and checked; keys, values and headers are not); the record
@@ -654,40 +767,48 @@ cdef class Batch:
         :meth:`records` for malformed framing up to and including that record.
         """
         cdef const unsigned char *data
-        cdef Py_ssize_t start, end
+        cdef Py_ssize_t start, end, decompressed_limit
+        offset = _int_argument("offset", offset)
+        decompressed_limit = _decompressed_limit(max_decompressed_bytes)
+        if check_crcs:
+            self._check_crc()
+        # Compared as Python ints: ``offset`` may be any int (2**70 is simply not here).
         if offset < self.base_offset or offset > self.last_offset:
             return None
-        owner = self._area(&data, &start, &end)  # keeps a decompressed area alive
+        owner = self._area(&data, &start, &end, decompressed_limit)  # keeps it alive
         if self.record_count == 0:
             return None
         return _record_in_area(data, start, end, self.record_count, self.base_offset,
                                self.base_timestamp_ms, self.max_timestamp_ms,
                                (self.attributes & TIMESTAMP_TYPE_MASK) != 0, offset)
 
-    def columns(self):
+    def columns(self, *, check_crcs=True, max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
         """This batch's records as :class:`Columns`. ``data`` is a read-only view of the whole
         iterated buffer when nothing was decompressed (positions are absolute in it), else the
-        decompressed record area. A control batch's record is included. Raises as
-        :meth:`records`."""
+        decompressed record area. A control batch's record is included. ``check_crcs`` and
+        ``max_decompressed_bytes`` as for :meth:`records`; raises as :meth:`records`."""
         cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
+        cdef Py_ssize_t decompressed_limit = _decompressed_limit(max_decompressed_bytes)
         cdef _ColumnsBuilder builder
+        if check_crcs:
+            self._check_crc()
         # A hostile record_count must not size the columns: each record takes >= 7 bytes
         # (compressed areas: unknown until decompressed; the builder grows).
         if hint > 65536 and hint > self.batch_length // RECORD_BYTES_MIN + 1:
             hint = 65536 if self.attributes & COMPRESSION_CODEC_MASK else \
                 self.batch_length // RECORD_BYTES_MIN + 1
         builder = _ColumnsBuilder(hint)
-        builder.add_batch(self)
+        builder.add_batch(self, decompressed_limit)
         return builder.finish(self._buffer, -1)
 
-    def control_type(self):
+    def control_type(self, *, check_crcs=True):
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...; the stored
         int16, unknown types included). Raises InvalidRecordError when the batch is not a
         control batch, has no record, or its key is null, shorter than 4 bytes or has a
-        negative version."""
+        negative version; as :meth:`records` (``check_crcs`` included) for the record."""
         if not self.attributes & CONTROL_FLAG_MASK:
             raise InvalidRecordError(f"batch at position {self.position} is not a control batch")
-        records = self.records()
+        records = self.records(check_crcs=check_crcs)
         if not records:
             raise InvalidRecordError(f"control batch at position {self.position} has no record")
         key = records[0].key
@@ -755,25 +876,53 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
         <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
 
 
-cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
-                             Py_ssize_t hint):
-    """Segment.read_record's entry (through the ``_BATCH_RECORD_AT`` capsule): Batch.record_at
-    for the whole, framed batch at ``batch[0:size]`` (61-byte header, magic 2, all present;
-    the caller checked), without making a Batch for an uncompressed one. ``hint``: where the
-    record probably starts in an uncompressed batch, or -1 (see _record_in_area)."""
+cdef object _batch_record_at_checked(const unsigned char *batch, Py_ssize_t size,
+                                     int64_t offset, Py_ssize_t hint, bint check_crcs,
+                                     Py_ssize_t max_decompressed_bytes):
+    """Segment.read_record's entry (through the ``_BATCH_RECORD_AT_CHECKED`` capsule):
+    Batch.record_at(offset, check_crcs=..., max_decompressed_bytes=...) for the whole, framed
+    batch at ``batch[0:size]`` (61-byte header, magic 2, all present; the caller checked),
+    without making a Batch for an uncompressed one. ``hint``: where the record probably starts
+    in an uncompressed batch, or -1 (see _record_in_area). The CRC (when checked) is computed
+    on every call: the caller keeps no Batch to remember it in. Errors carry position 0 (the
+    batch's start), as a Batch over ``batch`` would."""
     cdef int64_t base_offset = <int64_t>load_u64(batch + BASE_OFFSET_POSITION)
     cdef int32_t last_delta = <int32_t>load_u32(batch + LAST_OFFSET_DELTA_POSITION)
     cdef int32_t count = <int32_t>load_u32(batch + RECORDS_COUNT_POSITION)
     cdef int16_t attributes = <int16_t>load_u16(batch + ATTRIBUTES_POSITION)
+    cdef int64_t last_offset
+    cdef uint32_t computed
     if attributes & COMPRESSION_CODEC_MASK:
         view = PyMemoryView_FromMemory(<char *>batch, size, PyBUF_READ)
         whole = Batch(view)
         try:
-            return whole.record_at(offset)
+            return whole.record_at(offset, check_crcs=check_crcs,
+                                   max_decompressed_bytes=max_decompressed_bytes)
         finally:
             whole = None
             view.release()
-    if offset < base_offset or offset > base_offset + last_delta:
+    if seglog_add_overflows(base_offset, last_delta, &last_offset) or last_offset == INT64_MAX_C:
+        # What Batch(view) (the compressed path, and the twin) raises for this header.
+        raise CorruptRecordError(
+            f"batch at position 0 has base offset {base_offset} and last offset delta "
+            f"{last_delta}: its last offset overflows an int64",
+            reason=REASON_BAD_LAST_OFFSET_DELTA, position=0,
+        )
+    if check_crcs:
+        if size - ATTRIBUTES_POSITION < NOGIL_BYTES_MIN:
+            computed = seglog_crc32c(0, batch + ATTRIBUTES_POSITION,
+                                     <size_t>(size - ATTRIBUTES_POSITION))
+        else:
+            with nogil:
+                computed = seglog_crc32c(0, batch + ATTRIBUTES_POSITION,
+                                         <size_t>(size - ATTRIBUTES_POSITION))
+        if computed != load_u32(batch + CRC_POSITION):
+            raise CorruptRecordError(
+                f"batch at position 0 is corrupt: stored crc {load_u32(batch + CRC_POSITION):#010x}, "
+                f"computed {computed:#010x}",
+                reason=REASON_CRC_MISMATCH, position=0,
+            )
+    if offset < base_offset or offset > last_offset:
         return None
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
@@ -785,11 +934,27 @@ cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_
                            (attributes & TIMESTAMP_TYPE_MASK) != 0, offset, hint)
 
 
+cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                             Py_ssize_t hint):
+    """The ``_BATCH_RECORD_AT`` capsule's function (the signature segment.pyx was built
+    against): _batch_record_at_checked with the defaults of Batch.record_at (CRC checked,
+    64 MiB decompression limit)."""
+    return _batch_record_at_checked(batch, size, offset, hint, True,
+                                    DECOMPRESSED_BYTES_MAX_DEFAULT)
+
+
 ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
 cdef batch_record_at_fn _batch_record_at_pointer = _batch_record_at
 # For seglog._native.segment, which cannot cimport this module's functions (see codec.pxd).
 _BATCH_RECORD_AT = PyCapsule_New(<void *>_batch_record_at_pointer,
                                  b"seglog._native.codec.batch_record_at", NULL)
+ctypedef object (*batch_record_at_checked_fn)(const unsigned char *, Py_ssize_t, int64_t,
+                                              Py_ssize_t, bint, Py_ssize_t)
+cdef batch_record_at_checked_fn _batch_record_at_checked_pointer = _batch_record_at_checked
+# The same with the caller's check_crcs and max_decompressed_bytes (a segment that remembers
+# which batches it has verified can skip re-hashing them).
+_BATCH_RECORD_AT_CHECKED = PyCapsule_New(<void *>_batch_record_at_checked_pointer,
+                                         b"seglog._native.codec.batch_record_at_checked", NULL)
 
 
 @cython.final
@@ -798,6 +963,8 @@ cdef class _BatchIterator:
     cdef _Buffer _buffer
     cdef Py_ssize_t _position
     cdef int64_t _max_batch_bytes
+    cdef bint _check_offsets
+    cdef int64_t _next_offset_min
 
     def __iter__(self):
         return self
@@ -806,6 +973,8 @@ cdef class _BatchIterator:
         cdef Batch batch = _next_batch(self._buffer, &self._position, self._max_batch_bytes)
         if batch is None:
             raise StopIteration
+        if self._check_offsets:
+            _check_offsets_increase(batch, &self._next_offset_min)
         return batch
 
 
@@ -837,7 +1006,7 @@ cdef Batch _next_batch(_Buffer owner, Py_ssize_t *position, int64_t max_batch_by
     return batch
 
 
-def iter_batches(buffer, *, max_batch_bytes=None):
+def iter_batches(buffer, *, max_batch_bytes=None, check_offsets=False):
     """Iterate a :class:`Batch` for each whole batch in ``buffer`` (any C-contiguous
     bytes-like).
 
@@ -846,13 +1015,25 @@ def iter_batches(buffer, *, max_batch_bytes=None):
     batch_length > ``max_batch_bytes`` -> CorruptRecordError (REASON_BATCH_TOO_LARGE); the
     batch runs past the buffer -> stop (a torn tail is invisible, not an error); magic != 2 ->
     CorruptRecordError (REASON_BAD_MAGIC); batch_length < 49 -> CorruptRecordError
-    (REASON_BATCH_TOO_SMALL). Every error carries the batch's ``position``. CRCs and records
-    are not checked here. TypeError for a buffer that is not C-contiguous bytes-like.
+    (REASON_BATCH_TOO_SMALL); base_offset + last_offset_delta outside an int64 (or the next
+    offset past it) -> CorruptRecordError (REASON_BAD_LAST_OFFSET_DELTA). Every error carries
+    the batch's ``position``. CRCs and records are not checked here.
+
+    ``check_offsets`` (default False): each batch's base_offset must be >= 0 for the first and
+    >= the previous batch's last_offset + 1 after it, and its last_offset_delta >= 0, else
+    CorruptRecordError (REASON_OFFSETS_NOT_INCREASING) when that batch is reached (the base
+    offset lies outside the CRC). ``max_batch_bytes``: None or an int >= 0. TypeError for a
+    buffer that is not C-contiguous bytes-like or a ``max_batch_bytes`` that is not an int,
+    ValueError for a negative one, raised by this call. As the twin.
     """
     cdef _BatchIterator iterator = _BatchIterator.__new__(_BatchIterator)
     iterator._buffer = _acquire(buffer)
+    limit = _size_argument("max_batch_bytes", max_batch_bytes, True)
     iterator._position = 0
-    iterator._max_batch_bytes = -1 if max_batch_bytes is None else max_batch_bytes
+    # Clamped by _size_argument to sys.maxsize, which an int64 holds; -1 means no limit.
+    iterator._max_batch_bytes = -1 if limit is None else limit
+    iterator._check_offsets = bool(check_offsets)
+    iterator._next_offset_min = 0
     return iterator
 
 
@@ -945,6 +1126,12 @@ ctypedef struct AreaTask:
     int64_t base_timestamp
     int64_t max_timestamp
     bint log_append_time
+    # The threaded decode checks the batch's CRC on the worker thread first (check_crc):
+    # data[crc_start:crc_start + crc_bytes] must hash to crc_expected.
+    bint check_crc
+    Py_ssize_t crc_start
+    size_t crc_bytes
+    uint32_t crc_expected
 
 
 # Column blocks kept for reuse (see _column_block). Touched with the GIL held only.
@@ -1037,13 +1224,14 @@ cdef class _ColumnsBuilder:
         self.capacity = capacity
         return 0
 
-    cdef int add_batch(self, Batch batch) except -1:
-        """Parse all records of ``batch`` into the arrays (errors as Batch.records)."""
+    cdef int add_batch(self, Batch batch, Py_ssize_t decompressed_limit) except -1:
+        """Parse all records of ``batch`` into the arrays (errors as Batch.records; the CRC is
+        the caller's)."""
         cdef const unsigned char *data
         cdef Py_ssize_t start, end, bound, parsed_count
         cdef int32_t count
         cdef ParseFailure failure
-        owner = batch._area(&data, &start, &end)
+        owner = batch._area(&data, &start, &end, decompressed_limit)
         count = batch.record_count
         if count == 0:
             return 0
@@ -1314,9 +1502,17 @@ ctypedef struct _HalfJob:
 
 cdef void _parse_half(_HalfJob *job) noexcept nogil:
     cdef Py_ssize_t k
+    cdef const AreaTask *task
     job.failed = -1
     for k in range(job.first, job.stop):
-        if _parse_area(job.target, job.data, &job.tasks[k], &job.failure) < 0:
+        task = &job.tasks[k]
+        # A CRC mismatch fails the run like a parse error: the single-threaded decode then
+        # raises it in batch order.
+        if task.check_crc and seglog_crc32c(0, job.data + task.crc_start,
+                                            task.crc_bytes) != task.crc_expected:
+            job.failed = k
+            return
+        if _parse_area(job.target, job.data, task, &job.failure) < 0:
             job.failed = k
             return
 
@@ -1326,7 +1522,8 @@ cdef void *_parse_half_thread(void *job) noexcept nogil:
     return NULL
 
 
-cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t limit) except -1:
+cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t limit,
+                           bint check_crcs, bint check_offsets) except -1:
     """decode_columns' two-thread path: fill the empty ``builder`` with every record of
     ``owner`` and return True, or return False with the builder untouched (the caller then
     takes the single-threaded path, which raises what it raises).
@@ -1342,7 +1539,12 @@ cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t li
     parse succeeds with exactly ``count`` records or fails; on any failure (in either run)
     everything is dropped and False returned, so the single-threaded path raises the first
     error in batch order, as always. If the thread cannot be created, the second run is
-    parsed here after the first."""
+    parsed here after the first.
+
+    ``check_offsets`` is checked in the walk and ``check_crcs`` too for the batches that are
+    not parsed (control, empty); the parsed batches' CRCs are computed by the thread that
+    parses them, just before it does, so the hashing is split over the two threads as well. A
+    mismatch anywhere returns False (the single-threaded decode raises it)."""
     global _threaded_decodes
     cdef Py_ssize_t position = 0, n, k, split, total = 0, area_bytes = 0, half, seen
     cdef list batches = []
@@ -1353,12 +1555,17 @@ cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t li
     cdef _HalfJob first_run, second_run
     cdef pthread_t thread
     cdef int started
+    cdef int64_t next_offset_min = 0
     try:
         while True:
             batch = _next_batch(owner, &position, -1)
             if batch is None:
                 break
+            if check_offsets:
+                _check_offsets_increase(batch, &next_offset_min)
             if batch.attributes & CONTROL_FLAG_MASK or batch.record_count == 0:
+                if check_crcs:
+                    batch._check_crc()
                 continue
             if batch.record_count < 0 or batch.attributes & COMPRESSION_CODEC_MASK:
                 return False
@@ -1386,6 +1593,10 @@ cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t li
             task.base_timestamp = batch.base_timestamp_ms
             task.max_timestamp = batch.max_timestamp_ms
             task.log_append_time = (batch.attributes & TIMESTAMP_TYPE_MASK) != 0
+            task.check_crc = check_crcs
+            task.crc_start = batch.position + ATTRIBUTES_POSITION
+            task.crc_bytes = <size_t>(task.end - task.crc_start)
+            task.crc_expected = batch.crc
             total += task.count
             area_bytes += task.end - task.start
         if 0 <= limit < total or total > builder.capacity:
@@ -1432,19 +1643,26 @@ cdef bint _decode_threaded(_Buffer owner, _ColumnsBuilder builder, Py_ssize_t li
         PyMem_Free(tasks)
 
 
-def decode_columns(buffer, *, max_records=None):
+def decode_columns(buffer, *, max_records=None, check_crcs=True, check_offsets=False,
+                   max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
     """All records of every whole batch in ``buffer`` as one :class:`Columns`.
 
-    Batches are walked as by :func:`iter_batches` (same errors; a torn tail ends the walk).
-    Control batches and batches with record_count 0 are skipped. Batches are decoded whole
-    until at least ``max_records`` records were collected, then the columns are cut to
-    ``max_records`` (0 decodes nothing; None means no limit).
+    Batches are walked as by :func:`iter_batches` (same errors; a torn tail ends the walk;
+    ``check_offsets`` as there). Control batches and batches with record_count 0 are skipped.
+    Batches are decoded whole until at least ``max_records`` records were collected, then the
+    columns are cut to ``max_records`` (0 decodes nothing; None means no limit).
+
+    ``check_crcs`` (default True): every batch walked before the limit is reached, control and
+    empty batches included, has its CRC32C checked first (CorruptRecordError,
+    REASON_CRC_MISMATCH); ``max_decompressed_bytes`` bounds each compressed record area as in
+    :meth:`Batch.records`. TypeError for a ``max_records`` or ``max_decompressed_bytes`` that
+    is not an int (None allowed for ``max_records``), ValueError for a negative one.
 
     ``data``: if nothing was decompressed, a read-only memoryview of the whole ``buffer``
     (positions are absolute in it; zero-copy); otherwise ``bytes`` holding, in batch order, the
     record area of every decoded batch (decompressed, or copied as is), and positions index
-    that. Raises as :meth:`Batch.records`; ValueError for a negative ``max_records``.
-    Uncompressed record areas are parsed without the GIL.
+    that. Raises as :meth:`Batch.records`. Uncompressed record areas are parsed (and their
+    CRCs computed) without the GIL.
 
     Large inputs are parsed on two threads: when ``buffer`` holds at least 8 MiB
     (``_THREADED_BYTES_MIN``) and at least 8 batches to decode (``_THREADED_BATCHES_MIN``), all
@@ -1455,15 +1673,17 @@ def decode_columns(buffer, *, max_records=None):
     (or anything else unusual) the single-threaded decode runs instead and raises the first
     error in batch order.
     """
-    cdef Py_ssize_t limit = -1, position = 0, hint = 0, at = 0, bound
+    cdef Py_ssize_t limit = -1, position = 0, hint = 0, at = 0, bound, decompressed_limit
     cdef int32_t batch_length, count
+    cdef int64_t next_offset_min = 0
     cdef _Buffer owner
     cdef _ColumnsBuilder builder
     cdef Batch batch
+    cdef bint c_check_crcs = bool(check_crcs), c_check_offsets = bool(check_offsets)
+    max_records = _size_argument("max_records", max_records, True)
     if max_records is not None:
-        if max_records < 0:
-            raise ValueError(f"max_records must be >= 0 or None, got {max_records}")
         limit = max_records
+    decompressed_limit = _decompressed_limit(max_decompressed_bytes)
     owner = _acquire(buffer)
     # Capacity hint: the declared record counts of the whole batches, each bounded by its size
     # (no errors here; the real walk below raises them in the twin's order).
@@ -1482,18 +1702,24 @@ def decode_columns(buffer, *, max_records=None):
     if limit >= 0 and hint > limit + 65536:
         hint = limit + 65536
     builder = _ColumnsBuilder(hint)
-    if owner.size >= _THREADED_BYTES_MIN and _decode_threaded(owner, builder, limit):
+    if owner.size >= _THREADED_BYTES_MIN and _decode_threaded(
+            owner, builder, limit, c_check_crcs, c_check_offsets):
         return builder.finish(owner, limit)
     while True:
-        # The next header is checked before the limit, as the twin's loop over iter_batches.
+        # The next header (and its offsets) is checked before the limit, as the twin's loop
+        # over iter_batches; the CRC after it.
         batch = _next_batch(owner, &position, -1)
         if batch is None:
             break
+        if c_check_offsets:
+            _check_offsets_increase(batch, &next_offset_min)
         if limit >= 0 and builder.count >= limit:
             break
+        if c_check_crcs:
+            batch._check_crc()
         if batch.attributes & CONTROL_FLAG_MASK or batch.record_count == 0:
             continue
-        builder.add_batch(batch)
+        builder.add_batch(batch, decompressed_limit)
     return builder.finish(owner, limit)
 
 
@@ -1546,13 +1772,18 @@ cdef class _Column:
 
 
 cdef bint _is_data_and_lengths(column):
-    return (
-        isinstance(column, tuple)
-        and len(column) == 2
-        and isinstance(column[1], np.ndarray)
-        and column[1].ndim == 1
-        and column[1].dtype.kind in "iu"
-    )
+    # The twin's rule: any 2-tuple whose second item is a numpy array is (data, lengths), and
+    # lengths that are not a 1-D integer array are then an error.
+    return isinstance(column, tuple) and len(column) == 2 and isinstance(column[1], np.ndarray)
+
+
+cdef int _check_lengths_array(lengths, str what) except -1:
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise InvalidRecordError(
+            f"the lengths of a (data, lengths) {what} column must be a 1-D integer numpy "
+            f"array, got {lengths.ndim}-D {lengths.dtype}"
+        )
+    return 0
 
 
 cdef int _export_item(_Column column, Py_ssize_t index, object item, str what) except -1:
@@ -1608,6 +1839,11 @@ cdef _Column _make_column(object source, str what):
         return column
     if _is_data_and_lengths(source):
         data, length_array = source
+        _check_lengths_array(length_array, what)
+        if length_array.dtype.kind == "u" and length_array.dtype.itemsize >= 8:
+            # uint64 lengths above INT64_MAX would wrap to negatives (-1: null) in the int64
+            # copy below; clamped they fail the data-size check as they do in the twin.
+            length_array = np.minimum(length_array, np.uint64(INT64_MAX))
         length_array = np.ascontiguousarray(length_array, dtype=np.int64)
         n = length_array.shape[0]
         column._allocate(n)
@@ -2055,9 +2291,10 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
     deltas, last = _offset_deltas(offset_deltas, last_offset_delta, n)
     c_last_offset_delta = last
 
-    c_base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - last)
-    if timestamp_type not in (TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME):
-        raise InvalidRecordError(f"timestamp_type must be 0 or 1, got {timestamp_type!r}")
+    # INT64_MAX - 1: the next offset after the batch must be an int64 too (as the twin).
+    c_base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - 1 - last)
+    timestamp_type = _check_range("timestamp_type", timestamp_type, TIMESTAMP_TYPE_CREATE_TIME,
+                                  TIMESTAMP_TYPE_LOG_APPEND_TIME)
     c_producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
     c_producer_epoch = _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
     c_base_sequence = _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
@@ -2195,8 +2432,9 @@ def encode_batch(
     lastOffsetDelta. Numpy inputs are sized, copied and checksummed without the
     GIL; a list is read with the GIL held (another thread could mutate it).
 
-    Raises InvalidRecordError, InvalidTimestampError, UnsupportedCompressionError, ValueError
-    (compression level) and RecordTooLargeError exactly as the twin.
+    Raises InvalidRecordError, InvalidTimestampError, UnsupportedCompressionError,
+    TypeError/ValueError (compression level) and RecordTooLargeError exactly as the twin;
+    never OverflowError (every number is checked as a Python int before it is converted).
     """
     return _encode(values, keys, timestamps_ms, headers, base_offset, compression,
                    compression_level, timestamp_type, producer_id, producer_epoch,
@@ -2215,11 +2453,13 @@ def encode_control_batch(
     partition_leader_epoch=-1,
 ):
     """A 78-byte transactional control batch holding one end-transaction marker
-    (``control_type`` 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin."""
+    (``control_type`` the int 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin."""
+    try:
+        control_type = operator.index(control_type)
+    except TypeError:
+        control_type = None  # 1.0, "1", None: not an int, so not a marker type either
     if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
-        raise InvalidRecordError(
-            f"an end-transaction marker is ABORT (0) or COMMIT (1), got {control_type!r}"
-        )
+        raise InvalidRecordError("an end-transaction marker is ABORT (0) or COMMIT (1)")
     coordinator_epoch = _check_range("coordinator_epoch", coordinator_epoch, INT32_MIN, INT32_MAX)
     key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
     value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)

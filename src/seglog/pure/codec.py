@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import operator
 import struct
+import sys
 import time
 
 import numpy as np
 
 from .. import compression as _compression
+from ..compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompressed_bytes
 from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -51,16 +53,19 @@ from ..format import (
     HEADER_SIZE_UP_TO_MAGIC,
     INT32_MAX,
     INT64_MAX,
+    LAST_OFFSET_DELTA_POSITION,
     LOG_OVERHEAD,
     MAGIC_POSITION,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
     NO_SEQUENCE,
     NO_TIMESTAMP,
+    REASON_BAD_LAST_OFFSET_DELTA,
     REASON_BAD_MAGIC,
     REASON_BATCH_TOO_LARGE,
     REASON_BATCH_TOO_SMALL,
     REASON_CRC_MISMATCH,
+    REASON_OFFSETS_NOT_INCREASING,
     REASON_TRUNCATED,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_CREATE_TIME,
@@ -84,6 +89,7 @@ INT64_MIN = -(2**63)
 _MASK64 = 2**64 - 1
 _CRC = struct.Struct(">I")
 _INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
 #: batchLength of a batch that holds only its header (61 - 12).
 BATCH_LENGTH_MIN_V2 = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
 #: The uncompressed record area must fit a batch whose batchLength is an int32.
@@ -113,6 +119,30 @@ def _byte_view(buffer) -> memoryview:
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
+
+
+# --- Arguments ---------------------------------------------------------------------------------
+# One rule for every count, size and position argument of the decoders, shared with the native
+# twin (which must not let an OverflowError out of a C conversion): it is an int
+# (operator.index, so numpy ints count and 1.5 or "3" do not: TypeError), it is not negative
+# (ValueError), and an int too large for a C size means "no limit" (clamped).
+
+
+def _int_argument(name: str, value) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
+
+
+def _size_argument(name: str, value, *, allow_none: bool) -> int | None:
+    """``value`` as an int in [0, sys.maxsize] (None stays None when allowed)."""
+    if value is None and allow_none:
+        return None
+    value = _int_argument(name, value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0{' or None' if allow_none else ''}, got {value}")
+    return min(value, sys.maxsize)
 
 
 # --- Records -----------------------------------------------------------------------------------
@@ -429,11 +459,12 @@ class Batch:
     __slots__ = (
         "_view", "position", "base_offset", "batch_length", "partition_leader_epoch", "magic",
         "crc", "attributes", "last_offset_delta", "base_timestamp_ms", "max_timestamp_ms",
-        "producer_id", "producer_epoch", "base_sequence", "record_count",
+        "producer_id", "producer_epoch", "base_sequence", "record_count", "_crc_state",
     )
 
     def __init__(self, buffer, position: int = 0):
         view = _byte_view(buffer)
+        position = _int_argument("position", position)
         if not 0 <= position <= len(view):
             raise ValueError(f"position {position} is outside the {len(view)}-byte buffer")
         if _frame_at(view, position, None) is None:
@@ -459,6 +490,9 @@ class Batch:
             self.max_timestamp_ms, self.producer_id, self.producer_epoch, self.base_sequence,
             self.record_count,
         ) = BATCH_HEADER.unpack_from(view, position)
+        # CRC verdict, computed at most once per Batch by the decoders: 0 not computed yet,
+        # 1 valid, -1 mismatch (see _check_crc).
+        self._crc_state = 0
 
     # Derived fields are properties: iterating a segment's headers should not pay for them.
     @property
@@ -532,28 +566,48 @@ class Batch:
 
     # --- checks and decoding -------------------------------------------------------------------
 
-    def is_valid(self) -> bool:
-        """True if the stored CRC32C equals the CRC of bytes 21..end of the batch."""
+    def _computed_crc(self) -> int:
         start = self.position + ATTRIBUTES_POSITION
         end = self.position + LOG_OVERHEAD + self.batch_length
-        return self.crc == crc32c(self._view[start:end])
+        return crc32c(self._view[start:end])
+
+    def is_valid(self) -> bool:
+        """True if the stored CRC32C equals the CRC of bytes 21..end of the batch.
+
+        Always computes the CRC (the bytes may have changed since the last call) and
+        remembers the verdict for the decoders' check (see :meth:`records`)."""
+        valid = self.crc == self._computed_crc()
+        self._crc_state = 1 if valid else -1
+        return valid
 
     def ensure_valid(self) -> None:
         """Raise CorruptRecordError (reason REASON_CRC_MISMATCH, position of the batch) unless
         :meth:`is_valid`."""
         if not self.is_valid():
-            start = self.position + ATTRIBUTES_POSITION
-            end = self.position + LOG_OVERHEAD + self.batch_length
-            raise CorruptRecordError(
-                f"batch at position {self.position} is corrupt: stored crc {self.crc:#010x}, "
-                f"computed {crc32c(self._view[start:end]):#010x}",
-                reason=REASON_CRC_MISMATCH, position=self.position,
-            )
+            raise self._crc_error()
 
-    def _decode(self) -> tuple[object, list, bool]:
+    def _crc_error(self) -> CorruptRecordError:
+        return CorruptRecordError(
+            f"batch at position {self.position} is corrupt: stored crc {self.crc:#010x}, "
+            f"computed {self._computed_crc():#010x}",
+            reason=REASON_CRC_MISMATCH, position=self.position,
+        )
+
+    def _check_crc(self) -> None:
+        """The decoders' CRC check (Kafka's consumer ``check.crcs``): computed once per Batch,
+        so repeated record_at calls on one batch hash it once."""
+        if self._crc_state == 0:
+            self._crc_state = 1 if self.crc == self._computed_crc() else -1
+        if self._crc_state < 0:
+            raise self._crc_error()
+
+    def _decode(self, check_crcs: bool, limit: int) -> tuple[object, list, bool]:
         """Return ``(data, parsed, decompressed)``: the buffer holding the record area, its
         parsed records (positions index ``data``), and whether ``data`` is a decompressed copy
-        (else it is the iterated buffer: uncompressed batches are parsed in place)."""
+        (else it is the iterated buffer: uncompressed batches are parsed in place).
+        ``limit``: the checked max_decompressed_bytes."""
+        if check_crcs:
+            self._check_crc()
         if self.record_count < 0:
             raise InvalidRecordError(
                 f"Found invalid record count {self.record_count} in magic v2 batch"
@@ -568,23 +622,42 @@ class Batch:
         if cid == COMPRESSION_NONE:
             parsed = _parse_records(self._view, area_start, area_end, self.record_count)
             return self._view, parsed, False
+        data = self._decompress(area_start, area_end, limit)
+        return data, _parse_records(data, 0, len(data), self.record_count), True
+
+    def _decompress(self, area_start: int, area_end: int, limit: int) -> bytes:
+        cid = self.compression_id
         if cid not in COMPRESSION_NAMES:
             raise UnsupportedCompressionError(
                 f"Unknown compression type id {cid} in batch at position {self.position}"
             )
-        data = _compression.decompress(cid, self._view[area_start:area_end])
-        return data, _parse_records(data, 0, len(data), self.record_count), True
+        return _compression.decompress(
+            cid, self._view[area_start:area_end], max_decompressed_bytes=limit,
+            position=self.position,
+        )
 
-    def records(self) -> list:
+    def records(
+        self, *, check_crcs: bool = True,
+        max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+    ) -> list:
         """Decode every record (decompressing if needed) into :class:`Record` objects.
+
+        ``check_crcs`` (default True, Kafka's consumer ``check.crcs``): first check the
+        batch's CRC32C, once per Batch object (the verdict is kept), and raise
+        CorruptRecordError (REASON_CRC_MISMATCH) on a mismatch; False skips it for bytes
+        already verified. ``max_decompressed_bytes`` (default 64 MiB): a compressed record
+        area that decompresses to more is CorruptRecordError (REASON_DECOMPRESSED_TOO_LARGE),
+        raised after bounded memory (:func:`seglog.compression.decompress`).
 
         For LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. A batch with
         record_count 0 has no records (its area is not read). Raises InvalidRecordError for
-        malformed records (Kafka's checks), CorruptRecordError for a stream the codec cannot
-        decompress, UnsupportedCompressionError for codec ids 5-7 or a missing codec package.
-        The CRC is not checked; call :meth:`ensure_valid` first for bytes from outside.
+        malformed records (Kafka's checks, including more or fewer records than
+        record_count), CorruptRecordError (REASON_BAD_COMPRESSION) for a stream the codec
+        cannot decompress, UnsupportedCompressionError for codec ids 5-7 or a missing codec
+        package; TypeError/ValueError for a bad ``max_decompressed_bytes``.
         """
-        data, parsed, _ = self._decode()
+        limit = check_max_decompressed_bytes(max_decompressed_bytes)
+        data, parsed, _ = self._decode(check_crcs, limit)
         base_offset, base_timestamp = self.base_offset, self.base_timestamp_ms
         log_append_time = self.timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME
         records = []
@@ -604,9 +677,17 @@ class Batch:
             )
         return records
 
-    def record_at(self, offset: int):
+    def record_at(
+        self, offset: int, *, check_crcs: bool = True,
+        max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+    ):
         """The record with ``offset``, or None when no record has it (outside
         ``[base_offset, last_offset]``, a gap left by compaction, or record_count 0).
+
+        ``offset`` must be an int (TypeError otherwise, e.g. for 1.5); any int is accepted
+        (one far outside the batch gives None). ``check_crcs`` and ``max_decompressed_bytes``
+        as for :meth:`records`; the CRC is checked first, before the offset is looked at, and
+        once per Batch object, so point reads of several offsets of one batch hash it once.
 
         Records before it are skipped by their framing (length, attributes, timestamp and
         offset deltas are read and checked; keys, values and headers are not); the record
@@ -614,6 +695,10 @@ class Batch:
         decompressed first. A control batch's record is returned like any other. Raises as
         :meth:`records` for malformed framing up to and including that record.
         """
+        offset = _int_argument("offset", offset)
+        limit = check_max_decompressed_bytes(max_decompressed_bytes)
+        if check_crcs:
+            self._check_crc()
         if offset < self.base_offset or offset > self.last_offset:
             return None
         if self.record_count < 0:
@@ -624,15 +709,10 @@ class Batch:
             return None
         area_start = self.position + RECORD_BATCH_OVERHEAD
         area_end = self.position + LOG_OVERHEAD + self.batch_length
-        cid = self.compression_id
-        if cid == COMPRESSION_NONE:
+        if self.compression_id == COMPRESSION_NONE:
             data, start, end = self._view, area_start, area_end
         else:
-            if cid not in COMPRESSION_NAMES:
-                raise UnsupportedCompressionError(
-                    f"Unknown compression type id {cid} in batch at position {self.position}"
-                )
-            data = _compression.decompress(cid, self._view[area_start:area_end])
+            data = self._decompress(area_start, area_end, limit)
             start, end = 0, len(data)
         position = _find_record(data, start, end, self.record_count, offset - self.base_offset)
         if position is None:
@@ -648,24 +728,30 @@ class Batch:
                  if value_length >= 0 else None)
         return Record(offset, timestamp_ms, key, value, headers)
 
-    def columns(self) -> Columns:
+    def columns(
+        self, *, check_crcs: bool = True,
+        max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+    ) -> Columns:
         """This batch's records as :class:`Columns`. ``data`` is a read-only view of the whole
         iterated buffer when nothing was decompressed (an uncompressed or empty batch;
         positions are absolute in it), else the decompressed record area. A control batch's
-        record is included. Raises as :meth:`records`."""
-        return _build_columns([(self, *self._decode())], self._view, None)
+        record is included. ``check_crcs`` and ``max_decompressed_bytes`` as for
+        :meth:`records`; raises as :meth:`records`."""
+        limit = check_max_decompressed_bytes(max_decompressed_bytes)
+        return _build_columns([(self, *self._decode(check_crcs, limit))], self._view, None)
 
-    def control_type(self) -> int:
+    def control_type(self, *, check_crcs: bool = True) -> int:
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, 2 LEADER_CHANGE,
         ...; the stored int16, unknown types included).
 
         Raises InvalidRecordError when the batch is not a control batch, has no record, or its
         key is null, shorter than 4 bytes or has a negative version (Kafka's
-        ``ControlRecordType.parse`` rules; a higher version is read as version 0).
+        ``ControlRecordType.parse`` rules; a higher version is read as version 0); as
+        :meth:`records` (``check_crcs`` included) for the record itself.
         """
         if not self.is_control:
             raise InvalidRecordError(f"batch at position {self.position} is not a control batch")
-        records = self.records()
+        records = self.records(check_crcs=check_crcs)
         if not records:
             raise InvalidRecordError(f"control batch at position {self.position} has no record")
         key = records[0].key
@@ -719,10 +805,34 @@ def _frame_at(view: memoryview, position: int, max_batch_bytes: int | None) -> i
             f"v2 header ({BATCH_LENGTH_MIN_V2})",
             reason=REASON_BATCH_TOO_SMALL, position=position,
         )
+    # The last offset (and the next batch's first, one more) must be an int64: Kafka's Java
+    # longs would wrap, and the twins must not read such a header differently.
+    (base_offset,) = _INT64.unpack_from(view, position)
+    (last_offset_delta,) = _INT32.unpack_from(view, position + LAST_OFFSET_DELTA_POSITION)
+    if not INT64_MIN <= base_offset + last_offset_delta < INT64_MAX:
+        raise CorruptRecordError(
+            f"batch at position {position} has base offset {base_offset} and last offset delta "
+            f"{last_offset_delta}: its last offset overflows an int64",
+            reason=REASON_BAD_LAST_OFFSET_DELTA, position=position,
+        )
     return batch_length
 
 
-def iter_batches(buffer, *, max_batch_bytes: int | None = None):
+def _check_offsets_increase(batch: Batch, next_offset_min: int) -> int:
+    """``check_offsets``: the batch's offsets must start at ``next_offset_min`` or above (0 for
+    the first batch, else the previous batch's last offset + 1) and its last offset must not
+    be below its base offset. Returns the next batch's minimum; CorruptRecordError
+    (REASON_OFFSETS_NOT_INCREASING, the batch's position) otherwise."""
+    if batch.base_offset < next_offset_min or batch.last_offset_delta < 0:
+        raise CorruptRecordError(
+            f"batch at position {batch.position} has offsets {batch.base_offset}.."
+            f"{batch.last_offset}; offsets must increase from {next_offset_min}",
+            reason=REASON_OFFSETS_NOT_INCREASING, position=batch.position,
+        )
+    return batch.last_offset + 1
+
+
+def iter_batches(buffer, *, max_batch_bytes: int | None = None, check_offsets: bool = False):
     """Yield a :class:`Batch` for each whole batch in ``buffer`` (any C-contiguous bytes-like).
 
     Kafka's ``FileLogInputStream`` rules (kafka-format.md §1.7), in this order at each batch:
@@ -730,41 +840,78 @@ def iter_batches(buffer, *, max_batch_bytes: int | None = None):
     (REASON_BATCH_TOO_SMALL); batch_length > ``max_batch_bytes`` -> CorruptRecordError
     (REASON_BATCH_TOO_LARGE); the batch runs past the buffer -> stop (a torn tail is invisible,
     not an error); magic != 2 -> CorruptRecordError (REASON_BAD_MAGIC); batch_length < 49
-    (shorter than a v2 header) -> CorruptRecordError (REASON_BATCH_TOO_SMALL). Every error
-    carries the batch's ``position``. CRCs and records are not checked here.
+    (shorter than a v2 header) -> CorruptRecordError (REASON_BATCH_TOO_SMALL); base_offset +
+    last_offset_delta outside an int64 (or the next offset past it) -> CorruptRecordError
+    (REASON_BAD_LAST_OFFSET_DELTA). Every error carries the batch's ``position``. CRCs and
+    records are not checked here (whole-batch readers serve batches unverified, as Kafka's
+    broker does; the record decoders check the CRC).
+
+    ``check_offsets`` (default False): also require each batch's offsets to increase, since
+    the base offset lies outside the CRC: base_offset >= 0 for the first batch and >= the
+    previous batch's last_offset + 1 after it, and last_offset_delta >= 0; else
+    CorruptRecordError (REASON_OFFSETS_NOT_INCREASING) when that batch is reached. Segment
+    bytes should be read with True; client batches (which all start at offset 0) with False.
+
+    ``max_batch_bytes``: None (no limit) or an int >= 0 (ints too large to matter mean no
+    limit). The arguments are checked when ``iter_batches`` is called: TypeError for a
+    buffer that is not C-contiguous bytes-like or a ``max_batch_bytes`` that is not an int,
+    ValueError for a negative one.
     """
     view = _byte_view(buffer)
-    position = 0
+    max_batch_bytes = _size_argument("max_batch_bytes", max_batch_bytes, allow_none=True)
+    return _iter_batches(view, max_batch_bytes, bool(check_offsets))
+
+
+def _iter_batches(view: memoryview, max_batch_bytes: int | None, check_offsets: bool):
+    position, next_offset_min = 0, 0
     # Bounded: every batch moves position forward by at least 12 + 14 bytes.
     while (batch_length := _frame_at(view, position, max_batch_bytes)) is not None:
-        yield Batch._checked(view, position)
+        batch = Batch._checked(view, position)
+        if check_offsets:
+            next_offset_min = _check_offsets_increase(batch, next_offset_min)
+        yield batch
         position += LOG_OVERHEAD + batch_length
 
 
-def decode_columns(buffer, *, max_records: int | None = None) -> Columns:
+def decode_columns(
+    buffer,
+    *,
+    max_records: int | None = None,
+    check_crcs: bool = True,
+    check_offsets: bool = False,
+    max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+) -> Columns:
     """All records of every whole batch in ``buffer`` as one :class:`Columns`.
 
-    Batches are walked as by :func:`iter_batches` (same errors; a torn tail ends the walk).
-    Control batches and batches with record_count 0 are skipped. Batches are decoded whole
-    until at least ``max_records`` records were collected, then the columns are cut to
-    ``max_records`` (``max_records=0`` decodes nothing; None means no limit).
+    Batches are walked as by :func:`iter_batches` (same errors; a torn tail ends the walk;
+    ``check_offsets`` as there). Control batches and batches with record_count 0 are skipped.
+    Batches are decoded whole until at least ``max_records`` records were collected, then the
+    columns are cut to ``max_records`` (``max_records=0`` decodes nothing; None means no limit).
+
+    ``check_crcs`` (default True): every batch walked before the limit is reached, control and
+    empty batches included, has its CRC32C checked first (CorruptRecordError,
+    REASON_CRC_MISMATCH); ``max_decompressed_bytes`` bounds each compressed record area as in
+    :meth:`Batch.records`.
 
     ``data``: if no decoded batch is compressed, a read-only memoryview of the whole ``buffer``
     (positions are absolute in it; zero-copy); otherwise ``bytes`` holding, in batch order, the
     record area of every decoded batch (decompressed, or copied as is when uncompressed), and
-    positions index that. Raises as :meth:`Batch.records`; ValueError for a negative
-    ``max_records``.
+    positions index that. Raises as :meth:`Batch.records`; TypeError for a ``max_records`` or
+    ``max_decompressed_bytes`` that is not an int (or None for ``max_records``), ValueError
+    for a negative one.
     """
-    if max_records is not None and max_records < 0:
-        raise ValueError(f"max_records must be >= 0 or None, got {max_records}")
+    max_records = _size_argument("max_records", max_records, allow_none=True)
+    limit = check_max_decompressed_bytes(max_decompressed_bytes)
     view = _byte_view(buffer)
     chunks, record_total = [], 0
-    for batch in iter_batches(view):
+    for batch in _iter_batches(view, None, bool(check_offsets)):
         if max_records is not None and record_total >= max_records:
             break
+        if check_crcs:
+            batch._check_crc()
         if batch.is_control or batch.record_count == 0:
             continue
-        chunk = (batch, *batch._decode())
+        chunk = (batch, *batch._decode(False, limit))
         chunks.append(chunk)
         record_total += len(chunk[2])
     return _build_columns(chunks, view, max_records)
@@ -790,13 +937,18 @@ def _bytes_like(item, index: int, what: str):
 
 
 def _is_data_and_lengths(column) -> bool:
-    return (
-        isinstance(column, tuple)
-        and len(column) == 2
-        and isinstance(column[1], np.ndarray)
-        and column[1].ndim == 1
-        and column[1].dtype.kind in "iu"
-    )
+    # Any 2-tuple whose second item is a numpy array is the (data, lengths) form, and its
+    # lengths are then checked: a float, bool or 2-D array of lengths is an error, never two
+    # records made of the data and the array's raw bytes.
+    return isinstance(column, tuple) and len(column) == 2 and isinstance(column[1], np.ndarray)
+
+
+def _check_lengths_array(lengths, what: str) -> None:
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise InvalidRecordError(
+            f"the lengths of a (data, lengths) {what} column must be a 1-D integer numpy "
+            f"array, got {lengths.ndim}-D {lengths.dtype}"
+        )
 
 
 def _column_items(column, what: str) -> list:
@@ -805,7 +957,9 @@ def _column_items(column, what: str) -> list:
     Accepted forms (the native twin accepts the same): a 2-D C-contiguous uint8 numpy array
     (row i is record i); a ``(data, lengths)`` tuple whose second item is a 1-D integer numpy
     array (lengths >= -1, -1 = null, their non-negative sum at most ``len(data)``); or any
-    other iterable of bytes-like objects and Nones (including a 1-D object array).
+    other iterable of bytes-like objects and Nones (including a 1-D object array). A 2-tuple
+    whose second item is any numpy array is the ``(data, lengths)`` form; lengths that are not
+    a 1-D integer array are an InvalidRecordError.
     """
     if isinstance(column, np.ndarray) and column.ndim != 1:
         if column.ndim != 2 or column.dtype != np.uint8 or not column.flags.c_contiguous:
@@ -819,6 +973,7 @@ def _column_items(column, what: str) -> list:
         return [view[row * row_bytes : (row + 1) * row_bytes] for row in range(column.shape[0])]
     if _is_data_and_lengths(column):
         data, lengths = column
+        _check_lengths_array(lengths, what)
         try:
             data_view = _byte_view(data)
         except TypeError:
@@ -999,9 +1154,12 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
     stamps = _timestamps(timestamps_ms, record_count)
     deltas, last_offset_delta = _offset_deltas(offset_deltas, last_offset_delta, record_count)
 
-    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - last_offset_delta)
-    if timestamp_type not in (TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME):
-        raise InvalidRecordError(f"timestamp_type must be 0 or 1, got {timestamp_type!r}")
+    # INT64_MAX - 1: the next offset after the batch must be an int64 too (iter_batches
+    # refuses a batch whose last offset is INT64_MAX).
+    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - 1 - last_offset_delta)
+    timestamp_type = _check_range(
+        "timestamp_type", timestamp_type, TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME
+    )
     producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
     producer_epoch = _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
     base_sequence = _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
@@ -1139,13 +1297,17 @@ def encode_batch(
     ``last_offset_delta`` is None (the last record's delta) or an int from the last record's
     delta to INT32_MAX, written as the header's lastOffsetDelta.
 
-    Raises InvalidRecordError for an empty batch, a value/key that is not bytes-like (the
-    message names the record index), mismatched column lengths, a bad header, bad offset
-    deltas, or a header field out of its range (base_offset must be >= 0);
-    InvalidTimestampError for a timestamp that is not an int in range;
-    UnsupportedCompressionError for an unknown or unavailable codec; ValueError for a
-    compression level outside the codec's range; RecordTooLargeError when the batch would not
-    fit an int32 length.
+    Every numeric argument must be an int (``operator.index``: numpy ints count, 1.0 and 1.5
+    do not) within its field's range; no argument makes an OverflowError. Raises
+    InvalidRecordError for an empty batch, a value/key that is not bytes-like (the message
+    names the record index), a ``(data, lengths)`` column whose lengths are not a 1-D integer
+    array or do not fit ``data``, mismatched column lengths, a bad header, bad offset deltas,
+    or a header field that is not an int or out of its range (base_offset must be >= 0 and
+    its last offset below 2**63 - 1, timestamp_type 0 or 1); InvalidTimestampError for a
+    timestamp that is not an int in range; UnsupportedCompressionError for an unknown or
+    unavailable codec; TypeError for a compression level that is not an int, ValueError for
+    one outside the codec's range; RecordTooLargeError when the batch would not fit an int32
+    length.
     """
     return _encode(
         values, keys, timestamps_ms, headers,
@@ -1169,16 +1331,19 @@ def encode_control_batch(
 ) -> bytes:
     """A 78-byte transactional control batch holding one end-transaction marker.
 
-    ``control_type`` is 0 (ABORT) or 1 (COMMIT); anything else is an InvalidRecordError. As
+    ``control_type`` is the int 0 (ABORT) or 1 (COMMIT); anything else (2, 1.0, "1") is an
+    InvalidRecordError, as is a producer or coordinator field that is not an int in range. As
     Kafka's ``MemoryRecords.writeEndTransactionalMarker``: attributes transactional + control,
     CreateTime, no compression, base sequence -1, one record whose key is
     ``(version 0, type)`` and whose value is ``(version 0, coordinator_epoch)``, no headers.
     ``timestamp_ms`` None reads the wall clock.
     """
+    try:
+        control_type = operator.index(control_type)
+    except TypeError:
+        control_type = None  # 1.0, "1", None: not an int, so not a marker type either
     if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
-        raise InvalidRecordError(
-            f"an end-transaction marker is ABORT (0) or COMMIT (1), got {control_type!r}"
-        )
+        raise InvalidRecordError("an end-transaction marker is ABORT (0) or COMMIT (1)")
     coordinator_epoch = _check_range("coordinator_epoch", coordinator_epoch, INT32_MIN, INT32_MAX)
     key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
     value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)
