@@ -27,6 +27,7 @@ from posix.unistd cimport close as c_close, ftruncate
 
 from _bigendian cimport load_i32, load_i64, store_i64, store_u32
 
+import operator
 import os
 
 from seglog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
@@ -39,6 +40,23 @@ cdef enum:
     NO_TIMESTAMP_ = -1
 
 _MAX_INDEX_BYTES_DEFAULT = 10 * 1024 * 1024
+_INT64_MAX = 2**63 - 1
+_INT32_LIMIT = 2**31  # one past the largest int32: no position or relative offset reaches it
+
+
+def _int_arg(value, name):
+    """``value`` as an int; TypeError (the pure twin's message) for a non-integer (1.5, "1",
+    None): no C conversion sees anything but a checked int, so no OverflowError escapes."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _clamp64(value):
+    """An int clamped to int64 (searches of int64 keys: a larger target finds what
+    INT64_MAX finds)."""
+    return max(-_INT64_MAX - 1, min(value, _INT64_MAX))
 
 
 cdef inline OSError _os_error(int err, str path):
@@ -66,10 +84,12 @@ cdef class _Index:
         cdef int fd
         cdef struct_stat st
         cdef Py_ssize_t length
-        if base_offset < 0:
-            raise ValueError(f"base_offset must be >= 0, got {base_offset}")
-        if max_index_bytes < 0:
-            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        base_offset = _int_arg(base_offset, "base_offset")
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        if base_offset < 0 or base_offset > _INT64_MAX:
+            raise ValueError(f"base_offset must be in [0, 2**63), got {base_offset}")
+        if not 0 <= max_index_bytes <= INT32_MAX_:
+            raise ValueError(f"max_index_bytes must be in [0, 2**31), got {max_index_bytes}")
         self.path = os.fspath(path)
         self.base_offset = int(base_offset)
         self._base = base_offset
@@ -297,8 +317,10 @@ cdef class _Index:
     def resize(self, max_index_bytes):
         """Set the file length to ``max_index_bytes`` rounded down to the entry size and remap.
         Growing adds zero slots; shrinking below the valid entries drops the cut ones."""
-        if max_index_bytes < 0:
-            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        self._check_writable()
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        if not 0 <= max_index_bytes <= INT32_MAX_:
+            raise ValueError(f"max_index_bytes must be in [0, 2**31), got {max_index_bytes}")
         self._resize(max_index_bytes)
 
     def flush(self):
@@ -371,11 +393,14 @@ cdef class OffsetIndex(_Index):
             return self.base_offset
         return self._key(self.entries - 1)
 
-    def entry(self, Py_ssize_t n):
+    def entry(self, n):
         """Entry ``n`` as ``(offset, position)``; IndexError outside ``[0, entries)``."""
+        cdef Py_ssize_t slot
+        n = _int_arg(n, "n")
         if not 0 <= n < self.entries:
             raise IndexError(f"index entry {n} out of range [0, {self.entries})")
-        return self._key(n), load_i32(self._map + n * OFFSET_ENTRY_BYTES + 4)
+        slot = n
+        return self._key(slot), load_i32(self._map + slot * OFFSET_ENTRY_BYTES + 4)
 
     cdef int append_entry(self, int64_t offset, int64_t position) except -1:
         cdef int64_t relative_offset = offset - self._base
@@ -402,7 +427,16 @@ cdef class OffsetIndex(_Index):
 
     def append(self, offset, position):
         """Add ``(offset, position)``. InvalidOffsetError unless the index is empty or ``offset >
-        last_offset``, and both fit int32 (offset relative to base); IndexFullError when full."""
+        last_offset``, and both fit int32 (offset relative to base); IndexFullError when full.
+        TypeError for non-integers; out-of-range ints are InvalidOffsetError, as in the twin."""
+        self._check_writable()
+        offset = _int_arg(offset, "offset")
+        position = _int_arg(position, "position")
+        if not 0 <= offset - self.base_offset <= INT32_MAX_:
+            raise InvalidOffsetError(
+                f"offset {offset} is not storable in the index of segment {self.base_offset}")
+        if not 0 <= position <= INT32_MAX_:
+            raise InvalidOffsetError(f"position {position} out of int32 range")
         self.append_entry(offset, position)
 
     cdef int64_t lookup_position(self, int64_t target_offset, int64_t *found_offset) noexcept nogil:
@@ -415,10 +449,13 @@ cdef class OffsetIndex(_Index):
 
     def lookup(self, target_offset):
         """``(offset, position)`` of the entry with the greatest offset <= ``target_offset``,
-        or ``(base_offset, 0)`` when there is none. The GIL is released for the search."""
+        or ``(base_offset, 0)`` when there is none. The GIL is released for the search. Any
+        int target; TypeError for a non-integer. The entry is returned as stored: the segment
+        checks it against the ``.log`` before use."""
         cdef int64_t target, found, position
         if self._closed:
             raise ValueError(f"index {self.path} is closed")
+        target_offset = _int_arg(target_offset, "target_offset")
         if target_offset < self.base_offset:
             return self.base_offset, 0
         target = min(target_offset, 2**63 - 1)
@@ -427,9 +464,11 @@ cdef class OffsetIndex(_Index):
         return found, position
 
     def truncate_to(self, offset):
-        """Drop every entry with offset >= ``offset`` (Kafka's OffsetIndex.truncateTo)."""
+        """Drop every entry with offset >= ``offset`` (Kafka's OffsetIndex.truncateTo). Any int;
+        TypeError for a non-integer."""
         cdef Py_ssize_t slot, keep
         self._check_writable()
+        offset = _clamp64(_int_arg(offset, "offset"))
         if offset <= self.base_offset:
             keep = 0
         else:
@@ -442,23 +481,33 @@ cdef class OffsetIndex(_Index):
                 keep = slot + 1
         self._zero_from(keep)
 
-    def sanity_check(self):
-        """CorruptIndexError if the file length is not a multiple of 8 or entries are not
-        increasing / below ``base_offset``."""
-        cdef Py_ssize_t n
-        cdef int32_t relative_offset, position, previous = -1
+    def sanity_check(self, *, log_size_bytes=None):
+        """Check every entry before it is trusted (the pure twin's rules): CorruptIndexError
+        if the file length is not a multiple of 8, relative offsets are not strictly
+        increasing from >= 0, positions are negative or not strictly increasing, or (with
+        ``log_size_bytes``) a position is not below the ``.log`` size. One C loop."""
+        cdef Py_ssize_t n, bad = -1
+        cdef int32_t relative_offset = 0, position = 0, previous_offset = -1, previous_position = -1
+        cdef int64_t limit = <int64_t>INT32_MAX_ + 1
         if self._closed:
             raise ValueError(f"index {self.path} is closed")
         if self._length % OFFSET_ENTRY_BYTES != 0:
             raise CorruptIndexError(
                 f"index file {self.path} has length {self._length}, not a multiple of 8")
-        for n in range(self.entries):
-            relative_offset = load_i32(self._map + n * OFFSET_ENTRY_BYTES)
-            position = load_i32(self._map + n * OFFSET_ENTRY_BYTES + 4)
-            if relative_offset < 0 or position < 0 or relative_offset <= previous:
-                raise CorruptIndexError(
-                    f"corrupt index {self.path}: entry {n} = ({relative_offset}, {position})")
-            previous = relative_offset
+        if log_size_bytes is not None:
+            limit = min(max(_int_arg(log_size_bytes, "log_size_bytes"), 0), _INT32_LIMIT)
+        with nogil:
+            for n in range(self.entries):
+                relative_offset = load_i32(self._map + n * OFFSET_ENTRY_BYTES)
+                position = load_i32(self._map + n * OFFSET_ENTRY_BYTES + 4)
+                if (relative_offset <= previous_offset or position <= previous_position
+                        or position >= limit):
+                    bad = n
+                    break
+                previous_offset, previous_position = relative_offset, position
+        if bad >= 0:
+            raise CorruptIndexError(
+                f"corrupt index {self.path}: entry {bad} = ({relative_offset}, {position})")
 
 
 cdef class TimeIndex(_Index):
@@ -477,11 +526,14 @@ cdef class TimeIndex(_Index):
     cdef inline int64_t _offset_at(self, Py_ssize_t n) noexcept nogil:
         return self._base + load_i32(self._map + n * TIME_ENTRY_BYTES + 8)
 
-    def entry(self, Py_ssize_t n):
+    def entry(self, n):
         """Entry ``n`` as ``(timestamp_ms, offset)``; IndexError outside ``[0, entries)``."""
+        cdef Py_ssize_t slot
+        n = _int_arg(n, "n")
         if not 0 <= n < self.entries:
             raise IndexError(f"index entry {n} out of range [0, {self.entries})")
-        return self._key(n), self._offset_at(n)
+        slot = n
+        return self._key(slot), self._offset_at(slot)
 
     cdef int64_t last_timestamp(self) noexcept nogil:
         if self.entries == 0:
@@ -539,31 +591,58 @@ cdef class TimeIndex(_Index):
         """Add ``(timestamp_ms, offset)`` if ``timestamp_ms`` is larger than the last entry's (or
         the index is empty and it is > -1); otherwise do nothing (Kafka's maybeAppend).
         IndexFullError when full (unless ``skip_full_check``); InvalidOffsetError for an offset
-        below the last entry's or out of int32 range; ValueError for a smaller timestamp."""
+        below the last entry's or out of int32 range; ValueError for a smaller timestamp or
+        one outside [-1, 2**63); TypeError for non-integers."""
+        self._check_writable()
+        timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
+        offset = _int_arg(offset, "offset")
+        if not -1 <= timestamp_ms <= _INT64_MAX:
+            raise ValueError(f"timestamp_ms must be in [-1, 2**63), got {timestamp_ms}")
+        if not skip_full_check and self.entries >= self._map_bytes // TIME_ENTRY_BYTES - 1:
+            raise IndexFullError(f"time index {self.path} is full ({self.entries} entries)")
+        if not 0 <= offset - self.base_offset <= INT32_MAX_:
+            raise InvalidOffsetError(
+                f"offset {offset} is not storable in the time index of segment "
+                f"{self.base_offset}")
         self.maybe_append_entry(timestamp_ms, offset, skip_full_check)
 
     cdef int64_t lookup_offset(self, int64_t timestamp_ms, int64_t *found_timestamp_ms) noexcept nogil:
-        cdef Py_ssize_t slot = self._lower_slot(timestamp_ms)
+        cdef Py_ssize_t slot = self._lower_slot(timestamp_ms), lo, hi, mid
+        cdef int64_t key
         if slot < 0:
             found_timestamp_ms[0] = NO_TIMESTAMP_
             return self._base
+        if slot > 0 and self._key(slot - 1) == self._key(slot):
+            key, lo, hi = self._key(slot), 0, slot  # the first slot with this key
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if self._key(mid) < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            slot = lo
         found_timestamp_ms[0] = self._key(slot)
         return self._offset_at(slot)
 
     def lookup(self, timestamp_ms):
         """``(timestamp_ms, offset)`` of the entry with the greatest timestamp <= the target,
-        or ``(-1, base_offset)``. The GIL is released for the search."""
-        cdef int64_t target = timestamp_ms, found, offset
+        or ``(-1, base_offset)``. The GIL is released for the search. Among equal timestamps
+        (timestamps are only required to be non-decreasing) the first, lowest offset is
+        returned. Any int target (clamped to int64); TypeError for a non-integer."""
+        cdef int64_t target, found, offset
         if self._closed:
             raise ValueError(f"index {self.path} is closed")
+        target = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
         with nogil:
             offset = self.lookup_offset(target, &found)
         return found, offset
 
     def truncate_to(self, offset):
-        """Drop every entry whose offset >= ``offset`` (Kafka's TimeIndex.truncateTo)."""
+        """Drop every entry whose offset >= ``offset`` (Kafka's TimeIndex.truncateTo). Any int;
+        TypeError for a non-integer."""
         cdef Py_ssize_t lo = 0, hi, mid
         self._check_writable()
+        offset = _int_arg(offset, "offset")
         hi = self.entries
         # Offsets may repeat in a time index: find the first slot with offset >= target.
         while lo < hi:
@@ -574,26 +653,36 @@ cdef class TimeIndex(_Index):
                 hi = mid
         self._zero_from(lo)
 
-    def sanity_check(self):
-        """CorruptIndexError if the file length is not a multiple of 12, or timestamps are not
-        increasing, or offsets decrease / fall below ``base_offset``."""
-        cdef Py_ssize_t n
-        cdef int64_t timestamp_ms, previous_timestamp_ms = 0
-        cdef int32_t relative_offset, previous_relative = -1
+    def sanity_check(self, *, next_offset=None):
+        """Check every entry before it is trusted (the pure twin's rules): CorruptIndexError if
+        the file length is not a multiple of 12, a timestamp is below -1 or below the one
+        before, a relative offset is negative or below the one before, or (with
+        ``next_offset``, the segment's) an entry's offset is not below ``next_offset``."""
+        cdef Py_ssize_t n, bad = -1
+        cdef int64_t timestamp_ms = 0, previous_timestamp_ms = NO_TIMESTAMP_
+        cdef int32_t relative_offset = 0, previous_relative = 0
+        cdef int64_t limit = <int64_t>INT32_MAX_ + 1
         if self._closed:
             raise ValueError(f"index {self.path} is closed")
         if self._length % TIME_ENTRY_BYTES != 0:
             raise CorruptIndexError(
                 f"time index file {self.path} has length {self._length}, not a multiple of 12")
-        for n in range(self.entries):
-            timestamp_ms = self._key(n)
-            relative_offset = load_i32(self._map + n * TIME_ENTRY_BYTES + 8)
-            if relative_offset < previous_relative or relative_offset < 0 or (
-                    n > 0 and timestamp_ms <= previous_timestamp_ms):
-                raise CorruptIndexError(
-                    f"corrupt time index {self.path}: entry {n} = "
-                    f"({timestamp_ms}, {relative_offset})")
-            previous_timestamp_ms, previous_relative = timestamp_ms, relative_offset
+        if next_offset is not None:
+            limit = min(max(_int_arg(next_offset, "next_offset") - self.base_offset, 0),
+                        _INT32_LIMIT)
+        with nogil:
+            for n in range(self.entries):
+                timestamp_ms = self._key(n)
+                relative_offset = load_i32(self._map + n * TIME_ENTRY_BYTES + 8)
+                if (relative_offset < previous_relative or timestamp_ms < previous_timestamp_ms
+                        or relative_offset >= limit):
+                    bad = n
+                    break
+                previous_timestamp_ms, previous_relative = timestamp_ms, relative_offset
+        if bad >= 0:
+            raise CorruptIndexError(
+                f"corrupt time index {self.path}: entry {bad} = "
+                f"({timestamp_ms}, {relative_offset})")
 
 
 cdef int64_t _offset_lookup(object index, int64_t target_offset,

@@ -32,6 +32,7 @@ the pure-Python twin of ``src/_native/index.pyx``; both write byte-identical fil
 from __future__ import annotations
 
 import mmap
+import operator
 import os
 
 from .. import format as fmt
@@ -40,6 +41,21 @@ from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 __all__ = ["OffsetIndex", "TimeIndex"]
 
 _MAX_INDEX_BYTES_DEFAULT = 10 * 1024 * 1024
+
+
+def _int_arg(value, name):
+    """``value`` as an int; TypeError (the same message in both twins) for anything that is not
+    an integer (a float such as 1.5, a str, None). bool counts as an int, as in Python."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _clamp64(value):
+    """An int clamped to int64: searches compare against int64 keys, so any larger target
+    finds the same slot as INT64_MAX (the native twin cannot hold more than 64 bits)."""
+    return max(-fmt.INT64_MAX - 1, min(value, fmt.INT64_MAX))
 
 
 class _Index:
@@ -54,10 +70,12 @@ class _Index:
 
     def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
                  writable=True, preallocate=True):
-        if base_offset < 0:
-            raise ValueError(f"base_offset must be >= 0, got {base_offset}")
-        if max_index_bytes < 0:
-            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        base_offset = _int_arg(base_offset, "base_offset")
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        if base_offset < 0 or base_offset > fmt.INT64_MAX:
+            raise ValueError(f"base_offset must be in [0, 2**63), got {base_offset}")
+        if not 0 <= max_index_bytes <= fmt.INT32_MAX:
+            raise ValueError(f"max_index_bytes must be in [0, 2**31), got {max_index_bytes}")
         self.path = os.fspath(path)
         self.base_offset = int(base_offset)
         self.writable = bool(writable)
@@ -243,8 +261,9 @@ class _Index:
         """Set the file length to ``max_index_bytes`` rounded down to the entry size and remap.
         Growing adds zero slots; shrinking below the valid entries drops the cut ones."""
         self._check_writable()
-        if max_index_bytes < 0:
-            raise ValueError(f"max_index_bytes must be >= 0, got {max_index_bytes}")
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        if not 0 <= max_index_bytes <= fmt.INT32_MAX:
+            raise ValueError(f"max_index_bytes must be in [0, 2**31), got {max_index_bytes}")
         length = self._round_down(max_index_bytes)
         if length == self._length:
             return
@@ -337,6 +356,7 @@ class OffsetIndex(_Index):
 
     def entry(self, n):
         """Entry ``n`` as ``(offset, position)``; IndexError outside ``[0, entries)``."""
+        n = _int_arg(n, "n")
         if not 0 <= n < self.entries:
             raise IndexError(f"index entry {n} out of range [0, {self.entries})")
         relative_offset, position = self._raw(n)
@@ -347,6 +367,8 @@ class OffsetIndex(_Index):
         last_offset``, and ``0 <= offset - base_offset <= INT32_MAX`` and ``0 <= position <=
         INT32_MAX``; IndexFullError when full. ``(base_offset, 0)`` is skipped (see module)."""
         self._check_writable()
+        offset = _int_arg(offset, "offset")
+        position = _int_arg(position, "position")
         relative_offset = offset - self.base_offset
         if not 0 <= relative_offset <= fmt.INT32_MAX:
             raise InvalidOffsetError(
@@ -365,17 +387,22 @@ class OffsetIndex(_Index):
 
     def lookup(self, target_offset):
         """``(offset, position)`` of the entry with the greatest offset <= ``target_offset``,
-        or ``(base_offset, 0)`` when there is none."""
+        or ``(base_offset, 0)`` when there is none. Any int is a valid target (beyond int64 it
+        finds what INT64_MAX finds); TypeError for a non-integer. The entry is returned as
+        stored: it is not checked against the ``.log`` (the segment does that, see
+        ``seglog.pure.segment``)."""
         self._check_open()
-        slot = self._largest_lower_bound_slot(target_offset)
+        slot = self._largest_lower_bound_slot(_clamp64(_int_arg(target_offset, "target_offset")))
         if slot < 0:
             return self.base_offset, 0
         relative_offset, position = self._raw(slot)
         return self.base_offset + relative_offset, position
 
     def truncate_to(self, offset):
-        """Drop every entry with offset >= ``offset`` (Kafka's OffsetIndex.truncateTo)."""
+        """Drop every entry with offset >= ``offset`` (Kafka's OffsetIndex.truncateTo). Any int;
+        TypeError for a non-integer."""
         self._check_writable()
+        offset = _clamp64(_int_arg(offset, "offset"))
         slot = self._largest_lower_bound_slot(offset)
         if slot < 0:
             keep = 0
@@ -385,20 +412,28 @@ class OffsetIndex(_Index):
             keep = slot + 1
         self._zero_from(keep)
 
-    def sanity_check(self):
-        """CorruptIndexError if the file length is not a multiple of 8 or the last entry's
-        offset is below ``base_offset`` (Kafka) or the entries are not increasing."""
+    def sanity_check(self, *, log_size_bytes=None):
+        """Check every entry before it is trusted (index bytes are untrusted input, Kafka's
+        AbstractIndex.sanityCheck made stricter): CorruptIndexError if the file length is not a
+        multiple of 8, or relative offsets are not strictly increasing from >= 0, or positions
+        are negative or not strictly increasing, or (when ``log_size_bytes`` is given) a
+        position is not below the ``.log`` size. Entries are written in file order, one per
+        batch start, so a valid index always passes. Whether an entry lands on a batch start
+        needs the ``.log``: the segment checks that at lookup."""
         self._check_open()
         if self._length % self._ENTRY_BYTES != 0:
             raise CorruptIndexError(
                 f"index file {self.path} has length {self._length}, not a multiple of 8")
-        previous = -1
+        if log_size_bytes is not None:
+            log_size_bytes = _int_arg(log_size_bytes, "log_size_bytes")
+        previous_offset = previous_position = -1
         for n in range(self.entries):
             relative_offset, position = self._raw(n)
-            if relative_offset < 0 or position < 0 or relative_offset <= previous:
+            if (relative_offset <= previous_offset or position <= previous_position
+                    or (log_size_bytes is not None and position >= log_size_bytes)):
                 raise CorruptIndexError(
                     f"corrupt index {self.path}: entry {n} = ({relative_offset}, {position})")
-            previous = relative_offset
+            previous_offset, previous_position = relative_offset, position
 
 
 class TimeIndex(_Index):
@@ -417,6 +452,7 @@ class TimeIndex(_Index):
 
     def entry(self, n):
         """Entry ``n`` as ``(timestamp_ms, offset)``; IndexError outside ``[0, entries)``."""
+        n = _int_arg(n, "n")
         if not 0 <= n < self.entries:
             raise IndexError(f"index entry {n} out of range [0, {self.entries})")
         timestamp_ms, relative_offset = self._raw(n)
@@ -448,6 +484,10 @@ class TimeIndex(_Index):
         is smaller than the last entry's timestamp while the offset grows.
         """
         self._check_writable()
+        timestamp_ms = _int_arg(timestamp_ms, "timestamp_ms")
+        offset = _int_arg(offset, "offset")
+        if not -1 <= timestamp_ms <= fmt.INT64_MAX:
+            raise ValueError(f"timestamp_ms must be in [-1, 2**63), got {timestamp_ms}")
         if not skip_full_check and self.is_full():
             raise IndexFullError(f"time index {self.path} is full ({self.entries} entries)")
         last_timestamp_ms, last_offset = self.last_entry()
@@ -474,16 +514,30 @@ class TimeIndex(_Index):
 
     def lookup(self, timestamp_ms):
         """``(timestamp_ms, offset)`` of the entry with the greatest timestamp <= the target,
-        or ``(-1, base_offset)`` when there is none."""
+        or ``(-1, base_offset)`` when there is none. Among entries with equal timestamps
+        (allowed: timestamps are only required to be non-decreasing) the first, lowest offset
+        is returned, so a scan from it misses no record with that timestamp. Any int target
+        (clamped to int64); TypeError for a non-integer."""
         self._check_open()
-        slot = self._largest_lower_bound_slot(timestamp_ms)
+        slot = self._largest_lower_bound_slot(_clamp64(_int_arg(timestamp_ms, "timestamp_ms")))
         if slot < 0:
             return fmt.NO_TIMESTAMP, self.base_offset
+        if slot > 0 and self._key(slot - 1) == self._key(slot):
+            key, lo, hi = self._key(slot), 0, slot  # first slot with this key, in [lo, hi]
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if self._key(mid) < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            slot = lo
         return self.entry(slot)
 
     def truncate_to(self, offset):
-        """Drop every entry whose offset >= ``offset`` (Kafka's TimeIndex.truncateTo)."""
+        """Drop every entry whose offset >= ``offset`` (Kafka's TimeIndex.truncateTo). Any int;
+        TypeError for a non-integer."""
         self._check_writable()
+        offset = _int_arg(offset, "offset")
         # Offsets may repeat in a time index, so find the first slot with offset >= target.
         lo, hi = 0, self.entries
         while lo < hi:
@@ -494,18 +548,24 @@ class TimeIndex(_Index):
                 hi = mid
         self._zero_from(lo)
 
-    def sanity_check(self):
-        """CorruptIndexError if the file length is not a multiple of 12, the last timestamp is
-        below the first, an offset is below ``base_offset``, or entries are out of order."""
+    def sanity_check(self, *, next_offset=None):
+        """Check every entry before it is trusted (Kafka's TimeIndex.sanityCheck made
+        stricter): CorruptIndexError if the file length is not a multiple of 12, a timestamp is
+        below -1 or below the one before (timestamps are non-decreasing), a relative offset is
+        negative or below the one before, or (when ``next_offset`` is given, the segment's)
+        an entry's offset is not below ``next_offset`` (a stale entry past a cut .log)."""
         self._check_open()
         if self._length % self._ENTRY_BYTES != 0:
             raise CorruptIndexError(
                 f"time index file {self.path} has length {self._length}, not a multiple of 12")
-        previous_timestamp_ms, previous_relative = None, -1
+        if next_offset is not None:
+            next_offset = _int_arg(next_offset, "next_offset")
+        previous_timestamp_ms, previous_relative = fmt.NO_TIMESTAMP, 0
         for n in range(self.entries):
             timestamp_ms, relative_offset = self._raw(n)
-            if relative_offset < previous_relative or relative_offset < 0 or (
-                    previous_timestamp_ms is not None and timestamp_ms <= previous_timestamp_ms):
+            if (relative_offset < previous_relative or timestamp_ms < previous_timestamp_ms
+                    or (next_offset is not None
+                        and self.base_offset + relative_offset >= next_offset)):
                 raise CorruptIndexError(
                     f"corrupt time index {self.path}: entry {n} = "
                     f"({timestamp_ms}, {relative_offset})")
