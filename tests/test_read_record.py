@@ -11,6 +11,8 @@ import pytest
 import seglog
 from seglog.errors import InvalidRecordError
 
+from segment_helpers import recrc
+
 COMPRESSIONS = ["none", "gzip", "lz4"]
 
 
@@ -90,9 +92,13 @@ def test_record_at_matches_records_on_both_twins(compression):
 
 
 def _corrupt_first_length(backend, raw):
-    """The batch with its first record's length varint replaced by a 6-byte varint."""
+    """The batch with its first record's length varint replaced by a 6-byte varint, and the
+    CRC of the (unchanged-length) batch recomputed, so that decoders that check CRCs first
+    still reach the framing check."""
     data = bytearray(raw)
-    return bytes(data[:61]) + b"\xff\xff\xff\xff\xff\x01" + bytes(data[62:])
+    bad = bytes(data[:61]) + b"\xff\xff\xff\xff\xff\x01" + bytes(data[62:])
+    size = len(raw)
+    return recrc(bad[:size]) + bad[size:]
 
 
 def test_record_at_bad_framing_same_error(backend):

@@ -52,6 +52,7 @@ Not thread-safe: the Log serialises calls. ``OSError`` propagates unchanged.
 from __future__ import annotations
 
 import mmap
+import operator
 import os
 import struct
 
@@ -60,6 +61,7 @@ from .. import format as fmt
 from ..errors import (
     CorruptIndexError,
     CorruptRecordError,
+    CorruptSegmentError,
     IndexFullError,
     InvalidOffsetError,
     InvalidRecordError,
@@ -78,7 +80,25 @@ __all__ = ["Segment", "AppendResult", "RecoveryResult"]
 _HEADER = fmt.BATCH_HEADER
 _OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 _HEAD_BYTES = fmt.RECORD_BATCH_OVERHEAD
+#: Offset-index entries tried (each one before the last) before a lookup falls back to the
+#: segment start: a broken entry costs one more index interval of scanning.
+_ENTRY_FALLBACKS = 4
+#: A reader's pread granularity for header scans (a few dozen small batches per syscall).
+_CHUNK_BYTES = 16 * 1024
+#: A reader's batches() reads whole batches in windows of about this size.
+_WINDOW_BYTES = 1 << 20
+
+
+class _Stop:
+    """What a lenient header scan found: ``batches`` [(position, header)], ``reason`` ('' at
+    a clean end) and ``position`` (where it stopped)."""
+
+    __slots__ = ("batches", "reason", "position")
+
+    def __init__(self):
+        self.batches, self.reason, self.position = [], "", 0
 
 
 class _Invalid(Exception):
@@ -155,13 +175,48 @@ def _check_batch(buf, position, end, max_batch_bytes=None):
     return header
 
 
+def _int_arg(value, name):
+    """``value`` as an int; TypeError (the same message in both twins) for anything that is not
+    an integer (1.5, "1", None). bool counts as an int, as in Python."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _clamp64(value):
+    """An int clamped to int64: offsets and positions on disk are at most 64 bits, so a larger
+    request means the same as INT64_MAX (the native twin cannot hold more)."""
+    return max(-fmt.INT64_MAX - 1, min(value, fmt.INT64_MAX))
+
+
+def _max_position_arg(max_position):
+    """``max_position`` checked: None, or an int >= 0 (ValueError below 0; clamped above)."""
+    if max_position is None:
+        return None
+    max_position = _int_arg(max_position, "max_position")
+    if max_position < 0:
+        raise ValueError(f"max_position must be >= 0, got {max_position}")
+    return min(max_position, fmt.INT64_MAX)
+
+
+def _max_bytes_arg(max_bytes):
+    """``max_bytes`` checked: an int >= 0 (ValueError below 0; clamped above)."""
+    max_bytes = _int_arg(max_bytes, "max_bytes")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+    return min(max_bytes, fmt.INT64_MAX)
+
+
 class Segment:
     """One segment of a partition log; see :class:`seglog.protocol.Segment` for the contract
-    and this module's docstring for the Kafka decisions. Build with :meth:`open`.
+    and this module's docstring for the Kafka decisions and the untrusted-bytes rules. Build
+    with :meth:`open`.
 
-    Not thread-safe. Views returned by :meth:`read` stay valid after :meth:`close` (the mmap
-    lives as long as they do) but must be released before :meth:`truncate_to`/:meth:`recover`
-    cut the bytes they map.
+    Not thread-safe. Views returned by :meth:`read` of a writer stay valid after
+    :meth:`close` (the mmap lives as long as they do) but must be released before
+    :meth:`truncate_to`/:meth:`recover` cut the bytes they map. A read-only segment maps
+    nothing: it reads with pread and returns bytes.
     """
 
     # --- opening ------------------------------------------------------------------------------
@@ -174,12 +229,25 @@ class Segment:
 
         FileNotFoundError if the .log is missing (and not ``create``); FileExistsError if
         ``create`` and a non-empty .log exists. ``read_only`` opens everything read-only (a
-        missing index is then treated as empty). Stale index files are replaced on create."""
+        missing index is then treated as empty). Stale index files are replaced on create.
+        Index entries are checked before they are used (``indexes_need_rebuild`` tells a
+        writer's Log to rebuild them; a reader scans instead). TypeError for non-integer
+        numbers, ValueError for out-of-range ones."""
         if create and read_only:
             raise ValueError("create and read_only are exclusive")
-        return cls(os.fspath(dir_path), int(base_offset), create, read_only,
-                   int(index_interval_bytes), int(max_index_bytes), int(max_message_bytes),
-                   file_suffix)
+        base_offset = _int_arg(base_offset, "base_offset")
+        if not 0 <= base_offset <= fmt.INT64_MAX:
+            raise ValueError(f"base_offset must be in [0, 2**63), got {base_offset}")
+        index_interval_bytes = _int_arg(index_interval_bytes, "index_interval_bytes")
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        max_message_bytes = _int_arg(max_message_bytes, "max_message_bytes")
+        for name, value in (("index_interval_bytes", index_interval_bytes),
+                            ("max_index_bytes", max_index_bytes),
+                            ("max_message_bytes", max_message_bytes)):
+            if not 0 <= value <= fmt.INT32_MAX:
+                raise ValueError(f"{name} must be in [0, 2**31), got {value}")
+        return cls(os.fspath(dir_path), base_offset, create, read_only, index_interval_bytes,
+                   max_index_bytes, max_message_bytes, file_suffix)
 
     def __init__(self, dir_path, base_offset, create, read_only, index_interval_bytes,
                  max_index_bytes, max_message_bytes, file_suffix):
@@ -199,6 +267,10 @@ class Segment:
         self._mm_bytes = 0
         self._retired = []
         self._scratch = bytearray()
+        self._chunk = b""            # read-only: the last pread chunk of the .log
+        self._chunk_start = 0
+        self._offset_index_trusted = self._time_index_trusted = False
+        self._crc_verified = set()   # positions of batches read_record checked the CRC of
         self.offset_index = self.time_index = None
         log_path = self.log_path
         if create:
@@ -212,8 +284,8 @@ class Segment:
         else:
             self._fd = os.open(log_path, os.O_RDONLY if read_only else os.O_RDWR)
         try:
-            self._open_indexes(create)
             self.size_bytes = os.fstat(self._fd).st_size
+            self._open_indexes(create)
             self._load_tail_state()
         except BaseException:
             self._close_files()
@@ -230,10 +302,12 @@ class Segment:
 
     @property
     def index_path(self):
+        """Path of the ``.index`` file."""
         return self._path(filenames.INDEX_SUFFIX)
 
     @property
     def time_index_path(self):
+        """Path of the ``.timeindex`` file."""
         return self._path(filenames.TIME_INDEX_SUFFIX)
 
     def _open_indexes(self, create):
@@ -241,66 +315,125 @@ class Segment:
         # current (trimmed) length: an old segment's are never appended to, the Log resizes the
         # active one's (resize_indexes), and recover() resets (preallocates) before it rebuilds.
         missing = not (os.path.exists(self.index_path) and os.path.exists(self.time_index_path))
-        if self.read_only and missing:
-            self.indexes_need_rebuild = True
         kwargs = dict(max_index_bytes=self.max_index_bytes, writable=not self.read_only,
                       preallocate=create)
         if os.path.exists(self.index_path) or not self.read_only:
             self.offset_index = OffsetIndex(self.index_path, self.base_offset, **kwargs)
         if os.path.exists(self.time_index_path) or not self.read_only:
             self.time_index = TimeIndex(self.time_index_path, self.base_offset, **kwargs)
-        if missing:
+        if missing and not create:
             self.indexes_need_rebuild = True
-            return
+        self._offset_index_trusted = self.offset_index is not None
+        if self._offset_index_trusted:
+            try:
+                self.offset_index.sanity_check(log_size_bytes=self.size_bytes)
+            except CorruptIndexError:
+                self._distrust_offset_index()
+
+    def _distrust_offset_index(self):
+        """Stop using the offset index: lookups answer the segment start (a scan). A writer's
+        Log rebuilds it (``indexes_need_rebuild``); a reader keeps scanning."""
+        self._offset_index_trusted = False
+        self.indexes_need_rebuild = True
+
+    def _distrust_time_index(self):
+        self._time_index_trusted = False
+        self.indexes_need_rebuild = True
+
+    def _entry_lands(self, entry_offset, position):
+        """Whether offset-index entry ``(entry_offset, position)`` lands on a batch start: a
+        whole, parseable batch header at ``position`` below the segment's end whose offsets
+        fit the entry (base offset in ``[segment base, entry_offset]``, last offset <=
+        ``entry_offset``: the entry is the last offset of the append that starts there)."""
+        if not 0 <= position < self.size_bytes:
+            return False
         try:
-            self.offset_index.sanity_check()
-            self.time_index.sanity_check()
-        except CorruptIndexError:
-            self.indexes_need_rebuild = True
+            header = self._head(position, self.size_bytes)
+        except _Invalid:
+            return False
+        return (header is not None and self.base_offset <= header[0] <= entry_offset
+                and header[0] + header[6] <= entry_offset)
 
     def _index_lookup(self, offset):
-        """``(offset, position)`` from the offset index, or the segment start without one."""
-        if self.offset_index is None or self.offset_index.entries == 0:
+        """``(offset, position)`` to scan from for ``offset``: the offset-index entry with the
+        greatest offset <= ``offset`` that lands on a batch start (an entry that does not is
+        skipped for the one before it, at most ``_ENTRY_FALLBACKS`` times, then the segment
+        start), or the segment start without a trusted index. Never a position a scan
+        could not start from, so a broken entry costs a longer scan, never hidden data."""
+        if not self._offset_index_trusted or self.offset_index.entries == 0:
             return self.base_offset, 0
-        return self.offset_index.lookup(offset)
+        entry_offset, position = self.offset_index.lookup(offset)
+        for _ in range(_ENTRY_FALLBACKS):
+            if position == 0 or self._entry_lands(entry_offset, position):
+                return entry_offset, position
+            if entry_offset <= self.base_offset:
+                break
+            entry_offset, position = self.offset_index.lookup(entry_offset - 1)
+        return self.base_offset, 0
 
     def _load_tail_state(self):
         """next_offset, max timestamp, first batch timestamp and bytes since the last index
-        entry, from the indexes and a header scan after the last offset-index entry."""
+        entry, from the (checked) indexes and a header scan after the last offset-index entry.
+
+        The scan is lenient: it stops at the first batch it cannot parse, since before a
+        recovery the tail may be torn. A writer keeps the whole file as its extent (reads
+        below it raise on the bad bytes until ``recover()`` cuts them); a reader's extent
+        ends before a torn batch (the writer may be writing it) but includes corrupt bytes
+        (bad length or magic: no writer makes those), so its reads raise there too."""
+        self._drop_read_caches()
+        file_bytes = self.size_bytes
         entry_offset, entry_position = self._index_lookup(fmt.INT64_MAX)
-        if entry_position > self.size_bytes:  # an index pointing past the log: do not trust it
-            entry_offset, entry_position = self.base_offset, 0
-            self.indexes_need_rebuild = True
-        max_ts, max_ts_offset = (self.time_index.last_entry() if self.time_index is not None
-                                 else (fmt.NO_TIMESTAMP, self.base_offset))
-        if max_ts == fmt.NO_TIMESTAMP:
-            max_ts_offset = self.base_offset
+        if self._offset_index_trusted and entry_position == 0 and self.offset_index.entries:
+            self._distrust_offset_index()  # even the last entry does not land on a batch
         next_offset = self.base_offset
         end = entry_position
-        for position, header in self._scan_headers(entry_position, self.size_bytes):
-            size = fmt.LOG_OVERHEAD + header[1]
-            last = header[0] + header[6]
-            if header[8] > max_ts:
-                max_ts, max_ts_offset = header[8], last
-            next_offset = last + 1
-            end = position + size
+        stop = self._lenient_scan(entry_position, file_bytes)
+        for position, header in stop.batches:
+            next_offset = header[0] + header[6] + 1
+            end = position + fmt.LOG_OVERHEAD + header[1]
         if next_offset == self.base_offset and entry_position > 0:
-            next_offset = entry_offset + 1  # no whole batch after the entry (should not happen)
+            next_offset = entry_offset + 1  # no whole batch after the entry (cannot happen)
         self.next_offset = next_offset
+        # The time index is checked against the offsets just found: a .log cut behind the
+        # index's back leaves stale entries past next_offset, and trusting them would fail
+        # the final time-index entry of close().
+        self._time_index_trusted = self.time_index is not None
+        if self._time_index_trusted:
+            try:
+                self.time_index.sanity_check(next_offset=next_offset)
+            except CorruptIndexError:
+                self._distrust_time_index()
+        max_ts, max_ts_offset = fmt.NO_TIMESTAMP, self.base_offset
+        if self._time_index_trusted:
+            max_ts, max_ts_offset = self.time_index.last_entry()
+        else:  # no usable time index: the max timestamp needs every batch header
+            for _, header in self._lenient_scan(0, entry_position).batches:
+                if header[8] > max_ts:
+                    max_ts, max_ts_offset = header[8], header[0] + header[6]
+        for _, header in stop.batches:
+            if header[8] > max_ts:
+                max_ts, max_ts_offset = header[8], header[0] + header[6]
         self.max_timestamp_ms = max_ts
         self.offset_of_max_timestamp = max_ts_offset if max_ts != fmt.NO_TIMESTAMP else -1
-        if self.read_only:
-            self.size_bytes = end  # readers see whole batches only
+        if self.read_only and (stop.reason == fmt.REASON_TRUNCATED or stop.reason == ""):
+            self.size_bytes = end  # readers see whole batches only: a torn tail is not theirs
         self._bytes_since_index_entry = self.size_bytes - entry_position
         self.first_batch_timestamp_ms = fmt.NO_TIMESTAMP
-        for _, header in self._scan_headers(0, self.size_bytes):
-            self.first_batch_timestamp_ms = header[8]
-            break
+        first = self._lenient_scan(0, self.size_bytes, limit=1).batches
+        if first:
+            self.first_batch_timestamp_ms = first[0][1][8]
 
-    # --- the read mapping ---------------------------------------------------------------------
+    def _drop_read_caches(self):
+        """Bytes may have changed (open, cut, recovery, a reader's refresh): forget the
+        pread chunk and which batches had their CRC checked."""
+        self._chunk, self._chunk_start = b"", 0
+        self._crc_verified.clear()
+
+    # --- reading bytes: the writer's mmap, a reader's pread ---------------------------------
 
     def _map(self, end):
-        """The read mmap, covering at least ``[0, end)`` (remapped when the file outgrew it)."""
+        """The writer's read mmap, covering at least ``[0, end)`` (remapped when the file
+        outgrew it). Only a writer maps: no other process shrinks its file."""
         if self._mm is None or self._mm_bytes < end:
             length = os.fstat(self._fd).st_size
             if length < end:
@@ -311,6 +444,110 @@ class Segment:
             self._mm_bytes = length
             self._retired = [m for m in self._retired if not self._try_close(m)]
         return self._mm
+
+    def _bytes(self, position, size):
+        """``(buffer, start)`` with ``buffer[start:start + size]`` the .log bytes at
+        ``position``, or ``(None, 0)`` when the file ends before them.
+
+        A writer reads its mapping (its file only shrinks through itself). A read-only
+        segment never maps the .log: the writer, in another process, may truncate it (a
+        follower truncation, a recovery), and touching a mapping past the file's new end
+        is SIGBUS. It preads chunks of _CHUNK_BYTES instead (a short read means the file
+        shrank: the caller treats it as the end)."""
+        if not self.read_only:
+            if position + size > self._mm_bytes and position + size > os.fstat(self._fd).st_size:
+                return None, 0
+            return self._map(position + size), position
+        chunk, start = self._chunk, self._chunk_start
+        if start <= position and position + size <= start + len(chunk):
+            return chunk, position - start
+        chunk = os.pread(self._fd, max(size, _CHUNK_BYTES), position)
+        self._chunk, self._chunk_start = chunk, position
+        if len(chunk) < size:
+            return None, 0
+        return chunk, 0
+
+    def _pread_all(self, position, size):
+        """``size`` bytes at ``position`` as bytes (read-only reads), or fewer when the
+        file shrank under the reader."""
+        parts, done = [], 0
+        while done < size:
+            part = os.pread(self._fd, size - done, position + done)
+            if not part:
+                break
+            parts.append(part)
+            done += len(part)
+        return b"".join(parts)
+
+    def _head(self, position, end):
+        """The header tuple of the whole batch at ``position`` of ``[0, end)``, None when
+        ``position >= end`` or the file ends early (a reader whose writer truncated), else
+        _Invalid with the reason, checked in this order: fewer than 17 bytes left, batch
+        length < 14, > INT32_MAX - 12, magic != 2, size < 61 (REASON_BATCH_TOO_SMALL), batch
+        runs past ``end`` (REASON_TRUNCATED: a torn tail)."""
+        remaining = end - position
+        if remaining <= 0:
+            return None
+        if remaining < fmt.HEADER_SIZE_UP_TO_MAGIC:
+            raise _Invalid(fmt.REASON_TRUNCATED, f"{remaining} bytes left, less than a header")
+        buf, at = self._bytes(position, min(remaining, _HEAD_BYTES))
+        if buf is None:
+            return None
+        (batch_length,) = _INT32.unpack_from(buf, at + fmt.BATCH_LENGTH_POSITION)
+        if batch_length < fmt.MIN_BATCH_LENGTH:
+            raise _Invalid(fmt.REASON_BATCH_TOO_SMALL, f"batch length {batch_length}")
+        if batch_length > fmt.INT32_MAX - fmt.LOG_OVERHEAD:
+            raise _Invalid(fmt.REASON_BATCH_TOO_LARGE, f"batch length {batch_length}")
+        if buf[at + fmt.MAGIC_POSITION] != fmt.MAGIC_V2:
+            raise _Invalid(fmt.REASON_BAD_MAGIC, f"magic {buf[at + fmt.MAGIC_POSITION]}")
+        size = fmt.LOG_OVERHEAD + batch_length
+        if size < _HEAD_BYTES:
+            raise _Invalid(fmt.REASON_BATCH_TOO_SMALL, f"batch of {size} bytes")
+        if size > remaining:
+            raise _Invalid(fmt.REASON_TRUNCATED, f"batch of {size} bytes, {remaining} left")
+        return _HEADER.unpack_from(buf, at)
+
+    def _corrupt(self, position, exc):
+        return CorruptSegmentError(
+            f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+            f"{position}: {exc.reason} ({exc})", reason=exc.reason, position=position,
+            path=self.log_path, base_offset=self.base_offset)
+
+    def _scan_headers(self, start, end):
+        """Yield ``(position, header tuple)`` for each batch in ``[start, end)``, where
+        ``end`` is at most the segment's extent: every byte below it was written as whole
+        batches, so a header that cannot be parsed (or a batch running past the extent) is
+        CorruptSegmentError, never a silent end of data. Stops early only when a reader's
+        file shrank under it (its writer truncated: refresh() catches up)."""
+        position = start
+        while position < end:  # bounded: each batch moves on >= 61 bytes
+            try:
+                header = self._head(position, self.size_bytes)
+            except _Invalid as exc:
+                raise self._corrupt(position, exc) from None
+            if header is None:
+                return
+            yield position, header
+            position += fmt.LOG_OVERHEAD + header[1]
+
+    def _lenient_scan(self, start, end, limit=None):
+        """The whole batches from ``start`` up to the first one that cannot be parsed (open
+        and refresh, where the tail may be torn): a _Stop with ``batches`` (position, header)
+        and ``reason`` ('' at the end, else why it stopped) and ``position``."""
+        stop = _Stop()
+        position = start
+        while position < end and (limit is None or len(stop.batches) < limit):
+            try:
+                header = self._head(position, end)
+            except _Invalid as exc:
+                stop.reason = exc.reason
+                break
+            if header is None:
+                break
+            stop.batches.append((position, header))
+            position += fmt.LOG_OVERHEAD + header[1]
+        stop.position = position
+        return stop
 
     @staticmethod
     def _try_close(mapping):
@@ -339,21 +576,6 @@ class Segment:
         if self._mm is not None and self._mm.closed:
             self._mm, self._mm_bytes = None, 0
         self._retired = [m for m in keep if m is not self._mm]
-
-    def _scan_headers(self, start, end):
-        """Yield ``(position, header tuple)`` for each whole batch in ``[start, end)``; stops
-        at the first short, torn or malformed header (Kafka's iterator, without raising)."""
-        if end - start < _HEAD_BYTES:
-            return
-        mm = self._map(end)
-        position = start
-        while end - position >= _HEAD_BYTES:
-            header = _HEADER.unpack_from(mm, position)
-            size = fmt.LOG_OVERHEAD + header[1]
-            if size < _HEAD_BYTES or size > end - position or header[3] != fmt.MAGIC_V2:
-                return
-            yield position, header
-            position += size
 
     # --- state checks -------------------------------------------------------------------------
 
@@ -470,8 +692,12 @@ class Segment:
 
     def translate_offset(self, offset):
         """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
-        offset >= ``offset``, or None (index lookup, then a header-only scan)."""
+        offset >= ``offset``, or None (checked index lookup, then a header scan).
+        CorruptSegmentError for a batch header on the way that cannot be parsed; TypeError
+        for a non-integer ``offset`` (any int is accepted: below the segment means its
+        start, at or past ``next_offset`` means None)."""
         self._check_open()
+        offset = _clamp64(_int_arg(offset, "offset"))
         if offset >= self.next_offset:
             return None
         _, position = self._index_lookup(offset)
@@ -482,8 +708,9 @@ class Segment:
 
     def _range(self, offset, max_bytes, max_position, min_one_batch):
         """``(position, size_bytes, next_offset)`` of the whole batches a read returns."""
-        if max_bytes < 0:
-            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        max_bytes = _max_bytes_arg(max_bytes)
+        max_position = _max_position_arg(max_position)
+        offset = _clamp64(_int_arg(offset, "offset"))
         found = self.translate_offset(offset)
         if found is None:
             return 0, 0, offset
@@ -492,38 +719,87 @@ class Segment:
         size, next_offset = 0, offset
         for position, header in self._scan_headers(start, limit):
             batch_size = fmt.LOG_OVERHEAD + header[1]
+            if position + batch_size > limit:
+                break  # the bound (a high watermark) is before this batch's end
             if size + batch_size > max_bytes and not (size == 0 and min_one_batch):
                 break
             size += batch_size
             next_offset = header[0] + header[6] + 1
+            if size >= max_bytes:
+                break  # no further batch fits: do not even read its header
         return start, size, next_offset
 
+    def _read_bytes(self, position, size):
+        """A read-only segment's read: the bytes of ``[position, position + size)`` with
+        pread, cut to the whole batches present (the writer may have truncated since)."""
+        data = self._pread_all(position, size)
+        if len(data) < size:
+            whole = 0
+            while whole + fmt.HEADER_SIZE_UP_TO_MAGIC <= len(data):
+                batch_size = fmt.LOG_OVERHEAD + _INT32.unpack_from(
+                    data, whole + fmt.BATCH_LENGTH_POSITION)[0]
+                if batch_size < _HEAD_BYTES or whole + batch_size > len(data):
+                    break
+                whole += batch_size
+            data = data[:whole]
+        return memoryview(data)
+
     def read(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
-        """Whole batches from the one holding ``offset``, as a read-only memoryview over an
-        mmap of the .log (zero-copy; valid until released, even after close)."""
+        """Whole batches from the one holding ``offset``, never past ``max_position``.
+
+        A writer returns a read-only memoryview over an mmap of the .log (zero-copy; valid
+        until released, even after close); a read-only segment returns a memoryview of bytes
+        read with pread (see ``_bytes``). CorruptSegmentError for a batch header below the
+        segment's end that cannot be parsed (batch contents and CRCs are not checked: raw
+        reads are served as Kafka's broker serves them). TypeError for non-integer
+        arguments, ValueError for negative ``max_bytes``/``max_position``; huge ones are
+        clamped."""
         self._check_open()
         position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
         if size == 0:
             return memoryview(b"")
+        if self.read_only:
+            return self._read_bytes(position, size)
         return memoryview(self._map(position + size))[position:position + size]
 
-    def read_record(self, offset):
+    def read_record(self, offset, *, check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside
         ``[base_offset, next_offset)``, a gap, or a control batch).
 
-        Index lookup and header scan to the batch (as :meth:`read`), then
+        Checked index lookup and header scan to the batch (as :meth:`read`), then
         ``Batch.record_at``: the records before it are skipped by their length prefixes and
-        only the one record is built (a compressed batch is decompressed). Raises as
-        ``Batch.record_at``."""
+        only the one record is built (a compressed batch is decompressed). With
+        ``check_crcs`` (the default, Kafka's ``check.crcs``) the batch's CRC32C is checked
+        first, once per batch (the positions of checked batches are remembered until bytes
+        change): CorruptRecordError(REASON_CRC_MISMATCH, position in the .log). Otherwise
+        raises as ``Batch.record_at``; CorruptSegmentError for an unparseable header."""
         self._check_open()
+        offset = _int_arg(offset, "offset")
         if offset < self.base_offset or offset >= self.next_offset:
             return None
         found = self.translate_offset(offset)
         if found is None or found[1] > offset:
             return None
         position, _, size = found
-        view = memoryview(self._map(position + size))[position:position + size]
+        if self.read_only:
+            view = self._read_bytes(position, size)
+            if len(view) < size:
+                return None  # the writer truncated it away under us
+        else:
+            view = memoryview(self._map(position + size))[position:position + size]
+        batch = None
         try:
+            if check_crcs and position not in self._crc_verified:
+                (stored,) = _UINT32.unpack_from(view, fmt.CRC_POSITION)
+                computed = crc32c(view[fmt.ATTRIBUTES_POSITION:])
+                if computed != stored:
+                    raise CorruptSegmentError(
+                        f"segment {self.log_path} (base offset {self.base_offset}): batch at "
+                        f"position {position}: {fmt.REASON_CRC_MISMATCH} (stored "
+                        f"{stored:#010x}, computed {computed:#010x})",
+                        reason=fmt.REASON_CRC_MISMATCH, position=position,
+                        path=self.log_path, base_offset=self.base_offset)
+                self._crc_verified.add(position)
             batch = Batch(view)
             if batch.is_control:
                 return None
@@ -533,7 +809,8 @@ class Segment:
             view.release()
 
     def read_range(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
-        """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log."""
+        """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log.
+        Same checks and errors as :meth:`read`."""
         self._check_open()
         position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
         return position, size
@@ -542,39 +819,103 @@ class Segment:
         """Send the whole batches :meth:`read` would return to ``out_fd`` (socket or file, an
         int or an object with ``fileno()``) with sendfile(2); returns ``(bytes_sent,
         next_offset)``. Loops until all are sent; BlockingIOError propagates on a
-        non-blocking fd."""
+        non-blocking fd. Same argument checks as :meth:`read` (TypeError for an ``out_fd``
+        that is neither an int nor has ``fileno()``); the kernel copies from the file, so
+        a reader whose writer truncated sends fewer bytes, never faults."""
         self._check_open()
         if not isinstance(out_fd, int):
-            out_fd = out_fd.fileno()
+            fileno = getattr(out_fd, "fileno", None)
+            if fileno is None:
+                raise TypeError(f"out_fd must be an int or have fileno(), got "
+                                f"{type(out_fd).__name__}")
+            out_fd = fileno()
+        out_fd = _int_arg(out_fd, "out_fd")
         position, size, next_offset = self._range(offset, max_bytes, max_position, True)
         sent = 0
         while sent < size:
             n = os.sendfile(out_fd, self._fd, position + sent, size - sent)
             if n == 0:
+                if self.read_only:
+                    break  # the file shrank under a reader
                 raise OSError(f"sendfile from {self.log_path} made no progress")
             sent += n
         return sent, next_offset
 
     def batches(self, start_position=0):
-        """Iterate the codec's Batch objects over the file from ``start_position`` (they hold a
-        view of the mmap)."""
+        """Iterate the codec's Batch objects over the file from ``start_position`` (a batch
+        start) to the segment's end. A writer's hold a view of the mmap and their
+        ``position`` counts from ``start_position``; a read-only segment's are read with
+        pread in windows of about _WINDOW_BYTES and their ``position`` counts from their
+        window. Headers are checked as the segment's reads check them: CorruptSegmentError
+        (with the position in the .log) for one that cannot be parsed below the end."""
         self._check_open()
+        start_position = _int_arg(start_position, "start_position")
+        if start_position < 0:
+            raise ValueError(f"start_position must be >= 0, got {start_position}")
         if self.size_bytes <= start_position:
             return iter(())
-        view = memoryview(self._map(self.size_bytes))[start_position:self.size_bytes]
-        return iter_batches(view)
+        return self._batches(start_position)
+
+    def _batches(self, start):
+        if not self.read_only:
+            end = self.size_bytes
+            yield from self._checked_batches(
+                memoryview(self._map(end))[start:end], start, end)
+            return
+        position = start
+        while position < self.size_bytes:  # windows of whole batches, read with pread
+            window_end = position
+            for batch_position, header in self._scan_headers(position, self.size_bytes):
+                batch_end = batch_position + fmt.LOG_OVERHEAD + header[1]
+                if window_end > position and batch_end - position > _WINDOW_BYTES:
+                    break
+                window_end = batch_end
+            data = self._read_bytes(position, window_end - position)
+            if len(data) == 0:
+                return  # the file shrank under the reader
+            yield from self._checked_batches(data, position, position + len(data))
+            position += len(data)
+
+    def _checked_batches(self, view, start, end):
+        """The codec's iter_batches over ``view`` (the .log bytes ``[start, end)``), with its
+        errors and its silent stop at a torn batch turned into CorruptSegmentError with the
+        position in the .log."""
+        reached = start
+        try:
+            for batch in iter_batches(view):
+                reached = start + batch.position + batch.size_bytes
+                yield batch
+        except CorruptRecordError as exc:
+            position = start + max(exc.position, 0)
+            raise CorruptSegmentError(
+                f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+                f"{position}: {exc.reason}", reason=exc.reason, position=position,
+                path=self.log_path, base_offset=self.base_offset) from None
+        if reached < end:
+            try:
+                self._head(reached, end)
+                reason, detail = fmt.REASON_TRUNCATED, "batch runs past the end"
+            except _Invalid as exc:
+                reason, detail = exc.reason, str(exc)
+            raise self._corrupt(reached, _Invalid(reason, detail))
 
     def find_offset_by_timestamp(self, timestamp_ms, starting_offset=0):
         """``(timestamp_ms, offset)`` of the first record with timestamp >= ``timestamp_ms`` and
-        offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp)."""
+        offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp).
+        The time index is used only once checked (else the scan starts at the segment
+        start); records are decoded, so CRCs are checked (CorruptRecordError). TypeError for
+        non-integer arguments; any int is accepted."""
         self._check_open()
-        if self.time_index is not None:
+        timestamp_ms = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
+        starting_offset = _clamp64(_int_arg(starting_offset, "starting_offset"))
+        if self._time_index_trusted:
             _, index_offset = self.time_index.lookup(timestamp_ms)
         else:
             index_offset = self.base_offset
         _, position = self._index_lookup(max(index_offset, starting_offset))
         for batch in self.batches(position):
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
+                batch.ensure_valid()
                 for record in batch.records():
                     if record.timestamp_ms >= timestamp_ms and record.offset >= starting_offset:
                         return record.timestamp_ms, record.offset
@@ -586,14 +927,19 @@ class Segment:
         """Drop every batch whose base offset >= ``offset``; return the bytes removed.
 
         Indexes drop entries >= ``offset`` and are resized to ``max_index_bytes`` (Kafka).
-        ViewsOutstandingError (nothing changed) if live read() views map the removed bytes."""
+        ViewsOutstandingError (nothing changed) if live read() views map the removed bytes;
+        CorruptSegmentError if a header before the cut cannot be parsed (nothing changed);
+        TypeError for a non-integer ``offset`` (any int: at or below the base empties the
+        segment, at or past ``next_offset`` removes nothing)."""
         self._check_writable()
-        _, position = self._index_lookup(offset)
+        offset = _clamp64(_int_arg(offset, "offset"))
         cut = self.size_bytes
-        for batch_position, header in self._scan_headers(position, self.size_bytes):
-            if header[0] >= offset:
-                cut = batch_position
-                break
+        if offset < self.next_offset:
+            _, position = self._index_lookup(offset)
+            for batch_position, header in self._scan_headers(position, self.size_bytes):
+                if header[0] >= offset:
+                    cut = batch_position
+                    break
         removed = self.size_bytes - cut
         if removed:
             self._release_maps_past(cut)
@@ -658,6 +1004,7 @@ class Segment:
             self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
         self.time_index.trim()
         self.indexes_need_rebuild = False
+        self._offset_index_trusted = True  # rebuilt from the batches just validated
         self._load_tail_state()
         return RecoveryResult(position, truncated, reason, position if truncated else -1)
 
@@ -721,27 +1068,39 @@ class Segment:
         os.fdatasync(self._fd)
 
     def refresh(self):
-        """Read-only: see the whole batches (and index entries) a writer appended since."""
+        """Read-only: see the whole batches (and index entries) a writer appended since, or
+        start over from the indexes when the writer cut the file (a follower truncation, a
+        recovery). Never maps the file; index entries are checked again (see ``open``)."""
         self._check_open()
         if not self.read_only:
             return
         for index in (self.offset_index, self.time_index):
             if index is not None:
                 index.reload()
+        self._drop_read_caches()
         end = os.fstat(self._fd).st_size
-        if end < self.size_bytes:  # the writer truncated (follower truncation or recovery)
+        if end < self.size_bytes or not self._offset_index_trusted:
+            # The writer truncated (or the index was distrusted): start over from the file.
             self.size_bytes = end
+            self._offset_index_trusted = self.offset_index is not None
+            if self._offset_index_trusted:
+                try:
+                    self.offset_index.sanity_check(log_size_bytes=end)
+                except CorruptIndexError:
+                    self._distrust_offset_index()
             self._load_tail_state()
             return
-        for position, header in self._scan_headers(self.size_bytes, end):
-            size = fmt.LOG_OVERHEAD + header[1]
+        stop = self._lenient_scan(self.size_bytes, end)
+        for position, header in stop.batches:
             last = header[0] + header[6]
             if header[8] > self.max_timestamp_ms:
                 self.max_timestamp_ms, self.offset_of_max_timestamp = header[8], last
             if position == 0:
                 self.first_batch_timestamp_ms = header[8]
             self.next_offset = last + 1
-            self.size_bytes = position + size
+        self.size_bytes = stop.position
+        if stop.reason not in ("", fmt.REASON_TRUNCATED):
+            self.size_bytes = end  # corrupt bytes stay inside the extent: reads raise there
 
     def _close_files(self):
         for index in (self.offset_index, self.time_index):
