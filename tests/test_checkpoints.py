@@ -278,3 +278,15 @@ def test_unreadable_marker_still_counts_as_present(tmp_path):
     _write(tmp_path / ".kafka_cleanshutdown", "not json")
     assert has_clean_shutdown_marker(tmp_path)
     assert read_clean_shutdown_broker_epoch(tmp_path) == -1
+
+
+@pytest.mark.parametrize("text", ['[]', 'null', '1', '{"version":0,"brokerEpoch":"7"}',
+                                  '{"version":0,"brokerEpoch":1.5}',
+                                  '{"version":0,"brokerEpoch":true}',
+                                  '{"version":0,"brokerEpoch":99999999999999999999999}'])
+def test_marker_with_wrong_json_types_reads_as_unknown_epoch(tmp_path, text):
+    """Kafka's CleanShutdownFileHandler logs and returns -1 for anything it cannot read as a
+    long: so do we (issue 8), never a TypeError and never an epoch past int64."""
+    _write(tmp_path / ".kafka_cleanshutdown", text)
+    assert has_clean_shutdown_marker(tmp_path)
+    assert read_clean_shutdown_broker_epoch(tmp_path) == -1

@@ -589,7 +589,10 @@ def read_clean_shutdown_broker_epoch(dir_path: str | os.PathLike) -> int:
         epoch = json.loads(text)["brokerEpoch"] if text is not None else -1
     except (CorruptCheckpointError, ValueError, KeyError, TypeError):
         return -1
-    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else -1
+    # A long in Kafka: anything else (a bool, a float, past int64) reads as unreadable, -1.
+    if isinstance(epoch, int) and not isinstance(epoch, bool) and -(2**63) <= epoch < 2**63:
+        return epoch
+    return -1
 
 
 def remove_clean_shutdown_marker(dir_path: str | os.PathLike) -> bool:
