@@ -297,11 +297,20 @@ def _batches_from(segments: SegmentMap, offset: int) -> Iterator[Any]:
 
 def _last_batch(buffer: memoryview) -> tuple[int, int]:
     """``(position, next_offset)`` of the last whole batch in ``buffer`` (which holds whole
-    batches only, as segment reads return)."""
+    batches only, as segment reads return). The lengths are checked all the same (a length
+    below the minimum would walk backwards forever): CorruptRecordError."""
     position, last, size = 0, 0, len(buffer)
     while position + fmt.LOG_OVERHEAD <= size:
         last = position
-        position += fmt.LOG_OVERHEAD + _BATCH_PREFIX.unpack_from(buffer, position)[1]
+        length = _BATCH_PREFIX.unpack_from(buffer, position)[1]
+        if length < fmt.RECORD_BATCH_OVERHEAD - fmt.LOG_OVERHEAD \
+                or position + fmt.LOG_OVERHEAD + length > size:
+            raise CorruptRecordError(
+                f"batch length {length} at position {position} of a segment read is not a "
+                "whole batch", position=position,
+                reason=fmt.REASON_BATCH_TOO_SMALL
+                if length < fmt.RECORD_BATCH_OVERHEAD - fmt.LOG_OVERHEAD else fmt.REASON_TRUNCATED)
+        position += fmt.LOG_OVERHEAD + length
     base_offset = _INT64.unpack_from(buffer, last)[0]
     delta = _INT32.unpack_from(buffer, last + fmt.LAST_OFFSET_DELTA_POSITION)[0]
     return last, base_offset + delta + 1
