@@ -22,9 +22,11 @@ import os
 
 import pytest
 
-from seglog.bench.kafka import KafkaBroker, find_kafka
+from seglog.bench.kafka import SKIP_REASON, KafkaBroker, find_kafka
 
 REQUIRE_KAFKA = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
+
+_REF, _WHY = find_kafka()
 
 _BROKERS_BY_MODULE: dict[str, list[KafkaBroker]] = {}
 
@@ -33,12 +35,11 @@ _BROKERS_BY_MODULE: dict[str, list[KafkaBroker]] = {}
 def kafka_ref():
     """The usable Kafka (:class:`seglog.bench.kafka.KafkaRef`); skips (or fails under
     ``SEGLOG_REQUIRE_KAFKA=1``) without java or the jars."""
-    ref, why = find_kafka()
-    if ref is None:
+    if _REF is None:
         if REQUIRE_KAFKA:
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    return ref
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
+        pytest.skip(_WHY)
+    return _REF
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +66,11 @@ def kafka_broker_factory(kafka_ref, tmp_path_factory, request):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if report.skipped and _REF is None and isinstance(report.longrepr, tuple) \
+            and str(report.longrepr[2]).startswith(("Skipped: " + SKIP_REASON, SKIP_REASON)):
+        # Every Kafka test skips for the same reason: point them all at this file, so that
+        # "pytest -ra" prints one line for the lot instead of one per test.
+        report.longrepr = (__file__, 0, report.longrepr[2])
     if report.failed:
         for broker in _BROKERS_BY_MODULE.get(item.module.__name__, []):
             report.sections.append(
