@@ -329,11 +329,17 @@ def _zstd_decompress(data, limit: int, position: int) -> bytes:
     reader = _zstd_decompressor().read_to_iter(
         data, read_size=_PIECE_BYTES_MAX, write_size=_PIECE_BYTES_MAX
     )
-    for piece in reader:  # bounded: stops one piece past the limit
-        pieces.append(piece)
-        total += len(piece)
-        if total > limit:
-            raise _too_large(COMPRESSION_ZSTD, limit, position)
+    try:
+        for piece in reader:  # bounded: stops one piece past the limit
+            pieces.append(piece)
+            total += len(piece)
+            if total > limit:
+                raise _too_large(COMPRESSION_ZSTD, limit, position)
+    finally:
+        # The reader holds a buffer export of ``data`` until it is freed; when we stop early it
+        # is not exhausted, and the traceback would keep it (and the export) alive. The native
+        # codec's ``data`` is a memoryview over a batch that it must release right after.
+        del reader
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
