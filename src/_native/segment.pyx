@@ -26,18 +26,20 @@ Not thread-safe: the Log serialises calls.
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_GetPointer
+cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, realloc
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, mmap, munmap
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
-from posix.unistd cimport fdatasync, ftruncate
+from posix.unistd cimport fdatasync, ftruncate, pread
 
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _crc32c cimport seglog_crc32c, seglog_crc32c_init
 from _records cimport _record_checkpoints, _skip_records
 
+import operator
 import os
 
 from seglog import filenames
@@ -45,6 +47,7 @@ from seglog import format as fmt
 from seglog.errors import (
     CorruptIndexError,
     CorruptRecordError,
+    CorruptSegmentError,
     IndexFullError,
     InvalidOffsetError,
     InvalidRecordError,
@@ -55,12 +58,16 @@ from seglog.errors import (
 )
 from seglog.results import AppendResult, RecoveryResult
 
-from .codec import _BATCH_RECORD_AT
+from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT
+
+from .codec import _BATCH_RECORD_AT_CHECKED
 from .index import _OFFSET_LOOKUP, OffsetIndex, TimeIndex
 
-ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
+ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t,
+                                      bint, Py_ssize_t)
 cdef batch_record_at_fn _batch_record_at = <batch_record_at_fn>PyCapsule_GetPointer(
-    _BATCH_RECORD_AT, b"seglog._native.codec.batch_record_at")
+    _BATCH_RECORD_AT_CHECKED, b"seglog._native.codec.batch_record_at_checked")
+cdef Py_ssize_t _DECOMPRESSED_MAX = DECOMPRESSED_BYTES_MAX_DEFAULT
 ctypedef int64_t (*offset_lookup_fn)(object, int64_t, int64_t *) except? -2
 cdef offset_lookup_fn _offset_lookup = <offset_lookup_fn>PyCapsule_GetPointer(
     _OFFSET_LOOKUP, b"seglog._native.index.offset_lookup")
@@ -116,6 +123,9 @@ cdef enum:
     WINDOW_BYTES = 64 << 20       # read mappings grow in 64 MiB steps
     PREALLOCATE_BYTES = 16 << 20  # disk blocks reserved past the end, ahead of appends
     WRITEBACK_BYTES = 8 << 20     # start writeback of each 8 MiB the appends dirty
+    ENTRY_FALLBACKS = 4           # offset-index entries tried before a lookup scans from 0
+    CHUNK_BYTES = 16 << 10        # a reader's pread granularity for header scans
+    RO_WINDOW_BYTES = 1 << 20     # a reader's batches() reads whole batches in ~1 MiB windows
 
 cdef enum Check:
     OK = 0
@@ -148,6 +158,7 @@ seglog_crc32c_init()
 cdef int64_t NO_TIMESTAMP = -1
 cdef int64_t INT64_MAX_C = 0x7FFFFFFFFFFFFFFF
 cdef int64_t INT64_MAX_PY = 0x7FFFFFFFFFFFFFFF
+cdef Py_ssize_t PY_SSIZE_T_MAX_ = 0x7FFFFFFFFFFFFFFF
 
 
 # --- batch checks (no GIL) ----------------------------------------------------------------------
@@ -238,6 +249,87 @@ cdef inline int64_t _last_offset(const unsigned char *p) noexcept nogil:
     return load_i64(p) + load_i32(p + LAST_DELTA_POS)
 
 
+# A parsed batch header: the fields of the pure twin's header tuple the segment uses.
+cdef struct Head:
+    Py_ssize_t size
+    int64_t base
+    int64_t last
+    int64_t max_ts
+    Check check          # why the header could not be parsed (OK when it could)
+
+
+cdef inline Py_ssize_t _parse_head(const unsigned char *p, Py_ssize_t remaining,
+                                   Head *h) noexcept nogil:
+    """The pure twin's ``Segment._head`` on ``min(remaining, 61)`` readable bytes at ``p``:
+    the batch size, or -1 with ``h.check`` set, checked in this order: fewer than 17 bytes
+    left, batch length < 14, > INT32_MAX - 12, magic != 2, size < 61 (TOO_SMALL), batch runs
+    past ``remaining`` (TRUNCATED: a torn tail)."""
+    cdef int32_t batch_length
+    cdef Py_ssize_t size
+    if remaining < UP_TO_MAGIC:
+        h.check = TRUNCATED
+        return -1
+    batch_length = load_i32(p + 8)
+    if batch_length < MIN_BATCH_LENGTH:
+        h.check = TOO_SMALL
+        return -1
+    if batch_length > INT32_MAX_ - LOG_OVERHEAD:
+        h.check = TOO_LARGE
+        return -1
+    if p[16] != MAGIC_V2:
+        h.check = BAD_MAGIC
+        return -1
+    size = LOG_OVERHEAD + <Py_ssize_t>batch_length
+    if size < HEAD_BYTES:
+        h.check = TOO_SMALL
+        return -1
+    if size > remaining:
+        h.check = TRUNCATED
+        return -1
+    h.size = size
+    h.base = load_i64(p)
+    h.last = h.base + load_i32(p + LAST_DELTA_POS)
+    h.max_ts = load_i64(p + MAX_TS_POS)
+    h.check = OK
+    return size
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _int_arg(value, name):
+    """``value`` as an int; TypeError (the pure twin's message) for a non-integer (1.5, "1",
+    None). Every public number goes through this before a C conversion, so no OverflowError
+    escapes from Cython."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}") from None
+
+
+def _clamp64(value):
+    """An int clamped to int64 (a larger request means the same as INT64_MAX)."""
+    return max(-_INT64_MAX - 1, min(value, _INT64_MAX))
+
+
+def _max_position_arg(max_position):
+    """None, or an int >= 0 (ValueError below 0; clamped above), as the pure twin."""
+    if max_position is None:
+        return None
+    max_position = _int_arg(max_position, "max_position")
+    if max_position < 0:
+        raise ValueError(f"max_position must be >= 0, got {max_position}")
+    return min(max_position, _INT64_MAX)
+
+
+def _max_bytes_arg(max_bytes):
+    """An int >= 0 (ValueError below 0; clamped above), as the pure twin."""
+    max_bytes = _int_arg(max_bytes, "max_bytes")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+    return min(max_bytes, _INT64_MAX)
+
+
 cdef struct BatchInfo:
     Py_ssize_t position
     Py_ssize_t size
@@ -287,10 +379,14 @@ cdef class _LogView:
             self.mapping.live_end = 0
 
 
+@cython.final
 cdef class Segment:
     """One segment of a partition log; see :class:`seglog.protocol.Segment` and the docstring of
-    ``seglog.pure.segment``. Build with :meth:`open`. Not thread-safe. Views from :meth:`read`
-    stay valid after :meth:`close`; release them before a truncation cuts what they map."""
+    ``seglog.pure.segment`` (same rules, checks and errors). Build with :meth:`open`. Not
+    thread-safe. A writer's views from :meth:`read` stay valid after :meth:`close`; release
+    them before a truncation cuts what they map. A read-only segment maps nothing: it reads
+    with pread(2) (GIL released) and returns bytes, so a writer in another process may
+    truncate the file under it without a SIGBUS."""
 
     cdef readonly str dir_path
     cdef readonly object base_offset
@@ -318,19 +414,28 @@ cdef class Segment:
     cdef unsigned char *_heads
     cdef iovec *_iov
     cdef dict _checkpoints        # batch position -> bytes of uint32 record positions
+    cdef set _crc_verified        # positions of batches read_record checked the CRC of
     cdef int64_t _preallocated_end  # blocks are reserved up to here (past EOF; 0: none)
     cdef int64_t _writeback_start   # writeback was started for the bytes below this position
     cdef Py_ssize_t _checkpoint_bytes
+    cdef bint _offset_index_trusted  # checked on open: lookups may use it
+    cdef bint _time_index_trusted
+    cdef unsigned char *_chunk    # read-only: the last pread chunk of the .log
+    cdef Py_ssize_t _chunk_cap
+    cdef Py_ssize_t _chunk_start
+    cdef Py_ssize_t _chunk_len
 
     def __cinit__(self):
         self._fd = -1
         self._retired = []
         self._checkpoints = {}
+        self._crc_verified = set()
 
     def __dealloc__(self):
         free(self._batches)
         free(self._heads)
         free(self._iov)
+        free(self._chunk)
         if self._fd >= 0:
             c_close(self._fd)
             self._fd = -1
@@ -342,15 +447,25 @@ cdef class Segment:
              index_interval_bytes=4096, max_index_bytes=10 * 1024 * 1024,
              max_message_bytes=fmt.MAX_MESSAGE_BYTES_DEFAULT, file_suffix=""):
         """Open (or with ``create=True`` create) the segment at ``base_offset`` in ``dir_path``;
-        same rules and errors as the pure twin."""
+        same rules and errors as the pure twin (index entries checked before use; TypeError
+        for non-integer numbers, ValueError for out-of-range ones)."""
         cdef Segment self
         if create and read_only:
             raise ValueError("create and read_only are exclusive")
-        if base_offset < 0:
-            raise ValueError(f"base_offset must be >= 0, got {base_offset}")
+        base_offset = _int_arg(base_offset, "base_offset")
+        if not 0 <= base_offset <= _INT64_MAX:
+            raise ValueError(f"base_offset must be in [0, 2**63), got {base_offset}")
+        index_interval_bytes = _int_arg(index_interval_bytes, "index_interval_bytes")
+        max_index_bytes = _int_arg(max_index_bytes, "max_index_bytes")
+        max_message_bytes = _int_arg(max_message_bytes, "max_message_bytes")
+        for name, value in (("index_interval_bytes", index_interval_bytes),
+                            ("max_index_bytes", max_index_bytes),
+                            ("max_message_bytes", max_message_bytes)):
+            if not 0 <= value <= INT32_MAX_:
+                raise ValueError(f"{name} must be in [0, 2**31), got {value}")
         self = Segment.__new__(Segment)
         self.dir_path = os.fspath(dir_path)
-        self.base_offset = int(base_offset)
+        self.base_offset = base_offset
         self._base = base_offset
         self.read_only = read_only
         self.index_interval_bytes = index_interval_bytes
@@ -374,8 +489,8 @@ cdef class Segment:
             if self._fd < 0:
                 raise _os_error(errno, self.log_path)
         try:
-            self._open_indexes(create)
             self._size_bytes = os.fstat(self._fd).st_size
+            self._open_indexes(create)
             self._load_tail_state()
         except BaseException:
             self._close_files()
@@ -393,10 +508,12 @@ cdef class Segment:
 
     @property
     def index_path(self):
+        """Path of the ``.index`` file."""
         return self._path(filenames.INDEX_SUFFIX)
 
     @property
     def time_index_path(self):
+        """Path of the ``.timeindex`` file."""
         return self._path(filenames.TIME_INDEX_SUFFIX)
 
     @property
@@ -406,19 +523,23 @@ cdef class Segment:
 
     @property
     def size_bytes(self):
-        """Bytes in the .log (readers: whole batches only)."""
+        """Bytes in the .log (readers: whole batches only, plus corrupt bytes that reads
+        report)."""
         return self._size_bytes
 
     @property
     def max_timestamp_ms(self):
+        """The largest batch max timestamp, -1 when none."""
         return self._max_ts
 
     @property
     def offset_of_max_timestamp(self):
+        """Last offset of the batch that carried ``max_timestamp_ms``, -1 when none."""
         return self._max_ts_offset
 
     @property
     def first_batch_timestamp_ms(self):
+        """The first batch's max timestamp (Kafka's roll-by-time base), -1 when empty."""
         return self._first_batch_ts
 
     @property
@@ -437,63 +558,205 @@ cdef class Segment:
             self.offset_index = OffsetIndex(self.index_path, self.base_offset, **kwargs)
         if os.path.exists(self.time_index_path) or not self.read_only:
             self.time_index = TimeIndex(self.time_index_path, self.base_offset, **kwargs)
-        if missing:
+        if missing and not create:
             self.indexes_need_rebuild = True
-            return
-        try:
-            self.offset_index.sanity_check()
-            self.time_index.sanity_check()
-        except CorruptIndexError:
-            self.indexes_need_rebuild = True
+        self._offset_index_trusted = self.offset_index is not None
+        if self._offset_index_trusted:
+            try:
+                self.offset_index.sanity_check(log_size_bytes=self._size_bytes)
+            except CorruptIndexError:
+                self._distrust_offset_index()
+
+    cdef void _distrust_offset_index(self):
+        """Stop using the offset index (lookups answer the segment start: a scan). A writer's
+        Log rebuilds it (``indexes_need_rebuild``); a reader keeps scanning."""
+        self._offset_index_trusted = False
+        self.indexes_need_rebuild = True
+
+    cdef void _distrust_time_index(self):
+        self._time_index_trusted = False
+        self.indexes_need_rebuild = True
+
+    cdef int _entry_lands(self, int64_t entry_offset, Py_ssize_t position) except -1:
+        """1 if offset-index entry ``(entry_offset, position)`` lands on a batch start (the
+        pure twin's ``_entry_lands``): a whole, parseable header below the end whose base
+        offset is in ``[segment base, entry_offset]`` and last offset <= ``entry_offset``."""
+        cdef Head h
+        if position < 0 or position >= self._size_bytes:
+            return 0
+        if self._head(position, self._size_bytes, &h) <= 0:
+            return 0
+        return self._base <= h.base <= entry_offset and h.last <= entry_offset
 
     cdef Py_ssize_t _index_position(self, int64_t offset, int64_t *entry_offset) except -2:
-        if self.offset_index is None or self.offset_index.entries == 0:
+        """The pure twin's ``_index_lookup``: the position of the offset-index entry with the
+        greatest offset <= ``offset`` that lands on a batch start (an entry that does not is
+        skipped for the one before, ENTRY_FALLBACKS times at most, then position 0), or 0
+        without a trusted index. Never a position a scan could not start from."""
+        cdef Py_ssize_t position
+        cdef int attempt
+        if not self._offset_index_trusted or self.offset_index.entries == 0:
             entry_offset[0] = self._base
             return 0
-        return _offset_lookup(self.offset_index, offset, entry_offset)
+        position = _offset_lookup(self.offset_index, offset, entry_offset)
+        for attempt in range(ENTRY_FALLBACKS):
+            if position == 0 or self._entry_lands(entry_offset[0], position):
+                return position
+            if entry_offset[0] <= self._base:
+                break
+            position = _offset_lookup(self.offset_index, entry_offset[0] - 1, entry_offset)
+        entry_offset[0] = self._base
+        return 0
 
     cdef int _load_tail_state(self) except -1:
+        """The pure twin's ``_load_tail_state``: lenient header scan after the last (checked)
+        offset-index entry; the time index checked against the offsets found."""
         cdef int64_t entry_offset, max_ts, max_ts_offset, next_offset
-        cdef Py_ssize_t entry_position, position, end, size
-        cdef const unsigned char *p
-        self._drop_checkpoints()  # opened, truncated or recovered: bytes may have changed
+        cdef Py_ssize_t entry_position, position, end, size, file_bytes = self._size_bytes
+        cdef Head h
+        cdef Check tail_check
+        self._drop_read_caches()  # opened, truncated or recovered: bytes may have changed
         self._preallocated_end = 0  # a cut (ftruncate) gave back any reservation
         entry_position = self._index_position(INT64_MAX_PY, &entry_offset)
-        if entry_position > self._size_bytes:
-            entry_offset, entry_position = self._base, 0
-            self.indexes_need_rebuild = True
-        if self.time_index is not None and self.time_index.entries > 0:
-            max_ts, max_ts_offset = self.time_index.last_entry()
-        else:
-            max_ts, max_ts_offset = NO_TIMESTAMP, self._base
+        if self._offset_index_trusted and entry_position == 0 and self.offset_index.entries:
+            self._distrust_offset_index()  # even the last entries do not land on a batch
         next_offset = self._base
-        end = entry_position
-        self._first_batch_ts = NO_TIMESTAMP
-        if self._size_bytes >= HEAD_BYTES:
-            p = self._mapped(self._size_bytes)
-            if _header_size(p, self._size_bytes) > 0:
-                self._first_batch_ts = load_i64(p + MAX_TS_POS)
-            position = entry_position
-            with nogil:
-                while True:
-                    size = _header_size(p + position, self._size_bytes - position)
-                    if size < 0:
-                        break
-                    if load_i64(p + position + MAX_TS_POS) > max_ts:
-                        max_ts = load_i64(p + position + MAX_TS_POS)
-                        max_ts_offset = _last_offset(p + position)
-                    next_offset = _last_offset(p + position) + 1
-                    position += size
-                    end = position
+        position = end = entry_position
+        max_ts, max_ts_offset = NO_TIMESTAMP, self._base
+        while True:
+            size = self._head(position, file_bytes, &h)
+            if size <= 0:
+                break
+            next_offset = h.last + 1
+            position += size
+        end = position
+        tail_check = h.check  # OK at the end, else why the scan stopped
         if next_offset == self._base and entry_position > 0:
-            next_offset = entry_offset + 1
+            next_offset = entry_offset + 1  # no whole batch after the entry (cannot happen)
         self._next_offset = next_offset
+        # The time index is checked against the offsets just found: a .log cut behind the
+        # index's back leaves stale entries past next_offset, and trusting them would fail
+        # the final time-index entry of close().
+        self._time_index_trusted = self.time_index is not None
+        if self._time_index_trusted:
+            try:
+                self.time_index.sanity_check(next_offset=next_offset)
+            except CorruptIndexError:
+                self._distrust_time_index()
+        if self._time_index_trusted:
+            max_ts, max_ts_offset = self.time_index.last_entry()
+            position = entry_position
+        else:
+            position = 0  # no usable time index: the max timestamp needs every header
+        while position < end:
+            size = self._head(position, end, &h)
+            if size <= 0:
+                break
+            if h.max_ts > max_ts:
+                max_ts, max_ts_offset = h.max_ts, h.last
+            position += size
         self._max_ts = max_ts
         self._max_ts_offset = max_ts_offset if max_ts != NO_TIMESTAMP else -1
-        if self.read_only:
-            self._size_bytes = end
+        if self.read_only and (tail_check == TRUNCATED or tail_check == OK):
+            self._size_bytes = end  # readers see whole batches only: a torn tail is not theirs
         self._since_index = self._size_bytes - entry_position
+        self._first_batch_ts = NO_TIMESTAMP
+        if self._head(0, self._size_bytes, &h) > 0:
+            self._first_batch_ts = h.max_ts
         return 0
+
+    cdef int _drop_read_caches(self) except -1:
+        """Bytes may have changed (a reader's refresh, an open, a cut): forget the pread
+        chunk, which batches had their CRC checked and the record checkpoints."""
+        self._chunk_len = 0
+        self._crc_verified.clear()
+        self._drop_checkpoints()
+        return 0
+
+    # --- reading bytes: the writer's mmap, a reader's pread ---------------------------------
+
+    cdef const unsigned char *_bytes(self, Py_ssize_t position, Py_ssize_t size) except? NULL:
+        """Pointer to ``size`` bytes of the .log at ``position``, or NULL when the file ends
+        before them. A writer points into its mapping (its file only shrinks through itself;
+        callers never ask past its size). A read-only segment never maps the .log (a writer
+        in another process may truncate it: touching a mapping past the file's new end is
+        SIGBUS): it preads CHUNK_BYTES chunks, GIL released."""
+        cdef Py_ssize_t want, got
+        cdef void *grown
+        if not self.read_only:
+            return self._mapped(position + size) + position
+        if self._chunk_start <= position and position + size <= self._chunk_start + self._chunk_len:
+            return self._chunk + (position - self._chunk_start)
+        want = size if size > CHUNK_BYTES else CHUNK_BYTES
+        if want > self._chunk_cap:
+            grown = realloc(self._chunk, want)
+            if grown == NULL:
+                raise MemoryError()
+            self._chunk = <unsigned char *>grown
+            self._chunk_cap = want
+        self._chunk_len = 0
+        with nogil:
+            got = pread(self._fd, self._chunk, want, position)
+        if got < 0:
+            raise _os_error(errno, self.log_path)
+        self._chunk_start = position
+        self._chunk_len = got
+        if got < size:
+            return NULL
+        return self._chunk
+
+    cdef Py_ssize_t _head(self, Py_ssize_t position, Py_ssize_t end, Head *h) except -2:
+        """The batch at ``position`` of ``[0, end)``: its size, 0 when ``position >= end`` or
+        the file ends early (a reader whose writer truncated), -1 with ``h.check`` when the
+        header cannot be parsed (see _parse_head)."""
+        cdef Py_ssize_t remaining = end - position
+        cdef const unsigned char *p
+        h.check = OK
+        if remaining <= 0:
+            return 0
+        if remaining < UP_TO_MAGIC:
+            h.check = TRUNCATED
+            return -1
+        p = self._bytes(position, remaining if remaining < HEAD_BYTES else HEAD_BYTES)
+        if p == NULL:
+            return 0
+        return _parse_head(p, remaining, h)
+
+    cdef int _corrupt(self, Py_ssize_t position, Check check) except -1:
+        reason = _REASONS[check]
+        raise CorruptSegmentError(
+            f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+            f"{position}: {reason}", reason=reason, position=position, path=self.log_path,
+            base_offset=self.base_offset)
+
+    cdef object _read_bytes(self, Py_ssize_t position, Py_ssize_t size):
+        """A read-only read: the bytes ``[position, position + size)`` with pread (GIL
+        released), cut to the whole batches present if the file shrank under the reader."""
+        cdef bytes data = PyBytes_FromStringAndSize(NULL, size)
+        cdef unsigned char *out = <unsigned char *>PyBytes_AS_STRING(data)
+        cdef Py_ssize_t done = 0, got = 0, whole = 0, batch_size
+        cdef int err = 0
+        with nogil:
+            while done < size:
+                got = pread(self._fd, out + done, size - done, position + done)
+                if got < 0:
+                    if errno == EINTR:
+                        continue
+                    err = errno
+                    break
+                if got == 0:
+                    break
+                done += got
+        if err != 0:
+            raise _os_error(err, self.log_path)
+        if done == size:
+            return data
+        while whole + UP_TO_MAGIC <= done:
+            batch_size = LOG_OVERHEAD + <Py_ssize_t>load_i32(out + whole + 8)
+            if batch_size < HEAD_BYTES or whole + batch_size > done:
+                break
+            whole += batch_size
+        return data[:whole]
 
     # --- the read mapping ---------------------------------------------------------------------
 
@@ -505,6 +768,8 @@ cdef class Segment:
         cdef Py_ssize_t length
         if self._map is not None and self._map.length >= end:
             return self._map.address
+        if self.read_only:
+            raise AssertionError("a read-only segment never maps its .log (see _bytes)")
         length = ((end + WINDOW_BYTES) // WINDOW_BYTES) * WINDOW_BYTES
         address = mmap(NULL, length, PROT_READ, MAP_SHARED, self._fd, 0)
         if address == MAP_FAILED:
@@ -776,107 +1041,139 @@ cdef class Segment:
 
     cdef Py_ssize_t _find(self, int64_t offset, bint by_base, int64_t *base_out,
                           Py_ssize_t *size_out) except -2:
-        """Position of the first batch whose last (or base) offset >= offset, or -1."""
+        """Position of the first batch whose last (or base) offset >= offset, or -1. Strict:
+        a header below the end that cannot be parsed is CorruptSegmentError."""
         cdef int64_t entry_offset
         cdef Py_ssize_t position = self._index_position(offset, &entry_offset), size
         cdef Py_ssize_t end = self._size_bytes
-        cdef const unsigned char *p
-        if end - position < HEAD_BYTES:
-            return -1
-        p = self._mapped(end)
-        with nogil:
-            while True:
-                size = _header_size(p + position, end - position)
-                if size < 0:
-                    position = -1
-                    break
-                if (load_i64(p + position) if by_base else _last_offset(p + position)) >= offset:
-                    base_out[0] = load_i64(p + position)
-                    size_out[0] = size
-                    break
-                position += size
-        return position
+        cdef Head h
+        while True:  # bounded: each batch moves on >= 61 bytes
+            size = self._head(position, end, &h)
+            if size == 0:
+                return -1
+            if size < 0:
+                self._corrupt(position, h.check)
+            if (h.base if by_base else h.last) >= offset:
+                base_out[0] = h.base
+                size_out[0] = size
+                return position
+            position += size
 
     def translate_offset(self, offset):
         """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
-        offset >= ``offset``, or None."""
-        cdef int64_t base
+        offset >= ``offset``, or None; same checks and errors as the pure twin."""
+        cdef int64_t base, target
         cdef Py_ssize_t size, position
         self._check_open()
-        if offset >= self._next_offset:
+        target = _clamp64(_int_arg(offset, "offset"))
+        if target >= self._next_offset:
             return None
-        position = self._find(max(offset, self._base), False, &base, &size)
+        position = self._find(max(target, self._base), False, &base, &size)
         if position < 0:
             return None
         return position, base, size
 
-    cdef Py_ssize_t _range(self, int64_t offset, Py_ssize_t max_bytes, max_position, bint min_one_batch,
+    cdef Py_ssize_t _range(self, offset, max_bytes, max_position, bint min_one_batch,
                            Py_ssize_t *size_out, int64_t *next_out) except -2:
-        cdef int64_t base
-        cdef Py_ssize_t start, size, limit, total = 0, position
-        cdef int64_t next_offset = offset
-        cdef const unsigned char *p
-        if max_bytes < 0:
-            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        """``start`` of the whole batches a read returns, their size and next offset (the
+        pure twin's ``_range``; arguments checked there first)."""
+        cdef int64_t base, target
+        cdef Py_ssize_t start, size, limit, total = 0, position, budget
+        cdef int64_t next_offset
+        cdef Head h
+        budget = min(_max_bytes_arg(max_bytes), PY_SSIZE_T_MAX_)
+        max_position = _max_position_arg(max_position)
+        target = _clamp64(_int_arg(offset, "offset"))
         size_out[0] = 0
-        next_out[0] = next_offset
-        if offset >= self._next_offset:
+        next_out[0] = target
+        if target >= self._next_offset:
             return 0
-        start = self._find(max(offset, self._base), False, &base, &size)
+        start = self._find(max(target, self._base), False, &base, &size)
         if start < 0:
             return 0
         limit = self._size_bytes if max_position is None else min(max_position, self._size_bytes)
-        p = self._mapped(self._size_bytes)
+        next_offset = target
         position = start
-        with nogil:
-            while True:
-                if position >= limit:
-                    break
-                size = _header_size(p + position, limit - position)
-                if size < 0:
-                    break
-                if total + size > max_bytes and not (total == 0 and min_one_batch):
-                    break
-                total += size
-                next_offset = _last_offset(p + position) + 1
-                position += size
+        while position < limit:
+            size = self._head(position, self._size_bytes, &h)
+            if size == 0:
+                break  # a reader's file shrank under it
+            if size < 0:
+                self._corrupt(position, h.check)
+            if position + size > limit:
+                break  # the bound (a high watermark) is before this batch's end
+            if total + size > budget and not (total == 0 and min_one_batch):
+                break
+            total += size
+            next_offset = h.last + 1
+            position += size
+            if total >= budget:
+                break  # no further batch fits: do not even read its header
         size_out[0] = total
         next_out[0] = next_offset
         return start
 
-    def read(self, offset, Py_ssize_t max_bytes, *, max_position=None, bint min_one_batch=True):
-        """Whole batches from the one holding ``offset``: a read-only memoryview over an mmap of
-        the .log (zero-copy; valid until released, even after close)."""
+    def read(self, offset, max_bytes, *, max_position=None, bint min_one_batch=True):
+        """Whole batches from the one holding ``offset``, never past ``max_position``: a
+        writer's read-only memoryview over an mmap of the .log (zero-copy; valid until
+        released, even after close), or a read-only segment's memoryview of bytes read with
+        pread. Same checks and errors as the pure twin (CorruptSegmentError for an
+        unparseable header below the end; TypeError/ValueError for bad arguments)."""
         cdef Py_ssize_t position, size
         cdef int64_t next_offset
         self._check_open()
         position = self._range(offset, max_bytes, max_position, min_one_batch, &size, &next_offset)
         if size == 0:
             return memoryview(b"")  # a new one: callers may release() it
+        if self.read_only:
+            return memoryview(self._read_bytes(position, size))
         return self._view(position, size)
 
-    def read_record(self, offset):
+    def read_record(self, offset, *, bint check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside
         ``[base_offset, next_offset)``, a gap, or a control batch); see the protocol.
 
         Index lookup and header scan to the batch (as :meth:`read`), then the records before
-        it are skipped by their length prefixes in C straight over the mapping and only the
-        one record is built: no view, Batch or per-record object. A compressed batch is
-        decompressed (codec ``Batch.record_at``). Raises as ``Batch.record_at``."""
+        it are skipped by their length prefixes in C straight over the bytes and only the
+        one record is built. With ``check_crcs`` (default) the batch's CRC32C is checked
+        first, once per batch: its position is remembered (with the record checkpoints)
+        until bytes change; CorruptSegmentError(REASON_CRC_MISMATCH). A read-only segment
+        preads the batch. Raises as ``Batch.record_at`` otherwise."""
         cdef int64_t base, target
         cdef Py_ssize_t position, size
         cdef const unsigned char *p
+        cdef uint32_t computed
+        cdef bytes data = None
         self._check_open()
-        target = offset
-        if target < self._base or target >= self._next_offset:
+        offset = _int_arg(offset, "offset")
+        if offset < self.base_offset or offset >= self._next_offset:
             return None
+        target = offset
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
             return None
-        p = self._mapped(self._size_bytes) + position
+        if self.read_only:
+            data = self._read_bytes(position, size)
+            if len(data) < size:
+                return None  # the writer truncated it away under us
+            p = <const unsigned char *>PyBytes_AS_STRING(data)
+        else:
+            p = self._mapped(self._size_bytes) + position
+        if check_crcs and position not in self._crc_verified:
+            with nogil:
+                computed = seglog_crc32c(0, p + ATTRIBUTES_POS, <size_t>(size - ATTRIBUTES_POS))
+            if computed != load_u32(p + CRC_POS):
+                raise CorruptSegmentError(
+                    f"segment {self.log_path} (base offset {self.base_offset}): batch at "
+                    f"position {position}: {fmt.REASON_CRC_MISMATCH} (stored "
+                    f"{load_u32(p + CRC_POS):#010x}, computed {computed:#010x})",
+                    reason=fmt.REASON_CRC_MISMATCH, position=position, path=self.log_path,
+                    base_offset=self.base_offset)
+            self._crc_verified.add(position)
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
             return None
-        return _batch_record_at(p, size, target, self._record_hint(p, position, size, target))
+        return _batch_record_at(p, size, target, self._record_hint(p, position, size, target),
+                                False, _DECOMPRESSED_MAX)
 
     cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,
                                  Py_ssize_t size, int64_t target) except -2:
@@ -917,26 +1214,38 @@ cdef class Segment:
         self._checkpoint_bytes = 0
         return 0
 
-    def read_range(self, offset, Py_ssize_t max_bytes, *, max_position=None,
-                   bint min_one_batch=True):
-        """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log."""
+    def read_range(self, offset, max_bytes, *, max_position=None, bint min_one_batch=True):
+        """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log.
+        Same checks and errors as :meth:`read`."""
         cdef Py_ssize_t position, size
         cdef int64_t next_offset
         self._check_open()
         position = self._range(offset, max_bytes, max_position, min_one_batch, &size, &next_offset)
         return position, size
 
-    def sendfile(self, out_fd, offset, Py_ssize_t max_bytes, *, max_position=None):
+    def sendfile(self, out_fd, offset, max_bytes, *, max_position=None):
         """Send the whole batches :meth:`read` would return to ``out_fd`` (int or object with
         ``fileno()``) with sendfile(2) in a C loop, GIL released; ``(bytes_sent,
-        next_offset)``. OSError (BlockingIOError on a non-blocking fd) propagates."""
+        next_offset)``. OSError (BlockingIOError on a non-blocking fd) propagates; same
+        argument checks as :meth:`read` (TypeError for an ``out_fd`` without ``fileno()``).
+        The kernel copies from the file: a reader whose writer truncated sends fewer
+        bytes, never faults."""
         cdef Py_ssize_t position, size, sent = 0
         cdef int64_t next_offset
         cdef off_t file_offset
         cdef ssize_t n
         cdef int err = 0, fd
         self._check_open()
-        fd = out_fd if isinstance(out_fd, int) else out_fd.fileno()
+        if not isinstance(out_fd, int):
+            fileno = getattr(out_fd, "fileno", None)
+            if fileno is None:
+                raise TypeError(f"out_fd must be an int or have fileno(), got "
+                                f"{type(out_fd).__name__}")
+            out_fd = fileno()
+        out_fd = _int_arg(out_fd, "out_fd")
+        if not 0 <= out_fd <= INT32_MAX_:
+            raise OSError(9, os.strerror(9))  # EBADF, as os.sendfile says for such an fd
+        fd = out_fd
         position = self._range(offset, max_bytes, max_position, True, &size, &next_offset)
         file_offset = position
         with nogil:
@@ -951,30 +1260,91 @@ cdef class Segment:
                     err = -1
                     break
                 sent += n
-        if err == -1:
+        if err == -1 and not self.read_only:
             raise OSError(f"sendfile from {self.log_path} made no progress")
-        if err != 0:
+        if err > 0:
             raise _os_error(err, self.log_path)
         return sent, next_offset
 
     def batches(self, start_position=0):
-        """Iterate the native codec's Batch objects over the file from ``start_position``."""
-        from .codec import iter_batches
+        """Iterate the native codec's Batch objects over the file from ``start_position`` (a
+        batch start) to the segment's end; the pure twin's rules: a writer's batches view its
+        mapping (``position`` counts from ``start_position``), a read-only segment's are
+        read with pread in ~1 MiB windows (``position`` counts from the window).
+        CorruptSegmentError for a header below the end that cannot be parsed."""
         self._check_open()
+        start_position = _int_arg(start_position, "start_position")
+        if start_position < 0:
+            raise ValueError(f"start_position must be >= 0, got {start_position}")
         if self._size_bytes <= start_position:
             return iter(())
-        return iter_batches(self._view(start_position, self._size_bytes - start_position))
+        return self._batches_from(start_position)
+
+    def _batches_from(self, Py_ssize_t start):
+        cdef Py_ssize_t position, window_end, batch_position, size
+        cdef Head h
+        if not self.read_only:
+            yield from self._checked_batches(
+                self._view(start, self._size_bytes - start), start, self._size_bytes)
+            return
+        position = start
+        while position < self._size_bytes:  # windows of whole batches, read with pread
+            window_end = batch_position = position
+            while batch_position < self._size_bytes:
+                size = self._head(batch_position, self._size_bytes, &h)
+                if size == 0:
+                    break
+                if size < 0:
+                    self._corrupt(batch_position, h.check)
+                if window_end > position and batch_position + size - position > RO_WINDOW_BYTES:
+                    break
+                batch_position += size
+                window_end = batch_position
+            if window_end == position:
+                return  # the file shrank under the reader
+            data = self._read_bytes(position, window_end - position)
+            if len(data) == 0:
+                return
+            yield from self._checked_batches(memoryview(data), position, position + len(data))
+            position += len(data)
+
+    def _checked_batches(self, view, Py_ssize_t start, Py_ssize_t end):
+        """The codec's iter_batches over ``view`` (the .log bytes ``[start, end)``), its
+        errors and its silent stop at a torn batch turned into CorruptSegmentError with the
+        position in the .log (the pure twin's ``_checked_batches``)."""
+        from .codec import iter_batches
+        cdef Py_ssize_t reached = start
+        cdef Head h
+        try:
+            for batch in iter_batches(view):
+                reached = start + batch.position + batch.size_bytes
+                yield batch
+        except CorruptRecordError as exc:
+            position = start + max(exc.position, 0)
+            raise CorruptSegmentError(
+                f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+                f"{position}: {exc.reason}", reason=exc.reason, position=position,
+                path=self.log_path, base_offset=self.base_offset) from None
+        if reached < end:
+            if self._head(reached, end, &h) >= 0:
+                h.check = TRUNCATED
+            self._corrupt(reached, h.check)
 
     def find_offset_by_timestamp(self, timestamp_ms, starting_offset=0):
         """``(timestamp_ms, offset)`` of the first record with timestamp >= ``timestamp_ms`` and
-        offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp)."""
-        cdef int64_t entry_offset
+        offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp).
+        The time index is used only once checked; records are decoded with their CRCs
+        checked. TypeError for non-integer arguments; any int is accepted."""
+        cdef int64_t entry_offset, target
         self._check_open()
-        if self.time_index is not None:
+        timestamp_ms = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
+        starting_offset = _clamp64(_int_arg(starting_offset, "starting_offset"))
+        if self._time_index_trusted:
             _, index_offset = self.time_index.lookup(timestamp_ms)
         else:
             index_offset = self.base_offset
-        position = self._index_position(max(index_offset, starting_offset), &entry_offset)
+        target = max(index_offset, starting_offset)
+        position = self._index_position(target, &entry_offset)
         for batch in self.batches(position):
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
                 for record in batch.records():
@@ -986,14 +1356,18 @@ cdef class Segment:
 
     def truncate_to(self, offset):
         """Drop every batch whose base offset >= ``offset``; return the bytes removed.
-        ViewsOutstandingError (nothing changed) if a live read() view reaches past the cut."""
-        cdef int64_t base
+        ViewsOutstandingError (nothing changed) if a live read() view reaches past the cut;
+        CorruptSegmentError if a header before the cut cannot be parsed; TypeError for a
+        non-integer ``offset`` (any int)."""
+        cdef int64_t base, target
         cdef Py_ssize_t size, cut, removed
         self._check_writable()
-        if offset >= self._next_offset:
+        target = _clamp64(_int_arg(offset, "offset"))
+        offset = target
+        if target >= self._next_offset:
             cut = self._size_bytes
         else:
-            cut = self._find(max(offset, self._base), True, &base, &size)
+            cut = self._find(max(target, self._base), True, &base, &size)
             if cut < 0:
                 cut = self._size_bytes
         removed = self._size_bytes - cut
@@ -1069,6 +1443,7 @@ cdef class Segment:
             self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
         self.time_index.trim()
         self.indexes_need_rebuild = False
+        self._offset_index_trusted = True  # rebuilt from the batches just validated
         self._load_tail_state()
         reason = _REASONS[check] if truncated and check != OK else ""
         return RecoveryResult(position, truncated, reason, position if truncated else -1)
@@ -1134,37 +1509,44 @@ cdef class Segment:
             raise _os_error(errno, self.log_path)
 
     def refresh(self):
-        """Read-only: see the whole batches (and index entries) a writer appended since."""
+        """Read-only: see the whole batches (and index entries) a writer appended since, or
+        start over from the indexes when the writer cut the file; the pure twin's rules.
+        Never maps the file (pread, GIL released)."""
         cdef Py_ssize_t end, position, size
-        cdef const unsigned char *p
+        cdef Head h
         self._check_open()
         if not self.read_only:
             return
         for index in (self.offset_index, self.time_index):
             if index is not None:
                 index.reload()
+        self._drop_read_caches()
         end = os.fstat(self._fd).st_size
-        if end < self._size_bytes:  # the writer truncated (follower truncation or recovery)
+        if end < self._size_bytes or not self._offset_index_trusted:
+            # The writer truncated (or the index was distrusted): start over from the file.
             self._size_bytes = end
+            self._offset_index_trusted = self.offset_index is not None
+            if self._offset_index_trusted:
+                try:
+                    self.offset_index.sanity_check(log_size_bytes=end)
+                except CorruptIndexError:
+                    self._distrust_offset_index()
             self._load_tail_state()
             return
         position = self._size_bytes
-        if end - position < HEAD_BYTES:
-            return
-        p = self._mapped(end)
-        with nogil:
-            while True:
-                size = _header_size(p + position, end - position)
-                if size < 0:
-                    break
-                if load_i64(p + position + MAX_TS_POS) > self._max_ts:
-                    self._max_ts = load_i64(p + position + MAX_TS_POS)
-                    self._max_ts_offset = _last_offset(p + position)
-                if position == 0:
-                    self._first_batch_ts = load_i64(p + MAX_TS_POS)
-                self._next_offset = _last_offset(p + position) + 1
-                position += size
-                self._size_bytes = position
+        while True:
+            size = self._head(position, end, &h)
+            if size <= 0:
+                break
+            if h.max_ts > self._max_ts:
+                self._max_ts, self._max_ts_offset = h.max_ts, h.last
+            if position == 0:
+                self._first_batch_ts = h.max_ts
+            self._next_offset = h.last + 1
+            position += size
+        self._size_bytes = position
+        if size < 0 and h.check != TRUNCATED:
+            self._size_bytes = end  # corrupt bytes stay inside the extent: reads raise there
 
     def _close_files(self):
         for index in (self.offset_index, self.time_index):

@@ -803,7 +803,7 @@ class Segment:
             batch = Batch(view)
             if batch.is_control:
                 return None
-            return batch.record_at(offset)
+            return batch.record_at(offset, check_crcs=False)  # checked above, if asked
         finally:
             batch = None
             view.release()
@@ -915,7 +915,6 @@ class Segment:
         _, position = self._index_lookup(max(index_offset, starting_offset))
         for batch in self.batches(position):
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
-                batch.ensure_valid()
                 for record in batch.records():
                     if record.timestamp_ms >= timestamp_ms and record.offset >= starting_offset:
                         return record.timestamp_ms, record.offset
