@@ -160,13 +160,11 @@ def test_cut_at_every_length(backend, source):
 
 
 @pytest.mark.fuzz
-@pytest.mark.parametrize("source", [name for name in SOURCES if name not in ("none", "control")])
+@pytest.mark.parametrize("source", [name for name in SOURCES if name != "two batches"])
 def test_cut_record_area_with_a_correct_crc(backend, source):
     # A batch whose record area was cut and whose length and CRC were then fixed passes the
     # CRC check: the records decoder (or the decompressor) must still refuse it, typed.
     original = SOURCES[source]
-    if len(list(PURE.iter_batches(original))) != 1:
-        pytest.skip("one batch only")
     for cut in range(61, len(original)):
         data = bytearray(original[:cut])
         data[8:12] = (cut - 12).to_bytes(4, "big")
