@@ -15,7 +15,11 @@ module adds is speed:
   per record. ``decode_columns`` parses straight into numpy arrays without the GIL (large
   inputs on two threads).
 * Compression goes through ``seglog.compression`` (one Python call per batch), exactly as the
-  twin, so both write identical compressed bytes.
+  twin, so both write identical compressed bytes and decompress with the same bounds.
+* The record decoders check the CRC32C first (``check_crcs=True``; once per Batch; the GIL is
+  released for batches of 32 KiB or more, and the two-thread ``decode_columns`` hashes each
+  batch on the thread that parses it). Every numeric argument is checked as a Python int
+  before any C conversion, so no OverflowError escapes (the twin's rules, see its docstring).
 
 Thread-safety: the only module state is the spare column blocks of ``decode_columns``
 (touched with the GIL held). A ``Batch`` (and ``Columns`` over an uncompressed buffer) holds

@@ -13,6 +13,16 @@ The native twin writes byte-identical batches and raises the same exception type
 bytes; the choices that make that possible are written down where they are made, in
 :func:`encode_batch`, :func:`iter_batches` and :func:`decode_columns`.
 
+Every byte decoded is untrusted (it comes from disk or a client): the record decoders check the
+batch's CRC32C first unless told not to (``check_crcs=True``, Kafka's consumer ``check.crcs``;
+once per Batch object), a compressed record area may not decompress to more than
+``max_decompressed_bytes`` (64 MiB by default; no codec allocates what a header declares), a
+header whose last offset overflows an int64 is corrupt, and ``check_offsets=True`` makes the
+batch walk require increasing base offsets (they lie outside the CRC). Whole-batch readers
+(:func:`iter_batches`, header fields) do not hash: they serve bytes as Kafka's broker does.
+Numeric arguments are ints (``operator.index``) or a TypeError/ValueError/typed error, the same
+in both twins.
+
 Thread-safety: the functions keep no state. A ``Batch`` holds a memoryview of the buffer it was
 read from; while it lives, a bytearray cannot be resized and an mmap cannot be closed.
 """
