@@ -567,15 +567,25 @@ cdef class Segment:
             except CorruptIndexError:
                 self._distrust_offset_index()
 
-    cdef void _distrust_offset_index(self):
-        """Stop using the offset index (lookups answer the segment start: a scan). A writer's
-        Log rebuilds it (``indexes_need_rebuild``); a reader keeps scanning."""
-        self._offset_index_trusted = False
+    cdef int _distrust_offset_index(self) except -1:
+        """An offset index that failed a check: a reader stops using it (lookups answer the
+        segment start: a scan); a writer empties it (derived data, and appends and close
+        must go on) and its Log rebuilds it (``indexes_need_rebuild``, then ``recover()``)."""
         self.indexes_need_rebuild = True
+        if self.read_only:
+            self._offset_index_trusted = False
+        else:
+            self.offset_index.reset()
+            self._offset_index_trusted = True
+        return 0
 
-    cdef void _distrust_time_index(self):
-        self._time_index_trusted = False
+    cdef int _distrust_time_index(self) except -1:
+        """The time index's twin of ``_distrust_offset_index``."""
         self.indexes_need_rebuild = True
+        if not self.read_only:
+            self.time_index.reset()
+        self._time_index_trusted = False  # the max timestamp is rescanned
+        return 0
 
     cdef int _entry_lands(self, int64_t entry_offset, Py_ssize_t position) except -1:
         """1 if offset-index entry ``(entry_offset, position)`` lands on a batch start (the
@@ -655,6 +665,8 @@ cdef class Segment:
             if h.max_ts > max_ts:
                 max_ts, max_ts_offset = h.max_ts, h.last
             position += size
+        if not self.read_only:
+            self._time_index_trusted = True  # checked, or emptied by _distrust_time_index
         self._max_ts = max_ts
         self._max_ts_offset = max_ts_offset if max_ts != NO_TIMESTAMP else -1
         if self.read_only and (tail_check == TRUNCATED or tail_check == OK):

@@ -331,14 +331,25 @@ class Segment:
                 self._distrust_offset_index()
 
     def _distrust_offset_index(self):
-        """Stop using the offset index: lookups answer the segment start (a scan). A writer's
-        Log rebuilds it (``indexes_need_rebuild``); a reader keeps scanning."""
-        self._offset_index_trusted = False
+        """An offset index that failed a check: a reader stops using it (lookups answer the
+        segment start: a scan); a writer empties it (derived data, and appends and close
+        must go on: they add entries after the last one) and its Log rebuilds it from the
+        .log (``indexes_need_rebuild``, then ``recover()``)."""
         self.indexes_need_rebuild = True
+        if self.read_only:
+            self._offset_index_trusted = False
+        else:
+            self.offset_index.reset()
+            self._offset_index_trusted = True
 
     def _distrust_time_index(self):
-        self._time_index_trusted = False
+        """The time index's twin of ``_distrust_offset_index``."""
         self.indexes_need_rebuild = True
+        if self.read_only:
+            self._time_index_trusted = False
+        else:
+            self.time_index.reset()
+            self._time_index_trusted = False  # the max timestamp is rescanned, then trusted
 
     def _entry_lands(self, entry_offset, position):
         """Whether offset-index entry ``(entry_offset, position)`` lands on a batch start: a
@@ -413,6 +424,8 @@ class Segment:
         for _, header in stop.batches:
             if header[8] > max_ts:
                 max_ts, max_ts_offset = header[8], header[0] + header[6]
+        if not self.read_only:
+            self._time_index_trusted = True  # checked, or emptied by _distrust_time_index
         self.max_timestamp_ms = max_ts
         self.offset_of_max_timestamp = max_ts_offset if max_ts != fmt.NO_TIMESTAMP else -1
         if self.read_only and (stop.reason == fmt.REASON_TRUNCATED or stop.reason == ""):
