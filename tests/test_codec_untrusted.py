@@ -358,12 +358,13 @@ def test_decoded_records_must_match_record_count(backend, codec, declared):
         backend.decode_columns(raw)
 
 
-def _zstd_bomb(blocks: int, declared_bytes: int) -> bytes:
+def _zstd_bomb(blocks: int, declared_bytes: int | None, *, window_log: int = 17) -> bytes:
     """A zstd frame of ``blocks`` RLE blocks of 128 KiB zeros (4 bytes each), whose header
-    declares ``declared_bytes`` of content (written by hand: compressing a gigabyte of zeros
-    to get it would take seconds)."""
-    header = struct.pack("<I", 0xFD2FB528) + bytes([0xC0, 0x38]) + struct.pack("<Q",
-                                                                                 declared_bytes)
+    declares ``declared_bytes`` of content (None: no content size) and a 2**window_log window
+    (written by hand: compressing a gigabyte of zeros to get it would take seconds)."""
+    descriptor = bytes([0x00 if declared_bytes is None else 0xC0, (window_log - 10) << 3])
+    header = struct.pack("<I", 0xFD2FB528) + descriptor + (
+        b"" if declared_bytes is None else struct.pack("<Q", declared_bytes))
     rle = (131072 << 3) | (1 << 1)  # block size 128 KiB, type RLE
     middle = struct.pack("<I", rle)[:3] + b"\x00"
     last = struct.pack("<I", rle | 1)[:3] + b"\x00"
@@ -416,6 +417,9 @@ def test_bomb_builders_make_valid_streams():
 
         frame = _zstd_bomb(3, 3 * 131072)
         assert zstandard.ZstdDecompressor().decompress(frame) == bytes(3 * 131072)
+        frame = _zstd_bomb(3, None, window_log=27)
+        assert zstandard.ZstdDecompressor().decompressobj().decompress(frame) == bytes(
+            3 * 131072)
 
 
 BOMB_SCRIPT = textwrap.dedent('''
@@ -456,6 +460,9 @@ def bomb_files(tmp_path_factory):
     4 GiB (a raw block; and the same in xerial framing)."""
     bombs = {
         "zstd": (_zstd_bomb(8192, 1 << 32), "zstd"),
+        # No content size and zstd's largest default window (128 MiB), which the decoder
+        # does allocate: still inside the cap, and stopped at the limit.
+        "zstd-window": (_zstd_bomb(8192, None, window_log=27), "zstd"),
         "lz4": (_lz4_bomb(256, 1 << 40), "lz4"),
         "gzip": (_gzip_bomb(1024), "gzip"),
         "snappy-raw": (bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x00]), "snappy"),
