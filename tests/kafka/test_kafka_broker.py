@@ -87,6 +87,9 @@ class Scenario:
     restart_log: str = ""                  # the broker's log of the recovering start
     final_dir: Path | None = None          # the data dir after the second clean stop
     snapshot_dumps: dict = field(default_factory=dict)  # topic -> FileDump of last snapshot
+    trusted_index_dir: Path | None = None  # corrupt-bad-index-0 with a garbage index, marker on
+    trusted_index_segment: int = -1        # the base offset of that segment
+    trusted_index_reads: dict = field(default_factory=dict)  # seek offset -> first offset served
 
 
 def _adopt_topic(kind: str, backend: str) -> str:
@@ -310,7 +313,47 @@ def scenario(kafka_ref, kafka_broker_factory, tmp_path_factory):
     if snapshots:
         _done, dumps, _errors = dump_log(kafka_ref, list(snapshots.values()), work / "dump")
         s.snapshot_dumps = {t: dumps.get(str(p)) for t, p in snapshots.items()}
+
+    # 5. mode B: after a clean shutdown Kafka trusts the indexes as they are. A garbage
+    # .index in the middle of corrupt-bad-index-0 (Kafka's own files by now), then seeks.
+    partition = broker.data_dir / "corrupt-bad-index-0"
+    index = segment_files(partition, ".index")[len(segment_files(partition, ".index")) // 2]
+    s.trusted_index_segment = int(index.stem)
+    index.write_bytes(_garbage_index(index.stat().st_size // 8))
+    assert (broker.data_dir / ".kafka_cleanshutdown").exists()
+    s.trusted_index_dir = work / "trusted-index"
+    shutil.copytree(partition, s.trusted_index_dir)
+    broker.start()
+    nxt = [int(p.stem) for p in segment_files(partition, ".log")
+           if int(p.stem) > s.trusted_index_segment][0]
+    for offset in range(s.trusted_index_segment + 7, nxt, 4):
+        s.trusted_index_reads[offset] = _first_offset_from(bootstrap, "corrupt-bad-index", offset)
+    broker.stop()
     return s
+
+
+def _garbage_index(entries: int) -> bytes:
+    """Index entries with increasing relative offsets and positions far past the .log: a
+    file that passes Kafka's sanity check (size a multiple of 8, last offset above base)."""
+    return b"".join((7 + 3 * i).to_bytes(4, "big") + (999_999 - i).to_bytes(4, "big")
+                    for i in range(max(2, entries)))
+
+
+def _first_offset_from(bootstrap: str, topic: str, offset: int) -> int | None:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             fetch_max_wait_ms=50)
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, offset)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500).values():
+                if batch:
+                    return batch[0].offset
+        return None
+    finally:
+        consumer.close()
 
 
 def _seglog_records(path: Path, backend: str, isolation: str = "read_uncommitted"):
@@ -429,6 +472,29 @@ def test_kafka_recovery_cuts_where_seglog_does(scenario, backend, name, tmp_path
         assert found is None
     else:
         assert found and int(found.group(1)) == c.position
+
+
+def test_trusted_garbage_index_kafka_skips_seglog_does_not(scenario, backend, tmp_path):
+    """Mode B (clean shutdown, indexes trusted). A garbage ``.index`` that passes Kafka's
+    sanity check: a Kafka consumer seeking into that segment gets records from the *next*
+    segment, silently skipping the rest of this one (Kafka 4.4.0 and 4.1.1: OffsetIndex
+    lookup -> a position past the end -> no batch -> LocalLog.read moves to the next
+    segment). seglog checks index entries before use: reading the same files (the marker
+    present, so nothing is recovered) returns the offset asked for. docs/kafka-interop.md."""
+    copy = tmp_path / "p"
+    shutil.copytree(scenario.trusted_index_dir, copy)
+    (copy / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    with seglog.Log.open(copy, read_only=True, backend=backend.name, now_ms=NOW_MS) as log:
+        assert log.recovery_report.clean_shutdown
+        for offset in scenario.trusted_index_reads:
+            first = next(iter(log.records(offset)), None)
+            assert first is not None and first.offset == offset
+    assert scenario.trusted_index_reads
+    nxt = min(o for o in (r for r in scenario.trusted_index_reads.values()) if o is not None)
+    assert all(r is not None and r > offset for offset, r in scenario.trusted_index_reads.items()
+               ), ("Kafka no longer skips past a trusted garbage index: update "
+                   f"docs/kafka-interop.md ({scenario.trusted_index_reads})")
+    assert nxt > scenario.trusted_index_segment
 
 
 # --- seglog adopts Kafka's files ------------------------------------------------------------
