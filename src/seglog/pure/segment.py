@@ -51,6 +51,7 @@ Not thread-safe: the Log serialises calls. ``OSError`` propagates unchanged.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import operator
 import os
@@ -843,6 +844,8 @@ class Segment:
                                 f"{type(out_fd).__name__}")
             out_fd = fileno()
         out_fd = _int_arg(out_fd, "out_fd")
+        if not 0 <= out_fd <= fmt.INT32_MAX:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))  # no such descriptor
         position, size, next_offset = self._range(offset, max_bytes, max_position, True)
         sent = 0
         while sent < size:
