@@ -55,7 +55,7 @@ from .errors import (
     InvalidOffsetError,
     SeglogError,
 )
-from .format import REASON_BAD_RECORDS
+from .format import REASON_CRC_MISMATCH, REASON_OFFSETS_NOT_INCREASING, REASON_TRUNCATED
 from .txnindex import TransactionIndex
 
 __all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
@@ -186,21 +186,23 @@ def _complete_swaps(dir_path: str, swaps: list[tuple[str, int, str]], open_segme
     return set(log_swaps)
 
 
-def _valid_to_end(segment: Any) -> bool:
-    """Whether the segment's ``.log`` is valid batches from its first byte to its last
-    (length, magic, CRC32C, base offsets increasing from the segment's base), read without
-    changing anything: the check made before rebuilding the indexes of a segment whose bytes
-    recovery may not cut."""
+def _first_invalid(segment: Any) -> tuple[int, str] | None:
+    """``(position, reason)`` of the first invalid byte of the segment's ``.log``, or None
+    when it is valid batches from its first byte to its last (length, magic, CRC32C, base
+    offsets increasing from the segment's base). Reads only: the check made before
+    rebuilding the indexes of a segment whose bytes recovery may not cut."""
     end, previous_next = 0, segment.base_offset
     try:
         for batch in segment.batches():
-            if batch.base_offset < previous_next or not batch.is_valid():
-                return False
+            if batch.base_offset < previous_next:
+                return end, REASON_OFFSETS_NOT_INCREASING
+            if not batch.is_valid():
+                return end, REASON_CRC_MISMATCH
             previous_next = batch.next_offset
             end += batch.size_bytes
-    except CorruptRecordError:
-        return False
-    return end == segment.size_bytes
+    except CorruptRecordError as e:
+        return end, e.reason
+    return None if end == segment.size_bytes else (end, REASON_TRUNCATED)
 
 
 def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_rebuild: bool,
@@ -210,7 +212,7 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
 
     Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
     where recovery after an unclean shutdown would (``may_truncate``). Elsewhere the
-    segment is first checked without changes (:func:`_valid_to_end`), and one with invalid
+    segment is first checked without changes (:func:`_first_invalid`), and one with invalid
     bytes raises CorruptSegmentError naming it: its records stay on disk, untouched, rather
     than being cut without a crash to explain it (Kafka's rule: only what was not flushed
     before an unclean shutdown is truncated).
@@ -241,7 +243,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
             rebuild = True
     if not rebuild:
         return segment, False, False
-    if not may_truncate and not _valid_to_end(segment):
+    invalid = None if may_truncate else _first_invalid(segment)
+    if invalid is not None:
         path = segment.log_path
         try:
             segment.close()
@@ -250,9 +253,10 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
             # the error to report is the corruption below.
             pass
         raise CorruptSegmentError(
-            f"segment {path} has indexes that must be rebuilt and invalid bytes below its "
-            "end, which only recovery after an unclean shutdown may cut; its files were left "
-            "as they are", reason=REASON_BAD_RECORDS, path=path, base_offset=base)
+            f"segment {path} has indexes that must be rebuilt and invalid bytes at position "
+            f"{invalid[0]} ({invalid[1]}), which only recovery after an unclean shutdown may "
+            "cut; its files were left as they are", reason=invalid[1], position=invalid[0],
+            path=path, base_offset=base)
     result = recover(segment, earlier)
     report.rebuilt_indexes.append(base)
     if result.truncated_bytes:
@@ -276,7 +280,14 @@ def _indexes_past_log(segment: Any) -> bool:
             return True
     time_index = segment.time_index
     if time_index.entries:
-        if time_index.last_entry()[1] >= next_offset:
+        last_offset = time_index.last_entry()[1]
+        if last_offset >= next_offset:
+            return True
+        # The segment's largest timestamp (from the index and the headers after the last
+        # offset-index entry) must be at or after the index's last entry: a header whose
+        # max timestamp was changed puts it earlier, and the final entry of the next roll or
+        # close would go backwards.
+        if 0 <= segment.offset_of_max_timestamp < last_offset:
             return True
     return False
 

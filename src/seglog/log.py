@@ -335,6 +335,30 @@ def _increasing(batches: Iterator[Any], previous_next: int, log_path: str | None
         yield batch
 
 
+def _check_nothing_hidden(segment: Any, offset: int) -> None:
+    """Before a read moves past ``segment`` because it returned nothing at or after
+    ``offset``: the segment must really hold nothing there. It does if its offsets reach
+    past ``offset`` or if its bytes go on after its last readable batch (a header that
+    cannot be parsed below the end makes the segment look shorter than its file); going on
+    to the next segment would then hide records. CorruptRecordError
+    (REASON_UNREADABLE_BATCH, the position where the readable batches end)."""
+    if segment.size_bytes == 0:
+        return
+    if segment.next_offset > max(offset, segment.base_offset):
+        raise CorruptRecordError(
+            f"segment {segment.log_path} ends at offset {segment.next_offset - 1} but no batch "
+            f"at or after offset {offset} can be read from it",
+            reason=fmt.REASON_UNREADABLE_BATCH)
+    last = (segment.translate_offset(segment.next_offset - 1)
+            if segment.next_offset > segment.base_offset else None)
+    end = last[0] + last[2] if last is not None else 0
+    if end != segment.size_bytes:
+        raise CorruptRecordError(
+            f"segment {segment.log_path} has {segment.size_bytes - end} bytes after its last "
+            f"readable batch (position {end}): a batch there cannot be parsed",
+            reason=fmt.REASON_UNREADABLE_BATCH, position=end)
+
+
 # --- the log ------------------------------------------------------------------------------------
 
 
@@ -1293,13 +1317,8 @@ class Log:
                 return segment, buffer, _last_batch(buffer)[1]
             if max_position is not None:
                 break  # the bound is in this segment: nothing more to read
-            if min_one_batch and segment.next_offset > max(offset, segment.base_offset):
-                # The segment says it holds a batch with last offset >= offset, yet none came
-                # back: going on to the next segment would hide its records.
-                raise CorruptRecordError(
-                    f"segment {segment.log_path} ends at offset {segment.next_offset - 1} but "
-                    f"no batch at or after offset {offset} can be read from it",
-                    reason=fmt.REASON_UNREADABLE_BATCH)
+            if min_one_batch:
+                _check_nothing_hidden(segment, offset)
             if not min_one_batch and segment.translate_offset(offset) is not None:
                 break  # the next batch is larger than max_bytes
         return None, memoryview(b""), offset
@@ -1437,6 +1456,7 @@ class Log:
                     return sent, next_offset
                 if max_position is not None:
                     break
+                _check_nothing_hidden(segment, offset)
             return 0, offset
         finally:
             self._lock.release()
