@@ -1,0 +1,215 @@
+"""What a worker runs: one ``run_<kind>(payload)`` per kind of case (see :mod:`fuzz._worker`).
+
+* ``codec``: a chunk of generated parser inputs (:mod:`fuzz.inputs`), each fed to
+  ``iter_batches``, ``Batch.records``, ``columns``, ``record_at``, ``is_valid`` and
+  ``decode_columns`` on both backends; the invariants are checked here (shipping 10^6
+  observations through a pipe would cost more than the parsing) and only findings go back.
+* ``log`` / ``store``: open one mutated directory with one backend and report what it reads
+  (records, columns, raw reads, offsets, the recovery report, then one append, close and
+  reopen); the parent checks that against the model (:mod:`fuzz.checks`).
+* ``append``: hand client batches to ``Log.append_raw`` and read back what was accepted.
+* ``build_log``: write the seed log in this process (``shutdown="kill"`` ends it by SIGKILL).
+
+Every call into seglog is wrapped by :func:`attempt`, which turns an exception into
+``("err", class name, typed?, message)``; typed means a ``SeglogError``.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import seglog
+from seglog.config import LogConfig
+
+from . import checks, corpus, inputs
+from .observe import attempt, columns_list, error_tuple, record_tuple
+
+_BACKENDS = {}
+
+
+def backend(name: str):
+    be = _BACKENDS.get(name)
+    if be is None:
+        be = _BACKENDS[name] = seglog.get_backend(name)
+    return be
+
+
+# --- codec -----------------------------------------------------------------------------------
+
+def run_codec(payload: dict) -> dict:
+    """``payload``: seed, start, count, ops ("full" or "quick"). Returns
+    ``{"inputs": n, "findings": {signature: example}, "counts": {signature: n}}``."""
+    native, pure = backend("native"), backend("pure")
+    report = checks.FindingLog()
+    for index in range(payload["start"], payload["start"] + payload["count"]):
+        case = inputs.codec_input(payload["seed"], index)
+        checks.check_codec_input(case, native, pure, report, full=payload.get("ops") != "quick")
+    return {"inputs": payload["count"], **report.as_dict()}
+
+
+def run_codec_one(payload: dict) -> dict:
+    """Observe one given buffer on one backend (for reproducers and minimisation)."""
+    return checks.observe_codec(backend(payload["backend"]), payload["data"], full=True)
+
+
+# --- files -----------------------------------------------------------------------------------
+
+def run_build_log(payload: dict) -> dict:
+    return corpus.build_log(payload["path"], shutdown=payload["shutdown"],
+                            seed=payload.get("seed", 0))
+
+
+def _log_config() -> LogConfig:
+    return LogConfig(**corpus.LOG_CONFIG)
+
+
+def observe_log(log, be, sample_offsets) -> dict:
+    """What a log reads: offsets, records, columns, raw reads of ``sample_offsets``."""
+    obs = {"start": log.start_offset, "end": log.end_offset, "hw": log.high_watermark}
+    obs["records"] = attempt(lambda: [record_tuple(r) for r in log.records(log.start_offset)])
+    columns, offset, error = [], log.start_offset, None
+    for _ in range(10_000):  # bounded: each read moves forward or stops
+        if offset >= log.high_watermark:
+            break
+        got = attempt(log.read_columns, offset, 1000)
+        if got[0] != "ok":
+            error = got
+            break
+        chunk = columns_list(got[1])
+        if not chunk:
+            break
+        columns.extend(chunk)
+        offset = chunk[-1][0] + 1
+    obs["columns"] = error if error else ("ok", columns)
+    reads = {}
+    for offset in sample_offsets:
+        if not log.start_offset <= offset < log.high_watermark:
+            continue
+
+        def raw_read(offset=offset):
+            result = log.read(offset, 4096)
+            buffer = bytes(result.buffer)
+            first = next(iter(be.iter_batches(buffer)), None)
+            return (len(buffer), None if first is None else (first.base_offset, first.last_offset),
+                    result.next_offset)
+
+        reads[offset] = attempt(raw_read)
+    obs["reads"] = reads
+    obs["timestamps"] = {ts: attempt(log.offset_for_timestamp, ts)
+                         for ts in (corpus.T0_MS, corpus.T0_MS + 255, corpus.T0_MS + 10**6)}
+    return obs
+
+
+def _report_tuple(report) -> dict:
+    return {"truncations": [(t.base_offset, t.position, t.truncated_bytes, t.reason)
+                            for t in report.truncations],
+            "deleted": list(report.deleted_segments),
+            "rebuilt": list(report.rebuilt_indexes),
+            "clean": report.clean_shutdown}
+
+
+def run_log(payload: dict) -> dict:
+    """Open the mutated log at ``dir`` with ``backend``; read everything; as a writer also
+    append one record, close, reopen and read again. Returns the observations; the first
+    exception ends the case and is reported with the step it happened in."""
+    be = backend(payload["backend"])
+    read_only = payload["read_only"]
+    obs: dict = {"backend": payload["backend"], "steps": []}
+    step = "open"
+    log = None
+    try:
+        log = seglog.Log.open(payload["dir"], _log_config(), backend=payload["backend"],
+                              read_only=read_only, now_ms=corpus.NOW_MS)
+        obs["report"] = _report_tuple(log.recovery_report)
+        step = "read"
+        obs["first"] = observe_log(log, be, payload["sample_offsets"])
+        if not read_only:
+            step = "append"
+            obs["appended"] = log.append(b"after-fuzz", key=b"fz",
+                                         timestamp_ms=corpus.NOW_MS, now_ms=corpus.NOW_MS)
+            step = "close"
+            log.close()
+            step = "reopen"
+            log = seglog.Log.open(payload["dir"], _log_config(), backend=payload["backend"],
+                                  now_ms=corpus.NOW_MS)
+            obs["report2"] = _report_tuple(log.recovery_report)
+            step = "reread"
+            obs["second"] = observe_log(log, be, ())
+        step = "final-close"
+        log.close()
+    except Exception as exc:  # noqa: BLE001
+        obs["error"] = (step, *error_tuple(exc)[1:])
+        if log is not None:
+            try:
+                log.close()
+            except Exception:  # noqa: BLE001 - the first error is the one reported
+                pass
+    return obs
+
+
+def run_store(payload: dict) -> dict:
+    """Open the mutated store at ``dir``: read both partitions of the topic, the group's
+    committed offsets and the transaction; close; reopen and read again."""
+    obs: dict = {"backend": payload["backend"]}
+    step = "open"
+    store = None
+    try:
+        for round_ in ("first", "second"):
+            step = f"{round_}:open"
+            store = seglog.Store(payload["dir"], backend=payload["backend"],
+                                 read_only=payload["read_only"], offsets_topic_partitions=1,
+                                 transaction_state_partitions=1)
+            step = f"{round_}:read"
+            out = {"topics": sorted(store.topics())}
+            for p in (0, 1):
+                log = store.log((corpus.STORE_TOPIC, p))
+                out[p] = {"records": attempt(lambda log=log: [record_tuple(r) for r in log.records(log.start_offset)]),
+                          "report": _report_tuple(log.recovery_report),
+                          "start": log.start_offset, "end": log.end_offset}
+            group = store.group(corpus.STORE_GROUP)
+            out["committed"] = {p: attempt(group.committed, (corpus.STORE_TOPIC, p)) for p in (0, 1)}
+            for internal in ("__consumer_offsets", "__transaction_state"):
+                if internal in store.topics():
+                    out[internal] = _report_tuple(store.log((internal, 0)).recovery_report)
+            if not payload["read_only"]:
+                desc = attempt(store.describe_transaction, corpus.STORE_TXN_ID)
+                out["txn"] = desc if desc[0] != "ok" or desc[1] is None else \
+                    ("ok", (desc[1].producer_id, desc[1].producer_epoch, str(desc[1].state)))
+            obs[round_] = out
+            step = f"{round_}:close"
+            store.close()
+            store = None
+            if payload["read_only"]:
+                break
+    except Exception as exc:  # noqa: BLE001
+        obs["error"] = (step, *error_tuple(exc)[1:])
+        if store is not None:
+            try:
+                store.close()
+            except Exception:  # noqa: BLE001
+                pass
+    return obs
+
+
+# --- append_raw --------------------------------------------------------------------------------
+
+def run_append(payload: dict) -> list:
+    """Append each buffer of ``payload["buffers"]`` with ``Log.append_raw`` to one fresh log
+    (``dir``) and read back what was accepted. One result per buffer."""
+    directory = payload["dir"]
+    shutil.rmtree(directory, ignore_errors=True)
+    log = seglog.Log.open(directory, LogConfig(**payload.get("config", {})),
+                          backend=payload["backend"], now_ms=corpus.NOW_MS)
+    results = []
+    try:
+        for data in payload["buffers"]:
+            got = attempt(log.append_raw, data, now_ms=corpus.NOW_MS)
+            if got[0] == "ok":
+                first, last = got[1]
+                back = attempt(lambda: [record_tuple(r) for r in log.records(first, last + 1)])
+                results.append(("ok", (first, last), back))
+            else:
+                results.append(got)
+    finally:
+        log.close()
+    return results
