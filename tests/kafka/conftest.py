@@ -27,6 +27,7 @@ from seglog.bench.kafka import SKIP_REASON, KafkaBroker, find_kafka
 REQUIRE_KAFKA = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
 
 _REF, _WHY = find_kafka()
+_SKIP_LINE = 1  # where the one skip line points (this file)
 
 _BROKERS_BY_MODULE: dict[str, list[KafkaBroker]] = {}
 
@@ -70,7 +71,7 @@ def pytest_runtest_makereport(item, call):
             and str(report.longrepr[2]).startswith(("Skipped: " + SKIP_REASON, SKIP_REASON)):
         # Every Kafka test skips for the same reason: point them all at this file, so that
         # "pytest -ra" prints one line for the lot instead of one per test.
-        report.longrepr = (__file__, 0, report.longrepr[2])
+        report.longrepr = (__file__, _SKIP_LINE, report.longrepr[2])
     if report.failed:
         for broker in _BROKERS_BY_MODULE.get(item.module.__name__, []):
             report.sections.append(

@@ -57,6 +57,7 @@ class Dumped:
         self.good = None  # (CompletedProcess, {path: FileDump}, DumpErrors)
         self.bad = None
         self.bad_index = None
+        self.sanity = None
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +72,11 @@ def dumped(kafka_ref, tmp_path_factory):
             d.partitions[(kind, backend)] = path
             files += segment_files(path, *SUFFIXES)
     d.good = dump_log(kafka_ref, files, root / "run-good")
+    indexes = [f for f in files if f.suffix in (".index", ".timeindex")]
+    d.sanity = (indexes, kafka_ref.run_tool(
+        kafka_ref.dump_log_class, ["--index-sanity-check", "--files",
+                                   ",".join(str(f) for f in indexes)],
+        run_dir=root / "run-sanity", timeout_s=300))
     source = d.partitions[("mixed", BACKENDS[0])]
     be = seglog.get_backend(BACKENDS[0])
     for name in CORRUPTIONS:
@@ -98,6 +104,15 @@ def test_the_tool_ran_cleanly(dumped):
     assert not errors.time_offsets_not_found, errors.time_offsets_not_found
     for other in (fd.other for fd in dumps.values()):
         assert not other, other
+
+
+def test_index_sanity_check(dumped):
+    """``--index-sanity-check`` (Kafka's OffsetIndex/TimeIndex.sanityCheck) passes every
+    ``.index`` and ``.timeindex`` seglog wrote."""
+    indexes, done = dumped.sanity
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for f in indexes:
+        assert f"{f} passed sanity check." in done.stdout or f"{f} is empty." in done.stdout, f
 
 
 @pytest.mark.parametrize("kind", sorted(WRITERS))
