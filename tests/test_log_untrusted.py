@@ -85,6 +85,35 @@ def test_read_columns_check_crc_by_default(tmp_path, backend):
         assert len(columns) == 30 and columns.value(5) == b"value-004"
 
 
+def test_control_batch_crc_checked_before_read_committed_filters(tmp_path, backend):
+    """The marker's type and the producer fields decide what read_committed returns: a
+    corrupt control batch is an error before it is looked at, not an abort turned into a
+    commit (Kafka's consumer checks every batch, control batches included)."""
+    d = str(tmp_path / "t-0")
+    with Log.open(d, backend=backend.name) as log:
+        log.append_batch([b"a", b"b"], producer_id=5, producer_epoch=0, base_sequence=0,
+                         is_transactional=True)
+        log.append_txn_marker(producer_id=5, producer_epoch=0, coordinator_epoch=7,
+                              commit=False)
+        log.append(b"after")
+    position, _base, size = batch_positions(d, backend)[1]  # the ABORT marker
+    with open(log_file(d), "r+b") as f:
+        f.seek(position + size - 1)  # last byte of the marker's value
+        last = f.read(1)
+        f.seek(position + size - 1)
+        f.write(bytes([last[0] ^ 0x01]))
+    with Log.open(d, backend=backend.name) as log:
+        with pytest.raises(CorruptRecordError) as info:
+            list(log.records(isolation="read_committed"))
+        assert info.value.reason == fmt.REASON_CRC_MISMATCH
+        assert info.value.position == position
+        with pytest.raises(CorruptRecordError):
+            log.read_columns(0, 10, isolation="read_committed")
+        # read_uncommitted looks at no marker: the opt-out returns the data as it is.
+        values = [r.value for r in log.records(check_crcs=False)]
+        assert values == [b"a", b"b", b"after"]
+
+
 def test_records_base_offset_not_increasing_is_an_error(tmp_path, backend):
     """The base offset is outside the CRC: a batch whose base offset goes back must not
     bring its records out of order."""

@@ -50,7 +50,13 @@ import uuid
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from . import offsets_schema
-from .transactions import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, filter_batches
+from .transactions import (
+    ISOLATION_LEVELS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    checked_batches,
+    filter_batches,
+)
 from .assignors import get_assignor
 from .config import INT32_MAX, check_int
 from .errors import (
@@ -941,9 +947,12 @@ class Consumer:
                                   isolation=self.isolation_level)
             records = []
             # Control batches never, aborted transactions' batches not for read_committed.
-            for batch in filter_batches(
-                    log.backend.iter_batches(result.buffer, check_offsets=True),
-                    result.aborted_transactions, isolation=self.isolation_level):
+            # Every batch, control ones included, is checked before its header is used.
+            batches = checked_batches(log.backend.iter_batches(result.buffer, check_offsets=True),
+                                      check_crcs=self.check_crcs, where=result.log_path,
+                                      base_position=result.position)
+            for batch in filter_batches(batches, result.aborted_transactions,
+                                        isolation=self.isolation_level):
                 if batch.last_offset < state.position:
                     continue
                 records.extend(r for r in batch.records(check_crcs=self.check_crcs)

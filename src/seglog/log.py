@@ -108,6 +108,7 @@ from .transactions import (
     ISOLATION_LEVELS,
     READ_COMMITTED,
     READ_UNCOMMITTED,
+    checked_batches,
     collect_aborted_transactions,
     filter_batches,
 )
@@ -314,25 +315,6 @@ def _last_batch(buffer: memoryview) -> tuple[int, int]:
     base_offset = _INT64.unpack_from(buffer, last)[0]
     delta = _INT32.unpack_from(buffer, last + fmt.LAST_OFFSET_DELTA_POSITION)[0]
     return last, base_offset + delta + 1
-
-
-def _increasing(batches: Iterator[Any], previous_next: int, log_path: str | None,
-                base_position: int) -> Iterator[Any]:
-    """``batches`` unchanged, checking that each one starts above the last offset of the one
-    before (``previous_next``: the next offset after the batch before the first, -1 for
-    none). The base offset is outside the CRC: a changed one would otherwise put records out
-    of order without an error. CorruptRecordError(REASON_OFFSETS_NOT_INCREASING) with the
-    batch's position in ``log_path`` (the batches' buffer starts at ``base_position``)."""
-    for batch in batches:
-        if batch.base_offset < previous_next:
-            position = base_position + batch.position
-            raise CorruptRecordError(
-                f"batch at position {position} of {log_path} has base offset "
-                f"{batch.base_offset}, not above the previous batch's last offset "
-                f"{previous_next - 1}", reason=fmt.REASON_OFFSETS_NOT_INCREASING,
-                position=position)
-        previous_next = batch.next_offset
-        yield batch
 
 
 def _check_nothing_hidden(segment: Any, offset: int) -> None:
@@ -1362,13 +1344,15 @@ class Log:
                                isolation=isolation)
             if not len(result.buffer):
                 return
-            batches = self._be.iter_batches(result.buffer, check_offsets=True)
-            for batch in filter_batches(_increasing(batches, previous_next, result.log_path,
-                                                    result.position),
-                                        result.aborted_transactions, isolation=isolation):
+            batches = checked_batches(
+                self._be.iter_batches(result.buffer, check_offsets=True),
+                check_crcs=check_crcs, previous_next_offset=previous_next,
+                where=result.log_path, base_position=result.position)
+            for batch in filter_batches(batches, result.aborted_transactions,
+                                        isolation=isolation):
                 if batch.last_offset < offset:
                     continue
-                for record in batch.records(check_crcs=check_crcs):
+                for record in batch.records(check_crcs=check_crcs):  # verdict already kept
                     if record.offset < offset:
                         continue
                     if end is not None and record.offset >= end:
@@ -1403,10 +1387,13 @@ class Log:
             buffer = result.buffer
             if result.aborted_transactions:
                 # Only batches of aborted transactions need leaving out: copy the others.
+                # Every batch is checked before its header decides what is left out.
                 buffer = b"".join(
                     result.buffer[b.position:b.position + b.size_bytes]
                     for b in filter_batches(
-                        self._be.iter_batches(result.buffer, check_offsets=True),
+                        checked_batches(self._be.iter_batches(result.buffer, check_offsets=True),
+                                        check_crcs=check_crcs, where=result.log_path,
+                                        base_position=result.position),
                         result.aborted_transactions, isolation=isolation))
             columns = self._be.decode_columns(buffer, check_crcs=check_crcs,
                                               check_offsets=True)

@@ -25,7 +25,13 @@ from __future__ import annotations
 import heapq
 from typing import Any, Iterable, Iterator
 
-from .format import CONTROL_TYPE_ABORT, NO_PRODUCER_ID
+from .errors import CorruptRecordError
+from .format import (
+    CONTROL_TYPE_ABORT,
+    NO_PRODUCER_ID,
+    REASON_CRC_MISMATCH,
+    REASON_OFFSETS_NOT_INCREASING,
+)
 from .txnindex import AbortedTxn, TransactionIndex
 
 READ_UNCOMMITTED = "read_uncommitted"
@@ -81,6 +87,40 @@ def filter_committed_batches(batches: Iterable[Any],
                 continue
         if batch.is_control:
             continue
+        yield batch
+
+
+def checked_batches(batches: Iterable[Any], *, check_crcs: bool = True,
+                    previous_next_offset: int = -1, where: str = "",
+                    base_position: int = 0) -> Iterator[Any]:
+    """``batches`` unchanged, each one checked before it is used (a consumer's
+    ``check.crcs``, Kafka's ``CompletedFetch`` checking every batch, control batches
+    included, before looking at it):
+
+    * with ``check_crcs``, its CRC32C (``Batch.ensure_valid``): the producer id, the
+      transactional and control bits and a marker's type decide what read_committed
+      returns, so they are checked before :func:`filter_batches` reads them;
+    * always, that its base offset is above the last offset of the batch before (the first
+      batch is compared with ``previous_next_offset``, -1 for none): the base offset is
+      outside the CRC, and a changed one would put records out of order without an error.
+
+    CorruptRecordError (``REASON_CRC_MISMATCH`` / ``REASON_OFFSETS_NOT_INCREASING``) naming
+    ``where`` and the batch's position (``base_position`` + its position in the buffer)."""
+    previous_next = previous_next_offset
+    for batch in batches:
+        position = base_position + batch.position
+        if batch.base_offset < previous_next:
+            raise CorruptRecordError(
+                f"batch at position {position} of {where or 'the read'} has base offset "
+                f"{batch.base_offset}, not above the previous batch's last offset "
+                f"{previous_next - 1}", reason=REASON_OFFSETS_NOT_INCREASING,
+                position=position)
+        if check_crcs and not batch.is_valid():  # the verdict is kept for records()
+            raise CorruptRecordError(
+                f"batch at position {position} of {where or 'the read'} (offsets "
+                f"{batch.base_offset}..{batch.last_offset}) fails its CRC32C check",
+                reason=REASON_CRC_MISMATCH, position=position)
+        previous_next = batch.next_offset
         yield batch
 
 
