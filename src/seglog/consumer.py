@@ -195,15 +195,19 @@ class _OffsetsManager:
     def _load_partition(self, partition: int, log, at: list) -> None:
         from .format import CONTROL_TYPE_COMMIT
         offset, end = log.start_offset, log.end_offset
+        previous_next = -1
         while offset < end:
             result = log.read(offset, max_offset=end)
             if result.next_offset <= offset:
                 break
-            for batch in log.backend.iter_batches(result.buffer, check_offsets=True):
+            # CRC32C (control batches included) and increasing base offsets, across reads.
+            batches = checked_batches(log.backend.iter_batches(result.buffer, check_offsets=True),
+                                      previous_next_offset=previous_next,
+                                      where=result.log_path, base_position=result.position)
+            for batch in batches:
+                at[0] = batch.base_offset
                 if batch.last_offset < offset:
                     continue
-                at[0] = batch.base_offset
-                batch.ensure_valid()  # CRC32C, control batches included
                 if batch.is_control:
                     if batch.record_count and batch.producer_id >= 0:
                         self.complete_transaction(
@@ -222,7 +226,7 @@ class _OffsetsManager:
                 else:
                     for group, tp, om in entries:
                         self._apply(group, tp, om, batch.base_offset)
-            offset = result.next_offset
+            previous_next = offset = result.next_offset
 
     @staticmethod
     def _parse(key_bytes, value_bytes):
