@@ -310,6 +310,12 @@ def calls(log):
             producer_id=1, producer_epoch=0, coordinator_epoch=v, commit=True),
         "apply_retention.now_ms": lambda v: log.apply_retention(now_ms=v),
         "flush.now_ms": lambda v: log.flush(now_ms=v),
+        "compact.now_ms": lambda v: log.compact(now_ms=v),
+        "roll.now_ms": lambda v: log.roll(now_ms=v),
+        "maybe_flush.now_ms": lambda v: log.maybe_flush(now_ms=v),
+        "delete_expired_files.now_ms": lambda v: log.delete_expired_files(now_ms=v),
+        "records.max_offset": lambda v: list(log.records(0, max_offset=v)),
+        "sendfile.max_bytes": lambda v: log.sendfile(1, 0, v),
     }
 
 

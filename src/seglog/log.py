@@ -1730,12 +1730,15 @@ class Log:
         was done: cleanup.policy without "compact", nothing dirty, or the dirty ratio not above
         ``min_cleanable_dirty_ratio`` and max.compaction.lag.ms not reached). ``force`` cleans
         regardless of policy and ratio. Holds the writer lock for the pass (appends wait, reads
-        do not). Raises ReadOnlyError / LogClosedError."""
+        do not). Raises ReadOnlyError / LogClosedError, CorruptRecordError for a corrupt batch
+        in what it reads (the pass stops; nothing it had not swapped in changes), TypeError /
+        ValueError for a non-integer or out-of-int64 ``now_ms``."""
         from .cleaner import clean_log
 
+        now = None if now_ms is None else _now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            return clean_log(self, now_ms, force=force)
+            return clean_log(self, now, force=force)
 
     @property
     def cleaner_checkpoint(self) -> int | None:
