@@ -129,6 +129,7 @@ class FileCampaign:
         self.log = checks.FindingLog()
         self.cases = 0
         self.worker_count = workers
+        self.outcomes: dict[tuple, int] = {}  # (file kind, backend, "ok" | step:error) -> n
 
     def _prepare(self, seed_dir: str, rel: str, data: bytes, case_dir: str) -> None:
         shutil.rmtree(case_dir, ignore_errors=True)
@@ -211,6 +212,10 @@ class FileCampaign:
                                  {**example, "saved": saved, "stderr": reply.stderr_tail[-2500:]})
                 continue
             observations[name] = reply.value
+            error = reply.value.get("error")
+            with lock:
+                key = (kind, name, "ok" if not error else f"{error[0]}:{error[1]}")
+                self.outcomes[key] = self.outcomes.get(key, 0) + 1
             for sig, detail in check(model, reply.value, file_kind=kind):
                 with lock:
                     self.log.add((kind_name, label, kind, name, *sig), {**example, "detail": detail})

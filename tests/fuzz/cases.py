@@ -193,9 +193,21 @@ def run_store(payload: dict) -> dict:
 
 # --- append_raw --------------------------------------------------------------------------------
 
+def _client_records(data) -> tuple:
+    """What a client's buffer says it holds, decoded by the pure twin: per record
+    ``(timestamp_ms, key, value, headers)`` in order (offsets are the log's to assign)."""
+    pure = backend("pure")
+    out = []
+    for batch in pure.iter_batches(data):
+        for rec in batch.records():
+            out.append(record_tuple(rec)[1:])
+    return tuple(out)
+
+
 def run_append(payload: dict) -> list:
     """Append each buffer of ``payload["buffers"]`` with ``Log.append_raw`` to one fresh log
-    (``dir``) and read back what was accepted. One result per buffer."""
+    (``dir``) and read back what was accepted, with what the client's bytes hold. One
+    result per buffer: ``("ok", (first, last), read_back, client_records)`` or an error."""
     directory = payload["dir"]
     shutil.rmtree(directory, ignore_errors=True)
     log = seglog.Log.open(directory, LogConfig(**payload.get("config", {})),
@@ -207,9 +219,51 @@ def run_append(payload: dict) -> list:
             if got[0] == "ok":
                 first, last = got[1]
                 back = attempt(lambda: [record_tuple(r) for r in log.records(first, last + 1)])
-                results.append(("ok", (first, last), back))
+                results.append(("ok", (first, last), back, attempt(_client_records, data)))
             else:
                 results.append(got)
     finally:
         log.close()
     return results
+
+
+def _peak_rss_kib(reset: bool = False) -> int:
+    """VmHWM of this process in KiB; ``reset`` restarts the peak (Linux clear_refs 5)."""
+    if reset:
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return -1
+
+
+def run_bomb(payload: dict) -> dict:
+    """Decode one bomb batch on one backend (records, columns, decode_columns, record_at)
+    and append it to a fresh log; report the outcomes and the peak resident memory (KiB)."""
+    be = backend(payload["backend"])
+    data = payload["data"]
+    out = {"rss_before_kib": _peak_rss_kib(reset=True)}
+    batch = next(iter(be.iter_batches(data)))
+    out["records"] = attempt(lambda: len(batch.records()))
+    out["columns"] = attempt(lambda: len(batch.columns()))
+    out["decode_columns"] = attempt(lambda: len(be.decode_columns(data)))
+    out["record_at"] = attempt(lambda: batch.record_at(0) is not None)
+
+    def append():
+        directory = payload["dir"]
+        shutil.rmtree(directory, ignore_errors=True)
+        log = seglog.Log.open(directory, LogConfig(), backend=payload["backend"],
+                              now_ms=corpus.NOW_MS)
+        try:
+            return log.append_raw(data, now_ms=corpus.NOW_MS)
+        finally:
+            log.close()
+
+    out["append_raw"] = attempt(append)
+    out["peak_rss_kib"] = _peak_rss_kib()
+    return out
