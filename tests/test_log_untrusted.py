@@ -180,6 +180,27 @@ def test_unparseable_header_mid_segment_is_not_end_of_data(tmp_path, backend, da
         assert os.path.getsize(log_file(d)) == size_bytes
 
 
+def test_read_only_reader_of_a_torn_earlier_segment_gets_an_error(tmp_path, backend):
+    """A reader opened read-only after a crash (no recovery ran) over a segment whose file
+    was cut mid-batch, with a later segment after it: the lost offsets are an error, never
+    a jump to the next segment (found by the file fuzz harness)."""
+    d = two_segment_log(tmp_path, backend)
+    position, _base, size = batch_positions(d, backend)[12]
+    os.truncate(log_file(d), position + size // 2)
+    os.remove(os.path.join(d, ".kafka_cleanshutdown"))
+    with Log.open(d, backend=backend.name, read_only=True) as log:
+        seen = []
+        with pytest.raises(CorruptRecordError) as info:
+            for record in log.records():
+                seen.append(record.offset)
+        assert info.value.reason == fmt.REASON_TRUNCATED
+        assert seen == list(range(len(seen))) and len(seen) <= 12
+        with pytest.raises(CorruptRecordError):
+            log.read(15)
+        with pytest.raises(CorruptRecordError):
+            log.read_columns(15, 10)
+
+
 # --- indexes that name offsets the log does not hold --------------------------------------------
 
 

@@ -339,6 +339,18 @@ def _check_nothing_hidden(segment: Any, offset: int) -> None:
             f"segment {segment.log_path} has {segment.size_bytes - end} bytes after its last "
             f"readable batch (position {end}): a batch there cannot be parsed",
             reason=fmt.REASON_UNREADABLE_BATCH, position=end)
+    # A read-only segment shows whole batches only (a writer may be appending to the last
+    # one); a segment that has a later one is complete, so a partial batch at the end of its
+    # file is a torn write nobody recovered (a reader opened after a crash), not an append.
+    try:
+        file_bytes = os.path.getsize(segment.log_path)
+    except OSError:
+        return  # renamed or removed by retention meanwhile: nothing to compare
+    if file_bytes != end:
+        raise CorruptRecordError(
+            f"segment {segment.log_path} ends with {file_bytes - end} bytes that are not a "
+            f"whole batch (position {end}) and a later segment follows it",
+            reason=fmt.REASON_TRUNCATED, position=end)
 
 
 # --- the log ------------------------------------------------------------------------------------
