@@ -124,7 +124,7 @@ cdef enum:
     PREALLOCATE_BYTES = 16 << 20  # disk blocks reserved past the end, ahead of appends
     WRITEBACK_BYTES = 8 << 20     # start writeback of each 8 MiB the appends dirty
     ENTRY_FALLBACKS = 4           # offset-index entries tried before a lookup scans from 0
-    CHUNK_BYTES = 16 << 10        # a reader's pread granularity for header scans
+    CHUNK_BYTES = 4096            # a reader's pread granularity for header scans
     RO_WINDOW_BYTES = 1 << 20     # a reader's batches() reads whole batches in ~1 MiB windows
 
 cdef enum Check:
@@ -424,6 +424,8 @@ cdef class Segment:
     cdef Py_ssize_t _chunk_cap
     cdef Py_ssize_t _chunk_start
     cdef Py_ssize_t _chunk_len
+    cdef bytes _last_batch        # read-only: read_record's last batch, at _last_batch_position
+    cdef Py_ssize_t _last_batch_position
 
     def __cinit__(self):
         self._fd = -1
@@ -681,6 +683,7 @@ cdef class Segment:
         """Bytes may have changed (a reader's refresh, an open, a cut): forget the pread
         chunk, which batches had their CRC checked and the record checkpoints."""
         self._chunk_len = 0
+        self._last_batch = None
         self._crc_verified.clear()
         self._drop_checkpoints()
         return 0
@@ -1165,9 +1168,15 @@ cdef class Segment:
         if position < 0 or base > target:
             return None
         if self.read_only:
-            data = self._read_bytes(position, size)
-            if len(data) < size:
-                return None  # the writer truncated it away under us
+            # Point reads cluster (a consumer walking a batch): keep the last batch read.
+            if self._last_batch is not None and self._last_batch_position == position \
+                    and len(self._last_batch) == size:
+                data = self._last_batch
+            else:
+                data = self._read_bytes(position, size)
+                if len(data) < size:
+                    return None  # the writer truncated it away under us
+                self._last_batch, self._last_batch_position = data, position
             p = <const unsigned char *>PyBytes_AS_STRING(data)
         else:
             p = self._mapped(self._size_bytes) + position
@@ -1534,8 +1543,8 @@ cdef class Segment:
                 index.reload()
         self._drop_read_caches()
         end = os.fstat(self._fd).st_size
-        if end < self._size_bytes or not self._offset_index_trusted:
-            # The writer truncated (or the index was distrusted): start over from the file.
+        if end < self._size_bytes or self._index_repaired(end):
+            # The writer truncated, or rebuilt the index this reader distrusted: start over.
             self._size_bytes = end
             self._offset_index_trusted = self.offset_index is not None
             if self._offset_index_trusted:
@@ -1559,6 +1568,17 @@ cdef class Segment:
         self._size_bytes = position
         if size < 0 and h.check != TRUNCATED:
             self._size_bytes = end  # corrupt bytes stay inside the extent: reads raise there
+
+    def _index_repaired(self, end):
+        """A reader's distrusted offset index now passes its check (its writer rebuilt it).
+        Until then refresh() scans on from where it was: lookups scan from 0 anyway."""
+        if self._offset_index_trusted or self.offset_index is None:
+            return False
+        try:
+            self.offset_index.sanity_check(log_size_bytes=end)
+        except CorruptIndexError:
+            return False
+        return True
 
     def _close_files(self):
         for index in (self.offset_index, self.time_index):

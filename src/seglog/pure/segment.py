@@ -87,7 +87,7 @@ _HEAD_BYTES = fmt.RECORD_BATCH_OVERHEAD
 #: segment start: a broken entry costs one more index interval of scanning.
 _ENTRY_FALLBACKS = 4
 #: A reader's pread granularity for header scans (a few dozen small batches per syscall).
-_CHUNK_BYTES = 16 * 1024
+_CHUNK_BYTES = 4096
 #: A reader's batches() reads whole batches in windows of about this size.
 _WINDOW_BYTES = 1 << 20
 
@@ -272,6 +272,7 @@ class Segment:
         self._chunk_start = 0
         self._offset_index_trusted = self._time_index_trusted = False
         self._crc_verified = set()   # positions of batches read_record checked the CRC of
+        self._last_batch = None      # read-only: (position, bytes) of read_record's last batch
         self.offset_index = self.time_index = None
         log_path = self.log_path
         if create:
@@ -441,6 +442,7 @@ class Segment:
         """Bytes may have changed (open, cut, recovery, a reader's refresh): forget the
         pread chunk and which batches had their CRC checked."""
         self._chunk, self._chunk_start = b"", 0
+        self._last_batch = None
         self._crc_verified.clear()
 
     # --- reading bytes: the writer's mmap, a reader's pread ---------------------------------
@@ -796,9 +798,15 @@ class Segment:
             return None
         position, _, size = found
         if self.read_only:
-            view = self._read_bytes(position, size)
-            if len(view) < size:
-                return None  # the writer truncated it away under us
+            # Point reads cluster (a consumer walking a batch): keep the last batch read.
+            cached = self._last_batch
+            if cached is not None and cached[0] == position and len(cached[1]) == size:
+                view = memoryview(cached[1])
+            else:
+                view = self._read_bytes(position, size)
+                if len(view) < size:
+                    return None  # the writer truncated it away under us
+                self._last_batch = (position, view.obj)
         else:
             view = memoryview(self._map(position + size))[position:position + size]
         batch = None
@@ -1094,8 +1102,8 @@ class Segment:
                 index.reload()
         self._drop_read_caches()
         end = os.fstat(self._fd).st_size
-        if end < self.size_bytes or not self._offset_index_trusted:
-            # The writer truncated (or the index was distrusted): start over from the file.
+        if end < self.size_bytes or self._index_repaired(end):
+            # The writer truncated, or rebuilt the index this reader distrusted: start over.
             self.size_bytes = end
             self._offset_index_trusted = self.offset_index is not None
             if self._offset_index_trusted:
@@ -1116,6 +1124,17 @@ class Segment:
         self.size_bytes = stop.position
         if stop.reason not in ("", fmt.REASON_TRUNCATED):
             self.size_bytes = end  # corrupt bytes stay inside the extent: reads raise there
+
+    def _index_repaired(self, end):
+        """A reader's distrusted offset index now passes its check (its writer rebuilt it).
+        Until then refresh() scans on from where it was: lookups scan from 0 anyway."""
+        if self._offset_index_trusted or self.offset_index is None:
+            return False
+        try:
+            self.offset_index.sanity_check(log_size_bytes=end)
+        except CorruptIndexError:
+            return False
+        return True
 
     def _close_files(self):
         for index in (self.offset_index, self.time_index):
