@@ -11,7 +11,7 @@ this module makes the same decisions and writes the same bytes. What is differen
   on, so the caller's buffer is neither modified nor copied (measured: copying 100 KiB batches
   into a scratch buffer first costs ~15-20 % of the throughput). No Python object is made per
   batch; the index methods are called once per index entry.
-* Reads map the ``.log`` with ``mmap(2)`` in 64 MiB windows (mapping past EOF is allowed; we
+* A writer's reads map the ``.log`` with ``mmap(2)`` in 64 MiB windows (mapping past EOF is allowed; we
   never touch bytes past ``size_bytes``), so a growing segment is remapped once per 64 MiB, not
   per append. ``read()`` hands out a memoryview of a tiny exporter object that pins the mapping
   and records the range it exposes: the mapping is unmapped when the segment no longer uses it
@@ -19,6 +19,13 @@ this module makes the same decisions and writes the same bytes. What is differen
   only when a live view reaches past the cut.
 * ``sendfile`` loops over ``sendfile(2)`` in C with the GIL released; errors raise OSError
   (BlockingIOError for EAGAIN) after the GIL is taken back.
+* A read-only segment never maps the .log (a writer in another process may truncate it and a
+  mapping touched past the new end is SIGBUS): header scans pread 4 KiB chunks, ``read()``
+  preads the range into a bytes object, both with the GIL released. ``_mapped`` refuses to
+  map for a reader.
+* The untrusted-bytes rules (index entries checked on open and on lookup, unparseable headers
+  below the end are CorruptSegmentError, read_record checks CRCs once per batch, one rule for
+  bad numbers) are the pure twin's, in the same order; see its module docstring.
 
 Not thread-safe: the Log serialises calls.
 """

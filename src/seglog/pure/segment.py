@@ -8,12 +8,42 @@ batch never gets one): offset index ``(batch last offset, batch position)``, tim
 per batch, exactly as ``recover()`` does, so an appended segment's indexes equal the rebuilt
 ones (Kafka applies it per append call; the difference only makes our indexes denser).
 
-Reads are zero-copy: ``read()`` returns a read-only memoryview of an mmap of the ``.log``. A
-mapping stays alive while any view of it exists; when the file outgrows it a new one is made.
-Truncating a file under a live mapping would turn the next access into SIGBUS, so
+A writer's reads are zero-copy: ``read()`` returns a read-only memoryview of an mmap of the
+``.log``. A mapping stays alive while any view of it exists; when the file outgrows it a new
+one is made. Truncating a file under a live mapping would turn the next access into SIGBUS, so
 ``truncate_to``/``recover`` first close every mapping that reaches past the cut and raise
 ViewsOutstandingError if one still has views (this twin cannot see view ranges, so any live
 view of such a mapping counts, even one below the cut).
+
+A read-only segment (a follower, often in another process) maps nothing: the writer may
+truncate the file at any time (``Log.truncate_to``, recovery, index trims on roll), and a
+mapping touched past the file's new end kills the reader with SIGBUS. It reads with pread
+(4 KiB chunks for header scans, the exact range for ``read()``, which returns bytes) and
+treats a short read as the end (the file shrank; ``refresh()`` catches up). Its index copies
+are read with pread too (``seglog.pure.index``).
+
+Untrusted bytes (issue 8; docs/format.md states the rule):
+
+* Index entries are checked before use. On open, ``sanity_check`` (offsets and positions
+  strictly increasing, positions non-negative and below the ``.log`` size; time index
+  timestamps non-decreasing, offsets non-decreasing and below ``next_offset``); on every
+  lookup, the entry must land on a batch start (a parseable header whose offsets fit the
+  entry), else the entry before it is tried (``_ENTRY_FALLBACKS`` times) and then position 0.
+  An index that fails: a writer empties it (appends and close go on) and sets
+  ``indexes_need_rebuild`` (the Log then calls ``recover()``, which rebuilds it from the
+  ``.log``); a reader ignores it and scans. A broken index never crashes and never hides data.
+* Below the segment's extent (a writer: its file size; a reader: the whole batches it saw,
+  plus corrupt bytes, never a torn tail the writer may still be writing) every byte was
+  written as whole batches, so a header that cannot be parsed (length < 14, bad magic, shorter
+  than 61 bytes, or running past the extent) is ``CorruptSegmentError`` (a
+  ``CorruptRecordError`` with ``reason``, ``position``, ``path`` and ``base_offset``), never a
+  silent end of data. Open and ``refresh()`` scan the tail leniently (the tail may be torn
+  before recovery); only ``recover()`` cuts bytes.
+* ``read_record`` decodes a record, so it checks the batch CRC32C first (``check_crcs=True``,
+  once per batch until bytes change); raw reads (``read``, ``sendfile``) are served
+  unverified, as Kafka's broker serves them.
+* Numbers: a non-integer is TypeError; offsets and timestamps may be any int (clamped to
+  int64); sizes and positions below 0 are ValueError. Both twins behave alike.
 
 Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
 
@@ -22,10 +52,11 @@ Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
   whole batch, a read of an offset in a gap returns the next batch.
 * ``read``: whole batches only (Kafka may cut the last one; we never do), at least one when
   ``min_one_batch`` (Kafka's minOneMessage), never past ``max_position``.
-* Opening an existing segment trusts its indexes; ``next_offset``, the max timestamp and the
-  bytes since the last index entry come from the last index entries plus a header scan of the
-  tail after the last offset-index entry. If an index file is missing or fails its sanity
-  check, ``indexes_need_rebuild`` is True and the Log calls ``recover()`` (Kafka's LogLoader).
+* Opening an existing segment uses its indexes once checked (above); ``next_offset``, the max
+  timestamp and the bytes since the last index entry come from the last index entries plus a
+  header scan of the tail after the last offset-index entry. If an index file is missing or
+  fails a check, ``indexes_need_rebuild`` is True and the Log calls ``recover()`` (Kafka's
+  LogLoader calls recoverSegment on a CorruptIndexException).
   Existing indexes open at their trimmed length (not preallocated: a log of 1,000 old
   segments would otherwise map 10 GB of zeros), so a Log must ``resize_indexes()`` its active
   segment after opening or recovering it (indexes are trimmed on close and recover, Kafka's
