@@ -600,3 +600,39 @@ def test_threaded_decode_columns_errors_match_single_threaded(monkeypatch, where
     assert threaded[0] == "error"
     pure = _pure_columns(stream)
     assert pure[0] == "error" and pure[1] is threaded[1] and pure[3:] == threaded[3:]
+
+
+# --- the record_at capsules (what seglog._native.segment calls) --------------------------------
+
+def _capsule_function(capsule, name, *argtypes):
+    import ctypes
+
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    # PYFUNCTYPE keeps the GIL held and turns a NULL return into the exception that was set.
+    return ctypes.PYFUNCTYPE(ctypes.py_object, *argtypes)(get_pointer(capsule, name))
+
+
+def test_record_at_capsules_check_the_crc():
+    import ctypes
+
+    raw = bytearray(pcodec.encode_batch([b"a", b"bb", b"ccc"], timestamps_ms=7, base_offset=10))
+    buffer = ctypes.create_string_buffer(bytes(raw), len(raw))
+    old = _capsule_function(ncodec._BATCH_RECORD_AT, b"seglog._native.codec.batch_record_at",
+                            ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int64, ctypes.c_ssize_t)
+    checked = _capsule_function(
+        ncodec._BATCH_RECORD_AT_CHECKED, b"seglog._native.codec.batch_record_at_checked",
+        ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int64, ctypes.c_ssize_t, ctypes.c_int,
+        ctypes.c_ssize_t)
+    address = ctypes.addressof(buffer)
+    assert tuple(old(address, len(raw), 11, -1)) == (11, 7, None, b"bb", ())
+    assert tuple(checked(address, len(raw), 12, -1, 1, 1 << 20)) == (12, 7, None, b"ccc", ())
+    assert old(address, len(raw), 13, -1) is None
+    buffer[len(raw) - 2] = b"x"  # "ccc" -> "ccx" (before the header count): a CRC mismatch
+    with pytest.raises(errors.CorruptRecordError) as info:
+        old(address, len(raw), 11, -1)
+    assert (info.value.reason, info.value.position) == (format.REASON_CRC_MISMATCH, 0)
+    with pytest.raises(errors.CorruptRecordError):
+        checked(address, len(raw), 11, -1, 1, 1 << 20)
+    assert checked(address, len(raw), 12, -1, 0, 1 << 20).value == b"ccx"

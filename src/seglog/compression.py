@@ -245,7 +245,8 @@ def decompress(
     except errors.SeglogError:
         raise
     except MemoryError:
-        # Only the limit (a caller's choice) can ask for this much; keep it a MemoryError.
+        # With every allocation bounded by the limit, running out of memory says something
+        # about the machine (or a limit the caller set too high), not about the bytes.
         raise
     except Exception as exc:  # each library has its own error types
         raise errors.CorruptRecordError(
