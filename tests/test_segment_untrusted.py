@@ -378,3 +378,55 @@ def test_errors_are_typed(backend, tmp_path):
     """CorruptSegmentError is a CorruptRecordError and a SeglogError."""
     assert issubclass(CorruptSegmentError, CorruptRecordError)
     assert issubclass(CorruptSegmentError, SeglogError)
+
+
+UNCLEAN_WRITER = """
+import os, sys
+import seglog
+log = seglog.Log.open(sys.argv[1], seglog.LogConfig(index_interval_bytes=200),
+                      backend=sys.argv[2])
+for n in range(300):
+    log.append(b"value-%d" % n, timestamp_ms=1000 + n)
+log.flush()
+os._exit(0)  # no close: an unclean shutdown, untrimmed (preallocated) indexes
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cover", ["start", "all_entries"])
+def test_log_open_after_unclean_shutdown_with_random_index_bytes(backend, tmp_path, seed,
+                                                                 cover):
+    """Issue 8: random bytes over the start of the .index/.timeindex of a log that was not
+    closed cleanly made Log.open segfault (native) or raise struct.error (pure): the tail
+    scan trusted the last entry's position ("all_entries" covers the last entry too, with
+    a negative position, which is what crashed)."""
+    import subprocess
+    import sys
+    path = str(tmp_path / "p-0")
+    subprocess.run([sys.executable, "-c", UNCLEAN_WRITER, path, backend.name], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    rng = random.Random(seed)
+    for suffix, entry_bytes in ((".index", 8), (".timeindex", 12)):
+        index_path = os.path.join(path, f"{0:020d}{suffix}")
+        if cover == "start":
+            _poke(index_path, 0, rng.randbytes(rng.choice([16, 256])))
+            continue
+        with open(index_path, "rb") as f:
+            data = f.read()
+        used = len(data.rstrip(b"\0")) + entry_bytes - 1
+        used -= used % entry_bytes  # every entry up to the last non-zero one
+        garbage = bytearray(rng.randbytes(used))
+        garbage[used - 4 if suffix == ".index" else used - 12] |= 0x80  # last one negative
+        _poke(index_path, 0, bytes(garbage))
+    log = seglog.Log.open(path, seglog.LogConfig(index_interval_bytes=200),
+                          backend=backend.name)
+    try:
+        assert log.end_offset == 300
+        assert [r.value for r in log.records()] == [b"value-%d" % n for n in range(300)]
+        assert log.offset_for_timestamp(1150) is not None
+    finally:
+        log.close()
+    for read_only in (True, False):  # and the files left behind are sound
+        log = seglog.Log.open(path, backend=backend.name, read_only=read_only)
+        assert len(list(log.records())) == 300
+        log.close()
