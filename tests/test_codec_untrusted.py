@@ -733,9 +733,6 @@ def _outcome(call, be):
 @pytest.mark.parametrize("name, call, expected", [_normalise(e) for e in BAD_ARGUMENTS])
 def test_bad_arguments_raise_the_same_class_in_both_twins(backend, name, call, expected):
     got, twin = _outcome(call, backend), _outcome(call, PURE)
-    if name == "crc32c crc 1.5" and backend.name == "native" and got is None:
-        pytest.xfail("the native crc32c (src/_native/_crc32c.pyx, not the codec's file) converts "
-                     "crc with <uint32_t>, truncating 1.5; it needs operator.index(crc) first")
     assert got is twin, f"{name}: {backend.name} {got}, pure {twin}"
     assert got is expected, f"{name}: {got}, documented {expected}"
     assert got is not OverflowError

@@ -30,6 +30,8 @@ if seglog_crc32c(0, <const unsigned char *>b"123456789", 9) != 0xE3069283u:  # R
     raise ImportError("seglog._native._crc32c: CRC-32C self-check failed")
 
 
+import operator
+
 def crc32c(data, crc=0):
     """CRC-32C of ``data`` (bytes, bytearray, memoryview, numpy array: any C-contiguous
     buffer), continuing from ``crc`` (0 to start), as an int in [0, 2**32).
@@ -44,6 +46,8 @@ def crc32c(data, crc=0):
     cdef Py_buffer view
     cdef const unsigned char *pointer
     cdef size_t n
+    # operator.index: a float or other non-integer ``crc`` is a TypeError, as in the twin.
+    crc = operator.index(crc)
     if not 0 <= crc <= 0xFFFFFFFF:
         raise ValueError(f"crc must be an unsigned 32-bit value, got {crc}")
     start = <uint32_t>crc
