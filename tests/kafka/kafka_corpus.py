@@ -101,7 +101,26 @@ def write_compacted(path: Path, backend: str) -> None:
         log.append(b"after", key=b"key0", timestamp_ms=BASE_TS + 1000, now_ms=NOW_MS)
 
 
-WRITERS = {"mixed": write_mixed, "compacted": write_compacted}
+LOG_APPEND_CONFIG = dict(message_timestamp_type="LogAppendTime", segment_bytes=1024,
+                         index_interval_bytes=128)
+
+
+def write_log_append_time(path: Path, backend: str) -> None:
+    """The ``logappend`` partition: ``message.timestamp.type=LogAppendTime``, so every batch
+    carries the append time (each batch a different ``now_ms``) instead of the records'
+    CreateTime; several codecs, over a few segments."""
+    with seglog.Log.open(path, LogConfig(**LOG_APPEND_CONFIG), backend=backend,
+                         now_ms=NOW_MS) as log:
+        for i in range(40):
+            codec = CODECS[i % len(CODECS)]
+            log.append_batch([f"la{i}-{j}".encode() for j in range(3)],
+                             [f"k{j}".encode() for j in range(3)],
+                             [BASE_TS + j for j in range(3)], compression=codec,
+                             now_ms=BASE_TS + 10_000 + 7 * i)
+
+
+WRITERS = {"mixed": write_mixed, "compacted": write_compacted,
+           "logappend": write_log_append_time}
 
 
 def segment_files(path: Path, *suffixes: str) -> list[Path]:

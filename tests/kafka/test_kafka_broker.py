@@ -39,6 +39,7 @@ from kafka_corpus import (
     COMPACTED_CONFIG,
     CORRUPTIONS,
     IDEMPOTENT_PID,
+    LOG_APPEND_CONFIG,
     MIXED_CONFIG,
     NOW_MS,
     TXN_PID,
@@ -103,6 +104,9 @@ def _topic_configs(kind: str | None) -> dict:
     configs = {"retention.ms": "-1"}
     if kind == "mixed":
         configs["index.interval.bytes"] = str(MIXED_CONFIG["index_interval_bytes"])
+    elif kind == "logappend":
+        configs["index.interval.bytes"] = str(LOG_APPEND_CONFIG["index_interval_bytes"])
+        configs["message.timestamp.type"] = "LogAppendTime"
     elif kind == "compacted":
         configs["index.interval.bytes"] = str(COMPACTED_CONFIG["index_interval_bytes"])
         configs["cleanup.policy"] = "compact"
@@ -423,13 +427,14 @@ def test_kafka_recovered_seglog_segments_without_complaint(scenario):
     assert re.search(r"Recovering unflushed segment", log), "recovery was not forced"
 
 
+@pytest.mark.parametrize("kind", ["mixed", "logappend"])
 @pytest.mark.parametrize("backend_name", BACKENDS)
-def test_kafka_rebuilt_the_same_indexes(scenario, backend_name):
+def test_kafka_rebuilt_the_same_indexes(scenario, backend_name, kind):
     """Kafka's recovery rebuilt every segment's offset, time and transaction index with the
     same index.interval.bytes; after its clean stop they equal seglog's byte for byte. (The
     compacted topic is left out: Kafka's own cleaner cleans it again after the restart and
     merges its small segments.)"""
-    topic = _adopt_topic("mixed", backend_name)
+    topic = _adopt_topic(kind, backend_name)
     ours_dir, theirs_dir = scenario.seglog_dirs[topic], scenario.final_dir / f"{topic}-0"
     for suffix in (".index", ".timeindex", ".txnindex"):
         ours = {f.name: f.read_bytes() for f in segment_files(ours_dir, suffix)}
