@@ -74,12 +74,17 @@ class Batch(Protocol):
     def ensure_valid(self) -> None:
         """Raise CorruptRecordError(reason=REASON_CRC_MISMATCH) unless ``is_valid()``."""
 
-    def records(self) -> list:
+    def records(self, *, check_crcs: bool = True,
+                max_decompressed_bytes: int = 64 << 20) -> list:
         """Decode every record (decompressing if needed) into Record objects. For
-        LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. Raises
+        LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. The CRC32C is
+        checked first (once per Batch object) unless ``check_crcs`` is false: a mismatch is
+        CorruptRecordError(REASON_CRC_MISMATCH). Decompression stops past
+        ``max_decompressed_bytes`` (REASON_DECOMPRESSED_TOO_LARGE). Raises
         InvalidRecordError / CorruptRecordError on malformed records (Kafka's checks)."""
 
-    def record_at(self, offset: int) -> "Record | None":
+    def record_at(self, offset: int, *, check_crcs: bool = True,
+                  max_decompressed_bytes: int = 64 << 20) -> "Record | None":
         """The record with ``offset``, or None when no record has it (outside
         ``[base_offset, last_offset]``, a gap left by compaction, record_count 0). Records
         before it are skipped by their framing only (length, attributes, timestamp and offset
@@ -87,10 +92,11 @@ class Batch(Protocol):
         check of ``records()``. Compressed batches are decompressed; a control batch's record
         is returned. Raises as ``records()`` for malformed framing up to that record."""
 
-    def columns(self) -> Columns:
-        """This batch's records as numpy columns."""
+    def columns(self, *, check_crcs: bool = True,
+                max_decompressed_bytes: int = 64 << 20) -> Columns:
+        """This batch's records as numpy columns (checks as ``records()``)."""
 
-    def control_type(self) -> int:
+    def control_type(self, *, check_crcs: bool = True) -> int:
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...)."""
 
 
@@ -161,15 +167,22 @@ class Backend(Protocol):
     ) -> bytes:
         """A 78-byte transactional control batch holding one commit (1) or abort (0) marker."""
 
-    def iter_batches(self, buffer: Any, *, max_batch_bytes: int | None = None) -> Iterator[Batch]:
+    def iter_batches(self, buffer: Any, *, max_batch_bytes: int | None = None,
+                     check_offsets: bool = False) -> Iterator[Batch]:
         """Walk the batches in ``buffer`` (Kafka's FileLogInputStream rules, §1.7): stop silently
         when fewer than 17 bytes or a partial batch remain; raise CorruptRecordError for a
         batch_length < 14 (REASON_BATCH_TOO_SMALL), > max_batch_bytes (REASON_BATCH_TOO_LARGE)
-        or a magic other than 2 (REASON_BAD_MAGIC). CRCs are not checked here."""
+        or a magic other than 2 (REASON_BAD_MAGIC), a last offset outside int64
+        (REASON_BAD_LAST_OFFSET_DELTA), and with ``check_offsets`` a base offset not above the
+        previous batch's last offset (REASON_OFFSETS_NOT_INCREASING). CRCs are not checked here."""
 
-    def decode_columns(self, buffer: Any, *, max_records: int | None = None) -> Columns:
+    def decode_columns(self, buffer: Any, *, max_records: int | None = None,
+                       check_crcs: bool = True, check_offsets: bool = False,
+                       max_decompressed_bytes: int = 64 << 20) -> Columns:
         """All records of every whole batch in ``buffer`` (up to ``max_records``, whole batches
-        are decoded but columns are cut) as one Columns object. Control batches are skipped."""
+        are decoded but columns are cut) as one Columns object. Control batches are skipped.
+        Every batch decoded is CRC-checked unless ``check_crcs`` is false; offsets and
+        decompression are checked as in ``iter_batches`` and ``Batch.records``."""
 
     Segment: Any  # see seglog/pure/segment.py for the contract
     OffsetIndex: Any
