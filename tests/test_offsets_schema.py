@@ -121,7 +121,7 @@ def test_trailing_bytes_are_ignored_like_kafka():
 
 @pytest.mark.parametrize("data", [
     b"", b"\x00", KEY_G_T_0[:-1], b"\x00\x01\x00\x05gg", b"\x00\x01\xff\xff",
-    b"\xff\xff", b"\x00\x01\x00\x01\xff\x00\x01t\x00\x00\x00\x00",
+    b"\x00\x01\x00\x01\xff\x00\x01t\x00\x00\x00\x00",
 ])
 def test_bad_keys(data):
     with pytest.raises(CorruptRecordError) as info:
@@ -182,3 +182,11 @@ def test_offsets_partition_for_group():
     assert offsets_partition_for_group(negative) == (-java_string_hash(negative)) % 50
     with pytest.raises(ValueError):
         offsets_partition_for_group("g", 0)
+
+
+@pytest.mark.parametrize("version", [-1, -32768, 3, 32767])
+def test_unknown_key_versions_negative_included_are_unknown_keys(version):
+    """Kafka's readMessageKey returns UnknownKey for every version it does not know, so the
+    loader skips the record (with a warning) instead of failing: negative versions too."""
+    key = decode_key(struct.pack(">h", version) + b"rest")
+    assert key == UnknownKey(version, b"rest")

@@ -154,15 +154,31 @@ def test_flipped_byte_in_consumer_offsets_never_changes_an_offset(tmp_path, back
         assert open(path, "rb").read() == damaged
 
 
+def append_internal_record(store, topic, key, value):
+    """Append one record to an internal topic as bad bytes on disk would hold it: a null key
+    included (the compacted topic's own check is lifted for that one append)."""
+    log = store.topic(topic).log(0)
+    config = log.config
+    log.update_config(config.replace(cleanup_policy=("delete",)))
+    try:
+        log.append_batch([value], keys=[key])
+    finally:
+        log.update_config(config)
+
+
 def append_offsets_record(tmp_path, backend, key, value):
     with open_store(tmp_path, backend) as store:
-        store.topic(offsets_schema.OFFSETS_TOPIC).log(0).append_batch([value], keys=[key])
+        append_internal_record(store, offsets_schema.OFFSETS_TOPIC, key, value)
 
 
-def test_unknown_offsets_key_version_is_skipped_as_kafka_does(tmp_path, backend):
+@pytest.mark.parametrize("version", [7, -3])
+def test_unknown_offsets_key_version_is_skipped_as_kafka_does(tmp_path, backend, version):
+    """GroupMetadataManager: "Unknown message key with version ... Ignoring it"."""
     committed_store(tmp_path, backend)
-    append_offsets_record(tmp_path, backend, struct.pack(">h", 7) + b"future", b"whatever")
-    with open_store(tmp_path, backend) as store:
+    append_offsets_record(tmp_path, backend, struct.pack(">h", version) + b"future", b"x")
+    with pytest.warns(RuntimeWarning, match=f"unknown message key with version {version}"):
+        store = open_store(tmp_path, backend)
+    with store:
         assert store.group("g").committed(("t", 0)) == COMMITTED
 
 
@@ -172,8 +188,9 @@ def test_unknown_offsets_key_version_is_skipped_as_kafka_does(tmp_path, backend)
     (offsets_schema.encode_key(offsets_schema.OffsetCommitKey("g", "t", 0)),
      struct.pack(">hq", 3, 5)),                              # truncated value
     (struct.pack(">hh", 1, 40) + b"g", b"x"),                # truncated key
-    (struct.pack(">h", -3), b"x"),                           # negative key version
-], ids=["value-version", "short-value", "short-key", "negative-key-version"])
+    (b"\x00", b"x"),                                         # a key shorter than its version
+    (None, b"x"),                                            # null key (Kafka: require)
+], ids=["value-version", "short-value", "short-key", "one-byte-key", "null-key"])
 def test_bad_offsets_records_are_typed_errors(tmp_path, backend, key, value):
     committed_store(tmp_path, backend)
     append_offsets_record(tmp_path, backend, key, value)
@@ -205,17 +222,30 @@ def test_flipped_byte_in_transaction_state_is_a_typed_error(tmp_path, backend):
 
 
 @pytest.mark.parametrize("key,value", [
-    (struct.pack(">h", 9) + struct.pack(">h", 1) + b"x", b"x"),      # unknown key version
     (txn_schema.encode_key("other"), struct.pack(">hq", 0, 1)),      # truncated value
     (txn_schema.encode_key("other"), struct.pack(">h", 5) + bytes(30)),  # value version
-], ids=["key-version", "short-value", "value-version"])
+    (None, b"x"),                                                    # null key
+    (b"\x00", b"x"),                                                 # one-byte key
+], ids=["short-value", "value-version", "null-key", "one-byte-key"])
 def test_bad_transaction_state_records_are_typed_errors(tmp_path, backend, key, value):
     transactional_store(tmp_path, backend)
     with open_store(tmp_path, backend) as store:
-        store.topic(txn_schema.TRANSACTION_STATE_TOPIC).log(0).append_batch([value], keys=[key])
+        append_internal_record(store, txn_schema.TRANSACTION_STATE_TOPIC, key, value)
     with pytest.raises(CorruptRecordError) as info:
         open_store(tmp_path, backend)
     assert txn_schema.TRANSACTION_STATE_TOPIC in str(info.value)
+
+
+def test_unknown_transaction_state_key_version_is_skipped_as_kafka_does(tmp_path, backend):
+    """TransactionStateManager: "Unknown message key with version ... Ignoring it"."""
+    transactional_store(tmp_path, backend)
+    with open_store(tmp_path, backend) as store:
+        store.topic(txn_schema.TRANSACTION_STATE_TOPIC).log(0).append_batch(
+            [b"x"], keys=[struct.pack(">hh", 9, 1) + b"x"])
+    with pytest.warns(RuntimeWarning, match="unknown message key with version 9"):
+        store = open_store(tmp_path, backend)
+    with store:
+        assert store.describe_transaction("the-txn-id").state == "CompleteCommit"
 
 
 # --- the topics registry -----------------------------------------------------------------------

@@ -46,6 +46,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import warnings
 import uuid
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -217,7 +218,9 @@ class _OffsetsManager:
                     continue
                 entries = []
                 for record in batch.records(check_crcs=False):  # checked above
-                    entry = self._parse(record.key, record.value)
+                    entry = self._parse(
+                        record.key, record.value,
+                        f"{offsets_schema.OFFSETS_TOPIC}-{partition} offset {record.offset}")
                     if entry is not None:
                         entries.append(entry)
                 if batch.is_transactional:
@@ -229,13 +232,22 @@ class _OffsetsManager:
             previous_next = offset = result.next_offset
 
     @staticmethod
-    def _parse(key_bytes, value_bytes):
-        """``(group, tp, OffsetAndMetadata or None)`` of an offset-commit record, else None."""
+    def _parse(key_bytes, value_bytes, where: str = ""):
+        """``(group, tp, OffsetAndMetadata or None)`` of an offset-commit record, else None,
+        as Kafka's ``GroupMetadataManager`` loads: a null key is an error
+        (CorruptRecordError; Kafka's ``require(record.hasKey)``), a key of an unknown
+        version is skipped with a warning, group metadata is not ours to apply."""
         if key_bytes is None:
-            return None
+            raise CorruptRecordError("Group metadata/offset entry key should not be null",
+                                     reason=REASON_BAD_RECORDS)
         key = offsets_schema.decode_key(key_bytes)
+        if isinstance(key, offsets_schema.UnknownKey):
+            warnings.warn(f"seglog: {where}: unknown message key with version {key.version} "
+                          "while loading offsets and group metadata; ignoring it",
+                          RuntimeWarning, stacklevel=2)
+            return None
         if not isinstance(key, offsets_schema.OffsetCommitKey):
-            return None  # group metadata and newer record types: not ours to apply
+            return None  # group metadata: not ours to apply
         value = offsets_schema.decode_offset_commit_value(value_bytes)
         om = None if value is None else OffsetAndMetadata(
             value.offset, value.metadata, value.leader_epoch, value.commit_timestamp_ms)

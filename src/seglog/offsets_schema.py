@@ -220,7 +220,9 @@ class _Reader:
 def decode_key(data: bytes | bytearray | memoryview) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
     """Decode a ``__consumer_offsets`` record key by its version (see the module docstring).
 
-    Raises CorruptRecordError for truncated or malformed bytes or a negative version.
+    Any version other than 0-2 (negative ones included) is an :class:`UnknownKey`, as
+    Kafka's ``readMessageKey`` returns for every version it does not know, so a loader can
+    skip it. Raises CorruptRecordError for truncated or malformed bytes.
     """
     reader = _Reader(data, "offsets-topic key")
     version = reader.unpack(_INT16)
@@ -230,9 +232,7 @@ def decode_key(data: bytes | bytearray | memoryview) -> OffsetCommitKey | GroupM
         return OffsetCommitKey(group, topic, reader.unpack(_INT32), version=version)
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupMetadataKey(reader.string("group"), version=version)
-    if version < 0:
-        raise reader.fail(f"negative key version {version}")
-    return UnknownKey(version, reader.data[reader.position:])
+    return UnknownKey(version, bytes(reader.data[reader.position:]))
 
 
 def decode_offset_commit_value(data: bytes | bytearray | memoryview | None) -> OffsetCommitValue | None:

@@ -45,6 +45,7 @@ Logs), so producers in several threads share one coordinator.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Iterable, NamedTuple
 
 from . import txn_schema
@@ -168,9 +169,10 @@ class TransactionCoordinator:
 
     def _load(self, topic) -> None:
         """Replay ``__transaction_state``. The bytes are untrusted: CRC32C checked and base
-        offsets increasing (``Log.records``), keys and values parsed with their checks; a
-        keyless record is skipped (Kafka's loader skips it too). Anything that does not parse
-        raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
+        offsets increasing (``Log.records``), keys and values parsed with their checks, as
+        Kafka's ``TransactionStateManager`` loads: a key of an unknown version is skipped with
+        a warning; a null key, a value of an unknown version or anything else that does not
+        parse raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
         (Kafka's TransactionStateManager fails the partition's load): skipping it could
         bring back a transaction's older state silently."""
         for partition in range(topic.partitions):
@@ -180,7 +182,17 @@ class TransactionCoordinator:
                 for record in log.records(log.start_offset, max_offset=log.end_offset,
                                           check_crcs=True):
                     offset = record.offset
-                    if record.key is None:
+                    if record.key is None:  # Kafka: require(record.hasKey, ...)
+                        raise CorruptRecordError("Transaction state log's key should not be "
+                                                 "null", reason=REASON_BAD_RECORDS)
+                    version = txn_schema.key_version(record.key)
+                    if version != txn_schema.KEY_VERSION:
+                        # Kafka's TransactionStateManager: "Unknown message key with
+                        # version ... Ignoring it" (a record of a newer broker).
+                        warnings.warn(
+                            f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
+                            f"{record.offset}: unknown message key with version {version}; "
+                            "ignoring it", RuntimeWarning, stacklevel=2)
                         continue
                     transactional_id = txn_schema.decode_key(record.key)
                     value = txn_schema.decode_value(record.value)

@@ -108,6 +108,12 @@ def encode_value(value: TransactionLogValue) -> bytes:
     return b"".join(parts)
 
 
+def key_version(data: bytes | bytearray | memoryview) -> int:
+    """The int16 version a ``__transaction_state`` key starts with. CorruptRecordError when
+    it has fewer than 2 bytes (Kafka's ``readShort`` underflows and the load fails)."""
+    return _Reader(data, "transaction log key").unpack(_INT16)
+
+
 def decode_key(data: bytes | bytearray | memoryview) -> str:
     """The transactional id of a ``__transaction_state`` key. CorruptRecordError for an
     unknown version or malformed bytes."""
