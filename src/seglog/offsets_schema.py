@@ -9,7 +9,8 @@ an int16 version:
 * key version 2: ``GroupMetadataKey`` (group string); its value (members, generation) is kept
   as raw bytes here;
 * key versions 3 and up: records of newer group types (KIP-848, share groups); decoded as
-  :class:`UnknownKey` so a reader can skip them, as Kafka's loader skips unknown types.
+  :class:`UnknownKey` so a reader can skip them, as Kafka's loader skips unknown types (and
+  so is any negative version: Kafka's ``readMessageKey`` knows only 0-2).
 
 ``OffsetCommitValue`` versions (Kafka writes 3; reads 0-4):
 
