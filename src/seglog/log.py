@@ -55,6 +55,19 @@ The snapshot design is ready for lock-free reads once segments allow read-side c
 concurrent with one appender. ``wait_for_data`` blocks on a condition the writer signals;
 nothing polls.
 
+Untrusted bytes (issue 8). Every byte read from disk is checked before it is believed. The
+record-decoding readers (:meth:`Log.records`, :meth:`Log.read_columns`, and the consumer and
+internal-topic loaders above them) verify every batch's CRC32C by default (Kafka's consumer
+``check.crcs``; ``check_crcs=False`` opts out) and that base offsets, which the CRC does not
+cover, increase batch to batch, also across reads. Raw whole-batch reads (:meth:`Log.read`,
+:meth:`Log.sendfile`) are served unverified, as Kafka's broker serves fetches. A read never
+moves past a segment that still holds something it could not read (an unparseable header below
+its end, a torn batch in a segment that has a later one): CorruptRecordError instead of
+records that silently vanish. On open, indexes that name offsets the log does not hold are
+rebuilt, but bytes are cut only where recovery after an unclean shutdown may cut them
+(:mod:`seglog.loader`). Integer arguments are checked alike on both backends
+(:func:`seglog.config.check_int`: TypeError for a non-integer, ValueError out of range).
+
 Processes. A writer holds an exclusive lock on the directory (:mod:`seglog.locking`); a second
 writer gets :class:`~seglog.errors.LogLockedError`. ``read_only=True`` opens without the lock,
 never changes a file, and :meth:`Log.refresh` follows the writer: new batches, new segments,
