@@ -632,7 +632,9 @@ class Consumer:
     * ``check_crcs``: verify the CRC32C of every batch before decoding its records (Kafka's
       ``check.crcs``, default True); a corrupt batch makes :meth:`poll` /
       :meth:`poll_columns` raise :class:`~seglog.errors.CorruptRecordError` without moving
-      the position past it. Batches' base offsets are checked to increase either way.
+      the position past it (as Kafka's consumer, :meth:`poll` first hands out the records
+      of the same fetch before it, and raises at the next poll). Batches' base offsets are
+      checked to increase either way.
     * ``max_poll_records`` and ``max_partition_fetch_bytes``: ints >= 1 (TypeError for
       non-integers, ValueError out of range, as every numeric argument of this class).
 
@@ -967,14 +969,22 @@ class Consumer:
             batches = checked_batches(log.backend.iter_batches(result.buffer, check_offsets=True),
                                       check_crcs=self.check_crcs, where=result.log_path,
                                       base_position=result.position)
-            for batch in filter_batches(batches, result.aborted_transactions,
-                                        isolation=self.isolation_level):
-                if batch.last_offset < state.position:
-                    continue
-                records.extend(r for r in batch.records(check_crcs=self.check_crcs)
-                               if r.offset >= state.position)
+            next_offset = result.next_offset
+            try:
+                for batch in filter_batches(batches, result.aborted_transactions,
+                                            isolation=self.isolation_level):
+                    if batch.last_offset < state.position:
+                        continue
+                    records.extend(r for r in batch.records(check_crcs=self.check_crcs)
+                                   if r.offset >= state.position)
+            except CorruptRecordError:
+                if not records:
+                    raise  # the position stays before the corrupt batch
+                # Kafka's consumer hands out the records before a corrupt batch first and
+                # raises when the next fetch starts at it.
+                next_offset = records[-1].offset + 1
             state.buffered, state.buffered_index = records, 0
-            state.buffered_next_offset = result.next_offset
+            state.buffered_next_offset = next_offset
             if not records:
                 # Only control batches or compacted-away offsets: step over them.
                 state.position = max(state.position, result.next_offset)
