@@ -16,6 +16,7 @@ Every call into seglog is wrapped by :func:`attempt`, which turns an exception i
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import seglog
@@ -266,4 +267,30 @@ def run_bomb(payload: dict) -> dict:
 
     out["append_raw"] = attempt(append)
     out["peak_rss_kib"] = _peak_rss_kib()
+    return out
+
+
+# --- a follower while the writer truncates -------------------------------------------------------
+
+def run_truncate_under_reader(payload: dict) -> dict:
+    """A read-only log (a follower) is reading when the segment file under it is truncated to
+    ``length`` bytes, as a writer process's recovery or truncate_to would: iterate
+    ``records()`` across the cut, ``read_columns`` after it and touch a ``read()`` buffer
+    taken before it. Without a fix for mapped files this is where SIGBUS kills the process."""
+    log = seglog.Log.open(payload["dir"], _log_config(), backend=payload["backend"],
+                          read_only=True, now_ms=corpus.NOW_MS)
+    out = {}
+    try:
+        records = log.records(log.start_offset)
+        first = attempt(lambda: [record_tuple(next(records)) for _ in range(payload["before"])])
+        held = attempt(lambda: log.read(payload["held_offset"], 1 << 20).buffer)
+        os.truncate(payload["path"], payload["length"])
+        out["first"] = first
+        out["rest"] = attempt(lambda: [record_tuple(r) for r in records])
+        out["columns"] = attempt(lambda: columns_list(log.read_columns(log.start_offset, 10_000)))
+        out["held"] = attempt(lambda: len(bytes(held[1]))) if held[0] == "ok" else held
+        out["refresh"] = attempt(log.refresh)
+        out["after_refresh"] = attempt(lambda: [record_tuple(r) for r in log.records(log.start_offset)])
+    finally:
+        attempt(log.close)
     return out
