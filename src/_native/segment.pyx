@@ -498,8 +498,16 @@ cdef class Segment:
             if self._fd < 0:
                 raise _os_error(errno, self.log_path)
         try:
-            self._size_bytes = os.fstat(self._fd).st_size
+            # Indexes first, then the .log size: a live writer writes a batch before its index
+            # entry, so every entry a reader copied points below the size it sees next.
             self._open_indexes(create)
+            self._size_bytes = os.fstat(self._fd).st_size
+            self._offset_index_trusted = self.offset_index is not None
+            if self._offset_index_trusted:
+                try:
+                    self.offset_index.sanity_check(log_size_bytes=self._size_bytes)
+                except CorruptIndexError:
+                    self._distrust_offset_index()
             self._load_tail_state()
         except BaseException:
             self._close_files()
@@ -569,12 +577,6 @@ cdef class Segment:
             self.time_index = TimeIndex(self.time_index_path, self.base_offset, **kwargs)
         if missing and not create:
             self.indexes_need_rebuild = True
-        self._offset_index_trusted = self.offset_index is not None
-        if self._offset_index_trusted:
-            try:
-                self.offset_index.sanity_check(log_size_bytes=self._size_bytes)
-            except CorruptIndexError:
-                self._distrust_offset_index()
 
     cdef int _distrust_offset_index(self) except -1:
         """An offset index that failed a check: a reader stops using it (lookups answer the
@@ -1367,10 +1369,11 @@ cdef class Segment:
         self._check_open()
         timestamp_ms = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
         starting_offset = _clamp64(_int_arg(starting_offset, "starting_offset"))
+        index_offset = self.base_offset
         if self._time_index_trusted:
             _, index_offset = self.time_index.lookup(timestamp_ms)
-        else:
-            index_offset = self.base_offset
+            if not self._base <= index_offset < self._next_offset:
+                index_offset = self.base_offset  # an entry a reader reloaded unchecked
         target = max(index_offset, starting_offset)
         position = self._index_position(target, &entry_offset)
         for batch in self.batches(position):

@@ -317,8 +317,16 @@ class Segment:
         else:
             self._fd = os.open(log_path, os.O_RDONLY if read_only else os.O_RDWR)
         try:
-            self.size_bytes = os.fstat(self._fd).st_size
+            # Indexes first, then the .log size: a live writer writes a batch before its index
+            # entry, so every entry a reader copied points below the size it sees next.
             self._open_indexes(create)
+            self.size_bytes = os.fstat(self._fd).st_size
+            self._offset_index_trusted = self.offset_index is not None
+            if self._offset_index_trusted:
+                try:
+                    self.offset_index.sanity_check(log_size_bytes=self.size_bytes)
+                except CorruptIndexError:
+                    self._distrust_offset_index()
             self._load_tail_state()
         except BaseException:
             self._close_files()
@@ -356,12 +364,6 @@ class Segment:
             self.time_index = TimeIndex(self.time_index_path, self.base_offset, **kwargs)
         if missing and not create:
             self.indexes_need_rebuild = True
-        self._offset_index_trusted = self.offset_index is not None
-        if self._offset_index_trusted:
-            try:
-                self.offset_index.sanity_check(log_size_bytes=self.size_bytes)
-            except CorruptIndexError:
-                self._distrust_offset_index()
 
     def _distrust_offset_index(self):
         """An offset index that failed a check: a reader stops using it (lookups answer the
@@ -963,10 +965,11 @@ class Segment:
         self._check_open()
         timestamp_ms = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
         starting_offset = _clamp64(_int_arg(starting_offset, "starting_offset"))
+        index_offset = self.base_offset
         if self._time_index_trusted:
             _, index_offset = self.time_index.lookup(timestamp_ms)
-        else:
-            index_offset = self.base_offset
+            if not self.base_offset <= index_offset < self.next_offset:
+                index_offset = self.base_offset  # an entry a reader reloaded unchecked
         _, position = self._index_lookup(max(index_offset, starting_offset))
         for batch in self.batches(position):
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
