@@ -25,6 +25,14 @@ position 0; an append that *would* write an all-zero entry is skipped, which cha
 (the fallback answer ``(base_offset, 0)`` / ``(-1, base_offset)`` is equivalent). Removed
 entries (``truncate_to``, ``reset``) are zeroed for the same reason.
 
+Index bytes are untrusted input (a crash, a cut ``.log``, bit rot, another tool): nothing
+here trusts an entry for memory safety (entries are only compared and returned), and
+``sanity_check`` states what a valid index always satisfies (offsets and positions strictly
+increasing, positions inside the ``.log``; time-index timestamps non-decreasing, offsets
+non-decreasing and below the segment's next offset). The segment runs it on open and checks
+every lookup result against the ``.log`` (``seglog.pure.segment``). Numbers: a non-integer
+argument is TypeError; a lookup or truncation target may be any int (clamped to int64).
+
 Thread-safety: none; the owning Segment (and above it the Log) serialises calls. This module is
 the pure-Python twin of ``src/_native/index.pyx``; both write byte-identical files.
 """
