@@ -317,6 +317,9 @@ def test_client_integer_arguments(tmp_path, backend, value, error):
             lambda: store.producer(linger_ms=value),
             lambda: store.producer(batch_size_bytes=value),
             lambda: store.apply_retention(now_ms=value),
+            lambda: store.create_topic("n", partitions=value),
+            lambda: Store(tmp_path / "other", backend=backend.name,
+                          offsets_topic_partitions=value),
             lambda: store.maintain(now_ms=value),
         ]
         for i, check in enumerate(checks):

@@ -331,11 +331,14 @@ class Store:
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
         if transaction_state_partitions is None:
             transaction_state_partitions = offsets_topic_partitions
-        for name, count in (("offsets_topic_partitions", offsets_topic_partitions),
-                            ("transaction_state_partitions", transaction_state_partitions)):
-            if isinstance(count, bool) or not isinstance(count, int) \
-                    or not 1 <= count <= TOPIC_PARTITIONS_MAX:
-                raise ValueError(f"{name} must be in 1..{TOPIC_PARTITIONS_MAX}, got {count!r}")
+        # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
+        offsets_topic_partitions = check_int("offsets_topic_partitions",
+                                             offsets_topic_partitions, minimum=1,
+                                             maximum=TOPIC_PARTITIONS_MAX)
+        transaction_state_partitions = check_int("transaction_state_partitions",
+                                                 transaction_state_partitions, minimum=1,
+                                                 maximum=TOPIC_PARTITIONS_MAX)
+        node_id = check_int("node_id", node_id, minimum=0, maximum=2**31 - 1)
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
@@ -574,7 +577,8 @@ class Store:
         an internal one (``__consumer_offsets``) or one that collides with an existing topic
         once ``.`` and ``_`` are unified (Kafka's rule); :class:`TopicExistsError`;
         :class:`InvalidConfigError` for unknown names or bad values; ``ValueError`` for a
-        partition count outside 1..10000; :class:`ReadOnlyError`.
+        partition count outside 1..10000, ``TypeError`` for one that is not an int;
+        :class:`ReadOnlyError`.
         """
         validate_topic_name(name)
         if name in INTERNAL_TOPIC_CONFIGS:
@@ -582,10 +586,8 @@ class Store:
         return self._create_topic(name, partitions, config)
 
     def _create_topic(self, name: str, partitions: int, config) -> Topic:
-        if isinstance(partitions, bool) or not isinstance(partitions, int) \
-                or not 1 <= partitions <= TOPIC_PARTITIONS_MAX:
-            raise ValueError(f"partitions must be an int in 1..{TOPIC_PARTITIONS_MAX}, "
-                             f"got {partitions!r}")
+        # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
+        partitions = check_int("partitions", partitions, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         log_config = _as_config(config)
         with self._lock:
             self._check_writable()
