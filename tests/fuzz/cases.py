@@ -148,6 +148,22 @@ def run_log(payload: dict) -> dict:
     return obs
 
 
+def _poll_all(store) -> list:
+    """Every record of the topic as a consumer without a group polls it (bounded)."""
+    consumer = store.consumer(None, auto_offset_reset="earliest")
+    try:
+        consumer.assign([(corpus.STORE_TOPIC, 0), (corpus.STORE_TOPIC, 1)])
+        out = []
+        for _ in range(1000):
+            batch = consumer.poll(max_records=500, timeout_ms=0)
+            if not batch:
+                break
+            out.extend((r.partition, r.offset, r.timestamp_ms, r.key, r.value) for r in batch)
+        return sorted(out)
+    finally:
+        consumer.close()
+
+
 def run_store(payload: dict) -> dict:
     """Open the mutated store at ``dir``: read both partitions of the topic, the group's
     committed offsets and the transaction; close; reopen and read again."""
@@ -167,6 +183,7 @@ def run_store(payload: dict) -> dict:
                 out[p] = {"records": attempt(lambda log=log: [record_tuple(r) for r in log.records(log.start_offset)]),
                           "report": _report_tuple(log.recovery_report),
                           "start": log.start_offset, "end": log.end_offset}
+            out["poll"] = attempt(_poll_all, store)
             group = store.group(corpus.STORE_GROUP)
             out["committed"] = {p: attempt(group.committed, (corpus.STORE_TOPIC, p)) for p in (0, 1)}
             for internal in ("__consumer_offsets", "__transaction_state"):

@@ -377,6 +377,16 @@ def check_store(model: dict, obs: dict, *, file_kind: str) -> list:
                 missing.append(o)
             if missing:
                 findings.append(((round_, "lost-silently"), f"p{p}: {len(missing)} missing, first {missing[:5]}"))
+        polled = part.get("poll")
+        if polled is not None and polled[0] == "err" and not polled[2]:
+            findings.append((("untyped", "poll", polled[1]), polled[3]))
+        elif polled is not None and polled[0] == "ok":
+            for p, offset, ts, key, value in polled[1]:
+                if model["records"][p].get(offset) != (ts, key, value):
+                    findings.append(((round_, "poll-not-written"),
+                                     f"p{p} offset {offset}: {(ts, key, value)!r} vs "
+                                     f"{model['records'][p].get(offset)!r}"))
+                    break
         for p, outcome in part["committed"].items():
             if outcome[0] == "err":
                 if not outcome[2]:
@@ -401,6 +411,7 @@ def comparable_store(obs: dict) -> dict:
         out[round_] = {
             "topics": part["topics"],
             "committed": {p: _norm(v) for p, v in part["committed"].items()},
+            "poll": _norm(part["poll"]) if "poll" in part else None,
             "txn": _norm(part["txn"]) if "txn" in part else None,
             **{p: (_norm(part[p]["records"]), part[p]["start"], part[p]["end"],
                    part[p]["report"]["truncations"], part[p]["report"]["deleted"]) for p in (0, 1)},
