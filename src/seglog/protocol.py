@@ -212,8 +212,11 @@ class OffsetIndex(Protocol):
     * ``entry(n) -> (offset, position)``; ``is_full()``; ``truncate_to(offset)`` (Kafka's
       rule: drop entries with offset >= ``offset``); ``reset()`` (0 entries);
       ``trim()`` (file length = entries * 8); ``resize(max_index_bytes)``;
-      ``sanity_check()`` (CorruptIndexError); ``flush()`` (msync/fsync); ``close()``;
-      ``reload()`` (read-only: recount entries after the writer appended).
+      ``sanity_check(*, log_size_bytes=None)`` (CorruptIndexError unless relative offsets and
+      positions strictly increase, positions are >= 0 and below ``log_size_bytes``);
+      ``flush()`` (msync/fsync); ``close()``; ``reload()`` (read-only: recount entries after
+      the writer appended). Entries are untrusted bytes: the Segment also checks that a
+      looked-up position holds a batch header before it uses it.
     """
 
 
@@ -231,6 +234,8 @@ class TimeIndex(Protocol):
       ``(-1, base_offset)``. ``last_entry() -> (timestamp_ms, offset)`` or ``(-1, base_offset)``.
     * ``is_full()`` is ``entries >= max_entries - 1`` (last slot reserved for the roll entry).
     * ``truncate_to(offset)`` drops entries whose offset >= ``offset``.
+    * ``sanity_check(*, next_offset=None)``: CorruptIndexError unless timestamps do not
+      decrease and offsets do not decrease and stay below ``next_offset``.
     """
 
 
@@ -241,8 +246,10 @@ class Segment(Protocol):
     Construction: ``Segment.open(dir_path, base_offset, *, create=False, read_only=False,
     index_interval_bytes=4096, max_index_bytes=10485760, max_message_bytes=1048588,
     file_suffix="")``. ``file_suffix`` (e.g. ``".cleaned"``) is appended to every file name.
-    Opening an existing segment trusts its indexes (a Log recovers them when needed) and finds
-    ``next_offset`` by scanning batch headers forward from the last offset-index entry; its
+    Opening an existing segment checks its indexes (``sanity_check``; a writer empties a
+    broken one and sets ``indexes_need_rebuild`` so the Log recovers the segment, a reader
+    ignores it and scans) and finds ``next_offset`` by scanning batch headers forward from the
+    last valid offset-index entry; its
     indexes open at their current (trimmed) length, never preallocated (a missing one is created
     empty): only the active segment's are appended to, and the Log ``resize_indexes()`` it
     (Kafka's LogLoader). ``create=True`` makes empty files (an existing .log is an error unless
@@ -272,8 +279,13 @@ class Segment(Protocol):
     * ``read(offset, max_bytes, *, max_position=None, min_one_batch=True) -> memoryview``:
       whole batches from ``translate_offset(offset)`` up to ``max_bytes`` (at least one batch
       when min_one_batch, even if larger), never past ``max_position``; empty when offset >=
-      next_offset. Zero-copy: a read-only view of an mmap of the .log file.
-    * ``read_record(offset) -> Record | None``: the one record with ``offset``, or None when
+      next_offset. A writer's view is zero-copy (a read-only view of an mmap of the .log);
+      a ``read_only`` segment never maps the .log (another process may truncate it, which
+      would be SIGBUS) and returns a view over bytes read with ``pread``. A header that
+      cannot be parsed below the segment's end is CorruptSegmentError, never an end of data.
+    * ``read_record(offset, *, check_crcs=True) -> Record | None``: the one record with
+      ``offset`` (the batch's CRC32C checked once per batch unless ``check_crcs`` is false:
+      CorruptSegmentError(REASON_CRC_MISMATCH)), or None when
       no data record has it (offset outside ``[base_offset, next_offset)``, a gap left by
       compaction, or a control batch). Index lookup and header scan to the batch as in
       ``read``, then ``Batch.record_at``: the records before it are skipped by their length
