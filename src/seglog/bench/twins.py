@@ -11,6 +11,13 @@ touched), ``columns`` (decode_columns over the whole buffer), ``index lookup``
 (issue 2: on encode). A second table puts the native codec next to aiokafka's Cython codec,
 the peer issue 2 names (encode >= 2x its builder, columns >= 10x and records >= 1.2x its
 reader).
+
+Every record decoder checks the batch CRC32C by default (issue 8, Kafka's ``check.crcs``), so
+``scan`` and ``columns`` are also timed with ``check_crcs=False`` in the same run: the ratio of
+the two is the CRC's cost. Against aiokafka the decoders are compared twice, doing the same
+work each time: without a CRC check on either side (aiokafka's record reader never checks it
+itself), and with one on both (aiokafka's consumer calls ``validate_crc()`` per batch when
+``check_crcs`` is on, its default).
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ OPERATIONS = {
     "append": ("Segment append (encode + write + fsync)", 20.0),
     "scan": ("scan: iter_batches + records()", 20.0),
     "columns": ("decode_columns (numpy columns)", None),
+    "scan_nocrc": ("scan, check_crcs=False", None),
+    "columns_nocrc": ("decode_columns, check_crcs=False", None),
     "lookup": ("OffsetIndex.lookup (random offsets)", None),
 }
 #: Records covered by one offset-index entry in the lookup benchmark (~4 KiB of batches).
@@ -130,26 +139,36 @@ def _buffer(ctx: BenchContext, be: BackendView, n: int) -> bytes:
     return cache[key]
 
 
-def _scan(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
+def _scan(ctx: BenchContext, be: BackendView, n: int, scratch: str, *,
+          check_crcs: bool = True) -> float:
     iter_batches = be.need("iter_batches")
     buffer = _buffer(ctx, be, n)
     count = 0
     with Stopwatch() as watch:
         for batch in iter_batches(buffer):
-            for record in batch.records():
+            for record in batch.records(check_crcs=check_crcs):
                 record.value
                 count += 1
     assert count == n, f"scan saw {count} of {n} records"
     return n / watch.wall_s
 
 
-def _columns(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
+def _columns(ctx: BenchContext, be: BackendView, n: int, scratch: str, *,
+             check_crcs: bool = True) -> float:
     decode_columns = be.need("decode_columns")
     buffer = _buffer(ctx, be, n)
     with Stopwatch() as watch:
-        count = len(decode_columns(buffer))
+        count = len(decode_columns(buffer, check_crcs=check_crcs))
     assert count == n, f"columns saw {count} of {n} records"
     return n / watch.wall_s
+
+
+def _scan_nocrc(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
+    return _scan(ctx, be, n, scratch, check_crcs=False)
+
+
+def _columns_nocrc(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
+    return _columns(ctx, be, n, scratch, check_crcs=False)
 
 
 def _lookup(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
@@ -175,7 +194,7 @@ def _lookup(ctx: BenchContext, be: BackendView, n: int, scratch: str) -> float:
 
 
 _OPS = {"encode": _encode, "append": _append, "scan": _scan, "columns": _columns,
-        "lookup": _lookup}
+        "scan_nocrc": _scan_nocrc, "columns_nocrc": _columns_nocrc, "lookup": _lookup}
 
 
 # --- aiokafka's Cython codec ------------------------------------------------------------------
@@ -203,14 +222,21 @@ def _aiokafka_rates(ctx: BenchContext, modules, n: int) -> dict[str, float]:
             parts.append(builder.build())
     encode_rate = n / watch.wall_s
     buffer = b"".join(parts)
-    count = 0
-    with Stopwatch() as watch:
-        records = memory_records.MemoryRecords(buffer)
-        while records.has_next():
-            for record in records.next_batch():
-                record.value
-                count += 1
-    return {"encode": encode_rate, "scan": count / watch.wall_s}
+    rates = {"encode": encode_rate}
+    for key, check_crcs in (("scan_nocrc", False), ("scan", True)):
+        count = 0
+        with Stopwatch() as watch:
+            records = memory_records.MemoryRecords(buffer)
+            while records.has_next():
+                batch = records.next_batch()
+                # What aiokafka's fetcher does per batch when check_crcs is on (its default).
+                if check_crcs and not batch.validate_crc():
+                    raise AssertionError("aiokafka: CRC mismatch on seglog's own bytes")
+                for record in batch:
+                    record.value
+                    count += 1
+        rates[key] = count / watch.wall_s
+    return rates
 
 
 # --- tables ------------------------------------------------------------------------------------
@@ -248,8 +274,12 @@ def _aiokafka_table(result: PartResult, modules) -> Table:
     table = Table(f"native codec vs {peer}, same records, in memory (no I/O)",
                   ["operation", "seglog native", peer, "ratio", "target", "verdict"])
     rows = [("encode", "encode", "encode: batches of 1,000", 2.0),
-            ("columns", "scan", "decode to numpy columns vs its record reader", 10.0),
-            ("scan", "scan", "decode to record objects", 1.2)]
+            ("columns_nocrc", "scan_nocrc",
+             "decode to numpy columns vs its record reader, no CRC check on either", 10.0),
+            ("scan_nocrc", "scan_nocrc", "decode to record objects, no CRC check on either",
+             1.2),
+            ("columns", "scan", "decode to numpy columns, CRC checked on both", 10.0),
+            ("scan", "scan", "decode to record objects, CRC checked on both", 1.2)]
     for ours, theirs, label, threshold in rows:
         native, other = f.get(f"native.{ours}"), f.get(f"aiokafka.{theirs}")
         if not other:
@@ -281,6 +311,13 @@ def _sentences(result: PartResult) -> list[str]:
         else:
             out.append(f"The native core is {ratios[low].median:.0f}x ({low}) to "
                        f"{ratios[high].median:.0f}x ({high}) faster than the pure twin.")
+    for op in ("columns", "scan"):
+        checked, unchecked = f.get(f"native.{op}"), f.get(f"native.{op}_nocrc")
+        if checked and unchecked and len(checked.values) == len(unchecked.values):
+            cost = ratio_figure(unchecked, checked)
+            f[f"crc_cost.{op}"] = cost
+            out.append(f"Checking every batch's CRC32C (the default) costs native {op} "
+                       f"{(cost.median - 1) * 100:.0f}% ({fmt_ratio(cost)} the rate without).")
     if "pure.scan" in f and "pure.columns" in f:
         out.append(f"In the twin, columns decode at {f['pure.columns'].median / f['pure.scan'].median:.1f}x the "
                    "rate of record objects: the per-record Python work is the cost either way.")
