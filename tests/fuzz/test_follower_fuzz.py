@@ -62,5 +62,5 @@ def test_follower_truncated_under_it_short(tmp_path, fuzz_seed, seed_logs):
 
 @pytest.mark.fuzz_long
 def test_follower_truncated_under_it_long(tmp_path, fuzz_seed, seed_logs):
-    failures = run_follower_campaign(tmp_path, fuzz_seed + 5, seed_logs, count=400)
+    failures = run_follower_campaign(tmp_path, fuzz_seed + 5, seed_logs, count=200)
     assert not failures, "\n".join(failures[:20])
