@@ -88,6 +88,10 @@ TRANSACTION_STATE_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": 
 #: The internal topics the store creates itself, with their configs.
 INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: OFFSETS_TOPIC_CONFIG,
                           TRANSACTION_STATE_TOPIC: TRANSACTION_STATE_TOPIC_CONFIG}
+#: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
+#: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
+#: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 _DEFAULT_NODE_ID = 1
 #: Producer ids reserved at a time (Kafka's ``ProducerIdsBlock`` size).
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -461,7 +465,8 @@ class Store:
 
     def _scan_partition_dirs(self) -> dict[str, list[int]]:
         """``{topic: [partitions]}`` of the partition directories; leftover ``-delete``
-        directories are removed (a writer only)."""
+        directories are removed (a writer only). Kafka's KRaft metadata log
+        (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
         found: dict[str, list[int]] = {}
         for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
@@ -474,6 +479,8 @@ class Store:
             if parsed is None:
                 continue  # -future, -stray, or not ours
             topic, partition = parsed
+            if topic == CLUSTER_METADATA_TOPIC:
+                continue
             try:
                 validate_topic_name(topic)
             except InvalidTopicError:

@@ -34,6 +34,12 @@ The transitions (``txn_schema`` states):
   transaction is harmless). One found Ongoing stays open until a new producer initialises
   the id or :meth:`abort_timed_out` aborts it after ``transaction.timeout.ms``.
 
+A directory written by Kafka 4.x (``transaction.version`` 2) holds ``TransactionLogValue``
+version 1 records; they load like version 0 ones. Their ``next_producer_id`` and client
+transaction version decide how a pending transaction completes (Kafka's
+``TransactionMetadata.prepareComplete``) and are written back, in version 1, until a seglog
+producer initialises the id; every state seglog starts is written in version 0.
+
 A stale producer (lower epoch, or an older producer id of the id) gets
 :class:`~seglog.errors.ProducerFencedError` from every call. The markers also fence it at the
 log: its later batches carry an epoch below the partition's and are refused.
@@ -75,6 +81,9 @@ PRODUCER_EPOCH_MAX = 32767 - 1
 COORDINATOR_EPOCH = 0
 #: Longest transactional id (Kafka: a string field, 32767 bytes).
 TRANSACTIONAL_ID_BYTES_MAX = 0x7FFF
+#: The first ``transaction.version`` whose clients get a new epoch from every EndTxn
+#: (Kafka's ``TransactionVersion.supportsEpochBump``).
+_TRANSACTION_VERSION_EPOCH_BUMP = 2
 
 
 class TransactionDescription(NamedTuple):
@@ -93,10 +102,17 @@ class TransactionDescription(NamedTuple):
 
 
 class _TxnMetadata:
-    """Kafka's ``TransactionMetadata``: mutable, guarded by the store lock."""
+    """Kafka's ``TransactionMetadata``: mutable, guarded by the store lock.
+
+    ``previous_producer_id``, ``next_producer_id`` and ``client_transaction_version`` come
+    from a version 1 value written by a Kafka coordinator at ``transaction.version`` 2
+    (defaults otherwise): they are kept, and written back in version 1, until a seglog
+    producer initialises the id, so a pending Kafka transaction seglog completes ends as
+    Kafka's would (see :meth:`TransactionCoordinator._complete`)."""
 
     __slots__ = ("transactional_id", "producer_id", "producer_epoch", "timeout_ms", "status",
-                 "partitions", "start_ms", "last_update_ms")
+                 "partitions", "start_ms", "last_update_ms", "previous_producer_id",
+                 "next_producer_id", "client_transaction_version")
 
     def __init__(self, transactional_id: str, value: txn_schema.TransactionLogValue):
         self.transactional_id = transactional_id
@@ -107,12 +123,23 @@ class _TxnMetadata:
         self.partitions = {TopicPartition(t, p) for t, p in value.partitions}
         self.start_ms = value.start_timestamp_ms
         self.last_update_ms = value.last_update_timestamp_ms
+        self.previous_producer_id = value.previous_producer_id
+        self.next_producer_id = value.next_producer_id
+        self.client_transaction_version = value.client_transaction_version
 
     def to_value(self) -> txn_schema.TransactionLogValue:
+        """The value to write: version 0 (what seglog writes, see :mod:`seglog.txn_schema`)
+        unless Kafka's version 1 fields are still set, then version 1 with them."""
         partitions = () if self.status == txn_schema.EMPTY else tuple(sorted(self.partitions))
+        flexible = (self.previous_producer_id, self.next_producer_id,
+                    self.client_transaction_version) != (-1, -1, 0)
         return txn_schema.TransactionLogValue(
             self.producer_id, self.producer_epoch, self.timeout_ms, self.status, partitions,
-            self.last_update_ms, self.start_ms)
+            self.last_update_ms, self.start_ms,
+            previous_producer_id=self.previous_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
+            version=txn_schema.FLEXIBLE_VALUE_VERSION if flexible else txn_schema.VALUE_VERSION)
 
     def describe(self) -> TransactionDescription:
         return TransactionDescription(
@@ -282,6 +309,10 @@ class TransactionCoordinator:
                 self._bump_epoch(metadata)
                 metadata.status = txn_schema.EMPTY
                 metadata.partitions = set()
+                # A seglog producer now holds the id: seglog's epoch rules (no bump per
+                # EndTxn, transaction.version 0/1), so Kafka's version 1 fields go.
+                metadata.previous_producer_id = metadata.next_producer_id = -1
+                metadata.client_transaction_version = 0
                 metadata.timeout_ms = timeout_ms
                 metadata.start_ms = -1
                 metadata.last_update_ms = now
@@ -357,7 +388,10 @@ class TransactionCoordinator:
             return metadata.producer_id, metadata.producer_epoch
 
     def _complete(self, metadata: _TxnMetadata, commit: bool, now_ms: int) -> None:
-        """PrepareCommit/PrepareAbort, markers to every partition, CompleteCommit/Abort."""
+        """PrepareCommit/PrepareAbort, markers to every partition, CompleteCommit/Abort.
+        The markers carry the id's current producer id and epoch; a transaction written by
+        a Kafka coordinator at ``transaction.version`` 2 with a ``next_producer_id`` then
+        moves to that id at epoch 0, as Kafka's completion does."""
         metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
         metadata.last_update_ms = now_ms
         self._write(metadata)
@@ -375,6 +409,13 @@ class TransactionCoordinator:
                     tp.partition, metadata.producer_id, commit=commit, marker_offset=offset)
         store._notify_data()
         metadata.status = txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT
+        if metadata.client_transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP \
+                and metadata.next_producer_id != -1:
+            # Kafka's TransactionMetadata.prepareComplete: a transaction.version 2 client
+            # whose epoch ran out was already given its next producer id, at epoch 0.
+            metadata.producer_id = metadata.next_producer_id
+            metadata.producer_epoch = 0
+        metadata.next_producer_id = -1
         self._write(metadata)
 
     def abort_timed_out(self, *, now_ms: int | None = None) -> list[str]:

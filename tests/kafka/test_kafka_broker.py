@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 import seglog
+from seglog import txn_schema
 from kafka_corpus import (
     CODECS,
     COMPACTED_CONFIG,
@@ -597,14 +598,17 @@ def test_seglog_store_reads_kafka_group_offsets(scenario, backend):
 def test_seglog_store_writer_adopts_kafka_log_dir(scenario, backend, clean, tmp_path):
     """A writer Store on a copy of Kafka's whole log dir (``__transaction_state`` left out,
     see the next test), with Kafka's clean-shutdown marker or without it (then every
-    partition, ``__consumer_offsets`` and the KRaft metadata log included, is recovered from
-    Kafka's recovery-point checkpoint): nothing cut, the same records and group offsets."""
+    partition, ``__consumer_offsets`` included, is recovered from Kafka's recovery-point
+    checkpoint): nothing cut, the same records and group offsets. The KRaft metadata log is
+    no topic (Kafka's LogManager skips it) and is left as Kafka wrote it."""
     copy = tmp_path / "logdir"
     shutil.copytree(scenario.kafka_copy, copy,
                     ignore=shutil.ignore_patterns("__transaction_state-*"))
     if not clean:
         (copy / ".kafka_cleanshutdown").unlink()
+    metadata_log = {p.name: p.read_bytes() for p in (copy / "__cluster_metadata-0").iterdir()}
     with seglog.Store(copy, backend=backend.name) as store:
+        assert "__cluster_metadata" not in store.topics()
         for topic in store.topics():
             for log in store.topic(topic)._logs:
                 report = log.recovery_report
@@ -616,14 +620,49 @@ def test_seglog_store_writer_adopts_kafka_log_dir(scenario, backend, clean, tmp_
             log = store.log((topic, 0))
             assert [(r.offset, r.value) for r in log.records(log.start_offset)] == \
                 [(r[0], r[3]) for r in scenario.kafka_reads[(topic, "read_uncommitted")].records]
+    assert {p.name: p.read_bytes() for p in (copy / "__cluster_metadata-0").iterdir()} == \
+        metadata_log
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "seglog.txn_schema reads TransactionLogValue version 0 only; Kafka 4.x clusters default "
-    "to transaction.version=2 and write the flexible version 1 (docs/kafka-interop.md)"))
 def test_seglog_store_writer_reads_kafka_transaction_state(scenario, backend, tmp_path):
+    """A writer Store on a copy of Kafka's whole log dir, ``__transaction_state`` included:
+    Kafka 4.x (``transaction.version`` 2) wrote it in ``TransactionLogValue`` version 1,
+    which seglog's coordinator loads. The last transaction of ``seglog-txn`` was aborted, and
+    its producer id and epoch are those of the markers in ``k-txn``. A seglog producer then
+    takes the id over (the next epoch) and commits; the store reopens on its records."""
     copy = tmp_path / "logdir"
     shutil.copytree(scenario.kafka_copy, copy)
+    values = []
+    with seglog.Store(copy, backend=backend.name, read_only=True) as store:
+        for log in store.topic(txn_schema.TRANSACTION_STATE_TOPIC)._logs:
+            values += [txn_schema.decode_value(r.value) for r in log.records(log.start_offset)
+                       if txn_schema.decode_key(r.key) == "seglog-txn"]
+    assert values and {v.version for v in values} == {1}, values
     with seglog.Store(copy, backend=backend.name) as store:
         assert "__transaction_state" in store.topics()
-        assert store.describe_transaction("seglog-txn") is not None
+        assert "__cluster_metadata" not in store.topics()
+        for topic in store.topics():
+            for log in store.topic(topic)._logs:
+                report = log.recovery_report
+                assert not report.truncations and not report.deleted_segments, (topic, report)
+        state = store.describe_transaction("seglog-txn")
+        assert state is not None
+        assert state.state == "CompleteAbort" and state.partitions == ()
+        assert (state.producer_id, state.producer_epoch) == \
+            (values[-1].producer_id, values[-1].producer_epoch)
+        entry = store.log(("k-txn", 0)).producer_state.last_entry(state.producer_id)
+        assert entry is not None and entry.producer_epoch == state.producer_epoch
+        producer = store.producer(transactional_id="seglog-txn")
+        producer.begin_transaction()
+        producer.send("k-txn", b"seglog", key=b"s")
+        producer.commit_transaction()
+        producer.close()
+        after = store.describe_transaction("seglog-txn")
+        assert after.state == "CompleteCommit"
+        assert (after.producer_id, after.producer_epoch) == \
+            (state.producer_id, state.producer_epoch + 1)
+    with seglog.Store(copy, backend=backend.name) as store:
+        assert store.describe_transaction("seglog-txn") == after
+        log = store.log(("k-txn", 0))
+        assert [r.value for r in log.records(log.start_offset, isolation="read_committed")][-1] \
+            == b"seglog"
