@@ -138,7 +138,8 @@ class FileCampaign:
             f.write(data)
 
     def run(self, *, kind_name: str, seed: int, count: int, seeds: dict, handler: str,
-            kinds_of, check, comparable, payload_extra=None, deadline_s: float | None = None) -> None:
+            kinds_of, check, comparable, payload_extra=None, deadline_s: float | None = None,
+            only_cases=None) -> None:
         """``seeds``: {label: (dir, model)}. Each case picks a seed dir and a file kind (round
         robin), mutates one file of that kind and runs ``handler`` on a fresh copy per
         backend."""
@@ -152,7 +153,7 @@ class FileCampaign:
             kinds = sorted(kinds_cache[label])
             kind = kinds[(i // len(labels)) % len(kinds)]
             plan.append((i, label, kind))
-        todo = list(plan)
+        todo = [p for p in plan if only_cases is None or p[0] in only_cases]
         errors = []
 
         def loop(wid: int):

@@ -13,8 +13,9 @@ def _run(tmp_path, seed, total, workers, chunk, **kwargs):
     log, ran = run_codec_campaign(seed=seed, total=total, chunk=chunk, workers=workers,
                                   out_dir=str(tmp_path), **kwargs)
     print(f"codec fuzz: seed {seed}, {ran} inputs")
-    assert not log, (f"codec fuzz (seed {seed}, {ran} inputs; replay one input with "
-                     f"fuzz.inputs.codec_input(seed, index)) found:\n{log.summary()}")
+    assert not log, (f"codec fuzz (seed {seed}, {ran} inputs; replay an input: "
+                     f"PYTHONPATH=src:tests python3 -m fuzz.replay codec {seed} <index>, the "
+                     f"index is the second number of 'ref') found:\n{log.summary()}")
     return ran
 
 

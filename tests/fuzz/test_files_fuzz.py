@@ -22,8 +22,9 @@ def _log_campaign(tmp_path, seed, seeds, count, workers, deadline_s=None):
                  kinds_of=log_file_kinds, check=checks.check_log,
                  comparable=checks.comparable_log, deadline_s=deadline_s)
     print(f"log file fuzz: seed {seed}, {campaign.cases} cases")
-    assert not campaign.log, (f"log file fuzz (seed {seed}, {campaign.cases} cases; each "
-                              f"example names its case) found:\n{campaign.log.summary()}")
+    assert not campaign.log, (f"log file fuzz (seed {seed}, {campaign.cases} cases; replay a "
+                              f"case: PYTHONPATH=src:tests python3 -m fuzz.replay log {seed} "
+                              f"<case>) found:\n{campaign.log.summary()}")
     return campaign.cases
 
 
@@ -33,8 +34,9 @@ def _store_campaign(tmp_path, seed, seeds, count, workers, deadline_s=None):
                  kinds_of=corpus.store_files, check=checks.check_store,
                  comparable=checks.comparable_store, deadline_s=deadline_s)
     print(f"store file fuzz: seed {seed}, {campaign.cases} cases")
-    assert not campaign.log, (f"store file fuzz (seed {seed}, {campaign.cases} cases) "
-                              f"found:\n{campaign.log.summary()}")
+    assert not campaign.log, (f"store file fuzz (seed {seed}, {campaign.cases} cases; replay a "
+                              f"case: PYTHONPATH=src:tests python3 -m fuzz.replay store {seed} "
+                              f"<case>) found:\n{campaign.log.summary()}")
     return campaign.cases
 
 
@@ -58,12 +60,12 @@ def test_seed_stores_cover_every_file_type(seed_stores):
 
 @pytest.mark.fuzz
 def test_log_files_short(tmp_path, fuzz_seed, seed_logs):
-    _log_campaign(tmp_path, fuzz_seed, seed_logs, count=42, workers=1)
+    _log_campaign(tmp_path, fuzz_seed, seed_logs, count=36, workers=1)
 
 
 @pytest.mark.fuzz
 def test_store_files_short(tmp_path, fuzz_seed, seed_stores):
-    _store_campaign(tmp_path, fuzz_seed, seed_stores, count=18, workers=1)
+    _store_campaign(tmp_path, fuzz_seed, seed_stores, count=14, workers=1)
 
 
 @pytest.mark.fuzz_long
