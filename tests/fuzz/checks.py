@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .observe import attempt, columns_list, record_tuple
-from .inputs import CodecInput, relative_records
+from .inputs import CodecInput
 
 _MAX_BATCHES = 32
 _MAX_DECODED = 8

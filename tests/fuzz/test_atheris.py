@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from .conftest import LONG
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HARNESS = os.path.join(ROOT, "fuzz", "fuzz_codec.py")
