@@ -37,4 +37,4 @@ def test_atheris_codec_short(tmp_path, fuzz_seed):
 
 @pytest.mark.fuzz_long
 def test_atheris_codec_long(tmp_path, fuzz_seed):
-    _run(tmp_path, runs=150_000, seed=fuzz_seed + 1, timeout_s=600)
+    _run(tmp_path, runs=100_000, seed=fuzz_seed + 1, timeout_s=600)
