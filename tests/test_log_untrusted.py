@@ -207,13 +207,22 @@ def test_read_only_reader_of_a_torn_earlier_segment_gets_an_error(tmp_path, back
 def test_log_cut_at_batch_boundary_closes_cleanly_after_append(tmp_path, backend):
     """Found in issue 8: a clean log whose tail was cut at a batch boundary kept a time
     index entry for a cut offset; the next close failed on it and never wrote the
-    clean-shutdown marker. The loader now rebuilds indexes that name cut offsets."""
+    clean-shutdown marker. The loader now rebuilds indexes that name cut offsets.
+
+    Changed by fuzz finding F3: after a clean shutdown the cut makes the log end below its
+    recovery point, so the open refuses (tests/test_log_offsets_untrusted.py); after a crash
+    (no marker) it is reported as missing offsets and the log is usable, as tested here."""
     d = write_closed(tmp_path, backend, n=10)
     position = batch_positions(d, backend)[8][0]
     os.truncate(log_file(d), position)  # offsets 8 and 9 gone, at a batch boundary
-    log = Log.open(d, backend=backend.name)
-    assert log.end_offset == 8
-    assert 0 in log.recovery_report.rebuilt_indexes
+    with pytest.raises(CorruptRecordError) as info:
+        Log.open(d, backend=backend.name)
+    assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    os.remove(os.path.join(d, ".kafka_cleanshutdown"))
+    with pytest.warns(RuntimeWarning, match="below its checkpointed recovery point"):
+        log = Log.open(d, backend=backend.name)
+    assert log.recovery_report.missing_offsets == [(8, 10)]
+    assert log.end_offset == 8  # (the refused open above already rebuilt the indexes)
     assert log.append(b"after", timestamp_ms=5000) == 8
     log.close()
     assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))

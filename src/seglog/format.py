@@ -169,3 +169,16 @@ REASON_DECOMPRESSED_TOO_LARGE = "decompressed size above limit"
 REASON_BAD_COMPRESSION = "invalid compressed stream"
 #: The reasons above, for tests that want one test per reason.
 DECODE_CORRUPTION_REASONS = (REASON_DECOMPRESSED_TOO_LARGE, REASON_BAD_COMPRESSION)
+
+# --- Fixed reasons of the Log's checks across segments (CorruptRecordError.reason) -------------
+# Raised by the Log and its loader, which know where each segment's offsets must end; not
+# segment-scan (recovery) results, so not in CORRUPTION_REASONS.
+#: A batch of a segment holds offsets at or above the next segment's base offset (or, in the
+#: last segment, at or above the log end offset): its base offset, outside the CRC, was raised.
+REASON_OFFSETS_OUTSIDE_SEGMENT = "offsets outside the segment"
+#: A segment that has a later one ends below the offsets its own indexes (synced when it
+#: rolled) name: its ``.log`` lost batches after they were flushed.
+REASON_SEGMENT_CUT = "segment ends below its indexes"
+#: After a clean shutdown the log ends below the checkpointed recovery point: records that
+#: were flushed (and checkpointed as flushed) are gone.
+REASON_BELOW_RECOVERY_POINT = "log ends below the recovery point"

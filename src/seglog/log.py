@@ -63,7 +63,14 @@ cover, increase batch to batch, also across reads. Raw whole-batch reads (:meth:
 :meth:`Log.sendfile`) are served unverified, as Kafka's broker serves fetches. A read never
 moves past a segment that still holds something it could not read (an unparseable header below
 its end, a torn batch in a segment that has a later one): CorruptRecordError instead of
-records that silently vanish. On open, indexes that name offsets the log does not hold are
+records that silently vanish. Every read (raw ones included) also bounds a segment's batches
+by what the Log knows: offsets below the next segment's base offset, or below the log end
+offset in the last segment; a batch past that (a raised base offset) is never handed out
+(:func:`_cut_at_bound`: the batches before it are, then CorruptSegmentError with
+``REASON_OFFSETS_OUTSIDE_SEGMENT``). On open the loader checks the segment chain and the
+recovery point (overlaps, proven cuts, a log ending below its recovery point after a clean
+shutdown are CorruptSegmentError; unproven gaps are reported), and a log start offset
+checkpoint that cannot be a base offset is CorruptCheckpointError before anything is deleted. On open, indexes that name offsets the log does not hold are
 rebuilt, but bytes are cut only where recovery after an unclean shutdown may cut them
 (:mod:`seglog.loader`). Integer arguments are checked alike on both backends
 (:func:`seglog.config.check_int`: TypeError for a non-integer, ValueError out of range).
@@ -91,7 +98,9 @@ from . import format as fmt
 from ._backend import get_backend
 from .config import INT16_MAX, INT32_MAX, LogConfig, check_int, check_optional_int
 from .errors import (
+    CorruptCheckpointError,
     CorruptRecordError,
+    CorruptSegmentError,
     InvalidRecordError,
     InvalidTimestampError,
     LogClosedError,
@@ -145,6 +154,8 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
+#: The largest base offset a segment may have (a batch needs room for its next offset).
+_BASE_OFFSET_MAX = 2**63 - 2
 
 
 def _now_ms(now_ms: int | None) -> int:
@@ -330,6 +341,37 @@ def _last_batch(buffer: memoryview) -> tuple[int, int]:
     return last, base_offset + delta + 1
 
 
+def _cut_at_bound(segment: Any, buffer: memoryview, offset: int, bound: int, *,
+                  last: bool) -> tuple[memoryview, int]:
+    """``buffer`` (a read of ``segment`` at ``offset``) up to its first batch whose offsets
+    reach ``bound`` -- the next segment's base offset, or the log end offset for the last
+    segment -- and the next offset there. A batch's base offset is outside its CRC: a raised
+    one in the last batch of a segment keeps offsets increasing inside the segment, and only
+    the segment's bound shows it. The batches before it are served (a reader gets the
+    records before the bad batch); when the first batch of the read is the bad one,
+    CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``, its position in the ``.log``), so
+    a reader stops there and keeps raising there."""
+    position, previous_next, size = 0, offset, len(buffer)
+    while position + fmt.LOG_OVERHEAD <= size:
+        length = _BATCH_PREFIX.unpack_from(buffer, position)[1]
+        base_offset = _INT64.unpack_from(buffer, position)[0]
+        delta = _INT32.unpack_from(buffer, position + fmt.LAST_OFFSET_DELTA_POSITION)[0]
+        if base_offset + delta + 1 > bound:
+            break
+        previous_next = base_offset + delta + 1
+        position += fmt.LOG_OVERHEAD + length
+    if position > 0:
+        return buffer[:position], previous_next
+    located = segment.translate_offset(offset)
+    file_position = (located[0] if located is not None else 0) + position
+    what = ("the log end offset" if last else "the next segment's base offset")
+    raise CorruptSegmentError(
+        f"batch at position {file_position} of {segment.log_path} has offsets "
+        f"{base_offset}..{base_offset + delta}, at or above {what} {bound}: its base offset "
+        "(outside the CRC) is corrupt", reason=fmt.REASON_OFFSETS_OUTSIDE_SEGMENT,
+        position=file_position, path=segment.log_path, base_offset=segment.base_offset)
+
+
 def _check_nothing_hidden(segment: Any, offset: int) -> None:
     """Before a read moves past ``segment`` because it returned nothing at or after
     ``offset``: the segment must really hold nothing there. It does if its offsets reach
@@ -451,6 +493,16 @@ class Log:
 
     def _load(self, now_ms: int) -> None:
         recovery_point, start_checkpoint, clean = self._state.load()
+        if start_checkpoint is not None and not 0 <= start_checkpoint <= _BASE_OFFSET_MAX:
+            # Kafka deletes every segment when the start is past the end; with a start that
+            # cannot be a base offset the log could then never be written again. Refuse it
+            # before anything is deleted.
+            path = getattr(self._state, "log_start_offset_path",
+                           f"the log start offset checkpoint of {self._dir}")
+            partition = getattr(self._state, "topic_partition", os.path.basename(self._dir))
+            raise CorruptCheckpointError(
+                f"{path}: log start offset {start_checkpoint} of partition {partition} is not "
+                f"a possible base offset (outside [0, {_BASE_OFFSET_MAX}])", path=str(path))
         start_checkpoint = start_checkpoint or 0
         self._psm = self._new_producer_state()
 
@@ -461,7 +513,8 @@ class Log:
             self._dir, self._open_segment,
             recovery_point=recovery_point if recovery_point is not None else 0,
             log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only,
-            recover_segment=recover_segment)
+            recover_segment=recover_segment, compacted=self._config.compaction_enabled,
+            probe_segment=self._probe_segment)
         if not self._read_only:
             # Forget the clean-shutdown marker only once loading succeeded: an open that
             # fails on corruption has cut nothing, and the next open must not take it for
@@ -554,6 +607,16 @@ class Log:
             index_interval_bytes=config.index_interval_bytes,
             max_index_bytes=config.segment_index_bytes,
             max_message_bytes=config.max_message_bytes, file_suffix=file_suffix)
+
+    def _probe_segment(self, base_offset: int) -> Any:
+        """The segment at ``base_offset`` opened read-only, whatever this Log is: the loader
+        looks at its indexes as they are on disk before a writable open changes them."""
+        config = self._config
+        return self._be.Segment.open(
+            self._dir, base_offset, read_only=True,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            max_message_bytes=config.max_message_bytes)
 
     def _note_created(self, base_offset: int, now_ms: int) -> None:
         self._created_ms[base_offset] = now_ms
@@ -1223,7 +1286,10 @@ class Log:
         ``max_bytes`` or ``max_offset``, ValueError for a negative ``max_bytes`` or a value
         outside int64 (:func:`~seglog.config.check_int`); ``max_bytes`` above INT32_MAX reads
         as INT32_MAX. CorruptRecordError when a segment holds offsets at or after ``offset``
-        but no batch of it can be read (never a silent jump to the next segment).
+        but no batch of it can be read (never a silent jump to the next segment), and
+        CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``) when the first batch read
+        holds offsets at or above the next segment's base offset (the log end offset in the
+        last segment); a later such batch ends the result before it.
         """
         self._check_open()
         offset = check_int("offset", offset)
@@ -1321,7 +1387,13 @@ class Log:
             buffer = segment.read(offset, max_bytes, max_position=max_position,
                                   min_one_batch=min_one_batch)
             if _nbytes(buffer):
-                return segment, buffer, _last_batch(buffer)[1]
+                next_offset = _last_batch(buffer)[1]
+                following = view.segments.next_base(segment)
+                bound = following if following is not None else view.end_offset
+                if next_offset > bound:
+                    buffer, next_offset = _cut_at_bound(segment, buffer, offset, bound,
+                                                        last=following is None)
+                return segment, buffer, next_offset
             if max_position is not None:
                 break  # the bound is in this segment: nothing more to read
             if min_one_batch:

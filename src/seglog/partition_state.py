@@ -67,6 +67,11 @@ class PartitionDirState:
             os.path.join(self.dir_path, filenames.LOG_START_OFFSET_CHECKPOINT))
         self._saved: tuple[int, int] | None = None
 
+    @property
+    def log_start_offset_path(self) -> str:
+        """The ``log-start-offset-checkpoint`` file (named in CorruptCheckpointError)."""
+        return os.path.join(self.dir_path, filenames.LOG_START_OFFSET_CHECKPOINT)
+
     @staticmethod
     def _single(offsets: dict) -> int | None:
         return next(iter(offsets.values())) if offsets else None

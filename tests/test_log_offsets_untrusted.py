@@ -1,0 +1,242 @@
+"""The Log checks offsets against what it knows about its segments (fuzz findings F1, F2, F3,
+F6). A batch's base offset is outside its CRC, and whole batches can vanish from a ``.log``
+without a byte going bad, so these are checks of the chain, not of the bytes:
+
+* F1: a batch whose offsets reach the next segment's base offset (or the log end offset)
+  is never handed out: CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``) at open, and
+  at read time for a file changed after the open;
+* F2: a non-last segment cut at a batch boundary is CorruptSegmentError
+  (``REASON_SEGMENT_CUT``) when its indexes prove it, else a reported gap with a warning;
+* F3: a log ending below its recovery point after a clean shutdown is CorruptSegmentError
+  (``REASON_BELOW_RECOVERY_POINT``), also for a Store's ``__consumer_offsets``;
+* F6: a log start offset checkpoint that cannot be a base offset is CorruptCheckpointError,
+  and nothing is deleted.
+
+Every test runs on both backends and builds its corruption by hand, as the fuzz reproducers do.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import warnings
+
+import pytest
+
+import seglog
+from seglog import Log, LogConfig
+from seglog import format as fmt
+from seglog.errors import CorruptCheckpointError, CorruptSegmentError
+
+
+def log_file(d, base=0):
+    return os.path.join(d, f"{base:020d}.log")
+
+
+def batch_starts(path):
+    """Positions of the batches in a ``.log`` file."""
+    data = open(path, "rb").read()
+    out, position = [], 0
+    while position < len(data):
+        out.append(position)
+        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
+    return out
+
+
+def six_batches(d, backend, *, close=True, timestamp_step_ms=1, **config):
+    """Six two-record batches in segments of 300 bytes (bases 0 and 6); returns the bases.
+    With ``timestamp_step_ms=0`` every timestamp is the same, so a segment's time index names
+    its first batch only."""
+    log = Log.open(d, LogConfig(segment_bytes=300, **config), backend=backend.name)
+    for i in range(6):
+        log.append_batch([b"a%d" % i, b"b%d" % i], timestamps_ms=1700000000000 + i * timestamp_step_ms)
+    log.flush()
+    bases = [s.base_offset for s in log.segments]
+    if close:
+        log.close()
+        return bases, None
+    return bases, log
+
+
+def raise_last_base_offset(path):
+    """Raise the base offset of the last batch of ``path`` (2 -> 0x6902 and so on)."""
+    last = batch_starts(path)[-1]
+    with open(path, "r+b") as f:
+        f.seek(last + 6)
+        f.write(b"\x69")
+    return last
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_f1_raised_base_offset_in_non_last_segment_fails_the_open(tmp_path, backend, read_only):
+    d = str(tmp_path / "t-0")
+    bases, _ = six_batches(d, backend)
+    assert bases == [0, 6]
+    position = raise_last_base_offset(log_file(d))
+    with pytest.raises(CorruptSegmentError) as info:
+        Log.open(d, backend=backend.name, read_only=read_only)
+    assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
+    assert info.value.position == position
+    assert info.value.base_offset == 0
+    # Nothing was cut: a clean open after restoring the byte would find every record.
+
+
+def test_f1_raised_base_offset_after_open_is_never_served(tmp_path, backend):
+    d = str(tmp_path / "t-0")
+    six_batches(d, backend)
+    with Log.open(d, backend=backend.name, read_only=True) as log:
+        raise_last_base_offset(log_file(d))  # changed under an open reader
+        seen = []
+        with pytest.raises(CorruptSegmentError) as info:
+            for record in log.records():
+                seen.append(record.offset)
+        assert seen == [0, 1, 2, 3]  # the records before the bad batch, then the error
+        assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
+        assert list(log.read_columns(0, 100).offsets) == [0, 1, 2, 3]
+        with pytest.raises(CorruptSegmentError):
+            log.read_columns(4, 100)
+        with pytest.raises(CorruptSegmentError):
+            log.read(4)
+        result = log.read(0)
+        assert [b.last_offset for b in backend.iter_batches(result.buffer)] == [1, 3]
+        assert result.next_offset == 4
+
+
+def test_f1_consumer_never_polls_offsets_above_the_log_end(tmp_path, backend):
+    d = str(tmp_path / "store")
+    store = seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+    store.create_topic("t", config={"segment.bytes": "300"})
+    producer = store.producer(linger_ms=0)
+    for i in range(12):
+        producer.send("t", b"v%d" % i, key=b"k", partition=0)
+    producer.close()
+    store.close()
+    first = sorted(glob.glob(os.path.join(d, "t-0", "*.log")))[0]
+    last = batch_starts(first)[-1]
+    with open(first, "r+b") as f:
+        f.seek(last + 4)
+        byte = f.read(1)[0]
+        f.seek(last + 4)
+        f.write(bytes([byte ^ 0x80]))  # base offset += 2**31
+    with pytest.raises(CorruptSegmentError) as info:
+        seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+    assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
+
+
+@pytest.mark.parametrize("shutdown", ["clean", "unclean"])
+@pytest.mark.parametrize("read_only", [True, False])
+def test_f2_non_last_segment_cut_with_index_proof_fails_the_open(tmp_path, backend, shutdown,
+                                                                  read_only):
+    d = str(tmp_path / "t-0")
+    # index_interval_bytes=1: an offset-index entry per batch, synced when the segment rolled.
+    bases, log = six_batches(d, backend, close=False, index_interval_bytes=1)
+    src = d
+    if shutdown == "unclean":
+        src = str(tmp_path / "copy-0")
+        shutil.copytree(d, src)
+    log.close()
+    path = log_file(src)
+    kept = batch_starts(path)[1]
+    os.truncate(path, kept)  # keep only the first batch of segment 0
+    for _ in range(2):  # the refused open left the proof for the next one
+        with pytest.raises(CorruptSegmentError) as info:
+            Log.open(src, backend=backend.name, read_only=read_only)
+        assert info.value.reason == fmt.REASON_SEGMENT_CUT
+        assert info.value.base_offset == 0
+        assert os.path.getsize(path) == kept  # nothing cut
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_f2_non_last_segment_cut_without_proof_is_reported(tmp_path, backend, read_only):
+    d = str(tmp_path / "t-0")
+    # Equal timestamps and no offset-index entry: nothing in the indexes names offsets 2..5.
+    six_batches(d, backend, timestamp_step_ms=0)
+    path = log_file(d)
+    os.truncate(path, batch_starts(path)[1])
+    with pytest.warns(RuntimeWarning, match="offsets 2..5 are missing"):
+        log = Log.open(d, backend=backend.name, read_only=read_only)
+    with log:
+        assert log.recovery_report.missing_offsets == [(2, 6)]
+        assert log.recovery_report.lost_data
+
+
+def test_f2_gap_in_a_compacted_log_is_normal(tmp_path, backend):
+    d = str(tmp_path / "t-0")
+    six_batches(d, backend, timestamp_step_ms=0)  # reopened below as a compacted log
+    path = log_file(d)
+    os.truncate(path, batch_starts(path)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Log.open(d, LogConfig(cleanup_policy="compact"), backend=backend.name) as log:
+            assert log.recovery_report.missing_offsets == []
+            assert [r.offset for r in log.records()] == [0, 1, 6, 7, 8, 9, 10, 11]
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_f3_last_segment_cut_after_clean_close_fails_the_open(tmp_path, backend, read_only):
+    d = str(tmp_path / "t-0")
+    bases, _ = six_batches(d, backend)
+    path = log_file(d, bases[-1])
+    os.truncate(path, batch_starts(path)[1])
+    with pytest.raises(CorruptSegmentError) as info:
+        Log.open(d, backend=backend.name, read_only=read_only)
+    assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    assert info.value.base_offset == bases[-1]
+    # The refused writer open kept the clean-shutdown marker: the next open refuses again
+    # rather than taking it for a crash.
+    with pytest.raises(CorruptSegmentError):
+        Log.open(d, backend=backend.name)
+
+
+def test_f3_last_segment_below_recovery_point_after_crash_is_reported(tmp_path, backend):
+    d = str(tmp_path / "t-0")
+    bases, log = six_batches(d, backend, close=False)
+    src = str(tmp_path / "copy-0")
+    shutil.copytree(d, src)  # flushed, recovery point checkpointed at 12, no marker
+    log.close()
+    path = log_file(src, bases[-1])
+    os.truncate(path, batch_starts(path)[1])
+    with pytest.warns(RuntimeWarning, match="below its checkpointed recovery point 12"):
+        log = Log.open(src, backend=backend.name)
+    with log:
+        assert log.recovery_report.missing_offsets == [(8, 12)]
+        assert log.end_offset == 8
+        assert log.recovery_point == 8
+
+
+def test_f3_store_consumer_offsets_cut_after_clean_close_fails(tmp_path, backend):
+    d = str(tmp_path / "store")
+    store = seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+    store.create_topic("t")
+    consumer = store.consumer("g")
+    consumer.assign([("t", 0)])
+    consumer.commit({("t", 0): 3})
+    consumer.commit({("t", 0): 7})
+    consumer.close()
+    store.close()
+    path = sorted(glob.glob(os.path.join(d, "__consumer_offsets-0", "*.log")))[-1]
+    os.truncate(path, batch_starts(path)[-1])  # the commit of 7 is gone
+    for read_only in (True, False):
+        with pytest.raises(CorruptSegmentError) as info:
+            seglog.Store(d, backend=backend.name, read_only=read_only,
+                         offsets_topic_partitions=1)
+        assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -5])
+def test_f6_impossible_log_start_offset_checkpoint_deletes_nothing(tmp_path, backend, value):
+    d = str(tmp_path / "t-0")
+    with Log.open(d, backend=backend.name) as log:
+        log.append_batch([b"a", b"b"])
+    p = os.path.join(d, "log-start-offset-checkpoint")
+    lines = open(p).read().split("\n")
+    lines[2] = lines[2].rsplit(" ", 1)[0] + f" {value}"
+    open(p, "w").write("\n".join(lines))
+    before = sorted(os.listdir(d))
+    with pytest.raises(CorruptCheckpointError) as info:
+        Log.open(d, backend=backend.name)
+    assert info.value.path == p
+    assert "t-0" in str(info.value)
+    assert sorted(os.listdir(d)) == before
+    assert os.path.getsize(log_file(d)) > 0
