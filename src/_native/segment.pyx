@@ -24,8 +24,12 @@ this module makes the same decisions and writes the same bytes. What is differen
   preads the range into a bytes object, both with the GIL released. ``_mapped`` refuses to
   map for a reader.
 * The untrusted-bytes rules (index entries checked on open and on lookup, unparseable headers
-  below the end are CorruptSegmentError, read_record checks CRCs once per batch, one rule for
-  bad numbers) are the pure twin's, in the same order; see its module docstring.
+  below the end are CorruptSegmentError, base offsets checked on every header walk, read_record
+  checks CRCs once per batch, one rule for bad numbers) are the pure twin's, in the same order;
+  see its module docstring. The walk check is ``_offsets_ok`` (a few integer comparisons per
+  header, inline in the C loops); the writer's ``batches()`` lets the codec's
+  ``check_offsets`` compare batch to batch in C and checks only the first batch (and those
+  before an index entry's offset is met) in Python.
 
 Not thread-safe: the Log serialises calls.
 """
@@ -35,7 +39,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.pycapsule cimport PyCapsule_GetPointer
 cimport cython
 from libc.errno cimport EINTR, errno
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, mmap, munmap
 from posix.stat cimport fstat, struct_stat
@@ -253,7 +257,8 @@ cdef inline Py_ssize_t _header_size(const unsigned char *p, Py_ssize_t remaining
 
 
 cdef inline int64_t _last_offset(const unsigned char *p) noexcept nogil:
-    return load_i64(p) + load_i32(p + LAST_DELTA_POS)
+    """base + last offset delta, wrapping (defined, unsigned) past INT64_MAX."""
+    return <int64_t>(<uint64_t>load_i64(p) + <uint64_t><int64_t>load_i32(p + LAST_DELTA_POS))
 
 
 # A parsed batch header: the fields of the pure twin's header tuple the segment uses.
@@ -295,10 +300,20 @@ cdef inline Py_ssize_t _parse_head(const unsigned char *p, Py_ssize_t remaining,
         return -1
     h.size = size
     h.base = load_i64(p)
-    h.last = h.base + load_i32(p + LAST_DELTA_POS)
+    # Wraps (defined, unsigned) past INT64_MAX, so such a batch fails _offsets_ok (last <
+    # base) as the pure twin's ``last <= INT64_MAX`` fails it.
+    h.last = <int64_t>(<uint64_t>h.base + <uint64_t><int64_t>load_i32(p + LAST_DELTA_POS))
     h.max_ts = load_i64(p + MAX_TS_POS)
     h.check = OK
     return size
+
+
+cdef inline bint _offsets_ok(const Head *h, int64_t floor, int64_t ceiling) noexcept nogil:
+    """The pure twin's walk check (``Segment._offsets_invalid``): base offsets lie outside
+    the CRC, so each batch of a header walk must hold ``floor < base <= last`` (``floor``: the
+    previous batch's last offset in the walk, or the segment's base offset - 1; last wrapped
+    past INT64_MAX fails) and ``base <= ceiling`` (an index entry's offset not yet met)."""
+    return floor < h.base and h.base <= h.last and h.last != INT64_MAX_C and h.base <= ceiling
 
 
 _INT64_MAX = 2**63 - 1
@@ -607,7 +622,7 @@ cdef class Segment:
             return 0
         if self._head(position, self._size_bytes, &h) <= 0:
             return 0
-        return self._base <= h.base <= entry_offset and h.last <= entry_offset
+        return self._base <= h.base <= h.last <= entry_offset
 
     cdef Py_ssize_t _index_position(self, int64_t offset, int64_t *entry_offset) except -2:
         """The pure twin's ``_index_lookup``: the position of the offset-index entry with the
@@ -632,28 +647,35 @@ cdef class Segment:
     cdef int _load_tail_state(self) except -1:
         """The pure twin's ``_load_tail_state``: lenient header scan after the last (checked)
         offset-index entry; the time index checked against the offsets found."""
-        cdef int64_t entry_offset, max_ts, max_ts_offset, next_offset
+        cdef int64_t entry_offset, max_ts, max_ts_offset, next_offset, floor, ceiling
         cdef Py_ssize_t entry_position, position, end, size, file_bytes = self._size_bytes
         cdef Head h
         cdef Check tail_check
         self._drop_read_caches()  # opened, truncated or recovered: bytes may have changed
         self._preallocated_end = 0  # a cut (ftruncate) gave back any reservation
-        entry_position = self._index_position(INT64_MAX_PY, &entry_offset)
+        entry_position = self._walk_start(INT64_MAX_PY, &floor, &ceiling)
+        entry_offset = ceiling
         if self._offset_index_trusted and entry_position == 0 and self.offset_index.entries:
             self._distrust_offset_index()  # even the last entries do not land on a batch
         next_offset = self._base
         position = end = entry_position
         max_ts, max_ts_offset = NO_TIMESTAMP, self._base
+        # Lenient (the pure twin's _lenient_scan): a batch whose offsets do not lie above the
+        # previous ones' is stepped over, not counted (reads that reach it raise).
         while True:
             size = self._head(position, file_bytes, &h)
             if size <= 0:
                 break
-            next_offset = h.last + 1
+            if _offsets_ok(&h, floor, INT64_MAX_C):
+                floor = h.last
+                next_offset = h.last + 1
             position += size
         end = position
         tail_check = h.check  # OK at the end, else why the scan stopped
-        if next_offset == self._base and entry_position > 0:
-            next_offset = entry_offset + 1  # no whole batch after the entry (cannot happen)
+        if entry_position > 0 and next_offset <= entry_offset:
+            # The index proves offsets up to its entry were written: a batch whose base
+            # offset was lowered does not take them back (reads from the entry raise).
+            next_offset = entry_offset + 1
         self._next_offset = next_offset
         # The time index is checked against the offsets just found: a .log cut behind the
         # index's back leaves stale entries past next_offset, and trusting them would fail
@@ -669,12 +691,17 @@ cdef class Segment:
             position = entry_position
         else:
             position = 0  # no usable time index: the max timestamp needs every header
+        floor = self._base - 1
         while position < end:
+            if position == entry_position:
+                floor = self._base - 1  # the pure twin scans [0, entry) and the tail apart
             size = self._head(position, end, &h)
             if size <= 0:
                 break
-            if h.max_ts > max_ts:
-                max_ts, max_ts_offset = h.max_ts, h.last
+            if _offsets_ok(&h, floor, INT64_MAX_C):
+                floor = h.last
+                if h.max_ts > max_ts:
+                    max_ts, max_ts_offset = h.max_ts, h.last
             position += size
         if not self.read_only:
             self._time_index_trusted = True  # checked, or emptied by _distrust_time_index
@@ -745,6 +772,41 @@ cdef class Segment:
         if p == NULL:
             return 0
         return _parse_head(p, remaining, h)
+
+    cdef int _corrupt_offsets(self, Py_ssize_t position, const Head *h, int64_t floor,
+                              int64_t ceiling) except -1:
+        """CorruptSegmentError(REASON_OFFSETS_NOT_INCREASING) for a batch of a header walk
+        that failed ``_offsets_ok``."""
+        reason = fmt.REASON_OFFSETS_NOT_INCREASING
+        entry = "" if ceiling == INT64_MAX_C else f", index entry offset {ceiling}"
+        raise CorruptSegmentError(
+            f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+            f"{position}: {reason} (offsets {h.base}..{h.last} after offset {floor} (segment "
+            f"base offset {self.base_offset}{entry}))", reason=reason, position=position,
+            path=self.log_path, base_offset=self.base_offset)
+
+    cdef int _entry_unmet(self, Py_ssize_t position, int64_t entry_offset) except -1:
+        """The pure twin's ``_entry_unmet``: a walk from the index entry ``(entry_offset,
+        position)`` reached the end without a batch whose last offset reaches the entry."""
+        reason = fmt.REASON_OFFSETS_NOT_INCREASING
+        raise CorruptSegmentError(
+            f"segment {self.log_path} (base offset {self.base_offset}): batch at position "
+            f"{position}: {reason} (no batch from here reaches offset {entry_offset} of its "
+            "index entry)", reason=reason, position=position, path=self.log_path,
+            base_offset=self.base_offset)
+
+    cdef Py_ssize_t _walk_start(self, int64_t offset, int64_t *floor,
+                                int64_t *ceiling) except -2:
+        """The pure twin's ``_walk_start``: the position a header walk for ``offset`` starts
+        from (checked index lookup) and its offset bounds: ``floor`` the segment's base
+        offset - 1, ``ceiling`` the index entry's offset when the walk starts at an entry
+        (the walk must meet a batch whose last offset reaches it before one whose base offset
+        passes it), else INT64_MAX."""
+        cdef int64_t entry_offset
+        cdef Py_ssize_t position = self._index_position(offset, &entry_offset)
+        floor[0] = self._base - 1
+        ceiling[0] = entry_offset if position > 0 else INT64_MAX_C
+        return position
 
     cdef int _corrupt(self, Py_ssize_t position, Check check) except -1:
         reason = _REASONS[check]
@@ -1067,16 +1129,23 @@ cdef class Segment:
                           Py_ssize_t *size_out) except -2:
         """Position of the first batch whose last (or base) offset >= offset, or -1. Strict:
         a header below the end that cannot be parsed is CorruptSegmentError."""
-        cdef int64_t entry_offset
-        cdef Py_ssize_t position = self._index_position(offset, &entry_offset), size
-        cdef Py_ssize_t end = self._size_bytes
+        cdef int64_t floor, ceiling
+        cdef Py_ssize_t start = self._walk_start(offset, &floor, &ceiling), size
+        cdef Py_ssize_t end = self._size_bytes, position = start
         cdef Head h
         while True:  # bounded: each batch moves on >= 61 bytes
             size = self._head(position, end, &h)
             if size == 0:
+                if ceiling != INT64_MAX_C and position >= end:
+                    self._entry_unmet(start, ceiling)
                 return -1
             if size < 0:
                 self._corrupt(position, h.check)
+            if not _offsets_ok(&h, floor, ceiling):
+                self._corrupt_offsets(position, &h, floor, ceiling)
+            if h.last >= ceiling:
+                ceiling = INT64_MAX_C
+            floor = h.last
             if (h.base if by_base else h.last) >= offset:
                 base_out[0] = h.base
                 size_out[0] = size
@@ -1101,7 +1170,7 @@ cdef class Segment:
                            Py_ssize_t *size_out, int64_t *next_out) except -2:
         """``start`` of the whole batches a read returns, their size and next offset (the
         pure twin's ``_range``; arguments checked there first)."""
-        cdef int64_t base, target
+        cdef int64_t base, target, floor
         cdef Py_ssize_t start, size, limit, total = 0, position, budget
         cdef int64_t next_offset
         cdef Head h
@@ -1118,12 +1187,16 @@ cdef class Segment:
         limit = self._size_bytes if max_position is None else min(max_position, self._size_bytes)
         next_offset = target
         position = start
+        floor = base - 1  # the first batch was checked by _find
         while position < limit:
             size = self._head(position, self._size_bytes, &h)
             if size == 0:
                 break  # a reader's file shrank under it
             if size < 0:
                 self._corrupt(position, h.check)
+            if not _offsets_ok(&h, floor, INT64_MAX_C):
+                self._corrupt_offsets(position, &h, floor, INT64_MAX_C)
+            floor = h.last
             if position + size > limit:
                 break  # the bound (a high watermark) is before this batch's end
             if total + size > budget and not (total == 0 and min_one_batch):
@@ -1308,16 +1381,20 @@ cdef class Segment:
             raise ValueError(f"start_position must be >= 0, got {start_position}")
         if self._size_bytes <= start_position:
             return iter(())
-        return self._batches_from(start_position)
+        return self._batches_from(start_position, [self.base_offset - 1, INT64_MAX_PY])
 
-    def _batches_from(self, Py_ssize_t start):
+    def _batches_from(self, Py_ssize_t start, list walk):
+        """batches() from ``start``; ``walk`` = [floor, ceiling], the offset bounds of the
+        header walk (``_walk_start``), carried across a reader's windows."""
         cdef Py_ssize_t position, window_end, batch_position, size
+        cdef int64_t floor, ceiling
         cdef Head h
         if not self.read_only:
             yield from self._checked_batches(
-                self._view(start, self._size_bytes - start), start, self._size_bytes)
+                self._view(start, self._size_bytes - start), start, self._size_bytes, walk)
             return
         position = start
+        floor, ceiling = walk
         while position < self._size_bytes:  # windows of whole batches, read with pread
             window_end = batch_position = position
             while batch_position < self._size_bytes:
@@ -1326,29 +1403,57 @@ cdef class Segment:
                     break
                 if size < 0:
                     self._corrupt(batch_position, h.check)
+                if not _offsets_ok(&h, floor, ceiling):
+                    self._corrupt_offsets(batch_position, &h, floor, ceiling)
                 if window_end > position and batch_position + size - position > RO_WINDOW_BYTES:
-                    break
+                    break  # the next window starts with this batch, checked again there
+                if h.last >= ceiling:
+                    ceiling = INT64_MAX_C
+                floor = h.last
                 batch_position += size
                 window_end = batch_position
+            if ceiling != INT64_MAX_C and batch_position >= self._size_bytes:
+                self._entry_unmet(position, ceiling)  # as the pure twin's _scan_headers
             if window_end == position:
                 return  # the file shrank under the reader
             data = self._read_bytes(position, window_end - position)
             if len(data) == 0:
                 return
-            yield from self._checked_batches(memoryview(data), position, position + len(data))
+            # The window scan above checked these batches' offsets (floor and ceiling go on
+            # from batch to batch across windows).
+            yield from self._checked_batches(memoryview(data), position, position + len(data),
+                                             None)
             position += len(data)
 
-    def _checked_batches(self, view, Py_ssize_t start, Py_ssize_t end):
+    def _checked_batches(self, view, Py_ssize_t start, Py_ssize_t end, list walk):
         """The codec's iter_batches over ``view`` (the .log bytes ``[start, end)``), its
         errors and its silent stop at a torn batch turned into CorruptSegmentError with the
-        position in the .log (the pure twin's ``_checked_batches``)."""
+        position in the .log: the pure twin's ``_checked_batches``. With ``walk`` = [floor,
+        ceiling] the offsets are checked as there: the codec's ``check_offsets`` (in C)
+        checks each batch against the one before it, so only the first batch (against the
+        floor) and those before the ceiling is met are checked here; None: the caller
+        checked them."""
         from .codec import iter_batches
         cdef Py_ssize_t reached = start
         cdef Head h
+        floor, ceiling = walk if walk is not None else (None, INT64_MAX_PY)
+        check = walk is not None
         try:
-            for batch in iter_batches(view):
+            for batch in iter_batches(view, check_offsets=check):
+                if check:
+                    base, last = batch.base_offset, batch.last_offset
+                    if not floor < base <= last < INT64_MAX_PY or base > ceiling:
+                        h.base, h.last = base, last
+                        self._corrupt_offsets(start + batch.position, &h, floor, ceiling)
+                    if last >= ceiling:
+                        ceiling = INT64_MAX_PY
+                    check = ceiling != INT64_MAX_PY
                 reached = start + batch.position + batch.size_bytes
                 yield batch
+            if ceiling != INT64_MAX_PY and reached >= self._size_bytes:
+                self._entry_unmet(start, ceiling)
+        except CorruptSegmentError:
+            raise  # ours, positioned in the .log already
         except CorruptRecordError as exc:
             position = start + max(exc.position, 0)
             raise CorruptSegmentError(
@@ -1365,7 +1470,7 @@ cdef class Segment:
         offset >= ``starting_offset``, or None (Kafka's LogSegment.findOffsetByTimestamp).
         The time index is used only once checked; records are decoded with their CRCs
         checked. TypeError for non-integer arguments; any int is accepted."""
-        cdef int64_t entry_offset, target
+        cdef int64_t target, floor, ceiling
         self._check_open()
         timestamp_ms = _clamp64(_int_arg(timestamp_ms, "timestamp_ms"))
         starting_offset = _clamp64(_int_arg(starting_offset, "starting_offset"))
@@ -1375,8 +1480,10 @@ cdef class Segment:
             if not self._base <= index_offset < self._next_offset:
                 index_offset = self.base_offset  # an entry a reader reloaded unchecked
         target = max(index_offset, starting_offset)
-        position = self._index_position(target, &entry_offset)
-        for batch in self.batches(position):
+        position = self._walk_start(target, &floor, &ceiling)
+        batches = (self._batches_from(position, [floor, ceiling])
+                   if position < self._size_bytes else ())
+        for batch in batches:
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
                 for record in batch.records():
                     if record.timestamp_ms >= timestamp_ms and record.offset >= starting_offset:
@@ -1441,7 +1548,8 @@ cdef class Segment:
                     if load_i64(p + position) <= previous_last:
                         check = NOT_INCREASING
                         break
-                    if last - self._base > INT32_MAX_:
+                    # last wrapped past INT64_MAX (the pure twin's last - base > INT32_MAX)
+                    if last < load_i64(p + position) or last - self._base > INT32_MAX_:
                         check = OFFSET_OVERFLOW
                         break
                     batch_ts = load_i64(p + position + MAX_TS_POS)
@@ -1544,6 +1652,7 @@ cdef class Segment:
         start over from the indexes when the writer cut the file; the pure twin's rules.
         Never maps the file (pread, GIL released)."""
         cdef Py_ssize_t end, position, size
+        cdef int64_t floor
         cdef Head h
         self._check_open()
         if not self.read_only:
@@ -1565,15 +1674,18 @@ cdef class Segment:
             self._load_tail_state()
             return
         position = self._size_bytes
+        floor = self._next_offset - 1
         while True:
             size = self._head(position, end, &h)
             if size <= 0:
                 break
-            if h.max_ts > self._max_ts:
-                self._max_ts, self._max_ts_offset = h.max_ts, h.last
-            if position == 0:
-                self._first_batch_ts = h.max_ts
-            self._next_offset = h.last + 1
+            if _offsets_ok(&h, floor, INT64_MAX_C):  # else stepped over (_load_tail_state)
+                floor = h.last
+                if h.max_ts > self._max_ts:
+                    self._max_ts, self._max_ts_offset = h.max_ts, h.last
+                if position == 0:
+                    self._first_batch_ts = h.max_ts
+                self._next_offset = h.last + 1
             position += size
         self._size_bytes = position
         if size < 0 and h.check != TRUNCATED:

@@ -39,6 +39,20 @@ Untrusted bytes (issue 8; docs/format.md states the rule):
   ``CorruptRecordError`` with ``reason``, ``position``, ``path`` and ``base_offset``), never a
   silent end of data. Open and ``refresh()`` scan the tail leniently (the tail may be torn
   before recovery); only ``recover()`` cuts bytes.
+* Base offsets (bytes 0-7 of a batch) lie outside the CRC, so every header walk checks them
+  (fuzz findings F4, F5: a lowered base offset made a read step over the batch holding the
+  offset asked for): each batch needs ``floor < base <= last`` with ``floor`` the previous
+  batch's last offset in the walk (``base_offset - 1`` for the first), a last offset inside
+  int64, and, for a walk that starts at an offset-index entry ``(E, P)``, a batch whose last
+  offset reaches E before one whose base offset passes it (E is the last offset of the
+  append that starts at P, so a batch at P whose base offset was lowered is caught too).
+  A failure is ``CorruptSegmentError(REASON_OFFSETS_NOT_INCREASING)`` at the batch's
+  position (for an unmet entry, where the walk passed it, or P at the end of the segment).
+  The lenient open/refresh scan steps over such a batch (its offsets count neither for
+  ``next_offset`` nor for the max timestamp; the batches after it do, and ``next_offset``
+  is at least the last index entry's offset + 1), so reads that reach it raise, and
+  ``recover()`` cuts there (its own check: base offset above the previous last offset,
+  the first above ``base_offset - 1``).
 * ``read_record`` decodes a record, so it checks the batch CRC32C first (``check_crcs=True``,
   once per batch until bytes change); raw reads (``read``, ``sendfile``) are served
   unverified, as Kafka's broker serves them.
@@ -397,8 +411,8 @@ class Segment:
             header = self._head(position, self.size_bytes)
         except _Invalid:
             return False
-        return (header is not None and self.base_offset <= header[0] <= entry_offset
-                and header[0] + header[6] <= entry_offset)
+        return (header is not None and self.base_offset <= header[0]
+                <= header[0] + header[6] <= entry_offset)
 
     def _index_lookup(self, offset):
         """``(offset, position)`` to scan from for ``offset``: the offset-index entry with the
@@ -428,17 +442,19 @@ class Segment:
         (bad length or magic: no writer makes those), so its reads raise there too."""
         self._drop_read_caches()
         file_bytes = self.size_bytes
-        entry_offset, entry_position = self._index_lookup(fmt.INT64_MAX)
+        entry_position, floor, ceiling = self._walk_start(fmt.INT64_MAX)
+        entry_offset = ceiling
         if self._offset_index_trusted and entry_position == 0 and self.offset_index.entries:
             self._distrust_offset_index()  # even the last entry does not land on a batch
         next_offset = self.base_offset
-        end = entry_position
-        stop = self._lenient_scan(entry_position, file_bytes)
-        for position, header in stop.batches:
+        stop = self._lenient_scan(entry_position, file_bytes, floor)
+        end = stop.position
+        for _, header in stop.batches:
             next_offset = header[0] + header[6] + 1
-            end = position + fmt.LOG_OVERHEAD + header[1]
-        if next_offset == self.base_offset and entry_position > 0:
-            next_offset = entry_offset + 1  # no whole batch after the entry (cannot happen)
+        if entry_position > 0 and next_offset <= entry_offset:
+            # The index proves offsets up to its entry were written: a batch whose base
+            # offset was lowered does not take them back (reads from the entry raise).
+            next_offset = entry_offset + 1
         self.next_offset = next_offset
         # The time index is checked against the offsets just found: a .log cut behind the
         # index's back leaves stale entries past next_offset, and trusting them would fail
@@ -467,9 +483,12 @@ class Segment:
             self.size_bytes = end  # readers see whole batches only: a torn tail is not theirs
         self._bytes_since_index_entry = self.size_bytes - entry_position
         self.first_batch_timestamp_ms = fmt.NO_TIMESTAMP
-        first = self._lenient_scan(0, self.size_bytes, limit=1).batches
-        if first:
-            self.first_batch_timestamp_ms = first[0][1][8]
+        try:
+            first = self._head(0, self.size_bytes)
+        except _Invalid:
+            first = None
+        if first is not None:
+            self.first_batch_timestamp_ms = first[8]
 
     def _drop_read_caches(self):
         """Bytes may have changed (open, cut, recovery, a reader's refresh): forget the
@@ -562,13 +581,40 @@ class Segment:
             f"{position}: {exc.reason} ({exc})", reason=exc.reason, position=position,
             path=self.log_path, base_offset=self.base_offset)
 
-    def _scan_headers(self, start, end):
+    def _walk_start(self, offset):
+        """``(position, floor, ceiling)`` a header walk for ``offset`` starts from: the
+        checked index lookup's position, and the offset bounds of the walk's batches (see
+        ``_offsets_invalid``). From the segment start, every batch must lie above the
+        previous one, the first above ``base_offset - 1``. From an index entry ``(E, P)``
+        the batch at P was checked to hold offsets in ``[base_offset, E]`` (``_entry_lands``)
+        and E is the last offset of the append that starts at P, so the walk must meet a
+        batch whose last offset is >= E before one whose base offset is > E: a batch at P
+        whose base offset was lowered is then caught instead of skipped."""
+        entry_offset, position = self._index_lookup(offset)
+        return position, self.base_offset - 1, entry_offset if position else fmt.INT64_MAX
+
+    def _offsets_invalid(self, base, last, floor, ceiling):
+        """The offsets check of one header in a walk (base offsets are outside the CRC):
+        an _Invalid(REASON_OFFSETS_NOT_INCREASING) unless ``floor < base <= last <= INT64_MAX``
+        and ``base <= ceiling`` (``floor``: the previous batch's last offset in this walk, or
+        ``base_offset - 1``; ``ceiling``: an index entry's offset not yet met), else None."""
+        if floor < base <= last < fmt.INT64_MAX and base <= ceiling:
+            return None
+        return _Invalid(fmt.REASON_OFFSETS_NOT_INCREASING,
+                        f"offsets {base}..{last} after offset {floor} (segment base offset "
+                        f"{self.base_offset}{'' if ceiling == fmt.INT64_MAX else f', index entry offset {ceiling}'})")
+
+    def _scan_headers(self, start, end, floor=None, ceiling=fmt.INT64_MAX):
         """Yield ``(position, header tuple)`` for each batch in ``[start, end)``, where
         ``end`` is at most the segment's extent: every byte below it was written as whole
-        batches, so a header that cannot be parsed (or a batch running past the extent) is
-        CorruptSegmentError, never a silent end of data. Stops early only when a reader's
-        file shrank under it (its writer truncated: refresh() catches up)."""
+        batches, so a header that cannot be parsed (or a batch running past the extent), or
+        whose offsets do not lie above the previous batch's (``_offsets_invalid``; ``floor``
+        defaults to ``base_offset - 1``), is CorruptSegmentError, never a silent end of data
+        or a skipped batch. Stops early only when a reader's file shrank under it (its
+        writer truncated: refresh() catches up)."""
         position = start
+        if floor is None:
+            floor = self.base_offset - 1
         while position < end:  # bounded: each batch moves on >= 61 bytes
             try:
                 header = self._head(position, self.size_bytes)
@@ -576,16 +622,42 @@ class Segment:
                 raise self._corrupt(position, exc) from None
             if header is None:
                 return
+            base = header[0]
+            last = base + header[6]
+            if not floor < base <= last < fmt.INT64_MAX or base > ceiling:
+                raise self._corrupt(position, self._offsets_invalid(base, last, floor, ceiling))
+            if last >= ceiling:
+                ceiling = fmt.INT64_MAX
+            floor = last
             yield position, header
             position += fmt.LOG_OVERHEAD + header[1]
+        if ceiling != fmt.INT64_MAX and position >= self.size_bytes:
+            raise self._corrupt(start, self._entry_unmet(ceiling))
 
-    def _lenient_scan(self, start, end, limit=None):
+    def _entry_unmet(self, entry_offset):
+        """The _Invalid of a walk from index entry ``(entry_offset, P)`` that reached the
+        segment's end without a batch whose last offset reaches ``entry_offset``: the batch
+        at P (reported) holds fewer offsets than the index proves were written there."""
+        return _Invalid(fmt.REASON_OFFSETS_NOT_INCREASING,
+                        f"no batch from here reaches offset {entry_offset} of its index entry")
+
+    def _lenient_scan(self, start, end, floor=None):
         """The whole batches from ``start`` up to the first one that cannot be parsed (open
         and refresh, where the tail may be torn): a _Stop with ``batches`` (position, header)
-        and ``reason`` ('' at the end, else why it stopped) and ``position``."""
+        and ``reason`` ('' at the end, else why it stopped) and ``position``.
+
+        ``batches`` holds only the batches whose offsets lie above the previous ones' (from
+        ``floor``, default ``base_offset - 1``; last >= base; inside int64): the others are
+        stepped over, since their offsets (outside the CRC) cannot be trusted for
+        ``next_offset`` or the max timestamp. They stay inside the extent, so a read that
+        walks to one raises CorruptSegmentError (``_scan_headers``), and recovery cuts there;
+        the batches after one still count, so a lowered base offset neither moves
+        ``next_offset`` back nor makes the records after it look absent."""
         stop = _Stop()
         position = start
-        while position < end and (limit is None or len(stop.batches) < limit):
+        if floor is None:
+            floor = self.base_offset - 1
+        while position < end:
             try:
                 header = self._head(position, end)
             except _Invalid as exc:
@@ -593,7 +665,11 @@ class Segment:
                 break
             if header is None:
                 break
-            stop.batches.append((position, header))
+            base = header[0]
+            last = base + header[6]
+            if floor < base <= last < fmt.INT64_MAX:
+                floor = last
+                stop.batches.append((position, header))
             position += fmt.LOG_OVERHEAD + header[1]
         stop.position = position
         return stop
@@ -742,15 +818,16 @@ class Segment:
     def translate_offset(self, offset):
         """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
         offset >= ``offset``, or None (checked index lookup, then a header scan).
-        CorruptSegmentError for a batch header on the way that cannot be parsed; TypeError
+        CorruptSegmentError for a batch header on the way that cannot be parsed or whose
+        offsets fail the walk check (REASON_OFFSETS_NOT_INCREASING); TypeError
         for a non-integer ``offset`` (any int is accepted: below the segment means its
         start, at or past ``next_offset`` means None)."""
         self._check_open()
         offset = _clamp64(_int_arg(offset, "offset"))
         if offset >= self.next_offset:
             return None
-        _, position = self._index_lookup(offset)
-        for position, header in self._scan_headers(position, self.size_bytes):
+        position, floor, ceiling = self._walk_start(offset)
+        for position, header in self._scan_headers(position, self.size_bytes, floor, ceiling):
             if header[0] + header[6] >= offset:
                 return position, header[0], fmt.LOG_OVERHEAD + header[1]
         return None
@@ -766,7 +843,7 @@ class Segment:
         start = found[0]
         limit = self.size_bytes if max_position is None else min(max_position, self.size_bytes)
         size, next_offset = 0, offset
-        for position, header in self._scan_headers(start, limit):
+        for position, header in self._scan_headers(start, limit, found[1] - 1):
             batch_size = fmt.LOG_OVERHEAD + header[1]
             if position + batch_size > limit:
                 break  # the bound (a high watermark) is before this batch's end
@@ -911,18 +988,21 @@ class Segment:
             raise ValueError(f"start_position must be >= 0, got {start_position}")
         if self.size_bytes <= start_position:
             return iter(())
-        return self._batches(start_position)
+        return self._batches(start_position, [self.base_offset - 1, fmt.INT64_MAX])
 
-    def _batches(self, start):
+    def _batches(self, start, walk):
+        """batches() from ``start`` with ``walk`` = [floor, ceiling], the offset bounds of
+        the header walk (see ``_walk_start``), carried across a reader's windows."""
         if not self.read_only:
             end = self.size_bytes
             yield from self._checked_batches(
-                memoryview(self._map(end))[start:end], start, end)
+                memoryview(self._map(end))[start:end], start, end, walk)
             return
         position = start
         while position < self.size_bytes:  # windows of whole batches, read with pread
             window_end = position
-            for batch_position, header in self._scan_headers(position, self.size_bytes):
+            for batch_position, header in self._scan_headers(position, self.size_bytes,
+                                                             walk[0], walk[1]):
                 batch_end = batch_position + fmt.LOG_OVERHEAD + header[1]
                 if window_end > position and batch_end - position > _WINDOW_BYTES:
                     break
@@ -930,18 +1010,33 @@ class Segment:
             data = self._read_bytes(position, window_end - position)
             if len(data) == 0:
                 return  # the file shrank under the reader
-            yield from self._checked_batches(data, position, position + len(data))
+            yield from self._checked_batches(data, position, position + len(data), walk)
             position += len(data)
 
-    def _checked_batches(self, view, start, end):
+    def _checked_batches(self, view, start, end, walk):
         """The codec's iter_batches over ``view`` (the .log bytes ``[start, end)``), with its
         errors and its silent stop at a torn batch turned into CorruptSegmentError with the
-        position in the .log."""
+        position in the .log; each batch's offsets checked as in ``_scan_headers`` against
+        ``walk`` = [floor, ceiling] (updated as batches go by)."""
         reached = start
+        floor, ceiling = walk
         try:
             for batch in iter_batches(view):
+                base, last = batch.base_offset, batch.last_offset
+                if not floor < base <= last < fmt.INT64_MAX or base > ceiling:
+                    position = start + batch.position
+                    raise self._corrupt(position,
+                                        self._offsets_invalid(base, last, floor, ceiling))
+                if last >= ceiling:
+                    ceiling = fmt.INT64_MAX
+                floor = walk[0] = last
+                walk[1] = ceiling
                 reached = start + batch.position + batch.size_bytes
                 yield batch
+            if ceiling != fmt.INT64_MAX and reached >= self.size_bytes:
+                raise self._corrupt(start, self._entry_unmet(ceiling))
+        except CorruptSegmentError:
+            raise  # ours, positioned in the .log already
         except CorruptRecordError as exc:
             position = start + max(exc.position, 0)
             raise CorruptSegmentError(
@@ -970,8 +1065,9 @@ class Segment:
             _, index_offset = self.time_index.lookup(timestamp_ms)
             if not self.base_offset <= index_offset < self.next_offset:
                 index_offset = self.base_offset  # an entry a reader reloaded unchecked
-        _, position = self._index_lookup(max(index_offset, starting_offset))
-        for batch in self.batches(position):
+        position, floor, ceiling = self._walk_start(max(index_offset, starting_offset))
+        batches = self._batches(position, [floor, ceiling]) if position < self.size_bytes else ()
+        for batch in batches:
             if batch.max_timestamp_ms >= timestamp_ms and batch.last_offset >= starting_offset:
                 for record in batch.records():
                     if record.timestamp_ms >= timestamp_ms and record.offset >= starting_offset:
@@ -992,8 +1088,9 @@ class Segment:
         offset = _clamp64(_int_arg(offset, "offset"))
         cut = self.size_bytes
         if offset < self.next_offset:
-            _, position = self._index_lookup(offset)
-            for batch_position, header in self._scan_headers(position, self.size_bytes):
+            position, floor, ceiling = self._walk_start(offset)
+            for batch_position, header in self._scan_headers(position, self.size_bytes,
+                                                             floor, ceiling):
                 if header[0] >= offset:
                     cut = batch_position
                     break
@@ -1147,7 +1244,7 @@ class Segment:
                     self._distrust_offset_index()
             self._load_tail_state()
             return
-        stop = self._lenient_scan(self.size_bytes, end)
+        stop = self._lenient_scan(self.size_bytes, end, self.next_offset - 1)
         for position, header in stop.batches:
             last = header[0] + header[6]
             if header[8] > self.max_timestamp_ms:
