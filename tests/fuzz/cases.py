@@ -106,6 +106,7 @@ def _report_tuple(report) -> dict:
                             for t in report.truncations],
             "deleted": list(report.deleted_segments),
             "rebuilt": list(report.rebuilt_indexes),
+            "missing": [tuple(r) for r in getattr(report, "missing_offsets", ())],
             "clean": report.clean_shutdown}
 
 

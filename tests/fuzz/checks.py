@@ -209,6 +209,9 @@ def _allowed_loss(model: dict, obs: dict, *, file_kind: str, start: int | None) 
         for seg, _pos, first, last in model["batches"]:
             if seg > base:
                 allowed |= set(range(first, last + 1))
+    for low, high in report.get("missing", ()):
+        # Offsets the open reported missing ([low, high), with a warning): accounted for.
+        allowed |= {o for o in records if low <= o < high}
     for base in report.get("deleted", ()):
         for seg, _pos, first, last in model["batches"]:
             if seg == base:
@@ -345,7 +348,7 @@ def comparable_log(obs: dict) -> dict:
                     for k, v in part.items()}
     report = obs.get("report")
     if report:
-        out["report"] = (report["truncations"], report["deleted"])
+        out["report"] = (report["truncations"], report["deleted"], report.get("missing"))
     out["appended"] = obs.get("appended")
     return out
 
@@ -382,7 +385,8 @@ def check_store(model: dict, obs: dict, *, file_kind: str) -> list:
         if part is None:
             continue
         offsets_lost = any(obs[r].get("__consumer_offsets") and (
-            obs[r]["__consumer_offsets"]["truncations"] or obs[r]["__consumer_offsets"]["deleted"])
+            obs[r]["__consumer_offsets"]["truncations"] or obs[r]["__consumer_offsets"]["deleted"]
+            or obs[r]["__consumer_offsets"].get("missing"))
             for r in ("first", "second") if r in obs)
         for p in (0, 1):
             info = part[p]
@@ -394,6 +398,7 @@ def check_store(model: dict, obs: dict, *, file_kind: str) -> list:
             records = model["records"][p]
             # What the first open cut stays cut: its report covers the second round too.
             lossy = any(obs[r][p]["report"]["truncations"] or obs[r][p]["report"]["deleted"]
+                        or obs[r][p]["report"].get("missing")
                         for r in ("first", "second") if r in obs)
             seen = set()
             for rec in outcome[1]:
