@@ -189,7 +189,8 @@ def run_store(payload: dict) -> dict:
             out["committed"] = {p: attempt(group.committed, (corpus.STORE_TOPIC, p)) for p in (0, 1)}
             for internal in ("__consumer_offsets", "__transaction_state"):
                 if internal in store.topics():
-                    out[internal] = _report_tuple(store.log((internal, 0)).recovery_report)
+                    out[internal] = {**_report_tuple(store.log((internal, 0)).recovery_report),
+                                     "end": store.log((internal, 0)).end_offset}
             if not payload["read_only"]:
                 desc = attempt(store.describe_transaction, corpus.STORE_TXN_ID)
                 out["txn"] = desc if desc[0] != "ok" or desc[1] is None else \

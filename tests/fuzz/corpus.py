@@ -255,6 +255,7 @@ def build_store(path: str, *, shutdown: str, seed: int = 0) -> dict:
     send(10, "c")
     commit()
     model["end"] = {p: store.log((STORE_TOPIC, p)).end_offset for p in (0, 1)}
+    model["offsets_end"] = store.log(("__consumer_offsets", 0)).end_offset
     # The transactional records are in the partitions too: read them back as the truth.
     for p in (0, 1):
         for rec in store.log((STORE_TOPIC, p)).records():
