@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 
 import seglog
@@ -40,4 +41,19 @@ def records(backend, view):
     out = []
     for b in seglog.get_backend("pure").iter_batches(bytes(view)):
         out.extend((r.offset, r.timestamp_ms, r.value) for r in b.records())
+    return out
+
+
+def log_file(d, base=0):
+    """Path of the ``.log`` file of the segment with ``base`` offset in directory ``d``."""
+    return os.path.join(d, f"{base:020d}.log")
+
+
+def batch_starts(path):
+    """Positions of the batches in a ``.log`` file (walked by their length fields)."""
+    data = open(path, "rb").read()
+    out, position = [], 0
+    while position < len(data):
+        out.append(position)
+        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
     return out

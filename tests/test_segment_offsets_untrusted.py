@@ -28,21 +28,10 @@ from seglog import Log, LogConfig, get_backend
 from seglog import format as fmt
 from seglog.errors import CorruptRecordError, CorruptSegmentError
 
+from segment_helpers import batch_starts, log_file
+
 INT64_MAX = 2**63 - 1
 
-
-def log_file(d, base=0):
-    return os.path.join(d, f"{base:020d}.log")
-
-
-def batch_starts(path):
-    """Positions of the batches in a ``.log`` file."""
-    data = open(path, "rb").read()
-    out, position = [], 0
-    while position < len(data):
-        out.append(position)
-        position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
-    return out
 
 
 def set_base_offset(path, position, base_offset):
