@@ -105,7 +105,7 @@ def test_f4_changed_base_offset_is_an_error_on_every_walk(backend, tmp_path, rea
 
 
 def test_f4_log_reads_raise_instead_of_skipping(backend, tmp_path):
-    """The reproducer of F4 (/work/repro/r5.py) at the Log level: ``read(4)``,
+    """The fuzz finding F4 at the Log level: ``read(4)``,
     ``read_columns(4)`` and ``records(4)`` used to return offsets 6..7."""
     d = str(tmp_path / "log")
     starts = four_batches(d, backend)
@@ -196,7 +196,7 @@ def two_segments(d, backend):
 @pytest.mark.parametrize("new_base", [-2, 0, 5])
 def test_f5_first_batch_below_the_segment(backend, tmp_path, read_only, new_base):
     """The first batch of segment 6 claims ``new_base`` (below the segment's base offset):
-    the Log's records() raises (the reproducer /work/repro/r6.py read offsets 0..5, 8..11)."""
+    the Log's records() raises (before the fix it read offsets 0..5, 8..11)."""
     d = str(tmp_path / "log")
     bases = two_segments(d, backend)
     assert bases == [0, 6]
