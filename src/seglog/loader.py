@@ -371,6 +371,17 @@ def _first_position_reaching(segment: Any, bound: int) -> int:
     return position
 
 
+
+def _check_loaded(segments: list, *, compacted: bool, cut_evidence: set, report: RecoveryReport,
+                  recovery_point: int, clean_shutdown: bool) -> None:
+    """The checks of a loaded segment chain, for reader and writer opens alike: the chain
+    (:func:`_check_chain`) and the log end against the recovery point
+    (:func:`_check_recovery_point`)."""
+    _check_chain(segments, compacted=compacted, cut_evidence=cut_evidence, report=report)
+    _check_recovery_point(segments, recovery_point=recovery_point,
+                          clean_shutdown=clean_shutdown, report=report)
+
+
 def _check_chain(segments: list, *, compacted: bool, cut_evidence: set[int],
                  report: RecoveryReport) -> None:
     """Each segment's offsets must end where the next segment begins (Kafka rolls at the log
@@ -547,9 +558,8 @@ def load_segments(
             for base in bases:
                 segments.append(open_segment(base))
             evidence = {s.base_offset for s in segments[:-1] if _names_past_log(s)}
-            _check_chain(segments, compacted=compacted, cut_evidence=evidence, report=report)
-            _check_recovery_point(segments, recovery_point=recovery_point,
-                                  clean_shutdown=clean_shutdown, report=report)
+            _check_loaded(segments, compacted=compacted, cut_evidence=evidence, report=report,
+                          recovery_point=recovery_point, clean_shutdown=clean_shutdown)
         except BaseException:
             _close_all(segments)
             raise
@@ -606,9 +616,8 @@ def load_segments(
                 break
 
     try:
-        _check_chain(segments, compacted=compacted, cut_evidence=cut_evidence, report=report)
-        _check_recovery_point(segments, recovery_point=recovery_point,
-                              clean_shutdown=clean_shutdown, report=report)
+        _check_loaded(segments, compacted=compacted, cut_evidence=cut_evidence, report=report,
+                      recovery_point=recovery_point, clean_shutdown=clean_shutdown)
     except BaseException:
         _close_all(segments)
         raise

@@ -441,6 +441,14 @@ def _records(ctx) -> int:
     return PERF_RECORDS.get(ctx.config.mode, PERF_RECORDS["standard"])
 
 
+
+def _tool_failed(name: str, proc: subprocess.CompletedProcess) -> RuntimeError:
+    """The error for a Kafka perf tool that failed or printed no summary: its exit code and
+    the tails of its output."""
+    return RuntimeError(f"{name} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}"
+                        f"\n{proc.stderr[-2000:]}")
+
+
 def run(ctx) -> PartResult:
     """Start a broker in a scratch dir, run ProducerPerformance then ConsumerPerformance
     ``runs`` times on one topic, stop it. Unavailable without java + the jars."""
@@ -477,9 +485,7 @@ def run(ctx) -> PartResult:
                 run_dir=scratch, heap_mb=PERF_HEAP_MB, tool=False, timeout_s=600)
             summary = parse_producer_performance(produced.stdout)
             if produced.returncode != 0 or summary is None:
-                raise RuntimeError("ProducerPerformance failed (exit "
-                                   f"{produced.returncode}):\n{produced.stdout[-2000:]}"
-                                   f"\n{produced.stderr[-2000:]}")
+                raise _tool_failed("ProducerPerformance", produced)
             result.figure("produce.records", UNIT_RECORDS_PER_S).add(summary["records_per_s"])
             result.figure("produce.bytes", UNIT_BYTES_PER_S).add(summary["mib_per_s"] * 2**20)
             for key in ("avg_ms", "p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms"):
@@ -494,9 +500,7 @@ def run(ctx) -> PartResult:
                 run_dir=scratch, heap_mb=PERF_HEAP_MB, tool=False, timeout_s=600)
             row = parse_consumer_performance(consumed.stdout)
             if consumed.returncode != 0 or row is None:
-                raise RuntimeError("ConsumerPerformance failed (exit "
-                                   f"{consumed.returncode}):\n{consumed.stdout[-2000:]}"
-                                   f"\n{consumed.stderr[-2000:]}")
+                raise _tool_failed("ConsumerPerformance", consumed)
             result.figure("consume.records", UNIT_RECORDS_PER_S).add(row["fetch.nMsg.sec"])
             result.figure("consume.bytes", UNIT_BYTES_PER_S).add(row["fetch.MB.sec"] * 2**20)
             result.figure("consume.total_records", UNIT_RECORDS_PER_S).add(row["nMsg.sec"])
