@@ -28,7 +28,7 @@ import pytest
 
 from conftest import need
 from seglog import LogConfig
-from seglog.log import Log
+from seglog.storage.log import Log
 
 MIB = 1 << 20
 NATIVE_LOG_BYTES = int(os.environ.get("SEGLOG_BENCH_COMPACTION_MB", "1024")) * MIB

@@ -29,7 +29,7 @@ import pytest
 
 from conftest import need
 from seglog import Log, LogConfig
-from seglog.checkpoints import write_clean_shutdown_marker
+from seglog.storage.checkpoints import write_clean_shutdown_marker
 
 BATCHES = 64  # 64 x 110 KB ~ 7 MB
 SEGMENTS = 1_000

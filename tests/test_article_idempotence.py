@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from seglog.errors import RequestTimedOutError
-from seglog.producer import append_to_log
+from seglog.clients.producer import append_to_log
 from seglog.store import Store
 
 

@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from seglog import checkpoints, filenames
-from seglog.config import LogConfig
+from seglog import filenames
+from seglog.storage import checkpoints
+from seglog.storage.config import LogConfig
 from seglog.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -19,7 +20,7 @@ from seglog.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from seglog.partitioner import partition_for_key
+from seglog.clients.partitioner import partition_for_key
 from seglog.store import TOPICS_FILE, Store, TopicPartition, validate_topic_name
 
 OFFSETS_PARTITIONS = 2  # a small __consumer_offsets keeps the tests fast

@@ -16,7 +16,7 @@ import warnings
 import pytest
 
 from seglog import format as fmt
-from seglog import offsets_schema, txn_schema
+from seglog.coordinator import offsets_schema, txn_schema
 from seglog.errors import CorruptCheckpointError, CorruptRecordError
 from seglog.store import TOPICS_FILE, Store, TopicPartition
 

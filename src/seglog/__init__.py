@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from . import errors, format
 from ._backend import BACKEND_NAMES, default_backend, get_backend
-from .config import LogConfig
-from .log import Log
+from .storage.config import LogConfig
+from .storage.log import Log
 from .store import Store, Topic, TopicPartition
-from .producer import Producer
-from .consumer import Consumer, ConsumerGroup, ConsumerRecord
+from .clients.producer import Producer
+from .clients.consumer import Consumer, ConsumerGroup, ConsumerRecord
 
 __version__ = "0.1.0"
 

@@ -4,7 +4,7 @@ A :class:`Store` is what a Kafka broker keeps under one ``log.dirs`` entry, laid
 way, so a broker could adopt the directory and Kafka tools read it:
 
 ``<topic>-<partition>/``
-    one :class:`~seglog.log.Log` per partition, with its ``partition.metadata`` (the topic id).
+    one :class:`~seglog.storage.log.Log` per partition, with its ``partition.metadata`` (the topic id).
 ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
 ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``
     Kafka's text checkpoints, one ``topic partition offset`` line per partition, gathered from
@@ -21,11 +21,11 @@ way, so a broker could adopt the directory and Kafka tools read it:
     of which exists here. Replaced atomically like the rest.
 ``__consumer_offsets-<n>/``
     committed consumer offsets, as records in Kafka's key/value schema in the compacted
-    internal topic (see :mod:`seglog.consumer`). Created on the first commit.
+    internal topic (see :mod:`seglog.clients.consumer`). Created on the first commit.
 ``__transaction_state-<n>/``
     the transaction coordinator's state (transactional id -> producer id, epoch, current
     transaction) in Kafka's key/value schema, in the compacted internal topic (see
-    :mod:`seglog.txn_coordinator`). Created when the first transactional producer starts.
+    :mod:`seglog.coordinator.transaction`). Created when the first transactional producer starts.
 
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
@@ -47,10 +47,12 @@ import threading
 import uuid
 import warnings
 import weakref
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Mapping
 
-from . import checkpoints, filenames
-from .config import TOPIC_CONFIG_NAMES, LogConfig, check_int
+from . import filenames
+from .storage import checkpoints
+from .types import TopicPartition
+from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
@@ -61,9 +63,9 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from .offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
-from .txn_schema import TRANSACTION_STATE_TOPIC
-from .partitioner import partition_for_key
+from .coordinator.offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
+from .coordinator.txn_schema import TRANSACTION_STATE_TOPIC
+from .clients.partitioner import partition_for_key
 
 __all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE"]
 
@@ -98,15 +100,6 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
-
-class TopicPartition(NamedTuple):
-    """A topic name and a partition number (Kafka's ``TopicPartition``)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 def validate_topic_name(name: str) -> None:
@@ -159,7 +152,7 @@ def _as_config(config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
 class Topic:
     """One topic of a :class:`Store`: its partitions' Logs, config and partitioner.
 
-    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.config.LogConfig`),
+    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.storage.config.LogConfig`),
     ``topic_id`` (Kafka's base64url uuid text), ``is_internal``. Obtained from
     :meth:`Store.create_topic` or :meth:`Store.topic`; valid until the topic is deleted or the
     store closed (then :meth:`log` raises). Thread-safe.
@@ -193,7 +186,7 @@ class Topic:
         return partition_for_key(key, len(self._logs))
 
     def log(self, partition: int):
-        """The :class:`~seglog.log.Log` of ``partition``. Raises
+        """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
         :class:`UnknownTopicOrPartitionError` for a partition out of range, and
         :class:`LogClosedError` once the topic was deleted or the store closed."""
         if self._deleted or self._store._closed:
@@ -222,7 +215,7 @@ class Topic:
 
 
 class _StorePartitionState:
-    """The :class:`~seglog.partition_state.PartitionState` a Store hands each of its Logs:
+    """The :class:`~seglog.storage.partition_state.PartitionState` a Store hands each of its Logs:
     the recovery point and log start offset live in the data dir's shared checkpoint files,
     and one clean-shutdown marker covers the whole directory.
 
@@ -392,7 +385,7 @@ class Store:
                 raise FileNotFoundError(f"no data directory at {self.path}")
         else:
             os.makedirs(self.path, exist_ok=True)
-            from .locking import DirectoryLock
+            from .storage.locking import DirectoryLock
             self._dir_lock = DirectoryLock(self.path)
         self.meta = checkpoints.MetaProperties.read(self.path)
         if self.meta is None and not self.read_only:
@@ -437,7 +430,7 @@ class Store:
         if TRANSACTION_STATE_TOPIC in self._topics and not self.read_only:
             # Reload transactional ids after the offsets (completing a transaction a crash
             # left half-written applies its pending offset commits).
-            from .txn_coordinator import TransactionCoordinator
+            from .coordinator.transaction import TransactionCoordinator
             with self._lock:
                 coordinator = self._coordinator = TransactionCoordinator(
                     self, complete_pending=False)
@@ -526,7 +519,7 @@ class Store:
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
                     topic_id: uuid.UUID | None, *, create: bool) -> Topic:
-        from .log import Log
+        from .storage.log import Log
         logs: list = []
         try:
             for p in range(partitions):
@@ -708,13 +701,13 @@ class Store:
         with self._lock:
             self._check_writable()
             if self._coordinator is None:
-                from .txn_coordinator import TransactionCoordinator
+                from .coordinator.transaction import TransactionCoordinator
                 self._coordinator = TransactionCoordinator(self)
             return self._coordinator
 
     def describe_transaction(self, transactional_id: str):
         """The coordinator's state of ``transactional_id`` (Kafka's DescribeTransactions):
-        a :class:`~seglog.txn_coordinator.TransactionDescription` (producer id, epoch, state
+        a :class:`~seglog.coordinator.transaction.TransactionDescription` (producer id, epoch, state
         name, partitions, timeout, times), or None if no producer ever initialised it.
         Raises ReadOnlyError."""
         return self._txn_coordinator().describe(transactional_id)
@@ -722,7 +715,7 @@ class Store:
     def _offsets_manager(self):
         with self._lock:
             if self._offsets is None:
-                from .consumer import _OffsetsManager
+                from .clients.consumer import _OffsetsManager
                 self._offsets = _OffsetsManager(self)
             return self._offsets
 
@@ -745,11 +738,11 @@ class Store:
     # --- clients ---------------------------------------------------------------------------
 
     def producer(self, **kwargs):
-        """A :class:`~seglog.producer.Producer` writing to this store; keyword arguments as
+        """A :class:`~seglog.clients.producer.Producer` writing to this store; keyword arguments as
         its constructor (``linger_ms``, ``batch_size_bytes``, ``compression``,
         ``idempotent``, ``transactional_id``, ...). Producers still open are flushed and
         closed by :meth:`close` (a transaction still open is aborted, as Kafka's close does)."""
-        from .producer import Producer
+        from .clients.producer import Producer
         with self._lock:
             self._check_writable()
             producer = Producer(self, **kwargs)
@@ -770,11 +763,11 @@ class Store:
             return producer_id
 
     def consumer(self, group_id: str | None = None, topics: Iterable[str] | None = None, **kwargs):
-        """A :class:`~seglog.consumer.Consumer` in group ``group_id`` (None: no group, no
+        """A :class:`~seglog.clients.consumer.Consumer` in group ``group_id`` (None: no group, no
         commits), subscribed to ``topics`` if given; keyword arguments as its constructor
         (``auto_offset_reset``, ``partition_assignment_strategy``, ...). Consumers still open
         are closed (without committing) by :meth:`close`."""
-        from .consumer import Consumer
+        from .clients.consumer import Consumer
         with self._lock:
             self._check_open()
             consumer = Consumer(self, group_id=group_id, **kwargs)
@@ -784,9 +777,9 @@ class Store:
         return consumer
 
     def group(self, group_id: str):
-        """The :class:`~seglog.consumer.ConsumerGroup` coordinator of ``group_id`` (created
+        """The :class:`~seglog.clients.consumer.ConsumerGroup` coordinator of ``group_id`` (created
         empty if it has no members yet)."""
-        from .consumer import ConsumerGroup
+        from .clients.consumer import ConsumerGroup
         with self._lock:
             self._check_open()
             group = self._groups.get(group_id)
@@ -853,7 +846,7 @@ class Store:
                 changed = True
             if changed:
                 if OFFSETS_TOPIC in self._topics:
-                    from .consumer import _OffsetsManager
+                    from .clients.consumer import _OffsetsManager
                     self._offsets = _OffsetsManager(self)  # replay the writer's commits
                 self._on_metadata_change()
             return changed

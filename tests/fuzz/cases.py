@@ -20,7 +20,7 @@ import os
 import shutil
 
 import seglog
-from seglog.config import LogConfig
+from seglog.storage.config import LogConfig
 
 from . import checks, corpus, inputs
 from .observe import attempt, columns_list, error_tuple, record_tuple

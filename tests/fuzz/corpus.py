@@ -19,7 +19,7 @@ import struct
 
 import seglog
 from seglog import filenames
-from seglog.config import LogConfig
+from seglog.storage.config import LogConfig
 
 T0_MS = 1_700_000_000_000
 #: The clock every open, append and close of the fuzz harness uses (producer ids never expire).

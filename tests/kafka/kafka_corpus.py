@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import seglog
-from seglog.config import LogConfig
+from seglog.storage.config import LogConfig
 
 #: Record timestamps start two hours ago (whole seconds): recent enough that neither Kafka
 #: nor seglog expires the producers on load (producer.id.expiration.ms is a day), old enough

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 import seglog
-from seglog import txn_schema
+from seglog.coordinator import txn_schema
 from kafka_corpus import (
     CODECS,
     COMPACTED_CONFIG,

@@ -1,0 +1,914 @@
+"""A producer: records accumulate per partition and go to the Log as whole batches.
+
+Kafka's producer (``RecordAccumulator`` + ``Sender``) in one process. :meth:`Producer.send`
+picks the partition (an explicit one; else murmur2 of the key, as Kafka's default
+partitioner; else, for a keyless record, the topic's sticky partition, or round robin when
+asked), appends the record to that partition's open batch and returns a
+:class:`SendFuture`. A batch is written with one ``Log.append_batch`` call (one encode, one
+write) when
+
+* adding the next record would take it past ``batch_size_bytes`` (the record starts a new
+  batch; a record larger than that is a batch by itself), or it reached that size;
+* it is ``linger_ms`` old (a background sender thread wakes at the earliest deadline; with
+  ``linger_ms=0`` every send writes at once);
+* :meth:`Producer.flush` or :meth:`Producer.close` is called.
+
+Sizes are estimated as Kafka's producer does before compression (61 bytes per batch, at most
+21 bytes of overhead per record plus key, value and headers), so a compressed batch on disk
+is smaller than ``batch_size_bytes``.
+
+Records of one partition reach the log in ``send`` order: batches are written under the
+producer's lock. A batch the topic refuses as larger than ``max.message.bytes`` is split in
+halves and written in parts (Kafka's producer splits on MESSAGE_TOO_LARGE), so only a record
+too large by itself fails. Other errors from the log fail the futures of the whole batch;
+:meth:`Producer.flush` raises the first error since the previous flush.
+:meth:`Producer.send_batch` is the batch-first path: many records, one RecordBatch per
+partition, no per-record future.
+
+**Retries.** A batch refused with a *retriable* error (``SeglogError.retriable``: the
+acknowledgement timed out, not enough replicas after the append) is sent again, up to
+``retries`` times, ``retry_backoff_ms`` apart, with the same base sequence. Whether the first
+attempt was written is unknown to the producer: without idempotence a retry may write the
+records twice (at-least-once); with it the log recognises the retry as a duplicate and returns
+the original offsets (the article's idempotent producer). Retries block the producer's lock,
+so batches of a partition are never reordered (Kafka's ``max.in.flight`` of 1). An idempotent
+batch whose retries run out has an unknown outcome: the producer takes a new producer id
+(non-transactional; Kafka's ``resetIdempotentProducerId``) or bumps its epoch at the next
+abort (transactional; KIP-360), so its next sequences cannot collide with it.
+
+:attr:`Producer.log_append` is the boundary between producer and log: the callable that
+hands one batch to a Log, ``log_append(log, values, **fields) -> (first, last)``, where a
+network client would sit between a Kafka producer and its broker. Tests replace it to lose
+acknowledgements (the batch is written, then a retriable error says it was not) without
+touching the Log.
+
+**Transactions** (``transactional_id=...``, Kafka's ``transactional.id``): the producer is
+idempotent and gets its producer id and epoch from the store's transaction coordinator
+(:mod:`seglog.coordinator.transaction`) when it is made: that is Kafka's ``initTransactions``, done
+implicitly so a producer from :meth:`Store.producer <seglog.store.Store.producer>` is ready;
+:meth:`Producer.init_transactions` is accepted afterwards and does nothing. Making it fences
+any older producer with the same id and aborts that one's open transaction. Then
+:meth:`~Producer.begin_transaction`, :meth:`~Producer.send` (the first record for a partition
+adds the partition to the transaction at the coordinator before anything is written there),
+:meth:`~Producer.send_offsets_to_transaction` (the consumer group's offsets, appended to
+``__consumer_offsets`` as transactional records and applied when the transaction commits),
+:meth:`~Producer.commit_transaction` (flush, then COMMIT markers to every partition touched)
+or :meth:`~Producer.abort_transaction` (records still waiting are dropped, ABORT markers).
+A fenced producer raises :class:`ProducerFencedError` from every call and must be closed.
+:meth:`Producer.close` aborts a transaction still open, as Kafka's close does.
+
+Thread safety: a Producer may be shared by threads (as Kafka's is).
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import heapq
+import threading
+import time
+from typing import Any, Iterable
+
+from ..errors import (
+    IllegalStateError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    LogClosedError,
+    ProducerFencedError,
+    RecordTooLargeError,
+    SeglogError,
+    TransactionAbortedError,
+)
+from ..storage.config import INT32_MAX, check_int, check_optional_int
+from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .partitioner import RoundRobinPartitioner, StickyPartitioner, partition_for_key
+from ..types import RecordMetadata, TopicPartition
+
+__all__ = ["Producer", "RecordMetadata", "SendFuture"]
+
+#: Kafka's producer defaults (``linger.ms`` is 5 since Kafka 4.0, ``batch.size`` 16 KiB,
+#: ``max.request.size`` 1 MiB).
+LINGER_MS_DEFAULT = 5
+BATCH_SIZE_BYTES_DEFAULT = 16384
+MAX_REQUEST_BYTES_DEFAULT = 1024 * 1024
+#: Most records in one batch (a limit on everything; Kafka has none but batch.size).
+BATCH_RECORDS_MAX = 1 << 20
+_COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: Sequence numbers wrap past Integer.MAX_VALUE to 0 (Kafka's incrementSequence).
+_SEQUENCE_MODULUS = 1 << 31
+#: Sends of one batch after a retriable error (Kafka retries without a count limit until
+#: ``delivery.timeout.ms``; a limit on everything) and the pause between them (Kafka's
+#: ``retry.backoff.ms``).
+RETRIES_DEFAULT = 10
+RETRY_BACKOFF_MS_DEFAULT = 100
+RETRIES_MAX = 1000
+#: Transaction states of a transactional producer (Kafka's TransactionManager.State, the
+#: ones an embedded producer can be in).
+_READY = "READY"
+_IN_TRANSACTION = "IN_TRANSACTION"
+_ABORTABLE_ERROR = "ABORTABLE_ERROR"
+_FENCED = "FENCED"
+
+
+def append_to_log(log, values, **fields) -> tuple[int, int]:
+    """The default :attr:`Producer.log_append`: ``log.append_batch(values, **fields)``."""
+    return log.append_batch(values, **fields)
+
+
+
+class _BatchResult:
+    """The outcome of one batch, shared by its records' futures (one Event per batch, not
+    per record). A batch is usually written whole; one the log refuses as too large is split
+    and written in parts (Kafka's producer splits on MESSAGE_TOO_LARGE), so the outcome is a
+    list of parts: ``(first record index, first offset or -1, error or None)``."""
+
+    __slots__ = ("event", "parts", "_starts")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.parts: list[tuple[int, int, BaseException | None]] = []
+        self._starts: list[int] = []
+
+    def complete(self, parts: list[tuple[int, int, BaseException | None]]) -> None:
+        self.parts = sorted(parts, key=lambda part: part[0])
+        self._starts = [part[0] for part in self.parts]
+        self.event.set()
+
+    def offset_of(self, index: int) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+        start, first_offset, error = self.parts[bisect.bisect_right(self._starts, index) - 1]
+        if error is not None:
+            raise error
+        return first_offset + (index - start)
+
+    def error_of(self, index: int) -> BaseException | None:
+        """The error that failed record ``index``, or None."""
+        return self.parts[bisect.bisect_right(self._starts, index) - 1][2]
+
+
+class SendFuture:
+    """The pending result of one :meth:`Producer.send`.
+
+    ``topic`` and ``partition`` are known at once; :meth:`result` waits until the record's
+    batch is written and returns its :class:`RecordMetadata`, or raises the error that failed
+    the batch. Thread-safe.
+    """
+
+    __slots__ = ("topic", "partition", "timestamp_ms", "_batch", "_index")
+
+    def __init__(self, batch: _BatchResult, index: int, topic: str, partition: int,
+                 timestamp_ms: int):
+        self.topic = topic
+        self.partition = partition
+        self.timestamp_ms = timestamp_ms
+        self._batch = batch
+        self._index = index  # the record's position in its batch
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+        return self._batch.event.is_set()
+
+    def result(self, timeout_ms: int | None = None) -> RecordMetadata:
+        """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
+        within ``linger_ms``) and return the record's :class:`RecordMetadata`. Raises the
+        batch's error, or ``TimeoutError``; TypeError / ValueError for a non-integer or
+        negative ``timeout_ms``."""
+        timeout_ms = check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        batch = self._batch
+        if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
+            raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
+                               f"{timeout_ms} ms")
+        return RecordMetadata(self.topic, self.partition, batch.offset_of(self._index),
+                              self.timestamp_ms)
+
+    @property
+    def offset(self) -> int:
+        """The record's offset (waits for the batch, as :meth:`result`)."""
+        return self.result().offset
+
+    def __repr__(self) -> str:
+        batch = self._batch
+        state = ("pending" if not batch.event.is_set() else "failed"
+                 if batch.error_of(self._index) else f"offset={batch.offset_of(self._index)}")
+        return f"SendFuture({self.topic}-{self.partition}, {state})"
+
+
+class _Batch:
+    """The open batch of one partition: column lists, the estimated size, its result."""
+
+    __slots__ = ("tp", "values", "keys", "timestamps_ms", "headers", "has_keys", "has_headers",
+                 "size_bytes", "deadline", "result")
+
+    def __init__(self, tp: TopicPartition, deadline: float):
+        self.tp = tp
+        self.values: list = []
+        self.keys: list = []
+        self.timestamps_ms: list[int] = []
+        self.headers: list = []
+        self.has_keys = False
+        self.has_headers = False
+        self.size_bytes = RECORD_BATCH_OVERHEAD
+        self.deadline = deadline
+        self.result = _BatchResult()
+
+
+def _record_size_bytes(key, value, headers) -> int:
+    """Kafka's upper-bound estimate of one record's size in a batch (before compression)."""
+    size = MAX_RECORD_OVERHEAD + 5 + 5 + 5  # + key, value and header-count varints
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    for header_key, header_value in headers:
+        size += 10 + len(header_key.encode("utf-8")) + (len(header_value) if header_value else 0)
+    return size
+
+
+class Producer:
+    """Writes records to a :class:`~seglog.store.Store` in batches (see the module docstring).
+
+    ``Producer(store, linger_ms=5, batch_size_bytes=16384, compression="none",
+    partitioner="sticky", max_request_bytes=1048576, idempotent=False)``; usually made by
+    :meth:`Store.producer <seglog.store.Store.producer>`.
+
+    * ``linger_ms``: how long a batch may wait for more records (0: write at every send).
+    * ``batch_size_bytes``: estimated size at which a batch is written.
+    * ``compression``: ``none``, ``gzip``, ``snappy``, ``lz4`` or ``zstd``, per batch.
+    * ``partitioner``: ``"sticky"`` (Kafka's default: keyed records by murmur2, keyless ones
+      stick to a partition for about a batch, then move) or ``"round_robin"`` (Kafka's
+      RoundRobinPartitioner: every record, keyed or not, to the next partition).
+    * ``max_request_bytes``: the largest record accepted by :meth:`send` (Kafka's
+      ``max.request.size``); the topic's ``max.message.bytes`` is enforced by the log.
+    * ``idempotent``: Kafka's ``enable.idempotence``: the producer gets a producer id
+      unique in the data directory (epoch 0) and numbers its batches per partition (base
+      sequences, wrapping at 2**31 as Kafka's), so every batch carries them and the log
+      checks them (a retried batch is written once). Default: True with a
+      ``transactional_id``, else False; False with a ``transactional_id`` is a ValueError.
+    * ``retries``, ``retry_backoff_ms``: sends of a batch after a retriable error, and the
+      pause between them (see the module docstring).
+    * ``transactional_id``: Kafka's ``transactional.id``: makes a transactional producer
+      (see the module docstring); ``transaction_timeout_ms`` (1..900000, default 60000) is
+      how long a transaction may stay open before the coordinator aborts it
+      (``Store.maintain``).
+
+    ``producer_id`` and ``producer_epoch`` are -1 for a plain producer.
+    """
+
+    def __init__(self, store, *, linger_ms: int = LINGER_MS_DEFAULT,
+                 batch_size_bytes: int = BATCH_SIZE_BYTES_DEFAULT, compression: str = "none",
+                 partitioner: str = "sticky", max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT,
+                 idempotent: bool | None = None, acks: Any = None,
+                 retries: int = RETRIES_DEFAULT,
+                 retry_backoff_ms: int = RETRY_BACKOFF_MS_DEFAULT,
+                 transactional_id: str | None = None,
+                 transaction_timeout_ms: int = 60_000):
+        # Numbers: TypeError for a non-integer, ValueError out of range (config.check_int).
+        linger_ms = check_int("linger_ms", linger_ms, minimum=0)
+        batch_size_bytes = check_int("batch_size_bytes", batch_size_bytes, minimum=0)
+        max_request_bytes = check_int("max_request_bytes", max_request_bytes, minimum=1,
+                                      maximum=INT32_MAX)
+        transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms,
+                                           maximum=INT32_MAX)
+        if compression not in _COMPRESSIONS:
+            raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+        if partitioner not in ("sticky", "round_robin"):
+            raise ValueError(f"partitioner must be 'sticky' or 'round_robin', got {partitioner!r}")
+        retries = check_int("retries", retries, minimum=0, maximum=RETRIES_MAX)
+        retry_backoff_ms = check_int("retry_backoff_ms", retry_backoff_ms, minimum=0)
+        if transactional_id is not None:
+            from ..coordinator.transaction import check_transactional_id
+            check_transactional_id(transactional_id)
+            if idempotent is False:
+                raise ValueError("a transactional producer is idempotent: idempotent=False "
+                                 "cannot go with a transactional_id (Kafka: ConfigException)")
+            idempotent = True
+        self._store = store
+        self.linger_ms = linger_ms
+        self.batch_size_bytes = batch_size_bytes
+        self.compression = compression
+        self.partitioner = partitioner
+        self.max_request_bytes = max_request_bytes
+        self.idempotent = bool(idempotent)
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        #: The boundary between producer and log (see the module docstring).
+        self.log_append = append_to_log
+        self._lock = threading.RLock()
+        self._wakeup = threading.Condition(self._lock)
+        self._batches: dict[TopicPartition, _Batch] = {}
+        self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
+        self._deadline_seq = 0
+        self._keyless: dict[str, Any] = {}  # topic -> Sticky/RoundRobin partitioner
+        self._errors: list[BaseException] = []
+        self._closed = False
+        self._sender: threading.Thread | None = None
+        self._sequences: dict[TopicPartition, int] = {}  # next base sequence per partition
+        self._txn_state = _READY
+        self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
+        self._txn_error: BaseException | None = None  # why the transaction must abort
+        self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
+        if transactional_id is not None:
+            # Kafka's initTransactions, implicit: fences older producers of the id.
+            self.producer_id, self.producer_epoch = store._txn_coordinator().init_producer_id(
+                transactional_id, timeout_ms=transaction_timeout_ms)
+        else:
+            self.producer_id = store._allocate_producer_id() if self.idempotent else -1
+            self.producer_epoch = 0 if self.idempotent else -1
+
+    # --- transactions ------------------------------------------------------------------------
+
+    @property
+    def transactional(self) -> bool:
+        """Whether this producer has a ``transactional_id``."""
+        return self.transactional_id is not None
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (begun, not yet committed or aborted)."""
+        return self._txn_state in (_IN_TRANSACTION, _ABORTABLE_ERROR)
+
+    def _require_transactional(self, call: str) -> None:
+        if not self.transactional:
+            raise IllegalStateError(f"Transactional method {call} invoked on a "
+                                    "non-transactional producer (no transactional_id)")
+        if self._txn_state == _FENCED:
+            raise ProducerFencedError(f"producer of transactional id {self.transactional_id!r} "
+                                      "was fenced by a newer one; close it")
+        if self._closed:
+            raise IllegalStateError(f"Cannot call {call} after the producer is closed.")
+
+    def _fenced(self, error: BaseException) -> ProducerFencedError:
+        """Enter the fatal fenced state; returns the error to raise."""
+        self._txn_state = _FENCED
+        if isinstance(error, ProducerFencedError):
+            return error
+        fenced = ProducerFencedError(
+            f"producer {self.producer_id} epoch {self.producer_epoch} of transactional id "
+            f"{self.transactional_id!r} was fenced: {error}")
+        fenced.__cause__ = error
+        return fenced
+
+    def _check_coordinator(self) -> None:
+        """ProducerFencedError (and the fenced state) if a newer producer took the id."""
+        try:
+            self._store._txn_coordinator().check_producer(
+                self.transactional_id, self.producer_id, self.producer_epoch)
+        except ProducerFencedError as error:
+            raise self._fenced(error) from None
+
+    def init_transactions(self) -> None:
+        """Kafka's ``initTransactions``. The store's producer did it when it was made
+        (fencing older producers of the id), so this only checks the state: IllegalStateError
+        for a producer without ``transactional_id``, ProducerFencedError once fenced."""
+        with self._lock:
+            self._require_transactional("init_transactions")
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until :meth:`commit_transaction` or
+        :meth:`abort_transaction` become visible to read_committed consumers together, or
+        never. Raises InvalidTxnStateError when one is already open, ProducerFencedError,
+        IllegalStateError for a producer without ``transactional_id``."""
+        with self._lock:
+            self._require_transactional("begin_transaction")
+            if self._txn_state != _READY:
+                raise InvalidTxnStateError(
+                    "Invalid transition attempted from state IN_TRANSACTION to state "
+                    "IN_TRANSACTION: a transaction is already open")
+            self._check_coordinator()
+            self._txn_state = _IN_TRANSACTION
+            self._txn_partitions = set()
+            self._txn_error = None
+
+    def _check_can_send(self) -> None:
+        """For a transactional producer: a send needs an open, healthy transaction."""
+        if self._txn_state == _IN_TRANSACTION:
+            self._check_coordinator()
+            return
+        self._require_transactional("send")
+        if self._txn_state == _ABORTABLE_ERROR:
+            raise InvalidTxnStateError(
+                "Cannot perform send because a previous request of the transaction failed: "
+                "abort the transaction") from self._txn_error
+        raise InvalidTxnStateError("Cannot perform a 'send' before completing a call to "
+                                   "begin_transaction")
+
+    def _add_to_transaction(self, tps) -> None:
+        """Kafka's AddPartitionsToTxn for the partitions not yet in the transaction."""
+        new = [tp for tp in tps if tp not in self._txn_partitions]
+        if not new:
+            return
+        try:
+            self._store._txn_coordinator().add_partitions(
+                self.transactional_id, self.producer_id, self.producer_epoch, new)
+        except ProducerFencedError as error:
+            raise self._fenced(error) from None
+        self._txn_partitions.update(new)
+
+    def send_offsets_to_transaction(self, offsets, group_id: str) -> None:
+        """Commit ``offsets`` (``{(topic, partition): offset}``, the *next* offsets to read;
+        a value may also be ``(offset, metadata)`` or an OffsetAndMetadata) for consumer group
+        ``group_id`` as part of the open transaction (Kafka's AddOffsetsToTxn +
+        TxnOffsetCommit): the group's ``__consumer_offsets`` partition joins the transaction
+        and the commit is appended there as a transactional batch of this producer. It
+        becomes the group's committed offsets when the transaction commits, and is dropped
+        if it aborts. Raises InvalidTxnStateError without an open transaction,
+        ProducerFencedError, ValueError for a negative offset or long metadata,
+        UnknownTopicOrPartitionError."""
+        from .consumer import OffsetAndMetadata, _as_tp, _check_offset
+
+        if not isinstance(group_id, str) or not group_id:
+            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        parsed = {}
+        for tp, value in offsets.items():
+            tp = _as_tp(tp)
+            if isinstance(value, OffsetAndMetadata):
+                om = value
+            elif isinstance(value, tuple):
+                om = OffsetAndMetadata(value[0], value[1])
+            else:
+                om = OffsetAndMetadata(value)
+            _check_offset(tp, om)
+            self._store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+            parsed[tp] = om
+        with self._lock:
+            self._check_can_send()
+            if not parsed:
+                return
+            manager = self._store._offsets_manager()
+            partition, keys, values, timestamps = manager.transactional_records(group_id, parsed)
+            tp = TopicPartition(self._store._offsets_topic().name, partition)
+            self._add_to_transaction([tp])
+            log = self._store.topic(tp.topic).log(tp.partition)
+            try:
+                first, _last = self._append(log, tp, values, keys=keys, timestamps_ms=timestamps,
+                                            headers=None)
+            except SeglogError as error:
+                self._note_txn_failure(error)
+                raise
+            manager.add_pending(partition, self.producer_id, group_id, parsed, first,
+                                timestamps[0])
+            self._store._notify_data()
+
+    def _note_txn_failure(self, error: BaseException) -> None:
+        """A write of the open transaction failed: it can only be aborted now."""
+        if self.transactional and self._txn_state == _IN_TRANSACTION:
+            self._txn_state = _ABORTABLE_ERROR
+            self._txn_error = error
+
+    def commit_transaction(self) -> None:
+        """Flush the transaction's records, then have the coordinator write COMMIT markers
+        to every partition it touched (``__consumer_offsets`` included): its records become
+        visible to read_committed consumers and its offsets the group's committed offsets.
+        Raises InvalidTxnStateError without an open transaction, or after a failed write (the
+        transaction must then be aborted; a flush error is raised with it as the cause);
+        ProducerFencedError."""
+        with self._lock:
+            self._require_transactional("commit_transaction")
+            if self._txn_state == _READY:
+                raise InvalidTxnStateError("Invalid transition attempted from state READY to "
+                                           "state COMMITTING_TRANSACTION: no transaction is open")
+            if self._txn_state == _IN_TRANSACTION:
+                try:
+                    self.flush()
+                except ProducerFencedError:
+                    raise
+                except SeglogError as error:
+                    self._note_txn_failure(error)
+            if self._txn_state == _ABORTABLE_ERROR:
+                raise InvalidTxnStateError(
+                    "Cannot commit: a write of the transaction failed; abort it") \
+                    from self._txn_error
+            self._check_coordinator()
+            if self._txn_partitions:
+                try:
+                    self._store._txn_coordinator().end_transaction(
+                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        commit=True)
+                except ProducerFencedError as error:
+                    raise self._fenced(error) from None
+            self._txn_state = _READY
+            self._txn_partitions = set()
+
+    def abort_transaction(self) -> None:
+        """Abort the open transaction: records still waiting in the producer are dropped
+        (their futures fail with TransactionAbortedError), and the coordinator writes ABORT
+        markers to every partition the transaction touched, so read_committed consumers
+        never see its records and its offsets are never committed. Raises
+        InvalidTxnStateError without an open transaction, ProducerFencedError."""
+        with self._lock:
+            self._require_transactional("abort_transaction")
+            if self._txn_state == _READY:
+                raise InvalidTxnStateError("Invalid transition attempted from state READY to "
+                                           "state ABORTING_TRANSACTION: no transaction is open")
+            self._drop_waiting(TransactionAbortedError(
+                "Failing batch since transaction was aborted"))
+            if self._txn_partitions:
+                try:
+                    producer_id, epoch = self._store._txn_coordinator().end_transaction(
+                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        commit=False, bump_epoch=self._epoch_bump_required)
+                except ProducerFencedError as error:
+                    raise self._fenced(error) from None
+                if (producer_id, epoch) != (self.producer_id, self.producer_epoch):
+                    self.producer_id, self.producer_epoch = producer_id, epoch
+                    self._sequences.clear()  # a new epoch starts every partition at 0
+                    self._epoch_bump_required = False
+            self._txn_state = _READY
+            self._txn_partitions = set()
+            self._txn_error = None
+
+    def _drop_waiting(self, error: BaseException) -> None:
+        """Fail the batches not written yet without writing them."""
+        for batch in list(self._batches.values()):
+            batch.result.complete([(0, -1, error)])
+        self._batches.clear()
+        self._deadlines.clear()
+
+    # --- sending ---------------------------------------------------------------------------
+
+    def send(self, topic: str, value: bytes | None = None, key: bytes | None = None, *,
+             partition: int | None = None, timestamp_ms: int | None = None,
+             headers: Iterable[tuple[str, bytes | None]] | None = None) -> SendFuture:
+        """Queue one record for ``topic`` and return its :class:`SendFuture`.
+
+        ``value``/``key``: bytes-like or None. ``partition``: explicit, else chosen by the
+        partitioner. ``timestamp_ms``: CreateTime, default the wall clock now. ``headers``:
+        ``(str, bytes | None)`` pairs. Raises :class:`UnknownTopicOrPartitionError`,
+        :class:`RecordTooLargeError` (over ``max_request_bytes``), :class:`InvalidRecordError`
+        (a keyless record for a compacted topic, a bad type), :class:`IllegalStateError` after
+        :meth:`close`; TypeError for a non-integer ``partition`` / ``timestamp_ms``,
+        ValueError for one outside int32 / int64.
+        """
+        if partition is not None:
+            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
+        if timestamp_ms is not None:
+            timestamp_ms = check_int("timestamp_ms", timestamp_ms)
+        key = _as_bytes_or_none(key, "key")
+        value = _as_bytes_or_none(value, "value")
+        header_list = tuple(_as_header(h) for h in headers) if headers else ()
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        record_bytes = _record_size_bytes(key, value, header_list)
+        if record_bytes + RECORD_BATCH_OVERHEAD > self.max_request_bytes:
+            raise RecordTooLargeError(
+                f"The message is {record_bytes + RECORD_BATCH_OVERHEAD} bytes when serialized "
+                f"which is larger than max_request_bytes ({self.max_request_bytes})")
+        topic_obj = self._store.topic(topic)  # UnknownTopicOrPartitionError
+        if key is None and topic_obj.config.compaction_enabled:
+            raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
+                                     "without a key")
+        with self._lock:
+            if self._closed:
+                raise IllegalStateError("Cannot send after the producer is closed.")
+            self._raise_if_sender_failed()
+            if self.transactional:
+                self._check_can_send()
+            sticky = partition is None and key is None and self.partitioner == "sticky"
+            if partition is None:
+                partition = self._choose_partition(topic_obj, key)
+            else:
+                topic_obj.log(partition)  # UnknownTopicOrPartitionError when out of range
+            tp = TopicPartition(topic, partition)
+            if self.transactional:
+                self._add_to_transaction([tp])
+            batch = self._batches.get(tp)
+            if batch is not None and (batch.size_bytes + record_bytes > self.batch_size_bytes
+                                      or len(batch.values) >= BATCH_RECORDS_MAX):
+                self._write(batch)  # Kafka closes the full batch and opens a new one
+                batch = None
+            if batch is None:
+                batch = self._open_batch(tp)
+            future = SendFuture(batch.result, len(batch.values), topic, partition, timestamp_ms)
+            batch.values.append(value)
+            batch.keys.append(key)
+            batch.timestamps_ms.append(timestamp_ms)
+            batch.headers.append(header_list)
+            batch.has_keys |= key is not None
+            batch.has_headers |= bool(header_list)
+            batch.size_bytes += record_bytes
+            full = batch.size_bytes >= self.batch_size_bytes
+            if sticky:
+                self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
+            if full or self.linger_ms == 0:
+                self._write(batch)
+            return future
+
+    def send_batch(self, topic: str, values, keys=None, *, partition: int | None = None,
+                   timestamps_ms=None) -> dict[int, tuple[int, int]]:
+        """Write many records at once, with no per-record future: the batch-first path.
+
+        ``values`` (and ``keys``, None or one per record) are sequences of bytes-like or None.
+        Records are spread as :meth:`send` would (explicit ``partition``; else murmur2 of
+        each key, computed for all keys at once; keyless records all go to the topic's
+        current sticky partition, or round robin when asked) and each partition's share is
+        appended at once as one RecordBatch, after any records already waiting there (order
+        per partition is kept). ``timestamps_ms``: None (now), an int, or one per record.
+        Returns ``{partition: (first_offset, last_offset)}``. Raises as :meth:`send`, and
+        the log's errors directly (nothing of a failed partition's share is written).
+        """
+        from .partitioner import partitions_for_keys
+
+        values = [_as_bytes_or_none(v, "value") for v in values]
+        count = len(values)
+        if count == 0:
+            return {}
+        if keys is not None:
+            keys = [_as_bytes_or_none(k, "key") for k in keys]
+            if len(keys) != count:
+                raise InvalidRecordError(f"{len(keys)} keys for {count} values")
+        topic_obj = self._store.topic(topic)
+        if topic_obj.config.compaction_enabled and (keys is None or None in keys):
+            raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
+                                     "without a key")
+        if partition is not None:
+            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
+        if timestamps_ms is None:
+            timestamps_ms = time.time_ns() // 1_000_000
+        if isinstance(timestamps_ms, (str, bytes)) or not hasattr(timestamps_ms, "__len__"):
+            timestamps_ms = [check_int("timestamps_ms", timestamps_ms)] * count
+        elif len(timestamps_ms) != count:
+            raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
+        with self._lock:
+            if self._closed:
+                raise IllegalStateError("Cannot send after the producer is closed.")
+            if self.transactional:
+                self._check_can_send()
+            if partition is not None:
+                topic_obj.log(partition)
+                targets = [partition] * count
+            elif self.partitioner == "round_robin" or keys is None or None in keys:
+                targets = [self._choose_partition(topic_obj, None if keys is None else k)
+                           for k in (keys or [None] * count)]
+            else:
+                targets = partitions_for_keys(keys, topic_obj.partitions).tolist()
+            shares: dict[int, list[int]] = {}
+            for i, p in enumerate(targets):
+                shares.setdefault(p, []).append(i)
+            if self.transactional:
+                self._add_to_transaction([TopicPartition(topic, p) for p in sorted(shares)])
+            out = {}
+            for p, rows in sorted(shares.items()):
+                tp = TopicPartition(topic, p)
+                waiting = self._batches.get(tp)
+                if waiting is not None:
+                    error = self._write(waiting)
+                    if error is not None:
+                        self._errors.append(error)
+                try:
+                    out[p] = self._append(
+                        self._store.topic(topic).log(p), tp, [values[i] for i in rows],
+                        keys=None if keys is None else [keys[i] for i in rows],
+                        timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
+                except SeglogError as error:
+                    self._note_txn_failure(error)
+                    raise
+                self._store._notify_data()
+            return out
+
+    def _choose_partition(self, topic, key) -> int:
+        if self.partitioner == "round_robin":
+            chooser = self._keyless.get(topic.name)
+            if chooser is None or chooser.num_partitions != topic.partitions:
+                chooser = self._keyless[topic.name] = RoundRobinPartitioner(topic.partitions)
+            return chooser.partition()
+        if key is not None:
+            return partition_for_key(key, topic.partitions)
+        chooser = self._keyless.get(topic.name)
+        if chooser is None or chooser.num_partitions != topic.partitions:
+            chooser = self._keyless[topic.name] = StickyPartitioner(
+                topic.partitions, sticky_batch_bytes=max(1, self.batch_size_bytes))
+        return chooser.partition()
+
+    def _open_batch(self, tp: TopicPartition) -> _Batch:
+        deadline = time.monotonic() + self.linger_ms / 1000
+        batch = self._batches[tp] = _Batch(tp, deadline)
+        if self.linger_ms > 0:
+            self._deadline_seq += 1
+            heapq.heappush(self._deadlines, (deadline, self._deadline_seq, tp))
+            self._ensure_sender()
+            self._wakeup.notify()
+        return batch
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _write(self, batch: _Batch) -> BaseException | None:
+        """Append ``batch`` as one RecordBatch and complete its futures. Caller holds the
+        lock. Returns the error that failed it, if any (also stored in the futures)."""
+        if self._batches.get(batch.tp) is batch:
+            del self._batches[batch.tp]
+        parts: list[tuple[int, int, BaseException | None]] = []
+        todo = collections.deque([(0, len(batch.values))])  # record ranges, in order
+        first_error: BaseException | None = None
+        current = None  # the range being appended
+        try:
+            log = self._store.topic(batch.tp.topic).log(batch.tp.partition)
+            while todo:
+                current = todo.popleft()
+                start, end = current
+                try:
+                    first, _last = self._append(
+                        log, batch.tp, batch.values[start:end],
+                        keys=batch.keys[start:end] if batch.has_keys else None,
+                        timestamps_ms=batch.timestamps_ms[start:end],
+                        headers=batch.headers[start:end] if batch.has_headers else None)
+                except RecordTooLargeError as error:
+                    if end - start > 1:  # split in halves, left first: order is kept
+                        middle = (start + end) // 2
+                        todo.appendleft((middle, end))
+                        todo.appendleft((start, middle))
+                    else:
+                        parts.append((start, -1, error))  # one record alone is too large
+                        first_error = first_error or error
+                    current = None
+                    continue
+                parts.append((start, first, None))
+                current = None
+        except BaseException as error:
+            # Fail this range and every range not written yet; never leave a future waiting.
+            failed = ([current] if current is not None else []) + list(todo)
+            parts.extend((start, -1, error) for start, _end in failed)
+            batch.result.complete(parts)
+            if isinstance(error, SeglogError):
+                self._note_txn_failure(error)
+                return error
+            raise
+        if first_error is not None:
+            self._note_txn_failure(first_error)
+        batch.result.complete(parts)
+        if any(first >= 0 for _, first, _ in parts):
+            self._store._notify_data()
+        return first_error
+
+    def _append(self, log, tp: TopicPartition, values: list, *, keys, timestamps_ms,
+                headers) -> tuple[int, int]:
+        """One batch through :attr:`log_append`, with the producer id and the partition's
+        next base sequence when idempotent (the sequence moves only when the append
+        succeeds), sent again after retriable errors (see the module docstring)."""
+        fields: dict[str, Any] = dict(keys=keys, timestamps_ms=timestamps_ms, headers=headers,
+                                      compression=self.compression)
+        sequence = 0
+        if self.idempotent:
+            if self.transactional:
+                self._check_coordinator()
+            sequence = self._sequences.get(tp, 0)
+            fields.update(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                          base_sequence=sequence, is_transactional=self.transactional)
+        attempt = 0
+        while True:
+            try:
+                offsets = self.log_append(log, values, **fields)
+                break
+            except InvalidProducerEpochError as error:
+                if self.transactional:  # markers of a newer epoch reached the partition
+                    raise self._fenced(error) from None
+                raise
+            except SeglogError as error:
+                if not error.retriable:
+                    raise
+                if attempt >= self.retries:
+                    if self.idempotent:
+                        self._unknown_outcome()
+                    raise
+                attempt += 1
+                if self.retry_backoff_ms:
+                    time.sleep(self.retry_backoff_ms / 1000)
+        if self.idempotent:
+            self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
+        return offsets
+
+    def _unknown_outcome(self) -> None:
+        """A batch's retries ran out after retriable errors: it may be in the log. Its
+        sequence must never be reused for other records, so a transactional producer bumps
+        its epoch at the next abort and a plain idempotent one takes a new producer id."""
+        if self.transactional:
+            self._epoch_bump_required = True
+        else:
+            self.producer_id = self._store._allocate_producer_id()
+            self._sequences.clear()
+
+    def flush(self, timeout_ms: int | None = None) -> None:
+        """Write every open batch now (records sent before the call are in the logs when it
+        returns). Raises the first error that failed a batch since the last flush (the other
+        batches are still written). ``timeout_ms`` is accepted for Kafka compatibility; the
+        writes are synchronous (it is still checked: TypeError / ValueError as everywhere)."""
+        check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        with self._lock:
+            errors, self._errors = self._errors, []
+            for batch in list(self._batches.values()):
+                error = self._write(batch)
+                if error is not None:
+                    errors.append(error)
+            self._deadlines.clear()
+        if errors:
+            raise errors[0]
+
+    def _raise_if_sender_failed(self) -> None:
+        pending = [e for e in self._errors if not isinstance(e, SeglogError)]
+        if pending:
+            raise pending[0]
+
+    # --- the sender thread (linger) ----------------------------------------------------------
+
+    def _ensure_sender(self) -> None:
+        if self._sender is None:
+            self._sender = threading.Thread(target=self._run_sender, daemon=True,
+                                            name=f"seglog-producer-sender-{id(self):x}")
+            self._sender.start()
+
+    def _run_sender(self) -> None:
+        with self._lock:
+            while not self._closed:
+                if not self._deadlines:
+                    self._wakeup.wait()
+                    continue
+                deadline, _, tp = self._deadlines[0]
+                now = time.monotonic()
+                if deadline > now:
+                    self._wakeup.wait(deadline - now)
+                    continue
+                heapq.heappop(self._deadlines)
+                batch = self._batches.get(tp)
+                if batch is None or batch.deadline != deadline:
+                    continue  # written already (full, or flushed); a newer one has its own entry
+                try:
+                    error = self._write(batch)
+                except BaseException as exc:  # noqa: BLE001 - keep the sender alive
+                    error = exc
+                if error is not None:
+                    self._errors.append(error)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self, timeout_ms: int | None = None) -> None:
+        """Flush open batches and stop the sender; later sends raise
+        :class:`IllegalStateError`. Errors of batches written here fail their futures but are
+        not raised (the store calls this on close). A transaction still open is aborted
+        (its waiting records dropped); a fenced producer writes nothing. Idempotent.
+        TypeError / ValueError for a non-integer or negative ``timeout_ms``."""
+        check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        with self._lock:
+            if self._closed:
+                return
+            if self._txn_state == _FENCED:
+                self._drop_waiting(ProducerFencedError("the producer was fenced"))
+            elif self.in_transaction:
+                try:
+                    self.abort_transaction()  # Kafka's close aborts an open transaction
+                except (SeglogError, LogClosedError):
+                    self._drop_waiting(TransactionAbortedError("the producer was closed"))
+            try:
+                self.flush()
+            except (SeglogError, LogClosedError):
+                pass
+            self._closed = True
+            self._wakeup.notify_all()
+            sender = self._sender
+        if sender is not None and sender is not threading.current_thread():
+            sender.join()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Producer(linger_ms={self.linger_ms}, batch_size_bytes={self.batch_size_bytes}, "
+                f"compression={self.compression!r}, open_batches={len(self._batches)})")
+
+
+def _as_bytes_or_none(data, what: str):
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, str):
+        raise InvalidRecordError(f"the record {what} must be bytes-like or None, got str "
+                                 "(encode it first)")
+    try:
+        return bytes(memoryview(data))
+    except TypeError:
+        raise InvalidRecordError(f"the record {what} must be bytes-like or None, got "
+                                 f"{type(data).__name__}") from None
+
+
+def _as_header(header) -> tuple[str, bytes | None]:
+    """Check one header here, so a bad one fails its own send, not its whole batch later."""
+    try:
+        header_key, header_value = header
+    except (TypeError, ValueError):
+        raise InvalidRecordError(f"a header must be a (str, bytes | None) pair, got "
+                                 f"{header!r}") from None
+    if not isinstance(header_key, str):
+        raise InvalidRecordError(f"a header key must be a str, got {header_key!r}")
+    return header_key, _as_bytes_or_none(header_value, f"header {header_key!r} value")

@@ -1,0 +1,438 @@
+"""The transaction coordinator, embedded in a Store: transactional ids, epochs and markers.
+
+Kafka's ``TransactionCoordinator`` in one process. Each transactional id maps to a producer id
+and an epoch and to the state of its current transaction (Kafka's ``TransactionMetadata``);
+every change of that state is first written as a record of the compacted internal topic
+``__transaction_state`` (:mod:`seglog.coordinator.txn_schema`, Kafka's key/value schema; partition
+``abs(hashCode(transactional id)) % n``), then applied in memory. On open the store replays the
+topic, last value per key winning, so ids and epochs are never handed out twice across
+restarts. Why a topic and not a small file: it is what Kafka keeps, so a broker adopting the
+directory (or kafka tools) reads the same state; it is appended to, never rewritten, so a
+transition costs one small append; and the cleaner already compacts it. The epoch bump of
+:meth:`init_producer_id` is flushed (fsync) before the epoch is handed out; the other
+transitions are in the page cache when they return, as consumer offset commits are.
+
+The transitions (``txn_schema`` states):
+
+* :meth:`init_producer_id` (InitProducerId): a new id gets a fresh producer id (from the store's
+  producer-id blocks) and epoch 0. A known id has its epoch bumped, which fences the producer
+  that held it; if that producer left a transaction Ongoing, the coordinator first bumps the
+  epoch once to fence it and aborts the transaction with that epoch (PrepareAbort, ABORT markers
+  to every partition it touched, CompleteAbort), then bumps again for the new producer, as
+  Kafka's coordinator does (the client's retried InitProducerId). At epoch 32766 the id moves
+  to a new producer id with epoch 0 (Kafka's epoch exhaustion).
+* :meth:`add_partitions` (AddPartitionsToTxn / AddOffsetsToTxn): the partitions are recorded
+  (state Ongoing) *before* the producer writes to them, so a crash leaves the coordinator
+  knowing where markers must go.
+* :meth:`end_transaction` (EndTxn): PrepareCommit / PrepareAbort, then a COMMIT / ABORT
+  control batch to every partition of the transaction (``Log.append_txn_marker``,
+  coordinator epoch 0: there is one coordinator), then CompleteCommit / CompleteAbort. A
+  marker written to a ``__consumer_offsets`` partition makes the group coordinator apply (or
+  drop) the producer's pending transactional offset commits, as Kafka's does on the marker.
+* On open, a transaction found in PrepareCommit / PrepareAbort (the process died while
+  writing markers) is completed: its markers are written again (a second marker for a closed
+  transaction is harmless). One found Ongoing stays open until a new producer initialises
+  the id or :meth:`abort_timed_out` aborts it after ``transaction.timeout.ms``.
+
+A directory written by Kafka 4.x (``transaction.version`` 2) holds ``TransactionLogValue``
+version 1 records; they load like version 0 ones. Their ``next_producer_id`` and client
+transaction version decide how a pending transaction completes (Kafka's
+``TransactionMetadata.prepareComplete``) and are written back, in version 1, until a seglog
+producer initialises the id; every state seglog starts is written in version 0.
+
+A stale producer (lower epoch, or an older producer id of the id) gets
+:class:`~seglog.errors.ProducerFencedError` from every call. The markers also fence it at the
+log: its later batches carry an epoch below the partition's and are refused.
+
+Thread safety: every method runs under the store's metadata lock (lock order: store, then
+Logs), so producers in several threads share one coordinator.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Iterable, NamedTuple
+
+from . import txn_schema
+from ..errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    ProducerFencedError,
+    SeglogError,
+    UnknownTopicOrPartitionError,
+)
+from ..storage.config import check_int
+from ..format import REASON_BAD_RECORDS
+from .offsets_schema import OFFSETS_TOPIC
+from ..types import TopicPartition
+
+__all__ = ["TransactionCoordinator", "TransactionDescription"]
+
+#: Kafka's ``transaction.timeout.ms`` default (producer side) and the broker's
+#: ``transaction.max.timeout.ms`` (15 minutes).
+TRANSACTION_TIMEOUT_MS_DEFAULT = 60_000
+TRANSACTION_TIMEOUT_MS_MAX = 15 * 60_000
+#: The last epoch an id keeps its producer id for (``Short.MaxValue - 1``); the next bump
+#: takes a new producer id at epoch 0.
+PRODUCER_EPOCH_MAX = 32767 - 1
+#: The coordinator epoch markers carry (one coordinator, never moved).
+COORDINATOR_EPOCH = 0
+#: Longest transactional id (Kafka: a string field, 32767 bytes).
+TRANSACTIONAL_ID_BYTES_MAX = 0x7FFF
+#: The first ``transaction.version`` whose clients get a new epoch from every EndTxn
+#: (Kafka's ``TransactionVersion.supportsEpochBump``).
+_TRANSACTION_VERSION_EPOCH_BUMP = 2
+
+
+class TransactionDescription(NamedTuple):
+    """One transactional id's state, as Kafka's DescribeTransactions shows it: ``state`` is
+    the state name (``"Empty"``, ``"Ongoing"``, ``"CompleteCommit"``, ...); ``partitions``
+    the sorted partitions of the current (or last) transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    partitions: tuple[TopicPartition, ...]
+    timeout_ms: int
+    start_timestamp_ms: int
+    last_update_timestamp_ms: int
+
+
+class _TxnMetadata:
+    """Kafka's ``TransactionMetadata``: mutable, guarded by the store lock.
+
+    ``previous_producer_id``, ``next_producer_id`` and ``client_transaction_version`` come
+    from a version 1 value written by a Kafka coordinator at ``transaction.version`` 2
+    (defaults otherwise): they are kept, and written back in version 1, until a seglog
+    producer initialises the id, so a pending Kafka transaction seglog completes ends as
+    Kafka's would (see :meth:`TransactionCoordinator._complete`)."""
+
+    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "timeout_ms", "status",
+                 "partitions", "start_ms", "last_update_ms", "previous_producer_id",
+                 "next_producer_id", "client_transaction_version")
+
+    def __init__(self, transactional_id: str, value: txn_schema.TransactionLogValue):
+        self.transactional_id = transactional_id
+        self.producer_id = value.producer_id
+        self.producer_epoch = value.producer_epoch
+        self.timeout_ms = value.timeout_ms
+        self.status = value.status
+        self.partitions = {TopicPartition(t, p) for t, p in value.partitions}
+        self.start_ms = value.start_timestamp_ms
+        self.last_update_ms = value.last_update_timestamp_ms
+        self.previous_producer_id = value.previous_producer_id
+        self.next_producer_id = value.next_producer_id
+        self.client_transaction_version = value.client_transaction_version
+
+    def to_value(self) -> txn_schema.TransactionLogValue:
+        """The value to write: version 0 (what seglog writes, see :mod:`seglog.coordinator.txn_schema`)
+        unless Kafka's version 1 fields are still set, then version 1 with them."""
+        partitions = () if self.status == txn_schema.EMPTY else tuple(sorted(self.partitions))
+        flexible = (self.previous_producer_id, self.next_producer_id,
+                    self.client_transaction_version) != (-1, -1, 0)
+        return txn_schema.TransactionLogValue(
+            self.producer_id, self.producer_epoch, self.timeout_ms, self.status, partitions,
+            self.last_update_ms, self.start_ms,
+            previous_producer_id=self.previous_producer_id,
+            next_producer_id=self.next_producer_id,
+            client_transaction_version=self.client_transaction_version,
+            version=txn_schema.FLEXIBLE_VALUE_VERSION if flexible else txn_schema.VALUE_VERSION)
+
+    def describe(self) -> TransactionDescription:
+        return TransactionDescription(
+            self.transactional_id, self.producer_id, self.producer_epoch,
+            txn_schema.STATE_NAMES[self.status], tuple(sorted(self.partitions)),
+            self.timeout_ms, self.start_ms, self.last_update_ms)
+
+
+def _now_ms(now_ms: int | None) -> int:
+    """``now_ms`` checked (TypeError / ValueError, :func:`seglog.storage.config.check_int`), or the
+    wall clock for None."""
+    return time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
+
+
+def check_transactional_id(transactional_id: object) -> str:
+    """``transactional_id`` if it is a non-empty str that fits Kafka's string field, else
+    ValueError."""
+    if not isinstance(transactional_id, str) or not transactional_id:
+        raise ValueError(f"transactional_id must be a non-empty str, got {transactional_id!r}")
+    if len(transactional_id.encode("utf-8")) > TRANSACTIONAL_ID_BYTES_MAX:
+        raise ValueError(f"transactional_id is longer than {TRANSACTIONAL_ID_BYTES_MAX} bytes")
+    return transactional_id
+
+
+class TransactionCoordinator:
+    """The coordinator of a writable :class:`~seglog.store.Store` (see the module docstring).
+    Made by the store (``store._txn_coordinator()``); replays ``__transaction_state`` if it
+    exists and completes transactions left half-completed by a crash."""
+
+    def __init__(self, store, *, complete_pending: bool = True):
+        """Load ``__transaction_state`` (if it exists) and, with ``complete_pending``,
+        complete the transactions a crash left between their markers (which writes);
+        without, the caller calls :meth:`complete_pending` once it may write. Raises
+        CorruptRecordError when the topic cannot be loaded (see ``_load``)."""
+        self._store = store
+        self._txns: dict[str, _TxnMetadata] = {}
+        with store._lock:
+            topic = store._topics.get(txn_schema.TRANSACTION_STATE_TOPIC)
+            if topic is not None:
+                self._load(topic)
+        if complete_pending:
+            self.complete_pending()
+
+    def complete_pending(self) -> None:
+        """Write the markers of every transaction left in PrepareCommit / PrepareAbort
+        (Kafka's coordinator does so when it loads a partition)."""
+        with self._store._lock:
+            for metadata in list(self._txns.values()):
+                if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                    self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT,
+                                   _now_ms(None))
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def _load(self, topic) -> None:
+        """Replay ``__transaction_state``. The bytes are untrusted: CRC32C checked and base
+        offsets increasing (``Log.records``), keys and values parsed with their checks, as
+        Kafka's ``TransactionStateManager`` loads: a key of an unknown version is skipped with
+        a warning; a null key, a value of an unknown version or anything else that does not
+        parse raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
+        (Kafka's TransactionStateManager fails the partition's load): skipping it could
+        bring back a transaction's older state silently."""
+        for partition in range(topic.partitions):
+            log = topic.log(partition)
+            offset = log.start_offset
+            try:
+                for record in log.records(log.start_offset, max_offset=log.end_offset,
+                                          check_crcs=True):
+                    offset = record.offset
+                    if record.key is None:  # Kafka: require(record.hasKey, ...)
+                        raise CorruptRecordError("Transaction state log's key should not be "
+                                                 "null", reason=REASON_BAD_RECORDS)
+                    version = txn_schema.key_version(record.key)
+                    if version != txn_schema.KEY_VERSION:
+                        # Kafka's TransactionStateManager: "Unknown message key with
+                        # version ... Ignoring it" (a record of a newer broker).
+                        warnings.warn(
+                            f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
+                            f"{record.offset}: unknown message key with version {version}; "
+                            "ignoring it", RuntimeWarning, stacklevel=2)
+                        continue
+                    transactional_id = txn_schema.decode_key(record.key)
+                    value = txn_schema.decode_value(record.value)
+                    if value is None:
+                        self._txns.pop(transactional_id, None)
+                    else:
+                        self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+            except (CorruptRecordError, InvalidRecordError) as exc:
+                raise CorruptRecordError(
+                    f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
+                    f"be loaded after offset {offset}: {exc}",
+                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                    position=getattr(exc, "position", -1)) from exc
+
+    def _write(self, metadata: _TxnMetadata, *, durable: bool = False) -> None:
+        """Append the state of ``metadata`` to its ``__transaction_state`` partition
+        (``durable``: and fsync it)."""
+        topic = self._store._transaction_state_topic()
+        partition = txn_schema.partition_for_transactional_id(metadata.transactional_id,
+                                                              topic.partitions)
+        log = topic.log(partition)
+        log.append_batch([txn_schema.encode_value(metadata.to_value())],
+                         keys=[txn_schema.encode_key(metadata.transactional_id)],
+                         timestamps_ms=[metadata.last_update_ms])
+        if durable:
+            log.flush()
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> TransactionDescription | None:
+        """The state of ``transactional_id``, or None if it was never initialised."""
+        with self._store._lock:
+            metadata = self._txns.get(transactional_id)
+            return None if metadata is None else metadata.describe()
+
+    def transactional_ids(self) -> list[str]:
+        """Every known transactional id, sorted (Kafka's ListTransactions)."""
+        with self._store._lock:
+            return sorted(self._txns)
+
+    def _current(self, transactional_id: str, producer_id: int,
+                 producer_epoch: int) -> _TxnMetadata:
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id \
+                or metadata.producer_epoch != producer_epoch:
+            now = ("unknown" if metadata is None else
+                   f"producer id {metadata.producer_id} epoch {metadata.producer_epoch}")
+            raise ProducerFencedError(
+                f"There is a newer producer with the same transactionalId "
+                f"{transactional_id!r} ({now}) which fences the current one (producer id "
+                f"{producer_id} epoch {producer_epoch})")
+        return metadata
+
+    def check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> None:
+        """Raise :class:`ProducerFencedError` unless ``(producer_id, producer_epoch)`` is the
+        current producer of ``transactional_id``."""
+        with self._store._lock:
+            self._current(transactional_id, producer_id, producer_epoch)
+
+    # --- transitions ---------------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, *,
+                         timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT,
+                         now_ms: int | None = None) -> tuple[int, int]:
+        """Kafka's InitProducerId for ``transactional_id``: returns ``(producer_id, epoch)``
+        for the new producer, fencing the previous one and aborting its open transaction
+        (see the module docstring). ValueError for a bad id or a timeout outside
+        1..900000 ms (Kafka: INVALID_TRANSACTION_TIMEOUT)."""
+        check_transactional_id(transactional_id)
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) \
+                or not 1 <= timeout_ms <= TRANSACTION_TIMEOUT_MS_MAX:
+            raise ValueError(f"transaction timeout must be in 1..{TRANSACTION_TIMEOUT_MS_MAX} "
+                             f"ms, got {timeout_ms!r} (INVALID_TRANSACTION_TIMEOUT)")
+        now = _now_ms(now_ms)
+        store = self._store
+        with store._lock:
+            store._check_writable()
+            metadata = self._txns.get(transactional_id)
+            if metadata is None:
+                metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
+                    store._allocate_producer_id(), 0, timeout_ms, txn_schema.EMPTY, (), now))
+            else:
+                if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                    self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT, now)
+                if metadata.status == txn_schema.ONGOING:
+                    self._fence_and_abort(metadata, now)
+                self._bump_epoch(metadata)
+                metadata.status = txn_schema.EMPTY
+                metadata.partitions = set()
+                # A seglog producer now holds the id: seglog's epoch rules (no bump per
+                # EndTxn, transaction.version 0/1), so Kafka's version 1 fields go.
+                metadata.previous_producer_id = metadata.next_producer_id = -1
+                metadata.client_transaction_version = 0
+                metadata.timeout_ms = timeout_ms
+                metadata.start_ms = -1
+                metadata.last_update_ms = now
+            self._write(metadata, durable=True)
+            self._txns[transactional_id] = metadata
+            return metadata.producer_id, metadata.producer_epoch
+
+    def _bump_epoch(self, metadata: _TxnMetadata) -> None:
+        if metadata.producer_epoch >= PRODUCER_EPOCH_MAX:
+            metadata.producer_id = self._store._allocate_producer_id()
+            metadata.producer_epoch = 0
+        else:
+            metadata.producer_epoch += 1
+
+    def _fence_and_abort(self, metadata: _TxnMetadata, now_ms: int) -> None:
+        """Fence the producer of an Ongoing transaction and abort it with the bumped epoch
+        (Kafka's PrepareEpochFence, then an abort the coordinator starts itself)."""
+        if metadata.producer_epoch < PRODUCER_EPOCH_MAX + 1:
+            metadata.producer_epoch += 1
+        self._complete(metadata, False, now_ms)
+
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[tuple[str, int]], *,
+                       now_ms: int | None = None) -> None:
+        """Kafka's AddPartitionsToTxn: record ``partitions`` in the producer's transaction
+        (starting it: state Ongoing) before it writes there. Raises ProducerFencedError,
+        UnknownTopicOrPartitionError."""
+        now = _now_ms(now_ms)
+        store = self._store
+        with store._lock:
+            store._check_writable()
+            metadata = self._current(transactional_id, producer_id, producer_epoch)
+            tps = set()
+            for tp in partitions:
+                tp = TopicPartition(*tp)
+                store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+                tps.add(tp)
+            if metadata.status == txn_schema.ONGOING and tps <= metadata.partitions:
+                return
+            if metadata.status != txn_schema.ONGOING:
+                metadata.status = txn_schema.ONGOING
+                metadata.partitions = set()
+                metadata.start_ms = now
+            metadata.partitions |= tps
+            metadata.last_update_ms = now
+            self._write(metadata)
+
+    def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, *,
+                        commit: bool, bump_epoch: bool = False,
+                        now_ms: int | None = None) -> tuple[int, int]:
+        """Kafka's EndTxn: write the markers of the producer's Ongoing transaction (COMMIT
+        when ``commit``, else ABORT) and complete it. ``bump_epoch`` (aborts only: KIP-360,
+        after a batch with an unknown outcome) gives the producer the next epoch, so its
+        sequences start again at 0. Returns the producer's ``(producer_id, epoch)``.
+        Raises ProducerFencedError, InvalidTxnStateError when no transaction is Ongoing."""
+        now = _now_ms(now_ms)
+        store = self._store
+        with store._lock:
+            store._check_writable()
+            metadata = self._current(transactional_id, producer_id, producer_epoch)
+            if metadata.status != txn_schema.ONGOING:
+                raise InvalidTxnStateError(
+                    f"transactional id {transactional_id!r} has no ongoing transaction to "
+                    f"{'commit' if commit else 'abort'} (state "
+                    f"{txn_schema.STATE_NAMES[metadata.status]})")
+            self._complete(metadata, commit, now)
+            if bump_epoch and not commit:
+                self._bump_epoch(metadata)
+                metadata.status = txn_schema.EMPTY
+                metadata.partitions = set()
+                metadata.start_ms = -1
+                self._write(metadata, durable=True)
+            return metadata.producer_id, metadata.producer_epoch
+
+    def _complete(self, metadata: _TxnMetadata, commit: bool, now_ms: int) -> None:
+        """PrepareCommit/PrepareAbort, markers to every partition, CompleteCommit/Abort.
+        The markers carry the id's current producer id and epoch; a transaction written by
+        a Kafka coordinator at ``transaction.version`` 2 with a ``next_producer_id`` then
+        moves to that id at epoch 0, as Kafka's completion does."""
+        metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
+        metadata.last_update_ms = now_ms
+        self._write(metadata)
+        store = self._store
+        for tp in sorted(metadata.partitions):
+            try:
+                log = store.topic(tp.topic).log(tp.partition)
+            except UnknownTopicOrPartitionError:
+                continue  # deleted since: Kafka's coordinator skips unknown partitions
+            offset = log.append_txn_marker(
+                producer_id=metadata.producer_id, producer_epoch=metadata.producer_epoch,
+                coordinator_epoch=COORDINATOR_EPOCH, commit=commit, now_ms=now_ms)
+            if tp.topic == OFFSETS_TOPIC:
+                store._offsets_manager().complete_transaction(
+                    tp.partition, metadata.producer_id, commit=commit, marker_offset=offset)
+        store._notify_data()
+        metadata.status = txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT
+        if metadata.client_transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP \
+                and metadata.next_producer_id != -1:
+            # Kafka's TransactionMetadata.prepareComplete: a transaction.version 2 client
+            # whose epoch ran out was already given its next producer id, at epoch 0.
+            metadata.producer_id = metadata.next_producer_id
+            metadata.producer_epoch = 0
+        metadata.next_producer_id = -1
+        self._write(metadata)
+
+    def abort_timed_out(self, *, now_ms: int | None = None) -> list[str]:
+        """Abort every transaction Ongoing for longer than its timeout, fencing its producer
+        (Kafka's ``abortTimedOutTransactions``, which a broker runs every
+        ``transaction.abort.timed.out.transaction.cleanup.interval.ms``). Returns the
+        transactional ids aborted."""
+        now = _now_ms(now_ms)
+        aborted = []
+        with self._store._lock:
+            self._store._check_writable()
+            for transactional_id, metadata in sorted(self._txns.items()):
+                if metadata.status == txn_schema.ONGOING \
+                        and metadata.start_ms + metadata.timeout_ms <= now:
+                    try:
+                        self._fence_and_abort(metadata, now)
+                    except SeglogError:
+                        continue  # try again at the next round
+                    aborted.append(transactional_id)
+        return aborted

@@ -1,0 +1,635 @@
+"""Opening a partition directory: Kafka's ``LogLoader.load``, the path from files on disk to a
+chain of segments that is safe to append to.
+
+The log file is the only truth; indexes are derived and rebuilt whenever they are missing or
+fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
+
+1. **Temporary files** (``removeTempFilesAndCollectSwapFiles``): every ``*.deleted`` file is
+   removed (its segment was already dropped from the log); every ``*.cleaned`` file is removed
+   (a compaction that had not reached its swap step is abandoned, so the old segments stay);
+   ``*.swap`` files at or above the lowest ``.cleaned`` offset are removed (an unfinished
+   split); the other ``.swap`` files are kept.
+2. **Swaps** are completed: the kept ``.log.swap`` segments cover ``[min swap base, max swap
+   next offset)``; every ordinary segment file in that range is an old segment the swap
+   replaces and is removed, then every ``.swap`` file is renamed to its final name. A crash at
+   any point of the cleaner's ``.cleaned -> .swap -> final`` protocol therefore leaves either
+   the old or the new data, never both or neither. Swapped-in segments get their indexes
+   rebuilt.
+3. **Segments** are opened in offset order. Index files without a ``.log`` are orphans and are
+   removed. A segment whose ``.index`` or ``.timeindex`` is missing, or whose ``.index``,
+   ``.timeindex`` or ``.txnindex`` fails its sanity check or names an offset the log does not
+   hold, is recovered at once (its indexes, the transaction index included, are rebuilt from
+   the log). Recovery cuts invalid bytes, so where step 4 would not run (a clean shutdown, or
+   a segment below the recovery point) the segment must first read as valid to its end;
+   otherwise the open raises ``CorruptSegmentError`` and cuts nothing.
+4. **Recovery**, only after an unclean shutdown (no clean-shutdown marker): every segment from
+   the one containing the recovery point to the end is validated batch by batch
+   (``Segment.recover``: length, magic, CRC32C, offsets). The first invalid byte and everything
+   after it in that segment is cut, and **every later segment is deleted** (data after a
+   corrupt batch cannot be trusted to be contiguous), as Kafka's ``recoverLog`` does.
+5. **Chain checks** (seglog's, not Kafka's; writer and read-only opens alike): a segment whose
+   offsets reach the next segment's base offset (a raised base offset, outside the CRC), or
+   that ends below the offsets its own synced indexes name while a later segment exists (its
+   flushed tail was cut), is CorruptSegmentError; a gap without such proof in a log that is
+   not compacted is reported (``missing_offsets``) with a warning. A log that ends below the
+   checkpointed recovery point after a clean shutdown is CorruptSegmentError (Kafka silently
+   takes the log end offset); after an unclean one it is reported with a warning.
+6. If the last segment ends below the checkpointed log start offset, every segment is deleted;
+   if no segment remains an empty one is created at the log start offset.
+
+A read-only open changes nothing on disk: it skips steps 1, 2, 4 and 6, ignores temporary
+files and opens the segments it finds read-only.
+
+Recovering a segment is ``segment.recover()`` unless the caller passes ``recover_segment``:
+the Log does, to rebuild the segment's ``.txnindex`` and producer state along with its
+indexes (Kafka's ``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is
+loaded by the Log after this module is done.
+
+Everything removed or cut is recorded in a :class:`RecoveryReport`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .. import filenames
+from ..errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    CorruptSegmentError,
+    InvalidOffsetError,
+    SeglogError,
+)
+from ..format import (
+    REASON_BELOW_RECOVERY_POINT,
+    REASON_CRC_MISMATCH,
+    REASON_OFFSETS_NOT_INCREASING,
+    REASON_OFFSETS_OUTSIDE_SEGMENT,
+    REASON_SEGMENT_CUT,
+    REASON_TRUNCATED,
+)
+from .txnindex import TransactionIndex
+
+__all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
+
+#: ``open_segment(base_offset, *, create=False, file_suffix="") -> Segment``
+OpenSegment = Callable[..., Any]
+#: ``recover_segment(segment, earlier_segments) -> RecoveryResult`` (as ``Segment.recover``)
+RecoverSegment = Callable[[Any, list], Any]
+
+
+def _plain_recover(segment: Any, _earlier: list) -> Any:
+    return segment.recover()
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Bytes recovery cut from one segment: from ``position`` (the first invalid byte) to the
+    end of the ``.log``, for ``reason`` (a ``seglog.format.REASON_*`` string)."""
+
+    base_offset: int
+    position: int
+    truncated_bytes: int
+    reason: str
+
+
+@dataclass
+class RecoveryReport:
+    """What opening a log found and changed (``Log.recovery_report``).
+
+    * ``clean_shutdown``: the clean-shutdown marker was present, so recovery was skipped.
+    * ``recovered_segments``: base offsets of the segments validated batch by batch.
+    * ``truncations``: what was cut, one :class:`Truncation` per segment with invalid bytes.
+    * ``deleted_segments``: base offsets of segments deleted because an earlier segment was
+      corrupt, or because the log ended below its start offset.
+    * ``rebuilt_indexes``: base offsets of segments whose indexes were missing or corrupt.
+    * ``removed_files``: names of leftover files removed (``.deleted``, ``.cleaned``,
+      unfinished ``.swap``, orphan indexes, old segments replaced by a completed swap).
+    * ``completed_swaps``: names of ``.swap`` files renamed to their final names.
+    * ``missing_offsets``: ``(from_offset, to_offset)`` ranges the log should hold and does
+      not, found without proof enough to refuse the open (:func:`_check_chain`,
+      :func:`_check_recovery_point`); each one also raised a RuntimeWarning.
+    """
+
+    clean_shutdown: bool = False
+    recovered_segments: list[int] = field(default_factory=list)
+    truncations: list[Truncation] = field(default_factory=list)
+    deleted_segments: list[int] = field(default_factory=list)
+    rebuilt_indexes: list[int] = field(default_factory=list)
+    removed_files: list[str] = field(default_factory=list)
+    completed_swaps: list[str] = field(default_factory=list)
+    missing_offsets: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def truncated_bytes(self) -> int:
+        """Total bytes cut from segment files by recovery (not counting deleted segments)."""
+        return sum(t.truncated_bytes for t in self.truncations)
+
+    @property
+    def lost_data(self) -> bool:
+        """True when recovery cut bytes or deleted segments, or offsets are missing."""
+        return bool(self.truncations or self.deleted_segments or self.missing_offsets)
+
+
+@dataclass
+class LoadResult:
+    """Segments in offset order (the last is active) and the report of what loading did."""
+
+    segments: list[Any]
+    report: RecoveryReport
+
+
+def _list(dir_path: str) -> list[tuple[str, int, str, str]]:
+    """Our segment-like files in ``dir_path`` as ``(name, offset, suffix, state_suffix)``."""
+    out = []
+    for name in sorted(os.listdir(dir_path)):
+        parsed = filenames.parse_segment_file(name)
+        if parsed is not None:
+            out.append((name, *parsed))
+    return out
+
+
+def _remove(dir_path: str, name: str, report: RecoveryReport) -> None:
+    try:
+        os.remove(os.path.join(dir_path, name))
+    except FileNotFoundError:
+        return
+    report.removed_files.append(name)
+
+
+def _remove_temp_files(dir_path: str, report: RecoveryReport) -> list[tuple[str, int, str]]:
+    """Step 1; returns the ``.swap`` files to complete as ``(name, offset, suffix)``."""
+    cleaned_offsets, swaps = [], []
+    for name, offset, suffix, state in _list(dir_path):
+        if state == filenames.DELETED_SUFFIX:
+            _remove(dir_path, name, report)
+        elif state == filenames.CLEANED_SUFFIX:
+            cleaned_offsets.append(offset)
+            _remove(dir_path, name, report)
+        elif state == filenames.SWAP_SUFFIX:
+            swaps.append((name, offset, suffix))
+    min_cleaned = min(cleaned_offsets, default=None)
+    kept = []
+    for name, offset, suffix in swaps:
+        if min_cleaned is not None and offset >= min_cleaned:
+            _remove(dir_path, name, report)  # part of a split that never finished
+        else:
+            kept.append((name, offset, suffix))
+    return kept
+
+
+def _complete_swaps(dir_path: str, swaps: list[tuple[str, int, str]], open_segment: OpenSegment,
+                    report: RecoveryReport) -> set[int]:
+    """Step 2; returns the base offsets of the swapped-in segments."""
+    log_swaps = sorted(offset for _, offset, suffix in swaps if suffix == filenames.LOG_SUFFIX)
+    if log_swaps:
+        max_next_offset = log_swaps[0]
+        for base in log_swaps:
+            segment = open_segment(base, file_suffix=filenames.SWAP_SUFFIX)
+            try:
+                max_next_offset = max(max_next_offset, segment.next_offset)
+            finally:
+                segment.close()
+        for name, offset, _suffix, state in _list(dir_path):
+            if state == "" and log_swaps[0] <= offset < max_next_offset:
+                _remove(dir_path, name, report)
+    # List again: opening a swap segment may have created its missing index files.
+    for name, _offset, _suffix, state in _list(dir_path):
+        if state == filenames.SWAP_SUFFIX:
+            final = name[: -len(filenames.SWAP_SUFFIX)]
+            os.replace(os.path.join(dir_path, name), os.path.join(dir_path, final))
+            report.completed_swaps.append(name)
+    return set(log_swaps)
+
+
+def _first_invalid(segment: Any) -> tuple[int, str] | None:
+    """``(position, reason)`` of the first invalid byte of the segment's ``.log``, or None
+    when it is valid batches from its first byte to its last (length, magic, CRC32C, base
+    offsets increasing from the segment's base). Reads only: the check made before
+    rebuilding the indexes of a segment whose bytes recovery may not cut."""
+    end, previous_next = 0, segment.base_offset
+    try:
+        for batch in segment.batches():
+            if batch.base_offset < previous_next:
+                return end, REASON_OFFSETS_NOT_INCREASING
+            if not batch.is_valid():
+                return end, REASON_CRC_MISMATCH
+            previous_next = batch.next_offset
+            end += batch.size_bytes
+    except CorruptRecordError as e:
+        return end, e.reason
+    return None if end == segment.size_bytes else (end, REASON_TRUNCATED)
+
+
+def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_rebuild: bool,
+                  report: RecoveryReport, recover: RecoverSegment,
+                  earlier: list, may_truncate: bool, cut_evidence: set[int],
+                  next_base: int | None, compacted: bool,
+                  probe_segment: OpenSegment | None) -> tuple[Any, bool, bool]:
+    """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
+
+    Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
+    where recovery after an unclean shutdown would (``may_truncate``). Elsewhere the
+    segment is first checked without changes (:func:`_first_invalid`), and one with invalid
+    bytes raises CorruptSegmentError naming it: its records stay on disk, untouched, rather
+    than being cut without a crash to explain it (Kafka's rule: only what was not flushed
+    before an unclean shutdown is truncated).
+
+    The base offset goes into ``cut_evidence`` when the indexes, before any rebuild, name an
+    offset or position the ``.log`` does not reach (:func:`_names_past_log`).
+
+    Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
+    that cut bytes.
+    """
+    if next_base is not None and probe_segment is not None:
+        _probe(probe_segment, base, next_base, compacted)
+    index_paths = (filenames.index_file(dir_path, base), filenames.time_index_file(dir_path, base))
+    rebuild = force_rebuild or not all(os.path.exists(p) for p in index_paths)
+    try:
+        segment = open_segment(base)
+    except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
+        # An index pointing outside the log can fail the open itself: start from no index.
+        for path in index_paths:
+            if os.path.exists(path):
+                os.remove(path)
+        segment = open_segment(base)
+        rebuild = True
+    # The segment may know better (an index entry pointing past the log, for one).
+    rebuild = rebuild or bool(getattr(segment, "indexes_need_rebuild", False))
+    if not rebuild or getattr(segment, "indexes_need_rebuild", False):
+        if _names_past_log(segment):
+            cut_evidence.add(base)
+    if next_base is not None:
+        # Before anything is rebuilt: the indexes are the proof of a cut (_check_chain), and
+        # a refused open must leave it for the next one.
+        try:
+            _check_pair(segment, next_base, compacted=compacted, cut_evidence=cut_evidence,
+                        report=None)
+        except BaseException:
+            _close_all([segment])
+            raise
+    if not rebuild:
+        try:
+            segment.offset_index.sanity_check()
+            segment.time_index.sanity_check()
+            TransactionIndex(dir_path, base).sanity_check()
+            rebuild = _indexes_past_log(segment)
+        except CorruptIndexError:
+            rebuild = True
+    if not rebuild:
+        return segment, False, False
+    invalid = None if may_truncate else _first_invalid(segment)
+    if invalid is not None:
+        path = segment.log_path
+        try:
+            segment.close()
+        except SeglogError:
+            # Segment.close writes a final time-index entry, which a stale index can refuse;
+            # the error to report is the corruption below.
+            pass
+        raise CorruptSegmentError(
+            f"segment {path} has indexes that must be rebuilt and invalid bytes at position "
+            f"{invalid[0]} ({invalid[1]}), which only recovery after an unclean shutdown may "
+            "cut; its files were left as they are", reason=invalid[1], position=invalid[0],
+            path=path, base_offset=base)
+    result = recover(segment, earlier)
+    report.rebuilt_indexes.append(base)
+    if result.truncated_bytes:
+        report.truncations.append(
+            Truncation(base, result.position, result.truncated_bytes, result.reason))
+    return segment, True, result.truncated_bytes > 0
+
+
+def _probe(probe_segment: OpenSegment, base: int, next_base: int, compacted: bool) -> None:
+    """The errors of :func:`_check_pair` for the segment at ``base``, seen through a
+    read-only open that changes no file. A writer's open resizes the indexes and drops
+    entries past the log, and its close trims them: the proof of a cut would be gone after
+    the first refused open, and the next open would only warn. Indexes a read-only open
+    cannot even read prove nothing here (the writable open rebuilds them)."""
+    try:
+        probe = probe_segment(base)
+    except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
+        return
+    try:
+        evidence = {base} if _names_past_log(probe) else set()
+        _check_pair(probe, next_base, compacted=compacted, cut_evidence=evidence, report=None)
+    finally:
+        _close_all([probe])
+
+
+def _names_past_log(segment: Any) -> bool:
+    """True when the segment's indexes (well-formed enough to have been opened) name an
+    offset at or above its scanned ``next_offset`` or a position at or past the end of its
+    ``.log``, or the segment found such an entry itself (``indexes_need_rebuild``). The
+    indexes of a segment that has a later one were synced when it rolled, so this is proof
+    that its ``.log`` lost batches afterwards. Never raises on bad index bytes (False)."""
+    if getattr(segment, "indexes_need_rebuild", False):
+        return True
+    try:
+        next_offset = segment.next_offset
+        offset_index = segment.offset_index
+        if offset_index.entries:
+            last_offset, last_position = offset_index.entry(offset_index.entries - 1)
+            if last_offset >= next_offset or last_position >= segment.size_bytes:
+                return True
+        time_index = segment.time_index
+        if time_index.entries and time_index.last_entry()[1] >= next_offset:
+            return True
+    except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
+        return False
+    return False
+
+
+def _ends_at_a_batch(segment: Any) -> bool:
+    """True when the segment's ``.log`` file ends exactly after its last readable batch (no
+    torn or unparseable bytes after it, which the read path reports itself). The file size
+    is asked of the file system: a read-only segment shows whole batches only."""
+    try:
+        file_bytes = os.path.getsize(segment.log_path)
+        if segment.next_offset <= segment.base_offset:
+            return file_bytes == 0
+        last = segment.translate_offset(segment.next_offset - 1)
+    except (CorruptRecordError, InvalidOffsetError, OSError):
+        return False
+    return last is not None and last[0] + last[2] == segment.size_bytes == file_bytes
+
+
+def _first_position_reaching(segment: Any, bound: int) -> int:
+    """Position in ``segment``'s ``.log`` of its first batch whose offsets reach ``bound``
+    (the ``.log`` size if none can be found by a header walk)."""
+    position = 0
+    try:
+        for batch in segment.batches():
+            if batch.next_offset > bound:
+                return position
+            position += batch.size_bytes
+    except CorruptRecordError:
+        pass
+    return position
+
+
+
+def _check_loaded(segments: list, *, compacted: bool, cut_evidence: set, report: RecoveryReport,
+                  recovery_point: int, clean_shutdown: bool) -> None:
+    """The checks of a loaded segment chain, for reader and writer opens alike: the chain
+    (:func:`_check_chain`) and the log end against the recovery point
+    (:func:`_check_recovery_point`)."""
+    _check_chain(segments, compacted=compacted, cut_evidence=cut_evidence, report=report)
+    _check_recovery_point(segments, recovery_point=recovery_point,
+                          clean_shutdown=clean_shutdown, report=report)
+
+
+def _check_chain(segments: list, *, compacted: bool, cut_evidence: set[int],
+                 report: RecoveryReport) -> None:
+    """Each segment's offsets must end where the next segment begins (Kafka rolls at the log
+    end offset).
+
+    * **Overlap** (a segment's scanned ``next_offset`` above the next segment's base offset):
+      one of its batches has a raised base offset (outside the CRC): CorruptSegmentError
+      (``REASON_OFFSETS_OUTSIDE_SEGMENT``) naming the segment and the batch's position.
+      Nothing is cut: which of the overlapping offsets are right cannot be told.
+    * **Gap** (``next_offset`` below the next base offset) with proof (the segment's own
+      indexes, synced when it rolled, name offsets or positions past its ``.log``): batches
+      flushed long ago were cut off. CorruptSegmentError (``REASON_SEGMENT_CUT``), after a
+      clean shutdown or not, writer or reader: recovery after a crash cuts only unflushed
+      bytes of the tail, and a segment that has a later one was flushed when it rolled, so
+      this is not a torn write recovery may repair. The files are left as they are.
+    * **Gap** without proof, in a log whose ``cleanup.policy`` does not include compact: the
+      offsets may have been lost (a ``.log`` cut at a batch boundary after a segment too small
+      for an offset-index entry), or the log may have been compacted before its policy
+      changed to delete, which leaves gaps legitimately. Refusing the open would make such a
+      log unopenable, so the range is recorded in ``report.missing_offsets`` with a
+      RuntimeWarning instead: reported, never silent. In a compacted log gaps are normal.
+
+    A gap in a segment whose bytes go on after its last readable batch (a torn or
+    unparseable batch below its end) is left to the read path, which hands out the records
+    before those bytes and then raises CorruptRecordError there (``REASON_TRUNCATED``,
+    ``REASON_UNREADABLE_BATCH``); a writer's open has already refused or recovered it.
+    """
+    for segment, following in zip(segments, segments[1:]):
+        _check_pair(segment, following.base_offset, compacted=compacted,
+                    cut_evidence=cut_evidence, report=report)
+
+
+def _check_pair(segment: Any, next_base: int, *, compacted: bool, cut_evidence: set[int],
+                report: RecoveryReport | None) -> None:
+    """:func:`_check_chain` for one segment and the next segment's base offset; with
+    ``report=None`` only the errors are checked (no gap is reported)."""
+    next_offset = segment.next_offset
+    if next_offset > next_base:
+        position = _first_position_reaching(segment, next_base)
+        raise CorruptSegmentError(
+            f"segment {segment.log_path} holds offsets up to {next_offset - 1}, at or above "
+            f"the next segment's base offset {next_base}: the batch at position "
+            f"{position} has a corrupt base offset (outside the CRC); its files were left "
+            "as they are", reason=REASON_OFFSETS_OUTSIDE_SEGMENT, position=position,
+            path=segment.log_path, base_offset=segment.base_offset)
+    if next_offset < next_base and _ends_at_a_batch(segment):
+        if segment.base_offset in cut_evidence:
+            raise CorruptSegmentError(
+                f"segment {segment.log_path} ends at offset {next_offset} (position "
+                f"{segment.size_bytes}) but its indexes, synced when it rolled, name later "
+                f"offsets or positions and the next segment starts at {next_base}: "
+                f"offsets {next_offset}..{next_base - 1} were flushed and are gone; its "
+                "files were left as they are", reason=REASON_SEGMENT_CUT,
+                position=segment.size_bytes, path=segment.log_path,
+                base_offset=segment.base_offset)
+        if not compacted and report is not None:
+            report.missing_offsets.append((next_offset, next_base))
+            warnings.warn(
+                f"seglog: segment {segment.log_path} ends at offset {next_offset} and the "
+                f"next segment starts at {next_base}: offsets {next_offset}.."
+                f"{next_base - 1} are missing from a log that is not compacted (lost, "
+                "or compacted before cleanup.policy changed)", RuntimeWarning, stacklevel=4)
+
+
+def _check_recovery_point(segments: list, *, recovery_point: int, clean_shutdown: bool,
+                          report: RecoveryReport) -> None:
+    """The log must reach its checkpointed recovery point: everything below it was flushed.
+
+    Kafka (``LogLoader.recoverLog``) takes the log end offset as the recovery point after a
+    clean shutdown and ``min(checkpoint, log end)`` otherwise, silently; seglog is stricter.
+    After a clean shutdown the checkpoint was written at close with the final log end offset,
+    so a log ending below it lost flushed records (or the checkpoint is wrong; the segment is
+    the likelier culprit and is what is named): CorruptSegmentError
+    (``REASON_BELOW_RECOVERY_POINT``), nothing changed. After an unclean shutdown a
+    truncation (``truncate_to``) that crashed before its checkpoint was saved leaves the same
+    picture legitimately, so the range is reported in ``report.missing_offsets`` with a
+    RuntimeWarning (unless recovery's own truncations and deletions already report it)."""
+    if not segments:
+        return
+    last = segments[-1]
+    end = last.next_offset
+    if end >= recovery_point:
+        return
+    if clean_shutdown:
+        raise CorruptSegmentError(
+            f"the log ends at offset {end} ({last.log_path}, position {last.size_bytes}) "
+            f"after a clean shutdown, below its checkpointed recovery point {recovery_point}: "
+            f"offsets {end}..{recovery_point - 1} were flushed and are gone (or the "
+            "recovery-point checkpoint is wrong); the files were left as they are",
+            reason=REASON_BELOW_RECOVERY_POINT, position=last.size_bytes,
+            path=last.log_path, base_offset=last.base_offset)
+    if report.truncations or report.deleted_segments:
+        return
+    report.missing_offsets.append((end, recovery_point))
+    warnings.warn(
+        f"seglog: the log {os.path.dirname(last.log_path)} ends at offset {end}, below its "
+        f"checkpointed recovery point {recovery_point}: offsets {end}..{recovery_point - 1} "
+        "are missing (lost, or a truncation crashed before its checkpoint)",
+        RuntimeWarning, stacklevel=4)
+
+
+def _close_all(segments: list) -> None:
+    for segment in segments:
+        try:
+            segment.close()
+        except SeglogError:
+            pass  # closing while failing: the first error is the one to raise
+
+
+def _indexes_past_log(segment: Any) -> bool:
+    """True when an index entry names an offset the ``.log`` does not hold (offset at or past
+    ``next_offset``) or a position past its end: the log was cut (by hand, by a copy, by a
+    file system) after the indexes were written. Kafka's sanity checks look at the index
+    files alone; trusting such an entry made the time index refuse the final entry of the
+    next close (its offset would go backwards), so ``close()`` failed and never wrote the
+    clean-shutdown marker. The indexes are rebuilt from the log instead."""
+    next_offset = segment.next_offset
+    offset_index = segment.offset_index
+    if offset_index.entries:
+        last_offset, last_position = offset_index.entry(offset_index.entries - 1)
+        if last_offset >= next_offset or not 0 <= last_position < segment.size_bytes:
+            return True
+    time_index = segment.time_index
+    if time_index.entries:
+        last_offset = time_index.last_entry()[1]
+        if last_offset >= next_offset:
+            return True
+        # The segment's largest timestamp (from the index and the headers after the last
+        # offset-index entry) must be at or after the index's last entry: a header whose
+        # max timestamp was changed puts it earlier, and the final entry of the next roll or
+        # close would go backwards.
+        if 0 <= segment.offset_of_max_timestamp < last_offset:
+            return True
+    return False
+
+
+def load_segments(
+    dir_path: str,
+    open_segment: OpenSegment,
+    *,
+    recovery_point: int,
+    log_start_offset: int,
+    clean_shutdown: bool,
+    read_only: bool = False,
+    recover_segment: RecoverSegment | None = None,
+    compacted: bool = False,
+    probe_segment: OpenSegment | None = None,
+) -> LoadResult:
+    """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
+
+    ``open_segment(base, create=False, file_suffix="")`` opens one segment with the log's
+    settings. ``recovery_point`` and ``log_start_offset`` come from the checkpoints (0 when
+    there are none). ``recover_segment(segment, earlier_segments)`` recovers one segment (default
+    ``segment.recover()``); ``earlier_segments`` are the segments before it, already
+    loaded. Returns the segments in offset order, never empty for a writer. Raises
+    ``OSError`` from the file system. Bad bytes in segments recovery covers (unclean
+    shutdown, from the recovery point) are cut and reported; a segment elsewhere whose
+    indexes must be rebuilt and whose bytes are not all valid raises CorruptSegmentError
+    (nothing is cut there). ``probe_segment(base)`` opens a segment read-only (no file
+    changed, not even by its close): a writer's open checks each segment that has a later
+    one through it first (:func:`_probe`). ``compacted``: the log's cleanup.policy includes compact, so gaps
+    between segments are normal. After the segments are loaded (and recovered), the chain is
+    checked (:func:`_check_chain`: overlapping segments, and cut ones, are CorruptSegmentError)
+    and the log must reach ``recovery_point`` (:func:`_check_recovery_point`); a read-only
+    open checks both too.
+    """
+    report = RecoveryReport(clean_shutdown=clean_shutdown)
+    recover = recover_segment or _plain_recover
+    if read_only:
+        bases = sorted(offset for _, offset, suffix, state in _list(dir_path)
+                       if suffix == filenames.LOG_SUFFIX and state == "")
+        segments = []
+        try:
+            for base in bases:
+                segments.append(open_segment(base))
+            evidence = {s.base_offset for s in segments[:-1] if _names_past_log(s)}
+            _check_loaded(segments, compacted=compacted, cut_evidence=evidence, report=report,
+                          recovery_point=recovery_point, clean_shutdown=clean_shutdown)
+        except BaseException:
+            _close_all(segments)
+            raise
+        return LoadResult(segments, report)
+
+    swapped = _complete_swaps(dir_path, _remove_temp_files(dir_path, report), open_segment, report)
+
+    entries = [(name, offset, suffix) for name, offset, suffix, state in _list(dir_path)
+               if state == ""]
+    bases = sorted({offset for _, offset, suffix in entries if suffix == filenames.LOG_SUFFIX})
+    base_set = set(bases)
+    for name, offset, suffix in entries:
+        if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX,
+                      filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
+            _remove(dir_path, name, report)
+    segments, checked, cut_evidence = [], {}, set()
+    # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
+    recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
+    try:
+        for base, following in zip(bases, [*bases[1:], None]):
+            segment, recovered, truncated = _open_checked(
+                dir_path, base, open_segment, base in swapped, report, recover, segments,
+                may_truncate=not clean_shutdown and base >= recovery_floor,
+                cut_evidence=cut_evidence, next_base=following, compacted=compacted,
+                probe_segment=probe_segment)
+            segments.append(segment)
+            if recovered:
+                checked[base] = truncated
+    except BaseException:
+        _close_all(segments)
+        raise
+
+    if not clean_shutdown and segments:
+        first = 0
+        for i, segment in enumerate(segments):  # the floor segment of the recovery point
+            if segment.base_offset <= recovery_point:
+                first = i
+        for i in range(first, len(segments)):
+            segment = segments[i]
+            report.recovered_segments.append(segment.base_offset)
+            if segment.base_offset in checked:  # validated in step 3 already
+                truncated = checked[segment.base_offset]
+            else:
+                result = recover(segment, segments[:i])
+                truncated = result.truncated_bytes > 0
+                if truncated:
+                    report.truncations.append(Truncation(segment.base_offset, result.position,
+                                                         result.truncated_bytes, result.reason))
+            if truncated:
+                for later in segments[i + 1:]:
+                    report.deleted_segments.append(later.base_offset)
+                    later.delete()
+                del segments[i + 1:]
+                break
+
+    try:
+        _check_loaded(segments, compacted=compacted, cut_evidence=cut_evidence, report=report,
+                      recovery_point=recovery_point, clean_shutdown=clean_shutdown)
+    except BaseException:
+        _close_all(segments)
+        raise
+
+    if segments and segments[-1].next_offset < log_start_offset:
+        for segment in segments:
+            report.deleted_segments.append(segment.base_offset)
+            segment.delete()
+        segments = []
+    if not segments:
+        for path in filenames.segment_files(dir_path, log_start_offset):
+            if os.path.exists(path):
+                os.remove(path)
+        segments = [open_segment(log_start_offset, create=True)]
+    return LoadResult(segments, report)
