@@ -1,10 +1,8 @@
 """The native (Cython) core, built from ``src/_native/*.pyx`` into ``seglog._native.*``.
 
-Same public names as ``seglog.pure``; see :mod:`seglog.protocol` for the contract. Importing
+Same public names as ``seglog.pure``; see :mod:`seglog._contract` for the contract. Importing
 this package fails with ImportError when the extensions are not built.
 """
-
-from __future__ import annotations
 
 from ._crc32c import crc32c
 from .codec import (
@@ -17,6 +15,7 @@ from .codec import (
     iter_batches,
 )
 from .index import OffsetIndex, TimeIndex
+from . import keymap  # the cleaner sizes its map with this module's constants
 from .keymap import KeyMap
 from .segment import Segment
 
@@ -24,5 +23,5 @@ name = "native"
 
 __all__ = [
     "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
-    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "name",
+    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

@@ -1,9 +1,7 @@
 """The pure-Python twin of the native core: the readable reference implementation.
 
-Same public names as ``seglog._native``; see :mod:`seglog.protocol` for the contract.
+Same public names as ``seglog._native``; see :mod:`seglog._contract` for the contract.
 """
-
-from __future__ import annotations
 
 from .crc32c import crc32c
 from .codec import (
@@ -16,6 +14,7 @@ from .codec import (
     iter_batches,
 )
 from .index import OffsetIndex, TimeIndex
+from . import keymap  # the cleaner sizes its map with this module's constants
 from .keymap import KeyMap
 from .segment import Segment
 
@@ -23,5 +22,5 @@ name = "pure"
 
 __all__ = [
     "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
-    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "name",
+    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

@@ -1,0 +1,780 @@
+"""The backend interface: what ``seglog.pure`` and ``seglog._native`` both provide.
+
+The Python layer (Log, Store, ...) only ever calls these names on the backend object it was
+given; it never branches on which backend that is. Both backends pass the same tests and write
+byte-identical files. This module is the contract in code (``typing.Protocol``); the
+docstrings are the contract in words and are binding for both implementations.
+
+Every name here exists on both backends, and neither backend has a public name (module level or
+on a contract class) that is not here: ``tests/twins/test_contract.py`` checks both directions,
+and that the signatures match. The Cython modules' stubs (``seglog/_native/*.pyi``) are checked
+against the compiled modules by the same test and with this module by ``mypy --strict``
+(``tests/twins/test_typing.py``). Nothing imports this module at run time; use it for
+annotations (``if TYPE_CHECKING: from seglog import _contract``).
+
+Vocabulary: *offset* is a record number; *position* a byte index in a file or buffer;
+*base_offset* a batch's or segment's first offset; *relative offset* ``offset - base_offset``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from typing_extensions import Buffer, Self, TypeAlias
+
+    from .results import AppendResult, RecoveryResult
+
+    #: Any object with the buffer protocol: bytes, bytearray, memoryview, mmap, numpy array.
+    BytesLike: TypeAlias = Buffer
+    #: A path as ``os.fspath`` takes it.
+    PathLike: TypeAlias = "str | os.PathLike[str]"
+    #: One record's headers as a Record holds them.
+    Headers: TypeAlias = tuple[tuple[str, "bytes | None"], ...]
+    #: Keys or values for ``encode_batch``: a sequence of bytes-like or None, a 2-D
+    #: C-contiguous uint8 array (one row per record), or ``(data, lengths)`` (lengths -1 for
+    #: null, summing to the used bytes of data).
+    RecordColumn: TypeAlias = (
+        "Sequence[BytesLike | None] | NDArray[np.uint8] | tuple[BytesLike, NDArray[np.integer[Any]]]"
+    )
+    #: Timestamps for ``encode_batch``: None (wall clock), one int, or one per record.
+    Timestamps: TypeAlias = "int | Sequence[int] | NDArray[np.int64] | None"
+    #: Headers for ``encode_batch``: None, or per record None or ``(str, bytes | None)`` pairs.
+    HeaderColumn: TypeAlias = "Sequence[Sequence[tuple[str, BytesLike | None]] | None] | None"
+    #: ``offset - base_offset`` per record for ``encode_batch`` (the cleaner's re-encode).
+    OffsetDeltas: TypeAlias = "Sequence[int] | NDArray[np.integer[Any]] | None"
+
+
+
+class Record(Protocol):
+    """One record. ``key`` and ``value`` are ``bytes`` or None; ``headers`` a tuple of
+    ``(str, bytes | None)`` pairs (``()`` when there are none). Equality compares the five
+    fields; ``tuple(record)`` gives ``(offset, timestamp_ms, key, value, headers)``."""
+
+    def __init__(self, offset: int, timestamp_ms: int, key: bytes | None, value: bytes | None,
+                 headers: Headers = ()) -> None:
+        """A record as the decoders build it (the fields are stored as given)."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Headers: ...
+
+    def __iter__(self) -> Iterator[Any]:
+        """``offset, timestamp_ms, key, value, headers`` in that order."""
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another Record with the same five fields."""
+
+    def __hash__(self) -> int:
+        """Hash of the five fields."""
+
+
+class Columns(Protocol):
+    """Records of one or more batches as numpy columns, with no per-record Python objects.
+
+    ``offsets`` and ``timestamps_ms`` are int64 arrays. ``key_positions``/``value_positions``
+    (int64) and ``key_lengths``/``value_lengths`` (int32, -1 for null) locate each key and value
+    in ``data``, a read-only bytes-like object: the input buffer itself for uncompressed batches,
+    or a buffer of decompressed record areas. ``len(columns)`` is the record count.
+    ``columns.key(i)``/``columns.value(i)`` return ``bytes`` or None for one record.
+    """
+
+    offsets: NDArray[np.int64]
+    timestamps_ms: NDArray[np.int64]
+    key_positions: NDArray[np.int64]
+    key_lengths: NDArray[np.int32]
+    value_positions: NDArray[np.int64]
+    value_lengths: NDArray[np.int32]
+    data: BytesLike
+
+    def __init__(self, *, offsets: NDArray[np.int64], timestamps_ms: NDArray[np.int64],
+                 key_positions: NDArray[np.int64], key_lengths: NDArray[np.int32],
+                 value_positions: NDArray[np.int64], value_lengths: NDArray[np.int32],
+                 data: BytesLike) -> None:
+        """Columns over arrays already built (the decoders' result type)."""
+
+    def __len__(self) -> int:
+        """The record count."""
+
+    def key(self, index: int) -> bytes | None:
+        """Record ``index``'s key (IndexError out of range; negative counts from the end)."""
+
+    def value(self, index: int) -> bytes | None:
+        """Record ``index``'s value (as ``key``)."""
+
+
+class Batch(Protocol):
+    """One RecordBatch v2 header, decoded, over a buffer that holds the whole batch.
+
+    Attributes are Kafka's header fields in snake case plus derived ones: ``base_offset``,
+    ``batch_length``, ``partition_leader_epoch``, ``magic``, ``crc``, ``attributes``,
+    ``last_offset_delta``, ``base_timestamp_ms``, ``max_timestamp_ms``, ``producer_id``,
+    ``producer_epoch``, ``base_sequence``, ``record_count``; derived: ``last_offset``,
+    ``next_offset`` (last_offset + 1), ``size_bytes`` (12 + batch_length), ``position``
+    (where the batch starts in the iterated buffer), ``compression`` (name), ``compression_id``,
+    ``timestamp_type`` (0 CreateTime, 1 LogAppendTime), ``is_transactional``, ``is_control``,
+    ``has_delete_horizon``, ``delete_horizon_ms`` (or -1), ``last_sequence`` (Kafka's wrapping
+    rule; -1 when base_sequence is -1).
+    """
+
+    def __init__(self, buffer: BytesLike, position: int = 0) -> None:
+        """The batch header at ``position`` of ``buffer`` (which must hold the whole batch);
+        CorruptRecordError as ``iter_batches`` for a header it would refuse."""
+
+    @property
+    def position(self) -> int: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def batch_length(self) -> int: ...
+    @property
+    def partition_leader_epoch(self) -> int: ...
+    @property
+    def magic(self) -> int: ...
+    @property
+    def crc(self) -> int: ...
+    @property
+    def attributes(self) -> int: ...
+    @property
+    def last_offset_delta(self) -> int: ...
+    @property
+    def base_timestamp_ms(self) -> int: ...
+    @property
+    def max_timestamp_ms(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def compression_id(self) -> int: ...
+    @property
+    def compression(self) -> str: ...
+    @property
+    def timestamp_type(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def is_control(self) -> bool: ...
+    @property
+    def has_delete_horizon(self) -> bool: ...
+    @property
+    def delete_horizon_ms(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+
+    def is_valid(self) -> bool:
+        """True if the stored CRC32C equals the CRC of bytes 21..end."""
+
+    def ensure_valid(self) -> None:
+        """Raise CorruptRecordError(reason=REASON_CRC_MISMATCH) unless ``is_valid()``."""
+
+    def records(self, *, check_crcs: bool = True,
+                max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Sequence[Record]:
+        """Decode every record (decompressing if needed) into Record objects. For
+        LogAppendTime batches every record's timestamp is ``max_timestamp_ms``. The CRC32C is
+        checked first (once per Batch object) unless ``check_crcs`` is false: a mismatch is
+        CorruptRecordError(REASON_CRC_MISMATCH). Decompression stops past
+        ``max_decompressed_bytes`` (REASON_DECOMPRESSED_TOO_LARGE). Raises
+        InvalidRecordError / CorruptRecordError on malformed records (Kafka's checks)."""
+
+    def record_at(self, offset: int, *, check_crcs: bool = True,
+                  max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Record | None:
+        """The record with ``offset``, or None when no record has it (outside
+        ``[base_offset, last_offset]``, a gap left by compaction, record_count 0). Records
+        before it are skipped by their framing only (length, attributes, timestamp and offset
+        deltas read and checked; keys, values and headers not); the record itself gets every
+        check of ``records()``. Compressed batches are decompressed; a control batch's record
+        is returned. Raises as ``records()`` for malformed framing up to that record."""
+
+    def columns(self, *, check_crcs: bool = True,
+                max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Columns:
+        """This batch's records as numpy columns (checks as ``records()``)."""
+
+    def control_type(self, *, check_crcs: bool = True) -> int:
+        """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...)."""
+
+
+class _Index(Protocol):
+    """What OffsetIndex and TimeIndex share (see OffsetIndex for the rules)."""
+
+    path: str
+
+    def __init__(self, path: PathLike, base_offset: int, *, max_index_bytes: int = 10485760,
+                 writable: bool = True, preallocate: bool = True) -> None:
+        """Open or create the index file (see the class docstring)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def writable(self) -> bool: ...
+    @property
+    def entries(self) -> int: ...
+    @property
+    def max_index_bytes(self) -> int: ...
+    @property
+    def max_entries(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def last_offset(self) -> int: ...
+
+    def is_full(self) -> bool:
+        """No room for another entry."""
+
+    def reset(self) -> None:
+        """Drop every entry (0 entries; the file keeps its length)."""
+
+    def trim(self) -> None:
+        """Set the file length to ``entries`` times the entry size."""
+
+    def resize(self, max_index_bytes: int) -> None:
+        """Set the file length (rounded down to whole entries, never below the entries)."""
+
+    def flush(self) -> None:
+        """msync the mapping and fsync the file."""
+
+    def reload(self) -> None:
+        """Read-only: recount the entries after the writer appended."""
+
+    def close(self) -> None:
+        """Trim if writable, then close; idempotent."""
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """Entry ``n`` (0-based, IndexError outside ``[0, entries)``)."""
+
+    def lookup(self, target: int) -> tuple[int, int]:
+        """The entry at or below ``target`` (see the subclass)."""
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the entries whose offset >= ``offset``."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None: ...
+
+
+class OffsetIndex(_Index, Protocol):
+    """Sparse offset index of one segment: ``<base>.index``, 8-byte big-endian entries
+    ``(relative_offset int32, position int32)`` (Kafka's OffsetIndex/AbstractIndex, §2.2-2.5).
+
+    ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True,
+    preallocate=True)`` opens or creates the file. A writable index on an empty (or new) file is
+    preallocated (file length set, zero-filled) to ``max_index_bytes`` rounded down to a
+    multiple of 8 and mmapped; with ``preallocate=False`` it is mapped at its current length
+    (an empty file stays empty and full until ``resize``). On open, the entry count is
+    the number of entries before the first all-zero entry (an entry never has position 0, so
+    zero entries can only be the unused, preallocated tail); this lets a read-only reader open
+    the writer's untrimmed index. Attributes: ``path``, ``base_offset``, ``entries``,
+    ``max_entries``, ``last_offset`` (absolute; base_offset when empty), ``size_bytes``
+    (entries * 8). Methods:
+
+    * ``append(offset, position)``: InvalidOffsetError unless ``entries == 0 or offset >
+      last_offset`` and ``0 <= offset - base_offset <= INT32_MAX``; IndexFullError when full.
+    * ``lookup(target_offset) -> (offset, position)``: entry with the greatest offset <=
+      target, or ``(base_offset, 0)``; Kafka's warm-section binary search (last 8 KiB first).
+    * ``entry(n) -> (offset, position)``; ``is_full()``; ``truncate_to(offset)`` (Kafka's
+      rule: drop entries with offset >= ``offset``); ``reset()`` (0 entries);
+      ``trim()`` (file length = entries * 8); ``resize(max_index_bytes)``;
+      ``sanity_check(*, log_size_bytes=None)`` (CorruptIndexError unless relative offsets and
+      positions strictly increase, positions are >= 0 and below ``log_size_bytes``);
+      ``flush()`` (msync/fsync); ``close()``; ``reload()`` (read-only: recount entries after
+      the writer appended). Entries are untrusted bytes: the Segment also checks that a
+      looked-up position holds a batch header before it uses it.
+    """
+
+    def append(self, offset: int, position: int) -> None:
+        """Add ``(offset, position)``; InvalidOffsetError / IndexFullError (class docstring)."""
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """``(offset, position)`` of the greatest entry offset <= ``target_offset``, or
+        ``(base_offset, 0)``."""
+
+    def sanity_check(self, *, log_size_bytes: int | None = None) -> None:
+        """CorruptIndexError unless relative offsets and positions strictly increase and
+        positions are >= 0 and below ``log_size_bytes``."""
+
+
+class TimeIndex(_Index, Protocol):
+    """Sparse time index: ``<base>.timeindex``, 12-byte entries ``(timestamp int64,
+    relative_offset int32)`` (Kafka's TimeIndex, §2.3). Same construction, counting, trim,
+    resize, reset, flush, close and reload rules as OffsetIndex (zero entries end it: an entry
+    ``(0, 0)`` is never written past the first slot... a first entry of timestamp 0 and relative
+    offset 0 is not possible because the first batch never gets an entry).
+
+    * ``maybe_append(timestamp_ms, offset, *, skip_full_check=False)``: writes only if
+      ``timestamp_ms > last_entry timestamp`` (or the index is empty); IndexFullError when full
+      unless skip_full_check; InvalidOffsetError if offset < last entry's offset.
+    * ``lookup(timestamp_ms) -> (timestamp_ms, offset)``: greatest timestamp <= target, or
+      ``(-1, base_offset)``. ``last_entry() -> (timestamp_ms, offset)`` or ``(-1, base_offset)``.
+    * ``is_full()`` is ``entries >= max_entries - 1`` (last slot reserved for the roll entry).
+    * ``truncate_to(offset)`` drops entries whose offset >= ``offset``.
+    * ``sanity_check(*, next_offset=None)``: CorruptIndexError unless timestamps do not
+      decrease and offsets do not decrease and stay below ``next_offset``.
+    """
+
+    def maybe_append(self, timestamp_ms: int, offset: int, *,
+                     skip_full_check: bool = False) -> None:
+        """Add ``(timestamp_ms, offset)`` if ``timestamp_ms`` is above the last entry's."""
+
+    def lookup(self, timestamp_ms: int) -> tuple[int, int]:
+        """``(timestamp_ms, offset)`` of the greatest entry timestamp <= ``timestamp_ms``, or
+        ``(-1, base_offset)``."""
+
+    def last_entry(self) -> tuple[int, int]:
+        """``(timestamp_ms, offset)`` of the last entry, or ``(-1, base_offset)``."""
+
+    def sanity_check(self, *, next_offset: int | None = None) -> None:
+        """CorruptIndexError unless timestamps and offsets do not decrease and offsets stay
+        below ``next_offset``."""
+
+
+class Segment(Protocol):
+    """One segment: ``<base>.log`` + ``.index`` + ``.timeindex`` in a partition directory
+    (Kafka's LogSegment). Not thread-safe: the Log serialises calls.
+
+    Construction: ``Segment.open(dir_path, base_offset, *, create=False, read_only=False,
+    index_interval_bytes=4096, max_index_bytes=10485760, max_message_bytes=1048588,
+    file_suffix="")``. ``file_suffix`` (e.g. ``".cleaned"``) is appended to every file name.
+    Opening an existing segment checks its indexes (``sanity_check``; a writer empties a
+    broken one and sets ``indexes_need_rebuild`` so the Log recovers the segment, a reader
+    ignores it and scans) and finds ``next_offset`` by scanning batch headers forward from the
+    last valid offset-index entry; its
+    indexes open at their current (trimmed) length, never preallocated (a missing one is created
+    empty): only the active segment's are appended to, and the Log ``resize_indexes()`` it
+    (Kafka's LogLoader). ``create=True`` makes empty files (an existing .log is an error unless
+    empty) with preallocated indexes.
+
+    Attributes: ``dir_path``, ``base_offset``, ``next_offset`` (last offset + 1, or
+    base_offset when empty), ``size_bytes``, ``max_timestamp_ms`` (-1 when none),
+    ``offset_of_max_timestamp``, ``first_batch_timestamp_ms`` (max timestamp of the first batch,
+    -1 when empty: Kafka's roll-by-time base), ``offset_index``, ``time_index``,
+    ``log_path``, ``read_only``, ``closed``.
+
+    * ``append(data, *, assign_offsets=True) -> AppendResult`` with fields
+      ``first_offset, last_offset, max_timestamp_ms, offset_of_max_timestamp, position,
+      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches. Each
+      batch is validated before writing (size >= 61 and matching its records area, magic 2,
+      CRC32C, 0 <= last_offset_delta, batch size <= max_message_bytes else
+      RecordTooLargeError). With assign_offsets the batches get consecutive offsets from
+      ``next_offset`` by patching the 8-byte base offset (the CRC does not cover it; the
+      caller's buffer is never modified); without, their base offsets must be >= next_offset
+      and increasing (else InvalidOffsetError). All batches go to the file in one write;
+      index entries follow Kafka's recovery rule per batch: an offset-index entry
+      ``(batch.last_offset, batch_position)`` and a time-index entry ``(max timestamp so far,
+      its offset)`` when more than ``index_interval_bytes`` were appended since the last entry.
+      Raises ReadOnlyError / LogClosedError as fits; nothing is written when any batch fails.
+    * ``translate_offset(offset) -> (position, batch_base_offset, batch_size_bytes) | None``:
+      the first batch whose last offset >= offset (index lookup, then a header-only scan).
+    * ``read(offset, max_bytes, *, max_position=None, min_one_batch=True) -> memoryview``:
+      whole batches from ``translate_offset(offset)`` up to ``max_bytes`` (at least one batch
+      when min_one_batch, even if larger), never past ``max_position``; empty when offset >=
+      next_offset. A writer's view is zero-copy (a read-only view of an mmap of the .log);
+      a ``read_only`` segment never maps the .log (another process may truncate it, which
+      would be SIGBUS) and returns a view over bytes read with ``pread``. A header that
+      cannot be parsed below the segment's end is CorruptSegmentError, never an end of data.
+    * ``read_record(offset, *, check_crcs=True) -> Record | None``: the one record with
+      ``offset`` (the batch's CRC32C checked once per batch unless ``check_crcs`` is false:
+      CorruptSegmentError(REASON_CRC_MISMATCH)), or None when
+      no data record has it (offset outside ``[base_offset, next_offset)``, a gap left by
+      compaction, or a control batch). Index lookup and header scan to the batch as in
+      ``read``, then ``Batch.record_at``: the records before it are skipped by their length
+      prefixes (no per-record objects) and only that record is built; a compressed batch is
+      decompressed. Raises as ``Batch.record_at``. The point read of a log (Log.read_record).
+    * ``read_range(offset, max_bytes, *, max_position=None, min_one_batch=True) ->
+      (position, size_bytes)``: the same bytes as a file range (for sendfile and a broker).
+    * ``sendfile(out_fd, offset, max_bytes, *, max_position=None) -> (bytes_sent,
+      next_offset)``: whole batches to a socket or file with sendfile(2); loops until all are
+      sent (blocking fds; BlockingIOError propagates for non-blocking ones).
+    * ``batches(start_position=0)``: iterate Batch objects over the file.
+    * ``find_offset_by_timestamp(timestamp_ms, starting_offset=0) -> (timestamp_ms, offset) |
+      None``: first record with timestamp >= target and offset >= starting_offset.
+    * ``truncate_to(offset) -> int``: drop every batch whose base offset >= offset; returns
+      bytes removed. ViewsOutstandingError if a live read() view maps the removed range.
+    * ``recover() -> RecoveryResult`` with ``valid_bytes, truncated_bytes, reason, position``
+      (reason '' when nothing was cut, else a REASON_* string; position of the first invalid
+      byte): validate every batch from 0 (length, magic, CRC32C, offsets increasing and >=
+      base_offset, records area consistent), truncate at the first invalid byte, rebuild both
+      indexes, trim them. A partial tail batch is cut with REASON_TRUNCATED.
+    * ``roll_reason(incoming_bytes, incoming_last_offset, segment_bytes) -> str | None``:
+      ``"size"`` if size_bytes > segment_bytes - incoming_bytes (and size_bytes > 0),
+      ``"offset_index_full"``, ``"time_index_full"``, ``"offset_overflow"`` (incoming last
+      offset - base_offset not in [0, INT32_MAX]); None when it may take the append.
+    * ``on_become_inactive()``: final time-index entry (skip_full_check), trim of indexes,
+      and both indexes synced (msync): a rolled segment's indexes are trusted on open.
+    * ``flush()``: fdatasync the .log only. The indexes are derived data: every segment at or
+      above the recovery point has them rebuilt by ``recover()`` after an unclean shutdown,
+      and an index that lost unsynced pages only ends earlier (entries count up to the first
+      all-zero one), so it is correct, just sparser. They are synced when they become
+      trusted: on roll (``on_become_inactive``) and on ``close()``. ``close()``: trim indexes,
+      sync and close files (views already handed out stay valid). ``delete()``: close and remove all its files.
+    * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
+    * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
+      become visible. ``last_modified_ms``: the .log mtime.
+    """
+
+    indexes_need_rebuild: bool
+
+    @classmethod
+    def open(cls, dir_path: PathLike, base_offset: int, *, create: bool = False,
+             read_only: bool = False, index_interval_bytes: int = 4096,
+             max_index_bytes: int = 10485760, max_message_bytes: int = 1048588,
+             file_suffix: str = "") -> Segment:
+        """Open (or with ``create=True`` create) the segment at ``base_offset`` in
+        ``dir_path`` (see the class docstring)."""
+
+    @property
+    def dir_path(self) -> str: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def index_interval_bytes(self) -> int: ...
+    @property
+    def max_index_bytes(self) -> int: ...
+    @property
+    def max_message_bytes(self) -> int: ...
+    @property
+    def file_suffix(self) -> str: ...
+    @property
+    def offset_index(self) -> OffsetIndex: ...
+    @property
+    def time_index(self) -> TimeIndex: ...
+    @property
+    def log_path(self) -> str: ...
+    @property
+    def index_path(self) -> str: ...
+    @property
+    def time_index_path(self) -> str: ...
+    @property
+    def next_offset(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def max_timestamp_ms(self) -> int: ...
+    @property
+    def offset_of_max_timestamp(self) -> int: ...
+    @property
+    def first_batch_timestamp_ms(self) -> int: ...
+    @property
+    def last_modified_ms(self) -> int: ...
+
+    def append(self, data: BytesLike, *, assign_offsets: bool = True) -> AppendResult:
+        """Validate and write one or more whole batches (see the class docstring)."""
+
+    def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
+        """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
+        offset >= ``offset``, or None."""
+
+    def read(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+             min_one_batch: bool = True) -> memoryview:
+        """Whole batches from the one holding ``offset``; a fresh (never shared) view, empty
+        when there is nothing to read."""
+
+    def read_record(self, offset: int, *, check_crcs: bool = True) -> Record | None:
+        """The one data record with ``offset``, or None."""
+
+    def read_range(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+                   min_one_batch: bool = True) -> tuple[int, int]:
+        """``(position, size_bytes)`` in the .log of the bytes ``read`` would return."""
+
+    def sendfile(self, out_fd: int, offset: int, max_bytes: int, *,
+                 max_position: int | None = None) -> tuple[int, int]:
+        """``(bytes_sent, next_offset)`` after sending whole batches to ``out_fd``."""
+
+    def batches(self, start_position: int = 0) -> Iterator[Batch]:
+        """The Batch objects of the .log from ``start_position``."""
+
+    def find_offset_by_timestamp(self, timestamp_ms: int,
+                                 starting_offset: int = 0) -> tuple[int, int] | None:
+        """``(timestamp_ms, offset)`` of the first record at or after both targets, or None."""
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose base offset >= ``offset``; the bytes removed."""
+
+    def recover(self) -> RecoveryResult:
+        """Validate every batch, cut at the first invalid byte, rebuild the indexes."""
+
+    def roll_reason(self, incoming_bytes: int, incoming_last_offset: int,
+                    segment_bytes: int) -> str | None:
+        """Why this segment must roll before the append, or None."""
+
+    def resize_indexes(self, max_index_bytes: int | None = None) -> None:
+        """Resize both indexes (default: to ``max_index_bytes`` given at open)."""
+
+    def on_become_inactive(self) -> None:
+        """Final time-index entry, trim and sync of both indexes (on roll)."""
+
+    def flush(self) -> None:
+        """fdatasync the .log (the indexes are derived: see the class docstring)."""
+
+    def refresh(self) -> None:
+        """Read-only: pick up whole batches another process appended."""
+
+    def close(self) -> None:
+        """Trim the indexes, sync and close the files; idempotent."""
+
+    def delete(self) -> None:
+        """Close and remove every file of the segment."""
+
+    def rename_suffix(self, new_suffix: str) -> None:
+        """Rename every file from the current suffix to ``new_suffix``."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None: ...
+
+
+class KeyMap(Protocol):
+    """The cleaner's offset map (Kafka's ``SkimpyOffsetMap``, kafka-format.md §5.2): record key
+    -> latest offset, in a fixed amount of memory. ``seglog.pure.keymap`` documents the design;
+    both backends fill their tables identically, slot by slot.
+
+    ``KeyMap(memory_bytes_max)`` allocates two numpy arrays (uint64 key hashes, int64 offsets;
+    16 bytes per slot) once: ``slots`` is the largest prime <= ``memory_bytes_max // 16``,
+    ``max_entries = slots * 9 // 10`` (Kafka's 0.9 load factor). ValueError when that is < 1.
+    Keys are identified by their XXH64 hash (seed 0) only: two keys with the same 64-bit hash
+    count as one key, the risk Kafka takes with MD5. Not thread-safe.
+
+    * ``put(key, offset) -> bool``: store ``offset`` (>= 0, else ValueError) for ``key``
+      (bytes-like); ``latest_offset = offset``. False, changing nothing, when ``key`` is new and
+      ``size == max_entries`` (updates of present keys always succeed).
+    * ``get(key) -> int``: the stored offset, or -1.
+    * ``put_batch_keys(data, *, start_offset=0) -> bool``: put every keyed record with offset
+      >= start_offset of the RecordBatch at the start of ``data`` (control batches put
+      nothing; compressed ones are decompressed); False when the map filled on the way
+      (``latest_offset`` is then the last offset put). CorruptRecordError for a truncated
+      batch or malformed record framing. The native twin walks the records in C.
+    * ``retain_mask(data, *, now_ms) -> (mask, kept_count, tombstone_kept)``: the cleaner's
+      per-record decision for the batch at the start of ``data`` (Kafka's
+      ``shouldRetainRecord``, §5.3.4): ``mask`` a numpy bool array in record order; a record is
+      kept if its offset > ``latest_offset``, else dropped if keyless, else kept iff offset >=
+      ``get(key)`` and (it has a value, or the batch has no delete horizon, or now_ms <
+      horizon). ``tombstone_kept``: a kept record has a null value. Control batches keep all.
+    * ``update_latest_offset(offset)``; ``clear()`` (keeps the memory).
+    * Attributes: ``memory_bytes_max``, ``slots``, ``max_entries``, ``size``,
+      ``latest_offset`` (-1 when nothing was put), ``utilization`` (size / slots), ``lookups``
+      and ``probes`` (collision counters), ``hashes`` and ``offsets`` (the arrays; read only).
+    * Module-level in ``<backend>.keymap``: ``key_hash(key) -> int`` (XXH64, seed 0),
+      ``slots_for_memory(memory_bytes_max)``, ``max_entries_for_slots(slots)``.
+    """
+
+    def __init__(self, memory_bytes_max: int) -> None:
+        """Allocate the tables once (ValueError when fewer than one entry fits)."""
+
+    @property
+    def hashes(self) -> NDArray[np.uint64]: ...
+    @property
+    def offsets(self) -> NDArray[np.int64]: ...
+    @property
+    def memory_bytes_max(self) -> int: ...
+    @property
+    def slots(self) -> int: ...
+    @property
+    def max_entries(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def latest_offset(self) -> int: ...
+    @property
+    def lookups(self) -> int: ...
+    @property
+    def probes(self) -> int: ...
+    @property
+    def utilization(self) -> float: ...
+
+    def __len__(self) -> int:
+        """``size``."""
+
+    def put_hash(self, h: int, offset: int) -> bool:
+        """``put`` for a key given by its hash (``key_hash(key)``)."""
+
+    def put(self, key: BytesLike, offset: int) -> bool:
+        """Store ``offset`` for ``key``; False when a new key does not fit."""
+
+    def get(self, key: BytesLike) -> int:
+        """The stored offset for ``key``, or -1."""
+
+    def update_latest_offset(self, offset: int) -> None:
+        """Set ``latest_offset``."""
+
+    def clear(self) -> None:
+        """Empty the map (keeps the memory)."""
+
+    def put_batch_keys(self, data: BytesLike, *, start_offset: int = 0) -> bool:
+        """Put the keyed records of the batch at the start of ``data``; False when full."""
+
+    def retain_mask(self, data: BytesLike, *,
+                    now_ms: int) -> tuple[NDArray[np.bool_], int, bool]:
+        """``(mask, kept_count, tombstone_kept)`` for the batch at the start of ``data``."""
+
+
+class KeyMapModule(Protocol):
+    """``<backend>.keymap``, the one backend submodule the Python layer uses (the cleaner sizes
+    its map with the constants before it builds one)."""
+
+    #: Bytes of memory one slot takes: a uint64 hash and an int64 offset.
+    SLOT_BYTES: int
+    #: Kafka's dedupe buffer load factor, as the integer fraction the map fills up to.
+    LOAD_FACTOR_NUMERATOR: int
+    LOAD_FACTOR_DENOMINATOR: int
+    #: Offset stored in an empty slot.
+    EMPTY_OFFSET: int
+
+    @property
+    def KeyMap(self) -> type[_KeyMap]: ...  # noqa: N802 - the class, as the module names it
+
+    def key_hash(self, key: BytesLike) -> int:
+        """XXH64 (seed 0) of the key bytes."""
+
+    def slots_for_memory(self, memory_bytes_max: int) -> int:
+        """The largest prime <= ``memory_bytes_max // SLOT_BYTES`` (0 when none)."""
+
+    def max_entries_for_slots(self, slots: int) -> int:
+        """``slots * LOAD_FACTOR_NUMERATOR // LOAD_FACTOR_DENOMINATOR``."""
+
+
+# The Backend's attributes are named after the classes; these aliases keep the annotations
+# below from resolving to the attributes themselves.
+_Record = Record
+_Batch = Batch
+_Columns = Columns
+_Segment = Segment
+_OffsetIndex = OffsetIndex
+_TimeIndex = TimeIndex
+_KeyMap = KeyMap
+
+
+class Backend(Protocol):
+    """A backend module: ``seglog.pure`` or ``seglog._native`` (what ``get_backend`` returns).
+
+    Its other attributes are its own submodules (``codec``, ``index``, ``segment``, ...):
+    implementation files, not part of the contract, except ``keymap``."""
+
+    #: ``"pure"`` or ``"native"``.
+    name: str
+
+    @property
+    def Record(self) -> type[_Record]: ...  # noqa: N802 - module attributes named as classes
+    @property
+    def Batch(self) -> type[_Batch]: ...  # noqa: N802
+    @property
+    def Columns(self) -> type[_Columns]: ...  # noqa: N802
+    @property
+    def Segment(self) -> type[_Segment]: ...  # noqa: N802
+    @property
+    def OffsetIndex(self) -> type[_OffsetIndex]: ...  # noqa: N802
+    @property
+    def TimeIndex(self) -> type[_TimeIndex]: ...  # noqa: N802
+    @property
+    def KeyMap(self) -> type[_KeyMap]: ...  # noqa: N802
+    @property
+    def keymap(self) -> KeyMapModule: ...
+
+    def crc32c(self, data: BytesLike, crc: int = 0) -> int:
+        """CRC-32C (Castagnoli) of any bytes-like ``data``, continuing from ``crc``."""
+
+    def encode_batch(
+        self,
+        values: RecordColumn,
+        keys: RecordColumn | None = None,
+        timestamps_ms: Timestamps = None,
+        headers: HeaderColumn = None,
+        *,
+        base_offset: int = 0,
+        compression: str | int = "none",
+        compression_level: int | None = None,
+        timestamp_type: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+        partition_leader_epoch: int = -1,
+        delete_horizon_ms: int = -1,
+        offset_deltas: OffsetDeltas = None,
+        last_offset_delta: int | None = None,
+    ) -> bytes:
+        """Encode one RecordBatch v2 (magic 2).
+
+        values/keys: a sequence of bytes-like or None, a 2-D C-contiguous uint8 numpy array
+        (one row per record), or a ``(data, lengths)`` pair (one bytes-like buffer and an
+        integer numpy array of lengths, -1 for null, summing to the used bytes of data).
+        keys None means every key is null. timestamps_ms: None (wall clock, read once per
+        batch), an int for every record, or a sequence/int64 array. headers: None or one
+        sequence of ``(str, bytes | None)`` pairs per record.
+        The batch's base timestamp is the first record's timestamp (Kafka's builder), or
+        ``delete_horizon_ms`` when that is >= 0 (attribute bit 6); max timestamp is the
+        largest record timestamp. Record attributes are 0. Raises InvalidRecordError for a
+        value/key that is not bytes-like (message names the record index), mismatched column
+        lengths, an empty batch, or a header key that is not str; UnsupportedCompressionError.
+
+        offset_deltas / last_offset_delta (for the cleaner, which re-encodes the records it keeps
+        with their original offsets, Kafka's ``MemoryRecords.buildRetainedRecordsInto``):
+        ``offset_deltas`` is None (records get deltas 0, 1, ..., n-1) or a sequence / integer
+        numpy array of n strictly increasing ints in [0, INT32_MAX], each record's
+        ``offset - base_offset``, written as the record's offsetDelta. ``last_offset_delta`` is
+        None (the last record's delta) or an int >= the last record's delta and <= INT32_MAX,
+        written as the header's lastOffsetDelta (Kafka's ``overrideLastOffset``: a rebuilt batch
+        keeps its original last offset, so ``next_offset`` and sequence ranges survive).
+        InvalidRecordError when the deltas are not increasing, out of range, or their count is
+        not the record count.
+        """
+
+    def encode_control_batch(
+        self,
+        control_type: int,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int = 0,
+        base_offset: int = 0,
+        timestamp_ms: int | None = None,
+        partition_leader_epoch: int = -1,
+    ) -> bytes:
+        """A 78-byte transactional control batch holding one commit (1) or abort (0) marker."""
+
+    def iter_batches(self, buffer: BytesLike, *, max_batch_bytes: int | None = None,
+                     check_offsets: bool = False) -> Iterator[_Batch]:
+        """Walk the batches in ``buffer`` (Kafka's FileLogInputStream rules, §1.7): stop silently
+        when fewer than 17 bytes or a partial batch remain; raise CorruptRecordError for a
+        batch_length < 14 (REASON_BATCH_TOO_SMALL), > max_batch_bytes (REASON_BATCH_TOO_LARGE)
+        or a magic other than 2 (REASON_BAD_MAGIC), a last offset outside int64
+        (REASON_BAD_LAST_OFFSET_DELTA), and with ``check_offsets`` a base offset not above the
+        previous batch's last offset (REASON_OFFSETS_NOT_INCREASING). CRCs are not checked here."""
+
+    def decode_columns(self, buffer: BytesLike, *, max_records: int | None = None,
+                       check_crcs: bool = True, check_offsets: bool = False,
+                       max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+                       ) -> _Columns:
+        """All records of every whole batch in ``buffer`` (up to ``max_records``, whole batches
+        are decoded but columns are cut) as one Columns object. Control batches are skipped.
+        Every batch decoded is CRC-checked unless ``check_crcs`` is false; offsets and
+        decompression are checked as in ``iter_batches`` and ``Batch.records``."""
