@@ -501,8 +501,11 @@ class SegmentsLog:
         state.rebuild(b for s in self.segments for b in s.batches())
         return state
 
-    def _replace_segments(self, new_segment, old_segments, *, now_ms, new_txn_index=None,
-                          old_txn_indexes=()):
+    def cleaning(self):
+        return self._lock
+
+    def replace_segments(self, new_segment, old_segments, *, now_ms, new_txn_index=None,
+                         old_txn_indexes=()):
         old = {s.base_offset for s in old_segments}
         self.segments = sorted([s for s in self.segments if s.base_offset not in old]
                                + [new_segment], key=lambda s: s.base_offset)

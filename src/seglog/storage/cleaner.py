@@ -63,7 +63,7 @@ import os
 import struct
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Protocol, Sequence
 
 from .. import filenames
 from .. import format as fmt
@@ -94,15 +94,16 @@ _UINT32 = struct.Struct(">I")
 class CleanableLog(Protocol):
     """What the cleaner uses of a Log (:class:`seglog.storage.log.Log` provides it).
 
-    ``segments`` in offset order, the last one active; ``_lock`` the writer lock (re-entrant);
-    ``cleaner_checkpoint`` the per-partition cleaner checkpoint (None when there is none; the Store
-    gathers it into ``cleaner-offset-checkpoint``); ``last_stable_offset`` is optional (the
-    high watermark is used without it). ``_replace_segments(new, old, now_ms=, new_txn_index=,
+    ``segments`` in offset order, the last one active; ``cleaning()`` a context manager that
+    holds the writer lock (re-entrant) for the pass; ``cleaner_checkpoint`` the per-partition
+    cleaner checkpoint (None when there is none; the Store gathers it into
+    ``cleaner-offset-checkpoint``); ``last_stable_offset`` is optional (the high watermark is
+    used without it). ``replace_segments(new, old, now_ms=, new_txn_index=,
     old_txn_indexes=)`` publishes the segment chain with ``new`` in place of ``old`` (whose
     files, ``.txnindex`` included, the cleaner already renamed to ``.deleted``) and deletes the
     old files after ``file.delete.delay.ms``. Optional: ``aborted_transactions(start, upper)``
     (the txn indexes), ``producer_state`` (whose producers keep their last batch) and
-    ``_txn_index(base)`` (the log's own index objects, so its cache follows the swap).
+    ``txn_index(base)`` (the log's own index objects, so its cache follows the swap).
     """
 
     dir_path: str
@@ -113,10 +114,12 @@ class CleanableLog(Protocol):
     end_offset: int
     high_watermark: int
     cleaner_checkpoint: int | None
-    _lock: Any
 
-    def _replace_segments(self, new_segment: Any, old_segments: Sequence[Any], *,
-                          now_ms: int) -> None: ...
+    def cleaning(self) -> ContextManager[Any]: ...
+
+    def replace_segments(self, new_segment: Any, old_segments: Sequence[Any], *,
+                         now_ms: int, new_txn_index: TransactionIndex | None = None,
+                         old_txn_indexes: list | None = None) -> None: ...
 
 
 @dataclass
@@ -716,13 +719,13 @@ def _swap(log: CleanableLog, cleaned: Any, txn_index: TransactionIndex, old: Seq
     cleaned.rename_suffix("")
     _fsync_dir(log.dir_path)
     step("final")
-    log._replace_segments(cleaned, list(old), now_ms=now_ms, new_txn_index=txn_index,
-                          old_txn_indexes=old_txn_indexes)
+    log.replace_segments(cleaned, list(old), now_ms=now_ms, new_txn_index=txn_index,
+                         old_txn_indexes=old_txn_indexes)
 
 
 def _log_txn_index(log: CleanableLog, base_offset: int) -> TransactionIndex:
     """The log's own object for a segment's ``.txnindex`` (so its cache follows renames)."""
-    get = getattr(log, "_txn_index", None)
+    get = getattr(log, "txn_index", None)
     return get(base_offset) if get is not None else TransactionIndex(log.dir_path, base_offset)
 
 
@@ -758,7 +761,7 @@ def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = Fal
     if not force and not config.compaction_enabled:
         stats.skipped = "cleanup.policy does not contain compact"
         return stats
-    with log._lock:
+    with log.cleaning():
         segments = list(log.segments)
         offsets = cleanable_offsets(log, now)
         stats.first_dirty_offset = offsets.first_dirty_offset
