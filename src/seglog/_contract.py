@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     #: C-contiguous uint8 array (one row per record), or ``(data, lengths)`` (lengths -1 for
     #: null, summing to the used bytes of data).
     RecordColumn: TypeAlias = (
-        "Sequence[BytesLike | None] | NDArray[np.uint8] | tuple[BytesLike, NDArray[np.integer[Any]]]"
+        "Sequence[BytesLike | None] | NDArray[np.uint8]"
+        " | tuple[BytesLike, NDArray[np.integer[Any]]]"
     )
     #: Timestamps for ``encode_batch``: None (wall clock), one int, or one per record.
     Timestamps: TypeAlias = "int | Sequence[int] | NDArray[np.int64] | None"
@@ -394,7 +395,8 @@ class Segment(Protocol):
     * ``read(offset, max_bytes, *, max_position=None, min_one_batch=True) -> memoryview``:
       whole batches from ``translate_offset(offset)`` up to ``max_bytes`` (at least one batch
       when min_one_batch, even if larger), never past ``max_position``; empty when offset >=
-      next_offset. A writer's view is zero-copy (a read-only view of an mmap of the .log);
+      next_offset. Every call returns a view of its own, an empty one too: releasing it (or
+      ``recover()``, ``truncate_to()``) never invalidates another caller's. A writer's view is zero-copy (a read-only view of an mmap of the .log);
       a ``read_only`` segment never maps the .log (another process may truncate it, which
       would be SIGBUS) and returns a view over bytes read with ``pread``. A header that
       cannot be parsed below the segment's end is CorruptSegmentError, never an end of data.
@@ -432,7 +434,8 @@ class Segment(Protocol):
       and an index that lost unsynced pages only ends earlier (entries count up to the first
       all-zero one), so it is correct, just sparser. They are synced when they become
       trusted: on roll (``on_become_inactive``) and on ``close()``. ``close()``: trim indexes,
-      sync and close files (views already handed out stay valid). ``delete()``: close and remove all its files.
+      sync and close files (views already handed out stay valid). ``delete()``: close and
+      remove all its files.
     * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
     * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
       become visible. ``last_modified_ms``: the .log mtime.

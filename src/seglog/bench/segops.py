@@ -1,7 +1,8 @@
-"""seglog operations the parts time, written against the backend interface (protocol.py).
+"""seglog operations the parts time, written against the backend interface
+(``seglog._contract``).
 
 Every function takes a backend view (:class:`~seglog.bench.data.BackendView`) and uses only
-names from :mod:`seglog.protocol`: ``encode_batch``, ``iter_batches``, ``decode_columns``,
+names from :mod:`seglog._contract`: ``encode_batch``, ``iter_batches``, ``decode_columns``,
 ``Segment`` (incl. ``read_record``) and ``OffsetIndex``. A missing name raises
 :class:`~seglog.bench.data.Unavailable` with the reason, which the part reports as
 "not available". Records go in batches of :data:`~seglog.bench.runner.BATCH_RECORDS`, the

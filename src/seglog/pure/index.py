@@ -339,7 +339,7 @@ class _Index:
 
 
 class OffsetIndex(_Index):
-    """Offset index of one segment (``<base>.index``); see :class:`seglog.protocol.OffsetIndex`.
+    """Offset index of one segment (``<base>.index``); see :class:`seglog._contract.OffsetIndex`.
 
     ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True,
     preallocate=True)``. Entries map
@@ -445,7 +445,7 @@ class OffsetIndex(_Index):
 
 
 class TimeIndex(_Index):
-    """Time index of one segment (``<base>.timeindex``); see :class:`seglog.protocol.TimeIndex`.
+    """Time index of one segment (``<base>.timeindex``); see :class:`seglog._contract.TimeIndex`.
 
     An entry ``(timestamp_ms, offset)`` means: the largest timestamp seen in batches up to
     ``offset`` is ``timestamp_ms``. Timestamps are strictly increasing in the file. The last

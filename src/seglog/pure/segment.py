@@ -59,7 +59,7 @@ Untrusted bytes (issue 8; docs/format.md states the rule):
 * Numbers: a non-integer is TypeError; offsets and timestamps may be any int (clamped to
   int64); sizes and positions below 0 are ValueError. Both twins behave alike.
 
-Kafka decisions made here (see ``seglog.protocol.Segment`` for the contract):
+Kafka decisions made here (see ``seglog._contract.Segment`` for the contract):
 
 * ``translate_offset``: index lookup, then a header-only scan for the first batch whose last
   offset >= the target (FileRecords.searchForOffsetWithSize): a read inside a batch returns the
@@ -255,7 +255,7 @@ def _max_bytes_arg(max_bytes):
 
 
 class Segment:
-    """One segment of a partition log; see :class:`seglog.protocol.Segment` for the contract
+    """One segment of a partition log; see :class:`seglog._contract.Segment` for the contract
     and this module's docstring for the Kafka decisions and the untrusted-bytes rules. Build
     with :meth:`open`.
 
@@ -883,6 +883,8 @@ class Segment:
         self._check_open()
         position, size, _ = self._range(offset, max_bytes, max_position, min_one_batch)
         if size == 0:
+            # A new view per call, never a shared one: a caller may release it (recover()
+            # below releases its own), and that must not break another caller's view.
             return memoryview(b"")
         if self.read_only:
             return self._read_bytes(position, size)
