@@ -585,13 +585,16 @@ def test_self_reports_forbidden_loads_direct_and_through_the_top_level_init(tmp_
         "pkg/storage/__init__.py": "",
         "pkg/storage/log.py": "from .. import errors\nfrom pkg import Store\n",
         "pkg/storage/cleaner.py": "def f():\n    import pkg.coordinator.group\n",
+        "pkg/storage/typed.py": ("from typing import TYPE_CHECKING\n"
+                                 "if TYPE_CHECKING:\n    from ..clients.consumer import Consumer\n"),
         "pkg/coordinator/__init__.py": "",
         "pkg/coordinator/group.py": "from pkg.clients.consumer import Consumer\n",
         "pkg/clients/__init__.py": "",
         "pkg/clients/consumer.py": "",
     })
     storage = find_forbidden_loads(tree, "pkg.storage", ("pkg.coordinator", "pkg.clients", "pkg.store"))
-    assert [(o.path.name, o.line) for o in storage] == [("cleaner.py", 2), ("log.py", 2)]
+    assert [(o.path.name, o.line) for o in storage] == [
+        ("cleaner.py", 2), ("log.py", 2), ("typed.py", 3)]
     assert "loading pkg.store (through pkg -> pkg.store)" in storage[1].text
     coordinator = find_forbidden_loads(tree, "pkg.coordinator", ("pkg.clients", "pkg.store"))
     assert [(o.path.name, o.line) for o in coordinator] == [("group.py", 1)]
