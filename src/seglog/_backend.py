@@ -11,14 +11,19 @@ import importlib
 import os
 import warnings
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from . import _contract
 
 BACKEND_NAMES = ("native", "pure")
 _loaded: dict[str, ModuleType] = {}
 _fallback_warned = False
 
 
-def get_backend(name: str | None = None) -> ModuleType:
+def get_backend(name: str | None = None) -> _contract.Backend:
     """The backend module called ``name`` (``"native"`` or ``"pure"``), or the default one.
+    Its interface is ``seglog._contract.Backend`` (both modules have exactly those names).
 
     Raises ``ValueError`` for another name and ``ImportError`` when ``"native"`` is asked for
     by name and the extension modules are not built.
@@ -31,10 +36,10 @@ def get_backend(name: str | None = None) -> ModuleType:
     if module is None:
         module = importlib.import_module("seglog._native" if name == "native" else "seglog.pure")
         _loaded[name] = module
-    return module
+    return cast("_contract.Backend", module)
 
 
-def default_backend() -> ModuleType:
+def default_backend() -> _contract.Backend:
     """The backend ``SEGLOG_BACKEND`` names, else native, else (with one warning) pure."""
     global _fallback_warned
     requested = os.environ.get("SEGLOG_BACKEND", "").strip().lower()
