@@ -35,6 +35,9 @@ The rules (each a test below that lists every offender as ``file:line``):
    in :data:`ALLOWED_FOREIGN_PRIVATES`, each with its reason. A private *module*
    (``seglog._backend``, ``seglog._native``) is package-internal and may be imported by any
    seglog module. The ``.pyx`` sources are checked for the first shape only.
+6. A backend is reached through ``seglog._backend``: ``seglog.pure`` and ``seglog._native``
+   are imported only from inside themselves (a twin never imports the other twin either), so
+   the Python layer never ties itself to one backend (house style, rule 3).
 
 The checker is plain functions over a directory so that the self-tests at the end can run it
 on small synthetic packages and see each rule fail.
@@ -65,6 +68,9 @@ FORBIDDEN_LOADS = {
                                 f"{ROOT_PACKAGE}.store"),
     f"{ROOT_PACKAGE}.coordinator": (f"{ROOT_PACKAGE}.clients", f"{ROOT_PACKAGE}.store"),
 }
+
+# Rule 6: the twins, each importable only from inside itself.
+BACKEND_PACKAGES = (f"{ROOT_PACKAGE}.pure", f"{ROOT_PACKAGE}._native")
 
 # NamedTuple's public API starts with an underscore so that it cannot clash with field names.
 NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
@@ -357,6 +363,19 @@ def find_leaf_offences(tree: Tree, leaves: frozenset[str] = LEAVES) -> list[Offe
             if imp.source in leaves and imp.target != imp.source and imp.target not in leaves]
 
 
+def find_backend_bypasses(tree: Tree,
+                          backends: tuple[str, ...] = BACKEND_PACKAGES) -> list[Offence]:
+    """Each import of a module of one of ``backends`` from outside that package."""
+    offences = []
+    for imp in tree.imports:
+        for backend in backends:
+            if _in_root(imp.target, backend) and not _in_root(imp.source, backend):
+                offences.append(Offence(imp.path, imp.line, (
+                    f"{imp.source} imports {imp.target}: a backend is reached through "
+                    f"get_backend()")))
+    return offences
+
+
 # ------------------------------------------------------------------ rule 5: private reach
 
 
@@ -507,6 +526,13 @@ def test_leaves_import_only_leaves():
     assert not offences, "leaf modules importing non-leaves:\n" + _report(offences, tree.base)
 
 
+def test_backends_are_reached_through_get_backend():
+    tree = project_tree()
+    offences = find_backend_bypasses(tree)
+    assert not offences, ("imports of a backend's modules from outside it:\n"
+                          + _report(offences, tree.base))
+
+
 def test_no_private_reach_across_modules():
     tree = project_tree()
     offences = find_private_reaches(tree)
@@ -611,6 +637,21 @@ def test_self_reports_a_leaf_importing_a_non_leaf(tmp_path):
     offences = find_leaf_offences(tree, frozenset({"pkg.errors", "pkg.format"}))
     assert [(o.path.name, o.line, o.text) for o in offences] == [
         ("format.py", 2, "leaf pkg.format imports pkg.storage.log, not a leaf")]
+
+
+def test_self_reports_a_backend_imported_from_outside_it(tmp_path):
+    tree = _write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/pure/__init__.py": "from .varint import encode_varint\n",
+        "pkg/pure/varint.py": "import pkg._native.codec\n",
+        "pkg/_native/__init__.py": "from .codec import Batch\n",
+        "pkg/storage/__init__.py": "",
+        "pkg/storage/cleaner.py": "from ..pure.varint import encode_varint\n",
+        "_native/codec.pyx": "from pkg._native import segment\n",
+        "_native/segment.pyx": "",
+    })
+    offences = find_backend_bypasses(tree, ("pkg.pure", "pkg._native"))
+    assert sorted((o.path.name, o.line) for o in offences) == [("cleaner.py", 1), ("varint.py", 1)]
 
 
 def test_self_reports_each_shape_of_private_reach(tmp_path):
