@@ -1,4 +1,4 @@
-"""The layout's import rules, checked by reading the source (docs/design.md, "Import rules").
+"""The layout's import rules, checked by reading the source (docs/design.md, section 3).
 
 Every module of ``src/seglog`` is parsed with :mod:`ast`, and every ``import`` statement in it
 counts, wherever it stands: at module level, inside a function, under ``if TYPE_CHECKING``.
