@@ -41,9 +41,9 @@ A read-only open changes nothing on disk: it skips steps 1, 2, 4 and 6, ignores 
 files and opens the segments it finds read-only.
 
 Recovering a segment is ``segment.recover()`` unless the caller passes ``recover_segment``:
-the Log does, to rebuild the segment's ``.txnindex`` and producer state along with its
-indexes (Kafka's ``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is
-loaded by the Log after this module is done.
+the Log does (:func:`recover_segment_and_txn_index`), to rebuild the segment's ``.txnindex``
+and producer state along with its indexes (Kafka's ``LogLoader.recoverSegment``). Producer
+state itself (snapshots, replay) is loaded after the segments (:func:`load_producer_state`).
 
 Everything removed or cut is recorded in a :class:`RecoveryReport`.
 """
@@ -57,6 +57,7 @@ from typing import Any, Callable
 
 from .. import filenames
 from ..errors import (
+    CorruptCheckpointError,
     CorruptIndexError,
     CorruptRecordError,
     CorruptSegmentError,
@@ -71,9 +72,21 @@ from ..format import (
     REASON_SEGMENT_CUT,
     REASON_TRUNCATED,
 )
+from .local_log import batches_from
+from .producer_state import ProducerStateManager, rebuild_producer_state
+from .segments import SegmentMap
 from .txnindex import TransactionIndex
 
-__all__ = ["LoadResult", "RecoveryReport", "Truncation", "load_segments"]
+__all__ = [
+    "BASE_OFFSET_MAX",
+    "LoadResult",
+    "RecoveryReport",
+    "Truncation",
+    "check_log_start_offset",
+    "load_producer_state",
+    "load_segments",
+    "recover_segment_and_txn_index",
+]
 
 #: ``open_segment(base_offset, *, create=False, file_suffix="") -> Segment``
 OpenSegment = Callable[..., Any]
@@ -633,3 +646,69 @@ def load_segments(
                 os.remove(path)
         segments = [open_segment(log_start_offset, create=True)]
     return LoadResult(segments, report)
+
+
+#: The largest base offset a segment may have (a batch needs room for its next offset).
+BASE_OFFSET_MAX = 2**63 - 2
+
+
+def check_log_start_offset(start_checkpoint: int | None, *, dir_path: str, state: Any) -> int:
+    """The checkpointed log start offset (0 for None), or CorruptCheckpointError when it cannot
+    be a base offset. Kafka deletes every segment when the start is past the end; with a start
+    that cannot be a base offset the log could then never be written again, so it is refused
+    before anything is deleted. ``state`` names the file and the partition in the message."""
+    if start_checkpoint is not None and not 0 <= start_checkpoint <= BASE_OFFSET_MAX:
+        path = getattr(state, "log_start_offset_path",
+                       f"the log start offset checkpoint of {dir_path}")
+        partition = getattr(state, "topic_partition", os.path.basename(dir_path))
+        raise CorruptCheckpointError(
+            f"{path}: log start offset {start_checkpoint} of partition {partition} is not "
+            f"a possible base offset (outside [0, {BASE_OFFSET_MAX}])", path=str(path))
+    return start_checkpoint or 0
+
+
+def load_producer_state(psm: ProducerStateManager, segments: SegmentMap, *, start_offset: int,
+                        end_offset: int, clean_shutdown: bool, now_ms: int) -> None:
+    """Producer state after the segments are loaded (Kafka's LogLoader.load, then UnifiedLog's
+    constructor): snapshots matching no segment go, the latest good one is loaded and the log
+    replayed past it; the high watermark starts at ``end_offset``."""
+    if segments:
+        psm.remove_stray_snapshots(segments.bases)
+        rebuild_producer_state(
+            psm, segment_base_offsets=segments.bases, log_start_offset=start_offset,
+            log_end_offset=end_offset,
+            batches_from=lambda offset: batches_from(segments, offset),
+            reload_from_clean_shutdown=clean_shutdown, now_ms=now_ms)
+    psm.on_high_watermark_updated(end_offset)
+
+
+def recover_segment_and_txn_index(segment: Any, earlier: list, *, dir_path: str,
+                                  new_producer_state: Callable[[], ProducerStateManager],
+                                  log_start_offset: int, now_ms: int) -> Any:
+    """Kafka's ``LogLoader.recoverSegment``: validate ``segment`` and rebuild its indexes and
+    its ``.txnindex``; returns what ``segment.recover()`` returns. The aborted transactions'
+    last stable offsets need the producer state at the segment's base, so a temporary manager
+    (``new_producer_state()``) is brought there first (from a snapshot, replaying ``earlier``
+    segments), then fed every batch of the segment, and it snapshots the state at the
+    segment's end."""
+    base = segment.base_offset
+    tmp = new_producer_state()
+    chain = SegmentMap(list(earlier))
+    rebuild_producer_state(
+        tmp, segment_base_offsets=[*chain.bases, base],
+        log_start_offset=min(log_start_offset, base), log_end_offset=base,
+        batches_from=lambda offset: batches_from(chain, offset),
+        reload_from_clean_shutdown=False, now_ms=now_ms)
+    result = segment.recover()
+    txn_path = filenames.txn_index_file(dir_path, base)
+    if os.path.exists(txn_path):
+        os.truncate(txn_path, 0)  # reset before reading: the old bytes may be corrupt
+    txn_index = TransactionIndex(dir_path, base)
+    try:
+        for batch in segment.batches():
+            tmp.recover_batch(batch, txn_index)
+        txn_index.flush()
+    finally:
+        txn_index.close()
+    tmp.take_snapshot()
+    return result

@@ -1,8 +1,11 @@
 """One partition's log: a chain of segments in one directory, with Kafka's rules for appending,
 reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``; kafka-format.md
-§2.6, §3, §4). The segment chain itself (roll, flush, truncate, delete) is
-:mod:`seglog.storage.local_log`, the checks on client batches :mod:`seglog.storage.validator`,
-the reader snapshot and the segment walk of a read :mod:`seglog.storage.reads`.
+§2.6, §3, §4). The parts: the segment chain (roll, flush, truncate, delete; the rules of
+rolling and the recovery point) is :mod:`seglog.storage.local_log`; the checks on client
+batches :mod:`seglog.storage.validator`; the reader snapshot and the segment walk of a read,
+with their checks of untrusted bytes, :mod:`seglog.storage.reads`; opening and recovery
+:mod:`seglog.storage.loader`; where the recovery point and log start offset are kept
+:mod:`seglog.storage.partition_state`.
 
 Offsets. The log holds the records ``[start_offset, end_offset)``. ``end_offset`` (Kafka's log
 end offset, LEO) is the offset the next record gets. ``high_watermark`` is a separate value:
@@ -12,65 +15,41 @@ offset after every append (``auto_high_watermark=True``); a replicated log moves
 never deletes at or above it, and ``delete_records_before`` may not pass it.
 
 Durability. Appends reach the page cache. :meth:`Log.flush` fsyncs the unflushed segments and
-persists the recovery point (everything below it is on disk); ``flush_messages`` and
-``flush_ms`` flush automatically (checked on append and by :meth:`Log.maybe_flush`); a roll
-flushes the old segment. Closing flushes, persists the checkpoints and writes the
-clean-shutdown marker; the next open then trusts the files. An open without the marker
-recovers every segment from the one holding the recovery point (:mod:`seglog.storage.loader`).
-Where the recovery point and the log start offset are kept is
-:mod:`seglog.storage.partition_state`'s business (standalone: Kafka-format checkpoint files in
-the partition directory).
+persists the recovery point; ``flush_messages`` and ``flush_ms`` flush automatically (checked
+on append and by :meth:`Log.maybe_flush`); a roll flushes the old segment. Closing flushes,
+persists the checkpoints and writes the clean-shutdown marker; the next open then trusts the
+files. An open without the marker recovers every segment from the one holding the recovery
+point.
 
-Producers and transactions (kafka-format.md §6; Kafka's ``UnifiedLog`` with
-:mod:`seglog.storage.producer_state`). Batches carrying a producer id (``append_raw``,
-``append_batch`` with producer fields, ``append_txn_marker``) are checked against the producer
-state after the roll and before the write: a retry of one of the producer's last 5 batches
-writes nothing and returns the original offsets; sequence, epoch, transaction-state and
-coordinator-epoch violations raise. After the write the state takes the batches, an ABORT
-marker adds an entry to the active segment's ``.txnindex``, and the *last stable offset* (the
-first offset of the earliest open transaction, capped by the high watermark) is published with
-the reader snapshot. The state is snapshotted (``<offset>.snapshot``) at every roll and on
-close, loaded on open (corrupt snapshots deleted, strays removed, the log replayed past the
-latest), rebuilt by truncation, and snapshots and ``.txnindex`` files go with their segments.
-Recovering a segment rebuilds its ``.txnindex``. Idle producers without an open transaction
-expire after ``producer_id_expiration_ms`` (checked at most every 10 minutes of ``now_ms``, on
-append and retention). Reads take ``isolation``: ``"read_committed"`` stops at the last stable
-offset, :meth:`Log.read` then lists the overlapping aborted transactions, and the record-level
-readers skip aborted and control batches.
+Producers and transactions (kafka-format.md §6; :mod:`seglog.storage.producer_state`). Batches
+carrying a producer id are checked against the producer state after the roll and before the
+write (a retry of one of the producer's last 5 batches writes nothing and returns the original
+offsets); after the write the state takes the batches, an ABORT marker adds an entry to the
+active segment's ``.txnindex``, and the *last stable offset* is published with the reader
+snapshot. The state is snapshotted at every roll and on close, loaded on open, rebuilt by
+truncation; idle producers expire (checked at most every 10 minutes of ``now_ms``, on append
+and retention). ``isolation="read_committed"`` reads stop at the last stable offset;
+:meth:`Log.read` then lists the overlapping aborted transactions, and the record-level readers
+skip aborted and control batches.
 
-Threads. All mutating methods serialise on one lock. Reads (``read``, ``records``,
-``read_columns``, ``sendfile``, ``offset_for_timestamp``) take an immutable snapshot of the
-segment chain and of the end and high-watermark positions
-(:class:`~seglog.storage.reads.LogView`) and read segments bounded by that snapshot, so they
-see only whole batches that were fully appended. Because the Segment contract says segments
-are not thread-safe, a read holds the same lock while it calls into a segment (an index lookup
-and a header scan: microseconds; ``sendfile`` for as long as the kernel takes to send);
-decoding and copying happen after, on the zero-copy views, without it. The snapshot design is
-ready for lock-free reads once segments allow read-side calls concurrent with one appender.
-``wait_for_data`` blocks on a condition the writer signals; nothing polls.
+Threads. All mutating methods serialise on one lock. Reads take an immutable snapshot
+(:class:`~seglog.storage.reads.LogView`) and read segments bounded by it, so they see only
+whole batches that were fully appended. Because the Segment contract says segments are not
+thread-safe, a read holds the same lock while it calls into a segment (an index lookup and a
+header scan; ``sendfile`` for as long as the kernel takes); decoding and copying happen after,
+on the zero-copy views, without it. ``wait_for_data`` blocks on a condition the writer
+signals; nothing polls.
 
-Untrusted bytes (issue 8). Every byte read from disk is checked before it is believed. The
-record-decoding readers (:meth:`Log.records`, :meth:`Log.read_columns`, and the consumer and
-internal-topic loaders above them) verify every batch's CRC32C by default (Kafka's consumer
-``check.crcs``; ``check_crcs=False`` opts out) and that base offsets, which the CRC does not
-cover, increase batch to batch, also across reads. Raw whole-batch reads (:meth:`Log.read`,
-:meth:`Log.sendfile`) are served unverified, as Kafka's broker serves fetches; every read is
-bounded by what the Log knows and never moves past a segment that still holds something it
-could not read (:mod:`seglog.storage.reads`). On open the loader checks the segment chain and
-the recovery point (overlaps, proven cuts, a log ending below its recovery point after a clean
-shutdown are CorruptSegmentError; unproven gaps are reported), and a log start offset
-checkpoint that cannot be a base offset is CorruptCheckpointError before anything is deleted.
-On open, indexes that name offsets the log does not hold are rebuilt, but bytes are cut only
-where recovery after an unclean shutdown may cut them (:mod:`seglog.storage.loader`). Integer
-arguments are checked alike on both backends (:func:`seglog.storage.config.check_int`:
-TypeError for a non-integer, ValueError out of range).
+Untrusted bytes (issue 8). The record-decoding readers (:meth:`Log.records`,
+:meth:`Log.read_columns`) verify every batch's CRC32C by default (Kafka's consumer
+``check.crcs``) and that base offsets increase batch to batch, also across reads; raw
+whole-batch reads (:meth:`Log.read`, :meth:`Log.sendfile`) are served unverified, as Kafka's
+broker serves fetches. Integer arguments are checked alike on both backends
+(:func:`seglog.storage.config.check_int`: TypeError for a non-integer, ValueError out of range).
 
 Processes. A writer holds an exclusive lock on the directory (:mod:`seglog.storage.locking`); a
 second writer gets :class:`~seglog.errors.LogLockedError`. ``read_only=True`` opens without the
-lock, never changes a file, and :meth:`Log.refresh` follows the writer: new batches, new
-segments, segments retention removed; it only ever exposes whole batches.
-
-The Python layer never branches on the backend: it calls the backend interface.
+lock, never changes a file, and :meth:`Log.refresh` follows the writer.
 """
 
 from __future__ import annotations
@@ -81,20 +60,23 @@ import threading
 import time
 from typing import Any, ContextManager, Iterator
 
-from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
-    CorruptCheckpointError,
-    InvalidRecordError,
     LogClosedError,
     OffsetOutOfRangeError,
     ReadOnlyError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from .config import INT16_MAX, INT32_MAX, LogConfig, check_int, check_optional_int
-from .loader import RecoveryReport, load_segments
+from .config import LogConfig, check_int, check_optional_int
+from .loader import (
+    RecoveryReport,
+    check_log_start_offset,
+    load_producer_state,
+    load_segments,
+    recover_segment_and_txn_index,
+)
 from .local_log import LocalLog, batches_from
 from .locking import DirectoryLock
 from .partition_state import PartitionDirState, PartitionState
@@ -106,17 +88,19 @@ from .producer_state import (
     rebuild_producer_state,
 )
 from .reads import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     READ_BYTES_DEFAULT,
     LogReadResult,
     LogView,
     check_isolation,
     check_max_bytes,
-    check_nothing_hidden,
     iter_records,
+    offset_by_time,
     position_of,
     read_columns,
     read_in,
-    segments_for_read,
+    sendfile_in,
 )
 from .retention import (
     deletable_segments,
@@ -127,14 +111,16 @@ from .retention import (
 from .segments import SegmentMap
 from .transactions import READ_UNCOMMITTED, collect_aborted_transactions
 from .txnindex import TransactionIndex
-from .validator import require_keys, validate_client_batches, validate_timestamps
+from .validator import (
+    check_marker_fields,
+    check_producer_fields,
+    require_keys,
+    require_producer_fields,
+    validate_client_batches,
+    validate_timestamps,
+)
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
-
-#: ``offset_for_timestamp`` sentinels (Kafka's ListOffsetsRequest).
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
 
 #: How often appends and retention drop expired producers (Kafka's
 #: producer.id.expiration.check.interval.ms), counted from the open's ``now_ms``.
@@ -142,8 +128,6 @@ _EXPIRATION_CHECK_MS = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
 
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-#: The largest base offset a segment may have (a batch needs room for its next offset).
-_BASE_OFFSET_MAX = 2**63 - 2
 
 
 def _now_ms(now_ms: int | None) -> int:
@@ -230,24 +214,19 @@ class Log:
 
     def _load(self, now_ms: int) -> None:
         recovery_point, start_checkpoint, clean = self._state.load()
-        if start_checkpoint is not None and not 0 <= start_checkpoint <= _BASE_OFFSET_MAX:
-            # Kafka deletes every segment when the start is past the end; with a start that
-            # cannot be a base offset the log could then never be written again. Refuse it
-            # before anything is deleted.
-            path = getattr(self._state, "log_start_offset_path",
-                           f"the log start offset checkpoint of {self._dir}")
-            partition = getattr(self._state, "topic_partition", os.path.basename(self._dir))
-            raise CorruptCheckpointError(
-                f"{path}: log start offset {start_checkpoint} of partition {partition} is not "
-                f"a possible base offset (outside [0, {_BASE_OFFSET_MAX}])", path=str(path))
-        start_checkpoint = start_checkpoint or 0
-        self._psm = self._new_producer_state()
+        start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=self._dir,
+                                                  state=self._state)
+        self._psm = psm = self._new_producer_state()
         self._local = local = LocalLog(
             self._dir, self._config, self._be, read_only=self._read_only, now_ms=now_ms,
-            retire_snapshot=self._psm.remove_and_mark_snapshot_for_deletion)
+            retire_snapshot=psm.remove_and_mark_snapshot_for_deletion)
 
         def recover_segment(segment: Any, earlier: list) -> Any:
-            return self._recover_segment(segment, earlier, start_checkpoint, now_ms)
+            result = recover_segment_and_txn_index(
+                segment, earlier, dir_path=self._dir, new_producer_state=self._new_producer_state,
+                log_start_offset=start_checkpoint, now_ms=now_ms)
+            local.drop_txn_index(segment.base_offset)
+            return result
 
         result = load_segments(
             self._dir, local.open_segment,
@@ -267,16 +246,8 @@ class Log:
         end = segments.last().next_offset if segments else start_checkpoint
         first_base = segments.first().base_offset if segments else start_checkpoint
         start = max(start_checkpoint, first_base)
-        # Producer state (Kafka's LogLoader.load, then UnifiedLog's constructor): snapshots
-        # matching no segment go, the latest good one is loaded and the log replayed past it.
-        psm = self._psm
-        if segments:
-            psm.remove_stray_snapshots(segments.bases)
-            rebuild_producer_state(
-                psm, segment_base_offsets=segments.bases, log_start_offset=start,
-                log_end_offset=end, batches_from=lambda offset: batches_from(segments, offset),
-                reload_from_clean_shutdown=clean, now_ms=now_ms)
-        psm.on_high_watermark_updated(end)
+        load_producer_state(psm, segments, start_offset=start, end_offset=end,
+                            clean_shutdown=clean, now_ms=now_ms)
         self._first_unstable = psm.first_unstable_offset()
         # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
         # validated is not flushed yet, so the recovery point stays where it was.
@@ -296,36 +267,6 @@ class Log:
         return ProducerStateManager(
             self._dir, producer_id_expiration_ms=self._config.producer_id_expiration_ms,
             backend=self._be, read_only=self._read_only)
-
-    def _recover_segment(self, segment: Any, earlier: list, log_start_offset: int,
-                         now_ms: int) -> Any:
-        """Kafka's ``LogLoader.recoverSegment``: validate ``segment`` and rebuild its indexes
-        and its ``.txnindex``. The aborted transactions' last stable offsets need the producer
-        state at the segment's base, so a temporary manager is brought there first (from a
-        snapshot, replaying ``earlier`` segments), then fed every batch of the segment, and
-        it snapshots the state at the segment's end."""
-        base = segment.base_offset
-        tmp = self._new_producer_state()
-        chain = SegmentMap(list(earlier))
-        rebuild_producer_state(
-            tmp, segment_base_offsets=[*chain.bases, base],
-            log_start_offset=min(log_start_offset, base), log_end_offset=base,
-            batches_from=lambda offset: batches_from(chain, offset),
-            reload_from_clean_shutdown=False, now_ms=now_ms)
-        result = segment.recover()
-        txn_path = filenames.txn_index_file(self._dir, base)
-        if os.path.exists(txn_path):
-            os.truncate(txn_path, 0)  # reset before reading: the old bytes may be corrupt
-        txn_index = TransactionIndex(self._dir, base)
-        try:
-            for batch in segment.batches():
-                tmp.recover_batch(batch, txn_index)
-            txn_index.flush()
-        finally:
-            txn_index.close()
-        self._local.drop_txn_index(base)
-        tmp.take_snapshot()
-        return result
 
     def close(self) -> None:
         """Flush, persist the checkpoints, write the clean-shutdown marker, release the lock.
@@ -516,11 +457,8 @@ class Log:
         epoch, int32 for the sequence). Thread-safe; encoding happens outside the writer lock.
         """
         self._check_writable()
-        producer_id = check_int("producer_id", producer_id)
-        producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
-                                   maximum=INT16_MAX)
-        base_sequence = check_int("base_sequence", base_sequence, minimum=-(INT32_MAX + 1),
-                                  maximum=INT32_MAX)
+        producer_id, producer_epoch, base_sequence = check_producer_fields(
+            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence)
         if timestamps_ms is not None and (isinstance(timestamps_ms, (str, bytes))
                                           or not hasattr(timestamps_ms, "__len__")):
             timestamps_ms = check_int("timestamps_ms", timestamps_ms)
@@ -533,14 +471,8 @@ class Log:
         else:
             validate_timestamps(timestamps_ms, config=config, now_ms=now)
         codec = config.compression_codec or compression
-        if producer_id >= 0:
-            if producer_epoch < 0 or base_sequence < 0:
-                raise InvalidRecordError(
-                    f"a batch of producer {producer_id} needs a producer epoch and a base "
-                    f"sequence >= 0, got {producer_epoch} and {base_sequence}")
-        elif is_transactional or producer_epoch >= 0 or base_sequence >= 0:
-            raise InvalidRecordError(
-                "producer_epoch, base_sequence and is_transactional need a producer_id >= 0")
+        require_producer_fields(producer_id=producer_id, producer_epoch=producer_epoch,
+                                base_sequence=base_sequence, is_transactional=is_transactional)
         # Encode outside the writer lock at the offset the batch will most likely get; if
         # another writer gets there first the segment patches the base offset (8 bytes that
         # the CRC does not cover).
@@ -581,15 +513,9 @@ class Log:
         int32; :func:`~seglog.storage.config.check_int`). Thread-safe.
         """
         self._check_writable()
-        producer_id = check_int("producer_id", producer_id)
-        producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
-                                   maximum=INT16_MAX)
-        coordinator_epoch = check_int("coordinator_epoch", coordinator_epoch,
-                                      minimum=-(INT32_MAX + 1), maximum=INT32_MAX)
-        if producer_id < 0 or producer_epoch < 0:
-            raise InvalidRecordError(
-                f"a transaction marker needs a producer id and epoch >= 0, got {producer_id} "
-                f"and {producer_epoch}")
+        producer_id, producer_epoch, coordinator_epoch = check_marker_fields(
+            producer_id=producer_id, producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch)
         now = _now_ms(now_ms)
         control_type = fmt.CONTROL_TYPE_COMMIT if commit else fmt.CONTROL_TYPE_ABORT
         raw = self._be.encode_control_batch(
@@ -921,15 +847,7 @@ class Log:
             if committed:
                 lso = view.last_stable_offset
                 max_offset = lso if max_offset is None else min(max_offset, lso)
-            for segment, max_position in segments_for_read(view, offset, max_offset):
-                sent, next_offset = segment.sendfile(fd, offset, max_bytes,
-                                                     max_position=max_position)
-                if sent:
-                    return sent, next_offset
-                if max_position is not None:
-                    break
-                check_nothing_hidden(segment, offset)
-            return 0, offset
+            return sendfile_in(view, fd, offset, max_bytes=max_bytes, max_offset=max_offset)
         finally:
             self._lock.release()
 
@@ -948,29 +866,8 @@ class Log:
             return view.start_offset
         if timestamp_ms == LATEST_TIMESTAMP:
             return view.high_watermark
-        self._lock.acquire()
-        try:
-            if timestamp_ms == MAX_TIMESTAMP:
-                best = None
-                for segment in view.segments:
-                    if segment.max_timestamp_ms >= 0 and (
-                            best is None or segment.max_timestamp_ms > best.max_timestamp_ms):
-                        best = segment
-                if best is None:
-                    return None
-                found = best.find_offset_by_timestamp(best.max_timestamp_ms,
-                                                      starting_offset=view.start_offset)
-                return None if found is None else found[1]
-            for segment in view.segments:
-                if segment.max_timestamp_ms < timestamp_ms:
-                    continue
-                found = segment.find_offset_by_timestamp(timestamp_ms,
-                                                         starting_offset=view.start_offset)
-                if found is not None:
-                    return found[1]
-            return None
-        finally:
-            self._lock.release()
+        with self._lock:
+            return offset_by_time(view, timestamp_ms)
 
     # --- waiting for data ------------------------------------------------------------------------
 

@@ -36,6 +36,9 @@ from .transactions import (
 )
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
     "READ_BYTES_DEFAULT",
     "LogReadResult",
     "LogView",
@@ -46,11 +49,18 @@ __all__ = [
     "cut_at_bound",
     "iter_records",
     "last_batch",
+    "offset_by_time",
     "position_of",
     "read_columns",
     "read_in",
     "segments_for_read",
+    "sendfile_in",
 ]
+
+#: ``offset_for_timestamp`` sentinels (Kafka's ListOffsetsRequest).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
 
 #: Default and largest ``max_bytes`` of one read.
 READ_BYTES_DEFAULT = 1 << 20
@@ -393,3 +403,42 @@ def read_columns(read: Callable[..., LogReadResult], backend: Any, *, offset: in
     if lo == 0 and hi == n:
         return columns
     return SlicedColumns(columns, lo, hi)
+
+
+def sendfile_in(view: LogView, fd: int, offset: int, *, max_bytes: int,
+                max_offset: int | None) -> tuple[int, int]:
+    """Send the whole batches :func:`read_in` would return to ``fd`` with sendfile(2);
+    ``(bytes_sent, next_offset)``, ``(0, offset)`` when nothing is readable. The caller holds
+    the Log's lock."""
+    for segment, max_position in segments_for_read(view, offset, max_offset):
+        sent, next_offset = segment.sendfile(fd, offset, max_bytes, max_position=max_position)
+        if sent:
+            return sent, next_offset
+        if max_position is not None:
+            break
+        check_nothing_hidden(segment, offset)
+    return 0, offset
+
+
+def offset_by_time(view: LogView, timestamp_ms: int) -> int | None:
+    """The first offset whose record timestamp is >= ``timestamp_ms``, through the segments'
+    time indexes (``MAX_TIMESTAMP``: the offset of the record with the largest timestamp), or
+    None. The caller holds the Log's lock (and answers the other sentinels itself)."""
+    if timestamp_ms == MAX_TIMESTAMP:
+        best = None
+        for segment in view.segments:
+            if segment.max_timestamp_ms >= 0 and (
+                    best is None or segment.max_timestamp_ms > best.max_timestamp_ms):
+                best = segment
+        if best is None:
+            return None
+        found = best.find_offset_by_timestamp(best.max_timestamp_ms,
+                                              starting_offset=view.start_offset)
+        return None if found is None else found[1]
+    for segment in view.segments:
+        if segment.max_timestamp_ms < timestamp_ms:
+            continue
+        found = segment.find_offset_by_timestamp(timestamp_ms, starting_offset=view.start_offset)
+        if found is not None:
+            return found[1]
+    return None

@@ -41,13 +41,16 @@ from ..errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from .config import LogConfig
+from .config import INT16_MAX, INT32_MAX, LogConfig, check_int
 
 __all__ = [
     "ValidationResult",
+    "check_marker_fields",
+    "check_producer_fields",
     "recompress_client_batches",
     "require_batch_keys",
     "require_keys",
+    "require_producer_fields",
     "validate_client_batches",
     "validate_timestamps",
 ]
@@ -77,6 +80,50 @@ class ValidationResult:
     record_count: int
     max_timestamp_ms: int
     batches: list | None
+
+
+def check_producer_fields(*, producer_id: int, producer_epoch: int,
+                          base_sequence: int) -> tuple[int, int, int]:
+    """``(producer_id, producer_epoch, base_sequence)`` of an ``append_batch`` as plain ints
+    (:func:`~seglog.storage.config.check_int`: TypeError, ValueError outside int64, int16 for
+    the epoch, int32 for the sequence)."""
+    producer_id = check_int("producer_id", producer_id)
+    producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
+                               maximum=INT16_MAX)
+    base_sequence = check_int("base_sequence", base_sequence, minimum=-(INT32_MAX + 1),
+                              maximum=INT32_MAX)
+    return producer_id, producer_epoch, base_sequence
+
+
+def require_producer_fields(*, producer_id: int, producer_epoch: int, base_sequence: int,
+                            is_transactional: bool) -> None:
+    """InvalidRecordError for a producer id >= 0 without an epoch and a base sequence >= 0,
+    or for producer fields (or ``is_transactional``) without a producer id."""
+    if producer_id >= 0:
+        if producer_epoch < 0 or base_sequence < 0:
+            raise InvalidRecordError(
+                f"a batch of producer {producer_id} needs a producer epoch and a base "
+                f"sequence >= 0, got {producer_epoch} and {base_sequence}")
+    elif is_transactional or producer_epoch >= 0 or base_sequence >= 0:
+        raise InvalidRecordError(
+            "producer_epoch, base_sequence and is_transactional need a producer_id >= 0")
+
+
+def check_marker_fields(*, producer_id: int, producer_epoch: int,
+                        coordinator_epoch: int) -> tuple[int, int, int]:
+    """``(producer_id, producer_epoch, coordinator_epoch)`` of a transaction marker checked
+    (:func:`~seglog.storage.config.check_int`: the epochs int16 and int32): InvalidRecordError
+    for a negative producer id or epoch."""
+    producer_id = check_int("producer_id", producer_id)
+    producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
+                               maximum=INT16_MAX)
+    coordinator_epoch = check_int("coordinator_epoch", coordinator_epoch,
+                                  minimum=-(INT32_MAX + 1), maximum=INT32_MAX)
+    if producer_id < 0 or producer_epoch < 0:
+        raise InvalidRecordError(
+            f"a transaction marker needs a producer id and epoch >= 0, got {producer_id} "
+            f"and {producer_epoch}")
+    return producer_id, producer_epoch, coordinator_epoch
 
 
 def validate_timestamps(timestamps_ms: Any, *, config: LogConfig, now_ms: int) -> None:
