@@ -13,7 +13,9 @@ from .storage.config import LogConfig
 from .storage.log import Log
 from .store import Store, Topic, TopicPartition
 from .clients.producer import Producer
-from .clients.consumer import Consumer, ConsumerGroup, ConsumerRecord
+from .clients.consumer import Consumer
+from .coordinator.group import ConsumerGroup
+from .types import ConsumerRecord
 
 __version__ = "0.1.0"
 

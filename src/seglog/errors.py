@@ -262,3 +262,67 @@ class CorruptSegmentError(CorruptRecordError):
         super().__init__(message, reason=reason, position=position)
         self.path = path
         self.base_offset = base_offset
+
+
+# --- argument errors of the clients, the coordinators and the assignors -----------------------
+#
+# Each also derives from the built-in exception Python code expects for a bad argument
+# (ValueError, TypeError, KeyError), so ``except ValueError`` keeps working, and carries the
+# Kafka error code a broker answers with for the same request field.
+
+
+class InvalidArgumentError(SeglogError, ValueError):
+    """An argument with a value out of its range or not one of its allowed values (a
+    negative offset, ``max_poll_records=0``, an unknown ``auto_offset_reset``, ...).
+    Kafka error code INVALID_REQUEST (42): a broker answers a request field it cannot accept
+    with it when no more precise code exists."""
+
+    kafka_error_code = 42  # INVALID_REQUEST
+
+
+class InvalidArgumentTypeError(SeglogError, TypeError):
+    """An argument of the wrong type (``1.5`` for a count, a str for a list of topics, a
+    pair that is not a ``(topic, partition)``). Kafka error code INVALID_REQUEST (42): on the
+    wire a wrong type is a request that does not parse."""
+
+    kafka_error_code = 42  # INVALID_REQUEST
+
+
+class InvalidGroupIdError(InvalidArgumentError):
+    """A group id that is empty or not a str. Kafka error code INVALID_GROUP_ID (24)."""
+
+    kafka_error_code = 24  # INVALID_GROUP_ID
+
+
+class InvalidTransactionTimeoutError(InvalidArgumentError):
+    """A transaction timeout outside 1 ms..``transaction.max.timeout.ms``. Kafka error code
+    INVALID_TRANSACTION_TIMEOUT (50)."""
+
+    kafka_error_code = 50  # INVALID_TRANSACTION_TIMEOUT
+
+
+class OffsetMetadataTooLargeError(InvalidArgumentError):
+    """A committed offset's metadata string longer than ``offset.metadata.max.bytes``
+    (4096). Kafka error code OFFSET_METADATA_TOO_LARGE (12)."""
+
+    kafka_error_code = 12  # OFFSET_METADATA_TOO_LARGE
+
+
+class InvalidRequiredAcksError(InvalidArgumentError):
+    """A producer ``acks`` value other than 0, 1, -1 or ``"all"``. Kafka error code
+    INVALID_REQUIRED_ACKS (21)."""
+
+    kafka_error_code = 21  # INVALID_REQUIRED_ACKS
+
+
+class UnknownCompressionTypeError(UnsupportedCompressionError, ValueError):
+    """A producer ``compression`` name that is not one of Kafka's (``none``, ``gzip``,
+    ``snappy``, ``lz4``, ``zstd``). Kafka error code UNSUPPORTED_COMPRESSION_TYPE (76)."""
+
+
+class UnknownAssignorError(SeglogError, KeyError):
+    """A partition assignment strategy the group coordinator does not know (seglog knows
+    ``range`` and ``roundrobin``). Kafka error code INCONSISTENT_GROUP_PROTOCOL (23): a
+    JoinGroup whose protocols the group cannot run."""
+
+    kafka_error_code = 23  # INCONSISTENT_GROUP_PROTOCOL

@@ -21,7 +21,7 @@ way, so a broker could adopt the directory and Kafka tools read it:
     of which exists here. Replaced atomically like the rest.
 ``__consumer_offsets-<n>/``
     committed consumer offsets, as records in Kafka's key/value schema in the compacted
-    internal topic (see :mod:`seglog.clients.consumer`). Created on the first commit.
+    internal topic (see :mod:`seglog.coordinator.offsets`). Created on the first commit.
 ``__transaction_state-<n>/``
     the transaction coordinator's state (transactional id -> producer id, epoch, current
     transaction) in Kafka's key/value schema, in the compacted internal topic (see
@@ -30,6 +30,14 @@ way, so a broker could adopt the directory and Kafka tools read it:
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
 a crash is removed on the next open.
+
+The Store wires the broker side: it owns the committed offsets
+(:class:`~seglog.coordinator.offsets.OffsetsManager`), the group coordinators
+(:class:`~seglog.coordinator.group.ConsumerGroup`), the producer-id blocks
+(:class:`~seglog.coordinator.producer_ids.ProducerIdManager`) and the transaction coordinator,
+handing each only the narrow :class:`~seglog.coordinator.internal_topics.InternalTopics` view of
+itself. It implements :class:`~seglog.broker_api.BrokerApi`, the interface its Producers and
+Consumers (and next the wire broker) call, and hands out those clients.
 
 Thread safety: one lock guards the metadata (topics, groups, checkpoints); every Log locks
 itself, so producers and consumers in several threads share one Store. One writer per data
@@ -45,17 +53,23 @@ import re
 import shutil
 import threading
 import uuid
+import time
 import warnings
 import weakref
 from typing import Any, Iterable, Mapping
 
 from . import filenames
+from .arguments import check_group_id
+from .broker_api import TxnOffsetCommitRecords
 from .storage import checkpoints
-from .types import TopicPartition
+from .storage.locking import DirectoryLock
+from .storage.log import Log
+from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
 from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
+    IllegalStateError,
     InvalidConfigError,
     InvalidTopicError,
     LogClosedError,
@@ -63,9 +77,17 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .coordinator import offsets_schema
+from .coordinator.assignors import ASSIGNORS
+from .coordinator.group import ConsumerGroup
+from .coordinator.offsets import OffsetsManager
 from .coordinator.offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
+from .coordinator.producer_ids import ProducerIdManager
+from .coordinator.transaction import TRANSACTION_TIMEOUT_MS_DEFAULT, TransactionCoordinator
 from .coordinator.txn_schema import TRANSACTION_STATE_TOPIC
+from .clients.consumer import Consumer
 from .clients.partitioner import partition_for_key
+from .clients.producer import Producer
 
 __all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE"]
 
@@ -95,8 +117,6 @@ INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: OFFSETS_TOPIC_CONFIG,
 #: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 _DEFAULT_NODE_ID = 1
-#: Producer ids reserved at a time (Kafka's ``ProducerIdsBlock`` size).
-PRODUCER_ID_BLOCK_SIZE = 1000
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
@@ -260,6 +280,40 @@ class _StorePartitionState:
         pass
 
 
+class _InternalTopicsView:
+    """The :class:`~seglog.coordinator.internal_topics.InternalTopics` a Store hands its
+    coordinators: its metadata lock, its internal topics (created on first use), partition
+    Logs and counts, and the append signal; nothing else of the Store."""
+
+    def __init__(self, store: "Store"):
+        self._store = store
+        self.path = store.path
+        self.read_only = store.read_only
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._store._lock
+
+    def existing_topic(self, name: str) -> "Topic | None":
+        with self._store._lock:
+            return self._store._topics.get(name)
+
+    def internal_topic(self, name: str) -> "Topic":
+        return self._store._internal_topic(name)
+
+    def partition_log(self, tp: TopicPartition) -> Any:
+        return self._store.topic(tp[0]).log(tp[1])
+
+    def partition_counts(self) -> dict[str, int]:
+        return self._store._partition_counts()
+
+    def check_writable(self) -> None:
+        self._store._check_writable()
+
+    def notify_appended(self) -> None:
+        self._store.notify_appended()
+
+
 _INT64_MAX = 2**63 - 1
 
 
@@ -347,8 +401,10 @@ class Store:
         # wait for any of them on one condition (a Log's own condition covers one partition).
         self._data_cond = threading.Condition(threading.Lock())
         self._data_seq = 0
-        self._producer_id_block_end = 0  # ids below it may have been handed out
-        self._next_producer_id = 0
+        self._producer_ids = ProducerIdManager(self._persist_producer_id_block_end,
+                                               lock=self._lock)
+        # What the coordinators see of this store (they never get the Store itself).
+        self._internal = _InternalTopicsView(self)
         self._closed = True  # until fully open
         self._dir_lock = None
         self._topics: dict[str, Topic] = {}
@@ -362,8 +418,8 @@ class Store:
         self._consumers: "weakref.WeakSet" = weakref.WeakSet()
         self._groups: dict = {}
         self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
-        self._offsets = None  # consumer._OffsetsManager, made lazily
-        self._coordinator = None  # txn_coordinator.TransactionCoordinator, made lazily
+        self._offsets = OffsetsManager(self._internal)  # loaded by _open
+        self._coordinator: TransactionCoordinator | None = None  # made on first use
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
             return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
 
@@ -385,7 +441,6 @@ class Store:
                 raise FileNotFoundError(f"no data directory at {self.path}")
         else:
             os.makedirs(self.path, exist_ok=True)
-            from .storage.locking import DirectoryLock
             self._dir_lock = DirectoryLock(self.path)
         self.meta = checkpoints.MetaProperties.read(self.path)
         if self.meta is None and not self.read_only:
@@ -401,9 +456,9 @@ class Store:
         self._high_watermarks = self._replication_checkpoint.read()
         self._cleaner_offsets = self._cleaner_checkpoint.read()
         self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
+        # Ids of the last block may have been handed out before a crash: the producer-id
+        # manager starts after it (_read_registry restores it).
         registry = self._read_registry()
-        # Ids of the last block may have been handed out before a crash: start after it.
-        self._next_producer_id = self._producer_id_block_end
         found = self._scan_partition_dirs()
         self._closed = False
         for name in sorted(set(registry) | set(found)):
@@ -425,15 +480,14 @@ class Store:
         if not self.read_only and set(found) - set(registry):
             self._write_registry()  # adopt topics found on disk (e.g. made by Kafka)
         if OFFSETS_TOPIC in self._topics:
-            self._offsets_manager()  # reload committed offsets now
+            self._offsets.reload()  # reload committed offsets now
         coordinator = None
         if TRANSACTION_STATE_TOPIC in self._topics and not self.read_only:
             # Reload transactional ids after the offsets (completing a transaction a crash
             # left half-written applies its pending offset commits).
-            from .coordinator.transaction import TransactionCoordinator
             with self._lock:
                 coordinator = self._coordinator = TransactionCoordinator(
-                    self, complete_pending=False)
+                    self._internal, self._producer_ids, self._offsets, complete_pending=False)
         if not self.read_only:
             # From here on a crash must make the next open recover. Not earlier: an open
             # that fails on corrupt bytes (a Log, __consumer_offsets, __transaction_state)
@@ -504,22 +558,27 @@ class Store:
                 f"{block_end!r}", path=path)
         topics = {name: _registry_entry(path, name, entry)
                   for name, entry in data["topics"].items()}
-        self._producer_id_block_end = max(self._producer_id_block_end, block_end)
+        self._producer_ids.restore(block_end)
         return topics
 
-    def _write_registry(self) -> None:
+    def _persist_producer_id_block_end(self, block_end: int) -> None:
+        """The producer-id manager's callback: record a new block durably (the registry)."""
+        self._write_registry(producer_id_block_end=block_end)
+
+    def _write_registry(self, *, producer_id_block_end: int | None = None) -> None:
+        if producer_id_block_end is None:
+            producer_id_block_end = self._producer_ids.block_end
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
                          "config": t.config.to_kafka(include_defaults=False, topic_only=False)}
                   for name, t in sorted(self._topics.items())}
         text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics,
-                           "producer_id_block_end": self._producer_id_block_end},
+                           "producer_id_block_end": producer_id_block_end},
                           indent=1, sort_keys=True)
         checkpoints.atomic_write_bytes(os.path.join(self.path, TOPICS_FILE),
                                        (text + "\n").encode("utf-8"))
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
                     topic_id: uuid.UUID | None, *, create: bool) -> Topic:
-        from .storage.log import Log
         logs: list = []
         try:
             for p in range(partitions):
@@ -627,8 +686,7 @@ class Store:
                 raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
             if topic.is_internal:
                 raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
-            if self._offsets is not None:
-                self._offsets.delete_topic_offsets(name)
+            self._offsets.delete_topic_offsets(name)
             topic._deleted = True
             del self._topics[name]
             renamed = []
@@ -697,12 +755,19 @@ class Store:
                                            LogConfig.from_kafka(TRANSACTION_STATE_TOPIC_CONFIG))
             return topic
 
-    def _txn_coordinator(self):
+    def _internal_topic(self, name: str) -> Topic:
+        if name == OFFSETS_TOPIC:
+            return self._offsets_topic()
+        if name == TRANSACTION_STATE_TOPIC:
+            return self._transaction_state_topic()
+        raise InvalidTopicError(f"{name!r} is not an internal topic")
+
+    def _txn_coordinator(self) -> TransactionCoordinator:
         with self._lock:
             self._check_writable()
             if self._coordinator is None:
-                from .coordinator.transaction import TransactionCoordinator
-                self._coordinator = TransactionCoordinator(self)
+                self._coordinator = TransactionCoordinator(self._internal, self._producer_ids,
+                                                           self._offsets)
             return self._coordinator
 
     def describe_transaction(self, transactional_id: str):
@@ -712,28 +777,137 @@ class Store:
         Raises ReadOnlyError."""
         return self._txn_coordinator().describe(transactional_id)
 
-    def _offsets_manager(self):
-        with self._lock:
-            if self._offsets is None:
-                from .clients.consumer import _OffsetsManager
-                self._offsets = _OffsetsManager(self)
-            return self._offsets
+    def _on_metadata_change(self) -> None:
+        for group in list(self._groups.values()):
+            group.on_metadata_change()
 
-    def _notify_data(self) -> None:
+    # --- the broker interface (seglog.broker_api.BrokerApi, what the clients call) ---------
+
+    @property
+    def append_count(self) -> int:
+        """How many times :meth:`notify_appended` was called (see ``BrokerApi``)."""
+        return self._data_seq
+
+    def notify_appended(self) -> None:
         """Records were appended through this store: wake consumers waiting for any."""
         with self._data_cond:
             self._data_seq += 1
             self._data_cond.notify_all()
 
-    def _wait_for_data(self, seq: int, timeout_s: float) -> None:
-        """Wait up to ``timeout_s`` unless the append counter moved past ``seq``."""
+    def wait_for_appends(self, append_count: int, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` seconds unless :attr:`append_count` moved past
+        ``append_count``."""
         with self._data_cond:
-            if self._data_seq == seq and timeout_s > 0:
+            if self._data_seq == append_count and timeout_s > 0:
                 self._data_cond.wait(timeout_s)
 
-    def _on_metadata_change(self) -> None:
-        for group in list(self._groups.values()):
-            group._on_metadata_change()
+    def find_coordinator(self, group_id: str) -> None:
+        """Kafka's FindCoordinator for a group: makes its coordinator (see :meth:`group`).
+        Raises InvalidGroupIdError, LogClosedError."""
+        check_group_id(group_id)
+        self.group(group_id)
+
+    def assignor_names(self) -> tuple[str, ...]:
+        """The assignors the group coordinators run, sorted (``range``, ``roundrobin``)."""
+        return tuple(sorted(ASSIGNORS))
+
+    def join_group(self, group_id: str, *, member_id: str | None, client_id: str,
+                   topics: frozenset, assignor: str, group_instance_id: str | None) -> str:
+        """Kafka's JoinGroup (see ``BrokerApi.join_group``)."""
+        group = self.group(group_id)
+        if member_id is None:
+            return group.join(client_id, topics, assignor, group_instance_id)
+        group.update_subscription(member_id, topics)
+        return member_id
+
+    def sync_group(self, group_id: str, member_id: str) -> MemberAssignment | None:
+        """Kafka's SyncGroup: the member's assignment, or None when it is not a member."""
+        return self.group(group_id).member_assignment(member_id)
+
+    def leave_group(self, group_id: str, member_id: str) -> None:
+        """Kafka's LeaveGroup. Works on a closed store too (a consumer closing after it)."""
+        with self._lock:
+            group = self._groups.get(group_id)
+        if group is not None:
+            group.leave(member_id)
+
+    def wait_for_rebalance(self, group_id: str, generation_id: int, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` seconds for the group to leave ``generation_id``."""
+        self.group(group_id).wait_for_change(generation_id, timeout_s)
+
+    def offset_commit(self, group_id: str, *, member_id: str | None, generation_id: int,
+                      offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Kafka's OffsetCommit (see ``BrokerApi.offset_commit``)."""
+        self.group(group_id).commit_offsets(member_id, generation_id, offsets)
+
+    def offset_fetch(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """Kafka's OffsetFetch: the committed offset of ``group_id`` for ``tp``, or None."""
+        return self._offsets.committed(group_id, tp)
+
+    def offset_commit_pending(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether a transactional commit of ``group_id`` for ``tp`` awaits its marker."""
+        return self._offsets.has_pending(group_id, tp)
+
+    def init_producer_id(self, transactional_id: str | None = None, *,
+                         transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
+                         ) -> tuple[int, int]:
+        """Kafka's InitProducerId. Without ``transactional_id``: a producer id never used
+        before in this data directory (blocks of 1000 recorded durably in the topics registry
+        before their ids are handed out, so ids stay unique across restarts and crashes),
+        epoch 0. With one: the transaction coordinator's (see ``BrokerApi``). Raises
+        ReadOnlyError, LogClosedError."""
+        if transactional_id is not None:
+            return self._txn_coordinator().init_producer_id(
+                transactional_id, timeout_ms=transaction_timeout_ms)
+        with self._lock:
+            self._check_writable()
+            return self._producer_ids.allocate(), 0
+
+    def check_producer_epoch(self, transactional_id: str, producer_id: int,
+                             producer_epoch: int) -> None:
+        """ProducerFencedError unless the producer is the current one of the id."""
+        self._txn_coordinator().check_producer(transactional_id, producer_id, producer_epoch)
+
+    def add_partitions_to_txn(self, transactional_id: str, producer_id: int,
+                              producer_epoch: int, partitions: Iterable[TopicPartition]) -> None:
+        """Kafka's AddPartitionsToTxn."""
+        self._txn_coordinator().add_partitions(transactional_id, producer_id, producer_epoch,
+                                               partitions)
+
+    def _group_offsets_partition(self, group_id: str) -> TopicPartition:
+        topic = self._offsets_topic()
+        return TopicPartition(topic.name, offsets_schema.offsets_partition_for_group(
+            group_id, topic.partitions))
+
+    def add_offsets_to_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                           group_id: str) -> TopicPartition:
+        """Kafka's AddOffsetsToTxn: adds the group's ``__consumer_offsets`` partition to the
+        transaction and returns it."""
+        tp = self._group_offsets_partition(check_group_id(group_id))
+        self.add_partitions_to_txn(transactional_id, producer_id, producer_epoch, [tp])
+        return tp
+
+    def txn_offset_commit_records(self, group_id: str,
+                                  offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                                  ) -> TxnOffsetCommitRecords:
+        """The records of a transactional offset commit (see ``BrokerApi``)."""
+        partition, keys, values, timestamps = self._offsets.transactional_records(
+            group_id, offsets)
+        return TxnOffsetCommitRecords(TopicPartition(OFFSETS_TOPIC, partition), keys, values,
+                                      timestamps)
+
+    def txn_offset_commit(self, group_id: str, producer_id: int,
+                          offsets: Mapping[TopicPartition, OffsetAndMetadata], *,
+                          partition: int, base_offset: int, commit_timestamp_ms: int) -> None:
+        """Hold an appended transactional offset commit until its marker."""
+        self._offsets.add_pending(partition, producer_id, group_id, offsets, base_offset,
+                                  commit_timestamp_ms)
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, *,
+                commit: bool, bump_epoch: bool = False) -> tuple[int, int]:
+        """Kafka's EndTxn (see ``BrokerApi.end_txn``)."""
+        return self._txn_coordinator().end_transaction(
+            transactional_id, producer_id, producer_epoch, commit=commit, bump_epoch=bump_epoch)
 
     # --- clients ---------------------------------------------------------------------------
 
@@ -742,32 +916,18 @@ class Store:
         its constructor (``linger_ms``, ``batch_size_bytes``, ``compression``,
         ``idempotent``, ``transactional_id``, ...). Producers still open are flushed and
         closed by :meth:`close` (a transaction still open is aborted, as Kafka's close does)."""
-        from .clients.producer import Producer
         with self._lock:
             self._check_writable()
             producer = Producer(self, **kwargs)
             self._producers.add(producer)
             return producer
 
-    def _allocate_producer_id(self) -> int:
-        """A producer id never used before in this data directory (Kafka's ProducerIdManager:
-        blocks of 1000 recorded durably before their ids are handed out, here in the topics
-        registry, so ids stay unique across restarts and crashes)."""
-        with self._lock:
-            self._check_writable()
-            if self._next_producer_id >= self._producer_id_block_end:
-                self._producer_id_block_end = self._next_producer_id + PRODUCER_ID_BLOCK_SIZE
-                self._write_registry()
-            producer_id = self._next_producer_id
-            self._next_producer_id += 1
-            return producer_id
 
     def consumer(self, group_id: str | None = None, topics: Iterable[str] | None = None, **kwargs):
         """A :class:`~seglog.clients.consumer.Consumer` in group ``group_id`` (None: no group, no
         commits), subscribed to ``topics`` if given; keyword arguments as its constructor
         (``auto_offset_reset``, ``partition_assignment_strategy``, ...). Consumers still open
         are closed (without committing) by :meth:`close`."""
-        from .clients.consumer import Consumer
         with self._lock:
             self._check_open()
             consumer = Consumer(self, group_id=group_id, **kwargs)
@@ -777,30 +937,28 @@ class Store:
         return consumer
 
     def group(self, group_id: str):
-        """The :class:`~seglog.clients.consumer.ConsumerGroup` coordinator of ``group_id`` (created
-        empty if it has no members yet)."""
-        from .clients.consumer import ConsumerGroup
+        """The :class:`~seglog.coordinator.group.ConsumerGroup` coordinator of ``group_id``
+        (created empty if it has no members yet). Raises InvalidGroupIdError (a ValueError)
+        for an empty group id, LogClosedError."""
         with self._lock:
             self._check_open()
             group = self._groups.get(group_id)
             if group is None:
-                group = ConsumerGroup(self, group_id)
+                group = ConsumerGroup(self._internal, self._offsets, group_id)
                 self._groups[group_id] = group
             return group
 
     def delete_group(self, group_id: str) -> None:
         """Delete a group's committed offsets (Kafka's DeleteGroups). Refused with
         :class:`IllegalStateError` while the group has members (NON_EMPTY_GROUP)."""
-        from .errors import IllegalStateError
         with self._lock:
             self._check_writable()
             group = self._groups.get(group_id)
             if group is not None and group.members():
                 raise IllegalStateError(f"The group {group_id!r} is not empty (NON_EMPTY_GROUP)")
             if OFFSETS_TOPIC in self._topics:
-                manager = self._offsets_manager()
-                doomed = {tp: None for tp in manager.all_committed(group_id)}
-                manager.commit(group_id, doomed)
+                doomed = {tp: None for tp in self._offsets.all_committed(group_id)}
+                self._offsets.commit(group_id, doomed)
             self._groups.pop(group_id, None)
 
     def groups(self) -> list[str]:
@@ -808,8 +966,7 @@ class Store:
         with self._lock:
             self._check_open()
             ids = {g for g, group in self._groups.items() if group.members()}
-            if self._offsets is not None:
-                ids |= set(self._offsets.groups())
+            ids |= set(self._offsets.groups())
             return sorted(ids)
 
     def refresh(self) -> bool:
@@ -846,8 +1003,7 @@ class Store:
                 changed = True
             if changed:
                 if OFFSETS_TOPIC in self._topics:
-                    from .clients.consumer import _OffsetsManager
-                    self._offsets = _OffsetsManager(self)  # replay the writer's commits
+                    self._offsets.reload()  # replay the writer's commits
                 self._on_metadata_change()
             return changed
 
@@ -908,15 +1064,14 @@ class Store:
         groups that have no members (Kafka's ``offsets.retention.minutes``, 7 days, checked by
         the coordinator every ``offsets.retention.check.interval.ms``). Returns ``{group_id:
         [TopicPartition, ...]}`` of what was removed. Raises ReadOnlyError."""
-        import time as _time
-        now = _time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
+        now = time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
         with self._lock:
             self._check_writable()
             if OFFSETS_TOPIC not in self._topics:
                 return {}
             active = {g for g, group in self._groups.items() if group.members()}
             retention_ms = check_int("retention_ms", retention_ms, minimum=0)
-            return self._offsets_manager().expire(now, retention_ms, active)
+            return self._offsets.expire(now, retention_ms, active)
 
     def abort_timed_out_transactions(self, *, now_ms: int | None = None) -> list[str]:
         """Abort the transactions open longer than their producer's ``transaction_timeout_ms``
@@ -938,8 +1093,7 @@ class Store:
         Returns ``{"retention": ..., "compaction": ..., "flushed": [tp, ...],
         "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
         ReadOnlyError."""
-        import time as _time
-        now = _time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
+        now = time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
         report: dict[str, Any] = {
             "retention": self.apply_retention(now_ms=now),
             "compaction": self.compact(now_ms=now),

@@ -1,16 +1,21 @@
 """The value types every layer above storage shares: where a record lives
 (:class:`TopicPartition`), a record as a consumer sees it (:class:`ConsumerRecord`), a committed
-offset (:class:`OffsetAndMetadata`) and where a sent record was written (:class:`RecordMetadata`).
+offset (:class:`OffsetAndMetadata`), where a sent record was written (:class:`RecordMetadata`),
+a group member's share of the partitions (:class:`MemberAssignment`), and the coercion of a
+``(topic, partition)`` pair (:func:`as_topic_partition`) every layer checks its arguments with.
 
-A leaf module: it imports nothing of seglog's, so the store, the coordinators, the clients and
-(next) the wire broker can all name these types without importing each other.
+A leaf module: it imports only :mod:`seglog.errors`, so the store, the coordinators, the
+clients and (next) the wire broker can all name these types without importing each other.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["ConsumerRecord", "OffsetAndMetadata", "RecordMetadata", "TopicPartition"]
+from .errors import InvalidArgumentTypeError
+
+__all__ = ["ConsumerRecord", "MemberAssignment", "OffsetAndMetadata", "RecordMetadata",
+           "TopicPartition", "as_topic_partition"]
 
 
 class TopicPartition(NamedTuple):
@@ -53,3 +58,30 @@ class RecordMetadata(NamedTuple):
     partition: int
     offset: int
     timestamp_ms: int
+
+
+class MemberAssignment(NamedTuple):
+    """What a group member gets from its coordinator (Kafka's SyncGroup answer): the
+    ``generation_id`` of the assignment, its ``partitions`` (a list, empty for an idle
+    member), and ``owned_since``: ``{tp: generation since which this member has owned tp
+    without a break}``, so a member that missed rebalances keeps a position only if it never
+    lost the partition in between."""
+
+    generation_id: int
+    partitions: list
+    owned_since: dict
+
+
+def as_topic_partition(tp: Any) -> TopicPartition:
+    """``tp`` as a :class:`TopicPartition`: one is returned as is, any other
+    ``(topic, partition)`` pair is converted. Raises
+    :class:`~seglog.errors.InvalidArgumentTypeError` (a TypeError) for anything that is not a
+    pair. The names are not checked here: the store raises UnknownTopicOrPartitionError."""
+    if isinstance(tp, TopicPartition):
+        return tp
+    try:
+        topic, partition = tp
+    except (TypeError, ValueError):
+        raise InvalidArgumentTypeError(
+            f"expected a (topic, partition) pair, got {tp!r}") from None
+    return TopicPartition(topic, partition)

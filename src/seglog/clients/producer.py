@@ -42,9 +42,16 @@ network client would sit between a Kafka producer and its broker. Tests replace 
 acknowledgements (the batch is written, then a retriable error says it was not) without
 touching the Log.
 
+**The broker side.** The producer reaches the broker only through
+:class:`~seglog.broker_api.BrokerApi` (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+TxnOffsetCommit, EndTxn, topic metadata and the partitions' Logs to append to in-process),
+which the Store implements and the wire broker will; it imports no coordinator and not the
+store.
+
 **Transactions** (``transactional_id=...``, Kafka's ``transactional.id``): the producer is
 idempotent and gets its producer id and epoch from the store's transaction coordinator
-(:mod:`seglog.coordinator.transaction`) when it is made: that is Kafka's ``initTransactions``, done
+(:mod:`seglog.coordinator.transaction`, through ``BrokerApi.init_producer_id``) when it is
+made: that is Kafka's ``initTransactions``, done
 implicitly so a producer from :meth:`Store.producer <seglog.store.Store.producer>` is ready;
 :meth:`Producer.init_transactions` is accepted afterwards and does nothing. Making it fences
 any older producer with the same id and aborts that one's open transaction. Then
@@ -69,21 +76,38 @@ import threading
 import time
 from typing import Any, Iterable
 
+from ..arguments import (
+    as_offset_and_metadata,
+    check_commit_offset,
+    check_group_id,
+    check_int_argument,
+    check_optional_int_argument,
+    check_transactional_id,
+)
+from ..broker_api import BrokerApi
 from ..errors import (
     IllegalStateError,
+    InvalidArgumentError,
     InvalidProducerEpochError,
     InvalidRecordError,
+    InvalidRequiredAcksError,
     InvalidTxnStateError,
     LogClosedError,
     ProducerFencedError,
     RecordTooLargeError,
     SeglogError,
     TransactionAbortedError,
+    UnknownCompressionTypeError,
 )
-from ..storage.config import INT32_MAX, check_int, check_optional_int
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
-from .partitioner import RoundRobinPartitioner, StickyPartitioner, partition_for_key
-from ..types import RecordMetadata, TopicPartition
+from ..storage.config import INT32_MAX
+from ..types import RecordMetadata, TopicPartition, as_topic_partition
+from .partitioner import (
+    RoundRobinPartitioner,
+    StickyPartitioner,
+    partition_for_key,
+    partitions_for_keys,
+)
 
 __all__ = ["Producer", "RecordMetadata", "SendFuture"]
 
@@ -95,6 +119,9 @@ MAX_REQUEST_BYTES_DEFAULT = 1024 * 1024
 #: Most records in one batch (a limit on everything; Kafka has none but batch.size).
 BATCH_RECORDS_MAX = 1 << 20
 _COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: ``acks`` values accepted, and the number Kafka's producer turns each into (see
+#: :class:`Producer`): on one broker 1 and all mean the same; 0 is refused.
+_ACKS = {None: -1, "all": -1, -1: -1, "-1": -1, 1: 1, "1": 1}
 #: Sequence numbers wrap past Integer.MAX_VALUE to 0 (Kafka's incrementSequence).
 _SEQUENCE_MODULUS = 1 << 31
 #: Sends of one batch after a retriable error (Kafka retries without a count limit until
@@ -174,7 +201,7 @@ class SendFuture:
         within ``linger_ms``) and return the record's :class:`RecordMetadata`. Raises the
         batch's error, or ``TimeoutError``; TypeError / ValueError for a non-integer or
         negative ``timeout_ms``."""
-        timeout_ms = check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        timeout_ms = check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
         batch = self._batch
         if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
             raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
@@ -226,7 +253,8 @@ def _record_size_bytes(key, value, headers) -> int:
 
 
 class Producer:
-    """Writes records to a :class:`~seglog.store.Store` in batches (see the module docstring).
+    """Writes records to a :class:`~seglog.store.Store` (any
+    :class:`~seglog.broker_api.BrokerApi`) in batches (see the module docstring).
 
     ``Producer(store, linger_ms=5, batch_size_bytes=16384, compression="none",
     partitioner="sticky", max_request_bytes=1048576, idempotent=False)``; usually made by
@@ -251,11 +279,36 @@ class Producer:
       (see the module docstring); ``transaction_timeout_ms`` (1..900000, default 60000) is
       how long a transaction may stay open before the coordinator aborts it
       (``Store.maintain``).
+    * ``acks``: Kafka's ``acks``, what a write waits for before its future completes. One
+      store is one broker with no replicas, and the producer appends to its Log in-process,
+      so a batch is acknowledged once it is in the Log (the page cache; ``Store.flush``
+      makes it durable):
+
+      - ``"all"`` / ``-1`` (Kafka's default, and the default here, also for None): the
+        leader and every in-sync replica have it. With no replicas that is the leader.
+      - ``1``: the leader has it. On one broker the same as ``"all"``.
+      - ``0`` (Kafka: fire-and-forget, offsets unknown, errors unreported) is refused: the
+        embedded append always knows its offset and its errors, and hiding them would
+        only lose information. Use 1 or ``"all"``.
+
+      ``acks`` is kept as Kafka's number in :attr:`acks` (-1 or 1). An idempotent or
+      transactional producer needs ``"all"``, as Kafka's (ConfigException there). Anything
+      else is :class:`~seglog.errors.InvalidRequiredAcksError` (a ValueError,
+      INVALID_REQUIRED_ACKS). Replication will give 1 and ``"all"`` their separate meanings.
+
+    Bad arguments raise :mod:`seglog.errors` classes that are also the built-in ones:
+    :class:`~seglog.errors.InvalidArgumentTypeError` (a TypeError, INVALID_REQUEST) for a
+    non-integer number, :class:`~seglog.errors.InvalidArgumentError` (a ValueError,
+    INVALID_REQUEST) for a value out of range or not allowed,
+    :class:`~seglog.errors.UnknownCompressionTypeError` (a ValueError,
+    UNSUPPORTED_COMPRESSION_TYPE), :class:`~seglog.errors.InvalidRequiredAcksError`,
+    :class:`~seglog.errors.InvalidTransactionTimeoutError` (a ValueError,
+    INVALID_TRANSACTION_TIMEOUT).
 
     ``producer_id`` and ``producer_epoch`` are -1 for a plain producer.
     """
 
-    def __init__(self, store, *, linger_ms: int = LINGER_MS_DEFAULT,
+    def __init__(self, store: BrokerApi, *, linger_ms: int = LINGER_MS_DEFAULT,
                  batch_size_bytes: int = BATCH_SIZE_BYTES_DEFAULT, compression: str = "none",
                  partitioner: str = "sticky", max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT,
                  idempotent: bool | None = None, acks: Any = None,
@@ -264,31 +317,40 @@ class Producer:
                  transactional_id: str | None = None,
                  transaction_timeout_ms: int = 60_000):
         # Numbers: TypeError for a non-integer, ValueError out of range (config.check_int).
-        linger_ms = check_int("linger_ms", linger_ms, minimum=0)
-        batch_size_bytes = check_int("batch_size_bytes", batch_size_bytes, minimum=0)
-        max_request_bytes = check_int("max_request_bytes", max_request_bytes, minimum=1,
-                                      maximum=INT32_MAX)
-        transaction_timeout_ms = check_int("transaction_timeout_ms", transaction_timeout_ms,
-                                           maximum=INT32_MAX)
+        linger_ms = check_int_argument("linger_ms", linger_ms, minimum=0)
+        batch_size_bytes = check_int_argument("batch_size_bytes", batch_size_bytes, minimum=0)
+        max_request_bytes = check_int_argument("max_request_bytes", max_request_bytes,
+                                               minimum=1, maximum=INT32_MAX)
+        transaction_timeout_ms = check_int_argument("transaction_timeout_ms",
+                                                    transaction_timeout_ms, maximum=INT32_MAX)
         if compression not in _COMPRESSIONS:
-            raise ValueError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+            raise UnknownCompressionTypeError(f"compression must be one of {_COMPRESSIONS}, "
+                                              f"got {compression!r}")
         if partitioner not in ("sticky", "round_robin"):
-            raise ValueError(f"partitioner must be 'sticky' or 'round_robin', got {partitioner!r}")
-        retries = check_int("retries", retries, minimum=0, maximum=RETRIES_MAX)
-        retry_backoff_ms = check_int("retry_backoff_ms", retry_backoff_ms, minimum=0)
+            raise InvalidArgumentError(f"partitioner must be 'sticky' or 'round_robin', got "
+                                       f"{partitioner!r}")
+        retries = check_int_argument("retries", retries, minimum=0, maximum=RETRIES_MAX)
+        retry_backoff_ms = check_int_argument("retry_backoff_ms", retry_backoff_ms, minimum=0)
+        acks_number = _check_acks(acks)
         if transactional_id is not None:
-            from ..coordinator.transaction import check_transactional_id
             check_transactional_id(transactional_id)
             if idempotent is False:
-                raise ValueError("a transactional producer is idempotent: idempotent=False "
-                                 "cannot go with a transactional_id (Kafka: ConfigException)")
+                raise InvalidArgumentError(
+                    "a transactional producer is idempotent: idempotent=False cannot go with "
+                    "a transactional_id (Kafka: ConfigException)")
             idempotent = True
-        self._store = store
+        if idempotent and acks_number != -1:
+            raise InvalidRequiredAcksError(
+                f"an idempotent or transactional producer needs acks='all', got {acks!r} "
+                "(Kafka: ConfigException, 'Must set acks to all')")
+        self._broker = store
         self.linger_ms = linger_ms
         self.batch_size_bytes = batch_size_bytes
         self.compression = compression
         self.partitioner = partitioner
         self.max_request_bytes = max_request_bytes
+        #: Kafka's number for ``acks``: -1 ("all") or 1 (see the class docstring).
+        self.acks = acks_number
         self.idempotent = bool(idempotent)
         self.retries = retries
         self.retry_backoff_ms = retry_backoff_ms
@@ -312,11 +374,12 @@ class Producer:
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
         if transactional_id is not None:
             # Kafka's initTransactions, implicit: fences older producers of the id.
-            self.producer_id, self.producer_epoch = store._txn_coordinator().init_producer_id(
-                transactional_id, timeout_ms=transaction_timeout_ms)
+            self.producer_id, self.producer_epoch = store.init_producer_id(
+                transactional_id, transaction_timeout_ms=transaction_timeout_ms)
+        elif self.idempotent:
+            self.producer_id, self.producer_epoch = store.init_producer_id()
         else:
-            self.producer_id = store._allocate_producer_id() if self.idempotent else -1
-            self.producer_epoch = 0 if self.idempotent else -1
+            self.producer_id = self.producer_epoch = -1
 
     # --- transactions ------------------------------------------------------------------------
 
@@ -354,7 +417,7 @@ class Producer:
     def _check_coordinator(self) -> None:
         """ProducerFencedError (and the fenced state) if a newer producer took the id."""
         try:
-            self._store._txn_coordinator().check_producer(
+            self._broker.check_producer_epoch(
                 self.transactional_id, self.producer_id, self.producer_epoch)
         except ProducerFencedError as error:
             raise self._fenced(error) from None
@@ -401,7 +464,7 @@ class Producer:
         if not new:
             return
         try:
-            self._store._txn_coordinator().add_partitions(
+            self._broker.add_partitions_to_txn(
                 self.transactional_id, self.producer_id, self.producer_epoch, new)
         except ProducerFencedError as error:
             raise self._fenced(error) from None
@@ -415,42 +478,43 @@ class Producer:
         and the commit is appended there as a transactional batch of this producer. It
         becomes the group's committed offsets when the transaction commits, and is dropped
         if it aborts. Raises InvalidTxnStateError without an open transaction,
-        ProducerFencedError, ValueError for a negative offset or long metadata,
-        UnknownTopicOrPartitionError."""
-        from .consumer import OffsetAndMetadata, _as_tp, _check_offset
-
-        if not isinstance(group_id, str) or not group_id:
-            raise ValueError(f"group_id must be a non-empty str, got {group_id!r}")
+        ProducerFencedError, InvalidGroupIdError (a ValueError) for an empty group id,
+        InvalidArgumentError / OffsetMetadataTooLargeError (ValueErrors) for a negative
+        offset or long metadata, UnknownTopicOrPartitionError."""
+        check_group_id(group_id)
         parsed = {}
         for tp, value in offsets.items():
-            tp = _as_tp(tp)
-            if isinstance(value, OffsetAndMetadata):
-                om = value
-            elif isinstance(value, tuple):
-                om = OffsetAndMetadata(value[0], value[1])
-            else:
-                om = OffsetAndMetadata(value)
-            _check_offset(tp, om)
-            self._store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+            tp = as_topic_partition(tp)
+            om = as_offset_and_metadata(value)
+            check_commit_offset(tp, om)
+            self._broker.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
             parsed[tp] = om
         with self._lock:
             self._check_can_send()
             if not parsed:
                 return
-            manager = self._store._offsets_manager()
-            partition, keys, values, timestamps = manager.transactional_records(group_id, parsed)
-            tp = TopicPartition(self._store._offsets_topic().name, partition)
-            self._add_to_transaction([tp])
-            log = self._store.topic(tp.topic).log(tp.partition)
+            # Kafka's AddOffsetsToTxn, then TxnOffsetCommit (appended here, by the producer,
+            # with its producer id and sequence: see BrokerApi).
+            records = self._broker.txn_offset_commit_records(group_id, parsed)
+            tp = records.tp
+            if tp not in self._txn_partitions:
+                try:
+                    self._broker.add_offsets_to_txn(self.transactional_id, self.producer_id,
+                                                    self.producer_epoch, group_id)
+                except ProducerFencedError as error:
+                    raise self._fenced(error) from None
+                self._txn_partitions.add(tp)
+            log = self._broker.log(tp)
             try:
-                first, _last = self._append(log, tp, values, keys=keys, timestamps_ms=timestamps,
-                                            headers=None)
+                first, _last = self._append(log, tp, records.values, keys=records.keys,
+                                            timestamps_ms=records.timestamps_ms, headers=None)
             except SeglogError as error:
                 self._note_txn_failure(error)
                 raise
-            manager.add_pending(partition, self.producer_id, group_id, parsed, first,
-                                timestamps[0])
-            self._store._notify_data()
+            self._broker.txn_offset_commit(group_id, self.producer_id, parsed,
+                                           partition=tp.partition, base_offset=first,
+                                           commit_timestamp_ms=records.timestamps_ms[0])
+            self._broker.notify_appended()
 
     def _note_txn_failure(self, error: BaseException) -> None:
         """A write of the open transaction failed: it can only be aborted now."""
@@ -484,7 +548,7 @@ class Producer:
             self._check_coordinator()
             if self._txn_partitions:
                 try:
-                    self._store._txn_coordinator().end_transaction(
+                    self._broker.end_txn(
                         self.transactional_id, self.producer_id, self.producer_epoch,
                         commit=True)
                 except ProducerFencedError as error:
@@ -507,7 +571,7 @@ class Producer:
                 "Failing batch since transaction was aborted"))
             if self._txn_partitions:
                 try:
-                    producer_id, epoch = self._store._txn_coordinator().end_transaction(
+                    producer_id, epoch = self._broker.end_txn(
                         self.transactional_id, self.producer_id, self.producer_epoch,
                         commit=False, bump_epoch=self._epoch_bump_required)
                 except ProducerFencedError as error:
@@ -543,10 +607,10 @@ class Producer:
         ValueError for one outside int32 / int64.
         """
         if partition is not None:
-            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
-                                  maximum=INT32_MAX)
+            partition = check_int_argument("partition", partition, minimum=-(INT32_MAX + 1),
+                                           maximum=INT32_MAX)
         if timestamp_ms is not None:
-            timestamp_ms = check_int("timestamp_ms", timestamp_ms)
+            timestamp_ms = check_int_argument("timestamp_ms", timestamp_ms)
         key = _as_bytes_or_none(key, "key")
         value = _as_bytes_or_none(value, "value")
         header_list = tuple(_as_header(h) for h in headers) if headers else ()
@@ -557,7 +621,7 @@ class Producer:
             raise RecordTooLargeError(
                 f"The message is {record_bytes + RECORD_BATCH_OVERHEAD} bytes when serialized "
                 f"which is larger than max_request_bytes ({self.max_request_bytes})")
-        topic_obj = self._store.topic(topic)  # UnknownTopicOrPartitionError
+        topic_obj = self._broker.topic(topic)  # UnknownTopicOrPartitionError
         if key is None and topic_obj.config.compaction_enabled:
             raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
                                      "without a key")
@@ -610,8 +674,6 @@ class Producer:
         Returns ``{partition: (first_offset, last_offset)}``. Raises as :meth:`send`, and
         the log's errors directly (nothing of a failed partition's share is written).
         """
-        from .partitioner import partitions_for_keys
-
         values = [_as_bytes_or_none(v, "value") for v in values]
         count = len(values)
         if count == 0:
@@ -620,17 +682,17 @@ class Producer:
             keys = [_as_bytes_or_none(k, "key") for k in keys]
             if len(keys) != count:
                 raise InvalidRecordError(f"{len(keys)} keys for {count} values")
-        topic_obj = self._store.topic(topic)
+        topic_obj = self._broker.topic(topic)
         if topic_obj.config.compaction_enabled and (keys is None or None in keys):
             raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
                                      "without a key")
         if partition is not None:
-            partition = check_int("partition", partition, minimum=-(INT32_MAX + 1),
-                                  maximum=INT32_MAX)
+            partition = check_int_argument("partition", partition, minimum=-(INT32_MAX + 1),
+                                           maximum=INT32_MAX)
         if timestamps_ms is None:
             timestamps_ms = time.time_ns() // 1_000_000
         if isinstance(timestamps_ms, (str, bytes)) or not hasattr(timestamps_ms, "__len__"):
-            timestamps_ms = [check_int("timestamps_ms", timestamps_ms)] * count
+            timestamps_ms = [check_int_argument("timestamps_ms", timestamps_ms)] * count
         elif len(timestamps_ms) != count:
             raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
         with self._lock:
@@ -661,13 +723,13 @@ class Producer:
                         self._errors.append(error)
                 try:
                     out[p] = self._append(
-                        self._store.topic(topic).log(p), tp, [values[i] for i in rows],
+                        self._broker.topic(topic).log(p), tp, [values[i] for i in rows],
                         keys=None if keys is None else [keys[i] for i in rows],
                         timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
                 except SeglogError as error:
                     self._note_txn_failure(error)
                     raise
-                self._store._notify_data()
+                self._broker.notify_appended()
             return out
 
     def _choose_partition(self, topic, key) -> int:
@@ -706,7 +768,7 @@ class Producer:
         first_error: BaseException | None = None
         current = None  # the range being appended
         try:
-            log = self._store.topic(batch.tp.topic).log(batch.tp.partition)
+            log = self._broker.topic(batch.tp.topic).log(batch.tp.partition)
             while todo:
                 current = todo.popleft()
                 start, end = current
@@ -741,7 +803,7 @@ class Producer:
             self._note_txn_failure(first_error)
         batch.result.complete(parts)
         if any(first >= 0 for _, first, _ in parts):
-            self._store._notify_data()
+            self._broker.notify_appended()
         return first_error
 
     def _append(self, log, tp: TopicPartition, values: list, *, keys, timestamps_ms,
@@ -788,7 +850,7 @@ class Producer:
         if self.transactional:
             self._epoch_bump_required = True
         else:
-            self.producer_id = self._store._allocate_producer_id()
+            self.producer_id, self.producer_epoch = self._broker.init_producer_id()
             self._sequences.clear()
 
     def flush(self, timeout_ms: int | None = None) -> None:
@@ -796,7 +858,7 @@ class Producer:
         returns). Raises the first error that failed a batch since the last flush (the other
         batches are still written). ``timeout_ms`` is accepted for Kafka compatibility; the
         writes are synchronous (it is still checked: TypeError / ValueError as everywhere)."""
-        check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
         with self._lock:
             errors, self._errors = self._errors, []
             for batch in list(self._batches.values()):
@@ -850,7 +912,7 @@ class Producer:
         not raised (the store calls this on close). A transaction still open is aborted
         (its waiting records dropped); a fenced producer writes nothing. Idempotent.
         TypeError / ValueError for a non-integer or negative ``timeout_ms``."""
-        check_optional_int("timeout_ms", timeout_ms, minimum=0)
+        check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
         with self._lock:
             if self._closed:
                 return
@@ -885,6 +947,24 @@ class Producer:
     def __repr__(self) -> str:
         return (f"Producer(linger_ms={self.linger_ms}, batch_size_bytes={self.batch_size_bytes}, "
                 f"compression={self.compression!r}, open_batches={len(self._batches)})")
+
+
+def _check_acks(acks: Any) -> int:
+    """Kafka's number for ``acks`` (-1 for "all", 1), or InvalidRequiredAcksError (see the
+    Producer docstring for why 0 is refused)."""
+    if not isinstance(acks, bool):
+        try:
+            number = _ACKS.get(acks)
+        except TypeError:  # unhashable
+            number = None
+        if number is not None:
+            return number
+    if acks in (0, "0") and not isinstance(acks, bool):
+        raise InvalidRequiredAcksError(
+            "acks=0 (fire-and-forget) is not offered by the embedded producer: its append "
+            "always knows the offset and the error, so use acks=1 or acks='all' (the same "
+            "on one broker)")
+    raise InvalidRequiredAcksError(f"acks must be 'all', -1 or 1, got {acks!r}")
 
 
 def _as_bytes_or_none(data, what: str):

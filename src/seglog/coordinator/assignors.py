@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from ..errors import InvalidArgumentError, InvalidArgumentTypeError, UnknownAssignorError
+
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
 
@@ -49,14 +51,15 @@ def _check_inputs(subscriptions: Mapping[str, Iterable[str]],
     subs = {}
     for member, topics in subscriptions.items():
         if not isinstance(member, str):
-            raise TypeError(f"member ids must be str, got {member!r}")
+            raise InvalidArgumentTypeError(f"member ids must be str, got {member!r}")
         if isinstance(topics, str):
-            raise TypeError(f"subscription of {member!r} must be a collection of topics, "
-                            f"not the str {topics!r}")
+            raise InvalidArgumentTypeError(f"subscription of {member!r} must be a collection "
+                                           f"of topics, not the str {topics!r}")
         subs[member] = frozenset(topics)
     for topic, count in partitions_per_topic.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"partition count of {topic!r} must be an int >= 0, got {count!r}")
+            raise InvalidArgumentError(f"partition count of {topic!r} must be an int >= 0, "
+                                       f"got {count!r}")
     return subs
 
 
@@ -81,8 +84,8 @@ class RangeAssignor:
 
         ``subscriptions`` maps member id -> subscribed topics; ``partitions_per_topic`` maps
         topic -> partition count; ``group_instance_ids`` maps member id -> static instance
-        id (absent or None for dynamic members). Raises TypeError / ValueError for malformed
-        input.
+        id (absent or None for dynamic members). Raises InvalidArgumentTypeError (a
+        TypeError) / InvalidArgumentError (a ValueError) for malformed input.
         """
         subs = _check_inputs(subscriptions, partitions_per_topic)
         order = _member_order(subs, group_instance_ids)
@@ -138,9 +141,11 @@ ASSIGNORS = {RangeAssignor.name: RangeAssignor, RoundRobinAssignor.name: RoundRo
 
 
 def get_assignor(name: str):
-    """The assignor class for a Kafka protocol name (``range``, ``roundrobin``); KeyError else."""
+    """The assignor class for a Kafka protocol name (``range``, ``roundrobin``);
+    :class:`~seglog.errors.UnknownAssignorError` (a KeyError) else."""
     try:
         return ASSIGNORS[name]
     except KeyError:
-        raise KeyError(f"unknown assignor {name!r}; known: {', '.join(sorted(ASSIGNORS))}") \
+        raise UnknownAssignorError(
+            f"unknown assignor {name!r}; known: {', '.join(sorted(ASSIGNORS))}") \
             from None

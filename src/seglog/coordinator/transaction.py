@@ -14,13 +14,14 @@ transitions are in the page cache when they return, as consumer offset commits a
 
 The transitions (``txn_schema`` states):
 
-* :meth:`init_producer_id` (InitProducerId): a new id gets a fresh producer id (from the store's
-  producer-id blocks) and epoch 0. A known id has its epoch bumped, which fences the producer
-  that held it; if that producer left a transaction Ongoing, the coordinator first bumps the
-  epoch once to fence it and aborts the transaction with that epoch (PrepareAbort, ABORT markers
-  to every partition it touched, CompleteAbort), then bumps again for the new producer, as
-  Kafka's coordinator does (the client's retried InitProducerId). At epoch 32766 the id moves
-  to a new producer id with epoch 0 (Kafka's epoch exhaustion).
+* :meth:`init_producer_id` (InitProducerId): a new id gets a fresh producer id (from the
+  :class:`~seglog.coordinator.producer_ids.ProducerIdManager`) and epoch 0. A known id has its
+  epoch bumped, which fences the producer that held it; if that producer left a transaction
+  Ongoing, the coordinator first bumps the epoch once to fence it and aborts the transaction
+  with that epoch (PrepareAbort, ABORT markers to every partition it touched, CompleteAbort),
+  then bumps again for the new producer, as Kafka's coordinator does (the client's retried
+  InitProducerId). At epoch 32766 the id moves to a new producer id with epoch 0 (Kafka's
+  epoch exhaustion).
 * :meth:`add_partitions` (AddPartitionsToTxn / AddOffsetsToTxn): the partitions are recorded
   (state Ongoing) *before* the producer writes to them, so a crash leaves the coordinator
   knowing where markers must go.
@@ -46,6 +47,9 @@ log: its later batches carry an epoch below the partition's and are refused.
 
 Thread safety: every method runs under the store's metadata lock (lock order: store, then
 Logs), so producers in several threads share one coordinator.
+
+Broker-side state: it reaches storage only through
+:class:`~seglog.coordinator.internal_topics.InternalTopics` and imports no client.
 """
 
 from __future__ import annotations
@@ -55,9 +59,14 @@ import warnings
 from typing import Iterable, NamedTuple
 
 from . import txn_schema
+from .internal_topics import InternalTopics, TopicLogs
+from .offsets import OffsetsManager
+from .producer_ids import ProducerIdManager
+from ..arguments import TRANSACTIONAL_ID_BYTES_MAX, check_transactional_id  # noqa: F401 (re-exported)
 from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidTransactionTimeoutError,
     InvalidTxnStateError,
     ProducerFencedError,
     SeglogError,
@@ -68,7 +77,8 @@ from ..format import REASON_BAD_RECORDS
 from .offsets_schema import OFFSETS_TOPIC
 from ..types import TopicPartition
 
-__all__ = ["TransactionCoordinator", "TransactionDescription"]
+__all__ = ["TRANSACTIONAL_ID_BYTES_MAX", "TransactionCoordinator", "TransactionDescription",
+           "check_transactional_id"]
 
 #: Kafka's ``transaction.timeout.ms`` default (producer side) and the broker's
 #: ``transaction.max.timeout.ms`` (15 minutes).
@@ -79,8 +89,6 @@ TRANSACTION_TIMEOUT_MS_MAX = 15 * 60_000
 PRODUCER_EPOCH_MAX = 32767 - 1
 #: The coordinator epoch markers carry (one coordinator, never moved).
 COORDINATOR_EPOCH = 0
-#: Longest transactional id (Kafka: a string field, 32767 bytes).
-TRANSACTIONAL_ID_BYTES_MAX = 0x7FFF
 #: The first ``transaction.version`` whose clients get a new epoch from every EndTxn
 #: (Kafka's ``TransactionVersion.supportsEpochBump``).
 _TRANSACTION_VERSION_EPOCH_BUMP = 2
@@ -154,30 +162,25 @@ def _now_ms(now_ms: int | None) -> int:
     return time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
 
 
-def check_transactional_id(transactional_id: object) -> str:
-    """``transactional_id`` if it is a non-empty str that fits Kafka's string field, else
-    ValueError."""
-    if not isinstance(transactional_id, str) or not transactional_id:
-        raise ValueError(f"transactional_id must be a non-empty str, got {transactional_id!r}")
-    if len(transactional_id.encode("utf-8")) > TRANSACTIONAL_ID_BYTES_MAX:
-        raise ValueError(f"transactional_id is longer than {TRANSACTIONAL_ID_BYTES_MAX} bytes")
-    return transactional_id
-
-
 class TransactionCoordinator:
     """The coordinator of a writable :class:`~seglog.store.Store` (see the module docstring).
-    Made by the store (``store._txn_coordinator()``); replays ``__transaction_state`` if it
-    exists and completes transactions left half-completed by a crash."""
+    Made by the store with its :class:`InternalTopics`, producer ids and committed offsets
+    (a COMMIT marker on ``__consumer_offsets`` applies pending transactional commits there);
+    replays ``__transaction_state`` if it exists and completes transactions left
+    half-completed by a crash."""
 
-    def __init__(self, store, *, complete_pending: bool = True):
+    def __init__(self, topics: InternalTopics, producer_ids: ProducerIdManager,
+                 offsets: OffsetsManager, *, complete_pending: bool = True):
         """Load ``__transaction_state`` (if it exists) and, with ``complete_pending``,
         complete the transactions a crash left between their markers (which writes);
         without, the caller calls :meth:`complete_pending` once it may write. Raises
         CorruptRecordError when the topic cannot be loaded (see ``_load``)."""
-        self._store = store
+        self._topics = topics
+        self._producer_ids = producer_ids
+        self._offsets = offsets
         self._txns: dict[str, _TxnMetadata] = {}
-        with store._lock:
-            topic = store._topics.get(txn_schema.TRANSACTION_STATE_TOPIC)
+        with topics.lock:
+            topic = topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
                 self._load(topic)
         if complete_pending:
@@ -186,7 +189,7 @@ class TransactionCoordinator:
     def complete_pending(self) -> None:
         """Write the markers of every transaction left in PrepareCommit / PrepareAbort
         (Kafka's coordinator does so when it loads a partition)."""
-        with self._store._lock:
+        with self._topics.lock:
             for metadata in list(self._txns.values()):
                 if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
                     self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT,
@@ -194,7 +197,7 @@ class TransactionCoordinator:
 
     # --- persistence ---------------------------------------------------------------------------
 
-    def _load(self, topic) -> None:
+    def _load(self, topic: TopicLogs) -> None:
         """Replay ``__transaction_state``. The bytes are untrusted: CRC32C checked and base
         offsets increasing (``Log.records``), keys and values parsed with their checks, as
         Kafka's ``TransactionStateManager`` loads: a key of an unknown version is skipped with
@@ -237,7 +240,7 @@ class TransactionCoordinator:
     def _write(self, metadata: _TxnMetadata, *, durable: bool = False) -> None:
         """Append the state of ``metadata`` to its ``__transaction_state`` partition
         (``durable``: and fsync it)."""
-        topic = self._store._transaction_state_topic()
+        topic = self._topics.internal_topic(txn_schema.TRANSACTION_STATE_TOPIC)
         partition = txn_schema.partition_for_transactional_id(metadata.transactional_id,
                                                               topic.partitions)
         log = topic.log(partition)
@@ -251,13 +254,13 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> TransactionDescription | None:
         """The state of ``transactional_id``, or None if it was never initialised."""
-        with self._store._lock:
+        with self._topics.lock:
             metadata = self._txns.get(transactional_id)
             return None if metadata is None else metadata.describe()
 
     def transactional_ids(self) -> list[str]:
         """Every known transactional id, sorted (Kafka's ListTransactions)."""
-        with self._store._lock:
+        with self._topics.lock:
             return sorted(self._txns)
 
     def _current(self, transactional_id: str, producer_id: int,
@@ -276,7 +279,7 @@ class TransactionCoordinator:
     def check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> None:
         """Raise :class:`ProducerFencedError` unless ``(producer_id, producer_epoch)`` is the
         current producer of ``transactional_id``."""
-        with self._store._lock:
+        with self._topics.lock:
             self._current(transactional_id, producer_id, producer_epoch)
 
     # --- transitions ---------------------------------------------------------------------------
@@ -291,16 +294,16 @@ class TransactionCoordinator:
         check_transactional_id(transactional_id)
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) \
                 or not 1 <= timeout_ms <= TRANSACTION_TIMEOUT_MS_MAX:
-            raise ValueError(f"transaction timeout must be in 1..{TRANSACTION_TIMEOUT_MS_MAX} "
-                             f"ms, got {timeout_ms!r} (INVALID_TRANSACTION_TIMEOUT)")
+            raise InvalidTransactionTimeoutError(
+                f"transaction timeout must be in 1..{TRANSACTION_TIMEOUT_MS_MAX} ms, got "
+                f"{timeout_ms!r} (INVALID_TRANSACTION_TIMEOUT)")
         now = _now_ms(now_ms)
-        store = self._store
-        with store._lock:
-            store._check_writable()
+        with self._topics.lock:
+            self._topics.check_writable()
             metadata = self._txns.get(transactional_id)
             if metadata is None:
                 metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
-                    store._allocate_producer_id(), 0, timeout_ms, txn_schema.EMPTY, (), now))
+                    self._producer_ids.allocate(), 0, timeout_ms, txn_schema.EMPTY, (), now))
             else:
                 if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
                     self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT, now)
@@ -322,7 +325,7 @@ class TransactionCoordinator:
 
     def _bump_epoch(self, metadata: _TxnMetadata) -> None:
         if metadata.producer_epoch >= PRODUCER_EPOCH_MAX:
-            metadata.producer_id = self._store._allocate_producer_id()
+            metadata.producer_id = self._producer_ids.allocate()
             metadata.producer_epoch = 0
         else:
             metadata.producer_epoch += 1
@@ -341,14 +344,13 @@ class TransactionCoordinator:
         (starting it: state Ongoing) before it writes there. Raises ProducerFencedError,
         UnknownTopicOrPartitionError."""
         now = _now_ms(now_ms)
-        store = self._store
-        with store._lock:
-            store._check_writable()
+        with self._topics.lock:
+            self._topics.check_writable()
             metadata = self._current(transactional_id, producer_id, producer_epoch)
             tps = set()
             for tp in partitions:
                 tp = TopicPartition(*tp)
-                store.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
+                self._topics.partition_log(tp)  # UnknownTopicOrPartitionError
                 tps.add(tp)
             if metadata.status == txn_schema.ONGOING and tps <= metadata.partitions:
                 return
@@ -369,9 +371,8 @@ class TransactionCoordinator:
         sequences start again at 0. Returns the producer's ``(producer_id, epoch)``.
         Raises ProducerFencedError, InvalidTxnStateError when no transaction is Ongoing."""
         now = _now_ms(now_ms)
-        store = self._store
-        with store._lock:
-            store._check_writable()
+        with self._topics.lock:
+            self._topics.check_writable()
             metadata = self._current(transactional_id, producer_id, producer_epoch)
             if metadata.status != txn_schema.ONGOING:
                 raise InvalidTxnStateError(
@@ -395,19 +396,18 @@ class TransactionCoordinator:
         metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
         metadata.last_update_ms = now_ms
         self._write(metadata)
-        store = self._store
         for tp in sorted(metadata.partitions):
             try:
-                log = store.topic(tp.topic).log(tp.partition)
+                log = self._topics.partition_log(tp)
             except UnknownTopicOrPartitionError:
                 continue  # deleted since: Kafka's coordinator skips unknown partitions
             offset = log.append_txn_marker(
                 producer_id=metadata.producer_id, producer_epoch=metadata.producer_epoch,
                 coordinator_epoch=COORDINATOR_EPOCH, commit=commit, now_ms=now_ms)
             if tp.topic == OFFSETS_TOPIC:
-                store._offsets_manager().complete_transaction(
+                self._offsets.complete_transaction(
                     tp.partition, metadata.producer_id, commit=commit, marker_offset=offset)
-        store._notify_data()
+        self._topics.notify_appended()
         metadata.status = txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT
         if metadata.client_transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP \
                 and metadata.next_producer_id != -1:
@@ -425,8 +425,8 @@ class TransactionCoordinator:
         transactional ids aborted."""
         now = _now_ms(now_ms)
         aborted = []
-        with self._store._lock:
-            self._store._check_writable()
+        with self._topics.lock:
+            self._topics.check_writable()
             for transactional_id, metadata in sorted(self._txns.items()):
                 if metadata.status == txn_schema.ONGOING \
                         and metadata.start_ms + metadata.timeout_ms <= now:
