@@ -28,7 +28,7 @@ from hypothesis import given, settings, strategies as st
 
 from seglog.coordinator import txn_schema
 from seglog.errors import CorruptRecordError
-from seglog.coordinator.offsets_schema import _uvarint
+from seglog.coordinator.offsets_schema import encode_uvarint as _uvarint
 from seglog.store import Store
 from seglog.coordinator.txn_schema import TransactionLogValue
 

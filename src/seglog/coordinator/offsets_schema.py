@@ -102,17 +102,21 @@ class OffsetCommitValue:
 # --- writing ------------------------------------------------------------------------------------
 
 
-def _string(text: str, field: str, *, compact: bool = False) -> bytes:
+def encode_string(text: str, field: str, *, compact: bool = False) -> bytes:
+    """``text`` as Kafka's STRING (int16 length, UTF-8) or, ``compact``, COMPACT_STRING
+    (unsigned varint length + 1). InvalidRecordError naming ``field`` when it is longer than
+    32767 bytes. Shared with :mod:`seglog.coordinator.txn_schema`."""
     data = text.encode("utf-8")
     if len(data) > _STRING_BYTES_MAX:
         raise InvalidRecordError(f"'{field}' field is too long to be serialized "
                                  f"({len(data)} > {_STRING_BYTES_MAX} bytes)")
     if compact:
-        return _uvarint(len(data) + 1) + data
+        return encode_uvarint(len(data) + 1) + data
     return _INT16.pack(len(data)) + data
 
 
-def _uvarint(value: int) -> bytes:
+def encode_uvarint(value: int) -> bytes:
+    """``value`` (>= 0) as Kafka's UNSIGNED_VARINT (7 bits a byte, low first)."""
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -126,12 +130,12 @@ def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     if isinstance(key, OffsetCommitKey):
         if key.version not in (0, 1):
             raise ValueError(f"OffsetCommitKey version must be 0 or 1, got {key.version}")
-        return (_INT16.pack(key.version) + _string(key.group, "group")
-                + _string(key.topic, "topic") + _INT32.pack(key.partition))
+        return (_INT16.pack(key.version) + encode_string(key.group, "group")
+                + encode_string(key.topic, "topic") + _INT32.pack(key.partition))
     if isinstance(key, GroupMetadataKey):
         if key.version != GROUP_METADATA_KEY_VERSION:
             raise ValueError(f"GroupMetadataKey version must be 2, got {key.version}")
-        return _INT16.pack(key.version) + _string(key.group, "group")
+        return _INT16.pack(key.version) + encode_string(key.group, "group")
     raise TypeError(f"cannot encode {type(key).__name__} as an offsets-topic key")
 
 
@@ -144,15 +148,15 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     parts = [_INT16.pack(version), _INT64.pack(value.offset)]
     if version >= 3:
         parts.append(_INT32.pack(value.leader_epoch))
-    parts.append(_string(value.metadata, "metadata", compact=flexible))
+    parts.append(encode_string(value.metadata, "metadata", compact=flexible))
     parts.append(_INT64.pack(value.commit_timestamp_ms))
     if version == 1:
         parts.append(_INT64.pack(value.expire_timestamp_ms))
     if flexible:
         tags = sorted(value.tagged_fields)
-        parts.append(_uvarint(len(tags)))
+        parts.append(encode_uvarint(len(tags)))
         for tag, raw in tags:
-            parts += [_uvarint(tag), _uvarint(len(raw)), bytes(raw)]
+            parts += [encode_uvarint(tag), encode_uvarint(len(raw)), bytes(raw)]
     return b"".join(parts)
 
 
@@ -175,8 +179,9 @@ def offset_tombstone(group: str, topic: str, partition: int) -> tuple[bytes, Non
 # --- reading ------------------------------------------------------------------------------------
 
 
-class _Reader:
-    """A bounds-checked big-endian reader over one record's key or value."""
+class SchemaReader:
+    """A bounds-checked big-endian reader over one record's key or value (``what`` names it
+    in errors). Shared with :mod:`seglog.coordinator.txn_schema`."""
 
     def __init__(self, data: bytes | bytearray | memoryview, what: str):
         self.data = bytes(data)
@@ -225,7 +230,7 @@ def decode_key(data: bytes | bytearray | memoryview) -> OffsetCommitKey | GroupM
     Kafka's ``readMessageKey`` returns for every version it does not know, so a loader can
     skip it. Raises CorruptRecordError for truncated or malformed bytes.
     """
-    reader = _Reader(data, "offsets-topic key")
+    reader = SchemaReader(data, "offsets-topic key")
     version = reader.unpack(_INT16)
     if version in (0, 1):
         group = reader.string("group")
@@ -243,7 +248,7 @@ def decode_offset_commit_value(data: bytes | bytearray | memoryview | None) -> O
     """
     if data is None:
         return None
-    reader = _Reader(data, "offset commit value")
+    reader = SchemaReader(data, "offset commit value")
     version = reader.unpack(_INT16)
     if version not in OFFSET_COMMIT_VALUE_VERSIONS:
         raise reader.fail(f"unknown offset message version {version}")

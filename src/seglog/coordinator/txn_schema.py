@@ -79,7 +79,13 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .offsets_schema import _Reader, _string, _uvarint, java_abs, java_string_hash
+from .offsets_schema import (
+    SchemaReader,
+    encode_string,
+    encode_uvarint,
+    java_abs,
+    java_string_hash,
+)
 
 #: The internal topic and Kafka's default partition count
 #: (``transaction.state.log.num.partitions``).
@@ -165,7 +171,7 @@ class TransactionLogValue:
 
 def encode_key(transactional_id: str) -> bytes:
     """The record key bytes for ``transactional_id`` (version 0)."""
-    return _INT16.pack(KEY_VERSION) + _string(transactional_id, "transactional_id")
+    return _INT16.pack(KEY_VERSION) + encode_string(transactional_id, "transactional_id")
 
 
 def encode_value(value: TransactionLogValue) -> bytes:
@@ -186,25 +192,25 @@ def encode_value(value: TransactionLogValue) -> bytes:
     if value.status == EMPTY:
         if value.partitions:
             raise ValueError("an Empty transaction state has no partitions")
-        parts.append(_uvarint(0) if flexible else _INT32.pack(-1))
+        parts.append(encode_uvarint(0) if flexible else _INT32.pack(-1))
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(value.partitions):
             by_topic.setdefault(topic, []).append(partition)
         parts.append(_count_bytes(len(by_topic), flexible=flexible))
         for topic, ids in by_topic.items():
-            parts += [_string(topic, "topic", compact=flexible),
+            parts += [encode_string(topic, "topic", compact=flexible),
                       _count_bytes(len(ids), flexible=flexible)]
             parts += [_INT32.pack(p) for p in ids]
             if flexible:
-                parts.append(_uvarint(0))  # the partition entry's tagged fields: none
+                parts.append(encode_uvarint(0))  # the partition entry's tagged fields: none
     parts += [_INT64.pack(value.last_update_timestamp_ms),
               _INT64.pack(value.start_timestamp_ms)]
     tagged = _tagged_fields_to_write(value)
     if flexible:
-        parts.append(_uvarint(len(tagged)))
+        parts.append(encode_uvarint(len(tagged)))
         for tag, raw in tagged:
-            parts += [_uvarint(tag), _uvarint(len(raw)), raw]
+            parts += [encode_uvarint(tag), encode_uvarint(len(raw)), raw]
     elif tagged:
         raise ValueError(f"TransactionLogValue version 0 has no tagged fields, got tags "
                          f"{[tag for tag, _ in tagged]} (fields of version 1 must keep "
@@ -213,7 +219,7 @@ def encode_value(value: TransactionLogValue) -> bytes:
 
 
 def _count_bytes(count: int, *, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _INT32.pack(count)
+    return encode_uvarint(count + 1) if flexible else _INT32.pack(count)
 
 
 def _tagged_fields_to_write(value: TransactionLogValue) -> list[tuple[int, bytes]]:
@@ -236,13 +242,13 @@ def _tagged_fields_to_write(value: TransactionLogValue) -> list[tuple[int, bytes
 def key_version(data: bytes | bytearray | memoryview) -> int:
     """The int16 version a ``__transaction_state`` key starts with. CorruptRecordError when
     it has fewer than 2 bytes (Kafka's ``readShort`` underflows and the load fails)."""
-    return _Reader(data, "transaction log key").unpack(_INT16)
+    return SchemaReader(data, "transaction log key").unpack(_INT16)
 
 
 def decode_key(data: bytes | bytearray | memoryview) -> str:
     """The transactional id of a ``__transaction_state`` key. CorruptRecordError for an
     unknown version or malformed bytes."""
-    reader = _Reader(data, "transaction log key")
+    reader = SchemaReader(data, "transaction log key")
     version = reader.unpack(_INT16)
     if version != KEY_VERSION:
         raise reader.fail(f"unknown transaction log key version {version}")
@@ -255,7 +261,7 @@ def decode_value(data: bytes | bytearray | memoryview | None) -> TransactionLogV
     docstring)."""
     if data is None:
         return None
-    reader = _Reader(data, "transaction log value")
+    reader = SchemaReader(data, "transaction log value")
     version = reader.unpack(_INT16)
     if version not in VALUE_VERSIONS:
         raise reader.fail(f"unknown transaction log value version {version}")
@@ -294,7 +300,7 @@ def decode_value(data: bytes | bytearray | memoryview | None) -> TransactionLogV
                                version=version, unknown_tagged_fields=tuple(unknown), **known)
 
 
-def _read_count(reader: _Reader, field: str, *, flexible: bool, nullable: bool) -> int:
+def _read_count(reader: SchemaReader, field: str, *, flexible: bool, nullable: bool) -> int:
     """An array's entry count (0 for a null ``nullable`` array), checked as Kafka's generated
     readers check it: no null unless ``nullable``, no more entries than bytes left, at most
     :data:`COLLECTION_COUNT_MAX`."""
@@ -312,7 +318,7 @@ def _read_count(reader: _Reader, field: str, *, flexible: bool, nullable: bool) 
     return count
 
 
-def _read_tagged_fields(reader: _Reader) -> list[tuple[int, bytes]]:
+def _read_tagged_fields(reader: SchemaReader) -> list[tuple[int, bytes]]:
     """A flexible struct's tagged fields, ``[(tag, raw bytes), ...]`` in the order read."""
     count = reader.uvarint()
     remaining = len(reader.data) - reader.position
