@@ -30,8 +30,7 @@ no state.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import format as fmt
 from ..errors import (
@@ -60,10 +59,10 @@ _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ValidationResult:
-    """Validated client batches, ready for the Log to write (Kafka's
-    ``ValidationResult``).
+class ValidationResult(NamedTuple):
+    """Validated client batches, ready for the Log to write (Kafka's ``ValidationResult``).
+    Immutable; built with keyword arguments and read by name (a NamedTuple because it is made
+    on every ``append_raw``: a frozen dataclass costs a microsecond more).
 
     * ``data``: the bytes to write (the caller's buffer when nothing needed rewriting, else a
       new buffer; never the caller's buffer modified).
