@@ -374,8 +374,9 @@ class Segment(Protocol):
     Attributes: ``dir_path``, ``base_offset``, ``next_offset`` (last offset + 1, or
     base_offset when empty), ``size_bytes``, ``max_timestamp_ms`` (-1 when none),
     ``offset_of_max_timestamp``, ``first_batch_timestamp_ms`` (max timestamp of the first batch,
-    -1 when empty: Kafka's roll-by-time base), ``offset_index``, ``time_index``,
-    ``log_path``, ``read_only``, ``closed``.
+    -1 when empty: Kafka's roll-by-time base), ``offset_index``, ``time_index`` (None for a
+    ``read_only`` segment opened without that index file, which sets ``indexes_need_rebuild``;
+    a writer always has both), ``log_path``, ``read_only``, ``closed``.
 
     * ``append(data, *, assign_offsets=True) -> AppendResult`` with fields
       ``first_offset, last_offset, max_timestamp_ms, offset_of_max_timestamp, position,
@@ -468,9 +469,9 @@ class Segment(Protocol):
     @property
     def file_suffix(self) -> str: ...
     @property
-    def offset_index(self) -> OffsetIndex: ...
+    def offset_index(self) -> OffsetIndex | None: ...
     @property
-    def time_index(self) -> TimeIndex: ...
+    def time_index(self) -> TimeIndex | None: ...
     @property
     def log_path(self) -> str: ...
     @property

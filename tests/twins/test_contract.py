@@ -345,3 +345,25 @@ def test_empty_reads_are_fresh_views_that_recover_leaves_alone(twin, tmp_path):
     reader.read(1, 100).release()
     _check_usable(empty)
     reader.close()
+
+
+def test_a_reader_without_index_files_has_no_index_objects(twin, tmp_path):
+    """``Segment.offset_index``/``time_index`` are ``OffsetIndex | None`` in the contract: a
+    read-only open of a segment whose index files are missing has None for both (and
+    ``indexes_need_rebuild``) on both backends, and still reads by scanning; a writer opening
+    the same files creates both indexes."""
+    writer = twin.Segment.open(str(tmp_path), 0, create=True)
+    writer.append(twin.encode_batch([b"a", b"b", b"c"]))
+    writer.close()
+    os.remove(writer.index_path)
+    os.remove(writer.time_index_path)
+    reader = twin.Segment.open(str(tmp_path), 0, read_only=True)
+    assert (reader.offset_index, reader.time_index) == (None, None)
+    assert reader.indexes_need_rebuild
+    assert reader.next_offset == 3
+    assert reader.translate_offset(1) == (0, 0, writer.size_bytes)
+    reader.close()
+    writer = twin.Segment.open(str(tmp_path), 0)
+    assert writer.offset_index is not None and writer.time_index is not None
+    assert writer.indexes_need_rebuild
+    writer.close()
