@@ -18,7 +18,6 @@ Vocabulary: *offset* is a record number; *position* a byte index in a file or bu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
 if TYPE_CHECKING:
+    import os
+
     import numpy as np
     from numpy.typing import NDArray
     from typing_extensions import Buffer, Self, TypeAlias
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     HeaderColumn: TypeAlias = "Sequence[Sequence[tuple[str, BytesLike | None]] | None] | None"
     #: ``offset - base_offset`` per record for ``encode_batch`` (the cleaner's re-encode).
     OffsetDeltas: TypeAlias = "Sequence[int] | NDArray[np.integer[Any]] | None"
-
 
 
 class Record(Protocol):

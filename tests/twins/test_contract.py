@@ -147,12 +147,6 @@ def _contract_parameters(node: ast.FunctionDef) -> list[tuple[str, str, object]]
 # --- instances of every contract class, on one backend ------------------------------------------
 
 
-@pytest.fixture(params=list(seglog.BACKEND_NAMES))
-def twin(request):
-    """One backend, by name (both always: the contract is about the pair)."""
-    return seglog.get_backend(request.param)
-
-
 def _instances(backend, tmp_path: Path) -> dict[str, object]:
     """One live instance of each contract class, built as the contract documents (keyword
     arguments where the contract names them, so a renamed parameter fails here)."""
@@ -177,9 +171,11 @@ def _instances(backend, tmp_path: Path) -> dict[str, object]:
 
 
 @pytest.fixture
-def instances(twin, tmp_path):
+def instances(backend, tmp_path):
+    """``_instances`` for the ``backend`` fixture (tests/conftest.py: native and pure), closed
+    afterwards."""
     (tmp_path / "segment").mkdir()
-    built = _instances(twin, tmp_path)
+    built = _instances(backend, tmp_path)
     yield built
     for name in ("Segment", "OffsetIndex", "TimeIndex"):
         built[name].close()
@@ -188,55 +184,55 @@ def instances(twin, tmp_path):
 # --- the backends against the contract ----------------------------------------------------------
 
 
-def test_module_has_every_contract_name_and_no_other(twin):
+def test_module_has_every_contract_name_and_no_other(backend):
     contract = _contract_names("Backend")
-    public = _public(dir(twin))
-    assert contract - public == set(), f"{twin.name} lacks contract names"
-    own_submodules = {n for n in public if isinstance(getattr(twin, n), types.ModuleType)
-                      and getattr(twin, n).__name__.startswith(twin.__name__ + ".")}
+    public = _public(dir(backend))
+    assert contract - public == set(), f"{backend.name} lacks contract names"
+    own_submodules = {n for n in public if isinstance(getattr(backend, n), types.ModuleType)
+                      and getattr(backend, n).__name__.startswith(backend.__name__ + ".")}
     # Submodules are implementation files; the one the Python layer uses is in the contract.
     extra = public - contract - own_submodules
-    assert extra == set(), f"{twin.name} has public names the contract lacks"
-    assert set(twin.__all__) == contract
+    assert extra == set(), f"{backend.name} has public names the contract lacks"
+    assert set(backend.__all__) == contract
 
 
 @pytest.mark.parametrize("name", CONTRACT_CLASSES)
-def test_class_has_every_contract_name_and_no_other(twin, instances, name):
+def test_class_has_every_contract_name_and_no_other(backend, instances, name):
     contract = _contract_names(name)
-    cls = getattr(twin, name)
+    cls = getattr(backend, name)
     public = _public(dir(cls)) | _public(dir(instances[name]))
-    assert contract - public == set(), f"{twin.name}.{name} lacks contract names"
-    assert public - contract == set(), f"{twin.name}.{name} has public names the contract lacks"
+    assert contract - public == set(), f"{backend.name}.{name} lacks contract names"
+    assert public - contract == set(), f"{backend.name}.{name} has public names the contract lacks"
     assert isinstance(instances[name], cls)
 
 
 @pytest.mark.parametrize("name", CONTRACT_CLASSES)
-def test_class_declares_the_contract_dunders(twin, name):
+def test_class_declares_the_contract_dunders(backend, name):
     """``len(columns)``, ``tuple(record)``, ``with segment:``: the special methods the contract
     declares are defined by the backend class itself, not inherited from object."""
     declared = {n for n in _members(CONTRACT, name) if n.startswith("__") and n != "__init__"}
-    cls = getattr(twin, name)
+    cls = getattr(backend, name)
     for dunder in declared:
         owner = next(k for k in cls.__mro__ if dunder in vars(k))
-        assert owner is not object, f"{twin.name}.{name}.{dunder}"
+        assert owner is not object, f"{backend.name}.{name}.{dunder}"
 
 
 @pytest.mark.parametrize("name", CONTRACT_CLASSES + ("Backend",))
-def test_methods_have_the_contract_parameters(twin, name):
-    target = twin if name == "Backend" else getattr(twin, name)
+def test_methods_have_the_contract_parameters(backend, name):
+    target = backend if name == "Backend" else getattr(backend, name)
     for method, node in _contract_methods(name).items():
         expected = _contract_parameters(node)
         actual = _parameters_of(getattr(target, method))
-        assert actual == expected, f"{twin.name}.{name}.{method}"
+        assert actual == expected, f"{backend.name}.{name}.{method}"
 
 
-def test_keymap_module_has_the_contract_names(twin):
+def test_keymap_module_has_the_contract_names(backend):
     """``<backend>.keymap`` holds what the contract lists (its other names are the module's
     own; the native one is held to its stub below)."""
-    assert _contract_names("KeyMapModule") - _public(dir(twin.keymap)) == set()
-    assert twin.keymap.KeyMap is twin.KeyMap
+    assert _contract_names("KeyMapModule") - _public(dir(backend.keymap)) == set()
+    assert backend.keymap.KeyMap is backend.KeyMap
     for method, node in _contract_methods("KeyMapModule").items():
-        assert _parameters_of(getattr(twin.keymap, method)) == \
+        assert _parameters_of(getattr(backend.keymap, method)) == \
             _contract_parameters(node), method
 
 
@@ -248,6 +244,9 @@ def test_the_contract_checks_can_fail():
 
 
 # --- the stubs against the compiled modules -----------------------------------------------------
+
+
+NATIVE_SKIPPED = os.environ.get("SEGLOG_BACKEND", "").strip().lower() == "pure"
 
 
 def _compiled_modules() -> list[str]:
@@ -275,6 +274,7 @@ def _module_public_names(module: types.ModuleType) -> set[str]:
     return {n for n in _public(dir(module)) if not isinstance(getattr(module, n), types.ModuleType)}
 
 
+@pytest.mark.skipif(NATIVE_SKIPPED, reason="SEGLOG_BACKEND=pure: the twin only")
 def test_every_compiled_module_has_a_stub():
     compiled = _compiled_modules()
     assert compiled, "the native extensions are not built"
@@ -283,6 +283,7 @@ def test_every_compiled_module_has_a_stub():
     assert (NATIVE_DIR / "py.typed").exists()
 
 
+@pytest.mark.skipif(NATIVE_SKIPPED, reason="SEGLOG_BACKEND=pure: the twin only")
 @pytest.mark.parametrize("module_name", _compiled_modules())
 def test_stub_lists_exactly_the_public_names(module_name):
     module = importlib.import_module(f"seglog._native.{module_name}")
@@ -317,11 +318,11 @@ def _check_usable(view: memoryview) -> None:
     assert view.nbytes == 0 and bytes(view) == b"" and view.readonly
 
 
-def test_empty_reads_are_fresh_views_that_recover_leaves_alone(twin, tmp_path):
+def test_empty_reads_are_fresh_views_that_recover_leaves_alone(backend, tmp_path):
     """Each empty ``read()`` is its own view: releasing one, or ``recover()`` of the empty
     segment, leaves the others usable (the pure twin once returned one shared view that
     ``recover()`` released, and ``Log`` had to catch the ValueError of ``.nbytes``)."""
-    segment = twin.Segment.open(str(tmp_path), 0, create=True)
+    segment = backend.Segment.open(str(tmp_path), 0, create=True)
     first, second = segment.read(0, 100), segment.read(0, 100)
     assert first is not second
     first.release()
@@ -330,7 +331,7 @@ def test_empty_reads_are_fresh_views_that_recover_leaves_alone(twin, tmp_path):
     assert (result.valid_bytes, result.truncated_bytes, result.reason) == (0, 0, "")
     _check_usable(second)
     _check_usable(segment.read(0, 100))
-    segment.append(twin.encode_batch([b"x"]))
+    segment.append(backend.encode_batch([b"x"]))
     past_end = segment.read(1, 100)
     _check_usable(past_end)
     segment.recover()
@@ -339,7 +340,7 @@ def test_empty_reads_are_fresh_views_that_recover_leaves_alone(twin, tmp_path):
     assert whole.nbytes > 0
     whole.release()
     segment.close()
-    reader = twin.Segment.open(str(tmp_path), 0, read_only=True)
+    reader = backend.Segment.open(str(tmp_path), 0, read_only=True)
     empty = reader.read(1, 100)
     _check_usable(empty)
     reader.read(1, 100).release()
@@ -347,23 +348,23 @@ def test_empty_reads_are_fresh_views_that_recover_leaves_alone(twin, tmp_path):
     reader.close()
 
 
-def test_a_reader_without_index_files_has_no_index_objects(twin, tmp_path):
+def test_a_reader_without_index_files_has_no_index_objects(backend, tmp_path):
     """``Segment.offset_index``/``time_index`` are ``OffsetIndex | None`` in the contract: a
     read-only open of a segment whose index files are missing has None for both (and
     ``indexes_need_rebuild``) on both backends, and still reads by scanning; a writer opening
     the same files creates both indexes."""
-    writer = twin.Segment.open(str(tmp_path), 0, create=True)
-    writer.append(twin.encode_batch([b"a", b"b", b"c"]))
+    writer = backend.Segment.open(str(tmp_path), 0, create=True)
+    writer.append(backend.encode_batch([b"a", b"b", b"c"]))
     writer.close()
     os.remove(writer.index_path)
     os.remove(writer.time_index_path)
-    reader = twin.Segment.open(str(tmp_path), 0, read_only=True)
+    reader = backend.Segment.open(str(tmp_path), 0, read_only=True)
     assert (reader.offset_index, reader.time_index) == (None, None)
     assert reader.indexes_need_rebuild
     assert reader.next_offset == 3
     assert reader.translate_offset(1) == (0, 0, writer.size_bytes)
     reader.close()
-    writer = twin.Segment.open(str(tmp_path), 0)
+    writer = backend.Segment.open(str(tmp_path), 0)
     assert writer.offset_index is not None and writer.time_index is not None
     assert writer.indexes_need_rebuild
     writer.close()
