@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
+__all__ = ["Backend", "Batch", "Columns", "KeyMap", "KeyMapModule", "OffsetIndex", "Record",
+           "Segment", "TimeIndex"]
+
 if TYPE_CHECKING:
     import os
 
