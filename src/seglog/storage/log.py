@@ -56,12 +56,14 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import time
-from typing import Any, ContextManager
+from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
+    LogClosedError,
     OffsetOutOfRangeError,
     ReadOnlyError,
     RecordBatchTooLargeError,
@@ -85,7 +87,21 @@ from .producer_state import (
     ProducerStateManager,
     rebuild_producer_state,
 )
-from .reads import LogReadResult, LogReads, LogView, position_of
+from .reads import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    READ_BYTES_DEFAULT,
+    LogReadResult,
+    LogView,
+    check_isolation,
+    check_max_bytes,
+    iter_records,
+    offset_by_time,
+    position_of,
+    read_columns,
+    read_in,
+    sendfile_in,
+)
 from .retention import (
     deletable_segments,
     retention_bytes_breached,
@@ -93,6 +109,7 @@ from .retention import (
     start_offset_breached,
 )
 from .segments import SegmentMap
+from .transactions import READ_UNCOMMITTED, collect_aborted_transactions
 from .txnindex import TransactionIndex
 from .validator import (
     check_marker_fields,
@@ -102,6 +119,9 @@ from .validator import (
     validate_client_batches,
     validate_timestamps,
 )
+
+if TYPE_CHECKING:
+    from .._contract import Segment
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
@@ -120,12 +140,11 @@ def _now_ms(now_ms: int | None) -> int:
     return check_int("now_ms", now_ms)
 
 
-class Log(LogReads):
+class Log:
     """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
 
     Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
-    docstring for the offsets, the threading model and the durability rules. The reads and
-    the offsets readers see are inherited from :class:`~seglog.storage.reads.LogReads`.
+    docstring for the offsets, the threading model and the durability rules.
     """
 
     # --- opening and closing ---------------------------------------------------------------------
@@ -169,9 +188,15 @@ class Log(LogReads):
 
     def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
               now_ms: int, state: PartitionState | None, auto_high_watermark: bool) -> None:
-        self._init_reads(dir_path, get_backend(backend), read_only=read_only)
+        self._dir = dir_path
         self._config = config
+        self._be = get_backend(backend)
+        self._read_only = read_only
         self._auto_hw = auto_high_watermark
+        self._lock = threading.RLock()
+        self._data_cond = threading.Condition(self._lock)
+        self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
+        self._closed = False
         self._dir_lock: DirectoryLock | None = None
         self._state = state if state is not None else PartitionDirState(dir_path)
         self._first_unstable: int | None = None  # published in the LogView
@@ -286,9 +311,51 @@ class Log(LogReads):
     # --- properties ------------------------------------------------------------------------------
 
     @property
+    def dir_path(self) -> str:
+        """The partition directory."""
+        return self._dir
+
+    @property
     def config(self) -> LogConfig:
         """The log's configuration (replace it with :meth:`update_config`)."""
         return self._config
+
+    @property
+    def backend(self) -> Any:
+        """The backend module this log uses."""
+        return self._be
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the log was opened with ``read_only=True``."""
+        return self._read_only
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    @property
+    def start_offset(self) -> int:
+        """The log start offset: the first offset a read may ask for."""
+        return self._view.start_offset
+
+    @property
+    def end_offset(self) -> int:
+        """The log end offset (LEO): the offset the next appended record gets."""
+        return self._view.end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """The offset below which records are committed; reads stop there by default."""
+        return self._view.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The last stable offset (LSO): the first offset of the earliest transaction that is
+        open (or whose marker is not yet below the high watermark), capped by the high
+        watermark; the high watermark when there is none. read_committed reads stop here."""
+        return self._view.last_stable_offset
 
     @property
     def producer_state(self) -> ProducerStateManager:
@@ -300,6 +367,21 @@ class Log(LogReads):
     def recovery_point(self) -> int:
         """Every record below this offset is known to be on disk (fsynced)."""
         return self._local.recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        """Total bytes of the segments' ``.log`` files."""
+        return sum(segment.size_bytes for segment in self._view.segments)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments in offset order (the last is active). Read-only use: the log owns them."""
+        return self._view.segments.segments
+
+    @property
+    def active_segment(self) -> Any:
+        """The segment appends go to."""
+        return self._view.segments.last()
 
     def update_config(self, config: LogConfig) -> None:
         """Use ``config`` from now on (Kafka's dynamic topic config update). Segments that
@@ -326,6 +408,10 @@ class Log(LogReads):
             hw_base, hw_position = position_of(segments, high_watermark)
         self._view = LogView(segments, start, end, end_position, high_watermark, hw_base,
                              hw_position, self._first_unstable)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"log {self._dir} is closed")
 
     def _check_writable(self) -> None:
         self._check_open()
@@ -598,7 +684,211 @@ class Log(LogReads):
         self._state.save(recovery_point=self._local.recovery_point,
                          log_start_offset=self._view.start_offset)
 
-    # --- high watermark ----------------------------------------------------------------------------
+    # --- reading ---------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
+             max_offset: int | None = None, min_one_batch: bool = True,
+             isolation: str = READ_UNCOMMITTED) -> LogReadResult:
+        """Whole batches from the first batch holding ``offset`` or later, up to ``max_bytes``
+        (at least one batch when ``min_one_batch``, even a larger one), from one segment.
+
+        Reads stop at ``max_offset`` (default: the high watermark; pass ``log.end_offset`` to
+        read uncommitted records as a follower does; it should be a batch boundary). An
+        offset in a gap (compaction, truncation, retention) returns the next batch after it;
+        the next segment is tried when one holds nothing at or after ``offset``. Raises
+        OffsetOutOfRangeError for ``offset`` below the start offset or above the end offset;
+        ``offset`` at or above ``max_offset`` returns an empty result. Thread-safe, lock-free
+        (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
+
+        ``isolation="read_committed"`` (Kafka's FetchIsolation.TXN_COMMITTED) also stops at
+        the last stable offset and fills ``aborted_transactions``; the batches themselves
+        are returned whole, control and aborted ones included, as a broker's fetch returns
+        them (filter with :func:`seglog.storage.transactions.filter_batches`). ValueError for an
+        unknown isolation level.
+
+        The bytes are not CRC-checked (Kafka's broker serves fetches unverified; the readers
+        that decode records check), but bounded as :mod:`seglog.storage.reads` says
+        (CorruptRecordError, CorruptSegmentError). TypeError for a non-integer ``offset``,
+        ``max_bytes`` or ``max_offset``, ValueError for a negative ``max_bytes`` or a value
+        outside int64; ``max_bytes`` above INT32_MAX reads as INT32_MAX.
+        """
+        self._check_open()
+        offset = check_int("offset", offset)
+        max_bytes = check_max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
+        committed = check_isolation(isolation)
+        self._lock.acquire()
+        try:
+            view = self._view
+            lso = view.last_stable_offset
+            if committed:
+                max_offset = lso if max_offset is None else min(max_offset, lso)
+            segment, buffer, next_offset = read_in(view, offset, max_bytes=max_bytes,
+                                                   max_offset=max_offset,
+                                                   min_one_batch=min_one_batch)
+            aborted = [] if committed else None
+            if segment is None:
+                return LogReadResult(
+                    buffer=memoryview(b""), offset=offset, next_offset=offset, log_path=None,
+                    position=0, size_bytes=0, high_watermark=view.high_watermark,
+                    start_offset=view.start_offset, end_offset=view.end_offset,
+                    last_stable_offset=lso, aborted_transactions=aborted)
+            located = segment.translate_offset(offset)
+            position = located[0] if located is not None else 0
+            if committed:
+                aborted = self._aborted_locked(view, offset, next_offset)
+        finally:
+            self._lock.release()
+        return LogReadResult(
+            buffer=buffer, offset=offset, next_offset=next_offset, log_path=segment.log_path,
+            position=position, size_bytes=len(buffer), high_watermark=view.high_watermark,
+            start_offset=view.start_offset, end_offset=view.end_offset, last_stable_offset=lso,
+            aborted_transactions=aborted)
+
+    def aborted_transactions(self, offset: int, upper_bound_offset: int) -> list:
+        """The aborted transactions (:class:`~seglog.storage.txnindex.AbortedTxn`) overlapping
+        ``[offset, upper_bound_offset)``, from the ``.txnindex`` of the segment holding
+        ``offset`` and the later ones (Kafka's ``collectAbortedTransactions``): what a broker
+        sends with a read_committed fetch it answers with :meth:`sendfile`. TypeError /
+        ValueError for non-integer or out-of-int64 offsets."""
+        self._check_open()
+        offset = check_int("offset", offset)
+        upper_bound_offset = check_int("upper_bound_offset", upper_bound_offset)
+        with self._lock:
+            return self._aborted_locked(self._view, offset, upper_bound_offset)
+
+    def _aborted_locked(self, view: LogView, offset: int, upper_bound_offset: int) -> list:
+        if upper_bound_offset <= offset:
+            return []
+        writer = not self._read_only
+        indexes = (self._local.txn_index(segment.base_offset)
+                   for segment in view.segments.from_offset(offset))
+        # A writer's cached index without entries has none on disk either: skip the read.
+        return collect_aborted_transactions(
+            (index for index in indexes if not (writer and index.last_offset is None)),
+            offset, upper_bound_offset)
+
+    def records(self, start: int = 0, end: int | None = None, *,
+                max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
+                check_crcs: bool = True) -> Iterator[Any]:
+        """Iterate the records with ``start <= offset < end`` (``end`` default: the high
+        watermark, or ``max_offset``), across segments and gaps, skipping control batches.
+        ``isolation="read_committed"`` also stops at the last stable offset and skips the
+        records of aborted transactions (as a Kafka consumer with that isolation level).
+
+        ``start`` below the log start offset starts at the log start offset. Each record has
+        ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
+        (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
+        ``start`` is above the end offset; TypeError / ValueError for non-integer or
+        out-of-int64 ``start``, ``end``, ``max_offset``.
+
+        Untrusted bytes, checked while iterating (records before a bad batch are yielded
+        first): CRC32C (``check_crcs=False`` skips it, as Kafka's ``check.crcs``) and base
+        offsets increasing: CorruptRecordError (``REASON_CRC_MISMATCH``,
+        ``REASON_OFFSETS_NOT_INCREASING``), as for a batch that cannot be parsed.
+        """
+        start = check_int("start", start)
+        end = check_optional_int("end", end)
+        max_offset = check_optional_int("max_offset", max_offset)
+        check_isolation(isolation)
+        return iter_records(self.read, self._be, offset=max(start, self.start_offset), end=end,
+                            max_offset=max_offset, isolation=isolation,
+                            check_crcs=bool(check_crcs))
+
+    def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
+                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
+                     check_crcs: bool = True) -> Any:
+        """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
+        Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
+        ``data``), with no per-record Python objects. Reads whole batches (at least one) from
+        one segment, up to ``max_bytes``; records below ``offset`` are left out; control
+        batches are skipped. Empty when nothing is readable (or ``max_records`` is 0).
+        ``isolation="read_committed"`` stops at the last stable offset and leaves out aborted
+        transactions' records. Raises OffsetOutOfRangeError as :meth:`read`; TypeError for
+        non-integer arguments, ValueError for a negative ``max_records`` or ``max_bytes``.
+
+        Every batch decoded has its CRC32C verified (``check_crcs=False`` skips it, Kafka's
+        ``check.crcs``) and base offsets must increase batch to batch: CorruptRecordError
+        (``REASON_CRC_MISMATCH``, ``REASON_OFFSETS_NOT_INCREASING``) otherwise."""
+        offset = check_int("offset", offset)
+        max_records = check_int("max_records", max_records, minimum=0)
+        max_bytes = check_max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
+        return read_columns(self.read, self._be, offset=offset, max_records=max_records,
+                            max_bytes=max_bytes, max_offset=max_offset, isolation=isolation,
+                            check_crcs=bool(check_crcs))
+
+    def sendfile(self, out: Any, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
+                 max_offset: int | None = None,
+                 isolation: str = READ_UNCOMMITTED) -> tuple[int, int]:
+        """Send whole batches from ``offset`` (as :meth:`read` would return them) to a socket
+        or file descriptor with sendfile(2), zero-copy; returns ``(bytes_sent, next_offset)``.
+
+        ``out`` is anything with ``fileno()`` or an int fd. Blocking descriptors are sent in
+        full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
+        readable. ``isolation="read_committed"`` stops at the last stable offset; the aborted
+        transactions to send along come from :meth:`aborted_transactions` ``(offset,
+        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`, TypeError / ValueError
+        for bad ``offset``, ``max_bytes``, ``max_offset`` as :meth:`read`. Unverified bytes,
+        as :meth:`read` (Kafka's broker sends them so)."""
+        self._check_open()
+        offset = check_int("offset", offset)
+        max_bytes = check_max_bytes(max_bytes)
+        max_offset = check_optional_int("max_offset", max_offset)
+        committed = check_isolation(isolation)
+        fd = out if isinstance(out, int) else out.fileno()
+        self._lock.acquire()
+        try:
+            view = self._view
+            if committed:
+                lso = view.last_stable_offset
+                max_offset = lso if max_offset is None else min(max_offset, lso)
+            return sendfile_in(view, fd, offset, max_bytes=max_bytes, max_offset=max_offset)
+        finally:
+            self._lock.release()
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
+        """The first offset whose record timestamp is >= ``timestamp_ms`` (Kafka's ListOffsets
+        by time, through the time indexes), or None if no record is that new.
+
+        Kafka's sentinels: -2 (earliest) gives the start offset, -1 (latest) the high
+        watermark, -3 (max timestamp) the offset of the record with the largest timestamp.
+        TypeError / ValueError for a non-integer or out-of-int64 ``timestamp_ms``.
+        """
+        self._check_open()
+        timestamp_ms = check_int("timestamp_ms", timestamp_ms)
+        view = self._view
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return view.start_offset
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return view.high_watermark
+        with self._lock:
+            return offset_by_time(view, timestamp_ms)
+
+    # --- waiting for data ------------------------------------------------------------------------
+
+    def wait_for_data(self, offset: int, timeout_ms: int) -> bool:
+        """Block until the high watermark is above ``offset`` (a record at ``offset`` is
+        readable), the log is closed, or ``timeout_ms`` passes; returns whether data is there.
+
+        Woken by appends, high-watermark updates, truncation and :meth:`refresh`; no polling.
+        A read-only follower wakes only when something in this process calls ``refresh``.
+        TypeError / ValueError for non-integer or out-of-int64 arguments.
+        """
+        offset = check_int("offset", offset)
+        timeout_ms = check_int("timeout_ms", timeout_ms)
+        deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
+        with self._data_cond:
+            self._waiters += 1
+            try:
+                while not self._closed and self._view.high_watermark <= offset:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._data_cond.wait(remaining)
+            finally:
+                self._waiters -= 1
+            return self._view.high_watermark > offset
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to ``[start_offset, end_offset]``; returns it.

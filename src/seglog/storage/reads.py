@@ -20,31 +20,23 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 from .. import format as fmt
-from ..errors import CorruptRecordError, CorruptSegmentError, LogClosedError, OffsetOutOfRangeError
-from .config import INT32_MAX, check_int, check_optional_int
+from ..errors import CorruptRecordError, CorruptSegmentError, OffsetOutOfRangeError
+from .config import INT32_MAX, check_int
 from .segments import SegmentMap
 from .transactions import (
     ISOLATION_LEVELS,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     checked_batches,
-    collect_aborted_transactions,
     filter_batches,
 )
 
-if TYPE_CHECKING:
-    from .._contract import Segment
-    from .txnindex import TransactionIndex
-
 __all__ = [
     "EARLIEST_TIMESTAMP",
-    "LogReads",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
     "READ_BYTES_DEFAULT",
@@ -59,7 +51,7 @@ __all__ = [
     "last_batch",
     "offset_by_time",
     "position_of",
-    "read_columns_from",
+    "read_columns",
     "read_in",
     "segments_for_read",
     "sendfile_in",
@@ -377,9 +369,9 @@ def iter_records(read: Callable[..., LogReadResult], backend: Any, *, offset: in
             return
 
 
-def read_columns_from(read: Callable[..., LogReadResult], backend: Any, *, offset: int,
-                      max_records: int, max_bytes: int, max_offset: int | None,
-                      isolation: str, check_crcs: bool) -> Any:
+def read_columns(read: Callable[..., LogReadResult], backend: Any, *, offset: int,
+                 max_records: int, max_bytes: int, max_offset: int | None, isolation: str,
+                 check_crcs: bool) -> Any:
     """Up to ``max_records`` records from ``offset`` as the backend's Columns, from one
     ``read`` (reading on past reads that held only control batches): aborted transactions'
     batches left out for read_committed (every batch checked first), records below
@@ -450,303 +442,3 @@ def offset_by_time(view: LogView, timestamp_ms: int) -> int | None:
         if found is not None:
             return found[1]
     return None
-
-
-# --- the read side of a Log ---------------------------------------------------------------------
-
-
-class LogReads:
-    """The read side of :class:`~seglog.storage.log.Log` (Kafka's ``UnifiedLog.read`` and its
-    neighbours): the offsets readers see and every read, over the :class:`LogView` the writer
-    side publishes.
-
-    ``Log`` extends it; it calls :meth:`_init_reads` first, publishes ``_view`` (a
-    :class:`LogView`) under ``_lock`` after every change, notifies ``_data_cond`` when
-    ``_waiters`` wait, and provides :meth:`txn_index`. Reads hold ``_lock`` only while they
-    call into a segment (see :mod:`seglog.storage.log`, Threads).
-    """
-
-    _view: LogView
-
-    def _init_reads(self, dir_path: str, backend: Any, *, read_only: bool) -> None:
-        self._dir = dir_path
-        self._be = backend
-        self._read_only = read_only
-        self._lock = threading.RLock()
-        self._data_cond = threading.Condition(self._lock)
-        self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
-        self._closed = False
-
-    def txn_index(self, base_offset: int) -> TransactionIndex:
-        """The ``.txnindex`` of the segment at ``base_offset`` (the Log's)."""
-        raise NotImplementedError
-
-    @property
-    def dir_path(self) -> str:
-        """The partition directory."""
-        return self._dir
-
-    @property
-    def backend(self) -> Any:
-        """The backend module this log uses."""
-        return self._be
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._read_only
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
-
-    @property
-    def start_offset(self) -> int:
-        """The log start offset: the first offset a read may ask for."""
-        return self._view.start_offset
-
-    @property
-    def end_offset(self) -> int:
-        """The log end offset (LEO): the offset the next appended record gets."""
-        return self._view.end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        """The offset below which records are committed; reads stop there by default."""
-        return self._view.high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The last stable offset (LSO): the first offset of the earliest transaction that is
-        open (or whose marker is not yet below the high watermark), capped by the high
-        watermark; the high watermark when there is none. read_committed reads stop here."""
-        return self._view.last_stable_offset
-
-    @property
-    def size_bytes(self) -> int:
-        """Total bytes of the segments' ``.log`` files."""
-        return sum(segment.size_bytes for segment in self._view.segments)
-
-    @property
-    def segments(self) -> tuple[Segment, ...]:
-        """The segments in offset order (the last is active). Read-only use: the log owns them."""
-        return self._view.segments.segments
-
-    @property
-    def active_segment(self) -> Any:
-        """The segment appends go to."""
-        return self._view.segments.last()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise LogClosedError(f"log {self._dir} is closed")
-
-    def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-             max_offset: int | None = None, min_one_batch: bool = True,
-             isolation: str = READ_UNCOMMITTED) -> LogReadResult:
-        """Whole batches from the first batch holding ``offset`` or later, up to ``max_bytes``
-        (at least one batch when ``min_one_batch``, even a larger one), from one segment.
-
-        Reads stop at ``max_offset`` (default: the high watermark; pass ``log.end_offset`` to
-        read uncommitted records as a follower does; it should be a batch boundary). An
-        offset in a gap (compaction, truncation, retention) returns the next batch after it;
-        the next segment is tried when one holds nothing at or after ``offset``. Raises
-        OffsetOutOfRangeError for ``offset`` below the start offset or above the end offset;
-        ``offset`` at or above ``max_offset`` returns an empty result. Thread-safe, lock-free
-        (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
-
-        ``isolation="read_committed"`` (Kafka's FetchIsolation.TXN_COMMITTED) also stops at
-        the last stable offset and fills ``aborted_transactions``; the batches themselves
-        are returned whole, control and aborted ones included, as a broker's fetch returns
-        them (filter with :func:`seglog.storage.transactions.filter_batches`). ValueError for an
-        unknown isolation level.
-
-        The bytes are not CRC-checked (Kafka's broker serves fetches unverified; the readers
-        that decode records check). Arguments: TypeError for a non-integer ``offset``,
-        ``max_bytes`` or ``max_offset``, ValueError for a negative ``max_bytes`` or a value
-        outside int64 (:func:`~seglog.storage.config.check_int`); ``max_bytes`` above INT32_MAX reads
-        as INT32_MAX. CorruptRecordError when a segment holds offsets at or after ``offset``
-        but no batch of it can be read (never a silent jump to the next segment), and
-        CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``) when the first batch read
-        holds offsets at or above the next segment's base offset (the log end offset in the
-        last segment); a later such batch ends the result before it.
-        """
-        self._check_open()
-        offset = check_int("offset", offset)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        committed = check_isolation(isolation)
-        self._lock.acquire()
-        try:
-            view = self._view
-            lso = view.last_stable_offset
-            if committed:
-                max_offset = lso if max_offset is None else min(max_offset, lso)
-            segment, buffer, next_offset = read_in(view, offset, max_bytes=max_bytes,
-                                                   max_offset=max_offset,
-                                                   min_one_batch=min_one_batch)
-            aborted = [] if committed else None
-            if segment is None:
-                return LogReadResult(
-                    buffer=memoryview(b""), offset=offset, next_offset=offset, log_path=None,
-                    position=0, size_bytes=0, high_watermark=view.high_watermark,
-                    start_offset=view.start_offset, end_offset=view.end_offset,
-                    last_stable_offset=lso, aborted_transactions=aborted)
-            located = segment.translate_offset(offset)
-            position = located[0] if located is not None else 0
-            if committed:
-                aborted = self._aborted_locked(view, offset, next_offset)
-        finally:
-            self._lock.release()
-        return LogReadResult(
-            buffer=buffer, offset=offset, next_offset=next_offset, log_path=segment.log_path,
-            position=position, size_bytes=len(buffer), high_watermark=view.high_watermark,
-            start_offset=view.start_offset, end_offset=view.end_offset, last_stable_offset=lso,
-            aborted_transactions=aborted)
-
-    def aborted_transactions(self, offset: int, upper_bound_offset: int) -> list:
-        """The aborted transactions (:class:`~seglog.storage.txnindex.AbortedTxn`) overlapping
-        ``[offset, upper_bound_offset)``, from the ``.txnindex`` of the segment holding
-        ``offset`` and the later ones (Kafka's ``collectAbortedTransactions``): what a broker
-        sends with a read_committed fetch it answers with :meth:`sendfile`. TypeError /
-        ValueError for non-integer or out-of-int64 offsets."""
-        self._check_open()
-        offset = check_int("offset", offset)
-        upper_bound_offset = check_int("upper_bound_offset", upper_bound_offset)
-        with self._lock:
-            return self._aborted_locked(self._view, offset, upper_bound_offset)
-
-    def _aborted_locked(self, view: LogView, offset: int, upper_bound_offset: int) -> list:
-        if upper_bound_offset <= offset:
-            return []
-        writer = not self._read_only
-        indexes = (self.txn_index(segment.base_offset)
-                   for segment in view.segments.from_offset(offset))
-        # A writer's cached index without entries has none on disk either: skip the read.
-        return collect_aborted_transactions(
-            (index for index in indexes if not (writer and index.last_offset is None)),
-            offset, upper_bound_offset)
-
-    def records(self, start: int = 0, end: int | None = None, *,
-                max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
-                check_crcs: bool = True) -> Iterator[Any]:
-        """Iterate the records with ``start <= offset < end`` (``end`` default: the high
-        watermark, or ``max_offset``), across segments and gaps, skipping control batches.
-        ``isolation="read_committed"`` also stops at the last stable offset and skips the
-        records of aborted transactions (as a Kafka consumer with that isolation level).
-
-        ``start`` below the log start offset starts at the log start offset. Each record has
-        ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
-        (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
-        ``start`` is above the end offset; TypeError / ValueError for non-integer or
-        out-of-int64 ``start``, ``end``, ``max_offset``.
-
-        Untrusted bytes (checked while iterating, so records before the bad batch are
-        yielded first): every batch's CRC32C is verified before its records are decoded
-        (Kafka's consumer ``check.crcs``; ``check_crcs=False`` skips it, as that setting does),
-        and each batch's base offset must be above the previous batch's last offset (the base
-        offset is outside the CRC); both raise CorruptRecordError (``REASON_CRC_MISMATCH``,
-        ``REASON_OFFSETS_NOT_INCREASING``), as does a batch that cannot be parsed below the
-        end of a segment.
-        """
-        start = check_int("start", start)
-        end = check_optional_int("end", end)
-        max_offset = check_optional_int("max_offset", max_offset)
-        check_isolation(isolation)
-        return iter_records(self.read, self._be, offset=max(start, self.start_offset), end=end,
-                            max_offset=max_offset, isolation=isolation,
-                            check_crcs=bool(check_crcs))
-
-    def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
-                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
-                     check_crcs: bool = True) -> Any:
-        """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
-        Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
-        ``data``), with no per-record Python objects. Reads whole batches (at least one) from
-        one segment, up to ``max_bytes``; records below ``offset`` are left out; control
-        batches are skipped. Empty when nothing is readable (or ``max_records`` is 0).
-        ``isolation="read_committed"`` stops at the last stable offset and leaves out aborted
-        transactions' records. Raises OffsetOutOfRangeError as :meth:`read`; TypeError for
-        non-integer arguments, ValueError for a negative ``max_records`` or ``max_bytes``.
-
-        Every batch decoded has its CRC32C verified (``check_crcs=False`` skips it, Kafka's
-        ``check.crcs``) and base offsets must increase batch to batch: CorruptRecordError
-        (``REASON_CRC_MISMATCH``, ``REASON_OFFSETS_NOT_INCREASING``) otherwise."""
-        offset = check_int("offset", offset)
-        max_records = check_int("max_records", max_records, minimum=0)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        return read_columns_from(self.read, self._be, offset=offset, max_records=max_records,
-                            max_bytes=max_bytes, max_offset=max_offset, isolation=isolation,
-                            check_crcs=bool(check_crcs))
-
-    def sendfile(self, out: Any, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-                 max_offset: int | None = None,
-                 isolation: str = READ_UNCOMMITTED) -> tuple[int, int]:
-        """Send whole batches from ``offset`` (as :meth:`read` would return them) to a socket
-        or file descriptor with sendfile(2), zero-copy; returns ``(bytes_sent, next_offset)``.
-
-        ``out`` is anything with ``fileno()`` or an int fd. Blocking descriptors are sent in
-        full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
-        readable. ``isolation="read_committed"`` stops at the last stable offset; the aborted
-        transactions to send along come from :meth:`aborted_transactions` ``(offset,
-        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`, TypeError / ValueError
-        for bad ``offset``, ``max_bytes``, ``max_offset`` as :meth:`read`. Unverified bytes,
-        as :meth:`read` (Kafka's broker sends them so)."""
-        self._check_open()
-        offset = check_int("offset", offset)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        committed = check_isolation(isolation)
-        fd = out if isinstance(out, int) else out.fileno()
-        self._lock.acquire()
-        try:
-            view = self._view
-            if committed:
-                lso = view.last_stable_offset
-                max_offset = lso if max_offset is None else min(max_offset, lso)
-            return sendfile_in(view, fd, offset, max_bytes=max_bytes, max_offset=max_offset)
-        finally:
-            self._lock.release()
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        """The first offset whose record timestamp is >= ``timestamp_ms`` (Kafka's ListOffsets
-        by time, through the time indexes), or None if no record is that new.
-
-        Kafka's sentinels: -2 (earliest) gives the start offset, -1 (latest) the high
-        watermark, -3 (max timestamp) the offset of the record with the largest timestamp.
-        TypeError / ValueError for a non-integer or out-of-int64 ``timestamp_ms``.
-        """
-        self._check_open()
-        timestamp_ms = check_int("timestamp_ms", timestamp_ms)
-        view = self._view
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return view.start_offset
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return view.high_watermark
-        with self._lock:
-            return offset_by_time(view, timestamp_ms)
-
-    def wait_for_data(self, offset: int, timeout_ms: int) -> bool:
-        """Block until the high watermark is above ``offset`` (a record at ``offset`` is
-        readable), the log is closed, or ``timeout_ms`` passes; returns whether data is there.
-
-        Woken by appends, high-watermark updates, truncation and :meth:`refresh`; no polling.
-        A read-only follower wakes only when something in this process calls ``refresh``.
-        TypeError / ValueError for non-integer or out-of-int64 arguments.
-        """
-        offset = check_int("offset", offset)
-        timeout_ms = check_int("timeout_ms", timeout_ms)
-        deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
-        with self._data_cond:
-            self._waiters += 1
-            try:
-                while not self._closed and self._view.high_watermark <= offset:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._data_cond.wait(remaining)
-            finally:
-                self._waiters -= 1
-            return self._view.high_watermark > offset
