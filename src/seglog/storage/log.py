@@ -63,13 +63,14 @@ from typing import TYPE_CHECKING, Any, ContextManager, Iterator
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
+    InvalidRecordError,
     LogClosedError,
     OffsetOutOfRangeError,
     ReadOnlyError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from .config import LogConfig, check_int, check_optional_int
+from .config import INT16_MAX, INT32_MAX, LogConfig, check_int, check_optional_int
 from .loader import (
     RecoveryReport,
     check_log_start_offset,
@@ -113,9 +114,7 @@ from .transactions import READ_UNCOMMITTED, collect_aborted_transactions
 from .txnindex import TransactionIndex
 from .validator import (
     check_marker_fields,
-    check_producer_fields,
     require_keys,
-    require_producer_fields,
     validate_client_batches,
     validate_timestamps,
 )
@@ -460,8 +459,11 @@ class Log:
         epoch, int32 for the sequence). Thread-safe; encoding happens outside the writer lock.
         """
         self._check_writable()
-        producer_id, producer_epoch, base_sequence = check_producer_fields(
-            producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence)
+        producer_id = check_int("producer_id", producer_id)
+        producer_epoch = check_int("producer_epoch", producer_epoch, minimum=-(INT16_MAX + 1),
+                                   maximum=INT16_MAX)
+        base_sequence = check_int("base_sequence", base_sequence, minimum=-(INT32_MAX + 1),
+                                  maximum=INT32_MAX)
         if timestamps_ms is not None and (isinstance(timestamps_ms, (str, bytes))
                                           or not hasattr(timestamps_ms, "__len__")):
             timestamps_ms = check_int("timestamps_ms", timestamps_ms)
@@ -474,8 +476,14 @@ class Log:
         else:
             validate_timestamps(timestamps_ms, config=config, now_ms=now)
         codec = config.compression_codec or compression
-        require_producer_fields(producer_id=producer_id, producer_epoch=producer_epoch,
-                                base_sequence=base_sequence, is_transactional=is_transactional)
+        if producer_id >= 0:
+            if producer_epoch < 0 or base_sequence < 0:
+                raise InvalidRecordError(
+                    f"a batch of producer {producer_id} needs a producer epoch and a base "
+                    f"sequence >= 0, got {producer_epoch} and {base_sequence}")
+        elif is_transactional or producer_epoch >= 0 or base_sequence >= 0:
+            raise InvalidRecordError(
+                "producer_epoch, base_sequence and is_transactional need a producer_id >= 0")
         # Encode outside the writer lock at the offset the batch will most likely get; if
         # another writer gets there first the segment patches the base offset (8 bytes that
         # the CRC does not cover).
