@@ -469,12 +469,12 @@ class Log:
             timestamps_ms = check_int("timestamps_ms", timestamps_ms)
         config = self._config
         require_keys(keys, config=config)  # a compacted topic rejects keyless records
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         log_append_time = config.message_timestamp_type == "LogAppendTime"
         if log_append_time or timestamps_ms is None:
-            timestamps_ms = now
+            timestamps_ms = now_ms
         else:
-            validate_timestamps(timestamps_ms, config=config, now_ms=now)
+            validate_timestamps(timestamps_ms, config=config, now_ms=now_ms)
         codec = config.compression_codec or compression
         if producer_id >= 0:
             if producer_epoch < 0 or base_sequence < 0:
@@ -502,8 +502,8 @@ class Log:
         return self._append_encoded(
             raw, size_bytes=size_bytes,
             record_count=_INT32.unpack_from(raw, fmt.LAST_OFFSET_DELTA_POSITION)[0] + 1,
-            max_timestamp_ms=_INT64.unpack_from(raw, fmt.MAX_TIMESTAMP_POSITION)[0], now_ms=now,
-            batches=list(self._be.iter_batches(raw)) if producer_id >= 0 else None)
+            max_timestamp_ms=_INT64.unpack_from(raw, fmt.MAX_TIMESTAMP_POSITION)[0],
+            now_ms=now_ms, batches=list(self._be.iter_batches(raw)) if producer_id >= 0 else None)
 
     def append_txn_marker(self, *, producer_id: int, producer_epoch: int,
                           coordinator_epoch: int, commit: bool,
@@ -527,14 +527,14 @@ class Log:
         producer_id, producer_epoch, coordinator_epoch = check_marker_fields(
             producer_id=producer_id, producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch)
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         control_type = fmt.CONTROL_TYPE_COMMIT if commit else fmt.CONTROL_TYPE_ABORT
         raw = self._be.encode_control_batch(
             control_type, producer_id=producer_id, producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch, base_offset=self._view.end_offset,
-            timestamp_ms=now)
+            timestamp_ms=now_ms)
         first, _last = self._append_encoded(
-            raw, size_bytes=len(raw), record_count=1, max_timestamp_ms=now, now_ms=now,
+            raw, size_bytes=len(raw), record_count=1, max_timestamp_ms=now_ms, now_ms=now_ms,
             batches=list(self._be.iter_batches(raw)), origin=ORIGIN_COORDINATOR)
         return first
 
@@ -559,15 +559,15 @@ class Log:
         non-transactional batch while the producer's transaction is open InvalidTxnStateError.
         """
         self._check_writable()
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         buffer = memoryview(data)
         if buffer.ndim != 1 or buffer.format not in ("B", "b", "c"):
             buffer = buffer.cast("B")
         valid = validate_client_batches(buffer, backend=self._be, config=self._config,
-                                        now_ms=now)
+                                        now_ms=now_ms)
         return self._append_encoded(
             valid.data, size_bytes=valid.size_bytes, record_count=valid.record_count,
-            max_timestamp_ms=valid.max_timestamp_ms, now_ms=now, batches=valid.batches)
+            max_timestamp_ms=valid.max_timestamp_ms, now_ms=now_ms, batches=valid.batches)
 
     def _append_encoded(self, data: Any, *, size_bytes: int, record_count: int,
                         max_timestamp_ms: int, now_ms: int, batches: list | None = None,
@@ -603,26 +603,27 @@ class Log:
                     duplicate = analysis.duplicate
                     return duplicate.first_offset, duplicate.last_offset
             result = active.append(data)
-            end = result.last_offset + 1
+            end_offset = result.last_offset + 1
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
             if analysis is None:
-                psm.update_map_end_offset(end)
+                psm.update_map_end_offset(end_offset)
             else:
                 txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
                              else None)
-                psm.apply_append(analysis, end_offset=end, txn_index=txn_index)
+                psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
                 if analysis.completed_txns or any(
                         info.started_transactions for info in analysis.append_infos.values()):
                     if self._auto_hw:
-                        psm.on_high_watermark_updated(end)
+                        psm.on_high_watermark_updated(end_offset)
                     self._first_unstable = psm.first_unstable_offset()
             if self._auto_hw:  # the hot path of _publish
-                position = active.size_bytes
-                self._view = LogView(segments, view.start_offset, end, position, end,
-                                     active.base_offset, position, self._first_unstable)
+                end_position = active.size_bytes
+                self._view = LogView(segments, view.start_offset, end_offset, end_position,
+                                     end_offset, active.base_offset, end_position,
+                                     self._first_unstable)
             else:
-                self._publish(view.start_offset, end)
-            if (end - local.recovery_point >= config.flush_messages
+                self._publish(view.start_offset, end_offset)
+            if (end_offset - local.recovery_point >= config.flush_messages
                     or now_ms - local.last_flush_ms >= config.flush_ms):
                 self._flush_locked(now_ms, checkpoint=False)
             if self._waiters:
@@ -676,10 +677,10 @@ class Log:
         (the periodic check Kafka's log flusher makes); returns whether it flushed."""
         with self._lock:
             self._check_writable()
-            now = _now_ms(now_ms)
+            now_ms = _now_ms(now_ms)
             if (self._view.end_offset > self._local.recovery_point
-                    and now - self._local.last_flush_ms >= self._config.flush_ms):
-                self._flush_locked(now, checkpoint=False)
+                    and now_ms - self._local.last_flush_ms >= self._config.flush_ms):
+                self._flush_locked(now_ms, checkpoint=False)
                 return True
             return False
 
@@ -885,15 +886,15 @@ class Log:
         """
         offset = check_int("offset", offset)
         timeout_ms = check_int("timeout_ms", timeout_ms)
-        deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
+        deadline_s = time.monotonic() + max(timeout_ms, 0) / 1000.0
         with self._data_cond:
             self._waiters += 1
             try:
                 while not self._closed and self._view.high_watermark <= offset:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    remaining_s = deadline_s - time.monotonic()
+                    if remaining_s <= 0:
                         break
-                    self._data_cond.wait(remaining)
+                    self._data_cond.wait(remaining_s)
             finally:
                 self._waiters -= 1
             return self._view.high_watermark > offset
@@ -908,12 +909,12 @@ class Log:
         with self._lock:
             self._check_open()
             view = self._view
-            hw = min(max(offset, view.start_offset), view.end_offset)
-            self._psm.on_high_watermark_updated(hw)
+            high_watermark = min(max(offset, view.start_offset), view.end_offset)
+            self._psm.on_high_watermark_updated(high_watermark)
             self._refresh_unstable()
-            self._publish(view.start_offset, view.end_offset, high_watermark=hw)
+            self._publish(view.start_offset, view.end_offset, high_watermark=high_watermark)
             self._data_cond.notify_all()
-            return hw
+            return high_watermark
 
     # --- truncation ------------------------------------------------------------------------------
 
@@ -930,13 +931,13 @@ class Log:
         ViewsOutstandingError if a live memoryview maps bytes to cut (nothing changes then).
         """
         offset = check_int("offset", offset, minimum=0)  # TypeError / ValueError
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         with self._lock:
             self._check_writable()
             view = self._view
             if offset >= view.end_offset:
                 return
-            self._truncate_locked(view, offset, now)
+            self._truncate_locked(view, offset, now_ms)
             self._data_cond.notify_all()
 
     def _truncate_locked(self, view: LogView, offset: int, now_ms: int) -> None:
@@ -968,9 +969,9 @@ class Log:
     def delete_expired_files(self, *, now_ms: int | None = None) -> int:
         """Remove the files of deleted segments whose ``file_delete_delay_ms`` has passed;
         returns how many segments' files were removed. Waits for reads in flight."""
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         with self._lock:
-            return self._local.delete_expired_files(now_ms=now)
+            return self._local.delete_expired_files(now_ms=now_ms)
 
     # --- retention -------------------------------------------------------------------------------
 
@@ -987,20 +988,20 @@ class Log:
         renamed ``.deleted`` and removed after ``file_delete_delay_ms``; this call also
         removes those already due (:meth:`delete_expired_files`).
         """
-        now = _now_ms(now_ms)
+        now_ms = _now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            if now - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
-                self._expire_producers(now)
-            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now)
+            if now_ms - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
+                self._expire_producers(now_ms)
+            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now_ms)
             if self._config.deletion_enabled:
                 predicate = retention_bytes_breached(self._config.retention_bytes, self.size_bytes)
                 if predicate is not None:
-                    deleted += self._delete_segments(predicate, now)
-                predicate = retention_ms_breached(self._config.retention_ms, now)
+                    deleted += self._delete_segments(predicate, now_ms)
+                predicate = retention_ms_breached(self._config.retention_ms, now_ms)
                 if predicate is not None:
-                    deleted += self._delete_segments(predicate, now)
-            self.delete_expired_files(now_ms=now)
+                    deleted += self._delete_segments(predicate, now_ms)
+            self.delete_expired_files(now_ms=now_ms)
             return deleted
 
     def _delete_segments(self, predicate: Any, now_ms: int) -> list[int]:
@@ -1043,8 +1044,8 @@ class Log:
                 self._psm.on_log_start_offset_incremented(offset)
                 self._refresh_unstable()
                 self._publish(offset, view.end_offset)
-                now = _now_ms(None)
-                self._delete_segments(start_offset_breached(offset), now)
+                now_ms = _now_ms(None)
+                self._delete_segments(start_offset_breached(offset), now_ms)
                 self._save_state()
             return self._view.start_offset
 
@@ -1061,10 +1062,10 @@ class Log:
         ValueError for a non-integer or out-of-int64 ``now_ms``."""
         from .cleaner import clean_log
 
-        now = None if now_ms is None else _now_ms(now_ms)
+        now_ms = None if now_ms is None else _now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            return clean_log(self, now, force=force)
+            return clean_log(self, now_ms, force=force)
 
     @property
     def cleaner_checkpoint(self) -> int | None:
