@@ -6,6 +6,8 @@ Every test takes the ``backend`` fixture and runs on both twins.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from seglog import Log, LogConfig
@@ -52,9 +54,17 @@ def test_marker_fields_are_checked():
         check_marker_fields(producer_id=-1, producer_epoch=0, coordinator_epoch=0)
 
 
-def test_read_result_takes_keywords_only():
+def test_read_result_takes_keywords_only_and_is_frozen():
     with pytest.raises(TypeError):
         LogReadResult(memoryview(b""), 0, 0, None, 0, 0, 0, 0, 0)  # noqa: the point
+    result = LogReadResult(buffer=memoryview(b""), offset=5, next_offset=5, log_path=None,
+                           position=0, size_bytes=0, high_watermark=7, start_offset=0,
+                           end_offset=9)
+    assert (result.last_stable_offset, result.aborted_transactions) == (-1, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.offset = 6
+    moved = dataclasses.replace(result, offset=6)
+    assert (moved.offset, moved.high_watermark) == (6, 7) and moved != result
 
 
 def test_local_log_rolls_and_truncates_its_chain(backend, tmp_path):

@@ -84,7 +84,7 @@ def check_isolation(isolation: str) -> bool:
     raise ValueError(f"isolation must be one of {ISOLATION_LEVELS}, got {isolation!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, init=False)
 class LogReadResult:
     """Whole batches read from one segment, as bytes and as a file range.
 
@@ -118,6 +118,19 @@ class LogReadResult:
     end_offset: int
     last_stable_offset: int = -1
     aborted_transactions: list | None = None
+
+    def __init__(self, *, buffer: memoryview, offset: int, next_offset: int,
+                 log_path: str | None, position: int, size_bytes: int, high_watermark: int,
+                 start_offset: int, end_offset: int, last_stable_offset: int = -1,
+                 aborted_transactions: list | None = None):
+        # One dict update instead of the frozen dataclass's object.__setattr__ per field:
+        # a result is made on every read, and eleven setattr calls cost more than the read's
+        # index lookup. Frozen all the same (assignment raises FrozenInstanceError).
+        self.__dict__.update(
+            buffer=buffer, offset=offset, next_offset=next_offset, log_path=log_path,
+            position=position, size_bytes=size_bytes, high_watermark=high_watermark,
+            start_offset=start_offset, end_offset=end_offset,
+            last_stable_offset=last_stable_offset, aborted_transactions=aborted_transactions)
 
 
 class LogView(NamedTuple):
