@@ -24,12 +24,13 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
 SRC = Path(seglog.__file__).resolve().parent.parent
 STUBS = sorted(str(p.relative_to(SRC.parent)) for p in (SRC / "seglog" / "_native").glob("*.pyi"))
 
-#: Each native class, through its stub, is what the contract says; the native package is a
-#: Backend. Compile-time only: mypy proves it, nothing runs.
+#: Each class of a backend is what the contract says, and the backend package is a Backend:
+#: the native one through its stubs, the pure one through its (partly annotated) source, so
+#: for it mypy checks the names and parameters. Compile-time only: nothing runs.
 CONFORMANCE = """\
-import seglog._native
+import seglog.{package}
 from seglog import _contract
-from seglog._native import codec, index, keymap, segment
+from seglog.{package} import codec, index, keymap, segment
 
 
 def record(x: codec.Record) -> _contract.Record:
@@ -60,7 +61,7 @@ def segment_(x: segment.Segment) -> _contract.Segment:
     return x
 
 
-backend: _contract.Backend = seglog._native
+backend: _contract.Backend = seglog.{package}
 keymap_module: _contract.KeyMapModule = keymap
 """
 
@@ -81,9 +82,10 @@ def test_contract_and_stubs_pass_mypy_strict(tmp_path):
 
 
 @pytest.mark.slow
-def test_native_stubs_satisfy_the_contract(tmp_path):
+@pytest.mark.parametrize("package", ["_native", "pure"])
+def test_backends_satisfy_the_contract(tmp_path, package):
     snippet = tmp_path / "conformance.py"
-    snippet.write_text(CONFORMANCE)
+    snippet.write_text(CONFORMANCE.format(package=package))
     result = _mypy(tmp_path, str(snippet))
     assert result.returncode == 0, result.stdout + result.stderr
 
