@@ -1,4 +1,4 @@
-"""``mypy --strict`` on the twin contract and the native stubs, and the stubs against it.
+"""``mypy --strict`` on the twin contract and the native stubs, and both backends against it.
 
 Skipped only when mypy is not installed; CI installs the ``test`` extra (which has mypy), so
 it runs there. ``--follow-imports=silent``: the files named are checked in full; modules they
