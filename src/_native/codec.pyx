@@ -39,14 +39,12 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, _Py_REFCNT
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from _crc32c cimport seglog_crc32c
-from codec cimport *
+from seglog._native._crc32c cimport seglog_crc32c
 from _bigendian cimport *
 from varint cimport *
 from _records cimport *
@@ -880,13 +878,13 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
         <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
 
 
-cdef object _batch_record_at_checked(const unsigned char *batch, Py_ssize_t size,
-                                     int64_t offset, Py_ssize_t hint, bint check_crcs,
-                                     Py_ssize_t max_decompressed_bytes):
-    """Segment.read_record's entry (through the ``_BATCH_RECORD_AT_CHECKED`` capsule):
+cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                            Py_ssize_t hint, bint check_crcs, Py_ssize_t max_decompressed_bytes):
+    """Segment.read_record's entry (cimported through codec.pxd):
     Batch.record_at(offset, check_crcs=..., max_decompressed_bytes=...) for the whole, framed
     batch at ``batch[0:size]`` (61-byte header, magic 2, all present; the caller checked),
-    without making a Batch for an uncompressed one. ``hint``: where the record probably starts
+    without making a Batch for an uncompressed one. A segment that remembers which batches it
+    has verified passes ``check_crcs`` False for them. ``hint``: where the record probably starts
     in an uncompressed batch, or -1 (see _record_in_area). The CRC (when checked) is computed
     on every call: the caller keeps no Batch to remember it in. Errors carry position 0 (the
     batch's start), as a Batch over ``batch`` would."""
@@ -936,29 +934,6 @@ cdef object _batch_record_at_checked(const unsigned char *batch, Py_ssize_t size
                            <int64_t>load_u64(batch + BASE_TIMESTAMP_POSITION),
                            <int64_t>load_u64(batch + MAX_TIMESTAMP_POSITION),
                            (attributes & TIMESTAMP_TYPE_MASK) != 0, offset, hint)
-
-
-cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
-                             Py_ssize_t hint):
-    """The ``_BATCH_RECORD_AT`` capsule's function (the signature segment.pyx was built
-    against): _batch_record_at_checked with the defaults of Batch.record_at (CRC checked,
-    64 MiB decompression limit)."""
-    return _batch_record_at_checked(batch, size, offset, hint, True,
-                                    DECOMPRESSED_BYTES_MAX_DEFAULT)
-
-
-ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
-cdef batch_record_at_fn _batch_record_at_pointer = _batch_record_at
-# For seglog._native.segment, which cannot cimport this module's functions (see codec.pxd).
-_BATCH_RECORD_AT = PyCapsule_New(<void *>_batch_record_at_pointer,
-                                 b"seglog._native.codec.batch_record_at", NULL)
-ctypedef object (*batch_record_at_checked_fn)(const unsigned char *, Py_ssize_t, int64_t,
-                                              Py_ssize_t, bint, Py_ssize_t)
-cdef batch_record_at_checked_fn _batch_record_at_checked_pointer = _batch_record_at_checked
-# The same with the caller's check_crcs and max_decompressed_bytes (a segment that remembers
-# which batches it has verified can skip re-hashing them).
-_BATCH_RECORD_AT_CHECKED = PyCapsule_New(<void *>_batch_record_at_checked_pointer,
-                                         b"seglog._native.codec.batch_record_at_checked", NULL)
 
 
 @cython.final
