@@ -2430,9 +2430,12 @@ def encode_control_batch(
     base_offset=0,
     timestamp_ms=None,
     partition_leader_epoch=-1,
+    timestamp_type=TIMESTAMP_TYPE_CREATE_TIME,
+    delete_horizon_ms=-1,
 ):
     """A 78-byte transactional control batch holding one end-transaction marker
-    (``control_type`` the int 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin."""
+    (``control_type`` the int 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin,
+    ``timestamp_type`` and ``delete_horizon_ms`` (the cleaner's rebuilt marker) included."""
     try:
         control_type = operator.index(control_type)
     except TypeError:
@@ -2443,5 +2446,5 @@ def encode_control_batch(
     key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
     value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)
     return _encode([value], [key], timestamp_ms, None, base_offset, COMPRESSION_NONE, None,
-                   TIMESTAMP_TYPE_CREATE_TIME, producer_id, producer_epoch, -1, True, True,
-                   partition_leader_epoch, -1)
+                   timestamp_type, producer_id, producer_epoch, -1, True, True,
+                   partition_leader_epoch, delete_horizon_ms)

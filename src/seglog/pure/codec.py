@@ -1338,6 +1338,8 @@ def encode_control_batch(
     base_offset: int = 0,
     timestamp_ms: int | None = None,
     partition_leader_epoch: int = -1,
+    timestamp_type: int = TIMESTAMP_TYPE_CREATE_TIME,
+    delete_horizon_ms: int = -1,
 ) -> bytes:
     """A 78-byte transactional control batch holding one end-transaction marker.
 
@@ -1347,6 +1349,13 @@ def encode_control_batch(
     CreateTime, no compression, base sequence -1, one record whose key is
     ``(version 0, type)`` and whose value is ``(version 0, coordinator_epoch)``, no headers.
     ``timestamp_ms`` None reads the wall clock.
+
+    For the cleaner, which rebuilds a marker it keeps: ``delete_horizon_ms`` >= 0 sets the
+    delete-horizon attribute (bit 6) and writes the horizon as the base timestamp, the record's
+    timestamp delta then being ``timestamp_ms - delete_horizon_ms`` and the max timestamp
+    ``timestamp_ms`` (Kafka's ``MemoryRecordsBuilder`` with a delete horizon);
+    ``timestamp_type`` 1 (LogAppendTime) keeps that attribute bit of a marker written to a
+    LogAppendTime topic. Both are checked as :func:`encode_batch` checks them.
     """
     try:
         control_type = operator.index(control_type)
@@ -1360,7 +1369,8 @@ def encode_control_batch(
     return _encode(
         [value], [key], timestamp_ms, None,
         base_offset=base_offset, compression=COMPRESSION_NONE, compression_level=None,
-        timestamp_type=TIMESTAMP_TYPE_CREATE_TIME, producer_id=producer_id,
+        timestamp_type=timestamp_type, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, is_transactional=True,
-        is_control=True, partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=-1,
+        is_control=True, partition_leader_epoch=partition_leader_epoch,
+        delete_horizon_ms=delete_horizon_ms,
     )
