@@ -2333,6 +2333,7 @@ cdef int _check_header_fields(_HeaderFields *fields, _RecordsToEncode records, i
     attributes, and the base and max timestamps (the base is the delete horizon when set)."""
     cdef Py_ssize_t i
     cdef const int64_t *stamps = records.stamps.values
+    cdef int64_t max_timestamp
     # INT64_MAX - 1: the next offset after the batch must be an int64 too (as the twin).
     fields.base_offset = _check_range("base_offset", base_offset, 0,
                                       INT64_MAX - 1 - records.last_offset_delta)
@@ -2357,10 +2358,11 @@ cdef int _check_header_fields(_HeaderFields *fields, _RecordsToEncode records, i
     if stamps == NULL:
         fields.max_timestamp = fields.base_timestamp = records.stamps.constant
     else:
-        fields.max_timestamp = stamps[0]
+        max_timestamp = stamps[0]  # a local: stores through `fields` could alias `stamps`
         for i in range(1, records.n):
-            if stamps[i] > fields.max_timestamp:
-                fields.max_timestamp = stamps[i]
+            if stamps[i] > max_timestamp:
+                max_timestamp = stamps[i]
+        fields.max_timestamp = max_timestamp
         fields.base_timestamp = stamps[0]
     if delete_horizon >= 0:
         fields.attributes |= DELETE_HORIZON_FLAG_MASK
