@@ -1,6 +1,11 @@
 """Build script for seglog's Cython extensions (metadata lives in pyproject.toml).
 
-Each ``src/_native/<name>.pyx`` becomes ``seglog._native.<name>``. ``SEGLOG_DEBUG=1`` builds
+Each ``src/_native/<name>.pyx`` becomes ``seglog._native.<name>``; its ``.pxd`` (what other
+native modules cimport from it) is ``src/seglog/_native/<name>.pxd``, beside the built module,
+because Cython finds a module's .pxd by the module's qualified name: with ``src`` on the
+cimport path, ``from seglog._native.index cimport offset_lookup`` links segment to index.
+Header-only helpers (``_bigendian.pxd``, ``varint.pxd``, ``_records.pxd``) stay in src/_native
+and are cimported by file name. ``SEGLOG_DEBUG=1`` builds
 with Cython annotations (HTML beside each .pyx), line tracing and ``-Wall -Wextra``.
 ``SEGLOG_ONLY=a,b`` builds only the named modules (for working on one module at a time).
 """
@@ -40,6 +45,7 @@ setup(
         extensions,
         compiler_directives=directives,
         annotate=DEBUG,
-        include_path=["src/_native"],
+        # "src" first: seglog/_native/<name>.pxd, each module's own and cimported .pxd.
+        include_path=["src", "src/_native"],
     ),
 )

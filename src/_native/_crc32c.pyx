@@ -10,15 +10,8 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint32_t
 
-# The module is built as seglog._native._crc32c from src/_native, so Cython does not find
-# its own .pxd by the qualified name; it cimports it by file name (extern declarations only,
-# so there is no import at run time). Other native modules do the same.
-from _crc32c cimport (
-    seglog_crc32c,
-    seglog_crc32c_hardware,
-    seglog_crc32c_init,
-    seglog_crc32c_set_hardware,
-)
+# The seglog_crc32c* functions are declared in this module's .pxd
+# (src/seglog/_native/_crc32c.pxd; extern declarations of crc32c.h).
 
 cdef enum:
     # Below this many bytes the GIL is kept: releasing and re-taking it costs more than

@@ -39,14 +39,12 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
-from cpython.pycapsule cimport PyCapsule_New
 from cpython.ref cimport Py_INCREF, _Py_REFCNT
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from _crc32c cimport seglog_crc32c
-from codec cimport *
+from seglog._native._crc32c cimport seglog_crc32c
 from _bigendian cimport *
 from varint cimport *
 from _records cimport *
@@ -880,13 +878,13 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
         <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
 
 
-cdef object _batch_record_at_checked(const unsigned char *batch, Py_ssize_t size,
-                                     int64_t offset, Py_ssize_t hint, bint check_crcs,
-                                     Py_ssize_t max_decompressed_bytes):
-    """Segment.read_record's entry (through the ``_BATCH_RECORD_AT_CHECKED`` capsule):
+cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                            Py_ssize_t hint, bint check_crcs, Py_ssize_t max_decompressed_bytes):
+    """Segment.read_record's entry (cimported through codec.pxd):
     Batch.record_at(offset, check_crcs=..., max_decompressed_bytes=...) for the whole, framed
     batch at ``batch[0:size]`` (61-byte header, magic 2, all present; the caller checked),
-    without making a Batch for an uncompressed one. ``hint``: where the record probably starts
+    without making a Batch for an uncompressed one. A segment that remembers which batches it
+    has verified passes ``check_crcs`` False for them. ``hint``: where the record probably starts
     in an uncompressed batch, or -1 (see _record_in_area). The CRC (when checked) is computed
     on every call: the caller keeps no Batch to remember it in. Errors carry position 0 (the
     batch's start), as a Batch over ``batch`` would."""
@@ -936,29 +934,6 @@ cdef object _batch_record_at_checked(const unsigned char *batch, Py_ssize_t size
                            <int64_t>load_u64(batch + BASE_TIMESTAMP_POSITION),
                            <int64_t>load_u64(batch + MAX_TIMESTAMP_POSITION),
                            (attributes & TIMESTAMP_TYPE_MASK) != 0, offset, hint)
-
-
-cdef object _batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
-                             Py_ssize_t hint):
-    """The ``_BATCH_RECORD_AT`` capsule's function (the signature segment.pyx was built
-    against): _batch_record_at_checked with the defaults of Batch.record_at (CRC checked,
-    64 MiB decompression limit)."""
-    return _batch_record_at_checked(batch, size, offset, hint, True,
-                                    DECOMPRESSED_BYTES_MAX_DEFAULT)
-
-
-ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t)
-cdef batch_record_at_fn _batch_record_at_pointer = _batch_record_at
-# For seglog._native.segment, which cannot cimport this module's functions (see codec.pxd).
-_BATCH_RECORD_AT = PyCapsule_New(<void *>_batch_record_at_pointer,
-                                 b"seglog._native.codec.batch_record_at", NULL)
-ctypedef object (*batch_record_at_checked_fn)(const unsigned char *, Py_ssize_t, int64_t,
-                                              Py_ssize_t, bint, Py_ssize_t)
-cdef batch_record_at_checked_fn _batch_record_at_checked_pointer = _batch_record_at_checked
-# The same with the caller's check_crcs and max_decompressed_bytes (a segment that remembers
-# which batches it has verified can skip re-hashing them).
-_BATCH_RECORD_AT_CHECKED = PyCapsule_New(<void *>_batch_record_at_checked_pointer,
-                                         b"seglog._native.codec.batch_record_at_checked", NULL)
 
 
 @cython.final
@@ -1808,90 +1783,13 @@ cdef int _export_item(_Column column, Py_ssize_t index, object item, str what) e
     return 0
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 cdef _Column _make_column(object source, str what):
     """Gather a values/keys argument into a _Column; the twin's ``_column_items`` rules and
     errors. No per-record Python work for numpy inputs; for a list only a type check per item."""
-    cdef _Column column = _Column.__new__(_Column)
-    cdef Py_ssize_t n, i, row_bytes, position, data_bytes
-    cdef Py_buffer *slot
-    cdef const unsigned char *base
-    cdef const int64_t *lengths
-    cdef int64_t length
-    cdef PyObject *item
-    cdef PyObject **items
     if isinstance(source, np.ndarray) and source.ndim != 1:
-        if source.ndim != 2 or source.dtype != np.uint8 or not source.flags.c_contiguous:
-            raise InvalidRecordError(
-                f"a numpy array of {what}s must be 2-D C-contiguous uint8, got "
-                f"{source.ndim}-D {source.dtype}"
-                f"{'' if source.flags.c_contiguous else ' (not C-contiguous)'}"
-            )
-        n = source.shape[0]
-        row_bytes = source.shape[1]
-        column._allocate(n)
-        slot = column._hold()
-        PyObject_GetBuffer(source, slot, PyBUF_SIMPLE)
-        column.held_count += 1
-        base = <const unsigned char *>slot.buf
-        with nogil:
-            for i in range(n):
-                column.pointers[i] = base + i * row_bytes
-                column.lengths[i] = row_bytes
-        column.nogil_safe = True
-        return column
+        return _array_column(source, what)
     if _is_data_and_lengths(source):
-        data, length_array = source
-        _check_lengths_array(length_array, what)
-        if length_array.dtype.kind == "u" and length_array.dtype.itemsize >= 8:
-            # uint64 lengths above INT64_MAX would wrap to negatives (-1: null) in the int64
-            # copy below; clamped they fail the data-size check as they do in the twin.
-            length_array = np.minimum(length_array, np.uint64(INT64_MAX))
-        length_array = np.ascontiguousarray(length_array, dtype=np.int64)
-        n = length_array.shape[0]
-        column._allocate(n)
-        slot = column._hold()
-        try:
-            PyObject_GetBuffer(data, slot, PyBUF_SIMPLE)
-        except (TypeError, BufferError):
-            raise InvalidRecordError(
-                f"the data of a (data, lengths) {what} column is {type(data).__name__}, "
-                "expected a C-contiguous bytes-like object"
-            ) from None
-        column.held_count += 1
-        base = <const unsigned char *>slot.buf
-        data_bytes = slot.len
-        slot = column._hold()
-        PyObject_GetBuffer(length_array, slot, PyBUF_SIMPLE)
-        column.held_count += 1
-        lengths = <const int64_t *>slot.buf
-        position = 0
-        i = -1
-        with nogil:
-            for i in range(n):
-                length = lengths[i]
-                if length == -1:
-                    column.pointers[i] = NULL
-                    column.lengths[i] = -1
-                    continue
-                if length < -1 or length > data_bytes - position:
-                    break
-                column.pointers[i] = base + position
-                column.lengths[i] = length
-                position += length
-            else:
-                i = n
-        if i < n:
-            length = lengths[i]
-            if length < -1:
-                raise InvalidRecordError(f"{what} length of record {i} is {length}, below -1")
-            raise InvalidRecordError(
-                f"{what} lengths add up to more than the {data_bytes} bytes of data "
-                f"(at record {i})"
-            )
-        column.nogil_safe = True
-        return column
+        return _data_and_lengths_column(source[0], source[1], what)
     if isinstance(source, (str, int)) or source is None:
         raise InvalidRecordError(
             f"{what}s must be a sequence, a 2-D uint8 array or (data, lengths), not "
@@ -1905,7 +1803,109 @@ cdef _Column _make_column(object source, str what):
                 f"{what}s must be a sequence, a 2-D uint8 array or (data, lengths), not "
                 f"{type(source).__name__}"
             ) from None
-    n = len(source)
+    return _sequence_column(source, what)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _Column _array_column(object source, str what):
+    """A 2-D C-contiguous uint8 array: one row per record, pointers computed without the GIL."""
+    cdef _Column column = _Column.__new__(_Column)
+    cdef Py_ssize_t n, i, row_bytes
+    cdef Py_buffer *slot
+    cdef const unsigned char *base
+    if source.ndim != 2 or source.dtype != np.uint8 or not source.flags.c_contiguous:
+        raise InvalidRecordError(
+            f"a numpy array of {what}s must be 2-D C-contiguous uint8, got "
+            f"{source.ndim}-D {source.dtype}"
+            f"{'' if source.flags.c_contiguous else ' (not C-contiguous)'}"
+        )
+    n = source.shape[0]
+    row_bytes = source.shape[1]
+    column._allocate(n)
+    slot = column._hold()
+    PyObject_GetBuffer(source, slot, PyBUF_SIMPLE)
+    column.held_count += 1
+    base = <const unsigned char *>slot.buf
+    with nogil:
+        for i in range(n):
+            column.pointers[i] = base + i * row_bytes
+            column.lengths[i] = row_bytes
+    column.nogil_safe = True
+    return column
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _Column _data_and_lengths_column(object data, object length_array, str what):
+    """``(data, lengths)``: records cut from one buffer in order, -1 a null; the lengths are
+    checked against the data's size without the GIL."""
+    cdef _Column column = _Column.__new__(_Column)
+    cdef Py_ssize_t n, i, position, data_bytes
+    cdef Py_buffer *slot
+    cdef const unsigned char *base
+    cdef const int64_t *lengths
+    cdef int64_t length
+    _check_lengths_array(length_array, what)
+    if length_array.dtype.kind == "u" and length_array.dtype.itemsize >= 8:
+        # uint64 lengths above INT64_MAX would wrap to negatives (-1: null) in the int64
+        # copy below; clamped they fail the data-size check as they do in the twin.
+        length_array = np.minimum(length_array, np.uint64(INT64_MAX))
+    length_array = np.ascontiguousarray(length_array, dtype=np.int64)
+    n = length_array.shape[0]
+    column._allocate(n)
+    slot = column._hold()
+    try:
+        PyObject_GetBuffer(data, slot, PyBUF_SIMPLE)
+    except (TypeError, BufferError):
+        raise InvalidRecordError(
+            f"the data of a (data, lengths) {what} column is {type(data).__name__}, "
+            "expected a C-contiguous bytes-like object"
+        ) from None
+    column.held_count += 1
+    base = <const unsigned char *>slot.buf
+    data_bytes = slot.len
+    slot = column._hold()
+    PyObject_GetBuffer(length_array, slot, PyBUF_SIMPLE)
+    column.held_count += 1
+    lengths = <const int64_t *>slot.buf
+    position = 0
+    i = -1
+    with nogil:
+        for i in range(n):
+            length = lengths[i]
+            if length == -1:
+                column.pointers[i] = NULL
+                column.lengths[i] = -1
+                continue
+            if length < -1 or length > data_bytes - position:
+                break
+            column.pointers[i] = base + position
+            column.lengths[i] = length
+            position += length
+        else:
+            i = n
+    if i < n:
+        length = lengths[i]
+        if length < -1:
+            raise InvalidRecordError(f"{what} length of record {i} is {length}, below -1")
+        raise InvalidRecordError(
+            f"{what} lengths add up to more than the {data_bytes} bytes of data "
+            f"(at record {i})"
+        )
+    column.nogil_safe = True
+    return column
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef _Column _sequence_column(object source, str what):
+    """A list or tuple of bytes-like objects or None: ``bytes`` items are pointed at directly,
+    others are buffer exports held by the column."""
+    cdef _Column column = _Column.__new__(_Column)
+    cdef Py_ssize_t n = len(source), i
+    cdef PyObject *item
+    cdef PyObject **items
     column._allocate(n)
     column.keep.append(source)
     items = _seq_items(source)
@@ -2234,153 +2234,211 @@ cdef void _write_records(unsigned char *out, Py_ssize_t n, _Column values, _Colu
             out += header_lengths[i]
 
 
-cdef void _write_header(unsigned char *out, int64_t base_offset, Py_ssize_t batch_bytes,
-                        int32_t partition_leader_epoch, int16_t attributes,
-                        int32_t last_offset_delta, int64_t base_timestamp, int64_t max_timestamp,
-                        int64_t producer_id, int16_t producer_epoch, int32_t base_sequence,
-                        int32_t record_count) noexcept nogil:
-    store_u64(out + BASE_OFFSET_POSITION, <uint64_t>base_offset)
+cdef struct _HeaderFields:
+    # The checked batch header fields but the length and CRC (written last, by _write_header).
+    int64_t base_offset
+    int32_t partition_leader_epoch
+    int16_t attributes
+    int32_t last_offset_delta
+    int64_t base_timestamp
+    int64_t max_timestamp
+    int64_t producer_id
+    int16_t producer_epoch
+    int32_t base_sequence
+    int32_t record_count
+
+
+cdef void _write_header(unsigned char *out, Py_ssize_t batch_bytes,
+                        const _HeaderFields *fields) noexcept nogil:
+    """The 61-byte header at ``out``, then its CRC over attributes..end (the records are
+    already written after it)."""
+    store_u64(out + BASE_OFFSET_POSITION, <uint64_t>fields.base_offset)
     store_u32(out + BATCH_LENGTH_POSITION, <uint32_t>(batch_bytes - LOG_OVERHEAD))
-    store_u32(out + PARTITION_LEADER_EPOCH_POSITION, <uint32_t>partition_leader_epoch)
+    store_u32(out + PARTITION_LEADER_EPOCH_POSITION, <uint32_t>fields.partition_leader_epoch)
     out[MAGIC_POSITION] = MAGIC_V2
-    store_u16(out + ATTRIBUTES_POSITION, <uint16_t>attributes)
-    store_u32(out + LAST_OFFSET_DELTA_POSITION, <uint32_t>last_offset_delta)
-    store_u64(out + BASE_TIMESTAMP_POSITION, <uint64_t>base_timestamp)
-    store_u64(out + MAX_TIMESTAMP_POSITION, <uint64_t>max_timestamp)
-    store_u64(out + PRODUCER_ID_POSITION, <uint64_t>producer_id)
-    store_u16(out + PRODUCER_EPOCH_POSITION, <uint16_t>producer_epoch)
-    store_u32(out + BASE_SEQUENCE_POSITION, <uint32_t>base_sequence)
-    store_u32(out + RECORDS_COUNT_POSITION, <uint32_t>record_count)
+    store_u16(out + ATTRIBUTES_POSITION, <uint16_t>fields.attributes)
+    store_u32(out + LAST_OFFSET_DELTA_POSITION, <uint32_t>fields.last_offset_delta)
+    store_u64(out + BASE_TIMESTAMP_POSITION, <uint64_t>fields.base_timestamp)
+    store_u64(out + MAX_TIMESTAMP_POSITION, <uint64_t>fields.max_timestamp)
+    store_u64(out + PRODUCER_ID_POSITION, <uint64_t>fields.producer_id)
+    store_u16(out + PRODUCER_EPOCH_POSITION, <uint16_t>fields.producer_epoch)
+    store_u32(out + BASE_SEQUENCE_POSITION, <uint32_t>fields.base_sequence)
+    store_u32(out + RECORDS_COUNT_POSITION, <uint32_t>fields.record_count)
     store_u32(out + CRC_POSITION, seglog_crc32c(
         0, out + ATTRIBUTES_POSITION, <size_t>(batch_bytes - ATTRIBUTES_POSITION)))
 
 
-cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compression,
-                   compression_level, timestamp_type, producer_id, producer_epoch,
-                   base_sequence, is_transactional, bint is_control, partition_leader_epoch,
-                   delete_horizon_ms, offset_deltas=None, last_offset_delta=None):
-    cdef int cid
-    cdef _Column value_column, key_column = None, header_column = None
+@cython.final
+@cython.freelist(8)
+cdef class _RecordsToEncode:
+    """The checked record columns of one batch (step 1 of _encode), then each record's body
+    size (step 3, ``bodies``, owned here and freed with the object)."""
+    cdef _Column values
+    cdef _Column keys                 # None: every key null
+    cdef _Column headers              # None: no record has headers
     cdef _Timestamps stamps
-    cdef Py_ssize_t n, i, area_bytes, batch_bytes, failed_index = -1
-    cdef int failure = 0
-    cdef int64_t base_timestamp, max_timestamp, c_base_offset, c_producer_id
-    cdef int32_t c_base_sequence, c_partition_leader_epoch, c_last_offset_delta
     cdef _OffsetDeltas deltas
-    cdef int16_t c_producer_epoch, attributes
-    cdef int32_t *bodies = NULL
-    cdef bytes out, area
-    cdef unsigned char *p
-    cdef bint release_gil
+    cdef Py_ssize_t n
+    cdef int32_t last_offset_delta
+    cdef bint release_gil             # every column may be read without the GIL
+    cdef int32_t *bodies
 
+    def __dealloc__(self):
+        PyMem_Free(self.bodies)
+
+
+cdef int _compression_id(compression, compression_level) except -1:
+    """The codec id of ``compression``, its level checked (the twin's order of errors)."""
+    cdef int cid
     if compression is None or (type(compression) is str and compression == "none"):
         cid = COMPRESSION_NONE
     else:
         cid = _compression.codec_id(compression)
     if compression_level is not None:
         _compression.check_level(cid, compression_level)
-    value_column = _make_column(values, "value")
-    n = value_column.n
+    return cid
+
+
+cdef _RecordsToEncode _gather_records(values, keys, timestamps_ms, headers, offset_deltas,
+                                      last_offset_delta):
+    """Step 1: the values, keys, headers, timestamps and offset deltas as C arrays, checked in
+    the twin's order (values first: they give the record count)."""
+    cdef _RecordsToEncode records = _RecordsToEncode.__new__(_RecordsToEncode)
+    cdef Py_ssize_t n
+    records.values = _make_column(values, "value")
+    n = records.n = records.values.n
     if n == 0:
         raise InvalidRecordError("a batch needs at least one record")
     if n > INT32_MAX_:
         raise RecordTooLargeError(f"{n} records do not fit one batch")
     if keys is not None:
-        key_column = _make_column(keys, "key")
-        if key_column.n != n:
-            raise InvalidRecordError(f"got {key_column.n} keys for {n} values")
+        records.keys = _make_column(keys, "key")
+        if records.keys.n != n:
+            raise InvalidRecordError(f"got {records.keys.n} keys for {n} values")
     if headers is not None:
-        header_column = _headers_column(headers, n)
-    stamps = _make_timestamps(timestamps_ms, n)
-    deltas, last = _offset_deltas(offset_deltas, last_offset_delta, n)
-    c_last_offset_delta = last
+        records.headers = _headers_column(headers, n)
+    records.stamps = _make_timestamps(timestamps_ms, n)
+    records.deltas, last = _offset_deltas(offset_deltas, last_offset_delta, n)
+    records.last_offset_delta = last
+    records.release_gil = (records.values.nogil_safe
+                           and (records.keys is None or records.keys.nogil_safe))
+    return records
 
+
+cdef int _check_header_fields(_HeaderFields *fields, _RecordsToEncode records, int cid,
+                              base_offset, timestamp_type, producer_id, producer_epoch,
+                              base_sequence, is_transactional, bint is_control,
+                              partition_leader_epoch, delete_horizon_ms) except -1:
+    """Step 2: every header argument checked as a Python int (no OverflowError), the
+    attributes, and the base and max timestamps (the base is the delete horizon when set)."""
+    cdef Py_ssize_t i
+    cdef const int64_t *stamps = records.stamps.values
+    cdef int64_t max_timestamp
     # INT64_MAX - 1: the next offset after the batch must be an int64 too (as the twin).
-    c_base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - 1 - last)
+    fields.base_offset = _check_range("base_offset", base_offset, 0,
+                                      INT64_MAX - 1 - records.last_offset_delta)
     timestamp_type = _check_range("timestamp_type", timestamp_type, TIMESTAMP_TYPE_CREATE_TIME,
                                   TIMESTAMP_TYPE_LOG_APPEND_TIME)
-    c_producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
-    c_producer_epoch = _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
-    c_base_sequence = _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
-    c_partition_leader_epoch = _check_range(
+    fields.producer_id = _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX)
+    fields.producer_epoch = _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX)
+    fields.base_sequence = _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX)
+    fields.partition_leader_epoch = _check_range(
         "partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX)
     delete_horizon = _check_range("delete_horizon_ms", delete_horizon_ms, -1, INT64_MAX)
+    fields.last_offset_delta = records.last_offset_delta
+    fields.record_count = <int32_t>records.n
 
-    attributes = <int16_t>cid
+    fields.attributes = <int16_t>cid
     if timestamp_type == TIMESTAMP_TYPE_LOG_APPEND_TIME:
-        attributes |= TIMESTAMP_TYPE_MASK
+        fields.attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
-        attributes |= TRANSACTIONAL_FLAG_MASK
+        fields.attributes |= TRANSACTIONAL_FLAG_MASK
     if is_control:
-        attributes |= CONTROL_FLAG_MASK
-    if stamps.values == NULL:
-        max_timestamp = stamps.constant
-        base_timestamp = stamps.constant
+        fields.attributes |= CONTROL_FLAG_MASK
+    if stamps == NULL:
+        fields.max_timestamp = fields.base_timestamp = records.stamps.constant
     else:
-        max_timestamp = stamps.values[0]
-        for i in range(1, n):
-            if stamps.values[i] > max_timestamp:
-                max_timestamp = stamps.values[i]
-        base_timestamp = stamps.values[0]
+        max_timestamp = stamps[0]  # a local: stores through `fields` could alias `stamps`
+        for i in range(1, records.n):
+            if stamps[i] > max_timestamp:
+                max_timestamp = stamps[i]
+        fields.max_timestamp = max_timestamp
+        fields.base_timestamp = stamps[0]
     if delete_horizon >= 0:
-        attributes |= DELETE_HORIZON_FLAG_MASK
-        base_timestamp = delete_horizon
+        fields.attributes |= DELETE_HORIZON_FLAG_MASK
+        fields.base_timestamp = delete_horizon
+    return 0
 
-    release_gil = (value_column.nogil_safe
-                   and (key_column is None or key_column.nogil_safe))
-    bodies = <int32_t *>PyMem_Malloc(n * sizeof(int32_t))
-    if bodies == NULL:
+
+cdef Py_ssize_t _size_all_records(_RecordsToEncode records, int64_t base_timestamp) except -1:
+    """Step 3: every record's body size into ``records.bodies`` (the GIL released when no
+    column points into a list); returns the record area's size, or raises as the twin."""
+    cdef Py_ssize_t area_bytes, failed_index = -1
+    cdef int failure = 0
+    records.bodies = <int32_t *>PyMem_Malloc(records.n * sizeof(int32_t))
+    if records.bodies == NULL:
         raise MemoryError()
-    try:
-        if release_gil:
-            with nogil:
-                area_bytes = _size_records(n, value_column, key_column, header_column, stamps,
-                                           base_timestamp, deltas.values, bodies,
-                                           &failed_index, &failure)
-        else:
-            area_bytes = _size_records(n, value_column, key_column, header_column, stamps,
-                                       base_timestamp, deltas.values, bodies,
-                                           &failed_index, &failure)
-        if area_bytes < 0:
-            if failure == 1:
-                stamp = stamps.values[failed_index] if stamps.values != NULL else stamps.constant
-                raise InvalidTimestampError(
-                    f"timestamp of record {failed_index} is {stamp}, too far from the base "
-                    f"timestamp {base_timestamp}"
-                )
-            raise RecordTooLargeError(
-                f"record {failed_index} makes the batch larger than {INT32_MAX} bytes"
-            )
-        if cid == COMPRESSION_NONE:
-            batch_bytes = RECORD_BATCH_OVERHEAD + area_bytes
-            out = PyBytes_FromStringAndSize(NULL, batch_bytes)
-            p = <unsigned char *>PyBytes_AS_STRING(out)
-            if release_gil:
-                with nogil:
-                    _write_records(p + RECORD_BATCH_OVERHEAD, n, value_column, key_column,
-                                   header_column, stamps, base_timestamp, deltas.values, bodies)
-                    _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                  attributes, c_last_offset_delta, base_timestamp, max_timestamp,
-                                  c_producer_id, c_producer_epoch, c_base_sequence, <int32_t>n)
-            else:
-                _write_records(p + RECORD_BATCH_OVERHEAD, n, value_column, key_column,
-                               header_column, stamps, base_timestamp, deltas.values, bodies)
-                if batch_bytes >= NOGIL_BYTES_MIN:
-                    with nogil:
-                        _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                      attributes, c_last_offset_delta, base_timestamp,
-                                      max_timestamp, c_producer_id, c_producer_epoch,
-                                      c_base_sequence, <int32_t>n)
-                else:
-                    _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch,
-                                  attributes, c_last_offset_delta, base_timestamp, max_timestamp,
-                                  c_producer_id, c_producer_epoch, c_base_sequence, <int32_t>n)
-            return out
-        area = PyBytes_FromStringAndSize(NULL, area_bytes)
-        _write_records(<unsigned char *>PyBytes_AS_STRING(area), n, value_column, key_column,
-                       header_column, stamps, base_timestamp, deltas.values, bodies)
-    finally:
-        PyMem_Free(bodies)
+    if records.release_gil:
+        with nogil:
+            area_bytes = _size_records(records.n, records.values, records.keys, records.headers,
+                                       records.stamps, base_timestamp, records.deltas.values,
+                                       records.bodies, &failed_index, &failure)
+    else:
+        area_bytes = _size_records(records.n, records.values, records.keys, records.headers,
+                                   records.stamps, base_timestamp, records.deltas.values,
+                                   records.bodies, &failed_index, &failure)
+    if area_bytes >= 0:
+        return area_bytes
+    if failure == 1:
+        stamp = (records.stamps.values[failed_index] if records.stamps.values != NULL
+                 else records.stamps.constant)
+        raise InvalidTimestampError(
+            f"timestamp of record {failed_index} is {stamp}, too far from the base "
+            f"timestamp {base_timestamp}"
+        )
+    raise RecordTooLargeError(
+        f"record {failed_index} makes the batch larger than {INT32_MAX} bytes"
+    )
+
+
+cdef bytes _write_uncompressed(_RecordsToEncode records, const _HeaderFields *fields,
+                               Py_ssize_t area_bytes):
+    """Step 4 without compression: records and header straight into the output bytes, with
+    the GIL released when the columns allow it (or, for the header's CRC, when the batch is
+    large enough to be worth it)."""
+    cdef Py_ssize_t batch_bytes = RECORD_BATCH_OVERHEAD + area_bytes
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, batch_bytes)
+    cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(out)
+    if records.release_gil:
+        with nogil:
+            _write_records(p + RECORD_BATCH_OVERHEAD, records.n, records.values, records.keys,
+                           records.headers, records.stamps, fields.base_timestamp,
+                           records.deltas.values, records.bodies)
+            _write_header(p, batch_bytes, fields)
+        return out
+    _write_records(p + RECORD_BATCH_OVERHEAD, records.n, records.values, records.keys,
+                   records.headers, records.stamps, fields.base_timestamp,
+                   records.deltas.values, records.bodies)
+    if batch_bytes >= NOGIL_BYTES_MIN:
+        with nogil:
+            _write_header(p, batch_bytes, fields)
+    else:
+        _write_header(p, batch_bytes, fields)
+    return out
+
+
+cdef bytes _write_compressed(_RecordsToEncode records, const _HeaderFields *fields,
+                             Py_ssize_t area_bytes, int cid, compression_level):
+    """Step 4 with compression: the record area into a scratch bytes, compressed through
+    seglog.compression (as the twin), then header and compressed area into the output."""
+    cdef bytes out, area = PyBytes_FromStringAndSize(NULL, area_bytes)
+    cdef unsigned char *p
+    cdef Py_ssize_t batch_bytes
+    _write_records(<unsigned char *>PyBytes_AS_STRING(area), records.n, records.values,
+                   records.keys, records.headers, records.stamps, fields.base_timestamp,
+                   records.deltas.values, records.bodies)
+    PyMem_Free(records.bodies)  # not needed while compressing
+    records.bodies = NULL
     compressed = _compression.compress(cid, area, compression_level)
     del area
     if len(compressed) > RECORD_AREA_BYTES_MAX:
@@ -2390,10 +2448,28 @@ cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compressio
     p = <unsigned char *>PyBytes_AS_STRING(out)
     _copy_into(p + RECORD_BATCH_OVERHEAD, compressed)
     with nogil:
-        _write_header(p, c_base_offset, batch_bytes, c_partition_leader_epoch, attributes,
-                      c_last_offset_delta, base_timestamp, max_timestamp, c_producer_id,
-                      c_producer_epoch, c_base_sequence, <int32_t>n)
+        _write_header(p, batch_bytes, fields)
     return out
+
+
+cdef bytes _encode(values, keys, timestamps_ms, headers, base_offset, compression,
+                   compression_level, timestamp_type, producer_id, producer_epoch,
+                   base_sequence, is_transactional, bint is_control, partition_leader_epoch,
+                   delete_horizon_ms, offset_deltas=None, last_offset_delta=None):
+    """One batch, in the twin's steps and order of errors: the compression codec, the record
+    columns, the header fields, the record sizes, then records, (compression,) header, CRC."""
+    cdef int cid = _compression_id(compression, compression_level)
+    cdef _RecordsToEncode records = _gather_records(values, keys, timestamps_ms, headers,
+                                                    offset_deltas, last_offset_delta)
+    cdef _HeaderFields fields
+    cdef Py_ssize_t area_bytes
+    _check_header_fields(&fields, records, cid, base_offset, timestamp_type, producer_id,
+                         producer_epoch, base_sequence, is_transactional, is_control,
+                         partition_leader_epoch, delete_horizon_ms)
+    area_bytes = _size_all_records(records, fields.base_timestamp)
+    if cid == COMPRESSION_NONE:
+        return _write_uncompressed(records, &fields, area_bytes)
+    return _write_compressed(records, &fields, area_bytes, cid, compression_level)
 
 
 cdef int _copy_into(unsigned char *destination, object source) except -1:
@@ -2455,9 +2531,12 @@ def encode_control_batch(
     base_offset=0,
     timestamp_ms=None,
     partition_leader_epoch=-1,
+    timestamp_type=TIMESTAMP_TYPE_CREATE_TIME,
+    delete_horizon_ms=-1,
 ):
     """A 78-byte transactional control batch holding one end-transaction marker
-    (``control_type`` the int 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin."""
+    (``control_type`` the int 0 ABORT or 1 COMMIT, else InvalidRecordError); as the twin,
+    ``timestamp_type`` and ``delete_horizon_ms`` (the cleaner's rebuilt marker) included."""
     try:
         control_type = operator.index(control_type)
     except TypeError:
@@ -2468,5 +2547,5 @@ def encode_control_batch(
     key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
     value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)
     return _encode([value], [key], timestamp_ms, None, base_offset, COMPRESSION_NONE, None,
-                   TIMESTAMP_TYPE_CREATE_TIME, producer_id, producer_epoch, -1, True, True,
-                   partition_leader_epoch, -1)
+                   timestamp_type, producer_id, producer_epoch, -1, True, True,
+                   partition_leader_epoch, delete_horizon_ms)

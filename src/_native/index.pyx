@@ -7,14 +7,13 @@ slot). Here a writer's file is mapped with mmap(2) directly (no file descriptor 
 mapping outlives the fd) and lookups are a C binary search over the map with the GIL released
 (a cold page can fault to disk). Read-only readers copy the valid entries with pread instead
 (a writer trims its index on roll; a reader's longer mapping would then SIGBUS). The segment
-calls these classes through their Python methods: the build resolves .pxd files by qualified
-module name, which src/_native/ does not provide, so cdef classes cannot be cimported across
-modules; index calls happen once per index entry, never per batch.
+calls these classes through their Python methods (once per index entry, never per batch),
+except for a point read's lookup, ``offset_lookup``, which it cimports (declared in
+src/seglog/_native/index.pxd).
 
 Thread-safety: none; the owning Segment (and above it the Log) serialises calls.
 """
 
-from cpython.pycapsule cimport PyCapsule_New
 from libc.errno cimport errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
@@ -685,10 +684,10 @@ cdef class TimeIndex(_Index):
                 f"({timestamp_ms}, {relative_offset})")
 
 
-cdef int64_t _offset_lookup(object index, int64_t target_offset,
-                            int64_t *found_offset) except? -2:
-    """``OffsetIndex.lookup`` for seglog._native.segment (through the ``_OFFSET_LOOKUP``
-    capsule: it cannot cimport this module): the position, with the entry's offset in
+cdef int64_t offset_lookup(object index, int64_t target_offset,
+                           int64_t *found_offset) except? -2:
+    """``OffsetIndex.lookup`` for seglog._native.segment (cimported through index.pxd): the
+    position, with the entry's offset in
     ``found_offset``, and no tuple. The GIL is kept: a point read's search over a mapped
     index takes ~50 ns, less than releasing and re-taking the GIL."""
     cdef OffsetIndex self = <OffsetIndex?>index
@@ -698,9 +697,3 @@ cdef int64_t _offset_lookup(object index, int64_t target_offset,
         found_offset[0] = self._base
         return 0
     return self.lookup_position(target_offset, found_offset)
-
-
-ctypedef int64_t (*offset_lookup_fn)(object, int64_t, int64_t *) except? -2
-cdef offset_lookup_fn _offset_lookup_pointer = _offset_lookup
-_OFFSET_LOOKUP = PyCapsule_New(<void *>_offset_lookup_pointer,
-                               b"seglog._native.index.offset_lookup", NULL)

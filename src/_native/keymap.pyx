@@ -18,8 +18,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
 import numpy as np
 
-# By file name: see keymap.pxd.
-from keymap cimport seglog_xxh64
+# seglog_xxh64 is declared in this module's .pxd (src/seglog/_native/keymap.pxd).
 from varint cimport read_varint, read_varlong
 
 from seglog import compression as _compression

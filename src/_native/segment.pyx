@@ -36,7 +36,6 @@ Not thread-safe: the Log serialises calls.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
-from cpython.pycapsule cimport PyCapsule_GetPointer
 cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
@@ -47,8 +46,10 @@ from posix.types cimport off_t
 from posix.unistd cimport fdatasync, ftruncate, pread
 
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
-from _crc32c cimport seglog_crc32c, seglog_crc32c_init
 from _records cimport _record_checkpoints, _skip_records
+from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
+from seglog._native.codec cimport batch_record_at
+from seglog._native.index cimport offset_lookup
 
 import operator
 import os
@@ -71,17 +72,9 @@ from seglog.results import AppendResult, RecoveryResult
 
 from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-from .codec import _BATCH_RECORD_AT_CHECKED
-from .index import _OFFSET_LOOKUP, OffsetIndex, TimeIndex
+from .index import OffsetIndex, TimeIndex
 
-ctypedef object (*batch_record_at_fn)(const unsigned char *, Py_ssize_t, int64_t, Py_ssize_t,
-                                      bint, Py_ssize_t)
-cdef batch_record_at_fn _batch_record_at = <batch_record_at_fn>PyCapsule_GetPointer(
-    _BATCH_RECORD_AT_CHECKED, b"seglog._native.codec.batch_record_at_checked")
 cdef Py_ssize_t _DECOMPRESSED_MAX = DECOMPRESSED_BYTES_MAX_DEFAULT
-ctypedef int64_t (*offset_lookup_fn)(object, int64_t, int64_t *) except? -2
-cdef offset_lookup_fn _offset_lookup = <offset_lookup_fn>PyCapsule_GetPointer(
-    _OFFSET_LOOKUP, b"seglog._native.index.offset_lookup")
 
 
 cdef extern from "sys/uio.h" nogil:
@@ -634,13 +627,13 @@ cdef class Segment:
         if not self._offset_index_trusted or self.offset_index.entries == 0:
             entry_offset[0] = self._base
             return 0
-        position = _offset_lookup(self.offset_index, offset, entry_offset)
+        position = offset_lookup(self.offset_index, offset, entry_offset)
         for attempt in range(ENTRY_FALLBACKS):
             if position == 0 or self._entry_lands(entry_offset[0], position):
                 return position
             if entry_offset[0] <= self._base:
                 break
-            position = _offset_lookup(self.offset_index, entry_offset[0] - 1, entry_offset)
+            position = offset_lookup(self.offset_index, entry_offset[0] - 1, entry_offset)
         entry_offset[0] = self._base
         return 0
 
@@ -1275,7 +1268,7 @@ cdef class Segment:
             self._crc_verified.add(position)
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
             return None
-        return _batch_record_at(p, size, target, self._record_hint(p, position, size, target),
+        return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
                                 False, _DECOMPRESSED_MAX)
 
     cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,

@@ -602,37 +602,40 @@ def test_threaded_decode_columns_errors_match_single_threaded(monkeypatch, where
     assert pure[0] == "error" and pure[1] is threaded[1] and pure[3:] == threaded[3:]
 
 
-# --- the record_at capsules (what seglog._native.segment calls) --------------------------------
+# --- batch_record_at (what seglog._native.segment cimports) --------------------------------
 
-def _capsule_function(capsule, name, *argtypes):
+def _cimported_function(module, name, *argtypes):
+    """The C function ``name`` that ``module`` exports to cimporting modules (Cython's own
+    ``__pyx_capi__`` table, filled from the module's .pxd), callable from ctypes."""
     import ctypes
 
+    entry = module.__pyx_capi__[name]
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
     get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
     # PYFUNCTYPE keeps the GIL held and turns a NULL return into the exception that was set.
-    return ctypes.PYFUNCTYPE(ctypes.py_object, *argtypes)(get_pointer(capsule, name))
+    return ctypes.PYFUNCTYPE(ctypes.py_object, *argtypes)(
+        get_pointer(entry, get_name(entry)))
 
 
-def test_record_at_capsules_check_the_crc():
+def test_batch_record_at_checks_the_crc_when_asked():
     import ctypes
 
     raw = bytearray(pcodec.encode_batch([b"a", b"bb", b"ccc"], timestamps_ms=7, base_offset=10))
     buffer = ctypes.create_string_buffer(bytes(raw), len(raw))
-    old = _capsule_function(ncodec._BATCH_RECORD_AT, b"seglog._native.codec.batch_record_at",
-                            ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int64, ctypes.c_ssize_t)
-    checked = _capsule_function(
-        ncodec._BATCH_RECORD_AT_CHECKED, b"seglog._native.codec.batch_record_at_checked",
+    record_at = _cimported_function(
+        ncodec, "batch_record_at",
         ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int64, ctypes.c_ssize_t, ctypes.c_int,
         ctypes.c_ssize_t)
     address = ctypes.addressof(buffer)
-    assert tuple(old(address, len(raw), 11, -1)) == (11, 7, None, b"bb", ())
-    assert tuple(checked(address, len(raw), 12, -1, 1, 1 << 20)) == (12, 7, None, b"ccc", ())
-    assert old(address, len(raw), 13, -1) is None
+    assert tuple(record_at(address, len(raw), 11, -1, 1, 1 << 20)) == (11, 7, None, b"bb", ())
+    assert tuple(record_at(address, len(raw), 12, -1, 1, 1 << 20)) == (12, 7, None, b"ccc", ())
+    assert record_at(address, len(raw), 13, -1, 1, 1 << 20) is None
     buffer[len(raw) - 2] = b"x"  # "ccc" -> "ccx" (before the header count): a CRC mismatch
     with pytest.raises(errors.CorruptRecordError) as info:
-        old(address, len(raw), 11, -1)
+        record_at(address, len(raw), 11, -1, 1, 1 << 20)
     assert (info.value.reason, info.value.position) == (format.REASON_CRC_MISMATCH, 0)
-    with pytest.raises(errors.CorruptRecordError):
-        checked(address, len(raw), 11, -1, 1, 1 << 20)
-    assert checked(address, len(raw), 12, -1, 0, 1 << 20).value == b"ccx"
+    assert record_at(address, len(raw), 12, -1, 0, 1 << 20).value == b"ccx"

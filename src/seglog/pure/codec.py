@@ -33,6 +33,7 @@ import operator
 import struct
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -1137,12 +1138,36 @@ def _check_range(name: str, value, low: int, high: int) -> int:
     return value
 
 
-def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
-            compression_level, timestamp_type, producer_id, producer_epoch, base_sequence,
-            is_transactional, is_control, partition_leader_epoch, delete_horizon_ms,
-            offset_deltas=None, last_offset_delta=None) -> bytes:
-    cid = _compression.codec_id(compression)
-    _compression.check_level(cid, compression_level)
+class _RecordsToEncode(NamedTuple):
+    """The checked record columns of one batch (step 1 of :func:`_encode`)."""
+
+    values: list
+    keys: list
+    header_blocks: list  # each record's encoded header count and headers
+    stamps: list
+    deltas: list
+    last_offset_delta: int
+
+
+class _HeaderFields(NamedTuple):
+    """The checked batch header fields but the length and CRC (step 2 of :func:`_encode`)."""
+
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp_ms: int
+    max_timestamp_ms: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+
+def _gather_records(values, keys, timestamps_ms, headers, offset_deltas,
+                    last_offset_delta) -> _RecordsToEncode:
+    """Step 1: values, keys, header blocks, timestamps and offset deltas, checked in this
+    order (values first: they give the record count)."""
     value_items = _column_items(values, "value")
     record_count = len(value_items)
     if record_count == 0:
@@ -1163,10 +1188,20 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
         header_blocks = [_header_block(h, index) for index, h in enumerate(headers)]
     stamps = _timestamps(timestamps_ms, record_count)
     deltas, last_offset_delta = _offset_deltas(offset_deltas, last_offset_delta, record_count)
+    return _RecordsToEncode(value_items, key_items, header_blocks, stamps, deltas,
+                            last_offset_delta)
 
+
+def _check_header_fields(records: _RecordsToEncode, cid: int, *, base_offset, timestamp_type,
+                         producer_id, producer_epoch, base_sequence, is_transactional,
+                         is_control, partition_leader_epoch,
+                         delete_horizon_ms) -> _HeaderFields:
+    """Step 2: every header argument checked as an int in its field's range, the attributes,
+    and the base and max timestamps (the base is the delete horizon when one is set)."""
     # INT64_MAX - 1: the next offset after the batch must be an int64 too (iter_batches
     # refuses a batch whose last offset is INT64_MAX).
-    base_offset = _check_range("base_offset", base_offset, 0, INT64_MAX - 1 - last_offset_delta)
+    base_offset = _check_range(
+        "base_offset", base_offset, 0, INT64_MAX - 1 - records.last_offset_delta)
     timestamp_type = _check_range(
         "timestamp_type", timestamp_type, TIMESTAMP_TYPE_CREATE_TIME, TIMESTAMP_TYPE_LOG_APPEND_TIME
     )
@@ -1191,13 +1226,19 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
         attributes |= DELETE_HORIZON_FLAG_MASK
         base_timestamp_ms = delete_horizon_ms
     else:
-        base_timestamp_ms = stamps[0]
-    max_timestamp_ms = max(stamps)
+        base_timestamp_ms = records.stamps[0]
+    return _HeaderFields(
+        base_offset, partition_leader_epoch, attributes, records.last_offset_delta,
+        base_timestamp_ms, max(records.stamps), producer_id, producer_epoch, base_sequence,
+        len(records.values),
+    )
 
-    # The header is filled in last; the records go straight after its 61 placeholder bytes.
-    out = bytearray(RECORD_BATCH_OVERHEAD)
-    for index in range(record_count):
-        key, value = key_items[index], value_items[index]
+
+def _write_records(out: bytearray, records: _RecordsToEncode, base_timestamp_ms: int) -> None:
+    """Step 3: append every record to ``out`` (after the header's placeholder bytes), checking
+    each timestamp delta and the record area's size as it goes."""
+    stamps, deltas = records.stamps, records.deltas
+    for index, (key, value) in enumerate(zip(records.keys, records.values)):
         timestamp_delta = stamps[index] - base_timestamp_ms
         if not INT64_MIN <= timestamp_delta <= INT64_MAX:
             raise InvalidTimestampError(
@@ -1206,7 +1247,7 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
             )
         key_length = -1 if key is None else len(key)
         value_length = -1 if value is None else len(value)
-        header_block = header_blocks[index]
+        header_block = records.header_blocks[index]
         body_size = (
             1  # attributes
             + size_of_varlong(timestamp_delta)
@@ -1233,33 +1274,64 @@ def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
             out += value
         out += header_block
 
-    if cid != COMPRESSION_NONE:
-        with memoryview(out) as whole, whole[RECORD_BATCH_OVERHEAD:] as record_area:
-            compressed = _compression.compress(cid, record_area, compression_level)
-        if len(compressed) > RECORD_AREA_BYTES_MAX:
-            raise RecordTooLargeError("the compressed batch is larger than 2 GiB")
-        del out[RECORD_BATCH_OVERHEAD:]
-        out += compressed
 
+def _compress_record_area(out: bytearray, cid: int, compression_level) -> None:
+    """Step 4 (compressed batches only): replace the record area after the header's
+    placeholder bytes by its compressed form."""
+    with memoryview(out) as whole, whole[RECORD_BATCH_OVERHEAD:] as record_area:
+        compressed = _compression.compress(cid, record_area, compression_level)
+    if len(compressed) > RECORD_AREA_BYTES_MAX:
+        raise RecordTooLargeError("the compressed batch is larger than 2 GiB")
+    del out[RECORD_BATCH_OVERHEAD:]
+    out += compressed
+
+
+def _write_header(out: bytearray, fields: _HeaderFields) -> None:
+    """Step 5: the 61-byte header over the placeholder, then its CRC over attributes..end."""
     BATCH_HEADER.pack_into(
         out, 0,
-        base_offset,
+        fields.base_offset,
         len(out) - LOG_OVERHEAD,  # batch_length
-        partition_leader_epoch,
+        fields.partition_leader_epoch,
         MAGIC_V2,
         0,  # crc, computed below over attributes..end
-        attributes,
-        last_offset_delta,
-        base_timestamp_ms,
-        max_timestamp_ms,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
+        fields.attributes,
+        fields.last_offset_delta,
+        fields.base_timestamp_ms,
+        fields.max_timestamp_ms,
+        fields.producer_id,
+        fields.producer_epoch,
+        fields.base_sequence,
+        fields.record_count,
     )
     with memoryview(out) as whole, whole[ATTRIBUTES_POSITION:] as covered:
         crc = crc32c(covered)
     _CRC.pack_into(out, CRC_POSITION, crc)
+
+
+def _encode(values, keys, timestamps_ms, headers, *, base_offset, compression,
+            compression_level, timestamp_type, producer_id, producer_epoch, base_sequence,
+            is_transactional, is_control, partition_leader_epoch, delete_horizon_ms,
+            offset_deltas=None, last_offset_delta=None) -> bytes:
+    """One batch, step by step (each step's errors come before the next step's): the
+    compression codec, the record columns, the header fields, the records, compression, the
+    header and CRC."""
+    cid = _compression.codec_id(compression)
+    _compression.check_level(cid, compression_level)
+    records = _gather_records(values, keys, timestamps_ms, headers, offset_deltas,
+                              last_offset_delta)
+    fields = _check_header_fields(
+        records, cid, base_offset=base_offset, timestamp_type=timestamp_type,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        is_transactional=is_transactional, is_control=is_control,
+        partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=delete_horizon_ms,
+    )
+    # The header is filled in last; the records go straight after its 61 placeholder bytes.
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    _write_records(out, records, fields.base_timestamp_ms)
+    if cid != COMPRESSION_NONE:
+        _compress_record_area(out, cid, compression_level)
+    _write_header(out, fields)
     return bytes(out)
 
 
@@ -1338,6 +1410,8 @@ def encode_control_batch(
     base_offset: int = 0,
     timestamp_ms: int | None = None,
     partition_leader_epoch: int = -1,
+    timestamp_type: int = TIMESTAMP_TYPE_CREATE_TIME,
+    delete_horizon_ms: int = -1,
 ) -> bytes:
     """A 78-byte transactional control batch holding one end-transaction marker.
 
@@ -1347,6 +1421,13 @@ def encode_control_batch(
     CreateTime, no compression, base sequence -1, one record whose key is
     ``(version 0, type)`` and whose value is ``(version 0, coordinator_epoch)``, no headers.
     ``timestamp_ms`` None reads the wall clock.
+
+    For the cleaner, which rebuilds a marker it keeps: ``delete_horizon_ms`` >= 0 sets the
+    delete-horizon attribute (bit 6) and writes the horizon as the base timestamp, the record's
+    timestamp delta then being ``timestamp_ms - delete_horizon_ms`` and the max timestamp
+    ``timestamp_ms`` (Kafka's ``MemoryRecordsBuilder`` with a delete horizon);
+    ``timestamp_type`` 1 (LogAppendTime) keeps that attribute bit of a marker written to a
+    LogAppendTime topic. Both are checked as :func:`encode_batch` checks them.
     """
     try:
         control_type = operator.index(control_type)
@@ -1360,7 +1441,8 @@ def encode_control_batch(
     return _encode(
         [value], [key], timestamp_ms, None,
         base_offset=base_offset, compression=COMPRESSION_NONE, compression_level=None,
-        timestamp_type=TIMESTAMP_TYPE_CREATE_TIME, producer_id=producer_id,
+        timestamp_type=timestamp_type, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE, is_transactional=True,
-        is_control=True, partition_leader_epoch=partition_leader_epoch, delete_horizon_ms=-1,
+        is_control=True, partition_leader_epoch=partition_leader_epoch,
+        delete_horizon_ms=delete_horizon_ms,
     )

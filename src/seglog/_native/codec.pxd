@@ -1,10 +1,14 @@
-# seglog._native.codec: Kafka RecordBatch v2 encode/decode (see codec.pyx).
+# seglog._native.codec: Kafka RecordBatch v2 encode/decode (codec.pyx, in src/_native/).
 #
-# This .pxd holds what other native modules may cimport without a run-time import: the format
-# constants (cdef enum, equal to seglog.format's; a test checks). The cdef classes (Record,
-# Batch, Columns) are defined in codec.pyx only: the modules are built from src/_native under
-# the qualified name seglog._native.codec, so a class declared here would be imported at run
-# time from a module called "codec" and fail.
+# What other native modules cimport from the codec: the format constants (cdef enum, equal to
+# seglog.format's; a test checks) and ``batch_record_at`` (Segment.read_record's decoder).
+# The .pyx is built as seglog._native.codec, and Cython finds a module's .pxd by its qualified
+# name, so this file lives in the package directory (src/seglog/_native/) and setup.py puts
+# "src" on the cimport path: codec.pyx sees it as its own .pxd, other modules write
+# ``from seglog._native.codec cimport batch_record_at``. Using an enum constant costs no import
+# at run time; calling batch_record_at imports seglog._native.codec once, when the cimporting
+# module loads (through Cython's __pyx_capi__ table). The cdef classes (Record, Batch,
+# Columns) are not declared here: no other module needs their C attributes.
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 
@@ -48,5 +52,9 @@ cdef enum:
     CONTROL_RECORD_VERSION = 0
     END_TXN_MARKER_BATCH_BYTES = 78
 
-# Big-endian loads and stores live in _bigendian.pxd (cimported by codec.pyx, index.pyx and
-# segment.pyx alike).
+# Big-endian loads and stores live in _bigendian.pxd, varints in varint.pxd and the record
+# parser in _records.pxd (header-only helpers in src/_native/, cimported by file name).
+
+
+cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                            Py_ssize_t hint, bint check_crcs, Py_ssize_t max_decompressed_bytes)
