@@ -3,8 +3,10 @@
 Every module of ``src/seglog`` is parsed with :mod:`ast`, and every ``import`` statement in it
 counts, wherever it stands: at module level, inside a function, under ``if TYPE_CHECKING``.
 The Cython modules (``src/_native/<name>.pyx``, importable as ``seglog._native.<name>``) are
-not Python syntax; their Python-level ``import`` statements are cut out of the text and parsed
-the same way (``cimport`` links C code and is not an import here).
+not Python syntax; their ``import`` and ``cimport`` statements are cut out of the text and
+parsed the same way. A ``cimport`` from a seglog module counts: the cimporting module imports
+that module when it loads (Cython's ``__pyx_capi__`` table); cimports of header-only ``.pxd``
+files, ``libc`` or ``cpython`` name no seglog module and are dropped like any outside import.
 
 An import is an edge from the importing module to the module it names:
 
@@ -162,23 +164,24 @@ def discover(src_dir: pathlib.Path, root: str = ROOT_PACKAGE) -> dict[str, Modul
     return modules
 
 
-# A Python-level import statement inside Cython source: ``import a.b [as c], ...`` or
-# ``from x import names`` (parenthesised names may span lines). ``cimport`` does not match.
+# An import statement inside Cython source: ``[c]import a.b [as c], ...`` or
+# ``from x [c]import names`` (parenthesised names may span lines).
 _PYX_IMPORT = re.compile(
-    r"^[ \t]*(?:import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*"
-    r"|from[ \t]+\.*[\w.]*[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*))[ \t]*$",
+    r"^[ \t]*(?:c?import[ \t]+[\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*"
+    r"|from[ \t]+\.*[\w.]*[ \t]+c?import[ \t]+(?:\([^)]*\)|[^\n]*))[ \t]*$",
     re.M,
 )
+_CIMPORT = re.compile(r"\bcimport\b")
 
 
 def parse_cython_imports(text: str) -> ast.Module:
-    """The Python-level import statements of a ``.pyx`` source as one parsed module, each at
-    its line number in the source. A statement the pattern cuts out that is not Python raises
+    """The import and cimport statements of a ``.pyx`` source as one parsed module (a cimport
+    read as an import), each at its line number in the source. A statement the pattern cuts out that is not Python raises
     SyntaxError, so no import is skipped quietly."""
     body: list[ast.stmt] = []
     for match in _PYX_IMPORT.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
-        statement = ast.parse(match.group(0).strip()).body[0]
+        statement = ast.parse(_CIMPORT.sub("import", match.group(0).strip(), count=1)).body[0]
         for node in ast.walk(statement):
             if hasattr(node, "lineno"):
                 node.lineno += line - 1
@@ -600,10 +603,14 @@ def test_self_reports_a_cycle_through_cython_imports(tmp_path):
                             "from posix.unistd cimport (\n    pread,\n)\n"
                             '"""from a to b, import this"""\n'
                             "from pkg.leaf import (\n    X,\n    Y,\n)\n"
+                            "cimport cython\n"
+                            "from _bigendian cimport load_i32\n"
+                            "from pkg._native.idx cimport lookup\n"
                             "cdef class Segment:\n    pass\n"),
+        "_native/idx.pyx": "",
     })
-    assert "pkg.leaf" in tree.edges()["pkg._native.seg"]
-    assert [imp.line for imp in tree.imports if imp.source == "pkg._native.seg"] == [6]
+    assert tree.edges()["pkg._native.seg"] == {"pkg.leaf", "pkg._native.idx"}
+    assert [imp.line for imp in tree.imports if imp.source == "pkg._native.seg"] == [6, 12]
     assert find_cycles(tree)[0].startswith("cycle: pkg._native -> pkg._native.seg -> pkg.leaf")
 
 

@@ -372,7 +372,7 @@ cdef class _Index:
 
 
 cdef class OffsetIndex(_Index):
-    """Offset index of one segment (``<base>.index``); see :class:`seglog.protocol.OffsetIndex`.
+    """Offset index of one segment (``<base>.index``); see :class:`seglog._contract.OffsetIndex`.
 
     ``OffsetIndex(path, base_offset, *, max_index_bytes=10485760, writable=True)``: entries map
     an absolute offset (stored relative to ``base_offset``) to the byte position of its batch.
@@ -510,7 +510,7 @@ cdef class OffsetIndex(_Index):
 
 
 cdef class TimeIndex(_Index):
-    """Time index of one segment (``<base>.timeindex``); see :class:`seglog.protocol.TimeIndex`.
+    """Time index of one segment (``<base>.timeindex``); see :class:`seglog._contract.TimeIndex`.
 
     An entry ``(timestamp_ms, offset)`` means: the largest timestamp seen in batches up to
     ``offset`` is ``timestamp_ms``. The last slot is reserved for the roll/close entry.

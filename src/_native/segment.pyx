@@ -396,7 +396,7 @@ cdef class _LogView:
 
 @cython.final
 cdef class Segment:
-    """One segment of a partition log; see :class:`seglog.protocol.Segment` and the docstring of
+    """One segment of a partition log; see :class:`seglog._contract.Segment` and the docstring of
     ``seglog.pure.segment`` (same rules, checks and errors). Build with :meth:`open`. Not
     thread-safe. A writer's views from :meth:`read` stay valid after :meth:`close`; release
     them before a truncation cuts what they map. A read-only segment maps nothing: it reads

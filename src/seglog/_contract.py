@@ -765,8 +765,12 @@ class Backend(Protocol):
         base_offset: int = 0,
         timestamp_ms: int | None = None,
         partition_leader_epoch: int = -1,
+        timestamp_type: int = 0,
+        delete_horizon_ms: int = -1,
     ) -> bytes:
-        """A 78-byte transactional control batch holding one commit (1) or abort (0) marker."""
+        """A 78-byte transactional control batch holding one commit (1) or abort (0) marker;
+        with ``delete_horizon_ms`` >= 0 (the cleaner's kept marker) the delete-horizon bit is
+        set and the base timestamp is the horizon, the record keeping its own timestamp."""
 
     def iter_batches(self, buffer: BytesLike, *, max_batch_bytes: int | None = None,
                      check_offsets: bool = False) -> Iterator[_Batch]:

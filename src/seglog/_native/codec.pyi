@@ -201,4 +201,6 @@ def encode_control_batch(
     base_offset: int = 0,
     timestamp_ms: int | None = None,
     partition_leader_epoch: int = -1,
+    timestamp_type: int = 0,
+    delete_horizon_ms: int = -1,
 ) -> bytes: ...

@@ -63,7 +63,7 @@ def values_matrix(values: list[bytes]) -> Any:
     """The values as a 2-D C-contiguous uint8 numpy array (one row per record).
 
     All values must have the same length. This is the fast, object-free input form of
-    ``encode_batch`` (see protocol.py).
+    ``encode_batch`` (see ``seglog._contract``).
     """
     import numpy as np
 

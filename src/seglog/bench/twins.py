@@ -1,6 +1,6 @@
 """Part ``twins``: the native core against its pure-Python twin, operation by operation.
 
-Both backends implement the same interface (protocol.py) and write the same bytes, so each
+Both backends implement the same interface (``seglog._contract``) and write the same bytes, so each
 operation is timed on each and the native/pure ratio is computed per run. The pure twin runs
 on fewer records (``pure_records``) so it stays fast; rates are per record, so they compare.
 

@@ -68,7 +68,6 @@ from typing import Any, Callable, ContextManager, Protocol, Sequence
 from .. import filenames
 from .. import format as fmt
 from ..errors import CorruptRecordError
-from ..pure.varint import encode_varint, encode_varlong
 from .txnindex import AbortedTxn, TransactionIndex
 
 __all__ = [
@@ -537,29 +536,18 @@ class _Writer:
 
 
 def _marker_with_horizon(backend: Any, batch: Any, horizon_ms: int) -> bytes:
-    """A copy of the control batch ``batch`` with a delete horizon (§1.6): attribute bit 6,
-    base timestamp ``horizon_ms`` and the record's timestamp delta rewritten so its absolute
-    timestamp is kept (the codec's encoder writes data batches only, so the marker's one
-    record is framed here: attributes, timestamp delta, offset delta, key, value, no headers).
-    """
+    """A copy of the end-transaction marker ``batch`` with a delete horizon (§1.6): attribute
+    bit 6, base timestamp ``horizon_ms`` and the record's timestamp delta rewritten so its
+    absolute timestamp is kept. The codec frames it (tests/twins/test_codec_control.py checks
+    the bytes against the batch this function used to frame by hand)."""
     (record,) = batch.records(check_crcs=False)  # checked by _checked_batches
-    body = bytearray(b"\x00")
-    body += encode_varlong(record.timestamp_ms - horizon_ms)
-    body += encode_varint(record.offset - batch.base_offset)
-    for field_bytes in (record.key, record.value):
-        body += encode_varint(len(field_bytes)) + field_bytes
-    body += encode_varint(0)
-    records = encode_varint(len(body)) + bytes(body)
-    attributes = batch.attributes | fmt.DELETE_HORIZON_FLAG_MASK
-    out = bytearray(fmt.BATCH_HEADER.pack(
-        batch.base_offset, fmt.RECORD_BATCH_OVERHEAD - fmt.LOG_OVERHEAD + len(records),
-        batch.partition_leader_epoch, fmt.MAGIC_V2, 0, attributes, batch.last_offset_delta,
-        horizon_ms, batch.max_timestamp_ms, batch.producer_id, batch.producer_epoch,
-        batch.base_sequence, 1))
-    out += records
-    crc = backend.crc32c(memoryview(out)[fmt.ATTRIBUTES_POSITION:])
-    _UINT32.pack_into(out, fmt.CRC_POSITION, crc)
-    return bytes(out)
+    _version, coordinator_epoch = fmt.END_TXN_MARKER_VALUE.unpack_from(record.value)
+    return backend.encode_control_batch(
+        batch.control_type(check_crcs=False), producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch, coordinator_epoch=coordinator_epoch,
+        base_offset=batch.base_offset, timestamp_ms=record.timestamp_ms,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        timestamp_type=batch.timestamp_type, delete_horizon_ms=horizon_ms)
 
 
 def _is_last_of_producer(batch: Any, last_records: dict) -> bool:

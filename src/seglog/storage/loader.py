@@ -271,8 +271,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
         segment = open_segment(base)
         rebuild = True
     # The segment may know better (an index entry pointing past the log, for one).
-    rebuild = rebuild or bool(getattr(segment, "indexes_need_rebuild", False))
-    if not rebuild or getattr(segment, "indexes_need_rebuild", False):
+    rebuild = rebuild or segment.indexes_need_rebuild
+    if not rebuild or segment.indexes_need_rebuild:
         if _names_past_log(segment):
             cut_evidence.add(base)
     if next_base is not None:
@@ -339,7 +339,7 @@ def _names_past_log(segment: Any) -> bool:
     ``.log``, or the segment found such an entry itself (``indexes_need_rebuild``). The
     indexes of a segment that has a later one were synced when it rolled, so this is proof
     that its ``.log`` lost batches afterwards. Never raises on bad index bytes (False)."""
-    if getattr(segment, "indexes_need_rebuild", False):
+    if segment.indexes_need_rebuild:
         return True
     try:
         next_offset = segment.next_offset

@@ -186,18 +186,6 @@ class SlicedColumns:
         return self._slot(self.value_positions, self.value_lengths, i)
 
 
-def _nbytes(buffer: memoryview) -> int:
-    """Length of a segment read; a released (necessarily empty, shared) view counts as 0.
-
-    The pure Segment (b8b0466) returns one shared empty memoryview for empty reads and
-    ``recover()`` of an empty segment releases it; until that is fixed, tolerate it here.
-    """
-    try:
-        return buffer.nbytes
-    except ValueError:
-        return 0
-
-
 def last_batch(buffer: memoryview) -> tuple[int, int]:
     """``(position, next_offset)`` of the last whole batch in ``buffer`` (which holds whole
     batches only, as segment reads return). The lengths are checked all the same (a length
@@ -334,7 +322,7 @@ def read_in(view: LogView, offset: int, *, max_bytes: int, max_offset: int | Non
     for segment, max_position in segments_for_read(view, offset, max_offset):
         buffer = segment.read(offset, max_bytes, max_position=max_position,
                               min_one_batch=min_one_batch)
-        if _nbytes(buffer):
+        if buffer.nbytes:
             next_offset = last_batch(buffer)[1]
             following = view.segments.next_base(segment)
             bound = following if following is not None else view.end_offset
