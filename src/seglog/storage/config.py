@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import time
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -423,6 +424,14 @@ def check_optional_int(name: str, value: Any, *, minimum: int = INT64_MIN,
         return None
     return check_int(name, value, minimum=minimum, maximum=maximum)
 
+
+
+def checked_now_ms(now_ms: Any) -> int:
+    """The ``now_ms`` argument of the Log's methods: :func:`check_int`'s int, or the wall clock
+    in milliseconds since the epoch for None."""
+    if now_ms is None:
+        return int(time.time() * 1000)
+    return check_int("now_ms", now_ms)
 
 def _validate(f: dataclasses.Field, value: Any) -> Any:
     """Check ``value``'s type and range for field ``f``; return it normalised."""

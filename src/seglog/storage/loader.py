@@ -53,7 +53,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from .. import filenames
 from ..errors import (
@@ -72,7 +72,7 @@ from ..format import (
     REASON_SEGMENT_CUT,
     REASON_TRUNCATED,
 )
-from .local_log import batches_from
+from .local_log import LocalLog, batches_from
 from .producer_state import ProducerStateManager, rebuild_producer_state
 from .segments import SegmentMap
 from .txnindex import TransactionIndex
@@ -80,11 +80,13 @@ from .txnindex import TransactionIndex
 __all__ = [
     "BASE_OFFSET_MAX",
     "LoadResult",
+    "LoadedPartition",
     "RecoveryReport",
     "Truncation",
     "check_log_start_offset",
     "load_producer_state",
     "load_segments",
+    "open_partition",
     "recover_segment_and_txn_index",
 ]
 
@@ -712,3 +714,73 @@ def recover_segment_and_txn_index(segment: Any, earlier: list, *, dir_path: str,
         txn_index.close()
     tmp.take_snapshot()
     return result
+
+
+class LoadedPartition(NamedTuple):
+    """What :func:`open_partition` loaded: the producer state, the segment chain, the
+    recovery report and the log's start and end offsets."""
+
+    producer_state: ProducerStateManager
+    local_log: LocalLog
+    report: RecoveryReport
+    start_offset: int
+    end_offset: int
+
+
+def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool, state: Any,
+                   now_ms: int,
+                   new_producer_state: Callable[[], ProducerStateManager]) -> LoadedPartition:
+    """Load a partition directory for :meth:`Log.open <seglog.storage.log.Log.open>`
+    (Kafka's ``LogLoader.load``): the checkpoints from ``state`` (a
+    :class:`~seglog.storage.partition_state.PartitionState`), the segments by
+    :func:`load_segments`' rules with segment recovery after an unclean shutdown, the
+    producer state, the recovery point; a writer forgets the clean-shutdown marker once
+    loading succeeded and gives the active segment's indexes room again."""
+    recovery_point, start_checkpoint, clean = state.load()
+    start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
+                                              state=state)
+    psm = new_producer_state()
+    local = LocalLog(
+        dir_path, config, backend, read_only=read_only, now_ms=now_ms,
+        retire_snapshot=psm.remove_and_mark_snapshot_for_deletion)
+
+    def recover_segment(segment: Any, earlier: list) -> Any:
+        result = recover_segment_and_txn_index(
+            segment, earlier, dir_path=dir_path, new_producer_state=new_producer_state,
+            log_start_offset=start_checkpoint, now_ms=now_ms)
+        local.drop_txn_index(segment.base_offset)
+        return result
+
+    result = load_segments(
+        dir_path, local.open_segment,
+        recovery_point=recovery_point if recovery_point is not None else 0,
+        log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=read_only,
+        recover_segment=recover_segment, compacted=config.compaction_enabled,
+        probe_segment=local.probe_segment)
+    if not read_only:
+        # Forget the clean-shutdown marker only once loading succeeded: an open that
+        # fails on corruption has cut nothing, and the next open must not take it for
+        # a crash and cut what this one refused to (loading before this point only
+        # rebuilds derived files and finishes renames, which a crash cannot tear).
+        state.begin_writing()
+    report = result.report
+    segments = SegmentMap(result.segments)
+    local.set_segments(segments, now_ms=now_ms)
+    end = segments.last().next_offset if segments else start_checkpoint
+    first_base = segments.first().base_offset if segments else start_checkpoint
+    start = max(start_checkpoint, first_base)
+    load_producer_state(psm, segments, start_offset=start, end_offset=end,
+                        clean_shutdown=clean, now_ms=now_ms)
+    # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
+    # validated is not flushed yet, so the recovery point stays where it was.
+    local.recovery_point = end if clean else min(recovery_point or 0, end)
+    local.last_flush_ms = now_ms
+    if not read_only:
+        active = segments.last()
+        # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
+        # they were trimmed on close and must have room for new entries.
+        active.offset_index.resize(config.segment_index_bytes)
+        active.time_index.resize(config.segment_index_bytes)
+        if report.lost_data or report.removed_files:
+            state.save(recovery_point=local.recovery_point, log_start_offset=start)
+    return LoadedPartition(psm, local, report, start, end)

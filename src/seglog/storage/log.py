@@ -3,7 +3,9 @@ reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``;
 §2.6, §3, §4). The parts: the segment chain (roll, flush, truncate, delete; the rules of
 rolling and the recovery point) is :mod:`seglog.storage.local_log`; the checks on client
 batches :mod:`seglog.storage.validator`; the reader snapshot and the segment walk of a read,
-with their checks of untrusted bytes, :mod:`seglog.storage.reads`; opening and recovery
+with their checks of untrusted bytes, :mod:`seglog.storage.reads`; the read methods Log
+inherits :mod:`seglog.storage.log_reads` and the retention methods
+:mod:`seglog.storage.log_retention`; opening and recovery
 :mod:`seglog.storage.loader`; where the recovery point and log start offset are kept
 :mod:`seglog.storage.partition_state`.
 
@@ -14,12 +16,9 @@ offset after every append (``auto_high_watermark=True``); a replicated log moves
 :meth:`Log.update_high_watermark`. Consumer-facing reads stop at the high watermark, retention
 never deletes at or above it, and ``delete_records_before`` may not pass it.
 
-Durability. Appends reach the page cache. :meth:`Log.flush` fsyncs the unflushed segments and
-persists the recovery point; ``flush_messages`` and ``flush_ms`` flush automatically (checked
-on append and by :meth:`Log.maybe_flush`); a roll flushes the old segment. Closing flushes,
-persists the checkpoints and writes the clean-shutdown marker; the next open then trusts the
-files. An open without the marker recovers every segment from the one holding the recovery
-point.
+Durability. Appends reach the page cache; :meth:`Log.flush`, the ``flush_messages`` /
+``flush_ms`` checks and a roll fdatasync the unflushed segments and move the recovery point;
+close writes the clean-shutdown marker (docs/design.md §6 has the rule event by event).
 
 Producers and transactions (kafka-format.md §6; :mod:`seglog.storage.producer_state`). Batches
 carrying a producer id are checked against the producer state after the roll and before the
@@ -32,20 +31,8 @@ and retention). ``isolation="read_committed"`` reads stop at the last stable off
 :meth:`Log.read` then lists the overlapping aborted transactions, and the record-level readers
 skip aborted and control batches.
 
-Threads. All mutating methods serialise on one lock. Reads take an immutable snapshot
-(:class:`~seglog.storage.reads.LogView`) and read segments bounded by it, so they see only
-whole batches that were fully appended. Because the Segment contract says segments are not
-thread-safe, a read holds the same lock while it calls into a segment (an index lookup and a
-header scan; ``sendfile`` for as long as the kernel takes); decoding and copying happen after,
-on the zero-copy views, without it. ``wait_for_data`` blocks on a condition the writer
-signals; nothing polls.
-
-Untrusted bytes (issue 8). The record-decoding readers (:meth:`Log.records`,
-:meth:`Log.read_columns`) verify every batch's CRC32C by default (Kafka's consumer
-``check.crcs``) and that base offsets increase batch to batch, also across reads; raw
-whole-batch reads (:meth:`Log.read`, :meth:`Log.sendfile`) are served unverified, as Kafka's
-broker serves fetches. Integer arguments are checked alike on both backends
-(:func:`seglog.storage.config.check_int`: TypeError for a non-integer, ValueError out of range).
+Threads. All mutating methods serialise on one lock; reads take an immutable snapshot and
+are the business of :mod:`seglog.storage.log_reads` (the read methods Log inherits).
 
 Processes. A writer holds an exclusive lock on the directory (:mod:`seglog.storage.locking`); a
 second writer gets :class:`~seglog.errors.LogLockedError`. ``read_only=True`` opens without the
@@ -57,60 +44,38 @@ from __future__ import annotations
 import os
 import struct
 import threading
-import time
-from typing import TYPE_CHECKING, Any, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
     InvalidRecordError,
     LogClosedError,
-    OffsetOutOfRangeError,
     ReadOnlyError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from .config import INT16_MAX, INT32_MAX, LogConfig, check_int, check_optional_int
-from .loader import (
-    RecoveryReport,
-    check_log_start_offset,
-    load_producer_state,
-    load_segments,
-    recover_segment_and_txn_index,
+from .config import (
+    INT16_MAX,
+    INT32_MAX,
+    LogConfig,
+    check_int,
+    check_optional_int,
+    checked_now_ms,
 )
-from .local_log import LocalLog, batches_from
+from .loader import RecoveryReport, open_partition
+from .local_log import batches_from
+from .log_reads import LogReads
+from .log_retention import EXPIRATION_CHECK_MS, LogRetention
 from .locking import DirectoryLock
 from .partition_state import PartitionDirState, PartitionState
 from .producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_COORDINATOR,
-    PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
     ProducerStateManager,
     rebuild_producer_state,
 )
-from .reads import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    READ_BYTES_DEFAULT,
-    LogReadResult,
-    LogView,
-    check_isolation,
-    check_max_bytes,
-    iter_records,
-    offset_by_time,
-    position_of,
-    read_columns,
-    read_in,
-    sendfile_in,
-)
-from .retention import (
-    deletable_segments,
-    retention_bytes_breached,
-    retention_ms_breached,
-    start_offset_breached,
-)
-from .segments import SegmentMap
-from .transactions import READ_UNCOMMITTED, collect_aborted_transactions
+from .reads import LogReadResult, LogView, position_of
 from .txnindex import TransactionIndex
 from .validator import (
     check_marker_fields,
@@ -124,22 +89,11 @@ if TYPE_CHECKING:
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
-#: How often appends and retention drop expired producers (Kafka's
-#: producer.id.expiration.check.interval.ms), counted from the open's ``now_ms``.
-_EXPIRATION_CHECK_MS = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
-
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 
-def _now_ms(now_ms: int | None) -> int:
-    """``now_ms`` checked (:func:`~seglog.storage.config.check_int`), or the wall clock for None."""
-    if now_ms is None:
-        return int(time.time() * 1000)
-    return check_int("now_ms", now_ms)
-
-
-class Log:
+class Log(LogReads, LogRetention):
     """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
 
     Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
@@ -181,7 +135,7 @@ class Log:
         without timestamps).
         """
         log = object.__new__(cls)
-        log._init(os.fspath(path), config or LogConfig(), backend, read_only, _now_ms(now_ms),
+        log._init(os.fspath(path), config or LogConfig(), backend, read_only, checked_now_ms(now_ms),
                   state, auto_high_watermark)
         return log
 
@@ -215,55 +169,13 @@ class Log:
             raise
 
     def _load(self, now_ms: int) -> None:
-        recovery_point, start_checkpoint, clean = self._state.load()
-        start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=self._dir,
-                                                  state=self._state)
-        self._psm = psm = self._new_producer_state()
-        self._local = local = LocalLog(
-            self._dir, self._config, self._be, read_only=self._read_only, now_ms=now_ms,
-            retire_snapshot=psm.remove_and_mark_snapshot_for_deletion)
-
-        def recover_segment(segment: Any, earlier: list) -> Any:
-            result = recover_segment_and_txn_index(
-                segment, earlier, dir_path=self._dir, new_producer_state=self._new_producer_state,
-                log_start_offset=start_checkpoint, now_ms=now_ms)
-            local.drop_txn_index(segment.base_offset)
-            return result
-
-        result = load_segments(
-            self._dir, local.open_segment,
-            recovery_point=recovery_point if recovery_point is not None else 0,
-            log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=self._read_only,
-            recover_segment=recover_segment, compacted=self._config.compaction_enabled,
-            probe_segment=local.probe_segment)
-        if not self._read_only:
-            # Forget the clean-shutdown marker only once loading succeeded: an open that
-            # fails on corruption has cut nothing, and the next open must not take it for
-            # a crash and cut what this one refused to (loading before this point only
-            # rebuilds derived files and finishes renames, which a crash cannot tear).
-            self._state.begin_writing()
-        self.recovery_report: RecoveryReport = result.report
-        segments = SegmentMap(result.segments)
-        local.set_segments(segments, now_ms=now_ms)
-        end = segments.last().next_offset if segments else start_checkpoint
-        first_base = segments.first().base_offset if segments else start_checkpoint
-        start = max(start_checkpoint, first_base)
-        load_producer_state(psm, segments, start_offset=start, end_offset=end,
-                            clean_shutdown=clean, now_ms=now_ms)
-        self._first_unstable = psm.first_unstable_offset()
-        # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
-        # validated is not flushed yet, so the recovery point stays where it was.
-        local.recovery_point = end if clean else min(recovery_point or 0, end)
-        local.last_flush_ms = now_ms
-        if not self._read_only:
-            active = segments.last()
-            # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
-            # they were trimmed on close and must have room for new entries.
-            active.offset_index.resize(self._config.segment_index_bytes)
-            active.time_index.resize(self._config.segment_index_bytes)
-            if self.recovery_report.lost_data or self.recovery_report.removed_files:
-                self._state.save(recovery_point=local.recovery_point, log_start_offset=start)
-        self._publish(start, end, high_watermark=end)
+        loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
+                                state=self._state, now_ms=now_ms,
+                                new_producer_state=self._new_producer_state)
+        self._psm, self._local = loaded.producer_state, loaded.local_log
+        self.recovery_report: RecoveryReport = loaded.report
+        self._first_unstable = loaded.producer_state.first_unstable_offset()
+        self._publish(loaded.start_offset, loaded.end_offset, high_watermark=loaded.end_offset)
 
     def _new_producer_state(self) -> ProducerStateManager:
         return ProducerStateManager(
@@ -281,7 +193,7 @@ class Log:
                 return
             try:
                 if not self._read_only:
-                    self._flush_locked(_now_ms(None), checkpoint=True)
+                    self._flush_locked(checked_now_ms(None), checkpoint=True)
                     # Kafka's UnifiedLog.close: a snapshot at the log end, so the next open
                     # reads no batch to rebuild producer state.
                     self._psm.update_map_end_offset(self._view.end_offset)
@@ -469,7 +381,7 @@ class Log:
             timestamps_ms = check_int("timestamps_ms", timestamps_ms)
         config = self._config
         require_keys(keys, config=config)  # a compacted topic rejects keyless records
-        now_ms = _now_ms(now_ms)
+        now_ms = checked_now_ms(now_ms)
         log_append_time = config.message_timestamp_type == "LogAppendTime"
         if log_append_time or timestamps_ms is None:
             timestamps_ms = now_ms
@@ -527,7 +439,7 @@ class Log:
         producer_id, producer_epoch, coordinator_epoch = check_marker_fields(
             producer_id=producer_id, producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch)
-        now_ms = _now_ms(now_ms)
+        now_ms = checked_now_ms(now_ms)
         control_type = fmt.CONTROL_TYPE_COMMIT if commit else fmt.CONTROL_TYPE_ABORT
         raw = self._be.encode_control_batch(
             control_type, producer_id=producer_id, producer_epoch=producer_epoch,
@@ -559,7 +471,7 @@ class Log:
         non-transactional batch while the producer's transaction is open InvalidTxnStateError.
         """
         self._check_writable()
-        now_ms = _now_ms(now_ms)
+        now_ms = checked_now_ms(now_ms)
         buffer = memoryview(data)
         if buffer.ndim != 1 or buffer.format not in ("B", "b", "c"):
             buffer = buffer.cast("B")
@@ -586,7 +498,7 @@ class Log:
             view = self._view
             psm = self._psm
             local = self._local
-            if now_ms - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
+            if now_ms - self._last_expiration_ms >= EXPIRATION_CHECK_MS:
                 self._expire_producers(now_ms)
             segments = view.segments
             if local.roll_reason(segments.last(), size_bytes=size_bytes,
@@ -637,7 +549,7 @@ class Log:
         already empty); returns the active segment. Flushes the old one."""
         with self._lock:
             self._check_writable()
-            self._roll_locked(_now_ms(now_ms))
+            self._roll_locked(checked_now_ms(now_ms))
             return self._view.segments.last()
 
     def _refresh_unstable(self) -> None:
@@ -670,14 +582,14 @@ class Log:
         recovery point to the end offset and persist it (and the log start offset)."""
         with self._lock:
             self._check_writable()
-            self._flush_locked(_now_ms(now_ms), checkpoint=True)
+            self._flush_locked(checked_now_ms(now_ms), checkpoint=True)
 
     def maybe_flush(self, *, now_ms: int | None = None) -> bool:
         """Flush if ``flush_ms`` has passed since the last flush and records are unflushed
         (the periodic check Kafka's log flusher makes); returns whether it flushed."""
         with self._lock:
             self._check_writable()
-            now_ms = _now_ms(now_ms)
+            now_ms = checked_now_ms(now_ms)
             if (self._view.end_offset > self._local.recovery_point
                     and now_ms - self._local.last_flush_ms >= self._config.flush_ms):
                 self._flush_locked(now_ms, checkpoint=False)
@@ -692,212 +604,6 @@ class Log:
     def _save_state(self) -> None:
         self._state.save(recovery_point=self._local.recovery_point,
                          log_start_offset=self._view.start_offset)
-
-    # --- reading ---------------------------------------------------------------------------------
-
-    def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-             max_offset: int | None = None, min_one_batch: bool = True,
-             isolation: str = READ_UNCOMMITTED) -> LogReadResult:
-        """Whole batches from the first batch holding ``offset`` or later, up to ``max_bytes``
-        (at least one batch when ``min_one_batch``, even a larger one), from one segment.
-
-        Reads stop at ``max_offset`` (default: the high watermark; pass ``log.end_offset`` to
-        read uncommitted records as a follower does; it should be a batch boundary). An
-        offset in a gap (compaction, truncation, retention) returns the next batch after it;
-        the next segment is tried when one holds nothing at or after ``offset``. Raises
-        OffsetOutOfRangeError for ``offset`` below the start offset or above the end offset;
-        ``offset`` at or above ``max_offset`` returns an empty result. Thread-safe, lock-free
-        (see module docstring); the buffer is zero-copy (see :class:`LogReadResult`).
-
-        ``isolation="read_committed"`` (Kafka's FetchIsolation.TXN_COMMITTED) also stops at
-        the last stable offset and fills ``aborted_transactions``; the batches themselves
-        are returned whole, control and aborted ones included, as a broker's fetch returns
-        them (filter with :func:`seglog.storage.transactions.filter_batches`). ValueError for an
-        unknown isolation level.
-
-        The bytes are not CRC-checked (Kafka's broker serves fetches unverified; the readers
-        that decode records check), but bounded as :mod:`seglog.storage.reads` says
-        (CorruptRecordError, CorruptSegmentError). TypeError for a non-integer ``offset``,
-        ``max_bytes`` or ``max_offset``, ValueError for a negative ``max_bytes`` or a value
-        outside int64; ``max_bytes`` above INT32_MAX reads as INT32_MAX.
-        """
-        self._check_open()
-        offset = check_int("offset", offset)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        committed = check_isolation(isolation)
-        self._lock.acquire()
-        try:
-            view = self._view
-            lso = view.last_stable_offset
-            if committed:
-                max_offset = lso if max_offset is None else min(max_offset, lso)
-            segment, buffer, next_offset = read_in(view, offset, max_bytes=max_bytes,
-                                                   max_offset=max_offset,
-                                                   min_one_batch=min_one_batch)
-            aborted = [] if committed else None
-            if segment is None:
-                return LogReadResult(
-                    buffer=memoryview(b""), offset=offset, next_offset=offset, log_path=None,
-                    position=0, size_bytes=0, high_watermark=view.high_watermark,
-                    start_offset=view.start_offset, end_offset=view.end_offset,
-                    last_stable_offset=lso, aborted_transactions=aborted)
-            located = segment.translate_offset(offset)
-            position = located[0] if located is not None else 0
-            if committed:
-                aborted = self._aborted_locked(view, offset, next_offset)
-        finally:
-            self._lock.release()
-        return LogReadResult(
-            buffer=buffer, offset=offset, next_offset=next_offset, log_path=segment.log_path,
-            position=position, size_bytes=len(buffer), high_watermark=view.high_watermark,
-            start_offset=view.start_offset, end_offset=view.end_offset, last_stable_offset=lso,
-            aborted_transactions=aborted)
-
-    def aborted_transactions(self, offset: int, upper_bound_offset: int) -> list:
-        """The aborted transactions (:class:`~seglog.storage.txnindex.AbortedTxn`) overlapping
-        ``[offset, upper_bound_offset)``, from the ``.txnindex`` of the segment holding
-        ``offset`` and the later ones (Kafka's ``collectAbortedTransactions``): what a broker
-        sends with a read_committed fetch it answers with :meth:`sendfile`. TypeError /
-        ValueError for non-integer or out-of-int64 offsets."""
-        self._check_open()
-        offset = check_int("offset", offset)
-        upper_bound_offset = check_int("upper_bound_offset", upper_bound_offset)
-        with self._lock:
-            return self._aborted_locked(self._view, offset, upper_bound_offset)
-
-    def _aborted_locked(self, view: LogView, offset: int, upper_bound_offset: int) -> list:
-        if upper_bound_offset <= offset:
-            return []
-        writer = not self._read_only
-        indexes = (self._local.txn_index(segment.base_offset)
-                   for segment in view.segments.from_offset(offset))
-        # A writer's cached index without entries has none on disk either: skip the read.
-        return collect_aborted_transactions(
-            (index for index in indexes if not (writer and index.last_offset is None)),
-            offset, upper_bound_offset)
-
-    def records(self, start: int = 0, end: int | None = None, *,
-                max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
-                check_crcs: bool = True) -> Iterator[Any]:
-        """Iterate the records with ``start <= offset < end`` (``end`` default: the high
-        watermark, or ``max_offset``), across segments and gaps, skipping control batches.
-        ``isolation="read_committed"`` also stops at the last stable offset and skips the
-        records of aborted transactions (as a Kafka consumer with that isolation level).
-
-        ``start`` below the log start offset starts at the log start offset. Each record has
-        ``offset, timestamp_ms, key, value, headers``. The iterator reads ahead one read
-        (1 MiB) at a time and holds no lock between records. Raises OffsetOutOfRangeError if
-        ``start`` is above the end offset; TypeError / ValueError for non-integer or
-        out-of-int64 ``start``, ``end``, ``max_offset``.
-
-        Untrusted bytes, checked while iterating (records before a bad batch are yielded
-        first): CRC32C (``check_crcs=False`` skips it, as Kafka's ``check.crcs``) and base
-        offsets increasing: CorruptRecordError (``REASON_CRC_MISMATCH``,
-        ``REASON_OFFSETS_NOT_INCREASING``), as for a batch that cannot be parsed.
-        """
-        start = check_int("start", start)
-        end = check_optional_int("end", end)
-        max_offset = check_optional_int("max_offset", max_offset)
-        check_isolation(isolation)
-        return iter_records(self.read, self._be, offset=max(start, self.start_offset), end=end,
-                            max_offset=max_offset, isolation=isolation,
-                            check_crcs=bool(check_crcs))
-
-    def read_columns(self, offset: int, max_records: int, *, max_bytes: int = READ_BYTES_DEFAULT,
-                     max_offset: int | None = None, isolation: str = READ_UNCOMMITTED,
-                     check_crcs: bool = True) -> Any:
-        """Up to ``max_records`` records from ``offset`` as numpy columns (the backend's
-        Columns: ``offsets``, ``timestamps_ms``, key/value positions and lengths into
-        ``data``), with no per-record Python objects. Reads whole batches (at least one) from
-        one segment, up to ``max_bytes``; records below ``offset`` are left out; control
-        batches are skipped. Empty when nothing is readable (or ``max_records`` is 0).
-        ``isolation="read_committed"`` stops at the last stable offset and leaves out aborted
-        transactions' records. Raises OffsetOutOfRangeError as :meth:`read`; TypeError for
-        non-integer arguments, ValueError for a negative ``max_records`` or ``max_bytes``.
-
-        Every batch decoded has its CRC32C verified (``check_crcs=False`` skips it, Kafka's
-        ``check.crcs``) and base offsets must increase batch to batch: CorruptRecordError
-        (``REASON_CRC_MISMATCH``, ``REASON_OFFSETS_NOT_INCREASING``) otherwise."""
-        offset = check_int("offset", offset)
-        max_records = check_int("max_records", max_records, minimum=0)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        return read_columns(self.read, self._be, offset=offset, max_records=max_records,
-                            max_bytes=max_bytes, max_offset=max_offset, isolation=isolation,
-                            check_crcs=bool(check_crcs))
-
-    def sendfile(self, out: Any, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
-                 max_offset: int | None = None,
-                 isolation: str = READ_UNCOMMITTED) -> tuple[int, int]:
-        """Send whole batches from ``offset`` (as :meth:`read` would return them) to a socket
-        or file descriptor with sendfile(2), zero-copy; returns ``(bytes_sent, next_offset)``.
-
-        ``out`` is anything with ``fileno()`` or an int fd. Blocking descriptors are sent in
-        full; for non-blocking ones BlockingIOError propagates. ``(0, offset)`` when nothing is
-        readable. ``isolation="read_committed"`` stops at the last stable offset; the aborted
-        transactions to send along come from :meth:`aborted_transactions` ``(offset,
-        next_offset)``. Raises OffsetOutOfRangeError as :meth:`read`, TypeError / ValueError
-        for bad ``offset``, ``max_bytes``, ``max_offset`` as :meth:`read`. Unverified bytes,
-        as :meth:`read` (Kafka's broker sends them so)."""
-        self._check_open()
-        offset = check_int("offset", offset)
-        max_bytes = check_max_bytes(max_bytes)
-        max_offset = check_optional_int("max_offset", max_offset)
-        committed = check_isolation(isolation)
-        fd = out if isinstance(out, int) else out.fileno()
-        self._lock.acquire()
-        try:
-            view = self._view
-            if committed:
-                lso = view.last_stable_offset
-                max_offset = lso if max_offset is None else min(max_offset, lso)
-            return sendfile_in(view, fd, offset, max_bytes=max_bytes, max_offset=max_offset)
-        finally:
-            self._lock.release()
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> int | None:
-        """The first offset whose record timestamp is >= ``timestamp_ms`` (Kafka's ListOffsets
-        by time, through the time indexes), or None if no record is that new.
-
-        Kafka's sentinels: -2 (earliest) gives the start offset, -1 (latest) the high
-        watermark, -3 (max timestamp) the offset of the record with the largest timestamp.
-        TypeError / ValueError for a non-integer or out-of-int64 ``timestamp_ms``.
-        """
-        self._check_open()
-        timestamp_ms = check_int("timestamp_ms", timestamp_ms)
-        view = self._view
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return view.start_offset
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return view.high_watermark
-        with self._lock:
-            return offset_by_time(view, timestamp_ms)
-
-    # --- waiting for data ------------------------------------------------------------------------
-
-    def wait_for_data(self, offset: int, timeout_ms: int) -> bool:
-        """Block until the high watermark is above ``offset`` (a record at ``offset`` is
-        readable), the log is closed, or ``timeout_ms`` passes; returns whether data is there.
-
-        Woken by appends, high-watermark updates, truncation and :meth:`refresh`; no polling.
-        A read-only follower wakes only when something in this process calls ``refresh``.
-        TypeError / ValueError for non-integer or out-of-int64 arguments.
-        """
-        offset = check_int("offset", offset)
-        timeout_ms = check_int("timeout_ms", timeout_ms)
-        deadline_s = time.monotonic() + max(timeout_ms, 0) / 1000.0
-        with self._data_cond:
-            self._waiters += 1
-            try:
-                while not self._closed and self._view.high_watermark <= offset:
-                    remaining_s = deadline_s - time.monotonic()
-                    if remaining_s <= 0:
-                        break
-                    self._data_cond.wait(remaining_s)
-            finally:
-                self._waiters -= 1
-            return self._view.high_watermark > offset
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to ``[start_offset, end_offset]``; returns it.
@@ -931,7 +637,7 @@ class Log:
         ViewsOutstandingError if a live memoryview maps bytes to cut (nothing changes then).
         """
         offset = check_int("offset", offset, minimum=0)  # TypeError / ValueError
-        now_ms = _now_ms(now_ms)
+        now_ms = checked_now_ms(now_ms)
         with self._lock:
             self._check_writable()
             view = self._view
@@ -966,89 +672,6 @@ class Log:
         # recovery point would skip validating what is appended next.
         self._flush_locked(now_ms, checkpoint=True)
 
-    def delete_expired_files(self, *, now_ms: int | None = None) -> int:
-        """Remove the files of deleted segments whose ``file_delete_delay_ms`` has passed;
-        returns how many segments' files were removed. Waits for reads in flight."""
-        now_ms = _now_ms(now_ms)
-        with self._lock:
-            return self._local.delete_expired_files(now_ms=now_ms)
-
-    # --- retention -------------------------------------------------------------------------------
-
-    def apply_retention(self, *, now_ms: int | None = None) -> list[int]:
-        """Delete old segments by Kafka's rules (:mod:`seglog.storage.retention`); returns the base
-        offsets of the segments deleted.
-
-        With ``cleanup_policy`` containing "delete": segments wholly below the start offset,
-        then ``retention_bytes``, then ``retention_ms`` (by each segment's largest
-        timestamp); otherwise only the start-offset rule. Whole segments, oldest first, never
-        at or above the high watermark. When every segment goes, an empty segment is rolled
-        first at the end offset, so the end offset is unchanged and the next append gets it.
-        The start offset moves to the first remaining segment and is persisted. Files are
-        renamed ``.deleted`` and removed after ``file_delete_delay_ms``; this call also
-        removes those already due (:meth:`delete_expired_files`).
-        """
-        now_ms = _now_ms(now_ms)
-        with self._lock:
-            self._check_writable()
-            if now_ms - self._last_expiration_ms >= _EXPIRATION_CHECK_MS:
-                self._expire_producers(now_ms)
-            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now_ms)
-            if self._config.deletion_enabled:
-                predicate = retention_bytes_breached(self._config.retention_bytes, self.size_bytes)
-                if predicate is not None:
-                    deleted += self._delete_segments(predicate, now_ms)
-                predicate = retention_ms_breached(self._config.retention_ms, now_ms)
-                if predicate is not None:
-                    deleted += self._delete_segments(predicate, now_ms)
-            self.delete_expired_files(now_ms=now_ms)
-            return deleted
-
-    def _delete_segments(self, predicate: Any, now_ms: int) -> list[int]:
-        view = self._view
-        doomed = deletable_segments(view.segments, predicate, high_watermark=view.high_watermark,
-                                    end_offset=view.end_offset)
-        if not doomed:
-            return []
-        if len(doomed) == len(view.segments):
-            # There must always be a segment: roll an empty one at the end offset first.
-            self._roll_locked(now_ms)
-            if doomed[-1].base_offset == self._local.segments.last().base_offset:
-                doomed = doomed[:-1]
-            view = self._view
-        self._local.delete_segments(doomed, now_ms=now_ms)
-        start = max(view.start_offset, self._local.segments.first().base_offset)
-        self._psm.on_log_start_offset_incremented(start)
-        self._refresh_unstable()
-        self._publish(start, view.end_offset)
-        self._save_state()
-        return [s.base_offset for s in doomed]
-
-    def delete_records_before(self, offset: int) -> int:
-        """Move the log start offset up to ``offset`` (Kafka's DeleteRecords); returns the new
-        start offset. Records below it become unreadable at once; whole segments below it are
-        deleted (through ``.deleted``). ``offset`` -1 means the high watermark. Raises
-        OffsetOutOfRangeError if ``offset`` is above the high watermark; TypeError / ValueError
-        for a non-integer or out-of-int64 ``offset``."""
-        offset = check_int("offset", offset)
-        with self._lock:
-            self._check_writable()
-            view = self._view
-            if offset == -1:
-                offset = view.high_watermark
-            if offset < 0 or offset > view.high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"cannot delete records before {offset}: the high watermark is "
-                    f"{view.high_watermark}")
-            if offset > view.start_offset:
-                self._psm.on_log_start_offset_incremented(offset)
-                self._refresh_unstable()
-                self._publish(offset, view.end_offset)
-                now_ms = _now_ms(None)
-                self._delete_segments(start_offset_breached(offset), now_ms)
-                self._save_state()
-            return self._view.start_offset
-
     # --- compaction (seglog.storage.cleaner) ------------------------------------------------------
 
     def compact(self, *, now_ms: int | None = None, force: bool = False) -> Any:
@@ -1062,7 +685,7 @@ class Log:
         ValueError for a non-integer or out-of-int64 ``now_ms``."""
         from .cleaner import clean_log
 
-        now_ms = None if now_ms is None else _now_ms(now_ms)
+        now_ms = None if now_ms is None else checked_now_ms(now_ms)
         with self._lock:
             self._check_writable()
             return clean_log(self, now_ms, force=force)
@@ -1117,7 +740,7 @@ class Log:
             if not self._read_only:
                 raise ReadOnlyError("refresh() is for logs opened with read_only=True")
             view = self._view
-            gone = self._local.follow(now_ms=_now_ms(None))
+            gone = self._local.follow(now_ms=checked_now_ms(None))
             if gone is None:
                 return False
             segments = self._local.segments
