@@ -63,12 +63,15 @@ import os
 import struct
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, ContextManager, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Protocol, Sequence
 
 from .. import filenames
 from .. import format as fmt
 from ..errors import CorruptRecordError
 from .txnindex import AbortedTxn, TransactionIndex
+
+if TYPE_CHECKING:
+    from .._contract import Backend, KeyMap, KeyMapModule, Segment
 
 __all__ = [
     "CleanableLog",
@@ -391,7 +394,8 @@ def _checked_batches(backend: Any, view: memoryview, segment: Any) -> Any:
             reason=exc.reason, position=position) from exc
 
 
-def build_offset_map(backend: Any, segments: Sequence[Any], keymap: Any, start: int, end: int,
+def build_offset_map(backend: Backend, segments: Sequence[Segment], keymap: KeyMap, start: int,
+                     end: int,
                      *, aborted_txns: Sequence[AbortedTxn] = (),
                      stats: CleanerStats | None = None) -> bool:
     """Fill ``keymap`` with the keys of ``[start, end)`` (Kafka's ``buildOffsetMap``); returns
@@ -717,7 +721,7 @@ def _log_txn_index(log: CleanableLog, base_offset: int) -> TransactionIndex:
     return get(base_offset) if get is not None else TransactionIndex(log.dir_path, base_offset)
 
 
-def _map_bytes(keymap_module: Any, memory_bytes_max: int, dirty_offsets: int) -> int:
+def _map_bytes(keymap_module: KeyMapModule, memory_bytes_max: int, dirty_offsets: int) -> int:
     """Bytes for the key map: ``memory_bytes_max``, or less when the dirty section has fewer
     offsets than that map could hold (it then cannot fill, so the result is the same; filling
     128 MiB for a small log would cost more than the clean). The slack covers the step down
@@ -731,7 +735,7 @@ def _map_bytes(keymap_module: Any, memory_bytes_max: int, dirty_offsets: int) ->
 
 
 def clean_log(log: CleanableLog, now_ms: int | None = None, *, force: bool = False,
-              memory_bytes_max: int | None = None, keymap: Any = None,
+              memory_bytes_max: int | None = None, keymap: KeyMap | None = None,
               crash_after: str | None = None) -> CleanerStats:
     """One cleaning pass over ``log`` (see the module docstring); returns its statistics.
 

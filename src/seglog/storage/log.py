@@ -85,7 +85,7 @@ from .validator import (
 )
 
 if TYPE_CHECKING:
-    from .._contract import Segment
+    from .._contract import Backend, Segment
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
@@ -232,7 +232,7 @@ class Log(LogReads, LogRetention):
         return self._config
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
         """The backend module this log uses."""
         return self._be
 
@@ -290,7 +290,7 @@ class Log(LogReads, LogRetention):
         return self._view.segments.segments
 
     @property
-    def active_segment(self) -> Any:
+    def active_segment(self) -> Segment:
         """The segment appends go to."""
         return self._view.segments.last()
 

@@ -13,7 +13,10 @@ under it. Copying a list of a few thousand entries per roll costs microseconds.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from .._contract import Segment
 
 __all__ = ["SegmentMap"]
 
@@ -53,15 +56,15 @@ class SegmentMap:
         return self._bases
 
     @property
-    def segments(self) -> tuple[Any, ...]:
+    def segments(self) -> tuple[Segment, ...]:
         """Segments, ascending by base offset."""
         return self._segments
 
-    def first(self) -> Any | None:
+    def first(self) -> Segment | None:
         """The oldest segment, or None when the map is empty."""
         return self._segments[0] if self._segments else None
 
-    def last(self) -> Any | None:
+    def last(self) -> Segment | None:
         """The newest (active) segment, or None when the map is empty."""
         return self._segments[-1] if self._segments else None
 
