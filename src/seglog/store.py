@@ -1109,8 +1109,9 @@ class Store:
     # --- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Fsync every partition (segments and indexes; the recovery points advance) and
-        write the four offset checkpoints. Raises :class:`ReadOnlyError`."""
+        """Flush every partition (Log.flush: fdatasync of the .log files from each recovery
+        point, fsync of their .txnindex; the recovery points advance) and write the four
+        offset checkpoints. Raises :class:`ReadOnlyError`."""
         with self._lock:
             self._check_writable()
             for topic in self._topics.values():
