@@ -6,7 +6,10 @@ pure module's docstring for the format and the counting rule (entries end at the
 slot). Here a writer's file is mapped with mmap(2) directly (no file descriptor is kept: the
 mapping outlives the fd) and lookups are a C binary search over the map with the GIL released
 (a cold page can fault to disk). Read-only readers copy the valid entries with pread instead
-(a writer trims its index on roll; a reader's longer mapping would then SIGBUS). The segment
+(a writer trims its index on roll; a reader's longer mapping would then SIGBUS). Memory: a
+preallocated file is sparse (ftruncate) and only the pages of written entries are touched;
+counting skips the file's holes (``lseek(SEEK_DATA)``), and ``reset`` cuts the file to 0
+bytes and grows it back instead of zeroing slots (the pure module's docstring). The segment
 calls these classes through their Python methods (once per index entry, never per batch),
 except for a point read's lookup, ``offset_lookup``, which it cimports (declared in
 src/seglog/_native/index.pxd).
@@ -14,15 +17,20 @@ src/seglog/_native/index.pxd).
 Thread-safety: none; the owning Segment (and above it the Log) serialises calls.
 """
 
-from libc.errno cimport errno
+from libc.errno cimport ENXIO, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from posix.unistd cimport pread
 from posix.fcntl cimport O_CREAT, O_RDONLY, O_RDWR, open as c_open
-from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap, msync, munmap
+from posix.mman cimport (MADV_RANDOM, MADV_WILLNEED, MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ,
+                         PROT_WRITE, madvise, mmap, msync, munmap)
 from posix.stat cimport fstat, struct_stat
-from posix.unistd cimport close as c_close, ftruncate
+from posix.types cimport off_t
+from posix.unistd cimport close as c_close, ftruncate, lseek
+
+cdef extern from "<unistd.h>" nogil:
+    enum: SEEK_DATA  # Linux >= 3.1, the BSDs, macOS, Solaris (_GNU_SOURCE: from Python.h)
 
 from _bigendian cimport load_i32, load_i64, store_i64, store_u32
 
@@ -35,6 +43,7 @@ cdef enum:
     OFFSET_ENTRY_BYTES = 8
     TIME_ENTRY_BYTES = 12
     WARM_SECTION_BYTES = 8192     # AbstractIndex.warmEntries() * entrySize
+    PREFETCH_BYTES = 131072       # one readahead request (a multiple of any page size)
     INT32_MAX_ = 2147483647
     NO_TIMESTAMP_ = -1
 
@@ -60,6 +69,17 @@ def _clamp64(value):
 
 cdef inline OSError _os_error(int err, str path):
     return OSError(err, os.strerror(err), path)
+
+
+cdef inline bint _slot_in_hole(int fd, Py_ssize_t slot, Py_ssize_t entry_bytes) noexcept nogil:
+    """True when no byte of slot ``slot`` of ``fd`` is data: the slot lies in a hole of the
+    sparse file (or past its end) and so reads as zeros, known without touching its page.
+    Where SEEK_DATA is not supported the whole file is data, and every slot is read."""
+    cdef off_t start = <off_t>slot * entry_bytes
+    cdef off_t data = lseek(fd, start, SEEK_DATA)
+    if data < 0:
+        return errno == ENXIO  # no data at or after start
+    return data >= start + entry_bytes
 
 
 cdef class _Index:
@@ -112,9 +132,9 @@ cdef class _Index:
                 if ftruncate(fd, length) != 0:
                     raise _os_error(errno, self.path)
             self._remap(fd, length)
+            self.entries = self._count_entries(fd, 0)
         finally:
             c_close(fd)
-        self.entries = self._count_entries(0)
 
     def __dealloc__(self):
         self._unmap()
@@ -135,7 +155,8 @@ cdef class _Index:
         A writer trims its index on roll and close; a mapping of the old, longer file would
         then fault (SIGBUS) on the first access past the new end, and a read-only reader may
         live in another process, so readers never map an index. Counting is the same binary
-        search for the first all-zero slot, done with small preads (a short read is the end)."""
+        search for the first all-zero slot, done with small preads (a short read is the end)
+        and none for a slot in a hole."""
         cdef int fd, i
         cdef struct_stat st
         cdef Py_ssize_t lo = 0, hi, mid, size = self._entry_bytes, got
@@ -151,6 +172,9 @@ cdef class _Index:
             hi = st.st_size // size
             while lo < hi:
                 mid = (lo + hi) >> 1
+                if _slot_in_hole(fd, mid, size):
+                    hi = mid
+                    continue
                 got = pread(fd, chunk, size, mid * size)
                 if got < 0:
                     raise _os_error(errno, self.path)
@@ -195,24 +219,48 @@ cdef class _Index:
                 raise _os_error(errno, self.path)
             self._map = <unsigned char *>address
             self._map_bytes = usable
+            # No read-around on a fault: it would fill the page cache with the zero pages of
+            # the preallocated tail, and a later fault maps cached neighbours (fault-around),
+            # so an index of one entry would keep 64 KiB resident. Passes over the entries
+            # read them ahead themselves (_prefetch). Only a hint: errors are ignored.
+            madvise(address, usable, MADV_RANDOM)
         return 0
 
     cdef int64_t _key(self, Py_ssize_t n) noexcept nogil:
         return 0
 
-    cdef Py_ssize_t _count_entries(self, Py_ssize_t start) noexcept nogil:
+    cdef void _prefetch(self, Py_ssize_t first_slot, Py_ssize_t end_slot) noexcept nogil:
+        """Start reading the pages of slots ``[first_slot, end_slot)`` (entries: no page of
+        the zero tail) before a pass over them: the map is MADV_RANDOM, so the pass would
+        otherwise wait for one disk read per page of a cold index. Only a hint."""
+        cdef Py_ssize_t start, end = end_slot * self._entry_bytes, length
+        if self._map == NULL or self._owned or first_slot >= end_slot:
+            return
+        start = first_slot * self._entry_bytes
+        start -= start % PREFETCH_BYTES  # madvise wants a page-aligned start
+        while start < end:
+            length = end - start if end - start < PREFETCH_BYTES else PREFETCH_BYTES
+            madvise(self._map + start, length, MADV_WILLNEED)
+            start += length
+
+    cdef Py_ssize_t _count_entries(self, int fd, Py_ssize_t start) noexcept nogil:
         # Valid entries are a prefix, the zero tail a suffix: binary-search the first zero slot.
+        # A probe in a hole of the (sparse, preallocated) file is zero without reading it, so
+        # an empty index touches no page and one with entries only pages that hold some: the
+        # same probes, and the same answer, as reading every probe through the map.
         cdef Py_ssize_t lo = start, hi = self._map_bytes // self._entry_bytes, mid, i
         cdef const unsigned char *p
         cdef bint zero
         while lo < hi:
             mid = (lo + hi) >> 1
-            p = self._map + mid * self._entry_bytes
-            zero = True
-            for i in range(self._entry_bytes):
-                if p[i] != 0:
-                    zero = False
-                    break
+            zero = _slot_in_hole(fd, mid, self._entry_bytes)
+            if not zero:
+                p = self._map + mid * self._entry_bytes
+                zero = True
+                for i in range(self._entry_bytes):
+                    if p[i] != 0:
+                        zero = False
+                        break
             if zero:
                 hi = mid
             else:
@@ -250,7 +298,9 @@ cdef class _Index:
         return lo
 
     cdef int _zero_from(self, Py_ssize_t n) except -1:
+        # Only the slots of the dropped entries: the tail past them is zero (and a hole).
         if n < self.entries:
+            self._prefetch(n, self.entries)
             memset(self._map + n * self._entry_bytes, 0, (self.entries - n) * self._entry_bytes)
             self.entries = n
         return 0
@@ -262,19 +312,25 @@ cdef class _Index:
             raise ValueError(f"index {self.path} was opened read-only")
         return 0
 
-    cdef int _resize(self, Py_ssize_t max_index_bytes) except -1:
+    cdef int _resize(self, Py_ssize_t max_index_bytes, bint drop_entries=False) except -1:
+        """Set the file length and remap. ``drop_entries``: cut the file to 0 bytes first, so
+        it is all hole (its blocks given back) and no slot is zeroed through the map."""
         cdef Py_ssize_t length = max_index_bytes - max_index_bytes % self._entry_bytes
         cdef int fd
         self._check_writable()
-        if length == self._length:
+        if length == self._length and not drop_entries:
             return 0
-        if self._map != NULL:
+        if self._map != NULL and not drop_entries:
             msync(self._map, self._map_bytes, MS_SYNC)
         fd = c_open(os.fsencode(self.path), O_RDWR, 0)
         if fd < 0:
             raise _os_error(errno, self.path)
         try:
             self._unmap()
+            if drop_entries:
+                self.entries = 0
+                if ftruncate(fd, 0) != 0:
+                    raise _os_error(errno, self.path)
             if ftruncate(fd, length) != 0:
                 raise _os_error(errno, self.path)
             self._remap(fd, length)
@@ -303,10 +359,10 @@ cdef class _Index:
         return self.entries >= self._length // self._entry_bytes
 
     def reset(self):
-        """Drop every entry (zeroing them) and resize the file to ``max_index_bytes``."""
+        """Drop every entry and resize the file to ``max_index_bytes``: the file is cut to 0
+        bytes and grown back, all zeros and sparse, without faulting a page in."""
         self._check_writable()
-        self._zero_from(0)
-        self._resize(self.max_index_bytes)
+        self._resize(self.max_index_bytes, drop_entries=True)
 
     def trim(self):
         """Cut the file to the valid entries (run on close and roll)."""
@@ -347,9 +403,9 @@ cdef class _Index:
                 raise _os_error(errno, self.path)
             if st.st_size != self._length:
                 self._remap(fd, st.st_size)
+            self.entries = self._count_entries(fd, 0)
         finally:
             c_close(fd)
-        self.entries = self._count_entries(0)
 
     def close(self):
         """Unmap the file (not trimmed here: the segment trims before closing)."""
@@ -496,6 +552,7 @@ cdef class OffsetIndex(_Index):
         if log_size_bytes is not None:
             limit = min(max(_int_arg(log_size_bytes, "log_size_bytes"), 0), _INT32_LIMIT)
         with nogil:
+            self._prefetch(0, self.entries)
             for n in range(self.entries):
                 relative_offset = load_i32(self._map + n * OFFSET_ENTRY_BYTES)
                 position = load_i32(self._map + n * OFFSET_ENTRY_BYTES + 4)
@@ -670,6 +727,7 @@ cdef class TimeIndex(_Index):
             limit = min(max(_int_arg(next_offset, "next_offset") - self.base_offset, 0),
                         _INT32_LIMIT)
         with nogil:
+            self._prefetch(0, self.entries)
             for n in range(self.entries):
                 timestamp_ms = self._key(n)
                 relative_offset = load_i32(self._map + n * TIME_ENTRY_BYTES + 8)

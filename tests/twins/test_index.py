@@ -279,3 +279,63 @@ def test_reader_survives_writer_trim(backend, tmp_path):
     assert reader.entries == 49 and reader.lookup(BASE + 1000) == (BASE + 49, 490)
     reader.reload()
     assert reader.entries == 49 and reader.max_entries == 49
+
+
+def _first_zero_slot_by_reading(data, entry_bytes):
+    """The counting rule read probe by probe (the reference): binary search for the first
+    all-zero slot of ``data``, reading every probe (whole slots only)."""
+    lo, hi = 0, len(data) // entry_bytes
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if data[mid * entry_bytes:(mid + 1) * entry_bytes].count(0) == entry_bytes:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+_PAGE_KINDS = st.sampled_from(["hole", "zeros", "entries", "random"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pages=st.lists(_PAGE_KINDS, min_size=1, max_size=10), tail_bytes=st.integers(0, 23),
+       seed=st.integers(0, 2**32 - 1))
+def test_count_skipping_holes_matches_reading_every_probe(backend, pages, tail_bytes, seed):
+    """Counting on open skips probes that lie in a hole of a sparse file (they read as zeros):
+    writers and readers still count what reading every probe counts, on any bytes: holes,
+    written zeros, entries, garbage with zero slots inside, slots across a page edge."""
+    import random
+    rng = random.Random(seed)
+    page_bytes = 4096
+    size = len(pages) * page_bytes + tail_bytes
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, entry_bytes, cls in (("index", 8, backend.OffsetIndex),
+                                       ("timeindex", 12, backend.TimeIndex)):
+            path = os.path.join(tmp, f"a.{kind}")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.ftruncate(fd, size)
+                for n, page in enumerate(pages):
+                    if page == "zeros":
+                        os.pwrite(fd, bytes(page_bytes), n * page_bytes)
+                    elif page == "entries":
+                        os.pwrite(fd, bytes(rng.randrange(1, 256) for _ in range(page_bytes)),
+                                  n * page_bytes)
+                    elif page == "random":
+                        chunk = bytearray(rng.randrange(256) for _ in range(page_bytes))
+                        for _ in range(rng.randrange(4)):  # zero slots inside
+                            start = rng.randrange(page_bytes)
+                            chunk[start:start + entry_bytes] = bytes(entry_bytes)
+                        os.pwrite(fd, bytes(chunk[:page_bytes]), n * page_bytes)
+            finally:
+                os.close(fd)
+            with open(path, "rb") as f:
+                expected = _first_zero_slot_by_reading(f.read(), entry_bytes)
+            writer = cls(path, BASE, preallocate=False)
+            reader = cls(path, BASE, writable=False)
+            assert (writer.entries, reader.entries) == (expected, expected)
+            writer.reload()
+            reader.reload()
+            assert (writer.entries, reader.entries) == (expected, expected)
+            reader.close()
+            writer.close()

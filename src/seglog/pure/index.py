@@ -25,6 +25,16 @@ position 0; an append that *would* write an all-zero entry is skipped, which cha
 (the fallback answer ``(base_offset, 0)`` / ``(-1, base_offset)`` is equivalent). Removed
 entries (``truncate_to``, ``reset``) are zeroed for the same reason.
 
+Memory: a store holds two preallocated indexes per partition, so an index costs only the pages
+of its entries. The file is grown with ftruncate (sparse: no block, no page until written).
+Counting on open reads a probe only if the file has data under it (``lseek(SEEK_DATA)``; a
+hole reads as zeros), so an empty index touches no page and the answer is the one reading
+every probe gives. The map is advised ``MADV_RANDOM``: no read-around on a fault, which would
+cache the tail's zero pages for the kernel to map in beside the next fault (fault-around);
+passes over the entries (``sanity_check``, zeroing) read exactly their pages ahead instead.
+``reset`` cuts the file to 0 bytes and grows it back instead of zeroing slots, and
+``truncate_to`` zeroes only the slots of the dropped entries.
+
 Index bytes are untrusted input (a crash, a cut ``.log``, bit rot, another tool): nothing
 here trusts an entry for memory safety (entries are only compared and returned), and
 ``sanity_check`` states what a valid index always satisfies (offsets and positions strictly
@@ -39,6 +49,7 @@ the pure-Python twin of ``src/_native/index.pyx``; both write byte-identical fil
 
 from __future__ import annotations
 
+import errno
 import mmap
 import operator
 import os
@@ -49,6 +60,10 @@ from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 __all__ = ["OffsetIndex", "TimeIndex"]
 
 _MAX_INDEX_BYTES_DEFAULT = 10 * 1024 * 1024
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)  # Linux >= 3.1, the BSDs, macOS, Solaris
+_MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
+_MADV_WILLNEED = getattr(mmap, "MADV_WILLNEED", None)
+_PREFETCH_BYTES = 128 * 1024  # one readahead request (a multiple of any page size)
 
 
 def _int_arg(value, name):
@@ -64,6 +79,20 @@ def _clamp64(value):
     """An int clamped to int64: searches compare against int64 keys, so any larger target
     finds the same slot as INT64_MAX (the native twin cannot hold more than 64 bits)."""
     return max(-fmt.INT64_MAX - 1, min(value, fmt.INT64_MAX))
+
+
+def _slot_in_hole(fd, slot, entry_bytes):
+    """True when no byte of slot ``slot`` of ``fd`` is data: the slot lies in a hole of the
+    sparse file (or past its end) and so reads as zeros, known without touching its page.
+    Where SEEK_DATA is not supported the whole file is data, and every slot is read."""
+    if _SEEK_DATA is None:
+        return False
+    start = slot * entry_bytes
+    try:
+        data = os.lseek(fd, start, _SEEK_DATA)
+    except OSError as e:
+        return e.errno == errno.ENXIO  # no data at or after start
+    return data >= start + entry_bytes
 
 
 class _Index:
@@ -101,9 +130,9 @@ class _Index:
                     length = self._round_down(max_index_bytes)
                     os.ftruncate(fd, length)
                 self._map(fd, length)
+                self.entries = self._count_entries(fd, 0)
             finally:
                 os.close(fd)
-            self.entries = self._count_entries(0)
         else:
             self._load_copy()
 
@@ -122,6 +151,22 @@ class _Index:
         if usable > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
             self._mm = mmap.mmap(fd, usable, access=access)
+            if _MADV_RANDOM is not None:
+                self._mm.madvise(_MADV_RANDOM)  # no read-around (see the module docstring)
+
+    def _prefetch(self, first_slot, end_slot):
+        """Start reading the pages of slots ``[first_slot, end_slot)`` (entries: no page of
+        the zero tail) before a pass over them: the map is MADV_RANDOM, so the pass would
+        otherwise wait for one disk read per page of a cold index. Only a hint."""
+        if not isinstance(self._mm, mmap.mmap) or _MADV_WILLNEED is None:
+            return  # not mapped (a reader's copy) or no madvise here
+        end = end_slot * self._ENTRY_BYTES
+        start = first_slot * self._ENTRY_BYTES
+        start -= start % _PREFETCH_BYTES  # madvise wants a page-aligned start
+        while start < end:
+            length = min(end - start, _PREFETCH_BYTES)
+            self._mm.madvise(_MADV_WILLNEED, start, length)
+            start += length
 
     def _load_copy(self):
         """Read-only: copy the valid entries into memory with pread instead of mapping them.
@@ -129,13 +174,16 @@ class _Index:
         A writer trims its index on roll and close; a mapping of the old, longer file would
         then fault (SIGBUS) on the first access past the new end, and a read-only reader may
         live in another process, so readers never map an index. Counting is the same binary
-        search for the first all-zero slot, done with small preads (a short read is the end)."""
+        search for the first all-zero slot, done with small preads (a short read is the end)
+        and none for a slot in a hole."""
         fd = os.open(self.path, os.O_RDONLY)
         try:
             length = os.fstat(fd).st_size
             size = self._ENTRY_BYTES
 
             def is_zero(n):
+                if _slot_in_hole(fd, n, size):
+                    return True
                 chunk = os.pread(fd, size, n * size)
                 return len(chunk) < size or chunk.count(0) == size
 
@@ -167,16 +215,19 @@ class _Index:
         start = n * self._ENTRY_BYTES
         return self._mm[start:start + self._ENTRY_BYTES].count(0) == self._ENTRY_BYTES
 
-    def _count_entries(self, start):
-        """Entries before the first all-zero entry; entries below ``start`` are known valid.
+    def _count_entries(self, fd, start):
+        """Entries before the first all-zero entry of ``fd`` (the mapped file); entries below
+        ``start`` are known valid.
 
         Valid entries are a prefix and the zero tail a suffix, so this is a binary search for
-        the first zero slot (O(log n) page touches on open, not a scan of a 10 MiB file).
+        the first zero slot (O(log n) probes on open, not a scan of a 10 MiB file). A probe in
+        a hole is zero without reading it: an empty index touches no page, one with entries
+        only pages that hold some, and the probes and the answer are those of reading each.
         """
         lo, hi = start, self.max_entries  # answer in [lo, hi]
         while lo < hi:
             mid = (lo + hi) >> 1
-            if self._is_zero(mid):
+            if _slot_in_hole(fd, mid, self._ENTRY_BYTES) or self._is_zero(mid):
                 hi = mid
             else:
                 lo = mid + 1
@@ -206,8 +257,10 @@ class _Index:
         self.entries += 1
 
     def _zero_from(self, n):
-        """Zero slots ``n .. entries-1`` and set ``entries = n``."""
+        """Zero slots ``n .. entries-1`` (only the dropped entries: the tail past them is
+        zero, and a hole) and set ``entries = n``."""
         if n < self.entries:
+            self._prefetch(n, self.entries)
             start, end = n * self._ENTRY_BYTES, self.entries * self._ENTRY_BYTES
             self._mm[start:end] = bytes(end - start)
         self.entries = n
@@ -253,11 +306,11 @@ class _Index:
         return self.entries >= self.max_entries
 
     def reset(self):
-        """Drop every entry (zeroing them) and resize the file to ``max_index_bytes`` (Kafka's
-        ``reset`` = truncateToEntries(0) + resize(maxIndexSize))."""
+        """Drop every entry and resize the file to ``max_index_bytes`` (Kafka's ``reset`` =
+        truncateToEntries(0) + resize(maxIndexSize)). The file is cut to 0 bytes and grown
+        back, all zeros and sparse (its blocks given back), without faulting a page in."""
         self._check_writable()
-        self._zero_from(0)
-        self.resize(self.max_index_bytes)
+        self._set_length(self._round_down(self.max_index_bytes), drop_entries=True)
 
     def trim(self):
         """Cut the file to the valid entries (``entries * entry size`` bytes). Runs on close and
@@ -273,15 +326,22 @@ class _Index:
         if not 0 <= max_index_bytes <= fmt.INT32_MAX:
             raise ValueError(f"max_index_bytes must be in [0, 2**31), got {max_index_bytes}")
         length = self._round_down(max_index_bytes)
-        if length == self._length:
-            return
-        if self._mm is not None:
+        if length != self._length:
+            self._set_length(length, drop_entries=False)
+
+    def _set_length(self, length, *, drop_entries):
+        """Set the file length and remap. ``drop_entries``: cut the file to 0 bytes first, so
+        it is all hole (its blocks given back) and no slot is zeroed through the map."""
+        if self._mm is not None and not drop_entries:
             self._mm.flush()
         fd = os.open(self.path, os.O_RDWR)
         try:
             if self._mm is not None:
                 self._mm.close()
                 self._mm = None
+            if drop_entries:
+                self.entries = 0
+                os.ftruncate(fd, 0)
             os.ftruncate(fd, length)
             self._map(fd, length)
         finally:
@@ -308,9 +368,9 @@ class _Index:
             length = os.fstat(fd).st_size
             if length != self._length:
                 self._map(fd, length)
+            self.entries = self._count_entries(fd, 0)
         finally:
             os.close(fd)
-        self.entries = self._count_entries(0)
 
     def close(self):
         """Unmap the file (it is not trimmed here: the segment trims before closing)."""
@@ -434,6 +494,7 @@ class OffsetIndex(_Index):
                 f"index file {self.path} has length {self._length}, not a multiple of 8")
         if log_size_bytes is not None:
             log_size_bytes = _int_arg(log_size_bytes, "log_size_bytes")
+        self._prefetch(0, self.entries)
         previous_offset = previous_position = -1
         for n in range(self.entries):
             relative_offset, position = self._raw(n)
@@ -568,6 +629,7 @@ class TimeIndex(_Index):
                 f"time index file {self.path} has length {self._length}, not a multiple of 12")
         if next_offset is not None:
             next_offset = _int_arg(next_offset, "next_offset")
+        self._prefetch(0, self.entries)
         previous_timestamp_ms, previous_relative = fmt.NO_TIMESTAMP, 0
         for n in range(self.entries):
             timestamp_ms, relative_offset = self._raw(n)
