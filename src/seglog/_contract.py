@@ -252,7 +252,8 @@ class _Index(Protocol):
         """No room for another entry."""
 
     def reset(self) -> None:
-        """Drop every entry (0 entries; the file keeps its length)."""
+        """Drop every entry: 0 entries, the file set to ``max_index_bytes`` again (sparse, all
+        zeros)."""
 
     def trim(self) -> None:
         """Set the file length to ``entries`` times the entry size."""
@@ -261,13 +262,14 @@ class _Index(Protocol):
         """Set the file length (rounded down to whole entries, never below the entries)."""
 
     def flush(self) -> None:
-        """msync the mapping and fsync the file."""
+        """Write the map's dirty pages to the file (msync; no fsync: the indexes are derived data,
+        rebuilt from the .log after an unclean shutdown)."""
 
     def reload(self) -> None:
         """Read-only: recount the entries after the writer appended."""
 
     def close(self) -> None:
-        """Trim if writable, then close; idempotent."""
+        """msync (if writable) and unmap; no trim (the segment trims before closing); idempotent."""
 
     def entry(self, n: int) -> tuple[int, int]:
         """Entry ``n`` (0-based, IndexError outside ``[0, entries)``)."""
