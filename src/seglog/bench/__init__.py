@@ -13,6 +13,9 @@ Parts, in the order they run (names for ``--only``):
 * ``sendfile`` (:mod:`.sendfile`): serving a segment to a loopback TCP reader.
 * ``kafka`` (:mod:`.kafka`): a real Apache Kafka broker (java + the jars of
   ``ci/kafka-ref.sh``) measured with Kafka's ProducerPerformance / ConsumerPerformance.
+* ``scale`` (:mod:`.scale`): thousands of partitions on one Store (create, write, close,
+  reopen, read; time, RSS and descriptors per step), beside the real Kafka broker's
+  ``TopicCommand`` where its jars are cached.
 
 The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
 (figures over runs, ratios, formatting), :mod:`.table` (results and tables),
@@ -22,7 +25,7 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 
 from __future__ import annotations
 
-PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka")
+PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -31,6 +34,7 @@ PART_TITLES = {
     "peers": "seglog vs Python logs users use today",
     "sendfile": "serving a segment to a loopback TCP reader",
     "kafka": "a real Apache Kafka broker with Kafka's own perf tools",
+    "scale": "thousands of partitions on one Store, beside a real Kafka broker",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

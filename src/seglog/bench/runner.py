@@ -38,6 +38,7 @@ PART_MODULES = {
     "limits": "seglog.bench.limits",
     "sendfile": "seglog.bench.sendfile",
     "kafka": "seglog.bench.kafka",
+    "scale": "seglog.bench.scale",
 }
 
 MiB = 1 << 20
