@@ -659,6 +659,12 @@ class Store:
                 cleaner_offset = self._cleaner_offsets.get(tp)
                 if cleaner_offset is not None:  # a stale entry, as _open_topic takes it
                     log.cleaner_checkpoint = cleaner_offset
+                with self._checkpoint_lock:
+                    # The start the Log began at, known as saved: its first flush or close
+                    # then rewrites the shared log-start checkpoint only if the start moved,
+                    # not once per new partition (all partitions each time: quadratic).
+                    # The next Store.flush/close writes the entry with every other one.
+                    self._log_start_offsets.setdefault(tp, log.start_offset)
         except BaseException:
             for log in logs:
                 log.close()

@@ -217,3 +217,22 @@ def test_a_topic_missing_files_after_a_crash_takes_the_id_a_partition_kept(tmp_p
     _check_topic_works(str(path), backend.name)
     with Store(path, backend=backend.name, read_only=True) as store:
         assert store.topic("t").topic_id == topic_id
+
+
+def test_closing_new_partitions_writes_the_log_start_checkpoint_once(tmp_path, backend,
+                                                                     monkeypatch):
+    """Each new partition's first save must not rewrite the shared checkpoint of every
+    partition (quadratic in partitions): Store.close writes it once, with every entry."""
+    writes = []
+    store = Store(tmp_path, backend=backend.name, offsets_topic_partitions=OFFSETS_PARTITIONS)
+    try:
+        store.create_topic("t", partitions=50)
+        real_write = store._log_start_checkpoint.write
+        monkeypatch.setattr(store._log_start_checkpoint, "write",
+                            lambda offsets: (writes.append(dict(offsets)), real_write(offsets)))
+    finally:
+        store.close()
+    assert len(writes) == 1
+    assert writes[0] == {("t", p): 0 for p in range(50)}
+    assert checkpoints.OffsetCheckpointFile(
+        tmp_path / filenames.LOG_START_OFFSET_CHECKPOINT).read() == writes[0]
