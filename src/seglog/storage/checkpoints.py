@@ -94,6 +94,66 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
+#: Most fsyncs :func:`fsync_all` runs at once. Concurrent syncs let a journaling file system
+#: (ext4, xfs) commit many of them together; 8 gets almost all of the gain on one disk.
+FSYNC_THREADS_MAX = 8
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if os.path.isdir(path)
+                                      else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_all(paths: Iterable[str | os.PathLike], *,
+              threads_max: int = FSYNC_THREADS_MAX) -> None:
+    """Fsync every file or directory in ``paths`` (each once), up to ``threads_max`` at a
+    time: one after another each fsync waits for its own journal commit, while concurrent
+    ones share commits, so a thousand new files cost a fraction of a thousand syncs. Returns
+    when every sync finished; then raises the first ``OSError`` if any failed."""
+    unique = list(dict.fromkeys(os.fspath(path) for path in paths))
+    if len(unique) <= 1 or threads_max <= 1:
+        for path in unique:
+            _fsync_path(path)
+        return
+    # Imported here: only batched creation needs threads.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(threads_max, len(unique))) as pool:
+        futures = [pool.submit(_fsync_path, path) for path in unique]
+    errors = [f.exception() for f in futures if f.exception() is not None]
+    if errors:
+        raise errors[0]
+
+
+def atomic_write_many(files: Mapping[str, bytes], *, sync_dirs: bool = True) -> None:
+    """Replace every ``path`` of ``files`` with its bytes, with :func:`atomic_write_bytes`'
+    guarantee for each file (after a crash each holds its old content or the new one) but the
+    syncs batched: every ``<path>.tmp`` is written, then all are fsynced (:func:`fsync_all`),
+    then each is renamed, then each distinct directory is fsynced once (``sync_dirs``;
+    False leaves that to the caller, who must then fsync them before relying on the files).
+    Files are independent: a crash may leave some new and some old. Raises ``OSError``."""
+    tmp_paths = []
+    for path, data in files.items():
+        tmp_path = os.fspath(path) + TMP_SUFFIX
+        fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:  # os.write may write less than asked
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        tmp_paths.append(tmp_path)
+    fsync_all(tmp_paths)
+    for tmp_path, path in zip(tmp_paths, files):
+        os.replace(tmp_path, path)
+    if sync_dirs:
+        fsync_all(os.path.dirname(os.path.abspath(path)) for path in files)
+
+
 def _read_text(path: str) -> str | None:
     """The file's text, or None if it does not exist. Raises CorruptCheckpointError for a file
     that is too large or not UTF-8."""
@@ -356,11 +416,18 @@ class PartitionMetadataFile:
 
     def write(self, topic_id: uuid.UUID) -> None:
         """Record ``topic_id`` (atomically and durably). Raises ValueError for the zero uuid."""
+        data = self.encode(topic_id)
+        with self._lock:
+            atomic_write_bytes(self.path, data)
+
+    @staticmethod
+    def encode(topic_id: uuid.UUID) -> bytes:
+        """The file's bytes for ``topic_id`` (for writers that batch several files, as
+        :func:`atomic_write_many`). Raises ValueError for the zero uuid."""
         if topic_id == ZERO_UUID:
             raise ValueError("the zero uuid is not a topic id")
         text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {uuid_to_kafka_str(topic_id)}"
-        with self._lock:
-            atomic_write_bytes(self.path, text.encode("utf-8"))
+        return text.encode("utf-8")
 
     def read(self) -> uuid.UUID | None:
         """The topic id, or None if the file is missing. Raises CorruptCheckpointError for an

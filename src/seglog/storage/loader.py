@@ -544,6 +544,7 @@ def load_segments(
     recover_segment: RecoverSegment | None = None,
     compacted: bool = False,
     probe_segment: OpenSegment | None = None,
+    create_segment: Callable[[int], Any] | None = None,
 ) -> LoadResult:
     """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
 
@@ -561,7 +562,9 @@ def load_segments(
     between segments are normal. After the segments are loaded (and recovered), the chain is
     checked (:func:`_check_chain`: overlapping segments, and cut ones, are CorruptSegmentError)
     and the log must reach ``recovery_point`` (:func:`_check_recovery_point`); a read-only
-    open checks both too.
+    open checks both too. ``create_segment(base)`` makes the empty segment of a log left
+    without one (default ``open_segment(base, create=True)``; the Log passes
+    ``LocalLog.create_empty_segment``, and resizes the active segment's indexes after loading).
     """
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     recover = recover_segment or _plain_recover
@@ -646,7 +649,8 @@ def load_segments(
         for path in filenames.segment_files(dir_path, log_start_offset):
             if os.path.exists(path):
                 os.remove(path)
-        segments = [open_segment(log_start_offset, create=True)]
+        segments = [create_segment(log_start_offset) if create_segment is not None
+                    else open_segment(log_start_offset, create=True)]
     return LoadResult(segments, report)
 
 
@@ -756,7 +760,7 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         recovery_point=recovery_point if recovery_point is not None else 0,
         log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=read_only,
         recover_segment=recover_segment, compacted=config.compaction_enabled,
-        probe_segment=local.probe_segment)
+        probe_segment=local.probe_segment, create_segment=local.create_empty_segment)
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for
