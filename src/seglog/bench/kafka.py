@@ -22,7 +22,6 @@ The next issue (the wire broker) puts ``seglog serve`` beside it with the same t
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import shutil
@@ -30,11 +29,11 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..storage import checkpoints
 from .data import Unavailable
 from .stats import UNIT_BYTES_PER_S, UNIT_RECORDS_PER_S, UNIT_SECONDS, si
 from .table import PartResult, Table
@@ -204,8 +203,9 @@ def find_kafka(version: str | None = None) -> tuple[KafkaRef | None, str]:
 
 def kafka_uuid() -> str:
     """A random Kafka UUID in its 22-character base64url form (cluster ids, as
-    ``kafka-storage random-uuid`` prints them, without a JVM)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    ``kafka-storage random-uuid`` prints them, without a JVM; never one starting with "-",
+    which ``kafka-storage format -t`` would take for a flag)."""
+    return checkpoints.uuid_to_kafka_str(checkpoints.new_kafka_uuid())
 
 
 def free_port() -> int:
