@@ -21,6 +21,7 @@ from seglog.errors import (
     UnknownTopicOrPartitionError,
 )
 from seglog.clients.partitioner import partition_for_key
+from seglog.storage.log import Log
 from seglog.store import TOPICS_FILE, Store, TopicPartition, validate_topic_name
 
 OFFSETS_PARTITIONS = 2  # a small __consumer_offsets keeps the tests fast
@@ -226,6 +227,49 @@ def test_leftover_delete_dir_is_removed_on_open(tmp_path, backend):
 
 
 # --- access ----------------------------------------------------------------------------------
+
+
+def _open_files() -> list[str]:
+    """What this process's descriptors point at (readlink of /proc/self/fd/*)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_stores_partitions_take_no_lock_of_their_own(tmp_path, backend):
+    """The Store's data-dir lock covers its partitions (as Kafka's log-dir lock does): a
+    partition holds its active .log's descriptor and no .lock file or descriptor."""
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t", partitions=20)
+        locks = [f for f in _open_files() if f.endswith(os.sep + filenames.LOCK_FILE)]
+        assert locks == [str(tmp_path / filenames.LOCK_FILE)]
+        for p in range(20):
+            assert not os.path.exists(tmp_path / f"t-{p}" / filenames.LOCK_FILE)
+    with open_store(tmp_path, backend) as store:
+        assert store.topic("t").end_offsets() == {p: 0 for p in range(20)}
+        assert not os.path.exists(tmp_path / "t-0" / filenames.LOCK_FILE)
+
+
+def test_a_standalone_writer_and_a_store_exclude_each_other(tmp_path, backend):
+    """Without a lock per partition, each side checks the other's: a standalone writer on a
+    partition of an open Store is refused, and so is a Store whose partition a standalone
+    writer holds (and that Store leaves its data dir unlocked behind it)."""
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("t", partitions=2).log(0).append(b"x")
+        with pytest.raises(LogLockedError):
+            Log.open(tmp_path / "t-1", backend=backend.name)
+        assert store.topic("t").log(1).append(b"y") == 0
+    with Log.open(tmp_path / "t-1", backend=backend.name) as log:
+        with pytest.raises(LogLockedError):
+            open_store(tmp_path, backend)
+        assert log.append(b"z") == 1
+    with open_store(tmp_path, backend) as store:
+        assert [r.value for r in store.topic("t").log(1).records()] == [b"y", b"z"]
 
 
 def test_second_writer_is_refused_and_readers_follow(tmp_path, backend):

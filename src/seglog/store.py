@@ -62,7 +62,7 @@ from . import filenames
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
 from .storage import checkpoints
-from .storage.locking import DirectoryLock
+from .storage.locking import DirectoryLock, check_unlocked
 from .storage.log import Log
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
 from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
@@ -610,8 +610,11 @@ class Store:
                 if found_id is None and not self.read_only:
                     topic_id = topic_id or checkpoints.new_kafka_uuid()
                     metadata.write(topic_id)
+                if not self.read_only:
+                    check_unlocked(dir_path)  # no standalone writer has it (locking.py)
                 log = Log.open(dir_path, config=config, backend=self.backend,
-                               read_only=self.read_only, state=_StorePartitionState(self, tp))
+                               read_only=self.read_only, state=_StorePartitionState(self, tp),
+                               lock_directory=False)
                 logs.append(log)
                 cleaner_offset = self._cleaner_offsets.get(tp)
                 if cleaner_offset is not None:
@@ -654,7 +657,7 @@ class Store:
             for p, dir_path in enumerate(dir_paths):
                 tp = TopicPartition(name, p)
                 log = Log.open(dir_path, config=config, backend=self.backend,
-                               state=_StorePartitionState(self, tp))
+                               state=_StorePartitionState(self, tp), lock_directory=False)
                 logs.append(log)
                 cleaner_offset = self._cleaner_offsets.get(tp)
                 if cleaner_offset is not None:  # a stale entry, as _open_topic takes it

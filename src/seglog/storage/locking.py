@@ -115,3 +115,29 @@ def _locked_error(path: str, holder_pid: int | None) -> LogLockedError:
 def lock_directory(dir_path: str | os.PathLike) -> DirectoryLock:
     """Take the exclusive lock of ``dir_path`` (see :class:`DirectoryLock`)."""
     return DirectoryLock(dir_path)
+
+
+def check_unlocked(dir_path: str | os.PathLike) -> None:
+    """Raise :class:`LogLockedError` if another open lock holds ``dir_path`` (its ``.lock``
+    file exists and is flock-locked, by another process or another open lock in this one);
+    return if it is free or has no ``.lock``. Takes nothing: the probe's shared lock is
+    dropped at once.
+
+    How a Store and a standalone writer exclude each other without a lock per partition: a
+    Store locks its data directory and checks each partition directory it opens; a standalone
+    writer locks its partition directory and then checks the parent. Whichever locks first is
+    seen by the other's check, in any interleaving."""
+    path = os.path.join(os.fspath(dir_path), filenames.LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise _locked_error(path, _read_pid(fd)) from None
+            raise
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock

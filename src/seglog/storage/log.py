@@ -67,7 +67,7 @@ from .loader import RecoveryReport, open_partition
 from .local_log import batches_from
 from .log_reads import LogReads
 from .log_retention import EXPIRATION_CHECK_MS, LogRetention
-from .locking import DirectoryLock
+from .locking import DirectoryLock, check_unlocked
 from .partition_state import PartitionDirState, PartitionState
 from .producer_state import (
     ORIGIN_CLIENT,
@@ -116,6 +116,7 @@ class Log(LogReads, LogRetention):
         now_ms: int | None = None,
         state: PartitionState | None = None,
         auto_high_watermark: bool = True,
+        lock_directory: bool = True,
     ) -> "Log":
         """Open (creating if needed, unless ``read_only``) the partition directory ``path``.
 
@@ -132,15 +133,20 @@ class Log(LogReads, LogRetention):
         ``auto_high_watermark=False`` leaves the high watermark to
         :meth:`update_high_watermark` (replication); it starts at the end offset either way.
         ``now_ms`` is the clock for segment creation times (time-based roll of segments
-        without timestamps).
+        without timestamps). ``lock_directory=False`` is for a caller that holds a lock
+        covering ``path`` already (a Store holds its data directory's and checks the partition
+        directory with :func:`~seglog.storage.locking.check_unlocked`): the writer then takes
+        no lock and no descriptor of its own; a standalone writer, which locks ``path``, also
+        refuses a parent directory locked by a Store.
         """
         log = object.__new__(cls)
-        log._init(os.fspath(path), config or LogConfig(), backend, read_only, checked_now_ms(now_ms),
-                  state, auto_high_watermark)
+        log._init(os.fspath(path), config or LogConfig(), backend, read_only,
+                  checked_now_ms(now_ms), state, auto_high_watermark, lock_directory)
         return log
 
     def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
-              now_ms: int, state: PartitionState | None, auto_high_watermark: bool) -> None:
+              now_ms: int, state: PartitionState | None, auto_high_watermark: bool,
+              lock_directory: bool) -> None:
         self._dir = dir_path
         self._config = config
         self._be = get_backend(backend)
@@ -160,7 +166,13 @@ class Log(LogReads, LogRetention):
                 raise FileNotFoundError(dir_path)
         else:
             os.makedirs(dir_path, exist_ok=True)
-            self._dir_lock = DirectoryLock(dir_path)
+            if lock_directory:
+                self._dir_lock = DirectoryLock(dir_path)
+                try:
+                    check_unlocked(os.path.dirname(os.path.abspath(dir_path)))
+                except BaseException:
+                    self._dir_lock.close()
+                    raise
         try:
             self._load(now_ms)
         except BaseException:
