@@ -55,3 +55,18 @@ def test_reopen_after_flush_without_close(backend, tmp_path):
     assert again.recover().truncated_bytes == 0
     assert again.next_offset == next_offset
     again.close()
+
+
+def test_a_small_active_segment_reserves_little_disk(backend, tmp_path):
+    """The reservation past EOF grows with the segment (64 KiB, doubling, up to 16 MiB): an
+    active segment holding a few records must not hold 16 MiB of disk, or 10,000 partitions
+    would reserve 160 GB (issue 14). The .log's blocks stay within 128 KiB of its size."""
+    segment = backend.Segment.open(str(tmp_path), 0, create=True)
+    segment.append(backend.encode_batch([b"x" * 100] * 10, timestamps_ms=1000))
+    segment.flush()
+    st = os.stat(segment.log_path)
+    assert st.st_blocks * 512 <= st.st_size + (128 << 10)
+    _append_some(backend, segment, batches=100)  # ~2.3 MB: reserved steps grow, still bounded
+    st = os.stat(segment.log_path)
+    assert st.st_blocks * 512 <= 2 * st.st_size + (128 << 10)
+    segment.close()
