@@ -53,7 +53,6 @@ import re
 import shutil
 import threading
 import uuid
-import time
 import warnings
 import weakref
 from typing import Any, Iterable, Mapping
@@ -65,7 +64,7 @@ from .storage import checkpoints
 from .storage.locking import DirectoryLock, check_unlocked
 from .storage.log import Log
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
-from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
+from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int, checked_now_ms
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
@@ -1124,7 +1123,7 @@ class Store:
         groups that have no members (Kafka's ``offsets.retention.minutes``, 7 days, checked by
         the coordinator every ``offsets.retention.check.interval.ms``). Returns ``{group_id:
         [TopicPartition, ...]}`` of what was removed. Raises ReadOnlyError."""
-        now = time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
+        now = checked_now_ms(now_ms)
         with self._lock:
             self._check_writable()
             if OFFSETS_TOPIC not in self._topics:
@@ -1153,7 +1152,7 @@ class Store:
         Returns ``{"retention": ..., "compaction": ..., "flushed": [tp, ...],
         "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
         ReadOnlyError."""
-        now = time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
+        now = checked_now_ms(now_ms)
         report: dict[str, Any] = {
             "retention": self.apply_retention(now_ms=now),
             "compaction": self.compact(now_ms=now),

@@ -54,7 +54,6 @@ Broker-side state: it reaches storage only through
 
 from __future__ import annotations
 
-import time
 import warnings
 from typing import Iterable, NamedTuple
 
@@ -72,7 +71,7 @@ from ..errors import (
     SeglogError,
     UnknownTopicOrPartitionError,
 )
-from ..storage.config import check_int
+from ..storage.config import checked_now_ms
 from ..format import REASON_BAD_RECORDS
 from .offsets_schema import OFFSETS_TOPIC
 from ..types import TopicPartition
@@ -156,12 +155,6 @@ class _TxnMetadata:
             self.timeout_ms, self.start_ms, self.last_update_ms)
 
 
-def _now_ms(now_ms: int | None) -> int:
-    """``now_ms`` checked (TypeError / ValueError, :func:`seglog.storage.config.check_int`), or the
-    wall clock for None."""
-    return time.time_ns() // 1_000_000 if now_ms is None else check_int("now_ms", now_ms)
-
-
 class TransactionCoordinator:
     """The coordinator of a writable :class:`~seglog.store.Store` (see the module docstring).
     Made by the store with its :class:`InternalTopics`, producer ids and committed offsets
@@ -193,7 +186,7 @@ class TransactionCoordinator:
             for metadata in list(self._txns.values()):
                 if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
                     self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT,
-                                   _now_ms(None))
+                                   checked_now_ms(None))
 
     # --- persistence ---------------------------------------------------------------------------
 
@@ -297,7 +290,7 @@ class TransactionCoordinator:
             raise InvalidTransactionTimeoutError(
                 f"transaction timeout must be in 1..{TRANSACTION_TIMEOUT_MS_MAX} ms, got "
                 f"{timeout_ms!r} (INVALID_TRANSACTION_TIMEOUT)")
-        now = _now_ms(now_ms)
+        now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
             metadata = self._txns.get(transactional_id)
@@ -343,7 +336,7 @@ class TransactionCoordinator:
         """Kafka's AddPartitionsToTxn: record ``partitions`` in the producer's transaction
         (starting it: state Ongoing) before it writes there. Raises ProducerFencedError,
         UnknownTopicOrPartitionError."""
-        now = _now_ms(now_ms)
+        now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
             metadata = self._current(transactional_id, producer_id, producer_epoch)
@@ -370,7 +363,7 @@ class TransactionCoordinator:
         after a batch with an unknown outcome) gives the producer the next epoch, so its
         sequences start again at 0. Returns the producer's ``(producer_id, epoch)``.
         Raises ProducerFencedError, InvalidTxnStateError when no transaction is Ongoing."""
-        now = _now_ms(now_ms)
+        now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
             metadata = self._current(transactional_id, producer_id, producer_epoch)
@@ -423,7 +416,7 @@ class TransactionCoordinator:
         (Kafka's ``abortTimedOutTransactions``, which a broker runs every
         ``transaction.abort.timed.out.transaction.cleanup.interval.ms``). Returns the
         transactional ids aborted."""
-        now = _now_ms(now_ms)
+        now = checked_now_ms(now_ms)
         aborted = []
         with self._topics.lock:
             self._topics.check_writable()
