@@ -222,16 +222,25 @@ def _write_once(path: Path, text: str) -> Path:
     return path
 
 
-def process_rss_bytes(pid: int) -> int:
-    """Resident memory of process ``pid`` (``VmRSS``), 0 when it is gone."""
+def proc_status(pid: int | str = "self") -> dict[str, int]:
+    """``{"rss_bytes", "vm_bytes", "hwm_bytes"}`` of process ``pid`` from /proc/<pid>/status
+    (``VmRSS``, ``VmSize``, ``VmHWM``); zeros when it is gone."""
+    out = {"rss_bytes": 0, "vm_bytes": 0, "hwm_bytes": 0}
+    keys = {"VmRSS:": "rss_bytes", "VmSize:": "vm_bytes", "VmHWM:": "hwm_bytes"}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
+                name = line.split(None, 1)[0] if line.strip() else ""
+                if name in keys:
+                    out[keys[name]] = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return 0
+    return out
+
+
+def process_rss_bytes(pid: int) -> int:
+    """Resident memory of process ``pid`` (``VmRSS``), 0 when it is gone."""
+    return proc_status(pid)["rss_bytes"]
 
 
 class BrokerError(RuntimeError):

@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from .kafka import proc_status
 from .runner import BenchContext
 from .stats import UNIT_SECONDS
 from .table import PartResult, Table, Target
@@ -153,22 +154,6 @@ TARGET_LARGE_PARTITIONS = 10_000
 
 
 # --- measuring a process ---------------------------------------------------------------------
-
-
-def proc_status(pid: int | str = "self") -> dict[str, int]:
-    """``{"rss_bytes", "vm_bytes", "hwm_bytes"}`` of process ``pid`` from /proc/<pid>/status
-    (``VmRSS``, ``VmSize``, ``VmHWM``); zeros when it is gone."""
-    out = {"rss_bytes": 0, "vm_bytes": 0, "hwm_bytes": 0}
-    keys = {"VmRSS:": "rss_bytes", "VmSize:": "vm_bytes", "VmHWM:": "hwm_bytes"}
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as f:
-            for line in f:
-                name = line.split(None, 1)[0] if line.strip() else ""
-                if name in keys:
-                    out[keys[name]] = int(line.split()[1]) * KiB
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
 
 
 def open_fds(pid: int | str = "self") -> int:
