@@ -611,19 +611,22 @@ class Store:
                     metadata.write(topic_id)
                 if not self.read_only:
                     check_unlocked(dir_path)  # no standalone writer has it (locking.py)
-                log = Log.open(dir_path, config=config, backend=self.backend,
-                               read_only=self.read_only, state=_StorePartitionState(self, tp),
-                               lock_directory=False)
-                logs.append(log)
-                cleaner_offset = self._cleaner_offsets.get(tp)
-                if cleaner_offset is not None:
-                    # Kafka's cleaner reads its checkpoint from the log dir; the Log keeps it.
-                    log.cleaner_checkpoint = cleaner_offset
+                logs.append(self._open_partition_log(dir_path, tp, config))
         except BaseException:
             for log in logs:
                 log.close()
             raise
         return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
+
+    def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig) -> Log:
+        """One partition's Log, under this Store's data-dir lock (no lock of its own), with its
+        cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it)."""
+        log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
+                       state=_StorePartitionState(self, tp), lock_directory=False)
+        cleaner_offset = self._cleaner_offsets.get(tp)
+        if cleaner_offset is not None:
+            log.cleaner_checkpoint = cleaner_offset
+        return log
 
     def _found_topic_id(self, name: str, partitions: int) -> uuid.UUID | None:
         """The topic id in the first ``partition.metadata`` of ``name`` that has one."""
@@ -655,12 +658,8 @@ class Store:
         try:
             for p, dir_path in enumerate(dir_paths):
                 tp = TopicPartition(name, p)
-                log = Log.open(dir_path, config=config, backend=self.backend,
-                               state=_StorePartitionState(self, tp), lock_directory=False)
+                log = self._open_partition_log(dir_path, tp, config)
                 logs.append(log)
-                cleaner_offset = self._cleaner_offsets.get(tp)
-                if cleaner_offset is not None:  # a stale entry, as _open_topic takes it
-                    log.cleaner_checkpoint = cleaner_offset
                 with self._checkpoint_lock:
                     # The start the Log began at, known as saved: its first flush or close
                     # then rewrites the shared log-start checkpoint only if the start moved,
