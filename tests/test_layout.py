@@ -20,12 +20,13 @@ An import is an edge from the importing module to the module it names:
 The rules (each a test below that lists every offender as ``file:line``):
 
 1. No import cycle anywhere in ``src/seglog``.
-2. ``seglog.storage`` loads no ``seglog.coordinator``, ``seglog.clients`` or ``seglog.store``,
-   directly or through another seglog module it imports (so ``from seglog import Log`` counts:
-   ``seglog/__init__.py`` imports the store).
-3. ``seglog.coordinator`` loads no ``seglog.clients`` or ``seglog.store``, and
-   ``seglog.clients`` no ``seglog.coordinator`` or ``seglog.store`` (the clients talk to the
-   broker side through ``seglog.broker_api``), the same way.
+2. ``seglog.storage`` loads no ``seglog.coordinator``, ``seglog.clients``, ``seglog.store`` or
+   ``seglog.server``, directly or through another seglog module it imports (so
+   ``from seglog import Log`` counts: ``seglog/__init__.py`` imports the store).
+3. ``seglog.coordinator`` loads no ``seglog.clients``, ``seglog.store`` or ``seglog.server``;
+   ``seglog.clients`` no ``seglog.coordinator``, ``seglog.store`` or ``seglog.server`` (the
+   clients talk to the broker side through ``seglog.broker_api``); ``seglog.store`` no
+   ``seglog.server``; and the wire broker ``seglog.server`` no ``seglog.clients``; the same way.
 4. The leaves (:data:`LEAVES`) import only leaves.
 5. No module reaches a private (``_name``, not a dunder) attribute of something another module
    defines. Three shapes are reported: ``from m import _name`` (``m`` another seglog module,
@@ -69,10 +70,16 @@ LEAVES = frozenset(f"{ROOT_PACKAGE}.{name}" for name in (
 # Rules 2 and 3: a package prefix and the prefixes it must never load.
 FORBIDDEN_LOADS = {
     f"{ROOT_PACKAGE}.storage": (f"{ROOT_PACKAGE}.coordinator", f"{ROOT_PACKAGE}.clients",
-                                f"{ROOT_PACKAGE}.store"),
-    f"{ROOT_PACKAGE}.coordinator": (f"{ROOT_PACKAGE}.clients", f"{ROOT_PACKAGE}.store"),
+                                f"{ROOT_PACKAGE}.store", f"{ROOT_PACKAGE}.server"),
+    f"{ROOT_PACKAGE}.coordinator": (f"{ROOT_PACKAGE}.clients", f"{ROOT_PACKAGE}.store",
+                                    f"{ROOT_PACKAGE}.server"),
     # The clients reach the broker side only through seglog.broker_api's interface.
-    f"{ROOT_PACKAGE}.clients": (f"{ROOT_PACKAGE}.coordinator", f"{ROOT_PACKAGE}.store"),
+    f"{ROOT_PACKAGE}.clients": (f"{ROOT_PACKAGE}.coordinator", f"{ROOT_PACKAGE}.store",
+                                f"{ROOT_PACKAGE}.server"),
+    # The wire broker sits on top: nothing below loads it, and it serves Kafka clients over
+    # TCP, never through the embedded clients.
+    f"{ROOT_PACKAGE}.store": (f"{ROOT_PACKAGE}.server",),
+    f"{ROOT_PACKAGE}.server": (f"{ROOT_PACKAGE}.clients",),
 }
 
 # Rule 6: the twins, each importable only from inside itself.

@@ -1,0 +1,7 @@
+"""CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, DeleteRecords, DescribeCluster, DescribeLogDirs."""
+
+from __future__ import annotations
+
+from ..registry import ApiHandler
+
+HANDLERS: tuple[ApiHandler, ...] = ()

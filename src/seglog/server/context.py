@@ -1,0 +1,119 @@
+"""What a request handler sees: :class:`RequestContext` (the request's header and where it
+came from) and :class:`BrokerState` (the broker it runs in), plus :class:`RawResponse` and the
+:class:`AppendNotifier` that fetch long-polls wait on.
+
+Every handler runs on the broker's event loop thread. Store calls are thread-safe and fast
+enough to make there (an append, a read); anything that may block for long (creating many
+partitions, fsync of many files) goes through :meth:`BrokerState.run_blocking`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple
+
+__all__ = ["AppendNotifier", "BrokerState", "RawResponse", "RequestContext"]
+
+
+class RawResponse(NamedTuple):
+    """A response body a handler encoded itself: ``parts`` are bytes-like objects written in
+    order after the response header (memoryviews of segment files are sent without a copy)."""
+
+    parts: tuple
+
+
+class AppendNotifier:
+    """A counter of "something was appended or became readable" events and the coroutines
+    waiting for the next one (a Fetch long-poll). Used on the event loop thread only; other
+    threads call :meth:`notify_threadsafe`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._count = 0
+        self._waiters: list[asyncio.Future] = []
+
+    @property
+    def count(self) -> int:
+        """How many times :meth:`notify` was called: read it before a fetch that may find
+        nothing, then pass it to :meth:`wait`."""
+        return self._count
+
+    def notify(self) -> None:
+        """Wake every waiter (records were appended, a high watermark or an LSO moved)."""
+        self._count += 1
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def notify_threadsafe(self) -> None:
+        """:meth:`notify` from a thread other than the event loop's."""
+        self._loop.call_soon_threadsafe(self.notify)
+
+    async def wait(self, count: int, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds unless :attr:`count` moved past ``count``; returns
+        whether it did."""
+        if self._count != count:
+            return True
+        if timeout_s <= 0:
+            return False
+        waiter = self._loop.create_future()
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+        return self._count != count
+
+
+@dataclass(eq=False)
+class BrokerState:
+    """One running broker, as its handlers see it.
+
+    ``store`` (the :class:`~seglog.store.Store`), ``config`` (Kafka's broker configs by their
+    Kafka names, typed values: :class:`~seglog.server.config.BrokerConfig`), ``node_id``,
+    ``cluster_id``, the advertised ``host`` and ``port``, the event ``loop``, ``appended``
+    (the :class:`AppendNotifier`), and ``extensions``: per-module state that a handler module
+    creates in its ``start`` hook under its module name.
+    """
+
+    store: Any
+    config: Mapping[str, Any]
+    node_id: int
+    cluster_id: str
+    host: str
+    port: int
+    loop: asyncio.AbstractEventLoop
+    appended: AppendNotifier
+    extensions: dict[str, Any] = field(default_factory=dict)
+
+    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` on a worker thread and return its result (for store calls that
+        may block the event loop for long)."""
+        return await self.loop.run_in_executor(None, fn, *args)
+
+    @staticmethod
+    def now_ms() -> int:
+        """Wall-clock milliseconds (Kafka's timestamps)."""
+        return time.time_ns() // 1_000_000
+
+
+@dataclass(eq=False, slots=True)
+class RequestContext:
+    """One request: ``api_key``, ``api_version``, ``correlation_id``, ``client_id`` (None when
+    the client sent none), the connection it came on (``connection_id``, ``client_host``,
+    ``client_port``) and the ``broker`` (:class:`BrokerState`)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    connection_id: int
+    client_host: str
+    client_port: int
+    broker: BrokerState

@@ -1,0 +1,69 @@
+"""The contract between the broker core and the API handlers: :class:`ApiHandler` tables.
+
+Each module of :mod:`seglog.server.apis` named in :data:`API_MODULES` defines
+
+- ``HANDLERS``: a tuple of :class:`ApiHandler`, one per Kafka API key it serves;
+- optionally ``async def start(state)``: called once on the event loop after the store is
+  open and before the listener accepts connections (create per-broker state in
+  ``state.extensions[<module name>]``, start background tasks);
+- optionally ``async def stop(state)``: called once on shutdown, after the listener closed
+  and in-flight requests were answered, before the store closes.
+
+The core answers ApiVersions itself from these tables (an API is advertised exactly when a
+handler serves it, with its version range), decodes each request with kio's class for its key
+and version (unless ``raw_request``), calls ``handle(ctx, request)`` and encodes what it
+returns: a kio response entity of the request's version, a
+:class:`~seglog.server.context.RawResponse` (the body already encoded, e.g. a Fetch
+response whose record sets are zero-copy views of segment files), or None for no response at
+all (Produce with acks=0). A handler answers every failure it can name with Kafka's error code
+in its response; an exception escaping it is logged and closes that connection only.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Awaitable, Callable, NamedTuple
+
+__all__ = ["API_MODULES", "ApiHandler", "load_handlers", "load_modules"]
+
+#: The handler modules, in start order (stopped in reverse).
+API_MODULES = (
+    "seglog.server.apis.data",
+    "seglog.server.apis.admin",
+    "seglog.server.apis.groups",
+    "seglog.server.apis.txn",
+)
+
+
+class ApiHandler(NamedTuple):
+    """One Kafka API served: its ``api_key``, the inclusive version range
+    ``min_version..max_version`` advertised in ApiVersions, and the coroutine function
+    ``handle(ctx, request)``. With ``raw_request`` the handler gets the request body (the
+    bytes after the request header) as a ``memoryview`` instead of a decoded kio entity."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Callable[[Any, Any], Awaitable[Any]]
+    raw_request: bool = False
+
+
+def load_modules() -> list[Any]:
+    """The modules of :data:`API_MODULES`, imported."""
+    return [importlib.import_module(name) for name in API_MODULES]
+
+
+def load_handlers(modules: list[Any]) -> dict[int, ApiHandler]:
+    """``{api_key: ApiHandler}`` over ``modules``; ValueError when two serve the same key or
+    a version range is empty."""
+    table: dict[int, ApiHandler] = {}
+    for module in modules:
+        for handler in module.HANDLERS:
+            if handler.api_key in table:
+                raise ValueError(f"API key {handler.api_key} served twice "
+                                 f"(second time in {module.__name__})")
+            if not 0 <= handler.min_version <= handler.max_version:
+                raise ValueError(f"API key {handler.api_key}: empty version range "
+                                 f"{handler.min_version}..{handler.max_version}")
+            table[handler.api_key] = handler
+    return table
