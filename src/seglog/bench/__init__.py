@@ -16,6 +16,8 @@ Parts, in the order they run (names for ``--only``):
 * ``scale`` (:mod:`.scale`): thousands of partitions on one Store (create, write, close,
   reopen, read; time, RSS and descriptors per step), beside the real Kafka broker's
   ``TopicCommand`` where its jars are cached.
+* ``broker`` (:mod:`.broker`): ``seglog serve`` against the real Kafka broker with the same
+  clients (Kafka's perf tools, confluent-kafka): throughput, latency, start, RSS, idle CPU.
 
 The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
 (figures over runs, ratios, formatting), :mod:`.table` (results and tables),
@@ -25,7 +27,8 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 
 from __future__ import annotations
 
-PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale")
+PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale",
+              "broker")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -35,6 +38,7 @@ PART_TITLES = {
     "sendfile": "serving a segment to a loopback TCP reader",
     "kafka": "a real Apache Kafka broker with Kafka's own perf tools",
     "scale": "thousands of partitions on one Store, beside a real Kafka broker",
+    "broker": "seglog serve vs the real Kafka broker, same clients, same machine",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

@@ -503,7 +503,7 @@ def run(ctx) -> PartResult:
             consumed = ref.run_tool(
                 "org.apache.kafka.tools.ConsumerPerformance",
                 ["--bootstrap-server", broker.bootstrap, "--topic", topic,
-                 "--num-records" if _has_num_records(ref) else "--messages", str(records),
+                 consumer_records_flag(ref), str(records),
                  "--group", f"perf-{run_index}-{os.getpid()}", "--timeout", "30000",
                  "--fetch-size", "1048576"],
                 run_dir=scratch, heap_mb=PERF_HEAP_MB, tool=False, timeout_s=600)
@@ -528,11 +528,11 @@ def run(ctx) -> PartResult:
     return result
 
 
-def _has_num_records(ref: KafkaRef) -> bool:
-    """ConsumerPerformance took ``--messages`` until 4.2 and ``--num-records`` after (the old
-    name prints a deprecation line)."""
+def consumer_records_flag(ref: KafkaRef) -> str:
+    """ConsumerPerformance's record-count flag: ``--messages`` until 4.2, ``--num-records``
+    after (the old name prints a deprecation line)."""
     major_minor = tuple(int(x) for x in re.findall(r"\d+", ref.version)[:2])
-    return major_minor >= (4, 2)
+    return "--num-records" if major_minor >= (4, 2) else "--messages"
 
 
 def _spread(fig, fmt) -> str:

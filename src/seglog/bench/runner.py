@@ -39,6 +39,7 @@ PART_MODULES = {
     "sendfile": "seglog.bench.sendfile",
     "kafka": "seglog.bench.kafka",
     "scale": "seglog.bench.scale",
+    "broker": "seglog.bench.broker",
 }
 
 MiB = 1 << 20
