@@ -1,0 +1,178 @@
+"""The data path through real clients, against Kafka and seglog alike: every compression with
+headers and null keys and values, kcat and confluent-kafka reading each other's records,
+offsets for times, and Kafka's Java console tools."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from clients_runner import (
+    COMPRESSIONS, KCAT, OP_TIMEOUT_S, Rec, Seen, admin, aiokafka_consume, aiokafka_produce,
+    confluent_consume, confluent_produce, create_topic, expected, kafka_python_consume,
+    kafka_python_produce, kcat_consume, kcat_produce, records,
+)
+
+needs_kcat = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
+
+
+@needs_kcat
+@pytest.mark.parametrize("codec", COMPRESSIONS)
+def test_every_client_produces_and_consumes_in_codec(target, differential, unique, codec):
+    """confluent-kafka, kafka-python, aiokafka and kcat each produce five records in ``codec``
+    (null keys, null values, headers) to one partition; each of the four reads all twenty
+    back, identical, at offsets 0..19."""
+    b = target.bootstrap
+    create_topic(b, unique)
+    recs = [records("cf", 5), records("kp", 5, both_null=False),
+            records("ak", 5, both_null=False),
+            [Rec(r.key, r.value, r.headers) for r in records("kc", 5)]]
+    offsets = [confluent_produce(b, unique, recs[0], compression=codec),
+               kafka_python_produce(b, unique, recs[1], compression=codec),
+               aiokafka_produce(b, unique, recs[2], compression=codec)]
+    kcat_produce(b, unique, recs[3], compression=codec)
+    assert offsets == [[(0, i) for i in range(5 * n, 5 * n + 5)] for n in range(3)]
+    want = expected([r for group in recs for r in group])
+    seen = {f.__name__: f(b, unique) for f in (confluent_consume, kafka_python_consume,
+                                               aiokafka_consume, kcat_consume)}
+    for name, got in seen.items():
+        assert got == want, name
+    differential({"offsets": offsets, "seen": seen})
+
+
+@needs_kcat
+def test_kcat_and_confluent_read_each_others_records(target, differential, unique):
+    """kcat produces keyed records to three partitions, confluent-kafka reads them; then the
+    other way round, on a second topic."""
+    b = target.bootstrap
+    create_topic(b, f"{unique}-a", 3)
+    create_topic(b, f"{unique}-b", 3)
+    by_kcat = [Rec(f"k{i}".encode(), f"kcat-{i}".encode(), (("from", b"kcat"),), partition=i % 3)
+               for i in range(30)]
+    kcat_produce(b, f"{unique}-a", by_kcat, compression="lz4")
+    by_confluent = [Rec(f"k{i}".encode() if i % 4 else None,
+                        f"confluent-{i}".encode() if i % 7 else None,
+                        (("from", b"confluent"), ("i", str(i).encode())), partition=i % 3)
+                    for i in range(30)]
+    delivered = confluent_produce(b, f"{unique}-b", by_confluent, compression="zstd")
+    read_by_confluent = confluent_consume(b, f"{unique}-a", 3)
+    read_by_kcat = kcat_consume(b, f"{unique}-b", 3)
+
+    def per_partition(recs):
+        out, next_offset = [], {}
+        for r in recs:
+            offset = next_offset.get(r.partition, 0)
+            next_offset[r.partition] = offset + 1
+            out.append(Seen(r.partition, offset, r.key, r.value, r.headers))
+        return sorted(out)
+
+    assert read_by_confluent == per_partition(by_kcat)
+    assert read_by_kcat == per_partition(by_confluent)
+    assert delivered == [(i % 3, i // 3) for i in range(30)]
+    differential({"confluent": read_by_confluent, "kcat": read_by_kcat,
+                  "delivered": delivered})
+
+
+def test_offsets_for_times(target, differential, unique):
+    """ListOffsets by timestamp through three clients: the first offset whose timestamp is at
+    or after the target (out-of-order timestamps included), nothing past the last one; the
+    AdminClient's earliest, latest and max-timestamp offsets."""
+    from aiokafka import AIOKafkaConsumer
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+
+    b = target.bootstrap
+    create_topic(b, unique)
+    base = (int(time.time()) - 600) * 1000  # ten minutes ago: inside any retention
+    stamps = [base + i * 1000 for i in range(10)] + [base + 2500, base + 9000]
+    recs = [Rec(f"k{i}".encode(), f"v{i}".encode(), timestamp_ms=ts)
+            for i, ts in enumerate(stamps)]
+    # Two batches, so that one lookup has to pass over a batch whose max timestamp is lower.
+    confluent_produce(b, unique, recs[:6])
+    confluent_produce(b, unique, recs[6:])
+    queries = [base - 5000, base, base + 2500, base + 2600, base + 3000, base + 9000,
+               base + 9001, base + 60_000]
+    want = [0, 0, 3, 3, 3, 9, -1, -1]
+
+    c = Consumer({"bootstrap.servers": b, "group.id": f"{unique}-g"})
+    try:
+        by_confluent = [c.offsets_for_times([TopicPartition(unique, 0, ts)], timeout=10)[0].offset
+                        for ts in queries]
+    finally:
+        c.close()
+    kc = KafkaConsumer(bootstrap_servers=b, request_timeout_ms=15000)
+    try:
+        tp = KTopicPartition(unique, 0)
+        by_kafka_python = []
+        for ts in queries:
+            found = kc.offsets_for_times({tp: ts}, timeout_ms=10000)[tp]
+            by_kafka_python.append(found.offset if found is not None else -1)
+    finally:
+        kc.close()
+
+    async def by_aiokafka_run():
+        ac = AIOKafkaConsumer(bootstrap_servers=b, request_timeout_ms=15000)
+        await ac.start()
+        try:
+            from aiokafka import TopicPartition as ATopicPartition
+            tp = ATopicPartition(unique, 0)
+            out = []
+            for ts in queries:
+                found = (await ac.offsets_for_times({tp: ts}))[tp]
+                out.append(found.offset if found is not None else -1)
+            return out
+        finally:
+            await ac.stop()
+
+    import asyncio
+    by_aiokafka = asyncio.run(asyncio.wait_for(by_aiokafka_run(), OP_TIMEOUT_S))
+
+    client = admin(b)
+    specs = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest(),
+             "max_timestamp": OffsetSpec.max_timestamp()}
+    listed = {}
+    for name, spec in specs.items():
+        tp = TopicPartition(unique, 0)
+        info = client.list_offsets({tp: spec}, request_timeout=10)[tp].result(timeout=10)
+        listed[name] = info.offset
+    assert by_confluent == want
+    assert by_kafka_python == want
+    assert by_aiokafka == want
+    assert listed == {"earliest": 0, "latest": 12, "max_timestamp": 9}
+    differential({"confluent": by_confluent, "kafka-python": by_kafka_python,
+                  "aiokafka": by_aiokafka, "listed": listed})
+
+
+def test_java_console_tools(target, differential, unique, tmp_path):
+    """Kafka's own console producer and consumer (the Java clients of 4.4) round-trip keyed
+    lines."""
+    from seglog.bench.kafka import find_kafka
+    ref, why = find_kafka()
+    if ref is None:
+        pytest.skip(why)
+    b = target.bootstrap
+    create_topic(b, unique)
+    lines = [f"key{i}:value {i}" for i in range(20)]
+    produce_cmd = ref.java_command(
+        "org.apache.kafka.tools.ConsoleProducer",
+        ["--bootstrap-server", b, "--topic", unique, "--reader-property", "parse.key=true",
+         "--reader-property", "key.separator=:", "--compression-codec", "lz4"],
+        run_dir=tmp_path)
+    produced = subprocess.run(produce_cmd, input="\n".join(lines) + "\n", capture_output=True,
+                              text=True, timeout=60, check=False)
+    assert produced.returncode == 0, produced.stderr[-2000:]
+    consumed = ref.run_tool(
+        "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        ["--bootstrap-server", b, "--topic", unique, "--from-beginning", "--max-messages", "20",
+         "--timeout-ms", "20000", "--formatter-property", "print.key=true",
+         "--formatter-property", "print.offset=true", "--formatter-property",
+         "key.separator=|"], run_dir=tmp_path, timeout_s=60)
+    assert consumed.returncode == 0, consumed.stderr[-2000:]
+    got = consumed.stdout.splitlines()
+    want = [f"Offset:{i}|key{i}|value {i}" for i in range(20)]
+    assert got == want
+    differential(got)
