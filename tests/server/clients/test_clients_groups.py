@@ -1,0 +1,136 @@
+"""Consumer groups through real clients, against Kafka and seglog alike: members of three
+client libraries joining, leaving and being killed; ten consumers on six partitions leave four
+idle; and the article's delivery example (commit after processing is at-least-once, commit
+before is at-most-once) with a consumer killed between processing and commit."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clients_runner import (
+    HEARTBEAT_INTERVAL_MS, OP_TIMEOUT_S, SESSION_TIMEOUT_MS, Member, Rec, committed,
+    confluent_produce, create_topic, describe_group, wait_assignments,
+)
+
+#: How long a rebalance may take (joins, a leave, a session expiry) before the test fails.
+REBALANCE_S = 30.0
+
+
+def test_members_join_leave_and_die(target, differential, unique):
+    """A confluent-kafka, a kafka-python and an aiokafka member join one group on a
+    six-partition topic (round-robin, the assignor all three share): 6, then 3+3, then 2+2+2;
+    the kafka-python one leaves (LeaveGroup): 3+3; the aiokafka one is killed (no leave): once
+    its session expires the last member holds all six."""
+    b = target.bootstrap
+    create_topic(b, unique, 6)
+    group = f"{unique}-g"
+    steps = []
+    members: list[Member] = []
+    try:
+        a = Member(b, "group", "confluent", group, unique)
+        members.append(a)
+        steps.append(wait_assignments([a], [6], REBALANCE_S))
+        m_b = Member(b, "group", "kafka-python", group, unique)
+        members.append(m_b)
+        steps.append(wait_assignments([a, m_b], [3, 3], REBALANCE_S))
+        m_c = Member(b, "group", "aiokafka", group, unique)
+        members.append(m_c)
+        steps.append(wait_assignments([a, m_b, m_c], [2, 2, 2], REBALANCE_S))
+        union = sorted(p for m in (a, m_b, m_c) for p in m.assigned)
+        m_b.send("close")
+        assert m_b.wait(REBALANCE_S) == 0, m_b.stderr_tail()
+        steps.append(wait_assignments([a, m_c], [3, 3], REBALANCE_S))
+        m_c.kill()
+        steps.append(wait_assignments([a], [6], REBALANCE_S))
+        described = describe_group(b, group)
+        a.send("close")
+        assert a.wait(REBALANCE_S) == 0, a.stderr_tail()
+        after_leave = describe_group(b, group)
+    finally:
+        for m in members:
+            m.stop()
+    assert steps == [[6], [3, 3], [2, 2, 2], [3, 3], [6]]
+    assert union == list(range(6))
+    assert described == {"state": "STABLE", "members": 1, "sizes": [6]}
+    assert after_leave == {"state": "EMPTY", "members": 0, "sizes": []}
+    differential({"steps": steps, "described": described, "after_leave": after_leave})
+
+
+def test_ten_consumers_on_six_partitions_leave_four_idle(target, differential, unique):
+    """Ten aiokafka consumers in one group on six partitions: six hold one partition each,
+    four hold none; every partition is held exactly once."""
+    from aiokafka import AIOKafkaConsumer
+
+    b = target.bootstrap
+    create_topic(b, unique, 6)
+    group = f"{unique}-g"
+
+    async def run():
+        consumers = [AIOKafkaConsumer(unique, bootstrap_servers=b, group_id=group,
+                                      session_timeout_ms=max(SESSION_TIMEOUT_MS, 6000),
+                                      heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+                                      enable_auto_commit=False, auto_offset_reset="earliest")
+                     for _ in range(10)]
+        started = []
+        try:
+            for c in consumers:
+                await asyncio.wait_for(c.start(), OP_TIMEOUT_S)
+                started.append(c)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + REBALANCE_S
+            while True:
+                # getmany drives each consumer's rejoin after a rebalance.
+                await asyncio.gather(*(c.getmany(timeout_ms=50) for c in consumers))
+                held = [sorted(tp.partition for tp in c.assignment()) for c in consumers]
+                flat = sorted(p for h in held for p in h)
+                if flat == list(range(6)) and all(len(h) <= 1 for h in held):
+                    described = describe_group(b, group)
+                    if described["members"] == 10 and described["state"] == "STABLE":
+                        return sorted(len(h) for h in held), described
+                if loop.time() > deadline:
+                    raise TimeoutError(f"assignments {held} after {REBALANCE_S} s")
+                await asyncio.sleep(0.05)
+        finally:
+            await asyncio.gather(*(asyncio.wait_for(c.stop(), OP_TIMEOUT_S) for c in started),
+                                 return_exceptions=True)
+
+    sizes, described = asyncio.run(run())
+    assert sizes == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    assert described == {"state": "STABLE", "members": 10, "sizes": sizes}
+    differential({"sizes": sizes, "described": described})
+
+
+@pytest.mark.parametrize("order", ["commit-after", "commit-before"])
+def test_commit_order_decides_delivery(target, differential, unique, tmp_path, order):
+    """The article's example through a real consumer group: ten records m0..m9 read in
+    batches of five; the consumer dies (SIGKILL) while handling m7, once; a new consumer of
+    the group resumes from the committed offset. Commit after processing handles twelve with
+    m5 and m6 twice (at-least-once); commit before handles seven and loses m7..m9
+    (at-most-once)."""
+    b = target.bootstrap
+    create_topic(b, unique, 1)
+    group = f"{unique}-g"
+    confluent_produce(b, unique, [Rec(None, f"m{i}".encode()) for i in range(10)])
+    handled_file = tmp_path / "handled.txt"
+    runs = []
+    for _ in range(2):
+        m = Member(b, "delivery", group, unique, order, "m7", str(handled_file))
+        try:
+            runs.append(m.wait(REBALANCE_S + 30))
+        finally:
+            m.stop()
+    handled = handled_file.read_text().split()
+    dups = sorted({r for r in handled if handled.count(r) > 1})
+    lost = [f"m{i}" for i in range(10) if f"m{i}" not in handled]
+    final = committed(b, group, unique, 1)
+    result = {"runs": runs, "handled": len(handled), "duplicates": dups, "lost": lost,
+              "committed": final}
+    if order == "commit-after":
+        assert result == {"runs": [-9, 0], "handled": 12, "duplicates": ["m5", "m6"],
+                          "lost": [], "committed": [10]}
+    else:
+        assert result == {"runs": [-9, 0], "handled": 7, "duplicates": [],
+                          "lost": ["m7", "m8", "m9"], "committed": [10]}
+    differential(result)
