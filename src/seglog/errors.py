@@ -326,3 +326,91 @@ class UnknownAssignorError(SeglogError, KeyError):
     JoinGroup whose protocols the group cannot run."""
 
     kafka_error_code = 23  # INCONSISTENT_GROUP_PROTOCOL
+
+
+# --- the classic group coordinator of the wire broker (groups) --------------------------------
+#
+# Raised by :meth:`seglog.coordinator.classic_group.ClassicGroupCoordinator.check_member` (the
+# generation/member check a TxnOffsetCommit needs), each carrying the code a broker answers.
+
+
+class GroupMembershipError(SeglogError):
+    """A request naming a group member, generation or instance id the group coordinator does
+    not accept (the base class of the four below)."""
+
+    kafka_error_code = -1
+
+
+class IllegalGenerationError(GroupMembershipError):
+    """The request's generation id is not the group's current one. Kafka error code
+    ILLEGAL_GENERATION (22)."""
+
+    kafka_error_code = 22  # ILLEGAL_GENERATION
+
+
+class UnknownMemberIdError(GroupMembershipError):
+    """The member id is not a member of the group (it was evicted, or the group is gone).
+    Kafka error code UNKNOWN_MEMBER_ID (25)."""
+
+    kafka_error_code = 25  # UNKNOWN_MEMBER_ID
+
+
+class FencedInstanceIdError(GroupMembershipError):
+    """A static member's ``group.instance.id`` now belongs to a newer member id. Kafka error
+    code FENCED_INSTANCE_ID (82)."""
+
+    kafka_error_code = 82  # FENCED_INSTANCE_ID
+
+
+class RebalanceInProgressError(GroupMembershipError):
+    """The group is rebalancing: the member must rejoin first. Kafka error code
+    REBALANCE_IN_PROGRESS (27)."""
+
+    kafka_error_code = 27  # REBALANCE_IN_PROGRESS
+
+
+# --- the wire broker's core (server core) -----------------------------------------------------
+
+
+class InvalidRequestError(SeglogError):
+    """A request frame the broker cannot parse: a truncated or malformed header or body, bytes
+    left after the body, a size out of bounds. Kafka error code INVALID_REQUEST (42); the
+    broker closes the connection, as Kafka's SocketServer does."""
+
+    kafka_error_code = 42  # INVALID_REQUEST
+
+
+class UnsupportedVersionError(SeglogError):
+    """An API key this broker does not serve, or a version of it outside the advertised range.
+    Kafka error code UNSUPPORTED_VERSION (35)."""
+
+    kafka_error_code = 35  # UNSUPPORTED_VERSION
+
+
+# --- the admin APIs of the wire broker (admin) -------------------------------------------------
+
+
+class InvalidPartitionsError(SeglogError):
+    """A partition count that is not allowed: not positive at creation, or not an increase
+    when partitions are added (``Store.create_partitions``). Kafka error code
+    INVALID_PARTITIONS (37)."""
+
+    kafka_error_code = 37  # INVALID_PARTITIONS
+
+
+# --- transactions over the wire (txn) ----------------------------------------------------------
+
+
+class InvalidProducerIdMappingError(SeglogError):
+    """A transactional request whose transactional id is unknown to the coordinator, or whose
+    producer id is not the id's current one (Kafka's INVALID_PRODUCER_ID_MAPPING, 49)."""
+
+    kafka_error_code = 49  # INVALID_PRODUCER_ID_MAPPING
+
+
+class ConcurrentTransactionsError(SeglogError):
+    """The coordinator is still completing the id's previous transaction (its producer was just
+    fenced and the transaction is being aborted); retriable (Kafka's CONCURRENT_TRANSACTIONS,
+    51)."""
+
+    kafka_error_code = 51  # CONCURRENT_TRANSACTIONS

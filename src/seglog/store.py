@@ -70,6 +70,7 @@ from .errors import (
     CorruptRecordError,
     IllegalStateError,
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidTopicError,
     LogClosedError,
     ReadOnlyError,
@@ -967,6 +968,14 @@ class Store:
         return self._txn_coordinator().end_transaction(
             transactional_id, producer_id, producer_epoch, commit=commit, bump_epoch=bump_epoch)
 
+    # --- txn: the wire broker's transaction APIs (seglog.server.apis.txn) ------------------
+
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """The store's :class:`~seglog.coordinator.transaction.TransactionCoordinator`
+        (made on first use), whose ``handle_*`` methods the wire broker calls for Kafka's
+        exact transaction errors. Raises ReadOnlyError, LogClosedError."""
+        return self._txn_coordinator()
+
     # --- clients ---------------------------------------------------------------------------
 
     def producer(self, **kwargs):
@@ -1064,6 +1073,154 @@ class Store:
                     self._offsets.reload()  # replay the writer's commits
                 self._on_metadata_change()
             return changed
+
+    # --- admin (issue 11: the wire broker's CreatePartitions and config changes) -----------
+
+    def create_partitions(self, name: str, count: int) -> Topic:
+        """Grow topic ``name`` to ``count`` partitions (Kafka's CreatePartitions); returns the
+        :class:`Topic`, whose :attr:`~Topic.partitions` and partitioner use the new count at
+        once. Existing partitions keep their data; groups subscribed to the topic rebalance.
+
+        Durable as :meth:`create_topic`: the new directories and their ``partition.metadata``
+        (the topic's id) are synced in one batch, then the registry is replaced (its data-dir
+        fsync makes the new entries durable). A crash before the registry write leaves
+        directories the next open adopts (the count is the highest directory found).
+
+        Raises :class:`UnknownTopicOrPartitionError`; :class:`InvalidPartitionsError` when
+        ``count`` is not above the current count; ``ValueError`` above
+        :data:`TOPIC_PARTITIONS_MAX`, ``TypeError`` for a non-integer; :class:`TopicExistsError`
+        when a directory of a new partition already exists; :class:`ReadOnlyError`.
+        """
+        count = check_int("count", count, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
+        with self._lock:
+            self._check_writable()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            current = topic.partitions
+            if count <= current:
+                raise InvalidPartitionsError(
+                    f"Topic already has {current} partition(s)." if count == current else
+                    f"The topic {name} currently has {current} partition(s); {count} would "
+                    "not be an increase.")
+            for p in range(current, count):
+                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
+                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            try:
+                new_logs = self._add_partition_logs(name, current, count, topic.config,
+                                                    topic._uuid)
+            except BaseException:
+                for p in range(current, count):
+                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
+                                  ignore_errors=True)
+                raise
+            # A new list, not an in-place extend: a reader that took the old list keeps a
+            # consistent view of the partitions it counted.
+            topic._logs = topic._logs + new_logs
+            self._write_registry()
+            self._on_metadata_change()
+            return topic
+
+    def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
+                            topic_id: uuid.UUID) -> list:
+        """The Logs of partitions ``first..end-1`` of an existing topic, made as
+        :meth:`_create_partition_logs` makes a new topic's (directories, batched
+        ``partition.metadata`` syncs, then each Log's first segment)."""
+        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
+                     for p in range(first, end)]
+        for dir_path in dir_paths:
+            os.mkdir(dir_path)
+        data = checkpoints.PartitionMetadataFile.encode(topic_id)
+        checkpoints.atomic_write_many(
+            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths})
+        logs: list = []
+        try:
+            for p, dir_path in zip(range(first, end), dir_paths):
+                tp = TopicPartition(name, p)
+                log = self._open_partition_log(dir_path, tp, config)
+                logs.append(log)
+                with self._checkpoint_lock:
+                    self._log_start_offsets.setdefault(tp, log.start_offset)
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
+        return logs
+
+    def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
+        """Replace the config of each topic named in ``configs`` (Kafka's AlterConfigs and
+        IncrementalAlterConfigs on topics, the dynamic topic config update): each value is a
+        whole :class:`LogConfig` or a mapping as :meth:`create_topic` takes (names not given
+        take Kafka's defaults). Every config is validated before any is applied; then each
+        partition's Log uses the new one at once (``Log.update_config``: segments that exist
+        keep their index sizes) and the registry is replaced once, atomically, so a restart
+        keeps the change. Internal topics may be altered too, as in Kafka.
+
+        Raises :class:`UnknownTopicOrPartitionError`, :class:`InvalidConfigError` (unknown
+        names, broker settings given as dotted names, bad values), :class:`ReadOnlyError`;
+        nothing is changed when any of these is raised.
+        """
+        parsed = {name: _as_config(config) for name, config in configs.items()}
+        with self._lock:
+            self._check_writable()
+            for name in parsed:
+                if name not in self._topics:
+                    raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            for name, config in parsed.items():
+                topic = self._topics[name]
+                topic.config = config
+                for log in topic._logs:
+                    log.update_config(config)
+            if parsed:
+                self._write_registry()
+
+    def alter_topic_config(self, name: str, config: LogConfig | Mapping[str, Any]) -> Topic:
+        """:meth:`alter_topic_configs` for one topic; returns its :class:`Topic`."""
+        self.alter_topic_configs({name: config})
+        return self.topic(name)
+
+    # --- groups (issue 11: the wire broker's classic group coordinator) ---------------------
+
+    def write_group_metadata(self, group_id: str, value: bytes | None, *,
+                             timestamp_ms: int | None = None) -> int:
+        """Append a classic group's membership record (key: Kafka's GroupMetadataKey of
+        ``group_id``; ``value``: an encoded GroupMetadataValue, or None for the tombstone
+        that deletes the group) to the group's ``__consumer_offsets`` partition, creating
+        the topic on first use; returns its offset. The offsets loader ignores these records;
+        :meth:`group_metadata_records` reads them back. Raises InvalidGroupIdError,
+        ReadOnlyError, LogClosedError and what the append raises."""
+        check_group_id(group_id)
+        now = checked_now_ms(timestamp_ms)
+        with self._lock:
+            self._check_writable()
+            tp = self._group_offsets_partition(group_id)
+            first, _last = self._topics[tp.topic].log(tp.partition).append_batch(
+                [value], keys=[offsets_schema.encode_key(offsets_schema.GroupMetadataKey(group_id))],
+                timestamps_ms=[now])
+        self.notify_appended()
+        return first
+
+    def group_metadata_records(self) -> dict[str, bytes | None]:
+        """``{group_id: value bytes or None}``: the last membership record of each group in
+        ``__consumer_offsets`` (None: its tombstone), in log order; empty when the topic does
+        not exist. Records are CRC-checked as read (CorruptRecordError); a key that does not
+        parse is skipped as the offsets loader skips it."""
+        with self._lock:
+            self._check_open()
+            topic = self._topics.get(OFFSETS_TOPIC)
+            logs = [] if topic is None else [topic.log(p) for p in range(topic.partitions)]
+        found: dict[str, bytes | None] = {}
+        for log in logs:
+            for record in log.records(start=log.start_offset, max_offset=log.end_offset):
+                if record.key is None:
+                    continue
+                try:
+                    key = offsets_schema.decode_key(record.key)
+                except CorruptRecordError:
+                    continue
+                if isinstance(key, offsets_schema.GroupMetadataKey):
+                    found[key.group] = None if record.value is None else bytes(record.value)
+        return found
 
     # --- housekeeping (Kafka's LogManager tasks and cleaner threads, run when called) -------
 
