@@ -63,7 +63,10 @@ from .offsets import OffsetsManager
 from .producer_ids import ProducerIdManager
 from ..arguments import TRANSACTIONAL_ID_BYTES_MAX, check_transactional_id  # noqa: F401 (re-exported)
 from ..errors import (
+    ConcurrentTransactionsError,
     CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
     InvalidRecordError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
@@ -119,7 +122,8 @@ class _TxnMetadata:
 
     __slots__ = ("transactional_id", "producer_id", "producer_epoch", "timeout_ms", "status",
                  "partitions", "start_ms", "last_update_ms", "previous_producer_id",
-                 "next_producer_id", "client_transaction_version")
+                 "next_producer_id", "client_transaction_version", "last_producer_epoch",
+                 "rotated_from_producer_id")
 
     def __init__(self, transactional_id: str, value: txn_schema.TransactionLogValue):
         self.transactional_id = transactional_id
@@ -133,6 +137,11 @@ class _TxnMetadata:
         self.previous_producer_id = value.previous_producer_id
         self.next_producer_id = value.next_producer_id
         self.client_transaction_version = value.client_transaction_version
+        # In memory only, as Kafka's TransactionMetadata.lastProducerEpoch and (for seglog's
+        # own rotations) previousProducerId: what a KIP-360 retry of InitProducerId is
+        # recognised by (handle_init_producer_id). -1 after a load.
+        self.last_producer_epoch = -1
+        self.rotated_from_producer_id = -1
 
     def to_value(self) -> txn_schema.TransactionLogValue:
         """The value to write: version 0 (what seglog writes, see :mod:`seglog.coordinator.txn_schema`)
@@ -317,6 +326,8 @@ class TransactionCoordinator:
             return metadata.producer_id, metadata.producer_epoch
 
     def _bump_epoch(self, metadata: _TxnMetadata) -> None:
+        # A bump by a new producer (or a fence) forgets the epoch a KIP-360 retry could name.
+        metadata.last_producer_epoch = -1
         if metadata.producer_epoch >= PRODUCER_EPOCH_MAX:
             metadata.producer_id = self._producer_ids.allocate()
             metadata.producer_epoch = 0
@@ -328,6 +339,7 @@ class TransactionCoordinator:
         (Kafka's PrepareEpochFence, then an abort the coordinator starts itself)."""
         if metadata.producer_epoch < PRODUCER_EPOCH_MAX + 1:
             metadata.producer_epoch += 1
+        metadata.last_producer_epoch = -1
         self._complete(metadata, False, now_ms)
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -429,3 +441,214 @@ class TransactionCoordinator:
                         continue  # try again at the next round
                     aborted.append(transactional_id)
         return aborted
+
+    # --- Kafka's TransactionCoordinator.handle* with its exact errors (the wire broker's) ----
+    #
+    # The methods above serve the embedded producer, which only needs "fenced or not". A
+    # client over the wire acts on Kafka's distinct errors (INVALID_PRODUCER_ID_MAPPING
+    # starts a new producer id, CONCURRENT_TRANSACTIONS is retried, a retried EndTxn of a
+    # completed transaction succeeds), so the broker calls these, which follow Kafka's
+    # TransactionCoordinator (transaction.version 0/1 clients) rule for rule.
+
+    def _kafka_current(self, transactional_id: str, producer_id: int,
+                       producer_epoch: int) -> _TxnMetadata:
+        """The id's metadata if ``(producer_id, producer_epoch)`` is its current producer;
+        else InvalidProducerIdMappingError (unknown id, other producer id) or
+        ProducerFencedError (other epoch), as Kafka checks. Caller holds the lock."""
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            raise InvalidProducerIdMappingError(
+                f"transactional id {transactional_id!r} is not mapped to producer id "
+                f"{producer_id}" + ("" if metadata is None else
+                                    f" (its producer id is {metadata.producer_id})"))
+        if metadata.producer_epoch != producer_epoch:
+            raise ProducerFencedError(
+                f"There is a newer producer with the same transactionalId "
+                f"{transactional_id!r} (epoch {metadata.producer_epoch}) which fences the "
+                f"current one (producer id {producer_id} epoch {producer_epoch})")
+        return metadata
+
+    def handle_init_producer_id(self, transactional_id: str, *, timeout_ms: int,
+                                timeout_ms_max: int = TRANSACTION_TIMEOUT_MS_MAX,
+                                expected_producer_id: int = -1,
+                                expected_producer_epoch: int = -1,
+                                now_ms: int | None = None) -> tuple[int, int]:
+        """Kafka's ``handleInitProducerId`` for a transactional id; returns ``(producer_id,
+        epoch)``.
+
+        ``timeout_ms`` outside ``1..timeout_ms_max`` (``transaction.max.timeout.ms``):
+        InvalidTransactionTimeoutError. Without an expected producer (both -1): a new id gets
+        a fresh producer id at epoch 0, a known one the next epoch (fencing the producer that
+        held it). With one (KIP-360, InitProducerId v3+): ProducerFencedError unless it is
+        the id's current producer id (or the one it rotated from at an exhausted epoch); then
+        the epoch is bumped if the expected epoch is the current one, the current epoch is
+        returned again if it is the epoch just bumped from (a retry whose answer was lost),
+        else ProducerFencedError. An exhausted epoch (>= 32766) moves to a new producer id at
+        epoch 0. If the id has a transaction Ongoing, its producer is fenced (epoch + 1) and
+        the transaction aborted (ABORT markers written), and ConcurrentTransactionsError is
+        raised: the client retries, as with Kafka, and then gets the next epoch. The new state
+        is flushed before the epoch is returned."""
+        check_transactional_id(transactional_id)
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) \
+                or not 0 < timeout_ms <= timeout_ms_max:
+            raise InvalidTransactionTimeoutError(
+                f"transaction timeout must be in 1..{timeout_ms_max} ms "
+                f"(transaction.max.timeout.ms), got {timeout_ms!r}")
+        expected = None if (expected_producer_id, expected_producer_epoch) == (-1, -1) \
+            else (expected_producer_id, expected_producer_epoch)
+        now = checked_now_ms(now_ms)
+        with self._topics.lock:
+            self._topics.check_writable()
+            metadata = self._txns.get(transactional_id)
+            if metadata is None:  # Kafka: created with epoch -1, bumped to 0 below
+                metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
+                    self._producer_ids.allocate(), -1, timeout_ms, txn_schema.EMPTY, (), now))
+            if expected is not None and not (
+                    metadata.producer_epoch == -1 or expected[0] == metadata.producer_id
+                    or (expected[0] == metadata.rotated_from_producer_id
+                        and expected[1] >= PRODUCER_EPOCH_MAX)):
+                raise ProducerFencedError(
+                    f"producer id {expected[0]} epoch {expected[1]} is not the current "
+                    f"producer of transactional id {transactional_id!r} (producer id "
+                    f"{metadata.producer_id} epoch {metadata.producer_epoch})")
+            if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                self._complete(metadata, metadata.status == txn_schema.PREPARE_COMMIT, now)
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} was completing a transaction")
+            if metadata.status == txn_schema.ONGOING:
+                self._fence_and_abort(metadata, now)
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} had a transaction ongoing: its "
+                    f"producer was fenced and the transaction aborted; retry")
+            if metadata.producer_epoch >= PRODUCER_EPOCH_MAX and (
+                    expected is None or expected[1] == metadata.producer_epoch):
+                # Kafka's prepareProducerIdRotation.
+                metadata.rotated_from_producer_id = metadata.producer_id
+                last_epoch = metadata.producer_epoch if expected is not None else -1
+                metadata.producer_id = self._producer_ids.allocate()
+                metadata.producer_epoch = 0
+                metadata.last_producer_epoch = last_epoch
+            elif expected is None:
+                metadata.producer_epoch += 1
+                metadata.last_producer_epoch = -1
+            elif metadata.producer_epoch == -1 or expected[1] == metadata.producer_epoch:
+                metadata.last_producer_epoch = metadata.producer_epoch
+                metadata.producer_epoch += 1
+            elif expected[1] != metadata.last_producer_epoch:
+                raise ProducerFencedError(
+                    f"expected producer epoch {expected[1]} of transactional id "
+                    f"{transactional_id!r} is neither its current epoch "
+                    f"{metadata.producer_epoch} nor the previous one "
+                    f"{metadata.last_producer_epoch}")
+            # (else: a retry of the bump whose answer was lost: the same epoch again)
+            metadata.status = txn_schema.EMPTY
+            metadata.partitions = set()
+            metadata.previous_producer_id = metadata.next_producer_id = -1
+            metadata.client_transaction_version = 0
+            metadata.timeout_ms = timeout_ms
+            metadata.start_ms = -1
+            metadata.last_update_ms = now
+            self._write(metadata, durable=True)
+            self._txns[transactional_id] = metadata
+            return metadata.producer_id, metadata.producer_epoch
+
+    def handle_add_partitions(self, transactional_id: str, producer_id: int,
+                              producer_epoch: int, partitions: Iterable[tuple[str, int]], *,
+                              now_ms: int | None = None) -> None:
+        """Kafka's ``handleAddPartitionsToTransaction`` (AddPartitionsToTxn, AddOffsetsToTxn):
+        InvalidProducerIdMappingError, ProducerFencedError (see ``_kafka_current``),
+        ConcurrentTransactionsError while a transaction completes; then as
+        :meth:`add_partitions` (UnknownTopicOrPartitionError for a partition that does not
+        exist: the broker checks them first)."""
+        with self._topics.lock:
+            metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
+            if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} is completing a transaction")
+            self.add_partitions(transactional_id, producer_id, producer_epoch, partitions,
+                                now_ms=now_ms)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[tuple[str, int]]) -> dict[TopicPartition, bool]:
+        """Kafka's ``handleVerifyPartitionsInTransaction`` (AddPartitionsToTxn v4+ with
+        VerifyOnly): ``{partition: whether it is in the producer's transaction}``.
+        InvalidProducerIdMappingError, ProducerFencedError, ConcurrentTransactionsError as
+        :meth:`handle_add_partitions`."""
+        with self._topics.lock:
+            metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
+            if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} is completing a transaction")
+            ongoing = metadata.status == txn_schema.ONGOING
+            return {TopicPartition(*tp): ongoing and TopicPartition(*tp) in metadata.partitions
+                    for tp in partitions}
+
+    def handle_end_transaction(self, transactional_id: str, producer_id: int,
+                               producer_epoch: int, *, commit: bool,
+                               now_ms: int | None = None) -> tuple[int, int]:
+        """Kafka's ``handleEndTransaction`` for a transaction.version 0/1 client (EndTxn up to
+        v4): InvalidProducerIdMappingError, ProducerFencedError (see ``_kafka_current``); an
+        Ongoing transaction gets its markers and completes; a retry of the EndTxn that
+        completed it (same outcome) succeeds again without writing; anything else is
+        InvalidTxnStateError. Returns ``(producer_id, epoch)``."""
+        now = checked_now_ms(now_ms)
+        with self._topics.lock:
+            self._topics.check_writable()
+            metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
+            status = metadata.status
+            if status == txn_schema.ONGOING:
+                self._complete(metadata, commit, now)
+            elif status == (txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT):
+                pass  # a retry: Kafka answers NONE
+            elif status == (txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT):
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} is completing its transaction")
+            else:
+                raise InvalidTxnStateError(
+                    f"transactional id {transactional_id!r} has no ongoing transaction to "
+                    f"{'commit' if commit else 'abort'} (state "
+                    f"{txn_schema.STATE_NAMES[status]})")
+            return metadata.producer_id, metadata.producer_epoch
+
+    def check_transactional_offsets(self, transactional_id: str, producer_id: int,
+                                    producer_epoch: int, tp: TopicPartition) -> None:
+        """What Kafka's broker checks before it appends a TxnOffsetCommit's records to the
+        group's ``__consumer_offsets`` partition ``tp`` (transaction verification, as
+        ``AddPartitionsToTxnManager`` answers a transaction.version 0/1 client):
+        InvalidProducerIdMappingError for an unknown id or another producer id,
+        InvalidProducerEpochError for another epoch, InvalidTxnStateError unless ``tp`` is in
+        the producer's Ongoing transaction (AddOffsetsToTxn comes first)."""
+        with self._topics.lock:
+            try:
+                metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
+            except ProducerFencedError as error:
+                raise InvalidProducerEpochError(str(error)) from None
+            if metadata.status != txn_schema.ONGOING or tp not in metadata.partitions:
+                raise InvalidTxnStateError(
+                    f"{tp.topic}-{tp.partition} is not in the ongoing transaction of "
+                    f"transactional id {transactional_id!r}")
+
+    def list_transactions(self, *, states: Iterable[str] = (),
+                          producer_ids: Iterable[int] = (), duration_ms: int = -1,
+                          now_ms: int | None = None) -> list[TransactionDescription]:
+        """Kafka's ``listTransactionStates``: every known id (sorted) whose state name is in
+        ``states`` and whose producer id is in ``producer_ids`` (an empty filter takes all),
+        and, with ``duration_ms >= 0``, whose transaction started more than ``duration_ms``
+        before ``now_ms``. Unknown state names simply match nothing (the broker reports them)."""
+        states = set(states)
+        producer_ids = set(producer_ids)
+        now = checked_now_ms(now_ms)
+        found = []
+        with self._topics.lock:
+            for transactional_id in sorted(self._txns):
+                metadata = self._txns[transactional_id]
+                if metadata.status == txn_schema.DEAD:
+                    continue
+                if producer_ids and metadata.producer_id not in producer_ids:
+                    continue
+                if states and txn_schema.STATE_NAMES[metadata.status] not in states:
+                    continue
+                if duration_ms >= 0 and now - metadata.start_ms <= duration_ms:
+                    continue
+                found.append(metadata.describe())
+        return found

@@ -1,7 +1,496 @@
-"""InitProducerId and transactions: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeProducers, DescribeTransactions, ListTransactions."""
+"""Producer ids and transactions over the wire: InitProducerId, AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeProducers, DescribeTransactions,
+ListTransactions.
+
+Each handler is Kafka's ``KafkaApis.handle*Request`` over the store's transaction coordinator
+(:class:`~seglog.coordinator.transaction.TransactionCoordinator`, its ``handle_*`` methods,
+which raise Kafka's distinct errors) and the partitions' producer state. What the broker
+serves is what a client at ``transaction.version`` 0/1 uses (the broker finalizes no
+``transaction.version`` feature, so Kafka 4.x Java clients stay there): partitions are added
+with AddPartitionsToTxn before the producer writes to them, EndTxn does not bump the epoch
+(v5, KIP-890 part 2, is not served), TxnOffsetCommit needs AddOffsetsToTxn first (v5+, its
+implicit form, is not served). AddPartitionsToTxn v4-v5 (the batched form brokers use to
+verify a transaction) is served as Kafka serves it.
+
+Versions and why: InitProducerId 0-5 (v3 adds KIP-360's producer id and epoch, v4
+PRODUCER_FENCED, v5 only a new error code), AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4,
+EndTxn 0-4, TxnOffsetCommit 0-4, DescribeProducers 0, DescribeTransactions 0,
+ListTransactions 0-1 (v2 filters ids by a regular expression that Kafka matches with RE2J in
+linear time; Python's ``re`` backtracks, so a client's pattern could hold the event loop).
+Below the version that introduced PRODUCER_FENCED (4 for InitProducerId, 2 for the others)
+the error is answered as INVALID_PRODUCER_EPOCH, as Kafka does for old clients.
+
+TxnOffsetCommit: the broker encodes the offset commit records and appends them to the
+group's ``__consumer_offsets`` partition as a transactional batch of the producer (its
+producer id and epoch; sequences continue the producer's last one in that partition, as an
+append from the coordinator), then holds them pending until the transaction's marker
+(``Store.txn_offset_commit``). Member and generation checks (v3+) go to the group
+coordinator of :mod:`seglog.server.apis.groups` (``extensions["groups"].check_member``).
+
+Every handler that writes markers or records calls ``appended.notify()`` so that
+read_committed fetches waiting on an LSO wake.
+"""
 
 from __future__ import annotations
 
+import datetime
+import logging
+import re
+import sys
+from typing import Any, Iterable
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32, i64
+
+from ...arguments import OFFSET_METADATA_BYTES_MAX
+from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
+from ...coordinator.txn_schema import STATE_NAMES
+from ...errors import ProducerFencedError, SeglogError
+from ...storage.producer_state import increment_sequence
+from ...types import OffsetAndMetadata, TopicPartition
 from ..registry import ApiHandler
 
-HANDLERS: tuple[ApiHandler, ...] = ()
+__all__ = ["HANDLERS"]
+
+log = logging.getLogger(__name__)
+
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
+TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 28, 61, 65, 66
+
+NONE = ErrorCode.none
+_NO_THROTTLE = datetime.timedelta(0)
+_MS = datetime.timedelta(milliseconds=1)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_KNOWN_STATES = frozenset(STATE_NAMES.values())
+
+#: The first version of each API whose clients understand PRODUCER_FENCED (older ones get
+#: INVALID_PRODUCER_EPOCH, as Kafka's KafkaApis answers them).
+_PRODUCER_FENCED_SINCE = {INIT_PRODUCER_ID: 4, ADD_PARTITIONS_TO_TXN: 2, ADD_OFFSETS_TO_TXN: 2,
+                          END_TXN: 2}
+
+
+def _code(ctx: Any, error: BaseException) -> ErrorCode:
+    """Kafka's error code for ``error`` raised while serving ``ctx``'s request."""
+    if isinstance(error, ProducerFencedError) \
+            and ctx.api_version < _PRODUCER_FENCED_SINCE.get(ctx.api_key, 0):
+        return ErrorCode.invalid_producer_epoch
+    code = getattr(error, "kafka_error_code", -1)
+    if not isinstance(error, SeglogError) or code is None or code < 0:
+        log.warning("%s (api %d v%d): %r answered as UNKNOWN_SERVER_ERROR", ctx.client_id,
+                    ctx.api_key, ctx.api_version, error)
+        return ErrorCode.unknown_server_error
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.unknown_server_error
+
+
+def _ms(value: Any) -> int:
+    """Milliseconds of a kio duration field (a timedelta) or a plain int."""
+    if isinstance(value, datetime.timedelta):
+        return value // _MS
+    return int(value)
+
+
+def _timestamp(ms: int) -> datetime.datetime:
+    """kio's datetime for Kafka's int64 milliseconds (-1 included)."""
+    return _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+#: Kafka's legal topic names (``Topic.validate``: 1-249 of these characters, not "." or "..").
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _legal_topic_name(name: str) -> bool:
+    return bool(_LEGAL_TOPIC_NAME.fullmatch(name)) and name not in (".", "..")
+
+
+def _coordinator(ctx: Any):
+    return ctx.broker.store.transaction_coordinator()
+
+
+def _partition_exists(store: Any, topic: str, partition: int) -> bool:
+    """Whether ``topic``-``partition`` exists (Kafka's ``metadataCache.contains``)."""
+    try:
+        return topic in store and 0 <= partition < store.topic(topic).partitions
+    except SeglogError:
+        return False
+
+
+# --- InitProducerId ------------------------------------------------------------------------
+
+
+async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
+    """Kafka's InitProducerId: a fresh producer id at epoch 0 for an idempotent producer (no
+    transactional id), else the transaction coordinator's (see
+    ``TransactionCoordinator.handle_init_producer_id``)."""
+    response = load_response_schema(INIT_PRODUCER_ID, ctx.api_version)
+
+    def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
+        return response(throttle_time=_NO_THROTTLE, error_code=error,
+                        producer_id=i64(producer_id), producer_epoch=i16(epoch))
+
+    transactional_id = request.transactional_id
+    expected_id = getattr(request, "producer_id", -1)
+    expected_epoch = getattr(request, "producer_epoch", -1)
+    if (expected_id == -1) != (expected_epoch == -1):
+        return answer(ErrorCode.invalid_request)
+    store = ctx.broker.store
+    if transactional_id is None:
+        try:
+            producer_id, epoch = await ctx.broker.run_blocking(store.init_producer_id)
+        except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+            return answer(_code(ctx, error))
+        return answer(NONE, producer_id, epoch)
+    if not transactional_id:
+        return answer(ErrorCode.invalid_request)
+    timeout_ms_max = ctx.broker.config.get("transaction.max.timeout.ms",
+                                           TRANSACTION_TIMEOUT_MS_MAX)
+
+    def init() -> tuple[int, int]:
+        return store.transaction_coordinator().handle_init_producer_id(
+            transactional_id, timeout_ms=_ms(request.transaction_timeout),
+            timeout_ms_max=timeout_ms_max, expected_producer_id=int(expected_id),
+            expected_producer_epoch=int(expected_epoch))
+
+    try:
+        producer_id, epoch = await ctx.broker.run_blocking(init)
+    except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+        # CONCURRENT_TRANSACTIONS: a fenced producer's transaction was just aborted.
+        ctx.broker.appended.notify()
+        return answer(_code(ctx, error))
+    return answer(NONE, producer_id, epoch)
+
+
+# --- AddPartitionsToTxn, AddOffsetsToTxn -----------------------------------------------------
+
+
+def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
+                           producer_epoch: int, partitions: list[TopicPartition],
+                           verify_only: bool) -> dict[TopicPartition, ErrorCode]:
+    """The error of each partition of one transaction of an AddPartitionsToTxn, as Kafka's
+    handler: unknown partitions fail the whole request (the others OPERATION_NOT_ATTEMPTED);
+    else the coordinator's answer, the same for every partition (per partition when
+    verifying)."""
+    if not transactional_id:
+        return {tp: ErrorCode.invalid_request for tp in partitions}
+    store = ctx.broker.store
+    unknown = {tp for tp in partitions if not _partition_exists(store, tp.topic, tp.partition)}
+    if unknown:
+        return {tp: ErrorCode.unknown_topic_or_partition if tp in unknown
+                else ErrorCode.operation_not_attempted for tp in partitions}
+    coordinator = _coordinator(ctx)
+    try:
+        if verify_only:
+            found = coordinator.verify_partitions(transactional_id, producer_id,
+                                                  producer_epoch, partitions)
+            return {tp: NONE if found[tp] else ErrorCode.transaction_abortable
+                    for tp in partitions}
+        coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch,
+                                          partitions)
+    except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+        code = _code(ctx, error)
+        return {tp: code for tp in partitions}
+    return {tp: NONE for tp in partitions}
+
+
+def _topic_results(module: Any, errors: dict[TopicPartition, ErrorCode]) -> tuple:
+    by_topic: dict[str, list] = {}
+    for tp, code in errors.items():
+        by_topic.setdefault(tp.topic, []).append(module.AddPartitionsToTxnPartitionResult(
+            partition_index=i32(tp.partition), partition_error_code=code))
+    return tuple(module.AddPartitionsToTxnTopicResult(name=topic,
+                                                      results_by_partition=tuple(results))
+                 for topic, results in by_topic.items())
+
+
+def _partitions(topics: Iterable[Any]) -> list[TopicPartition]:
+    """The distinct partitions of a request's topics, in request order."""
+    seen: dict[TopicPartition, None] = {}
+    for topic in topics:
+        for partition in topic.partitions:
+            seen.setdefault(TopicPartition(topic.name, int(partition)), None)
+    return list(seen)
+
+
+async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> Any:
+    """Kafka's AddPartitionsToTxn: v0-v3 one transaction (the producer's), v4+ a batch of
+    transactions, each added or, with ``verify_only``, checked."""
+    response = load_response_schema(ADD_PARTITIONS_TO_TXN, ctx.api_version)
+    module = sys.modules[response.__module__]
+    if ctx.api_version < 4:
+        errors = _add_partitions_result(
+            ctx, request.v3_and_below_transactional_id, int(request.v3_and_below_producer_id),
+            int(request.v3_and_below_producer_epoch),
+            _partitions(request.v3_and_below_topics), False)
+        return response(throttle_time=_NO_THROTTLE,
+                        results_by_topic_v3_and_below=_topic_results(module, errors))
+    results = []
+    for transaction in request.transactions:
+        errors = _add_partitions_result(
+            ctx, transaction.transactional_id, int(transaction.producer_id),
+            int(transaction.producer_epoch), _partitions(transaction.topics),
+            transaction.verify_only)
+        results.append(module.AddPartitionsToTxnResult(
+            transactional_id=transaction.transactional_id,
+            topic_results=_topic_results(module, errors)))
+    return response(throttle_time=_NO_THROTTLE, error_code=NONE,
+                    results_by_transaction=tuple(results))
+
+
+def _offsets_partition(store: Any, group_id: str) -> TopicPartition:
+    """The group's ``__consumer_offsets`` partition (the topic is made on first use)."""
+    return store.txn_offset_commit_records(group_id, {}).tp
+
+
+async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
+    """Kafka's AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the
+    transaction (the coordinator's AddPartitionsToTxn for that one partition)."""
+    response = load_response_schema(ADD_OFFSETS_TO_TXN, ctx.api_version)
+    if not request.transactional_id:
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+    try:
+        tp = _offsets_partition(ctx.broker.store, request.group_id)
+        _coordinator(ctx).handle_add_partitions(
+            request.transactional_id, int(request.producer_id), int(request.producer_epoch),
+            [tp])
+    except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+        return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
+    return response(throttle_time=_NO_THROTTLE, error_code=NONE)
+
+
+# --- EndTxn -------------------------------------------------------------------------------
+
+
+async def handle_end_txn(ctx: Any, request: Any) -> Any:
+    """Kafka's EndTxn (up to v4): COMMIT or ABORT markers to every partition of the
+    producer's transaction (``__consumer_offsets`` included, which applies or drops its
+    offset commits), then read_committed fetches are woken."""
+    response = load_response_schema(END_TXN, ctx.api_version)
+    if not request.transactional_id:
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+    store = ctx.broker.store
+
+    def end() -> tuple[int, int]:
+        return store.transaction_coordinator().handle_end_transaction(
+            request.transactional_id, int(request.producer_id), int(request.producer_epoch),
+            commit=bool(request.committed))
+
+    try:
+        await ctx.broker.run_blocking(end)
+    except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+        return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
+    finally:
+        ctx.broker.appended.notify()
+    return response(throttle_time=_NO_THROTTLE, error_code=NONE)
+
+
+# --- TxnOffsetCommit ------------------------------------------------------------------------
+
+
+def _group_member_check(ctx: Any):
+    """The classic group coordinator's ``check_member(group_id, member_id, generation_id,
+    group_instance_id)`` (:mod:`seglog.server.apis.groups` keeps it in
+    ``extensions["groups"]``), or None when no groups module runs."""
+    groups = ctx.broker.extensions.get("groups")
+    check = getattr(groups, "check_member", None)
+    if check is None:
+        check = getattr(getattr(groups, "coordinator", None), "check_member", None)
+    return check
+
+
+def _append_txn_offsets(ctx: Any, request: Any,
+                        offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+    """Check the producer's transaction, encode the commit records, append them to the
+    group's ``__consumer_offsets`` partition as one transactional batch of the producer and
+    hold them pending until the marker. Raises the typed error to answer with."""
+    store = ctx.broker.store
+    producer_id, producer_epoch = int(request.producer_id), int(request.producer_epoch)
+    records = store.txn_offset_commit_records(request.group_id, offsets)
+    _coordinator(ctx).check_transactional_offsets(
+        request.transactional_id, producer_id, producer_epoch, records.tp)
+    check_member = _group_member_check(ctx)
+    if check_member is not None:  # generation / member checks (-1 / "" / None below v3)
+        check_member(request.group_id, getattr(request, "member_id", ""),
+                     int(getattr(request, "generation_id", -1)),
+                     getattr(request, "group_instance_id", None))
+    partition_log = store.log(records.tp)
+    # The broker appends for the producer as Kafka's coordinator does: its sequence in this
+    # partition continues from its last batch here at this epoch (0 at a new epoch).
+    # (An older epoch than the partition's is refused by the append: INVALID_PRODUCER_EPOCH.)
+    entry = partition_log.producer_state.last_entry(producer_id)
+    if entry is not None and entry.producer_epoch == producer_epoch and entry.last_seq >= 0:
+        sequence = increment_sequence(entry.last_seq, 1)
+    else:
+        sequence = 0
+    first, _last = partition_log.append_batch(
+        records.values, keys=records.keys, timestamps_ms=records.timestamps_ms,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=sequence,
+        is_transactional=True)
+    store.txn_offset_commit(request.group_id, producer_id, offsets,
+                            partition=records.tp.partition, base_offset=first,
+                            commit_timestamp_ms=records.timestamps_ms[0])
+
+
+async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
+    """Kafka's TxnOffsetCommit (up to v4): per partition UNKNOWN_TOPIC_OR_PARTITION,
+    OFFSET_METADATA_TOO_LARGE, or the request's error (INVALID_GROUP_ID,
+    INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE without
+    AddOffsetsToTxn, ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID from the
+    group); else NONE, the offsets pending until the transaction ends."""
+    response = load_response_schema(TXN_OFFSET_COMMIT, ctx.api_version)
+    module = sys.modules[response.__module__]
+    store = ctx.broker.store
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for partition in topic.partitions:
+            tp = TopicPartition(topic.name, int(partition.partition_index))
+            metadata = partition.committed_metadata or ""
+            if not _partition_exists(store, tp.topic, tp.partition):
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+            elif len(metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                errors[tp] = NONE
+                offsets[tp] = OffsetAndMetadata(
+                    int(partition.committed_offset), metadata,
+                    int(getattr(partition, "committed_leader_epoch", -1)))
+    if offsets:
+        if not request.group_id:
+            code = ErrorCode.invalid_group_id
+        else:
+            try:
+                _append_txn_offsets(ctx, request, offsets)
+                code = NONE
+            except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+                code = _code(ctx, error)
+            finally:
+                ctx.broker.appended.notify()
+        for tp in offsets:
+            errors[tp] = code
+    by_topic: dict[str, list] = {}
+    for tp, code in errors.items():
+        by_topic.setdefault(tp.topic, []).append(module.TxnOffsetCommitResponsePartition(
+            partition_index=i32(tp.partition), error_code=code))
+    return response(throttle_time=_NO_THROTTLE, topics=tuple(
+        module.TxnOffsetCommitResponseTopic(name=name, partitions=tuple(partitions))
+        for name, partitions in by_topic.items()))
+
+
+# --- DescribeProducers, DescribeTransactions, ListTransactions ------------------------------
+
+
+async def handle_describe_producers(ctx: Any, request: Any) -> Any:
+    """Kafka's DescribeProducers: each partition's active producers from its producer state
+    (id, epoch, last sequence, last timestamp, coordinator epoch, first offset of the open
+    transaction or -1)."""
+    response = load_response_schema(DESCRIBE_PRODUCERS, ctx.api_version)
+    module = sys.modules[response.__module__]
+    store = ctx.broker.store
+    topics = []
+    for topic in request.topics:
+        if not _legal_topic_name(topic.name):
+            topic_error = ErrorCode.invalid_topic_exception
+        elif topic.name not in store:
+            topic_error = ErrorCode.unknown_topic_or_partition
+        else:
+            topic_error = NONE
+        partitions = []
+        for index in topic.partition_indexes:
+            index = int(index)
+            error = topic_error
+            if error == NONE and not _partition_exists(store, topic.name, index):
+                error = ErrorCode.unknown_topic_or_partition
+            producers: tuple = ()
+            if error == NONE:
+                try:
+                    state = store.log((topic.name, index)).producer_state
+                    # .copy() of the proxy is the dict's copy: atomic under the GIL while
+                    # an append on another thread adds a producer.
+                    entries = state.active_producers.copy()
+                    producers = tuple(module.ProducerState(
+                        producer_id=i64(pid), producer_epoch=i32(entry.producer_epoch),
+                        last_sequence=i32(entry.last_seq),
+                        last_timestamp=i64(entry.last_timestamp_ms),
+                        coordinator_epoch=i32(entry.coordinator_epoch),
+                        current_txn_start_offset=i64(
+                            -1 if entry.current_txn_first_offset is None
+                            else entry.current_txn_first_offset))
+                        for pid, entry in sorted(entries.items()))
+                except SeglogError as failure:
+                    error = _code(ctx, failure)
+            partitions.append(module.PartitionResponse(
+                partition_index=i32(index), error_code=error, error_message=None,
+                active_producers=producers))
+        topics.append(module.TopicResponse(name=topic.name, partitions=tuple(partitions)))
+    return response(throttle_time=_NO_THROTTLE, topics=tuple(topics))
+
+
+_IN_FLIGHT_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+
+
+async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
+    """Kafka's DescribeTransactions: each id's state, producer id and epoch, timeout, start
+    time and the partitions of its transaction in flight (Kafka clears them when one
+    completes); TRANSACTIONAL_ID_NOT_FOUND for an id never initialised, INVALID_REQUEST for
+    an empty one."""
+    response = load_response_schema(DESCRIBE_TRANSACTIONS, ctx.api_version)
+    module = sys.modules[response.__module__]
+    coordinator = _coordinator(ctx)
+    states = []
+    for transactional_id in request.transactional_ids:
+        description = coordinator.describe(transactional_id) if transactional_id else None
+        if description is None:
+            states.append(module.TransactionState(
+                error_code=(ErrorCode.transactional_id_not_found if transactional_id
+                            else ErrorCode.invalid_request),
+                transactional_id=transactional_id, transaction_state="",
+                transaction_timeout=datetime.timedelta(0), transaction_start_time=_EPOCH,
+                producer_id=i64(0), producer_epoch=i16(0), topics=()))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        if description.state in _IN_FLIGHT_STATES:
+            for tp in description.partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+        states.append(module.TransactionState(
+            error_code=NONE, transactional_id=transactional_id,
+            transaction_state=description.state,
+            transaction_timeout=datetime.timedelta(milliseconds=description.timeout_ms),
+            transaction_start_time=_timestamp(description.start_timestamp_ms),
+            producer_id=i64(description.producer_id),
+            producer_epoch=i16(description.producer_epoch),
+            topics=tuple(module.TopicData(topic=topic, partitions=tuple(i32(p) for p in ps))
+                         for topic, ps in by_topic.items())))
+    return response(throttle_time=_NO_THROTTLE, transaction_states=tuple(states))
+
+
+async def handle_list_transactions(ctx: Any, request: Any) -> Any:
+    """Kafka's ListTransactions: every transactional id matching the state, producer id and
+    (v1) duration filters; state names Kafka does not know are listed in
+    ``unknown_state_filters``."""
+    response = load_response_schema(LIST_TRANSACTIONS, ctx.api_version)
+    module = sys.modules[response.__module__]
+    states = list(request.state_filters)
+    found = _coordinator(ctx).list_transactions(
+        states=states, producer_ids=[int(pid) for pid in request.producer_id_filters],
+        duration_ms=int(getattr(request, "duration_filter", -1)))
+    return response(
+        throttle_time=_NO_THROTTLE, error_code=NONE,
+        unknown_state_filters=tuple(s for s in states if s not in _KNOWN_STATES),
+        transaction_states=tuple(module.TransactionState(
+            transactional_id=d.transactional_id, producer_id=i64(d.producer_id),
+            transaction_state=d.state) for d in found))
+
+
+HANDLERS: tuple[ApiHandler, ...] = (
+    ApiHandler(INIT_PRODUCER_ID, 0, 5, handle_init_producer_id),
+    ApiHandler(ADD_PARTITIONS_TO_TXN, 0, 5, handle_add_partitions_to_txn),
+    ApiHandler(ADD_OFFSETS_TO_TXN, 0, 4, handle_add_offsets_to_txn),
+    ApiHandler(END_TXN, 0, 4, handle_end_txn),
+    ApiHandler(TXN_OFFSET_COMMIT, 0, 4, handle_txn_offset_commit),
+    ApiHandler(DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
+    ApiHandler(DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),
+    ApiHandler(LIST_TRANSACTIONS, 0, 1, handle_list_transactions),
+)
