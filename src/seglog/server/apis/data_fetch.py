@@ -1,0 +1,221 @@
+"""Fetch (API key 1, v4-v18) for consumers: whole batches straight from the segment files,
+Kafka's size rules, a long poll without busy waiting, and read_committed (``KafkaApis.handleFetchRequest``,
+``ReplicaManager.fetchMessages`` / ``readFromLog``, ``Partition.fetchRecords``,
+``DelayedFetch``).
+
+Sizes. The response holds at most ``min(max_bytes, fetch.max.bytes)`` bytes of records and
+each partition at most its ``partition_max_bytes``, except that the first partition that has
+any data returns at least one whole batch even when it is larger (Kafka's ``minOneMessage``:
+true until a partition returned bytes, then false for the rest).
+
+Waiting. The response goes out at once when ``max_wait_ms`` is 0, the request names no
+partition, some partition failed, or ``min(min_bytes, max bytes)`` bytes are ready. Otherwise
+the handler awaits the broker's :class:`~seglog.server.context.AppendNotifier` (no polling),
+re-reads when something was appended, and answers once enough bytes are there or the wait is
+over, reading again as Kafka's ``DelayedFetch.onComplete`` does.
+
+Isolation. read_uncommitted reads stop at the high watermark; read_committed at the last
+stable offset, with the aborted transactions that overlap what was read.
+
+Fetch sessions (KIP-227). This broker keeps none: a full request (session epoch 0 or -1) is
+answered with session id 0, which both the Java client (``FetchSessionHandler``: "sent a full
+fetch response with no session", it stays on full requests) and librdkafka (which sends
+sessionless requests) accept; an incremental request (any other epoch) gets
+FETCH_SESSION_ID_NOT_FOUND, as Kafka answers a session it does not know.
+
+Followers. A fetch from a replica (``replica_id`` >= 0) is refused per partition, as Kafka
+refuses a replica not in the partition's assignment (NOT_LEADER_OR_FOLLOWER, or
+UNKNOWN_LEADER_EPOCH when it names a leader epoch) until replication exists.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ... import errors
+from ..context import RawResponse
+from .data_fetch_codec import PartitionResult, encode_fetch_response
+from .data_topics import (
+    ERROR_FETCH_SESSION_ID_NOT_FOUND,
+    ERROR_NONE,
+    ERROR_NOT_LEADER_OR_FOLLOWER,
+    ERROR_UNKNOWN_LEADER_EPOCH,
+    ERROR_UNKNOWN_TOPIC_ID,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    check_current_leader_epoch,
+    error_code_for,
+    topic_ids,
+    topic_or_none,
+)
+
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "FETCH_MAX_BYTES_DEFAULT", "handle_fetch"]
+
+API_KEY = 1
+VERSION_MIN = 4
+VERSION_MAX = 18
+
+#: Kafka's ``fetch.max.bytes`` broker default (55 MiB).
+FETCH_MAX_BYTES_DEFAULT = 55 * 1024 * 1024
+#: Kafka's ``FetchRequest.CONSUMER_REPLICA_ID``.
+CONSUMER_REPLICA_ID = -1
+_READ_COMMITTED = 1
+_ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
+#: ``isolation`` names of :meth:`Log.read`.
+_SESSION_EPOCHS_FULL = (0, -1)  # FetchMetadata.INITIAL_EPOCH, FINAL_EPOCH
+
+
+def _failed(partition: int, code: int) -> PartitionResult:
+    """Kafka's ``createLogReadResult(e)`` / ``FetchResponse.partitionResponse``: no records,
+    every offset unknown."""
+    return PartitionResult(partition, code, -1, -1, -1, None, b"")
+
+
+class _Wanted:
+    """One requested partition, resolved: where to answer it and how to read it."""
+
+    __slots__ = ("key", "partition", "log", "error_code", "fetch_offset", "max_bytes",
+                 "current_leader_epoch")
+
+    def __init__(self, key: Any, partition: int, log: Any, error_code: int, fetch_offset: int,
+                 max_bytes: int, current_leader_epoch: int):
+        self.key = key
+        self.partition = partition
+        self.log = log
+        self.error_code = error_code
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.current_leader_epoch = current_leader_epoch
+
+
+def _replica_id(request: Any) -> int:
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        return int(state.replica_id)
+    return int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
+
+
+def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
+    by_id = ctx.api_version >= 13
+    store = ctx.broker.store
+    ids = topic_ids(ctx.broker) if by_id else None
+    follower = _replica_id(request) >= 0
+    wanted = []
+    for fetch_topic in request.topics:
+        key = fetch_topic.topic_id if by_id else fetch_topic.topic
+        topic = ids.topic(key) if by_id else topic_or_none(store, key)
+        for p in fetch_topic.partitions:
+            epoch = int(getattr(p, "current_leader_epoch", -1))
+            log, code = None, ERROR_NONE
+            if topic is None:
+                code = ERROR_UNKNOWN_TOPIC_ID if by_id else ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            elif not 0 <= p.partition < topic.partitions:
+                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            elif follower:
+                code = ERROR_UNKNOWN_LEADER_EPOCH if epoch != -1 else ERROR_NOT_LEADER_OR_FOLLOWER
+            else:
+                try:
+                    log = topic.log(p.partition)
+                except errors.SeglogError as e:
+                    code = error_code_for(e)
+            wanted.append(_Wanted(key, p.partition, log, code, int(p.fetch_offset),
+                                  int(p.partition_max_bytes), epoch))
+    return wanted
+
+
+def _read_one(w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
+              isolation: str) -> PartitionResult:
+    """Kafka's ``readFromLog.read`` for one partition of a consumer fetch."""
+    code = check_current_leader_epoch(w.current_leader_epoch)
+    if code != ERROR_NONE:
+        return _failed(w.partition, code)
+    try:
+        result = w.log.read(w.fetch_offset, max_bytes=max(min(w.max_bytes, limit_bytes), 0),
+                            min_one_batch=min_one_batch, isolation=isolation)
+    except (errors.SeglogError, OSError) as e:
+        return _failed(w.partition, error_code_for(e))
+    aborted = result.aborted_transactions
+    if aborted is not None:
+        aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
+    return PartitionResult(w.partition, ERROR_NONE, result.high_watermark,
+                           result.last_stable_offset, result.start_offset, aborted,
+                           result.buffer)
+
+
+def _read_all(wanted: list[_Wanted], *, max_bytes: int,
+              isolation: str) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
+    """Read every partition in request order; ``(results, record bytes, any error)``."""
+    limit_bytes = max_bytes
+    min_one_batch = True
+    results = []
+    failed = False
+    total_bytes = 0
+    for w in wanted:
+        if w.error_code != ERROR_NONE:
+            continue
+        result = _read_one(w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
+                           isolation=isolation)
+        size_bytes = len(result.records)
+        if size_bytes:
+            min_one_batch = False
+        limit_bytes = max(0, limit_bytes - size_bytes)
+        total_bytes += size_bytes
+        failed = failed or result.error_code != ERROR_NONE
+        results.append((w, result))
+    return results, total_bytes, failed
+
+
+def _response(ctx: Any, wanted: list[_Wanted], results: list, *,
+              error_code: int = ERROR_NONE) -> RawResponse:
+    # Kafka's order: the partitions read, then the ones that failed before reading;
+    # consecutive partitions of one topic share a topic entry (FetchResponse.toMessage).
+    answers = [(w.key, r) for w, r in results]
+    answers += [(w.key, _failed(w.partition, w.error_code))
+                for w in wanted if w.error_code != ERROR_NONE]
+    topics: list = []
+    for key, result in answers:
+        if topics and topics[-1][0] == key:
+            topics[-1][1].append(result)
+        else:
+            topics.append((key, [result]))
+    return RawResponse(encode_fetch_response(ctx.api_version, throttle_time_ms=0,
+                                             error_code=error_code, session_id=0,
+                                             topics=topics))
+
+
+async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
+    """Answer a Fetch request (see the module docstring)."""
+    version = ctx.api_version
+    if version >= 7 and int(request.session_epoch) not in _SESSION_EPOCHS_FULL:
+        return RawResponse(encode_fetch_response(
+            version, throttle_time_ms=0, error_code=ERROR_FETCH_SESSION_ID_NOT_FOUND,
+            session_id=0, topics=()))
+    broker = ctx.broker
+    config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
+    max_bytes = max(min(int(request.max_bytes), config_max), 0)
+    min_bytes = min(int(request.min_bytes), max_bytes)
+    isolation = _ISOLATION.get(int(request.isolation_level), "read_uncommitted")
+    max_wait_ms = max(int(request.max_wait.total_seconds() * 1000), 0)
+    deadline_s = time.monotonic() + max_wait_ms / 1000.0
+    wanted = _resolve(ctx, request)
+    appended = broker.appended
+    seen = appended.count
+    results, size_bytes, failed = _read_all(wanted, max_bytes=max_bytes, isolation=isolation)
+    # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
+    # delayed fetch covers the partitions it could read.
+    if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
+        return _response(ctx, wanted, results)
+    while True:
+        remaining_s = deadline_s - time.monotonic()
+        if remaining_s <= 0:
+            break
+        if not await appended.wait(seen, remaining_s):
+            break
+        seen = appended.count
+        results, size_bytes, failed = _read_all(wanted, max_bytes=max_bytes,
+                                                isolation=isolation)
+        if size_bytes >= min_bytes or failed:
+            return _response(ctx, wanted, results)
+    results, _size_bytes, _failed_any = _read_all(wanted, max_bytes=max_bytes,
+                                                  isolation=isolation)
+    return _response(ctx, wanted, results)

@@ -1,0 +1,201 @@
+"""Metadata (API key 3, v0-v13): this broker, the cluster, and each topic's partitions, with
+Kafka's answers for unknown, invalid and auto-created topics (``KafkaApis.handleTopicMetadataRequest``,
+``getTopicMetadata``, ``AutoTopicCreationManager`` in KRaft mode).
+
+One broker is the whole cluster: it is every partition's leader (epoch
+:data:`~seglog.server.apis.data_topics.LEADER_EPOCH`), only replica and only in-sync
+replica, and the controller Kafka names (a KRaft broker answers a random alive broker).
+
+Auto-creation. A topic named in the request that does not exist is created when the request
+allows it (``allow_auto_topic_creation``, always for v1-v3) and the broker's
+``auto.create.topics.enable`` is true, with ``num.partitions`` partitions and the default
+configs. Kafka's KRaft broker forwards the creation to its controller and answers
+UNKNOWN_TOPIC_OR_PARTITION for that topic in this response (clients retry their metadata);
+this broker creates the topic at once but answers the same, so clients see what they see
+against Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import uuid
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from ... import errors
+from .data_topics import (
+    ERROR_INVALID_REQUEST,
+    ERROR_INVALID_TOPIC,
+    ERROR_NONE,
+    ERROR_UNKNOWN_TOPIC_ID,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    LEADER_EPOCH,
+    to_uuid,
+    topic_ids,
+    topic_or_none,
+    valid_topic_name,
+)
+
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "handle_metadata", "build",
+           "TOPIC_AUTHORIZED_OPERATIONS", "CLUSTER_AUTHORIZED_OPERATIONS"]
+
+API_KEY = 3
+VERSION_MIN = 0
+VERSION_MAX = 13
+
+#: Kafka's "not requested" value of the authorized-operations fields.
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+#: What a Kafka broker without an authorizer answers when asked: every operation the
+#: resource type supports (``AuthHelper.authorizedOperations``, ``AclEntry.supportedOperations``)
+#: as a bit field of ``AclOperation`` codes. Topic: READ 3, WRITE 4, CREATE 5, DELETE 6,
+#: ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+#: Cluster: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+#: ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
+
+_ZERO_UUID = uuid.UUID(int=0)
+_ZERO_MS = datetime.timedelta(0)  # kio's i32Timedelta fields take a timedelta
+#: The topics Kafka calls internal (``Topic.isInternal``).
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls: type) -> frozenset:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def build(cls: type, **values: Any) -> Any:
+    """An instance of the kio entity ``cls`` from ``values``, leaving out the fields this
+    version of the entity does not have (so one call serves every version)."""
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def _entity_classes(version: int) -> tuple[type, type, type, type]:
+    response = load_response_schema(API_KEY, version)
+    module = __import__(response.__module__, fromlist=["_"])
+    return (response, module.MetadataResponseBroker, module.MetadataResponseTopic,
+            module.MetadataResponsePartition)
+
+
+def _topic_entry(classes: tuple, topic: Any, node_id: int, authorized_operations: int) -> Any:
+    _response, _broker, topic_cls, partition_cls = classes
+    replicas = (node_id,)
+    none = ErrorCode(ERROR_NONE)
+    partitions = tuple(
+        build(partition_cls, error_code=none, partition_index=p, leader_id=node_id,
+              leader_epoch=LEADER_EPOCH, replica_nodes=replicas, isr_nodes=replicas,
+              offline_replicas=())
+        for p in range(topic.partitions))
+    return build(topic_cls, error_code=none, name=topic.name, topic_id=to_uuid(topic.topic_id),
+                 is_internal=topic.is_internal, partitions=partitions,
+                 topic_authorized_operations=authorized_operations)
+
+
+def _error_entry(classes: tuple, error_code: int, name: str | None,
+                 topic_id: uuid.UUID = _ZERO_UUID) -> Any:
+    return build(classes[2], error_code=ErrorCode(error_code), name=name, topic_id=topic_id,
+                 is_internal=name in _INTERNAL_TOPICS, partitions=(),
+                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def _auto_create(ctx: Any, name: str) -> int:
+    """Create topic ``name`` as Kafka's auto-creation does; the error code to answer."""
+    if not valid_topic_name(name):
+        return ERROR_INVALID_TOPIC
+    if name in _INTERNAL_TOPICS:
+        return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
+    config = ctx.broker.config
+    partitions = int(config.get("num.partitions", 1))
+    try:
+        ctx.broker.store.create_topic(name, partitions=partitions)
+    except errors.TopicExistsError:
+        pass  # created by another request meanwhile
+    except errors.InvalidTopicError:
+        return ERROR_INVALID_TOPIC  # collides with an existing topic once '.' and '_' unify
+    except errors.SeglogError:
+        pass  # the controller's failures are not seen by the metadata request in Kafka
+    return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+
+
+async def handle_metadata(ctx: Any, request: Any) -> Any:
+    """Answer a Metadata request (see the module docstring)."""
+    version = ctx.api_version
+    broker = ctx.broker
+    store = broker.store
+    classes = _entity_classes(version)
+    response_cls, broker_cls = classes[0], classes[1]
+    requested = request.topics
+    all_topics = requested is None or (version == 0 and not requested)
+    include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    topic_ops = TOPIC_AUTHORIZED_OPERATIONS if include_topic_ops else AUTHORIZED_OPERATIONS_OMITTED
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+        cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
+    entries: list = []
+    if all_topics:
+        for name in store.topics():
+            topic = topic_or_none(store, name)
+            if topic is not None:
+                entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
+    else:
+        ids = topic_ids(broker)
+        allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
+                        and bool(broker.config.get("auto.create.topics.enable", True)))
+        seen: set = set()
+        for wanted in requested:
+            name = getattr(wanted, "name", None)
+            topic_id = getattr(wanted, "topic_id", None)
+            if topic_id is not None and topic_id != _ZERO_UUID:
+                if version < 12:
+                    return _invalid_request(classes, request)
+                topic = ids.topic(topic_id)
+                if topic is None:
+                    entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None, topic_id))
+                elif topic.name not in seen:
+                    seen.add(topic.name)
+                    entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
+                continue
+            if name is None:
+                if version < 12:
+                    return _invalid_request(classes, request)
+                entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None))
+                continue
+            if name in seen:
+                continue  # Kafka takes the request's topics as a set
+            seen.add(name)
+            topic = topic_or_none(store, name)
+            if topic is not None:
+                entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
+            elif allow_create:
+                entries.append(_error_entry(classes, _auto_create(ctx, name), name))
+            else:
+                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
+                    else ERROR_INVALID_TOPIC
+                entries.append(_error_entry(classes, code, name))
+    brokers = (build(broker_cls, node_id=broker.node_id, host=broker.host, port=broker.port,
+                     rack=None),)
+    return build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
+                 cluster_id=broker.cluster_id, controller_id=broker.node_id,
+                 topics=tuple(entries), cluster_authorized_operations=cluster_ops,
+                 error_code=ErrorCode(ERROR_NONE))
+
+
+def _invalid_request(classes: tuple, request: Any) -> Any:
+    """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
+    requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
+    topics = tuple(
+        build(classes[2], error_code=ErrorCode(ERROR_INVALID_REQUEST),
+              name=getattr(t, "name", None) or "", topic_id=getattr(t, "topic_id", None)
+              or _ZERO_UUID, is_internal=False, partitions=(),
+              topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+        for t in request.topics or ())
+    return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,
+                 controller_id=-1, topics=topics,
+                 cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                 error_code=ErrorCode(ERROR_NONE))

@@ -1,0 +1,186 @@
+"""ListOffsets (API key 2, v1-v11) and OffsetForLeaderEpoch (API key 23, v2-v4): where a log
+starts and ends, which offset a time maps to, and where a leader epoch ends
+(``ReplicaManager.fetchOffset``, ``Partition.fetchOffsetForTimestamp``,
+``UnifiedLog.fetchOffsetByTimestamp``, ``Partition.lastOffsetForLeaderEpoch``).
+
+ListOffsets, per partition: a partition named twice is INVALID_REQUEST; a negative timestamp
+that is not a sentinel the version knows is UNSUPPORTED_VERSION (-1 latest and -2 earliest
+from v1, -3 max timestamp from v7, -4 earliest local from v8, -5 latest tiered from v9,
+-6 earliest pending upload from v11); an unknown partition UNKNOWN_TOPIC_OR_PARTITION; a
+``current_leader_epoch`` other than this leader's FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+Then, for a consumer (``replica_id`` -1) the last fetchable offset is the high watermark, or
+the last stable offset with read_committed (any other replica id: the log end offset):
+
+- latest (-1): the last fetchable offset, timestamp -1;
+- earliest (-2) and earliest local (-4): the log start offset (no tiered storage here);
+- latest tiered (-5) and earliest pending upload (-6): offset -1, epoch -1 (nothing is
+  tiered, as Kafka answers with remote storage disabled);
+- max timestamp (-3): the first record holding the largest timestamp;
+- a time: the first record whose timestamp is at or after it (the time indexes);
+
+and the last two answer nothing found (offset and timestamp -1) when the record is at or
+past the last fetchable offset. Leader epochs are answered from v4 on, and are always
+:data:`~seglog.server.apis.data_topics.LEADER_EPOCH` here (see :mod:`.data_topics`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from ... import errors
+from .data_metadata import build
+from .data_topics import (
+    ERROR_INVALID_REQUEST,
+    ERROR_NONE,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    LEADER_EPOCH,
+    UNDEFINED_EPOCH,
+    check_current_leader_epoch,
+    end_offset_for_epoch,
+    error_code_for,
+    topic_or_none,
+)
+
+__all__ = ["LIST_OFFSETS_KEY", "LIST_OFFSETS_VERSION_MIN", "LIST_OFFSETS_VERSION_MAX",
+           "OFFSET_FOR_LEADER_EPOCH_KEY", "OFFSET_FOR_LEADER_EPOCH_VERSION_MIN",
+           "OFFSET_FOR_LEADER_EPOCH_VERSION_MAX", "handle_list_offsets",
+           "handle_offset_for_leader_epoch"]
+
+LIST_OFFSETS_KEY = 2
+LIST_OFFSETS_VERSION_MIN = 1
+LIST_OFFSETS_VERSION_MAX = 11
+OFFSET_FOR_LEADER_EPOCH_KEY = 23
+OFFSET_FOR_LEADER_EPOCH_VERSION_MIN = 2
+OFFSET_FOR_LEADER_EPOCH_VERSION_MAX = 4
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+#: The first ListOffsets version that knows each sentinel (ReplicaManager's
+#: ``timestampMinSupportedVersion``).
+_SENTINEL_MIN_VERSION = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7,
+                         EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
+                         EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
+ERROR_UNSUPPORTED_VERSION = 35
+CONSUMER_REPLICA_ID = -1
+_READ_COMMITTED = 1
+_ZERO_MS = datetime.timedelta(0)
+
+
+def _timestamp_of(log: Any, offset: int) -> int:
+    """The timestamp of the record at ``offset`` (a data record the time index found)."""
+    for record in log.records(start=offset, end=offset + 1):
+        return record.timestamp_ms
+    return -1
+
+
+def _lookup(log: Any, timestamp: int, *, isolation_level: int | None) -> tuple[int, int, int]:
+    """``(offset, timestamp, leader epoch)`` for one partition; ``(-1, -1, -1)`` when no
+    record qualifies."""
+    if isolation_level is None:
+        last_fetchable = log.end_offset
+    elif isolation_level == _READ_COMMITTED:
+        last_fetchable = log.last_stable_offset
+    else:
+        last_fetchable = log.high_watermark
+    if timestamp == LATEST_TIMESTAMP:
+        return last_fetchable, -1, LEADER_EPOCH
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        return log.start_offset, -1, LEADER_EPOCH
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return -1, -1, UNDEFINED_EPOCH
+    offset = log.offset_for_timestamp(timestamp)
+    if offset is None or offset >= last_fetchable:
+        return -1, -1, UNDEFINED_EPOCH
+    return offset, _timestamp_of(log, offset), LEADER_EPOCH
+
+
+async def handle_list_offsets(ctx: Any, request: Any) -> Any:
+    """Answer a ListOffsets request (see the module docstring)."""
+    version = ctx.api_version
+    store = ctx.broker.store
+    response_cls = load_response_schema(LIST_OFFSETS_KEY, version)
+    module = __import__(response_cls.__module__, fromlist=["_"])
+    topic_cls, partition_cls = module.ListOffsetsTopicResponse, module.ListOffsetsPartitionResponse
+    replica_id = int(request.replica_id)
+    isolation_level = int(getattr(request, "isolation_level", 0)) \
+        if replica_id == CONSUMER_REPLICA_ID else None
+    counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+
+    def answer(index: int, code: int, offset: int = -1, timestamp: int = -1,
+               epoch: int = UNDEFINED_EPOCH) -> Any:
+        return build(partition_cls, partition_index=index, error_code=ErrorCode(code),
+                     timestamp=timestamp, offset=offset,
+                     leader_epoch=epoch if version >= 4 else UNDEFINED_EPOCH,
+                     old_style_offsets=())
+
+    topics = []
+    for t in request.topics:
+        topic = topic_or_none(store, t.name)
+        partitions = []
+        for p in t.partitions:
+            index, timestamp = p.partition_index, int(p.timestamp)
+            if counts[(t.name, index)] > 1:
+                partitions.append(answer(index, ERROR_INVALID_REQUEST))
+                continue
+            if timestamp < 0 and _SENTINEL_MIN_VERSION.get(timestamp, version + 1) > version:
+                partitions.append(answer(index, ERROR_UNSUPPORTED_VERSION))
+                continue
+            if topic is None or not 0 <= index < topic.partitions:
+                partitions.append(answer(index, ERROR_UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            code = check_current_leader_epoch(int(getattr(p, "current_leader_epoch", -1)))
+            if code != ERROR_NONE:
+                partitions.append(answer(index, code))
+                continue
+            try:
+                offset, found_ms, epoch = _lookup(topic.log(index), timestamp,
+                                                  isolation_level=isolation_level)
+            except (errors.SeglogError, OSError) as e:
+                partitions.append(answer(index, error_code_for(e)))
+                continue
+            partitions.append(answer(index, ERROR_NONE, offset, found_ms, epoch))
+        topics.append(build(topic_cls, name=t.name, partitions=tuple(partitions)))
+    return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
+
+
+async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
+    """Answer an OffsetForLeaderEpoch request: per partition UNKNOWN_TOPIC_OR_PARTITION, the
+    leader-epoch fencing of ``current_leader_epoch``, else the end offset of the requested
+    epoch (:func:`~seglog.server.apis.data_topics.end_offset_for_epoch`: the log end offset
+    for this leader's epoch, -1/-1 for any other). A follower's request (``replica_id`` >= 0,
+    v3+) is answered the same way: there is no replica to refuse it for yet."""
+    version = ctx.api_version
+    store = ctx.broker.store
+    response_cls = load_response_schema(OFFSET_FOR_LEADER_EPOCH_KEY, version)
+    module = __import__(response_cls.__module__, fromlist=["_"])
+    topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
+    topics = []
+    for t in request.topics:
+        topic = topic_or_none(store, t.topic)
+        partitions = []
+        for p in t.partitions:
+            epoch, end_offset = UNDEFINED_EPOCH, -1
+            if topic is None or not 0 <= p.partition < topic.partitions:
+                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                code = check_current_leader_epoch(int(p.current_leader_epoch))
+                if code == ERROR_NONE:
+                    try:
+                        epoch, end_offset = end_offset_for_epoch(
+                            int(p.leader_epoch), topic.log(p.partition).end_offset)
+                    except (errors.SeglogError, OSError) as e:
+                        code = error_code_for(e)
+            partitions.append(build(partition_cls, error_code=ErrorCode(code),
+                                    partition=p.partition, leader_epoch=epoch,
+                                    end_offset=end_offset))
+        topics.append(build(topic_cls, topic=t.topic, partitions=tuple(partitions)))
+    return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))

@@ -1,0 +1,250 @@
+"""Produce (API key 0, v3-v13): each partition's record batch appended with
+:meth:`Log.append_raw <seglog.storage.log.Log.append_raw>` exactly as the client built it, and
+Kafka's answer for every way it can fail (``KafkaApis.handleProduceRequest``,
+``ProduceRequest.validateRecords``, ``ReplicaManager.appendRecords`` / ``appendToLocalLog``,
+``Partition.appendRecordsToLeader``).
+
+Per partition, in Kafka's order: an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION
+(UNKNOWN_TOPIC_ID for an unknown id in v13); the records must be exactly one RecordBatch of
+magic 2 (INVALID_RECORD; CORRUPT_MESSAGE for a size or magic no batch can have; bytes after
+the first whole batch that are not a whole batch are ignored, as Kafka's batch iterator does);
+zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). Then, when every check passed: acks other than
+-1, 0, 1 is INVALID_REQUIRED_ACKS; an internal topic is INVALID_TOPIC_EXCEPTION unless the
+client is Kafka's admin client (``__admin_client``); acks=-1 on a topic whose
+``min.insync.replicas`` exceeds the one in-sync replica is NOT_ENOUGH_REPLICAS, before
+anything is written. The Log's errors carry their Kafka codes (MESSAGE_TOO_LARGE,
+RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP,
+OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+KAFKA_STORAGE_ERROR...). A retried idempotent batch the producer state recognises is answered
+as a success with its original offsets, as Kafka answers a duplicate.
+
+Error responses carry base offset -1, log append time -1 and, as Kafka, the log start offset
+only for the errors Kafka computes it for (not for the unknown-partition, too-large, corrupt
+and storage errors). A success answers the base offset, the log append time (-1 unless the
+topic uses LogAppendTime) and the log start offset.
+
+With acks=0 there is no response; when any partition failed the connection is closed
+(:class:`ProduceFailedWithoutAck`), as Kafka closes it so that the producer refreshes its
+metadata.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from ... import errors
+from ... import format as fmt
+from ...storage.config import LogConfig
+from .data_metadata import build
+from .data_topics import (
+    ERROR_CORRUPT_MESSAGE,
+    ERROR_INVALID_REQUIRED_ACKS,
+    ERROR_INVALID_TOPIC,
+    ERROR_KAFKA_STORAGE_ERROR,
+    ERROR_MESSAGE_TOO_LARGE,
+    ERROR_NONE,
+    ERROR_NOT_ENOUGH_REPLICAS,
+    ERROR_RECORD_LIST_TOO_LARGE,
+    ERROR_UNKNOWN_TOPIC_ID,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    error_code_for,
+    topic_ids,
+    topic_or_none,
+)
+
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "ProduceFailedWithoutAck", "handle_produce",
+           "check_produce_records"]
+
+API_KEY = 0
+VERSION_MIN = 3
+VERSION_MAX = 13
+
+#: Kafka's ``AdminUtils.ADMIN_CLIENT_ID``: the one client allowed to write internal topics.
+ADMIN_CLIENT_ID = "__admin_client"
+ERROR_INVALID_RECORD = 87
+ERROR_UNSUPPORTED_COMPRESSION_TYPE = 76
+#: The errors after which Kafka answers log start offset -1 (``appendToLocalLog``'s first
+#: catch); every other failure carries the partition's log start offset.
+_NO_LOG_START_ERRORS = frozenset({
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION, ERROR_UNKNOWN_TOPIC_ID, ERROR_MESSAGE_TOO_LARGE,
+    ERROR_RECORD_LIST_TOO_LARGE, ERROR_CORRUPT_MESSAGE, ERROR_KAFKA_STORAGE_ERROR,
+    ERROR_INVALID_TOPIC, ERROR_INVALID_REQUIRED_ACKS, ERROR_INVALID_RECORD,
+    ERROR_UNSUPPORTED_COMPRESSION_TYPE})
+#: Errors Kafka answers with the exception's message (``hasCustomErrorMessage``: its
+#: RecordValidationException).
+_MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, 32})  # INVALID_RECORD, INVALID_TIMESTAMP
+_MAX_MESSAGE_BYTES_DEFAULT = LogConfig().max_message_bytes
+_INT32 = struct.Struct(">i")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_ZERO_MS = datetime.timedelta(0)
+
+
+class ProduceFailedWithoutAck(Exception):
+    """A Produce request with acks=0 failed on some partition: Kafka answers nothing and
+    closes the connection (the broker core closes it when this escapes the handler)."""
+
+
+def check_produce_records(records: Any, api_version: int) -> tuple[int, Any]:
+    """Kafka's ``ProduceRequest.validateRecords`` on one partition's records: ``(error code,
+    the first batch's bytes)``; the error code is NONE when the records are exactly one
+    RecordBatch of magic 2 (bytes after it that make no whole batch are cut off, as Kafka's
+    batch iterator ignores them) in a codec ``api_version`` allows."""
+    if records is None:
+        return ERROR_INVALID_RECORD, None
+    view = memoryview(records)
+    size_bytes = len(view)
+    if size_bytes < fmt.LOG_OVERHEAD:
+        return ERROR_INVALID_RECORD, None
+    batch_length = _INT32.unpack_from(view, fmt.BATCH_LENGTH_POSITION)[0]
+    if batch_length < fmt.MIN_BATCH_LENGTH:
+        return ERROR_CORRUPT_MESSAGE, None
+    if size_bytes < fmt.HEADER_SIZE_UP_TO_MAGIC:
+        return ERROR_INVALID_RECORD, None
+    magic = view[fmt.MAGIC_POSITION]
+    if magic > 2:  # a signed byte: 128..255 are negative
+        return ERROR_CORRUPT_MESSAGE, None
+    batch_bytes = fmt.LOG_OVERHEAD + batch_length
+    if size_bytes < batch_bytes or magic != 2:
+        return ERROR_INVALID_RECORD, None
+    if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD:
+        second_length = _INT32.unpack_from(view, batch_bytes + fmt.BATCH_LENGTH_POSITION)[0]
+        if second_length < fmt.MIN_BATCH_LENGTH:
+            return ERROR_CORRUPT_MESSAGE, None
+        if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD + second_length:
+            return ERROR_INVALID_RECORD, None  # a second whole batch
+    if api_version < 7 and batch_bytes >= fmt.ATTRIBUTES_POSITION + 2 and \
+            view[fmt.ATTRIBUTES_POSITION + 1] & fmt.COMPRESSION_CODEC_MASK == fmt.COMPRESSION_ZSTD:
+        return ERROR_UNSUPPORTED_COMPRESSION_TYPE, None
+    return ERROR_NONE, view[:batch_bytes] if batch_bytes != size_bytes else view
+
+
+class _Outcome:
+    """One partition's answer."""
+
+    __slots__ = ("error_code", "base_offset", "log_append_time_ms", "log_start_offset",
+                 "error_message")
+
+    def __init__(self, error_code: int, base_offset: int = -1, log_append_time_ms: int = -1,
+                 log_start_offset: int = -1, error_message: str | None = None):
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        self.error_message = error_message
+
+
+def _failure(code: int, log: Any = None, message: str | None = None) -> _Outcome:
+    start = -1
+    if log is not None and code not in _NO_LOG_START_ERRORS:
+        try:
+            start = log.start_offset
+        except errors.SeglogError:
+            start = -1
+    return _Outcome(code, log_start_offset=start,
+                    error_message=message if code in _MESSAGE_ERRORS else None)
+
+
+def _message_bytes_max(config: LogConfig, broker_config: Any) -> int:
+    """The largest batch a topic takes: its ``max.message.bytes`` override, else the broker's
+    ``message.max.bytes`` (Kafka's topic default)."""
+    if config.max_message_bytes != _MAX_MESSAGE_BYTES_DEFAULT:
+        return config.max_message_bytes
+    return int(broker_config.get("message.max.bytes", _MAX_MESSAGE_BYTES_DEFAULT))
+
+
+def _min_insync_replicas(config: LogConfig, broker_config: Any) -> int:
+    if config.min_insync_replicas != 1:
+        return config.min_insync_replicas
+    return int(broker_config.get("min.insync.replicas", 1))
+
+
+def _append(ctx: Any, topic: Any, partition: int, batch: Any, acks: int) -> _Outcome:
+    try:
+        log = topic.log(partition)
+    except errors.UnknownTopicOrPartitionError:
+        return _failure(ERROR_UNKNOWN_TOPIC_OR_PARTITION)
+    except errors.SeglogError as e:
+        return _failure(error_code_for(e))
+    if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
+        return _failure(ERROR_INVALID_TOPIC)
+    config = log.config
+    broker_config = ctx.broker.config
+    if acks == -1 and _min_insync_replicas(config, broker_config) > 1:
+        return _failure(ERROR_NOT_ENOUGH_REPLICAS, log)
+    if len(batch) > _message_bytes_max(config, broker_config):
+        return _failure(ERROR_MESSAGE_TOO_LARGE)
+    now_ms = ctx.broker.now_ms()
+    try:
+        first, _last = log.append_raw(batch, now_ms=now_ms)
+    except (errors.SeglogError, OSError) as e:
+        return _failure(error_code_for(e), log, str(e))
+    append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
+    return _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
+
+
+async def handle_produce(ctx: Any, request: Any) -> Any:
+    """Append a Produce request's batches and answer it (see the module docstring)."""
+    version = ctx.api_version
+    broker = ctx.broker
+    store = broker.store
+    acks = request.acks
+    by_id = version >= 13
+    ids = topic_ids(broker) if by_id else None
+    answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
+    appended = False
+    failed = False
+    for topic_data in request.topic_data:
+        key = topic_data.topic_id if by_id else topic_data.name
+        topic = ids.topic(key) if by_id else topic_or_none(store, key)
+        outcomes: list[tuple[int, _Outcome]] = []
+        for partition_data in topic_data.partition_data:
+            index = partition_data.index
+            if topic is None or not 0 <= index < topic.partitions:
+                outcome = _failure(ERROR_UNKNOWN_TOPIC_ID if by_id and topic is None
+                                   else ERROR_UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                code, batch = check_produce_records(partition_data.records, version)
+                if code != ERROR_NONE:
+                    outcome = _failure(code)
+                elif acks not in (-1, 0, 1):
+                    outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
+                else:
+                    outcome = _append(ctx, topic, index, batch, acks)
+                    appended = appended or outcome.error_code == ERROR_NONE
+            failed = failed or outcome.error_code != ERROR_NONE
+            outcomes.append((index, outcome))
+        answers.append((key, outcomes))
+    if appended:
+        broker.appended.notify()
+    if acks == 0:
+        if failed:
+            raise ProduceFailedWithoutAck(
+                "produce with acks=0 failed: " + ", ".join(
+                    f"{key}-{index}: error {o.error_code}" for key, outs in answers
+                    for index, o in outs if o.error_code != ERROR_NONE))
+        return None
+    return _response(version, answers)
+
+
+def _response(version: int, answers: list) -> Any:
+    response_cls = load_response_schema(API_KEY, version)
+    module = __import__(response_cls.__module__, fromlist=["_"])
+    topic_cls, partition_cls = module.TopicProduceResponse, module.PartitionProduceResponse
+    key_field = "topic_id" if version >= 13 else "name"
+    topics = []
+    for key, outcomes in answers:
+        partitions = tuple(
+            build(partition_cls, index=index, error_code=ErrorCode(o.error_code),
+                  base_offset=o.base_offset,
+                  log_append_time=None if o.log_append_time_ms < 0
+                  else _EPOCH + datetime.timedelta(milliseconds=o.log_append_time_ms),
+                  log_start_offset=o.log_start_offset, record_errors=(),
+                  error_message=o.error_message)
+            for index, o in outcomes)
+        topics.append(build(topic_cls, **{key_field: key}, partition_responses=partitions))
+    return build(response_cls, responses=tuple(topics), throttle_time=_ZERO_MS)

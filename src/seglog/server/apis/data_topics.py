@@ -1,0 +1,175 @@
+"""How the data APIs see topics: lookups by name and by id, Kafka's error codes for what a
+lookup or a partition operation raises, and the one leader epoch of a single-node broker.
+
+Kafka's topic ids travel as 16 raw bytes on the wire (``uuid.UUID`` in kio) and as base64url
+text in seglog's :class:`~seglog.store.Topic` (``topic_id``, Kafka's ``Uuid.toString``).
+:class:`TopicIds` maps ids to topics for Fetch v13+, Produce v13 and Metadata v12+, rebuilt
+from the store only when an id is not found or its topic is gone, so a fetch by id costs one
+dict lookup.
+
+Leader epochs. This broker is every partition's only replica and leader since the partition
+was created, in epoch 0, as a KRaft controller makes a new partition's first leader
+(``PartitionRegistration.leaderEpoch`` 0). The Logs keep no leader-epoch cache yet (the
+replication issue adds one); a Kafka broker's cache for such a partition holds one entry,
+epoch 0 starting at the log start offset, and :func:`end_offset_for_epoch` answers as
+``LeaderEpochFileCache.endOffsetFor`` does over that cache.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from ... import errors
+from ...storage import checkpoints
+
+__all__ = [
+    "ERROR_NONE", "ERROR_UNKNOWN_SERVER_ERROR", "ERROR_OFFSET_OUT_OF_RANGE",
+    "ERROR_CORRUPT_MESSAGE", "ERROR_UNKNOWN_TOPIC_OR_PARTITION", "ERROR_LEADER_NOT_AVAILABLE",
+    "ERROR_MESSAGE_TOO_LARGE", "ERROR_INVALID_TOPIC", "ERROR_RECORD_LIST_TOO_LARGE",
+    "ERROR_NOT_ENOUGH_REPLICAS", "ERROR_INVALID_REQUIRED_ACKS", "ERROR_INVALID_REQUEST",
+    "ERROR_KAFKA_STORAGE_ERROR", "ERROR_FENCED_LEADER_EPOCH", "ERROR_UNKNOWN_LEADER_EPOCH",
+    "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
+    "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
+    "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
+    "topic_or_none", "EXTENSION_KEY", "valid_topic_name",
+]
+
+# Kafka's error codes (org.apache.kafka.common.protocol.Errors) the data APIs answer with.
+ERROR_UNKNOWN_SERVER_ERROR = -1
+ERROR_NONE = 0
+ERROR_OFFSET_OUT_OF_RANGE = 1
+ERROR_CORRUPT_MESSAGE = 2
+ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3
+ERROR_LEADER_NOT_AVAILABLE = 5
+ERROR_NOT_LEADER_OR_FOLLOWER = 6
+ERROR_MESSAGE_TOO_LARGE = 10
+ERROR_INVALID_TOPIC = 17
+ERROR_RECORD_LIST_TOO_LARGE = 18
+ERROR_NOT_ENOUGH_REPLICAS = 19
+ERROR_INVALID_REQUIRED_ACKS = 21
+ERROR_INVALID_REQUEST = 42
+ERROR_KAFKA_STORAGE_ERROR = 56
+ERROR_FENCED_LEADER_EPOCH = 74
+ERROR_UNKNOWN_LEADER_EPOCH = 75
+ERROR_FETCH_SESSION_ID_NOT_FOUND = 70
+ERROR_UNKNOWN_TOPIC_ID = 100
+
+#: Every partition's leader epoch on this broker (see the module docstring).
+LEADER_EPOCH = 0
+#: Kafka's ``LeaderEpochFileCache.UNDEFINED_EPOCH`` / ``UNDEFINED_EPOCH_OFFSET``.
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+#: Kafka's ``Topic.validate``: 1-249 characters of ASCII letters, digits, '.', '_', '-', and
+#: not "." or ".." (the server may not import seglog.store, whose check this mirrors).
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def valid_topic_name(name: str) -> bool:
+    """Whether ``name`` is a legal Kafka topic name (``Topic.validate``)."""
+    return bool(_LEGAL_TOPIC_NAME.fullmatch(name)) and name not in (".", "..")
+
+
+def error_code_for(exc: BaseException) -> int:
+    """Kafka's error code for an exception a store or Log call raised: the
+    ``kafka_error_code`` of a :class:`~seglog.errors.SeglogError` (UNKNOWN_SERVER_ERROR, -1,
+    where Kafka has none), KAFKA_STORAGE_ERROR for an ``OSError`` (Kafka's answer when a log
+    dir fails), UNKNOWN_SERVER_ERROR for anything else."""
+    if isinstance(exc, errors.SeglogError):
+        return int(getattr(exc, "kafka_error_code", ERROR_UNKNOWN_SERVER_ERROR))
+    if isinstance(exc, OSError):
+        return ERROR_KAFKA_STORAGE_ERROR
+    return ERROR_UNKNOWN_SERVER_ERROR
+
+
+def to_uuid(topic_id: str) -> uuid.UUID:
+    """A :class:`~seglog.store.Topic`'s base64url ``topic_id`` as the ``uuid.UUID`` kio
+    writes."""
+    return checkpoints.uuid_from_kafka_str(topic_id)
+
+
+def check_current_leader_epoch(current_leader_epoch: int) -> int:
+    """Kafka's fencing of a request's ``current_leader_epoch`` against this leader's
+    (``Partition.localLogWithEpochOrThrow``): NONE for -1 (the client does not know it) or
+    equal, FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer."""
+    if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
+        return ERROR_NONE
+    if current_leader_epoch < LEADER_EPOCH:
+        return ERROR_FENCED_LEADER_EPOCH
+    return ERROR_UNKNOWN_LEADER_EPOCH
+
+
+def end_offset_for_epoch(requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+    """``(epoch, end offset)`` as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers over
+    a cache holding only epoch :data:`LEADER_EPOCH`: the log end offset for the latest epoch,
+    ``(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)`` for an undefined or a later epoch (there
+    is no earlier one)."""
+    if requested_epoch == LEADER_EPOCH:
+        return LEADER_EPOCH, log_end_offset
+    return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+
+
+class TopicIds:
+    """Topic id (``uuid.UUID``) -> :class:`~seglog.store.Topic` of one store, cached.
+
+    Used on the event loop thread only. A miss, or a hit whose topic the store no longer
+    has under that name, rebuilds the map from the store once (topics created or deleted by
+    the admin APIs since)."""
+
+    def __init__(self, store: Any):
+        self._store = store
+        self._by_id: dict[uuid.UUID, Any] = {}
+
+    def topic(self, topic_id: uuid.UUID | None) -> Any | None:
+        """The topic with id ``topic_id``, or None (unknown, or the zero uuid)."""
+        if topic_id is None or topic_id == _ZERO_UUID:
+            return None
+        topic = self._by_id.get(topic_id)
+        if topic is not None and self._is_current(topic):
+            return topic
+        self._rebuild()
+        return self._by_id.get(topic_id)
+
+    def _is_current(self, topic: Any) -> bool:
+        try:
+            return self._store.topic(topic.name) is topic
+        except errors.SeglogError:
+            return False
+
+    def _rebuild(self) -> None:
+        by_id = {}
+        store = self._store
+        for name in store.topics():
+            try:
+                topic = store.topic(name)
+            except errors.SeglogError:
+                continue
+            by_id[to_uuid(topic.topic_id)] = topic
+        self._by_id = by_id
+
+
+#: The key of the data APIs' state in ``BrokerState.extensions``.
+EXTENSION_KEY = "seglog.server.apis.data"
+
+
+def topic_ids(broker: Any) -> TopicIds:
+    """The broker's :class:`TopicIds`, made on first use (kept in ``broker.extensions``)."""
+    ids = broker.extensions.get(EXTENSION_KEY)
+    if ids is None:
+        ids = broker.extensions[EXTENSION_KEY] = TopicIds(broker.store)
+    return ids
+
+
+def topic_or_none(store: Any, name: str | None) -> Any | None:
+    """The store's topic ``name``, or None when it has none (or ``name`` is None)."""
+    if name is None:
+        return None
+    try:
+        return store.topic(name)
+    except errors.UnknownTopicOrPartitionError:
+        return None
