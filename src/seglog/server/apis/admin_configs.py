@@ -1,0 +1,263 @@
+"""Config resources as Kafka's DescribeConfigs and the AlterConfigs APIs see them: a topic's
+overrides over the broker's topic defaults, and the broker's dynamic configs (per broker and
+cluster-wide default) over its static ones, persisted in the data directory.
+
+Kafka keeps dynamic configs in its metadata log; seglog keeps them in
+``<data dir>/seglog-broker-configs.json`` (replaced atomically), with the topic defaults the
+topics' configs were last based on, so that a restart keeps them and topics that override
+nothing follow a changed default. A topic's override set is what differs from the broker's
+topic defaults (:meth:`BrokerConfig.log_config`): the Store keeps each topic's effective
+:class:`~seglog.storage.config.LogConfig`, and an override equal to the default is the default.
+
+Config sources and types are Kafka's ``DescribeConfigsResponse.ConfigSource`` and
+``ConfigType`` ids; the synonyms are Kafka's ``ServerTopicConfigSynonyms`` and
+``DynamicBrokerConfig.brokerConfigSynonyms``, listed as ``ConfigHelper.configSynonyms`` lists
+them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Mapping
+
+from ...errors import CorruptCheckpointError, InvalidConfigError
+from ...storage import checkpoints
+from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
+from ..config import CONFIG_DEFS, LOG_CONFIG_SYNONYMS, BrokerConfig
+
+__all__ = ["DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "SOURCE_TOPIC", "SOURCE_DYNAMIC_BROKER",
+           "SOURCE_DYNAMIC_DEFAULT", "SOURCE_STATIC", "SOURCE_DEFAULT", "TOPIC_BROKER_SYNONYMS",
+           "broker_synonyms", "config_type_id", "topic_overrides", "topic_config_from",
+           "format_value"]
+
+#: seglog's file of dynamic broker configs in the data directory.
+DYNAMIC_CONFIGS_FILE = "seglog-broker-configs.json"
+_FILE_VERSION = 0
+
+# DescribeConfigsResponse.ConfigSource ids.
+SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT = 3
+SOURCE_STATIC = 4
+SOURCE_DEFAULT = 5
+
+# DescribeConfigsResponse.ConfigType ids by ConfigDef kind.
+_TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+             "list": 7, "class": 8, "password": 9}
+
+#: Topic config -> its broker synonyms, highest priority first (Kafka's
+#: ``ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS``, names only).
+TOPIC_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "segment.index.bytes": ("log.index.size.max.bytes",),
+    "flush.messages": ("log.flush.interval.messages",),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "retention.bytes": ("log.retention.bytes",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "max.message.bytes": ("message.max.bytes",),
+    "index.interval.bytes": ("log.index.interval.bytes",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "cleanup.policy": ("log.cleanup.policy",),
+    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
+    "min.insync.replicas": ("min.insync.replicas",),
+    "compression.type": ("compression.type",),
+    "compression.gzip.level": ("compression.gzip.level",),
+    "compression.lz4.level": ("compression.lz4.level",),
+    "compression.zstd.level": ("compression.zstd.level",),
+    "preallocate": ("log.preallocate",),
+    "message.timestamp.type": ("log.message.timestamp.type",),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+}
+
+# DynamicBrokerConfig.brokerConfigSynonyms: the unit variants of one setting.
+_UNIT_GROUPS = (("log.roll.ms", "log.roll.hours"),
+                ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+                ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
+
+#: Broker configs a client may change at run time (Kafka's ``DynamicBrokerConfig
+#: .AllDynamicConfigs`` that this broker has): the topic defaults and their unit variants,
+#: the cleaner's, connection limits and thread counts (accepted, no effect).
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {n for names in TOPIC_BROKER_SYNONYMS.values() for n in names}
+    | {"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "max.connections",
+       "max.connections.per.ip", "num.io.threads", "num.network.threads",
+       "num.recovery.threads.per.data.dir", "producer.id.expiration.ms"}) & frozenset(CONFIG_DEFS)
+
+_LOG_FIELDS = {f.metadata["kafka"]: f for f in dataclasses.fields(LogConfig)}
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """Kafka's ``brokerConfigSynonyms(name)``: the unit variants of a broker setting, finest
+    first, or ``(name,)``."""
+    for group in _UNIT_GROUPS:
+        if name in group:
+            return group
+    return (name,)
+
+
+def config_type_id(kind: str) -> int:
+    """The ConfigType id of a ConfigDef kind (0, UNKNOWN, for others)."""
+    return _TYPE_IDS.get(kind, 0)
+
+
+def topic_config_kind(name: str) -> str:
+    """The ConfigDef kind of topic config ``name``."""
+    return _LOG_FIELDS[name].metadata["kind"]
+
+
+def format_value(kind: str, value: Any) -> str | None:
+    """A typed config value as Kafka's ``ConfigDef.convertToString`` writes it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return ",".join(sorted(value) if isinstance(value, (set, frozenset)) else value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def topic_overrides(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
+    """The topic configs of ``config`` that differ from ``defaults`` (the topic's overrides),
+    as Kafka names with string values."""
+    mine = config.to_kafka(topic_only=True)
+    base = defaults.to_kafka(topic_only=True)
+    return {name: value for name, value in mine.items() if base.get(name) != value}
+
+
+def topic_config_from(defaults: LogConfig, overrides: Mapping[str, Any]) -> LogConfig:
+    """``defaults`` with ``overrides`` (topic config names, Kafka string values) applied.
+    Raises :class:`InvalidConfigError` naming an unknown name (``Unknown topic config name``,
+    Kafka's words) or a bad value."""
+    for name in overrides:
+        if name not in TOPIC_CONFIG_NAMES:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
+    return defaults.replace(**dict(overrides))
+
+
+class DynamicConfigs:
+    """The broker's dynamic configs: ``per_broker`` and ``cluster_default`` (Kafka names to
+    the strings a client set), over the static ``static`` :class:`BrokerConfig`; persisted in
+    :data:`DYNAMIC_CONFIGS_FILE` under ``data_dir`` with ``topic_basis``, the topic defaults
+    the store's topic configs were last based on. Used on the event loop thread only."""
+
+    def __init__(self, data_dir: str, static: BrokerConfig):
+        self.path = os.path.join(data_dir, DYNAMIC_CONFIGS_FILE)
+        self.static = static
+        self.per_broker: dict[str, str] = {}
+        self.cluster_default: dict[str, str] = {}
+        self.topic_basis: dict[str, str] | None = None
+        self._load()
+        self.effective = self.merged(self.per_broker, self.cluster_default)
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                data = json.loads(f.read().decode("utf-8"))
+        except FileNotFoundError:
+            return
+        except (ValueError, RecursionError) as e:
+            raise CorruptCheckpointError(f"{self.path} is not valid JSON: {e}",
+                                         path=self.path) from None
+
+        def strings(key: str) -> dict[str, str]:
+            value = data.get(key, {})
+            if not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+                raise CorruptCheckpointError(f"{self.path}: {key} must map names to strings",
+                                             path=self.path)
+            return value
+
+        if not isinstance(data, dict) or data.get("version") != _FILE_VERSION:
+            raise CorruptCheckpointError(f"{self.path}: unknown format", path=self.path)
+        self.per_broker = strings("broker")
+        self.cluster_default = strings("cluster_default")
+        self.topic_basis = strings("topic_basis") if "topic_basis" in data else None
+        try:
+            self.merged(self.per_broker, self.cluster_default)
+        except InvalidConfigError as e:
+            raise CorruptCheckpointError(f"{self.path}: {e}", path=self.path) from None
+
+    def merged(self, per_broker: Mapping[str, str],
+               cluster_default: Mapping[str, str]) -> BrokerConfig:
+        """The effective :class:`BrokerConfig` for these dynamic layers over the static one
+        (per broker wins over the cluster default, which wins over static). Raises
+        :class:`InvalidConfigError` for an unknown name or a bad value."""
+        return BrokerConfig({**self.static.overrides, **cluster_default, **per_broker})
+
+    def save(self, topic_basis: LogConfig) -> None:
+        """Write the dynamic configs and ``topic_basis`` durably (write-temp, fsync, rename)."""
+        self.topic_basis = topic_basis.to_kafka()
+        text = json.dumps({"version": _FILE_VERSION, "broker": self.per_broker,
+                           "cluster_default": self.cluster_default,
+                           "topic_basis": self.topic_basis}, indent=1, sort_keys=True)
+        checkpoints.atomic_write_bytes(self.path, (text + "\n").encode("utf-8"))
+
+    def static_value(self, name: str) -> Any:
+        """The static value of broker config ``name`` when it was set (not Kafka's default),
+        else None."""
+        overrides = self.static.overrides
+        return overrides.get(name)
+
+    def layers(self, name: str) -> list[tuple[Any, int]]:
+        """``[(value, source), ...]`` of broker config ``name`` in Kafka's order: dynamic per
+        broker, dynamic cluster default, static, Kafka's default (only the layers that have
+        a value)."""
+        out: list[tuple[Any, int]] = []
+        if name in self.per_broker:
+            out.append((self.per_broker[name], SOURCE_DYNAMIC_BROKER))
+        if name in self.cluster_default:
+            out.append((self.cluster_default[name], SOURCE_DYNAMIC_DEFAULT))
+        static = self.static_value(name)
+        if static is not None:
+            out.append((static, SOURCE_STATIC))
+        d = CONFIG_DEFS.get(name)
+        if d is not None and d.default is not None:
+            out.append((d.default, SOURCE_DEFAULT))
+        return out
+
+    def synonyms(self, name: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
+        """Kafka's ``ConfigHelper.configSynonyms(name, brokerConfigSynonyms(name))``:
+        ``[(synonym name, value, source)]``, by source then by synonym order, dropping those
+        before ``name`` itself; with ``per_broker=False`` (the cluster-default resource) only
+        the dynamic default ones."""
+        names = broker_synonyms(name)
+        out: list[tuple[str, str | None, int]] = []
+        for source in (SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT, SOURCE_STATIC,
+                       SOURCE_DEFAULT):
+            for synonym in names:
+                for value, found in self.layers(synonym):
+                    if found == source:
+                        kind = CONFIG_DEFS[synonym].kind if synonym in CONFIG_DEFS else "string"
+                        out.append((synonym, value if isinstance(value, str)
+                                    else format_value(kind, value), source))
+        while out and out[0][0] != name:
+            out.pop(0)
+        if not per_broker:
+            out = [s for s in out if s[2] == SOURCE_DYNAMIC_DEFAULT]
+        return out
+
+
+def topic_synonyms(dynamic: DynamicConfigs, name: str) -> list[tuple[str, str | None, int]]:
+    """The broker synonyms of topic config ``name`` (Kafka lists those of its
+    highest-priority broker synonym only)."""
+    names = TOPIC_BROKER_SYNONYMS.get(name)
+    if not names:
+        return []
+    return dynamic.synonyms(names[0])
+
+
+def is_log_config_name(name: str) -> bool:
+    """Whether broker config ``name`` is a topic default (changing it changes topics)."""
+    return name in LOG_CONFIG_SYNONYMS or any(name in g for g in _UNIT_GROUPS)
