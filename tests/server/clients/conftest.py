@@ -31,11 +31,14 @@ from clients_runner import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS  # noqa: F4
 
 REQUIRE_KAFKA = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
 
-#: Broker settings both targets run with (Kafka's names): groups join at once and a killed
-#: member is evicted after the clients' short session timeout.
+#: Broker settings both targets run with (Kafka's names): groups join at once, a killed
+#: member is evicted after the clients' short session timeout, and the internal topics have
+#: one partition (as the tests/kafka harness and Kafka's own integration tests run).
 BROKER_CONFIG = {
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 500,
+    "offsets.topic.num.partitions": 1,
+    "transaction.state.log.num.partitions": 1,
 }
 
 #: Scenario (test function name) -> the exact failure of its seglog side, for scenarios that
@@ -85,27 +88,22 @@ def _kafka_broker(tmp_path_factory):
         broker.stop()
 
 
-def _seglog_broker_class():
-    try:
-        from seglog.server.broker import Broker
-    except ImportError as exc:  # the core of seglog serve has not landed in this tree
-        pytest.skip(f"seglog serve is not here yet: {exc}")
-    return Broker
-
-
 @pytest.fixture(scope="module")
 def _seglog_broker(tmp_path_factory):
-    """A ``seglog serve`` broker for one test module, over a Store in a temp dir."""
-    Broker = _seglog_broker_class()
+    """A ``seglog serve`` broker for one test module, over a Store (native backend) in a
+    temp dir; ``restart`` stops it cleanly and starts a new one on the same dir and port."""
+    from seglog.server.broker import Broker
+
     data_dir = tmp_path_factory.mktemp("seglog-clients")
-    config = {key: str(value) for key, value in BROKER_CONFIG.items()}
-    state = {"broker": Broker(data_dir=data_dir, listen="127.0.0.1:0", config=config)}
+    state = {"broker": Broker(data_dir, listen=("127.0.0.1", 0), config=BROKER_CONFIG,
+                              backend="native")}
     state["broker"].start()
     port = state["broker"].port
 
     def restart():
         state["broker"].stop()
-        state["broker"] = Broker(data_dir=data_dir, listen=f"127.0.0.1:{port}", config=config)
+        state["broker"] = Broker(data_dir, listen=("127.0.0.1", port), config=BROKER_CONFIG,
+                                 backend="native")
         state["broker"].start()
 
     try:

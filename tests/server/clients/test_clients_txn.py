@@ -127,6 +127,9 @@ def test_transactions_committed_and_aborted(target, differential, unique):
                           headers=[("txn", tag.encode())], partition=0)
             p.send_offsets_to_transaction([TopicPartition(f"{unique}-src", 0, source_offset)],
                                           source.consumer_group_metadata(), OP_TIMEOUT_S)
+            # Written before the outcome: librdkafka drops what it has not sent yet when a
+            # transaction aborts, and the offsets below assume every record reached the log.
+            assert p.flush(OP_TIMEOUT_S) == 0
             if outcome == "commit":
                 p.commit_transaction(OP_TIMEOUT_S)
             else:
