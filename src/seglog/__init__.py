@@ -7,6 +7,8 @@ tools and clients read them. ``seglog.get_backend("native" | "pure")`` gives the
 
 from __future__ import annotations
 
+import importlib
+
 from . import errors, format
 from ._backend import BACKEND_NAMES, default_backend, get_backend
 from .storage.config import LogConfig
@@ -25,9 +27,13 @@ def __getattr__(name: str):
     # the extension by itself, and so SEGLOG_BACKEND is read when the name is first used.
     if name == "backend":
         return default_backend().name
+    if name == "Broker":
+        # The wire broker is imported on first use only: the storage layers never load the
+        # server (tests/test_layout.py), and ``import seglog`` stays as light as it was.
+        return importlib.import_module("seglog.server.broker").Broker
     raise AttributeError(f"module 'seglog' has no attribute {name!r}")
 
 
-__all__ = ["BACKEND_NAMES", "Consumer", "ConsumerGroup", "ConsumerRecord", "Log", "LogConfig",
+__all__ = ["BACKEND_NAMES", "Broker", "Consumer", "ConsumerGroup", "ConsumerRecord", "Log", "LogConfig",
            "Producer", "Store", "Topic", "TopicPartition", "errors", "format", "get_backend",
            "default_backend", "__version__"]

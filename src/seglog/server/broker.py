@@ -1,0 +1,548 @@
+"""The broker: a :class:`~seglog.store.Store` served over Kafka's wire protocol.
+
+:class:`Broker` is what users start (``seglog serve``, ``seglog.Broker(...)``, the pytest
+plugin). It opens the Store over the data directory, builds the
+:class:`~seglog.server.context.BrokerState` its handlers share, calls the handler modules'
+``start`` hooks, listens, and on shutdown answers the requests in flight, calls the ``stop``
+hooks and closes the Store cleanly (flushed, checkpoints and the clean-shutdown marker
+written).
+
+Two ways to run it:
+
+- ``start()`` / ``stop()`` (or ``with Broker(...) as broker:``): the broker runs its own event
+  loop on a thread of its own; ``start`` returns once it is listening;
+- ``await broker.serve()`` / ``await broker.aclose()`` (or ``async with``): on the caller's
+  running loop; ``serve_forever()`` waits until it is closed.
+
+The :class:`Server` is the per-loop part: the listener, the connections
+(:mod:`seglog.server.connection`), ApiVersions, and the background tasks (maintenance,
+idle-connection expiry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any, Mapping
+
+from ..errors import InvalidConfigError
+from . import protocol, registry
+from .config import BrokerConfig
+from .connection import Connection
+from .context import AppendNotifier, BrokerState
+
+__all__ = ["Broker", "Server", "parse_listen"]
+
+# seglog.store loads the embedded clients (its producer()/consumer() factories), which the
+# wire broker must never use (tests/test_layout.py); the Store class is looked up at run time
+# so that the static import graph of seglog.server stays free of them.
+_STORE_MODULE = "seglog.store"
+
+log = logging.getLogger("seglog.server")
+
+#: The address a broker listens on when neither ``listen`` nor ``listeners`` says.
+LISTEN_DEFAULT = ("127.0.0.1", 9092)
+#: How long shutdown waits for requests in flight (a long-polling Fetch waits at most its
+#: max_wait_ms, Kafka's default 500 ms; a JoinGroup its rebalance timeout) before cancelling.
+SHUTDOWN_REQUESTS_TIMEOUT_S = 10.0
+#: How long shutdown waits for answered connections to flush their writes.
+SHUTDOWN_WRITES_TIMEOUT_S = 5.0
+
+
+def parse_listen(value: Any) -> tuple[str, int]:
+    """``("host", port)`` from a ``(host, port)`` pair, ``"host:port"``, ``"[v6]:port"`` or a
+    Kafka listener ``"PLAINTEXT://host:port"`` (an empty host is every interface, 0.0.0.0).
+    Raises InvalidConfigError for anything else, or a port outside 0..65535."""
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        host, port = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if "://" in text:
+            text = text.split("://", 1)[1]
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise InvalidConfigError(f"listen address {value!r} is not host:port")
+        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise InvalidConfigError(f"listen address {value!r}: bad port") from None
+    else:
+        raise InvalidConfigError(f"listen address {value!r} is not (host, port) or host:port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InvalidConfigError(f"listen port {port!r} outside 0..65535")
+    if not isinstance(host, str):
+        raise InvalidConfigError(f"listen host {host!r} is not a str")
+    return (host or "0.0.0.0", port)
+
+
+def _advertised(config: BrokerConfig, host: str, port: int) -> tuple[str, int]:
+    listeners = config["advertised.listeners"]
+    if listeners:
+        plaintext = [entry for entry in listeners if entry.upper().startswith("PLAINTEXT://")]
+        adv_host, adv_port = parse_listen((plaintext or list(listeners))[0])
+        if adv_host == "0.0.0.0" and "://:" not in (plaintext or list(listeners))[0]:
+            raise InvalidConfigError("advertised.listeners cannot use 0.0.0.0")
+        return (socket.getfqdn() if adv_host == "0.0.0.0" else adv_host), adv_port
+    if host in ("0.0.0.0", "::", ""):
+        # Kafka advertises the canonical host name of a wildcard listener.
+        return socket.getfqdn(), port
+    return host, port
+
+
+class Server:
+    """The broker on one event loop: listener, connections, handlers, background tasks.
+    Made by :class:`Broker`; every method runs on ``loop``'s thread."""
+
+    def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop):
+        self.store = store
+        self.config = config
+        self.loop = loop
+        self.modules = registry.load_modules()
+        self.handlers = registry.load_handlers(self.modules)
+        if protocol.API_VERSIONS_KEY in self.handlers:
+            raise ValueError("ApiVersions is answered by the core; no module may serve it")
+        self.request_bytes_max = config["socket.request.max.bytes"]
+        self.queued_requests_max = config["queued.max.requests"]
+        self.connections_max = config["max.connections"]
+        self.connections_per_ip_max = config["max.connections.per.ip"]
+        self.idle_ms_max = config["connections.max.idle.ms"]
+        self.connections: dict[int, Connection] = {}
+        self._per_ip: dict[str, int] = {}
+        self.in_flight = 0
+        self._drained: asyncio.Event | None = None
+        self._next_connection_id = 0
+        self._listener: asyncio.base_events.Server | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.state: BrokerState | None = None
+        self._ranges = sorted([(h.api_key, h.min_version, h.max_version)
+                               for h in self.handlers.values()]
+                              + [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
+                                  protocol.API_VERSIONS_VERSION_MAX)])
+        self._api_versions_bodies: dict[int, bytes] = {}
+        self._started_modules: list[Any] = []
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        """Bind ``host:port``, build the BrokerState, run the modules' start hooks, then
+        accept connections; returns the bound ``(host, port)``."""
+        self._listener = await self.loop.create_server(
+            self._new_connection, host, port, reuse_address=True,
+            backlog=self.config["socket.listen.backlog.size"], start_serving=False)
+        bound = self._listener.sockets[0].getsockname()
+        bound_host, bound_port = bound[0], bound[1]
+        adv_host, adv_port = _advertised(self.config, host, bound_port)
+        meta = self.store.meta
+        self.state = BrokerState(
+            store=self.store, config=self.config, node_id=meta.node_id,
+            cluster_id=meta.cluster_id, host=adv_host, port=adv_port, loop=self.loop,
+            appended=AppendNotifier(self.loop))
+        for module in self.modules:
+            hook = getattr(module, "start", None)
+            if hook is not None:
+                await hook(self.state)
+            self._started_modules.append(module)
+        self._tasks.append(self.loop.create_task(self._maintain_forever()))
+        if self.idle_ms_max >= 0:
+            self._tasks.append(self.loop.create_task(self._expire_idle_forever()))
+        await self._listener.start_serving()
+        return bound_host, bound_port
+
+    async def close(self) -> None:
+        """Stop accepting, answer what was read, close connections, stop background tasks,
+        run the modules' stop hooks (in reverse order). The Store stays open (the Broker
+        closes it)."""
+        if self._listener is not None:
+            self._listener.close()
+        for connection in list(self.connections.values()):
+            connection.close_when_answered()
+        if self.in_flight:
+            self._drained = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._drained.wait(), SHUTDOWN_REQUESTS_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                log.warning("shutdown: %d requests still in flight after %.0f s; cancelling",
+                            self.in_flight, SHUTDOWN_REQUESTS_TIMEOUT_S)
+        waits = [c.closed for c in self.connections.values()]
+        for connection in list(self.connections.values()):
+            if connection.pending_requests:
+                connection.abort()
+        if waits:
+            done, pending = await asyncio.wait(waits, timeout=SHUTDOWN_WRITES_TIMEOUT_S)
+            for connection in list(self.connections.values()):
+                connection.abort()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks.clear()
+        if self._listener is not None:
+            await self._listener.wait_closed()
+        for module in reversed(self._started_modules):
+            hook = getattr(module, "stop", None)
+            if hook is not None:
+                try:
+                    await hook(self.state)
+                except Exception:
+                    log.exception("stop hook of %s failed", module.__name__)
+        self._started_modules.clear()
+
+    # --- connections ---------------------------------------------------------------------
+
+    def _new_connection(self) -> Connection:
+        self._next_connection_id += 1
+        return Connection(self, self._next_connection_id)
+
+    def admit(self, connection: Connection) -> bool:
+        """Register a new connection; False (the caller closes it) over ``max.connections``
+        or ``max.connections.per.ip``."""
+        if len(self.connections) >= self.connections_max:
+            log.warning("connection from %s:%d refused: max.connections=%d reached",
+                        connection.client_host, connection.client_port, self.connections_max)
+            return False
+        per_ip = self._per_ip.get(connection.client_host, 0)
+        if per_ip >= self.connections_per_ip_max:
+            log.warning("connection from %s:%d refused: max.connections.per.ip=%d reached",
+                        connection.client_host, connection.client_port,
+                        self.connections_per_ip_max)
+            return False
+        self._per_ip[connection.client_host] = per_ip + 1
+        self.connections[connection.connection_id] = connection
+        return True
+
+    def forget(self, connection: Connection) -> None:
+        """A connection was lost: drop it from the tables."""
+        if self.connections.pop(connection.connection_id, None) is not None:
+            left = self._per_ip.get(connection.client_host, 1) - 1
+            if left > 0:
+                self._per_ip[connection.client_host] = left
+            else:
+                self._per_ip.pop(connection.client_host, None)
+
+    def request_finished(self) -> None:
+        """A request was answered or dropped; wakes a shutdown waiting for the last one."""
+        if self.in_flight == 0 and self._drained is not None:
+            self._drained.set()
+
+    # --- ApiVersions -----------------------------------------------------------------------
+
+    def answer_api_versions(self, header: protocol.RequestHeader, frame: bytes) -> tuple:
+        """The whole response frame (as parts) of an ApiVersions request: the served ranges;
+        UNSUPPORTED_VERSION in the v0 format with ApiVersions' own range for a version this
+        broker does not know; INVALID_REQUEST for a v3+ client software name or version that
+        breaks KIP-511's pattern. Raises InvalidRequestError for a body that does not decode
+        (the connection is closed, as Kafka does)."""
+        version = header.api_version
+        if not protocol.API_VERSIONS_VERSION_MIN <= version <= protocol.API_VERSIONS_VERSION_MAX:
+            body = protocol.api_versions_response(
+                0, [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
+                     protocol.API_VERSIONS_VERSION_MAX)],
+                error_code=protocol.ERROR_UNSUPPORTED_VERSION)
+        else:
+            request = protocol.read_request_body(protocol.API_VERSIONS_KEY, version, frame,
+                                                 header.body_offset)
+            if version >= 3 and not protocol.valid_client_software(
+                    request.client_software_name, request.client_software_version):
+                body = protocol.api_versions_response(
+                    version, [], error_code=protocol.ERROR_INVALID_REQUEST)
+            else:
+                body = self._api_versions_bodies.get(version)
+                if body is None:
+                    body = self._api_versions_bodies[version] = \
+                        protocol.api_versions_response(version, self._ranges)
+        return tuple(protocol.encode_response(header.correlation_id, flexible=False,
+                                              body_parts=(body,)))
+
+    @property
+    def api_ranges(self) -> list[tuple[int, int, int]]:
+        """``[(api_key, min_version, max_version), ...]`` as ApiVersions advertises them."""
+        return list(self._ranges)
+
+    # --- background tasks ------------------------------------------------------------------
+
+    async def _expire_idle_forever(self) -> None:
+        idle_s = self.idle_ms_max / 1000
+        period_s = max(0.01, min(idle_s / 4, 1.0))
+        while True:
+            await asyncio.sleep(period_s)
+            now = time.monotonic()
+            for connection in list(self.connections.values()):
+                if connection.pending_requests == 0 and now - connection.last_active_s > idle_s:
+                    log.info("connection %d from %s:%d idle for more than %d ms "
+                             "(connections.max.idle.ms); closing", connection.connection_id,
+                             connection.client_host, connection.client_port, self.idle_ms_max)
+                    connection.close_when_answered()
+
+    async def _maintain_forever(self) -> None:
+        """Kafka's timers as one loop: retention, compaction and flush.ms every
+        ``log.retention.check.interval.ms``; offset expiry every
+        ``offsets.retention.check.interval.ms``; timed-out transactions aborted every
+        ``transaction.abort.timed.out.transaction.cleanup.interval.ms``. Each runs on a
+        worker thread; a failure is logged and retried at the next tick."""
+        config = self.config
+        store = self.store
+        offsets_retention_ms = config["offsets.retention.minutes"] * 60000
+        jobs = [
+            [config["log.retention.check.interval.ms"] / 1000, "retention",
+             lambda: store.maintain()],
+            [config["offsets.retention.check.interval.ms"] / 1000, "offset expiry",
+             lambda: store.expire_offsets(retention_ms=offsets_retention_ms)],
+            [config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
+             "transaction timeouts", lambda: store.abort_timed_out_transactions()],
+        ]
+        now = time.monotonic()
+        due = [now + period for period, _, _ in jobs]
+        while True:
+            next_due = min(due)
+            await asyncio.sleep(max(0.0, next_due - time.monotonic()))
+            for i, (period, name, job) in enumerate(jobs):
+                if due[i] <= time.monotonic():
+                    try:
+                        await self.loop.run_in_executor(None, job)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("maintenance (%s) failed", name)
+                    due[i] = time.monotonic() + period
+                    if self.state is not None:
+                        # Retention or an aborted transaction can move start offsets / LSOs.
+                        self.state.appended.notify()
+
+
+class Broker:
+    """A Kafka-protocol broker over a :class:`~seglog.store.Store` in ``data_dir``.
+
+    ``listen``: ``(host, port)`` or ``"host:port"``; port 0 picks a free port (see
+    :attr:`port`). None: the first of ``config["listeners"]`` when given, else
+    ``127.0.0.1:9092``. ``config``: Kafka broker config names to values (a mapping, or a
+    :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
+    (``"native"``, ``"pure"``, None for the default).
+
+    Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction) and
+    the Store's errors (``LogLockedError`` when another writer holds the directory) or
+    ``OSError`` (address in use) from :meth:`start` / :meth:`serve`. Not reusable after it
+    was closed. The methods are not thread-safe against each other; call them from one thread.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike, listen: Any = None,
+                 config: Mapping[str, Any] | BrokerConfig | None = None, backend: Any = None):
+        self.data_dir = os.fspath(data_dir)
+        self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        if listen is None:
+            listen = (self.config["listeners"][0] if not self.config.is_default("listeners")
+                      and self.config["listeners"] else LISTEN_DEFAULT)
+        self._listen = parse_listen(listen)
+        self.backend = backend
+        self._store: Any = None
+        self._server: Server | None = None
+        self._bound: tuple[str, int] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed: asyncio.Event | None = None
+        self._state = "new"  # new -> serving -> closed
+
+    # --- properties ------------------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        """The advertised host (what Metadata tells clients)."""
+        self._check_serving()
+        return self._server.state.host
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the one picked when asked for 0)."""
+        self._check_serving()
+        return self._bound[1]
+
+    @property
+    def bootstrap(self) -> str:
+        """``"host:port"`` for a client's ``bootstrap.servers`` (the listen host; a wildcard
+        listener gives 127.0.0.1)."""
+        self._check_serving()
+        host = self._bound[0]
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        return f"[{host}]:{self._bound[1]}" if ":" in host else f"{host}:{self._bound[1]}"
+
+    @property
+    def store(self) -> Any:
+        """The Store served (open while the broker serves)."""
+        if self._store is None:
+            raise RuntimeError("the broker is not started")
+        return self._store
+
+    @property
+    def state(self) -> BrokerState:
+        """The BrokerState its handlers share."""
+        self._check_serving()
+        return self._server.state
+
+    @property
+    def api_ranges(self) -> list[tuple[int, int, int]]:
+        """``[(api_key, min_version, max_version), ...]``: what ApiVersions advertises."""
+        self._check_serving()
+        return self._server.api_ranges
+
+    @property
+    def server(self) -> Server:
+        """The :class:`Server` (listener, connections, handler table ``server.handlers``)."""
+        self._check_serving()
+        return self._server
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the broker runs on."""
+        self._check_serving()
+        return self._loop
+
+    def _check_serving(self) -> None:
+        if self._server is None or self._bound is None:
+            raise RuntimeError("the broker is not serving")
+
+    # --- asyncio use -------------------------------------------------------------------------
+
+    async def serve(self) -> "Broker":
+        """Open the Store and start serving on the running loop; returns once listening."""
+        if self._state != "new":
+            raise RuntimeError(f"broker is {self._state}; a Broker serves once")
+        self._state = "starting"
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        config = self.config
+        try:
+            store = await loop.run_in_executor(None, self._open_store)
+            self._store = store
+            self._server = Server(store=store, config=config, loop=loop)
+            self._bound = await self._server.start(*self._listen)
+        except BaseException:
+            await self._close_after_failed_start()
+            raise
+        self._closed = asyncio.Event()
+        self._state = "serving"
+        log.info("seglog broker listening on %s (data dir %s, %d topics)", self.bootstrap,
+                 self.data_dir, len(self._store.topics()))
+        return self
+
+    def _open_store(self) -> Any:
+        config = self.config
+        node_id = config.node_id
+        store_class = importlib.import_module(_STORE_MODULE).Store
+        store = store_class(self.data_dir, backend=self.backend,
+                      offsets_topic_partitions=config["offsets.topic.num.partitions"],
+                      transaction_state_partitions=config["transaction.state.log.num.partitions"],
+                      node_id=1 if node_id is None else node_id)
+        if node_id is not None and store.meta.node_id != node_id:
+            stored = store.meta.node_id
+            store.close()
+            raise InvalidConfigError(f"Stored node id {stored} doesn't match previous node id "
+                                     f"{node_id} (node.id / broker.id) in {self.data_dir}")
+        return store
+
+    async def _close_after_failed_start(self) -> None:
+        self._state = "closed"
+        if self._server is not None:
+            try:
+                await self._server.close()
+            except Exception:
+                log.exception("closing after a failed start")
+        if self._store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+
+    async def serve_forever(self) -> None:
+        """:meth:`serve` if not serving yet, then wait until :meth:`aclose`."""
+        if self._state == "new":
+            await self.serve()
+        if self._closed is not None:
+            await self._closed.wait()
+
+    async def aclose(self) -> None:
+        """Shut down on the broker's loop: stop accepting, answer the requests in flight,
+        close connections, run the stop hooks, close the Store (flush, checkpoints,
+        clean-shutdown marker). Idempotent."""
+        if self._state != "serving":
+            return
+        self._state = "closing"
+        try:
+            await self._server.close()
+        finally:
+            await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+            self._state = "closed"
+            self._closed.set()
+
+    async def __aenter__(self) -> "Broker":
+        return await self.serve()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    # --- its own thread ----------------------------------------------------------------------
+
+    def start(self) -> "Broker":
+        """Run the broker on an event loop of its own thread; returns once it listens
+        (raising what a failed start raised)."""
+        if self._state != "new":
+            raise RuntimeError(f"broker is {self._state}; a Broker serves once")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+        loop = asyncio.new_event_loop()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.serve())
+            except BaseException as exc:  # handed to start()'s caller
+                failure.append(exc)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.run_until_complete(loop.shutdown_default_executor())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name=f"seglog-broker-{id(self):x}",
+                                        daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            raise failure[0]
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Shut down (see :meth:`aclose`) and end the thread started by :meth:`start`.
+        Idempotent. ``timeout_s`` bounds the wait for the thread."""
+        thread, loop = self._thread, self._loop
+        if thread is None or loop is None:
+            return
+        if thread.is_alive() and not loop.is_closed():
+            future = asyncio.run_coroutine_threadsafe(self.aclose(), loop)
+            try:
+                future.result(timeout_s)
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout_s)
+        self._thread = None
+
+    def __enter__(self) -> "Broker":
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = self.bootstrap if self._state == "serving" else self._state
+        return f"Broker({self.data_dir!r}, {where})"

@@ -1,0 +1,311 @@
+"""One client connection: Kafka's framing, in-order responses, limits and back-pressure.
+
+A :class:`Connection` is an :class:`asyncio.Protocol`. Bytes arrive in a ``bytearray``; each
+complete frame (an int32 size, then that many bytes) is a request. Its header is parsed, the
+handler for its API key is looked up, and the request is dispatched as a task on the event
+loop; the handlers of one connection start in request order and run concurrently after their
+first ``await`` (a long-polling Fetch does not hold up the requests behind it). Responses
+are written in request order, as Kafka answers them: each request takes a slot in a queue,
+and a finished response is written only when every earlier slot is written.
+
+Limits, as Kafka's SocketServer applies them:
+
+- a size above ``socket.request.max.bytes`` or below 0 closes the connection (Kafka's
+  ``InvalidReceiveException``), before any of the frame is buffered;
+- a header that does not parse, an API key not served or a version outside the advertised
+  range closes the connection after logging it (Kafka's ``InvalidRequestException``), except
+  ApiVersions, which is answered at any version (KIP-511);
+- a body that does not decode closes the connection;
+- back-pressure: with ``queued.max.requests`` requests read and not yet answered, or while the
+  transport's write buffer is over its high-water mark, the connection stops reading
+  (``pause_reading``) until responses drain;
+- an exception escaping a handler is logged and closes this connection only.
+
+Everything runs on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from ..errors import InvalidRequestError, UnsupportedVersionError
+from . import protocol
+from .context import RawResponse, RequestContext
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("seglog.server")
+
+_SIZE_BYTES = 4
+
+
+class _Slot:
+    """One request's place in the response order: ``parts`` once answered (an empty tuple
+    for no response)."""
+
+    __slots__ = ("parts", "done")
+
+    def __init__(self) -> None:
+        self.parts: Any = None
+        self.done = False
+
+
+class Connection(asyncio.Protocol):
+    """One client connection of ``server`` (a :class:`~seglog.server.broker.Server`; not
+    imported here, the broker imports this module) (see the module docstring). ``connection_id`` is unique per server; ``last_active_s`` is the monotonic
+    time of the last read or write (for ``connections.max.idle.ms``)."""
+
+    def __init__(self, server: Any, connection_id: int):
+        self.server = server
+        self.connection_id = connection_id
+        self.transport: asyncio.Transport | None = None
+        self.client_host = ""
+        self.client_port = 0
+        self._buffer = bytearray()
+        self._slots: deque[_Slot] = deque()
+        self._tasks: set[asyncio.Task] = set()
+        self._reading_paused = False
+        self._writing_paused = False
+        self._closing = False  # no more requests are read; close once answered
+        self._aborted = False
+        self._processing = False  # inside _process_buffer (a response finishing in it waits)
+        self.closed = asyncio.get_running_loop().create_future()
+        self.last_active_s = time.monotonic()
+
+    # --- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.client_host, self.client_port = str(peer[0]), int(peer[1])
+        if not self.server.admit(self):
+            self._closing = True
+            transport.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        # Requests that will never be answered: a task cancelled before it ran never gets
+        # to release its slot itself.
+        dropped = len(self._slots)
+        self._slots.clear()
+        if dropped:
+            self.server.in_flight -= dropped
+            self.server.request_finished()
+        self.server.forget(self)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self.last_active_s = time.monotonic()
+        self._buffer += data
+        self._process_buffer()
+
+    def eof_received(self) -> bool:
+        # The client closed its side: answer the complete requests it sent, then close.
+        self._process_buffer()
+        self._closing = True
+        if not self._slots:
+            return False
+        return True
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    # --- reading requests --------------------------------------------------------------------
+
+    def _process_buffer(self) -> None:
+        if self._processing:
+            return
+        self._processing = True
+        try:
+            self._process_frames()
+        finally:
+            self._processing = False
+        self._update_reading()
+
+    def _process_frames(self) -> None:
+        buffer = self._buffer
+        limit = self.server.request_bytes_max
+        queued_max = self.server.queued_requests_max
+        position = 0
+        end = len(buffer)
+        while not self._closing and end - position >= _SIZE_BYTES \
+                and len(self._slots) < queued_max and not self._writing_paused:
+            size = int.from_bytes(buffer[position:position + _SIZE_BYTES], "big", signed=True)
+            if size < 0 or size > limit:
+                # Kafka's NetworkReceive: InvalidReceiveException, the connection is closed.
+                log.warning("connection %d from %s:%d: request size %d outside 0..%d "
+                            "(socket.request.max.bytes); closing", self.connection_id,
+                            self.client_host, self.client_port, size, limit)
+                self.abort()
+                return
+            if end - position - _SIZE_BYTES < size:
+                break
+            start = position + _SIZE_BYTES
+            frame = bytes(buffer[start:start + size])
+            position = start + size
+            self._dispatch(frame)
+        if position:
+            del buffer[:position]
+
+    def _dispatch(self, frame: bytes) -> None:
+        server = self.server
+        try:
+            api_key, api_version, _ = protocol.peek_request_head(frame)
+            handler = server.handlers.get(api_key)
+            if api_key == protocol.API_VERSIONS_KEY:
+                header = protocol.parse_request_header(
+                    frame, flexible=protocol.is_flexible_request(api_key, api_version))
+                parts = server.answer_api_versions(header, frame)
+                self._finish(self._new_slot(), parts)
+                return
+            if handler is None:
+                raise UnsupportedVersionError(f"API key {api_key} is not served")
+            if not handler.min_version <= api_version <= handler.max_version:
+                raise UnsupportedVersionError(
+                    f"API key {api_key} version {api_version} outside "
+                    f"{handler.min_version}..{handler.max_version}")
+            header = protocol.parse_request_header(
+                frame, flexible=protocol.is_flexible_request(api_key, api_version))
+            if handler.raw_request:
+                request: Any = memoryview(frame)[header.body_offset:]
+            else:
+                request = protocol.read_request_body(api_key, api_version, frame,
+                                                     header.body_offset)
+        except (InvalidRequestError, UnsupportedVersionError) as exc:
+            log.warning("connection %d from %s:%d: %s; closing", self.connection_id,
+                        self.client_host, self.client_port, exc)
+            self.abort()
+            return
+        ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
+                             self.connection_id, self.client_host, self.client_port,
+                             server.state)
+        slot = self._new_slot()
+        task = server.loop.create_task(self._run(handler.handle, ctx, request, slot))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _new_slot(self) -> _Slot:
+        slot = _Slot()
+        self._slots.append(slot)
+        self.server.in_flight += 1
+        return slot
+
+    async def _run(self, handle: Any, ctx: RequestContext, request: Any, slot: _Slot) -> None:
+        try:
+            response = await handle(ctx, request)
+            parts = self._encode(ctx, response)
+        except asyncio.CancelledError:
+            self._release(slot)
+            raise
+        except Exception:
+            log.exception("connection %d from %s:%d: handler of API key %d v%d failed; closing",
+                          self.connection_id, self.client_host, self.client_port, ctx.api_key,
+                          ctx.api_version)
+            self._release(slot)
+            self.abort()
+            return
+        self._finish(slot, parts)
+
+    def _encode(self, ctx: RequestContext, response: Any) -> tuple:
+        if response is None:
+            return ()
+        flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)
+        if isinstance(response, RawResponse):
+            body = response.parts
+        else:
+            expected = protocol.response_class(ctx.api_key, ctx.api_version)
+            if type(response) is not expected:
+                raise TypeError(f"handler of API key {ctx.api_key} v{ctx.api_version} returned "
+                                f"{type(response).__name__}, not {expected}")
+            body = (protocol.encode_body(response),)
+        return tuple(protocol.encode_response(ctx.correlation_id, flexible=flexible,
+                                              body_parts=body))
+
+    # --- writing responses -------------------------------------------------------------------
+
+    def _finish(self, slot: _Slot, parts: Any) -> None:
+        slot.parts = parts
+        slot.done = True
+        slots = self._slots
+        transport = self.transport
+        while slots and slots[0].done:
+            head = slots.popleft()
+            self.server.in_flight -= 1
+            if head.parts and transport is not None and not transport.is_closing():
+                transport.writelines(head.parts)
+        self.last_active_s = time.monotonic()
+        self.server.request_finished()
+        if self._closing:
+            if not slots and transport is not None and not self._aborted:
+                transport.close()
+            return
+        if self._processing:
+            return  # _process_buffer goes on with the next frame itself
+        if self._buffer and not self._reading_paused_by_us():
+            self._process_buffer()
+        else:
+            self._update_reading()
+
+    def _release(self, slot: _Slot) -> None:
+        # A request that will never be answered (cancelled, or its connection is going).
+        if slot in self._slots:
+            self._slots.remove(slot)
+            self.server.in_flight -= 1
+            self.server.request_finished()
+
+    def _reading_paused_by_us(self) -> bool:
+        return len(self._slots) >= self.server.queued_requests_max or self._writing_paused
+
+    def _update_reading(self) -> None:
+        transport = self.transport
+        if transport is None or self._closing:
+            return
+        should_pause = self._reading_paused_by_us()
+        if should_pause and not self._reading_paused:
+            self._reading_paused = True
+            transport.pause_reading()
+        elif not should_pause and self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+
+    # --- closing -----------------------------------------------------------------------------
+
+    @property
+    def pending_requests(self) -> int:
+        """Requests read and not yet answered (or not yet written)."""
+        return len(self._slots)
+
+    def abort(self) -> None:
+        """Close now, dropping unwritten responses (bad input, a failed handler)."""
+        self._closing = True
+        self._aborted = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close_when_answered(self) -> None:
+        """Stop reading; close once every request read so far is answered (shutdown)."""
+        if self._closing:
+            return
+        self._closing = True
+        if self.transport is None:
+            return
+        if not self._slots:
+            self.transport.close()
+        elif not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()

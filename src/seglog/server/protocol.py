@@ -1,0 +1,257 @@
+"""Kafka's request and response framing above the 4-byte size: headers, bodies, ApiVersions.
+
+A request frame (the bytes after its int32 size) is a request header then the body. Which
+header version a request carries follows Kafka's generated ``requestHeaderVersion``: header v2
+(client id, then tagged fields) for the flexible versions of an API's request schema, header v1
+(no tagged fields) otherwise. A response carries response header v1 (correlation id, tagged
+fields) for flexible versions, v0 (correlation id only) otherwise, except ApiVersions whose
+response header is always v0 (a client that does not yet know the broker's versions must be
+able to read it).
+
+Bodies are decoded and encoded with kio's classes (generated from Kafka's JSON schemas); the
+reader and writer of each ``(api_key, version)`` are built once and cached. ApiVersions is
+answered here from the handler tables (:func:`api_versions_response`), including Kafka's
+answer to an ApiVersions version it does not know: UNSUPPORTED_VERSION in the v0 format with
+the ApiVersions range, which is how librdkafka and the Java client negotiate down (KIP-511).
+
+Everything here runs on the event loop thread and holds no state but its caches.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import io
+import re
+import struct
+from typing import Any, Iterable, NamedTuple
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+from ..errors import InvalidRequestError
+
+__all__ = [
+    "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "ERROR_INVALID_REQUEST",
+    "ERROR_UNSUPPORTED_VERSION", "RequestHeader", "api_versions_response",
+    "encode_response", "is_flexible_request", "is_flexible_response", "parse_request_header",
+    "read_request_body", "valid_client_software",
+]
+
+#: Kafka's ApiVersions API key, and the versions this broker answers (kio knows 0..4).
+API_VERSIONS_KEY = 18
+API_VERSIONS_VERSION_MIN = 0
+API_VERSIONS_VERSION_MAX = 4
+#: The ApiVersions version whose request first is flexible (header v2).
+_API_VERSIONS_FIRST_FLEXIBLE = 3
+
+#: Kafka's error codes this module answers with.
+ERROR_UNSUPPORTED_VERSION = 35
+ERROR_INVALID_REQUEST = 42
+
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+#: The smallest request header: key, version, correlation id, client id length.
+REQUEST_HEADER_BYTES_MIN = _HEAD.size + _INT16.size
+
+# KIP-511's ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN.
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+class RequestHeader(NamedTuple):
+    """A parsed request header: ``api_key``, ``api_version``, ``correlation_id``,
+    ``client_id`` (None when the client sent a null one) and ``body_offset``, the position of
+    the body in the frame."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int
+
+
+def peek_request_head(frame: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)``: the first 8 bytes of a request frame,
+    which every header version shares. Raises :class:`InvalidRequestError` for a frame
+    shorter than that."""
+    if len(frame) < _HEAD.size:
+        raise InvalidRequestError(f"request of {len(frame)} bytes is shorter than a header")
+    return _HEAD.unpack_from(frame, 0)
+
+
+@functools.lru_cache(maxsize=None)
+def _request_class(api_key: int, api_version: int) -> Any:
+    try:
+        return load_request_schema(api_key, api_version)
+    except Exception:  # kio's UnknownAPIKey / UnknownEntity: not a schema kio knows
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _response_class(api_key: int, api_version: int) -> Any:
+    try:
+        return load_response_schema(api_key, api_version)
+    except Exception:
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def is_flexible_request(api_key: int, api_version: int) -> bool:
+    """Whether a request of this key and version carries request header v2 (Kafka's
+    ``requestHeaderVersion``: the flexible versions of the request schema). ApiVersions
+    versions above the ones kio knows are flexible (v3 and up are), as Kafka parses them."""
+    if api_key == API_VERSIONS_KEY and api_version >= _API_VERSIONS_FIRST_FLEXIBLE:
+        return True
+    cls = _request_class(api_key, api_version)
+    return bool(cls is not None and cls.__flexible__)
+
+
+@functools.lru_cache(maxsize=None)
+def is_flexible_response(api_key: int, api_version: int) -> bool:
+    """Whether the response of this key and version carries response header v1; always
+    False for ApiVersions (response header v0 at every version)."""
+    if api_key == API_VERSIONS_KEY:
+        return False
+    cls = _response_class(api_key, api_version)
+    return bool(cls is not None and cls.__flexible__)
+
+
+def _read_uvarint(frame, position: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    for _ in range(5):
+        if position >= end:
+            raise InvalidRequestError("request header ends inside a varint")
+        byte = frame[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+        shift += 7
+    raise InvalidRequestError("request header has a varint longer than 5 bytes")
+
+
+def parse_request_header(frame: bytes | bytearray | memoryview, *,
+                         flexible: bool) -> RequestHeader:
+    """Parse the request header at the start of ``frame``: v2 when ``flexible`` (the tagged
+    fields after the client id are skipped: no request header tag is defined) else v1.
+    Raises :class:`InvalidRequestError` for a truncated or malformed header (a client id
+    that is not UTF-8 included)."""
+    end = len(frame)
+    if end < REQUEST_HEADER_BYTES_MIN:
+        raise InvalidRequestError(f"request of {end} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _HEAD.unpack_from(frame, 0)
+    (length,) = _INT16.unpack_from(frame, _HEAD.size)
+    position = REQUEST_HEADER_BYTES_MIN
+    if length < 0:
+        client_id = None
+        if length != -1:
+            raise InvalidRequestError(f"client id of negative length {length}")
+    else:
+        if position + length > end:
+            raise InvalidRequestError("request header ends inside the client id")
+        try:
+            client_id = bytes(frame[position:position + length]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidRequestError("client id is not UTF-8") from None
+        position += length
+    if flexible:
+        count, position = _read_uvarint(frame, position, end)
+        for _ in range(count):
+            _tag, position = _read_uvarint(frame, position, end)
+            size, position = _read_uvarint(frame, position, end)
+            position += size
+            if position > end:
+                raise InvalidRequestError("request header ends inside a tagged field")
+    return RequestHeader(api_key, api_version, correlation_id, client_id, position)
+
+
+@functools.lru_cache(maxsize=None)
+def _reader(api_key: int, api_version: int) -> Any:
+    cls = _request_class(api_key, api_version)
+    if cls is None:
+        raise InvalidRequestError(f"no schema for API key {api_key} version {api_version}")
+    return entity_reader(cls)
+
+
+def read_request_body(api_key: int, api_version: int,
+                      frame: bytes | bytearray | memoryview, offset: int) -> Any:
+    """Decode the body of a request (from ``offset`` of ``frame``) into kio's request entity
+    for ``api_key`` and ``api_version``. Raises :class:`InvalidRequestError` for bytes that do
+    not decode or that leave bytes over (Kafka's parser refuses both)."""
+    reader = _reader(api_key, api_version)
+    try:
+        value, size = reader(frame, offset)
+    except (SerialError, ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise InvalidRequestError(f"API key {api_key} v{api_version}: malformed request body "
+                                  f"({type(exc).__name__}: {exc})") from None
+    if offset + size != len(frame):
+        raise InvalidRequestError(f"API key {api_key} v{api_version}: "
+                                  f"{len(frame) - offset - size} bytes after the request body")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _writer(response_class: type) -> Any:
+    return entity_writer(response_class)
+
+
+@functools.lru_cache(maxsize=4096)
+def _header_bytes(correlation_id: int, flexible: bool) -> bytes:
+    return _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
+
+
+def encode_body(response: Any) -> bytes:
+    """kio's encoding of a response entity (no header)."""
+    buffer = io.BytesIO()
+    _writer(type(response))(buffer, response)
+    return buffer.getvalue()
+
+
+def response_class(api_key: int, api_version: int) -> Any:
+    """kio's response class of ``api_key`` at ``api_version`` (None if kio has none)."""
+    return _response_class(api_key, api_version)
+
+
+def encode_response(correlation_id: int, *, flexible: bool,
+                    body_parts: Iterable[Any]) -> list:
+    """The parts of a whole response frame: the int32 size, the response header (v1 when
+    ``flexible``, else v0) and ``body_parts`` (bytes-like, written in order)."""
+    header = _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
+    parts = list(body_parts)
+    size = len(header) + sum(memoryview(p).nbytes for p in parts)
+    return [_INT32.pack(size) + header, *parts]
+
+
+def valid_client_software(name: str, version: str) -> bool:
+    """KIP-511's rule for ApiVersions v3+'s ``client_software_name`` and
+    ``client_software_version``: ASCII letters, digits, ``-`` and ``.``, starting and ending
+    with a letter or digit."""
+    return bool(_SOFTWARE_NAME_VERSION.fullmatch(name)
+                and _SOFTWARE_NAME_VERSION.fullmatch(version))
+
+
+def api_versions_response(api_version: int, ranges: Iterable[tuple[int, int, int]], *,
+                          error_code: int = 0) -> bytes:
+    """The encoded body of an ApiVersions response at ``api_version`` listing ``ranges``
+    (``(api_key, min_version, max_version)``, sorted here by key) with ``error_code``.
+
+    ``api_version`` outside 0..4 is answered in the v0 format (Kafka's rule for an
+    ApiVersions version it does not know). v3+ carry no supported or finalized features
+    (finalized features epoch -1): clients then use the protocols every broker has (the
+    Java producer keeps transaction protocol v1, consumers the classic group protocol).
+    """
+    from kio.schema.errors import ErrorCode  # kio's enum; imported here once, then cached
+    from kio.static.primitive import i16
+
+    version = api_version if API_VERSIONS_VERSION_MIN <= api_version <= API_VERSIONS_VERSION_MAX \
+        else 0
+    cls = _response_class(API_VERSIONS_KEY, version)
+    module = __import__(cls.__module__, fromlist=["ApiVersion"])
+    keys = tuple(module.ApiVersion(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
+                 for k, lo, hi in sorted(ranges))
+    fields: dict[str, Any] = {"error_code": ErrorCode(error_code), "api_keys": keys}
+    if version >= 1:
+        fields["throttle_time"] = datetime.timedelta(0)
+    return encode_body(cls(**fields))
