@@ -1,7 +1,659 @@
-"""FindCoordinator and Kafka's classic consumer group protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete."""
+"""FindCoordinator and Kafka's classic consumer group protocol: JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+OffsetDelete.
+
+The group state machine is :class:`~seglog.coordinator.classic_group.ClassicGroupCoordinator`
+(no sockets, no asyncio); this module adapts it to the wire: it decodes kio requests into
+its calls, parks a JoinGroup or SyncGroup on an asyncio future that the coordinator's
+callback completes, and runs the coordinator's timers from one background task that sleeps
+until :meth:`~seglog.coordinator.classic_group.ClassicGroupCoordinator.next_deadline_ms` or
+until a handler wakes it (no polling loop). Committed offsets go to the Store
+(``__consumer_offsets``, the same offsets seglog's embedded consumers see); membership records
+too (:meth:`~seglog.store.Store.write_group_metadata`), and :func:`start` loads them back.
+
+The coordinator lives in ``state.extensions["groups"]`` (a :class:`GroupsState`); other
+handler modules reach it with :func:`coordinator` (the transaction handlers call its
+``check_member`` for TxnOffsetCommit).
+"""
 
 from __future__ import annotations
 
-from ..registry import ApiHandler
+import asyncio
+import dataclasses
+import datetime
+import logging
+import typing
+from typing import Any
 
-HANDLERS: tuple[ApiHandler, ...] = ()
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from ..registry import ApiHandler
+from ...coordinator import classic_group as cg
+from ...coordinator.classic_group_schema import (decode_group_metadata_value,
+                                                  encode_group_metadata_value)
+from ...errors import CommitFailedError, IllegalStateError, SeglogError
+from ...types import OffsetAndMetadata, TopicPartition
+
+__all__ = ["GroupsState", "HANDLERS", "coordinator", "start", "stop"]
+
+log = logging.getLogger(__name__)
+
+EXTENSION = "groups"
+_OFFSETS_RETENTION_CHECK_MS_DEFAULT = 600_000
+
+# Kafka error codes used here beyond the coordinator's.
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_OFFSET_METADATA_TOO_LARGE = 12
+_INVALID_REQUEST = 42
+_GROUP_SUBSCRIBED_TO_TOPIC = 86
+_UNSTABLE_OFFSET_COMMIT = 88
+_INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
+
+
+@dataclasses.dataclass(eq=False)
+class GroupsState:
+    """The groups module's state in one broker: the ``coordinator``, the timer task and the
+    event that wakes it, and the configs read at start."""
+
+    coordinator: cg.ClassicGroupCoordinator
+    wake: asyncio.Event
+    offset_metadata_max_bytes: int
+    offsets_retention_ms: int
+    offsets_retention_check_ms: int
+    task: asyncio.Task | None = None
+
+
+def coordinator(state) -> cg.ClassicGroupCoordinator:
+    """The classic group coordinator of the broker ``state`` (after :func:`start`)."""
+    return state.extensions[EXTENSION].coordinator
+
+
+# --- building kio responses ---------------------------------------------------------------
+
+
+def _element_class(cls: type, name: str) -> type:
+    return typing.get_type_hints(cls)[name].__args__[0]
+
+
+def _make(cls: type, values: dict) -> Any:
+    """An instance of kio entity ``cls`` from ``values`` (fields this version lacks are
+    dropped; missing ones take their default or a zero value); nested entities are given
+    as lists of dicts."""
+    kwargs = {}
+    hints = None
+    for f in dataclasses.fields(cls):
+        kafka_type = f.metadata.get("kafka_type")
+        if f.name in values:
+            value = values[f.name]
+            if isinstance(value, list):
+                element = _element_class(cls, f.name)
+                if dataclasses.is_dataclass(element):
+                    value = tuple(_make(element, item) for item in value)
+                else:
+                    value = tuple(value)
+        elif f.default is not dataclasses.MISSING:
+            continue
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            continue
+        else:
+            if hints is None:
+                hints = typing.get_type_hints(cls)
+            value = _zero(hints[f.name], kafka_type)
+        if kafka_type == "error_code":
+            value = ErrorCode(int(value))
+        elif kafka_type == "timedelta_i32" and not isinstance(value, datetime.timedelta):
+            value = datetime.timedelta(milliseconds=int(value))
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def _zero(hint: Any, kafka_type: str | None) -> Any:
+    if kafka_type == "error_code":
+        return 0
+    if kafka_type == "timedelta_i32":
+        return datetime.timedelta(0)
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return ()
+    if hint is bool:
+        return False
+    args = typing.get_args(hint)
+    if type(None) in args:
+        return None
+    base = hint
+    while hasattr(base, "__supertype__"):
+        base = base.__supertype__
+    if isinstance(base, type) and issubclass(base, str):
+        return ""
+    if isinstance(base, type) and issubclass(base, bytes):
+        return b""
+    return 0
+
+
+def _response(ctx, values: dict) -> Any:
+    return _make(load_response_schema(ctx.api_key, ctx.api_version), values)
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return value // datetime.timedelta(milliseconds=1)
+    return int(value)
+
+
+def _state(ctx) -> GroupsState:
+    return ctx.broker.extensions[EXTENSION]
+
+
+def _now_ms(ctx) -> int:
+    return ctx.broker.now_ms()
+
+
+async def _parked(ctx, call) -> Any:
+    """Run ``call(done)`` and wait for the coordinator to call ``done(result)``."""
+    future = ctx.broker.loop.create_future()
+
+    def done(result):
+        if not future.done():
+            future.set_result(result)
+
+    call(done)
+    _state(ctx).wake.set()  # the call may have scheduled a timer sooner than the task knows
+    return await future
+
+
+# --- FindCoordinator ----------------------------------------------------------------------
+
+
+async def handle_find_coordinator(ctx, request) -> Any:
+    """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
+    transactional id (1); other key types get INVALID_REQUEST."""
+    broker = ctx.broker
+    key_type = getattr(request, "key_type", 0)
+
+    def answer(key: str) -> dict:
+        if key_type not in (0, 1):
+            return dict(key=key, error_code=_INVALID_REQUEST, node_id=-1, host="", port=-1,
+                        error_message=_INVALID_REQUEST_MESSAGE)
+        # Kafka's message for success: the error's name before v4, empty from v4.
+        return dict(key=key, error_code=0, node_id=broker.node_id, host=broker.host,
+                    port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
+
+    if ctx.api_version >= 4:
+        return _response(ctx, dict(coordinators=[answer(k) for k in request.coordinator_keys]))
+    return _response(ctx, answer(request.key))
+
+
+# --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------------------------------
+
+
+def _embedded_members(ctx, group_id: str) -> bool:
+    """Whether seglog's in-process consumers are members of ``group_id`` in the Store's
+    embedded coordinator (then wire clients may not join it)."""
+    store = ctx.broker.store
+    try:
+        return group_id in store.groups() and bool(store.group(group_id).members())
+    except SeglogError:
+        return False
+
+
+async def handle_join_group(ctx, request) -> Any:
+    """JoinGroup v0-v9 (MEMBER_ID_REQUIRED from v4, skip_assignment from v9)."""
+    if request.group_id and _embedded_members(ctx, request.group_id):
+        return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL,
+                                   member_id=request.member_id, generation_id=-1,
+                                   protocol_name=None, leader="", members=[]))
+    session_ms = _ms(request.session_timeout)
+    rebalance_ms = _ms(getattr(request, "rebalance_timeout", -1))
+    protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
+    coord = _state(ctx).coordinator
+    result: cg.JoinResult = await _parked(ctx, lambda done: coord.join_group(
+        group_id=request.group_id, member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
+        protocol_type=request.protocol_type, protocols=protocols,
+        session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms,
+        api_version=ctx.api_version, now_ms=_now_ms(ctx), done=done))
+    protocol_name = result.protocol_name
+    if ctx.api_version < 7 and protocol_name is None:
+        protocol_name = ""  # not nullable before v7
+    return _response(ctx, dict(
+        error_code=result.error_code, generation_id=result.generation_id,
+        protocol_type=result.protocol_type, protocol_name=protocol_name,
+        leader=result.leader, skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[dict(member_id=m, group_instance_id=i, metadata=md)
+                 for m, i, md in result.members]))
+
+
+async def handle_sync_group(ctx, request) -> Any:
+    """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
+    coord = _state(ctx).coordinator
+    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
+        return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
+                                   protocol_type=None, protocol_name=None))
+    result: cg.SyncResult = await _parked(ctx, lambda done: coord.sync_group(
+        group_id=request.group_id, member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        generation_id=request.generation_id,
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+        assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
+        now_ms=_now_ms(ctx), done=done))
+    return _response(ctx, dict(error_code=result.error_code, assignment=result.assignment,
+                               protocol_type=result.protocol_type,
+                               protocol_name=result.protocol_name))
+
+
+async def handle_heartbeat(ctx, request) -> Any:
+    """Heartbeat v0-v4."""
+    state = _state(ctx)
+    error = state.coordinator.heartbeat(
+        group_id=request.group_id, member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        generation_id=request.generation_id, now_ms=_now_ms(ctx))
+    state.wake.set()
+    return _response(ctx, dict(error_code=error))
+
+
+async def handle_leave_group(ctx, request) -> Any:
+    """LeaveGroup v0-v5: one member (v0-v2) or a batch with an answer per member (v3+)."""
+    state = _state(ctx)
+    if ctx.api_version < 3:
+        members = [(request.member_id, None)]
+    else:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    error, codes = state.coordinator.leave_group(group_id=request.group_id, members=members,
+                                                 now_ms=_now_ms(ctx))
+    state.wake.set()
+    if ctx.api_version < 3:
+        return _response(ctx, dict(error_code=error or (codes[0] if codes else 0)))
+    return _response(ctx, dict(error_code=error, members=[
+        dict(member_id=m, group_instance_id=i, error_code=c)
+        for (m, i), c in zip(members, codes)]))
+
+
+# --- offsets ------------------------------------------------------------------------------
+
+
+def _partition_exists(store, topic: str, partition: int) -> bool:
+    try:
+        return 0 <= partition < store.topic(topic).partitions
+    except SeglogError:
+        return False
+
+
+async def handle_offset_commit(ctx, request) -> Any:
+    """OffsetCommit v2-v9: generation/member checks, then one batch per group to
+    ``__consumer_offsets``; per-partition OFFSET_METADATA_TOO_LARGE and
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    state = _state(ctx)
+    store = ctx.broker.store
+    coord = state.coordinator
+    group_id = request.group_id
+    now = _now_ms(ctx)
+    generation = request.generation_id_or_member_epoch
+    instance_id = getattr(request, "group_instance_id", None)
+    # As Kafka's KafkaApis: partitions of unknown topics are answered first, and the group
+    # is checked only when some partition is left.
+    known = {(t.name, p.partition_index) for t in request.topics for p in t.partitions
+             if _partition_exists(store, t.name, p.partition_index)}
+    if not known:
+        error = 0
+    elif not group_id:
+        error = cg.INVALID_GROUP_ID
+    else:
+        if not coord.has_group(group_id) and group_id in _offset_groups(store):
+            coord.ensure_group(group_id, now)  # a group known by its offsets only
+        error = coord.validate_offset_commit(group_id=group_id, member_id=request.member_id,
+                                             group_instance_id=instance_id,
+                                             generation_id=generation, now_ms=now,
+                                             api_version=ctx.api_version)
+    state.wake.set()
+    answers: list[tuple[str, int, int]] = []
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            metadata = p.committed_metadata or ""
+            if (topic.name, p.partition_index) not in known:
+                answers.append((topic.name, p.partition_index, _UNKNOWN_TOPIC_OR_PARTITION))
+            elif error:
+                answers.append((topic.name, p.partition_index, error))
+            elif len(metadata) > state.offset_metadata_max_bytes:
+                answers.append((topic.name, p.partition_index, _OFFSET_METADATA_TOO_LARGE))
+            else:
+                answers.append((topic.name, p.partition_index, 0))
+                offsets[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
+                    p.committed_offset, metadata, getattr(p, "committed_leader_epoch", -1))
+    if offsets:
+        failure = 0
+        try:
+            store.offset_commit(group_id, member_id=None, generation_id=-1, offsets=offsets)
+        except CommitFailedError:
+            failure = cg.UNKNOWN_MEMBER_ID  # in-process members own this group id
+        except SeglogError as exc:
+            log.warning("offset commit of group %r failed: %s", group_id, exc)
+            failure = cg.UNKNOWN_SERVER_ERROR
+        if failure:
+            answers = [(t, p, failure if TopicPartition(t, p) in offsets else c)
+                       for t, p, c in answers]
+        else:
+            coord.ensure_group(group_id, now)
+            ctx.broker.appended.notify()
+    return _response(ctx, dict(topics=_by_topic(answers, lambda p, c: dict(
+        partition_index=p, error_code=c))))
+
+
+def _by_topic(answers, partition_fields) -> list[dict]:
+    topics: dict[str, list] = {}
+    for topic, partition, *rest in answers:
+        topics.setdefault(topic, []).append(partition_fields(partition, *rest))
+    return [dict(name=name, partitions=parts) for name, parts in topics.items()]
+
+
+def _offset_groups(store) -> set[str]:
+    try:
+        return set(store.groups())
+    except SeglogError:
+        return set()
+
+
+def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[dict]]:
+    """``(error code, topics)`` of one group's OffsetFetch (``topics`` None: all its
+    committed partitions)."""
+    store = ctx.broker.store
+    if not group_id and ctx.api_version >= 8:
+        return cg.INVALID_GROUP_ID, []
+    try:
+        committed = store.group(group_id).committed_offsets() if group_id else {}
+    except SeglogError:
+        committed = {}
+    if topics is None:
+        wanted = sorted(committed)
+    else:
+        wanted = [TopicPartition(t.name, p) for t in topics
+                  for p in getattr(t, "partition_indexes", ())]
+    answers = []
+    for tp in wanted:
+        om = committed.get(tp)
+        error = 0
+        if require_stable and store.offset_commit_pending(group_id, tp):
+            error = _UNSTABLE_OFFSET_COMMIT
+            om = None
+        if om is None:
+            answers.append((tp.topic, tp.partition, -1, -1, "", error))
+        else:
+            answers.append((tp.topic, tp.partition, om.offset, om.leader_epoch, om.metadata,
+                            error))
+    return 0, _by_topic(answers, lambda p, offset, epoch, metadata, error: dict(
+        partition_index=p, committed_offset=offset, committed_leader_epoch=epoch,
+        metadata=metadata, error_code=error))
+
+
+async def handle_offset_fetch(ctx, request) -> Any:
+    """OffsetFetch v1-v9 (all partitions of a group when topics is null, v2+; several
+    groups per request, v8+; require_stable answers UNSTABLE_OFFSET_COMMIT for a partition
+    with a transactional commit waiting for its marker, v7+)."""
+    require_stable = getattr(request, "require_stable", False)
+    if ctx.api_version >= 8:
+        groups = []
+        for group in request.groups:
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            groups.append(dict(group_id=group.group_id, topics=topics, error_code=error))
+        return _response(ctx, dict(groups=groups))
+    error, topics = _fetch_group(ctx, request.group_id, request.topics, require_stable)
+    return _response(ctx, dict(topics=topics, error_code=error))
+
+
+# --- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete -------------------------------
+
+
+def _listed_groups(ctx) -> list[tuple[str, str, str]]:
+    """``[(group id, protocol type, state)]`` of every group: the classic coordinator's, and
+    the groups known only by committed offsets (Empty, no protocol type)."""
+    coord = _state(ctx).coordinator
+    listed = {}
+    for group_id in coord.group_ids():
+        description = coord.describe(group_id)
+        listed[group_id] = (group_id, description.protocol_type, description.state)
+    for group_id in _offset_groups(ctx.broker.store):
+        listed.setdefault(group_id, (group_id, "", cg.EMPTY))
+    return [listed[g] for g in sorted(listed)]
+
+
+async def handle_list_groups(ctx, request) -> Any:
+    """ListGroups v0-v5 (states filter v4+, case-insensitive as Kafka's; types filter v5+:
+    every group here is ``classic``)."""
+    states = {s.lower() for s in getattr(request, "states_filter", ())}
+    types = {t.lower() for t in getattr(request, "types_filter", ())}
+    groups = []
+    if not types or "classic" in types:
+        for group_id, protocol_type, state in _listed_groups(ctx):
+            if states and state.lower() not in states:
+                continue
+            groups.append(dict(group_id=group_id, protocol_type=protocol_type,
+                               group_state=state, group_type="classic"))
+    return _response(ctx, dict(error_code=0, groups=groups))
+
+
+async def handle_describe_groups(ctx, request) -> Any:
+    """DescribeGroups v0-v6: state names exactly Kafka's; members with their metadata and
+    assignment when Stable; an unknown group is ``Dead`` (v6+: GROUP_ID_NOT_FOUND)."""
+    coord = _state(ctx).coordinator
+    offset_groups = None
+    described = []
+    for group_id in request.groups:
+        description = coord.describe(group_id)
+        if description is None:
+            if offset_groups is None:
+                offset_groups = _offset_groups(ctx.broker.store)
+            if group_id in offset_groups:
+                description = cg.GroupDescription(group_id, cg.EMPTY, "", "", ())
+        if description is None:
+            error = cg.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else 0
+            described.append(dict(
+                error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
+                protocol_data="", members=[], authorized_operations=-2147483648,
+                error_message=(f"Group {group_id} not found." if error else None)))
+            continue
+        described.append(dict(
+            error_code=0, group_id=group_id, group_state=description.state,
+            protocol_type=description.protocol_type, protocol_data=description.protocol,
+            authorized_operations=-2147483648, error_message=None,
+            members=[dict(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                          client_id=m.client_id, client_host=m.client_host,
+                          member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in description.members]))
+    return _response(ctx, dict(groups=described))
+
+
+async def handle_delete_groups(ctx, request) -> Any:
+    """DeleteGroups v0-v2: NON_EMPTY_GROUP while members are in, GROUP_ID_NOT_FOUND for a
+    group unknown here and without offsets; else its offsets and membership record are
+    tombstoned."""
+    coord = _state(ctx).coordinator
+    store = ctx.broker.store
+    results = []
+    for group_id in dict.fromkeys(request.groups_names):  # Kafka answers a repeated id once
+        if not group_id:
+            results.append(dict(group_id=group_id, error_code=cg.INVALID_GROUP_ID))
+            continue
+        known = coord.has_group(group_id) or group_id in _offset_groups(store)
+        if not known:
+            results.append(dict(group_id=group_id, error_code=cg.GROUP_ID_NOT_FOUND))
+            continue
+        if coord.has_group(group_id) and coord.state(group_id) != cg.EMPTY:
+            results.append(dict(group_id=group_id, error_code=cg.NON_EMPTY_GROUP))
+            continue
+        try:
+            store.delete_group(group_id)
+        except IllegalStateError:
+            results.append(dict(group_id=group_id, error_code=cg.NON_EMPTY_GROUP))
+            continue
+        except SeglogError as exc:
+            log.warning("deleting group %r failed: %s", group_id, exc)
+            results.append(dict(group_id=group_id, error_code=cg.UNKNOWN_SERVER_ERROR))
+            continue
+        if coord.has_group(group_id):
+            coord.delete_group(group_id)
+        ctx.broker.appended.notify()
+        results.append(dict(group_id=group_id, error_code=0))
+    return _response(ctx, dict(results=results))
+
+
+async def handle_offset_delete(ctx, request) -> Any:
+    """OffsetDelete v0: GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP for a
+    non-consumer group with members, GROUP_SUBSCRIBED_TO_TOPIC per partition of a topic its
+    members subscribe to; the others' offsets are tombstoned."""
+    coord = _state(ctx).coordinator
+    store = ctx.broker.store
+    group_id = request.group_id
+    if not coord.has_group(group_id) and group_id not in _offset_groups(store):
+        return _response(ctx, dict(error_code=cg.GROUP_ID_NOT_FOUND, topics=[]))
+    error = coord.offset_delete_error(group_id)
+    if error:
+        return _response(ctx, dict(error_code=error, topics=[]))
+    subscribed = coord.subscribed_topics(group_id) or set()
+    answers, doomed = [], []
+    for topic in request.topics:
+        for p in topic.partitions:
+            if topic.name in subscribed:
+                answers.append((topic.name, p.partition_index, _GROUP_SUBSCRIBED_TO_TOPIC))
+            else:
+                answers.append((topic.name, p.partition_index, 0))
+                doomed.append(TopicPartition(topic.name, p.partition_index))
+    if doomed:
+        committed = store.group(group_id).committed_offsets()
+        doomed = [tp for tp in doomed if tp in committed]
+        if doomed:
+            try:
+                store.group(group_id).delete_offsets(doomed)
+            except IllegalStateError:
+                answers = [(t, p, _GROUP_SUBSCRIBED_TO_TOPIC if TopicPartition(t, p) in doomed
+                            else c) for t, p, c in answers]
+            else:
+                ctx.broker.appended.notify()
+    return _response(ctx, dict(error_code=0, topics=_by_topic(
+        answers, lambda p, c: dict(partition_index=p, error_code=c))))
+
+
+# --- start, stop, timers -----------------------------------------------------------------
+
+
+async def start(state) -> None:
+    """Create the coordinator (configs from the broker's), load the membership records
+    ``__consumer_offsets`` holds, and start the timer task."""
+    config = state.config
+    store = state.store
+    group_config = cg.ClassicGroupConfig(
+        initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms", 3000)),
+        min_session_timeout_ms=int(config.get("group.min.session.timeout.ms", 6000)),
+        max_session_timeout_ms=int(config.get("group.max.session.timeout.ms", 1_800_000)),
+        max_size=int(config.get("group.max.size", 2**31 - 1)))
+
+    def write(group_id: str, value) -> None:
+        if getattr(store, "read_only", False):
+            return
+        store.write_group_metadata(
+            group_id, None if value is None else encode_group_metadata_value(value))
+
+    coord = cg.ClassicGroupCoordinator(group_config, write)
+    now = state.now_ms()
+    records = await state.run_blocking(store.group_metadata_records)
+    for group_id, raw in records.items():
+        try:
+            value = decode_group_metadata_value(raw)
+        except SeglogError as exc:
+            log.warning("group %r: its membership record does not parse (%s); the group "
+                        "starts empty", group_id, exc)
+            value = None
+        coord.load(group_id, value, now)
+    groups_state = GroupsState(
+        coordinator=coord, wake=asyncio.Event(),
+        offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes", 4096)),
+        offsets_retention_ms=int(config.get("offsets.retention.minutes", 10080)) * 60_000,
+        offsets_retention_check_ms=int(config.get("offsets.retention.check.interval.ms",
+                                                  _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
+    state.extensions[EXTENSION] = groups_state
+    groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
+
+
+async def stop(state) -> None:
+    """Stop the timer task (the groups' state is in ``__consumer_offsets`` already)."""
+    groups_state = state.extensions.get(EXTENSION)
+    if groups_state is None or groups_state.task is None:
+        return
+    groups_state.task.cancel()
+    try:
+        await groups_state.task
+    except asyncio.CancelledError:
+        pass
+
+
+async def _run_timers(state, groups_state: GroupsState) -> None:
+    """Fire the coordinator's timers when due, and expire old offsets of empty groups every
+    ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
+    coord = groups_state.coordinator
+    next_expiry_ms = state.now_ms() + groups_state.offsets_retention_check_ms
+    while True:
+        now = state.now_ms()
+        try:
+            coord.poll(now)
+            if now >= next_expiry_ms:
+                next_expiry_ms = now + groups_state.offsets_retention_check_ms
+                _expire_offsets(state, groups_state, now)
+        except Exception:  # noqa: BLE001 - the timers must keep running
+            log.exception("group coordinator timers failed")
+        deadline = coord.next_deadline_ms()
+        wait_until = next_expiry_ms if deadline is None else min(deadline, next_expiry_ms)
+        groups_state.wake.clear()
+        try:
+            await asyncio.wait_for(groups_state.wake.wait(),
+                                   max(0.0, (wait_until - state.now_ms()) / 1000))
+        except asyncio.TimeoutError:
+            pass
+
+
+def _expire_offsets(state, groups_state: GroupsState, now_ms: int) -> None:
+    """Kafka's offsets expiration for groups without members: the offsets of an empty
+    classic group expire ``offsets.retention.minutes`` after it became empty; those of a
+    group known only by its offsets, that long after each commit."""
+    store = state.store
+    if getattr(store, "read_only", False):
+        return
+    coord = groups_state.coordinator
+    retention = groups_state.offsets_retention_ms
+    for group_id in sorted(_offset_groups(store)):
+        group_state = coord.state(group_id)
+        if group_state not in (None, cg.EMPTY):
+            continue
+        empty_since = coord.state_timestamp_ms(group_id) if group_state == cg.EMPTY else -1
+        try:
+            group = store.group(group_id)
+            if group.members():
+                continue
+            doomed = [tp for tp, om in group.committed_offsets().items()
+                      if (empty_since if empty_since >= 0 else om.commit_timestamp_ms)
+                      + retention <= now_ms]
+            if doomed:
+                group.delete_offsets(doomed)
+        except SeglogError as exc:
+            log.warning("expiring offsets of group %r failed: %s", group_id, exc)
+
+
+HANDLERS: tuple[ApiHandler, ...] = (
+    ApiHandler(10, 0, 6, handle_find_coordinator),
+    ApiHandler(11, 0, 9, handle_join_group),
+    ApiHandler(14, 0, 5, handle_sync_group),
+    ApiHandler(12, 0, 4, handle_heartbeat),
+    ApiHandler(13, 0, 5, handle_leave_group),
+    ApiHandler(8, 2, 9, handle_offset_commit),
+    ApiHandler(9, 1, 9, handle_offset_fetch),
+    ApiHandler(16, 0, 5, handle_list_groups),
+    ApiHandler(15, 0, 6, handle_describe_groups),
+    ApiHandler(42, 0, 2, handle_delete_groups),
+    ApiHandler(47, 0, 0, handle_offset_delete),
+)
