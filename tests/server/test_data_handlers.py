@@ -186,8 +186,7 @@ def test_metadata_without_auto_creation_and_invalid_names(harness):
 
 def test_metadata_all_topics_ids_internal_and_authorized_operations(harness):
     harness.store.create_topic("a", partitions=2)
-    harness.store.offset_commit  # noqa: B018 - the store's offsets topic is made below
-    harness.store.find_coordinator("g")  # __consumer_offsets exists now? (made on first commit)
+    harness.store.producer(transactional_id="tx").init_transactions()  # __transaction_state
     a_id = to_uuid(harness.store.topic("a").topic_id)
     unknown = uuid.uuid4()
 
@@ -202,7 +201,7 @@ def test_metadata_all_topics_ids_internal_and_authorized_operations(harness):
     assert "a" in [t.name for t in every.topics]
     assert [t.name for t in v0.topics] == [t.name for t in every.topics]
     internal = [t.name for t in every.topics if t.is_internal]
-    assert internal == [n for n in harness.store.topics() if n.startswith("__")]
+    assert internal == ["__transaction_state"]
     found, missing = by_id.topics
     assert (found.name, int(found.error_code), found.topic_authorized_operations) == (
         "a", 0, data_metadata.TOPIC_AUTHORIZED_OPERATIONS)
@@ -264,39 +263,41 @@ def test_produce_acks_rules(harness):
 
     async def body(h):
         bad_acks = await h.produce("t", [(0, one)], acks=2)
-        fenced = await h.produce("safe", [(0, one)], acks=-1)
+        all_isr = await h.produce("safe", [(0, one)], acks=-1)
         leader_only = await h.produce("safe", [(0, one)], acks=1)
         silent = await h.produce("t", [(0, one)], acks=0)
         with pytest.raises(data_produce.ProduceFailedWithoutAck):
             await h.produce("t", [(5, one)], acks=0)
-        return bad_acks, fenced, leader_only, silent
+        return bad_acks, all_isr, leader_only, silent
 
-    bad_acks, fenced, leader_only, silent = run(harness, body)
+    bad_acks, all_isr, leader_only, silent = run(harness, body)
     assert codes(bad_acks.responses[0].partition_responses) == [21]
-    (p,) = fenced.responses[0].partition_responses
-    assert (int(p.error_code), p.base_offset, p.log_start_offset) == (19, -1, 0)
+    # Kafka checks min(min.insync.replicas, replication factor 1): acks=-1 succeeds (as the
+    # real one-node Kafka 4.4 answers).
+    (p,) = all_isr.responses[0].partition_responses
+    assert (int(p.error_code), p.base_offset, p.log_start_offset) == (0, 0, 0)
     assert codes(leader_only.responses[0].partition_responses) == [0]
     assert silent is None
     assert harness.store.log(("t", 0)).end_offset == 1
-    assert harness.store.log(("safe", 0)).end_offset == 1
+    assert harness.store.log(("safe", 0)).end_offset == 2
 
 
 def test_produce_sizes_internal_topics_and_log_append_time(harness):
     harness.store.create_topic("small", partitions=1, config={"max.message.bytes": "100"})
     harness.store.create_topic("stamped", partitions=1,
                                config={"message.timestamp.type": "LogAppendTime"})
-    harness.store.find_coordinator("g")
+    harness.store.producer(transactional_id="tx").init_transactions()  # __transaction_state
     big = harness.batch([b"y" * 200])
 
     async def body(h):
         too_large = await h.produce("small", [(0, big)])
         stamped = await h.produce("stamped", [(0, h.batch([b"s"], timestamps_ms=[5]))])
-        internal = None
-        if "__consumer_offsets" in h.store:
-            internal = await h.produce("__consumer_offsets", [(0, h.batch([b"i"]))])
-        return too_large, stamped, internal
+        internal = await h.produce("__transaction_state", [(0, h.batch([b"i"]))])
+        keyed = h.be.encode_batch([b"i"], [b"k"], None, None, base_offset=0)  # compacted
+        admin = await h.produce("__transaction_state", [(0, keyed)], client_id="__admin_client")
+        return too_large, stamped, internal, admin
 
-    too_large, stamped, internal = run(harness, body)
+    too_large, stamped, internal, admin = run(harness, body)
     (p,) = too_large.responses[0].partition_responses
     assert (int(p.error_code), p.log_start_offset) == (10, -1)
     (p,) = stamped.responses[0].partition_responses
@@ -304,8 +305,8 @@ def test_produce_sizes_internal_topics_and_log_append_time(harness):
     appended_ms = int(p.log_append_time.timestamp() * 1000)
     (record,) = harness.store.log(("stamped", 0)).records()
     assert record.timestamp_ms == appended_ms
-    if internal is not None:
-        assert codes(internal.responses[0].partition_responses) == [17]
+    assert codes(internal.responses[0].partition_responses) == [17]
+    assert codes(admin.responses[0].partition_responses) == [0]
 
 
 def test_produce_idempotent_duplicate_and_out_of_order(harness):

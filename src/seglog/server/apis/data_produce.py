@@ -10,10 +10,12 @@ magic 2 (INVALID_RECORD; CORRUPT_MESSAGE for a size or magic no batch can have; 
 the first whole batch that are not a whole batch are ignored, as Kafka's batch iterator does);
 zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). Then, when every check passed: acks other than
 -1, 0, 1 is INVALID_REQUIRED_ACKS; an internal topic is INVALID_TOPIC_EXCEPTION unless the
-client is Kafka's admin client (``__admin_client``); acks=-1 on a topic whose
-``min.insync.replicas`` exceeds the one in-sync replica is NOT_ENOUGH_REPLICAS, before
-anything is written. The Log's errors carry their Kafka codes (MESSAGE_TOO_LARGE,
-RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP,
+client is Kafka's admin client (``__admin_client``). acks=-1 is acks=1 here: Kafka checks
+the in-sync replicas against ``min(min.insync.replicas, replication factor)``
+(``Partition.effectiveMinIsr``), and the replication factor of every partition is 1, so a
+single broker never answers NOT_ENOUGH_REPLICAS (the real Kafka 4.4 broker, one node,
+``min.insync.replicas=2``, acks=-1: success). The Log's errors carry their Kafka codes
+(MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
 KAFKA_STORAGE_ERROR...). A retried idempotent batch the producer state recognises is answered
 as a success with its original offsets, as Kafka answers a duplicate.
@@ -48,7 +50,6 @@ from .data_topics import (
     ERROR_KAFKA_STORAGE_ERROR,
     ERROR_MESSAGE_TOO_LARGE,
     ERROR_NONE,
-    ERROR_NOT_ENOUGH_REPLICAS,
     ERROR_RECORD_LIST_TOO_LARGE,
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
@@ -157,13 +158,7 @@ def _message_bytes_max(config: LogConfig, broker_config: Any) -> int:
     return int(broker_config.get("message.max.bytes", _MAX_MESSAGE_BYTES_DEFAULT))
 
 
-def _min_insync_replicas(config: LogConfig, broker_config: Any) -> int:
-    if config.min_insync_replicas != 1:
-        return config.min_insync_replicas
-    return int(broker_config.get("min.insync.replicas", 1))
-
-
-def _append(ctx: Any, topic: Any, partition: int, batch: Any, acks: int) -> _Outcome:
+def _append(ctx: Any, topic: Any, partition: int, batch: Any) -> _Outcome:
     try:
         log = topic.log(partition)
     except errors.UnknownTopicOrPartitionError:
@@ -173,10 +168,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any, acks: int) -> _Out
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
         return _failure(ERROR_INVALID_TOPIC)
     config = log.config
-    broker_config = ctx.broker.config
-    if acks == -1 and _min_insync_replicas(config, broker_config) > 1:
-        return _failure(ERROR_NOT_ENOUGH_REPLICAS, log)
-    if len(batch) > _message_bytes_max(config, broker_config):
+    if len(batch) > _message_bytes_max(config, ctx.broker.config):
         return _failure(ERROR_MESSAGE_TOO_LARGE)
     now_ms = ctx.broker.now_ms()
     try:
@@ -214,7 +206,7 @@ async def handle_produce(ctx: Any, request: Any) -> Any:
                 elif acks not in (-1, 0, 1):
                     outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
                 else:
-                    outcome = _append(ctx, topic, index, batch, acks)
+                    outcome = _append(ctx, topic, index, batch)
                     appended = appended or outcome.error_code == ERROR_NONE
             failed = failed or outcome.error_code != ERROR_NONE
             outcomes.append((index, outcome))
