@@ -1,0 +1,57 @@
+"""Kafka's own admin tools against the broker: ``kafka-topics`` (create with a config, alter
+the partition count, describe) and ``kafka-configs`` (alter and describe a topic), run from
+the Kafka 4.4 jars (``seglog.bench.kafka``). A JVM start per command costs 1.5-4 s here, so
+deleting and the broker's configs are left to test_admin_clients.py."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from seglog.bench.kafka import find_kafka
+
+pytestmark = pytest.mark.kafka
+
+_REF, _WHY = find_kafka()
+TOOL_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def kafka_ref():
+    if _REF is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
+        pytest.skip(_WHY)
+    return _REF
+
+
+def test_kafka_topics_and_kafka_configs(broker, kafka_ref, tmp_path):
+    def tool(main_class: str, *args: str) -> str:
+        done = kafka_ref.run_tool(main_class, ["--bootstrap-server", broker.bootstrap, *args],
+                                  run_dir=tmp_path, timeout_s=TOOL_TIMEOUT_S)
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    topics = "org.apache.kafka.tools.TopicCommand"
+    configs = "org.apache.kafka.tools.ConfigCommand"
+    out = tool(topics, "--create", "--topic", "kt", "--partitions", "3",
+               "--config", "retention.ms=5000")
+    assert "Created topic kt." in out
+    tool(topics, "--alter", "--topic", "kt", "--partitions", "5")
+    assert broker.store.topic("kt").partitions == 5
+    out = tool(configs, "--alter", "--entity-type", "topics", "--entity-name", "kt",
+               "--add-config", "segment.ms=100000,cleanup.policy=[compact,delete]")
+    assert "Completed updating config for topic kt." in out
+    assert broker.store.topic("kt").log(4).config.segment_ms == 100000
+    out = tool(topics, "--describe", "--topic", "kt")
+    assert re.search(r"Topic: kt\tTopicId: \S+\tPartitionCount: 5\tReplicationFactor: 1\t"
+                     r"Configs: (\S+)", out)
+    configs_line = re.search(r"Configs: (\S+)", out).group(1)
+    assert set(configs_line.split(",")) >= {"retention.ms=5000", "segment.ms=100000"}
+    assert len(re.findall(r"Partition: \d\tLeader: 1\tReplicas: 1\tIsr: 1", out)) == 5
+    out = tool(configs, "--describe", "--entity-type", "topics", "--entity-name", "kt")
+    assert ("cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+            "cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}") in out
+    assert "retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000" in out
