@@ -154,9 +154,12 @@ def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
-def _as_config(config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
+def _as_config(config: LogConfig | Mapping[str, Any] | None,
+               defaults: LogConfig | None = None) -> LogConfig:
+    # ``defaults``: what names not given take (the Store's topic_config_defaults; None is
+    # Kafka's own defaults).
     if config is None:
-        return LogConfig()
+        return LogConfig() if defaults is None else defaults
     if isinstance(config, LogConfig):
         return config
     if not isinstance(config, Mapping):
@@ -166,7 +169,16 @@ def _as_config(config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
         if isinstance(name, str) and "." in name and name not in TOPIC_CONFIG_NAMES:
             # Kafka's CreateTopics refuses broker settings and unknown names alike.
             raise InvalidConfigError(f"Unknown topic config name: {name}")
+    if defaults is not None:
+        return defaults.replace(**config)
     return LogConfig.from_dict(config)
+
+
+def _overrides_of(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
+    """The Kafka names and values where ``config`` differs from ``defaults`` (what a topic
+    sets itself; the registry keeps only these)."""
+    base = defaults.to_kafka()
+    return {name: value for name, value in config.to_kafka().items() if base.get(name) != value}
 
 
 class Topic:
@@ -373,13 +385,27 @@ class Store:
     ``meta.properties``. Reopens the transaction coordinator's state (``__transaction_state``)
     and completes transactions a crash left between their markers.
 
+    ``topic_config_defaults`` (a :class:`LogConfig` or a mapping as :meth:`create_topic`
+    takes; None: Kafka's defaults) is what a topic's unset configs take, as a Kafka broker's
+    ``log.*`` settings are its topics' defaults: a new topic's config is these defaults with
+    its own settings over them, the registry keeps only the settings that differ from them,
+    and a topic reopened under other defaults follows the new ones where it set nothing.
+    ``offsets_retention_ms`` (Kafka's ``offsets.retention.minutes``, 7 days) is the default
+    retention of :meth:`expire_offsets` and :meth:`maintain`.
+
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
     def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  transaction_state_partitions: int | None = None,
-                 node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
+                 node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
+                 topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
+                 offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT):
+        # topic_config_defaults and offsets_retention_ms: see the class docstring.
+        self.topic_config_defaults = _as_config(topic_config_defaults)
+        self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
+                                              minimum=1)
         if transaction_state_partitions is None:
             transaction_state_partitions = offsets_topic_partitions
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
@@ -469,10 +495,12 @@ class Store:
             topic_id = entry.get("topic_id")
             if entry:
                 config = entry["log_config"]
+                if self.topic_config_defaults != LogConfig():
+                    config = self._with_topic_defaults(name, entry.get("config", {}))
             elif name in INTERNAL_TOPIC_CONFIGS:
                 config = LogConfig.from_kafka(INTERNAL_TOPIC_CONFIGS[name])
             else:
-                config = LogConfig()
+                config = self.topic_config_defaults
             self._topics[name] = self._open_topic(
                 name, partitions, config,
                 checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None, create=False)
@@ -569,7 +597,7 @@ class Store:
         if producer_id_block_end is None:
             producer_id_block_end = self._producer_ids.block_end
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
-                         "config": t.config.to_kafka(include_defaults=False, topic_only=False)}
+                         "config": _overrides_of(t.config, self.topic_config_defaults)}
                   for name, t in sorted(self._topics.items())}
         text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics,
                            "producer_id_block_end": producer_id_block_end},
@@ -706,7 +734,7 @@ class Store:
     def _create_topic(self, name: str, partitions: int, config) -> Topic:
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
         partitions = check_int("partitions", partitions, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
-        log_config = _as_config(config)
+        log_config = _as_config(config, self.topic_config_defaults)
         with self._lock:
             self._check_writable()
             if name in self._topics:
@@ -1151,7 +1179,8 @@ class Store:
         """Replace the config of each topic named in ``configs`` (Kafka's AlterConfigs and
         IncrementalAlterConfigs on topics, the dynamic topic config update): each value is a
         whole :class:`LogConfig` or a mapping as :meth:`create_topic` takes (names not given
-        take Kafka's defaults). Every config is validated before any is applied; then each
+        take the store's ``topic_config_defaults``, Kafka's defaults unless set). Every
+        config is validated before any is applied; then each
         partition's Log uses the new one at once (``Log.update_config``: segments that exist
         keep their index sizes) and the registry is replaced once, atomically, so a restart
         keeps the change. Internal topics may be altered too, as in Kafka.
@@ -1160,7 +1189,8 @@ class Store:
         names, broker settings given as dotted names, bad values), :class:`ReadOnlyError`;
         nothing is changed when any of these is raised.
         """
-        parsed = {name: _as_config(config) for name, config in configs.items()}
+        parsed = {name: _as_config(config, self.topic_config_defaults)
+                  for name, config in configs.items()}
         with self._lock:
             self._check_writable()
             for name in parsed:
@@ -1222,6 +1252,16 @@ class Store:
                     found[key.group] = None if record.value is None else bytes(record.value)
         return found
 
+    # --- server core (issue 11: broker-level topic defaults) ----------------------------------
+
+    def _with_topic_defaults(self, name: str, overrides: Mapping[str, Any]) -> LogConfig:
+        """A reopened topic's config: its recorded overrides over ``topic_config_defaults``."""
+        try:
+            return self.topic_config_defaults.replace(**overrides)
+        except InvalidConfigError as e:
+            raise InvalidConfigError(f"topic {name!r}: its configs {dict(overrides)} do not "
+                                     f"fit the broker's defaults: {e}") from None
+
     # --- housekeeping (Kafka's LogManager tasks and cleaner threads, run when called) -------
 
     def _writable_logs(self):
@@ -1274,10 +1314,11 @@ class Store:
         return dict(self._uncleanable)
 
     def expire_offsets(self, *, now_ms: int | None = None,
-                       retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT) -> dict:
-        """Delete (with tombstones) the committed offsets that are ``retention_ms`` old, of
-        groups that have no members (Kafka's ``offsets.retention.minutes``, 7 days, checked by
-        the coordinator every ``offsets.retention.check.interval.ms``). Returns ``{group_id:
+                       retention_ms: int | None = None) -> dict:
+        """Delete (with tombstones) the committed offsets that are ``retention_ms`` old (None:
+        the store's ``offsets_retention_ms``), of groups that have no members (Kafka's
+        ``offsets.retention.minutes``, 7 days, checked by the coordinator every
+        ``offsets.retention.check.interval.ms``). Returns ``{group_id:
         [TopicPartition, ...]}`` of what was removed. Raises ReadOnlyError."""
         now = checked_now_ms(now_ms)
         with self._lock:
@@ -1285,6 +1326,8 @@ class Store:
             if OFFSETS_TOPIC not in self._topics:
                 return {}
             active = {g for g, group in self._groups.items() if group.members()}
+            if retention_ms is None:
+                retention_ms = self.offsets_retention_ms
             retention_ms = check_int("retention_ms", retention_ms, minimum=0)
             return self._offsets.expire(now, retention_ms, active)
 

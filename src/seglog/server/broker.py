@@ -283,19 +283,19 @@ class Server:
                     connection.close_when_answered()
 
     async def _maintain_forever(self) -> None:
-        """Kafka's timers as one loop: retention, compaction and flush.ms every
-        ``log.retention.check.interval.ms``; offset expiry every
+        """Kafka's timers as one loop: :meth:`Store.maintain` (retention, compaction,
+        flush.ms, offset expiry, checkpoints) every ``log.retention.check.interval.ms``;
+        offset expiry (``offsets.retention.minutes``) also every
         ``offsets.retention.check.interval.ms``; timed-out transactions aborted every
         ``transaction.abort.timed.out.transaction.cleanup.interval.ms``. Each runs on a
         worker thread; a failure is logged and retried at the next tick."""
         config = self.config
         store = self.store
-        offsets_retention_ms = config["offsets.retention.minutes"] * 60000
         jobs = [
             [config["log.retention.check.interval.ms"] / 1000, "retention",
              lambda: store.maintain()],
             [config["offsets.retention.check.interval.ms"] / 1000, "offset expiry",
-             lambda: store.expire_offsets(retention_ms=offsets_retention_ms)],
+             lambda: store.expire_offsets()],
             [config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
              "transaction timeouts", lambda: store.abort_timed_out_transactions()],
         ]
@@ -440,7 +440,9 @@ class Broker:
         store = store_class(self.data_dir, backend=self.backend,
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
-                      node_id=1 if node_id is None else node_id)
+                      node_id=1 if node_id is None else node_id,
+                      topic_config_defaults=config.log_config(),
+                      offsets_retention_ms=config["offsets.retention.minutes"] * 60000)
         if node_id is not None and store.meta.node_id != node_id:
             stored = store.meta.node_id
             store.close()
