@@ -418,3 +418,23 @@ def test_next_deadline_and_poll_are_bounded():
     assert deadline is not None and deadline <= h.now + 100
     assert h.coord.poll(h.now) == 0
     assert h.coord.poll(deadline) >= 1
+
+
+def test_replaced_static_leader_is_told_the_old_leader_before_v9():
+    """Kafka names the leader as it was before the replacement in a pre-v9 answer, so the
+    restarted leader syncs as a follower instead of assigning with an empty member list."""
+    for version, expect_skip in ((5, False), (9, True)):
+        h = Harness()
+        a = h.join(client="a", instance="ia", version=version)
+        h.advance(0)
+        old = a[0].member_id
+        h.sync(old, 1, [(old, b"LA")])
+        again = h.join(client="a", instance="ia", version=version)[0]
+        assert again.error_code == 0 and again.member_id != old
+        if version < 9:
+            assert again.leader == old and again.members == ()
+        else:
+            assert again.leader == again.member_id and again.skip_assignment is expect_skip
+            assert len(again.members) == 1
+        assert h.sync(again.member_id, 1, instance="ia")[0].assignment == b"LA"
+        assert h.coord.state("g") == cg.STABLE

@@ -501,6 +501,7 @@ class ClassicGroupCoordinator:
 
     def _replace_static_member(self, group: _Group, old_id: str, new_id: str, request: dict,
                                api_version: int, now_ms: int, done: Callable) -> None:
+        current_leader = group.leader_id or ""
         old = group.members.pop(old_id)
         # Fence whoever still waits under the old member id.
         if old.join_done is not None:
@@ -543,8 +544,11 @@ class ClassicGroupCoordinator:
                 is_leader = group.leader_id == new_id
                 if api_version >= 9:
                     return done(self._join_response(group, new_id, skip=is_leader))
+                # Before v9 a replaced leader must not act as leader (it would assign anew):
+                # Kafka names the leader as it was before the replacement, so the member
+                # takes itself for a follower and just syncs.
                 return done(JoinResult(NONE, new_id, group.generation_id, group.protocol_type,
-                                       group.protocol, group.leader_id or ""))
+                                       group.protocol, current_leader))
             return self._maybe_prepare_rebalance(group, now_ms)
         if group.state == COMPLETING_REBALANCE:
             return self._prepare_rebalance(group, now_ms)
