@@ -12,7 +12,8 @@ Waiting. The response goes out at once when ``max_wait_ms`` is 0, the request na
 partition, some partition failed, or ``min(min_bytes, max bytes)`` bytes are ready. Otherwise
 the handler awaits the broker's :class:`~seglog.server.context.AppendNotifier` (no polling),
 re-reads when something was appended, and answers once enough bytes are there or the wait is
-over, reading again as Kafka's ``DelayedFetch.onComplete`` does.
+over, reading again as Kafka's ``DelayedFetch.onComplete`` does. A broker that is shutting
+down (``BrokerState.closing``, when the core sets it and notifies) ends the wait at once.
 
 Isolation. read_uncommitted reads stop at the high watermark; read_committed at the last
 stable offset, with the aborted transactions that overlap what was read.
@@ -205,7 +206,7 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
         return _response(ctx, wanted, results)
-    while True:
+    while not getattr(broker, "closing", False):
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:
             break
