@@ -344,9 +344,10 @@ def test_admin_calls_on_groups(group_broker):
     assert admin.list_consumer_groups().result(WAIT_S).valid == []
 
 
-def test_restart_keeps_offsets_and_group_then_members_expire(broker_factory, tmp_path):
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_restart_keeps_offsets_and_group_then_members_expire(broker_factory, tmp_path, backend):
     data = tmp_path / "data"
-    broker = broker_factory(data_dir=data, group_min_session_timeout_ms=100)
+    broker = broker_factory(data_dir=data, group_min_session_timeout_ms=100, backend=backend)
     broker.store.create_topic("t", partitions=2)
     member = Member(broker.bootstrap, "rs", "t")
     try:
@@ -355,7 +356,7 @@ def test_restart_keeps_offsets_and_group_then_members_expire(broker_factory, tmp
         broker.stop()
     finally:
         member.consumer.close()  # the broker is gone: no LeaveGroup reaches it
-    again = broker_factory(data_dir=data, group_min_session_timeout_ms=100)
+    again = broker_factory(data_dir=data, group_min_session_timeout_ms=100, backend=backend)
     coordinator = again.state.extensions["groups"].coordinator
     description = coordinator.describe("rs")
     assert description.state == "Stable" and len(description.members) == 1

@@ -261,3 +261,26 @@ def test_group_conversation_on_kafka(tmp_path):
         assert {k: v for k, v in seen.items() if v != EXPECTED[k]} == {}
     finally:
         kafka.stop()
+
+
+def test_wire_join_refused_while_in_process_consumers_are_members(broker):
+    """One group id, two coordinators: while seglog's embedded consumers are members, a wire
+    JoinGroup is refused (INCONSISTENT_GROUP_PROTOCOL) so partitions are never handed out
+    twice; committed offsets are shared."""
+    broker.store.create_topic(TOPIC, partitions=1)
+    address = ("127.0.0.1", broker.port)
+    embedded = broker.store.consumer(group_id="mixed", topics=[TOPIC])
+    protocol = _nested(11, 9, "protocols")
+    join = _req(11, 9, group_id="mixed", session_timeout=datetime.timedelta(seconds=10),
+                rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+                group_instance_id=None, protocol_type="consumer",
+                protocols=(protocol(name="range", metadata=_subscription(TOPIC)),), reason=None)
+    try:
+        assert int(_call(address, join).error_code) == 23
+        # A commit from outside is refused too while the embedded group has members.
+        assert _commit(address, "mixed", -1, "") == 25
+    finally:
+        embedded.close()
+    assert int(_call(address, join).error_code) == 79  # free for wire clients now
+    assert _commit(address, "mixed", -1, "", offset=4) == 0
+    assert broker.store.group("mixed").committed((TOPIC, 0)) == 4
