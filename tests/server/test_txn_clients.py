@@ -21,6 +21,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTP
 
+pytestmark = pytest.mark.clients
+
 WAIT_S = 20
 
 
