@@ -6,6 +6,8 @@ Subcommands:
   seglog vs the logs Python users reach for today, and this machine's limits; print one table
   per part and write ``bench-results/results.json``, ``results.md`` and PNG charts. See
   :mod:`seglog.bench`.
+* ``seglog serve``: run a Kafka-protocol broker over a data directory until SIGTERM or
+  SIGINT (a clean shutdown, exit 0). See :mod:`seglog.server` and ``docs/server.md``.
 """
 
 from __future__ import annotations
@@ -88,6 +90,29 @@ def build_parser() -> argparse.ArgumentParser:
                        help="do not draw PNG charts")
     bench.add_argument("--no-progress", dest="progress", action="store_false",
                        help="no progress line on stderr")
+    serve = sub.add_parser(
+        "serve", help="run a Kafka-protocol broker (Kafka clients connect to it unmodified)",
+        description="Serve a data directory over Kafka's wire protocol until SIGTERM or "
+                    "SIGINT, which shut down cleanly (requests in flight answered, logs "
+                    "flushed, clean-shutdown marker written) and exit 0. Settings take "
+                    "Kafka's broker config names (docs/server.md lists them).")
+    serve.add_argument("--data-dir", metavar="DIR",
+                       help="the data directory (default: log.dirs when configured, else "
+                            "./seglog-data)")
+    serve.add_argument("--listen", metavar="HOST:PORT",
+                       help="address to listen on (default: listeners when configured, else "
+                            "127.0.0.1:9092; port 0 picks a free port)")
+    serve.add_argument("--config", dest="configs", action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help="a Kafka broker config, e.g. num.partitions=3 (repeatable; wins "
+                            "over --config-file)")
+    serve.add_argument("--config-file", metavar="FILE",
+                       help="a Java properties file of broker configs (server.properties)")
+    serve.add_argument("--backend", choices=("native", "pure"),
+                       help="storage backend (default: seglog's default backend)")
+    serve.add_argument("--log-level", default="INFO",
+                       choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                       help="logging level on stderr (default INFO)")
     return parser
 
 
@@ -100,8 +125,74 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "bench":
         return _bench(args)
+    if args.command == "serve":
+        return _serve(args)
     parser.print_help()
     return 2
+
+
+#: The data directory ``seglog serve`` uses when neither --data-dir nor log.dirs says.
+SERVE_DATA_DIR_DEFAULT = "./seglog-data"
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """``seglog serve``: exit 0 after a clean shutdown on SIGTERM/SIGINT, 2 for bad settings,
+    1 when the broker cannot start (directory locked, address in use, unreadable data)."""
+    import asyncio
+    import logging
+    import signal
+
+    from .errors import InvalidConfigError, SeglogError
+    from .server.config import BrokerConfig
+
+    try:
+        file_text = None
+        if args.config_file is not None:
+            with open(args.config_file, encoding="utf-8") as f:
+                file_text = f.read()
+        config = BrokerConfig.from_sources(file_text=file_text, args=args.configs)
+    except (InvalidConfigError, OSError, UnicodeDecodeError) as exc:
+        print(f"seglog serve: {exc}", file=sys.stderr)
+        return 2
+    if "hypothesis" not in sys.modules:
+        # kio registers Hypothesis strategies for its types whenever Hypothesis is importable
+        # (a test dependency), which costs ~0.4 s of start-up; a broker process never uses
+        # them, so Hypothesis is made unimportable here (this process only).
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    from .server.broker import Broker
+
+    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("seglog.serve")
+    data_dir = args.data_dir
+    if data_dir is None:
+        data_dir = (config["log.dirs"][0] if not config.is_default("log.dirs")
+                    or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
+    try:
+        broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend)
+    except InvalidConfigError as exc:
+        print(f"seglog serve: {exc}", file=sys.stderr)
+        return 2
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        await broker.serve()
+        log.info("seglog serve listening on %s (data dir %s, %d topics)", broker.bootstrap,
+                 broker.data_dir, len(broker.store.topics()))
+        await stop.wait()
+        log.info("seglog serve shutting down")
+        await broker.aclose()
+        log.info("seglog serve stopped cleanly")
+
+    try:
+        asyncio.run(run())
+    except (SeglogError, OSError) as exc:
+        print(f"seglog serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:

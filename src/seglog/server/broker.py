@@ -429,7 +429,7 @@ class Broker:
             raise
         self._closed = asyncio.Event()
         self._state = "serving"
-        log.info("seglog broker listening on %s (data dir %s, %d topics)", self.bootstrap,
+        log.debug("seglog broker listening on %s (data dir %s, %d topics)", self.bootstrap,
                  self.data_dir, len(self._store.topics()))
         return self
 

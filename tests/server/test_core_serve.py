@@ -1,0 +1,133 @@
+"""``seglog serve`` as a subprocess: it logs one line when listening, answers Kafka's
+ApiVersions, shuts down cleanly on SIGTERM and SIGINT (exit 0, clean-shutdown marker, data
+kept for the next start), and refuses bad settings with exit 2 and a suggestion."""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from core_helpers import read_frame, request_frame
+from seglog import cli
+from seglog.store import Store
+
+LISTENING = re.compile(r"seglog serve listening on 127\.0\.0\.1:(\d+) \(data dir (.*), (\d+) topics\)")
+START_TIMEOUT_S = 60.0  # a loaded CI machine; the start itself is a fraction of a second
+
+
+def _serve(*args: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(os.path.dirname(__file__), "..", "..",
+                                                      "src"), env.get("PYTHONPATH", "")])
+    return subprocess.Popen([sys.executable, "-m", "seglog", "serve", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, text=True)
+
+
+def _wait_listening(proc: subprocess.Popen) -> tuple[int, str, int, list[str]]:
+    """(port, data dir, topic count, lines so far) from the listening line, bounded."""
+    lines: list[str] = []
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                break
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            match = LISTENING.search(line)
+            if match:
+                return int(match.group(1)), match.group(2), int(match.group(3)), lines
+    finally:
+        selector.close()
+    proc.kill()
+    proc.wait(10)
+    raise AssertionError("seglog serve did not say it was listening:\n" + "".join(lines))
+
+
+def _api_versions_answered(port: int) -> bool:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.settimeout(10)
+        sock.sendall(request_frame(18, 0, 5))
+        frame = read_frame(sock)
+    return frame is not None and struct.unpack_from(">ih", frame) == (5, 0)
+
+
+def _finish(proc: subprocess.Popen) -> tuple[int, str]:
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+        raise AssertionError("seglog serve did not exit:\n" + out)
+    return proc.returncode, out
+
+
+def test_serve_starts_answers_stops_cleanly_and_restarts_with_the_data(tmp_path):
+    data_dir = tmp_path / "data"
+    with Store(data_dir) as store:
+        store.create_topic("kept", partitions=2)
+        producer = store.producer()
+        producer.send("kept", b"v", partition=1)
+        producer.flush()
+    for signum, backend in ((signal.SIGINT, "pure"), (signal.SIGTERM, "native")):
+        proc = _serve("--data-dir", str(data_dir), "--listen", "127.0.0.1:0",
+                      "--config", "num.partitions=2", "--backend", backend)
+        port, shown_dir, topics, lines = _wait_listening(proc)
+        assert (shown_dir, topics) == (str(data_dir), 1)
+        assert _api_versions_answered(port)
+        proc.send_signal(signum)
+        code, out = _finish(proc)
+        assert code == 0, "".join(lines) + out
+        assert sum(1 for line in ("".join(lines) + out).splitlines()
+                   if "listening on" in line) == 1
+        assert (data_dir / ".kafka_cleanshutdown").exists()
+    with Store(data_dir) as store:
+        assert store.topic("kept").end_offsets() == {0: 0, 1: 1}
+
+
+def test_serve_takes_a_config_file(tmp_path):
+    properties = tmp_path / "server.properties"
+    properties.write_text("# Kafka's sample keys\nnum.network.threads=3\n"
+                          f"log.dirs={tmp_path / 'from-file'}\n"
+                          "listeners=PLAINTEXT://127.0.0.1:0\n")
+    proc = _serve("--config-file", str(properties))
+    port, shown_dir, _, _ = _wait_listening(proc)
+    assert shown_dir == str(tmp_path / "from-file")
+    proc.send_signal(signal.SIGTERM)
+    assert _finish(proc)[0] == 0
+    assert (tmp_path / "from-file" / "meta.properties").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config", "num.partition=3"], "did you mean 'num.partitions'"),
+    (["--config", "num.partitions=zero"], "num.partitions"),
+    (["--config", "novalue"], "key=value"),
+    (["--listen", "nowhere"], "host:port"),
+    (["--config-file", "/nonexistent/server.properties"], "No such file"),
+])
+def test_serve_refuses_bad_settings(tmp_path, capsys, args, message):
+    # In this process: bad settings are refused before anything starts.
+    assert cli.main(["serve", "--data-dir", str(tmp_path / "d"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()
+
+
+def test_serve_on_a_locked_directory_exits_1(tmp_path, broker_factory, capsys):
+    broker = broker_factory(data_dir=tmp_path / "d")
+    assert cli.main(["serve", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"]) == 1
+    assert "lock" in capsys.readouterr().err.lower()
+    assert broker.store.topics() == []
