@@ -12,6 +12,7 @@ import socket
 import struct
 import time
 import typing
+import uuid
 
 import pytest
 
@@ -64,7 +65,10 @@ def _req(api_key, version, **fields):
 def _nested(api_key, version, *path):
     cls = kio_index.load_request_schema(api_key, version)
     for name in path:
-        cls = typing.get_type_hints(cls)[name].__args__[0]
+        hint = typing.get_type_hints(cls)[name]
+        if typing.get_origin(hint) is not tuple:  # Optional[tuple[...]]
+            hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+        cls = typing.get_args(hint)[0]
     return cls
 
 
@@ -202,7 +206,44 @@ def conversation(address) -> dict:
     described = _call(address, _req(15, 6, groups=("wg",), include_authorized_operations=False)
                       ).groups[0]
     seen["describe_deleted"] = (described.group_state, int(described.error_code))
+    seen.update(_topic_id_versions(address))
     return seen
+
+
+def _topic_id_versions(address) -> dict:
+    """OffsetCommit and OffsetFetch v10 name topics by id (UNKNOWN_TOPIC_ID for others)."""
+    metadata_topic = _nested(3, 12, "topics")
+    metadata = _call(address, _req(3, 12, topics=(metadata_topic(topic_id=None, name=TOPIC),),
+                                   allow_auto_topic_creation=False,
+                                   include_topic_authorized_operations=False))
+    topic_id = metadata.topics[0].topic_id
+    commit_topic = _nested(8, 10, "topics")
+    commit_partition = _nested(8, 10, "topics", "partitions")
+
+    def commit(tid, partition=0):
+        response = _call(address, _req(
+            8, 10, group_id="wg10", generation_id_or_member_epoch=-1, member_id="",
+            group_instance_id=None, topics=(commit_topic(topic_id=tid, partitions=(
+                commit_partition(partition_index=partition, committed_offset=3,
+                                 committed_leader_epoch=-1, committed_metadata="m"),)),)))
+        return [(t.topic_id == tid, [(p.partition_index, int(p.error_code))
+                                     for p in t.partitions]) for t in response.topics]
+
+    group_class = _nested(9, 10, "groups")
+    fetch_topic = _nested(9, 10, "groups", "topics")
+
+    def fetch(topics):
+        response = _call(address, _req(9, 10, groups=(group_class(
+            group_id="wg10", member_id=None, member_epoch=-1, topics=topics),),
+            require_stable=False))
+        return [(int(g.error_code), [(t.topic_id == topic_id, [
+            (p.partition_index, p.committed_offset, p.metadata, int(p.error_code))
+            for p in t.partitions]) for t in g.topics]) for g in response.groups]
+
+    return {"v10_commit": (commit(topic_id), commit(topic_id, 9), commit(uuid.uuid4())),
+            "v10_fetch": (fetch(None), fetch((fetch_topic(topic_id=topic_id,
+                                                          partition_indexes=(0, 1)),)),
+                          fetch((fetch_topic(topic_id=uuid.uuid4(), partition_indexes=(0,)),)))}
 
 
 EXPECTED = {
@@ -229,6 +270,10 @@ EXPECTED = {
     "offset_delete_empty": (0, [0]),
     "delete": [0, 69],  # a repeated id is answered once
     "describe_deleted": ("Dead", 69),
+    "v10_commit": ([(True, [(0, 0)])], [(True, [(9, 3)])], [(True, [(0, 100)])]),
+    "v10_fetch": ([(0, [(True, [(0, 3, "m", 0)])])],
+                  [(0, [(True, [(0, 3, "m", 0), (1, -1, "", 0)])])],
+                  [(0, [(False, [(0, -1, "", 100)])])]),
 }
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from . import data_topics
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
 from ...coordinator.classic_group_schema import (decode_group_metadata_value,
@@ -47,6 +48,7 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 _OFFSET_METADATA_TOO_LARGE = 12
 _INVALID_REQUEST = 42
 _GROUP_SUBSCRIBED_TO_TOPIC = 86
+_UNKNOWN_TOPIC_ID = 100
 _UNSTABLE_OFFSET_COMMIT = 88
 _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or "
@@ -286,10 +288,28 @@ def _partition_exists(store, topic: str, partition: int) -> bool:
         return False
 
 
+def _request_topic(ctx, topic) -> tuple[str | None, Any]:
+    """``(topic name or None when unknown, the key the response names it by)``: the name
+    before v10, the topic id from v10 (OffsetCommit and OffsetFetch)."""
+    if ctx.api_version < 10:
+        return topic.name, topic.name
+    found = data_topics.topic_ids(ctx.broker).topic(topic.topic_id)
+    return (None if found is None else found.name), topic.topic_id
+
+
+def _topic_key(ctx, name: str) -> Any:
+    """How a response names topic ``name``: itself before v10, its id from v10 (None when
+    the topic is gone)."""
+    if ctx.api_version < 10:
+        return name
+    found = data_topics.topic_or_none(ctx.broker.store, name)
+    return None if found is None else data_topics.to_uuid(found.topic_id)
+
+
 async def handle_offset_commit(ctx, request) -> Any:
-    """OffsetCommit v2-v9: generation/member checks, then one batch per group to
-    ``__consumer_offsets``; per-partition OFFSET_METADATA_TOO_LARGE and
-    UNKNOWN_TOPIC_OR_PARTITION."""
+    """OffsetCommit v2-v10 (topic ids from v10): generation/member checks, then one batch per
+    group to ``__consumer_offsets``; per-partition OFFSET_METADATA_TOO_LARGE and
+    UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for an unknown id)."""
     state = _state(ctx)
     store = ctx.broker.store
     coord = state.coordinator
@@ -299,8 +319,10 @@ async def handle_offset_commit(ctx, request) -> Any:
     instance_id = getattr(request, "group_instance_id", None)
     # As Kafka's KafkaApis: partitions of unknown topics are answered first, and the group
     # is checked only when some partition is left.
-    known = {(t.name, p.partition_index) for t in request.topics for p in t.partitions
-             if _partition_exists(store, t.name, p.partition_index)}
+    resolved = [(_request_topic(ctx, t), t) for t in request.topics]
+    unknown_topic = _UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else _UNKNOWN_TOPIC_OR_PARTITION
+    known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
+             if name is not None and _partition_exists(store, name, p.partition_index)}
     if not known:
         error = 0
     elif not group_id:
@@ -313,20 +335,24 @@ async def handle_offset_commit(ctx, request) -> Any:
                                              generation_id=generation, now_ms=now,
                                              api_version=ctx.api_version)
     state.wake.set()
-    answers: list[tuple[str, int, int]] = []
+    answers: list[tuple[Any, int, int]] = []
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    for topic in request.topics:
+    keys: dict[TopicPartition, Any] = {}
+    for (name, key), topic in resolved:
         for p in topic.partitions:
             metadata = p.committed_metadata or ""
-            if (topic.name, p.partition_index) not in known:
-                answers.append((topic.name, p.partition_index, _UNKNOWN_TOPIC_OR_PARTITION))
+            if (name, p.partition_index) not in known:
+                answers.append((key, p.partition_index,
+                                unknown_topic if name is None else _UNKNOWN_TOPIC_OR_PARTITION))
             elif error:
-                answers.append((topic.name, p.partition_index, error))
+                answers.append((key, p.partition_index, error))
             elif len(metadata) > state.offset_metadata_max_bytes:
-                answers.append((topic.name, p.partition_index, _OFFSET_METADATA_TOO_LARGE))
+                answers.append((key, p.partition_index, _OFFSET_METADATA_TOO_LARGE))
             else:
-                answers.append((topic.name, p.partition_index, 0))
-                offsets[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
+                answers.append((key, p.partition_index, 0))
+                tp = TopicPartition(name, p.partition_index)
+                keys[tp] = key
+                offsets[tp] = OffsetAndMetadata(
                     p.committed_offset, metadata, getattr(p, "committed_leader_epoch", -1))
     if offsets:
         failure = 0
@@ -338,20 +364,23 @@ async def handle_offset_commit(ctx, request) -> Any:
             log.warning("offset commit of group %r failed: %s", group_id, exc)
             failure = cg.UNKNOWN_SERVER_ERROR
         if failure:
-            answers = [(t, p, failure if TopicPartition(t, p) in offsets else c)
-                       for t, p, c in answers]
+            failed = {(keys[tp], tp.partition) for tp in offsets}
+            answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
             coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
-    return _response(ctx, dict(topics=_by_topic(answers, lambda p, c: dict(
+    return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
         partition_index=p, error_code=c))))
 
 
-def _by_topic(answers, partition_fields) -> list[dict]:
-    topics: dict[str, list] = {}
+def _by_topic(ctx, answers, partition_fields) -> list[dict]:
+    """Per-partition answers ``(topic key, partition, *fields)`` grouped by topic, each topic
+    named by ``name`` (or, v10+ of OffsetCommit/OffsetFetch, ``topic_id``)."""
+    field = "topic_id" if ctx.api_version >= 10 and ctx.api_key in (8, 9) else "name"
+    topics: dict[Any, list] = {}
     for topic, partition, *rest in answers:
         topics.setdefault(topic, []).append(partition_fields(partition, *rest))
-    return [dict(name=name, partitions=parts) for name, parts in topics.items()]
+    return [{field: key, "partitions": parts} for key, parts in topics.items()]
 
 
 def _offset_groups(store) -> set[str]:
@@ -371,30 +400,38 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
         committed = {}
+    wanted: list[tuple[Any, str | None, int]] = []  # (response key, name, partition)
     if topics is None:
-        wanted = sorted(committed)
+        for tp in sorted(committed):
+            key = _topic_key(ctx, tp.topic)
+            if key is not None:  # v10+: a deleted topic has no id to name it by
+                wanted.append((key, tp.topic, tp.partition))
     else:
-        wanted = [TopicPartition(t.name, p) for t in topics
-                  for p in getattr(t, "partition_indexes", ())]
+        for t in topics:
+            name, key = _request_topic(ctx, t)
+            wanted += [(key, name, p) for p in getattr(t, "partition_indexes", ())]
     answers = []
-    for tp in wanted:
+    for key, name, partition in wanted:
+        if name is None:
+            answers.append((key, partition, -1, -1, "", _UNKNOWN_TOPIC_ID))
+            continue
+        tp = TopicPartition(name, partition)
         om = committed.get(tp)
         error = 0
         if require_stable and store.offset_commit_pending(group_id, tp):
             error = _UNSTABLE_OFFSET_COMMIT
             om = None
         if om is None:
-            answers.append((tp.topic, tp.partition, -1, -1, "", error))
+            answers.append((key, partition, -1, -1, "", error))
         else:
-            answers.append((tp.topic, tp.partition, om.offset, om.leader_epoch, om.metadata,
-                            error))
-    return 0, _by_topic(answers, lambda p, offset, epoch, metadata, error: dict(
+            answers.append((key, partition, om.offset, om.leader_epoch, om.metadata, error))
+    return 0, _by_topic(ctx, answers, lambda p, offset, epoch, metadata, error: dict(
         partition_index=p, committed_offset=offset, committed_leader_epoch=epoch,
         metadata=metadata, error_code=error))
 
 
 async def handle_offset_fetch(ctx, request) -> Any:
-    """OffsetFetch v1-v9 (all partitions of a group when topics is null, v2+; several
+    """OffsetFetch v1-v10 (topic ids from v10; all partitions of a group when topics is null, v2+; several
     groups per request, v8+; require_stable answers UNSTABLE_OFFSET_COMMIT for a partition
     with a transactional commit waiting for its marker, v7+)."""
     require_stable = getattr(request, "require_stable", False)
@@ -537,7 +574,7 @@ async def handle_offset_delete(ctx, request) -> Any:
             else:
                 ctx.broker.appended.notify()
     return _response(ctx, dict(error_code=0, topics=_by_topic(
-        answers, lambda p, c: dict(partition_index=p, error_code=c))))
+        ctx, answers, lambda p, c: dict(partition_index=p, error_code=c))))
 
 
 # --- start, stop, timers -----------------------------------------------------------------
@@ -650,8 +687,8 @@ HANDLERS: tuple[ApiHandler, ...] = (
     ApiHandler(14, 0, 5, handle_sync_group),
     ApiHandler(12, 0, 4, handle_heartbeat),
     ApiHandler(13, 0, 5, handle_leave_group),
-    ApiHandler(8, 2, 9, handle_offset_commit),
-    ApiHandler(9, 1, 9, handle_offset_fetch),
+    ApiHandler(8, 2, 10, handle_offset_commit),
+    ApiHandler(9, 1, 10, handle_offset_fetch),
     ApiHandler(16, 0, 5, handle_list_groups),
     ApiHandler(15, 0, 6, handle_describe_groups),
     ApiHandler(42, 0, 2, handle_delete_groups),
