@@ -21,8 +21,10 @@ KAFKA_STORAGE_ERROR...). A retried idempotent batch the producer state recognise
 as a success with its original offsets, as Kafka answers a duplicate.
 
 Error responses carry base offset -1, log append time -1 and, as Kafka, the log start offset
-only for the errors Kafka computes it for (not for the unknown-partition, too-large, corrupt
-and storage errors). A success answers the base offset, the log append time (-1 unless the
+only for the errors of the append that Kafka computes it for (not for the request checks,
+nor the unknown-partition, too-large, corrupt and storage errors). INVALID_TIMESTAMP and
+INVALID_RECORD from the Log also carry the error message and the failing records' indexes
+(``record_errors``, v8+: out-of-range timestamps, keyless records of a compacted topic). A success answers the base offset, the log append time (-1 unless the
 topic uses LogAppendTime) and the log start offset.
 
 With acks=0 there is no response; when any partition failed the connection is closed
@@ -69,16 +71,16 @@ VERSION_MAX = 13
 ADMIN_CLIENT_ID = "__admin_client"
 ERROR_INVALID_RECORD = 87
 ERROR_UNSUPPORTED_COMPRESSION_TYPE = 76
-#: The errors after which Kafka answers log start offset -1 (``appendToLocalLog``'s first
-#: catch); every other failure carries the partition's log start offset.
+ERROR_INVALID_TIMESTAMP = 32
+#: The errors of an append after which Kafka answers log start offset -1
+#: (``appendToLocalLog``'s first catch); every other append failure carries the partition's
+#: log start offset. Failures before the append (the request checks) answer -1 too.
 _NO_LOG_START_ERRORS = frozenset({
     ERROR_UNKNOWN_TOPIC_OR_PARTITION, ERROR_UNKNOWN_TOPIC_ID, ERROR_MESSAGE_TOO_LARGE,
-    ERROR_RECORD_LIST_TOO_LARGE, ERROR_CORRUPT_MESSAGE, ERROR_KAFKA_STORAGE_ERROR,
-    ERROR_INVALID_TOPIC, ERROR_INVALID_REQUIRED_ACKS, ERROR_INVALID_RECORD,
-    ERROR_UNSUPPORTED_COMPRESSION_TYPE})
-#: Errors Kafka answers with the exception's message (``hasCustomErrorMessage``: its
-#: RecordValidationException).
-_MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, 32})  # INVALID_RECORD, INVALID_TIMESTAMP
+    ERROR_RECORD_LIST_TOO_LARGE, ERROR_CORRUPT_MESSAGE, ERROR_KAFKA_STORAGE_ERROR})
+#: Errors Kafka answers with the exception's message and the failing records' indexes
+#: (``hasCustomErrorMessage``: its RecordValidationException).
+_MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, ERROR_INVALID_TIMESTAMP})
 _MAX_MESSAGE_BYTES_DEFAULT = LogConfig().max_message_bytes
 _INT32 = struct.Struct(">i")
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -128,26 +130,54 @@ class _Outcome:
     """One partition's answer."""
 
     __slots__ = ("error_code", "base_offset", "log_append_time_ms", "log_start_offset",
-                 "error_message")
+                 "error_message", "record_errors")
 
     def __init__(self, error_code: int, base_offset: int = -1, log_append_time_ms: int = -1,
-                 log_start_offset: int = -1, error_message: str | None = None):
+                 log_start_offset: int = -1, error_message: str | None = None,
+                 record_errors: tuple = ()):
         self.error_code = error_code
         self.base_offset = base_offset
         self.log_append_time_ms = log_append_time_ms
         self.log_start_offset = log_start_offset
         self.error_message = error_message
+        self.record_errors = record_errors
 
 
-def _failure(code: int, log: Any = None, message: str | None = None) -> _Outcome:
+def _failure(code: int, log: Any = None, message: str | None = None,
+             record_errors: tuple = ()) -> _Outcome:
+    """A failed partition; ``log`` is given for failures of the append itself."""
     start = -1
     if log is not None and code not in _NO_LOG_START_ERRORS:
         try:
             start = log.start_offset
         except errors.SeglogError:
             start = -1
-    return _Outcome(code, log_start_offset=start,
-                    error_message=message if code in _MESSAGE_ERRORS else None)
+    custom = code in _MESSAGE_ERRORS and log is not None
+    return _Outcome(code, log_start_offset=start, error_message=message if custom else None,
+                    record_errors=record_errors if custom else ())
+
+
+def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
+    """``((record index, message), ...)`` of the records Kafka's LogValidator names for an
+    INVALID_TIMESTAMP (timestamps outside ``message.timestamp.before/after.max.ms``) or an
+    INVALID_RECORD of a compacted topic (records without a key); () otherwise."""
+    config = log.config
+    try:
+        columns = next(iter(log.backend.iter_batches(batch))).columns()
+    except (errors.SeglogError, StopIteration, ValueError):
+        return ()
+    if code == ERROR_INVALID_TIMESTAMP:
+        low_ms = now_ms - config.message_timestamp_before_max_ms
+        high_ms = now_ms + config.message_timestamp_after_max_ms
+        return tuple(
+            (i, f"Timestamp {int(ts)} of message with offset {i} is out of range. The "
+                f"timestamp should be within [{low_ms}, {high_ms}]")
+            for i, ts in enumerate(columns.timestamps_ms) if not low_ms <= int(ts) <= high_ms)
+    if code == ERROR_INVALID_RECORD and config.compaction_enabled:
+        message = "Compacted topic cannot accept message without key in topic partition."
+        return tuple((i, message) for i, length in enumerate(columns.key_lengths)
+                     if int(length) < 0)
+    return ()
 
 
 def _message_bytes_max(config: LogConfig, broker_config: Any) -> int:
@@ -166,7 +196,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any) -> _Outcome:
     except errors.SeglogError as e:
         return _failure(error_code_for(e))
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
-        return _failure(ERROR_INVALID_TOPIC)
+        return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     config = log.config
     if len(batch) > _message_bytes_max(config, ctx.broker.config):
         return _failure(ERROR_MESSAGE_TOO_LARGE)
@@ -174,7 +204,10 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any) -> _Outcome:
     try:
         first, _last = log.append_raw(batch, now_ms=now_ms)
     except (errors.SeglogError, OSError) as e:
-        return _failure(error_code_for(e), log, str(e))
+        code = error_code_for(e)
+        record_errors = _record_errors(code, log, batch, now_ms) \
+            if code in _MESSAGE_ERRORS else ()
+        return _failure(code, log, str(e), record_errors)
     append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
     return _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
 
@@ -227,6 +260,7 @@ def _response(version: int, answers: list) -> Any:
     response_cls = load_response_schema(API_KEY, version)
     module = __import__(response_cls.__module__, fromlist=["_"])
     topic_cls, partition_cls = module.TopicProduceResponse, module.PartitionProduceResponse
+    error_cls = getattr(module, "BatchIndexAndErrorMessage", None)  # v8+
     key_field = "topic_id" if version >= 13 else "name"
     topics = []
     for key, outcomes in answers:
@@ -235,7 +269,10 @@ def _response(version: int, answers: list) -> Any:
                   base_offset=o.base_offset,
                   log_append_time=None if o.log_append_time_ms < 0
                   else _EPOCH + datetime.timedelta(milliseconds=o.log_append_time_ms),
-                  log_start_offset=o.log_start_offset, record_errors=(),
+                  log_start_offset=o.log_start_offset,
+                  record_errors=tuple(build(error_cls, batch_index=index,
+                                            batch_index_error_message=message)
+                                      for index, message in o.record_errors),
                   error_message=o.error_message)
             for index, o in outcomes)
         topics.append(build(topic_cls, **{key_field: key}, partition_responses=partitions))
