@@ -238,3 +238,19 @@ def test_port_in_use_is_an_os_error_and_the_store_is_released(broker_factory, tm
         broker_factory(data_dir=tmp_path / "d", listen=("127.0.0.1", first.port))
     # The failed broker closed its store: the directory can be served now.
     assert broker_factory(data_dir=tmp_path / "d").store.topics() == []
+
+
+def test_socket_buffer_sizes_are_applied_when_set(broker_factory):
+    import socket as socket_module
+
+    broker = broker_factory(socket_receive_buffer_bytes=32768, socket_send_buffer_bytes=49152)
+    with connect(broker) as sock:
+        sock.sendall(request_frame(API_VERSIONS, 0, 1))
+        assert read_frame(sock) is not None
+        (connection,) = broker.server.connections.values()
+        server_sock = connection.transport.get_extra_info("socket")
+        # Linux reports twice the size asked for (the kernel's bookkeeping share).
+        assert server_sock.getsockopt(socket_module.SOL_SOCKET, socket_module.SO_RCVBUF) in \
+            (32768, 65536)
+        assert server_sock.getsockopt(socket_module.SOL_SOCKET, socket_module.SO_SNDBUF) in \
+            (49152, 98304)

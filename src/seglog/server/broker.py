@@ -112,6 +112,12 @@ class Server:
         self.connections_max = config["max.connections"]
         self.connections_per_ip_max = config["max.connections.per.ip"]
         self.idle_ms_max = config["connections.max.idle.ms"]
+        # None: leave the OS's autotuned socket buffers (Kafka sets 100 KiB; only a setting
+        # given explicitly is applied here).
+        self.socket_buffer_bytes = {
+            option: None if config.is_default(name) or config[name] < 0 else config[name]
+            for option, name in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
+                                 (socket.SO_RCVBUF, "socket.receive.buffer.bytes"))}
         self.connections: dict[int, Connection] = {}
         self._per_ip: dict[str, int] = {}
         self.in_flight = 0

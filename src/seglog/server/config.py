@@ -35,7 +35,7 @@ from ..errors import InvalidConfigError
 from ..storage.config import INT32_MAX, INT64_MAX, LogConfig
 
 __all__ = ["BrokerConfig", "ConfigDef", "CONFIG_DEFS", "LOG_CONFIG_SYNONYMS",
-           "parse_properties", "parse_config_args"]
+           "config_table_markdown", "parse_properties", "parse_config_args"]
 
 _INT, _LONG, _SHORT, _DOUBLE, _BOOLEAN, _STRING, _LIST, _PASSWORD = (
     "int", "long", "short", "double", "boolean", "string", "list", "password")
@@ -127,7 +127,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        "Delay before a deleted segment's files are removed.", at_least=0),
     _d("log.cleanup.policy", _LIST, ("delete",), "delete and/or compact.",
        choices=("compact", "delete")),
-    _d("log.cleaner.enable", _BOOLEAN, True, "Run compaction."),
+    _d("log.cleaner.enable", _BOOLEAN, True,
+       "Accepted; compaction runs in the maintenance task for compacted topics.",
+       effective=False),
     _d("log.cleaner.threads", _INT, 1, "Accepted; compaction runs on the maintenance task.",
        at_least=0, effective=False),
     _d("log.cleaner.dedupe.buffer.size", _LONG, _DEFAULT_LOG.cleaner_memory_bytes_max,
@@ -165,8 +167,10 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("socket.request.max.bytes", _INT, 104857600,
        "Largest request frame; a larger (or negative) size closes the connection.",
        at_least=1),
-    _d("socket.send.buffer.bytes", _INT, 102400, "SO_SNDBUF of connections (-1: the OS's)."),
-    _d("socket.receive.buffer.bytes", _INT, 102400, "SO_RCVBUF of connections (-1: the OS's)."),
+    _d("socket.send.buffer.bytes", _INT, 102400,
+       "SO_SNDBUF of connections, applied when set (unset or -1: the OS's autotuned size)."),
+    _d("socket.receive.buffer.bytes", _INT, 102400,
+       "SO_RCVBUF of connections, applied when set (unset or -1: the OS's autotuned size)."),
     _d("socket.listen.backlog.size", _INT, 50, "The listen backlog.", at_least=1),
     _d("max.connections", _INT, INT32_MAX,
        "Most client connections at once; more are closed when accepted.", at_least=0),
@@ -215,15 +219,16 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("transaction.max.timeout.ms", _INT, 900000, "Largest transaction timeout a producer "
        "may ask for.", at_least=1),
     _d("transactional.id.expiration.ms", _INT, 604800000,
-       "A transactional id idle this long is forgotten.", at_least=1),
+       "A transactional id idle this long is forgotten.", at_least=1, effective=False),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", _INT, 10000,
        "How often transactions past their timeout are aborted.", at_least=1),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", _INT, 3600000,
-       "How often expired transactional ids are removed.", at_least=1),
+       "How often expired transactional ids are removed.", at_least=1, effective=False),
     _d("producer.id.expiration.ms", _INT, 86400000,
        "An idle producer id's state is dropped after this long.", at_least=1),
     _d("producer.id.expiration.check.interval.ms", _INT, 600000,
-       "How often idle producer ids are dropped.", at_least=1),
+       "Accepted; idle producer ids are dropped as their partitions are written and "
+       "maintained.", at_least=1, effective=False),
     # --- misc
     _d("auto.leader.rebalance.enable", _BOOLEAN, True, "Accepted (one node).",
        effective=False),
@@ -580,3 +585,33 @@ def parse_config_args(args: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(f"--config takes key=value, got {arg!r}")
         out[name.strip()] = value
     return out
+
+
+def _format_default(d: ConfigDef) -> str:
+    value = d.default
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value) if value else '""'
+    if value == INT32_MAX:
+        return "2147483647"
+    if value == INT64_MAX:
+        return "9223372036854775807"
+    return str(value)
+
+
+def config_table_markdown() -> str:
+    """The Markdown table of every broker config :class:`BrokerConfig` accepts (name, type,
+    Kafka's default, what it does here) that ``docs/server.md`` carries (a test keeps the
+    two equal)."""
+    lines = ["| Name | Type | Default | Effect |", "|---|---|---|---|"]
+    for name in sorted(CONFIG_DEFS):
+        d = CONFIG_DEFS[name]
+        effect = d.doc if d.effective else f"{d.doc} (no effect here)"
+        if name in LOG_CONFIG_SYNONYMS:
+            effect += f" Default of topic config `{LOG_CONFIG_SYNONYMS[name]}`."
+        effect = effect.replace("|", "\\|")
+        lines.append(f"| `{name}` | {d.kind} | `{_format_default(d)}` | {effect} |")
+    return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import deque
 from typing import Any
@@ -86,6 +87,12 @@ class Connection(asyncio.Protocol):
         if not self.server.admit(self):
             self._closing = True
             transport.abort()
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            for option, size_bytes in self.server.socket_buffer_bytes.items():
+                if size_bytes is not None:
+                    sock.setsockopt(socket.SOL_SOCKET, option, size_bytes)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True

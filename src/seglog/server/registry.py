@@ -24,7 +24,8 @@ from __future__ import annotations
 import importlib
 from typing import Any, Awaitable, Callable, NamedTuple
 
-__all__ = ["API_MODULES", "ApiHandler", "load_handlers", "load_modules"]
+__all__ = ["API_MODULES", "ApiHandler", "api_name", "api_table_markdown", "load_handlers",
+           "load_modules", "served_apis"]
 
 #: The handler modules, in start order (stopped in reverse).
 API_MODULES = (
@@ -67,3 +68,43 @@ def load_handlers(modules: list[Any]) -> dict[int, ApiHandler]:
                                  f"{handler.min_version}..{handler.max_version}")
             table[handler.api_key] = handler
     return table
+
+
+#: ApiVersions: answered by the core itself (:mod:`seglog.server.protocol`), versions 0-4.
+_CORE_APIS = ((18, 0, 4, "core"),)
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name of ``api_key`` (``3`` -> ``"Metadata"``), from kio's table of API keys;
+    ``"Unknown(<key>)"`` for a key kio does not know."""
+    from kio.schema.index import api_key_map  # kio's key -> snake-case name
+
+    snake = api_key_map.get(api_key)
+    if snake is None:
+        return f"Unknown({api_key})"
+    return "".join(part.capitalize() for part in snake.split("_"))
+
+
+def served_apis(modules: list[Any] | None = None) -> list[tuple[int, str, int, int, str]]:
+    """``[(api_key, name, min_version, max_version, family), ...]`` sorted by key: every API
+    the broker advertises in ApiVersions (the handler modules' tables and the core's
+    ApiVersions); ``family`` is the handler module's last name (``data``, ``groups``, ...) or
+    ``core``."""
+    modules = load_modules() if modules is None else modules
+    rows = [(key, api_name(key), low, high, family) for key, low, high, family in _CORE_APIS]
+    for module in modules:
+        family = module.__name__.rsplit(".", 1)[-1]
+        for handler in module.HANDLERS:
+            rows.append((handler.api_key, api_name(handler.api_key), handler.min_version,
+                         handler.max_version, family))
+    return sorted(rows)
+
+
+def api_table_markdown(modules: list[Any] | None = None) -> str:
+    """The Markdown table of :func:`served_apis` that ``docs/server.md`` carries (a test
+    keeps the two equal)."""
+    lines = ["| Key | API | Versions | Served by |", "|---:|---|---|---|"]
+    for key, name, low, high, family in served_apis(modules):
+        versions = f"{low}" if low == high else f"{low}-{high}"
+        lines.append(f"| {key} | {name} | {versions} | {family} |")
+    return "\n".join(lines) + "\n"
