@@ -135,7 +135,7 @@ def test_create_topics_answers_as_kafka(tmp_path):
                       ("nv", 1, 1, {"retention.ms": None}), ("br", 1, 1, {"retention.ms": "-5"}),
                       ("as2", -1, -1, {}, [(0, [2])]), ("as3", -1, -1, {}, [(0, [1, 1])]),
                       ("as4", 2, -1, {}, [(0, [1])]), ("as5", -1, -1, {}, [(1, [1])]),
-                      ("as6", -1, -1, {}, [(0, [])]), ("co_x", 1, 1), ("huge", 100000, 1),
+                      ("as6", -1, -1, {}, [(0, [])]), ("co_x", 1, 1),
                       ("dup", 1, 1), ("dup", 1, 1)])
         got = errors(r.topics)
         assert got == [
@@ -164,10 +164,20 @@ def test_create_topics_answers_as_kafka(tmp_path):
             ("as5", 39, "partitions should be a consecutive 0-based integer sequence"),
             ("as6", 39, "The manual partition assignment includes an empty replica list."),
             ("co_x", 17, "Topic 'co_x' collides with existing topic: co.x"),
-            ("huge", 44, "Excessively large number of partitions per request."),
             ("dup", 42, "Duplicate topic name."),
         ]
         assert all(t.num_partitions == -1 and t.configs == () for t in r.topics)
+        # Kafka refuses a whole request asking for too many partitions, or records.
+        r = h.create([("x", 1, 1), ("huge", 100000, 1)], validate_only=True)
+        assert errors(r.topics) == [
+            ("x", 44, "Excessively large number of partitions per request."),
+            ("huge", 44, "Excessively large number of partitions per request.")]
+        r = h.create([("x", 5000, 1), ("y", 4999, 1)], validate_only=True)
+        assert errors(r.topics) == [
+            ("x", 44, "Unable to perform excessively large batch operation."),
+            ("y", 44, "Unable to perform excessively large batch operation.")]
+        r = h.create([("x", 9999, 1)], validate_only=True)
+        assert errors(r.topics) == [("x", 0, None)]
         assert h.store.topics() == ["co.x", "ok"]
         # validate_only: answered as a creation, nothing made; a manual assignment; defaults.
         r = h.create([("vo", 2, 1)], validate_only=True)
@@ -247,8 +257,9 @@ def test_create_partitions(tmp_path, backend):
         assert grow("t", 3, [[2]]) == (39, "The manual partition assignment includes broker "
                                            "2, but no such broker is registered.")
         assert grow("nope", 3) == (3, None)
-        assert grow("t", 100000) == (37 + 7, "Excessively large number of additional "
-                                             "partitions per request.")
+        assert grow("t", 100000) == (44, "Excessively large number of additional "
+                                         "partitions per request.")
+        assert grow("t", 10002) == (37, "seglog topics have at most 10000 partitions")
         assert h.store.topic("t").partitions == 2
         assert grow("t", 3, [[1]]) == (0, None)
         assert grow("t", 5) == (0, None)
@@ -420,9 +431,10 @@ def test_delete_records(tmp_path, backend):
 
         assert delete("t", [(0, 3)]) == [(0, 3, 0)]
         assert delete("t", [(0, 2)]) == [(0, 3, 0)]
-        assert delete("t", [(0, 11), (0, -2)]) == [(0, -1, 1), (0, -1, 1)]
-        assert delete("t", [(0, -1), (5, 1), (1, 0), (1, -1)]) == [
-            (0, 10, 0), (5, -1, 3), (1, 0, 0), (1, 0, 0)]
+        assert delete("t", [(0, 11)]) == delete("t", [(0, -2)]) == [(0, -1, 1)]
+        # A partition named twice is answered once, for its last offset (as Kafka).
+        assert delete("t", [(0, -1), (5, 1), (1, 5), (1, -1)]) == [
+            (0, 10, 0), (5, -1, 3), (1, 0, 0)]
         assert delete("nope", [(0, 0)]) == [(0, -1, 3)]
         assert log.start_offset == 10
 

@@ -46,6 +46,10 @@ _NO_THROTTLE = datetime.timedelta(0)
 #: Most partitions a topic may have: the Store's ``TOPIC_PARTITIONS_MAX`` (the server may not
 #: import the store module, which loads the embedded clients; a test checks they agree).
 TOPIC_PARTITIONS_MAX = 10000
+#: Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP``: the most metadata records (one per
+#: topic, config and partition) one CreateTopics may write, and the most partitions one
+#: CreateTopics or CreatePartitions may ask for.
+_RECORDS_PER_REQUEST_MAX = 10000
 #: Partition counts above this are created on a worker thread (run_blocking).
 _INLINE_PARTITIONS_MAX = 16
 
@@ -130,9 +134,10 @@ async def start(state) -> None:
     new_defaults = dynamic.effective.log_config()
     if dynamic.topic_basis is not None and dynamic.topic_basis != new_defaults.to_kafka():
         old_defaults = LogConfig.from_kafka(dynamic.topic_basis)
-        await state.run_blocking(_rebase_topics, state.store, old_defaults, new_defaults)
+        await state.run_blocking(_rebase_topics, state.store, dynamic, old_defaults,
+                                 new_defaults)
     if dynamic.topic_basis != new_defaults.to_kafka() and not state.store.read_only:
-        dynamic.save(new_defaults)
+        _save(state)
 
 
 async def stop(state) -> None:
@@ -161,13 +166,31 @@ def _config(state, name: str, default: Any) -> Any:
         return default
 
 
-def _rebase_topics(store, old_defaults, new_defaults) -> None:
+def _overrides(state, topic) -> dict[str, str]:
+    """Topic ``topic``'s overrides (see ``DynamicConfigs.overrides_of``)."""
+    return dynamic_configs(state).overrides_of(topic.topic_id, topic.config,
+                                               _topic_defaults(state))
+
+
+def _save(state) -> None:
+    """Persist the dynamic configs and the explicit overrides of the topics that exist."""
+    store = state.store
+    live = set()
+    for name in store.topics():
+        try:
+            live.add(store.topic(name).topic_id)
+        except SeglogError:
+            continue
+    dynamic_configs(state).save(_topic_defaults(state), live)
+
+
+def _rebase_topics(store, dynamic, old_defaults, new_defaults) -> None:
     """Give every topic ``new_defaults`` under its overrides (those relative to
     ``old_defaults``), in one registry write."""
     changes = {}
     for name in store.topics():
         topic = store.topic(name)
-        overrides = cfg.topic_overrides(topic.config, old_defaults)
+        overrides = dynamic.overrides_of(topic.topic_id, topic.config, old_defaults)
         new = new_defaults.replace(**overrides)
         if new != topic.config:
             changes[name] = new
@@ -298,27 +321,45 @@ def _creation_count(state, topic) -> int:
                            f"replication factor of {factor} cannot be reached because only 1 "
                            "broker(s) are registered or some brokers have all their log "
                            "directories cordoned.")
-    if count > TOPIC_PARTITIONS_MAX:
-        raise _Refused(POLICY_VIOLATION, "Excessively large number of partitions per request.")
     return count
 
 
+def _requested_partitions(state, topic) -> int:
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == -1:
+        return _config(state, "num.partitions", 1)
+    return max(topic.num_partitions, 0)
+
+
 async def create_topics(ctx, request) -> Any:
-    """CreateTopics v2-v7 (Kafka's ``ReplicationControlManager.createTopics``)."""
+    """CreateTopics v2-v7 (Kafka's ``ReplicationControlManager.createTopics``): every topic
+    is checked first; then, unless ``validate_only``, the valid ones are created."""
     state = ctx.broker
     store = state.store
     response_cls, m = _classes(19, ctx.api_version)
+    config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
+
+    def failed(name, code, message):
+        return _make(m.CreatableTopicResult, name=name, topic_id=_ZERO_UUID, error_code=code,
+                     error_message=message, topic_config_error_code=0, num_partitions=-1,
+                     replication_factor=-1, configs=())
+
+    names = list(dict.fromkeys(t.name for t in request.topics))  # Kafka answers a name once
+    if sum(_requested_partitions(state, t) for t in request.topics) > _RECORDS_PER_REQUEST_MAX:
+        # Kafka 4.4 refuses the whole request before looking at any topic.
+        return _make(response_cls, throttle_time=_NO_THROTTLE, topics=tuple(
+            failed(n, POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            for n in names))
     dups = _duplicates(t.name for t in request.topics)
     existing = set(store.topics())
-    results = []
-    reported = set()
+    checked: dict[str, Any] = {}  # name -> (topic, config, overrides, count) or _Refused
     for topic in request.topics:
         name = topic.name
+        if name in checked:
+            continue
         try:
             if name in dups:
-                if name in reported:
-                    continue  # Kafka answers a repeated name once
-                reported.add(name)
                 raise _Refused(INVALID_REQUEST, "Duplicate topic name.")
             why = topic_name_error(name)
             if why:
@@ -331,9 +372,29 @@ async def create_topics(ctx, request) -> Any:
                     raise _Refused(INVALID_TOPIC_EXCEPTION,
                                    f"Topic '{name}' collides with existing topic: {other}")
             config, overrides = _creation_config(state, topic)
-            count = _creation_count(state, topic)
+            checked[name] = (topic, config, overrides, _creation_count(state, topic))
+        except _Refused as e:
+            checked[name] = e
+    # Kafka's controller writes one record per topic, per config and per partition, and
+    # refuses a request that needs more than it writes in one batch.
+    records = sum(1 + len(c[0].configs) + c[3] for c in checked.values()
+                  if not isinstance(c, _Refused))
+    if records > _RECORDS_PER_REQUEST_MAX:
+        return _make(response_cls, throttle_time=_NO_THROTTLE, topics=tuple(
+            failed(n, POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+            for n in names))
+    results = []
+    for name in names:
+        c = checked[name]
+        try:
+            if isinstance(c, _Refused):
+                raise c
+            topic, config, overrides, count = c
+            if count > TOPIC_PARTITIONS_MAX:
+                raise _Refused(INVALID_PARTITIONS, f"seglog topics have at most "
+                               f"{TOPIC_PARTITIONS_MAX} partitions")
             if request.validate_only:
-                topic_id = uuid.uuid4()
+                topic_id = uuid.uuid4()  # as Kafka, which draws the id before validate_only
             else:
                 try:
                     if count > _INLINE_PARTITIONS_MAX:
@@ -342,9 +403,10 @@ async def create_topics(ctx, request) -> Any:
                         made = store.create_topic(name, count, config)
                 except (SeglogError, ValueError, TypeError) as e:
                     raise _Refused(_code_of(e), str(e)) from None
-                existing.add(name)
                 topic_id = checkpoints.uuid_from_kafka_str(made.topic_id)
-            config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
+                if overrides:
+                    dynamic_configs(state).set_explicit(made.topic_id, config, overrides)
+                    _save(state)
             entries = (_topic_config_entries(state, config, overrides)
                        if config_cls is not None else [])
             results.append(_make(
@@ -353,10 +415,7 @@ async def create_topics(ctx, request) -> Any:
                 replication_factor=1,
                 configs=tuple(_make(config_cls, **e) for e in entries)))
         except _Refused as e:
-            results.append(_make(
-                m.CreatableTopicResult, name=name, topic_id=_ZERO_UUID, error_code=e.code,
-                error_message=e.message, topic_config_error_code=0, num_partitions=-1,
-                replication_factor=-1, configs=()))
+            results.append(failed(name, e.code, e.message))
     return _make(response_cls, throttle_time=_NO_THROTTLE, topics=tuple(results))
 
 
@@ -435,6 +494,16 @@ async def delete_topics(ctx, request) -> Any:
 # --- CreatePartitions -----------------------------------------------------------------------
 
 
+def _partition_counts(store) -> dict[str, int]:
+    out = {}
+    for name in store.topics():
+        try:
+            out[name] = store.topic(name).partitions
+        except SeglogError:
+            continue  # deleted meanwhile
+    return out
+
+
 async def create_partitions(ctx, request) -> Any:
     """CreatePartitions v0-v3 (Kafka's ``ReplicationControlManager.createPartitions``):
     increase only, manual assignments on this node, validate_only."""
@@ -442,6 +511,14 @@ async def create_partitions(ctx, request) -> Any:
     store = state.store
     response_cls, m = _classes(37, ctx.api_version)
     dups = _duplicates(t.name for t in request.topics)
+    counts = _partition_counts(store)
+    added = sum(t.count - counts[t.name] for t in request.topics if t.name in counts)
+    if added > _RECORDS_PER_REQUEST_MAX:
+        # Kafka 4.4 refuses the whole request before looking at any topic.
+        return _make(response_cls, throttle_time=_NO_THROTTLE, results=tuple(
+            _make(m.CreatePartitionsTopicResult, name=t.name, error_code=POLICY_VIOLATION,
+                  error_message="Excessively large number of additional partitions per "
+                  "request.") for t in request.topics))
     results = []
     for wanted in request.topics:
         name = wanted.name
@@ -459,8 +536,8 @@ async def create_partitions(ctx, request) -> Any:
             if count == current:
                 raise _Refused(INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
             if count > TOPIC_PARTITIONS_MAX:
-                raise _Refused(POLICY_VIOLATION,
-                               "Excessively large number of additional partitions per request.")
+                raise _Refused(INVALID_PARTITIONS, f"seglog topics have at most "
+                               f"{TOPIC_PARTITIONS_MAX} partitions")
             if wanted.assignments is not None:
                 if len(wanted.assignments) != count - current:
                     raise _Refused(INVALID_REPLICA_ASSIGNMENT,
@@ -574,8 +651,9 @@ async def describe_configs(ctx, request) -> Any:
                     raise _Refused(INVALID_TOPIC_EXCEPTION, why)
                 if resource.resource_name not in store:
                     raise _Refused(UNKNOWN_TOPIC_OR_PARTITION, "")
-                config = store.topic(resource.resource_name).config
-                overrides = cfg.topic_overrides(config, _topic_defaults(state))
+                topic = store.topic(resource.resource_name)
+                config = topic.config
+                overrides = _overrides(state, topic)
                 entries = _topic_config_entries(state, config, overrides, synonyms=synonyms,
                                                 documentation=documentation, keys=keys)
             elif resource.resource_type == RESOURCE_BROKER:
@@ -653,8 +731,11 @@ def _alter_topic(state, name: str, new_overrides: dict[str, str], validate_only:
     if not validate_only:
         try:
             store.alter_topic_configs({name: config})
+            topic = store.topic(name)
         except SeglogError as e:
             raise _Refused(_code_of(e), str(e)) from None
+        dynamic_configs(state).set_explicit(topic.topic_id, config, new_overrides)
+        _save(state)
 
 
 def _alter_broker(state, resource_name: str, new_values: dict[str, str],
@@ -690,8 +771,8 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
     dynamic.effective = effective
     state.config = effective
     if new_defaults != old_defaults:
-        _rebase_topics(state.store, old_defaults, new_defaults)
-    dynamic.save(new_defaults)
+        _rebase_topics(state.store, dynamic, old_defaults, new_defaults)
+    _save(state)
 
 
 def _is_list_topic_config(name: str) -> bool:
@@ -716,8 +797,9 @@ async def incremental_alter_configs(ctx, request) -> Any:
                 if topic_name_error(name) or name not in state.store:
                     raise _Refused(UNKNOWN_TOPIC_OR_PARTITION,
                                    f"The topic '{name}' does not exist.")
-                config = state.store.topic(name).config
-                current = cfg.topic_overrides(config, _topic_defaults(state))
+                topic = state.store.topic(name)
+                config = topic.config
+                current = _overrides(state, topic)
                 new = _incremental(
                     current, config.to_kafka(topic_only=True), resource.configs,
                     is_list=_is_list_topic_config,
@@ -788,19 +870,24 @@ async def alter_configs(ctx, request) -> Any:
 
 
 def _delete_records(store, topics) -> list[tuple[str, list[tuple[int, int, int]]]]:
-    out = []
+    # Kafka reads the request into a map by partition: a partition named twice is answered
+    # once, for the last offset given.
+    wanted: dict[str, dict[int, int]] = {}
     for topic in topics:
-        rows = []
         for part in topic.partitions:
+            wanted.setdefault(topic.name, {})[part.partition_index] = part.offset
+    out = []
+    for name, partitions in wanted.items():
+        rows = []
+        for partition, offset in partitions.items():
             try:
-                log_ = store.topic(topic.name).log(part.partition_index)
-                low = log_.delete_records_before(part.offset)
-                rows.append((part.partition_index, low, NONE))
+                low = store.topic(name).log(partition).delete_records_before(offset)
+                rows.append((partition, low, NONE))
             except OffsetOutOfRangeError:
-                rows.append((part.partition_index, -1, OFFSET_OUT_OF_RANGE))
+                rows.append((partition, -1, OFFSET_OUT_OF_RANGE))
             except (SeglogError, ValueError, TypeError) as e:
-                rows.append((part.partition_index, -1, _code_of(e)))
-        out.append((topic.name, rows))
+                rows.append((partition, -1, _code_of(e)))
+        out.append((name, rows))
     return out
 
 

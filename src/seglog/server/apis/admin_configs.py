@@ -158,6 +158,9 @@ class DynamicConfigs:
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
         self.topic_basis: dict[str, str] | None = None
+        #: Topic id -> the overrides a client set explicitly (an override equal to the
+        #: broker's default is still one, as in Kafka), normalised as LogConfig writes them.
+        self.topic_overrides: dict[str, dict[str, str]] = {}
         self._load()
         self.effective = self.merged(self.per_broker, self.cluster_default)
 
@@ -184,6 +187,17 @@ class DynamicConfigs:
         self.per_broker = strings("broker")
         self.cluster_default = strings("cluster_default")
         self.topic_basis = strings("topic_basis") if "topic_basis" in data else None
+        explicit = data.get("topic_overrides", {})
+        if not isinstance(explicit, dict):
+            raise CorruptCheckpointError(f"{self.path}: topic_overrides must be an object",
+                                         path=self.path)
+        self.topic_overrides = {}
+        for topic_id, overrides in explicit.items():
+            if not isinstance(overrides, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in overrides.items()):
+                raise CorruptCheckpointError(f"{self.path}: topic_overrides of {topic_id!r} "
+                                             "must map names to strings", path=self.path)
+            self.topic_overrides[str(topic_id)] = dict(overrides)
         try:
             self.merged(self.per_broker, self.cluster_default)
         except InvalidConfigError as e:
@@ -196,13 +210,36 @@ class DynamicConfigs:
         :class:`InvalidConfigError` for an unknown name or a bad value."""
         return BrokerConfig({**self.static.overrides, **cluster_default, **per_broker})
 
-    def save(self, topic_basis: LogConfig) -> None:
-        """Write the dynamic configs and ``topic_basis`` durably (write-temp, fsync, rename)."""
+    def save(self, topic_basis: LogConfig, live_topic_ids: set[str] | None = None) -> None:
+        """Write the dynamic configs, ``topic_basis`` and the explicit topic overrides (of the
+        topics in ``live_topic_ids`` when given) durably (write-temp, fsync, rename)."""
         self.topic_basis = topic_basis.to_kafka()
+        if live_topic_ids is not None:
+            self.topic_overrides = {k: v for k, v in self.topic_overrides.items()
+                                    if k in live_topic_ids and v}
         text = json.dumps({"version": _FILE_VERSION, "broker": self.per_broker,
                            "cluster_default": self.cluster_default,
-                           "topic_basis": self.topic_basis}, indent=1, sort_keys=True)
+                           "topic_basis": self.topic_basis,
+                           "topic_overrides": self.topic_overrides}, indent=1, sort_keys=True)
         checkpoints.atomic_write_bytes(self.path, (text + "\n").encode("utf-8"))
+
+    def overrides_of(self, topic_id: str, config: LogConfig,
+                     defaults: LogConfig) -> dict[str, str]:
+        """The overrides of topic ``topic_id`` whose config is ``config``: every value that
+        differs from ``defaults``, plus those set explicitly that still hold (a value changed
+        by other means than the admin APIs ends an explicit override)."""
+        current = config.to_kafka(topic_only=True)
+        out = topic_overrides(config, defaults)
+        for name, value in self.topic_overrides.get(topic_id, {}).items():
+            if current.get(name) == value:
+                out[name] = value
+        return out
+
+    def set_explicit(self, topic_id: str, config: LogConfig, names) -> None:
+        """Record ``names`` as the explicit overrides of topic ``topic_id`` (with their values
+        in ``config``); call :meth:`save` after."""
+        current = config.to_kafka(topic_only=True)
+        self.topic_overrides[topic_id] = {n: current[n] for n in names if n in current}
 
     def static_value(self, name: str) -> Any:
         """The static value of broker config ``name`` when it was set (not Kafka's default),
