@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
@@ -32,3 +37,77 @@ def test_readme_commands_are_the_ci_commands():
     run_block = re.search(r"<!-- run-command -->\n```\n(.*?)\n```", text, flags=re.S)
     assert test_block and "pytest" in test_block.group(1)
     assert run_block and "seglog bench" in run_block.group(1)
+
+
+def _marked_block(text: str, marker: str) -> str:
+    found = re.search(rf"<!-- {marker} -->\n```\w*\n(.*?)```\n<!-- /{marker} -->", text, flags=re.S)
+    assert found, f"README.md has no {marker} block"
+    return found.group(1)
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.clients
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_readme_broker_section_runs(tmp_path):
+    """The broker section as written: `seglog serve` in the background, kcat produces, the
+    confluent-kafka snippet reads the two records, the pytest example passes with the plugin;
+    then SIGTERM stops the broker cleanly. Only the port differs (a free one, not 9092)."""
+    import signal
+    import socket
+    import time
+
+    text = README.read_text()
+    port = _free_port()
+    here = f"127.0.0.1:{port}"
+    shell = _marked_block(text, "broker-shell").replace("127.0.0.1:9092", here)
+    consume = _marked_block(text, "broker-consume").replace("127.0.0.1:9092", here)
+    fixture_test = _marked_block(text, "broker-pytest")
+    serve_line, *other_lines = [line for line in shell.splitlines() if line.strip()]
+    assert serve_line.startswith("seglog serve ") and serve_line.endswith(" &")
+    src = str(README.parent / "src")
+    env = {**os.environ, "PYTHONPATH": src, "SEGLOG_REQUIRE_NATIVE": "1"}
+    serve_args = shlex.split(serve_line[:-1])[1:]  # `seglog` is `python -m seglog` here
+    server = subprocess.Popen([sys.executable, "-m", "seglog", *serve_args], cwd=tmp_path,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read()
+                assert time.monotonic() < deadline, "seglog serve did not listen in 30 s"
+                time.sleep(0.05)
+        for line in other_lines:
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", line], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, (line, done.stderr)
+        done = subprocess.run([sys.executable, "-c", consume], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == \
+            "[(0, b'user-1', b'clicked'), (1, b'user-2', b'scrolled')]"
+        (tmp_path / "fixture_example").mkdir()
+        (tmp_path / "fixture_example" / "test_example.py").write_text(fixture_test)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:seglog",
+             "-p", "seglog.pytest_plugin", "test_example.py"],
+            cwd=tmp_path / "fixture_example", env=env, capture_output=True, text=True,
+            timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "1 passed" in done.stdout
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0, server.stdout.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=30)
+    assert (tmp_path / "seglog-data" / "clicks-0").is_dir()
