@@ -1,7 +1,8 @@
 """Kafka's own admin tools against the broker: ``kafka-topics`` (create with a config, alter
 the partition count, describe) and ``kafka-configs`` (alter and describe a topic), run from
-the Kafka 4.4 jars (``seglog.bench.kafka``). A JVM start per command costs 1.5-4 s here, so
-deleting and the broker's configs are left to test_admin_clients.py."""
+the Kafka 4.4 jars (``seglog.bench.kafka``), then ``kafka-consumer-groups --list`` and
+``--describe`` of a group with committed offsets. A JVM start per command costs 1.5-4 s here,
+so deleting and the broker's configs are left to test_admin_clients.py."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import os
 import re
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from seglog.bench.kafka import find_kafka
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
 TOOL_TIMEOUT_S = 60
@@ -55,3 +57,21 @@ def test_kafka_topics_and_kafka_configs(broker, kafka_ref, tmp_path):
     assert ("cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
             "cleanup.policy=compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}") in out
     assert "retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000" in out
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(6):
+        producer.produce("kt", b"v%d" % i, key=b"k%d" % i, partition=i % 2)  # compacted
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "tools-group",
+                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition("kt", 0, 1), TopicPartition("kt", 1, 3)],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+    groups = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+    assert "tools-group" in tool(groups, "--list").split()
+    out = tool(groups, "--describe", "--group", "tools-group")
+    rows = {tuple(line.split()[:6]) for line in out.splitlines() if line.startswith("tools-group")}
+    assert rows == {("tools-group", "kt", "0", "1", "3", "2"),
+                    ("tools-group", "kt", "1", "3", "3", "0")}
