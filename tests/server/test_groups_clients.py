@@ -366,3 +366,32 @@ def test_restart_keeps_offsets_and_group_then_members_expire(broker_factory, tmp
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert again.store.group("rs").committed(("t", 1)) == 7
+
+
+def test_broker_restart_under_a_running_consumer_keeps_its_membership(broker_factory,
+                                                                      tmp_path):
+    """The membership record brings the group back as it was: the consumer, still running,
+    heartbeats with its old member id and generation and keeps its partitions (no
+    rebalance), as against a restarted Kafka broker."""
+    data = tmp_path / "data"
+    broker = broker_factory(data_dir=data, group_min_session_timeout_ms=100)
+    port = broker.port
+    broker.store.create_topic("t", partitions=2)
+    member = Member(broker.bootstrap, "keep", "t", **{"session.timeout.ms": 1500})
+    try:
+        poll_until([member], lambda: member.assigned == {0, 1})
+        before = broker.state.extensions["groups"].coordinator.describe("keep").members
+        broker.stop()
+        again = broker_factory(data_dir=data, listen=("127.0.0.1", port),
+                               group_min_session_timeout_ms=100)
+        coordinator = again.state.extensions["groups"].coordinator
+        assert coordinator.describe("keep").members == before
+        end = time.monotonic() + 2.5  # longer than the session: heartbeats must have come
+        while time.monotonic() < end:
+            member.poll(0.05)
+        description = coordinator.describe("keep")
+        assert description.state == "Stable"
+        assert [m.member_id for m in description.members] == [m.member_id for m in before]
+        assert member.revocations == 0 and member.assigned == {0, 1}
+    finally:
+        member.close()
