@@ -21,7 +21,7 @@ from seglog.errors import (
     ProducerFencedError,
 )
 from seglog.store import Store
-from seglog.types import TopicPartition
+from seglog.types import OffsetAndMetadata, TopicPartition
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -195,3 +195,32 @@ def test_state_survives_a_reopen(tmp_path, backend):
             pid, epoch, "Ongoing")
         s.transaction_coordinator().handle_end_transaction("a", pid, epoch, commit=False)
         assert _markers(s.log(TP0)) == [(pid, epoch, False)]
+
+
+def test_transactional_offsets_are_appended_for_the_producer_and_held(store):
+    coordinator = store.transaction_coordinator()
+    pid, epoch = coordinator.handle_init_producer_id("a", timeout_ms=60000)
+    offsets_tp = store.txn_offset_commit_records("g", {}).tp
+    with pytest.raises(InvalidTxnStateError):  # the partition is not in the transaction
+        coordinator.append_transactional_offsets("a", pid, epoch, "g",
+                                                 {TP0: OffsetAndMetadata(3)})
+    coordinator.handle_add_partitions("a", pid, epoch, [offsets_tp])
+    assert coordinator.append_transactional_offsets(
+        "a", pid, epoch, "g", {TP0: OffsetAndMetadata(3)}) == offsets_tp
+    coordinator.append_transactional_offsets("a", pid, epoch, "g",
+                                             {TP1: OffsetAndMetadata(8, "m")})
+    entry = store.log(offsets_tp).producer_state.last_entry(pid)
+    assert (entry.producer_epoch, entry.last_seq) == (epoch, 1)  # two batches: 0, then 1
+    assert store.offset_fetch("g", TP0) is None and store.offset_commit_pending("g", TP0)
+    coordinator.handle_end_transaction("a", pid, epoch, commit=True)
+    assert store.offset_fetch("g", TP0).offset == 3
+    committed = store.offset_fetch("g", TP1)
+    assert (committed.offset, committed.metadata) == (8, "m")
+    # The next transaction (same epoch, transaction.version 1) continues the sequence;
+    # its aborted commit is dropped.
+    coordinator.handle_add_partitions("a", pid, epoch, [offsets_tp])
+    coordinator.append_transactional_offsets("a", pid, epoch, "g", {TP0: OffsetAndMetadata(99)})
+    assert store.log(offsets_tp).producer_state.last_entry(pid).last_seq == 2
+    coordinator.handle_end_transaction("a", pid, epoch, commit=False)
+    assert store.offset_fetch("g", TP0).offset == 3
+    assert not store.offset_commit_pending("g", TP0)

@@ -75,9 +75,10 @@ from ..errors import (
     UnknownTopicOrPartitionError,
 )
 from ..storage.config import checked_now_ms
+from ..storage.producer_state import increment_sequence
 from ..format import REASON_BAD_RECORDS
 from .offsets_schema import OFFSETS_TOPIC
-from ..types import TopicPartition
+from ..types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["TRANSACTIONAL_ID_BYTES_MAX", "TransactionCoordinator", "TransactionDescription",
            "check_transactional_id"]
@@ -652,3 +653,38 @@ class TransactionCoordinator:
                     continue
                 found.append(metadata.describe())
         return found
+
+    def append_transactional_offsets(self, transactional_id: str, producer_id: int,
+                                     producer_epoch: int, group_id: str,
+                                     offsets: dict[TopicPartition, OffsetAndMetadata]
+                                     ) -> TopicPartition:
+        """Kafka's TxnOffsetCommit write, as the broker does it for a producer: under one lock
+        (so no EndTxn can complete the transaction in between), :meth:`check_transactional_offsets`,
+        then the commit records appended to the group's ``__consumer_offsets`` partition as a
+        transactional batch of the producer, then held pending until the transaction's
+        marker. The batch's sequence continues the producer's last one in that partition at
+        this epoch (0 at a new epoch): Kafka's coordinator appends without sequence checks,
+        seglog's Log checks every producer batch, so a second commit in one transaction must
+        not look like a retry of the first. Returns the partition. Raises what
+        :meth:`check_transactional_offsets` and ``Log.append_batch`` raise."""
+        with self._topics.lock:
+            self._topics.check_writable()
+            partition, keys, values, timestamps = self._offsets.transactional_records(
+                group_id, offsets)
+            tp = TopicPartition(OFFSETS_TOPIC, partition)
+            self.check_transactional_offsets(transactional_id, producer_id, producer_epoch, tp)
+            log = self._topics.partition_log(tp)
+            entry = log.producer_state.last_entry(producer_id)
+            if entry is not None and entry.producer_epoch == producer_epoch \
+                    and entry.last_seq >= 0:
+                sequence = increment_sequence(entry.last_seq, 1)
+            else:
+                sequence = 0
+            first, _last = log.append_batch(values, keys=keys, timestamps_ms=timestamps,
+                                            producer_id=producer_id,
+                                            producer_epoch=producer_epoch,
+                                            base_sequence=sequence, is_transactional=True)
+            self._offsets.add_pending(partition, producer_id, group_id, offsets, first,
+                                      timestamps[0])
+        self._topics.notify_appended()
+        return tp

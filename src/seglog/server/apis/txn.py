@@ -22,9 +22,11 @@ the error is answered as INVALID_PRODUCER_EPOCH, as Kafka does for old clients.
 
 TxnOffsetCommit: the broker encodes the offset commit records and appends them to the
 group's ``__consumer_offsets`` partition as a transactional batch of the producer (its
-producer id and epoch; sequences continue the producer's last one in that partition, as an
-append from the coordinator), then holds them pending until the transaction's marker
-(``Store.txn_offset_commit``). Member and generation checks (v3+) go to the group
+producer id and epoch), then holds them pending until the transaction's marker, all under
+the coordinator's lock (``TransactionCoordinator.append_transactional_offsets``). One
+difference from Kafka, visible in DescribeProducers only: Kafka's coordinator writes every
+such batch with sequence 0 (its appends skip sequence checks); seglog continues the
+producer's sequence in that partition, since its Log checks every producer batch. Member and generation checks (v3+) go to the group
 coordinator of :mod:`seglog.server.apis.groups` (``extensions["groups"].check_member``).
 
 Every handler that writes markers or records calls ``appended.notify()`` so that
@@ -47,7 +49,6 @@ from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
 from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
-from ...storage.producer_state import increment_sequence
 from ...types import OffsetAndMetadata, TopicPartition
 from ..registry import ApiHandler
 
@@ -302,35 +303,24 @@ def _group_member_check(ctx: Any):
 
 def _append_txn_offsets(ctx: Any, request: Any,
                         offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-    """Check the producer's transaction, encode the commit records, append them to the
-    group's ``__consumer_offsets`` partition as one transactional batch of the producer and
-    hold them pending until the marker. Raises the typed error to answer with."""
+    """Check the producer's transaction (Kafka's verification comes first), then the group
+    member (v3+), then append the commit records to the group's ``__consumer_offsets``
+    partition as a transactional batch of the producer, held pending until the marker
+    (``TransactionCoordinator.append_transactional_offsets``, which checks the transaction
+    again under its lock). Raises the typed error to answer with."""
     store = ctx.broker.store
+    coordinator = _coordinator(ctx)
     producer_id, producer_epoch = int(request.producer_id), int(request.producer_epoch)
-    records = store.txn_offset_commit_records(request.group_id, offsets)
-    _coordinator(ctx).check_transactional_offsets(
-        request.transactional_id, producer_id, producer_epoch, records.tp)
+    coordinator.check_transactional_offsets(request.transactional_id, producer_id,
+                                            producer_epoch,
+                                            _offsets_partition(store, request.group_id))
     check_member = _group_member_check(ctx)
     if check_member is not None:  # generation / member checks (-1 / "" / None below v3)
         check_member(request.group_id, getattr(request, "member_id", ""),
                      int(getattr(request, "generation_id", -1)),
                      getattr(request, "group_instance_id", None))
-    partition_log = store.log(records.tp)
-    # The broker appends for the producer as Kafka's coordinator does: its sequence in this
-    # partition continues from its last batch here at this epoch (0 at a new epoch).
-    # (An older epoch than the partition's is refused by the append: INVALID_PRODUCER_EPOCH.)
-    entry = partition_log.producer_state.last_entry(producer_id)
-    if entry is not None and entry.producer_epoch == producer_epoch and entry.last_seq >= 0:
-        sequence = increment_sequence(entry.last_seq, 1)
-    else:
-        sequence = 0
-    first, _last = partition_log.append_batch(
-        records.values, keys=records.keys, timestamps_ms=records.timestamps_ms,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=sequence,
-        is_transactional=True)
-    store.txn_offset_commit(request.group_id, producer_id, offsets,
-                            partition=records.tp.partition, base_offset=first,
-                            commit_timestamp_ms=records.timestamps_ms[0])
+    coordinator.append_transactional_offsets(request.transactional_id, producer_id,
+                                             producer_epoch, request.group_id, offsets)
 
 
 async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
@@ -438,14 +428,19 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
     an empty one."""
     response = load_response_schema(DESCRIBE_TRANSACTIONS, ctx.api_version)
     module = sys.modules[response.__module__]
-    coordinator = _coordinator(ctx)
+    try:
+        coordinator = _coordinator(ctx)
+    except SeglogError:  # a store that cannot serve (closing): Kafka's inactive coordinator
+        coordinator = None
     states = []
     for transactional_id in request.transactional_ids:
-        description = coordinator.describe(transactional_id) if transactional_id else None
+        description = coordinator.describe(transactional_id) \
+            if transactional_id and coordinator is not None else None
         if description is None:
             states.append(module.TransactionState(
-                error_code=(ErrorCode.transactional_id_not_found if transactional_id
-                            else ErrorCode.invalid_request),
+                error_code=(ErrorCode.invalid_request if not transactional_id
+                            else ErrorCode.coordinator_not_available if coordinator is None
+                            else ErrorCode.transactional_id_not_found),
                 transactional_id=transactional_id, transaction_state="",
                 transaction_timeout=datetime.timedelta(0), transaction_start_time=_EPOCH,
                 producer_id=i64(0), producer_epoch=i16(0), topics=()))
@@ -473,9 +468,14 @@ async def handle_list_transactions(ctx: Any, request: Any) -> Any:
     response = load_response_schema(LIST_TRANSACTIONS, ctx.api_version)
     module = sys.modules[response.__module__]
     states = list(request.state_filters)
-    found = _coordinator(ctx).list_transactions(
-        states=states, producer_ids=[int(pid) for pid in request.producer_id_filters],
-        duration_ms=int(getattr(request, "duration_filter", -1)))
+    try:
+        found = _coordinator(ctx).list_transactions(
+            states=states, producer_ids=[int(pid) for pid in request.producer_id_filters],
+            duration_ms=int(getattr(request, "duration_filter", -1)))
+    except SeglogError:  # a store that cannot serve (closing): Kafka's inactive coordinator
+        return response(throttle_time=_NO_THROTTLE,
+                        error_code=ErrorCode.coordinator_not_available,
+                        unknown_state_filters=(), transaction_states=())
     return response(
         throttle_time=_NO_THROTTLE, error_code=NONE,
         unknown_state_filters=tuple(s for s in states if s not in _KNOWN_STATES),
