@@ -1,0 +1,107 @@
+"""The ``broker`` bench part (issue 11): its registration, its probes against a real
+``seglog serve`` process, its confluent-kafka client subprocesses on a few records, and how it
+turns two brokers' figures into ratios and targets. The Kafka side is the ``kafka`` part's
+machinery (tested there); the full part runs in ``seglog bench --only broker``."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from seglog.bench import PART_ORDER, PART_TITLES
+from seglog.bench import broker as part
+from seglog.bench.runner import PART_MODULES
+from seglog.cli import build_parser
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
+
+
+def test_broker_is_a_registered_part():
+    assert "broker" in PART_ORDER and "broker" in PART_TITLES
+    assert PART_MODULES["broker"] == "seglog.bench.broker"
+    assert build_parser().parse_args(["bench", "--quick", "--only", "broker"]).only == ("broker",)
+
+
+def test_api_versions_probe_says_no_to_a_silent_port():
+    # A listener that accepts but never answers, and a port nobody listens on.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        assert not part.api_versions_ok("127.0.0.1", silent.getsockname()[1], timeout_s=0.2)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    assert not part.api_versions_ok("127.0.0.1", port, timeout_s=0.2)
+
+
+def test_seglog_serve_process_starts_answers_and_stops_cleanly(tmp_path):
+    server = part.SeglogServe(tmp_path / "data")
+    try:
+        start_s = server.start()
+        assert start_s > 0
+        assert part.api_versions_ok("127.0.0.1", server.port)
+        assert server.rss_bytes() > 0
+        assert part.process_cpu_s(server.pid) > 0
+    finally:
+        code = server.stop()
+    assert code == 0, server.log_tail()
+    assert not part.api_versions_ok("127.0.0.1", server.port, timeout_s=0.2)
+
+
+@pytest.mark.skipif(not part.has_confluent_kafka(), reason="needs confluent-kafka")
+def test_confluent_clients_produce_and_consume_through_seglog_serve(tmp_path):
+    server = part.SeglogServe(tmp_path / "data")
+    try:
+        server.start()
+        produced = part.run_client("produce", server.bootstrap, "t", records=2_000,
+                                   record_bytes=100, acks="all", timeout_s=60)
+        assert "error" not in produced, produced
+        assert produced["records"] == 2_000 and produced["records_per_s"] > 0
+        consumed = part.run_client("consume", server.bootstrap, "t", records=2_000,
+                                   timeout_s=60)
+        assert "error" not in consumed, consumed
+        assert consumed["records"] == 2_000
+    finally:
+        assert server.stop() == 0, server.log_tail()
+
+
+def test_a_client_that_fails_reports_an_error_instead_of_raising(tmp_path):
+    # Nothing listens on this port: the producer cannot get metadata in its timeout.
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    if not part.has_confluent_kafka():
+        pytest.skip("needs confluent-kafka")
+    out = part.run_client("consume", f"127.0.0.1:{port}", "t", records=1, timeout_s=2)
+    assert "error" in out
+
+
+def test_ratios_and_targets_from_two_sides():
+    seg, kafka = part.Side(part.SEGLOG), part.Side(part.KAFKA)
+    seg.figures.update({"perf.produce.acks_1": 300_000.0, "start_s": 0.25,
+                        "rss_bytes": 100 * part.MiB, "latency.p99_ms": 4.0,
+                        "idle.cpu_share": 0.002})
+    kafka.figures.update({"perf.produce.acks_1": 200_000.0, "start_s": 6.0,
+                          "rss_bytes": 800 * part.MiB, "latency.p99_ms": 8.0})
+    seg.record("ck.consume", {"error": "boom"})
+    sides = {part.SEGLOG: seg, part.KAFKA: kafka}
+    result = part.PartResult(part.NAME, part.TITLE)
+    part._targets(result, sides)
+    by_label = {t.label: t for t in result.targets}
+    assert by_label["ProducerPerformance, acks=1: seglog / Kafka"].value == pytest.approx(1.5)
+    assert by_label["p99 latency at a fixed rate: Kafka / seglog"].value == pytest.approx(2.0)
+    assert by_label["start to ready (headroom 0.5 s / measured)"].value == pytest.approx(2.0)
+    # 25 % of 800 MiB is 200 MiB: 100 MiB leaves a headroom of 2.
+    assert by_label["broker RSS (headroom 25 % of Kafka's / seglog's)"].value == \
+        pytest.approx(2.0)
+    assert all(t.met for t in result.targets)
+    tables = part._tables(result, sides, 1_000, 100, "quick")
+    consume_row = [row for row in tables[0].rows if row[0] == "confluent-kafka consumer"][0]
+    assert consume_row[1].startswith("failed: boom")
+    seg.figures["perf.produce.acks_1"] = 100_000.0
+    result = part.PartResult(part.NAME, part.TITLE)
+    part._targets(result, sides)
+    assert not {t.label: t for t in result.targets}[
+        "ProducerPerformance, acks=1: seglog / Kafka"].met
