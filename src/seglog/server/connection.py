@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import struct
 import time
 from collections import deque
 from typing import Any
@@ -41,7 +42,8 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("seglog.server")
 
-_SIZE_BYTES = 4
+_SIZE = struct.Struct(">i")
+_SIZE_BYTES = _SIZE.size
 
 
 class _Slot:
@@ -74,6 +76,11 @@ class Connection(asyncio.Protocol):
         self._closing = False  # no more requests are read; close once answered
         self._aborted = False
         self._processing = False  # inside _process_buffer (a response finishing in it waits)
+        # Responses ready to write, written together at the end of this loop iteration: the
+        # responses of pipelined requests that finish together leave in one send.
+        self._out: list = []
+        self._flush_scheduled = False
+        self._stalled = False  # complete frames wait in the buffer (back-pressure)
         self.closed = asyncio.get_running_loop().create_future()
         self.last_active_s = time.monotonic()
 
@@ -130,7 +137,10 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
+        if self._stalled and not self._closing:
+            self._process_buffer()
+        else:
+            self._update_reading()
 
     # --- reading requests --------------------------------------------------------------------
 
@@ -150,23 +160,27 @@ class Connection(asyncio.Protocol):
         queued_max = self.server.queued_requests_max
         position = 0
         end = len(buffer)
-        while not self._closing and end - position >= _SIZE_BYTES \
-                and len(self._slots) < queued_max and not self._writing_paused:
-            size = int.from_bytes(buffer[position:position + _SIZE_BYTES], "big", signed=True)
-            if size < 0 or size > limit:
-                # Kafka's NetworkReceive: InvalidReceiveException, the connection is closed.
-                log.warning("connection %d from %s:%d: request size %d outside 0..%d "
-                            "(socket.request.max.bytes); closing", self.connection_id,
-                            self.client_host, self.client_port, size, limit)
-                self.abort()
-                return
-            if end - position - _SIZE_BYTES < size:
-                break
-            start = position + _SIZE_BYTES
-            frame = bytes(buffer[start:start + size])
-            position = start + size
-            self._dispatch(frame)
-        if position:
+        self._stalled = False
+        with memoryview(buffer) as view:  # released before the buffer is trimmed
+            while end - position >= _SIZE_BYTES and not self._closing:
+                if len(self._slots) >= queued_max or self._writing_paused:
+                    # Back-pressure: the frames left wait until responses drain.
+                    self._stalled = True
+                    break
+                (size,) = _SIZE.unpack_from(view, position)
+                if size < 0 or size > limit:
+                    # Kafka's NetworkReceive: InvalidReceiveException; the connection closes.
+                    log.warning("connection %d from %s:%d: request size %d outside 0..%d "
+                                "(socket.request.max.bytes); closing", self.connection_id,
+                                self.client_host, self.client_port, size, limit)
+                    self.abort()
+                    break
+                start = position + _SIZE_BYTES
+                if end - start < size:
+                    break
+                position = start + size
+                self._dispatch(bytes(view[start:position]))
+        if position and not self._aborted:
             del buffer[:position]
 
     def _dispatch(self, frame: bytes) -> None:
@@ -253,20 +267,32 @@ class Connection(asyncio.Protocol):
         while slots and slots[0].done:
             head = slots.popleft()
             self.server.in_flight -= 1
-            if head.parts and transport is not None and not transport.is_closing():
-                transport.writelines(head.parts)
+            if head.parts:
+                self._out.extend(head.parts)
+        if self._out and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.server.loop.call_soon(self._flush)
         self.last_active_s = time.monotonic()
         self.server.request_finished()
         if self._closing:
             if not slots and transport is not None and not self._aborted:
+                self._flush()
                 transport.close()
             return
         if self._processing:
             return  # _process_buffer goes on with the next frame itself
-        if self._buffer and not self._reading_paused_by_us():
+        if self._stalled and not self._reading_paused_by_us():
             self._process_buffer()
         else:
             self._update_reading()
+
+    def _flush(self) -> None:
+        """Write the responses gathered since the last flush (one send for all of them)."""
+        self._flush_scheduled = False
+        out, self._out = self._out, []
+        transport = self.transport
+        if out and transport is not None and not transport.is_closing():
+            transport.writelines(out)
 
     def _release(self, slot: _Slot) -> None:
         # A request that will never be answered (cancelled, or its connection is going).
@@ -312,6 +338,7 @@ class Connection(asyncio.Protocol):
         if self.transport is None:
             return
         if not self._slots:
+            self._flush()
             self.transport.close()
         elif not self._reading_paused:
             self._reading_paused = True
