@@ -23,7 +23,6 @@ import functools
 import uuid
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from ... import errors
@@ -34,6 +33,7 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_EPOCH,
+    response_entities,
     to_uuid,
     topic_ids,
     topic_or_none,
@@ -77,8 +77,7 @@ def build(cls: type, **values: Any) -> Any:
 
 
 def _entity_classes(version: int) -> tuple[type, type, type, type]:
-    response = load_response_schema(API_KEY, version)
-    module = __import__(response.__module__, fromlist=["_"])
+    response, module = response_entities(API_KEY, version)
     return (response, module.MetadataResponseBroker, module.MetadataResponseTopic,
             module.MetadataResponsePartition)
 

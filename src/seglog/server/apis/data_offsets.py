@@ -29,7 +29,6 @@ import datetime
 from collections import Counter
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from ... import errors
@@ -43,6 +42,7 @@ from .data_topics import (
     check_current_leader_epoch,
     end_offset_for_epoch,
     error_code_for,
+    response_entities,
     topic_or_none,
 )
 
@@ -107,8 +107,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
     """Answer a ListOffsets request (see the module docstring)."""
     version = ctx.api_version
     store = ctx.broker.store
-    response_cls = load_response_schema(LIST_OFFSETS_KEY, version)
-    module = __import__(response_cls.__module__, fromlist=["_"])
+    response_cls, module = response_entities(LIST_OFFSETS_KEY, version)
     topic_cls, partition_cls = module.ListOffsetsTopicResponse, module.ListOffsetsPartitionResponse
     replica_id = int(request.replica_id)
     isolation_level = int(getattr(request, "isolation_level", 0)) \
@@ -160,8 +159,7 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
     v3+) is answered the same way: there is no replica to refuse it for yet."""
     version = ctx.api_version
     store = ctx.broker.store
-    response_cls = load_response_schema(OFFSET_FOR_LEADER_EPOCH_KEY, version)
-    module = __import__(response_cls.__module__, fromlist=["_"])
+    response_cls, module = response_entities(OFFSET_FOR_LEADER_EPOCH_KEY, version)
     topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
     topics = []
     for t in request.topics:

@@ -38,7 +38,6 @@ import datetime
 import struct
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from ... import errors
@@ -56,6 +55,7 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     error_code_for,
+    response_entities,
     topic_ids,
     topic_or_none,
 )
@@ -257,8 +257,7 @@ async def handle_produce(ctx: Any, request: Any) -> Any:
 
 
 def _response(version: int, answers: list) -> Any:
-    response_cls = load_response_schema(API_KEY, version)
-    module = __import__(response_cls.__module__, fromlist=["_"])
+    response_cls, module = response_entities(API_KEY, version)
     topic_cls, partition_cls = module.TopicProduceResponse, module.PartitionProduceResponse
     error_cls = getattr(module, "BatchIndexAndErrorMessage", None)  # v8+
     key_field = "topic_id" if version >= 13 else "name"

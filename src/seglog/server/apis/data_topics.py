@@ -17,9 +17,13 @@ epoch 0 starting at the log start offset, and :func:`end_offset_for_epoch` answe
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import uuid
 from typing import Any
+
+from kio.index import load_response_schema
 
 from ... import errors
 from ...storage import checkpoints
@@ -33,7 +37,7 @@ __all__ = [
     "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
     "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
-    "topic_or_none", "EXTENSION_KEY", "valid_topic_name",
+    "topic_or_none", "EXTENSION_KEY", "valid_topic_name", "response_entities",
 ]
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) the data APIs answer with.
@@ -85,6 +89,14 @@ def error_code_for(exc: BaseException) -> int:
     if isinstance(exc, OSError):
         return ERROR_KAFKA_STORAGE_ERROR
     return ERROR_UNKNOWN_SERVER_ERROR
+
+
+@functools.lru_cache(maxsize=None)
+def response_entities(api_key: int, version: int) -> tuple[type, Any]:
+    """kio's response class of ``api_key`` at ``version`` and the module holding its nested
+    entity classes, looked up once (kio resolves them by name, which costs microseconds)."""
+    response = load_response_schema(api_key, version)
+    return response, sys.modules[response.__module__]
 
 
 def to_uuid(topic_id: str) -> uuid.UUID:
