@@ -224,3 +224,18 @@ def test_transactional_offsets_are_appended_for_the_producer_and_held(store):
     coordinator.handle_end_transaction("a", pid, epoch, commit=False)
     assert store.offset_fetch("g", TP0).offset == 3
     assert not store.offset_commit_pending("g", TP0)
+
+
+def test_verify_transactional_append(store):
+    coordinator = store.transaction_coordinator()
+    pid, epoch = coordinator.handle_init_producer_id("a", timeout_ms=60000)
+    with pytest.raises(InvalidTxnStateError, match="not added to the transaction"):
+        coordinator.verify_transactional_append("a", pid, epoch, TP0)
+    coordinator.handle_add_partitions("a", pid, epoch, [TP0])
+    coordinator.verify_transactional_append("a", pid, epoch, TP0)
+    with pytest.raises(InvalidTxnStateError):
+        coordinator.verify_transactional_append("a", pid, epoch, TP1)
+    with pytest.raises(InvalidProducerEpochError):
+        coordinator.verify_transactional_append("a", pid, epoch - 1, TP0)
+    with pytest.raises(InvalidProducerIdMappingError):
+        coordinator.verify_transactional_append("nobody", pid, epoch, TP0)

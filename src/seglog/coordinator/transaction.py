@@ -611,14 +611,19 @@ class TransactionCoordinator:
                     f"{txn_schema.STATE_NAMES[status]})")
             return metadata.producer_id, metadata.producer_epoch
 
-    def check_transactional_offsets(self, transactional_id: str, producer_id: int,
+    def verify_transactional_append(self, transactional_id: str, producer_id: int,
                                     producer_epoch: int, tp: TopicPartition) -> None:
-        """What Kafka's broker checks before it appends a TxnOffsetCommit's records to the
-        group's ``__consumer_offsets`` partition ``tp`` (transaction verification, as
-        ``AddPartitionsToTxnManager`` answers a transaction.version 0/1 client):
-        InvalidProducerIdMappingError for an unknown id or another producer id,
-        InvalidProducerEpochError for another epoch, InvalidTxnStateError unless ``tp`` is in
-        the producer's Ongoing transaction (AddOffsetsToTxn comes first)."""
+        """Kafka's transaction verification of an append (``transaction.partition.
+        verification.enable``, what ``AddPartitionsToTxnManager`` answers a
+        transaction.version 0/1 client) before a transactional batch of the producer is
+        written to ``tp``: InvalidProducerIdMappingError for an unknown id or another producer
+        id, InvalidProducerEpochError for another epoch, InvalidTxnStateError ("Partition was
+        not added to the transaction") unless ``tp`` is in the producer's Ongoing transaction.
+        Without it a batch written to a partition the coordinator does not know gets no
+        marker and holds that partition's last stable offset for ever (a hanging
+        transaction). Kafka verifies the first batch of a transaction in each partition
+        (when the partition has no transaction of the producer open); a Produce handler calls
+        this then, with the request's transactional id."""
         with self._topics.lock:
             try:
                 metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
@@ -626,8 +631,16 @@ class TransactionCoordinator:
                 raise InvalidProducerEpochError(str(error)) from None
             if metadata.status != txn_schema.ONGOING or tp not in metadata.partitions:
                 raise InvalidTxnStateError(
-                    f"{tp.topic}-{tp.partition} is not in the ongoing transaction of "
-                    f"transactional id {transactional_id!r}")
+                    f"Partition was not added to the transaction ({tp.topic}-{tp.partition}, "
+                    f"transactional id {transactional_id!r})")
+
+    def check_transactional_offsets(self, transactional_id: str, producer_id: int,
+                                    producer_epoch: int, tp: TopicPartition) -> None:
+        """What Kafka's broker checks before it appends a TxnOffsetCommit's records to the
+        group's ``__consumer_offsets`` partition ``tp``: :meth:`verify_transactional_append`
+        (so AddOffsetsToTxn must come first: InvalidTxnStateError)."""
+        self.verify_transactional_append(transactional_id, producer_id, producer_epoch,
+                                         TopicPartition(*tp))
 
     def list_transactions(self, *, states: Iterable[str] = (),
                           producer_ids: Iterable[int] = (), duration_ms: int = -1,
