@@ -597,6 +597,9 @@ def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
         kind = d.kind if d is not None else "string"
         sensitive = kind == "password"
         found = dynamic.synonyms(name, per_broker=per_broker)
+        if per_broker and name in ("node.id", "broker.id") and not found[1:]:
+            # Not set: this broker's id is the data directory's (meta.properties).
+            found = [(name, str(state.node_id), cfg.SOURCE_STATIC)]
         if per_broker:
             # Kafka shows the value as set (null for log.retention.ms when only the hours
             # are), not the value resolved from the other units.

@@ -76,7 +76,14 @@ TOPIC_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
     "message.timestamp.type": ("log.message.timestamp.type",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "local.retention.ms": ("log.local.retention.ms",),
+    "local.retention.bytes": ("log.local.retention.bytes",),
 }
+
+#: Kafka's defaults and kinds of the topic-default broker configs this broker does not take
+#: (tiered storage's): shown as synonyms, as Kafka shows them.
+_OTHER_BROKER_DEFAULTS = {"log.local.retention.ms": ("long", -2),
+                          "log.local.retention.bytes": ("long", -2)}
 
 # DynamicBrokerConfig.brokerConfigSynonyms: the unit variants of one setting.
 _UNIT_GROUPS = (("log.roll.ms", "log.roll.hours"),
@@ -85,10 +92,10 @@ _UNIT_GROUPS = (("log.roll.ms", "log.roll.hours"),
                 ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
 
 #: Broker configs a client may change at run time (Kafka's ``DynamicBrokerConfig
-#: .AllDynamicConfigs`` that this broker has): the topic defaults and their unit variants,
-#: the cleaner's, connection limits and thread counts (accepted, no effect).
+#: .AllDynamicConfigs`` that this broker has): the topic defaults (the finest unit only, as
+#: Kafka), the cleaner's, connection limits and thread counts (accepted, no effect).
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    {n for names in TOPIC_BROKER_SYNONYMS.values() for n in names}
+    {names[0] for names in TOPIC_BROKER_SYNONYMS.values()}
     | {"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "max.connections",
        "max.connections.per.ip", "num.io.threads", "num.network.threads",
        "num.recovery.threads.per.data.dir", "producer.id.expiration.ms"}) & frozenset(CONFIG_DEFS)
@@ -262,6 +269,8 @@ class DynamicConfigs:
         d = CONFIG_DEFS.get(name)
         if d is not None and d.default is not None:
             out.append((d.default, SOURCE_DEFAULT))
+        elif name in _OTHER_BROKER_DEFAULTS:
+            out.append((_OTHER_BROKER_DEFAULTS[name][1], SOURCE_DEFAULT))
         return out
 
     def synonyms(self, name: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
@@ -276,7 +285,8 @@ class DynamicConfigs:
             for synonym in names:
                 for value, found in self.layers(synonym):
                     if found == source:
-                        kind = CONFIG_DEFS[synonym].kind if synonym in CONFIG_DEFS else "string"
+                        kind = (CONFIG_DEFS[synonym].kind if synonym in CONFIG_DEFS
+                                else _OTHER_BROKER_DEFAULTS[synonym][0])
                         out.append((synonym, value if isinstance(value, str)
                                     else format_value(kind, value), source))
         while out and out[0][0] != name:

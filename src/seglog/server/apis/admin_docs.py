@@ -213,3 +213,29 @@ TOPIC_CONFIG_DOCS: dict[str, str] = {
         'election immediately if needed.</p>'
     ),
 }
+
+# Kafka keeps these three elsewhere (QuotaConfig, TopicConfig's MAX_MESSAGE_BYTES_DOC built
+# from other constants); their texts, as Kafka 4.4 returns them in substance.
+TOPIC_CONFIG_DOCS.update({
+    'follower.replication.throttled.replicas': (
+        'A list of replicas for which log replication should be throttled on the follower '
+        'side. The list should describe a set of replicas in the form '
+        '[PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the '
+        "wildcard '*' can be used to throttle all replicas for this topic."
+    ),
+    'leader.replication.throttled.replicas': (
+        'A list of replicas for which log replication should be throttled on the leader '
+        'side. The list should describe a set of replicas in the form '
+        '[PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the '
+        "wildcard '*' can be used to throttle all replicas for this topic."
+    ),
+    'max.message.bytes': (
+        'The largest record batch size allowed by Kafka (after compression if compression '
+        'is enabled). If this is increased and there are consumers older than 0.10.2, the '
+        "consumers' fetch size must also be increased so that they can fetch record "
+        'batches this large. In the latest message format version, records are always '
+        'grouped into batches for efficiency. In previous message format versions, '
+        'uncompressed records are not grouped into batches and this limit only applies to '
+        'a single record in that case.'
+    ),
+})
