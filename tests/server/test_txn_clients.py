@@ -318,3 +318,27 @@ def test_idempotent_producer_retries_without_duplicates(broker_factory, tmp_path
         assert values == sorted(b"%d" % i for i in range(count))
     finally:
         proxy.close()
+
+
+def test_transaction_survives_a_broker_restart(broker_factory, tmp_path):
+    """A transaction open across a clean broker restart (same data dir and port) commits
+    after it: the coordinator reloads the producer's state from __transaction_state and the
+    partitions' producer state from their logs; read_committed readers then see it."""
+    data_dir = tmp_path / "data"
+    broker = broker_factory(data_dir=data_dir)
+    port = broker.port
+    topic, transactional_id = _name("rs"), _name("rs")
+    broker.store.create_topic(topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap,
+                         "transactional.id": transactional_id, "linger.ms": 1})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, value=b"r%d" % i, partition=i % 2)
+    producer.flush(WAIT_S)
+    broker.stop()
+    broker = broker_factory(data_dir=data_dir, listen=("127.0.0.1", port))
+    assert broker.store.transaction_coordinator().describe(transactional_id).state == "Ongoing"
+    producer.commit_transaction(WAIT_S)
+    assert read_values(broker.bootstrap, topic, 2, "read_committed", 4) == [
+        b"r0", b"r1", b"r2", b"r3"]
