@@ -1,6 +1,7 @@
 """Kafka's ``kafka-consumer-groups`` (the Kafka 4.4 jars, ``seglog.bench.kafka``) against the
 broker: ``--describe`` of a group with a member and lag, ``--reset-offsets --execute`` once it
-is empty, ``--delete``. A JVM start per command costs 2-4 s here, so only these three run."""
+is empty, ``--delete``; and Kafka's Java consumer in a group (``kafka-console-consumer
+--group``). A JVM start per command costs 2-4 s here, so only these four run."""
 
 from __future__ import annotations
 
@@ -66,3 +67,24 @@ def test_kafka_consumer_groups_describe_reset_delete(broker, kafka_ref, tmp_path
     out = tool("--delete", "--group", "cg")
     assert "Deletion of requested consumer groups ('cg') was successful." in out
     assert broker.store.group("cg").committed_offsets() == {}
+
+
+def test_java_console_consumer_in_a_group(broker, kafka_ref, tmp_path):
+    """Kafka's Java consumer (``kafka-console-consumer --group``, the classic protocol by
+    default) joins, reads every record, commits on close and leaves."""
+    broker.store.create_topic("t", partitions=3)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(30):
+        producer.produce("t", value=b"r%d" % i, partition=i % 3)
+    assert producer.flush(10) == 0
+    done = kafka_ref.run_tool("org.apache.kafka.tools.consumer.ConsoleConsumer",
+                              ["--bootstrap-server", broker.bootstrap, "--topic", "t",
+                               "--group", "java-g", "--from-beginning", "--max-messages", "30",
+                               "--timeout-ms", "30000"],
+                              run_dir=tmp_path, timeout_s=TOOL_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(done.stdout.split()) == sorted("r%d" % i for i in range(30))
+    committed = broker.store.group("java-g").committed_offsets()
+    assert {tp.partition: om.offset for tp, om in committed.items()} == {0: 10, 1: 10, 2: 10}
+    description = broker.state.extensions["groups"].coordinator.describe("java-g")
+    assert description.state == "Empty" and description.protocol_type == "consumer"
