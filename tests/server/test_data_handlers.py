@@ -535,3 +535,41 @@ def test_offset_for_leader_epoch(harness):
     answers = run(harness, body)
     assert [(int(p.error_code), p.leader_epoch, p.end_offset) for p in answers] == [
         (0, 0, 4), (0, -1, -1), (75, -1, -1), (3, -1, -1)]
+
+
+def test_produce_transactional_batches_are_verified_with_the_coordinator(harness):
+    from seglog.types import TopicPartition
+
+    harness.store.create_topic("t", partitions=2)
+    pid, epoch = harness.store.init_producer_id("tx-v", transaction_timeout_ms=60000)
+    harness.store.add_partitions_to_txn("tx-v", pid, epoch, [TopicPartition("t", 0)])
+
+    def txn_batch(seq, producer_id=pid):
+        return harness.batch([b"t%d" % seq], producer_id=producer_id, producer_epoch=epoch,
+                             base_sequence=seq, is_transactional=True)
+
+    async def body(h):
+        async def produce(partitions, transactional_id="tx-v"):
+            cls = load_request_schema(0, 9)
+            mod = _module(cls)
+            request = build(cls, transactional_id=transactional_id, acks=-1,
+                            timeout=datetime.timedelta(seconds=1),
+                            topic_data=(build(mod.TopicProduceData, name="t", partition_data=tuple(
+                                build(mod.PartitionProduceData, index=p, records=r)
+                                for p, r in partitions)),))
+            response = await data_produce.handle_produce(h.ctx(0, 9), request)
+            return [(int(p.error_code), p.base_offset, p.error_message)
+                    for p in response.responses[0].partition_responses]
+
+        return (await produce([(0, txn_batch(0)), (1, txn_batch(0))]),
+                await produce([(0, txn_batch(1))]),
+                await produce([(0, txn_batch(2))], transactional_id=None),
+                await produce([(0, txn_batch(2)), (1, txn_batch(0, producer_id=pid + 1))]))
+
+    added_and_not, open_already, no_id, two_producers = run(harness, body)
+    assert added_and_not == [(0, 0, None),
+                             (48, -1, "Partition was not added to the transaction")]
+    assert open_already == [(0, 1, None)]  # no second verification once the txn is open
+    assert [code for code, *_ in no_id] == [53]
+    assert [code for code, *_ in two_producers] == [49, 49]
+    assert harness.store.log(("t", 1)).end_offset == 0

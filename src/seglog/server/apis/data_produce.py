@@ -27,6 +27,17 @@ INVALID_RECORD from the Log also carry the error message and the failing records
 (``record_errors``, v8+: out-of-range timestamps, keyless records of a compacted topic). A success answers the base offset, the log append time (-1 unless the
 topic uses LogAppendTime) and the log start offset.
 
+Transactions (``ReplicaManager.handleProduceAppend``). Transactional batches in a request
+without a transactional id fail the whole request with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+and transactional batches of more than one producer id with INVALID_PRODUCER_ID_MAPPING.
+The first transactional batch of a producer in a partition (the partition's producer state
+has no transaction of that producer and epoch open) is verified with the transaction
+coordinator (``transaction.partition.verification.enable``, on by default in Kafka):
+INVALID_TXN_STATE "Partition was not added to the transaction" unless AddPartitionsToTxn
+added it, INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH for another producer, and
+NOT_ENOUGH_REPLICAS while the transaction completes (Kafka's answer to CONCURRENT_TRANSACTIONS
+here), each before anything is written.
+
 With acks=0 there is no response; when any partition failed the connection is closed
 (:class:`ProduceFailedWithoutAck`), as Kafka closes it so that the producer refreshes its
 metadata.
@@ -43,6 +54,7 @@ from kio.schema.errors import ErrorCode
 from ... import errors
 from ... import format as fmt
 from ...storage.config import LogConfig
+from ...types import TopicPartition
 from .data_metadata import build
 from .data_topics import (
     ERROR_CORRUPT_MESSAGE,
@@ -83,6 +95,11 @@ _NO_LOG_START_ERRORS = frozenset({
 _MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, ERROR_INVALID_TIMESTAMP})
 _MAX_MESSAGE_BYTES_DEFAULT = LogConfig().max_message_bytes
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+ERROR_INVALID_PRODUCER_ID_MAPPING = 49
+ERROR_NOT_ENOUGH_REPLICAS = 19
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _ZERO_MS = datetime.timedelta(0)
 
@@ -188,7 +205,43 @@ def _message_bytes_max(config: LogConfig, broker_config: Any) -> int:
     return int(broker_config.get("message.max.bytes", _MAX_MESSAGE_BYTES_DEFAULT))
 
 
-def _append(ctx: Any, topic: Any, partition: int, batch: Any) -> _Outcome:
+def _producer_of(batch: Any) -> tuple[int, int, bool]:
+    """``(producer id, producer epoch, is transactional)`` from a checked batch's header."""
+    attributes = _INT16.unpack_from(batch, fmt.ATTRIBUTES_POSITION)[0]
+    return (_INT64.unpack_from(batch, fmt.PRODUCER_ID_POSITION)[0],
+            _INT16.unpack_from(batch, fmt.PRODUCER_EPOCH_POSITION)[0],
+            bool(attributes & fmt.TRANSACTIONAL_FLAG_MASK))
+
+
+def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: int, log: Any,
+                        batch: Any) -> _Outcome | None:
+    """Kafka's verification of a transactional batch with the coordinator (see the module
+    docstring); None when the batch may be appended."""
+    producer_id, producer_epoch, transactional = _producer_of(batch)
+    if not transactional or producer_id < 0:
+        return None
+    entry = log.producer_state.last_entry(producer_id)
+    if entry is not None and entry.current_txn_first_offset is not None \
+            and entry.producer_epoch == producer_epoch:
+        return None  # the transaction is already open here: verified when it began
+    try:
+        ctx.broker.store.transaction_coordinator().verify_transactional_append(
+            transactional_id, producer_id, producer_epoch,
+            TopicPartition(topic.name, partition))
+    except errors.InvalidTxnStateError:
+        return _Outcome(errors.InvalidTxnStateError.kafka_error_code,
+                        error_message="Partition was not added to the transaction")
+    except errors.ConcurrentTransactionsError as e:
+        return _Outcome(ERROR_NOT_ENOUGH_REPLICAS, error_message=(
+            "Unable to verify the partition has been added to the transaction. Underlying "
+            f"error: CONCURRENT_TRANSACTIONS ({e})"))
+    except (errors.SeglogError, OSError) as e:
+        return _Outcome(error_code_for(e))
+    return None
+
+
+def _append(ctx: Any, topic: Any, partition: int, batch: Any,
+            transactional_id: str | None) -> _Outcome:
     try:
         log = topic.log(partition)
     except errors.UnknownTopicOrPartitionError:
@@ -197,6 +250,10 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any) -> _Outcome:
         return _failure(error_code_for(e))
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
         return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
+    if transactional_id is not None:
+        refused = _verify_transaction(ctx, transactional_id, topic, partition, log, batch)
+        if refused is not None:
+            return refused
     config = log.config
     if len(batch) > _message_bytes_max(config, ctx.broker.config):
         return _failure(ERROR_MESSAGE_TOO_LARGE)
@@ -223,6 +280,15 @@ async def handle_produce(ctx: Any, request: Any) -> Any:
     answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
     appended = False
     failed = False
+    whole_request_error = _transactional_request_error(request)
+    if whole_request_error != ERROR_NONE:
+        answers = [(t.topic_id if by_id else t.name,
+                    [(p.index, _failure(whole_request_error)) for p in t.partition_data])
+                   for t in request.topic_data]
+        if acks == 0:
+            raise ProduceFailedWithoutAck(f"produce with acks=0 failed: error "
+                                          f"{whole_request_error}")
+        return _response(version, answers)
     for topic_data in request.topic_data:
         key = topic_data.topic_id if by_id else topic_data.name
         topic = ids.topic(key) if by_id else topic_or_none(store, key)
@@ -239,7 +305,7 @@ async def handle_produce(ctx: Any, request: Any) -> Any:
                 elif acks not in (-1, 0, 1):
                     outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
                 else:
-                    outcome = _append(ctx, topic, index, batch)
+                    outcome = _append(ctx, topic, index, batch, request.transactional_id)
                     appended = appended or outcome.error_code == ERROR_NONE
             failed = failed or outcome.error_code != ERROR_NONE
             outcomes.append((index, outcome))
@@ -254,6 +320,29 @@ async def handle_produce(ctx: Any, request: Any) -> Any:
                     for index, o in outs if o.error_code != ERROR_NONE))
         return None
     return _response(version, answers)
+
+
+def _transactional_request_error(request: Any) -> int:
+    """Kafka's checks of a whole request's transactional batches (``RequestUtils.
+    hasTransactionalRecords`` without a transactional id; more than one transactional
+    producer id): the error code every partition gets, or NONE."""
+    producer_ids = set()
+    for topic_data in request.topic_data:
+        for partition_data in topic_data.partition_data:
+            records = partition_data.records
+            if records is None or len(records) < fmt.RECORD_BATCH_OVERHEAD \
+                    or records[fmt.MAGIC_POSITION] != 2:
+                continue
+            producer_id, _epoch, transactional = _producer_of(records)
+            if transactional and producer_id >= 0:
+                producer_ids.add(producer_id)
+    if not producer_ids:
+        return ERROR_NONE
+    if request.transactional_id is None:
+        return ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if len(producer_ids) > 1:
+        return ERROR_INVALID_PRODUCER_ID_MAPPING
+    return ERROR_NONE
 
 
 def _response(version: int, answers: list) -> Any:
