@@ -438,3 +438,12 @@ def test_replaced_static_leader_is_told_the_old_leader_before_v9():
             assert len(again.members) == 1
         assert h.sync(again.member_id, 1, instance="ia")[0].assignment == b"LA"
         assert h.coord.state("g") == cg.STABLE
+
+
+@pytest.mark.parametrize("metadata", [b"", b"\x00\x00\x00\x00\x00\x02\x00\x01t",
+                                      b"\x00\x00\xff\xff\xff\xff", b"\x00\x00\x00\x00\x00\x01\x00"])
+def test_unparsable_subscription_is_unknown(metadata):
+    h = Harness()
+    h.join_new("a", protocols=[("range", metadata)])
+    h.advance(0)
+    assert h.coord.subscribed_topics("g") is None

@@ -367,7 +367,9 @@ class ClassicGroupCoordinator:
 
     def subscribed_topics(self, group_id: str) -> set[str] | None:
         """The topics the members of a ``consumer``-protocol group subscribe to (parsed from
-        their metadata, Kafka's ConsumerProtocol v0 prefix), or None when unknown."""
+        their metadata, Kafka's ConsumerProtocol v0 prefix), or None when unknown (not a
+        ``consumer`` group, or metadata that does not parse: then, as in Kafka, a member-ful
+        consumer group counts as subscribed to every topic)."""
         group = self._groups.get(group_id)
         if group is None or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
@@ -969,6 +971,8 @@ def _subscription_topics(metadata: bytes) -> set[str] | None:
     int16 version, int32 count, int16-length strings), or None when it does not parse."""
     data = bytes(metadata)
     try:
+        if len(data) < 6:
+            return None
         position = 2
         count = int.from_bytes(data[position:position + 4], "big", signed=True)
         position += 4
@@ -976,6 +980,8 @@ def _subscription_topics(metadata: bytes) -> set[str] | None:
             return None
         topics = set()
         for _ in range(count):
+            if position + 2 > len(data):
+                return None
             length = int.from_bytes(data[position:position + 2], "big", signed=True)
             position += 2
             if length < 0 or position + length > len(data):

@@ -553,11 +553,14 @@ async def handle_offset_delete(ctx, request) -> Any:
     error = coord.offset_delete_error(group_id)
     if error:
         return _response(ctx, dict(error_code=error, topics=[]))
-    subscribed = coord.subscribed_topics(group_id) or set()
+    subscribed = coord.subscribed_topics(group_id)
+    # Kafka's isSubscribedToTopic: unknown subscriptions of a consumer group with members
+    # count as every topic.
+    every_topic = subscribed is None and coord.state(group_id) not in (None, cg.EMPTY)
     answers, doomed = [], []
     for topic in request.topics:
         for p in topic.partitions:
-            if topic.name in subscribed:
+            if every_topic or topic.name in (subscribed or ()):
                 answers.append((topic.name, p.partition_index, _GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answers.append((topic.name, p.partition_index, 0))
