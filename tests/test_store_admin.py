@@ -126,3 +126,14 @@ def test_read_only_store_refuses_admin_changes(tmp_path, backend):
                 reader.create_partitions("a", 2)
             with pytest.raises(ReadOnlyError):
                 reader.alter_topic_configs({"a": {}})
+
+
+def test_set_topic_config_defaults_applies_to_new_topics_only(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        store.create_topic("old", 1)
+        store.set_topic_config_defaults({"retention.ms": "1000"})
+        assert store.create_topic("new", 1).config.retention_ms == 1000
+        assert store.topic("old").config.retention_ms == LogConfig().retention_ms
+        with pytest.raises(InvalidConfigError):
+            store.set_topic_config_defaults({"retention.ms": "-5"})
+        assert store.topic_config_defaults.retention_ms == 1000

@@ -1209,6 +1209,15 @@ class Store:
         self.alter_topic_configs({name: config})
         return self.topic(name)
 
+    def set_topic_config_defaults(self, defaults: LogConfig | Mapping[str, Any]) -> None:
+        """Replace ``topic_config_defaults`` (a dynamic change of the broker's ``log.*``
+        defaults): topics created from now on take them, and the registry keeps the settings
+        that differ from them. Existing topics keep their configs (the caller moves those
+        that set nothing with :meth:`alter_topic_configs`). Raises InvalidConfigError."""
+        defaults = _as_config(defaults)
+        with self._lock:
+            self.topic_config_defaults = defaults
+
     # --- groups (issue 11: the wire broker's classic group coordinator) ---------------------
 
     def write_group_metadata(self, group_id: str, value: bytes | None, *,

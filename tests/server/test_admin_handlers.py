@@ -38,8 +38,11 @@ class Harness:
     def __init__(self, path, backend="native", config=None):
         self.path = path
         self.loop = asyncio.new_event_loop()
-        self.store = Store(path, backend=backend, offsets_topic_partitions=1)
-        self.state = BrokerState(store=self.store, config=BrokerConfig(config or {}),
+        broker_config = BrokerConfig(config or {})
+        # As the Broker opens its Store: the static log.* settings are the topic defaults.
+        self.store = Store(path, backend=backend, offsets_topic_partitions=1,
+                           topic_config_defaults=broker_config.log_config())
+        self.state = BrokerState(store=self.store, config=broker_config,
                                  node_id=NODE_ID, cluster_id="test-cluster", host="127.0.0.1",
                                  port=9092, loop=self.loop, appended=AppendNotifier(self.loop))
         self.loop.run_until_complete(admin.start(self.state))
@@ -383,6 +386,8 @@ def test_dynamic_broker_configs_change_topic_defaults_and_survive_restart(tmp_pa
         assert h.store.topic("mine").config.retention_ms == 5000
         assert h.store.topic("plain").config.max_message_bytes == 2000000
         assert h.state.config["message.max.bytes"] == 2000000
+        # A topic made without configs (Metadata's auto-create) takes the dynamic defaults.
+        assert h.store.create_topic("auto", 1).config.retention_ms == 3600000
         retention = h.topic_configs("plain")["retention.ms"]
         assert (retention.value, retention.config_source) == ("3600000", 3)
         (broker,) = h.describe([(4, "1", ("message.max.bytes",))], synonyms=True)
@@ -396,6 +401,8 @@ def test_dynamic_broker_configs_change_topic_defaults_and_survive_restart(tmp_pa
     with Harness(tmp_path / "d") as h:
         assert h.state.config["message.max.bytes"] == 2000000
         assert h.topic_configs("plain")["retention.ms"].value == "3600000"
+        assert h.store.topic("auto").config.retention_ms == 3600000
+        assert h.store.create_topic("auto2", 1).config.retention_ms == 3600000
         # Deleting the dynamic default: topics go back to the static default.
         assert int(h.incremental(4, "", [("log.retention.ms", 1, None)]).error_code) == 0
         assert h.store.topic("plain").config.retention_ms == 7 * 24 * 3600 * 1000

@@ -123,21 +123,16 @@ def _code_of(exc: BaseException) -> int:
 
 async def start(state) -> None:
     """Load the persisted dynamic broker configs and make ``state.config`` the effective one
-    (static configs under them); when the topic defaults changed since the topics' configs
-    were last based on them (a new ``server.properties``), topics follow the new defaults
-    where they override nothing."""
+    (static configs under them); the store's topic defaults become the effective ones, and
+    topics that override nothing follow them."""
     static = state.config if isinstance(state.config, BrokerConfig) else BrokerConfig(
         dict(getattr(state.config, "overrides", {})))
     dynamic = cfg.DynamicConfigs(state.store.path, static)
     state.extensions[_EXT] = dynamic
     state.config = dynamic.effective
-    new_defaults = dynamic.effective.log_config()
-    if dynamic.topic_basis is not None and dynamic.topic_basis != new_defaults.to_kafka():
-        old_defaults = LogConfig.from_kafka(dynamic.topic_basis)
-        await state.run_blocking(_rebase_topics, state.store, dynamic, old_defaults,
-                                 new_defaults)
-    if dynamic.topic_basis != new_defaults.to_kafka() and not state.store.read_only:
-        _save(state)
+    if not state.store.read_only:
+        await state.run_blocking(_use_topic_defaults, state.store, dynamic,
+                                 dynamic.effective.log_config())
 
 
 async def stop(state) -> None:
@@ -181,7 +176,16 @@ def _save(state) -> None:
             live.add(store.topic(name).topic_id)
         except SeglogError:
             continue
-    dynamic_configs(state).save(_topic_defaults(state), live)
+    dynamic_configs(state).save(live)
+
+
+def _use_topic_defaults(store, dynamic, new_defaults) -> None:
+    """Make ``new_defaults`` the store's topic defaults and give every topic them under its
+    overrides, in one registry write."""
+    old_defaults = store.topic_config_defaults
+    store.set_topic_config_defaults(new_defaults)
+    if new_defaults != old_defaults:
+        _rebase_topics(store, dynamic, old_defaults, new_defaults)
 
 
 def _rebase_topics(store, dynamic, old_defaults, new_defaults) -> None:
@@ -765,16 +769,13 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
         raise _Refused(INVALID_REQUEST, str(e)) from None
     if validate_only or not changed:
         return
-    old_defaults = dynamic.effective.log_config()
-    new_defaults = effective.log_config()
     if per_broker:
         dynamic.per_broker = dict(new_values)
     else:
         dynamic.cluster_default = dict(new_values)
     dynamic.effective = effective
     state.config = effective
-    if new_defaults != old_defaults:
-        _rebase_topics(state.store, dynamic, old_defaults, new_defaults)
+    _use_topic_defaults(state.store, dynamic, effective.log_config())
     _save(state)
 
 

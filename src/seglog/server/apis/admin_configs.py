@@ -3,11 +3,11 @@ overrides over the broker's topic defaults, and the broker's dynamic configs (pe
 cluster-wide default) over its static ones, persisted in the data directory.
 
 Kafka keeps dynamic configs in its metadata log; seglog keeps them in
-``<data dir>/seglog-broker-configs.json`` (replaced atomically), with the topic defaults the
-topics' configs were last based on, so that a restart keeps them and topics that override
-nothing follow a changed default. A topic's override set is what differs from the broker's
-topic defaults (:meth:`BrokerConfig.log_config`): the Store keeps each topic's effective
-:class:`~seglog.storage.config.LogConfig`, and an override equal to the default is the default.
+``<data dir>/seglog-broker-configs.json`` (replaced atomically), so that a restart keeps them.
+A topic's overrides are what differs from the broker's topic defaults
+(:meth:`BrokerConfig.log_config` of the effective config, which the Store holds as
+``topic_config_defaults``), plus the overrides a client set explicitly that still hold (kept
+by topic id in the same file: Kafka shows an override equal to the default as an override).
 
 Config sources and types are Kafka's ``DescribeConfigsResponse.ConfigSource`` and
 ``ConfigType`` ids; the synonyms are Kafka's ``ServerTopicConfigSynonyms`` and
@@ -155,16 +155,15 @@ def topic_config_from(defaults: LogConfig, overrides: Mapping[str, Any]) -> LogC
 
 class DynamicConfigs:
     """The broker's dynamic configs: ``per_broker`` and ``cluster_default`` (Kafka names to
-    the strings a client set), over the static ``static`` :class:`BrokerConfig`; persisted in
-    :data:`DYNAMIC_CONFIGS_FILE` under ``data_dir`` with ``topic_basis``, the topic defaults
-    the store's topic configs were last based on. Used on the event loop thread only."""
+    the strings a client set), over the static ``static`` :class:`BrokerConfig`, and the
+    explicit topic overrides; persisted in :data:`DYNAMIC_CONFIGS_FILE` under ``data_dir``.
+    Used on the event loop thread only."""
 
     def __init__(self, data_dir: str, static: BrokerConfig):
         self.path = os.path.join(data_dir, DYNAMIC_CONFIGS_FILE)
         self.static = static
         self.per_broker: dict[str, str] = {}
         self.cluster_default: dict[str, str] = {}
-        self.topic_basis: dict[str, str] | None = None
         #: Topic id -> the overrides a client set explicitly (an override equal to the
         #: broker's default is still one, as in Kafka), normalised as LogConfig writes them.
         self.topic_overrides: dict[str, dict[str, str]] = {}
@@ -193,7 +192,6 @@ class DynamicConfigs:
             raise CorruptCheckpointError(f"{self.path}: unknown format", path=self.path)
         self.per_broker = strings("broker")
         self.cluster_default = strings("cluster_default")
-        self.topic_basis = strings("topic_basis") if "topic_basis" in data else None
         explicit = data.get("topic_overrides", {})
         if not isinstance(explicit, dict):
             raise CorruptCheckpointError(f"{self.path}: topic_overrides must be an object",
@@ -217,16 +215,14 @@ class DynamicConfigs:
         :class:`InvalidConfigError` for an unknown name or a bad value."""
         return BrokerConfig({**self.static.overrides, **cluster_default, **per_broker})
 
-    def save(self, topic_basis: LogConfig, live_topic_ids: set[str] | None = None) -> None:
-        """Write the dynamic configs, ``topic_basis`` and the explicit topic overrides (of the
-        topics in ``live_topic_ids`` when given) durably (write-temp, fsync, rename)."""
-        self.topic_basis = topic_basis.to_kafka()
+    def save(self, live_topic_ids: set[str] | None = None) -> None:
+        """Write the dynamic configs and the explicit topic overrides (of the topics in
+        ``live_topic_ids`` when given) durably (write-temp, fsync, rename)."""
         if live_topic_ids is not None:
             self.topic_overrides = {k: v for k, v in self.topic_overrides.items()
                                     if k in live_topic_ids and v}
         text = json.dumps({"version": _FILE_VERSION, "broker": self.per_broker,
                            "cluster_default": self.cluster_default,
-                           "topic_basis": self.topic_basis,
                            "topic_overrides": self.topic_overrides}, indent=1, sort_keys=True)
         checkpoints.atomic_write_bytes(self.path, (text + "\n").encode("utf-8"))
 
