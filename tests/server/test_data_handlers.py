@@ -56,7 +56,8 @@ class Harness:
         cls = load_request_schema(3, version)
         mod = _module(cls)
         wanted = None if topics is None else tuple(
-            build(mod.MetadataRequestTopic, name=t, topic_id=None) if isinstance(t, str) or t is None
+            build(mod.MetadataRequestTopic, name=t, topic_id=None)
+            if isinstance(t, str) or t is None
             else build(mod.MetadataRequestTopic, name=None, topic_id=t) for t in topics)
         request = build(cls, topics=wanted, allow_auto_topic_creation=auto,
                         include_cluster_authorized_operations=False,
@@ -573,3 +574,18 @@ def test_produce_transactional_batches_are_verified_with_the_coordinator(harness
     assert [code for code, *_ in no_id] == [53]
     assert [code for code, *_ in two_producers] == [49, 49]
     assert harness.store.log(("t", 1)).end_offset == 0
+
+
+def test_a_long_poll_on_a_topic_deleted_meanwhile_answers_unknown_topic(harness):
+    harness.store.create_topic("gone", partitions=1)
+
+    async def body(h):
+        waiting = asyncio.ensure_future(
+            h.fetch(12, [("gone", [(0, 0, 1 << 20, -1)])], max_wait_ms=int(WAIT_S * 1000)))
+        await asyncio.sleep(0.05)
+        h.store.delete_topic("gone")
+        h.state.appended.notify()  # what the admin API's DeleteTopics does after deleting
+        return await asyncio.wait_for(waiting, WAIT_S)
+
+    response = run(harness, body)
+    assert codes(response.responses[0].partitions) == [3]

@@ -1,7 +1,7 @@
 """Fetch (API key 1, v4-v18) for consumers: whole batches straight from the segment files,
-Kafka's size rules, a long poll without busy waiting, and read_committed (``KafkaApis.handleFetchRequest``,
-``ReplicaManager.fetchMessages`` / ``readFromLog``, ``Partition.fetchRecords``,
-``DelayedFetch``).
+Kafka's size rules, a long poll without busy waiting, and read_committed
+(``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages`` / ``readFromLog``,
+``Partition.fetchRecords``, ``DelayedFetch``).
 
 Sizes. The response holds at most ``min(max_bytes, fetch.max.bytes)`` bytes of records and
 each partition at most its ``partition_max_bytes``, except that the first partition that has
@@ -45,7 +45,7 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     check_current_leader_epoch,
-    error_code_for,
+    gone_or_storage_error,
     topic_ids,
     topic_or_none,
 )
@@ -75,12 +75,13 @@ def _failed(partition: int, code: int) -> PartitionResult:
 class _Wanted:
     """One requested partition, resolved: where to answer it and how to read it."""
 
-    __slots__ = ("key", "partition", "log", "error_code", "fetch_offset", "max_bytes",
+    __slots__ = ("key", "topic", "partition", "log", "error_code", "fetch_offset", "max_bytes",
                  "current_leader_epoch")
 
-    def __init__(self, key: Any, partition: int, log: Any, error_code: int, fetch_offset: int,
-                 max_bytes: int, current_leader_epoch: int):
+    def __init__(self, key: Any, topic: Any, partition: int, log: Any, error_code: int,
+                 fetch_offset: int, max_bytes: int, current_leader_epoch: int):
         self.key = key
+        self.topic = topic
         self.partition = partition
         self.log = log
         self.error_code = error_code
@@ -118,13 +119,13 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
                 try:
                     log = topic.log(p.partition)
                 except errors.SeglogError as e:
-                    code = error_code_for(e)
-            wanted.append(_Wanted(key, p.partition, log, code, int(p.fetch_offset),
+                    code = gone_or_storage_error(store, topic, e)
+            wanted.append(_Wanted(key, topic, p.partition, log, code, int(p.fetch_offset),
                                   int(p.partition_max_bytes), epoch))
     return wanted
 
 
-def _read_one(w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
+def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
               isolation: str) -> PartitionResult:
     """Kafka's ``readFromLog.read`` for one partition of a consumer fetch."""
     code = check_current_leader_epoch(w.current_leader_epoch)
@@ -134,7 +135,7 @@ def _read_one(w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
         result = w.log.read(w.fetch_offset, max_bytes=max(min(w.max_bytes, limit_bytes), 0),
                             min_one_batch=min_one_batch, isolation=isolation)
     except (errors.SeglogError, OSError) as e:
-        return _failed(w.partition, error_code_for(e))
+        return _failed(w.partition, gone_or_storage_error(store, w.topic, e))
     aborted = result.aborted_transactions
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
@@ -143,7 +144,7 @@ def _read_one(w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
                            result.buffer)
 
 
-def _read_all(wanted: list[_Wanted], *, max_bytes: int,
+def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
               isolation: str) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
     """Read every partition in request order; ``(results, record bytes, any error)``."""
     limit_bytes = max_bytes
@@ -154,7 +155,7 @@ def _read_all(wanted: list[_Wanted], *, max_bytes: int,
     for w in wanted:
         if w.error_code != ERROR_NONE:
             continue
-        result = _read_one(w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
+        result = _read_one(store, w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
                            isolation=isolation)
         size_bytes = len(result.records)
         if size_bytes:
@@ -201,7 +202,9 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     wanted = _resolve(ctx, request)
     appended = broker.appended
     seen = appended.count
-    results, size_bytes, failed = _read_all(wanted, max_bytes=max_bytes, isolation=isolation)
+    store = broker.store
+    results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
+                                            isolation=isolation)
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
@@ -213,10 +216,10 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
         if not await appended.wait(seen, remaining_s):
             break
         seen = appended.count
-        results, size_bytes, failed = _read_all(wanted, max_bytes=max_bytes,
+        results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                                 isolation=isolation)
         if size_bytes >= min_bytes or failed:
             return _response(ctx, wanted, results)
-    results, _size_bytes, _failed_any = _read_all(wanted, max_bytes=max_bytes,
+    results, _size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
                                                   isolation=isolation)
     return _response(ctx, wanted, results)

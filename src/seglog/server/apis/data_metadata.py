@@ -1,6 +1,7 @@
 """Metadata (API key 3, v0-v13): this broker, the cluster, and each topic's partitions, with
-Kafka's answers for unknown, invalid and auto-created topics (``KafkaApis.handleTopicMetadataRequest``,
-``getTopicMetadata``, ``AutoTopicCreationManager`` in KRaft mode).
+Kafka's answers for unknown, invalid and auto-created topics
+(``KafkaApis.handleTopicMetadataRequest``, ``getTopicMetadata``, ``AutoTopicCreationManager``
+in KRaft mode).
 
 One broker is the whole cluster: it is every partition's leader (epoch
 :data:`~seglog.server.apis.data_topics.LEADER_EPOCH`), only replica and only in-sync

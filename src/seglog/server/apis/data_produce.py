@@ -24,8 +24,9 @@ Error responses carry base offset -1, log append time -1 and, as Kafka, the log 
 only for the errors of the append that Kafka computes it for (not for the request checks,
 nor the unknown-partition, too-large, corrupt and storage errors). INVALID_TIMESTAMP and
 INVALID_RECORD from the Log also carry the error message and the failing records' indexes
-(``record_errors``, v8+: out-of-range timestamps, keyless records of a compacted topic). A success answers the base offset, the log append time (-1 unless the
-topic uses LogAppendTime) and the log start offset.
+(``record_errors``, v8+: out-of-range timestamps, keyless records of a compacted topic). A
+success answers the base offset, the log append time (-1 unless the topic uses
+LogAppendTime) and the log start offset.
 
 Transactions (``ReplicaManager.handleProduceAppend``). Transactional batches in a request
 without a transactional id fail the whole request with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -67,6 +68,7 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     error_code_for,
+    gone_or_storage_error,
     response_entities,
     topic_ids,
     topic_or_none,
@@ -247,7 +249,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     except errors.UnknownTopicOrPartitionError:
         return _failure(ERROR_UNKNOWN_TOPIC_OR_PARTITION)
     except errors.SeglogError as e:
-        return _failure(error_code_for(e))
+        return _failure(gone_or_storage_error(ctx.broker.store, topic, e))
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
         return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if transactional_id is not None:
@@ -261,7 +263,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     try:
         first, _last = log.append_raw(batch, now_ms=now_ms)
     except (errors.SeglogError, OSError) as e:
-        code = error_code_for(e)
+        code = gone_or_storage_error(ctx.broker.store, topic, e)
         record_errors = _record_errors(code, log, batch, now_ms) \
             if code in _MESSAGE_ERRORS else ()
         return _failure(code, log, str(e), record_errors)

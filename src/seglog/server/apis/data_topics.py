@@ -38,6 +38,7 @@ __all__ = [
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
     "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
     "topic_or_none", "EXTENSION_KEY", "valid_topic_name", "response_entities",
+    "gone_or_storage_error",
 ]
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) the data APIs answer with.
@@ -97,6 +98,21 @@ def response_entities(api_key: int, version: int) -> tuple[type, Any]:
     entity classes, looked up once (kio resolves them by name, which costs microseconds)."""
     response = load_response_schema(api_key, version)
     return response, sys.modules[response.__module__]
+
+
+def gone_or_storage_error(store: Any, topic: Any, exc: BaseException) -> int:
+    """The error code for ``exc`` raised by a partition of ``topic``: a closed Log of a topic
+    that was deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION (what Kafka answers once the
+    topic is gone), anything else :func:`error_code_for`."""
+    if isinstance(exc, errors.LogClosedError) and topic is not None:
+        try:
+            if store.topic(topic.name) is not topic:
+                return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+        except errors.UnknownTopicOrPartitionError:
+            return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+        except errors.SeglogError:
+            pass
+    return error_code_for(exc)
 
 
 def to_uuid(topic_id: str) -> uuid.UUID:

@@ -35,6 +35,7 @@ read_committed fetches waiting on an LSO wake.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 import re
@@ -482,6 +483,59 @@ async def handle_list_transactions(ctx: Any, request: Any) -> Any:
         transaction_states=tuple(module.TransactionState(
             transactional_id=d.transactional_id, producer_id=i64(d.producer_id),
             transaction_state=d.state) for d in found))
+
+
+# --- transactional id expiration ----------------------------------------------------------
+
+#: This module's key in ``BrokerState.extensions``: its timer task.
+EXTENSION = "txn"
+
+
+async def start(state: Any) -> None:
+    """Start the timer that forgets idle transactional ids: every
+    ``transaction.remove.expired.transaction.cleanup.interval.ms``, the ids with no
+    transaction in flight unchanged for ``transactional.id.expiration.ms`` (Kafka's
+    TransactionStateManager; timed-out transactions are aborted by the core's maintenance
+    task, ``Store.abort_timed_out_transactions``)."""
+    config = state.config
+    interval_s = int(config.get("transaction.remove.expired.transaction.cleanup.interval.ms",
+                                3_600_000)) / 1000
+    expiration_ms = int(config.get("transactional.id.expiration.ms", 604_800_000))
+    state.extensions[EXTENSION] = state.loop.create_task(
+        _expire_ids_forever(state, interval_s, expiration_ms))
+
+
+async def stop(state: Any) -> None:
+    """Stop the timer (the coordinator's state is in ``__transaction_state`` already)."""
+    task = state.extensions.pop(EXTENSION, None)
+    if task is None:
+        return
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
+async def _expire_ids_forever(state: Any, interval_s: float, expiration_ms: int) -> None:
+    store = state.store
+
+    def expire() -> list[str]:
+        return store.transaction_coordinator().expire_transactional_ids(
+            expiration_ms=expiration_ms)
+
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            expired = await state.run_blocking(expire)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 -- logged; the next round tries again
+            log.exception("expiring transactional ids failed")
+            continue
+        if expired:
+            log.info("transactional ids expired after %d ms idle: %s", expiration_ms,
+                     ", ".join(expired))
 
 
 HANDLERS: tuple[ApiHandler, ...] = (
