@@ -239,3 +239,26 @@ def test_verify_transactional_append(store):
         coordinator.verify_transactional_append("a", pid, epoch - 1, TP0)
     with pytest.raises(InvalidProducerIdMappingError):
         coordinator.verify_transactional_append("nobody", pid, epoch, TP0)
+
+
+def test_idle_transactional_ids_expire(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as s:
+        s.create_topic("t", 2)
+        coordinator = s.transaction_coordinator()
+        pid_a, epoch_a = coordinator.handle_init_producer_id("a", timeout_ms=60000,
+                                                             now_ms=1_000)
+        pid_b, epoch_b = coordinator.handle_init_producer_id("b", timeout_ms=60000,
+                                                             now_ms=1_000)
+        coordinator.handle_add_partitions("b", pid_b, epoch_b, [TP0], now_ms=1_000)
+        assert coordinator.expire_transactional_ids(expiration_ms=5_000, now_ms=5_999) == []
+        # "b" has a transaction ongoing: never expired while it is in flight.
+        assert coordinator.expire_transactional_ids(expiration_ms=5_000, now_ms=6_000) == ["a"]
+        assert coordinator.describe("a") is None
+        with pytest.raises(InvalidProducerIdMappingError):
+            coordinator.handle_add_partitions("a", pid_a, epoch_a, [TP0])
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as s:
+        coordinator = s.transaction_coordinator()
+        assert coordinator.describe("a") is None  # the tombstone is replayed
+        assert coordinator.describe("b").state == "Ongoing"
+        pid, epoch = coordinator.handle_init_producer_id("a", timeout_ms=60000)
+        assert pid not in (pid_a, pid_b) and epoch == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import sys
+import time
 
 import pytest
 from kio.index import load_request_schema
@@ -251,3 +252,20 @@ def test_describe_producers(served):
     response = call(served, 61, 0, topics=(request_topic(name="t", partition_indexes=(1,)),))
     (state,) = response.topics[0].partitions[0].active_producers
     assert (state.current_txn_start_offset, state.coordinator_epoch) == (-1, 0)
+
+
+def test_idle_transactional_ids_are_forgotten(broker_factory, tmp_path):
+    broker = broker_factory(data_dir=tmp_path / "data", config={
+        "transactional.id.expiration.ms": 100,
+        "transaction.remove.expired.transaction.cleanup.interval.ms": 50})
+    first = init(broker, "idle")
+    assert first.error_code == ErrorCode.none
+    deadline = time.monotonic() + 10
+    while broker.store.transaction_coordinator().describe("idle") is not None:
+        assert time.monotonic() < deadline, "the idle id was never expired"
+        time.sleep(0.05)
+    states = call(broker, 65, 0, transactional_ids=("idle",)).transaction_states
+    assert states[0].error_code == ErrorCode.transactional_id_not_found
+    again = init(broker, "idle")
+    assert again.error_code == ErrorCode.none and again.producer_epoch == 0
+    assert again.producer_id != first.producer_id

@@ -701,3 +701,29 @@ class TransactionCoordinator:
                                       timestamps[0])
         self._topics.notify_appended()
         return tp
+
+    def expire_transactional_ids(self, *, expiration_ms: int,
+                                 now_ms: int | None = None) -> list[str]:
+        """Kafka's ``removeExpiredTransactionalIds`` (``transactional.id.expiration.ms``):
+        every id with no transaction in flight (Empty, CompleteCommit, CompleteAbort) whose
+        state last changed ``expiration_ms`` or more before ``now_ms`` is forgotten: a
+        tombstone for its key goes to ``__transaction_state`` (the cleaner then drops its
+        records), then it leaves memory. A producer that initialises it later gets a new
+        producer id at epoch 0; its old producer gets INVALID_PRODUCER_ID_MAPPING. Returns
+        the ids expired, sorted."""
+        now = checked_now_ms(now_ms)
+        expired = []
+        with self._topics.lock:
+            self._topics.check_writable()
+            for transactional_id, metadata in sorted(self._txns.items()):
+                if metadata.status in (txn_schema.EMPTY, txn_schema.COMPLETE_COMMIT,
+                                       txn_schema.COMPLETE_ABORT) \
+                        and metadata.last_update_ms <= now - expiration_ms:
+                    topic = self._topics.internal_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+                    log = topic.log(txn_schema.partition_for_transactional_id(
+                        transactional_id, topic.partitions))
+                    log.append_batch([None], keys=[txn_schema.encode_key(transactional_id)],
+                                     timestamps_ms=[now])
+                    del self._txns[transactional_id]
+                    expired.append(transactional_id)
+        return expired
