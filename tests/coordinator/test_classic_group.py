@@ -447,3 +447,46 @@ def test_unparsable_subscription_is_unknown(metadata):
     h.join_new("a", protocols=[("range", metadata)])
     h.advance(0)
     assert h.coord.subscribed_topics("g") is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_operations_keep_the_model_consistent(seed):
+    """Random joins, syncs, heartbeats, leaves and clock steps (bounded): every response
+    comes at most once per request, and the group's invariants hold after each step."""
+    import random
+
+    rng = random.Random(seed)
+    h = Harness(initial_rebalance_delay_ms=rng.choice([0, 50]), max_size=rng.choice([3, 100]))
+    known: dict[str, tuple] = {}  # member id -> (instance id, last generation seen)
+    boxes: list[list] = []
+    for _ in range(300):
+        action = rng.random()
+        instance = rng.choice([None, None, "i1", "i2"])
+        if action < 0.25:
+            member = rng.choice([""] + list(known))
+            box = h.join(member, client=rng.choice(["a", "b"]), instance=instance,
+                         version=rng.choice([3, 5, 9]), rebalance_ms=rng.choice([200, 400]),
+                         protocols=rng.choice([[("range", subscription("t"))],
+                                               [("roundrobin", b""), ("range", b"")]]))
+            boxes.append(box)
+        elif action < 0.45 and known:
+            member = rng.choice(list(known))
+            generation = rng.choice([known[member][1], known[member][1] + 1])
+            boxes.append(h.sync(member, generation, [(m, b"x") for m in known],
+                                instance=known[member][0]))
+        elif action < 0.65 and known:
+            member = rng.choice(list(known))
+            h.heartbeat(member, known[member][1], instance=known[member][0])
+        elif action < 0.72 and known:
+            member = rng.choice(list(known))
+            h.coord.leave_group(group_id="g", members=[(member, known[member][0])],
+                                now_ms=h.now)
+        else:
+            h.advance(rng.choice([0, 10, 100, 400, SESSION_MS]))
+        for box in boxes:
+            assert len(box) <= 1
+            if box and isinstance(box[0], cg.JoinResult) and box[0].member_id:
+                known[box[0].member_id] = (None if not box[0].member_id.startswith("i")
+                                           else box[0].member_id.split("-")[0],
+                                           box[0].generation_id)
+        h.coord.check_consistency()

@@ -916,6 +916,26 @@ class ClassicGroupCoordinator:
             return NONE
         return NONE if group.protocol_type == CONSUMER_PROTOCOL_TYPE else NON_EMPTY_GROUP
 
+    def check_consistency(self) -> None:
+        """Raise AssertionError if a group breaks an invariant of the state machine (a
+        leader that is not a member, a member parked in a join after the join phase, ...):
+        for tests and debugging; cheap enough to call after every step of a model test."""
+        for group in self._groups.values():
+            assert group.state in (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE), \
+                group.state
+            if group.members:
+                assert group.leader_id in group.members, (group.group_id, group.leader_id)
+            else:
+                assert group.leader_id is None, group.group_id
+                assert group.state in (EMPTY, PREPARING_REBALANCE), group.state
+            assert group.pending_sync <= set(group.members), group.group_id
+            assert not group.pending_join & set(group.members), group.group_id
+            for instance, member_id in group.static_members.items():
+                assert group.members[member_id].group_instance_id == instance, instance
+            if group.state in (COMPLETING_REBALANCE, STABLE):
+                assert group.protocol is not None, group.group_id
+                assert all(m.join_done is None for m in group.members.values()), group.group_id
+
     # --- persistence -----------------------------------------------------------------------
 
     def _metadata_value(self, group: _Group) -> GroupMetadataValue:
