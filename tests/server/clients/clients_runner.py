@@ -17,6 +17,8 @@ import json
 import os
 import queue
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -394,6 +396,67 @@ def kcat_consume(bootstrap: str, topic: str, partitions: int = 1, *,
         value = m["payload"].encode() if m["payload"] is not None else None
         seen.append(Seen(m["partition"], m["offset"], key, value, headers))
     return sorted(seen)
+
+
+# ---- raw Fetch: the batches as the broker stores them ----
+
+#: Kafka's codec ids (the low three bits of a batch's attributes).
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def fetch_batches(bootstrap: str, topic: str, partition: int = 0, *,
+                  timeout_s: float = 10.0) -> list[tuple[int, int, str]]:
+    """``(base_offset, last_offset, codec)`` of every record batch of a partition, from one
+    Fetch v4 request written by hand (no client decompresses anything on the way): what the
+    broker keeps and serves, byte for byte as the producer built it."""
+    name = topic.encode()
+    body = struct.pack(">iiiib", -1, 0, 0, 64 << 20, 0)      # replica, max wait, min, max, isolation
+    body += struct.pack(">ih", 1, len(name)) + name           # one topic
+    body += struct.pack(">iiqi", 1, partition, 0, 64 << 20)  # one partition from offset 0
+    client_id = b"seglog-clients-test"
+    header = struct.pack(">hhih", 1, 4, 1, len(client_id)) + client_id
+    frame = header + body
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+        data = _recv_exactly(sock, size)
+    pos = 4 + 4  # correlation id, throttle time
+    (n_topics,) = struct.unpack_from(">i", data, pos)
+    assert n_topics == 1
+    (name_len,) = struct.unpack_from(">h", data, pos + 4)
+    pos += 6 + name_len + 4  # topic name, partition count (one)
+    _part, error, _hw, _lso = struct.unpack_from(">ihqq", data, pos)
+    pos += 22
+    if error:
+        raise RuntimeError(f"Fetch v4 of {topic}-{partition}: error code {error}")
+    (n_aborted,) = struct.unpack_from(">i", data, pos)
+    pos += 4 + max(n_aborted, 0) * 16
+    (records_len,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    end = pos + max(records_len, 0)
+    out = []
+    while pos + 61 <= end:
+        base_offset, length = struct.unpack_from(">qi", data, pos)
+        if pos + 12 + length > end:
+            break  # a partial batch at the end of the response
+        (attributes,) = struct.unpack_from(">h", data, pos + 21)
+        (last_delta,) = struct.unpack_from(">i", data, pos + 23)
+        out.append((base_offset, base_offset + last_delta, CODEC_NAMES.get(attributes & 7, "?")))
+        pos += 12 + length
+    return out
+
+
+def _recv_exactly(sock, count: int) -> bytes:
+    chunks = []
+    while count:
+        chunk = sock.recv(count)
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        chunks.append(chunk)
+        count -= len(chunk)
+    return b"".join(chunks)
 
 
 # ---- subprocess members (a group member is a process so that it can be killed) ----

@@ -11,7 +11,8 @@ import pytest
 
 from clients_runner import (
     COMPRESSIONS, KCAT, OP_TIMEOUT_S, Rec, Seen, admin, aiokafka_consume, aiokafka_produce,
-    confluent_consume, confluent_produce, create_topic, expected, kafka_python_consume,
+    confluent_consume, confluent_produce, create_topic, expected, fetch_batches,
+    kafka_python_consume,
     kafka_python_produce, kcat_consume, kcat_produce, records,
 )
 
@@ -23,7 +24,8 @@ needs_kcat = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt
 def test_every_client_produces_and_consumes_in_codec(target, differential, unique, codec):
     """confluent-kafka, kafka-python, aiokafka and kcat each produce five records in ``codec``
     (null keys, null values, headers) to one partition; each of the four reads all twenty
-    back, identical, at offsets 0..19."""
+    back, identical, at offsets 0..19; a raw Fetch shows the batches kept in the codec the
+    producer used."""
     b = target.bootstrap
     create_topic(b, unique)
     recs = [records("cf", 5), records("kp", 5, both_null=False),
@@ -39,7 +41,14 @@ def test_every_client_produces_and_consumes_in_codec(target, differential, uniqu
                                                aiokafka_consume, kcat_consume)}
     for name, got in seen.items():
         assert got == want, name
-    differential({"offsets": offsets, "seen": seen})
+    # Stored as the producers built them: aiokafka sent one record per batch, always in the
+    # codec; the others may have sent a batch uncompressed (librdkafka does when that is
+    # smaller), never in another codec.
+    batches = fetch_batches(b, unique)
+    assert {c for _, _, c in batches} <= {codec, "none"}
+    by_aiokafka = [batch for batch in batches if 10 <= batch[0] < 15]
+    assert by_aiokafka == [(i, i, codec) for i in range(10, 15)]
+    differential({"offsets": offsets, "seen": seen, "aiokafka batches": by_aiokafka})
 
 
 @needs_kcat
