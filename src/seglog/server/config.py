@@ -219,7 +219,7 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("transaction.max.timeout.ms", _INT, 900000, "Largest transaction timeout a producer "
        "may ask for.", at_least=1),
     _d("transactional.id.expiration.ms", _INT, 604800000,
-       "A transactional id idle this long is forgotten.", at_least=1, effective=False),
+       "A transactional id idle this long is forgotten.", at_least=1),
     _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", _INT, 10000,
        "How often transactions past their timeout are aborted.", at_least=1),
     _d("transaction.remove.expired.transaction.cleanup.interval.ms", _INT, 3600000,
