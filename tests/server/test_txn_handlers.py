@@ -2,7 +2,7 @@
 loop with kio requests, as the core calls them, over the broker's real Store.
 
 The error codes asserted here were compared with a Kafka 4.4 broker answering the same
-request sequence (tests/server/clients/test_clients_txn_wire.py runs that comparison against Kafka 4.4).
+request sequence (tests/server/clients/test_clients_txn_wire.py runs that comparison).
 """
 
 from __future__ import annotations

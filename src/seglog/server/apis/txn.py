@@ -26,11 +26,16 @@ producer id and epoch), then holds them pending until the transaction's marker, 
 the coordinator's lock (``TransactionCoordinator.append_transactional_offsets``). One
 difference from Kafka, visible in DescribeProducers only: Kafka's coordinator writes every
 such batch with sequence 0 (its appends skip sequence checks); seglog continues the
-producer's sequence in that partition, since its Log checks every producer batch. Member and generation checks (v3+) go to the group
-coordinator of :mod:`seglog.server.apis.groups` (``extensions["groups"].check_member``).
+producer's sequence in that partition, since its Log checks every producer batch. Member and
+generation checks (v3+) go to the group coordinator of :mod:`seglog.server.apis.groups`
+(``extensions["groups"].check_member``).
 
 Every handler that writes markers or records calls ``appended.notify()`` so that
-read_committed fetches waiting on an LSO wake.
+read_committed fetches waiting on an LSO wake. Timed-out transactions are aborted (their
+producers fenced) by the core's maintenance task (``Store.abort_timed_out_transactions``);
+this module's ``start`` hook runs the expiry of idle transactional ids
+(``transactional.id.expiration.ms``). The check a Produce of a transactional batch needs
+(Kafka's transaction verification) is ``TransactionCoordinator.verify_transactional_append``.
 """
 
 from __future__ import annotations
