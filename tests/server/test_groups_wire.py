@@ -5,6 +5,7 @@ and offsets (the expectations below are what Kafka answers)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import io
@@ -20,6 +21,7 @@ import kio.index as kio_index
 from kio.serial import entity_reader, entity_writer
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
+from seglog.server.apis import groups
 
 TOPIC = "wire-t"
 
@@ -329,3 +331,46 @@ def test_wire_join_refused_while_in_process_consumers_are_members(broker):
     assert int(_call(address, join).error_code) == 79  # free for wire clients now
     assert _commit(address, "mixed", -1, "", offset=4) == 0
     assert broker.store.group("mixed").committed((TOPIC, 0)) == 4
+
+
+def test_offsets_expire_only_for_groups_without_members(broker):
+    """Kafka's rule (KIP-211): a group with members keeps its offsets however old; an empty
+    classic group's expire ``offsets.retention.minutes`` after it became empty; a group
+    known only by its commits, that long after each commit."""
+    broker.store.create_topic(TOPIC, partitions=1)
+    address = ("127.0.0.1", broker.port)
+    protocol = _nested(11, 9, "protocols")
+
+    def join(member):
+        return _call(address, _req(11, 9, group_id="live", session_timeout=datetime.timedelta(
+            seconds=30), rebalance_timeout=datetime.timedelta(seconds=30), member_id=member,
+            group_instance_id=None, protocol_type="consumer",
+            protocols=(protocol(name="range", metadata=_subscription(TOPIC)),), reason=None))
+
+    joined = join(join("").member_id)
+    assignment = _nested(14, 5, "assignments")
+    _call(address, _req(14, 5, group_id="live", generation_id=joined.generation_id,
+                        member_id=joined.member_id, group_instance_id=None,
+                        protocol_type="consumer", protocol_name="range",
+                        assignments=(assignment(member_id=joined.member_id, assignment=b""),)))
+    assert _commit(address, "live", joined.generation_id, joined.member_id) == 0
+    assert _commit(address, "simple", -1, "") == 0
+    retention_ms = broker.state.extensions["groups"].offsets_retention_ms
+
+    def expire(after_ms):
+        async def run():
+            groups.expire_offsets(broker.state, broker.state.now_ms() + after_ms)
+        asyncio.run_coroutine_threadsafe(run(), broker.state.loop).result(10)
+
+    expire(retention_ms - 60_000)
+    assert broker.store.group("simple").committed((TOPIC, 0)) == 5  # not old enough yet
+    expire(retention_ms + 60_000)
+    assert broker.store.group("simple").committed((TOPIC, 0)) is None
+    assert broker.store.group("live").committed((TOPIC, 0)) == 5  # members: kept
+    identity = _nested(13, 5, "members")
+    _call(address, _req(13, 5, group_id="live", members=(
+        identity(member_id=joined.member_id, group_instance_id=None, reason=None),)))
+    expire(retention_ms - 60_000)
+    assert broker.store.group("live").committed((TOPIC, 0)) == 5
+    expire(retention_ms + 60_000)
+    assert broker.store.group("live").committed((TOPIC, 0)) is None

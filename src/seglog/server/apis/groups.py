@@ -36,7 +36,7 @@ from ...coordinator.classic_group_schema import (decode_group_metadata_value,
 from ...errors import CommitFailedError, IllegalStateError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
 
-__all__ = ["GroupsState", "HANDLERS", "coordinator", "start", "stop"]
+__all__ = ["GroupsState", "HANDLERS", "coordinator", "expire_offsets", "start", "stop"]
 
 log = logging.getLogger(__name__)
 
@@ -644,7 +644,7 @@ async def _run_timers(state, groups_state: GroupsState) -> None:
             coord.poll(now)
             if now >= next_expiry_ms:
                 next_expiry_ms = now + groups_state.offsets_retention_check_ms
-                _expire_offsets(state, groups_state, now)
+                expire_offsets(state, now)
         except Exception:  # noqa: BLE001 - the timers must keep running
             log.exception("group coordinator timers failed")
         deadline = coord.next_deadline_ms()
@@ -657,10 +657,13 @@ async def _run_timers(state, groups_state: GroupsState) -> None:
             pass
 
 
-def _expire_offsets(state, groups_state: GroupsState, now_ms: int) -> None:
+def expire_offsets(state, now_ms: int) -> None:
     """Kafka's offsets expiration for groups without members: the offsets of an empty
     classic group expire ``offsets.retention.minutes`` after it became empty; those of a
-    group known only by its offsets, that long after each commit."""
+    group known only by its offsets, that long after each commit. Groups with members keep
+    theirs. Runs on the event loop thread (the timer task calls it every
+    ``offsets.retention.check.interval.ms``)."""
+    groups_state = state.extensions[EXTENSION]
     store = state.store
     if getattr(store, "read_only", False):
         return
