@@ -16,6 +16,7 @@ import typing
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
 
 import kio.index as kio_index
 from kio.serial import entity_reader, entity_writer
@@ -374,3 +375,35 @@ def test_offsets_expire_only_for_groups_without_members(broker):
     assert broker.store.group("live").committed((TOPIC, 0)) == 5
     expire(retention_ms + 60_000)
     assert broker.store.group("live").committed((TOPIC, 0)) is None
+
+
+def test_require_stable_waits_for_a_transactional_commit(broker):
+    """OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for a partition whose
+    transactional commit (a producer's send_offsets_to_transaction) awaits its marker, and
+    the offset once the transaction commits."""
+    broker.store.create_topic(TOPIC, partitions=1)
+    address = ("127.0.0.1", broker.port)
+    assert _commit(address, "txg", -1, "", offset=1) == 0
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1"})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "txg"})
+    try:
+        producer.send_offsets_to_transaction([CTopicPartition(TOPIC, 0, 9)],
+                                             consumer.consumer_group_metadata(), 20)
+        group_class = _nested(9, 8, "groups")
+        topic_class = _nested(9, 8, "groups", "topics")
+
+        def fetch(stable):
+            response = _call(address, _req(9, 8, groups=(group_class(
+                group_id="txg", topics=(topic_class(name=TOPIC, partition_indexes=(0,)),)),),
+                require_stable=stable))
+            partition = response.groups[0].topics[0].partitions[0]
+            return partition.committed_offset, int(partition.error_code)
+
+        assert fetch(True) == (-1, 88)  # UNSTABLE_OFFSET_COMMIT
+        assert fetch(False) == (1, 0)
+        producer.commit_transaction(20)
+        assert fetch(True) == (9, 0)
+    finally:
+        consumer.close()
