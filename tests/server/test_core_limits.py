@@ -254,3 +254,31 @@ def test_socket_buffer_sizes_are_applied_when_set(broker_factory):
             (32768, 65536)
         assert server_sock.getsockopt(socket_module.SOL_SOCKET, socket_module.SO_SNDBUF) in \
             (49152, 98304)
+
+
+def test_a_thousand_idle_connections_are_held_and_served(broker_factory):
+    import resource
+
+    # Kafka's listen backlog (50) overflows when this process's own connect loop holds the
+    # GIL while the broker's thread waits to accept; dropped SYNs then retry after 1 s each.
+    broker = broker_factory(socket_listen_backlog_size=1024)
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = 2 * 1000 + 200  # both ends live in this process
+    if soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            pytest.skip(f"RLIMIT_NOFILE hard limit {hard} < {needed}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    socks = []
+    try:
+        for _ in range(1000):
+            socks.append(connect(broker))
+        _wait_until(lambda: len(broker.server.connections) == 1000)
+        for i, sock in enumerate(socks):
+            sock.sendall(request_frame(API_VERSIONS, 0, i))
+        for i, sock in enumerate(socks):
+            assert struct.unpack_from(">i", read_frame(sock)) == (i,)
+    finally:
+        for sock in socks:
+            sock.close()
+    _wait_until(lambda: not broker.server.connections)
