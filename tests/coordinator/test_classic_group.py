@@ -29,13 +29,13 @@ def subscription(*topics: str) -> bytes:
 class Harness:
     """A coordinator, a clock and the results its callbacks delivered."""
 
-    def __init__(self, **config):
+    def __init__(self, write=None, **config):
         config.setdefault("initial_rebalance_delay_ms", 0)
         config.setdefault("min_session_timeout_ms", 10)
         self.written = []
         counter = itertools.count(1)
         self.coord = cg.ClassicGroupCoordinator(
-            cg.ClassicGroupConfig(**config), lambda g, v: self.written.append((g, v)),
+            cg.ClassicGroupConfig(**config), write or (lambda g, v: self.written.append((g, v))),
             generate_id=lambda: f"u{next(counter)}")
         self.now = 1_000_000
 
@@ -490,3 +490,25 @@ def test_random_operations_keep_the_model_consistent(seed):
                                            else box[0].member_id.split("-")[0],
                                            box[0].generation_id)
         h.coord.check_consistency()
+
+
+def test_heartbeats_do_not_grow_the_timer_heap_without_bound():
+    h = Harness()
+    leader, follower, generation = h.stable_pair()
+    for _ in range(5000):
+        assert h.heartbeat(leader, generation) == 0
+    assert len(h.coord._heap) < 200  # noqa: SLF001 - the bound is the point of the test
+    assert h.coord.next_deadline_ms() is not None
+
+
+def test_failed_store_of_the_assignment_is_answered_and_rebalances():
+    def failing(group_id, value):  # what the store raises when the disk is full
+        raise OSError(28, "No space left on device")
+
+    h = Harness(write=failing)
+    a = h.join_new("a")
+    h.advance(0)
+    member = a[0].member_id
+    box = h.sync(member, 1, [(member, b"x")])
+    assert box[0].error_code == cg.UNKNOWN_SERVER_ERROR
+    assert h.coord.state("g") == cg.PREPARING_REBALANCE

@@ -274,8 +274,8 @@ class ClassicGroupCoordinator:
 
     ``ClassicGroupCoordinator(config, write_group_metadata)``: a :class:`ClassicGroupConfig`
     and the persistence callback ``write_group_metadata(group_id, GroupMetadataValue | None)``
-    (it may raise; a failed store of an assignment is answered to the members with
-    UNKNOWN_SERVER_ERROR... as Kafka answers a failed append, and the group rebalances).
+    (it may raise: a failed store of an assignment is answered to the members with
+    UNKNOWN_SERVER_ERROR and the group rebalances, as Kafka does after a failed append).
     ``generate_id`` makes the uuid part of new member ids (tests pass a counter).
     """
 
@@ -297,6 +297,11 @@ class ClassicGroupCoordinator:
         self._seq += 1
         self._timers[key] = (deadline_ms, self._seq, fn)
         heapq.heappush(self._heap, (deadline_ms, self._seq, key))
+        if len(self._heap) > 4 * len(self._timers) + 64:
+            # Every heartbeat reschedules its member's timer: drop the stale entries so the
+            # heap stays proportional to the live timers.
+            self._heap = [(d, q, k) for k, (d, q, _) in self._timers.items()]
+            heapq.heapify(self._heap)
 
     def _cancel(self, key: tuple) -> None:
         self._timers.pop(key, None)
