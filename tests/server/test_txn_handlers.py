@@ -8,12 +8,15 @@ request sequence (tests/server/clients/test_clients_txn_wire.py runs that compar
 from __future__ import annotations
 
 import datetime
+import io
+import struct
 import sys
 import time
 
 import pytest
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_writer
 
 from seglog.server.apis import txn
 from seglog.server.context import RequestContext
@@ -206,6 +209,11 @@ def test_describe_and_list_transactions(served):
     assert a.transaction_timeout == TIMEOUT
     assert [(t.topic, sorted(t.partitions)) for t in a.topics] == [("t", [0, 2])]
     assert (states["b"].transaction_state, states["b"].topics) == ("Empty", ())
+    # No transaction started: Kafka's start time -1, which the response must encode (kio's
+    # writer takes the datetime 1 ms before the epoch; its reader refuses negative ones).
+    out = io.BytesIO()
+    entity_writer(type(response))(out, response)
+    assert struct.pack(">q", -1) in out.getvalue()
     assert states["nope"].error_code == ErrorCode.transactional_id_not_found
     assert states[""].error_code == ErrorCode.invalid_request
     listed = call(served, 66, 1, state_filters=("Ongoing", "Bogus"), producer_id_filters=(),
