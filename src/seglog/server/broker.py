@@ -536,6 +536,9 @@ class Broker:
         thread, loop = self._thread, self._loop
         if thread is None or loop is None:
             return
+        if threading.current_thread() is thread:
+            raise RuntimeError("Broker.stop() called on the broker's own event loop thread "
+                               "(from a handler?): use 'await broker.aclose()' there")
         if thread.is_alive() and not loop.is_closed():
             future = asyncio.run_coroutine_threadsafe(self.aclose(), loop)
             try:
