@@ -168,3 +168,13 @@ def test_long_poll_wakes_on_produce(broker):
         _produce(broker.bootstrap, "lp", [(0, None, b"end", None)])
     finally:
         consumer.close()
+
+
+def test_broker_message_max_bytes_is_the_topics_default(broker_factory):
+    broker = broker_factory(message_max_bytes=500)
+    broker.store.create_topic("sized", partitions=1)
+    broker.store.create_topic("roomy", partitions=1, config={"max.message.bytes": "5000"})
+    for topic, expected in (("sized", confluent_kafka.KafkaError.MSG_SIZE_TOO_LARGE),
+                            ("roomy", None)):
+        (report,) = _produce(broker.bootstrap, topic, [(0, None, b"x" * 1000, None)])
+        assert (report[0].code() if report[0] else None) == expected

@@ -54,7 +54,6 @@ from kio.schema.errors import ErrorCode
 
 from ... import errors
 from ... import format as fmt
-from ...storage.config import LogConfig
 from ...types import TopicPartition
 from .data_metadata import build
 from .data_topics import (
@@ -95,7 +94,6 @@ _NO_LOG_START_ERRORS = frozenset({
 #: Errors Kafka answers with the exception's message and the failing records' indexes
 #: (``hasCustomErrorMessage``: its RecordValidationException).
 _MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, ERROR_INVALID_TIMESTAMP})
-_MAX_MESSAGE_BYTES_DEFAULT = LogConfig().max_message_bytes
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
@@ -199,14 +197,6 @@ def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
     return ()
 
 
-def _message_bytes_max(config: LogConfig, broker_config: Any) -> int:
-    """The largest batch a topic takes: its ``max.message.bytes`` override, else the broker's
-    ``message.max.bytes`` (Kafka's topic default)."""
-    if config.max_message_bytes != _MAX_MESSAGE_BYTES_DEFAULT:
-        return config.max_message_bytes
-    return int(broker_config.get("message.max.bytes", _MAX_MESSAGE_BYTES_DEFAULT))
-
-
 def _producer_of(batch: Any) -> tuple[int, int, bool]:
     """``(producer id, producer epoch, is transactional)`` from a checked batch's header."""
     attributes = _INT16.unpack_from(batch, fmt.ATTRIBUTES_POSITION)[0]
@@ -256,9 +246,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
         refused = _verify_transaction(ctx, transactional_id, topic, partition, log, batch)
         if refused is not None:
             return refused
-    config = log.config
-    if len(batch) > _message_bytes_max(config, ctx.broker.config):
-        return _failure(ERROR_MESSAGE_TOO_LARGE)
+    config = log.config  # the broker's log.* defaults under the topic's overrides
     now_ms = ctx.broker.now_ms()
     try:
         first, _last = log.append_raw(batch, now_ms=now_ms)
