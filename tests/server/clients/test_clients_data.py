@@ -4,6 +4,7 @@ offsets for times, and Kafka's Java console tools."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -185,3 +186,26 @@ def test_java_console_tools(target, differential, unique, tmp_path):
     want = [f"Offset:{i}|key{i}|value {i}" for i in range(20)]
     assert got == want
     differential(got)
+
+
+@needs_kcat
+def test_kcat_lists_metadata(target, differential, unique):
+    """``kcat -L`` (Metadata for all topics, as librdkafka asks for it) shows one broker, the
+    topic with its three partitions, each led by that broker with it as the only replica and
+    in-sync replica."""
+    b = target.bootstrap
+    create_topic(b, unique, 3)
+    done = subprocess.run([KCAT, "-L", "-J", "-b", b], capture_output=True, timeout=OP_TIMEOUT_S,
+                          check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    md = json.loads(done.stdout)
+    (broker,) = md["brokers"]
+    (topic,) = [t for t in md["topics"] if t["topic"] == unique]
+    partitions = sorted(
+        (p["partition"], p["leader"] == broker["id"],
+         [r["id"] for r in p["replicas"]] == [broker["id"]],
+         [r["id"] for r in p["isrs"]] == [broker["id"]]) for p in topic["partitions"])
+    result = {"broker": broker["name"] == b, "partitions": partitions}
+    assert result["broker"]
+    assert partitions == [(p, True, True, True) for p in range(3)]
+    differential(result)
