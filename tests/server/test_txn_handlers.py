@@ -106,6 +106,10 @@ def test_add_partitions_errors_per_partition(served):
         ("t", 0): ErrorCode.operation_not_attempted, ("t", 1): ErrorCode.operation_not_attempted,
         ("t", 7): ErrorCode.unknown_topic_or_partition,
         ("nope", 0): ErrorCode.unknown_topic_or_partition}
+    # An internal topic is not the client's to add (offsets join with AddOffsetsToTxn).
+    assert add_partitions(served, 3, "a", pid, epoch, {"__consumer_offsets": [0], "t": [0]}) \
+        == {("__consumer_offsets", 0): ErrorCode.topic_authorization_failed,
+            ("t", 0): ErrorCode.operation_not_attempted}
     assert set(add_partitions(served, 3, "a", pid, epoch, {"t": [0, 1]}).values()) \
         == {ErrorCode.none}
     assert set(add_partitions(served, 1, "a", pid, epoch + 1, {"t": [2]}).values()) \

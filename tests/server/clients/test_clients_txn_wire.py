@@ -151,6 +151,7 @@ def scenario(wire: Wire, topic: str, prefix: str) -> list:
     step("half kip-360", 22, 4, transactional_id=txn_id, transaction_timeout=TIMEOUT,
          producer_id=pid)
     add("unknown partitions", pid, epoch, {topic: [0, 9], "no-such-topic": [0]})
+    add("internal topic", pid, epoch, {topic: [0], "__consumer_offsets": [0]})
     add("stale epoch v1", pid, epoch + 1, {topic: [0]}, version=1)
     add("stale epoch v3", pid, epoch + 1, {topic: [0]})
     add("other producer id", pid + 1000, epoch, {topic: [0]})

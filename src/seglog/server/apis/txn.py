@@ -105,6 +105,10 @@ def _timestamp(ms: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
+#: Kafka's internal topics (``Topic.INTERNAL_TOPICS``).
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
+                              "__share_group_state"})
+
 #: Kafka's legal topic names (``Topic.validate``: 1-249 of these characters, not "." or "..").
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -177,16 +181,21 @@ def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
                            producer_epoch: int, partitions: list[TopicPartition],
                            verify_only: bool) -> dict[TopicPartition, ErrorCode]:
     """The error of each partition of one transaction of an AddPartitionsToTxn, as Kafka's
-    handler: unknown partitions fail the whole request (the others OPERATION_NOT_ATTEMPTED);
-    else the coordinator's answer, the same for every partition (per partition when
-    verifying)."""
+    handler: a client (v0-v3) may not add an internal topic's partitions
+    (TOPIC_AUTHORIZATION_FAILED: Kafka leaves them out of the topics it authorizes; offsets
+    join through AddOffsetsToTxn), unknown partitions fail the whole request (the others
+    OPERATION_NOT_ATTEMPTED); else the coordinator's answer, the same for every partition
+    (per partition when verifying)."""
     if not transactional_id:
         return {tp: ErrorCode.invalid_request for tp in partitions}
     store = ctx.broker.store
-    unknown = {tp for tp in partitions if not _partition_exists(store, tp.topic, tp.partition)}
-    if unknown:
-        return {tp: ErrorCode.unknown_topic_or_partition if tp in unknown
-                else ErrorCode.operation_not_attempted for tp in partitions}
+    refused = {tp: ErrorCode.topic_authorization_failed for tp in partitions
+               if ctx.api_version < 4 and tp.topic in _INTERNAL_TOPICS}
+    refused.update({tp: ErrorCode.unknown_topic_or_partition for tp in partitions
+                    if tp not in refused
+                    and not _partition_exists(store, tp.topic, tp.partition)})
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
     coordinator = _coordinator(ctx)
     try:
         if verify_only:
