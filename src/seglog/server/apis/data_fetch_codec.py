@@ -21,16 +21,16 @@ import struct
 import uuid
 from typing import Any, NamedTuple, Sequence
 
+from .data_wire import INT32, array_length, string, uvarint
+
 __all__ = ["PartitionResult", "encode_fetch_response", "fetch_body_bytes"]
 
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
 _HEAD_V4 = struct.Struct(">i")  # throttle
 _HEAD_V7 = struct.Struct(">ihi")  # throttle, error code, session id
 _PARTITION_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... log start offset
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
-_NO_PREFERRED_READ_REPLICA = _INT32.pack(-1)
+_NO_PREFERRED_READ_REPLICA = INT32.pack(-1)
 
 
 class PartitionResult(NamedTuple):
@@ -47,26 +47,6 @@ class PartitionResult(NamedTuple):
     records: Any
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string(text: str, flexible: bool) -> bytes:
-    raw = text.encode("utf-8")
-    if flexible:
-        return _uvarint(len(raw) + 1) + raw
-    return _INT16.pack(len(raw)) + raw
-
-
-def _array_length(count: int, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _INT32.pack(count)
-
-
 def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: int,
                           session_id: int,
                           topics: Sequence[tuple[Any, Sequence[PartitionResult]]]) -> tuple:
@@ -81,14 +61,14 @@ def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: in
         out += _HEAD_V7.pack(throttle_time_ms, error_code, session_id)
     else:
         out += _HEAD_V4.pack(throttle_time_ms)
-    out += _array_length(len(topics), flexible)
+    out += array_length(len(topics), flexible)
     partition_struct = _PARTITION_V5 if version >= 5 else _PARTITION_V4
     for key, partitions in topics:
         if by_id:
             out += key.bytes if isinstance(key, uuid.UUID) else bytes(16)
         else:
-            out += _string(key, flexible)
-        out += _array_length(len(partitions), flexible)
+            out += string(key, flexible)
+        out += array_length(len(partitions), flexible)
         for p in partitions:
             if version >= 5:
                 out += partition_struct.pack(p.partition, p.error_code, p.high_watermark,
@@ -100,7 +80,7 @@ def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: in
             if aborted is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                out += _array_length(len(aborted), flexible)
+                out += array_length(len(aborted), flexible)
                 for producer_id, first_offset in aborted:
                     out += _ABORTED.pack(producer_id, first_offset)
                     if flexible:
@@ -110,9 +90,9 @@ def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: in
             records = p.records
             size_bytes = len(records)
             if flexible:
-                out += _uvarint(size_bytes + 1)
+                out += uvarint(size_bytes + 1)
             else:
-                out += _INT32.pack(size_bytes)
+                out += INT32.pack(size_bytes)
             if size_bytes:
                 parts.append(bytes(out))
                 parts.append(records)

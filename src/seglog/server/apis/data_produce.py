@@ -46,16 +46,15 @@ metadata.
 
 from __future__ import annotations
 
-import datetime
 import struct
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 
 from ... import errors
 from ... import format as fmt
 from ...types import TopicPartition
-from .data_metadata import build
+from ..context import RawResponse
+from .data_produce_codec import encode_produce_response
 from .data_topics import (
     ERROR_CORRUPT_MESSAGE,
     ERROR_INVALID_REQUIRED_ACKS,
@@ -68,7 +67,6 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     error_code_for,
     gone_or_storage_error,
-    response_entities,
     topic_ids,
     topic_or_none,
 )
@@ -100,8 +98,6 @@ _INT64 = struct.Struct(">q")
 ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 ERROR_INVALID_PRODUCER_ID_MAPPING = 49
 ERROR_NOT_ENOUGH_REPLICAS = 19
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_ZERO_MS = datetime.timedelta(0)
 
 
 class ProduceFailedWithoutAck(Exception):
@@ -259,8 +255,9 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     return _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
 
 
-async def handle_produce(ctx: Any, request: Any) -> Any:
-    """Append a Produce request's batches and answer it (see the module docstring)."""
+async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
+    """Append a Produce request's batches and answer it (see the module docstring): the
+    response body (:mod:`.data_produce_codec`), or None for acks=0."""
     version = ctx.api_version
     broker = ctx.broker
     store = broker.store
@@ -320,11 +317,13 @@ def _transactional_request_error(request: Any) -> int:
     for topic_data in request.topic_data:
         for partition_data in topic_data.partition_data:
             records = partition_data.records
+            # The low byte of the attributes holds the transactional bit.
             if records is None or len(records) < fmt.RECORD_BATCH_OVERHEAD \
-                    or records[fmt.MAGIC_POSITION] != 2:
+                    or records[fmt.MAGIC_POSITION] != 2 \
+                    or not records[fmt.ATTRIBUTES_POSITION + 1] & fmt.TRANSACTIONAL_FLAG_MASK:
                 continue
-            producer_id, _epoch, transactional = _producer_of(records)
-            if transactional and producer_id >= 0:
+            producer_id = _INT64.unpack_from(records, fmt.PRODUCER_ID_POSITION)[0]
+            if producer_id >= 0:
                 producer_ids.add(producer_id)
     if not producer_ids:
         return ERROR_NONE
@@ -335,23 +334,5 @@ def _transactional_request_error(request: Any) -> int:
     return ERROR_NONE
 
 
-def _response(version: int, answers: list) -> Any:
-    response_cls, module = response_entities(API_KEY, version)
-    topic_cls, partition_cls = module.TopicProduceResponse, module.PartitionProduceResponse
-    error_cls = getattr(module, "BatchIndexAndErrorMessage", None)  # v8+
-    key_field = "topic_id" if version >= 13 else "name"
-    topics = []
-    for key, outcomes in answers:
-        partitions = tuple(
-            build(partition_cls, index=index, error_code=ErrorCode(o.error_code),
-                  base_offset=o.base_offset,
-                  log_append_time=None if o.log_append_time_ms < 0
-                  else _EPOCH + datetime.timedelta(milliseconds=o.log_append_time_ms),
-                  log_start_offset=o.log_start_offset,
-                  record_errors=tuple(build(error_cls, batch_index=index,
-                                            batch_index_error_message=message)
-                                      for index, message in o.record_errors),
-                  error_message=o.error_message)
-            for index, o in outcomes)
-        topics.append(build(topic_cls, **{key_field: key}, partition_responses=partitions))
-    return build(response_cls, responses=tuple(topics), throttle_time=_ZERO_MS)
+def _response(version: int, answers: list) -> RawResponse:
+    return RawResponse((encode_produce_response(version, answers),))
