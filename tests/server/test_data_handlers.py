@@ -598,3 +598,28 @@ def test_a_long_poll_on_a_topic_deleted_meanwhile_answers_unknown_topic(harness)
 
     response = run(harness, body)
     assert codes(response.responses[0].partitions) == [3]
+
+
+@pytest.mark.parametrize("version", [3, 4, 5, 7, 8, 9, 10, 11, 12, 13])
+def test_produce_response_every_version_decodes(harness, version):
+    topic = harness.store.create_topic("t", partitions=1,
+                                       config={"message.timestamp.before.max.ms": "1000"})
+    key = to_uuid(topic.topic_id) if version >= 13 else "t"
+
+    async def body(h):
+        good = await h.produce(key, [(0, h.batch([b"a"])), (4, h.batch([b"a"]))],
+                               version=version)
+        old = await h.produce(key, [(0, h.batch([b"a", b"b"], timestamps_ms=[h.state.now_ms(),
+                                                                           1000]))],
+                              version=version)
+        return good, old
+
+    good, old = run(harness, body)
+    assert [(p.index, int(p.error_code), p.base_offset)
+            for p in good.responses[0].partition_responses] == [(0, 0, 0), (4, 3, -1)]
+    (p,) = old.responses[0].partition_responses
+    assert int(p.error_code) == 32
+    if version >= 8:
+        assert [e.batch_index for e in p.record_errors] == [1]
+        assert "out of range" in p.record_errors[0].batch_index_error_message
+        assert p.error_message
