@@ -33,6 +33,7 @@ API_MODULES = (
     "seglog.server.apis.admin",
     "seglog.server.apis.groups",
     "seglog.server.apis.txn",
+    "seglog.server.apis.sasl",
 )
 
 
