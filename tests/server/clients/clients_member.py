@@ -32,6 +32,8 @@ DEADLINE_S = 60.0
 SESSION_TIMEOUT_MS = int(os.environ.get("SEGLOG_MEMBER_SESSION_TIMEOUT_MS", "1500"))
 HEARTBEAT_INTERVAL_MS = int(os.environ.get("SEGLOG_MEMBER_HEARTBEAT_INTERVAL_MS", "300"))
 BATCH = 5
+#: ``group.instance.id`` of a confluent-kafka group member (static membership), if set.
+INSTANCE_ID = os.environ.get("SEGLOG_MEMBER_INSTANCE_ID", "")
 
 
 def say(**event) -> None:
@@ -58,12 +60,15 @@ def stdin_closed_flag() -> threading.Event:
 
 
 def group_confluent(bootstrap: str, group: str, topic: str) -> None:
-    from confluent_kafka import Consumer
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                  "session.timeout.ms": SESSION_TIMEOUT_MS,
-                  "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-                  "partition.assignment.strategy": "roundrobin",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    from confluent_kafka import Consumer, KafkaError
+    conf = {"bootstrap.servers": bootstrap, "group.id": group,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+            "partition.assignment.strategy": "roundrobin",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    if INSTANCE_ID:
+        conf["group.instance.id"] = INSTANCE_ID
+    c = Consumer(conf)
     c.subscribe([topic], on_assign=lambda _c, tps: say(
         event="assigned", partitions=sorted(tp.partition for tp in tps)))
     close = stdin_closed_flag()
@@ -71,7 +76,13 @@ def group_confluent(bootstrap: str, group: str, topic: str) -> None:
     while not close.is_set():
         if time.monotonic() > deadline:
             give_up()
-        c.poll(0.05)
+        msg = c.poll(0.05)
+        if msg is not None and msg.error() is not None:
+            err = msg.error()
+            if err.code() == KafkaError._FATAL:
+                say(event="fatal", reason=err.str())
+                os._exit(4)  # a fatal consumer can only be dropped
+            say(event="error", code=err.name())
     c.close()
     say(event="closed")
 

@@ -473,7 +473,8 @@ class Member:
         self.events: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.assigned: list | None = None
+        self.assigned: list | None = None  # the partitions of the last assignment
+        self.assignments = 0  # how many assignments it reported
 
     def _read(self):
         for line in self.proc.stdout:
@@ -492,6 +493,7 @@ class Member:
                                f"stderr: {self.stderr_tail()}") from None
         if ev.get("event") == "assigned":
             self.assigned = ev["partitions"]
+            self.assignments += 1
         return ev
 
     def drain(self) -> None:

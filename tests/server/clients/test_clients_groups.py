@@ -6,6 +6,7 @@ before is at-most-once) with a consumer killed between processing and commit."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -133,4 +134,56 @@ def test_commit_order_decides_delivery(target, differential, unique, tmp_path, o
     else:
         assert result == {"runs": [-9, 0], "handled": 7, "duplicates": [],
                           "lost": ["m7", "m8", "m9"], "committed": [10]}
+    differential(result)
+
+
+def test_static_member_replaced_without_rebalance(target, differential, unique):
+    """Static membership (group.instance.id): two confluent-kafka members hold 3+3; a new
+    process with the second one's instance id takes its place and its partitions without a
+    rebalance (the first member is not reassigned), and the process it replaced is fenced
+    (a fatal FENCED_INSTANCE_ID)."""
+    b = target.bootstrap
+    create_topic(b, unique, 6)
+    group = f"{unique}-g"
+    members: list[Member] = []
+    slow = {"SEGLOG_MEMBER_SESSION_TIMEOUT_MS": "6000"}  # no eviction while being replaced
+    try:
+        a = Member(b, "group", "confluent", group, unique,
+                   env={**slow, "SEGLOG_MEMBER_INSTANCE_ID": "a"})
+        members.append(a)
+        wait_assignments([a], [6], REBALANCE_S)
+        first_b = Member(b, "group", "confluent", group, unique,
+                         env={**slow, "SEGLOG_MEMBER_INSTANCE_ID": "b"})
+        members.append(first_b)
+        wait_assignments([a, first_b], [3, 3], REBALANCE_S)
+        a_held = a.assigned
+        b_held = first_b.assigned
+        a.drain()
+        a_assignments = a.assignments
+        second_b = Member(b, "group", "confluent", group, unique,
+                          env={**slow, "SEGLOG_MEMBER_INSTANCE_ID": "b"})
+        members.append(second_b)
+        wait_assignments([second_b], [3], REBALANCE_S)
+        fenced = None
+        deadline = time.monotonic() + REBALANCE_S
+        while fenced is None and time.monotonic() < deadline:
+            try:
+                ev = first_b.next_event(0.2)
+            except TimeoutError:
+                continue
+            if ev["event"] in ("fatal", "exit"):
+                fenced = ev
+        a.drain()
+        described = describe_group(b, group)
+    finally:
+        for m in members:
+            m.stop()
+    result = {"b took over": second_b.assigned == b_held, "a kept": a.assigned == a_held,
+              "a reassigned": a.assignments != a_assignments,
+              "old b": fenced and fenced["event"],
+              "fenced reason": fenced and "group.instance.id" in fenced.get("reason", ""),
+              "described": described}
+    assert result == {"b took over": True, "a kept": True, "a reassigned": False,
+                      "old b": "fatal", "fenced reason": True,
+                      "described": {"state": "STABLE", "members": 2, "sizes": [3, 3]}}
     differential(result)
