@@ -155,10 +155,14 @@ def test_offsets_commit_with_the_transaction_only(served):
         == {ErrorCode.none}
     assert set(txn_offset_commit(served, 3, "a", "", pid, epoch, {("t", 1): 9}).values()) \
         == {ErrorCode.invalid_group_id}
-    # A generation for a group that has none: the group coordinator's ILLEGAL_GENERATION.
-    assert set(txn_offset_commit(served, 3, "a", "g", pid, epoch, {("t", 1): 9},
+    # A generation for a group that never had one: ILLEGAL_GENERATION; once a commit from
+    # outside made "g" a (simple) group, a member it does not have: UNKNOWN_MEMBER_ID.
+    assert set(txn_offset_commit(served, 3, "a", "g2", pid, epoch, {("t", 1): 9},
                                  generation_id=4, member_id="m").values()) \
         == {ErrorCode.illegal_generation}
+    assert set(txn_offset_commit(served, 3, "a", "g", pid, epoch, {("t", 1): 9},
+                                 generation_id=4, member_id="m").values()) \
+        == {ErrorCode.unknown_member_id}
     # Pending until the marker: the broker's transactional batch of the producer.
     assert store.offset_fetch("g", TopicPartition("t", 0)) is None
     assert store.offset_commit_pending("g", TopicPartition("t", 0))

@@ -134,11 +134,13 @@ def scenario(wire: Wire, topic: str, prefix: str) -> list:
                     v3_and_below_topics=tuple(add_topic(name=n, partitions=tuple(ps))
                                               for n, ps in partitions.items()))
 
-    def commit_offsets(label, pid, epoch, group=group):
+    def commit_offsets(label, pid, epoch, group=group, metadata="", **fields):
         return step(label, 28, 3, transactional_id=txn_id, group_id=group, producer_id=pid,
                     producer_epoch=epoch, topics=(commit_topic(name=topic, partitions=(
                         commit_part(partition_index=0, committed_offset=5,
-                                    committed_metadata=""),)),))
+                                    committed_metadata=metadata),
+                        commit_part(partition_index=7, committed_offset=5,
+                                    committed_metadata=""))),), **fields)
 
     step("find coordinator", 10, 4, key_type=1, coordinator_keys=(txn_id,))
     step("find group coordinator", 10, 4, key_type=0, coordinator_keys=(group,))
@@ -166,6 +168,17 @@ def scenario(wire: Wire, topic: str, prefix: str) -> list:
          group_id=group)
     commit_offsets("offsets stale epoch", pid, epoch + 1)
     commit_offsets("offsets", pid, epoch)
+    commit_offsets("offsets metadata too large", pid, epoch, metadata="m" * 4097)
+    commit_offsets("offsets of a generation the group never had", pid, epoch,
+                   generation_id=4, member_id="someone")
+    commit_offsets("offsets without a group id", pid, epoch, group="")
+    producers = wire.call(61, 0, topics=(
+        _nested(61, 0, "TopicRequest")(name=topic, partition_indexes=(0, 9)),
+        _nested(61, 0, "TopicRequest")(name="no-such-topic", partition_indexes=(0,)),
+        _nested(61, 0, "TopicRequest")(name="bad/name", partition_indexes=(0,))))
+    results.append({"step": "describe producers", "partitions": sorted(
+        (t.name, int(p.partition_index), int(p.error_code), len(p.active_producers))
+        for t in producers.topics for p in t.partitions)})
     step("commit", 26, 3, transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
          committed=True)
     step("commit again", 26, 3, transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,

@@ -336,6 +336,13 @@ def _append_txn_offsets(ctx: Any, request: Any,
                      getattr(request, "group_instance_id", None))
     coordinator.append_transactional_offsets(request.transactional_id, producer_id,
                                              producer_epoch, request.group_id, offsets)
+    # A commit from outside any group makes the (simple, empty) group, as Kafka's
+    # getOrMaybeCreateClassicGroup: a later commit naming a member then gets
+    # UNKNOWN_MEMBER_ID, not ILLEGAL_GENERATION.
+    groups = ctx.broker.extensions.get("groups")
+    ensure_group = getattr(getattr(groups, "coordinator", None), "ensure_group", None)
+    if ensure_group is not None:
+        ensure_group(request.group_id, ctx.broker.now_ms())
 
 
 async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
