@@ -213,6 +213,13 @@ def scenario(wire: Wire, topic: str, prefix: str) -> list:
     results.append({"step": "list", "unknown": list(listed.unknown_state_filters),
                     "ids": sorted(s.transactional_id for s in listed.transaction_states
                                   if s.transactional_id.startswith(prefix))})
+    for label, filters in (("list by producer id", dict(producer_id_filters=(pid,))),
+                           ("list long-running", dict(duration_filter=3_600_000))):
+        listed = wire.call(66, 1, **{"state_filters": (), "producer_id_filters": (),
+                                     "duration_filter": -1, **filters})
+        results.append({"step": label, "error": int(listed.error_code), "ids": sorted(
+            s.transactional_id for s in listed.transaction_states
+            if s.transactional_id.startswith(prefix))})
     return results
 
 
