@@ -5,8 +5,7 @@ Kafka's come from the request rather than from its config library).
 Known differences, left out here and said in the admin module: internal topics cannot be
 deleted or created by hand; a bad config value's message is seglog's (``LogConfig``); Kafka
 4.4 has four topic configs seglog does not (``errors.deadletterqueue.group.enable``,
-``max.decompressed.message.bytes``, ``remote.copy.lag.*``) and a cluster-level
-``min.insync.replicas`` from its KRaft format."""
+``max.decompressed.message.bytes``, ``remote.copy.lag.*``)."""
 
 from __future__ import annotations
 
@@ -31,12 +30,10 @@ SOCKET_TIMEOUT_S = 30
 SETTLE_S_MAX = 15.0
 #: Topic configs described differently on purpose or by a difference outside the admin
 #: APIs: four Kafka 4.4 has and seglog's LogConfig does not; message.timestamp.after.max.ms,
-#: whose default is 1 hour in Kafka 4.x and unlimited in seglog's LogConfig; and
-#: min.insync.replicas, which Kafka's KRaft format sets as a cluster-level dynamic default.
+#: whose default is 1 hour in Kafka 4.x and unlimited in seglog's LogConfig.
 KNOWN_DIFFERENT_TOPIC_CONFIGS = frozenset({
     "errors.deadletterqueue.group.enable", "max.decompressed.message.bytes",
-    "remote.copy.lag.bytes", "remote.copy.lag.ms", "message.timestamp.after.max.ms",
-    "min.insync.replicas"})
+    "remote.copy.lag.bytes", "remote.copy.lag.ms", "message.timestamp.after.max.ms"})
 
 
 @pytest.fixture(scope="module")

@@ -312,8 +312,16 @@ def test_describe_configs(tmp_path):
         assert configs["log.retention.ms"].value is None
         assert (configs["message.max.bytes"].read_only,
                 configs["message.max.bytes"].config_source) == (False, 5)
+        # As a new Kafka 4.4 cluster: a cluster-level min.insync.replicas (KRaft's ELR).
         (default,) = h.describe([(4, "", None)])
-        assert (int(default.error_code), default.configs) == (0, ())
+        assert int(default.error_code) == 0
+        assert [(c.name, c.value, c.config_source) for c in default.configs] == [
+            ("min.insync.replicas", "1", 3)]
+        assert h.topic_configs("t")["min.insync.replicas"].config_source == 3
+        assert [(int(r.error_code), r.error_message) for r in (
+            h.alter(4, "", {"log.retention.ms": "1"}),
+            h.incremental(4, "", [("min.insync.replicas", 1, None)]))] == [
+            (40, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")] * 2
 
 
 def test_incremental_alter_topic_configs(tmp_path):
@@ -395,9 +403,10 @@ def test_dynamic_broker_configs_change_topic_defaults_and_survive_restart(tmp_pa
             ("message.max.bytes", "2000000", 2), ("message.max.bytes", "1048588", 5)]
         (default,) = h.describe([(4, "", None)])
         assert [(c.name, c.value, c.config_source) for c in default.configs] == [
-            ("log.retention.ms", "3600000", 3)]
+            ("log.retention.ms", "3600000", 3), ("min.insync.replicas", "1", 3)]
     saved = json.loads((tmp_path / "d" / DYNAMIC_CONFIGS_FILE).read_text())
-    assert saved["cluster_default"] == {"log.retention.ms": "3600000"}
+    assert saved["cluster_default"] == {"log.retention.ms": "3600000",
+                                        "min.insync.replicas": "1"}
     with Harness(tmp_path / "d") as h:
         assert h.state.config["message.max.bytes"] == 2000000
         assert h.topic_configs("plain")["retention.ms"].value == "3600000"
@@ -444,6 +453,11 @@ def test_delete_records(tmp_path, backend):
             (0, 10, 0), (5, -1, 3), (1, 0, 0)]
         assert delete("nope", [(0, 0)]) == [(0, -1, 3)]
         assert log.start_offset == 10
+        # A topic without the delete policy refuses (Kafka: POLICY_VIOLATION).
+        h.create([("c", 1, 1, {"cleanup.policy": "compact"})])
+        h.store.topic("c").log(0).append(b"v", key=b"k")
+        assert delete("c", [(0, 1)]) == [(0, -1, 44)]
+        assert h.store.topic("c").log(0).start_offset == 0
 
 
 def test_describe_cluster_and_log_dirs(tmp_path):

@@ -43,13 +43,7 @@ BROKER_CONFIG = {
 
 #: Scenario (test function name) -> the exact failure of its seglog side, for scenarios that
 #: still fail there; each becomes ``xfail(strict=True)`` on the seglog parametrization only.
-SEGLOG_XFAIL: dict[str, str] = {
-    "test_topic_configs_records_and_cluster": (
-        "DeleteRecords (key 21, v2 from librdkafka 2.16) on a topic with cleanup.policy=compact: "
-        "seglog answers NONE and moves the log start offset; Kafka 4.4 answers "
-        "POLICY_VIOLATION (44), 'Records of partition ... can not be deleted due to the "
-        "configured policy' (Partition.deleteRecordsOnLeader: !log.config.delete)"),
-}
+SEGLOG_XFAIL: dict[str, str] = {}
 
 _RESULTS: dict[tuple, dict[str, object]] = {}
 

@@ -133,6 +133,8 @@ async def start(state) -> None:
     if not state.store.read_only:
         await state.run_blocking(_use_topic_defaults, state.store, dynamic,
                                  dynamic.effective.log_config())
+        if not os.path.exists(dynamic.path):
+            _save(state)  # a new cluster's dynamic defaults (see admin_configs)
 
 
 async def stop(state) -> None:
@@ -761,6 +763,9 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
     if static_only:
         raise _Refused(INVALID_REQUEST, "Cannot update these configs dynamically: "
                        f"[{', '.join(static_only)}]")
+    if not per_broker and cfg.CLUSTER_MIN_ISR not in new_values:
+        raise _Refused(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed "
+                       "while ELR is enabled.")
     layers = ((new_values, dynamic.cluster_default) if per_broker
               else (dynamic.per_broker, new_values))
     try:
@@ -885,7 +890,13 @@ def _delete_records(store, topics) -> list[tuple[str, list[tuple[int, int, int]]
         rows = []
         for partition, offset in partitions.items():
             try:
-                low = store.topic(name).log(partition).delete_records_before(offset)
+                log_ = store.topic(name).log(partition)
+                if not log_.config.deletion_enabled:
+                    # Kafka's Partition.deleteRecordsOnLeader: "Records of partition ... can
+                    # not be deleted due to the configured policy".
+                    rows.append((partition, -1, POLICY_VIOLATION))
+                    continue
+                low = log_.delete_records_before(offset)
                 rows.append((partition, low, NONE))
             except OffsetOutOfRangeError:
                 rows.append((partition, -1, OFFSET_OUT_OF_RANGE))

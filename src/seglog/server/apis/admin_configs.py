@@ -32,6 +32,8 @@ __all__ = ["DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "SOURCE_TOPIC", "SOURCE_DYN
            "broker_synonyms", "config_type_id", "topic_overrides", "topic_config_from",
            "format_value"]
 
+#: The cluster-level dynamic default every Kafka 4.4 cluster has (see DynamicConfigs).
+CLUSTER_MIN_ISR = "min.insync.replicas"
 #: seglog's file of dynamic broker configs in the data directory.
 DYNAMIC_CONFIGS_FILE = "seglog-broker-configs.json"
 _FILE_VERSION = 0
@@ -175,6 +177,11 @@ class DynamicConfigs:
             with open(self.path, "rb") as f:
                 data = json.loads(f.read().decode("utf-8"))
         except FileNotFoundError:
+            # A new cluster: Kafka 4.4's controller records a cluster-level
+            # min.insync.replicas (the static value) when it bootstraps with ELR enabled,
+            # and DescribeConfigs shows it as a dynamic default from then on.
+            self.cluster_default = {
+                CLUSTER_MIN_ISR: format_value("int", self.static[CLUSTER_MIN_ISR])}
             return
         except (ValueError, RecursionError) as e:
             raise CorruptCheckpointError(f"{self.path} is not valid JSON: {e}",
