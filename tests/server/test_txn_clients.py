@@ -62,8 +62,15 @@ def test_confluent_kafka_commit_abort_offsets_and_fencing(any_backend_broker):
     producer.begin_transaction()
     for i in range(6):
         producer.produce(topic, value=b"c%d" % i, partition=i % 3)
+    # A member of the group (joined, generation >= 0): the commit's member and generation
+    # are checked by the group coordinator.
     member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
-                       "enable.auto.commit": False})
+                       "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    member.subscribe([source])
+    deadline = time.monotonic() + WAIT_S
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.1)
+    assert member.assignment() == [CTP(source, 0)]
     producer.send_offsets_to_transaction([CTP(source, 0, 42)],
                                          member.consumer_group_metadata(), WAIT_S)
     producer.commit_transaction(WAIT_S)

@@ -1,7 +1,7 @@
 """Kafka 4.4's own Java clients against ``seglog serve``'s transactions: the
 ``TransactionalMessageCopier`` tool (a Java transactional producer with a read_committed
-consumer, send_offsets_to_transaction with group metadata, random aborts) copies a partition
-exactly once; ``kafka-transactions`` (the Java Admin client's ListTransactions,
+consumer that joins a group, send_offsets_to_transaction with the group's metadata, so the
+member and generation are checked, random aborts) copies a partition exactly once; ``kafka-transactions`` (the Java Admin client's ListTransactions,
 DescribeTransactions, DescribeProducers) reports it.
 
 Needs java and the Kafka jars (``ci/kafka-ref.sh``); skips without them. The broker
@@ -60,7 +60,7 @@ def test_java_transactional_copier_and_transactions_tool(broker, tmp_path):
         "--broker-list", broker.bootstrap, "--input-topic", "jin", "--input-partition", "0",
         "--output-topic", "jout", "--transactional-id", "jtx", "--consumer-group", "jg",
         "--transaction-size", "5", "--max-messages", str(RECORDS), "--enable-random-aborts",
-        "--use-group-metadata")
+        "--use-group-metadata", "--group-mode")
     last = json.loads(output.strip().splitlines()[-1])
     assert (last["stage"], last["totalProcessed"], last["remaining"]) == (
         "ShutdownComplete", RECORDS, 0)
