@@ -122,6 +122,22 @@ def test_kcat_produces_and_consumes(broker):
     assert done.stdout.decode().splitlines() == ["3"]
 
 
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_kcat_compresses_in_every_codec(broker, codec):
+    # kcat's librdkafka (2.0.2 on Debian) compresses gzip, snappy and lz4 only when the
+    # broker advertises Produce v2 (KAFKA-18659: Kafka 4 advertises Produce from v0 for it).
+    if not shutil.which(KCAT):
+        pytest.skip("kcat is not installed")
+    broker.store.create_topic("kz", partitions=1)
+    done = subprocess.run([KCAT, "-b", broker.bootstrap, "-P", "-t", "kz", "-z", codec],
+                          input=(b"x" * 200 + b"\n") * 20, capture_output=True,
+                          timeout=WAIT_S)
+    assert done.returncode == 0, done.stderr
+    log = broker.store.log(("kz", 0))
+    assert log.end_offset == 20
+    assert {b.compression for b in log.backend.iter_batches(log.read(0).buffer)} == {codec}
+
+
 def test_read_committed_skips_an_aborted_transaction(any_backend_broker):
     broker = any_backend_broker
     store = broker.store

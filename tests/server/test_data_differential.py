@@ -216,6 +216,14 @@ def probe(bootstrap, create_topic):
                          for p in r.topics[0].partitions]
     finally:
         w.close()
+    # Produce v0-v2 are advertised (KAFKA-18659) but refused: the connection closes.
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
+        body = struct.pack(">hii", 1, 1000, 1) + struct.pack(">h", 5) + b"plain" \
+            + struct.pack(">iii", 1, 0, 0)
+        frame = struct.pack(">hhih", 0, 2, 1, 4) + b"diff" + body
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        out["p_v2_closes"] = sock.recv(64) == b""
     return out
 
 
@@ -263,6 +271,7 @@ EXPECTED = {
     "lo_v6_max_timestamp": (35, -1, -1, -1),
     "lo_newer_epoch": (75, -1, -1, -1),
     "epochs": [(0, 0, 8), (0, -1, -1), (0, 0, 8), (75, -1, -1), (0, -1, -1)],
+    "p_v2_closes": True,
 }
 
 

@@ -1,4 +1,4 @@
-"""Produce (API key 0, v3-v13): each partition's record batch appended with
+"""Produce (API key 0, v3-v13; v0-v2 advertised and refused, as Kafka): each partition's record batch appended with
 :meth:`Log.append_raw <seglog.storage.log.Log.append_raw>` exactly as the client built it, and
 Kafka's answer for every way it can fail (``KafkaApis.handleProduceRequest``,
 ``ProduceRequest.validateRecords``, ``ReplicaManager.appendRecords`` / ``appendToLocalLog``,
@@ -71,11 +71,16 @@ from .data_topics import (
     topic_or_none,
 )
 
-__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "ProduceFailedWithoutAck", "handle_produce",
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX", "ProduceFailedWithoutAck", "handle_produce",
            "check_produce_records"]
 
 API_KEY = 0
-VERSION_MIN = 3
+#: Advertised from v0, served from v3, as Kafka 4.x does (KAFKA-18659): librdkafka before
+#: 2.10 (kcat's 2.0.2, for one) silently sends uncompressed batches when ApiVersions does not
+#: include Produce v2; a v0-v2 request (no schema in kio, none served since Kafka 4.0) closes
+#: the connection, as the real broker closes it.
+VERSION_MIN = 0
+VERSION_SERVED_MIN = 3
 VERSION_MAX = 13
 
 #: Kafka's ``AdminUtils.ADMIN_CLIENT_ID``: the one client allowed to write internal topics.
