@@ -77,7 +77,8 @@ def test_api_versions_unknown_version_answered_in_v0_with_unsupported_version(br
 
 def test_api_versions_bad_client_software_name_is_invalid_request(broker):
     with connect(broker) as sock:
-        sock.sendall(request_frame(API_VERSIONS, 3, 5, _compact(b"-x") + _compact(b"1.0") + b"\x00", flexible=True))
+        body = _compact(b"-x") + _compact(b"1.0") + b"\x00"
+        sock.sendall(request_frame(API_VERSIONS, 3, 5, body, flexible=True))
         correlation_id, response = _decode_api_versions(3, read_frame(sock))
     assert (correlation_id, response.error_code) == (5, protocol.ERROR_INVALID_REQUEST)
     assert response.api_keys == ()
@@ -111,7 +112,8 @@ def test_null_client_id_is_accepted(broker):
     pytest.param(request_frame(30000, 0, 1), id="unknown-api-key"),
     pytest.param(request_frame(-1, 0, 1), id="negative-api-key"),
     pytest.param(struct.pack(">i", 3) + b"\x00\x12\x00", id="truncated-header"),
-    pytest.param(struct.pack(">i", 10) + struct.pack(">hhih", 18, 0, 1, 50), id="client-id-past-end"),
+    pytest.param(struct.pack(">i", 10) + struct.pack(">hhih", 18, 0, 1, 50),
+                 id="client-id-past-end"),
     pytest.param(struct.pack(">i", 12) + struct.pack(">hhih", 18, 0, 1, 2) + b"\xff\xfe",
                  id="client-id-not-utf8"),
     pytest.param(request_frame(API_VERSIONS, 3, 1, b"\x7f", flexible=True), id="body-truncated"),

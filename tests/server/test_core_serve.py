@@ -19,7 +19,8 @@ from core_helpers import read_frame, request_frame
 from seglog import cli
 from seglog.store import Store
 
-LISTENING = re.compile(r"seglog serve listening on 127\.0\.0\.1:(\d+) \(data dir (.*), (\d+) topics\)")
+LISTENING = re.compile(
+    r"seglog serve listening on 127\.0\.0\.1:(\d+) \(data dir (.*), (\d+) topics\)")
 START_TIMEOUT_S = 60.0  # a loaded CI machine; the start itself is a fraction of a second
 
 

@@ -282,7 +282,8 @@ _REMOVED = {
 }
 
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
+_JAVA_DOUBLE = re.compile(
+    r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
 _LIST_SEPARATOR = re.compile(r"\s*,\s*")
 
 

@@ -60,9 +60,11 @@ class _Slot:
 
 
 class Connection(asyncio.Protocol):
-    """One client connection of ``server`` (a :class:`~seglog.server.broker.Server`; not
-    imported here, the broker imports this module) (see the module docstring). ``connection_id`` is unique per server; ``last_active_s`` is the monotonic
-    time of the last read or write (for ``connections.max.idle.ms``)."""
+    """One client connection of ``server`` (a :class:`~seglog.server.broker.Server`, not
+    imported here: the broker imports this module); see the module docstring.
+    ``connection_id`` is unique per server; ``last_active_s`` is the monotonic time of the
+    last read or write (for ``connections.max.idle.ms``); ``closed`` is a future done once
+    the connection is lost."""
 
     def __init__(self, server: Any, connection_id: int):
         self.server = server
@@ -101,7 +103,11 @@ class Connection(asyncio.Protocol):
         if sock is not None:
             for option, size_bytes in self.server.socket_buffer_bytes.items():
                 if size_bytes is not None:
-                    sock.setsockopt(socket.SOL_SOCKET, option, size_bytes)
+                    try:
+                        sock.setsockopt(socket.SOL_SOCKET, option, size_bytes)
+                    except OSError as exc:  # the OS refused the size: keep its own
+                        log.warning("connection %d: socket buffer size %d refused: %s",
+                                    self.connection_id, size_bytes, exc)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
