@@ -1,10 +1,12 @@
 """Kafka 4.4's own Java clients against ``seglog serve``'s transactions: the
 ``TransactionalMessageCopier`` tool (a Java transactional producer with a read_committed
 consumer that joins a group, send_offsets_to_transaction with the group's metadata, so the
-member and generation are checked, random aborts) copies a partition exactly once; ``kafka-transactions`` (the Java Admin client's ListTransactions,
-DescribeTransactions, DescribeProducers) reports it.
+member and generation are checked, random aborts) copies a partition exactly once;
+``kafka-transactions`` (the Java Admin client's ListTransactions, DescribeTransactions,
+DescribeProducers) reports it.
 
-Needs java and the Kafka jars (``ci/kafka-ref.sh``); skips without them. The broker
+Needs java and the Kafka jars (``ci/kafka-ref.sh``); skips without them (fails under
+``SEGLOG_REQUIRE_KAFKA=1``). The broker
 finalizes no ``transaction.version`` feature, so the Java producer runs transaction.version
 1 (no epoch bump per transaction): against Kafka 4.4 itself (which finalizes version 2) the
 same run ends at a higher epoch, with the same records and committed offsets.
