@@ -261,10 +261,11 @@ class Server:
                 body = protocol.api_versions_response(
                     version, [], error_code=protocol.ERROR_INVALID_REQUEST)
             else:
-                body = self._api_versions_bodies.get(version)
-                if body is None:
-                    body = self._api_versions_bodies[version] = \
+                cached = self._api_versions_bodies.get(version)
+                if cached is None:
+                    cached = self._api_versions_bodies[version] = \
                         protocol.api_versions_response(version, self._ranges)
+                body = cached
         return tuple(protocol.encode_response(header.correlation_id, flexible=False,
                                               body_parts=(body,)))
 
@@ -361,24 +362,21 @@ class Broker:
     @property
     def host(self) -> str:
         """The advertised host (what Metadata tells clients)."""
-        self._check_serving()
-        return self._server.state.host
+        return self._broker_state().host
 
     @property
     def port(self) -> int:
         """The port listened on (the one picked when asked for 0)."""
-        self._check_serving()
-        return self._bound[1]
+        return self._bound_address()[1]
 
     @property
     def bootstrap(self) -> str:
         """``"host:port"`` for a client's ``bootstrap.servers`` (the listen host; a wildcard
         listener gives 127.0.0.1)."""
-        self._check_serving()
-        host = self._bound[0]
+        host, port = self._bound_address()
         if host in ("0.0.0.0", "", "::"):
             host = "127.0.0.1"
-        return f"[{host}]:{self._bound[1]}" if ":" in host else f"{host}:{self._bound[1]}"
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @property
     def store(self) -> Any:
@@ -390,30 +388,39 @@ class Broker:
     @property
     def state(self) -> BrokerState:
         """The BrokerState its handlers share."""
-        self._check_serving()
-        return self._server.state
+        return self._broker_state()
 
     @property
     def api_ranges(self) -> list[tuple[int, int, int]]:
         """``[(api_key, min_version, max_version), ...]``: what ApiVersions advertises."""
-        self._check_serving()
-        return self._server.api_ranges
+        return self._serving().api_ranges
 
     @property
     def server(self) -> Server:
         """The :class:`Server` (listener, connections, handler table ``server.handlers``)."""
-        self._check_serving()
-        return self._server
+        return self._serving()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
         """The event loop the broker runs on."""
-        self._check_serving()
+        self._serving()
+        assert self._loop is not None
         return self._loop
 
-    def _check_serving(self) -> None:
-        if self._server is None or self._bound is None:
+    def _serving(self) -> Server:
+        if self._server is None or self._bound is None or self._server.state is None:
             raise RuntimeError("the broker is not serving")
+        return self._server
+
+    def _broker_state(self) -> BrokerState:
+        state = self._serving().state
+        assert state is not None
+        return state
+
+    def _bound_address(self) -> tuple[str, int]:
+        self._serving()
+        assert self._bound is not None
+        return self._bound
 
     # --- asyncio use -------------------------------------------------------------------------
 
@@ -480,12 +487,14 @@ class Broker:
         if self._state != "serving":
             return
         self._state = "closing"
+        server, closed = self._server, self._closed
+        assert server is not None and closed is not None
         try:
-            await self._server.close()
+            await server.close()
         finally:
             await asyncio.get_running_loop().run_in_executor(None, self._store.close)
             self._state = "closed"
-            self._closed.set()
+            closed.set()
 
     async def __aenter__(self) -> "Broker":
         return await self.serve()

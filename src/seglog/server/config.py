@@ -302,6 +302,7 @@ def _parse(d: ConfigDef, raw: Any) -> Any:
     def bad(why: str) -> InvalidConfigError:
         return InvalidConfigError(f"Invalid value {raw!r} for configuration {d.name}: {why}")
 
+    value: Any
     if raw is None:
         if d.default is None:
             return None
