@@ -347,7 +347,8 @@ async def create_topics(ctx, request) -> Any:
     config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
 
     def failed(name, code, message):
-        return _make(m.CreatableTopicResult, name=name, topic_id=_ZERO_UUID, error_code=code,
+        # None is Kafka's zero uuid on the wire (kio reads the zero uuid back as None).
+        return _make(m.CreatableTopicResult, name=name, topic_id=None, error_code=code,
                      error_message=message, topic_config_error_code=0, num_partitions=-1,
                      replication_factor=-1, configs=())
 
@@ -445,7 +446,7 @@ async def delete_topics(ctx, request) -> Any:
     store = state.store
     response_cls, m = _classes(20, ctx.api_version)
     if ctx.api_version >= 6:
-        wanted = [(t.name, t.topic_id if t.topic_id != _ZERO_UUID else None)
+        wanted = [(t.name, t.topic_id if t.topic_id not in (None, _ZERO_UUID) else None)
                   for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
@@ -492,7 +493,7 @@ async def delete_topics(ctx, request) -> Any:
                                  error_code=NONE, error_message=None))
         except _Refused as e:
             results.append(_make(m.DeletableTopicResult, name=name,
-                                 topic_id=topic_id or _ZERO_UUID, error_code=e.code,
+                                 topic_id=topic_id, error_code=e.code,
                                  error_message=e.message))
     return _make(response_cls, throttle_time=_NO_THROTTLE, responses=tuple(results))
 
