@@ -167,21 +167,32 @@ def test_java_console_tools(target, differential, unique, tmp_path):
     b = target.bootstrap
     create_topic(b, unique)
     lines = [f"key{i}:value {i}" for i in range(20)]
-    produce_cmd = ref.java_command(
-        "org.apache.kafka.tools.ConsoleProducer",
-        ["--bootstrap-server", b, "--topic", unique, "--reader-property", "parse.key=true",
-         "--reader-property", "key.separator=:", "--compression-codec", "lz4"],
-        run_dir=tmp_path)
-    produced = subprocess.run(produce_cmd, input="\n".join(lines) + "\n", capture_output=True,
-                              text=True, timeout=60, check=False)
-    assert produced.returncode == 0, produced.stderr[-2000:]
-    consumed = ref.run_tool(
+    # The consumer's JVM starts while the producer's runs (each takes seconds to start here);
+    # it waits for the twenty records, from the beginning, for up to 30 s.
+    consume_cmd = ref.java_command(
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
         ["--bootstrap-server", b, "--topic", unique, "--from-beginning", "--max-messages", "20",
-         "--timeout-ms", "20000", "--formatter-property", "print.key=true",
+         "--timeout-ms", "30000", "--formatter-property", "print.key=true",
          "--formatter-property", "print.offset=true", "--formatter-property",
-         "key.separator=|"], run_dir=tmp_path, timeout_s=60)
-    assert consumed.returncode == 0, consumed.stderr[-2000:]
+         "key.separator=|"], run_dir=tmp_path)
+    consumer = subprocess.Popen(consume_cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        produce_cmd = ref.java_command(
+            "org.apache.kafka.tools.ConsoleProducer",
+            ["--bootstrap-server", b, "--topic", unique, "--reader-property", "parse.key=true",
+             "--reader-property", "key.separator=:", "--compression-codec", "lz4"],
+            run_dir=tmp_path)
+        produced = subprocess.run(produce_cmd, input="\n".join(lines) + "\n",
+                                  capture_output=True, text=True, timeout=60, check=False)
+        assert produced.returncode == 0, produced.stderr[-2000:]
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait(timeout=10)
+    assert consumer.returncode == 0, err[-2000:]
+    consumed = subprocess.CompletedProcess(consume_cmd, consumer.returncode, out, err)
     got = consumed.stdout.splitlines()
     want = [f"Offset:{i}|key{i}|value {i}" for i in range(20)]
     assert got == want

@@ -4,12 +4,15 @@ data dir and port, and producing carries on at the next offsets."""
 
 from __future__ import annotations
 
+import pytest
+
 from clients_runner import (
     OP_TIMEOUT_S, Rec, committed, confluent_consume, confluent_produce, create_topic,
     kafka_python_consume,
 )
 
 
+@pytest.mark.slow  # Kafka's side restarts a JVM broker: 10-25 s on this 2-core machine
 def test_restart_keeps_data_and_committed_offsets(target, differential, unique):
     """50 records on two partitions (one batch of them gzip) and a group's commit of [20, 5];
     restart; the same records, the same committed offsets, and new records at 25 and 25."""
