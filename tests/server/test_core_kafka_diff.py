@@ -61,6 +61,15 @@ def _answer(port: int, frame: bytes) -> str:
     return "closed" if response is None else response.hex()
 
 
+def _all_ranges(port: int) -> dict[int, tuple[int, int]]:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.settimeout(30)
+        sock.sendall(request_frame(18, 4, 1, _SOFTWARE, flexible=True))
+        frame = read_frame(sock)
+    response, _ = entity_reader(load_response_schema(18, 4))(frame, 4)
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+
 def _sasl_ranges(port: int) -> list[tuple[int, int, int]]:
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.settimeout(30)
@@ -84,6 +93,7 @@ def kafka_answers(tmp_path_factory):
     try:
         answers = {name: _answer(broker.port, frame) for name, frame in CASES.items()}
         answers["sasl-ranges"] = _sasl_ranges(broker.port)
+        answers["ranges"] = _all_ranges(broker.port)
     finally:
         broker.stop()
     return answers
@@ -114,3 +124,13 @@ def test_sasl_apis_advertised_as_kafka_does(kafka_answers, broker):
     seglog = _sasl_ranges(broker.port)
     kafka = kafka_answers["sasl-ranges"]
     assert [r for r in seglog if r[0] != 18] == [r for r in kafka if r[0] != 18]
+
+
+def test_every_advertised_range_is_within_kafkas(kafka_answers, broker):
+    # Clients pick versions from the intersection of theirs and the broker's: advertising a
+    # version Kafka 4.4 does not would send clients down paths no real broker takes.
+    kafka = kafka_answers["ranges"]
+    outside = {key: (low, high, kafka.get(key)) for key, (low, high)
+               in _all_ranges(broker.port).items()
+               if key not in kafka or not kafka[key][0] <= low <= high <= kafka[key][1]}
+    assert outside == {}
