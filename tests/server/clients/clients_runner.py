@@ -424,7 +424,8 @@ def fetch_batches(bootstrap: str, topic: str, partition: int = 0, *,
         data = _recv_exactly(sock, size)
     pos = 4 + 4  # correlation id, throttle time
     (n_topics,) = struct.unpack_from(">i", data, pos)
-    assert n_topics == 1
+    if n_topics != 1:
+        raise RuntimeError(f"Fetch v4 of {topic}-{partition}: {n_topics} topics answered")
     (name_len,) = struct.unpack_from(">h", data, pos + 4)
     pos += 6 + name_len + 4  # topic name, partition count (one)
     _part, error, _hw, _lso = struct.unpack_from(">ihqq", data, pos)
