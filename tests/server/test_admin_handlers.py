@@ -234,8 +234,13 @@ def test_delete_topics_by_name_and_id(tmp_path):
     with Harness(tmp_path / "e", config={"delete.topic.enable": False}) as h:
         h.create([("a", 1, 1)])
         cls, m = request(20, 5)
-        r = h.call(20, 5, cls(topic_names=("a",), timeout=TIMEOUT))
-        assert int(r.responses[0].error_code) == 73 and "a" in h.store
+        r = h.call(20, 5, cls(topic_names=("a", "nope"), timeout=TIMEOUT))
+        assert [(x.name, int(x.error_code), x.error_message) for x in r.responses] == [
+            ("a", 73, "Topic deletion is disabled."), ("nope", 73, "Topic deletion is disabled.")]
+        cls, m = request(20, 2)
+        r = h.call(20, 2, cls(topic_names=("a",), timeout=TIMEOUT))
+        assert [(x.name, int(x.error_code)) for x in r.responses] == [("a", 42)]
+        assert "a" in h.store
 
 
 def test_create_partitions(tmp_path, backend):

@@ -451,11 +451,16 @@ async def delete_topics(ctx, request) -> Any:
     else:
         wanted = [(name, None) for name in request.topic_names]
     # Kafka counts repeats among the entries that name exactly one of the two.
+    if not _config(state, "delete.topic.enable", True):
+        # Kafka refuses the whole request first (INVALID_REQUEST before v3).
+        code = TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else INVALID_REQUEST
+        return _make(response_cls, throttle_time=_NO_THROTTLE, responses=tuple(
+            _make(m.DeletableTopicResult, name=n, topic_id=i, error_code=code,
+                  error_message="Topic deletion is disabled.") for n, i in wanted))
     dups = _duplicates(n for n, i in wanted if n is not None and i is None)
     dup_ids = _duplicates(i for n, i in wanted if i is not None and n is None)
     ids = _topic_ids(store)
     names_to_ids = {n: i for i, n in ids.items()}
-    enabled = _config(state, "delete.topic.enable", True)
     results = []
     reported = set()
     for name, topic_id in wanted:
@@ -479,9 +484,6 @@ async def delete_topics(ctx, request) -> Any:
             elif name not in names_to_ids:
                 raise _Refused(UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC_MESSAGE)
             topic_id = names_to_ids[name]
-            if not enabled:
-                raise _Refused(TOPIC_DELETION_DISABLED,
-                               "Topic deletion is disabled.")
             if store.topic(name).is_internal:
                 raise _Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
