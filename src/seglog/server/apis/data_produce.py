@@ -18,7 +18,8 @@ single broker never answers NOT_ENOUGH_REPLICAS (the real Kafka 4.4 broker, one 
 (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE, INVALID_RECORD, INVALID_TIMESTAMP,
 OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
 KAFKA_STORAGE_ERROR...). A retried idempotent batch the producer state recognises is answered
-as a success with its original offsets, as Kafka answers a duplicate.
+as a success with its original offsets, as Kafka answers a duplicate. The batch is written
+with the leader epoch (0) in its partition leader epoch field, as Kafka's leader stamps it.
 
 Error responses carry base offset -1, log append time -1 and, as Kafka, the log start offset
 only for the errors of the append that Kafka computes it for (not for the request checks,
@@ -65,6 +66,7 @@ from .data_topics import (
     ERROR_RECORD_LIST_TOO_LARGE,
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    LEADER_EPOCH,
     error_code_for,
     gone_or_storage_error,
     topic_ids,
@@ -198,6 +200,22 @@ def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
     return ()
 
 
+_LEADER_EPOCH_BYTES = _INT32.pack(LEADER_EPOCH)
+
+
+def _with_leader_epoch(batch: Any) -> Any:
+    """The batch with this leader's epoch in its partition leader epoch field, as Kafka's
+    ``LogValidator`` sets it on every batch a leader appends (4 bytes the CRC does not
+    cover); the client's bytes are not changed (a copy, only when the field differs)."""
+    if batch[fmt.PARTITION_LEADER_EPOCH_POSITION:fmt.PARTITION_LEADER_EPOCH_POSITION + 4] \
+            == _LEADER_EPOCH_BYTES:
+        return batch
+    stamped = bytearray(batch)
+    stamped[fmt.PARTITION_LEADER_EPOCH_POSITION:fmt.PARTITION_LEADER_EPOCH_POSITION + 4] = \
+        _LEADER_EPOCH_BYTES
+    return stamped
+
+
 def _producer_of(batch: Any) -> tuple[int, int, bool]:
     """``(producer id, producer epoch, is transactional)`` from a checked batch's header."""
     attributes = _INT16.unpack_from(batch, fmt.ATTRIBUTES_POSITION)[0]
@@ -250,7 +268,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     config = log.config  # the broker's log.* defaults under the topic's overrides
     now_ms = ctx.broker.now_ms()
     try:
-        first, _last = log.append_raw(batch, now_ms=now_ms)
+        first, _last = log.append_raw(_with_leader_epoch(batch), now_ms=now_ms)
     except (errors.SeglogError, OSError) as e:
         code = gone_or_storage_error(ctx.broker.store, topic, e)
         record_errors = _record_errors(code, log, batch, now_ms) \
