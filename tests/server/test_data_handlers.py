@@ -241,6 +241,11 @@ def test_produce_appends_and_answers_offsets_and_errors(harness):
     assert second.responses[0].partition_responses[0].base_offset == 3
     assert codes(missing.responses[0].partition_responses) == [3]
     assert [r.value for r in harness.store.log(("t", 0)).records()] == [b"a", b"b", b"c"] * 2
+    # Stamped with the leader epoch as Kafka's leader does (the client wrote -1), CRC intact.
+    stored = list(harness.be.iter_batches(harness.store.log(("t", 0)).read(0).buffer))
+    assert [b.partition_leader_epoch for b in stored] == [0, 0]
+    for b in stored:
+        b.ensure_valid()
 
 
 def test_produce_record_set_rules(harness):
