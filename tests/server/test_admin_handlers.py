@@ -583,3 +583,37 @@ def test_every_served_version_answers_what_kio_encodes(tmp_path):
                     decoded, size = entity_reader(expected)(buf.getvalue(), 0)
                     assert size == len(buf.getvalue()) and decoded == response, (
                         handler.api_key, version)
+
+
+def test_broker_loggers(tmp_path):
+    """Log levels through IncrementalAlterConfigs, with Kafka 4.4's refusals (taken from the
+    real broker)."""
+    import logging
+    logger = logging.getLogger("seglog.server.admin")
+    before = logger.level
+    try:
+        with Harness(tmp_path / "d") as h:
+            inc = h.incremental
+            assert int(inc(8, "1", [("seglog.server.admin", 0, "DEBUG")]).error_code) == 0
+            assert logger.level == logging.DEBUG
+            (result,) = h.describe([(8, "1", ("seglog.server.admin", "root"))])
+            levels = {c.name: c.value for c in result.configs}
+            assert levels["seglog.server.admin"] == "DEBUG" and set(levels) == {
+                "seglog.server.admin", "root"}
+            assert int(inc(8, "1", [("seglog.server.admin", 1, None)]).error_code) == 0
+            assert logger.level == logging.NOTSET
+            assert [(int(r.error_code), r.error_message) for r in (
+                inc(8, "1", [("seglog.server.admin", 0, "LOUD")]),
+                inc(8, "1", [("no.such.logger", 0, "INFO")]),
+                inc(8, "1", [("root", 1, None)]),
+                inc(8, "1", [("root", 2, "INFO")]),
+                inc(8, "", [("root", 0, "INFO")]))] == [
+                (40, "Cannot set the log level of seglog.server.admin to LOUD as it is not a "
+                     "supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, "
+                     "TRACE, WARN"),
+                (40, "Logger no.such.logger does not exist!"),
+                (42, "Removing the log level of the root logger is not allowed"),
+                (42, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+                (42, "Node id must be an integer, but it is: ")]
+    finally:
+        logger.setLevel(before)

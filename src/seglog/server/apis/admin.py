@@ -626,12 +626,65 @@ def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
     return out
 
 
-def _logger_entries(keys) -> list[dict]:
+# Kafka's log levels (Log4jController) and Python's.
+_KAFKA_LEVELS = {"DEBUG": logging.DEBUG, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
+                 "INFO": logging.INFO, "TRACE": 5, "WARN": logging.WARNING}
+_LEVEL_NAMES = {level: name for name, level in _KAFKA_LEVELS.items()}
+
+
+def _level_name(level: int) -> str:
+    """The Kafka name of a Python level (the nearest Kafka level at or below it)."""
+    return _LEVEL_NAMES.get(level) or max(
+        ((lv, n) for lv, n in _LEVEL_NAMES.items() if lv <= level), default=(0, "TRACE"))[1]
+
+
+def _loggers() -> dict[str, logging.Logger]:
+    """The broker's loggers as Kafka's BROKER_LOGGER resource lists them: ``root`` and the
+    ``seglog`` ones."""
     loggers = {"root": logging.getLogger()}
     for name in sorted(logging.root.manager.loggerDict):
         if name.startswith("seglog"):
             loggers[name] = logging.getLogger(name)
-    return [{"name": name, "value": logging.getLevelName(lg.getEffectiveLevel()),
+    return loggers
+
+
+def _alter_loggers(state, resource, validate_only: bool) -> None:
+    """IncrementalAlterConfigs on BROKER_LOGGER (Kafka's ``ConfigAdminManager
+    .validateLogLevelConfigs`` then ``Log4jController``): SET a level, DELETE to inherit the
+    root's; not kept across restarts, as in Kafka."""
+    try:
+        int(resource.resource_name)
+    except ValueError:
+        raise _Refused(INVALID_REQUEST, "Node id must be an integer, but it is: "
+                       f"{resource.resource_name}") from None
+    _broker_id_of(state, resource.resource_name, describe=False)
+    loggers = _loggers()
+    changes = []
+    for change in resource.configs:
+        name, op, value = change.name, change.config_operation, change.value
+        if op in (OP_APPEND, OP_SUBTRACT):
+            raise _Refused(INVALID_REQUEST, f"{_OP_NAMES[op]} operation is not allowed for the "
+                           "BROKER_LOGGER resource")
+        if op not in (OP_SET, OP_DELETE):
+            raise _Refused(UNKNOWN_SERVER_ERROR)
+        if name not in loggers:
+            raise _Refused(INVALID_CONFIG, f"Logger {name} does not exist!")
+        if op == OP_SET and (value or "") not in _KAFKA_LEVELS:
+            raise _Refused(INVALID_CONFIG, f"Cannot set the log level of {name} to {value} as "
+                           "it is not a supported log level. Valid log levels are "
+                           f"{', '.join(_KAFKA_LEVELS)}")
+        if op == OP_DELETE and name == "root":
+            raise _Refused(INVALID_REQUEST, "Removing the log level of the root logger is "
+                           "not allowed")
+        changes.append((loggers[name], _KAFKA_LEVELS[value] if op == OP_SET else logging.NOTSET))
+    if not validate_only:
+        for logger, level in changes:
+            logger.setLevel(level)
+
+
+def _logger_entries(keys) -> list[dict]:
+    loggers = _loggers()
+    return [{"name": name, "value": _level_name(lg.getEffectiveLevel()),
              "read_only": False, "config_source": 6, "is_sensitive": False, "synonyms": [],
              "config_type": 2, "documentation": None}
             for name, lg in loggers.items() if not keys or name in keys]
@@ -833,6 +886,8 @@ async def incremental_alter_configs(ctx, request) -> Any:
                                                 "Config value subtract is not allowed for "
                                                 f"config key: {n}"))
                 _alter_broker(state, resource.resource_name, new, request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER_LOGGER:
+                _alter_loggers(state, resource, request.validate_only)
             else:
                 raise _Refused(INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")
