@@ -104,22 +104,22 @@ def _error_entry(classes: tuple, error_code: int, name: str | None,
                  topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
 
-def _auto_create(ctx: Any, name: str) -> int:
-    """Create topic ``name`` as Kafka's auto-creation does; the error code to answer."""
+async def _auto_create(ctx: Any, name: str) -> int:
+    """Create topic ``name`` as Kafka's auto-creation does; the error code to answer. The
+    creation (directories, files, fsyncs) runs on a worker thread, off the event loop."""
     if not valid_topic_name(name):
         return ERROR_INVALID_TOPIC
     if name in _INTERNAL_TOPICS:
         return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
-    config = ctx.broker.config
-    partitions = int(config.get("num.partitions", 1))
+    partitions = int(ctx.broker.config.get("num.partitions", 1))
     try:
-        ctx.broker.store.create_topic(name, partitions=partitions)
+        await ctx.broker.run_blocking(ctx.broker.store.create_topic, name, partitions)
     except errors.TopicExistsError:
         pass  # created by another request meanwhile
     except errors.InvalidTopicError:
         return ERROR_INVALID_TOPIC  # collides with an existing topic once '.' and '_' unify
-    except errors.SeglogError:
-        pass  # the controller's failures are not seen by the metadata request in Kafka
+    except (errors.SeglogError, OSError):
+        pass  # Kafka's metadata request does not see its controller's failures either
     return ERROR_UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -173,7 +173,7 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
             if topic is not None:
                 entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
             elif allow_create:
-                entries.append(_error_entry(classes, _auto_create(ctx, name), name))
+                entries.append(_error_entry(classes, await _auto_create(ctx, name), name))
             else:
                 code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
                     else ERROR_INVALID_TOPIC
