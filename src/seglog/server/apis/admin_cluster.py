@@ -1,0 +1,129 @@
+"""DeleteRecords, DescribeCluster and DescribeLogDirs: the one node's records, identity and
+data directory (Kafka's ``ReplicaManager.deleteRecords``, ``describeLogDirs`` and the
+broker's DescribeCluster)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...errors import OffsetOutOfRangeError, SeglogError
+from .admin_wire import (
+    CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
+    OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
+    response_classes,
+)
+
+
+# --- DeleteRecords --------------------------------------------------------------------------
+
+
+def _delete_records(store, topics) -> list[tuple[str, list[tuple[int, int, int]]]]:
+    # Kafka reads the request into a map by partition: a partition named twice is answered
+    # once, for the last offset given.
+    wanted: dict[str, dict[int, int]] = {}
+    for topic in topics:
+        for part in topic.partitions:
+            wanted.setdefault(topic.name, {})[part.partition_index] = part.offset
+    out = []
+    for name, partitions in wanted.items():
+        rows = []
+        for partition, offset in partitions.items():
+            try:
+                log_ = store.topic(name).log(partition)
+                if not log_.config.deletion_enabled:
+                    # Kafka's Partition.deleteRecordsOnLeader: "Records of partition ... can
+                    # not be deleted due to the configured policy".
+                    rows.append((partition, -1, POLICY_VIOLATION))
+                    continue
+                low = log_.delete_records_before(offset)
+                rows.append((partition, low, NONE))
+            except OffsetOutOfRangeError:
+                rows.append((partition, -1, OFFSET_OUT_OF_RANGE))
+            except (SeglogError, ValueError, TypeError) as e:
+                rows.append((partition, -1, code_of(e)))
+        out.append((name, rows))
+    return out
+
+
+async def delete_records(ctx, request) -> Any:
+    """DeleteRecords v0-v2 (Kafka's ``ReplicaManager.deleteRecords``): the log start offset
+    moves up to ``offset`` (-1: the high watermark); the answer's ``low_watermark`` is the
+    new log start offset, -1 with an error."""
+    response_cls, m = response_classes(21, ctx.api_version)
+    done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics)
+    return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
+        make(m.DeleteRecordsTopicResult, name=name, partitions=tuple(
+            make(m.DeleteRecordsPartitionResult, partition_index=p, low_watermark=low,
+                  error_code=code) for p, low, code in rows))
+        for name, rows in done))
+
+
+# --- DescribeCluster ------------------------------------------------------------------------
+
+
+async def describe_cluster(ctx, request) -> Any:
+    """DescribeCluster v0-v2: this node is the only broker and the controller."""
+    state = ctx.broker
+    response_cls, m = response_classes(60, ctx.api_version)
+    endpoint_type = getattr(request, "endpoint_type", 1)
+    if endpoint_type != 1:
+        code, message = ((MISMATCHED_ENDPOINT_TYPE, "The request was sent to an endpoint of "
+                          "type BROKER, but we wanted an endpoint of type CONTROLLER")
+                         if endpoint_type == 2 else
+                         (UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {endpoint_type}"))
+        return make(response_cls, throttle_time=NO_THROTTLE, error_code=code,
+                     error_message=message, endpoint_type=1, cluster_id="", controller_id=-1,
+                     brokers=(), cluster_authorized_operations=-2**31)
+    broker = make(m.DescribeClusterBroker, broker_id=state.node_id, host=state.host,
+                   port=state.port, rack=None, is_fenced=False)
+    operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
+                  else -2**31)
+    return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, error_message=None,
+                 endpoint_type=1, cluster_id=state.cluster_id, controller_id=state.node_id,
+                 brokers=(broker,), cluster_authorized_operations=operations)
+
+
+# --- DescribeLogDirs ------------------------------------------------------------------------
+
+
+def _log_dir_topics(store, wanted) -> list[tuple[str, list[tuple[int, int]]]]:
+    if wanted is None:
+        wanted_map = {name: None for name in store.topics()}
+    else:
+        wanted_map = {}
+        for t in wanted:
+            wanted_map.setdefault(t.topic, set()).update(t.partitions)
+    out = []
+    for name, partitions in wanted_map.items():
+        if name not in store:
+            continue
+        try:
+            topic = store.topic(name)
+            rows = [(p, topic.log(p).size_bytes) for p in range(topic.partitions)
+                    if partitions is None or p in partitions]
+        except SeglogError:
+            continue  # deleted meanwhile
+        if rows:
+            out.append((name, rows))
+    return out
+
+
+async def describe_log_dirs(ctx, request) -> Any:
+    """DescribeLogDirs v1-v5: the one data directory, each partition's size in bytes,
+    offset_lag 0, no future logs, the volume's total and usable bytes (v4+)."""
+    state = ctx.broker
+    store = state.store
+    response_cls, m = response_classes(35, ctx.api_version)
+    topics = await state.run_blocking(_log_dir_topics, store, request.topics)
+    st = os.statvfs(store.path)
+    result = make(m.DescribeLogDirsResult, error_code=NONE,
+                   log_dir=os.path.abspath(store.path), topics=tuple(
+                       make(m.DescribeLogDirsTopic, name=name, partitions=tuple(
+                           make(m.DescribeLogDirsPartition, partition_index=p,
+                                 partition_size=size, offset_lag=0, is_future_key=False)
+                           for p, size in rows))
+                       for name, rows in topics),
+                   total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize,
+                   is_cordoned=False)
+    return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, results=(result,))

@@ -1,0 +1,408 @@
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (Kafka's ``ConfigHelper`` and
+``ConfigurationControlManager``): topics, this broker and the cluster default, and this
+broker's loggers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ...errors import InvalidConfigError, SeglogError
+from ...storage.config import TOPIC_CONFIG_NAMES
+from ..config import CONFIG_DEFS
+from . import admin_configs as cfg
+from .admin_docs import TOPIC_CONFIG_DOCS
+from .admin_wire import (
+    INVALID_CONFIG, INVALID_REQUEST, INVALID_REQUEST_MESSAGE, INVALID_TOPIC_EXCEPTION, NONE,
+    NO_THROTTLE, OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT, RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, UNKNOWN_SERVER_ERROR,
+    UNKNOWN_TOPIC_OR_PARTITION, code_of, make, response_classes, topic_name_error,
+)
+from .admin_state import (
+    dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
+)
+
+
+# --- DescribeConfigs ------------------------------------------------------------------------
+
+
+def topic_config_entries(state, topic_config, overrides, *, synonyms: bool = False,
+                         documentation: bool = False, keys=None) -> list[dict]:
+    """Kafka's description of a topic's configs: ``[{name, value, read_only, config_source,
+    is_sensitive, synonyms, config_type, documentation}]`` sorted by name."""
+    dynamic = dynamic_configs(state)
+    values = topic_config.to_kafka(topic_only=True)
+    out = []
+    for name in sorted(TOPIC_CONFIG_NAMES):
+        if keys and name not in keys:
+            continue
+        value = values[name]
+        found = []
+        if name in overrides:
+            found.append((name, value, cfg.SOURCE_TOPIC))
+        found += cfg.topic_synonyms(dynamic, name)
+        out.append({"name": name, "value": value, "read_only": False,
+                    "config_source": found[0][2] if found else cfg.SOURCE_DEFAULT,
+                    "is_sensitive": False, "synonyms": found if synonyms else [],
+                    "config_type": cfg.config_type_id(cfg.topic_config_kind(name)),
+                    "documentation": TOPIC_CONFIG_DOCS.get(name) if documentation else None})
+    return out
+
+
+def broker_id_of(state, resource_name: str, *, describe: bool) -> bool:
+    """Whether the broker resource names this broker (True) or the cluster default (False);
+    Refused otherwise, in Kafka's words."""
+    if not resource_name:
+        return False
+    try:
+        broker_id = int(resource_name)
+    except ValueError:
+        raise Refused(INVALID_REQUEST, f"Broker id must be an integer, but it is: "
+                       f"{resource_name}") from None
+    if broker_id != state.node_id:
+        expected = f"{state.node_id} or empty string" if describe else f"{state.node_id}"
+        raise Refused(INVALID_REQUEST, f"Unexpected broker id, expected {expected}, but "
+                       f"received {resource_name}")
+    return True
+
+
+def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
+                           documentation: bool, keys) -> list[dict]:
+    """Kafka's ``createBrokerConfigEntry`` over every config (this broker) or the dynamic
+    cluster defaults (the ``""`` resource)."""
+    dynamic = dynamic_configs(state)
+    effective = dynamic.effective
+    names = sorted(CONFIG_DEFS) if per_broker else sorted(dynamic.cluster_default)
+    out = []
+    for name in names:
+        if keys and name not in keys:
+            continue
+        d = CONFIG_DEFS.get(name)
+        kind = d.kind if d is not None else "string"
+        sensitive = kind == "password"
+        found = dynamic.synonyms(name, per_broker=per_broker)
+        if per_broker and name in ("node.id", "broker.id") and not found[1:]:
+            # Not set: this broker's id is the data directory's (meta.properties).
+            found = [(name, str(state.node_id), cfg.SOURCE_STATIC)]
+        if per_broker:
+            # Kafka shows the value as set (null for log.retention.ms when only the hours
+            # are), not the value resolved from the other units.
+            value = found[0][1] if found else cfg.format_value(
+                kind, d.default if d is not None else effective.get(name))
+        else:
+            value = dynamic.cluster_default[name]
+        out.append({"name": name, "value": None if sensitive else value,
+                    "read_only": name not in cfg.DYNAMIC_BROKER_CONFIGS,
+                    "config_source": found[0][2] if found else cfg.SOURCE_DEFAULT,
+                    "is_sensitive": sensitive, "synonyms": found if synonyms else [],
+                    "config_type": cfg.config_type_id(kind),
+                    "documentation": (d.doc if d is not None else None) if documentation
+                    else None})
+    return out
+
+
+# Kafka's log levels (Log4jController) and Python's.
+_KAFKA_LEVELS = {"DEBUG": logging.DEBUG, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
+                 "INFO": logging.INFO, "TRACE": 5, "WARN": logging.WARNING}
+_LEVEL_NAMES = {level: name for name, level in _KAFKA_LEVELS.items()}
+
+
+def _level_name(level: int) -> str:
+    """The Kafka name of a Python level (the nearest Kafka level at or below it)."""
+    return _LEVEL_NAMES.get(level) or max(
+        ((lv, n) for lv, n in _LEVEL_NAMES.items() if lv <= level), default=(0, "TRACE"))[1]
+
+
+def _loggers() -> dict[str, logging.Logger]:
+    """The broker's loggers as Kafka's BROKER_LOGGER resource lists them: ``root`` and the
+    ``seglog`` ones."""
+    loggers = {"root": logging.getLogger()}
+    for name in sorted(logging.root.manager.loggerDict):
+        if name.startswith("seglog"):
+            loggers[name] = logging.getLogger(name)
+    return loggers
+
+
+def _alter_loggers(state, resource, validate_only: bool) -> None:
+    """IncrementalAlterConfigs on BROKER_LOGGER (Kafka's ``ConfigAdminManager
+    .validateLogLevelConfigs`` then ``Log4jController``): SET a level, DELETE to inherit the
+    root's; not kept across restarts, as in Kafka."""
+    try:
+        int(resource.resource_name)
+    except ValueError:
+        raise Refused(INVALID_REQUEST, "Node id must be an integer, but it is: "
+                       f"{resource.resource_name}") from None
+    broker_id_of(state, resource.resource_name, describe=False)
+    loggers = _loggers()
+    changes = []
+    for change in resource.configs:
+        name, op, value = change.name, change.config_operation, change.value
+        if op in (OP_APPEND, OP_SUBTRACT):
+            raise Refused(INVALID_REQUEST, f"{OP_NAMES[op]} operation is not allowed for the "
+                           "BROKER_LOGGER resource")
+        if op not in (OP_SET, OP_DELETE):
+            raise Refused(UNKNOWN_SERVER_ERROR)
+        if name not in loggers:
+            raise Refused(INVALID_CONFIG, f"Logger {name} does not exist!")
+        if op == OP_SET and (value or "") not in _KAFKA_LEVELS:
+            raise Refused(INVALID_CONFIG, f"Cannot set the log level of {name} to {value} as "
+                           "it is not a supported log level. Valid log levels are "
+                           f"{', '.join(_KAFKA_LEVELS)}")
+        if op == OP_DELETE and name == "root":
+            raise Refused(INVALID_REQUEST, "Removing the log level of the root logger is "
+                           "not allowed")
+        changes.append((loggers[name], _KAFKA_LEVELS[value] if op == OP_SET else logging.NOTSET))
+    if not validate_only:
+        for logger, level in changes:
+            logger.setLevel(level)
+
+
+def _logger_entries(keys) -> list[dict]:
+    loggers = _loggers()
+    return [{"name": name, "value": _level_name(lg.getEffectiveLevel()),
+             "read_only": False, "config_source": 6, "is_sensitive": False, "synonyms": [],
+             "config_type": 2, "documentation": None}
+            for name, lg in loggers.items() if not keys or name in keys]
+
+
+async def describe_configs(ctx, request) -> Any:
+    """DescribeConfigs v1-v4 for topics, this broker, the cluster default (``""``) and this
+    broker's loggers (Kafka's ``ConfigHelper.describeConfigs``)."""
+    state = ctx.broker
+    store = state.store
+    response_cls, m = response_classes(32, ctx.api_version)
+    known = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER)
+    if any(r.resource_type not in known for r in request.resources):
+        # Kafka fails the whole request on a resource type it cannot authorize.
+        return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
+            make(m.DescribeConfigsResult, error_code=INVALID_REQUEST,
+                  error_message=INVALID_REQUEST_MESSAGE, resource_type=r.resource_type,
+                  resource_name=r.resource_name, configs=())
+            for r in request.resources))
+    synonyms = bool(request.include_synonyms)
+    documentation = bool(getattr(request, "include_documentation", False))
+    results = []
+    for resource in request.resources:
+        keys = set(resource.configuration_keys or ())
+        try:
+            if resource.resource_type == RESOURCE_TOPIC:
+                why = topic_name_error(resource.resource_name)
+                if why:
+                    raise Refused(INVALID_TOPIC_EXCEPTION, why)
+                if resource.resource_name not in store:
+                    raise Refused(UNKNOWN_TOPIC_OR_PARTITION, "")
+                topic = store.topic(resource.resource_name)
+                config = topic.config
+                overrides = topic_overrides_of(state, topic)
+                entries = topic_config_entries(state, config, overrides, synonyms=synonyms,
+                                                documentation=documentation, keys=keys)
+            elif resource.resource_type == RESOURCE_BROKER:
+                per_broker = broker_id_of(state, resource.resource_name, describe=True)
+                entries = _broker_config_entries(state, per_broker, synonyms=synonyms,
+                                                 documentation=documentation, keys=keys)
+            else:
+                if not resource.resource_name:
+                    raise Refused(INVALID_REQUEST, "Broker id must not be empty")
+                broker_id_of(state, resource.resource_name, describe=False)
+                entries = _logger_entries(keys)
+            configs = tuple(make(m.DescribeConfigsResourceResult, **{
+                **e, "synonyms": tuple(make(m.DescribeConfigsSynonym, name=n, value=v,
+                                             source=s) for n, v, s in e["synonyms"])})
+                for e in entries)
+            results.append(make(m.DescribeConfigsResult, error_code=NONE, error_message=None,
+                                 resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name, configs=configs))
+        except Refused as e:
+            results.append(make(m.DescribeConfigsResult, error_code=e.code,
+                                 error_message=e.message, resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name, configs=()))
+    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+# --- AlterConfigs and IncrementalAlterConfigs -----------------------------------------------
+
+
+def _list_items(value: str | None) -> list[str]:
+    if not value:
+        return []
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _incremental(current: dict[str, str], effective: dict[str, str], changes, *,
+                 is_list, append_error) -> dict[str, str]:
+    """Apply IncrementalAlterConfigs ``changes`` (name, op, value) to ``current`` (the
+    overrides), with ``effective`` the values an APPEND/SUBTRACT starts from when no override
+    exists. Returns the new overrides or raises Refused."""
+    names = [c.name for c in changes]
+    if len(set(names)) != len(names):
+        raise Refused(INVALID_REQUEST, "Error due to duplicate config keys")
+    out = dict(current)
+    for change in changes:
+        name, op, value = change.name, change.config_operation, change.value
+        if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+            raise Refused(UNKNOWN_SERVER_ERROR)
+        if op != OP_DELETE and value is None:
+            raise Refused(INVALID_REQUEST, f"Null value not supported for : {name}")
+        if op == OP_SET:
+            out[name] = value
+        elif op == OP_DELETE:
+            out.pop(name, None)
+        else:
+            if not is_list(name):
+                raise Refused(INVALID_CONFIG, append_error(name, op))
+            items = _list_items(out.get(name, effective.get(name)))
+            if op == OP_APPEND:
+                items += [v for v in _list_items(value) if v not in items]
+            else:
+                drop = set(_list_items(value))
+                items = [v for v in items if v not in drop]
+            out[name] = ",".join(items)
+    return out
+
+
+def _alter_topic(state, name: str, new_overrides: dict[str, str], validate_only: bool) -> None:
+    store = state.store
+    if topic_name_error(name) or name not in store:
+        raise Refused(UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    try:
+        config = cfg.topic_config_from(topic_defaults(state), new_overrides)
+    except InvalidConfigError as e:
+        raise Refused(INVALID_CONFIG, str(e)) from None
+    if not validate_only:
+        try:
+            store.alter_topic_configs({name: config})
+            topic = store.topic(name)
+        except SeglogError as e:
+            raise Refused(code_of(e), str(e)) from None
+        dynamic_configs(state).set_explicit(topic.topic_id, config, new_overrides)
+        save_configs(state)
+
+
+def _alter_broker(state, resource_name: str, new_values: dict[str, str],
+                  validate_only: bool) -> None:
+    """Replace one dynamic layer (this broker's, or the cluster default for ``""``) with
+    ``new_values``; topics follow a changed topic default; persisted."""
+    dynamic = dynamic_configs(state)
+    per_broker = broker_id_of(state, resource_name, describe=False)
+    old_layer = dynamic.per_broker if per_broker else dynamic.cluster_default
+    changed = {n for n in set(old_layer) | set(new_values)
+               if old_layer.get(n) != new_values.get(n)}
+    unknown = sorted(n for n in changed if n not in CONFIG_DEFS)
+    if unknown:
+        raise Refused(INVALID_CONFIG, f"Unknown broker config {unknown[0]!r}")
+    static_only = sorted(n for n in changed if n not in cfg.DYNAMIC_BROKER_CONFIGS)
+    if static_only:
+        raise Refused(INVALID_REQUEST, "Cannot update these configs dynamically: "
+                       f"[{', '.join(static_only)}]")
+    if not per_broker and cfg.CLUSTER_MIN_ISR not in new_values:
+        raise Refused(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed "
+                       "while ELR is enabled.")
+    layers = ((new_values, dynamic.cluster_default) if per_broker
+              else (dynamic.per_broker, new_values))
+    try:
+        effective = dynamic.merged(*layers)
+    except InvalidConfigError as e:
+        raise Refused(INVALID_REQUEST, str(e)) from None
+    if validate_only or not changed:
+        return
+    if per_broker:
+        dynamic.per_broker = dict(new_values)
+    else:
+        dynamic.cluster_default = dict(new_values)
+    dynamic.effective = effective
+    state.config = effective
+    use_topic_defaults(state.store, dynamic, effective.log_config())
+    save_configs(state)
+
+
+def _is_list_topic_config(name: str) -> bool:
+    return name in TOPIC_CONFIG_NAMES and cfg.topic_config_kind(name) == "list"
+
+
+def _is_list_broker_config(name: str) -> bool:
+    d = CONFIG_DEFS.get(name)
+    return d is not None and d.kind == "list"
+
+
+async def incremental_alter_configs(ctx, request) -> Any:
+    """IncrementalAlterConfigs v0-v1 (SET, DELETE, APPEND, SUBTRACT) on topics and on this
+    broker or the cluster default (Kafka's ``ConfigurationControlManager``)."""
+    state = ctx.broker
+    response_cls, m = response_classes(44, ctx.api_version)
+    results = []
+    for resource in request.resources:
+        try:
+            if resource.resource_type == RESOURCE_TOPIC:
+                name = resource.resource_name
+                if topic_name_error(name) or name not in state.store:
+                    raise Refused(UNKNOWN_TOPIC_OR_PARTITION,
+                                   f"The topic '{name}' does not exist.")
+                topic = state.store.topic(name)
+                config = topic.config
+                current = topic_overrides_of(state, topic)
+                new = _incremental(
+                    current, config.to_kafka(topic_only=True), resource.configs,
+                    is_list=_is_list_topic_config,
+                    append_error=lambda n, op: (f"Unknown topic config name: {n}"
+                                                if n not in TOPIC_CONFIG_NAMES else
+                                                f"Can't {OP_NAMES[op]} to key {n} because "
+                                                "its type is not LIST."))
+                _alter_topic(state, name, new, request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER:
+                dynamic = dynamic_configs(state)
+                per_broker = broker_id_of(state, resource.resource_name, describe=False)
+                current = dynamic.per_broker if per_broker else dynamic.cluster_default
+                effective = {n: cfg.format_value(CONFIG_DEFS[n].kind, v)
+                             for n, v in dynamic.effective.items()}
+                new = _incremental(
+                    current, effective, resource.configs, is_list=_is_list_broker_config,
+                    append_error=lambda n, op: ("Config value append is not allowed for config "
+                                                f"key: {n}" if op == OP_APPEND else
+                                                "Config value subtract is not allowed for "
+                                                f"config key: {n}"))
+                _alter_broker(state, resource.resource_name, new, request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER_LOGGER:
+                _alter_loggers(state, resource, request.validate_only)
+            else:
+                raise Refused(INVALID_REQUEST,
+                               f"Unsupported resource type: {resource.resource_type}")
+            results.append(make(m.AlterConfigsResourceResponse, error_code=NONE,
+                                 error_message=None, resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name))
+        except Refused as e:
+            results.append(make(m.AlterConfigsResourceResponse, error_code=e.code,
+                                 error_message=e.message, resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name))
+    return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+async def alter_configs(ctx, request) -> Any:
+    """AlterConfigs v0-v2, the legacy API: the given configs replace the resource's whole
+    override set (a topic's) or dynamic layer (the broker's)."""
+    state = ctx.broker
+    response_cls, m = response_classes(33, ctx.api_version)
+    results = []
+    for resource in request.resources:
+        try:
+            names = [c.name for c in resource.configs]
+            if len(set(names)) != len(names):
+                raise Refused(INVALID_REQUEST, "Error due to duplicate config keys")
+            nulls = [c.name for c in resource.configs if c.value is None]
+            if nulls:
+                raise Refused(INVALID_REQUEST, f"Null value not supported for : {nulls[0]}")
+            values = {c.name: c.value for c in resource.configs}
+            if resource.resource_type == RESOURCE_TOPIC:
+                _alter_topic(state, resource.resource_name, values, request.validate_only)
+            elif resource.resource_type == RESOURCE_BROKER:
+                _alter_broker(state, resource.resource_name, values, request.validate_only)
+            else:
+                raise Refused(INVALID_REQUEST,
+                               f"Unsupported resource type: {resource.resource_type}")
+            results.append(make(m.AlterConfigsResourceResponse, error_code=NONE,
+                                 error_message=None, resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name))
+        except Refused as e:
+            results.append(make(m.AlterConfigsResourceResponse, error_code=e.code,
+                                 error_message=e.message, resource_type=resource.resource_type,
+                                 resource_name=resource.resource_name))
+    return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))

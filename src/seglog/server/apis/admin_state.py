@@ -1,0 +1,98 @@
+"""The admin APIs' per-broker state: the dynamic broker configs
+(:class:`~seglog.server.apis.admin_configs.DynamicConfigs`, kept in ``state.extensions``), the
+effective broker config they make (``state.config``) and the store's topic defaults, and the
+hooks that load them when the broker starts."""
+
+from __future__ import annotations
+
+import os
+
+from ...errors import SeglogError
+from ..config import BrokerConfig
+from . import admin_configs as cfg
+from .admin_wire import make
+
+
+# --- per-broker state -----------------------------------------------------------------------
+
+
+#: Where the state lives in ``BrokerState.extensions``: the admin module's name.
+EXTENSION_KEY = "seglog.server.apis.admin"
+
+
+async def start(state) -> None:
+    """Load the persisted dynamic broker configs and make ``state.config`` the effective one
+    (static configs under them); the store's topic defaults become the effective ones, and
+    topics that override nothing follow them."""
+    static = state.config if isinstance(state.config, BrokerConfig) else BrokerConfig(
+        dict(getattr(state.config, "overrides", {})))
+    dynamic = cfg.DynamicConfigs(state.store.path, static)
+    state.extensions[EXTENSION_KEY] = dynamic
+    state.config = dynamic.effective
+    if not state.store.read_only:
+        await state.run_blocking(use_topic_defaults, state.store, dynamic,
+                                 dynamic.effective.log_config())
+        if not os.path.exists(dynamic.path):
+            save_configs(state)  # a new cluster's dynamic defaults (see admin_configs)
+
+
+async def stop(state) -> None:
+    """Nothing to release: dynamic configs are written when they change."""
+
+
+def dynamic_configs(state) -> cfg.DynamicConfigs:
+    """The broker's :class:`~seglog.server.apis.admin_configs.DynamicConfigs` (made on first
+    use when the ``start`` hook did not run, as in handler-level tests)."""
+    dynamic = state.extensions.get(EXTENSION_KEY)
+    if dynamic is None:
+        static = state.config if isinstance(state.config, BrokerConfig) else BrokerConfig()
+        dynamic = cfg.DynamicConfigs(state.store.path, static)
+        state.extensions[EXTENSION_KEY] = dynamic
+    return dynamic
+
+
+def topic_defaults(state):
+    return dynamic_configs(state).effective.log_config()
+
+
+
+
+def topic_overrides_of(state, topic) -> dict[str, str]:
+    """Topic ``topic``'s overrides (see ``DynamicConfigs.overrides_of``)."""
+    return dynamic_configs(state).overrides_of(topic.topic_id, topic.config,
+                                               topic_defaults(state))
+
+
+def save_configs(state) -> None:
+    """Persist the dynamic configs and the explicit overrides of the topics that exist."""
+    store = state.store
+    live = set()
+    for name in store.topics():
+        try:
+            live.add(store.topic(name).topic_id)
+        except SeglogError:
+            continue
+    dynamic_configs(state).save(live)
+
+
+def use_topic_defaults(store, dynamic, new_defaults) -> None:
+    """Make ``new_defaults`` the store's topic defaults and give every topic them under its
+    overrides, in one registry write."""
+    old_defaults = store.topic_config_defaults
+    store.set_topic_config_defaults(new_defaults)
+    if new_defaults != old_defaults:
+        rebase_topics(store, dynamic, old_defaults, new_defaults)
+
+
+def rebase_topics(store, dynamic, old_defaults, new_defaults) -> None:
+    """Give every topic ``new_defaults`` under its overrides (those relative to
+    ``old_defaults``), in one registry write."""
+    changes = {}
+    for name in store.topics():
+        topic = store.topic(name)
+        overrides = dynamic.overrides_of(topic.topic_id, topic.config, old_defaults)
+        new = new_defaults.replace(**overrides)
+        if new != topic.config:
+            changes[name] = new
+    if changes:
+        store.alter_topic_configs(changes)

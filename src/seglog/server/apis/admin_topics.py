@@ -1,0 +1,328 @@
+"""CreateTopics, DeleteTopics and CreatePartitions (Kafka's ``ControllerApis`` and
+``ReplicationControlManager``)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ...errors import InvalidConfigError, SeglogError
+from ...storage import checkpoints
+from ...storage.config import LogConfig
+from . import admin_configs as cfg
+from .admin_wire import (
+    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NO_THROTTLE, POLICY_VIOLATION,
+    RECORDS_PER_REQUEST_MAX, Refused, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
+    TOPIC_PARTITIONS_MAX, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE,
+    UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, broker_setting, check_replicas, code_of, duplicates,
+    make, response_classes, topic_name_error,
+)
+from .admin_state import dynamic_configs, save_configs, topic_defaults
+from .admin_config_apis import topic_config_entries
+
+
+#: Partition counts above this are created on a worker thread (run_blocking).
+_INLINE_PARTITIONS_MAX = 16
+
+
+# --- CreateTopics ---------------------------------------------------------------------------
+
+
+
+
+def _creation_config(state, topic) -> Any:
+    """The LogConfig of a topic to create, or Refused (Kafka's computeConfigChanges and
+    incrementalAlterConfig validation)."""
+    nulls = [c.name for c in topic.configs if c.value is None]
+    if nulls:
+        raise Refused(INVALID_CONFIG,
+                       "Null value not supported for topic configs: " + ",".join(nulls))
+    overrides = {c.name: c.value for c in topic.configs}
+    try:
+        return cfg.topic_config_from(topic_defaults(state), overrides), overrides
+    except InvalidConfigError as e:
+        raise Refused(INVALID_CONFIG, str(e)) from None
+
+
+def _creation_count(state, topic) -> int:
+    """The partition count of a topic to create, or Refused (Kafka's createTopic checks)."""
+    node_id = state.node_id
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            raise Refused(INVALID_REQUEST, "A manual partition assignment was specified, but "
+                           "replication factor was not set to -1.")
+        if topic.num_partitions != -1:
+            raise Refused(INVALID_REQUEST, "A manual partition assignment was specified, but "
+                           "numPartitions was not set to -1.")
+        indexes = set()
+        for assignment in topic.assignments:
+            if assignment.partition_index in indexes:
+                raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                               "Found multiple manual partition assignments for partition "
+                               f"{assignment.partition_index}")
+            check_replicas(assignment.broker_ids, node_id)
+            indexes.add(assignment.partition_index)
+        if indexes != set(range(len(indexes))):
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           "partitions should be a consecutive 0-based integer sequence")
+        count = len(indexes)
+    elif topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise Refused(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, "
+                       "or -1 to use the default value.")
+    elif topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise Refused(INVALID_PARTITIONS,
+                       "Number of partitions was set to an invalid non-positive value.")
+    else:
+        count = (broker_setting(state, "num.partitions", 1) if topic.num_partitions == -1
+                 else topic.num_partitions)
+        factor = (broker_setting(state, "default.replication.factor", 1)
+                  if topic.replication_factor == -1 else topic.replication_factor)
+        if factor > 1:
+            raise Refused(INVALID_REPLICATION_FACTOR,
+                           f"Unable to replicate the partition {factor} time(s): The target "
+                           f"replication factor of {factor} cannot be reached because only 1 "
+                           "broker(s) are registered or some brokers have all their log "
+                           "directories cordoned.")
+    return count
+
+
+def _requested_partitions(state, topic) -> int:
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == -1:
+        return broker_setting(state, "num.partitions", 1)
+    return max(topic.num_partitions, 0)
+
+
+async def create_topics(ctx, request) -> Any:
+    """CreateTopics v2-v7 (Kafka's ``ReplicationControlManager.createTopics``): every topic
+    is checked first; then, unless ``validate_only``, the valid ones are created."""
+    state = ctx.broker
+    store = state.store
+    response_cls, m = response_classes(19, ctx.api_version)
+    config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
+
+    def failed(name, code, message):
+        # None is Kafka's zero uuid on the wire (kio reads the zero uuid back as None).
+        return make(m.CreatableTopicResult, name=name, topic_id=None, error_code=code,
+                     error_message=message, topic_config_error_code=0, num_partitions=-1,
+                     replication_factor=-1, configs=())
+
+    names = list(dict.fromkeys(t.name for t in request.topics))  # Kafka answers a name once
+    if sum(_requested_partitions(state, t) for t in request.topics) > RECORDS_PER_REQUEST_MAX:
+        # Kafka 4.4 refuses the whole request before looking at any topic.
+        return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
+            failed(n, POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            for n in names))
+    dups = duplicates(t.name for t in request.topics)
+    existing = set(store.topics())
+    checked: dict[str, Any] = {}  # name -> (topic, config, overrides, count) or Refused
+    for topic in request.topics:
+        name = topic.name
+        if name in checked:
+            continue
+        try:
+            if name in dups:
+                raise Refused(INVALID_REQUEST, "Duplicate topic name.")
+            why = topic_name_error(name)
+            if why:
+                raise Refused(INVALID_TOPIC_EXCEPTION, why)
+            if name in existing:
+                raise Refused(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+            key = name.replace(".", "_")
+            for other in existing:
+                if other.replace(".", "_") == key:
+                    raise Refused(INVALID_TOPIC_EXCEPTION,
+                                   f"Topic '{name}' collides with existing topic: {other}")
+            config, overrides = _creation_config(state, topic)
+            checked[name] = (topic, config, overrides, _creation_count(state, topic))
+        except Refused as e:
+            checked[name] = e
+    # Kafka's controller writes one record per topic, per config and per partition, and
+    # refuses a request that needs more than it writes in one batch.
+    records = sum(1 + len(c[0].configs) + c[3] for c in checked.values()
+                  if not isinstance(c, Refused))
+    if records > RECORDS_PER_REQUEST_MAX:
+        return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
+            failed(n, POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+            for n in names))
+    results = []
+    for name in names:
+        c = checked[name]
+        try:
+            if isinstance(c, Refused):
+                raise c
+            topic, config, overrides, count = c
+            if count > TOPIC_PARTITIONS_MAX:
+                raise Refused(INVALID_PARTITIONS, f"seglog topics have at most "
+                               f"{TOPIC_PARTITIONS_MAX} partitions")
+            if request.validate_only:
+                topic_id = uuid.uuid4()  # as Kafka, which draws the id before validate_only
+            else:
+                try:
+                    if count > _INLINE_PARTITIONS_MAX:
+                        made = await state.run_blocking(store.create_topic, name, count, config)
+                    else:
+                        made = store.create_topic(name, count, config)
+                except (SeglogError, ValueError, TypeError) as e:
+                    raise Refused(code_of(e), str(e)) from None
+                topic_id = checkpoints.uuid_from_kafka_str(made.topic_id)
+                if overrides:
+                    dynamic_configs(state).set_explicit(made.topic_id, config, overrides)
+                    save_configs(state)
+            entries = (topic_config_entries(state, config, overrides)
+                       if config_cls is not None else [])
+            results.append(make(
+                m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
+                error_message=None, topic_config_error_code=0, num_partitions=count,
+                replication_factor=1,
+                configs=tuple(make(config_cls, **e) for e in entries)))
+        except Refused as e:
+            results.append(failed(name, e.code, e.message))
+    return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+# --- DeleteTopics ---------------------------------------------------------------------------
+
+
+def _topic_ids(store) -> dict[uuid.UUID, str]:
+    out = {}
+    for name in store.topics():
+        try:
+            out[checkpoints.uuid_from_kafka_str(store.topic(name).topic_id)] = name
+        except SeglogError:
+            continue  # deleted meanwhile
+    return out
+
+
+async def delete_topics(ctx, request) -> Any:
+    """DeleteTopics v1-v6, by name and (v6+) by topic id (Kafka's ``ControllerApis
+    .deleteTopics``)."""
+    state = ctx.broker
+    store = state.store
+    response_cls, m = response_classes(20, ctx.api_version)
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id if t.topic_id not in (None, ZERO_UUID) else None)
+                  for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    # Kafka counts repeats among the entries that name exactly one of the two.
+    if not broker_setting(state, "delete.topic.enable", True):
+        # Kafka refuses the whole request first (INVALID_REQUEST before v3).
+        code = TOPIC_DELETION_DISABLED if ctx.api_version >= 3 else INVALID_REQUEST
+        return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(
+            make(m.DeletableTopicResult, name=n, topic_id=i, error_code=code,
+                  error_message="Topic deletion is disabled.") for n, i in wanted))
+    dups = duplicates(n for n, i in wanted if n is not None and i is None)
+    dup_ids = duplicates(i for n, i in wanted if i is not None and n is None)
+    ids = _topic_ids(store)
+    names_to_ids = {n: i for i, n in ids.items()}
+    results = []
+    reported = set()
+    for name, topic_id in wanted:
+        try:
+            if name in dups or topic_id in dup_ids:
+                if (name, topic_id) in reported:
+                    continue  # Kafka answers a repeated name once
+                reported.add((name, topic_id))
+            if name is not None and topic_id is not None:
+                raise Refused(INVALID_REQUEST, "You may not specify both topic name and "
+                               "topic id.")
+            if name is None and topic_id is None:
+                raise Refused(INVALID_REQUEST, "Neither topic name nor id were specified.")
+            if name in dups or topic_id in dup_ids:
+                raise Refused(INVALID_REQUEST, "Duplicate topic name." if name is not None
+                               else "Duplicate topic id.")
+            if topic_id is not None:
+                name = ids.get(topic_id)
+                if name is None:
+                    raise Refused(UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
+            elif name not in names_to_ids:
+                raise Refused(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            topic_id = names_to_ids[name]
+            if store.topic(name).is_internal:
+                raise Refused(TOPIC_DELETION_DISABLED,
+                               f"seglog keeps its internal topic {name}: it cannot be deleted")
+            try:
+                await state.run_blocking(store.delete_topic, name)
+            except SeglogError as e:
+                raise Refused(code_of(e), str(e)) from None
+            results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
+                                 error_code=NONE, error_message=None))
+        except Refused as e:
+            results.append(make(m.DeletableTopicResult, name=name,
+                                 topic_id=topic_id, error_code=e.code,
+                                 error_message=e.message))
+    return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+# --- CreatePartitions -----------------------------------------------------------------------
+
+
+def _partition_counts(store) -> dict[str, int]:
+    out = {}
+    for name in store.topics():
+        try:
+            out[name] = store.topic(name).partitions
+        except SeglogError:
+            continue  # deleted meanwhile
+    return out
+
+
+async def create_partitions(ctx, request) -> Any:
+    """CreatePartitions v0-v3 (Kafka's ``ReplicationControlManager.createPartitions``):
+    increase only, manual assignments on this node, validate_only."""
+    state = ctx.broker
+    store = state.store
+    response_cls, m = response_classes(37, ctx.api_version)
+    dups = duplicates(t.name for t in request.topics)
+    counts = _partition_counts(store)
+    added = sum(t.count - counts[t.name] for t in request.topics if t.name in counts)
+    if added > RECORDS_PER_REQUEST_MAX:
+        # Kafka 4.4 refuses the whole request before looking at any topic.
+        return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
+            make(m.CreatePartitionsTopicResult, name=t.name, error_code=POLICY_VIOLATION,
+                  error_message="Excessively large number of additional partitions per "
+                  "request.") for t in request.topics))
+    results = []
+    for wanted in request.topics:
+        name = wanted.name
+        try:
+            if name in dups:
+                raise Refused(INVALID_REQUEST, "Duplicate topic name.")
+            if name not in store:
+                raise Refused(UNKNOWN_TOPIC_OR_PARTITION)
+            topic = store.topic(name)
+            current = topic.partitions
+            count = wanted.count
+            if count < current:
+                raise Refused(INVALID_PARTITIONS, f"The topic {name} currently has {current} "
+                               f"partition(s); {count} would not be an increase.")
+            if count == current:
+                raise Refused(INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+            if count > TOPIC_PARTITIONS_MAX:
+                raise Refused(INVALID_PARTITIONS, f"seglog topics have at most "
+                               f"{TOPIC_PARTITIONS_MAX} partitions")
+            if wanted.assignments is not None:
+                if len(wanted.assignments) != count - current:
+                    raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                                   f"Attempted to add {count - current} additional partition(s)"
+                                   f", but only {len(wanted.assignments)} assignment(s) were "
+                                   "specified.")
+                for assignment in wanted.assignments:
+                    check_replicas(assignment.broker_ids, state.node_id)
+            if topic.is_internal:
+                raise Refused(INVALID_PARTITIONS, f"seglog does not add partitions to its "
+                               f"internal topic {name}")
+            if not request.validate_only:
+                try:
+                    await state.run_blocking(store.create_partitions, name, count)
+                except (SeglogError, ValueError) as e:
+                    raise Refused(code_of(e), str(e)) from None
+            results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=NONE,
+                                 error_message=None))
+        except Refused as e:
+            results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=e.code,
+                                 error_message=e.message))
+    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))

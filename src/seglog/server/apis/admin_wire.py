@@ -1,0 +1,141 @@
+"""What the admin API modules share: Kafka's error codes and messages, the one-resource
+error (:class:`Refused`), building kio responses of any version (:func:`make`), topic-name
+and replica-assignment checks, and reading a broker setting."""
+
+from __future__ import annotations
+
+import datetime
+import sys
+import uuid
+from typing import Any, Iterable
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+#: Kafka's zero uuid (no topic id).
+ZERO_UUID = uuid.UUID(int=0)
+NO_THROTTLE = datetime.timedelta(0)
+#: Most partitions a topic may have: the Store's ``TOPIC_PARTITIONS_MAX`` (the server may not
+#: import the store module, which loads the embedded clients; a test checks they agree).
+TOPIC_PARTITIONS_MAX = 10000
+#: Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP``: the most metadata records (one per
+#: topic, config and partition) one CreateTopics may write, and the most partitions one
+#: CreateTopics or CreatePartitions may ask for.
+RECORDS_PER_REQUEST_MAX = 10000
+
+# Kafka's error codes (Errors.java) used here.
+NONE, UNKNOWN_SERVER_ERROR, OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION = 0, -1, 1, 3
+INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS = 17, 36, 37
+INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT, INVALID_CONFIG = 38, 39, 40
+INVALID_REQUEST, POLICY_VIOLATION, TOPIC_DELETION_DISABLED, UNKNOWN_TOPIC_ID = 42, 44, 73, 100
+MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details.")
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+# ConfigResource.Type ids.
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+# IncrementalAlterConfigs operations.
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
+#: The cluster operations an unsecured Kafka broker reports (no authorizer: all of them).
+CLUSTER_AUTHORIZED_OPERATIONS = 8096
+
+
+class Refused(Exception):
+    """One resource's error: ``code`` and ``message`` go into its result."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- building kio responses of any version --------------------------------------------------
+
+
+def response_classes(api_key: int, version: int) -> tuple[type, Any]:
+    response = load_response_schema(api_key, version)
+    return response, sys.modules[response.__module__]
+
+
+def make(cls: type, **values: Any) -> Any:
+    """``cls(**values)`` keeping only the fields this version of ``cls`` has; error codes
+    become kio's ErrorCode and throttle times timedeltas."""
+    fields = cls.__dataclass_fields__
+    kwargs = {}
+    for name, value in values.items():
+        f = fields.get(name)
+        if f is None:
+            continue
+        kind = f.metadata.get("kafka_type")
+        if kind == "error_code" and not isinstance(value, ErrorCode):
+            value = ErrorCode(value)
+        elif kind == "timedelta_i32" and isinstance(value, int):
+            value = datetime.timedelta(milliseconds=value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def code_of(exc: BaseException) -> int:
+    code = getattr(exc, "kafka_error_code", UNKNOWN_SERVER_ERROR)
+    try:
+        ErrorCode(code)
+    except ValueError:
+        return UNKNOWN_SERVER_ERROR
+    return code
+
+
+def broker_setting(state, name: str, default: Any) -> Any:
+    """The broker config ``name`` (``state.config[name]``), or ``default`` when the config has
+    no such name."""
+    try:
+        return state.config[name]
+    except KeyError:
+        return default
+
+
+# --- topic names ------------------------------------------------------------------------------
+
+
+def topic_name_error(name: Any) -> str | None:
+    """Kafka 4.4's ``Topic.validate`` message for an illegal topic name, or None."""
+    if not isinstance(name, str) or not name:
+        return "Topic name is invalid: the empty string is not allowed"
+    if name in (".", ".."):
+        return f"Topic name is invalid: '{name}' is not allowed"
+    if len(name) > 249:
+        return (f"Topic name is invalid: the length of '{name}' is longer than the max "
+                "allowed length 249")
+    if not all(c.isascii() and (c.isalnum() or c in "._-") for c in name):
+        return (f"Topic name is invalid: '{name}' contains one or more characters other than "
+                "ASCII alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def duplicates(names: Iterable[Any]) -> set:
+    seen, dups = set(), set()
+    for name in names:
+        (dups if name in seen else seen).add(name)
+    return dups
+
+
+def check_replicas(broker_ids: Iterable[int], node_id: int) -> None:
+    """Kafka's ``validateManualPartitionAssignment`` on a one-node cluster."""
+    broker_ids = list(broker_ids)
+    if not broker_ids:
+        raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                       "The manual partition assignment includes an empty replica list.")
+    seen = set()
+    for broker_id in broker_ids:
+        if broker_id != node_id:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"The manual partition assignment includes broker {broker_id}, but "
+                           "no such broker is registered.")
+        if broker_id in seen:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"The manual partition assignment includes the broker {broker_id} "
+                           "more than once.")
+        seen.add(broker_id)
