@@ -12,14 +12,14 @@ from ...storage.config import TOPIC_CONFIG_NAMES
 from ..config import CONFIG_DEFS
 from . import admin_configs as cfg
 from .admin_docs import TOPIC_CONFIG_DOCS
+from .admin_state import (
+    dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
+)
 from .admin_wire import (
     INVALID_CONFIG, INVALID_REQUEST, INVALID_REQUEST_MESSAGE, INVALID_TOPIC_EXCEPTION, NONE,
     NO_THROTTLE, OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT, RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION, code_of, make, response_classes, topic_name_error,
-)
-from .admin_state import (
-    dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
 )
 
 

@@ -10,10 +10,6 @@ import os
 from ...errors import SeglogError
 from ..config import BrokerConfig
 from . import admin_configs as cfg
-from .admin_wire import make
-
-
-# --- per-broker state -----------------------------------------------------------------------
 
 
 #: Where the state lives in ``BrokerState.extensions``: the admin module's name.
@@ -52,9 +48,8 @@ def dynamic_configs(state) -> cfg.DynamicConfigs:
 
 
 def topic_defaults(state):
+    """The topic defaults of the effective broker config (``BrokerConfig.log_config``)."""
     return dynamic_configs(state).effective.log_config()
-
-
 
 
 def topic_overrides_of(state, topic) -> dict[str, str]:

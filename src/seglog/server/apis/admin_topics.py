@@ -8,8 +8,9 @@ from typing import Any
 
 from ...errors import InvalidConfigError, SeglogError
 from ...storage import checkpoints
-from ...storage.config import LogConfig
 from . import admin_configs as cfg
+from .admin_config_apis import topic_config_entries
+from .admin_state import dynamic_configs, save_configs, topic_defaults
 from .admin_wire import (
     INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
     INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NO_THROTTLE, POLICY_VIOLATION,
@@ -18,8 +19,6 @@ from .admin_wire import (
     UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, broker_setting, check_replicas, code_of, duplicates,
     make, response_classes, topic_name_error,
 )
-from .admin_state import dynamic_configs, save_configs, topic_defaults
-from .admin_config_apis import topic_config_entries
 
 
 #: Partition counts above this are created on a worker thread (run_blocking).
@@ -27,8 +26,6 @@ _INLINE_PARTITIONS_MAX = 16
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
-
-
 
 
 def _creation_config(state, topic) -> Any:

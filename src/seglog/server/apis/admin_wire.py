@@ -57,6 +57,7 @@ class Refused(Exception):
 
 
 def response_classes(api_key: int, version: int) -> tuple[type, Any]:
+    """kio's response class of ``api_key`` ``version`` and its module (the nested classes)."""
     response = load_response_schema(api_key, version)
     return response, sys.modules[response.__module__]
 
@@ -80,6 +81,7 @@ def make(cls: type, **values: Any) -> Any:
 
 
 def code_of(exc: BaseException) -> int:
+    """The Kafka error code a seglog error carries (UNKNOWN_SERVER_ERROR for others)."""
     code = getattr(exc, "kafka_error_code", UNKNOWN_SERVER_ERROR)
     try:
         ErrorCode(code)
@@ -116,6 +118,7 @@ def topic_name_error(name: Any) -> str | None:
 
 
 def duplicates(names: Iterable[Any]) -> set:
+    """The items of ``names`` seen more than once."""
     seen, dups = set(), set()
     for name in names:
         (dups if name in seen else seen).add(name)
