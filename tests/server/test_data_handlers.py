@@ -628,3 +628,54 @@ def test_produce_response_every_version_decodes(harness, version):
         assert [e.batch_index for e in p.record_errors] == [1]
         assert "out of range" in p.record_errors[0].batch_index_error_message
         assert p.error_message
+
+
+def test_produce_of_mutated_batches_always_answers(harness):
+    """Every single-byte mutation of a batch (and every truncation) is answered with an error
+    code or appended; none escapes as an exception, and the log stays readable."""
+    harness.store.create_topic("t", partitions=1)
+    good = harness.batch([b"v1", b"v2"], timestamps_ms=[1_700_000_000_000] * 2)
+    mutated = [good[:cut] for cut in range(0, len(good), 7)]
+    for position in range(len(good)):
+        for value in (0x00, 0xFF, good[position] ^ 0x01):
+            data = bytearray(good)
+            data[position] = value
+            mutated.append(bytes(data))
+
+    async def body(h):
+        outcomes = set()
+        for records in mutated:
+            response = await h.produce("t", [(0, records)])
+            outcomes.add(int(response.responses[0].partition_responses[0].error_code))
+        return outcomes
+
+    outcomes = run(harness, body)
+    assert outcomes <= {0, 2, 10, 18, 32, 87}, outcomes
+    assert {2, 87} <= outcomes
+    log = harness.store.log(("t", 0))
+    assert len(list(log.records())) == log.end_offset - log.start_offset
+
+
+def test_fetch_with_absurd_numbers_is_answered(harness):
+    harness.store.create_topic("t", partitions=1).log(0).append_raw(harness.batch([b"a"]))
+
+    async def body(h):
+        return [
+            await h.fetch(12, [("t", [(0, -5, 100, -1)])]),
+            await h.fetch(12, [("t", [(0, 0, -1, -1)])], max_bytes=-1, min_bytes=-1,
+                          max_wait_ms=-1),
+            await h.fetch(12, [("t", [(0, 0, 0, -1)])], max_bytes=0),
+            await h.fetch(12, [("t", [(0, 2 ** 62, 2 ** 31 - 1, -1)])], min_bytes=2 ** 31 - 1,
+                          max_wait_ms=50),
+            await h.fetch(12, [("t", [(-1, 0, 100, -1)])]),
+        ]
+
+    negative, below_zero, zeros, huge, bad_partition = run(harness, body)
+    assert codes(negative.responses[0].partitions) == [1]
+    # Kafka's segment read refuses a negative size (UNKNOWN_SERVER_ERROR); zero still gets
+    # the first whole batch (minOneMessage).
+    assert codes(below_zero.responses[0].partitions) == [-1]
+    (p,) = zeros.responses[0].partitions
+    assert int(p.error_code) == 0 and len(p.records) > 0
+    assert codes(huge.responses[0].partitions) == [1]
+    assert codes(bad_partition.responses[0].partitions) == [3]

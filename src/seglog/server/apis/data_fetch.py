@@ -41,6 +41,7 @@ from .data_topics import (
     ERROR_FETCH_SESSION_ID_NOT_FOUND,
     ERROR_NONE,
     ERROR_NOT_LEADER_OR_FOLLOWER,
+    ERROR_UNKNOWN_SERVER_ERROR,
     ERROR_UNKNOWN_LEADER_EPOCH,
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
@@ -131,8 +132,12 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
     code = check_current_leader_epoch(w.current_leader_epoch)
     if code != ERROR_NONE:
         return _failed(w.partition, code)
+    adjusted_max_bytes = min(w.max_bytes, limit_bytes)
+    if adjusted_max_bytes < 0:
+        # Kafka's LogSegment.read: IllegalArgumentException("Invalid max size").
+        return _failed(w.partition, ERROR_UNKNOWN_SERVER_ERROR)
     try:
-        result = w.log.read(w.fetch_offset, max_bytes=max(min(w.max_bytes, limit_bytes), 0),
+        result = w.log.read(w.fetch_offset, max_bytes=adjusted_max_bytes,
                             min_one_batch=min_one_batch, isolation=isolation)
     except (errors.SeglogError, OSError) as e:
         return _failed(w.partition, gone_or_storage_error(store, w.topic, e))
@@ -194,7 +199,7 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
             session_id=0, topics=()))
     broker = ctx.broker
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
-    max_bytes = max(min(int(request.max_bytes), config_max), 0)
+    max_bytes = min(int(request.max_bytes), config_max)  # negative: see _read_one
     min_bytes = min(int(request.min_bytes), max_bytes)
     isolation = _ISOLATION.get(int(request.isolation_level), "read_uncommitted")
     max_wait_ms = max(int(request.max_wait.total_seconds() * 1000), 0)
