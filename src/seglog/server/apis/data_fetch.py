@@ -61,10 +61,10 @@ VERSION_MAX = 18
 FETCH_MAX_BYTES_DEFAULT = 55 * 1024 * 1024
 #: Kafka's ``FetchRequest.CONSUMER_REPLICA_ID``.
 CONSUMER_REPLICA_ID = -1
-_READ_COMMITTED = 1
+#: The request's isolation level (Kafka's ``IsolationLevel`` id) as :meth:`Log.read`'s name.
 _ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
-#: ``isolation`` names of :meth:`Log.read`.
-_SESSION_EPOCHS_FULL = (0, -1)  # FetchMetadata.INITIAL_EPOCH, FINAL_EPOCH
+#: The session epochs of a full request (``FetchMetadata.INITIAL_EPOCH``, ``FINAL_EPOCH``).
+_SESSION_EPOCHS_FULL = (0, -1)
 
 
 def _failed(partition: int, code: int) -> PartitionResult:
