@@ -88,12 +88,12 @@ async def describe_cluster(ctx, request) -> Any:
 
 
 def _log_dir_topics(store, wanted) -> list[tuple[str, list[tuple[int, int]]]]:
+    wanted_map: dict[str, set[int] | None] = {}
     if wanted is None:
         wanted_map = {name: None for name in store.topics()}
     else:
-        wanted_map = {}
         for t in wanted:
-            wanted_map.setdefault(t.topic, set()).update(t.partitions)
+            wanted_map[t.topic] = (wanted_map.get(t.topic) or set()) | set(t.partitions)
     out = []
     for name, partitions in wanted_map.items():
         if name not in store:

@@ -352,8 +352,8 @@ async def incremental_alter_configs(ctx, request) -> Any:
                 dynamic = dynamic_configs(state)
                 per_broker = broker_id_of(state, resource.resource_name, describe=False)
                 current = dynamic.per_broker if per_broker else dynamic.cluster_default
-                effective = {n: cfg.format_value(CONFIG_DEFS[n].kind, v)
-                             for n, v in dynamic.effective.items()}
+                effective = {n: text for n, v in dynamic.effective.items()
+                             if (text := cfg.format_value(CONFIG_DEFS[n].kind, v)) is not None}
                 new = _incremental(
                     current, effective, resource.configs, is_list=_is_list_broker_config,
                     append_error=lambda n, op: ("Config value append is not allowed for config "

@@ -181,7 +181,7 @@ class DynamicConfigs:
             # min.insync.replicas (the static value) when it bootstraps with ELR enabled,
             # and DescribeConfigs shows it as a dynamic default from then on.
             self.cluster_default = {
-                CLUSTER_MIN_ISR: format_value("int", self.static[CLUSTER_MIN_ISR])}
+                CLUSTER_MIN_ISR: str(self.static[CLUSTER_MIN_ISR])}
             return
         except (ValueError, RecursionError) as e:
             raise CorruptCheckpointError(f"{self.path} is not valid JSON: {e}",

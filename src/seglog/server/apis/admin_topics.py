@@ -174,7 +174,8 @@ async def create_topics(ctx, request) -> Any:
                 m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
                 error_message=None, topic_config_error_code=0, num_partitions=count,
                 replication_factor=1,
-                configs=tuple(make(config_cls, **e) for e in entries)))
+                configs=tuple(make(config_cls, **e) for e in entries)
+                if config_cls is not None else ()))
         except Refused as e:
             results.append(failed(name, e.code, e.message))
     return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(results))

@@ -62,7 +62,7 @@ def response_classes(api_key: int, version: int) -> tuple[type, Any]:
     return response, sys.modules[response.__module__]
 
 
-def make(cls: type, **values: Any) -> Any:
+def make(cls: Any, **values: Any) -> Any:
     """``cls(**values)`` keeping only the fields this version of ``cls`` has; error codes
     become kio's ErrorCode and throttle times timedeltas."""
     fields = cls.__dataclass_fields__
@@ -119,7 +119,8 @@ def topic_name_error(name: Any) -> str | None:
 
 def duplicates(names: Iterable[Any]) -> set:
     """The items of ``names`` seen more than once."""
-    seen, dups = set(), set()
+    seen: set[Any] = set()
+    dups: set[Any] = set()
     for name in names:
         (dups if name in seen else seen).add(name)
     return dups
