@@ -54,6 +54,8 @@ def test_topics_through_the_admin_client(broker):
     done = wait(admin.create_topics([NewTopic("vo", num_partitions=4)], validate_only=True))
     assert done["vo"] is None
     assert "vo" not in broker.store and broker.store.topic("t").partitions == 2
+    metadata = admin.list_topics(timeout=TIMEOUT_S)
+    assert "vo" not in metadata.topics and len(metadata.topics["t"].partitions) == 2
     assert wait(admin.create_topics([NewTopic("t", 1)]))["t"].code() == 36
 
     configs = describe_topic(admin, "t")
@@ -79,10 +81,12 @@ def test_topics_through_the_admin_client(broker):
 
     assert wait(admin.create_partitions([NewPartitions("t", 5)]))["t"] is None
     assert broker.store.topic("t").partitions == 5
+    assert len(admin.list_topics(timeout=TIMEOUT_S).topics["t"].partitions) == 5
     assert wait(admin.create_partitions([NewPartitions("t", 3)]))["t"].code() == 37
 
     assert wait(admin.delete_topics(["t", "nope"], operation_timeout=10))["t"] is None
     assert "t" not in broker.store
+    assert "t" not in admin.list_topics(timeout=TIMEOUT_S).topics
 
 
 def test_delete_records_and_describe_cluster(broker):
