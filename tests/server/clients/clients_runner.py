@@ -42,7 +42,8 @@ HERE = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class Rec:
-    """A record to produce: key and value bytes or None, headers as ``(name, value)``."""
+    """A record to produce: key and value bytes or None, headers as ``(name, value)`` (a
+    header value may be None too)."""
 
     key: bytes | None
     value: bytes | None
@@ -391,7 +392,8 @@ def kcat_consume(bootstrap: str, topic: str, partitions: int = 1, *,
     for line in done.stdout.decode().splitlines():
         m = json.loads(line)
         flat = m.get("headers") or []
-        headers = tuple((flat[i], flat[i + 1].encode()) for i in range(0, len(flat), 2))
+        headers = tuple((flat[i], flat[i + 1].encode() if flat[i + 1] is not None else None)
+                        for i in range(0, len(flat), 2))
         key = m["key"].encode() if m["key"] is not None else None
         value = m["payload"].encode() if m["payload"] is not None else None
         seen.append(Seen(m["partition"], m["offset"], key, value, headers))

@@ -220,3 +220,41 @@ def test_kcat_lists_metadata(target, differential, unique):
     assert result["broker"]
     assert partitions == [(p, True, True, True) for p in range(3)]
     differential(result)
+
+
+@needs_kcat
+def test_null_header_values_and_every_acks(target, differential, unique):
+    """A header with a null value (and one empty) survives every consumer; confluent-kafka
+    producers with acks=0 (no answer: no offsets reported), acks=1 and acks=all append in
+    turn."""
+    from confluent_kafka import Producer
+
+    b = target.bootstrap
+    create_topic(b, unique)
+    confluent_produce(b, unique, [Rec(b"k", b"v", (("n", None), ("e", b"")))])
+    reports = {}
+    for n, acks in enumerate((0, 1, "all")):
+        p = Producer({"bootstrap.servers": b, "acks": acks, "linger.ms": 5})
+        got = []
+        for i in range(3):
+            p.produce(unique, key=f"acks{acks}".encode(), value=f"v{i}".encode(),
+                      on_delivery=lambda err, msg: got.append((err, msg.offset())))
+        assert p.flush(OP_TIMEOUT_S) == 0
+        reports[str(acks)] = got
+        # acks=0 returns once sent: wait until appended, so that the next producer's
+        # records come after these.
+        c_end = 1 + 3 * (n + 1)
+        deadline = time.monotonic() + OP_TIMEOUT_S
+        while len(confluent_consume(b, unique)) < c_end:
+            assert time.monotonic() < deadline, f"acks={acks}: records not appended"
+            time.sleep(0.05)
+    seen = {f.__name__: f(b, unique) for f in (confluent_consume, kafka_python_consume,
+                                               aiokafka_consume, kcat_consume)}
+    want = [Seen(0, 0, b"k", b"v", (("n", None), ("e", b"")))] + [
+        Seen(0, 1 + 3 * n + i, f"acks{acks}".encode(), f"v{i}".encode())
+        for n, acks in enumerate((0, 1, "all")) for i in range(3)]
+    for name, got in seen.items():
+        assert got == want, name
+    assert reports == {"0": [(None, None)] * 3, "1": [(None, 4), (None, 5), (None, 6)],
+                       "all": [(None, 7), (None, 8), (None, 9)]}
+    differential({"seen": seen, "reports": reports})
