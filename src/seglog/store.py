@@ -443,6 +443,9 @@ class Store:
         self._producers: "weakref.WeakSet" = weakref.WeakSet()
         self._consumers: "weakref.WeakSet" = weakref.WeakSet()
         self._groups: dict = {}
+        # Callables naming groups with members outside this store's embedded coordinator
+        # (the wire broker's classic groups): see add_active_groups_source.
+        self._active_group_sources: list = []
         self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
         self._offsets = OffsetsManager(self._internal)  # loaded by _open
         self._coordinator: TransactionCoordinator | None = None  # made on first use
@@ -901,6 +904,10 @@ class Store:
     def join_group(self, group_id: str, *, member_id: str | None, client_id: str,
                    topics: frozenset, assignor: str, group_instance_id: str | None) -> str:
         """Kafka's JoinGroup (see ``BrokerApi.join_group``)."""
+        if group_id in self._groups_active_elsewhere():
+            # Two coordinators must not both own one group's generations and assignment.
+            raise IllegalStateError(f"group {group_id!r} has members of the wire broker's "
+                                    "classic protocol; an in-process consumer cannot join it")
         group = self.group(group_id)
         if member_id is None:
             return group.join(client_id, topics, assignor, group_instance_id)
@@ -1335,10 +1342,27 @@ class Store:
             if OFFSETS_TOPIC not in self._topics:
                 return {}
             active = {g for g, group in self._groups.items() if group.members()}
+            active |= self._groups_active_elsewhere()
             if retention_ms is None:
                 retention_ms = self.offsets_retention_ms
             retention_ms = check_int("retention_ms", retention_ms, minimum=0)
             return self._offsets.expire(now, retention_ms, active)
+
+    def add_active_groups_source(self, source) -> None:
+        """Register ``source``, a thread-safe callable returning the ids of groups that have
+        members outside the embedded coordinator (the wire broker's classic groups):
+        :meth:`expire_offsets` keeps their offsets, as Kafka keeps those of a group with
+        members, and :meth:`join_group` refuses an in-process consumer joining one."""
+        if not callable(source):
+            raise TypeError(f"source must be callable, got {type(source).__name__}")
+        with self._lock:
+            self._active_group_sources.append(source)
+
+    def _groups_active_elsewhere(self) -> set[str]:
+        active: set[str] = set()
+        for source in list(self._active_group_sources):
+            active.update(source())
+        return active
 
     def abort_timed_out_transactions(self, *, now_ms: int | None = None) -> list[str]:
         """Abort the transactions open longer than their producer's ``transaction_timeout_ms``

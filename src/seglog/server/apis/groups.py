@@ -607,6 +607,13 @@ async def start(state) -> None:
             group_id, None if value is None else encode_group_metadata_value(value))
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
+
+    def groups_with_members() -> list[str]:
+        # Called from the store's maintenance thread: sorted() and dict lookups run under
+        # the GIL without switching, so the snapshot is consistent enough for expiry.
+        return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
+
+    store.add_active_groups_source(groups_with_members)
     now = state.now_ms()
     records = await state.run_blocking(store.group_metadata_records)
     for group_id, raw in records.items():
