@@ -187,3 +187,75 @@ def test_static_member_replaced_without_rebalance(target, differential, unique):
                       "old b": "fatal", "fenced reason": True,
                       "described": {"state": "STABLE", "members": 2, "sizes": [3, 3]}}
     differential(result)
+
+
+def test_offsets_committed_by_one_client_read_by_the_others(target, differential, unique):
+    """OffsetCommit and OffsetFetch as each client speaks them (manual assignment, so no
+    generation): kafka-python commits with metadata, confluent-kafka and aiokafka read it;
+    aiokafka commits, the others read it; confluent-kafka commits with metadata, kafka-python
+    reads offset and metadata."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as ATopicPartition
+    from aiokafka.structs import OffsetAndMetadata as AOffsetAndMetadata
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    b = target.bootstrap
+    create_topic(b, unique, 2)
+    group = f"{unique}-g"
+    kp = KafkaConsumer(bootstrap_servers=b, group_id=group, enable_auto_commit=False,
+                       request_timeout_ms=15000)
+    cf = Consumer({"bootstrap.servers": b, "group.id": group, "enable.auto.commit": False})
+    ktps = [KTopicPartition(unique, p) for p in range(2)]
+
+    async def aio(commit=None):
+        c = AIOKafkaConsumer(bootstrap_servers=b, group_id=group, enable_auto_commit=False,
+                             request_timeout_ms=15000)
+        await asyncio.wait_for(c.start(), OP_TIMEOUT_S)
+        try:
+            tps = [ATopicPartition(unique, p) for p in range(2)]
+            c.assign(tps)
+            if commit:
+                await asyncio.wait_for(c.commit({ATopicPartition(unique, p): AOffsetAndMetadata(o, m)
+                                                 for p, (o, m) in commit.items()}), OP_TIMEOUT_S)
+            return [await asyncio.wait_for(c.committed(tp), OP_TIMEOUT_S) for tp in tps]
+        finally:
+            await asyncio.wait_for(c.stop(), OP_TIMEOUT_S)
+
+    def by_kafka_python():
+        out = []
+        for tp in ktps:
+            found = kp.committed(tp, metadata=True, timeout_ms=15000)
+            out.append((found.offset, found.metadata) if found is not None else None)
+        return out
+
+    def by_confluent():
+        return [(tp.offset, tp.metadata) for tp in cf.committed(
+            [TopicPartition(unique, p) for p in range(2)], timeout=15)]
+
+    try:
+        kp.assign(ktps)
+        kp.commit({ktps[0]: OffsetAndMetadata(3, "from kafka-python", -1),
+                   ktps[1]: OffsetAndMetadata(5, "", -1)}, timeout_ms=15000)
+        step1 = {"confluent": by_confluent(), "aiokafka": asyncio.run(aio())}
+        after_aio = asyncio.run(aio({0: (8, "from aiokafka")}))
+        step2 = {"confluent": by_confluent(), "kafka-python": by_kafka_python(),
+                 "aiokafka": after_aio}
+        cf.commit(offsets=[TopicPartition(unique, 1, 9, metadata="from confluent")],
+                  asynchronous=False)
+        step3 = {"kafka-python": by_kafka_python(), "confluent": by_confluent()}
+    finally:
+        kp.close()
+        cf.close()
+    result = {"step1": step1, "step2": step2, "step3": step3}
+    # Two client quirks, the same on either broker: confluent-kafka reads empty metadata as
+    # None, and librdkafka commits its metadata with the C string's terminating NUL.
+    assert result == {
+        "step1": {"confluent": [(3, "from kafka-python"), (5, None)], "aiokafka": [3, 5]},
+        "step2": {"confluent": [(8, "from aiokafka"), (5, None)],
+                  "kafka-python": [(8, "from aiokafka"), (5, "")], "aiokafka": [8, 5]},
+        "step3": {"kafka-python": [(8, "from aiokafka"), (9, "from confluent\x00")],
+                  "confluent": [(8, "from aiokafka"), (9, "from confluent")]}}
+    differential(result)
