@@ -216,6 +216,30 @@ def probe(bootstrap, create_topic):
                          for p in r.topics[0].partitions]
     finally:
         w.close()
+    # acks=0: no response; a failed partition closes the connection (Kafka's way to make the
+    # producer refresh its metadata), a good one leaves it open.
+    for name, partition in (("p_acks0_ok_stays_open", 0), ("p_acks0_error_closes", 9)):
+        w = Wire(bootstrap)
+        try:
+            module = w.module(0, 9)
+            w.correlation_id += 1
+            cls = load_request_schema(0, 9)
+            head = struct.pack(">hhih", 0, 9, w.correlation_id, 4) + b"diff\x00"
+            body = io.BytesIO()
+            entity_writer(cls)(body, build(
+                cls, transactional_id=None, acks=0, timeout=datetime.timedelta(seconds=5),
+                topic_data=(build(module.TopicProduceData, name="plain", partition_data=(
+                    build(module.PartitionProduceData, index=partition,
+                          records=_batch([b"z"], NOW_MS)),)),)))
+            frame = head + body.getvalue()
+            w.sock.sendall(struct.pack(">i", len(frame)) + frame)
+            if partition == 0:  # still answers the next request on the same connection
+                r = w.call(3, 1, topics=())
+                out[name] = r.brokers != ()
+            else:
+                out[name] = w.sock.recv(64) == b""
+        finally:
+            w.close()
     # Produce v0-v2 are advertised (KAFKA-18659) but refused: the connection closes.
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
@@ -272,6 +296,8 @@ EXPECTED = {
     "lo_newer_epoch": (75, -1, -1, -1),
     "epochs": [(0, 0, 8), (0, -1, -1), (0, 0, 8), (75, -1, -1), (0, -1, -1)],
     "p_v2_closes": True,
+    "p_acks0_ok_stays_open": True,
+    "p_acks0_error_closes": True,
 }
 
 

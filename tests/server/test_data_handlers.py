@@ -422,11 +422,13 @@ def test_fetch_errors_offsets_epochs_sessions_followers(harness):
         fenced = await h.fetch(12, [("t", [(0, 0, 100, 1)])])
         old = await h.fetch(12, [("t", [(0, 0, 100, -5)])])
         incremental = await h.fetch(12, [("t", [(0, 0, 100, -1)])], session_epoch=3)
+        initial = await h.fetch(12, [("t", [(0, 0, 1 << 20, -1)])], session_epoch=0)
         unknown_id = await h.fetch(13, [(uuid.uuid4(), [(0, 0, 100, -1)])])
         follower = await h.fetch(12, [("t", [(0, 0, 100, -1)])], replica_id=2)
-        return out_of_range, at_end, fenced, old, incremental, unknown_id, follower
+        return out_of_range, at_end, fenced, old, incremental, initial, unknown_id, follower
 
-    out_of_range, at_end, fenced, old, incremental, unknown_id, follower = run(harness, body)
+    (out_of_range, at_end, fenced, old, incremental, initial, unknown_id,
+     follower) = run(harness, body)
     p = out_of_range.responses[0].partitions[0]
     assert (int(p.error_code), p.high_watermark, p.log_start_offset) == (1, -1, -1)
     p = at_end.responses[0].partitions[0]
@@ -434,6 +436,10 @@ def test_fetch_errors_offsets_epochs_sessions_followers(harness):
     assert codes(fenced.responses[0].partitions) == [75]
     assert codes(old.responses[0].partitions) == [74]
     assert (int(incremental.error_code), incremental.responses) == (70, ())
+    # A request to open a session (epoch 0) is answered in full without one (session id 0),
+    # as Kafka answers when its session cache is full; clients go on with full requests.
+    assert (int(initial.error_code), initial.session_id) == (0, 0)
+    assert len(initial.responses[0].partitions[0].records) > 0
     assert codes(unknown_id.responses[0].partitions) == [100]
     assert codes(follower.responses[0].partitions) == [6]
 
