@@ -282,3 +282,39 @@ def test_a_thousand_idle_connections_are_held_and_served(broker_factory):
         for sock in socks:
             sock.close()
     _wait_until(lambda: not broker.server.connections)
+
+
+def test_held_response_bytes_stop_dispatching_until_written(broker):
+    # The first request is slow; the ones behind it finish at once with 1 MiB each, which
+    # must wait for it (responses go out in order): past the budget, no more are dispatched.
+    broker.server.held_response_bytes_max = 3 << 20
+    started: list[int] = []
+    gate = {}
+
+    async def handle(ctx, body):
+        started.append(ctx.correlation_id)
+        if ctx.correlation_id == 0:
+            gate["event"] = asyncio.Event()
+            await asyncio.wait_for(gate["event"].wait(), 10)
+            return RawResponse((b"first",))
+        return RawResponse((b"x" * (1 << 20),))
+
+    async def release():
+        gate["event"].set()
+
+    async def settle():
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+    broker.server.handlers[TEST_KEY] = ApiHandler(TEST_KEY, 0, 0, handle, raw_request=True)
+    with connect(broker) as sock:
+        sock.sendall(b"".join(request_frame(TEST_KEY, 0, i) for i in range(10)))
+        _wait_until(lambda: len(started) >= 4)
+        run_on_broker_loop(broker, settle())
+        # Three responses of 1 MiB and their headers held: over 3 MiB, the rest wait.
+        assert started == [0, 1, 2, 3]
+        run_on_broker_loop(broker, release())
+        assert read_frame(sock) == struct.pack(">i", 0) + b"first"
+        for i in range(1, 10):
+            assert read_frame(sock) == struct.pack(">i", i) + b"x" * (1 << 20)
+    assert started == list(range(10))

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from ..errors import InvalidConfigError
 from . import protocol, registry
 from .config import BrokerConfig
-from .connection import Connection
+from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
 
 __all__ = ["Broker", "Server", "parse_listen"]
@@ -112,6 +112,8 @@ class Server:
         self.connections_max = config["max.connections"]
         self.connections_per_ip_max = config["max.connections.per.ip"]
         self.idle_ms_max = config["connections.max.idle.ms"]
+        #: See connection.RESPONSE_BYTES_HELD_MAX.
+        self.held_response_bytes_max = max(RESPONSE_BYTES_HELD_MAX, config["fetch.max.bytes"])
         # None: leave the OS's autotuned socket buffers (Kafka sets 100 KiB; only a setting
         # given explicitly is applied here).
         self.socket_buffer_bytes = {

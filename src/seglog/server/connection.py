@@ -2,11 +2,12 @@
 
 A :class:`Connection` is an :class:`asyncio.Protocol`. Bytes arrive in a ``bytearray``; each
 complete frame (an int32 size, then that many bytes) is a request. Its header is parsed, the
-handler for its API key is looked up, and the request is dispatched as a task on the event
-loop; the handlers of one connection start in request order and run concurrently after their
-first ``await`` (a long-polling Fetch does not hold up the requests behind it). Responses
-are written in request order, as Kafka answers them: each request takes a slot in a queue,
-and a finished response is written only when every earlier slot is written.
+handler for its API key is looked up, and the handler's first step runs at once, in request
+order: a handler that never waits is answered right there, without a task; one that waits
+goes on as a task from where it stopped (:func:`_go_on`), so a long-polling Fetch does not
+hold up the requests behind it. Responses are written in request order, as Kafka answers
+them: each request takes a slot in a queue, and a finished response is written only when
+every earlier slot is written; the responses finished in one loop turn leave in one write.
 
 Limits, as Kafka's SocketServer applies them:
 
@@ -16,9 +17,11 @@ Limits, as Kafka's SocketServer applies them:
   range closes the connection after logging it (Kafka's ``InvalidRequestException``), except
   ApiVersions, which is answered at any version (KIP-511);
 - a body that does not decode closes the connection;
-- back-pressure: with ``queued.max.requests`` requests read and not yet answered, or while the
-  transport's write buffer is over its high-water mark, the connection stops reading
-  (``pause_reading``) until responses drain;
+- back-pressure: with ``queued.max.requests`` requests read and not yet answered, while the
+  transport's write buffer is over its high-water mark, or while more than
+  :data:`RESPONSE_BYTES_HELD_MAX` (or ``fetch.max.bytes`` if larger) of finished responses
+  wait to be written, the connection stops reading (``pause_reading``) and dispatching until
+  responses drain;
 - an exception escaping a handler is logged and closes this connection only.
 
 Everything runs on the event loop thread.
@@ -45,7 +48,56 @@ log = logging.getLogger("seglog.server")
 _SIZE = struct.Struct(">i")
 #: Response parts smaller than this are joined into one write (see Connection._flush).
 _JOIN_BYTES_MAX = 64 * 1024
+#: Bytes of finished responses one connection may hold unwritten (behind an earlier request
+#: still running, or not yet taken by the socket) before it stops reading requests; the
+#: server raises it to fetch.max.bytes when that is larger.
+RESPONSE_BYTES_HELD_MAX = 64 * 1024 * 1024
+
+
+def _nbytes(part: Any) -> int:
+    return part.nbytes if isinstance(part, memoryview) else len(part)
 _SIZE_BYTES = _SIZE.size
+
+
+async def _go_on(coro: Any, awaited: Any) -> None:
+    """Drive ``coro`` (already started by hand, now waiting on the future ``awaited``, or on
+    None for a bare ``asyncio.sleep(0)`` turn) to its end, as the task it would have been:
+    wake when what it waits on is done, then resume it, and it reads the outcome of its own
+    awaitable. Cancelling this task cancels what ``coro`` waits on, as a Task does."""
+    loop = asyncio.get_running_loop()
+    while True:
+        if awaited is None:
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                try:
+                    awaited = coro.throw(asyncio.CancelledError())
+                except StopIteration:
+                    return
+                continue
+        else:
+            wake = loop.create_future()
+
+            def on_done(_future: Any, wake: asyncio.Future = wake) -> None:
+                if not wake.done():
+                    wake.set_result(None)
+
+            awaited.add_done_callback(on_done)
+            try:
+                await wake
+            except asyncio.CancelledError:
+                awaited.remove_done_callback(on_done)
+                if not awaited.cancel():
+                    # What it waited on is done already: the cancellation goes in here.
+                    try:
+                        awaited = coro.throw(asyncio.CancelledError())
+                    except StopIteration:
+                        return
+                    continue
+        try:
+            awaited = coro.send(None)
+        except StopIteration:
+            return
 
 
 class _Slot:
@@ -85,6 +137,7 @@ class Connection(asyncio.Protocol):
         self._out: list = []
         self._flush_scheduled = False
         self._stalled = False  # complete frames wait in the buffer (back-pressure)
+        self._held_bytes = 0  # finished responses not yet handed to the transport
         self.closed = asyncio.get_running_loop().create_future()
         self.last_active_s = time.monotonic()
 
@@ -172,7 +225,8 @@ class Connection(asyncio.Protocol):
         self._stalled = False
         with memoryview(buffer) as view:  # released before the buffer is trimmed
             while end - position >= _SIZE_BYTES and not self._closing:
-                if len(self._slots) >= queued_max or self._writing_paused:
+                if len(self._slots) >= queued_max or self._writing_paused \
+                        or self._held_bytes > self.server.held_response_bytes_max:
                     # Back-pressure: the frames left wait until responses drain.
                     self._stalled = True
                     break
@@ -225,7 +279,16 @@ class Connection(asyncio.Protocol):
                              self.connection_id, self.client_host, self.client_port,
                              server.state)
         slot = self._new_slot()
-        task = server.loop.create_task(self._run(handler.handle, ctx, request, slot))
+        # The handler's first step runs now, in request order: a handler that never waits
+        # (most of them: Produce, Metadata, commits) is answered without a task, and the
+        # bytes it holds count before the next frame is dispatched. One that waits goes on
+        # as a task from where it stopped.
+        run = self._run(handler.handle, ctx, request, slot)
+        try:
+            awaited = run.send(None)
+        except StopIteration:
+            return
+        task = server.loop.create_task(_go_on(run, awaited))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -271,6 +334,8 @@ class Connection(asyncio.Protocol):
     def _finish(self, slot: _Slot, parts: Any) -> None:
         slot.parts = parts
         slot.done = True
+        if parts:
+            self._held_bytes += sum(_nbytes(part) for part in parts)
         slots = self._slots
         transport = self.transport
         while slots and slots[0].done:
@@ -300,7 +365,10 @@ class Connection(asyncio.Protocol):
         self._flush_scheduled = False
         out, self._out = self._out, []
         transport = self.transport
-        if not out or transport is None or transport.is_closing():
+        if not out:
+            return
+        self._held_bytes -= sum(_nbytes(part) for part in out)
+        if transport is None or transport.is_closing():
             return
         # Small parts (headers, encoded bodies) are joined into one write; a large part (a
         # Fetch response's record sets) is written as it is, so that its bytes are copied at
@@ -308,7 +376,7 @@ class Connection(asyncio.Protocol):
         # instead of once more by a join (Python 3.11's writelines joins everything).
         small: list = []
         for part in out:
-            if (part.nbytes if isinstance(part, memoryview) else len(part)) < _JOIN_BYTES_MAX:
+            if _nbytes(part) < _JOIN_BYTES_MAX:
                 small.append(part)
                 continue
             if small:
@@ -317,6 +385,9 @@ class Connection(asyncio.Protocol):
             transport.write(part)
         if small:
             transport.write(small[0] if len(small) == 1 else b"".join(small))
+        if self._stalled and not self._closing and not self._processing \
+                and not self._reading_paused_by_us():
+            self._process_buffer()  # the held responses that stopped reading are written
 
     def _release(self, slot: _Slot) -> None:
         # A request that will never be answered (cancelled, or its connection is going).
@@ -326,7 +397,8 @@ class Connection(asyncio.Protocol):
             self.server.request_finished()
 
     def _reading_paused_by_us(self) -> bool:
-        return len(self._slots) >= self.server.queued_requests_max or self._writing_paused
+        return (len(self._slots) >= self.server.queued_requests_max or self._writing_paused
+                or self._held_bytes > self.server.held_response_bytes_max)
 
     def _update_reading(self) -> None:
         transport = self.transport
