@@ -131,14 +131,15 @@ def process_cpu_s(pid: int) -> float:
 
 
 class SeglogServe:
-    """One ``python -m seglog serve`` process on 127.0.0.1 and a free port, over ``data_dir``;
-    its output goes to ``<data_dir>.out``. :meth:`start` returns the seconds to the first
-    ApiVersions answer; :meth:`stop` sends SIGTERM (a clean shutdown)."""
+    """One ``python -m seglog serve`` process on 127.0.0.1 and a free port (or ``port``: a
+    restart on the address clients know), over ``data_dir``; its output goes to
+    ``<data_dir>.out``. :meth:`start` returns the seconds to the first ApiVersions answer;
+    :meth:`stop` sends SIGTERM (a clean shutdown), :meth:`kill` SIGKILL."""
 
     def __init__(self, data_dir: Path, *, backend: str | None = None,
-                 config: dict[str, str] | None = None):
+                 config: dict[str, str] | None = None, port: int | None = None):
         self.data_dir = Path(data_dir)
-        self.port = free_port()
+        self.port = port if port is not None else free_port()
         self.backend = backend
         self.config = dict(config or {})
         self.log_path = Path(str(self.data_dir) + ".out")
