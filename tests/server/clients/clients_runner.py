@@ -196,16 +196,18 @@ def confluent_produce(bootstrap: str, topic: str, recs: list[Rec], *, compressio
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int = 1, *,
                       isolation: str = "read_uncommitted", timeout_s: float = OP_TIMEOUT_S,
-                      ) -> list[Seen]:
-    """Every record of ``topic`` from the beginning to the end of each partition (assigned,
-    no group), in (partition, offset) order."""
+                      start_offset: int | None = None, **conf) -> list[Seen]:
+    """Every record of ``topic`` from the beginning (or ``start_offset``) to the end of each
+    partition (assigned, no group), in (partition, offset) order; ``conf`` adds consumer
+    settings."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused-assign-only",
                   "enable.auto.commit": False, "enable.partition.eof": True,
-                  "isolation.level": isolation, "fetch.wait.max.ms": 50})
+                  "isolation.level": isolation, "fetch.wait.max.ms": 50, **conf})
     seen: list[Seen] = []
+    start = OFFSET_BEGINNING if start_offset is None else start_offset
     try:
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        c.assign([TopicPartition(topic, p, start) for p in range(partitions)])
         at_end: set[int] = set()
         deadline = _deadline(timeout_s)
         while len(at_end) < partitions:
@@ -256,19 +258,23 @@ def kafka_python_produce(bootstrap: str, topic: str, recs: list[Rec], *,
 
 
 def kafka_python_consume(bootstrap: str, topic: str, partitions: int = 1, *,
-                         isolation: str = "read_uncommitted",
-                         timeout_s: float = OP_TIMEOUT_S) -> list[Seen]:
-    """Every record of ``topic`` up to each partition's end offset with kafka-python's
-    KafkaConsumer (assigned, no group)."""
+                         isolation: str = "read_uncommitted", timeout_s: float = OP_TIMEOUT_S,
+                         start_offset: int | None = None, **conf) -> list[Seen]:
+    """Every record of ``topic`` from the beginning (or ``start_offset``) up to each
+    partition's end offset with kafka-python's KafkaConsumer (assigned, no group)."""
     from kafka import KafkaConsumer, TopicPartition
     c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                       isolation_level=isolation, fetch_max_wait_ms=50,
-                      request_timeout_ms=int(timeout_s * 1000) + 1000)
+                      request_timeout_ms=int(timeout_s * 1000) + 1000, **conf)
     seen: list[Seen] = []
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         c.assign(tps)
-        c.seek_to_beginning(*tps)
+        if start_offset is None:
+            c.seek_to_beginning(*tps)
+        else:
+            for tp in tps:
+                c.seek(tp, start_offset)
         ends = c.end_offsets(tps)  # the LSO under read_committed, the high watermark otherwise
         deadline = _deadline(timeout_s)
         while any(c.position(tp) < ends[tp] for tp in tps):
@@ -312,21 +318,26 @@ def aiokafka_produce(bootstrap: str, topic: str, recs: list[Rec], *, compression
 
 
 def aiokafka_consume(bootstrap: str, topic: str, partitions: int = 1, *,
-                     isolation: str = "read_uncommitted",
-                     timeout_s: float = OP_TIMEOUT_S) -> list[Seen]:
-    """Every record of ``topic`` up to each partition's end offset with aiokafka (assigned)."""
+                     isolation: str = "read_uncommitted", timeout_s: float = OP_TIMEOUT_S,
+                     start_offset: int | None = None, **conf) -> list[Seen]:
+    """Every record of ``topic`` from the beginning (or ``start_offset``) up to each
+    partition's end offset with aiokafka (assigned)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run():
         c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              isolation_level=isolation, fetch_max_wait_ms=50,
-                             request_timeout_ms=int(timeout_s * 1000))
+                             request_timeout_ms=int(timeout_s * 1000), **conf)
         await asyncio.wait_for(c.start(), timeout_s)
         seen: list[Seen] = []
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
             c.assign(tps)
-            await c.seek_to_beginning(*tps)
+            if start_offset is None:
+                await c.seek_to_beginning(*tps)
+            else:
+                for tp in tps:
+                    c.seek(tp, start_offset)
             ends = await asyncio.wait_for(c.end_offsets(tps), timeout_s)
             deadline = _deadline(timeout_s)
             while True:
@@ -381,10 +392,15 @@ def kcat_produce(bootstrap: str, topic: str, recs: list[Rec], *, compression: st
 
 
 def kcat_consume(bootstrap: str, topic: str, partitions: int = 1, *,
-                 timeout_s: float = OP_TIMEOUT_S) -> list[Seen]:
-    """Every record of ``topic`` with ``kcat -C -o beginning -e -J`` (exits at the end)."""
-    cmd = [KCAT, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-J", "-q",
+                 timeout_s: float = OP_TIMEOUT_S, start_offset: int | None = None,
+                 **conf) -> list[Seen]:
+    """Every record of ``topic`` with ``kcat -C -o beginning -e -J`` (exits at the end);
+    ``start_offset`` for ``-o N``, ``conf`` as ``-X name=value``."""
+    start = "beginning" if start_offset is None else str(start_offset)
+    cmd = [KCAT, "-C", "-b", bootstrap, "-t", topic, "-o", start, "-e", "-J", "-q",
            "-X", "fetch.wait.max.ms=50"]
+    for name, value in conf.items():
+        cmd += ["-X", f"{name}={value}"]
     done = subprocess.run(cmd, capture_output=True, timeout=timeout_s, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"kcat -C failed ({done.returncode}): {done.stderr.decode()}")

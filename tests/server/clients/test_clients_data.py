@@ -258,3 +258,37 @@ def test_null_header_values_and_every_acks(target, differential, unique):
     assert reports == {"0": [(None, None)] * 3, "1": [(None, 4), (None, 5), (None, 6)],
                        "all": [(None, 7), (None, 8), (None, 9)]}
     differential({"seen": seen, "reports": reports})
+
+
+def test_fetch_from_inside_a_batch_and_under_small_fetch_limits(target, differential, unique):
+    """Ten lz4 records in one batch (compressible, so librdkafka keeps it compressed), then
+    five of 5,000 bytes: every client started at offset
+    7 (inside the compressed batch) gets 7 onwards and nothing before; consumers whose fetch
+    limits (1 KiB) are smaller than a batch still get every record (Kafka returns the first
+    batch whatever the limit, KIP-74)."""
+    b = target.bootstrap
+    create_topic(b, unique)
+    small = [Rec(f"k{i}".encode(), f"value {i} ".encode() * 30) for i in range(10)]
+    big = [Rec(f"big{i}".encode(), bytes([65 + i]) * 5000) for i in range(5)]
+    confluent_produce(b, unique, small, compression="lz4", **{"linger.ms": 200})
+    for r in big:
+        confluent_produce(b, unique, [r])
+    batches = fetch_batches(b, unique)
+    from_7 = {f.__name__: [s.offset for s in f(b, unique, start_offset=7)]
+              for f in (confluent_consume, kafka_python_consume, aiokafka_consume,
+                        kcat_consume)}
+    limited = {
+        "confluent": confluent_consume(b, unique, **{
+            "fetch.max.bytes": 1024, "message.max.bytes": 1000,
+            "max.partition.fetch.bytes": 1024}),
+        "kafka-python": kafka_python_consume(b, unique, fetch_max_bytes=1024,
+                                             max_partition_fetch_bytes=1024),
+        "aiokafka": aiokafka_consume(b, unique, fetch_max_bytes=1024,
+                                     max_partition_fetch_bytes=1024),
+    }
+    assert batches[0] == (0, 9, "lz4") and [bt[0] for bt in batches[1:]] == list(range(10, 15))
+    for name, offsets in from_7.items():
+        assert offsets == list(range(7, 15)), name
+    for name, got in limited.items():
+        assert got == expected(small + big), name
+    differential({"batches": batches, "from 7": from_7, "limited": limited})
