@@ -186,12 +186,12 @@ class Connection(asyncio.Protocol):
         self._process_buffer()
 
     def eof_received(self) -> bool:
-        # The client closed its side: answer the complete requests it sent, then close.
-        self._process_buffer()
+        # The client closed its side. Kafka closes the connection then (it has no half-open
+        # connections): the responses already finished are written, handlers still waiting
+        # are cancelled (connection_lost) and their answers dropped.
         self._closing = True
-        if not self._slots:
-            return False
-        return True
+        self._flush()
+        return False
 
     def pause_writing(self) -> None:
         self._writing_paused = True
