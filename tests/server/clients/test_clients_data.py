@@ -13,42 +13,46 @@ import pytest
 from clients_runner import (
     COMPRESSIONS, KCAT, OP_TIMEOUT_S, Rec, Seen, admin, aiokafka_consume, aiokafka_produce,
     confluent_consume, confluent_produce, create_topic, expected, fetch_batches,
-    kafka_python_consume,
-    kafka_python_produce, kcat_consume, kcat_produce, records,
+    kafka_python_consume, kafka_python_produce, kcat_consume, kcat_produce, records,
 )
 
 needs_kcat = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
 
 
 @needs_kcat
-@pytest.mark.parametrize("codec", COMPRESSIONS)
-def test_every_client_produces_and_consumes_in_codec(target, differential, unique, codec):
-    """confluent-kafka, kafka-python, aiokafka and kcat each produce five records in ``codec``
-    (null keys, null values, headers) to one partition; each of the four reads all twenty
-    back, identical, at offsets 0..19; a raw Fetch shows the batches kept in the codec the
-    producer used."""
+def test_every_client_produces_and_consumes_in_every_codec(target, differential, unique):
+    """For each codec, one partition of a five-partition topic: confluent-kafka, kafka-python,
+    aiokafka and kcat each produce five records in that codec (null keys, null values,
+    headers); each of the four clients reads all five partitions back, identical, at offsets
+    0..19 of each; a raw Fetch shows the batches kept in the codec the producer used."""
     b = target.bootstrap
-    create_topic(b, unique)
-    recs = [records("cf", 5), records("kp", 5, both_null=False),
-            records("ak", 5, both_null=False),
-            [Rec(r.key, r.value, r.headers) for r in records("kc", 5)]]
-    offsets = [confluent_produce(b, unique, recs[0], compression=codec),
-               kafka_python_produce(b, unique, recs[1], compression=codec),
-               aiokafka_produce(b, unique, recs[2], compression=codec)]
-    kcat_produce(b, unique, recs[3], compression=codec)
-    assert offsets == [[(0, i) for i in range(5 * n, 5 * n + 5)] for n in range(3)]
-    want = expected([r for group in recs for r in group])
-    seen = {f.__name__: f(b, unique) for f in (confluent_consume, kafka_python_consume,
-                                               aiokafka_consume, kcat_consume)}
+    create_topic(b, unique, len(COMPRESSIONS))
+    want: list[Seen] = []
+    offsets, by_aiokafka = {}, {}
+    for p, codec in enumerate(COMPRESSIONS):
+        recs = [records(f"cf-{codec}", 5, partition=p),
+                records(f"kp-{codec}", 5, partition=p, both_null=False),
+                records(f"ak-{codec}", 5, partition=p, both_null=False),
+                records(f"kc-{codec}", 5, partition=p)]
+        offsets[codec] = [confluent_produce(b, unique, recs[0], compression=codec),
+                          kafka_python_produce(b, unique, recs[1], compression=codec),
+                          aiokafka_produce(b, unique, recs[2], compression=codec)]
+        kcat_produce(b, unique, recs[3], compression=codec)
+        assert offsets[codec] == [[(p, i) for i in range(5 * n, 5 * n + 5)] for n in range(3)]
+        want += expected([r for group in recs for r in group])
+        # Stored as the producers built them: aiokafka sent one record per batch, always in
+        # the codec; the others may have sent a batch uncompressed (librdkafka does when that
+        # is smaller), never in another codec.
+        batches = fetch_batches(b, unique, p)
+        assert {c for _, _, c in batches} <= {codec, "none"}, codec
+        by_aiokafka[codec] = [batch for batch in batches if 10 <= batch[0] < 15]
+        assert by_aiokafka[codec] == [(i, i, codec) for i in range(10, 15)]
+    seen = {f.__name__: f(b, unique, len(COMPRESSIONS))
+            for f in (confluent_consume, kafka_python_consume, aiokafka_consume, kcat_consume)}
     for name, got in seen.items():
-        assert got == want, name
-    # Stored as the producers built them: aiokafka sent one record per batch, always in the
-    # codec; the others may have sent a batch uncompressed (librdkafka does when that is
-    # smaller), never in another codec.
-    batches = fetch_batches(b, unique)
-    assert {c for _, _, c in batches} <= {codec, "none"}
-    by_aiokafka = [batch for batch in batches if 10 <= batch[0] < 15]
-    assert by_aiokafka == [(i, i, codec) for i in range(10, 15)]
+        for p, codec in enumerate(COMPRESSIONS):
+            assert [r for r in got if r.partition == p] == \
+                [r for r in want if r.partition == p], (name, codec)
     differential({"offsets": offsets, "seen": seen, "aiokafka batches": by_aiokafka})
 
 
