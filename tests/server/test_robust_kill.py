@@ -38,6 +38,8 @@ from seglog.store import Store
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+pytestmark = pytest.mark.clients
+
 TOPIC = "load"
 PARTITIONS = 3
 #: Records the producer sends in all; the kill comes once KILL_AFTER_ACKED are acknowledged.
