@@ -137,3 +137,15 @@ def test_set_topic_config_defaults_applies_to_new_topics_only(tmp_path, backend)
         with pytest.raises(InvalidConfigError):
             store.set_topic_config_defaults({"retention.ms": "-5"})
         assert store.topic_config_defaults.retention_ms == 1000
+
+
+def test_a_kafka_name_that_is_also_a_field_name_takes_kafka_strings(tmp_path, backend):
+    # "preallocate" is a LogConfig field and a Kafka name: CreateTopics and AlterConfigs send
+    # "true"; with topic defaults set, the registry's overrides go through the same path.
+    with open_store(tmp_path, backend, topic_config_defaults={"retention.ms": "1000"}) as store:
+        assert store.create_topic("p", 1, {"preallocate": "true"}).config.preallocate
+        assert LogConfig().replace(preallocate=" TRUE ").preallocate
+        with pytest.raises(InvalidConfigError, match="either true or false"):
+            store.create_topic("q", 1, {"preallocate": "maybe"})
+    with open_store(tmp_path, backend, topic_config_defaults={"retention.ms": "1000"}) as store:
+        assert store.topic("p").config.preallocate

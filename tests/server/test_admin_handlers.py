@@ -182,6 +182,20 @@ def test_create_topics_answers_as_kafka(tmp_path):
         r = h.create([("x", 9999, 1)], validate_only=True)
         assert errors(r.topics) == [("x", 0, None)]
         assert h.store.topics() == ["co.x", "ok"]
+        # Config values refused in Kafka's words (ConfigDef.parseType), or taken as Kafka takes
+        # them (trimmed, any case).
+        r = h.create([("v1", 1, 1, {"retention.ms": "1.5"}), ("v2", 1, 1, {"preallocate": "maybe"}),
+                      ("v3", 1, 1, {"cleanup.policy": "compact,foo"}),
+                      ("v4", 1, 1, {"preallocate": " TRUE ", "retention.ms": " 12 "})],
+                     validate_only=True)
+        assert errors(r.topics) == [
+            ("v1", 40, "Invalid value 1.5 for configuration retention.ms: Not a number of type "
+                       "LONG"),
+            ("v2", 40, "Invalid value maybe for configuration preallocate: Expected value to be "
+                       "either true or false"),
+            ("v3", 40, "Invalid value foo for configuration cleanup.policy: String must be one "
+                       "of: compact, delete"),
+            ("v4", 0, None)]
         # validate_only: answered as a creation, nothing made; a manual assignment; defaults.
         r = h.create([("vo", 2, 1)], validate_only=True)
         assert (r.topics[0].error_code, r.topics[0].num_partitions) == (0, 2)

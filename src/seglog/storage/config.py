@@ -316,7 +316,8 @@ def _unknown(name: str, known: Iterable[str]) -> InvalidConfigError:
 def _to_kwargs(configs: Mapping[str, Any]) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for name, value in configs.items():
-        if name in _FIELDS:
+        # "preallocate" is both a field and a Kafka name: a string value is Kafka's ("true").
+        if name in _FIELDS and not (name in _BY_KAFKA and isinstance(value, str)):
             field_name = name
         elif name in _BY_KAFKA:
             field_name = _BY_KAFKA[name].name

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Any, Mapping
 
 from ...errors import CorruptCheckpointError, InvalidConfigError
@@ -145,14 +146,53 @@ def topic_overrides(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
     return {name: value for name, value in mine.items() if base.get(name) != value}
 
 
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
+_INT_BOUNDS = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+
+
+def _kafka_parse_error(name: str, value: str) -> str | None:
+    """Kafka's ``ConfigDef.parseType`` message for a string that is not a value of topic
+    config ``name``'s type (or, for a list with choices, names an unknown item), or None."""
+    f = _LOG_FIELDS[name]
+    kind = f.metadata["kind"]
+    text = value.strip()
+    if kind in _INT_BOUNDS:
+        low, high = _INT_BOUNDS[kind]
+        if not _JAVA_INT.fullmatch(text) or not low <= int(text) <= high:
+            return f"Invalid value {value} for configuration {name}: Not a number of type " \
+                   f"{kind.upper()}"
+    elif kind == "double" and not _JAVA_DOUBLE.fullmatch(text):
+        return f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE"
+    elif kind == "boolean" and text.lower() not in ("true", "false"):
+        return (f"Invalid value {value} for configuration {name}: Expected value to be "
+                "either true or false")
+    elif kind == "list" and f.metadata["choices"]:
+        for item in (i.strip() for i in text.split(",") if i.strip()):
+            if item not in f.metadata["choices"]:
+                return (f"Invalid value {item} for configuration {name}: String must be one "
+                        f"of: {', '.join(f.metadata['choices'])}")
+    return None
+
+
 def topic_config_from(defaults: LogConfig, overrides: Mapping[str, Any]) -> LogConfig:
     """``defaults`` with ``overrides`` (topic config names, Kafka string values) applied.
-    Raises :class:`InvalidConfigError` naming an unknown name (``Unknown topic config name``,
-    Kafka's words) or a bad value."""
-    for name in overrides:
+    Raises :class:`InvalidConfigError` naming an unknown name (``Unknown topic config name``)
+    or a bad value, in Kafka's words where ``ConfigDef`` has them (the value unquoted)."""
+    for name, value in overrides.items():
         if name not in TOPIC_CONFIG_NAMES:
             raise InvalidConfigError(f"Unknown topic config name: {name}")
-    return defaults.replace(**dict(overrides))
+        why = _kafka_parse_error(name, value) if isinstance(value, str) else None
+        if why:
+            raise InvalidConfigError(why)
+    try:
+        return LogConfig.from_kafka({**defaults.to_kafka(), **overrides})
+    except InvalidConfigError as e:
+        text = str(e)
+        for name, value in overrides.items():
+            text = text.replace(f"Invalid value {value!r} for configuration {name}:",
+                                f"Invalid value {value} for configuration {name}:")
+        raise InvalidConfigError(text) from None
 
 
 class DynamicConfigs:

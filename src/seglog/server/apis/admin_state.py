@@ -86,7 +86,7 @@ def rebase_topics(store, dynamic, old_defaults, new_defaults) -> None:
     for name in store.topics():
         topic = store.topic(name)
         overrides = dynamic.overrides_of(topic.topic_id, topic.config, old_defaults)
-        new = new_defaults.replace(**overrides)
+        new = cfg.topic_config_from(new_defaults, overrides)
         if new != topic.config:
             changes[name] = new
     if changes:
