@@ -65,9 +65,9 @@ class Seen:
 
 def records(prefix: str, n: int, *, partition: int = 0, both_null: bool = True) -> list[Rec]:
     """``n`` records with every shape a client must carry: keys and values, a null key, a
-    null value, a record with both null (unless ``both_null=False``: kafka-python and aiokafka refuse
-    to send one), headers (several, a repeated name, an empty value) and records without
-    any."""
+    null value, a record with both null (unless ``both_null=False``: kafka-python and
+    aiokafka refuse to send one), headers (several, a repeated name, an empty value) and
+    records without any."""
     out = []
     for i in range(n):
         key: bytes | None = f"{prefix}-k{i}".encode()
@@ -138,7 +138,6 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, *,
 def describe_group(bootstrap: str, group: str, timeout_s: float = 10.0) -> dict:
     """DescribeGroups: state, protocol type, and how many partitions each member holds
     (sorted; member ids differ between brokers)."""
-    from confluent_kafka import ConsumerGroupState  # noqa: F401 (the enum the state is)
     client = admin(bootstrap)
     desc = client.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(
         timeout=timeout_s)
@@ -428,7 +427,8 @@ def fetch_batches(bootstrap: str, topic: str, partition: int = 0, *,
     Fetch v4 request written by hand (no client decompresses anything on the way): what the
     broker keeps and serves, byte for byte as the producer built it."""
     name = topic.encode()
-    body = struct.pack(">iiiib", -1, 0, 0, 64 << 20, 0)      # replica, max wait, min, max, isolation
+    # replica id, max wait, min bytes, max bytes, isolation level
+    body = struct.pack(">iiiib", -1, 0, 0, 64 << 20, 0)
     body += struct.pack(">ih", 1, len(name)) + name           # one topic
     body += struct.pack(">iiqi", 1, partition, 0, 64 << 20)  # one partition from offset 0
     client_id = b"seglog-clients-test"

@@ -27,8 +27,6 @@ import pytest
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
 
-from clients_runner import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS  # noqa: F401
-
 REQUIRE_KAFKA = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
 
 #: Broker settings both targets run with (Kafka's names): groups join at once, a killed

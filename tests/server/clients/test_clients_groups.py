@@ -218,8 +218,9 @@ def test_offsets_committed_by_one_client_read_by_the_others(target, differential
             tps = [ATopicPartition(unique, p) for p in range(2)]
             c.assign(tps)
             if commit:
-                await asyncio.wait_for(c.commit({ATopicPartition(unique, p): AOffsetAndMetadata(o, m)
-                                                 for p, (o, m) in commit.items()}), OP_TIMEOUT_S)
+                offsets = {ATopicPartition(unique, p): AOffsetAndMetadata(o, m)
+                           for p, (o, m) in commit.items()}
+                await asyncio.wait_for(c.commit(offsets), OP_TIMEOUT_S)
             return [await asyncio.wait_for(c.committed(tp), OP_TIMEOUT_S) for tp in tps]
         finally:
             await asyncio.wait_for(c.stop(), OP_TIMEOUT_S)

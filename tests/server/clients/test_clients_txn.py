@@ -18,8 +18,9 @@ def test_idempotent_producer_retries_are_not_duplicated(target, differential, un
     """aiokafka's own record batches with a producer id and sequences, sent as a retrying
     producer sends them (the same batch again, an older one again, a gap, a producer id the
     broker never gave): duplicates are answered with their first offsets and not appended
-    again, the gap gets OUT_OF_ORDER_SEQUENCE_NUMBER, the stranger is accepted; then an idempotent confluent-kafka
-    producer writes 300 records to three partitions exactly once."""
+    again, the gap gets OUT_OF_ORDER_SEQUENCE_NUMBER, the stranger is accepted (KIP-360);
+    then an idempotent confluent-kafka producer writes 300 records to three partitions
+    exactly once."""
     from aiokafka.client import AIOKafkaClient
     from aiokafka.protocol.produce import ProduceRequest
     from aiokafka.protocol.transaction import InitProducerIdRequest
