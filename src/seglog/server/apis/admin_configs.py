@@ -26,12 +26,13 @@ from typing import Any, Mapping
 from ...errors import CorruptCheckpointError, InvalidConfigError
 from ...storage import checkpoints
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
-from ..config import CONFIG_DEFS, LOG_CONFIG_SYNONYMS, BrokerConfig
+from ..config import CONFIG_DEFS, BrokerConfig
 
-__all__ = ["DYNAMIC_CONFIGS_FILE", "DynamicConfigs", "SOURCE_TOPIC", "SOURCE_DYNAMIC_BROKER",
-           "SOURCE_DYNAMIC_DEFAULT", "SOURCE_STATIC", "SOURCE_DEFAULT", "TOPIC_BROKER_SYNONYMS",
-           "broker_synonyms", "config_type_id", "topic_overrides", "topic_config_from",
-           "format_value"]
+__all__ = ["CLUSTER_MIN_ISR", "DYNAMIC_BROKER_CONFIGS", "DYNAMIC_CONFIGS_FILE", "DynamicConfigs",
+           "SOURCE_TOPIC", "SOURCE_DYNAMIC_BROKER", "SOURCE_DYNAMIC_DEFAULT", "SOURCE_STATIC",
+           "SOURCE_DEFAULT", "TOPIC_BROKER_SYNONYMS", "broker_synonyms", "config_type_id",
+           "format_value", "topic_config_from", "topic_config_kind", "topic_overrides",
+           "topic_synonyms"]
 
 #: The cluster-level dynamic default every Kafka 4.4 cluster has (see DynamicConfigs).
 CLUSTER_MIN_ISR = "min.insync.replicas"
@@ -347,7 +348,3 @@ def topic_synonyms(dynamic: DynamicConfigs, name: str) -> list[tuple[str, str | 
         return []
     return dynamic.synonyms(names[0])
 
-
-def is_log_config_name(name: str) -> bool:
-    """Whether broker config ``name`` is a topic default (changing it changes topics)."""
-    return name in LOG_CONFIG_SYNONYMS or any(name in g for g in _UNIT_GROUPS)
