@@ -2,7 +2,8 @@
 retried batches are not duplicated (same offsets answered again), a gap in sequences is
 refused with Kafka's error code; transactions committed and aborted (with offsets sent to the
 transaction) read by read_committed and read_uncommitted consumers of three clients, an open
-transaction holding read_committed readers at the last stable offset."""
+transaction holding read_committed readers at the last stable offset; aiokafka's and
+kafka-python's transactional producers."""
 
 from __future__ import annotations
 
@@ -165,3 +166,50 @@ def test_transactions_committed_and_aborted(target, differential, unique):
         assert got == want_all, name
     assert offsets == [7]
     differential({"reads": reads, "offsets": offsets})
+
+
+def test_aiokafka_and_kafka_python_transactions(target, differential, unique):
+    """The other two Python clients' transactional producers (their own InitProducerId,
+    AddPartitionsToTxn and EndTxn versions): each commits one record and aborts one; a
+    read_committed reader sees the two commits, a read_uncommitted one all four, each
+    followed by its marker."""
+    from aiokafka import AIOKafkaProducer
+    from kafka import KafkaProducer
+
+    b = target.bootstrap
+    create_topic(b, unique)
+
+    async def by_aiokafka():
+        p = AIOKafkaProducer(bootstrap_servers=b, transactional_id=f"{unique}-aio",
+                             request_timeout_ms=15000)
+        await asyncio.wait_for(p.start(), OP_TIMEOUT_S)
+        try:
+            async with p.transaction():
+                await p.send_and_wait(unique, b"aio-commit", key=b"k")
+            await p.begin_transaction()
+            await p.send_and_wait(unique, b"aio-abort", key=b"k")
+            await asyncio.wait_for(p.abort_transaction(), OP_TIMEOUT_S)
+        finally:
+            await asyncio.wait_for(p.stop(), OP_TIMEOUT_S)
+
+    asyncio.run(asyncio.wait_for(by_aiokafka(), OP_TIMEOUT_S * 2))
+    p = KafkaProducer(bootstrap_servers=b, transactional_id=f"{unique}-kp",
+                      request_timeout_ms=15000, max_block_ms=15000)
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(unique, b"kp-commit", key=b"k")
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send(unique, b"kp-abort", key=b"k")
+        p.flush(timeout=OP_TIMEOUT_S)
+        p.abort_transaction()
+    finally:
+        p.close(timeout=5)
+    committed_view = [(s.offset, s.value) for s in
+                      confluent_consume(b, unique, isolation="read_committed")]
+    everything = [(s.offset, s.value) for s in confluent_consume(b, unique)]
+    assert committed_view == [(0, b"aio-commit"), (4, b"kp-commit")]
+    assert everything == [(0, b"aio-commit"), (2, b"aio-abort"), (4, b"kp-commit"),
+                          (6, b"kp-abort")]
+    differential({"read_committed": committed_view, "read_uncommitted": everything})
