@@ -136,13 +136,14 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, *,
 
 
 def describe_group(bootstrap: str, group: str, timeout_s: float = 10.0) -> dict:
-    """DescribeGroups: state, protocol type, and how many partitions each member holds
-    (sorted; member ids differ between brokers)."""
+    """DescribeGroups: state, the assignor chosen, and how many partitions each member
+    holds (sorted; member ids differ between brokers)."""
     client = admin(bootstrap)
     desc = client.describe_consumer_groups([group], request_timeout=timeout_s)[group].result(
         timeout=timeout_s)
     sizes = sorted(len(m.assignment.topic_partitions) if m.assignment else 0 for m in desc.members)
-    return {"state": desc.state.name, "members": len(desc.members), "sizes": sizes}
+    return {"state": desc.state.name, "assignor": desc.partition_assignor,
+            "members": len(desc.members), "sizes": sizes}
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int,

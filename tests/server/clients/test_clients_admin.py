@@ -26,9 +26,10 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
     """DescribeConfigs of a topic created with one override (its value and source, and
     Kafka's defaults for others), IncrementalAlterConfigs set and delete, DeleteRecords
     refused on a compacted topic (POLICY_VIOLATION) and, once it is not, before offset 4 (the
-    earliest offset and what a consumer reads from the beginning), and
-    DescribeCluster (one node, which is the controller the client sees)."""
-    from confluent_kafka import TopicPartition
+    earliest offset and what a consumer reads from the beginning), DescribeCluster (one node,
+    which is the controller the client sees) and DescribeTopics (a topic id, the node leads
+    the partition, alone in its replicas and ISR)."""
+    from confluent_kafka import TopicCollection, TopicPartition
     from confluent_kafka.admin import (
         AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec, ResourceType,
     )
@@ -70,10 +71,19 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
                                    **KW)[earliest_tp].result(timeout=OP_TIMEOUT_S).offset
     read = [s.offset for s in confluent_consume(b, unique)]
     cluster = client.describe_cluster(**KW).result(timeout=OP_TIMEOUT_S)
+    topic_desc = client.describe_topics(TopicCollection([unique]), **KW)[unique].result(
+        timeout=OP_TIMEOUT_S)
+    described_topic = {
+        "name": topic_desc.name, "internal": topic_desc.is_internal,
+        "has id": topic_desc.topic_id is not None and str(topic_desc.topic_id) != "",
+        "partitions": [(p.id, p.leader.id == cluster.nodes[0].id,
+                        [r.id for r in p.replicas] == [cluster.nodes[0].id],
+                        [r.id for r in p.isr] == [cluster.nodes[0].id])
+                       for p in topic_desc.partitions]}
     result = {"before": before, "altered": altered, "after": after,
               "delete records of a compacted topic": on_compacted, "back to delete": back,
               "deleted low watermark": deleted.low_watermark, "earliest": earliest, "read": read,
-              "nodes": len(cluster.nodes),
+              "nodes": len(cluster.nodes), "topic": described_topic,
               "controller is the node": cluster.controller is not None
               and cluster.controller.id == cluster.nodes[0].id}
     assert before["retention.ms"] == ("86400000", 1)         # DYNAMIC_TOPIC_CONFIG
@@ -83,6 +93,8 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
     assert (on_compacted, back) == ("POLICY_VIOLATION", "NO_ERROR")
     assert (result["deleted low watermark"], earliest, read) == (4, 4, list(range(4, 10)))
     assert result["nodes"] == 1 and result["controller is the node"]
+    assert described_topic == {"name": unique, "internal": False, "has id": True,
+                               "partitions": [(0, True, True, True)]}
     differential(result)
 
 

@@ -54,8 +54,9 @@ def test_members_join_leave_and_die(target, differential, unique):
             m.stop()
     assert steps == [[6], [3, 3], [2, 2, 2], [3, 3], [6]]
     assert union == list(range(6))
-    assert described == {"state": "STABLE", "members": 1, "sizes": [6]}
-    assert after_leave == {"state": "EMPTY", "members": 0, "sizes": []}
+    assert described == {"state": "STABLE", "assignor": "roundrobin", "members": 1,
+                         "sizes": [6]}
+    assert after_leave == {"state": "EMPTY", "assignor": "", "members": 0, "sizes": []}
     differential({"steps": steps, "described": described, "after_leave": after_leave})
 
 
@@ -99,7 +100,8 @@ def test_ten_consumers_on_six_partitions_leave_four_idle(target, differential, u
 
     sizes, described = asyncio.run(run())
     assert sizes == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
-    assert described == {"state": "STABLE", "members": 10, "sizes": sizes}
+    assert described == {"state": "STABLE", "assignor": "roundrobin", "members": 10,
+                         "sizes": sizes}
     differential({"sizes": sizes, "described": described})
 
 
@@ -185,7 +187,8 @@ def test_static_member_replaced_without_rebalance(target, differential, unique):
               "described": described}
     assert result == {"b took over": True, "a kept": True, "a reassigned": False,
                       "old b": "fatal", "fenced reason": True,
-                      "described": {"state": "STABLE", "members": 2, "sizes": [3, 3]}}
+                      "described": {"state": "STABLE", "assignor": "roundrobin",
+                                    "members": 2, "sizes": [3, 3]}}
     differential(result)
 
 
