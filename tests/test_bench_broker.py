@@ -105,3 +105,76 @@ def test_ratios_and_targets_from_two_sides():
     part._targets(result, sides)
     assert not {t.label: t for t in result.targets}[
         "ProducerPerformance, acks=1: seglog / Kafka"].met
+
+
+def test_held_connections_are_real_clients_served_again(tmp_path):
+    server = part.SeglogServe(tmp_path / "data")
+    socks = []
+    try:
+        server.start()
+        socks = part.hold_connections("127.0.0.1", server.port, 20)
+        assert len(socks) == 20
+        assert part.served_count(socks) == 20
+        assert part.served_count(socks, step=5) == 4
+        figures = part.capacity_connections(server.pid, "127.0.0.1", server.port, 30)
+        assert "error" not in figures, figures
+        assert figures["served"] == 30
+        # The broker held a descriptor for each of the 30 (and the 20 still open).
+        assert figures["fds_after"] >= figures["fds_before"] + 30
+        assert figures["rss_after_bytes"] > 0 and figures["open_s"] > 0
+    finally:
+        part.close_all(socks)
+        assert server.stop() == 0, server.log_tail()
+
+
+def test_hold_connections_fails_on_a_listener_that_never_answers():
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(RuntimeError, match="connection 0 of 3"):  # the read times out
+            part.hold_connections("127.0.0.1", silent.getsockname()[1], 3, timeout_s=0.2)
+
+
+@pytest.mark.skipif(not part.has_confluent_kafka(), reason="needs confluent-kafka")
+def test_partitions_client_creates_produces_and_consumes_each_partition(tmp_path):
+    server = part.SeglogServe(tmp_path / "data")
+    try:
+        server.start()
+        figures = part.capacity_partitions(server.pid, server.bootstrap, 12, topic="wide")
+        assert "error" not in figures, figures
+        assert figures["partitions"] == 12
+        assert all(figures[k] >= 0 for k in ("create_s", "metadata_s", "produce_s",
+                                             "consume_s"))
+        assert figures["fds_after"] >= figures["fds_before"]
+        # A second create of the same topic is refused: the client reports it, not raise.
+        again = part.capacity_partitions(server.pid, server.bootstrap, 12, topic="wide")
+        assert "TOPIC_ALREADY_EXISTS" in again["error"] or "already exists" in again["error"]
+    finally:
+        assert server.stop() == 0, server.log_tail()
+
+
+def test_capacity_table_and_sentences_from_two_sides():
+    seg, kafka = part.Side(part.SEGLOG), part.Side(part.KAFKA)
+    seg.record_all("cap.conn", {"open_s": 0.9, "served": 1000, "fds_before": 8,
+                                "fds_after": 1008, "rss_before_bytes": 40 * part.MiB,
+                                "rss_after_bytes": 42 * part.MiB})
+    seg.record_all("cap.part", {"partitions": 1000, "create_s": 2.0, "metadata_s": 0.1,
+                                "produce_s": 0.5, "consume_s": 0.5, "fds_before": 8,
+                                "fds_after": 1008, "rss_before_bytes": 42 * part.MiB,
+                                "rss_after_bytes": 60 * part.MiB})
+    seg.figures["cap.stop_s"] = 7.0
+    kafka.record_all("cap.part", {"error": "boom"})
+    assert "cap.part" in kafka.errors and "cap.conn.served" not in kafka.figures
+    table = part._capacity_table(seg, kafka, "quick")
+    rows = {row[0]: row[1:] for row in table.rows}
+    assert rows["broker descriptors, before -> after the topic"] == ["8 -> 1008", "failed: boom"]
+    assert rows["descriptors per partition"][0] == "1.00 "
+    assert rows["RSS growth per held connection"][0] == "2.05 KiB"
+    assert rows["RSS growth per partition"][0] == "18.43 KiB"
+    assert rows["clean stop (SIGTERM) with the topic, s"] == ["7.00", "n/a"]
+    sentences = part._sentences({part.SEGLOG: seg, part.KAFKA: kafka})
+    assert any("1.00 per partition" in s for s in sentences)
+    result = part.PartResult(part.NAME, part.TITLE)
+    part._figures(result, {part.SEGLOG: seg})
+    assert result.figures["seglog.cap.conn.fds_after"].unit == "count"
+    assert result.figures["seglog.cap.stop_s"].unit == "s"

@@ -17,6 +17,13 @@ counts, not the absolute figure on a noisy 2-core machine):
 5. **broker RSS** after the runs;
 6. **idle CPU**: ten confluent-kafka consumers long-polling an empty topic for a while; the
    broker process's CPU time over that window as a share of one core.
+7. **capacity** (a table, no target): 1,000 idle client connections held (each a real
+   client: one ApiVersions answered; then all asked again while held), the seconds to open
+   them and the broker's descriptors and RSS before and while held; one topic of 1,000
+   partitions created through confluent-kafka's AdminClient, one record produced to each and
+   all consumed back, the seconds of each step and the broker's descriptors and RSS before
+   and after; then the seconds of the broker's clean stop (SIGTERM) with that topic. The
+   bench process raises its RLIMIT_NOFILE soft limit for the connections it holds.
 
 Both brokers run as separate processes on 127.0.0.1; the clients run in their own processes
 too, so the bench process's interpreter never competes with either. The seglog broker is
@@ -270,7 +277,7 @@ def _client_consume(args: argparse.Namespace) -> dict:
                 if first_at is None:
                     first_at = time.perf_counter()
                 received += 1
-        wall_s = time.perf_counter() - first_at
+        wall_s = time.perf_counter() - (first_at or time.perf_counter())
     finally:
         consumer.close()
     return {"records": received, "wall_s": wall_s, "records_per_s": received / wall_s}
@@ -302,8 +309,75 @@ def _client_idle(args: argparse.Namespace) -> dict:
     return {"consumers": args.consumers}
 
 
+def _client_partitions(args: argparse.Namespace) -> dict:
+    """Create topic ``args.topic`` of ``args.partitions`` partitions with the AdminClient,
+    produce one record to each partition (acks=all), consume them all back (assigned, from
+    offset 0) and check each partition's record; the seconds of each step."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    count, deadline = args.partitions, time.monotonic() + args.timeout_s
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    t0 = time.perf_counter()
+    futures = admin.create_topics([NewTopic(args.topic, count, 1)],
+                                  operation_timeout=args.timeout_s,
+                                  request_timeout=args.timeout_s)
+    futures[args.topic].result(timeout=args.timeout_s)
+    create_s = time.perf_counter() - t0
+    # Until Metadata lists every partition (Kafka's brokers learn of a new topic shortly
+    # after CreateTopics answers).
+    while True:
+        topic = admin.list_topics(args.topic, timeout=30).topics.get(args.topic)
+        if topic is not None and topic.error is None and len(topic.partitions) == count:
+            break
+        if time.monotonic() > deadline:
+            return {"error": "the topic's partitions never all showed in Metadata"}
+        time.sleep(0.05)
+    metadata_s = time.perf_counter() - t0 - create_s
+
+    producer = Producer({"bootstrap.servers": args.bootstrap, "acks": "all", "linger.ms": 5})
+    errors: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
+
+    t1 = time.perf_counter()
+    for partition in range(count):
+        producer.produce(args.topic, b"p%d" % partition, partition=partition,
+                         on_delivery=on_delivery)
+        producer.poll(0)
+    left = producer.flush(max(1.0, deadline - time.monotonic()))
+    produce_s = time.perf_counter() - t1
+    if left or errors:
+        return {"error": f"{left} undelivered; {errors}"}
+
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "unused",
+                         "enable.auto.commit": False, "enable.partition.eof": False})
+    seen: dict[int, bytes] = {}
+    t2 = time.perf_counter()
+    try:
+        consumer.assign([TopicPartition(args.topic, p, 0) for p in range(count)])
+        while len(seen) < count:
+            if time.monotonic() > deadline:
+                return {"error": f"timed out with {len(seen)} of {count} partitions consumed"}
+            for msg in consumer.consume(num_messages=count, timeout=0.5):
+                if msg.error():
+                    return {"error": str(msg.error())}
+                seen[int(msg.partition() or 0)] = bytes(msg.value() or b"")
+    finally:
+        consumer.close()
+    consume_s = time.perf_counter() - t2
+    wrong = [p for p in range(count) if seen.get(p) != b"p%d" % p]
+    if wrong:
+        return {"error": f"partitions with the wrong record: {wrong[:10]}"}
+    return {"partitions": count, "create_s": create_s, "metadata_s": metadata_s,
+            "produce_s": produce_s, "consume_s": consume_s}
+
+
 _CLIENTS: dict[str, Callable[[argparse.Namespace], dict]] = {
-    "produce": _client_produce, "consume": _client_consume, "idle": _client_idle}
+    "produce": _client_produce, "consume": _client_consume, "idle": _client_idle,
+    "partitions": _client_partitions}
 
 
 def client_main(argv: list[str] | None = None) -> int:
@@ -317,6 +391,7 @@ def client_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-bytes", type=int, default=100)
     parser.add_argument("--acks", default="1")
     parser.add_argument("--consumers", type=int, default=IDLE_CONSUMERS)
+    parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--stop-file", default="")
     parser.add_argument("--timeout-s", type=float, default=CLIENT_TIMEOUT_S)
     args = parser.parse_args(argv)
@@ -351,6 +426,123 @@ def has_confluent_kafka() -> bool:
     return True
 
 
+# --- capacity: idle connections held, partitions on one broker -------------------------------
+
+#: How many idle client connections and partitions the capacity figures hold, by mode.
+CAPACITY_CONNECTIONS = {"quick": 1_000, "standard": 1_000, "full": 1_000}
+CAPACITY_PARTITIONS = {"quick": 1_000, "standard": 1_000, "full": 1_000}
+CAPACITY_TIMEOUT_S = 300.0
+#: Descriptors this process keeps for itself beside the connections it holds.
+_FDS_SPARE = 100
+
+
+def api_versions_on(sock: socket.socket, correlation_id: int) -> bool:
+    """Send ApiVersions v0 on an open connection and read its answer; whether it came with
+    ``correlation_id`` and error 0 (the socket's timeout bounds the wait)."""
+    frame = struct.pack(">hhih", 18, 0, correlation_id, 5) + b"bench"
+    try:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", _recv_exactly(sock, 4))[0]
+        if not 6 <= size <= 1 << 20:
+            return False
+        return struct.unpack_from(">ih", _recv_exactly(sock, size)) == (correlation_id, 0)
+    except OSError:
+        return False
+
+
+def hold_connections(host: str, port: int, count: int,
+                     timeout_s: float = 30.0) -> list[socket.socket]:
+    """``count`` TCP connections to ``host:port``, each a real client: its ApiVersions v0
+    is answered before the next one opens. The caller closes them. RuntimeError (all closed)
+    when one is not answered; the caller's RLIMIT_NOFILE must allow ``count`` more."""
+    socks: list[socket.socket] = []
+    try:
+        for index in range(count):
+            sock = socket.create_connection((host, port), timeout=timeout_s)
+            socks.append(sock)
+            sock.settimeout(timeout_s)
+            if not api_versions_on(sock, index):
+                raise RuntimeError(f"connection {index} of {count}: ApiVersions not answered")
+    except BaseException:
+        close_all(socks)
+        raise
+    return socks
+
+
+def close_all(socks: list[socket.socket]) -> None:
+    """Close every socket of ``socks``."""
+    for sock in socks:
+        sock.close()
+
+
+def served_count(socks: list[socket.socket], step: int = 1) -> int:
+    """How many of ``socks[::step]`` get one more ApiVersions answered."""
+    return sum(api_versions_on(sock, 1_000_000 + index)
+               for index, sock in enumerate(socks[::step]))
+
+
+def _usage(pid: int) -> dict[str, float]:
+    from .scale import open_fds
+
+    return {"fds": float(open_fds(pid)), "rss_bytes": float(proc_status(pid)["rss_bytes"])}
+
+
+def capacity_connections(pid: int, host: str, port: int, count: int) -> dict:
+    """Hold ``count`` idle client connections to the broker (process ``pid``): seconds to
+    open them (each answered once), the broker's descriptors and RSS before and while held,
+    and how many answer again once all are open (``served``)."""
+    from .scale import nofile_raised
+
+    before = _usage(pid)
+    with nofile_raised() as limits:
+        soft = limits["soft"]
+        if 0 <= soft < count + _FDS_SPARE:  # -1: unlimited
+            return {"error": f"RLIMIT_NOFILE of the bench process {soft} < {count + _FDS_SPARE}"}
+        t0 = time.perf_counter()
+        try:
+            socks = hold_connections(host, port, count)
+        except (OSError, RuntimeError) as exc:
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            open_s = time.perf_counter() - t0
+            held = _usage(pid)
+            served = served_count(socks)
+        finally:
+            close_all(socks)
+    return {"open_s": open_s, "served": float(served), "fds_before": before["fds"],
+            "fds_after": held["fds"], "rss_before_bytes": before["rss_bytes"],
+            "rss_after_bytes": held["rss_bytes"]}
+
+
+def capacity_partitions(pid: int, bootstrap: str, count: int,
+                        topic: str = "capacity") -> dict:
+    """One topic of ``count`` partitions created through confluent-kafka's AdminClient, one
+    record produced to each and all consumed back (a client subprocess); the seconds of
+    each step and the broker's descriptors and RSS before and after."""
+    before = _usage(pid)
+    out = run_client("partitions", bootstrap, topic, partitions=count,
+                     timeout_s=CAPACITY_TIMEOUT_S)
+    if "error" in out:
+        return out
+    after = _usage(pid)
+    out.update({"fds_before": before["fds"], "fds_after": after["fds"],
+                "rss_before_bytes": before["rss_bytes"], "rss_after_bytes": after["rss_bytes"]})
+    return out
+
+
+def measure_capacity(side: "Side", *, host: str, port: int, bootstrap: str, pid: int,
+                     mode: str, progress) -> None:
+    """The capacity figures of one running broker into ``side`` (keys ``cap.conn.*`` and
+    ``cap.part.*``)."""
+    connections = CAPACITY_CONNECTIONS.get(mode, CAPACITY_CONNECTIONS["standard"])
+    progress.step(f"{side.name}: {connections:,} idle client connections")
+    side.record_all("cap.conn", capacity_connections(pid, host, port, connections))
+    if has_confluent_kafka():
+        partitions = CAPACITY_PARTITIONS.get(mode, CAPACITY_PARTITIONS["standard"])
+        progress.step(f"{side.name}: a topic of {partitions:,} partitions")
+        side.record_all("cap.part", capacity_partitions(pid, bootstrap, partitions))
+
+
 # --- one broker's measurements ---------------------------------------------------------------
 
 @dataclass
@@ -360,6 +552,16 @@ class Side:
     name: str
     figures: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+
+    def record_all(self, prefix: str, outcome: dict) -> None:
+        """Keep every number of ``outcome`` under ``<prefix>.<name>``, or its error under
+        ``prefix``."""
+        if "error" in outcome:
+            self.errors[prefix] = str(outcome["error"])[:300]
+            return
+        for name, value in outcome.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.figures[f"{prefix}.{name}"] = float(value)
 
     def record(self, key: str, outcome: dict | float | None, field_name: str = "") -> None:
         """Keep ``outcome[field_name]`` (or the value itself) under ``key``, or its error."""
@@ -415,7 +617,8 @@ def _idle_cpu_share(pid: int, bootstrap: str, topic: str, window_s: float,
         line = proc.stdout.readline() if proc.stdout is not None else ""
         if '"ready"' not in line:
             proc.wait(timeout=60)
-            return {"error": f"idle consumers did not start: {line}{proc.stderr.read()[-600:]}"}
+            tail = proc.stderr.read()[-600:] if proc.stderr is not None else ""
+            return {"error": f"idle consumers did not start: {line}{tail}"}
         time.sleep(1.0)  # let the consumers settle into their long polls
         cpu0, t0 = process_cpu_s(pid), time.perf_counter()
         time.sleep(window_s)
@@ -498,14 +701,21 @@ def run(ctx: BenchContext) -> PartResult:
     ctx.progress.step("starting seglog serve")
     try:
         seglog_side.figures["start_s"] = server.start()
-        measure(seglog_side, bootstrap=server.bootstrap, pid_of=lambda: server.pid, ref=ref,
-                scratch=scratch, records=records, record_bytes=record_bytes, mode=mode,
-                progress=ctx.progress)
+        measure(seglog_side, bootstrap=server.bootstrap, pid_of=lambda: _pid(server.pid),
+                ref=ref, scratch=scratch, records=records, record_bytes=record_bytes,
+                mode=mode, progress=ctx.progress)
         seglog_side.figures["rss_bytes"] = server.rss_bytes()
+        measure_capacity(seglog_side, host="127.0.0.1", port=server.port,
+                         bootstrap=server.bootstrap, pid=_pid(server.pid), mode=mode,
+                         progress=ctx.progress)
     except RuntimeError as exc:
         seglog_side.errors["start_s"] = str(exc)[:600]
     finally:
+        ctx.progress.step("stopping seglog serve")
+        t0 = time.perf_counter()
         code = server.stop()
+        if "cap.part.partitions" in seglog_side.figures:
+            seglog_side.figures["cap.stop_s"] = time.perf_counter() - t0
         if code not in (0, None):
             result.notes.append(f"seglog serve exited with {code} on SIGTERM:\n"
                                 f"{server.log_tail(10)}")
@@ -523,14 +733,22 @@ def run(ctx: BenchContext) -> PartResult:
         try:
             t0 = time.perf_counter()
             broker.start()
-            kafka_side.figures["start_s"] = wait_ready("127.0.0.1", broker.port,
-                                                       broker.process, t0)
-            measure(kafka_side, bootstrap=broker.bootstrap, pid_of=lambda: broker.pid, ref=ref,
-                    scratch=scratch, records=records, record_bytes=record_bytes, mode=mode,
-                    progress=ctx.progress)
+            process = broker.process
+            assert process is not None  # start() returned: it runs
+            kafka_side.figures["start_s"] = wait_ready("127.0.0.1", broker.port, process, t0)
+            measure(kafka_side, bootstrap=broker.bootstrap, pid_of=lambda: _pid(broker.pid),
+                    ref=ref, scratch=scratch, records=records, record_bytes=record_bytes,
+                    mode=mode, progress=ctx.progress)
             kafka_side.figures["rss_bytes"] = broker.rss_bytes()
+            measure_capacity(kafka_side, host="127.0.0.1", port=broker.port,
+                             bootstrap=broker.bootstrap, pid=_pid(broker.pid), mode=mode,
+                             progress=ctx.progress)
         finally:
+            ctx.progress.step("stopping the Kafka broker")
+            t0 = time.perf_counter()
             broker.stop()
+            if "cap.part.partitions" in kafka_side.figures:
+                kafka_side.figures["cap.stop_s"] = time.perf_counter() - t0
 
     _figures(result, sides)
     result.tables += _tables(result, sides, records, record_bytes, mode)
@@ -544,6 +762,12 @@ def run(ctx: BenchContext) -> PartResult:
     return result
 
 
+def _pid(pid: int | None) -> int:
+    if pid is None:
+        raise RuntimeError("the broker is not running")
+    return pid
+
+
 def _backend_name() -> str | None:
     return os.environ.get("SEGLOG_BACKEND") or None
 
@@ -554,7 +778,8 @@ def _figures(result: PartResult, sides: dict[str, Side]) -> None:
             unit = UNIT_SECONDS if key.endswith("_s") else (
                 "bytes" if key.endswith("_bytes") else (
                     "ms" if key.endswith("_ms") else (
-                        "share" if key.endswith("share") else UNIT_RECORDS_PER_S)))
+                        "share" if key.endswith("share") else (
+                            "count" if key.startswith("cap.") else UNIT_RECORDS_PER_S))))
             result.figure(f"{name}.{key}", unit).add(value)
 
 
@@ -563,8 +788,9 @@ def _cell(side: Side | None, key: str, fmt: Callable[[float], str]) -> str:
         return "-"
     if key in side.figures:
         return fmt(side.figures[key])
-    if key in side.errors:
-        return "failed: " + side.errors[key].splitlines()[0][:80]
+    for failed in (key, key.rsplit(".", 1)[0]):  # the figure's, or its group's (cap.part)
+        if failed in side.errors:
+            return "failed: " + side.errors[failed].splitlines()[0][:80]
     return "n/a"
 
 
@@ -602,7 +828,81 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int, record_byt
                _cell(kaf, "rss_bytes", mib))
     broker.add(f"CPU with {IDLE_CONSUMERS} idle long-polling consumers, share of a core",
                _cell(seg, "idle.cpu_share", pct), _cell(kaf, "idle.cpu_share", pct))
-    return [tput, lat, broker]
+    return [tput, lat, broker, _capacity_table(seg, kaf, mode)]
+
+
+def _pair(side: Side | None, before: str, after: str, fmt: Callable[[float], str]) -> str:
+    """``before -> after`` of two figures of ``side`` (or why not)."""
+    if side is None:
+        return "-"
+    if before in side.figures and after in side.figures:
+        return f"{fmt(side.figures[before])} -> {fmt(side.figures[after])}"
+    return _cell(side, after, fmt)
+
+
+def _per(side: Side | None, before: str, after: str, count_key: str, scale: float,
+         unit: str) -> str:
+    """The growth of a figure from ``before`` to ``after`` per item (``count_key``)."""
+    if side is None or not all(k in side.figures for k in (before, after, count_key)):
+        return "n/a"
+    count = side.figures[count_key]
+    if not count:
+        return "n/a"
+    return f"{(side.figures[after] - side.figures[before]) / count / scale:.2f} {unit}"
+
+
+def _capacity_table(seg: Side | None, kaf: Side | None, mode: str) -> Table:
+    """Idle connections held and partitions on one broker: seconds, descriptors, RSS."""
+    conns = CAPACITY_CONNECTIONS.get(mode, CAPACITY_CONNECTIONS["standard"])
+    parts = CAPACITY_PARTITIONS.get(mode, CAPACITY_PARTITIONS["standard"])
+    table = Table(f"capacity: {conns:,} idle client connections held; one topic of "
+                  f"{parts:,} partitions created with confluent-kafka's AdminClient, one "
+                  "record produced to each (acks=all) and all consumed back",
+                  ["figure", "seglog serve", "Kafka"])
+    secs = lambda v: f"{v:.2f}"  # noqa: E731
+    whole = lambda v: f"{v:.0f}"  # noqa: E731
+    mib = lambda v: f"{v / MiB:.0f}"  # noqa: E731
+    add = table.add
+    add("connections: seconds to open them (each answers one ApiVersions)",
+        _cell(seg, "cap.conn.open_s", secs), _cell(kaf, "cap.conn.open_s", secs))
+    add("connections answering again while all are held",
+        _cell(seg, "cap.conn.served", whole), _cell(kaf, "cap.conn.served", whole))
+    add("broker descriptors, before -> connections held",
+        _pair(seg, "cap.conn.fds_before", "cap.conn.fds_after", whole),
+        _pair(kaf, "cap.conn.fds_before", "cap.conn.fds_after", whole))
+    add("broker RSS MiB, before -> connections held",
+        _pair(seg, "cap.conn.rss_before_bytes", "cap.conn.rss_after_bytes", mib),
+        _pair(kaf, "cap.conn.rss_before_bytes", "cap.conn.rss_after_bytes", mib))
+    add("RSS growth per held connection",
+        _per(seg, "cap.conn.rss_before_bytes", "cap.conn.rss_after_bytes", "cap.conn.served",
+             1024, "KiB"),
+        _per(kaf, "cap.conn.rss_before_bytes", "cap.conn.rss_after_bytes", "cap.conn.served",
+             1024, "KiB"))
+    add("partitions: CreateTopics answered, s",
+        _cell(seg, "cap.part.create_s", secs), _cell(kaf, "cap.part.create_s", secs))
+    add("then until Metadata lists them all, s",
+        _cell(seg, "cap.part.metadata_s", secs), _cell(kaf, "cap.part.metadata_s", secs))
+    add("one record to each partition, produced, s",
+        _cell(seg, "cap.part.produce_s", secs), _cell(kaf, "cap.part.produce_s", secs))
+    add("all consumed back (assigned), s",
+        _cell(seg, "cap.part.consume_s", secs), _cell(kaf, "cap.part.consume_s", secs))
+    add("broker descriptors, before -> after the topic",
+        _pair(seg, "cap.part.fds_before", "cap.part.fds_after", whole),
+        _pair(kaf, "cap.part.fds_before", "cap.part.fds_after", whole))
+    add("descriptors per partition",
+        _per(seg, "cap.part.fds_before", "cap.part.fds_after", "cap.part.partitions", 1, ""),
+        _per(kaf, "cap.part.fds_before", "cap.part.fds_after", "cap.part.partitions", 1, ""))
+    add("broker RSS MiB, before -> after the topic",
+        _pair(seg, "cap.part.rss_before_bytes", "cap.part.rss_after_bytes", mib),
+        _pair(kaf, "cap.part.rss_before_bytes", "cap.part.rss_after_bytes", mib))
+    add("RSS growth per partition",
+        _per(seg, "cap.part.rss_before_bytes", "cap.part.rss_after_bytes",
+             "cap.part.partitions", 1024, "KiB"),
+        _per(kaf, "cap.part.rss_before_bytes", "cap.part.rss_after_bytes",
+             "cap.part.partitions", 1024, "KiB"))
+    add("clean stop (SIGTERM) with the topic, s",
+        _cell(seg, "cap.stop_s", secs), _cell(kaf, "cap.stop_s", secs))
+    return table
 
 
 def _targets(result: PartResult, sides: dict[str, Side]) -> None:
@@ -638,6 +938,14 @@ def _sentences(sides: dict[str, Side]) -> list[str]:
             out.append(f"{side.name}: {key} failed: {error.splitlines()[0][:200]}")
     out.append("Both brokers run as separate processes on 127.0.0.1, the clients in processes "
                "of their own; the ratios are what the targets judge, measured in one run.")
+    seg = sides.get(SEGLOG)
+    if seg is not None and "cap.part.fds_after" in seg.figures:
+        per = (seg.figures["cap.part.fds_after"] - seg.figures["cap.part.fds_before"]) / \
+            max(1.0, seg.figures.get("cap.part.partitions", 1.0))
+        out.append(f"Descriptors: seglog serve holds {per:.2f} per partition here, its "
+                   "active segment's log file kept open by every Log (an idle partition "
+                   "costs one descriptor until lazy segment opening with a bounded file "
+                   "cache, issue 14, bounds it); RLIMIT_NOFILE is the broker's ceiling.")
     return out
 
 
