@@ -127,6 +127,7 @@ class Server:
         self._next_connection_id = 0
         self._listener: asyncio.base_events.Server | None = None
         self._tasks: list[asyncio.Task] = []
+        self._maintenance_job: asyncio.Future | None = None
         self.state: BrokerState | None = None
         self._ranges = sorted([(h.api_key, h.min_version, h.max_version)
                                for h in self.handlers.values()]
@@ -193,6 +194,12 @@ class Server:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks.clear()
+        job = self._maintenance_job
+        if job is not None and not job.done():
+            try:
+                await job
+            except Exception:
+                log.exception("maintenance round failed during shutdown")
         if self._listener is not None:
             await self._listener.wait_closed()
         for module in reversed(self._started_modules):
@@ -315,8 +322,11 @@ class Server:
             await asyncio.sleep(max(0.0, next_due - time.monotonic()))
             for i, (period, name, job) in enumerate(jobs):
                 if due[i] <= time.monotonic():
+                    self._maintenance_job = self.loop.run_in_executor(None, job)
                     try:
-                        await self.loop.run_in_executor(None, job)
+                        # Shielded: a shutdown waits for a round in progress (close()) rather
+                        # than leave it running beside Store.close on its worker thread.
+                        await asyncio.shield(self._maintenance_job)
                     except asyncio.CancelledError:
                         raise
                     except Exception:
