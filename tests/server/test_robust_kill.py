@@ -36,7 +36,7 @@ from seglog.bench import broker as bench
 from seglog.store import Store
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 pytestmark = pytest.mark.clients
 
@@ -104,11 +104,15 @@ class LoadProducer(threading.Thread):
             self.fatal = f"{type(exc).__name__}: {exc}"
 
 
-def _create_topic(bootstrap: str) -> None:
+def _create_topic(bootstrap: str) -> str:
+    """Create the topic; its ``flush.messages`` as the broker describes it."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)],
                                   operation_timeout=30, request_timeout=30)
     futures[TOPIC].result(timeout=30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    described = admin.describe_configs([resource], request_timeout=30)[resource].result(30)
+    return described["flush.messages"].value
 
 
 def _wait_for(predicate, timeout_s: float, what: str) -> None:
@@ -144,7 +148,7 @@ def test_kill_9_under_idempotent_acks_all_load_then_restart(tmp_path, backend):
     load = None
     try:
         first.start()
-        _create_topic(first.bootstrap)
+        assert _create_topic(first.bootstrap) == "1"  # log.flush.interval.messages
         load = LoadProducer(first.bootstrap)
         load.start()
         _wait_for(lambda: len(load.acked) >= KILL_AFTER_ACKED or not load.is_alive(), WAIT_S,
@@ -186,7 +190,8 @@ def test_kill_9_under_idempotent_acks_all_load_then_restart(tmp_path, backend):
     for partition, report in reports.items():
         assert not report.clean_shutdown
         assert report.recovered_segments, partition
-    assert [(t.truncated_bytes) for t in reports[0].truncations] == [TORN_BYTES]
+    assert [t.truncated_bytes for t in reports[0].truncations] == [TORN_BYTES]
+    assert reports[1].truncations == reports[2].truncations == []
     assert _active_segment(crashed, 0).stat().st_size == torn_size
     kept = {seq: (partition, offset) for partition, rows in at_kill.items()
             for offset, seq in rows}
