@@ -4,8 +4,13 @@ LeaveGroup, no commit) or close it, and watch what it saw. Run by
 
     python clients_member.py BOOTSTRAP group CLIENT GROUP TOPIC
         CLIENT is confluent, kafka-python or aiokafka; subscribes with the round-robin
-        assignor (the one all three share) and prints {"event": "assigned", "partitions": [...]}
-        after every rebalance; "close" on stdin closes the consumer (LeaveGroup) and exits 0.
+        assignor (the one all three share) and prints {"event": "assigned", "partitions":
+        [...]} after every rebalance; "close" on stdin closes the consumer (LeaveGroup) and
+        exits 0. For confluent-kafka: TOPIC may be a comma-separated list, its events also
+        carry "pairs" ("topic:partition"), SEGLOG_MEMBER_INSTANCE_ID makes it static,
+        SEGLOG_MEMBER_ASSIGNOR and SEGLOG_MEMBER_METADATA_REFRESH_MS set its assignor and
+        metadata refresh, and a fatal error (fenced) prints {"event": "fatal", "reason": ...}
+        and exits 4.
 
     python clients_member.py BOOTSTRAP delivery GROUP TOPIC ORDER CRASH_AT HANDLED_FILE
         The article's delivery example with confluent-kafka: read the partition in batches of
@@ -34,6 +39,9 @@ HEARTBEAT_INTERVAL_MS = int(os.environ.get("SEGLOG_MEMBER_HEARTBEAT_INTERVAL_MS"
 BATCH = 5
 #: ``group.instance.id`` of a confluent-kafka group member (static membership), if set.
 INSTANCE_ID = os.environ.get("SEGLOG_MEMBER_INSTANCE_ID", "")
+#: The confluent-kafka member's assignor, and how often it refreshes metadata (new partitions).
+ASSIGNOR = os.environ.get("SEGLOG_MEMBER_ASSIGNOR", "roundrobin")
+METADATA_REFRESH_MS = int(os.environ.get("SEGLOG_MEMBER_METADATA_REFRESH_MS", "300000"))
 
 
 def say(**event) -> None:
@@ -64,13 +72,15 @@ def group_confluent(bootstrap: str, group: str, topic: str) -> None:
     conf = {"bootstrap.servers": bootstrap, "group.id": group,
             "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-            "partition.assignment.strategy": "roundrobin",
+            "partition.assignment.strategy": ASSIGNOR,
+            "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
             "enable.auto.commit": False, "auto.offset.reset": "earliest"}
     if INSTANCE_ID:
         conf["group.instance.id"] = INSTANCE_ID
     c = Consumer(conf)
-    c.subscribe([topic], on_assign=lambda _c, tps: say(
-        event="assigned", partitions=sorted(tp.partition for tp in tps)))
+    c.subscribe(topic.split(","), on_assign=lambda _c, tps: say(
+        event="assigned", partitions=sorted(tp.partition for tp in tps),
+        pairs=sorted(f"{tp.topic}:{tp.partition}" for tp in tps)))
     close = stdin_closed_flag()
     deadline = time.monotonic() + DEADLINE_S
     while not close.is_set():

@@ -494,6 +494,7 @@ class Member:
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         self.assigned: list | None = None  # the partitions of the last assignment
+        self.assigned_pairs: list | None = None  # its "topic:partition" (confluent-kafka)
         self.assignments = 0  # how many assignments it reported
 
     def _read(self):
@@ -513,6 +514,7 @@ class Member:
                                f"stderr: {self.stderr_tail()}") from None
         if ev.get("event") == "assigned":
             self.assigned = ev["partitions"]
+            self.assigned_pairs = ev.get("pairs")
             self.assignments += 1
         return ev
 

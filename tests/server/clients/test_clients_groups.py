@@ -11,7 +11,7 @@ import time
 import pytest
 
 from clients_runner import (
-    HEARTBEAT_INTERVAL_MS, OP_TIMEOUT_S, SESSION_TIMEOUT_MS, Member, Rec, committed,
+    HEARTBEAT_INTERVAL_MS, OP_TIMEOUT_S, SESSION_TIMEOUT_MS, Member, Rec, admin, committed,
     confluent_produce, create_topic, describe_group, wait_assignments,
 )
 
@@ -262,4 +262,43 @@ def test_offsets_committed_by_one_client_read_by_the_others(target, differential
                   "kafka-python": [(8, "from aiokafka"), (5, "")], "aiokafka": [8, 5]},
         "step3": {"kafka-python": [(8, "from aiokafka"), (9, "from confluent\x00")],
                   "confluent": [(8, "from aiokafka"), (9, "from confluent")]}}
+    differential(result)
+
+
+def test_range_over_two_topics_follows_new_partitions(target, differential, unique):
+    """Two confluent-kafka members with the range assignor on two topics (2 and 3
+    partitions): each topic's partitions split in member order; CreatePartitions takes the
+    first topic to 4 and, once the members' metadata shows it, the group rebalances over all
+    seven."""
+    from confluent_kafka.admin import NewPartitions
+
+    b = target.bootstrap
+    t1, t2 = f"{unique}-a", f"{unique}-b"
+    create_topic(b, t1, 2)
+    create_topic(b, t2, 3)
+    group = f"{unique}-g"
+    env = {"SEGLOG_MEMBER_ASSIGNOR": "range", "SEGLOG_MEMBER_METADATA_REFRESH_MS": "300"}
+    members: list[Member] = []
+    try:
+        for _ in range(2):
+            members.append(Member(b, "group", "confluent", group, f"{t1},{t2}", env=env))
+        before = wait_assignments(members, [2, 3], REBALANCE_S)
+        pairs_before = sorted(p for m in members for p in m.assigned_pairs)
+        client = admin(b)
+        client.create_partitions([NewPartitions(t1, 4)], request_timeout=OP_TIMEOUT_S)[
+            t1].result(timeout=OP_TIMEOUT_S)
+        after = wait_assignments(members, [3, 4], REBALANCE_S)
+        pairs_after = sorted(p for m in members for p in m.assigned_pairs)
+        described = describe_group(b, group)
+    finally:
+        for m in members:
+            m.stop()
+    result = {"before": before, "after": after, "pairs before": pairs_before,
+              "pairs after": pairs_after, "described": described}
+    want_before = [f"{t1}:{p}" for p in range(2)] + [f"{t2}:{p}" for p in range(3)]
+    want_after = [f"{t1}:{p}" for p in range(4)] + [f"{t2}:{p}" for p in range(3)]
+    assert pairs_before == sorted(want_before)
+    assert pairs_after == sorted(want_after)
+    assert described == {"state": "STABLE", "assignor": "range", "members": 2,
+                         "sizes": [3, 4]}
     differential(result)
