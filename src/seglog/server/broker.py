@@ -22,7 +22,6 @@ idle-connection expiry).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 import socket
@@ -31,17 +30,13 @@ import time
 from typing import Any, Mapping
 
 from ..errors import InvalidConfigError
+from ..store import Store
 from . import protocol, registry
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
 
 __all__ = ["Broker", "Server", "parse_listen"]
-
-# seglog.store loads the embedded clients (its producer()/consumer() factories), which the
-# wire broker must never use (tests/test_layout.py); the Store class is looked up at run time
-# so that the static import graph of seglog.server stays free of them.
-_STORE_MODULE = "seglog.store"
 
 log = logging.getLogger("seglog.server")
 
@@ -461,8 +456,7 @@ class Broker:
     def _open_store(self) -> Any:
         config = self.config
         node_id = config.node_id
-        store_class = importlib.import_module(_STORE_MODULE).Store
-        store = store_class(self.data_dir, backend=self.backend,
+        store = Store(self.data_dir, backend=self.backend,
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
                       node_id=1 if node_id is None else node_id,
