@@ -164,6 +164,10 @@ class Server:
         closes it)."""
         if self._listener is not None:
             self._listener.close()
+        # Long-polling fetches answer now instead of holding the shutdown for their max wait.
+        if self.state is not None:
+            self.state.closing = True
+            self.state.appended.notify()
         for connection in list(self.connections.values()):
             connection.close_when_answered()
         if self.in_flight:

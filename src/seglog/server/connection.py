@@ -39,7 +39,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError, UnsupportedVersionError
 from . import protocol
-from .context import RawResponse, RequestContext
+from .context import CloseConnection, RawResponse, RequestContext
 
 __all__ = ["Connection"]
 
@@ -305,6 +305,13 @@ class Connection(asyncio.Protocol):
         except asyncio.CancelledError:
             self._release(slot)
             raise
+        except CloseConnection as exc:
+            log.info("connection %d from %s:%d: closed after API key %d v%d: %s",
+                     self.connection_id, self.client_host, self.client_port, ctx.api_key,
+                     ctx.api_version, exc)
+            self._release(slot)
+            self.abort()
+            return
         except Exception:
             log.exception("connection %d from %s:%d: handler of API key %d v%d failed; closing",
                           self.connection_id, self.client_host, self.client_port, ctx.api_key,

@@ -14,7 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-__all__ = ["AppendNotifier", "BrokerState", "RawResponse", "RequestContext"]
+__all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close its connection without an answer where Kafka does so on
+    purpose (e.g. a failed Produce with acks=0); logged at info, without a traceback, unlike
+    an unexpected exception."""
 
 
 class RawResponse(NamedTuple):
@@ -91,6 +97,8 @@ class BrokerState:
     loop: asyncio.AbstractEventLoop
     appended: AppendNotifier
     extensions: dict[str, Any] = field(default_factory=dict)
+    #: Set when the broker begins to shut down: long polls answer at once.
+    closing: bool = False
 
     async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on a worker thread and return its result (for store calls that

@@ -54,7 +54,7 @@ from typing import Any
 from ... import errors
 from ... import format as fmt
 from ...types import TopicPartition
-from ..context import RawResponse
+from ..context import CloseConnection, RawResponse
 from .data_produce_codec import encode_produce_response
 from .data_topics import (
     ERROR_CORRUPT_MESSAGE,
@@ -107,7 +107,7 @@ ERROR_INVALID_PRODUCER_ID_MAPPING = 49
 ERROR_NOT_ENOUGH_REPLICAS = 19
 
 
-class ProduceFailedWithoutAck(Exception):
+class ProduceFailedWithoutAck(CloseConnection):
     """A Produce request with acks=0 failed on some partition: Kafka answers nothing and
     closes the connection (the broker core closes it when this escapes the handler)."""
 
