@@ -122,6 +122,8 @@ def test_held_connections_are_real_clients_served_again(tmp_path):
         # The broker held a descriptor for each of the 30 (and the 20 still open).
         assert figures["fds_after"] >= figures["fds_before"] + 30
         assert figures["rss_after_bytes"] > 0 and figures["open_s"] > 0
+        # Once closed, the broker lets them go (the 20 held here still count).
+        assert figures["fds_closed"] < figures["fds_after"]
     finally:
         part.close_all(socks)
         assert server.stop() == 0, server.log_tail()
@@ -164,6 +166,7 @@ def test_capacity_table_and_sentences_from_two_sides():
                                 "rss_after_bytes": 60 * part.MiB})
     seg.figures["cap.stop_s"] = 7.0
     kafka.record_all("cap.part", {"error": "boom"})
+    kafka.record_all("cap.conn", {"error": part._NOT_MEASURED + " in quick mode"})
     assert "cap.part" in kafka.errors and "cap.conn.served" not in kafka.figures
     table = part._capacity_table(seg, kafka, "quick")
     rows = {row[0]: row[1:] for row in table.rows}
@@ -172,8 +175,11 @@ def test_capacity_table_and_sentences_from_two_sides():
     assert rows["RSS growth per held connection"][0] == "2.05 KiB"
     assert rows["RSS growth per partition"][0] == "18.43 KiB"
     assert rows["clean stop (SIGTERM) with the topic, s"] == ["7.00", "n/a"]
+    assert rows["connections answering again while all are held"] == \
+        ["1000", "not measured in quick mode"]
     sentences = part._sentences({part.SEGLOG: seg, part.KAFKA: kafka})
     assert any("1.00 per partition" in s for s in sentences)
+    assert "kafka: cap.conn not measured in quick mode." in sentences
     result = part.PartResult(part.NAME, part.TITLE)
     part._figures(result, {part.SEGLOG: seg})
     assert result.figures["seglog.cap.conn.fds_after"].unit == "count"
