@@ -52,6 +52,8 @@ async def delete_records(ctx, request) -> Any:
     new log start offset, -1 with an error."""
     response_cls, m = response_classes(21, ctx.api_version)
     done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics)
+    # A fetch waiting below the new log start offset answers OFFSET_OUT_OF_RANGE now.
+    ctx.broker.appended.notify()
     return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
         make(m.DeleteRecordsTopicResult, name=name, partitions=tuple(
             make(m.DeleteRecordsPartitionResult, partition_index=p, low_watermark=low,

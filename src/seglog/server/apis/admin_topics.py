@@ -252,6 +252,8 @@ async def delete_topics(ctx, request) -> Any:
             results.append(make(m.DeletableTopicResult, name=name,
                                  topic_id=topic_id, error_code=e.code,
                                  error_message=e.message))
+    # Fetches waiting on a deleted topic answer now (Kafka completes its delayed fetches).
+    ctx.broker.appended.notify()
     return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
@@ -323,4 +325,5 @@ async def create_partitions(ctx, request) -> Any:
         except Refused as e:
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=e.code,
                                  error_message=e.message))
+    ctx.broker.appended.notify()
     return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))
