@@ -3,10 +3,15 @@ broker and against ``seglog serve``, and the two must see the same thing.
 
 ``target`` is parametrized over ``kafka`` (Kafka 4.4.0 from the tests/kafka harness: one JVM
 for the whole directory, started once, since a start takes seconds; marked ``kafka``) and
-``seglog`` (a ``seglog serve`` broker in this process, one per test module). Both run with the
-same group settings: no initial rebalance delay and a minimum session timeout short enough for
-:data:`clients_runner.SESSION_TIMEOUT_MS`. A :class:`Target` gives ``bootstrap`` and
-``restart()`` (stop and start on the same data and port).
+``seglog`` (a ``seglog serve`` broker in this process over the native storage backend, one
+per test module; the storage backends are compared by the data path's own tests). Both run
+with :data:`BROKER_CONFIG`: no initial rebalance delay, a minimum session timeout short enough
+for :data:`clients_runner.SESSION_TIMEOUT_MS`, one-partition internal topics. A
+:class:`Target` gives ``bootstrap`` and ``restart()`` (stop and start on the same data and
+port); ``unique`` names a scenario's topics and groups the same on both brokers. Every test
+here is marked ``clients``; without java and the Kafka jars the ``kafka`` side skips (fails
+under ``SEGLOG_REQUIRE_KAFKA=1``) and the ``seglog`` side still checks Kafka's documented
+results.
 
 A test runs its scenario, checks what Kafka's documented behaviour says, and hands the result
 to ``differential``: the second target's result must equal the first's (pytest runs all of a
