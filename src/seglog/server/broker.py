@@ -104,8 +104,7 @@ class Server:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
         self.request_bytes_max = config["socket.request.max.bytes"]
         self.queued_requests_max = config["queued.max.requests"]
-        self.connections_max = config["max.connections"]
-        self.connections_per_ip_max = config["max.connections.per.ip"]
+        self._config_at_start = config
         self.idle_ms_max = config["connections.max.idle.ms"]
         #: See connection.RESPONSE_BYTES_HELD_MAX.
         self.held_response_bytes_max = max(RESPONSE_BYTES_HELD_MAX, config["fetch.max.bytes"])
@@ -215,6 +214,19 @@ class Server:
     def _new_connection(self) -> Connection:
         self._next_connection_id += 1
         return Connection(self, self._next_connection_id)
+
+    @property
+    def connections_max(self) -> int:
+        """``max.connections`` now (a dynamic broker config: IncrementalAlterConfigs replaces
+        ``state.config``, so it is read at each accept)."""
+        config = self.state.config if self.state is not None else self._config_at_start
+        return config["max.connections"]
+
+    @property
+    def connections_per_ip_max(self) -> int:
+        """``max.connections.per.ip`` now (dynamic, as :attr:`connections_max`)."""
+        config = self.state.config if self.state is not None else self._config_at_start
+        return config["max.connections.per.ip"]
 
     def admit(self, connection: Connection) -> bool:
         """Register a new connection; False (the caller closes it) over ``max.connections``
