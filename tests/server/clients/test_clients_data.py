@@ -296,3 +296,21 @@ def test_fetch_from_inside_a_batch_and_under_small_fetch_limits(target, differen
     for name, got in limited.items():
         assert got == expected(small + big), name
     differential({"batches": batches, "from 7": from_7, "limited": limited})
+
+
+def test_binary_keys_values_and_headers(target, differential, unique):
+    """Keys, values and header values of every byte (NUL, 0xFF, invalid UTF-8), an empty key
+    and an empty value (not null), produced by kafka-python in gzip, read by the three
+    Python clients unchanged."""
+    b = target.bootstrap
+    create_topic(b, unique)
+    every_byte = bytes(range(256))
+    recs = [Rec(every_byte, every_byte[::-1] * 40, (("bin", b"\x00\xff\xfe"), ("", b"\x80"))),
+            Rec(b"", b"empty key"), Rec(b"empty value", b""),
+            Rec(b"\xff" * 3, bytes((i * 7) % 256 for i in range(3000)))]
+    offsets = kafka_python_produce(b, unique, recs, compression="gzip")
+    seen = {f.__name__: f(b, unique)
+            for f in (confluent_consume, kafka_python_consume, aiokafka_consume)}
+    for name, got in seen.items():
+        assert got == expected(recs), name
+    differential({"offsets": offsets, "seen": seen})
