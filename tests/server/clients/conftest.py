@@ -4,7 +4,8 @@ broker and against ``seglog serve``, and the two must see the same thing.
 ``target`` is parametrized over ``kafka`` (Kafka 4.4.0 from the tests/kafka harness: one JVM
 for the whole directory, started once, since a start takes seconds; marked ``kafka``) and
 ``seglog`` (a ``seglog serve`` broker in this process over the native storage backend, one
-per test module; the storage backends are compared by the data path's own tests). Both run
+per test module), and ``seglog-pure`` (the same over the pure-Python twin) in the modules
+that set ``SEGLOG_BACKENDS = ("native", "pure")`` (the data path). All run
 with :data:`BROKER_CONFIG`: no initial rebalance delay, a minimum session timeout short enough
 for :data:`clients_runner.SESSION_TIMEOUT_MS`, one-partition internal topics. A
 :class:`Target` gives ``bootstrap`` and ``restart()`` (stop and start on the same data and
@@ -14,8 +15,8 @@ under ``SEGLOG_REQUIRE_KAFKA=1``) and the ``seglog`` side still checks Kafka's d
 results.
 
 A test runs its scenario, checks what Kafka's documented behaviour says, and hands the result
-to ``differential``: the second target's result must equal the first's (pytest runs all of a
-module's ``kafka`` tests before its ``seglog`` ones, ``target`` being module-scoped). Results
+to ``differential``: each later target's result must equal the earlier ones' (pytest runs all
+of a module's ``kafka`` tests before its ``seglog`` ones, ``target`` being module-scoped). Results
 carry only what two brokers must agree on (offsets, keys, values, headers, error codes,
 assignment sizes), never timestamps or cluster and member ids.
 
@@ -92,32 +93,55 @@ def _kafka_broker(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def _seglog_broker(tmp_path_factory):
-    """A ``seglog serve`` broker for one test module, over a Store (native backend) in a
-    temp dir; ``restart`` stops it cleanly and starts a new one on the same dir and port."""
+def _seglog_brokers(tmp_path_factory):
+    """``get(backend) -> (state, restart)``: one ``seglog serve`` broker per storage backend
+    for one test module, over a Store in a temp dir, started when first asked for;
+    ``restart`` stops it cleanly and starts a new one on the same dir and port."""
     from seglog.server.broker import Broker
 
-    data_dir = tmp_path_factory.mktemp("seglog-clients")
-    state = {"broker": Broker(data_dir, listen=("127.0.0.1", 0), config=BROKER_CONFIG,
-                              backend="native")}
-    state["broker"].start()
-    port = state["broker"].port
+    made: dict[str, tuple] = {}
 
-    def restart():
-        state["broker"].stop()
-        state["broker"] = Broker(data_dir, listen=("127.0.0.1", port), config=BROKER_CONFIG,
-                                 backend="native")
+    def get(backend: str):
+        if backend in made:
+            return made[backend]
+        data_dir = tmp_path_factory.mktemp(f"seglog-clients-{backend}")
+        state = {"broker": Broker(data_dir, listen=("127.0.0.1", 0), config=BROKER_CONFIG,
+                                  backend=backend)}
         state["broker"].start()
+        port = state["broker"].port
+
+        def restart():
+            state["broker"].stop()
+            state["broker"] = Broker(data_dir, listen=("127.0.0.1", port),
+                                     config=BROKER_CONFIG, backend=backend)
+            state["broker"].start()
+
+        made[backend] = (state, restart)
+        return made[backend]
 
     try:
-        yield state, restart
+        yield get
     finally:
-        state["broker"].stop()
+        for state, _restart in made.values():
+            state["broker"].stop()
 
 
-@pytest.fixture(scope="module", params=[pytest.param("kafka", marks=pytest.mark.kafka), "seglog"])
+def pytest_generate_tests(metafunc):
+    """``target`` over the real Kafka broker and ``seglog serve`` on the native backend, and
+    also on the pure-Python one for a module that sets ``SEGLOG_BACKENDS = ("native",
+    "pure")`` (the data path: storage behaviour matters there)."""
+    if "target" not in metafunc.fixturenames:
+        return
+    backends = getattr(metafunc.module, "SEGLOG_BACKENDS", ("native",))
+    params = [pytest.param("kafka", marks=pytest.mark.kafka)]
+    params += ["seglog" if backend == "native" else f"seglog-{backend}" for backend in backends]
+    metafunc.parametrize("target", params, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
 def target(request):
-    """The broker a scenario runs against: the real Kafka 4.4.0, then ``seglog serve``."""
+    """The broker a scenario runs against: the real Kafka 4.4.0, then ``seglog serve``
+    (``seglog``: native storage; ``seglog-pure``: the pure-Python twin)."""
     if request.param == "kafka":
         broker = request.getfixturevalue("_kafka_broker")
 
@@ -126,8 +150,9 @@ def target(request):
             broker.start()
 
         return Target("kafka", lambda: broker.bootstrap, restart)
-    state, restart = request.getfixturevalue("_seglog_broker")
-    return Target("seglog", lambda: f"127.0.0.1:{state['broker'].port}", restart)
+    backend = request.param.partition("-")[2] or "native"
+    state, restart = request.getfixturevalue("_seglog_brokers")(backend)
+    return Target(request.param, lambda: f"127.0.0.1:{state['broker'].port}", restart)
 
 
 @pytest.fixture
@@ -166,7 +191,7 @@ def pytest_collection_modifyitems(items):
             continue
         item.add_marker(pytest.mark.clients)
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("target") == "seglog":
+        if callspec is not None and str(callspec.params.get("target")).startswith("seglog"):
             reason = SEGLOG_XFAIL.get(item.originalname)
             if reason:
                 item.add_marker(pytest.mark.xfail(strict=True, reason=reason))

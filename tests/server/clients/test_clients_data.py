@@ -18,6 +18,9 @@ from clients_runner import (
 
 needs_kcat = pytest.mark.skipif(KCAT is None, reason="kcat is not installed (apt-get install kcat)")
 
+#: The data path runs on both storage backends (conftest.py's ``target``).
+SEGLOG_BACKENDS = ("native", "pure")
+
 
 @needs_kcat
 def test_every_client_produces_and_consumes_in_every_codec(target, differential, unique):
