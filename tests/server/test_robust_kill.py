@@ -42,9 +42,12 @@ pytestmark = pytest.mark.clients
 
 TOPIC = "load"
 PARTITIONS = 3
-#: Records the producer sends in all; the kill comes once KILL_AFTER_ACKED are acknowledged.
-RECORDS = 4_000
+#: The kill comes once KILL_AFTER_ACKED records are acknowledged; the producer sends
+#: AFTER_KILL more after it (while the broker is down and restarting), and never more than
+#: RECORDS_MAX in all (a bound on its loop).
 KILL_AFTER_ACKED = 800
+AFTER_KILL = 1_500
+RECORDS_MAX = 100_000
 #: The producer's pace: a burst of this many records, then a short sleep, so that the load
 #: spans the kill, the down time and the restart.
 BURST = 20
@@ -59,8 +62,9 @@ def _value(seq: int) -> bytes:
 
 
 class LoadProducer(threading.Thread):
-    """An idempotent acks=all producer sending ``RECORDS`` numbered records round-robin to
-    the partitions; ``acked[seq] = (partition, offset)`` from its delivery reports."""
+    """An idempotent acks=all producer sending numbered records round-robin to the
+    partitions until AFTER_KILL past :attr:`killed`; ``acked[seq] = (partition, offset)``
+    from its delivery reports."""
 
     def __init__(self, bootstrap: str):
         super().__init__(daemon=True)
@@ -73,6 +77,7 @@ class LoadProducer(threading.Thread):
         self.failed: list[str] = []
         self.fatal: str | None = None
         self.sent = 0
+        self.killed = threading.Event()
         self.left_unflushed: int | None = None
 
     def _report(self, err, msg) -> None:
@@ -85,7 +90,12 @@ class LoadProducer(threading.Thread):
     def run(self) -> None:
         deadline = time.monotonic() + WAIT_S
         try:
-            for seq in range(RECORDS):
+            after_kill = 0
+            for seq in range(RECORDS_MAX):
+                if self.killed.is_set():
+                    after_kill += 1
+                    if after_kill > AFTER_KILL:
+                        break
                 while True:
                     try:
                         self.producer.produce(TOPIC, _value(seq), partition=seq % PARTITIONS,
@@ -154,9 +164,9 @@ def test_kill_9_under_idempotent_acks_all_load_then_restart(tmp_path, backend):
         _wait_for(lambda: len(load.acked) >= KILL_AFTER_ACKED or not load.is_alive(), WAIT_S,
                   f"{KILL_AFTER_ACKED} acknowledgements")
         first.kill()  # SIGKILL by pid, mid-load: the producer goes on sending
+        load.killed.set()
         acked_before_kill = dict(load.acked)
-        assert len(acked_before_kill) >= KILL_AFTER_ACKED and load.sent < RECORDS, \
-            "the load ended before the kill; raise RECORDS"
+        assert len(acked_before_kill) >= KILL_AFTER_ACKED
         assert not (data_dir / ".kafka_cleanshutdown").exists()
 
         # A crash mid-write: the start of a batch (its size says more follows) at the end of
@@ -176,7 +186,7 @@ def test_kill_9_under_idempotent_acks_all_load_then_restart(tmp_path, backend):
         assert not load.is_alive(), "the producer did not finish"
         assert load.fatal is None, load.fatal
         assert load.failed == [], load.failed[:5]
-        assert load.left_unflushed == 0 and load.sent == RECORDS
+        assert load.left_unflushed == 0 and load.sent >= len(acked_before_kill) + AFTER_KILL
         assert second.stop() == 0, second.log_tail()
     finally:
         if load is not None and load.is_alive():
@@ -208,4 +218,4 @@ def test_kill_9_under_idempotent_acks_all_load_then_restart(tmp_path, backend):
         assert all(seq % PARTITIONS == partition for seq in seqs)
         stored_at.update((seq, (partition, offset)) for offset, seq in rows)
     assert stored_at == load.acked
-    assert sorted(stored_at) == list(range(RECORDS))
+    assert sorted(stored_at) == list(range(load.sent))
