@@ -975,6 +975,12 @@ cdef class Segment:
             if needed and (self.offset_index.entries + needed > self.offset_index.max_entries
                            or self.time_index.entries + needed > self.time_index.max_entries - 1):
                 raise IndexFullError(f"indexes of segment {self.log_path} are full (roll first)")
+            # Disk blocks of those entries (and of the time index's roll/close entry), before
+            # anything is written: on a full disk the append fails with KafkaStorageError and
+            # leaves the segment as it was (see seglog.pure.index, "Disk").
+            if needed:
+                self.offset_index.reserve(needed)
+            self.time_index.reserve(needed + 1)
             start = self._size_bytes
             with nogil:
                 self._preallocate(start + end)
