@@ -419,11 +419,17 @@ cdef class _Index:
         anything is written: KafkaStorageError (an OSError with the call's errno) when the
         disk refuses them; no page is touched. ValueError for a negative ``count``,
         TypeError for a non-integer (the twin's rules)."""
+        cdef Py_ssize_t end_slot
         self._check_writable()
-        count = _int_arg(count, "count")
+        if type(count) is not int:  # C-level checks first: the segment calls this per entry
+            count = _int_arg(count, "count")
         if count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
-        self._reserve_slots(min(self.entries + count, _INT32_LIMIT))
+        if count > 2147483647:  # past any index (positions are int32): as many as fit
+            count = 2147483647
+        end_slot = self.entries + <Py_ssize_t>count
+        if end_slot * self._entry_bytes > self._reserved_bytes:
+            self._reserve_slots(end_slot)
 
     def is_full(self):
         """True when no entry can be appended."""

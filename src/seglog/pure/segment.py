@@ -782,7 +782,9 @@ class Segment:
             raise IndexFullError(f"indexes of segment {self.log_path} are full (roll first)")
         if needed:
             self.offset_index.reserve(needed)
-        self.time_index.reserve(needed + 1)
+            self.time_index.reserve(needed + 1)
+        elif self.size_bytes == 0:
+            self.time_index.reserve(1)  # a new segment's roll/close entry
 
     def _write_all(self, out, position):
         written = 0
