@@ -9,7 +9,12 @@ mapping outlives the fd) and lookups are a C binary search over the map with the
 (a writer trims its index on roll; a reader's longer mapping would then SIGBUS). Memory: a
 preallocated file is sparse (ftruncate) and only the pages of written entries are touched;
 counting skips the file's holes (``lseek(SEEK_DATA)``), and ``reset`` cuts the file to 0
-bytes and grows it back instead of zeroing slots (the pure module's docstring). The segment
+bytes and grows it back instead of zeroing slots (the pure module's docstring). Disk: no entry
+is stored in a page whose blocks are not reserved (posix_fallocate, in the same growing steps
+as the twin), since a store into a hole of a full disk is SIGBUS; a refusal is
+KafkaStorageError, and ``reserve`` lets the segment take the blocks of an append's entries
+before it writes the ``.log`` (the pure module's docstring says why failing, as Kafka, and
+not skipping the entry). The segment
 calls these classes through their Python methods (once per index entry, never per batch),
 except for a point read's lookup, ``offset_lookup``, which it cimports (declared in
 src/seglog/_native/index.pxd).
@@ -17,7 +22,7 @@ src/seglog/_native/index.pxd).
 Thread-safety: none; the owning Segment (and above it the Log) serialises calls.
 """
 
-from libc.errno cimport ENXIO, errno
+from libc.errno cimport EINTR, ENOSYS, ENXIO, EOPNOTSUPP, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
@@ -27,29 +32,35 @@ from posix.mman cimport (MADV_RANDOM, MADV_WILLNEED, MAP_FAILED, MAP_SHARED, MS_
                          PROT_WRITE, madvise, mmap, msync, munmap)
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
-from posix.unistd cimport close as c_close, ftruncate, lseek
+from posix.unistd cimport close as c_close, ftruncate, lseek, sysconf, _SC_PAGESIZE
 
 cdef extern from "<unistd.h>" nogil:
     enum: SEEK_DATA  # Linux >= 3.1, the BSDs, macOS, Solaris (_GNU_SOURCE: from Python.h)
+
+cdef extern from "<fcntl.h>" nogil:
+    int posix_fallocate(int fd, off_t offset, off_t length)  # returns an errno, or 0
+    enum: O_CLOEXEC
 
 from _bigendian cimport load_i32, load_i64, store_i64, store_u32
 
 import operator
 import os
 
-from seglog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+from seglog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError, KafkaStorageError
 
 cdef enum:
     OFFSET_ENTRY_BYTES = 8
     TIME_ENTRY_BYTES = 12
     WARM_SECTION_BYTES = 8192     # AbstractIndex.warmEntries() * entrySize
     PREFETCH_BYTES = 131072       # one readahead request (a multiple of any page size)
+    RESERVE_AHEAD_BYTES_MAX = 1048576  # disk reserved past the entries' pages, at most
     INT32_MAX_ = 2147483647
     NO_TIMESTAMP_ = -1
 
 _MAX_INDEX_BYTES_DEFAULT = 10 * 1024 * 1024
 _INT64_MAX = 2**63 - 1
 _INT32_LIMIT = 2**31  # one past the largest int32: no position or relative offset reaches it
+cdef Py_ssize_t PAGE_BYTES = sysconf(_SC_PAGESIZE)  # the unit a store allocates blocks in
 
 
 def _int_arg(value, name):
@@ -94,6 +105,7 @@ cdef class _Index:
     cdef unsigned char *_map                 # NULL when the usable length is 0
     cdef Py_ssize_t _map_bytes               # mapped bytes (whole entries)
     cdef Py_ssize_t _length                  # file length when last mapped
+    cdef Py_ssize_t _reserved_bytes          # blocks known allocated: bytes [0, this) of the file
     cdef Py_ssize_t _entry_bytes
     cdef bint _closed
     cdef bint _owned                         # _map is a malloc'd copy (read-only readers)
@@ -212,6 +224,8 @@ cdef class _Index:
         cdef Py_ssize_t usable = length - length % self._entry_bytes
         self._unmap()
         self._length = length
+        if self._reserved_bytes > usable:
+            self._reserved_bytes = usable  # a cut frees its blocks
         if usable > 0:
             address = mmap(NULL, usable, (PROT_READ | PROT_WRITE) if self.writable else PROT_READ,
                            MAP_SHARED, fd, 0)
@@ -227,6 +241,46 @@ cdef class _Index:
         return 0
 
     cdef int64_t _key(self, Py_ssize_t n) noexcept nogil:
+        return 0
+
+    cdef int _reserve_slots(self, Py_ssize_t end_slot) except -1:
+        """Reserve the blocks of slots ``[0, end_slot)`` (clamped to the map) if not yet: the
+        twin's steps (one page first, then as far ahead as the entries reach, at most
+        RESERVE_AHEAD_BYTES_MAX). KafkaStorageError when the disk refuses them."""
+        cdef Py_ssize_t end = end_slot * self._entry_bytes, pages_end, ahead, target, start
+        cdef int fd, err = 0
+        cdef const char *c_path
+        if end > self._map_bytes:
+            end = self._map_bytes
+        if end <= self._reserved_bytes:
+            return 0
+        pages_end = (end + PAGE_BYTES - 1) // PAGE_BYTES * PAGE_BYTES
+        ahead = pages_end - PAGE_BYTES
+        if ahead > RESERVE_AHEAD_BYTES_MAX:
+            ahead = RESERVE_AHEAD_BYTES_MAX
+        target = pages_end + ahead
+        if target > self._map_bytes:
+            target = self._map_bytes
+        start = self._reserved_bytes
+        path_bytes = os.fsencode(self.path)
+        c_path = path_bytes
+        with nogil:
+            fd = c_open(c_path, O_RDWR | O_CLOEXEC, 0)
+            if fd < 0:
+                err = errno
+            else:
+                err = posix_fallocate(fd, start, target - start)
+                while err == EINTR:
+                    err = posix_fallocate(fd, start, target - start)
+                c_close(fd)
+        if err == EOPNOTSUPP or err == ENOSYS:
+            self._reserved_bytes = self._map_bytes  # stop trying until the next remap
+        elif err != 0:
+            raise KafkaStorageError(
+                err, f"cannot reserve disk blocks for index entries: {os.strerror(err)}",
+                self.path)
+        else:
+            self._reserved_bytes = target
         return 0
 
     cdef void _prefetch(self, Py_ssize_t first_slot, Py_ssize_t end_slot) noexcept nogil:
@@ -329,6 +383,7 @@ cdef class _Index:
             self._unmap()
             if drop_entries:
                 self.entries = 0
+                self._reserved_bytes = 0
                 if ftruncate(fd, 0) != 0:
                     raise _os_error(errno, self.path)
             if ftruncate(fd, length) != 0:
@@ -353,6 +408,28 @@ cdef class _Index:
     @property
     def closed(self):
         return self._closed
+
+    @property
+    def reserved_bytes(self):
+        """Bytes at the start of the file whose disk blocks are reserved (the twin's)."""
+        return self._reserved_bytes
+
+    def reserve(self, count):
+        """Reserve the disk blocks of the next ``count`` entries (and some ahead) before
+        anything is written: KafkaStorageError (an OSError with the call's errno) when the
+        disk refuses them; no page is touched. ValueError for a negative ``count``,
+        TypeError for a non-integer (the twin's rules)."""
+        cdef Py_ssize_t end_slot
+        self._check_writable()
+        if type(count) is not int:  # C-level checks first: the segment calls this per entry
+            count = _int_arg(count, "count")
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        if count > 2147483647:  # past any index (positions are int32): as many as fit
+            count = 2147483647
+        end_slot = self.entries + <Py_ssize_t>count
+        if end_slot * self._entry_bytes > self._reserved_bytes:
+            self._reserve_slots(end_slot)
 
     def is_full(self):
         """True when no entry can be appended."""
@@ -401,6 +478,7 @@ cdef class _Index:
         try:
             if fstat(fd, &st) != 0:
                 raise _os_error(errno, self.path)
+            self._reserved_bytes = 0  # someone else changed the file: know nothing of its blocks
             if st.st_size != self._length:
                 self._remap(fd, st.st_size)
             self.entries = self._count_entries(fd, 0)
@@ -474,6 +552,8 @@ cdef class OffsetIndex(_Index):
             raise IndexFullError(f"offset index {self.path} is full ({self.entries} entries)")
         if relative_offset == 0 and position == 0:
             return 0  # equivalent to the fallback answer; an all-zero slot ends the index
+        if (self.entries + 1) * OFFSET_ENTRY_BYTES > self._reserved_bytes:
+            self._reserve_slots(self.entries + 1)  # a store into a hole of a full disk: SIGBUS
         p = self._map + self.entries * OFFSET_ENTRY_BYTES
         store_u32(p, <uint32_t>relative_offset)
         store_u32(p + 4, <uint32_t>position)
@@ -637,6 +717,8 @@ cdef class TimeIndex(_Index):
             raise IndexFullError(f"time index {self.path} has no slot left")
         if timestamp_ms == 0 and relative_offset == 0:
             return 0  # equivalent to the fallback answer; an all-zero slot ends the index
+        if (self.entries + 1) * TIME_ENTRY_BYTES > self._reserved_bytes:
+            self._reserve_slots(self.entries + 1)  # a store into a hole of a full disk: SIGBUS
         p = self._map + self.entries * TIME_ENTRY_BYTES
         store_i64(p, timestamp_ms)
         store_u32(p + 8, <uint32_t>relative_offset)

@@ -975,7 +975,16 @@ cdef class Segment:
             if needed and (self.offset_index.entries + needed > self.offset_index.max_entries
                            or self.time_index.entries + needed > self.time_index.max_entries - 1):
                 raise IndexFullError(f"indexes of segment {self.log_path} are full (roll first)")
+            # Disk blocks of those entries (and of the time index's roll/close entry), before
+            # anything is written: on a full disk the append fails with KafkaStorageError and
+            # leaves the segment as it was (see seglog.pure.index, "Disk"). Only with an
+            # entry, or on a new segment's first append (its roll/close entry), not per append.
             start = self._size_bytes
+            if needed:
+                self.offset_index.reserve(needed)
+                self.time_index.reserve(needed + 1)
+            elif start == 0:
+                self.time_index.reserve(1)
             with nogil:
                 self._preallocate(start + end)
                 err = self._write_batches(p, end, count, start)

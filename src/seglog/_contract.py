@@ -247,6 +247,20 @@ class _Index(Protocol):
     def closed(self) -> bool: ...
     @property
     def last_offset(self) -> int: ...
+    @property
+    def reserved_bytes(self) -> int:
+        """Bytes at the start of the file whose disk blocks are reserved (``posix_fallocate``
+        since the file was last mapped); the whole mapped length where fallocate is not
+        supported. Both twins reserve in the same steps: one page first, then as far ahead as
+        the entries reach (at most 1 MiB), never past the file's length."""
+
+    def reserve(self, count: int) -> None:
+        """Reserve the disk blocks of the next ``count`` entries before anything is written
+        (the segment calls it before its ``.log`` write, so that an append on a full disk
+        fails and writes nothing). ``append``/``maybe_append`` reserve their own slot too: no
+        entry is ever stored into an unreserved page, where a full disk would be SIGBUS.
+        KafkaStorageError (an OSError: ENOSPC, EDQUOT, EIO, ...) when the disk refuses;
+        ValueError for a negative count. No page is touched."""
 
     def is_full(self) -> bool:
         """No room for another entry."""

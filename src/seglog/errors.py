@@ -96,6 +96,18 @@ class LogClosedError(SeglogError):
     kafka_error_code = 56  # KAFKA_STORAGE_ERROR
 
 
+class KafkaStorageError(SeglogError, OSError):
+    """The disk refused a write the storage needed: no space (ENOSPC), over quota (EDQUOT) or
+    an I/O error, raised where seglog reserves disk blocks before it writes (an index's
+    reservation, ``OffsetIndex.reserve`` / ``TimeIndex.reserve``). Kafka's
+    ``KafkaStorageException`` (KAFKA_STORAGE_ERROR, retriable: the client retries, and the
+    append succeeds once space is freed). Also an ``OSError``: ``errno``, ``strerror`` and
+    ``filename`` are the failed call's, and ``except OSError`` still catches it."""
+
+    kafka_error_code = 56  # KAFKA_STORAGE_ERROR
+    retriable = True
+
+
 class LogLockedError(SeglogError):
     """A second writer tried to open a partition directory another writer holds."""
 

@@ -139,7 +139,8 @@ def test_entries_touch_only_their_pages(backend, tmp_path, kind, count):
 @pytest.mark.parametrize("kind", KINDS)
 def test_preallocated_index_is_sparse(backend, sparse_dir, kind):
     """A preallocated index holds no block until entries are written, also after a reopen;
-    reset gives the entries' blocks back."""
+    then the blocks of its entries' pages and of the reservation ahead of them (no further
+    ahead than the entries reach: see seglog.pure.index, "Disk"); reset gives them back."""
     path = sparse_dir / f"a.{kind}"
     index = _open(backend, kind, path)
     index.flush()
@@ -152,7 +153,8 @@ def test_preallocated_index_is_sparse(backend, sparse_dir, kind):
     _append(index, kind, 3000)
     index.flush()
     written_bytes = _pages(kind, 3000) * PAGE_BYTES
-    assert written_bytes <= _allocated_bytes(path) <= written_bytes + PAGE_BYTES
+    assert written_bytes <= index.reserved_bytes <= 2 * written_bytes
+    assert written_bytes <= _allocated_bytes(path) <= index.reserved_bytes + PAGE_BYTES
     index.close()
     index = _open(backend, kind, path)
     assert index.entries == 3000
@@ -174,3 +176,20 @@ def test_new_segment_touches_no_index_page(backend, tmp_path):
             assert _mapping_rss_bytes(path) == 0
     finally:
         segment.close()
+
+
+@linux_only
+@pytest.mark.parametrize("kind", KINDS)
+def test_reserving_disk_blocks_touches_no_page(backend, sparse_dir, kind):
+    """The disk reservation ahead of the entries (seglog.pure.index, "Disk") takes blocks,
+    never pages: an index that reserved 1 MiB still has only its entries' pages resident."""
+    path = sparse_dir / f"a.{kind}"
+    index = _open(backend, kind, path)
+    index.reserve((1 << 20) // ENTRY_BYTES[kind])
+    assert index.reserved_bytes >= 1 << 20
+    assert _mapping_rss_bytes(path) == 0
+    assert index.reserved_bytes <= _allocated_bytes(path) <= index.reserved_bytes + PAGE_BYTES
+    _append(index, kind, 700)
+    pages = _pages(kind, 700)
+    assert pages * PAGE_BYTES <= _mapping_rss_bytes(path) <= (pages + 1) * PAGE_BYTES
+    index.close()

@@ -35,6 +35,25 @@ passes over the entries (``sanity_check``, zeroing) read exactly their pages ahe
 ``reset`` cuts the file to 0 bytes and grows it back instead of zeroing slots, and
 ``truncate_to`` zeroes only the slots of the dropped entries.
 
+Disk: the first store into a page of a hole needs a disk block, and through a mapping a
+refused block is no error code but SIGBUS, which kills the process (issue 14: a disk filled by
+10,000 partitions). So no entry is stored in a page whose blocks are not reserved: before a
+write reaches past ``reserved_bytes``, the blocks are reserved with ``posix_fallocate``
+(inside the file's length, so its size and bytes do not change, and no page is touched: an
+idle index still costs no memory). Reservations start at one page and reach ahead as far as
+the entries already reach, at most ``_RESERVE_AHEAD_BYTES_MAX``, so a busy index makes one
+call per doubling and an index of a few entries holds one page. ``reserve(count)`` lets the
+segment reserve its append's entries *before* it writes the ``.log``: on a full disk the
+append then fails with :class:`~seglog.errors.KafkaStorageError` and writes nothing. Failing
+is Kafka's answer, not skipping the entry: in Kafka an IOException from ``LogSegment.append``
+(log or index) becomes ``KafkaStorageException`` (``UnifiedLog.append`` under
+``maybeHandleIOException``), the produce is answered KAFKA_STORAGE_ERROR and nothing is
+acknowledged; a skipped entry would hide a full disk until the next ``.log`` write failed,
+and the roll/close time-index entry is not optional (it carries the segment's largest
+timestamp, which time retention reads). Unlike Kafka's, the failed append leaves the segment
+exactly as it was, so the log need not go offline: the producer's retry succeeds once space
+is freed. A file system without fallocate (EOPNOTSUPP) is written as before, unprotected.
+
 Index bytes are untrusted input (a crash, a cut ``.log``, bit rot, another tool): nothing
 here trusts an entry for memory safety (entries are only compared and returned), and
 ``sanity_check`` states what a valid index always satisfies (offsets and positions strictly
@@ -55,7 +74,7 @@ import operator
 import os
 
 from .. import format as fmt
-from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError, KafkaStorageError
 
 __all__ = ["OffsetIndex", "TimeIndex"]
 
@@ -64,6 +83,9 @@ _SEEK_DATA = getattr(os, "SEEK_DATA", None)  # Linux >= 3.1, the BSDs, macOS, So
 _MADV_RANDOM = getattr(mmap, "MADV_RANDOM", None)
 _MADV_WILLNEED = getattr(mmap, "MADV_WILLNEED", None)
 _PREFETCH_BYTES = 128 * 1024  # one readahead request (a multiple of any page size)
+_PAGE_BYTES = mmap.PAGESIZE  # the unit a store through the map allocates blocks in
+_RESERVE_AHEAD_BYTES_MAX = 1 << 20  # disk reserved past the entries' pages, at most
+_RESERVE_UNSUPPORTED = (errno.EOPNOTSUPP, errno.ENOSYS)  # no fallocate: best effort
 
 
 def _int_arg(value, name):
@@ -120,6 +142,7 @@ class _Index:
         self.entries = 0
         self._mm = None
         self._length = 0
+        self._reserved_bytes = 0  # blocks known allocated: bytes [0, this) of the file
         self._closed = False
         if writable:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -148,6 +171,7 @@ class _Index:
             self._mm = None
         self._length = length
         usable = self._round_down(length)
+        self._reserved_bytes = min(self._reserved_bytes, usable)  # a cut frees its blocks
         if usable > 0:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
             self._mm = mmap.mmap(fd, usable, access=access)
@@ -242,6 +266,51 @@ class _Index:
         if not self.writable:
             raise ValueError(f"index {self.path} was opened read-only")
 
+    # --- disk reservation (see the module docstring) ------------------------------------------
+
+    @property
+    def reserved_bytes(self):
+        """Bytes at the start of the file whose disk blocks are reserved (``posix_fallocate``
+        since the file was last mapped): entries up to here are stored without allocating.
+        The file's whole mapped length where fallocate is not supported."""
+        return self._reserved_bytes
+
+    def reserve(self, count):
+        """Reserve the disk blocks of the next ``count`` entries (slots ``entries`` to
+        ``entries + count - 1``, at most up to ``max_entries``), and some ahead, before
+        anything is written: KafkaStorageError (an ``OSError`` with the call's errno:
+        ENOSPC, EDQUOT, EIO, ...) when the disk refuses them. No page is touched. ValueError
+        for a negative ``count``; TypeError for a non-integer."""
+        self._check_writable()
+        count = _int_arg(count, "count")
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        self._reserve_slots(self.entries + count)
+
+    def _reserve_slots(self, end_slot):
+        """Reserve the blocks of slots ``[0, end_slot)`` (clamped to the map) if not yet."""
+        usable = self._round_down(self._length)
+        end = min(end_slot * self._ENTRY_BYTES, usable)
+        if end <= self._reserved_bytes:
+            return
+        pages_end = -(-end // _PAGE_BYTES) * _PAGE_BYTES
+        target = min(pages_end + min(pages_end - _PAGE_BYTES, _RESERVE_AHEAD_BYTES_MAX), usable)
+        start = self._reserved_bytes
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, start, target - start)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            if e.errno in _RESERVE_UNSUPPORTED:
+                self._reserved_bytes = usable  # stop trying until the next remap
+                return
+            raise KafkaStorageError(
+                e.errno, f"cannot reserve disk blocks for index entries: {os.strerror(e.errno)}",
+                self.path) from None
+        self._reserved_bytes = target
+
     # --- entries ------------------------------------------------------------------------------
 
     def _raw(self, n):
@@ -252,7 +321,9 @@ class _Index:
         raise NotImplementedError
 
     def _write(self, fields):
-        """Store one entry at slot ``entries`` (the caller checked order and space)."""
+        """Store one entry at slot ``entries`` (the caller checked order and space), its
+        disk blocks reserved first: a store into an unreserved page of a full disk is SIGBUS."""
+        self._reserve_slots(self.entries + 1)
         self._ENTRY.pack_into(self._mm, self.entries * self._ENTRY_BYTES, *fields)
         self.entries += 1
 
@@ -341,6 +412,7 @@ class _Index:
                 self._mm = None
             if drop_entries:
                 self.entries = 0
+                self._reserved_bytes = 0
                 os.ftruncate(fd, 0)
             os.ftruncate(fd, length)
             self._map(fd, length)
@@ -366,6 +438,7 @@ class _Index:
         fd = os.open(self.path, os.O_RDWR)
         try:
             length = os.fstat(fd).st_size
+            self._reserved_bytes = 0  # someone else changed the file: know nothing of its blocks
             if length != self._length:
                 self._map(fd, length)
             self.entries = self._count_entries(fd, 0)

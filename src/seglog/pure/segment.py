@@ -768,7 +768,10 @@ class Segment:
         return self._account(batches, start, end)
 
     def _check_index_room(self, batches):
-        """IndexFullError before writing if the entries this append adds would not fit."""
+        """IndexFullError before writing if the entries this append adds would not fit; then
+        their disk blocks (and the time index's roll/close entry's) are reserved, so that on a
+        full disk the append fails with KafkaStorageError and writes nothing (see
+        seglog.pure.index, "Disk")."""
         needed, since = 0, self._bytes_since_index_entry
         for _, size, _, _ in batches:
             if since > self.index_interval_bytes:
@@ -777,6 +780,11 @@ class Segment:
         if needed and (self.offset_index.entries + needed > self.offset_index.max_entries
                        or self.time_index.entries + needed > self.time_index.max_entries - 1):
             raise IndexFullError(f"indexes of segment {self.log_path} are full (roll first)")
+        if needed:
+            self.offset_index.reserve(needed)
+            self.time_index.reserve(needed + 1)
+        elif self.size_bytes == 0:
+            self.time_index.reserve(1)  # a new segment's roll/close entry
 
     def _write_all(self, out, position):
         written = 0
