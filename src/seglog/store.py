@@ -61,6 +61,8 @@ from . import filenames
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
 from .storage import checkpoints
+from ._backend import get_backend
+from .storage.file_cache import FileCache
 from .storage.locking import DirectoryLock, check_unlocked
 from .storage.log import Log
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
@@ -368,7 +370,11 @@ class Store:
     store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
     count. ``transaction_state_partitions`` is the same for ``__transaction_state`` (Kafka's
     ``transaction.state.log.num.partitions``, 50); None takes ``offsets_topic_partitions``,
-    so a store made small for tests stays small. ``node_id`` and ``cluster_id`` go to a new
+    so a store made small for tests stays small. ``max_open_segments`` bounds the segment
+    files open at once over all partitions (:attr:`file_cache`; default: half the soft
+    RLIMIT_NOFILE over the descriptors one open segment holds; design.md §7): segments open
+    on first use and idle ones are closed, so a Store may hold more partitions than the
+    process may open files. ``node_id`` and ``cluster_id`` go to a new
     ``meta.properties``. Reopens the transaction coordinator's state (``__transaction_state``)
     and completes transactions a crash left between their markers.
 
@@ -378,7 +384,8 @@ class Store:
     def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  transaction_state_partitions: int | None = None,
-                 node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None):
+                 node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
+                 max_open_segments: int | None = None):
         if transaction_state_partitions is None:
             transaction_state_partitions = offsets_topic_partitions
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
@@ -392,6 +399,10 @@ class Store:
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
+        # Issue 14: the segment files open at once, over every partition (design.md §7).
+        self.file_cache = FileCache(
+            max_open_segments,
+            descriptors_per_segment=get_backend(self.backend).Segment.open_descriptors_max)
         self.offsets_topic_partitions = offsets_topic_partitions
         self.transaction_state_partitions = transaction_state_partitions
         self._lock = threading.RLock()
@@ -622,7 +633,8 @@ class Store:
         """One partition's Log, under this Store's data-dir lock (no lock of its own), with its
         cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it)."""
         log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
-                       state=_StorePartitionState(self, tp), lock_directory=False)
+                       state=_StorePartitionState(self, tp), lock_directory=False,
+                       file_cache=self.file_cache)
         cleaner_offset = self._cleaner_offsets.get(tp)
         if cleaner_offset is not None:
             log.cleaner_checkpoint = cleaner_offset
