@@ -59,7 +59,7 @@ __all__ = [
 
 #: The smallest default bound: a Log needs a few segments open at once (a read across two
 #: segments, a roll, the cleaner's group).
-MIN_OPEN_SEGMENTS = 16
+MIN_OPEN_SEGMENTS = 4
 
 
 def default_max_open_segments(descriptors_per_segment: int = 1) -> int:
