@@ -1013,6 +1013,10 @@ def _targets_table(result: PartResult, measured: list[SizeResult]) -> Table:
         add("reopen 10,000 partitions (3 segments each)", "<= 5 s", TARGET_REOPEN_10K_S,
             row["wall_s"] if row else None,
             f"{row['wall_s']:.2f} s" if row else not_reached(large, "reopen"))
+        per_fds = ((row["fds_after"] - row["fds_before"]) / large.partitions) if row else None
+        add("descriptors per idle partition after reopen (10,000)",
+            f"no descriptor (<= {TARGET_IDLE_PARTITION_FDS:g})", TARGET_IDLE_PARTITION_FDS,
+            per_fds, f"{per_fds:.2f}" if row else not_reached(large, "reopen"))
     return table
 
 

@@ -101,6 +101,7 @@ import mmap
 import operator
 import os
 import struct
+from typing import ClassVar
 
 from .. import filenames
 from .. import format as fmt
@@ -267,7 +268,7 @@ class Segment:
 
     #: The .log, its mapping and the two index mappings: Python's mmap keeps a duplicate of
     #: the descriptor it maps (the Store's file cache counts these).
-    open_descriptors_max = 4
+    open_descriptors_max: ClassVar[int] = 4
 
     # --- opening ------------------------------------------------------------------------------
 

@@ -433,28 +433,51 @@ class LazySegment:
 
     def translate_offset(self, offset: int) -> Any:
         """``Segment.translate_offset``."""
-        return self._open().translate_offset(offset)
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        return segment.translate_offset(offset)
 
     def read(self, offset: int, max_bytes: int, *, max_position: int | None = None,
              min_one_batch: bool = True) -> Any:
         """``Segment.read`` (a live view keeps the segment open: see the module docstring)."""
-        return self._open().read(offset, max_bytes, max_position=max_position,
-                                 min_one_batch=min_one_batch)
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read(offset, max_bytes, max_position=max_position,
+                            min_one_batch=min_one_batch)
 
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Any:
         """``Segment.read_record``."""
-        return self._open().read_record(offset, check_crcs=check_crcs)
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read_record(offset, check_crcs=check_crcs)
 
     def read_range(self, offset: int, max_bytes: int, *, max_position: int | None = None,
                    min_one_batch: bool = True) -> tuple[int, int]:
         """``Segment.read_range``."""
-        return self._open().read_range(offset, max_bytes, max_position=max_position,
-                                       min_one_batch=min_one_batch)
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read_range(offset, max_bytes, max_position=max_position,
+                                  min_one_batch=min_one_batch)
 
     def sendfile(self, out_fd: int, offset: int, max_bytes: int, *,
                  max_position: int | None = None) -> tuple[int, int]:
         """``Segment.sendfile``."""
-        return self._open().sendfile(out_fd, offset, max_bytes, max_position=max_position)
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.sendfile(out_fd, offset, max_bytes, max_position=max_position)
 
     def batches(self, start_position: int = 0) -> Iterator[Any]:
         """``Segment.batches``; the segment is pinned (never evicted) while it runs."""

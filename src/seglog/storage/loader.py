@@ -699,9 +699,13 @@ def load_segments(
             segment.delete()
         segments = []
     if not segments:
+        leftovers = {name for name, offset, _suffix in entries if offset == log_start_offset}
         for path in filenames.segment_files(dir_path, log_start_offset):
-            if os.path.exists(path):
-                os.remove(path)
+            if os.path.basename(path) in leftovers:  # listed at the start: may be gone
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
         segments = [create_segment(log_start_offset) if create_segment is not None
                     else open_segment(log_start_offset, create=True)]
     return LoadResult(segments, report)
