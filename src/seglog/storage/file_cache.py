@@ -245,13 +245,19 @@ class LazySegment:
         self._cache.opened(self)
         return segment
 
-    def _writable(self) -> Any:
-        """The backend Segment with the index room it was given (about to be written)."""
+    def _with_room(self) -> Any:
+        """The backend Segment, with the index room it was given (applied now if pending)."""
         segment = self._open()
-        self._dirty = True
         if self._room_pending:
             self._room_pending = False
+            self._dirty = True
             segment.resize_indexes(self._room_bytes)
+        return segment
+
+    def _writable(self) -> Any:
+        """:meth:`_with_room`, about to be written (closed properly by :meth:`close`)."""
+        segment = self._with_room()
+        self._dirty = True
         return segment
 
     def release_files(self) -> bool:
@@ -400,12 +406,12 @@ class LazySegment:
     @property
     def offset_index(self) -> Any:
         """The backend's offset index (the segment opened, with its room if it has any)."""
-        return (self._open() if self.read_only else self._writable()).offset_index
+        return (self._open() if self.read_only else self._with_room()).offset_index
 
     @property
     def time_index(self) -> Any:
         """The backend's time index (as :attr:`offset_index`)."""
-        return (self._open() if self.read_only else self._writable()).time_index
+        return (self._open() if self.read_only else self._with_room()).time_index
 
     # --- forwarded calls ---------------------------------------------------------------------
 
@@ -425,10 +431,7 @@ class LazySegment:
         """``Segment.roll_reason`` (with the room the next append will have)."""
         segment = self._segment
         if segment is None or self._room_pending:
-            if self.read_only:
-                segment = self._open()
-            else:
-                segment = self._writable()
+            segment = self._open() if self.read_only else self._with_room()
         return segment.roll_reason(incoming_bytes, incoming_last_offset, segment_bytes)
 
     def translate_offset(self, offset: int) -> Any:

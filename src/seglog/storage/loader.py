@@ -245,7 +245,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
                   report: RecoveryReport, recover: RecoverSegment,
                   earlier: list, may_truncate: bool, cut_evidence: set[int],
                   next_base: int | None, compacted: bool,
-                  probe_segment: OpenSegment | None) -> tuple[Any, bool, bool]:
+                  probe_segment: OpenSegment | None,
+                  indexed: bool | None = None) -> tuple[Any, bool, bool]:
     """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
 
     Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
@@ -258,13 +259,17 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
     The base offset goes into ``cut_evidence`` when the indexes, before any rebuild, name an
     offset or position the ``.log`` does not reach (:func:`_names_past_log`).
 
+    ``indexed``: whether both index files exist, when the caller's listing says so (None:
+    asked of the file system).
+
     Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
     that cut bytes.
     """
     if next_base is not None and probe_segment is not None:
         _probe(probe_segment, base, next_base, compacted)
     index_paths = (filenames.index_file(dir_path, base), filenames.time_index_file(dir_path, base))
-    rebuild = force_rebuild or not all(os.path.exists(p) for p in index_paths)
+    rebuild = force_rebuild or not (indexed if indexed is not None
+                                    else all(os.path.exists(p) for p in index_paths))
     try:
         segment = open_segment(base)
     except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
@@ -618,12 +623,12 @@ def load_segments(
                       filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
             _remove(dir_path, name, report)
     segments, checked, cut_evidence = [], {}, set()
+    indexed: dict[int, int] = {}  # base offset -> how many of its two index files exist
+    for _name, offset, suffix in entries:
+        if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX):
+            indexed[offset] = indexed.get(offset, 0) + 1
     deferred: set[int] = set()
     if lazy_segment is not None and open_backend is not None and clean_shutdown:
-        indexed: dict[int, int] = {}
-        for _name, offset, suffix in entries:
-            if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX):
-                indexed[offset] = indexed.get(offset, 0) + 1
         deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
 
     def first_open(base: int, following: int) -> Callable[[], Any]:
@@ -654,7 +659,7 @@ def load_segments(
                 dir_path, base, open_segment, base in swapped, report, recover, segments,
                 may_truncate=not clean_shutdown and base >= recovery_floor,
                 cut_evidence=cut_evidence, next_base=following, compacted=compacted,
-                probe_segment=probe_segment)
+                probe_segment=probe_segment, indexed=indexed.get(base) == 2)
             segments.append(segment)
             if recovered:
                 checked[base] = truncated
@@ -700,7 +705,7 @@ def load_segments(
         segments = []
     if not segments:
         leftovers = {name for name, offset, _suffix in entries if offset == log_start_offset}
-        for path in filenames.segment_files(dir_path, log_start_offset):
+        for path in filenames.segment_files(dir_path, log_start_offset) if leftovers else ():
             if os.path.basename(path) in leftovers:  # listed at the start: may be gone
                 try:
                     os.remove(path)
