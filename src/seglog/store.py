@@ -655,7 +655,8 @@ class Store:
         """Create the directories of a new topic and open their Logs, with the durable steps
         batched (design.md §6.1, "Topic creation"): every directory is made, every
         ``partition.metadata`` written to its ``.tmp``, the ``.tmp`` files fsynced together,
-        renamed, and each new directory fsynced once; then each Log creates its first
+        renamed, and each new directory fsynced once (from 64 partitions on, each of the two
+        sync steps is one ``syncfs`` of the data dir's file system); then each Log creates its first
         segment (not synced: the loader makes a missing one again). The data dir, which holds
         the new directories' entries, is fsynced once by the registry write that follows.
         Linear in ``partitions``: nothing here reads or rewrites another partition's files."""
@@ -665,7 +666,8 @@ class Store:
             os.mkdir(dir_path)
         data = checkpoints.PartitionMetadataFile.encode(topic_id)
         checkpoints.atomic_write_many(
-            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths})
+            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths},
+            one_file_system=True)  # all made under the data dir just now
         logs: list = []
         try:
             for p, dir_path in enumerate(dir_paths):

@@ -240,3 +240,20 @@ def test_closing_new_partitions_writes_the_log_start_checkpoint_once(tmp_path, b
     assert writes[0] == {("t", p): 0 for p in range(50)}
     assert checkpoints.OffsetCheckpointFile(
         tmp_path / filenames.LOG_START_OFFSET_CHECKPOINT).read() == writes[0]
+
+
+def test_atomic_write_many_on_one_file_system_replaces_every_file(tmp_path):
+    """The syncfs path (from SYNCFS_FILES_MIN files on): the same files as the fsync path."""
+    count = checkpoints.SYNCFS_FILES_MIN + 3
+    dirs = [tmp_path / f"d{i}" for i in range(count)]
+    for d in dirs:
+        d.mkdir()
+    files = {str(d / "f"): f"content {i}".encode() for i, d in enumerate(dirs)}
+    (dirs[0] / "f").write_bytes(b"old")
+    checkpoints.atomic_write_many(files, one_file_system=True)
+    for path, data in files.items():
+        assert _read(path) == data
+    assert all(os.listdir(d) == ["f"] for d in dirs)
+    assert checkpoints.syncfs(tmp_path) is True  # Linux: the C library has syncfs
+    with pytest.raises(FileNotFoundError):
+        checkpoints.syncfs(tmp_path / "missing")
