@@ -404,6 +404,9 @@ cdef class Segment:
     with pread(2) (GIL released) and returns bytes, so a writer in another process may
     truncate the file under it without a SIGBUS."""
 
+    #: Only the .log's descriptor: the mappings hold none (the Store's file cache counts it).
+    open_descriptors_max = 1
+
     cdef readonly str dir_path
     cdef readonly object base_offset
     cdef readonly bint read_only
@@ -1737,6 +1740,28 @@ cdef class Segment:
             self.closed = True
             self._close_files()
 
+    def release(self):
+        """Close the descriptor and unmap the files without trimming, syncing or writing an
+        index entry (a file cache closing an idle segment it will open again): the files are
+        left as a stopped process leaves them, which the next open reads. Blocks reserved
+        past EOF are given back. Views already handed out stay valid. Closed afterwards;
+        idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if not self.read_only:
+                self._release_preallocation()
+        finally:
+            # Dropping the indexes unmaps them without msync (their __dealloc__).
+            self.offset_index = None
+            self.time_index = None
+            self._map = None      # unmapped now, or when its last view is released
+            self._retired = []
+            if self._fd >= 0:
+                c_close(self._fd)
+                self._fd = -1
+
     def delete(self):
         """Close and remove the segment's files (missing ones are ignored)."""
         self.close()
@@ -1745,6 +1770,12 @@ cdef class Segment:
                 os.remove(path)
             except FileNotFoundError:
                 pass
+
+    def views_outstanding(self):
+        """True while a view returned by ``read()`` is alive; retired mappings no view holds
+        are let go on the way (the current one stays: it holds no descriptor)."""
+        self._retired = [m for m in self._retired if (<_LogMap>m).exports > 0]
+        return bool(self._retired) or (self._map is not None and self._map.exports > 0)
 
     def rename_suffix(self, new_suffix):
         """Rename every file from the current suffix to ``new_suffix``."""

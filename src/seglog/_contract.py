@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
@@ -455,13 +455,24 @@ class Segment(Protocol):
       all-zero one), so it is correct, just sparser. They are synced when they become
       trusted: on roll (``on_become_inactive``) and on ``close()``. ``close()``: trim indexes,
       sync and close files (views already handed out stay valid). ``delete()``: close and
-      remove all its files.
+      remove all its files. ``release()``: close the descriptor and unmap the files without
+      trimming, syncing or writing an index entry, leaving them as a stopped process would
+      (what the Store's file cache does to an idle segment it will open again; the next
+      open reads them); blocks reserved past EOF are given back; views stay valid.
     * ``rename_suffix(new_suffix)``: rename every file from the current suffix to new_suffix.
+    * ``views_outstanding() -> bool``: True while a view returned by ``read()`` is alive (its
+      mapping is kept until it is released, and ``truncate_to`` checks it); mappings no view
+      holds are released on the way. A read-only segment maps nothing: always False. The
+      Store's file cache never closes a segment for which this is True.
     * ``refresh()`` (read-only): pick up batches another process appended; only whole batches
       become visible. ``last_modified_ms``: the .log mtime.
     """
 
     indexes_need_rebuild: bool
+    #: The most descriptors one open segment holds (native: 1, its ``.log``; pure: 4, as
+    #: Python's mmap keeps a duplicate of the descriptor of each mapping): what the Store's
+    #: file cache counts to stay within the open-files limit.
+    open_descriptors_max: ClassVar[int]
 
     @classmethod
     def open(cls, dir_path: PathLike, base_offset: int, *, create: bool = False,
@@ -565,11 +576,17 @@ class Segment(Protocol):
     def close(self) -> None:
         """Trim the indexes, sync and close the files; idempotent."""
 
+    def release(self) -> None:
+        """Close without trimming or syncing anything (see the class docstring)."""
+
     def delete(self) -> None:
         """Close and remove every file of the segment."""
 
     def rename_suffix(self, new_suffix: str) -> None:
         """Rename every file from the current suffix to ``new_suffix``."""
+
+    def views_outstanding(self) -> bool:
+        """True while a ``read()`` view of this segment is alive (see the class docstring)."""
 
     def __enter__(self) -> Self: ...
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -61,6 +61,8 @@ from . import filenames
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
 from .storage import checkpoints
+from ._backend import get_backend
+from .storage.file_cache import FileCache
 from .storage.locking import DirectoryLock, check_unlocked
 from .storage.log import Log
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
@@ -381,7 +383,11 @@ class Store:
     store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
     count. ``transaction_state_partitions`` is the same for ``__transaction_state`` (Kafka's
     ``transaction.state.log.num.partitions``, 50); None takes ``offsets_topic_partitions``,
-    so a store made small for tests stays small. ``node_id`` and ``cluster_id`` go to a new
+    so a store made small for tests stays small. ``max_open_segments`` bounds the segment
+    files open at once over all partitions (:attr:`file_cache`; default: half the soft
+    RLIMIT_NOFILE over the descriptors one open segment holds; design.md §7): segments open
+    on first use and idle ones are closed, so a Store may hold more partitions than the
+    process may open files. ``node_id`` and ``cluster_id`` go to a new
     ``meta.properties``. Reopens the transaction coordinator's state (``__transaction_state``)
     and completes transactions a crash left between their markers.
 
@@ -401,7 +407,8 @@ class Store:
                  transaction_state_partitions: int | None = None,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
-                 offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT):
+                 offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
+                 max_open_segments: int | None = None):
         # topic_config_defaults and offsets_retention_ms: see the class docstring.
         self.topic_config_defaults = _as_config(topic_config_defaults)
         self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
@@ -419,6 +426,10 @@ class Store:
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
+        # Issue 14: the segment files open at once, over every partition (design.md §7).
+        self.file_cache = FileCache(
+            max_open_segments,
+            descriptors_per_segment=get_backend(self.backend).Segment.open_descriptors_max)
         self.offsets_topic_partitions = offsets_topic_partitions
         self.transaction_state_partitions = transaction_state_partitions
         self._lock = threading.RLock()
@@ -654,7 +665,8 @@ class Store:
         """One partition's Log, under this Store's data-dir lock (no lock of its own), with its
         cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it)."""
         log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
-                       state=_StorePartitionState(self, tp), lock_directory=False)
+                       state=_StorePartitionState(self, tp), lock_directory=False,
+                       file_cache=self.file_cache)
         cleaner_offset = self._cleaner_offsets.get(tp)
         if cleaner_offset is not None:
             log.cleaner_checkpoint = cleaner_offset
@@ -675,7 +687,8 @@ class Store:
         """Create the directories of a new topic and open their Logs, with the durable steps
         batched (design.md §6.1, "Topic creation"): every directory is made, every
         ``partition.metadata`` written to its ``.tmp``, the ``.tmp`` files fsynced together,
-        renamed, and each new directory fsynced once; then each Log creates its first
+        renamed, and each new directory fsynced once (from 64 partitions on, each of the two
+        sync steps is one ``syncfs`` of the data dir's file system); then each Log creates its first
         segment (not synced: the loader makes a missing one again). The data dir, which holds
         the new directories' entries, is fsynced once by the registry write that follows.
         Linear in ``partitions``: nothing here reads or rewrites another partition's files."""
@@ -685,7 +698,8 @@ class Store:
             os.mkdir(dir_path)
         data = checkpoints.PartitionMetadataFile.encode(topic_id)
         checkpoints.atomic_write_many(
-            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths})
+            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths},
+            one_file_system=True)  # all made under the data dir just now
         logs: list = []
         try:
             for p, dir_path in enumerate(dir_paths):

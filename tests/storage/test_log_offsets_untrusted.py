@@ -5,6 +5,10 @@ without a byte going bad, so these are checks of the chain, not of the bytes:
 * F1: a batch whose offsets reach the next segment's base offset (or the log end offset)
   is never handed out: CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``) at open, and
   at read time for a file changed after the open;
+
+A writer's open after a clean shutdown opens only the last segment (issue 14, design.md §7):
+the checks of F1 and F2 of an earlier segment then run on its first use, which raises the
+same CorruptSegmentError (or reports the same gap) the open raises otherwise.
 * F2: a non-last segment cut at a batch boundary is CorruptSegmentError
   (``REASON_SEGMENT_CUT``) when its indexes prove it, else a reported gap with a warning;
 * F3: a log ending below its recovery point after a clean shutdown is CorruptSegmentError
@@ -48,6 +52,14 @@ def six_batches(d, backend, *, close=True, timestamp_step_ms=1, **config):
     return bases, log
 
 
+def open_and_use(d, backend, *, read_only):
+    """Open the log at ``d`` and read all of it (a writer's open after a clean shutdown checks
+    a non-last segment on its first use); the log is closed either way."""
+    log = Log.open(d, backend=backend.name, read_only=read_only)
+    with log:
+        return [r.offset for r in log.records()]
+
+
 def raise_last_base_offset(path):
     """Raise the base offset of the last batch of ``path`` (2 -> 0x6902 and so on)."""
     last = batch_starts(path)[-1]
@@ -64,7 +76,7 @@ def test_f1_raised_base_offset_in_non_last_segment_fails_the_open(tmp_path, back
     assert bases == [0, 6]
     position = raise_last_base_offset(log_file(d))
     with pytest.raises(CorruptSegmentError) as info:
-        Log.open(d, backend=backend.name, read_only=read_only)
+        open_and_use(d, backend, read_only=read_only)
     assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
     assert info.value.position == position
     assert info.value.base_offset == 0
@@ -108,8 +120,14 @@ def test_f1_consumer_never_polls_offsets_above_the_log_end(tmp_path, backend):
         byte = f.read(1)[0]
         f.seek(last + 4)
         f.write(bytes([byte ^ 0x80]))  # base offset += 2**31
-    with pytest.raises(CorruptSegmentError) as info:
-        seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+    with seglog.Store(d, backend=backend.name, offsets_topic_partitions=1) as store:
+        # The first segment of t-0 is opened, and checked, by its first read.
+        consumer = store.consumer(group_id=None, auto_offset_reset="earliest")
+        consumer.assign([("t", 0)])
+        with pytest.raises(CorruptSegmentError) as info:
+            for _ in range(10):
+                consumer.poll(timeout_ms=100)
+        consumer.close()
     assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
 
 
@@ -130,7 +148,7 @@ def test_f2_non_last_segment_cut_with_index_proof_fails_the_open(tmp_path, backe
     os.truncate(path, kept)  # keep only the first batch of segment 0
     for _ in range(2):  # the refused open left the proof for the next one
         with pytest.raises(CorruptSegmentError) as info:
-            Log.open(src, backend=backend.name, read_only=read_only)
+            open_and_use(src, backend, read_only=read_only)
         assert info.value.reason == fmt.REASON_SEGMENT_CUT
         assert info.value.base_offset == 0
         assert os.path.getsize(path) == kept  # nothing cut
@@ -144,7 +162,9 @@ def test_f2_non_last_segment_cut_without_proof_is_reported(tmp_path, backend, re
     path = log_file(d)
     os.truncate(path, batch_starts(path)[1])
     with pytest.warns(RuntimeWarning, match="offsets 2..5 are missing"):
+        # read-only: at open; a writer after a clean shutdown: at the first use of segment 0
         log = Log.open(d, backend=backend.name, read_only=read_only)
+        assert [r.offset for r in log.records()] == [0, 1, 6, 7, 8, 9, 10, 11]
     with log:
         assert log.recovery_report.missing_offsets == [(2, 6)]
         assert log.recovery_report.lost_data

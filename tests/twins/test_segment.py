@@ -510,11 +510,20 @@ def test_log_open_does_not_grow_old_segments_indexes(backend, tmp_path):
                         os.path.basename(active.time_index_path)}
         assert {n: s for n, s in after.items() if n not in active_files} == \
             {n: s for n, s in before.items() if n not in active_files}
-        # Only the active segment's indexes are preallocated (Kafka's LogLoader).
+        # Only the active segment's indexes are preallocated (Kafka's LogLoader), and only
+        # before its first append (design.md §7: an idle partition's files are not touched).
         size = config.segment_index_bytes
-        assert after[os.path.basename(active.index_path)] == size - size % 8
-        assert after[os.path.basename(active.time_index_path)] == size - size % 12
+        assert after[os.path.basename(active.index_path)] \
+            == before[os.path.basename(active.index_path)]
         assert log.read(57, 1 << 20) is not None
         end = log.end_offset
         log.append(b"more", timestamp_ms=5000)
         assert log.end_offset == end + 1
+        after = index_files()
+        active = log.segments[-1]  # the append rolled (a batch a segment)
+        active_files |= {os.path.basename(active.index_path),
+                         os.path.basename(active.time_index_path)}
+        assert after[os.path.basename(active.index_path)] == size - size % 8
+        assert after[os.path.basename(active.time_index_path)] == size - size % 12
+        assert {n: s for n, s in after.items() if n not in active_files} == \
+            {n: s for n, s in before.items() if n not in active_files}

@@ -101,6 +101,7 @@ import mmap
 import operator
 import os
 import struct
+from typing import ClassVar
 
 from .. import filenames
 from .. import format as fmt
@@ -264,6 +265,10 @@ class Segment:
     :meth:`truncate_to`/:meth:`recover` cut the bytes they map. A read-only segment maps
     nothing: it reads with pread and returns bytes.
     """
+
+    #: The .log, its mapping and the two index mappings: Python's mmap keeps a duplicate of
+    #: the descriptor it maps (the Store's file cache counts these).
+    open_descriptors_max: ClassVar[int] = 4
 
     # --- opening ------------------------------------------------------------------------------
 
@@ -1302,6 +1307,23 @@ class Segment:
             self.closed = True
             self._close_files()
 
+    def release(self):
+        """Close the descriptor and unmap the files without trimming, syncing or writing an
+        index entry (a file cache closing an idle segment it will open again): the files are
+        left as a stopped process leaves them, which the next open reads. Views already
+        handed out stay valid. Closed afterwards; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        # Dropping the indexes unmaps them without a flush (mmap's dealloc).
+        self.offset_index = self.time_index = None
+        if self._mm is not None:
+            self._retire(self._mm)
+            self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def delete(self):
         """Close and remove the segment's files (missing ones are ignored)."""
         self.close()
@@ -1310,6 +1332,16 @@ class Segment:
                 os.remove(path)
             except FileNotFoundError:
                 pass
+
+    def views_outstanding(self):
+        """True while a view returned by ``read()`` is alive. Python's mmap cannot be asked
+        how many views it has, only refuse to close: so every mapping no view holds is
+        closed on the way (the current one is mapped again by the next read)."""
+        maps = self._retired + ([self._mm] if self._mm is not None else [])
+        self._retired = [m for m in maps if m is not self._mm and not self._try_close(m)]
+        if self._mm is not None and self._try_close(self._mm):
+            self._mm, self._mm_bytes = None, 0
+        return bool(self._retired) or self._mm is not None
 
     def rename_suffix(self, new_suffix):
         """Rename every file from the current suffix to ``new_suffix`` (e.g. ``".deleted"``,

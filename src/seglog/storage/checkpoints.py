@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
 from .. import filenames
 from ..errors import CorruptCheckpointError, InvalidTopicError
@@ -129,13 +129,56 @@ def fsync_all(paths: Iterable[str | os.PathLike], *,
         raise errors[0]
 
 
-def atomic_write_many(files: Mapping[str, bytes], *, sync_dirs: bool = True) -> None:
+_syncfs_fn: Any = None
+
+
+def syncfs(path: str | os.PathLike) -> bool:
+    """``syncfs(2)`` of the file system holding ``path``: every dirty file and directory
+    entry on it is written and the journal committed, in one call (what 10,000 fsyncs of new
+    small files and their directories cost 10 to 40 times over). True when done; False where
+    the C library has no ``syncfs`` (not Linux). Raises ``OSError`` (Linux >= 5.8 reports
+    writeback errors of the file system here)."""
+    global _syncfs_fn
+    if _syncfs_fn is None:
+        import ctypes
+
+        try:
+            fn = ctypes.CDLL(None, use_errno=True).syncfs
+            fn.argtypes = [ctypes.c_int]
+            _syncfs_fn = fn
+        except (AttributeError, OSError):
+            _syncfs_fn = False
+    if _syncfs_fn is False:
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _syncfs_fn(fd) != 0:
+            import ctypes
+
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), os.fspath(path))
+    finally:
+        os.close(fd)
+    return True
+
+
+#: From this many files on, :func:`atomic_write_many` with ``one_file_system`` syncs with
+#: :func:`syncfs` instead of one fsync per file and per directory.
+SYNCFS_FILES_MIN = 64
+
+
+def atomic_write_many(files: Mapping[str, bytes], *, sync_dirs: bool = True,
+                      one_file_system: bool = False) -> None:
     """Replace every ``path`` of ``files`` with its bytes, with :func:`atomic_write_bytes`'
     guarantee for each file (after a crash each holds its old content or the new one) but the
     syncs batched: every ``<path>.tmp`` is written, then all are fsynced (:func:`fsync_all`),
     then each is renamed, then each distinct directory is fsynced once (``sync_dirs``;
     False leaves that to the caller, who must then fsync them before relying on the files).
-    Files are independent: a crash may leave some new and some old. Raises ``OSError``."""
+    ``one_file_system``: the caller knows every path is on one file system (a Store's new
+    partition directories, made under its data dir); from :data:`SYNCFS_FILES_MIN` files on,
+    both sync steps are one :func:`syncfs` each (the same order: data before the renames,
+    the renames before returning). Files are independent: a crash may leave some new and
+    some old. Raises ``OSError``."""
     tmp_paths = []
     for path, data in files.items():
         tmp_path = os.fspath(path) + TMP_SUFFIX
@@ -147,11 +190,15 @@ def atomic_write_many(files: Mapping[str, bytes], *, sync_dirs: bool = True) -> 
         finally:
             os.close(fd)
         tmp_paths.append(tmp_path)
-    fsync_all(tmp_paths)
+    whole_fs = one_file_system and len(tmp_paths) >= SYNCFS_FILES_MIN
+    if not (whole_fs and syncfs(tmp_paths[0])):
+        whole_fs = False
+        fsync_all(tmp_paths)
     for tmp_path, path in zip(tmp_paths, files):
         os.replace(tmp_path, path)
     if sync_dirs:
-        fsync_all(os.path.dirname(os.path.abspath(path)) for path in files)
+        if not (whole_fs and syncfs(os.path.dirname(os.path.abspath(tmp_paths[0])))):
+            fsync_all(os.path.dirname(os.path.abspath(path)) for path in files)
 
 
 def _read_text(path: str) -> str | None:

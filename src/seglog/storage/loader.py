@@ -175,10 +175,12 @@ def _remove(dir_path: str, name: str, report: RecoveryReport) -> None:
     report.removed_files.append(name)
 
 
-def _remove_temp_files(dir_path: str, report: RecoveryReport) -> list[tuple[str, int, str]]:
-    """Step 1; returns the ``.swap`` files to complete as ``(name, offset, suffix)``."""
+def _remove_temp_files(dir_path: str, report: RecoveryReport,
+                       listing: list[tuple[str, int, str, str]]) -> list[tuple[str, int, str]]:
+    """Step 1 over ``listing`` (:func:`_list`); returns the ``.swap`` files to complete as
+    ``(name, offset, suffix)``."""
     cleaned_offsets, swaps = [], []
-    for name, offset, suffix, state in _list(dir_path):
+    for name, offset, suffix, state in listing:
         if state == filenames.DELETED_SUFFIX:
             _remove(dir_path, name, report)
         elif state == filenames.CLEANED_SUFFIX:
@@ -243,7 +245,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
                   report: RecoveryReport, recover: RecoverSegment,
                   earlier: list, may_truncate: bool, cut_evidence: set[int],
                   next_base: int | None, compacted: bool,
-                  probe_segment: OpenSegment | None) -> tuple[Any, bool, bool]:
+                  probe_segment: OpenSegment | None,
+                  indexed: bool | None = None) -> tuple[Any, bool, bool]:
     """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
 
     Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
@@ -256,13 +259,17 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
     The base offset goes into ``cut_evidence`` when the indexes, before any rebuild, name an
     offset or position the ``.log`` does not reach (:func:`_names_past_log`).
 
+    ``indexed``: whether both index files exist, when the caller's listing says so (None:
+    asked of the file system).
+
     Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
     that cut bytes.
     """
     if next_base is not None and probe_segment is not None:
         _probe(probe_segment, base, next_base, compacted)
     index_paths = (filenames.index_file(dir_path, base), filenames.time_index_file(dir_path, base))
-    rebuild = force_rebuild or not all(os.path.exists(p) for p in index_paths)
+    rebuild = force_rebuild or not (indexed if indexed is not None
+                                    else all(os.path.exists(p) for p in index_paths))
     try:
         segment = open_segment(base)
     except (CorruptIndexError, CorruptRecordError, InvalidOffsetError):
@@ -388,17 +395,20 @@ def _first_position_reaching(segment: Any, bound: int) -> int:
 
 
 def _check_loaded(segments: list, *, compacted: bool, cut_evidence: set, report: RecoveryReport,
-                  recovery_point: int, clean_shutdown: bool) -> None:
+                  recovery_point: int, clean_shutdown: bool,
+                  deferred: frozenset[int] | set[int] = frozenset()) -> None:
     """The checks of a loaded segment chain, for reader and writer opens alike: the chain
     (:func:`_check_chain`) and the log end against the recovery point
-    (:func:`_check_recovery_point`)."""
-    _check_chain(segments, compacted=compacted, cut_evidence=cut_evidence, report=report)
+    (:func:`_check_recovery_point`). Segments in ``deferred`` are checked on their first
+    open instead (:func:`load_segments`)."""
+    _check_chain(segments, compacted=compacted, cut_evidence=cut_evidence, report=report,
+                 deferred=deferred)
     _check_recovery_point(segments, recovery_point=recovery_point,
                           clean_shutdown=clean_shutdown, report=report)
 
 
 def _check_chain(segments: list, *, compacted: bool, cut_evidence: set[int],
-                 report: RecoveryReport) -> None:
+                 report: RecoveryReport, deferred: frozenset[int] | set[int] = frozenset()) -> None:
     """Each segment's offsets must end where the next segment begins (Kafka rolls at the log
     end offset).
 
@@ -425,6 +435,8 @@ def _check_chain(segments: list, *, compacted: bool, cut_evidence: set[int],
     ``REASON_UNREADABLE_BATCH``); a writer's open has already refused or recovered it.
     """
     for segment, following in zip(segments, segments[1:]):
+        if segment.base_offset in deferred:
+            continue
         _check_pair(segment, following.base_offset, compacted=compacted,
                     cut_evidence=cut_evidence, report=report)
 
@@ -545,6 +557,8 @@ def load_segments(
     compacted: bool = False,
     probe_segment: OpenSegment | None = None,
     create_segment: Callable[[int], Any] | None = None,
+    open_backend: OpenSegment | None = None,
+    lazy_segment: Callable[[int, Callable[[], Any]], Any] | None = None,
 ) -> LoadResult:
     """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
 
@@ -565,6 +579,18 @@ def load_segments(
     open checks both too. ``create_segment(base)`` makes the empty segment of a log left
     without one (default ``open_segment(base, create=True)``; the Log passes
     ``LocalLog.create_empty_segment``, and resizes the active segment's indexes after loading).
+
+    Lazy loading (issue 14): with ``lazy_segment(base, first_open)`` and ``open_backend``
+    (the backend's own open), a writer's open after a clean shutdown opens only the last
+    segment. Every earlier one whose ``.index`` and ``.timeindex`` exist becomes
+    ``lazy_segment(base, first_open)``, an entry that opens no file until it is used;
+    ``first_open()`` then runs this segment's step 3 and 5 exactly as an eager open would
+    (the read-only probe, the index checks and a rebuild of a segment valid to its end, the
+    chain checks against the next segment's base offset as loaded, a gap reported in the
+    report with a warning) and raises CorruptSegmentError for a segment an eager open would
+    have refused, from the first read or other use of that segment instead of from the
+    open. Nothing else changes: after a clean shutdown step 4 does not run, and no file of
+    such a segment is changed before its first open.
     """
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     recover = recover_segment or _plain_recover
@@ -583,9 +609,12 @@ def load_segments(
             raise
         return LoadResult(segments, report)
 
-    swapped = _complete_swaps(dir_path, _remove_temp_files(dir_path, report), open_segment, report)
-
-    entries = [(name, offset, suffix) for name, offset, suffix, state in _list(dir_path)
+    listing = _list(dir_path)
+    swaps = _remove_temp_files(dir_path, report, listing)
+    swapped = _complete_swaps(dir_path, swaps, open_segment, report) if swaps else set()
+    if swaps or report.removed_files:
+        listing = _list(dir_path)  # files were renamed or removed: list again
+    entries = [(name, offset, suffix) for name, offset, suffix, state in listing
                if state == ""]
     bases = sorted({offset for _, offset, suffix in entries if suffix == filenames.LOG_SUFFIX})
     base_set = set(bases)
@@ -594,15 +623,43 @@ def load_segments(
                       filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
             _remove(dir_path, name, report)
     segments, checked, cut_evidence = [], {}, set()
+    indexed: dict[int, int] = {}  # base offset -> how many of its two index files exist
+    for _name, offset, suffix in entries:
+        if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX):
+            indexed[offset] = indexed.get(offset, 0) + 1
+    deferred: set[int] = set()
+    if lazy_segment is not None and open_backend is not None and clean_shutdown:
+        deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
+
+    def first_open(base: int, following: int) -> Callable[[], Any]:
+        def open_checked() -> Any:
+            evidence: set[int] = set()
+            earlier = [s for s in segments if s.base_offset < base and not s.closed]
+            segment, _recovered, _truncated = _open_checked(
+                dir_path, base, open_backend, False, report, recover, earlier,
+                may_truncate=False, cut_evidence=evidence, next_base=following,
+                compacted=compacted, probe_segment=probe_segment)
+            try:
+                _check_pair(segment, following, compacted=compacted, cut_evidence=evidence,
+                            report=report)
+            except BaseException:
+                _close_all([segment])
+                raise
+            return segment
+        return open_checked
+
     # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
     recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
     try:
         for base, following in zip(bases, [*bases[1:], None]):
+            if base in deferred:
+                segments.append(lazy_segment(base, first_open(base, following)))
+                continue
             segment, recovered, truncated = _open_checked(
                 dir_path, base, open_segment, base in swapped, report, recover, segments,
                 may_truncate=not clean_shutdown and base >= recovery_floor,
                 cut_evidence=cut_evidence, next_base=following, compacted=compacted,
-                probe_segment=probe_segment)
+                probe_segment=probe_segment, indexed=indexed.get(base) == 2)
             segments.append(segment)
             if recovered:
                 checked[base] = truncated
@@ -635,7 +692,8 @@ def load_segments(
 
     try:
         _check_loaded(segments, compacted=compacted, cut_evidence=cut_evidence, report=report,
-                      recovery_point=recovery_point, clean_shutdown=clean_shutdown)
+                      recovery_point=recovery_point, clean_shutdown=clean_shutdown,
+                      deferred=deferred)
     except BaseException:
         _close_all(segments)
         raise
@@ -646,9 +704,13 @@ def load_segments(
             segment.delete()
         segments = []
     if not segments:
-        for path in filenames.segment_files(dir_path, log_start_offset):
-            if os.path.exists(path):
-                os.remove(path)
+        leftovers = {name for name, offset, _suffix in entries if offset == log_start_offset}
+        for path in filenames.segment_files(dir_path, log_start_offset) if leftovers else ():
+            if os.path.basename(path) in leftovers:  # listed at the start: may be gone
+                try:
+                    os.remove(path)
+                except FileNotFoundError:
+                    pass
         segments = [create_segment(log_start_offset) if create_segment is not None
                     else open_segment(log_start_offset, create=True)]
     return LoadResult(segments, report)
@@ -733,20 +795,26 @@ class LoadedPartition(NamedTuple):
 
 def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool, state: Any,
                    now_ms: int,
-                   new_producer_state: Callable[[], ProducerStateManager]) -> LoadedPartition:
+                   new_producer_state: Callable[[], ProducerStateManager],
+                   file_cache: Any = None, lock: Any = None) -> LoadedPartition:
     """Load a partition directory for :meth:`Log.open <seglog.storage.log.Log.open>`
     (Kafka's ``LogLoader.load``): the checkpoints from ``state`` (a
     :class:`~seglog.storage.partition_state.PartitionState`), the segments by
     :func:`load_segments`' rules with segment recovery after an unclean shutdown, the
     producer state, the recovery point; a writer forgets the clean-shutdown marker once
-    loading succeeded and gives the active segment's indexes room again."""
+    loading succeeded and gives the active segment's indexes room again (applied before its
+    first append). The segments are :class:`~seglog.storage.file_cache.LazySegment` entries
+    of ``file_cache`` (guarded by ``lock``, the Log's); after a clean shutdown only the last
+    is opened (:func:`load_segments`), and once loaded every file is closed again, so an idle
+    partition holds no descriptor until it is read or written."""
     recovery_point, start_checkpoint, clean = state.load()
     start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
                                               state=state)
     psm = new_producer_state()
     local = LocalLog(
         dir_path, config, backend, read_only=read_only, now_ms=now_ms,
-        retire_snapshot=psm.remove_and_mark_snapshot_for_deletion)
+        retire_snapshot=psm.remove_and_mark_snapshot_for_deletion, file_cache=file_cache,
+        lock=lock)
 
     def recover_segment(segment: Any, earlier: list) -> Any:
         result = recover_segment_and_txn_index(
@@ -760,7 +828,9 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         recovery_point=recovery_point if recovery_point is not None else 0,
         log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=read_only,
         recover_segment=recover_segment, compacted=config.compaction_enabled,
-        probe_segment=local.probe_segment, create_segment=local.create_empty_segment)
+        probe_segment=local.probe_segment, create_segment=local.create_empty_segment,
+        open_backend=local.backend_opener(),
+        lazy_segment=lambda base, first_open: local.lazy_segment(base, first_open=first_open))
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for
@@ -783,8 +853,8 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         active = segments.last()
         # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
         # they were trimmed on close and must have room for new entries.
-        active.offset_index.resize(config.segment_index_bytes)
-        active.time_index.resize(config.segment_index_bytes)
+        active.resize_indexes(config.segment_index_bytes)
         if report.lost_data or report.removed_files:
             state.save(recovery_point=local.recovery_point, log_start_offset=start)
+    local.release_files()
     return LoadedPartition(psm, local, report, start, end)

@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 from .. import filenames
 from .config import LogConfig
+from .file_cache import FileCache, LazySegment, default_file_cache
 from .segments import SegmentMap
 from .txnindex import TransactionIndex
 
@@ -101,12 +102,20 @@ class LocalLog:
     Not thread-safe: guarded by the owning Log's lock. ``retire_snapshot(base_offset)`` renames
     the producer snapshot at ``base_offset`` to ``.deleted`` and returns its path (or None);
     it is called for every segment that leaves the chain.
+
+    The chain holds :class:`~seglog.storage.file_cache.LazySegment` objects, whose files
+    ``file_cache`` (default: the process-wide one) may close while they are idle; ``lock`` is
+    the owning Log's lock, which the cache takes (without waiting) before closing one.
     """
 
     def __init__(self, dir_path: str, config: LogConfig, backend: Any, *, read_only: bool,
-                 now_ms: int, retire_snapshot: Callable[[int], str | None]):
+                 now_ms: int, retire_snapshot: Callable[[int], str | None],
+                 file_cache: FileCache | None = None, lock: Any = None):
         self.dir_path = dir_path
         self.backend = backend
+        self.file_cache = (file_cache if file_cache is not None
+                           else default_file_cache(backend.Segment.open_descriptors_max))
+        self.lock = lock
         self.read_only = read_only
         self.config = config
         self._roll_ms = max_segment_ms(config)
@@ -135,34 +144,64 @@ class LocalLog:
 
     # --- opening segments ------------------------------------------------------------------------
 
-    def open_segment(self, base_offset: int, *, create: bool = False,
-                     file_suffix: str = "") -> Any:
-        """The backend Segment at ``base_offset`` (created when ``create``), opened with this
-        log's index and message limits and its read-only mode."""
+    def backend_opener(self) -> Callable[..., Any]:
+        """``open(base_offset, *, create=False, file_suffix="")``: the backend Segment opened
+        with this log's index and message limits as they are now (a segment keeps them when
+        the cache closes and reopens it) and its read-only mode."""
         config = self.config
+        dir_path, read_only, segment_open = self.dir_path, self.read_only, self.backend.Segment.open
+        index_interval_bytes = config.index_interval_bytes
+        max_index_bytes = config.segment_index_bytes
+        max_message_bytes = config.max_message_bytes
+
+        def open_backend(base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
+            return segment_open(
+                dir_path, base_offset, create=create, read_only=read_only,
+                index_interval_bytes=index_interval_bytes, max_index_bytes=max_index_bytes,
+                max_message_bytes=max_message_bytes, file_suffix=file_suffix)
+
+        return open_backend
+
+    def _note_dir_dirty(self) -> None:
+        self._dir_dirty = True
+
+    def lazy_segment(self, base_offset: int, *, segment: Any = None, state: tuple | None = None,
+                     create: bool = False, first_open: Callable[[], Any] | None = None,
+                     file_suffix: str = "") -> LazySegment:
+        """The chain's entry for the segment at ``base_offset`` (see
+        :class:`~seglog.storage.file_cache.LazySegment` for the arguments)."""
+        return LazySegment(self.file_cache, self.lock, self.backend_opener(), self.dir_path,
+                           base_offset, read_only=self.read_only, file_suffix=file_suffix,
+                           segment=segment, state=state, create=create, first_open=first_open,
+                           on_create=self._note_dir_dirty)
+
+    def adopt(self, segment: Any) -> LazySegment:
+        """``segment`` (an open backend Segment, e.g. the cleaner's) as a chain entry."""
+        if isinstance(segment, LazySegment):
+            return segment
+        return self.lazy_segment(segment.base_offset, segment=segment)
+
+    def open_segment(self, base_offset: int, *, create: bool = False,
+                     file_suffix: str = "") -> LazySegment:
+        """The segment at ``base_offset`` (created when ``create``), opened now with this
+        log's index and message limits and its read-only mode (the cache may close its files
+        later)."""
         if create:
             self._dir_dirty = True
-        return self.backend.Segment.open(
-            self.dir_path, base_offset, create=create, read_only=self.read_only,
-            index_interval_bytes=config.index_interval_bytes,
-            max_index_bytes=config.segment_index_bytes,
-            max_message_bytes=config.max_message_bytes, file_suffix=file_suffix)
+        segment = self.backend_opener()(base_offset, create=create, file_suffix=file_suffix)
+        return self.lazy_segment(base_offset, segment=segment)
 
-    def create_empty_segment(self, base_offset: int) -> Any:
-        """A new, empty segment at ``base_offset`` (its files must not exist), made without
-        reading its indexes: the three files are created empty and opened, so the indexes map
-        nothing; the caller gives the active segment's indexes their room afterwards
-        (``resize``, as after every load), which maps them without touching a page. Opening
-        with ``create=True`` instead preallocates first and then searches the new mapping for
-        its entry count, faulting in pages of a file known to be all zeros (issue 14: most of
-        the cost of creating an empty partition). Same files as ``open_segment(create=True)``
-        once resized."""
-        for path in (filenames.log_file(self.dir_path, base_offset),
-                     filenames.index_file(self.dir_path, base_offset),
-                     filenames.time_index_file(self.dir_path, base_offset)):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-        self._dir_dirty = True
-        return self.open_segment(base_offset)
+    def create_empty_segment(self, base_offset: int) -> LazySegment:
+        """A new, empty segment at ``base_offset`` (its files must not exist) that opens
+        nothing and makes its files on first use (issue 14: an idle new partition holds no
+        descriptor, and creating a topic makes no segment file). Its state is known (empty);
+        the caller gives the active segment's indexes their room afterwards
+        (``resize_indexes``, as after every load), applied before its first append. A crash
+        before its files exist leaves a directory without a segment, which the loader fills
+        with an empty one again; the directory is fsynced by the first flush after the files
+        were made. Same files as ``open_segment(create=True)`` once written."""
+        return self.lazy_segment(base_offset, create=True,
+                                 state=(base_offset, 0, -1, -1, -1))
 
     def probe_segment(self, base_offset: int) -> Any:
         """The segment at ``base_offset`` opened read-only, whatever this log is: the loader
@@ -193,6 +232,7 @@ class LocalLog:
                 os.remove(path)
         self.drop_txn_index(base_offset)
         segment = self.open_segment(base_offset, create=True)
+        segment.note_room(self.config.segment_index_bytes)
         self.note_created(base_offset, now_ms)
         return segment
 
@@ -328,8 +368,7 @@ class LocalLog:
                 keep.on_become_inactive()
             segments = segments.with_segment(self._fresh_segment(offset, now_ms))
         else:
-            keep.offset_index.resize(self.config.segment_index_bytes)
-            keep.time_index.resize(self.config.segment_index_bytes)
+            keep.resize_indexes(self.config.segment_index_bytes)
         self.segments = segments
         self.recovery_point = min(self.recovery_point, offset)
 
@@ -343,6 +382,7 @@ class LocalLog:
         ``new_txn_index``: the new segment's transaction index; ``old_txn_indexes``: the old
         segments' (renamed)."""
         segments = self.segments.without(s.base_offset for s in old_segments)
+        new_segment = self.adopt(new_segment)
         self.segments = segments.with_segment(new_segment)
         for segment in old_segments:
             self._txn_indexes.pop(segment.base_offset, None)
@@ -392,6 +432,12 @@ class LocalLog:
             return None  # nothing on disk any more: keep the chain as it was
         self.segments = segments
         return gone
+
+    def release_files(self) -> None:
+        """Let the file cache's bound apply to every segment now: close the files of those
+        nothing holds (an idle partition then holds no descriptor)."""
+        for segment in self.segments:
+            segment.release_files()
 
     def close(self) -> None:
         """Close every segment, cached ``.txnindex`` and retired segment (whose ``.deleted``

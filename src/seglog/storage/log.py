@@ -63,6 +63,7 @@ from .config import (
     check_optional_int,
     checked_now_ms,
 )
+from .file_cache import FileCache
 from .loader import RecoveryReport, open_partition
 from .local_log import batches_from
 from .log_reads import LogReads
@@ -117,6 +118,7 @@ class Log(LogReads, LogRetention):
         state: PartitionState | None = None,
         auto_high_watermark: bool = True,
         lock_directory: bool = True,
+        file_cache: FileCache | None = None,
     ) -> "Log":
         """Open (creating if needed, unless ``read_only``) the partition directory ``path``.
 
@@ -138,15 +140,22 @@ class Log(LogReads, LogRetention):
         directory with :func:`~seglog.storage.locking.check_unlocked`): the writer then takes
         no lock and no descriptor of its own; a standalone writer, which locks ``path``, also
         refuses a parent directory locked by a Store.
+
+        ``file_cache`` bounds the segment files open at once
+        (:class:`~seglog.storage.file_cache.FileCache`; a Store passes its own, default: one
+        per process): segments open on first use and the least recently used are closed when
+        more are open, so an idle partition holds no descriptor (design.md §7).
         """
         log = object.__new__(cls)
         log._init(os.fspath(path), config or LogConfig(), backend, read_only,
-                  checked_now_ms(now_ms), state, auto_high_watermark, lock_directory)
+                  checked_now_ms(now_ms), state, auto_high_watermark, lock_directory,
+                  file_cache)
         return log
 
     def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
               now_ms: int, state: PartitionState | None, auto_high_watermark: bool,
-              lock_directory: bool) -> None:
+              lock_directory: bool, file_cache: FileCache | None = None) -> None:
+        self._file_cache = file_cache
         self._dir = dir_path
         self._config = config
         self._be = get_backend(backend)
@@ -183,7 +192,8 @@ class Log(LogReads, LogRetention):
     def _load(self, now_ms: int) -> None:
         loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
                                 state=self._state, now_ms=now_ms,
-                                new_producer_state=self._new_producer_state)
+                                new_producer_state=self._new_producer_state,
+                                file_cache=self._file_cache, lock=self._lock)
         self._psm, self._local = loaded.producer_state, loaded.local_log
         self.recovery_report: RecoveryReport = loaded.report
         self._first_unstable = loaded.producer_state.first_unstable_offset()

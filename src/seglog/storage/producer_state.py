@@ -609,15 +609,16 @@ def write_snapshot(path: str | os.PathLike, entries: Iterable[ProducerStateEntry
 def list_snapshot_offsets(dir_path: str | os.PathLike) -> list[int]:
     """Offsets of the ``<20 digits>.snapshot`` files in ``dir_path``, ascending (``.tmp`` and
     ``.deleted`` files are not snapshots)."""
+    offsets = []
     try:
-        names = os.listdir(dir_path)
+        # scandir: the entry's type comes with the listing (no stat per snapshot file).
+        with os.scandir(dir_path) as entries:
+            for entry in entries:
+                match = _SNAPSHOT_NAME.match(entry.name)
+                if match and entry.is_file():
+                    offsets.append(int(match.group(1)))
     except FileNotFoundError:
         return []
-    offsets = []
-    for name in names:
-        match = _SNAPSHOT_NAME.match(name)
-        if match and os.path.isfile(os.path.join(dir_path, name)):
-            offsets.append(int(match.group(1)))
     offsets.sort()
     return offsets
 

@@ -1,0 +1,302 @@
+"""The bounded cache of open segment files (issue 14; design.md §7): segments open lazily, a
+Store-wide cache closes the least recently used ones, and an evicted segment opens again on
+its next use with the same bytes. Every test runs on both backends.
+
+Eviction is forced two ways: a cache of one or two segments (every other segment's use closes
+one), and ``FileCache.shrink()`` (close all that nothing holds, as a Store does after opening).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import seglog
+from seglog import Log, LogConfig
+from seglog.storage.file_cache import MIN_OPEN_SEGMENTS, FileCache, default_max_open_segments
+
+SRC_DIR = os.path.dirname(os.path.dirname(os.path.abspath(seglog.__file__)))
+CHILD_TIMEOUT_S = 120
+TIMESTAMP_MS = 1_700_000_000_000
+SMALL_SEGMENTS = LogConfig(segment_bytes=400, index_interval_bytes=1)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def fill(log, batches, *, start=0):
+    """``batches`` two-record batches with fixed timestamps; returns what was written."""
+    values = []
+    for i in range(start, start + batches):
+        batch = [b"k%d-a" % i, b"k%d-b" % i]
+        log.append_batch(batch, keys=[b"k%d" % (i % 3)] * 2,
+                         timestamps_ms=[TIMESTAMP_MS + i] * 2)
+        values.extend(batch)
+    return values
+
+
+def values_of(log, start=0):
+    return [r.value for r in log.records(start)]
+
+
+def open_log(path, backend, cache, config=SMALL_SEGMENTS):
+    return Log.open(str(path), config, backend=backend.name, file_cache=cache)
+
+
+# --- the bound -------------------------------------------------------------------------------
+
+
+def test_a_log_of_many_segments_keeps_at_most_the_bound_open(tmp_path, backend):
+    cache = FileCache(2)
+    with open_log(tmp_path / "t-0", backend, cache) as log:
+        written = fill(log, 40)
+        assert len(log.segments) > 5
+        assert cache.open_segments <= 2
+        assert values_of(log) == written
+        assert cache.open_segments <= 2
+        assert cache.evictions > 0
+    assert cache.open_segments == 0
+
+
+def test_more_partitions_than_the_cache_allows(tmp_path, backend):
+    partitions = 30
+    with seglog.Store(tmp_path, backend=backend.name, offsets_topic_partitions=1,
+                      max_open_segments=4) as store:
+        assert store.file_cache.max_open_segments == 4
+        topic = store.create_topic("t", partitions=partitions, config={"segment.bytes": "400"})
+        before = open_fds()
+        written = {p: fill(topic.log(p), 6) for p in range(partitions)}
+        for p in range(partitions):
+            assert values_of(topic.log(p)) == written[p]
+        assert store.file_cache.open_segments <= 4
+        held = 4 * backend.Segment.open_descriptors_max
+        assert open_fds() <= before + held
+    with seglog.Store(tmp_path, backend=backend.name, offsets_topic_partitions=1,
+                      max_open_segments=4) as store:
+        assert store.file_cache.open_segments == 0  # idle partitions hold no descriptor
+        for p in range(partitions):
+            assert values_of(store.topic("t").log(p)) == written[p]
+        assert store.file_cache.open_segments <= 4
+
+
+CHILD = textwrap.dedent("""
+    import os, resource, sys
+    sys.path.insert(0, {src!r})
+    import seglog
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, hard))
+    partitions = {partitions}
+    with seglog.Store({path!r}, backend={backend!r}, offsets_topic_partitions=1) as store:
+        topic = store.create_topic("t", partitions=partitions, config={{"segment.bytes": "100"}})
+        for p in range(partitions):
+            for i in range(3):
+                topic.log(p).append(b"p%d-%d" % (p, i))
+        for p in range(partitions):
+            assert [r.value for r in topic.log(p).records()] == [
+                b"p%d-%d" % (p, i) for i in range(3)], p
+        print("bound", store.file_cache.max_open_segments, "segments",
+              sum(len(topic.log(p).segments) for p in range(partitions)))
+    with seglog.Store({path!r}, backend={backend!r}, offsets_topic_partitions=1) as store:
+        for p in range(partitions):
+            assert [r.value for r in store.topic("t").log(p).records()] == [
+                b"p%d-%d" % (p, i) for i in range(3)], p
+    print("ok")
+""")
+
+
+def test_more_segments_than_the_open_files_limit_allows(tmp_path, backend):
+    """A process whose RLIMIT_NOFILE is 32 writes, reads and reopens a Store of 40
+    partitions of 3 segments each, with the default bound (half the limit)."""
+    code = CHILD.format(src=SRC_DIR, limit=32, partitions=40, path=str(tmp_path / "store"),
+                        backend=backend.name)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=CHILD_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    bound, segments = done.stdout.split()[1], int(done.stdout.split()[3])
+    assert int(bound) == max(MIN_OPEN_SEGMENTS, 32 // 2 // backend.Segment.open_descriptors_max)
+    assert segments >= 120 > 32
+    assert done.stdout.split()[-1] == "ok"
+
+
+def test_default_bound_is_half_the_soft_limit_over_descriptors_per_segment():
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert default_max_open_segments(1) == max(MIN_OPEN_SEGMENTS, soft // 2)
+    assert default_max_open_segments(4) == max(MIN_OPEN_SEGMENTS, soft // 8)
+    with pytest.raises(ValueError):
+        FileCache(0)
+    with pytest.raises(TypeError):
+        FileCache(2.5)
+
+
+# --- views and reopening -----------------------------------------------------------------------
+
+
+def test_a_segment_with_a_live_view_is_not_evicted(tmp_path, backend):
+    cache = FileCache(1)
+    with open_log(tmp_path / "t-0", backend, cache) as log:
+        written = fill(log, 20)
+        first = log.segments[0]
+        result = log.read(0)
+        view = result.buffer
+        expected = bytes(view)
+        assert first.is_open
+        assert values_of(log, start=log.segments[-1].base_offset)  # opens the last segment
+        assert cache.shrink() >= 0
+        assert first.is_open == first.views_outstanding()
+        if backend.name == "native" or first.views_outstanding():
+            assert first.is_open  # the view pins it
+        assert bytes(view) == expected  # still mapped
+        del result
+        view.release()
+        cache.shrink()
+        assert not first.is_open
+        assert bytes(log.read(0).buffer) == expected  # opened again: the same bytes
+        assert values_of(log) == written
+
+
+def test_an_evicted_segment_reopens_with_the_same_bytes_and_offsets(tmp_path, backend):
+    cache = FileCache(100)
+    with open_log(tmp_path / "t-0", backend, cache) as log:
+        written = fill(log, 30)
+        reads = [bytes(log.read(s.base_offset).buffer) for s in log.segments]
+        times = [log.offset_for_timestamp(TIMESTAMP_MS + i) for i in range(0, 30, 7)]
+        assert cache.shrink() == len(log.segments) > 1
+        assert not any(s.is_open for s in log.segments)
+        assert log.end_offset == 60  # known without opening
+        assert [bytes(log.read(s.base_offset).buffer) for s in log.segments] == reads
+        assert [log.offset_for_timestamp(TIMESTAMP_MS + i) for i in range(0, 30, 7)] == times
+        assert values_of(log) == written
+        cache.shrink()
+        written += fill(log, 3, start=30)  # the evicted active segment takes appends again
+        assert values_of(log) == written
+
+
+def test_a_clean_close_with_evicted_segments_leaves_the_files_of_a_log_without_eviction(
+        tmp_path, backend):
+    """The evicted active segment is closed properly by Log.close: trimmed indexes, the final
+    time-index entry; every file equals the one of a log whose segments stayed open."""
+    dirs = {}
+    for name, bound in (("evicted", 1), ("open", 1000)):
+        cache = FileCache(bound)
+        d = tmp_path / name / "t-0"
+        with open_log(d, backend, cache) as log:
+            fill(log, 12)
+            log.segments[0].release_files()
+            fill(log, 12, start=12)
+            cache.shrink()
+        assert cache.open_segments == 0
+        dirs[name] = d
+    names = sorted(os.listdir(dirs["open"]))
+    assert names == sorted(os.listdir(dirs["evicted"]))
+    for name in names:
+        assert (dirs["open"] / name).read_bytes() == (dirs["evicted"] / name).read_bytes(), name
+    with open_log(dirs["evicted"], backend, FileCache(2)) as log:
+        assert len(values_of(log)) == 48
+
+
+# --- what the log does to evicted segments -----------------------------------------------------
+
+
+def test_retention_deletes_evicted_segments(tmp_path, backend):
+    cache = FileCache(2)
+    config = LogConfig(segment_bytes=400, retention_bytes=2000, file_delete_delay_ms=0)
+    with open_log(tmp_path / "t-0", backend, cache, config) as log:
+        written = fill(log, 30)
+        cache.shrink()
+        deleted = log.apply_retention()
+        assert deleted and log.start_offset > 0
+        log.delete_expired_files()
+        assert not any(name.endswith(".deleted") for name in os.listdir(log.dir_path))
+        assert values_of(log, log.start_offset) == written[log.start_offset:]
+        assert cache.open_segments <= 2
+
+
+def test_delete_records_before_and_truncate_evicted_segments(tmp_path, backend):
+    cache = FileCache(2)
+    with open_log(tmp_path / "t-0", backend, cache) as log:
+        written = fill(log, 30)
+        cache.shrink()
+        log.delete_records_before(10)
+        cache.shrink()
+        log.truncate_to(40)
+        assert log.end_offset == 40
+        assert values_of(log, 10) == written[10:40]
+        written = written[:40] + fill(log, 2, start=100)
+        cache.shrink()
+    with open_log(tmp_path / "t-0", backend, FileCache(2)) as log:
+        assert values_of(log, 10) == written[10:]
+
+
+def test_compaction_of_evicted_segments(tmp_path, backend):
+    cache = FileCache(2)
+    config = LogConfig(segment_bytes=400, cleanup_policy="compact")
+    with open_log(tmp_path / "t-0", backend, cache, config) as log:
+        fill(log, 30)
+        cache.shrink()
+        log.compact(force=True)
+        latest = {}
+        for record in log.records():
+            latest[record.key] = record.value
+        assert latest == {b"k0": b"k27-b", b"k1": b"k28-b", b"k2": b"k29-b"}
+        assert cache.open_segments <= 2
+
+
+def test_delete_topic_with_evicted_segments(tmp_path, backend):
+    with seglog.Store(tmp_path, backend=backend.name, offsets_topic_partitions=1,
+                      max_open_segments=2) as store:
+        topic = store.create_topic("t", partitions=3, config={"segment.bytes": "400"})
+        for p in range(3):
+            fill(topic.log(p), 10)
+        store.file_cache.shrink()
+        store.delete_topic("t")
+        assert not any(name.startswith("t-") for name in os.listdir(tmp_path))
+        assert store.file_cache.open_segments == 0
+
+
+def test_a_new_partition_holds_no_descriptor_and_no_segment_file(tmp_path, backend):
+    with seglog.Store(tmp_path, backend=backend.name, offsets_topic_partitions=1) as store:
+        before = open_fds()
+        opened = store.file_cache.open_segments
+        topic = store.create_topic("t", partitions=20)
+        assert open_fds() == before
+        assert store.file_cache.open_segments == opened
+        assert sorted(os.listdir(tmp_path / "t-0")) == ["partition.metadata"]
+        assert topic.log(0).end_offset == 0
+        topic.log(0).append(b"v")
+        assert "00000000000000000000.log" in os.listdir(tmp_path / "t-0")
+        assert [r.value for r in topic.log(0).records()] == [b"v"]
+
+
+def test_logs_on_two_threads_evict_each_others_segments(tmp_path, backend):
+    """Each thread's appends close the other Log's segments (a cache of two): no deadlock,
+    nothing lost."""
+    cache = FileCache(2)
+    logs = [open_log(tmp_path / f"t-{i}", backend, cache) for i in range(2)]
+    errors = []
+
+    def work(log):
+        try:
+            for i in range(60):
+                log.append(b"v%d" % i, timestamp_ms=TIMESTAMP_MS + i)
+                assert next(log.records(i // 2)).value == b"v%d" % (i // 2)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(log,)) for log in logs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    for log in logs:
+        assert values_of(log) == [b"v%d" % i for i in range(60)]
+        log.close()
