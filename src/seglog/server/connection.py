@@ -104,11 +104,12 @@ class _Slot:
     """One request's place in the response order: ``parts`` once answered (an empty tuple
     for no response)."""
 
-    __slots__ = ("parts", "done")
+    __slots__ = ("parts", "done", "released")
 
     def __init__(self) -> None:
         self.parts: Any = None
         self.done = False
+        self.released = False  # never to be answered (see Connection._release)
 
 
 class Connection(asyncio.Protocol):
@@ -236,7 +237,9 @@ class Connection(asyncio.Protocol):
                     log.warning("connection %d from %s:%d: request size %d outside 0..%d "
                                 "(socket.request.max.bytes); closing", self.connection_id,
                                 self.client_host, self.client_port, size, limit)
-                    self.abort()
+                    # Answers to the requests before it still go out, as Kafka's do (it
+                    # reads one request at a time): a stored Produce's ack is never lost.
+                    self.close_when_answered()
                     break
                 start = position + _SIZE_BYTES
                 if end - start < size:
@@ -273,7 +276,7 @@ class Connection(asyncio.Protocol):
         except (InvalidRequestError, UnsupportedVersionError) as exc:
             log.warning("connection %d from %s:%d: %s; closing", self.connection_id,
                         self.client_host, self.client_port, exc)
-            self.abort()
+            self.close_when_answered()  # after the earlier answers, as Kafka
             return
         ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
                              self.connection_id, self.client_host, self.client_port,
@@ -309,15 +312,13 @@ class Connection(asyncio.Protocol):
             log.info("connection %d from %s:%d: closed after API key %d v%d: %s",
                      self.connection_id, self.client_host, self.client_port, ctx.api_key,
                      ctx.api_version, exc)
-            self._release(slot)
-            self.abort()
+            self._close_at(slot)
             return
         except Exception:
             log.exception("connection %d from %s:%d: handler of API key %d v%d failed; closing",
                           self.connection_id, self.client_host, self.client_port, ctx.api_key,
                           ctx.api_version)
-            self._release(slot)
-            self.abort()
+            self._close_at(slot)
             return
         self._finish(slot, parts)
 
@@ -339,6 +340,8 @@ class Connection(asyncio.Protocol):
     # --- writing responses -------------------------------------------------------------------
 
     def _finish(self, slot: _Slot, parts: Any) -> None:
+        if slot.released:
+            return  # a request after one that closed the connection: never answered
         slot.parts = parts
         slot.done = True
         if parts:
@@ -396,8 +399,22 @@ class Connection(asyncio.Protocol):
                 and not self._reading_paused_by_us():
             self._process_buffer()  # the held responses that stopped reading are written
 
+    def _close_at(self, slot: _Slot) -> None:
+        """Close once the requests before ``slot`` are answered; ``slot`` and every request
+        read after it go unanswered (Kafka reads one request of a connection at a time, so
+        it never reads those), keeping the answers a client gets in request order."""
+        slots = list(self._slots)
+        index = slots.index(slot) if slot in slots else len(slots)
+        for doomed in slots[index:]:
+            self._release(doomed)
+        self.close_when_answered()
+        if not self._slots and self.transport is not None and not self.transport.is_closing():
+            self._flush()
+            self.transport.close()
+
     def _release(self, slot: _Slot) -> None:
         # A request that will never be answered (cancelled, or its connection is going).
+        slot.released = True
         if slot in self._slots:
             self._slots.remove(slot)
             self.server.in_flight -= 1

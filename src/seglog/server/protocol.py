@@ -31,6 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from ..errors import InvalidRequestError
+from .request_lengths import check_request
 
 __all__ = [
     "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "ERROR_INVALID_REQUEST",
@@ -184,6 +185,8 @@ def read_request_body(api_key: int, api_version: int,
     librdkafka 2.16 sends Metadata v13 for all topics with three bytes more than the schema
     has, and the real broker answers it."""
     reader = _reader(api_key, api_version)
+    # Lengths first: kio sizes collections from their declared counts (request_lengths).
+    check_request(_request_class(api_key, api_version), frame, offset)
     try:
         value, _size = reader(frame, offset)
     except (SerialError, ValueError, TypeError, IndexError, OverflowError) as exc:
