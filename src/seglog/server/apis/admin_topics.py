@@ -162,7 +162,8 @@ async def create_topics(ctx, request) -> Any:
                         made = await state.run_blocking(store.create_topic, name, count, config)
                     else:
                         made = store.create_topic(name, count, config)
-                except (SeglogError, ValueError, TypeError) as e:
+                except (SeglogError, ValueError, TypeError, OSError) as e:
+                    # OSError: out of descriptors or disk; the store rolled the topic back.
                     raise Refused(code_of(e), str(e)) from None
                 topic_id = checkpoints.uuid_from_kafka_str(made.topic_id)
                 if overrides:
@@ -244,7 +245,7 @@ async def delete_topics(ctx, request) -> Any:
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
             try:
                 await state.run_blocking(store.delete_topic, name)
-            except SeglogError as e:
+            except (SeglogError, OSError) as e:
                 raise Refused(code_of(e), str(e)) from None
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
@@ -318,7 +319,7 @@ async def create_partitions(ctx, request) -> Any:
             if not request.validate_only:
                 try:
                     await state.run_blocking(store.create_partitions, name, count)
-                except (SeglogError, ValueError) as e:
+                except (SeglogError, ValueError, OSError) as e:
                     raise Refused(code_of(e), str(e)) from None
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=NONE,
                                  error_message=None))
