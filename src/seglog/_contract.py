@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-__all__ = ["Backend", "Batch", "Columns", "KeyMap", "KeyMapModule", "OffsetIndex", "Record",
-           "Segment", "TimeIndex"]
+__all__ = ["AccumulatorModule", "Backend", "Batch", "Columns", "KeyMap", "KeyMapModule",
+           "OffsetIndex", "Record", "RecordBuffer", "Segment", "TimeIndex"]
 
 if TYPE_CHECKING:
     import os
@@ -671,6 +671,48 @@ class KeyMapModule(Protocol):
         """``slots * LOAD_FACTOR_NUMERATOR // LOAD_FACTOR_DENOMINATOR``."""
 
 
+class RecordBuffer(Protocol):
+    """The records of one producer batch still open, as columns (``<backend>.accumulator``).
+
+    ``append`` copies one record in (one call per record, no per-record object kept);
+    ``size_bytes`` is Kafka's producer estimate before compression (61 bytes per batch, per
+    record 36 bytes of overhead + key + value + the caller's ``extra_bytes`` for headers);
+    ``columns`` gives records ``start .. end-1`` in the ``(data, lengths)`` form of
+    ``encode_batch``. Not thread-safe."""
+
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def has_keys(self) -> bool: ...
+
+    def append(self, key: BytesLike | None, value: BytesLike | None, timestamp_ms: int,
+               extra_bytes: int = 0) -> int:
+        """Copy one record in and return its index; InvalidRecordError for a key or value
+        that is not bytes-like (nothing is appended then)."""
+
+    def columns(self, start: int = 0, end: int = -1) -> tuple[
+            tuple[bytes, NDArray[np.int64]], tuple[bytes, NDArray[np.int64]] | None,
+            NDArray[np.int64]]:
+        """``(values, keys or None, timestamps_ms)`` of records ``start .. end-1``."""
+
+    def __len__(self) -> int: ...
+
+
+class AccumulatorModule(Protocol):
+    """``<backend>.accumulator``: Kafka's murmur2 and the producer's open-batch buffer."""
+
+    @property
+    def RecordBuffer(self) -> type[RecordBuffer]: ...  # noqa: N802 - the class
+
+    def murmur2(self, data: BytesLike) -> int:
+        """Kafka's ``Utils.murmur2``: a signed 32-bit int."""
+
+    def partition_for_key(self, key: BytesLike, num_partitions: int) -> int:
+        """``(murmur2(key) & 0x7fffffff) % num_partitions`` (Kafka's partitionForKey)."""
+
+
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.
 _Record = Record
@@ -686,7 +728,7 @@ class Backend(Protocol):
     """A backend module: ``seglog.pure`` or ``seglog._native`` (what ``get_backend`` returns).
 
     Its other attributes are its own submodules (``codec``, ``index``, ``segment``, ...):
-    implementation files, not part of the contract, except ``keymap``."""
+    implementation files, not part of the contract, except ``keymap`` and ``accumulator``."""
 
     #: ``"pure"`` or ``"native"``.
     name: str
@@ -707,6 +749,8 @@ class Backend(Protocol):
     def KeyMap(self) -> type[_KeyMap]: ...  # noqa: N802
     @property
     def keymap(self) -> KeyMapModule: ...
+    @property
+    def accumulator(self) -> AccumulatorModule: ...
 
     def crc32c(self, data: BytesLike, crc: int = 0) -> int:
         """CRC-32C (Castagnoli) of any bytes-like ``data``, continuing from ``crc``."""
