@@ -84,6 +84,7 @@ from ..arguments import (
     check_optional_int_argument,
     check_transactional_id,
 )
+from .._backend import get_backend
 from ..broker_api import BrokerApi
 from ..errors import (
     IllegalStateError,
@@ -105,7 +106,6 @@ from ..types import RecordMetadata, TopicPartition, as_topic_partition
 from .partitioner import (
     RoundRobinPartitioner,
     StickyPartitioner,
-    partition_for_key,
     partitions_for_keys,
 )
 
@@ -222,31 +222,42 @@ class SendFuture:
 
 
 class _Batch:
-    """The open batch of one partition: column lists, the estimated size, its result."""
+    """The open batch of one partition: its records in the backend's RecordBuffer (keys,
+    values and timestamps as columns in C, with Kafka's size estimate), the headers (None
+    until a record has some), its deadline and its result."""
 
-    __slots__ = ("tp", "values", "keys", "timestamps_ms", "headers", "has_keys", "has_headers",
-                 "size_bytes", "deadline", "result")
+    __slots__ = ("tp", "buffer", "headers", "deadline", "result")
 
-    def __init__(self, tp: TopicPartition, deadline: float):
+    def __init__(self, tp: TopicPartition, deadline: float, buffer: Any):
         self.tp = tp
-        self.values: list = []
-        self.keys: list = []
-        self.timestamps_ms: list[int] = []
-        self.headers: list = []
-        self.has_keys = False
-        self.has_headers = False
-        self.size_bytes = RECORD_BATCH_OVERHEAD
+        self.buffer = buffer
+        self.headers: list | None = None
         self.deadline = deadline
         self.result = _BatchResult()
 
+    def add_headers(self, index: int, header_list: tuple) -> None:
+        """Keep record ``index``'s headers (records before it without any get ``()``)."""
+        if self.headers is None:
+            if not header_list:
+                return
+            self.headers = [()] * index
+        self.headers.append(header_list)
 
-def _record_size_bytes(key, value, headers) -> int:
-    """Kafka's upper-bound estimate of one record's size in a batch (before compression)."""
-    size = MAX_RECORD_OVERHEAD + 5 + 5 + 5  # + key, value and header-count varints
-    if key is not None:
-        size += len(key)
-    if value is not None:
-        size += len(value)
+    def columns(self, start: int, end: int) -> tuple[Any, Any, Any, list | None]:
+        """Records ``start .. end-1`` as ``(values, keys, timestamps_ms, headers)`` for
+        ``Log.append_batch``."""
+        values, keys, timestamps_ms = self.buffer.columns(start, end)
+        return values, keys, timestamps_ms, \
+            None if self.headers is None else self.headers[start:end]
+
+
+#: Kafka's estimate of one record's overhead: 21 bytes + key, value and header-count varints.
+_RECORD_OVERHEAD_BYTES = MAX_RECORD_OVERHEAD + 5 + 5 + 5
+
+
+def _headers_size_bytes(headers) -> int:
+    """Kafka's estimate of the headers' share of a record's size."""
+    size = 0
     for header_key, header_value in headers:
         size += 10 + len(header_key.encode("utf-8")) + (len(header_value) if header_value else 0)
     return size
@@ -344,6 +355,8 @@ class Producer:
                 f"an idempotent or transactional producer needs acks='all', got {acks!r} "
                 "(Kafka: ConfigException, 'Must set acks to all')")
         self._broker = store
+        # The backend's accumulator (murmur2, the open-batch buffers): the store's backend.
+        self._accumulator = get_backend(getattr(store, "backend", None)).accumulator
         self.linger_ms = linger_ms
         self.batch_size_bytes = batch_size_bytes
         self.compression = compression
@@ -609,14 +622,22 @@ class Producer:
         if partition is not None:
             partition = check_int_argument("partition", partition, minimum=-(INT32_MAX + 1),
                                            maximum=INT32_MAX)
-        if timestamp_ms is not None:
-            timestamp_ms = check_int_argument("timestamp_ms", timestamp_ms)
-        key = _as_bytes_or_none(key, "key")
-        value = _as_bytes_or_none(value, "value")
-        header_list = tuple(_as_header(h) for h in headers) if headers else ()
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
-        record_bytes = _record_size_bytes(key, value, header_list)
+        else:
+            timestamp_ms = check_int_argument("timestamp_ms", timestamp_ms)
+        # bytes is the common case; anything else is checked (and copied) here.
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes_or_none(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes_or_none(value, "value")
+        if headers:
+            header_list = tuple(_as_header(h) for h in headers)
+            headers_bytes = _headers_size_bytes(header_list)
+        else:
+            header_list, headers_bytes = (), 0
+        record_bytes = (_RECORD_OVERHEAD_BYTES + headers_bytes + (len(key) if key else 0)
+                        + (len(value) if value else 0))
         if record_bytes + RECORD_BATCH_OVERHEAD > self.max_request_bytes:
             raise RecordTooLargeError(
                 f"The message is {record_bytes + RECORD_BATCH_OVERHEAD} bytes when serialized "
@@ -628,33 +649,36 @@ class Producer:
         with self._lock:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
-            self._raise_if_sender_failed()
+            if self._errors:
+                self._raise_if_sender_failed()
             if self.transactional:
                 self._check_can_send()
             sticky = partition is None and key is None and self.partitioner == "sticky"
             if partition is None:
-                partition = self._choose_partition(topic_obj, key)
+                if key is not None and self.partitioner == "sticky":
+                    partition = self._accumulator.partition_for_key(key, topic_obj.partitions)
+                else:
+                    partition = self._choose_partition(topic_obj, key)
             else:
                 topic_obj.log(partition)  # UnknownTopicOrPartitionError when out of range
             tp = TopicPartition(topic, partition)
             if self.transactional:
                 self._add_to_transaction([tp])
             batch = self._batches.get(tp)
-            if batch is not None and (batch.size_bytes + record_bytes > self.batch_size_bytes
-                                      or len(batch.values) >= BATCH_RECORDS_MAX):
-                self._write(batch)  # Kafka closes the full batch and opens a new one
-                batch = None
+            if batch is not None:
+                buffer = batch.buffer
+                if (buffer.size_bytes + record_bytes > self.batch_size_bytes
+                        or buffer.record_count >= BATCH_RECORDS_MAX):
+                    self._write(batch)  # Kafka closes the full batch and opens a new one
+                    batch = None
             if batch is None:
                 batch = self._open_batch(tp)
-            future = SendFuture(batch.result, len(batch.values), topic, partition, timestamp_ms)
-            batch.values.append(value)
-            batch.keys.append(key)
-            batch.timestamps_ms.append(timestamp_ms)
-            batch.headers.append(header_list)
-            batch.has_keys |= key is not None
-            batch.has_headers |= bool(header_list)
-            batch.size_bytes += record_bytes
-            full = batch.size_bytes >= self.batch_size_bytes
+                buffer = batch.buffer
+            index = buffer.append(key, value, timestamp_ms, headers_bytes)
+            if header_list or batch.headers is not None:
+                batch.add_headers(index, header_list)
+            future = SendFuture(batch.result, index, topic, partition, timestamp_ms)
+            full = buffer.size_bytes >= self.batch_size_bytes
             if sticky:
                 self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
             if full or self.linger_ms == 0:
@@ -739,7 +763,7 @@ class Producer:
                 chooser = self._keyless[topic.name] = RoundRobinPartitioner(topic.partitions)
             return chooser.partition()
         if key is not None:
-            return partition_for_key(key, topic.partitions)
+            return self._accumulator.partition_for_key(key, topic.partitions)
         chooser = self._keyless.get(topic.name)
         if chooser is None or chooser.num_partitions != topic.partitions:
             chooser = self._keyless[topic.name] = StickyPartitioner(
@@ -748,7 +772,7 @@ class Producer:
 
     def _open_batch(self, tp: TopicPartition) -> _Batch:
         deadline = time.monotonic() + self.linger_ms / 1000
-        batch = self._batches[tp] = _Batch(tp, deadline)
+        batch = self._batches[tp] = _Batch(tp, deadline, self._accumulator.RecordBuffer())
         if self.linger_ms > 0:
             self._deadline_seq += 1
             heapq.heappush(self._deadlines, (deadline, self._deadline_seq, tp))
@@ -764,7 +788,7 @@ class Producer:
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
         parts: list[tuple[int, int, BaseException | None]] = []
-        todo = collections.deque([(0, len(batch.values))])  # record ranges, in order
+        todo = collections.deque([(0, batch.buffer.record_count)])  # record ranges, in order
         first_error: BaseException | None = None
         current = None  # the range being appended
         try:
@@ -772,12 +796,10 @@ class Producer:
             while todo:
                 current = todo.popleft()
                 start, end = current
+                values, keys, timestamps_ms, headers = batch.columns(start, end)
                 try:
-                    first, _last = self._append(
-                        log, batch.tp, batch.values[start:end],
-                        keys=batch.keys[start:end] if batch.has_keys else None,
-                        timestamps_ms=batch.timestamps_ms[start:end],
-                        headers=batch.headers[start:end] if batch.has_headers else None)
+                    first, _last = self._append(log, batch.tp, values, keys=keys,
+                                                timestamps_ms=timestamps_ms, headers=headers)
                 except RecordTooLargeError as error:
                     if end - start > 1:  # split in halves, left first: order is kept
                         middle = (start + end) // 2
@@ -818,6 +840,7 @@ class Producer:
             if self.transactional:
                 self._check_coordinator()
             sequence = self._sequences.get(tp, 0)
+            count = _record_count(values)
             fields.update(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                           base_sequence=sequence, is_transactional=self.transactional)
         attempt = 0
@@ -840,7 +863,7 @@ class Producer:
                 if self.retry_backoff_ms:
                     time.sleep(self.retry_backoff_ms / 1000)
         if self.idempotent:
-            self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
+            self._sequences[tp] = (sequence + count) % _SEQUENCE_MODULUS
         return offsets
 
     def _unknown_outcome(self) -> None:
@@ -947,6 +970,13 @@ class Producer:
     def __repr__(self) -> str:
         return (f"Producer(linger_ms={self.linger_ms}, batch_size_bytes={self.batch_size_bytes}, "
                 f"compression={self.compression!r}, open_batches={len(self._batches)})")
+
+
+def _record_count(values) -> int:
+    """Records in a values column (a list, or the ``(data, lengths)`` form)."""
+    if isinstance(values, tuple) and len(values) == 2 and hasattr(values[1], "dtype"):
+        return len(values[1])
+    return len(values)
 
 
 def _check_acks(acks: Any) -> int:
