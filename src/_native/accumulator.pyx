@@ -18,6 +18,7 @@ Not thread-safe: the Producer calls it under its lock.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t
+from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
@@ -36,6 +37,9 @@ cdef enum:
 
 cdef int64_t _RECORD_OVERHEAD = _MAX_RECORD_OVERHEAD + VARINTS_BYTES
 cdef int64_t _BATCH_OVERHEAD = _RECORD_BATCH_OVERHEAD
+cdef enum:
+    # Most records in one batch (the Producer's BATCH_RECORDS_MAX).
+    BATCH_RECORDS_MAX = 1 << 20
 
 
 cdef int32_t _murmur2(const unsigned char* data, Py_ssize_t length) noexcept nogil:
@@ -156,6 +160,7 @@ cdef class RecordBuffer:
     cdef readonly Py_ssize_t record_count
     cdef readonly int64_t size_bytes
     cdef readonly bint has_keys
+    cdef readonly bint sealed
 
     def __cinit__(self):
         self._values = _Column()
@@ -165,11 +170,23 @@ cdef class RecordBuffer:
     def __dealloc__(self):
         free(self._lengths)
 
+    def seal(self) -> None:
+        """Close the buffer to appends (its batch is being written); :meth:`append` then
+        raises ValueError."""
+        self.sealed = True
+
     def append(self, key, value, int64_t timestamp_ms, int64_t extra_bytes=0) -> int:
         """Copy one record in; returns its index in the batch. ``key``/``value``: bytes-like
         or None (InvalidRecordError otherwise, nothing appended). ``extra_bytes``: the
-        headers' share of the size estimate (the caller keeps the headers)."""
+        headers' share of the size estimate (the caller keeps the headers). ValueError once
+        sealed."""
+        return self._append(key, value, timestamp_ms, extra_bytes)
+
+    cdef Py_ssize_t _append(self, key, value, int64_t timestamp_ms,
+                            int64_t extra_bytes) except -1:
         cdef Py_ssize_t i = self.record_count
+        if self.sealed:
+            raise ValueError("the batch is sealed: it is being written")
         cdef Py_ssize_t value_start = self._values.data_bytes
         cdef Py_ssize_t key_start = self._keys.data_bytes
         cdef int value_length, key_length
@@ -224,3 +241,172 @@ cdef class RecordBuffer:
 
     def __len__(self):
         return self.record_count
+
+
+cdef inline int64_t _now_ms() noexcept nogil:
+    cdef timespec now
+    clock_gettime(CLOCK_REALTIME, &now)
+    return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+
+
+cdef class TopicSlots:
+    """One topic as a :class:`Sender` sees it: the partition count, whether it is compacted,
+    its TopicPartitions, the producer's open batch per partition (as last seen; a sealed
+    buffer means it was written) and the sticky partition of keyless records (Kafka's
+    BuiltInPartitioner: stay until about ``sticky_batch_bytes`` went there and the batch is
+    full, or twice that regardless, then draw ``rng.getrandbits(31) % partitions``)."""
+    cdef readonly object topic
+    cdef readonly Py_ssize_t partitions
+    cdef readonly bint compacted
+    cdef readonly tuple tps
+    cdef list batches
+    cdef list buffers
+    cdef Py_ssize_t sticky
+    cdef int64_t sticky_bytes
+    cdef int64_t sticky_batch_bytes
+    cdef object rng
+
+    def __init__(self, topic, Py_ssize_t partitions, bint compacted, tuple tps, *,
+                 int64_t sticky_batch_bytes, rng):
+        self.topic = topic
+        self.partitions = partitions
+        self.compacted = compacted
+        self.tps = tps
+        self.batches = [None] * partitions
+        self.buffers = [None] * partitions
+        self.sticky = -1
+        self.sticky_batch_bytes = sticky_batch_bytes
+        self.rng = rng
+
+    def keyless_partition(self) -> int:
+        """The sticky partition for the next keyless record (drawn when there is none)."""
+        if self.sticky < 0:
+            self.sticky = self.rng.getrandbits(31) % self.partitions
+            self.sticky_bytes = 0
+        return self.sticky
+
+    def keyless_appended(self, int64_t appended_bytes, bint switch_allowed) -> None:
+        """Count ``appended_bytes`` on the sticky partition; move on when it is time."""
+        self._keyless_appended(appended_bytes, switch_allowed)
+
+    cdef inline int _keyless_appended(self, int64_t appended_bytes,
+                                      bint switch_allowed) except -1:
+        if self.sticky < 0:
+            return 0
+        self.sticky_bytes += appended_bytes
+        if ((self.sticky_bytes >= self.sticky_batch_bytes and switch_allowed)
+                or self.sticky_bytes >= 2 * self.sticky_batch_bytes):
+            self.sticky = self.rng.getrandbits(31) % self.partitions
+            self.sticky_bytes = 0
+        return 0
+
+
+cdef class Sender:
+    """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
+    explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
+    (or takes the sticky partition), appends the record to the partition's open batch under
+    the producer's lock, and returns the producer's future. Everything else (and every
+    error) goes to ``fallback``, the producer's full send.
+
+    ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
+    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
+    when a failure must be raised by the full send). ``future_type(result, index, topic,
+    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
+    fallback (closed, transactional, round robin).
+    """
+    cdef public bint enabled
+    cdef dict topics
+    cdef object lock
+    cdef object fallback
+    cdef object open_batch
+    cdef object write
+    cdef object errors
+    cdef object future_type
+    cdef int64_t batch_size_bytes
+    cdef int64_t max_request_bytes
+    cdef bint linger_zero
+
+    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+                 int64_t batch_size_bytes, int64_t max_request_bytes, bint linger_zero):
+        self.enabled = True
+        self.topics = {}
+        self.lock = lock
+        self.fallback = fallback
+        self.open_batch = open_batch
+        self.write = write
+        self.errors = errors
+        self.future_type = future_type
+        self.batch_size_bytes = batch_size_bytes
+        self.max_request_bytes = max_request_bytes
+        self.linger_zero = linger_zero
+
+    def slots(self, topic: str):
+        """The :class:`TopicSlots` of ``topic``, or None."""
+        return self.topics.get(topic)
+
+    def set_slots(self, topic: str, slots) -> None:
+        """Register (or replace) ``topic``'s slots."""
+        self.topics[topic] = slots
+
+    def send(self, topic, value=None, key=None, *, partition=None, timestamp_ms=None,
+             headers=None):
+        """``Producer.send`` (see there); the common case in C, the rest via ``fallback``."""
+        cdef TopicSlots slots
+        cdef RecordBuffer buffer
+        cdef Py_ssize_t p, index
+        cdef int64_t record_bytes, now_ms
+        cdef bint full
+        if (not self.enabled or partition is not None or timestamp_ms is not None or headers
+                or not (key is None or PyBytes_CheckExact(key))
+                or not (value is None or PyBytes_CheckExact(value))):
+            return self.fallback(topic, value, key, partition=partition,
+                                 timestamp_ms=timestamp_ms, headers=headers)
+        slots = self.topics.get(topic)
+        if slots is None:
+            return self.fallback(topic, value, key)
+        record_bytes = _RECORD_OVERHEAD
+        if key is not None:
+            record_bytes += PyBytes_GET_SIZE(key)
+        elif slots.compacted:
+            return self.fallback(topic, value, key)  # raises InvalidRecordError
+        if value is not None:
+            record_bytes += PyBytes_GET_SIZE(value)
+        if record_bytes + _BATCH_OVERHEAD > self.max_request_bytes:
+            return self.fallback(topic, value, key)  # raises RecordTooLargeError
+        now_ms = _now_ms()
+        self.lock.acquire()
+        try:
+            if not self.enabled or self.errors():
+                return self.fallback(topic, value, key)
+            if key is not None:
+                p = (<uint32_t>_murmur2(<const unsigned char*>PyBytes_AS_STRING(key),
+                                        PyBytes_GET_SIZE(key)) & 0x7fffffff) % \
+                    <uint32_t>slots.partitions
+            else:
+                p = slots.keyless_partition()
+            batch = slots.batches[p]
+            buffer = slots.buffers[p]
+            if batch is None or buffer.sealed:
+                batch = self._open(slots, p)
+                buffer = slots.buffers[p]
+            if (buffer.size_bytes + record_bytes > self.batch_size_bytes
+                    or buffer.record_count >= BATCH_RECORDS_MAX):
+                self.write(batch)  # Kafka closes the full batch and opens a new one
+                batch = self._open(slots, p)
+                buffer = slots.buffers[p]
+            index = buffer._append(key, value, now_ms, 0)
+            future = self.future_type(batch.result, index, topic, p, now_ms)
+            full = buffer.size_bytes >= self.batch_size_bytes
+            if key is None:
+                slots._keyless_appended(record_bytes, full)
+            if full or self.linger_zero:
+                self.write(batch)
+            return future
+        finally:
+            self.lock.release()
+
+    cdef object _open(self, TopicSlots slots, Py_ssize_t p):
+        batch = self.open_batch(slots.tps[p])
+        slots.batches[p] = batch
+        slots.buffers[p] = <RecordBuffer?>batch.buffer
+        return batch

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
 __all__ = ["AccumulatorModule", "Backend", "Batch", "Columns", "KeyMap", "KeyMapModule",
-           "OffsetIndex", "Record", "RecordBuffer", "Segment", "TimeIndex"]
+           "OffsetIndex", "Record", "RecordBuffer", "Segment", "Sender", "TimeIndex", "TopicSlots"]
 
 if TYPE_CHECKING:
     import os
@@ -686,6 +686,11 @@ class RecordBuffer(Protocol):
     def size_bytes(self) -> int: ...
     @property
     def has_keys(self) -> bool: ...
+    @property
+    def sealed(self) -> bool: ...
+
+    def seal(self) -> None:
+        """Close the buffer to appends (its batch is being written)."""
 
     def append(self, key: BytesLike | None, value: BytesLike | None, timestamp_ms: int,
                extra_bytes: int = 0) -> int:
@@ -700,11 +705,55 @@ class RecordBuffer(Protocol):
     def __len__(self) -> int: ...
 
 
+class TopicSlots(Protocol):
+    """One topic as the producer's Sender sees it: partition count, compacted, its
+    TopicPartitions, the open batch per partition and the sticky partition of keyless
+    records (Kafka's BuiltInPartitioner)."""
+
+    @property
+    def topic(self) -> Any: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def compacted(self) -> bool: ...
+    @property
+    def tps(self) -> tuple[Any, ...]: ...
+
+    def keyless_partition(self) -> int:
+        """The sticky partition for the next keyless record."""
+
+    def keyless_appended(self, appended_bytes: int, switch_allowed: bool) -> None:
+        """Count bytes on the sticky partition; move on when it is time."""
+
+
+class Sender(Protocol):
+    """The common case of ``Producer.send`` in one call (bytes key and value, no explicit
+    partition, timestamp or headers); the rest goes to the producer's full send."""
+
+    enabled: bool
+
+    def slots(self, topic: str) -> TopicSlots | None:
+        """The slots of ``topic``, or None."""
+
+    def set_slots(self, topic: str, slots: Any) -> None:
+        """Register (or replace) ``topic``'s slots."""
+
+    def send(self, topic: str, value: BytesLike | None = None, key: BytesLike | None = None,
+             *, partition: int | None = None, timestamp_ms: int | None = None,
+             headers: Any = None) -> Any:
+        """``Producer.send``."""
+
+
 class AccumulatorModule(Protocol):
-    """``<backend>.accumulator``: Kafka's murmur2 and the producer's open-batch buffer."""
+    """``<backend>.accumulator``: Kafka's murmur2, the producer's open-batch buffer, and the
+    Sender that runs the common case of ``Producer.send`` in one call."""
 
     @property
     def RecordBuffer(self) -> type[RecordBuffer]: ...  # noqa: N802 - the class
+    @property
+    def TopicSlots(self) -> type[TopicSlots]: ...  # noqa: N802
+    @property
+    def Sender(self) -> type[Sender]: ...  # noqa: N802
 
     def murmur2(self, data: BytesLike) -> int:
         """Kafka's ``Utils.murmur2``: a signed 32-bit int."""

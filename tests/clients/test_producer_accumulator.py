@@ -86,3 +86,50 @@ def test_a_record_with_a_bad_value_fails_alone(tmp_path, backend):
         producer.send("t", bytearray(b"b"), memoryview(b"k"))
         producer.flush()
         assert [(r.key, r.value) for r in topic.log(0).records()] == [(b"k", b"a"), (b"k", b"b")]
+
+
+def _fast_path_records(path, backend: str, batch_size_bytes: int):
+    """Keyed sends with nothing else (the Sender's one-call path) and keyless ones to a
+    one-partition topic; returns every partition's (offset, key, value) and batch sizes."""
+    rng = random.Random(5)
+    with Store(path, backend=backend, offsets_topic_partitions=1) as store:
+        keyed = store.create_topic("keyed", partitions=5)
+        single = store.create_topic("single", partitions=1)
+        producer = store.producer(linger_ms=60_000, batch_size_bytes=batch_size_bytes)
+        futures = []
+        for i in range(2_000):
+            value = rng.randbytes(rng.randrange(0, 100))
+            futures.append(producer.send("keyed", value, b"k%d" % rng.randrange(300)))
+            futures.append(producer.send("single", value if i % 3 else None))
+        producer.flush()
+        for future in futures:
+            assert future.done()
+        out = {}
+        for topic in (keyed, single):
+            for p in range(topic.partitions):
+                log = topic.log(p)
+                out[(topic.name, p)] = [(r.offset, r.key, r.value) for r in log.records()]
+                counts = []
+                offset = log.start_offset
+                while offset < log.end_offset:
+                    result = log.read(offset)
+                    counts += [b.record_count for b in log.backend.iter_batches(result.buffer)]
+                    offset = result.next_offset
+                out[(topic.name, p, "batches")] = counts
+        metas = [f.result(timeout_ms=1000) for f in futures]
+        for meta, future in zip(metas, futures):
+            assert (meta.topic, meta.partition) == (future.topic, future.partition)
+        producer.close()
+        return out
+
+
+@pytest.mark.parametrize("batch_size_bytes", [0, 3000, 1 << 20])
+def test_the_one_call_path_gives_the_same_records_and_batches_on_both_backends(
+        tmp_path, batch_size_bytes):
+    native = _fast_path_records(tmp_path / "native", "native", batch_size_bytes)
+    pure = _fast_path_records(tmp_path / "pure", "pure", batch_size_bytes)
+    assert native == pure
+    for p in range(5):
+        for _offset, key, _value in native[("keyed", p)]:
+            assert partition_for_key(key, 5) == p
+    assert sum(native[("single", 0, "batches")]) == 2_000

@@ -72,8 +72,10 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
+import random
 import threading
 import time
+import types
 from typing import Any, Iterable
 
 from ..arguments import (
@@ -105,7 +107,6 @@ from ..storage.config import INT32_MAX
 from ..types import RecordMetadata, TopicPartition, as_topic_partition
 from .partitioner import (
     RoundRobinPartitioner,
-    StickyPartitioner,
     partitions_for_keys,
 )
 
@@ -377,6 +378,8 @@ class Producer:
         self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
         self._deadline_seq = 0
         self._keyless: dict[str, Any] = {}  # topic -> Sticky/RoundRobin partitioner
+        # Sticky partitions of keyless records are drawn from this (Kafka: a random int).
+        self._sticky_rng = random.Random()
         self._errors: list[BaseException] = []
         self._closed = False
         self._sender: threading.Thread | None = None
@@ -385,6 +388,14 @@ class Producer:
         self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
         self._txn_error: BaseException | None = None  # why the transaction must abort
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
+        # The common case of send in one call into the backend's accumulator (see send).
+        self._fast = self._accumulator.Sender(
+            lock=self._lock, fallback=types.MethodType(Producer.send, self),
+            open_batch=self._batch_for, write=self._write, errors=self._has_errors,
+            future_type=SendFuture, batch_size_bytes=batch_size_bytes,
+            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
+        self._fast.enabled = transactional_id is None and partitioner == "sticky"
+        self.send = self._fast.send
         if transactional_id is not None:
             # Kafka's initTransactions, implicit: fences older producers of the id.
             self.producer_id, self.producer_epoch = store.init_producer_id(
@@ -600,6 +611,7 @@ class Producer:
     def _drop_waiting(self, error: BaseException) -> None:
         """Fail the batches not written yet without writing them."""
         for batch in list(self._batches.values()):
+            batch.buffer.seal()
             batch.result.complete([(0, -1, error)])
         self._batches.clear()
         self._deadlines.clear()
@@ -642,8 +654,11 @@ class Producer:
             raise RecordTooLargeError(
                 f"The message is {record_bytes + RECORD_BATCH_OVERHEAD} bytes when serialized "
                 f"which is larger than max_request_bytes ({self.max_request_bytes})")
-        topic_obj = self._broker.topic(topic)  # UnknownTopicOrPartitionError
-        if key is None and topic_obj.config.compaction_enabled:
+        slots = self._fast.slots(topic)
+        if slots is None:
+            slots = self._topic_metadata(topic)  # UnknownTopicOrPartitionError
+        topic_obj, num_partitions, tps = slots.topic, slots.partitions, slots.tps
+        if key is None and slots.compacted:
             raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
                                      "without a key")
         with self._lock:
@@ -651,18 +666,20 @@ class Producer:
                 raise IllegalStateError("Cannot send after the producer is closed.")
             if self._errors:
                 self._raise_if_sender_failed()
-            if self.transactional:
+            transactional = self.transactional_id is not None
+            if transactional:
                 self._check_can_send()
             sticky = partition is None and key is None and self.partitioner == "sticky"
             if partition is None:
                 if key is not None and self.partitioner == "sticky":
-                    partition = self._accumulator.partition_for_key(key, topic_obj.partitions)
+                    partition = self._accumulator.partition_for_key(key, num_partitions)
                 else:
-                    partition = self._choose_partition(topic_obj, key)
+                    partition = self._choose_partition(topic_obj, key, slots)
+                tp = tps[partition] if partition < len(tps) else TopicPartition(topic, partition)
             else:
                 topic_obj.log(partition)  # UnknownTopicOrPartitionError when out of range
-            tp = TopicPartition(topic, partition)
-            if self.transactional:
+                tp = TopicPartition(topic, partition)
+            if transactional:
                 self._add_to_transaction([tp])
             batch = self._batches.get(tp)
             if batch is not None:
@@ -672,6 +689,10 @@ class Producer:
                     self._write(batch)  # Kafka closes the full batch and opens a new one
                     batch = None
             if batch is None:
+                # A new batch looks the topic up again (deleted, more partitions): Kafka's
+                # producer sees such changes at its next metadata refresh, this one at its
+                # next batch of the topic.
+                self._topic_metadata(topic)
                 batch = self._open_batch(tp)
                 buffer = batch.buffer
             index = buffer.append(key, value, timestamp_ms, headers_bytes)
@@ -680,7 +701,7 @@ class Producer:
             future = SendFuture(batch.result, index, topic, partition, timestamp_ms)
             full = buffer.size_bytes >= self.batch_size_bytes
             if sticky:
-                self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
+                slots.keyless_appended(record_bytes, full)
             if full or self.linger_ms == 0:
                 self._write(batch)
             return future
@@ -756,7 +777,33 @@ class Producer:
                 self._broker.notify_appended()
             return out
 
-    def _choose_partition(self, topic, key) -> int:
+    def _topic_metadata(self, topic: str) -> Any:
+        """Look ``topic`` up at the broker (UnknownTopicOrPartitionError) and return its
+        accumulator ``TopicSlots`` (partition count, compacted, TopicPartitions, sticky
+        partition), made anew when the topic is new, was recreated or grew."""
+        topic_obj = self._broker.topic(topic)
+        num_partitions = topic_obj.partitions
+        slots = self._fast.slots(topic)
+        if slots is None or slots.topic is not topic_obj or slots.partitions != num_partitions:
+            slots = self._accumulator.TopicSlots(
+                topic_obj, num_partitions, topic_obj.config.compaction_enabled,
+                tuple(TopicPartition(topic, p) for p in range(num_partitions)),
+                sticky_batch_bytes=max(1, self.batch_size_bytes), rng=self._sticky_rng)
+            self._fast.set_slots(topic, slots)
+        return slots
+
+    def _batch_for(self, tp: TopicPartition) -> _Batch:
+        """The open batch of ``tp``, opened (after looking the topic up again) if none."""
+        batch = self._batches.get(tp)
+        if batch is None:
+            self._topic_metadata(tp.topic)
+            batch = self._open_batch(tp)
+        return batch
+
+    def _has_errors(self) -> bool:
+        return bool(self._errors)
+
+    def _choose_partition(self, topic, key, slots=None) -> int:
         if self.partitioner == "round_robin":
             chooser = self._keyless.get(topic.name)
             if chooser is None or chooser.num_partitions != topic.partitions:
@@ -764,11 +811,9 @@ class Producer:
             return chooser.partition()
         if key is not None:
             return self._accumulator.partition_for_key(key, topic.partitions)
-        chooser = self._keyless.get(topic.name)
-        if chooser is None or chooser.num_partitions != topic.partitions:
-            chooser = self._keyless[topic.name] = StickyPartitioner(
-                topic.partitions, sticky_batch_bytes=max(1, self.batch_size_bytes))
-        return chooser.partition()
+        if slots is None:
+            slots = self._topic_metadata(topic.name)
+        return slots.keyless_partition()
 
     def _open_batch(self, tp: TopicPartition) -> _Batch:
         deadline = time.monotonic() + self.linger_ms / 1000
@@ -785,6 +830,7 @@ class Producer:
     def _write(self, batch: _Batch) -> BaseException | None:
         """Append ``batch`` as one RecordBatch and complete its futures. Caller holds the
         lock. Returns the error that failed it, if any (also stored in the futures)."""
+        batch.buffer.seal()  # the accumulator's Sender opens a new batch from now on
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
         parts: list[tuple[int, int, BaseException | None]] = []
@@ -951,6 +997,7 @@ class Producer:
             except (SeglogError, LogClosedError):
                 pass
             self._closed = True
+            self._fast.enabled = False
             self._wakeup.notify_all()
             sender = self._sender
         if sender is not None and sender is not threading.current_thread():

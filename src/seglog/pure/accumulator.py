@@ -14,6 +14,8 @@ estimate before compression. :meth:`RecordBuffer.columns` gives a range of recor
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..errors import InvalidRecordError
@@ -24,6 +26,8 @@ MURMUR2_M = 0x5BD1E995
 _MASK32 = 0xFFFFFFFF
 #: Kafka's per-record estimate: 21 bytes of overhead + key, value and header-count varints.
 _RECORD_OVERHEAD = MAX_RECORD_OVERHEAD + 15
+#: Most records in one batch (the Producer's BATCH_RECORDS_MAX).
+_BATCH_RECORDS_MAX = 1 << 20
 
 
 def murmur2(data) -> int:
@@ -89,6 +93,12 @@ class RecordBuffer:
         self._timestamps_ms: list[int] = []
         self.size_bytes = RECORD_BATCH_OVERHEAD
         self.has_keys = False
+        self.sealed = False
+
+    def seal(self) -> None:
+        """Close the buffer to appends (its batch is being written); :meth:`append` then
+        raises ValueError."""
+        self.sealed = True
 
     @property
     def record_count(self) -> int:
@@ -98,7 +108,10 @@ class RecordBuffer:
     def append(self, key, value, timestamp_ms: int, extra_bytes: int = 0) -> int:
         """Copy one record in; returns its index in the batch. ``key``/``value``: bytes-like
         or None (InvalidRecordError otherwise, nothing appended). ``extra_bytes``: the
-        headers' share of the size estimate (the caller keeps the headers)."""
+        headers' share of the size estimate (the caller keeps the headers). ValueError once
+        sealed."""
+        if self.sealed:
+            raise ValueError("the batch is sealed: it is being written")
         key = _as_bytes(key, "key")
         value = _as_bytes(value, "value")
         timestamp_ms = int(timestamp_ms)
@@ -132,3 +145,127 @@ class RecordBuffer:
 def _column(items: list[bytes | None]) -> tuple[bytes, np.ndarray]:
     lengths = np.array([-1 if item is None else len(item) for item in items], dtype=np.int64)
     return b"".join(item for item in items if item), lengths
+
+
+class TopicSlots:
+    """One topic as a :class:`Sender` sees it: the partition count, whether it is compacted,
+    its TopicPartitions, the producer's open batch per partition (as last seen; a sealed
+    buffer means it was written) and the sticky partition of keyless records (Kafka's
+    BuiltInPartitioner: stay until about ``sticky_batch_bytes`` went there and the batch is
+    full, or twice that regardless, then draw ``rng.getrandbits(31) % partitions``)."""
+
+    def __init__(self, topic, partitions: int, compacted: bool, tps: tuple, *,
+                 sticky_batch_bytes: int, rng):
+        self.topic = topic
+        self.partitions = partitions
+        self.compacted = compacted
+        self.tps = tps
+        self.batches: list = [None] * partitions
+        self._sticky = -1
+        self._sticky_bytes = 0
+        self._sticky_batch_bytes = sticky_batch_bytes
+        self._rng = rng
+
+    def keyless_partition(self) -> int:
+        """The sticky partition for the next keyless record (drawn when there is none)."""
+        if self._sticky < 0:
+            self._sticky = self._rng.getrandbits(31) % self.partitions
+            self._sticky_bytes = 0
+        return self._sticky
+
+    def keyless_appended(self, appended_bytes: int, switch_allowed: bool) -> None:
+        """Count ``appended_bytes`` on the sticky partition; move on when it is time."""
+        if self._sticky < 0:
+            return
+        self._sticky_bytes += appended_bytes
+        if (self._sticky_bytes >= self._sticky_batch_bytes and switch_allowed) \
+                or self._sticky_bytes >= 2 * self._sticky_batch_bytes:
+            self._sticky = self._rng.getrandbits(31) % self.partitions
+            self._sticky_bytes = 0
+
+
+class Sender:
+    """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
+    explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
+    (or takes the sticky partition), appends the record to the partition's open batch under
+    the producer's lock, and returns the producer's future. Everything else (and every
+    error) goes to ``fallback``, the producer's full send.
+
+    ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
+    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
+    when a failure must be raised by the full send). ``future_type(result, index, topic,
+    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
+    fallback (closed, transactional, round robin).
+    """
+
+    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+                 batch_size_bytes: int, max_request_bytes: int, linger_zero: bool):
+        self.enabled = True
+        self._topics: dict = {}
+        self._lock = lock
+        self._fallback = fallback
+        self._open_batch = open_batch
+        self._write = write
+        self._errors = errors
+        self._future_type = future_type
+        self._batch_size_bytes = batch_size_bytes
+        self._max_request_bytes = max_request_bytes
+        self._linger_zero = linger_zero
+
+    def slots(self, topic: str):
+        """The :class:`TopicSlots` of ``topic``, or None."""
+        return self._topics.get(topic)
+
+    def set_slots(self, topic: str, slots) -> None:
+        """Register (or replace) ``topic``'s slots."""
+        self._topics[topic] = slots
+
+    def send(self, topic, value=None, key=None, *, partition=None, timestamp_ms=None,
+             headers=None):
+        """``Producer.send`` (see there); the common case here, the rest via ``fallback``."""
+        if (not self.enabled or partition is not None or timestamp_ms is not None or headers
+                or not (key is None or type(key) is bytes)
+                or not (value is None or type(value) is bytes)):
+            return self._fallback(topic, value, key, partition=partition,
+                                  timestamp_ms=timestamp_ms, headers=headers)
+        slots = self._topics.get(topic)
+        if slots is None:
+            return self._fallback(topic, value, key)
+        record_bytes = _RECORD_OVERHEAD
+        if key is not None:
+            record_bytes += len(key)
+        elif slots.compacted:
+            return self._fallback(topic, value, key)  # raises InvalidRecordError
+        if value is not None:
+            record_bytes += len(value)
+        if record_bytes + RECORD_BATCH_OVERHEAD > self._max_request_bytes:
+            return self._fallback(topic, value, key)  # raises RecordTooLargeError
+        now_ms = time.time_ns() // 1_000_000
+        with self._lock:
+            if not self.enabled or self._errors():
+                return self._fallback(topic, value, key)
+            if key is not None:
+                p = partition_for_key(key, slots.partitions)
+            else:
+                p = slots.keyless_partition()
+            batch = slots.batches[p]
+            if batch is None or batch.buffer.sealed:
+                batch = self._open(slots, p)
+            buffer = batch.buffer
+            if (buffer.size_bytes + record_bytes > self._batch_size_bytes
+                    or buffer.record_count >= _BATCH_RECORDS_MAX):
+                self._write(batch)  # Kafka closes the full batch and opens a new one
+                batch = self._open(slots, p)
+                buffer = batch.buffer
+            index = buffer.append(key, value, now_ms)
+            future = self._future_type(batch.result, index, topic, p, now_ms)
+            full = buffer.size_bytes >= self._batch_size_bytes
+            if key is None:
+                slots.keyless_appended(record_bytes, full)
+            if full or self._linger_zero:
+                self._write(batch)
+            return future
+
+    def _open(self, slots: TopicSlots, p: int):
+        batch = slots.batches[p] = self._open_batch(slots.tps[p])
+        return batch
