@@ -43,7 +43,6 @@ KEYS = 10_000
 OPERATIONS = {
     "send_keyed": "Producer.send, keyed (records/s)",
     "send_keyless": "Producer.send, keyless (records/s)",
-    "send_nofuture": "Producer.send_nofuture, keyed (records/s)",
     "poll": f"Consumer.poll(max_records={POLL_RECORDS}) to record objects (records/s)",
     "poll_columns": "Consumer.poll_columns (records/s)",
     "end_to_end": "send + flush + poll, every record (records/s)",
@@ -130,11 +129,11 @@ def _close(store) -> None:
         shutil.rmtree(str(path), ignore_errors=True)
 
 
-def _send(ctx: BenchContext, values: list, keys: list | None, *, nofuture: bool = False) -> float:
+def _send(ctx: BenchContext, values: list, keys: list | None) -> float:
     store = _store(ctx)
     try:
         producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
-        send = producer.send_nofuture if nofuture else producer.send
+        send = producer.send
         with Stopwatch() as watch:
             if keys is None:
                 for v in values:
@@ -155,13 +154,6 @@ def _send_keyed(ctx, values, keys):
 
 def _send_keyless(ctx, values, keys):
     return _send(ctx, values, None)
-
-
-def _send_nofuture(ctx, values, keys):
-    from ..clients.producer import Producer
-    if not hasattr(Producer, "send_nofuture"):
-        raise Unavailable("Producer.send_nofuture is not in this build")
-    return _send(ctx, values, keys, nofuture=True)
 
 
 def _filled_store(ctx: BenchContext, values: list, keys: list):
@@ -345,7 +337,7 @@ def _confluent_consume(ctx, values, keys):
 
 
 _OPS = {"send_keyed": _send_keyed, "send_keyless": _send_keyless,
-        "send_nofuture": _send_nofuture, "poll": _poll_records,
+        "poll": _poll_records,
         "poll_columns": _poll_columns, "end_to_end": _end_to_end,
         "core_end_to_end": _core_end_to_end, "confluent_produce": _confluent_produce,
         "confluent_consume": _confluent_consume}
