@@ -64,6 +64,17 @@ or :meth:`~Producer.abort_transaction` (records still waiting are dropped, ABORT
 A fenced producer raises :class:`ProducerFencedError` from every call and must be closed.
 :meth:`Producer.close` aborts a transaction still open, as Kafka's close does.
 
+**The record path.** Open batches live in the backend's accumulator
+(``<backend>.accumulator``, C in the native backend): a ``RecordBuffer`` per partition keeps
+keys, values and timestamps as columns with Kafka's size estimate, and a batch goes to
+``Log.append_batch`` in the ``(data, lengths)`` form, encoded once. The common case of
+:meth:`send` (bytes or None key and value; no explicit partition, timestamp or headers; not
+transactional; the sticky partitioner) is one call into the accumulator's ``Sender``: murmur2 or
+the sticky partition, the producer's lock, the append, the future. Everything else runs the
+full method below, which the Sender calls. Topic metadata is cached per topic and looked up again
+whenever a batch is opened, so a deleted or grown topic is seen at the next batch (Kafka's
+producer sees it at its next metadata refresh).
+
 Thread safety: a Producer may be shared by threads (as Kafka's is).
 """
 
