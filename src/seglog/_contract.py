@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-__all__ = ["Backend", "Batch", "Columns", "KeyMap", "KeyMapModule", "OffsetIndex", "Record",
-           "Segment", "TimeIndex"]
+__all__ = ["AccumulatorModule", "Backend", "Batch", "Columns", "KeyMap", "KeyMapModule",
+           "OffsetIndex", "Record", "RecordBuffer", "Segment", "Sender", "TimeIndex", "TopicSlots"]
 
 if TYPE_CHECKING:
     import os
@@ -702,6 +702,103 @@ class KeyMapModule(Protocol):
         """``slots * LOAD_FACTOR_NUMERATOR // LOAD_FACTOR_DENOMINATOR``."""
 
 
+class RecordBuffer(Protocol):
+    """The records of one producer batch still open, as columns (``<backend>.accumulator``).
+
+    ``append`` copies one record in (one call per record, no per-record object kept);
+    ``size_bytes`` is Kafka's producer estimate before compression (61 bytes per batch, per
+    record 36 bytes of overhead + key + value + the caller's ``extra_bytes`` for headers);
+    ``columns`` gives records ``start .. end-1`` in the ``(data, lengths)`` form of
+    ``encode_batch``. Not thread-safe."""
+
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def has_keys(self) -> bool: ...
+    @property
+    def sealed(self) -> bool: ...
+
+    def seal(self) -> None:
+        """Close the buffer to appends (its batch is being written)."""
+
+    def append(self, key: BytesLike | None, value: BytesLike | None, timestamp_ms: int,
+               extra_bytes: int = 0) -> int:
+        """Copy one record in and return its index; InvalidRecordError for a key or value
+        that is not bytes-like (nothing is appended then)."""
+
+    def columns(self, start: int = 0, end: int = -1) -> tuple[
+            tuple[bytes, NDArray[np.int64]], tuple[bytes, NDArray[np.int64]] | None,
+            NDArray[np.int64]]:
+        """``(values, keys or None, timestamps_ms)`` of records ``start .. end-1``."""
+
+    def __len__(self) -> int: ...
+
+
+class TopicSlots(Protocol):
+    """One topic as the producer's Sender sees it: partition count, compacted, its
+    TopicPartitions, the open batch per partition and the sticky partition of keyless
+    records (Kafka's BuiltInPartitioner)."""
+
+    @property
+    def topic(self) -> Any: ...
+    @property
+    def partitions(self) -> int: ...
+    @property
+    def compacted(self) -> bool: ...
+    @property
+    def tps(self) -> tuple[Any, ...]: ...
+
+    def keyless_partition(self) -> int:
+        """The sticky partition for the next keyless record."""
+
+    def keyless_appended(self, appended_bytes: int, switch_allowed: bool) -> None:
+        """Count bytes on the sticky partition; move on when it is time."""
+
+
+class Sender(Protocol):
+    """The common case of ``Producer.send`` in one call (bytes key and value, no explicit
+    partition, timestamp or headers); the rest goes to the producer's full send."""
+
+    enabled: bool
+
+    def slots(self, topic: str) -> TopicSlots | None:
+        """The slots of ``topic``, or None."""
+
+    def set_slots(self, topic: str, slots: Any) -> None:
+        """Register (or replace) ``topic``'s slots."""
+
+    def send(self, topic: str, value: BytesLike | None = None, key: BytesLike | None = None,
+             *, partition: int | None = None, timestamp_ms: int | None = None,
+             headers: Any = None) -> Any:
+        """``Producer.send``."""
+
+
+class AccumulatorModule(Protocol):
+    """``<backend>.accumulator``: Kafka's murmur2, the producer's open-batch buffer, and the
+    Sender that runs the common case of ``Producer.send`` in one call."""
+
+    @property
+    def RecordBuffer(self) -> type[RecordBuffer]: ...  # noqa: N802 - the class
+    @property
+    def TopicSlots(self) -> type[TopicSlots]: ...  # noqa: N802
+    @property
+    def Sender(self) -> type[Sender]: ...  # noqa: N802
+
+    def murmur2(self, data: BytesLike) -> int:
+        """Kafka's ``Utils.murmur2``: a signed 32-bit int."""
+
+    def partition_for_key(self, key: BytesLike, num_partitions: int) -> int:
+        """``(murmur2(key) & 0x7fffffff) % num_partitions`` (Kafka's partitionForKey)."""
+
+    def consumer_records(self, record_type: type[Any], topic: str, partition: int,
+                         records: Any, min_offset: int = 0) -> list[Any]:
+        """``record_type(topic, partition, offset, timestamp_ms, key, value, headers)`` for
+        each of a batch's ``records`` at or after ``min_offset`` (a 7-field tuple subclass:
+        ConsumerRecord); TypeError for another ``record_type``."""
+
+
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.
 _Record = Record
@@ -717,7 +814,7 @@ class Backend(Protocol):
     """A backend module: ``seglog.pure`` or ``seglog._native`` (what ``get_backend`` returns).
 
     Its other attributes are its own submodules (``codec``, ``index``, ``segment``, ...):
-    implementation files, not part of the contract, except ``keymap``."""
+    implementation files, not part of the contract, except ``keymap`` and ``accumulator``."""
 
     #: ``"pure"`` or ``"native"``.
     name: str
@@ -738,6 +835,8 @@ class Backend(Protocol):
     def KeyMap(self) -> type[_KeyMap]: ...  # noqa: N802
     @property
     def keymap(self) -> KeyMapModule: ...
+    @property
+    def accumulator(self) -> AccumulatorModule: ...
 
     def crc32c(self, data: BytesLike, crc: int = 0) -> int:
         """CRC-32C (Castagnoli) of any bytes-like ``data``, continuing from ``crc``."""

@@ -30,7 +30,7 @@ STUBS = sorted(str(p.relative_to(SRC.parent)) for p in (SRC / "seglog" / "_nativ
 CONFORMANCE = """\
 import seglog.{package}
 from seglog import _contract
-from seglog.{package} import codec, index, keymap, segment
+from seglog.{package} import accumulator, codec, index, keymap, segment
 
 
 def record(x: codec.Record) -> _contract.Record:
@@ -61,8 +61,13 @@ def segment_(x: segment.Segment) -> _contract.Segment:
     return x
 
 
+def record_buffer(x: accumulator.RecordBuffer) -> _contract.RecordBuffer:
+    return x
+
+
 backend: _contract.Backend = seglog.{package}
 keymap_module: _contract.KeyMapModule = keymap
+accumulator_module: _contract.AccumulatorModule = accumulator
 """
 
 
@@ -76,7 +81,7 @@ def _mypy(tmp_path: Path, *paths: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_contract_and_stubs_pass_mypy_strict(tmp_path):
-    assert len(STUBS) == 5, STUBS
+    assert len(STUBS) == 6, STUBS
     result = _mypy(tmp_path, "src/seglog/_contract.py", *STUBS)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -16,6 +16,8 @@ Parts, in the order they run (names for ``--only``):
 * ``scale`` (:mod:`.scale`): thousands of partitions on one Store (create, write, close,
   reopen, read; time, RSS and descriptors per step), beside the real Kafka broker's
   ``TopicCommand`` where its jars are cached.
+* ``clients`` (:mod:`.clients`): the embedded Producer and Consumer against the core
+  under them and against confluent-kafka's produce() call rate and consume rate.
 * ``broker`` (:mod:`.broker`): ``seglog serve`` against the real Kafka broker with the same
   clients (Kafka's perf tools, confluent-kafka): throughput, latency, start, RSS, idle CPU.
 
@@ -28,7 +30,7 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 from __future__ import annotations
 
 PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale",
-              "broker")
+              "broker", "clients")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -39,6 +41,7 @@ PART_TITLES = {
     "kafka": "a real Apache Kafka broker with Kafka's own perf tools",
     "scale": "thousands of partitions on one Store, beside a real Kafka broker",
     "broker": "seglog serve vs the real Kafka broker, same clients, same machine",
+    "clients": "the embedded Producer and Consumer against the core under them",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

@@ -40,6 +40,7 @@ PART_MODULES = {
     "kafka": "seglog.bench.kafka",
     "scale": "seglog.bench.scale",
     "broker": "seglog.bench.broker",
+    "clients": "seglog.bench.clients",
 }
 
 MiB = 1 << 20

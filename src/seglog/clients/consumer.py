@@ -486,13 +486,17 @@ class Consumer:
                                       check_crcs=self.check_crcs, where=result.log_path,
                                       base_position=result.position)
             next_offset = result.next_offset
+            # ConsumerRecords built in the backend, a batch per call (no per-record Python).
+            consumer_records = log.backend.accumulator.consumer_records
+            topic, partition = tp
             try:
                 for batch in filter_batches(batches, result.aborted_transactions,
                                             isolation=self.isolation_level):
                     if batch.last_offset < state.position:
                         continue
-                    records.extend(r for r in batch.records(check_crcs=self.check_crcs)
-                                   if r.offset >= state.position)
+                    records.extend(consumer_records(
+                        ConsumerRecord, topic, partition,
+                        batch.records(check_crcs=self.check_crcs), state.position))
             except CorruptRecordError:
                 if not records:
                     raise  # the position stays before the corrupt batch
@@ -510,9 +514,7 @@ class Consumer:
         start = state.buffered_index
         taken = state.buffered[start:start + wanted]
         state.buffered_index = start + len(taken)
-        topic, partition = tp
-        out.extend(ConsumerRecord(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
-                                  r.headers) for r in taken)
+        out.extend(taken)
         if state.buffered_index >= len(state.buffered):
             # The whole read consumed: continue after it (skips gaps and control batches).
             state.buffered = []

@@ -64,6 +64,17 @@ or :meth:`~Producer.abort_transaction` (records still waiting are dropped, ABORT
 A fenced producer raises :class:`ProducerFencedError` from every call and must be closed.
 :meth:`Producer.close` aborts a transaction still open, as Kafka's close does.
 
+**The record path.** Open batches live in the backend's accumulator
+(``<backend>.accumulator``, C in the native backend): a ``RecordBuffer`` per partition keeps
+keys, values and timestamps as columns with Kafka's size estimate, and a batch goes to
+``Log.append_batch`` in the ``(data, lengths)`` form, encoded once. The common case of
+:meth:`send` (bytes or None key and value; no explicit partition, timestamp or headers; not
+transactional; the sticky partitioner) is one call into the accumulator's ``Sender``: murmur2 or
+the sticky partition, the producer's lock, the append, the future. Everything else runs the
+full method below, which the Sender calls. Topic metadata is cached per topic and looked up again
+whenever a batch is opened, so a deleted or grown topic is seen at the next batch (Kafka's
+producer sees it at its next metadata refresh).
+
 Thread safety: a Producer may be shared by threads (as Kafka's is).
 """
 
@@ -72,8 +83,10 @@ from __future__ import annotations
 import bisect
 import collections
 import heapq
+import random
 import threading
 import time
+import types
 from typing import Any, Iterable
 
 from ..arguments import (
@@ -84,6 +97,7 @@ from ..arguments import (
     check_optional_int_argument,
     check_transactional_id,
 )
+from .._backend import get_backend
 from ..broker_api import BrokerApi
 from ..errors import (
     IllegalStateError,
@@ -104,8 +118,6 @@ from ..storage.config import INT32_MAX
 from ..types import RecordMetadata, TopicPartition, as_topic_partition
 from .partitioner import (
     RoundRobinPartitioner,
-    StickyPartitioner,
-    partition_for_key,
     partitions_for_keys,
 )
 
@@ -222,31 +234,42 @@ class SendFuture:
 
 
 class _Batch:
-    """The open batch of one partition: column lists, the estimated size, its result."""
+    """The open batch of one partition: its records in the backend's RecordBuffer (keys,
+    values and timestamps as columns in C, with Kafka's size estimate), the headers (None
+    until a record has some), its deadline and its result."""
 
-    __slots__ = ("tp", "values", "keys", "timestamps_ms", "headers", "has_keys", "has_headers",
-                 "size_bytes", "deadline", "result")
+    __slots__ = ("tp", "buffer", "headers", "deadline", "result")
 
-    def __init__(self, tp: TopicPartition, deadline: float):
+    def __init__(self, tp: TopicPartition, deadline: float, buffer: Any):
         self.tp = tp
-        self.values: list = []
-        self.keys: list = []
-        self.timestamps_ms: list[int] = []
-        self.headers: list = []
-        self.has_keys = False
-        self.has_headers = False
-        self.size_bytes = RECORD_BATCH_OVERHEAD
+        self.buffer = buffer
+        self.headers: list | None = None
         self.deadline = deadline
         self.result = _BatchResult()
 
+    def add_headers(self, index: int, header_list: tuple) -> None:
+        """Keep record ``index``'s headers (records before it without any get ``()``)."""
+        if self.headers is None:
+            if not header_list:
+                return
+            self.headers = [()] * index
+        self.headers.append(header_list)
 
-def _record_size_bytes(key, value, headers) -> int:
-    """Kafka's upper-bound estimate of one record's size in a batch (before compression)."""
-    size = MAX_RECORD_OVERHEAD + 5 + 5 + 5  # + key, value and header-count varints
-    if key is not None:
-        size += len(key)
-    if value is not None:
-        size += len(value)
+    def columns(self, start: int, end: int) -> tuple[Any, Any, Any, list | None]:
+        """Records ``start .. end-1`` as ``(values, keys, timestamps_ms, headers)`` for
+        ``Log.append_batch``."""
+        values, keys, timestamps_ms = self.buffer.columns(start, end)
+        return values, keys, timestamps_ms, \
+            None if self.headers is None else self.headers[start:end]
+
+
+#: Kafka's estimate of one record's overhead: 21 bytes + key, value and header-count varints.
+_RECORD_OVERHEAD_BYTES = MAX_RECORD_OVERHEAD + 5 + 5 + 5
+
+
+def _headers_size_bytes(headers) -> int:
+    """Kafka's estimate of the headers' share of a record's size."""
+    size = 0
     for header_key, header_value in headers:
         size += 10 + len(header_key.encode("utf-8")) + (len(header_value) if header_value else 0)
     return size
@@ -344,6 +367,8 @@ class Producer:
                 f"an idempotent or transactional producer needs acks='all', got {acks!r} "
                 "(Kafka: ConfigException, 'Must set acks to all')")
         self._broker = store
+        # The backend's accumulator (murmur2, the open-batch buffers): the store's backend.
+        self._accumulator = get_backend(getattr(store, "backend", None)).accumulator
         self.linger_ms = linger_ms
         self.batch_size_bytes = batch_size_bytes
         self.compression = compression
@@ -364,6 +389,8 @@ class Producer:
         self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
         self._deadline_seq = 0
         self._keyless: dict[str, Any] = {}  # topic -> Sticky/RoundRobin partitioner
+        # Sticky partitions of keyless records are drawn from this (Kafka: a random int).
+        self._sticky_rng = random.Random()
         self._errors: list[BaseException] = []
         self._closed = False
         self._sender: threading.Thread | None = None
@@ -372,6 +399,14 @@ class Producer:
         self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
         self._txn_error: BaseException | None = None  # why the transaction must abort
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
+        # The common case of send in one call into the backend's accumulator (see send).
+        self._fast = self._accumulator.Sender(
+            lock=self._lock, fallback=types.MethodType(Producer.send, self),
+            open_batch=self._batch_for, write=self._write, errors=self._has_errors,
+            future_type=SendFuture, batch_size_bytes=batch_size_bytes,
+            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
+        self._fast.enabled = transactional_id is None and partitioner == "sticky"
+        self.send = self._fast.send
         if transactional_id is not None:
             # Kafka's initTransactions, implicit: fences older producers of the id.
             self.producer_id, self.producer_epoch = store.init_producer_id(
@@ -587,6 +622,7 @@ class Producer:
     def _drop_waiting(self, error: BaseException) -> None:
         """Fail the batches not written yet without writing them."""
         for batch in list(self._batches.values()):
+            batch.buffer.seal()
             batch.result.complete([(0, -1, error)])
         self._batches.clear()
         self._deadlines.clear()
@@ -609,54 +645,74 @@ class Producer:
         if partition is not None:
             partition = check_int_argument("partition", partition, minimum=-(INT32_MAX + 1),
                                            maximum=INT32_MAX)
-        if timestamp_ms is not None:
-            timestamp_ms = check_int_argument("timestamp_ms", timestamp_ms)
-        key = _as_bytes_or_none(key, "key")
-        value = _as_bytes_or_none(value, "value")
-        header_list = tuple(_as_header(h) for h in headers) if headers else ()
         if timestamp_ms is None:
             timestamp_ms = time.time_ns() // 1_000_000
-        record_bytes = _record_size_bytes(key, value, header_list)
+        else:
+            timestamp_ms = check_int_argument("timestamp_ms", timestamp_ms)
+        # bytes is the common case; anything else is checked (and copied) here.
+        if key is not None and type(key) is not bytes:
+            key = _as_bytes_or_none(key, "key")
+        if value is not None and type(value) is not bytes:
+            value = _as_bytes_or_none(value, "value")
+        if headers:
+            header_list = tuple(_as_header(h) for h in headers)
+            headers_bytes = _headers_size_bytes(header_list)
+        else:
+            header_list, headers_bytes = (), 0
+        record_bytes = (_RECORD_OVERHEAD_BYTES + headers_bytes + (len(key) if key else 0)
+                        + (len(value) if value else 0))
         if record_bytes + RECORD_BATCH_OVERHEAD > self.max_request_bytes:
             raise RecordTooLargeError(
                 f"The message is {record_bytes + RECORD_BATCH_OVERHEAD} bytes when serialized "
                 f"which is larger than max_request_bytes ({self.max_request_bytes})")
-        topic_obj = self._broker.topic(topic)  # UnknownTopicOrPartitionError
-        if key is None and topic_obj.config.compaction_enabled:
+        slots = self._fast.slots(topic)
+        if slots is None:
+            slots = self._topic_metadata(topic)  # UnknownTopicOrPartitionError
+        topic_obj, num_partitions, tps = slots.topic, slots.partitions, slots.tps
+        if key is None and slots.compacted:
             raise InvalidRecordError(f"Compacted topic {topic!r} cannot accept a record "
                                      "without a key")
         with self._lock:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
-            self._raise_if_sender_failed()
-            if self.transactional:
+            if self._errors:
+                self._raise_if_sender_failed()
+            transactional = self.transactional_id is not None
+            if transactional:
                 self._check_can_send()
             sticky = partition is None and key is None and self.partitioner == "sticky"
             if partition is None:
-                partition = self._choose_partition(topic_obj, key)
+                if key is not None and self.partitioner == "sticky":
+                    partition = self._accumulator.partition_for_key(key, num_partitions)
+                else:
+                    partition = self._choose_partition(topic_obj, key, slots)
+                tp = tps[partition] if partition < len(tps) else TopicPartition(topic, partition)
             else:
                 topic_obj.log(partition)  # UnknownTopicOrPartitionError when out of range
-            tp = TopicPartition(topic, partition)
-            if self.transactional:
+                tp = TopicPartition(topic, partition)
+            if transactional:
                 self._add_to_transaction([tp])
             batch = self._batches.get(tp)
-            if batch is not None and (batch.size_bytes + record_bytes > self.batch_size_bytes
-                                      or len(batch.values) >= BATCH_RECORDS_MAX):
-                self._write(batch)  # Kafka closes the full batch and opens a new one
-                batch = None
+            if batch is not None:
+                buffer = batch.buffer
+                if (buffer.size_bytes + record_bytes > self.batch_size_bytes
+                        or buffer.record_count >= BATCH_RECORDS_MAX):
+                    self._write(batch)  # Kafka closes the full batch and opens a new one
+                    batch = None
             if batch is None:
+                # A new batch looks the topic up again (deleted, more partitions): Kafka's
+                # producer sees such changes at its next metadata refresh, this one at its
+                # next batch of the topic.
+                self._topic_metadata(topic)
                 batch = self._open_batch(tp)
-            future = SendFuture(batch.result, len(batch.values), topic, partition, timestamp_ms)
-            batch.values.append(value)
-            batch.keys.append(key)
-            batch.timestamps_ms.append(timestamp_ms)
-            batch.headers.append(header_list)
-            batch.has_keys |= key is not None
-            batch.has_headers |= bool(header_list)
-            batch.size_bytes += record_bytes
-            full = batch.size_bytes >= self.batch_size_bytes
+                buffer = batch.buffer
+            index = buffer.append(key, value, timestamp_ms, headers_bytes)
+            if header_list or batch.headers is not None:
+                batch.add_headers(index, header_list)
+            future = SendFuture(batch.result, index, topic, partition, timestamp_ms)
+            full = buffer.size_bytes >= self.batch_size_bytes
             if sticky:
-                self._keyless[topic].record_appended(record_bytes, switch_allowed=full)
+                slots.keyless_appended(record_bytes, full)
             if full or self.linger_ms == 0:
                 self._write(batch)
             return future
@@ -732,23 +788,47 @@ class Producer:
                 self._broker.notify_appended()
             return out
 
-    def _choose_partition(self, topic, key) -> int:
+    def _topic_metadata(self, topic: str) -> Any:
+        """Look ``topic`` up at the broker (UnknownTopicOrPartitionError) and return its
+        accumulator ``TopicSlots`` (partition count, compacted, TopicPartitions, sticky
+        partition), made anew when the topic is new, was recreated or grew."""
+        topic_obj = self._broker.topic(topic)
+        num_partitions = topic_obj.partitions
+        slots = self._fast.slots(topic)
+        if slots is None or slots.topic is not topic_obj or slots.partitions != num_partitions:
+            slots = self._accumulator.TopicSlots(
+                topic_obj, num_partitions, topic_obj.config.compaction_enabled,
+                tuple(TopicPartition(topic, p) for p in range(num_partitions)),
+                sticky_batch_bytes=max(1, self.batch_size_bytes), rng=self._sticky_rng)
+            self._fast.set_slots(topic, slots)
+        return slots
+
+    def _batch_for(self, tp: TopicPartition) -> _Batch:
+        """The open batch of ``tp``, opened (after looking the topic up again) if none."""
+        batch = self._batches.get(tp)
+        if batch is None:
+            self._topic_metadata(tp.topic)
+            batch = self._open_batch(tp)
+        return batch
+
+    def _has_errors(self) -> bool:
+        return bool(self._errors)
+
+    def _choose_partition(self, topic, key, slots=None) -> int:
         if self.partitioner == "round_robin":
             chooser = self._keyless.get(topic.name)
             if chooser is None or chooser.num_partitions != topic.partitions:
                 chooser = self._keyless[topic.name] = RoundRobinPartitioner(topic.partitions)
             return chooser.partition()
         if key is not None:
-            return partition_for_key(key, topic.partitions)
-        chooser = self._keyless.get(topic.name)
-        if chooser is None or chooser.num_partitions != topic.partitions:
-            chooser = self._keyless[topic.name] = StickyPartitioner(
-                topic.partitions, sticky_batch_bytes=max(1, self.batch_size_bytes))
-        return chooser.partition()
+            return self._accumulator.partition_for_key(key, topic.partitions)
+        if slots is None:
+            slots = self._topic_metadata(topic.name)
+        return slots.keyless_partition()
 
     def _open_batch(self, tp: TopicPartition) -> _Batch:
         deadline = time.monotonic() + self.linger_ms / 1000
-        batch = self._batches[tp] = _Batch(tp, deadline)
+        batch = self._batches[tp] = _Batch(tp, deadline, self._accumulator.RecordBuffer())
         if self.linger_ms > 0:
             self._deadline_seq += 1
             heapq.heappush(self._deadlines, (deadline, self._deadline_seq, tp))
@@ -761,10 +841,11 @@ class Producer:
     def _write(self, batch: _Batch) -> BaseException | None:
         """Append ``batch`` as one RecordBatch and complete its futures. Caller holds the
         lock. Returns the error that failed it, if any (also stored in the futures)."""
+        batch.buffer.seal()  # the accumulator's Sender opens a new batch from now on
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
         parts: list[tuple[int, int, BaseException | None]] = []
-        todo = collections.deque([(0, len(batch.values))])  # record ranges, in order
+        todo = collections.deque([(0, batch.buffer.record_count)])  # record ranges, in order
         first_error: BaseException | None = None
         current = None  # the range being appended
         try:
@@ -772,12 +853,10 @@ class Producer:
             while todo:
                 current = todo.popleft()
                 start, end = current
+                values, keys, timestamps_ms, headers = batch.columns(start, end)
                 try:
-                    first, _last = self._append(
-                        log, batch.tp, batch.values[start:end],
-                        keys=batch.keys[start:end] if batch.has_keys else None,
-                        timestamps_ms=batch.timestamps_ms[start:end],
-                        headers=batch.headers[start:end] if batch.has_headers else None)
+                    first, _last = self._append(log, batch.tp, values, keys=keys,
+                                                timestamps_ms=timestamps_ms, headers=headers)
                 except RecordTooLargeError as error:
                     if end - start > 1:  # split in halves, left first: order is kept
                         middle = (start + end) // 2
@@ -818,6 +897,7 @@ class Producer:
             if self.transactional:
                 self._check_coordinator()
             sequence = self._sequences.get(tp, 0)
+            count = _record_count(values)
             fields.update(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                           base_sequence=sequence, is_transactional=self.transactional)
         attempt = 0
@@ -840,7 +920,7 @@ class Producer:
                 if self.retry_backoff_ms:
                     time.sleep(self.retry_backoff_ms / 1000)
         if self.idempotent:
-            self._sequences[tp] = (sequence + len(values)) % _SEQUENCE_MODULUS
+            self._sequences[tp] = (sequence + count) % _SEQUENCE_MODULUS
         return offsets
 
     def _unknown_outcome(self) -> None:
@@ -928,6 +1008,7 @@ class Producer:
             except (SeglogError, LogClosedError):
                 pass
             self._closed = True
+            self._fast.enabled = False
             self._wakeup.notify_all()
             sender = self._sender
         if sender is not None and sender is not threading.current_thread():
@@ -947,6 +1028,13 @@ class Producer:
     def __repr__(self) -> str:
         return (f"Producer(linger_ms={self.linger_ms}, batch_size_bytes={self.batch_size_bytes}, "
                 f"compression={self.compression!r}, open_batches={len(self._batches)})")
+
+
+def _record_count(values) -> int:
+    """Records in a values column (a list, or the ``(data, lengths)`` form)."""
+    if isinstance(values, tuple) and len(values) == 2 and hasattr(values[1], "dtype"):
+        return len(values[1])
+    return len(values)
 
 
 def _check_acks(acks: Any) -> int:

@@ -14,6 +14,7 @@ from .codec import (
     iter_batches,
 )
 from .index import OffsetIndex, TimeIndex
+from . import accumulator  # the producer's murmur2 and open-batch buffer
 from . import keymap  # the cleaner sizes its map with this module's constants
 from .keymap import KeyMap
 from .segment import Segment
@@ -21,6 +22,7 @@ from .segment import Segment
 name = "pure"
 
 __all__ = [
-    "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment", "TimeIndex", "crc32c",
+    "accumulator", "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment",
+    "TimeIndex", "crc32c",
     "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

@@ -1,0 +1,447 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""The producer's record accumulator: Kafka's murmur2 and one partition's open batch, in C.
+
+``murmur2(key)`` is Kafka's ``Utils.murmur2`` (seed 0x9747b28c, little-endian words, a signed
+32-bit result); ``partition_for_key(key, n)`` is ``(murmur2(key) & 0x7fffffff) % n``, Kafka's
+``BuiltInPartitioner.partitionForKey``.
+
+:class:`RecordBuffer` holds the records of one open batch as columns: the values and the keys
+concatenated into two growing C buffers with their lengths (-1: null) and one int64
+timestamp per record, plus Kafka's size estimate of the batch before compression. One
+:meth:`RecordBuffer.append` per record copies the bytes (no per-record Python object is kept);
+:meth:`RecordBuffer.columns` hands a range of records to ``Log.append_batch`` in the
+``(data, lengths)`` form ``encode_batch`` takes, so the batch is encoded once, in C.
+The pure twin is :mod:`seglog.pure.accumulator`: same names, same columns, same bytes.
+
+Not thread-safe: the Producer calls it under its lock.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint32_t
+from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+
+import numpy as _np
+
+from seglog.errors import InvalidRecordError as _InvalidRecordError
+from seglog.format import MAX_RECORD_OVERHEAD as _MAX_RECORD_OVERHEAD
+from seglog.format import RECORD_BATCH_OVERHEAD as _RECORD_BATCH_OVERHEAD
+
+cdef enum:
+    MURMUR2_SEED = 0x9747b28c
+    MURMUR2_M = 0x5bd1e995
+    # Kafka's estimate per record: at most 21 bytes of overhead + the key, value and header
+    # count varints (5 bytes each at most).
+    VARINTS_BYTES = 15
+
+cdef int64_t _RECORD_OVERHEAD = _MAX_RECORD_OVERHEAD + VARINTS_BYTES
+cdef int64_t _BATCH_OVERHEAD = _RECORD_BATCH_OVERHEAD
+cdef enum:
+    # Most records in one batch (the Producer's BATCH_RECORDS_MAX).
+    BATCH_RECORDS_MAX = 1 << 20
+
+
+cdef int32_t _murmur2(const unsigned char* data, Py_ssize_t length) noexcept nogil:
+    cdef uint32_t m = MURMUR2_M
+    cdef uint32_t h = <uint32_t>MURMUR2_SEED ^ <uint32_t>length
+    cdef uint32_t k
+    cdef Py_ssize_t i
+    cdef Py_ssize_t words_end = length & ~(<Py_ssize_t>3)
+    cdef Py_ssize_t tail = length & 3
+    for i in range(0, words_end, 4):
+        k = (<uint32_t>data[i] | (<uint32_t>data[i + 1] << 8) | (<uint32_t>data[i + 2] << 16)
+             | (<uint32_t>data[i + 3] << 24))
+        k *= m
+        k ^= k >> 24
+        k *= m
+        h *= m
+        h ^= k
+    # Java's switch falls through 3 -> 2 -> 1; only case 1 multiplies.
+    if tail == 3:
+        h ^= <uint32_t>data[words_end + 2] << 16
+    if tail >= 2:
+        h ^= <uint32_t>data[words_end + 1] << 8
+    if tail >= 1:
+        h ^= <uint32_t>data[words_end]
+        h *= m
+    h ^= h >> 13
+    h *= m
+    h ^= h >> 15
+    return <int32_t>h
+
+
+cdef inline int32_t _hash(object data) except? -1:
+    cdef const unsigned char[::1] view
+    if PyBytes_CheckExact(data):
+        return _murmur2(<const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    view = memoryview(data).cast("B")
+    if view.shape[0] == 0:
+        return _murmur2(<const unsigned char*>b"", 0)
+    return _murmur2(&view[0], view.shape[0])
+
+
+def murmur2(data) -> int:
+    """Kafka's ``Utils.murmur2(data)`` of any bytes-like ``data``: a signed 32-bit int."""
+    return _hash(data)
+
+
+def partition_for_key(key, Py_ssize_t num_partitions) -> int:
+    """``(murmur2(key) & 0x7fffffff) % num_partitions``; ValueError for ``num_partitions < 1``."""
+    if num_partitions < 1:
+        raise ValueError(f"num_partitions must be an int >= 1, got {num_partitions}")
+    return (<uint32_t>_hash(key) & 0x7fffffff) % <uint32_t>num_partitions
+
+
+cdef inline int _grow(void** buf, Py_ssize_t* capacity, Py_ssize_t needed,
+                      Py_ssize_t item_bytes) except -1:
+    cdef Py_ssize_t new_capacity = capacity[0] * 2 if capacity[0] else 64
+    cdef void* grown
+    while new_capacity < needed:
+        new_capacity *= 2
+    grown = realloc(buf[0], new_capacity * item_bytes)
+    if grown == NULL:
+        raise MemoryError()
+    buf[0] = grown
+    capacity[0] = new_capacity
+    return 0
+
+
+cdef class _Column:
+    """One byte column (values or keys): concatenated bytes plus start and length per record."""
+    cdef char* data
+    cdef Py_ssize_t data_bytes
+    cdef Py_ssize_t data_capacity
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef inline int put(self, object item, const char* what) except -2:
+        """Copy ``item`` (bytes-like or None); returns its length (-1 for None)."""
+        cdef const unsigned char[::1] view
+        cdef const char* source
+        cdef Py_ssize_t length
+        if item is None:
+            return -1
+        if PyBytes_CheckExact(item):
+            source = PyBytes_AS_STRING(item)
+            length = PyBytes_GET_SIZE(item)
+        else:
+            if isinstance(item, str):
+                raise _InvalidRecordError(f"the record {what.decode()} must be bytes-like or "
+                                         "None, got str (encode it first)")
+            try:
+                view = memoryview(item).cast("B")
+            except TypeError:
+                raise _InvalidRecordError(f"the record {what.decode()} must be bytes-like or "
+                                         f"None, got {type(item).__name__}") from None
+            length = view.shape[0]
+            source = <const char*>&view[0] if length else NULL
+        if self.data_bytes + length > self.data_capacity:
+            _grow(<void**>&self.data, &self.data_capacity, self.data_bytes + length, 1)
+        if length:
+            memcpy(self.data + self.data_bytes, source, length)
+        self.data_bytes += length
+        return <int>length
+
+
+cdef class RecordBuffer:
+    """The records of one open batch as columns (see the module docstring).
+
+    ``RecordBuffer()``; :meth:`append` adds a record, :attr:`record_count` and
+    :attr:`size_bytes` (Kafka's producer estimate: 61 bytes per batch, plus per record 36
+    bytes of overhead, the key, the value and ``extra_bytes`` for headers) tell when to close
+    it, :meth:`columns` gives a range of records to encode. Not thread-safe.
+    """
+    cdef _Column _values
+    cdef _Column _keys
+    cdef int64_t* _lengths  # per record: value length, key length, timestamp, value/key start
+    cdef Py_ssize_t _capacity
+    cdef readonly Py_ssize_t record_count
+    cdef readonly int64_t size_bytes
+    cdef readonly bint has_keys
+    cdef readonly bint sealed
+
+    def __cinit__(self):
+        self._values = _Column()
+        self._keys = _Column()
+        self.size_bytes = _BATCH_OVERHEAD
+
+    def __dealloc__(self):
+        free(self._lengths)
+
+    def seal(self) -> None:
+        """Close the buffer to appends (its batch is being written); :meth:`append` then
+        raises ValueError."""
+        self.sealed = True
+
+    def append(self, key, value, int64_t timestamp_ms, int64_t extra_bytes=0) -> int:
+        """Copy one record in; returns its index in the batch. ``key``/``value``: bytes-like
+        or None (InvalidRecordError otherwise, nothing appended). ``extra_bytes``: the
+        headers' share of the size estimate (the caller keeps the headers). ValueError once
+        sealed."""
+        return self._append(key, value, timestamp_ms, extra_bytes)
+
+    cdef Py_ssize_t _append(self, key, value, int64_t timestamp_ms,
+                            int64_t extra_bytes) except -1:
+        cdef Py_ssize_t i = self.record_count
+        if self.sealed:
+            raise ValueError("the batch is sealed: it is being written")
+        cdef Py_ssize_t value_start = self._values.data_bytes
+        cdef Py_ssize_t key_start = self._keys.data_bytes
+        cdef int value_length, key_length
+        cdef int64_t* row
+        if i >= self._capacity:
+            _grow(<void**>&self._lengths, &self._capacity, i + 1, 5 * sizeof(int64_t))
+        key_length = self._keys.put(key, b"key")
+        try:
+            value_length = self._values.put(value, b"value")
+        except BaseException:
+            self._keys.data_bytes = key_start
+            raise
+        row = self._lengths + 5 * i
+        row[0] = value_length
+        row[1] = key_length
+        row[2] = timestamp_ms
+        row[3] = value_start
+        row[4] = key_start
+        if key_length >= 0:
+            self.has_keys = True
+        self.size_bytes += (_RECORD_OVERHEAD + (value_length if value_length > 0 else 0)
+                            + (key_length if key_length > 0 else 0) + extra_bytes)
+        self.record_count = i + 1
+        return i
+
+    def columns(self, Py_ssize_t start=0, Py_ssize_t end=-1):
+        """Records ``start .. end-1`` (end -1: all) as ``(values, keys, timestamps_ms)``:
+        values and keys in the ``(data, lengths)`` form of ``encode_batch`` (keys None when
+        every key in the buffer is null), timestamps an int64 array."""
+        if end < 0:
+            end = self.record_count
+        if not 0 <= start <= end <= self.record_count:
+            raise IndexError(f"records {start}..{end} of {self.record_count}")
+        table = _np.empty((end - start, 5), dtype=_np.int64)
+        cdef int64_t[:, ::1] rows = table
+        if end > start:
+            memcpy(&rows[0, 0], self._lengths + 5 * start, (end - start) * 5 * sizeof(int64_t))
+        values = (self._slice(self._values, start, end, 3, 0), table[:, 0].copy())
+        keys = ((self._slice(self._keys, start, end, 4, 1), table[:, 1].copy())
+                if self.has_keys else None)
+        return values, keys, table[:, 2].copy()
+
+    cdef bytes _slice(self, _Column column, Py_ssize_t start, Py_ssize_t end, int start_field,
+                      int length_field):
+        cdef Py_ssize_t first, last
+        if start == end:
+            return b""
+        first = self._lengths[5 * start + start_field]
+        last = (self._lengths[5 * (end - 1) + start_field]
+                + max(self._lengths[5 * (end - 1) + length_field], 0))
+        return PyBytes_FromStringAndSize(column.data + first, last - first)
+
+    def __len__(self):
+        return self.record_count
+
+
+cdef inline int64_t _now_ms() noexcept nogil:
+    cdef timespec now
+    clock_gettime(CLOCK_REALTIME, &now)
+    return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+
+
+cdef class TopicSlots:
+    """One topic as a :class:`Sender` sees it: the partition count, whether it is compacted,
+    its TopicPartitions, the producer's open batch per partition (as last seen; a sealed
+    buffer means it was written) and the sticky partition of keyless records (Kafka's
+    BuiltInPartitioner: stay until about ``sticky_batch_bytes`` went there and the batch is
+    full, or twice that regardless, then draw ``rng.getrandbits(31) % partitions``)."""
+    cdef readonly object topic
+    cdef readonly Py_ssize_t partitions
+    cdef readonly bint compacted
+    cdef readonly tuple tps
+    cdef list batches
+    cdef list buffers
+    cdef Py_ssize_t sticky
+    cdef int64_t sticky_bytes
+    cdef int64_t sticky_batch_bytes
+    cdef object rng
+
+    def __init__(self, topic, Py_ssize_t partitions, bint compacted, tuple tps, *,
+                 int64_t sticky_batch_bytes, rng):
+        self.topic = topic
+        self.partitions = partitions
+        self.compacted = compacted
+        self.tps = tps
+        self.batches = [None] * partitions
+        self.buffers = [None] * partitions
+        self.sticky = -1
+        self.sticky_batch_bytes = sticky_batch_bytes
+        self.rng = rng
+
+    def keyless_partition(self) -> int:
+        """The sticky partition for the next keyless record (drawn when there is none)."""
+        if self.sticky < 0:
+            self.sticky = self.rng.getrandbits(31) % self.partitions
+            self.sticky_bytes = 0
+        return self.sticky
+
+    def keyless_appended(self, int64_t appended_bytes, bint switch_allowed) -> None:
+        """Count ``appended_bytes`` on the sticky partition; move on when it is time."""
+        self._keyless_appended(appended_bytes, switch_allowed)
+
+    cdef inline int _keyless_appended(self, int64_t appended_bytes,
+                                      bint switch_allowed) except -1:
+        if self.sticky < 0:
+            return 0
+        self.sticky_bytes += appended_bytes
+        if ((self.sticky_bytes >= self.sticky_batch_bytes and switch_allowed)
+                or self.sticky_bytes >= 2 * self.sticky_batch_bytes):
+            self.sticky = self.rng.getrandbits(31) % self.partitions
+            self.sticky_bytes = 0
+        return 0
+
+
+cdef class Sender:
+    """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
+    explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
+    (or takes the sticky partition), appends the record to the partition's open batch under
+    the producer's lock, and returns the producer's future. Everything else (and every
+    error) goes to ``fallback``, the producer's full send.
+
+    ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
+    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
+    when a failure must be raised by the full send). ``future_type(result, index, topic,
+    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
+    fallback (closed, transactional, round robin).
+    """
+    cdef public bint enabled
+    cdef dict topics
+    cdef object lock
+    cdef object fallback
+    cdef object open_batch
+    cdef object write
+    cdef object errors
+    cdef object future_type
+    cdef int64_t batch_size_bytes
+    cdef int64_t max_request_bytes
+    cdef bint linger_zero
+
+    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+                 int64_t batch_size_bytes, int64_t max_request_bytes, bint linger_zero):
+        self.enabled = True
+        self.topics = {}
+        self.lock = lock
+        self.fallback = fallback
+        self.open_batch = open_batch
+        self.write = write
+        self.errors = errors
+        self.future_type = future_type
+        self.batch_size_bytes = batch_size_bytes
+        self.max_request_bytes = max_request_bytes
+        self.linger_zero = linger_zero
+
+    def slots(self, topic: str):
+        """The :class:`TopicSlots` of ``topic``, or None."""
+        return self.topics.get(topic)
+
+    def set_slots(self, topic: str, slots) -> None:
+        """Register (or replace) ``topic``'s slots."""
+        self.topics[topic] = slots
+
+    def send(self, topic, value=None, key=None, *, partition=None, timestamp_ms=None,
+             headers=None):
+        """``Producer.send`` (see there); the common case in C, the rest via ``fallback``."""
+        cdef TopicSlots slots
+        cdef RecordBuffer buffer
+        cdef Py_ssize_t p, index
+        cdef int64_t record_bytes, now_ms
+        cdef bint full
+        if (not self.enabled or partition is not None or timestamp_ms is not None or headers
+                or not (key is None or PyBytes_CheckExact(key))
+                or not (value is None or PyBytes_CheckExact(value))):
+            return self.fallback(topic, value, key, partition=partition,
+                                 timestamp_ms=timestamp_ms, headers=headers)
+        slots = self.topics.get(topic)
+        if slots is None:
+            return self.fallback(topic, value, key)
+        record_bytes = _RECORD_OVERHEAD
+        if key is not None:
+            record_bytes += PyBytes_GET_SIZE(key)
+        elif slots.compacted:
+            return self.fallback(topic, value, key)  # raises InvalidRecordError
+        if value is not None:
+            record_bytes += PyBytes_GET_SIZE(value)
+        if record_bytes + _BATCH_OVERHEAD > self.max_request_bytes:
+            return self.fallback(topic, value, key)  # raises RecordTooLargeError
+        now_ms = _now_ms()
+        self.lock.acquire()
+        try:
+            if not self.enabled or self.errors():
+                return self.fallback(topic, value, key)
+            if key is not None:
+                p = (<uint32_t>_murmur2(<const unsigned char*>PyBytes_AS_STRING(key),
+                                        PyBytes_GET_SIZE(key)) & 0x7fffffff) % \
+                    <uint32_t>slots.partitions
+            else:
+                p = slots.keyless_partition()
+            batch = slots.batches[p]
+            buffer = slots.buffers[p]
+            if batch is None or buffer.sealed:
+                batch = self._open(slots, p)
+                buffer = slots.buffers[p]
+            if (buffer.size_bytes + record_bytes > self.batch_size_bytes
+                    or buffer.record_count >= BATCH_RECORDS_MAX):
+                self.write(batch)  # Kafka closes the full batch and opens a new one
+                batch = self._open(slots, p)
+                buffer = slots.buffers[p]
+            index = buffer._append(key, value, now_ms, 0)
+            future = self.future_type(batch.result, index, topic, p, now_ms)
+            full = buffer.size_bytes >= self.batch_size_bytes
+            if key is None:
+                slots._keyless_appended(record_bytes, full)
+            if full or self.linger_zero:
+                self.write(batch)
+            return future
+        finally:
+            self.lock.release()
+
+    cdef object _open(self, TopicSlots slots, Py_ssize_t p):
+        batch = self.open_batch(slots.tps[p])
+        slots.batches[p] = batch
+        slots.buffers[p] = <RecordBuffer?>batch.buffer
+        return batch
+
+
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
+
+cdef extern from "Python.h":
+    PyObject* PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t items) except NULL
+from cpython.tuple cimport PyTuple_SET_ITEM
+from cpython.list cimport PyList_Append
+
+
+def consumer_records(record_type, topic, partition, records, int64_t min_offset=0) -> list:
+    """The consumer's records of one batch: for each of ``records`` (a batch's
+    ``records()``) at or after ``min_offset``, ``record_type(topic, partition, offset,
+    timestamp_ms, key, value, headers)``, where ``record_type`` is a 7-field tuple subclass
+    (ConsumerRecord), built in C without calling its constructor."""
+    cdef list out = []
+    cdef PyTypeObject* cls = <PyTypeObject*>record_type
+    cdef object item
+    cdef object offset
+    if not (isinstance(record_type, type) and issubclass(record_type, tuple)
+            and len(getattr(record_type, "_fields", ())) == 7):
+        raise TypeError("record_type must be a 7-field tuple subclass")
+    for record in records:
+        offset = record.offset
+        if offset < min_offset:
+            continue
+        item = <object>PyType_GenericAlloc(cls, 7)
+        Py_DECREF(item)  # the cast took a second reference to the new object
+        for index, field in enumerate((topic, partition, offset, record.timestamp_ms,
+                                       record.key, record.value, record.headers)):
+            Py_INCREF(field)
+            PyTuple_SET_ITEM(item, index, field)
+        PyList_Append(out, item)
+    return out

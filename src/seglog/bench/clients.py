@@ -1,0 +1,345 @@
+"""Part ``clients``: the embedded Producer and Consumer against the core under them.
+
+What the issue (13) asks: ``Producer.send`` >= 2 M records/s keyed and keyless and >= 2x
+confluent-kafka's ``produce()`` *call rate*; ``Consumer.poll`` >= 8 M records/s and >= 2x
+confluent-kafka's consume rate; ``poll_columns`` >= 50 M records/s; end to end (send +
+flush + poll every record) within 2x of the core doing the same (``Log.append_batch`` of
+1,000-record batches + ``Log.records()``).
+
+The back of the envelope: the core appends ~100-byte records at some 10-20 M records/s and
+decodes them at ~10 M records/s into objects (``twins`` part), so a client that does one C
+call per record and no per-record Python work above it can reach a few M records/s; every
+Python-level call (argument checks, a future object, a lock) costs ~50-100 ns each.
+
+confluent-kafka's ``produce()`` is measured with no broker (``bootstrap.servers`` at a closed
+port, ``queue.buffering.max.messages`` large): that is librdkafka's enqueue, the **call
+rate** of ``produce()``, not a delivery rate. Its ``consume(num_messages=...)`` rate is taken
+against ``python -m seglog serve`` on a free 127.0.0.1 port when the broker starts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from .data import Unavailable
+from .runner import BATCH_RECORDS, BenchContext
+from .stats import UNIT_RECORDS_PER_S, Figure, Stopwatch, fmt_rate, fmt_ratio, ratio_figure
+from .table import PartResult, Table, Target
+
+NAME = "clients"
+TITLE = "the embedded Producer and Consumer against the core under them"
+
+#: Partitions of the benchmark topic (records spread by key over them).
+PARTITIONS = 6
+#: Records per poll (the issue's figure).
+POLL_RECORDS = 5_000
+#: Distinct keys in the keyed send (Kafka users key by entity ids).
+KEYS = 10_000
+
+OPERATIONS = {
+    "send_keyed": "Producer.send, keyed (records/s)",
+    "send_keyless": "Producer.send, keyless (records/s)",
+    "poll": f"Consumer.poll(max_records={POLL_RECORDS}) to record objects (records/s)",
+    "poll_columns": "Consumer.poll_columns (records/s)",
+    "end_to_end": "send + flush + poll, every record (records/s)",
+    "core_end_to_end": "Log.append_batch (1,000) + Log.records() (records/s)",
+    "confluent_produce": "confluent-kafka Producer.produce() call rate, no broker",
+    "confluent_consume": "confluent-kafka Consumer.consume() from seglog serve",
+}
+
+
+def run(ctx: BenchContext) -> PartResult:
+    """Time each operation ``runs`` times on the native backend and build the table."""
+    runs = ctx.profile.runs
+    count = ctx.profile.records
+    e2e_count = min(1_000_000, 2 * count)
+    result = PartResult(NAME, TITLE, params={"records": count, "end_to_end_records": e2e_count,
+                                             "runs": runs, "record_bytes": ctx.record_bytes,
+                                             "partitions": PARTITIONS})
+    values = ctx.values(max(count, e2e_count))
+    keys = [b"key-%d" % (i % KEYS) for i in range(max(count, e2e_count))]
+    skipped: dict[str, str] = {}
+    for run_index in range(runs):
+        for op, fn in _OPS.items():
+            if op in skipped:
+                continue
+            ctx.progress.step(op, run_index + 1, runs)
+            n = e2e_count if op in ("end_to_end", "core_end_to_end") else count
+            try:
+                rate = fn(ctx, values[:n], keys[:n])
+            except Unavailable as exc:
+                skipped[op] = str(exc)
+                continue
+            result.figure(op, UNIT_RECORDS_PER_S).add(rate)
+    table = Table("clients: records/s (median of runs)", ["operation", "records/s", "target"])
+    goals = {"send_keyed": ">= 2 M/s", "send_keyless": ">= 2 M/s", "poll": ">= 8 M/s",
+             "poll_columns": ">= 50 M/s"}
+    for op, label in OPERATIONS.items():
+        if op in result.figures:
+            table.add(label, fmt_rate(result.figures[op]), goals.get(op, ""))
+    result.tables.append(table)
+    _targets(result)
+    for op, reason in sorted(skipped.items()):
+        result.notes.append(f"{op}: not available: {reason}")
+    result.notes.append("confluent_produce is the call rate of produce() into librdkafka's "
+                        "queue with no broker reachable, not a delivery rate.")
+    return result
+
+
+def _targets(result: PartResult) -> None:
+    figures = result.figures
+    for op, threshold in (("send_keyed", 2e6), ("send_keyless", 2e6), ("poll", 8e6),
+                          ("poll_columns", 50e6)):
+        if op in figures:
+            result.targets.append(Target(OPERATIONS[op], f">= {threshold / 1e6:g} M/s",
+                                         figures[op].median, threshold))
+    ratios = Table("clients: ratios (per run, same run)", ["ratio", "median", "goal"])
+    for num, den, goal in (("send_keyed", "confluent_produce", 2.0),
+                           ("send_keyless", "confluent_produce", 2.0),
+                           ("poll", "confluent_consume", 2.0),
+                           ("end_to_end", "core_end_to_end", 0.5)):
+        if num in figures and den in figures and \
+                len(figures[num].values) == len(figures[den].values):
+            ratio = ratio_figure(figures[num], figures[den])
+            result.figures[f"{num}/{den}"] = ratio
+            ratios.add(f"{num} / {den}", fmt_ratio(ratio), f">= {goal:g}x")
+            result.targets.append(Target(f"{num} / {den}", f">= {goal:g}x", ratio.median, goal))
+    result.tables.append(ratios)
+
+
+# --- operations (each returns records/s of one run) --------------------------------------------
+
+
+def _store(ctx: BenchContext):
+    from ..store import Store
+    store = Store(str(ctx.scratch(NAME)))
+    store.create_topic("bench", partitions=PARTITIONS)
+    return store
+
+
+def _close(store) -> None:
+    import shutil
+    path = store.path if hasattr(store, "path") else None
+    store.close()
+    if path is not None:
+        shutil.rmtree(str(path), ignore_errors=True)
+
+
+def _send(ctx: BenchContext, values: list, keys: list | None) -> float:
+    store = _store(ctx)
+    try:
+        producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
+        send = producer.send
+        with Stopwatch() as watch:
+            if keys is None:
+                for v in values:
+                    send("bench", v)
+            else:
+                for v, k in zip(values, keys):
+                    send("bench", v, k)
+            producer.flush()
+        producer.close()
+    finally:
+        _close(store)
+    return len(values) / watch.wall_s
+
+
+def _send_keyed(ctx, values, keys):
+    return _send(ctx, values, keys)
+
+
+def _send_keyless(ctx, values, keys):
+    return _send(ctx, values, None)
+
+
+def _filled_store(ctx: BenchContext, values: list, keys: list):
+    store = _store(ctx)
+    producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
+    for i in range(0, len(values), BATCH_RECORDS):
+        producer.send_batch("bench", values[i:i + BATCH_RECORDS], keys[i:i + BATCH_RECORDS])
+    producer.close()
+    return store
+
+
+def _poll(ctx, values, keys, *, columns: bool = False) -> float:
+    store = _filled_store(ctx, values, keys)
+    try:
+        consumer = store.consumer(group_id="bench", topics=["bench"], auto_offset_reset="earliest",
+                                  max_partition_fetch_bytes=8 << 20)
+        consumer.assignment()
+        seen = 0
+        with Stopwatch() as watch:
+            while seen < len(values):
+                if columns:
+                    got = consumer.poll_columns(max_records=1 << 20)
+                    seen += sum(len(c) for c in got.values())
+                else:
+                    seen += len(consumer.poll(max_records=POLL_RECORDS))
+        consumer.close()
+    finally:
+        _close(store)
+    return len(values) / watch.wall_s
+
+
+def _poll_records(ctx, values, keys):
+    return _poll(ctx, values, keys)
+
+
+def _poll_columns(ctx, values, keys):
+    return _poll(ctx, values, keys, columns=True)
+
+
+def _end_to_end(ctx, values, keys):
+    store = _store(ctx)
+    try:
+        producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
+        consumer = store.consumer(group_id="bench", topics=["bench"], auto_offset_reset="earliest",
+                                  max_partition_fetch_bytes=8 << 20)
+        consumer.assignment()
+        send = producer.send
+        seen = 0
+        with Stopwatch() as watch:
+            for v, k in zip(values, keys):
+                send("bench", v, k)
+            producer.flush()
+            while seen < len(values):
+                seen += len(consumer.poll(max_records=POLL_RECORDS))
+        consumer.close()
+        producer.close()
+    finally:
+        _close(store)
+    return len(values) / watch.wall_s
+
+
+def _core_end_to_end(ctx, values, keys):
+    from ..storage.log import Log
+    path = ctx.scratch(NAME) / "core-0"
+    log = Log.open(str(path))
+    try:
+        seen = 0
+        with Stopwatch() as watch:
+            for i in range(0, len(values), BATCH_RECORDS):
+                log.append_batch(values[i:i + BATCH_RECORDS], keys=keys[i:i + BATCH_RECORDS])
+            for _record in log.records(0):
+                seen += 1
+        assert seen == len(values), f"read {seen} of {len(values)}"
+    finally:
+        log.close()
+        import shutil
+        shutil.rmtree(str(path.parent), ignore_errors=True)
+    return len(values) / watch.wall_s
+
+
+def _confluent_produce(ctx, values, keys):
+    try:
+        import confluent_kafka
+    except ImportError as exc:
+        raise Unavailable(f"confluent-kafka is not installed ({exc})") from None
+    port = _free_port()  # bound then closed: nothing listens there
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "queue.buffering.max.messages": 10_000_000,
+        "queue.buffering.max.kbytes": 2_000_000,
+        "linger.ms": 1000, "log_level": 0,
+        "logger": _quiet_logger(),
+    })
+    produce = producer.produce
+    with Stopwatch() as watch:
+        for v, k in zip(values, keys):
+            produce("bench", v, k)
+    producer.purge()
+    producer.flush(0)
+    return len(values) / watch.wall_s
+
+
+def _quiet_logger():
+    import logging
+    logger = logging.getLogger("seglog.bench.clients.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _confluent_consume(ctx, values, keys):
+    try:
+        import confluent_kafka
+    except ImportError as exc:
+        raise Unavailable(f"confluent-kafka is not installed ({exc})") from None
+    data_dir = ctx.scratch(NAME)
+    store_dir = data_dir / "serve"
+    # Fill the data dir in-process (same batches as _poll), then serve it.
+    from ..store import Store
+    store = Store(str(store_dir))
+    store.create_topic("bench", partitions=PARTITIONS)
+    producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
+    for i in range(0, len(values), BATCH_RECORDS):
+        producer.send_batch("bench", values[i:i + BATCH_RECORDS], keys[i:i + BATCH_RECORDS])
+    producer.close()
+    store.close()
+    port = _free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "seglog", "serve", "--data-dir", str(store_dir),
+         "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise Unavailable("seglog serve did not start") from None
+                time.sleep(0.1)
+        consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": f"127.0.0.1:{port}", "group.id": "bench",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 8 << 20,
+            "logger": _quiet_logger()})
+        consumer.subscribe(["bench"])
+        seen = timed = 0
+        started = None
+        deadline = time.monotonic() + 120
+        while seen < len(values) and time.monotonic() < deadline:
+            got = consumer.consume(num_messages=POLL_RECORDS, timeout=1.0)
+            seen += len(got)
+            if got and started is None:
+                # Timed from the first messages on, so the group join is not counted.
+                started = time.perf_counter()
+            elif started is not None:
+                timed += len(got)
+        elapsed_s = time.perf_counter() - started if started else 0.0
+        consumer.close()
+        if seen < len(values) or not elapsed_s or not timed:
+            raise Unavailable(f"confluent-kafka read {seen} of {len(values)} within 120 s")
+        return timed / elapsed_s
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        import shutil
+        shutil.rmtree(str(data_dir), ignore_errors=True)
+
+
+_OPS = {"send_keyed": _send_keyed, "send_keyless": _send_keyless,
+        "poll": _poll_records,
+        "poll_columns": _poll_columns, "end_to_end": _end_to_end,
+        "core_end_to_end": _core_end_to_end, "confluent_produce": _confluent_produce,
+        "confluent_consume": _confluent_consume}
+
+__all__ = ["NAME", "TITLE", "run", "Figure"]
