@@ -202,6 +202,47 @@ def test_a_clean_close_with_evicted_segments_leaves_the_files_of_a_log_without_e
         assert len(values_of(log)) == 48
 
 
+def test_a_rolled_segment_only_read_since_closes_with_the_files_of_a_proper_close(
+        tmp_path, backend):
+    """A segment rolled (trimmed, final time entry, synced) and only read since is released
+    at close instead of closed (no msync of two unchanged mappings): its files equal those of
+    a log whose every segment is closed properly (here: the index objects handed out, which
+    forces a proper close). A rolled segment cut by ``truncate_to`` becomes active again and
+    is closed properly."""
+    dirs = {}
+    for name in ("released", "closed", "cut"):
+        cache = FileCache(1000)
+        d = tmp_path / name / "t-0"
+        with open_log(d, backend, cache) as log:
+            written = fill(log, 24)
+            assert len(log.segments) > 3
+            assert values_of(log) == written  # reads of every segment
+            log.offset_for_timestamp(TIMESTAMP_MS + 3)
+            if name == "closed":
+                for segment in log.segments:
+                    assert segment.offset_index is not None
+            if name == "cut":
+                log.truncate_to(log.segments[1].base_offset + 2)
+                fill(log, 2, start=100)
+        dirs[name] = d
+    names = sorted(os.listdir(dirs["closed"]))
+    assert names == sorted(os.listdir(dirs["released"]))
+    for name in names:
+        assert (dirs["closed"] / name).read_bytes() == (dirs["released"] / name).read_bytes(), name
+    for name in os.listdir(dirs["cut"]):  # every index trimmed to its entries
+        if name.endswith((".index", ".timeindex")):
+            data = (dirs["cut"] / name).read_bytes()
+            entry_bytes = 8 if name.endswith(".index") else 12
+            assert len(data) % entry_bytes == 0, name
+            assert not data.endswith(bytes(entry_bytes)) or len(data) == 0, name
+    for name, d in dirs.items():
+        with open_log(d, backend, FileCache(2)) as log:
+            assert log.recovery_report.clean_shutdown
+            assert not log.recovery_report.rebuilt_indexes, name
+            assert len(values_of(log)) == log.end_offset == (48 if name != "cut" else
+                                                             log.end_offset)
+
+
 # --- what the log does to evicted segments -----------------------------------------------------
 
 

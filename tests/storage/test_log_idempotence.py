@@ -277,3 +277,27 @@ def test_truncation_rebuilds_producer_state(tmp_path, backend):
         with pytest.raises(OutOfOrderSequenceError):
             send(log, 14)
         assert send(log, 12) == (12, 13)
+
+
+def test_the_producer_state_knows_the_snapshot_files_a_reopen_leaves(tmp_path, backend):
+    """The loader and the producer state share one listing of the directory (issue 14); where
+    loading writes a snapshot itself (a segment rebuilt at open replays the log through a
+    manager of its own, which snapshots at the segment's end) the directory is listed again,
+    so the manager knows exactly the files on disk."""
+    d = tmp_path / "p-0"
+    with open_log(d, backend, segment_bytes=300) as log:
+        for seq in range(0, 20, 2):
+            send(log, seq)
+        bases = [s.base_offset for s in log.segments]
+    assert len(bases) >= 3
+    with open_log(d, backend, segment_bytes=300) as log:  # clean, nothing changed
+        assert log.producer_state.snapshot_offsets() == list_snapshot_offsets(d)
+    # A middle segment without its .timeindex is opened and rebuilt by the clean open, whose
+    # recovery snapshots at that segment's end (the next base offset), removed here first.
+    os.remove(d / f"{bases[1]:020d}.timeindex")
+    os.remove(d / f"{bases[2]:020d}.snapshot")
+    with open_log(d, backend, segment_bytes=300) as log:
+        assert log.recovery_report.clean_shutdown
+        assert bases[2] in list_snapshot_offsets(d)
+        assert log.producer_state.snapshot_offsets() == list_snapshot_offsets(d)
+        assert send(log, 20) == (20, 21)

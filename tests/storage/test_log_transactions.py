@@ -358,3 +358,30 @@ def test_compaction_removes_aborted_data_and_markers_in_two_passes(tmp_path, bac
         # Both producers' last batches survived: their retries are still duplicates.
         assert log.append_batch([b"v2"], keys=[b"k2"], producer_id=P1, producer_epoch=0,
                                 base_sequence=1, is_transactional=True, now_ms=now) == (4, 4)
+
+
+def test_a_clean_open_checks_the_txnindex_its_listing_shows(tmp_path, backend):
+    """After a clean shutdown the loader checks the ``.txnindex`` of the segment it opens
+    when the directory listing shows one (a missing one holds nothing to check): a corrupt
+    one has its segment rebuilt, with the aborts found again in its batches."""
+    d = tmp_path / "p-0"
+    with open_log(d, backend) as log:
+        a, b = Producer(log, P1), Producer(log, P2)
+        a.send(b"a")  # 0
+        a.end(commit=True)  # 1
+        log.roll()
+        b.send(b"b")  # 2
+        b.end(commit=False)  # 3
+        active = log.segments[-1].base_offset
+    assert active == 2
+    assert TransactionIndex(d, 2).all_aborted_txns() == [AbortedTxn(P2, 2, 3, 4)]
+    assert not os.path.exists(d / f"{0:020d}.txnindex")
+    with open_log(d, backend) as log:  # clean, nothing to rebuild
+        assert log.recovery_report.clean_shutdown
+        assert log.recovery_report.rebuilt_indexes == []
+    (d / f"{2:020d}.txnindex").write_bytes(AbortedTxn(P1, 0, 1, 2).to_bytes())  # below base
+    with open_log(d, backend) as log:
+        assert log.recovery_report.clean_shutdown
+        assert log.recovery_report.rebuilt_indexes == [2]
+        assert values(log, isolation="read_committed") == [b"a"]
+    assert TransactionIndex(d, 2).all_aborted_txns() == [AbortedTxn(P2, 2, 3, 4)]

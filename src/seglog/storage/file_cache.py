@@ -28,9 +28,11 @@ Rules:
   reads, as after a crash: an index at its preallocated length counts its entries). A
   segment written since it was opened (``dirty``) is opened once more by :meth:`close`
   (the Log's) and closed properly then, so a clean shutdown leaves the same files as
-  without the cache. An active segment is opened with its indexes as trimmed and given
-  room (``resize_indexes``) only before its first append or index use, so an idle
-  partition's active segment is never written to at all.
+  without the cache. A rolled segment only read since its roll (``on_become_inactive``
+  trimmed and synced it: *settled*) is released by :meth:`LazySegment.close` too, as a
+  proper close would change none of its bytes. An active segment is opened with its
+  indexes as trimmed and given room (``resize_indexes``) only before its first append or
+  index use, so an idle partition's active segment is never written to at all.
 * **Choice of victim.** Second chance (CLOCK) over the open segments in opening order: a
   call sets ``used``; the sweep clears it and moves on, and closes the first segment not
   used since the last sweep, not pinned, without live views and whose Log is free.
@@ -183,7 +185,7 @@ class LazySegment:
 
     __slots__ = ("_cache", "_lock", "_open_backend", "_segment", "_state", "_create",
                  "_first_open", "_on_create", "_room_bytes", "_room_pending", "_pins",
-                 "_closed", "_unsynced", "_dirty",
+                 "_closed", "_unsynced", "_dirty", "_settled",
                  "_need_rebuild", "dir_path", "base_offset", "read_only", "file_suffix",
                  "used", "__weakref__")
 
@@ -210,6 +212,9 @@ class LazySegment:
         self._closed = False
         self._unsynced = False                # appended or cut since the last fdatasync
         self._dirty = False                   # written since it was last closed properly
+        # Rolled (trimmed, final time entry, synced) and not written or handed out since, in
+        # the same opening: a proper close would change nothing, so close() only releases.
+        self._settled = False
         self._need_rebuild = False
         #: Set by every call; the cache's sweep clears it (second chance).
         self.used = True
@@ -230,6 +235,7 @@ class LazySegment:
 
             raise LogClosedError(f"segment {self.log_path} is closed")
         first_open = self._first_open
+        self._settled = False
         if first_open is not None:
             segment = first_open()
             self._first_open = None
@@ -251,6 +257,7 @@ class LazySegment:
         if self._room_pending:
             self._room_pending = False
             self._dirty = True
+            self._settled = False
             segment.resize_indexes(self._room_bytes)
         return segment
 
@@ -258,6 +265,7 @@ class LazySegment:
         """:meth:`_with_room`, about to be written (closed properly by :meth:`close`)."""
         segment = self._with_room()
         self._dirty = True
+        self._settled = False
         return segment
 
     def release_files(self) -> bool:
@@ -367,6 +375,7 @@ class LazySegment:
     @indexes_need_rebuild.setter
     def indexes_need_rebuild(self, value: bool) -> None:
         self._need_rebuild = bool(value)
+        self._settled = False
         self._open().indexes_need_rebuild = value
 
     def _path(self, suffix: str) -> str:
@@ -406,11 +415,13 @@ class LazySegment:
     @property
     def offset_index(self) -> Any:
         """The backend's offset index (the segment opened, with its room if it has any)."""
+        self._settled = False  # the caller may write through it
         return (self._open() if self.read_only else self._with_room()).offset_index
 
     @property
     def time_index(self) -> Any:
         """The backend's time index (as :attr:`offset_index`)."""
+        self._settled = False
         return (self._open() if self.read_only else self._with_room()).time_index
 
     # --- forwarded calls ---------------------------------------------------------------------
@@ -498,6 +509,7 @@ class LazySegment:
     def truncate_to(self, offset: int) -> int:
         """``Segment.truncate_to``."""
         self._dirty = True
+        self._settled = False
         removed = self._open().truncate_to(offset)
         self._unsynced = True
         return removed
@@ -505,6 +517,7 @@ class LazySegment:
     def recover(self) -> Any:
         """``Segment.recover``."""
         self._dirty = True
+        self._settled = False
         result = self._open().recover()
         self._unsynced = True
         return result
@@ -514,6 +527,7 @@ class LazySegment:
         so an idle active segment's files are not touched (module docstring)."""
         if max_index_bytes is None:
             max_index_bytes = self.max_index_bytes
+        self._settled = False
         self._room_bytes = max_index_bytes
         self._room_pending = True
 
@@ -530,6 +544,7 @@ class LazySegment:
         self._room_bytes = None
         self._room_pending = False
         self._dirty = False  # trimmed and synced: what a close would do
+        self._settled = True
 
     def flush(self) -> None:
         """``Segment.flush`` (fdatasync of the ``.log``); an evicted segment with unsynced
@@ -568,13 +583,18 @@ class LazySegment:
     def close(self) -> None:
         """Close the files for good (``Segment.close``); a segment the cache released while
         dirty is opened once more to be closed properly (trimmed indexes, the final
-        time-index entry, synced). Idempotent."""
+        time-index entry, synced). A segment rolled and only read since
+        (``on_become_inactive`` did what a close does) is released instead: the same files,
+        without the msync of two unchanged mappings. Idempotent."""
         if self._closed:
             return
         self._closed = True
         segment, self._segment = self._segment, None
         if segment is not None:
             self._cache.closed(self)
+            if self._settled and not self._dirty and not self.read_only:
+                segment.release()
+                return
         elif self._dirty and not self.read_only:
             segment = self._open_backend(self.base_offset, file_suffix=self.file_suffix)
         if segment is not None:

@@ -157,10 +157,11 @@ class LoadResult:
     report: RecoveryReport
 
 
-def _list(dir_path: str) -> list[tuple[str, int, str, str]]:
-    """Our segment-like files in ``dir_path`` as ``(name, offset, suffix, state_suffix)``."""
+def _list(dir_path: str, names: list[str] | None = None) -> list[tuple[str, int, str, str]]:
+    """Our segment-like files in ``dir_path`` as ``(name, offset, suffix, state_suffix)``;
+    ``names``: its listing, made just now by the caller."""
     out = []
-    for name in sorted(os.listdir(dir_path)):
+    for name in sorted(os.listdir(dir_path) if names is None else names):
         parsed = filenames.parse_segment_file(name)
         if parsed is not None:
             out.append((name, *parsed))
@@ -246,7 +247,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
                   earlier: list, may_truncate: bool, cut_evidence: set[int],
                   next_base: int | None, compacted: bool,
                   probe_segment: OpenSegment | None,
-                  indexed: bool | None = None) -> tuple[Any, bool, bool]:
+                  indexed: bool | None = None,
+                  txn_indexed: bool | None = None) -> tuple[Any, bool, bool]:
     """Step 3 for one segment: open it and rebuild its indexes when they cannot be trusted.
 
     Rebuilding runs the segment's recovery, which cuts invalid bytes; it may do so only
@@ -260,7 +262,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
     offset or position the ``.log`` does not reach (:func:`_names_past_log`).
 
     ``indexed``: whether both index files exist, when the caller's listing says so (None:
-    asked of the file system).
+    asked of the file system). ``txn_indexed``: whether its ``.txnindex`` exists, likewise
+    (False: there is none to check; None: it is read, and a missing one holds nothing).
 
     Returns ``(segment, recovered, truncated)``: whether it was validated here, and whether
     that cut bytes.
@@ -297,7 +300,8 @@ def _open_checked(dir_path: str, base: int, open_segment: OpenSegment, force_reb
         try:
             segment.offset_index.sanity_check()
             segment.time_index.sanity_check()
-            TransactionIndex(dir_path, base).sanity_check()
+            if txn_indexed is not False:
+                TransactionIndex(dir_path, base).sanity_check()
             rebuild = _indexes_past_log(segment)
         except CorruptIndexError:
             rebuild = True
@@ -559,6 +563,7 @@ def load_segments(
     create_segment: Callable[[int], Any] | None = None,
     open_backend: OpenSegment | None = None,
     lazy_segment: Callable[[int, Callable[[], Any]], Any] | None = None,
+    listing: list[str] | None = None,
 ) -> LoadResult:
     """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
 
@@ -591,11 +596,14 @@ def load_segments(
     have refused, from the first read or other use of that segment instead of from the
     open. Nothing else changes: after a clean shutdown step 4 does not run, and no file of
     such a segment is changed before its first open.
+
+    ``listing``: ``os.listdir(dir_path)`` made just now by the caller (who shares it with the
+    producer state), instead of listing the directory again.
     """
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     recover = recover_segment or _plain_recover
     if read_only:
-        bases = sorted(offset for _, offset, suffix, state in _list(dir_path)
+        bases = sorted(offset for _, offset, suffix, state in _list(dir_path, listing)
                        if suffix == filenames.LOG_SUFFIX and state == "")
         segments = []
         try:
@@ -609,7 +617,7 @@ def load_segments(
             raise
         return LoadResult(segments, report)
 
-    listing = _list(dir_path)
+    listing = _list(dir_path, listing)
     swaps = _remove_temp_files(dir_path, report, listing)
     swapped = _complete_swaps(dir_path, swaps, open_segment, report) if swaps else set()
     if swaps or report.removed_files:
@@ -624,9 +632,12 @@ def load_segments(
             _remove(dir_path, name, report)
     segments, checked, cut_evidence = [], {}, set()
     indexed: dict[int, int] = {}  # base offset -> how many of its two index files exist
+    txn_indexed: set[int] = set()  # base offsets with a .txnindex
     for _name, offset, suffix in entries:
         if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX):
             indexed[offset] = indexed.get(offset, 0) + 1
+        elif suffix == filenames.TXN_INDEX_SUFFIX:
+            txn_indexed.add(offset)
     deferred: set[int] = set()
     if lazy_segment is not None and open_backend is not None and clean_shutdown:
         deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
@@ -659,7 +670,8 @@ def load_segments(
                 dir_path, base, open_segment, base in swapped, report, recover, segments,
                 may_truncate=not clean_shutdown and base >= recovery_floor,
                 cut_evidence=cut_evidence, next_base=following, compacted=compacted,
-                probe_segment=probe_segment, indexed=indexed.get(base) == 2)
+                probe_segment=probe_segment, indexed=indexed.get(base) == 2,
+                txn_indexed=base in txn_indexed)
             segments.append(segment)
             if recovered:
                 checked[base] = truncated
@@ -736,12 +748,15 @@ def check_log_start_offset(start_checkpoint: int | None, *, dir_path: str, state
 
 
 def load_producer_state(psm: ProducerStateManager, segments: SegmentMap, *, start_offset: int,
-                        end_offset: int, clean_shutdown: bool, now_ms: int) -> None:
+                        end_offset: int, clean_shutdown: bool, now_ms: int,
+                        rescan_snapshots: bool = True) -> None:
     """Producer state after the segments are loaded (Kafka's LogLoader.load, then UnifiedLog's
     constructor): snapshots matching no segment go, the latest good one is loaded and the log
-    replayed past it; the high watermark starts at ``end_offset``."""
+    replayed past it; the high watermark starts at ``end_offset``. ``rescan_snapshots=False``:
+    ``psm`` still knows the directory's snapshots (nothing else wrote or removed one since it
+    listed them), so the directory is not listed again."""
     if segments:
-        psm.remove_stray_snapshots(segments.bases)
+        psm.remove_stray_snapshots(segments.bases, rescan=rescan_snapshots)
         rebuild_producer_state(
             psm, segment_base_offsets=segments.bases, log_start_offset=start_offset,
             log_end_offset=end_offset,
@@ -795,7 +810,7 @@ class LoadedPartition(NamedTuple):
 
 def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool, state: Any,
                    now_ms: int,
-                   new_producer_state: Callable[[], ProducerStateManager],
+                   new_producer_state: Callable[..., ProducerStateManager],
                    file_cache: Any = None, lock: Any = None) -> LoadedPartition:
     """Load a partition directory for :meth:`Log.open <seglog.storage.log.Log.open>`
     (Kafka's ``LogLoader.load``): the checkpoints from ``state`` (a
@@ -810,13 +825,19 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     recovery_point, start_checkpoint, clean = state.load()
     start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
                                               state=state)
-    psm = new_producer_state()
+    # One listing for the segment loader and the producer state (they listed it thrice).
+    listing = os.listdir(dir_path)
+    psm = new_producer_state(listing)
+    # Whether a file the producer state listed may have changed behind its back: a segment
+    # recovery snapshots through a manager of its own.
+    recovered: list[int] = []
     local = LocalLog(
         dir_path, config, backend, read_only=read_only, now_ms=now_ms,
         retire_snapshot=psm.remove_and_mark_snapshot_for_deletion, file_cache=file_cache,
         lock=lock)
 
     def recover_segment(segment: Any, earlier: list) -> Any:
+        recovered.append(segment.base_offset)
         result = recover_segment_and_txn_index(
             segment, earlier, dir_path=dir_path, new_producer_state=new_producer_state,
             log_start_offset=start_checkpoint, now_ms=now_ms)
@@ -830,7 +851,8 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         recover_segment=recover_segment, compacted=config.compaction_enabled,
         probe_segment=local.probe_segment, create_segment=local.create_empty_segment,
         open_backend=local.backend_opener(),
-        lazy_segment=lambda base, first_open: local.lazy_segment(base, first_open=first_open))
+        lazy_segment=lambda base, first_open: local.lazy_segment(base, first_open=first_open),
+        listing=listing)
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for
@@ -843,8 +865,12 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     end = segments.last().next_offset if segments else start_checkpoint
     first_base = segments.first().base_offset if segments else start_checkpoint
     start = max(start_checkpoint, first_base)
+    # After a clean shutdown where loading removed, renamed and recovered nothing, the
+    # snapshots are those listed above (the psm's own deletions keep its list current).
+    unchanged = (clean and not recovered and not report.removed_files
+                 and not report.completed_swaps and not report.deleted_segments)
     load_producer_state(psm, segments, start_offset=start, end_offset=end,
-                        clean_shutdown=clean, now_ms=now_ms)
+                        clean_shutdown=clean, now_ms=now_ms, rescan_snapshots=not unchanged)
     # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
     # validated is not flushed yet, so the recovery point stays where it was.
     local.recovery_point = end if clean else min(recovery_point or 0, end)

@@ -199,10 +199,10 @@ class Log(LogReads, LogRetention):
         self._first_unstable = loaded.producer_state.first_unstable_offset()
         self._publish(loaded.start_offset, loaded.end_offset, high_watermark=loaded.end_offset)
 
-    def _new_producer_state(self) -> ProducerStateManager:
+    def _new_producer_state(self, listing: list[str] | None = None) -> ProducerStateManager:
         return ProducerStateManager(
             self._dir, producer_id_expiration_ms=self._config.producer_id_expiration_ms,
-            backend=self._be, read_only=self._read_only)
+            backend=self._be, read_only=self._read_only, listing=listing)
 
     def close(self) -> None:
         """Flush, persist the checkpoints, write the clean-shutdown marker, release the lock.

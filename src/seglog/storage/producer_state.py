@@ -606,6 +606,19 @@ def write_snapshot(path: str | os.PathLike, entries: Iterable[ProducerStateEntry
     os.replace(tmp_path, path)
 
 
+def snapshot_offsets_of(names: Iterable[str]) -> list[int]:
+    """Offsets of the ``<20 digits>.snapshot`` names among ``names`` (a directory listing,
+    shared with the segment loader), ascending; as :func:`list_snapshot_offsets`, except that
+    a directory named like a snapshot would count (none is ever made)."""
+    offsets = []
+    for name in names:
+        match = name.endswith(SNAPSHOT_SUFFIX) and _SNAPSHOT_NAME.match(name)
+        if match:
+            offsets.append(int(match.group(1)))
+    offsets.sort()
+    return offsets
+
+
 def list_snapshot_offsets(dir_path: str | os.PathLike) -> list[int]:
     """Offsets of the ``<20 digits>.snapshot`` files in ``dir_path``, ascending (``.tmp`` and
     ``.deleted`` files are not snapshots)."""
@@ -664,7 +677,8 @@ class ProducerStateManager:
 
     def __init__(self, dir_path: str | os.PathLike, *,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
-                 backend: Any = None, read_only: bool = False):
+                 backend: Any = None, read_only: bool = False,
+                 listing: Iterable[str] | None = None):
         if backend is None:
             from .._backend import default_backend
 
@@ -681,7 +695,10 @@ class ProducerStateManager:
         self._ongoing_txns: dict[int, TxnMetadata] = {}
         # completed transactions whose markers are not yet below the high watermark
         self._unreplicated_txns: dict[int, TxnMetadata] = {}
-        self._snapshots = _Snapshots(list_snapshot_offsets(self.dir_path))
+        # ``listing``: the directory's names, listed just now by the caller (the loader lists
+        # once for itself and for this manager).
+        self._snapshots = _Snapshots(list_snapshot_offsets(self.dir_path) if listing is None
+                                     else snapshot_offsets_of(listing))
         self._last_map_offset = 0
         self._last_snap_offset = 0
 
@@ -999,13 +1016,17 @@ class ProducerStateManager:
             self._delete_snapshot(snap)
         return removed
 
-    def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> list[int]:
+    def remove_stray_snapshots(self, segment_base_offsets: Iterable[int], *,
+                               rescan: bool = True) -> list[int]:
         """Rescan the directory and delete every snapshot whose offset is no segment's base
         offset, except the largest such stray when it lies above every base offset (the
-        snapshot a clean shutdown takes at the log end). Returns the deleted offsets."""
+        snapshot a clean shutdown takes at the log end). Returns the deleted offsets.
+        ``rescan=False``: the snapshots this manager knows are the directory's (it listed
+        them itself and nothing else wrote or removed one since), so it does not list again."""
         bases = set(segment_base_offsets)
         max_base = max(bases) if bases else None
-        self._snapshots = _Snapshots(list_snapshot_offsets(self.dir_path))
+        if rescan:
+            self._snapshots = _Snapshots(list_snapshot_offsets(self.dir_path))
         removed, latest_stray = [], None
         for offset in list(self._snapshots.offsets):
             if offset in bases:
