@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -53,7 +52,8 @@ from typing import Any, Callable
 
 from .data import Unavailable
 from .kafka import (PERF_HEAP_MB, KafkaBroker, consumer_records_flag, find_kafka, free_port,
-                    parse_consumer_performance, parse_producer_performance, proc_status)
+                    kill_process, parse_consumer_performance, parse_producer_performance,
+                    proc_status, stop_process)
 from .runner import BenchContext
 from .stats import UNIT_RATIO, UNIT_RECORDS_PER_S, UNIT_SECONDS, si
 from .table import PartResult, Table, Target
@@ -198,26 +198,13 @@ class SeglogServe:
 
     def stop(self, timeout_s: float = 60.0) -> int | None:
         """SIGTERM and wait (SIGKILL after ``timeout_s``); the exit code."""
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-        self.process = None
-        return proc.returncode
+        proc, self.process = self.process, None
+        return stop_process(proc, timeout_s)
 
     def kill(self) -> None:
         """SIGKILL (only this broker's process, by pid)."""
-        proc = self.process
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        self.process = None
+        proc, self.process = self.process, None
+        kill_process(proc)
 
 
 # --- the confluent-kafka clients, each run in a subprocess of its own -------------------------

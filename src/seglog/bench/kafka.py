@@ -247,6 +247,27 @@ class BrokerError(RuntimeError):
     """The broker failed to format, start or stop; the message ends with its log's tail."""
 
 
+def stop_process(proc: subprocess.Popen | None, timeout_s: float) -> int | None:
+    """SIGTERM ``proc`` (a process this bench started) and wait; SIGKILL after
+    ``timeout_s``. Its exit code, None for no process."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_process(proc)
+    return proc.returncode
+
+
+def kill_process(proc: subprocess.Popen | None) -> None:
+    """SIGKILL ``proc`` (a process this bench started) unless it has exited, and reap it."""
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 class KafkaBroker:
     """One single-node KRaft broker+controller of Kafka ``ref`` in ``run_dir``.
 
@@ -373,28 +394,13 @@ class KafkaBroker:
         """SIGTERM (a controlled shutdown: logs flushed, ``.kafka_cleanshutdown`` written);
         SIGKILL after ``timeout_s``. Returns the exit code (143 after SIGTERM is normal), None
         when it was not running."""
-        proc = self.process
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
-        self.process = None
-        return proc.returncode
+        proc, self.process = self.process, None
+        return stop_process(proc, timeout_s)
 
     def kill(self) -> None:
         """SIGKILL the broker (an unclean stop: the next start recovers)."""
-        proc = self.process
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        self.process = None
+        proc, self.process = self.process, None
+        kill_process(proc)
 
     def __enter__(self) -> "KafkaBroker":
         return self

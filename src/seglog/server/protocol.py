@@ -31,7 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
 from ..errors import InvalidRequestError
-from .request_lengths import check_request
+from .request_lengths import check_request, read_uvarint
 
 __all__ = [
     "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "ERROR_INVALID_REQUEST",
@@ -119,20 +119,6 @@ def is_flexible_response(api_key: int, api_version: int) -> bool:
     return bool(cls is not None and cls.__flexible__)
 
 
-def _read_uvarint(frame, position: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    for _ in range(5):
-        if position >= end:
-            raise InvalidRequestError("request header ends inside a varint")
-        byte = frame[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-    raise InvalidRequestError("request header has a varint longer than 5 bytes")
-
-
 def parse_request_header(frame: bytes | bytearray | memoryview, *,
                          flexible: bool) -> RequestHeader:
     """Parse the request header at the start of ``frame``: v2 when ``flexible`` (the tagged
@@ -158,10 +144,10 @@ def parse_request_header(frame: bytes | bytearray | memoryview, *,
             raise InvalidRequestError("client id is not UTF-8") from None
         position += length
     if flexible:
-        count, position = _read_uvarint(frame, position, end)
+        count, position = read_uvarint(frame, position, end, "request header")
         for _ in range(count):
-            _tag, position = _read_uvarint(frame, position, end)
-            size, position = _read_uvarint(frame, position, end)
+            _tag, position = read_uvarint(frame, position, end, "request header")
+            size, position = read_uvarint(frame, position, end, "request header")
             position += size
             if position > end:
                 raise InvalidRequestError("request header ends inside a tagged field")

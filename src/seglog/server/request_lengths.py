@@ -27,7 +27,7 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 
 from ..errors import InvalidRequestError
 
-__all__ = ["check_request", "checker"]
+__all__ = ["check_request", "checker", "read_uvarint"]
 
 #: (buffer, position, end) -> the position after the value.
 Step = Callable[[Any, int, int], int]
@@ -45,18 +45,23 @@ def _bad(why: str) -> InvalidRequestError:
     return InvalidRequestError(f"malformed request body: {why}")
 
 
-def _uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
+def read_uvarint(buf: Any, pos: int, end: int, where: str = "request body") -> tuple[int, int]:
+    """``(value, position after it)`` of the unsigned varint at ``pos`` (Kafka's, at most 5
+    bytes) of ``buf`` before ``end``; InvalidRequestError naming ``where`` when it runs past
+    ``end`` or is longer than 5 bytes."""
     value = shift = 0
     for _ in range(5):
         if pos >= end:
-            raise _bad("the request ends inside a varint")
+            raise InvalidRequestError(f"malformed {where}: the request ends inside a varint")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
         if not byte & 0x80:
             return value, pos
         shift += 7
-    raise _bad("a varint longer than 5 bytes")
+    raise InvalidRequestError(f"malformed {where}: a varint longer than 5 bytes")
+
+
 
 
 def _fixed(size: int) -> Step:
@@ -74,7 +79,7 @@ def _sized(flexible: bool, width: int) -> Step:
     and kio does too, after this check)."""
     if flexible:
         def step(buf: Any, pos: int, end: int) -> int:
-            length, pos = _uvarint(buf, pos, end)
+            length, pos = read_uvarint(buf, pos, end)
             if length == 0:
                 return pos
             pos += length - 1
@@ -110,7 +115,7 @@ def _array(flexible: bool, element: Step) -> Step:
 
     if flexible:
         def step(buf: Any, pos: int, end: int) -> int:
-            count, pos = _uvarint(buf, pos, end)
+            count, pos = read_uvarint(buf, pos, end)
             return pos if count == 0 else walk(buf, pos, end, count - 1)
         return step
 
@@ -168,12 +173,12 @@ def checker(entity_class: type) -> Step:
         for step in steps:
             pos = step(buf, pos, end)
         if flexible:
-            count, pos = _uvarint(buf, pos, end)
+            count, pos = read_uvarint(buf, pos, end)
             if count > end - pos:
                 raise _bad(f"{count} tagged fields in {end - pos} bytes")
             for _ in range(count):
-                tag, pos = _uvarint(buf, pos, end)
-                size, pos = _uvarint(buf, pos, end)
+                tag, pos = read_uvarint(buf, pos, end)
+                size, pos = read_uvarint(buf, pos, end)
                 if size > end - pos:
                     raise _bad(f"a tagged field of {size} bytes in {end - pos}")
                 known = tagged.get(tag)
