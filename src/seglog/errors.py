@@ -410,6 +410,14 @@ class InvalidPartitionsError(SeglogError):
     kafka_error_code = 37  # INVALID_PARTITIONS
 
 
+class InvalidReplicationFactorError(SeglogError):
+    """A replication factor that cannot be placed: not positive, or larger than the number of
+    live brokers (Kafka's ``AdminUtils.assignReplicasToBrokers``: "Replication factor: X larger
+    than available brokers: Y"). Kafka error code INVALID_REPLICATION_FACTOR (38)."""
+
+    kafka_error_code = 38  # INVALID_REPLICATION_FACTOR
+
+
 # --- transactions over the wire (txn) ----------------------------------------------------------
 
 
