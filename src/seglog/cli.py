@@ -108,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
                             "over --config-file)")
     serve.add_argument("--config-file", metavar="FILE",
                        help="a Java properties file of broker configs (server.properties)")
+    serve.add_argument("--broker-id", type=int, metavar="N",
+                       help="this broker's id in a cluster (Kafka's broker.id; wins over "
+                            "--config)")
+    serve.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                       help="join the cluster kept in this ZooKeeper (Kafka's "
+                            "zookeeper.connect; wins over --config; docs/cluster.md)")
     serve.add_argument("--backend", choices=("native", "pure"),
                        help="storage backend (default: seglog's default backend)")
     serve.add_argument("--log-level", default="INFO",
@@ -150,7 +156,13 @@ def _serve(args: argparse.Namespace) -> int:
         if args.config_file is not None:
             with open(args.config_file, encoding="utf-8") as f:
                 file_text = f.read()
-        config = BrokerConfig.from_sources(file_text=file_text, args=args.configs)
+        flags = {}
+        if args.broker_id is not None:
+            flags["broker.id"] = args.broker_id
+        if args.zookeeper is not None:
+            flags["zookeeper.connect"] = args.zookeeper
+        config = BrokerConfig.from_sources(file_text=file_text, args=args.configs,
+                                           configs=flags)
     except (InvalidConfigError, OSError, UnicodeDecodeError) as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
