@@ -13,6 +13,7 @@ from collections import Counter
 
 import pytest
 
+from seglog.cluster import election
 from seglog.cluster.election import (
     NO_LEADER,
     LeaderAndIsr,
@@ -135,11 +136,15 @@ def test_offline_election_with_no_live_replica_even_unclean():
 
 def test_negative_control_ignore_isr_picks_first_live_replica():
     """``elect_most_recent`` (ignore_isr): the first live replica leads even though it is out
-    of the ISR and unclean election is off: the deliberately broken rule."""
+    of the ISR and unclean election is off, and the election claims to be clean: the
+    deliberately broken rule."""
     current = LeaderAndIsr(NO_LEADER, 4, (1,))
     broken = elect_offline([2, 1], current, {1, 2}, unclean_enabled=False, ignore_isr=True)
-    assert broken.leader_and_isr is not None and broken.leader_and_isr.leader == 2
-    assert broken.unclean
+    assert broken.leader_and_isr == LeaderAndIsr(2, 5, (2, 1))
+    assert not broken.unclean
+    assert elect_offline([2, 1], current, set(), unclean_enabled=False, ignore_isr=True) == (
+        election.ElectionResult(None, ())
+    )
     clean = elect_offline([2, 1], current, {1, 2}, unclean_enabled=False)
     assert clean.leader_and_isr == LeaderAndIsr(1, 5, (1,))
 

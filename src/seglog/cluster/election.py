@@ -149,17 +149,23 @@ def elect_offline(
     (``Election.leaderForOffline``).
 
     The new ISR is the live part of the old ISR when the leader came from it, else
-    ``[leader]`` (unclean). ``ignore_isr`` is the test-only negative control
-    ``elect_most_recent``: it picks the first live replica whatever the ISR says, which is
-    exactly the bug the checker must catch; never set it otherwise."""
+    ``[leader]`` (unclean).
+
+    ``ignore_isr`` is the test-only negative control ``elect_most_recent``: the first live
+    replica leads whatever the ISR says, joined by the live ISR members, and the election is
+    reported *clean* (a controller with this bug believes it is right), so a checker that
+    excuses losses after unclean elections still has to catch it. Never set it otherwise."""
     live = live_replicas(assignment, live_brokers)
     live_set = frozenset(live)
     if ignore_isr:
-        leader = live[0] if live else None
-    else:
-        leader = offline_partition_leader(
-            assignment, current.isr, live_set, unclean_enabled=unclean_enabled
-        )
+        if not live:
+            return ElectionResult(None, live)
+        leader = live[0]
+        others = tuple(r for r in current.isr if r in live_set and r != leader)
+        return ElectionResult(current.new_leader_and_isr(leader, (leader,) + others), live)
+    leader = offline_partition_leader(
+        assignment, current.isr, live_set, unclean_enabled=unclean_enabled
+    )
     if leader is None:
         return ElectionResult(None, live)
     if leader in current.isr:
