@@ -18,6 +18,7 @@ import sys
 from typing import Sequence
 
 from .bench import PART_ORDER, PART_TITLES
+from .cluster import cli_cluster
 
 
 def _positive_int(text: str) -> int:
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    cli_cluster.add_parser(sub)
     return parser
 
 
@@ -133,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bench(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "cluster":
+        return cli_cluster.main(args)
     parser.print_help()
     return 2
 
