@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from typing import Any
 
 #: The cluster directory when ``--dir`` is not given.
 DEFAULT_DIR = "./seglog-cluster"
@@ -46,8 +47,9 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser."""
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser
+    (``sub``: what ``ArgumentParser.add_subparsers`` returned)."""
     cluster = sub.add_parser(
         "cluster", help="run a ZooKeeper and several brokers on loopback (try replication)",
         description="A local seglog cluster: ZooKeeper and N `seglog serve` brokers on "
