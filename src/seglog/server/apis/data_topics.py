@@ -37,7 +37,8 @@ __all__ = [
     "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
     "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
-    "topic_or_none", "EXTENSION_KEY", "valid_topic_name", "response_entities",
+    "topic_or_none", "EXTENSION_KEY", "CLUSTER_EXTENSION_KEY", "replica_manager",
+    "valid_topic_name", "response_entities",
     "gone_or_storage_error",
 ]
 
@@ -183,6 +184,15 @@ class TopicIds:
 
 #: The key of the data APIs' state in ``BrokerState.extensions``.
 EXTENSION_KEY = "seglog.server.apis.data"
+#: The key of a cluster member's :class:`~seglog.cluster.replica_manager.ReplicaManager` in
+#: ``BrokerState.extensions`` (absent on a single-node broker).
+CLUSTER_EXTENSION_KEY = "seglog.cluster"
+
+
+def replica_manager(broker: Any) -> Any | None:
+    """The broker's :class:`~seglog.cluster.replica_manager.ReplicaManager` when it is a
+    cluster member (``zookeeper.connect``), else None (the single-node broker)."""
+    return broker.extensions.get(CLUSTER_EXTENSION_KEY)
 
 
 def topic_ids(broker: Any) -> TopicIds:
