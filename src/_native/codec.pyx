@@ -821,6 +821,44 @@ cdef class Batch:
         builder.add_batch(self, decompressed_limit)
         return builder.finish(self._buffer, -1)
 
+    def record_summary(self, *, check_crcs=True,
+                       max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
+        """What validating a producer's batch needs of its records, without building
+        :class:`Columns` (no numpy: the wire broker's produce path calls this):
+        ``(record_count, offsets_in_order, min_timestamp_ms, max_timestamp_ms,
+        first_keyless)`` = the number of records parsed; whether their offsets are
+        ``base_offset + 0..record_count-1``; the lowest and highest record timestamp (-1, -1
+        without records); the index of the first record whose key is null, -1 for none.
+        ``check_crcs`` and ``max_decompressed_bytes`` as for :meth:`records`; raises as
+        :meth:`records`."""
+        cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
+        cdef Py_ssize_t decompressed_limit = _decompressed_limit(max_decompressed_bytes)
+        cdef _ColumnsBuilder builder
+        cdef Py_ssize_t i, n, first_keyless = -1
+        cdef bint in_order = True
+        cdef int64_t lowest = -1, highest = -1, timestamp
+        if check_crcs:
+            self._check_crc()
+        if hint > 65536 and hint > self.batch_length // RECORD_BYTES_MIN + 1:
+            hint = 65536 if self.attributes & COMPRESSION_CODEC_MASK else \
+                self.batch_length // RECORD_BYTES_MIN + 1
+        builder = _ColumnsBuilder(hint, True)
+        builder.add_batch(self, decompressed_limit)
+        n = builder.count
+        if n:
+            lowest = highest = builder.timestamps[0]
+        for i in range(n):
+            if builder.offsets[i] != self.base_offset + i:
+                in_order = False
+            timestamp = builder.timestamps[i]
+            if timestamp < lowest:
+                lowest = timestamp
+            elif timestamp > highest:
+                highest = timestamp
+            if first_keyless < 0 and builder.key_lengths[i] < 0:
+                first_keyless = i
+        return n, in_order, lowest, highest, first_keyless
+
     def control_type(self, *, check_crcs=True):
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...; the stored
         int16, unknown types included). Raises InvalidRecordError when the batch is not a
@@ -1192,16 +1230,21 @@ cdef class _ColumnsBuilder:
     cdef Py_ssize_t capacity
     cdef list chunks            # (batch, decompressed bytes or None, first record, record count)
     cdef bint any_decompressed
+    cdef bint plain             # a bytearray block, never finished into Columns (no numpy)
 
-    def __cinit__(self, Py_ssize_t capacity_hint):
+    def __cinit__(self, Py_ssize_t capacity_hint, bint plain=False):
         self.chunks = []
+        self.plain = plain
         self._grow(capacity_hint if capacity_hint > 0 else 0)
 
     cdef int _grow(self, Py_ssize_t capacity) except -1:
         cdef Py_buffer view
         cdef unsigned char *base
         cdef Py_ssize_t n = self.count
-        block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
+        if self.plain:
+            block = bytearray(capacity * COLUMN_BYTES_PER_RECORD + 8)
+        else:
+            block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
         PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
         base = <unsigned char *>view.buf
         PyBuffer_Release(&view)  # the block is kept alive in self.block
