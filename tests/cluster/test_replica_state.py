@@ -569,3 +569,26 @@ def test_out_of_sync_boundary_is_strictly_greater(lag_ms):
     (``>``, not ``>=``); the high watermark's caught-up clause uses ``<=``."""
     state = all_in_isr(T0)
     assert (out_of_sync(state, T0 + lag_ms) == {1}) == (lag_ms > ISR_LAG_MS)
+
+
+def test_update_isr_at_same_epoch_keeps_follower_state():
+    """Partition.updateAssignmentAndIsr without makeLeader's resets: a committed ISR read at the
+    same leader epoch and a newer zkVersion (our own write whose answer was lost) replaces the
+    ISR and drops the pending change, keeping the followers' times and the epoch start."""
+    f2 = BROKER + 2
+    state = leader([BROKER, REMOTE, f2], [BROKER, REMOTE, f2], leader_end_offset=10,
+                   zk_version=4)
+    fetch(state, REMOTE, 10, leader_end_offset=10, now_ms=T0 + 3)
+    before = state.follower(REMOTE)
+    proposal = state.isr_to_shrink(leader_end_offset=12, now_ms=T0 + LAG_MS + 1,
+                                   lag_time_max_ms=LAG_MS)
+    assert proposal == (BROKER, REMOTE)
+    state.isr_update_started(proposal)
+    assert state.update_isr((BROKER, REMOTE), zk_version=4) is False    # not newer
+    assert state.update_isr((BROKER, REMOTE), zk_version=5) is True
+    assert (state.isr, state.zk_version, state.isr_update_in_flight) == \
+        ((BROKER, REMOTE), 5, False)
+    assert state.follower(REMOTE) == before
+    assert state.leader_epoch_start_offset == 10
+    state.resign()
+    assert state.update_isr((BROKER,), zk_version=9) is False

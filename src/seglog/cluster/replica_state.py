@@ -187,6 +187,25 @@ class LeaderReplicaState:
                 follower.update_fetch_state(UNKNOWN_OFFSET, UNKNOWN_OFFSET, 0, UNKNOWN_OFFSET)
         return is_new_leader
 
+    def update_isr(self, isr: Iterable[int], *, zk_version: int) -> bool:
+        """Take a committed ISR read from ZooKeeper at the **same** leader epoch and a newer
+        ``zk_version`` (the answer to this leader's own write that was lost, or a write it
+        lost to): the committed ISR and version are replaced and a pending change is dropped,
+        while the followers' state and the epoch start offset are kept (Kafka's
+        ``updateAssignmentAndIsr`` without ``makeLeader``'s resets, which belong to a new
+        epoch). When ``isr`` is the pending proposal this is :meth:`isr_update_succeeded`.
+        Returns False, changing nothing, when not leader or ``zk_version`` is not newer."""
+        if not self._is_leader or zk_version <= self._zk_version:
+            return False
+        isr_tuple = tuple(isr)
+        for replica_id in isr_tuple:
+            if replica_id != self._local_broker_id and replica_id not in self._followers:
+                self._followers[replica_id] = _Follower(replica_id)
+        self._isr = isr_tuple
+        self._zk_version = zk_version
+        self._pending_isr = None
+        return True
+
     def resign(self, *, leader_epoch: int | None = None) -> None:
         """Stop leading (Kafka's ``makeFollower`` on this state): the ISR view becomes empty,
         a pending ISR change is dropped, the epoch start offset is forgotten; from now on
