@@ -230,7 +230,7 @@ class LocalCluster:
             deadline = time.monotonic() + timeout_s
             for broker_id in self.brokers:
                 self._spawn(broker_id)
-            self._write_state()
+            self.save_state()
             for broker_id in self.brokers:
                 self._wait_ready(broker_id, deadline)
         except BaseException:
@@ -257,7 +257,7 @@ class LocalCluster:
             self._signal_and_wait(self.zookeeper_pid, signal.SIGTERM, timeout_s)
         self.zookeeper_pid = None
         if self.dir.exists():
-            self._write_state()
+            self.save_state()
 
     def close_clients(self) -> None:
         """Close this object's ZooKeeper client (:meth:`zookeeper_client`), if any; the
@@ -280,7 +280,7 @@ class LocalCluster:
         if broker.pid is not None and self._is_ours(broker):
             raise LocalClusterError(f"broker {broker_id} already runs (pid {broker.pid})")
         self._spawn(broker_id)
-        self._write_state()
+        self.save_state()
         if wait:
             self._wait_ready(broker_id, time.monotonic() + timeout_s)
 
@@ -292,7 +292,7 @@ class LocalCluster:
         if broker.pid is not None and self._is_ours(broker):
             code = self._signal_and_wait(broker.pid, signal.SIGTERM, timeout_s)
         broker.pid = None
-        self._write_state()
+        self.save_state()
         return code
 
     def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> None:
@@ -303,7 +303,7 @@ class LocalCluster:
         if signum in (signal.SIGKILL, signal.SIGTERM):
             self._signal_and_wait(broker.pid, signum, STOP_TIMEOUT_S)
             broker.pid = None
-            self._write_state()
+            self.save_state()
         else:
             os.kill(broker.pid, signum)
 
@@ -426,7 +426,9 @@ class LocalCluster:
         cluster.brokers = {int(b["broker_id"]): BrokerProcess(**b) for b in brokers}
         return cluster
 
-    def _write_state(self) -> None:
+    def save_state(self) -> None:
+        """Write the state file (atomically): what another process needs to drive this
+        cluster (:meth:`attach`)."""
         state = {
             "host": self.host, "backend": self.backend, "env": self.env,
             "broker_configs": self.broker_configs,
