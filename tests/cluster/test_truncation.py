@@ -24,6 +24,21 @@ from seglog.errors import OffsetOutOfRangeError
 MAX_ROUNDS = 20  # every replay below is bounded
 
 
+def cache_end_offset_for(entries, log_end_offset, requested):
+    """LeaderEpochFileCache.endOffsetFor (R§3.6) over sorted (epoch, start_offset) entries."""
+    if requested == -1:
+        return (-1, -1)
+    if entries and entries[-1][0] == requested:
+        return (requested, log_end_offset)
+    higher = next((e for e in entries if e[0] > requested), None)
+    if higher is None:
+        return (-1, -1)
+    floor = [e for e in entries if e[0] <= requested]
+    if not floor:
+        return (requested, higher[1])
+    return (floor[-1][0], higher[1])
+
+
 class EpochLog:
     """A log as AbstractFetcherThreadTest's MockFetcherThread sees it: one record per offset
     from ``start_offset``, each with its batch's partitionLeaderEpoch, and a high watermark."""
@@ -51,19 +66,7 @@ class EpochLog:
         return self.epochs[-1] if self.epochs else -1
 
     def end_offset_for(self, requested):
-        """LeaderEpochFileCache.endOffsetFor (R§3.6)."""
-        entries = self.entries
-        if requested == -1:
-            return (-1, -1)
-        if entries and entries[-1][0] == requested:
-            return (requested, self.end_offset)
-        higher = next((e for e in entries if e[0] > requested), None)
-        if higher is None:
-            return (-1, -1)
-        floor = [e for e in entries if e[0] <= requested]
-        if not floor:
-            return (requested, higher[1])
-        return (floor[-1][0], higher[1])
+        return cache_end_offset_for(self.entries, self.end_offset, requested)
 
     def truncate_to(self, offset):
         if offset < self.end_offset:
@@ -172,6 +175,46 @@ def test_no_divergence_when_epoch_and_offset_agree():
     assert diverging_epoch(0, 3, leader.end_offset_for, log_start_offset=0) == (0, 2)
     # The follower's epoch 1 was never the leader's: the largest epoch below it, and its end.
     assert diverging_epoch(1, 3, leader.end_offset_for, log_start_offset=0) == (0, 2)
+
+
+def test_last_fetched_offset_validation():
+    """PartitionTest.testLastFetchedOffsetValidation: the leader's epochs 0@0, 3@2, 4@8, 7@13,
+    9@14 and its own epoch 10 asserted at 17 (makeLeader); then the log start moved to 5 and
+    to 10 (the cache truncated from the start)."""
+    entries = [(0, 0), (3, 2), (4, 8), (7, 13), (9, 14), (10, 17)]
+    log_start = 0
+
+    def read(last_fetched_epoch, fetch_offset):
+        return diverging_epoch(last_fetched_epoch, fetch_offset,
+                               lambda epoch: cache_end_offset_for(entries, 17, epoch),
+                               log_start_offset=log_start)
+
+    assert read(2, 5) == (0, 2)
+    assert read(0, 4) == (0, 2)
+    assert read(6, 6) == (4, 13)
+    assert read(5, 9) == (4, 13)
+    assert read(10, 18) == (10, 17)
+    assert read(0, 2) is None
+    assert read(7, 14) is None
+    assert read(9, 17) is None
+    assert read(10, 17) is None
+    with pytest.raises(OffsetOutOfRangeError):   # an epoch larger than any the leader knows
+        read(11, 5)
+
+    entries = [(3, 5), (4, 8), (7, 13), (9, 14), (10, 17)]   # log start 5, mid epoch 3
+    log_start = 5
+    assert read(2, 8) == (2, 5)
+    assert read(0, 5) is None
+    assert read(3, 5) is None
+    with pytest.raises(OffsetOutOfRangeError):
+        read(0, 0)
+
+    entries = [(4, 10), (7, 13), (9, 14), (10, 17)]           # log start 10
+    log_start = 10
+    with pytest.raises(OffsetOutOfRangeError):   # diverging, but below the log start
+        read(5, 6)
+    with pytest.raises(OffsetOutOfRangeError):   # not diverging, below the log start
+        read(3, 6)
 
 
 def test_diverging_epoch_absent_field():
