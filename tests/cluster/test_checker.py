@@ -272,6 +272,14 @@ def test_replica_epoch_checkpoint_tails_differ():
             only(checker.check(events), "replica-epoch-divergence")] == [0]
 
 
+def test_an_epoch_without_data_yet_is_on_the_leader_alone():
+    """A leader assigns its new epoch at its LEO when elected; followers learn the epoch
+    from its first batch. With no data in it yet, that entry is not a divergence."""
+    events = events_of(clean_history())
+    find(events, f="replica", partition=0, broker=0)["epochs"] = [[0, 0], [1, 3], [2, 5]]
+    assert checker.check(events).valid
+
+
 def test_replica_high_watermark_above_log_end():
     events = events_of(clean_history())
     find(events, f="replica", partition=0, broker=0)["log_end_offset"] = 4

@@ -30,9 +30,9 @@ Kinds (each an :class:`Anomaly` with the events that show it):
 * ``unseen`` (always a note): ok sends never polled, one note per partition.
 * ``replica-divergence``, ``replica-epoch-divergence``, ``replica-hw-above-leo``,
   ``replica-nonmonotonic-offsets``: after healing, the replicas of a partition must hold the
-  same (base offset, CRC) sequence below the leader's high watermark, end their
-  ``leader-epoch-checkpoint`` with the same entry, keep HW <= LEO and never let offsets go
-  down inside a log.
+  same (base offset, CRC) sequence below the leader's high watermark, agree on the last
+  ``leader-epoch-checkpoint`` entry that starts below it, keep HW <= LEO and never let
+  offsets go down inside a log.
 
 Not checked yet: transactions (R§6.4 #10: aborted records under read_committed,
 all-or-nothing commits); the workload writes no transactions today.
@@ -384,7 +384,13 @@ def _replicas(partition: int, listing: list[dict]) -> list[Anomaly]:
                 f"({mine[diverge] if diverge < len(mine) else 'missing'} vs "
                 f"{reference[diverge] if diverge < len(reference) else 'missing'})",
                 tuple(listing), partition))
-    tails = {r["broker"]: (tuple(r["epochs"][-1]) if r["epochs"] else None) for r in listing}
+    # Only entries that start below the HW: a leader assigns its epoch's start at its LEO
+    # when it becomes leader, and a follower learns that epoch only from a batch written in
+    # it, so an epoch with no data yet is on the leader alone (Kafka does the same).
+    tails = {}
+    for r in listing:
+        entries = [tuple(e) for e in r["epochs"] if int(e[1]) < hw]
+        tails[r["broker"]] = entries[-1] if entries else None
     if len(set(tails.values())) > 1:
         found.append(Anomaly("replica-epoch-divergence",
                              f"leader-epoch-checkpoint last entries differ: {tails}",
