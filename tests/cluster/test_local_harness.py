@@ -159,3 +159,35 @@ def test_network_namespace_drops_one_direction_only():
         finally:
             listener.kill()
             listener.wait(timeout=10)
+
+
+def test_relay_forwards_holds_while_blocked_and_delivers_after_heal():
+    """The fault relay: bytes pass both ways; blocked, a connection stays open and nothing
+    comes through (in either direction) until heal, when the held bytes arrive in order."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as server, \
+            faults.Relay(server.getsockname()) as relay:
+        client = socket.create_connection(("127.0.0.1", relay.port), timeout=10)
+        upstream, _ = server.accept()
+        upstream.settimeout(10)
+        try:
+            client.sendall(b"ping")
+            assert upstream.recv(16) == b"ping"
+            upstream.sendall(b"pong")
+            assert client.recv(16) == b"pong"
+
+            relay.block()
+            client.sendall(b"held-1")
+            upstream.sendall(b"held-2")
+            for sock in (client, upstream):
+                sock.settimeout(0.5)
+                with pytest.raises(socket.timeout):
+                    sock.recv(16)
+                sock.settimeout(10)
+            relay.heal()
+            assert upstream.recv(16) == b"held-1"
+            assert client.recv(16) == b"held-2"
+        finally:
+            client.close()
+            upstream.close()

@@ -144,7 +144,10 @@ class LocalCluster:
     k=v``); ``per_broker_configs``: ``{broker_id: {k: v}}`` on top. ``env``: extra
     environment of the brokers (e.g. ``SEGLOG_TEST_BREAK``). ``session_hook``: set
     :data:`SESSION_HOOK_ENV` in the brokers' environment so :meth:`expire_session` works
-    (tests only). ``backend``: the brokers' storage backend. Broker ids are 0..N-1.
+    (tests only). ``backend``: the brokers' storage backend. ``broker_zookeeper``:
+    ``{broker_id: connect}``, the ZooKeeper address a broker uses instead of
+    :attr:`zookeeper_connect` (a fault relay in front of it, for a partition of that broker
+    from ZooKeeper alone). Broker ids are 0..N-1.
 
     :meth:`start` brings everything up and returns once every broker answers ApiVersions and
     is registered in ZooKeeper; :meth:`down` stops everything. Usable as a context manager.
@@ -156,7 +159,8 @@ class LocalCluster:
                  per_broker_configs: Mapping[int, Mapping[str, Any]] | None = None,
                  host: str = "127.0.0.1", zookeeper: str | None = None,
                  env: Mapping[str, str] | None = None, session_hook: bool = False,
-                 backend: str | None = None):
+                 backend: str | None = None,
+                 broker_zookeeper: Mapping[int, str] | None = None):
         if brokers < 1:
             raise LocalClusterError(f"a cluster needs at least one broker, not {brokers}")
         self.dir = Path(dir).resolve()
@@ -173,6 +177,7 @@ class LocalCluster:
         self.per_broker_configs = {int(b): {k: str(v) for k, v in c.items()}
                                    for b, c in (per_broker_configs or {}).items()}
         self.external_zookeeper = zookeeper
+        self.broker_zookeeper = {int(b): c for b, c in (broker_zookeeper or {}).items()}
         self.zookeeper_port = zookeeper_port
         self.zookeeper_pid: int | None = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -419,7 +424,9 @@ class LocalCluster:
                       per_broker_configs={int(b): c for b, c in
                                           state.get("per_broker_configs", {}).items()},
                       host=state["host"], zookeeper=state["zookeeper"].get("external"),
-                      env=state.get("env", {}), backend=state.get("backend"))
+                      env=state.get("env", {}), backend=state.get("backend"),
+                      broker_zookeeper={int(b): c for b, c in
+                                        state.get("broker_zookeeper", {}).items()})
         cluster.broker_configs = dict(state["broker_configs"])
         cluster.zookeeper_port = state["zookeeper"].get("port")
         cluster.zookeeper_pid = state["zookeeper"].get("pid")
@@ -433,6 +440,7 @@ class LocalCluster:
             "host": self.host, "backend": self.backend, "env": self.env,
             "broker_configs": self.broker_configs,
             "per_broker_configs": {str(b): c for b, c in self.per_broker_configs.items()},
+            "broker_zookeeper": {str(b): c for b, c in self.broker_zookeeper.items()},
             "zookeeper": {"external": self.external_zookeeper, "port": self.zookeeper_port,
                           "pid": self.zookeeper_pid,
                           "config": str(self.dir / "zookeeper" / "zoo.cfg")},
@@ -469,7 +477,8 @@ class LocalCluster:
 
     def _command(self, broker: BrokerProcess) -> list[str]:
         command = [sys.executable, "-m", "seglog", "serve", "--broker-id", str(broker.broker_id),
-                   "--zookeeper", self.zookeeper_connect,
+                   "--zookeeper",
+                   self.broker_zookeeper.get(broker.broker_id) or self.zookeeper_connect,
                    "--listen", f"{self.host}:{broker.port}", "--data-dir", broker.data_dir]
         if self.backend:
             command += ["--backend", self.backend]

@@ -145,3 +145,111 @@ class NetworkNamespace:
         result = _run(command)
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip() or result.returncode}")
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 (a free port) to ``target`` ``(host, port)``, for faults on one
+    broker's connections only (R§6.2: tc netem does not exist here): give a broker the relay's
+    address instead of the target's (e.g. its ZooKeeper connect string) and :meth:`block`
+    becomes a partition of that broker from the target alone.
+
+    :meth:`block` is a black hole that keeps every socket open: nothing is forwarded in
+    either direction (bytes already read are held, new connections are accepted and held),
+    the harshest partition (peers see silence, not a reset). :meth:`heal` forwards again,
+    held bytes first, like TCP retransmitting after a partition heals. :meth:`close` ends
+    every connection. One thread per direction of each connection; all are daemons and are
+    unblocked by :meth:`close`.
+    """
+
+    def __init__(self, target: tuple[str, int]):
+        import socket
+        import threading
+
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.gate = threading.Event()
+        self.gate.set()
+        self.closed = threading.Event()
+        self.sockets: list = []
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._accept, daemon=True,
+                                         name=f"relay-{self.port}")]
+        self.threads[0].start()
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:<port>`` of the relay."""
+        return f"127.0.0.1:{self.port}"
+
+    def block(self) -> None:
+        """Stop forwarding (a black hole; sockets stay open)."""
+        self.gate.clear()
+
+    def heal(self) -> None:
+        """Forward again."""
+        self.gate.set()
+
+    def close(self) -> None:
+        """Close the listener and every relayed connection (idempotent)."""
+        self.closed.set()
+        self.gate.set()
+        self.listener.close()
+        with self.lock:
+            sockets, self.sockets = self.sockets, []
+        for sock in sockets:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Relay":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.gate.wait()  # a blocked relay holds new connections too
+            if self.closed.is_set():
+                client.close()
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.sockets += [client, upstream]
+            for src, dst in ((client, upstream), (upstream, client)):
+                thread = threading.Thread(target=self._pump, args=(src, dst), daemon=True)
+                thread.start()
+
+    def _pump(self, src, dst) -> None:
+        while not self.closed.is_set():
+            try:
+                data = src.recv(65536)
+            except OSError:
+                data = b""
+            self.gate.wait()
+            if self.closed.is_set():
+                return
+            try:
+                if not data:
+                    dst.shutdown(1)  # SHUT_WR: pass the end of stream on
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
