@@ -35,11 +35,14 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication: int =
         future.result(timeout=timeout_s)
 
 
-def run_workload(history: History, bootstrap: str, sends: int = SENDS) -> None:
+def run_workload(history: History, bootstrap: str, sends: int = SENDS,
+                 client: str = "confluent") -> None:
     values = workload.Values()
     consumer = workload.Consumer(history, bootstrap, TOPIC, PARTITIONS, duration_s=30)
-    producer = workload.Producer(history, bootstrap, TOPIC, PARTITIONS, values,
-                                 count=sends, duration_s=20, interval_s=0.002)
+    producer_class = {"confluent": workload.Producer,
+                      "kafka-python": workload.KafkaPythonProducer}[client]
+    producer = producer_class(history, bootstrap, TOPIC, PARTITIONS, values,
+                              count=sends, duration_s=20, interval_s=0.002)
     consumer.start()
     producer.start()
     producer.join(timeout=60)
@@ -63,10 +66,11 @@ def broker(tmp_path):
         serve.stop()
 
 
-def test_a_clean_run_passes_the_checker(tmp_path, broker):
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_a_clean_run_passes_the_checker(tmp_path, broker, client):
     create_topic(broker.bootstrap, TOPIC, len(PARTITIONS))
     with History(tmp_path / "history.jsonl") as history:
-        run_workload(history, broker.bootstrap)
+        run_workload(history, broker.bootstrap, client=client)
         counts = workload.final_read(history, broker.bootstrap, TOPIC, PARTITIONS)
         assert sum(counts.values()) == SENDS
         broker.stop()

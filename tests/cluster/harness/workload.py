@@ -64,8 +64,14 @@ class Values:
 
 
 def classify(error: Any, retries: int) -> str:
-    """The history type of a failed send's ``KafkaError`` (module docstring)."""
-    code = error.code()
+    """The history type of a failed send's confluent-kafka ``KafkaError`` (module
+    docstring)."""
+    return classify_code(error.code(), retries)
+
+
+def classify_code(code: int | None, retries: int) -> str:
+    """The history type of a send that failed with Kafka error ``code`` (None: a local
+    error), by a producer with ``retries``."""
     if code in DEFINITE_FAILURES or (code in DEFINITE_FAILURES_NO_RETRY and retries == 0):
         return FAIL
     return INFO
@@ -92,19 +98,13 @@ class Producer(threading.Thread):
                  duration_s: float = 30.0, interval_s: float = 0.005, flush_s: float = 25.0,
                  config: dict[str, Any] | None = None):
         super().__init__(name=f"producer-{name}", daemon=True)
-        from confluent_kafka import Producer as KafkaProducer
-
         self.history, self.topic, self.partitions = history, topic, list(partitions)
         self.values, self.process = values, name
         self.count, self.duration_s, self.interval_s, self.flush_s = (
             count, duration_s, interval_s, flush_s)
         self.retries = retries
-        settings = {"bootstrap.servers": bootstrap, "acks": acks,
-                    "enable.idempotence": idempotent, "retries": retries,
-                    "max.in.flight.requests.per.connection": max_in_flight,
-                    "linger.ms": 2, "client.id": name, **CLIENT_TIMEOUTS, **PRODUCER_TIMEOUTS,
-                    **(config or {})}
-        self.producer = KafkaProducer(settings)
+        self.producer = self._open(bootstrap, acks=acks, idempotent=idempotent, retries=retries,
+                                   max_in_flight=max_in_flight, config=config or {})
         history.record(name, META, PRODUCER, idempotent=idempotent, max_in_flight=max_in_flight,
                        retries=retries, acks=acks)
         self.pending: dict[int, dict] = {}
@@ -117,6 +117,30 @@ class Producer(threading.Thread):
     def stop(self) -> None:
         """Ask the producer to stop sending (it still flushes)."""
         self.stopping.set()
+
+    def _open(self, bootstrap: str, *, acks: str, idempotent: bool, retries: int,
+              max_in_flight: int, config: dict[str, Any]) -> Any:
+        from confluent_kafka import Producer as KafkaProducer
+
+        return KafkaProducer({
+            "bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": idempotent,
+            "retries": retries, "max.in.flight.requests.per.connection": max_in_flight,
+            "linger.ms": 2, "client.id": self.process, **CLIENT_TIMEOUTS, **PRODUCER_TIMEOUTS,
+            **config})
+
+    def _send(self, value: int, key: str, partition: int) -> None:
+        try:
+            self.producer.produce(self.topic, value=str(value).encode(), key=key.encode(),
+                                  partition=partition, on_delivery=self._delivered(value, key))
+        except BufferError:
+            self._complete(value, key, FAIL, error="local queue full")
+        except Exception as exc:  # noqa: BLE001 - KafkaException: refused locally
+            self._complete(value, key, FAIL, error=f"produce() raised {exc}")
+        self.producer.poll(self.interval_s)
+
+    def _drain(self, deadline: float) -> None:
+        while len(self.producer) and time.monotonic() < deadline:
+            self.producer.flush(0.5)
 
     def run(self) -> None:
         try:
@@ -135,22 +159,15 @@ class Producer(threading.Thread):
             with self.pending_lock:
                 self.pending[value] = self.history.record(
                     self.process, INVOKE, SEND, key=key, value=value, partition=partition)
-            try:
-                self.producer.produce(self.topic, value=str(value).encode(), key=key.encode(),
-                                      partition=partition,
-                                      on_delivery=self._delivered(value, key))
-            except BufferError:
-                self._complete(value, key, FAIL, error="local queue full")
-            except Exception as exc:  # noqa: BLE001 - KafkaException: refused locally
-                self._complete(value, key, FAIL, error=f"produce() raised {exc}")
-            self.producer.poll(self.interval_s)
-        flush_deadline = time.monotonic() + self.flush_s
-        while len(self.producer) and time.monotonic() < flush_deadline:
-            self.producer.flush(0.5)
+            self._send(value, key, partition)
+        self._drain(time.monotonic() + self.flush_s)
         with self.pending_lock:
             never = list(self.pending.items())
         for value, invoke in never:
             self._complete(value, invoke["key"], INFO, error="never reported")
+        self._close()
+
+    def _close(self) -> None:
         self.producer = None  # librdkafka's threads end with the last reference
 
     def _delivered(self, value: int, key: str):
@@ -170,6 +187,53 @@ class Producer(threading.Thread):
             if "error" in fields:
                 self.errors[fields["error"]] = self.errors.get(fields["error"], 0) + 1
         self.history.record(self.process, outcome, SEND, key=key, value=value, **fields)
+
+
+class KafkaPythonProducer(Producer):
+    """The same producer made of kafka-python (a second, independent client implementation):
+    errors arrive as exceptions whose ``errno`` is Kafka's error code (19
+    ``NotEnoughReplicasError``, 20 ``NotEnoughReplicasAfterAppendError``), classified the
+    same way (:func:`classify_code`)."""
+
+    def _open(self, bootstrap: str, *, acks: str, idempotent: bool, retries: int,
+              max_in_flight: int, config: dict[str, Any]) -> Any:
+        from kafka import KafkaProducer
+
+        return KafkaProducer(
+            bootstrap_servers=bootstrap.split(","), acks=acks if acks == "all" else int(acks),
+            enable_idempotence=idempotent, retries=retries,
+            max_in_flight_requests_per_connection=max_in_flight, linger_ms=2,
+            client_id=self.process, request_timeout_ms=PRODUCER_TIMEOUTS["request.timeout.ms"],
+            delivery_timeout_ms=PRODUCER_TIMEOUTS["message.timeout.ms"],
+            metadata_max_age_ms=CLIENT_TIMEOUTS["metadata.max.age.ms"],
+            retry_backoff_ms=CLIENT_TIMEOUTS["retry.backoff.ms"], **config)
+
+    def _send(self, value: int, key: str, partition: int) -> None:
+        try:
+            future = self.producer.send(self.topic, value=str(value).encode(),
+                                        key=key.encode(), partition=partition)
+        except Exception as exc:  # noqa: BLE001 - raised before anything was sent
+            self._complete(value, key, FAIL, error=f"send() raised {type(exc).__name__}")
+        else:
+            future.add_callback(lambda meta: self._complete(
+                value, key, OK, partition=meta.partition, offset=meta.offset))
+            future.add_errback(lambda exc: self._failed(value, key, partition, exc))
+        time.sleep(self.interval_s)
+
+    def _failed(self, value: int, key: str, partition: int, exc: BaseException) -> None:
+        code = getattr(exc, "errno", None)
+        self._complete(value, key, classify_code(code, self.retries), error=type(exc).__name__,
+                       code=code, partition=partition)
+
+    def _drain(self, deadline: float) -> None:
+        try:
+            self.producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - KafkaTimeoutError: the rest is recorded as info
+            pass
+
+    def _close(self) -> None:
+        self.producer.close(timeout=5)
+        self.producer = None
 
 
 class Consumer(threading.Thread):
