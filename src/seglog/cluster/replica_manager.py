@@ -48,7 +48,8 @@ from typing import Any, Callable, Mapping
 
 from .. import errors
 from ..types import TopicPartition
-from . import test_breaks
+from . import test_breaks, zk_data
+from .truncation import diverging_epoch
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
 
@@ -83,11 +84,12 @@ class PartitionReplica:
     event loop thread only."""
 
     __slots__ = ("tp", "replicas", "role", "leader", "leader_epoch", "isr", "controller_epoch",
-                 "zk_version", "leader_state", "isr_write_in_flight", "log", "waiters",
-                 "topic_id")
+                 "zk_version", "leader_state", "log", "waiters", "topic_id")
 
     def __init__(self, tp: TopicPartition, replicas: tuple[int, ...], log_: Any,
-                 topic_id: uuid.UUID | None):
+                 topic_id: uuid.UUID | None, broker_id: int):
+        from .replica_state import LeaderReplicaState
+
         self.tp = tp
         self.replicas = replicas
         self.role = ROLE_NONE
@@ -96,8 +98,8 @@ class PartitionReplica:
         self.isr: tuple[int, ...] = ()
         self.controller_epoch = -1
         self.zk_version = -1
-        self.leader_state: Any = None
-        self.isr_write_in_flight = False
+        #: The leader's bookkeeping (kept across follower periods, as Kafka's Partition).
+        self.leader_state = LeaderReplicaState(broker_id)
         self.log = log_
         self.topic_id = topic_id
         #: Delayed produces: (required offset, future of the error code).
@@ -170,9 +172,11 @@ class ReplicaManager:
             config=FetcherConfig.from_kafka_config(self.config),
             on_high_watermark=self._on_follower_high_watermark)
         zk = self.zk
-        await self._blocking(zk.watch_children, "/brokers/ids", self._on_brokers_changed)
-        await self._blocking(zk.watch_children, "/brokers/topics", self._on_topics_changed)
-        await self._blocking(zk.watch_data, "/controller", self._on_controller_changed)
+        await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
+                             self._on_brokers_changed)
+        await self._blocking(zk.watch_children, zk_data.TOPICS_PATH, self._on_topics_changed)
+        await self._blocking(zk.watch_data, zk_data.CONTROLLER_PATH,
+                             self._on_controller_changed)
         await self._blocking(zk.add_session_listener, self._on_session_state)
         await self._refresh()
         self._tasks = [
@@ -335,7 +339,8 @@ class ReplicaManager:
             if topic is None:
                 config = await self._blocking(self.zk.topic_config, name)
                 try:
-                    await self._blocking(self._create_local_topic, name, count, config)
+                    await self._blocking(self._create_local_topic, name, count, config,
+                                         assignment.topic_id)
                 except errors.TopicExistsError:
                     pass
                 except (errors.SeglogError, OSError, ValueError):
@@ -352,7 +357,7 @@ class ReplicaManager:
                     if replica is None:
                         replica = self.partitions[tp] = PartitionReplica(
                             tp, replicas, store.topic(name).log(partition),
-                            assignment.topic_id)
+                            assignment.topic_id, self.broker_id)
                     else:
                         replica.replicas = replicas
                 elif tp in self.partitions:
@@ -360,11 +365,13 @@ class ReplicaManager:
                 if tp not in self._watched_states:
                     self._watched_states.add(tp)
                     self._dirty_states.add(tp)
-                    await self._blocking(self.zk.watch_data, _state_path(tp),
+                    await self._blocking(self.zk.watch_data, zk_data.partition_state_path(tp),
                                          self._state_watcher(tp))
 
-    def _create_local_topic(self, name: str, count: int, config: Mapping[str, str]) -> None:
-        self.store.create_topic(name, count, dict(config) if config else None)
+    def _create_local_topic(self, name: str, count: int, config: Mapping[str, str],
+                            topic_id: uuid.UUID | None) -> None:
+        self.store.create_topic(name, count, dict(config) if config else None,
+                                topic_id=topic_id)
 
     async def _remove_topic(self, name: str) -> None:
         for tp in [tp for tp in self.partitions if tp.topic == name]:
@@ -384,7 +391,7 @@ class ReplicaManager:
         if self.fetcher is not None:
             self.fetcher.remove_partitions([replica.tp])
         replica.role = ROLE_NONE
-        replica.leader_state = None
+        replica.leader_state.resign()
         self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
 
     # --- leader and follower transitions ----------------------------------------------------
@@ -401,13 +408,13 @@ class ReplicaManager:
             else:
                 self._make_follower(replica, state)
         elif state.leader_epoch == replica.leader_epoch and state.zk_version > replica.zk_version:
-            # The same epoch, a newer version: an ISR change (ours confirmed, or one we lost).
+            # The same epoch, a newer version: an ISR change the leader made (ours, confirmed
+            # by this read when the write's own answer was lost, or a write we lost to).
             replica.isr = tuple(state.isr)
             replica.zk_version = state.zk_version
             replica.controller_epoch = state.controller_epoch
-            if replica.is_leader:
-                replica.isr_write_in_flight = False
-                replica.leader_state.set_committed_isr(replica.isr)
+            if replica.is_leader and state.leader == self.broker_id:
+                replica.leader_state.update_isr(state.isr, zk_version=state.zk_version)
                 self._maybe_increment_high_watermark(replica)
                 self._check_waiters(replica)
         # An older epoch: a stale read; ignored (the watch brings the newer one).
@@ -418,25 +425,19 @@ class ReplicaManager:
         replica.isr = tuple(state.isr)
         replica.controller_epoch = state.controller_epoch
         replica.zk_version = state.zk_version
-        replica.isr_write_in_flight = False
 
     def _make_leader(self, replica: PartitionReplica, state: Any) -> None:
         """``Partition.makeLeader``: the epoch start offset asserted in the epoch cache before
         any record of the new epoch, the followers' state reset, the high watermark maybe
         moved (the ISR may be this broker alone)."""
-        from .replica_state import LeaderReplicaState
-
         self.fetcher.remove_partitions([replica.tp])
-        was_leader = replica.is_leader
         self._record_state(replica, state)
         log_ = replica.log
         log_.become_leader(state.leader_epoch)
-        now_ms = _now_ms()
-        replica.leader_state = LeaderReplicaState.make_leader(
-            broker_id=self.broker_id, replicas=replica.replicas, isr=replica.isr,
-            leader_epoch=state.leader_epoch, leader_epoch_start_offset=log_.end_offset,
-            high_watermark=log_.high_watermark, now_ms=now_ms,
-            previous=replica.leader_state if was_leader else None)
+        replica.leader_state.make_leader(
+            leader_epoch=state.leader_epoch, isr=replica.isr, replicas=replica.replicas,
+            zk_version=state.zk_version, controller_epoch=state.controller_epoch,
+            leader_end_offset=log_.end_offset, now_ms=_now_ms())
         replica.role = ROLE_LEADER
         log.info("broker %d: leader of %s-%d in epoch %d, ISR %s", self.broker_id,
                  replica.tp.topic, replica.tp.partition, state.leader_epoch, list(replica.isr))
@@ -452,11 +453,9 @@ class ReplicaManager:
 
         self._record_state(replica, state)
         replica.role = ROLE_FOLLOWER
-        replica.leader_state = None
+        replica.leader_state.resign(leader_epoch=state.leader_epoch)
         self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
-        become_follower = getattr(replica.log, "become_follower", None)
-        if become_follower is not None:
-            become_follower()
+        replica.log.become_follower()
         if state.leader >= 0:
             self.fetcher.add_partitions({replica.tp: FetchTarget(
                 leader_id=state.leader, leader_epoch=state.leader_epoch, log=replica.log,
@@ -503,9 +502,7 @@ class ReplicaManager:
     def check_acks_all_before_append(self, replica: PartitionReplica) -> int:
         """``Partition.appendRecordsToLeader``'s check for acks=-1: NOT_ENOUGH_REPLICAS when
         the committed ISR is smaller than ``min.insync.replicas`` (nothing is written)."""
-        if len(replica.isr) < self.min_insync_replicas(replica):
-            return NOT_ENOUGH_REPLICAS
-        return NONE
+        return replica.leader_state.min_isr_check(self.min_insync_replicas(replica))
 
     def after_leader_append(self, replica: PartitionReplica) -> None:
         """A leader append happened: the high watermark may move (an ISR of one)."""
@@ -541,8 +538,9 @@ class ReplicaManager:
     def _acks_all_status(self, replica: PartitionReplica, required_offset: int) -> int | None:
         if not replica.is_leader or self._closing:
             return NOT_LEADER_OR_FOLLOWER
-        return replica.leader_state.acks_all_status(
-            required_offset, replica.log.high_watermark, self.min_insync_replicas(replica))
+        return replica.leader_state.acks_all_result(
+            required_offset, high_watermark=replica.log.high_watermark,
+            min_insync_replicas=self.min_insync_replicas(replica))
 
     def _check_waiters(self, replica: PartitionReplica) -> None:
         for required_offset, waiter in list(replica.waiters):
@@ -563,31 +561,33 @@ class ReplicaManager:
         ``(epoch, end offset)`` to send as ``DivergingEpoch`` when the follower's last fetched
         epoch ends earlier here (or is unknown here) than its fetch offset; None when the
         follower's log agrees."""
-        if last_fetched_epoch < 0:
-            return None
-        epoch, end_offset = replica.log.end_offset_for_epoch(last_fetched_epoch)
-        if epoch < last_fetched_epoch or end_offset < fetch_offset:
-            return epoch, end_offset
-        return None
+        log_ = replica.log
+        return diverging_epoch(last_fetched_epoch, fetch_offset, log_.end_offset_for_epoch,
+                               log_start_offset=log_.start_offset)
 
     def follower_fetched(self, replica: PartitionReplica, replica_id: int,
-                         fetch_offset: int, leader_end_offset: int) -> None:
-        """``Partition.updateFollowerFetchState``: a follower asked for ``fetch_offset`` (so
-        it holds everything below); the ISR may grow, the high watermark may move, the
-        delayed produces may complete."""
-        if not replica.is_leader or replica_id not in replica.replicas:
+                         fetch_offset: int, leader_end_offset: int,
+                         follower_log_start_offset: int) -> None:
+        """``ReplicaManager.updateFollowerFetchState``: a follower asked for ``fetch_offset``
+        (so it holds everything below; ``leader_end_offset``: the leader's before the read);
+        the ISR may grow, the high watermark may move, the delayed produces may complete."""
+        if not replica.is_leader:
             return
-        now_ms = _now_ms()
         state = replica.leader_state
-        state.update_follower_fetch_state(replica_id, fetch_offset, leader_end_offset, now_ms)
-        self._maybe_expand_isr(replica, replica_id, now_ms)
+        if not state.update_follower_fetch_state(
+                replica_id, fetch_offset=fetch_offset, leader_end_offset=leader_end_offset,
+                now_ms=_now_ms(), follower_log_start_offset=follower_log_start_offset):
+            return
+        self._maybe_expand_isr(replica, replica_id)
         self._maybe_increment_high_watermark(replica)
 
     def _maybe_increment_high_watermark(self, replica: PartitionReplica) -> None:
         log_ = replica.log
         try:
-            new_hw = replica.leader_state.high_watermark(log_.end_offset, _now_ms())
-            if new_hw > log_.high_watermark:
+            new_hw = replica.leader_state.maybe_increment_high_watermark(
+                log_.high_watermark, leader_end_offset=log_.end_offset, now_ms=_now_ms(),
+                lag_time_max_ms=self.lag_time_max_ms)
+            if new_hw is not None:
                 log_.update_high_watermark(new_hw)
                 self._notify()
         except errors.LogClosedError:
@@ -596,11 +596,9 @@ class ReplicaManager:
 
     # --- ISR changes (the leader's conditional writes) -------------------------------------------
 
-    def _maybe_expand_isr(self, replica: PartitionReplica, replica_id: int, now_ms: int) -> None:
-        if replica.isr_write_in_flight:
-            return
+    def _maybe_expand_isr(self, replica: PartitionReplica, replica_id: int) -> None:
         new_isr = replica.leader_state.isr_to_expand(
-            replica_id, replica.log.high_watermark, now_ms)
+            replica_id, high_watermark=replica.log.high_watermark)
         if new_isr is not None:
             self._write_isr(replica, tuple(new_isr), "expand")
 
@@ -610,11 +608,12 @@ class ReplicaManager:
             await asyncio.sleep(period_s)
             now_ms = _now_ms()
             for replica in list(self.partitions.values()):
-                if not replica.is_leader or replica.isr_write_in_flight:
+                if not replica.is_leader:
                     continue
                 try:
                     new_isr = replica.leader_state.isr_to_shrink(
-                        replica.log.end_offset, now_ms, self.lag_time_max_ms)
+                        leader_end_offset=replica.log.end_offset, now_ms=now_ms,
+                        lag_time_max_ms=self.lag_time_max_ms)
                 except errors.LogClosedError:
                     continue
                 if new_isr is not None:
@@ -623,12 +622,10 @@ class ReplicaManager:
     def _write_isr(self, replica: PartitionReplica, new_isr: tuple[int, ...], why: str) -> None:
         """Start the CAS of ``state`` with ``new_isr`` (leader, leader epoch and controller
         epoch unchanged); pending until it is confirmed."""
-        from .zk_data import PartitionState
-
-        replica.isr_write_in_flight = True
-        replica.leader_state.set_pending_isr(new_isr)
+        if not replica.leader_state.isr_update_started(new_isr):
+            return
         expected = replica.zk_version
-        state = PartitionState(leader=self.broker_id, leader_epoch=replica.leader_epoch,
+        state = zk_data.PartitionState(leader=self.broker_id, leader_epoch=replica.leader_epoch,
                                isr=new_isr, controller_epoch=replica.controller_epoch,
                                zk_version=expected)
         log.info("broker %d: %s ISR of %s-%d from %s to %s (epoch %d, zkVersion %d)",
@@ -647,19 +644,20 @@ class ReplicaManager:
             # let the watch bring what won (never assume our write happened).
             log.info("broker %d: ISR write for %s-%d lost its CAS (zkVersion %d); waiting for "
                      "the state that won", self.broker_id, tp.topic, tp.partition, expected)
+            replica.leader_state.isr_update_failed()
             self._mark_state_dirty(tp)
             return
         except Exception:  # noqa: BLE001 - ZooKeeper away: pending until the state is read
+            # Whether it was written is unknown: the proposal stays pending and the state
+            # read after the reconnection decides (the same epoch, a newer version).
             log.warning("broker %d: ISR write for %s-%d failed", self.broker_id, tp.topic,
                         tp.partition, exc_info=True)
             self._mark_state_dirty(tp)
             return
         if replica.is_leader and replica.leader_epoch == state.leader_epoch \
-                and replica.zk_version == expected:
+                and replica.leader_state.isr_update_succeeded(state.isr, version):
             replica.isr = tuple(state.isr)
             replica.zk_version = version
-            replica.isr_write_in_flight = False
-            replica.leader_state.set_committed_isr(replica.isr)
             self._maybe_increment_high_watermark(replica)
             self._check_waiters(replica)
 
@@ -677,7 +675,13 @@ class ReplicaManager:
                 log.exception("high watermark checkpoint failed")
 
     def _checkpoint_high_watermarks(self) -> None:
-        self.store.checkpoint_high_watermarks()
+        # Kafka writes replication-offset-checkpoint alone; until the Store has that (a
+        # checkpoint without the flush), its flush writes it with the other checkpoints.
+        checkpoint = getattr(self.store, "checkpoint_high_watermarks", None)
+        if checkpoint is not None:
+            checkpoint()
+        else:
+            self.store.flush()
 
     # --- metadata for the APIs -------------------------------------------------------------------
 
@@ -690,6 +694,26 @@ class ReplicaManager:
         except asyncio.TimeoutError:
             return False
 
+    def assign_replicas(self, partitions: int, replication_factor: int
+                        ) -> dict[int, list[int]]:
+        """Kafka's rack-unaware placement (``AdminUtils.assignReplicasToBrokers``) of
+        ``partitions`` partitions over the live brokers; raises
+        :class:`~seglog.errors.InvalidReplicationFactorError` when ``replication_factor``
+        exceeds them ("Replication factor: X larger than available brokers: Y.")."""
+        from .election import assign_replicas_to_brokers
+
+        return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
+                                          replication_factor)
+
+    def topic_name(self, topic_id: uuid.UUID | None) -> str | None:
+        """The name of the topic whose ZooKeeper topic id is ``topic_id``, or None."""
+        if topic_id is None:
+            return None
+        for name, assignment in self.assignments.items():
+            if assignment.topic_id == topic_id:
+                return name
+        return None
+
     async def create_topic(self, name: str, assignment: Mapping[int, list[int]],
                            config: Mapping[str, str], *, timeout_s: float
                            ) -> uuid.UUID:
@@ -698,10 +722,8 @@ class ReplicaManager:
         first state (Kafka 2.8 answers CreateTopics then). Returns the topic id. Raises
         :class:`~seglog.errors.TopicExistsError`; a timeout is not an error (the topic is
         created; the controller is late)."""
-        from .zk_data import TopicAssignment
-
-        topic_id = uuid.uuid4()
-        topic = TopicAssignment(topic=name, topic_id=topic_id,
+        topic_id = zk_data.new_topic_id()
+        topic = zk_data.TopicAssignment(topic=name, topic_id=topic_id,
                                 partitions={p: list(r) for p, r in assignment.items()})
         from .zk_client import NodeExistsError
 
@@ -723,10 +745,6 @@ class ReplicaManager:
                 # A state written after the watch was armed wakes us; else poll once.
                 self._dirty_states.update(tps)
                 self._wake.set()
-
-
-def _state_path(tp: TopicPartition) -> str:
-    return f"/brokers/topics/{tp.topic}/partitions/{tp.partition}/state"
 
 
 def _now_ms() -> int:

@@ -195,11 +195,29 @@ def replica_manager(broker: Any) -> Any | None:
     return broker.extensions.get(CLUSTER_EXTENSION_KEY)
 
 
-def topic_ids(broker: Any) -> TopicIds:
-    """The broker's :class:`TopicIds`, made on first use (kept in ``broker.extensions``)."""
+class ClusterTopicIds:
+    """Topic id -> :class:`~seglog.store.Topic` for a cluster member: the ids are
+    ZooKeeper's (what Metadata answers), mapped to the local topic of the same name."""
+
+    def __init__(self, store: Any, cluster: Any):
+        self._store = store
+        self._cluster = cluster
+
+    def topic(self, topic_id: uuid.UUID | None) -> Any | None:
+        """The local topic whose cluster topic id is ``topic_id``, or None."""
+        if topic_id is None or topic_id == _ZERO_UUID:
+            return None
+        return topic_or_none(self._store, self._cluster.topic_name(topic_id))
+
+
+def topic_ids(broker: Any) -> TopicIds | ClusterTopicIds:
+    """The broker's :class:`TopicIds` (a :class:`ClusterTopicIds` in a cluster), made on first
+    use (kept in ``broker.extensions``)."""
     ids = broker.extensions.get(EXTENSION_KEY)
     if ids is None:
-        ids = broker.extensions[EXTENSION_KEY] = TopicIds(broker.store)
+        cluster = replica_manager(broker)
+        ids = broker.extensions[EXTENSION_KEY] = (
+            TopicIds(broker.store) if cluster is None else ClusterTopicIds(broker.store, cluster))
     return ids
 
 
