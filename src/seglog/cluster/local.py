@@ -280,14 +280,26 @@ class LocalCluster:
     def start(self, broker_id: int, timeout_s: float = READY_TIMEOUT_S, *,
               wait: bool = True) -> None:
         """Start a broker that is down, on its old port and data directory; with ``wait``,
-        return once it answers and is registered in ZooKeeper."""
+        return once it answers and is registered in ZooKeeper.
+
+        After a crash its old registration lives on until ZooKeeper expires the dead
+        session, and a broker refuses to start while its id is registered by another session
+        (Kafka's checked ephemeral, R§1.3.4), so this first waits (within ``timeout_s``) for
+        the stale registration to go, as an operator would."""
         broker = self._broker(broker_id)
         if broker.pid is not None and self._is_ours(broker):
             raise LocalClusterError(f"broker {broker_id} already runs (pid {broker.pid})")
+        deadline = time.monotonic() + timeout_s
+        while broker_id in (self.registered_brokers() or ()):
+            if time.monotonic() >= deadline:
+                raise LocalClusterError(
+                    f"broker {broker_id} is still registered in ZooKeeper (a session that did "
+                    f"not expire in {timeout_s} s)")
+            time.sleep(POLL_INTERVAL_S)
         self._spawn(broker_id)
         self.save_state()
         if wait:
-            self._wait_ready(broker_id, time.monotonic() + timeout_s)
+            self._wait_ready(broker_id, deadline)
 
     def stop(self, broker_id: int, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """Stop a broker cleanly (SIGTERM; SIGCONT too when paused), SIGKILL after
