@@ -83,7 +83,9 @@ class LeaderEpochCache:
         self._lock = threading.Lock()
         self._epochs: list[int] = []  # increasing
         self._starts: list[int] = []  # increasing, parallel to _epochs
-        self._file_exists = checkpoint is not None and os.path.exists(checkpoint.path)
+        # Whether the file exists, asked only when it matters (clear() of an empty cache): a
+        # Store opens thousands of logs, most without one (issue 14: reopen cost).
+        self._file_exists: bool | None = None if checkpoint is not None else False
         for entry in entries:
             _check_entry(entry.epoch, entry.start_offset)
             self._assign_locked(entry.epoch, entry.start_offset)
@@ -238,8 +240,11 @@ class LeaderEpochCache:
         """Remove every entry and persist that (Kafka's ``clearAndFlush``; a missing file
         stays missing)."""
         with self._lock:
-            if not self._epochs and not self._file_exists:
-                return
+            if not self._epochs:
+                if self._file_exists is None and self._checkpoint is not None:
+                    self._file_exists = os.path.exists(self._checkpoint.path)
+                if not self._file_exists:
+                    return
             self._epochs.clear()
             self._starts.clear()
             self._flush_locked()
