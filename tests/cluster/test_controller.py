@@ -467,3 +467,22 @@ def test_stop_is_clean_and_hands_over(cluster):
                         "broker 1 did not take over")
     assert second.epoch == 2
     first.stop()  # idempotent
+
+
+def test_corrupt_znodes_are_skipped_not_fatal(cluster):
+    """Bytes in ZooKeeper that are not Kafka's JSON (a topic's assignment, a partition's
+    state) are logged and left alone: the controller still becomes active and serves every
+    other partition, and never writes over the corrupt state."""
+    zk = cluster.start_broker(0)
+    zk.create_recursive("/brokers/topics/bad", b"not json")
+    create_topic(zk, "c", {0: [0]})
+    corrupt_state = "/brokers/topics/c/partitions/0/state"
+    zk.create_recursive(corrupt_state, b"{\"leader\":")
+    create_topic(zk, "t", {0: [0]})
+    cluster.start_controller(0)
+    active_controller(cluster)
+    wait_for_state(zk, TopicPartition("t", 0), leader=0, leader_epoch=0, isr=[0])
+    create_topic(zk, "later", {0: [0]})
+    wait_for_state(zk, TopicPartition("later", 0), leader=0, leader_epoch=0, isr=[0])
+    assert zk.get_data_and_version(corrupt_state)[0] == b"{\"leader\":"
+    assert {e["partition"] for e in cluster.events_of("election")} == {"t-0", "later-0"}

@@ -69,6 +69,7 @@ from seglog.cluster.election import (
 )
 from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, NodeExistsError
 from seglog.cluster.zk_data import (
+    ZkDataError,
     BROKER_IDS_PATH,
     CONFIG_CHANGES_PATH,
     CONTROLLER_PATH,
@@ -77,6 +78,7 @@ from seglog.cluster.zk_data import (
     PartitionState,
     topic_path,
 )
+from seglog.errors import InvalidTopicError
 from seglog.types import TopicPartition
 
 _log = logging.getLogger(__name__)
@@ -99,6 +101,7 @@ STOP_TIMEOUT_MS = 10_000
 _NEW = "new"
 _ONLINE = "online"
 _OFFLINE = "offline"
+_UNREADABLE = "unreadable"  # a state znode that is not Kafka's JSON: never written over
 
 
 @dataclass
@@ -181,6 +184,7 @@ class Controller:
         self._queue: queue.Queue[_Event] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._stop_requested = threading.Event()
         # Written on the controller thread, read anywhere (single attribute reads).
         self._active_controller_id = -1
         self._epoch = 0
@@ -227,9 +231,11 @@ class Controller:
         and end the controller thread. Idempotent. The ZooKeeper client stays open (it is
         the broker's)."""
         self._stopping = True
+        self._stop_requested.set()
         thread = self._thread
         if thread is None:
             return
+        self._zk.remove_session_listener(self._on_session_state)
         self._put(_Event("shutdown"))
         thread.join(timeout_ms / 1000.0)
         if thread.is_alive():
@@ -381,11 +387,14 @@ class Controller:
         except ControllerMovedError:
             raise
         except Exception:
-            # Kafka's triggerControllerMove: give the role up so another broker can try.
+            # Kafka's triggerControllerMove: give the role up so another broker can try. The
+            # pause keeps a persistent fault (ZooKeeper unreachable, bad znode data) from
+            # turning into an election loop that burns an epoch per round.
             _log.exception("controller %d: error while becoming controller; moving it",
                            self.broker_id)
             self._active_controller_id = -1
             self._resign()
+            self._stop_requested.wait(self._retry_backoff_s)
             self._delete_controller_node()
 
     def _delete_controller_node(self) -> None:
@@ -429,9 +438,9 @@ class Controller:
         zk.watch_children(DELETE_TOPICS_PATH, self._watcher("topic_deletion", generation))
         zk.watch_children(CONFIG_CHANGES_PATH, self._watcher("config_change", generation))
         ctx.live_brokers = {bid: info.epoch for bid, info in zk.live_brokers().items()}
-        for topic, assignment in zk.topic_assignments().items():
+        for topic, assignment in self._read_assignments().items():
             self._add_topic(topic, assignment.partitions)
-        states = zk.partition_states(ctx.all_partitions())
+        states = self._read_states(ctx.all_partitions())
         ctx.leadership.update(states)
         ctx.topics_to_delete.update(
             t for t in zk.topic_deletion_requests() if t in ctx.assignments
@@ -476,6 +485,41 @@ class Controller:
                 self._watcher("partition_modifications", self._generation, topic),
             )
         return added
+
+    # --- reads that survive a bad znode ------------------------------------------------------
+
+    def _read_assignments(self) -> dict[str, Any]:
+        """Every topic's assignment; a topic whose znode is not Kafka's JSON (or whose name is
+        not a topic name) is logged and left out instead of stopping the controller."""
+        try:
+            return self._zk.topic_assignments()
+        except (ZkDataError, InvalidTopicError):
+            pass
+        assignments = {}
+        for topic in self._zk.topics():
+            try:
+                assignment = self._zk.topic_assignment(topic)
+            except (ZkDataError, InvalidTopicError) as exc:
+                _log.error("controller %d: topic %s skipped: %s", self.broker_id, topic, exc)
+                continue
+            if assignment is not None:
+                assignments[topic] = assignment
+        return assignments
+
+    def _read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, PartitionState]:
+        """The ``state`` of each partition that has a readable one; a corrupt ``state`` is
+        logged and left out (its partition is neither initialised nor elected)."""
+        try:
+            return self._zk.partition_states(tps)
+        except (ZkDataError, InvalidTopicError):
+            pass
+        states = {}
+        for tp in tps:
+            try:
+                states.update(self._zk.partition_states([tp]))
+            except (ZkDataError, InvalidTopicError) as exc:
+                _log.error("controller %d: state of %s skipped: %s", self.broker_id, tp, exc)
+        return states
 
     def _resync(self) -> None:
         """Re-read everything and redo what a missed or failed event would have done
@@ -602,9 +646,13 @@ class Controller:
             self._emit_election(tp, state, "new")
         if exists:
             # Written by an earlier term of ours or another controller: adopt what is there.
-            for tp, state in self._zk.partition_states(exists).items():
-                ctx.leadership[tp] = state
-                ctx.partition_states[tp] = self._classify(tp)
+            found = self._read_states(exists)
+            for tp in exists:
+                if tp in found:
+                    ctx.leadership[tp] = found[tp]
+                    ctx.partition_states[tp] = self._classify(tp)
+                else:  # there but not Kafka's JSON: left alone, not retried for ever
+                    ctx.partition_states[tp] = _UNREADABLE
             self._schedule_retry()
 
     def _unclean_allowed(self, topic: str, cache: dict[str, bool]) -> bool:
@@ -633,7 +681,7 @@ class Controller:
     def _do_elect_leaders(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         ctx = self._ctx
         assert ctx is not None
-        current = self._zk.partition_states(tps)
+        current = self._read_states(tps)
         unclean_cache: dict[str, bool] = {}
         ignore_isr = test_breaks.enabled("elect_most_recent")
         decisions: dict[TopicPartition, tuple[PartitionState, str]] = {}
@@ -722,7 +770,7 @@ class Controller:
     ) -> list[TopicPartition]:
         ctx = self._ctx
         assert ctx is not None
-        current = self._zk.partition_states(tps)
+        current = self._read_states(tps)
         updates: dict[TopicPartition, PartitionState] = {}
         for tp in tps:
             state = current.get(tp)
@@ -772,7 +820,7 @@ class Controller:
     def _process_topic_change(self) -> None:
         ctx = self._ctx
         assert ctx is not None
-        assignments = self._zk.topic_assignments()
+        assignments = self._read_assignments()
         for topic in sorted(ctx.assignments.keys() - assignments.keys()):
             ctx.remove_topic(topic)
             self._topic_watch_tokens.pop(topic, None)
@@ -787,7 +835,11 @@ class Controller:
     def _process_partition_modifications(self, topic: str) -> None:
         ctx = self._ctx
         assert ctx is not None
-        assignment = self._zk.topic_assignments().get(topic)
+        try:
+            assignment = self._zk.topic_assignment(topic)
+        except (ZkDataError, InvalidTopicError) as exc:
+            _log.error("controller %d: topic %s skipped: %s", self.broker_id, topic, exc)
+            return
         if assignment is None or topic not in ctx.assignments:
             return  # deleted, or not yet seen by a topic change (which will add it whole)
         if topic in ctx.topics_to_delete:
