@@ -69,52 +69,57 @@ def _check_entry(epoch: int, start_offset: int) -> None:
 class LeaderEpochCache:
     """The leader epoch cache of one partition (see the module docstring).
 
-    Construct with :meth:`load`. ``checkpoint`` None keeps the entries in memory only (tests,
-    and a read-only log, which never writes).
+    Construct with :meth:`load`. ``path`` None keeps the entries in memory only (tests, and a
+    read-only log, which never writes).
     """
 
-    def __init__(self, log_end_offset: Callable[[], int], *,
-                 checkpoint: LeaderEpochCheckpointFile | None = None,
-                 entries: Iterable[EpochEntry] = ()):
-        """A cache over ``checkpoint`` holding ``entries`` (each taken as :meth:`assign`
-        would take it, without writing). ValueError for a negative epoch or offset."""
+    def __init__(self, log_end_offset: Callable[[], int], *, path: str | None = None,
+                 entries: Iterable[EpochEntry] = (), file_exists: bool | None = None):
+        """A cache written to the checkpoint at ``path`` holding ``entries`` (each taken as
+        :meth:`assign` would take it, without writing). ``file_exists``: whether ``path``
+        exists, when the caller knows (None: asked when it matters). ValueError for a
+        negative epoch or offset."""
         self._log_end_offset = log_end_offset
-        self._checkpoint = checkpoint
+        self._path = path
+        # Made on the first write: a Store opens thousands of logs, most never write one
+        # (issue 14: reopen cost).
+        self._checkpoint: LeaderEpochCheckpointFile | None = None
         self._lock = threading.Lock()
         self._epochs: list[int] = []  # increasing
         self._starts: list[int] = []  # increasing, parallel to _epochs
-        # Whether the file exists, asked only when it matters (clear() of an empty cache): a
-        # Store opens thousands of logs, most without one (issue 14: reopen cost).
-        self._file_exists: bool | None = None if checkpoint is not None else False
+        self._file_exists = file_exists if path is not None else False
         for entry in entries:
             _check_entry(entry.epoch, entry.start_offset)
             self._assign_locked(entry.epoch, entry.start_offset)
 
     @classmethod
     def load(cls, dir_path: str | os.PathLike, log_end_offset: Callable[[], int], *,
-             read_only: bool = False) -> "LeaderEpochCache":
+             read_only: bool = False, exists: bool | None = None) -> "LeaderEpochCache":
         """The cache of the partition directory ``dir_path``, from its
         ``leader-epoch-checkpoint`` (empty when the file is missing). ``read_only``: never
-        write the file. Raises CorruptCheckpointError for a file that cannot be read or holds
-        a negative epoch or offset; OSError from the OS."""
+        write the file. ``exists``: whether the file is there, when the caller's directory
+        listing says so (False: nothing is read; None: it is read if present). Raises
+        CorruptCheckpointError for a file that cannot be read or holds a negative epoch or
+        offset; OSError from the OS."""
         path = os.path.join(os.fspath(dir_path), filenames.LEADER_EPOCH_CHECKPOINT)
-        checkpoint = LeaderEpochCheckpointFile(path)
-        entries = checkpoint.read()
+        written = None if read_only else path
+        if exists is False:
+            return cls(log_end_offset, path=written, file_exists=False)
+        entries = LeaderEpochCheckpointFile(path).read()
         for entry in entries:
             if entry.epoch < 0 or entry.start_offset < 0:
                 raise CorruptCheckpointError(
                     f"{path}: invalid partition leader epoch entry (epoch={entry.epoch}, "
                     f"start_offset={entry.start_offset})", path=path,
                     line=f"{entry.epoch} {entry.start_offset}")
-        return cls(log_end_offset, checkpoint=None if read_only else checkpoint,
-                   entries=entries)
+        return cls(log_end_offset, path=written, entries=entries)
 
     # --- queries ---------------------------------------------------------------------------------
 
     @property
     def path(self) -> str | None:
         """The checkpoint file written on every change, or None (kept in memory only)."""
-        return None if self._checkpoint is None else self._checkpoint.path
+        return self._path
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
@@ -241,8 +246,8 @@ class LeaderEpochCache:
         stays missing)."""
         with self._lock:
             if not self._epochs:
-                if self._file_exists is None and self._checkpoint is not None:
-                    self._file_exists = os.path.exists(self._checkpoint.path)
+                if self._file_exists is None and self._path is not None:
+                    self._file_exists = os.path.exists(self._path)
                 if not self._file_exists:
                     return
             self._epochs.clear()
@@ -250,8 +255,10 @@ class LeaderEpochCache:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
-        if self._checkpoint is None:
+        if self._path is None:
             return
+        if self._checkpoint is None:
+            self._checkpoint = LeaderEpochCheckpointFile(self._path)
         self._checkpoint.write(EpochEntry(e, s) for e, s in zip(self._epochs, self._starts))
         self._file_exists = True
 

@@ -54,6 +54,7 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, ContextManager
 
+from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
@@ -220,14 +221,17 @@ class Log(LogReads, LogRetention):
             raise
 
     def _load(self, now_ms: int, high_watermark: int | None = None) -> None:
+        # One listing, shared with the loader: most logs have no epoch file to read.
+        listing = os.listdir(self._dir)
         # Read before the partition is loaded: a corrupt file then fails the open before the
         # loader forgets the clean-shutdown marker.
-        self._epochs = LeaderEpochCache.load(self._dir, self._log_end_offset,
-                                             read_only=self._read_only)
+        self._epochs = LeaderEpochCache.load(
+            self._dir, self._log_end_offset, read_only=self._read_only,
+            exists=filenames.LEADER_EPOCH_CHECKPOINT in listing)
         loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
                                 state=self._state, now_ms=now_ms,
                                 new_producer_state=self._new_producer_state,
-                                file_cache=self._file_cache, lock=self._lock)
+                                file_cache=self._file_cache, lock=self._lock, listing=listing)
         self._psm, self._local = loaded.producer_state, loaded.local_log
         self.recovery_report: RecoveryReport = loaded.report
         start, end = loaded.start_offset, loaded.end_offset
