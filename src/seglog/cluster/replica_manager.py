@@ -41,7 +41,9 @@ requests (each state read carries the epochs it fences with).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import time
 import uuid
 from typing import Any, Callable, Mapping
@@ -72,6 +74,11 @@ UNKNOWN_LEADER_EPOCH = 75
 #: partition its first state (Kafka 2.8's CreateTopics waits in its purgatory up to the
 #: request's timeout; the caller passes the smaller of the two).
 CREATE_WAIT_S_DEFAULT = 10.0
+#: Test-only: with this environment variable set (``LocalCluster(session_hook=True)``) the
+#: broker keeps its ZooKeeper session's id and password in :data:`SESSION_HOOK_FILE` of its
+#: data directory, for ``LocalCluster.expire_session`` (docs/cluster.md §5.1).
+SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
+SESSION_HOOK_FILE = "zookeeper-session.json"
 #: Back-off after a failed ZooKeeper read in the metadata loop.
 _RETRY_S = 0.5
 
@@ -152,6 +159,7 @@ class ReplicaManager:
         self._wake = asyncio.Event()
         self._metadata_changed = asyncio.Event()
         self._watched_states: set[TopicPartition] = set()
+        self._watched_topics: set[str] = set()
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._registration: Any = None
@@ -190,9 +198,28 @@ class ReplicaManager:
         :class:`~seglog.cluster.zk_data.BrokerRegistration`, its advertised listener) so the
         controller counts it live; again after every new ZooKeeper session."""
         self._registration = registration
-        self.broker_epoch = await self._blocking(self.zk.register_broker, registration)
+        self.broker_epoch = await self._blocking(self._register_blocking, registration)
         self._dirty_brokers = True
         self._wake.set()
+
+    def _register_blocking(self, registration: Any) -> int:
+        broker_epoch = self.zk.register_broker(registration)
+        if os.environ.get(SESSION_HOOK_ENV, "") not in ("", "0"):
+            self._expose_session()
+        return broker_epoch
+
+    def _expose_session(self) -> None:
+        """The test-only session hook (docs/cluster.md §5.1, never a config): the current
+        ZooKeeper session's id and password in ``<data dir>/zookeeper-session.json``, written
+        atomically, so a fault injector can expire exactly this session."""
+        session_id, password = self.zk.session_id, self.zk.session_password
+        if session_id is None or password is None:
+            return
+        path = os.path.join(self.store.path, SESSION_HOOK_FILE)
+        temporary = path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump({"session_id": session_id, "password": password.hex()}, f)
+        os.replace(temporary, path)
 
     def begin_shutdown(self) -> None:
         """The broker begins to shut down: the delayed produces answer
@@ -293,7 +320,8 @@ class ReplicaManager:
         if self._reregister and self._registration is not None:
             self._reregister = False
             try:
-                await self._blocking(zk.register_broker, self._registration)
+                self.broker_epoch = await self._blocking(self._register_blocking,
+                                                         self._registration)
             except Exception:
                 self._reregister = True
                 raise
@@ -332,9 +360,22 @@ class ReplicaManager:
             await self._remove_topic(name)
         for name, assignment in assignments.items():
             count = len(assignment.partitions)
+            if name not in self._watched_topics:
+                # Partitions added later change the topic's data, not /brokers/topics.
+                self._watched_topics.add(name)
+                await self._blocking(self.zk.watch_data, zk_data.topic_path(name),
+                                     self._topic_watcher(name))
             try:
                 topic = store.topic(name)
             except errors.UnknownTopicOrPartitionError:
+                topic = None
+            if topic is not None and assignment.topic_id is not None \
+                    and _topic_uuid(topic) != assignment.topic_id and not topic.is_internal:
+                # Deleted and created again while this broker was away (Kafka's
+                # INCONSISTENT_TOPIC_ID): the local log belongs to the old topic.
+                log.warning("broker %d: local topic %s has another topic id than the "
+                            "cluster's; replacing it", self.broker_id, name)
+                await self._remove_topic(name, keep_watch=True)
                 topic = None
             if topic is None:
                 config = await self._blocking(self.zk.topic_config, name)
@@ -373,12 +414,23 @@ class ReplicaManager:
         self.store.create_topic(name, count, dict(config) if config else None,
                                 topic_id=topic_id)
 
-    async def _remove_topic(self, name: str) -> None:
+    def _topic_watcher(self, name: str) -> Callable[..., Any]:
+        def on_topic(*_args: Any) -> Any:
+            if self._closing or name not in self._watched_topics:
+                return False
+            self._dirty_topics = True
+            self._wake_threadsafe()
+            return True
+        return on_topic
+
+    async def _remove_topic(self, name: str, *, keep_watch: bool = False) -> None:
         for tp in [tp for tp in self.partitions if tp.topic == name]:
             self._stop_replica(self.partitions.pop(tp))
-        for tp in [tp for tp in self._watched_states if tp.topic == name]:
-            self._watched_states.discard(tp)
-            self.states.pop(tp, None)
+        if not keep_watch:
+            self._watched_topics.discard(name)
+            for tp in [tp for tp in self._watched_states if tp.topic == name]:
+                self._watched_states.discard(tp)
+                self.states.pop(tp, None)
         try:
             await self._blocking(self.store.delete_topic, name)
         except errors.UnknownTopicOrPartitionError:
@@ -705,6 +757,65 @@ class ReplicaManager:
         return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
                                           replication_factor)
 
+    async def delete_topic(self, name: str, *, timeout_s: float) -> bool:
+        """Ask the controller to delete topic ``name`` (``/admin/delete_topics/<t>``) and wait
+        up to ``timeout_s`` for its assignment to disappear (Kafka 2.8's
+        ``DelayedDeleteTopics``); whether it did."""
+        await self._blocking(self.zk.delete_topic_request, name)
+        deadline = time.monotonic() + timeout_s
+        while name in self.assignments:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if not await self.wait_for_metadata(min(remaining, 0.5)):
+                self._dirty_topics = True
+                self._wake.set()
+        return True
+
+    def assign_new_partitions(self, name: str, count: int) -> dict[int, list[int]]:
+        """Kafka's placement of the partitions that grow topic ``name`` to ``count``
+        (``AdminZkClient.createNewPartitionsAssignment``): as many replicas as partition 0,
+        starting at the live broker of partition 0's first replica."""
+        from .election import assign_replicas_to_brokers
+
+        assignment = self.assignments[name].partitions
+        first = list(assignment[0])
+        brokers = sorted(self.live_brokers)
+        start = next((i for i, b in enumerate(brokers) if b >= first[0]), 0)
+        return assign_replicas_to_brokers(brokers, count - len(assignment), len(first),
+                                          fixed_start_index=start,
+                                          start_partition_id=len(assignment))
+
+    async def add_partitions(self, name: str, added: Mapping[int, list[int]], *,
+                             timeout_s: float) -> None:
+        """Write topic ``name``'s assignment with the partitions ``added`` and wait up to
+        ``timeout_s`` for the controller to give them a state. Raises
+        :class:`~seglog.errors.UnknownTopicOrPartitionError` when the topic is gone."""
+        current = self.assignments.get(name)
+        if current is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        partitions = {p: list(r) for p, r in current.partitions.items()}
+        partitions.update({p: list(r) for p, r in added.items()})
+        assignment = zk_data.TopicAssignment(topic=name, topic_id=current.topic_id,
+                                             partitions=partitions)
+        await self._blocking(self.zk.set_topic_assignment, assignment)
+        await self._wait_for_states(name, list(added), timeout_s)
+
+    async def _wait_for_states(self, name: str, partitions: list[int], timeout_s: float) -> None:
+        self._dirty_topics = True
+        self._wake.set()
+        deadline = time.monotonic() + timeout_s
+        tps = [TopicPartition(name, p) for p in partitions]
+        while not all(tp in self.states for tp in tps):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if not await self.wait_for_metadata(min(remaining, 0.5)):
+                # A state written after the watch was armed wakes us; else read once more.
+                self._dirty_states.update(tp for tp in tps if tp in self._watched_states)
+                self._dirty_topics = True
+                self._wake.set()
+
     def topic_name(self, topic_id: uuid.UUID | None) -> str | None:
         """The name of the topic whose ZooKeeper topic id is ``topic_id``, or None."""
         if topic_id is None:
@@ -731,20 +842,17 @@ class ReplicaManager:
             await self._blocking(self.zk.create_topic, topic, dict(config))
         except NodeExistsError:
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
-        self._dirty_topics = True
-        self._wake.set()
-        deadline = time.monotonic() + timeout_s
-        tps = [TopicPartition(name, p) for p in assignment]
-        while True:
-            if all(tp in self.states for tp in tps):
-                return topic_id
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return topic_id
-            if not await self.wait_for_metadata(min(remaining, 0.5)):
-                # A state written after the watch was armed wakes us; else poll once.
-                self._dirty_states.update(tps)
-                self._wake.set()
+        await self._wait_for_states(name, list(assignment), timeout_s)
+        return topic_id
+
+
+def _topic_uuid(topic: Any) -> uuid.UUID | None:
+    from ..storage import checkpoints
+
+    try:
+        return checkpoints.uuid_from_kafka_str(topic.topic_id)
+    except (errors.SeglogError, ValueError, TypeError):
+        return None
 
 
 def _now_ms() -> int:

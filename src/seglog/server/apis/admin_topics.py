@@ -6,8 +6,10 @@ In a cluster (``zookeeper.connect``) CreateTopics is Kafka 2.8's ``ZkAdminManage
 the live brokers by Kafka's rack-unaware assignment (INVALID_REPLICATION_FACTOR when there are
 too few), or the request's manual assignment is checked against them; the topic is written to
 ZooKeeper (assignment and ``/config/topics``) and answered once the controller initialised its
-partitions, within the request's timeout. DeleteTopics and CreatePartitions are not served in
-a cluster yet (INVALID_REQUEST)."""
+partitions, within the request's timeout. DeleteTopics asks the controller
+(``/admin/delete_topics/<t>``) and answers once the topic is gone (REQUEST_TIMED_OUT after the
+timeout); CreatePartitions writes the grown assignment (Kafka's placement from partition 0's
+first replica, or the request's, checked) and answers once the new partitions have a leader."""
 
 from __future__ import annotations
 
@@ -35,7 +37,42 @@ _INLINE_PARTITIONS_MAX = 16
 #: The longest a cluster member's CreateTopics waits for the controller to initialise the
 #: new partitions (the request's timeout_ms bounds it too).
 CREATE_WAIT_S_MAX = 30.0
-_NOT_IN_CLUSTER = "seglog does not serve this API in a cluster yet (issue 12)"
+#: Kafka's REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
+REQUEST_TIMED_OUT = 7
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
+                              "__share_group_state"})
+
+
+def _cluster_new_partitions(cluster, name: str, current: int, count: int,
+                            assignments) -> dict[int, list[int]]:
+    """The replicas of the partitions that grow ``name`` from ``current`` to ``count`` in a
+    cluster: the request's (checked against the live brokers and partition 0's replica
+    count, as Kafka 2.8's ``AdminZkClient.validateReplicaAssignment``) or Kafka's placement."""
+    if assignments is None:
+        try:
+            return cluster.assign_new_partitions(name, count)
+        except SeglogError as e:
+            raise Refused(code_of(e), str(e)) from None
+    live = set(cluster.live_brokers)
+    factor = len(cluster.assignments[name].partitions[0])
+    added = {}
+    for offset, entry in enumerate(assignments):
+        replicas = list(entry.broker_ids)
+        if len(set(replicas)) != len(replicas):
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"Duplicate brokers not allowed in replica assignment: {replicas}")
+        if len(replicas) != factor:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT, "Inconsistent replication factor "
+                           "between partitions, partition 0 has "
+                           f"{factor} while partitions [{current + offset}] have replication "
+                           f"factors [{len(replicas)}], respectively.")
+        unknown = [b for b in replicas if b not in live]
+        if unknown:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"Unknown broker(s) in replica assignment: "
+                           f"{', '.join(map(str, unknown))}.")
+        added[current + offset] = replicas
+    return added
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
@@ -300,13 +337,14 @@ async def delete_topics(ctx, request) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(
             make(m.DeletableTopicResult, name=n, topic_id=i, error_code=code,
                   error_message="Topic deletion is disabled.") for n, i in wanted))
-    if replica_manager(state) is not None:
-        return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(
-            make(m.DeletableTopicResult, name=n, topic_id=i, error_code=INVALID_REQUEST,
-                  error_message=_NOT_IN_CLUSTER) for n, i in wanted))
+    cluster = replica_manager(state)
     dups = duplicates(n for n, i in wanted if n is not None and i is None)
     dup_ids = duplicates(i for n, i in wanted if i is not None and n is None)
-    ids = _topic_ids(store)
+    if cluster is not None:
+        # The cluster's topics and ids (ZooKeeper's), not this broker's local ones.
+        ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
+    else:
+        ids = _topic_ids(store)
     names_to_ids = {n: i for i, n in ids.items()}
     results = []
     reported = set()
@@ -331,13 +369,24 @@ async def delete_topics(ctx, request) -> Any:
             elif name not in names_to_ids:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
             topic_id = names_to_ids[name]
-            if store.topic(name).is_internal:
+            if name in _INTERNAL_TOPICS:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
-            try:
-                await state.run_blocking(store.delete_topic, name)
-            except (SeglogError, OSError) as e:
-                raise Refused(code_of(e), str(e)) from None
+            if cluster is not None:
+                # Kafka 2.8: /admin/delete_topics/<t> for the controller, answered once the
+                # topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
+                wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
+                try:
+                    deleted = await cluster.delete_topic(name, timeout_s=wait_s)
+                except (SeglogError, OSError) as e:
+                    raise Refused(code_of(e), str(e)) from None
+                if not deleted:
+                    raise Refused(REQUEST_TIMED_OUT, None)
+            else:
+                try:
+                    await state.run_blocking(store.delete_topic, name)
+                except (SeglogError, OSError) as e:
+                    raise Refused(code_of(e), str(e)) from None
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
         except Refused as e:
@@ -368,12 +417,10 @@ async def create_partitions(ctx, request) -> Any:
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(37, ctx.api_version)
-    if replica_manager(state) is not None:
-        return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
-            make(m.CreatePartitionsTopicResult, name=t.name, error_code=INVALID_REQUEST,
-                  error_message=_NOT_IN_CLUSTER) for t in request.topics))
+    cluster = replica_manager(state)
     dups = duplicates(t.name for t in request.topics)
-    counts = _partition_counts(store)
+    counts = (_partition_counts(store) if cluster is None else
+              {n: len(a.partitions) for n, a in cluster.assignments.items()})
     added = sum(t.count - counts[t.name] for t in request.topics if t.name in counts)
     if added > RECORDS_PER_REQUEST_MAX:
         # Kafka 4.4 refuses the whole request before looking at any topic.
@@ -387,10 +434,9 @@ async def create_partitions(ctx, request) -> Any:
         try:
             if name in dups:
                 raise Refused(INVALID_REQUEST, "Duplicate topic name.")
-            if name not in store:
+            if name not in counts:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION)
-            topic = store.topic(name)
-            current = topic.partitions
+            current = counts[name]
             count = wanted.count
             if count < current:
                 raise Refused(INVALID_PARTITIONS, f"The topic {name} currently has {current} "
@@ -406,12 +452,23 @@ async def create_partitions(ctx, request) -> Any:
                                    f"Attempted to add {count - current} additional partition(s)"
                                    f", but only {len(wanted.assignments)} assignment(s) were "
                                    "specified.")
-                for assignment in wanted.assignments:
-                    check_replicas(assignment.broker_ids, state.node_id)
-            if topic.is_internal:
+                if cluster is None:
+                    for assignment in wanted.assignments:
+                        check_replicas(assignment.broker_ids, state.node_id)
+            if name in _INTERNAL_TOPICS:
                 raise Refused(INVALID_PARTITIONS, f"seglog does not add partitions to its "
                                f"internal topic {name}")
-            if not request.validate_only:
+            if cluster is not None:
+                added = _cluster_new_partitions(cluster, name, current, count,
+                                                wanted.assignments)
+                if not request.validate_only:
+                    wait_s = min(max(request.timeout.total_seconds(), 0.0),
+                                 CREATE_WAIT_S_MAX)
+                    try:
+                        await cluster.add_partitions(name, added, timeout_s=wait_s)
+                    except (SeglogError, OSError) as e:
+                        raise Refused(code_of(e), str(e)) from None
+            elif not request.validate_only:
                 try:
                     await state.run_blocking(store.create_partitions, name, count)
                 except (SeglogError, ValueError, OSError) as e:
