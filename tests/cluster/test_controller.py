@@ -486,3 +486,61 @@ def test_corrupt_znodes_are_skipped_not_fatal(cluster):
     wait_for_state(zk, TopicPartition("later", 0), leader=0, leader_epoch=0, isr=[0])
     assert zk.get_data_and_version(corrupt_state)[0] == b"{\"leader\":"
     assert {e["partition"] for e in cluster.events_of("election")} == {"t-0", "later-0"}
+
+
+def test_lone_controller_session_loss_resigns_then_wins_again(cluster):
+    """Session expiry of the only controller (Kafka's Expire then RegisterBrokerAndReelect):
+    it resigns, and on its new session wins again with the next epoch."""
+    zk = cluster.start_broker(0, controller=True)
+    ctl = active_controller(cluster)
+    assert ctl.epoch == 1
+    expire_session(cluster.connect, zk.session_id, zk.session_password)
+    wait_until(lambda: cluster.events_of("resigned"), "the expired controller did not resign")
+    wait_until(lambda: ctl.active and ctl.epoch == 2, "it did not win again at epoch 2")
+    assert [e["controller_epoch"] for e in cluster.events_of("elected")] == [1, 2]
+
+
+class RacingZkClient(KafkaZkClient):
+    """The real client, with one fault injected: right after the controller's next read of
+    partition states, ``race(states)`` runs (a leader's ISR write lands in between)."""
+
+    race = None
+
+    def partition_states(self, partitions):
+        states = super().partition_states(partitions)
+        race, self.race = self.race, None
+        if race is not None:
+            race(states)
+        return states
+
+
+def test_state_cas_lost_to_leader_is_read_and_decided_again(cluster):
+    """UpdateLeaderAndIsrResult.partitionsToRetry: the controller removes a dead follower
+    from the ISR while the leader rewrites the same state (zkVersion + 1); its CAS fails with
+    BADVERSION and it reads and writes again: ISR without the dead broker, epoch + 1, one
+    zkVersion more than without the race."""
+    racing = RacingZkClient(cluster.connect, session_timeout_ms=SESSION_TIMEOUT_MS)
+    racing.start()
+    racing.ensure_persistent_paths()
+    racing.register_broker(BrokerRegistration(9, "127.0.0.1", 9009))
+    cluster.brokers[9] = racing
+    cluster.start_controller(9)
+    active_controller(cluster)
+    leader = cluster.start_broker(0)
+    cluster.start_broker(1)
+    cluster.start_broker(2)
+    tp = TopicPartition("t", 0)
+    create_topic(racing, "t", {0: [0, 1, 2]})
+    before = wait_for_state(racing, tp, leader=0, leader_epoch=0, isr=[0, 1, 2])
+    raced = threading.Event()
+
+    def leader_rewrites_state(states):
+        state = states[tp]
+        leader.update_isr(tp, state, state.zk_version)
+        raced.set()
+
+    racing.race = leader_rewrites_state
+    cluster.stop_broker(2)
+    after = wait_for_state(racing, tp, leader=0, leader_epoch=1, isr=[0, 1])
+    assert raced.is_set()
+    assert after.zk_version == before.zk_version + 2
