@@ -54,6 +54,10 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 _INT32 = struct.Struct(">i")
+# batchLength (bytes 8-11) and partitionLeaderEpoch (12-15), adjacent in the header.
+_LENGTH_AND_EPOCH = struct.Struct(">ii")
+assert fmt.PARTITION_LEADER_EPOCH_POSITION == fmt.BATCH_LENGTH_POSITION + 4
+_HEAD_BYTES = fmt.PARTITION_LEADER_EPOCH_POSITION + 4
 _EPOCH_MAX = 2**31 - 1
 _OFFSET_MAX = 2**63 - 1
 
@@ -272,20 +276,18 @@ def stamp_partition_leader_epoch(data: Any, epoch: int) -> Any:
     partitionLeaderEpoch field (bytes 12-15, which the CRC does not cover): what Kafka's
     ``LogValidator`` does to every batch a leader appends. Returns ``data`` itself when every
     batch already says ``epoch``, else a new bytearray (the caller's buffer is never
-    modified)."""
-    stamp = _INT32.pack(epoch)
+    modified). On the produce path of a leader: one struct read per batch."""
     size_bytes = len(data)
     position = 0
     out = None
     # Bounded: every step advances by at least the 12-byte log overhead.
-    while position + fmt.LOG_OVERHEAD <= size_bytes:
-        field = position + fmt.PARTITION_LEADER_EPOCH_POSITION
-        source = data if out is None else out
-        if bytes(source[field:field + 4]) != stamp:
+    while position + _HEAD_BYTES <= size_bytes:
+        batch_length, stamped = _LENGTH_AND_EPOCH.unpack_from(
+            data, position + fmt.BATCH_LENGTH_POSITION)
+        if stamped != epoch:
             if out is None:
                 out = bytearray(data)
-            out[field:field + 4] = stamp
-        batch_length = _INT32.unpack_from(source, position + fmt.BATCH_LENGTH_POSITION)[0]
+            _INT32.pack_into(out, position + fmt.PARTITION_LEADER_EPOCH_POSITION, epoch)
         if batch_length <= 0:
             break  # not a batch (the caller checked the batches; nothing more to stamp)
         position += fmt.LOG_OVERHEAD + batch_length
