@@ -40,6 +40,7 @@ class ScenarioRun:
                  env: dict[str, str] | None = None, topic: str = "scenario",
                  partitions: int = 3):
         self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.cluster = LocalCluster(self.run_dir / "cluster", brokers, zookeeper=zk_connect,
                                     broker_configs={**BROKER_CONFIGS, **(broker_configs or {})},
                                     env=env)
