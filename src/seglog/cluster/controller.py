@@ -294,11 +294,14 @@ class Controller:
         while True:
             timeout = None
             if self._retry_at is not None:
-                timeout = max(0.0, self._retry_at - time.monotonic())
-            try:
-                event = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                event = _Event("retry")
+                timeout = self._retry_at - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                event = _Event("retry")  # due: before the queue, so a busy queue cannot starve it
+            else:
+                try:
+                    event = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    event = _Event("retry")
             if event.kind == "shutdown":
                 self._shutdown()
                 return
@@ -323,6 +326,9 @@ class Controller:
                 self._retry_at = None
                 if self.active:
                     self._resync()
+                else:  # an election that failed on a ZooKeeper error is run again
+                    self._maybe_resign()
+                    self._elect()
             elif event.generation != self._generation or not self.active:
                 return  # an event of a resigned term
             elif event.kind == "broker_change":
@@ -346,7 +352,7 @@ class Controller:
         except Exception:  # noqa: BLE001 - the controller thread must survive ZooKeeper errors
             _log.exception("controller %d: error while processing %s", self.broker_id,
                            event.kind)
-            if self.active:
+            if not self._stopping:
                 self._schedule_retry()
 
     def _schedule_retry(self) -> None:
