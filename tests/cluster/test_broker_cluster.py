@@ -48,9 +48,10 @@ def wait_until(condition, what: str, timeout_s: float = WAIT_S):
 class Cluster:
     """Three brokers (ids 0, 1, 2), each with its own data dir, on 127.0.0.1 free ports."""
 
-    def __init__(self, tmp_path, zk_connect: str, size: int = 3, **config):
+    def __init__(self, tmp_path, zk_connect: str, size: int = 3, backend=None, **config):
         self.tmp_path = tmp_path
         self.zk_connect = zk_connect
+        self.backend = backend
         self.config = dict(CLUSTER_CONFIG, **config)
         self.brokers: dict[int, seglog.Broker] = {}
         for broker_id in range(size):
@@ -60,7 +61,8 @@ class Cluster:
         broker = seglog.Broker(self.tmp_path / f"broker-{broker_id}", listen=("127.0.0.1", 0),
                                config=dict(self.config, **{
                                    "broker.id": broker_id,
-                                   "zookeeper.connect": self.zk_connect}))
+                                   "zookeeper.connect": self.zk_connect}),
+                               backend=self.backend)
         broker.start()
         self.brokers[broker_id] = broker
         return broker
@@ -126,8 +128,8 @@ def make_cluster(tmp_path, zk_connect):
     the test)."""
     made = []
 
-    def make(**config) -> Cluster:
-        c = Cluster(tmp_path, zk_connect, **config)
+    def make(backend=None, **config) -> Cluster:
+        c = Cluster(tmp_path, zk_connect, backend=backend, **config)
         made.append(c)
         wait_until(lambda: all(len(c.rm(b).live_brokers) == 3 for b in c.brokers),
                    "every broker to see three live brokers")
@@ -213,10 +215,12 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = WA
     return values
 
 
-def test_rf3_acks_all_replicas_identical(cluster):
+def test_rf3_acks_all_replicas_identical(make_cluster, backend):
     """An RF-3 topic written acks=all by confluent-kafka and kafka-python: every replica's
     log ends with the same batches (base offset, last offset, CRC) and the leader's epoch
-    stamped in each; Metadata shows the leader, replicas and ISR; the ISR stays whole."""
+    stamped in each; Metadata shows the leader, replicas and ISR; the ISR stays whole.
+    Both storage backends."""
+    cluster = make_cluster(backend=backend)
     create_topic(cluster, "rf3")
     tp = TopicPartition("rf3", 0)
     leader = cluster.wait_for_isr(tp, 3)
