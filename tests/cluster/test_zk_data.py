@@ -212,11 +212,12 @@ def test_producer_id_block_json_and_next_block():
 
 
 def test_strings_are_escaped_as_jackson_escapes_them():
-    # Printed by Jackson: short escapes, other controls as upper-case \u00XX, the rest raw UTF-8.
+    # Printed by Jackson's writeValueAsBytes: short escapes, other controls as upper-case
+    # \u00XX, a character outside the BMP as its surrogate pair, the rest raw UTF-8.
     text = 'q"b\\s/\b\t\n\f\r\x01\x1f\x7f \u00e9\u20ac\U0001f600'
     data = zk_data.encode_entity_config({"k": text})
     assert data == ('{"version":1,"config":{"k":"q\\"b\\\\s/\\b\\t\\n\\f\\r\\u0001\\u001F\x7f '
-                    '\u00e9\u20ac\U0001f600"}}').encode("utf-8")
+                    '\u00e9\u20ac\\uD83D\\uDE00"}}').encode("utf-8")
     assert zk_data.decode_entity_config(data) == {"k": text}
     with pytest.raises(ZkDataError):
         zk_data.encode_entity_config({"k": "\ud800"})  # a lone surrogate is no UTF-8
@@ -303,3 +304,151 @@ def test_config_values_must_be_strings():
         zk_data.decode_entity_config(b'{"version":1,"config":{"a":1}}')
     with pytest.raises(ZkDataError):
         zk_data.decode_entity_config(b"{bad")
+
+
+# ------------------------------------------------- differential: the JVM's own bytes (kafka)
+
+_JAVA_SOURCE = r"""
+import com.fasterxml.jackson.databind.ObjectMapper;
+import scala.Tuple2;
+import scala.collection.immutable.ArraySeq;
+import scala.jdk.javaapi.CollectionConverters;
+import java.io.*;
+import java.nio.charset.StandardCharsets;
+import java.util.*;
+
+/** Kafka 2.8's ZkData encoders, rebuilt from the same Scala collections and Jackson. */
+@SuppressWarnings({"unchecked", "rawtypes"})
+public class ZkOrder {
+  static final ObjectMapper MAPPER = new ObjectMapper();
+  static Object imm(Object... kv) {
+    Tuple2[] a = new Tuple2[kv.length / 2];
+    for (int i = 0; i < a.length; i++) a[i] = new Tuple2(kv[2 * i], kv[2 * i + 1]);
+    return CollectionConverters.asJava((scala.collection.immutable.Map)
+        scala.collection.immutable.Map$.MODULE$.from(ArraySeq.unsafeWrapArray(a)));
+  }
+  static scala.collection.mutable.Map mut(Object... kv) {
+    Tuple2[] a = new Tuple2[kv.length / 2];
+    for (int i = 0; i < a.length; i++) a[i] = new Tuple2(kv[2 * i], kv[2 * i + 1]);
+    return (scala.collection.mutable.Map) scala.collection.mutable.Map$.MODULE$.from(ArraySeq.unsafeWrapArray(a));
+  }
+  static void put(scala.collection.mutable.Map m, Object k, Object v) { m.addOne(new Tuple2(k, v)); }
+  public static void main(String[] args) throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    PrintStream out = new PrintStream(System.out, true, "UTF-8");
+    String line;
+    while ((line = in.readLine()) != null) {
+      String[] f = line.split(" ");
+      Object value;
+      switch (f[0]) {
+        case "topic": {  // topic n withId: TopicZNode.encode, partition p -> [p, p+1]
+          scala.collection.mutable.Map parts = mut();
+          for (int p = 0; p < Integer.parseInt(f[1]); p++) put(parts, Integer.toString(p), Arrays.asList(p, p + 1));
+          scala.collection.mutable.Map t = mut("version", 3, "partitions", CollectionConverters.asJava(parts),
+              "adding_replicas", CollectionConverters.asJava(mut()), "removing_replicas", CollectionConverters.asJava(mut()));
+          if (f[2].equals("1")) put(t, "topic_id", "AAAAAAAAAAAAAAAAAAAAAA");
+          value = CollectionConverters.asJava(t);
+          break;
+        }
+        case "config": {  // config xK1 xV1 ... ("x" + hex of the UTF-8): ConfigEntityZNode.encode
+          Properties p = new Properties();
+          for (int i = 1; i + 1 < f.length; i += 2) p.setProperty(unhex(f[i]), unhex(f[i + 1]));
+          value = imm("version", 1, "config", p);
+          break;
+        }
+        case "broker": {  // broker host port rack|-: BrokerIdZNode.encode v5
+          scala.collection.mutable.Map b = mut("version", 5, "host", f[1], "port", Integer.parseInt(f[2]),
+              "endpoints", Arrays.asList("PLAINTEXT://" + f[1] + ":" + f[2]), "jmx_port", -1, "timestamp", "7");
+          if (!f[3].equals("-")) put(b, "rack", f[3]);
+          put(b, "listener_security_protocol_map", imm("PLAINTEXT", "PLAINTEXT"));
+          put(b, "features", imm());
+          value = CollectionConverters.asJava(b);
+          break;
+        }
+        default: {  // state leader epoch controllerEpoch isr...: TopicPartitionStateZNode.encode
+          List<Integer> isr = new ArrayList<>();
+          for (int i = 4; i < f.length; i++) isr.add(Integer.parseInt(f[i]));
+          value = imm("version", 1, "leader", Integer.parseInt(f[1]), "leader_epoch", Integer.parseInt(f[2]),
+              "controller_epoch", Integer.parseInt(f[3]), "isr", isr);
+        }
+      }
+      out.println(new String(MAPPER.writeValueAsBytes(value), StandardCharsets.UTF_8));
+    }
+  }
+  static String unhex(String s) {
+    s = s.substring(1);
+    byte[] b = new byte[s.length() / 2];
+    for (int i = 0; i < b.length; i++) b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+    return new String(b, StandardCharsets.UTF_8);
+  }
+}
+"""
+
+
+@pytest.mark.kafka
+def test_encoders_match_the_jvm_byte_for_byte(tmp_path):
+    # The same constructions as Kafka 2.8's code, run on the JVM with the Scala 2.13 library
+    # and Jackson from the cached Kafka jars, for many shapes: sizes past each table resize,
+    # random config names and values (escapes and non-ASCII included), racks, ISRs.
+    import os
+    import random
+    import shutil
+    import subprocess
+
+    from seglog.bench.kafka import find_kafka
+
+    require = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
+    ref, why = find_kafka()
+    javac = shutil.which("javac")
+    if ref is None or javac is None:
+        why = why or "no javac on PATH (a JDK is needed to build the reference encoder)"
+        if require:
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    jars = [str(p) for pattern in ("scala-library-2.13*.jar", "jackson-core-*.jar",
+                                   "jackson-databind-*.jar", "jackson-annotations-*.jar")
+            for p in sorted(ref.lib_dir.glob(pattern))[:1]]
+    assert len(jars) == 4, f"scala-library/jackson jars missing in {ref.lib_dir}"
+    classpath = ":".join(jars)
+    (tmp_path / "ZkOrder.java").write_text(_JAVA_SOURCE, encoding="utf-8")
+    subprocess.run([javac, "-nowarn", "-cp", classpath, "-d", str(tmp_path),
+                    str(tmp_path / "ZkOrder.java")], check=True, capture_output=True, timeout=120)
+
+    rng = random.Random(12)
+    alphabet = "abcxyz.-_09\"\\/\n\t\x01\x1f\x7f\u00e9\u20ac\U0001f600"
+    lines, expected = [], []
+    for count in list(range(1, 40)) + [47, 48, 49, 96, 97, 200, 1000]:
+        with_id = count % 2 == 0
+        lines.append(f"topic {count} {int(with_id)}")
+        expected.append(zk_data.encode_topic(TopicAssignment(
+            "t", TOPIC_ID if with_id else None, {p: [p, p + 1] for p in range(count)})))
+    names = ("cleanup.policy compression.type delete.retention.ms flush.ms min.insync.replicas "
+             "retention.bytes retention.ms segment.bytes segment.ms preallocate "
+             "unclean.leader.election.enable max.message.bytes").split()
+    for _ in range(300):
+        keys = list(dict.fromkeys(rng.choice(names) if rng.random() < 0.5 else
+                                  "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+                                  for _ in range(rng.randint(0, 30))))
+        config = {k: "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))) for k in keys}
+        lines.append("config " + " ".join(f"x{k.encode().hex()} x{v.encode().hex()}"
+                                          for k, v in config.items()))
+        expected.append(zk_data.encode_entity_config(config))
+    for rack in ("-", "r1", "rack-b"):
+        lines.append(f"broker 127.0.0.{len(rack)} 9092 {rack}")
+        expected.append(zk_data.encode_broker(BrokerRegistration(
+            1, f"127.0.0.{len(rack)}", 9092, None if rack == "-" else rack), timestamp_ms=7))
+    for _ in range(20):
+        isr = rng.sample(range(10), rng.randint(0, 4))
+        state = PartitionState(rng.randint(-1, 9), rng.randint(0, 10 ** 6), tuple(isr),
+                               rng.randint(0, 99))
+        lines.append(f"state {state.leader} {state.leader_epoch} {state.controller_epoch} "
+                     + " ".join(map(str, isr)))
+        expected.append(zk_data.encode_partition_state(state))
+    done = subprocess.run([ref.java, "-cp", f"{classpath}:{tmp_path}", "ZkOrder"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True,
+                          encoding="utf-8", timeout=120, check=True)
+    printed = done.stdout.splitlines()
+    assert len(printed) == len(expected)
+    mismatches = [(line, jvm, ours.decode()) for line, jvm, ours in zip(lines, printed, expected)
+                  if jvm.encode() != ours]
+    assert not mismatches, mismatches[:3]

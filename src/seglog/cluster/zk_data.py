@@ -21,9 +21,10 @@ is the iteration order of the Scala (or Java) map it built, not the order in the
 The orders were taken from the JVM (Scala 2.13 ``scala-library``, Jackson, Java 17) and are
 pinned by tests/cluster/test_zk_data.py with the exact strings. A Scala 2.12 build of Kafka
 orders its hash maps differently; readers never care (JSON objects are unordered), which is why
-every ``decode_*`` accepts any order. Strings are escaped as Jackson does (``\\"``, ``\\\\``,
-``\\b \\t \\n \\f \\r``, other control characters as ``\\u00XX`` in upper case; everything else,
-non-ASCII included, as UTF-8).
+every ``decode_*`` accepts any order. Strings are escaped as Jackson's ``writeValueAsBytes``
+does (``\\"``, ``\\\\``, ``\\b \\t \\n \\f \\r``, other control characters as ``\\u00XX`` in
+upper case, characters outside the BMP as their surrogate pair ``\\uD83D\\uDE00``; everything
+else, the rest of non-ASCII included, as UTF-8).
 
 **Bad bytes.** Every decoder raises :class:`ZkDataError` (a :class:`~seglog.errors.SeglogError`)
 for bytes that are not the JSON it expects: not UTF-8, not JSON, a missing key, a wrong type, an
@@ -246,6 +247,11 @@ def _json_string(text: str) -> str:
             out.append(escaped)
         elif char < " ":
             out.append(f"\\u{ord(char):04X}")
+        elif char > "\uffff":
+            # Jackson's UTF8JsonGenerator (writeValueAsBytes) escapes a character outside the
+            # BMP as its UTF-16 surrogate pair instead of writing its 4 UTF-8 bytes.
+            code = ord(char) - 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}")
         else:
             out.append(char)
     out.append('"')
