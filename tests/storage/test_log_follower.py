@@ -547,3 +547,32 @@ def test_offsets_do_not_go_backwards_after_a_leader_change(tmp_path, backend):
         a.truncate_to(follower_truncation_offset(a, b))
         copy_all(b, a)
         assert [r.offset for r in a.records(max_offset=a.end_offset)] == list(range(6))
+
+
+# --- the high watermark on open ---------------------------------------------------------------
+
+
+def test_replicated_log_starts_at_the_given_high_watermark_clamped(tmp_path, backend):
+    # PartitionTest.testUseCheckpointToInitializeHighWatermark, at the Log level.
+    path = tmp_path / "p-0"
+    with open_log(path, backend, auto_hw=True) as log:
+        for base in range(0, 10, 2):
+            log.append_as_follower(batch(backend, base, 2, epoch=1))
+        log.delete_records_before(3)
+
+    def reopen(high_watermark, auto_hw=False):
+        with Log.open(path, backend=backend.name, auto_high_watermark=auto_hw,
+                      high_watermark=high_watermark) as log:
+            return log.start_offset, log.end_offset, log.high_watermark
+
+    assert reopen(6) == (3, 10, 6)
+    assert reopen(None) == (3, 10, 3)  # no checkpoint: 0, clamped to the start
+    assert reopen(1) == (3, 10, 3)
+    assert reopen(50) == (3, 10, 10)
+    assert reopen(6, auto_hw=True) == (3, 10, 10)  # standalone: the end, as always
+    with Log.open(path, backend=backend.name, auto_high_watermark=False,
+                  high_watermark=6) as log:
+        assert [r.offset for r in log.records()] == [3, 4, 5]
+        assert log.read(6).size_bytes == 0
+    with pytest.raises(TypeError):
+        Log.open(path, backend=backend.name, auto_high_watermark=False, high_watermark="6")
