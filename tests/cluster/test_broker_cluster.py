@@ -416,3 +416,36 @@ def test_a_data_dir_of_another_cluster_fails_the_start(tmp_path, zk_connect, zoo
                                                   f"{uuid.uuid4().hex[:8]}"})
     with pytest.raises(seglog.errors.InvalidConfigError, match="doesn't match stored clusterId"):
         seglog.Broker(tmp_path / "b0", listen=("127.0.0.1", 0), config=other).start()
+
+
+def test_an_expired_session_re_registers_and_the_replica_rejoins_the_isr(cluster):
+    """A follower's ZooKeeper session expires (R§1.4's fault): its registration vanishes, the
+    controller drops it from the ISR; the broker connects with a new session, registers again
+    (Kafka's session-expiry handler), catches up and the leader takes it back into the ISR."""
+    from seglog.cluster.zk_client import expire_session
+
+    create_topic(cluster, "expiry")
+    tp = TopicPartition("expiry", 0)
+    leader = cluster.wait_for_isr(tp, 3)
+    follower = next(b for b in sorted(cluster.brokers) if b != leader)
+    zk = cluster.rm(follower).zk
+    old_session = zk.session_id
+    expire_session(cluster.zk_connect, old_session, zk.session_password)
+    wait_until(lambda: zk.session_id != old_session and zk.registered_session_id == zk.session_id,
+               "the follower to register again with a new session")
+    assert produce_confluent(cluster.bootstrap, "expiry", [b"x"]) == [None]
+    wait_until(lambda: follower in cluster.rm(leader).partitions[tp].isr
+               and len(cluster.rm(leader).partitions[tp].isr) == 3,
+               "the follower back in the ISR")
+    cluster.wait_replicas_caught_up(tp)
+
+
+def test_metadata_auto_creates_with_the_default_replication_factor(make_cluster):
+    """A producer's Metadata request for a missing topic creates it in ZooKeeper with
+    num.partitions and default.replication.factor (Kafka 2.8's KafkaApis.createTopic,
+    answered LEADER_NOT_AVAILABLE until the leader is known); the produce then succeeds."""
+    cluster = make_cluster(**{"default.replication.factor": 2, "num.partitions": 2})
+    assert produce_confluent(cluster.bootstrap, "auto-made", [b"a"]) == [None]
+    assignment = cluster.rm(0).assignments["auto-made"]
+    assert sorted(assignment.partitions) == [0, 1]
+    assert all(len(set(r)) == 2 for r in assignment.partitions.values())
