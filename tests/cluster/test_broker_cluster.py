@@ -374,8 +374,9 @@ def test_leader_stop_elects_a_new_leader_and_the_client_follows(cluster):
 
 def test_create_partitions_and_delete_topic_through_the_controller(cluster):
     """CreatePartitions writes the grown assignment (Kafka's placement) and answers once the
-    new partition has a leader, which every broker then hosts; DeleteTopics asks the
-    controller and answers once the topic is gone from every broker's metadata and Store."""
+    new partition has a leader, which every broker then hosts; DescribeCluster lists the
+    three brokers and the controller; DeleteTopics asks the controller and answers once the
+    topic is gone from every broker's metadata and Store."""
     from confluent_kafka.admin import AdminClient, NewPartitions
 
     create_topic(cluster, "grow", partitions=1, replication_factor=2)
@@ -387,6 +388,10 @@ def test_create_partitions_and_delete_topic_through_the_controller(cluster):
         assert len(cluster.rm(broker_id).assignments["grow"].partitions) == 3
     replicas = {p: tuple(r) for p, r in cluster.rm(0).assignments["grow"].partitions.items()}
     assert all(len(set(r)) == 2 for r in replicas.values())
+
+    described = admin.describe_cluster(request_timeout=10).result(20)
+    assert sorted(node.id for node in described.nodes) == [0, 1, 2]
+    assert described.controller.id == cluster.rm(0).controller_id
 
     admin.delete_topics(["grow"], request_timeout=15)["grow"].result(20)
     wait_until(lambda: all("grow" not in b.store.topics() for b in cluster.brokers.values()),
