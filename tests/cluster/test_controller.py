@@ -600,3 +600,25 @@ def test_controller_retries_through_a_zookeeper_freeze(tmp_path):
     finally:
         own.close()
         server.stop()
+
+
+def test_auto_preferred_replica_leader_election(cluster):
+    """testAutoPreferredReplicaLeaderElection: the preferred replica dies (leadership moves),
+    comes back and rejoins the ISR; the periodic imbalance check moves leadership back to it
+    (leader epoch + 1, ISR unchanged, type=preferred)."""
+    zk = cluster.start_broker(9, controller=True, leader_imbalance_check_interval_ms=300)
+    active_controller(cluster)
+    cluster.start_broker(0)
+    cluster.start_broker(1)
+    tp = TopicPartition("t", 0)
+    create_topic(zk, "t", {0: [1, 0]})
+    wait_for_state(zk, tp, leader=1, leader_epoch=0, isr=[1, 0])
+    cluster.stop_broker(1)
+    wait_for_state(zk, tp, leader=0, leader_epoch=1, isr=[0])
+    cluster.start_broker(1)
+    time.sleep(0.6)  # two imbalance checks: 1 is live but out of the ISR, nothing moves
+    state = wait_for_state(zk, tp, leader=0, leader_epoch=1, isr=[0])
+    # The leader adds the caught-up follower back (its own CAS, epoch unchanged).
+    zk.update_isr(tp, PartitionState(0, 1, (0, 1), state.controller_epoch), state.zk_version)
+    wait_for_state(zk, tp, leader=1, leader_epoch=2, isr=[0, 1])
+    assert cluster.events_of("election")[-1]["type"] == "preferred"

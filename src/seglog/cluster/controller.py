@@ -64,6 +64,7 @@ from seglog.cluster.election import (
     NO_LEADER,
     LeaderAndIsr,
     elect_offline,
+    elect_preferred,
     initial_leader_and_isr,
     remove_replica_from_isr,
 )
@@ -93,6 +94,11 @@ without a bound; a leader's ISR writes make a few rounds normal, twenty mean tro
 RETRY_BACKOFF_MS = 1000
 """After a failed event (a ZooKeeper error other than a moved controller) or an unfinished
 batch, the active controller re-reads everything and redoes the work this long later."""
+
+AUTO_REBALANCE_FIRST_DELAY_MS = 5000
+"""Kafka's first leader-imbalance check after becoming controller
+(``scheduleAutoLeaderRebalanceTask(delay = 5, SECONDS)``), or the interval when shorter;
+later ones every ``leader_imbalance_check_interval_ms``."""
 
 STOP_TIMEOUT_MS = 10_000
 """How long :meth:`Controller.stop` waits for the controller thread."""
@@ -162,6 +168,8 @@ class Controller:
         default_unclean: bool = False,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         retry_backoff_ms: int = RETRY_BACKOFF_MS,
+        leader_imbalance_check_interval_ms: int | None = None,
+        leader_imbalance_per_broker_percentage: int = 10,
     ) -> None:
         """``zk``: this broker's started :class:`seglog.cluster.zk_client.KafkaZkClient` (its
         session is the controller's session). ``default_unclean``: the broker default of
@@ -175,7 +183,15 @@ class Controller:
         ``"isr_removal"`` (``partition``, ``replica``, ``leader``, ``leader_epoch``, ``isr``,
         ``controller_epoch``), ``"topic_deleted"`` (``topic``) and ``"brokers"`` (``live``,
         ``new``, ``dead``, ``bounced``). It must not block; its exceptions are logged and
-        ignored."""
+        ignored.
+
+        ``leader_imbalance_check_interval_ms``: Kafka's ``auto.leader.rebalance.enable`` with
+        ``leader.imbalance.check.interval.seconds`` (300 s there): when set, the active
+        controller checks 5 s after winning (or sooner: the interval) and then at this
+        interval, and for every live
+        broker whose share of partitions led elsewhere than at their preferred replica (the
+        assignment's head) exceeds ``leader_imbalance_per_broker_percentage`` moves them
+        back where the preferred replica is in the ISR (``type=preferred``). None: off."""
         self._zk = zk
         self.broker_id = broker_id
         self._default_unclean = default_unclean
@@ -192,6 +208,13 @@ class Controller:
         self._ctx: _Context | None = None
         self._generation = 0
         self._retry_at: float | None = None
+        self._imbalance_check_s = (
+            None
+            if leader_imbalance_check_interval_ms is None
+            else leader_imbalance_check_interval_ms / 1000.0
+        )
+        self._imbalance_ratio_max = leader_imbalance_per_broker_percentage / 100.0
+        self._rebalance_at: float | None = None
         self._lost_session = False
         self._topic_watch_tokens: dict[str, object] = {}
 
@@ -292,16 +315,20 @@ class Controller:
 
     def _run(self) -> None:
         while True:
-            timeout = None
-            if self._retry_at is not None:
-                timeout = self._retry_at - time.monotonic()
+            now = time.monotonic()
+            due = [at for at in (self._retry_at, self._rebalance_at) if at is not None]
+            timeout = min(due) - now if due else None
             if timeout is not None and timeout <= 0:
-                event = _Event("retry")  # due: before the queue, so a busy queue cannot starve it
+                # A timer is due: it goes before the queue, so a busy queue cannot starve it.
+                if self._retry_at is not None and self._retry_at <= now:
+                    event = _Event("retry")
+                else:
+                    event = _Event("auto_rebalance")
             else:
                 try:
                     event = self._queue.get(timeout=timeout)
                 except queue.Empty:
-                    event = _Event("retry")
+                    continue  # the next round runs the timer that is now due
             if event.kind == "shutdown":
                 self._shutdown()
                 return
@@ -322,6 +349,11 @@ class Controller:
             elif event.kind == "expire":
                 self._active_controller_id = -1
                 self._resign()
+            elif event.kind == "auto_rebalance":
+                self._rebalance_at = None
+                if self.active and self._imbalance_check_s is not None:
+                    self._rebalance_at = time.monotonic() + self._imbalance_check_s
+                    self._check_and_trigger_auto_leader_rebalance()
             elif event.kind in ("retry", "resync"):
                 self._retry_at = None
                 if self.active:
@@ -413,6 +445,7 @@ class Controller:
         self._generation += 1  # watches of the old term go quiet
         self._topic_watch_tokens.clear()
         self._retry_at = None
+        self._rebalance_at = None
         if self._ctx is not None:
             self._ctx = None
             self._emit("resigned", controller_epoch=self._epoch)
@@ -466,6 +499,9 @@ class Controller:
             ctx.partition_states[tp] = self._classify(tp)
         self._trigger_online_partition_state_change()
         self._process_topic_deletion()
+        if self._imbalance_check_s is not None:
+            first_s = min(AUTO_REBALANCE_FIRST_DELAY_MS / 1000.0, self._imbalance_check_s)
+            self._rebalance_at = time.monotonic() + first_s
 
     def _classify(self, tp: TopicPartition) -> str:
         assert self._ctx is not None
@@ -670,21 +706,24 @@ class Controller:
                 cache[topic] = value.strip().lower() == "true"
         return cache[topic]
 
-    def _elect_leaders(self, tps: list[TopicPartition]) -> None:
-        """``electLeaderForPartitions`` with the offline strategy: re-read, decide, CAS; the
-        partitions whose CAS lost are read and decided again."""
+    def _elect_leaders(self, tps: list[TopicPartition], *, preferred: bool = False) -> None:
+        """``electLeaderForPartitions`` with the offline strategy (or, with ``preferred``, the
+        preferred-replica one): re-read, decide, CAS; the partitions whose CAS lost are read
+        and decided again."""
         remaining = tps
         for _ in range(STATE_WRITE_ATTEMPTS_MAX):
             if not remaining:
                 return
-            remaining = self._do_elect_leaders(remaining)
+            remaining = self._do_elect_leaders(remaining, preferred=preferred)
         if remaining:
             _log.warning("controller %d: elections for %s still conflicting after %d rounds; "
                          "retrying later", self.broker_id, [str(tp) for tp in remaining],
                          STATE_WRITE_ATTEMPTS_MAX)
             self._schedule_retry()
 
-    def _do_elect_leaders(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+    def _do_elect_leaders(
+        self, tps: list[TopicPartition], *, preferred: bool = False
+    ) -> list[TopicPartition]:
         ctx = self._ctx
         assert ctx is not None
         current = self._read_states(tps)
@@ -705,6 +744,13 @@ class Controller:
             ctx.leadership[tp] = state
             replicas = ctx.replicas(tp)
             live = ctx.live_brokers.keys()
+            if preferred:
+                if not replicas or state.leader == replicas[0]:
+                    continue  # already there
+                choice = elect_preferred(replicas, _leader_and_isr(state), live)
+                if choice.leader_and_isr is not None:
+                    decisions[tp] = (self._next_state(choice.leader_and_isr, state), "preferred")
+                continue
             if state.leader in live:
                 # Led by a live broker after all (the cache was older than ZooKeeper): nothing
                 # to elect, and no epoch to burn.
@@ -720,15 +766,8 @@ class Controller:
                 self._emit("no_leader", partition=str(tp), isr=list(state.isr),
                            live_replicas=list(result.live_replicas))
                 continue
-            decision = result.leader_and_isr
             decisions[tp] = (
-                PartitionState(
-                    leader=decision.leader,
-                    leader_epoch=decision.leader_epoch,
-                    isr=decision.isr,
-                    controller_epoch=self._epoch,
-                    zk_version=state.zk_version,
-                ),
+                self._next_state(result.leader_and_isr, state),
                 "unclean" if result.unclean else "clean",
             )
         if not decisions:
@@ -752,10 +791,45 @@ class Controller:
                 self._emit_election(tp, written, kind)
         return retry
 
+    def _next_state(self, decision: LeaderAndIsr, read: PartitionState) -> PartitionState:
+        """The ``state`` to CAS over ``read``: the decision, this controller's epoch, the
+        version just read."""
+        return PartitionState(
+            leader=decision.leader,
+            leader_epoch=decision.leader_epoch,
+            isr=decision.isr,
+            controller_epoch=self._epoch,
+            zk_version=read.zk_version,
+        )
+
     def _emit_election(self, tp: TopicPartition, state: PartitionState, kind: str) -> None:
         self._emit("election", partition=str(tp), leader=state.leader,
                    leader_epoch=state.leader_epoch, isr=list(state.isr),
                    controller_epoch=state.controller_epoch, type=kind)
+
+    def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``: per preferred broker, the share of
+        its partitions led elsewhere; above the limit (and the broker live), preferred
+        elections for those (the ISR is checked on the state re-read)."""
+        ctx = self._ctx
+        assert ctx is not None
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in ctx.all_partitions():
+            replicas = ctx.replicas(tp)
+            if replicas and tp.topic not in ctx.topics_to_delete:
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        candidates: list[TopicPartition] = []
+        for broker, tps in sorted(by_preferred.items()):
+            elsewhere = [
+                tp for tp in tps if tp in ctx.leadership and ctx.leadership[tp].leader != broker
+            ]
+            ratio = len(elsewhere) / len(tps)
+            if ratio > self._imbalance_ratio_max and broker in ctx.live_brokers:
+                candidates.extend(elsewhere)
+        if candidates:
+            _log.info("controller %d: leader imbalance: preferred elections for %d partitions",
+                      self.broker_id, len(candidates))
+            self._elect_leaders(sorted(candidates), preferred=True)
 
     # --- replicas (ReplicaStateMachine.removeReplicasFromIsr) --------------------------------
 
