@@ -253,3 +253,75 @@ def test_leader_dies_while_followers_stall(run_factory, broken):
     else:
         assert acknowledged_during_stall == [], "acks=all answered while the ISR stalled"
         assert result.valid, result.summary()
+
+
+ELECT_MOST_RECENT_HONOURED = "elect_most_recent" in open(
+    importlib.util.find_spec("seglog.cluster.controller").origin, encoding="utf-8").read() \
+    if not MISSING else False
+
+
+@pytest.mark.parametrize("variant", [
+    "clean",
+    "unclean_enabled",
+    pytest.param("elect_most_recent", marks=pytest.mark.skipif(
+        not ELECT_MOST_RECENT_HONOURED, reason="the controller does not honour elect_most_recent")),
+])
+def test_s5_every_isr_member_down_and_a_laggard_returns(run_factory, variant):
+    """S5, the article: "If every ISR member is down and a lagging replica comes back,
+    electing it as leader restores availability but makes its shorter log the source of
+    truth, so committed records vanish. By default Kafka (since 0.11) waits for an in-sync
+    replica instead."
+
+    Broker F (a follower of p0) is killed and leaves the ISR; writes go on to the other two;
+    both are killed; F returns. ``clean`` (unclean.leader.election.enable=false): p0 waits
+    offline (leader -1, ISR = the last member standing) for that member, nothing
+    acknowledged is lost. ``unclean_enabled`` (the topic allows
+    it): F is elected and the checker must report lost-write and committed-read-lost.
+    ``elect_most_recent`` (SEGLOG_TEST_BREAK: the controller ignores the ISR, unclean
+    election off): the same loss must be caught — the negative control of the ISR rule.
+    In every variant the returning replicas truncate to the leader's log (convergence)."""
+    env = {"SEGLOG_TEST_BREAK": "elect_most_recent"} if variant == "elect_most_recent" else None
+    config = {"unclean.leader.election.enable": variant == "unclean_enabled"}
+    run = run_factory(topic_config=config, env=env)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 10)
+
+    laggard = follower_of(run, 0)
+    run.cluster.kill(laggard)
+    run.wait_for(f"broker {laggard} out of every ISR",
+                 lambda: all(laggard not in run.isr(p) and run.leader(p) >= 0
+                             for p in run.partitions))
+    unseen_by_laggard = run.wait_sends("writes the laggard never saw", 0, 20,
+                                       invoked_after_ns=now_ns())
+    # Read by a consumer, so committed: an election of the laggard must lose them.
+    run.wait_polled("the consumer reading them", unseen_by_laggard)
+    others = [b for b in run.cluster.brokers if b != laggard]
+    for broker in others:
+        run.cluster.kill(broker)
+    offline_from = now_ns()
+    run.cluster.start(laggard)
+    if variant == "clean":
+        # Nothing can be elected: wait for the laggard to be the controller (it is the only
+        # live broker), then bring back an ISR member, which must be the one elected.
+        run.wait_for("the laggard as controller", lambda: run.cluster.controller_id() == laggard)
+        run.wait_for("p0 offline", lambda: run.leader(0) == -1)
+        last_in_sync = run.isr(0)
+        assert laggard not in last_in_sync and len(last_in_sync) == 1, run.states()
+        returning = now_ns()
+        run.cluster.start(last_in_sync[0])
+        run.wait_for(f"broker {last_in_sync[0]} elected for p0",
+                     lambda: run.leader(0) == last_in_sync[0])
+        assert run.sends(0, invoked_after_ns=offline_from, invoked_before_ns=returning) == [], \
+            "acknowledged while p0 had no in-sync replica"
+    else:
+        run.wait_for(f"the laggard {laggard} elected for p0", lambda: run.leader(0) == laggard)
+    run.wait_sends("writes on the elected leader", 0, 10, invoked_after_ns=now_ns())
+
+    result = run.heal_and_check()
+    if variant == "clean":
+        assert result.valid, result.summary()
+    else:
+        kinds = result.kinds()
+        assert {"lost-write", "committed-read-lost"} <= kinds, result.summary()
+        assert not any(k.startswith("replica-") for k in kinds), result.summary()

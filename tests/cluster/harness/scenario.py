@@ -15,7 +15,7 @@ from typing import Any, Callable
 from seglog.cluster.local import LocalCluster
 
 from . import checker, workload
-from .history import OK, SEND, History
+from .history import OK, POLL, SEND, History
 
 #: Broker settings of R§6.1: timeouts shortened but not razor-thin, no leader rebalancing.
 BROKER_CONFIGS = {
@@ -158,6 +158,21 @@ class ScenarioRun:
             found if len(found := self.sends(partition, outcome=outcome,
                                               invoked_after_ns=invoked_after_ns,
                                               error=error)) >= count else None), timeout_s)
+
+    def polled_values(self) -> set[int]:
+        """Every value a consumer has polled so far."""
+        values = set()
+        for event in list(self.history.events):
+            if event["f"] == POLL:
+                for pairs in event["values"].values():
+                    values.update(v for _o, v in pairs)
+        return values
+
+    def wait_polled(self, what: str, sends: list[dict],
+                    timeout_s: float = STATE_TIMEOUT_S) -> None:
+        """Wait until a consumer has polled the values of every send in ``sends``."""
+        wanted = {e["value"] for e in sends}
+        self.wait_for(what, lambda: wanted <= self.polled_values(), timeout_s)
 
     # ----------------------------------------------------------------- the end
 
