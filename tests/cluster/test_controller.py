@@ -19,6 +19,8 @@ from seglog.cluster.controller import Controller
 from seglog.cluster.zk_client import ControllerMovedError, KafkaZkClient, expire_session
 from seglog.cluster.zk_data import (
     NO_LEADER,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    encode_preferred_replica_election,
     BrokerRegistration,
     PartitionState,
     TopicAssignment,
@@ -622,3 +624,55 @@ def test_auto_preferred_replica_leader_election(cluster):
     zk.update_isr(tp, PartitionState(0, 1, (0, 1), state.controller_epoch), state.zk_version)
     wait_for_state(zk, tp, leader=1, leader_epoch=2, isr=[0, 1])
     assert cluster.events_of("election")[-1]["type"] == "preferred"
+
+
+def _request_preferred_election(zk, tps):
+    """What Kafka's ``zkClient.createPreferredReplicaElection`` writes."""
+    zk.create_recursive(PREFERRED_REPLICA_ELECTION_PATH, encode_preferred_replica_election(tps))
+
+
+def test_preferred_replica_leader_election(cluster):
+    """testPreferredReplicaLeaderElection / testBackToBackPreferredReplicaLeaderElections:
+    the preferred replica bounces and rejoins the ISR; a preferred election request moves
+    leadership back (epoch + 1) and is deleted; the same again works."""
+    zk = cluster.start_broker(9, controller=True)
+    active_controller(cluster)
+    cluster.start_broker(0)
+    cluster.start_broker(1)
+    tp = TopicPartition("t", 0)
+    create_topic(zk, "t", {0: [1, 0]})
+    wait_for_state(zk, tp, leader=1, leader_epoch=0, isr=[1, 0])
+    for round_epoch in (0, 2):
+        cluster.stop_broker(1)
+        state = wait_for_state(zk, tp, leader=0, leader_epoch=round_epoch + 1, isr=[0])
+        cluster.start_broker(1)
+        zk.update_isr(tp, PartitionState(0, state.leader_epoch, (0, 1), state.controller_epoch),
+                      state.zk_version)
+        _request_preferred_election(zk, [tp])
+        wait_until(lambda: not zk.path_exists(PREFERRED_REPLICA_ELECTION_PATH),
+                   "the preferred replica election request stays")
+        wait_for_state(zk, tp, leader=1, leader_epoch=round_epoch + 2, isr=[0, 1])
+        assert cluster.events_of("election")[-1]["type"] == "preferred"
+
+
+def test_preferred_replica_election_with_offline_preferred_replica(cluster):
+    """testPreferredReplicaLeaderElectionWithOfflinePreferredReplica: the preferred replica
+    is down; the request is removed and nothing changes. A request naming unknown
+    partitions, or not Kafka's JSON, is removed too."""
+    zk = cluster.start_broker(9, controller=True)
+    active_controller(cluster)
+    cluster.start_broker(0)
+    cluster.start_broker(1)
+    tp = TopicPartition("t", 0)
+    create_topic(zk, "t", {0: [1, 0]})
+    wait_for_state(zk, tp, leader=1, leader_epoch=0, isr=[1, 0])
+    cluster.stop_broker(1)
+    wait_for_state(zk, tp, leader=0, leader_epoch=1, isr=[0])
+    for request in ([tp, TopicPartition("nope", 3)], None):
+        if request is None:
+            zk.create_recursive(PREFERRED_REPLICA_ELECTION_PATH, b"{]")
+        else:
+            _request_preferred_election(zk, request)
+        wait_until(lambda: not zk.path_exists(PREFERRED_REPLICA_ELECTION_PATH),
+                   "the preferred replica election request stays")
+    wait_for_state(zk, tp, leader=0, leader_epoch=1, isr=[0])

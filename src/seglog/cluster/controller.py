@@ -71,10 +71,12 @@ from seglog.cluster.election import (
 from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, NodeExistsError
 from seglog.cluster.zk_data import (
     ZkDataError,
+    decode_preferred_replica_election,
     BROKER_IDS_PATH,
     CONFIG_CHANGES_PATH,
     CONTROLLER_PATH,
     DELETE_TOPICS_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
     TOPICS_PATH,
     PartitionState,
     topic_path,
@@ -373,6 +375,8 @@ class Controller:
                 self._process_topic_deletion()
             elif event.kind == "config_change":
                 self._trigger_online_partition_state_change()
+            elif event.kind == "preferred_replica_election":
+                self._process_preferred_replica_election()
             else:  # pragma: no cover - a programming error
                 raise AssertionError(f"unknown controller event {event.kind}")
         except ControllerMovedError as exc:
@@ -476,6 +480,9 @@ class Controller:
         zk.watch_children(TOPICS_PATH, self._watcher("topic_change", generation))
         zk.watch_children(DELETE_TOPICS_PATH, self._watcher("topic_deletion", generation))
         zk.watch_children(CONFIG_CHANGES_PATH, self._watcher("config_change", generation))
+        # Fires now too: a request left from an earlier term is served after the startup.
+        zk.watch_data(PREFERRED_REPLICA_ELECTION_PATH,
+                      self._watcher("preferred_replica_election", generation))
         ctx.live_brokers = {bid: info.epoch for bid, info in zk.live_brokers().items()}
         for topic, assignment in self._read_assignments().items():
             self._add_topic(topic, assignment.partitions)
@@ -806,6 +813,37 @@ class Controller:
         self._emit("election", partition=str(tp), leader=state.leader,
                    leader_epoch=state.leader_epoch, isr=list(state.isr),
                    controller_epoch=state.controller_epoch, type=kind)
+
+    def _process_preferred_replica_election(self) -> None:
+        """``/admin/preferred_replica_election`` (Kafka's ZK-triggered
+        ``processReplicaLeaderElection``): a preferred election for each listed partition
+        that exists and is not being deleted, then the request is deleted (epoch-checked),
+        whatever the outcome. A request that is not Kafka's JSON is logged and deleted."""
+        ctx = self._ctx
+        assert ctx is not None
+        data, version = self._zk.get_data_and_version(PREFERRED_REPLICA_ELECTION_PATH)
+        if version < 0:
+            return  # no request
+        try:
+            requested = decode_preferred_replica_election(data)
+        except ZkDataError as exc:
+            _log.error("controller %d: bad preferred replica election request: %s",
+                       self.broker_id, exc)
+            requested = []
+        tps = sorted(
+            {
+                TopicPartition(tp.topic, tp.partition)
+                for tp in requested
+                if ctx.replicas(TopicPartition(tp.topic, tp.partition))
+                and tp.topic not in ctx.topics_to_delete
+            }
+        )
+        if tps:
+            self._elect_leaders(tps, preferred=True)
+        self._zk.delete_recursive(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            controller_epoch_zk_version=self._epoch_zk_version,
+        )
 
     def _check_and_trigger_auto_leader_rebalance(self) -> None:
         """Kafka's ``checkAndTriggerAutoLeaderRebalance``: per preferred broker, the share of
