@@ -219,6 +219,11 @@ class Controller:
         self._rebalance_at: float | None = None
         self._lost_session = False
         self._topic_watch_tokens: dict[str, object] = {}
+        # The running watches of this term (stopped on resignation) and of each topic
+        # (stopped when it goes), so kazoo does not keep calling into a finished term.
+        self._term_watches: list[Any] = []
+        self._topic_watches: dict[str, Any] = {}
+        self._controller_watch: Any = None
 
     # --- public -----------------------------------------------------------------------------
 
@@ -248,7 +253,7 @@ class Controller:
         )
         self._thread.start()
         self._zk.add_session_listener(self._on_session_state)
-        self._zk.watch_data(CONTROLLER_PATH, self._on_controller_node)
+        self._controller_watch = self._zk.watch_data(CONTROLLER_PATH, self._on_controller_node)
         self._put(_Event("startup"))
 
     def stop(self, timeout_ms: int = STOP_TIMEOUT_MS) -> None:
@@ -261,6 +266,8 @@ class Controller:
         if thread is None:
             return
         self._zk.remove_session_listener(self._on_session_state)
+        if self._controller_watch is not None:
+            self._controller_watch.stop()
         self._put(_Event("shutdown"))
         thread.join(timeout_ms / 1000.0)
         if thread.is_alive():
@@ -445,9 +452,22 @@ class Controller:
         except ControllerMovedError:
             pass
 
+    def _stop_watches(self) -> None:
+        for watch in self._term_watches + list(self._topic_watches.values()):
+            watch.stop()
+        self._term_watches.clear()
+        self._topic_watches.clear()
+        self._topic_watch_tokens.clear()
+
+    def _forget_topic_watch(self, topic: str) -> None:
+        self._topic_watch_tokens.pop(topic, None)
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.stop()
+
     def _resign(self) -> None:
         self._generation += 1  # watches of the old term go quiet
-        self._topic_watch_tokens.clear()
+        self._stop_watches()
         self._retry_at = None
         self._rebalance_at = None
         if self._ctx is not None:
@@ -470,19 +490,23 @@ class Controller:
     def _on_controller_failover(self) -> None:
         self._generation += 1
         generation = self._generation
-        self._topic_watch_tokens.clear()
+        self._stop_watches()
         ctx = _Context()
         self._ctx = ctx
         # Watches first, then the reads (Kafka's order: no change is missed in between).
         zk = self._zk
         zk.ensure_persistent_paths()  # the watched paths exist (every broker creates them)
-        zk.watch_children(BROKER_IDS_PATH, self._watcher("broker_change", generation))
-        zk.watch_children(TOPICS_PATH, self._watcher("topic_change", generation))
-        zk.watch_children(DELETE_TOPICS_PATH, self._watcher("topic_deletion", generation))
-        zk.watch_children(CONFIG_CHANGES_PATH, self._watcher("config_change", generation))
+        for path, kind in (
+            (BROKER_IDS_PATH, "broker_change"),
+            (TOPICS_PATH, "topic_change"),
+            (DELETE_TOPICS_PATH, "topic_deletion"),
+            (CONFIG_CHANGES_PATH, "config_change"),
+        ):
+            self._term_watches.append(zk.watch_children(path, self._watcher(kind, generation)))
         # Fires now too: a request left from an earlier term is served after the startup.
-        zk.watch_data(PREFERRED_REPLICA_ELECTION_PATH,
-                      self._watcher("preferred_replica_election", generation))
+        self._term_watches.append(zk.watch_data(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            self._watcher("preferred_replica_election", generation)))
         ctx.live_brokers = {bid: info.epoch for bid, info in zk.live_brokers().items()}
         for topic, assignment in self._read_assignments().items():
             self._add_topic(topic, assignment.partitions)
@@ -529,7 +553,7 @@ class Controller:
                 known[partition] = tuple(replicas)
                 added.append(TopicPartition(topic, partition))
         if topic not in self._topic_watch_tokens:
-            self._zk.watch_data(
+            self._topic_watches[topic] = self._zk.watch_data(
                 topic_path(topic),
                 self._watcher("partition_modifications", self._generation, topic),
             )
@@ -941,7 +965,7 @@ class Controller:
         assignments = self._read_assignments()
         for topic in sorted(ctx.assignments.keys() - assignments.keys()):
             ctx.remove_topic(topic)
-            self._topic_watch_tokens.pop(topic, None)
+            self._forget_topic_watch(topic)
         added: list[TopicPartition] = []
         for topic in sorted(assignments):
             if topic in ctx.topics_to_delete:
@@ -989,7 +1013,7 @@ class Controller:
                     topic, controller_epoch_zk_version=self._epoch_zk_version
                 )
                 ctx.remove_topic(topic)
-                self._topic_watch_tokens.pop(topic, None)
+                self._forget_topic_watch(topic)
                 self._emit("topic_deleted", topic=topic, controller_epoch=self._epoch)
             else:
                 _log.warning("controller %d: ignoring the deletion of unknown topic %s",
