@@ -1447,6 +1447,18 @@ class Store:
                     log.flush()
             self._write_checkpoints()
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` with every partition's high watermark now,
+        and nothing else (no flush, no other checkpoint): Kafka's
+        ``ReplicaManager.checkpointHighWatermarks``, which a cluster member runs every
+        ``replica.high.watermark.checkpoint.interval.ms``. Raises :class:`ReadOnlyError`."""
+        with self._lock:
+            self._check_writable()
+            high_watermarks = self._gather("high_watermark")
+        with self._checkpoint_lock:
+            self._high_watermarks = high_watermarks
+            self._replication_checkpoint.write(high_watermarks)
+
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
         for name, topic in sorted(self._topics.items()):

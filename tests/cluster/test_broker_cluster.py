@@ -9,6 +9,7 @@ new leader comes from the ISR and the client follows it).
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 import uuid
@@ -258,6 +259,16 @@ def test_rf3_acks_all_replicas_identical(make_cluster, backend):
     assert sorted(partition.replicas) == [0, 1, 2] and sorted(partition.isrs) == [0, 1, 2]
     assert sorted(metadata.brokers) == [0, 1, 2]
     assert consume_all(cluster.bootstrap, "rf3", 250)[-1] == b"k49"
+
+    # Every replica checkpoints its high watermark (replica.high.watermark.checkpoint
+    # .interval.ms, 1 s here) without a flush.
+    from seglog.storage.checkpoints import OffsetCheckpointFile
+
+    def checkpointed() -> bool:
+        return all(OffsetCheckpointFile(os.path.join(b.store.path,
+                                                     "replication-offset-checkpoint"))
+                   .read().get(("rf3", 0)) == 250 for b in cluster.brokers.values())
+    wait_until(checkpointed, "every replica's replication-offset-checkpoint to hold HW 250")
 
 
 def test_high_watermark_hides_what_followers_do_not_have(make_cluster):

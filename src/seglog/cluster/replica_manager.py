@@ -727,13 +727,7 @@ class ReplicaManager:
                 log.exception("high watermark checkpoint failed")
 
     def _checkpoint_high_watermarks(self) -> None:
-        # Kafka writes replication-offset-checkpoint alone; until the Store has that (a
-        # checkpoint without the flush), its flush writes it with the other checkpoints.
-        checkpoint = getattr(self.store, "checkpoint_high_watermarks", None)
-        if checkpoint is not None:
-            checkpoint()
-        else:
-            self.store.flush()
+        self.store.checkpoint_high_watermarks()
 
     # --- metadata for the APIs -------------------------------------------------------------------
 
