@@ -29,6 +29,9 @@ dropped and their kazoo recipes are told to stop.
   disappears.
 - ``/config/changes`` children: a topic config may have turned unclean election on -> elect
   the offline partitions again.
+- ``/admin/preferred_replica_election`` data: preferred elections for the listed partitions,
+  then the request is deleted; with ``leader_imbalance_check_interval_ms`` the same strategy
+  runs periodically for imbalanced brokers (Kafka's auto leader rebalance).
 
 **Fencing.** Every write is wrapped by the client in ``check(/controller_epoch, zkVersion)``
 (R§1.3.2); each ``state`` write is a zkVersion CAS, re-read and retried on BADVERSION (a

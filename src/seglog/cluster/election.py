@@ -160,9 +160,9 @@ def elect_offline(
     if ignore_isr:
         if not live:
             return ElectionResult(None, live)
-        leader = live[0]
-        others = tuple(r for r in current.isr if r in live_set and r != leader)
-        return ElectionResult(current.new_leader_and_isr(leader, (leader,) + others), live)
+        first = live[0]
+        others = tuple(r for r in current.isr if r in live_set and r != first)
+        return ElectionResult(current.new_leader_and_isr(first, (first,) + others), live)
     leader = offline_partition_leader(
         assignment, current.isr, live_set, unclean_enabled=unclean_enabled
     )
@@ -240,6 +240,7 @@ def remove_replica_from_isr(current: LeaderAndIsr, replica_id: int) -> LeaderAnd
     if replica_id not in current.isr:
         return None
     new_leader = NO_LEADER if current.leader == replica_id else current.leader
+    new_isr: tuple[int, ...]
     if len(current.isr) == 1:
         new_isr = current.isr
     else:
