@@ -465,3 +465,14 @@ def test_metadata_auto_creates_with_the_default_replication_factor(make_cluster)
     assignment = cluster.rm(0).assignments["auto-made"]
     assert sorted(assignment.partitions) == [0, 1]
     assert all(len(set(r)) == 2 for r in assignment.partitions.values())
+
+
+def test_cluster_settings_are_checked_before_anything_starts(tmp_path):
+    """zookeeper.connect needs broker.id; replica.fetch.wait.max.ms may not exceed
+    replica.lag.time.max.ms (KafkaConfig.validateValues). Both refused at construction."""
+    with pytest.raises(seglog.errors.InvalidConfigError, match="broker.id must be set"):
+        seglog.Broker(tmp_path / "b", config={"zookeeper.connect": "127.0.0.1:1"})
+    with pytest.raises(seglog.errors.InvalidConfigError, match="replica.fetch.wait.max.ms"):
+        seglog.Broker(tmp_path / "b", config={"replica.fetch.wait.max.ms": 5000,
+                                              "replica.lag.time.max.ms": 3000})
+    assert not (tmp_path / "b").exists()

@@ -258,3 +258,26 @@ def test_isr_shrink_while_waiting_is_not_enough_replicas_after_append(tmp_path, 
 def zk_client_state_isr(cluster: Cluster, broker_id: int) -> tuple:
     """The ISR the broker's own ZooKeeper view holds for the partition."""
     return tuple(cluster.rm(broker_id).states[TP].isr)
+
+
+def test_a_corrupt_znode_is_skipped_and_the_rest_of_the_cluster_still_served(pair, zk_client):
+    """Bad bytes from ZooKeeper (a topic assignment that is not JSON, a partition state that
+    is not JSON) are logged and left out: the brokers keep their other topics, take new ones
+    and keep serving them (never a crash or a stalled metadata loop)."""
+    cluster, leader, follower = pair
+    zk_client.create_recursive(zk_data.topic_path("garbled"), b"{not json")
+    create_topic(cluster, "after", replication_factor=2)
+    after = TopicPartition("after", 0)
+    after_leader = cluster.wait_for_isr(after, 2)
+    assert "garbled" not in cluster.rm(leader).assignments
+    # Corrupt the first topic's state: that partition's updates stop, the others go on.
+    path = zk_data.partition_state_path(TP)
+    _data, version = zk_client.get_data_and_version(path)
+    zk_client.conditional_update_path(path, b"\xff\xfe garbage", version)
+    state = zk_client.partition_states([after])[after]
+    zk_client.update_isr(after, zk_data.PartitionState(
+        leader=after_leader, leader_epoch=state.leader_epoch + 1, isr=state.isr,
+        controller_epoch=state.controller_epoch), state.zk_version)
+    wait_until(lambda: all(cluster.rm(b).partitions[after].leader_epoch == state.leader_epoch + 1
+                           for b in cluster.brokers), "the good partition's new epoch")
+    assert produce(cluster.brokers[leader], b"still served").error_code == 0

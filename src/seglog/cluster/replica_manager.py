@@ -328,19 +328,19 @@ class ReplicaManager:
             self._dirty_brokers = self._dirty_controller = self._dirty_topics = True
         if self._dirty_brokers:
             self._dirty_brokers = False
-            self.live_brokers = dict(await self._blocking(zk.live_brokers))
+            self.live_brokers = dict(await self._blocking(self._read_live_brokers))
         if self._dirty_controller:
             self._dirty_controller = False
             self.controller_id = await self._blocking(zk.controller_id)
         if self._dirty_topics:
             self._dirty_topics = False
-            assignments = dict(await self._blocking(zk.topic_assignments))
+            assignments = dict(await self._blocking(self._read_assignments))
             await self._apply_assignments(assignments)
         if self._dirty_states:
             tps = [tp for tp in self._dirty_states if tp in self._watched_states]
             self._dirty_states.clear()
             if tps:
-                states = await self._blocking(zk.partition_states, tps)
+                states = await self._blocking(self._read_states, tps)
                 for tp in tps:
                     state = states.get(tp)
                     if state is None:
@@ -349,6 +349,56 @@ class ReplicaManager:
                     self._apply_state(tp, state)
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
+
+    # Reads that survive a corrupt znode: one bad topic, broker or state is logged and left
+    # out instead of stopping the metadata of every other (bad bytes from ZooKeeper get a
+    # typed ZkDataError from zk_data; never a crash or a stalled loop).
+
+    def _read_live_brokers(self) -> dict[int, Any]:
+        try:
+            return self.zk.live_brokers()
+        except zk_data.ZkDataError:
+            pass
+        brokers = {}
+        for child in self.zk.get_children(zk_data.BROKER_IDS_PATH):
+            try:
+                info = self.zk.broker(int(child))
+            except (ValueError, zk_data.ZkDataError) as exc:
+                log.warning("broker %d: ignoring registration %s: %s", self.broker_id, child, exc)
+                continue
+            if info is not None:
+                brokers[info.broker_id] = info
+        return dict(sorted(brokers.items()))
+
+    def _read_assignments(self) -> dict[str, Any]:
+        try:
+            return self.zk.topic_assignments()
+        except zk_data.ZkDataError:
+            pass
+        assignments = {}
+        for topic in self.zk.topics():
+            try:
+                assignment = self.zk.topic_assignment(topic)
+            except zk_data.ZkDataError as exc:
+                log.warning("broker %d: ignoring topic %s: %s", self.broker_id, topic, exc)
+                continue
+            if assignment is not None:
+                assignments[topic] = assignment
+        return assignments
+
+    def _read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
+        try:
+            return self.zk.partition_states(tps)
+        except zk_data.ZkDataError:
+            pass
+        states = {}
+        for tp in tps:
+            try:
+                states.update(self.zk.partition_states([tp]))
+            except zk_data.ZkDataError as exc:
+                log.warning("broker %d: ignoring the state of %s-%d: %s", self.broker_id,
+                            tp.topic, tp.partition, exc)
+        return states
 
     async def _apply_assignments(self, assignments: dict[str, Any]) -> None:
         """Create, grow or delete local topics after ``/brokers/topics`` changed; arm the
