@@ -576,3 +576,47 @@ def test_replicated_log_starts_at_the_given_high_watermark_clamped(tmp_path, bac
         assert log.read(6).size_bytes == 0
     with pytest.raises(TypeError):
         Log.open(path, backend=backend.name, auto_high_watermark=False, high_watermark="6")
+
+
+def test_mutated_follower_input_is_refused_whole_or_taken_whole(tmp_path, backend):
+    # Bad bytes from the network: every single-bit change of a fetched chunk either raises a
+    # typed error and changes nothing, or is taken as whole valid batches (the bytes outside
+    # the CRC: offsets, length, epoch) that read back CRC-checked.
+    import random
+
+    from seglog.errors import SeglogError
+
+    rng = random.Random(1234)
+    chunk = (batch(backend, 2, 3, epoch=4)
+             + batch(backend, 5, 1, epoch=4, producer_id=3, producer_epoch=0, base_sequence=0)
+             + batch(backend, 6, 2, epoch=5, compression="gzip"))
+
+    def fresh(n):
+        log = open_log(tmp_path / f"p-{n}", backend, auto_hw=True)
+        log.append_as_follower(batch(backend, 0, 2, epoch=4))
+        return log
+
+    log = fresh(0)
+    before = _state(log)
+    outcomes = set()
+    try:
+        for i in range(300):  # bounded
+            data = bytearray(chunk)
+            position = rng.randrange(len(data))
+            data[position] ^= 1 << rng.randrange(8)
+            try:
+                first, last = log.append_as_follower(bytes(data), now_ms=NOW_MS)
+            except SeglogError as e:
+                outcomes.add(type(e).__name__)
+                assert _state(log) == before, (position, e)
+                continue
+            outcomes.add("taken")
+            if first >= 0:
+                assert log.end_offset == last + 1
+                assert len(list(log.records())) >= 1  # CRC-checked reads of what was taken
+                log.close()
+                log = fresh(i + 1)
+            assert _state(log) == before
+    finally:
+        log.close()
+    assert {"CorruptRecordError", "OffsetsOutOfOrderError", "taken"} <= outcomes

@@ -625,8 +625,12 @@ class Log(LogReads, LogRetention):
         ``Partition.appendRecordsToFollowerOrFutureReplica``, after a DeleteRecords left the
         leader's start inside a batch); the whole set at most ``segment_bytes``
         (RecordBatchTooLargeError) and each batch at most ``max_message_bytes``
-        (RecordTooLargeError: the segment's limit); producer state with replication origin
-        (no sequence or epoch checks; InvalidTxnStateError as Kafka raises it).
+        (RecordTooLargeError: the segment's limit); offsets spanning more than 2**31 (no
+        segment holds them: InvalidRecordError); producer state with replication origin (no
+        sequence or epoch checks; InvalidTxnStateError as Kafka raises it). The one change a
+        refused append may leave: when the append needed a roll, the new empty segment stays
+        if the segment's own check of the records area then refuses a batch whose CRC is
+        valid (bytes no leader writes; offsets and data are unchanged).
 
         After the write the epoch cache records each batch's partitionLeaderEpoch at its base
         offset (KIP-101); a batch with none (-1, written by a log that never led) clears the
@@ -648,6 +652,12 @@ class Log(LogReads, LogRetention):
                 f"append of {size_bytes} bytes is larger than segment.bytes "
                 f"({self._config.segment_bytes})")
         first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
+        if last_offset - first_offset > INT32_MAX:
+            # No segment can hold it (offsets relative to a base are 32-bit); refused before
+            # a roll would start one (Kafka: LogSegmentOffsetOverflowException).
+            raise InvalidRecordError(
+                f"offsets {first_offset}..{last_offset} of a follower append span more than "
+                f"one segment can hold ({INT32_MAX + 1} offsets)")
         with self._lock:
             self._check_writable()
             view = self._view
