@@ -41,6 +41,7 @@ requests (each state read carries the epochs it fences with).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
@@ -79,6 +80,9 @@ CREATE_WAIT_S_DEFAULT = 10.0
 #: data directory, for ``LocalCluster.expire_session`` (docs/cluster.md §5.1).
 SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
 SESSION_HOOK_FILE = "zookeeper-session.json"
+#: Threads for the replica manager's blocking ZooKeeper calls (ISR writes of several
+#: partitions and the metadata reads may wait on a lost connection at once).
+ZK_THREADS = 4
 #: Back-off after a failed ZooKeeper read in the metadata loop.
 _RETRY_S = 0.5
 
@@ -163,6 +167,8 @@ class ReplicaManager:
         self._tasks: list[asyncio.Task] = []
         self._closing = False
         self._registration: Any = None
+        self._zk_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=ZK_THREADS, thread_name_prefix=f"seglog-zk-{broker_id}")
         #: The czxid of this broker's registration (Kafka's broker epoch); -1 before.
         self.broker_epoch = -1
         self.fetcher: Any = None
@@ -246,11 +252,20 @@ class ReplicaManager:
         for replica in self.partitions.values():
             self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
         try:
-            await self._blocking(self._checkpoint_high_watermarks)
+            await self._blocking_store(self._checkpoint_high_watermarks)
         except Exception:  # noqa: BLE001 - the Store's close writes it again
             log.exception("high watermark checkpoint at shutdown failed")
+        # ISR writes still waiting for ZooKeeper end with the session (closed next).
+        self._zk_executor.shutdown(wait=False, cancel_futures=True)
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A blocking ZooKeeper call on the replica manager's own threads: while ZooKeeper
+        is away each call may wait up to the connection timeout, and must not starve the
+        loop's default executor (the Store's work)."""
+        return await self.loop.run_in_executor(self._zk_executor, fn, *args)
+
+    async def _blocking_store(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """A blocking Store call on the loop's default executor."""
         return await self.loop.run_in_executor(None, fn, *args)
 
     # --- watches (kazoo's threads: mark and wake, nothing else) ---------------------------
@@ -430,8 +445,8 @@ class ReplicaManager:
             if topic is None:
                 config = await self._blocking(self.zk.topic_config, name)
                 try:
-                    await self._blocking(self._create_local_topic, name, count, config,
-                                         assignment.topic_id)
+                    await self._blocking_store(self._create_local_topic, name, count,
+                                               config, assignment.topic_id)
                 except errors.TopicExistsError:
                     pass
                 except (errors.SeglogError, OSError, ValueError):
@@ -439,7 +454,7 @@ class ReplicaManager:
                                   name)
                     continue
             elif topic.partitions < count:
-                await self._blocking(store.create_partitions, name, count)
+                await self._blocking_store(store.create_partitions, name, count)
             for partition, replicas in sorted(assignment.partitions.items()):
                 tp = TopicPartition(name, partition)
                 replicas = tuple(replicas)
@@ -482,7 +497,7 @@ class ReplicaManager:
                 self._watched_states.discard(tp)
                 self.states.pop(tp, None)
         try:
-            await self._blocking(self.store.delete_topic, name)
+            await self._blocking_store(self.store.delete_topic, name)
         except errors.UnknownTopicOrPartitionError:
             pass
         except (errors.SeglogError, OSError):
@@ -770,7 +785,7 @@ class ReplicaManager:
         while not self._closing:
             await asyncio.sleep(period_s)
             try:
-                await self._blocking(self._checkpoint_high_watermarks)
+                await self._blocking_store(self._checkpoint_high_watermarks)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - retried at the next tick
