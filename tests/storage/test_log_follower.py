@@ -314,8 +314,6 @@ def test_bad_input_is_typed_and_writes_nothing(tmp_path, backend):
             (OffsetsOutOfOrderError, good + batch(backend, 3, 1, epoch=2)),
             (OffsetsOutOfOrderError, good + good),
             (UnexpectedAppendOffsetError, batch(backend, 1, 3, epoch=2)),
-            (RecordTooLargeError,
-             backend.encode_batch([b"x" * 2000], timestamps_ms=NOW_MS, base_offset=2)),
             (RecordBatchTooLargeError, b"".join(
                 backend.encode_batch([b"x" * 900], timestamps_ms=NOW_MS, base_offset=2 + i)
                 for i in range(5))),
@@ -334,6 +332,27 @@ def test_bad_input_is_typed_and_writes_nothing(tmp_path, backend):
     with open_log(tmp_path / "p-0", backend) as log:
         assert log.end_offset == 4
         assert log.leader_epoch_cache.entries == (E(1, 0), E(2, 2))
+
+
+def test_follower_does_not_check_max_message_bytes(tmp_path, backend):
+    # LogTest.testMessageSizeCheckInAppendAsFollower: the leader accepted the batch; a
+    # follower refusing it would stall replication for good.
+    with open_log(tmp_path / "p-0", backend, max_message_bytes=100) as log:
+        big = backend.encode_batch(
+            [b"x" * 300], timestamps_ms=NOW_MS, base_offset=0)
+        assert log.append_as_follower(big) == (0, 0)
+        with pytest.raises(RecordTooLargeError):  # a leader's append checks it
+            log.append(b"x" * 300, now_ms=NOW_MS)
+
+
+def test_raised_max_message_bytes_applies_at_once(tmp_path, backend):
+    with open_log(tmp_path / "p-0", backend, max_message_bytes=200) as log:
+        log.append(b"a", now_ms=NOW_MS)
+        with pytest.raises(RecordTooLargeError):
+            log.append(b"x" * 500, now_ms=NOW_MS)
+        log.update_config(LogConfig(max_message_bytes=1000))
+        assert log.append(b"x" * 500, now_ms=NOW_MS) == 1  # the active segment takes it
+        assert len(log.segments) == 1
 
 
 def test_follower_producer_state_has_replication_origin(tmp_path, backend):

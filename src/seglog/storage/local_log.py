@@ -32,6 +32,7 @@ import random
 from typing import Any, Callable, Iterator
 
 from .. import filenames
+from .. import format as fmt
 from .config import LogConfig
 from .file_cache import FileCache, LazySegment, default_file_cache
 from .segments import SegmentMap
@@ -146,13 +147,19 @@ class LocalLog:
 
     def backend_opener(self) -> Callable[..., Any]:
         """``open(base_offset, *, create=False, file_suffix="")``: the backend Segment opened
-        with this log's index and message limits as they are now (a segment keeps them when
-        the cache closes and reopens it) and its read-only mode."""
+        with this log's index limits as they are now (a segment keeps them when the cache
+        closes and reopens it) and its read-only mode.
+
+        The segment's own batch-size check is opened wide (INT32_MAX): ``max_message_bytes``
+        is the Log's rule, checked where Kafka checks it (client batches, ``append_batch``),
+        not on a follower's appends (Kafka's ``appendAsFollower`` ignores it:
+        ``LogTest.testMessageSizeCheckInAppendAsFollower``), and a raised
+        ``max.message.bytes`` applies at once, not from the next segment on."""
         config = self.config
         dir_path, read_only, segment_open = self.dir_path, self.read_only, self.backend.Segment.open
         index_interval_bytes = config.index_interval_bytes
         max_index_bytes = config.segment_index_bytes
-        max_message_bytes = config.max_message_bytes
+        max_message_bytes = fmt.INT32_MAX
 
         def open_backend(base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
             return segment_open(

@@ -624,8 +624,8 @@ class Log(LogReads, LogRetention):
         the first offset (:meth:`truncate_fully_and_start_at`; Kafka's
         ``Partition.appendRecordsToFollowerOrFutureReplica``, after a DeleteRecords left the
         leader's start inside a batch); the whole set at most ``segment_bytes``
-        (RecordBatchTooLargeError) and each batch at most ``max_message_bytes``
-        (RecordTooLargeError: the segment's limit); offsets spanning more than 2**31 (no
+        (RecordBatchTooLargeError; ``max_message_bytes`` is not checked: the leader took the
+        batch, as Kafka's follower does); offsets spanning more than 2**31 (no
         segment holds them: InvalidRecordError); producer state with replication origin (no
         sequence or epoch checks; InvalidTxnStateError as Kafka raises it). The one change a
         refused append may leave: when the append needed a roll, the new empty segment stays
