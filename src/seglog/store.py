@@ -1447,6 +1447,12 @@ class Store:
                     log.flush()
             self._write_checkpoints()
 
+    def use_cluster_producer_id_blocks(self, claim_block) -> None:
+        """Hand out producer ids from blocks ``claim_block() -> (first id, last id)`` claims
+        (a cluster member: ZooKeeper's ``/latest_producer_id_block``) instead of the blocks
+        recorded in this data directory (:meth:`ProducerIdManager.use_cluster_blocks`)."""
+        self._producer_ids.use_cluster_blocks(claim_block)
+
     def checkpoint_high_watermarks(self) -> None:
         """Write ``replication-offset-checkpoint`` with every partition's high watermark now,
         and nothing else (no flush, no other checkpoint): Kafka's

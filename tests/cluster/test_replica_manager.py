@@ -281,3 +281,26 @@ def test_a_corrupt_znode_is_skipped_and_the_rest_of_the_cluster_still_served(pai
     wait_until(lambda: all(cluster.rm(b).partitions[after].leader_epoch == state.leader_epoch + 1
                            for b in cluster.brokers), "the good partition's new epoch")
     assert produce(cluster.brokers[leader], b"still served").error_code == 0
+
+
+def test_producer_ids_are_unique_over_the_cluster(pair, zk_client):
+    """InitProducerId on either broker hands out ids from blocks claimed in ZooKeeper
+    (``/latest_producer_id_block``, Kafka's ZkProducerIdManager): two brokers never give the
+    same id (an idempotent producer would be taken for another one after a leader change)."""
+    cluster, leader, follower = pair
+    m = _module(22, 4)
+
+    def init_producer_id(broker_id: int) -> int:
+        request = m.InitProducerIdRequest(transactional_id=None,
+                                          transaction_timeout=datetime.timedelta(seconds=60),
+                                          producer_id=-1, producer_epoch=-1)
+        response = call(cluster.brokers[broker_id], 22, 4, request)
+        assert int(response.error_code) == 0
+        return int(response.producer_id)
+
+    ids = [init_producer_id(b) for b in (leader, follower, leader, follower)]
+    assert len(set(ids)) == 4
+    blocks = {pid // 1000 for pid in ids}
+    assert len(blocks) == 2  # one block claimed per broker
+    data, _version = zk_client.get_data_and_version(zk_data.PRODUCER_ID_BLOCK_PATH)
+    assert zk_data.decode_producer_id_block(data).end == 1999

@@ -551,6 +551,14 @@ class Broker:
     def _make_replica_manager(self, state: BrokerState) -> Any:
         from ..cluster.replica_manager import ReplicaManager
 
+        zk, broker_id = self._zk, state.node_id
+
+        def claim_block() -> tuple[int, int]:
+            block = zk.allocate_producer_id_block(broker_id)
+            return block.start, block.end
+
+        # Producer ids unique over the cluster (idempotence across a leader change).
+        state.store.use_cluster_producer_id_blocks(claim_block)
         return ReplicaManager(store=state.store, zk=self._zk, broker_id=state.node_id,
                               config=self.config, loop=state.loop,
                               notify=state.appended.notify)
