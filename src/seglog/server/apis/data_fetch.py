@@ -164,7 +164,10 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
     when its last fetched epoch diverges, and (``record_follower``: the request's first read,
     as Kafka's ``fetchMessages``) records the follower's fetch state at the leader."""
     if w.replica is not None:
-        code = cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
+        # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes
+        # with NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
+        code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
+                if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
     else:
         code = check_current_leader_epoch(w.current_leader_epoch)
     if code != ERROR_NONE:
