@@ -668,3 +668,45 @@ def test_bad_bytes_in_a_znode_are_a_typed_error(zk_client):
         zk_client.topic_assignments()
     zk_client.create_recursive(zk_data.BROKER_IDS_PATH + "/not-an-id")
     assert zk_client.live_brokers() == {}  # skipped, logged
+
+
+@pytest.mark.slow
+def test_operations_ride_out_a_zookeeper_freeze_and_give_up_after_the_timeout(tmp_path):
+    # Kafka's retryRequestsUntilConnected: a request sent to a frozen ZooKeeper survives the
+    # connection loss (kazoo drops the connection after ~2/3 of the session timeout without a
+    # ping answer) and completes once it is connected again, within the connection timeout;
+    # past the timeout, a typed error. (Its own ZooKeeper: the session's is never frozen.)
+    from seglog.cluster.zk_client import SUSPENDED
+    from seglog.cluster.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer
+
+    server = ZooKeeperServer(tmp_path / "zk")
+    try:
+        server.start()
+    except ZooKeeperNotInstalledError as exc:
+        pytest.skip(str(exc))  # the session fixture already fails under the REQUIRE flag
+    patient = KafkaZkClient(server.connect, session_timeout_ms=6000, connection_timeout_ms=15000)
+    hasty = KafkaZkClient(server.connect, session_timeout_ms=6000, connection_timeout_ms=300)
+    try:
+        patient.start()
+        hasty.start()
+        patient.ensure_persistent_paths()
+        states, outcome = [], []
+        patient.add_session_listener(states.append)
+        server.suspend()
+        worker = threading.Thread(target=lambda: outcome.append(
+            patient.register_broker(registration(1))))
+        worker.start()
+        with pytest.raises(ZooKeeperUnreachableError):
+            hasty.controller_id()
+        wait_for(lambda: SUSPENDED in states, "the patient client losing its connection")
+        server.resume()
+        worker.join(WAIT_S)
+        assert not worker.is_alive() and len(outcome) == 1
+        assert LOST not in states  # the same session throughout: the freeze was shorter
+        assert hasty.broker(1) == BrokerInfo(1, "test.host", 9999, None, outcome[0])
+    finally:
+        if server.suspended:
+            server.resume()
+        patient.close()
+        hasty.close()
+        server.stop()
