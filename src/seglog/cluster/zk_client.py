@@ -47,6 +47,7 @@ Blocking. Thread-safe as kazoo is: any thread may call any method (not from a ka
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -502,10 +503,10 @@ class KafkaZkClient:
         order: list[str] = []
         frontier = [path]
         while frontier:  # breadth first; deleted deepest first below
-            following = []
+            following: list[str] = []
             for node in frontier:
                 try:
-                    children = self._run(lambda n=node: self._kazoo.get_children_async(n), node)
+                    children = self._run(functools.partial(self._kazoo.get_children_async, node), node)
                 except NoNodeError:
                     continue
                 order.append(node)
@@ -516,7 +517,7 @@ class KafkaZkClient:
         doomed = list(reversed(order))
         if controller_epoch_zk_version is None:
             results = self._run_many(
-                [lambda p=p: self._kazoo.delete_async(p) for p in doomed], doomed)
+                [functools.partial(self._kazoo.delete_async, p) for p in doomed], doomed)
         else:
             results = self._checked_many([("delete", p, MATCH_ANY_VERSION) for p in doomed],
                                          controller_epoch_zk_version)
@@ -617,7 +618,7 @@ class KafkaZkClient:
                 _log.warning("ignoring %s/%s: not a broker id", zk_data.BROKER_IDS_PATH, child)
         paths = [zk_data.broker_path(broker_id) for broker_id in ids]
         results = self._run_many(
-            [lambda p=p: self._kazoo.get_async(p) for p in paths], paths)
+            [functools.partial(self._kazoo.get_async, p) for p in paths], paths)
         brokers = {}
         for broker_id, result in zip(ids, results):
             if isinstance(result, NoNodeError):
@@ -751,7 +752,7 @@ class KafkaZkClient:
         """Every topic's assignment by name (read pipelined)."""
         topics = self.topics()
         paths = [zk_data.topic_path(topic) for topic in topics]
-        results = self._run_many([lambda p=p: self._kazoo.get_async(p) for p in paths], paths)
+        results = self._run_many([functools.partial(self._kazoo.get_async, p) for p in paths], paths)
         assignments = {}
         for topic, result in zip(topics, results):
             if isinstance(result, NoNodeError):
@@ -805,7 +806,7 @@ class KafkaZkClient:
         names = [name for name in self.get_children(zk_data.CONFIG_CHANGES_PATH)
                  if name.startswith(zk_data.CONFIG_CHANGE_PREFIX)]
         paths = [f"{zk_data.CONFIG_CHANGES_PATH}/{name}" for name in names]
-        results = self._run_many([lambda p=p: self._kazoo.get_async(p) for p in paths], paths)
+        results = self._run_many([functools.partial(self._kazoo.get_async, p) for p in paths], paths)
         changes = {}
         for name, path, result in zip(names, paths, results):
             if isinstance(result, NoNodeError):
@@ -857,7 +858,7 @@ class KafkaZkClient:
         ``getTopicPartitionStates``)."""
         tps = [TopicPartition(tp[0], tp[1]) for tp in partitions]
         paths = [zk_data.partition_state_path(tp) for tp in tps]
-        results = self._run_many([lambda p=p: self._kazoo.get_async(p) for p in paths], paths)
+        results = self._run_many([functools.partial(self._kazoo.get_async, p) for p in paths], paths)
         states = {}
         for tp, path, result in zip(tps, paths, results):
             if isinstance(result, NoNodeError):
