@@ -671,19 +671,17 @@ def test_bad_bytes_in_a_znode_are_a_typed_error(zk_client):
 
 
 @pytest.mark.slow
-def test_operations_ride_out_a_zookeeper_freeze_and_give_up_after_the_timeout(tmp_path):
+def test_operations_ride_out_a_zookeeper_freeze_and_give_up_after_the_timeout(zookeeper,
+                                                                              tmp_path):
     # Kafka's retryRequestsUntilConnected: a request sent to a frozen ZooKeeper survives the
     # connection loss (kazoo drops the connection after ~2/3 of the session timeout without a
     # ping answer) and completes once it is connected again, within the connection timeout;
     # past the timeout, a typed error. (Its own ZooKeeper: the session's is never frozen.)
     from seglog.cluster.zk_client import SUSPENDED
-    from seglog.cluster.zookeeper import ZooKeeperNotInstalledError, ZooKeeperServer
+    from seglog.cluster.zookeeper import ZooKeeperServer
 
-    server = ZooKeeperServer(tmp_path / "zk")
-    try:
-        server.start()
-    except ZooKeeperNotInstalledError as exc:
-        pytest.skip(str(exc))  # the session fixture already fails under the REQUIRE flag
+    server = ZooKeeperServer(tmp_path / "zk")  # installed: the `zookeeper` fixture checked it
+    server.start()
     patient = KafkaZkClient(server.connect, session_timeout_ms=6000, connection_timeout_ms=15000)
     hasty = KafkaZkClient(server.connect, session_timeout_ms=6000, connection_timeout_ms=300)
     try:
