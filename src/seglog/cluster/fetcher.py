@@ -87,6 +87,8 @@ ERROR_NOT_LEADER_OR_FOLLOWER = 6
 ERROR_FENCED_LEADER_EPOCH = 74
 ERROR_UNKNOWN_LEADER_EPOCH = 75
 
+#: How long :meth:`ReplicaFetcherManager.close` waits for its tasks.
+_CLOSE_TIMEOUT_S = 10.0
 #: Slack above ``fetch_response_max_bytes`` for a response frame: the leader returns at least
 #: one whole batch even when it is larger (up to ``message.max.bytes`` and its headers).
 _FRAME_SLACK_BYTES = 64 * 1024 * 1024
@@ -131,7 +133,7 @@ class FetcherConfig:
     def from_kafka_config(cls, config: Mapping[str, Any]) -> "FetcherConfig":
         """The settings from a broker's Kafka-named config (str or int values; names not given
         keep their defaults)."""
-        values = {field: int(config[name]) for name, field in cls._KAFKA_NAMES.items()
+        values: dict[str, Any] = {field: int(config[name]) for name, field in cls._KAFKA_NAMES.items()
                   if name in config}
         return cls(**values)
 
@@ -262,7 +264,11 @@ class ReplicaFetcherManager:
         self._fetchers.clear()
         self._leader_of.clear()
         if self._stopping:
-            await asyncio.gather(*list(self._stopping), return_exceptions=True)
+            # Bounded: a task ends at its next await (cancelled, or its stop flag seen).
+            _done, pending = await asyncio.wait(list(self._stopping),
+                                                timeout=_CLOSE_TIMEOUT_S)
+            for task in pending:
+                _log.error("replica fetcher task %s did not stop", task.get_name())
         self._stopping.clear()
 
     def fetch_state(self, tp: TopicPartition) -> FetchState | None:
@@ -340,6 +346,9 @@ class _LeaderFetcher:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._wake = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        # Set by stop(): the loop ends even if a cancellation is lost (Python 3.11's
+        # asyncio.wait_for can swallow one that races with the awaited future's completion).
+        self._stopped = False
         self._task = manager.loop.create_task(self._run(),
                                               name=f"replica-fetcher-{leader_id}")
 
@@ -373,6 +382,8 @@ class _LeaderFetcher:
     def stop(self) -> asyncio.Task:
         """Cancel the task (it closes the connection); returns it to await."""
         self._partitions.clear()
+        self._stopped = True
+        self._wake.set()
         self._task.cancel()
         return self._task
 
@@ -447,8 +458,10 @@ class _LeaderFetcher:
 
     async def _run(self) -> None:
         try:
-            while True:
+            while not self._stopped:
                 await self._wait_until_ready()
+                if self._stopped:
+                    break
                 try:
                     await self._maybe_truncate()
                     await self._maybe_fetch()
@@ -467,11 +480,12 @@ class _LeaderFetcher:
                 self._conn = None
 
     async def _wait_until_ready(self) -> None:
-        """Until some partition is ready (not delayed), or something was added."""
-        while True:
+        """Until some partition is ready (not delayed), something was added, or the
+        fetcher is stopped."""
+        while not self._stopped:
             now = time.monotonic()
             waits = [p.state.delayed_until - now for p in self._partitions.values()
-                     if not p.state.ready(now)]
+                     if p.state.delayed_until is not None and not p.state.ready(now)]
             if len(waits) < len(self._partitions):
                 for p in self._partitions.values():
                     if p.state.delayed_until is not None and p.state.ready(now):
@@ -596,7 +610,7 @@ class _LeaderFetcher:
             if code == ERROR_NONE:
                 self._process_partition_data(p, state, data)
             elif code == ERROR_OFFSET_OUT_OF_RANGE:
-                out_of_range.append(entry)
+                out_of_range.append((p, state))
             elif code == ERROR_FENCED_LEADER_EPOCH:
                 _log.info("replica fetcher: %s epoch %d is fenced by broker %d; waiting for "
                           "a newer epoch", tp, state.leader_epoch, self.leader_id)
