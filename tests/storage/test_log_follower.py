@@ -639,3 +639,33 @@ def test_mutated_follower_input_is_refused_whole_or_taken_whole(tmp_path, backen
     finally:
         log.close()
     assert {"CorruptRecordError", "OffsetsOutOfOrderError", "taken"} <= outcomes
+
+
+def test_recovery_restores_epoch_entries_from_the_batches(tmp_path, backend):
+    # LogTest.testLogRecoversForLeaderEpoch: after an unclean shutdown, the recovered batches'
+    # epochs above the cache's latest are assigned again.
+    path = tmp_path / "p-0"
+    with open_log(path, backend) as log:
+        for offset, epoch in ((0, 1), (1, 2), (2, 2), (3, 3)):
+            log.append_as_follower(batch(backend, offset, 1, epoch=epoch))
+        assert log.leader_epoch_cache.entries == (E(1, 0), E(2, 1), E(3, 3))
+        log.leader_epoch_cache.truncate_from_end(2)  # deliberately lose an entry
+        assert log.leader_epoch_cache.entries == (E(1, 0), E(2, 1))
+    with open_log(path, backend) as log:  # a clean shutdown: nothing is recovered
+        assert log.leader_epoch_cache.entries == (E(1, 0), E(2, 1))
+    os.remove(path / filenames.CLEAN_SHUTDOWN_MARKER)
+    with open_log(path, backend) as log:
+        assert not log.recovery_report.clean_shutdown
+        assert log.leader_epoch_cache.entries == (E(1, 0), E(2, 1), E(3, 3))
+
+
+def test_recovery_of_a_standalone_log_writes_no_epoch_file(tmp_path, backend):
+    path = tmp_path / "p-0"
+    with open_log(path, backend, auto_hw=True) as log:
+        log.append_raw(backend.encode_batch([b"a"], timestamps_ms=NOW_MS,
+                                            partition_leader_epoch=0), now_ms=NOW_MS)
+    os.remove(path / filenames.CLEAN_SHUTDOWN_MARKER)
+    with open_log(path, backend, auto_hw=True) as log:
+        assert not log.recovery_report.clean_shutdown and log.recovery_report.recovered_segments
+        assert log.leader_epoch_cache.entries == ()
+    assert not os.path.exists(path / filenames.LEADER_EPOCH_CHECKPOINT)

@@ -225,9 +225,9 @@ class Log(LogReads, LogRetention):
         listing = os.listdir(self._dir)
         # Read before the partition is loaded: a corrupt file then fails the open before the
         # loader forgets the clean-shutdown marker.
+        epochs_kept = filenames.LEADER_EPOCH_CHECKPOINT in listing
         self._epochs = LeaderEpochCache.load(
-            self._dir, self._log_end_offset, read_only=self._read_only,
-            exists=filenames.LEADER_EPOCH_CHECKPOINT in listing)
+            self._dir, self._log_end_offset, read_only=self._read_only, exists=epochs_kept)
         loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
                                 state=self._state, now_ms=now_ms,
                                 new_producer_state=self._new_producer_state,
@@ -236,6 +236,9 @@ class Log(LogReads, LogRetention):
         self.recovery_report: RecoveryReport = loaded.report
         start, end = loaded.start_offset, loaded.end_offset
         if not self._read_only:
+            report = loaded.report
+            if epochs_kept and report.recovered_segments:
+                self._recover_epochs(min(report.recovered_segments))
             # Kafka's Log constructor: entries past the loaded end (a crash after the cache
             # was written, before the batch) and before the start go.
             self._epochs.truncate_from_end(end)
@@ -250,6 +253,17 @@ class Log(LogReads, LogRetention):
 
     def _log_end_offset(self) -> int:
         return self._view.end_offset
+
+    def _recover_epochs(self, from_offset: int) -> None:
+        """After recovery validated the segments from ``from_offset`` (an unclean shutdown):
+        every batch there whose epoch is above the cache's latest is assigned (Kafka's
+        ``LogSegment.recover``), so a crash between a batch's write and its cache write loses
+        no entry. Only for a log that keeps a cache file: a standalone log writes none."""
+        epochs = self._epochs
+        for batch in batches_from(self._local.segments, from_offset):  # bounded by the log
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and epoch > epochs.latest_epoch:
+                epochs.assign(epoch, batch.base_offset)
 
     def _new_producer_state(self, listing: list[str] | None = None) -> ProducerStateManager:
         return ProducerStateManager(
