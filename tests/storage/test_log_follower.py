@@ -5,18 +5,19 @@ follower appends (``append_as_follower``), the epoch cache kept by every change 
 Every test takes the ``backend`` fixture and runs on both twins; the copy tests also run the
 leader on one backend and the follower on the other and compare the files byte for byte.
 
-Kafka tests these come from: ``LogTest`` (``testAppendAsFollowerWithNonSequentialOffsets``-like
-checks: ``testAppendBelowExpectedOffsetThrowsException``, ``testAppendEmptyLogBelowLogStartOffset
-ThrowsException``, ``testAppendWithOutOfOrderOffsetsThrowsException``,
+Kafka 2.8.2 tests these come from (named in each test): ``LogTest``
+(``testAppendBelowExpectedOffsetThrowsException``,
+``testAppendEmptyLogBelowLogStartOffsetThrowsException``,
+``testAppendWithOutOfOrderOffsetsThrowsException``,
 ``testLeaderEpochCacheClearedAfterDowngradeInAppendedMessages``,
-``testTruncateFullyAndStartAt``, ``testLogRecoversForLeaderEpoch``,
-``testLeaderEpochCacheCreatedAfterMessageFormatUpgrade``), ``PartitionTest``
-(``testMakeLeaderUpdatesEpochCache``,
-``testAppendRecordsToFollowerWithNoReplicaThrowsException`` /
-``testAppendRecordsAsFollowerBelowLogStartOffset``), ``EpochDrivenReplicationProtocolAcceptanceTest``
-(``logsShouldNotDivergeOnUncleanLeaderElections`` shape, ``offsetsShouldNotGoBackwards``,
-``shouldSurviveFastLeaderChange``) reduced to two Logs and the truncation rule of
-replication.md §3.2.
+``testTruncateToEndOffsetClearsEpochCache``, ``testProducerIdMapTruncateFullyAndStartAt``,
+``testLogRecoversForLeaderEpoch``, ``testMessageSizeCheckInAppendAsFollower``,
+``testDuplicateAppendToFollower``), ``PartitionTest`` (``testMakeLeaderUpdatesEpochCache``,
+``testAppendRecordsAsFollowerBelowLogStartOffset``,
+``testUseCheckpointToInitializeHighWatermark``, ``testMonotonicOffsetsAfterLeaderChange``) and
+``EpochDrivenReplicationProtocolAcceptanceTest`` (``logsShouldNotDivergeOnUncleanLeaderElections``,
+``offsetsShouldNotGoBackwards``, ``shouldSurviveFastLeaderChange``) reduced to two Logs and the
+truncation rule of replication.md §3.2.
 """
 
 from __future__ import annotations
@@ -266,8 +267,8 @@ def test_empty_log_below_its_start_restarts_at_the_first_offset(tmp_path, backen
         assert (log.start_offset, log.end_offset, log.high_watermark) == (10, 15, 10)
         assert [s.base_offset for s in log.segments] == [10]
         assert log.leader_epoch_cache.entries == (E(2, 10),)
-        # Not empty any more: below the end is refused (LogTest
-        # testAppendBelowExpectedOffsetThrowsException).
+        # Not empty any more: below the end is refused
+        # (LogTest.testAppendBelowExpectedOffsetThrowsException).
         with pytest.raises(UnexpectedAppendOffsetError):
             log.append_as_follower(batch(backend, 14, 2, epoch=2))
     with open_log(tmp_path / "p-1", backend) as log:
@@ -356,6 +357,7 @@ def test_raised_max_message_bytes_applies_at_once(tmp_path, backend):
 
 
 def test_follower_producer_state_has_replication_origin(tmp_path, backend):
+    # LogTest.testDuplicateAppendToFollower: no sequence checks on a follower.
     with open_log(tmp_path / "p-0", backend, auto_hw=True) as log:
         # Sequences a client append would refuse (a gap, then an older epoch) are taken.
         log.append_as_follower(batch(backend, 0, 2, producer_id=5, producer_epoch=3,
@@ -364,7 +366,11 @@ def test_follower_producer_state_has_replication_origin(tmp_path, backend):
                                      base_sequence=0))
         entry = log.producer_state.active_producers[5]
         assert entry.last_data_offset == 2
-        assert log.producer_state.map_end_offset == 3
+        # The same sequences again at new offsets: a duplicate for a client, taken here.
+        log.append_as_follower(batch(backend, 3, 1, producer_id=5, producer_epoch=2,
+                                     base_sequence=0))
+        assert log.producer_state.active_producers[5].last_data_offset == 3
+        assert log.producer_state.map_end_offset == 4
 
 
 # --- truncation and the cache -----------------------------------------------------------------
@@ -386,8 +392,8 @@ def test_truncate_to_truncates_the_cache_from_the_end(tmp_path, backend):
         assert log.end_offset_for_epoch(2) == (2, 20)  # the latest epoch ends at the end
         log.truncate_to(10)
         assert log.leader_epoch_cache.entries == (E(0, 0),)
-        # LogTest: truncating at or past the end still drops an entry at the end (a leader
-        # that was elected and appended nothing).
+        # LogTest.testTruncateToEndOffsetClearsEpochCache: truncating at or past the end
+        # still drops an entry at the end (a leader elected that appended nothing).
         log.become_leader(7)
         assert log.leader_epoch_cache.entries == (E(0, 0), E(7, 10))
         log.become_follower()
@@ -398,7 +404,7 @@ def test_truncate_to_truncates_the_cache_from_the_end(tmp_path, backend):
 
 
 def test_truncate_fully_and_start_at(tmp_path, backend):
-    # LogTest.testTruncateFullyAndStartAt
+    # LogTest.testProducerIdMapTruncateFullyAndStartAt, with the epoch cache
     with open_log(tmp_path / "p-0", backend) as log:
         _three_epochs(log, backend)
         log.update_high_watermark(25)
