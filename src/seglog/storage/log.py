@@ -76,12 +76,7 @@ from .config import (
     checked_now_ms,
 )
 from .file_cache import FileCache
-from .leader_epoch import (
-    UNDEFINED_EPOCH,
-    UNDEFINED_EPOCH_OFFSET,
-    LeaderEpochCache,
-    stamp_partition_leader_epoch,
-)
+from .leader_epoch import LeaderEpochCache, stamp_partition_leader_epoch
 from .loader import BASE_OFFSET_MAX, RecoveryReport, open_partition
 from .local_log import batches_from
 from .log_reads import LogReads
