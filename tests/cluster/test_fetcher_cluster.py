@@ -306,7 +306,7 @@ def test_out_of_range_below_the_leaders_log_start(leader, tmp_path):
     """AbstractFetcherThreadTest.testFollowerFetchOutOfRangeLow: the leader deleted records
     below 40 (DeleteRecords) before an empty follower first fetched: OFFSET_OUT_OF_RANGE,
     ListOffsets (latest, then earliest), the follower restarts its log at 40 and copies from
-    there."""
+    there; then its log start follows the leader's to 55."""
     leader.produce(60)
     assert leader.log.delete_records_before(40) == 40
     epoch = leader.state().leader_epoch
@@ -322,12 +322,135 @@ def test_out_of_range_below_the_leaders_log_start(leader, tmp_path):
                          what="the copy")
             assert manager.request_counts["list_offsets"] == 2
             assert follower.start_offset == 40
+            # The leader's log start moves on (DeleteRecords): the follower's follows it
+            # (ReplicaFetcherThread.processPartitionData, maybeIncrementLogStartOffset).
+            assert leader.log.delete_records_before(55) == 55
+            await _until(lambda: follower.start_offset == 55, what="the log start")
+            assert follower.end_offset == 60
         finally:
             await manager.close()
 
     try:
         _run(scenario())
-        assert [r.value for r in follower.records(start=40, max_offset=60)] == \
-            [b"value-%06d" % i for i in range(40, 60)]
+        assert [r.value for r in follower.records(start=55, max_offset=60)] == \
+            [b"value-%06d" % i for i in range(55, 60)]
     finally:
         follower.close()
+
+
+def test_corrupt_records_are_retried_and_nothing_appended(leader, tmp_path):
+    """AbstractFetcherThreadTest.testCorruptMessage: a batch whose bytes no longer match its
+    CRC (flipped on the leader's disk; a leader serves fetches unverified) is refused by the
+    follower's append, logged, and the partition retried after the back-off, never failed;
+    nothing is appended meanwhile. Once the byte is back the follower copies everything."""
+    leader.produce(10)
+    epoch = leader.state().leader_epoch
+    segment = os.path.join(leader.log.dir_path, _segment_files(leader.log.dir_path)[0])
+    position = 70  # inside the first batch's records (after its 61-byte header)
+    with open(segment, "r+b") as f:
+        f.seek(position)
+        original = f.read(1)
+        f.seek(position)
+        f.write(bytes([original[0] ^ 0xFF]))
+    follower = Log.open(tmp_path / "follower" / "r-0", auto_high_watermark=False)
+
+    async def scenario():
+        manager = ReplicaFetcherManager(
+            broker_id=FOLLOWER_ID, loop=asyncio.get_running_loop(),
+            resolve_broker=lambda broker_id: leader.address, config=FAST)
+        try:
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await _until(lambda: manager.request_counts["fetch"] >= 4, what="retries")
+            assert follower.end_offset == 0 and manager.failed_partitions == frozenset()
+            assert manager.fetch_state(TP).state == FETCHING
+            with open(segment, "r+b") as f:
+                f.seek(position)
+                f.write(original)
+            await _until(lambda: follower.end_offset == 10 and follower.high_watermark == 10,
+                         what="the copy")
+        finally:
+            await manager.close()
+
+    try:
+        _run(scenario())
+        follower.flush()
+        leader.log.flush()
+        _assert_same_files(leader.log.dir_path, follower.dir_path)
+    finally:
+        follower.close()
+
+
+def test_two_brokers_replicate_and_fail_over(tmp_path, zk_connect, zk_client):
+    """The fetcher inside a cluster broker (the replica manager's follower side):
+    ReplicationTest / LogRecoveryTest in small. Brokers 0 and 1 replicate ``r-0``
+    (replicas [0, 1]); the follower's files end byte-identical to the leader's. Broker 0
+    stops: broker 1 leads in a new epoch and takes more records; broker 0 comes back as its
+    follower, truncates by epoch (nothing to cut) and catches up: identical again."""
+    from kafka import KafkaProducer
+
+    brokers: dict[int, seglog.Broker] = {}
+
+    def start(broker_id: int) -> None:
+        brokers[broker_id] = seglog.Broker(
+            tmp_path / f"broker-{broker_id}", listen=("127.0.0.1", 0),
+            config=dict(CLUSTER_CONFIG, **{"broker.id": broker_id,
+                                           "zookeeper.connect": zk_connect}))
+        brokers[broker_id].start()
+
+    def log_of(broker_id: int) -> Log:
+        return brokers[broker_id].store.topic(TOPIC).log(0)
+
+    def produce(broker_id: int, start_index: int, count: int) -> None:
+        producer = KafkaProducer(bootstrap_servers=brokers[broker_id].bootstrap, acks="all",
+                                 linger_ms=5, batch_size=4096, request_timeout_ms=10000)
+        try:
+            futures = [producer.send(TOPIC, value=b"value-%06d" % i, partition=0)
+                       for i in range(start_index, start_index + count)]
+            producer.flush(timeout=20)
+            for future in futures:
+                future.get(timeout=20)
+        finally:
+            producer.close(timeout=10)
+
+    def wait(condition, what: str, timeout_s: float = 20.0) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    def in_sync(expected_end: int) -> bool:
+        try:
+            logs = [log_of(0), log_of(1)]
+        except Exception:
+            return False
+        return all(log.end_offset == expected_end and log.high_watermark == expected_end
+                   for log in logs)
+
+    def same_files() -> None:
+        for broker_id in (0, 1):
+            log_of(broker_id).flush()
+        _assert_same_files(log_of(0).dir_path, log_of(1).dir_path)
+
+    try:
+        start(0)
+        start(1)
+        zk_client.create_topic(TopicAssignment(TOPIC, uuid.uuid4(), {0: [0, 1]}), {})
+        wait(lambda: (s := zk_client.partition_states([TP]).get(TP)) is not None
+             and s.leader == 0 and set(s.isr) == {0, 1}, "leader 0 with ISR [0, 1]")
+        first_epoch = zk_client.partition_states([TP])[TP].leader_epoch
+        produce(0, 0, 200)
+        wait(lambda: in_sync(200), "the follower's copy")
+        same_files()
+        brokers.pop(0).stop()
+        wait(lambda: (s := zk_client.partition_states([TP]).get(TP)) is not None
+             and s.leader == 1 and s.leader_epoch > first_epoch, "broker 1 leading")
+        produce(1, 200, 50)
+        start(0)
+        wait(lambda: in_sync(250), "broker 0 caught up")
+        same_files()
+        assert log_of(0).latest_epoch == log_of(1).latest_epoch > first_epoch
+    finally:
+        for broker in brokers.values():
+            broker.stop()
