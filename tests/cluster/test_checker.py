@@ -247,7 +247,7 @@ def test_replica_divergence_below_the_high_watermark():
     replica = find(events, f="replica", partition=1, broker=2)
     replica["batches"][3][2] = 7  # another CRC at offset 3
     found = only(checker.check(events), "replica-divergence")
-    assert [a.partition for a in found] == [1]
+    assert [(a.partition, a.offset) for a in found] == [(1, 3)]
     # Above the high watermark a follower may still differ (not yet committed).
     events = events_of(clean_history())
     for broker in (0, 1, 2):
@@ -262,7 +262,9 @@ def test_replica_missing_committed_batches():
     replica["batches"] = replica["batches"][:3]
     replica["log_end_offset"] = 3
     replica["high_watermark"] = 3
-    assert [a.partition for a in only(checker.check(events), "replica-divergence")] == [0]
+    result = checker.check(events)
+    assert [a.partition for a in only(result, "replica-missing")] == [0]
+    assert "replica-divergence" not in result.kinds()
 
 
 def test_replica_epoch_checkpoint_tails_differ():
@@ -299,6 +301,6 @@ def test_every_kind_has_a_negative_control():
     """Each kind the checker knows is provoked by a test above (this list is the check)."""
     provoked = {"lost-write", "inconsistent-offsets", "duplicate", "G1a", "phantom",
                 "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "committed-read-lost",
-                "unseen", "replica-divergence", "replica-epoch-divergence",
+                "unseen", "replica-divergence", "replica-missing", "replica-epoch-divergence",
                 "replica-hw-above-leo", "replica-nonmonotonic-offsets"}
     assert provoked == checker.KINDS

@@ -24,9 +24,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
+from pathlib import Path
 
 import pytest
 
+from harness import faults
 from harness.scenario import ScenarioRun
 
 #: The broker's cluster mode: B's ZooKeeper client, C's controller, E1's replica manager,
@@ -69,10 +71,10 @@ def run_factory(tmp_path, zk_connect):
     is stopped after the test."""
     runs = []
 
-    def make(*, topic_config=None, **kwargs) -> ScenarioRun:
+    def make(*, topic_config=None, replication_factor=3, **kwargs) -> ScenarioRun:
         run = ScenarioRun(tmp_path / f"run{len(runs)}", zk_connect, **kwargs)
         runs.append(run)
-        return run.up(topic_config=topic_config)
+        return run.up(topic_config=topic_config, replication_factor=replication_factor)
 
     yield make
     for run in runs:
@@ -325,3 +327,62 @@ def test_s5_every_isr_member_down_and_a_laggard_returns(run_factory, variant):
         kinds = result.kinds()
         assert {"lost-write", "committed-read-lost"} <= kinds, result.summary()
         assert not any(k.startswith("replica-") for k in kinds), result.summary()
+
+
+TRUNCATE_TO_HW_HONOURED = "truncate_to_hw" in open(
+    importlib.util.find_spec("seglog.cluster.fetcher").origin, encoding="utf-8").read() \
+    if not MISSING else False
+
+
+@pytest.mark.parametrize("broken", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not TRUNCATE_TO_HW_HONOURED, reason="the fetcher does not honour truncate_to_hw"))],
+    ids=["by_epoch", "truncate_to_hw"])
+def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, broken):
+    """S9, KIP-101's second scenario (``EpochDrivenReplicationProtocolAcceptanceTest.
+    shouldNotAllowDivergentLogs``): RF 2, replicas A (leader) and B. B stops cleanly; A
+    writes alone; A stops and loses the tail of its log below B's high watermark (unflushed
+    data, R§6.2); A returns (the last ISR member) and writes new records in a new epoch over
+    the offsets it lost; B returns. By epoch, B truncates to where A's log diverges and the
+    replicas converge; the acknowledged records in A's lost tail are reported as lost (the
+    expected cost of the cut). With ``truncate_to_hw`` (Kafka before KIP-101) B keeps its
+    records up to its own HW over A's new ones: the replicas diverge and the checker must
+    say so."""
+    env = {"SEGLOG_TEST_BREAK": "truncate_to_hw"} if broken else None
+    run = run_factory(topic_config={"min.insync.replicas": 1}, env=env, replication_factor=2)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+
+    a = run.leader(0)
+    b = next(r for r in run.isr(0) if r != a)
+    run.cluster.stop(b)
+    run.wait_for(f"broker {b} out of p0's ISR", lambda: run.isr(0) == [a])
+    run.wait_sends("writes on A alone", 0, 10, invoked_after_ns=now_ns())
+    run.cluster.stop(a)
+    from seglog.filenames import REPLICATION_OFFSET_CHECKPOINT
+    from seglog.storage.checkpoints import OffsetCheckpointFile
+
+    hw_b = OffsetCheckpointFile(Path(run.cluster.brokers[b].data_dir)
+                                / REPLICATION_OFFSET_CHECKPOINT).read()[(run.topic, 0)]
+    assert hw_b >= 10, hw_b
+    cut_at = faults.cut_log_to(run.cluster.brokers[a].data_dir, run.topic, 0, hw_b - 5)
+    assert cut_at < hw_b
+    run.cluster.start(a)
+    run.wait_for(f"broker {a} leading p0 again", lambda: run.leader(0) == a)
+    run.wait_sends("new writes over the lost offsets", 0, 20, invoked_after_ns=now_ns())
+    run.cluster.start(b)
+
+    result = run.heal_and_check(replicas=2, require_full_isr=not broken)
+    divergence = {k for k in result.kinds() if k.startswith("replica-")}
+    if broken:
+        # A batch that differs below the HW: a conflict, not a replica merely behind.
+        assert "replica-divergence" in divergence, result.summary()
+    else:
+        assert divergence == set(), result.summary()
+        assert result.of_kind("lost-write"), "the cut's acknowledged records must be reported"
+        # The cut's consequences, all expected: its acknowledged and read records gone,
+        # their offsets reused by the new epoch (so later sends land lower, and a consumer
+        # past the new end is reset back).
+        assert result.excluding("lost-write", "inconsistent-offsets", "committed-read-lost",
+                                "nonmonotonic-send", "nonmonotonic-poll") == [], \
+            result.summary()

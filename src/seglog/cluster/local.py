@@ -412,6 +412,17 @@ class LocalCluster:
         data, _stat = client.get(path)
         return json.loads(data)
 
+    def topic_assignment(self, topic: str) -> dict[int, list[int]]:
+        """``{partition: [replica broker ids]}`` from the topic's znode (empty when the topic
+        does not exist)."""
+        client = self.zookeeper_client()
+        path = f"/brokers/topics/{topic}"
+        if not client.exists(path):
+            return {}
+        data, _stat = client.get(path)
+        return {int(p): [int(b) for b in replicas]
+                for p, replicas in json.loads(data)["partitions"].items()}
+
     def controller_id(self) -> int | None:
         """The broker id in ``/controller``, None when there is no controller."""
         client = self.zookeeper_client()

@@ -28,7 +28,8 @@ Kinds (each an :class:`Anomaly` with the events that show it):
   read (consumers only see records below the high watermark: never allowed, even with
   acks=1, unless the scenario elected uncleanly or deleted a disk).
 * ``unseen`` (always a note): ok sends never polled, one note per partition.
-* ``replica-divergence``, ``replica-epoch-divergence``, ``replica-hw-above-leo``,
+* ``replica-divergence`` (a batch that differs), ``replica-missing`` (a replica holding a
+  strict prefix), ``replica-epoch-divergence``, ``replica-hw-above-leo``,
   ``replica-nonmonotonic-offsets``: after healing, the replicas of a partition must hold the
   same (base offset, CRC) sequence below the leader's high watermark, agree on the last
   ``leader-epoch-checkpoint`` entry that starts below it, keep HW <= LEO and never let
@@ -53,7 +54,8 @@ from .history import (
 KINDS = frozenset({
     "lost-write", "inconsistent-offsets", "duplicate", "G1a", "phantom", "nonmonotonic-send",
     "nonmonotonic-poll", "poll-skip", "committed-read-lost", "unseen", "replica-divergence",
-    "replica-epoch-divergence", "replica-hw-above-leo", "replica-nonmonotonic-offsets",
+    "replica-missing", "replica-epoch-divergence", "replica-hw-above-leo",
+    "replica-nonmonotonic-offsets",
 })
 
 
@@ -374,16 +376,21 @@ def _replicas(partition: int, listing: list[dict]) -> list[Anomaly]:
     reference_broker, reference = max(committed.items(), key=lambda kv: len(kv[1]))
     for replica in listing:
         mine = committed[replica["broker"]]
-        if mine != reference:
-            diverge = next((i for i, (a, b) in enumerate(zip(mine, reference)) if a != b),
-                           min(len(mine), len(reference)))
+        if mine == reference:
+            continue
+        diverge = next((i for i, (a, b) in enumerate(zip(mine, reference)) if a != b), None)
+        if diverge is None:  # a strict prefix: behind, not conflicting
+            found.append(Anomaly(
+                "replica-missing",
+                f"broker {replica['broker']} holds {len(mine)} of the {len(reference)} "
+                f"batches below HW {hw} (broker {reference_broker} holds them all)",
+                tuple(listing), partition))
+        else:
             found.append(Anomaly(
                 "replica-divergence",
                 f"broker {replica['broker']} differs from broker {reference_broker} below "
-                f"HW {hw} at batch #{diverge} "
-                f"({mine[diverge] if diverge < len(mine) else 'missing'} vs "
-                f"{reference[diverge] if diverge < len(reference) else 'missing'})",
-                tuple(listing), partition))
+                f"HW {hw} at batch #{diverge} ({mine[diverge]} vs {reference[diverge]})",
+                tuple(listing), partition, mine[diverge][0]))
     # Only entries that start below the HW: a leader assigns its epoch's start at its LEO
     # when it becomes leader, and a follower learns that epoch only from a batch written in
     # it, so an epoch with no data yet is on the leader alone (Kafka does the same).

@@ -32,35 +32,62 @@ from seglog.filenames import CLEAN_SHUTDOWN_MARKER, partition_dir_name
 COMMAND_TIMEOUT_S = 10.0
 
 
-def cut_log_tail(data_dir: str | os.PathLike, topic: str, partition: int, batches: int) -> int:
-    """On a stopped broker's ``data_dir``: remove the clean-shutdown marker and cut the last
-    ``batches`` batches of the partition's newest ``.log`` file (R§6.2, "lost unflushed
-    data"). Returns the offset the log now ends at (the first offset cut). Raises
-    ``ValueError`` when that segment holds fewer batches."""
-    partition_dir = Path(data_dir) / partition_dir_name(topic, partition)
-    logs = sorted(partition_dir.glob("*.log"), key=lambda p: int(p.stem))
-    if not logs:
-        raise ValueError(f"no .log file in {partition_dir}")
-    path = logs[-1]
+def _batch_starts(path: Path) -> list[tuple[int, int, int]]:
+    """``(file position, base offset, last offset)`` of every whole batch in a .log file."""
     data = path.read_bytes()
-    starts: list[tuple[int, int]] = []  # (file position, base offset)
+    starts = []
     position = 0
     while position + fmt.RECORD_BATCH_OVERHEAD <= len(data):
         base_offset, length = struct.unpack_from(">qi", data, position)
         if length < fmt.MIN_BATCH_LENGTH or position + fmt.LOG_OVERHEAD + length > len(data):
             break
-        starts.append((position, base_offset))
+        delta = struct.unpack_from(">i", data, position + fmt.LAST_OFFSET_DELTA_POSITION)[0]
+        starts.append((position, base_offset, base_offset + delta))
         position += fmt.LOG_OVERHEAD + length
-    if len(starts) < batches:
-        raise ValueError(f"{path} holds {len(starts)} batches, fewer than {batches}")
-    cut_position, cut_offset = starts[-batches]
+    return starts
+
+
+def _newest_log(data_dir: str | os.PathLike, topic: str, partition: int) -> Path:
+    partition_dir = Path(data_dir) / partition_dir_name(topic, partition)
+    logs = sorted(partition_dir.glob("*.log"), key=lambda p: int(p.stem))
+    if not logs:
+        raise ValueError(f"no .log file in {partition_dir}")
+    return logs[-1]
+
+
+def _cut(data_dir: str | os.PathLike, path: Path, position: int) -> None:
     with open(path, "r+b") as f:
-        f.truncate(cut_position)
+        f.truncate(position)
     try:
         os.unlink(Path(data_dir) / CLEAN_SHUTDOWN_MARKER)
     except FileNotFoundError:
         pass
+
+
+def cut_log_tail(data_dir: str | os.PathLike, topic: str, partition: int, batches: int) -> int:
+    """On a stopped broker's ``data_dir``: remove the clean-shutdown marker and cut the last
+    ``batches`` batches of the partition's newest ``.log`` file (R§6.2, "lost unflushed
+    data"). Returns the offset the log now ends at (the first offset cut). Raises
+    ``ValueError`` when that segment holds fewer batches."""
+    path = _newest_log(data_dir, topic, partition)
+    starts = _batch_starts(path)
+    if len(starts) < batches:
+        raise ValueError(f"{path} holds {len(starts)} batches, fewer than {batches}")
+    position, cut_offset, _last = starts[-batches]
+    _cut(data_dir, path, position)
     return cut_offset
+
+
+def cut_log_to(data_dir: str | os.PathLike, topic: str, partition: int, offset: int) -> int:
+    """Like :func:`cut_log_tail`, cutting from the batch that holds ``offset`` (or the first
+    batch after it) to the end of the newest segment. Returns the offset the log now ends at
+    (<= ``offset``). Raises ``ValueError`` when the segment does not reach ``offset``."""
+    path = _newest_log(data_dir, topic, partition)
+    for position, base, last in _batch_starts(path):
+        if last >= offset:
+            _cut(data_dir, path, position)
+            return base
+    raise ValueError(f"{path} ends before offset {offset}")
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:

@@ -349,20 +349,21 @@ def read_batches(partition_dir: str | os.PathLike) -> list[list[int]]:
 
 
 def read_replicas(history: History, data_dirs: dict[int, str], topic: str,
-                  partitions: list[int]) -> None:
-    """Record one ``replica`` event per (broker, partition) that has the partition: its
-    batches, ``leader-epoch-checkpoint`` entries, high watermark (from
-    ``replication-offset-checkpoint``, 0 when absent) and log end offset. The brokers must be
-    stopped (their files settled)."""
+                  assignment: dict[int, list[int]]) -> None:
+    """Record one ``replica`` event per replica of ``assignment`` (``{partition: [broker
+    ids]}``): its batches, ``leader-epoch-checkpoint`` entries, high watermark (from
+    ``replication-offset-checkpoint``, 0 when absent) and log end offset (a replica without
+    its directory is recorded empty). The brokers must be stopped (their files settled)."""
     for broker_id, data_dir in sorted(data_dirs.items()):
         checkpoint = OffsetCheckpointFile(Path(data_dir) / REPLICATION_OFFSET_CHECKPOINT)
         high_watermarks = checkpoint.read()
-        for partition in partitions:
-            partition_dir = Path(data_dir) / partition_dir_name(topic, partition)
-            if not partition_dir.is_dir():
+        for partition, replicas in sorted(assignment.items()):
+            if broker_id not in replicas:
                 continue
-            batches = read_batches(partition_dir)
-            epochs = LeaderEpochCheckpointFile(partition_dir / LEADER_EPOCH_CHECKPOINT).read()
+            partition_dir = Path(data_dir) / partition_dir_name(topic, partition)
+            batches = read_batches(partition_dir) if partition_dir.is_dir() else []
+            epochs = (LeaderEpochCheckpointFile(partition_dir / LEADER_EPOCH_CHECKPOINT).read()
+                      if partition_dir.is_dir() else [])
             end = batches[-1][1] + 1 if batches else 0
             history.record("replicas", OK, REPLICA, broker=broker_id, partition=partition,
                            batches=batches, epochs=[[e.epoch, e.start_offset] for e in epochs],
