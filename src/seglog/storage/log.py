@@ -382,7 +382,8 @@ class Log(LogReads, LogRetention):
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
         """The partition's :class:`~seglog.storage.leader_epoch.LeaderEpochCache` (queries from
-        any thread; the log makes every change)."""
+        any thread; the log makes every change). A read-only log holds it as loaded at open
+        (:meth:`refresh` does not reread it)."""
         return self._epochs
 
     @property
