@@ -476,3 +476,27 @@ def test_cluster_settings_are_checked_before_anything_starts(tmp_path):
         seglog.Broker(tmp_path / "b", config={"replica.fetch.wait.max.ms": 5000,
                                               "replica.lag.time.max.ms": 3000})
     assert not (tmp_path / "b").exists()
+
+
+def test_a_topic_config_change_in_zookeeper_reaches_every_broker(cluster, zk_client):
+    """A config change announced in ZooKeeper (``/config/topics/<t>`` and a
+    ``/config/changes`` notification, as Kafka 2.8's ``kafka-configs --zookeeper`` writes
+    it) reaches every broker's topic: min.insync.replicas=3 with one follower stopped
+    refuses acks=all writes (19); set back to 2, they succeed."""
+    create_topic(cluster, "reconf")
+    tp = TopicPartition("reconf", 0)
+    leader = cluster.wait_for_isr(tp, 3)
+    zk_client.set_topic_config("reconf", {"min.insync.replicas": "3"})
+    wait_until(lambda: all(b.store.topic("reconf").log(0).config.min_insync_replicas == 3
+                           for b in cluster.brokers.values()),
+               "every broker to take min.insync.replicas=3")
+    cluster.stop(next(b for b in sorted(cluster.brokers) if b != leader))
+    leader = cluster.wait_for_isr(tp, 2)
+    from kafka.errors import NotEnoughReplicasError
+
+    assert isinstance(_produce_kafka_python(cluster.bootstrap, "reconf", b"no"),
+                      NotEnoughReplicasError)
+    zk_client.set_topic_config("reconf", {"min.insync.replicas": "2"})
+    wait_until(lambda: cluster.brokers[leader].store.topic("reconf").log(0)
+               .config.min_insync_replicas == 2, "the leader to take min.insync.replicas=2")
+    assert _produce_kafka_python(cluster.bootstrap, "reconf", b"yes") is None

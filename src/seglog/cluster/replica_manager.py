@@ -158,7 +158,11 @@ class ReplicaManager:
         self._dirty_brokers = True
         self._dirty_controller = True
         self._dirty_topics = True
+        self._dirty_configs = False
         self._dirty_states: set[TopicPartition] = set()
+        #: The ``/config/topics/<t>`` overrides each local topic was last given (None: not
+        #: known yet, to be read).
+        self._topic_configs: dict[str, dict[str, str] | None] = {}
         self._reregister = False
         self._wake = asyncio.Event()
         self._metadata_changed = asyncio.Event()
@@ -191,6 +195,8 @@ class ReplicaManager:
         await self._blocking(zk.watch_children, zk_data.TOPICS_PATH, self._on_topics_changed)
         await self._blocking(zk.watch_data, zk_data.CONTROLLER_PATH,
                              self._on_controller_changed)
+        await self._blocking(zk.watch_children, zk_data.CONFIG_CHANGES_PATH,
+                             self._on_config_changes)
         await self._blocking(zk.add_session_listener, self._on_session_state)
         await self._refresh()
         self._tasks = [
@@ -286,6 +292,11 @@ class ReplicaManager:
         self._wake_threadsafe()
         return not self._closing
 
+    def _on_config_changes(self, *_args: Any) -> Any:
+        self._dirty_configs = True
+        self._wake_threadsafe()
+        return not self._closing
+
     def _on_controller_changed(self, *_args: Any) -> Any:
         self._dirty_controller = True
         self._wake_threadsafe()
@@ -351,6 +362,9 @@ class ReplicaManager:
             self._dirty_topics = False
             assignments = dict(await self._blocking(self._read_assignments))
             await self._apply_assignments(assignments)
+        if self._dirty_configs:
+            self._dirty_configs = False
+            await self._apply_topic_configs()
         if self._dirty_states:
             tps = [tp for tp in self._dirty_states if tp in self._watched_states]
             self._dirty_states.clear()
@@ -453,8 +467,14 @@ class ReplicaManager:
                     log.exception("broker %d: creating local topic %s failed", self.broker_id,
                                   name)
                     continue
-            elif topic.partitions < count:
-                await self._blocking_store(store.create_partitions, name, count)
+            else:
+                if name not in self._topic_configs:
+                    # A topic this broker had before it (re)started: take the cluster's
+                    # config overrides at the next pass (they may have changed meanwhile).
+                    self._topic_configs[name] = None
+                    self._dirty_configs = True
+                if topic.partitions < count:
+                    await self._blocking_store(store.create_partitions, name, count)
             for partition, replicas in sorted(assignment.partitions.items()):
                 tp = TopicPartition(name, partition)
                 replicas = tuple(replicas)
@@ -478,6 +498,39 @@ class ReplicaManager:
                             topic_id: uuid.UUID | None) -> None:
         self.store.create_topic(name, count, dict(config) if config else None,
                                 topic_id=topic_id)
+        self._topic_configs[name] = dict(config or {})
+
+    def _read_topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+        configs = {}
+        for name in names:
+            try:
+                configs[name] = dict(self.zk.topic_config(name))
+            except zk_data.ZkDataError as exc:
+                log.warning("broker %d: ignoring the config of topic %s: %s", self.broker_id,
+                            name, exc)
+        return configs
+
+    async def _apply_topic_configs(self) -> None:
+        """A config change was announced (``/config/changes``, Kafka's
+        ``ConfigChangeListener``): every local topic whose ``/config/topics/<t>`` overrides
+        differ from what it was given takes them (``Store.alter_topic_config``)."""
+        names = [n for n in self.assignments if n in self._topic_configs]
+        configs = await self._blocking(self._read_topic_configs, names)
+        for name, config in configs.items():
+            if config == self._topic_configs.get(name):
+                continue
+            try:
+                await self._blocking_store(self.store.alter_topic_config, name, config)
+            except (errors.SeglogError, OSError) as exc:
+                log.warning("broker %d: config %s of topic %s not applied: %s",
+                            self.broker_id, config, name, exc)
+                continue
+            self._topic_configs[name] = config
+            log.info("broker %d: topic %s config is now %s", self.broker_id, name, config)
+            for replica in self.partitions.values():
+                if replica.tp.topic == name and replica.is_leader:
+                    # min.insync.replicas may have changed for the waiting produces.
+                    self._check_waiters(replica)
 
     def _topic_watcher(self, name: str) -> Callable[..., Any]:
         def on_topic(*_args: Any) -> Any:
@@ -489,6 +542,7 @@ class ReplicaManager:
         return on_topic
 
     async def _remove_topic(self, name: str, *, keep_watch: bool = False) -> None:
+        self._topic_configs.pop(name, None)
         for tp in [tp for tp in self.partitions if tp.topic == name]:
             self._stop_replica(self.partitions.pop(tp))
         if not keep_watch:
