@@ -71,7 +71,7 @@ def run_factory(tmp_path, zk_connect):
     is stopped after the test."""
     runs = []
 
-    def make(*, topic_config=None, replication_factor=3, **kwargs) -> ScenarioRun:
+    def make(*, topic_config=None, replication_factor: int = 3, **kwargs) -> ScenarioRun:
         run = ScenarioRun(tmp_path / f"run{len(runs)}", zk_connect, **kwargs)
         runs.append(run)
         return run.up(topic_config=topic_config, replication_factor=replication_factor)
@@ -386,3 +386,48 @@ def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, bro
         assert result.excluding("lost-write", "inconsistent-offsets", "committed-read-lost",
                                 "nonmonotonic-send", "nonmonotonic-poll") == [], \
             result.summary()
+
+
+def test_s10_zombie_leader_paused_past_its_session(run_factory):
+    """S10: the leader freezes (SIGSTOP) past its ZooKeeper session; a new leader is elected
+    and takes writes; the old one continues (SIGCONT) as a zombie. No acks=all write it could
+    acknowledge is missing (its ISR writes fail the zkVersion check, its followers fetch
+    elsewhere), it rejoins as a follower at the higher epoch and truncates its tail, and the
+    replicas converge."""
+    run = run_factory(topic_config=MIN_ISR_2)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    leader = run.leader(0)
+    epoch = run.state(0)["leader_epoch"]
+    run.cluster.pause(leader)
+    run.wait_for(f"a new leader of p0 other than the paused {leader}",
+                 lambda: run.leader(0) not in (-1, leader))
+    assert run.state(0)["leader_epoch"] > epoch
+    run.wait_sends("writes on the new leader", 0, 20, invoked_after_ns=now_ns())
+    run.cluster.resume(leader)
+    run.wait_for(f"broker {leader} back in p0's ISR", lambda: leader in run.isr(0), 60)
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()
+
+
+def test_s11_leader_cut_from_zookeeper_only(run_factory):
+    """S11: the leader loses ZooKeeper alone (a black-hole relay on its ZooKeeper connection)
+    while clients and followers still reach it; its session expires, another leader is
+    elected; the cut leader cannot get an acks=all write acknowledged (its ISR shrink needs
+    ZooKeeper); healed, it rejoins as a follower. Nothing acknowledged is lost."""
+    run = run_factory(topic_config=MIN_ISR_2, zookeeper_relays=True)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    leader = run.leader(0)
+    run.relays[leader].block()
+    run.wait_for(f"a new leader of p0 other than the cut {leader}",
+                 lambda: run.leader(0) not in (-1, leader))
+    run.wait_sends("writes on the new leader", 0, 20, invoked_after_ns=now_ns())
+    run.relays[leader].heal()
+    run.wait_for(f"broker {leader} back in p0's ISR", lambda: leader in run.isr(0), 60)
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from seglog.cluster.local import LocalCluster
 
-from . import checker, workload
+from . import checker, faults, workload
 from .history import OK, POLL, SEND, History
 
 #: Broker settings of R§6.1: timeouts shortened but not razor-thin, no leader rebalancing.
@@ -38,12 +38,23 @@ class ScenarioRun:
     def __init__(self, run_dir: str | Path, zk_connect: str, *, brokers: int = 3,
                  broker_configs: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None, topic: str = "scenario",
-                 partitions: int = 3):
+                 partitions: int = 3, zookeeper_relays: bool = False):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        #: With ``zookeeper_relays``: broker id -> the :class:`faults.Relay` between that
+        #: broker and ZooKeeper (block one to cut that broker from ZooKeeper alone).
+        self.relays: dict[int, faults.Relay] = {}
+        broker_zookeeper = {}
+        if zookeeper_relays:
+            address, _, chroot = zk_connect.partition("/")
+            host, _, port = address.rpartition(":")
+            for broker_id in range(brokers):
+                relay = faults.Relay((host, int(port)))
+                self.relays[broker_id] = relay
+                broker_zookeeper[broker_id] = relay.address + (f"/{chroot}" if chroot else "")
         self.cluster = LocalCluster(self.run_dir / "cluster", brokers, zookeeper=zk_connect,
                                     broker_configs={**BROKER_CONFIGS, **(broker_configs or {})},
-                                    env=env)
+                                    env=env, broker_zookeeper=broker_zookeeper)
         self.topic = topic
         self.partitions = list(range(partitions))
         self.history = History(self.run_dir / "history.jsonl")
@@ -187,6 +198,8 @@ class ScenarioRun:
         The checker's summary is written to ``run_dir/checker.txt``."""
         for producer in self.producers:
             producer.stop()
+        for relay in self.relays.values():
+            relay.heal()
         for producer in self.producers:
             producer.join(timeout=60)
             assert not producer.is_alive(), f"producer {producer.process} did not end"
@@ -225,5 +238,9 @@ class ScenarioRun:
         """Stop everything still running (after a failed run; idempotent)."""
         for thread in self.producers + self.consumers:
             thread.stop()
+        for relay in self.relays.values():
+            relay.heal()
         self.cluster.down()
+        for relay in self.relays.values():
+            relay.close()
         self.history.close()
