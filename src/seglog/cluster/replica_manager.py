@@ -351,7 +351,10 @@ class ReplicaManager:
             except Exception:
                 self._reregister = True
                 raise
+            # A new session: read everything again (changes missed while it was away).
             self._dirty_brokers = self._dirty_controller = self._dirty_topics = True
+            self._dirty_configs = True
+            self._dirty_states.update(self._watched_states)
         if self._dirty_brokers:
             self._dirty_brokers = False
             self.live_brokers = dict(await self._blocking(self._read_live_brokers))
