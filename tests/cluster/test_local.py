@@ -180,3 +180,29 @@ def test_cluster_faults_in_process(tmp_path, zookeeper, zk_connect):
         assert cluster.stop(0) == 0
         with pytest.raises(LocalClusterError, match="not running"):
             cluster.kill(0, signal.SIGSTOP)
+
+
+@needs_cluster_mode
+def test_expire_session_makes_the_broker_register_again(tmp_path, zookeeper, zk_connect):
+    """The same-session trick (R§6.2): a second client on the broker's own session closes it;
+    the broker, still running, registers again with a new broker epoch."""
+    with LocalCluster(tmp_path, 2, zookeeper=zk_connect, session_hook=True,
+                      broker_configs={"zookeeper.session.timeout.ms": 4000}) as cluster:
+        epoch = cluster.broker_epoch(1)
+        assert epoch is not None
+        pid = cluster.pid(1)
+        cluster.expire_session(1)
+        deadline = time.monotonic() + 30
+        while cluster.broker_epoch(1) in (None, epoch) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cluster.broker_epoch(1) not in (None, epoch)
+        assert cluster.pid(1) == pid
+
+
+@needs_cluster_mode
+def test_expire_session_without_the_hook_is_unavailable(tmp_path, zookeeper, zk_connect):
+    from seglog.cluster.local import FaultUnavailableError
+
+    with LocalCluster(tmp_path, 1, zookeeper=zk_connect) as cluster:
+        with pytest.raises(FaultUnavailableError, match="does not expose"):
+            cluster.expire_session(0)

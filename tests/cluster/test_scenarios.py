@@ -431,3 +431,35 @@ def test_s11_leader_cut_from_zookeeper_only(run_factory):
 
     result = run.heal_and_check()
     assert result.valid, result.summary()
+
+
+def test_s18_forced_session_expiry_of_controller_leader_and_follower(run_factory):
+    """S18: the ZooKeeper session of the controller, then of p0's leader, then of one of its
+    followers, is expired in turn (a second client on the broker's own session; the process
+    keeps running). Each broker registers again with a new broker epoch; the controller role
+    and p0's leadership move as Kafka's rules say; nothing acknowledged is lost."""
+    from seglog.cluster.local import SESSION_HOOK_ENV
+
+    run = run_factory(topic_config=MIN_ISR_2, env={SESSION_HOOK_ENV: "1"})
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+
+    def expire(broker: int) -> None:
+        epoch = run.cluster.broker_epoch(broker)
+        run.cluster.expire_session(broker)
+        run.wait_for(f"broker {broker} registered again with a new epoch",
+                     lambda: run.cluster.broker_epoch(broker) not in (None, epoch))
+        run.wait_isr_full()
+        run.wait_sends("writes after it", 0, 10, invoked_after_ns=now_ns())
+
+    controller = run.cluster.controller_id()
+    expire(controller)
+    leader = run.leader(0)
+    epoch = run.state(0)["leader_epoch"]
+    expire(leader)
+    assert run.state(0)["leader_epoch"] > epoch  # its session's end made the controller elect
+    expire(follower_of(run, 0))
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()

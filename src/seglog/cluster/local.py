@@ -402,6 +402,13 @@ class LocalCluster:
         except Exception:  # noqa: BLE001 - kazoo's errors: "not reachable" is the answer
             return None
 
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """The broker's epoch: the czxid of its ``/brokers/ids/<id>`` registration (a new
+        one after each new session), None while it is not registered."""
+        client = self.zookeeper_client()
+        stat = client.exists(f"/brokers/ids/{broker_id}")
+        return stat.czxid if stat is not None else None
+
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         """The partition's ``state`` znode (Kafka 2.8 JSON: ``leader``, ``leader_epoch``,
         ``isr``, ``controller_epoch``), None while it does not exist."""
