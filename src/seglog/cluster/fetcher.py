@@ -647,7 +647,11 @@ class _LeaderFetcher:
         try:
             if len(records):
                 log.append_as_follower(records)
-            log.update_high_watermark(data.high_watermark)
+            # min(leader HW, LEO), at least the log start (Log.updateHighWatermark); an
+            # unchanged one is not published again (most answers of an idle partition).
+            if min(max(data.high_watermark, log.start_offset), log.end_offset) \
+                    != log.high_watermark:
+                log.update_high_watermark(data.high_watermark)
             if data.log_start_offset > log.start_offset:
                 log.delete_records_before(data.log_start_offset)
         except (errors.CorruptRecordError, errors.InvalidRecordError) as e:

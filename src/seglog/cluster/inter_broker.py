@@ -19,7 +19,6 @@ not match) raises a :class:`InterBrokerError` subclass and leaves the connection
 from __future__ import annotations
 
 import asyncio
-import datetime
 import io
 import struct
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -164,24 +163,46 @@ def _by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[tup
     return topics
 
 
+_FETCH_HEAD = struct.Struct(">iiiibii")  # replica, max wait, min, max bytes, isolation, session
+_FETCH_PARTITION = struct.Struct(">iiqiqi")  # index, epoch, offset, last epoch, start, max bytes
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
 def encode_fetch_request(*, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
                          partitions: Mapping[TopicPartition, FetchPartitionRequest]) -> bytes:
-    """The body of a follower's Fetch v12 (sessionless full request, read_uncommitted)."""
-    m = _module_of(FETCH_KEY, FETCH_VERSION)
-    topics = tuple(
-        m.FetchTopic(topic=topic, partitions=tuple(
-            m.FetchPartition(partition=index, current_leader_epoch=p.current_leader_epoch,
-                             fetch_offset=p.fetch_offset,
-                             last_fetched_epoch=p.last_fetched_epoch,
-                             log_start_offset=p.log_start_offset,
-                             partition_max_bytes=p.partition_max_bytes)
-            for index, p in entries))
-        for topic, entries in _by_topic(partitions.items()).items())
-    return _body(m.FetchRequest(
-        replica_id=replica_id, max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=0, session_id=0,
-        session_epoch=_SESSIONLESS_EPOCH, topics=topics, forgotten_topics_data=(),
-        rack_id=""))
+    """The body of a follower's Fetch v12 (sessionless full request, read_uncommitted).
+
+    Encoded here field by field (``FetchRequest.json`` at v12: the partitions' fields in
+    schema order, an empty forgotten-topics array, an empty rack id, no tagged fields)
+    rather than through kio's entities: a follower sends one per round for every partition
+    it follows, and building kio's dataclasses cost ~23 us per partition."""
+    out = bytearray(_FETCH_HEAD.pack(replica_id, max_wait_ms, min_bytes, max_bytes, 0, 0,
+                                     _SESSIONLESS_EPOCH))
+    topics = _by_topic(partitions.items())
+    out += _uvarint(len(topics) + 1)
+    pack = _FETCH_PARTITION.pack
+    for topic, entries in topics.items():
+        raw = topic.encode("utf-8")
+        out += _uvarint(len(raw) + 1)
+        out += raw
+        out += _uvarint(len(entries) + 1)
+        for index, p in entries:
+            out += pack(index, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                        p.log_start_offset, p.partition_max_bytes)
+            out += b"\x00"  # the partition's tagged fields
+        out += b"\x00"  # the topic's tagged fields
+    out += b"\x01"  # forgotten_topics_data: empty
+    out += b"\x01"  # rack_id: ""
+    out += b"\x00"  # the request's tagged fields
+    return bytes(out)
 
 
 def encode_offset_for_leader_epoch_request(
