@@ -58,11 +58,13 @@ class Cluster:
         for broker_id in range(size):
             self.start(broker_id)
 
-    def start(self, broker_id: int) -> seglog.Broker:
+    def start(self, broker_id: int, zk_connect: str | None = None) -> seglog.Broker:
+        """Start broker ``broker_id`` (``zk_connect``: its own ZooKeeper address, e.g. a
+        relay's; default the cluster's)."""
         broker = seglog.Broker(self.tmp_path / f"broker-{broker_id}", listen=("127.0.0.1", 0),
                                config=dict(self.config, **{
                                    "broker.id": broker_id,
-                                   "zookeeper.connect": self.zk_connect}),
+                                   "zookeeper.connect": zk_connect or self.zk_connect}),
                                backend=self.backend)
         broker.start()
         self.brokers[broker_id] = broker
@@ -89,6 +91,14 @@ class Cluster:
         async def run():
             return fn()
         return asyncio.run_coroutine_threadsafe(run(), self.brokers[broker_id].loop).result(10)
+
+    def leader_of_among(self, tp: TopicPartition, broker_ids) -> int | None:
+        """The broker of ``broker_ids`` that leads ``tp`` now, or None."""
+        for broker_id in broker_ids:
+            replica = self.rm(broker_id).partitions.get(tp)
+            if replica is not None and replica.is_leader:
+                return broker_id
+        return None
 
     def leader_of(self, tp: TopicPartition) -> int | None:
         """The broker that leads ``tp`` now (its replica manager says so), or None."""
@@ -500,3 +510,94 @@ def test_a_topic_config_change_in_zookeeper_reaches_every_broker(cluster, zk_cli
     wait_until(lambda: cluster.brokers[leader].store.topic("reconf").log(0)
                .config.min_insync_replicas == 2, "the leader to take min.insync.replicas=2")
     assert _produce_kafka_python(cluster.bootstrap, "reconf", b"yes") is None
+
+
+@pytest.mark.slow
+def test_a_leader_cut_off_from_zookeeper_cannot_acknowledge_acks_all_and_truncates(
+        tmp_path, zk_connect):
+    """The zombie leader (R§3.5): broker 0 leads, then loses ZooKeeper (a black-hole relay on
+    its connection alone) but keeps serving. Its session expires, the controller elects
+    broker 1 from the ISR and the followers move. An acks=-1 write sent to the zombie then is
+    never acknowledged (its ISR shrink cannot be written, its followers are gone); once the
+    partition heals it learns the new epoch, becomes a follower and truncates the
+    unacknowledged record: every replica ends with the same batches."""
+    sys_path_harness()
+    from harness.faults import Relay
+
+    host, _, rest = zk_connect.partition(":")
+    port, _, chroot = rest.partition("/")
+    relay = Relay((host, int(port)))
+    cluster = Cluster(tmp_path, zk_connect, size=0)
+    try:
+        cluster.start(1)
+        cluster.start(2)
+        wait_until(lambda: cluster.rm(1).controller_id is not None, "a controller")
+        cluster.start(0, zk_connect=f"{relay.address}/{chroot}")
+        wait_until(lambda: all(len(cluster.rm(b).live_brokers) == 3 for b in cluster.brokers),
+                   "every broker to see three live brokers")
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+        try:
+            admin.create_topics([NewTopic("zombie", num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [0, 1, 2]},
+                                          topic_configs={"min.insync.replicas": "2"})],
+                                timeout_ms=15000)
+        finally:
+            admin.close()
+        tp = TopicPartition("zombie", 0)
+        assert cluster.wait_for_isr(tp, 3) == 0
+        zombie = cluster.brokers[0]
+        assert produce_to(zombie, "zombie", b"committed") == 0
+        cluster.wait_replicas_caught_up(tp)
+        old_epoch = cluster.rm(0).partitions[tp].leader_epoch
+
+        relay.block()
+        wait_until(lambda: cluster.leader_of_among(tp, (1, 2)) == 1
+                   and cluster.rm(2).fetcher.fetch_state(tp) is not None
+                   and cluster.rm(2).fetcher.fetch_state(tp).leader_id == 1,
+                   "broker 1 to lead and broker 2 to follow it", timeout_s=30)
+        assert cluster.rm(0).partitions[tp].is_leader  # the zombie still believes it leads
+        assert produce_to(zombie, "zombie", b"zombie-write", timeout_ms=3000) != 0
+        zombie_log = zombie.store.topic("zombie").log(0)
+        assert zombie_log.end_offset == 2 and zombie_log.high_watermark == 1
+
+        relay.heal()
+        wait_until(lambda: not cluster.rm(0).partitions[tp].is_leader
+                   and cluster.rm(0).partitions[tp].leader_epoch > old_epoch,
+                   "the old leader to learn the new epoch", timeout_s=30)
+        assert produce_to(cluster.brokers[1], "zombie", b"after") == 0
+        cluster.wait_replicas_caught_up(tp)
+        lists = {b: batches_of(broker.store.topic("zombie").log(0))
+                 for b, broker in cluster.brokers.items()}
+        assert lists[0] == lists[1] == lists[2]
+        assert [base for base, *_ in lists[1]] == [0, 1]  # the zombie's record is gone
+    finally:
+        cluster.close()
+        relay.close()
+
+
+def sys_path_harness() -> None:
+    """Make ``tests/cluster`` importable for its ``harness`` package."""
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+
+
+def produce_to(broker, topic: str, value: bytes, *, timeout_ms: int = 10000) -> int:
+    """A raw acks=-1 Produce of one record to ``broker`` itself; its error code."""
+    from test_replica_manager import call, _module
+
+    batch = seglog.get_backend("native").encode_batch([value],
+                                                      timestamps_ms=[int(time.time() * 1000)])
+    m = _module(0, 9)
+    import datetime
+
+    request = m.ProduceRequest(
+        transactional_id=None, acks=-1, timeout=datetime.timedelta(milliseconds=timeout_ms),
+        topic_data=(m.TopicProduceData(name=topic, partition_data=(
+            m.PartitionProduceData(index=0, records=batch),)),))
+    response = call(broker, 0, 9, request, timeout_s=timeout_ms / 1000 + 10)
+    return int(response.responses[0].partition_responses[0].error_code)
