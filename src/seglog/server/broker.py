@@ -577,6 +577,8 @@ class Broker:
                                 default_unclean=self.config["unclean.leader.election.enable"])
         self._controller = controller
         await state.run_blocking(controller.start)
+        log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,
+                 state.cluster_id, self.config["zookeeper.connect"], state.host, state.port)
 
     def _leave_cluster(self) -> None:
         """Stop the controller and close the ZooKeeper session (the registration, an

@@ -210,6 +210,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        "Bytes a follower fetches per request (at least one batch).", at_least=0),
     _d("replica.fetch.backoff.ms", _INT, 1000,
        "A follower waits this long after a failed fetch before the next.", at_least=0),
+    _d("replica.socket.timeout.ms", _INT, 30000,
+       "A follower's bound on connecting to its leader and on each request's round trip.",
+       at_least=1),
     _d("replica.high.watermark.checkpoint.interval.ms", _LONG, 5000,
        "How often the high watermarks are written to replication-offset-checkpoint.",
        at_least=1),
@@ -438,6 +441,10 @@ class BrokerConfig(Mapping[str, Any]):
             raise InvalidConfigError("replica.fetch.wait.max.ms should always be less than or "
                                      "equal to replica.lag.time.max.ms to prevent frequent "
                                      "changes in ISR")
+        if values["replica.socket.timeout.ms"] < values["replica.fetch.wait.max.ms"]:
+            raise InvalidConfigError("replica.socket.timeout.ms should always be at least "
+                                     "replica.fetch.wait.max.ms to prevent unnecessary socket "
+                                     "timeouts")
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise InvalidConfigError("group.min.session.timeout.ms must not be above "
                                      "group.max.session.timeout.ms")
