@@ -463,3 +463,57 @@ def test_s18_forced_session_expiry_of_controller_leader_and_follower(run_factory
 
     result = run.heal_and_check()
     assert result.valid, result.summary()
+
+
+@pytest.mark.parametrize("unclean", [False, True], ids=["unclean_off", "unclean_on"])
+def test_s4_min_isr_1_acks_all_behaves_like_acks_1(run_factory, unclean):
+    """S4, the article: "Leave min.insync.replicas at 1 and acks=all stops meaning much ...
+    an acks=all write succeeds because the lone leader is the whole ISR, and it is lost if
+    that leader then dies." Both followers freeze until the leader shrinks the ISR to itself
+    (session timeout 8 s here, so only the lag check removes them); writes are acknowledged
+    by the leader alone; the leader is killed. ``unclean_off``: p0 waits offline (leader -1,
+    ISR = [the dead leader]) and nothing is lost once it returns with its disk.
+    ``unclean_on``: unclean election is then turned on for the topic (through ZooKeeper, as
+    ``kafka-configs --zookeeper`` does), a follower is elected, and the writes acknowledged
+    while the ISR was the leader alone must be reported lost."""
+    run = run_factory(topic_config={"min.insync.replicas": 1},
+                      broker_configs={"zookeeper.session.timeout.ms": 8000})
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+
+    leader = run.leader(0)
+    followers = [b for b in run.cluster.brokers if b != leader]
+    for broker in followers:
+        run.cluster.pause(broker)
+    run.wait_for("the ISR of p0 shrunk to its leader", lambda: run.isr(0) == [leader])
+    alone = run.wait_sends("writes acknowledged by the leader alone", 0, 10,
+                           invoked_after_ns=now_ns())
+    run.cluster.kill(leader)
+    for broker in followers:
+        run.cluster.resume(broker)
+    run.wait_for("p0 offline", lambda: run.leader(0) == -1, 60)
+    assert run.isr(0) == [leader]
+    if unclean:
+        from seglog.cluster.zk_client import KafkaZkClient
+
+        zk = KafkaZkClient(run.cluster.zookeeper_connect, session_timeout_ms=4000)
+        zk.start()
+        try:
+            zk.set_topic_config(run.topic, {**zk.topic_config(run.topic),
+                                            "unclean.leader.election.enable": "true"})
+        finally:
+            zk.close()
+        run.wait_for("a follower elected uncleanly", lambda: run.leader(0) in followers)
+        run.wait_sends("writes on the unclean leader", 0, 10, invoked_after_ns=now_ns())
+    else:
+        run.cluster.start(leader)
+        run.wait_for(f"broker {leader} elected again", lambda: run.leader(0) == leader)
+
+    result = run.heal_and_check()
+    if unclean:
+        lost = {a.value for a in result.of_kind("lost-write")}
+        assert lost & {e["value"] for e in alone}, result.summary()
+        assert not any(k.startswith("replica-") for k in result.kinds()), result.summary()
+    else:
+        assert result.valid, result.summary()
