@@ -115,7 +115,6 @@ _INT64 = struct.Struct(">q")
 ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 ERROR_INVALID_PRODUCER_ID_MAPPING = 49
 ERROR_NOT_ENOUGH_REPLICAS = 19
-ERROR_NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 ERROR_NOT_LEADER_OR_FOLLOWER = 6
 
 
@@ -353,13 +352,10 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
             for replica, outcome in delayed))
         for (_replica, outcome), code in zip(delayed, codes):
             if code != ERROR_NONE:
+                # Kafka 2.8's DelayedProduce changes only the error: the append's base
+                # offset, append time and log start offset stay in the answer.
                 outcome.error_code = code
                 failed = True
-                if code != ERROR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
-                    # Kafka's DelayedProduce answers the error without the append's offsets.
-                    outcome.base_offset = -1
-                    outcome.log_append_time_ms = -1
-                    outcome.log_start_offset = -1
     if acks == 0:
         if failed:
             raise ProduceFailedWithoutAck(
