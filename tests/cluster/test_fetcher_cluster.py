@@ -454,3 +454,36 @@ def test_two_brokers_replicate_and_fail_over(tmp_path, zk_connect, zk_client):
     finally:
         for broker in brokers.values():
             broker.stop()
+
+
+def test_a_log_moved_under_the_fetcher_fails_the_partition(leader, tmp_path):
+    """ReplicaFetcherThread.processPartitionData's "Offset mismatch" (IllegalStateException,
+    then markPartitionFailed): something else appended to the follower's log while a fetch
+    was out; the answer is not appended, the partition is marked failed and left alone until
+    it is added again, which starts over from the log as it is."""
+    leader.produce(10)
+    epoch = leader.state().leader_epoch
+    follower = Log.open(tmp_path / "follower" / "r-0", auto_high_watermark=False)
+
+    async def scenario():
+        manager = ReplicaFetcherManager(
+            broker_id=FOLLOWER_ID, loop=asyncio.get_running_loop(),
+            resolve_broker=lambda broker_id: leader.address, config=FAST)
+        try:
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await _until(lambda: follower.end_offset == 10, what="the copy")
+            follower.append(b"not from the leader")  # the fetcher's offset is now stale
+            await asyncio.to_thread(leader.produce, 5, start=10)
+            await _until(lambda: TP in manager.failed_partitions, what="the failure")
+            assert manager.fetch_state(TP) is None and follower.end_offset == 11
+            follower.truncate_to(10)
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await _until(lambda: follower.end_offset == 15 and follower.high_watermark == 15,
+                         what="the copy after re-adding")
+        finally:
+            await manager.close()
+
+    try:
+        _run(scenario())
+    finally:
+        follower.close()
