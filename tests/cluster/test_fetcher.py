@@ -293,3 +293,60 @@ def test_config_from_kafka_names():
             config.fetch_response_max_bytes, config.backoff_ms, config.request_timeout_ms) == \
         (250, 10, 2048, 4096, 20, 1000)
     assert FetcherConfig.from_kafka_config({}) == FetcherConfig()
+
+
+def test_garbage_from_the_leader_is_a_connection_failure(tmp_path):
+    """Bad bytes from the network (house rule: a typed error, never a crash or a hang): a
+    "leader" that answers each request with something else (a frame larger than allowed, a
+    frame shorter than its header, another correlation id, a body that does not decode,
+    nothing at all then a close) costs the follower a reconnect and a back-off each time;
+    the partition is never failed and its log never touched."""
+    import struct
+
+    log = _follower_log(tmp_path / "t-0", "native", records=10, high_watermark=10)
+    kinds = ["large", "short", "wrong-id", "bad-body", "close"]
+    served = []
+
+    async def serve(reader, writer):
+        kind = kinds[len(served) % len(kinds)]
+        served.append(kind)
+        try:
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            frame = await reader.readexactly(size)
+            correlation_id = struct.unpack(">i", frame[4:8])[0]
+            if kind == "large":
+                writer.write(struct.pack(">i", 2**31 - 1))
+            elif kind == "short":
+                writer.write(struct.pack(">i", 2) + b"\x00\x00")
+            elif kind == "wrong-id":
+                writer.write(struct.pack(">i", 5) + struct.pack(">i", correlation_id + 7) + b"\0")
+            elif kind == "bad-body":
+                body = struct.pack(">i", correlation_id) + b"\x00" + b"\xff" * 40
+                writer.write(struct.pack(">i", len(body)) + body)
+            await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def scenario():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        manager = _manager(asyncio.get_running_loop(), lambda broker_id: ("127.0.0.1", port))
+        try:
+            # Truncation off: the log has epochs, so the first request is OffsetsForLeaderEpoch.
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, 0, log)})
+            await _until(lambda: len(served) >= 2 * len(kinds), what="every kind twice")
+            assert manager.failed_partitions == frozenset()
+            assert manager.fetch_state(TP).state == TRUNCATING
+            assert manager.request_counts["connect"] >= 2 * len(kinds)
+        finally:
+            await manager.close()
+            server.close()
+            await asyncio.wait_for(server.wait_closed(), 10)
+
+    try:
+        _run(scenario())
+        assert log.end_offset == 10 and log.high_watermark == 10
+    finally:
+        log.close()
