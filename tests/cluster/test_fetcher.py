@@ -350,3 +350,13 @@ def test_garbage_from_the_leader_is_a_connection_failure(tmp_path):
         assert log.end_offset == 10 and log.high_watermark == 10
     finally:
         log.close()
+
+
+@pytest.mark.parametrize("bad", [dict(backoff_ms=-1), dict(fetch_max_bytes=2**31),
+                                 dict(fetch_wait_max_ms=True), dict(fetch_min_bytes="1"),
+                                 dict(request_timeout_ms=499, fetch_wait_max_ms=500)])
+def test_config_refuses_bad_values(bad):
+    """KafkaConfig's checks on the replica.* settings: ints in range, and
+    replica.socket.timeout.ms >= replica.fetch.wait.max.ms."""
+    with pytest.raises(fetcher_mod.errors.InvalidConfigError):
+        FetcherConfig(**bad)

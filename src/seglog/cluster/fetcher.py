@@ -87,6 +87,7 @@ ERROR_NOT_LEADER_OR_FOLLOWER = 6
 ERROR_FENCED_LEADER_EPOCH = 74
 ERROR_UNKNOWN_LEADER_EPOCH = 75
 
+_INT32_MAX = 2**31 - 1
 #: How long :meth:`ReplicaFetcherManager.close` waits for its tasks.
 _CLOSE_TIMEOUT_S = 10.0
 #: Slack above ``fetch_response_max_bytes`` for a response frame: the leader returns at least
@@ -110,8 +111,8 @@ class FetcherConfig:
     backoff_ms: int = 1000
     """``replica.fetch.backoff.ms``: the wait after an error before a partition is retried."""
     request_timeout_ms: int = 30000
-    """``replica.socket.timeout.ms``: connect and round-trip bound of every request (above
-    ``fetch_wait_max_ms``, as Kafka requires)."""
+    """``replica.socket.timeout.ms``: connect and round-trip bound of every request (at least
+    ``fetch_wait_max_ms``, as Kafka requires; a Fetch gets both added)."""
     client_id: str | None = None
     """The requests' client id; None: Kafka's ``broker-<id>-fetcher-0``."""
     truncation_on_fetch: bool = True
@@ -128,6 +129,20 @@ class FetcherConfig:
         "replica.fetch.backoff.ms": "backoff_ms",
         "replica.socket.timeout.ms": "request_timeout_ms",
     }
+
+    def __post_init__(self) -> None:
+        for name in ("fetch_wait_max_ms", "fetch_min_bytes", "fetch_max_bytes",
+                     "fetch_response_max_bytes", "backoff_ms", "request_timeout_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not \
+                    0 <= value <= _INT32_MAX:
+                raise errors.InvalidConfigError(
+                    f"FetcherConfig.{name} must be an int in [0, {_INT32_MAX}], got {value!r}")
+        if self.request_timeout_ms < self.fetch_wait_max_ms:
+            # Kafka's check (KafkaConfig): replica.socket.timeout.ms >= replica.fetch.wait.max.ms.
+            raise errors.InvalidConfigError(
+                f"request_timeout_ms ({self.request_timeout_ms}) must be at least "
+                f"fetch_wait_max_ms ({self.fetch_wait_max_ms})")
 
     @classmethod
     def from_kafka_config(cls, config: Mapping[str, Any]) -> "FetcherConfig":
