@@ -517,3 +517,82 @@ def test_s4_min_isr_1_acks_all_behaves_like_acks_1(run_factory, unclean):
         assert not any(k.startswith("replica-") for k in result.kinds()), result.summary()
     else:
         assert result.valid, result.summary()
+
+
+def test_s14_controller_killed_the_next_one_fences_it(run_factory):
+    """S14: kill -9 the controller. Another broker wins ``/controller`` with a controller
+    epoch one higher; partitions the dead broker led get new leaders from the new controller
+    (their state znodes carry the new controller epoch); nothing acknowledged is lost."""
+    run = run_factory(topic_config=MIN_ISR_2)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    client = run.cluster.zookeeper_client()
+    controller = run.cluster.controller_id()
+    epoch = int(client.get("/controller_epoch")[0])
+    led = [p for p in run.partitions if run.leader(p) == controller]
+    run.cluster.kill(controller)
+    run.wait_for("a new controller", lambda: run.cluster.controller_id() not in (None,
+                                                                              controller))
+    assert int(client.get("/controller_epoch")[0]) == epoch + 1
+    for partition in led:
+        run.wait_for(f"a new leader of p{partition}",
+                     lambda: run.leader(partition) not in (-1, controller))
+        assert run.state(partition)["controller_epoch"] == epoch + 1
+    run.wait_sends("writes after the failover", 0, 10, invoked_after_ns=now_ns())
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()
+
+
+#: S19 runs on demand only: SEGLOG_SOAK_S=<seconds of faults> (SEGLOG_SOAK_SEED=<n> replays).
+SOAK_S = float(os.environ.get("SEGLOG_SOAK_S", "0") or 0)
+
+
+@pytest.mark.skipif(SOAK_S <= 0, reason="on demand: SEGLOG_SOAK_S=<seconds> "
+                                        "[SEGLOG_SOAK_SEED=<seed> to replay]")
+def test_s19_seeded_random_faults(run_factory):
+    """S19: a seeded random schedule of one fault at a time (kill -9 then restart, SIGSTOP
+    then SIGCONT, forced session expiry, ZooKeeper cut by a relay then healed) on random
+    brokers for SEGLOG_SOAK_S seconds, acks=all and min.insync.replicas=2; then the full
+    checker must find nothing. The seed is printed and kept in the run's ``seed`` file."""
+    import random
+
+    from seglog.cluster.local import SESSION_HOOK_ENV
+
+    seed = int(os.environ.get("SEGLOG_SOAK_SEED") or random.randrange(2 ** 32))
+    print(f"S19 seed {seed} (replay: SEGLOG_SOAK_SEED={seed})")
+    rng = random.Random(seed)
+    run = run_factory(topic_config=MIN_ISR_2, env={SESSION_HOOK_ENV: "1"},
+                      zookeeper_relays=True)
+    (run.run_dir / "seed").write_text(f"{seed}\n")
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000,
+                       duration_s=SOAK_S + 120)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    deadline = time.monotonic() + SOAK_S
+    schedule = []
+    while time.monotonic() < deadline:
+        fault, broker = rng.choice(["kill", "pause", "expire", "cut"]), rng.choice(
+            sorted(run.cluster.brokers))
+        hold_s = rng.uniform(0.5, 6.0)
+        schedule.append((fault, broker, round(hold_s, 2)))
+        if fault == "kill":
+            run.cluster.kill(broker)
+            time.sleep(hold_s)
+            run.cluster.start(broker)
+        elif fault == "pause":
+            run.cluster.pause(broker)
+            time.sleep(hold_s)
+            run.cluster.resume(broker)
+        elif fault == "expire":
+            run.cluster.expire_session(broker)
+            time.sleep(hold_s)
+        else:
+            run.relays[broker].block()
+            time.sleep(hold_s)
+            run.relays[broker].heal()
+        run.wait_isr_full(timeout_s=90)
+    (run.run_dir / "schedule").write_text("\n".join(map(str, schedule)) + "\n")
+    result = run.heal_and_check()
+    assert result.valid, f"seed {seed}, schedule {schedule}\n{result.summary()}"

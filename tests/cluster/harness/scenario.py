@@ -194,7 +194,7 @@ class ScenarioRun:
         """Stop the producers, resume and restart every broker, wait for full ISRs, stop the
         consumers, read every partition, stop the brokers, list the replicas and check.
         With ``require_full_isr=False`` (a broken broker may never rejoin) the ISR wait is
-        bounded to :data:`STATE_TIMEOUT_S` and its failure only noted in ``isr_full``.
+        bounded to 15 s and its failure only noted in ``isr_full``.
         The checker's summary is written to ``run_dir/checker.txt``."""
         for producer in self.producers:
             producer.stop()
@@ -213,7 +213,7 @@ class ScenarioRun:
             self.wait_isr_full(replicas, timeout_s=60)
         else:
             try:
-                self.wait_isr_full(replicas)
+                self.wait_isr_full(replicas, timeout_s=15)
             except AssertionError:
                 self.isr_full = False
         workload.final_read(self.history, self.cluster.bootstrap_servers, self.topic,
