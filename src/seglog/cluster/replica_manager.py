@@ -176,6 +176,8 @@ class ReplicaManager:
         #: The czxid of this broker's registration (Kafka's broker epoch); -1 before.
         self.broker_epoch = -1
         self.fetcher: Any = None
+        #: Leadership listeners (:meth:`add_leadership_listener`).
+        self._leadership_listeners: list[Any] = []
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -263,6 +265,23 @@ class ReplicaManager:
             log.exception("high watermark checkpoint at shutdown failed")
         # ISR writes still waiting for ZooKeeper end with the session (closed next).
         self._zk_executor.shutdown(wait=False, cancel_futures=True)
+
+    def add_leadership_listener(self, listener: Any) -> None:
+        """Tell ``listener`` of every leadership change of this broker's replicas (Kafka's
+        ``onLeadershipChange`` callback, how the group and transaction coordinators follow
+        their internal partitions): ``listener.on_become_leader(tp, leader_epoch)`` after this
+        broker became leader of ``tp``, ``listener.on_become_follower(tp)`` after it stopped
+        leading it (follower, or the replica removed). Called on the loop thread; a listener
+        must not block, and what it raises is logged and ignored."""
+        self._leadership_listeners.append(listener)
+
+    def _tell_listeners(self, method: str, *args: Any) -> None:
+        for listener in list(self._leadership_listeners):
+            try:
+                getattr(listener, method)(*args)
+            except Exception:  # noqa: BLE001 - a listener must not stop a transition
+                log.exception("broker %d: leadership listener %s failed", self.broker_id,
+                              method)
 
     async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """A blocking ZooKeeper call on the replica manager's own threads: while ZooKeeper
@@ -564,9 +583,12 @@ class ReplicaManager:
     def _stop_replica(self, replica: PartitionReplica) -> None:
         if self.fetcher is not None:
             self.fetcher.remove_partitions([replica.tp])
+        was_leader = replica.is_leader
         replica.role = ROLE_NONE
         replica.leader_state.resign()
         self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+        if was_leader:
+            self._tell_listeners("on_become_follower", replica.tp)
 
     # --- leader and follower transitions ----------------------------------------------------
 
@@ -618,6 +640,7 @@ class ReplicaManager:
         self._maybe_increment_high_watermark(replica)
         self._check_waiters(replica)
         self._notify()
+        self._tell_listeners("on_become_leader", replica.tp, state.leader_epoch)
 
     def _make_follower(self, replica: PartitionReplica, state: Any) -> None:
         """``Partition.makeFollower`` and ``ReplicaManager.makeFollowers``: the delayed
@@ -626,6 +649,7 @@ class ReplicaManager:
         from .fetcher import FetchTarget
 
         self._record_state(replica, state)
+        was_leader = replica.is_leader
         replica.role = ROLE_FOLLOWER
         replica.leader_state.resign(leader_epoch=state.leader_epoch)
         self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
@@ -639,6 +663,8 @@ class ReplicaManager:
         log.info("broker %d: follower of %s-%d in epoch %d (leader %d)", self.broker_id,
                  replica.tp.topic, replica.tp.partition, state.leader_epoch, state.leader)
         self._notify()
+        if was_leader:
+            self._tell_listeners("on_become_follower", replica.tp)
 
     def _resolve_broker(self, broker_id: int) -> tuple[str, int] | None:
         info = self.live_brokers.get(broker_id)
