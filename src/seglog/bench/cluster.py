@@ -18,7 +18,8 @@ Issue 12's performance targets, each measured in one run so the ratios are what 
 2. **failover time**: a confluent-kafka producer sends one record every
    ``1 / FAILOVER_RATE`` s with ``acks=all`` (and short client backoffs, printed); once its
    writes are acknowledged, the partition leader's process is killed with SIGKILL and the
-   figure is the time from the kill to the first acknowledged write on the *new* leader. Which
+   figure is the time from the kill to the first acknowledged write on the *new* leader
+   (once per run, on a fresh topic each time, the killed broker restarted between). Which
    acknowledgements came from the new leader is decided afterwards from the log itself: the
    partition is read back from the start and each record's batch carries the leader epoch
    that wrote it (``partitionLeaderEpoch``); the first acknowledgement after the kill of a
@@ -613,7 +614,7 @@ def measure_throughput(side: Side, *, bootstrap: str, ref: KafkaRef | None, scra
 def _topic_specs(runs: int, leader: int, others: list[int], clients: list[str]
                  ) -> tuple[dict[tuple[int, int], str], list[tuple[str, list[int], dict]]]:
     """Fresh topics per run, RF and client (``t<run>-rf<rf>-<client>``): RF 1 on ``leader``,
-    RF 3 led by ``leader`` with ``min.insync.replicas``; and the failover topic (RF 3)."""
+    RF 3 led by ``leader`` with ``min.insync.replicas``."""
     names: dict[tuple[int, int], str] = {}
     specs: list[tuple[str, list[int], dict]] = []
     replicated = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS)}
@@ -624,15 +625,15 @@ def _topic_specs(runs: int, leader: int, others: list[int], clients: list[str]
                 specs.append((f"t{run_index}-rf{rf}-{client}",
                               [leader] if rf == 1 else [leader, *others],
                               {} if rf == 1 else dict(replicated)))
-    specs.append(("failover", [leader, *others], dict(replicated)))
     return names, specs
 
 
 # --- the two clusters ------------------------------------------------------------------------
 
 def measure_seglog(side: Side, *, scratch: Path, ref: KafkaRef | None, runs: int,
-                   records: int, record_bytes: int, failover: bool, progress) -> None:
-    """Bring up a LocalCluster, measure throughput and failover, bring it down."""
+                   records: int, record_bytes: int, failovers: int, progress) -> None:
+    """Bring up a LocalCluster, measure throughput and ``failovers`` failovers (the killed
+    leader restarted between them), bring it down."""
     from seglog.cluster.local import LocalCluster
 
     cluster = LocalCluster(scratch / "seglog-cluster", BROKERS,
@@ -658,17 +659,25 @@ def measure_seglog(side: Side, *, scratch: Path, ref: KafkaRef | None, runs: int
                            record_bytes=record_bytes, progress=progress)
         pids = [pid for pid in (cluster.pid(b) for b in cluster.brokers) if pid is not None]
         side.add("rss_bytes", sum(proc_status(pid)["rss_bytes"] for pid in pids), "bytes")
-        if failover:
-            progress.step(f"seglog: failover (kill -9 of broker {leader}, the leader)")
-            survivors = ",".join(cluster.address(b) for b in others)
+        survivors = ",".join(cluster.address(b) for b in others)
+        for round_index in range(failovers):
+            if round_index:
+                progress.step(f"seglog: restarting broker {leader}")
+                cluster.start(leader, timeout_s=START_TIMEOUT_S)
+            progress.step(f"seglog: failover (kill -9 of broker {leader}, the leader)",
+                          round_index + 1, failovers)
+            topic = f"failover-{round_index}"
+            create_topics(cluster.bootstrap_servers, [(topic, [leader, *others], {
+                "min.insync.replicas": str(MIN_INSYNC_REPLICAS)})])
             outcome = measure_failover(bootstrap=cluster.bootstrap_servers, survivors=survivors,
-                                       topic="failover", leader_id=leader,
+                                       topic=topic, leader_id=leader,
                                        kill=lambda: cluster.kill(leader),
                                        record_bytes=record_bytes)
             _record_failover(side, outcome)
             if "error" in outcome:
                 side.errors["failover"] += "\n" + "\n".join(
                     f"-- broker {b}:\n{cluster.log_tail(b, 8)}" for b in cluster.brokers)
+                break
     except Exception as exc:  # noqa: BLE001 - the part reports it as a failed row
         side.errors.setdefault("cluster", f"{type(exc).__name__}: {exc}"[:1500])
     finally:
@@ -677,8 +686,9 @@ def measure_seglog(side: Side, *, scratch: Path, ref: KafkaRef | None, runs: int
 
 
 def measure_kafka(side: Side, *, scratch: Path, ref: KafkaRef, runs: int, records: int,
-                  record_bytes: int, failover: bool, progress) -> None:
-    """Bring up a KafkaCluster, measure throughput and failover, kill it."""
+                  record_bytes: int, failovers: int, progress) -> None:
+    """Bring up a KafkaCluster, measure throughput and ``failovers`` failovers (the killed
+    leader restarted between them), kill it."""
     cluster = KafkaCluster(ref, scratch / "kafka-cluster")
     side.params.update({"broker.session.timeout.ms": cluster.session_timeout_ms,
                         "broker.heartbeat.interval.ms": cluster.heartbeat_interval_ms})
@@ -694,14 +704,23 @@ def measure_kafka(side: Side, *, scratch: Path, ref: KafkaRef, runs: int, record
                            topics=topics, runs=runs, records=records,
                            record_bytes=record_bytes, progress=progress)
         side.add("rss_bytes", cluster.rss_bytes(), "bytes")
-        if failover:
-            progress.step(f"kafka: failover (kill -9 of broker {leader}, the leader)")
+        for round_index in range(failovers):
+            if round_index:
+                progress.step(f"kafka: restarting broker {leader}")
+                cluster.brokers[leader].start(START_TIMEOUT_S)
+            progress.step(f"kafka: failover (kill -9 of broker {leader}, the leader)",
+                          round_index + 1, failovers)
+            topic = f"failover-{round_index}"
+            create_topics(cluster.bootstrap_servers, [(topic, [leader, *others], {
+                "min.insync.replicas": str(MIN_INSYNC_REPLICAS)})])
             outcome = measure_failover(bootstrap=cluster.bootstrap_servers,
                                        survivors=cluster.bootstrap_without(leader),
-                                       topic="failover", leader_id=leader,
+                                       topic=topic, leader_id=leader,
                                        kill=lambda: cluster.kill(leader),
                                        record_bytes=record_bytes)
             _record_failover(side, outcome)
+            if "error" in outcome:
+                break
     except Exception as exc:  # noqa: BLE001 - the part reports it as a failed row
         side.errors.setdefault("cluster", f"{type(exc).__name__}: {exc}\n"
                                           f"{cluster.log_tails()}"[:3000])
@@ -752,7 +771,7 @@ def run(ctx) -> PartResult:
     scratch = Path(ctx.scratch(NAME))
     sides: dict[str, Side] = {SEGLOG: Side(SEGLOG)}
     measure_seglog(sides[SEGLOG], scratch=scratch, ref=ref, runs=runs, records=records,
-                   record_bytes=record_bytes, failover=True, progress=ctx.progress)
+                   record_bytes=record_bytes, failovers=runs, progress=ctx.progress)
     if ref is None:
         result.notes.append(f"The Kafka cluster and ProducerPerformance were not measured: "
                             f"{why}.")
@@ -760,7 +779,7 @@ def run(ctx) -> PartResult:
         result.params["kafka"] = ref.version
         sides[KAFKA] = Side(KAFKA)
         measure_kafka(sides[KAFKA], scratch=scratch, ref=ref, runs=runs, records=records,
-                      record_bytes=record_bytes, failover=True, progress=ctx.progress)
+                      record_bytes=record_bytes, failovers=runs, progress=ctx.progress)
     result.params["load_average_at_end"] = _load()
     for side in sides.values():
         for key, figure in side.figures.items():
@@ -821,6 +840,14 @@ def _cell(side: Side | None, key: str, fmt: Callable[[float], str],
     return "n/a"
 
 
+def _time_ratio(seg: Side | None, kaf: Side | None, key: str) -> str:
+    """The medians' ratio seglog / Kafka of a time (below 1: seglog is faster)."""
+    if seg is None or kaf is None or key not in seg.figures or key not in kaf.figures:
+        return "n/a"
+    theirs = kaf.figures[key].median
+    return _ratio_text(seg.figures[key].median / theirs) if theirs else "n/a"
+
+
 def _tables(result: PartResult, sides: dict[str, Side], records: int,
             record_bytes: int) -> list[Table]:
     seg, kaf = sides.get(SEGLOG), sides.get(KAFKA)
@@ -842,9 +869,12 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int,
                  _fmt(cross, _ratio_text) if cross is not None else "n/a")
     secs = lambda v: f"{v:.2f}"  # noqa: E731
     whole = lambda v: f"{v:.0f}"  # noqa: E731
+    count = max((len(side.figures[k].values) for side in sides.values()
+                 for k in ("failover.failover_s",) if k in side.figures), default=0)
     fail = Table("failover: kill -9 of the partition leader under an acks=all producer "
-                 f"({FAILOVER_RATE} records/s offered), seconds from the kill",
-                 ["figure", "seglog (ZooKeeper)", "Kafka (KRaft)"])
+                 f"({FAILOVER_RATE} records/s offered), seconds from the kill (median of "
+                 f"{count}, min..max)",
+                 ["figure", "seglog (ZooKeeper)", "Kafka (KRaft)", "seglog / Kafka"])
     fail.add("failure detection setting",
              f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}" if seg else "-",
              (f"broker.session.timeout.ms={kaf.params.get('broker.session.timeout.ms')}, "
@@ -853,8 +883,8 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int,
     for key, label, fmt in (
             ("failover.failover_s", "first acknowledged write on the new leader, s", secs),
             ("failover.leader_in_metadata_s", "Metadata names the new leader, s", secs),
-            ("failover.last_old_ack_s", "last acknowledgement from the old leader, s",
-             lambda v: f"{v:+.3f}"),
+            ("failover.last_old_ack_s", "last acknowledgement from the old leader, ms",
+             lambda v: f"{v * 1000:+.1f}"),
             ("failover.epoch_before", "leader epoch before -> after", whole),
             ("failover.acked_before", "writes acknowledged before the kill / after it "
                                       "(new leader)", whole),
@@ -871,7 +901,9 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int,
                              f"{_fmt(side.figures['failover.acked_after'], whole)}")
             else:
                 cells.append(_cell(side, key, fmt, ("failover",)))
-        fail.add(label, *cells)
+        ratio = "" if key not in ("failover.failover_s", "failover.leader_in_metadata_s") \
+            else _time_ratio(seg, kaf, key)
+        fail.add(label, *cells, ratio)
     mib = lambda v: f"{v / MiB:.0f}"  # noqa: E731
     procs = Table("the clusters", ["figure", "seglog", "Kafka"])
     procs.add("start to every broker ready, s (Kafka: after formatting)",
