@@ -487,3 +487,158 @@ def test_a_log_moved_under_the_fetcher_fails_the_partition(leader, tmp_path):
         _run(scenario())
     finally:
         follower.close()
+
+
+class HoldingProxy:
+    """A TCP relay between the fetcher and the real leader that can hold the leader's answers
+    to one API key until released: it puts a leadership change exactly between a request and
+    its answer. It forwards bytes unchanged; it decides nothing."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream  # () -> (host, port)
+        self.hold_api_key: int | None = None
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+        self.delivered: list[int] = []  # API keys of the answers passed on
+        self.server = None
+
+    async def start(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return ("127.0.0.1", self.server.sockets[0].getsockname()[1])
+
+    async def close(self):
+        self.server.close()
+        await asyncio.wait_for(self.server.wait_closed(), 10)
+
+    async def _serve(self, client_reader, client_writer):
+        import struct
+
+        host, port = self.upstream()
+        up_reader, up_writer = await asyncio.open_connection(host, port)
+        try:
+            while True:
+                size = struct.unpack(">i", await client_reader.readexactly(4))[0]
+                frame = await client_reader.readexactly(size)
+                api_key = struct.unpack(">h", frame[:2])[0]
+                up_writer.write(struct.pack(">i", size) + frame)
+                await up_writer.drain()
+                size = struct.unpack(">i", await up_reader.readexactly(4))[0]
+                answer = await up_reader.readexactly(size)
+                if api_key == self.hold_api_key:
+                    self.held.set()
+                    await self.release.wait()
+                client_writer.write(struct.pack(">i", size) + answer)
+                await client_writer.drain()
+                self.delivered.append(api_key)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            up_writer.close()
+            client_writer.close()
+
+
+def test_epoch_change_while_offsets_for_leader_epoch_is_out(leader, tmp_path):
+    """AbstractFetcherThreadTest.testLeaderEpochChangeDuringSuccessfulFetchEpochsFromLeader:
+    the follower (30 records of epoch e) asks where epoch e ends; before the answer (e, 20)
+    arrives it is told of another epoch. The answer is for the old state and is dropped: the
+    log is not cut until the question is asked again at the right epoch."""
+    leader.produce(20)
+    epoch = leader.state().leader_epoch
+    follower = _epoch_log(tmp_path / "follower" / "r-0", epoch, 30)
+    config = FetcherConfig(backoff_ms=50, fetch_wait_max_ms=100, request_timeout_ms=5000,
+                           truncation_on_fetch=False)
+
+    async def scenario():
+        proxy = HoldingProxy(lambda: leader.address)
+        address = await proxy.start()
+        proxy.hold_api_key = 23  # OffsetForLeaderEpoch
+        manager = ReplicaFetcherManager(broker_id=FOLLOWER_ID, loop=asyncio.get_running_loop(),
+                                        resolve_broker=lambda broker_id: address, config=config)
+        try:
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await asyncio.wait_for(proxy.held.wait(), 10)
+            # A newer epoch than the leader knows: its own question gets UNKNOWN_LEADER_EPOCH.
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch + 1, follower)})
+            proxy.hold_api_key = None
+            proxy.release.set()
+            await _until(lambda: proxy.delivered.count(23) >= 2, what="both answers")
+            assert follower.end_offset == 30  # the first answer (e, 20) was not applied
+            assert manager.fetch_state(TP).state == "truncating"
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await _until(lambda: follower.end_offset == 20, what="the cut at the right epoch")
+        finally:
+            await manager.close()
+            await proxy.close()
+
+    try:
+        _run(scenario())
+    finally:
+        follower.close()
+
+
+def test_partition_removed_while_a_fetch_is_out(leader, tmp_path):
+    """AbstractFetcherThreadTest.testTruncationOnFetchSkippedIfPartitionRemoved / the
+    removePartitions contract: the leader's answer carrying records for ``r-0`` and ``s-0``
+    arrives after ``r-0`` was removed (this broker became its leader, say): ``s-0``'s records
+    are appended from that very answer, ``r-0``'s are not."""
+    other = TopicPartition("s", 0)
+    leader.zk.create_topic(TopicAssignment("s", uuid.uuid4(), {0: [LEADER_ID, FOLLOWER_ID]}),
+                           {})
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        state = leader.zk.partition_states([other]).get(other)
+        try:
+            other_log = leader.broker.store.topic("s").log(0)
+        except Exception:
+            other_log = None
+        if state is not None and state.leader == LEADER_ID and other_log is not None \
+                and other_log.leader_epoch == state.leader_epoch:
+            break
+        assert time.monotonic() < deadline, "s-0 never led by broker 0"
+        time.sleep(0.05)
+    leader.produce(20)
+    for i in range(7):
+        other_log.append(b"s-%d" % i)
+    epoch = leader.state().leader_epoch
+    follower = Log.open(tmp_path / "follower" / "r-0", auto_high_watermark=False)
+    other_follower = Log.open(tmp_path / "follower" / "s-0", auto_high_watermark=False)
+
+    async def scenario():
+        proxy = HoldingProxy(lambda: leader.address)
+        address = await proxy.start()
+        proxy.hold_api_key = 1  # Fetch
+        manager = ReplicaFetcherManager(broker_id=FOLLOWER_ID, loop=asyncio.get_running_loop(),
+                                        resolve_broker=lambda broker_id: address, config=FAST)
+        try:
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower),
+                                    other: FetchTarget(LEADER_ID, state.leader_epoch,
+                                                       other_follower)})
+            await asyncio.wait_for(proxy.held.wait(), 10)
+            manager.remove_partitions([TP])
+            proxy.hold_api_key = None
+            proxy.release.set()
+            await _until(lambda: other_follower.end_offset == 7, what="s-0's records")
+            assert proxy.delivered.count(1) >= 1
+            assert follower.end_offset == 0 and follower.high_watermark == 0
+            assert manager.partitions == {other}
+        finally:
+            await manager.close()
+            await proxy.close()
+
+    try:
+        _run(scenario())
+    finally:
+        follower.close()
+        other_follower.close()
+
+
+def _epoch_log(path, epoch: int, count: int) -> Log:
+    """A follower's log of ``count`` records of ``epoch`` that this broker wrote as leader."""
+    log = Log.open(path, auto_high_watermark=False)
+    log.become_leader(epoch)
+    for i in range(count):
+        log.append(b"value-%06d" % i if i < 20 else b"own-%d" % i)
+    log.become_follower()
+    return log
