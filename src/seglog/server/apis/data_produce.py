@@ -343,7 +343,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         answers.append((key, outcomes))
     if appended:
         broker.appended.notify()
-    if delayed:
+    if delayed and cluster is not None:
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
         # bounded by the request's timeout; the answers replace the appends' successes.
         timeout_s = max(request.timeout.total_seconds(), 0.0)
