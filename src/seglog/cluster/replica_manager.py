@@ -853,6 +853,7 @@ class ReplicaManager:
             log.warning("broker %d: ISR write for %s-%d failed", self.broker_id, tp.topic,
                         tp.partition, exc_info=True)
             self._mark_state_dirty(tp)
+            self.loop.create_task(self._retry_isr_write(replica, state, expected))
             return
         if replica.is_leader and replica.leader_epoch == state.leader_epoch \
                 and replica.leader_state.isr_update_succeeded(state.isr, version):
@@ -860,6 +861,19 @@ class ReplicaManager:
             replica.zk_version = version
             self._maybe_increment_high_watermark(replica)
             self._check_waiters(replica)
+
+    async def _retry_isr_write(self, replica: PartitionReplica, state: Any,
+                               expected: int) -> None:
+        """After a write whose outcome is unknown (ZooKeeper away): when the state read since
+        still has the version the write expected, nothing else will move this partition's
+        ISR (no newer version arrives to settle the pending change), so the same CAS is sent
+        again; a write that did land is recognised by ``update_isr`` as our own."""
+        await asyncio.sleep(self.lag_time_max_ms / 2000)
+        if (self._closing or not replica.is_leader
+                or replica.leader_epoch != state.leader_epoch or replica.zk_version != expected
+                or replica.leader_state.pending_isr != tuple(state.isr)):
+            return  # settled by a newer state, a new epoch or a resignation
+        await self._isr_write(replica, state, expected)
 
     # --- high watermark checkpoint -------------------------------------------------------------
 
