@@ -281,7 +281,10 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     config = log.config  # the broker's log.* defaults under the topic's overrides
     now_ms = ctx.broker.now_ms()
     try:
-        first, _last = log.append_raw(_with_leader_epoch(batch), now_ms=now_ms)
+        # A replicated leader's Log stamps its own epoch (Log.become_leader); the standalone
+        # broker is leader at epoch 0, as a single Kafka node is.
+        first, _last = log.append_raw(
+            batch if log.leader_epoch is not None else _with_leader_epoch(batch), now_ms=now_ms)
     except (errors.SeglogError, OSError) as e:
         code = gone_or_storage_error(ctx.broker.store, topic, e)
         record_errors = _record_errors(code, log, batch, now_ms) \
