@@ -514,20 +514,36 @@ def create_topics(bootstrap: str, specs: list[tuple[str, list[int], dict[str, st
                   timeout_s: float = 60.0) -> None:
     """Create one-partition topics ``(name, replicas, config)`` through confluent-kafka's
     AdminClient and wait until Metadata shows each with its first replica leading and every
-    replica listed. RuntimeError otherwise."""
+    replica listed. RuntimeError otherwise.
+
+    INVALID_REPLICA_ASSIGNMENT (39) is asked again until ``timeout_s``: right after a broker
+    restarts, the broker serving CreateTopics may not have seen its registration yet (Kafka
+    2.8's controller answers the same until its broker-change event runs)."""
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    futures = admin.create_topics(
-        [NewTopic(name, num_partitions=1, replica_assignment=[replicas], config=config)
-         for name, replicas, config in specs],
-        operation_timeout=timeout_s, request_timeout=timeout_s)
-    for name, future in futures.items():
-        try:
-            future.result(timeout=timeout_s)
-        except Exception as exc:  # noqa: BLE001 - a KafkaException with the broker's error
-            raise RuntimeError(f"CreateTopics {name}: {exc}") from None
     deadline = time.monotonic() + timeout_s
+    todo = list(specs)
+    while todo:
+        futures = admin.create_topics(
+            [NewTopic(name, num_partitions=1, replica_assignment=[replicas], config=config)
+             for name, replicas, config in todo],
+            operation_timeout=timeout_s, request_timeout=timeout_s)
+        again = []
+        for name, replicas, config in todo:
+            try:
+                futures[name].result(timeout=timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a KafkaException with the broker's error
+                error = exc.args[0] if exc.args else None
+                code = error.code() if isinstance(error, KafkaError) else None
+                if code != KafkaError.INVALID_REPLICA_ASSIGNMENT or \
+                        time.monotonic() > deadline:
+                    raise RuntimeError(f"CreateTopics {name}: {exc}") from None
+                again.append((name, replicas, config))
+        todo = again
+        if todo:
+            time.sleep(0.1)
     pending = {name: replicas for name, replicas, _c in specs}
     while pending:
         if time.monotonic() > deadline:
@@ -558,6 +574,19 @@ def perf_producer(ref: KafkaRef, scratch: Path, bootstrap: str, topic: str, reco
         return {"error": f"ProducerPerformance exit {done.returncode}: "
                          f"{(done.stdout + done.stderr)[-600:]}"}
     return summary
+
+
+def anon_rss_bytes(pid: int) -> int:
+    """Process ``pid``'s anonymous resident memory (``RssAnon``: heaps, without the file
+    pages it maps, such as segments read through mmap), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 class Side:
@@ -659,6 +688,7 @@ def measure_seglog(side: Side, *, scratch: Path, ref: KafkaRef | None, runs: int
                            record_bytes=record_bytes, progress=progress)
         pids = [pid for pid in (cluster.pid(b) for b in cluster.brokers) if pid is not None]
         side.add("rss_bytes", sum(proc_status(pid)["rss_bytes"] for pid in pids), "bytes")
+        side.add("anon_rss_bytes", sum(anon_rss_bytes(pid) for pid in pids), "bytes")
         survivors = ",".join(cluster.address(b) for b in others)
         for round_index in range(failovers):
             if round_index:
@@ -704,6 +734,8 @@ def measure_kafka(side: Side, *, scratch: Path, ref: KafkaRef, runs: int, record
                            topics=topics, runs=runs, records=records,
                            record_bytes=record_bytes, progress=progress)
         side.add("rss_bytes", cluster.rss_bytes(), "bytes")
+        side.add("anon_rss_bytes", sum(anon_rss_bytes(b.pid) for b in cluster.brokers.values()
+                                       if b.pid is not None), "bytes")
         for round_index in range(failovers):
             if round_index:
                 progress.step(f"kafka: restarting broker {leader}")
@@ -910,6 +942,8 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int,
               _cell(seg, "start_s", secs), _cell(kaf, "start_s", secs))
     procs.add("RSS of the 3 brokers after the throughput runs, MiB",
               _cell(seg, "rss_bytes", mib), _cell(kaf, "rss_bytes", mib))
+    procs.add("of which anonymous (RssAnon: heaps; the rest is mapped files), MiB",
+              _cell(seg, "anon_rss_bytes", mib), _cell(kaf, "anon_rss_bytes", mib))
     return [tput, fail, procs]
 
 
