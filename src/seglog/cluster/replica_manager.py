@@ -518,8 +518,12 @@ class ReplicaManager:
 
     def _create_local_topic(self, name: str, count: int, config: Mapping[str, str],
                             topic_id: uuid.UUID | None) -> None:
-        self.store.create_topic(name, count, dict(config) if config else None,
-                                topic_id=topic_id)
+        if name in ("__consumer_offsets", "__transaction_state"):
+            # Kafka's internal topics keep their own configs (compacted) under ZooKeeper's.
+            self.store.create_internal_topic(name, count, config, topic_id=topic_id)
+        else:
+            self.store.create_topic(name, count, dict(config) if config else None,
+                                    topic_id=topic_id)
         self._topic_configs[name] = dict(config or {})
 
     def _read_topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
