@@ -573,8 +573,15 @@ class Broker:
         state = self._broker_state()
         await server.replica_manager.register(
             BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port))
-        controller = Controller(self._zk, state.node_id,
-                                default_unclean=self.config["unclean.leader.election.enable"])
+        rebalance = self.config["auto.leader.rebalance.enable"]
+        controller = Controller(
+            self._zk, state.node_id,
+            default_unclean=self.config["unclean.leader.election.enable"],
+            leader_imbalance_check_interval_ms=(
+                self.config["leader.imbalance.check.interval.seconds"] * 1000
+                if rebalance else None),
+            leader_imbalance_per_broker_percentage=self.config[
+                "leader.imbalance.per.broker.percentage"])
         self._controller = controller
         await state.run_blocking(controller.start)
         log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,

@@ -261,8 +261,17 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        "Accepted; idle producer ids are dropped as their partitions are written and "
        "maintained.", at_least=1, effective=False),
     # --- misc
-    _d("auto.leader.rebalance.enable", _BOOLEAN, True, "Accepted (one node).",
-       effective=False),
+    _d("auto.leader.rebalance.enable", _BOOLEAN, True,
+       "In a cluster the controller moves leadership back to each partition's preferred "
+       "replica when a broker's share of non-preferred leaders passes "
+       "leader.imbalance.per.broker.percentage (checked every "
+       "leader.imbalance.check.interval.seconds)."),
+    _d("leader.imbalance.check.interval.seconds", _LONG, 300,
+       "How often the controller checks the leader imbalance (auto.leader.rebalance.enable).",
+       at_least=1),
+    _d("leader.imbalance.per.broker.percentage", _INT, 10,
+       "The share of a broker's partitions led elsewhere above which the controller "
+       "rebalances.", at_least=0, at_most=100),
     _d("group.coordinator.rebalance.protocols", _LIST, ("classic", "consumer", "streams"),
        "Accepted; the classic protocol is served.", effective=False),
     _d("share.coordinator.state.topic.replication.factor", _SHORT, 3, "Accepted.",
