@@ -770,6 +770,21 @@ class Store:
                 raise ValueError(f"topic_id {topic_id} is reserved by Kafka")
         return self._create_topic(name, partitions, config, topic_id=topic_id)
 
+    def create_internal_topic(self, name: str, partitions: int,
+                              config: Mapping[str, Any] | None = None, *,
+                              topic_id: uuid.UUID | None = None) -> Topic:
+        """Create internal topic ``name`` (``__consumer_offsets`` or ``__transaction_state``)
+        as a cluster decided it: ``partitions`` partitions, its internal config overridden by
+        ``config`` (ZooKeeper's ``/config/topics``), ``topic_id`` (ZooKeeper's). A
+        standalone store creates them itself on first use instead. Raises
+        :class:`InvalidTopicError` for another name, :class:`TopicExistsError`,
+        :class:`ReadOnlyError`."""
+        if name not in INTERNAL_TOPIC_CONFIGS:
+            raise InvalidTopicError(f"{name!r} is not an internal topic")
+        merged = {**INTERNAL_TOPIC_CONFIGS[name], **dict(config or {})}
+        return self._create_topic(name, partitions, LogConfig.from_kafka(merged),
+                                  topic_id=topic_id)
+
     def _create_topic(self, name: str, partitions: int, config, *,
                       topic_id: uuid.UUID | None = None) -> Topic:
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
@@ -1283,15 +1298,22 @@ class Store:
         self.notify_appended()
         return first
 
-    def group_metadata_records(self) -> dict[str, bytes | None]:
+    def group_metadata_records(self, *, partition: int | None = None
+                               ) -> dict[str, bytes | None]:
         """``{group_id: value bytes or None}``: the last membership record of each group in
         ``__consumer_offsets`` (None: its tombstone), in log order; empty when the topic does
-        not exist. Records are CRC-checked as read (CorruptRecordError); a key that does not
-        parse is skipped as the offsets loader skips it."""
+        not exist. ``partition``: that partition's records only (a cluster member loading
+        the partition it now leads). Records are CRC-checked as read (CorruptRecordError); a
+        key that does not parse is skipped as the offsets loader skips it."""
         with self._lock:
             self._check_open()
             topic = self._topics.get(OFFSETS_TOPIC)
-            logs = [] if topic is None else [topic.log(p) for p in range(topic.partitions)]
+            if topic is None:
+                logs = []
+            elif partition is None:
+                logs = [topic.log(p) for p in range(topic.partitions)]
+            else:
+                logs = [topic.log(partition)] if 0 <= partition < topic.partitions else []
         found: dict[str, bytes | None] = {}
         for log in logs:
             for record in log.records(start=log.start_offset, max_offset=log.end_offset):
@@ -1304,6 +1326,18 @@ class Store:
                 if isinstance(key, offsets_schema.GroupMetadataKey):
                     found[key.group] = None if record.value is None else bytes(record.value)
         return found
+
+    def load_offsets_partition(self, partition: int) -> None:
+        """Replay ``__consumer_offsets`` partition ``partition`` into the committed offsets,
+        replacing what was known of its groups (a cluster member that became the partition's
+        leader: :meth:`OffsetsManager.load_partition`). Raises CorruptRecordError."""
+        self._offsets.load_partition(partition)
+
+    def unload_offsets_partition(self, partition: int) -> None:
+        """Forget the committed offsets of the groups of ``__consumer_offsets`` partition
+        ``partition`` (a cluster member that does not lead it:
+        :meth:`OffsetsManager.unload_partition`); its log is untouched."""
+        self._offsets.unload_partition(partition)
 
     # --- server core (issue 11: broker-level topic defaults) ----------------------------------
 
