@@ -195,6 +195,10 @@ def test_a_new_epoch_with_the_same_leader_reaches_the_fetcher_and_an_older_one_i
 
 def _stop_following(cluster: Cluster, follower: int) -> None:
     rm = cluster.rm(follower)
+    # The follower must have taken the partition first (the ISR read from ZooKeeper can be
+    # the controller's initial one, before the follower's fetcher got it): removing it
+    # earlier would let the follower start fetching afterwards.
+    wait_until(lambda: rm.fetcher.fetch_state(TP) is not None, "the follower fetches")
     cluster.call(follower, lambda: rm.fetcher.remove_partitions([TP]))
 
 
