@@ -93,6 +93,7 @@ def test_s1_one_broker_down_writes_carry_on_nothing_lost(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
 
     follower = follower_of(run, 0)
     run.cluster.kill(follower)
@@ -123,6 +124,7 @@ def test_s2_two_down_not_enough_replicas_then_writes_resume(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=0)
     run.wait_sends("first acknowledged writes", 0, 10)
+    run.check_baseline()
 
     leader = run.leader(0)
     down = [b for b in run.cluster.brokers if b != leader]
@@ -151,6 +153,7 @@ def test_s3_min_isr_3_one_restart_blocks_every_write(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=0)
     run.wait_sends("first acknowledged writes", 0, 10)
+    run.check_baseline()
 
     follower = follower_of(run, 0)
     run.cluster.kill(follower)
@@ -179,6 +182,7 @@ def test_s6_acks_1_leader_crash_loses_no_read_record(run_factory):
     run.start_producer("p0", acks="1", idempotent=False, max_in_flight=5, retries=3,
                        interval_s=0.001)
     run.wait_sends("first acknowledged writes", 0, 50)
+    run.check_baseline()
     leader = run.leader(0)
     run.cluster.kill(leader)
     run.wait_for(f"a new leader of p0 other than {leader}",
@@ -231,6 +235,7 @@ def test_leader_dies_while_followers_stall(run_factory, broken):
     # fatal OUT_OF_ORDER_SEQUENCE_NUMBER (librdkafka), and the run needs writes afterwards.
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
 
     leader = run.leader(0)
     followers = [b for b in run.cluster.brokers if b != leader]
@@ -288,6 +293,7 @@ def test_s5_every_isr_member_down_and_a_laggard_returns(run_factory, variant):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 10)
+    run.check_baseline()
 
     laggard = follower_of(run, 0)
     run.cluster.kill(laggard)
@@ -352,6 +358,7 @@ def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, bro
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
 
     a = run.leader(0)
     b = next(r for r in run.isr(0) if r != a)
@@ -398,6 +405,7 @@ def test_s10_zombie_leader_paused_past_its_session(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
     leader = run.leader(0)
     epoch = run.state(0)["leader_epoch"]
     run.cluster.pause(leader)
@@ -421,6 +429,7 @@ def test_s11_leader_cut_from_zookeeper_only(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
     leader = run.leader(0)
     run.relays[leader].block()
     run.wait_for(f"a new leader of p0 other than the cut {leader}",
@@ -444,6 +453,7 @@ def test_s18_forced_session_expiry_of_controller_leader_and_follower(run_factory
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
 
     def expire(broker: int) -> None:
         epoch = run.cluster.broker_epoch(broker)
@@ -481,6 +491,7 @@ def test_s4_min_isr_1_acks_all_behaves_like_acks_1(run_factory, unclean):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
 
     leader = run.leader(0)
     followers = [b for b in run.cluster.brokers if b != leader]
@@ -527,6 +538,7 @@ def test_s14_controller_killed_the_next_one_fences_it(run_factory):
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
     client = run.cluster.zookeeper_client()
     controller = run.cluster.controller_id()
     epoch = int(client.get("/controller_epoch")[0])
@@ -570,6 +582,7 @@ def test_s19_seeded_random_faults(run_factory):
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000,
                        duration_s=SOAK_S + 120)
     run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
     deadline = time.monotonic() + SOAK_S
     schedule = []
     while time.monotonic() < deadline:

@@ -412,31 +412,32 @@ class LocalCluster:
     def partition_state(self, topic: str, partition: int) -> dict[str, Any] | None:
         """The partition's ``state`` znode (Kafka 2.8 JSON: ``leader``, ``leader_epoch``,
         ``isr``, ``controller_epoch``), None while it does not exist."""
-        client = self.zookeeper_client()
-        path = f"/brokers/topics/{topic}/partitions/{partition}/state"
-        if not client.exists(path):
-            return None
-        data, _stat = client.get(path)
-        return json.loads(data)
+        data = self._get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        return json.loads(data) if data is not None else None
 
     def topic_assignment(self, topic: str) -> dict[int, list[int]]:
         """``{partition: [replica broker ids]}`` from the topic's znode (empty when the topic
         does not exist)."""
-        client = self.zookeeper_client()
-        path = f"/brokers/topics/{topic}"
-        if not client.exists(path):
+        data = self._get(f"/brokers/topics/{topic}")
+        if data is None:
             return {}
-        data, _stat = client.get(path)
         return {int(p): [int(b) for b in replicas]
                 for p, replicas in json.loads(data)["partitions"].items()}
 
     def controller_id(self) -> int | None:
         """The broker id in ``/controller``, None when there is no controller."""
-        client = self.zookeeper_client()
-        if not client.exists("/controller"):
+        data = self._get("/controller")
+        return int(json.loads(data)["brokerid"]) if data is not None else None
+
+    def _get(self, path: str) -> bytes | None:
+        """A znode's data, None when it does not exist (or went between two reads)."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _stat = self.zookeeper_client().get(path)
+        except NoNodeError:
             return None
-        data, _stat = client.get("/controller")
-        return int(json.loads(data)["brokerid"])
+        return data
 
     # ----------------------------------------------------------------- the state file
 

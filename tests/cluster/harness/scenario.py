@@ -187,6 +187,33 @@ class ScenarioRun:
         wanted = {e["value"] for e in sends}
         self.wait_for(what, lambda: wanted <= self.polled_values(), timeout_s)
 
+    def isr_changes(self) -> list[str]:
+        """The leaders' ISR shrink/expand log lines about this run's topic so far (the replica
+        manager logs ``broker N: shrink ISR of <topic>-<p> from [...] to [...]``)."""
+        lines = []
+        for broker in self.cluster.brokers.values():
+            try:
+                text = Path(broker.log_path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            lines += [line for line in text.splitlines()
+                      if f"ISR of {self.topic}-" in line
+                      and (" shrink ISR" in line or " expand ISR" in line)]
+        return sorted(lines)
+
+    def check_baseline(self) -> None:
+        """Before the first fault (R§6.1): every ISR full and no shrink so far. A run whose
+        baseline shrank is invalid (the machine was too loaded to judge it), not passed:
+        AssertionError."""
+        shrinks = [line for line in self.isr_changes() if " shrink ISR" in line]
+        states = self.states()
+        assignment = self.cluster.topic_assignment(self.topic)
+        full = all(s is not None and len(s["isr"]) == len(assignment.get(p, ()))
+                   for p, s in states.items())
+        if shrinks or not full:
+            raise AssertionError(f"INVALID RUN: the ISR shrank before any fault (machine too "
+                                 f"loaded?): {shrinks or states}")
+
     # ----------------------------------------------------------------- the end
 
     def heal_and_check(self, replicas: int = 3, *,
@@ -231,7 +258,10 @@ class ScenarioRun:
                                self.topic, assignment)
         self.history.close()
         result = checker.check(self.history.events)
-        (self.run_dir / "checker.txt").write_text(result.summary(limit=200) + "\n")
+        changes = self.isr_changes()
+        (self.run_dir / "checker.txt").write_text(
+            result.summary(limit=200) + f"\n{len(changes)} ISR changes\n"
+            + "".join(f"  {line}\n" for line in changes))
         return result
 
     def close(self) -> None:
