@@ -609,3 +609,31 @@ def test_s19_seeded_random_faults(run_factory):
     (run.run_dir / "schedule").write_text("\n".join(map(str, schedule)) + "\n")
     result = run.heal_and_check()
     assert result.valid, f"seed {seed}, schedule {schedule}\n{result.summary()}"
+
+
+def test_s13_slow_follower_leaves_and_rejoins_the_isr(run_factory):
+    """S13: one follower of p0 stalls (SIGSTOP) longer than replica.lag.time.max.ms but
+    shorter than its session (8 s here), twice, running in between: its leader shrinks the
+    ISR without it (acks=all carries on with min.insync.replicas=2) and expands it again once
+    it has caught up; nothing acknowledged is lost."""
+    run = run_factory(topic_config=MIN_ISR_2,
+                      broker_configs={"zookeeper.session.timeout.ms": 8000})
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
+    slow = follower_of(run, 0)
+    for _cycle in range(2):
+        run.cluster.pause(slow)
+        run.wait_for(f"broker {slow} out of p0's ISR", lambda: slow not in run.isr(0))
+        run.wait_sends("writes without it", 0, 10, invoked_after_ns=now_ns())
+        run.cluster.resume(slow)
+        run.wait_for(f"broker {slow} back in p0's ISR", lambda: slow in run.isr(0))
+    leader = run.leader(0)
+    changes = [line for line in run.isr_changes() if f"broker {leader}:" in line
+               and f"ISR of {run.topic}-0 " in line]
+    assert sum(" shrink ISR" in line for line in changes) >= 2, changes
+    assert sum(" expand ISR" in line for line in changes) >= 2, changes
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()
