@@ -637,3 +637,54 @@ def test_s13_slow_follower_leaves_and_rejoins_the_isr(run_factory):
 
     result = run.heal_and_check()
     assert result.valid, result.summary()
+
+
+def test_s16_group_offsets_survive_the_coordinators_death(run_factory):
+    """S16: a consumer group consumes and commits (synchronously, at-least-once) while the
+    broker that coordinates it (the leader of its ``__consumer_offsets`` partition) is killed:
+    FindCoordinator moves, commits succeed again, and a new member of the group starts from
+    the committed offsets: duplicates allowed, gaps forbidden, nothing lost."""
+    from confluent_kafka.admin import AdminClient
+
+    from harness.workload import GroupConsumer
+
+    run = run_factory(topic_config=MIN_ISR_2,
+                      broker_configs={"offsets.topic.num.partitions": 3})
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
+    bootstrap = run.cluster.bootstrap_servers
+    first = GroupConsumer(run.history, bootstrap, run.topic, "s16", name="g0", duration_s=120)
+    first.start()
+    run.wait_for("the group consuming and committing",
+                 lambda: first.commits["ok"] >= 3 and first.error is None)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    description = admin.describe_consumer_groups(["s16"])["s16"].result(timeout=20)
+    coordinator = description.coordinator.id
+    committed_before = dict(first.committed)
+    run.cluster.kill(coordinator)
+    killed_commits = first.commits["ok"]
+    run.wait_for("commits again after the coordinator moved",
+                 lambda: first.commits["ok"] >= killed_commits + 3, 60)
+    first.stop()
+    first.join(timeout=30)
+    assert not first.is_alive() and first.error is None, first.error
+    second = GroupConsumer(run.history, bootstrap, run.topic, "s16", name="g1", duration_s=60)
+    second.start()
+    run.wait_for("the new member polling every partition",
+                 lambda: set(second.first_polled) == set(run.partitions), 60)
+    second.stop()
+    second.join(timeout=30)
+    assert committed_before, "nothing was committed before the kill"
+    for partition in run.partitions:
+        resumed = second.first_polled[partition]
+        assert resumed >= committed_before.get(partition, 0), (
+            f"p{partition}: the group resumed at {resumed}, before the offset "
+            f"{committed_before.get(partition)} committed before the coordinator died")
+        assert resumed <= first.last_polled.get(partition, -1) + 1, (
+            f"p{partition}: the group resumed at {resumed} after reading up to "
+            f"{first.last_polled.get(partition)}: a gap")
+    run.cluster.start(coordinator)
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()

@@ -289,6 +289,75 @@ class Consumer(threading.Thread):
                 self.history.record(self.process, OK, POLL, values=values)
 
 
+class GroupConsumer(threading.Thread):
+    """One confluent-kafka consumer in group ``group`` subscribed to ``topic``, committing
+    synchronously after every non-empty batch (at-least-once); each batch is a ``poll`` event,
+    each new assignment an ``assign`` event (a rebalance may rewind: that is allowed). Runs
+    until :meth:`stop` or ``duration_s``; closing leaves the group after a last commit."""
+
+    def __init__(self, history: History, bootstrap: str, topic: str, group: str, *,
+                 name: str = "g0", duration_s: float = 60.0):
+        super().__init__(name=f"group-consumer-{name}", daemon=True)
+        from confluent_kafka import Consumer as KafkaConsumer
+
+        self.history, self.topic, self.process, self.duration_s = (
+            history, topic, name, duration_s)
+        self.consumer = KafkaConsumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "client.id": name, "fetch.wait.max.ms": 100,
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000, **CLIENT_TIMEOUTS})
+        self.stopping = threading.Event()
+        self.polled = 0
+        self.commits: dict[str, int] = {"ok": 0, "failed": 0}
+        self.last_polled: dict[int, int] = {}
+        self.first_polled: dict[int, int] = {}
+        #: ``{partition: next offset}`` as of the last successful commit.
+        self.committed: dict[int, int] = {}
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the consumer to stop (at its next poll)."""
+        self.stopping.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the scenario through .error
+            self.error = exc
+        finally:
+            self.consumer.close()
+
+    def _assigned(self, _consumer: Any, partitions: list) -> None:
+        self.history.record(self.process, OK, ASSIGN,
+                            partitions=sorted(tp.partition for tp in partitions))
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaException
+
+        self.consumer.subscribe([self.topic], on_assign=self._assigned)
+        deadline = time.monotonic() + self.duration_s
+        while not self.stopping.is_set() and time.monotonic() < deadline:
+            messages = self.consumer.consume(num_messages=200, timeout=0.2)
+            values: dict[str, list[list[int]]] = {}
+            for message in messages:
+                if message.error() is not None:
+                    continue
+                partition, offset = message.partition(), message.offset()
+                values.setdefault(str(partition), []).append([offset, int(message.value())])
+                self.first_polled.setdefault(partition, offset)
+                self.last_polled[partition] = offset
+            if not values:
+                continue
+            self.polled += sum(len(v) for v in values.values())
+            self.history.record(self.process, OK, POLL, values=values)
+            try:
+                self.consumer.commit(asynchronous=False)
+                self.commits["ok"] += 1
+                self.committed = {p: o + 1 for p, o in self.last_polled.items()}
+            except KafkaException:
+                self.commits["failed"] += 1  # a coordinator moving: the next commit covers it
+
+
 def final_read(history: History, bootstrap: str, topic: str, partitions: list[int], *,
                timeout_s: float = 30.0) -> dict[int, int]:
     """A fresh consumer reads every partition from offset 0 to its high watermark and records
