@@ -713,6 +713,29 @@ def measure_seglog(side: Side, *, scratch: Path, ref: KafkaRef | None, runs: int
     finally:
         progress.step("seglog: stopping the cluster")
         cluster.down()
+        side.params["broker_log_problems"] = broker_log_problems(
+            Path(b.log_path) for b in cluster.brokers.values())
+
+
+#: What counts as a problem in a seglog broker's output (its log lines carry the level).
+_PROBLEM_MARKERS = (" ERROR ", " CRITICAL ", "Traceback (most recent call last)")
+
+
+def broker_log_problems(paths, limit: int = 5) -> list[str]:
+    """The first ``limit`` ERROR/CRITICAL lines and tracebacks of the brokers' outputs
+    (``<path name>: <line>``), so a run that measured through a misbehaving broker says so."""
+    found: list[str] = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if any(marker in line for marker in _PROBLEM_MARKERS):
+                found.append(f"{Path(path).name}: {line.strip()[:300]}")
+                if len(found) >= limit:
+                    return found
+    return found
 
 
 def measure_kafka(side: Side, *, scratch: Path, ref: KafkaRef, runs: int, records: int,
@@ -953,6 +976,10 @@ def _sentences(sides: dict[str, Side]) -> list[str]:
         for key, error in side.errors.items():
             out.append(f"{side.name}: {key} failed: {error[:1500]}")
     seg = sides.get(SEGLOG)
+    problems = seg.params.get("broker_log_problems") if seg else None
+    if problems:
+        out.append("seglog brokers logged errors during the run (first "
+                   f"{len(problems)}): " + " | ".join(problems))
     out.append(
         f"seglog: {BROKERS} `seglog serve` processes over one ZooKeeper "
         f"(zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}); the partitions are led by broker "
