@@ -688,3 +688,38 @@ def test_s16_group_offsets_survive_the_coordinators_death(run_factory):
 
     result = run.heal_and_check()
     assert result.valid, result.summary()
+
+
+def test_s15_zookeeper_frozen_leaders_keep_serving(tmp_path):
+    """S15: ZooKeeper itself freezes (SIGSTOP) for longer than the session timeout while
+    producing: sessions do not expire (ZooKeeper's clock stops too), the leaders keep serving
+    acks=all writes, nothing is elected; after SIGCONT nothing is lost. The cluster has a
+    ZooKeeper of its own here (the session's shared one is never frozen)."""
+    run = ScenarioRun(tmp_path / "run", None)
+    try:
+        run.up(topic_config=MIN_ISR_2)
+        run.start_consumer()
+        run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5,
+                           retries=1_000_000)
+        run.wait_sends("first acknowledged writes", 0, 20)
+        run.check_baseline()
+        before = run.states()
+        run.cluster.close_clients()  # the harness's own ZooKeeper client would block too
+        run.cluster.pause_zookeeper()
+        frozen, frozen_at = now_ns(), time.monotonic()
+        try:
+            run.wait_sends("writes while ZooKeeper is frozen", 0, 20, invoked_after_ns=frozen,
+                           timeout_s=20)
+            # Frozen past the 4 s session timeout: no session may expire for it.
+            time.sleep(max(0.0, 5.0 - (time.monotonic() - frozen_at)))
+            during = run.sends(0, invoked_after_ns=frozen)
+        finally:
+            run.cluster.resume_zookeeper()
+        assert len(during) >= 20
+        after = run.states()
+        assert {p: s["leader_epoch"] for p, s in after.items()} == \
+            {p: s["leader_epoch"] for p, s in before.items()}, (before, after)
+        result = run.heal_and_check()
+        assert result.valid, result.summary()
+    finally:
+        run.close()

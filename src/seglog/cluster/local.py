@@ -332,6 +332,22 @@ class LocalCluster:
         """Continue a paused broker (SIGCONT)."""
         self.kill(broker_id, signal.SIGCONT)
 
+    def pause_zookeeper(self) -> None:
+        """Freeze this cluster's own ZooKeeper (SIGSTOP): clients lose their connection,
+        no session expires meanwhile. Raises :class:`LocalClusterError` when the cluster uses
+        an external ZooKeeper or was attached from another process."""
+        self._own_zookeeper("pause").suspend()
+
+    def resume_zookeeper(self) -> None:
+        """Continue a frozen ZooKeeper (SIGCONT)."""
+        self._own_zookeeper("resume").resume()
+
+    def _own_zookeeper(self, what: str) -> Any:
+        if self._zookeeper_server is None:
+            raise LocalClusterError(f"cannot {what} ZooKeeper: this cluster object did not "
+                                    f"start it")
+        return self._zookeeper_server
+
     def expire_session(self, broker_id: int, timeout_s: float = 10.0) -> None:
         """Expire a running broker's ZooKeeper session without pausing it (R§6.2): open a
         second client on the broker's (session id, password) and close it. Needs the broker

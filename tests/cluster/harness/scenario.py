@@ -31,11 +31,12 @@ STATE_TIMEOUT_S = 30.0
 
 
 class ScenarioRun:
-    """A cluster of ``brokers`` on ZooKeeper ``zk_connect`` under ``run_dir`` (see module
-    docstring). ``broker_configs`` are added to :data:`BROKER_CONFIGS`; ``env`` goes to
-    the brokers (e.g. ``{"SEGLOG_TEST_BREAK": "ack_on_append"}``)."""
+    """A cluster of ``brokers`` on ZooKeeper ``zk_connect`` (None: a ZooKeeper of its own,
+    which the run may freeze) under ``run_dir`` (see module docstring). ``broker_configs``
+    are added to :data:`BROKER_CONFIGS`; ``env`` goes to the brokers (e.g.
+    ``{"SEGLOG_TEST_BREAK": "ack_on_append"}``)."""
 
-    def __init__(self, run_dir: str | Path, zk_connect: str, *, brokers: int = 3,
+    def __init__(self, run_dir: str | Path, zk_connect: str | None, *, brokers: int = 3,
                  broker_configs: dict[str, Any] | None = None,
                  env: dict[str, str] | None = None, topic: str = "scenario",
                  partitions: int = 3, zookeeper_relays: bool = False):
@@ -46,6 +47,7 @@ class ScenarioRun:
         self.relays: dict[int, faults.Relay] = {}
         broker_zookeeper = {}
         if zookeeper_relays:
+            assert zk_connect is not None, "relays need the ZooKeeper's address up front"
             address, _, chroot = zk_connect.partition("/")
             host, _, port = address.rpartition(":")
             for broker_id in range(brokers):
