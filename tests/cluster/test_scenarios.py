@@ -723,3 +723,33 @@ def test_s15_zookeeper_frozen_leaders_keep_serving(tmp_path):
         assert result.valid, result.summary()
     finally:
         run.close()
+
+
+@pytest.mark.parametrize("target,how", [("leader", "hard"), ("controller", "clean")])
+def test_s7_bounces_lose_nothing(run_factory, target, how):
+    """S7, after Kafka's ``replication_test.py`` (``hard_bounce`` / ``clean_bounce`` of the
+    leader or the controller, then ``validate_delivery``): three bounces in a row, each
+    waiting for the ISR to be full again; every acknowledged record is read at the end and
+    the idempotent producer leaves no duplicate."""
+    run = run_factory(topic_config=MIN_ISR_2)
+    run.start_consumer()
+    run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
+    run.wait_sends("first acknowledged writes", 0, 20)
+    run.check_baseline()
+    for _bounce in range(3):
+        broker = run.leader(0) if target == "leader" else run.cluster.controller_id()
+        if how == "hard":
+            run.cluster.kill(broker)
+        else:
+            run.cluster.stop(broker)
+        run.cluster.start(broker)
+        run.wait_isr_full()
+        run.wait_sends("writes after the bounce", 0, 10, invoked_after_ns=now_ns())
+    producer = run.producers[0]
+    producer.stop()
+    producer.join(timeout=60)
+    acknowledged = [e for p in run.partitions for e in run.sends(p)]
+    run.wait_polled("the consumer reading every acknowledged record", acknowledged, 60)
+
+    result = run.heal_and_check()
+    assert result.valid, result.summary()
