@@ -11,6 +11,13 @@ until a handler wakes it (no polling loop). Committed offsets go to the Store
 (``__consumer_offsets``, the same offsets seglog's embedded consumers see); membership records
 too (:meth:`~seglog.store.Store.write_group_metadata`), and :func:`start` loads them back.
 
+In a cluster (``zookeeper.connect``; docs/cluster.md §3.7) a broker coordinates only the
+groups of the ``__consumer_offsets`` partitions it leads (Kafka 2.8): FindCoordinator names
+the partition's leader, :class:`~seglog.cluster.coordinators.CoordinatorPartitions` loads a
+partition's offsets and groups when this broker becomes its leader and drops them when it
+stops, other groups answer NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while loading), and
+commits and SyncGroup answers wait for the high watermark (acks=-1).
+
 The coordinator lives in ``state.extensions["groups"]`` (a :class:`GroupsState`); other
 handler modules reach it with :func:`coordinator` (the transaction handlers call its
 ``check_member`` for TxnOffsetCommit).
@@ -73,6 +80,8 @@ class GroupsState:
     #: single-node broker, which coordinates every group).
     partitions: cluster_coordinators.CoordinatorPartitions | None = None
     offsets_commit_timeout_ms: int = 5000
+    #: A cluster member's last membership append per group: ``(replica, offset after it)``.
+    written: dict = dataclasses.field(default_factory=dict)
 
 
 def coordinator(state) -> cg.ClassicGroupCoordinator:
@@ -178,7 +187,9 @@ async def _parked(ctx, call) -> Any:
 
 async def handle_find_coordinator(ctx, request) -> Any:
     """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
-    transactional id (1); other key types get INVALID_REQUEST."""
+    transactional id (1); other key types get INVALID_REQUEST. In a cluster a group's
+    coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
+    one); transactional ids are still answered with this node (docs/cluster.md §3.7)."""
     broker = ctx.broker
     key_type = getattr(request, "key_type", 0)
 
@@ -314,6 +325,19 @@ async def handle_sync_group(ctx, request) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
         now_ms=_now_ms(ctx), done=done))
+    error = result.error_code
+    state = _state(ctx)
+    if error == 0 and state.partitions is not None:
+        # Kafka's SyncGroup answers once the generation's assignment is stored (acks=-1):
+        # wait for the group's last membership append to be replicated.
+        entry = state.written.get(request.group_id)
+        if entry is not None:
+            replica, required = entry
+            error = _commit_error(await replica_manager(ctx.broker).wait_acks_all(
+                replica, required, state.offsets_commit_timeout_ms / 1000))
+    if error:
+        return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
+                                   protocol_name=None))
     return _response(ctx, dict(error_code=result.error_code, assignment=result.assignment,
                                protocol_type=result.protocol_type,
                                protocol_name=result.protocol_name))
@@ -733,19 +757,28 @@ async def start(state) -> None:
 
     cluster = replica_manager(state)
 
+    # A cluster member's last membership append per group: (replica, offset after it),
+    # which the SyncGroup answers wait to see replicated (acks=-1).
+    written: dict[str, tuple[Any, int]] = {}
+
     def write(group_id: str, value) -> None:
         if getattr(store, "read_only", False):
             return
+        replica = None
         if cluster is not None:
             # Only the leader of the group's partition appends (a follower's log is the
             # leader's copy); the group is dropped here when the leadership goes.
             partition = _partition_in(cluster, group_id)
-            if partition is None or cluster.leader_replica(
-                    TopicPartition(OFFSETS_TOPIC, partition)) is None:
+            replica = None if partition is None else cluster.leader_replica(
+                TopicPartition(OFFSETS_TOPIC, partition))
+            if replica is None:
                 raise SeglogError(f"group {group_id!r}: this broker does not lead its "
                                   f"{OFFSETS_TOPIC} partition (NOT_COORDINATOR)")
-        store.write_group_metadata(
+        offset = store.write_group_metadata(
             group_id, None if value is None else encode_group_metadata_value(value))
+        if replica is not None:
+            cluster.after_leader_append(replica)
+            written[group_id] = (replica, offset + 1)
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
 
@@ -765,6 +798,7 @@ async def start(state) -> None:
         offsets_retention_check_ms=int(config.get("offsets.retention.check.interval.ms",
                                                   _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
+    groups_state.written = written
     state.extensions[EXTENSION] = groups_state
     if cluster is not None:
         # A cluster member coordinates the groups of the __consumer_offsets partitions it
@@ -782,6 +816,8 @@ async def start(state) -> None:
             for group_id in coord.group_ids():
                 if _partition_in(cluster, group_id) == partition:
                     coord.unload(group_id, cg.NOT_COORDINATOR)
+            for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
+                del written[group_id]
 
         groups_state.partitions = cluster_coordinators.CoordinatorPartitions(
             OFFSETS_TOPIC, load=load, unload=unload)
