@@ -4,8 +4,7 @@ NOT_COORDINATOR, commits are replicated (acks=-1) and survive the coordinator's 
 consumer group follows to the new leader (R§6.5 S16).
 
 Kafka's tests these come from: ``GroupCoordinatorTest`` / ``GroupMetadataManagerTest``
-(``testLoadOffsetsWithoutGroup``, ``testUnloadOffsets``, NOT_COORDINATOR for a partition not
-owned, ``testStoreOffsetsWithError`` mapping), ``ConsumerBounceTest.testConsumptionWithBrokerFailures``
+(NOT_COORDINATOR for a group whose partition is not owned here), ``ConsumerBounceTest.testConsumptionWithBrokerFailures``
 (S16's shape), ``KafkaApisTest.testFindCoordinatorNotEnoughBrokersForOffsetsTopic``
 (COORDINATOR_NOT_AVAILABLE while the internal topic cannot be created), and
 ``ProducerIdManagerTest`` (unique blocks across brokers).
@@ -21,7 +20,6 @@ import socket
 import struct
 import time
 import typing
-import uuid
 
 import pytest
 
