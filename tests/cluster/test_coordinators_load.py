@@ -167,3 +167,45 @@ def test_coordinator_partitions_failed_load_is_not_served():
 def test_coordinator_partition_matches_offsets_schema(key, partitions):
     assert coordinators.coordinator_partition(key, partitions) == \
         offsets_partition_for_group(key, partitions)
+
+
+def test_transactions_unload_and_load_one_partition(tmp_path, backend):
+    """Unloading ``__transaction_state`` partition p forgets only its transactional ids;
+    loading replays p (same producer id and epoch) and its markers then carry the given
+    coordinator epoch (Kafka: the partition's leader epoch), which data logs fence by
+    (TransactionStateManagerTest's load/remove of one partition; a marker of an older
+    coordinator epoch is refused)."""
+    from seglog.coordinator.txn_schema import partition_for_transactional_id
+    from seglog.errors import TransactionCoordinatorFencedError
+
+    with Store(tmp_path / "s", backend=backend, transaction_state_partitions=4) as store:
+        store.create_topic("t", 1)
+        ids: dict[int, str] = {}
+        i = 0
+        while len(ids) < 2:
+            ids.setdefault(partition_for_transactional_id(f"txn-{i}", 4), f"txn-{i}")
+            i += 1
+        (p_a, a), (_p_b, b) = sorted(ids.items())
+        pid_a, epoch_a = store.init_producer_id(a)
+        store.init_producer_id(b)
+        coordinator = store.transaction_coordinator()
+
+        coordinator.unload_partition(p_a)
+        assert coordinator.describe(a) is None
+        assert coordinator.describe(b) is not None
+
+        coordinator.load_partition(p_a, coordinator_epoch=5)
+        described = coordinator.describe(a)
+        assert (described.producer_id, described.producer_epoch) == (pid_a, epoch_a)
+        assert coordinator.coordinator_epoch(a) == 5
+        assert coordinator.coordinator_epoch(b) == 0
+
+        tp = TopicPartition("t", 0)
+        store.add_partitions_to_txn(a, pid_a, epoch_a, [tp])
+        store.end_txn(a, pid_a, epoch_a, commit=True)
+        log_ = store.log(("t", 0))
+        with pytest.raises(TransactionCoordinatorFencedError):
+            log_.append_txn_marker(producer_id=pid_a, producer_epoch=epoch_a,
+                                   coordinator_epoch=4, commit=False)
+        log_.append_txn_marker(producer_id=pid_a, producer_epoch=epoch_a,
+                               coordinator_epoch=5, commit=False)

@@ -182,6 +182,9 @@ class TransactionCoordinator:
         self._producer_ids = producer_ids
         self._offsets = offsets
         self._txns: dict[str, _TxnMetadata] = {}
+        #: A cluster member's coordinator epoch per ``__transaction_state`` partition (the
+        #: partition's leader epoch, :meth:`load_partition`); absent: COORDINATOR_EPOCH.
+        self._coordinator_epochs: dict[int, int] = {}
         with topics.lock:
             topic = topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
@@ -209,36 +212,84 @@ class TransactionCoordinator:
         (Kafka's TransactionStateManager fails the partition's load): skipping it could
         bring back a transaction's older state silently."""
         for partition in range(topic.partitions):
-            log = topic.log(partition)
-            offset = log.start_offset
+            self._load_partition(partition, topic.log(partition))
+
+    def _load_partition(self, partition: int, log) -> None:
+        """Replay one partition of ``__transaction_state`` (see :meth:`_load`)."""
+        offset = log.start_offset
+        try:
+            for record in log.records(log.start_offset, max_offset=log.end_offset,
+                                      check_crcs=True):
+                offset = record.offset
+                if record.key is None:  # Kafka: require(record.hasKey, ...)
+                    raise CorruptRecordError("Transaction state log's key should not be "
+                                             "null", reason=REASON_BAD_RECORDS)
+                version = txn_schema.key_version(record.key)
+                if version != txn_schema.KEY_VERSION:
+                    # Kafka's TransactionStateManager: "Unknown message key with
+                    # version ... Ignoring it" (a record of a newer broker).
+                    warnings.warn(
+                        f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
+                        f"{record.offset}: unknown message key with version {version}; "
+                        "ignoring it", RuntimeWarning, stacklevel=2)
+                    continue
+                transactional_id = txn_schema.decode_key(record.key)
+                value = txn_schema.decode_value(record.value)
+                if value is None:
+                    self._txns.pop(transactional_id, None)
+                else:
+                    self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            raise CorruptRecordError(
+                f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
+                f"be loaded after offset {offset}: {exc}",
+                reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                position=getattr(exc, "position", -1)) from exc
+
+    def load_partition(self, partition: int, *, coordinator_epoch: int = COORDINATOR_EPOCH
+                       ) -> None:
+        """Forget the transactional ids of ``__transaction_state`` partition ``partition`` and
+        replay that partition alone (a cluster member that became its leader: Kafka's
+        ``TransactionStateManager.loadTransactionsForTxnTopicPartition``); the markers of its
+        transactions carry ``coordinator_epoch`` from now on (Kafka: the partition's leader
+        epoch). Transactions found in PrepareCommit / PrepareAbort are not completed here
+        (:meth:`complete_pending` does). Nothing is loaded when the topic does not exist.
+        Raises CorruptRecordError as :meth:`_load` says (the partition is then left empty)."""
+        with self._topics.lock:
+            self.unload_partition(partition)
+            self._coordinator_epochs[partition] = coordinator_epoch
+            topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+            if topic is None or not 0 <= partition < topic.partitions:
+                return
             try:
-                for record in log.records(log.start_offset, max_offset=log.end_offset,
-                                          check_crcs=True):
-                    offset = record.offset
-                    if record.key is None:  # Kafka: require(record.hasKey, ...)
-                        raise CorruptRecordError("Transaction state log's key should not be "
-                                                 "null", reason=REASON_BAD_RECORDS)
-                    version = txn_schema.key_version(record.key)
-                    if version != txn_schema.KEY_VERSION:
-                        # Kafka's TransactionStateManager: "Unknown message key with
-                        # version ... Ignoring it" (a record of a newer broker).
-                        warnings.warn(
-                            f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
-                            f"{record.offset}: unknown message key with version {version}; "
-                            "ignoring it", RuntimeWarning, stacklevel=2)
-                        continue
-                    transactional_id = txn_schema.decode_key(record.key)
-                    value = txn_schema.decode_value(record.value)
-                    if value is None:
-                        self._txns.pop(transactional_id, None)
-                    else:
-                        self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
-            except (CorruptRecordError, InvalidRecordError) as exc:
-                raise CorruptRecordError(
-                    f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
-                    f"be loaded after offset {offset}: {exc}",
-                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                    position=getattr(exc, "position", -1)) from exc
+                self._load_partition(partition, topic.log(partition))
+            except CorruptRecordError:
+                self.unload_partition(partition)
+                raise
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the transactional ids of ``__transaction_state`` partition ``partition``
+        (a cluster member that stopped leading it: Kafka's
+        ``removeTransactionsForTxnTopicPartition``); the log is not touched."""
+        with self._topics.lock:
+            self._coordinator_epochs.pop(partition, None)
+            topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+            if topic is None:
+                return
+            count = topic.partitions
+            for transactional_id in [
+                    t for t in self._txns
+                    if txn_schema.partition_for_transactional_id(t, count) == partition]:
+                del self._txns[transactional_id]
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The coordinator epoch the markers of ``transactional_id``'s transactions carry."""
+        topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+        if topic is None or not self._coordinator_epochs:
+            return COORDINATOR_EPOCH
+        partition = txn_schema.partition_for_transactional_id(transactional_id,
+                                                              topic.partitions)
+        return self._coordinator_epochs.get(partition, COORDINATOR_EPOCH)
 
     def _write(self, metadata: _TxnMetadata, *, durable: bool = False) -> None:
         """Append the state of ``metadata`` to its ``__transaction_state`` partition
@@ -409,7 +460,8 @@ class TransactionCoordinator:
                 continue  # deleted since: Kafka's coordinator skips unknown partitions
             offset = log.append_txn_marker(
                 producer_id=metadata.producer_id, producer_epoch=metadata.producer_epoch,
-                coordinator_epoch=COORDINATOR_EPOCH, commit=commit, now_ms=now_ms)
+                coordinator_epoch=self.coordinator_epoch(metadata.transactional_id),
+                commit=commit, now_ms=now_ms)
             if tp.topic == OFFSETS_TOPIC:
                 self._offsets.complete_transaction(
                     tp.partition, metadata.producer_id, commit=commit, marker_offset=offset)
