@@ -111,3 +111,42 @@ def test_readme_broker_section_runs(tmp_path):
             server.kill()
             server.wait(timeout=30)
     assert (tmp_path / "seglog-data" / "clicks-0").is_dir()
+
+
+def _zookeeper_or_skip() -> None:
+    from seglog.cluster.zookeeper import ZooKeeperNotInstalledError, find_zookeeper
+
+    try:
+        find_zookeeper()
+    except ZooKeeperNotInstalledError as exc:
+        if os.environ.get("SEGLOG_REQUIRE_ZOOKEEPER") == "1":
+            raise
+        pytest.skip(str(exc))
+
+
+@pytest.mark.slow
+@pytest.mark.clients
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_readme_cluster_section_runs(tmp_path):
+    """The cluster section as written, verbatim (`seglog` is a shim for `python -m seglog`):
+    the article's experiment on a local 3-broker cluster refuses writes with two brokers down
+    and loses nothing acknowledged."""
+    _zookeeper_or_skip()
+    shell = _marked_block(README.read_text(), "cluster-shell")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "seglog"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m seglog "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(README.parent / "src"),
+           "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    try:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", shell], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=240)
+    finally:
+        subprocess.run([str(shim), "cluster", "down"], cwd=tmp_path, env=env,
+                       capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Not enough in-sync replicas" in done.stderr
+    assert "refused" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].strip() == "2000", done.stdout
