@@ -72,17 +72,31 @@ class ScenarioRun:
            replication_factor: int = 3) -> "ScenarioRun":
         """Start the cluster, create the topic and wait until every partition has a leader
         and a full ISR."""
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic
 
         self.cluster.up()
         admin = AdminClient({"bootstrap.servers": self.cluster.bootstrap_servers})
         config = {k: str(v).lower() if isinstance(v, bool) else str(v)
                   for k, v in (topic_config or {}).items()}
-        futures = admin.create_topics(
-            [NewTopic(self.topic, len(self.partitions), replication_factor, config=config)],
-            operation_timeout=STATE_TIMEOUT_S, request_timeout=STATE_TIMEOUT_S)
-        for future in futures.values():
-            future.result(timeout=STATE_TIMEOUT_S)
+        deadline = time.monotonic() + STATE_TIMEOUT_S
+        while True:
+            futures = admin.create_topics(
+                [NewTopic(self.topic, len(self.partitions), replication_factor, config=config)],
+                operation_timeout=STATE_TIMEOUT_S, request_timeout=STATE_TIMEOUT_S)
+            try:
+                for future in futures.values():
+                    future.result(timeout=STATE_TIMEOUT_S)
+                break
+            except KafkaException as exc:
+                # The broker that creates it may not have seen the last broker register yet
+                # (its live-broker view comes from a watch): Kafka's own test utilities wait
+                # for the brokers to be in the metadata the same way.
+                error = exc.args[0]
+                if error.code() != KafkaError.INVALID_REPLICATION_FACTOR \
+                        or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
         self.wait_isr_full(replication_factor)
         return self
 
