@@ -42,7 +42,7 @@ pytestmark = [
     pytest.mark.skipif(bool(MISSING), reason=f"the broker's cluster mode is missing {MISSING}"),
 ]
 
-#: The scenarios take about two minutes together, more than the default run's budget: they run
+#: The scenarios take about eight minutes together, beyond the default run's budget: they run
 #: when selected with ``-m cluster`` (CI's cluster step) or with SEGLOG_CLUSTER_SCENARIOS=1.
 SCENARIOS_ENV = "SEGLOG_CLUSTER_SCENARIOS"
 
@@ -53,7 +53,7 @@ def _selected(request):
         return
     if "cluster" in (request.config.option.markexpr or ""):
         return
-    pytest.skip(f"the cluster scenarios take ~2 min: run them with -m cluster or "
+    pytest.skip(f"the cluster scenarios take ~8 min: run them with -m cluster or "
                 f"{SCENARIOS_ENV}=1")
 
 
