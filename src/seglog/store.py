@@ -303,6 +303,9 @@ class _InternalTopicsView:
         self._store = store
         self.path = store.path
         self.read_only = store.read_only
+        #: A cluster member's Store: its transaction coordinator completes only the
+        #: partitions it leads (seglog.coordinator.transaction.complete_pending).
+        self.replicated = store.replicated
 
     @property
     def lock(self) -> threading.RLock:

@@ -34,7 +34,8 @@ from ..types import TopicPartition
 
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
            "find_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
-           "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"]
+           "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "TRANSACTION_STATE_TOPIC",
+           "find_transaction_coordinator", "partition_in"]
 
 log = logging.getLogger("seglog.cluster.coordinators")
 
@@ -222,3 +223,36 @@ class CoordinatorPartitions:
                 await task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
+
+
+#: Kafka's ``Topic.TRANSACTION_STATE_TOPIC_NAME``.
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+
+async def find_transaction_coordinator(cluster: Any, transactional_id: str,
+                                       config: Mapping[str, Any]) -> CoordinatorAnswer:
+    """Kafka 2.8's FindCoordinator for a transactional id (key type 1) on a cluster member:
+    the live leader of its ``__transaction_state`` partition, the topic created on first use
+    with ``transaction.state.log.num.partitions`` / ``transaction.state.log.replication.factor``
+    and Kafka's internal config (``TransactionLog``: compacted, ``min.insync.replicas =
+    transaction.state.log.min.isr``, no unclean election, uncompressed,
+    ``transaction.state.log.segment.bytes``)."""
+    return await find_coordinator(
+        cluster, TRANSACTION_STATE_TOPIC, transactional_id,
+        partitions=int(config.get("transaction.state.log.num.partitions", 50)),
+        replication_factor=int(config.get("transaction.state.log.replication.factor", 3)),
+        topic_config={"cleanup.policy": "compact",
+                      "min.insync.replicas": str(config.get("transaction.state.log.min.isr", 2)),
+                      "unclean.leader.election.enable": "false",
+                      "compression.type": "uncompressed",
+                      "segment.bytes": str(config.get("transaction.state.log.segment.bytes",
+                                                      104857600))})
+
+
+def partition_in(cluster: Any, topic: str, key: str) -> int | None:
+    """The partition of ``topic`` that coordinates ``key`` in the cluster's metadata (None
+    while the topic does not exist in ZooKeeper)."""
+    assignment = cluster.assignments.get(topic)
+    if assignment is None or not assignment.partitions:
+        return None
+    return coordinator_partition(key, len(assignment.partitions))

@@ -185,6 +185,11 @@ class TransactionCoordinator:
         #: A cluster member's coordinator epoch per ``__transaction_state`` partition (the
         #: partition's leader epoch, :meth:`load_partition`); absent: COORDINATOR_EPOCH.
         self._coordinator_epochs: dict[int, int] = {}
+        #: A cluster member's marker sender (:meth:`set_marker_sender`); None: the markers
+        #: are appended to the local logs synchronously (standalone broker, embedded Store).
+        self._marker_sender = None
+        #: Transactional ids whose markers the sender is delivering (state PrepareX).
+        self._markers_in_flight: set[str] = set()
         with topics.lock:
             topic = topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
@@ -195,6 +200,10 @@ class TransactionCoordinator:
     def complete_pending(self) -> None:
         """Write the markers of every transaction left in PrepareCommit / PrepareAbort
         (Kafka's coordinator does so when it loads a partition)."""
+        if getattr(self._topics, "replicated", False) and self._marker_sender is None:
+            # A cluster member's Store at open: only the leader of a partition completes
+            # its transactions, once it loaded it (the marker sender is set then).
+            return
         with self._topics.lock:
             for metadata in list(self._txns.values()):
                 if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
@@ -281,6 +290,65 @@ class TransactionCoordinator:
                     t for t in self._txns
                     if txn_schema.partition_for_transactional_id(t, count) == partition]:
                 del self._txns[transactional_id]
+                self._markers_in_flight.discard(transactional_id)
+
+    # --- a cluster member's markers (seglog.cluster.txn_markers) -------------------------------
+
+    def set_marker_sender(self, sender) -> None:
+        """Deliver the markers through ``sender`` from now on (a cluster member: the data
+        partitions are led by any broker). ``sender.send(transactional_id, producer_id,
+        producer_epoch, coordinator_epoch, commit, partitions)`` is called under the store
+        lock and must only schedule the delivery; once every partition acknowledged it the
+        sender calls :meth:`markers_written`. Until then the transaction stays in
+        PrepareCommit / PrepareAbort (Kafka's ``TransactionMarkerChannelManager``): EndTxn
+        is answered after the Prepare state is written, and a new InitProducerId or
+        AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS meanwhile."""
+        with self._topics.lock:
+            self._marker_sender = sender
+
+    def write_marker(self, tp: TopicPartition, *, producer_id: int, producer_epoch: int,
+                     coordinator_epoch: int, commit: bool, now_ms: int | None = None) -> int:
+        """Append one marker to the local log of ``tp`` (WriteTxnMarkers on the partition's
+        leader, or a coordinator's own partition) and, on ``__consumer_offsets``, apply or
+        drop the producer's pending offset commits there. Returns the marker's offset.
+        Raises what ``Log.append_txn_marker`` raises (TransactionCoordinatorFencedError for
+        an older coordinator epoch) and UnknownTopicOrPartitionError."""
+        tp = TopicPartition(*tp)
+        with self._topics.lock:
+            self._topics.check_writable()
+            log = self._topics.partition_log(tp)
+            offset = log.append_txn_marker(
+                producer_id=producer_id, producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch, commit=commit, now_ms=now_ms)
+            if tp.topic == OFFSETS_TOPIC:
+                self._offsets.complete_transaction(tp.partition, producer_id, commit=commit,
+                                                   marker_offset=offset)
+        self._topics.notify_appended()
+        return offset
+
+    def markers_written(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                        commit: bool, *, now_ms: int | None = None) -> bool:
+        """Every marker the sender was given for ``transactional_id``'s transaction was
+        acknowledged: write CompleteCommit / CompleteAbort (Kafka's
+        ``TxnMarkerCompletion``). Nothing happens (False) when the id is no longer in that
+        Prepare state with that producer (the partition moved to another coordinator)."""
+        now = checked_now_ms(now_ms)
+        with self._topics.lock:
+            self._markers_in_flight.discard(transactional_id)
+            metadata = self._txns.get(transactional_id)
+            prepared = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
+            if metadata is None or metadata.status != prepared \
+                    or metadata.producer_id != producer_id \
+                    or metadata.producer_epoch != producer_epoch:
+                return False
+            self._topics.check_writable()
+            self._finish(metadata, commit, now)
+            return True
+
+    def marker_partitions_in_flight(self) -> frozenset[str]:
+        """The transactional ids whose markers are being delivered (tests, diagnostics)."""
+        with self._topics.lock:
+            return frozenset(self._markers_in_flight)
 
     def coordinator_epoch(self, transactional_id: str) -> int:
         """The coordinator epoch the markers of ``transactional_id``'s transactions carry."""
@@ -450,6 +518,21 @@ class TransactionCoordinator:
         The markers carry the id's current producer id and epoch; a transaction written by
         a Kafka coordinator at ``transaction.version`` 2 with a ``next_producer_id`` then
         moves to that id at epoch 0, as Kafka's completion does."""
+        if self._marker_sender is not None:
+            # A cluster member: the markers go to each partition's leader asynchronously.
+            if metadata.transactional_id in self._markers_in_flight:
+                return  # already being delivered
+            prepared = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
+            if metadata.status != prepared:
+                metadata.status = prepared
+                metadata.last_update_ms = now_ms
+                self._write(metadata)
+            self._markers_in_flight.add(metadata.transactional_id)
+            self._marker_sender.send(
+                metadata.transactional_id, metadata.producer_id, metadata.producer_epoch,
+                self.coordinator_epoch(metadata.transactional_id), commit,
+                tuple(sorted(metadata.partitions)))
+            return
         metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
         metadata.last_update_ms = now_ms
         self._write(metadata)
@@ -466,6 +549,11 @@ class TransactionCoordinator:
                 self._offsets.complete_transaction(
                     tp.partition, metadata.producer_id, commit=commit, marker_offset=offset)
         self._topics.notify_appended()
+        self._finish(metadata, commit, now_ms)
+
+    def _finish(self, metadata: _TxnMetadata, commit: bool, now_ms: int) -> None:
+        """CompleteCommit / CompleteAbort after every marker was written."""
+        metadata.last_update_ms = now_ms
         metadata.status = txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT
         if metadata.client_transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP \
                 and metadata.next_producer_id != -1:

@@ -244,6 +244,11 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
     producer_id, producer_epoch, transactional = _producer_of(batch)
     if not transactional or producer_id < 0:
         return None
+    if replica_manager(ctx.broker) is not None:
+        # A cluster member (Kafka 2.8, which has no verification): the transaction's
+        # coordinator is the leader of its __transaction_state partition, usually another
+        # broker, which this one would have to ask (AddPartitionsToTxn v4 verify_only).
+        return None
     entry = log.producer_state.last_entry(producer_id)
     if entry is not None and entry.current_txn_first_offset is not None \
             and entry.producer_epoch == producer_epoch:

@@ -189,7 +189,8 @@ async def handle_find_coordinator(ctx, request) -> Any:
     """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
     transactional id (1); other key types get INVALID_REQUEST. In a cluster a group's
     coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
-    one); transactional ids are still answered with this node (docs/cluster.md §3.7)."""
+    one), a transactional id's the live leader of its ``__transaction_state`` partition
+    (docs/cluster.md §3.7)."""
     broker = ctx.broker
     key_type = getattr(request, "key_type", 0)
 
@@ -202,9 +203,13 @@ async def handle_find_coordinator(ctx, request) -> Any:
                     port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
     cluster = replica_manager(broker)
-    if cluster is not None and key_type == 0:
+    if cluster is not None and key_type in (0, 1):
         async def answer_in_cluster(key: str) -> dict:
-            found = await _find_group_coordinator(ctx, cluster, key)
+            if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
+                found = await cluster_coordinators.find_transaction_coordinator(
+                    cluster, key, ctx.broker.config)
+            else:
+                found = await _find_group_coordinator(ctx, cluster, key)
             if found.error_code:
                 return dict(key=key, error_code=found.error_code, node_id=-1, host="",
                             port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE

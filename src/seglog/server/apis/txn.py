@@ -52,11 +52,14 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from ...arguments import OFFSET_METADATA_BYTES_MAX
+from ...cluster import coordinators as cluster_coordinators
+from ...cluster.txn_markers import TxnMarkerSender
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
 from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
 from ..registry import ApiHandler
+from .data_topics import replica_manager
 
 __all__ = ["HANDLERS"]
 
@@ -64,6 +67,7 @@ log = logging.getLogger(__name__)
 
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 25, 26
 TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 28, 61, 65, 66
+WRITE_TXN_MARKERS = 27
 
 NONE = ErrorCode.none
 _NO_THROTTLE = datetime.timedelta(0)
@@ -129,6 +133,43 @@ def _partition_exists(store: Any, topic: str, partition: int) -> bool:
         return False
 
 
+#: This module's key in ``BrokerState.extensions`` for a cluster member's state.
+CLUSTER_EXTENSION = "txn_cluster"
+
+
+class TxnClusterState:
+    """A cluster member's transaction coordinator glue: the ``__transaction_state``
+    partitions it coordinates (``partitions``) and its marker sender (``sender``)."""
+
+    def __init__(self, partitions: Any, sender: Any):
+        self.partitions = partitions
+        self.sender = sender
+
+
+def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
+    """NONE when this broker coordinates ``transactional_id`` (always standalone); in a
+    cluster only when it leads and loaded its ``__transaction_state`` partition: else
+    NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while loading."""
+    state = ctx.broker.extensions.get(CLUSTER_EXTENSION)
+    if state is None:
+        return 0
+    partition = cluster_coordinators.partition_in(
+        replica_manager(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
+        transactional_id)
+    if partition is None:
+        return cluster_coordinators.NOT_COORDINATOR
+    return state.partitions.error_for(partition)
+
+
+def _group_coordinator_error(ctx: Any, group_id: str) -> int:
+    """The group coordinator's gate (TxnOffsetCommit goes to the group's coordinator)."""
+    if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
+        return 0
+    from . import groups  # noqa: PLC0415 - sibling handler module, only in a cluster
+
+    return groups.coordinator_error(ctx, group_id)
+
+
 # --- InitProducerId ------------------------------------------------------------------------
 
 
@@ -156,6 +197,9 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
         return answer(NONE, producer_id, epoch)
     if not transactional_id:
         return answer(ErrorCode.invalid_request)
+    gate = _txn_coordinator_error(ctx, transactional_id)
+    if gate:
+        return answer(ErrorCode(gate))
     timeout_ms_max = ctx.broker.config.get("transaction.max.timeout.ms",
                                            TRANSACTION_TIMEOUT_MS_MAX)
 
@@ -188,6 +232,9 @@ def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
     (per partition when verifying)."""
     if not transactional_id:
         return {tp: ErrorCode.invalid_request for tp in partitions}
+    gate = _txn_coordinator_error(ctx, transactional_id)
+    if gate:
+        return {tp: ErrorCode(gate) for tp in partitions}
     store = ctx.broker.store
     refused = {tp: ErrorCode.topic_authorization_failed for tp in partitions
                if ctx.api_version < 4 and tp.topic in _INTERNAL_TOPICS}
@@ -266,6 +313,9 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
     response = load_response_schema(ADD_OFFSETS_TO_TXN, ctx.api_version)
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+    gate = _txn_coordinator_error(ctx, request.transactional_id)
+    if gate:
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
         tp = _offsets_partition(ctx.broker.store, request.group_id)
         _coordinator(ctx).handle_add_partitions(
@@ -286,6 +336,9 @@ async def handle_end_txn(ctx: Any, request: Any) -> Any:
     response = load_response_schema(END_TXN, ctx.api_version)
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+    gate = _txn_coordinator_error(ctx, request.transactional_id)
+    if gate:
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     store = ctx.broker.store
 
     def end() -> tuple[int, int]:
@@ -370,8 +423,11 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
                     int(partition.committed_offset), metadata,
                     int(getattr(partition, "committed_leader_epoch", -1)))
     if offsets:
+        gate = _group_coordinator_error(ctx, request.group_id) if request.group_id else 0
         if not request.group_id:
             code = ErrorCode.invalid_group_id
+        elif gate:
+            code = ErrorCode(gate)
         else:
             try:
                 _append_txn_offsets(ctx, request, offsets)
@@ -456,8 +512,16 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
         coordinator = None
     states = []
     for transactional_id in request.transactional_ids:
+        gate = _txn_coordinator_error(ctx, transactional_id) if transactional_id else 0
         description = coordinator.describe(transactional_id) \
-            if transactional_id and coordinator is not None else None
+            if transactional_id and coordinator is not None and not gate else None
+        if gate:
+            states.append(module.TransactionState(
+                error_code=ErrorCode(gate), transactional_id=transactional_id,
+                transaction_state="", transaction_timeout=datetime.timedelta(0),
+                transaction_start_time=_EPOCH, producer_id=i64(0), producer_epoch=i16(0),
+                topics=()))
+            continue
         if description is None:
             states.append(module.TransactionState(
                 error_code=(ErrorCode.invalid_request if not transactional_id
@@ -506,6 +570,83 @@ async def handle_list_transactions(ctx: Any, request: Any) -> Any:
             transaction_state=d.state) for d in found))
 
 
+# --- WriteTxnMarkers ------------------------------------------------------------------------
+
+#: Kafka's ``request.timeout.ms`` default, what a leader waits for its followers to copy a
+#: marker (Kafka appends WriteTxnMarkers' markers with acks=-1 and that timeout).
+_MARKER_ACKS_TIMEOUT_MS = 30_000
+
+
+async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
+    """Kafka's WriteTxnMarkers (v1, what a transaction coordinator sends each partition's
+    leader): every marker appended to each of its partitions
+    (``TransactionCoordinator.write_marker``: a ``__consumer_offsets`` partition applies or
+    drops the producer's pending offset commits), per partition UNKNOWN_TOPIC_OR_PARTITION,
+    INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED (a coordinator epoch below the
+    partition's last marker's). A cluster member serves only the partitions it leads
+    (NOT_LEADER_OR_FOLLOWER otherwise) and answers once the markers are replicated (acks=-1:
+    NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, ... as a produce)."""
+    response = load_response_schema(WRITE_TXN_MARKERS, ctx.api_version)
+    module = sys.modules[response.__module__]
+    store = ctx.broker.store
+    cluster = replica_manager(ctx.broker)
+    timeout_ms = int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS))
+    results = []
+    waits: list[tuple[dict, TopicPartition, Any]] = []
+    for marker in request.markers:
+        codes: dict[TopicPartition, int] = {}
+        for topic in marker.topics:
+            for index in topic.partition_indexes:
+                tp = TopicPartition(topic.name, int(index))
+                if tp in codes:
+                    continue
+                if not _partition_exists(store, tp.topic, tp.partition):
+                    codes[tp] = ErrorCode.unknown_topic_or_partition
+                    continue
+                replica = None
+                if cluster is not None:
+                    replica = cluster.leader_replica(tp)
+                    if replica is None:
+                        codes[tp] = ErrorCode.not_leader_or_follower
+                        continue
+
+                def write(tp=tp, marker=marker) -> int:
+                    return store.transaction_coordinator().write_marker(
+                        tp, producer_id=int(marker.producer_id),
+                        producer_epoch=int(marker.producer_epoch),
+                        coordinator_epoch=int(marker.coordinator_epoch),
+                        commit=bool(marker.transaction_result))
+
+                try:
+                    offset = await ctx.broker.run_blocking(write)
+                except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
+                    codes[tp] = _code(ctx, error)
+                    continue
+                codes[tp] = NONE
+                if replica is not None:
+                    cluster.after_leader_append(replica)
+                    waits.append((codes, tp, cluster.wait_acks_all(
+                        replica, offset + 1, timeout_ms / 1000)))
+        results.append((marker, codes))
+    ctx.broker.appended.notify()
+    if waits:
+        outcomes = await asyncio.gather(*(wait for _c, _tp, wait in waits))
+        for (codes, tp, _wait), code in zip(waits, outcomes):
+            codes[tp] = ErrorCode(code)
+    answers = []
+    for marker, codes in results:
+        by_topic: dict[str, list] = {}
+        for tp, code in codes.items():
+            by_topic.setdefault(tp.topic, []).append(module.WritableTxnMarkerPartitionResult(
+                partition_index=i32(tp.partition), error_code=ErrorCode(code)))
+        answers.append(module.WritableTxnMarkerResult(
+            producer_id=marker.producer_id,
+            topics=tuple(module.WritableTxnMarkerTopicResult(name=name,
+                                                             partitions=tuple(parts))
+                         for name, parts in by_topic.items())))
+    return response(markers=tuple(answers))
+
+
 # --- transactional id expiration ----------------------------------------------------------
 
 #: This module's key in ``BrokerState.extensions``: its timer task.
@@ -524,10 +665,46 @@ async def start(state: Any) -> None:
     expiration_ms = int(config.get("transactional.id.expiration.ms", 604_800_000))
     state.extensions[EXTENSION] = state.loop.create_task(
         _expire_ids_forever(state, interval_s, expiration_ms))
+    cluster = replica_manager(state)
+    if cluster is not None:
+        await _start_cluster(state, cluster)
+
+
+async def _start_cluster(state: Any, cluster: Any) -> None:
+    """A cluster member coordinates the transactional ids of the ``__transaction_state``
+    partitions it leads (Kafka's ``onLeadershipChange``): loaded with the partition's leader
+    epoch as coordinator epoch, then the transactions found in PrepareCommit / PrepareAbort
+    get their markers again; its markers go through a :class:`TxnMarkerSender`."""
+    store = state.store
+    coordinator = await state.run_blocking(store.transaction_coordinator)
+    sender = TxnMarkerSender(
+        cluster, coordinator, run_blocking=state.run_blocking,
+        request_timeout_ms=int(state.config.get("request.timeout.ms",
+                                                _MARKER_ACKS_TIMEOUT_MS)),
+        on_written=state.appended.notify)
+    coordinator.set_marker_sender(sender)
+
+    async def load(partition: int, leader_epoch: int) -> None:
+        await state.run_blocking(
+            lambda: coordinator.load_partition(partition, coordinator_epoch=leader_epoch))
+        await state.run_blocking(coordinator.complete_pending)
+
+    def unload(partition: int) -> None:
+        coordinator.unload_partition(partition)
+
+    partitions = cluster_coordinators.CoordinatorPartitions(
+        cluster_coordinators.TRANSACTION_STATE_TOPIC, load=load, unload=unload)
+    state.extensions[CLUSTER_EXTENSION] = TxnClusterState(partitions, sender)
+    partitions.attach(cluster)
 
 
 async def stop(state: Any) -> None:
-    """Stop the timer (the coordinator's state is in ``__transaction_state`` already)."""
+    """Stop the timer (the coordinator's state is in ``__transaction_state`` already) and,
+    on a cluster member, the loads and the marker sender."""
+    cluster_state = state.extensions.pop(CLUSTER_EXTENSION, None)
+    if cluster_state is not None:
+        await cluster_state.partitions.close()
+        await cluster_state.sender.close()
     task = state.extensions.pop(EXTENSION, None)
     if task is None:
         return
@@ -564,6 +741,7 @@ HANDLERS: tuple[ApiHandler, ...] = (
     ApiHandler(ADD_PARTITIONS_TO_TXN, 0, 5, handle_add_partitions_to_txn),
     ApiHandler(ADD_OFFSETS_TO_TXN, 0, 4, handle_add_offsets_to_txn),
     ApiHandler(END_TXN, 0, 4, handle_end_txn),
+    ApiHandler(WRITE_TXN_MARKERS, 1, 1, handle_write_txn_markers),
     ApiHandler(TXN_OFFSET_COMMIT, 0, 4, handle_txn_offset_commit),
     ApiHandler(DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
     ApiHandler(DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),

@@ -1,0 +1,268 @@
+"""The transaction coordinator's marker sender on a cluster member (Kafka 2.8's
+``TransactionMarkerChannelManager``).
+
+When a transaction ends (EndTxn, a fenced producer's abort, a timed-out transaction, or a
+transaction a new coordinator loads in PrepareCommit / PrepareAbort), the coordinator writes
+the Prepare state and hands the transaction to :meth:`TxnMarkerSender.send`. The sender
+delivers one COMMIT / ABORT marker to every partition of the transaction, wherever its leader
+is: a partition led here is appended to directly (``TransactionCoordinator.write_marker``)
+and waited for as an acks=-1 append; the others get a WriteTxnMarkers request (API key 27,
+v1) on a :class:`~seglog.cluster.inter_broker.BrokerConnection` to their current leader from
+the replica manager's metadata. A partition is retried (bounded exponential backoff) until
+its leader acknowledges it: no leader, a dead one, a connection failure, NOT_LEADER_OR_FOLLOWER
+or any other retriable error; a partition whose topic left ZooKeeper is skipped (Kafka skips
+deleted partitions). INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED means a newer
+coordinator (or producer) took over: the sender gives up on the transaction and leaves it in
+Prepare (Kafka's ``abortSending``). Once every partition acknowledged, the coordinator writes
+CompleteCommit / CompleteAbort (``TransactionCoordinator.markers_written``). The sender also
+gives up when this broker stops coordinating the transaction (the coordinator epoch it was
+sent with is no longer the transactional id's): the new coordinator sends the markers again
+when it loads the partition.
+
+Runs on the broker's event loop; :meth:`send` may be called from any thread (it only
+schedules). No store lock is held while waiting on the network: the blocking calls run in
+the broker's executor and return before the sender awaits anything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import logging
+import sys
+from typing import Any, Awaitable, Callable, Iterable
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32, i64
+
+from ..errors import SeglogError
+from ..types import TopicPartition
+from .inter_broker import BrokerConnection, InterBrokerError
+
+__all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
+           "encode_write_txn_markers", "decode_write_txn_markers"]
+
+log = logging.getLogger("seglog.cluster.txn_markers")
+
+WRITE_TXN_MARKERS = 27
+#: The version sent (the first flexible one; Kafka 4.x serves 1 and up).
+WRITE_TXN_MARKERS_VERSION = 1
+
+NONE = 0
+INVALID_PRODUCER_EPOCH = 47
+TRANSACTION_COORDINATOR_FENCED = 52
+#: The errors after which a newer coordinator or producer owns the transaction.
+_GIVE_UP = frozenset({INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED})
+
+_BACKOFF_MS_MIN = 50
+_BACKOFF_MS_MAX = 1000
+_RESPONSE_BYTES_MAX = 1 << 20
+
+
+def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                             commit: bool, partitions: Iterable[TopicPartition]) -> bytes:
+    """The body of a WriteTxnMarkers v1 request with one marker for ``partitions``."""
+    request = load_request_schema(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
+    module = sys.modules[request.__module__]
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    entity = request(markers=(module.WritableTxnMarker(
+        producer_id=i64(producer_id), producer_epoch=i16(producer_epoch),
+        transaction_result=bool(commit), coordinator_epoch=i32(coordinator_epoch),
+        topics=tuple(module.WritableTxnMarkerTopic(
+            name=topic, partition_indexes=tuple(i32(p) for p in sorted(ps)))
+            for topic, ps in sorted(by_topic.items()))),))
+    buffer = io.BytesIO()
+    entity_writer(request)(buffer, entity)
+    return buffer.getvalue()
+
+
+def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
+    """``{partition: error code}`` of a WriteTxnMarkers v1 response body. Raises
+    InterBrokerError when it does not parse."""
+    response = load_response_schema(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
+    try:
+        entity, _end = entity_reader(response)(body, 0)
+        return {TopicPartition(topic.name, int(p.partition_index)): int(p.error_code)
+                for marker in entity.markers for topic in marker.topics
+                for p in topic.partitions}
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes: a typed error
+        raise InterBrokerError(f"malformed WriteTxnMarkers response: {exc!r}") from None
+
+
+class TxnMarkerSender:
+    """Delivers a cluster member's transaction markers (see the module docstring).
+
+    ``cluster``: the :class:`~seglog.cluster.replica_manager.ReplicaManager`;
+    ``coordinator``: the store's TransactionCoordinator; ``run_blocking``: the broker's
+    executor call; ``request_timeout_ms`` bounds a request and an acks=-1 wait."""
+
+    def __init__(self, cluster: Any, coordinator: Any, *,
+                 run_blocking: Callable[..., Awaitable[Any]], request_timeout_ms: int = 30_000,
+                 on_written: Callable[[], None] | None = None):
+        self._cluster = cluster
+        self._coordinator = coordinator
+        self._run_blocking = run_blocking
+        self._timeout_ms = int(request_timeout_ms)
+        self._on_written = on_written
+        self._loop = cluster.loop
+        self._tasks: set[asyncio.Task] = set()
+        self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._closed = False
+
+    # --- called by the coordinator, under the store lock, from any thread ---------------------
+
+    def send(self, transactional_id: str, producer_id: int, producer_epoch: int,
+             coordinator_epoch: int, commit: bool,
+             partitions: tuple[TopicPartition, ...]) -> None:
+        """Schedule the delivery of one transaction's markers (returns at once)."""
+        self._loop.call_soon_threadsafe(
+            self._start, transactional_id, producer_id, producer_epoch, coordinator_epoch,
+            commit, partitions)
+
+    def _start(self, *args: Any) -> None:
+        if self._closed:
+            return
+        task = self._loop.create_task(self._deliver(*args),
+                                      name=f"seglog-txn-markers-{args[0]}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- delivery ----------------------------------------------------------------------------
+
+    def _still_ours(self, transactional_id: str, coordinator_epoch: int) -> bool:
+        return (self._coordinator.describe(transactional_id) is not None
+                and self._coordinator.coordinator_epoch(transactional_id) == coordinator_epoch)
+
+    async def _deliver(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       coordinator_epoch: int, commit: bool,
+                       partitions: tuple[TopicPartition, ...]) -> None:
+        remaining = set(partitions)
+        backoff_ms = _BACKOFF_MS_MIN
+        try:
+            while remaining:
+                if self._closed or not self._still_ours(transactional_id, coordinator_epoch):
+                    log.info("markers of %r (coordinator epoch %d) no longer sent here",
+                             transactional_id, coordinator_epoch)
+                    return
+                by_leader: dict[int, list[TopicPartition]] = {}
+                for tp in sorted(remaining):
+                    if tp.topic not in self._cluster.assignments:
+                        remaining.discard(tp)  # deleted: Kafka skips it
+                        continue
+                    state = self._cluster.states.get(tp)
+                    if state is None or state.leader < 0 \
+                            or state.leader not in self._cluster.live_brokers:
+                        continue  # no leader now: retried below
+                    by_leader.setdefault(state.leader, []).append(tp)
+                try:
+                    results = await asyncio.gather(*(
+                        self._send_to(leader, tps, producer_id, producer_epoch,
+                                      coordinator_epoch, commit)
+                        for leader, tps in by_leader.items()))
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - logged; the round is tried again
+                    log.exception("sending the markers of %r failed; retrying",
+                                  transactional_id)
+                    results = []
+                for answers in results:
+                    for tp, code in answers.items():
+                        if code == NONE:
+                            remaining.discard(tp)
+                        elif code in _GIVE_UP:
+                            log.warning("marker of %r for %s answered %d: a newer coordinator "
+                                        "or producer owns it; not sent from here",
+                                        transactional_id, tp, code)
+                            return
+                if remaining:
+                    await asyncio.sleep(backoff_ms / 1000)
+                    backoff_ms = min(backoff_ms * 2, _BACKOFF_MS_MAX)
+            await self._run_blocking(self._coordinator.markers_written, transactional_id,
+                                     producer_id, producer_epoch, commit)
+            if self._on_written is not None:
+                self._on_written()
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a new coordinator (or a reload) sends them again
+            log.exception("delivering the markers of %r failed", transactional_id)
+
+    async def _send_to(self, leader: int, tps: list[TopicPartition], producer_id: int,
+                       producer_epoch: int, coordinator_epoch: int,
+                       commit: bool) -> dict[TopicPartition, int]:
+        """Each partition's error code (-1: not answered, retried)."""
+        if leader == self._cluster.broker_id:
+            return {tp: await self._append_local(tp, producer_id, producer_epoch,
+                                                 coordinator_epoch, commit) for tp in tps}
+        body = encode_write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
+                                        commit, tps)
+        lock = self._locks.setdefault(leader, asyncio.Lock())
+        async with lock:
+            try:
+                connection = await self._connection(leader)
+                _frame, reader = await connection.request(
+                    WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body, self._timeout_ms)
+                answers = decode_write_txn_markers(bytes(reader.buf[reader.pos:reader.end]))
+            except (InterBrokerError, SeglogError, OSError) as exc:
+                log.info("WriteTxnMarkers to broker %d failed (%s); retrying", leader, exc)
+                self._drop_connection(leader)
+                return {tp: -1 for tp in tps}
+        return {tp: answers.get(tp, -1) for tp in tps}
+
+    async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
+                            coordinator_epoch: int, commit: bool) -> int:
+        """This broker leads ``tp``: the marker appended and waited for as acks=-1."""
+        replica = self._cluster.leader_replica(tp)
+        if replica is None:
+            return 6  # NOT_LEADER_OR_FOLLOWER: retried with fresh metadata
+        try:
+            offset = await self._run_blocking(functools.partial(
+                self._coordinator.write_marker, tp, producer_id=producer_id,
+                producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
+                commit=commit))
+        except SeglogError as exc:
+            code = getattr(exc, "kafka_error_code", -1)
+            return code if code is not None and code > 0 else -1
+        self._cluster.after_leader_append(replica)
+        if self._on_written is not None:
+            self._on_written()
+        return await self._cluster.wait_acks_all(replica, offset + 1, self._timeout_ms / 1000)
+
+    async def _connection(self, broker_id: int) -> BrokerConnection:
+        info = self._cluster.live_brokers.get(broker_id)
+        if info is None:
+            raise InterBrokerError(f"broker {broker_id} is not live")
+        address = (info.host, info.port)
+        cached = self._connections.get(broker_id)
+        if cached is not None and cached[0] == address and not cached[1].closed:
+            return cached[1]
+        self._drop_connection(broker_id)
+        connection = await BrokerConnection.connect(
+            info.host, info.port, client_id=f"broker-{self._cluster.broker_id}-txn-markers",
+            timeout_ms=self._timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX)
+        self._connections[broker_id] = (address, connection)
+        return connection
+
+    def _drop_connection(self, broker_id: int) -> None:
+        cached = self._connections.pop(broker_id, None)
+        if cached is not None:
+            cached[1].close()
+
+    async def close(self) -> None:
+        """Stop every delivery and close the connections (the broker stops; the next
+        coordinator of each partition sends the markers again)."""
+        self._closed = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        for broker_id in list(self._connections):
+            self._drop_connection(broker_id)

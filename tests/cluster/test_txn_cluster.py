@@ -1,0 +1,192 @@
+"""The transaction coordinator in a cluster (Kafka 2.8, research R§4): FindCoordinator for a
+transactional id names the leader of its ``__transaction_state`` partition, the markers go to
+each data partition's leader with WriteTxnMarkers, and a transaction survives the loss of its
+coordinator's broker (R§6.5 S17).
+
+Kafka's tests these come from: ``TransactionsTest.testBasicTransactions`` (a read_committed
+consumer sees the committed transaction only, over partitions led by different brokers),
+``TransactionMarkerChannelManagerTest`` (markers to each partition's leader, completion only
+after every one is acknowledged), ``TransactionsBounceTest`` / S17 (the coordinator's broker
+stops mid-transaction: the transaction commits or aborts as a whole through the new
+coordinator), ``KafkaApisTest.testWriteTxnMarkersShouldAllBeIncludedInTheResponse`` /
+``shouldRespondWithUnknownTopicWhenPartitionIsNotHosted`` (WriteTxnMarkers' per-partition
+answers).
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import pytest
+
+from seglog.cluster import coordinators
+from seglog.types import TopicPartition
+
+from test_coordinators import Cluster, _nested, _some, call, make_cluster, wait_until  # noqa: F401
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+import confluent_kafka.admin  # noqa: E402
+
+TXN_STATE = TopicPartition("__transaction_state", 0)
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+TXN_CONFIG = {"transaction.state.log.replication.factor": 3,
+              "transaction.state.log.min.isr": 2,
+              "offsets.topic.replication.factor": 3,
+              "default.replication.factor": 3}
+
+
+def _setup(make_cluster) -> Cluster:
+    """Three brokers; topic ``t`` with two RF-3 partitions led by brokers 0 and 1."""
+    cluster = make_cluster(3, **TXN_CONFIG)
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.create_topics([confluent_kafka.admin.NewTopic(
+        "t", num_partitions=2, replica_assignment=[[0, 1, 2], [1, 2, 0]])])
+    futures["t"].result(20)
+    assert cluster.wait_for_isr(T0, 3) == 0
+    assert cluster.wait_for_isr(T1, 3) == 1
+    return cluster
+
+
+def _producer(cluster: Cluster, transactional_id: str):
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id,
+        "transaction.timeout.ms": 60000, "topic.metadata.refresh.interval.ms": 1000,
+        "message.timeout.ms": 30000})
+    producer.init_transactions(30)
+    return producer
+
+
+def _transaction(producer, prefix: str, count: int, *, commit: bool) -> list[bytes]:
+    producer.begin_transaction()
+    values = []
+    for i in range(count):
+        value = f"{prefix}-{i}".encode()
+        producer.produce("t", value=value, partition=i % 2)
+        values.append(value)
+    assert producer.flush(30) == 0
+    if commit:
+        producer.commit_transaction(30)
+    else:
+        producer.abort_transaction(30)
+    return values
+
+
+def _read_committed(cluster: Cluster) -> list[bytes]:
+    """Every record a read_committed consumer sees in ``t`` up to the last stable offsets
+    (bounded: the LSO must reach the end of both partitions, i.e. every marker landed)."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap, "group.id": "reader",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "enable.partition.eof": True,
+        "topic.metadata.refresh.interval.ms": 1000})
+    try:
+        ends = {}
+        for tp in (T0, T1):
+            def lso(tp=tp):
+                low, high = consumer.get_watermark_offsets(
+                    confluent_kafka.TopicPartition(tp.topic, tp.partition), timeout=5)
+                leader = cluster.leader_of(tp)
+                end = cluster.rm(leader).partitions[tp].log.end_offset
+                return (high,) if high == end else None
+            ends[tp] = wait_until(lso, f"{tp}'s last stable offset to reach its end")[0]
+        consumer.assign([confluent_kafka.TopicPartition("t", p, 0) for p in (0, 1)])
+        seen: list[bytes] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(at_end) < 2:
+            assert time.monotonic() < deadline, f"read {len(seen)} records, at end {at_end}"
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    if message.offset() >= ends[TopicPartition("t", message.partition())]:
+                        at_end.add(message.partition())
+                continue
+            seen.append(message.value())
+        return seen
+    finally:
+        consumer.close()
+
+
+def _converged(cluster: Cluster, tp: TopicPartition) -> None:
+    """Every live replica of ``tp`` holds the leader's log (markers included)."""
+    def same():
+        ends = {b: cluster.on_loop(b, lambda b=b: (cluster.rm(b).partitions[tp].log.end_offset,
+                                                   cluster.rm(b).partitions[tp].log.high_watermark))
+                for b in cluster.brokers if tp in cluster.rm(b).partitions}
+        values = set(ends.values())
+        return len(values) == 1 and next(iter(values))[0] == next(iter(values))[1]
+    wait_until(same, f"the replicas of {tp} to converge")
+
+
+def find_txn_coordinator(address, transactional_id: str):
+    response = call(address, 10, 3, key=transactional_id, key_type=1)
+    return int(response.error_code), int(response.node_id)
+
+
+@pytest.mark.slow
+def test_transactions_across_leaders(make_cluster):
+    """A transactional producer commits one transaction and aborts another over two
+    partitions led by different brokers: a read_committed consumer sees exactly the committed
+    records, and every replica holds the markers."""
+    cluster = _setup(make_cluster)
+    producer = _producer(cluster, "tx-a")
+    coordinator = cluster.wait_for_isr(TXN_STATE, 3)
+    for broker_id in cluster.brokers:
+        assert find_txn_coordinator(cluster.address(broker_id), "tx-a") == (0, coordinator)
+    # Another broker does not coordinate it (NOT_COORDINATOR for InitProducerId).
+    other = next(b for b in cluster.brokers if b != coordinator)
+    answer = call(cluster.address(other), 22, 1, transactional_id="tx-a",
+                  transaction_timeout=datetime.timedelta(seconds=60))
+    assert int(answer.error_code) == coordinators.NOT_COORDINATOR
+
+    committed = _transaction(producer, "c1", 10, commit=True)
+    _transaction(producer, "a1", 10, commit=False)
+    committed += _transaction(producer, "c2", 6, commit=True)
+    producer = None
+
+    assert sorted(_read_committed(cluster)) == sorted(committed)
+    for tp in (T0, T1, TXN_STATE):
+        _converged(cluster, tp)
+    # The coordinator completed every transaction (CompleteCommit last).
+    description = call(cluster.address(coordinator), 65, 0, transactional_ids=("tx-a",))
+    assert description.transaction_states[0].transaction_state == "CompleteCommit"
+
+
+@pytest.mark.slow
+def test_transaction_survives_its_coordinator(make_cluster):
+    """R§6.5 S17: the broker coordinating a transaction stops after the produce and before
+    the commit; the transaction is committed or aborted as a whole through the new
+    coordinator, never partly."""
+    cluster = _setup(make_cluster)
+    producer = _producer(cluster, "tx-b")
+    before = _transaction(producer, "before", 4, commit=True)
+    coordinator = cluster.wait_for_isr(TXN_STATE, 3)
+
+    producer.begin_transaction()
+    pending = [f"mid-{i}".encode() for i in range(8)]
+    for i, value in enumerate(pending):
+        producer.produce("t", value=value, partition=i % 2)
+    assert producer.flush(30) == 0
+    cluster.stop(coordinator)
+    new = wait_until(lambda: _some(cluster.leader_of(TXN_STATE)),
+                     "a new __transaction_state-0 leader")[0]
+    assert new != coordinator
+    try:
+        producer.commit_transaction(60)
+        outcome = "committed"
+    except confluent_kafka.KafkaException as error:
+        outcome = f"failed: {error}"
+        if error.args[0].txn_requires_abort():
+            producer.abort_transaction(30)
+    seen = _read_committed(cluster)
+    print(f"S17 outcome: {outcome}")
+    mid = [v for v in seen if v.startswith(b"mid-")]
+    assert sorted(v for v in seen if v.startswith(b"before-")) == sorted(before)
+    assert mid in ([], ) or sorted(mid) == sorted(pending), (outcome, mid)
+    if outcome == "committed":
+        assert sorted(mid) == sorted(pending)
+    for tp in (T0, T1):
+        _converged(cluster, tp)
