@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+import seglog
 from seglog.cluster import coordinators
 from seglog.types import TopicPartition
 
@@ -121,6 +122,19 @@ def _converged(cluster: Cluster, tp: TopicPartition) -> None:
     wait_until(same, f"the replicas of {tp} to converge")
 
 
+def write_txn_markers(address, producer_id: int, coordinator_epoch: int,
+                      tp: TopicPartition) -> int:
+    """WriteTxnMarkers v1: one ABORT marker of ``producer_id`` (epoch 0) for ``tp``; its
+    error code."""
+    topic = _nested(27, 1, "markers", "topics")(name=tp.topic,
+                                                 partition_indexes=(tp.partition,))
+    marker = _nested(27, 1, "markers")(producer_id=producer_id, producer_epoch=0,
+                                       transaction_result=False, topics=(topic,),
+                                       coordinator_epoch=coordinator_epoch)
+    response = call(address, 27, 1, markers=(marker,))
+    return int(response.markers[0].topics[0].partitions[0].error_code)
+
+
 def find_txn_coordinator(address, transactional_id: str):
     response = call(address, 10, 3, key=transactional_id, key_type=1)
     return int(response.error_code), int(response.node_id)
@@ -148,6 +162,12 @@ def test_transactions_across_leaders(make_cluster):
     producer = None
 
     assert sorted(_read_committed(cluster)) == sorted(committed)
+    # WriteTxnMarkers' per-partition answers: a follower of t-0 refuses (6), an unknown
+    # partition is 3, the leader fences a coordinator epoch below the last marker's (52).
+    assert write_txn_markers(cluster.address(1), 4242, 7, T0) == 6
+    assert write_txn_markers(cluster.address(0), 4242, 7, TopicPartition("t", 9)) == 3
+    assert write_txn_markers(cluster.address(0), 4242, 7, T0) == 0
+    assert write_txn_markers(cluster.address(0), 4242, 6, T0) == 52
     for tp in (T0, T1, TXN_STATE):
         _converged(cluster, tp)
     # The coordinator completed every transaction (CompleteCommit last).
@@ -190,3 +210,77 @@ def test_transaction_survives_its_coordinator(make_cluster):
         assert sorted(mid) == sorted(pending)
     for tp in (T0, T1):
         _converged(cluster, tp)
+
+
+def _restart(cluster: Cluster, broker_id: int) -> None:
+    broker = seglog.Broker(cluster.tmp_path / f"broker-{broker_id}", listen=("127.0.0.1", 0),
+                           config=dict(cluster.config, **{
+                               "broker.id": broker_id, "zookeeper.connect": cluster.zk_connect}))
+    broker.start()
+    cluster.brokers[broker_id] = broker
+
+
+def _isr_size(cluster: Cluster, tp: TopicPartition) -> int | None:
+    leader = cluster.leader_of(tp)
+    return None if leader is None else len(cluster.rm(leader).partitions[tp].isr)
+
+
+@pytest.mark.slow
+def test_new_coordinator_resends_prepared_markers(make_cluster):
+    """``TransactionStateManager`` loading a transaction in PrepareCommit: the markers of a
+    committed transaction cannot land (``t`` needs 3 in-sync replicas, one broker is down),
+    so it stays PrepareCommit; its coordinator's broker stops too; the new coordinator loads
+    it and sends the markers again until both brokers are back, then CompleteCommit."""
+    cluster = make_cluster(3, **TXN_CONFIG)
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([confluent_kafka.admin.NewTopic(
+        "t", num_partitions=2, replica_assignment=[[0, 1, 2], [1, 2, 0]],
+        config={"min.insync.replicas": "3"})])["t"].result(20)
+    cluster.wait_for_isr(T0, 3)
+    cluster.wait_for_isr(T1, 3)
+    producer = _producer(cluster, "tx-c")
+    coordinator = cluster.wait_for_isr(TXN_STATE, 3)
+    producer.begin_transaction()
+    pending = [f"p-{i}".encode() for i in range(6)]
+    for i, value in enumerate(pending):
+        producer.produce("t", value=value, partition=i % 2)
+    assert producer.flush(30) == 0
+    down = next(b for b in cluster.brokers if b != coordinator)
+    cluster.stop(down)
+    wait_until(lambda: _isr_size(cluster, T0) == 2 and _isr_size(cluster, T1) == 2,
+               "the ISRs to shrink")
+    producer.commit_transaction(30)  # answered once PrepareCommit is written
+
+    def state_on(broker_id: int) -> str:
+        answer = call(cluster.address(broker_id), 65, 0, transactional_ids=("tx-c",))
+        return answer.transaction_states[0].transaction_state
+    assert state_on(coordinator) == "PrepareCommit"
+    cluster.stop(coordinator)
+    new = wait_until(lambda: _some(cluster.leader_of(TXN_STATE)),
+                     "a new __transaction_state-0 leader")[0]
+    wait_until(lambda: state_on(new) == "PrepareCommit", "the new coordinator to load it")
+    _restart(cluster, down)
+    _restart(cluster, coordinator)
+    wait_until(lambda: state_on(new) == "CompleteCommit", "the markers to land")
+    assert sorted(_read_committed(cluster)) == sorted(pending)
+    for tp in (T0, T1):
+        _converged(cluster, tp)
+
+
+def test_write_txn_markers_standalone(tmp_path):
+    """A standalone broker serves WriteTxnMarkers with Kafka's per-partition answers
+    (``KafkaApisTest.testWriteTxnMarkersShouldAllBeIncludedInTheResponse``): the marker
+    appended, an unknown partition UNKNOWN_TOPIC_OR_PARTITION, an older coordinator epoch
+    TRANSACTION_COORDINATOR_FENCED; the log holds exactly the one control batch."""
+    broker = seglog.Broker(tmp_path / "standalone", listen=("127.0.0.1", 0))
+    broker.start()
+    try:
+        broker.state.store.create_topic("t", 1)
+        host, port = broker.bootstrap.rsplit(":", 1)
+        address = (host, int(port))
+        assert write_txn_markers(address, 4242, 3, T0) == 0
+        assert write_txn_markers(address, 4242, 3, TopicPartition("t", 1)) == 3
+        assert write_txn_markers(address, 4242, 2, T0) == 52
+        assert broker.state.store.log(("t", 0)).end_offset == 1
+    finally:
+        broker.stop()

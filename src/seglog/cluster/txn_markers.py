@@ -219,6 +219,9 @@ class TxnMarkerSender:
         replica = self._cluster.leader_replica(tp)
         if replica is None:
             return 6  # NOT_LEADER_OR_FOLLOWER: retried with fresh metadata
+        refused = self._cluster.check_acks_all_before_append(replica)
+        if refused:
+            return refused  # NOT_ENOUGH_REPLICAS: nothing written, retried
         try:
             offset = await self._run_blocking(functools.partial(
                 self._coordinator.write_marker, tp, producer_id=producer_id,

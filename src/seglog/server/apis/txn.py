@@ -609,6 +609,11 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
                     if replica is None:
                         codes[tp] = ErrorCode.not_leader_or_follower
                         continue
+                    # acks=-1: an ISR below min.insync.replicas refuses before appending.
+                    refused = cluster.check_acks_all_before_append(replica)
+                    if refused:
+                        codes[tp] = ErrorCode(refused)
+                        continue
 
                 def write(tp=tp, marker=marker) -> int:
                     return store.transaction_coordinator().write_marker(
