@@ -51,7 +51,7 @@ SCENARIOS_ENV = "SEGLOG_CLUSTER_SCENARIOS"
 def _selected(request):
     if os.environ.get(SCENARIOS_ENV, "") not in ("", "0"):
         return
-    if "cluster" in (request.config.option.markexpr or ""):
+    if any(name in (request.config.option.markexpr or "") for name in ("cluster", "soak")):
         return
     pytest.skip(f"the cluster scenarios take ~8 min: run them with -m cluster or "
                 f"{SCENARIOS_ENV}=1")
@@ -557,17 +557,23 @@ def test_s14_controller_killed_the_next_one_fences_it(run_factory):
     assert result.valid, result.summary()
 
 
-#: S19 runs on demand only: SEGLOG_SOAK_S=<seconds of faults> (SEGLOG_SOAK_SEED=<n> replays).
+#: S19 runs on demand only: `pytest -m soak tests/cluster` (180 s of faults) or
+#: SEGLOG_SOAK_S=<seconds of faults>; SEGLOG_SOAK_SEED=<n> replays a schedule.
 SOAK_S = float(os.environ.get("SEGLOG_SOAK_S", "0") or 0)
+SOAK_S_DEFAULT = 180.0
 
 
-@pytest.mark.skipif(SOAK_S <= 0, reason="on demand: SEGLOG_SOAK_S=<seconds> "
-                                        "[SEGLOG_SOAK_SEED=<seed> to replay]")
-def test_s19_seeded_random_faults(run_factory):
+@pytest.mark.soak
+def test_s19_seeded_random_faults(run_factory, request):
     """S19: a seeded random schedule of one fault at a time (kill -9 then restart, SIGSTOP
     then SIGCONT, forced session expiry, ZooKeeper cut by a relay then healed) on random
     brokers for SEGLOG_SOAK_S seconds, acks=all and min.insync.replicas=2; then the full
     checker must find nothing. The seed is printed and kept in the run's ``seed`` file."""
+    soak_s = SOAK_S or (SOAK_S_DEFAULT if "soak" in (request.config.option.markexpr or "")
+                        else 0.0)
+    if soak_s <= 0:
+        pytest.skip("on demand: pytest -m soak, or SEGLOG_SOAK_S=<seconds> "
+                    "[SEGLOG_SOAK_SEED=<seed> to replay]")
     import random
 
     from seglog.cluster.local import SESSION_HOOK_ENV
@@ -580,10 +586,10 @@ def test_s19_seeded_random_faults(run_factory):
     (run.run_dir / "seed").write_text(f"{seed}\n")
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000,
-                       duration_s=SOAK_S + 120)
+                       duration_s=soak_s + 120)
     run.wait_sends("first acknowledged writes", 0, 20)
     run.check_baseline()
-    deadline = time.monotonic() + SOAK_S
+    deadline = time.monotonic() + soak_s
     schedule = []
     while time.monotonic() < deadline:
         fault, broker = rng.choice(["kill", "pause", "expire", "cut"]), rng.choice(
