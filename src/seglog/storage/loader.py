@@ -568,6 +568,7 @@ class _FirstOpen:
 
     def __call__(self) -> Any:
         if self.next_base is None:
+            assert self.log_end_offset is not None
             return self.checks.open_last(self.base, self.log_end_offset)
         return self.checks.open_earlier(self.base, self.next_base)
 
@@ -753,14 +754,18 @@ def load_segments(
                 and last <= log_end_offset and log_end_offset >= log_start_offset):
             deferred.add(last)
             deferred_end = log_end_offset
-    checks = _DeferredChecks(dir_path, open_backend, report, recover, segments, compacted,
-                             probe_segment) if deferred else None
+    checks = None
+    if deferred:
+        assert lazy_segment is not None and open_backend is not None
+        checks = _DeferredChecks(dir_path, open_backend, report, recover, segments, compacted,
+                                 probe_segment)
 
     # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
     recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
     try:
         for base, following in zip(bases, [*bases[1:], None]):
             if base in deferred:
+                assert checks is not None and lazy_segment is not None
                 if following is None:
                     segments.append(lazy_segment(base, _FirstOpen(checks, base, None,
                                                                   deferred_end),

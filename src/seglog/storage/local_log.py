@@ -276,8 +276,8 @@ class LocalLog:
         first append). A read-only log reopens it every time: the writer may append."""
         txn_index = self._txn_indexes.get(base_offset)
         if txn_index is None:
-            segment = self.segments.get(base_offset)
-            if segment is not None and not self.read_only:
+            segment = None if self.read_only else self.segments.get(base_offset)
+            if segment is not None:
                 # A segment the loader deferred has its .txnindex checked (and rebuilt if
                 # corrupt) by its first open: run it before the index is read.
                 segment.run_deferred_checks()
