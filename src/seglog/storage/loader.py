@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from .. import filenames
@@ -111,7 +111,11 @@ class Truncation:
     reason: str
 
 
-@dataclass
+#: The list fields of a :class:`RecoveryReport`, in order.
+_REPORT_LISTS = ("recovered_segments", "truncations", "deleted_segments", "rebuilt_indexes",
+                 "removed_files", "completed_swaps", "missing_offsets")
+
+
 class RecoveryReport:
     """What opening a log found and changed (``Log.recovery_report``).
 
@@ -127,26 +131,71 @@ class RecoveryReport:
     * ``missing_offsets``: ``(from_offset, to_offset)`` ranges the log should hold and does
       not, found without proof enough to refuse the open (:func:`_check_chain`,
       :func:`_check_recovery_point`); each one also raised a RuntimeWarning.
+
+    Each list is made on first use: the report of a clean open, kept by every Log, holds
+    none (issue 14: 10,000 partitions' reports are 70,000 empty lists otherwise, which the
+    garbage collector walks on every full pass). Keyword arguments of the same names set
+    them; reports compare equal field by field.
     """
 
-    clean_shutdown: bool = False
-    recovered_segments: list[int] = field(default_factory=list)
-    truncations: list[Truncation] = field(default_factory=list)
-    deleted_segments: list[int] = field(default_factory=list)
-    rebuilt_indexes: list[int] = field(default_factory=list)
-    removed_files: list[str] = field(default_factory=list)
-    completed_swaps: list[str] = field(default_factory=list)
-    missing_offsets: list[tuple[int, int]] = field(default_factory=list)
+    __slots__ = ("clean_shutdown", *_REPORT_LISTS)
+
+    clean_shutdown: bool
+    recovered_segments: list[int]
+    truncations: list[Truncation]
+    deleted_segments: list[int]
+    rebuilt_indexes: list[int]
+    removed_files: list[str]
+    completed_swaps: list[str]
+    missing_offsets: list[tuple[int, int]]
+
+    def __init__(self, clean_shutdown: bool = False, **lists: list) -> None:
+        self.clean_shutdown = clean_shutdown
+        for name, value in lists.items():
+            if name not in _REPORT_LISTS:
+                raise TypeError(f"RecoveryReport() got an unexpected keyword argument {name!r}")
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for a list not made yet (an unset slot): make it now.
+        if name in _REPORT_LISTS:
+            value: list = []
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"'RecoveryReport' object has no attribute {name!r}")
+
+    def _peek(self, name: str) -> list | tuple:
+        """The list ``name`` if it was made, else an empty tuple (makes nothing)."""
+        try:
+            return object.__getattribute__(self, name)
+        except AttributeError:
+            return ()
+
+    def _fields(self) -> tuple:
+        return (self.clean_shutdown, *(list(self._peek(name)) for name in _REPORT_LISTS))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecoveryReport):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in
+                           zip(("clean_shutdown", *_REPORT_LISTS), self._fields()))
+        return f"RecoveryReport({fields})"
 
     @property
     def truncated_bytes(self) -> int:
         """Total bytes cut from segment files by recovery (not counting deleted segments)."""
-        return sum(t.truncated_bytes for t in self.truncations)
+        return sum(t.truncated_bytes for t in self._peek("truncations"))
 
     @property
     def lost_data(self) -> bool:
         """True when recovery cut bytes or deleted segments, or offsets are missing."""
-        return bool(self.truncations or self.deleted_segments or self.missing_offsets)
+        peek = self._peek
+        return bool(peek("truncations") or peek("deleted_segments") or peek("missing_offsets"))
 
 
 @dataclass
@@ -504,7 +553,7 @@ def _check_recovery_point(segments: list, *, recovery_point: int, clean_shutdown
             "recovery-point checkpoint is wrong); the files were left as they are",
             reason=REASON_BELOW_RECOVERY_POINT, position=last.size_bytes,
             path=last.log_path, base_offset=last.base_offset)
-    if report.truncations or report.deleted_segments:
+    if report._peek("truncations") or report._peek("deleted_segments"):
         return
     report.missing_offsets.append((end, recovery_point))
     warnings.warn(
@@ -681,12 +730,12 @@ def load_segments(
 
     Lazy loading (issue 14): with ``lazy_segment(base, first_open)`` and ``open_backend``
     (the backend's own open), a writer's open after a clean shutdown opens at most the last
-    segment (none with ``log_end_offset``, below). Every earlier one whose ``.index`` and ``.timeindex`` exist becomes
-    ``lazy_segment(base, first_open)``, an entry that opens no file until it is used;
-    ``first_open()`` then runs this segment's step 3 and 5 exactly as an eager open would
-    (the read-only probe, the index checks and a rebuild of a segment valid to its end, the
-    chain checks against the next segment's base offset as loaded, a gap reported in the
-    report with a warning) and raises CorruptSegmentError for a segment an eager open would
+    segment (none with ``log_end_offset``, below). Every earlier one whose ``.index`` and
+    ``.timeindex`` exist becomes ``lazy_segment(base, first_open)``, an entry that opens no
+    file until it is used; ``first_open()`` then runs this segment's step 3 and 5 exactly as
+    an eager open would (the read-only probe, the index checks and a rebuild of a segment
+    valid to its end, the chain checks against the next segment's base offset as loaded, a
+    gap reported in the report with a warning) and raises CorruptSegmentError for a segment an eager open would
     have refused, from the first read or other use of that segment instead of from the
     open. Nothing else changes: after a clean shutdown step 4 does not run, and no file of
     such a segment is changed before its first open.
@@ -727,7 +776,7 @@ def load_segments(
     listing = _list(dir_path, listing)
     swaps = _remove_temp_files(dir_path, report, listing)
     swapped = _complete_swaps(dir_path, swaps, open_segment, report) if swaps else set()
-    if swaps or report.removed_files:
+    if swaps or report._peek("removed_files"):
         listing = _list(dir_path)  # files were renamed or removed: list again
     entries = [(name, offset, suffix) for name, offset, suffix, state in listing
                if state == ""]
@@ -906,17 +955,16 @@ def recover_segment_and_txn_index(segment: Any, earlier: list, *, dir_path: str,
 
 class _RecoverSegment:
     """``open_partition``'s ``recover_segment(segment, earlier)``:
-    :func:`recover_segment_and_txn_index`, noting the base offset in ``recovered`` and
-    dropping the Log's cached ``.txnindex`` of the segment (rebuilt). An object, not a
-    closure: fewer objects per loaded partition."""
+    :func:`recover_segment_and_txn_index`, counting the segments it recovered
+    (``recovered``) and dropping the Log's cached ``.txnindex`` of the segment (rebuilt). An
+    object, not a closure: fewer objects per loaded partition."""
 
     __slots__ = ("recovered", "dir_path", "new_producer_state", "log_start_offset", "now_ms",
                  "local")
 
-    def __init__(self, recovered: list, dir_path: str,
-                 new_producer_state: Callable[..., ProducerStateManager],
+    def __init__(self, dir_path: str, new_producer_state: Callable[..., ProducerStateManager],
                  log_start_offset: int, now_ms: int, local: LocalLog):
-        self.recovered = recovered
+        self.recovered = 0
         self.dir_path = dir_path
         self.new_producer_state = new_producer_state
         self.log_start_offset = log_start_offset
@@ -924,7 +972,7 @@ class _RecoverSegment:
         self.local = local
 
     def __call__(self, segment: Any, earlier: list) -> Any:
-        self.recovered.append(segment.base_offset)
+        self.recovered += 1
         result = recover_segment_and_txn_index(
             segment, earlier, dir_path=self.dir_path,
             new_producer_state=self.new_producer_state,
@@ -965,16 +1013,14 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     # One listing for the segment loader and the producer state (they listed it thrice).
     listing = os.listdir(dir_path)
     psm = new_producer_state(listing)
-    # Whether a file the producer state listed may have changed behind its back: a segment
-    # recovery snapshots through a manager of its own.
-    recovered: list[int] = []
     local = LocalLog(
         dir_path, config, backend, read_only=read_only, now_ms=now_ms,
         retire_snapshot=psm.remove_and_mark_snapshot_for_deletion, file_cache=file_cache,
         lock=lock)
-
-    recover_segment = _RecoverSegment(recovered, dir_path, new_producer_state,
-                                      start_checkpoint, now_ms, local)
+    # Its count says whether a file the producer state listed may have changed behind its
+    # back: a segment recovery snapshots through a manager of its own.
+    recover_segment = _RecoverSegment(dir_path, new_producer_state, start_checkpoint, now_ms,
+                                      local)
     result = load_segments(
         dir_path, local.open_segment,
         recovery_point=recovery_point if recovery_point is not None else 0,
@@ -1005,8 +1051,10 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     start = max(start_checkpoint, first_base)
     # After a clean shutdown where loading removed, renamed and recovered nothing, the
     # snapshots are those listed above (the psm's own deletions keep its list current).
-    unchanged = (clean and not recovered and not report.removed_files
-                 and not report.completed_swaps and not report.deleted_segments)
+    unchanged = (clean and not recover_segment.recovered
+                 and not report._peek("removed_files")
+                 and not report._peek("completed_swaps")
+                 and not report._peek("deleted_segments"))
     load_producer_state(psm, segments, start_offset=start, end_offset=end,
                         clean_shutdown=clean, now_ms=now_ms, rescan_snapshots=not unchanged)
     # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
@@ -1018,7 +1066,7 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
         # they were trimmed on close and must have room for new entries.
         active.resize_indexes(config.segment_index_bytes)
-        if report.lost_data or report.removed_files:
+        if report.lost_data or report._peek("removed_files"):
             state.save(recovery_point=local.recovery_point, log_start_offset=start)
     local.release_files()
     return LoadedPartition(psm, local, report, start, end)
