@@ -29,6 +29,10 @@ The rules (each a test below that lists every offender as ``file:line``):
    ``seglog.server``; the same way. The wire broker ``seglog.server`` imports no
    ``seglog.clients`` module itself (it serves Kafka clients over TCP, never through the
    embedded ones; it loads them only as the store's factories).
+   The cluster layer (``seglog.cluster``, docs/cluster.md §2) sits between the store and the
+   server: it loads no ``seglog.server`` and imports no ``seglog.clients`` module itself (it
+   may load them through the store, as the server does); ``seglog.storage``,
+   ``seglog.coordinator`` and ``seglog.store`` load no ``seglog.cluster``.
 4. The leaves (:data:`LEAVES`) import only leaves.
 5. No module reaches a private (``_name``, not a dunder) attribute of something another module
    defines. Three shapes are reported: ``from m import _name`` (``m`` another seglog module,
@@ -72,16 +76,26 @@ LEAVES = frozenset(f"{ROOT_PACKAGE}.{name}" for name in (
 # Rules 2 and 3: a package prefix and the prefixes it must never load.
 FORBIDDEN_LOADS = {
     f"{ROOT_PACKAGE}.storage": (f"{ROOT_PACKAGE}.coordinator", f"{ROOT_PACKAGE}.clients",
-                                f"{ROOT_PACKAGE}.store", f"{ROOT_PACKAGE}.server"),
+                                f"{ROOT_PACKAGE}.store", f"{ROOT_PACKAGE}.server",
+                                f"{ROOT_PACKAGE}.cluster"),
     f"{ROOT_PACKAGE}.coordinator": (f"{ROOT_PACKAGE}.clients", f"{ROOT_PACKAGE}.store",
-                                    f"{ROOT_PACKAGE}.server"),
+                                    f"{ROOT_PACKAGE}.server", f"{ROOT_PACKAGE}.cluster"),
     # The clients reach the broker side only through seglog.broker_api's interface.
     f"{ROOT_PACKAGE}.clients": (f"{ROOT_PACKAGE}.coordinator", f"{ROOT_PACKAGE}.store",
                                 f"{ROOT_PACKAGE}.server"),
     # The wire broker sits on top: nothing below loads it. (It loads the store, and the
     # store its embedded clients' factories, so "the server never loads the clients" is not
-    # a rule; that the server never *imports* them is: test_server_never_imports_the_clients.)
-    f"{ROOT_PACKAGE}.store": (f"{ROOT_PACKAGE}.server",),
+    # a rule; that the server never *imports* them is: FORBIDDEN_IMPORTS.)
+    f"{ROOT_PACKAGE}.store": (f"{ROOT_PACKAGE}.server", f"{ROOT_PACKAGE}.cluster"),
+    # The cluster layer (replication with ZooKeeper) sits between the store and the server.
+    f"{ROOT_PACKAGE}.cluster": (f"{ROOT_PACKAGE}.server",),
+}
+
+# Rule 3, direct imports only: a package prefix and the prefixes its modules must never
+# import themselves (they may load them through the store, which hands out the clients).
+FORBIDDEN_IMPORTS = {
+    f"{ROOT_PACKAGE}.server": (f"{ROOT_PACKAGE}.clients",),
+    f"{ROOT_PACKAGE}.cluster": (f"{ROOT_PACKAGE}.clients",),
 }
 
 # Rule 6: the twins, each importable only from inside itself.
@@ -372,6 +386,15 @@ def find_forbidden_loads(tree: Tree, package: str, forbidden: tuple[str, ...]) -
     return offences
 
 
+def find_forbidden_imports(tree: Tree, package: str, forbidden: tuple[str, ...]) -> list[Offence]:
+    """Each import in ``package`` whose target itself is under ``forbidden`` (what the target
+    loads in turn does not count: see :func:`find_forbidden_loads` for that)."""
+    return [Offence(imp.path, imp.line, f"{imp.source} imports {imp.target}")
+            for imp in tree.imports
+            if _in_root(imp.source, package)
+            and any(_in_root(imp.target, name) for name in forbidden)]
+
+
 def find_leaf_offences(tree: Tree, leaves: frozenset[str] = LEAVES) -> list[Offence]:
     """Each import in a leaf module of a module that is not a leaf."""
     return [Offence(imp.path, imp.line, f"leaf {imp.source} imports {imp.target}, not a leaf")
@@ -536,13 +559,12 @@ def test_layer_loads_nothing_above_it(package):
                           + _report(offences, tree.base))
 
 
-def test_server_never_imports_the_clients():
+@pytest.mark.parametrize("package", sorted(FORBIDDEN_IMPORTS))
+def test_layer_imports_nothing_forbidden_itself(package):
     tree = project_tree()
-    graph = tree.edges()
-    offences = sorted(f"{name} imports {target}" for name, targets in graph.items()
-                      if name.startswith(f"{ROOT_PACKAGE}.server")
-                      for target in targets if target.startswith(f"{ROOT_PACKAGE}.clients"))
-    assert not offences, "\n".join(offences)
+    offences = find_forbidden_imports(tree, package, FORBIDDEN_IMPORTS[package])
+    assert not offences, (f"{package} must not import {', '.join(FORBIDDEN_IMPORTS[package])}:\n"
+                          + _report(offences, tree.base))
 
 
 def test_leaves_import_only_leaves():
@@ -653,6 +675,33 @@ def test_self_reports_forbidden_loads_direct_and_through_the_top_level_init(tmp_
     assert "loading pkg.store (through pkg -> pkg.store)" in storage[1].text
     coordinator = find_forbidden_loads(tree, "pkg.coordinator", ("pkg.clients", "pkg.store"))
     assert [(o.path.name, o.line) for o in coordinator] == [("group.py", 1)]
+
+
+def test_self_reports_the_cluster_layer_rules(tmp_path):
+    # The cluster layer: it may load the clients through the store (as the server does) but
+    # never import them itself, never load the server; the store never loads the cluster.
+    tree = _write_package(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/store.py": "from pkg.clients.producer import Producer\n",
+        "pkg/clients/__init__.py": "",
+        "pkg/clients/producer.py": "",
+        "pkg/server/__init__.py": "",
+        "pkg/server/broker.py": "from pkg.cluster import zk_client\n",
+        "pkg/cluster/__init__.py": "",
+        "pkg/cluster/zk_client.py": "import pkg.store\n",
+        "pkg/cluster/fetcher.py": ("from pkg.clients import producer\n"
+                                   "def f():\n    from ..server import broker\n"),
+        "pkg/storage/__init__.py": "",
+        "pkg/storage/log.py": "def f():\n    import pkg.cluster.zk_client\n",
+    })
+    imports = find_forbidden_imports(tree, "pkg.cluster", ("pkg.clients",))
+    assert [(o.path.name, o.line, o.text) for o in imports] == [
+        ("fetcher.py", 1, "pkg.cluster.fetcher imports pkg.clients.producer")]
+    loads = find_forbidden_loads(tree, "pkg.cluster", ("pkg.server",))
+    assert [(o.path.name, o.line) for o in loads] == [("fetcher.py", 3)]
+    storage = find_forbidden_loads(tree, "pkg.storage", ("pkg.cluster",))
+    assert [(o.path.name, o.line) for o in storage] == [("log.py", 2)]
+    assert find_forbidden_loads(tree, "pkg.store", ("pkg.cluster",)) == []
 
 
 def test_self_reports_a_leaf_importing_a_non_leaf(tmp_path):

@@ -22,7 +22,6 @@ from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
-import numpy as _np
 
 from seglog.errors import InvalidRecordError as _InvalidRecordError
 from seglog.format import MAX_RECORD_OVERHEAD as _MAX_RECORD_OVERHEAD
@@ -220,6 +219,7 @@ cdef class RecordBuffer:
             end = self.record_count
         if not 0 <= start <= end <= self.record_count:
             raise IndexError(f"records {start}..{end} of {self.record_count}")
+        import numpy as _np  # on first use: the broker loads this module, not numpy
         table = _np.empty((end - start, 5), dtype=_np.int64)
         cdef int64_t[:, ::1] rows = table
         if end > start:

@@ -53,8 +53,6 @@ import operator
 import sys
 import time
 
-import numpy as np
-
 from seglog import compression as _compression
 from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompressed_bytes
 from seglog.errors import (
@@ -76,6 +74,26 @@ from seglog.format import (
     REASON_OFFSETS_NOT_INCREASING,
     REASON_TRUNCATED,
 )
+
+# numpy is imported on first use, not with this module: the wire broker loads the codec but
+# no numpy column path, and numpy alone is ~14 MiB of its memory. An object cannot be an
+# ndarray while numpy is not loaded, which is what _is_ndarray relies on.
+cdef object _numpy_module = None
+
+
+cdef object _np():
+    global _numpy_module
+    if _numpy_module is None:
+        import numpy
+        _numpy_module = numpy
+    return _numpy_module
+
+
+cdef inline bint _is_ndarray(object value):
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
 
 cdef extern from "Python.h":
     # Borrowed-pointer variants (no reference counting in the hot loops).
@@ -803,6 +821,44 @@ cdef class Batch:
         builder.add_batch(self, decompressed_limit)
         return builder.finish(self._buffer, -1)
 
+    def record_summary(self, *, check_crcs=True,
+                       max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
+        """What validating a producer's batch needs of its records, without building
+        :class:`Columns` (no numpy: the wire broker's produce path calls this):
+        ``(record_count, offsets_in_order, min_timestamp_ms, max_timestamp_ms,
+        first_keyless)`` = the number of records parsed; whether their offsets are
+        ``base_offset + 0..record_count-1``; the lowest and highest record timestamp (-1, -1
+        without records); the index of the first record whose key is null, -1 for none.
+        ``check_crcs`` and ``max_decompressed_bytes`` as for :meth:`records`; raises as
+        :meth:`records`."""
+        cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
+        cdef Py_ssize_t decompressed_limit = _decompressed_limit(max_decompressed_bytes)
+        cdef _ColumnsBuilder builder
+        cdef Py_ssize_t i, n, first_keyless = -1
+        cdef bint in_order = True
+        cdef int64_t lowest = -1, highest = -1, timestamp
+        if check_crcs:
+            self._check_crc()
+        if hint > 65536 and hint > self.batch_length // RECORD_BYTES_MIN + 1:
+            hint = 65536 if self.attributes & COMPRESSION_CODEC_MASK else \
+                self.batch_length // RECORD_BYTES_MIN + 1
+        builder = _ColumnsBuilder(hint, True)
+        builder.add_batch(self, decompressed_limit)
+        n = builder.count
+        if n:
+            lowest = highest = builder.timestamps[0]
+        for i in range(n):
+            if builder.offsets[i] != self.base_offset + i:
+                in_order = False
+            timestamp = builder.timestamps[i]
+            if timestamp < lowest:
+                lowest = timestamp
+            elif timestamp > highest:
+                highest = timestamp
+            if first_keyless < 0 and builder.key_lengths[i] < 0:
+                first_keyless = i
+        return n, in_order, lowest, highest, first_keyless
+
     def control_type(self, *, check_crcs=True):
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...; the stored
         int16, unknown types included). Raises InvalidRecordError when the batch is not a
@@ -1135,6 +1191,7 @@ cdef object _column_block(Py_ssize_t size_bytes):
             nbytes = (<object>item).nbytes
             if size_bytes <= nbytes <= 4 * size_bytes:
                 return <object>item
+    np = _np()
     block = np.empty(size_bytes, dtype=np.uint8)
     if size_bytes >= SPARE_BLOCK_BYTES_MIN:
         if len(_spare_blocks) < SPARE_BLOCKS_MAX:
@@ -1173,16 +1230,21 @@ cdef class _ColumnsBuilder:
     cdef Py_ssize_t capacity
     cdef list chunks            # (batch, decompressed bytes or None, first record, record count)
     cdef bint any_decompressed
+    cdef bint plain             # a bytearray block, never finished into Columns (no numpy)
 
-    def __cinit__(self, Py_ssize_t capacity_hint):
+    def __cinit__(self, Py_ssize_t capacity_hint, bint plain=False):
         self.chunks = []
+        self.plain = plain
         self._grow(capacity_hint if capacity_hint > 0 else 0)
 
     cdef int _grow(self, Py_ssize_t capacity) except -1:
         cdef Py_buffer view
         cdef unsigned char *base
         cdef Py_ssize_t n = self.count
-        block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
+        if self.plain:
+            block = bytearray(capacity * COLUMN_BYTES_PER_RECORD + 8)
+        else:
+            block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
         PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
         base = <unsigned char *>view.buf
         PyBuffer_Release(&view)  # the block is kept alive in self.block
@@ -1264,6 +1326,7 @@ cdef class _ColumnsBuilder:
             data = whole.readonly_view()
         block = self.block
         columns = Columns.__new__(Columns)
+        np = _np()
         columns.offsets = block[0 : 8 * n].view(np.int64)
         columns.timestamps_ms = block[8 * c : 8 * c + 8 * n].view(np.int64)
         columns.key_positions = block[16 * c : 16 * c + 8 * n].view(np.int64)
@@ -1753,7 +1816,7 @@ cdef class _Column:
 cdef bint _is_data_and_lengths(column):
     # The twin's rule: any 2-tuple whose second item is a numpy array is (data, lengths), and
     # lengths that are not a 1-D integer array are then an error.
-    return isinstance(column, tuple) and len(column) == 2 and isinstance(column[1], np.ndarray)
+    return isinstance(column, tuple) and len(column) == 2 and _is_ndarray(column[1])
 
 
 cdef int _check_lengths_array(lengths, str what) except -1:
@@ -1786,7 +1849,7 @@ cdef int _export_item(_Column column, Py_ssize_t index, object item, str what) e
 cdef _Column _make_column(object source, str what):
     """Gather a values/keys argument into a _Column; the twin's ``_column_items`` rules and
     errors. No per-record Python work for numpy inputs; for a list only a type check per item."""
-    if isinstance(source, np.ndarray) and source.ndim != 1:
+    if _is_ndarray(source) and source.ndim != 1:
         return _array_column(source, what)
     if _is_data_and_lengths(source):
         return _data_and_lengths_column(source[0], source[1], what)
@@ -1814,6 +1877,7 @@ cdef _Column _array_column(object source, str what):
     cdef Py_ssize_t n, i, row_bytes
     cdef Py_buffer *slot
     cdef const unsigned char *base
+    np = _np()
     if source.ndim != 2 or source.dtype != np.uint8 or not source.flags.c_contiguous:
         raise InvalidRecordError(
             f"a numpy array of {what}s must be 2-D C-contiguous uint8, got "
@@ -1846,6 +1910,7 @@ cdef _Column _data_and_lengths_column(object data, object length_array, str what
     cdef const unsigned char *base
     cdef const int64_t *lengths
     cdef int64_t length
+    np = _np()
     _check_lengths_array(length_array, what)
     if length_array.dtype.kind == "u" and length_array.dtype.itemsize >= 8:
         # uint64 lengths above INT64_MAX would wrap to negatives (-1: null) in the int64
@@ -2048,13 +2113,13 @@ cdef _Timestamps _make_timestamps(timestamps_ms, Py_ssize_t record_count):
     if timestamps_ms is None:
         result.constant = seglog_now_ms()
         return result
-    if (isinstance(timestamps_ms, np.ndarray) and timestamps_ms.ndim == 1
-            and timestamps_ms.dtype == np.int64):
+    if (_is_ndarray(timestamps_ms) and timestamps_ms.ndim == 1
+            and timestamps_ms.dtype == _np().int64):
         if timestamps_ms.shape[0] != record_count:
             raise InvalidRecordError(
                 f"got {timestamps_ms.shape[0]} timestamps for {record_count} records"
             )
-        array = np.ascontiguousarray(timestamps_ms)
+        array = _np().ascontiguousarray(timestamps_ms)
         result.keep = array
         PyObject_GetBuffer(array, &view, PyBUF_SIMPLE)
         result.values = <int64_t *>view.buf  # alive while `keep` holds the array
@@ -2068,7 +2133,7 @@ cdef _Timestamps _make_timestamps(timestamps_ms, Py_ssize_t record_count):
         if bad >= 0:
             _timestamp_value(int(source[bad]), bad)
         return result
-    if isinstance(timestamps_ms, np.ndarray):
+    if _is_ndarray(timestamps_ms):
         timestamps_ms = timestamps_ms.tolist()
     if isinstance(timestamps_ms, (list, tuple)) or (
         hasattr(timestamps_ms, "__len__") and hasattr(timestamps_ms, "__getitem__")
@@ -2103,7 +2168,7 @@ cdef tuple _offset_deltas(offset_deltas, last_offset_delta, Py_ssize_t record_co
     if offset_deltas is None:
         last = record_count - 1
     else:
-        if isinstance(offset_deltas, np.ndarray):
+        if _is_ndarray(offset_deltas):
             if offset_deltas.ndim != 1 or offset_deltas.dtype.kind not in "iu":
                 raise InvalidRecordError("offset_deltas must be a 1-D integer array")
             offset_deltas = offset_deltas.tolist()

@@ -16,7 +16,6 @@ from libc.string cimport memcpy
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 
-import numpy as np
 
 # seglog_xxh64 is declared in this module's .pxd (src/seglog/_native/keymap.pxd).
 from varint cimport read_varint, read_varlong
@@ -159,6 +158,7 @@ cdef class KeyMap:
         self.memory_bytes_max = int(memory_bytes_max)
         self.slots = slots
         self.max_entries = max_entries_for_slots(slots)
+        import numpy as np  # on first use: the broker loads this module, not numpy
         self.hashes = np.zeros(slots, dtype=np.uint64)
         self.offsets = np.full(slots, _EMPTY, dtype=np.int64)
         cdef uint64_t[::1] hv = self.hashes
@@ -400,6 +400,7 @@ cdef class KeyMap:
             if record_count < 0:
                 raise CorruptRecordError("retain_mask: negative record count",
                                          reason=REASON_BAD_RECORDS, position=0)
+            import numpy as np
             mask = np.ones(record_count, dtype=np.bool_)
             if decompressed is None:
                 return mask, record_count, False

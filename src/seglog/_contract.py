@@ -218,6 +218,15 @@ class Batch(Protocol):
                 max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Columns:
         """This batch's records as numpy columns (checks as ``records()``)."""
 
+    def record_summary(self, *, check_crcs: bool = True,
+                       max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT
+                       ) -> tuple[int, bool, int, int, int]:
+        """``(record_count, offsets_in_order, min_timestamp_ms, max_timestamp_ms,
+        first_keyless)`` of this batch's records, without numpy (the produce validation's
+        one pass; checks as ``records()``): records parsed, whether their offsets are
+        ``base_offset + 0..n-1``, the timestamp range (-1, -1 without records), the index of
+        the first null key (-1 for none)."""
+
     def control_type(self, *, check_crcs: bool = True) -> int:
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...)."""
 

@@ -18,6 +18,7 @@ import sys
 from typing import Sequence
 
 from .bench import PART_ORDER, PART_TITLES
+from .cluster import cli_cluster
 
 
 def _positive_int(text: str) -> int:
@@ -108,11 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
                             "over --config-file)")
     serve.add_argument("--config-file", metavar="FILE",
                        help="a Java properties file of broker configs (server.properties)")
+    serve.add_argument("--broker-id", type=int, metavar="N",
+                       help="this broker's id in a cluster (Kafka's broker.id; wins over "
+                            "--config)")
+    serve.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                       help="join the cluster kept in this ZooKeeper (Kafka's "
+                            "zookeeper.connect; wins over --config; docs/cluster.md)")
     serve.add_argument("--backend", choices=("native", "pure"),
                        help="storage backend (default: seglog's default backend)")
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    cli_cluster.add_parser(sub)
     return parser
 
 
@@ -127,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bench(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "cluster":
+        return cli_cluster.main(args)
     parser.print_help()
     return 2
 
@@ -150,7 +160,13 @@ def _serve(args: argparse.Namespace) -> int:
         if args.config_file is not None:
             with open(args.config_file, encoding="utf-8") as f:
                 file_text = f.read()
-        config = BrokerConfig.from_sources(file_text=file_text, args=args.configs)
+        flags = {}
+        if args.broker_id is not None:
+            flags["broker.id"] = args.broker_id
+        if args.zookeeper is not None:
+            flags["zookeeper.connect"] = args.zookeeper
+        config = BrokerConfig.from_sources(file_text=file_text, args=args.configs,
+                                           configs=flags)
     except (InvalidConfigError, OSError, UnicodeDecodeError) as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2

@@ -42,6 +42,22 @@ class InvalidRecordError(SeglogError):
     kafka_error_code = 87  # INVALID_RECORD
 
 
+class UnexpectedAppendOffsetError(InvalidRecordError):
+    """A follower append (``Log.append_as_follower``) whose first offset is below the log end
+    offset (Kafka's ``UnexpectedAppendOffsetException``). ``first_offset`` and
+    ``last_offset`` are the append's; nothing was written."""
+
+    def __init__(self, message: str, *, first_offset: int, last_offset: int):
+        super().__init__(message)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+
+
+class OffsetsOutOfOrderError(InvalidRecordError):
+    """A follower append whose batches' offsets do not strictly increase (Kafka's
+    ``OffsetsOutOfOrderException``); nothing was written."""
+
+
 class RecordTooLargeError(SeglogError):
     """A record batch larger than ``max_message_bytes`` (Kafka: MESSAGE_TOO_LARGE)."""
 
@@ -408,6 +424,14 @@ class InvalidPartitionsError(SeglogError):
     INVALID_PARTITIONS (37)."""
 
     kafka_error_code = 37  # INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(SeglogError):
+    """A replication factor that cannot be placed: not positive, or larger than the number of
+    live brokers (Kafka's ``AdminUtils.assignReplicasToBrokers``: "Replication factor: X larger
+    than available brokers: Y"). Kafka error code INVALID_REPLICATION_FACTOR (38)."""
+
+    kafka_error_code = 38  # INVALID_REPLICATION_FACTOR
 
 
 # --- transactions over the wire (txn) ----------------------------------------------------------

@@ -415,6 +415,13 @@ class Store:
     ``offsets_retention_ms`` (Kafka's ``offsets.retention.minutes``, 7 days) is the default
     retention of :meth:`expire_offsets` and :meth:`maintain`.
 
+    ``replicated=True`` (a broker of a cluster, docs/cluster.md §3.1): every partition's Log
+    is opened with ``auto_high_watermark=False``, its high watermark restored from
+    ``replication-offset-checkpoint`` (0 when absent) clamped to its offsets, so a restarted
+    replica exposes nothing it did not know committed; the replica manager moves it
+    (``Log.update_high_watermark``), and flush and close write the high watermarks back to
+    that file as they always do. Without it every high watermark follows its end offset.
+
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
@@ -424,7 +431,7 @@ class Store:
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
                  offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
-                 max_open_segments: int | None = None):
+                 max_open_segments: int | None = None, replicated: bool = False):
         # topic_config_defaults and offsets_retention_ms: see the class docstring.
         self.topic_config_defaults = _as_config(topic_config_defaults)
         self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
@@ -441,6 +448,7 @@ class Store:
         node_id = check_int("node_id", node_id, minimum=0, maximum=2**31 - 1)
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
+        self.replicated = bool(replicated)
         self.backend = backend if backend is None or isinstance(backend, str) else backend.name
         # Issue 14: the segment files open at once, over every partition (design.md §7).
         self.file_cache = FileCache(
@@ -696,9 +704,13 @@ class Store:
     def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig) -> Log:
         """One partition's Log, under this Store's data-dir lock (no lock of its own), with its
         cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it)."""
+        replicated = {}
+        if self.replicated:
+            replicated = dict(auto_high_watermark=False,
+                              high_watermark=self._high_watermarks.get((tp[0], tp[1])))
         log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
                        state=_StorePartitionState(self, tp), lock_directory=False,
-                       file_cache=self.file_cache)
+                       file_cache=self.file_cache, **replicated)
         cleaner_offset = self._cleaner_offsets.get(tp)
         if cleaner_offset is not None:
             log.cleaner_checkpoint = cleaner_offset
@@ -762,7 +774,8 @@ class Store:
             raise ReadOnlyError(f"store {self.path} was opened read-only")
 
     def create_topic(self, name: str, partitions: int = 1,
-                     config: LogConfig | Mapping[str, Any] | None = None) -> Topic:
+                     config: LogConfig | Mapping[str, Any] | None = None, *,
+                     topic_id: uuid.UUID | None = None) -> Topic:
         """Create topic ``name`` with ``partitions`` partitions and ``config`` (a
         :class:`LogConfig`, or a mapping of Kafka dotted names with string or typed values, or
         snake-case names: see ``LogConfig.from_dict``).
@@ -774,13 +787,38 @@ class Store:
         :class:`InvalidConfigError` for unknown names or bad values; ``ValueError`` for a
         partition count outside 1..10000, ``TypeError`` for one that is not an int;
         :class:`ReadOnlyError`.
+
+        ``topic_id``: the topic's id (a cluster's, from ZooKeeper: every replica's
+        ``partition.metadata`` names the same); None makes a new random one. TypeError unless a
+        ``uuid.UUID``; ValueError for Kafka's reserved ids (zero, and the metadata topic's).
         """
         validate_topic_name(name)
         if name in INTERNAL_TOPIC_CONFIGS:
             raise InvalidTopicError(f"{name} is an internal topic; the store creates it")
-        return self._create_topic(name, partitions, config)
+        if topic_id is not None:
+            if not isinstance(topic_id, uuid.UUID):
+                raise TypeError(f"topic_id must be a uuid.UUID, got {type(topic_id).__name__}")
+            if topic_id in (checkpoints.ZERO_UUID, checkpoints.METADATA_TOPIC_ID):
+                raise ValueError(f"topic_id {topic_id} is reserved by Kafka")
+        return self._create_topic(name, partitions, config, topic_id=topic_id)
 
-    def _create_topic(self, name: str, partitions: int, config) -> Topic:
+    def create_internal_topic(self, name: str, partitions: int,
+                              config: Mapping[str, Any] | None = None, *,
+                              topic_id: uuid.UUID | None = None) -> Topic:
+        """Create internal topic ``name`` (``__consumer_offsets`` or ``__transaction_state``)
+        as a cluster decided it: ``partitions`` partitions, its internal config overridden by
+        ``config`` (ZooKeeper's ``/config/topics``), ``topic_id`` (ZooKeeper's). A
+        standalone store creates them itself on first use instead. Raises
+        :class:`InvalidTopicError` for another name, :class:`TopicExistsError`,
+        :class:`ReadOnlyError`."""
+        if name not in INTERNAL_TOPIC_CONFIGS:
+            raise InvalidTopicError(f"{name!r} is not an internal topic")
+        merged = {**INTERNAL_TOPIC_CONFIGS[name], **dict(config or {})}
+        return self._create_topic(name, partitions, LogConfig.from_kafka(merged),
+                                  topic_id=topic_id)
+
+    def _create_topic(self, name: str, partitions: int, config, *,
+                      topic_id: uuid.UUID | None = None) -> Topic:
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
         partitions = check_int("partitions", partitions, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         log_config = _as_config(config, self.topic_config_defaults)
@@ -797,7 +835,7 @@ class Store:
                     raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
             try:
                 topic = self._open_topic(name, partitions, log_config,
-                                         checkpoints.new_kafka_uuid(), create=True)
+                                         topic_id or checkpoints.new_kafka_uuid(), create=True)
             except BaseException:
                 for p in range(partitions):
                     shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
@@ -1292,15 +1330,22 @@ class Store:
         self.notify_appended()
         return first
 
-    def group_metadata_records(self) -> dict[str, bytes | None]:
+    def group_metadata_records(self, *, partition: int | None = None
+                               ) -> dict[str, bytes | None]:
         """``{group_id: value bytes or None}``: the last membership record of each group in
         ``__consumer_offsets`` (None: its tombstone), in log order; empty when the topic does
-        not exist. Records are CRC-checked as read (CorruptRecordError); a key that does not
-        parse is skipped as the offsets loader skips it."""
+        not exist. ``partition``: that partition's records only (a cluster member loading
+        the partition it now leads). Records are CRC-checked as read (CorruptRecordError); a
+        key that does not parse is skipped as the offsets loader skips it."""
         with self._lock:
             self._check_open()
             topic = self._topics.get(OFFSETS_TOPIC)
-            logs = [] if topic is None else [topic.log(p) for p in range(topic.partitions)]
+            if topic is None:
+                logs = []
+            elif partition is None:
+                logs = [topic.log(p) for p in range(topic.partitions)]
+            else:
+                logs = [topic.log(partition)] if 0 <= partition < topic.partitions else []
         found: dict[str, bytes | None] = {}
         for log in logs:
             for record in log.records(start=log.start_offset, max_offset=log.end_offset):
@@ -1313,6 +1358,18 @@ class Store:
                 if isinstance(key, offsets_schema.GroupMetadataKey):
                     found[key.group] = None if record.value is None else bytes(record.value)
         return found
+
+    def load_offsets_partition(self, partition: int) -> None:
+        """Replay ``__consumer_offsets`` partition ``partition`` into the committed offsets,
+        replacing what was known of its groups (a cluster member that became the partition's
+        leader: :meth:`OffsetsManager.load_partition`). Raises CorruptRecordError."""
+        self._offsets.load_partition(partition)
+
+    def unload_offsets_partition(self, partition: int) -> None:
+        """Forget the committed offsets of the groups of ``__consumer_offsets`` partition
+        ``partition`` (a cluster member that does not lead it:
+        :meth:`OffsetsManager.unload_partition`); its log is untouched."""
+        self._offsets.unload_partition(partition)
 
     # --- server core (issue 11: broker-level topic defaults) ----------------------------------
 
@@ -1455,6 +1512,24 @@ class Store:
                 for log in topic._logs:
                     log.flush()
             self._write_checkpoints()
+
+    def use_cluster_producer_id_blocks(self, claim_block) -> None:
+        """Hand out producer ids from blocks ``claim_block() -> (first id, last id)`` claims
+        (a cluster member: ZooKeeper's ``/latest_producer_id_block``) instead of the blocks
+        recorded in this data directory (:meth:`ProducerIdManager.use_cluster_blocks`)."""
+        self._producer_ids.use_cluster_blocks(claim_block)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` with every partition's high watermark now,
+        and nothing else (no flush, no other checkpoint): Kafka's
+        ``ReplicaManager.checkpointHighWatermarks``, which a cluster member runs every
+        ``replica.high.watermark.checkpoint.interval.ms``. Raises :class:`ReadOnlyError`."""
+        with self._lock:
+            self._check_writable()
+            high_watermarks = self._gather("high_watermark")
+        with self._checkpoint_lock:
+            self._high_watermarks = high_watermarks
+            self._replication_checkpoint.write(high_watermarks)
 
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}

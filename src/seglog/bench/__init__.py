@@ -20,6 +20,9 @@ Parts, in the order they run (names for ``--only``):
   under them and against confluent-kafka's produce() call rate and consume rate.
 * ``broker`` (:mod:`.broker`): ``seglog serve`` against the real Kafka broker with the same
   clients (Kafka's perf tools, confluent-kafka): throughput, latency, start, RSS, idle CPU.
+* ``cluster`` (:mod:`.cluster`): a 3-broker seglog cluster over ZooKeeper: acks=all produce
+  throughput at RF 3 against RF 1, beside a real 3-broker Kafka (KRaft) cluster, and the
+  failover time after kill -9 of a partition leader.
 
 The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
 (figures over runs, ratios, formatting), :mod:`.table` (results and tables),
@@ -30,7 +33,7 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 from __future__ import annotations
 
 PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale",
-              "broker", "clients")
+              "broker", "clients", "cluster")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -42,6 +45,7 @@ PART_TITLES = {
     "scale": "thousands of partitions on one Store, beside a real Kafka broker",
     "broker": "seglog serve vs the real Kafka broker, same clients, same machine",
     "clients": "the embedded Producer and Consumer against the core under them",
+    "cluster": "a 3-broker seglog cluster (RF 3 vs RF 1, failover) beside a 3-broker Kafka",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

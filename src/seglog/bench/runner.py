@@ -41,6 +41,7 @@ PART_MODULES = {
     "scale": "seglog.bench.scale",
     "broker": "seglog.bench.broker",
     "clients": "seglog.bench.clients",
+    "cluster": "seglog.bench.cluster",
 }
 
 MiB = 1 << 20

@@ -14,11 +14,13 @@ asked, :class:`RoundRobinPartitioner` (Kafka's ``RoundRobinPartitioner``).
 
 from __future__ import annotations
 
+import operator
 import random
 import threading
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 MURMUR2_SEED = 0x9747B28C
 MURMUR2_M = 0x5BD1E995
@@ -66,8 +68,13 @@ def to_positive(number: int) -> int:
 
 
 def _check_partition_count(num_partitions: int) -> None:
-    if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)) \
-            or num_partitions < 1:
+    # operator.index accepts int and numpy's integers without importing numpy: the broker
+    # and the store load this module, and numpy alone is ~14 MiB of a broker's memory.
+    try:
+        valid = not isinstance(num_partitions, bool) and operator.index(num_partitions) >= 1
+    except TypeError:
+        valid = False
+    if not valid:
         raise ValueError(f"num_partitions must be an int >= 1, got {num_partitions!r}")
 
 
@@ -85,6 +92,8 @@ def partition_for_key(key: bytes | bytearray | memoryview, num_partitions: int) 
 
 
 def _as_data_and_lengths(keys) -> tuple[np.ndarray, np.ndarray]:
+    import numpy as np
+
     # (data, lengths): a 2-tuple whose second item is not itself a key (a key is bytes-like).
     if isinstance(keys, tuple) and len(keys) == 2 and keys[1] is not None \
             and not isinstance(keys[1], (bytes, bytearray, memoryview)):
@@ -110,6 +119,8 @@ def murmur2_many(keys: Sequence[bytes] | tuple[object, Sequence[int]]) -> np.nda
     objects are needed. Works a 4-byte word column at a time over all keys still that long,
     so the cost is about (longest key / 4) numpy passes. Raises TypeError for a None key.
     """
+    import numpy as np
+
     data, lengths = _as_data_and_lengths(keys)
     count = lengths.size
     if count == 0:
@@ -155,12 +166,16 @@ def murmur2_many(keys: Sequence[bytes] | tuple[object, Sequence[int]]) -> np.nda
 
 def _prefix_counts(words_sorted_desc: np.ndarray, max_words: int) -> np.ndarray:
     """For w in 0..max_words-1, how many entries of the descending array exceed w."""
+    import numpy as np
+
     ascending = words_sorted_desc[::-1]
     return ascending.size - np.searchsorted(ascending, np.arange(max_words), side="right")
 
 
 def partitions_for_keys(keys, num_partitions: int) -> np.ndarray:
     """:func:`partition_for_key` for many keys (same forms as :func:`murmur2_many`): int32."""
+    import numpy as np
+
     _check_partition_count(num_partitions)
     hashes = murmur2_many(keys).view(np.uint32) & np.uint32(0x7FFFFFFF)
     return (hashes % np.uint32(num_partitions)).astype(np.int32)

@@ -69,7 +69,9 @@ DEAD = "Dead"
 
 #: Kafka's error codes the coordinator answers with.
 NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
 INVALID_GROUP_ID = 24
@@ -989,6 +991,25 @@ class ClassicGroupCoordinator:
         self._groups[group_id] = group
         for member in group.members.values():
             self._schedule_heartbeat(group, member, now_ms)
+
+
+    def unload(self, group_id: str, error_code: int = NOT_COORDINATOR) -> None:
+        """Forget group ``group_id`` (a cluster member stopped leading its
+        ``__consumer_offsets`` partition: Kafka's ``onGroupUnloaded``): its timers go, and
+        the members' parked JoinGroup and SyncGroup answer ``error_code`` (NOT_COORDINATOR:
+        the clients look for the new coordinator). Nothing is written."""
+        group = self._groups.pop(group_id, None)
+        for key in [k for k in self._timers if k[1] == group_id]:
+            self._cancel(key)
+        if group is None:
+            return
+        for member in group.members.values():
+            if member.join_done is not None:
+                done, member.join_done = member.join_done, None
+                done(JoinResult(error_code, member.member_id))
+            if member.sync_done is not None:
+                done, member.sync_done = member.sync_done, None
+                done(SyncResult(error_code))
 
 
 def _subscription_topics(metadata: bytes) -> set[str] | None:

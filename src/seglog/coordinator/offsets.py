@@ -71,6 +71,47 @@ class OffsetsManager:
             if topic is not None:
                 self._load(topic)
 
+    def load_partition(self, partition: int) -> None:
+        """Forget the offsets of the groups of ``__consumer_offsets`` partition ``partition``
+        and replay that partition alone (a cluster member that became its leader: Kafka's
+        ``GroupMetadataManager.loadGroupsAndOffsets``; its log holds what the previous
+        leader wrote). Nothing happens when the topic does not exist. Raises
+        :class:`~seglog.errors.CorruptRecordError` as :meth:`_load` says (the partition is
+        then left empty)."""
+        with self._topics.lock:
+            self.unload_partition(partition)
+            topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
+            if topic is None or not 0 <= partition < topic.partitions:
+                return
+            log = topic.log(partition)
+            at = [log.start_offset]
+            try:
+                self._load_partition(partition, log, at)
+            except (CorruptRecordError, InvalidRecordError) as exc:
+                self.unload_partition(partition)
+                raise CorruptRecordError(
+                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
+                    f"loaded at offset {at[0]}: {exc}",
+                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                    position=getattr(exc, "position", -1)) from exc
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the committed and pending offsets of every group of ``__consumer_offsets``
+        partition ``partition`` (a cluster member that stopped leading it: Kafka's
+        ``GroupMetadataManager.removeGroupsForPartition``). The log is not touched."""
+        with self._topics.lock:
+            topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
+            if topic is None:
+                return
+            count = topic.partitions
+            for group_id in [g for g in self._offsets
+                             if offsets_schema.offsets_partition_for_group(g, count) == partition]:
+                for tp in list(self._offsets[group_id]):
+                    self._appended_at.pop((group_id, tp), None)
+                del self._offsets[group_id]
+            for key in [k for k in self._pending if k[0] == partition]:
+                del self._pending[key]
+
     def _load(self, topic: TopicLogs) -> None:
         """Replay every partition of ``__consumer_offsets``.
 
@@ -227,12 +268,14 @@ class OffsetsManager:
             return dict(self._offsets.get(group_id, {}))
 
     def commit(self, group_id: str,
-               offsets: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
-        """Append one batch with a record per partition (None: a tombstone), then apply it.
-        Caller holds the metadata lock and has validated the offsets. Raises ReadOnlyError
-        on a read-only store and what the append raises."""
+               offsets: Mapping[TopicPartition, OffsetAndMetadata | None]) -> int:
+        """Append one batch with a record per partition (None: a tombstone), then apply it;
+        returns the offset after the batch (what a replicated commit waits for the high
+        watermark to reach; -1 when ``offsets`` is empty and nothing was written). Caller
+        holds the metadata lock and has validated the offsets. Raises ReadOnlyError on a
+        read-only store and what the append raises."""
         if not offsets:
-            return
+            return -1
         topics = self._topics
         if topics.read_only:
             raise ReadOnlyError(f"store {topics.path} is read-only: offsets cannot be committed")
@@ -250,12 +293,13 @@ class OffsetsManager:
             keys.append(key)
             values.append(value)
             timestamps.append(now)
-        first, _last = topic.log(partition).append_batch(values, keys=keys,
-                                                          timestamps_ms=timestamps)
+        first, last = topic.log(partition).append_batch(values, keys=keys,
+                                                         timestamps_ms=timestamps)
         topics.notify_appended()
         for tp, om in offsets.items():
             self._apply(group_id, tp, None if om is None else om._replace(
                 commit_timestamp_ms=now), first)
+        return last + 1
 
     def expire(self, now_ms: int, retention_ms: int, active_groups: set[str]) -> dict:
         """Tombstone the commits older than ``retention_ms`` of groups without members

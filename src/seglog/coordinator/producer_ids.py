@@ -32,6 +32,18 @@ class ProducerIdManager:
         self._lock = lock
         self._block_end = 0  # ids below it may have been handed out
         self._next_id = 0
+        # A cluster member's source of blocks (see use_cluster_blocks); None: local blocks.
+        self._claim_block: Callable[[], tuple[int, int]] | None = None
+
+    def use_cluster_blocks(self, claim_block: Callable[[], tuple[int, int]]) -> None:
+        """Take every block from now on from ``claim_block() -> (first id, last id)``
+        instead of the local record: a cluster member's blocks are claimed in ZooKeeper
+        (``/latest_producer_id_block``, Kafka's ``ZkProducerIdManager``), so no two brokers
+        hand out the same id. The block in use is dropped; ``claim_block`` runs with the lock
+        held, once per block, and what it raises is raised by :meth:`allocate`."""
+        with self._lock:
+            self._claim_block = claim_block
+            self._next_id = self._block_end = 0
 
     @property
     def block_end(self) -> int:
@@ -51,6 +63,9 @@ class ProducerIdManager:
         block first when the current one is used up; raises what the persist callback
         raises (then no id is handed out and the block is not taken)."""
         with self._lock:
+            if self._next_id >= self._block_end and self._claim_block is not None:
+                first, last = self._claim_block()
+                self._next_id, self._block_end = first, last + 1
             if self._next_id >= self._block_end:
                 block_end = self._next_id + PRODUCER_ID_BLOCK_SIZE
                 self._persist_block_end(block_end)

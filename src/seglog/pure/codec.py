@@ -751,6 +751,29 @@ class Batch:
         limit = check_max_decompressed_bytes(max_decompressed_bytes)
         return _build_columns([(self, *self._decode(check_crcs, limit))], self._view, None)
 
+    def record_summary(
+        self, *, check_crcs: bool = True,
+        max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+    ) -> tuple[int, bool, int, int, int]:
+        """What validating a producer's batch needs of its records:
+        ``(record_count, offsets_in_order, min_timestamp_ms, max_timestamp_ms,
+        first_keyless)`` = the number of records parsed; whether their offsets are
+        ``base_offset + 0..record_count-1``; the lowest and highest record timestamp (-1, -1
+        without records); the index of the first record whose key is null, -1 for none.
+        ``check_crcs`` and ``max_decompressed_bytes`` as for :meth:`records`; raises as
+        :meth:`records`."""
+        columns = self.columns(check_crcs=check_crcs,
+                               max_decompressed_bytes=max_decompressed_bytes)
+        count = len(columns)
+        if not count:
+            return 0, True, -1, -1, -1
+        offsets = columns.offsets.tolist()
+        in_order = offsets == list(range(self.base_offset, self.base_offset + count))
+        timestamps = columns.timestamps_ms
+        keyless = [i for i, length in enumerate(columns.key_lengths.tolist()) if length < 0]
+        return (count, in_order, int(timestamps.min()), int(timestamps.max()),
+                keyless[0] if keyless else -1)
+
     def control_type(self, *, check_crcs: bool = True) -> int:
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, 2 LEADER_CHANGE,
         ...; the stored int16, unknown types included).

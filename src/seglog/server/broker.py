@@ -34,6 +34,7 @@ from ..store import Store
 from . import protocol, registry
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
+from .apis.data_topics import CLUSTER_EXTENSION_KEY
 from .context import AppendNotifier, BrokerState
 
 __all__ = ["Broker", "Server", "parse_listen"]
@@ -94,8 +95,14 @@ class Server:
     """The broker on one event loop: listener, connections, handlers, background tasks.
     Made by :class:`Broker`; every method runs on ``loop``'s thread."""
 
-    def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop):
+    def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
+                 cluster: Any = None):
         self.store = store
+        #: ``cluster(state) -> ReplicaManager`` for a cluster member (zookeeper.connect), else
+        #: None: made and started once the BrokerState exists, before the handlers' start
+        #: hooks and before the listener accepts (no request is ever served standalone).
+        self._cluster_factory = cluster
+        self.replica_manager: Any = None
         self.config = config
         self.loop = loop
         self.modules = registry.load_modules()
@@ -146,6 +153,10 @@ class Server:
             store=self.store, config=self.config, node_id=meta.node_id,
             cluster_id=meta.cluster_id, host=adv_host, port=adv_port, loop=self.loop,
             appended=AppendNotifier(self.loop))
+        if self._cluster_factory is not None:
+            self.replica_manager = self._cluster_factory(self.state)
+            self.state.extensions[CLUSTER_EXTENSION_KEY] = self.replica_manager
+            await self.replica_manager.start()
         for module in self.modules:
             hook = getattr(module, "start", None)
             if hook is not None:
@@ -167,6 +178,10 @@ class Server:
         if self.state is not None:
             self.state.closing = True
             self.state.appended.notify()
+        if self.replica_manager is not None:
+            # Delayed acks=-1 produces answer NOT_LEADER_OR_FOLLOWER now (the client finds
+            # the next leader) instead of holding the shutdown for their timeout.
+            self.replica_manager.begin_shutdown()
         for connection in list(self.connections.values()):
             connection.close_when_answered()
         if self.in_flight:
@@ -208,6 +223,11 @@ class Server:
                 except Exception:
                     log.exception("stop hook of %s failed", module.__name__)
         self._started_modules.clear()
+        if self.replica_manager is not None:
+            try:
+                await self.replica_manager.stop()
+            except Exception:
+                log.exception("stopping the replica manager failed")
 
     # --- connections ---------------------------------------------------------------------
 
@@ -371,7 +391,12 @@ class Broker:
             listen = (self.config["listeners"][0] if not self.config.is_default("listeners")
                       and self.config["listeners"] else LISTEN_DEFAULT)
         self._listen = parse_listen(listen)
+        if self.config.cluster_mode and self.config.node_id is None:
+            raise InvalidConfigError("broker.id must be set (0 or more) when "
+                                     "zookeeper.connect is: it names this broker in the cluster")
         self.backend = backend
+        self._zk: Any = None
+        self._controller: Any = None
         self._store: Any = None
         self._server: Server | None = None
         self._bound: tuple[str, int] | None = None
@@ -456,10 +481,17 @@ class Broker:
         self._loop = loop
         config = self.config
         try:
-            store = await loop.run_in_executor(None, self._open_store)
+            cluster_id = None
+            if config.cluster_mode:
+                cluster_id = await loop.run_in_executor(None, self._connect_zookeeper)
+            store = await loop.run_in_executor(None, self._open_store, cluster_id)
             self._store = store
-            self._server = Server(store=store, config=config, loop=loop)
+            self._server = Server(store=store, config=config, loop=loop,
+                                  cluster=self._make_replica_manager
+                                  if config.cluster_mode else None)
             self._bound = await self._server.start(*self._listen)
+            if config.cluster_mode:
+                await self._join_cluster()
         except BaseException:
             await self._close_after_failed_start()
             raise
@@ -469,21 +501,107 @@ class Broker:
                  self.data_dir, len(self._store.topics()))
         return self
 
-    def _open_store(self) -> Any:
+    def _open_store(self, cluster_id: str | None = None) -> Any:
         config = self.config
         node_id = config.node_id
+        extra: dict[str, Any] = {}
+        if cluster_id is not None:
+            # A cluster member's logs keep their high watermark apart from their end
+            # (restored from replication-offset-checkpoint) and stamp leader epochs.
+            extra = {"replicated": True, "cluster_id": cluster_id}
         store = Store(self.data_dir, backend=self.backend,
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
                       node_id=1 if node_id is None else node_id,
                       topic_config_defaults=config.log_config(),
-                      offsets_retention_ms=config["offsets.retention.minutes"] * 60000)
+                      offsets_retention_ms=config["offsets.retention.minutes"] * 60000,
+                      **extra)
         if node_id is not None and store.meta.node_id != node_id:
             stored = store.meta.node_id
             store.close()
             raise InvalidConfigError(f"Stored node id {stored} doesn't match previous node id "
                                      f"{node_id} (node.id / broker.id) in {self.data_dir}")
+        if cluster_id is not None and store.meta.cluster_id != cluster_id:
+            stored = store.meta.cluster_id
+            store.close()
+            # Kafka's InconsistentClusterIdException, word for word.
+            raise InvalidConfigError(
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({stored}) in "
+                f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
+                "cluster. Configured zookeeper.connect may be wrong.")
         return store
+
+    # --- cluster membership (zookeeper.connect) -------------------------------------------------
+
+    def _connect_zookeeper(self) -> str:
+        """Connect to ZooKeeper, create Kafka's persistent paths, return the cluster id (made
+        by the first broker). Blocking."""
+        from ..cluster.zk_client import KafkaZkClient
+
+        config = self.config
+        session_ms = config["zookeeper.session.timeout.ms"]
+        connection_ms = config["zookeeper.connection.timeout.ms"] or session_ms
+        zk = KafkaZkClient(config["zookeeper.connect"], session_timeout_ms=session_ms,
+                           connection_timeout_ms=connection_ms)
+        self._zk = zk
+        zk.start()
+        zk.ensure_persistent_paths()
+        return zk.get_or_create_cluster_id()
+
+    def _make_replica_manager(self, state: BrokerState) -> Any:
+        from ..cluster.replica_manager import ReplicaManager
+
+        zk, broker_id = self._zk, state.node_id
+
+        def claim_block() -> tuple[int, int]:
+            block = zk.allocate_producer_id_block(broker_id)
+            return block.start, block.end
+
+        # Producer ids unique over the cluster (idempotence across a leader change).
+        state.store.use_cluster_producer_id_blocks(claim_block)
+        return ReplicaManager(store=state.store, zk=self._zk, broker_id=state.node_id,
+                              config=self.config, loop=state.loop,
+                              notify=state.appended.notify)
+
+    async def _join_cluster(self) -> None:
+        """Register this broker (its advertised listener) once it serves, then run for
+        controller (Kafka's ``KafkaServer.startup`` order)."""
+        from ..cluster.controller import Controller
+        from ..cluster.zk_data import BrokerRegistration
+
+        server = self._serving()
+        state = self._broker_state()
+        await server.replica_manager.register(
+            BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port))
+        rebalance = self.config["auto.leader.rebalance.enable"]
+        controller = Controller(
+            self._zk, state.node_id,
+            default_unclean=self.config["unclean.leader.election.enable"],
+            leader_imbalance_check_interval_ms=(
+                self.config["leader.imbalance.check.interval.seconds"] * 1000
+                if rebalance else None),
+            leader_imbalance_per_broker_percentage=self.config[
+                "leader.imbalance.per.broker.percentage"])
+        self._controller = controller
+        await state.run_blocking(controller.start)
+        log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,
+                 state.cluster_id, self.config["zookeeper.connect"], state.host, state.port)
+
+    def _leave_cluster(self) -> None:
+        """Stop the controller and close the ZooKeeper session (the registration, an
+        ephemeral znode, disappears at once). Blocking; idempotent."""
+        controller, self._controller = self._controller, None
+        if controller is not None:
+            try:
+                controller.stop()
+            except Exception:
+                log.exception("stopping the controller failed")
+        zk, self._zk = self._zk, None
+        if zk is not None:
+            try:
+                zk.close()
+            except Exception:
+                log.exception("closing the ZooKeeper session failed")
 
     async def _close_after_failed_start(self) -> None:
         self._state = "closed"
@@ -492,6 +610,7 @@ class Broker:
                 await self._server.close()
             except Exception:
                 log.exception("closing after a failed start")
+        await asyncio.get_running_loop().run_in_executor(None, self._leave_cluster)
         if self._store is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._store.close)
 
@@ -511,10 +630,14 @@ class Broker:
         self._state = "closing"
         server, closed = self._server, self._closed
         assert server is not None and closed is not None
+        loop = asyncio.get_running_loop()
         try:
             await server.close()
         finally:
-            await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+            try:
+                await loop.run_in_executor(None, self._leave_cluster)
+            finally:
+                await loop.run_in_executor(None, self._store.close)
             self._state = "closed"
             closed.set()
 

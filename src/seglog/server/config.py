@@ -18,8 +18,9 @@ The ``log.*`` topic defaults become :meth:`BrokerConfig.log_config`, the
 :class:`~seglog.storage.config.LogConfig` new topics get.
 
 Some names are accepted so that Kafka's sample ``server.properties`` loads, and have no effect
-in a single-node broker (threads, replication, KRaft quorum, ZooKeeper): their entries say so
-(``effective=False``).
+here (threads, KRaft quorum): their entries say so (``effective=False``). ``zookeeper.connect``
+makes the broker a member of a cluster (:mod:`seglog.cluster`); the ``replica.*`` and
+``zookeeper.*`` settings act then.
 
 Thread safety: a BrokerConfig is immutable.
 """
@@ -86,13 +87,20 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("process.roles", _LIST, (), "Accepted, unused (no KRaft quorum).", effective=False),
     _d("controller.quorum.voters", _LIST, (), "Accepted, unused.", effective=False),
     _d("controller.quorum.bootstrap.servers", _LIST, (), "Accepted, unused.", effective=False),
-    _d("zookeeper.connect", _STRING, None, "Accepted, unused until replication.",
-       effective=False),
+    _d("zookeeper.connect", _STRING, None,
+       "ZooKeeper's host:port[,host:port...][/chroot]: when set the broker is a member of "
+       "the cluster kept there (docs/cluster.md); null: a single-node broker."),
+    _d("zookeeper.session.timeout.ms", _INT, 18000,
+       "The ZooKeeper session timeout: a broker silent this long is dead to the cluster.",
+       at_least=1),
+    _d("zookeeper.connection.timeout.ms", _INT, None,
+       "How long the broker waits to connect to ZooKeeper at start (null: "
+       "zookeeper.session.timeout.ms).", at_least=1),
     # --- topics
     _d("num.partitions", _INT, 1, "Partitions of an auto-created topic.", at_least=1),
     _d("default.replication.factor", _INT, 1,
-       "Replication factor of an auto-created topic (one node: must stay 1 to matter).",
-       at_least=1),
+       "Replication factor of a topic created without one (auto-created, or -1 in "
+       "CreateTopics); a single-node broker refuses more than 1.", at_least=1),
     _d("auto.create.topics.enable", _BOOLEAN, True,
        "Create a topic on Metadata or Produce for a name that does not exist."),
     _d("delete.topic.enable", _BOOLEAN, True, "Allow DeleteTopics."),
@@ -158,9 +166,11 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        at_least=-131072, at_most=22),
     _d("message.max.bytes", _INT, _DEFAULT_LOG.max_message_bytes, "Largest record batch.",
        at_least=0),
-    _d("min.insync.replicas", _INT, 1, "acks=all needs this many in-sync replicas.",
-       at_least=1),
-    _d("unclean.leader.election.enable", _BOOLEAN, False, "Kept for replication."),
+    _d("min.insync.replicas", _INT, 1, "acks=all needs this many in-sync replicas "
+       "(in a cluster: NOT_ENOUGH_REPLICAS below it).", at_least=1),
+    _d("unclean.leader.election.enable", _BOOLEAN, False,
+       "In a cluster, elect a replica outside the ISR when no ISR replica is alive "
+       "(committed records may be lost)."),
     _d("num.recovery.threads.per.data.dir", _INT, 2, "Accepted; recovery is sequential.",
        at_least=1, effective=False),
     # --- sockets and requests
@@ -186,8 +196,26 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     _d("num.io.threads", _INT, 8, "Accepted; handlers run on the event loop.", at_least=1,
        effective=False),
     _d("fetch.max.bytes", _INT, 57671680, "Largest Fetch response.", at_least=1024),
-    _d("replica.fetch.max.bytes", _INT, 1048576, "Kept for replication.", at_least=0,
-       effective=False),
+    # --- replication (a cluster member: zookeeper.connect set)
+    _d("replica.lag.time.max.ms", _LONG, 30000,
+       "A follower that has not caught up with its leader's log end for this long leaves the "
+       "ISR (checked every half of it).", at_least=1),
+    _d("replica.fetch.wait.max.ms", _INT, 500,
+       "The longest a follower's fetch waits at its leader for records.", at_least=0),
+    _d("replica.fetch.min.bytes", _INT, 1,
+       "Bytes a follower's fetch waits for before its leader answers.", at_least=0),
+    _d("replica.fetch.max.bytes", _INT, 1048576,
+       "Bytes a follower fetches per partition (at least one batch).", at_least=0),
+    _d("replica.fetch.response.max.bytes", _INT, 10485760,
+       "Bytes a follower fetches per request (at least one batch).", at_least=0),
+    _d("replica.fetch.backoff.ms", _INT, 1000,
+       "A follower waits this long after a failed fetch before the next.", at_least=0),
+    _d("replica.socket.timeout.ms", _INT, 30000,
+       "A follower's bound on connecting to its leader and on each request's round trip.",
+       at_least=1),
+    _d("replica.high.watermark.checkpoint.interval.ms", _LONG, 5000,
+       "How often the high watermarks are written to replication-offset-checkpoint.",
+       at_least=1),
     # --- groups
     _d("group.initial.rebalance.delay.ms", _INT, 3000,
        "Wait this long for more members before the first rebalance of an empty group."),
@@ -200,8 +228,9 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        "How often expired offsets are removed.", at_least=1),
     _d("offsets.topic.num.partitions", _INT, 50, "Partitions of __consumer_offsets.",
        at_least=1),
-    _d("offsets.topic.replication.factor", _SHORT, 3, "Accepted (one node).", at_least=1,
-       effective=False),
+    _d("offsets.topic.replication.factor", _SHORT, 3,
+       "Replication factor of __consumer_offsets in a cluster (group coordinators in a "
+       "cluster are not served yet).", at_least=1, effective=False),
     _d("offsets.topic.segment.bytes", _INT, 104857600, "Segment size of __consumer_offsets.",
        at_least=1, effective=False),
     _d("offsets.commit.timeout.ms", _INT, 5000, "Accepted; commits are written at once.",
@@ -210,10 +239,12 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
     # --- transactions and producer ids
     _d("transaction.state.log.num.partitions", _INT, 50, "Partitions of __transaction_state.",
        at_least=1),
-    _d("transaction.state.log.replication.factor", _SHORT, 3, "Accepted (one node).",
+    _d("transaction.state.log.replication.factor", _SHORT, 3,
+       "Replication factor of __transaction_state in a cluster (transaction coordinators in "
+       "a cluster are not served yet).", at_least=1, effective=False),
+    _d("transaction.state.log.min.isr", _INT, 2,
+       "min.insync.replicas of __transaction_state in a cluster (not served yet).",
        at_least=1, effective=False),
-    _d("transaction.state.log.min.isr", _INT, 2, "Accepted (one node).", at_least=1,
-       effective=False),
     _d("transaction.state.log.segment.bytes", _INT, 104857600,
        "Segment size of __transaction_state.", at_least=1, effective=False),
     _d("transaction.max.timeout.ms", _INT, 900000, "Largest transaction timeout a producer "
@@ -230,8 +261,17 @@ CONFIG_DEFS: dict[str, ConfigDef] = {d.name: d for d in (
        "Accepted; idle producer ids are dropped as their partitions are written and "
        "maintained.", at_least=1, effective=False),
     # --- misc
-    _d("auto.leader.rebalance.enable", _BOOLEAN, True, "Accepted (one node).",
-       effective=False),
+    _d("auto.leader.rebalance.enable", _BOOLEAN, True,
+       "In a cluster the controller moves leadership back to each partition's preferred "
+       "replica when a broker's share of non-preferred leaders passes "
+       "leader.imbalance.per.broker.percentage (checked every "
+       "leader.imbalance.check.interval.seconds)."),
+    _d("leader.imbalance.check.interval.seconds", _LONG, 300,
+       "How often the controller checks the leader imbalance (auto.leader.rebalance.enable).",
+       at_least=1),
+    _d("leader.imbalance.per.broker.percentage", _INT, 10,
+       "The share of a broker's partitions led elsewhere above which the controller "
+       "rebalances.", at_least=0, at_most=100),
     _d("group.coordinator.rebalance.protocols", _LIST, ("classic", "consumer", "streams"),
        "Accepted; the classic protocol is served.", effective=False),
     _d("share.coordinator.state.topic.replication.factor", _SHORT, 3, "Accepted.",
@@ -404,6 +444,16 @@ class BrokerConfig(Mapping[str, Any]):
         values["log.dirs"] = _first(values["log.dirs"], (values["log.dir"],))
         values["log.flush.interval.ms"] = _first(values["log.flush.interval.ms"],
                                                  values["log.flush.scheduler.interval.ms"])
+        if values["replica.fetch.wait.max.ms"] > values["replica.lag.time.max.ms"]:
+            # KafkaConfig.validateValues: a follower's long poll must not outlast the lag
+            # that takes it out of the ISR.
+            raise InvalidConfigError("replica.fetch.wait.max.ms should always be less than or "
+                                     "equal to replica.lag.time.max.ms to prevent frequent "
+                                     "changes in ISR")
+        if values["replica.socket.timeout.ms"] < values["replica.fetch.wait.max.ms"]:
+            raise InvalidConfigError("replica.socket.timeout.ms should always be at least "
+                                     "replica.fetch.wait.max.ms to prevent unnecessary socket "
+                                     "timeouts")
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise InvalidConfigError("group.min.session.timeout.ms must not be above "
                                      "group.max.session.timeout.ms")
@@ -441,6 +491,11 @@ class BrokerConfig(Mapping[str, Any]):
     def overrides(self) -> dict[str, Any]:
         """The settings given (typed), without defaults."""
         return dict(self._overrides)
+
+    @property
+    def cluster_mode(self) -> bool:
+        """Whether the broker is a cluster member (``zookeeper.connect`` set)."""
+        return bool(self._values["zookeeper.connect"])
 
     @property
     def node_id(self) -> int | None:

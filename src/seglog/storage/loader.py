@@ -995,7 +995,8 @@ class LoadedPartition(NamedTuple):
 def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool, state: Any,
                    now_ms: int,
                    new_producer_state: Callable[..., ProducerStateManager],
-                   file_cache: Any = None, lock: Any = None) -> LoadedPartition:
+                   file_cache: Any = None, lock: Any = None,
+                   listing: list[str] | None = None) -> LoadedPartition:
     """Load a partition directory for :meth:`Log.open <seglog.storage.log.Log.open>`
     (Kafka's ``LogLoader.load``): the checkpoints from ``state`` (a
     :class:`~seglog.storage.partition_state.PartitionState`), the segments by
@@ -1006,12 +1007,14 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     of ``file_cache`` (guarded by ``lock``, the Log's); after a clean shutdown none is opened
     when the checkpointed recovery point and the newest producer snapshot agree on the end
     offset, else only the last (:func:`load_segments`), and once loaded every file is closed
-    again, so an idle partition holds no descriptor until it is read or written."""
+    again, so an idle partition holds no descriptor until it is read or written.
+    ``listing``: the directory's names, listed just now by the caller (None: listed here)."""
     recovery_point, start_checkpoint, clean = state.load()
     start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
                                               state=state)
     # One listing for the segment loader and the producer state (they listed it thrice).
-    listing = os.listdir(dir_path)
+    if listing is None:
+        listing = os.listdir(dir_path)
     psm = new_producer_state(listing)
     local = LocalLog(
         dir_path, config, backend, read_only=read_only, now_ms=now_ms,

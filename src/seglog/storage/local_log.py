@@ -32,6 +32,7 @@ import random
 from typing import Any, Callable, Iterator
 
 from .. import filenames
+from .. import format as fmt
 from .config import LogConfig
 from .file_cache import FileCache, LazySegment, default_file_cache
 from .segments import SegmentMap
@@ -172,10 +173,16 @@ class LocalLog:
 
     def backend_opener(self) -> Callable[..., Any]:
         """``open(base_offset, *, create=False, file_suffix="")``: the backend Segment opened
-        with this log's index and message limits as they are now (a segment keeps them when
-        the cache closes and reopens it) and its read-only mode. One function per config,
-        shared by the segments opened under it (a closure per segment would be a dozen
-        objects more per partition for the garbage collector to walk)."""
+        with this log's index limits as they are now (a segment keeps them when the cache
+        closes and reopens it) and its read-only mode. One object per config, shared by the
+        segments opened under it (a closure per segment would be a dozen objects more per
+        partition for the garbage collector to walk).
+
+        The segment's own batch-size check is opened wide (INT32_MAX): ``max_message_bytes``
+        is the Log's rule, checked where Kafka checks it (client batches, ``append_batch``),
+        not on a follower's appends (Kafka's ``appendAsFollower`` ignores it:
+        ``LogTest.testMessageSizeCheckInAppendAsFollower``), and a raised
+        ``max.message.bytes`` applies at once, not from the next segment on."""
         opener = self._opener
         if opener is None:
             opener = self._opener = self._new_backend_opener()
@@ -185,7 +192,7 @@ class LocalLog:
         config = self.config
         return _BackendOpener(self.backend.Segment.open, self.dir_path, self.read_only,
                               config.index_interval_bytes, config.segment_index_bytes,
-                              config.max_message_bytes)
+                              fmt.INT32_MAX)
 
     def _note_dir_dirty(self) -> None:
         self._dir_dirty = True

@@ -31,6 +31,14 @@ and retention). ``isolation="read_committed"`` reads stop at the last stable off
 :meth:`Log.read` then lists the overlapping aborted transactions, and the record-level readers
 skip aborted and control batches.
 
+Replication (issue 12; docs/cluster.md §3.1). The log keeps the partition's leader epoch cache
+(:mod:`seglog.storage.leader_epoch`, ``leader-epoch-checkpoint``): :meth:`Log.become_leader`
+records the new epoch at the end offset and makes every append stamp it into the batches
+(partitionLeaderEpoch, outside the CRC); :meth:`Log.append_as_follower` writes a leader's
+batches unchanged, offsets and epochs included, and records their epochs; truncation cuts the
+cache from the end, a moving log start from the start. A log that never leads nor follows
+(the standalone store) stamps nothing and writes no cache file.
+
 Threads. All mutating methods serialise on one lock; reads take an immutable snapshot and
 are the business of :mod:`seglog.storage.log_reads` (the read methods Log inherits).
 
@@ -46,14 +54,18 @@ import struct
 import threading
 from typing import TYPE_CHECKING, Any, ContextManager
 
+from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
+    CorruptRecordError,
     InvalidRecordError,
     LogClosedError,
+    OffsetsOutOfOrderError,
     ReadOnlyError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
+    UnexpectedAppendOffsetError,
 )
 from .config import (
     INT16_MAX,
@@ -64,7 +76,8 @@ from .config import (
     checked_now_ms,
 )
 from .file_cache import FileCache
-from .loader import RecoveryReport, open_partition
+from .leader_epoch import LeaderEpochCache, stamp_partition_leader_epoch
+from .loader import BASE_OFFSET_MAX, RecoveryReport, open_partition
 from .local_log import batches_from
 from .log_reads import LogReads
 from .log_retention import EXPIRATION_CHECK_MS, LogRetention
@@ -73,6 +86,7 @@ from .partition_state import PartitionDirState, PartitionState
 from .producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_COORDINATOR,
+    ORIGIN_REPLICATION,
     ProducerStateManager,
     rebuild_producer_state,
 )
@@ -119,6 +133,7 @@ class Log(LogReads, LogRetention):
         auto_high_watermark: bool = True,
         lock_directory: bool = True,
         file_cache: FileCache | None = None,
+        high_watermark: int | None = None,
     ) -> "Log":
         """Open (creating if needed, unless ``read_only``) the partition directory ``path``.
 
@@ -133,7 +148,14 @@ class Log(LogReads, LogRetention):
         replaces where the recovery point, log start offset and clean-shutdown marker are kept
         (default: :class:`~seglog.storage.partition_state.PartitionDirState`, files in ``path``).
         ``auto_high_watermark=False`` leaves the high watermark to
-        :meth:`update_high_watermark` (replication); it starts at the end offset either way.
+        :meth:`update_high_watermark` (replication): it then starts at ``high_watermark``
+        (the value a replicated store kept in ``replication-offset-checkpoint``; None counts
+        as 0) clamped to ``[start_offset, end_offset]``, never at the end offset, so a
+        restarted replica exposes nothing that was not known committed. With the default
+        ``auto_high_watermark=True`` it starts at the end offset and ``high_watermark`` is
+        ignored. The leader epoch cache (``leader-epoch-checkpoint``, :attr:`leader_epoch_cache`)
+        is loaded and cut to the loaded offsets (Kafka's ``truncateFromEnd(LEO)`` and
+        ``truncateFromStart(logStartOffset)``); a corrupt one is CorruptCheckpointError.
         ``now_ms`` is the clock for segment creation times (time-based roll of segments
         without timestamps). ``lock_directory=False`` is for a caller that holds a lock
         covering ``path`` already (a Store holds its data directory's and checks the partition
@@ -146,15 +168,18 @@ class Log(LogReads, LogRetention):
         per process): segments open on first use and the least recently used are closed when
         more are open, so an idle partition holds no descriptor (design.md §7).
         """
+        if high_watermark is not None:
+            high_watermark = check_int("high_watermark", high_watermark)
         log = object.__new__(cls)
         log._init(os.fspath(path), config or LogConfig(), backend, read_only,
                   checked_now_ms(now_ms), state, auto_high_watermark, lock_directory,
-                  file_cache)
+                  file_cache, high_watermark=high_watermark)
         return log
 
     def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
               now_ms: int, state: PartitionState | None, auto_high_watermark: bool,
-              lock_directory: bool, file_cache: FileCache | None = None) -> None:
+              lock_directory: bool, file_cache: FileCache | None = None, *,
+              high_watermark: int | None = None) -> None:
         self._file_cache = file_cache
         self._dir = dir_path
         self._config = config
@@ -170,6 +195,7 @@ class Log(LogReads, LogRetention):
         self._first_unstable: int | None = None  # published in the LogView
         self._last_expiration_ms = now_ms
         self._cleaner_checkpoint: int | None = None
+        self._leader_epoch: int | None = None  # stamped on appends while set (become_leader)
         if read_only:
             if not os.path.isdir(dir_path):
                 raise FileNotFoundError(dir_path)
@@ -183,21 +209,56 @@ class Log(LogReads, LogRetention):
                     self._dir_lock.close()
                     raise
         try:
-            self._load(now_ms)
+            self._load(now_ms, high_watermark)
         except BaseException:
             if self._dir_lock is not None:
                 self._dir_lock.close()
             raise
 
-    def _load(self, now_ms: int) -> None:
+    def _load(self, now_ms: int, high_watermark: int | None = None) -> None:
+        # One listing, shared with the loader: most logs have no epoch file to read.
+        listing = os.listdir(self._dir)
+        # Read before the partition is loaded: a corrupt file then fails the open before the
+        # loader forgets the clean-shutdown marker.
+        epochs_kept = filenames.LEADER_EPOCH_CHECKPOINT in listing
+        self._epochs = LeaderEpochCache.load(
+            self._dir, self._log_end_offset, read_only=self._read_only, exists=epochs_kept)
         loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
                                 state=self._state, now_ms=now_ms,
                                 new_producer_state=self._new_producer_state,
-                                file_cache=self._file_cache, lock=self._lock)
+                                file_cache=self._file_cache, lock=self._lock, listing=listing)
         self._psm, self._local = loaded.producer_state, loaded.local_log
         self.recovery_report: RecoveryReport = loaded.report
+        start, end = loaded.start_offset, loaded.end_offset
+        if not self._read_only:
+            report = loaded.report
+            if epochs_kept and report.recovered_segments:
+                self._recover_epochs(min(report.recovered_segments))
+            # Kafka's Log constructor: entries past the loaded end (a crash after the cache
+            # was written, before the batch) and before the start go.
+            self._epochs.truncate_from_end(end)
+            self._epochs.truncate_from_start(start)
         self._first_unstable = loaded.producer_state.first_unstable_offset()
-        self._publish(loaded.start_offset, loaded.end_offset, high_watermark=loaded.end_offset)
+        if self._auto_hw:
+            high_watermark = end
+        else:
+            high_watermark = min(max(high_watermark or 0, start), end)
+            self._psm.on_high_watermark_updated(high_watermark)
+        self._publish(start, end, high_watermark=high_watermark)
+
+    def _log_end_offset(self) -> int:
+        return self._view.end_offset
+
+    def _recover_epochs(self, from_offset: int) -> None:
+        """After recovery validated the segments from ``from_offset`` (an unclean shutdown):
+        every batch there whose epoch is above the cache's latest is assigned (Kafka's
+        ``LogSegment.recover``), so a crash between a batch's write and its cache write loses
+        no entry. Only for a log that keeps a cache file: a standalone log writes none."""
+        epochs = self._epochs
+        for batch in batches_from(self._local.segments, from_offset):  # bounded by the log
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and epoch > epochs.latest_epoch:
+                epochs.assign(epoch, batch.base_offset)
 
     def _new_producer_state(self, listing: list[str] | None = None) -> ProducerStateManager:
         return ProducerStateManager(
@@ -316,6 +377,58 @@ class Log(LogReads, LogRetention):
         """The segment appends go to."""
         return self._view.segments.last()
 
+    # --- leader epochs (replication; seglog.storage.leader_epoch) ----------------------------------
+
+    @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        """The partition's :class:`~seglog.storage.leader_epoch.LeaderEpochCache` (queries from
+        any thread; the log makes every change). A read-only log holds it as loaded at open
+        (:meth:`refresh` does not reread it)."""
+        return self._epochs
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch in the cache; -1 when it is empty."""
+        return self._epochs.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end_offset)`` of the largest cached epoch <= ``epoch`` (Kafka's
+        ``endOffsetForEpoch``; replication.md §3.6): where it ends is the start of the next
+        epoch, or the log end offset for the latest one. ``(-1, -1)`` when undefined (``epoch``
+        -1, an empty cache, or an epoch above every cached one); below the earliest epoch,
+        ``(epoch, start of the earliest)``. What OffsetsForLeaderEpoch answers."""
+        return self._epochs.end_offset_for(epoch)
+
+    @property
+    def leader_epoch(self) -> int | None:
+        """The epoch this log stamps on every append (set by :meth:`become_leader`), or None:
+        appends keep the batch's own partitionLeaderEpoch and leave the cache alone, as the
+        standalone store always did."""
+        return self._leader_epoch
+
+    def become_leader(self, leader_epoch: int) -> None:
+        """Lead in ``leader_epoch`` (Kafka's ``Partition.makeLeader``): the epoch cache gets
+        ``(leader_epoch, end_offset)`` (``maybeAssignEpochStartOffset``; KIP-279: a later epoch
+        starting at the same offset replaces an empty one), and from now on every append
+        (:meth:`append`, :meth:`append_batch`, :meth:`append_raw`,
+        :meth:`append_txn_marker`) writes ``leader_epoch`` into each batch's
+        partitionLeaderEpoch (bytes 12-15, outside the CRC) and records it in the cache at the
+        batch's base offset. TypeError / ValueError unless an int in [0, 2**31 - 1];
+        ReadOnlyError, LogClosedError."""
+        leader_epoch = check_int("leader_epoch", leader_epoch, minimum=0, maximum=INT32_MAX)
+        with self._lock:
+            self._check_writable()
+            self._leader_epoch = leader_epoch
+            self._epochs.assign(leader_epoch, self._view.end_offset)
+
+    def become_follower(self) -> None:
+        """Stop stamping (Kafka's ``makeFollower``): :attr:`leader_epoch` becomes None; the
+        cache is kept (a follower's appends, :meth:`append_as_follower`, record the leader's
+        epochs in it)."""
+        with self._lock:
+            self._check_open()
+            self._leader_epoch = None
+
     def update_config(self, config: LogConfig) -> None:
         """Use ``config`` from now on (Kafka's dynamic topic config update). Segments that
         exist keep their index sizes; new segments use the new values."""
@@ -427,7 +540,7 @@ class Log(LogReads, LogRetention):
             timestamp_type=fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
             else fmt.TIMESTAMP_TYPE_CREATE_TIME,
             producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-            is_transactional=is_transactional)
+            is_transactional=is_transactional, partition_leader_epoch=self._stamp_epoch())
         size_bytes = len(raw)
         if size_bytes > config.max_message_bytes:
             raise RecordTooLargeError(
@@ -466,7 +579,7 @@ class Log(LogReads, LogRetention):
         raw = self._be.encode_control_batch(
             control_type, producer_id=producer_id, producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch, base_offset=self._view.end_offset,
-            timestamp_ms=now_ms)
+            timestamp_ms=now_ms, partition_leader_epoch=self._stamp_epoch())
         first, _last = self._append_encoded(
             raw, size_bytes=len(raw), record_count=1, max_timestamp_ms=now_ms, now_ms=now_ms,
             batches=list(self._be.iter_batches(raw)), origin=ORIGIN_COORDINATOR)
@@ -503,6 +616,153 @@ class Log(LogReads, LogRetention):
             valid.data, size_bytes=valid.size_bytes, record_count=valid.record_count,
             max_timestamp_ms=valid.max_timestamp_ms, now_ms=now_ms, batches=valid.batches)
 
+    def append_as_follower(self, data: Any, *,
+                           now_ms: int | None = None) -> tuple[int, int]:
+        """Append a leader's batches as they are (Kafka's ``Log.appendAsFollower``): offsets,
+        partition leader epochs, timestamps, producer fields and CRCs kept byte for byte;
+        returns ``(first_offset, last_offset)`` of what was written, ``(-1, -1)`` when
+        ``data`` holds no whole batch (nothing written).
+
+        ``data``: RecordBatch v2 batches as a leader's read returns them (a partial batch at
+        the end, which a fetch response may carry, is ignored as Kafka's follower ignores
+        it). Checked before anything is written (Kafka's ``analyzeAndValidateRecords``;
+        nothing is written on any error): contiguous batches of magic 2 with valid CRCs and
+        structure (CorruptRecordError); offsets strictly increasing from batch to batch
+        (OffsetsOutOfOrderError); the first offset at or above the end offset, gaps allowed
+        (a compacted leader's log has them), else UnexpectedAppendOffsetError, except on an
+        empty log (start == end) whose end falls inside the append: the log then restarts at
+        the first offset (:meth:`truncate_fully_and_start_at`; Kafka's
+        ``Partition.appendRecordsToFollowerOrFutureReplica``, after a DeleteRecords left the
+        leader's start inside a batch); the whole set at most ``segment_bytes``
+        (RecordBatchTooLargeError; ``max_message_bytes`` is not checked: the leader took the
+        batch, as Kafka's follower does); offsets spanning more than 2**31 (no
+        segment holds them: InvalidRecordError); producer state with replication origin (no
+        sequence or epoch checks; InvalidTxnStateError as Kafka raises it). The one change a
+        refused append may leave: when the append needed a roll, the new empty segment stays
+        if the segment's own check of the records area then refuses a batch whose CRC is
+        valid (bytes no leader writes; offsets and data are unchanged).
+
+        After the write the epoch cache records each batch's partitionLeaderEpoch at its base
+        offset (KIP-101); a batch with none (-1, written by a log that never led) clears the
+        cache, as Kafka does for a batch of magic < 2 (truncation falls back to the high
+        watermark). The end offset becomes the last batch's last offset + 1; the high
+        watermark is the caller's (:meth:`update_high_watermark`), or follows the end with
+        ``auto_high_watermark=True``. The caller's buffer is never modified. Thread-safe.
+        """
+        self._check_writable()
+        now_ms = checked_now_ms(now_ms)
+        buffer = memoryview(data)
+        if buffer.ndim != 1 or buffer.format not in ("B", "b", "c"):
+            buffer = buffer.cast("B")
+        batches, size_bytes, max_timestamp_ms = self._check_follower_batches(buffer)
+        if not batches:
+            return -1, -1
+        if size_bytes > self._config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"append of {size_bytes} bytes is larger than segment.bytes "
+                f"({self._config.segment_bytes})")
+        first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
+        if last_offset - first_offset > INT32_MAX:
+            # No segment can hold it (offsets relative to a base are 32-bit); refused before
+            # a roll would start one (Kafka: LogSegmentOffsetOverflowException).
+            raise InvalidRecordError(
+                f"offsets {first_offset}..{last_offset} of a follower append span more than "
+                f"one segment can hold ({INT32_MAX + 1} offsets)")
+        with self._lock:
+            self._check_writable()
+            view = self._view
+            if first_offset < view.end_offset:
+                if view.end_offset == view.start_offset and last_offset >= view.end_offset:
+                    self._truncate_fully_locked(first_offset, now_ms)
+                    self._flush_locked(now_ms, checkpoint=True)
+                    view = self._view
+                else:
+                    raise UnexpectedAppendOffsetError(
+                        f"first offset {first_offset} of a follower append is below the log "
+                        f"end offset {view.end_offset} (log start {view.start_offset})",
+                        first_offset=first_offset, last_offset=last_offset)
+            return self._append_follower_locked(buffer[:size_bytes], batches, view,
+                                                size_bytes=size_bytes,
+                                                max_timestamp_ms=max_timestamp_ms,
+                                                now_ms=now_ms)
+
+    def _check_follower_batches(self, buffer: memoryview) -> tuple[list, int, int]:
+        """``(batches, size_bytes, max_timestamp_ms)`` of the whole batches at the start of
+        ``buffer`` (see :meth:`append_as_follower` for the checks); no lock needed."""
+        batches: list = []
+        consumed_bytes, previous_last, max_timestamp_ms = 0, -1, -1
+        for batch in self._be.iter_batches(buffer):
+            position = batch.position
+            if position != consumed_bytes:
+                raise CorruptRecordError("batches are not contiguous",
+                                         reason=fmt.REASON_BAD_RECORDS, position=consumed_bytes)
+            batch.ensure_valid()  # CorruptRecordError(REASON_CRC_MISMATCH)
+            if batch.last_offset_delta < 0:
+                raise CorruptRecordError(
+                    f"batch at position {position} has a negative last offset delta",
+                    reason=fmt.REASON_BAD_LAST_OFFSET_DELTA, position=position)
+            if batch.base_offset <= previous_last:
+                raise OffsetsOutOfOrderError(
+                    f"out of order offsets in a follower append: batch at position {position} "
+                    f"starts at {batch.base_offset}, after a batch ending at {previous_last}")
+            previous_last = batch.last_offset
+            max_timestamp_ms = max(max_timestamp_ms, batch.max_timestamp_ms)
+            consumed_bytes = position + batch.size_bytes
+            batches.append(batch)
+        return batches, consumed_bytes, max_timestamp_ms
+
+    def _append_follower_locked(self, data: Any, batches: list, view: LogView, *,
+                                size_bytes: int, max_timestamp_ms: int,
+                                now_ms: int) -> tuple[int, int]:
+        psm = self._psm
+        local = self._local
+        end = view.end_offset
+        first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
+        if now_ms - self._last_expiration_ms >= EXPIRATION_CHECK_MS:
+            self._expire_producers(now_ms)
+        if local.roll_reason(local.segments.last(), size_bytes=size_bytes,
+                             record_count=last_offset - end + 1,
+                             max_timestamp_ms=max_timestamp_ms, now_ms=now_ms,
+                             end_offset=end) is not None:
+            self._roll_locked(now_ms, base_offset=max(first_offset, end))
+        active = local.segments.last()
+        analysis = None
+        if any(batch.producer_id >= 0 for batch in batches):
+            analysis = psm.analyze_batches(batches, origin=ORIGIN_REPLICATION)
+        result = active.append(data, assign_offsets=False)
+        assert (result.first_offset, result.last_offset) == (first_offset, last_offset), (
+            result.first_offset, result.last_offset, first_offset, last_offset)
+        # Kafka assigns before the write; after it, a refused write leaves no entry.
+        epochs = self._epochs
+        for batch in batches:
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0:
+                epochs.assign(epoch, batch.base_offset)
+            else:
+                epochs.clear()
+        end_offset = last_offset + 1
+        if analysis is None:
+            psm.update_map_end_offset(end_offset)
+        else:
+            txn_index = local.txn_index(active.base_offset) if analysis.completed_txns else None
+            psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
+            if self._auto_hw:
+                psm.on_high_watermark_updated(end_offset)
+            self._first_unstable = psm.first_unstable_offset()
+        self._publish(view.start_offset, end_offset)
+        if (end_offset - local.recovery_point >= self._config.flush_messages
+                or now_ms - local.last_flush_ms >= self._config.flush_ms):
+            self._flush_locked(now_ms, checkpoint=False)
+        if self._waiters:
+            self._data_cond.notify_all()
+        return first_offset, last_offset
+
+    def _stamp_epoch(self) -> int:
+        """The partitionLeaderEpoch to encode a batch with (-1 when not leading); the writer
+        lock re-stamps if the epoch changed meanwhile."""
+        epoch = self._leader_epoch
+        return fmt.NO_PARTITION_LEADER_EPOCH if epoch is None else epoch
+
     def _append_encoded(self, data: Any, *, size_bytes: int, record_count: int,
                         max_timestamp_ms: int, now_ms: int, batches: list | None = None,
                         origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
@@ -536,7 +796,13 @@ class Log(LogReads, LogRetention):
                 if analysis.duplicate is not None:
                     duplicate = analysis.duplicate
                     return duplicate.first_offset, duplicate.last_offset
+            epoch = self._leader_epoch
+            if epoch is not None:  # a leader's append (Kafka's LogValidator stamps it)
+                data = stamp_partition_leader_epoch(data, epoch)
             result = active.append(data)
+            if epoch is not None:
+                # Kafka assigns before the write; after it, a refused write leaves no entry.
+                self._epochs.assign(epoch, result.first_offset)
             end_offset = result.last_offset + 1
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
             if analysis is None:
@@ -585,13 +851,17 @@ class Log(LogReads, LogRetention):
         self._last_expiration_ms = now_ms
         return self._psm.remove_expired_producers(now_ms)
 
-    def _roll_locked(self, now_ms: int) -> None:
+    def _roll_locked(self, now_ms: int, base_offset: int | None = None) -> None:
+        """Roll to a new segment at the end offset, or at ``base_offset`` (above it: a
+        follower's append whose first offset leaves a gap, Kafka's ``maybeRoll`` at
+        ``firstOrLastOffsetOfFirstBatch``)."""
         view = self._view
-        if not self._local.roll(view.end_offset, now_ms=now_ms):
+        base = view.end_offset if base_offset is None else base_offset
+        if not self._local.roll(base, now_ms=now_ms):
             return
         self._publish(view.start_offset, view.end_offset)
         # Kafka's UnifiedLog.roll: a producer snapshot at every new segment's base.
-        self._psm.update_map_end_offset(view.end_offset)
+        self._psm.update_map_end_offset(base)
         self._psm.take_snapshot()
         # Kafka flushes up to the new base offset after a roll (asynchronously there); doing it
         # here keeps recovery after a crash to the active segment.
@@ -655,8 +925,11 @@ class Log(LogReads, LogRetention):
         below the first segment empties the log and restarts it at ``offset`` (the start
         offset moves there). The high watermark and recovery point are lowered to ``offset``
         if above; the start offset to ``offset`` if above. No-op when ``offset >=
-        end_offset``. Waits for reads in flight. Raises ValueError for a negative offset,
-        ViewsOutstandingError if a live memoryview maps bytes to cut (nothing changes then).
+        end_offset``, except that the leader epoch cache loses its entries starting at or
+        above the end offset (Kafka: an entry a leader assigned before appending anything);
+        otherwise its entries starting at or above ``offset`` go. Waits for reads in flight.
+        Raises ValueError for a negative offset, ViewsOutstandingError if a live memoryview
+        maps bytes to cut (nothing changes then).
         """
         offset = check_int("offset", offset, minimum=0)  # TypeError / ValueError
         now_ms = checked_now_ms(now_ms)
@@ -664,21 +937,44 @@ class Log(LogReads, LogRetention):
             self._check_writable()
             view = self._view
             if offset >= view.end_offset:
+                # Kafka's truncateTo: the cache may hold an entry at the end from a leader
+                # that became leader and appended nothing before another took over.
+                self._epochs.truncate_from_end(view.end_offset)
                 return
             self._truncate_locked(view, offset, now_ms)
             self._data_cond.notify_all()
+
+    def truncate_fully_and_start_at(self, offset: int, *, now_ms: int | None = None) -> None:
+        """Remove every record and restart the log empty at ``offset`` (Kafka's
+        ``truncateFullyAndStartAt``: a follower whose fetch offset is out of the leader's
+        range, or whose first fetched batch starts below its empty log's start): start, end
+        and high watermark become ``offset``, the epoch cache and producer state are cleared,
+        the segments go through ``.deleted``. ``offset`` may be above the end offset.
+        TypeError / ValueError for a non-integer or out-of-range ``offset``; ReadOnlyError,
+        LogClosedError."""
+        offset = check_int("offset", offset, minimum=0, maximum=BASE_OFFSET_MAX)
+        now_ms = checked_now_ms(now_ms)
+        with self._lock:
+            self._check_writable()
+            self._truncate_fully_locked(offset, now_ms)
+            self._flush_locked(now_ms, checkpoint=True)
+            self._data_cond.notify_all()
+
+    def _truncate_fully_locked(self, offset: int, now_ms: int) -> None:
+        self._local.truncate_fully(offset, now_ms=now_ms)
+        self._psm.truncate_fully_and_start_at(offset)
+        self._epochs.clear()
+        self._refresh_unstable()
+        self._publish(offset, offset, high_watermark=offset)
 
     def _truncate_locked(self, view: LogView, offset: int, now_ms: int) -> None:
         psm = self._psm
         local = self._local
         if offset < view.segments.first().base_offset:
-            # UnifiedLog.truncateFullyAndStartAt
-            local.truncate_fully(offset, now_ms=now_ms)
-            psm.truncate_fully_and_start_at(offset)
-            self._refresh_unstable()
-            self._publish(offset, offset, high_watermark=offset)
+            self._truncate_fully_locked(offset, now_ms)  # UnifiedLog.truncateFullyAndStartAt
         else:
             local.truncate_to(offset, now_ms=now_ms)
+            self._epochs.truncate_from_end(offset)
             segments = local.segments
             start = min(view.start_offset, offset)
             # Kafka's UnifiedLog.truncateTo: snapshots above the new end go and the state is

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import OffsetOutOfRangeError
 from .config import LogConfig, check_int, checked_now_ms
+from .leader_epoch import LeaderEpochCache
 from .local_log import LocalLog
 from .producer_state import PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS, ProducerStateManager
 from .reads import LogView
@@ -44,6 +45,7 @@ class LogRetention:
     _config: LogConfig
     _psm: ProducerStateManager
     _local: LocalLog
+    _epochs: LeaderEpochCache
     _last_expiration_ms: int
     size_bytes: int  # Log's property: total bytes of the .log files
 
@@ -118,6 +120,7 @@ class LogRetention:
             view = self._view
         self._local.delete_segments(doomed, now_ms=now_ms)
         start = max(view.start_offset, self._local.segments.first().base_offset)
+        self._epochs.truncate_from_start(start)  # Kafka's maybeIncrementLogStartOffset
         self._psm.on_log_start_offset_incremented(start)
         self._refresh_unstable()
         self._publish(start, view.end_offset)
@@ -141,6 +144,7 @@ class LogRetention:
                     f"cannot delete records before {offset}: the high watermark is "
                     f"{view.high_watermark}")
             if offset > view.start_offset:
+                self._epochs.truncate_from_start(offset)
                 self._psm.on_log_start_offset_incremented(offset)
                 self._refresh_unstable()
                 self._publish(offset, view.end_offset)

@@ -20,7 +20,7 @@ than the batches' (not ``producer``), :func:`recompress_client_batches` re-encod
 with it, as Kafka's broker recompresses.
 
 Compacted topics (``cleanup.policy=compact``) reject records without a key
-(:func:`require_keys`, :func:`require_batch_keys`): the cleaner keeps the latest record per
+(:func:`require_keys`; client batches through ``Batch.record_summary``): the cleaner keeps the latest record per
 key, and a keyless record has none.
 
 Pure functions of their arguments (the backend and the log's config are passed in); no lock,
@@ -45,8 +45,8 @@ from .config import INT16_MAX, INT32_MAX, LogConfig, check_int
 __all__ = [
     "ValidationResult",
     "check_marker_fields",
+    "check_timestamp_range",
     "recompress_client_batches",
-    "require_batch_keys",
     "require_keys",
     "validate_client_batches",
     "validate_timestamps",
@@ -114,6 +114,15 @@ def validate_timestamps(timestamps_ms: Any, *, config: LogConfig, now_ms: int) -
         if values.size == 0:
             return
         lowest_ms, highest_ms = int(values.min()), int(values.max())
+    check_timestamp_range(lowest_ms, highest_ms, config=config, now_ms=now_ms)
+
+
+def check_timestamp_range(lowest_ms: int, highest_ms: int, *, config: LogConfig,
+                          now_ms: int) -> None:
+    """:func:`validate_timestamps` for records whose timestamps span ``lowest_ms`` ..
+    ``highest_ms``."""
+    before_ms = config.message_timestamp_before_max_ms
+    after_ms = config.message_timestamp_after_max_ms
     if lowest_ms < now_ms - before_ms or highest_ms > now_ms + after_ms:
         raise InvalidTimestampError(
             f"timestamps [{lowest_ms}, {highest_ms}] outside [{now_ms - before_ms}, "
@@ -144,26 +153,11 @@ def require_keys(keys: Any, *, config: LogConfig) -> None:
             "cannot accept a record without a key")
 
 
-def require_batch_keys(columns: Any, *, config: LogConfig, position: int) -> None:
-    """:func:`require_keys` for the decoded columns of the client batch at ``position``."""
-    if not config.compaction_enabled:
-        return
-    import numpy as np
-
-    missing = np.flatnonzero(np.asarray(columns.key_lengths) < 0)
-    if missing.size:
-        raise InvalidRecordError(
-            f"record {int(missing[0])} of the batch at position {position} has no key: a "
-            "compacted topic (cleanup.policy=compact) cannot accept a record without a key")
-
-
 def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConfig,
                             now_ms: int) -> ValidationResult:
     """Check the client batches in ``buffer`` (a 1-D byte view) by the rules of the module
     docstring and return what to write. ``now_ms`` is the clock for timestamp checks and
     LogAppendTime."""
-    import numpy as np
-
     size_bytes = len(buffer)
     if size_bytes == 0:
         raise InvalidRecordError("an append must hold at least one batch")
@@ -214,19 +208,20 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
                 raise InvalidRecordError(
                     f"batch with producer id {batch.producer_id} has no base sequence")
             with_producer = True
-        columns = batch.columns()
-        if compacted:
-            require_batch_keys(columns, config=config, position=position)
-        if len(columns) != count or not np.array_equal(
-                columns.offsets, np.arange(count, dtype=columns.offsets.dtype)):
+        # One pass over the records in C, no Columns: numpy stays out of the broker.
+        parsed, in_order, lowest_ms, highest_ms, first_keyless = batch.record_summary()
+        if compacted and first_keyless >= 0:
+            raise InvalidRecordError(
+                f"record {first_keyless} of the batch at position {position} has no key: a "
+                "compacted topic (cleanup.policy=compact) cannot accept a record without a key")
+        if parsed != count or not in_order:
             raise InvalidRecordError("record offsets inside the batch are not 0..count-1")
         if log_append_time:
             batch_max_ms = now_ms
         else:
-            timestamps_ms = columns.timestamps_ms
             if timestamps_bounded:
-                validate_timestamps(timestamps_ms, config=config, now_ms=now_ms)
-            batch_max_ms = int(timestamps_ms.max())
+                check_timestamp_range(lowest_ms, highest_ms, config=config, now_ms=now_ms)
+            batch_max_ms = highest_ms
         if batch.timestamp_type != wanted_type or batch.max_timestamp_ms != batch_max_ms:
             rewrites.append((position, batch.size_bytes, batch_max_ms))
         record_count += count

@@ -1,6 +1,12 @@
 """DeleteRecords, DescribeCluster and DescribeLogDirs: the one node's records, identity and
 data directory (Kafka's ``ReplicaManager.deleteRecords``, ``describeLogDirs`` and the
-broker's DescribeCluster)."""
+broker's DescribeCluster).
+
+In a cluster (``zookeeper.connect``) DescribeCluster lists the live brokers and the controller
+from ZooKeeper, and DeleteRecords is served by each partition's leader only
+(NOT_LEADER_OR_FOLLOWER elsewhere); it answers after the leader's own log start moved, without
+Kafka 2.8's wait for the followers' (``DelayedDeleteRecords``): they follow the leader's log
+start on their next fetch."""
 
 from __future__ import annotations
 
@@ -8,6 +14,10 @@ import os
 from typing import Any
 
 from ...errors import OffsetOutOfRangeError, SeglogError
+
+#: Kafka's NOT_LEADER_OR_FOLLOWER.
+NOT_LEADER_OR_FOLLOWER = 6
+from .data_topics import replica_manager
 from .admin_wire import (
     CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
     OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
@@ -18,7 +28,7 @@ from .admin_wire import (
 # --- DeleteRecords --------------------------------------------------------------------------
 
 
-def _delete_records(store, topics) -> list[tuple[str, list[tuple[int, int, int]]]]:
+def _delete_records(store, topics, led=None) -> list[tuple[str, list[tuple[int, int, int]]]]:
     # Kafka reads the request into a map by partition: a partition named twice is answered
     # once, for the last offset given.
     wanted: dict[str, dict[int, int]] = {}
@@ -29,6 +39,10 @@ def _delete_records(store, topics) -> list[tuple[str, list[tuple[int, int, int]]
     for name, partitions in wanted.items():
         rows = []
         for partition, offset in partitions.items():
+            if led is not None and (name, partition) not in led:
+                # In a cluster only the leader deletes (its followers follow its log start).
+                rows.append((partition, -1, NOT_LEADER_OR_FOLLOWER))
+                continue
             try:
                 log_ = store.topic(name).log(partition)
                 if not log_.config.deletion_enabled:
@@ -51,7 +65,12 @@ async def delete_records(ctx, request) -> Any:
     moves up to ``offset`` (-1: the high watermark); the answer's ``low_watermark`` is the
     new log start offset, -1 with an error."""
     response_cls, m = response_classes(21, ctx.api_version)
-    done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics)
+    cluster = replica_manager(ctx.broker)
+    led = None
+    if cluster is not None:
+        led = {(tp.topic, tp.partition) for tp, replica in cluster.partitions.items()
+               if replica.is_leader}
+    done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics, led)
     # A fetch waiting below the new log start offset answers OFFSET_OUT_OF_RANGE now.
     ctx.broker.appended.notify()
     return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
@@ -77,13 +96,22 @@ async def describe_cluster(ctx, request) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE, error_code=code,
                      error_message=message, endpoint_type=1, cluster_id="", controller_id=-1,
                      brokers=(), cluster_authorized_operations=-2**31)
-    broker = make(m.DescribeClusterBroker, broker_id=state.node_id, host=state.host,
-                   port=state.port, rack=None, is_fenced=False)
+    cluster = replica_manager(state)
+    if cluster is not None:
+        # The cluster's live brokers and controller (ZooKeeper, via the replica manager).
+        brokers = tuple(make(m.DescribeClusterBroker, broker_id=info.broker_id,
+                             host=info.host, port=info.port, rack=info.rack, is_fenced=False)
+                        for _id, info in sorted(cluster.live_brokers.items()))
+        controller_id = -1 if cluster.controller_id is None else cluster.controller_id
+    else:
+        brokers = (make(m.DescribeClusterBroker, broker_id=state.node_id, host=state.host,
+                        port=state.port, rack=None, is_fenced=False),)
+        controller_id = state.node_id
     operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
                   else -2**31)
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, error_message=None,
-                 endpoint_type=1, cluster_id=state.cluster_id, controller_id=state.node_id,
-                 brokers=(broker,), cluster_authorized_operations=operations)
+                 endpoint_type=1, cluster_id=state.cluster_id, controller_id=controller_id,
+                 brokers=brokers, cluster_authorized_operations=operations)
 
 
 # --- DescribeLogDirs ------------------------------------------------------------------------

@@ -1,5 +1,15 @@
 """CreateTopics, DeleteTopics and CreatePartitions (Kafka's ``ControllerApis`` and
-``ReplicationControlManager``)."""
+``ReplicationControlManager``).
+
+In a cluster (``zookeeper.connect``) CreateTopics is Kafka 2.8's ``ZkAdminManager
+.createTopics``: the replication factor (-1: ``default.replication.factor``) is placed over
+the live brokers by Kafka's rack-unaware assignment (INVALID_REPLICATION_FACTOR when there are
+too few), or the request's manual assignment is checked against them; the topic is written to
+ZooKeeper (assignment and ``/config/topics``) and answered once the controller initialised its
+partitions, within the request's timeout. DeleteTopics asks the controller
+(``/admin/delete_topics/<t>``) and answers once the topic is gone (REQUEST_TIMED_OUT after the
+timeout); CreatePartitions writes the grown assignment (Kafka's placement from partition 0's
+first replica, or the request's, checked) and answers once the new partitions have a leader."""
 
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ from ...storage import checkpoints
 from . import admin_configs as cfg
 from .admin_config_apis import topic_config_entries
 from .admin_state import dynamic_configs, save_configs, topic_defaults
+from .data_topics import replica_manager
 from .admin_wire import (
     INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
     INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NO_THROTTLE, POLICY_VIOLATION,
@@ -23,6 +34,45 @@ from .admin_wire import (
 
 #: Partition counts above this are created on a worker thread (run_blocking).
 _INLINE_PARTITIONS_MAX = 16
+#: The longest a cluster member's CreateTopics waits for the controller to initialise the
+#: new partitions (the request's timeout_ms bounds it too).
+CREATE_WAIT_S_MAX = 30.0
+#: Kafka's REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
+REQUEST_TIMED_OUT = 7
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
+                              "__share_group_state"})
+
+
+def _cluster_new_partitions(cluster, name: str, current: int, count: int,
+                            assignments) -> dict[int, list[int]]:
+    """The replicas of the partitions that grow ``name`` from ``current`` to ``count`` in a
+    cluster: the request's (checked against the live brokers and partition 0's replica
+    count, as Kafka 2.8's ``AdminZkClient.validateReplicaAssignment``) or Kafka's placement."""
+    if assignments is None:
+        try:
+            return cluster.assign_new_partitions(name, count)
+        except SeglogError as e:
+            raise Refused(code_of(e), str(e)) from None
+    live = set(cluster.live_brokers)
+    factor = len(cluster.assignments[name].partitions[0])
+    added = {}
+    for offset, entry in enumerate(assignments):
+        replicas = list(entry.broker_ids)
+        if len(set(replicas)) != len(replicas):
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"Duplicate brokers not allowed in replica assignment: {replicas}")
+        if len(replicas) != factor:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT, "Inconsistent replication factor "
+                           "between partitions, partition 0 has "
+                           f"{factor} while partitions [{current + offset}] have replication "
+                           f"factors [{len(replicas)}], respectively.")
+        unknown = [b for b in replicas if b not in live]
+        if unknown:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           f"Unknown broker(s) in replica assignment: "
+                           f"{', '.join(map(str, unknown))}.")
+        added[current + offset] = replicas
+    return added
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
@@ -40,6 +90,58 @@ def _creation_config(state, topic) -> Any:
         return cfg.topic_config_from(topic_defaults(state), overrides), overrides
     except InvalidConfigError as e:
         raise Refused(INVALID_CONFIG, str(e)) from None
+
+
+def _cluster_assignment(state, cluster, topic) -> dict[int, list[int]]:
+    """In a cluster: the replica assignment of a topic to create (the request's own, checked
+    as Kafka 2.8's ``ZkAdminManager.createTopics`` checks it, or Kafka's rack-unaware
+    placement over the live brokers with the replication factor asked, -1:
+    ``default.replication.factor``), or Refused."""
+    live = set(cluster.live_brokers)
+    if topic.assignments:
+        if topic.replication_factor != -1 or topic.num_partitions != -1:
+            raise Refused(INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+                           "replicasAssignments were set. Both cannot be used at the same "
+                           "time.")
+        assignment: dict[int, list[int]] = {}
+        for entry in topic.assignments:
+            replicas = list(entry.broker_ids)
+            if entry.partition_index in assignment:
+                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
+                               f"assignments for partition {entry.partition_index}")
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Duplicate replica assignment "
+                               f"found: {replicas}" if replicas else
+                               "The manual partition assignment includes an empty replica "
+                               "list.")
+            unknown = [b for b in replicas if b not in live]
+            if unknown:
+                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica "
+                               f"assignment: {', '.join(map(str, unknown))}.")
+            assignment[entry.partition_index] = replicas
+        if set(assignment) != set(range(len(assignment))):
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           "partitions should be a consecutive 0-based integer sequence")
+        if len({len(r) for r in assignment.values()}) > 1:
+            raise Refused(INVALID_REPLICA_ASSIGNMENT,
+                           "All partitions should have the same number of replicas")
+        return assignment
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise Refused(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, "
+                       "or -1 to use the default value.")
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise Refused(INVALID_PARTITIONS,
+                       "Number of partitions was set to an invalid non-positive value.")
+    count = (broker_setting(state, "num.partitions", 1) if topic.num_partitions == -1
+             else topic.num_partitions)
+    factor = (broker_setting(state, "default.replication.factor", 1)
+              if topic.replication_factor == -1 else topic.replication_factor)
+    try:
+        return cluster.assign_replicas(count, factor)
+    except SeglogError as e:
+        # InvalidReplicationFactorError (38): "Replication factor: X larger than available
+        # brokers: Y."
+        raise Refused(code_of(e), str(e)) from None
 
 
 def _creation_count(state, topic) -> int:
@@ -113,7 +215,10 @@ async def create_topics(ctx, request) -> Any:
             failed(n, POLICY_VIOLATION, "Excessively large number of partitions per request.")
             for n in names))
     dups = duplicates(t.name for t in request.topics)
-    existing = set(store.topics())
+    cluster = replica_manager(state)
+    # In a cluster the topics are ZooKeeper's (a local one may still be on its way).
+    existing = set(cluster.assignments) if cluster is not None else set(store.topics())
+    assignments: dict[str, dict[int, list[int]]] = {}
     checked: dict[str, Any] = {}  # name -> (topic, config, overrides, count) or Refused
     for topic in request.topics:
         name = topic.name
@@ -133,7 +238,12 @@ async def create_topics(ctx, request) -> Any:
                     raise Refused(INVALID_TOPIC_EXCEPTION,
                                    f"Topic '{name}' collides with existing topic: {other}")
             config, overrides = _creation_config(state, topic)
-            checked[name] = (topic, config, overrides, _creation_count(state, topic))
+            if cluster is not None:
+                assignment = _cluster_assignment(state, cluster, topic)
+                assignments[name] = assignment
+                checked[name] = (topic, config, overrides, len(assignment))
+            else:
+                checked[name] = (topic, config, overrides, _creation_count(state, topic))
         except Refused as e:
             checked[name] = e
     # Kafka's controller writes one record per topic, per config and per partition, and
@@ -154,8 +264,22 @@ async def create_topics(ctx, request) -> Any:
             if count > TOPIC_PARTITIONS_MAX:
                 raise Refused(INVALID_PARTITIONS, f"seglog topics have at most "
                                f"{TOPIC_PARTITIONS_MAX} partitions")
+            factor = 1
+            if cluster is not None:
+                factor = len(assignments[name][0])
             if request.validate_only:
                 topic_id = uuid.uuid4()  # as Kafka, which draws the id before validate_only
+            elif cluster is not None:
+                # Kafka 2.8: written to ZooKeeper, answered once the controller gave every
+                # partition its leader (bounded by the request's timeout).
+                wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
+                try:
+                    topic_id = await cluster.create_topic(
+                        name, assignments[name],
+                        {k: v for k, v in overrides.items() if v is not None},
+                        timeout_s=wait_s)
+                except (SeglogError, OSError) as e:
+                    raise Refused(code_of(e), str(e)) from None
             else:
                 try:
                     if count > _INLINE_PARTITIONS_MAX:
@@ -174,7 +298,7 @@ async def create_topics(ctx, request) -> Any:
             results.append(make(
                 m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
                 error_message=None, topic_config_error_code=0, num_partitions=count,
-                replication_factor=1,
+                replication_factor=factor,
                 configs=tuple(make(config_cls, **e) for e in entries)
                 if config_cls is not None else ()))
         except Refused as e:
@@ -213,9 +337,14 @@ async def delete_topics(ctx, request) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(
             make(m.DeletableTopicResult, name=n, topic_id=i, error_code=code,
                   error_message="Topic deletion is disabled.") for n, i in wanted))
+    cluster = replica_manager(state)
     dups = duplicates(n for n, i in wanted if n is not None and i is None)
     dup_ids = duplicates(i for n, i in wanted if i is not None and n is None)
-    ids = _topic_ids(store)
+    if cluster is not None:
+        # The cluster's topics and ids (ZooKeeper's), not this broker's local ones.
+        ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
+    else:
+        ids = _topic_ids(store)
     names_to_ids = {n: i for i, n in ids.items()}
     results = []
     reported = set()
@@ -240,13 +369,24 @@ async def delete_topics(ctx, request) -> Any:
             elif name not in names_to_ids:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
             topic_id = names_to_ids[name]
-            if store.topic(name).is_internal:
+            if name in _INTERNAL_TOPICS:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
-            try:
-                await state.run_blocking(store.delete_topic, name)
-            except (SeglogError, OSError) as e:
-                raise Refused(code_of(e), str(e)) from None
+            if cluster is not None:
+                # Kafka 2.8: /admin/delete_topics/<t> for the controller, answered once the
+                # topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
+                wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
+                try:
+                    deleted = await cluster.delete_topic(name, timeout_s=wait_s)
+                except (SeglogError, OSError) as e:
+                    raise Refused(code_of(e), str(e)) from None
+                if not deleted:
+                    raise Refused(REQUEST_TIMED_OUT, None)
+            else:
+                try:
+                    await state.run_blocking(store.delete_topic, name)
+                except (SeglogError, OSError) as e:
+                    raise Refused(code_of(e), str(e)) from None
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
         except Refused as e:
@@ -277,8 +417,10 @@ async def create_partitions(ctx, request) -> Any:
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(37, ctx.api_version)
+    cluster = replica_manager(state)
     dups = duplicates(t.name for t in request.topics)
-    counts = _partition_counts(store)
+    counts = (_partition_counts(store) if cluster is None else
+              {n: len(a.partitions) for n, a in cluster.assignments.items()})
     added = sum(t.count - counts[t.name] for t in request.topics if t.name in counts)
     if added > RECORDS_PER_REQUEST_MAX:
         # Kafka 4.4 refuses the whole request before looking at any topic.
@@ -292,10 +434,9 @@ async def create_partitions(ctx, request) -> Any:
         try:
             if name in dups:
                 raise Refused(INVALID_REQUEST, "Duplicate topic name.")
-            if name not in store:
+            if name not in counts:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION)
-            topic = store.topic(name)
-            current = topic.partitions
+            current = counts[name]
             count = wanted.count
             if count < current:
                 raise Refused(INVALID_PARTITIONS, f"The topic {name} currently has {current} "
@@ -311,12 +452,23 @@ async def create_partitions(ctx, request) -> Any:
                                    f"Attempted to add {count - current} additional partition(s)"
                                    f", but only {len(wanted.assignments)} assignment(s) were "
                                    "specified.")
-                for assignment in wanted.assignments:
-                    check_replicas(assignment.broker_ids, state.node_id)
-            if topic.is_internal:
+                if cluster is None:
+                    for assignment in wanted.assignments:
+                        check_replicas(assignment.broker_ids, state.node_id)
+            if name in _INTERNAL_TOPICS:
                 raise Refused(INVALID_PARTITIONS, f"seglog does not add partitions to its "
                                f"internal topic {name}")
-            if not request.validate_only:
+            if cluster is not None:
+                added = _cluster_new_partitions(cluster, name, current, count,
+                                                wanted.assignments)
+                if not request.validate_only:
+                    wait_s = min(max(request.timeout.total_seconds(), 0.0),
+                                 CREATE_WAIT_S_MAX)
+                    try:
+                        await cluster.add_partitions(name, added, timeout_s=wait_s)
+                    except (SeglogError, OSError) as e:
+                        raise Refused(code_of(e), str(e)) from None
+            elif not request.validate_only:
                 try:
                     await state.run_blocking(store.create_partitions, name, count)
                 except (SeglogError, ValueError, OSError) as e:

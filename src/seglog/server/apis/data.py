@@ -14,7 +14,7 @@ from typing import Any
 
 from ..registry import ApiHandler
 from . import data_fetch, data_metadata, data_offsets, data_produce
-from .data_topics import EXTENSION_KEY, TopicIds
+from .data_topics import EXTENSION_KEY, ClusterTopicIds, TopicIds, replica_manager
 
 __all__ = ["HANDLERS", "start", "stop"]
 
@@ -36,7 +36,9 @@ HANDLERS: tuple[ApiHandler, ...] = (
 
 async def start(state: Any) -> None:
     """Make the data APIs' per-broker state: the topic-id map (``state.extensions``)."""
-    state.extensions[EXTENSION_KEY] = TopicIds(state.store)
+    cluster = replica_manager(state)
+    state.extensions[EXTENSION_KEY] = (TopicIds(state.store) if cluster is None
+                                       else ClusterTopicIds(state.store, cluster))
 
 
 async def stop(state: Any) -> None:

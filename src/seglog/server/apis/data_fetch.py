@@ -24,9 +24,18 @@ fetch response with no session", it stays on full requests) and librdkafka (whic
 sessionless requests) accept; an incremental request (any other epoch) gets
 FETCH_SESSION_ID_NOT_FOUND, as Kafka answers a session it does not know.
 
-Followers. A fetch from a replica (``replica_id`` >= 0) is refused per partition, as Kafka
-refuses a replica not in the partition's assignment (NOT_LEADER_OR_FOLLOWER, or
-UNKNOWN_LEADER_EPOCH when it names a leader epoch) until replication exists.
+Followers. On a single-node broker a fetch from a replica (``replica_id`` >= 0) is refused
+per partition, as Kafka refuses a replica not in the partition's assignment
+(NOT_LEADER_OR_FOLLOWER, or UNKNOWN_LEADER_EPOCH when it names a leader epoch).
+
+In a cluster (``zookeeper.connect``) only a partition's leader answers (NOT_LEADER_OR_FOLLOWER
+elsewhere, and for a replica id that is not one of its replicas); ``CurrentLeaderEpoch`` is
+checked against the leader's epoch (FENCED_LEADER_EPOCH older, UNKNOWN_LEADER_EPOCH newer).
+A follower's read goes to the log end offset; v12+ ``LastFetchedEpoch`` is checked against the
+leader's epoch cache and a divergence answered at once with ``DivergingEpoch`` and no records;
+otherwise the follower's fetch offset is recorded (once per request, at its first read): the
+ISR may grow, the high watermark may move and delayed produces complete
+(:mod:`seglog.cluster.replica_manager`). Consumers read to the high watermark as always.
 """
 
 from __future__ import annotations
@@ -47,9 +56,11 @@ from .data_topics import (
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     check_current_leader_epoch,
     gone_or_storage_error,
+    replica_manager,
     topic_ids,
     topic_or_none,
 )
+from ...types import TopicPartition
 
 __all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "FETCH_MAX_BYTES_DEFAULT", "handle_fetch"]
 
@@ -77,10 +88,13 @@ class _Wanted:
     """One requested partition, resolved: where to answer it and how to read it."""
 
     __slots__ = ("key", "topic", "partition", "log", "error_code", "fetch_offset", "max_bytes",
-                 "current_leader_epoch")
+                 "current_leader_epoch", "replica", "last_fetched_epoch",
+                 "follower_log_start_offset")
 
     def __init__(self, key: Any, topic: Any, partition: int, log: Any, error_code: int,
-                 fetch_offset: int, max_bytes: int, current_leader_epoch: int):
+                 fetch_offset: int, max_bytes: int, current_leader_epoch: int,
+                 replica: Any = None, last_fetched_epoch: int = -1,
+                 follower_log_start_offset: int = -1):
         self.key = key
         self.topic = topic
         self.partition = partition
@@ -89,6 +103,10 @@ class _Wanted:
         self.fetch_offset = fetch_offset
         self.max_bytes = max_bytes
         self.current_leader_epoch = current_leader_epoch
+        #: In a cluster: the leader's PartitionReplica (None on a single-node broker).
+        self.replica = replica
+        self.last_fetched_epoch = last_fetched_epoch
+        self.follower_log_start_offset = follower_log_start_offset
 
 
 def _replica_id(request: Any) -> int:
@@ -102,18 +120,28 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
     by_id = ctx.api_version >= 13
     store = ctx.broker.store
     ids = topic_ids(ctx.broker) if by_id else None
-    follower = _replica_id(request) >= 0
+    replica_id = _replica_id(request)
+    follower = replica_id >= 0
+    cluster = replica_manager(ctx.broker)
     wanted = []
     for fetch_topic in request.topics:
         key = fetch_topic.topic_id if by_id else fetch_topic.topic
         topic = ids.topic(key) if by_id else topic_or_none(store, key)
         for p in fetch_topic.partitions:
             epoch = int(getattr(p, "current_leader_epoch", -1))
-            log, code = None, ERROR_NONE
+            log, code, replica = None, ERROR_NONE, None
             if topic is None:
                 code = ERROR_UNKNOWN_TOPIC_ID if by_id else ERROR_UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition < topic.partitions:
                 code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            elif cluster is not None:
+                # Kafka 2.8: only the leader serves fetches, a follower's (replica id >= 0,
+                # one of the partition's replicas) and a consumer's alike.
+                replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
+                if replica is None or (follower and replica_id not in replica.replicas):
+                    code = ERROR_NOT_LEADER_OR_FOLLOWER
+                else:
+                    log = replica.log
             elif follower:
                 code = ERROR_UNKNOWN_LEADER_EPOCH if epoch != -1 else ERROR_NOT_LEADER_OR_FOLLOWER
             else:
@@ -122,25 +150,56 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
                 except errors.SeglogError as e:
                     code = gone_or_storage_error(store, topic, e)
             wanted.append(_Wanted(key, topic, p.partition, log, code, int(p.fetch_offset),
-                                  int(p.partition_max_bytes), epoch))
+                                  int(p.partition_max_bytes), epoch, replica,
+                                  int(getattr(p, "last_fetched_epoch", -1)),
+                                  int(getattr(p, "log_start_offset", -1))))
     return wanted
 
 
 def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
-              isolation: str) -> PartitionResult:
-    """Kafka's ``readFromLog.read`` for one partition of a consumer fetch."""
-    code = check_current_leader_epoch(w.current_leader_epoch)
+              isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
+              record_follower: bool = False) -> PartitionResult:
+    """Kafka's ``readFromLog.read`` for one partition of a fetch. In a cluster a follower's
+    read (``replica_id`` >= 0) goes to the log end offset, is answered ``DivergingEpoch``
+    when its last fetched epoch diverges, and (``record_follower``: the request's first read,
+    as Kafka's ``fetchMessages``) records the follower's fetch state at the leader."""
+    if w.replica is not None:
+        # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes
+        # with NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
+        code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
+                if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
+    else:
+        code = check_current_leader_epoch(w.current_leader_epoch)
     if code != ERROR_NONE:
         return _failed(w.partition, code)
     adjusted_max_bytes = min(w.max_bytes, limit_bytes)
     if adjusted_max_bytes < 0:
         # Kafka's LogSegment.read: IllegalArgumentException("Invalid max size").
         return _failed(w.partition, ERROR_UNKNOWN_SERVER_ERROR)
+    follower = w.replica is not None and replica_id >= 0
     try:
-        result = w.log.read(w.fetch_offset, max_bytes=adjusted_max_bytes,
-                            min_one_batch=min_one_batch, isolation=isolation)
+        if follower:
+            diverging = cluster.diverging_epoch(w.replica, w.last_fetched_epoch,
+                                                w.fetch_offset)
+            if diverging is not None:
+                # Partition.readRecords: no records, the follower's fetch state untouched.
+                log_ = w.log
+                return PartitionResult(w.partition, ERROR_NONE, log_.high_watermark,
+                                       log_.last_stable_offset, log_.start_offset, None, b"",
+                                       diverging)
+            log_ = w.log
+            result = log_.read(w.fetch_offset, max_bytes=adjusted_max_bytes,
+                               min_one_batch=min_one_batch, max_offset=log_.end_offset)
+        else:
+            result = w.log.read(w.fetch_offset, max_bytes=adjusted_max_bytes,
+                                min_one_batch=min_one_batch, isolation=isolation)
     except (errors.SeglogError, OSError) as e:
         return _failed(w.partition, gone_or_storage_error(store, w.topic, e))
+    if follower and record_follower:
+        # The high watermark answered is the one read before this fetch's own update
+        # (Kafka's initialHighWatermark): a follower's lags the leader's by one fetch.
+        cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
+                                 w.follower_log_start_offset)
     aborted = result.aborted_transactions
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
@@ -150,7 +209,9 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
 
 
 def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
-              isolation: str) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
+              isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
+              record_follower: bool = False
+              ) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
     """Read every partition in request order; ``(results, record bytes, any error)``."""
     limit_bytes = max_bytes
     min_one_batch = True
@@ -161,7 +222,10 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
         if w.error_code != ERROR_NONE:
             continue
         result = _read_one(store, w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
-                           isolation=isolation)
+                           isolation=isolation, cluster=cluster, replica_id=replica_id,
+                           record_follower=record_follower)
+        if result.diverging_epoch is not None:
+            failed = True  # answered at once, as Kafka's divergence completes the fetch
         size_bytes = len(result.records)
         if size_bytes:
             min_one_batch = False
@@ -208,8 +272,11 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     appended = broker.appended
     seen = appended.count
     store = broker.store
+    cluster = replica_manager(broker)
+    replica_id = _replica_id(request)
     results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
-                                            isolation=isolation)
+                                            isolation=isolation, cluster=cluster,
+                                            replica_id=replica_id, record_follower=True)
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
@@ -222,9 +289,11 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
             break
         seen = appended.count
         results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
-                                                isolation=isolation)
+                                                isolation=isolation, cluster=cluster,
+                                                replica_id=replica_id)
         if size_bytes >= min_bytes or failed:
             return _response(ctx, wanted, results)
     results, _size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
-                                                  isolation=isolation)
+                                                  isolation=isolation, cluster=cluster,
+                                                  replica_id=replica_id)
     return _response(ctx, wanted, results)

@@ -11,7 +11,8 @@ set. The layout follows Kafka's ``FetchResponse.json``:
 - v7+: error_code and session_id after throttle_time_ms;
 - v11+: preferred_read_replica before the records;
 - v12+: flexible (compact arrays, strings and records, an empty tagged-field section after
-  every struct; the optional tagged fields are never sent);
+  every struct; of the optional tagged fields only a partition's ``DivergingEpoch`` (tag 0)
+  is sent, to a follower whose log diverged);
 - v13+: the topic id (16 bytes) in place of its name.
 """
 
@@ -31,6 +32,8 @@ _PARTITION_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last sta
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... log start offset
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
 _NO_PREFERRED_READ_REPLICA = INT32.pack(-1)
+_DIVERGING = struct.Struct(">iq")  # epoch, end offset
+_DIVERGING_TAG = b"\x01\x00" + bytes((_DIVERGING.size + 1,))  # 1 field, tag 0, its size
 
 
 class PartitionResult(NamedTuple):
@@ -45,6 +48,9 @@ class PartitionResult(NamedTuple):
     log_start_offset: int
     aborted: Sequence[tuple[int, int]] | None
     records: Any
+    #: ``(epoch, end offset)`` of Kafka's ``DivergingEpoch`` (v12+, tagged field 0) when a
+    #: follower's last fetched epoch diverges from the leader's log; None: not sent.
+    diverging_epoch: tuple[int, int] | None = None
 
 
 def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: int,
@@ -98,7 +104,12 @@ def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: in
                 parts.append(records)
                 out = bytearray()
             if flexible:
-                out += b"\x00"  # the partition's tagged fields
+                diverging = p.diverging_epoch
+                if diverging is None:
+                    out += b"\x00"  # the partition's tagged fields: none
+                else:
+                    # One tagged field: tag 0, 13 bytes (epoch, end offset, no tags).
+                    out += _DIVERGING_TAG + _DIVERGING.pack(*diverging) + b"\x00"
         if flexible:
             out += b"\x00"  # the topic's tagged fields
     if flexible:

@@ -14,6 +14,13 @@ configs. Kafka's KRaft broker forwards the creation to its controller and answer
 UNKNOWN_TOPIC_OR_PARTITION for that topic in this response (clients retry their metadata);
 this broker creates the topic at once but answers the same, so clients see what they see
 against Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION either way.
+
+In a cluster (``zookeeper.connect``) the answer comes from the replica manager's metadata
+cache (ZooKeeper, kept by watches), as Kafka 2.8's ``MetadataCache``: the live brokers, the
+controller, each partition's leader, leader epoch, replicas, ISR and offline replicas
+(LEADER_NOT_AVAILABLE with leader -1 while the leader is dead or the partition has no state
+yet); an auto-created topic is written to ZooKeeper with ``default.replication.factor`` and
+answered LEADER_NOT_AVAILABLE, as Kafka 2.8's ``KafkaApis.createTopic``.
 """
 
 from __future__ import annotations
@@ -27,13 +34,17 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ... import errors
+from ...types import TopicPartition
 from .data_topics import (
     ERROR_INVALID_REQUEST,
     ERROR_INVALID_TOPIC,
+    ERROR_LEADER_NOT_AVAILABLE,
     ERROR_NONE,
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_EPOCH,
+    error_code_for,
+    replica_manager,
     response_entities,
     to_uuid,
     topic_ids,
@@ -129,6 +140,9 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
     broker = ctx.broker
     store = broker.store
     classes = _entity_classes(version)
+    cluster = replica_manager(broker)
+    if cluster is not None:
+        return await _cluster_metadata(ctx, request, cluster, classes)
     response_cls, broker_cls = classes[0], classes[1]
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
@@ -182,6 +196,124 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
                      rack=None),)
     return build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
                  cluster_id=broker.cluster_id, controller_id=broker.node_id,
+                 topics=tuple(entries), cluster_authorized_operations=cluster_ops,
+                 error_code=ErrorCode(ERROR_NONE))
+
+
+# --- a cluster member (zookeeper.connect) ------------------------------------------------------
+
+
+def _cluster_topic_entry(classes: tuple, cluster: Any, assignment: Any,
+                         authorized_operations: int) -> Any:
+    """One topic from the cluster's metadata (Kafka 2.8's ``MetadataCache
+    .getPartitionMetadata``): per partition its leader, leader epoch, replicas, ISR and the
+    replicas on dead brokers; LEADER_NOT_AVAILABLE (leader -1) while the leader is not a
+    live broker or the controller has not given the partition a state yet."""
+    partition_cls = classes[3]
+    live = cluster.live_brokers
+    partitions = []
+    for index, replicas in sorted(assignment.partitions.items()):
+        state = cluster.states.get(TopicPartition(assignment.topic, index))
+        offline = tuple(r for r in replicas if r not in live)
+        if state is None:
+            code, leader, epoch, isr = ERROR_LEADER_NOT_AVAILABLE, -1, -1, ()
+        else:
+            leader, epoch, isr = state.leader, state.leader_epoch, tuple(state.isr)
+            code = ERROR_NONE
+            if leader not in live:
+                code, leader = ERROR_LEADER_NOT_AVAILABLE, -1
+        partitions.append(build(
+            partition_cls, error_code=ErrorCode(code), partition_index=index,
+            leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
+            isr_nodes=isr, offline_replicas=offline))
+    name = assignment.topic
+    return build(classes[2], error_code=ErrorCode(ERROR_NONE), name=name,
+                 topic_id=assignment.topic_id or _ZERO_UUID,
+                 is_internal=name in _INTERNAL_TOPICS, partitions=tuple(partitions),
+                 topic_authorized_operations=authorized_operations)
+
+
+async def _cluster_auto_create(ctx: Any, cluster: Any, name: str) -> int:
+    """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
+    to ZooKeeper (``num.partitions``, ``default.replication.factor`` over the live brokers)
+    and the answer is LEADER_NOT_AVAILABLE (the client asks again); a failure's own code
+    (INVALID_REPLICATION_FACTOR with too few brokers)."""
+    if not valid_topic_name(name):
+        return ERROR_INVALID_TOPIC
+    if name in _INTERNAL_TOPICS:
+        return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
+    config = ctx.broker.config
+    try:
+        assignment = cluster.assign_replicas(int(config.get("num.partitions", 1)),
+                                             int(config.get("default.replication.factor", 1)))
+        await cluster.create_topic(name, assignment, {}, timeout_s=0)
+    except errors.TopicExistsError:
+        pass
+    except (errors.SeglogError, OSError) as e:
+        return error_code_for(e)
+    return ERROR_LEADER_NOT_AVAILABLE
+
+
+async def _cluster_metadata(ctx: Any, request: Any, cluster: Any, classes: tuple) -> Any:
+    version = ctx.api_version
+    broker = ctx.broker
+    response_cls, broker_cls = classes[0], classes[1]
+    requested = request.topics
+    all_topics = requested is None or (version == 0 and not requested)
+    include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    topic_ops = TOPIC_AUTHORIZED_OPERATIONS if include_topic_ops else AUTHORIZED_OPERATIONS_OMITTED
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+        cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
+    assignments = cluster.assignments
+    entries: list = []
+    if all_topics:
+        for name in sorted(assignments):
+            entries.append(_cluster_topic_entry(classes, cluster, assignments[name], topic_ops))
+    else:
+        allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
+                        and bool(broker.config.get("auto.create.topics.enable", True)))
+        by_id = {a.topic_id: a for a in assignments.values() if a.topic_id is not None}
+        seen: set = set()
+        for wanted in requested:
+            name = getattr(wanted, "name", None)
+            topic_id = getattr(wanted, "topic_id", None)
+            if topic_id is not None and topic_id != _ZERO_UUID:
+                if version < 12:
+                    return _invalid_request(classes, request)
+                assignment = by_id.get(topic_id)
+                if assignment is None:
+                    entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None, topic_id))
+                elif assignment.topic not in seen:
+                    seen.add(assignment.topic)
+                    entries.append(_cluster_topic_entry(classes, cluster, assignment,
+                                                        topic_ops))
+                continue
+            if name is None:
+                if version < 12:
+                    return _invalid_request(classes, request)
+                entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None))
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            assignment = assignments.get(name)
+            if assignment is not None:
+                entries.append(_cluster_topic_entry(classes, cluster, assignment, topic_ops))
+            elif allow_create:
+                entries.append(_error_entry(classes,
+                                            await _cluster_auto_create(ctx, cluster, name), name))
+            else:
+                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
+                    else ERROR_INVALID_TOPIC
+                entries.append(_error_entry(classes, code, name))
+    brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
+                          rack=info.rack)
+                    for _id, info in sorted(cluster.live_brokers.items()))
+    controller_id = cluster.controller_id
+    return build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
+                 cluster_id=broker.cluster_id,
+                 controller_id=-1 if controller_id is None else controller_id,
                  topics=tuple(entries), cluster_authorized_operations=cluster_ops,
                  error_code=ErrorCode(ERROR_NONE))
 

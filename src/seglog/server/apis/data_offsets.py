@@ -21,6 +21,12 @@ the last stable offset with read_committed (any other replica id: the log end of
 and the last two answer nothing found (offset and timestamp -1) when the record is at or
 past the last fetchable offset. Leader epochs are answered from v4 on, and are always
 :data:`~seglog.server.apis.data_topics.LEADER_EPOCH` here (see :mod:`.data_topics`).
+
+In a cluster (``zookeeper.connect``) both APIs are answered by the partition's leader only
+(NOT_LEADER_OR_FOLLOWER elsewhere), ``current_leader_epoch`` is fenced against the leader's
+epoch, and the epochs come from the leader's epoch cache: OffsetForLeaderEpoch answers
+``Log.end_offset_for_epoch`` (Kafka's ``LeaderEpochFileCache.endOffsetFor``), ListOffsets the
+current leader epoch for latest and the cached epoch of the offset found otherwise.
 """
 
 from __future__ import annotations
@@ -32,16 +38,19 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ... import errors
+from ...types import TopicPartition
 from .data_metadata import build
 from .data_topics import (
     ERROR_INVALID_REQUEST,
     ERROR_NONE,
+    ERROR_NOT_LEADER_OR_FOLLOWER,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_EPOCH,
     UNDEFINED_EPOCH,
     check_current_leader_epoch,
     end_offset_for_epoch,
     error_code_for,
+    replica_manager,
     response_entities,
     topic_or_none,
 )
@@ -82,9 +91,22 @@ def _timestamp_of(log: Any, offset: int) -> int:
     return -1
 
 
-def _lookup(log: Any, timestamp: int, *, isolation_level: int | None) -> tuple[int, int, int]:
+def _epoch_for_offset(log: Any, offset: int) -> int:
+    """The leader epoch of the record at ``offset`` in a replicated log's epoch cache (the
+    latest entry starting at or before it); -1 when the cache has none."""
+    epoch = UNDEFINED_EPOCH
+    for entry in log.leader_epoch_cache.entries:
+        if entry.start_offset > offset:
+            break
+        epoch = entry.epoch
+    return epoch
+
+
+def _lookup(log: Any, timestamp: int, *, isolation_level: int | None,
+            replica: Any = None) -> tuple[int, int, int]:
     """``(offset, timestamp, leader epoch)`` for one partition; ``(-1, -1, -1)`` when no
-    record qualifies."""
+    record qualifies. ``replica``: in a cluster, the leader's PartitionReplica (epochs from
+    its epoch cache, as Kafka 2.8's ``Log.fetchOffsetByTimestamp``)."""
     if isolation_level is None:
         last_fetchable = log.end_offset
     elif isolation_level == _READ_COMMITTED:
@@ -92,15 +114,21 @@ def _lookup(log: Any, timestamp: int, *, isolation_level: int | None) -> tuple[i
     else:
         last_fetchable = log.high_watermark
     if timestamp == LATEST_TIMESTAMP:
-        return last_fetchable, -1, LEADER_EPOCH
+        return last_fetchable, -1, LEADER_EPOCH if replica is None else replica.leader_epoch
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        return log.start_offset, -1, LEADER_EPOCH
+        start = log.start_offset
+        if replica is None:
+            return start, -1, LEADER_EPOCH
+        earliest = log.leader_epoch_cache.earliest_entry
+        return start, -1, (earliest.epoch if earliest is not None
+                           and earliest.start_offset <= start else UNDEFINED_EPOCH)
     if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return -1, -1, UNDEFINED_EPOCH
     offset = log.offset_for_timestamp(timestamp)
     if offset is None or offset >= last_fetchable:
         return -1, -1, UNDEFINED_EPOCH
-    return offset, _timestamp_of(log, offset), LEADER_EPOCH
+    return offset, _timestamp_of(log, offset), (
+        LEADER_EPOCH if replica is None else _epoch_for_offset(log, offset))
 
 
 async def handle_list_offsets(ctx: Any, request: Any) -> Any:
@@ -113,6 +141,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
     isolation_level = int(getattr(request, "isolation_level", 0)) \
         if replica_id == CONSUMER_REPLICA_ID else None
     counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    cluster = replica_manager(ctx.broker)
 
     def answer(index: int, code: int, offset: int = -1, timestamp: int = -1,
                epoch: int = UNDEFINED_EPOCH) -> Any:
@@ -136,13 +165,23 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
             if topic is None or not 0 <= index < topic.partitions:
                 partitions.append(answer(index, ERROR_UNKNOWN_TOPIC_OR_PARTITION))
                 continue
-            code = check_current_leader_epoch(int(getattr(p, "current_leader_epoch", -1)))
+            current_epoch = int(getattr(p, "current_leader_epoch", -1))
+            replica = None
+            if cluster is not None:
+                # Kafka 2.8: only the leader answers (fetchOnlyFromLeader), a follower's
+                # request (replica id >= 0) as a consumer's.
+                replica = cluster.leader_replica(TopicPartition(t.name, index))
+                code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
+                        else cluster.check_leader_epoch(replica, current_epoch))
+            else:
+                code = check_current_leader_epoch(current_epoch)
             if code != ERROR_NONE:
                 partitions.append(answer(index, code))
                 continue
             try:
                 offset, found_ms, epoch = _lookup(topic.log(index), timestamp,
-                                                  isolation_level=isolation_level)
+                                                  isolation_level=isolation_level,
+                                                  replica=replica)
             except (errors.SeglogError, OSError) as e:
                 partitions.append(answer(index, error_code_for(e)))
                 continue
@@ -161,6 +200,7 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
     store = ctx.broker.store
     response_cls, module = response_entities(OFFSET_FOR_LEADER_EPOCH_KEY, version)
     topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
+    cluster = replica_manager(ctx.broker)
     topics = []
     for t in request.topics:
         topic = topic_or_none(store, t.topic)
@@ -169,6 +209,17 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
             epoch, end_offset = UNDEFINED_EPOCH, -1
             if topic is None or not 0 <= p.partition < topic.partitions:
                 code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            elif cluster is not None:
+                # Partition.lastOffsetForLeaderEpoch: the leader only, its epoch cache.
+                replica = cluster.leader_replica(TopicPartition(t.topic, p.partition))
+                code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
+                        else cluster.check_leader_epoch(replica, int(p.current_leader_epoch)))
+                if code == ERROR_NONE:
+                    try:
+                        epoch, end_offset = replica.log.end_offset_for_epoch(
+                            int(p.leader_epoch))
+                    except (errors.SeglogError, OSError) as e:
+                        code = error_code_for(e)
             else:
                 code = check_current_leader_epoch(int(p.current_leader_epoch))
                 if code == ERROR_NONE:

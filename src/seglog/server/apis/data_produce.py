@@ -21,6 +21,14 @@ KAFKA_STORAGE_ERROR...). A retried idempotent batch the producer state recognise
 as a success with its original offsets, as Kafka answers a duplicate. The batch is written
 with the leader epoch (0) in its partition leader epoch field, as Kafka's leader stamps it.
 
+In a cluster (``zookeeper.connect``; :mod:`seglog.cluster.replica_manager`), Kafka 2.8's
+rules: a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER; acks=-1 with a
+committed ISR smaller than the topic's ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before
+anything is written; the Log stamps the current leader epoch; an acks=-1 append then waits
+(``DelayedProduce``, bounded by the request's ``timeout_ms``) until the high watermark passes
+it: success, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank meanwhile (the records are
+kept), NOT_LEADER_OR_FOLLOWER when leadership moved, REQUEST_TIMED_OUT.
+
 Error responses carry base offset -1, log append time -1 and, as Kafka, the log start offset
 only for the errors of the append that Kafka computes it for (not for the request checks,
 nor the unknown-partition, too-large, corrupt and storage errors). INVALID_TIMESTAMP and
@@ -47,6 +55,7 @@ metadata.
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from typing import Any
 
@@ -69,6 +78,7 @@ from .data_topics import (
     LEADER_EPOCH,
     error_code_for,
     gone_or_storage_error,
+    replica_manager,
     topic_ids,
     topic_or_none,
 )
@@ -105,6 +115,7 @@ _INT64 = struct.Struct(">q")
 ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 ERROR_INVALID_PRODUCER_ID_MAPPING = 49
 ERROR_NOT_ENOUGH_REPLICAS = 19
+ERROR_NOT_LEADER_OR_FOLLOWER = 6
 
 
 class ProduceFailedWithoutAck(CloseConnection):
@@ -150,7 +161,7 @@ class _Outcome:
     """One partition's answer."""
 
     __slots__ = ("error_code", "base_offset", "log_append_time_ms", "log_start_offset",
-                 "error_message", "record_errors")
+                 "error_message", "record_errors", "last_offset")
 
     def __init__(self, error_code: int, base_offset: int = -1, log_append_time_ms: int = -1,
                  log_start_offset: int = -1, error_message: str | None = None,
@@ -161,6 +172,8 @@ class _Outcome:
         self.log_start_offset = log_start_offset
         self.error_message = error_message
         self.record_errors = record_errors
+        #: The batch's last offset after a successful append (what acks=-1 waits for).
+        self.last_offset = -1
 
 
 def _failure(code: int, log: Any = None, message: str | None = None,
@@ -268,14 +281,19 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     config = log.config  # the broker's log.* defaults under the topic's overrides
     now_ms = ctx.broker.now_ms()
     try:
-        first, _last = log.append_raw(_with_leader_epoch(batch), now_ms=now_ms)
+        # A replicated leader's Log stamps its own epoch (Log.become_leader); the standalone
+        # broker is leader at epoch 0, as a single Kafka node is.
+        first, _last = log.append_raw(
+            batch if log.leader_epoch is not None else _with_leader_epoch(batch), now_ms=now_ms)
     except (errors.SeglogError, OSError) as e:
         code = gone_or_storage_error(ctx.broker.store, topic, e)
         record_errors = _record_errors(code, log, batch, now_ms) \
             if code in _MESSAGE_ERRORS else ()
         return _failure(code, log, str(e), record_errors)
     append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
-    return _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
+    outcome = _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
+    outcome.last_offset = _last
+    return outcome
 
 
 async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
@@ -290,6 +308,8 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
     appended = False
     failed = False
+    cluster = replica_manager(broker)
+    delayed: list[tuple[Any, _Outcome]] = []  # acks=-1 in a cluster: (replica, outcome)
     whole_request_error = _transactional_request_error(request)
     if whole_request_error != ERROR_NONE:
         answers = [(t.topic_id if by_id else t.name,
@@ -314,6 +334,10 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
                     outcome = _failure(code)
                 elif acks not in (-1, 0, 1):
                     outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
+                elif cluster is not None:
+                    outcome = _append_as_leader(ctx, cluster, topic, index, batch,
+                                                request.transactional_id, acks, delayed)
+                    appended = appended or outcome.error_code == ERROR_NONE
                 else:
                     outcome = _append(ctx, topic, index, batch, request.transactional_id)
                     appended = appended or outcome.error_code == ERROR_NONE
@@ -322,6 +346,19 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         answers.append((key, outcomes))
     if appended:
         broker.appended.notify()
+    if delayed and cluster is not None:
+        # Kafka's DelayedProduce: every appended partition waits for its high watermark,
+        # bounded by the request's timeout; the answers replace the appends' successes.
+        timeout_s = max(request.timeout.total_seconds(), 0.0)
+        codes = await asyncio.gather(*(
+            cluster.wait_acks_all(replica, outcome.last_offset + 1, timeout_s)
+            for replica, outcome in delayed))
+        for (_replica, outcome), code in zip(delayed, codes):
+            if code != ERROR_NONE:
+                # Kafka 2.8's DelayedProduce changes only the error: the append's base
+                # offset, append time and log start offset stay in the answer.
+                outcome.error_code = code
+                failed = True
     if acks == 0:
         if failed:
             raise ProduceFailedWithoutAck(
@@ -330,6 +367,28 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
                     for index, o in outs if o.error_code != ERROR_NONE))
         return None
     return _response(version, answers)
+
+
+def _append_as_leader(ctx: Any, cluster: Any, topic: Any, partition: int, batch: Any,
+                      transactional_id: str | None, acks: int,
+                      delayed: list[tuple[Any, _Outcome]]) -> _Outcome:
+    """A cluster member's append (``Partition.appendRecordsToLeader``): only the partition's
+    leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer in-sync replicas
+    than ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before anything is written; after the
+    append the high watermark may move, and an acks=-1 append joins ``delayed``."""
+    replica = cluster.leader_replica(TopicPartition(topic.name, partition))
+    if replica is None:
+        return _failure(ERROR_NOT_LEADER_OR_FOLLOWER)
+    if acks == -1:
+        code = cluster.check_acks_all_before_append(replica)
+        if code != ERROR_NONE:
+            return _failure(code, replica.log)
+    outcome = _append(ctx, topic, partition, batch, transactional_id)
+    if outcome.error_code == ERROR_NONE:
+        cluster.after_leader_append(replica)
+        if acks == -1:
+            delayed.append((replica, outcome))
+    return outcome
 
 
 def _transactional_request_error(request: Any) -> int:

@@ -37,7 +37,8 @@ __all__ = [
     "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
     "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
-    "topic_or_none", "EXTENSION_KEY", "valid_topic_name", "response_entities",
+    "topic_or_none", "EXTENSION_KEY", "CLUSTER_EXTENSION_KEY", "replica_manager",
+    "valid_topic_name", "response_entities",
     "gone_or_storage_error",
 ]
 
@@ -183,13 +184,40 @@ class TopicIds:
 
 #: The key of the data APIs' state in ``BrokerState.extensions``.
 EXTENSION_KEY = "seglog.server.apis.data"
+#: The key of a cluster member's :class:`~seglog.cluster.replica_manager.ReplicaManager` in
+#: ``BrokerState.extensions`` (absent on a single-node broker).
+CLUSTER_EXTENSION_KEY = "seglog.cluster"
 
 
-def topic_ids(broker: Any) -> TopicIds:
-    """The broker's :class:`TopicIds`, made on first use (kept in ``broker.extensions``)."""
+def replica_manager(broker: Any) -> Any | None:
+    """The broker's :class:`~seglog.cluster.replica_manager.ReplicaManager` when it is a
+    cluster member (``zookeeper.connect``), else None (the single-node broker)."""
+    return broker.extensions.get(CLUSTER_EXTENSION_KEY)
+
+
+class ClusterTopicIds:
+    """Topic id -> :class:`~seglog.store.Topic` for a cluster member: the ids are
+    ZooKeeper's (what Metadata answers), mapped to the local topic of the same name."""
+
+    def __init__(self, store: Any, cluster: Any):
+        self._store = store
+        self._cluster = cluster
+
+    def topic(self, topic_id: uuid.UUID | None) -> Any | None:
+        """The local topic whose cluster topic id is ``topic_id``, or None."""
+        if topic_id is None or topic_id == _ZERO_UUID:
+            return None
+        return topic_or_none(self._store, self._cluster.topic_name(topic_id))
+
+
+def topic_ids(broker: Any) -> TopicIds | ClusterTopicIds:
+    """The broker's :class:`TopicIds` (a :class:`ClusterTopicIds` in a cluster), made on first
+    use (kept in ``broker.extensions``)."""
     ids = broker.extensions.get(EXTENSION_KEY)
     if ids is None:
-        ids = broker.extensions[EXTENSION_KEY] = TopicIds(broker.store)
+        cluster = replica_manager(broker)
+        ids = broker.extensions[EXTENSION_KEY] = (
+            TopicIds(broker.store) if cluster is None else ClusterTopicIds(broker.store, cluster))
     return ids
 
 

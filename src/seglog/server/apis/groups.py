@@ -11,6 +11,13 @@ until a handler wakes it (no polling loop). Committed offsets go to the Store
 (``__consumer_offsets``, the same offsets seglog's embedded consumers see); membership records
 too (:meth:`~seglog.store.Store.write_group_metadata`), and :func:`start` loads them back.
 
+In a cluster (``zookeeper.connect``; docs/cluster.md §3.7) a broker coordinates only the
+groups of the ``__consumer_offsets`` partitions it leads (Kafka 2.8): FindCoordinator names
+the partition's leader, :class:`~seglog.cluster.coordinators.CoordinatorPartitions` loads a
+partition's offsets and groups when this broker becomes its leader and drops them when it
+stops, other groups answer NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while loading), and
+commits and SyncGroup answers wait for the high watermark (acks=-1).
+
 The coordinator lives in ``state.extensions["groups"]`` (a :class:`GroupsState`); other
 handler modules reach it with :func:`coordinator` (the transaction handlers call its
 ``check_member`` for TxnOffsetCommit).
@@ -29,10 +36,13 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from . import data_topics
+from .data_topics import replica_manager
+from ...cluster import coordinators as cluster_coordinators
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
 from ...coordinator.classic_group_schema import (decode_group_metadata_value,
                                                   encode_group_metadata_value)
+from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...errors import CommitFailedError, IllegalStateError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
 
@@ -66,6 +76,12 @@ class GroupsState:
     offsets_retention_ms: int
     offsets_retention_check_ms: int
     task: asyncio.Task | None = None
+    #: A cluster member's ``__consumer_offsets`` partitions it coordinates (None: the
+    #: single-node broker, which coordinates every group).
+    partitions: cluster_coordinators.CoordinatorPartitions | None = None
+    offsets_commit_timeout_ms: int = 5000
+    #: A cluster member's last membership append per group: ``(replica, offset after it)``.
+    written: dict = dataclasses.field(default_factory=dict)
 
 
 def coordinator(state) -> cg.ClassicGroupCoordinator:
@@ -171,7 +187,9 @@ async def _parked(ctx, call) -> Any:
 
 async def handle_find_coordinator(ctx, request) -> Any:
     """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
-    transactional id (1); other key types get INVALID_REQUEST."""
+    transactional id (1); other key types get INVALID_REQUEST. In a cluster a group's
+    coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
+    one); transactional ids are still answered with this node (docs/cluster.md §3.7)."""
     broker = ctx.broker
     key_type = getattr(request, "key_type", 0)
 
@@ -183,9 +201,61 @@ async def handle_find_coordinator(ctx, request) -> Any:
         return dict(key=key, error_code=0, node_id=broker.node_id, host=broker.host,
                     port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
+    cluster = replica_manager(broker)
+    if cluster is not None and key_type == 0:
+        async def answer_in_cluster(key: str) -> dict:
+            found = await _find_group_coordinator(ctx, cluster, key)
+            if found.error_code:
+                return dict(key=key, error_code=found.error_code, node_id=-1, host="",
+                            port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
+                            if ctx.api_version >= 1 else None)
+            return dict(key=key, error_code=0, node_id=found.node_id, host=found.host,
+                        port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
+        if ctx.api_version >= 4:
+            return _response(ctx, dict(coordinators=[
+                await answer_in_cluster(k) for k in request.coordinator_keys]))
+        return _response(ctx, await answer_in_cluster(request.key))
     if ctx.api_version >= 4:
         return _response(ctx, dict(coordinators=[answer(k) for k in request.coordinator_keys]))
     return _response(ctx, answer(request.key))
+
+
+_COORDINATOR_NOT_AVAILABLE_MESSAGE = (
+    "The coordinator is not available.")
+
+
+async def _find_group_coordinator(ctx, cluster, group_id: str):
+    """A cluster member's FindCoordinator for a group (Kafka 2.8): the live leader of the
+    group's ``__consumer_offsets`` partition, the topic created on first use with
+    ``offsets.topic.num.partitions`` / ``offsets.topic.replication.factor``."""
+    config = ctx.broker.config
+    return await cluster_coordinators.find_coordinator(
+        cluster, OFFSETS_TOPIC, group_id,
+        partitions=int(config.get("offsets.topic.num.partitions", 50)),
+        replication_factor=int(config.get("offsets.topic.replication.factor", 3)),
+        topic_config={"cleanup.policy": "compact",
+                      "segment.bytes": str(config.get("offsets.topic.segment.bytes",
+                                                      104857600)),
+                      "compression.type": "producer"})
+
+
+def _group_partition(ctx, group_id: str) -> int | None:
+    """The ``__consumer_offsets`` partition of ``group_id`` in the cluster (None: the topic
+    does not exist yet)."""
+    return _partition_in(replica_manager(ctx.broker), group_id)
+
+
+def coordinator_error(ctx, group_id: str) -> int:
+    """NONE when this broker coordinates ``group_id``: always on the single-node broker; in a
+    cluster only when it leads (and has loaded) the group's ``__consumer_offsets`` partition:
+    else NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while it loads."""
+    partitions = _state(ctx).partitions
+    if partitions is None:
+        return 0
+    partition = _group_partition(ctx, group_id)
+    if partition is None:
+        return cluster_coordinators.NOT_COORDINATOR
+    return partitions.error_for(partition)
 
 
 # --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------------------------------
@@ -203,6 +273,12 @@ def _embedded_members(ctx, group_id: str) -> bool:
 
 async def handle_join_group(ctx, request) -> Any:
     """JoinGroup v0-v9 (MEMBER_ID_REQUIRED from v4, skip_assignment from v9)."""
+    not_here = coordinator_error(ctx, request.group_id) if request.group_id else 0
+    if not_here:
+        return _response(ctx, dict(error_code=not_here, member_id=request.member_id,
+                                   generation_id=-1,
+                                   protocol_name=None if ctx.api_version >= 7 else "",
+                                   leader="", members=[]))
     if request.group_id and _embedded_members(ctx, request.group_id):
         return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
@@ -233,6 +309,10 @@ async def handle_join_group(ctx, request) -> Any:
 async def handle_sync_group(ctx, request) -> Any:
     """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
     coord = _state(ctx).coordinator
+    not_here = coordinator_error(ctx, request.group_id)
+    if not_here:
+        return _response(ctx, dict(error_code=not_here, assignment=b"", protocol_type=None,
+                                   protocol_name=None))
     if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
         return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
@@ -245,6 +325,19 @@ async def handle_sync_group(ctx, request) -> Any:
         protocol_name=getattr(request, "protocol_name", None),
         assignments=[(a.member_id, bytes(a.assignment)) for a in request.assignments],
         now_ms=_now_ms(ctx), done=done))
+    error = result.error_code
+    state = _state(ctx)
+    if error == 0 and state.partitions is not None:
+        # Kafka's SyncGroup answers once the generation's assignment is stored (acks=-1):
+        # wait for the group's last membership append to be replicated.
+        entry = state.written.get(request.group_id)
+        if entry is not None:
+            replica, required = entry
+            error = _commit_error(await replica_manager(ctx.broker).wait_acks_all(
+                replica, required, state.offsets_commit_timeout_ms / 1000))
+    if error:
+        return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
+                                   protocol_name=None))
     return _response(ctx, dict(error_code=result.error_code, assignment=result.assignment,
                                protocol_type=result.protocol_type,
                                protocol_name=result.protocol_name))
@@ -253,6 +346,9 @@ async def handle_sync_group(ctx, request) -> Any:
 async def handle_heartbeat(ctx, request) -> Any:
     """Heartbeat v0-v4."""
     state = _state(ctx)
+    not_here = coordinator_error(ctx, request.group_id)
+    if not_here:
+        return _response(ctx, dict(error_code=not_here))
     error = state.coordinator.heartbeat(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -264,6 +360,9 @@ async def handle_heartbeat(ctx, request) -> Any:
 async def handle_leave_group(ctx, request) -> Any:
     """LeaveGroup v0-v5: one member (v0-v2) or a batch with an answer per member (v3+)."""
     state = _state(ctx)
+    not_here = coordinator_error(ctx, request.group_id)
+    if not_here:
+        return _response(ctx, dict(error_code=not_here, members=[]))
     if ctx.api_version < 3:
         members = [(request.member_id, None)]
     else:
@@ -327,6 +426,8 @@ async def handle_offset_commit(ctx, request) -> Any:
         error = 0
     elif not group_id:
         error = cg.INVALID_GROUP_ID
+    elif coordinator_error(ctx, group_id):
+        error = coordinator_error(ctx, group_id)
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -356,13 +457,31 @@ async def handle_offset_commit(ctx, request) -> Any:
                     p.committed_offset, metadata, getattr(p, "committed_leader_epoch", -1))
     if offsets:
         failure = 0
+        replica = None
+        if state.partitions is not None:
+            # A cluster member: the commit is appended with acks=-1 (Kafka's
+            # offsets.commit.required.acks) to the group's partition, which it leads.
+            replica = replica_manager(ctx.broker).leader_replica(
+                TopicPartition(OFFSETS_TOPIC, _group_partition(ctx, group_id)))
+            if replica is None:
+                failure = cg.NOT_COORDINATOR
+            else:
+                failure = _commit_error(
+                    replica_manager(ctx.broker).check_acks_all_before_append(replica))
         try:
-            store.offset_commit(group_id, member_id=None, generation_id=-1, offsets=offsets)
+            if not failure:
+                store.offset_commit(group_id, member_id=None, generation_id=-1,
+                                    offsets=offsets)
         except CommitFailedError:
             failure = cg.UNKNOWN_MEMBER_ID  # in-process members own this group id
         except SeglogError as exc:
             log.warning("offset commit of group %r failed: %s", group_id, exc)
             failure = cg.UNKNOWN_SERVER_ERROR
+        if not failure and replica is not None:
+            cluster = replica_manager(ctx.broker)
+            cluster.after_leader_append(replica)
+            failure = _commit_error(await cluster.wait_acks_all(
+                replica, replica.log.end_offset, state.offsets_commit_timeout_ms / 1000))
         if failure:
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
@@ -371,6 +490,17 @@ async def handle_offset_commit(ctx, request) -> Any:
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
         partition_index=p, error_code=c))))
+
+
+def _commit_error(code: int) -> int:
+    """Kafka's ``GroupMetadataManager.storeOffsets`` mapping of an append's error:
+    NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; NOT_ENOUGH_REPLICAS(_AFTER_
+    APPEND) / UNKNOWN_TOPIC_OR_PARTITION -> COORDINATOR_NOT_AVAILABLE; others as they are."""
+    if code in (6, 56):
+        return cg.NOT_COORDINATOR
+    if code in (19, 20, 3):
+        return cg.COORDINATOR_NOT_AVAILABLE
+    return code
 
 
 def _by_topic(ctx, answers, partition_fields) -> list[dict]:
@@ -396,6 +526,17 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
     store = ctx.broker.store
     if not group_id and ctx.api_version >= 8:
         return cg.INVALID_GROUP_ID, []
+    not_here = coordinator_error(ctx, group_id) if group_id else 0
+    if not_here:
+        # Kafka: the group-level error (v2+); v1 has none, so each partition carries it.
+        wanted = [] if topics is None or ctx.api_version >= 2 else [
+            (t.name, p) for t in topics for p in getattr(t, "partition_indexes", ())]
+        return not_here, _by_topic(ctx, [(name, p, -1, -1, "", not_here)
+                                         for name, p in wanted],
+                                   lambda p, offset, epoch, metadata, error: dict(
+                                       partition_index=p, committed_offset=offset,
+                                       committed_leader_epoch=epoch, metadata=metadata,
+                                       error_code=error))
     try:
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
@@ -483,6 +624,13 @@ async def handle_describe_groups(ctx, request) -> Any:
     offset_groups = None
     described = []
     for group_id in request.groups:
+        not_here = coordinator_error(ctx, group_id)
+        if not_here:
+            described.append(dict(
+                error_code=not_here, group_id=group_id, group_state="", protocol_type="",
+                protocol_data="", members=[], authorized_operations=-2147483648,
+                error_message=None))
+            continue
         description = coord.describe(group_id)
         if description is None:
             if offset_groups is None:
@@ -517,6 +665,10 @@ async def handle_delete_groups(ctx, request) -> Any:
     for group_id in dict.fromkeys(request.groups_names):  # Kafka answers a repeated id once
         if not group_id:
             results.append(dict(group_id=group_id, error_code=cg.INVALID_GROUP_ID))
+            continue
+        not_here = coordinator_error(ctx, group_id)
+        if not_here:
+            results.append(dict(group_id=group_id, error_code=not_here))
             continue
         known = coord.has_group(group_id) or group_id in _offset_groups(store)
         if not known:
@@ -554,6 +706,9 @@ async def handle_offset_delete(ctx, request) -> Any:
     coord = _state(ctx).coordinator
     store = ctx.broker.store
     group_id = request.group_id
+    not_here = coordinator_error(ctx, group_id)
+    if not_here:
+        return _response(ctx, dict(error_code=not_here, topics=[]))
     if not coord.has_group(group_id) and group_id not in _offset_groups(store):
         return _response(ctx, dict(error_code=cg.GROUP_ID_NOT_FOUND, topics=[]))
     error = coord.offset_delete_error(group_id)
@@ -600,11 +755,30 @@ async def start(state) -> None:
         max_session_timeout_ms=int(config.get("group.max.session.timeout.ms", 1_800_000)),
         max_size=int(config.get("group.max.size", 2**31 - 1)))
 
+    cluster = replica_manager(state)
+
+    # A cluster member's last membership append per group: (replica, offset after it),
+    # which the SyncGroup answers wait to see replicated (acks=-1).
+    written: dict[str, tuple[Any, int]] = {}
+
     def write(group_id: str, value) -> None:
         if getattr(store, "read_only", False):
             return
-        store.write_group_metadata(
+        replica = None
+        if cluster is not None:
+            # Only the leader of the group's partition appends (a follower's log is the
+            # leader's copy); the group is dropped here when the leadership goes.
+            partition = _partition_in(cluster, group_id)
+            replica = None if partition is None else cluster.leader_replica(
+                TopicPartition(OFFSETS_TOPIC, partition))
+            if replica is None:
+                raise SeglogError(f"group {group_id!r}: this broker does not lead its "
+                                  f"{OFFSETS_TOPIC} partition (NOT_COORDINATOR)")
+        offset = store.write_group_metadata(
             group_id, None if value is None else encode_group_metadata_value(value))
+        if replica is not None:
+            cluster.after_leader_append(replica)
+            written[group_id] = (replica, offset + 1)
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
 
@@ -614,8 +788,52 @@ async def start(state) -> None:
         return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
 
     store.add_active_groups_source(groups_with_members)
-    now = state.now_ms()
-    records = await state.run_blocking(store.group_metadata_records)
+    if cluster is None:
+        _load_records(coord, await state.run_blocking(store.group_metadata_records),
+                      state.now_ms())
+    groups_state = GroupsState(
+        coordinator=coord, wake=asyncio.Event(),
+        offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes", 4096)),
+        offsets_retention_ms=int(config.get("offsets.retention.minutes", 10080)) * 60_000,
+        offsets_retention_check_ms=int(config.get("offsets.retention.check.interval.ms",
+                                                  _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
+    groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
+    groups_state.written = written
+    state.extensions[EXTENSION] = groups_state
+    if cluster is not None:
+        # A cluster member coordinates the groups of the __consumer_offsets partitions it
+        # leads: loaded when it becomes leader, dropped when it stops (Kafka's
+        # onLeadershipChange); the others answer NOT_COORDINATOR.
+        async def load(partition: int, _leader_epoch: int) -> None:
+            await state.run_blocking(store.load_offsets_partition, partition)
+            records = await state.run_blocking(
+                lambda: store.group_metadata_records(partition=partition))
+            _load_records(coord, records, state.now_ms())
+            groups_state.wake.set()
+
+        def unload(partition: int) -> None:
+            store.unload_offsets_partition(partition)
+            for group_id in coord.group_ids():
+                if _partition_in(cluster, group_id) == partition:
+                    coord.unload(group_id, cg.NOT_COORDINATOR)
+            for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
+                del written[group_id]
+
+        groups_state.partitions = cluster_coordinators.CoordinatorPartitions(
+            OFFSETS_TOPIC, load=load, unload=unload)
+        groups_state.partitions.attach(cluster)
+    groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
+
+
+def _partition_in(cluster, group_id: str) -> int | None:
+    assignment = cluster.assignments.get(OFFSETS_TOPIC)
+    if assignment is None or not assignment.partitions:
+        return None
+    return cluster_coordinators.coordinator_partition(group_id, len(assignment.partitions))
+
+
+def _load_records(coord: cg.ClassicGroupCoordinator, records: dict, now_ms: int) -> None:
+    """Take back the membership records read from ``__consumer_offsets``."""
     for group_id, raw in records.items():
         try:
             value = decode_group_metadata_value(raw)
@@ -623,20 +841,14 @@ async def start(state) -> None:
             log.warning("group %r: its membership record does not parse (%s); the group "
                         "starts empty", group_id, exc)
             value = None
-        coord.load(group_id, value, now)
-    groups_state = GroupsState(
-        coordinator=coord, wake=asyncio.Event(),
-        offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes", 4096)),
-        offsets_retention_ms=int(config.get("offsets.retention.minutes", 10080)) * 60_000,
-        offsets_retention_check_ms=int(config.get("offsets.retention.check.interval.ms",
-                                                  _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
-    state.extensions[EXTENSION] = groups_state
-    groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
+        coord.load(group_id, value, now_ms)
 
 
 async def stop(state) -> None:
     """Stop the timer task (the groups' state is in ``__consumer_offsets`` already)."""
     groups_state = state.extensions.get(EXTENSION)
+    if groups_state is not None and groups_state.partitions is not None:
+        await groups_state.partitions.close()
     if groups_state is None or groups_state.task is None:
         return
     groups_state.task.cancel()

@@ -1,0 +1,137 @@
+"""``seglog cluster``: a ZooKeeper and N brokers on this machine, to try replication.
+
+::
+
+    seglog cluster up --brokers 3 --dir DIR     # prints the bootstrap servers
+    seglog cluster status --dir DIR
+    seglog cluster kill 1 --dir DIR             # kill -9 broker 1 (also --signal STOP|CONT|TERM)
+    seglog cluster start 1 --dir DIR            # start it again (same port, same data)
+    seglog cluster down --dir DIR               # stop every broker, then ZooKeeper
+
+Every subcommand after ``up`` works from another shell: the cluster's processes and ports
+are in ``DIR/cluster.json`` (:class:`seglog.cluster.local.LocalCluster`). Only processes that
+file records, and that still are what it recorded, are ever signalled.
+
+Exit codes: 0 success, 1 the cluster could not do it (ZooKeeper missing: the message says
+``apt-get install zookeeper``; a broker did not start), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+#: The cluster directory when ``--dir`` is not given.
+DEFAULT_DIR = "./seglog-cluster"
+
+_SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP,
+            "CONT": signal.SIGCONT}
+
+
+def _config(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be 1..64: {text!r}")
+    return value
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser
+    (``sub``: what ``ArgumentParser.add_subparsers`` returned)."""
+    cluster = sub.add_parser(
+        "cluster", help="run a ZooKeeper and several brokers on loopback (try replication)",
+        description="A local seglog cluster: ZooKeeper and N `seglog serve` brokers on "
+                    "127.0.0.1, all under one directory (docs/cluster.md).")
+    actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION")
+
+    def action(name: str, help: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=help, description=help)
+        parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR",
+                            help=f"the cluster's directory (default {DEFAULT_DIR})")
+        return parser
+
+    up = action("up", "start ZooKeeper and the brokers; print the bootstrap servers")
+    up.add_argument("--brokers", type=_count, default=3, metavar="N",
+                    help="number of brokers, ids 0..N-1 (default 3)")
+    up.add_argument("--base-port", type=int, metavar="PORT",
+                    help="broker i listens on PORT+i (default: free ports)")
+    up.add_argument("--zookeeper-port", type=int, metavar="PORT",
+                    help="ZooKeeper's client port (default: a free port)")
+    up.add_argument("--config", dest="configs", action="append", default=[], type=_config,
+                    metavar="KEY=VALUE",
+                    help="a Kafka broker config for every broker, e.g. "
+                         "min.insync.replicas=2 (repeatable)")
+    up.add_argument("--backend", choices=("native", "pure"),
+                    help="the brokers' storage backend")
+    up.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="seconds to wait for every broker (default 60)")
+    action("down", "stop every broker, then ZooKeeper (the data stays)")
+    action("status", "show each broker's address, pid and state")
+    kill = action("kill", "send a signal to one broker (default KILL: a crash)")
+    kill.add_argument("broker", type=int, metavar="BROKER")
+    kill.add_argument("--signal", choices=sorted(_SIGNALS), default="KILL",
+                      help="KILL (default), TERM (clean stop), STOP (pause), CONT (resume)")
+    start = action("start", "start one broker that is down (same port, same data)")
+    start.add_argument("broker", type=int, metavar="BROKER")
+    start.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                       help="seconds to wait for it (default 60)")
+    return cluster
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``seglog cluster ACTION``; the exit code (module docstring)."""
+    from .local import LocalCluster, LocalClusterError
+    from .zookeeper import ZooKeeperError
+
+    command = getattr(args, "cluster_command", None)
+    if command is None:
+        print("seglog cluster: choose an action: up, down, status, kill, start",
+              file=sys.stderr)
+        return 2
+    try:
+        if command == "up":
+            cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
+                                   base_port=args.base_port, broker_configs=dict(args.configs),
+                                   backend=args.backend)
+            cluster.up(timeout_s=args.timeout)
+            print(f"seglog cluster: {args.brokers} brokers and ZooKeeper "
+                  f"{cluster.zookeeper_connect} up in {cluster.dir}; bootstrap servers:",
+                  file=sys.stderr)
+            print(cluster.bootstrap_servers)
+            return 0
+        cluster = LocalCluster.attach(args.dir)
+        if command == "down":
+            cluster.down()
+            print(f"seglog cluster: down ({cluster.dir})", file=sys.stderr)
+        elif command == "status":
+            zk = cluster.zookeeper_connect if cluster.zookeeper_port or \
+                cluster.external_zookeeper else "(not running)"
+            print(f"zookeeper {zk}")
+            for row in cluster.status():
+                registered = {True: "registered", False: "not registered",
+                              None: "zookeeper unreachable"}[row["registered"]]
+                print(f"broker {row['broker_id']} {row['address']} {row['state']}"
+                      f" pid={row['pid'] or '-'} {registered}")
+            cluster.close_clients()
+        elif command == "kill":
+            cluster.kill(args.broker, _SIGNALS[args.signal])
+        elif command == "start":
+            cluster.start(args.broker, timeout_s=args.timeout)
+            cluster.close_clients()
+            print(cluster.address(args.broker))
+        return 0
+    except (LocalClusterError, ZooKeeperError, OSError) as exc:
+        print(f"seglog cluster {command}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,1032 @@
+"""The ZooKeeper-era controller: one elected broker decides every partition's leader and ISR.
+
+Kafka 2.8.2's ``KafkaController`` with its partition and replica state machines, reduced to
+what reaches ZooKeeper (research R§2, docs/cluster.md "Controller"). Every broker runs one
+:class:`Controller`; the one whose :meth:`KafkaZkClient.try_elect_controller` wins the
+``/controller`` + ``/controller_epoch`` ``multi`` is *active* and is the only writer of
+elections. Its decisions reach the brokers through the ``state`` znodes they watch (R bottom
+line 3), not through LeaderAndIsr/UpdateMetadata requests.
+
+**One thread.** All controller work runs on one thread that drains an event queue (Kafka's
+``ControllerEventManager``). ZooKeeper watch callbacks and the session listener run on kazoo's
+threads; they only put an event on the queue (never block, never call ZooKeeper: kazoo #355).
+Watches registered while active carry a *generation*; after a resignation their events are
+dropped and their kazoo recipes are told to stop.
+
+**What the active controller does** (the event that triggers it in brackets):
+
+- on winning the election (``onControllerFailover``): read live brokers, topics, assignments
+  and partition states; remove replicas on dead brokers from ISRs; create ``state`` for new
+  partitions; elect leaders for offline ones; carry out pending topic deletions.
+- ``/brokers/ids`` children: a new broker -> elect the offline and new partitions (an unclean
+  election happens here when the topic allows it); a dead broker -> elect for the partitions
+  it led, then remove it from the other ISRs (keeping the last member, epoch + 1); a bounced
+  broker (same id, larger broker epoch = czxid) -> failure, then startup.
+- ``/brokers/topics`` children and each topic's data: new topics or partitions -> ``state``
+  created (leader = first live replica, ISR = live replicas, epoch 0).
+- ``/admin/delete_topics`` children: the topic's ``state``/``partitions``/assignment and
+  config znodes are deleted, then the request; brokers drop their logs when the assignment
+  disappears.
+- ``/config/changes`` children: a topic config may have turned unclean election on -> elect
+  the offline partitions again.
+- ``/admin/preferred_replica_election`` data: preferred elections for the listed partitions,
+  then the request is deleted; with ``leader_imbalance_check_interval_ms`` the same strategy
+  runs periodically for imbalanced brokers (Kafka's auto leader rebalance).
+
+**Fencing.** Every write is wrapped by the client in ``check(/controller_epoch, zkVersion)``
+(R§1.3.2); each ``state`` write is a zkVersion CAS, re-read and retried on BADVERSION (a
+leader's own ISR write won the race); a ``state`` last written by a newer controller epoch is
+never overwritten. A failed epoch check (:class:`ControllerMovedError`), a lost session or a
+``/controller`` that names another broker makes this controller resign: it drops all state
+and its watches go quiet. State is always re-read from ZooKeeper before an election (R§2.3).
+
+**Observability.** One log line per decision (logger ``seglog.cluster.controller``, INFO),
+``key=value`` so scripts can parse it, e.g.::
+
+    controller 1: ELECTION partition=t-0 leader=2 leader_epoch=3 isr=2,3 controller_epoch=1 type=clean
+
+and the same facts as a dict to ``on_event`` (see :meth:`Controller.__init__`).
+
+Negative control: with ``SEGLOG_TEST_BREAK`` containing ``elect_most_recent``
+(:mod:`seglog.cluster.test_breaks`) every offline election ignores the ISR and picks the first
+live replica, reporting it as clean (:func:`seglog.cluster.election.elect_offline`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from seglog.cluster import test_breaks
+from seglog.cluster.election import (
+    NO_LEADER,
+    LeaderAndIsr,
+    elect_offline,
+    elect_preferred,
+    initial_leader_and_isr,
+    remove_replica_from_isr,
+)
+from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, NodeExistsError
+from seglog.cluster.zk_data import (
+    ZkDataError,
+    decode_preferred_replica_election,
+    BROKER_IDS_PATH,
+    CONFIG_CHANGES_PATH,
+    CONTROLLER_PATH,
+    DELETE_TOPICS_PATH,
+    PREFERRED_REPLICA_ELECTION_PATH,
+    TOPICS_PATH,
+    PartitionState,
+    topic_path,
+)
+from seglog.errors import InvalidTopicError
+from seglog.types import TopicPartition
+
+_log = logging.getLogger(__name__)
+
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+"""The topic config (and broker default) that allows unclean leader election."""
+
+STATE_WRITE_ATTEMPTS_MAX = 20
+"""Read-decide-CAS rounds per batch before giving up until the next retry tick (Kafka loops
+without a bound; a leader's ISR writes make a few rounds normal, twenty mean trouble)."""
+
+RETRY_BACKOFF_MS = 1000
+"""After a failed event (a ZooKeeper error other than a moved controller) or an unfinished
+batch, the active controller re-reads everything and redoes the work this long later."""
+
+AUTO_REBALANCE_FIRST_DELAY_MS = 5000
+"""Kafka's first leader-imbalance check after becoming controller
+(``scheduleAutoLeaderRebalanceTask(delay = 5, SECONDS)``), or the interval when shorter;
+later ones every ``leader_imbalance_check_interval_ms``."""
+
+STOP_TIMEOUT_MS = 10_000
+"""How long :meth:`Controller.stop` waits for the controller thread."""
+
+# Partition states of Kafka's PartitionStateMachine that matter without reassignment.
+_NEW = "new"
+_ONLINE = "online"
+_OFFLINE = "offline"
+_UNREADABLE = "unreadable"  # a state znode that is not Kafka's JSON: never written over
+
+
+@dataclass
+class _Event:
+    kind: str
+    generation: int = -1
+    topic: str = ""
+    call: Callable[[], None] | None = None
+    done: threading.Event | None = None
+
+
+@dataclass
+class _Context:
+    """What the active controller knows (Kafka's ``ControllerContext``); controller thread
+    only. ``leadership`` caches the last ``state`` read or written per partition."""
+
+    live_brokers: dict[int, int] = field(default_factory=dict)  # id -> broker epoch
+    assignments: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
+    leadership: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    partition_states: dict[TopicPartition, str] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)
+
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        return self.assignments.get(tp.topic, {}).get(tp.partition, ())
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [
+            TopicPartition(topic, partition)
+            for topic, parts in sorted(self.assignments.items())
+            for partition in sorted(parts)
+        ]
+
+    def remove_topic(self, topic: str) -> None:
+        parts = self.assignments.pop(topic, {})
+        for partition in parts:
+            tp = TopicPartition(topic, partition)
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+        self.topics_to_delete.discard(topic)
+
+
+def _leader_and_isr(state: PartitionState) -> LeaderAndIsr:
+    return LeaderAndIsr(state.leader, state.leader_epoch, tuple(state.isr))
+
+
+class Controller:
+    """The controller module of one broker (see the module docstring).
+
+    Thread-safety: :meth:`start`, :meth:`stop`, :meth:`run_on_controller_thread` and the
+    properties may be called from any thread; everything else runs on the controller thread.
+    """
+
+    def __init__(
+        self,
+        zk: Any,
+        broker_id: int,
+        *,
+        default_unclean: bool = False,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        retry_backoff_ms: int = RETRY_BACKOFF_MS,
+        leader_imbalance_check_interval_ms: int | None = None,
+        leader_imbalance_per_broker_percentage: int = 10,
+    ) -> None:
+        """``zk``: this broker's started :class:`seglog.cluster.zk_client.KafkaZkClient` (its
+        session is the controller's session). ``default_unclean``: the broker default of
+        ``unclean.leader.election.enable`` (a topic's own config overrides it).
+
+        ``on_event(event)`` is called on the controller thread with a dict for every decision;
+        ``event["kind"]`` is one of ``"elected"`` (``controller_epoch``), ``"resigned"``,
+        ``"election"`` (``partition``, ``leader``, ``leader_epoch``, ``isr``,
+        ``controller_epoch``, ``type``: ``"new"``/``"clean"``/``"unclean"``),
+        ``"no_leader"`` (``partition``, ``isr``: no replica may lead),
+        ``"isr_removal"`` (``partition``, ``replica``, ``leader``, ``leader_epoch``, ``isr``,
+        ``controller_epoch``), ``"topic_deleted"`` (``topic``) and ``"brokers"`` (``live``,
+        ``new``, ``dead``, ``bounced``). It must not block; its exceptions are logged and
+        ignored.
+
+        ``leader_imbalance_check_interval_ms``: Kafka's ``auto.leader.rebalance.enable`` with
+        ``leader.imbalance.check.interval.seconds`` (300 s there): when set, the active
+        controller checks 5 s after winning (or sooner: the interval) and then at this
+        interval, and for every live
+        broker whose share of partitions led elsewhere than at their preferred replica (the
+        assignment's head) exceeds ``leader_imbalance_per_broker_percentage`` moves them
+        back where the preferred replica is in the ISR (``type=preferred``). None: off."""
+        self._zk = zk
+        self.broker_id = broker_id
+        self._default_unclean = default_unclean
+        self._on_event = on_event
+        self._retry_backoff_s = retry_backoff_ms / 1000.0
+        self._queue: queue.Queue[_Event] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self._stop_requested = threading.Event()
+        # Written on the controller thread, read anywhere (single attribute reads).
+        self._active_controller_id = -1
+        self._epoch = 0
+        self._epoch_zk_version = -1
+        self._ctx: _Context | None = None
+        self._generation = 0
+        self._retry_at: float | None = None
+        self._imbalance_check_s = (
+            None
+            if leader_imbalance_check_interval_ms is None
+            else leader_imbalance_check_interval_ms / 1000.0
+        )
+        self._imbalance_ratio_max = leader_imbalance_per_broker_percentage / 100.0
+        self._rebalance_at: float | None = None
+        self._lost_session = False
+        self._topic_watch_tokens: dict[str, object] = {}
+        # The running watches of this term (stopped on resignation) and of each topic
+        # (stopped when it goes), so kazoo does not keep calling into a finished term.
+        self._term_watches: list[Any] = []
+        self._topic_watches: dict[str, Any] = {}
+        self._controller_watch: Any = None
+
+    # --- public -----------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """Whether this broker is the active controller (it won the last election it saw and
+        has not resigned)."""
+        return self._active_controller_id == self.broker_id and self._ctx is not None
+
+    @property
+    def epoch(self) -> int:
+        """The controller epoch this broker won with (0 before it ever won)."""
+        return self._epoch
+
+    @property
+    def epoch_zk_version(self) -> int:
+        """The zkVersion of ``/controller_epoch`` that fences this controller's writes (-1
+        before it ever won)."""
+        return self._epoch_zk_version
+
+    def start(self) -> None:
+        """Start the controller thread and join the election (returns at once)."""
+        if self._thread is not None:
+            raise RuntimeError("controller already started")
+        self._thread = threading.Thread(
+            target=self._run, name=f"controller-{self.broker_id}", daemon=True
+        )
+        self._thread.start()
+        self._zk.add_session_listener(self._on_session_state)
+        self._controller_watch = self._zk.watch_data(CONTROLLER_PATH, self._on_controller_node)
+        self._put(_Event("startup"))
+
+    def stop(self, timeout_ms: int = STOP_TIMEOUT_MS) -> None:
+        """Resign (deleting ``/controller`` when active, so another broker takes over at once)
+        and end the controller thread. Idempotent. The ZooKeeper client stays open (it is
+        the broker's)."""
+        self._stopping = True
+        self._stop_requested.set()
+        thread = self._thread
+        if thread is None:
+            return
+        self._zk.remove_session_listener(self._on_session_state)
+        if self._controller_watch is not None:
+            self._controller_watch.stop()
+        self._put(_Event("shutdown"))
+        thread.join(timeout_ms / 1000.0)
+        if thread.is_alive():
+            _log.error("controller %d: thread did not stop within %d ms", self.broker_id,
+                       timeout_ms)
+
+    def run_on_controller_thread(self, fn: Callable[[], None]) -> threading.Event:
+        """Queue ``fn`` behind the pending events (Kafka's tests' ``MockEvent``); returns an
+        event set once it ran. For tests and tools: ``fn`` may block the controller."""
+        done = threading.Event()
+        self._put(_Event("call", call=fn, done=done))
+        return done
+
+    # --- kazoo-thread callbacks: enqueue only ------------------------------------------------
+
+    def _put(self, event: _Event) -> None:
+        self._queue.put(event)
+
+    def _on_session_state(self, state: Any) -> None:
+        name = str(getattr(state, "value", state)).upper()
+        if self._stopping:
+            return
+        if name.endswith("LOST"):
+            self._lost_session = True
+            self._put(_Event("expire"))
+        elif name.endswith("CONNECTED"):
+            if self._lost_session:
+                self._lost_session = False
+                self._put(_Event("reelect"))
+            else:
+                self._put(_Event("resync"))
+
+    def _on_controller_node(self, *_args: Any) -> bool:
+        if self._stopping:
+            return False
+        self._put(_Event("reelect"))
+        return True
+
+    def _watcher(self, kind: str, generation: int, topic: str = "") -> Callable[..., bool]:
+        def fire(*_args: Any) -> bool:
+            if self._stopping or generation != self._generation:
+                return False  # a kazoo recipe stops watching when its function says False
+            if topic and self._topic_watch_tokens.get(topic) is not token:
+                return False
+            self._put(_Event(kind, generation=generation, topic=topic))
+            return True
+
+        token = object()
+        if topic:
+            self._topic_watch_tokens[topic] = token
+        return fire
+
+    # --- the controller thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            now = time.monotonic()
+            due = [at for at in (self._retry_at, self._rebalance_at) if at is not None]
+            timeout = min(due) - now if due else None
+            if timeout is not None and timeout <= 0:
+                # A timer is due: it goes before the queue, so a busy queue cannot starve it.
+                if self._retry_at is not None and self._retry_at <= now:
+                    event = _Event("retry")
+                else:
+                    event = _Event("auto_rebalance")
+            else:
+                try:
+                    event = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    continue  # the next round runs the timer that is now due
+            if event.kind == "shutdown":
+                self._shutdown()
+                return
+            self._process(event)
+
+    def _process(self, event: _Event) -> None:
+        try:
+            if event.kind == "call":
+                try:
+                    assert event.call is not None
+                    event.call()
+                finally:
+                    assert event.done is not None
+                    event.done.set()
+            elif event.kind in ("startup", "reelect"):
+                self._maybe_resign()
+                self._elect()
+            elif event.kind == "expire":
+                self._active_controller_id = -1
+                self._resign()
+            elif event.kind == "auto_rebalance":
+                self._rebalance_at = None
+                if self.active and self._imbalance_check_s is not None:
+                    self._rebalance_at = time.monotonic() + self._imbalance_check_s
+                    self._check_and_trigger_auto_leader_rebalance()
+            elif event.kind in ("retry", "resync"):
+                self._retry_at = None
+                if self.active:
+                    self._resync()
+                else:  # an election that failed on a ZooKeeper error is run again
+                    self._maybe_resign()
+                    self._elect()
+            elif event.generation != self._generation or not self.active:
+                return  # an event of a resigned term
+            elif event.kind == "broker_change":
+                self._process_broker_change()
+            elif event.kind == "topic_change":
+                self._process_topic_change()
+            elif event.kind == "partition_modifications":
+                self._process_partition_modifications(event.topic)
+            elif event.kind == "topic_deletion":
+                self._process_topic_deletion()
+            elif event.kind == "config_change":
+                self._trigger_online_partition_state_change()
+            elif event.kind == "preferred_replica_election":
+                self._process_preferred_replica_election()
+            else:  # pragma: no cover - a programming error
+                raise AssertionError(f"unknown controller event {event.kind}")
+        except ControllerMovedError as exc:
+            _log.info("controller %d: controller moved while processing %s (%s); resigning",
+                      self.broker_id, event.kind, exc)
+            self._active_controller_id = -1
+            self._resign()
+            self._put(_Event("reelect"))
+        except Exception:  # noqa: BLE001 - the controller thread must survive ZooKeeper errors
+            _log.exception("controller %d: error while processing %s", self.broker_id,
+                           event.kind)
+            if not self._stopping:
+                self._schedule_retry()
+
+    def _schedule_retry(self) -> None:
+        if self._retry_at is None:
+            self._retry_at = time.monotonic() + self._retry_backoff_s
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        text = " ".join(f"{key}={_fmt(value)}" for key, value in fields.items())
+        _log.info("controller %d: %s %s", self.broker_id, kind.upper(), text)
+        if self._on_event is not None:
+            try:
+                self._on_event({"kind": kind, "broker_id": self.broker_id, **fields})
+            except Exception:  # noqa: BLE001 - an observer must not break the controller
+                _log.exception("controller %d: on_event hook failed", self.broker_id)
+
+    # --- election of the controller (KafkaController.elect / maybeResign) --------------------
+
+    def _maybe_resign(self) -> None:
+        was_active = self.active
+        current = self._zk.controller_id()
+        self._active_controller_id = -1 if current is None else current
+        if was_active and not self.active:
+            self._resign()
+
+    def _elect(self) -> None:
+        if self._stopping or self._active_controller_id != -1:
+            return
+        won = self._zk.try_elect_controller(self.broker_id)
+        if won is None:
+            self._maybe_resign()
+            return
+        epoch, epoch_zk_version = won
+        self._epoch, self._epoch_zk_version = epoch, epoch_zk_version
+        self._active_controller_id = self.broker_id
+        self._emit("elected", controller_epoch=epoch, epoch_zk_version=epoch_zk_version)
+        try:
+            self._on_controller_failover()
+        except ControllerMovedError:
+            raise
+        except Exception:
+            # Kafka's triggerControllerMove: give the role up so another broker can try. The
+            # pause keeps a persistent fault (ZooKeeper unreachable, bad znode data) from
+            # turning into an election loop that burns an epoch per round.
+            _log.exception("controller %d: error while becoming controller; moving it",
+                           self.broker_id)
+            self._active_controller_id = -1
+            self._resign()
+            self._stop_requested.wait(self._retry_backoff_s)
+            self._delete_controller_node()
+
+    def _delete_controller_node(self) -> None:
+        try:
+            self._zk.delete_controller(controller_epoch_zk_version=self._epoch_zk_version)
+        except ControllerMovedError:
+            pass
+
+    def _stop_watches(self) -> None:
+        for watch in self._term_watches + list(self._topic_watches.values()):
+            watch.stop()
+        self._term_watches.clear()
+        self._topic_watches.clear()
+        self._topic_watch_tokens.clear()
+
+    def _forget_topic_watch(self, topic: str) -> None:
+        self._topic_watch_tokens.pop(topic, None)
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.stop()
+
+    def _resign(self) -> None:
+        self._generation += 1  # watches of the old term go quiet
+        self._stop_watches()
+        self._retry_at = None
+        self._rebalance_at = None
+        if self._ctx is not None:
+            self._ctx = None
+            self._emit("resigned", controller_epoch=self._epoch)
+
+    def _shutdown(self) -> None:
+        try:
+            if self.active:
+                self._active_controller_id = -1
+                self._resign()
+                self._delete_controller_node()
+            else:
+                self._resign()
+        except Exception:  # noqa: BLE001 - stopping must finish
+            _log.exception("controller %d: error while stopping", self.broker_id)
+
+    # --- becoming controller (onControllerFailover) ------------------------------------------
+
+    def _on_controller_failover(self) -> None:
+        self._generation += 1
+        generation = self._generation
+        self._stop_watches()
+        ctx = _Context()
+        self._ctx = ctx
+        # Watches first, then the reads (Kafka's order: no change is missed in between).
+        zk = self._zk
+        zk.ensure_persistent_paths()  # the watched paths exist (every broker creates them)
+        for path, kind in (
+            (BROKER_IDS_PATH, "broker_change"),
+            (TOPICS_PATH, "topic_change"),
+            (DELETE_TOPICS_PATH, "topic_deletion"),
+            (CONFIG_CHANGES_PATH, "config_change"),
+        ):
+            self._term_watches.append(zk.watch_children(path, self._watcher(kind, generation)))
+        # Fires now too: a request left from an earlier term is served after the startup.
+        self._term_watches.append(zk.watch_data(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            self._watcher("preferred_replica_election", generation)))
+        ctx.live_brokers = {bid: info.epoch for bid, info in zk.live_brokers().items()}
+        for topic, assignment in self._read_assignments().items():
+            self._add_topic(topic, assignment.partitions)
+        states = self._read_states(ctx.all_partitions())
+        ctx.leadership.update(states)
+        ctx.topics_to_delete.update(
+            t for t in zk.topic_deletion_requests() if t in ctx.assignments
+        )
+        # ReplicaStateMachine.startup: replicas on dead brokers leave their ISRs.
+        offline_replicas: dict[int, list[TopicPartition]] = {}
+        for tp in ctx.all_partitions():
+            if tp not in ctx.leadership or tp.topic in ctx.topics_to_delete:
+                continue
+            for replica in ctx.replicas(tp):
+                if replica not in ctx.live_brokers:
+                    offline_replicas.setdefault(replica, []).append(tp)
+        for replica in sorted(offline_replicas):
+            self._remove_replica_from_isr(replica, offline_replicas[replica])
+        # PartitionStateMachine.startup: initializePartitionState, then elect.
+        for tp in ctx.all_partitions():
+            ctx.partition_states[tp] = self._classify(tp)
+        self._trigger_online_partition_state_change()
+        self._process_topic_deletion()
+        if self._imbalance_check_s is not None:
+            first_s = min(AUTO_REBALANCE_FIRST_DELAY_MS / 1000.0, self._imbalance_check_s)
+            self._rebalance_at = time.monotonic() + first_s
+
+    def _classify(self, tp: TopicPartition) -> str:
+        assert self._ctx is not None
+        state = self._ctx.leadership.get(tp)
+        if state is None:
+            return _NEW
+        return _ONLINE if state.leader in self._ctx.live_brokers else _OFFLINE
+
+    def _add_topic(self, topic: str, partitions: dict[int, Iterable[int]]) -> list[TopicPartition]:
+        """Record a topic's assignment (new partitions only) and watch its znode; returns the
+        partitions that were not known."""
+        ctx = self._ctx
+        assert ctx is not None
+        known = ctx.assignments.setdefault(topic, {})
+        added = []
+        for partition, replicas in sorted(partitions.items()):
+            if partition not in known:
+                known[partition] = tuple(replicas)
+                added.append(TopicPartition(topic, partition))
+        if topic not in self._topic_watch_tokens:
+            self._topic_watches[topic] = self._zk.watch_data(
+                topic_path(topic),
+                self._watcher("partition_modifications", self._generation, topic),
+            )
+        return added
+
+    # --- reads that survive a bad znode ------------------------------------------------------
+
+    def _read_assignments(self) -> dict[str, Any]:
+        """Every topic's assignment; a topic whose znode is not Kafka's JSON (or whose name is
+        not a topic name) is logged and left out instead of stopping the controller."""
+        try:
+            return self._zk.topic_assignments()
+        except (ZkDataError, InvalidTopicError):
+            pass
+        assignments = {}
+        for topic in self._zk.topics():
+            try:
+                assignment = self._zk.topic_assignment(topic)
+            except (ZkDataError, InvalidTopicError) as exc:
+                _log.error("controller %d: topic %s skipped: %s", self.broker_id, topic, exc)
+                continue
+            if assignment is not None:
+                assignments[topic] = assignment
+        return assignments
+
+    def _read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, PartitionState]:
+        """The ``state`` of each partition that has a readable one; a corrupt ``state`` is
+        logged and left out (its partition is neither initialised nor elected)."""
+        try:
+            return self._zk.partition_states(tps)
+        except (ZkDataError, InvalidTopicError):
+            pass
+        states = {}
+        for tp in tps:
+            try:
+                states.update(self._zk.partition_states([tp]))
+            except (ZkDataError, InvalidTopicError) as exc:
+                _log.error("controller %d: state of %s skipped: %s", self.broker_id, tp, exc)
+        return states
+
+    def _resync(self) -> None:
+        """Re-read everything and redo what a missed or failed event would have done
+        (idempotent: every step compares ZooKeeper with the context)."""
+        self._process_broker_change()
+        self._process_topic_change()
+        self._process_topic_deletion()
+        self._trigger_online_partition_state_change()
+
+    # --- brokers (processBrokerChange, onBrokerStartup, onBrokerFailure) ---------------------
+
+    def _process_broker_change(self) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        current = {bid: info.epoch for bid, info in self._zk.live_brokers().items()}
+        known = ctx.live_brokers
+        new = sorted(current.keys() - known.keys())
+        dead = sorted(known.keys() - current.keys())
+        bounced = sorted(b for b in current.keys() & known.keys() if current[b] > known[b])
+        if not (new or dead or bounced):
+            return
+        self._emit("brokers", live=sorted(current), new=new, dead=dead, bounced=bounced)
+        if new:
+            for bid in new:
+                known[bid] = current[bid]
+            self._on_broker_startup(new)
+        if bounced:
+            for bid in bounced:
+                del known[bid]
+            self._on_broker_failure(bounced)
+            for bid in bounced:
+                known[bid] = current[bid]
+            self._on_broker_startup(bounced)
+        if dead:
+            for bid in dead:
+                del known[bid]
+            self._on_broker_failure(dead)
+
+    def _on_broker_startup(self, brokers: list[int]) -> None:
+        # The new brokers learn their partitions from ZooKeeper themselves (no LeaderAndIsr);
+        # what is left is to give offline and new partitions a leader.
+        self._trigger_online_partition_state_change()
+
+    def _on_broker_failure(self, dead: list[int]) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        # onReplicasBecomeOffline: partitions whose leader is gone go Offline and are elected...
+        for tp, state in ctx.leadership.items():
+            if tp.topic in ctx.topics_to_delete:
+                continue
+            if state.leader not in ctx.live_brokers:
+                ctx.partition_states[tp] = _OFFLINE
+        self._trigger_online_partition_state_change()
+        # ...then the dead replicas leave the ISRs they are still in (OfflineReplica).
+        for replica in dead:
+            tps = [
+                tp
+                for tp in ctx.all_partitions()
+                if replica in ctx.replicas(tp)
+                and tp in ctx.leadership
+                and tp.topic not in ctx.topics_to_delete
+            ]
+            if tps:
+                self._remove_replica_from_isr(replica, tps)
+
+    # --- partitions (PartitionStateMachine) --------------------------------------------------
+
+    def _trigger_online_partition_state_change(self) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        tps = [
+            tp
+            for tp, state in ctx.partition_states.items()
+            if state in (_NEW, _OFFLINE) and tp.topic not in ctx.topics_to_delete
+        ]
+        self._handle_online(sorted(tps))
+
+    def _handle_online(self, tps: list[TopicPartition]) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        new = [tp for tp in tps if ctx.partition_states.get(tp) == _NEW]
+        to_elect = [tp for tp in tps if ctx.partition_states.get(tp) in (_OFFLINE, _ONLINE)]
+        if new:
+            self._initialize_leader_and_isr(new)
+        if to_elect:
+            self._elect_leaders(to_elect)
+
+    def _initialize_leader_and_isr(self, tps: list[TopicPartition]) -> None:
+        """New partitions: create ``state`` (first live replica leads, ISR = live replicas,
+        epoch 0) with the controller-epoch check (``initializeLeaderAndIsrForPartitions``)."""
+        ctx = self._ctx
+        assert ctx is not None
+        to_create: dict[TopicPartition, PartitionState] = {}
+        for tp in tps:
+            decision = initial_leader_and_isr(ctx.replicas(tp), ctx.live_brokers.keys())
+            if decision is None:
+                _log.warning("controller %d: new partition %s has no live replica among %s; "
+                             "it waits for one", self.broker_id, tp, list(ctx.replicas(tp)))
+                continue
+            to_create[tp] = PartitionState(
+                leader=decision.leader,
+                leader_epoch=decision.leader_epoch,
+                isr=decision.isr,
+                controller_epoch=self._epoch,
+                zk_version=0,
+            )
+        if not to_create:
+            return
+        results = self._zk.create_partition_states(
+            to_create, controller_epoch_zk_version=self._epoch_zk_version
+        )
+        exists = []
+        for tp, state in to_create.items():
+            result = results.get(tp) if isinstance(results, dict) else None
+            if isinstance(result, NodeExistsError):
+                exists.append(tp)
+                continue
+            if isinstance(result, Exception):
+                _log.error("controller %d: creating the state of %s failed: %r",
+                           self.broker_id, tp, result)
+                continue
+            ctx.leadership[tp] = state
+            ctx.partition_states[tp] = _ONLINE
+            self._emit_election(tp, state, "new")
+        if exists:
+            # Written by an earlier term of ours or another controller: adopt what is there.
+            found = self._read_states(exists)
+            for tp in exists:
+                if tp in found:
+                    ctx.leadership[tp] = found[tp]
+                    ctx.partition_states[tp] = self._classify(tp)
+                else:  # there but not Kafka's JSON: left alone, not retried for ever
+                    ctx.partition_states[tp] = _UNREADABLE
+            self._schedule_retry()
+
+    def _unclean_allowed(self, topic: str, cache: dict[str, bool]) -> bool:
+        if topic not in cache:
+            value = self._zk.topic_config(topic).get(UNCLEAN_CONFIG)
+            if value is None:
+                cache[topic] = self._default_unclean
+            else:
+                cache[topic] = value.strip().lower() == "true"
+        return cache[topic]
+
+    def _elect_leaders(self, tps: list[TopicPartition], *, preferred: bool = False) -> None:
+        """``electLeaderForPartitions`` with the offline strategy (or, with ``preferred``, the
+        preferred-replica one): re-read, decide, CAS; the partitions whose CAS lost are read
+        and decided again."""
+        remaining = tps
+        for _ in range(STATE_WRITE_ATTEMPTS_MAX):
+            if not remaining:
+                return
+            remaining = self._do_elect_leaders(remaining, preferred=preferred)
+        if remaining:
+            _log.warning("controller %d: elections for %s still conflicting after %d rounds; "
+                         "retrying later", self.broker_id, [str(tp) for tp in remaining],
+                         STATE_WRITE_ATTEMPTS_MAX)
+            self._schedule_retry()
+
+    def _do_elect_leaders(
+        self, tps: list[TopicPartition], *, preferred: bool = False
+    ) -> list[TopicPartition]:
+        ctx = self._ctx
+        assert ctx is not None
+        current = self._read_states(tps)
+        unclean_cache: dict[str, bool] = {}
+        ignore_isr = test_breaks.enabled("elect_most_recent")
+        decisions: dict[TopicPartition, tuple[PartitionState, str]] = {}
+        for tp in tps:
+            state = current.get(tp)
+            if state is None:
+                _log.error("controller %d: no state for %s; election skipped",
+                           self.broker_id, tp)
+                continue
+            if state.controller_epoch > self._epoch:
+                _log.error("controller %d: state of %s written by controller epoch %d > %d; "
+                           "election aborted", self.broker_id, tp, state.controller_epoch,
+                           self._epoch)
+                continue
+            ctx.leadership[tp] = state
+            replicas = ctx.replicas(tp)
+            live = ctx.live_brokers.keys()
+            if preferred:
+                if not replicas or state.leader == replicas[0]:
+                    continue  # already there
+                choice = elect_preferred(replicas, _leader_and_isr(state), live)
+                if choice.leader_and_isr is not None:
+                    decisions[tp] = (self._next_state(choice.leader_and_isr, state), "preferred")
+                continue
+            if state.leader in live:
+                # Led by a live broker after all (the cache was older than ZooKeeper): nothing
+                # to elect, and no epoch to burn.
+                ctx.partition_states[tp] = _ONLINE
+                continue
+            has_live_isr = any(r in live for r in state.isr)
+            unclean = False if has_live_isr else self._unclean_allowed(tp.topic, unclean_cache)
+            result = elect_offline(
+                replicas, _leader_and_isr(state), live, unclean_enabled=unclean,
+                ignore_isr=ignore_isr,
+            )
+            if result.leader_and_isr is None:
+                self._emit("no_leader", partition=str(tp), isr=list(state.isr),
+                           live_replicas=list(result.live_replicas))
+                continue
+            decisions[tp] = (
+                self._next_state(result.leader_and_isr, state),
+                "unclean" if result.unclean else "clean",
+            )
+        if not decisions:
+            return []
+        results = self._zk.set_partition_states(
+            {tp: state for tp, (state, _) in decisions.items()},
+            controller_epoch_zk_version=self._epoch_zk_version,
+        )
+        retry = []
+        for tp, (state, kind) in decisions.items():
+            result = results.get(tp)
+            if isinstance(result, BadVersionError):
+                retry.append(tp)
+            elif isinstance(result, Exception) or result is None:
+                _log.error("controller %d: writing the election of %s failed: %r",
+                           self.broker_id, tp, result)
+            else:
+                written = dataclasses.replace(state, zk_version=result)
+                ctx.leadership[tp] = written
+                ctx.partition_states[tp] = _ONLINE
+                self._emit_election(tp, written, kind)
+        return retry
+
+    def _next_state(self, decision: LeaderAndIsr, read: PartitionState) -> PartitionState:
+        """The ``state`` to CAS over ``read``: the decision, this controller's epoch, the
+        version just read."""
+        return PartitionState(
+            leader=decision.leader,
+            leader_epoch=decision.leader_epoch,
+            isr=decision.isr,
+            controller_epoch=self._epoch,
+            zk_version=read.zk_version,
+        )
+
+    def _emit_election(self, tp: TopicPartition, state: PartitionState, kind: str) -> None:
+        self._emit("election", partition=str(tp), leader=state.leader,
+                   leader_epoch=state.leader_epoch, isr=list(state.isr),
+                   controller_epoch=state.controller_epoch, type=kind)
+
+    def _process_preferred_replica_election(self) -> None:
+        """``/admin/preferred_replica_election`` (Kafka's ZK-triggered
+        ``processReplicaLeaderElection``): a preferred election for each listed partition
+        that exists and is not being deleted, then the request is deleted (epoch-checked),
+        whatever the outcome. A request that is not Kafka's JSON is logged and deleted."""
+        ctx = self._ctx
+        assert ctx is not None
+        data, version = self._zk.get_data_and_version(PREFERRED_REPLICA_ELECTION_PATH)
+        if version < 0:
+            return  # no request
+        try:
+            requested = decode_preferred_replica_election(data)
+        except ZkDataError as exc:
+            _log.error("controller %d: bad preferred replica election request: %s",
+                       self.broker_id, exc)
+            requested = []
+        tps = sorted(
+            {
+                TopicPartition(tp.topic, tp.partition)
+                for tp in requested
+                if ctx.replicas(TopicPartition(tp.topic, tp.partition))
+                and tp.topic not in ctx.topics_to_delete
+            }
+        )
+        if tps:
+            self._elect_leaders(tps, preferred=True)
+        self._zk.delete_recursive(
+            PREFERRED_REPLICA_ELECTION_PATH,
+            controller_epoch_zk_version=self._epoch_zk_version,
+        )
+
+    def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        """Kafka's ``checkAndTriggerAutoLeaderRebalance``: per preferred broker, the share of
+        its partitions led elsewhere; above the limit (and the broker live), preferred
+        elections for those (the ISR is checked on the state re-read)."""
+        ctx = self._ctx
+        assert ctx is not None
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in ctx.all_partitions():
+            replicas = ctx.replicas(tp)
+            if replicas and tp.topic not in ctx.topics_to_delete:
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        candidates: list[TopicPartition] = []
+        for broker, tps in sorted(by_preferred.items()):
+            elsewhere = [
+                tp for tp in tps if tp in ctx.leadership and ctx.leadership[tp].leader != broker
+            ]
+            ratio = len(elsewhere) / len(tps)
+            if ratio > self._imbalance_ratio_max and broker in ctx.live_brokers:
+                candidates.extend(elsewhere)
+        if candidates:
+            _log.info("controller %d: leader imbalance: preferred elections for %d partitions",
+                      self.broker_id, len(candidates))
+            self._elect_leaders(sorted(candidates), preferred=True)
+
+    # --- replicas (ReplicaStateMachine.removeReplicasFromIsr) --------------------------------
+
+    def _remove_replica_from_isr(self, replica: int, tps: list[TopicPartition]) -> None:
+        remaining = tps
+        for _ in range(STATE_WRITE_ATTEMPTS_MAX):
+            if not remaining:
+                return
+            remaining = self._do_remove_replica_from_isr(replica, remaining)
+        if remaining:
+            _log.warning("controller %d: removing %d from the ISR of %s still conflicting; "
+                         "retrying later", self.broker_id, replica,
+                         [str(tp) for tp in remaining])
+            self._schedule_retry()
+
+    def _do_remove_replica_from_isr(
+        self, replica: int, tps: list[TopicPartition]
+    ) -> list[TopicPartition]:
+        ctx = self._ctx
+        assert ctx is not None
+        current = self._read_states(tps)
+        updates: dict[TopicPartition, PartitionState] = {}
+        for tp in tps:
+            state = current.get(tp)
+            if state is None:
+                continue
+            if state.controller_epoch > self._epoch:
+                _log.error("controller %d: state of %s written by controller epoch %d > %d; "
+                           "ISR removal aborted", self.broker_id, tp, state.controller_epoch,
+                           self._epoch)
+                continue
+            ctx.leadership[tp] = state
+            decision = remove_replica_from_isr(_leader_and_isr(state), replica)
+            if decision is None:
+                continue
+            updates[tp] = PartitionState(
+                leader=decision.leader,
+                leader_epoch=decision.leader_epoch,
+                isr=decision.isr,
+                controller_epoch=self._epoch,
+                zk_version=state.zk_version,
+            )
+        if not updates:
+            return []
+        results = self._zk.set_partition_states(
+            updates, controller_epoch_zk_version=self._epoch_zk_version
+        )
+        retry = []
+        for tp, state in updates.items():
+            result = results.get(tp)
+            if isinstance(result, BadVersionError):
+                retry.append(tp)
+            elif isinstance(result, Exception) or result is None:
+                _log.error("controller %d: removing %d from the ISR of %s failed: %r",
+                           self.broker_id, replica, tp, result)
+            else:
+                written = dataclasses.replace(state, zk_version=result)
+                ctx.leadership[tp] = written
+                if written.leader == NO_LEADER:
+                    ctx.partition_states[tp] = _OFFLINE
+                self._emit("isr_removal", partition=str(tp), replica=replica,
+                           leader=written.leader, leader_epoch=written.leader_epoch,
+                           isr=list(written.isr), controller_epoch=written.controller_epoch)
+        return retry
+
+    # --- topics (processTopicChange, processPartitionModifications, processTopicDeletion) ---
+
+    def _process_topic_change(self) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        assignments = self._read_assignments()
+        for topic in sorted(ctx.assignments.keys() - assignments.keys()):
+            ctx.remove_topic(topic)
+            self._forget_topic_watch(topic)
+        added: list[TopicPartition] = []
+        for topic in sorted(assignments):
+            if topic in ctx.topics_to_delete:
+                continue
+            added.extend(self._add_topic(topic, assignments[topic].partitions))
+        if added:
+            self._on_new_partition_creation(added)
+
+    def _process_partition_modifications(self, topic: str) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        try:
+            assignment = self._zk.topic_assignment(topic)
+        except (ZkDataError, InvalidTopicError) as exc:
+            _log.error("controller %d: topic %s skipped: %s", self.broker_id, topic, exc)
+            return
+        if assignment is None or topic not in ctx.assignments:
+            return  # deleted, or not yet seen by a topic change (which will add it whole)
+        if topic in ctx.topics_to_delete:
+            _log.warning("controller %d: partitions added to %s while it is being deleted are "
+                         "ignored", self.broker_id, topic)
+            return
+        added = self._add_topic(topic, assignment.partitions)
+        if added:
+            self._on_new_partition_creation(added)
+
+    def _on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
+        ctx = self._ctx
+        assert ctx is not None
+        for tp in tps:
+            ctx.partition_states[tp] = _NEW
+        self._handle_online(tps)
+
+    def _process_topic_deletion(self) -> None:
+        """Kafka's TopicDeletionManager without StopReplica: no broker has to confirm, so a
+        requested topic's znodes go at once (state, partitions, assignment, config, then the
+        request); brokers drop the logs of topics whose assignment disappeared."""
+        ctx = self._ctx
+        assert ctx is not None
+        requested = set(self._zk.topic_deletion_requests())
+        for topic in sorted(requested):
+            if topic in ctx.assignments:
+                ctx.topics_to_delete.add(topic)
+                self._zk.delete_topic_znodes(
+                    topic, controller_epoch_zk_version=self._epoch_zk_version
+                )
+                ctx.remove_topic(topic)
+                self._forget_topic_watch(topic)
+                self._emit("topic_deleted", topic=topic, controller_epoch=self._epoch)
+            else:
+                _log.warning("controller %d: ignoring the deletion of unknown topic %s",
+                             self.broker_id, topic)
+            self._zk.delete_topic_deletion_request(
+                topic, controller_epoch_zk_version=self._epoch_zk_version
+            )
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)

@@ -1,0 +1,441 @@
+"""The workload of the cluster scenarios (R§6.3): bounded producers and consumers made of real,
+unmodified clients (confluent-kafka, i.e. librdkafka), recording every send and poll in a
+:class:`~harness.history.History`; the final read after healing; the replicas' batches read
+from their data directories.
+
+Outcome of a send (R§6.3, exactly):
+
+* **ok**: a delivery report with an offset.
+* **fail** (definitely not written): ``NOT_ENOUGH_REPLICAS`` (19) and the errors raised before
+  any append (``INVALID_REQUIRED_ACKS``, unknown topic/partition, a produce() the client
+  refused locally), and 19 only when the producer does not retry (``retries=0``): with
+  retries, an earlier attempt may have been written.
+* **info** (indeterminate): everything else, ``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` (20: it
+  *was* written) included, timeouts, ``NOT_LEADER_OR_FOLLOWER`` and sends never reported
+  before the run ended.
+
+Every loop is bounded by a count and a time; every client wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from seglog import format as fmt
+from seglog.filenames import (
+    LEADER_EPOCH_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, partition_dir_name,
+)
+from seglog.storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
+
+from .history import (
+    ASSIGN, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER, REPLICA, SEND, History,
+)
+
+#: Kafka error codes that mean "not written" when the producer does not retry (R§6.3).
+DEFINITE_FAILURES_NO_RETRY = frozenset({19})
+#: Error codes that are raised before any append, whatever the retries.
+DEFINITE_FAILURES = frozenset({21, 3})  # INVALID_REQUIRED_ACKS, UNKNOWN_TOPIC_OR_PARTITION
+
+#: Client settings of R§6.1 (shortened, not razor-thin), set explicitly on every client.
+CLIENT_TIMEOUTS = {"socket.timeout.ms": 5000, "metadata.max.age.ms": 5000,
+                   "topic.metadata.refresh.interval.ms": 1000,
+                   "retry.backoff.ms": 100, "reconnect.backoff.max.ms": 1000}
+#: The producers' own timeouts (R§6.1: request 5 s, delivery 20 s).
+PRODUCER_TIMEOUTS = {"request.timeout.ms": 5000, "message.timeout.ms": 20000}
+
+
+class Values:
+    """The run's unique integer values, shared by its producers (thread-safe)."""
+
+    def __init__(self, start: int = 0):
+        self.counter = itertools.count(start)
+        self.lock = threading.Lock()
+
+    def next(self) -> int:
+        """A value no producer of this run has sent."""
+        with self.lock:
+            return next(self.counter)
+
+
+def classify(error: Any, retries: int) -> str:
+    """The history type of a failed send's confluent-kafka ``KafkaError`` (module
+    docstring)."""
+    return classify_code(error.code(), retries)
+
+
+def classify_code(code: int | None, retries: int) -> str:
+    """The history type of a send that failed with Kafka error ``code`` (None: a local
+    error), by a producer with ``retries``."""
+    if code in DEFINITE_FAILURES or (code in DEFINITE_FAILURES_NO_RETRY and retries == 0):
+        return FAIL
+    return INFO
+
+
+def error_name(error: Any) -> str:
+    """A KafkaError's name (``NOT_ENOUGH_REPLICAS``, ``_MSG_TIMED_OUT``, ...)."""
+    return error.name() if hasattr(error, "name") else str(error)
+
+
+class Producer(threading.Thread):
+    """One confluent-kafka producer sending unique values to ``partitions`` of ``topic`` (value
+    ``v`` to partition ``v % len(partitions)``, key = the partition), one send every
+    ``interval_s``, until ``count`` sends, ``duration_s`` or :meth:`stop`; then it flushes for
+    at most ``flush_s`` and records the sends never reported as *info*.
+
+    ``acks``, ``idempotent``, ``retries`` and ``max_in_flight`` are always set explicitly
+    (librdkafka's defaults differ from Java's); ``config`` adds or overrides settings.
+    """
+
+    def __init__(self, history: History, bootstrap: str, topic: str, partitions: list[int],
+                 values: Values, *, name: str = "p0", acks: str = "all", idempotent: bool = True,
+                 retries: int = 1_000_000, max_in_flight: int = 5, count: int = 100_000,
+                 duration_s: float = 30.0, interval_s: float = 0.005, flush_s: float = 25.0,
+                 config: dict[str, Any] | None = None):
+        super().__init__(name=f"producer-{name}", daemon=True)
+        self.history, self.topic, self.partitions = history, topic, list(partitions)
+        self.values, self.process = values, name
+        self.count, self.duration_s, self.interval_s, self.flush_s = (
+            count, duration_s, interval_s, flush_s)
+        self.retries = retries
+        self.producer = self._open(bootstrap, acks=acks, idempotent=idempotent, retries=retries,
+                                   max_in_flight=max_in_flight, config=config or {})
+        history.record(name, META, PRODUCER, idempotent=idempotent, max_in_flight=max_in_flight,
+                       retries=retries, acks=acks)
+        self.pending: dict[int, dict] = {}
+        self.pending_lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.outcomes: dict[str, int] = {OK: 0, FAIL: 0, INFO: 0}
+        self.errors: dict[str, int] = {}
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the producer to stop sending (it still flushes)."""
+        self.stopping.set()
+
+    def _open(self, bootstrap: str, *, acks: str, idempotent: bool, retries: int,
+              max_in_flight: int, config: dict[str, Any]) -> Any:
+        from confluent_kafka import Producer as KafkaProducer
+
+        return KafkaProducer({
+            "bootstrap.servers": bootstrap, "acks": acks, "enable.idempotence": idempotent,
+            "retries": retries, "max.in.flight.requests.per.connection": max_in_flight,
+            "linger.ms": 2, "client.id": self.process, **CLIENT_TIMEOUTS, **PRODUCER_TIMEOUTS,
+            **config})
+
+    def _send(self, value: int, key: str, partition: int) -> None:
+        try:
+            self.producer.produce(self.topic, value=str(value).encode(), key=key.encode(),
+                                  partition=partition, on_delivery=self._delivered(value, key))
+        except BufferError:
+            self._complete(value, key, FAIL, error="local queue full")
+        except Exception as exc:  # noqa: BLE001 - KafkaException: refused locally
+            self._complete(value, key, FAIL, error=f"produce() raised {exc}")
+        self.producer.poll(self.interval_s)
+
+    def _drain(self, deadline: float) -> None:
+        while len(self.producer) and time.monotonic() < deadline:
+            self.producer.flush(0.5)
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the scenario through .error
+            self.error = exc
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self.duration_s
+        for _ in range(self.count):
+            if self.stopping.is_set() or time.monotonic() >= deadline:
+                break
+            value = self.values.next()
+            partition = self.partitions[value % len(self.partitions)]
+            key = str(partition)
+            with self.pending_lock:
+                self.pending[value] = self.history.record(
+                    self.process, INVOKE, SEND, key=key, value=value, partition=partition)
+            self._send(value, key, partition)
+        self._drain(time.monotonic() + self.flush_s)
+        with self.pending_lock:
+            never = list(self.pending.items())
+        for value, invoke in never:
+            self._complete(value, invoke["key"], INFO, error="never reported")
+        self._close()
+
+    def _close(self) -> None:
+        self.producer = None  # librdkafka's threads end with the last reference
+
+    def _delivered(self, value: int, key: str):
+        def report(err, msg) -> None:
+            if err is None:
+                self._complete(value, key, OK, partition=msg.partition(), offset=msg.offset())
+            else:
+                self._complete(value, key, classify(err, self.retries),
+                               error=error_name(err), code=err.code(), partition=msg.partition())
+        return report
+
+    def _complete(self, value: int, key: str, outcome: str, **fields: Any) -> None:
+        with self.pending_lock:
+            if self.pending.pop(value, None) is None:
+                return
+            self.outcomes[outcome] += 1
+            if "error" in fields:
+                self.errors[fields["error"]] = self.errors.get(fields["error"], 0) + 1
+        self.history.record(self.process, outcome, SEND, key=key, value=value, **fields)
+
+
+class KafkaPythonProducer(Producer):
+    """The same producer made of kafka-python (a second, independent client implementation):
+    errors arrive as exceptions whose ``errno`` is Kafka's error code (19
+    ``NotEnoughReplicasError``, 20 ``NotEnoughReplicasAfterAppendError``), classified the
+    same way (:func:`classify_code`)."""
+
+    def _open(self, bootstrap: str, *, acks: str, idempotent: bool, retries: int,
+              max_in_flight: int, config: dict[str, Any]) -> Any:
+        from kafka import KafkaProducer
+
+        return KafkaProducer(
+            bootstrap_servers=bootstrap.split(","), acks=acks if acks == "all" else int(acks),
+            enable_idempotence=idempotent, retries=retries,
+            max_in_flight_requests_per_connection=max_in_flight, linger_ms=2,
+            client_id=self.process, request_timeout_ms=PRODUCER_TIMEOUTS["request.timeout.ms"],
+            delivery_timeout_ms=PRODUCER_TIMEOUTS["message.timeout.ms"],
+            metadata_max_age_ms=CLIENT_TIMEOUTS["metadata.max.age.ms"],
+            retry_backoff_ms=CLIENT_TIMEOUTS["retry.backoff.ms"], **config)
+
+    def _send(self, value: int, key: str, partition: int) -> None:
+        try:
+            future = self.producer.send(self.topic, value=str(value).encode(),
+                                        key=key.encode(), partition=partition)
+        except Exception as exc:  # noqa: BLE001 - raised before anything was sent
+            self._complete(value, key, FAIL, error=f"send() raised {type(exc).__name__}")
+        else:
+            future.add_callback(lambda meta: self._complete(
+                value, key, OK, partition=meta.partition, offset=meta.offset))
+            future.add_errback(lambda exc: self._failed(value, key, partition, exc))
+        time.sleep(self.interval_s)
+
+    def _failed(self, value: int, key: str, partition: int, exc: BaseException) -> None:
+        code = getattr(exc, "errno", None)
+        self._complete(value, key, classify_code(code, self.retries), error=type(exc).__name__,
+                       code=code, partition=partition)
+
+    def _drain(self, deadline: float) -> None:
+        try:
+            self.producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001 - KafkaTimeoutError: the rest is recorded as info
+            pass
+
+    def _close(self) -> None:
+        self.producer.close(timeout=5)
+        self.producer = None
+
+
+class Consumer(threading.Thread):
+    """One confluent-kafka consumer assigned ``partitions`` of ``topic`` from offset 0 (no
+    group), polling until :meth:`stop` or ``duration_s``; each batch is one ``poll`` event."""
+
+    def __init__(self, history: History, bootstrap: str, topic: str, partitions: list[int], *,
+                 name: str = "c0", duration_s: float = 60.0, isolation: str = "read_uncommitted",
+                 config: dict[str, Any] | None = None):
+        super().__init__(name=f"consumer-{name}", daemon=True)
+        from confluent_kafka import Consumer as KafkaConsumer
+
+        self.history, self.topic, self.partitions, self.process = (
+            history, topic, list(partitions), name)
+        self.duration_s = duration_s
+        self.consumer = KafkaConsumer({
+            "bootstrap.servers": bootstrap, "group.id": f"seglog-harness-{name}",
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "isolation.level": isolation, "client.id": name, "fetch.wait.max.ms": 100,
+            **CLIENT_TIMEOUTS, **(config or {})})
+        self.stopping = threading.Event()
+        self.polled = 0
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the consumer to stop (at its next poll)."""
+        self.stopping.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the scenario through .error
+            self.error = exc
+        finally:
+            self.consumer.close()
+
+    def _run(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        self.consumer.assign([TopicPartition(self.topic, p, 0) for p in self.partitions])
+        self.history.record(self.process, OK, ASSIGN, partitions=self.partitions)
+        deadline = time.monotonic() + self.duration_s
+        while not self.stopping.is_set() and time.monotonic() < deadline:
+            messages = self.consumer.consume(num_messages=500, timeout=0.2)
+            values: dict[str, list[list[int]]] = {}
+            for message in messages:
+                if message.error() is not None:
+                    continue  # a leader change, a reset: the client recovers by itself
+                values.setdefault(str(message.partition()), []).append(
+                    [message.offset(), int(message.value())])
+            if values:
+                self.polled += sum(len(v) for v in values.values())
+                self.history.record(self.process, OK, POLL, values=values)
+
+
+class GroupConsumer(threading.Thread):
+    """One confluent-kafka consumer in group ``group`` subscribed to ``topic``, committing
+    synchronously after every non-empty batch (at-least-once); each batch is a ``poll`` event,
+    each new assignment an ``assign`` event (a rebalance may rewind: that is allowed). Runs
+    until :meth:`stop` or ``duration_s``; closing leaves the group after a last commit."""
+
+    def __init__(self, history: History, bootstrap: str, topic: str, group: str, *,
+                 name: str = "g0", duration_s: float = 60.0):
+        super().__init__(name=f"group-consumer-{name}", daemon=True)
+        from confluent_kafka import Consumer as KafkaConsumer
+
+        self.history, self.topic, self.process, self.duration_s = (
+            history, topic, name, duration_s)
+        self.consumer = KafkaConsumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "client.id": name, "fetch.wait.max.ms": 100,
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000, **CLIENT_TIMEOUTS})
+        self.stopping = threading.Event()
+        self.polled = 0
+        self.commits: dict[str, int] = {"ok": 0, "failed": 0}
+        self.last_polled: dict[int, int] = {}
+        self.first_polled: dict[int, int] = {}
+        #: ``{partition: next offset}`` as of the last successful commit.
+        self.committed: dict[int, int] = {}
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the consumer to stop (at its next poll)."""
+        self.stopping.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the scenario through .error
+            self.error = exc
+        finally:
+            self.consumer.close()
+
+    def _assigned(self, _consumer: Any, partitions: list) -> None:
+        self.history.record(self.process, OK, ASSIGN,
+                            partitions=sorted(tp.partition for tp in partitions))
+
+    def _run(self) -> None:
+        from confluent_kafka import KafkaException
+
+        self.consumer.subscribe([self.topic], on_assign=self._assigned)
+        deadline = time.monotonic() + self.duration_s
+        while not self.stopping.is_set() and time.monotonic() < deadline:
+            messages = self.consumer.consume(num_messages=200, timeout=0.2)
+            values: dict[str, list[list[int]]] = {}
+            for message in messages:
+                if message.error() is not None:
+                    continue
+                partition, offset = message.partition(), message.offset()
+                values.setdefault(str(partition), []).append([offset, int(message.value())])
+                self.first_polled.setdefault(partition, offset)
+                self.last_polled[partition] = offset
+            if not values:
+                continue
+            self.polled += sum(len(v) for v in values.values())
+            self.history.record(self.process, OK, POLL, values=values)
+            try:
+                self.consumer.commit(asynchronous=False)
+                self.commits["ok"] += 1
+                self.committed = {p: o + 1 for p, o in self.last_polled.items()}
+            except KafkaException:
+                self.commits["failed"] += 1  # a coordinator moving: the next commit covers it
+
+
+def final_read(history: History, bootstrap: str, topic: str, partitions: list[int], *,
+               timeout_s: float = 30.0) -> dict[int, int]:
+    """A fresh consumer reads every partition from offset 0 to its high watermark and records
+    one ``final-read`` event per partition. Returns ``{partition: records read}``. Raises
+    ``TimeoutError`` when a partition cannot be read whole within ``timeout_s``."""
+    from confluent_kafka import Consumer as KafkaConsumer
+    from confluent_kafka import TopicPartition
+
+    consumer = KafkaConsumer({
+        "bootstrap.servers": bootstrap, "group.id": "seglog-harness-final",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": "read_uncommitted", "client.id": "final",
+        **CLIENT_TIMEOUTS})
+    deadline = time.monotonic() + timeout_s
+    counts = {}
+    try:
+        for partition in partitions:
+            tp = TopicPartition(topic, partition)
+            _low, high = consumer.get_watermark_offsets(
+                tp, timeout=max(0.5, deadline - time.monotonic()))
+            records: list[list[int]] = []
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            next_offset = 0
+            while next_offset < high:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"final read of {topic}-{partition}: at {next_offset} "
+                                       f"of {high} after {timeout_s} s")
+                for message in consumer.consume(num_messages=1000, timeout=0.5):
+                    if message.error() is None:
+                        records.append([message.offset(), int(message.value())])
+                        next_offset = message.offset() + 1
+            history.record("final", OK, FINAL_READ, partition=partition, records=records,
+                           high_watermark=high)
+            counts[partition] = len(records)
+    finally:
+        consumer.close()
+    return counts
+
+
+def read_batches(partition_dir: str | os.PathLike) -> list[list[int]]:
+    """``[[base_offset, last_offset, crc], ...]`` of every batch in a partition directory's
+    ``.log`` files, in base-offset order (the files of a stopped broker; a torn tail ends
+    the listing)."""
+    batches = []
+    logs = sorted(Path(partition_dir).glob("*.log"), key=lambda p: int(p.stem))
+    for path in logs:
+        data = path.read_bytes()
+        position = 0
+        while position + fmt.RECORD_BATCH_OVERHEAD <= len(data):
+            base_offset, length = struct.unpack_from(">qi", data, position)
+            if length < fmt.MIN_BATCH_LENGTH or position + fmt.LOG_OVERHEAD + length > len(data):
+                break
+            crc = struct.unpack_from(">I", data, position + fmt.CRC_POSITION)[0]
+            delta = struct.unpack_from(">i", data, position + fmt.LAST_OFFSET_DELTA_POSITION)[0]
+            batches.append([base_offset, base_offset + delta, crc])
+            position += fmt.LOG_OVERHEAD + length
+    return batches
+
+
+def read_replicas(history: History, data_dirs: dict[int, str], topic: str,
+                  assignment: dict[int, list[int]]) -> None:
+    """Record one ``replica`` event per replica of ``assignment`` (``{partition: [broker
+    ids]}``): its batches, ``leader-epoch-checkpoint`` entries, high watermark (from
+    ``replication-offset-checkpoint``, 0 when absent) and log end offset (a replica without
+    its directory is recorded empty). The brokers must be stopped (their files settled)."""
+    for broker_id, data_dir in sorted(data_dirs.items()):
+        checkpoint = OffsetCheckpointFile(Path(data_dir) / REPLICATION_OFFSET_CHECKPOINT)
+        high_watermarks = checkpoint.read()
+        for partition, replicas in sorted(assignment.items()):
+            if broker_id not in replicas:
+                continue
+            partition_dir = Path(data_dir) / partition_dir_name(topic, partition)
+            batches = read_batches(partition_dir) if partition_dir.is_dir() else []
+            epochs = (LeaderEpochCheckpointFile(partition_dir / LEADER_EPOCH_CHECKPOINT).read()
+                      if partition_dir.is_dir() else [])
+            end = batches[-1][1] + 1 if batches else 0
+            history.record("replicas", OK, REPLICA, broker=broker_id, partition=partition,
+                           batches=batches, epochs=[[e.epoch, e.start_offset] for e in epochs],
+                           high_watermark=high_watermarks.get((topic, partition), 0),
+                           log_end_offset=end)
+
