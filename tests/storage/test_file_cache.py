@@ -9,6 +9,7 @@ one), and ``FileCache.shrink()`` (close all that nothing holds, as a Store does 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -341,3 +342,154 @@ def test_logs_on_two_threads_evict_each_others_segments(tmp_path, backend):
     for log in logs:
         assert values_of(log) == [b"v%d" % i for i in range(60)]
         log.close()
+
+
+# --- opening a partition after a clean shutdown: no segment opened (issue 14) ------------------
+
+
+class RecordingCache(FileCache):
+    """A real FileCache that also records the base offset of every segment opened through it
+    (what the load opened, and when)."""
+
+    def __init__(self, max_open_segments=1000):
+        super().__init__(max_open_segments)
+        self.opened_bases = []
+
+    def opened(self, segment):
+        self.opened_bases.append(segment.base_offset)
+        super().opened(segment)
+
+
+def three_segments(d, backend):
+    """A cleanly closed log of 3 segments (bases 0, 4, 8) with 13 records; returns the bases."""
+    with open_log(d, backend, FileCache(1000), LogConfig()) as log:
+        for i in range(3):
+            fill(log, 2, start=2 * i)
+            if i < 2:
+                log.roll()
+        log.append_batch([b"tail"], timestamps_ms=[TIMESTAMP_MS + 99])
+        return [s.base_offset for s in log.segments]
+
+
+def segment_files(d):
+    return {name: (d / name).read_bytes() for name in sorted(os.listdir(d))
+            if name.endswith((".log", ".index", ".timeindex", ".txnindex", ".snapshot"))}
+
+
+def test_a_clean_reopen_opens_no_segment_and_answers_as_an_eager_open(tmp_path, backend):
+    """After a clean shutdown a writer's open opens no segment, not even the last: the end
+    offset comes from the recovery point the close checkpointed (its producer snapshot
+    agreeing). It answers end offset, high watermark, start offset, size, reads and appends
+    as an open that loaded the last segment (the same directory with the newest producer
+    snapshot removed, which makes the loader open it), and after the same appends and a
+    close the two directories hold byte-identical segment files."""
+    bases = three_segments(tmp_path / "made" / "t-0", backend)
+    assert bases == [0, 4, 8]
+    lazy_dir, eager_dir = tmp_path / "lazy" / "t-0", tmp_path / "eager" / "t-0"
+    for d in (lazy_dir, eager_dir):
+        shutil.copytree(tmp_path / "made" / "t-0", d)
+    os.remove(eager_dir / f"{13:020d}.snapshot")  # the snapshot the close took at the end
+    logs = {}
+    caches = {"lazy": RecordingCache(), "eager": RecordingCache()}
+    for name, d in (("lazy", lazy_dir), ("eager", eager_dir)):
+        logs[name] = open_log(d, backend, caches[name], LogConfig())
+    assert caches["lazy"].opened_bases == []
+    assert caches["eager"].opened_bases == [8]
+    lazy, eager = logs["lazy"], logs["eager"]
+    try:
+        assert lazy.recovery_report.clean_shutdown and eager.recovery_report.clean_shutdown
+        for attribute in ("start_offset", "end_offset", "high_watermark", "last_stable_offset",
+                          "recovery_point", "size_bytes"):
+            assert getattr(lazy, attribute) == getattr(eager, attribute), attribute
+        assert lazy.end_offset == 13
+        assert caches["lazy"].opened_bases == []  # answered without opening a segment
+        assert values_of(lazy, 4) == values_of(eager, 4)
+        assert lazy.offset_for_timestamp(TIMESTAMP_MS + 99) == 12
+        for log in (lazy, eager):
+            fill(log, 3, start=50)
+            log.append_batch([b"x"] * 3, timestamps_ms=[TIMESTAMP_MS + 200] * 3)
+            log.roll()
+            fill(log, 1, start=60)
+        assert values_of(lazy) == values_of(eager)
+        assert lazy.end_offset == eager.end_offset == 24
+    finally:
+        for log in logs.values():
+            log.close()
+    assert segment_files(lazy_dir) == segment_files(eager_dir)
+
+
+def test_a_clean_reopen_defers_the_last_segment_only_when_its_end_is_known(tmp_path, backend):
+    """The last segment is opened at load when the checkpoints do not promise its end: after
+    an unclean shutdown (every segment from the recovery point is recovered, at open), and
+    when the newest producer snapshot disagrees with the recovery point (another writer
+    since)."""
+    made = tmp_path / "made" / "t-0"
+    three_segments(made, backend)
+    unclean = tmp_path / "unclean" / "t-0"
+    shutil.copytree(made, unclean)
+    os.remove(unclean / ".kafka_cleanshutdown")
+    cache = RecordingCache()
+    with open_log(unclean, backend, cache, LogConfig()) as log:
+        assert not log.recovery_report.clean_shutdown
+        assert log.recovery_report.recovered_segments == [8]
+        assert 8 in cache.opened_bases
+        assert log.end_offset == 13
+    moved = tmp_path / "moved" / "t-0"
+    shutil.copytree(made, moved)
+    os.rename(moved / f"{13:020d}.snapshot", moved / f"{16:020d}.snapshot")
+    cache = RecordingCache()
+    with open_log(moved, backend, cache, LogConfig()) as log:
+        # The newest snapshot (16) is not the recovery point (13): the last segment is
+        # opened at load, which finds the end itself.
+        assert cache.opened_bases == [8]
+        assert log.end_offset == 13
+
+
+def test_an_unclean_reopen_recovers_the_last_segment_at_open(tmp_path, backend):
+    """Unclean shutdown: full recovery at open, as before issue 14 (a torn tail is cut and
+    reported by the open itself)."""
+    made = tmp_path / "t-0"
+    three_segments(made, backend)
+    os.remove(made / ".kafka_cleanshutdown")
+    with open(made / f"{8:020d}.log", "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x00")  # a torn batch header
+    with open_log(made, backend, RecordingCache(), LogConfig()) as log:
+        (cut,) = log.recovery_report.truncations
+        assert cut.base_offset == 8 and cut.truncated_bytes == 11
+        assert log.end_offset == 13
+        assert values_of(log)[-1] == b"tail"
+
+
+def test_a_store_reopens_its_partitions_without_opening_a_segment(tmp_path, backend):
+    """A Store after a clean shutdown: every partition answers its end offsets, reads and
+    appends as one reopened after an unclean shutdown (which opens and recovers the last
+    segments), and after the same appends both data dirs hold the same segment files."""
+    made = tmp_path / "made"
+    with seglog.Store(made, backend=backend.name, offsets_topic_partitions=1) as store:
+        topic = store.create_topic("t", partitions=4)
+        for p in range(4):
+            for i in range(3):
+                fill(topic.log(p), 1, start=10 * p + i)
+                topic.log(p).roll()
+            fill(topic.log(p), p, start=10 * p + 5)
+    clean, unclean = tmp_path / "clean", tmp_path / "unclean"
+    shutil.copytree(made, clean)
+    shutil.copytree(made, unclean)
+    os.remove(unclean / ".kafka_cleanshutdown")
+    stores = [seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+              for d in (clean, unclean)]
+    try:
+        topics = [s.topic("t") for s in stores]
+        assert topics[0].end_offsets() == topics[1].end_offsets() == {0: 6, 1: 8, 2: 10,
+                                                                      3: 12}
+        for p in range(4):
+            logs = [t.log(p) for t in topics]
+            assert logs[0].high_watermark == logs[1].high_watermark
+            assert values_of(logs[0]) == values_of(logs[1])
+            for log in logs:
+                fill(log, 2, start=100 + p)
+    finally:
+        for s in stores:
+            s.close()
+    for p in range(4):
+        assert segment_files(clean / f"t-{p}") == segment_files(unclean / f"t-{p}"), p

@@ -6,9 +6,11 @@ without a byte going bad, so these are checks of the chain, not of the bytes:
   is never handed out: CorruptSegmentError (``REASON_OFFSETS_OUTSIDE_SEGMENT``) at open, and
   at read time for a file changed after the open;
 
-A writer's open after a clean shutdown opens only the last segment (issue 14, design.md §7):
-the checks of F1 and F2 of an earlier segment then run on its first use, which raises the
-same CorruptSegmentError (or reports the same gap) the open raises otherwise.
+A writer's open after a clean shutdown opens no segment (issue 14, design.md §7): the checks
+of F1 and F2 of an earlier segment, and F3 of the last (which then answers the checkpointed
+end offset until it opens), run on its first use, which raises the same CorruptSegmentError
+(or reports the same gap) the open raises otherwise; nothing is cut, and the next clean close
+writes the marker again, so the next open refuses on first use again.
 * F2: a non-last segment cut at a batch boundary is CorruptSegmentError
   (``REASON_SEGMENT_CUT``) when its indexes prove it, else a reported gap with a warning;
 * F3: a log ending below its recovery point after a clean shutdown is CorruptSegmentError
@@ -31,7 +33,7 @@ import pytest
 import seglog
 from seglog import Log, LogConfig
 from seglog import format as fmt
-from seglog.errors import CorruptCheckpointError, CorruptSegmentError
+from seglog.errors import CorruptCheckpointError, CorruptRecordError, CorruptSegmentError
 
 from segment_helpers import batch_starts, log_file
 
@@ -182,20 +184,72 @@ def test_f2_gap_in_a_compacted_log_is_normal(tmp_path, backend):
             assert [r.offset for r in log.records()] == [0, 1, 6, 7, 8, 9, 10, 11]
 
 
-@pytest.mark.parametrize("read_only", [True, False])
-def test_f3_last_segment_cut_after_clean_close_fails_the_open(tmp_path, backend, read_only):
+def test_f3_last_segment_cut_after_clean_close_fails_the_read_only_open(tmp_path, backend):
     d = str(tmp_path / "t-0")
     bases, _ = six_batches(d, backend)
     path = log_file(d, bases[-1])
     os.truncate(path, batch_starts(path)[1])
+    for _ in range(2):  # a read-only open changes nothing: it refuses again
+        with pytest.raises(CorruptSegmentError) as info:
+            Log.open(d, backend=backend.name, read_only=True)
+        assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+        assert info.value.base_offset == bases[-1]
+
+
+@pytest.mark.parametrize("use", ["append", "read", "truncate"])
+def test_f3_last_segment_cut_after_clean_close_fails_its_first_use(tmp_path, backend, use):
+    """A writer defers the last segment after a clean shutdown (issue 14): the open answers
+    the checkpointed end, the first use of the segment refuses with the error an eager open
+    raised, nothing is written or cut, and a clean close keeps the next open refusing."""
+    d = str(tmp_path / "t-0")
+    bases, _ = six_batches(d, backend)
+    path = log_file(d, bases[-1])
+    os.truncate(path, batch_starts(path)[1])
+    cut = open(path, "rb").read()
+    log = Log.open(d, backend=backend.name)
+    assert log.end_offset == 12  # the checkpointed end: the segment is not open yet
     with pytest.raises(CorruptSegmentError) as info:
-        Log.open(d, backend=backend.name, read_only=read_only)
+        if use == "append":
+            log.append(b"more")
+        elif use == "read":
+            log.read(bases[-1])
+        else:
+            log.truncate_to(bases[-1] + 1)
     assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
     assert info.value.base_offset == bases[-1]
-    # The refused writer open kept the clean-shutdown marker: the next open refuses again
-    # rather than taking it for a crash.
-    with pytest.raises(CorruptSegmentError):
-        Log.open(d, backend=backend.name)
+    with pytest.raises(CorruptSegmentError):  # and every later use
+        log.append(b"more")
+    assert [r.offset for r in log.records(0, end=bases[-1])] == list(range(bases[-1]))
+    log.close()
+    assert open(path, "rb").read() == cut
+    assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))
+    # Checking the segment rebuilt its indexes (they named the cut offsets) and its
+    # producer snapshot, so the next open no longer trusts the checkpointed end and
+    # refuses at once, as an eager open does; still nothing is cut.
+    with pytest.raises(CorruptSegmentError) as info:
+        open_and_use(d, backend, read_only=False)
+    assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    assert open(path, "rb").read() == cut
+
+
+def test_f3_last_segment_holding_offsets_past_the_checkpointed_end(tmp_path, backend):
+    """The other way round (F1 for the last segment): after a clean shutdown the last
+    segment holds offsets at or past the end its close checkpointed (a batch's base offset
+    raised outside the CRC). The deferred first open refuses with
+    REASON_OFFSETS_OUTSIDE_SEGMENT, naming the batch, and cuts nothing."""
+    d = str(tmp_path / "t-0")
+    bases, _ = six_batches(d, backend)
+    path = log_file(d, bases[-1])
+    position = raise_last_base_offset(path)
+    changed = open(path, "rb").read()
+    with Log.open(d, backend=backend.name) as log:
+        assert log.end_offset == 12
+        with pytest.raises(CorruptSegmentError) as info:
+            log.append(b"more")
+        assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
+        assert info.value.base_offset == bases[-1]
+        assert info.value.position == position
+    assert open(path, "rb").read() == changed
 
 
 def test_f3_last_segment_below_recovery_point_after_crash_is_reported(tmp_path, backend):
@@ -226,11 +280,14 @@ def test_f3_store_consumer_offsets_cut_after_clean_close_fails(tmp_path, backend
     store.close()
     path = sorted(glob.glob(os.path.join(d, "__consumer_offsets-0", "*.log")))[-1]
     os.truncate(path, batch_starts(path)[-1])  # the commit of 7 is gone
-    for read_only in (True, False):
-        with pytest.raises(CorruptSegmentError) as info:
+    for read_only in (True, False, False):
+        # A writer's partition opens its last segment when the offsets are loaded (issue
+        # 14), whose loader names the partition around the segment's error.
+        with pytest.raises(CorruptRecordError) as info:
             seglog.Store(d, backend=backend.name, read_only=read_only,
                          offsets_topic_partitions=1)
         assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+        assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))  # refused again
 
 
 @pytest.mark.parametrize("value", [2**63 - 1, -5])

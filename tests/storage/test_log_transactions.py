@@ -361,9 +361,10 @@ def test_compaction_removes_aborted_data_and_markers_in_two_passes(tmp_path, bac
 
 
 def test_a_clean_open_checks_the_txnindex_its_listing_shows(tmp_path, backend):
-    """After a clean shutdown the loader checks the ``.txnindex`` of the segment it opens
-    when the directory listing shows one (a missing one holds nothing to check): a corrupt
-    one has its segment rebuilt, with the aborts found again in its batches."""
+    """After a clean shutdown the loader checks the ``.txnindex`` of a segment (on its first
+    use: issue 14) when the directory listing shows one (a missing one holds nothing to
+    check): a corrupt one has its segment rebuilt, with the aborts found again in its
+    batches."""
     d = tmp_path / "p-0"
     with open_log(d, backend) as log:
         a, b = Producer(log, P1), Producer(log, P2)
@@ -382,6 +383,29 @@ def test_a_clean_open_checks_the_txnindex_its_listing_shows(tmp_path, backend):
     (d / f"{2:020d}.txnindex").write_bytes(AbortedTxn(P1, 0, 1, 2).to_bytes())  # below base
     with open_log(d, backend) as log:
         assert log.recovery_report.clean_shutdown
-        assert log.recovery_report.rebuilt_indexes == [2]
         assert values(log, isolation="read_committed") == [b"a"]
+        assert log.recovery_report.rebuilt_indexes == [2]
+    assert TransactionIndex(d, 2).all_aborted_txns() == [AbortedTxn(P2, 2, 3, 4)]
+
+
+def test_a_read_committed_read_checks_a_deferred_segments_txnindex_first(tmp_path, backend):
+    """A segment a clean open did not open yet (issue 14) has its ``.txnindex`` checked by
+    its first open, and a read_committed read runs that open before it reads the index: a
+    corrupt one (here naming P1's committed record as aborted) is rebuilt, never trusted."""
+    d = tmp_path / "p-0"
+    with open_log(d, backend) as log:
+        a, b = Producer(log, P1), Producer(log, P2)
+        a.send(b"a")  # 0
+        a.end(commit=True)  # 1
+        log.roll()
+        b.send(b"b")  # 2
+        b.end(commit=False)  # 3
+        log.roll()
+        a.send(b"c")  # 4
+        a.end(commit=True)  # 5
+    (d / f"{2:020d}.txnindex").write_bytes(AbortedTxn(P1, 0, 1, 2).to_bytes())  # below base
+    with open_log(d, backend) as log:
+        assert log.recovery_report.rebuilt_indexes == []  # not opened yet
+        assert values(log, isolation="read_committed") == [b"a", b"c"]
+        assert log.recovery_report.rebuilt_indexes == [2]
     assert TransactionIndex(d, 2).all_aborted_txns() == [AbortedTxn(P2, 2, 3, 4)]

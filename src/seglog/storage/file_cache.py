@@ -178,7 +178,8 @@ class LazySegment:
     the log's settings. ``segment``: an already open backend Segment to adopt. ``state``: what
     an unopened segment answers without reading, ``(next_offset, size_bytes,
     max_timestamp_ms, offset_of_max_timestamp, first_batch_timestamp_ms)`` (an empty segment
-    made by the Log), or None (read on first need). ``create``: the files do not exist yet
+    made by the Log; the loader's last segment knows only its next offset, the others None
+    until it opens), or None (read on first need). ``create``: the files do not exist yet
     (made by the first open, which then calls ``on_create()``). ``first_open()``, when given,
     makes the first open instead of ``open_backend`` (the loader's checks, deferred).
     """
@@ -299,6 +300,14 @@ class LazySegment:
             if lock is not None:
                 lock.release()
 
+    def run_deferred_checks(self) -> None:
+        """Open the segment now if its first open still has the loader's deferred checks to
+        run (``first_open``): what must happen before a file of the segment besides its
+        own three is trusted (its ``.txnindex``, which those checks verify and rebuild).
+        Raises what that open raises."""
+        if self._first_open is not None and self._segment is None:
+            self._open()
+
     @property
     def is_open(self) -> bool:
         """Whether the backend Segment (its descriptors and mappings) is open now."""
@@ -327,12 +336,17 @@ class LazySegment:
         """Bytes of the ``.log``."""
         segment = self._segment
         if segment is None:
-            if self._state is not None:
-                return self._state[1]
+            state = self._state
+            if state is not None and state[1] is not None:
+                return state[1]
             if not self.read_only and not self._create:
                 # Loaded after a clean shutdown and never opened: the file's size, without
-                # opening it (a writer's .log ends at its last whole batch).
-                return os.stat(self.log_path).st_size
+                # opening it (a writer's .log ends at its last whole batch; the backend's
+                # size is the file's). Nothing writes it until it is opened: kept.
+                size_bytes = os.stat(self.log_path).st_size
+                if state is not None:
+                    self._state = (state[0], size_bytes, *state[2:])
+                return size_bytes
             segment = self._open()
         return segment.size_bytes
 

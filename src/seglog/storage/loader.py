@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from .. import filenames
@@ -111,7 +111,11 @@ class Truncation:
     reason: str
 
 
-@dataclass
+#: The list fields of a :class:`RecoveryReport`, in order.
+_REPORT_LISTS = ("recovered_segments", "truncations", "deleted_segments", "rebuilt_indexes",
+                 "removed_files", "completed_swaps", "missing_offsets")
+
+
 class RecoveryReport:
     """What opening a log found and changed (``Log.recovery_report``).
 
@@ -127,26 +131,71 @@ class RecoveryReport:
     * ``missing_offsets``: ``(from_offset, to_offset)`` ranges the log should hold and does
       not, found without proof enough to refuse the open (:func:`_check_chain`,
       :func:`_check_recovery_point`); each one also raised a RuntimeWarning.
+
+    Each list is made on first use: the report of a clean open, kept by every Log, holds
+    none (issue 14: 10,000 partitions' reports are 70,000 empty lists otherwise, which the
+    garbage collector walks on every full pass). Keyword arguments of the same names set
+    them; reports compare equal field by field.
     """
 
-    clean_shutdown: bool = False
-    recovered_segments: list[int] = field(default_factory=list)
-    truncations: list[Truncation] = field(default_factory=list)
-    deleted_segments: list[int] = field(default_factory=list)
-    rebuilt_indexes: list[int] = field(default_factory=list)
-    removed_files: list[str] = field(default_factory=list)
-    completed_swaps: list[str] = field(default_factory=list)
-    missing_offsets: list[tuple[int, int]] = field(default_factory=list)
+    __slots__ = ("clean_shutdown", *_REPORT_LISTS)
+
+    clean_shutdown: bool
+    recovered_segments: list[int]
+    truncations: list[Truncation]
+    deleted_segments: list[int]
+    rebuilt_indexes: list[int]
+    removed_files: list[str]
+    completed_swaps: list[str]
+    missing_offsets: list[tuple[int, int]]
+
+    def __init__(self, clean_shutdown: bool = False, **lists: list) -> None:
+        self.clean_shutdown = clean_shutdown
+        for name, value in lists.items():
+            if name not in _REPORT_LISTS:
+                raise TypeError(f"RecoveryReport() got an unexpected keyword argument {name!r}")
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for a list not made yet (an unset slot): make it now.
+        if name in _REPORT_LISTS:
+            value: list = []
+            setattr(self, name, value)
+            return value
+        raise AttributeError(f"'RecoveryReport' object has no attribute {name!r}")
+
+    def _peek(self, name: str) -> list | tuple:
+        """The list ``name`` if it was made, else an empty tuple (makes nothing)."""
+        try:
+            return object.__getattribute__(self, name)
+        except AttributeError:
+            return ()
+
+    def _fields(self) -> tuple:
+        return (self.clean_shutdown, *(list(self._peek(name)) for name in _REPORT_LISTS))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecoveryReport):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in
+                           zip(("clean_shutdown", *_REPORT_LISTS), self._fields()))
+        return f"RecoveryReport({fields})"
 
     @property
     def truncated_bytes(self) -> int:
         """Total bytes cut from segment files by recovery (not counting deleted segments)."""
-        return sum(t.truncated_bytes for t in self.truncations)
+        return sum(t.truncated_bytes for t in self._peek("truncations"))
 
     @property
     def lost_data(self) -> bool:
         """True when recovery cut bytes or deleted segments, or offsets are missing."""
-        return bool(self.truncations or self.deleted_segments or self.missing_offsets)
+        peek = self._peek
+        return bool(peek("truncations") or peek("deleted_segments") or peek("missing_offsets"))
 
 
 @dataclass
@@ -504,7 +553,7 @@ def _check_recovery_point(segments: list, *, recovery_point: int, clean_shutdown
             "recovery-point checkpoint is wrong); the files were left as they are",
             reason=REASON_BELOW_RECOVERY_POINT, position=last.size_bytes,
             path=last.log_path, base_offset=last.base_offset)
-    if report.truncations or report.deleted_segments:
+    if report._peek("truncations") or report._peek("deleted_segments"):
         return
     report.missing_offsets.append((end, recovery_point))
     warnings.warn(
@@ -549,6 +598,99 @@ def _indexes_past_log(segment: Any) -> bool:
     return False
 
 
+class _FirstOpen:
+    """The first open of a segment :func:`load_segments` deferred: ``first_open()`` runs
+    :meth:`_DeferredChecks.open_earlier` (a segment with a later one at ``next_base``) or
+    :meth:`_DeferredChecks.open_last` (the last, taken to end at ``log_end_offset``). One
+    small object per segment rather than closures: a loaded idle partition is a few objects
+    (issue 14: 10,000 of them are loaded at once, and the garbage collector walks every
+    object they keep)."""
+
+    __slots__ = ("checks", "base", "next_base", "log_end_offset")
+
+    def __init__(self, checks: "_DeferredChecks", base: int, next_base: int | None,
+                 log_end_offset: int | None = None):
+        self.checks = checks
+        self.base = base
+        self.next_base = next_base
+        self.log_end_offset = log_end_offset
+
+    def __call__(self) -> Any:
+        if self.next_base is None:
+            assert self.log_end_offset is not None
+            return self.checks.open_last(self.base, self.log_end_offset)
+        return self.checks.open_earlier(self.base, self.next_base)
+
+
+class _DeferredChecks:
+    """Steps 3 and 5 of the segments :func:`load_segments` deferred (one per partition,
+    shared by their :class:`_FirstOpen`)."""
+
+    __slots__ = ("dir_path", "open_backend", "report", "recover", "segments", "compacted",
+                 "probe_segment")
+
+    def __init__(self, dir_path: str, open_backend: OpenSegment, report: RecoveryReport,
+                 recover: RecoverSegment, segments: list, compacted: bool,
+                 probe_segment: OpenSegment | None):
+        self.dir_path = dir_path
+        self.open_backend = open_backend
+        self.report = report
+        self.recover = recover
+        self.segments = segments  # the loader's list: the chain as loaded
+        self.compacted = compacted
+        self.probe_segment = probe_segment
+
+    def _open(self, base: int, following: int | None, evidence: set[int]) -> Any:
+        earlier = [s for s in self.segments if s.base_offset < base and not s.closed]
+        segment, _recovered, _truncated = _open_checked(
+            self.dir_path, base, self.open_backend, False, self.report, self.recover, earlier,
+            may_truncate=False, cut_evidence=evidence, next_base=following,
+            compacted=self.compacted, probe_segment=self.probe_segment)
+        return segment
+
+    def open_earlier(self, base: int, following: int) -> Any:
+        """The first open of the segment at ``base``, which has a later one at
+        ``following``: step 3 and the chain checks of step 5, as an eager open."""
+        evidence: set[int] = set()
+        segment = self._open(base, following, evidence)
+        try:
+            _check_pair(segment, following, compacted=self.compacted, cut_evidence=evidence,
+                        report=self.report)
+        except BaseException:
+            _close_all([segment])
+            raise
+        return segment
+
+    def open_last(self, base: int, log_end_offset: int) -> Any:
+        """The first open of the last segment, which the log took to end at
+        ``log_end_offset``: step 3, then it must end exactly there (``load_segments``)."""
+        segment = self._open(base, None, set())
+        try:
+            next_offset = segment.next_offset
+            if next_offset < log_end_offset:
+                raise CorruptSegmentError(
+                    f"the log ends at offset {next_offset} ({segment.log_path}, position "
+                    f"{segment.size_bytes}) after a clean shutdown, below its checkpointed "
+                    f"recovery point {log_end_offset}: offsets {next_offset}.."
+                    f"{log_end_offset - 1} were flushed and are gone (or the recovery-point "
+                    "checkpoint is wrong); the files were left as they are",
+                    reason=REASON_BELOW_RECOVERY_POINT, position=segment.size_bytes,
+                    path=segment.log_path, base_offset=base)
+            if next_offset > log_end_offset:
+                position = _first_position_reaching(segment, log_end_offset)
+                raise CorruptSegmentError(
+                    f"segment {segment.log_path} holds offsets up to {next_offset - 1}, at or "
+                    f"above the log end offset {log_end_offset} checkpointed at the clean "
+                    f"shutdown: the batch at position {position} was not written by this "
+                    "log or has a corrupt base offset (outside the CRC); its files were left "
+                    "as they are", reason=REASON_OFFSETS_OUTSIDE_SEGMENT, position=position,
+                    path=segment.log_path, base_offset=base)
+        except BaseException:
+            _close_all([segment])
+            raise
+        return segment
+
+
 def load_segments(
     dir_path: str,
     open_segment: OpenSegment,
@@ -562,8 +704,9 @@ def load_segments(
     probe_segment: OpenSegment | None = None,
     create_segment: Callable[[int], Any] | None = None,
     open_backend: OpenSegment | None = None,
-    lazy_segment: Callable[[int, Callable[[], Any]], Any] | None = None,
+    lazy_segment: Callable[..., Any] | None = None,
     listing: list[str] | None = None,
+    log_end_offset: int | None = None,
 ) -> LoadResult:
     """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
 
@@ -586,16 +729,29 @@ def load_segments(
     ``LocalLog.create_empty_segment``, and resizes the active segment's indexes after loading).
 
     Lazy loading (issue 14): with ``lazy_segment(base, first_open)`` and ``open_backend``
-    (the backend's own open), a writer's open after a clean shutdown opens only the last
-    segment. Every earlier one whose ``.index`` and ``.timeindex`` exist becomes
-    ``lazy_segment(base, first_open)``, an entry that opens no file until it is used;
-    ``first_open()`` then runs this segment's step 3 and 5 exactly as an eager open would
-    (the read-only probe, the index checks and a rebuild of a segment valid to its end, the
-    chain checks against the next segment's base offset as loaded, a gap reported in the
-    report with a warning) and raises CorruptSegmentError for a segment an eager open would
+    (the backend's own open), a writer's open after a clean shutdown opens at most the last
+    segment (none with ``log_end_offset``, below). Every earlier one whose ``.index`` and
+    ``.timeindex`` exist becomes ``lazy_segment(base, first_open)``, an entry that opens no
+    file until it is used; ``first_open()`` then runs this segment's step 3 and 5 exactly as
+    an eager open would (the read-only probe, the index checks and a rebuild of a segment
+    valid to its end, the chain checks against the next segment's base offset as loaded, a
+    gap reported in the report with a warning) and raises CorruptSegmentError for a segment an eager open would
     have refused, from the first read or other use of that segment instead of from the
     open. Nothing else changes: after a clean shutdown step 4 does not run, and no file of
     such a segment is changed before its first open.
+
+    ``log_end_offset``: the end offset the checkpoints promise (after a clean shutdown the
+    recovery point, which the close that wrote the marker moved to the log end offset), or
+    None when there is none. With it the last segment is deferred as well, when its indexes
+    exist and it can hold that end (its base offset at or below it, the end at or above the
+    log start offset): ``lazy_segment(base, first_open, next_offset=log_end_offset)``
+    answers the end offset without opening a file, and its ``first_open()`` runs its step 3
+    and then checks that it really ends there: CorruptSegmentError
+    (``REASON_BELOW_RECOVERY_POINT`` if it ends below, as :func:`_check_recovery_point` at
+    open; ``REASON_OFFSETS_OUTSIDE_SEGMENT`` if it holds offsets at or past it) from its
+    first use, nothing cut. Kafka opens the active segment at load (``readNextOffset``
+    reads its offset index and the ``.log`` after its last entry); seglog does not, so an
+    idle partition costs no file open at all (docs/design.md §7).
 
     ``listing``: ``os.listdir(dir_path)`` made just now by the caller (who shares it with the
     producer state), instead of listing the directory again.
@@ -620,7 +776,7 @@ def load_segments(
     listing = _list(dir_path, listing)
     swaps = _remove_temp_files(dir_path, report, listing)
     swapped = _complete_swaps(dir_path, swaps, open_segment, report) if swaps else set()
-    if swaps or report.removed_files:
+    if swaps or report._peek("removed_files"):
         listing = _list(dir_path)  # files were renamed or removed: list again
     entries = [(name, offset, suffix) for name, offset, suffix, state in listing
                if state == ""]
@@ -639,32 +795,32 @@ def load_segments(
         elif suffix == filenames.TXN_INDEX_SUFFIX:
             txn_indexed.add(offset)
     deferred: set[int] = set()
-    if lazy_segment is not None and open_backend is not None and clean_shutdown:
+    deferred_end: int | None = None  # the promised end, when the last segment is deferred
+    if lazy_segment is not None and open_backend is not None and clean_shutdown and bases:
         deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
-
-    def first_open(base: int, following: int) -> Callable[[], Any]:
-        def open_checked() -> Any:
-            evidence: set[int] = set()
-            earlier = [s for s in segments if s.base_offset < base and not s.closed]
-            segment, _recovered, _truncated = _open_checked(
-                dir_path, base, open_backend, False, report, recover, earlier,
-                may_truncate=False, cut_evidence=evidence, next_base=following,
-                compacted=compacted, probe_segment=probe_segment)
-            try:
-                _check_pair(segment, following, compacted=compacted, cut_evidence=evidence,
-                            report=report)
-            except BaseException:
-                _close_all([segment])
-                raise
-            return segment
-        return open_checked
+        last = bases[-1]
+        if (log_end_offset is not None and indexed.get(last) == 2 and last not in swapped
+                and last <= log_end_offset and log_end_offset >= log_start_offset):
+            deferred.add(last)
+            deferred_end = log_end_offset
+    checks = None
+    if deferred:
+        assert lazy_segment is not None and open_backend is not None
+        checks = _DeferredChecks(dir_path, open_backend, report, recover, segments, compacted,
+                                 probe_segment)
 
     # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
     recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
     try:
         for base, following in zip(bases, [*bases[1:], None]):
             if base in deferred:
-                segments.append(lazy_segment(base, first_open(base, following)))
+                assert checks is not None and lazy_segment is not None
+                if following is None:
+                    segments.append(lazy_segment(base, _FirstOpen(checks, base, None,
+                                                                  deferred_end),
+                                                 next_offset=deferred_end))
+                else:
+                    segments.append(lazy_segment(base, _FirstOpen(checks, base, following)))
                 continue
             segment, recovered, truncated = _open_checked(
                 dir_path, base, open_segment, base in swapped, report, recover, segments,
@@ -797,6 +953,34 @@ def recover_segment_and_txn_index(segment: Any, earlier: list, *, dir_path: str,
     return result
 
 
+class _RecoverSegment:
+    """``open_partition``'s ``recover_segment(segment, earlier)``:
+    :func:`recover_segment_and_txn_index`, counting the segments it recovered
+    (``recovered``) and dropping the Log's cached ``.txnindex`` of the segment (rebuilt). An
+    object, not a closure: fewer objects per loaded partition."""
+
+    __slots__ = ("recovered", "dir_path", "new_producer_state", "log_start_offset", "now_ms",
+                 "local")
+
+    def __init__(self, dir_path: str, new_producer_state: Callable[..., ProducerStateManager],
+                 log_start_offset: int, now_ms: int, local: LocalLog):
+        self.recovered = 0
+        self.dir_path = dir_path
+        self.new_producer_state = new_producer_state
+        self.log_start_offset = log_start_offset
+        self.now_ms = now_ms
+        self.local = local
+
+    def __call__(self, segment: Any, earlier: list) -> Any:
+        self.recovered += 1
+        result = recover_segment_and_txn_index(
+            segment, earlier, dir_path=self.dir_path,
+            new_producer_state=self.new_producer_state,
+            log_start_offset=self.log_start_offset, now_ms=self.now_ms)
+        self.local.drop_txn_index(segment.base_offset)
+        return result
+
+
 class LoadedPartition(NamedTuple):
     """What :func:`open_partition` loaded: the producer state, the segment chain, the
     recovery report and the log's start and end offsets."""
@@ -820,10 +1004,11 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     producer state, the recovery point; a writer forgets the clean-shutdown marker once
     loading succeeded and gives the active segment's indexes room again (applied before its
     first append). The segments are :class:`~seglog.storage.file_cache.LazySegment` entries
-    of ``file_cache`` (guarded by ``lock``, the Log's); after a clean shutdown only the last
-    is opened (:func:`load_segments`), and once loaded every file is closed again, so an idle
-    partition holds no descriptor until it is read or written. ``listing``: the directory's
-    names, listed just now by the caller (None: listed here)."""
+    of ``file_cache`` (guarded by ``lock``, the Log's); after a clean shutdown none is opened
+    when the checkpointed recovery point and the newest producer snapshot agree on the end
+    offset, else only the last (:func:`load_segments`), and once loaded every file is closed
+    again, so an idle partition holds no descriptor until it is read or written.
+    ``listing``: the directory's names, listed just now by the caller (None: listed here)."""
     recovery_point, start_checkpoint, clean = state.load()
     start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
                                               state=state)
@@ -831,31 +1016,30 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     if listing is None:
         listing = os.listdir(dir_path)
     psm = new_producer_state(listing)
-    # Whether a file the producer state listed may have changed behind its back: a segment
-    # recovery snapshots through a manager of its own.
-    recovered: list[int] = []
     local = LocalLog(
         dir_path, config, backend, read_only=read_only, now_ms=now_ms,
         retire_snapshot=psm.remove_and_mark_snapshot_for_deletion, file_cache=file_cache,
         lock=lock)
-
-    def recover_segment(segment: Any, earlier: list) -> Any:
-        recovered.append(segment.base_offset)
-        result = recover_segment_and_txn_index(
-            segment, earlier, dir_path=dir_path, new_producer_state=new_producer_state,
-            log_start_offset=start_checkpoint, now_ms=now_ms)
-        local.drop_txn_index(segment.base_offset)
-        return result
-
+    # Its count says whether a file the producer state listed may have changed behind its
+    # back: a segment recovery snapshots through a manager of its own.
+    recover_segment = _RecoverSegment(dir_path, new_producer_state, start_checkpoint, now_ms,
+                                      local)
     result = load_segments(
         dir_path, local.open_segment,
         recovery_point=recovery_point if recovery_point is not None else 0,
         log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=read_only,
         recover_segment=recover_segment, compacted=config.compaction_enabled,
         probe_segment=local.probe_segment, create_segment=local.create_empty_segment,
-        open_backend=local.backend_opener(),
-        lazy_segment=lambda base, first_open: local.lazy_segment(base, first_open=first_open),
-        listing=listing)
+        open_backend=local.backend_opener(), lazy_segment=local.deferred_segment,
+        listing=listing,
+        # After a clean shutdown the recovery point is the log end offset (the close that
+        # wrote the marker flushed to the end, checkpointed it and took a producer snapshot
+        # there): the last segment need not be opened to know it (load_segments checks it on
+        # first use). Only when the newest snapshot agrees: another writer since (a
+        # standalone Log on a Store's partition keeps its own checkpoints) moved it.
+        log_end_offset=recovery_point if (
+            clean and not read_only and recovery_point is not None
+            and psm.latest_snapshot_offset() == recovery_point) else None)
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for
@@ -870,8 +1054,10 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     start = max(start_checkpoint, first_base)
     # After a clean shutdown where loading removed, renamed and recovered nothing, the
     # snapshots are those listed above (the psm's own deletions keep its list current).
-    unchanged = (clean and not recovered and not report.removed_files
-                 and not report.completed_swaps and not report.deleted_segments)
+    unchanged = (clean and not recover_segment.recovered
+                 and not report._peek("removed_files")
+                 and not report._peek("completed_swaps")
+                 and not report._peek("deleted_segments"))
     load_producer_state(psm, segments, start_offset=start, end_offset=end,
                         clean_shutdown=clean, now_ms=now_ms, rescan_snapshots=not unchanged)
     # LogLoader: after a clean shutdown everything is on disk; otherwise what recovery
@@ -883,7 +1069,7 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
         # they were trimmed on close and must have room for new entries.
         active.resize_indexes(config.segment_index_bytes)
-        if report.lost_data or report.removed_files:
+        if report.lost_data or report._peek("removed_files"):
             state.save(recovery_point=local.recovery_point, log_start_offset=start)
     local.release_files()
     return LoadedPartition(psm, local, report, start, end)

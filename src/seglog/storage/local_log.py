@@ -96,6 +96,30 @@ class _Retired:
                 pass
 
 
+class _BackendOpener:
+    """``LocalLog.backend_opener()``: one object holding the open's settings (a closure
+    would hold each in a cell of its own: more objects per idle partition)."""
+
+    __slots__ = ("segment_open", "dir_path", "read_only", "index_interval_bytes",
+                 "max_index_bytes", "max_message_bytes")
+
+    def __init__(self, segment_open: Callable[..., Any], dir_path: str, read_only: bool,
+                 index_interval_bytes: int, max_index_bytes: int, max_message_bytes: int):
+        self.segment_open = segment_open
+        self.dir_path = dir_path
+        self.read_only = read_only
+        self.index_interval_bytes = index_interval_bytes
+        self.max_index_bytes = max_index_bytes
+        self.max_message_bytes = max_message_bytes
+
+    def __call__(self, base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
+        return self.segment_open(
+            self.dir_path, base_offset, create=create, read_only=self.read_only,
+            index_interval_bytes=self.index_interval_bytes,
+            max_index_bytes=self.max_index_bytes, max_message_bytes=self.max_message_bytes,
+            file_suffix=file_suffix)
+
+
 class LocalLog:
     """The segments of one directory in offset order, their ``.txnindex`` files, creation
     times, the recovery point and the segments waiting for deletion.
@@ -132,11 +156,13 @@ class LocalLog:
         self._pending_deletes: list[tuple[int, _Retired]] = []  # (deadline_ms, retired)
         self._txn_indexes: dict[int, TransactionIndex] = {}  # by segment base offset
         self._dir_dirty = False  # a segment file was created since the directory was fsynced
+        self._opener: Callable[..., Any] | None = None  # backend_opener() for this config
 
     def update_config(self, config: LogConfig) -> None:
         """Use ``config`` for segments opened and rolls decided from now on."""
         self.config = config
         self._roll_ms = max_segment_ms(config)
+        self._opener = None  # segments opened from now on get the new limits
 
     @property
     def size_bytes(self) -> int:
@@ -148,26 +174,25 @@ class LocalLog:
     def backend_opener(self) -> Callable[..., Any]:
         """``open(base_offset, *, create=False, file_suffix="")``: the backend Segment opened
         with this log's index limits as they are now (a segment keeps them when the cache
-        closes and reopens it) and its read-only mode.
+        closes and reopens it) and its read-only mode. One object per config, shared by the
+        segments opened under it (a closure per segment would be a dozen objects more per
+        partition for the garbage collector to walk).
 
         The segment's own batch-size check is opened wide (INT32_MAX): ``max_message_bytes``
         is the Log's rule, checked where Kafka checks it (client batches, ``append_batch``),
         not on a follower's appends (Kafka's ``appendAsFollower`` ignores it:
         ``LogTest.testMessageSizeCheckInAppendAsFollower``), and a raised
         ``max.message.bytes`` applies at once, not from the next segment on."""
+        opener = self._opener
+        if opener is None:
+            opener = self._opener = self._new_backend_opener()
+        return opener
+
+    def _new_backend_opener(self) -> Callable[..., Any]:
         config = self.config
-        dir_path, read_only, segment_open = self.dir_path, self.read_only, self.backend.Segment.open
-        index_interval_bytes = config.index_interval_bytes
-        max_index_bytes = config.segment_index_bytes
-        max_message_bytes = fmt.INT32_MAX
-
-        def open_backend(base_offset: int, *, create: bool = False, file_suffix: str = "") -> Any:
-            return segment_open(
-                dir_path, base_offset, create=create, read_only=read_only,
-                index_interval_bytes=index_interval_bytes, max_index_bytes=max_index_bytes,
-                max_message_bytes=max_message_bytes, file_suffix=file_suffix)
-
-        return open_backend
+        return _BackendOpener(self.backend.Segment.open, self.dir_path, self.read_only,
+                              config.index_interval_bytes, config.segment_index_bytes,
+                              fmt.INT32_MAX)
 
     def _note_dir_dirty(self) -> None:
         self._dir_dirty = True
@@ -180,7 +205,15 @@ class LocalLog:
         return LazySegment(self.file_cache, self.lock, self.backend_opener(), self.dir_path,
                            base_offset, read_only=self.read_only, file_suffix=file_suffix,
                            segment=segment, state=state, create=create, first_open=first_open,
-                           on_create=self._note_dir_dirty)
+                           on_create=self._note_dir_dirty if create else None)
+
+    def deferred_segment(self, base_offset: int, first_open: Callable[[], Any], *,
+                         next_offset: int | None = None) -> LazySegment:
+        """A loaded segment the loader did not open (``load_segments(lazy_segment=...)``):
+        ``first_open()`` opens it and runs the loader's deferred checks; ``next_offset``,
+        when known (the last segment after a clean shutdown), is answered until then."""
+        state = None if next_offset is None else (next_offset, None, None, None, None)
+        return self.lazy_segment(base_offset, first_open=first_open, state=state)
 
     def adopt(self, segment: Any) -> LazySegment:
         """``segment`` (an open backend Segment, e.g. the cleaner's) as a chain entry."""
@@ -250,6 +283,11 @@ class LocalLog:
         first append). A read-only log reopens it every time: the writer may append."""
         txn_index = self._txn_indexes.get(base_offset)
         if txn_index is None:
+            segment = None if self.read_only else self.segments.get(base_offset)
+            if segment is not None:
+                # A segment the loader deferred has its .txnindex checked (and rebuilt if
+                # corrupt) by its first open: run it before the index is read.
+                segment.run_deferred_checks()
             txn_index = TransactionIndex(self.dir_path, base_offset)
             if not self.read_only:
                 self._txn_indexes[base_offset] = txn_index
