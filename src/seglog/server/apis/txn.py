@@ -161,6 +161,30 @@ def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
     return state.partitions.error_for(partition)
 
 
+#: ``TransactionStateManager.appendTransactionToLog``'s mapping of an acks=-1 append's error.
+_STATE_WRITE_ERRORS = {3: 15, 19: 15, 20: 15, 7: 15, 6: 16, 56: 16}
+
+
+async def _state_replicated(ctx: Any, transactional_id: str) -> int:
+    """A cluster member's coordinator answers once its ``__transaction_state`` writes are
+    replicated (Kafka appends them with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE /
+    NOT_COORDINATOR as Kafka maps the append's error. Standalone: NONE at once."""
+    if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
+        return 0
+    cluster = replica_manager(ctx.broker)
+    partition = cluster_coordinators.partition_in(
+        cluster, cluster_coordinators.TRANSACTION_STATE_TOPIC, transactional_id)
+    replica = None if partition is None else cluster.leader_replica(
+        TopicPartition(cluster_coordinators.TRANSACTION_STATE_TOPIC, partition))
+    if replica is None:
+        return cluster_coordinators.NOT_COORDINATOR
+    cluster.after_leader_append(replica)
+    code = await cluster.wait_acks_all(
+        replica, replica.log.end_offset,
+        int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS)) / 1000)
+    return _STATE_WRITE_ERRORS.get(code, code)
+
+
 def _group_coordinator_error(ctx: Any, group_id: str) -> int:
     """The group coordinator's gate (TxnOffsetCommit goes to the group's coordinator)."""
     if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
@@ -215,6 +239,9 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
         # CONCURRENT_TRANSACTIONS: a fenced producer's transaction was just aborted.
         ctx.broker.appended.notify()
         return answer(_code(ctx, error))
+    replicated = await _state_replicated(ctx, transactional_id)
+    if replicated:
+        return answer(ErrorCode(replicated))
     return answer(NONE, producer_id, epoch)
 
 
@@ -287,6 +314,8 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> Any:
             ctx, request.v3_and_below_transactional_id, int(request.v3_and_below_producer_id),
             int(request.v3_and_below_producer_epoch),
             _partitions(request.v3_and_below_topics), False)
+        errors = await _replicated_partitions(ctx, request.v3_and_below_transactional_id,
+                                              errors)
         return response(throttle_time=_NO_THROTTLE,
                         results_by_topic_v3_and_below=_topic_results(module, errors))
     results = []
@@ -295,11 +324,25 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> Any:
             ctx, transaction.transactional_id, int(transaction.producer_id),
             int(transaction.producer_epoch), _partitions(transaction.topics),
             transaction.verify_only)
+        if not transaction.verify_only:
+            errors = await _replicated_partitions(ctx, transaction.transactional_id, errors)
         results.append(module.AddPartitionsToTxnResult(
             transactional_id=transaction.transactional_id,
             topic_results=_topic_results(module, errors)))
     return response(throttle_time=_NO_THROTTLE, error_code=NONE,
                     results_by_transaction=tuple(results))
+
+
+async def _replicated_partitions(ctx: Any, transactional_id: str,
+                                 errors: dict[TopicPartition, ErrorCode]
+                                 ) -> dict[TopicPartition, ErrorCode]:
+    """A successful AddPartitionsToTxn answers once its state write is replicated."""
+    if not errors or any(code != NONE for code in errors.values()):
+        return errors
+    replicated = await _state_replicated(ctx, transactional_id)
+    if replicated:
+        return {tp: ErrorCode(replicated) for tp in errors}
+    return errors
 
 
 def _offsets_partition(store: Any, group_id: str) -> TopicPartition:
@@ -323,7 +366,8 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
             [tp])
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
-    return response(throttle_time=_NO_THROTTLE, error_code=NONE)
+    replicated = await _state_replicated(ctx, request.transactional_id)
+    return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(replicated))
 
 
 # --- EndTxn -------------------------------------------------------------------------------
@@ -352,7 +396,8 @@ async def handle_end_txn(ctx: Any, request: Any) -> Any:
         return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
     finally:
         ctx.broker.appended.notify()
-    return response(throttle_time=_NO_THROTTLE, error_code=NONE)
+    replicated = await _state_replicated(ctx, request.transactional_id)
+    return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(replicated))
 
 
 # --- TxnOffsetCommit ------------------------------------------------------------------------
