@@ -284,3 +284,27 @@ def test_write_txn_markers_standalone(tmp_path):
         assert broker.state.store.log(("t", 0)).end_offset == 1
     finally:
         broker.stop()
+
+
+@pytest.mark.slow
+def test_transactional_offsets_in_a_cluster(make_cluster):
+    """``TransactionsTest.testSendOffsetsWithGroupMetadata``'s shape: offsets sent to a
+    transaction (AddOffsetsToTxn on the transaction coordinator, TxnOffsetCommit on the
+    group's) are committed by the COMMIT marker the group coordinator's broker receives."""
+    cluster = _setup(make_cluster)
+    group = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "g",
+                                      "enable.auto.commit": False})
+    try:
+        producer = _producer(cluster, "tx-o")
+        producer.begin_transaction()
+        producer.produce("t", value=b"x", partition=0)
+        assert producer.flush(30) == 0
+        producer.send_offsets_to_transaction(
+            [confluent_kafka.TopicPartition("t", 1, 5)], group.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        committed = wait_until(lambda: _some(group.committed(
+            [confluent_kafka.TopicPartition("t", 1)], 10)[0].offset),
+            "the transactional offset to be committed")[0]
+        assert committed == 5
+    finally:
+        group.close()

@@ -809,8 +809,8 @@ class TransactionCoordinator:
 
     def append_transactional_offsets(self, transactional_id: str, producer_id: int,
                                      producer_epoch: int, group_id: str,
-                                     offsets: dict[TopicPartition, OffsetAndMetadata]
-                                     ) -> TopicPartition:
+                                     offsets: dict[TopicPartition, OffsetAndMetadata], *,
+                                     verify: bool = True) -> TopicPartition:
         """Kafka's TxnOffsetCommit write, as the broker does it for a producer: under one lock
         (so no EndTxn can complete the transaction in between), :meth:`check_transactional_offsets`,
         then the commit records appended to the group's ``__consumer_offsets`` partition as a
@@ -819,13 +819,17 @@ class TransactionCoordinator:
         this epoch (0 at a new epoch): Kafka's coordinator appends without sequence checks,
         seglog's Log checks every producer batch, so a second commit in one transaction must
         not look like a retry of the first. Returns the partition. Raises what
-        :meth:`check_transactional_offsets` and ``Log.append_batch`` raise."""
+        :meth:`check_transactional_offsets` and ``Log.append_batch`` raise. ``verify=False``:
+        no check with this coordinator (a cluster member's group coordinator, whose
+        transaction coordinator is usually another broker: Kafka 2.8 does not check)."""
         with self._topics.lock:
             self._topics.check_writable()
             partition, keys, values, timestamps = self._offsets.transactional_records(
                 group_id, offsets)
             tp = TopicPartition(OFFSETS_TOPIC, partition)
-            self.check_transactional_offsets(transactional_id, producer_id, producer_epoch, tp)
+            if verify:
+                self.check_transactional_offsets(transactional_id, producer_id,
+                                                 producer_epoch, tp)
             log = self._topics.partition_log(tp)
             entry = log.producer_state.last_entry(producer_id)
             if entry is not None and entry.producer_epoch == producer_epoch \

@@ -30,6 +30,12 @@ producer's sequence in that partition, since its Log checks every producer batch
 generation checks (v3+) go to the group coordinator of :mod:`seglog.server.apis.groups`
 (``extensions["groups"].check_member``).
 
+In a cluster (docs/cluster.md §3.7) a broker coordinates the transactional ids of the
+``__transaction_state`` partitions it leads (others: NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS), answers its state writes once replicated, and delivers the
+markers to each partition's leader through :class:`~seglog.cluster.txn_markers.TxnMarkerSender`
+(WriteTxnMarkers, served here too); a standalone broker keeps the synchronous local path.
+
 Every handler that writes markers or records calls ``appended.notify()`` so that
 read_committed fetches waiting on an LSO wake. Timed-out transactions are aborted (their
 producers fenced) by the core's maintenance task (``Store.abort_timed_out_transactions``);
@@ -54,6 +60,7 @@ from kio.static.primitive import i16, i32, i64
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.txn_markers import TxnMarkerSender
+from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
 from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
@@ -360,7 +367,18 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
-        tp = _offsets_partition(ctx.broker.store, request.group_id)
+        cluster = replica_manager(ctx.broker)
+        if cluster is not None:
+            # The cluster's partition count (Kafka: offsets.topic.num.partitions); the
+            # local Store must not make the topic itself.
+            count = cluster.assignments.get(OFFSETS_TOPIC)
+            count = len(count.partitions) if count is not None and count.partitions else \
+                int(ctx.broker.config.get("offsets.topic.num.partitions", 50))
+            tp = TopicPartition(OFFSETS_TOPIC,
+                                cluster_coordinators.coordinator_partition(request.group_id,
+                                                                           count))
+        else:
+            tp = _offsets_partition(ctx.broker.store, request.group_id)
         _coordinator(ctx).handle_add_partitions(
             request.transactional_id, int(request.producer_id), int(request.producer_epoch),
             [tp])
@@ -424,16 +442,21 @@ def _append_txn_offsets(ctx: Any, request: Any,
     store = ctx.broker.store
     coordinator = _coordinator(ctx)
     producer_id, producer_epoch = int(request.producer_id), int(request.producer_epoch)
-    coordinator.check_transactional_offsets(request.transactional_id, producer_id,
-                                            producer_epoch,
-                                            _offsets_partition(store, request.group_id))
+    # A cluster member's group coordinator does not ask the transaction coordinator (usually
+    # another broker; Kafka 2.8 does not verify either).
+    verify = ctx.broker.extensions.get(CLUSTER_EXTENSION) is None
+    if verify:
+        coordinator.check_transactional_offsets(request.transactional_id, producer_id,
+                                                producer_epoch,
+                                                _offsets_partition(store, request.group_id))
     check_member = _group_member_check(ctx)
     if check_member is not None:  # generation / member checks (-1 / "" / None below v3)
         check_member(request.group_id, getattr(request, "member_id", ""),
                      int(getattr(request, "generation_id", -1)),
                      getattr(request, "group_instance_id", None))
     coordinator.append_transactional_offsets(request.transactional_id, producer_id,
-                                             producer_epoch, request.group_id, offsets)
+                                             producer_epoch, request.group_id, offsets,
+                                             verify=verify)
     # A commit from outside any group makes the (simple, empty) group, as Kafka's
     # getOrMaybeCreateClassicGroup: a later commit naming a member then gets
     # UNKNOWN_MEMBER_ID, not ILLEGAL_GENERATION.
