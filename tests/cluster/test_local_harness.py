@@ -97,7 +97,9 @@ def test_a_log_tail_cut_on_disk_is_caught(tmp_path, broker):
     history = History(tmp_path / "history.jsonl")
     run_workload(history, broker.bootstrap)
     broker.stop()
-    cut_from = faults.cut_log_tail(broker.data_dir, TOPIC, 0, batches=3)
+    # One batch: under load librdkafka may have put all of partition 0's records in one or
+    # two batches (seen in CI), and cutting the last batch is the fault either way.
+    cut_from = faults.cut_log_tail(broker.data_dir, TOPIC, 0, batches=1)
     broker.start()
     workload.final_read(history, broker.bootstrap, TOPIC, PARTITIONS)
     history.close()
