@@ -376,8 +376,19 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     try:
         for partition in partitions:
             tp = TopicPartition(topic, partition)
-            _low, high = consumer.get_watermark_offsets(
-                tp, timeout=max(0.5, deadline - time.monotonic()))
+            # A new leader's high watermark stays where its follower's was until every ISR
+            # follower has fetched from it (Kafka's makeLeader), so right after a failover it
+            # can sit below offsets consumers already read from the old leader. Wait (bounded)
+            # until it covers the highest offset polled during the run; past the bound the read
+            # goes on and the checker reports whatever is missing.
+            wanted = _highest_polled(history, partition) + 1
+            settle_until = min(deadline, time.monotonic() + timeout_s / 2)
+            while True:
+                _low, high = consumer.get_watermark_offsets(
+                    tp, timeout=max(0.5, deadline - time.monotonic()))
+                if high >= wanted or time.monotonic() >= settle_until:
+                    break
+                time.sleep(0.2)
             records: list[list[int]] = []
             consumer.assign([TopicPartition(topic, partition, 0)])
             next_offset = 0
@@ -395,6 +406,16 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     finally:
         consumer.close()
     return counts
+
+
+def _highest_polled(history: History, partition: int) -> int:
+    """The highest offset of ``partition`` any poll of ``history`` recorded (-1: none)."""
+    highest = -1
+    for event in history.events:
+        if event.get("f") == POLL:
+            for offset, _value in event.get("values", {}).get(str(partition), ()):
+                highest = max(highest, offset)
+    return highest
 
 
 def read_batches(partition_dir: str | os.PathLike) -> list[list[int]]:
