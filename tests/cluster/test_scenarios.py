@@ -174,7 +174,7 @@ def test_s3_min_isr_3_one_restart_blocks_every_write(run_factory):
 
 
 @pytest.mark.skip(reason=(
-    "known bug, being fixed (issue 12's session-5 note): after a kill -9 of an acks=1 leader "
+    "known open bug (issue 12's session-5 note): after a kill -9 of an acks=1 leader "
     "that died before its followers' first fetches, partition 0's final read finds a high "
     "watermark of 0 on the new leader although consumers had read records there; failed 2 "
     "of 3 clean-clone runs, passed in the helpers' runs"))
