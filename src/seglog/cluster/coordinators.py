@@ -35,12 +35,27 @@ from ..types import TopicPartition
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
            "find_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
            "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "TRANSACTION_STATE_TOPIC",
-           "find_transaction_coordinator", "partition_in"]
+           "find_transaction_coordinator", "partition_in", "cancel_and_wait"]
 
 log = logging.getLogger("seglog.cluster.coordinators")
 
 #: How long closing waits for its cancelled tasks (seconds).
 CLOSE_WAIT_S = 5.0
+
+
+async def cancel_and_wait(tasks: list, timeout_s: float = CLOSE_WAIT_S) -> None:
+    """Cancel ``tasks`` and wait at most ``timeout_s`` for them to end. Bounded: a task
+    blocked where a cancellation is not seen at once (a wait_for that swallows it on 3.11, an
+    executor call) must not hold the broker's shutdown; such tasks check their owner's closed
+    flag and end on their own. The exceptions of those that ended are retrieved (a task that
+    failed while stopping is not news)."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        done, _pending = await asyncio.wait(tasks, timeout=timeout_s)
+        for task in done:
+            if not task.cancelled():
+                task.exception()
 
 NONE = 0
 COORDINATOR_LOAD_IN_PROGRESS = 14
@@ -219,16 +234,7 @@ class CoordinatorPartitions:
         self._closed = True
         tasks = list(self._tasks.values())
         self._tasks.clear()
-        for task in tasks:
-            task.cancel()
-        # Bounded: a task blocked where a cancellation is not seen at once (a wait_for that
-        # swallows it on 3.11, an executor call) must not hold the broker's shutdown; the
-        # tasks check the closed flag and end on their own.
-        if tasks:
-            done, _pending = await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
-            for task in done:
-                if not task.cancelled():
-                    task.exception()  # retrieved: a task that failed while stopping is not news
+        await cancel_and_wait(tasks)
 
 
 #: Kafka's ``Topic.TRANSACTION_STATE_TOPIC_NAME``.

@@ -39,15 +39,13 @@ from kio.static.primitive import i16, i32, i64
 
 from ..errors import SeglogError
 from ..types import TopicPartition
+from .coordinators import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError
 
 __all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
            "encode_write_txn_markers", "decode_write_txn_markers"]
 
 log = logging.getLogger("seglog.cluster.txn_markers")
-
-#: How long closing waits for its cancelled tasks (seconds).
-CLOSE_WAIT_S = 5.0
 
 WRITE_TXN_MARKERS = 27
 #: The version sent (the first flexible one; Kafka 4.x serves 1 and up).
@@ -262,16 +260,6 @@ class TxnMarkerSender:
         """Stop every delivery and close the connections (the broker stops; the next
         coordinator of each partition sends the markers again)."""
         self._closed = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        # Bounded: a task blocked where a cancellation is not seen at once (a wait_for that
-        # swallows it on 3.11, an executor call) must not hold the broker's shutdown; the
-        # tasks check the closed flag and end on their own.
-        if tasks:
-            done, _pending = await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
-            for task in done:
-                if not task.cancelled():
-                    task.exception()  # retrieved: a task that failed while stopping is not news
+        await cancel_and_wait(list(self._tasks))
         for broker_id in list(self._connections):
             self._drop_connection(broker_id)
