@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from seglog.cluster.local import (
-    STATE_FILE_NAME, LocalCluster, LocalClusterError, process_state,
+    STATE_FILE_NAME, LocalCluster, LocalClusterError, process_cmdline, process_state,
 )
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -95,6 +95,13 @@ def test_up_refuses_a_directory_whose_cluster_runs(tmp_path):
     lookalike = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
                                   "serve", data_dir])
     try:
+        # Popen returns when the child's close-on-exec pipe closes, which is inside execve
+        # before the kernel records the new argv: /proc/<pid>/cmdline can read empty for a
+        # moment (a loaded CI machine saw it), so wait until it shows the lookalike's argv.
+        deadline = time.monotonic() + 10
+        while data_dir not in process_cmdline(lookalike.pid):
+            assert time.monotonic() < deadline, process_cmdline(lookalike.pid)
+            time.sleep(0.01)
         cluster.brokers[0].pid = lookalike.pid
         cluster.save_state()
         with pytest.raises(LocalClusterError, match="already runs"):
