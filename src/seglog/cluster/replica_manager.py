@@ -639,8 +639,9 @@ class ReplicaManager:
             zk_version=state.zk_version, controller_epoch=state.controller_epoch,
             leader_end_offset=log_.end_offset, now_ms=_now_ms())
         replica.role = ROLE_LEADER
-        log.info("broker %d: leader of %s-%d in epoch %d, ISR %s", self.broker_id,
-                 replica.tp.topic, replica.tp.partition, state.leader_epoch, list(replica.isr))
+        log.info("broker %d: leader of %s-%d in epoch %d, ISR %s, end offset %d, high "
+                 "watermark %d", self.broker_id, replica.tp.topic, replica.tp.partition,
+                 state.leader_epoch, list(replica.isr), log_.end_offset, log_.high_watermark)
         self._maybe_increment_high_watermark(replica)
         self._check_waiters(replica)
         self._notify()
@@ -664,8 +665,10 @@ class ReplicaManager:
                 topic_id=replica.topic_id)})
         else:
             self.fetcher.remove_partitions([replica.tp])
-        log.info("broker %d: follower of %s-%d in epoch %d (leader %d)", self.broker_id,
-                 replica.tp.topic, replica.tp.partition, state.leader_epoch, state.leader)
+        log.info("broker %d: follower of %s-%d in epoch %d (leader %d), end offset %d, high "
+                 "watermark %d", self.broker_id, replica.tp.topic, replica.tp.partition,
+                 state.leader_epoch, state.leader, replica.log.end_offset,
+                 replica.log.high_watermark)
         self._notify()
         if was_leader:
             self._tell_listeners("on_become_follower", replica.tp)

@@ -8,6 +8,7 @@ the brokers' output and data directories and the checker's summary, for replay.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -259,6 +260,9 @@ class ScenarioRun:
                 self.wait_isr_full(replicas, timeout_s=15)
             except AssertionError:
                 self.isr_full = False
+        # Kept for replay: which broker the final read should find leading what.
+        (self.run_dir / "states-before-final-read.json").write_text(
+            json.dumps(self.states(), indent=1, default=str) + "\n")
         workload.final_read(self.history, self.cluster.bootstrap_servers, self.topic,
                             self.partitions)
         for consumer in self.consumers:

@@ -359,10 +359,20 @@ class GroupConsumer(threading.Thread):
 
 
 def final_read(history: History, bootstrap: str, topic: str, partitions: list[int], *,
-               timeout_s: float = 30.0) -> dict[int, int]:
+               timeout_s: float = 30.0, settle_s: float = 10.0,
+               stable_s: float = 3.0) -> dict[int, int]:
     """A fresh consumer reads every partition from offset 0 to its high watermark and records
     one ``final-read`` event per partition. Returns ``{partition: records read}``. Raises
-    ``TimeoutError`` when a partition cannot be read whole within ``timeout_s``."""
+    ``TimeoutError`` when a partition cannot be read whole within ``timeout_s`` (each
+    partition has its own budget, after its settle wait).
+
+    A new leader's high watermark stays where its follower's was until every ISR follower has
+    fetched from it (Kafka's makeLeader), so right after a failover it can sit below offsets
+    consumers already read from the old leader. Before reading a partition this waits until
+    its high watermark covers the highest offset polled during the run, for at most
+    ``settle_s``, and less when the high watermark has not moved for ``stable_s`` (a lossy
+    scenario, an unclean election, lost them for good: the checker reports what is missing).
+    """
     from confluent_kafka import Consumer as KafkaConsumer
     from confluent_kafka import TopicPartition
 
@@ -371,24 +381,14 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
         "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "isolation.level": "read_uncommitted", "client.id": "final",
         **CLIENT_TIMEOUTS})
-    deadline = time.monotonic() + timeout_s
     counts = {}
     try:
         for partition in partitions:
             tp = TopicPartition(topic, partition)
-            # A new leader's high watermark stays where its follower's was until every ISR
-            # follower has fetched from it (Kafka's makeLeader), so right after a failover it
-            # can sit below offsets consumers already read from the old leader. Wait (bounded)
-            # until it covers the highest offset polled during the run; past the bound the read
-            # goes on and the checker reports whatever is missing.
-            wanted = _highest_polled(history, partition) + 1
-            settle_until = min(deadline, time.monotonic() + timeout_s / 2)
-            while True:
-                _low, high = consumer.get_watermark_offsets(
-                    tp, timeout=max(0.5, deadline - time.monotonic()))
-                if high >= wanted or time.monotonic() >= settle_until:
-                    break
-                time.sleep(0.2)
+            high = _settled_high_watermark(consumer, tp, _highest_polled(history, partition) + 1,
+                                           settle_s=settle_s, stable_s=stable_s,
+                                           timeout_s=timeout_s)
+            deadline = time.monotonic() + timeout_s
             records: list[list[int]] = []
             consumer.assign([TopicPartition(topic, partition, 0)])
             next_offset = 0
@@ -406,6 +406,22 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     finally:
         consumer.close()
     return counts
+
+
+def _settled_high_watermark(consumer: Any, tp: Any, wanted: int, *, settle_s: float,
+                            stable_s: float, timeout_s: float) -> int:
+    """``tp``'s high watermark once it is >= ``wanted``, or has not moved for ``stable_s``,
+    or ``settle_s`` passed (see :func:`final_read`)."""
+    settle_until = time.monotonic() + settle_s
+    last_high, last_change = None, time.monotonic()
+    while True:
+        _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+        now = time.monotonic()
+        if high != last_high:
+            last_high, last_change = high, now
+        if high >= wanted or now >= settle_until or now - last_change >= stable_s:
+            return high
+        time.sleep(0.2)
 
 
 def _highest_polled(history: History, partition: int) -> int:
