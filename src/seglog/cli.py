@@ -149,6 +149,8 @@ def _serve(args: argparse.Namespace) -> int:
     """``seglog serve``: exit 0 after a clean shutdown on SIGTERM/SIGINT, 2 for bad settings,
     1 when the broker cannot start (directory locked, address in use, unreadable data)."""
     import asyncio
+    import faulthandler
+    import io
     import logging
     import signal
 
@@ -189,6 +191,14 @@ def _serve(args: argparse.Namespace) -> int:
     except InvalidConfigError as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
+
+    # SIGUSR1 writes every thread's Python stack to stderr, from C, even while the event loop
+    # is blocked: how an operator (or `seglog cluster`, before it SIGKILLs a broker that did
+    # not stop) sees where a stuck broker is (the JVM's SIGQUIT thread dump, for Python).
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        pass  # stderr is not a file (an embedding caller replaced it): no thread dump then
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -132,3 +132,17 @@ def test_serve_on_a_locked_directory_exits_1(tmp_path, broker_factory, capsys):
     assert cli.main(["serve", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"]) == 1
     assert "lock" in capsys.readouterr().err.lower()
     assert broker.store.topics() == []
+
+
+def test_sigusr1_writes_every_threads_stack_and_the_broker_carries_on(tmp_path):
+    """SIGUSR1 is the operator's thread dump (and what `seglog cluster` sends before it
+    SIGKILLs a broker that did not stop): the stacks go to stderr, the broker keeps serving."""
+    proc = _serve("--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0")
+    port, _, _, lines = _wait_listening(proc)
+    proc.send_signal(signal.SIGUSR1)
+    assert _api_versions_answered(port)
+    proc.send_signal(signal.SIGTERM)
+    code, out = _finish(proc)
+    assert code == 0, "".join(lines) + out
+    assert "Current thread" in out or "Thread 0x" in out, out
+    assert "stopped cleanly" in out

@@ -307,7 +307,8 @@ class LocalCluster:
         broker = self._broker(broker_id)
         code = None
         if broker.pid is not None and self._is_ours(broker):
-            code = self._signal_and_wait(broker.pid, signal.SIGTERM, timeout_s)
+            code = self._signal_and_wait(broker.pid, signal.SIGTERM, timeout_s,
+                                         dump_signal=signal.SIGUSR1)
         broker.pid = None
         self.save_state()
         return code
@@ -609,10 +610,12 @@ class LocalCluster:
             return False
         return str(self.dir / "zookeeper" / "zoo.cfg") in process_cmdline(pid)
 
-    def _signal_and_wait(self, pid: int, signum: int, timeout_s: float) -> int | None:
+    def _signal_and_wait(self, pid: int, signum: int, timeout_s: float, *,
+                         dump_signal: int | None = None) -> int | None:
         """Signal a process this cluster recorded (SIGCONT after SIGTERM, in case it is
-        paused) and wait until it is gone; SIGKILL after ``timeout_s``. Its exit code when it
-        is this object's child."""
+        paused) and wait until it is gone; SIGKILL after ``timeout_s``, preceded by
+        ``dump_signal`` (a broker's SIGUSR1: its thread stacks to its output file, so a stop
+        that hung leaves the reason behind). Its exit code when it is this object's child."""
         os.kill(pid, signum)
         if signum != signal.SIGKILL:
             os.kill(pid, signal.SIGCONT)
@@ -621,6 +624,9 @@ class LocalCluster:
             if time.monotonic() >= deadline:
                 if signum == signal.SIGKILL:
                     raise LocalClusterError(f"pid {pid} survived SIGKILL for {timeout_s} s")
+                if dump_signal is not None:
+                    os.kill(pid, dump_signal)
+                    time.sleep(0.5)  # faulthandler writes from its signal handler at once
                 os.kill(pid, signal.SIGKILL)
                 deadline = time.monotonic() + STOP_TIMEOUT_S
                 signum = signal.SIGKILL

@@ -22,6 +22,7 @@ idle-connection expiry).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import os
 import socket
@@ -31,7 +32,7 @@ from typing import Any, Mapping
 
 from ..errors import InvalidConfigError
 from ..store import Store
-from . import protocol, registry
+from . import protocol, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .apis.data_topics import CLUSTER_EXTENSION_KEY
@@ -686,7 +687,9 @@ class Broker:
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """Shut down (see :meth:`aclose`) and end the thread started by :meth:`start`.
-        Idempotent. ``timeout_s`` bounds the wait for the thread."""
+        Idempotent. ``timeout_s`` bounds the wait for the shutdown and for the thread; a
+        shutdown that outlasts it raises TimeoutError naming where the broker's tasks and
+        threads wait (:mod:`seglog.server.stacks`)."""
         thread, loop = self._thread, self._loop
         if thread is None or loop is None:
             return
@@ -697,6 +700,11 @@ class Broker:
             future = asyncio.run_coroutine_threadsafe(self.aclose(), loop)
             try:
                 future.result(timeout_s)
+            except concurrent.futures.TimeoutError:
+                raise TimeoutError(
+                    f"Broker.stop(): the shutdown did not finish within {timeout_s} s; its "
+                    f"tasks:\n{stacks.task_stacks(loop)}threads:\n{stacks.thread_stacks()}"
+                ) from None
             finally:
                 loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout_s)
