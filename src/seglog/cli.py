@@ -143,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 #: The data directory ``seglog serve`` uses when neither --data-dir nor log.dirs says.
 SERVE_DATA_DIR_DEFAULT = "./seglog-data"
+#: When a `seglog serve` shutdown has run this long, it logs where its tasks wait.
+SERVE_SHUTDOWN_REPORT_AFTER_S = 10.0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -177,6 +179,7 @@ def _serve(args: argparse.Namespace) -> int:
         # (a test dependency), which costs ~0.4 s of start-up; a broker process never uses
         # them, so Hypothesis is made unimportable here (this process only).
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
+    from .server import stacks
     from .server.broker import Broker
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
@@ -210,7 +213,14 @@ def _serve(args: argparse.Namespace) -> int:
                  broker.data_dir, len(broker.store.topics()))
         await stop.wait()
         log.info("seglog serve shutting down")
-        await broker.aclose()
+        closing = asyncio.ensure_future(broker.aclose())
+        done, _ = await asyncio.wait({closing}, timeout=SERVE_SHUTDOWN_REPORT_AFTER_S)
+        if not done:
+            # Every step of the shutdown is bounded; one that is not shows up here, with
+            # where each task waits, instead of as a broker that just never exits.
+            log.warning("seglog serve: shutdown still running after %.0f s; tasks:\n%s",
+                        SERVE_SHUTDOWN_REPORT_AFTER_S, stacks.current_task_stacks())
+        await closing
         log.info("seglog serve stopped cleanly")
 
     try:

@@ -10,7 +10,7 @@ import faulthandler
 import io
 import tempfile
 
-__all__ = ["thread_stacks", "task_stacks"]
+__all__ = ["current_task_stacks", "thread_stacks", "task_stacks"]
 
 
 def thread_stacks() -> str:
@@ -22,21 +22,23 @@ def thread_stacks() -> str:
         return f.read()
 
 
+def current_task_stacks() -> str:
+    """The await chain of every unfinished task of the running loop (call it on the loop)."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(limit=12, file=out)
+    return out.getvalue()
+
+
 def task_stacks(loop: asyncio.AbstractEventLoop, timeout_s: float = 2.0) -> str:
     """The await chain of every unfinished task of ``loop`` (another thread's running loop),
     gathered on that loop; a line saying so when the loop does not answer within
     ``timeout_s`` (it is blocked: :func:`thread_stacks` shows where)."""
-    def gather() -> str:
-        out = io.StringIO()
-        for task in asyncio.all_tasks(loop):
-            task.print_stack(limit=12, file=out)
-        return out.getvalue()
-
     future: concurrent.futures.Future = concurrent.futures.Future()
 
     def run() -> None:
         try:
-            future.set_result(gather())
+            future.set_result(current_task_stacks())
         except BaseException as exc:  # noqa: BLE001 - reported in the text, never raised
             future.set_exception(exc)
 
