@@ -30,32 +30,15 @@ import logging
 from typing import Any, Awaitable, Callable, Mapping, NamedTuple
 
 from .. import errors
+from ..aio import cancel_and_wait
 from ..types import TopicPartition
 
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
            "find_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
            "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "TRANSACTION_STATE_TOPIC",
-           "find_transaction_coordinator", "partition_in", "cancel_and_wait"]
+           "find_transaction_coordinator", "partition_in"]
 
 log = logging.getLogger("seglog.cluster.coordinators")
-
-#: How long closing waits for its cancelled tasks (seconds).
-CLOSE_WAIT_S = 5.0
-
-
-async def cancel_and_wait(tasks: list, timeout_s: float = CLOSE_WAIT_S) -> None:
-    """Cancel ``tasks`` and wait at most ``timeout_s`` for them to end. Bounded: a task
-    blocked where a cancellation is not seen at once (a wait_for that swallows it on 3.11, an
-    executor call) must not hold the broker's shutdown; such tasks check their owner's closed
-    flag and end on their own. The exceptions of those that ended are retrieved (a task that
-    failed while stopping is not news)."""
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        done, _pending = await asyncio.wait(tasks, timeout=timeout_s)
-        for task in done:
-            if not task.cancelled():
-                task.exception()
 
 NONE = 0
 COORDINATOR_LOAD_IN_PROGRESS = 14

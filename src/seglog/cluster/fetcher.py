@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import errors
+from ..aio import wait_event
 from ..types import TopicPartition
 from . import test_breaks
 from .inter_broker import (
@@ -508,10 +509,7 @@ class _LeaderFetcher:
                 return
             self._wake.clear()
             timeout_s = min(waits) if waits else None
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout_s)
-            except asyncio.TimeoutError:
-                pass
+            await wait_event(self._wake, timeout_s)
 
     def _connection_failed(self, error: InterBrokerError | None) -> None:
         if error is not None:

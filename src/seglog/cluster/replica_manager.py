@@ -50,6 +50,7 @@ import uuid
 from typing import Any, Callable, Mapping
 
 from .. import errors
+from ..aio import wait_event
 from ..types import TopicPartition
 from . import test_breaks, zk_data
 from .truncation import diverging_epoch
@@ -902,12 +903,7 @@ class ReplicaManager:
 
     async def wait_for_metadata(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the next pass of the metadata loop; whether one ran."""
-        event = self._metadata_changed
-        try:
-            await asyncio.wait_for(event.wait(), timeout_s)
-            return True
-        except asyncio.TimeoutError:
-            return False
+        return await wait_event(self._metadata_changed, timeout_s)
 
     def assign_replicas(self, partitions: int, replication_factor: int
                         ) -> dict[int, list[int]]:

@@ -39,7 +39,7 @@ from kio.static.primitive import i16, i32, i64
 
 from ..errors import SeglogError
 from ..types import TopicPartition
-from .coordinators import cancel_and_wait
+from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError
 
 __all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",

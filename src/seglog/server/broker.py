@@ -31,6 +31,7 @@ import time
 from typing import Any, Mapping
 
 from ..errors import InvalidConfigError
+from ..aio import wait_event
 from ..store import Store
 from . import protocol, registry, stacks
 from .config import BrokerConfig
@@ -187,9 +188,7 @@ class Server:
             connection.close_when_answered()
         if self.in_flight:
             self._drained = asyncio.Event()
-            try:
-                await asyncio.wait_for(self._drained.wait(), SHUTDOWN_REQUESTS_TIMEOUT_S)
-            except asyncio.TimeoutError:
+            if not await wait_event(self._drained, SHUTDOWN_REQUESTS_TIMEOUT_S):
                 log.warning("shutdown: %d requests still in flight after %.0f s; cancelling",
                             self.in_flight, SHUTDOWN_REQUESTS_TIMEOUT_S)
         waits = [c.closed for c in self.connections.values()]

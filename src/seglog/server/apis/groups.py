@@ -44,6 +44,7 @@ from ...coordinator.classic_group_schema import (decode_group_metadata_value,
                                                   encode_group_metadata_value)
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...errors import CommitFailedError, IllegalStateError, SeglogError
+from ...aio import cancel_and_wait, wait_event
 from ...types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["GroupsState", "HANDLERS", "coordinator", "expire_offsets", "start", "stop"]
@@ -856,11 +857,8 @@ async def stop(state) -> None:
         await groups_state.partitions.close()
     if groups_state is None or groups_state.task is None:
         return
-    groups_state.task.cancel()
-    try:
-        await groups_state.task
-    except asyncio.CancelledError:
-        pass
+    # Bounded: the shutdown must not hang on a task that missed its cancellation.
+    await cancel_and_wait([groups_state.task])
 
 
 async def _run_timers(state, groups_state: GroupsState) -> None:
@@ -880,11 +878,9 @@ async def _run_timers(state, groups_state: GroupsState) -> None:
         deadline = coord.next_deadline_ms()
         wait_until = next_expiry_ms if deadline is None else min(deadline, next_expiry_ms)
         groups_state.wake.clear()
-        try:
-            await asyncio.wait_for(groups_state.wake.wait(),
-                                   max(0.0, (wait_until - state.now_ms()) / 1000))
-        except asyncio.TimeoutError:
-            pass
+        # wait_event, not asyncio.wait_for: a stop's cancel racing a handler's wake must
+        # end this task (wait_for swallowed it on 3.11 and the broker's shutdown hung).
+        await wait_event(groups_state.wake, max(0.0, (wait_until - state.now_ms()) / 1000))
 
 
 def expire_offsets(state, now_ms: int) -> None:

@@ -57,6 +57,7 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
+from ...aio import cancel_and_wait
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.txn_markers import TxnMarkerSender
@@ -781,11 +782,7 @@ async def stop(state: Any) -> None:
     task = state.extensions.pop(EXTENSION, None)
     if task is None:
         return
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
+    await cancel_and_wait([task])  # bounded: see seglog.aio
 
 
 async def _expire_ids_forever(state: Any, interval_s: float, expiration_ms: int) -> None:
