@@ -359,14 +359,16 @@ def test_apply_retention_on_every_partition(tmp_path, backend):
 def test_missing_partition_dir_is_recreated_and_foreign_partition_refused(tmp_path, backend):
     import shutil
     with open_store(tmp_path, backend) as store:
-        store.create_topic("t", partitions=2)
+        store.create_topic("t", partitions=2).log(0).append(b"v")
         other = store.create_topic("u")
+        other.log(0).append(b"w")  # its close flushes it: partition.metadata is written
         other_id = other.topic_id
     shutil.rmtree(tmp_path / "t-1")
     with open_store(tmp_path, backend) as store:
         t = store.topic("t")
-        assert t.partitions == 2 and t.end_offsets() == {0: 0, 1: 0}
-        assert t.topic_id in read_text(tmp_path / "t-1" / "partition.metadata")
+        assert t.partitions == 2 and t.end_offsets() == {0: 1, 1: 0}
+        t.log(1).append(b"again")
+    assert t.topic_id in read_text(tmp_path / "t-1" / "partition.metadata")
     # A partition directory whose partition.metadata names another topic's id is refused.
     mine = tmp_path / "t-0" / "partition.metadata"
     saved = mine.read_bytes()

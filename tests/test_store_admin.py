@@ -34,10 +34,12 @@ def test_create_partitions_adds_logs_keeps_data_and_survives_reopen(tmp_path, ba
         for p in (2, 3, 4):
             log = topic.log(p)
             assert log.end_offset == 0 and log.config.retention_ms == 5000
-            meta = checkpoints.PartitionMetadataFile(os.path.join(
-                tmp_path, filenames.partition_dir_name("t", p), filenames.PARTITION_METADATA))
-            assert checkpoints.uuid_to_kafka_str(meta.read()) == topic.topic_id
+            assert log.partition_metadata_pending  # written by its first flush
         topic.log(4).append(b"new")
+        topic.log(4).flush()
+        meta = checkpoints.PartitionMetadataFile(os.path.join(
+            tmp_path, filenames.partition_dir_name("t", 4), filenames.PARTITION_METADATA))
+        assert checkpoints.uuid_to_kafka_str(meta.read()) == topic.topic_id
         # The partitioner spreads keys over the new count.
         assert {topic.partition_for(str(i).encode()) for i in range(200)} == set(range(5))
         topic_id = topic.topic_id

@@ -121,6 +121,8 @@ def test_create_topic_with_a_cluster_topic_id(tmp_path, backend):
     with Store(path, backend=backend.name) as store:
         topic = store.create_topic("t", 2, topic_id=TOPIC_ID)
         assert topic.topic_id == "bx08KgueT12KexwtPk9aaw"
+        for p in range(2):
+            topic.log(p).append(b"v")  # the close's flush writes partition.metadata
         for bad, error in (("x", TypeError), (str(TOPIC_ID), TypeError),
                            (ZERO_UUID, ValueError), (uuid.UUID(int=1), ValueError)):
             with pytest.raises(error):

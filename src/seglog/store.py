@@ -692,28 +692,37 @@ class Store:
                         f"{checkpoints.uuid_to_kafka_str(found_id)}, but topic {name!r} has id "
                         f"{checkpoints.uuid_to_kafka_str(topic_id)}", path=metadata.path)
                 topic_id = topic_id or found_id
+                pending_id = None
                 if found_id is None and not self.read_only:
-                    topic_id = topic_id or checkpoints.new_kafka_uuid()
-                    metadata.write(topic_id)
+                    # The Log writes the file with its first flush (Log.open's topic_id, as
+                    # at creation): a partition that never gets a record writes none, and a
+                    # reopen writes nothing. The id is durable in the registry meanwhile
+                    # (adopted topics are registered below, in _open).
+                    topic_id = pending_id = topic_id or checkpoints.new_kafka_uuid()
                 if not self.read_only:
                     check_unlocked(dir_path)  # no standalone writer has it (locking.py)
-                logs.append(self._open_partition_log(dir_path, tp, config))
+                logs.append(self._open_partition_log(dir_path, tp, config, topic_id=pending_id))
         except BaseException:
             for log in logs:
                 log.close()
             raise
         return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
 
-    def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig) -> Log:
+    def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
+                            topic_id: uuid.UUID | None = None) -> Log:
         """One partition's Log, under this Store's data-dir lock (no lock of its own), with its
-        cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it)."""
+        cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it).
+        The directory exists (made or found by the caller: no second ``mkdir``). ``topic_id``:
+        the Log writes ``partition.metadata`` naming it with its first flush (None: the file
+        is there already, or the store is read-only)."""
         replicated = {}
         if self.replicated:
             replicated = dict(auto_high_watermark=False,
                               high_watermark=self._high_watermarks.get((tp[0], tp[1])))
         log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
                        state=_StorePartitionState(self, tp), lock_directory=False,
-                       file_cache=self.file_cache, **replicated)
+                       file_cache=self.file_cache, create_directory=False, topic_id=topic_id,
+                       **replicated)
         cleaner_offset = self._cleaner_offsets.get(tp)
         if cleaner_offset is not None:
             log.cleaner_checkpoint = cleaner_offset
@@ -731,27 +740,23 @@ class Store:
 
     def _create_partition_logs(self, name: str, partitions: int, config: LogConfig,
                                topic_id: uuid.UUID) -> list:
-        """Create the directories of a new topic and open their Logs, with the durable steps
-        batched (design.md §6.1, "Topic creation"): every directory is made, every
-        ``partition.metadata`` written to its ``.tmp``, the ``.tmp`` files fsynced together,
-        renamed, and each new directory fsynced once (from 64 partitions on, each of the two
-        sync steps is one ``syncfs`` of the data dir's file system); then each Log creates its first
-        segment (not synced: the loader makes a missing one again). The data dir, which holds
-        the new directories' entries, is fsynced once by the registry write that follows.
-        Linear in ``partitions``: nothing here reads or rewrites another partition's files."""
+        """Create the directories of a new topic and open their Logs (design.md §6.1, "Topic
+        creation"): every directory is made (one ``mkdir`` each, and no file in it); each Log
+        is opened with the topic id to record, which it writes to ``partition.metadata`` with
+        its first flush, before any record of it is durable (Kafka's lazy
+        ``PartitionMetadataFile``), and its first segment's entry (no file until first use).
+        The data dir, which holds the new directories' entries, is fsynced once by the
+        registry write that follows, which also makes the topic id durable. Linear in
+        ``partitions``: nothing here reads or rewrites another partition's files."""
         dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
                      for p in range(partitions)]
         for dir_path in dir_paths:
             os.mkdir(dir_path)
-        data = checkpoints.PartitionMetadataFile.encode(topic_id)
-        checkpoints.atomic_write_many(
-            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths},
-            one_file_system=True)  # all made under the data dir just now
         logs: list = []
         try:
             for p, dir_path in enumerate(dir_paths):
                 tp = TopicPartition(name, p)
-                log = self._open_partition_log(dir_path, tp, config)
+                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
                 logs.append(log)
                 with self._checkpoint_lock:
                     # The start the Log began at, known as saved: its first flush or close
@@ -783,8 +788,10 @@ class Store:
         :class:`LogConfig`, or a mapping of Kafka dotted names with string or typed values, or
         snake-case names: see ``LogConfig.from_dict``).
 
-        Creates ``<name>-<p>/`` with ``partition.metadata`` for each partition and records the
-        topic in ``seglog-topics.json``. Raises :class:`InvalidTopicError` for an illegal name,
+        Creates ``<name>-<p>/`` for each partition and records the topic, with its id, in
+        ``seglog-topics.json``; each partition writes its ``partition.metadata`` (the topic
+        id) with its first flush, before any of its records is durable (Kafka writes it
+        lazily too). Raises :class:`InvalidTopicError` for an illegal name,
         an internal one (``__consumer_offsets``) or one that collides with an existing topic
         once ``.`` and ``_`` are unified (Kafka's rule); :class:`TopicExistsError`;
         :class:`InvalidConfigError` for unknown names or bad values; ``ValueError`` for a
@@ -1203,9 +1210,9 @@ class Store:
         :class:`Topic`, whose :attr:`~Topic.partitions` and partitioner use the new count at
         once. Existing partitions keep their data; groups subscribed to the topic rebalance.
 
-        Durable as :meth:`create_topic`: the new directories and their ``partition.metadata``
-        (the topic's id) are synced in one batch, then the registry is replaced (its data-dir
-        fsync makes the new entries durable). A crash before the registry write leaves
+        Durable as :meth:`create_topic`: the new directories are made, each new Log writes its
+        ``partition.metadata`` (the topic's id) with its first flush, and the registry is
+        replaced (its data-dir fsync makes the new entries durable). A crash before the registry write leaves
         directories the next open adopts (the count is the highest directory found).
 
         Raises :class:`UnknownTopicOrPartitionError`; :class:`InvalidPartitionsError` when
@@ -1246,20 +1253,17 @@ class Store:
     def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
                             topic_id: uuid.UUID) -> list:
         """The Logs of partitions ``first..end-1`` of an existing topic, made as
-        :meth:`_create_partition_logs` makes a new topic's (directories, batched
-        ``partition.metadata`` syncs, then each Log's first segment)."""
+        :meth:`_create_partition_logs` makes a new topic's (directories, then each Log, which
+        writes ``partition.metadata`` with its first flush)."""
         dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
                      for p in range(first, end)]
         for dir_path in dir_paths:
             os.mkdir(dir_path)
-        data = checkpoints.PartitionMetadataFile.encode(topic_id)
-        checkpoints.atomic_write_many(
-            {os.path.join(dir_path, filenames.PARTITION_METADATA): data for dir_path in dir_paths})
         logs: list = []
         try:
             for p, dir_path in zip(range(first, end), dir_paths):
                 tp = TopicPartition(name, p)
-                log = self._open_partition_log(dir_path, tp, config)
+                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
                 logs.append(log)
                 with self._checkpoint_lock:
                     self._log_start_offsets.setdefault(tp, log.start_offset)

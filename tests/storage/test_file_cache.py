@@ -310,7 +310,8 @@ def test_a_new_partition_holds_no_descriptor_and_no_segment_file(tmp_path, backe
         topic = store.create_topic("t", partitions=20)
         assert open_fds() == before
         assert store.file_cache.open_segments == opened
-        assert sorted(os.listdir(tmp_path / "t-0")) == ["partition.metadata"]
+        # No file at all: partition.metadata waits for the first flush (design.md §6.1).
+        assert sorted(os.listdir(tmp_path / "t-0")) == []
         assert topic.log(0).end_offset == 0
         topic.log(0).append(b"v")
         assert "00000000000000000000.log" in os.listdir(tmp_path / "t-0")

@@ -73,11 +73,14 @@ def fsync_dir(dir_path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, sync_dir: bool = True) -> None:
     """Replace ``path`` with ``data`` durably: write ``<path>.tmp``, fsync, rename, fsync dir.
 
     After a crash the file holds either its old content or ``data``; a stale ``.tmp`` may be
-    left behind and is overwritten by the next write. Raises ``OSError`` from the OS.
+    left behind and is overwritten by the next write. ``sync_dir=False`` leaves the directory
+    fsync to the caller, who must make it before relying on the new file (a Log's flush
+    fsyncs its directory once for this file and its new segment files). Raises ``OSError``
+    from the OS.
     """
     path = os.fspath(path)
     tmp_path = path + TMP_SUFFIX
@@ -91,7 +94,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(tmp_path, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
+    if sync_dir:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 #: Most fsyncs :func:`fsync_all` runs at once. Concurrent syncs let a journaling file system
@@ -461,11 +465,13 @@ class PartitionMetadataFile:
         """Whether the file exists."""
         return os.path.exists(self.path)
 
-    def write(self, topic_id: uuid.UUID) -> None:
-        """Record ``topic_id`` (atomically and durably). Raises ValueError for the zero uuid."""
+    def write(self, topic_id: uuid.UUID, *, sync_dir: bool = True) -> None:
+        """Record ``topic_id`` (atomically and durably: :func:`atomic_write_bytes`;
+        ``sync_dir=False`` leaves the directory fsync to the caller, as there). Raises
+        ValueError for the zero uuid."""
         data = self.encode(topic_id)
         with self._lock:
-            atomic_write_bytes(self.path, data)
+            atomic_write_bytes(self.path, data, sync_dir=sync_dir)
 
     @staticmethod
     def encode(topic_id: uuid.UUID) -> bytes:

@@ -197,6 +197,16 @@ class LocalLog:
     def _note_dir_dirty(self) -> None:
         self._dir_dirty = True
 
+    def note_file_created(self) -> None:
+        """A file was created in the directory (the Log's ``partition.metadata``) whose entry
+        the next :meth:`flush` must make durable with the segments' (one directory fsync)."""
+        self._dir_dirty = True
+
+    def has_unsynced(self, end_offset: int) -> bool:
+        """Whether :meth:`flush` up to ``end_offset`` has anything to sync: records at or
+        above the recovery point, or a directory entry created since the last flush."""
+        return end_offset > self.recovery_point or self._dir_dirty
+
     def lazy_segment(self, base_offset: int, *, segment: Any = None, state: tuple | None = None,
                      create: bool = False, first_open: Callable[[], Any] | None = None,
                      file_suffix: str = "") -> LazySegment:
@@ -332,7 +342,7 @@ class LocalLog:
     def flush(self, end_offset: int, *, now_ms: int) -> None:
         """Fsync the segments from the recovery point (and their ``.txnindex``, and the
         directory if a segment was created), then move the recovery point to ``end_offset``."""
-        if end_offset > self.recovery_point or self._dir_dirty:
+        if self.has_unsynced(end_offset):
             for segment in self.segments.from_offset(self.recovery_point):
                 segment.flush()
                 txn_index = self._txn_indexes.get(segment.base_offset)

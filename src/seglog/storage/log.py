@@ -18,7 +18,9 @@ never deletes at or above it, and ``delete_records_before`` may not pass it.
 
 Durability. Appends reach the page cache; :meth:`Log.flush`, the ``flush_messages`` /
 ``flush_ms`` checks and a roll fdatasync the unflushed segments and move the recovery point;
-close writes the clean-shutdown marker (docs/design.md §6 has the rule event by event).
+close writes the clean-shutdown marker (docs/design.md §6 has the rule event by event). A log
+opened with a ``topic_id`` and no ``partition.metadata`` writes that file with its first flush
+that syncs anything, before the flush's data (Kafka's lazy ``PartitionMetadataFile``).
 
 Producers and transactions (kafka-format.md §6; :mod:`seglog.storage.producer_state`). Batches
 carrying a producer id are checked against the producer state after the roll and before the
@@ -52,12 +54,14 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import uuid
 from typing import TYPE_CHECKING, Any, ContextManager
 
 from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
+    CorruptCheckpointError,
     CorruptRecordError,
     InvalidRecordError,
     LogClosedError,
@@ -67,6 +71,7 @@ from ..errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
+from .checkpoints import ZERO_UUID, PartitionMetadataFile, uuid_to_kafka_str
 from .config import (
     INT16_MAX,
     INT32_MAX,
@@ -134,6 +139,8 @@ class Log(LogReads, LogRetention):
         lock_directory: bool = True,
         file_cache: FileCache | None = None,
         high_watermark: int | None = None,
+        create_directory: bool = True,
+        topic_id: uuid.UUID | None = None,
     ) -> "Log":
         """Open (creating if needed, unless ``read_only``) the partition directory ``path``.
 
@@ -167,19 +174,44 @@ class Log(LogReads, LogRetention):
         (:class:`~seglog.storage.file_cache.FileCache`; a Store passes its own, default: one
         per process): segments open on first use and the least recently used are closed when
         more are open, so an idle partition holds no descriptor (design.md §7).
+
+        ``create_directory=False`` is for a caller that made ``path`` just before (a Store
+        makes a new topic's directories in one batch): the open makes no ``mkdir`` call of its
+        own, and a missing directory is ``FileNotFoundError``.
+
+        ``topic_id`` (a writer only; ignored when ``read_only``): the partition's topic id, to
+        be recorded in ``partition.metadata`` (Kafka's ``PartitionMetadataFile.record``). When
+        the directory has that file already it must name ``topic_id``
+        (:class:`CorruptCheckpointError` otherwise: Kafka's InconsistentTopicIdException) and
+        nothing is written. Otherwise the file is written lazily, as Kafka's
+        ``maybeFlushMetadataFile`` writes it: by the first flush that syncs anything (an
+        explicit or automatic flush, the one after a roll or a truncation, or :meth:`close`),
+        before that flush's data, atomically (temp file fsynced, renamed), and made durable
+        by the same directory fsync as the flush's new segment files; so the file exists on
+        disk before any record of the partition is durable, and a partition that never holds
+        a record never gets one (a Store keeps the id in its registry). None: the Log leaves
+        ``partition.metadata`` alone. TypeError unless a ``uuid.UUID``; ValueError for the
+        zero uuid.
         """
         if high_watermark is not None:
             high_watermark = check_int("high_watermark", high_watermark)
+        if topic_id is not None:
+            if not isinstance(topic_id, uuid.UUID):
+                raise TypeError(f"topic_id must be a uuid.UUID, got {type(topic_id).__name__}")
+            if topic_id == ZERO_UUID:
+                raise ValueError("the zero uuid is not a topic id")
         log = object.__new__(cls)
         log._init(os.fspath(path), config or LogConfig(), backend, read_only,
                   checked_now_ms(now_ms), state, auto_high_watermark, lock_directory,
-                  file_cache, high_watermark=high_watermark)
+                  file_cache, high_watermark=high_watermark, create_directory=create_directory,
+                  topic_id=None if read_only else topic_id)
         return log
 
     def _init(self, dir_path: str, config: LogConfig, backend: str | None, read_only: bool,
               now_ms: int, state: PartitionState | None, auto_high_watermark: bool,
               lock_directory: bool, file_cache: FileCache | None = None, *,
-              high_watermark: int | None = None) -> None:
+              high_watermark: int | None = None, create_directory: bool = True,
+              topic_id: uuid.UUID | None = None) -> None:
         self._file_cache = file_cache
         self._dir = dir_path
         self._config = config
@@ -196,11 +228,15 @@ class Log(LogReads, LogRetention):
         self._last_expiration_ms = now_ms
         self._cleaner_checkpoint: int | None = None
         self._leader_epoch: int | None = None  # stamped on appends while set (become_leader)
+        # The topic id partition.metadata must get, until the first flush writes it (Kafka's
+        # PartitionMetadataFile.dirtyTopicIdOpt); set by _load when the file is missing.
+        self._pending_topic_id: uuid.UUID | None = None
         if read_only:
             if not os.path.isdir(dir_path):
                 raise FileNotFoundError(dir_path)
         else:
-            os.makedirs(dir_path, exist_ok=True)
+            if create_directory:
+                os.makedirs(dir_path, exist_ok=True)
             if lock_directory:
                 self._dir_lock = DirectoryLock(dir_path)
                 try:
@@ -209,15 +245,18 @@ class Log(LogReads, LogRetention):
                     self._dir_lock.close()
                     raise
         try:
-            self._load(now_ms, high_watermark)
+            self._load(now_ms, high_watermark, topic_id)
         except BaseException:
             if self._dir_lock is not None:
                 self._dir_lock.close()
             raise
 
-    def _load(self, now_ms: int, high_watermark: int | None = None) -> None:
+    def _load(self, now_ms: int, high_watermark: int | None = None,
+              topic_id: uuid.UUID | None = None) -> None:
         # One listing, shared with the loader: most logs have no epoch file to read.
         listing = os.listdir(self._dir)
+        if topic_id is not None:
+            self._record_topic_id(topic_id, exists=filenames.PARTITION_METADATA in listing)
         # Read before the partition is loaded: a corrupt file then fails the open before the
         # loader forgets the clean-shutdown marker.
         epochs_kept = filenames.LEADER_EPOCH_CHECKPOINT in listing
@@ -248,6 +287,39 @@ class Log(LogReads, LogRetention):
 
     def _log_end_offset(self) -> int:
         return self._view.end_offset
+
+    def _record_topic_id(self, topic_id: uuid.UUID, *, exists: bool) -> None:
+        """Kafka's ``UnifiedLog.initializeTopicId``: a file there must name ``topic_id``; a
+        missing one is written by the first flush (:meth:`_write_partition_metadata`)."""
+        if not exists:
+            self._pending_topic_id = topic_id
+            return
+        metadata = PartitionMetadataFile(os.path.join(self._dir, filenames.PARTITION_METADATA))
+        found = metadata.read()
+        if found is None:  # removed since the listing: write it as a missing one
+            self._pending_topic_id = topic_id
+        elif found != topic_id:
+            raise CorruptCheckpointError(
+                f"{metadata.path} names topic id {uuid_to_kafka_str(found)}, but the log was "
+                f"opened for topic id {uuid_to_kafka_str(topic_id)}", path=metadata.path)
+
+    def _write_partition_metadata(self) -> None:
+        """Write the pending ``partition.metadata`` (temp file fsynced, renamed); the flush
+        that calls this fsyncs the directory after its segments, which makes the file's entry
+        durable before the recovery point moves (Kafka: ``maybeFlushMetadataFile`` before an
+        append, so "any log data can be recovered with the correct topic ID")."""
+        topic_id = self._pending_topic_id
+        assert topic_id is not None
+        PartitionMetadataFile(os.path.join(self._dir, filenames.PARTITION_METADATA)).write(
+            topic_id, sync_dir=False)
+        self._local.note_file_created()
+        self._pending_topic_id = None
+
+    @property
+    def partition_metadata_pending(self) -> bool:
+        """Whether ``partition.metadata`` still waits for the first flush that syncs anything
+        (``topic_id`` given to :meth:`open`, the file missing, nothing flushed since)."""
+        return self._pending_topic_id is not None
 
     def _recover_epochs(self, from_offset: int) -> None:
         """After recovery validated the segments from ``from_offset`` (an unclean shutdown):
@@ -889,6 +961,8 @@ class Log(LogReads, LogRetention):
             return False
 
     def _flush_locked(self, now_ms: int, *, checkpoint: bool) -> None:
+        if self._pending_topic_id is not None and self._local.has_unsynced(self._view.end_offset):
+            self._write_partition_metadata()
         self._local.flush(self._view.end_offset, now_ms=now_ms)
         if checkpoint:
             self._save_state()
