@@ -13,7 +13,13 @@ timestamp per record, plus Kafka's size estimate of the batch before compression
 ``(data, lengths)`` form ``encode_batch`` takes, so the batch is encoded once, in C.
 The pure twin is :mod:`seglog.pure.accumulator`: same names, same columns, same bytes.
 
-Not thread-safe: the Producer calls it under its lock.
+:class:`SendFuture` is the pending result of one ``Producer.send``, a C object made by the
+:class:`Sender` without a Python ``__init__``; the futures of one batch share its
+:class:`BatchResult` (the parts' first offsets and errors, one ``threading.Event``), so
+completing a batch touches no future.
+
+Not thread-safe, except the futures and batch results: the Producer calls the rest under its
+lock.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -23,9 +29,14 @@ from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
 
+cimport cython
+
+from seglog.arguments import check_optional_int_argument as _check_optional_int_argument
 from seglog.errors import InvalidRecordError as _InvalidRecordError
 from seglog.format import MAX_RECORD_OVERHEAD as _MAX_RECORD_OVERHEAD
 from seglog.format import RECORD_BATCH_OVERHEAD as _RECORD_BATCH_OVERHEAD
+from seglog.types import RecordMetadata as _RecordMetadata
+from threading import Event as _Event
 
 cdef enum:
     MURMUR2_SEED = 0x9747b28c
@@ -243,6 +254,128 @@ cdef class RecordBuffer:
         return self.record_count
 
 
+def _part_start(part):
+    return part[0]
+
+
+@cython.final
+cdef class BatchResult:
+    """The outcome of one batch, shared by its records' futures (one Event per batch, not
+    per record). A batch is usually written whole; one the log refuses as too large is split
+    and written in parts, so the outcome is a list of parts ``(first record index, first
+    offset or -1, error or None)``, given once by :meth:`complete`. Thread-safe: the parts
+    are set before the event, and never change afterwards."""
+    cdef readonly object event
+    cdef readonly bint completed
+    cdef list _parts
+
+    def __cinit__(self):
+        self.event = _Event()
+        self._parts = []
+
+    def complete(self, parts) -> None:
+        """Give the outcome (parts in any order) and wake every waiting future."""
+        self._parts = sorted(parts, key=_part_start)
+        self.completed = True
+        self.event.set()
+
+    cdef tuple _part(self, Py_ssize_t index):
+        # bisect_right over the parts' first indexes, then the part before (as Python's
+        # parts[i - 1], a -1 wraps to the last part).
+        cdef list parts = self._parts
+        cdef Py_ssize_t n = len(parts)
+        cdef Py_ssize_t low = 0, high = n, middle
+        if n == 1:
+            return <tuple>parts[0]
+        while low < high:
+            middle = (low + high) // 2
+            if index < <Py_ssize_t>(<tuple>parts[middle])[0]:
+                high = middle
+            else:
+                low = middle + 1
+        if n == 0:
+            raise IndexError("the batch has no outcome yet")
+        return <tuple>parts[low - 1 if low else n - 1]
+
+    def offset_of(self, Py_ssize_t index) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+        cdef tuple part = self._part(index)
+        if part[2] is not None:
+            raise part[2]
+        return <int64_t>part[1] + (index - <Py_ssize_t>part[0])
+
+    def error_of(self, Py_ssize_t index):
+        """The error that failed record ``index``, or None."""
+        return self._part(index)[2]
+
+
+@cython.final
+@cython.freelist(64)
+cdef class SendFuture:
+    """The pending result of one ``Producer.send``.
+
+    ``topic``, ``partition`` and ``timestamp_ms`` are known at once; :meth:`result` waits
+    until the record's batch is written and returns its ``RecordMetadata``, or raises the
+    error that failed the batch. Thread-safe. ``SendFuture(result, index, topic, partition,
+    timestamp_ms)``: record ``index`` of the batch whose :class:`BatchResult` is ``result``.
+    """
+    cdef readonly object topic
+    cdef readonly Py_ssize_t partition
+    cdef readonly int64_t timestamp_ms
+    cdef BatchResult _result
+    cdef Py_ssize_t _index  # the record's position in its batch
+
+    def __init__(self, BatchResult result not None, Py_ssize_t index, topic,
+                 Py_ssize_t partition, int64_t timestamp_ms):
+        self._result = result
+        self._index = index
+        self.topic = topic
+        self.partition = partition
+        self.timestamp_ms = timestamp_ms
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+        return self._result.completed
+
+    def result(self, timeout_ms=None):
+        """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
+        within ``linger_ms``) and return the record's ``RecordMetadata``. Raises the batch's
+        error, or ``TimeoutError``; TypeError / ValueError for a non-integer or negative
+        ``timeout_ms``."""
+        cdef BatchResult result = self._result
+        if timeout_ms is not None:
+            timeout_ms = _check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
+        if not result.completed:
+            if not result.event.wait(None if timeout_ms is None else timeout_ms / 1000):
+                raise TimeoutError(f"record to {self.topic}-{self.partition} not written "
+                                   f"after {timeout_ms} ms")
+        return _RecordMetadata(self.topic, self.partition, result.offset_of(self._index),
+                               self.timestamp_ms)
+
+    @property
+    def offset(self):
+        """The record's offset (waits for the batch, as :meth:`result`)."""
+        return self.result().offset
+
+    def __repr__(self):
+        cdef BatchResult result = self._result
+        state = ("pending" if not result.completed else "failed"
+                 if result.error_of(self._index) else f"offset={result.offset_of(self._index)}")
+        return f"SendFuture({self.topic}-{self.partition}, {state})"
+
+
+cdef inline SendFuture _new_future(BatchResult result, Py_ssize_t index, object topic,
+                                   Py_ssize_t partition, int64_t timestamp_ms):
+    # tp_new straight from the freelist: no argument tuple, no __init__.
+    cdef SendFuture future = SendFuture.__new__(SendFuture)
+    future._result = result
+    future._index = index
+    future.topic = topic
+    future.partition = partition
+    future.timestamp_ms = timestamp_ms
+    return future
+
+
 cdef inline int64_t _now_ms() noexcept nogil:
     cdef timespec now
     clock_gettime(CLOCK_REALTIME, &now)
@@ -261,6 +394,7 @@ cdef class TopicSlots:
     cdef readonly tuple tps
     cdef list batches
     cdef list buffers
+    cdef list results
     cdef Py_ssize_t sticky
     cdef int64_t sticky_bytes
     cdef int64_t sticky_batch_bytes
@@ -274,6 +408,7 @@ cdef class TopicSlots:
         self.tps = tps
         self.batches = [None] * partitions
         self.buffers = [None] * partitions
+        self.results = [None] * partitions
         self.sticky = -1
         self.sticky_batch_bytes = sticky_batch_bytes
         self.rng = rng
@@ -309,24 +444,24 @@ cdef class Sender:
     error) goes to ``fallback``, the producer's full send.
 
     ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
-    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
-    when a failure must be raised by the full send). ``future_type(result, index, topic,
-    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
-    fallback (closed, transactional, round robin).
+    if none; a batch has ``buffer``, a :class:`RecordBuffer`, and ``result``, a
+    :class:`BatchResult`), and ``write(batch)``. The future is a :class:`SendFuture`.
+    ``enabled`` False sends everything to the fallback (closed, transactional, round robin);
+    ``errors_pending`` True (the producer holds errors the full send must check and raise)
+    sends the records to the fallback under the lock.
     """
     cdef public bint enabled
+    cdef public bint errors_pending
     cdef dict topics
     cdef object lock
     cdef object fallback
     cdef object open_batch
     cdef object write
-    cdef object errors
-    cdef object future_type
     cdef int64_t batch_size_bytes
     cdef int64_t max_request_bytes
     cdef bint linger_zero
 
-    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+    def __init__(self, *, lock, fallback, open_batch, write,
                  int64_t batch_size_bytes, int64_t max_request_bytes, bint linger_zero):
         self.enabled = True
         self.topics = {}
@@ -334,8 +469,6 @@ cdef class Sender:
         self.fallback = fallback
         self.open_batch = open_batch
         self.write = write
-        self.errors = errors
-        self.future_type = future_type
         self.batch_size_bytes = batch_size_bytes
         self.max_request_bytes = max_request_bytes
         self.linger_zero = linger_zero
@@ -353,6 +486,8 @@ cdef class Sender:
         """``Producer.send`` (see there); the common case in C, the rest via ``fallback``."""
         cdef TopicSlots slots
         cdef RecordBuffer buffer
+        cdef BatchResult result
+        cdef SendFuture future
         cdef Py_ssize_t p, index
         cdef int64_t record_bytes, now_ms
         cdef bint full
@@ -376,7 +511,7 @@ cdef class Sender:
         now_ms = _now_ms()
         self.lock.acquire()
         try:
-            if not self.enabled or self.errors():
+            if not self.enabled or self.errors_pending:
                 return self.fallback(topic, value, key)
             if key is not None:
                 p = (<uint32_t>_murmur2(<const unsigned char*>PyBytes_AS_STRING(key),
@@ -394,8 +529,9 @@ cdef class Sender:
                 self.write(batch)  # Kafka closes the full batch and opens a new one
                 batch = self._open(slots, p)
                 buffer = slots.buffers[p]
+            result = slots.results[p]
             index = buffer._append(key, value, now_ms, 0)
-            future = self.future_type(batch.result, index, topic, p, now_ms)
+            future = _new_future(result, index, topic, p, now_ms)
             full = buffer.size_bytes >= self.batch_size_bytes
             if key is None:
                 slots._keyless_appended(record_bytes, full)
@@ -409,6 +545,7 @@ cdef class Sender:
         batch = self.open_batch(slots.tps[p])
         slots.batches[p] = batch
         slots.buffers[p] = <RecordBuffer?>batch.buffer
+        slots.results[p] = <BatchResult?>batch.result
         return batch
 
 

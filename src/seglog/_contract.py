@@ -18,17 +18,19 @@ Vocabulary: *offset* is a record number; *position* a byte index in a file or bu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-__all__ = ["AccumulatorModule", "Backend", "Batch", "Columns", "KeyMap", "KeyMapModule",
-           "OffsetIndex", "Record", "RecordBuffer", "Segment", "Sender", "TimeIndex", "TopicSlots"]
+__all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "KeyMap",
+           "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "Segment", "SendFuture",
+           "Sender", "TimeIndex", "TopicSlots"]
 
 if TYPE_CHECKING:
     import os
+    import threading
 
     import numpy as np
     from numpy.typing import NDArray
@@ -745,6 +747,48 @@ class RecordBuffer(Protocol):
     def __len__(self) -> int: ...
 
 
+class BatchResult(Protocol):
+    """The outcome of one producer batch, shared by its records' futures: parts ``(first
+    record index, first offset or -1, error or None)`` given once by ``complete``, and one
+    ``threading.Event`` set then. Thread-safe."""
+
+    @property
+    def event(self) -> threading.Event: ...
+    @property
+    def completed(self) -> bool: ...
+
+    def complete(self, parts: Iterable[tuple[int, int, BaseException | None]]) -> None:
+        """Give the outcome (parts in any order) and wake every waiting future."""
+
+    def offset_of(self, index: int) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+
+    def error_of(self, index: int) -> BaseException | None:
+        """The error that failed record ``index``, or None."""
+
+
+class SendFuture(Protocol):
+    """The pending result of one ``Producer.send`` (record ``index`` of a batch whose
+    :class:`BatchResult` it holds). Thread-safe."""
+
+    @property
+    def topic(self) -> Any: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+
+    def result(self, timeout_ms: int | None = None) -> Any:
+        """Wait up to ``timeout_ms`` (None: no limit) and return the record's
+        ``RecordMetadata``; the batch's error, TimeoutError, or TypeError / ValueError for a
+        bad ``timeout_ms``."""
+
+
 class TopicSlots(Protocol):
     """One topic as the producer's Sender sees it: partition count, compacted, its
     TopicPartitions, the open batch per partition and the sticky partition of keyless
@@ -768,9 +812,11 @@ class TopicSlots(Protocol):
 
 class Sender(Protocol):
     """The common case of ``Producer.send`` in one call (bytes key and value, no explicit
-    partition, timestamp or headers); the rest goes to the producer's full send."""
+    partition, timestamp or headers); the rest goes to the producer's full send.
+    ``enabled`` False or ``errors_pending`` True sends every record to the full send."""
 
     enabled: bool
+    errors_pending: bool
 
     def slots(self, topic: str) -> TopicSlots | None:
         """The slots of ``topic``, or None."""
@@ -794,6 +840,10 @@ class AccumulatorModule(Protocol):
     def TopicSlots(self) -> type[TopicSlots]: ...  # noqa: N802
     @property
     def Sender(self) -> type[Sender]: ...  # noqa: N802
+    @property
+    def BatchResult(self) -> type[BatchResult]: ...  # noqa: N802
+    @property
+    def SendFuture(self) -> type[SendFuture]: ...  # noqa: N802
 
     def murmur2(self, data: BytesLike) -> int:
         """Kafka's ``Utils.murmur2``: a signed 32-bit int."""

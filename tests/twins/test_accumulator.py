@@ -1,15 +1,17 @@
 """The producer's accumulator on both backends: Kafka's murmur2 (published vectors,
-kafka-python) and RecordBuffer (same columns, hence the same batch bytes, on both twins)."""
+kafka-python), RecordBuffer (same columns, hence the same batch bytes, on both twins) and the
+producer's futures (SendFuture over a BatchResult its batch shares)."""
 
 from __future__ import annotations
 
 import random
+import threading
 import warnings
 
 import numpy as np
 import pytest
 
-from seglog.errors import InvalidRecordError
+from seglog.errors import InvalidRecordError, RecordTooLargeError
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # kafka-python's import-time noise
@@ -157,3 +159,113 @@ def test_consumer_records_equal_on_both_twins(native, pure):
         assert len(be.accumulator.consumer_records(ConsumerRecord, "t", 3, batch.records())) == 3
         with pytest.raises(TypeError):
             be.accumulator.consumer_records(tuple, "t", 3, batch.records())
+
+
+# --- the producer's futures: SendFuture over a shared BatchResult --------------------------------
+
+
+def _futures(be, count: int, *, topic: str = "t", partition: int = 3):
+    result = be.accumulator.BatchResult()
+    futures = [be.accumulator.SendFuture(result, i, topic, partition, 1_000 + i)
+               for i in range(count)]
+    return result, futures
+
+
+def test_futures_complete_with_their_offsets(backend):
+    result, futures = _futures(backend, 3)
+    assert not result.completed and not any(f.done() for f in futures)
+    assert [repr(f) for f in futures] == ["SendFuture(t-3, pending)"] * 3
+    result.complete([(0, 100, None)])
+    assert result.completed and result.event.is_set() and all(f.done() for f in futures)
+    metas = [f.result() for f in futures]
+    assert [tuple(m) for m in metas] == [("t", 3, 100, 1000), ("t", 3, 101, 1001),
+                                         ("t", 3, 102, 1002)]
+    assert type(metas[0]).__name__ == "RecordMetadata"
+    assert [f.offset for f in futures] == [100, 101, 102]
+    assert (futures[1].topic, futures[1].partition, futures[1].timestamp_ms) == ("t", 3, 1001)
+    assert repr(futures[2]) == "SendFuture(t-3, offset=102)"
+    assert type(futures[0]).__name__ == "SendFuture"
+
+
+def test_a_failed_part_fails_only_its_records(backend):
+    """A batch split in parts: records 0..1 failed, 2..4 written at 50 (parts given out of
+    order, as a split batch's may be)."""
+    result, futures = _futures(backend, 5)
+    error = RecordTooLargeError("too large")
+    result.complete([(2, 50, None), (0, -1, error)])
+    for f in futures[:2]:
+        with pytest.raises(RecordTooLargeError) as raised:
+            f.result(timeout_ms=0)
+        assert raised.value is error and f.done()
+        assert repr(f) == "SendFuture(t-3, failed)"
+    assert [f.result().offset for f in futures[2:]] == [50, 51, 52]
+    assert [result.error_of(i) for i in range(5)] == [error, error, None, None, None]
+    with pytest.raises(RecordTooLargeError):
+        result.offset_of(1)
+    assert result.offset_of(4) == 52
+
+
+def test_many_parts_find_their_part(backend):
+    """A batch split down to single records (bisection over the parts' first indexes)."""
+    result, futures = _futures(backend, 40)
+    errors = {i: InvalidRecordError(f"record {i}") for i in range(0, 40, 7)}
+    parts, offset = [], 0
+    for i in range(40):
+        if i in errors:
+            parts.append((i, -1, errors[i]))
+        else:
+            parts.append((i, offset, None))
+            offset += 1
+    random.Random(3).shuffle(parts)
+    result.complete(parts)
+    offset = 0
+    for i, f in enumerate(futures):
+        if i in errors:
+            with pytest.raises(InvalidRecordError) as raised:
+                f.result()
+            assert raised.value is errors[i]
+        else:
+            assert f.result().offset == offset
+            offset += 1
+
+
+def test_result_times_out_while_the_batch_is_pending(backend):
+    result, (future,) = _futures(backend, 1)
+    with pytest.raises(TimeoutError, match="t-3 not written after 0 ms"):
+        future.result(timeout_ms=0)
+    with pytest.raises(TimeoutError):
+        future.result(timeout_ms=5)
+    assert not future.done()
+    result.complete([(0, 7, None)])
+    assert future.result(timeout_ms=0).offset == 7
+
+
+@pytest.mark.parametrize("timeout_ms,error", [(-1, ValueError), (1.5, TypeError),
+                                              (True, TypeError), ("1", TypeError)])
+def test_result_refuses_a_bad_timeout(backend, timeout_ms, error):
+    result, (future,) = _futures(backend, 1)
+    result.complete([(0, 7, None)])
+    with pytest.raises(error, match="timeout_ms"):
+        future.result(timeout_ms=timeout_ms)
+
+
+def test_result_wakes_when_another_thread_completes_the_batch(backend):
+    result, futures = _futures(backend, 2)
+    waiting = threading.Event()
+    got = []
+
+    def wait() -> None:
+        waiting.set()
+        got.append(futures[1].result(timeout_ms=60_000))
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    assert waiting.wait(60)
+    result.complete([(0, 10, None)])
+    thread.join(60)
+    assert not thread.is_alive() and got[0].offset == 11
+
+
+def test_a_future_needs_a_batch_result(backend):
+    with pytest.raises(TypeError):
+        backend.accumulator.SendFuture(object(), 0, "t", 0, 0)
