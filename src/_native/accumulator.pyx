@@ -24,7 +24,11 @@ lock.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t
-from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
+from cpython.pythread cimport (
+    NOWAIT_LOCK, PY_LOCK_ACQUIRED, PY_LOCK_INTR, PyLockStatus, PyThread_allocate_lock,
+    PyThread_acquire_lock, PyThread_free_lock, PyThread_release_lock, PyThread_type_lock,
+)
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_REALTIME
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
@@ -436,12 +440,155 @@ cdef class TopicSlots:
         return 0
 
 
+cdef extern from "pythread.h":
+    PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
+                                             int intr_flag) nogil
+    unsigned long _thread_ident "PyThread_get_thread_ident" () nogil
+
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+
+
+@cython.final
+cdef class ReentrantLock:
+    """A re-entrant lock in C, with ``threading.RLock``'s behaviour: the thread holding it may
+    take it again and must release it as often; ``acquire(blocking=True, timeout=-1)``,
+    ``release()`` (RuntimeError when the caller does not hold it), ``with lock:``, and the
+    methods ``threading.Condition`` uses, so a Condition can wait on it.
+
+    The producer's lock: the :class:`Sender` owns one (:attr:`Sender.lock`) and takes it in C
+    with no method call; the producer's other methods and its linger thread take the same
+    lock with ``with``. A blocked acquire releases the GIL and still runs signal handlers
+    (KeyboardInterrupt). Thread-safe; owner and count change only under the GIL.
+    """
+    cdef PyThread_type_lock _mutex
+    cdef unsigned long _owner
+    cdef Py_ssize_t _count
+
+    def __cinit__(self):
+        self._mutex = PyThread_allocate_lock()
+        if self._mutex == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._mutex != NULL:
+            if self._count:
+                PyThread_release_lock(self._mutex)
+            PyThread_free_lock(self._mutex)
+
+    cdef inline int take(self) except -1:
+        cdef unsigned long me = _thread_ident()
+        if self._count and self._owner == me:
+            self._count += 1
+            return 0
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._wait(-1)
+        self._owner = me
+        self._count = 1
+        return 0
+
+    cdef inline int give(self) except -1:
+        if not self._count or self._owner != _thread_ident():
+            raise RuntimeError("cannot release un-acquired lock")
+        self._count -= 1
+        if not self._count:
+            self._owner = 0
+            PyThread_release_lock(self._mutex)
+        return 0
+
+    cdef bint _wait(self, long long timeout_us) except -1:
+        # Block with the GIL released until the mutex is ours (True) or timeout_us passed
+        # (False; -1: no limit). An interrupted wait runs the signal handlers, then goes on.
+        cdef PyLockStatus status
+        cdef long long remaining_us = timeout_us
+        cdef int64_t deadline_ns = 0
+        cdef timespec now
+        if timeout_us > 0:
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            deadline_ns = <int64_t>now.tv_sec * 1000000000 + now.tv_nsec + timeout_us * 1000
+        while True:
+            with nogil:
+                status = PyThread_acquire_lock_timed(self._mutex, remaining_us, 1)
+            if status == PY_LOCK_ACQUIRED:
+                return True
+            if status != PY_LOCK_INTR:
+                return False
+            PyErr_CheckSignals()
+            if timeout_us > 0:
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                remaining_us = (deadline_ns - (<int64_t>now.tv_sec * 1000000000
+                                               + now.tv_nsec)) // 1000
+                if remaining_us < 0:
+                    remaining_us = 0
+
+    def acquire(self, bint blocking=True, double timeout=-1) -> bool:
+        """Take the lock (again, if this thread holds it): True once held; False when
+        ``blocking`` is False and another thread holds it, or ``timeout`` seconds passed
+        (-1: no limit). ValueError for a timeout with ``blocking=False`` or below 0 but -1."""
+        cdef unsigned long me = _thread_ident()
+        if not blocking and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        if timeout < 0 and timeout != -1:
+            raise ValueError("timeout value must be a non-negative number")
+        if self._count and self._owner == me:
+            self._count += 1
+            return True
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            if not blocking:
+                return False
+            if not self._wait(-1 if timeout == -1 else <long long>(timeout * 1e6)):
+                return False
+        self._owner = me
+        self._count = 1
+        return True
+
+    def release(self) -> None:
+        """Give one hold back (the lock is free after as many releases as acquires);
+        RuntimeError when this thread does not hold it."""
+        self.give()
+
+    def __enter__(self):
+        self.take()
+        return True
+
+    def __exit__(self, exc_type, exc, traceback):
+        self.give()
+
+    # threading.Condition's protocol for a re-entrant lock (as _thread.RLock's).
+    def _is_owned(self):
+        return self._count > 0 and self._owner == _thread_ident()
+
+    def _release_save(self):
+        if not self._count:
+            raise RuntimeError("cannot release un-acquired lock")
+        state = (self._count, self._owner)
+        self._count = 0
+        self._owner = 0
+        PyThread_release_lock(self._mutex)
+        return state
+
+    def _acquire_restore(self, state):
+        cdef Py_ssize_t count = state[0]
+        cdef unsigned long owner = state[1]
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._wait(-1)
+        self._owner = owner
+        self._count = count
+
+    def __repr__(self):
+        return (f"<ReentrantLock {'locked' if self._count else 'unlocked'} owner={self._owner} "
+                f"count={self._count}>")
+
+
 cdef class Sender:
     """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
     explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
     (or takes the sticky partition), appends the record to the partition's open batch under
-    the producer's lock, and returns the producer's future. Everything else (and every
-    error) goes to ``fallback``, the producer's full send.
+    :attr:`lock`, and returns its :class:`SendFuture`. Everything else (and every error) goes
+    to ``fallback``, the producer's full send. :attr:`lock` is a :class:`ReentrantLock` the
+    Sender owns and the producer uses as its lock (its other methods and its linger thread
+    take it with ``with``), so the one-call path takes it with no Python call.
 
     ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
     if none; a batch has ``buffer``, a :class:`RecordBuffer`, and ``result``, a
@@ -453,7 +600,7 @@ cdef class Sender:
     cdef public bint enabled
     cdef public bint errors_pending
     cdef dict topics
-    cdef object lock
+    cdef readonly ReentrantLock lock
     cdef object fallback
     cdef object open_batch
     cdef object write
@@ -461,11 +608,11 @@ cdef class Sender:
     cdef int64_t max_request_bytes
     cdef bint linger_zero
 
-    def __init__(self, *, lock, fallback, open_batch, write,
+    def __init__(self, *, fallback, open_batch, write,
                  int64_t batch_size_bytes, int64_t max_request_bytes, bint linger_zero):
         self.enabled = True
         self.topics = {}
-        self.lock = lock
+        self.lock = ReentrantLock()
         self.fallback = fallback
         self.open_batch = open_batch
         self.write = write
@@ -509,7 +656,7 @@ cdef class Sender:
         if record_bytes + _BATCH_OVERHEAD > self.max_request_bytes:
             return self.fallback(topic, value, key)  # raises RecordTooLargeError
         now_ms = _now_ms()
-        self.lock.acquire()
+        self.lock.take()
         try:
             if not self.enabled or self.errors_pending:
                 return self.fallback(topic, value, key)
@@ -539,7 +686,7 @@ cdef class Sender:
                 self.write(batch)
             return future
         finally:
-            self.lock.release()
+            self.lock.give()
 
     cdef object _open(self, TopicSlots slots, Py_ssize_t p):
         batch = self.open_batch(slots.tps[p])

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
 __all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "KeyMap",
-           "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "Segment", "SendFuture",
-           "Sender", "TimeIndex", "TopicSlots"]
+           "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "ReentrantLock", "Segment",
+           "SendFuture", "Sender", "TimeIndex", "TopicSlots"]
 
 if TYPE_CHECKING:
     import os
@@ -810,6 +810,21 @@ class TopicSlots(Protocol):
         """Count bytes on the sticky partition; move on when it is time."""
 
 
+class ReentrantLock(Protocol):
+    """The producer's lock, owned by its Sender: ``threading.RLock``'s behaviour (the holder
+    may take it again and must release it as often), usable by ``threading.Condition``."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock; False when not blocking and held elsewhere, or after ``timeout``."""
+
+    def release(self) -> None:
+        """Give one hold back; RuntimeError when the caller does not hold it."""
+
+    def __enter__(self) -> bool: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None, /) -> None: ...
+
+
 class Sender(Protocol):
     """The common case of ``Producer.send`` in one call (bytes key and value, no explicit
     partition, timestamp or headers); the rest goes to the producer's full send.
@@ -817,6 +832,10 @@ class Sender(Protocol):
 
     enabled: bool
     errors_pending: bool
+
+    @property
+    def lock(self) -> ReentrantLock:
+        """The producer's lock, taken by ``send`` around each record."""
 
     def slots(self, topic: str) -> TopicSlots | None:
         """The slots of ``topic``, or None."""
@@ -844,6 +863,8 @@ class AccumulatorModule(Protocol):
     def BatchResult(self) -> type[BatchResult]: ...  # noqa: N802
     @property
     def SendFuture(self) -> type[SendFuture]: ...  # noqa: N802
+    @property
+    def ReentrantLock(self) -> type[ReentrantLock]: ...  # noqa: N802
 
     def murmur2(self, data: BytesLike) -> int:
         """Kafka's ``Utils.murmur2``: a signed 32-bit int."""

@@ -269,3 +269,83 @@ def test_result_wakes_when_another_thread_completes_the_batch(backend):
 def test_a_future_needs_a_batch_result(backend):
     with pytest.raises(TypeError):
         backend.accumulator.SendFuture(object(), 0, "t", 0, 0)
+
+
+# --- the producer's lock: ReentrantLock (the Sender owns it) -------------------------------------
+
+
+def _in_thread(function):
+    out = []
+    thread = threading.Thread(target=lambda: out.append(function()))
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive()
+    return out[0]
+
+
+def test_lock_is_reentrant_for_its_holder_only(backend):
+    lock = backend.accumulator.ReentrantLock()
+    assert lock.acquire() and lock.acquire(timeout=1)
+    assert _in_thread(lambda: lock.acquire(blocking=False)) is False
+    assert _in_thread(lambda: lock.acquire(timeout=0.01)) is False
+    lock.release()
+    assert _in_thread(lambda: lock.acquire(blocking=False)) is False  # still held once
+    lock.release()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    # Free now: another thread takes it (and still holds it when it ends).
+    assert _in_thread(lambda: lock.acquire(blocking=False)) is True
+    assert lock.acquire(blocking=False) is False
+    with pytest.raises(RuntimeError):
+        lock.release()  # held by the other thread, not this one
+
+
+def test_lock_refuses_bad_timeouts(backend):
+    lock = backend.accumulator.ReentrantLock()
+    with pytest.raises(ValueError):
+        lock.acquire(blocking=False, timeout=1)
+    with pytest.raises(ValueError):
+        lock.acquire(timeout=-2)
+
+
+def test_lock_with_statement_and_a_condition(backend):
+    lock = backend.accumulator.ReentrantLock()
+    with lock:
+        with lock:
+            assert _in_thread(lambda: lock.acquire(blocking=False)) is False
+    assert _in_thread(lambda: lock.acquire(blocking=False) and (lock.release() or True))
+    condition = threading.Condition(lock)
+    ready = []
+
+    def notify() -> None:
+        with condition:
+            ready.append(True)
+            condition.notify()
+
+    with lock:  # held twice: wait gives both holds back and takes both again
+        with condition:
+            thread = threading.Thread(target=notify)
+            thread.start()
+            assert condition.wait_for(lambda: ready, timeout=60)
+        assert _in_thread(lambda: lock.acquire(blocking=False)) is False
+    thread.join(60)
+    with pytest.raises(RuntimeError):
+        condition.wait(0)  # not held
+
+
+def test_the_sender_owns_the_producers_lock(tmp_path, backend):
+    from seglog.store import Store
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t")
+        producer = store.producer(linger_ms=60_000)
+        lock = producer.send.__self__.lock
+        assert isinstance(lock, backend.accumulator.ReentrantLock)
+        with lock:  # another thread's send waits for it
+            sent = []
+            thread = threading.Thread(target=lambda: sent.append(producer.send("t", b"v")))
+            thread.start()
+            thread.join(0.05)
+            assert not sent
+        thread.join(60)
+        assert len(sent) == 1
+        producer.close()

@@ -71,7 +71,12 @@ keys, values and timestamps as columns with Kafka's size estimate, and a batch g
 :meth:`send` (bytes or None key and value; no explicit partition, timestamp or headers; not
 transactional; the sticky partitioner) is one call into the accumulator's ``Sender``: murmur2 or
 the sticky partition, the producer's lock, the append, the future. Everything else runs the
-full method below, which the Sender calls. Topic metadata is cached per topic and looked up again
+full method below, which the Sender calls. The lock is the Sender's ``ReentrantLock`` (in C in
+the native backend, taken there without a Python call; everything else here takes it with
+``with``, as an RLock), and the future is the accumulator's ``SendFuture`` (a C object in the
+native backend, made without ``__init__``; the records of one batch share one result object,
+so completing a batch touches no future). :class:`SendFuture` here is the name both
+backends' futures answer to with ``isinstance``. Topic metadata is cached per topic and looked up again
 whenever a batch is opened, so a deleted or grown topic is seen at the next batch (Kafka's
 producer sees it at its next metadata refresh).
 
@@ -326,7 +331,14 @@ class Producer:
         self.transaction_timeout_ms = transaction_timeout_ms
         #: The boundary between producer and log (see the module docstring).
         self.log_append = append_to_log
-        self._lock = threading.RLock()
+        # The common case of send in one call into the backend's accumulator (see send). Its
+        # Sender owns the producer's lock (a re-entrant lock in C in the native backend):
+        # taken there without a Python call, and here with `with` as any RLock.
+        self._fast = self._accumulator.Sender(
+            fallback=types.MethodType(Producer.send, self), open_batch=self._batch_for,
+            write=self._write, batch_size_bytes=batch_size_bytes,
+            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
+        self._lock = self._fast.lock
         self._wakeup = threading.Condition(self._lock)
         self._batches: dict[TopicPartition, _Batch] = {}
         self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
@@ -342,11 +354,6 @@ class Producer:
         self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
         self._txn_error: BaseException | None = None  # why the transaction must abort
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
-        # The common case of send in one call into the backend's accumulator (see send).
-        self._fast = self._accumulator.Sender(
-            lock=self._lock, fallback=types.MethodType(Producer.send, self),
-            open_batch=self._batch_for, write=self._write, batch_size_bytes=batch_size_bytes,
-            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
         self._fast.enabled = transactional_id is None and partitioner == "sticky"
         self.send = self._fast.send
         if transactional_id is not None:

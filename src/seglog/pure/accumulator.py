@@ -18,6 +18,7 @@ so completing a batch touches no future. Both are thread-safe.
 
 from __future__ import annotations
 
+import _thread
 import bisect
 import threading
 import time
@@ -283,12 +284,24 @@ class TopicSlots:
             self._sticky_bytes = 0
 
 
+class ReentrantLock(_thread.RLock):
+    """A re-entrant lock with ``threading.RLock``'s behaviour (this twin *is* the C RLock of
+    CPython's ``_thread``): the thread holding it may take it again and must release it as
+    often; ``acquire(blocking=True, timeout=-1)``, ``release()`` (RuntimeError when the caller
+    does not hold it), ``with lock:``, and what ``threading.Condition`` uses. The producer's
+    lock: the :class:`Sender` owns one (:attr:`Sender.lock`). Thread-safe."""
+
+    __slots__ = ()
+
+
 class Sender:
     """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
     explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
     (or takes the sticky partition), appends the record to the partition's open batch under
-    the producer's lock, and returns the producer's future. Everything else (and every
-    error) goes to ``fallback``, the producer's full send.
+    :attr:`lock`, and returns its :class:`SendFuture`. Everything else (and every error) goes
+    to ``fallback``, the producer's full send. :attr:`lock` is a :class:`ReentrantLock` the
+    Sender owns and the producer uses as its lock (its other methods and its linger thread
+    take it with ``with``), so the one-call path takes it with no Python call.
 
     ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
     if none; a batch has ``buffer``, a :class:`RecordBuffer`, and ``result``, a
@@ -298,12 +311,12 @@ class Sender:
     sends the records to the fallback under the lock.
     """
 
-    def __init__(self, *, lock, fallback, open_batch, write,
+    def __init__(self, *, fallback, open_batch, write,
                  batch_size_bytes: int, max_request_bytes: int, linger_zero: bool):
         self.enabled = True
         self.errors_pending = False
         self._topics: dict = {}
-        self._lock = lock
+        self.lock = ReentrantLock()
         self._fallback = fallback
         self._open_batch = open_batch
         self._write = write
@@ -340,7 +353,7 @@ class Sender:
         if record_bytes + RECORD_BATCH_OVERHEAD > self._max_request_bytes:
             return self._fallback(topic, value, key)  # raises RecordTooLargeError
         now_ms = time.time_ns() // 1_000_000
-        with self._lock:
+        with self.lock:
             if not self.enabled or self.errors_pending:
                 return self._fallback(topic, value, key)
             if key is not None:
