@@ -207,6 +207,15 @@ class Batch(Protocol):
         ``max_decompressed_bytes`` (REASON_DECOMPRESSED_TOO_LARGE). Raises
         InvalidRecordError / CorruptRecordError on malformed records (Kafka's checks)."""
 
+    def consumer_records(self, record_type: type[Any], topic: str, partition: int,
+                         min_offset: int = 0, *, check_crcs: bool = True,
+                         max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT
+                         ) -> list[Any]:
+        """``record_type(topic, partition, offset, timestamp_ms, key, value, headers)`` for
+        each record at or after ``min_offset`` (a 7-field tuple subclass: ConsumerRecord;
+        TypeError otherwise), decoded straight from the batch; every record is checked as by
+        ``records`` (same arguments, same errors)."""
+
     def record_at(self, offset: int, *, check_crcs: bool = True,
                   max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Record | None:
         """The record with ``offset``, or None when no record has it (outside

@@ -349,3 +349,57 @@ def test_the_sender_owns_the_producers_lock(tmp_path, backend):
         thread.join(60)
         assert len(sent) == 1
         producer.close()
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+@pytest.mark.parametrize("log_append_time", [False, True])
+def test_batch_consumer_records_equal_records_on_both_twins(native, pure, compression,
+                                                           log_append_time):
+    """``Batch.consumer_records`` decodes ConsumerRecords straight from the bytes: the same
+    tuples as ConsumerRecord(...) of ``records()``, on both backends."""
+    from seglog.types import ConsumerRecord
+    rng = random.Random(11)
+    count = 50
+    raw = native.encode_batch(
+        [None if i % 9 == 0 else rng.randbytes(rng.randrange(30)) for i in range(count)],
+        keys=[None if i % 4 == 0 else b"k%d" % i for i in range(count)],
+        headers=[[("h", b"%d" % i), ("n", None)] if i % 5 == 0 else () for i in range(count)],
+        timestamps_ms=[1_000 + i for i in range(count)], base_offset=100,
+        compression=compression)
+    if log_append_time:  # flip the timestamp type bit and fix the CRC, as a broker would
+        from seglog.format import ATTRIBUTES_POSITION, CRC_POSITION, TIMESTAMP_TYPE_MASK
+        data = bytearray(raw)
+        data[ATTRIBUTES_POSITION + 1] |= TIMESTAMP_TYPE_MASK
+        data[CRC_POSITION:CRC_POSITION + 4] = native.crc32c(
+            bytes(data[CRC_POSITION + 4:])).to_bytes(4, "big")
+        raw = bytes(data)
+    expected = None
+    for be in (native, pure):
+        batch = next(iter(be.iter_batches(raw)))
+        want = [ConsumerRecord("t", 2, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
+                for r in batch.records() if r.offset >= 120]
+        got = batch.consumer_records(ConsumerRecord, "t", 2, 120)
+        assert got == want and [type(r) for r in got] == [ConsumerRecord] * 30
+        assert [tuple(r.headers) for r in got] == [tuple(r.headers) for r in want]
+        assert len(batch.consumer_records(ConsumerRecord, "t", 2)) == count
+        assert batch.consumer_records(ConsumerRecord, "t", 2, 1_000) == []
+        with pytest.raises(TypeError):
+            batch.consumer_records(tuple, "t", 2)
+        expected = got if expected is None else expected
+        assert got == expected
+
+
+def test_batch_consumer_records_checks_every_record(native, pure):
+    """A bad CRC, or a malformed record before ``min_offset``, fails as records() does."""
+    from seglog.errors import CorruptRecordError
+    from seglog.types import ConsumerRecord
+    raw = bytearray(native.encode_batch([b"a", b"b", b"c"], base_offset=0))
+    raw[-2] ^= 0xFF  # the last value (before its header count): the CRC no longer matches
+    for be in (native, pure):
+        batch = next(iter(be.iter_batches(bytes(raw))))
+        with pytest.raises(CorruptRecordError):
+            batch.consumer_records(ConsumerRecord, "t", 0, 2)
+        # check_crcs=False decodes the changed byte, as records(check_crcs=False) does
+        got = next(iter(be.iter_batches(bytes(raw)))).consumer_records(
+            ConsumerRecord, "t", 0, 2, check_crcs=False)
+        assert [r.value for r in got] == [bytes([ord("c") ^ 0xFF])]
