@@ -13,19 +13,34 @@ timestamp per record, plus Kafka's size estimate of the batch before compression
 ``(data, lengths)`` form ``encode_batch`` takes, so the batch is encoded once, in C.
 The pure twin is :mod:`seglog.pure.accumulator`: same names, same columns, same bytes.
 
-Not thread-safe: the Producer calls it under its lock.
+:class:`SendFuture` is the pending result of one ``Producer.send``, a C object made by the
+:class:`Sender` without a Python ``__init__``; the futures of one batch share its
+:class:`BatchResult` (the parts' first offsets and errors, one ``threading.Event``), so
+completing a batch touches no future.
+
+Not thread-safe, except the futures and batch results: the Producer calls the rest under its
+lock.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t
-from posix.time cimport clock_gettime, timespec, CLOCK_REALTIME
+from cpython.pythread cimport (
+    NOWAIT_LOCK, PY_LOCK_ACQUIRED, PY_LOCK_INTR, PyLockStatus, PyThread_allocate_lock,
+    PyThread_acquire_lock, PyThread_free_lock, PyThread_release_lock, PyThread_type_lock,
+)
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_REALTIME
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
 
+cimport cython
+
+from seglog.arguments import check_optional_int_argument as _check_optional_int_argument
 from seglog.errors import InvalidRecordError as _InvalidRecordError
 from seglog.format import MAX_RECORD_OVERHEAD as _MAX_RECORD_OVERHEAD
 from seglog.format import RECORD_BATCH_OVERHEAD as _RECORD_BATCH_OVERHEAD
+from seglog.types import RecordMetadata as _RecordMetadata
+from threading import Event as _Event
 
 cdef enum:
     MURMUR2_SEED = 0x9747b28c
@@ -243,6 +258,128 @@ cdef class RecordBuffer:
         return self.record_count
 
 
+def _part_start(part):
+    return part[0]
+
+
+@cython.final
+cdef class BatchResult:
+    """The outcome of one batch, shared by its records' futures (one Event per batch, not
+    per record). A batch is usually written whole; one the log refuses as too large is split
+    and written in parts, so the outcome is a list of parts ``(first record index, first
+    offset or -1, error or None)``, given once by :meth:`complete`. Thread-safe: the parts
+    are set before the event, and never change afterwards."""
+    cdef readonly object event
+    cdef readonly bint completed
+    cdef list _parts
+
+    def __cinit__(self):
+        self.event = _Event()
+        self._parts = []
+
+    def complete(self, parts) -> None:
+        """Give the outcome (parts in any order) and wake every waiting future."""
+        self._parts = sorted(parts, key=_part_start)
+        self.completed = True
+        self.event.set()
+
+    cdef tuple _part(self, Py_ssize_t index):
+        # bisect_right over the parts' first indexes, then the part before (as Python's
+        # parts[i - 1], a -1 wraps to the last part).
+        cdef list parts = self._parts
+        cdef Py_ssize_t n = len(parts)
+        cdef Py_ssize_t low = 0, high = n, middle
+        if n == 1:
+            return <tuple>parts[0]
+        while low < high:
+            middle = (low + high) // 2
+            if index < <Py_ssize_t>(<tuple>parts[middle])[0]:
+                high = middle
+            else:
+                low = middle + 1
+        if n == 0:
+            raise IndexError("the batch has no outcome yet")
+        return <tuple>parts[low - 1 if low else n - 1]
+
+    def offset_of(self, Py_ssize_t index) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+        cdef tuple part = self._part(index)
+        if part[2] is not None:
+            raise part[2]
+        return <int64_t>part[1] + (index - <Py_ssize_t>part[0])
+
+    def error_of(self, Py_ssize_t index):
+        """The error that failed record ``index``, or None."""
+        return self._part(index)[2]
+
+
+@cython.final
+@cython.freelist(64)
+cdef class SendFuture:
+    """The pending result of one ``Producer.send``.
+
+    ``topic``, ``partition`` and ``timestamp_ms`` are known at once; :meth:`result` waits
+    until the record's batch is written and returns its ``RecordMetadata``, or raises the
+    error that failed the batch. Thread-safe. ``SendFuture(result, index, topic, partition,
+    timestamp_ms)``: record ``index`` of the batch whose :class:`BatchResult` is ``result``.
+    """
+    cdef readonly object topic
+    cdef readonly Py_ssize_t partition
+    cdef readonly int64_t timestamp_ms
+    cdef BatchResult _result
+    cdef Py_ssize_t _index  # the record's position in its batch
+
+    def __init__(self, BatchResult result not None, Py_ssize_t index, topic,
+                 Py_ssize_t partition, int64_t timestamp_ms):
+        self._result = result
+        self._index = index
+        self.topic = topic
+        self.partition = partition
+        self.timestamp_ms = timestamp_ms
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+        return self._result.completed
+
+    def result(self, timeout_ms=None):
+        """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
+        within ``linger_ms``) and return the record's ``RecordMetadata``. Raises the batch's
+        error, or ``TimeoutError``; TypeError / ValueError for a non-integer or negative
+        ``timeout_ms``."""
+        cdef BatchResult result = self._result
+        if timeout_ms is not None:
+            timeout_ms = _check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
+        if not result.completed:
+            if not result.event.wait(None if timeout_ms is None else timeout_ms / 1000):
+                raise TimeoutError(f"record to {self.topic}-{self.partition} not written "
+                                   f"after {timeout_ms} ms")
+        return _RecordMetadata(self.topic, self.partition, result.offset_of(self._index),
+                               self.timestamp_ms)
+
+    @property
+    def offset(self):
+        """The record's offset (waits for the batch, as :meth:`result`)."""
+        return self.result().offset
+
+    def __repr__(self):
+        cdef BatchResult result = self._result
+        state = ("pending" if not result.completed else "failed"
+                 if result.error_of(self._index) else f"offset={result.offset_of(self._index)}")
+        return f"SendFuture({self.topic}-{self.partition}, {state})"
+
+
+cdef inline SendFuture _new_future(BatchResult result, Py_ssize_t index, object topic,
+                                   Py_ssize_t partition, int64_t timestamp_ms):
+    # tp_new straight from the freelist: no argument tuple, no __init__.
+    cdef SendFuture future = SendFuture.__new__(SendFuture)
+    future._result = result
+    future._index = index
+    future.topic = topic
+    future.partition = partition
+    future.timestamp_ms = timestamp_ms
+    return future
+
+
 cdef inline int64_t _now_ms() noexcept nogil:
     cdef timespec now
     clock_gettime(CLOCK_REALTIME, &now)
@@ -261,6 +398,7 @@ cdef class TopicSlots:
     cdef readonly tuple tps
     cdef list batches
     cdef list buffers
+    cdef list results
     cdef Py_ssize_t sticky
     cdef int64_t sticky_bytes
     cdef int64_t sticky_batch_bytes
@@ -274,6 +412,7 @@ cdef class TopicSlots:
         self.tps = tps
         self.batches = [None] * partitions
         self.buffers = [None] * partitions
+        self.results = [None] * partitions
         self.sticky = -1
         self.sticky_batch_bytes = sticky_batch_bytes
         self.rng = rng
@@ -301,41 +440,182 @@ cdef class TopicSlots:
         return 0
 
 
+cdef extern from "pythread.h":
+    PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
+                                             int intr_flag) nogil
+    unsigned long _thread_ident "PyThread_get_thread_ident" () nogil
+
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+
+
+@cython.final
+cdef class ReentrantLock:
+    """A re-entrant lock in C, with ``threading.RLock``'s behaviour: the thread holding it may
+    take it again and must release it as often; ``acquire(blocking=True, timeout=-1)``,
+    ``release()`` (RuntimeError when the caller does not hold it), ``with lock:``, and the
+    methods ``threading.Condition`` uses, so a Condition can wait on it.
+
+    The producer's lock: the :class:`Sender` owns one (:attr:`Sender.lock`) and takes it in C
+    with no method call; the producer's other methods and its linger thread take the same
+    lock with ``with``. A blocked acquire releases the GIL and still runs signal handlers
+    (KeyboardInterrupt). Thread-safe; owner and count change only under the GIL.
+    """
+    cdef PyThread_type_lock _mutex
+    cdef unsigned long _owner
+    cdef Py_ssize_t _count
+
+    def __cinit__(self):
+        self._mutex = PyThread_allocate_lock()
+        if self._mutex == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._mutex != NULL:
+            if self._count:
+                PyThread_release_lock(self._mutex)
+            PyThread_free_lock(self._mutex)
+
+    cdef inline int take(self) except -1:
+        cdef unsigned long me = _thread_ident()
+        if self._count and self._owner == me:
+            self._count += 1
+            return 0
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._wait(-1)
+        self._owner = me
+        self._count = 1
+        return 0
+
+    cdef inline int give(self) except -1:
+        if not self._count or self._owner != _thread_ident():
+            raise RuntimeError("cannot release un-acquired lock")
+        self._count -= 1
+        if not self._count:
+            self._owner = 0
+            PyThread_release_lock(self._mutex)
+        return 0
+
+    cdef bint _wait(self, long long timeout_us) except -1:
+        # Block with the GIL released until the mutex is ours (True) or timeout_us passed
+        # (False; -1: no limit). An interrupted wait runs the signal handlers, then goes on.
+        cdef PyLockStatus status
+        cdef long long remaining_us = timeout_us
+        cdef int64_t deadline_ns = 0
+        cdef timespec now
+        if timeout_us > 0:
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            deadline_ns = <int64_t>now.tv_sec * 1000000000 + now.tv_nsec + timeout_us * 1000
+        while True:
+            with nogil:
+                status = PyThread_acquire_lock_timed(self._mutex, remaining_us, 1)
+            if status == PY_LOCK_ACQUIRED:
+                return True
+            if status != PY_LOCK_INTR:
+                return False
+            PyErr_CheckSignals()
+            if timeout_us > 0:
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                remaining_us = (deadline_ns - (<int64_t>now.tv_sec * 1000000000
+                                               + now.tv_nsec)) // 1000
+                if remaining_us < 0:
+                    remaining_us = 0
+
+    def acquire(self, bint blocking=True, double timeout=-1) -> bool:
+        """Take the lock (again, if this thread holds it): True once held; False when
+        ``blocking`` is False and another thread holds it, or ``timeout`` seconds passed
+        (-1: no limit). ValueError for a timeout with ``blocking=False`` or below 0 but -1."""
+        cdef unsigned long me = _thread_ident()
+        if not blocking and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        if timeout < 0 and timeout != -1:
+            raise ValueError("timeout value must be a non-negative number")
+        if self._count and self._owner == me:
+            self._count += 1
+            return True
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            if not blocking:
+                return False
+            if not self._wait(-1 if timeout == -1 else <long long>(timeout * 1e6)):
+                return False
+        self._owner = me
+        self._count = 1
+        return True
+
+    def release(self) -> None:
+        """Give one hold back (the lock is free after as many releases as acquires);
+        RuntimeError when this thread does not hold it."""
+        self.give()
+
+    def __enter__(self):
+        self.take()
+        return True
+
+    def __exit__(self, exc_type, exc, traceback):
+        self.give()
+
+    # threading.Condition's protocol for a re-entrant lock (as _thread.RLock's).
+    def _is_owned(self):
+        return self._count > 0 and self._owner == _thread_ident()
+
+    def _release_save(self):
+        if not self._count:
+            raise RuntimeError("cannot release un-acquired lock")
+        state = (self._count, self._owner)
+        self._count = 0
+        self._owner = 0
+        PyThread_release_lock(self._mutex)
+        return state
+
+    def _acquire_restore(self, state):
+        cdef Py_ssize_t count = state[0]
+        cdef unsigned long owner = state[1]
+        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._wait(-1)
+        self._owner = owner
+        self._count = count
+
+    def __repr__(self):
+        return (f"<ReentrantLock {'locked' if self._count else 'unlocked'} owner={self._owner} "
+                f"count={self._count}>")
+
+
 cdef class Sender:
     """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
     explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
     (or takes the sticky partition), appends the record to the partition's open batch under
-    the producer's lock, and returns the producer's future. Everything else (and every
-    error) goes to ``fallback``, the producer's full send.
+    :attr:`lock`, and returns its :class:`SendFuture`. Everything else (and every error) goes
+    to ``fallback``, the producer's full send. :attr:`lock` is a :class:`ReentrantLock` the
+    Sender owns and the producer uses as its lock (its other methods and its linger thread
+    take it with ``with``), so the one-call path takes it with no Python call.
 
     ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
-    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
-    when a failure must be raised by the full send). ``future_type(result, index, topic,
-    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
-    fallback (closed, transactional, round robin).
+    if none; a batch has ``buffer``, a :class:`RecordBuffer`, and ``result``, a
+    :class:`BatchResult`), and ``write(batch)``. The future is a :class:`SendFuture`.
+    ``enabled`` False sends everything to the fallback (closed, transactional, round robin);
+    ``errors_pending`` True (the producer holds errors the full send must check and raise)
+    sends the records to the fallback under the lock.
     """
     cdef public bint enabled
+    cdef public bint errors_pending
     cdef dict topics
-    cdef object lock
+    cdef readonly ReentrantLock lock
     cdef object fallback
     cdef object open_batch
     cdef object write
-    cdef object errors
-    cdef object future_type
     cdef int64_t batch_size_bytes
     cdef int64_t max_request_bytes
     cdef bint linger_zero
 
-    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+    def __init__(self, *, fallback, open_batch, write,
                  int64_t batch_size_bytes, int64_t max_request_bytes, bint linger_zero):
         self.enabled = True
         self.topics = {}
-        self.lock = lock
+        self.lock = ReentrantLock()
         self.fallback = fallback
         self.open_batch = open_batch
         self.write = write
-        self.errors = errors
-        self.future_type = future_type
         self.batch_size_bytes = batch_size_bytes
         self.max_request_bytes = max_request_bytes
         self.linger_zero = linger_zero
@@ -353,6 +633,8 @@ cdef class Sender:
         """``Producer.send`` (see there); the common case in C, the rest via ``fallback``."""
         cdef TopicSlots slots
         cdef RecordBuffer buffer
+        cdef BatchResult result
+        cdef SendFuture future
         cdef Py_ssize_t p, index
         cdef int64_t record_bytes, now_ms
         cdef bint full
@@ -374,9 +656,9 @@ cdef class Sender:
         if record_bytes + _BATCH_OVERHEAD > self.max_request_bytes:
             return self.fallback(topic, value, key)  # raises RecordTooLargeError
         now_ms = _now_ms()
-        self.lock.acquire()
+        self.lock.take()
         try:
-            if not self.enabled or self.errors():
+            if not self.enabled or self.errors_pending:
                 return self.fallback(topic, value, key)
             if key is not None:
                 p = (<uint32_t>_murmur2(<const unsigned char*>PyBytes_AS_STRING(key),
@@ -394,8 +676,9 @@ cdef class Sender:
                 self.write(batch)  # Kafka closes the full batch and opens a new one
                 batch = self._open(slots, p)
                 buffer = slots.buffers[p]
+            result = slots.results[p]
             index = buffer._append(key, value, now_ms, 0)
-            future = self.future_type(batch.result, index, topic, p, now_ms)
+            future = _new_future(result, index, topic, p, now_ms)
             full = buffer.size_bytes >= self.batch_size_bytes
             if key is None:
                 slots._keyless_appended(record_bytes, full)
@@ -403,12 +686,13 @@ cdef class Sender:
                 self.write(batch)
             return future
         finally:
-            self.lock.release()
+            self.lock.give()
 
     cdef object _open(self, TopicSlots slots, Py_ssize_t p):
         batch = self.open_batch(slots.tps[p])
         slots.batches[p] = batch
         slots.buffers[p] = <RecordBuffer?>batch.buffer
+        slots.results[p] = <BatchResult?>batch.result
         return batch
 
 

@@ -18,17 +18,19 @@ Vocabulary: *offset* is a record number; *position* a byte index in a file or bu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-__all__ = ["AccumulatorModule", "Backend", "Batch", "Columns", "KeyMap", "KeyMapModule",
-           "OffsetIndex", "Record", "RecordBuffer", "Segment", "Sender", "TimeIndex", "TopicSlots"]
+__all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "KeyMap",
+           "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "ReentrantLock", "Segment",
+           "SendFuture", "Sender", "TimeIndex", "TopicSlots"]
 
 if TYPE_CHECKING:
     import os
+    import threading
 
     import numpy as np
     from numpy.typing import NDArray
@@ -204,6 +206,15 @@ class Batch(Protocol):
         CorruptRecordError(REASON_CRC_MISMATCH). Decompression stops past
         ``max_decompressed_bytes`` (REASON_DECOMPRESSED_TOO_LARGE). Raises
         InvalidRecordError / CorruptRecordError on malformed records (Kafka's checks)."""
+
+    def consumer_records(self, record_type: type[Any], topic: str, partition: int,
+                         min_offset: int = 0, *, check_crcs: bool = True,
+                         max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT
+                         ) -> list[Any]:
+        """``record_type(topic, partition, offset, timestamp_ms, key, value, headers)`` for
+        each record at or after ``min_offset`` (a 7-field tuple subclass: ConsumerRecord;
+        TypeError otherwise), decoded straight from the batch; every record is checked as by
+        ``records`` (same arguments, same errors)."""
 
     def record_at(self, offset: int, *, check_crcs: bool = True,
                   max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT) -> Record | None:
@@ -745,6 +756,48 @@ class RecordBuffer(Protocol):
     def __len__(self) -> int: ...
 
 
+class BatchResult(Protocol):
+    """The outcome of one producer batch, shared by its records' futures: parts ``(first
+    record index, first offset or -1, error or None)`` given once by ``complete``, and one
+    ``threading.Event`` set then. Thread-safe."""
+
+    @property
+    def event(self) -> threading.Event: ...
+    @property
+    def completed(self) -> bool: ...
+
+    def complete(self, parts: Iterable[tuple[int, int, BaseException | None]]) -> None:
+        """Give the outcome (parts in any order) and wake every waiting future."""
+
+    def offset_of(self, index: int) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+
+    def error_of(self, index: int) -> BaseException | None:
+        """The error that failed record ``index``, or None."""
+
+
+class SendFuture(Protocol):
+    """The pending result of one ``Producer.send`` (record ``index`` of a batch whose
+    :class:`BatchResult` it holds). Thread-safe."""
+
+    @property
+    def topic(self) -> Any: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+
+    def result(self, timeout_ms: int | None = None) -> Any:
+        """Wait up to ``timeout_ms`` (None: no limit) and return the record's
+        ``RecordMetadata``; the batch's error, TimeoutError, or TypeError / ValueError for a
+        bad ``timeout_ms``."""
+
+
 class TopicSlots(Protocol):
     """One topic as the producer's Sender sees it: partition count, compacted, its
     TopicPartitions, the open batch per partition and the sticky partition of keyless
@@ -766,11 +819,32 @@ class TopicSlots(Protocol):
         """Count bytes on the sticky partition; move on when it is time."""
 
 
+class ReentrantLock(Protocol):
+    """The producer's lock, owned by its Sender: ``threading.RLock``'s behaviour (the holder
+    may take it again and must release it as often), usable by ``threading.Condition``."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock; False when not blocking and held elsewhere, or after ``timeout``."""
+
+    def release(self) -> None:
+        """Give one hold back; RuntimeError when the caller does not hold it."""
+
+    def __enter__(self) -> bool: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None, /) -> None: ...
+
+
 class Sender(Protocol):
     """The common case of ``Producer.send`` in one call (bytes key and value, no explicit
-    partition, timestamp or headers); the rest goes to the producer's full send."""
+    partition, timestamp or headers); the rest goes to the producer's full send.
+    ``enabled`` False or ``errors_pending`` True sends every record to the full send."""
 
     enabled: bool
+    errors_pending: bool
+
+    @property
+    def lock(self) -> ReentrantLock:
+        """The producer's lock, taken by ``send`` around each record."""
 
     def slots(self, topic: str) -> TopicSlots | None:
         """The slots of ``topic``, or None."""
@@ -794,6 +868,12 @@ class AccumulatorModule(Protocol):
     def TopicSlots(self) -> type[TopicSlots]: ...  # noqa: N802
     @property
     def Sender(self) -> type[Sender]: ...  # noqa: N802
+    @property
+    def BatchResult(self) -> type[BatchResult]: ...  # noqa: N802
+    @property
+    def SendFuture(self) -> type[SendFuture]: ...  # noqa: N802
+    @property
+    def ReentrantLock(self) -> type[ReentrantLock]: ...  # noqa: N802
 
     def murmur2(self, data: BytesLike) -> int:
         """Kafka's ``Utils.murmur2``: a signed 32-bit int."""

@@ -4,11 +4,15 @@ write the same batch bytes; records keep their keys, values, headers and timesta
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 
 from seglog.clients.partitioner import partition_for_key
+from seglog.clients.producer import SendFuture, append_to_log
+from seglog.errors import RequestTimedOutError
 from seglog.store import Store
+from seglog.types import RecordMetadata
 
 
 def _log_bytes(log) -> bytes:
@@ -133,3 +137,97 @@ def test_the_one_call_path_gives_the_same_records_and_batches_on_both_backends(
         for _offset, key, _value in native[("keyed", p)]:
             assert partition_for_key(key, 5) == p
     assert sum(native[("single", 0, "batches")]) == 2_000
+
+
+def test_futures_are_send_futures_on_every_path(tmp_path, backend):
+    """The one-call path and the full send both return the backend's SendFuture, which
+    ``seglog.clients.producer.SendFuture`` names for isinstance."""
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", partitions=2)
+        producer = store.producer(linger_ms=60_000)
+        futures = [producer.send("t", b"v", b"k"), producer.send("t", b"v"),
+                   producer.send("t", b"v", b"k", headers=[("h", b"1")]),
+                   producer.send("t", bytearray(b"v"), partition=1, timestamp_ms=5)]
+        for future in futures:
+            assert isinstance(future, SendFuture) and type(future).__name__ == "SendFuture"
+            assert not future.done()
+        assert not isinstance(object(), SendFuture)
+        producer.flush()
+        assert [f.done() for f in futures] == [True] * 4
+        before = sum(f.partition == 1 for f in futures[:3])  # one batch per partition
+        assert futures[3].result(timeout_ms=0) == RecordMetadata("t", 1, before, 5)
+
+
+class _FailingAppends:
+    """A ``log_append`` that raises a retriable error for its first ``failures`` calls (no
+    write), then appends."""
+
+    def __init__(self, failures: int):
+        self.failures = failures
+        self.calls = 0
+
+    def __call__(self, log, values, **fields):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise RequestTimedOutError("no acknowledgement")
+        return append_to_log(log, values, **fields)
+
+
+def test_a_batch_failed_after_its_retries_fails_every_future(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        topic = store.create_topic("t", partitions=1)
+        producer = store.producer(linger_ms=60_000, retries=2, retry_backoff_ms=0)
+        failing = producer.log_append = _FailingAppends(failures=3)  # 1 send + 2 retries
+        futures = [producer.send("t", b"v%d" % i, b"k") for i in range(4)]
+        with pytest.raises(RequestTimedOutError) as raised:
+            producer.flush()
+        assert failing.calls == 3 and topic.log(0).end_offset == 0
+        for future in futures:
+            assert future.done() and "failed" in repr(future)
+            with pytest.raises(RequestTimedOutError) as from_future:
+                future.result(timeout_ms=0)
+            assert from_future.value is raised.value
+        # The next batch goes through (the error was reported once, by that flush).
+        later = producer.send("t", b"w", b"k")
+        producer.flush()
+        assert later.result(timeout_ms=0).offset == 0 and failing.calls == 4
+        producer.close()
+
+
+def test_a_batch_written_after_a_retry_completes_its_futures(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", partitions=1)
+        producer = store.producer(linger_ms=60_000, retries=2, retry_backoff_ms=0)
+        failing = producer.log_append = _FailingAppends(failures=2)
+        futures = [producer.send("t", b"v%d" % i) for i in range(3)]
+        producer.flush()
+        assert failing.calls == 3
+        assert [f.result(timeout_ms=0).offset for f in futures] == [0, 1, 2]
+        assert repr(futures[2]) == "SendFuture(t-0, offset=2)"
+        producer.close()
+
+
+def test_a_sender_thread_failure_reaches_the_next_send(tmp_path, backend):
+    """An error the linger thread met is raised by the next send, on the one-call path too
+    (the Sender's errors_pending flag hands it to the full send), and once by flush."""
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", partitions=1)
+        producer = store.producer(linger_ms=1, retries=0)
+        done = threading.Event()
+
+        def broken(log, values, **fields):
+            done.set()
+            raise RuntimeError("the log went away")
+
+        producer.log_append = broken
+        future = producer.send("t", b"v", b"k")
+        assert done.wait(60)
+        with pytest.raises(RuntimeError):
+            future.result(timeout_ms=60_000)
+        with pytest.raises(RuntimeError, match="went away"):
+            producer.send("t", b"v", b"k")
+        with pytest.raises(RuntimeError, match="went away"):
+            producer.flush()
+        producer.log_append = append_to_log
+        assert producer.send("t", b"w", b"k").result(timeout_ms=60_000).offset == 0
+        producer.close()

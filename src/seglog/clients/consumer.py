@@ -486,17 +486,17 @@ class Consumer:
                                       check_crcs=self.check_crcs, where=result.log_path,
                                       base_position=result.position)
             next_offset = result.next_offset
-            # ConsumerRecords built in the backend, a batch per call (no per-record Python).
-            consumer_records = log.backend.accumulator.consumer_records
+            # ConsumerRecords decoded straight from each batch's bytes by the backend (no
+            # per-record Python, no intermediate Record objects).
             topic, partition = tp
             try:
                 for batch in filter_batches(batches, result.aborted_transactions,
                                             isolation=self.isolation_level):
                     if batch.last_offset < state.position:
                         continue
-                    records.extend(consumer_records(
-                        ConsumerRecord, topic, partition,
-                        batch.records(check_crcs=self.check_crcs), state.position))
+                    records.extend(batch.consumer_records(
+                        ConsumerRecord, topic, partition, state.position,
+                        check_crcs=self.check_crcs))
             except CorruptRecordError:
                 if not records:
                     raise  # the position stays before the corrupt batch

@@ -71,7 +71,12 @@ keys, values and timestamps as columns with Kafka's size estimate, and a batch g
 :meth:`send` (bytes or None key and value; no explicit partition, timestamp or headers; not
 transactional; the sticky partitioner) is one call into the accumulator's ``Sender``: murmur2 or
 the sticky partition, the producer's lock, the append, the future. Everything else runs the
-full method below, which the Sender calls. Topic metadata is cached per topic and looked up again
+full method below, which the Sender calls. The lock is the Sender's ``ReentrantLock`` (in C in
+the native backend, taken there without a Python call; everything else here takes it with
+``with``, as an RLock), and the future is the accumulator's ``SendFuture`` (a C object in the
+native backend, made without ``__init__``; the records of one batch share one result object,
+so completing a batch touches no future). :class:`SendFuture` here is the name both
+backends' futures answer to with ``isinstance``. Topic metadata is cached per topic and looked up again
 whenever a batch is opened, so a deleted or grown topic is seen at the next batch (Kafka's
 producer sees it at its next metadata refresh).
 
@@ -80,7 +85,7 @@ Thread safety: a Producer may be shared by threads (as Kafka's is).
 
 from __future__ import annotations
 
-import bisect
+import abc
 import collections
 import heapq
 import random
@@ -156,96 +161,38 @@ def append_to_log(log, values, **fields) -> tuple[int, int]:
 
 
 
-class _BatchResult:
-    """The outcome of one batch, shared by its records' futures (one Event per batch, not
-    per record). A batch is usually written whole; one the log refuses as too large is split
-    and written in parts (Kafka's producer splits on MESSAGE_TOO_LARGE), so the outcome is a
-    list of parts: ``(first record index, first offset or -1, error or None)``."""
+class SendFuture(abc.ABC):
+    """The pending result of one :meth:`Producer.send`: the name users see (``isinstance``,
+    annotations) for the backend accumulator's ``SendFuture`` (a C type in the native
+    backend, made per record without a Python ``__init__``), which each Producer registers
+    here as a virtual subclass.
 
-    __slots__ = ("event", "parts", "_starts")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.parts: list[tuple[int, int, BaseException | None]] = []
-        self._starts: list[int] = []
-
-    def complete(self, parts: list[tuple[int, int, BaseException | None]]) -> None:
-        self.parts = sorted(parts, key=lambda part: part[0])
-        self._starts = [part[0] for part in self.parts]
-        self.event.set()
-
-    def offset_of(self, index: int) -> int:
-        """The offset record ``index`` got; raises the error of its part."""
-        start, first_offset, error = self.parts[bisect.bisect_right(self._starts, index) - 1]
-        if error is not None:
-            raise error
-        return first_offset + (index - start)
-
-    def error_of(self, index: int) -> BaseException | None:
-        """The error that failed record ``index``, or None."""
-        return self.parts[bisect.bisect_right(self._starts, index) - 1][2]
-
-
-class SendFuture:
-    """The pending result of one :meth:`Producer.send`.
-
-    ``topic`` and ``partition`` are known at once; :meth:`result` waits until the record's
-    batch is written and returns its :class:`RecordMetadata`, or raises the error that failed
-    the batch. Thread-safe.
+    ``topic``, ``partition`` and ``timestamp_ms`` are known at once; ``result(timeout_ms=None)``
+    waits until the record's batch is written and returns its :class:`RecordMetadata`, or
+    raises the error that failed the batch (``TimeoutError`` when ``timeout_ms`` passes first;
+    TypeError / ValueError for a non-integer or negative ``timeout_ms``); ``done()`` tells
+    whether the batch was written (or failed); ``offset`` is ``result().offset``. The futures
+    of one batch share one result object (its parts' first offsets and errors, one Event), so
+    completing a batch touches no future. Thread-safe.
     """
 
-    __slots__ = ("topic", "partition", "timestamp_ms", "_batch", "_index")
-
-    def __init__(self, batch: _BatchResult, index: int, topic: str, partition: int,
-                 timestamp_ms: int):
-        self.topic = topic
-        self.partition = partition
-        self.timestamp_ms = timestamp_ms
-        self._batch = batch
-        self._index = index  # the record's position in its batch
-
-    def done(self) -> bool:
-        """Whether the batch was written (or failed)."""
-        return self._batch.event.is_set()
-
-    def result(self, timeout_ms: int | None = None) -> RecordMetadata:
-        """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
-        within ``linger_ms``) and return the record's :class:`RecordMetadata`. Raises the
-        batch's error, or ``TimeoutError``; TypeError / ValueError for a non-integer or
-        negative ``timeout_ms``."""
-        timeout_ms = check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
-        batch = self._batch
-        if not batch.event.wait(None if timeout_ms is None else timeout_ms / 1000):
-            raise TimeoutError(f"record to {self.topic}-{self.partition} not written after "
-                               f"{timeout_ms} ms")
-        return RecordMetadata(self.topic, self.partition, batch.offset_of(self._index),
-                              self.timestamp_ms)
-
-    @property
-    def offset(self) -> int:
-        """The record's offset (waits for the batch, as :meth:`result`)."""
-        return self.result().offset
-
-    def __repr__(self) -> str:
-        batch = self._batch
-        state = ("pending" if not batch.event.is_set() else "failed"
-                 if batch.error_of(self._index) else f"offset={batch.offset_of(self._index)}")
-        return f"SendFuture({self.topic}-{self.partition}, {state})"
+    __slots__ = ()
 
 
 class _Batch:
     """The open batch of one partition: its records in the backend's RecordBuffer (keys,
     values and timestamps as columns in C, with Kafka's size estimate), the headers (None
-    until a record has some), its deadline and its result."""
+    until a record has some), its deadline and its result (the backend's BatchResult, which
+    its records' futures share)."""
 
     __slots__ = ("tp", "buffer", "headers", "deadline", "result")
 
-    def __init__(self, tp: TopicPartition, deadline: float, buffer: Any):
+    def __init__(self, tp: TopicPartition, deadline: float, buffer: Any, result: Any):
         self.tp = tp
         self.buffer = buffer
         self.headers: list | None = None
         self.deadline = deadline
-        self.result = _BatchResult()
+        self.result = result
 
     def add_headers(self, index: int, header_list: tuple) -> None:
         """Keep record ``index``'s headers (records before it without any get ``()``)."""
@@ -369,6 +316,7 @@ class Producer:
         self._broker = store
         # The backend's accumulator (murmur2, the open-batch buffers): the store's backend.
         self._accumulator = get_backend(getattr(store, "backend", None)).accumulator
+        SendFuture.register(self._accumulator.SendFuture)  # isinstance(future, SendFuture)
         self.linger_ms = linger_ms
         self.batch_size_bytes = batch_size_bytes
         self.compression = compression
@@ -383,7 +331,14 @@ class Producer:
         self.transaction_timeout_ms = transaction_timeout_ms
         #: The boundary between producer and log (see the module docstring).
         self.log_append = append_to_log
-        self._lock = threading.RLock()
+        # The common case of send in one call into the backend's accumulator (see send). Its
+        # Sender owns the producer's lock (a re-entrant lock in C in the native backend):
+        # taken there without a Python call, and here with `with` as any RLock.
+        self._fast = self._accumulator.Sender(
+            fallback=types.MethodType(Producer.send, self), open_batch=self._batch_for,
+            write=self._write, batch_size_bytes=batch_size_bytes,
+            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
+        self._lock = self._fast.lock
         self._wakeup = threading.Condition(self._lock)
         self._batches: dict[TopicPartition, _Batch] = {}
         self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
@@ -399,12 +354,6 @@ class Producer:
         self._txn_partitions: set[TopicPartition] = set()  # added to the coordinator
         self._txn_error: BaseException | None = None  # why the transaction must abort
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
-        # The common case of send in one call into the backend's accumulator (see send).
-        self._fast = self._accumulator.Sender(
-            lock=self._lock, fallback=types.MethodType(Producer.send, self),
-            open_batch=self._batch_for, write=self._write, errors=self._has_errors,
-            future_type=SendFuture, batch_size_bytes=batch_size_bytes,
-            max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
         self._fast.enabled = transactional_id is None and partitioner == "sticky"
         self.send = self._fast.send
         if transactional_id is not None:
@@ -709,7 +658,8 @@ class Producer:
             index = buffer.append(key, value, timestamp_ms, headers_bytes)
             if header_list or batch.headers is not None:
                 batch.add_headers(index, header_list)
-            future = SendFuture(batch.result, index, topic, partition, timestamp_ms)
+            future = self._accumulator.SendFuture(batch.result, index, topic, partition,
+                                                  timestamp_ms)
             full = buffer.size_bytes >= self.batch_size_bytes
             if sticky:
                 slots.keyless_appended(record_bytes, full)
@@ -776,7 +726,7 @@ class Producer:
                 if waiting is not None:
                     error = self._write(waiting)
                     if error is not None:
-                        self._errors.append(error)
+                        self._note_error(error)
                 try:
                     out[p] = self._append(
                         self._broker.topic(topic).log(p), tp, [values[i] for i in rows],
@@ -811,8 +761,11 @@ class Producer:
             batch = self._open_batch(tp)
         return batch
 
-    def _has_errors(self) -> bool:
-        return bool(self._errors)
+    def _note_error(self, error: BaseException) -> None:
+        """Keep a batch's error for the next flush (and a sender failure for the next send):
+        the accumulator's Sender then hands sends to the full path, which raises them."""
+        self._errors.append(error)
+        self._fast.errors_pending = True
 
     def _choose_partition(self, topic, key, slots=None) -> int:
         if self.partitioner == "round_robin":
@@ -828,12 +781,17 @@ class Producer:
 
     def _open_batch(self, tp: TopicPartition) -> _Batch:
         deadline = time.monotonic() + self.linger_ms / 1000
-        batch = self._batches[tp] = _Batch(tp, deadline, self._accumulator.RecordBuffer())
+        batch = self._batches[tp] = _Batch(tp, deadline, self._accumulator.RecordBuffer(),
+                                           self._accumulator.BatchResult())
         if self.linger_ms > 0:
             self._deadline_seq += 1
             heapq.heappush(self._deadlines, (deadline, self._deadline_seq, tp))
             self._ensure_sender()
-            self._wakeup.notify()
+            if self._deadlines[0][1] == self._deadline_seq:
+                # Only a new earliest deadline needs the sender awake sooner; waking it for
+                # every batch has it wait on the lock the sends hold, and every send's
+                # release then wakes it again (a futex call per record).
+                self._wakeup.notify()
         return batch
 
     # --- writing ---------------------------------------------------------------------------
@@ -941,6 +899,7 @@ class Producer:
         check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
         with self._lock:
             errors, self._errors = self._errors, []
+            self._fast.errors_pending = False
             for batch in list(self._batches.values()):
                 error = self._write(batch)
                 if error is not None:
@@ -982,7 +941,7 @@ class Producer:
                 except BaseException as exc:  # noqa: BLE001 - keep the sender alive
                     error = exc
                 if error is not None:
-                    self._errors.append(error)
+                    self._note_error(error)
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -10,16 +10,25 @@ over the key read as little-endian 32-bit words, a *signed* 32-bit result as Jav
 concatenated with their lengths (-1: null), one timestamp per record, and Kafka's size
 estimate before compression. :meth:`RecordBuffer.columns` gives a range of records in the
 ``(data, lengths)`` form ``encode_batch`` takes. Not thread-safe (the Producer's lock guards it).
+
+:class:`SendFuture` is the pending result of one ``Producer.send``; the futures of one batch
+share its :class:`BatchResult` (the parts' first offsets and errors, one ``threading.Event``),
+so completing a batch touches no future. Both are thread-safe.
 """
 
 from __future__ import annotations
 
+import _thread
+import bisect
+import threading
 import time
 
 import numpy as np
 
+from ..arguments import check_optional_int_argument
 from ..errors import InvalidRecordError
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
+from ..types import RecordMetadata
 
 MURMUR2_SEED = 0x9747B28C
 MURMUR2_M = 0x5BD1E995
@@ -147,6 +156,97 @@ def _column(items: list[bytes | None]) -> tuple[bytes, np.ndarray]:
     return b"".join(item for item in items if item), lengths
 
 
+class BatchResult:
+    """The outcome of one batch, shared by its records' futures (one Event per batch, not
+    per record). A batch is usually written whole; one the log refuses as too large is split
+    and written in parts, so the outcome is a list of parts ``(first record index, first
+    offset or -1, error or None)``, given once by :meth:`complete`. Thread-safe: the parts
+    are set before the event, and never change afterwards."""
+
+    __slots__ = ("event", "completed", "_parts", "_starts")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.completed = False
+        self._parts: list[tuple[int, int, BaseException | None]] = []
+        self._starts: list[int] = []
+
+    def complete(self, parts) -> None:
+        """Give the outcome (parts in any order) and wake every waiting future."""
+        parts = sorted(parts, key=lambda part: part[0])
+        self._starts = [part[0] for part in parts]
+        self._parts = parts
+        self.completed = True
+        self.event.set()
+
+    def _part(self, index: int) -> tuple[int, int, BaseException | None]:
+        if not self._parts:
+            raise IndexError("the batch has no outcome yet")
+        return self._parts[bisect.bisect_right(self._starts, index) - 1]
+
+    def offset_of(self, index: int) -> int:
+        """The offset record ``index`` got; raises the error of its part."""
+        start, first_offset, error = self._part(index)
+        if error is not None:
+            raise error
+        return first_offset + (index - start)
+
+    def error_of(self, index: int) -> BaseException | None:
+        """The error that failed record ``index``, or None."""
+        return self._part(index)[2]
+
+
+class SendFuture:
+    """The pending result of one ``Producer.send``.
+
+    ``topic``, ``partition`` and ``timestamp_ms`` are known at once; :meth:`result` waits
+    until the record's batch is written and returns its ``RecordMetadata``, or raises the
+    error that failed the batch. Thread-safe. ``SendFuture(result, index, topic, partition,
+    timestamp_ms)``: record ``index`` of the batch whose :class:`BatchResult` is ``result``.
+    """
+
+    __slots__ = ("topic", "partition", "timestamp_ms", "_result", "_index")
+
+    def __init__(self, result: BatchResult, index: int, topic, partition: int,
+                 timestamp_ms: int):
+        if not isinstance(result, BatchResult):
+            raise TypeError(f"result must be a BatchResult, got {type(result).__name__}")
+        self._result = result
+        self._index = index  # the record's position in its batch
+        self.topic = topic
+        self.partition = partition
+        self.timestamp_ms = timestamp_ms
+
+    def done(self) -> bool:
+        """Whether the batch was written (or failed)."""
+        return self._result.completed
+
+    def result(self, timeout_ms=None):
+        """Wait up to ``timeout_ms`` (None: until the batch is written, which the sender does
+        within ``linger_ms``) and return the record's ``RecordMetadata``. Raises the batch's
+        error, or ``TimeoutError``; TypeError / ValueError for a non-integer or negative
+        ``timeout_ms``."""
+        timeout_ms = check_optional_int_argument("timeout_ms", timeout_ms, minimum=0)
+        result = self._result
+        if not result.completed:
+            if not result.event.wait(None if timeout_ms is None else timeout_ms / 1000):
+                raise TimeoutError(f"record to {self.topic}-{self.partition} not written "
+                                   f"after {timeout_ms} ms")
+        return RecordMetadata(self.topic, self.partition, result.offset_of(self._index),
+                              self.timestamp_ms)
+
+    @property
+    def offset(self) -> int:
+        """The record's offset (waits for the batch, as :meth:`result`)."""
+        return self.result().offset
+
+    def __repr__(self) -> str:
+        result = self._result
+        state = ("pending" if not result.completed else "failed"
+                 if result.error_of(self._index) else f"offset={result.offset_of(self._index)}")
+        return f"SendFuture({self.topic}-{self.partition}, {state})"
+
+
 class TopicSlots:
     """One topic as a :class:`Sender` sees it: the partition count, whether it is compacted,
     its TopicPartitions, the producer's open batch per partition (as last seen; a sealed
@@ -184,30 +284,42 @@ class TopicSlots:
             self._sticky_bytes = 0
 
 
+class ReentrantLock(_thread.RLock):
+    """A re-entrant lock with ``threading.RLock``'s behaviour (this twin *is* the C RLock of
+    CPython's ``_thread``): the thread holding it may take it again and must release it as
+    often; ``acquire(blocking=True, timeout=-1)``, ``release()`` (RuntimeError when the caller
+    does not hold it), ``with lock:``, and what ``threading.Condition`` uses. The producer's
+    lock: the :class:`Sender` owns one (:attr:`Sender.lock`). Thread-safe."""
+
+    __slots__ = ()
+
+
 class Sender:
     """The common case of ``Producer.send`` in one call: a bytes (or None) key and value, no
     explicit partition, timestamp or headers, a topic the producer has seen. It hashes the key
     (or takes the sticky partition), appends the record to the partition's open batch under
-    the producer's lock, and returns the producer's future. Everything else (and every
-    error) goes to ``fallback``, the producer's full send.
+    :attr:`lock`, and returns its :class:`SendFuture`. Everything else (and every error) goes
+    to ``fallback``, the producer's full send. :attr:`lock` is a :class:`ReentrantLock` the
+    Sender owns and the producer uses as its lock (its other methods and its linger thread
+    take it with ``with``), so the one-call path takes it with no Python call.
 
     ``hooks``: the producer's ``open_batch(tp) -> batch`` (the open batch of ``tp``, opened
-    if none; a batch has ``buffer`` and ``result``), ``write(batch)`` and ``errors()`` (true
-    when a failure must be raised by the full send). ``future_type(result, index, topic,
-    partition, timestamp_ms)`` makes the future. ``enabled`` False sends everything to the
-    fallback (closed, transactional, round robin).
+    if none; a batch has ``buffer``, a :class:`RecordBuffer`, and ``result``, a
+    :class:`BatchResult`), and ``write(batch)``. The future is a :class:`SendFuture`.
+    ``enabled`` False sends everything to the fallback (closed, transactional, round robin);
+    ``errors_pending`` True (the producer holds errors the full send must check and raise)
+    sends the records to the fallback under the lock.
     """
 
-    def __init__(self, *, lock, fallback, open_batch, write, errors, future_type,
+    def __init__(self, *, fallback, open_batch, write,
                  batch_size_bytes: int, max_request_bytes: int, linger_zero: bool):
         self.enabled = True
+        self.errors_pending = False
         self._topics: dict = {}
-        self._lock = lock
+        self.lock = ReentrantLock()
         self._fallback = fallback
         self._open_batch = open_batch
         self._write = write
-        self._errors = errors
-        self._future_type = future_type
         self._batch_size_bytes = batch_size_bytes
         self._max_request_bytes = max_request_bytes
         self._linger_zero = linger_zero
@@ -241,8 +353,8 @@ class Sender:
         if record_bytes + RECORD_BATCH_OVERHEAD > self._max_request_bytes:
             return self._fallback(topic, value, key)  # raises RecordTooLargeError
         now_ms = time.time_ns() // 1_000_000
-        with self._lock:
-            if not self.enabled or self._errors():
+        with self.lock:
+            if not self.enabled or self.errors_pending:
                 return self._fallback(topic, value, key)
             if key is not None:
                 p = partition_for_key(key, slots.partitions)
@@ -258,7 +370,7 @@ class Sender:
                 batch = self._open(slots, p)
                 buffer = batch.buffer
             index = buffer.append(key, value, now_ms)
-            future = self._future_type(batch.result, index, topic, p, now_ms)
+            future = SendFuture(batch.result, index, topic, p, now_ms)
             full = buffer.size_bytes >= self._batch_size_bytes
             if key is None:
                 slots.keyless_appended(record_bytes, full)

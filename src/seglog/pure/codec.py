@@ -688,6 +688,24 @@ class Batch:
             )
         return records
 
+    def consumer_records(
+        self, record_type, topic, partition, min_offset: int = 0, *, check_crcs: bool = True,
+        max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
+    ) -> list:
+        """The consumer's records of this batch: for each record at or after ``min_offset``,
+        ``record_type(topic, partition, offset, timestamp_ms, key, value, headers)``, where
+        ``record_type`` is a 7-field tuple subclass (ConsumerRecord; TypeError otherwise).
+        Every record is parsed and checked as by :meth:`records` (same arguments and errors,
+        also for records before ``min_offset``)."""
+        if not (isinstance(record_type, type) and issubclass(record_type, tuple)
+                and len(getattr(record_type, "_fields", ())) == 7):
+            raise TypeError("record_type must be a 7-field tuple subclass")
+        return [record_type(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
+                            r.headers)
+                for r in self.records(check_crcs=check_crcs,
+                                      max_decompressed_bytes=max_decompressed_bytes)
+                if r.offset >= min_offset]
+
     def record_at(
         self, offset: int, *, check_crcs: bool = True,
         max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT,
