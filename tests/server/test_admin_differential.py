@@ -192,25 +192,41 @@ def scenario(bootstrap: str) -> list:
             validate_only=validate_only)
         return [(int(x.error_code), x.error_message) for x in r.responses]
 
-    def overrides(name):
-        r = c.call(32, 4, resources=(dc.DescribeConfigsResource(
-            resource_type=2, resource_name=name, configuration_keys=None),),
-            include_synonyms=True, include_documentation=False)
-        return sorted((x.name, x.value, [(s.name, s.value, s.source) for s in x.synonyms])
-                      for x in r.results[0].configs if x.config_source == 1)
+    def overrides(name, changed_from=None):
+        """The topic's overrides; with ``changed_from`` (the overrides before a change that was
+        accepted), read again (bounded) until they differ: Kafka 4 (KRaft) answers an
+        (Incremental)AlterConfigs once its controller committed the change and applies it to
+        the broker's metadata a moment later, so a describe right after can still show the
+        old value (seen in CI); seglog applies it before answering."""
+        deadline = time.monotonic() + SETTLE_S_MAX
+        while True:
+            r = c.call(32, 4, resources=(dc.DescribeConfigsResource(
+                resource_type=2, resource_name=name, configuration_keys=None),),
+                include_synonyms=True, include_documentation=False)
+            found = sorted((x.name, x.value, [(s.name, s.value, s.source) for s in x.synonyms])
+                           for x in r.results[0].configs if x.config_source == 1)
+            if changed_from is None or found != changed_from or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
 
-    out.append([inc(2, "ok", [("retention.ms", 0, "7000")]), overrides("ok"),
-                inc(2, "ok", [("retention.ms", 1, None)]),
-                inc(2, "ok", [("cleanup.policy", 2, "delete")]), overrides("ok"),
-                inc(2, "ok", [("cleanup.policy", 3, "compact")]), overrides("ok"),
-                inc(2, "ok", [("retention.ms", 2, "1")]), inc(2, "ok", [("foo.bar", 0, "1")]),
-                inc(2, "ok", [("retention.ms", 0, None)]), inc(2, "ok", [("retention.ms", 9, "1")]),
-                inc(2, "ok", [("retention.ms", 0, "1"), ("retention.ms", 1, None)]),
-                inc(2, "nope", [("retention.ms", 0, "1")]),
-                inc(2, "ok", [("segment.ms", 0, "100000")], validate_only=True), overrides("ok"),
-                inc(4, "1", [("num.partitions", 0, "3")]), inc(4, "", [("node.id", 0, "3")]),
-                inc(4, "2", [("log.retention.ms", 0, "1")]),
-                inc(4, "1", [("log.retention.ms", 2, "1")])])
+    created = overrides("ok")
+    step = [inc(2, "ok", [("retention.ms", 0, "7000")])]
+    step.append(overrides("ok", changed_from=created))
+    step += [inc(2, "ok", [("retention.ms", 1, None)]),
+             inc(2, "ok", [("cleanup.policy", 2, "delete")])]
+    step.append(overrides("ok", changed_from=step[1]))
+    step.append(inc(2, "ok", [("cleanup.policy", 3, "compact")]))
+    step.append(overrides("ok", changed_from=step[4]))
+    step += [inc(2, "ok", [("retention.ms", 2, "1")]), inc(2, "ok", [("foo.bar", 0, "1")]),
+             inc(2, "ok", [("retention.ms", 0, None)]), inc(2, "ok", [("retention.ms", 9, "1")]),
+             inc(2, "ok", [("retention.ms", 0, "1"), ("retention.ms", 1, None)]),
+             inc(2, "nope", [("retention.ms", 0, "1")]),
+             inc(2, "ok", [("segment.ms", 0, "100000")], validate_only=True), overrides("ok"),
+             inc(4, "1", [("num.partitions", 0, "3")]), inc(4, "", [("node.id", 0, "3")]),
+             inc(4, "2", [("log.retention.ms", 0, "1")]),
+             inc(4, "1", [("log.retention.ms", 2, "1")])]
+    out.append(step)
+    unchanged = step[14]
 
     ac = c.m(33, 2)
 
@@ -221,9 +237,11 @@ def scenario(bootstrap: str) -> list:
             validate_only=False)
         return [(int(x.error_code), x.error_message) for x in r.responses]
 
-    out.append([alter("ok", {"segment.ms": "100000"}), overrides("ok"),
-                alter("ok", {"foo.bar": "1"}), alter("ok", {"retention.ms": None}),
-                alter("nope", {"retention.ms": "1"})])
+    step = [alter("ok", {"segment.ms": "100000"})]
+    step.append(overrides("ok", changed_from=unchanged))
+    step += [alter("ok", {"foo.bar": "1"}), alter("ok", {"retention.ms": None}),
+             alter("nope", {"retention.ms": "1"})]
+    out.append(step)
 
     errors = []
     for resource_type, name in [(2, "nope"), (4, "2"), (4, "abc"), (2, ""), (2, "bad/name"),
