@@ -694,38 +694,3 @@ cdef class Sender:
         slots.buffers[p] = <RecordBuffer?>batch.buffer
         slots.results[p] = <BatchResult?>batch.result
         return batch
-
-
-from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF, Py_INCREF
-
-cdef extern from "Python.h":
-    PyObject* PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t items) except NULL
-from cpython.tuple cimport PyTuple_SET_ITEM
-from cpython.list cimport PyList_Append
-
-
-def consumer_records(record_type, topic, partition, records, int64_t min_offset=0) -> list:
-    """The consumer's records of one batch: for each of ``records`` (a batch's
-    ``records()``) at or after ``min_offset``, ``record_type(topic, partition, offset,
-    timestamp_ms, key, value, headers)``, where ``record_type`` is a 7-field tuple subclass
-    (ConsumerRecord), built in C without calling its constructor."""
-    cdef list out = []
-    cdef PyTypeObject* cls = <PyTypeObject*>record_type
-    cdef object item
-    cdef object offset
-    if not (isinstance(record_type, type) and issubclass(record_type, tuple)
-            and len(getattr(record_type, "_fields", ())) == 7):
-        raise TypeError("record_type must be a 7-field tuple subclass")
-    for record in records:
-        offset = record.offset
-        if offset < min_offset:
-            continue
-        item = <object>PyType_GenericAlloc(cls, 7)
-        Py_DECREF(item)  # the cast took a second reference to the new object
-        for index, field in enumerate((topic, partition, offset, record.timestamp_ms,
-                                       record.key, record.value, record.headers)):
-            Py_INCREF(field)
-            PyTuple_SET_ITEM(item, index, field)
-        PyList_Append(out, item)
-    return out

@@ -881,12 +881,6 @@ class AccumulatorModule(Protocol):
     def partition_for_key(self, key: BytesLike, num_partitions: int) -> int:
         """``(murmur2(key) & 0x7fffffff) % num_partitions`` (Kafka's partitionForKey)."""
 
-    def consumer_records(self, record_type: type[Any], topic: str, partition: int,
-                         records: Any, min_offset: int = 0) -> list[Any]:
-        """``record_type(topic, partition, offset, timestamp_ms, key, value, headers)`` for
-        each of a batch's ``records`` at or after ``min_offset`` (a 7-field tuple subclass:
-        ConsumerRecord); TypeError for another ``record_type``."""
-
 
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.

@@ -189,21 +189,6 @@ def test_create_partitions_writes_partition_metadata_with_the_first_flush(tmp_pa
         assert _metadata_id(tmp_path, 1) is None
 
 
-def test_atomic_write_many_replaces_every_file(tmp_path):
-    files = {str(tmp_path / f"f{i}"): f"content {i}".encode() for i in range(20)}
-    (tmp_path / "f3").write_bytes(b"old")
-    checkpoints.atomic_write_many(files)
-    for path, data in files.items():
-        assert _read(path) == data
-    assert sorted(os.listdir(tmp_path)) == sorted(f"f{i}" for i in range(20))
-
-
-def test_fsync_all_raises_for_a_missing_path_after_syncing_the_rest(tmp_path):
-    (tmp_path / "a").write_bytes(b"x")
-    with pytest.raises(FileNotFoundError):
-        checkpoints.fsync_all([tmp_path / "a", tmp_path / "missing", tmp_path])
-
-
 # --- a crash in the middle ----------------------------------------------------------------------
 
 _CHILD = r"""
@@ -379,20 +364,3 @@ def test_closing_new_partitions_writes_the_log_start_checkpoint_once(tmp_path, b
     assert writes[0] == {("t", p): 0 for p in range(50)}
     assert checkpoints.OffsetCheckpointFile(
         tmp_path / filenames.LOG_START_OFFSET_CHECKPOINT).read() == writes[0]
-
-
-def test_atomic_write_many_on_one_file_system_replaces_every_file(tmp_path):
-    """The syncfs path (from SYNCFS_FILES_MIN files on): the same files as the fsync path."""
-    count = checkpoints.SYNCFS_FILES_MIN + 3
-    dirs = [tmp_path / f"d{i}" for i in range(count)]
-    for d in dirs:
-        d.mkdir()
-    files = {str(d / "f"): f"content {i}".encode() for i, d in enumerate(dirs)}
-    (dirs[0] / "f").write_bytes(b"old")
-    checkpoints.atomic_write_many(files, one_file_system=True)
-    for path, data in files.items():
-        assert _read(path) == data
-    assert all(os.listdir(d) == ["f"] for d in dirs)
-    assert checkpoints.syncfs(tmp_path) is True  # Linux: the C library has syncfs
-    with pytest.raises(FileNotFoundError):
-        checkpoints.syncfs(tmp_path / "missing")

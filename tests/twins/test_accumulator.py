@@ -144,23 +144,6 @@ def test_record_buffer_range_checks(backend):
         buf.append(b"k", b"v", 1 << 63)
 
 
-def test_consumer_records_equal_on_both_twins(native, pure):
-    from seglog.types import ConsumerRecord
-    raw = native.encode_batch([b"a", None, b"c"], keys=[None, b"k", b"k2"],
-                              headers=[(), [("h", b"1"), ("n", None)], ()],
-                              timestamps_ms=[5, 6, 7], base_offset=40)
-    for be in (native, pure):
-        batch = next(iter(be.iter_batches(raw)))
-        got = be.accumulator.consumer_records(ConsumerRecord, "t", 3, batch.records(), 41)
-        assert [type(r) for r in got] == [ConsumerRecord, ConsumerRecord]
-        assert [tuple(r[:6]) + (tuple(r.headers),) for r in got] == [
-            ("t", 3, 41, 6, b"k", None, (("h", b"1"), ("n", None))),
-            ("t", 3, 42, 7, b"k2", b"c", ())]
-        assert len(be.accumulator.consumer_records(ConsumerRecord, "t", 3, batch.records())) == 3
-        with pytest.raises(TypeError):
-            be.accumulator.consumer_records(tuple, "t", 3, batch.records())
-
-
 # --- the producer's futures: SendFuture over a shared BatchResult --------------------------------
 
 

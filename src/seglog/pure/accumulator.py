@@ -381,15 +381,3 @@ class Sender:
     def _open(self, slots: TopicSlots, p: int):
         batch = slots.batches[p] = self._open_batch(slots.tps[p])
         return batch
-
-
-def consumer_records(record_type, topic, partition, records, min_offset: int = 0) -> list:
-    """The consumer's records of one batch: for each of ``records`` (a batch's
-    ``records()``) at or after ``min_offset``, ``record_type(topic, partition, offset,
-    timestamp_ms, key, value, headers)``, where ``record_type`` is a 7-field tuple subclass
-    (ConsumerRecord)."""
-    if not (isinstance(record_type, type) and issubclass(record_type, tuple)
-            and len(getattr(record_type, "_fields", ())) == 7):
-        raise TypeError("record_type must be a 7-field tuple subclass")
-    return [record_type(topic, partition, r.offset, r.timestamp_ms, r.key, r.value, r.headers)
-            for r in records if r.offset >= min_offset]

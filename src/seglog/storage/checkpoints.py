@@ -40,7 +40,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
+from typing import Callable, Generic, Iterable, Mapping, TypeVar
 
 from .. import filenames
 from ..errors import CorruptCheckpointError, InvalidTopicError
@@ -96,113 +96,6 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, sync_dir: bool =
     os.replace(tmp_path, path)
     if sync_dir:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
-
-
-#: Most fsyncs :func:`fsync_all` runs at once. Concurrent syncs let a journaling file system
-#: (ext4, xfs) commit many of them together; 8 gets almost all of the gain on one disk.
-FSYNC_THREADS_MAX = 8
-
-
-def _fsync_path(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if os.path.isdir(path)
-                                      else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_all(paths: Iterable[str | os.PathLike], *,
-              threads_max: int = FSYNC_THREADS_MAX) -> None:
-    """Fsync every file or directory in ``paths`` (each once), up to ``threads_max`` at a
-    time: one after another each fsync waits for its own journal commit, while concurrent
-    ones share commits, so a thousand new files cost a fraction of a thousand syncs. Returns
-    when every sync finished; then raises the first ``OSError`` if any failed."""
-    unique = list(dict.fromkeys(os.fspath(path) for path in paths))
-    if len(unique) <= 1 or threads_max <= 1:
-        for path in unique:
-            _fsync_path(path)
-        return
-    # Imported here: only batched creation needs threads.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(threads_max, len(unique))) as pool:
-        futures = [pool.submit(_fsync_path, path) for path in unique]
-    errors = [f.exception() for f in futures if f.exception() is not None]
-    if errors:
-        raise errors[0]
-
-
-_syncfs_fn: Any = None
-
-
-def syncfs(path: str | os.PathLike) -> bool:
-    """``syncfs(2)`` of the file system holding ``path``: every dirty file and directory
-    entry on it is written and the journal committed, in one call (what 10,000 fsyncs of new
-    small files and their directories cost 10 to 40 times over). True when done; False where
-    the C library has no ``syncfs`` (not Linux). Raises ``OSError`` (Linux >= 5.8 reports
-    writeback errors of the file system here)."""
-    global _syncfs_fn
-    if _syncfs_fn is None:
-        import ctypes
-
-        try:
-            fn = ctypes.CDLL(None, use_errno=True).syncfs
-            fn.argtypes = [ctypes.c_int]
-            _syncfs_fn = fn
-        except (AttributeError, OSError):
-            _syncfs_fn = False
-    if _syncfs_fn is False:
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if _syncfs_fn(fd) != 0:
-            import ctypes
-
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), os.fspath(path))
-    finally:
-        os.close(fd)
-    return True
-
-
-#: From this many files on, :func:`atomic_write_many` with ``one_file_system`` syncs with
-#: :func:`syncfs` instead of one fsync per file and per directory.
-SYNCFS_FILES_MIN = 64
-
-
-def atomic_write_many(files: Mapping[str, bytes], *, sync_dirs: bool = True,
-                      one_file_system: bool = False) -> None:
-    """Replace every ``path`` of ``files`` with its bytes, with :func:`atomic_write_bytes`'
-    guarantee for each file (after a crash each holds its old content or the new one) but the
-    syncs batched: every ``<path>.tmp`` is written, then all are fsynced (:func:`fsync_all`),
-    then each is renamed, then each distinct directory is fsynced once (``sync_dirs``;
-    False leaves that to the caller, who must then fsync them before relying on the files).
-    ``one_file_system``: the caller knows every path is on one file system (a Store's new
-    partition directories, made under its data dir); from :data:`SYNCFS_FILES_MIN` files on,
-    both sync steps are one :func:`syncfs` each (the same order: data before the renames,
-    the renames before returning). Files are independent: a crash may leave some new and
-    some old. Raises ``OSError``."""
-    tmp_paths = []
-    for path, data in files.items():
-        tmp_path = os.fspath(path) + TMP_SUFFIX
-        fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:  # os.write may write less than asked
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        tmp_paths.append(tmp_path)
-    whole_fs = one_file_system and len(tmp_paths) >= SYNCFS_FILES_MIN
-    if not (whole_fs and syncfs(tmp_paths[0])):
-        whole_fs = False
-        fsync_all(tmp_paths)
-    for tmp_path, path in zip(tmp_paths, files):
-        os.replace(tmp_path, path)
-    if sync_dirs:
-        if not (whole_fs and syncfs(os.path.dirname(os.path.abspath(tmp_paths[0])))):
-            fsync_all(os.path.dirname(os.path.abspath(path)) for path in files)
 
 
 def _read_text(path: str) -> str | None:
