@@ -107,6 +107,25 @@ def test_ratios_and_targets_from_two_sides():
         "ProducerPerformance, acks=1: seglog / Kafka"].met
 
 
+def test_a_figure_of_several_rounds_is_their_median_and_keeps_every_round():
+    side = part.Side(part.SEGLOG)
+    for value in (300.0, 100.0, 200.0):
+        side.record("ck.consume", {"records_per_s": value}, "records_per_s")
+    side.record("ck.consume", {"error": "round 4 failed"})
+    assert side.figures["ck.consume"] == 200.0
+    assert side.errors["ck.consume"] == "round 4 failed"
+    result = part.PartResult(part.NAME, part.TITLE)
+    part._figures(result, {part.SEGLOG: side})
+    figure = result.figures["seglog.ck.consume"]
+    assert figure.values == [300.0, 100.0, 200.0] and figure.median == 200.0
+
+
+def test_rounds_are_one_in_quick_mode_three_otherwise_and_runs_overrides():
+    assert part.rounds_for("quick", None) == 1
+    assert part.rounds_for("standard", None) == part.rounds_for("full", None) == 3
+    assert part.rounds_for("quick", 5) == 5 and part.rounds_for("standard", 0) == 1
+
+
 def test_held_connections_are_real_clients_served_again(tmp_path):
     server = part.SeglogServe(tmp_path / "data")
     socks = []

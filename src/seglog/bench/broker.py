@@ -11,7 +11,9 @@ counts, not the absolute figure on a noisy 2-core machine):
    with a confluent-kafka (librdkafka) producer in a subprocess of its own (acks=1 and
    acks=all, the same batching);
 3. **consume throughput**: Kafka's ``ConsumerPerformance`` (a consumer group; its fetch
-   phase) and a confluent-kafka consumer assigned the partition from the beginning;
+   phase) and a confluent-kafka consumer assigned the partition from the beginning
+   (``fetch.queue.backoff.ms`` 10 ms: librdkafka's default sleeps a second whenever its
+   prefetch queue is full, which the figure would otherwise count);
 4. **produce latency** at a fixed rate (ProducerPerformance ``--throughput``, acks=all):
    p50 and p99, send to acknowledgement;
 5. **broker RSS** after the runs;
@@ -25,8 +27,12 @@ counts, not the absolute figure on a noisy 2-core machine):
    and after; then the seconds of the broker's clean stop (SIGTERM) with that topic. The
    bench process raises its RLIMIT_NOFILE soft limit for the connections it holds.
 
-Both brokers run as separate processes on 127.0.0.1; the clients run in their own processes
-too, so the bench process's interpreter never competes with either. The seglog broker is
+Both brokers run as separate processes on 127.0.0.1, side by side; the clients run in their
+own processes too, so the bench process's interpreter never competes with either. The
+throughput and latency runs (2-4) go in rounds (three outside quick mode, ``--runs``
+overrides), the brokers taking turns and the first to go alternating by round, so that the
+machine's drift falls on both alike; each figure is the median of its rounds (results.json
+keeps every round). Then each broker in turn gets 5-7 and is stopped. The seglog broker is
 ``python -m seglog serve`` on the run's backend. Where java and the Kafka jars of
 ``ci/kafka-ref.sh`` are not cached (the bench never downloads them), seglog is measured alone
 and the part says so; where confluent-kafka is not installed, its rows say so.
@@ -42,6 +48,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -68,6 +75,11 @@ RECORDS = {"quick": 50_000, "standard": 500_000, "full": 2_000_000}
 #: The fixed rate (records/s) and duration (s) of the latency run, by mode.
 LATENCY_RATE = {"quick": 10_000, "standard": 50_000, "full": 50_000}
 LATENCY_S = {"quick": 3, "standard": 10, "full": 20}
+#: Rounds of the throughput and latency runs outside quick mode (``--runs`` overrides): the
+#: two brokers run side by side and take turns, the first to go alternating by round, so
+#: that the machine's drift (these 2-core machines swing by 30-50 % between runs) falls on
+#: both alike; each figure is the median of its rounds.
+ROUNDS = 3
 #: The idle-CPU window (s) and the number of long-polling consumers.
 IDLE_S = {"quick": 3.0, "standard": 10.0, "full": 20.0}
 IDLE_CONSUMERS = 10
@@ -209,6 +221,9 @@ class SeglogServe:
 
 # --- the confluent-kafka clients, each run in a subprocess of its own -------------------------
 
+#: librdkafka's ``fetch.queue.backoff.ms`` for the consumer row (see ``_client_consume``).
+CONSUMER_QUEUE_BACKOFF_MS = 10
+
 def _client_produce(args: argparse.Namespace) -> dict:
     from confluent_kafka import Producer
 
@@ -248,9 +263,16 @@ def _client_produce(args: argparse.Namespace) -> dict:
 def _client_consume(args: argparse.Namespace) -> dict:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    # fetch.queue.backoff.ms: librdkafka (>= 2.3) stops fetching for that long (default
+    # 1,000 ms) whenever its prefetch queue holds more than queued.min.messages (100,000); a
+    # broker that answers fast fills the queue sooner, so with the default the figure counts
+    # the consumer's one-second sleeps (2 to 4 per 500,000 records, whichever broker: debug=fetch
+    # logs "Fetch backoff for 1000ms: Local: Queue full"), not either broker. 10 ms keeps the
+    # prefetch bounded and lets the rate show; both brokers get the same setting.
     consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": f"bench-{os.getpid()}",
                          "enable.auto.commit": False, "fetch.max.bytes": 52428800,
-                         "max.partition.fetch.bytes": 1048576})
+                         "max.partition.fetch.bytes": 1048576,
+                         "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS})
     consumer.assign([TopicPartition(args.topic, 0, OFFSET_BEGINNING)])
     deadline = time.monotonic() + args.timeout_s
     received, first_at = 0, None
@@ -576,6 +598,9 @@ class Side:
     name: str
     figures: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: Every run's value of a figure measured in several rounds (``figures`` holds their
+    #: median).
+    samples: dict[str, list[float]] = field(default_factory=dict)
 
     def record_all(self, prefix: str, outcome: dict) -> None:
         """Keep every number of ``outcome`` under ``<prefix>.<name>``, or its error under
@@ -595,7 +620,9 @@ class Side:
                 return
             outcome = outcome.get(field_name)
         if outcome is not None:
-            self.figures[key] = float(outcome)
+            values = self.samples.setdefault(key, [])
+            values.append(float(outcome))
+            self.figures[key] = statistics.median(values)
 
 
 def _perf_producer(ref, scratch: Path, bootstrap: str, topic: str, records: int,
@@ -657,13 +684,16 @@ def _idle_cpu_share(pid: int, bootstrap: str, topic: str, window_s: float,
     return {"share": (cpu1 - cpu0) / (t1 - t0)}
 
 
-def measure(side: Side, *, bootstrap: str, pid_of: Callable[[], int], ref, scratch: Path,
-            records: int, record_bytes: int, mode: str, progress) -> None:
-    """Run every client measurement against one running broker into ``side``."""
-    label = side.name
+def measure_rates(side: Side, *, bootstrap: str, ref, scratch: Path, records: int,
+                  record_bytes: int, mode: str, round_index: int, progress) -> None:
+    """One round of the throughput and latency runs against one running broker into
+    ``side`` (each round writes topics of its own, so every round produces to new topics
+    and consumes what that round produced)."""
+    label = f"{side.name} (round {round_index + 1})"
+    suffix = f"-r{round_index}"
     confluent = has_confluent_kafka()
     for acks in ("1", "all"):
-        topic = f"perf-acks-{acks}"
+        topic = f"perf-acks-{acks}{suffix}"
         if ref is not None:
             progress.step(f"{label}: ProducerPerformance acks={acks}, {records:,} records")
             side.record(f"perf.produce.acks_{acks}",
@@ -672,25 +702,44 @@ def measure(side: Side, *, bootstrap: str, pid_of: Callable[[], int], ref, scrat
         if confluent:
             progress.step(f"{label}: confluent-kafka producer acks={acks}")
             side.record(f"ck.produce.acks_{acks}",
-                        run_client("produce", bootstrap, f"ck-acks-{acks}", records=records,
-                                   record_bytes=record_bytes, acks=acks), "records_per_s")
+                        run_client("produce", bootstrap, f"ck-acks-{acks}{suffix}",
+                                   records=records, record_bytes=record_bytes, acks=acks),
+                        "records_per_s")
     if ref is not None:
         progress.step(f"{label}: ConsumerPerformance")
-        side.record("perf.consume", _perf_consumer(ref, scratch, bootstrap, "perf-acks-1",
-                                                   records), "records_per_s")
+        side.record("perf.consume", _perf_consumer(ref, scratch, bootstrap,
+                                                   f"perf-acks-1{suffix}", records),
+                    "records_per_s")
         rate, seconds = LATENCY_RATE[mode], LATENCY_S[mode]
         progress.step(f"{label}: latency at {rate:,} records/s, acks=all")
-        latency = _perf_producer(ref, scratch, bootstrap, "latency", rate * seconds,
+        latency = _perf_producer(ref, scratch, bootstrap, f"latency{suffix}", rate * seconds,
                                  record_bytes, "all", throughput=rate)
         side.record("latency.p50_ms", latency, "p50_ms")
         side.record("latency.p99_ms", latency, "p99_ms")
     if confluent:
         progress.step(f"{label}: confluent-kafka consumer")
-        side.record("ck.consume", run_client("consume", bootstrap, "ck-acks-1", records=records),
-                    "records_per_s")
-        progress.step(f"{label}: {IDLE_CONSUMERS} idle long-polling consumers")
-        side.record("idle.cpu_share", _idle_cpu_share(pid_of(), bootstrap, "ck-acks-1",
-                                                      IDLE_S[mode], scratch), "share")
+        side.record("ck.consume", run_client("consume", bootstrap, f"ck-acks-1{suffix}",
+                                             records=records), "records_per_s")
+
+
+def measure_idle(side: Side, *, bootstrap: str, pid: int, scratch: Path, mode: str,
+                 progress) -> None:
+    """The broker's CPU share while ten consumers long-poll an empty topic."""
+    if not has_confluent_kafka():
+        return
+    progress.step(f"{side.name}: {IDLE_CONSUMERS} idle long-polling consumers")
+    # The first round's consumer topic: it exists (a consumer does not create topics) and
+    # nothing writes to it any more, so the consumers long-poll at its end.
+    side.record("idle.cpu_share", _idle_cpu_share(pid, bootstrap, "ck-acks-1-r0",
+                                                  IDLE_S[mode], scratch), "share")
+
+
+def rounds_for(mode: str, runs: int | None) -> int:
+    """How many rounds of the rate runs: ``--runs`` when given, else one in quick mode (the
+    CI smoke run) and three otherwise; the figures are each side's median over them."""
+    if runs is not None:
+        return max(1, runs)
+    return 1 if mode == "quick" else ROUNDS
 
 
 # --- the part --------------------------------------------------------------------------------
@@ -707,7 +756,8 @@ THROUGHPUT_ROWS = (
 
 
 def run(ctx: BenchContext) -> PartResult:
-    """Measure seglog serve, then (where its jars are cached) the real Kafka broker."""
+    """Start seglog serve and (where its jars are cached) the real Kafka broker side by side,
+    run the rate rounds on each in turn, then each broker's idle, RSS and capacity figures."""
     mode = ctx.config.mode
     records = ctx.config.records if ctx.config.records is not None else \
         RECORDS.get(mode, RECORDS["standard"])
@@ -715,67 +765,91 @@ def run(ctx: BenchContext) -> PartResult:
     ref, why = find_kafka()
     if ref is None and not has_confluent_kafka():
         raise Unavailable(f"neither Kafka's perf tools ({why}) nor confluent-kafka")
+    rounds = rounds_for(mode, ctx.config.runs)
     result = PartResult(NAME, TITLE, params={"records": records, "record_bytes": record_bytes,
-                                             "mode": mode})
+                                             "mode": mode, "rounds": rounds})
     scratch = Path(ctx.scratch(NAME))
-    sides: dict[str, Side] = {}
-
-    seglog_side = sides[SEGLOG] = Side(SEGLOG)
+    sides: dict[str, Side] = {SEGLOG: Side(SEGLOG)}
     server = SeglogServe(scratch / "seglog-data", backend=_backend_name())
-    ctx.progress.step("starting seglog serve")
-    try:
-        seglog_side.figures["start_s"] = server.start()
-        measure(seglog_side, bootstrap=server.bootstrap, pid_of=lambda: _pid(server.pid),
-                ref=ref, scratch=scratch, records=records, record_bytes=record_bytes,
-                mode=mode, progress=ctx.progress)
-        seglog_side.figures["rss_bytes"] = server.rss_bytes()
-        measure_capacity(seglog_side, host="127.0.0.1", port=server.port,
-                         bootstrap=server.bootstrap, pid=_pid(server.pid), mode=mode,
-                         progress=ctx.progress)
-    except RuntimeError as exc:
-        seglog_side.errors["start_s"] = str(exc)[:600]
-    finally:
-        ctx.progress.step("stopping seglog serve")
-        t0 = time.perf_counter()
-        code = server.stop()
-        if "cap.part.partitions" in seglog_side.figures:
-            seglog_side.figures["cap.stop_s"] = time.perf_counter() - t0
-        if code not in (0, None):
-            result.notes.append(f"seglog serve exited with {code} on SIGTERM:\n"
-                                f"{server.log_tail(10)}")
+    broker: KafkaBroker | None = None
+    #: The brokers still running: name -> (port, bootstrap, pid getter, RSS getter).
+    running: dict[str, Any] = {}
 
-    if ref is None:
-        result.notes.append(f"Kafka's side skipped: {why} (the jars are never downloaded by "
-                            "the bench).")
-    else:
-        kafka_side = sides[KAFKA] = Side(KAFKA)
-        result.params["kafka"] = ref.version
-        broker = KafkaBroker(ref, scratch / "kafka")
-        ctx.progress.step("formatting the Kafka data dir")
-        broker.format()
-        ctx.progress.step("starting the Kafka broker")
-        try:
-            t0 = time.perf_counter()
-            broker.start()
-            process = broker.process
-            assert process is not None  # start() returned: it runs
-            kafka_side.figures["start_s"] = wait_ready("127.0.0.1", broker.port, process, t0)
-            measure(kafka_side, bootstrap=broker.bootstrap, pid_of=lambda: _pid(broker.pid),
-                    ref=ref, scratch=scratch, records=records, record_bytes=record_bytes,
-                    mode=mode, progress=ctx.progress)
-            kafka_side.figures["rss_bytes"] = broker.rss_bytes()
-            kafka_partitions = CAPACITY_KAFKA_PARTITIONS.get(mode, True)
-            measure_capacity(kafka_side, host="127.0.0.1", port=broker.port,
-                             bootstrap=broker.bootstrap, pid=_pid(broker.pid), mode=mode,
-                             progress=ctx.progress, partitions_too=kafka_partitions)
-            if not kafka_partitions:
-                kafka_side.errors["cap.part"] = f"{_NOT_MEASURED} in {mode} mode (time budget)"
-        finally:
+    def stop(name: str) -> None:
+        t0 = time.perf_counter()
+        if name == SEGLOG:
+            ctx.progress.step("stopping seglog serve")
+            code = server.stop()
+            if code not in (0, None):
+                result.notes.append(f"seglog serve exited with {code} on SIGTERM:\n"
+                                    f"{server.log_tail(10)}")
+        elif broker is not None:
             ctx.progress.step("stopping the Kafka broker")
-            t0 = time.perf_counter()
             broker.stop()
-            if "cap.part.partitions" in kafka_side.figures:
-                kafka_side.figures["cap.stop_s"] = time.perf_counter() - t0
+        if "cap.part.partitions" in sides[name].figures:
+            sides[name].figures["cap.stop_s"] = time.perf_counter() - t0
+        running.pop(name, None)
+
+    try:
+        ctx.progress.step("starting seglog serve")
+        running[SEGLOG] = (server.port, server.bootstrap, lambda: _pid(server.pid),
+                           server.rss_bytes)
+        try:
+            sides[SEGLOG].figures["start_s"] = server.start()
+        except RuntimeError as exc:
+            sides[SEGLOG].errors["start_s"] = str(exc)[:600]
+            stop(SEGLOG)
+        if ref is None:
+            result.notes.append(f"Kafka's side skipped: {why} (the jars are never downloaded "
+                                "by the bench).")
+        else:
+            sides[KAFKA] = Side(KAFKA)
+            result.params["kafka"] = ref.version
+            broker = KafkaBroker(ref, scratch / "kafka")
+            ctx.progress.step("formatting the Kafka data dir")
+            broker.format()
+            ctx.progress.step("starting the Kafka broker")
+            kafka_broker = broker
+            running[KAFKA] = (broker.port, broker.bootstrap, lambda: _pid(kafka_broker.pid),
+                              broker.rss_bytes)
+            try:
+                t0 = time.perf_counter()
+                broker.start()
+                process = broker.process
+                assert process is not None  # start() returned: it runs
+                sides[KAFKA].figures["start_s"] = wait_ready("127.0.0.1", broker.port,
+                                                             process, t0)
+            except RuntimeError as exc:
+                sides[KAFKA].errors["start_s"] = str(exc)[:600]
+                stop(KAFKA)
+        for round_index in range(rounds):
+            names = list(running)
+            for name in names if round_index % 2 == 0 else names[::-1]:
+                try:
+                    measure_rates(sides[name], bootstrap=running[name][1], ref=ref,
+                                  scratch=scratch, records=records, record_bytes=record_bytes,
+                                  mode=mode, round_index=round_index, progress=ctx.progress)
+                except RuntimeError as exc:
+                    sides[name].errors[f"round {round_index + 1}"] = str(exc)[:600]
+        for name in list(running):
+            side = sides[name]
+            port, bootstrap, pid_of, rss_bytes = running[name]
+            partitions_too = name == SEGLOG or CAPACITY_KAFKA_PARTITIONS.get(mode, True)
+            try:
+                measure_idle(side, bootstrap=bootstrap, pid=pid_of(), scratch=scratch,
+                             mode=mode, progress=ctx.progress)
+                side.figures["rss_bytes"] = rss_bytes()
+                measure_capacity(side, host="127.0.0.1", port=port, bootstrap=bootstrap,
+                                 pid=pid_of(), mode=mode, progress=ctx.progress,
+                                 partitions_too=partitions_too)
+            except RuntimeError as exc:
+                side.errors["rss_bytes"] = str(exc)[:600]
+            if not partitions_too:
+                side.errors["cap.part"] = f"{_NOT_MEASURED} in {mode} mode (time budget)"
+            stop(name)
+    finally:
+        for name in list(running):
+            stop(name)
 
     _figures(result, sides)
     result.tables += _tables(result, sides, records, record_bytes, mode)
@@ -807,7 +881,9 @@ def _figures(result: PartResult, sides: dict[str, Side]) -> None:
                     "ms" if key.endswith("_ms") else (
                         "share" if key.endswith("share") else (
                             "count" if key.startswith("cap.") else UNIT_RECORDS_PER_S))))
-            result.figure(f"{name}.{key}", unit).add(value)
+            figure = result.figure(f"{name}.{key}", unit)
+            for sample in side.samples.get(key, [value]):  # every round's, in order
+                figure.add(sample)
 
 
 def _cell(side: Side | None, key: str, fmt: Callable[[float], str]) -> str:
