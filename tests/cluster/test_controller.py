@@ -9,6 +9,7 @@ and "crashes" by a forced session expiry. Every wait is bounded (:func:`wait_unt
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -105,7 +106,10 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(zk_connect):
+def cluster(zk_connect, caplog):
+    # The controllers' INFO lines (elections, resignations, "controller moved") are what a
+    # failure here needs to be understood; pytest shows them with the failure.
+    caplog.set_level(logging.INFO, logger="seglog.cluster")
     c = Cluster(zk_connect)
     try:
         yield c
