@@ -59,6 +59,7 @@ what the history saw minus the values of transactions not known to be committed)
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import defaultdict
 from typing import Any, Iterable
@@ -496,6 +497,9 @@ def _transaction_orders(txns: dict[str, _Txn], at: dict[tuple[int, int], dict],
     """The notes G0 (two committed transactions that wrote two partitions in opposite orders)
     and int-send-skip (another record between one transaction's records on a partition)."""
     firsts: dict[str, dict[int, int]] = {}
+    observed: dict[int, list[int]] = defaultdict(list)  # partition -> sorted offsets seen
+    for partition, offset in sorted(at):
+        observed[partition].append(offset)
     for txn in sorted(txns.values(), key=lambda t: t.txn):
         mine = {s.value for s in txn.sends}
         offsets: dict[int, list[int]] = defaultdict(list)
@@ -504,8 +508,10 @@ def _transaction_orders(txns: dict[str, _Txn], at: dict[tuple[int, int], dict],
                 offsets[send.placed[0]].append(send.placed[1])
         for partition, placed in sorted(offsets.items()):
             low, high = min(placed), max(placed)
-            between = sorted(o for (p, o), values in at.items()
-                             if p == partition and low < o < high and set(values) - mine)
+            seen = observed[partition]
+            between = [o for o in seen[bisect.bisect_right(seen, low):
+                                       bisect.bisect_left(seen, high)]
+                       if set(at[(partition, o)]) - mine]
             if between:
                 notes.append(Anomaly(
                     "int-send-skip", f"transaction {txn.txn}: other records at {between[:10]} "
