@@ -366,6 +366,7 @@ class TxnProducer(threading.Thread):
                 # No commit was ever asked: the coordinator can only abort it (its timeout,
                 # or the next InitProducerId fencing this producer).
                 error = error_name(exc.args[0])
+                self._count_error(f"abort_transaction: {error}")
                 self.producer = None
         else:
             outcome, error = self._commit()
