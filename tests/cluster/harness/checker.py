@@ -337,7 +337,7 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
     uncommitted_values = {s.value for t in txns.values() if t.outcome != COMMITTED
                           for s in t.sends}
     anomalies += _poll_order(events, final, at, final_rc, uncommitted_values)
-    anomalies += _transactions(txns, polls, final_rc, final_rc_events, notes)
+    anomalies += _transactions(txns, polls, final_rc, final_rc_events)
     _transaction_orders(txns, at, notes)
     for partition, listing in sorted(replicas.items()):
         anomalies += _replicas(partition, listing)
@@ -435,7 +435,7 @@ def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
 
 
 def _transactions(txns: dict[str, _Txn], polls: list[dict], final_rc: dict[int, dict[int, int]],
-                  final_rc_events: dict[int, dict], notes: list[Anomaly]) -> list[Anomaly]:
+                  final_rc_events: dict[int, dict]) -> list[Anomaly]:
     """aborted-read, txn-lost and txn-partial (module docstring)."""
     found: list[Anomaly] = []
     if not txns:
