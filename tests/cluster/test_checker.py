@@ -297,10 +297,188 @@ def test_replica_offsets_going_down():
     assert [a.partition for a in only(result, "replica-nonmonotonic-offsets")] == [1]
 
 
+class TxnHistory:
+    """A transactional run built record by record: ``write`` places a transaction's value at
+    an explicit (partition, offset), ``end`` decides it, ``finish`` adds a read_uncommitted
+    consumer and final read holding everything written, and a read_committed consumer and
+    final read holding exactly the committed transactions' values (plus the unknown ones
+    named ``visible``). Markers take the offsets left free."""
+
+    def __init__(self):
+        self.h = History()
+        self.h.record("tx", "meta", "producer", idempotent=True, max_in_flight=5,
+                      retries=1_000_000, acks="all", transactional_id="tx")
+        self.placed: dict[int, dict[int, int]] = {p: {} for p in PARTITIONS}
+        self.members: dict[str, list[int]] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def begin(self, txn: str) -> None:
+        self.h.record("tx", "invoke", "txn", txn=txn)
+        self.members[txn] = []
+
+    def write(self, txn: str, value: int, partition: int, offset: int) -> None:
+        self.h.record("tx", "invoke", "send", key=str(partition), value=value,
+                      partition=partition, txn=txn)
+        self.h.record("tx", "ok", "send", key=str(partition), value=value, txn=txn,
+                      partition=partition, offset=offset)
+        self.placed[partition][offset] = value
+        self.members[txn].append(value)
+
+    def end(self, txn: str, outcome: str) -> None:
+        self.outcomes[txn] = outcome
+        self.h.record("tx", "info" if outcome == "unknown" else "ok", "txn", txn=txn,
+                      outcome=outcome, intent="abort" if outcome == "aborted" else "commit",
+                      values=self.members[txn])
+
+    def finish(self, visible: tuple[str, ...] = ()) -> list[dict]:
+        shown = {v for t, values in self.members.items()
+                 if self.outcomes[t] == "committed" or t in visible for v in values}
+        everything = {p: sorted(self.placed[p].items()) for p in PARTITIONS}
+        committed = {p: [(o, v) for o, v in everything[p] if v in shown] for p in PARTITIONS}
+        for name, isolation, records in (("c0", "read_uncommitted", everything),
+                                         ("rc", "read_committed", committed)):
+            self.h.record(name, "ok", "assign", partitions=list(PARTITIONS))
+            self.h.record(name, "ok", "poll", isolation=isolation,
+                          values={str(p): [list(r) for r in records[p]] for p in PARTITIONS})
+        for p in PARTITIONS:
+            end = max(self.placed[p], default=-1) + 2  # the last marker
+            self.h.record("final", "ok", "final-read", partition=p,
+                          records=[list(r) for r in everything[p]], high_watermark=end,
+                          isolation="read_uncommitted")
+            self.h.record("final", "ok", "final-read", partition=p,
+                          records=[list(r) for r in committed[p]], high_watermark=end,
+                          isolation="read_committed")
+        return events_of(self.h)
+
+
+def txn_history() -> TxnHistory:
+    """Three transactions, one after the other, each over both partitions, each followed by
+    its markers: tx-0 committed (10, 11 on p0; 12 on p1), tx-1 aborted (13 on p0, 14 on p1),
+    tx-2 unknown (its commit timed out) and committed after all (15 on p0, 16 on p1)."""
+    t = TxnHistory()
+    t.begin("tx-0")
+    t.write("tx-0", 10, 0, 0)
+    t.write("tx-0", 11, 0, 1)
+    t.write("tx-0", 12, 1, 0)
+    t.end("tx-0", "committed")
+    t.begin("tx-1")
+    t.write("tx-1", 13, 0, 3)
+    t.write("tx-1", 14, 1, 2)
+    t.end("tx-1", "aborted")
+    t.begin("tx-2")
+    t.write("tx-2", 15, 0, 5)
+    t.write("tx-2", 16, 1, 4)
+    t.end("tx-2", "unknown")
+    return t
+
+
+def test_clean_transactional_history_passes():
+    """Committed, aborted and unknown-but-whole transactions; the read_committed consumer
+    skips the aborted records and the markers (no poll-skip), the read_uncommitted one sees
+    the aborted records (allowed)."""
+    events = txn_history().finish(visible=("tx-2",))
+    result = checker.check(events)
+    assert result.valid, result.summary()
+    assert result.notes == []
+    assert (result.stats["txn-committed"], result.stats["txn-aborted"],
+            result.stats["txn-unknown"]) == (1, 1, 1)
+    ru_poll = find(events, f="poll", process="c0")
+    assert [3, 13] in ru_poll["values"]["0"]
+
+
+def test_unknown_transaction_wholly_invisible_passes():
+    events = txn_history().finish()
+    result = checker.check(events)
+    assert result.valid, result.summary()
+
+
+def test_aborted_read_in_a_read_committed_poll():
+    events = txn_history().finish(visible=("tx-2",))
+    poll = find(events, f="poll", process="rc")
+    poll["values"]["0"].insert(2, [3, 13])
+    found = only(checker.check(events), "aborted-read")
+    assert [(a.partition, a.offset, a.value) for a in found] == [(0, 3, 13)]
+    assert any(e["f"] == "txn" and e.get("outcome") == "aborted" for e in found[0].events)
+
+
+def test_aborted_read_in_the_read_committed_final_read():
+    events = txn_history().finish(visible=("tx-2",))
+    final = find(events, f="final-read", partition=1, isolation="read_committed")
+    final["records"].insert(1, [2, 14])
+    result = checker.check(events)
+    assert [(a.partition, a.value) for a in only(result, "aborted-read")] == [(1, 14)]
+    # The consumer that ran meanwhile skipped offset 2, which the final read now shows.
+    assert result.kinds() == {"aborted-read", "poll-skip"}
+
+
+def test_committed_transaction_lost_on_a_partition():
+    """All of tx-0's records on p1 missing from read_committed's final read."""
+    events = txn_history().finish(visible=("tx-2",))
+    final = find(events, f="final-read", partition=1, isolation="read_committed")
+    final["records"] = [r for r in final["records"] if r[1] != 12]
+    poll = find(events, f="poll", process="rc")
+    poll["values"]["1"] = [r for r in poll["values"]["1"] if r[1] != 12]
+    result = checker.check(events)
+    assert [(a.partition, a.value) for a in only(result, "txn-lost")] == [(1, 12)]
+    assert "txn-partial" not in result.kinds()
+
+
+def test_committed_transaction_partly_visible():
+    """One of tx-0's two records on p0 missing: not all-or-nothing."""
+    events = txn_history().finish(visible=("tx-2",))
+    final = find(events, f="final-read", partition=0, isolation="read_committed")
+    final["records"] = [r for r in final["records"] if r[1] != 11]
+    found = only(checker.check(events), "txn-partial")
+    assert [(a.partition, a.offset, a.value) for a in found] == [(0, 1, 11)]
+
+
+def test_unknown_transaction_must_be_all_or_nothing():
+    """tx-2 (commit timed out) visible on p0 but not on p1."""
+    events = txn_history().finish(visible=("tx-2",))
+    final = find(events, f="final-read", partition=1, isolation="read_committed")
+    final["records"] = [r for r in final["records"] if r[1] != 16]
+    poll = find(events, f="poll", process="rc")
+    poll["values"]["1"] = [r for r in poll["values"]["1"] if r[1] != 16]
+    found = only(checker.check(events), "txn-partial")
+    assert [(a.partition, a.value) for a in found] == [(1, 16)]
+
+
+def test_read_committed_poll_skip_over_a_committed_record():
+    """Skipping aborted records is read_committed's job; skipping a committed one is not."""
+    events = txn_history().finish(visible=("tx-2",))
+    poll = find(events, f="poll", process="rc")
+    poll["values"]["0"] = [r for r in poll["values"]["0"] if r[1] != 11]
+    found = only(checker.check(events), "poll-skip")
+    assert [(a.partition, a.offset) for a in found] == [(0, 5)]
+
+
+def test_g0_and_int_send_skip_are_notes():
+    """Two concurrent committed transactions: tx-a first on p0, tx-b first on p1 (a write
+    cycle, G0), and tx-b's records on p1 have tx-a's between them (int-send-skip). Kafka
+    allows both: reported as notes, the history stays valid."""
+    t = TxnHistory()
+    t.begin("tx-a")
+    t.begin("tx-b")
+    t.write("tx-a", 20, 0, 0)
+    t.write("tx-b", 21, 0, 1)
+    t.write("tx-b", 22, 1, 0)
+    t.write("tx-a", 23, 1, 1)
+    t.write("tx-b", 24, 1, 2)
+    t.end("tx-a", "committed")
+    t.end("tx-b", "committed")
+    result = checker.check(t.finish())
+    assert result.valid, result.summary()
+    kinds = sorted(a.kind for a in result.notes)
+    assert kinds == ["G0", "int-send-skip"], result.summary()
+    skip = next(a for a in result.notes if a.kind == "int-send-skip")
+    assert (skip.partition, skip.offset) == (1, 1)
+
+
 def test_every_kind_has_a_negative_control():
     """Each kind the checker knows is provoked by a test above (this list is the check)."""
     provoked = {"lost-write", "inconsistent-offsets", "duplicate", "G1a", "phantom",
                 "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "committed-read-lost",
                 "unseen", "replica-divergence", "replica-missing", "replica-epoch-divergence",
-                "replica-hw-above-leo", "replica-nonmonotonic-offsets"}
+                "replica-hw-above-leo", "replica-nonmonotonic-offsets", "aborted-read",
+                "txn-lost", "txn-partial", "G0", "int-send-skip"}
     assert provoked == checker.KINDS

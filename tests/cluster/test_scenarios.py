@@ -12,6 +12,11 @@
 - Negative control: the leader dies while both followers stall; with ``ack_on_append``
   (SEGLOG_TEST_BREAK: acks=all answered after the local append) the checker must report
   lost-write, and without it the same schedule must lose nothing.
+- S17-like: transactional producers commit and abort (seeded) over every partition while the
+  transaction coordinator's broker is killed; read_committed never sees an aborted record and
+  every committed transaction is whole. With ``read_committed_sees_aborted`` (SEGLOG_TEST_BREAK:
+  a read_committed Fetch answered without its aborted transactions) the checker must report
+  aborted-read.
 
 Each run keeps its history, broker output, data directories and the checker's summary under
 its tmp_path. The Kafka system test these follow is ``tests/kafkatest/tests/core/
@@ -700,6 +705,68 @@ def test_s16_group_offsets_survive_the_coordinators_death(run_factory):
 
     result = run.heal_and_check()
     assert result.valid, result.summary()
+
+
+READ_COMMITTED_BREAK_HONOURED = "read_committed_sees_aborted" in open(
+    importlib.util.find_spec("seglog.server.apis.data_fetch").origin, encoding="utf-8").read()
+
+#: Transactions in the scenarios: one ``__transaction_state`` partition (so one broker
+#: coordinates every transactional id), timed-out transactions aborted within a second.
+TXN_BROKER_CONFIGS = {"transaction.state.log.num.partitions": 1,
+                      "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000}
+
+
+@pytest.mark.parametrize("broken", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not READ_COMMITTED_BREAK_HONOURED,
+    reason="the Fetch handler does not honour read_committed_sees_aborted"))],
+    ids=["correct", "read_committed_sees_aborted"])
+def test_s17_transactions_survive_the_coordinators_death(run_factory, broken):
+    """S17-like, and the negative control of the checker's transaction checks. Two
+    transactional producers each write a few records to several partitions per transaction
+    and commit or abort it (seeded, about 40 % aborted); a read_committed and a
+    read_uncommitted consumer poll throughout. The broker coordinating the transactions (the
+    leader of ``__transaction_state-0``) is killed with -9; the producers carry on through the
+    new coordinator (a commit caught by the kill is *unknown*: it must end all or nothing).
+    The checker must find no aborted record visible to read_committed and every committed
+    transaction whole in the read_committed final read; with ``read_committed_sees_aborted``
+    it must report aborted-read, and only that."""
+    from harness.history import READ_COMMITTED
+
+    env = {"SEGLOG_TEST_BREAK": "read_committed_sees_aborted"} if broken else None
+    run = run_factory(topic_config=MIN_ISR_2, broker_configs=TXN_BROKER_CONFIGS, env=env)
+    run.start_consumer("rc", isolation=READ_COMMITTED)
+    run.start_consumer("c0")
+    producers = [run.start_txn_producer(f"tx{i}", seed=17 + i, duration_s=60.0)
+                 for i in range(2)]
+
+    def decided(outcome: str) -> int:
+        for producer in producers:  # a producer that died fails the run at once
+            assert producer.error is None, producer.error
+        return sum(p.outcomes[outcome] for p in producers)
+
+    run.wait_for("committed and aborted transactions",
+                 lambda: decided("committed") >= 6 and decided("aborted") >= 3)
+    run.check_baseline()
+    coordinator = run.wait_for("a __transaction_state-0 leader", lambda: (
+        (s := run.cluster.partition_state("__transaction_state", 0)) is not None
+        and s["leader"] >= 0 and (int(s["leader"]),)))[0]
+    before = decided("committed"), decided("aborted")
+    run.cluster.kill(coordinator)
+    run.wait_for("a new transaction coordinator", lambda: int(
+        run.cluster.partition_state("__transaction_state", 0)["leader"]) not in (-1, coordinator))
+    run.wait_for("transactions committed and aborted through the new coordinator",
+                 lambda: decided("committed") >= before[0] + 6
+                 and decided("aborted") >= before[1] + 3, 60)
+
+    result = run.heal_and_check()
+    assert result.stats.get("final-rc-partitions") == len(run.partitions), result.summary()
+    if broken:
+        found = result.of_kind("aborted-read")
+        assert found, "the checker missed the aborted records read_committed saw:\n" \
+            + result.summary()
+        assert result.excluding("aborted-read") == [], result.summary()
+    else:
+        assert result.valid, result.summary()
 
 
 def test_s15_zookeeper_frozen_leaders_keep_serving(tmp_path):

@@ -308,3 +308,65 @@ def test_transactional_offsets_in_a_cluster(make_cluster):
         assert committed == 5
     finally:
         group.close()
+
+
+def _read_committed_values(bootstrap: str, topic: str) -> list[bytes]:
+    """Every value a read_committed consumer returns from ``topic``-0, read from offset 0 to
+    the partition's end (bounded)."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        _low, stable = consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, 0), timeout=10)
+        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while True:
+            assert time.monotonic() < deadline, f"read {seen}, no end at {stable}"
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is None:
+                seen.append(message.value())
+            elif message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF \
+                    and message.offset() >= stable:
+                return seen
+    finally:
+        consumer.close()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["correct", "read_committed_sees_aborted"])
+def test_read_committed_sees_aborted_break(tmp_path, monkeypatch, broken):
+    """The negative control ``read_committed_sees_aborted`` (SEGLOG_TEST_BREAK) on a
+    standalone broker: an aborted then a committed transaction; a read_committed consumer
+    returns the committed records only, and with the break (the Fetch answered without its
+    aborted transactions) the aborted ones too, in log order."""
+    if broken:
+        monkeypatch.setenv("SEGLOG_TEST_BREAK", "read_committed_sees_aborted")
+    else:
+        monkeypatch.delenv("SEGLOG_TEST_BREAK", raising=False)
+    broker = seglog.Broker(tmp_path / "standalone", listen=("127.0.0.1", 0))
+    broker.start()
+    try:
+        broker.state.store.create_topic("t", 1)
+        producer = confluent_kafka.Producer({
+            "bootstrap.servers": broker.bootstrap, "transactional.id": "tx-break",
+            "transaction.timeout.ms": 60000, "message.timeout.ms": 30000})
+        producer.init_transactions(30)
+        for prefix, commit in (("aborted", False), ("committed", True)):
+            producer.begin_transaction()
+            for i in range(3):
+                producer.produce("t", value=f"{prefix}-{i}".encode(), partition=0)
+            assert producer.flush(30) == 0
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        producer = None
+        seen = _read_committed_values(broker.bootstrap, "t")
+    finally:
+        broker.stop()
+    committed = [f"committed-{i}".encode() for i in range(3)]
+    aborted = [f"aborted-{i}".encode() for i in range(3)]
+    assert seen == (aborted + committed if broken else committed)

@@ -1,4 +1,5 @@
-"""Test-only negative controls: switches that put a known replication bug back, by name.
+"""Test-only negative controls: switches that put a known replication or transaction bug
+back, by name.
 
 A scenario test proves its checker can see data loss by running once with a bug restored and
 expecting the checker to fail (research R§3.7, R§6.5). The switches come from the environment
@@ -15,6 +16,9 @@ The flags (:data:`FLAGS`):
 - ``skip_epoch_check``: a leader serves a request whose ``CurrentLeaderEpoch`` is stale (no
   KIP-320 fencing; the replica manager).
 - ``elect_most_recent``: the controller elects a replica it should not (the controller).
+- ``read_committed_sees_aborted``: a read_committed Fetch is answered without its aborted
+  transactions, so the consumer cannot drop their records (the server's Fetch; the storage
+  read itself is unchanged, so the last stable offset still holds).
 
 The first time a flag is seen enabled it is logged once at WARNING, so a broker running with a
 bug on says so in its log. An unknown name in the variable is logged once and ignored.
@@ -30,7 +34,8 @@ import threading
 ENV_VAR = "SEGLOG_TEST_BREAK"
 """The environment variable that holds the enabled flags, comma-separated."""
 
-FLAGS = frozenset({"truncate_to_hw", "ack_on_append", "skip_epoch_check", "elect_most_recent"})
+FLAGS = frozenset({"truncate_to_hw", "ack_on_append", "skip_epoch_check", "elect_most_recent",
+                   "read_committed_sees_aborted"})
 """Every flag a seglog module honours; :func:`enabled` refuses any other name."""
 
 _log = logging.getLogger(__name__)
@@ -65,7 +70,7 @@ def _log_once(names: set[str]) -> None:
     for flag in sorted(fresh):
         if flag in FLAGS:
             _log.warning("%s=%s: negative control %r is ON; this process has a known "
-                         "replication bug on purpose (tests only)", ENV_VAR,
+                         "bug on purpose (tests only)", ENV_VAR,
                          os.environ.get(ENV_VAR, ""), flag)
         else:
             _log.warning("%s: unknown flag %r ignored (known: %s)", ENV_VAR, flag,

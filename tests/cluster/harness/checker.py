@@ -35,19 +35,38 @@ Kinds (each an :class:`Anomaly` with the events that show it):
   ``leader-epoch-checkpoint`` entry that starts below it, keep HW <= LEO and never let
   offsets go down inside a log.
 
-Not checked yet: transactions (R§6.4 #10: aborted records under read_committed,
-all-or-nothing commits); the workload writes no transactions today.
+Transactions (R§6.4 #10), from the ``txn`` events and the ``txn`` of each send; "visible"
+means seen by a read_committed poll or in the read_committed final read (``final-read`` with
+``isolation`` = ``read_committed``):
+
+* ``aborted-read`` (Jepsen's G1a for transactions): a value of an *aborted* transaction is
+  visible.
+* ``txn-lost``: a *committed* transaction's acknowledged records on a partition are all
+  missing from the read_committed final read (below the last stable offset it read to).
+* ``txn-partial``: a transaction's acknowledged records on a partition are partly there: a
+  *committed* one missing some of them, or an *unknown* one (its commit failed or timed
+  out) that is visible somewhere yet missing records elsewhere. An unknown transaction must be
+  all or nothing: wholly visible or wholly invisible.
+* ``G0`` and ``int-send-skip`` (always notes: Kafka's model allows them, as Jepsen's
+  ``:bad-error-types`` leaves them out): two committed transactions that wrote two partitions
+  in opposite orders (a write cycle), and a transaction whose records on one partition have
+  another producer's record between them.
+
+A read_committed consumer skips the offsets of aborted records and transaction markers, so
+its ``poll-skip`` is judged against the read_committed final read (or, without one, against
+what the history saw minus the values of transactions not known to be committed).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections import defaultdict
 from typing import Any, Iterable
 
 from .history import (
-    ASSIGN, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER, REPLICA, SEND,
-    partition_values,
+    ABORTED, ASSIGN, COMMITTED, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER,
+    READ_COMMITTED, READ_UNCOMMITTED, REPLICA, SEND, TXN, UNKNOWN, partition_values,
 )
 
 #: Every kind :func:`check` can report, anomaly or note.
@@ -55,7 +74,8 @@ KINDS = frozenset({
     "lost-write", "inconsistent-offsets", "duplicate", "G1a", "phantom", "nonmonotonic-send",
     "nonmonotonic-poll", "poll-skip", "committed-read-lost", "unseen", "replica-divergence",
     "replica-missing", "replica-epoch-divergence", "replica-hw-above-leo",
-    "replica-nonmonotonic-offsets",
+    "replica-nonmonotonic-offsets", "aborted-read", "txn-lost", "txn-partial", "G0",
+    "int-send-skip",
 })
 
 
@@ -131,6 +151,34 @@ class _Send:
         # A send never completed (the run ended first) is indeterminate.
         return self.completion["type"] if self.completion is not None else INFO
 
+    @property
+    def txn(self) -> str | None:
+        return self.invoke.get("txn") if self.invoke is not None else None
+
+    @property
+    def placed(self) -> tuple[int, int] | None:
+        """(partition, offset) of an acknowledged send, else None."""
+        c = self.completion
+        if c is None or c["type"] != OK:
+            return None
+        return int(c["partition"]), int(c["offset"])
+
+
+@dataclasses.dataclass
+class _Txn:
+    txn: str
+    invoke: dict[str, Any] | None = None
+    completion: dict[str, Any] | None = None
+    sends: list[_Send] = dataclasses.field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        # A transaction never completed (the run ended first) may have been committed.
+        return self.completion["outcome"] if self.completion is not None else UNKNOWN
+
+    def shown(self) -> tuple[dict[str, Any], ...]:
+        return tuple(e for e in (self.invoke, self.completion) if e is not None)
+
 
 def check(events: Iterable[dict[str, Any]]) -> CheckResult:
     """Check a history (events in the order they were recorded) and report every anomaly."""
@@ -140,6 +188,10 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
     polls: list[dict[str, Any]] = []
     final: dict[int, dict[int, int]] = {}
     final_events: dict[int, dict[str, Any]] = {}
+    # The read_committed final read, apart: it legitimately lacks aborted records.
+    final_rc: dict[int, dict[int, int]] = {}
+    final_rc_events: dict[int, dict[str, Any]] = {}
+    txns: dict[str, _Txn] = {}
     replicas: dict[int, list[dict[str, Any]]] = defaultdict(list)
     stats: dict[str, int] = defaultdict(int)
 
@@ -156,16 +208,31 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
                 send.completion = event
         elif f == POLL:
             polls.append(event)
+        elif f == TXN:
+            txn = txns.setdefault(event["txn"], _Txn(event["txn"]))
+            if kind == INVOKE:
+                txn.invoke = event
+            else:
+                txn.completion = event
         elif f == FINAL_READ:
             partition = int(event["partition"])
-            final[partition] = {int(o): int(v) for o, v in event["records"]}
-            final_events[partition] = event
+            records = {int(o): int(v) for o, v in event["records"]}
+            if event.get("isolation", READ_UNCOMMITTED) == READ_COMMITTED:
+                final_rc[partition], final_rc_events[partition] = records, event
+            else:
+                final[partition], final_events[partition] = records, event
         elif f == REPLICA:
             replicas[int(event["partition"])].append(event)
     for send in sends.values():
         stats[f"send-{send.outcome}"] += 1
+        if send.txn is not None:
+            txns.setdefault(send.txn, _Txn(send.txn)).sends.append(send)
+    for txn in txns.values():
+        stats[f"txn-{txn.outcome}"] += 1
     stats["polls"] = len(polls)
     stats["final-partitions"] = len(final)
+    if final_rc:
+        stats["final-rc-partitions"] = len(final_rc)
 
     anomalies: list[Anomaly] = []
     notes: list[Anomaly] = []
@@ -185,6 +252,9 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
     for partition, records in final.items():
         for offset, value in records.items():
             at[(partition, offset)][value].append(final_events[partition])
+    for partition, records in final_rc.items():
+        for offset, value in records.items():
+            at[(partition, offset)][value].append(final_rc_events[partition])
 
     # inconsistent-offsets
     for (partition, offset), values in sorted(at.items()):
@@ -234,7 +304,9 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
                     "lost-write", f"acknowledged at offset {offset}; the final read has "
                                   f"{'nothing' if found is None else found} there",
                     (send.invoke, c, final_events[partition]), partition, offset, send.value))
-        elif (partition, offset) not in polled and polled_max.get(partition, -1) > offset:
+        elif (partition, offset) not in polled and polled_max.get(partition, -1) > offset \
+                and (send.txn is None or txns[send.txn].outcome == COMMITTED):
+            # (A read_committed consumer skips the records of aborted transactions.)
             anomalies.append(Anomaly(
                 "lost-write", f"acknowledged at offset {offset}, never polled, and offset "
                               f"{polled_max[partition]} was", (send.invoke, c),
@@ -262,7 +334,11 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
                     tuple(evs[:5]) + (final_events[partition],), partition, offset, value))
 
     anomalies += _send_order(sends, producers, notes)
-    anomalies += _poll_order(events, final, at)
+    uncommitted_values = {s.value for t in txns.values() if t.outcome != COMMITTED
+                          for s in t.sends}
+    anomalies += _poll_order(events, final, at, final_rc, uncommitted_values)
+    anomalies += _transactions(txns, polls, final_rc, final_rc_events)
+    _transaction_orders(txns, at, notes)
     for partition, listing in sorted(replicas.items()):
         anomalies += _replicas(partition, listing)
     return CheckResult(anomalies, notes, dict(stats))
@@ -308,8 +384,10 @@ def _send_order(sends: dict[int, _Send], producers: dict[str, dict],
 
 
 def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
-                at: dict[tuple[int, int], dict]) -> list[Anomaly]:
-    """nonmonotonic-poll and poll-skip, per consumer and partition, reset by reassignment."""
+                at: dict[tuple[int, int], dict], final_rc: dict[int, dict[int, int]],
+                uncommitted_values: set[int]) -> list[Anomaly]:
+    """nonmonotonic-poll and poll-skip, per consumer and partition, reset by reassignment.
+    A read_committed consumer's skips are judged against what read_committed can see."""
     found = []
     existing: dict[int, set[int]] = defaultdict(set)
     for partition, offset in at:
@@ -317,6 +395,12 @@ def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
             existing[partition].add(offset)
     for partition, records in final.items():
         existing[partition] = set(records)
+    existing_rc: dict[int, set[int]] = defaultdict(set)
+    for (partition, offset), values in at.items():
+        if partition not in final_rc and not set(values) & uncommitted_values:
+            existing_rc[partition].add(offset)
+    for partition, records in final_rc.items():
+        existing_rc[partition] = set(records)
     last: dict[tuple[str, int], tuple[int, dict]] = {}
     for event in events:
         if event["type"] != OK:
@@ -328,6 +412,7 @@ def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
             continue
         if event["f"] != POLL:
             continue
+        visible = existing_rc if event.get("isolation") == READ_COMMITTED else existing
         for partition, pairs in partition_values(event["values"]).items():
             for offset, value in pairs:
                 previous = last.get((consumer, partition))
@@ -338,7 +423,7 @@ def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
                             "nonmonotonic-poll", f"offset {offset} polled after {before}",
                             (before_event, event), partition, offset, value))
                     else:
-                        skipped = sorted(o for o in existing[partition] if before < o < offset)
+                        skipped = sorted(o for o in visible[partition] if before < o < offset)
                         if skipped:
                             found.append(Anomaly(
                                 "poll-skip", f"jumped from {before} to {offset} over "
@@ -347,6 +432,104 @@ def _poll_order(events: list[dict], final: dict[int, dict[int, int]],
                 if previous is None or offset > previous[0]:
                     last[(consumer, partition)] = (offset, event)
     return found
+
+
+def _transactions(txns: dict[str, _Txn], polls: list[dict], final_rc: dict[int, dict[int, int]],
+                  final_rc_events: dict[int, dict]) -> list[Anomaly]:
+    """aborted-read, txn-lost and txn-partial (module docstring)."""
+    found: list[Anomaly] = []
+    if not txns:
+        return found
+    # Every value visible to read_committed, with the events that show it.
+    visible: dict[int, list[dict]] = defaultdict(list)
+    for event in polls:
+        if event.get("isolation") == READ_COMMITTED:
+            for pairs in partition_values(event["values"]).values():
+                for _offset, value in pairs:
+                    visible[value].append(event)
+    final_values: dict[int, set[int]] = {}
+    for partition, records in final_rc.items():
+        final_values[partition] = set(records.values())
+        for value in records.values():
+            visible[value].append(final_rc_events[partition])
+    for txn in sorted(txns.values(), key=lambda t: t.txn):
+        outcome = txn.outcome
+        if outcome == ABORTED:
+            for send in txn.sends:
+                if send.value in visible:
+                    placed = send.placed
+                    found.append(Anomaly(
+                        "aborted-read", f"transaction {txn.txn} was aborted; read_committed "
+                                        f"saw its value (G1a)",
+                        txn.shown() + tuple(visible[send.value][:5]),
+                        placed[0] if placed else None, placed[1] if placed else None,
+                        send.value))
+            continue
+        if outcome == UNKNOWN and not any(s.value in visible for s in txn.sends):
+            continue  # wholly invisible: it ended aborted
+        # Committed, or unknown and visible: every acknowledged record must be there.
+        by_partition: dict[int, list[_Send]] = defaultdict(list)
+        for send in txn.sends:
+            placed = send.placed
+            if placed is None or placed[0] not in final_rc:
+                continue
+            if placed[1] >= int(final_rc_events[placed[0]].get("high_watermark", 1 << 62)):
+                continue  # above the last stable offset read to: not judged
+            by_partition[placed[0]].append(send)
+        for partition, wrote in sorted(by_partition.items()):
+            missing = [s for s in wrote if s.value not in final_values[partition]]
+            if not missing:
+                continue
+            kind = "txn-lost" if outcome == COMMITTED and len(missing) == len(wrote) \
+                else "txn-partial"
+            found.append(Anomaly(
+                kind, f"{outcome} transaction {txn.txn}: {len(missing)} of its {len(wrote)} "
+                      f"acknowledged records here missing from the read_committed final read: "
+                      f"{sorted(s.value for s in missing)[:20]}",
+                txn.shown() + tuple(s.completion for s in missing[:10])
+                + (final_rc_events[partition],), partition, missing[0].placed[1],
+                missing[0].value))
+    return found
+
+
+def _transaction_orders(txns: dict[str, _Txn], at: dict[tuple[int, int], dict],
+                        notes: list[Anomaly]) -> None:
+    """The notes G0 (two committed transactions that wrote two partitions in opposite orders)
+    and int-send-skip (another record between one transaction's records on a partition)."""
+    firsts: dict[str, dict[int, int]] = {}
+    observed: dict[int, list[int]] = defaultdict(list)  # partition -> sorted offsets seen
+    for partition, offset in sorted(at):
+        observed[partition].append(offset)
+    for txn in sorted(txns.values(), key=lambda t: t.txn):
+        mine = {s.value for s in txn.sends}
+        offsets: dict[int, list[int]] = defaultdict(list)
+        for send in txn.sends:
+            if send.placed is not None:
+                offsets[send.placed[0]].append(send.placed[1])
+        for partition, placed in sorted(offsets.items()):
+            low, high = min(placed), max(placed)
+            seen = observed[partition]
+            between = [o for o in seen[bisect.bisect_right(seen, low):
+                                       bisect.bisect_left(seen, high)]
+                       if set(at[(partition, o)]) - mine]
+            if between:
+                notes.append(Anomaly(
+                    "int-send-skip", f"transaction {txn.txn}: other records at {between[:10]} "
+                                     f"between its offsets {low} and {high}",
+                    txn.shown(), partition, between[0]))
+        if txn.outcome == COMMITTED and len(offsets) >= 2:
+            firsts[txn.txn] = {p: min(o) for p, o in offsets.items()}
+    names = sorted(firsts)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = sorted(set(firsts[a]) & set(firsts[b]))
+            before = {p for p in common if firsts[a][p] < firsts[b][p]}
+            after = set(common) - before
+            if before and after:
+                p, q = min(before), min(after)
+                notes.append(Anomaly(
+                    "G0", f"transactions {a} and {b}: {a} first on partition {p}, {b} first "
+                          f"on partition {q}", txns[a].shown() + txns[b].shown(), p))
 
 
 def _replicas(partition: int, listing: list[dict]) -> list[Anomaly]:

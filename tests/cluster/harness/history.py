@@ -11,17 +11,27 @@ a consumer, ``final`` or ``replicas``), ``time_ns``, ``type`` and ``f``:
 
   - ``send``: ``key``, ``value`` (a unique integer across the run) and, on ``ok``,
     ``partition`` and ``offset``; on ``fail``/``info``, ``error`` (Kafka's error name) and,
-    where the client knew it, ``partition``.
-  - ``poll`` (``ok`` only): ``values``: ``{partition: [[offset, value], ...]}``.
+    where the client knew it, ``partition``. A send inside a transaction carries ``txn``
+    (the transaction's id) on its invoke and its completion.
+  - ``txn``: one transaction of a transactional producer. ``invoke`` when it begins (``txn``,
+    its id, unique across the run); the completion names its ``outcome``: ``ok`` with
+    ``committed`` (commit_transaction returned) or ``aborted`` (the producer never asked to
+    commit it, so it can only end aborted), ``info`` with ``unknown`` (a commit was asked
+    and failed or timed out: it may be either); with ``values`` (every value produced in it),
+    ``intent`` (``commit`` or ``abort``) and, on failure, ``error``.
+  - ``poll`` (``ok`` only): ``values``: ``{partition: [[offset, value], ...]}`` and the
+    consumer's ``isolation`` (``read_uncommitted`` when absent).
   - ``assign`` (``ok`` only): ``partitions``: a consumer's new assignment (it resets that
     consumer's monotonicity tracking, R§6.4 #6).
   - ``final-read`` (``ok`` only): ``partition``, ``records``: ``[[offset, value], ...]``
-    from offset 0 to the end, read by a fresh consumer after healing.
+    from offset 0 to the end, read by a fresh consumer after healing, its ``isolation``
+    (``read_uncommitted`` when absent: to the high watermark; ``read_committed``: to the last
+    stable offset) and ``high_watermark`` (the end it read to).
   - ``replica`` (``ok`` only): ``broker``, ``partition``, ``batches``: ``[[base_offset,
     last_offset, crc], ...]`` in file order, ``epochs``: the ``leader-epoch-checkpoint``
     entries ``[[epoch, start_offset], ...]``, ``high_watermark``, ``log_end_offset``.
   - ``producer`` (``meta``): a producer's settings: ``idempotent``, ``max_in_flight``,
-    ``retries``, ``acks``.
+    ``retries``, ``acks`` (and ``transactional_id`` for a transactional one).
 
 Values are the integers the workload wrote as ASCII record values; the checker never
 needs the record bytes.
@@ -41,9 +51,14 @@ INVOKE, OK, FAIL, INFO, META = "invoke", "ok", "fail", "info", "meta"
 TYPES = frozenset({INVOKE, OK, FAIL, INFO, META})
 
 #: Operations (the ``f`` of an event).
-SEND, POLL, ASSIGN, FINAL_READ, REPLICA, PRODUCER = (
-    "send", "poll", "assign", "final-read", "replica", "producer")
-FUNCTIONS = frozenset({SEND, POLL, ASSIGN, FINAL_READ, REPLICA, PRODUCER})
+SEND, POLL, ASSIGN, FINAL_READ, REPLICA, PRODUCER, TXN = (
+    "send", "poll", "assign", "final-read", "replica", "producer", "txn")
+FUNCTIONS = frozenset({SEND, POLL, ASSIGN, FINAL_READ, REPLICA, PRODUCER, TXN})
+
+#: Consumer isolation levels (Kafka's ``isolation.level``).
+READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
+#: A transaction's outcomes (the ``outcome`` of a ``txn`` completion).
+COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 
 
 class HistoryError(ValueError):

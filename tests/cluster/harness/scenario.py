@@ -16,7 +16,7 @@ from typing import Any, Callable
 from seglog.cluster.local import LocalCluster
 
 from . import checker, faults, workload
-from .history import OK, POLL, SEND, History
+from .history import FINAL_READ, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SEND, History
 
 #: Broker settings of R§6.1: timeouts shortened but not razor-thin, no leader rebalancing.
 BROKER_CONFIGS = {
@@ -62,7 +62,7 @@ class ScenarioRun:
         self.partitions = list(range(partitions))
         self.history = History(self.run_dir / "history.jsonl")
         self.values = workload.Values()
-        self.producers: list[workload.Producer] = []
+        self.producers: list[workload.Producer | workload.TxnProducer] = []
         self.consumers: list[workload.Consumer] = []
         #: False when :meth:`heal_and_check` gave up waiting for full ISRs.
         self.isr_full = True
@@ -153,10 +153,24 @@ class ScenarioRun:
         self.producers.append(producer)
         return producer
 
-    def start_consumer(self, name: str = "c0") -> workload.Consumer:
-        """Start an assigned consumer over every partition."""
+    def start_txn_producer(self, name: str, **settings: Any) -> workload.TxnProducer:
+        """Start a transactional producer over every partition (see
+        :class:`workload.TxnProducer`; ``name`` is its ``transactional.id``)."""
+        settings.setdefault("duration_s", 90.0)
+        producer = workload.TxnProducer(self.history, self.cluster.bootstrap_servers,
+                                        self.topic, self.partitions, self.values, name=name,
+                                        **settings)
+        producer.start()
+        self.producers.append(producer)
+        return producer
+
+    def start_consumer(self, name: str = "c0", *,
+                       isolation: str = READ_UNCOMMITTED) -> workload.Consumer:
+        """Start an assigned consumer over every partition (``isolation``: Kafka's
+        ``isolation.level``)."""
         consumer = workload.Consumer(self.history, self.cluster.bootstrap_servers, self.topic,
-                                     self.partitions, name=name, duration_s=120.0)
+                                     self.partitions, name=name, duration_s=120.0,
+                                     isolation=isolation)
         consumer.start()
         self.consumers.append(consumer)
         return consumer
@@ -236,7 +250,8 @@ class ScenarioRun:
     def heal_and_check(self, replicas: int = 3, *,
                        require_full_isr: bool = True) -> checker.CheckResult:
         """Stop the producers, resume and restart every broker, wait for full ISRs, stop the
-        consumers, read every partition, stop the brokers, list the replicas and check.
+        consumers, read every partition (read_committed too when the run has a transactional
+        producer or a read_committed consumer), stop the brokers, list the replicas and check.
         With ``require_full_isr=False`` (a broken broker may never rejoin) the ISR wait is
         bounded to 15 s and its failure only noted in ``isr_full``.
         The checker's summary is written to ``run_dir/checker.txt``."""
@@ -265,6 +280,12 @@ class ScenarioRun:
             json.dumps(self.states(), indent=1, default=str) + "\n")
         workload.final_read(self.history, self.cluster.bootstrap_servers, self.topic,
                             self.partitions)
+        if any(isinstance(p, workload.TxnProducer) for p in self.producers) or any(
+                c.isolation == READ_COMMITTED for c in self.consumers):
+            high_watermarks = {int(e["partition"]): int(e["high_watermark"])
+                               for e in list(self.history.events) if e["f"] == FINAL_READ}
+            workload.final_read_committed(self.history, self.cluster.bootstrap_servers,
+                                          self.topic, self.partitions, high_watermarks)
         for consumer in self.consumers:
             consumer.stop()
         for consumer in self.consumers:

@@ -14,6 +14,10 @@ Outcome of a send (R§6.3, exactly):
   *was* written) included, timeouts, ``NOT_LEADER_OR_FOLLOWER`` and sends never reported
   before the run ended.
 
+A transactional producer (:class:`TxnProducer`) writes a few records to several partitions
+per transaction and then commits or aborts it, as a seeded RNG says; its transactions'
+outcomes are recorded (committed, aborted, or unknown when a commit failed or timed out).
+
 Every loop is bounded by a count and a time; every client wait has a timeout.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import struct
 import threading
 import time
@@ -34,7 +39,8 @@ from seglog.filenames import (
 from seglog.storage.checkpoints import LeaderEpochCheckpointFile, OffsetCheckpointFile
 
 from .history import (
-    ASSIGN, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER, REPLICA, SEND, History,
+    ABORTED, ASSIGN, COMMITTED, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER,
+    READ_COMMITTED, READ_UNCOMMITTED, REPLICA, SEND, TXN, UNKNOWN, History,
 )
 
 #: Kafka error codes that mean "not written" when the producer does not retry (R§6.3).
@@ -236,9 +242,216 @@ class KafkaPythonProducer(Producer):
         self.producer = None
 
 
+class TxnProducer(threading.Thread):
+    """One confluent-kafka transactional producer (``transactional.id`` = ``name``; idempotent,
+    acks=all, as Kafka requires) running transactions over ``partitions`` of ``topic`` until
+    ``count`` transactions, ``duration_s`` or :meth:`stop` (a transaction begun is always
+    finished).
+
+    Each transaction writes 1-3 records (``records_max``) to each of 2 or more partitions,
+    flushes, then aborts with probability ``abort_ratio`` (a seeded ``random.Random(seed)``;
+    always when a send failed or was never reported) and commits otherwise. Outcomes
+    (history module): ``committed`` when commit_transaction returned (a retriable error is
+    retried, at most ``commit_attempts`` times), ``aborted`` when no commit was ever asked,
+    ``unknown`` when a commit was asked and failed. After an unknown outcome or a fatal error
+    the producer is closed and a new one with the same ``transactional.id`` is opened
+    (InitProducerId fences the old one). Every client call has a timeout (``txn_timeout_s``).
+    """
+
+    def __init__(self, history: History, bootstrap: str, topic: str, partitions: list[int],
+                 values: Values, *, name: str = "tx0", seed: int = 0,
+                 abort_ratio: float = 0.4, records_max: int = 3, count: int = 10_000,
+                 duration_s: float = 30.0, interval_s: float = 0.05,
+                 txn_timeout_s: float = 10.0, commit_attempts: int = 3,
+                 transaction_timeout_ms: int = 10000, config: dict[str, Any] | None = None):
+        super().__init__(name=f"txn-producer-{name}", daemon=True)
+        assert len(partitions) >= 2, "a transaction spans several partitions"
+        self.history, self.bootstrap, self.topic = history, bootstrap, topic
+        self.partitions, self.values, self.process = list(partitions), values, name
+        self.rng = random.Random(seed)
+        self.abort_ratio, self.records_max = abort_ratio, records_max
+        self.count, self.duration_s, self.interval_s = count, duration_s, interval_s
+        self.txn_timeout_s, self.commit_attempts = txn_timeout_s, commit_attempts
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.config = config or {}
+        history.record(name, META, PRODUCER, idempotent=True, max_in_flight=5,
+                       retries=1_000_000, acks="all", transactional_id=name)
+        self.producer: Any = None
+        self.pending: dict[int, dict] = {}
+        self.pending_lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.outcomes: dict[str, int] = {COMMITTED: 0, ABORTED: 0, UNKNOWN: 0}
+        self.errors: dict[str, int] = {}
+        self.error: BaseException | None = None
+
+    def stop(self) -> None:
+        """Ask the producer to stop after the transaction in progress."""
+        self.stopping.set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the scenario through .error
+            self.error = exc
+        finally:
+            self.producer = None  # librdkafka's threads end with the last reference
+
+    def _open(self, deadline: float) -> bool:
+        """A fresh producer with its transactions initialised; False when the deadline (or a
+        stop) came first."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import Producer as KafkaProducer
+
+        while time.monotonic() < deadline and not self.stopping.is_set():
+            self.producer = KafkaProducer({
+                "bootstrap.servers": self.bootstrap, "transactional.id": self.process,
+                "transaction.timeout.ms": self.transaction_timeout_ms, "acks": "all",
+                "enable.idempotence": True, "max.in.flight.requests.per.connection": 5,
+                "retries": 1_000_000, "linger.ms": 2, "client.id": self.process,
+                **CLIENT_TIMEOUTS, **PRODUCER_TIMEOUTS,
+                # librdkafka refuses a message timeout above the transaction timeout.
+                "message.timeout.ms": min(PRODUCER_TIMEOUTS["message.timeout.ms"],
+                                          self.transaction_timeout_ms),
+                **self.config})
+            try:
+                self.producer.init_transactions(self.txn_timeout_s)
+                return True
+            except KafkaException as exc:
+                self._count_error(f"init_transactions: {error_name(exc.args[0])}")
+                self.producer = None
+                time.sleep(0.5)
+        return False
+
+    def _count_error(self, name: str) -> None:
+        self.errors[name] = self.errors.get(name, 0) + 1
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + self.duration_s
+        for number in range(self.count):
+            if self.stopping.is_set() or time.monotonic() >= deadline:
+                break
+            if self.producer is None and not self._open(deadline):
+                break
+            self._transaction(f"{self.process}-{number}")
+            time.sleep(self.interval_s)
+
+    def _transaction(self, txn: str) -> None:
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.begin_transaction()
+        except KafkaException as exc:
+            self._count_error(f"begin_transaction: {error_name(exc.args[0])}")
+            self.producer = None  # a fatal state: start again with a fresh producer
+            return
+        self.history.record(self.process, INVOKE, TXN, txn=txn)
+        written = []
+        count = self.rng.randint(2, len(self.partitions))
+        for partition in sorted(self.rng.sample(self.partitions, count)):
+            for _ in range(self.rng.randint(1, self.records_max)):
+                value = self.values.next()
+                written.append(value)
+                self._send(txn, value, partition)
+        self.producer.flush(self.txn_timeout_s)
+        with self.pending_lock:
+            clean = not any(invoke.get("txn") == txn for invoke in self.pending.values())
+        failed = any(self.history.events[i]["type"] != OK for i in self._completions(txn))
+        intent = "commit" if clean and not failed and self.rng.random() >= self.abort_ratio \
+            else "abort"
+        if intent == "abort":
+            outcome, error = ABORTED, None
+            try:
+                self.producer.abort_transaction(self.txn_timeout_s)
+            except KafkaException as exc:
+                # No commit was ever asked: the coordinator can only abort it (its timeout,
+                # or the next InitProducerId fencing this producer).
+                error = error_name(exc.args[0])
+                self._count_error(f"abort_transaction: {error}")
+                self.producer = None
+        else:
+            outcome, error = self._commit()
+        self._settle(txn)
+        self.outcomes[outcome] += 1
+        fields = {"error": error} if error is not None else {}
+        self.history.record(self.process, OK if outcome != UNKNOWN else INFO, TXN, txn=txn,
+                            outcome=outcome, intent=intent, values=written, **fields)
+
+    def _commit(self) -> tuple[str, str | None]:
+        from confluent_kafka import KafkaException
+
+        error = None
+        for _ in range(self.commit_attempts):
+            try:
+                self.producer.commit_transaction(self.txn_timeout_s)
+                return COMMITTED, None
+            except KafkaException as exc:
+                kafka_error = exc.args[0]
+                error = error_name(kafka_error)
+                self._count_error(f"commit_transaction: {error}")
+                if not kafka_error.retriable():
+                    break
+        # Asked and failed: it may have been committed or not. The producer starts afresh.
+        if self.producer is not None:
+            try:
+                self.producer.abort_transaction(self.txn_timeout_s)
+            except KafkaException:
+                pass
+        self.producer = None
+        return UNKNOWN, error
+
+    def _completions(self, txn: str) -> list[int]:
+        """The history indexes of this transaction's send completions so far."""
+        return [e["index"] for e in list(self.history.events)
+                if e["f"] == SEND and e["type"] != INVOKE and e.get("txn") == txn]
+
+    def _settle(self, txn: str) -> None:
+        """Serve the last delivery reports (an abort purges what was still queued), then
+        record the sends never reported as *info*."""
+        if self.producer is not None:
+            self.producer.poll(0)
+        with self.pending_lock:
+            never = [(v, e) for v, e in self.pending.items() if e.get("txn") == txn]
+        for value, invoke in never:
+            self._complete(value, invoke, INFO, error="never reported")
+
+    def _send(self, txn: str, value: int, partition: int) -> None:
+        key = str(partition)
+        with self.pending_lock:
+            invoke = self.history.record(self.process, INVOKE, SEND, key=key, value=value,
+                                         partition=partition, txn=txn)
+            self.pending[value] = invoke
+        try:
+            self.producer.produce(self.topic, value=str(value).encode(), key=key.encode(),
+                                  partition=partition,
+                                  on_delivery=self._delivered(value, invoke))
+        except BufferError:
+            self._complete(value, invoke, FAIL, error="local queue full")
+        except Exception as exc:  # noqa: BLE001 - KafkaException: refused locally
+            self._complete(value, invoke, FAIL, error=f"produce() raised {exc}")
+        self.producer.poll(0)
+
+    def _delivered(self, value: int, invoke: dict):
+        def report(err, msg) -> None:
+            if err is None:
+                self._complete(value, invoke, OK, partition=msg.partition(),
+                               offset=msg.offset())
+            else:
+                self._complete(value, invoke, classify(err, 1_000_000), error=error_name(err),
+                               code=err.code(), partition=msg.partition())
+        return report
+
+    def _complete(self, value: int, invoke: dict, outcome: str, **fields: Any) -> None:
+        with self.pending_lock:
+            if self.pending.pop(value, None) is None:
+                return
+        self.history.record(self.process, outcome, SEND, key=invoke["key"], value=value,
+                            txn=invoke["txn"], **fields)
+
+
 class Consumer(threading.Thread):
     """One confluent-kafka consumer assigned ``partitions`` of ``topic`` from offset 0 (no
-    group), polling until :meth:`stop` or ``duration_s``; each batch is one ``poll`` event."""
+    group), polling until :meth:`stop` or ``duration_s``; each batch is one ``poll`` event
+    (with the consumer's ``isolation``)."""
 
     def __init__(self, history: History, bootstrap: str, topic: str, partitions: list[int], *,
                  name: str = "c0", duration_s: float = 60.0, isolation: str = "read_uncommitted",
@@ -248,7 +461,7 @@ class Consumer(threading.Thread):
 
         self.history, self.topic, self.partitions, self.process = (
             history, topic, list(partitions), name)
-        self.duration_s = duration_s
+        self.duration_s, self.isolation = duration_s, isolation
         self.consumer = KafkaConsumer({
             "bootstrap.servers": bootstrap, "group.id": f"seglog-harness-{name}",
             "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -286,7 +499,8 @@ class Consumer(threading.Thread):
                     [message.offset(), int(message.value())])
             if values:
                 self.polled += sum(len(v) for v in values.values())
-                self.history.record(self.process, OK, POLL, values=values)
+                self.history.record(self.process, OK, POLL, values=values,
+                                    isolation=self.isolation)
 
 
 class GroupConsumer(threading.Thread):
@@ -374,13 +588,13 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     scenario, an unclean election, lost them for good: the checker reports what is missing).
     """
     from confluent_kafka import Consumer as KafkaConsumer
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import KafkaError, TopicPartition
 
     consumer = KafkaConsumer({
         "bootstrap.servers": bootstrap, "group.id": "seglog-harness-final",
         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-        "isolation.level": "read_uncommitted", "client.id": "final",
-        **CLIENT_TIMEOUTS})
+        "isolation.level": READ_UNCOMMITTED, "client.id": "final",
+        "enable.partition.eof": True, **CLIENT_TIMEOUTS})
     counts = {}
     try:
         for partition in partitions:
@@ -397,11 +611,81 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
                     raise TimeoutError(f"final read of {topic}-{partition}: at {next_offset} "
                                        f"of {high} after {timeout_s} s")
                 for message in consumer.consume(num_messages=1000, timeout=0.5):
-                    if message.error() is None:
+                    if message.partition() != partition:
+                        continue  # left over from the previous partition's assignment
+                    error = message.error()
+                    if error is None:
                         records.append([message.offset(), int(message.value())])
                         next_offset = message.offset() + 1
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        # The last offsets may hold transaction markers, which no consumer
+                        # returns: the end of the partition says the read is whole.
+                        next_offset = max(next_offset, message.offset())
             history.record("final", OK, FINAL_READ, partition=partition, records=records,
-                           high_watermark=high)
+                           high_watermark=high, isolation=READ_UNCOMMITTED)
+            counts[partition] = len(records)
+    finally:
+        consumer.close()
+    return counts
+
+
+def final_read_committed(history: History, bootstrap: str, topic: str, partitions: list[int],
+                         high_watermarks: dict[int, int], *, timeout_s: float = 30.0,
+                         settle_s: float = 30.0) -> dict[int, int]:
+    """A fresh read_committed consumer reads every partition from offset 0 to its last stable
+    offset and records one ``final-read`` event per partition with ``isolation`` =
+    ``read_committed``, ``high_watermark`` = the last stable offset it read to and
+    ``log_high_watermark`` = the partition's high watermark (``high_watermarks``, from the
+    read_uncommitted final read). Returns ``{partition: records read}``.
+
+    Before reading it waits, at most ``settle_s``, for the last stable offset to reach that
+    high watermark: every transaction decided (a coordinator that moved resends its markers;
+    one left open is aborted after ``transaction.timeout.ms``). The read ends at the
+    partition's end-of-file event at or past the last stable offset (aborted records and
+    markers leave no record to count offsets by). Raises ``TimeoutError`` when a partition
+    cannot be read within ``timeout_s``.
+    """
+    from confluent_kafka import Consumer as KafkaConsumer
+    from confluent_kafka import KafkaError, TopicPartition
+
+    consumer = KafkaConsumer({
+        "bootstrap.servers": bootstrap, "group.id": "seglog-harness-final-committed",
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": READ_COMMITTED, "client.id": "final-committed",
+        "enable.partition.eof": True, **CLIENT_TIMEOUTS})
+    counts = {}
+    try:
+        for partition in partitions:
+            tp = TopicPartition(topic, partition)
+            wanted = high_watermarks.get(partition, 0)
+            settle_until = time.monotonic() + settle_s
+            while True:
+                # A read_committed consumer's watermark query answers the last stable offset.
+                _low, stable = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+                if stable >= wanted or time.monotonic() >= settle_until:
+                    break
+                time.sleep(0.2)
+            deadline = time.monotonic() + timeout_s
+            records: list[list[int]] = []
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            at_end = stable == 0
+            while not at_end:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"read_committed final read of {topic}-{partition}: "
+                                       f"{len(records)} records, no end at {stable} after "
+                                       f"{timeout_s} s")
+                for message in consumer.consume(num_messages=1000, timeout=0.5):
+                    if message.partition() != partition:
+                        continue  # left over from the previous partition's assignment
+                    error = message.error()
+                    if error is None:
+                        records.append([message.offset(), int(message.value())])
+                    elif error.code() == KafkaError._PARTITION_EOF \
+                            and message.offset() >= stable:
+                        at_end = True
+            history.record("final", OK, FINAL_READ, partition=partition, records=records,
+                           high_watermark=stable, log_high_watermark=wanted,
+                           isolation=READ_COMMITTED)
             counts[partition] = len(records)
     finally:
         consumer.close()

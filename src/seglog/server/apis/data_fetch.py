@@ -16,7 +16,9 @@ over, reading again as Kafka's ``DelayedFetch.onComplete`` does. A broker that i
 down (``BrokerState.closing``, when the core sets it and notifies) ends the wait at once.
 
 Isolation. read_uncommitted reads stop at the high watermark; read_committed at the last
-stable offset, with the aborted transactions that overlap what was read.
+stable offset, with the aborted transactions that overlap what was read (the test-only
+negative control ``read_committed_sees_aborted``, :mod:`seglog.cluster.test_breaks`, answers
+an empty list instead).
 
 Fetch sessions (KIP-227). This broker keeps none: a full request (session epoch 0 or -1) is
 answered with session id 0, which both the Java client (``FetchSessionHandler``: "sent a full
@@ -44,6 +46,7 @@ import time
 from typing import Any
 
 from ... import errors
+from ...cluster import test_breaks
 from ..context import RawResponse
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
@@ -201,6 +204,8 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
         cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
                                  w.follower_log_start_offset)
     aborted = result.aborted_transactions
+    if aborted is not None and test_breaks.enabled("read_committed_sees_aborted"):
+        aborted = []  # the negative control: the consumer keeps every aborted record
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
     return PartitionResult(w.partition, ERROR_NONE, result.high_watermark,
