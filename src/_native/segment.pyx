@@ -132,6 +132,7 @@ cdef enum:
     CHUNK_BYTES = 4096            # a reader's pread granularity for header scans
     RO_WINDOW_BYTES = 1 << 20     # a reader's batches() reads whole batches in ~1 MiB windows
     DROP_BLOCK_BYTES = 2 << 20    # drop_mapped_pages widens its range to these (a PMD's span)
+    DROP_PENDING_BYTES = 1 << 20  # ... and gathers smaller ranges up to this before a drop
 
 cdef enum Check:
     OK = 0
@@ -368,6 +369,8 @@ cdef class _LogMap:
     cdef Py_ssize_t length
     cdef Py_ssize_t exports       # live buffer exports (views)
     cdef Py_ssize_t live_end      # largest end of a view exported since exports was last 0
+    cdef Py_ssize_t drop_start    # drop_mapped_pages' pending range (drop_end 0: none)
+    cdef Py_ssize_t drop_end
 
     def __dealloc__(self):
         if self.address != NULL:
@@ -399,18 +402,43 @@ cdef class _LogView:
 cdef Py_ssize_t _PAGE_BYTES = sysconf(_SC_PAGESIZE)
 
 
+cdef inline Py_ssize_t _page_span(Py_ssize_t start, Py_ssize_t end) noexcept:
+    return ((end + _PAGE_BYTES - 1) // _PAGE_BYTES - start // _PAGE_BYTES) * _PAGE_BYTES
+
+
+cdef Py_ssize_t _drop_pending(_LogMap mapping) except -1:
+    """madvise(MADV_DONTNEED) ``mapping``'s pending range, widened (see drop_mapped_pages),
+    and forget it; its span in whole pages."""
+    cdef Py_ssize_t start = mapping.drop_start
+    cdef Py_ssize_t end = mapping.drop_end
+    cdef Py_ssize_t block_start, block_end
+    cdef int rc
+    mapping.drop_start = mapping.drop_end = 0
+    block_start = max(start - DROP_BLOCK_BYTES, 0)
+    block_start -= block_start % DROP_BLOCK_BYTES
+    # The mapping's length is a whole number of windows, so of blocks and pages as well.
+    block_end = min((end + DROP_BLOCK_BYTES - 1) // DROP_BLOCK_BYTES * DROP_BLOCK_BYTES,
+                    mapping.length)
+    with nogil:
+        rc = madvise(mapping.address + block_start, block_end - block_start, MADV_DONTNEED)
+    if rc != 0:
+        raise _os_error(errno, None)
+    return _page_span(start, end)
+
+
 def drop_mapped_pages(buffer):
     """Drop the pages of a writer segment's ``.log`` mapping that ``buffer`` (a view from
     :meth:`Segment.read`, or a contiguous slice of one) covers from this process's page
-    tables: ``madvise(MADV_DONTNEED)`` on the range widened to whole DROP_BLOCK_BYTES blocks
-    (the pure twin's docstring says why, and why the data stays correct). Returns the bytes
-    of the range rounded out to whole pages; 0, doing nothing, when ``buffer`` is anything
-    else (bytes, a reader's pread copy, an empty read, a released view). OSError when madvise
-    fails."""
+    tables: ``madvise(MADV_DONTNEED)`` on the range widened to whole DROP_BLOCK_BYTES (2 MiB)
+    blocks, one more before it. Ranges under DROP_PENDING_BYTES (1 MiB) are gathered per
+    mapping and dropped together once they span that much, or when a range far from them
+    comes. The pure twin's docstring says why, and why the data stays correct. Returns the
+    bytes, in whole pages, of the ranges this call dropped (0 when the range waits); 0, doing
+    nothing, when ``buffer`` is anything else (bytes, a reader's pread copy, an empty read, a
+    released view). OSError when madvise fails."""
     cdef Py_buffer view
     cdef _LogMap mapping
-    cdef Py_ssize_t start, end, block_start, block_end
-    cdef int rc
+    cdef Py_ssize_t start, end, dropped = 0
     if type(buffer) is not memoryview:
         return 0
     try:
@@ -427,16 +455,17 @@ def drop_mapped_pages(buffer):
     if start < 0 or end > mapping.length:
         raise AssertionError(f"a segment view [{start}, {end}) outside its mapping "
                              f"[0, {mapping.length})")
-    block_start = max(start - DROP_BLOCK_BYTES, 0)
-    block_start -= block_start % DROP_BLOCK_BYTES
-    # The mapping's length is a whole number of windows, so of blocks and pages as well.
-    block_end = min((end + DROP_BLOCK_BYTES - 1) // DROP_BLOCK_BYTES * DROP_BLOCK_BYTES,
-                    mapping.length)
-    with nogil:
-        rc = madvise(mapping.address + block_start, block_end - block_start, MADV_DONTNEED)
-    if rc != 0:
-        raise _os_error(errno, None)
-    return (end + _PAGE_BYTES - 1) // _PAGE_BYTES * _PAGE_BYTES - start // _PAGE_BYTES * _PAGE_BYTES
+    if mapping.drop_end and (start > mapping.drop_end + DROP_BLOCK_BYTES
+                             or end + DROP_BLOCK_BYTES < mapping.drop_start):
+        dropped = _drop_pending(mapping)
+    if mapping.drop_end == 0:
+        mapping.drop_start, mapping.drop_end = start, end
+    else:
+        mapping.drop_start = min(mapping.drop_start, start)
+        mapping.drop_end = max(mapping.drop_end, end)
+    if mapping.drop_end - mapping.drop_start >= DROP_PENDING_BYTES:
+        dropped += _drop_pending(mapping)
+    return dropped
 
 
 @cython.final

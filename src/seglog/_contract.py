@@ -1009,9 +1009,11 @@ class Backend(Protocol):
         """Drop the pages of a writer segment's ``.log`` mapping that ``buffer`` (a view from
         ``Segment.read``, or a contiguous slice of one) covers from this process's page
         tables, once the caller is done with the bytes (a broker, after handing a Fetch
-        response to its socket): ``madvise(MADV_DONTNEED)`` on the range rounded out to whole
-        pages. The bytes stay in the page cache and every view of them stays valid: a later
-        access faults the page back in (see ``seglog.pure.segment``). Returns the bytes
-        advised (a multiple of the page size), or 0 without doing anything when ``buffer``
-        is anything else: bytes, a read-only segment's pread copy, an empty read, a released
-        view, a view of another backend's segment. OSError when madvise fails."""
+        response to its socket): ``madvise(MADV_DONTNEED)`` on the range widened to whole
+        2 MiB blocks, one more before it; ranges under 1 MiB are gathered per mapping and
+        dropped together once they span 1 MiB, or when a range far from them comes. The bytes
+        stay in the page cache and every view of them stays valid: a later access faults the
+        page back in (see ``seglog.pure.segment``). Returns the bytes, in whole pages, of the
+        ranges this call dropped (0 when the range waits), or 0 without doing anything when
+        ``buffer`` is anything else: bytes, a read-only segment's pread copy, an empty read, a
+        released view, a view of another backend's segment. OSError when madvise fails."""

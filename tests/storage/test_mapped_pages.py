@@ -1,6 +1,6 @@
 """``drop_mapped_pages``: a zero-copy read's pages leave this process's page tables, its bytes
-stay correct (for the dropped view and every other view of them), and any other buffer is left
-alone (issue 11: a broker serving Fetch from the segments' mappings kept every page it sent).
+stay correct (for the dropped view and every other view of them), small ranges are gathered
+per mapping until they span 1 MiB, and any other buffer is left alone (issue 11: a broker serving Fetch from the segments' mappings kept every page it sent).
 
 Residence is measured per mapping, from ``/proc/self/smaps`` (the Rss of the mappings of the
 segment's ``.log``), so that the rest of the test process does not blur it; the asserts compare
@@ -96,6 +96,29 @@ def test_a_slice_drops_its_own_pages_rounded_out(filled_log, backend):
     result, copy = read_all(filled_log)
     start, end = 3 * PAGE_BYTES + 100, 700 * PAGE_BYTES + 5
     assert backend.drop_mapped_pages(result.buffer[start:end]) == page_span(start, end)
+    assert bytes(result.buffer) == copy
+
+
+def test_small_ranges_are_gathered_and_dropped_together(filled_log, backend):
+    result, copy = read_all(filled_log)
+    quarter = 256 << 10  # four of them make the 1 MiB a mapping gathers before a drop
+    for i in range(3):
+        assert backend.drop_mapped_pages(result.buffer[i * quarter:(i + 1) * quarter]) == 0
+    waiting = mapping_rss_bytes(result.log_path)
+    assert waiting >= result.size_bytes * 3 // 4  # nothing dropped yet
+    assert backend.drop_mapped_pages(result.buffer[3 * quarter:4 * quarter]) == 4 * quarter
+    assert mapping_rss_bytes(result.log_path) <= waiting - 4 * quarter
+    assert bytes(result.buffer) == copy
+
+
+def test_a_range_far_from_the_gathered_one_drops_it_first(filled_log, backend):
+    result, copy = read_all(filled_log)
+    small = 100 << 10
+    far = 6 << 20  # more than a 2 MiB block past the first range
+    assert backend.drop_mapped_pages(result.buffer[:small]) == 0
+    assert backend.drop_mapped_pages(result.buffer[far:far + small]) == small
+    # The far range waits in turn: a range next to it completes 1 MiB and drops it.
+    assert backend.drop_mapped_pages(result.buffer[far + small:far + (1 << 20)]) == 1 << 20
     assert bytes(result.buffer) == copy
 
 

@@ -29,9 +29,10 @@ mappings (:class:`~seglog.storage.reads.LogReadResult`), and every page the sock
 would stay in the broker's page tables (its RSS) after it: consuming a 1 GiB log would leave the
 broker with 1 GiB of mapped file pages, where Kafka, which sends with sendfile, maps none.
 Once the responses of a flush have been handed to the transport, the pages of their views are
-dropped from the broker's page tables (the store backend's ``drop_mapped_pages``, about 10 us
-per 0.5 MiB sent: the bytes stay in the page cache, and any view of them still alive faults
-them back in; it does nothing for a view of anything else). Python 3.11's transport copies
+dropped from the broker's page tables (the store backend's ``drop_mapped_pages``, which
+gathers small ranges of a segment up to 1 MiB first; about 30 us per MiB sent: the bytes stay
+in the page cache, and any view of them still alive faults them back in; it does nothing for
+a view of anything else). Python 3.11's transport copies
 what the socket did not take at once, so the drop follows the write at once; 3.12's keeps a
 view of it (zero-copy writes), so when the write left the transport over its high-water mark
 the drop waits for ``resume_writing`` (or the connection's end), lest the kernel map the
