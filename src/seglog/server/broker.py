@@ -102,8 +102,8 @@ class Server:
                  cluster: Any = None):
         self.store = store
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
-        #: large response part it has written (a Fetch response's zero-copy record sets), so
-        #: that sent segment pages leave the broker's page tables (see connection.py).
+        #: view it has written (a Fetch response's zero-copy record sets), so that the segment
+        #: pages sent leave the broker's page tables (see connection.py).
         self.drop_mapped_pages = get_backend(store.backend).drop_mapped_pages
         #: ``cluster(state) -> ReplicaManager`` for a cluster member (zookeeper.connect), else
         #: None: made and started once the BrokerState exists, before the handlers' start

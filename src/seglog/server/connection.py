@@ -32,12 +32,12 @@ Once the responses of a flush have been handed to the transport, the pages of th
 dropped from the broker's page tables (the store backend's ``drop_mapped_pages``, which
 gathers small ranges of a segment up to 1 MiB first; about 30 us per MiB sent: the bytes stay
 in the page cache, and any view of them still alive faults them back in; it does nothing for
-a view of anything else). Python 3.11's transport copies
-what the socket did not take at once, so the drop follows the write at once; 3.12's keeps a
-view of it (zero-copy writes), so when the write left the transport over its high-water mark
-the drop waits for ``resume_writing`` (or the connection's end), lest the kernel map the
-unsent bytes again as the transport sends them. A follower's Fetch is served by the same
-path, so a leader's pages sent to its followers leave as well.
+a view of anything else). Python 3.11's transport copies what the socket did not take at
+once, so the drop follows the write at once; 3.12's keeps a view of it (zero-copy writes), so
+when the write left the transport over its high-water mark the drop waits for
+``resume_writing`` (or the connection's end), lest the kernel map the unsent bytes again as
+the transport sends them. A follower's Fetch is served by the same path, so a leader's pages
+sent to its followers leave as well.
 
 Everything runs on the event loop thread.
 """
