@@ -40,10 +40,10 @@ cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
-from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, mmap, munmap
+from posix.mman cimport MADV_DONTNEED, MAP_FAILED, MAP_SHARED, PROT_READ, madvise, mmap, munmap
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
-from posix.unistd cimport fdatasync, ftruncate, pread
+from posix.unistd cimport _SC_PAGESIZE, fdatasync, ftruncate, pread, sysconf
 
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _records cimport _record_checkpoints, _skip_records
@@ -131,6 +131,8 @@ cdef enum:
     ENTRY_FALLBACKS = 4           # offset-index entries tried before a lookup scans from 0
     CHUNK_BYTES = 4096            # a reader's pread granularity for header scans
     RO_WINDOW_BYTES = 1 << 20     # a reader's batches() reads whole batches in ~1 MiB windows
+    DROP_BLOCK_BYTES = 2 << 20    # drop_mapped_pages widens its range to these (a PMD's span)
+    DROP_PENDING_BYTES = 1 << 20  # ... and gathers smaller ranges up to this before a drop
 
 cdef enum Check:
     OK = 0
@@ -367,6 +369,8 @@ cdef class _LogMap:
     cdef Py_ssize_t length
     cdef Py_ssize_t exports       # live buffer exports (views)
     cdef Py_ssize_t live_end      # largest end of a view exported since exports was last 0
+    cdef Py_ssize_t drop_start    # drop_mapped_pages' pending range (drop_end 0: none)
+    cdef Py_ssize_t drop_end
 
     def __dealloc__(self):
         if self.address != NULL:
@@ -393,6 +397,75 @@ cdef class _LogView:
         self.mapping.exports -= 1
         if self.mapping.exports == 0:
             self.mapping.live_end = 0
+
+
+cdef Py_ssize_t _PAGE_BYTES = sysconf(_SC_PAGESIZE)
+
+
+cdef inline Py_ssize_t _page_span(Py_ssize_t start, Py_ssize_t end) noexcept:
+    return ((end + _PAGE_BYTES - 1) // _PAGE_BYTES - start // _PAGE_BYTES) * _PAGE_BYTES
+
+
+cdef Py_ssize_t _drop_pending(_LogMap mapping) except -1:
+    """madvise(MADV_DONTNEED) ``mapping``'s pending range, widened (see drop_mapped_pages),
+    and forget it; its span in whole pages."""
+    cdef Py_ssize_t start = mapping.drop_start
+    cdef Py_ssize_t end = mapping.drop_end
+    cdef Py_ssize_t block_start, block_end
+    cdef int rc
+    mapping.drop_start = mapping.drop_end = 0
+    block_start = max(start - DROP_BLOCK_BYTES, 0)
+    block_start -= block_start % DROP_BLOCK_BYTES
+    # The mapping's length is a whole number of windows, so of blocks and pages as well.
+    block_end = min((end + DROP_BLOCK_BYTES - 1) // DROP_BLOCK_BYTES * DROP_BLOCK_BYTES,
+                    mapping.length)
+    with nogil:
+        rc = madvise(mapping.address + block_start, block_end - block_start, MADV_DONTNEED)
+    if rc != 0:
+        raise _os_error(errno, None)
+    return _page_span(start, end)
+
+
+def drop_mapped_pages(buffer):
+    """Drop the pages of a writer segment's ``.log`` mapping that ``buffer`` (a view from
+    :meth:`Segment.read`, or a contiguous slice of one) covers from this process's page
+    tables: ``madvise(MADV_DONTNEED)`` on the range widened to whole DROP_BLOCK_BYTES (2 MiB)
+    blocks, one more before it. Ranges under DROP_PENDING_BYTES (1 MiB) are gathered per
+    mapping and dropped together once they span that much, or when a range far from them
+    comes. The pure twin's docstring says why, and why the data stays correct. Returns the
+    bytes, in whole pages, of the ranges this call dropped (0 when the range waits); 0, doing
+    nothing, when ``buffer`` is anything else (bytes, a reader's pread copy, an empty read, a
+    released view). OSError when madvise fails."""
+    cdef Py_buffer view
+    cdef _LogMap mapping
+    cdef Py_ssize_t start, end, dropped = 0
+    if type(buffer) is not memoryview:
+        return 0
+    try:
+        owner = buffer.obj
+    except ValueError:  # a released view: nothing to drop
+        return 0
+    if type(owner) is not _LogView or not buffer.c_contiguous or buffer.nbytes == 0:
+        return 0
+    mapping = (<_LogView>owner).mapping
+    PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE)
+    start = <const unsigned char *>view.buf - mapping.address
+    end = start + view.len
+    PyBuffer_Release(&view)
+    if start < 0 or end > mapping.length:
+        raise AssertionError(f"a segment view [{start}, {end}) outside its mapping "
+                             f"[0, {mapping.length})")
+    if mapping.drop_end and (start > mapping.drop_end + DROP_BLOCK_BYTES
+                             or end + DROP_BLOCK_BYTES < mapping.drop_start):
+        dropped = _drop_pending(mapping)
+    if mapping.drop_end == 0:
+        mapping.drop_start, mapping.drop_end = start, end
+    else:
+        mapping.drop_start = min(mapping.drop_start, start)
+        mapping.drop_end = max(mapping.drop_end, end)
+    if mapping.drop_end - mapping.drop_start >= DROP_PENDING_BYTES:
+        dropped += _drop_pending(mapping)
+    return dropped
 
 
 @cython.final

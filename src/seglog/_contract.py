@@ -1004,3 +1004,16 @@ class Backend(Protocol):
         are decoded but columns are cut) as one Columns object. Control batches are skipped.
         Every batch decoded is CRC-checked unless ``check_crcs`` is false; offsets and
         decompression are checked as in ``iter_batches`` and ``Batch.records``."""
+
+    def drop_mapped_pages(self, buffer: BytesLike) -> int:
+        """Drop the pages of a writer segment's ``.log`` mapping that ``buffer`` (a view from
+        ``Segment.read``, or a contiguous slice of one) covers from this process's page
+        tables, once the caller is done with the bytes (a broker, after handing a Fetch
+        response to its socket): ``madvise(MADV_DONTNEED)`` on the range widened to whole
+        2 MiB blocks, one more before it; ranges under 1 MiB are gathered per mapping and
+        dropped together once they span 1 MiB, or when a range far from them comes. The bytes
+        stay in the page cache and every view of them stays valid: a later access faults the
+        page back in (see ``seglog.pure.segment``). Returns the bytes, in whole pages, of the
+        ranges this call dropped (0 when the range waits), or 0 without doing anything when
+        ``buffer`` is anything else: bytes, a read-only segment's pread copy, an empty read, a
+        released view, a view of another backend's segment. OSError when madvise fails."""

@@ -17,12 +17,12 @@ from .index import OffsetIndex, TimeIndex
 from . import accumulator  # the producer's murmur2 and open-batch buffer
 from . import keymap  # the cleaner sizes its map with this module's constants
 from .keymap import KeyMap
-from .segment import Segment
+from .segment import Segment, drop_mapped_pages
 
 name = "pure"
 
 __all__ = [
     "accumulator", "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment",
     "TimeIndex", "crc32c",
-    "decode_columns", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
+    "decode_columns", "drop_mapped_pages", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, Mapping
 
+from .._backend import get_backend
 from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..store import Store
@@ -100,6 +101,10 @@ class Server:
     def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
                  cluster: Any = None):
         self.store = store
+        #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
+        #: view it has written (a Fetch response's zero-copy record sets), so that the segment
+        #: pages sent leave the broker's page tables (see connection.py).
+        self.drop_mapped_pages = get_backend(store.backend).drop_mapped_pages
         #: ``cluster(state) -> ReplicaManager`` for a cluster member (zookeeper.connect), else
         #: None: made and started once the BrokerState exists, before the handlers' start
         #: hooks and before the listener accepts (no request is ever served standalone).
