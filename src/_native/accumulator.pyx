@@ -22,6 +22,7 @@ Not thread-safe, except the futures and batch results: the Producer calls the re
 lock.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from cpython.pythread cimport (
@@ -49,6 +50,7 @@ cdef enum:
     # count varints (5 bytes each at most).
     VARINTS_BYTES = 15
 
+cdef char* _EMPTY = b""  # what an empty column exports (never NULL)
 cdef int64_t _RECORD_OVERHEAD = _MAX_RECORD_OVERHEAD + VARINTS_BYTES
 cdef int64_t _BATCH_OVERHEAD = _RECORD_BATCH_OVERHEAD
 cdef enum:
@@ -122,13 +124,26 @@ cdef inline int _grow(void** buf, Py_ssize_t* capacity, Py_ssize_t needed,
 
 
 cdef class _Column:
-    """One byte column (values or keys): concatenated bytes plus start and length per record."""
+    """One byte column (values or keys): concatenated bytes plus start and length per record.
+
+    It exports its bytes read-only (the buffer protocol) so that ``RecordBuffer.columns``
+    hands them to ``encode_batch`` without a copy; while a view is exported it refuses to
+    grow (a realloc would move the memory under the view)."""
     cdef char* data
     cdef Py_ssize_t data_bytes
     cdef Py_ssize_t data_capacity
+    cdef Py_ssize_t exports
 
     def __dealloc__(self):
         free(self.data)
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.data if self.data != NULL else _EMPTY,
+                          self.data_bytes, 1, flags)
+        self.exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        self.exports -= 1
 
     cdef inline int put(self, object item, const char* what) except -2:
         """Copy ``item`` (bytes-like or None); returns its length (-1 for None)."""
@@ -152,6 +167,9 @@ cdef class _Column:
             length = view.shape[0]
             source = <const char*>&view[0] if length else NULL
         if self.data_bytes + length > self.data_capacity:
+            if self.exports:
+                raise BufferError("the batch's columns are exported (being encoded): the "
+                                  "buffer cannot grow")
             _grow(<void**>&self.data, &self.data_capacity, self.data_bytes + length, 1)
         if length:
             memcpy(self.data + self.data_bytes, source, length)
@@ -229,7 +247,10 @@ cdef class RecordBuffer:
     def columns(self, Py_ssize_t start=0, Py_ssize_t end=-1):
         """Records ``start .. end-1`` (end -1: all) as ``(values, keys, timestamps_ms)``:
         values and keys in the ``(data, lengths)`` form of ``encode_batch`` (keys None when
-        every key in the buffer is null), timestamps an int64 array."""
+        every key in the buffer is null), timestamps an int64 array. The data are read-only
+        memoryviews of the buffer's own memory (no copy); while one is alive an append that
+        needs more room raises BufferError (the producer seals a batch before taking its
+        columns)."""
         if end < 0:
             end = self.record_count
         if not 0 <= start <= end <= self.record_count:
@@ -244,15 +265,17 @@ cdef class RecordBuffer:
                 if self.has_keys else None)
         return values, keys, table[:, 2].copy()
 
-    cdef bytes _slice(self, _Column column, Py_ssize_t start, Py_ssize_t end, int start_field,
-                      int length_field):
+    cdef object _slice(self, _Column column, Py_ssize_t start, Py_ssize_t end, int start_field,
+                       int length_field):
+        # A read-only view of the column's own memory, no copy: encode_batch reads the
+        # records where append put them.
         cdef Py_ssize_t first, last
         if start == end:
             return b""
         first = self._lengths[5 * start + start_field]
         last = (self._lengths[5 * (end - 1) + start_field]
                 + max(self._lengths[5 * (end - 1) + length_field], 0))
-        return PyBytes_FromStringAndSize(column.data + first, last - first)
+        return memoryview(column)[first:last]
 
     def __len__(self):
         return self.record_count

@@ -386,3 +386,20 @@ def test_batch_consumer_records_checks_every_record(native, pure):
         got = next(iter(be.iter_batches(bytes(raw)))).consumer_records(
             ConsumerRecord, "t", 0, 2, check_crcs=False)
         assert [r.value for r in got] == [bytes([ord("c") ^ 0xFF])]
+
+
+def test_native_columns_are_views_of_the_buffer(native):
+    """The native columns hand the buffer's own memory to encode_batch (no copy); while a
+    view is alive the buffer refuses to grow (its memory would move under the view)."""
+    buf = native.accumulator.RecordBuffer()
+    buf.append(b"k", b"v" * 10, 1)
+    values, keys, _ = buf.columns()
+    assert isinstance(values[0], memoryview) and values[0].readonly
+    assert values[0] == b"v" * 10 and keys[0] == b"k"
+    with pytest.raises(BufferError):
+        buf.append(b"k", b"w" * 4096, 2)  # needs more room than the column has
+    assert buf.record_count == 1
+    del values, keys
+    assert buf.append(b"k", b"w" * 4096, 2) == 1  # views released: it grows again
+    values, _, _ = buf.columns(1, 2)
+    assert values[0] == b"w" * 4096
