@@ -512,7 +512,11 @@ class Consumer:
         # Hand out from the buffer by index: slicing off its head each poll would make
         # small max_records quadratic in the records of one read.
         start = state.buffered_index
-        taken = state.buffered[start:start + wanted]
+        buffered = state.buffered
+        if start == 0 and wanted >= len(buffered):
+            taken = buffered  # the whole read: no copy of the list
+        else:
+            taken = buffered[start:start + wanted]
         state.buffered_index = start + len(taken)
         out.extend(taken)
         if state.buffered_index >= len(state.buffered):
