@@ -320,6 +320,9 @@ class Producer:
                 f"an idempotent or transactional producer needs acks='all', got {acks!r} "
                 "(Kafka: ConfigException, 'Must set acks to all')")
         self._broker = store
+        # A batch is written in the (data, lengths) form, numpy arrays: import numpy here, so
+        # the first batch written does not wait for it (some 40 ms) in the middle of sends.
+        import numpy  # noqa: F401
         # The backend's accumulator (murmur2, the open-batch buffers): the store's backend.
         self._accumulator = get_backend(getattr(store, "backend", None)).accumulator
         SendFuture.register(self._accumulator.SendFuture)  # isinstance(future, SendFuture)
