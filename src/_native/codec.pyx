@@ -1625,10 +1625,8 @@ cdef extern from "<pthread.h>" nogil:
 
 
 # decode_columns parses on two threads when the buffer has at least this many bytes and at
-# least this many batches to parse (module attributes, so a test can lower them). 1 MiB:
-# a consumer's fetch (max_partition_fetch_bytes, 1 MiB by default) then takes it; the
-# thread costs some 50 us and a MiB of ~100-byte records takes ~250 us to parse on one.
-_THREADED_BYTES_MIN = 1 << 20
+# least this many batches to parse (module attributes, so a test can lower them).
+_THREADED_BYTES_MIN = 8 << 20
 _THREADED_BATCHES_MIN = 8
 
 # Decodes that took the two-thread path (a test checks it was taken). GIL held.
@@ -1816,7 +1814,7 @@ def decode_columns(buffer, *, max_records=None, check_crcs=True, check_offsets=F
     that. Raises as :meth:`Batch.records`. Uncompressed record areas are parsed (and their
     CRCs computed) without the GIL.
 
-    Large inputs are parsed on two threads: when ``buffer`` holds at least 1 MiB
+    Large inputs are parsed on two threads: when ``buffer`` holds at least 8 MiB
     (``_THREADED_BYTES_MIN``) and at least 8 batches to decode (``_THREADED_BATCHES_MIN``), all
     uncompressed with record counts that fit their areas (and ``max_records``, if given, not
     below their total), the batches are split in two halves by bytes and the second half is

@@ -529,7 +529,7 @@ def _pure_columns(stream, **kwargs):
 
 def test_threaded_decode_columns_equals_single_threaded_and_pure(monkeypatch):
     stream = _threaded_stream()
-    assert ncodec._THREADED_BYTES_MIN == 1 << 20 and ncodec._THREADED_BATCHES_MIN == 8
+    assert ncodec._THREADED_BYTES_MIN == 8 << 20 and ncodec._THREADED_BATCHES_MIN == 8
     threaded, single, took = _decode_both_ways(monkeypatch, stream)
     assert took
     assert threaded == single == _pure_columns(stream)
