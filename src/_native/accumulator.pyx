@@ -22,6 +22,7 @@ Not thread-safe, except the futures and batch results: the Producer calls the re
 lock.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t
 from cpython.pythread cimport (
@@ -49,6 +50,7 @@ cdef enum:
     # count varints (5 bytes each at most).
     VARINTS_BYTES = 15
 
+cdef char* _EMPTY = b""  # what an empty column exports (never NULL)
 cdef int64_t _RECORD_OVERHEAD = _MAX_RECORD_OVERHEAD + VARINTS_BYTES
 cdef int64_t _BATCH_OVERHEAD = _RECORD_BATCH_OVERHEAD
 cdef enum:
@@ -122,13 +124,26 @@ cdef inline int _grow(void** buf, Py_ssize_t* capacity, Py_ssize_t needed,
 
 
 cdef class _Column:
-    """One byte column (values or keys): concatenated bytes plus start and length per record."""
+    """One byte column (values or keys): concatenated bytes plus start and length per record.
+
+    It exports its bytes read-only (the buffer protocol) so that ``RecordBuffer.columns``
+    hands them to ``encode_batch`` without a copy; while a view is exported it refuses to
+    grow (a realloc would move the memory under the view)."""
     cdef char* data
     cdef Py_ssize_t data_bytes
     cdef Py_ssize_t data_capacity
+    cdef Py_ssize_t exports
 
     def __dealloc__(self):
         free(self.data)
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.data if self.data != NULL else _EMPTY,
+                          self.data_bytes, 1, flags)
+        self.exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        self.exports -= 1
 
     cdef inline int put(self, object item, const char* what) except -2:
         """Copy ``item`` (bytes-like or None); returns its length (-1 for None)."""
@@ -152,6 +167,9 @@ cdef class _Column:
             length = view.shape[0]
             source = <const char*>&view[0] if length else NULL
         if self.data_bytes + length > self.data_capacity:
+            if self.exports:
+                raise BufferError("the batch's columns are exported (being encoded): the "
+                                  "buffer cannot grow")
             _grow(<void**>&self.data, &self.data_capacity, self.data_bytes + length, 1)
         if length:
             memcpy(self.data + self.data_bytes, source, length)
@@ -229,7 +247,10 @@ cdef class RecordBuffer:
     def columns(self, Py_ssize_t start=0, Py_ssize_t end=-1):
         """Records ``start .. end-1`` (end -1: all) as ``(values, keys, timestamps_ms)``:
         values and keys in the ``(data, lengths)`` form of ``encode_batch`` (keys None when
-        every key in the buffer is null), timestamps an int64 array."""
+        every key in the buffer is null), timestamps an int64 array. The data are read-only
+        memoryviews of the buffer's own memory (no copy); while one is alive an append that
+        needs more room raises BufferError (the producer seals a batch before taking its
+        columns)."""
         if end < 0:
             end = self.record_count
         if not 0 <= start <= end <= self.record_count:
@@ -244,15 +265,17 @@ cdef class RecordBuffer:
                 if self.has_keys else None)
         return values, keys, table[:, 2].copy()
 
-    cdef bytes _slice(self, _Column column, Py_ssize_t start, Py_ssize_t end, int start_field,
-                      int length_field):
+    cdef object _slice(self, _Column column, Py_ssize_t start, Py_ssize_t end, int start_field,
+                       int length_field):
+        # A read-only view of the column's own memory, no copy: encode_batch reads the
+        # records where append put them.
         cdef Py_ssize_t first, last
         if start == end:
             return b""
         first = self._lengths[5 * start + start_field]
         last = (self._lengths[5 * (end - 1) + start_field]
                 + max(self._lengths[5 * (end - 1) + length_field], 0))
-        return PyBytes_FromStringAndSize(column.data + first, last - first)
+        return memoryview(column)[first:last]
 
     def __len__(self):
         return self.record_count
@@ -460,11 +483,20 @@ cdef class ReentrantLock:
     The producer's lock: the :class:`Sender` owns one (:attr:`Sender.lock`) and takes it in C
     with no method call; the producer's other methods and its linger thread take the same
     lock with ``with``. A blocked acquire releases the GIL and still runs signal handlers
-    (KeyboardInterrupt). Thread-safe; owner and count change only under the GIL.
+    (KeyboardInterrupt). Thread-safe; owner, count and the rest change only under the GIL.
+
+    **Parking.** The OS mutex is released only when a thread is blocked on it: a release
+    with no thread waiting leaves the mutex taken but the lock free ("parked"), and the next
+    acquire, by any thread, takes the lock without touching the mutex. Uncontended, as a
+    producer used by one thread is, a send then costs no atomic operation on the mutex (a
+    ``sem_trywait`` and a ``sem_post`` before). Every decision is made under the GIL, which
+    a thread holds from its look at the state to its change of it.
     """
     cdef PyThread_type_lock _mutex
     cdef unsigned long _owner
     cdef Py_ssize_t _count
+    cdef bint _held          # the mutex is taken: by the owner, or parked (count 0)
+    cdef Py_ssize_t _waiters  # threads blocked on the mutex (or about to be)
 
     def __cinit__(self):
         self._mutex = PyThread_allocate_lock()
@@ -473,17 +505,22 @@ cdef class ReentrantLock:
 
     def __dealloc__(self):
         if self._mutex != NULL:
-            if self._count:
+            if self._held:
                 PyThread_release_lock(self._mutex)
             PyThread_free_lock(self._mutex)
 
     cdef inline int take(self) except -1:
         cdef unsigned long me = _thread_ident()
-        if self._count and self._owner == me:
-            self._count += 1
+        if self._count:
+            if self._owner == me:
+                self._count += 1
+                return 0
+        elif self._held or PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._held = True  # parked, or just taken: ours without waiting
+            self._owner = me
+            self._count = 1
             return 0
-        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
-            self._wait(-1)
+        self._block(-1)
         self._owner = me
         self._count = 1
         return 0
@@ -494,8 +531,27 @@ cdef class ReentrantLock:
         self._count -= 1
         if not self._count:
             self._owner = 0
-            PyThread_release_lock(self._mutex)
+            self._unpark()
         return 0
+
+    cdef inline void _unpark(self) noexcept:
+        # Free now: hand the mutex to a blocked thread, or keep it parked.
+        if self._waiters:
+            self._held = False
+            PyThread_release_lock(self._mutex)
+
+    cdef bint _block(self, long long timeout_us) except -1:
+        # Wait as a counted waiter until the mutex is ours (True, and held) or timeout_us
+        # passed (False; -1: no limit).
+        cdef bint got
+        self._waiters += 1
+        try:
+            got = self._wait(timeout_us)
+        finally:
+            self._waiters -= 1
+        if got:
+            self._held = True
+        return got
 
     cdef bint _wait(self, long long timeout_us) except -1:
         # Block with the GIL released until the mutex is ours (True) or timeout_us passed
@@ -531,14 +587,19 @@ cdef class ReentrantLock:
             raise ValueError("can't specify a timeout for a non-blocking call")
         if timeout < 0 and timeout != -1:
             raise ValueError("timeout value must be a non-negative number")
-        if self._count and self._owner == me:
-            self._count += 1
+        if self._count:
+            if self._owner == me:
+                self._count += 1
+                return True
+        elif self._held or PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
+            self._held = True
+            self._owner = me
+            self._count = 1
             return True
-        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
-            if not blocking:
-                return False
-            if not self._wait(-1 if timeout == -1 else <long long>(timeout * 1e6)):
-                return False
+        if not blocking:
+            return False
+        if not self._block(-1 if timeout == -1 else <long long>(timeout * 1e6)):
+            return False
         self._owner = me
         self._count = 1
         return True
@@ -565,14 +626,15 @@ cdef class ReentrantLock:
         state = (self._count, self._owner)
         self._count = 0
         self._owner = 0
-        PyThread_release_lock(self._mutex)
+        self._unpark()
         return state
 
     def _acquire_restore(self, state):
         cdef Py_ssize_t count = state[0]
         cdef unsigned long owner = state[1]
-        if not PyThread_acquire_lock(self._mutex, NOWAIT_LOCK):
-            self._wait(-1)
+        if self._count or not (self._held or PyThread_acquire_lock(self._mutex, NOWAIT_LOCK)):
+            self._block(-1)
+        self._held = True
         self._owner = owner
         self._count = count
 

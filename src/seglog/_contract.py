@@ -749,9 +749,12 @@ class RecordBuffer(Protocol):
         that is not bytes-like (nothing is appended then)."""
 
     def columns(self, start: int = 0, end: int = -1) -> tuple[
-            tuple[bytes, NDArray[np.int64]], tuple[bytes, NDArray[np.int64]] | None,
+            tuple[BytesLike, NDArray[np.int64]], tuple[BytesLike, NDArray[np.int64]] | None,
             NDArray[np.int64]]:
-        """``(values, keys or None, timestamps_ms)`` of records ``start .. end-1``."""
+        """``(values, keys or None, timestamps_ms)`` of records ``start .. end-1``. The data
+        are bytes-like: bytes in the pure twin, read-only memoryviews of the buffer's own
+        memory in the native one (no copy; an append that must grow the buffer while one is
+        alive raises BufferError)."""
 
     def __len__(self) -> int: ...
 

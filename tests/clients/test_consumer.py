@@ -467,6 +467,32 @@ def test_small_polls_walk_one_read_in_order(store):
     assert consumer.position(("t", 0)) == 500
 
 
+def test_polls_decode_a_read_batch_by_batch(store):
+    """A read's batches are decoded as polls need them: polls of sizes that split batches,
+    a seek into the middle of a read, appends after the read and poll_columns in between
+    still give every record once, in order, from the position."""
+    t = store.create_topic("t")
+    log = t.log(0)
+    for b in range(40):
+        log.append_batch([b"%d" % (b * 7 + i) for i in range(7)])  # 7 records per batch
+    consumer = store.consumer(auto_offset_reset="earliest", max_partition_fetch_bytes=1 << 20)
+    consumer.assign([("t", 0)])
+    got = []
+    for size in (3, 5, 7, 1, 11, 2):
+        got += [int(r.value) for r in consumer.poll(max_records=size)]
+    assert got == list(range(29)) and consumer.position(("t", 0)) == 29
+    consumer.seek(("t", 0), 100)  # inside the read the consumer holds
+    assert [int(r.value) for r in consumer.poll(max_records=4)] == [100, 101, 102, 103]
+    columns = consumer.poll_columns(max_records=3)[TP("t", 0)]
+    assert columns.offsets.tolist() == [104, 105, 106]
+    log.append_batch([b"%d" % i for i in range(280, 290)])  # after the read
+    rest = []
+    while len(rest) < 290 - 107:
+        rest += [int(r.value) for r in consumer.poll(max_records=13)]
+    assert rest == list(range(107, 290)) and consumer.position(("t", 0)) == 290
+    assert consumer.poll(max_records=5) == []
+
+
 def test_poll_across_partitions_sees_direct_log_appends(store):
     fill(store, "t", 3, 0)
     consumer = store.consumer("g", ["t"], auto_offset_reset="earliest")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import threading
 import time
 
 import pytest
@@ -57,6 +58,58 @@ def test_linger_expiry_writes_in_background(store):
     assert log.wait_for_data(2, timeout_ms=5000)  # the sender writes without a flush
     assert time.monotonic() - started >= 0.015
     assert batches(log) == [(0, 3, "none")]
+    producer.close()
+
+
+def test_linger_writes_each_open_batch_past_stale_deadlines(store):
+    """Batches written full leave stale deadlines behind; the linger thread skips them and
+    still writes the batch left open (no flush), then sleeps and writes the next one."""
+    store.create_topic("t")
+    producer = store.producer(linger_ms=30, batch_size_bytes=400)
+    log = store.topic("t").log(0)
+    futures = [producer.send("t", b"v" * 50, key=b"k") for _ in range(20)]  # 5 batches
+    for future in futures:
+        future.result(timeout_ms=10_000)  # the last batch is not full: linger writes it
+    assert [f.result().offset for f in futures] == list(range(20))
+    counts = [count for _, count, _ in batches(log)]
+    assert sum(counts) == 20 and len(counts) >= 5
+    # The queue of deadlines is empty now: a new batch must wake the thread again.
+    later = producer.send("t", b"w", key=b"k")
+    assert later.result(timeout_ms=10_000).offset == 20
+    producer.close()
+
+
+def test_concurrent_sends_lose_no_record(store):
+    """Threads sending at once while the linger thread writes expired batches: every record
+    is written once, and each thread's records of a partition keep their order."""
+    store.create_topic("t", partitions=3)
+    producer = store.producer(linger_ms=1, batch_size_bytes=2000)
+    per_thread = 1500
+    futures: dict[int, list] = {}
+
+    def send_many(thread_index: int) -> None:
+        mine = futures[thread_index] = []
+        for i in range(per_thread):
+            key = None if i % 3 == 0 else b"k%d" % (i % 7)
+            mine.append(producer.send("t", b"%d-%d" % (thread_index, i), key=key))
+
+    threads = [threading.Thread(target=send_many, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    producer.flush()
+    written = collections.Counter()
+    for thread_index, mine in futures.items():
+        last_offset: dict[int, int] = {}
+        for future in mine:
+            metadata = future.result(timeout_ms=10_000)
+            assert metadata.offset > last_offset.get(metadata.partition, -1)
+            last_offset[metadata.partition] = metadata.offset
+            written[(metadata.partition, metadata.offset)] += 1
+    assert len(written) == 4 * per_thread and set(written.values()) == {1}
+    values = [r.value for p in range(3) for r in store.topic("t").log(p).records()]
+    assert sorted(values) == sorted(b"%d-%d" % (t, i) for t in range(4) for i in range(per_thread))
     producer.close()
 
 

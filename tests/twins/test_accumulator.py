@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -316,6 +317,55 @@ def test_lock_with_statement_and_a_condition(backend):
         condition.wait(0)  # not held
 
 
+def test_lock_excludes_under_contention(backend):
+    """Threads taking the lock every way (with, acquire with and without blocking or a
+    timeout, a Condition's wait) while others hold it: never two inside at once, and no
+    hold lost (the native lock parks its mutex when no thread waits)."""
+    lock = backend.accumulator.ReentrantLock()
+    condition = threading.Condition(lock)
+    inside = []
+    entries = []
+
+    def critical(thread_index: int) -> None:
+        assert not inside
+        inside.append(thread_index)
+        time.sleep(0)  # let another thread run (and find the lock held)
+        entries.append(thread_index)
+        inside.pop()
+
+    def work(thread_index: int) -> None:
+        for i in range(300):
+            way = (i + thread_index) % 4
+            if way == 0:
+                with lock:
+                    with lock:
+                        critical(thread_index)
+            elif way == 1:
+                while not lock.acquire(blocking=False):
+                    time.sleep(0)
+                critical(thread_index)
+                lock.release()
+            elif way == 2:
+                assert lock.acquire(timeout=60)
+                critical(thread_index)
+                lock.release()
+            else:
+                with condition:
+                    critical(thread_index)
+                    condition.wait(0.0001)
+                    critical(thread_index)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(entries) == 4 * (300 + 75) and not inside
+    assert lock.acquire(blocking=False)  # free at the end
+    lock.release()
+
+
 def test_the_sender_owns_the_producers_lock(tmp_path, backend):
     from seglog.store import Store
     with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
@@ -386,3 +436,20 @@ def test_batch_consumer_records_checks_every_record(native, pure):
         got = next(iter(be.iter_batches(bytes(raw)))).consumer_records(
             ConsumerRecord, "t", 0, 2, check_crcs=False)
         assert [r.value for r in got] == [bytes([ord("c") ^ 0xFF])]
+
+
+def test_native_columns_are_views_of_the_buffer(native):
+    """The native columns hand the buffer's own memory to encode_batch (no copy); while a
+    view is alive the buffer refuses to grow (its memory would move under the view)."""
+    buf = native.accumulator.RecordBuffer()
+    buf.append(b"k", b"v" * 10, 1)
+    values, keys, _ = buf.columns()
+    assert isinstance(values[0], memoryview) and values[0].readonly
+    assert values[0] == b"v" * 10 and keys[0] == b"k"
+    with pytest.raises(BufferError):
+        buf.append(b"k", b"w" * 4096, 2)  # needs more room than the column has
+    assert buf.record_count == 1
+    del values, keys
+    assert buf.append(b"k", b"w" * 4096, 2) == 1  # views released: it grows again
+    values, _, _ = buf.columns(1, 2)
+    assert values[0] == b"w" * 4096

@@ -95,21 +95,33 @@ _client_ids = itertools.count(1)
 
 
 class _PartitionState:
-    """A consumer's state for one assigned partition: its position and decoded records of
-    the last read not yet returned (Kafka's CompletedFetch)."""
+    """A consumer's state for one assigned partition: its position and what is left of the
+    last read (Kafka's CompletedFetch): its data batches not decoded yet, and the decoded
+    records of one batch not handed out yet. Batches are decoded as polls need records, so
+    a poll makes only about ``max_records`` record objects (the next poll's objects reuse
+    the memory the last poll's freed, still in the CPU's caches)."""
 
-    __slots__ = ("position", "buffered", "buffered_index", "buffered_next_offset")
+    __slots__ = ("position", "buffered", "buffered_index", "batches", "batch_index",
+                 "read_start", "read_next_offset", "last_decoded")
 
     def __init__(self) -> None:
         self.position: int | None = None
-        self.buffered: list = []  # decoded records of the last read, in order
-        self.buffered_index = 0  # buffered[buffered_index:] are not handed out yet
-        self.buffered_next_offset = -1  # offset after the read the buffer came from
+        self.clear()
 
     def clear(self) -> None:
-        """Forget the buffered records (after a seek)."""
-        self.buffered = []
-        self.buffered_index = 0
+        """Forget what is left of the last read (after a seek)."""
+        self.buffered: list = []  # decoded records of one batch, in order
+        self.buffered_index = 0  # buffered[buffered_index:] are not handed out yet
+        self.batches: list = []  # the read's data batches, checked, not decoded yet
+        self.batch_index = 0  # batches[batch_index:] are not decoded yet
+        self.read_start = 0  # the position the read started at (records below are skipped)
+        self.read_next_offset = -1  # offset after the read
+        self.last_decoded = -1  # offset of the last record decoded from the read (-1: none)
+
+    @property
+    def pending(self) -> bool:
+        """Whether records of the last read may be left to hand out."""
+        return self.buffered_index < len(self.buffered) or self.batch_index < len(self.batches)
 
 
 class Consumer:
@@ -469,7 +481,7 @@ class Consumer:
             if self._unstable_commit(tp):
                 return
             state.position = self._initial_position(tp)
-        if not state.buffered:
+        if not state.pending:
             if state.position >= self._readable_end(log) and state.position <= log.end_offset:
                 return
             try:
@@ -479,49 +491,79 @@ class Consumer:
                 state.position = self._reset(tp, log, out_of_range=state.position)
                 result = log.read(state.position, self.max_partition_fetch_bytes,
                                   isolation=self.isolation_level)
-            records = []
+            state.clear()
+            state.read_start = state.position
+            state.read_next_offset = result.next_offset
             # Control batches never, aborted transactions' batches not for read_committed.
-            # Every batch, control ones included, is checked before its header is used.
-            batches = checked_batches(log.backend.iter_batches(result.buffer, check_offsets=True),
-                                      check_crcs=self.check_crcs, where=result.log_path,
-                                      base_position=result.position)
-            next_offset = result.next_offset
-            # ConsumerRecords decoded straight from each batch's bytes by the backend (no
-            # per-record Python, no intermediate Record objects).
-            topic, partition = tp
+            # Every batch, control ones included, is checked (CRC32C, offsets) here, before
+            # its header is used; its records are decoded when a poll needs them.
+            batches = state.batches
             try:
-                for batch in filter_batches(batches, result.aborted_transactions,
-                                            isolation=self.isolation_level):
-                    if batch.last_offset < state.position:
-                        continue
-                    records.extend(batch.consumer_records(
-                        ConsumerRecord, topic, partition, state.position,
-                        check_crcs=self.check_crcs))
+                for batch in filter_batches(
+                        checked_batches(log.backend.iter_batches(result.buffer,
+                                                                 check_offsets=True),
+                                        check_crcs=self.check_crcs, where=result.log_path,
+                                        base_position=result.position),
+                        result.aborted_transactions, isolation=self.isolation_level):
+                    if batch.last_offset >= state.position:
+                        batches.append(batch)
             except CorruptRecordError:
-                if not records:
+                if not batches:
                     raise  # the position stays before the corrupt batch
                 # Kafka's consumer hands out the records before a corrupt batch first and
                 # raises when the next fetch starts at it.
-                next_offset = records[-1].offset + 1
-            state.buffered, state.buffered_index = records, 0
-            state.buffered_next_offset = next_offset
+                state.read_next_offset = batches[-1].last_offset + 1
+        self._hand_out(tp, state, wanted, out)
+
+    def _hand_out(self, tp: TopicPartition, state: _PartitionState, wanted: int,
+                  out: list) -> None:
+        """Move up to ``wanted`` records of the last read into ``out``: the buffered ones,
+        then whole batches decoded straight into ConsumerRecords by the backend (no
+        per-record Python); a batch only partly wanted leaves the rest buffered."""
+        topic, partition = tp
+        batches = state.batches
+        check_crcs = self.check_crcs
+        last_offset = -1  # of the last record handed out here
+        while wanted > 0:
+            start = state.buffered_index
+            buffered = state.buffered
+            if start < len(buffered):
+                # By index: slicing off the head each poll would be quadratic.
+                taken = buffered[start:start + wanted]
+                state.buffered_index = start + len(taken)
+                out.extend(taken)
+                wanted -= len(taken)
+                last_offset = taken[-1].offset
+                continue
+            if state.batch_index >= len(batches):
+                break
+            batch = batches[state.batch_index]
+            state.batch_index += 1
+            try:
+                records = batch.consumer_records(ConsumerRecord, topic, partition,
+                                                 state.read_start, check_crcs=check_crcs)
+            except CorruptRecordError:
+                if state.last_decoded < 0:
+                    raise  # nothing of this read decoded: the position stays before it
+                # As above: the records before it first; the next fetch starts at it.
+                state.read_next_offset = state.last_decoded + 1
+                del batches[state.batch_index:]
+                break
             if not records:
-                # Only control batches or compacted-away offsets: step over them.
-                state.position = max(state.position, result.next_offset)
-                return
-        # Hand out from the buffer by index: slicing off its head each poll would make
-        # small max_records quadratic in the records of one read.
-        start = state.buffered_index
-        taken = state.buffered[start:start + wanted]
-        state.buffered_index = start + len(taken)
-        out.extend(taken)
-        if state.buffered_index >= len(state.buffered):
+                continue
+            state.last_decoded = records[-1].offset
+            if len(records) <= wanted:
+                out.extend(records)
+                wanted -= len(records)
+                last_offset = state.last_decoded
+            else:
+                state.buffered, state.buffered_index = records, 0
+        if not state.pending:
             # The whole read consumed: continue after it (skips gaps and control batches).
-            state.buffered = []
-            state.buffered_index = 0
-            state.position = state.buffered_next_offset
-        else:
-            state.position = taken[-1].offset + 1
+            state.position = max(state.position, state.read_next_offset)
+            state.clear()
+        elif last_offset >= 0:
+            state.position = last_offset + 1
 
     def poll_columns(self, max_records: int | None = None, timeout_ms: int = 0) -> dict:
         """Like :meth:`poll`, but as numpy columns with no per-record Python objects:
@@ -600,7 +642,7 @@ class Consumer:
             if state.position is None and self._unstable_commit(tp):
                 unstable = True  # waits for a transaction's marker, which Producers signal
                 continue
-            if state.position is None or state.buffered:
+            if state.position is None or state.pending:
                 return  # something to look up or hand out: go round again
             waiting.append((self._broker.log(tp), state.position))
         if unstable:

@@ -9,8 +9,10 @@ write) when
 
 * adding the next record would take it past ``batch_size_bytes`` (the record starts a new
   batch; a record larger than that is a batch by itself), or it reached that size;
-* it is ``linger_ms`` old (a background sender thread wakes at the earliest deadline; with
-  ``linger_ms=0`` every send writes at once);
+* it is ``linger_ms`` old (a background linger thread sleeps on a lock of its own until the
+  earliest deadline of a batch still open, and takes the producer's lock only to write such a
+  batch, so sends never wake it nor wait for it; with ``linger_ms=0`` every send writes at
+  once);
 * :meth:`Producer.flush` or :meth:`Producer.close` is called.
 
 Sizes are estimated as Kafka's producer does before compression (61 bytes per batch, at most
@@ -87,7 +89,6 @@ from __future__ import annotations
 
 import abc
 import collections
-import heapq
 import random
 import threading
 import time
@@ -147,6 +148,11 @@ _SEQUENCE_MODULUS = 1 << 31
 RETRIES_DEFAULT = 10
 RETRY_BACKOFF_MS_DEFAULT = 100
 RETRIES_MAX = 1000
+#: The linger thread's pause between tries of the producer's lock while sends hold it, and
+#: the tries before it blocks on the lock (see Producer._write_expired).
+_LINGER_RETRY_S = 0.0002
+_LINGER_TRIES_MAX = 50
+_NEVER = float("inf")
 #: Transaction states of a transactional producer (Kafka's TransactionManager.State, the
 #: ones an embedded producer can be in).
 _READY = "READY"
@@ -314,6 +320,9 @@ class Producer:
                 f"an idempotent or transactional producer needs acks='all', got {acks!r} "
                 "(Kafka: ConfigException, 'Must set acks to all')")
         self._broker = store
+        # A batch is written in the (data, lengths) form, numpy arrays: import numpy here, so
+        # the first batch written does not wait for it (some 40 ms) in the middle of sends.
+        import numpy  # noqa: F401
         # The backend's accumulator (murmur2, the open-batch buffers): the store's backend.
         self._accumulator = get_backend(getattr(store, "backend", None)).accumulator
         SendFuture.register(self._accumulator.SendFuture)  # isinstance(future, SendFuture)
@@ -339,10 +348,14 @@ class Producer:
             write=self._write, batch_size_bytes=batch_size_bytes,
             max_request_bytes=max_request_bytes, linger_zero=linger_ms == 0)
         self._lock = self._fast.lock
-        self._wakeup = threading.Condition(self._lock)
         self._batches: dict[TopicPartition, _Batch] = {}
-        self._deadlines: list[tuple[float, int, TopicPartition]] = []  # heap
-        self._deadline_seq = 0
+        # The linger thread's own state, under its own small lock (see _run_linger): the open
+        # batches' deadlines in the order they were opened, and its wake-up. It never waits
+        # on the producer's lock, so the sends never wake it or contend with it.
+        self._linger_lock = threading.Lock()
+        self._linger_wakeup = threading.Condition(self._linger_lock)
+        self._linger_deadlines: collections.deque[tuple[float, _Batch]] = collections.deque()
+        self._linger_wake_at = _NEVER  # when the linger thread wakes next (monotonic s)
         self._keyless: dict[str, Any] = {}  # topic -> Sticky/RoundRobin partitioner
         # Sticky partitions of keyless records are drawn from this (Kafka: a random int).
         self._sticky_rng = random.Random()
@@ -574,7 +587,8 @@ class Producer:
             batch.buffer.seal()
             batch.result.complete([(0, -1, error)])
         self._batches.clear()
-        self._deadlines.clear()
+        with self._linger_lock:
+            self._linger_deadlines.clear()
 
     # --- sending ---------------------------------------------------------------------------
 
@@ -784,14 +798,15 @@ class Producer:
         batch = self._batches[tp] = _Batch(tp, deadline, self._accumulator.RecordBuffer(),
                                            self._accumulator.BatchResult())
         if self.linger_ms > 0:
-            self._deadline_seq += 1
-            heapq.heappush(self._deadlines, (deadline, self._deadline_seq, tp))
             self._ensure_sender()
-            if self._deadlines[0][1] == self._deadline_seq:
-                # Only a new earliest deadline needs the sender awake sooner; waking it for
-                # every batch has it wait on the lock the sends hold, and every send's
-                # release then wakes it again (a futex call per record).
-                self._wakeup.notify()
+            with self._linger_lock:
+                # Batches open under the producer's lock with one linger_ms, so deadlines
+                # arrive in order: the queue is its own deadline heap. The linger thread is
+                # woken only when it sleeps past this deadline (no deadline at all): a wake
+                # costs the sending thread a GIL hand-over.
+                self._linger_deadlines.append((deadline, batch))
+                if deadline < self._linger_wake_at:
+                    self._linger_wakeup.notify()
         return batch
 
     # --- writing ---------------------------------------------------------------------------
@@ -802,6 +817,13 @@ class Producer:
         batch.buffer.seal()  # the accumulator's Sender opens a new batch from now on
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
+        deadlines = self._linger_deadlines
+        if deadlines and deadlines[0][1].buffer.sealed:
+            # Drop the stale entries at the head (this batch's among them), so the linger
+            # thread's next sleep is until a batch still open.
+            with self._linger_lock:
+                while deadlines and deadlines[0][1].buffer.sealed:
+                    deadlines.popleft()
         parts: list[tuple[int, int, BaseException | None]] = []
         todo = collections.deque([(0, batch.buffer.record_count)])  # record ranges, in order
         first_error: BaseException | None = None
@@ -904,7 +926,8 @@ class Producer:
                 error = self._write(batch)
                 if error is not None:
                     errors.append(error)
-            self._deadlines.clear()
+            with self._linger_lock:
+                self._linger_deadlines.clear()
         if errors:
             raise errors[0]
 
@@ -917,31 +940,79 @@ class Producer:
 
     def _ensure_sender(self) -> None:
         if self._sender is None:
-            self._sender = threading.Thread(target=self._run_sender, daemon=True,
-                                            name=f"seglog-producer-sender-{id(self):x}")
+            self._sender = threading.Thread(target=self._run_linger, daemon=True,
+                                            name=f"seglog-producer-linger-{id(self):x}")
             self._sender.start()
 
-    def _run_sender(self) -> None:
-        with self._lock:
+    def _run_linger(self) -> None:
+        """The linger thread: sleeps on its own lock until the earliest deadline, drops
+        the entries of batches written meanwhile (full, flushed) and takes the producer's
+        lock only to write batches still open at their deadline."""
+        while True:
+            expired = self._next_expired()
+            if expired is None:
+                return
+            self._write_expired(expired)
+
+    def _next_expired(self) -> list[_Batch] | None:
+        """Wait (on the linger lock only) until open batches reach their deadline and return
+        them; None once the producer is closed."""
+        deadlines = self._linger_deadlines
+        with self._linger_wakeup:
             while not self._closed:
-                if not self._deadlines:
-                    self._wakeup.wait()
+                # A sealed buffer was written (full, flushed, dropped): its entry is stale.
+                while deadlines and deadlines[0][1].buffer.sealed:
+                    deadlines.popleft()
+                if not deadlines:
+                    self._linger_wake_at = _NEVER
+                    self._linger_wakeup.wait()
                     continue
-                deadline, _, tp = self._deadlines[0]
+                self._linger_wake_at = deadlines[0][0]
+                wait_s = self._linger_wake_at - time.monotonic()
+                if wait_s > 0:
+                    self._linger_wakeup.wait(wait_s)
+                    continue
                 now = time.monotonic()
-                if deadline > now:
-                    self._wakeup.wait(deadline - now)
-                    continue
-                heapq.heappop(self._deadlines)
-                batch = self._batches.get(tp)
-                if batch is None or batch.deadline != deadline:
-                    continue  # written already (full, or flushed); a newer one has its own entry
+                expired = []
+                while deadlines and deadlines[0][0] <= now:
+                    batch = deadlines.popleft()[1]
+                    if not batch.buffer.sealed:
+                        expired.append(batch)
+                if expired:
+                    return expired
+            return None
+
+    def _write_expired(self, expired: list[_Batch]) -> None:
+        """Write the batches the linger thread found expired, under the producer's lock.
+
+        The lock is taken without blocking, retried after a short sleep: a thread blocked on
+        it would be woken by every send's release (a futex call per record) while the
+        sending thread takes it back first; holding the GIL while trying, this thread finds
+        it free between two sends instead."""
+        lock = self._lock
+        tries = 0
+        while not lock.acquire(blocking=False):
+            if self._closed:
+                return
+            tries += 1
+            if tries >= _LINGER_TRIES_MAX:  # held for long (a slow write): wait for it
+                lock.acquire()
+                break
+            time.sleep(_LINGER_RETRY_S)
+        try:
+            if self._closed:
+                return
+            for batch in expired:
+                if self._batches.get(batch.tp) is not batch:
+                    continue  # written meanwhile (full, or flushed)
                 try:
                     error = self._write(batch)
-                except BaseException as exc:  # noqa: BLE001 - keep the sender alive
+                except BaseException as exc:  # noqa: BLE001 - keep the linger thread alive
                     error = exc
                 if error is not None:
                     self._note_error(error)
+        finally:
+            lock.release()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -968,7 +1039,8 @@ class Producer:
                 pass
             self._closed = True
             self._fast.enabled = False
-            self._wakeup.notify_all()
+            with self._linger_lock:
+                self._linger_wakeup.notify_all()
             sender = self._sender
         if sender is not None and sender is not threading.current_thread():
             sender.join()
