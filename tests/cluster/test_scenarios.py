@@ -178,12 +178,6 @@ def test_s3_min_isr_3_one_restart_blocks_every_write(run_factory):
     assert result.valid, result.summary()
 
 
-@pytest.mark.skipif(not os.environ.get("SEGLOG_S6"), reason=(
-    "known open bug (issue 12's notes): in 2 of 3 clean-clone CI runs of session 5, after a "
-    "kill -9 of an acks=1 leader that died before its followers' first fetches, the final "
-    "read found a high watermark of 0 on the new leader although consumers had read records "
-    "there; it passed in 25 runs of session 6 (loaded machine, the fixed final-read settle "
-    "and shutdown); run it with SEGLOG_S6=1 to chase it"))
 def test_s6_acks_1_leader_crash_loses_no_read_record(run_factory):
     """S6: acks=1 and kill -9 of the leader under load. "With acks=1 the leader has written
     it, but if the leader dies before any follower copies the record, the record is gone":

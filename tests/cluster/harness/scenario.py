@@ -275,6 +275,13 @@ class ScenarioRun:
                 self.wait_isr_full(replicas, timeout_s=15)
             except AssertionError:
                 self.isr_full = False
+        # The consumers stop before the final read, so that no poll comes after it (a poll
+        # the read could not have seen would look like a lost record).
+        for consumer in self.consumers:
+            consumer.stop()
+        for consumer in self.consumers:
+            consumer.join(timeout=30)
+            assert not consumer.is_alive() and consumer.error is None, consumer.error
         # Kept for replay: which broker the final read should find leading what.
         (self.run_dir / "states-before-final-read.json").write_text(
             json.dumps(self.states(), indent=1, default=str) + "\n")
@@ -286,11 +293,6 @@ class ScenarioRun:
                                for e in list(self.history.events) if e["f"] == FINAL_READ}
             workload.final_read_committed(self.history, self.cluster.bootstrap_servers,
                                           self.topic, self.partitions, high_watermarks)
-        for consumer in self.consumers:
-            consumer.stop()
-        for consumer in self.consumers:
-            consumer.join(timeout=30)
-            assert not consumer.is_alive() and consumer.error is None, consumer.error
         assignment = self.cluster.topic_assignment(self.topic)
         assert sorted(assignment) == self.partitions, assignment
         self.cluster.down()

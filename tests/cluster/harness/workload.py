@@ -581,11 +581,15 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     partition has its own budget, after its settle wait).
 
     A new leader's high watermark stays where its follower's was until every ISR follower has
-    fetched from it (Kafka's makeLeader), so right after a failover it can sit below offsets
-    consumers already read from the old leader. Before reading a partition this waits until
-    its high watermark covers the highest offset polled during the run, for at most
-    ``settle_s``, and less when the high watermark has not moved for ``stable_s`` (a lossy
-    scenario, an unclean election, lost them for good: the checker reports what is missing).
+    fetched from it (Kafka's makeLeader), so right after a failover (or a follower's restart
+    by the heal) it can sit below offsets consumers read or producers were acknowledged at.
+    Before reading a partition this waits until its high watermark covers the highest offset
+    polled or acknowledged during the run, for at most ``settle_s``, and less when the high
+    watermark has not moved for ``stable_s`` (a lossy scenario, an unclean election or acks=1,
+    lost them for good: the checker reports what is missing). Waiting for the polled offsets
+    alone was not enough: a consumer stalled by a failover may have polled nothing recent,
+    and the read then stopped at a high watermark that was still catching up (S6, seen
+    2026-12-03: the read ended at 1,000 of 1,936 records, which all replicas held).
     """
     from confluent_kafka import Consumer as KafkaConsumer
     from confluent_kafka import KafkaError, TopicPartition
@@ -599,9 +603,10 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
     try:
         for partition in partitions:
             tp = TopicPartition(topic, partition)
-            high = _settled_high_watermark(consumer, tp, _highest_polled(history, partition) + 1,
-                                           settle_s=settle_s, stable_s=stable_s,
-                                           timeout_s=timeout_s)
+            wanted = max(_highest_polled(history, partition),
+                         _highest_acknowledged(history, partition)) + 1
+            high = _settled_high_watermark(consumer, tp, wanted, settle_s=settle_s,
+                                           stable_s=stable_s, timeout_s=timeout_s)
             deadline = time.monotonic() + timeout_s
             records: list[list[int]] = []
             consumer.assign([TopicPartition(topic, partition, 0)])
@@ -706,6 +711,17 @@ def _settled_high_watermark(consumer: Any, tp: Any, wanted: int, *, settle_s: fl
         if high >= wanted or now >= settle_until or now - last_change >= stable_s:
             return high
         time.sleep(0.2)
+
+
+def _highest_acknowledged(history: History, partition: int) -> int:
+    """The highest offset of ``partition`` a send of ``history`` was acknowledged at (-1:
+    none)."""
+    highest = -1
+    for event in history.events:
+        if event.get("f") == SEND and event.get("type") == OK \
+                and event.get("partition") == partition and event.get("offset") is not None:
+            highest = max(highest, int(event["offset"]))
+    return highest
 
 
 def _highest_polled(history: History, partition: int) -> int:
