@@ -345,9 +345,19 @@ TRUNCATE_TO_HW_HONOURED = "truncate_to_hw" in open(
     if not MISSING else False
 
 
-@pytest.mark.parametrize("broken", [False, pytest.param(True, marks=pytest.mark.skipif(
-    not TRUNCATE_TO_HW_HONOURED, reason="the fetcher does not honour truncate_to_hw"))],
-    ids=["by_epoch", "truncate_to_hw"])
+SKIP_EPOCH_CHECK_HONOURED = "skip_epoch_check" in open(
+    importlib.util.find_spec("seglog.cluster.replica_manager").origin, encoding="utf-8").read() \
+    if not MISSING else False
+
+
+@pytest.mark.parametrize("broken", [
+    None,
+    pytest.param("truncate_to_hw", marks=pytest.mark.skipif(
+        not TRUNCATE_TO_HW_HONOURED, reason="the fetcher does not honour truncate_to_hw")),
+    pytest.param("skip_epoch_check", marks=pytest.mark.skipif(
+        not SKIP_EPOCH_CHECK_HONOURED,
+        reason="the replica manager does not honour skip_epoch_check"))],
+    ids=["by_epoch", "truncate_to_hw", "skip_epoch_check"])
 def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, broken):
     """S9, KIP-101's second scenario (``EpochDrivenReplicationProtocolAcceptanceTest.
     shouldNotAllowDivergentLogs``): RF 2, replicas A (leader) and B. B stops cleanly; A
@@ -356,9 +366,10 @@ def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, bro
     the offsets it lost; B returns. By epoch, B truncates to where A's log diverges and the
     replicas converge; the acknowledged records in A's lost tail are reported as lost (the
     expected cost of the cut). With ``truncate_to_hw`` (Kafka before KIP-101) B keeps its
-    records up to its own HW over A's new ones: the replicas diverge and the checker must
-    say so."""
-    env = {"SEGLOG_TEST_BREAK": "truncate_to_hw"} if broken else None
+    records up to its own HW over A's new ones; with ``skip_epoch_check`` A never answers
+    B's stale ``LastFetchedEpoch`` with ``DivergingEpoch`` and B keeps its whole tail: either
+    way the replicas diverge and the checker must say so."""
+    env = {"SEGLOG_TEST_BREAK": broken} if broken else None
     run = run_factory(topic_config={"min.insync.replicas": 1}, env=env, replication_factor=2)
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)

@@ -768,7 +768,11 @@ class ReplicaManager:
         """``Partition.readRecords``' divergence check of a follower's fetch (v12+):
         ``(epoch, end offset)`` to send as ``DivergingEpoch`` when the follower's last fetched
         epoch ends earlier here (or is unknown here) than its fetch offset; None when the
-        follower's log agrees."""
+        follower's log agrees. The negative control ``skip_epoch_check`` serves the stale
+        epoch: no ``DivergingEpoch`` ever (the follower keeps a tail the leader's log does
+        not have)."""
+        if test_breaks.enabled("skip_epoch_check"):
+            return None
         log_ = replica.log
         return diverging_epoch(last_fetched_epoch, fetch_offset, log_.end_offset_for_epoch,
                                log_start_offset=log_.start_offset)

@@ -13,8 +13,11 @@ The flags (:data:`FLAGS`):
   leader where its epoch ends (Kafka before KIP-101; :mod:`seglog.cluster.truncation`).
 - ``ack_on_append``: an ``acks=all`` produce is answered after the leader's local append,
   without waiting for the ISR (the replica manager).
-- ``skip_epoch_check``: a leader serves a request whose ``CurrentLeaderEpoch`` is stale (no
-  KIP-320 fencing; the replica manager).
+- ``skip_epoch_check``: a leader serves a request whose leader epochs are stale: no KIP-320
+  fencing of ``CurrentLeaderEpoch``, and a follower's Fetch whose ``LastFetchedEpoch`` ends
+  earlier on the leader gets records instead of ``DivergingEpoch`` (the replica manager). The
+  first alone cannot lose data (the second covers it), so the control breaks both; S9 shows
+  the checker catching it.
 - ``elect_most_recent``: the controller elects a replica it should not (the controller).
 - ``read_committed_sees_aborted``: a read_committed Fetch is answered without its aborted
   transactions, so the consumer cannot drop their records (the server's Fetch; the storage
