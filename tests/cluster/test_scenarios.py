@@ -58,7 +58,7 @@ def _selected(request):
         return
     if any(name in (request.config.option.markexpr or "") for name in ("cluster", "soak")):
         return
-    pytest.skip(f"the cluster scenarios take ~8 min: run them with -m cluster or "
+    pytest.skip(f"the cluster scenarios take ~5 min: run them with -m cluster or "
                 f"{SCENARIOS_ENV}=1")
 
 
