@@ -1,4 +1,5 @@
-"""Helpers shared by the segment and recovery tests: batch building and byte poking."""
+"""Helpers shared by the segment and recovery tests: batch building and byte poking, and
+the resident size of a segment's mapping."""
 
 from __future__ import annotations
 
@@ -57,3 +58,16 @@ def batch_starts(path):
         out.append(position)
         position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
     return out
+
+
+def mapping_rss_bytes(path: str) -> int:
+    """Resident bytes of this process's mappings of the file ``path`` (/proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if fields and "-" in fields[0] and ":" not in fields[0]:
+                inside = len(fields) >= 6 and fields[5] == path
+            elif inside and fields and fields[0] == "Rss:":
+                total += int(fields[1]) * 1024
+    return total

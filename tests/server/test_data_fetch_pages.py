@@ -15,24 +15,12 @@ import struct
 from seglog import get_backend
 
 from core_helpers import connect, read_frame, request_frame
+from segment_helpers import mapping_rss_bytes
 
 #: Batches of about 0.5 MiB: 16 of them make a Fetch response of about 8.4 MiB.
 RECORDS_PER_BATCH = 5000
 BATCHES = 16
 FETCH_BYTES = 32 << 20
-
-
-def mapping_rss_bytes(path: str) -> int:
-    """Resident bytes of this process's mappings of the file ``path`` (/proc/self/smaps)."""
-    total, inside = 0, False
-    with open("/proc/self/smaps") as smaps:
-        for line in smaps:
-            fields = line.split()
-            if fields and "-" in fields[0] and ":" not in fields[0]:
-                inside = len(fields) >= 6 and fields[5] == path
-            elif inside and fields and fields[0] == "Rss:":
-                total += int(fields[1]) * 1024
-    return total
 
 
 def _fetch_v4(topic: str, max_bytes: int) -> bytes:

@@ -19,24 +19,13 @@ import pytest
 import seglog
 from seglog import Log, LogConfig
 
+from segment_helpers import mapping_rss_bytes
+
 #: Records per batch and value size: batches of about 0.5 MiB (under max.message.bytes).
 RECORDS_PER_BATCH = 5000
 VALUE_BYTES = 100
 BATCHES = 16  # about 8.4 MiB of log
 PAGE_BYTES = mmap.PAGESIZE
-
-
-def mapping_rss_bytes(path: str) -> int:
-    """Resident bytes of this process's mappings of the file ``path`` (/proc/self/smaps)."""
-    total, inside = 0, False
-    with open("/proc/self/smaps") as smaps:
-        for line in smaps:
-            fields = line.split()
-            if fields and "-" in fields[0] and ":" not in fields[0]:
-                inside = len(fields) >= 6 and fields[5] == path
-            elif inside and fields and fields[0] == "Rss:":
-                total += int(fields[1]) * 1024
-    return total
 
 
 def value(i: int) -> bytes:
