@@ -1391,10 +1391,12 @@ class Store:
     # --- housekeeping (Kafka's LogManager tasks and cleaner threads, run when called) -------
 
     def _writable_logs(self):
+        # Offline logs (a failed write: Log.offline) refuse every write until a reopen
+        # recovers them; the periodic work leaves them out rather than fail on each.
         with self._lock:
             self._check_writable()
             return [(TopicPartition(n, p), log) for n, t in sorted(self._topics.items())
-                    for p, log in enumerate(t._logs)]
+                    for p, log in enumerate(t._logs) if not log.offline]
 
     def apply_retention(self, *, now_ms: int | None = None) -> dict[TopicPartition, list[int]]:
         """Run ``Log.apply_retention`` on every partition (Kafka's retention check, which a
@@ -1517,7 +1519,8 @@ class Store:
             self._check_writable()
             for topic in self._topics.values():
                 for log in topic._logs:
-                    log.flush()
+                    if not log.offline:  # recovered at the next open instead
+                        log.flush()
             self._write_checkpoints()
 
     def use_cluster_producer_id_blocks(self, claim_block) -> None:
@@ -1597,12 +1600,18 @@ class Store:
                     self._high_watermarks = self._gather("high_watermark")
                     self._cleaner_offsets = self._gather("cleaner_checkpoint")
                 # Each Log flushes and saves its recovery point and start offset on close.
+                offline = False
                 for topic in self._topics.values():
                     for log in topic._logs:
+                        offline = offline or log.offline
                         log.close()
                 if not self.read_only:
                     self._write_checkpoints(from_logs=False)
-                    checkpoints.write_clean_shutdown_marker(self.path)
+                    # An offline log (a failed write) must be recovered at the next open, and
+                    # the marker is the whole directory's: without it every log recovers
+                    # from its recovery point (Kafka's restart after a log dir failure).
+                    if not offline:
+                        checkpoints.write_clean_shutdown_marker(self.path)
             finally:
                 self._closed = True
                 self._checkpoints_open = False

@@ -1,4 +1,4 @@
-"""A full disk under an index is a typed error, never SIGBUS (issue 14).
+"""A full disk under an index is a typed error, never SIGBUS (issue 14), and never a wedged log.
 
 The offset and time indexes are sparse files written through a shared mapping, so the first
 store into a page of a hole needs a disk block; on a full disk (or over quota) that store used
@@ -311,3 +311,102 @@ def test_reserve_needs_a_writable_open_index(backend, tmp_path):
             reader.reserve(1)
     finally:
         reader.close()
+
+
+# --- a full disk under a segment's transaction index: the log goes offline --------------------
+
+TXN_INDEX_CHILD = FILL + textwrap.dedent("""
+    from seglog import Log, LogConfig, Store
+    from seglog.storage import checkpoints
+
+    directory, backend_name = sys.argv[1], sys.argv[2]
+    out = {}
+
+    def attempt(fn):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - the outcome is what is reported
+            return outcome(exc)
+
+    def transaction(log):
+        # One open transaction of producer 7: the ABORT marker's .txnindex entry is the
+        # write that meets the full disk (the marker itself fits the .log's last page).
+        log.append_batch([b"x" * 10], producer_id=7, producer_epoch=0, base_sequence=0,
+                         is_transactional=True)
+
+    def abort(log):
+        return log.append_txn_marker(producer_id=7, producer_epoch=0, coordinator_epoch=0,
+                                     commit=False)
+
+    # A Log of its own.
+    path = os.path.join(directory, "log", "t-0")
+    log = Log.open(path, LogConfig(), backend=backend_name)
+    log.append(b"acknowledged")
+    transaction(log)
+    filler = fill(directory)
+    out["log_abort"] = attempt(lambda: abort(log))
+    out["log_offline"] = log.offline
+    out["log_append_after"] = attempt(lambda: log.append(b"refused"))
+    out["log_read"] = [r.value.decode() for r in log.records()]
+    os.remove(filler)
+    out["log_append_with_space"] = attempt(lambda: log.append(b"refused"))
+    log.close()
+    log = Log.open(path, LogConfig(), backend=backend_name)
+    out["log_reopened"] = {
+        "offline": log.offline, "end": log.end_offset, "lso": log.last_stable_offset,
+        "committed": [r.value.decode() for r in log.records(isolation="read_committed")],
+        "append": attempt(lambda: log.append(b"later"))}
+    log.close()
+
+    # The same in a Store: its periodic work leaves the offline log out, and its close
+    # writes no clean-shutdown marker, so the reopen recovers the log.
+    store_dir = os.path.join(directory, "store")
+    store = Store(store_dir, backend=backend_name)
+    store.create_topic("t", partitions=2)
+    log, other = store.topic("t").log(0), store.topic("t").log(1)
+    log.append(b"acknowledged")
+    transaction(log)
+    filler = fill(directory)
+    out["store_abort"] = attempt(lambda: abort(log))
+    os.remove(filler)
+    out["store_other_append"] = attempt(lambda: other.append(b"fine"))
+    out["store_maintain"] = attempt(lambda: sorted(store.maintain()))
+    out["store_flush"] = attempt(store.flush)
+    store.close()
+    out["store_clean_marker"] = checkpoints.has_clean_shutdown_marker(store_dir)
+    store = Store(store_dir, backend=backend_name)
+    log = store.topic("t").log(0)
+    out["store_reopened"] = {
+        "offline": log.offline, "end": log.end_offset,
+        "committed": [r.value.decode() for r in log.records(isolation="read_committed")],
+        "append": attempt(lambda: log.append(b"later")),
+        "other": [r.value.decode() for r in store.topic("t").log(1).records()]}
+    store.close()
+    print(json.dumps(out))
+""")
+
+
+def test_a_txnindex_write_on_a_full_disk_takes_the_log_offline(backend, tmp_path):
+    """The ABORT marker reaches the segment, then its ``.txnindex`` entry meets the full disk:
+    the append raises KafkaStorageError and the log goes offline (every later write refused
+    with KafkaStorageError, even once space is back; reads go on below the published end),
+    as Kafka's log directory failure; it used to stay writable with the marker unpublished,
+    and every later append failed an assertion after writing its batch. A reopen recovers the
+    log: the marker is kept, its abort indexed (read_committed hides the aborted record) and
+    writes go on. In a Store, the other partitions and the periodic work carry on, and the
+    close leaves out the clean-shutdown marker so that the reopen recovers."""
+    with _small_fs(tmp_path) as directory:
+        out = _run_child(TXN_INDEX_CHILD, directory, backend.name)
+    for key in ("log_abort", "log_append_after", "log_append_with_space", "store_abort"):
+        _assert_storage_error(out[key])
+    assert out["log_offline"] is True
+    assert out["log_read"] == ["acknowledged", "x" * 10]
+    assert out["log_reopened"] == {"offline": False, "end": 3, "lso": 3,
+                                   "committed": ["acknowledged"], "append": 3}
+    assert out["store_other_append"] == 0
+    assert out["store_maintain"] == ["aborted_transactions", "compaction", "expired_offsets",
+                                     "flushed", "retention"]
+    assert out["store_flush"] is None
+    assert out["store_clean_marker"] is False
+    assert out["store_reopened"] == {"offline": False, "end": 3, "committed": ["acknowledged"],
+                                     "append": 3, "other": ["fine"]}

@@ -51,6 +51,7 @@ lock, never changes a file, and :meth:`Log.refresh` follows the writer.
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import threading
@@ -64,6 +65,7 @@ from ..errors import (
     CorruptCheckpointError,
     CorruptRecordError,
     InvalidRecordError,
+    KafkaStorageError,
     LogClosedError,
     OffsetsOutOfOrderError,
     ReadOnlyError,
@@ -222,6 +224,8 @@ class Log(LogReads, LogRetention):
         self._data_cond = threading.Condition(self._lock)
         self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
         self._closed = False
+        # The OSError that took this log offline (see _went_offline); None while it is not.
+        self._failure: OSError | None = None
         self._dir_lock: DirectoryLock | None = None
         self._state = state if state is not None else PartitionDirState(dir_path)
         self._first_unstable: int | None = None  # published in the LogView
@@ -347,14 +351,17 @@ class Log(LogReads, LogRetention):
             if self._closed:
                 return
             try:
-                if not self._read_only:
+                # An offline log (see _went_offline) is closed as after a crash: no flush, no
+                # producer snapshot, no clean-shutdown mark, so the next open recovers it.
+                writable = not self._read_only and self._failure is None
+                if writable:
                     self._flush_locked(checked_now_ms(None), checkpoint=True)
                     # Kafka's UnifiedLog.close: a snapshot at the log end, so the next open
                     # reads no batch to rebuild producer state.
                     self._psm.update_map_end_offset(self._view.end_offset)
                     self._psm.take_snapshot()
                 self._local.close()
-                if not self._read_only:
+                if writable:
                     self._state.mark_clean_shutdown()
             finally:
                 self._closed = True
@@ -395,6 +402,12 @@ class Log(LogReads, LogRetention):
     def read_only(self) -> bool:
         """Whether the log was opened with ``read_only=True``."""
         return self._read_only
+
+    @property
+    def offline(self) -> bool:
+        """Whether a failed write took the log offline: it refuses every write
+        (KafkaStorageError) until it is reopened, which recovers it; reads go on."""
+        return self._failure is not None
 
     @property
     def closed(self) -> bool:
@@ -535,6 +548,26 @@ class Log(LogReads, LogRetention):
         self._check_open()
         if self._read_only:
             raise ReadOnlyError(f"log {self._dir} was opened read-only")
+        failure = self._failure
+        if failure is not None:
+            raise KafkaStorageError(
+                failure.errno or errno.EIO,
+                f"log {self._dir} is offline since a write failed after its batch reached the "
+                f"segment ({failure}); reopen it (the Store: restart) to recover it")
+
+    def _went_offline(self, exc: OSError) -> KafkaStorageError:
+        """Take the log offline after ``exc`` failed a write whose batch was already in the
+        active segment: the state after it (producer state, ``.txnindex``, the published end
+        offset) no longer matches the file, so every later write is refused with
+        KafkaStorageError until a reopen recovers the segment from the recovery point (Kafka's
+        LogDirFailureChannel takes the log directory offline the same way). Reads go on
+        below the published end, which the failed write never moved. Returns the error to
+        raise."""
+        self._failure = exc
+        return KafkaStorageError(
+            exc.errno or errno.EIO,
+            f"log {self._dir}: a write failed after its batch reached the segment ({exc}); "
+            f"the log is offline until it is reopened")
 
     # --- appending -------------------------------------------------------------------------------
 
@@ -804,23 +837,27 @@ class Log(LogReads, LogRetention):
         result = active.append(data, assign_offsets=False)
         assert (result.first_offset, result.last_offset) == (first_offset, last_offset), (
             result.first_offset, result.last_offset, first_offset, last_offset)
-        # Kafka assigns before the write; after it, a refused write leaves no entry.
-        epochs = self._epochs
-        for batch in batches:
-            epoch = batch.partition_leader_epoch
-            if epoch >= 0:
-                epochs.assign(epoch, batch.base_offset)
-            else:
-                epochs.clear()
         end_offset = last_offset + 1
-        if analysis is None:
-            psm.update_map_end_offset(end_offset)
-        else:
-            txn_index = local.txn_index(active.base_offset) if analysis.completed_txns else None
-            psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
-            if self._auto_hw:
-                psm.on_high_watermark_updated(end_offset)
-            self._first_unstable = psm.first_unstable_offset()
+        try:
+            # Kafka assigns before the write; after it, a refused write leaves no entry.
+            epochs = self._epochs
+            for batch in batches:
+                epoch = batch.partition_leader_epoch
+                if epoch >= 0:
+                    epochs.assign(epoch, batch.base_offset)
+                else:
+                    epochs.clear()
+            if analysis is None:
+                psm.update_map_end_offset(end_offset)
+            else:
+                txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
+                             else None)
+                psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
+                if self._auto_hw:
+                    psm.on_high_watermark_updated(end_offset)
+                self._first_unstable = psm.first_unstable_offset()
+        except OSError as exc:  # the .txnindex or the epoch checkpoint: see _went_offline
+            raise self._went_offline(exc) from exc
         self._publish(view.start_offset, end_offset)
         if (end_offset - local.recovery_point >= self._config.flush_messages
                 or now_ms - local.last_flush_ms >= self._config.flush_ms):
@@ -872,22 +909,26 @@ class Log(LogReads, LogRetention):
             if epoch is not None:  # a leader's append (Kafka's LogValidator stamps it)
                 data = stamp_partition_leader_epoch(data, epoch)
             result = active.append(data)
-            if epoch is not None:
-                # Kafka assigns before the write; after it, a refused write leaves no entry.
-                self._epochs.assign(epoch, result.first_offset)
             end_offset = result.last_offset + 1
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
-            if analysis is None:
-                psm.update_map_end_offset(end_offset)
-            else:
-                txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
-                             else None)
-                psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
-                if analysis.completed_txns or any(
-                        info.started_transactions for info in analysis.append_infos.values()):
-                    if self._auto_hw:
-                        psm.on_high_watermark_updated(end_offset)
-                    self._first_unstable = psm.first_unstable_offset()
+            try:
+                if epoch is not None:
+                    # Kafka assigns before the write; after it, a refused write leaves no entry.
+                    self._epochs.assign(epoch, result.first_offset)
+                if analysis is None:
+                    psm.update_map_end_offset(end_offset)
+                else:
+                    txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
+                                 else None)
+                    psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
+                    if analysis.completed_txns or any(
+                            info.started_transactions
+                            for info in analysis.append_infos.values()):
+                        if self._auto_hw:
+                            psm.on_high_watermark_updated(end_offset)
+                        self._first_unstable = psm.first_unstable_offset()
+            except OSError as exc:  # the .txnindex or the epoch checkpoint: see _went_offline
+                raise self._went_offline(exc) from exc
             if self._auto_hw:  # the hot path of _publish
                 end_position = active.size_bytes
                 self._view = LogView(segments, view.start_offset, end_offset, end_position,
