@@ -818,12 +818,13 @@ class Producer:
         if self._batches.get(batch.tp) is batch:
             del self._batches[batch.tp]
         deadlines = self._linger_deadlines
-        if deadlines and deadlines[0][1].buffer.sealed:
-            # Drop the stale entries at the head (this batch's among them), so the linger
-            # thread's next sleep is until a batch still open.
-            with self._linger_lock:
-                while deadlines and deadlines[0][1].buffer.sealed:
-                    deadlines.popleft()
+        # Drop the stale entries at the head (this batch's among them), so the linger thread's
+        # next sleep is until a batch still open. Under the linger lock even to look: the
+        # linger thread pops from the head under it, so an unlocked look could find the deque
+        # emptied between its length and its head (IndexError). Once per batch, uncontended.
+        with self._linger_lock:
+            while deadlines and deadlines[0][1].buffer.sealed:
+                deadlines.popleft()
         parts: list[tuple[int, int, BaseException | None]] = []
         todo = collections.deque([(0, batch.buffer.record_count)])  # record ranges, in order
         first_error: BaseException | None = None
