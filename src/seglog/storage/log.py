@@ -847,12 +847,7 @@ class Log(LogReads, LogRetention):
                     epochs.assign(epoch, batch.base_offset)
                 else:
                     epochs.clear()
-            if analysis is None:
-                psm.update_map_end_offset(end_offset)
-            else:
-                txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
-                             else None)
-                psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
+            if self._apply_producer_state(analysis, active, end_offset):
                 if self._auto_hw:
                     psm.on_high_watermark_updated(end_offset)
                 self._first_unstable = psm.first_unstable_offset()
@@ -865,6 +860,20 @@ class Log(LogReads, LogRetention):
         if self._waiters:
             self._data_cond.notify_all()
         return first_offset, last_offset
+
+    def _apply_producer_state(self, analysis: Any, active: Any, end_offset: int) -> bool:
+        """After a write ending at ``end_offset`` to ``active``: apply the producer state
+        ``analysis`` of its batches (their transactions' aborts go to the segment's
+        ``.txnindex``) or, with none (no batch carried a producer id), only move the state's
+        end; True when there was an analysis. OSError from the ``.txnindex``."""
+        psm = self._psm
+        if analysis is None:
+            psm.update_map_end_offset(end_offset)
+            return False
+        txn_index = (self._local.txn_index(active.base_offset) if analysis.completed_txns
+                     else None)
+        psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
+        return True
 
     def _stamp_epoch(self) -> int:
         """The partitionLeaderEpoch to encode a batch with (-1 when not leading); the writer
@@ -915,18 +924,13 @@ class Log(LogReads, LogRetention):
                 if epoch is not None:
                     # Kafka assigns before the write; after it, a refused write leaves no entry.
                     self._epochs.assign(epoch, result.first_offset)
-                if analysis is None:
-                    psm.update_map_end_offset(end_offset)
-                else:
-                    txn_index = (local.txn_index(active.base_offset) if analysis.completed_txns
-                                 else None)
-                    psm.apply_append(analysis, end_offset=end_offset, txn_index=txn_index)
-                    if analysis.completed_txns or any(
+                if self._apply_producer_state(analysis, active, end_offset) and (
+                        analysis.completed_txns or any(
                             info.started_transactions
-                            for info in analysis.append_infos.values()):
-                        if self._auto_hw:
-                            psm.on_high_watermark_updated(end_offset)
-                        self._first_unstable = psm.first_unstable_offset()
+                            for info in analysis.append_infos.values())):
+                    if self._auto_hw:
+                        psm.on_high_watermark_updated(end_offset)
+                    self._first_unstable = psm.first_unstable_offset()
             except OSError as exc:  # the .txnindex or the epoch checkpoint: see _went_offline
                 raise self._went_offline(exc) from exc
             if self._auto_hw:  # the hot path of _publish
