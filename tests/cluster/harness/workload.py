@@ -281,6 +281,8 @@ class TxnProducer(threading.Thread):
         self.pending_lock = threading.Lock()
         self.stopping = threading.Event()
         self.outcomes: dict[str, int] = {COMMITTED: 0, ABORTED: 0, UNKNOWN: 0}
+        #: Transactions with a send completed other than ok (they are aborted).
+        self.failed_txns: set[str] = set()
         self.errors: dict[str, int] = {}
         self.error: BaseException | None = None
 
@@ -355,7 +357,8 @@ class TxnProducer(threading.Thread):
         self.producer.flush(self.txn_timeout_s)
         with self.pending_lock:
             clean = not any(invoke.get("txn") == txn for invoke in self.pending.values())
-        failed = any(self.history.events[i]["type"] != OK for i in self._completions(txn))
+        with self.pending_lock:
+            failed = txn in self.failed_txns
         intent = "commit" if clean and not failed and self.rng.random() >= self.abort_ratio \
             else "abort"
         if intent == "abort":
@@ -399,11 +402,6 @@ class TxnProducer(threading.Thread):
         self.producer = None
         return UNKNOWN, error
 
-    def _completions(self, txn: str) -> list[int]:
-        """The history indexes of this transaction's send completions so far."""
-        return [e["index"] for e in list(self.history.events)
-                if e["f"] == SEND and e["type"] != INVOKE and e.get("txn") == txn]
-
     def _settle(self, txn: str) -> None:
         """Serve the last delivery reports (an abort purges what was still queued), then
         record the sends never reported as *info*."""
@@ -444,6 +442,8 @@ class TxnProducer(threading.Thread):
         with self.pending_lock:
             if self.pending.pop(value, None) is None:
                 return
+            if outcome != OK:
+                self.failed_txns.add(invoke["txn"])
         self.history.record(self.process, outcome, SEND, key=invoke["key"], value=value,
                             txn=invoke["txn"], **fields)
 
