@@ -434,6 +434,23 @@ class InvalidReplicationFactorError(SeglogError):
     kafka_error_code = 38  # INVALID_REPLICATION_FACTOR
 
 
+class InvalidReplicaAssignmentError(SeglogError):
+    """A manual replica assignment that cannot be used: an empty or repeated replica list, an
+    unknown broker, partitions that are not 0..n-1, replica counts that differ. Kafka error
+    code INVALID_REPLICA_ASSIGNMENT (39)."""
+
+    kafka_error_code = 39  # INVALID_REPLICA_ASSIGNMENT
+
+
+class InvalidCreationRequestError(SeglogError):
+    """A CreateTopics entry whose fields contradict each other (a manual assignment together
+    with a partition count or replication factor). Kafka error code INVALID_REQUEST (42), in
+    the answer of that topic only: the connection stays open (unlike
+    :class:`InvalidRequestError`)."""
+
+    kafka_error_code = 42  # INVALID_REQUEST
+
+
 # --- transactions over the wire (txn) ----------------------------------------------------------
 
 

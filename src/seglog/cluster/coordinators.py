@@ -102,7 +102,7 @@ async def _create_internal_topic(cluster: Any, topic: str, partitions: int,
                     "or lower its replication factor)", cluster.broker_id, topic, exc)
         return
     try:
-        await cluster.create_topic(topic, assignment, dict(config), timeout_s=0)
+        await cluster.create_topic(topic, assignment, None, dict(config), timeout_s=0)
         log.info("broker %d: created %s (%d partitions, replication factor %d)",
                  cluster.broker_id, topic, partitions, replication_factor)
     except errors.TopicExistsError:
@@ -247,7 +247,7 @@ async def find_transaction_coordinator(cluster: Any, transactional_id: str,
 def partition_in(cluster: Any, topic: str, key: str) -> int | None:
     """The partition of ``topic`` that coordinates ``key`` in the cluster's metadata (None
     while the topic does not exist in ZooKeeper)."""
-    assignment = cluster.assignments.get(topic)
-    if assignment is None or not assignment.partitions:
+    count = cluster.partition_count(topic)
+    if not count:
         return None
-    return coordinator_partition(key, len(assignment.partitions))
+    return coordinator_partition(key, count)

@@ -47,12 +47,14 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import test_breaks, zk_data
+from . import placement, test_breaks, zk_data
+from .placement import ManualAssignment
+from .seam import PartitionSeam
 from .truncation import diverging_epoch
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
@@ -65,6 +67,7 @@ ROLE_NONE = "none"
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) this module answers with.
 NONE = 0
+LEADER_NOT_AVAILABLE = 5
 NOT_LEADER_OR_FOLLOWER = 6
 REQUEST_TIMED_OUT = 7
 NOT_ENOUGH_REPLICAS = 19
@@ -122,12 +125,17 @@ class PartitionReplica:
         """Whether this broker leads the partition now."""
         return self.role == ROLE_LEADER
 
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` of the largest epoch <= ``epoch`` in the log's leader-epoch
+        cache (``Partition.lastOffsetForLeaderEpoch``)."""
+        return self.log.end_offset_for_epoch(epoch)
+
     def __repr__(self) -> str:
         return (f"PartitionReplica({self.tp.topic}-{self.tp.partition}, {self.role}, "
                 f"leader={self.leader}, epoch={self.leader_epoch}, isr={list(self.isr)})")
 
 
-class ReplicaManager:
+class ReplicaManager(PartitionSeam):
     """A broker's replicas and its view of the cluster (see the module docstring).
 
     ``store``: the broker's Store (opened ``replicated=True``); ``zk``: a started
@@ -151,10 +159,10 @@ class ReplicaManager:
         self.checkpoint_interval_ms = int(config["replica.high.watermark.checkpoint.interval.ms"])
         self.partitions: dict[TopicPartition, PartitionReplica] = {}
         # The metadata cache.
-        self.live_brokers: dict[int, Any] = {}
-        self.controller_id: int | None = None
-        self.assignments: dict[str, Any] = {}
-        self.states: dict[TopicPartition, Any] = {}
+        self._live_brokers: dict[int, Any] = {}
+        self._controller_id: int | None = None
+        self._assignments: dict[str, Any] = {}
+        self._states: dict[TopicPartition, Any] = {}
         # What the metadata loop has to re-read.
         self._dirty_brokers = True
         self._dirty_controller = True
@@ -179,6 +187,54 @@ class ReplicaManager:
         self.fetcher: Any = None
         #: Leadership listeners (:meth:`add_leadership_listener`).
         self._leadership_listeners: list[Any] = []
+
+    # --- the metadata view (PartitionSeam) ------------------------------------------------
+
+    @property
+    def live_brokers(self) -> dict[int, Any]:
+        """The live brokers (``/brokers/ids``) by id."""
+        return self._live_brokers
+
+    @property
+    def controller_id(self) -> int | None:
+        """The controller's broker id (``/controller``), None while there is none."""
+        return self._controller_id
+
+    @property
+    def assignments(self) -> dict[str, Any]:
+        """Every topic's assignment (``/brokers/topics/<t>``) by name."""
+        return self._assignments
+
+    @property
+    def states(self) -> dict[TopicPartition, Any]:
+        """Every known partition state (``.../partitions/<p>/state``)."""
+        return self._states
+
+    def notify_readable(self) -> None:
+        """Wake the broker's long polls."""
+        self._notify()
+
+    def plan_topic(self, *, num_partitions: int, replication_factor: int,
+                   manual: ManualAssignment | None, default_partitions: int,
+                   default_replication_factor: int) -> dict[int, list[int]]:
+        """See :meth:`PartitionSeam.plan_topic` (Kafka 2.8's checks and placement)."""
+        return placement.cluster_topic_plan(
+            self.live_brokers, num_partitions=num_partitions,
+            replication_factor=replication_factor, manual=manual,
+            default_partitions=default_partitions,
+            default_replication_factor=default_replication_factor,
+            assign=self.assign_replicas)
+
+    def plan_new_partitions(self, name: str, *, current: int, count: int,
+                            manual: Sequence[Sequence[int]] | None) -> dict[int, list[int]]:
+        """See :meth:`PartitionSeam.plan_new_partitions` (Kafka 2.8's checks and
+        placement)."""
+        current_assignment = self.assignments.get(name)
+        if current_assignment is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return placement.cluster_new_partitions_plan(
+            self.live_brokers, factor=len(current_assignment.partitions[0]), current=current,
+            manual=manual, assign_new=lambda: self.assign_new_partitions(name, count))
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -377,10 +433,10 @@ class ReplicaManager:
             self._dirty_states.update(self._watched_states)
         if self._dirty_brokers:
             self._dirty_brokers = False
-            self.live_brokers = dict(await self._blocking(self._read_live_brokers))
+            self._live_brokers = dict(await self._blocking(self._read_live_brokers))
         if self._dirty_controller:
             self._dirty_controller = False
-            self.controller_id = await self._blocking(zk.controller_id)
+            self._controller_id = await self._blocking(zk.controller_id)
         if self._dirty_topics:
             self._dirty_topics = False
             assignments = dict(await self._blocking(self._read_assignments))
@@ -457,7 +513,7 @@ class ReplicaManager:
         state watches of new partitions."""
         store = self.store
         old = self.assignments
-        self.assignments = assignments
+        self._assignments = assignments
         for name in [n for n in old if n not in assignments]:
             await self._remove_topic(name)
         for name, assignment in assignments.items():
@@ -920,6 +976,22 @@ class ReplicaManager:
         return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
                                           replication_factor)
 
+    async def auto_create_topic(self, name: str, *, partitions: int,
+                                replication_factor: int) -> int:
+        """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
+        to ZooKeeper, placed over the live brokers, and the answer is LEADER_NOT_AVAILABLE
+        (the client asks again); a failure's own code (INVALID_REPLICATION_FACTOR with too
+        few brokers)."""
+        try:
+            assignment = self.assign_replicas(partitions, replication_factor)
+            await self.create_topic(name, assignment, None, {}, timeout_s=0)
+        except errors.TopicExistsError:
+            pass
+        except (errors.SeglogError, OSError) as e:
+            code = getattr(e, "kafka_error_code", -1)
+            return code if isinstance(code, int) else -1
+        return LEADER_NOT_AVAILABLE
+
     async def delete_topic(self, name: str, *, timeout_s: float) -> bool:
         """Ask the controller to delete topic ``name`` (``/admin/delete_topics/<t>``) and wait
         up to ``timeout_s`` for its assignment to disappear (Kafka 2.8's
@@ -989,20 +1061,23 @@ class ReplicaManager:
         return None
 
     async def create_topic(self, name: str, assignment: Mapping[int, list[int]],
-                           config: Mapping[str, str], *, timeout_s: float
+                           config: Any, overrides: Mapping[str, Any], *, timeout_s: float
                            ) -> uuid.UUID:
-        """Write topic ``name`` with ``assignment`` (partition -> replicas) and ``config`` to
-        ZooKeeper and wait up to ``timeout_s`` for the controller to give every partition its
-        first state (Kafka 2.8 answers CreateTopics then). Returns the topic id. Raises
-        :class:`~seglog.errors.TopicExistsError`; a timeout is not an error (the topic is
-        created; the controller is late)."""
+        """Write topic ``name`` with ``assignment`` (partition -> replicas) and its config
+        ``overrides`` (``/config/topics/<t>``; ``config``, the full LogConfig, is what every
+        broker derives from them) to ZooKeeper and wait up to ``timeout_s`` for the
+        controller to give every partition its first state (Kafka 2.8 answers CreateTopics
+        then). Returns the topic id. Raises :class:`~seglog.errors.TopicExistsError`; a
+        timeout is not an error (the topic is created; the controller is late)."""
+        del config
         topic_id = zk_data.new_topic_id()
         topic = zk_data.TopicAssignment(topic=name, topic_id=topic_id,
                                 partitions={p: list(r) for p, r in assignment.items()})
         from .zk_client import NodeExistsError
 
+        written = {k: str(v) for k, v in overrides.items() if v is not None}
         try:
-            await self._blocking(self.zk.create_topic, topic, dict(config))
+            await self._blocking(self.zk.create_topic, topic, written)
         except NodeExistsError:
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
         await self._wait_for_states(name, list(assignment), timeout_s)

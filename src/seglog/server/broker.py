@@ -37,7 +37,6 @@ from ..store import Store
 from . import protocol, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
-from .apis.data_topics import CLUSTER_EXTENSION_KEY
 from .context import AppendNotifier, BrokerState
 
 __all__ = ["Broker", "Server", "parse_listen"]
@@ -161,8 +160,9 @@ class Server:
             cluster_id=meta.cluster_id, host=adv_host, port=adv_port, loop=self.loop,
             appended=AppendNotifier(self.loop))
         if self._cluster_factory is not None:
+            # A cluster member's seam; a lone broker's state made its own (a cluster of one).
             self.replica_manager = self._cluster_factory(self.state)
-            self.state.extensions[CLUSTER_EXTENSION_KEY] = self.replica_manager
+            self.state.cluster = self.replica_manager
             await self.replica_manager.start()
         for module in self.modules:
             hook = getattr(module, "start", None)
@@ -723,3 +723,4 @@ class Broker:
     def __repr__(self) -> str:
         where = self.bootstrap if self._state == "serving" else self._state
         return f"Broker({self.data_dir!r}, {where})"
+

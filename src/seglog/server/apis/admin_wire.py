@@ -124,22 +124,3 @@ def duplicates(names: Iterable[Any]) -> set:
     for name in names:
         (dups if name in seen else seen).add(name)
     return dups
-
-
-def check_replicas(broker_ids: Iterable[int], node_id: int) -> None:
-    """Kafka's ``validateManualPartitionAssignment`` on a one-node cluster."""
-    broker_ids = list(broker_ids)
-    if not broker_ids:
-        raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                       "The manual partition assignment includes an empty replica list.")
-    seen = set()
-    for broker_id in broker_ids:
-        if broker_id != node_id:
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           f"The manual partition assignment includes broker {broker_id}, but "
-                           "no such broker is registered.")
-        if broker_id in seen:
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           f"The manual partition assignment includes the broker {broker_id} "
-                           "more than once.")
-        seen.add(broker_id)

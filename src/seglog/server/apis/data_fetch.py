@@ -54,12 +54,10 @@ from .data_topics import (
     ERROR_NONE,
     ERROR_NOT_LEADER_OR_FOLLOWER,
     ERROR_UNKNOWN_SERVER_ERROR,
-    ERROR_UNKNOWN_LEADER_EPOCH,
     ERROR_UNKNOWN_TOPIC_ID,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
-    check_current_leader_epoch,
     gone_or_storage_error,
-    replica_manager,
+    partition_seam,
     topic_ids,
     topic_or_none,
 )
@@ -125,7 +123,7 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
     ids = topic_ids(ctx.broker) if by_id else None
     replica_id = _replica_id(request)
     follower = replica_id >= 0
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     wanted = []
     for fetch_topic in request.topics:
         key = fetch_topic.topic_id if by_id else fetch_topic.topic
@@ -137,21 +135,19 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
                 code = ERROR_UNKNOWN_TOPIC_ID if by_id else ERROR_UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition < topic.partitions:
                 code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
-            elif cluster is not None:
-                # Kafka 2.8: only the leader serves fetches, a follower's (replica id >= 0,
-                # one of the partition's replicas) and a consumer's alike.
+            else:
+                # Only the leader serves fetches, a follower's (replica id >= 0, one of the
+                # partition's replicas) and a consumer's alike; a request's stale leader
+                # epoch is fenced first (Partition.localLogWithEpochOrThrow).
                 replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
-                if replica is None or (follower and replica_id not in replica.replicas):
+                if replica is None:
                     code = ERROR_NOT_LEADER_OR_FOLLOWER
+                elif follower and replica_id not in replica.replicas:
+                    code = cluster.check_leader_epoch(replica, epoch) \
+                        or ERROR_NOT_LEADER_OR_FOLLOWER
+                    replica = None
                 else:
                     log = replica.log
-            elif follower:
-                code = ERROR_UNKNOWN_LEADER_EPOCH if epoch != -1 else ERROR_NOT_LEADER_OR_FOLLOWER
-            else:
-                try:
-                    log = topic.log(p.partition)
-                except errors.SeglogError as e:
-                    code = gone_or_storage_error(store, topic, e)
             wanted.append(_Wanted(key, topic, p.partition, log, code, int(p.fetch_offset),
                                   int(p.partition_max_bytes), epoch, replica,
                                   int(getattr(p, "last_fetched_epoch", -1)),
@@ -166,13 +162,10 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
     read (``replica_id`` >= 0) goes to the log end offset, is answered ``DivergingEpoch``
     when its last fetched epoch diverges, and (``record_follower``: the request's first read,
     as Kafka's ``fetchMessages``) records the follower's fetch state at the leader."""
-    if w.replica is not None:
-        # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes
-        # with NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
-        code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
-                if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
-    else:
-        code = check_current_leader_epoch(w.current_leader_epoch)
+    # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes with
+    # NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
+    code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
+            if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
     if code != ERROR_NONE:
         return _failed(w.partition, code)
     adjusted_max_bytes = min(w.max_bytes, limit_bytes)
@@ -277,7 +270,7 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     appended = broker.appended
     seen = appended.count
     store = broker.store
-    cluster = replica_manager(broker)
+    cluster = partition_seam(broker)
     replica_id = _replica_id(request)
     results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                             isolation=isolation, cluster=cluster,

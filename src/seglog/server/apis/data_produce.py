@@ -55,13 +55,14 @@ metadata.
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from typing import Any
 
 
 from ... import errors
 from ... import format as fmt
+from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
+from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...types import TopicPartition
 from ..context import CloseConnection, RawResponse
 from .data_produce_codec import encode_produce_response
@@ -78,7 +79,7 @@ from .data_topics import (
     LEADER_EPOCH,
     error_code_for,
     gone_or_storage_error,
-    replica_manager,
+    partition_seam,
     topic_ids,
     topic_or_none,
 )
@@ -244,10 +245,13 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
     producer_id, producer_epoch, transactional = _producer_of(batch)
     if not transactional or producer_id < 0:
         return None
-    if replica_manager(ctx.broker) is not None:
-        # A cluster member (Kafka 2.8, which has no verification): the transaction's
-        # coordinator is the leader of its __transaction_state partition, usually another
-        # broker, which this one would have to ask (AddPartitionsToTxn v4 verify_only).
+    cluster = partition_seam(ctx.broker)
+    coordinator_partition = partition_in(cluster, TRANSACTION_STATE_TOPIC, transactional_id)
+    if coordinator_partition is None or cluster.leader_replica(
+            TopicPartition(TRANSACTION_STATE_TOPIC, coordinator_partition)) is None:
+        # The transaction's coordinator is another broker (the leader of its
+        # __transaction_state partition), which this one would have to ask
+        # (AddPartitionsToTxn v4 verify_only; Kafka 2.8 has no verification at all).
         return None
     entry = log.producer_state.last_entry(producer_id)
     if entry is not None and entry.current_txn_first_offset is not None \
@@ -270,13 +274,9 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
 
 
 def _append(ctx: Any, topic: Any, partition: int, batch: Any,
-            transactional_id: str | None) -> _Outcome:
-    try:
-        log = topic.log(partition)
-    except errors.UnknownTopicOrPartitionError:
-        return _failure(ERROR_UNKNOWN_TOPIC_OR_PARTITION)
-    except errors.SeglogError as e:
-        return _failure(gone_or_storage_error(ctx.broker.store, topic, e))
+            transactional_id: str | None, log: Any) -> _Outcome:
+    """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
+    append runs): the outcome, whatever went wrong as its error code."""
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
         return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if transactional_id is not None:
@@ -311,10 +311,9 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     by_id = version >= 13
     ids = topic_ids(broker) if by_id else None
     answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
-    appended = False
     failed = False
-    cluster = replica_manager(broker)
-    delayed: list[tuple[Any, _Outcome]] = []  # acks=-1 in a cluster: (replica, outcome)
+    cluster = partition_seam(broker)
+    delayed: list[tuple[AppendResult, _Outcome]] = []  # acks=-1: (append, outcome)
     whole_request_error = _transactional_request_error(request)
     if whole_request_error != ERROR_NONE:
         answers = [(t.topic_id if by_id else t.name,
@@ -339,30 +338,22 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
                     outcome = _failure(code)
                 elif acks not in (-1, 0, 1):
                     outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
-                elif cluster is not None:
-                    outcome = _append_as_leader(ctx, cluster, topic, index, batch,
-                                                request.transactional_id, acks, delayed)
-                    appended = appended or outcome.error_code == ERROR_NONE
                 else:
-                    outcome = _append(ctx, topic, index, batch, request.transactional_id)
-                    appended = appended or outcome.error_code == ERROR_NONE
+                    outcome = _append_to_leader(ctx, cluster, topic, index, batch,
+                                                request.transactional_id, acks, delayed)
             failed = failed or outcome.error_code != ERROR_NONE
             outcomes.append((index, outcome))
         answers.append((key, outcomes))
-    if appended:
-        broker.appended.notify()
-    if delayed and cluster is not None:
+    if delayed:
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
-        # bounded by the request's timeout; the answers replace the appends' successes.
-        timeout_s = max(request.timeout.total_seconds(), 0.0)
-        codes = await asyncio.gather(*(
-            cluster.wait_acks_all(replica, outcome.last_offset + 1, timeout_s)
-            for replica, outcome in delayed))
-        for (_replica, outcome), code in zip(delayed, codes):
-            if code != ERROR_NONE:
-                # Kafka 2.8's DelayedProduce changes only the error: the append's base
-                # offset, append time and log start offset stay in the answer.
-                outcome.error_code = code
+        # bounded by the request's timeout (in a cluster of one that is at once).
+        await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
+                                    timeout_s=max(request.timeout.total_seconds(), 0.0))
+        for result, outcome in delayed:
+            if result.error_code != ERROR_NONE:
+                # Kafka's DelayedProduce changes only the error: the append's base offset,
+                # append time and log start offset stay in the answer.
+                outcome.error_code = result.error_code
                 failed = True
     if acks == 0:
         if failed:
@@ -374,25 +365,28 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     return _response(version, answers)
 
 
-def _append_as_leader(ctx: Any, cluster: Any, topic: Any, partition: int, batch: Any,
-                      transactional_id: str | None, acks: int,
-                      delayed: list[tuple[Any, _Outcome]]) -> _Outcome:
-    """A cluster member's append (``Partition.appendRecordsToLeader``): only the partition's
-    leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer in-sync replicas
-    than ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before anything is written; after the
-    append the high watermark may move, and an acks=-1 append joins ``delayed``."""
-    replica = cluster.leader_replica(TopicPartition(topic.name, partition))
-    if replica is None:
-        return _failure(ERROR_NOT_LEADER_OR_FOLLOWER)
-    if acks == -1:
-        code = cluster.check_acks_all_before_append(replica)
-        if code != ERROR_NONE:
-            return _failure(code, replica.log)
-    outcome = _append(ctx, topic, partition, batch, transactional_id)
-    if outcome.error_code == ERROR_NONE:
-        cluster.after_leader_append(replica)
-        if acks == -1:
-            delayed.append((replica, outcome))
+def _append_to_leader(ctx: Any, cluster: PartitionSeam, topic: Any, partition: int,
+                      batch: Any, transactional_id: str | None, acks: int,
+                      delayed: list[tuple[AppendResult, _Outcome]]) -> _Outcome:
+    """One partition's append through the seam (``Partition.appendRecordsToLeader``): only
+    the partition's leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer
+    in-sync replicas than ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before anything is
+    written; an appended acks=-1 partition joins ``delayed``."""
+    written: list[_Outcome] = []
+
+    def write(log: Any) -> int | None:
+        outcome = _append(ctx, topic, partition, batch, transactional_id, log)
+        written.append(outcome)
+        return outcome.last_offset if outcome.error_code == ERROR_NONE else None
+
+    result = cluster.append_now(TopicPartition(topic.name, partition), write, acks=acks,
+                                origin=AppendOrigin.CLIENT)
+    if not written:
+        replica = result.replica
+        return _failure(result.error_code, None if replica is None else replica.log)
+    outcome = written[0]
+    if result.appended and acks == -1:
+        delayed.append((result, outcome))
     return outcome
 
 

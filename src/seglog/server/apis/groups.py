@@ -36,7 +36,7 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from . import data_topics
-from .data_topics import replica_manager
+from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
@@ -203,7 +203,7 @@ async def handle_find_coordinator(ctx, request) -> Any:
         return dict(key=key, error_code=0, node_id=broker.node_id, host=broker.host,
                     port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
-    cluster = replica_manager(broker)
+    cluster = partition_seam(broker)
     if cluster is not None and key_type in (0, 1):
         async def answer_in_cluster(key: str) -> dict:
             if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
@@ -248,7 +248,7 @@ async def _find_group_coordinator(ctx, cluster, group_id: str):
 def _group_partition(ctx, group_id: str) -> int | None:
     """The ``__consumer_offsets`` partition of ``group_id`` in the cluster (None: the topic
     does not exist yet)."""
-    return _partition_in(replica_manager(ctx.broker), group_id)
+    return _partition_in(partition_seam(ctx.broker), group_id)
 
 
 def coordinator_error(ctx, group_id: str) -> int:
@@ -339,7 +339,7 @@ async def handle_sync_group(ctx, request) -> Any:
         entry = state.written.get(request.group_id)
         if entry is not None:
             replica, required = entry
-            error = _commit_error(await replica_manager(ctx.broker).wait_acks_all(
+            error = _commit_error(await partition_seam(ctx.broker).wait_acks_all(
                 replica, required, state.offsets_commit_timeout_ms / 1000))
     if error:
         return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
@@ -467,13 +467,13 @@ async def handle_offset_commit(ctx, request) -> Any:
         if state.partitions is not None:
             # A cluster member: the commit is appended with acks=-1 (Kafka's
             # offsets.commit.required.acks) to the group's partition, which it leads.
-            replica = replica_manager(ctx.broker).leader_replica(
+            replica = partition_seam(ctx.broker).leader_replica(
                 TopicPartition(OFFSETS_TOPIC, _group_partition(ctx, group_id)))
             if replica is None:
                 failure = cg.NOT_COORDINATOR
             else:
                 failure = _commit_error(
-                    replica_manager(ctx.broker).check_acks_all_before_append(replica))
+                    partition_seam(ctx.broker).check_acks_all_before_append(replica))
         try:
             if not failure:
                 store.offset_commit(group_id, member_id=None, generation_id=-1,
@@ -484,7 +484,7 @@ async def handle_offset_commit(ctx, request) -> Any:
             log.warning("offset commit of group %r failed: %s", group_id, exc)
             failure = cg.UNKNOWN_SERVER_ERROR
         if not failure and replica is not None:
-            cluster = replica_manager(ctx.broker)
+            cluster = partition_seam(ctx.broker)
             cluster.after_leader_append(replica)
             failure = _commit_error(await cluster.wait_acks_all(
                 replica, replica.log.end_offset, state.offsets_commit_timeout_ms / 1000))
@@ -761,7 +761,7 @@ async def start(state) -> None:
         max_session_timeout_ms=int(config.get("group.max.session.timeout.ms", 1_800_000)),
         max_size=int(config.get("group.max.size", 2**31 - 1)))
 
-    cluster = replica_manager(state)
+    cluster = partition_seam(state)
 
     # A cluster member's last membership append per group: (replica, offset after it),
     # which the SyncGroup answers wait to see replicated (acks=-1).

@@ -67,7 +67,7 @@ from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
 from ..registry import ApiHandler
-from .data_topics import replica_manager
+from .data_topics import partition_seam
 
 __all__ = ["HANDLERS"]
 
@@ -162,7 +162,7 @@ def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
     if state is None:
         return 0
     partition = cluster_coordinators.partition_in(
-        replica_manager(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
+        partition_seam(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
         transactional_id)
     if partition is None:
         return cluster_coordinators.NOT_COORDINATOR
@@ -179,7 +179,7 @@ async def _state_replicated(ctx: Any, transactional_id: str) -> int:
     NOT_COORDINATOR as Kafka maps the append's error. Standalone: NONE at once."""
     if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
         return 0
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     partition = cluster_coordinators.partition_in(
         cluster, cluster_coordinators.TRANSACTION_STATE_TOPIC, transactional_id)
     replica = None if partition is None else cluster.leader_replica(
@@ -368,7 +368,7 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
-        cluster = replica_manager(ctx.broker)
+        cluster = partition_seam(ctx.broker)
         if cluster is not None:
             # The cluster's partition count (Kafka: offsets.topic.num.partitions); the
             # local Store must not make the topic itself.
@@ -658,7 +658,7 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
     response = load_response_schema(WRITE_TXN_MARKERS, ctx.api_version)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     timeout_ms = int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS))
     results = []
     waits: list[tuple[dict, TopicPartition, Any]] = []
@@ -739,7 +739,7 @@ async def start(state: Any) -> None:
     expiration_ms = int(config.get("transactional.id.expiration.ms", 604_800_000))
     state.extensions[EXTENSION] = state.loop.create_task(
         _expire_ids_forever(state, interval_s, expiration_ms))
-    cluster = replica_manager(state)
+    cluster = partition_seam(state)
     if cluster is not None:
         await _start_cluster(state, cluster)
 
