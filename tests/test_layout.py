@@ -789,3 +789,32 @@ def test_self_accepts_privates_the_module_defines_itself(tmp_path):
     assert find_private_reaches(tree, allowed={"os._exit": "why"}) == []
     assert [o.text for o in find_private_reaches(tree, allowed={})] == [
         "os._exit: _exit is not defined in pkg.own"]
+
+
+# --- one broker path (issue 22): a lone broker is a cluster of one ------------------------------
+
+#: How a handler would ask which mode it runs in: nothing in server/apis may.
+_MODE_BRANCH = re.compile(r"\bcluster is (not )?None\b|\breplica_manager\(|CLUSTER_EXTENSION_KEY")
+#: What is left of the two modes in the coordinator handlers (issue 22, not done yet: the group
+#: and transaction coordinators load everything at start on a lone broker and follow their
+#: partitions' leadership in a cluster). The counts may only go down.
+_COORDINATOR_MODE_BRANCHES_MAX = {"groups.py": 8, "txn.py": 7}
+_COORDINATOR_MODE_BRANCH = re.compile(
+    r"leadership_moves|partitions is (not )?None|extensions\.get\(CLUSTER_EXTENSION\)")
+
+
+def test_no_handler_branches_on_the_mode():
+    apis = SRC_DIR / ROOT_PACKAGE / "server" / "apis"
+    found = {}
+    for path in sorted(apis.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        hits = [m.group(0) for m in _MODE_BRANCH.finditer(text)]
+        if hits:
+            found[path.name] = hits
+        if path.name not in _COORDINATOR_MODE_BRANCHES_MAX:
+            continue
+        count = len(_COORDINATOR_MODE_BRANCH.findall(text))
+        assert count <= _COORDINATOR_MODE_BRANCHES_MAX[path.name], (
+            f"{path.name}: {count} coordinator mode branches, at most "
+            f"{_COORDINATOR_MODE_BRANCHES_MAX[path.name]}")
+    assert found == {}, f"handlers that ask which mode they run in: {found}"

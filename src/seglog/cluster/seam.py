@@ -130,6 +130,14 @@ class PartitionSeam(abc.ABC):
     #: This broker's id.
     broker_id: int
 
+    #: Whether the leadership of partitions moves between brokers (a ZooKeeper cluster): the
+    #: coordinators then follow their internal partitions' leadership (load on election,
+    #: unload on resignation). False for a lone broker, which leads every partition forever
+    #: and loads its coordinators' state at start. The group and transaction handlers still
+    #: ask it (issue 22: the last step is a coordinator runtime that follows leadership in
+    #: both cases, a lone broker electing itself at start).
+    leadership_moves: bool = True
+
     # --- the metadata view -------------------------------------------------------------
 
     @property

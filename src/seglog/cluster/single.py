@@ -112,6 +112,7 @@ class SingleBroker(PartitionSeam):
                  | None = None):
         self.store = store
         self.broker_id = broker_id
+        self.leadership_moves = False
         self._info = zk_data.BrokerInfo(broker_id=broker_id, host=host, port=port, rack=None,
                                         epoch=0)
         self._notify = notify

@@ -204,7 +204,7 @@ async def handle_find_coordinator(ctx, request) -> Any:
                     port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
     cluster = partition_seam(broker)
-    if cluster is not None and key_type in (0, 1):
+    if cluster.leadership_moves and key_type in (0, 1):
         async def answer_in_cluster(key: str) -> dict:
             if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
                 found = await cluster_coordinators.find_transaction_coordinator(
@@ -771,7 +771,7 @@ async def start(state) -> None:
         if getattr(store, "read_only", False):
             return
         replica = None
-        if cluster is not None:
+        if cluster.leadership_moves:
             # Only the leader of the group's partition appends (a follower's log is the
             # leader's copy); the group is dropped here when the leadership goes.
             partition = _partition_in(cluster, group_id)
@@ -794,7 +794,7 @@ async def start(state) -> None:
         return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
 
     store.add_active_groups_source(groups_with_members)
-    if cluster is None:
+    if not cluster.leadership_moves:
         _load_records(coord, await state.run_blocking(store.group_metadata_records),
                       state.now_ms())
     groups_state = GroupsState(
@@ -806,7 +806,7 @@ async def start(state) -> None:
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
     state.extensions[EXTENSION] = groups_state
-    if cluster is not None:
+    if cluster.leadership_moves:
         # A cluster member coordinates the groups of the __consumer_offsets partitions it
         # leads: loaded when it becomes leader, dropped when it stops (Kafka's
         # onLeadershipChange); the others answer NOT_COORDINATOR.

@@ -60,6 +60,7 @@ from kio.static.primitive import i16, i32, i64
 from ...aio import cancel_and_wait
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
+from ...cluster.seam import AppendOrigin
 from ...cluster.txn_markers import TxnMarkerSender
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
@@ -369,7 +370,7 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
         cluster = partition_seam(ctx.broker)
-        if cluster is not None:
+        if cluster.leadership_moves:
             # The cluster's partition count (Kafka: offsets.topic.num.partitions); the
             # local Store must not make the topic itself.
             count = cluster.assignments.get(OFFSETS_TOPIC)
@@ -661,7 +662,7 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
     cluster = partition_seam(ctx.broker)
     timeout_ms = int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS))
     results = []
-    waits: list[tuple[dict, TopicPartition, Any]] = []
+    appends: list[tuple[dict, TopicPartition, Any]] = []
     for marker in request.markers:
         codes: dict[TopicPartition, int] = {}
         for topic in marker.topics:
@@ -672,41 +673,31 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
                 if not _partition_exists(store, tp.topic, tp.partition):
                     codes[tp] = ErrorCode.unknown_topic_or_partition
                     continue
-                replica = None
-                if cluster is not None:
-                    replica = cluster.leader_replica(tp)
-                    if replica is None:
-                        codes[tp] = ErrorCode.not_leader_or_follower
-                        continue
-                    # acks=-1: an ISR below min.insync.replicas refuses before appending.
-                    refused = cluster.check_acks_all_before_append(replica)
-                    if refused:
-                        codes[tp] = ErrorCode(refused)
-                        continue
 
-                def write(tp=tp, marker=marker) -> int:
+                def write(log: Any, tp: TopicPartition = tp, marker: Any = marker) -> int:
+                    del log  # the coordinator writes the marker to the partition's leader log
                     return store.transaction_coordinator().write_marker(
                         tp, producer_id=int(marker.producer_id),
                         producer_epoch=int(marker.producer_epoch),
                         coordinator_epoch=int(marker.coordinator_epoch),
                         commit=bool(marker.transaction_result))
 
-                try:
-                    offset = await ctx.broker.run_blocking(write)
-                except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
-                    codes[tp] = _code(ctx, error)
-                    continue
+                # The one append (acks=-1: an ISR below min.insync.replicas refuses before
+                # writing); the marker's write and fsyncs run on a worker thread.
                 codes[tp] = NONE
-                if replica is not None:
-                    cluster.after_leader_append(replica)
-                    waits.append((codes, tp, cluster.wait_acks_all(
-                        replica, offset + 1, timeout_ms / 1000)))
+                appends.append((codes, tp, cluster.append(
+                    tp, write, acks=-1, origin=AppendOrigin.MARKER,
+                    timeout_s=timeout_ms / 1000, run_blocking=ctx.broker.run_blocking)))
         results.append((marker, codes))
+    if appends:
+        outcomes = await asyncio.gather(*(append for _c, _tp, append in appends),
+                                        return_exceptions=True)
+        for (codes, tp, _append), outcome in zip(appends, outcomes):
+            if isinstance(outcome, BaseException):
+                codes[tp] = _code(ctx, outcome)
+            else:
+                codes[tp] = ErrorCode(outcome.error_code)
     ctx.broker.appended.notify()
-    if waits:
-        outcomes = await asyncio.gather(*(wait for _c, _tp, wait in waits))
-        for (codes, tp, _wait), code in zip(waits, outcomes):
-            codes[tp] = ErrorCode(code)
     answers = []
     for marker, codes in results:
         by_topic: dict[str, list] = {}
@@ -740,7 +731,7 @@ async def start(state: Any) -> None:
     state.extensions[EXTENSION] = state.loop.create_task(
         _expire_ids_forever(state, interval_s, expiration_ms))
     cluster = partition_seam(state)
-    if cluster is not None:
+    if cluster.leadership_moves:
         await _start_cluster(state, cluster)
 
 
