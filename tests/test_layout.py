@@ -798,7 +798,7 @@ _MODE_BRANCH = re.compile(r"\bcluster is (not )?None\b|\breplica_manager\(|CLUST
 #: What is left of the two modes in the coordinator handlers (issue 22, not done yet: the group
 #: and transaction coordinators load everything at start on a lone broker and follow their
 #: partitions' leadership in a cluster). The counts may only go down.
-_COORDINATOR_MODE_BRANCHES_MAX = {"groups.py": 8, "txn.py": 7}
+_COORDINATOR_MODE_BRANCHES_MAX = {"groups.py": 7, "txn.py": 6}
 _COORDINATOR_MODE_BRANCH = re.compile(
     r"leadership_moves|partitions is (not )?None|extensions\.get\(CLUSTER_EXTENSION\)")
 

@@ -82,7 +82,7 @@ class Cluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def rm(self, broker_id: int):
-        return self.brokers[broker_id].state.extensions["seglog.cluster"]
+        return self.brokers[broker_id].state.cluster
 
     def call(self, broker_id: int, fn):
         """Run ``fn()`` on broker ``broker_id``'s event loop (its replica state lives there)."""

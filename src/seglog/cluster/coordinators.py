@@ -34,7 +34,7 @@ from ..aio import cancel_and_wait
 from ..types import TopicPartition
 
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
-           "find_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
+           "find_coordinator", "locate_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
            "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "TRANSACTION_STATE_TOPIC",
            "find_transaction_coordinator", "partition_in"]
 
@@ -69,6 +69,19 @@ class CoordinatorAnswer(NamedTuple):
 async def find_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
                            replication_factor: int, topic_config: Mapping[str, str]
                            ) -> CoordinatorAnswer:
+    """FindCoordinator for ``key``, whose coordinator is the leader of ``topic``'s partition
+    for it: the seam's answer (:meth:`~seglog.cluster.seam.PartitionSeam.find_coordinator`;
+    a lone broker is every coordinator, a cluster member answers by
+    :func:`locate_coordinator`)."""
+    answer: CoordinatorAnswer = await cluster.find_coordinator(
+        topic, key, partitions=partitions, replication_factor=replication_factor,
+        topic_config=topic_config)
+    return answer
+
+
+async def locate_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
+                             replication_factor: int, topic_config: Mapping[str, str]
+                             ) -> CoordinatorAnswer:
     """Kafka 2.8's FindCoordinator for ``key`` on a cluster member (``cluster``: its
     ReplicaManager): the live leader of ``topic``'s partition for ``key``, else
     COORDINATOR_NOT_AVAILABLE. When ``topic`` does not exist yet it is created in ZooKeeper

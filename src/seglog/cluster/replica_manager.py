@@ -976,6 +976,17 @@ class ReplicaManager(PartitionSeam):
         return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
                                           replication_factor)
 
+    async def find_coordinator(self, topic: str, key: str, *, partitions: int,
+                               replication_factor: int, topic_config: Mapping[str, str]
+                               ) -> Any:
+        """Kafka 2.8's FindCoordinator (:func:`~seglog.cluster.coordinators
+        .locate_coordinator`): the live leader of ``topic``'s partition for ``key``."""
+        from .coordinators import locate_coordinator
+
+        return await locate_coordinator(self, topic, key, partitions=partitions,
+                                        replication_factor=replication_factor,
+                                        topic_config=topic_config)
+
     async def auto_create_topic(self, name: str, *, partitions: int,
                                 replication_factor: int) -> int:
         """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written

@@ -341,6 +341,15 @@ class PartitionSeam(abc.ABC):
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """Tell ``listener`` of every leadership change of this broker's replicas."""
 
+    @abc.abstractmethod
+    async def find_coordinator(self, topic: str, key: str, *, partitions: int,
+                               replication_factor: int, topic_config: Mapping[str, str]
+                               ) -> Any:
+        """FindCoordinator for ``key`` (a group id or a transactional id), whose coordinator
+        leads ``topic``'s partition for it: a
+        :class:`~seglog.cluster.coordinators.CoordinatorAnswer`. ``partitions``,
+        ``replication_factor`` and ``topic_config``: how ``topic`` is created on first use."""
+
     def internal_partitions(self, topic: str, default_count: int) -> int:
         """How many partitions internal topic ``topic`` has (``default_count`` before it
         exists: the broker's ``offsets.topic.num.partitions`` or

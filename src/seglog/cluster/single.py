@@ -27,6 +27,7 @@ from .. import errors
 from ..storage import checkpoints
 from ..types import TopicPartition
 from . import placement, zk_data
+from .coordinators import CoordinatorAnswer
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
 
@@ -296,6 +297,13 @@ class SingleBroker(PartitionSeam):
         return _UNKNOWN_TOPIC_OR_PARTITION
 
     # --- coordinators --------------------------------------------------------------------
+
+    async def find_coordinator(self, topic: str, key: str, *, partitions: int,
+                               replication_factor: int, topic_config: Mapping[str, str]
+                               ) -> CoordinatorAnswer:
+        """This broker coordinates everything (the Store creates the internal topic on
+        first use, with its own partition count and config)."""
+        return CoordinatorAnswer(_NONE, self.broker_id, self._info.host, self._info.port)
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """The lone broker leads every partition from the start and forever: the listener is

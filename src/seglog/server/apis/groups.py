@@ -187,43 +187,35 @@ async def _parked(ctx, call) -> Any:
 
 
 async def handle_find_coordinator(ctx, request) -> Any:
-    """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
-    transactional id (1); other key types get INVALID_REQUEST. In a cluster a group's
-    coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
+    """FindCoordinator v0-v6 for groups (key type 0) and transactional ids (1); other key
+    types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
+    cluster a group's coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
     one), a transactional id's the live leader of its ``__transaction_state`` partition
     (docs/cluster.md §3.7)."""
-    broker = ctx.broker
     key_type = getattr(request, "key_type", 0)
+    cluster = partition_seam(ctx.broker)
 
-    def answer(key: str) -> dict:
+    async def answer(key: str) -> dict:
         if key_type not in (0, 1):
             return dict(key=key, error_code=_INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
+        if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
+            found = await cluster_coordinators.find_transaction_coordinator(
+                cluster, key, ctx.broker.config)
+        else:
+            found = await _find_group_coordinator(ctx, cluster, key)
+        if found.error_code:
+            return dict(key=key, error_code=found.error_code, node_id=-1, host="",
+                        port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
+                        if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
-        return dict(key=key, error_code=0, node_id=broker.node_id, host=broker.host,
-                    port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
+        return dict(key=key, error_code=0, node_id=found.node_id, host=found.host,
+                    port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
-    cluster = partition_seam(broker)
-    if cluster.leadership_moves and key_type in (0, 1):
-        async def answer_in_cluster(key: str) -> dict:
-            if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
-                found = await cluster_coordinators.find_transaction_coordinator(
-                    cluster, key, ctx.broker.config)
-            else:
-                found = await _find_group_coordinator(ctx, cluster, key)
-            if found.error_code:
-                return dict(key=key, error_code=found.error_code, node_id=-1, host="",
-                            port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
-                            if ctx.api_version >= 1 else None)
-            return dict(key=key, error_code=0, node_id=found.node_id, host=found.host,
-                        port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
-        if ctx.api_version >= 4:
-            return _response(ctx, dict(coordinators=[
-                await answer_in_cluster(k) for k in request.coordinator_keys]))
-        return _response(ctx, await answer_in_cluster(request.key))
     if ctx.api_version >= 4:
-        return _response(ctx, dict(coordinators=[answer(k) for k in request.coordinator_keys]))
-    return _response(ctx, answer(request.key))
+        return _response(ctx, dict(coordinators=[
+            await answer(k) for k in request.coordinator_keys]))
+    return _response(ctx, await answer(request.key))
 
 
 _COORDINATOR_NOT_AVAILABLE_MESSAGE = (
