@@ -458,7 +458,6 @@ ERRORS: Final[tuple[KafkaError, ...]] = _collect(globals())
 #: Every entry by its code (read-only).
 BY_CODE: Final[Mapping[int, KafkaError]] = types.MappingProxyType(
     {entry.code: entry for entry in ERRORS})
-del _ROWS
 
 
 def by_code(code: int) -> KafkaError:

@@ -791,24 +791,24 @@ class ClassicGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             return codes.NONE, [codes.UNKNOWN_MEMBER_ID] * len(members)
-        codes = []
+        member_codes = []
         left = 0
         for member_id, instance_id in members:
             if member_id == "":
                 target = group.static_members.get(instance_id) if instance_id else None
                 if target is None:
-                    codes.append(codes.UNKNOWN_MEMBER_ID)
+                    member_codes.append(codes.UNKNOWN_MEMBER_ID)
                     continue
             elif member_id in group.pending_join:
                 group.pending_join.discard(member_id)
                 self._cancel(("hb", group_id, member_id))
-                codes.append(codes.NONE)
+                member_codes.append(codes.NONE)
                 left += 1  # Kafka counts it as a leave (a Stable group rebalances)
                 continue
             else:
                 error = group.validate_member(member_id, instance_id)
                 if error:
-                    codes.append(error)
+                    member_codes.append(error)
                     continue
                 target = member_id
             member = group.members[target]
@@ -817,14 +817,14 @@ class ClassicGroupCoordinator:
                 done, member.join_done = member.join_done, None
                 done(JoinResult(codes.UNKNOWN_MEMBER_ID, ""))
             group.remove(target)
-            codes.append(codes.NONE)
+            member_codes.append(codes.NONE)
             left += 1
         if left:
             if group.state in (STABLE, COMPLETING_REBALANCE):
                 self._maybe_prepare_rebalance(group, now_ms)
             elif group.state == PREPARING_REBALANCE:
                 self._maybe_complete_join(group, now_ms)
-        return codes.NONE, codes
+        return codes.NONE, member_codes
 
     # --- offsets, deletion -----------------------------------------------------------------
 
