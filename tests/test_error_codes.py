@@ -56,7 +56,8 @@ public final class PrintErrors {
   public static void main(String[] args) {
     for (Errors e : Errors.values()) {
       boolean retriable = e.exception() instanceof RetriableException;
-      System.out.println(e.code() + "\t" + e.name() + "\t" + retriable + "\t" + escape(e.message()));
+      System.out.println(
+          e.code() + "\t" + e.name() + "\t" + retriable + "\t" + escape(e.message()));
     }
   }
 }

@@ -754,7 +754,8 @@ class ClassicGroupCoordinator:
             done, member.sync_done = member.sync_done, None
             if done is not None:
                 if error == codes.NONE:
-                    done(SyncResult(codes.NONE, member.assignment, group.protocol_type, group.protocol))
+                    done(SyncResult(codes.NONE, member.assignment, group.protocol_type,
+                                    group.protocol))
                 else:
                     done(SyncResult(error))
                 self._schedule_heartbeat(group, member, now_ms)
@@ -911,7 +912,9 @@ class ClassicGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None or group.state == EMPTY:
             return codes.NONE
-        return codes.NONE if group.protocol_type == CONSUMER_PROTOCOL_TYPE else codes.NON_EMPTY_GROUP
+        if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            return codes.NONE
+        return codes.NON_EMPTY_GROUP
 
     def check_consistency(self) -> None:
         """Raise AssertionError if a group breaks an invariant of the state machine (a
