@@ -21,7 +21,7 @@ import time
 import pytest
 
 import seglog
-from seglog.cluster import coordinators
+from seglog import error_codes as codes
 from seglog.types import TopicPartition
 
 from test_coordinators import Cluster, _nested, _some, call, make_cluster, wait_until  # noqa: F401
@@ -154,7 +154,7 @@ def test_transactions_across_leaders(make_cluster):
     other = next(b for b in cluster.brokers if b != coordinator)
     answer = call(cluster.address(other), 22, 1, transactional_id="tx-a",
                   transaction_timeout=datetime.timedelta(seconds=60))
-    assert int(answer.error_code) == coordinators.NOT_COORDINATOR
+    assert int(answer.error_code) == codes.NOT_COORDINATOR
 
     committed = _transaction(producer, "c1", 10, commit=True)
     _transaction(producer, "a1", 10, commit=False)

@@ -52,6 +52,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping
 
+from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
@@ -79,14 +80,6 @@ _log = logging.getLogger(__name__)
 #: The two states of a partition in a fetcher (Kafka's ``Truncating`` / ``Fetching``).
 TRUNCATING = "truncating"
 FETCHING = "fetching"
-
-# Kafka's error codes the fetcher acts on (org.apache.kafka.common.protocol.Errors).
-ERROR_NONE = 0
-ERROR_OFFSET_OUT_OF_RANGE = 1
-ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
-ERROR_FENCED_LEADER_EPOCH = 74
-ERROR_UNKNOWN_LEADER_EPOCH = 75
 
 _INT32_MAX = 2**31 - 1
 #: How long :meth:`ReplicaFetcherManager.close` waits for its tasks.
@@ -564,10 +557,10 @@ class _LeaderFetcher:
             if answer is None:
                 self._delay(p)  # not answered: ask again after the backoff
                 continue
-            if answer.error_code == ERROR_NONE:
+            if answer.error_code == codes.NONE:
                 self._apply_truncation_state(
                     p, self._truncation_for(p, answer.leader_epoch, answer.end_offset))
-            elif answer.error_code == ERROR_FENCED_LEADER_EPOCH:
+            elif answer.error_code == codes.FENCED_LEADER_EPOCH:
                 _log.info("replica fetcher: %s epoch %d is fenced by broker %d; waiting for "
                           "a newer epoch", tp, sent.leader_epoch, self.leader_id)
                 self._fail(p)
@@ -603,7 +596,7 @@ class _LeaderFetcher:
             min_bytes=self.config.fetch_min_bytes,
             max_bytes=self.config.fetch_response_max_bytes, partitions=requests,
             timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms)
-        if response.error_code != ERROR_NONE:
+        if response.error_code != codes.NONE:
             # A top-level error (a fetch session problem): nothing was read; retry later.
             _log.info("replica fetcher: Fetch from broker %d: error %d", self.leader_id,
                       response.error_code)
@@ -620,17 +613,17 @@ class _LeaderFetcher:
                 self._delay(p)  # not answered (a full response names every partition)
                 continue
             code = data.error_code
-            if code == ERROR_NONE:
+            if code == codes.NONE:
                 self._process_partition_data(p, state, data)
-            elif code == ERROR_OFFSET_OUT_OF_RANGE:
+            elif code == codes.OFFSET_OUT_OF_RANGE:
                 out_of_range.append((p, state))
-            elif code == ERROR_FENCED_LEADER_EPOCH:
+            elif code == codes.FENCED_LEADER_EPOCH:
                 _log.info("replica fetcher: %s epoch %d is fenced by broker %d; waiting for "
                           "a newer epoch", tp, state.leader_epoch, self.leader_id)
                 self._fail(p)
             else:
-                if code not in (ERROR_UNKNOWN_LEADER_EPOCH, ERROR_NOT_LEADER_OR_FOLLOWER,
-                                ERROR_UNKNOWN_TOPIC_OR_PARTITION):
+                if code not in (codes.UNKNOWN_LEADER_EPOCH, codes.NOT_LEADER_OR_FOLLOWER,
+                                codes.UNKNOWN_TOPIC_OR_PARTITION):
                     _log.warning("replica fetcher: %s at offset %d from broker %d: error %d",
                                  tp, state.fetch_offset, self.leader_id, code)
                 self._delay(p)
@@ -741,10 +734,10 @@ class _LeaderFetcher:
         if answer is None:
             self._delay(p)
             return None
-        if answer.error_code == ERROR_FENCED_LEADER_EPOCH:
+        if answer.error_code == codes.FENCED_LEADER_EPOCH:
             self._fail(p)
             return None
-        if answer.error_code != ERROR_NONE:
+        if answer.error_code != codes.NONE:
             _log.info("replica fetcher: ListOffsets for %s from broker %d: error %d", p.tp,
                       self.leader_id, answer.error_code)
             self._delay(p)

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from seglog import error_codes as codes
 from seglog.errors import SeglogError
 
 #: The state file in the cluster's directory.
@@ -101,7 +102,7 @@ def api_versions_ok(host: str, port: int, timeout_s: float = 1.0) -> bool:
     if head is None:
         return False
     _size, correlation_id, error_code = struct.unpack(">iih", head)
-    return correlation_id == 7 and error_code == 0
+    return correlation_id == 7 and error_code == codes.NONE
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any, Mapping
 
+from .. import error_codes as codes
 from .._backend import get_backend
 from ..errors import InvalidConfigError
 from ..aio import wait_event
@@ -297,14 +298,14 @@ class Server:
             body = protocol.api_versions_response(
                 0, [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
                      protocol.API_VERSIONS_VERSION_MAX)],
-                error_code=protocol.ERROR_UNSUPPORTED_VERSION)
+                error_code=codes.UNSUPPORTED_VERSION)
         else:
             request = protocol.read_request_body(protocol.API_VERSIONS_KEY, version, frame,
                                                  header.body_offset)
             if version >= 3 and not protocol.valid_client_software(
                     request.client_software_name, request.client_software_version):
                 body = protocol.api_versions_response(
-                    version, [], error_code=protocol.ERROR_INVALID_REQUEST)
+                    version, [], error_code=codes.INVALID_REQUEST)
             else:
                 cached = self._api_versions_bodies.get(version)
                 if cached is None:
