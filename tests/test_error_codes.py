@@ -34,11 +34,7 @@ TABLE_MODULE = SRC_DIR / "error_codes.py"
 #: item 1) and move to seglog.error_codes then. Only those that define one today are listed (the
 #: rewrite's data.py, data_fetch.py and data_metadata.py import theirs from data_topics.py);
 #: test_not_yet_converted_is_not_stale keeps the list from outliving them.
-NOT_YET_CONVERTED = frozenset({
-    "server/apis/data_produce.py", "server/apis/data_offsets.py", "server/apis/data_topics.py",
-    "server/apis/groups.py", "server/apis/txn.py", "server/apis/admin_topics.py",
-    "server/apis/admin_cluster.py", "cluster/replica_manager.py",
-})
+NOT_YET_CONVERTED: frozenset[str] = frozenset()
 
 # --- the table against Kafka's jar --------------------------------------------------------------
 

@@ -442,7 +442,7 @@ class InvalidReplicaAssignmentError(SeglogError):
     unknown broker, partitions that are not 0..n-1, replica counts that differ. Kafka error
     code INVALID_REPLICA_ASSIGNMENT (39)."""
 
-    kafka_error_code = 39  # INVALID_REPLICA_ASSIGNMENT
+    kafka_error_code = codes.INVALID_REPLICA_ASSIGNMENT
 
 
 class InvalidCreationRequestError(SeglogError):
@@ -451,7 +451,7 @@ class InvalidCreationRequestError(SeglogError):
     the answer of that topic only: the connection stays open (unlike
     :class:`InvalidRequestError`)."""
 
-    kafka_error_code = 42  # INVALID_REQUEST
+    kafka_error_code = codes.INVALID_REQUEST
 
 
 # --- transactions over the wire (txn) ----------------------------------------------------------

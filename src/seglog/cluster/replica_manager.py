@@ -17,7 +17,7 @@ What it keeps:
   whose leader epoch is **strictly larger** than the one known (Kafka's
   ``becomeLeaderOrFollower`` check) it becomes leader (``Log.become_leader``, the fetcher
   stops, a fresh :class:`~seglog.cluster.replica_state.LeaderReplicaState`) or follower (the
-  partition's delayed produces answer NOT_LEADER_OR_FOLLOWER, the fetcher gets the new leader
+  partition's delayed produces answer codes.NOT_LEADER_OR_FOLLOWER, the fetcher gets the new leader
   and epoch and truncates first: on *every* epoch change, KAFKA-7164); a state of the same
   epoch with a newer zkVersion updates the leader's committed ISR (its own CAS, or a write it
   lost to);
@@ -49,6 +49,7 @@ import time
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
+from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
@@ -65,15 +66,6 @@ ROLE_LEADER = "leader"
 ROLE_FOLLOWER = "follower"
 ROLE_NONE = "none"
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) this module answers with.
-NONE = 0
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
 
 #: How long :meth:`ReplicaManager.create_topic` waits for the controller to give every new
 #: partition its first state (Kafka 2.8's CreateTopics waits in its purgatory up to the
@@ -294,14 +286,14 @@ class ReplicaManager(PartitionSeam):
 
     def begin_shutdown(self) -> None:
         """The broker begins to shut down: the delayed produces answer
-        NOT_LEADER_OR_FOLLOWER now (their clients go to the next leader)."""
+        codes.NOT_LEADER_OR_FOLLOWER now (their clients go to the next leader)."""
         self._closing = True
         for replica in self.partitions.values():
-            self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+            self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
 
     async def stop(self) -> None:
         """Stop the periodic tasks and the fetchers; answer the delayed produces
-        NOT_LEADER_OR_FOLLOWER; write the high watermark checkpoint. Idempotent."""
+        codes.NOT_LEADER_OR_FOLLOWER; write the high watermark checkpoint. Idempotent."""
         self._closing = True
         self._wake.set()
         for task in self._tasks:
@@ -315,7 +307,7 @@ class ReplicaManager(PartitionSeam):
         if self.fetcher is not None:
             await self.fetcher.close()
         for replica in self.partitions.values():
-            self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+            self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         try:
             await self._blocking_store(self._checkpoint_high_watermarks)
         except Exception:  # noqa: BLE001 - the Store's close writes it again
@@ -647,7 +639,7 @@ class ReplicaManager(PartitionSeam):
         was_leader = replica.is_leader
         replica.role = ROLE_NONE
         replica.leader_state.resign()
-        self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+        self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         if was_leader:
             self._tell_listeners("on_become_follower", replica.tp)
 
@@ -706,7 +698,7 @@ class ReplicaManager(PartitionSeam):
 
     def _make_follower(self, replica: PartitionReplica, state: Any) -> None:
         """``Partition.makeFollower`` and ``ReplicaManager.makeFollowers``: the delayed
-        produces answer NOT_LEADER_OR_FOLLOWER, the fetcher takes the partition to the new
+        produces answer codes.NOT_LEADER_OR_FOLLOWER, the fetcher takes the partition to the new
         leader at the new epoch (truncating first, on every epoch change)."""
         from .fetcher import FetchTarget
 
@@ -714,7 +706,7 @@ class ReplicaManager(PartitionSeam):
         was_leader = replica.is_leader
         replica.role = ROLE_FOLLOWER
         replica.leader_state.resign(leader_epoch=state.leader_epoch)
-        self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+        self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         replica.log.become_follower()
         if state.leader >= 0:
             self.fetcher.add_partitions({replica.tp: FetchTarget(
@@ -748,23 +740,23 @@ class ReplicaManager(PartitionSeam):
 
     def check_leader_epoch(self, replica: PartitionReplica, current_leader_epoch: int) -> int:
         """Kafka's fencing of a request's ``CurrentLeaderEpoch`` (``Partition
-        .localLogWithEpochOrThrow``): NONE for -1 or this leader's epoch,
-        FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer. The negative control
+        .localLogWithEpochOrThrow``): codes.NONE for -1 or this leader's epoch,
+        codes.FENCED_LEADER_EPOCH when older, codes.UNKNOWN_LEADER_EPOCH when newer. The negative control
         ``skip_epoch_check`` accepts any."""
         if current_leader_epoch == -1 or current_leader_epoch == replica.leader_epoch:
-            return NONE
+            return codes.NONE
         if test_breaks.enabled("skip_epoch_check"):
-            return NONE
+            return codes.NONE
         if current_leader_epoch < replica.leader_epoch:
-            return FENCED_LEADER_EPOCH
-        return UNKNOWN_LEADER_EPOCH
+            return codes.FENCED_LEADER_EPOCH
+        return codes.UNKNOWN_LEADER_EPOCH
 
     def min_insync_replicas(self, replica: PartitionReplica) -> int:
         """The partition's ``min.insync.replicas`` (the topic config, else the broker's)."""
         return int(replica.log.config.min_insync_replicas)
 
     def check_acks_all_before_append(self, replica: PartitionReplica) -> int:
-        """``Partition.appendRecordsToLeader``'s check for acks=-1: NOT_ENOUGH_REPLICAS when
+        """``Partition.appendRecordsToLeader``'s check for acks=-1: codes.NOT_ENOUGH_REPLICAS when
         the committed ISR is smaller than ``min.insync.replicas`` (nothing is written)."""
         return replica.leader_state.min_isr_check(self.min_insync_replicas(replica))
 
@@ -776,13 +768,13 @@ class ReplicaManager(PartitionSeam):
     async def wait_acks_all(self, replica: PartitionReplica, required_offset: int,
                             timeout_s: float) -> int:
         """Kafka's ``DelayedProduce`` for one partition of an acks=-1 produce whose last
-        offset is ``required_offset - 1``: NONE once the high watermark reaches
+        offset is ``required_offset - 1``: codes.NONE once the high watermark reaches
         ``required_offset`` with the ISR at ``min.insync.replicas`` or more,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
-        stay), NOT_LEADER_OR_FOLLOWER when this broker stops leading, REQUEST_TIMED_OUT after
-        ``timeout_s``. The negative control ``ack_on_append`` answers NONE at once."""
+        codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
+        stay), codes.NOT_LEADER_OR_FOLLOWER when this broker stops leading, codes.REQUEST_TIMED_OUT after
+        ``timeout_s``. The negative control ``ack_on_append`` answers codes.NONE at once."""
         if test_breaks.enabled("ack_on_append"):
-            return NONE
+            return codes.NONE
         code = self._acks_all_status(replica, required_offset)
         if code is not None:
             return code
@@ -792,7 +784,7 @@ class ReplicaManager(PartitionSeam):
         try:
             return await asyncio.wait_for(asyncio.shield(waiter), max(timeout_s, 0.0))
         except asyncio.TimeoutError:
-            return REQUEST_TIMED_OUT
+            return codes.REQUEST_TIMED_OUT
         finally:
             try:
                 replica.waiters.remove(entry)
@@ -801,7 +793,7 @@ class ReplicaManager(PartitionSeam):
 
     def _acks_all_status(self, replica: PartitionReplica, required_offset: int) -> int | None:
         if not replica.is_leader or self._closing:
-            return NOT_LEADER_OR_FOLLOWER
+            return codes.NOT_LEADER_OR_FOLLOWER
         return replica.leader_state.acks_all_result(
             required_offset, high_watermark=replica.log.high_watermark,
             min_insync_replicas=self.min_insync_replicas(replica))
@@ -990,7 +982,7 @@ class ReplicaManager(PartitionSeam):
     async def auto_create_topic(self, name: str, *, partitions: int,
                                 replication_factor: int) -> int:
         """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
-        to ZooKeeper, placed over the live brokers, and the answer is LEADER_NOT_AVAILABLE
+        to ZooKeeper, placed over the live brokers, and the answer is codes.LEADER_NOT_AVAILABLE
         (the client asks again); a failure's own code (INVALID_REPLICATION_FACTOR with too
         few brokers)."""
         try:
@@ -1001,7 +993,7 @@ class ReplicaManager(PartitionSeam):
         except (errors.SeglogError, OSError) as e:
             code = getattr(e, "kafka_error_code", -1)
             return code if isinstance(code, int) else -1
-        return LEADER_NOT_AVAILABLE
+        return codes.LEADER_NOT_AVAILABLE
 
     async def delete_topic(self, name: str, *, timeout_s: float) -> bool:
         """Ask the controller to delete topic ``name`` (``/admin/delete_topics/<t>``) and wait

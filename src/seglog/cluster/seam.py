@@ -41,16 +41,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
+from .. import error_codes as codes
 from ..types import TopicPartition
 from . import zk_data
 from .placement import ManualAssignment
 
-__all__ = ["AppendOrigin", "AppendResult", "LeadershipListener", "PartitionSeam", "Replica",
-           "ERROR_NONE", "ERROR_NOT_LEADER_OR_FOLLOWER"]
+__all__ = ["AppendOrigin", "AppendResult", "LeadershipListener", "PartitionSeam", "Replica"]
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) the seam itself answers with.
-ERROR_NONE = 0
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
 
 
 class AppendOrigin(enum.Enum):
@@ -229,20 +226,20 @@ class PartitionSeam(abc.ABC):
         del origin  # every origin is checked alike (Kafka checks coordinators' writes too)
         replica = self.leader_replica(tp)
         if replica is None:
-            return AppendResult(ERROR_NOT_LEADER_OR_FOLLOWER)
+            return AppendResult(codes.NOT_LEADER_OR_FOLLOWER)
         if acks == -1:
             code = self.check_acks_all_before_append(replica)
-            if code != ERROR_NONE:
+            if code != codes.NONE:
                 return AppendResult(code, replica=replica)
         last_offset = write(replica.log)
         return self._appended(replica, last_offset)
 
     def _appended(self, replica: Any, last_offset: int | None) -> AppendResult:
         if last_offset is None:
-            return AppendResult(ERROR_NONE, replica=replica)
+            return AppendResult(codes.NONE, replica=replica)
         self.after_leader_append(replica)
         self.notify_readable()
-        return AppendResult(ERROR_NONE, appended=True, last_offset=last_offset,
+        return AppendResult(codes.NONE, appended=True, last_offset=last_offset,
                             replica=replica)
 
     async def wait_for_acks(self, results: Sequence[AppendResult], *, acks: int,
@@ -253,7 +250,7 @@ class PartitionSeam(abc.ABC):
         REQUEST_TIMED_OUT: the records stay, as in Kafka). Nothing to do for acks 0 or 1."""
         if acks != -1:
             return
-        waiting = [r for r in results if r.appended and r.error_code == ERROR_NONE]
+        waiting = [r for r in results if r.appended and r.error_code == codes.NONE]
         if not waiting:
             return
         if len(waiting) == 1:
@@ -276,7 +273,7 @@ class PartitionSeam(abc.ABC):
             result = self.append_now(tp, write, acks=acks, origin=origin)
         else:
             result = self.append_now(tp, _NOT_YET, acks=acks, origin=origin)
-            if result.error_code == ERROR_NONE:
+            if result.error_code == codes.NONE:
                 result = self._appended(result.replica,
                                         await run_blocking(write, result.replica.log))
         await self.wait_for_acks((result,), acks=acks, timeout_s=timeout_s)

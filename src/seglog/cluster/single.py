@@ -23,6 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
+from .. import error_codes as codes
 from .. import errors
 from ..storage import checkpoints
 from ..types import TopicPartition
@@ -41,11 +42,6 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors) answered here.
-_NONE = 0
-_LEADER_NOT_AVAILABLE = 5
-_FENCED_LEADER_EPOCH = 74
-_UNKNOWN_LEADER_EPOCH = 75
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 _INVALID_TOPIC = 17
 
 #: Topics at most this big are created on the event loop; bigger ones on a worker thread.
@@ -202,10 +198,10 @@ class SingleBroker(PartitionSeam):
 
     def check_leader_epoch(self, replica: Any, current_leader_epoch: int) -> int:
         if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
-            return _NONE
+            return codes.NONE
         if current_leader_epoch < LEADER_EPOCH:
-            return _FENCED_LEADER_EPOCH
-        return _UNKNOWN_LEADER_EPOCH
+            return codes.FENCED_LEADER_EPOCH
+        return codes.UNKNOWN_LEADER_EPOCH
 
     def diverging_epoch(self, replica: Any, last_fetched_epoch: int,
                         fetch_offset: int) -> tuple[int, int] | None:
@@ -218,13 +214,13 @@ class SingleBroker(PartitionSeam):
     def check_acks_all_before_append(self, replica: Any) -> int:
         # Kafka 4.4's effective min ISR is min(min.insync.replicas, replication factor): one
         # here, which the ISR of this broker always meets.
-        return _NONE
+        return codes.NONE
 
     def after_leader_append(self, replica: Any) -> None:
         return None  # the high watermark follows the log end offset by itself
 
     async def wait_acks_all(self, replica: Any, required_offset: int, timeout_s: float) -> int:
-        return _NONE  # the ISR is this broker: written is replicated
+        return codes.NONE  # the ISR is this broker: written is replicated
 
     def notify_readable(self) -> None:
         self._notify()
@@ -294,7 +290,7 @@ class SingleBroker(PartitionSeam):
             return _INVALID_TOPIC  # collides with an existing topic once '.' and '_' unify
         except (errors.SeglogError, OSError):
             pass  # Kafka's metadata request does not see its controller's failures either
-        return _UNKNOWN_TOPIC_OR_PARTITION
+        return codes.UNKNOWN_TOPIC_OR_PARTITION
 
     # --- coordinators --------------------------------------------------------------------
 
@@ -303,7 +299,7 @@ class SingleBroker(PartitionSeam):
                                ) -> CoordinatorAnswer:
         """This broker coordinates everything (the Store creates the internal topic on
         first use, with its own partition count and config)."""
-        return CoordinatorAnswer(_NONE, self.broker_id, self._info.host, self._info.port)
+        return CoordinatorAnswer(codes.NONE, self.broker_id, self._info.host, self._info.port)
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """The lone broker leads every partition from the start and forever: the listener is

@@ -4,7 +4,7 @@ broker's DescribeCluster).
 
 In a cluster (``zookeeper.connect``) DescribeCluster lists the live brokers and the controller
 from ZooKeeper, and DeleteRecords is served by each partition's leader only
-(NOT_LEADER_OR_FOLLOWER elsewhere); it answers after the leader's own log start moved, without
+(codes.NOT_LEADER_OR_FOLLOWER elsewhere); it answers after the leader's own log start moved, without
 Kafka 2.8's wait for the followers' (``DelayedDeleteRecords``): they follow the leader's log
 start on their next fetch."""
 
@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
 
 from ...types import TopicPartition
 from .data_topics import partition_seam
 
-#: Kafka's UNKNOWN_TOPIC_OR_PARTITION and NOT_LEADER_OR_FOLLOWER.
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
+#: Kafka's codes.UNKNOWN_TOPIC_OR_PARTITION and codes.NOT_LEADER_OR_FOLLOWER.
 from .admin_wire import (
     CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
     OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
@@ -77,9 +76,9 @@ async def delete_records(ctx, request) -> Any:
         for part in topic.partitions:
             index = part.partition_index
             if count is None or not 0 <= index < count:
-                refused[(topic.name, index)] = UNKNOWN_TOPIC_OR_PARTITION
+                refused[(topic.name, index)] = codes.UNKNOWN_TOPIC_OR_PARTITION
             elif cluster.leader_replica(TopicPartition(topic.name, index)) is None:
-                refused[(topic.name, index)] = NOT_LEADER_OR_FOLLOWER
+                refused[(topic.name, index)] = codes.NOT_LEADER_OR_FOLLOWER
     done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics,
                                          refused)
     # A fetch waiting below the new log start offset answers OFFSET_OUT_OF_RANGE now.

@@ -7,7 +7,7 @@ the live brokers by Kafka's rack-unaware assignment (INVALID_REPLICATION_FACTOR 
 too few), or the request's manual assignment is checked against them; the topic is written to
 ZooKeeper (assignment and ``/config/topics``) and answered once the controller initialised its
 partitions, within the request's timeout. DeleteTopics asks the controller
-(``/admin/delete_topics/<t>``) and answers once the topic is gone (REQUEST_TIMED_OUT after the
+(``/admin/delete_topics/<t>``) and answers once the topic is gone (codes.REQUEST_TIMED_OUT after the
 timeout); CreatePartitions writes the grown assignment (Kafka's placement from partition 0's
 first replica, or the request's, checked) and answers once the new partitions have a leader."""
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
 from ...errors import InvalidConfigError, SeglogError
 from . import admin_configs as cfg
@@ -35,8 +36,7 @@ from .admin_wire import (
 #: The longest a cluster member's CreateTopics waits for the controller to initialise the
 #: new partitions (the request's timeout_ms bounds it too).
 CREATE_WAIT_S_MAX = 30.0
-#: Kafka's REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
-REQUEST_TIMED_OUT = 7
+#: Kafka's codes.REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                               "__share_group_state"})
 
@@ -91,7 +91,7 @@ async def create_topics(ctx, request) -> Any:
     def failed(name, code, message):
         # None is Kafka's zero uuid on the wire (kio reads the zero uuid back as None).
         return make(m.CreatableTopicResult, name=name, topic_id=None, error_code=code,
-                     error_message=message, topic_config_error_code=0, num_partitions=-1,
+                     error_message=message, topic_config_error_code=codes.NONE, num_partitions=-1,
                      replication_factor=-1, configs=())
 
     names = list(dict.fromkeys(t.name for t in request.topics))  # Kafka answers a name once
@@ -164,7 +164,7 @@ async def create_topics(ctx, request) -> Any:
                        if config_cls is not None else [])
             results.append(make(
                 m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
-                error_message=None, topic_config_error_code=0, num_partitions=count,
+                error_message=None, topic_config_error_code=codes.NONE, num_partitions=count,
                 replication_factor=factor,
                 configs=tuple(make(config_cls, **e) for e in entries)
                 if config_cls is not None else ()))
@@ -226,14 +226,14 @@ async def delete_topics(ctx, request) -> Any:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
             # In a ZooKeeper cluster: /admin/delete_topics/<t> for the controller, answered
-            # once the topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
+            # once the topic is gone from the metadata (codes.REQUEST_TIMED_OUT after the timeout).
             wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
             try:
                 deleted = await cluster.delete_topic(name, timeout_s=wait_s)
             except (SeglogError, OSError) as e:
                 raise Refused(code_of(e), str(e)) from None
             if not deleted:
-                raise Refused(REQUEST_TIMED_OUT, None)
+                raise Refused(codes.REQUEST_TIMED_OUT, None)
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
         except Refused as e:

@@ -45,17 +45,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ... import error_codes as codes
 from ... import errors
 from ...cluster import test_breaks
 from ..context import RawResponse
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
-    ERROR_FETCH_SESSION_ID_NOT_FOUND,
-    ERROR_NONE,
-    ERROR_NOT_LEADER_OR_FOLLOWER,
-    ERROR_UNKNOWN_SERVER_ERROR,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     gone_or_storage_error,
     partition_seam,
     topic_ids,
@@ -130,21 +125,21 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
         topic = ids.topic(key) if by_id else topic_or_none(store, key)
         for p in fetch_topic.partitions:
             epoch = int(getattr(p, "current_leader_epoch", -1))
-            log, code, replica = None, ERROR_NONE, None
+            log, code, replica = None, codes.NONE, None
             if topic is None:
-                code = ERROR_UNKNOWN_TOPIC_ID if by_id else ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                code = codes.UNKNOWN_TOPIC_ID if by_id else codes.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition < topic.partitions:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 # Only the leader serves fetches, a follower's (replica id >= 0, one of the
                 # partition's replicas) and a consumer's alike; a request's stale leader
                 # epoch is fenced first (Partition.localLogWithEpochOrThrow).
                 replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
                 if replica is None:
-                    code = ERROR_NOT_LEADER_OR_FOLLOWER
+                    code = codes.NOT_LEADER_OR_FOLLOWER
                 elif follower and replica_id not in replica.replicas:
                     code = cluster.check_leader_epoch(replica, epoch) \
-                        or ERROR_NOT_LEADER_OR_FOLLOWER
+                        or codes.NOT_LEADER_OR_FOLLOWER
                     replica = None
                 else:
                     log = replica.log
@@ -165,13 +160,13 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
     # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes with
     # NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
     code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
-            if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
-    if code != ERROR_NONE:
+            if w.replica.is_leader else codes.NOT_LEADER_OR_FOLLOWER)
+    if code != codes.NONE:
         return _failed(w.partition, code)
     adjusted_max_bytes = min(w.max_bytes, limit_bytes)
     if adjusted_max_bytes < 0:
         # Kafka's LogSegment.read: IllegalArgumentException("Invalid max size").
-        return _failed(w.partition, ERROR_UNKNOWN_SERVER_ERROR)
+        return _failed(w.partition, codes.UNKNOWN_SERVER_ERROR)
     follower = w.replica is not None and replica_id >= 0
     try:
         if follower:
@@ -180,7 +175,7 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
             if diverging is not None:
                 # Partition.readRecords: no records, the follower's fetch state untouched.
                 log_ = w.log
-                return PartitionResult(w.partition, ERROR_NONE, log_.high_watermark,
+                return PartitionResult(w.partition, codes.NONE, log_.high_watermark,
                                        log_.last_stable_offset, log_.start_offset, None, b"",
                                        diverging)
             log_ = w.log
@@ -201,7 +196,7 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
         aborted = []  # the negative control: the consumer keeps every aborted record
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
-    return PartitionResult(w.partition, ERROR_NONE, result.high_watermark,
+    return PartitionResult(w.partition, codes.NONE, result.high_watermark,
                            result.last_stable_offset, result.start_offset, aborted,
                            result.buffer)
 
@@ -217,7 +212,7 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
     failed = False
     total_bytes = 0
     for w in wanted:
-        if w.error_code != ERROR_NONE:
+        if w.error_code != codes.NONE:
             continue
         result = _read_one(store, w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
                            isolation=isolation, cluster=cluster, replica_id=replica_id,
@@ -229,18 +224,18 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
             min_one_batch = False
         limit_bytes = max(0, limit_bytes - size_bytes)
         total_bytes += size_bytes
-        failed = failed or result.error_code != ERROR_NONE
+        failed = failed or result.error_code != codes.NONE
         results.append((w, result))
     return results, total_bytes, failed
 
 
 def _response(ctx: Any, wanted: list[_Wanted], results: list, *,
-              error_code: int = ERROR_NONE) -> RawResponse:
+              error_code: int = codes.NONE) -> RawResponse:
     # Kafka's order: the partitions read, then the ones that failed before reading;
     # consecutive partitions of one topic share a topic entry (FetchResponse.toMessage).
     answers = [(w.key, r) for w, r in results]
     answers += [(w.key, _failed(w.partition, w.error_code))
-                for w in wanted if w.error_code != ERROR_NONE]
+                for w in wanted if w.error_code != codes.NONE]
     topics: list = []
     for key, result in answers:
         if topics and topics[-1][0] == key:
@@ -257,7 +252,7 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     version = ctx.api_version
     if version >= 7 and int(request.session_epoch) not in _SESSION_EPOCHS_FULL:
         return RawResponse(encode_fetch_response(
-            version, throttle_time_ms=0, error_code=ERROR_FETCH_SESSION_ID_NOT_FOUND,
+            version, throttle_time_ms=0, error_code=codes.FETCH_SESSION_ID_NOT_FOUND,
             session_id=0, topics=()))
     broker = ctx.broker
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))

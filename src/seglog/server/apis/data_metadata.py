@@ -33,15 +33,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
 from ...types import TopicPartition
 from .data_topics import (
-    ERROR_INVALID_REQUEST,
-    ERROR_INVALID_TOPIC,
-    ERROR_LEADER_NOT_AVAILABLE,
-    ERROR_NONE,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     partition_seam,
     response_entities,
     valid_topic_name,
@@ -111,18 +106,18 @@ def _topic_entry(classes: tuple, cluster: Any, assignment: Any,
         state = cluster.states.get(TopicPartition(assignment.topic, index))
         offline = tuple(r for r in replicas if r not in live)
         if state is None:
-            code, leader, epoch, isr = ERROR_LEADER_NOT_AVAILABLE, -1, -1, ()
+            code, leader, epoch, isr = codes.LEADER_NOT_AVAILABLE, -1, -1, ()
         else:
             leader, epoch, isr = state.leader, state.leader_epoch, tuple(state.isr)
-            code = ERROR_NONE
+            code = codes.NONE
             if leader not in live:
-                code, leader = ERROR_LEADER_NOT_AVAILABLE, -1
+                code, leader = codes.LEADER_NOT_AVAILABLE, -1
         partitions.append(build(
             partition_cls, error_code=ErrorCode(code), partition_index=index,
             leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
             isr_nodes=isr, offline_replicas=offline))
     name = assignment.topic
-    return build(classes[2], error_code=ErrorCode(ERROR_NONE), name=name,
+    return build(classes[2], error_code=ErrorCode(codes.NONE), name=name,
                  topic_id=assignment.topic_id or _ZERO_UUID,
                  is_internal=name in _INTERNAL_TOPICS, partitions=tuple(partitions),
                  topic_authorized_operations=authorized_operations)
@@ -133,9 +128,9 @@ async def _auto_create(ctx: Any, cluster: PartitionSeam, name: str) -> int:
     .enable``): ``num.partitions`` partitions, ``default.replication.factor`` replicas; the
     error code to answer for it (the seam's: the client asks again)."""
     if not valid_topic_name(name):
-        return ERROR_INVALID_TOPIC
+        return codes.INVALID_TOPIC_EXCEPTION
     if name in _INTERNAL_TOPICS:
-        return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
+        return codes.UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
     config = ctx.broker.config
     return await cluster.auto_create_topic(
         name, partitions=int(config.get("num.partitions", 1)),
@@ -175,7 +170,7 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
                     return _invalid_request(classes, request)
                 assignment = by_id.get(topic_id)
                 if assignment is None:
-                    entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None, topic_id))
+                    entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
                     entries.append(_topic_entry(classes, cluster, assignment,
@@ -184,7 +179,7 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
             if name is None:
                 if version < 12:
                     return _invalid_request(classes, request)
-                entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None))
+                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None))
                 continue
             if name in seen:
                 continue
@@ -196,8 +191,8 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
                 entries.append(_error_entry(classes,
                                             await _auto_create(ctx, cluster, name), name))
             else:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
-                    else ERROR_INVALID_TOPIC
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
+                    else codes.INVALID_TOPIC_EXCEPTION
                 entries.append(_error_entry(classes, code, name))
     brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
                           rack=info.rack)
@@ -207,14 +202,14 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
                  cluster_id=broker.cluster_id,
                  controller_id=-1 if controller_id is None else controller_id,
                  topics=tuple(entries), cluster_authorized_operations=cluster_ops,
-                 error_code=ErrorCode(ERROR_NONE))
+                 error_code=ErrorCode(codes.NONE))
 
 
 def _invalid_request(classes: tuple, request: Any) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
     topics = tuple(
-        build(classes[2], error_code=ErrorCode(ERROR_INVALID_REQUEST),
+        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST),
               name=getattr(t, "name", None) or "", topic_id=getattr(t, "topic_id", None)
               or _ZERO_UUID, is_internal=False, partitions=(),
               topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
@@ -222,4 +217,4 @@ def _invalid_request(classes: tuple, request: Any) -> Any:
     return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,
                  controller_id=-1, topics=topics,
                  cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-                 error_code=ErrorCode(ERROR_NONE))
+                 error_code=ErrorCode(codes.NONE))

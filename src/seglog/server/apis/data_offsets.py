@@ -37,14 +37,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from ... import errors
 from ...types import TopicPartition
 from .data_metadata import build
 from .data_topics import (
-    ERROR_INVALID_REQUEST,
-    ERROR_NONE,
-    ERROR_NOT_LEADER_OR_FOLLOWER,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     UNDEFINED_EPOCH,
     error_code_for,
     partition_seam,
@@ -75,7 +72,6 @@ EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 _SENTINEL_MIN_VERSION = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7,
                          EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
                          EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
-ERROR_UNSUPPORTED_VERSION = 35
 CONSUMER_REPLICA_ID = -1
 _READ_COMMITTED = 1
 _ZERO_MS = datetime.timedelta(0)
@@ -157,21 +153,21 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
         for p in t.partitions:
             index, timestamp = p.partition_index, int(p.timestamp)
             if counts[(t.name, index)] > 1:
-                partitions.append(answer(index, ERROR_INVALID_REQUEST))
+                partitions.append(answer(index, codes.INVALID_REQUEST))
                 continue
             if timestamp < 0 and _SENTINEL_MIN_VERSION.get(timestamp, version + 1) > version:
-                partitions.append(answer(index, ERROR_UNSUPPORTED_VERSION))
+                partitions.append(answer(index, codes.UNSUPPORTED_VERSION))
                 continue
             if topic is None or not 0 <= index < topic.partitions:
-                partitions.append(answer(index, ERROR_UNKNOWN_TOPIC_OR_PARTITION))
+                partitions.append(answer(index, codes.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             current_epoch = int(getattr(p, "current_leader_epoch", -1))
             # Only the leader answers (fetchOnlyFromLeader), a follower's request (replica
             # id >= 0) as a consumer's.
             replica = cluster.leader_replica(TopicPartition(t.name, index))
-            code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
+            code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                     else cluster.check_leader_epoch(replica, current_epoch))
-            if code != ERROR_NONE:
+            if code != codes.NONE:
                 partitions.append(answer(index, code))
                 continue
             try:
@@ -180,7 +176,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
             except (errors.SeglogError, OSError) as e:
                 partitions.append(answer(index, error_code_for(e)))
                 continue
-            partitions.append(answer(index, ERROR_NONE, offset, found_ms, epoch))
+            partitions.append(answer(index, codes.NONE, offset, found_ms, epoch))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(partitions)))
     return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
 
@@ -203,13 +199,13 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
         for p in t.partitions:
             epoch, end_offset = UNDEFINED_EPOCH, -1
             if topic is None or not 0 <= p.partition < topic.partitions:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 # Partition.lastOffsetForLeaderEpoch: the leader only, its epoch cache.
                 replica = cluster.leader_replica(TopicPartition(t.topic, p.partition))
-                code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
+                code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                         else cluster.check_leader_epoch(replica, int(p.current_leader_epoch)))
-                if code == ERROR_NONE:
+                if code == codes.NONE:
                     try:
                         epoch, end_offset = replica.end_offset_for_epoch(int(p.leader_epoch))
                     except (errors.SeglogError, OSError) as e:

@@ -59,6 +59,7 @@ import struct
 from typing import Any
 
 
+from ... import error_codes as codes
 from ... import errors
 from ... import format as fmt
 from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
@@ -67,15 +68,6 @@ from ...types import TopicPartition
 from ..context import CloseConnection, RawResponse
 from .data_produce_codec import encode_produce_response
 from .data_topics import (
-    ERROR_CORRUPT_MESSAGE,
-    ERROR_INVALID_REQUIRED_ACKS,
-    ERROR_INVALID_TOPIC,
-    ERROR_KAFKA_STORAGE_ERROR,
-    ERROR_MESSAGE_TOO_LARGE,
-    ERROR_NONE,
-    ERROR_RECORD_LIST_TOO_LARGE,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_EPOCH,
     error_code_for,
     gone_or_storage_error,
@@ -98,25 +90,18 @@ VERSION_MAX = 13
 
 #: Kafka's ``AdminUtils.ADMIN_CLIENT_ID``: the one client allowed to write internal topics.
 ADMIN_CLIENT_ID = "__admin_client"
-ERROR_INVALID_RECORD = 87
-ERROR_UNSUPPORTED_COMPRESSION_TYPE = 76
-ERROR_INVALID_TIMESTAMP = 32
 #: The errors of an append after which Kafka answers log start offset -1
 #: (``appendToLocalLog``'s first catch); every other append failure carries the partition's
 #: log start offset. Failures before the append (the request checks) answer -1 too.
 _NO_LOG_START_ERRORS = frozenset({
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION, ERROR_UNKNOWN_TOPIC_ID, ERROR_MESSAGE_TOO_LARGE,
-    ERROR_RECORD_LIST_TOO_LARGE, ERROR_CORRUPT_MESSAGE, ERROR_KAFKA_STORAGE_ERROR})
+    codes.UNKNOWN_TOPIC_OR_PARTITION, codes.UNKNOWN_TOPIC_ID, codes.MESSAGE_TOO_LARGE,
+    codes.RECORD_LIST_TOO_LARGE, codes.CORRUPT_MESSAGE, codes.KAFKA_STORAGE_ERROR})
 #: Errors Kafka answers with the exception's message and the failing records' indexes
 #: (``hasCustomErrorMessage``: its RecordValidationException).
-_MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, ERROR_INVALID_TIMESTAMP})
+_MESSAGE_ERRORS = frozenset({codes.INVALID_RECORD, codes.INVALID_TIMESTAMP})
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
-ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-ERROR_INVALID_PRODUCER_ID_MAPPING = 49
-ERROR_NOT_ENOUGH_REPLICAS = 19
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
 
 
 class ProduceFailedWithoutAck(CloseConnection):
@@ -130,32 +115,32 @@ def check_produce_records(records: Any, api_version: int) -> tuple[int, Any]:
     RecordBatch of magic 2 (bytes after it that make no whole batch are cut off, as Kafka's
     batch iterator ignores them) in a codec ``api_version`` allows."""
     if records is None:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     view = memoryview(records)
     size_bytes = len(view)
     if size_bytes < fmt.LOG_OVERHEAD:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     batch_length = _INT32.unpack_from(view, fmt.BATCH_LENGTH_POSITION)[0]
     if batch_length < fmt.MIN_BATCH_LENGTH:
-        return ERROR_CORRUPT_MESSAGE, None
+        return codes.CORRUPT_MESSAGE, None
     if size_bytes < fmt.HEADER_SIZE_UP_TO_MAGIC:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     magic = view[fmt.MAGIC_POSITION]
     if magic > 2:  # a signed byte: 128..255 are negative
-        return ERROR_CORRUPT_MESSAGE, None
+        return codes.CORRUPT_MESSAGE, None
     batch_bytes = fmt.LOG_OVERHEAD + batch_length
     if size_bytes < batch_bytes or magic != 2:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD:
         second_length = _INT32.unpack_from(view, batch_bytes + fmt.BATCH_LENGTH_POSITION)[0]
         if second_length < fmt.MIN_BATCH_LENGTH:
-            return ERROR_CORRUPT_MESSAGE, None
+            return codes.CORRUPT_MESSAGE, None
         if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD + second_length:
-            return ERROR_INVALID_RECORD, None  # a second whole batch
+            return codes.INVALID_RECORD, None  # a second whole batch
     if api_version < 7 and batch_bytes >= fmt.ATTRIBUTES_POSITION + 2 and \
             view[fmt.ATTRIBUTES_POSITION + 1] & fmt.COMPRESSION_CODEC_MASK == fmt.COMPRESSION_ZSTD:
-        return ERROR_UNSUPPORTED_COMPRESSION_TYPE, None
-    return ERROR_NONE, view[:batch_bytes] if batch_bytes != size_bytes else view
+        return codes.UNSUPPORTED_COMPRESSION_TYPE, None
+    return codes.NONE, view[:batch_bytes] if batch_bytes != size_bytes else view
 
 
 class _Outcome:
@@ -200,14 +185,14 @@ def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
         columns = next(iter(log.backend.iter_batches(batch))).columns()
     except (errors.SeglogError, StopIteration, ValueError):
         return ()
-    if code == ERROR_INVALID_TIMESTAMP:
+    if code == codes.INVALID_TIMESTAMP:
         low_ms = now_ms - config.message_timestamp_before_max_ms
         high_ms = now_ms + config.message_timestamp_after_max_ms
         return tuple(
             (i, f"Timestamp {int(ts)} of message with offset {i} is out of range. The "
                 f"timestamp should be within [{low_ms}, {high_ms}]")
             for i, ts in enumerate(columns.timestamps_ms) if not low_ms <= int(ts) <= high_ms)
-    if code == ERROR_INVALID_RECORD and config.compaction_enabled:
+    if code == codes.INVALID_RECORD and config.compaction_enabled:
         message = "Compacted topic cannot accept message without key in topic partition."
         return tuple((i, message) for i, length in enumerate(columns.key_lengths)
                      if int(length) < 0)
@@ -265,7 +250,7 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
         return _Outcome(errors.InvalidTxnStateError.kafka_error_code,
                         error_message="Partition was not added to the transaction")
     except errors.ConcurrentTransactionsError as e:
-        return _Outcome(ERROR_NOT_ENOUGH_REPLICAS, error_message=(
+        return _Outcome(codes.NOT_ENOUGH_REPLICAS, error_message=(
             "Unable to verify the partition has been added to the transaction. Underlying "
             f"error: CONCURRENT_TRANSACTIONS ({e})"))
     except (errors.SeglogError, OSError) as e:
@@ -278,7 +263,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
     append runs): the outcome, whatever went wrong as its error code."""
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
-        return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
+        return _failure(codes.INVALID_TOPIC_EXCEPTION)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if transactional_id is not None:
         refused = _verify_transaction(ctx, transactional_id, topic, partition, log, batch)
         if refused is not None:
@@ -296,7 +281,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
             if code in _MESSAGE_ERRORS else ()
         return _failure(code, log, str(e), record_errors)
     append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
-    outcome = _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
+    outcome = _Outcome(codes.NONE, first, append_time_ms, log.start_offset)
     outcome.last_offset = _last
     return outcome
 
@@ -315,7 +300,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     cluster = partition_seam(broker)
     delayed: list[tuple[AppendResult, _Outcome]] = []  # acks=-1: (append, outcome)
     whole_request_error = _transactional_request_error(request)
-    if whole_request_error != ERROR_NONE:
+    if whole_request_error != codes.NONE:
         answers = [(t.topic_id if by_id else t.name,
                     [(p.index, _failure(whole_request_error)) for p in t.partition_data])
                    for t in request.topic_data]
@@ -330,18 +315,18 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             if topic is None or not 0 <= index < topic.partitions:
-                outcome = _failure(ERROR_UNKNOWN_TOPIC_ID if by_id and topic is None
-                                   else ERROR_UNKNOWN_TOPIC_OR_PARTITION)
+                outcome = _failure(codes.UNKNOWN_TOPIC_ID if by_id and topic is None
+                                   else codes.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 code, batch = check_produce_records(partition_data.records, version)
-                if code != ERROR_NONE:
+                if code != codes.NONE:
                     outcome = _failure(code)
                 elif acks not in (-1, 0, 1):
-                    outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
+                    outcome = _failure(codes.INVALID_REQUIRED_ACKS)
                 else:
                     outcome = _append_to_leader(ctx, cluster, topic, index, batch,
                                                 request.transactional_id, acks, delayed)
-            failed = failed or outcome.error_code != ERROR_NONE
+            failed = failed or outcome.error_code != codes.NONE
             outcomes.append((index, outcome))
         answers.append((key, outcomes))
     if delayed:
@@ -350,7 +335,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
                                     timeout_s=max(request.timeout.total_seconds(), 0.0))
         for result, outcome in delayed:
-            if result.error_code != ERROR_NONE:
+            if result.error_code != codes.NONE:
                 # Kafka's DelayedProduce changes only the error: the append's base offset,
                 # append time and log start offset stay in the answer.
                 outcome.error_code = result.error_code
@@ -360,7 +345,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
             raise ProduceFailedWithoutAck(
                 "produce with acks=0 failed: " + ", ".join(
                     f"{key}-{index}: error {o.error_code}" for key, outs in answers
-                    for index, o in outs if o.error_code != ERROR_NONE))
+                    for index, o in outs if o.error_code != codes.NONE))
         return None
     return _response(version, answers)
 
@@ -377,7 +362,7 @@ def _append_to_leader(ctx: Any, cluster: PartitionSeam, topic: Any, partition: i
     def write(log: Any) -> int | None:
         outcome = _append(ctx, topic, partition, batch, transactional_id, log)
         written.append(outcome)
-        return outcome.last_offset if outcome.error_code == ERROR_NONE else None
+        return outcome.last_offset if outcome.error_code == codes.NONE else None
 
     result = cluster.append_now(TopicPartition(topic.name, partition), write, acks=acks,
                                 origin=AppendOrigin.CLIENT)
@@ -407,12 +392,12 @@ def _transactional_request_error(request: Any) -> int:
             if producer_id >= 0:
                 producer_ids.add(producer_id)
     if not producer_ids:
-        return ERROR_NONE
+        return codes.NONE
     if request.transactional_id is None:
-        return ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if len(producer_ids) > 1:
-        return ERROR_INVALID_PRODUCER_ID_MAPPING
-    return ERROR_NONE
+        return codes.INVALID_PRODUCER_ID_MAPPING
+    return codes.NONE
 
 
 def _response(version: int, answers: list) -> RawResponse:

@@ -23,17 +23,12 @@ from typing import Any
 
 from kio.index import load_response_schema
 
+from ... import error_codes as codes
 from ... import errors
 from ...cluster.seam import PartitionSeam
 from ...storage import checkpoints
 
 __all__ = [
-    "ERROR_NONE", "ERROR_UNKNOWN_SERVER_ERROR", "ERROR_OFFSET_OUT_OF_RANGE",
-    "ERROR_CORRUPT_MESSAGE", "ERROR_UNKNOWN_TOPIC_OR_PARTITION", "ERROR_LEADER_NOT_AVAILABLE",
-    "ERROR_MESSAGE_TOO_LARGE", "ERROR_INVALID_TOPIC", "ERROR_RECORD_LIST_TOO_LARGE",
-    "ERROR_NOT_ENOUGH_REPLICAS", "ERROR_INVALID_REQUIRED_ACKS", "ERROR_INVALID_REQUEST",
-    "ERROR_KAFKA_STORAGE_ERROR", "ERROR_FENCED_LEADER_EPOCH", "ERROR_UNKNOWN_LEADER_EPOCH",
-    "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
     "to_uuid", "topic_ids",
     "topic_or_none", "EXTENSION_KEY", "partition_seam",
@@ -41,25 +36,6 @@ __all__ = [
     "gone_or_storage_error",
 ]
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) the data APIs answer with.
-ERROR_UNKNOWN_SERVER_ERROR = -1
-ERROR_NONE = 0
-ERROR_OFFSET_OUT_OF_RANGE = 1
-ERROR_CORRUPT_MESSAGE = 2
-ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3
-ERROR_LEADER_NOT_AVAILABLE = 5
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
-ERROR_MESSAGE_TOO_LARGE = 10
-ERROR_INVALID_TOPIC = 17
-ERROR_RECORD_LIST_TOO_LARGE = 18
-ERROR_NOT_ENOUGH_REPLICAS = 19
-ERROR_INVALID_REQUIRED_ACKS = 21
-ERROR_INVALID_REQUEST = 42
-ERROR_KAFKA_STORAGE_ERROR = 56
-ERROR_FENCED_LEADER_EPOCH = 74
-ERROR_UNKNOWN_LEADER_EPOCH = 75
-ERROR_FETCH_SESSION_ID_NOT_FOUND = 70
-ERROR_UNKNOWN_TOPIC_ID = 100
 
 #: Every partition's leader epoch on this broker (see the module docstring).
 LEADER_EPOCH = 0
@@ -86,10 +62,10 @@ def error_code_for(exc: BaseException) -> int:
     where Kafka has none), KAFKA_STORAGE_ERROR for an ``OSError`` (Kafka's answer when a log
     dir fails), UNKNOWN_SERVER_ERROR for anything else."""
     if isinstance(exc, errors.SeglogError):
-        return int(getattr(exc, "kafka_error_code", ERROR_UNKNOWN_SERVER_ERROR))
+        return int(getattr(exc, "kafka_error_code", codes.UNKNOWN_SERVER_ERROR))
     if isinstance(exc, OSError):
-        return ERROR_KAFKA_STORAGE_ERROR
-    return ERROR_UNKNOWN_SERVER_ERROR
+        return codes.KAFKA_STORAGE_ERROR
+    return codes.UNKNOWN_SERVER_ERROR
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,9 +83,9 @@ def gone_or_storage_error(store: Any, topic: Any, exc: BaseException) -> int:
     if isinstance(exc, errors.LogClosedError) and topic is not None:
         try:
             if store.topic(topic.name) is not topic:
-                return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                return codes.UNKNOWN_TOPIC_OR_PARTITION
         except errors.UnknownTopicOrPartitionError:
-            return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            return codes.UNKNOWN_TOPIC_OR_PARTITION
         except errors.SeglogError:
             pass
     return error_code_for(exc)

@@ -35,6 +35,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
@@ -55,12 +56,6 @@ EXTENSION = "groups"
 _OFFSETS_RETENTION_CHECK_MS_DEFAULT = 600_000
 
 # Kafka error codes used here beyond the coordinator's.
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_OFFSET_METADATA_TOO_LARGE = 12
-_INVALID_REQUEST = 42
-_GROUP_SUBSCRIBED_TO_TOPIC = 86
-_UNKNOWN_TOPIC_ID = 100
-_UNSTABLE_OFFSET_COMMIT = 88
 _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or "
     "the message was sent to an incompatible broker. See the broker logs for more details.")
@@ -197,7 +192,7 @@ async def handle_find_coordinator(ctx, request) -> Any:
 
     async def answer(key: str) -> dict:
         if key_type not in (0, 1):
-            return dict(key=key, error_code=_INVALID_REQUEST, node_id=-1, host="", port=-1,
+            return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
         if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
             found = await cluster_coordinators.find_transaction_coordinator(
@@ -209,7 +204,7 @@ async def handle_find_coordinator(ctx, request) -> Any:
                         port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
                         if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
-        return dict(key=key, error_code=0, node_id=found.node_id, host=found.host,
+        return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=found.host,
                     port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
     if ctx.api_version >= 4:
@@ -417,7 +412,7 @@ async def handle_offset_commit(ctx, request) -> Any:
     # As Kafka's KafkaApis: partitions of unknown topics are answered first, and the group
     # is checked only when some partition is left.
     resolved = [(_request_topic(ctx, t), t) for t in request.topics]
-    unknown_topic = _UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else _UNKNOWN_TOPIC_OR_PARTITION
+    unknown_topic = codes.UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else codes.UNKNOWN_TOPIC_OR_PARTITION
     known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
              if name is not None and _partition_exists(store, name, p.partition_index)}
     if not known:
@@ -442,11 +437,11 @@ async def handle_offset_commit(ctx, request) -> Any:
             metadata = p.committed_metadata or ""
             if (name, p.partition_index) not in known:
                 answers.append((key, p.partition_index,
-                                unknown_topic if name is None else _UNKNOWN_TOPIC_OR_PARTITION))
+                                unknown_topic if name is None else codes.UNKNOWN_TOPIC_OR_PARTITION))
             elif error:
                 answers.append((key, p.partition_index, error))
             elif len(metadata) > state.offset_metadata_max_bytes:
-                answers.append((key, p.partition_index, _OFFSET_METADATA_TOO_LARGE))
+                answers.append((key, p.partition_index, codes.OFFSET_METADATA_TOO_LARGE))
             else:
                 answers.append((key, p.partition_index, 0))
                 tp = TopicPartition(name, p.partition_index)
@@ -552,13 +547,13 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
     answers = []
     for key, name, partition in wanted:
         if name is None:
-            answers.append((key, partition, -1, -1, "", _UNKNOWN_TOPIC_ID))
+            answers.append((key, partition, -1, -1, "", codes.UNKNOWN_TOPIC_ID))
             continue
         tp = TopicPartition(name, partition)
         om = committed.get(tp)
         error = 0
         if require_stable and store.offset_commit_pending(group_id, tp):
-            error = _UNSTABLE_OFFSET_COMMIT
+            error = codes.UNSTABLE_OFFSET_COMMIT
             om = None
         if om is None:
             answers.append((key, partition, -1, -1, "", error))
@@ -612,7 +607,7 @@ async def handle_list_groups(ctx, request) -> Any:
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
-    return _response(ctx, dict(error_code=0, groups=groups))
+    return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
 async def handle_describe_groups(ctx, request) -> Any:
@@ -643,7 +638,7 @@ async def handle_describe_groups(ctx, request) -> Any:
                 error_message=(f"Group {group_id} not found." if error else None)))
             continue
         described.append(dict(
-            error_code=0, group_id=group_id, group_state=description.state,
+            error_code=codes.NONE, group_id=group_id, group_state=description.state,
             protocol_type=description.protocol_type, protocol_data=description.protocol,
             authorized_operations=-2147483648, error_message=None,
             members=[dict(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -693,7 +688,7 @@ async def handle_delete_groups(ctx, request) -> Any:
                 log.warning("group %r: its membership tombstone was not written: %s",
                             group_id, exc)
         ctx.broker.appended.notify()
-        results.append(dict(group_id=group_id, error_code=0))
+        results.append(dict(group_id=group_id, error_code=codes.NONE))
     return _response(ctx, dict(results=results))
 
 
@@ -720,7 +715,7 @@ async def handle_offset_delete(ctx, request) -> Any:
     for topic in request.topics:
         for p in topic.partitions:
             if every_topic or topic.name in (subscribed or ()):
-                answers.append((topic.name, p.partition_index, _GROUP_SUBSCRIBED_TO_TOPIC))
+                answers.append((topic.name, p.partition_index, codes.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answers.append((topic.name, p.partition_index, 0))
                 doomed.append(TopicPartition(topic.name, p.partition_index))
@@ -731,11 +726,11 @@ async def handle_offset_delete(ctx, request) -> Any:
             try:
                 store.group(group_id).delete_offsets(doomed)
             except IllegalStateError:
-                answers = [(t, p, _GROUP_SUBSCRIBED_TO_TOPIC if TopicPartition(t, p) in doomed
+                answers = [(t, p, codes.GROUP_SUBSCRIBED_TO_TOPIC if TopicPartition(t, p) in doomed
                             else c) for t, p, c in answers]
             else:
                 ctx.broker.appended.notify()
-    return _response(ctx, dict(error_code=0, topics=_by_topic(
+    return _response(ctx, dict(error_code=codes.NONE, topics=_by_topic(
         ctx, answers, lambda p, c: dict(partition_index=p, error_code=c))))
 
 
