@@ -7,6 +7,9 @@ not Python syntax; their ``import`` and ``cimport`` statements are cut out of th
 parsed the same way. A ``cimport`` from a seglog module counts: the cimporting module imports
 that module when it loads (Cython's ``__pyx_capi__`` table); cimports of header-only ``.pxd``
 files, ``libc`` or ``cpython`` name no seglog module and are dropped like any outside import.
+The ``.pxi`` parts a ``.pyx`` includes (codec.pyx's) hold no import or cimport of their own
+(tests/twins/test_native_linking.py checks it), so the ``.pyx`` alone has every import of its
+module.
 
 An import is an edge from the importing module to the module it names:
 
