@@ -35,8 +35,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
+from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
 
 #: The state file in the cluster's directory.
@@ -47,11 +48,9 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 #: The pause between readiness probes.
 POLL_INTERVAL_S = 0.1
-#: The environment variable that asks a broker to expose its ZooKeeper session for
-#: :meth:`LocalCluster.expire_session` (test-only; see docs/cluster.md, "Local clusters").
-SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
-#: The file a broker with :data:`SESSION_HOOK_ENV` set keeps in its data directory:
-#: ``{"session_id": int, "password": "<hex>"}`` of its current ZooKeeper session.
+#: The file a broker started with ``--test-expose-zk-session`` (``session_hook=True``) keeps
+#: in its data directory: ``{"session_id": int, "password": "<hex>"}`` of its current
+#: ZooKeeper session (test-only; docs/cluster.md, "Local clusters").
 SESSION_HOOK_FILE = "zookeeper-session.json"
 #: Broker configs a local cluster sets unless told otherwise: the internal topics' replication
 #: factors fitted to the number of brokers (Kafka's defaults of 3 cannot be met by fewer).
@@ -142,9 +141,11 @@ class LocalCluster:
     string (``host:port[/chroot]``, the chroot existing) of a ZooKeeper to use instead of
     starting one. ``broker_configs``: Kafka broker configs for every broker (``--config
     k=v``); ``per_broker_configs``: ``{broker_id: {k: v}}`` on top. ``env``: extra
-    environment of the brokers (e.g. ``SEGLOG_TEST_BREAK``). ``session_hook``: set
-    :data:`SESSION_HOOK_ENV` in the brokers' environment so :meth:`expire_session` works
-    (tests only). ``backend``: the brokers' storage backend. ``broker_zookeeper``:
+    environment of the brokers. ``test_breaks``: negative controls every broker runs with
+    (names of :data:`seglog.cluster.test_breaks.FLAGS`, passed as ``seglog serve
+    --test-break NAME``; tests only). ``session_hook``: start the brokers with
+    ``--test-expose-zk-session`` so :meth:`expire_session` works (tests only). ``backend``:
+    the brokers' storage backend. ``broker_zookeeper``:
     ``{broker_id: connect}``, the ZooKeeper address a broker uses instead of
     :attr:`zookeeper_connect` (a fault relay in front of it, for a partition of that broker
     from ZooKeeper alone). Broker ids are 0..N-1.
@@ -159,7 +160,7 @@ class LocalCluster:
                  per_broker_configs: Mapping[int, Mapping[str, Any]] | None = None,
                  host: str = "127.0.0.1", zookeeper: str | None = None,
                  env: Mapping[str, str] | None = None, session_hook: bool = False,
-                 backend: str | None = None,
+                 test_breaks: Iterable[str] = (), backend: str | None = None,
                  broker_zookeeper: Mapping[int, str] | None = None):
         if brokers < 1:
             raise LocalClusterError(f"a cluster needs at least one broker, not {brokers}")
@@ -167,8 +168,8 @@ class LocalCluster:
         self.host = host
         self.backend = backend
         self.env = dict(env or {})
-        if session_hook:
-            self.env[SESSION_HOOK_ENV] = "1"
+        # Validated here (ValueError for an unknown name), not at each broker's start.
+        self.test_breaks = TestBreaks(frozenset(test_breaks), expose_zk_session=session_hook)
         configs = {key: min(3, brokers) for key in INTERNAL_TOPIC_CONFIGS}
         configs["transaction.state.log.min.isr"] = min(2, brokers)
         configs.update(broker_configs or {})
@@ -362,8 +363,8 @@ class LocalCluster:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FaultUnavailableError(
                 f"broker {broker_id} does not expose its ZooKeeper session ({path}: {exc}); "
-                f"start the cluster with session_hook=True on a broker that supports "
-                f"{SESSION_HOOK_ENV}") from None
+                f"start the cluster with session_hook=True (seglog serve "
+                f"--test-expose-zk-session)") from None
         from kazoo.client import KazooClient
 
         client = KazooClient(hosts=self.zookeeper_connect, client_id=(session_id, password),
@@ -473,6 +474,8 @@ class LocalCluster:
                                           state.get("per_broker_configs", {}).items()},
                       host=state["host"], zookeeper=state["zookeeper"].get("external"),
                       env=state.get("env", {}), backend=state.get("backend"),
+                      test_breaks=state.get("test_breaks", ()),
+                      session_hook=bool(state.get("session_hook", False)),
                       broker_zookeeper={int(b): c for b, c in
                                         state.get("broker_zookeeper", {}).items()})
         cluster.broker_configs = dict(state["broker_configs"])
@@ -486,6 +489,8 @@ class LocalCluster:
         cluster (:meth:`attach`)."""
         state = {
             "host": self.host, "backend": self.backend, "env": self.env,
+            "test_breaks": sorted(self.test_breaks.flags),
+            "session_hook": self.test_breaks.expose_zk_session,
             "broker_configs": self.broker_configs,
             "per_broker_configs": {str(b): c for b, c in self.per_broker_configs.items()},
             "broker_zookeeper": {str(b): c for b, c in self.broker_zookeeper.items()},
@@ -533,7 +538,7 @@ class LocalCluster:
         configs = {**self.broker_configs, **self.per_broker_configs.get(broker.broker_id, {})}
         for key, value in configs.items():
             command += ["--config", f"{key}={value}"]
-        return command
+        return command + self.test_breaks.command_line()
 
     def _spawn(self, broker_id: int) -> None:
         broker = self._broker(broker_id)

@@ -52,7 +52,8 @@ from typing import Any, Callable, Mapping
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import test_breaks, zk_data
+from . import zk_data
+from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
@@ -76,10 +77,9 @@ UNKNOWN_LEADER_EPOCH = 75
 #: partition its first state (Kafka 2.8's CreateTopics waits in its purgatory up to the
 #: request's timeout; the caller passes the smaller of the two).
 CREATE_WAIT_S_DEFAULT = 10.0
-#: Test-only: with this environment variable set (``LocalCluster(session_hook=True)``) the
+#: Test-only: with ``test_breaks.expose_zk_session`` (``LocalCluster(session_hook=True)``) the
 #: broker keeps its ZooKeeper session's id and password in :data:`SESSION_HOOK_FILE` of its
 #: data directory, for ``LocalCluster.expire_session`` (docs/cluster.md §5.1).
-SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
 SESSION_HOOK_FILE = "zookeeper-session.json"
 #: Threads for the replica manager's blocking ZooKeeper calls (ISR writes of several
 #: partitions and the metadata reads may wait on a lost connection at once).
@@ -136,12 +136,15 @@ class ReplicaManager:
     ``replica.high.watermark.checkpoint.interval.ms``, ``num.partitions``...); ``loop``: the
     broker's event loop; ``notify``: called on the loop whenever records became readable
     (a high watermark moved) or a partition changed hands, so the broker's long polls
-    re-read. Every method runs on the loop thread.
+    re-read. ``test_breaks``: the negative controls and test hooks it honours (tests only,
+    :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
     """
 
     def __init__(self, *, store: Any, zk: Any, broker_id: int, config: Mapping[str, Any],
-                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None]):
+                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
+        self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
         self.config = config
@@ -191,7 +194,7 @@ class ReplicaManager:
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
-            on_high_watermark=self._on_follower_high_watermark)
+            on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -219,7 +222,7 @@ class ReplicaManager:
 
     def _register_blocking(self, registration: Any) -> int:
         broker_epoch = self.zk.register_broker(registration)
-        if os.environ.get(SESSION_HOOK_ENV, "") not in ("", "0"):
+        if self.test_breaks.expose_zk_session:
             self._expose_session()
         return broker_epoch
 
@@ -697,7 +700,7 @@ class ReplicaManager:
         ``skip_epoch_check`` accepts any."""
         if current_leader_epoch == -1 or current_leader_epoch == replica.leader_epoch:
             return NONE
-        if test_breaks.enabled("skip_epoch_check"):
+        if self.test_breaks.enabled("skip_epoch_check"):
             return NONE
         if current_leader_epoch < replica.leader_epoch:
             return FENCED_LEADER_EPOCH
@@ -725,7 +728,7 @@ class ReplicaManager:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
         stay), NOT_LEADER_OR_FOLLOWER when this broker stops leading, REQUEST_TIMED_OUT after
         ``timeout_s``. The negative control ``ack_on_append`` answers NONE at once."""
-        if test_breaks.enabled("ack_on_append"):
+        if self.test_breaks.enabled("ack_on_append"):
             return NONE
         code = self._acks_all_status(replica, required_offset)
         if code is not None:
@@ -771,11 +774,11 @@ class ReplicaManager:
         follower's log agrees. The negative control ``skip_epoch_check`` serves the stale
         epoch: no ``DivergingEpoch`` ever (the follower keeps a tail the leader's log does
         not have)."""
-        if test_breaks.enabled("skip_epoch_check"):
+        if self.test_breaks.enabled("skip_epoch_check"):
             return None
         log_ = replica.log
         return diverging_epoch(last_fetched_epoch, fetch_offset, log_.end_offset_for_epoch,
-                               log_start_offset=log_.start_offset)
+                               log_start_offset=log_.start_offset, breaks=self.test_breaks)
 
     def follower_fetched(self, replica: PartitionReplica, replica_id: int,
                          fetch_offset: int, leader_end_offset: int,

@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
+from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
+
 __all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
 
 
@@ -84,8 +86,9 @@ class BrokerState:
     ``store`` (the :class:`~seglog.store.Store`), ``config`` (Kafka's broker configs by their
     Kafka names, typed values: :class:`~seglog.server.config.BrokerConfig`), ``node_id``,
     ``cluster_id``, the advertised ``host`` and ``port``, the event ``loop``, ``appended``
-    (the :class:`AppendNotifier`), and ``extensions``: per-module state that a handler module
-    creates in its ``start`` hook under its module name.
+    (the :class:`AppendNotifier`), ``extensions``: per-module state that a handler module
+    creates in its ``start`` hook under its module name, and ``test_breaks``: the negative
+    controls the broker was started with (tests only; :mod:`seglog.cluster.test_breaks`).
     """
 
     store: Any
@@ -99,6 +102,7 @@ class BrokerState:
     extensions: dict[str, Any] = field(default_factory=dict)
     #: Set when the broker begins to shut down: long polls answer at once.
     closing: bool = False
+    test_breaks: TestBreaks = NO_TEST_BREAKS
 
     async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on a worker thread and return its result (for store calls that
