@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
@@ -48,10 +48,16 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 #: The pause between readiness probes.
 POLL_INTERVAL_S = 0.1
+#: How long :meth:`LocalCluster.status` waits for ZooKeeper (connect and reads) before it
+#: answers without the ZooKeeper facts: ``seglog cluster status`` answers within a second.
+STATUS_ZOOKEEPER_TIMEOUT_S = 0.5
 #: The file a broker started with ``--test-expose-zk-session`` (``session_hook=True``) keeps
 #: in its data directory: ``{"session_id": int, "password": "<hex>"}`` of its current
 #: ZooKeeper session (test-only; docs/cluster.md, "Local clusters").
 SESSION_HOOK_FILE = "zookeeper-session.json"
+#: Kafka's default ``zookeeper.session.timeout.ms``: the session a broker without the setting
+#: asks ZooKeeper for (tests/cluster/test_local.py checks it against the broker's config table).
+SESSION_TIMEOUT_MS_DEFAULT = 18000
 #: Broker configs a local cluster sets unless told otherwise: the internal topics' replication
 #: factors fitted to the number of brokers (Kafka's defaults of 3 cannot be met by fewer).
 INTERNAL_TOPIC_CONFIGS = ("offsets.topic.replication.factor",
@@ -76,6 +82,28 @@ class BrokerProcess:
     data_dir: str
     log_path: str
     pid: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionView:
+    """One partition as ZooKeeper holds it: its assignment (``replicas``) and its state
+    znode's ``leader`` (-1: none) and ``isr``."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    leader: int
+    isr: list[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooKeeperView:
+    """What :meth:`LocalCluster.zookeeper_view` read: the ``registered`` broker ids, the
+    ``controller`` (None: none) and every partition."""
+
+    registered: set[int]
+    controller: int | None
+    partitions: list[PartitionView]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -314,17 +342,19 @@ class LocalCluster:
         self.save_state()
         return code
 
-    def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> None:
-        """Send ``signum`` (default SIGKILL: a crash) to a running broker. For SIGKILL and
-        SIGTERM, wait until it is gone and record it as down."""
+    def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> int:
+        """Send ``signum`` (default SIGKILL: a crash) to a running broker; returns the pid
+        signalled. For SIGKILL and SIGTERM, wait until it is gone and record it as down."""
         broker = self._require_running(broker_id)
-        assert broker.pid is not None
+        pid = broker.pid
+        assert pid is not None
         if signum in (signal.SIGKILL, signal.SIGTERM):
-            self._signal_and_wait(broker.pid, signum, STOP_TIMEOUT_S)
+            self._signal_and_wait(pid, signum, STOP_TIMEOUT_S)
             broker.pid = None
             self.save_state()
         else:
-            os.kill(broker.pid, signum)
+            os.kill(pid, signum)
+        return pid
 
     def pause(self, broker_id: int) -> None:
         """Freeze a broker (SIGSTOP): a GC pause, a VM stall, a zombie leader."""
@@ -382,31 +412,107 @@ class LocalCluster:
         broker = self._broker(broker_id)
         return broker.pid if broker.pid is not None and self._is_ours(broker) else None
 
-    def status(self) -> list[dict[str, Any]]:
-        """One row per broker: ``broker_id``, ``address``, ``pid``, ``state`` (``running``,
-        ``paused``, ``down``) and ``registered`` (in ZooKeeper's ``/brokers/ids``, None when
-        ZooKeeper is not reachable)."""
-        registered = self.registered_brokers()
+    def status(self, zookeeper_timeout_s: float = STATUS_ZOOKEEPER_TIMEOUT_S, *,
+               view: "ZooKeeperView | None | Literal['read']" = "read"
+               ) -> list[dict[str, Any]]:
+        """One row per broker, from its process and from ZooKeeper:
+
+        - ``broker_id``, ``address``, ``data_dir``, ``pid`` (None while down), ``state``
+          (``running``, ``paused``, ``down``: the process);
+        - ``registered``: in ``/brokers/ids``; ``alive``: running and registered (what the
+          controller counts as live); ``controller``: named in ``/controller``;
+        - ``leaders``: partitions whose ``state`` znode names it leader; ``under_replicated``:
+          of those, the ones whose ISR is smaller than their replica set (Kafka's
+          ``UnderReplicatedPartitions`` of that broker).
+
+        The ZooKeeper facts are None when ZooKeeper does not answer within
+        ``zookeeper_timeout_s`` (so the call returns within about that bound). ``view``: a
+        :meth:`zookeeper_view` already read (None: ZooKeeper did not answer) instead of
+        reading one."""
+        if isinstance(view, str):  # "read"
+            view = self.zookeeper_view(zookeeper_timeout_s)
         rows = []
         for broker_id, broker in self.brokers.items():
             pid = self.pid(broker_id)
             state = "down"
             if pid is not None:
                 state = "paused" if process_state(pid) == "T" else "running"
-            rows.append({"broker_id": broker_id, "address": self.address(broker_id),
-                         "pid": pid, "state": state, "data_dir": broker.data_dir,
-                         "registered": None if registered is None
-                         else broker_id in registered})
+            row: dict[str, Any] = {
+                "broker_id": broker_id, "address": self.address(broker_id), "pid": pid,
+                "state": state, "data_dir": broker.data_dir, "registered": None,
+                "alive": None, "controller": None, "leaders": None, "under_replicated": None}
+            if view is not None:
+                led = [p for p in view.partitions if p.leader == broker_id]
+                row.update(registered=broker_id in view.registered,
+                           alive=state == "running" and broker_id in view.registered,
+                           controller=view.controller == broker_id, leaders=len(led),
+                           under_replicated=sum(len(p.isr) < len(p.replicas) for p in led))
+            rows.append(row)
         return rows
 
-    def zookeeper_client(self, timeout_s: float = 10.0):
+    def zookeeper_view(self, timeout_s: float = STATUS_ZOOKEEPER_TIMEOUT_S
+                       ) -> "ZooKeeperView | None":
+        """The cluster as ZooKeeper holds it now (registered brokers, controller, every
+        partition's replicas, leader and ISR), read within about ``timeout_s`` (the state
+        znodes in parallel); None when ZooKeeper does not answer in time."""
+        from kazoo.exceptions import NoNodeError
+
+        deadline = time.monotonic() + timeout_s
+
+        def wait(pending: Any) -> Any:
+            # Every read bounded by the one deadline (a sync kazoo call would wait for a
+            # reconnection as long as the session lives).
+            return pending.get(timeout=max(0.0, deadline - time.monotonic()))
+
+        def children(path: str) -> list[str]:
+            try:
+                return wait(client.get_children_async(path))
+            except NoNodeError:
+                return []
+
+        try:
+            client = self.zookeeper_client(connect_timeout_s=timeout_s)
+            registered = {int(c) for c in children("/brokers/ids")}
+            try:
+                controller_data, _stat = wait(client.get_async("/controller"))
+                controller: int | None = int(json.loads(controller_data)["brokerid"])
+            except NoNodeError:
+                controller = None
+            topics = children("/brokers/topics")
+            assignments = {t: client.get_async(f"/brokers/topics/{t}") for t in topics}
+            replicas: dict[tuple[str, int], list[int]] = {}
+            for topic, pending in assignments.items():
+                try:
+                    data, _stat = wait(pending)
+                except NoNodeError:
+                    continue  # deleted meanwhile
+                for p, brokers in json.loads(data)["partitions"].items():
+                    replicas[(topic, int(p))] = [int(b) for b in brokers]
+            states = {tp: client.get_async(
+                f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state") for tp in replicas}
+            partitions = []
+            for tp, pending in sorted(states.items()):
+                try:
+                    state = json.loads(wait(pending)[0])
+                    leader, isr = int(state["leader"]), [int(b) for b in state["isr"]]
+                except NoNodeError:
+                    leader, isr = -1, []  # no state yet (being created): no leader
+                partitions.append(PartitionView(tp[0], tp[1], replicas[tp], leader, isr))
+        except Exception:  # noqa: BLE001 - kazoo's errors and timeouts: "not reachable"
+            return None
+        return ZooKeeperView(registered, controller, partitions)
+
+    def zookeeper_client(self, timeout_s: float = 10.0, *,
+                         connect_timeout_s: float | None = None):
         """A started kazoo client on the cluster's ZooKeeper (kept and reused; closed by
-        :meth:`down`), for reading the cluster's znodes."""
+        :meth:`down`), for reading the cluster's znodes. ``timeout_s``: its session timeout
+        and, unless ``connect_timeout_s`` says otherwise, the wait for the connection."""
         if self._kazoo is None:
             from kazoo.client import KazooClient
 
             client = KazooClient(hosts=self.zookeeper_connect, timeout=timeout_s)
-            client.start(timeout=timeout_s)
+            client.start(timeout=timeout_s if connect_timeout_s is None
+                         else connect_timeout_s)
             self._kazoo = client
         return self._kazoo
 
@@ -519,10 +625,44 @@ class LocalCluster:
             raise LocalClusterError(f"broker {broker_id} is not running")
         return broker
 
-    def _start_zookeeper(self) -> None:
-        from .zookeeper import ZooKeeperServer
+    def session_timeouts_ms(self) -> dict[int, int]:
+        """``{broker_id: the zookeeper.session.timeout.ms it asks for}`` (its own config,
+        else the cluster's, else Kafka's default)."""
+        return {broker_id: int({**self.broker_configs,
+                                **self.per_broker_configs.get(broker_id, {})}.get(
+                                    "zookeeper.session.timeout.ms", SESSION_TIMEOUT_MS_DEFAULT))
+                for broker_id in self.brokers}
 
-        server = ZooKeeperServer(self.dir / "zookeeper", port=self.zookeeper_port or 0)
+    def session_timeout_note(self) -> str:
+        """One sentence on the ZooKeeper sessions the brokers get: what they ask for, and
+        what the cluster's own ZooKeeper grants (a request outside its bounds is raised or
+        capped; ZooKeeper does so silently)."""
+        asked = self.session_timeouts_ms()
+        wanted = ", ".join(f"{ms} ms" for ms in sorted(set(asked.values())))
+        server = self._zookeeper_server
+        if server is None:
+            return (f"brokers ask ZooKeeper for sessions of {wanted} "
+                    f"(zookeeper.session.timeout.ms); an external ZooKeeper grants 2 to 20 of "
+                    f"its ticks unless its min/maxSessionTimeout say otherwise")
+        low, high = server.session_timeout_min_ms, server.session_timeout_max_ms
+        note = (f"ZooKeeper (tickTime={server.tick_time_ms} ms) grants sessions of "
+                f"{low}..{high} ms; brokers ask for {wanted} (zookeeper.session.timeout.ms)")
+        clamped = {b: ms for b, ms in asked.items() if not low <= ms <= high}
+        if clamped:
+            note += "; " + ", ".join(
+                f"broker {b} gets {min(max(ms, low), high)} ms instead of {ms}"
+                for b, ms in sorted(clamped.items()))
+        return note
+
+    def _start_zookeeper(self) -> None:
+        from .zookeeper import TICK_TIME_MS, ZooKeeperServer
+
+        # ZooKeeper caps a session at maxSessionTimeout (twenty ticks by default: 10 s with
+        # 500 ms ticks) without telling the client; raise the cap to what the brokers ask
+        # for, keeping the short tick that lets tests ask for sessions of a second or two.
+        longest_ms = max(self.session_timeouts_ms().values())
+        server = ZooKeeperServer(self.dir / "zookeeper", port=self.zookeeper_port or 0,
+                                 max_session_timeout_ms=max(longest_ms, 20 * TICK_TIME_MS))
         server.start()
         self._zookeeper_server = server
         self.zookeeper_port = server.port
