@@ -35,10 +35,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
+
+if TYPE_CHECKING:
+    from seglog.cluster.zookeeper import ZooKeeperServer
 
 #: The state file in the cluster's directory.
 STATE_FILE_NAME = "cluster.json"
@@ -215,7 +218,7 @@ class LocalCluster:
             self.brokers[broker_id] = BrokerProcess(
                 broker_id, port, str(self.dir / f"broker-{broker_id}"),
                 str(self.dir / f"broker-{broker_id}.out"))
-        self._zookeeper_server = None  # a ZooKeeperServer this object started
+        self._zookeeper_server: "ZooKeeperServer | None" = None  # one this object started
         self._procs: dict[int, subprocess.Popen] = {}  # children of this object, to reap
         self._kazoo = None
 
@@ -639,13 +642,12 @@ class LocalCluster:
         capped; ZooKeeper does so silently)."""
         asked = self.session_timeouts_ms()
         wanted = ", ".join(f"{ms} ms" for ms in sorted(set(asked.values())))
-        server = self._zookeeper_server
-        if server is None:
+        if self.external_zookeeper is not None:
             return (f"brokers ask ZooKeeper for sessions of {wanted} "
                     f"(zookeeper.session.timeout.ms); an external ZooKeeper grants 2 to 20 of "
                     f"its ticks unless its min/maxSessionTimeout say otherwise")
-        low, high = server.session_timeout_min_ms, server.session_timeout_max_ms
-        note = (f"ZooKeeper (tickTime={server.tick_time_ms} ms) grants sessions of "
+        tick_ms, low, high = self._own_zookeeper_sessions_ms()
+        note = (f"ZooKeeper (tickTime={tick_ms} ms) grants sessions of "
                 f"{low}..{high} ms; brokers ask for {wanted} (zookeeper.session.timeout.ms)")
         clamped = {b: ms for b, ms in asked.items() if not low <= ms <= high}
         if clamped:
@@ -654,15 +656,23 @@ class LocalCluster:
                 for b, ms in sorted(clamped.items()))
         return note
 
-    def _start_zookeeper(self) -> None:
-        from .zookeeper import TICK_TIME_MS, ZooKeeperServer
+    def _own_zookeeper_sessions_ms(self) -> tuple[int, int, int]:
+        """``(tick, shortest, longest)`` session of the ZooKeeper this cluster runs itself.
 
-        # ZooKeeper caps a session at maxSessionTimeout (twenty ticks by default: 10 s with
-        # 500 ms ticks) without telling the client; raise the cap to what the brokers ask
-        # for, keeping the short tick that lets tests ask for sessions of a second or two.
+        ZooKeeper caps a session at maxSessionTimeout (twenty ticks by default: 10 s with
+        500 ms ticks) without telling the client; the cap is raised to what the brokers ask
+        for, keeping the short tick that lets tests ask for sessions of a second or two."""
+        from .zookeeper import TICK_TIME_MS
+
         longest_ms = max(self.session_timeouts_ms().values())
+        return TICK_TIME_MS, 2 * TICK_TIME_MS, max(longest_ms, 20 * TICK_TIME_MS)
+
+    def _start_zookeeper(self) -> None:
+        from .zookeeper import ZooKeeperServer
+
+        tick_ms, _shortest_ms, longest_ms = self._own_zookeeper_sessions_ms()
         server = ZooKeeperServer(self.dir / "zookeeper", port=self.zookeeper_port or 0,
-                                 max_session_timeout_ms=max(longest_ms, 20 * TICK_TIME_MS))
+                                 tick_time_ms=tick_ms, max_session_timeout_ms=longest_ms)
         server.start()
         self._zookeeper_server = server
         self.zookeeper_port = server.port
