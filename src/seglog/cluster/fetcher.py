@@ -24,7 +24,8 @@ epoch cache is non-empty starts fetching at its LEO and truncates on the leader'
 truncation that is not complete stays truncating and asks OffsetsForLeaderEpoch again (Kafka
 2.7+ goes on fetching and relies on ``DivergingEpoch``); it costs a round trip and does not
 depend on the leader setting ``DivergingEpoch``. With the negative control ``truncate_to_hw``
-every new epoch truncates to the high watermark before fetching (Kafka before KIP-101).
+(the manager's ``test_breaks``, :mod:`seglog.cluster.test_breaks`) every new epoch truncates
+to the high watermark before fetching (Kafka before KIP-101).
 
 Errors (``processFetchRequest``): FENCED_LEADER_EPOCH marks the partition failed, and it waits
 for :meth:`ReplicaFetcherManager.add_partitions` with a newer epoch; OFFSET_OUT_OF_RANGE asks
@@ -56,7 +57,7 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import test_breaks
+from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -195,12 +196,13 @@ def _latest_epoch(log: Any) -> int | None:
     return None if epoch is None or epoch < 0 else int(epoch)
 
 
-def _initial_state(target: FetchTarget, config: FetcherConfig) -> FetchState:
+def _initial_state(target: FetchTarget, config: FetcherConfig,
+                   breaks: TestBreaks) -> FetchState:
     """Kafka's ``makeFollower`` / ``partitionFetchState``."""
     log = target.log
     latest = _latest_epoch(log)
     if (config.truncation_on_fetch and latest is not None
-            and not test_breaks.enabled("truncate_to_hw")):
+            and not breaks.enabled("truncate_to_hw")):
         return FetchState(target.leader_id, target.leader_epoch, log.end_offset, FETCHING,
                           latest)
     return FetchState(target.leader_id, target.leader_epoch, log.high_watermark, TRUNCATING,
@@ -212,16 +214,19 @@ class ReplicaFetcherManager:
 
     ``resolve_broker(broker_id) -> (host, port) | None`` is asked at every (re)connect;
     ``on_high_watermark(tp, high_watermark)`` is called on the loop whenever the fetcher moved
-    a follower's high watermark. All methods run on ``loop``'s thread."""
+    a follower's high watermark. ``test_breaks``: the negative controls it honours
+    (``truncate_to_hw``; tests only). All methods run on ``loop``'s thread."""
 
     def __init__(self, *, broker_id: int, loop: asyncio.AbstractEventLoop,
                  resolve_broker: Callable[[int], tuple[str, int] | None],
                  config: FetcherConfig | None = None,
-                 on_high_watermark: Callable[[TopicPartition, int], None] | None = None):
+                 on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.broker_id = int(broker_id)
         self.loop = loop
         self.resolve_broker = resolve_broker
         self.config = config or FetcherConfig()
+        self.test_breaks = test_breaks
         self.client_id = self.config.client_id or f"broker-{self.broker_id}-fetcher-0"
         self.on_high_watermark = on_high_watermark
         self._fetchers: dict[int, _LeaderFetcher] = {}
@@ -376,7 +381,8 @@ class _LeaderFetcher:
                 and current.target.log is target.log):
             current.target = target
         else:
-            self._partitions[tp] = _Partition(tp, target, _initial_state(target, self.config))
+            self._partitions[tp] = _Partition(tp, target, _initial_state(
+                target, self.config, self.manager.test_breaks))
         self._wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -461,7 +467,7 @@ class _LeaderFetcher:
             (leader_epoch, end_offset), follower_end_offset_for=log.end_offset_for_epoch,
             follower_log_end_offset=log.end_offset,
             follower_high_watermark=p.state.fetch_offset if p.state.state == TRUNCATING
-            else log.high_watermark)
+            else log.high_watermark, breaks=self.manager.test_breaks)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -537,7 +543,7 @@ class _LeaderFetcher:
             if p.state.state != TRUNCATING or not p.state.ready(now):
                 continue
             latest = _latest_epoch(p.target.log)
-            if latest is None or test_breaks.enabled("truncate_to_hw"):
+            if latest is None or self.manager.test_breaks.enabled("truncate_to_hw"):
                 # Kafka's truncateToHighWatermark: the initial fetch offset, the HW.
                 self._apply_truncation_state(p, TruncationState(p.state.fetch_offset, True))
             else:

@@ -17,7 +17,7 @@ What it keeps:
   whose leader epoch is **strictly larger** than the one known (Kafka's
   ``becomeLeaderOrFollower`` check) it becomes leader (``Log.become_leader``, the fetcher
   stops, a fresh :class:`~seglog.cluster.replica_state.LeaderReplicaState`) or follower (the
-  partition's delayed produces answer codes.NOT_LEADER_OR_FOLLOWER, the fetcher gets the new leader
+  partition's delayed produces answer NOT_LEADER_OR_FOLLOWER, the fetcher gets the new leader
   and epoch and truncates first: on *every* epoch change, KAFKA-7164); a state of the same
   epoch with a newer zkVersion updates the leader's committed ISR (its own CAS, or a write it
   lost to);
@@ -53,9 +53,10 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import placement, test_breaks, zk_data
+from . import placement, zk_data
 from .placement import ManualAssignment
 from .seam import PartitionSeam
+from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
@@ -71,10 +72,9 @@ ROLE_NONE = "none"
 #: partition its first state (Kafka 2.8's CreateTopics waits in its purgatory up to the
 #: request's timeout; the caller passes the smaller of the two).
 CREATE_WAIT_S_DEFAULT = 10.0
-#: Test-only: with this environment variable set (``LocalCluster(session_hook=True)``) the
+#: Test-only: with ``test_breaks.expose_zk_session`` (``LocalCluster(session_hook=True)``) the
 #: broker keeps its ZooKeeper session's id and password in :data:`SESSION_HOOK_FILE` of its
 #: data directory, for ``LocalCluster.expire_session`` (docs/cluster.md §5.1).
-SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
 SESSION_HOOK_FILE = "zookeeper-session.json"
 #: Threads for the replica manager's blocking ZooKeeper calls (ISR writes of several
 #: partitions and the metadata reads may wait on a lost connection at once).
@@ -136,12 +136,15 @@ class ReplicaManager(PartitionSeam):
     ``replica.high.watermark.checkpoint.interval.ms``, ``num.partitions``...); ``loop``: the
     broker's event loop; ``notify``: called on the loop whenever records became readable
     (a high watermark moved) or a partition changed hands, so the broker's long polls
-    re-read. Every method runs on the loop thread.
+    re-read. ``test_breaks``: the negative controls and test hooks it honours (tests only,
+    :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
     """
 
     def __init__(self, *, store: Any, zk: Any, broker_id: int, config: Mapping[str, Any],
-                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None]):
+                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
+        self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
         self.config = config
@@ -239,7 +242,7 @@ class ReplicaManager(PartitionSeam):
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
-            on_high_watermark=self._on_follower_high_watermark)
+            on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -267,7 +270,7 @@ class ReplicaManager(PartitionSeam):
 
     def _register_blocking(self, registration: Any) -> int:
         broker_epoch = self.zk.register_broker(registration)
-        if os.environ.get(SESSION_HOOK_ENV, "") not in ("", "0"):
+        if self.test_breaks.expose_zk_session:
             self._expose_session()
         return broker_epoch
 
@@ -286,14 +289,14 @@ class ReplicaManager(PartitionSeam):
 
     def begin_shutdown(self) -> None:
         """The broker begins to shut down: the delayed produces answer
-        codes.NOT_LEADER_OR_FOLLOWER now (their clients go to the next leader)."""
+        NOT_LEADER_OR_FOLLOWER now (their clients go to the next leader)."""
         self._closing = True
         for replica in self.partitions.values():
             self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
 
     async def stop(self) -> None:
         """Stop the periodic tasks and the fetchers; answer the delayed produces
-        codes.NOT_LEADER_OR_FOLLOWER; write the high watermark checkpoint. Idempotent."""
+        NOT_LEADER_OR_FOLLOWER; write the high watermark checkpoint. Idempotent."""
         self._closing = True
         self._wake.set()
         for task in self._tasks:
@@ -698,7 +701,7 @@ class ReplicaManager(PartitionSeam):
 
     def _make_follower(self, replica: PartitionReplica, state: Any) -> None:
         """``Partition.makeFollower`` and ``ReplicaManager.makeFollowers``: the delayed
-        produces answer codes.NOT_LEADER_OR_FOLLOWER, the fetcher takes the partition to the new
+        produces answer NOT_LEADER_OR_FOLLOWER, the fetcher takes the partition to the new
         leader at the new epoch (truncating first, on every epoch change)."""
         from .fetcher import FetchTarget
 
@@ -740,12 +743,12 @@ class ReplicaManager(PartitionSeam):
 
     def check_leader_epoch(self, replica: PartitionReplica, current_leader_epoch: int) -> int:
         """Kafka's fencing of a request's ``CurrentLeaderEpoch`` (``Partition
-        .localLogWithEpochOrThrow``): codes.NONE for -1 or this leader's epoch,
-        codes.FENCED_LEADER_EPOCH when older, codes.UNKNOWN_LEADER_EPOCH when newer. The negative control
+        .localLogWithEpochOrThrow``): NONE for -1 or this leader's epoch,
+        FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer. The negative control
         ``skip_epoch_check`` accepts any."""
         if current_leader_epoch == -1 or current_leader_epoch == replica.leader_epoch:
             return codes.NONE
-        if test_breaks.enabled("skip_epoch_check"):
+        if self.test_breaks.enabled("skip_epoch_check"):
             return codes.NONE
         if current_leader_epoch < replica.leader_epoch:
             return codes.FENCED_LEADER_EPOCH
@@ -756,7 +759,7 @@ class ReplicaManager(PartitionSeam):
         return int(replica.log.config.min_insync_replicas)
 
     def check_acks_all_before_append(self, replica: PartitionReplica) -> int:
-        """``Partition.appendRecordsToLeader``'s check for acks=-1: codes.NOT_ENOUGH_REPLICAS when
+        """``Partition.appendRecordsToLeader``'s check for acks=-1: NOT_ENOUGH_REPLICAS when
         the committed ISR is smaller than ``min.insync.replicas`` (nothing is written)."""
         return replica.leader_state.min_isr_check(self.min_insync_replicas(replica))
 
@@ -768,12 +771,12 @@ class ReplicaManager(PartitionSeam):
     async def wait_acks_all(self, replica: PartitionReplica, required_offset: int,
                             timeout_s: float) -> int:
         """Kafka's ``DelayedProduce`` for one partition of an acks=-1 produce whose last
-        offset is ``required_offset - 1``: codes.NONE once the high watermark reaches
+        offset is ``required_offset - 1``: NONE once the high watermark reaches
         ``required_offset`` with the ISR at ``min.insync.replicas`` or more,
-        codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
-        stay), codes.NOT_LEADER_OR_FOLLOWER when this broker stops leading, codes.REQUEST_TIMED_OUT after
-        ``timeout_s``. The negative control ``ack_on_append`` answers codes.NONE at once."""
-        if test_breaks.enabled("ack_on_append"):
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
+        stay), NOT_LEADER_OR_FOLLOWER when this broker stops leading, REQUEST_TIMED_OUT after
+        ``timeout_s``. The negative control ``ack_on_append`` answers NONE at once."""
+        if self.test_breaks.enabled("ack_on_append"):
             return codes.NONE
         code = self._acks_all_status(replica, required_offset)
         if code is not None:
@@ -819,11 +822,11 @@ class ReplicaManager(PartitionSeam):
         follower's log agrees. The negative control ``skip_epoch_check`` serves the stale
         epoch: no ``DivergingEpoch`` ever (the follower keeps a tail the leader's log does
         not have)."""
-        if test_breaks.enabled("skip_epoch_check"):
+        if self.test_breaks.enabled("skip_epoch_check"):
             return None
         log_ = replica.log
         return diverging_epoch(last_fetched_epoch, fetch_offset, log_.end_offset_for_epoch,
-                               log_start_offset=log_.start_offset)
+                               log_start_offset=log_.start_offset, breaks=self.test_breaks)
 
     def follower_fetched(self, replica: PartitionReplica, replica_id: int,
                          fetch_offset: int, leader_end_offset: int,
@@ -982,7 +985,7 @@ class ReplicaManager(PartitionSeam):
     async def auto_create_topic(self, name: str, *, partitions: int,
                                 replication_factor: int) -> int:
         """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
-        to ZooKeeper, placed over the live brokers, and the answer is codes.LEADER_NOT_AVAILABLE
+        to ZooKeeper, placed over the live brokers, and the answer is LEADER_NOT_AVAILABLE
         (the client asks again); a failure's own code (INVALID_REPLICATION_FACTOR with too
         few brokers)."""
         try:

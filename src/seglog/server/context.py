@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
 if TYPE_CHECKING:
     from ..cluster.seam import PartitionSeam
 
+from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
+
 __all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
 
 
@@ -87,8 +89,10 @@ class BrokerState:
     ``store`` (the :class:`~seglog.store.Store`), ``config`` (Kafka's broker configs by their
     Kafka names, typed values: :class:`~seglog.server.config.BrokerConfig`), ``node_id``,
     ``cluster_id``, the advertised ``host`` and ``port``, the event ``loop``, ``appended``
-    (the :class:`AppendNotifier`), ``cluster`` (the partition seam), and ``extensions``: per-module state that a handler module
-    creates in its ``start`` hook under its module name.
+    (the :class:`AppendNotifier`), ``cluster`` (the partition seam), ``extensions``:
+    per-module state that a handler module creates in its ``start`` hook under its module
+    name, and ``test_breaks``: the negative controls the broker was started with (tests only;
+    :mod:`seglog.cluster.test_breaks`).
     """
 
     store: Any
@@ -102,6 +106,7 @@ class BrokerState:
     extensions: dict[str, Any] = field(default_factory=dict)
     #: Set when the broker begins to shut down: long polls answer at once.
     closing: bool = False
+    test_breaks: TestBreaks = NO_TEST_BREAKS
     #: The partition seam (:class:`~seglog.cluster.seam.PartitionSeam`): the cluster as every
     #: handler sees it, a :class:`~seglog.cluster.single.SingleBroker` for a lone broker, the
     #: :class:`~seglog.cluster.replica_manager.ReplicaManager` in a ZooKeeper cluster (given

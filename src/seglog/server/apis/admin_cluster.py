@@ -4,7 +4,7 @@ broker's DescribeCluster).
 
 In a cluster (``zookeeper.connect``) DescribeCluster lists the live brokers and the controller
 from ZooKeeper, and DeleteRecords is served by each partition's leader only
-(codes.NOT_LEADER_OR_FOLLOWER elsewhere); it answers after the leader's own log start moved, without
+(NOT_LEADER_OR_FOLLOWER elsewhere); it answers after the leader's own log start moved, without
 Kafka 2.8's wait for the followers' (``DelayedDeleteRecords``): they follow the leader's log
 start on their next fetch."""
 
@@ -19,7 +19,6 @@ from ...errors import OffsetOutOfRangeError, SeglogError
 from ...types import TopicPartition
 from .data_topics import partition_seam
 
-#: Kafka's codes.UNKNOWN_TOPIC_OR_PARTITION and codes.NOT_LEADER_OR_FOLLOWER.
 from .admin_wire import (
     CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
     OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,

@@ -7,7 +7,7 @@ the live brokers by Kafka's rack-unaware assignment (INVALID_REPLICATION_FACTOR 
 too few), or the request's manual assignment is checked against them; the topic is written to
 ZooKeeper (assignment and ``/config/topics``) and answered once the controller initialised its
 partitions, within the request's timeout. DeleteTopics asks the controller
-(``/admin/delete_topics/<t>``) and answers once the topic is gone (codes.REQUEST_TIMED_OUT after the
+(``/admin/delete_topics/<t>``) and answers once the topic is gone (REQUEST_TIMED_OUT after the
 timeout); CreatePartitions writes the grown assignment (Kafka's placement from partition 0's
 first replica, or the request's, checked) and answers once the new partitions have a leader."""
 
@@ -36,7 +36,6 @@ from .admin_wire import (
 #: The longest a cluster member's CreateTopics waits for the controller to initialise the
 #: new partitions (the request's timeout_ms bounds it too).
 CREATE_WAIT_S_MAX = 30.0
-#: Kafka's codes.REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                               "__share_group_state"})
 
@@ -226,7 +225,7 @@ async def delete_topics(ctx, request) -> Any:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
             # In a ZooKeeper cluster: /admin/delete_topics/<t> for the controller, answered
-            # once the topic is gone from the metadata (codes.REQUEST_TIMED_OUT after the timeout).
+            # once the topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
             wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
             try:
                 deleted = await cluster.delete_topic(name, timeout_s=wait_s)

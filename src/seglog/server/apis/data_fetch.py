@@ -17,8 +17,8 @@ down (``BrokerState.closing``, when the core sets it and notifies) ends the wait
 
 Isolation. read_uncommitted reads stop at the high watermark; read_committed at the last
 stable offset, with the aborted transactions that overlap what was read (the test-only
-negative control ``read_committed_sees_aborted``, :mod:`seglog.cluster.test_breaks`, answers
-an empty list instead).
+negative control ``read_committed_sees_aborted`` of ``BrokerState.test_breaks``,
+:mod:`seglog.cluster.test_breaks`, answers an empty list instead).
 
 Fetch sessions (KIP-227). This broker keeps none: a full request (session epoch 0 or -1) is
 answered with session id 0, which both the Java client (``FetchSessionHandler``: "sent a full
@@ -47,7 +47,7 @@ from typing import Any
 
 from ... import error_codes as codes
 from ... import errors
-from ...cluster import test_breaks
+from ...cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..context import RawResponse
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
@@ -152,7 +152,8 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
 
 def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
               isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
-              record_follower: bool = False) -> PartitionResult:
+              record_follower: bool = False,
+              breaks: TestBreaks = NO_TEST_BREAKS) -> PartitionResult:
     """Kafka's ``readFromLog.read`` for one partition of a fetch. In a cluster a follower's
     read (``replica_id`` >= 0) goes to the log end offset, is answered ``DivergingEpoch``
     when its last fetched epoch diverges, and (``record_follower``: the request's first read,
@@ -192,7 +193,7 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
         cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
                                  w.follower_log_start_offset)
     aborted = result.aborted_transactions
-    if aborted is not None and test_breaks.enabled("read_committed_sees_aborted"):
+    if aborted is not None and breaks.enabled("read_committed_sees_aborted"):
         aborted = []  # the negative control: the consumer keeps every aborted record
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
@@ -203,7 +204,7 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
 
 def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
               isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
-              record_follower: bool = False
+              record_follower: bool = False, breaks: TestBreaks = NO_TEST_BREAKS
               ) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
     """Read every partition in request order; ``(results, record bytes, any error)``."""
     limit_bytes = max_bytes
@@ -216,7 +217,7 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
             continue
         result = _read_one(store, w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
                            isolation=isolation, cluster=cluster, replica_id=replica_id,
-                           record_follower=record_follower)
+                           record_follower=record_follower, breaks=breaks)
         if result.diverging_epoch is not None:
             failed = True  # answered at once, as Kafka's divergence completes the fetch
         size_bytes = len(result.records)
@@ -267,9 +268,11 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     store = broker.store
     cluster = partition_seam(broker)
     replica_id = _replica_id(request)
+    breaks = broker.test_breaks
     results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                             isolation=isolation, cluster=cluster,
-                                            replica_id=replica_id, record_follower=True)
+                                            replica_id=replica_id, record_follower=True,
+                                            breaks=breaks)
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
@@ -283,10 +286,10 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
         seen = appended.count
         results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                                 isolation=isolation, cluster=cluster,
-                                                replica_id=replica_id)
+                                                replica_id=replica_id, breaks=breaks)
         if size_bytes >= min_bytes or failed:
             return _response(ctx, wanted, results)
     results, _size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
                                                   isolation=isolation, cluster=cluster,
-                                                  replica_id=replica_id)
+                                                  replica_id=replica_id, breaks=breaks)
     return _response(ctx, wanted, results)
