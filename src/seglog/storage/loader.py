@@ -40,10 +40,10 @@ fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
 A read-only open changes nothing on disk: it skips steps 1, 2, 4 and 6, ignores temporary
 files and opens the segments it finds read-only.
 
-Recovering a segment is ``segment.recover()`` unless the caller passes ``recover_segment``:
-the Log does (:func:`recover_segment_and_txn_index`), to rebuild the segment's ``.txnindex``
-and producer state along with its indexes (Kafka's ``LogLoader.recoverSegment``). Producer
-state itself (snapshots, replay) is loaded after the segments (:func:`load_producer_state`).
+Recovering a segment is ``segment.recover()`` unless the caller passes
+``SegmentOpeners.recover``: the Log does (:func:`recover_segment_and_txn_index`), to rebuild
+the segment's ``.txnindex`` and producer state along with its indexes (Kafka's
+``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is loaded after the segments (:func:`load_producer_state`).
 
 Everything removed or cut is recorded in a :class:`RecoveryReport`.
 """
