@@ -2,9 +2,9 @@
 
 A :class:`LogManager` owns what a Kafka broker keeps under one log dir, laid out the same way
 (the :mod:`seglog.store` docstring lists the files): the topics and their partitions' Logs,
-the topics registry (``seglog-topics.json``), the four offset checkpoints, ``meta.properties``,
-the clean-shutdown marker and the directory's writer lock; it creates, grows, reconfigures
-and deletes topics, and runs the housekeeping Kafka's LogManager runs on timers (retention,
+the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`), the four offset
+checkpoints, ``meta.properties``, the clean-shutdown marker and the directory's writer lock;
+it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's LogManager runs on timers (retention,
 the cleaner, flushes, checkpoints) when it is called.
 
 It knows nothing of groups, transactions or clients. Which topics are internal, and their
@@ -17,16 +17,14 @@ topics leaves that to its caller, which holds :attr:`LogManager.lock` across bot
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import threading
 import uuid
 import warnings
 from typing import Any, Iterable, Mapping, Protocol
 
-from . import filenames
+from . import filenames, topic_registry
 from ._backend import get_backend
 from .clients.partitioner import partition_for_key
 from .errors import (
@@ -45,46 +43,20 @@ from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
 from .storage.file_cache import FileCache
 from .storage.locking import DirectoryLock, check_unlocked
 from .storage.log import Log
+from .topic_registry import (
+    TOPIC_PARTITIONS_MAX,
+    TOPICS_FILE,
+    validate_topic_name,
+)
 from .types import TopicPartition
 
 __all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
            "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
 
-#: seglog's record of topic ids, partition counts and config overrides (see module docstring).
-TOPICS_FILE = filenames.TOPICS_FILE
-TOPICS_FILE_VERSION = 0
-
-#: Kafka's ``Topic.MAX_NAME_LENGTH``.
-TOPIC_NAME_LENGTH_MAX = 249
-_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-#: Most partitions one topic may have here (a limit on everything: each is a directory and
-#: several open files).
-TOPIC_PARTITIONS_MAX = 10000
 #: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
 #: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
 #: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-_INT64_MAX = 2**63 - 1
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's ``Topic.validate``: raise :class:`InvalidTopicError` unless ``name`` is legal.
-
-    Legal: 1 to 249 characters from ASCII letters, digits, ``.``, ``_`` and ``-``, and not
-    ``.`` or ``..``.
-    """
-    if not isinstance(name, str):
-        raise InvalidTopicError(f"Topic name must be a str, got {type(name).__name__}")
-    if not name:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopicError('Topic name cannot be "." or ".."')
-    if len(name) > TOPIC_NAME_LENGTH_MAX:
-        raise InvalidTopicError(f"Topic name is illegal, it can't be longer than "
-                                f"{TOPIC_NAME_LENGTH_MAX} characters, topic name: {name}")
-    if not _LEGAL_TOPIC_NAME.fullmatch(name):
-        raise InvalidTopicError(f"Topic name \"{name}\" is illegal, it contains a character "
-                                "other than ASCII alphanumerics, '.', '_' and '-'")
 
 
 def delete_dir_name(topic: str, partition: int) -> str:
@@ -118,13 +90,6 @@ def as_config(config: LogConfig | Mapping[str, Any] | None,
     if defaults is not None:
         return defaults.replace(**config)
     return LogConfig.from_dict(config)
-
-
-def _overrides_of(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
-    """The Kafka names and values where ``config`` differs from ``defaults`` (what a topic
-    sets itself; the registry keeps only these)."""
-    base = defaults.to_kafka()
-    return {name: value for name, value in config.to_kafka().items() if base.get(name) != value}
 
 
 class ProducerIdBlocks(Protocol):
@@ -252,46 +217,6 @@ class _DirPartitionState:
     def mark_clean_shutdown(self) -> None:
         # Written once for the directory by LogManager.close, after every Log closed.
         pass
-
-
-def _registry_entry(path: str, name: Any, entry: Any) -> dict:
-    """One topic of the registry at ``path``, checked: a valid topic name, ``partitions`` an
-    int in [0, TOPIC_PARTITIONS_MAX], ``topic_id`` None or a Kafka uuid string, ``config`` a
-    mapping of str to JSON scalars or lists that :meth:`LogConfig.from_kafka` accepts.
-    Returns the entry with ``config`` parsed to a :class:`LogConfig` under ``"log_config"``.
-    CorruptCheckpointError naming the file, the topic and the field otherwise."""
-    def bad(why: str) -> CorruptCheckpointError:
-        return CorruptCheckpointError(f"{path}: topic {name!r}: {why}", path=path)
-
-    if not isinstance(name, str):
-        raise bad("the topic name is not a string")
-    try:
-        validate_topic_name(name)
-    except InvalidTopicError as e:
-        raise bad(str(e)) from None
-    if not isinstance(entry, dict):
-        raise bad(f"the entry must be an object, got {type(entry).__name__}")
-    partitions = entry.get("partitions", 0)
-    if isinstance(partitions, bool) or not isinstance(partitions, int) \
-            or not 0 <= partitions <= TOPIC_PARTITIONS_MAX:
-        raise bad(f"partitions must be an int in [0, {TOPIC_PARTITIONS_MAX}], got "
-                  f"{partitions!r}")
-    topic_id = entry.get("topic_id")
-    if topic_id is not None:
-        if not isinstance(topic_id, str):
-            raise bad(f"topic_id must be a string, got {type(topic_id).__name__}")
-        try:
-            checkpoints.uuid_from_kafka_str(topic_id)
-        except (ValueError, CorruptCheckpointError) as e:
-            raise bad(f"topic_id {topic_id!r} is not a Kafka uuid: {e}") from None
-    config = entry.get("config", {})
-    if not isinstance(config, dict):
-        raise bad(f"config must be an object, got {type(config).__name__}")
-    try:
-        log_config = LogConfig.from_kafka(config)
-    except InvalidConfigError as e:
-        raise bad(f"config: {e}") from None
-    return {**entry, "partitions": partitions, "log_config": log_config}
 
 
 def _file_bytes_are(path: str, expected: bytes) -> bool:
@@ -479,45 +404,25 @@ class LogManager:
         return found
 
     def _read_registry(self) -> dict[str, dict]:
-        """The topics registry, every field checked: CorruptCheckpointError naming the file and
-        the field for anything else (wrong JSON types included), never a stray TypeError."""
-        path = os.path.join(self.path, TOPICS_FILE)
-        try:
-            with open(path, "rb") as f:
-                data = json.loads(f.read().decode("utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-            raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
-        if not isinstance(data, dict) or data.get("version") != TOPICS_FILE_VERSION \
-                or isinstance(data.get("version"), bool) \
-                or not isinstance(data.get("topics"), dict):
-            raise CorruptCheckpointError(f"{path}: unknown format", path=path)
-        block_end = data.get("producer_id_block_end", 0)
-        if isinstance(block_end, bool) or not isinstance(block_end, int) \
-                or not 0 <= block_end <= _INT64_MAX:
-            raise CorruptCheckpointError(
-                f"{path}: producer_id_block_end must be an int in [0, {_INT64_MAX}], got "
-                f"{block_end!r}", path=path)
-        topics = {name: _registry_entry(path, name, entry)
-                  for name, entry in data["topics"].items()}
+        """The topics registry (:func:`~seglog.topic_registry.read_registry`); restores the
+        producer-id blocks from it."""
+        topics, block_end = topic_registry.read_registry(self.path)
         self._producer_ids.restore(block_end)
         return topics
 
     def write_registry(self, *, producer_id_block_end: int | None = None) -> None:
-        """Replace ``seglog-topics.json`` (atomically, the data dir fsynced): every topic's id,
-        partition count and the configs it sets over ``topic_config_defaults``, and
-        ``producer_id_block_end`` (None: the producer-id blocks' current end)."""
+        """Replace ``seglog-topics.json`` (:func:`~seglog.topic_registry.write_registry`):
+        every topic's id, partition count and the configs it sets over
+        ``topic_config_defaults``, and ``producer_id_block_end`` (None: the producer-id
+        blocks' current end)."""
         if producer_id_block_end is None:
             producer_id_block_end = self._producer_ids.block_end
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
-                         "config": _overrides_of(t.config, self.topic_config_defaults)}
+                         "config": topic_registry.overrides_of(t.config,
+                                                               self.topic_config_defaults)}
                   for name, t in sorted(self._topics.items())}
-        text = json.dumps({"version": TOPICS_FILE_VERSION, "topics": topics,
-                           "producer_id_block_end": producer_id_block_end},
-                          indent=1, sort_keys=True)
-        checkpoints.atomic_write_bytes(os.path.join(self.path, TOPICS_FILE),
-                                       (text + "\n").encode("utf-8"))
+        topic_registry.write_registry(self.path, topics,
+                                      producer_id_block_end=producer_id_block_end)
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
                     topic_id: uuid.UUID | None, *, create: bool,

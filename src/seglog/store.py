@@ -18,7 +18,7 @@ way, so a broker could adopt the directory and Kafka tools read it:
     seglog's own file (Kafka ignores files it does not know in a log dir): each topic's id,
     partition count and config overrides, and the end of the last block of producer ids
     handed out. A Kafka broker keeps these in its metadata log (KRaft) or ZooKeeper, neither
-    of which exists here. Replaced atomically like the rest.
+    of which exists here. Replaced atomically like the rest (:mod:`seglog.topic_registry`).
 ``__consumer_offsets-<n>/``
     committed consumer offsets, as records in Kafka's key/value schema in the compacted
     internal topic (see :mod:`seglog.coordinator.offsets`). Created on the first commit.
