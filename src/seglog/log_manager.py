@@ -118,7 +118,7 @@ class Topic:
     """
 
     def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: list):
+                 logs: list[Log]):
         self._manager = manager
         self.name = name
         self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
@@ -403,7 +403,7 @@ class LogManager:
             found.setdefault(topic, []).append(partition)
         return found
 
-    def _read_registry(self) -> dict[str, dict]:
+    def _read_registry(self) -> dict[str, dict[str, Any]]:
         """The topics registry (:func:`~seglog.topic_registry.read_registry`); restores the
         producer-id blocks from it."""
         topics, block_end = topic_registry.read_registry(self.path)
@@ -436,7 +436,7 @@ class LogManager:
             # create_topic): take its id from whichever partition recorded one, so that the
             # partitions missing partition.metadata get that id, not a new one.
             topic_id = self._found_topic_id(name, partitions)
-        logs: list = []
+        logs: list[Log] = []
         found = set(found)  # partitions whose directory the scan saw: no mkdir, no isdir
         expected: bytes | None = None  # partition.metadata's bytes for topic_id, as written
         try:
@@ -492,14 +492,12 @@ class LogManager:
         The directory exists (made or found by the caller: no second ``mkdir``). ``topic_id``:
         the Log writes ``partition.metadata`` naming it with its first flush (None: the file
         is there already, or the store is read-only)."""
-        replicated = {}
-        if self.replicated:
-            replicated = dict(auto_high_watermark=False,
-                              high_watermark=self._high_watermarks.get((tp[0], tp[1])))
+        # A replicated log's high watermark is the replica manager's, from the checkpoint.
+        high_watermark = self._high_watermarks.get((tp[0], tp[1])) if self.replicated else None
         log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
                        state=_DirPartitionState(self, tp), lock_directory=False,
                        file_cache=self.file_cache, create_directory=False, topic_id=topic_id,
-                       **replicated)
+                       auto_high_watermark=not self.replicated, high_watermark=high_watermark)
         cleaner_offset = self._cleaner_offsets.get(tp)
         if cleaner_offset is not None:
             log.cleaner_checkpoint = cleaner_offset
@@ -516,7 +514,7 @@ class LogManager:
         return None
 
     def _create_partition_logs(self, name: str, partitions: int, config: LogConfig,
-                               topic_id: uuid.UUID) -> list:
+                               topic_id: uuid.UUID) -> list[Log]:
         """Create the directories of a new topic and open their Logs (design.md §6.1, "Topic
         creation"): every directory is made (one ``mkdir`` each, and no file in it); each Log
         is opened with the topic id to record, which it writes to ``partition.metadata`` with
@@ -529,7 +527,7 @@ class LogManager:
                      for p in range(partitions)]
         for dir_path in dir_paths:
             os.mkdir(dir_path)
-        logs: list = []
+        logs: list[Log] = []
         try:
             for p, dir_path in enumerate(dir_paths):
                 tp = TopicPartition(name, p)
@@ -703,7 +701,7 @@ class LogManager:
             return topic
 
     def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
-                            topic_id: uuid.UUID) -> list:
+                            topic_id: uuid.UUID) -> list[Log]:
         """The Logs of partitions ``first..end-1`` of an existing topic, made as
         :meth:`_create_partition_logs` makes a new topic's (directories, then each Log, which
         writes ``partition.metadata`` with its first flush)."""
@@ -711,7 +709,7 @@ class LogManager:
                      for p in range(first, end)]
         for dir_path in dir_paths:
             os.mkdir(dir_path)
-        logs: list = []
+        logs: list[Log] = []
         try:
             for p, dir_path in zip(range(first, end), dir_paths):
                 tp = TopicPartition(name, p)

@@ -139,7 +139,7 @@ class Store:
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
-    def __init__(self, path: str | os.PathLike, backend: Any = None, read_only: bool = False, *,
+    def __init__(self, path: str | os.PathLike[str], backend: Any = None, read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  transaction_state_partitions: int | None = None,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
@@ -181,8 +181,8 @@ class Store:
             self._logs, self._producer_ids, notify_appended=self.notify_appended,
             offsets_topic_partitions=offsets_topic_partitions,
             transaction_state_partitions=transaction_state_partitions)
-        self._producers: "weakref.WeakSet" = weakref.WeakSet()
-        self._consumers: "weakref.WeakSet" = weakref.WeakSet()
+        self._producers: weakref.WeakSet[Producer] = weakref.WeakSet()
+        self._consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
         try:
             self._open(node_id=node_id, cluster_id=cluster_id)
         except BaseException:
@@ -410,7 +410,7 @@ class Store:
         return tuple(sorted(ASSIGNORS))
 
     def join_group(self, group_id: str, *, member_id: str | None, client_id: str,
-                   topics: frozenset, assignor: str, group_instance_id: str | None) -> str:
+                   topics: frozenset[str], assignor: str, group_instance_id: str | None) -> str:
         """Kafka's JoinGroup (see ``BrokerApi.join_group``)."""
         if group_id in self._coordinators.groups_active_elsewhere():
             # Two coordinators must not both own one group's generations and assignment.
@@ -638,7 +638,7 @@ class Store:
         return self._logs.uncleanable_partitions
 
     def expire_offsets(self, *, now_ms: int | None = None,
-                       retention_ms: int | None = None) -> dict:
+                       retention_ms: int | None = None) -> dict[str, Any]:
         """Delete (with tombstones) the committed offsets that are ``retention_ms`` old (None:
         the store's ``offsets_retention_ms``), of groups that have no members (Kafka's
         ``offsets.retention.minutes``, 7 days, checked by the coordinator every

@@ -237,7 +237,7 @@ class StoreCoordinators:
             active.update(source())
         return active
 
-    def expire_offsets(self, *, now_ms: int | None, retention_ms: int) -> dict:
+    def expire_offsets(self, *, now_ms: int | None, retention_ms: int) -> dict[str, Any]:
         """See :meth:`Store.expire_offsets <seglog.store.Store.expire_offsets>`
         (``retention_ms`` given, not None)."""
         now = checked_now_ms(now_ms)

@@ -82,7 +82,7 @@ def overrides_of(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
     return {name: value for name, value in config.to_kafka().items() if base.get(name) != value}
 
 
-def _registry_entry(path: str, name: Any, entry: Any) -> dict:
+def _registry_entry(path: str, name: Any, entry: Any) -> dict[str, Any]:
     """One topic of the registry at ``path``, checked: a valid topic name, ``partitions`` an
     int in [0, TOPIC_PARTITIONS_MAX], ``topic_id`` None or a Kafka uuid string, ``config`` a
     mapping of str to JSON scalars or lists that :meth:`LogConfig.from_kafka` accepts.
@@ -122,7 +122,7 @@ def _registry_entry(path: str, name: Any, entry: Any) -> dict:
     return {**entry, "partitions": partitions, "log_config": log_config}
 
 
-def read_registry(dir_path: str) -> tuple[dict[str, dict], int]:
+def read_registry(dir_path: str) -> tuple[dict[str, dict[str, Any]], int]:
     """``({topic: entry}, producer_id_block_end)`` of the registry in ``dir_path`` (``({},
     0)`` when there is none), every field checked: CorruptCheckpointError naming the file and
     the field for anything else (wrong JSON types included), never a stray TypeError. Each
