@@ -4,8 +4,8 @@ A :class:`LogManager` owns what a Kafka broker keeps under one log dir, laid out
 (the :mod:`seglog.store` docstring lists the files): the topics and their partitions' Logs,
 the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`), the four offset
 checkpoints, ``meta.properties``, the clean-shutdown marker and the directory's writer lock;
-it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's LogManager runs on timers (retention,
-the cleaner, flushes, checkpoints) when it is called.
+it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's
+LogManager runs on timers (retention, the cleaner, flushes, checkpoints) when it is called.
 
 It knows nothing of groups, transactions or clients. Which topics are internal, and their
 configs, are handed in (``internal_topic_configs``); the registry's ``producer_id_block_end``
@@ -239,7 +239,7 @@ class LogManager:
     """The topics and partition Logs of one data directory, with its registry, checkpoints and
     writer lock (see the module docstring); made and opened by a :class:`~seglog.store.Store`.
 
-    ``LogManager(path, backend, read_only, lock=..., producer_ids=...,
+    ``LogManager(path, backend=..., read_only=..., lock=..., producer_ids=...,
     internal_topic_configs=..., replicated=..., topic_config_defaults=...,
     max_open_segments=...)`` binds the directory; :meth:`open` opens it (taking the writer
     lock, recovering the Logs) and :meth:`close` closes it. The arguments mean what the Store's
@@ -254,7 +254,7 @@ class LogManager:
     Log locks itself. Property reads of a Log take no lock.
     """
 
-    def __init__(self, path: str, backend: str | None, read_only: bool, *,
+    def __init__(self, path: str, *, backend: str | None, read_only: bool,
                  lock: threading.RLock, producer_ids: ProducerIdBlocks,
                  internal_topic_configs: Mapping[str, Mapping[str, str]],
                  replicated: bool = False, topic_config_defaults: LogConfig | None = None,

@@ -139,7 +139,8 @@ class Store:
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
-    def __init__(self, path: str | os.PathLike[str], backend: Any = None, read_only: bool = False, *,
+    def __init__(self, path: str | os.PathLike[str], backend: Any = None,
+                 read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  transaction_state_partitions: int | None = None,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
@@ -173,7 +174,7 @@ class Store:
         self._producer_ids = ProducerIdManager(self._persist_producer_id_block_end,
                                                lock=self._lock)
         self._logs = LogManager(
-            self.path, self.backend, self.read_only, lock=self._lock,
+            self.path, backend=self.backend, read_only=self.read_only, lock=self._lock,
             producer_ids=self._producer_ids, internal_topic_configs=INTERNAL_TOPIC_CONFIGS,
             replicated=self.replicated, topic_config_defaults=config_defaults,
             max_open_segments=max_open_segments)

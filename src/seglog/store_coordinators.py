@@ -66,24 +66,32 @@ class InternalTopicsView:
 
     @property
     def lock(self) -> threading.RLock:
+        """The metadata lock (re-entrant), the log manager's."""
         return self._logs.lock
 
     def existing_topic(self, name: str) -> Topic | None:
+        """Topic ``name`` if it exists now (nothing is created), else None."""
         return self._logs.existing_topic(name)
 
     def internal_topic(self, name: str) -> Topic:
+        """Internal topic ``name``, created on first use
+        (:meth:`StoreCoordinators.internal_topic`)."""
         return self._coordinators.internal_topic(name)
 
     def partition_log(self, tp: TopicPartition) -> Any:
+        """The Log of ``tp``; UnknownTopicOrPartitionError if it does not exist."""
         return self._logs.topic(tp[0]).log(tp[1])
 
     def partition_counts(self) -> dict[str, int]:
+        """``{topic: partition count}`` of every topic now."""
         return self._logs.partition_counts()
 
     def check_writable(self) -> None:
+        """LogClosedError once closed, ReadOnlyError on a read-only store."""
         self._logs.check_writable()
 
     def notify_appended(self) -> None:
+        """Records were appended: wake the consumers that wait for appends."""
         self._notify_appended()
 
 
@@ -261,9 +269,9 @@ class StoreCoordinators:
         with self._lock:
             self._logs.check_writable()
             tp = self.group_offsets_partition(group_id)
+            key = offsets_schema.encode_key(offsets_schema.GroupMetadataKey(group_id))
             first, _last = self._logs.topic(tp.topic).log(tp.partition).append_batch(
-                [value], keys=[offsets_schema.encode_key(offsets_schema.GroupMetadataKey(group_id))],
-                timestamps_ms=[now])
+                [value], keys=[key], timestamps_ms=[now])
         return first
 
     def group_metadata_records(self, *, partition: int | None = None

@@ -43,7 +43,8 @@ files and opens the segments it finds read-only.
 Recovering a segment is ``segment.recover()`` unless the caller passes
 ``SegmentOpeners.recover``: the Log does (:func:`recover_segment_and_txn_index`), to rebuild
 the segment's ``.txnindex`` and producer state along with its indexes (Kafka's
-``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is loaded after the segments (:func:`load_producer_state`).
+``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is loaded after the
+segments (:func:`load_producer_state`).
 
 Everything removed or cut is recorded in a :class:`RecoveryReport`.
 """
@@ -693,7 +694,8 @@ class _DeferredChecks:
         return segment
 
 
-class SegmentOpeners(NamedTuple):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SegmentOpeners:
     """How :func:`load_segments` opens, recovers and creates a segment (the Log passes its
     :class:`~seglog.storage.local_log.LocalLog`'s); only ``open`` is required.
 
@@ -715,7 +717,8 @@ class SegmentOpeners(NamedTuple):
     lazy: Callable[..., Any] | None = None
 
 
-class LoadParams(NamedTuple):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadParams:
     """What :func:`load_segments` loads: the partition directory, what the checkpoints say of
     it, and the log's settings.
 
@@ -802,7 +805,8 @@ def load_segments(params: LoadParams, openers: SegmentOpeners) -> LoadResult:
     report = RecoveryReport(clean_shutdown=params.clean_shutdown)
     if params.read_only:
         return _load_read_only(params, openers, report)
-    loading = _Loading(params, openers, report, openers.recover or _plain_recover)
+    loading = _Loading(params=params, openers=openers, report=report,
+                       recover=openers.recover or _plain_recover)
     _clean_up_temp_files(loading)
     _take_inventory(loading)
     _plan_lazy_segments(loading)
@@ -878,7 +882,8 @@ def _plan_lazy_segments(loading: _Loading) -> None:
     """Which segments open on first use (lazy loading, :func:`load_segments`): after a clean
     shutdown, each with both indexes that no swap put in place; the last one only when the
     checkpoints promise an end it can hold."""
-    params, openers, bases, indexed = loading.params, loading.openers, loading.bases, loading.indexed
+    params, openers = loading.params, loading.openers
+    bases, indexed = loading.bases, loading.indexed
     if openers.lazy is None or openers.open_backend is None or not params.clean_shutdown \
             or not bases:
         return
@@ -1132,11 +1137,12 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
         clean and not read_only and recovery_point is not None
         and psm.latest_snapshot_offset() == recovery_point) else None
     result = load_segments(
-        LoadParams(dir_path, recovery_point=recovery_point if recovery_point is not None else 0,
+        LoadParams(dir_path=dir_path,
+                   recovery_point=recovery_point if recovery_point is not None else 0,
                    log_start_offset=start_checkpoint, clean_shutdown=clean,
                    read_only=read_only, compacted=config.compaction_enabled, listing=listing,
                    log_end_offset=log_end_offset),
-        SegmentOpeners(local.open_segment, recover=recover_segment, probe=local.probe_segment,
+        SegmentOpeners(open=local.open_segment, recover=recover_segment, probe=local.probe_segment,
                        create=local.create_empty_segment, open_backend=local.backend_opener(),
                        lazy=local.deferred_segment))
     if not read_only:
