@@ -114,7 +114,8 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
     """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
 
     Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
-    docstring for the offsets, the threading model and the durability rules.
+    docstring for the offsets, the threading model (thread-safe) and the durability rules, and
+    for the base classes that hold the reads, retention, replication and the cleaner's hooks.
     """
 
     # --- opening and closing ---------------------------------------------------------------------

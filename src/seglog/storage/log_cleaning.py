@@ -26,7 +26,11 @@ __all__ = ["LogCleaning"]
 
 
 class LogCleaning:
-    """The compaction methods of a Log (see the module docstring); not instantiated alone."""
+    """The compaction methods of a Log (see the module docstring); not instantiated alone.
+
+    Thread-safe: a pass and :meth:`replace_segments` hold the Log's writer lock; the checkpoint
+    is a plain attribute the Store reads without it.
+    """
 
     # Set by Log.open (seglog.storage.log).
     _lock: threading.RLock

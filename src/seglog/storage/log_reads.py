@@ -4,8 +4,8 @@
 its writer, as a base class the Log extends.
 
 Kafka's UnifiedLog keeps reads and writes in one class; here the read half lives in its own
-module so that ``log.py`` holds the write path (append, roll, flush, truncate, retention,
-compaction hooks) and stays readable. The state a read uses is declared below (annotations on
+module so that ``log.py`` holds the write path (append, roll, flush) and stays readable
+(retention, replication and the cleaner's hooks are base classes of their own). The state a read uses is declared below (annotations on
 :class:`LogReads`) and set by the Log when it opens: the lock, the published
 :class:`~seglog.storage.reads.LogView` snapshot, the backend and the segment chain (for the
 transaction indexes). Reads never change any of it; :meth:`LogReads.refresh`, the one change

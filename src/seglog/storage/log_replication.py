@@ -47,7 +47,11 @@ __all__ = ["LogReplication"]
 
 
 class LogReplication:
-    """The replication methods of a Log (see the module docstring); not instantiated alone."""
+    """The replication methods of a Log (see the module docstring); not instantiated alone.
+
+    Thread-safe: each method holds the Log's writer lock while it changes anything; the
+    follower's batch checks run on the caller's bytes before the lock is taken.
+    """
 
     # Set by Log.open (seglog.storage.log).
     _lock: threading.RLock
