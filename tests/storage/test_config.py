@@ -30,7 +30,7 @@ KAFKA_DEFAULTS = {
     "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime",
     "message.timestamp.before.max.ms": str(LONG_MAX),
-    "message.timestamp.after.max.ms": str(LONG_MAX),
+    "message.timestamp.after.max.ms": "3600000",  # Kafka 4.4 (one hour)
     "cleanup.policy": "delete",
     "preallocate": "false",
     "compression.type": "producer",
