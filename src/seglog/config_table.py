@@ -730,7 +730,7 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('The node ID associated with the roles this process is playing when '
            '<code>process.roles</code> is non-empty. This is required configuration when '
            'running in KRaft mode.'),
-           note="The node id (KRaft's name for broker.id; -1: broker.id)."),
+           note="The node id (KRaft's name for broker.id); unset: broker.id."),
     _entry('num.io.threads', BROKER, 'int', 8, 'high',
            ('The number of threads that the server uses for processing requests, which may '
            'include disk I/O'),

@@ -128,6 +128,8 @@ class ConfigKey:
         """The validator as Kafka's docs print it (``[1,...]``, ``[a, b]``), or ``""``."""
         if self.choices is not None:
             return "[" + ", ".join(self.choices) + "]"
+        if self.check is not None:
+            return _CHECK_TEXT.get(self.check, "")
         if self.at_least is None and self.at_most is None:
             return ""
         low = "" if self.at_least is None else f"{self.at_least:g}" \
@@ -302,3 +304,7 @@ def check_throttled_replicas(value: tuple[str, ...]) -> Optional[str]:
     if "".join(value) == "*" or all(_THROTTLED_ENTRY.fullmatch(s.strip()) for s in value):
         return None
     return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
+
+
+_CHECK_TEXT = {check_gzip_level: "[1,...,9] or -1",
+               check_throttled_replicas: "[partitionId]:[brokerId],[partitionId]:[brokerId],... or *"}
