@@ -16,6 +16,7 @@ both read configs the one way. Everything here is immutable and thread-safe.
 
 from __future__ import annotations
 
+import decimal
 import math
 import re
 from dataclasses import dataclass
@@ -280,8 +281,33 @@ def format_value(kind: str, value: Any) -> Optional[str]:
     if isinstance(value, (tuple, list)):
         return ",".join(value)
     if isinstance(value, float):
-        return repr(value)
+        return java_double_string(value)
     return str(value)
+
+
+def java_double_string(value: float) -> str:
+    """``Double.toString``: plain decimals for 1e-3 <= |value| < 1e7 (``0.5``, ``1.0``),
+    else computerized scientific notation (``1.7976931348623157E308``), with the shortest
+    digits that read back as ``value`` (as Java 19+ and Python's ``repr`` choose them)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    shortest = decimal.Decimal(repr(abs(value))).as_tuple()
+    exponent = shortest.exponent
+    assert isinstance(exponent, int)
+    point = len(shortest.digits) + exponent - 1  # the power of ten of the first digit
+    digits = "".join(map(str, shortest.digits)).lstrip("0").rstrip("0") or "0"
+    if -3 <= point < 7:
+        if point >= 0:
+            whole, fraction = digits[:point + 1].ljust(point + 1, "0"), digits[point + 1:]
+        else:
+            whole, fraction = "0", "0" * (-point - 1) + digits
+        return f"{sign}{whole}.{fraction or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point}"
 
 
 # --- validators that are not a range or a list of choices ----------------------------------
