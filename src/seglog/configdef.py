@@ -332,5 +332,7 @@ def check_throttled_replicas(value: tuple[str, ...]) -> Optional[str]:
     return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
 
 
-_CHECK_TEXT = {check_gzip_level: "[1,...,9] or -1",
-               check_throttled_replicas: "[partitionId]:[brokerId],[partitionId]:[brokerId],... or *"}
+_CHECK_TEXT = {
+    check_gzip_level: "[1,...,9] or -1",
+    check_throttled_replicas: "[partitionId]:[brokerId],[partitionId]:[brokerId],... or *",
+}

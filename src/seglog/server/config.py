@@ -82,7 +82,8 @@ class BrokerConfig(Mapping[str, Any]):
         for name, raw in (configs or {}).items():
             overrides[name] = parse_value(broker_key(name), raw)
         self._overrides = overrides
-        values = {name: d.default if d.has_default else None for name, d in CONFIG_DEFS.items()}
+        values: dict[str, Any] = {name: d.default if d.has_default else None
+                                  for name, d in CONFIG_DEFS.items()}
         values.update(overrides)
         values["log.retention.ms"] = _first(
             values["log.retention.ms"],
