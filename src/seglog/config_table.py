@@ -27,7 +27,7 @@ server both read it. Immutable; thread-safe.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from .configdef import (
     ACCEPTED, BOTH, BROKER, CLUSTER_WIDE, INT32_MAX, INT64_MAX, NO, NO_DEFAULT, PER_BROKER,
@@ -36,7 +36,8 @@ from .configdef import (
 from .errors import InvalidConfigError
 
 __all__ = ["BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "TOPIC_CONFIGS",
-           "broker_key", "topic_key", "unknown_broker_config", "unknown_topic_config"]
+           "broker_key", "not_implemented", "topic_key", "unknown_broker_config",
+           "unknown_topic_config"]
 
 #: The Kafka release whose names, types and defaults the table carries.
 KAFKA_VERSION = "4.4.0"
@@ -1387,17 +1388,3 @@ def broker_key(name: Any) -> ConfigKey:
     if not key.implemented:
         raise not_implemented(key)
     return key
-
-
-def topic_defaults_of(broker_values: Mapping[str, Any]) -> dict[str, Any]:
-    """Topic config name -> the value of its highest-priority broker synonym in
-    ``broker_values`` (typed broker values by name, as BrokerConfig resolves them), for the
-    implemented topic configs that have one."""
-    out = {}
-    for key in TOPIC_CONFIGS.values():
-        if not key.implemented:
-            continue
-        synonym = key.synonyms[0] if key.synonyms else (key.name if key.scope == BOTH else None)
-        if synonym is not None and synonym in broker_values:
-            out[key.name] = broker_values[synonym]
-    return out

@@ -181,13 +181,13 @@ class BrokerConfig(Mapping[str, Any]):
         return f"BrokerConfig({self._overrides!r})"
 
 
-# Names whose value is resolved from others (the name, then the coarser units).
-_RESOLVED = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-}
+# Names whose value is resolved from others (the name, then the coarser units): the topic
+# configs' synonym lists of more than one name in the table (log.retention.ms, log.roll.ms,
+# log.roll.jitter.ms, log.flush.interval.ms).
+_RESOLVED = {key.synonyms[0]: key.synonyms for key in TOPIC_CONFIGS.values()
+             if len(key.synonyms) > 1 and key.implemented}
+assert set(_RESOLVED) == {"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms",
+                          "log.flush.interval.ms"}, "BrokerConfig resolves these four"
 
 
 def _first(*values: Any) -> Any:
