@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...errors import InvalidConfigError, SeglogError
 from ...config_table import TOPIC_CONFIGS, broker_key
+from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES
 from ..config import CONFIG_DEFS
 from . import admin_configs as cfg
