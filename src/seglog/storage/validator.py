@@ -210,6 +210,10 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
     log_append_time = config.message_timestamp_type == "LogAppendTime"
     # Decided once per append, not per batch (this is the produce hot path).
     compacted = config.compaction_enabled
+    # The CreateTime bounds, for batches whose timestamps are none negative (see _within).
+    lowest_allowed_ms = max(0, now_ms - config.message_timestamp_before_max_ms) \
+        if now_ms >= 0 else fmt.INT64_MAX + 1
+    highest_allowed_ms = now_ms + config.message_timestamp_after_max_ms
     wanted_type = (fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
                    else fmt.TIMESTAMP_TYPE_CREATE_TIME)
     record_count, max_timestamp_ms, consumed_bytes = 0, -1, 0
@@ -257,8 +261,9 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
         if parsed != count or not in_order:
             raise InvalidRecordError("record offsets inside the batch are not 0..count-1")
         producer_log_append_time = batch.timestamp_type == fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME
-        if producer_log_append_time or not (log_append_time or _within(
-                lowest_ms, highest_ms, config=config, now_ms=now_ms)):
+        # _within, inlined: this is the produce hot path.
+        if producer_log_append_time or not (log_append_time or (
+                lowest_ms >= lowest_allowed_ms and highest_ms <= highest_allowed_ms)):
             # Kafka's per-record rules (rare: a bad or a negative timestamp, or a producer
             # that set LogAppendTime itself).
             records = batch.records()
