@@ -7,6 +7,9 @@ not Python syntax; their ``import`` and ``cimport`` statements are cut out of th
 parsed the same way. A ``cimport`` from a seglog module counts: the cimporting module imports
 that module when it loads (Cython's ``__pyx_capi__`` table); cimports of header-only ``.pxd``
 files, ``libc`` or ``cpython`` name no seglog module and are dropped like any outside import.
+The ``.pxi`` parts a ``.pyx`` includes (codec.pyx's) hold no import or cimport of their own
+(tests/twins/test_native_linking.py checks it), so the ``.pyx`` alone has every import of its
+module.
 
 An import is an edge from the importing module to the module it names:
 
@@ -67,10 +70,12 @@ import pytest
 SRC_DIR = pathlib.Path(__file__).resolve().parent.parent / "src"
 ROOT_PACKAGE = "seglog"
 
-# Modules that import only each other: value types, errors, the format constants, codecs of
-# compressed payloads, file names, the backend switch and the backend contract.
+# Modules that import only each other: value types, errors, Kafka's error codes, the format
+# constants, codecs of compressed payloads, file names, the backend switch and the backend
+# contract.
 LEAVES = frozenset(f"{ROOT_PACKAGE}.{name}" for name in (
-    "errors", "format", "compression", "filenames", "results", "types", "_backend", "_contract",
+    "errors", "error_codes", "format", "compression", "filenames", "results", "types",
+    "_backend", "_contract",
 ))
 
 # Rules 2 and 3: a package prefix and the prefixes it must never load.
@@ -789,3 +794,32 @@ def test_self_accepts_privates_the_module_defines_itself(tmp_path):
     assert find_private_reaches(tree, allowed={"os._exit": "why"}) == []
     assert [o.text for o in find_private_reaches(tree, allowed={})] == [
         "os._exit: _exit is not defined in pkg.own"]
+
+
+# --- one broker path (issue 22): a lone broker is a cluster of one ------------------------------
+
+#: How a handler would ask which mode it runs in: nothing in server/apis may.
+_MODE_BRANCH = re.compile(r"\bcluster is (not )?None\b|\breplica_manager\(|CLUSTER_EXTENSION_KEY")
+#: What is left of the two modes in the coordinator handlers (issue 22, not done yet: the group
+#: and transaction coordinators load everything at start on a lone broker and follow their
+#: partitions' leadership in a cluster). The counts may only go down.
+_COORDINATOR_MODE_BRANCHES_MAX = {"groups.py": 7, "txn.py": 6}
+_COORDINATOR_MODE_BRANCH = re.compile(
+    r"leadership_moves|partitions is (not )?None|extensions\.get\(CLUSTER_EXTENSION\)")
+
+
+def test_no_handler_branches_on_the_mode():
+    apis = SRC_DIR / ROOT_PACKAGE / "server" / "apis"
+    found = {}
+    for path in sorted(apis.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        hits = [m.group(0) for m in _MODE_BRANCH.finditer(text)]
+        if hits:
+            found[path.name] = hits
+        if path.name not in _COORDINATOR_MODE_BRANCHES_MAX:
+            continue
+        count = len(_COORDINATOR_MODE_BRANCH.findall(text))
+        assert count <= _COORDINATOR_MODE_BRANCHES_MAX[path.name], (
+            f"{path.name}: {count} coordinator mode branches, at most "
+            f"{_COORDINATOR_MODE_BRANCHES_MAX[path.name]}")
+    assert found == {}, f"handlers that ask which mode they run in: {found}"

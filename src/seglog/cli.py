@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    # Test-only, hidden from --help: each puts a known bug back (a negative control for the
+    # cluster scenarios) or exposes a secret (the ZooKeeper session); see
+    # seglog.cluster.test_breaks and docs/cluster.md, "Negative controls".
+    serve.add_argument("--test-break", dest="test_breaks", action="append", default=[],
+                       metavar="NAME", help=argparse.SUPPRESS)
+    serve.add_argument("--test-expose-zk-session", action="store_true",
+                       help=argparse.SUPPRESS)
     cli_cluster.add_parser(sub)
     return parser
 
@@ -156,9 +163,16 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import signal
 
+    from .cluster.test_breaks import TestBreaks
     from .errors import InvalidConfigError, SeglogError
     from .server.config import BrokerConfig
 
+    try:
+        test_breaks = TestBreaks(frozenset(args.test_breaks),
+                                 expose_zk_session=args.test_expose_zk_session)
+    except ValueError as exc:
+        print(f"seglog serve: --test-break: {exc}", file=sys.stderr)
+        return 2
     try:
         file_text = None
         if args.config_file is not None:
@@ -190,7 +204,8 @@ def _serve(args: argparse.Namespace) -> int:
         data_dir = (config["log.dirs"][0] if not config.is_default("log.dirs")
                     or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
     try:
-        broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend)
+        broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
+                        test_breaks=test_breaks)
     except InvalidConfigError as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2

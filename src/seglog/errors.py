@@ -2,21 +2,24 @@
 
 Every class derives from :class:`SeglogError`. Where Kafka has an error code for the same
 condition the class is named after it and carries that code in ``kafka_error_code`` (the value
-a future wire-protocol broker puts in its responses); conditions Kafka has no code for carry
-``-1`` (Kafka's UNKNOWN_SERVER_ERROR). Both backends raise the same class for the same input.
-``retriable`` is True for the classes Kafka's clients retry (its ``RetriableException``
-subclasses): the producer sends such a batch again, with the same sequence numbers.
+the broker puts in its responses), taken from Kafka's table in :mod:`seglog.error_codes`;
+conditions Kafka has no code for carry UNKNOWN_SERVER_ERROR (-1). Both backends raise the same
+class for the same input. ``retriable`` is True for the classes Kafka's clients retry (its
+``RetriableException`` subclasses): the producer sends such a batch again, with the same
+sequence numbers.
 
 ``OSError`` from the operating system is not wrapped: it propagates unchanged.
 """
 
 from __future__ import annotations
 
+from . import error_codes as codes
+
 
 class SeglogError(Exception):
     """Base class of every seglog error."""
 
-    kafka_error_code: int = -1
+    kafka_error_code: int = codes.UNKNOWN_SERVER_ERROR
     retriable: bool = False
 
 
@@ -27,7 +30,7 @@ class CorruptRecordError(SeglogError):
     ``position`` is the byte position of the bad batch in its buffer or file, or -1.
     """
 
-    kafka_error_code = 2  # CORRUPT_MESSAGE
+    kafka_error_code = codes.CORRUPT_MESSAGE
 
     def __init__(self, message: str, *, reason: str = "", position: int = -1):
         super().__init__(message)
@@ -39,7 +42,7 @@ class InvalidRecordError(SeglogError):
     """A record or batch that is well-formed bytes but breaks a rule (bad field, null key on a
     compacted topic, a value that is not bytes-like, ...)."""
 
-    kafka_error_code = 87  # INVALID_RECORD
+    kafka_error_code = codes.INVALID_RECORD
 
 
 class UnexpectedAppendOffsetError(InvalidRecordError):
@@ -61,55 +64,55 @@ class OffsetsOutOfOrderError(InvalidRecordError):
 class RecordTooLargeError(SeglogError):
     """A record batch larger than ``max_message_bytes`` (Kafka: MESSAGE_TOO_LARGE)."""
 
-    kafka_error_code = 10
+    kafka_error_code = codes.MESSAGE_TOO_LARGE
 
 
 class RecordBatchTooLargeError(SeglogError):
     """A set of batches larger than a whole segment may hold (``segment_bytes``)."""
 
-    kafka_error_code = 18
+    kafka_error_code = codes.RECORD_LIST_TOO_LARGE
 
 
 class InvalidTimestampError(SeglogError):
     """A timestamp outside the allowed range."""
 
-    kafka_error_code = 32
+    kafka_error_code = codes.INVALID_TIMESTAMP
 
 
 class UnsupportedCompressionError(SeglogError):
     """A compression codec that is unknown, or whose optional package is not installed."""
 
-    kafka_error_code = 76  # UNSUPPORTED_COMPRESSION_TYPE
+    kafka_error_code = codes.UNSUPPORTED_COMPRESSION_TYPE
 
 
 class OffsetOutOfRangeError(SeglogError):
     """A requested offset below the log start offset or above the end offset."""
 
-    kafka_error_code = 1
+    kafka_error_code = codes.OFFSET_OUT_OF_RANGE
 
 
 class InvalidOffsetError(SeglogError):
     """An index or segment asked to store an offset that breaks its ordering or 32-bit range."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class CorruptIndexError(SeglogError):
     """An index file whose size or entries are inconsistent (it is rebuilt from the log)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class IndexFullError(SeglogError):
     """An append to an index that has no free entry left (the segment must roll first)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class LogClosedError(SeglogError):
     """An operation on a segment, log or store that was closed."""
 
-    kafka_error_code = 56  # KAFKA_STORAGE_ERROR
+    kafka_error_code = codes.KAFKA_STORAGE_ERROR
 
 
 class KafkaStorageError(SeglogError, OSError):
@@ -120,20 +123,20 @@ class KafkaStorageError(SeglogError, OSError):
     append succeeds once space is freed). Also an ``OSError``: ``errno``, ``strerror`` and
     ``filename`` are the failed call's, and ``except OSError`` still catches it."""
 
-    kafka_error_code = 56  # KAFKA_STORAGE_ERROR
+    kafka_error_code = codes.KAFKA_STORAGE_ERROR
     retriable = True
 
 
 class LogLockedError(SeglogError):
     """A second writer tried to open a partition directory another writer holds."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class ReadOnlyError(SeglogError):
     """A write to a log or segment opened with ``read_only=True``."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class ViewsOutstandingError(SeglogError):
@@ -143,19 +146,19 @@ class ViewsOutstandingError(SeglogError):
     the views (``del`` them, or ``view.release()``) and try again.
     """
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class InvalidConfigError(SeglogError):
     """An unknown configuration name or a value outside its range."""
 
-    kafka_error_code = 40  # INVALID_CONFIG
+    kafka_error_code = codes.INVALID_CONFIG
 
 
 class NotEnoughReplicasError(SeglogError):
     """Fewer in-sync replicas than ``min_insync_replicas`` (replication, later)."""
 
-    kafka_error_code = 19
+    kafka_error_code = codes.NOT_ENOUGH_REPLICAS
     retriable = True
 
 
@@ -163,7 +166,7 @@ class NotEnoughReplicasAfterAppendError(SeglogError):
     """The batch was written to the leader's log, but fewer in-sync replicas than required
     acknowledged it: the producer cannot know it is safe and sends it again (retriable)."""
 
-    kafka_error_code = 20
+    kafka_error_code = codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     retriable = True
 
 
@@ -171,57 +174,57 @@ class RequestTimedOutError(SeglogError):
     """No acknowledgement arrived in time: the batch may or may not have been written
     (retriable; an idempotent producer's retry is then recognised as a duplicate)."""
 
-    kafka_error_code = 7
+    kafka_error_code = codes.REQUEST_TIMED_OUT
     retriable = True
 
 
 class DuplicateSequenceError(SeglogError):
     """Kept for the wire protocol; the log answers duplicates with their original offsets."""
 
-    kafka_error_code = 46
+    kafka_error_code = codes.DUPLICATE_SEQUENCE_NUMBER
 
 
 class OutOfOrderSequenceError(SeglogError):
     """An idempotent batch whose sequence leaves a gap or partially overlaps what was written."""
 
-    kafka_error_code = 45
+    kafka_error_code = codes.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpochError(SeglogError):
     """A producer epoch lower than the one the log has seen."""
 
-    kafka_error_code = 47
+    kafka_error_code = codes.INVALID_PRODUCER_EPOCH
 
 
 class ProducerFencedError(SeglogError):
     """A transactional producer replaced by a newer one with the same transactional id."""
 
-    kafka_error_code = 90
+    kafka_error_code = codes.PRODUCER_FENCED
 
 
 class InvalidTxnStateError(SeglogError):
     """A non-transactional append while the producer has a transaction open, or the reverse."""
 
-    kafka_error_code = 48
+    kafka_error_code = codes.INVALID_TXN_STATE
 
 
 class TransactionAbortedError(SeglogError):
     """A record that was still waiting in the producer when its transaction was aborted: it
     was never written (Kafka's client-side ``TransactionAbortedException``)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class TransactionCoordinatorFencedError(SeglogError):
     """A transaction marker with an older coordinator epoch than the one stored."""
 
-    kafka_error_code = 52
+    kafka_error_code = codes.TRANSACTION_COORDINATOR_FENCED
 
 
 class CorruptSnapshotError(SeglogError):
     """A producer-state snapshot with a bad version, size or CRC (it is deleted)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class CorruptCheckpointError(SeglogError):
@@ -231,7 +234,7 @@ class CorruptCheckpointError(SeglogError):
     ``path`` is the file; ``line`` the offending line, or None.
     """
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
     def __init__(self, message: str, *, path: str = "", line: str | None = None):
         super().__init__(message)
@@ -242,31 +245,31 @@ class CorruptCheckpointError(SeglogError):
 class UnknownTopicOrPartitionError(SeglogError):
     """A topic or partition that does not exist in the store."""
 
-    kafka_error_code = 3
+    kafka_error_code = codes.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class TopicExistsError(SeglogError):
     """``create_topic`` for a name that already exists."""
 
-    kafka_error_code = 36
+    kafka_error_code = codes.TOPIC_ALREADY_EXISTS
 
 
 class InvalidTopicError(SeglogError):
     """A topic name Kafka would reject (empty, too long, bad characters, '.' or '..')."""
 
-    kafka_error_code = 17
+    kafka_error_code = codes.INVALID_TOPIC_EXCEPTION
 
 
 class NoOffsetForPartitionError(SeglogError):
     """A consumer with ``auto_offset_reset='none'`` and no committed offset."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class IllegalStateError(SeglogError):
     """A call that is not allowed in the object's current state."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class CommitFailedError(SeglogError):
@@ -275,7 +278,7 @@ class CommitFailedError(SeglogError):
     The consumer has adopted its new assignment; the records it handled from the partitions
     it lost will be read again by their new owner from the last commit."""
 
-    kafka_error_code = 22  # ILLEGAL_GENERATION
+    kafka_error_code = codes.ILLEGAL_GENERATION
 
 
 class CorruptSegmentError(CorruptRecordError):
@@ -305,7 +308,7 @@ class InvalidArgumentError(SeglogError, ValueError):
     Kafka error code INVALID_REQUEST (42): a broker answers a request field it cannot accept
     with it when no more precise code exists."""
 
-    kafka_error_code = 42  # INVALID_REQUEST
+    kafka_error_code = codes.INVALID_REQUEST
 
 
 class InvalidArgumentTypeError(SeglogError, TypeError):
@@ -313,34 +316,34 @@ class InvalidArgumentTypeError(SeglogError, TypeError):
     pair that is not a ``(topic, partition)``). Kafka error code INVALID_REQUEST (42): on the
     wire a wrong type is a request that does not parse."""
 
-    kafka_error_code = 42  # INVALID_REQUEST
+    kafka_error_code = codes.INVALID_REQUEST
 
 
 class InvalidGroupIdError(InvalidArgumentError):
     """A group id that is empty or not a str. Kafka error code INVALID_GROUP_ID (24)."""
 
-    kafka_error_code = 24  # INVALID_GROUP_ID
+    kafka_error_code = codes.INVALID_GROUP_ID
 
 
 class InvalidTransactionTimeoutError(InvalidArgumentError):
     """A transaction timeout outside 1 ms..``transaction.max.timeout.ms``. Kafka error code
     INVALID_TRANSACTION_TIMEOUT (50)."""
 
-    kafka_error_code = 50  # INVALID_TRANSACTION_TIMEOUT
+    kafka_error_code = codes.INVALID_TRANSACTION_TIMEOUT
 
 
 class OffsetMetadataTooLargeError(InvalidArgumentError):
     """A committed offset's metadata string longer than ``offset.metadata.max.bytes``
     (4096). Kafka error code OFFSET_METADATA_TOO_LARGE (12)."""
 
-    kafka_error_code = 12  # OFFSET_METADATA_TOO_LARGE
+    kafka_error_code = codes.OFFSET_METADATA_TOO_LARGE
 
 
 class InvalidRequiredAcksError(InvalidArgumentError):
     """A producer ``acks`` value other than 0, 1, -1 or ``"all"``. Kafka error code
     INVALID_REQUIRED_ACKS (21)."""
 
-    kafka_error_code = 21  # INVALID_REQUIRED_ACKS
+    kafka_error_code = codes.INVALID_REQUIRED_ACKS
 
 
 class UnknownCompressionTypeError(UnsupportedCompressionError, ValueError):
@@ -353,7 +356,7 @@ class UnknownAssignorError(SeglogError, KeyError):
     ``range`` and ``roundrobin``). Kafka error code INCONSISTENT_GROUP_PROTOCOL (23): a
     JoinGroup whose protocols the group cannot run."""
 
-    kafka_error_code = 23  # INCONSISTENT_GROUP_PROTOCOL
+    kafka_error_code = codes.INCONSISTENT_GROUP_PROTOCOL
 
 
 # --- the classic group coordinator of the wire broker (groups) --------------------------------
@@ -366,35 +369,35 @@ class GroupMembershipError(SeglogError):
     """A request naming a group member, generation or instance id the group coordinator does
     not accept (the base class of the four below)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class IllegalGenerationError(GroupMembershipError):
     """The request's generation id is not the group's current one. Kafka error code
     ILLEGAL_GENERATION (22)."""
 
-    kafka_error_code = 22  # ILLEGAL_GENERATION
+    kafka_error_code = codes.ILLEGAL_GENERATION
 
 
 class UnknownMemberIdError(GroupMembershipError):
     """The member id is not a member of the group (it was evicted, or the group is gone).
     Kafka error code UNKNOWN_MEMBER_ID (25)."""
 
-    kafka_error_code = 25  # UNKNOWN_MEMBER_ID
+    kafka_error_code = codes.UNKNOWN_MEMBER_ID
 
 
 class FencedInstanceIdError(GroupMembershipError):
     """A static member's ``group.instance.id`` now belongs to a newer member id. Kafka error
     code FENCED_INSTANCE_ID (82)."""
 
-    kafka_error_code = 82  # FENCED_INSTANCE_ID
+    kafka_error_code = codes.FENCED_INSTANCE_ID
 
 
 class RebalanceInProgressError(GroupMembershipError):
     """The group is rebalancing: the member must rejoin first. Kafka error code
     REBALANCE_IN_PROGRESS (27)."""
 
-    kafka_error_code = 27  # REBALANCE_IN_PROGRESS
+    kafka_error_code = codes.REBALANCE_IN_PROGRESS
 
 
 # --- the wire broker's core (server core) -----------------------------------------------------
@@ -405,14 +408,14 @@ class InvalidRequestError(SeglogError):
     left after the body, a size out of bounds. Kafka error code INVALID_REQUEST (42); the
     broker closes the connection, as Kafka's SocketServer does."""
 
-    kafka_error_code = 42  # INVALID_REQUEST
+    kafka_error_code = codes.INVALID_REQUEST
 
 
 class UnsupportedVersionError(SeglogError):
     """An API key this broker does not serve, or a version of it outside the advertised range.
     Kafka error code UNSUPPORTED_VERSION (35)."""
 
-    kafka_error_code = 35  # UNSUPPORTED_VERSION
+    kafka_error_code = codes.UNSUPPORTED_VERSION
 
 
 # --- the admin APIs of the wire broker (admin) -------------------------------------------------
@@ -423,7 +426,7 @@ class InvalidPartitionsError(SeglogError):
     when partitions are added (``Store.create_partitions``). Kafka error code
     INVALID_PARTITIONS (37)."""
 
-    kafka_error_code = 37  # INVALID_PARTITIONS
+    kafka_error_code = codes.INVALID_PARTITIONS
 
 
 class InvalidReplicationFactorError(SeglogError):
@@ -431,7 +434,24 @@ class InvalidReplicationFactorError(SeglogError):
     live brokers (Kafka's ``AdminUtils.assignReplicasToBrokers``: "Replication factor: X larger
     than available brokers: Y"). Kafka error code INVALID_REPLICATION_FACTOR (38)."""
 
-    kafka_error_code = 38  # INVALID_REPLICATION_FACTOR
+    kafka_error_code = codes.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(SeglogError):
+    """A manual replica assignment that cannot be used: an empty or repeated replica list, an
+    unknown broker, partitions that are not 0..n-1, replica counts that differ. Kafka error
+    code INVALID_REPLICA_ASSIGNMENT (39)."""
+
+    kafka_error_code = codes.INVALID_REPLICA_ASSIGNMENT
+
+
+class InvalidCreationRequestError(SeglogError):
+    """A CreateTopics entry whose fields contradict each other (a manual assignment together
+    with a partition count or replication factor). Kafka error code INVALID_REQUEST (42), in
+    the answer of that topic only: the connection stays open (unlike
+    :class:`InvalidRequestError`)."""
+
+    kafka_error_code = codes.INVALID_REQUEST
 
 
 # --- transactions over the wire (txn) ----------------------------------------------------------
@@ -441,7 +461,7 @@ class InvalidProducerIdMappingError(SeglogError):
     """A transactional request whose transactional id is unknown to the coordinator, or whose
     producer id is not the id's current one (Kafka's INVALID_PRODUCER_ID_MAPPING, 49)."""
 
-    kafka_error_code = 49  # INVALID_PRODUCER_ID_MAPPING
+    kafka_error_code = codes.INVALID_PRODUCER_ID_MAPPING
 
 
 class ConcurrentTransactionsError(SeglogError):
@@ -449,4 +469,4 @@ class ConcurrentTransactionsError(SeglogError):
     fenced and the transaction is being aborted); retriable (Kafka's CONCURRENT_TRANSACTIONS,
     51)."""
 
-    kafka_error_code = 51  # CONCURRENT_TRANSACTIONS
+    kafka_error_code = codes.CONCURRENT_TRANSACTIONS

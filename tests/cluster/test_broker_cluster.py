@@ -18,6 +18,7 @@ import pytest
 
 import seglog
 from seglog import format as fmt
+from seglog.cluster.test_breaks import NO_TEST_BREAKS
 from seglog.types import TopicPartition
 
 #: Short timeouts for the tests (docs/cluster.md; ZooKeeper's tickTime is 500 ms).
@@ -49,10 +50,12 @@ def wait_until(condition, what: str, timeout_s: float = WAIT_S):
 class Cluster:
     """Three brokers (ids 0, 1, 2), each with its own data dir, on 127.0.0.1 free ports."""
 
-    def __init__(self, tmp_path, zk_connect: str, size: int = 3, backend=None, **config):
+    def __init__(self, tmp_path, zk_connect: str, size: int = 3, backend=None,
+                 test_breaks=NO_TEST_BREAKS, **config):
         self.tmp_path = tmp_path
         self.zk_connect = zk_connect
         self.backend = backend
+        self.test_breaks = test_breaks
         self.config = dict(CLUSTER_CONFIG, **config)
         self.brokers: dict[int, seglog.Broker] = {}
         for broker_id in range(size):
@@ -65,7 +68,7 @@ class Cluster:
                                config=dict(self.config, **{
                                    "broker.id": broker_id,
                                    "zookeeper.connect": zk_connect or self.zk_connect}),
-                               backend=self.backend)
+                               backend=self.backend, test_breaks=self.test_breaks)
         broker.start()
         self.brokers[broker_id] = broker
         return broker
@@ -82,7 +85,7 @@ class Cluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def rm(self, broker_id: int):
-        return self.brokers[broker_id].state.extensions["seglog.cluster"]
+        return self.brokers[broker_id].state.cluster
 
     def call(self, broker_id: int, fn):
         """Run ``fn()`` on broker ``broker_id``'s event loop (its replica state lives there)."""

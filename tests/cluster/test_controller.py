@@ -17,6 +17,7 @@ import uuid
 import pytest
 
 from seglog.cluster.controller import Controller
+from seglog.cluster.test_breaks import TestBreaks
 from seglog.cluster.zk_client import ControllerMovedError, KafkaZkClient, expire_session
 from seglog.cluster.zk_data import (
     NO_LEADER,
@@ -448,11 +449,11 @@ def test_topic_deletion(cluster):
     wait_for_state(zk, TopicPartition("gone", 0), leader=0, leader_epoch=0)
 
 
-def test_negative_control_elect_most_recent(cluster, monkeypatch):
-    """SEGLOG_TEST_BREAK=elect_most_recent: the controller elects a live replica outside the
+def test_negative_control_elect_most_recent(cluster):
+    """The test break elect_most_recent: the controller elects a live replica outside the
     ISR with unclean election off (and calls it clean): the bug the checker must catch."""
-    monkeypatch.setenv("SEGLOG_TEST_BREAK", "elect_most_recent")
-    zk = cluster.start_broker(9, controller=True)
+    zk = cluster.start_broker(9, controller=True,
+                              test_breaks=TestBreaks.of("elect_most_recent"))
     active_controller(cluster)
     cluster.start_broker(1)
     cluster.start_broker(2)

@@ -90,7 +90,7 @@ class Cluster:
         return ",".join(b.bootstrap for b in self.brokers.values())
 
     def rm(self, broker_id: int):
-        return self.brokers[broker_id].state.extensions["seglog.cluster"]
+        return self.brokers[broker_id].state.cluster
 
     def on_loop(self, broker_id: int, fn):
         async def run():

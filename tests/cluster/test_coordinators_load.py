@@ -15,6 +15,7 @@ import asyncio
 import pytest
 
 from seglog import Store
+from seglog import error_codes as codes
 from seglog.cluster import coordinators
 from seglog.coordinator import classic_group as cg
 from seglog.coordinator.offsets_schema import offsets_partition_for_group
@@ -91,7 +92,7 @@ def test_classic_coordinator_unload_answers_parked_members():
     join("b")
     assert not answers  # parked in the initial rebalance delay
     coord.unload("a")
-    assert answers["a"].error_code == cg.NOT_COORDINATOR
+    assert answers["a"].error_code == codes.NOT_COORDINATOR
     assert coord.group_ids() == ["b"]
     coord.poll(60_000)  # a's timers are gone; b's rebalance completes
     assert answers["b"].error_code == 0
@@ -112,21 +113,21 @@ def test_coordinator_partitions_load_in_progress_then_served_then_dropped():
         partitions = coordinators.CoordinatorPartitions("__consumer_offsets", load=load,
                                                         unload=unloaded.append)
         tp = TopicPartition("__consumer_offsets", 3)
-        assert partitions.error_for(3) == coordinators.NOT_COORDINATOR
+        assert partitions.error_for(3) == codes.NOT_COORDINATOR
         partitions.on_become_leader(TopicPartition("other", 3), 1)  # not ours: ignored
         partitions.on_become_leader(tp, 7)
-        assert partitions.error_for(3) == coordinators.COORDINATOR_LOAD_IN_PROGRESS
+        assert partitions.error_for(3) == codes.COORDINATOR_LOAD_IN_PROGRESS
         assert partitions.leader_epoch(3) == 7
         release.set()
         for _ in range(100):
-            if partitions.error_for(3) == coordinators.NONE:
+            if partitions.error_for(3) == codes.NONE:
                 break
             await asyncio.sleep(0.01)
-        assert partitions.error_for(3) == coordinators.NONE
+        assert partitions.error_for(3) == codes.NONE
         assert loaded == [(3, 7)] and partitions.owned_partitions() == {3}
 
         partitions.on_become_follower(tp)
-        assert partitions.error_for(3) == coordinators.NOT_COORDINATOR
+        assert partitions.error_for(3) == codes.NOT_COORDINATOR
         assert unloaded == [3]
 
         # Resigned while loading: the load's result is dropped again.
@@ -134,10 +135,10 @@ def test_coordinator_partitions_load_in_progress_then_served_then_dropped():
         partitions.on_become_leader(tp, 8)
         await asyncio.sleep(0)
         partitions.on_become_follower(tp)
-        assert partitions.error_for(3) == coordinators.NOT_COORDINATOR
+        assert partitions.error_for(3) == codes.NOT_COORDINATOR
         release.set()
         await asyncio.sleep(0.05)
-        assert partitions.error_for(3) == coordinators.NOT_COORDINATOR
+        assert partitions.error_for(3) == codes.NOT_COORDINATOR
         await partitions.close()
     asyncio.run(asyncio.wait_for(scenario(), 10))
 
@@ -159,7 +160,7 @@ def test_coordinator_partitions_failed_load_is_not_served():
                 break
             await asyncio.sleep(0.01)
         assert unloaded == [0]
-        assert partitions.error_for(0) == coordinators.NOT_COORDINATOR
+        assert partitions.error_for(0) == codes.NOT_COORDINATOR
     asyncio.run(asyncio.wait_for(scenario(), 10))
 
 

@@ -21,6 +21,7 @@ import pytest
 from seglog.cluster import fetcher as fetcher_mod
 from seglog.cluster.fetcher import FETCHING, TRUNCATING, FetcherConfig, FetchTarget, \
     ReplicaFetcherManager
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.storage.log import Log
 from seglog.types import TopicPartition
 
@@ -77,10 +78,11 @@ def _follower_log(path, backend: str, *, records: int, epochs=((0, 0),),
     return log
 
 
-def _manager(loop, port_of, *, config=FAST, on_high_watermark=None) -> ReplicaFetcherManager:
+def _manager(loop, port_of, *, config=FAST, on_high_watermark=None,
+             test_breaks=NO_TEST_BREAKS) -> ReplicaFetcherManager:
     return ReplicaFetcherManager(broker_id=FOLLOWER_ID, loop=loop,
                                  resolve_broker=port_of, config=config,
-                                 on_high_watermark=on_high_watermark)
+                                 on_high_watermark=on_high_watermark, test_breaks=test_breaks)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -215,7 +217,7 @@ def test_unreachable_and_unknown_leaders_back_off_then_recover(leader, tmp_path)
         log.close()
 
 
-def test_negative_control_truncate_to_hw(leader, tmp_path, monkeypatch):
+def test_negative_control_truncate_to_hw(leader, tmp_path):
     """The negative control ``truncate_to_hw`` (R§3.7, Kafka before KIP-101): with epochs in
     the log and truncation on fetch, a new epoch normally starts fetching at the log end
     offset, cutting nothing before the leader says where the logs diverge; with the flag
@@ -226,12 +228,10 @@ def test_negative_control_truncate_to_hw(leader, tmp_path, monkeypatch):
     config = FetcherConfig(backoff_ms=50, fetch_wait_max_ms=100, request_timeout_ms=5000)
 
     async def scenario(log, *, broken: bool):
-        if broken:
-            monkeypatch.setenv("SEGLOG_TEST_BREAK", "truncate_to_hw")
-        else:
-            monkeypatch.delenv("SEGLOG_TEST_BREAK", raising=False)
         manager = _manager(asyncio.get_running_loop(),
-                           lambda broker_id: ("127.0.0.1", leader.port), config=config)
+                           lambda broker_id: ("127.0.0.1", leader.port), config=config,
+                           test_breaks=TestBreaks.of("truncate_to_hw") if broken
+                           else NO_TEST_BREAKS)
         try:
             manager.add_partitions({TP: FetchTarget(LEADER_ID, 0, log)})
             await _until(lambda: manager.fetch_state(TP).state == FETCHING, what="fetching")

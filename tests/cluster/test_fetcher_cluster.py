@@ -210,7 +210,7 @@ def _bump_epoch(leader: Leader) -> int:
 
     before = leader.state()
     assert FOLLOWER_ID in before.isr
-    replica_manager = leader.broker.state.extensions["seglog.cluster"]
+    replica_manager = leader.broker.state.cluster
     for _attempt in range(5):
         session = KafkaZkClient(leader.zk_connect, session_timeout_ms=4000)
         session.start()

@@ -29,6 +29,8 @@ needs_cluster_mode = pytest.mark.skipif(
                              "seglog.cluster.replica_manager) is not there yet")
 #: Bound on one `seglog cluster` command.
 COMMAND_TIMEOUT_S = 120
+#: `seglog cluster status` answers within a second (beyond its interpreter's start).
+STATUS_BOUND_S = 1.0
 
 
 def seglog(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -36,6 +38,27 @@ def seglog(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     environ = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
     return subprocess.run([sys.executable, "-m", "seglog", *args], capture_output=True,
                           text=True, timeout=COMMAND_TIMEOUT_S, env=environ)
+
+
+def status_of(cluster_dir) -> list[str]:
+    """``seglog cluster status``'s lines, checked to come within the promised second (plus
+    the interpreter's start, measured alongside: a loaded machine slows both alike)."""
+    started = time.monotonic()
+    baseline = subprocess.run([sys.executable, "-c", "import seglog.cli"], timeout=60,
+                              env={**os.environ, "PYTHONPATH": SRC})
+    startup_s = time.monotonic() - started
+    assert baseline.returncode == 0
+    started = time.monotonic()
+    result = seglog("cluster", "status", "--dir", str(cluster_dir))
+    elapsed_s = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert elapsed_s < startup_s + STATUS_BOUND_S, (elapsed_s, startup_s)
+    return result.stdout.splitlines()
+
+
+def broker_line(lines: list[str], broker_id: int) -> list[str]:
+    """The fields of broker ``broker_id``'s status line."""
+    return next(line.split() for line in lines if line.startswith(f"broker {broker_id} "))
 
 
 def test_cluster_without_an_action_is_bad_usage():
@@ -73,7 +96,8 @@ def test_a_recycled_pid_is_never_signalled(tmp_path):
         cluster.save_state()
         status = seglog("cluster", "status", "--dir", str(tmp_path))
         assert status.returncode == 0, status
-        assert f"broker 0 127.0.0.1:1 down pid=-" in status.stdout
+        assert f"broker 0 127.0.0.1:1 down pid=- alive=? registered=?" in status.stdout
+        assert "zookeeper 127.0.0.1:1 (not answering)" in status.stdout
         for args in (("kill", "0"), ("kill", "0", "--signal", "STOP")):
             result = seglog("cluster", *args, "--dir", str(tmp_path))
             assert result.returncode == 1 and "not running" in result.stderr
@@ -121,6 +145,7 @@ def test_up_status_kill_start_down_from_other_processes(tmp_path):
                 "--config", "zookeeper.session.timeout.ms=4000")
     try:
         assert up.returncode == 0, up.stderr[-3000:]
+        assert "grants sessions of 1000..10000 ms; brokers ask for 4000 ms" in up.stderr
         bootstrap = up.stdout.strip()
         state = json.loads((tmp_path / STATE_FILE_NAME).read_text())
         ports = [b["port"] for b in state["brokers"]]
@@ -129,26 +154,40 @@ def test_up_status_kill_start_down_from_other_processes(tmp_path):
         zookeeper_pid = state["zookeeper"]["pid"]
         assert all(process_state(pid) not in (None, "Z") for pid in pids)
 
-        status = seglog("cluster", "status", "--dir", str(tmp_path))
-        assert status.returncode == 0
-        assert status.stdout.count("running") == 3
-        assert status.stdout.count(" registered") == 3
+        lines = status_of(tmp_path)
+        assert len([line for line in lines if line.startswith("broker ")]) == 3
+        controller = LocalCluster.attach(tmp_path).controller_id()
+        for broker_id, (pid, port) in enumerate(zip(pids, ports)):
+            fields = broker_line(lines, broker_id)
+            assert fields[:4] == ["broker", str(broker_id), f"127.0.0.1:{port}", "running"]
+            assert fields[4:8] == [f"pid={pid}", "alive=yes", "registered=yes",
+                                   f"controller={'yes' if broker_id == controller else 'no'}"]
+            assert fields[8:] == ["leaders=0", "under_replicated=0"]  # no topic yet
+        assert lines[-1] == "partitions 0 offline=0 under_replicated=0"
 
-        assert seglog("cluster", "kill", "1", "--dir", str(tmp_path)).returncode == 0
+        kill = seglog("cluster", "kill", "1", "--dir", str(tmp_path))
+        assert kill.returncode == 0
+        assert f"sent SIGKILL to broker 1 (pid {pids[1]}, 127.0.0.1:{ports[1]}): killed" \
+            in kill.stderr
         assert process_state(pids[1]) in (None, "Z")
-        status = seglog("cluster", "status", "--dir", str(tmp_path)).stdout
-        assert f"broker 1 127.0.0.1:{ports[1]} down" in status
+        fields = broker_line(status_of(tmp_path), 1)
+        assert fields[2:6] == [f"127.0.0.1:{ports[1]}", "down", "pid=-", "alive=no"]
 
         start = seglog("cluster", "start", "1", "--dir", str(tmp_path))
         assert start.returncode == 0, start.stderr[-3000:]
         assert start.stdout.strip() == f"127.0.0.1:{ports[1]}"
+        new_pid = LocalCluster.attach(tmp_path).pid(1)
+        assert f"started broker 1 (pid {new_pid}) on 127.0.0.1:{ports[1]}" in start.stderr
+        assert broker_line(status_of(tmp_path), 1)[4:6] == [f"pid={new_pid}", "alive=yes"]
 
-        assert seglog("cluster", "kill", "2", "--signal", "STOP",
-                      "--dir", str(tmp_path)).returncode == 0
+        pause = seglog("cluster", "kill", "2", "--signal", "STOP", "--dir", str(tmp_path))
+        assert pause.returncode == 0
+        assert f"sent SIGSTOP to broker 2 (pid {pids[2]}, " in pause.stderr
+        assert "paused" in pause.stderr
         assert process_state(pids[2]) == "T"
-        assert "paused" in seglog("cluster", "status", "--dir", str(tmp_path)).stdout
-        assert seglog("cluster", "kill", "2", "--signal", "CONT",
-                      "--dir", str(tmp_path)).returncode == 0
+        assert broker_line(status_of(tmp_path), 2)[3] == "paused"
+        resume = seglog("cluster", "kill", "2", "--signal", "CONT", "--dir", str(tmp_path))
+        assert resume.returncode == 0 and "resumed" in resume.stderr
         assert process_state(pids[2]) != "T"
     finally:
         down = seglog("cluster", "down", "--dir", str(tmp_path))
@@ -213,3 +252,75 @@ def test_expire_session_without_the_hook_is_unavailable(tmp_path, zookeeper, zk_
     with LocalCluster(tmp_path, 1, zookeeper=zk_connect) as cluster:
         with pytest.raises(FaultUnavailableError, match="does not expose"):
             cluster.expire_session(0)
+
+
+def test_session_timeout_default_is_the_brokers():
+    """LocalCluster's idea of the session a broker asks for when not told is the broker's."""
+    from seglog.cluster.local import SESSION_TIMEOUT_MS_DEFAULT
+    from seglog.server.config import BrokerConfig
+
+    assert BrokerConfig({})["zookeeper.session.timeout.ms"] == SESSION_TIMEOUT_MS_DEFAULT
+
+
+@needs_cluster_mode
+def test_own_zookeeper_grants_the_session_timeout_the_brokers_ask_for(tmp_path):
+    """ZooKeeper caps sessions at twenty ticks (10 s with the cluster's 500 ms ticks) without
+    telling the client: a cluster whose brokers ask for 15 s sessions must start its
+    ZooKeeper with a maxSessionTimeout that grants them (seen in ZooKeeper's own list of
+    connections, ``cons``: the negotiated ``to=``), and say what it grants; Kafka's default
+    (18 s) is granted when nothing is asked."""
+    from seglog.cluster.zookeeper import four_letter_word
+
+    with LocalCluster(tmp_path / "asked", 1,
+                      broker_configs={"zookeeper.session.timeout.ms": 15000}) as cluster:
+        connections = four_letter_word("127.0.0.1", cluster.zookeeper_port, "cons")
+        assert "to=15000" in connections, connections
+        assert cluster.session_timeout_note().startswith(
+            "ZooKeeper (tickTime=500 ms) grants sessions of 1000..15000 ms; brokers ask for "
+            "15000 ms")
+    cluster = LocalCluster(tmp_path / "default", 2, per_broker_configs={
+        1: {"zookeeper.session.timeout.ms": 500}})
+    assert cluster.session_timeouts_ms() == {0: 18000, 1: 500}
+    with cluster:
+        assert cluster.session_timeout_note() == (
+            "ZooKeeper (tickTime=500 ms) grants sessions of 1000..18000 ms; brokers ask for "
+            "500 ms, 18000 ms (zookeeper.session.timeout.ms); broker 1 gets 1000 ms instead "
+            "of 500")
+        connections = four_letter_word("127.0.0.1", cluster.zookeeper_port, "cons")
+        assert "to=18000" in connections and "to=1000," in connections, connections
+
+
+@needs_cluster_mode
+def test_status_counts_partitions_led_and_under_replicated(tmp_path, zookeeper, zk_connect):
+    """status(): every partition's leader counted once; after a broker dies its partitions
+    move to the survivor, which then leads them under-replicated (ISR of one of two)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with LocalCluster(tmp_path, 2, zookeeper=zk_connect,
+                      broker_configs={"zookeeper.session.timeout.ms": 4000}) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        for future in admin.create_topics([NewTopic("t", 4, 2)]).values():
+            future.result(timeout=30)
+
+        def rows_when(condition, what: str):
+            deadline = time.monotonic() + 30
+            while True:
+                rows = cluster.status()
+                if condition(rows):
+                    return rows
+                assert time.monotonic() < deadline, (what, rows)
+                time.sleep(0.1)
+
+        rows = rows_when(lambda rows: sum(r["leaders"] or 0 for r in rows) == 4,
+                         "every partition led")
+        assert [r["under_replicated"] for r in rows] == [0, 0]
+        assert [r["alive"] for r in rows] == [True, True]
+        assert sum(r["controller"] for r in rows) == 1
+        cluster.kill(1)
+        rows = rows_when(lambda rows: rows[0]["leaders"] == 4
+                         and rows[0]["under_replicated"] == 4, "broker 0 to lead all 4")
+        assert rows[1]["state"] == "down" and rows[1]["alive"] is False
+        assert rows[1]["leaders"] == 0 and rows[0]["controller"] is True
+        from seglog.cluster.cli_cluster import status_lines
+
+        assert status_lines(cluster)[-1] == "partitions 4 offline=0 under_replicated=4"

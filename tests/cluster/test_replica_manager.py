@@ -27,6 +27,7 @@ from kio.serial import entity_reader, entity_writer
 from seglog._backend import get_backend
 from seglog.cluster import zk_data
 from seglog.cluster.fetcher import FetchTarget
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.types import TopicPartition
 
 from test_broker_cluster import Cluster, create_topic, wait_until
@@ -35,11 +36,18 @@ TOPIC = "rm"
 TP = TopicPartition(TOPIC, 0)
 
 
+#: The brokers of ``pair`` with one negative control on (``indirect`` parametrization).
+SKIP_EPOCH_CHECK = TestBreaks.of("skip_epoch_check")
+ACK_ON_APPEND = TestBreaks.of("ack_on_append")
+
+
 @pytest.fixture
-def pair(tmp_path, zk_connect):
+def pair(tmp_path, zk_connect, request):
     """Two brokers and an RF-2 topic ``rm`` with both replicas in the ISR; yields
-    ``(cluster, leader id, follower id)``."""
-    cluster = Cluster(tmp_path, zk_connect, size=2)
+    ``(cluster, leader id, follower id)``. Parametrized indirectly, the parameter is the
+    brokers' :class:`TestBreaks` (default none)."""
+    cluster = Cluster(tmp_path, zk_connect, size=2,
+                      test_breaks=getattr(request, "param", NO_TEST_BREAKS))
     try:
         wait_until(lambda: all(len(cluster.rm(b).live_brokers) == 2 for b in cluster.brokers),
                    "both brokers to see each other")
@@ -137,7 +145,9 @@ def bump_epoch(cluster: Cluster, zk_client, leader: int, *, leader_epoch: int | 
     return epoch
 
 
-def test_current_leader_epoch_is_fenced_on_the_leader(pair, zk_client, monkeypatch):
+@pytest.mark.parametrize("pair", [NO_TEST_BREAKS, SKIP_EPOCH_CHECK], indirect=True,
+                         ids=["correct", "skip_epoch_check"])
+def test_current_leader_epoch_is_fenced_on_the_leader(pair, zk_client):
     """Fetch, ListOffsets and OffsetForLeaderEpoch on the leader: an older CurrentLeaderEpoch
     is FENCED_LEADER_EPOCH (74), a newer one UNKNOWN_LEADER_EPOCH (75), the current one or
     -1 is served; the follower answers NOT_LEADER_OR_FOLLOWER (6). With the negative control
@@ -148,6 +158,10 @@ def test_current_leader_epoch_is_fenced_on_the_leader(pair, zk_client, monkeypat
     wait_until(lambda: cluster.rm(leader).partitions[TP].leader_epoch == epoch,
                "the leader to take the new epoch")
     broker = cluster.brokers[leader]
+    if cluster.test_breaks.enabled("skip_epoch_check"):
+        assert fetch_error(broker, epoch - 1) == 0
+        assert int(list_offsets(broker, epoch - 1).error_code) == 0
+        return
     assert fetch_error(broker, epoch - 1) == 74
     assert fetch_error(broker, epoch + 1) == 75
     assert fetch_error(broker, epoch) == 0 and fetch_error(broker, -1) == 0
@@ -162,10 +176,6 @@ def test_current_leader_epoch_is_fenced_on_the_leader(pair, zk_client, monkeypat
     answer = offset_for_leader_epoch(broker, epoch, 0)
     assert (int(answer.error_code), answer.leader_epoch, answer.end_offset) == (0, 0, 1)
     assert int(offset_for_leader_epoch(cluster.brokers[follower], epoch, 0).error_code) == 6
-
-    monkeypatch.setenv("SEGLOG_TEST_BREAK", "skip_epoch_check")
-    assert fetch_error(broker, epoch - 1) == 0
-    assert int(list_offsets(broker, epoch - 1).error_code) == 0
 
 
 def test_a_new_epoch_with_the_same_leader_reaches_the_fetcher_and_an_older_one_is_ignored(
@@ -210,26 +220,27 @@ def _follow_again(cluster: Cluster, follower: int, leader: int) -> None:
         topic_id=replica.topic_id)}))
 
 
-def test_acks_all_waits_for_the_isr_and_ack_on_append_does_not(pair, monkeypatch):
+@pytest.mark.parametrize("pair", [NO_TEST_BREAKS, ACK_ON_APPEND], indirect=True,
+                         ids=["correct", "ack_on_append"])
+def test_acks_all_waits_for_the_isr_and_ack_on_append_does_not(pair):
     """acks=-1 waits for the high watermark: with the ISR follower not fetching, the produce
     times out (REQUEST_TIMED_OUT, 7) with its record appended above the high watermark; with
-    the negative control ``ack_on_append`` the same produce is answered at once. Once the
-    follower fetches again the high watermark passes both records."""
+    the negative control ``ack_on_append`` the same produce is answered at once, though
+    nothing is committed. Once the follower fetches again the high watermark passes the
+    record."""
     cluster, leader, follower = pair
     _stop_following(cluster, follower)
     log = cluster.brokers[leader].store.topic(TOPIC).log(0)
-    answer = produce(cluster.brokers[leader], b"waits", timeout_ms=300)
-    assert int(answer.error_code) == 7
-    assert (log.end_offset, log.high_watermark) == (1, 0)
-
-    monkeypatch.setenv("SEGLOG_TEST_BREAK", "ack_on_append")
-    answer = produce(cluster.brokers[leader], b"acked-early", timeout_ms=30000)
-    assert (int(answer.error_code), answer.base_offset) == (0, 1)
-    assert (log.end_offset, log.high_watermark) == (2, 0)  # acknowledged, not committed
-    monkeypatch.delenv("SEGLOG_TEST_BREAK")
+    if cluster.test_breaks.enabled("ack_on_append"):
+        answer = produce(cluster.brokers[leader], b"acked-early", timeout_ms=30000)
+        assert (int(answer.error_code), answer.base_offset) == (0, 0)
+    else:
+        answer = produce(cluster.brokers[leader], b"waits", timeout_ms=300)
+        assert int(answer.error_code) == 7
+    assert (log.end_offset, log.high_watermark) == (1, 0)  # appended, not committed
 
     _follow_again(cluster, follower, leader)
-    wait_until(lambda: log.high_watermark == 2, "the high watermark to pass both records")
+    wait_until(lambda: log.high_watermark == 1, "the high watermark to pass the record")
 
 
 def test_isr_shrink_while_waiting_is_not_enough_replicas_after_append(tmp_path, zk_connect):

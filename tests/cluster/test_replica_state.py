@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from seglog import error_codes as codes
 from seglog.cluster.replica_state import (
-    NOT_ENOUGH_REPLICAS,
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_OFFSET,
     FollowerState,
     LeaderReplicaState,
@@ -188,7 +186,7 @@ def test_at_min_isr():
     assert state.is_at_min_isr(1)
     assert state.under_replicated
     assert state.min_isr_check(1) == 0
-    assert state.min_isr_check(2) == NOT_ENOUGH_REPLICAS
+    assert state.min_isr_check(2) == codes.NOT_ENOUGH_REPLICAS
 
 
 def test_follower_does_not_join_isr_until_caught_up_to_offset_within_current_leader_epoch():
@@ -462,12 +460,12 @@ def test_acks_all_not_enough_replicas_after_append():
     state.isr_update_succeeded(proposal, 2)
     assert state.acks_all_result(11, high_watermark=10, min_insync_replicas=2) is None
     assert state.acks_all_result(11, high_watermark=11, min_insync_replicas=2) == \
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    assert state.min_isr_check(2) == NOT_ENOUGH_REPLICAS
+        codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert state.min_isr_check(2) == codes.NOT_ENOUGH_REPLICAS
     fetch(state, REMOTE, 11, leader_end_offset=11, now_ms=T0 + LAG_MS + 2)
     state.isr_update_started(state.isr_to_expand(REMOTE, high_watermark=11))
     assert state.acks_all_result(11, high_watermark=11, min_insync_replicas=2) == 0
-    assert state.min_isr_check(2) == NOT_ENOUGH_REPLICAS      # the committed ISR decides
+    assert state.min_isr_check(2) == codes.NOT_ENOUGH_REPLICAS      # the committed ISR decides
 
 
 def test_acks_all_not_leader():
@@ -476,9 +474,9 @@ def test_acks_all_not_leader():
     state = leader([BROKER, REMOTE], [BROKER, REMOTE], leader_end_offset=10)
     state.resign(leader_epoch=6)
     assert state.acks_all_result(5, high_watermark=10, min_insync_replicas=1) == \
-        NOT_LEADER_OR_FOLLOWER
+        codes.NOT_LEADER_OR_FOLLOWER
     assert LeaderReplicaState(BROKER).acks_all_result(
-        5, high_watermark=10, min_insync_replicas=1) == NOT_LEADER_OR_FOLLOWER
+        5, high_watermark=10, min_insync_replicas=1) == codes.NOT_LEADER_OR_FOLLOWER
 
 
 def test_nothing_proposed_when_not_leader():

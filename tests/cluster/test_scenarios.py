@@ -9,12 +9,12 @@
 - S3: min.insync.replicas=3: one broker down blocks every write until it rejoins.
 - S6: acks=1 and a leader crash under load: acknowledged writes may be lost, but nothing a
   consumer read ever is (committed-read-lost forbidden).
-- Negative control: the leader dies while both followers stall; with ``ack_on_append``
-  (SEGLOG_TEST_BREAK: acks=all answered after the local append) the checker must report
-  lost-write, and without it the same schedule must lose nothing.
+- Negative control: the leader dies while both followers stall; with ``ack_on_append`` (a
+  test break, ``seglog serve --test-break``: acks=all answered after the local append) the
+  checker must report lost-write, and without it the same schedule must lose nothing.
 - S17-like: transactional producers commit and abort (seeded) over every partition while the
   transaction coordinator's broker is killed; read_committed never sees an aborted record and
-  every committed transaction is whole. With ``read_committed_sees_aborted`` (SEGLOG_TEST_BREAK:
+  every committed transaction is whole. With ``read_committed_sees_aborted`` (a test break:
   a read_committed Fetch answered without its aborted transactions) the checker must report
   aborted-read.
 
@@ -233,8 +233,8 @@ def test_leader_dies_while_followers_stall(run_factory, broken):
     the leader is killed; the followers resume and one is elected. A correct leader cannot
     have acknowledged anything they lack; with ``ack_on_append`` it did, and the checker
     must say lost-write."""
-    env = {"SEGLOG_TEST_BREAK": "ack_on_append"} if broken else None
-    run = run_factory(topic_config=MIN_ISR_2, env=env)
+    run = run_factory(topic_config=MIN_ISR_2,
+                      test_breaks=("ack_on_append",) if broken else ())
     run.start_consumer()
     # Not idempotent: an idempotent producer whose acknowledged batches vanish stops with a
     # fatal OUT_OF_ORDER_SEQUENCE_NUMBER (librdkafka), and the run needs writes afterwards.
@@ -289,12 +289,12 @@ def test_s5_every_isr_member_down_and_a_laggard_returns(run_factory, variant):
     offline (leader -1, ISR = the last member standing) for that member, nothing
     acknowledged is lost. ``unclean_enabled`` (the topic allows
     it): F is elected and the checker must report lost-write and committed-read-lost.
-    ``elect_most_recent`` (SEGLOG_TEST_BREAK: the controller ignores the ISR, unclean
+    ``elect_most_recent`` (a test break: the controller ignores the ISR, unclean
     election off): the same loss must be caught — the negative control of the ISR rule.
     In every variant the returning replicas truncate to the leader's log (convergence)."""
-    env = {"SEGLOG_TEST_BREAK": "elect_most_recent"} if variant == "elect_most_recent" else None
+    breaks = ("elect_most_recent",) if variant == "elect_most_recent" else ()
     config = {"unclean.leader.election.enable": variant == "unclean_enabled"}
-    run = run_factory(topic_config=config, env=env)
+    run = run_factory(topic_config=config, test_breaks=breaks)
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 10)
@@ -369,8 +369,8 @@ def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, bro
     records up to its own HW over A's new ones; with ``skip_epoch_check`` A never answers
     B's stale ``LastFetchedEpoch`` with ``DivergingEpoch`` and B keeps its whole tail: either
     way the replicas diverge and the checker must say so."""
-    env = {"SEGLOG_TEST_BREAK": broken} if broken else None
-    run = run_factory(topic_config={"min.insync.replicas": 1}, env=env, replication_factor=2)
+    run = run_factory(topic_config={"min.insync.replicas": 1},
+                      test_breaks=(broken,) if broken else (), replication_factor=2)
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
@@ -463,9 +463,7 @@ def test_s18_forced_session_expiry_of_controller_leader_and_follower(run_factory
     followers, is expired in turn (a second client on the broker's own session; the process
     keeps running). Each broker registers again with a new broker epoch; the controller role
     and p0's leadership move as Kafka's rules say; nothing acknowledged is lost."""
-    from seglog.cluster.local import SESSION_HOOK_ENV
-
-    run = run_factory(topic_config=MIN_ISR_2, env={SESSION_HOOK_ENV: "1"})
+    run = run_factory(topic_config=MIN_ISR_2, session_hook=True)
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
@@ -592,13 +590,10 @@ def test_s19_seeded_random_faults(run_factory, request):
                     "[SEGLOG_SOAK_SEED=<seed> to replay]")
     import random
 
-    from seglog.cluster.local import SESSION_HOOK_ENV
-
     seed = int(os.environ.get("SEGLOG_SOAK_SEED") or random.randrange(2 ** 32))
     print(f"S19 seed {seed} (replay: SEGLOG_SOAK_SEED={seed})")
     rng = random.Random(seed)
-    run = run_factory(topic_config=MIN_ISR_2, env={SESSION_HOOK_ENV: "1"},
-                      zookeeper_relays=True)
+    run = run_factory(topic_config=MIN_ISR_2, session_hook=True, zookeeper_relays=True)
     (run.run_dir / "seed").write_text(f"{seed}\n")
     run.start_consumer()
     run.start_producer("p0", acks="all", idempotent=True, max_in_flight=5, retries=1_000_000,
@@ -737,8 +732,8 @@ def test_s17_transactions_survive_the_coordinators_death(run_factory, broken):
     it must report aborted-read, and only that."""
     from harness.history import READ_COMMITTED
 
-    env = {"SEGLOG_TEST_BREAK": "read_committed_sees_aborted"} if broken else None
-    run = run_factory(topic_config=MIN_ISR_2, broker_configs=TXN_BROKER_CONFIGS, env=env)
+    run = run_factory(topic_config=MIN_ISR_2, broker_configs=TXN_BROKER_CONFIGS,
+                      test_breaks=("read_committed_sees_aborted",) if broken else ())
     run.start_consumer("rc", isolation=READ_COMMITTED)
     run.start_consumer("c0")
     producers = [run.start_txn_producer(f"tx{i}", seed=17 + i, duration_s=60.0)

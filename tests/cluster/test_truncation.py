@@ -19,6 +19,7 @@ from seglog.cluster.truncation import (
     offset_truncation_state,
     out_of_range_fetch_offset,
 )
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.errors import OffsetOutOfRangeError
 
 MAX_ROUNDS = 20  # every replay below is bounded
@@ -82,20 +83,21 @@ class EpochLog:
         return [(self.start_offset + i, e) for i, e in enumerate(self.epochs)]
 
 
-def truncate(follower, reply):
+def truncate(follower, reply, breaks=NO_TEST_BREAKS):
     state = offset_truncation_state(reply, follower_end_offset_for=follower.end_offset_for,
                                     follower_log_end_offset=follower.end_offset,
-                                    follower_high_watermark=follower.high_watermark)
+                                    follower_high_watermark=follower.high_watermark,
+                                    breaks=breaks)
     follower.truncate_to(state.offset)
     return state
 
 
-def truncate_by_offsets_for_leader_epoch(follower, leader):
+def truncate_by_offsets_for_leader_epoch(follower, leader, breaks=NO_TEST_BREAKS):
     """The fetcher's Truncating state (no truncation on fetch): OffsetsForLeaderEpoch with the
     follower's latest epoch, truncate, again until complete. Returns the states."""
     states = []
     for _ in range(MAX_ROUNDS):
-        states.append(truncate(follower, leader.end_offset_for(follower.latest_epoch)))
+        states.append(truncate(follower, leader.end_offset_for(follower.latest_epoch), breaks))
         if states[-1].complete:
             return states
     raise AssertionError(f"truncation did not complete: {states}")
@@ -371,29 +373,31 @@ def test_kip101_divergence_repaired():
     assert returning_a.records() == leader_b.records()
 
 
-def test_truncate_to_hw_negative_control(monkeypatch):
-    """SEGLOG_TEST_BREAK=truncate_to_hw (pre-KIP-101): the follower truncates to its high
+def test_truncate_to_hw_negative_control():
+    """The test break truncate_to_hw (pre-KIP-101): the follower truncates to its high
     watermark whatever the leader says, which loses scenario 1's committed m2 and leaves
     scenario 2's logs diverged at offset 1."""
-    monkeypatch.setenv("SEGLOG_TEST_BREAK", "truncate_to_hw")
+    breaks = TestBreaks.of("truncate_to_hw")
     leader_a, follower_b = kip101_high_watermark_truncation()
-    assert truncate_by_offsets_for_leader_epoch(follower_b, leader_a) == \
+    assert truncate_by_offsets_for_leader_epoch(follower_b, leader_a, breaks) == \
         [TruncationState(1, True)]
     assert follower_b.records() == [(0, 0)]                    # m2 gone on B
 
     leader_b, returning_a = kip101_divergence()
-    assert truncate_by_offsets_for_leader_epoch(returning_a, leader_b) == \
+    assert truncate_by_offsets_for_leader_epoch(returning_a, leader_b, breaks) == \
         [TruncationState(2, True)]
     assert returning_a.records() != leader_b.records()         # same offset, other record
     assert returning_a.end_offset == leader_b.end_offset       # nothing left to fetch
     # ... and the leader reports no divergence either (pre-KIP-101 leaders knew no epochs).
-    assert diverging_epoch(0, 2, leader_b.end_offset_for, log_start_offset=0) is None
+    assert diverging_epoch(0, 2, leader_b.end_offset_for, log_start_offset=0,
+                           breaks=breaks) is None
 
-    monkeypatch.setenv("SEGLOG_TEST_BREAK", "ack_on_append")   # another flag: rule restored
+    other = TestBreaks.of("ack_on_append")   # another flag: the rule holds
     leader_a, follower_b = kip101_high_watermark_truncation()
-    assert truncate_by_offsets_for_leader_epoch(follower_b, leader_a) == \
+    assert truncate_by_offsets_for_leader_epoch(follower_b, leader_a, other) == \
         [TruncationState(2, True)]
-    assert diverging_epoch(0, 2, leader_b.end_offset_for, log_start_offset=0) == (0, 1)
+    assert diverging_epoch(0, 2, leader_b.end_offset_for, log_start_offset=0,
+                           breaks=other) == (0, 1)
 
 
 def test_epoch_log_end_offset_for_matches_kafka_cache():

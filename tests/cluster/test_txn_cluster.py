@@ -21,7 +21,8 @@ import time
 import pytest
 
 import seglog
-from seglog.cluster import coordinators
+from seglog import error_codes as codes
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.types import TopicPartition
 
 from test_coordinators import Cluster, _nested, _some, call, make_cluster, wait_until  # noqa: F401
@@ -154,7 +155,7 @@ def test_transactions_across_leaders(make_cluster):
     other = next(b for b in cluster.brokers if b != coordinator)
     answer = call(cluster.address(other), 22, 1, transactional_id="tx-a",
                   transaction_timeout=datetime.timedelta(seconds=60))
-    assert int(answer.error_code) == coordinators.NOT_COORDINATOR
+    assert int(answer.error_code) == codes.NOT_COORDINATOR
 
     committed = _transaction(producer, "c1", 10, commit=True)
     _transaction(producer, "a1", 10, commit=False)
@@ -337,16 +338,14 @@ def _read_committed_values(bootstrap: str, topic: str) -> list[bytes]:
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["correct", "read_committed_sees_aborted"])
-def test_read_committed_sees_aborted_break(tmp_path, monkeypatch, broken):
-    """The negative control ``read_committed_sees_aborted`` (SEGLOG_TEST_BREAK) on a
-    standalone broker: an aborted then a committed transaction; a read_committed consumer
+def test_read_committed_sees_aborted_break(tmp_path, broken):
+    """The negative control ``read_committed_sees_aborted`` (the Broker's ``test_breaks``)
+    on a standalone broker: an aborted then a committed transaction; a read_committed consumer
     returns the committed records only, and with the break (the Fetch answered without its
     aborted transactions) the aborted ones too, in log order."""
-    if broken:
-        monkeypatch.setenv("SEGLOG_TEST_BREAK", "read_committed_sees_aborted")
-    else:
-        monkeypatch.delenv("SEGLOG_TEST_BREAK", raising=False)
-    broker = seglog.Broker(tmp_path / "standalone", listen=("127.0.0.1", 0))
+    breaks = TestBreaks.of("read_committed_sees_aborted") if broken else NO_TEST_BREAKS
+    broker = seglog.Broker(tmp_path / "standalone", listen=("127.0.0.1", 0),
+                           test_breaks=breaks)
     broker.start()
     try:
         broker.state.store.create_topic("t", 1)

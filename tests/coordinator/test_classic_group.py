@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from seglog import error_codes as codes
 from seglog.coordinator import classic_group as cg
 from seglog.coordinator.classic_group_schema import (
     GroupMetadataValue, MemberMetadata, decode_group_metadata_value, encode_group_metadata_value)
@@ -57,7 +58,7 @@ class Harness:
     def join_new(self, client="c", **kwargs) -> list:
         """A dynamic member's two joins (MEMBER_ID_REQUIRED, then with the id)."""
         first = self.join(client=client, **kwargs)
-        assert first[0].error_code == cg.MEMBER_ID_REQUIRED
+        assert first[0].error_code == codes.MEMBER_ID_REQUIRED
         assert first[0].member_id.startswith(client + "-")
         return self.join(first[0].member_id, client=client, **kwargs)
 
@@ -153,7 +154,7 @@ def test_inconsistent_protocol_refused():
     h.join_new("a", protocols=[("range", b"")])
     h.advance(0)
     box = h.join(client="b", protocols=[("cooperative-sticky", b"")])
-    assert box[0].error_code == cg.INCONSISTENT_GROUP_PROTOCOL
+    assert box[0].error_code == codes.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_sync_distributes_leader_assignment_and_stores_metadata():
@@ -174,25 +175,25 @@ def test_sync_distributes_leader_assignment_and_stores_metadata():
 def test_sync_errors():
     h = Harness()
     leader, follower, generation = h.stable_pair()
-    assert h.sync(leader, generation + 1)[0].error_code == cg.ILLEGAL_GENERATION
-    assert h.sync("nobody", generation)[0].error_code == cg.UNKNOWN_MEMBER_ID
+    assert h.sync(leader, generation + 1)[0].error_code == codes.ILLEGAL_GENERATION
+    assert h.sync("nobody", generation)[0].error_code == codes.UNKNOWN_MEMBER_ID
     assert h.sync(leader, generation, protocol_type="connect")[0].error_code == \
-        cg.INCONSISTENT_GROUP_PROTOCOL
+        codes.INCONSISTENT_GROUP_PROTOCOL
     assert h.sync(leader, generation, protocol_name="roundrobin")[0].error_code == \
-        cg.INCONSISTENT_GROUP_PROTOCOL
-    assert h.sync(leader, generation, group="other")[0].error_code == cg.UNKNOWN_MEMBER_ID
+        codes.INCONSISTENT_GROUP_PROTOCOL
+    assert h.sync(leader, generation, group="other")[0].error_code == codes.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeat_answers_and_rebalance_in_progress():
     h = Harness()
     leader, follower, generation = h.stable_pair()
     assert h.heartbeat(leader, generation) == 0
-    assert h.heartbeat(leader, generation - 1) == cg.ILLEGAL_GENERATION
-    assert h.heartbeat("nobody", generation) == cg.UNKNOWN_MEMBER_ID
-    assert h.heartbeat(leader, generation, group="none") == cg.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(leader, generation - 1) == codes.ILLEGAL_GENERATION
+    assert h.heartbeat("nobody", generation) == codes.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(leader, generation, group="none") == codes.UNKNOWN_MEMBER_ID
     c = h.join_new("c")  # a new member: the group rebalances
     assert h.coord.state("g") == cg.PREPARING_REBALANCE
-    assert h.heartbeat(follower, generation) == cg.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(follower, generation) == codes.REBALANCE_IN_PROGRESS
     a = h.join(leader)
     b = h.join(follower)
     assert a[0].generation_id == b[0].generation_id == c[0].generation_id == generation + 1
@@ -207,11 +208,11 @@ def test_session_timeout_evicts_a_silent_member():
     h.advance(SESSION_MS // 2)  # the follower's session ends
     assert h.coord.state("g") == cg.PREPARING_REBALANCE
     assert [m.member_id for m in h.coord.describe("g").members] == [leader]
-    assert h.heartbeat(leader, generation) == cg.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(leader, generation) == codes.REBALANCE_IN_PROGRESS
     box = h.join(leader)
     assert box[0].generation_id == generation + 1 and len(box[0].members) == 1
     # The evicted member's calls are refused; it must join again.
-    assert h.heartbeat(follower, generation) == cg.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(follower, generation) == codes.UNKNOWN_MEMBER_ID
 
 
 def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout():
@@ -245,19 +246,19 @@ def test_member_that_never_syncs_is_removed():
 def test_leave_group_batch_answers_per_member():
     h = Harness()
     leader, follower, generation = h.stable_pair()
-    error, codes = h.coord.leave_group(group_id="g", members=[(follower, None), ("x", None),
+    error, member_codes = h.coord.leave_group(group_id="g", members=[(follower, None), ("x", None),
                                                               ("", "no-such-instance")],
                                        now_ms=h.now)
-    assert error == 0 and codes == [0, cg.UNKNOWN_MEMBER_ID, cg.UNKNOWN_MEMBER_ID]
+    assert error == 0 and member_codes == [0, codes.UNKNOWN_MEMBER_ID, codes.UNKNOWN_MEMBER_ID]
     assert h.coord.state("g") == cg.PREPARING_REBALANCE
     box = h.join(leader)
     assert box[0].generation_id == generation + 1
-    error, codes = h.coord.leave_group(group_id="g", members=[(leader, None)], now_ms=h.now)
-    assert codes == [0]
+    error, member_codes = h.coord.leave_group(group_id="g", members=[(leader, None)], now_ms=h.now)
+    assert member_codes == [0]
     assert h.coord.state("g") == cg.EMPTY
     assert h.written[-1][1].members == ()  # the empty generation is stored
     assert h.coord.leave_group(group_id="none", members=[("m", None)], now_ms=h.now) == \
-        (0, [cg.UNKNOWN_MEMBER_ID])
+        (0, [codes.UNKNOWN_MEMBER_ID])
 
 
 def test_static_member_rejoin_replaces_member_id_without_rebalance():
@@ -276,7 +277,7 @@ def test_static_member_rejoin_replaces_member_id_without_rebalance():
     assert again[0].generation_id == generation  # no rebalance
     assert h.coord.state("g") == cg.STABLE
     assert h.sync(new_b, generation, instance="ib")[0].assignment == b"FA"
-    assert h.heartbeat(old_b, generation, instance="ib") == cg.FENCED_INSTANCE_ID
+    assert h.heartbeat(old_b, generation, instance="ib") == codes.FENCED_INSTANCE_ID
     assert h.heartbeat(new_b, generation, instance="ib") == 0
     assert h.written[-1][1].members[1].member_id == new_b
     # A static member that is gone past its session timeout is evicted as any other.
@@ -299,20 +300,20 @@ def test_group_max_size_and_session_timeout_bounds():
     h = Harness(max_size=1, max_session_timeout_ms=5000)
     h.join_new("a")
     h.advance(0)
-    assert h.join(client="b")[0].error_code == cg.GROUP_MAX_SIZE_REACHED
-    assert h.join(client="c", session_ms=5)[0].error_code == cg.INVALID_SESSION_TIMEOUT
-    assert h.join(client="c", session_ms=5001)[0].error_code == cg.INVALID_SESSION_TIMEOUT
-    assert h.join(client="c", group="")[0].error_code == cg.INVALID_GROUP_ID
-    assert h.join("m-1", group="fresh")[0].error_code == cg.UNKNOWN_MEMBER_ID
+    assert h.join(client="b")[0].error_code == codes.GROUP_MAX_SIZE_REACHED
+    assert h.join(client="c", session_ms=5)[0].error_code == codes.INVALID_SESSION_TIMEOUT
+    assert h.join(client="c", session_ms=5001)[0].error_code == codes.INVALID_SESSION_TIMEOUT
+    assert h.join(client="c", group="")[0].error_code == codes.INVALID_GROUP_ID
+    assert h.join("m-1", group="fresh")[0].error_code == codes.UNKNOWN_MEMBER_ID
 
 
 def test_pending_member_expires():
     h = Harness()
     first = h.join(client="a")
-    assert first[0].error_code == cg.MEMBER_ID_REQUIRED
+    assert first[0].error_code == codes.MEMBER_ID_REQUIRED
     h.advance(SESSION_MS)
     # The id was forgotten: joining with it is now an unknown member.
-    assert h.join(first[0].member_id, client="a")[0].error_code == cg.UNKNOWN_MEMBER_ID
+    assert h.join(first[0].member_id, client="a")[0].error_code == codes.UNKNOWN_MEMBER_ID
 
 
 def test_offset_commit_checks():
@@ -321,25 +322,25 @@ def test_offset_commit_checks():
     assert check(group_id="simple", member_id="", group_instance_id=None, generation_id=-1,
                  now_ms=h.now) == 0
     assert check(group_id="none", member_id="m", group_instance_id=None, generation_id=1,
-                 now_ms=h.now) == cg.GROUP_ID_NOT_FOUND
+                 now_ms=h.now) == codes.GROUP_ID_NOT_FOUND
     assert check(group_id="none", member_id="m", group_instance_id=None, generation_id=1,
-                 now_ms=h.now, api_version=8) == cg.ILLEGAL_GENERATION
+                 now_ms=h.now, api_version=8) == codes.ILLEGAL_GENERATION
     a = h.join_new("a")
     h.advance(0)
     member = a[0].member_id
     # CompletingRebalance: a member's commit must wait for its assignment.
     assert check(group_id="g", member_id=member, group_instance_id=None, generation_id=1,
-                 now_ms=h.now) == cg.REBALANCE_IN_PROGRESS
+                 now_ms=h.now) == codes.REBALANCE_IN_PROGRESS
     h.sync(member, 1, [(member, b"")])
     assert check(group_id="g", member_id=member, group_instance_id=None, generation_id=1,
                  now_ms=h.now) == 0
     assert check(group_id="g", member_id=member, group_instance_id=None, generation_id=0,
-                 now_ms=h.now) == cg.ILLEGAL_GENERATION
+                 now_ms=h.now) == codes.ILLEGAL_GENERATION
     assert check(group_id="g", member_id="x", group_instance_id=None, generation_id=1,
-                 now_ms=h.now) == cg.UNKNOWN_MEMBER_ID
+                 now_ms=h.now) == codes.UNKNOWN_MEMBER_ID
     # From outside the group while it has members: refused.
     assert check(group_id="g", member_id="", group_instance_id=None, generation_id=-1,
-                 now_ms=h.now) == cg.UNKNOWN_MEMBER_ID
+                 now_ms=h.now) == codes.UNKNOWN_MEMBER_ID
 
 
 def test_check_member_raises_typed_errors():
@@ -364,8 +365,8 @@ def test_check_member_raises_typed_errors():
 def test_delete_group_and_offset_delete_errors():
     h = Harness()
     h.stable_pair()
-    assert h.coord.delete_group("g") == cg.NON_EMPTY_GROUP
-    assert h.coord.delete_group("nope") == cg.GROUP_ID_NOT_FOUND
+    assert h.coord.delete_group("g") == codes.NON_EMPTY_GROUP
+    assert h.coord.delete_group("nope") == codes.GROUP_ID_NOT_FOUND
     assert h.coord.offset_delete_error("g") == 0  # consumer protocol: per partition
     assert h.coord.subscribed_topics("g") == {"t"}
     h.coord.ensure_group("simple", h.now)
@@ -510,5 +511,5 @@ def test_failed_store_of_the_assignment_is_answered_and_rebalances():
     h.advance(0)
     member = a[0].member_id
     box = h.sync(member, 1, [(member, b"x")])
-    assert box[0].error_code == cg.UNKNOWN_SERVER_ERROR
+    assert box[0].error_code == codes.UNKNOWN_SERVER_ERROR
     assert h.coord.state("g") == cg.PREPARING_REBALANCE

@@ -12,6 +12,7 @@ from kio.index import load_response_schema
 from kio.serial import entity_reader
 
 from core_helpers import connect, read_frame, request_frame
+from seglog import error_codes as codes
 from seglog.server import protocol
 from seglog.server.registry import ApiHandler
 
@@ -66,7 +67,7 @@ def test_api_versions_unknown_version_answered_in_v0_with_unsupported_version(br
                                    flexible=True))
         correlation_id, response = _decode_api_versions(0, read_frame(sock))
         assert correlation_id == 11
-        assert response.error_code == protocol.ERROR_UNSUPPORTED_VERSION
+        assert response.error_code == codes.UNSUPPORTED_VERSION
         assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == \
             [(API_VERSIONS, 0, 4)]
         # The connection stays usable: the client retries at a version we know.
@@ -80,7 +81,7 @@ def test_api_versions_bad_client_software_name_is_invalid_request(broker):
         body = _compact(b"-x") + _compact(b"1.0") + b"\x00"
         sock.sendall(request_frame(API_VERSIONS, 3, 5, body, flexible=True))
         correlation_id, response = _decode_api_versions(3, read_frame(sock))
-    assert (correlation_id, response.error_code) == (5, protocol.ERROR_INVALID_REQUEST)
+    assert (correlation_id, response.error_code) == (5, codes.INVALID_REQUEST)
     assert response.api_keys == ()
 
 

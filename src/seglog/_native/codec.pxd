@@ -1,4 +1,5 @@
-# seglog._native.codec: Kafka RecordBatch v2 encode/decode (codec.pyx, in src/_native/).
+# seglog._native.codec: Kafka RecordBatch v2 encode/decode (codec.pyx, in src/_native/, and
+# the codec_*.pxi parts it includes: batch_record_at is in codec_records.pxi).
 #
 # What other native modules cimport from the codec: the format constants (cdef enum, equal to
 # seglog.format's; a test checks) and ``batch_record_at`` (Segment.read_record's decoder).

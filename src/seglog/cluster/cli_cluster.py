@@ -3,10 +3,16 @@
 ::
 
     seglog cluster up --brokers 3 --dir DIR     # prints the bootstrap servers
-    seglog cluster status --dir DIR
+    seglog cluster status --dir DIR             # one line per broker, within a second
     seglog cluster kill 1 --dir DIR             # kill -9 broker 1 (also --signal STOP|CONT|TERM)
     seglog cluster start 1 --dir DIR            # start it again (same port, same data)
     seglog cluster down --dir DIR               # stop every broker, then ZooKeeper
+
+``status`` prints the ZooKeeper, then per broker: ``broker ID HOST:PORT STATE pid=PID
+alive=yes|no registered=yes|no controller=yes|no leaders=N under_replicated=N`` (``?`` for
+what ZooKeeper did not answer within half a second), then the partitions' totals. ``up``,
+``kill``, ``start`` and ``down`` say on stderr what they did (which broker, pid, signal);
+``up`` prints the bootstrap servers on stdout and ``start`` the broker's address.
 
 Every subcommand after ``up`` works from another shell: the cluster's processes and ports
 are in ``DIR/cluster.json`` (:class:`seglog.cluster.local.LocalCluster`). Only processes that
@@ -28,6 +34,45 @@ DEFAULT_DIR = "./seglog-cluster"
 
 _SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP,
             "CONT": signal.SIGCONT}
+#: What each signal did to the broker, for ``kill``'s report.
+_SIGNAL_EFFECTS = {"KILL": "killed (a crash); it is down",
+                   "TERM": "stopped cleanly; it is down",
+                   "STOP": "paused (seglog cluster kill {broker} --signal CONT resumes it)",
+                   "CONT": "resumed"}
+
+
+def _yes_no(value: bool | None) -> str:
+    return "?" if value is None else "yes" if value else "no"
+
+
+def _count_or_unknown(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def status_lines(cluster: Any) -> list[str]:
+    """``seglog cluster status``'s lines for ``cluster`` (a
+    :class:`~seglog.cluster.local.LocalCluster`): ZooKeeper, one line per broker, the
+    partitions' totals (see the module docstring)."""
+    view = cluster.zookeeper_view()
+    if cluster.zookeeper_port or cluster.external_zookeeper:
+        zk = cluster.zookeeper_connect + ("" if view is not None else " (not answering)")
+    else:
+        zk = "(not running)"
+    lines = [f"zookeeper {zk}"]
+    for row in cluster.status(view=view):
+        lines.append(
+            f"broker {row['broker_id']} {row['address']} {row['state']} "
+            f"pid={row['pid'] or '-'} alive={_yes_no(row['alive'])} "
+            f"registered={_yes_no(row['registered'])} "
+            f"controller={_yes_no(row['controller'])} "
+            f"leaders={_count_or_unknown(row['leaders'])} "
+            f"under_replicated={_count_or_unknown(row['under_replicated'])}")
+    if view is not None:
+        offline = sum(p.leader < 0 for p in view.partitions)
+        under = sum(len(p.isr) < len(p.replicas) for p in view.partitions)
+        lines.append(f"partitions {len(view.partitions)} offline={offline} "
+                     f"under_replicated={under}")
+    return lines
 
 
 def _config(text: str) -> tuple[str, str]:
@@ -78,7 +123,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     up.add_argument("--timeout", type=float, default=60.0, metavar="S",
                     help="seconds to wait for every broker (default 60)")
     action("down", "stop every broker, then ZooKeeper (the data stays)")
-    action("status", "show each broker's address, pid and state")
+    action("status", "one line per broker: address, pid, alive, controller, partitions led "
+                     "and under-replicated (within a second)")
     kill = action("kill", "send a signal to one broker (default KILL: a crash)")
     kill.add_argument("broker", type=int, metavar="BROKER")
     kill.add_argument("--signal", choices=sorted(_SIGNALS), default="KILL",
@@ -107,8 +153,8 @@ def main(args: argparse.Namespace) -> int:
                                    backend=args.backend)
             cluster.up(timeout_s=args.timeout)
             print(f"seglog cluster: {args.brokers} brokers and ZooKeeper "
-                  f"{cluster.zookeeper_connect} up in {cluster.dir}; bootstrap servers:",
-                  file=sys.stderr)
+                  f"{cluster.zookeeper_connect} up in {cluster.dir}; "
+                  f"{cluster.session_timeout_note()}; bootstrap servers:", file=sys.stderr)
             print(cluster.bootstrap_servers)
             return 0
         cluster = LocalCluster.attach(args.dir)
@@ -116,20 +162,20 @@ def main(args: argparse.Namespace) -> int:
             cluster.down()
             print(f"seglog cluster: down ({cluster.dir})", file=sys.stderr)
         elif command == "status":
-            zk = cluster.zookeeper_connect if cluster.zookeeper_port or \
-                cluster.external_zookeeper else "(not running)"
-            print(f"zookeeper {zk}")
-            for row in cluster.status():
-                registered = {True: "registered", False: "not registered",
-                              None: "zookeeper unreachable"}[row["registered"]]
-                print(f"broker {row['broker_id']} {row['address']} {row['state']}"
-                      f" pid={row['pid'] or '-'} {registered}")
+            print("\n".join(status_lines(cluster)))
             cluster.close_clients()
         elif command == "kill":
-            cluster.kill(args.broker, _SIGNALS[args.signal])
+            pid = cluster.kill(args.broker, _SIGNALS[args.signal])
+            effect = _SIGNAL_EFFECTS[args.signal].format(broker=args.broker)
+            print(f"seglog cluster: sent SIG{args.signal} to broker {args.broker} (pid {pid}, "
+                  f"{cluster.address(args.broker)}): {effect}", file=sys.stderr)
         elif command == "start":
             cluster.start(args.broker, timeout_s=args.timeout)
             cluster.close_clients()
+            print(f"seglog cluster: started broker {args.broker} (pid "
+                  f"{cluster.pid(args.broker)}) on {cluster.address(args.broker)}, data "
+                  f"{cluster.brokers[args.broker].data_dir}; it answers and is registered in "
+                  f"ZooKeeper", file=sys.stderr)
             print(cluster.address(args.broker))
         return 0
     except (LocalClusterError, ZooKeeperError, OSError) as exc:

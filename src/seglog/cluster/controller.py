@@ -47,9 +47,10 @@ and its watches go quiet. State is always re-read from ZooKeeper before an elect
 
 and the same facts as a dict to ``on_event`` (see :meth:`Controller.__init__`).
 
-Negative control: with ``SEGLOG_TEST_BREAK`` containing ``elect_most_recent``
-(:mod:`seglog.cluster.test_breaks`) every offline election ignores the ISR and picks the first
-live replica, reporting it as clean (:func:`seglog.cluster.election.elect_offline`).
+Negative control: with ``elect_most_recent`` in the controller's ``test_breaks``
+(:mod:`seglog.cluster.test_breaks`; tests only) every offline election ignores the ISR and
+picks the first live replica, reporting it as clean
+(:func:`seglog.cluster.election.elect_offline`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from seglog.cluster import test_breaks
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.cluster.election import (
     NO_LEADER,
     LeaderAndIsr,
@@ -175,6 +176,7 @@ class Controller:
         retry_backoff_ms: int = RETRY_BACKOFF_MS,
         leader_imbalance_check_interval_ms: int | None = None,
         leader_imbalance_per_broker_percentage: int = 10,
+        test_breaks: TestBreaks = NO_TEST_BREAKS,
     ) -> None:
         """``zk``: this broker's started :class:`seglog.cluster.zk_client.KafkaZkClient` (its
         session is the controller's session). ``default_unclean``: the broker default of
@@ -196,8 +198,12 @@ class Controller:
         interval, and for every live
         broker whose share of partitions led elsewhere than at their preferred replica (the
         assignment's head) exceeds ``leader_imbalance_per_broker_percentage`` moves them
-        back where the preferred replica is in the ISR (``type=preferred``). None: off."""
+        back where the preferred replica is in the ISR (``type=preferred``). None: off.
+
+        ``test_breaks``: the negative controls it honours (``elect_most_recent``; tests
+        only, :mod:`seglog.cluster.test_breaks`)."""
         self._zk = zk
+        self._test_breaks = test_breaks
         self.broker_id = broker_id
         self._default_unclean = default_unclean
         self._on_event = on_event
@@ -762,7 +768,7 @@ class Controller:
         assert ctx is not None
         current = self._read_states(tps)
         unclean_cache: dict[str, bool] = {}
-        ignore_isr = test_breaks.enabled("elect_most_recent")
+        ignore_isr = self._test_breaks.enabled("elect_most_recent")
         decisions: dict[TopicPartition, tuple[PartitionState, str]] = {}
         for tp in tps:
             state = current.get(tp)

@@ -29,21 +29,20 @@ import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Mapping, NamedTuple
 
+from .. import error_codes as codes
 from .. import errors
 from ..aio import cancel_and_wait
 from ..types import TopicPartition
 
+# Re-exported only for server/apis/groups.py and txn.py, which still read it here until their
+# rewrite moves them to seglog.error_codes; nothing else should.
+from ..error_codes import NOT_COORDINATOR  # noqa: F401
+
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
-           "find_coordinator", "NONE", "COORDINATOR_LOAD_IN_PROGRESS",
-           "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "TRANSACTION_STATE_TOPIC",
+           "find_coordinator", "locate_coordinator", "TRANSACTION_STATE_TOPIC",
            "find_transaction_coordinator", "partition_in"]
 
 log = logging.getLogger("seglog.cluster.coordinators")
-
-NONE = 0
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
 
 _LOADING = "loading"
 _LOADED = "loaded"
@@ -69,6 +68,19 @@ class CoordinatorAnswer(NamedTuple):
 async def find_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
                            replication_factor: int, topic_config: Mapping[str, str]
                            ) -> CoordinatorAnswer:
+    """FindCoordinator for ``key``, whose coordinator is the leader of ``topic``'s partition
+    for it: the seam's answer (:meth:`~seglog.cluster.seam.PartitionSeam.find_coordinator`;
+    a lone broker is every coordinator, a cluster member answers by
+    :func:`locate_coordinator`)."""
+    answer: CoordinatorAnswer = await cluster.find_coordinator(
+        topic, key, partitions=partitions, replication_factor=replication_factor,
+        topic_config=topic_config)
+    return answer
+
+
+async def locate_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
+                             replication_factor: int, topic_config: Mapping[str, str]
+                             ) -> CoordinatorAnswer:
     """Kafka 2.8's FindCoordinator for ``key`` on a cluster member (``cluster``: its
     ReplicaManager): the live leader of ``topic``'s partition for ``key``, else
     COORDINATOR_NOT_AVAILABLE. When ``topic`` does not exist yet it is created in ZooKeeper
@@ -79,15 +91,15 @@ async def find_coordinator(cluster: Any, topic: str, key: str, *, partitions: in
     if assignment is None:
         await _create_internal_topic(cluster, topic, partitions, replication_factor,
                                      topic_config)
-        return CoordinatorAnswer(COORDINATOR_NOT_AVAILABLE)
+        return CoordinatorAnswer(codes.COORDINATOR_NOT_AVAILABLE)
     tp = TopicPartition(topic, coordinator_partition(key, len(assignment.partitions)))
     state = cluster.states.get(tp)
     if state is None or state.leader < 0:
-        return CoordinatorAnswer(COORDINATOR_NOT_AVAILABLE)
+        return CoordinatorAnswer(codes.COORDINATOR_NOT_AVAILABLE)
     info = cluster.live_brokers.get(state.leader)
     if info is None:
-        return CoordinatorAnswer(COORDINATOR_NOT_AVAILABLE)
-    return CoordinatorAnswer(NONE, state.leader, info.host, info.port)
+        return CoordinatorAnswer(codes.COORDINATOR_NOT_AVAILABLE)
+    return CoordinatorAnswer(codes.NONE, state.leader, info.host, info.port)
 
 
 async def _create_internal_topic(cluster: Any, topic: str, partitions: int,
@@ -102,7 +114,7 @@ async def _create_internal_topic(cluster: Any, topic: str, partitions: int,
                     "or lower its replication factor)", cluster.broker_id, topic, exc)
         return
     try:
-        await cluster.create_topic(topic, assignment, dict(config), timeout_s=0)
+        await cluster.create_topic(topic, assignment, None, dict(config), timeout_s=0)
         log.info("broker %d: created %s (%d partitions, replication factor %d)",
                  cluster.broker_id, topic, partitions, replication_factor)
     except errors.TopicExistsError:
@@ -199,8 +211,8 @@ class CoordinatorPartitions:
         when it does not lead it."""
         status = self._status.get(partition)
         if status is None:
-            return NOT_COORDINATOR
-        return NONE if status[0] == _LOADED else COORDINATOR_LOAD_IN_PROGRESS
+            return codes.NOT_COORDINATOR
+        return codes.NONE if status[0] == _LOADED else codes.COORDINATOR_LOAD_IN_PROGRESS
 
     def leader_epoch(self, partition: int) -> int | None:
         """The leader epoch this broker coordinates ``partition`` in (loaded or loading),
@@ -247,7 +259,7 @@ async def find_transaction_coordinator(cluster: Any, transactional_id: str,
 def partition_in(cluster: Any, topic: str, key: str) -> int | None:
     """The partition of ``topic`` that coordinates ``key`` in the cluster's metadata (None
     while the topic does not exist in ZooKeeper)."""
-    assignment = cluster.assignments.get(topic)
-    if assignment is None or not assignment.partitions:
+    count = cluster.partition_count(topic)
+    if not count:
         return None
-    return coordinator_partition(key, len(assignment.partitions))
+    return coordinator_partition(key, count)

@@ -24,7 +24,8 @@ epoch cache is non-empty starts fetching at its LEO and truncates on the leader'
 truncation that is not complete stays truncating and asks OffsetsForLeaderEpoch again (Kafka
 2.7+ goes on fetching and relies on ``DivergingEpoch``); it costs a round trip and does not
 depend on the leader setting ``DivergingEpoch``. With the negative control ``truncate_to_hw``
-every new epoch truncates to the high watermark before fetching (Kafka before KIP-101).
+(the manager's ``test_breaks``, :mod:`seglog.cluster.test_breaks`) every new epoch truncates
+to the high watermark before fetching (Kafka before KIP-101).
 
 Errors (``processFetchRequest``): FENCED_LEADER_EPOCH marks the partition failed, and it waits
 for :meth:`ReplicaFetcherManager.add_partitions` with a newer epoch; OFFSET_OUT_OF_RANGE asks
@@ -52,10 +53,11 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Mapping
 
+from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import test_breaks
+from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -79,14 +81,6 @@ _log = logging.getLogger(__name__)
 #: The two states of a partition in a fetcher (Kafka's ``Truncating`` / ``Fetching``).
 TRUNCATING = "truncating"
 FETCHING = "fetching"
-
-# Kafka's error codes the fetcher acts on (org.apache.kafka.common.protocol.Errors).
-ERROR_NONE = 0
-ERROR_OFFSET_OUT_OF_RANGE = 1
-ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
-ERROR_FENCED_LEADER_EPOCH = 74
-ERROR_UNKNOWN_LEADER_EPOCH = 75
 
 _INT32_MAX = 2**31 - 1
 #: How long :meth:`ReplicaFetcherManager.close` waits for its tasks.
@@ -202,12 +196,13 @@ def _latest_epoch(log: Any) -> int | None:
     return None if epoch is None or epoch < 0 else int(epoch)
 
 
-def _initial_state(target: FetchTarget, config: FetcherConfig) -> FetchState:
+def _initial_state(target: FetchTarget, config: FetcherConfig,
+                   breaks: TestBreaks) -> FetchState:
     """Kafka's ``makeFollower`` / ``partitionFetchState``."""
     log = target.log
     latest = _latest_epoch(log)
     if (config.truncation_on_fetch and latest is not None
-            and not test_breaks.enabled("truncate_to_hw")):
+            and not breaks.enabled("truncate_to_hw")):
         return FetchState(target.leader_id, target.leader_epoch, log.end_offset, FETCHING,
                           latest)
     return FetchState(target.leader_id, target.leader_epoch, log.high_watermark, TRUNCATING,
@@ -219,16 +214,19 @@ class ReplicaFetcherManager:
 
     ``resolve_broker(broker_id) -> (host, port) | None`` is asked at every (re)connect;
     ``on_high_watermark(tp, high_watermark)`` is called on the loop whenever the fetcher moved
-    a follower's high watermark. All methods run on ``loop``'s thread."""
+    a follower's high watermark. ``test_breaks``: the negative controls it honours
+    (``truncate_to_hw``; tests only). All methods run on ``loop``'s thread."""
 
     def __init__(self, *, broker_id: int, loop: asyncio.AbstractEventLoop,
                  resolve_broker: Callable[[int], tuple[str, int] | None],
                  config: FetcherConfig | None = None,
-                 on_high_watermark: Callable[[TopicPartition, int], None] | None = None):
+                 on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.broker_id = int(broker_id)
         self.loop = loop
         self.resolve_broker = resolve_broker
         self.config = config or FetcherConfig()
+        self.test_breaks = test_breaks
         self.client_id = self.config.client_id or f"broker-{self.broker_id}-fetcher-0"
         self.on_high_watermark = on_high_watermark
         self._fetchers: dict[int, _LeaderFetcher] = {}
@@ -383,7 +381,8 @@ class _LeaderFetcher:
                 and current.target.log is target.log):
             current.target = target
         else:
-            self._partitions[tp] = _Partition(tp, target, _initial_state(target, self.config))
+            self._partitions[tp] = _Partition(tp, target, _initial_state(
+                target, self.config, self.manager.test_breaks))
         self._wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -468,7 +467,7 @@ class _LeaderFetcher:
             (leader_epoch, end_offset), follower_end_offset_for=log.end_offset_for_epoch,
             follower_log_end_offset=log.end_offset,
             follower_high_watermark=p.state.fetch_offset if p.state.state == TRUNCATING
-            else log.high_watermark)
+            else log.high_watermark, breaks=self.manager.test_breaks)
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -544,7 +543,7 @@ class _LeaderFetcher:
             if p.state.state != TRUNCATING or not p.state.ready(now):
                 continue
             latest = _latest_epoch(p.target.log)
-            if latest is None or test_breaks.enabled("truncate_to_hw"):
+            if latest is None or self.manager.test_breaks.enabled("truncate_to_hw"):
                 # Kafka's truncateToHighWatermark: the initial fetch offset, the HW.
                 self._apply_truncation_state(p, TruncationState(p.state.fetch_offset, True))
             else:
@@ -564,10 +563,10 @@ class _LeaderFetcher:
             if answer is None:
                 self._delay(p)  # not answered: ask again after the backoff
                 continue
-            if answer.error_code == ERROR_NONE:
+            if answer.error_code == codes.NONE:
                 self._apply_truncation_state(
                     p, self._truncation_for(p, answer.leader_epoch, answer.end_offset))
-            elif answer.error_code == ERROR_FENCED_LEADER_EPOCH:
+            elif answer.error_code == codes.FENCED_LEADER_EPOCH:
                 _log.info("replica fetcher: %s epoch %d is fenced by broker %d; waiting for "
                           "a newer epoch", tp, sent.leader_epoch, self.leader_id)
                 self._fail(p)
@@ -603,7 +602,7 @@ class _LeaderFetcher:
             min_bytes=self.config.fetch_min_bytes,
             max_bytes=self.config.fetch_response_max_bytes, partitions=requests,
             timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms)
-        if response.error_code != ERROR_NONE:
+        if response.error_code != codes.NONE:
             # A top-level error (a fetch session problem): nothing was read; retry later.
             _log.info("replica fetcher: Fetch from broker %d: error %d", self.leader_id,
                       response.error_code)
@@ -620,17 +619,17 @@ class _LeaderFetcher:
                 self._delay(p)  # not answered (a full response names every partition)
                 continue
             code = data.error_code
-            if code == ERROR_NONE:
+            if code == codes.NONE:
                 self._process_partition_data(p, state, data)
-            elif code == ERROR_OFFSET_OUT_OF_RANGE:
+            elif code == codes.OFFSET_OUT_OF_RANGE:
                 out_of_range.append((p, state))
-            elif code == ERROR_FENCED_LEADER_EPOCH:
+            elif code == codes.FENCED_LEADER_EPOCH:
                 _log.info("replica fetcher: %s epoch %d is fenced by broker %d; waiting for "
                           "a newer epoch", tp, state.leader_epoch, self.leader_id)
                 self._fail(p)
             else:
-                if code not in (ERROR_UNKNOWN_LEADER_EPOCH, ERROR_NOT_LEADER_OR_FOLLOWER,
-                                ERROR_UNKNOWN_TOPIC_OR_PARTITION):
+                if code not in (codes.UNKNOWN_LEADER_EPOCH, codes.NOT_LEADER_OR_FOLLOWER,
+                                codes.UNKNOWN_TOPIC_OR_PARTITION):
                     _log.warning("replica fetcher: %s at offset %d from broker %d: error %d",
                                  tp, state.fetch_offset, self.leader_id, code)
                 self._delay(p)
@@ -741,10 +740,10 @@ class _LeaderFetcher:
         if answer is None:
             self._delay(p)
             return None
-        if answer.error_code == ERROR_FENCED_LEADER_EPOCH:
+        if answer.error_code == codes.FENCED_LEADER_EPOCH:
             self._fail(p)
             return None
-        if answer.error_code != ERROR_NONE:
+        if answer.error_code != codes.NONE:
             _log.info("replica fetcher: ListOffsets for %s from broker %d: error %d", p.tp,
                       self.leader_id, answer.error_code)
             self._delay(p)

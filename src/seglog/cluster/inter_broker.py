@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from kio.index import load_request_schema
 from kio.serial import entity_writer
 
+from .. import error_codes as codes
 from ..errors import SeglogError
 from ..types import TopicPartition
 
@@ -66,7 +67,7 @@ _LOG_OVERHEAD = _BATCH_PREFIX.size
 class InterBrokerError(SeglogError):
     """A request to another broker failed at the connection level (the connection is closed)."""
 
-    kafka_error_code = -1
+    kafka_error_code = codes.UNKNOWN_SERVER_ERROR
 
 
 class MalformedResponseError(InterBrokerError):

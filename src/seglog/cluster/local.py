@@ -35,9 +35,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
+from seglog import error_codes as codes
+from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
+
+if TYPE_CHECKING:
+    from seglog.cluster.zookeeper import ZooKeeperServer
 
 #: The state file in the cluster's directory.
 STATE_FILE_NAME = "cluster.json"
@@ -47,12 +52,16 @@ READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 #: The pause between readiness probes.
 POLL_INTERVAL_S = 0.1
-#: The environment variable that asks a broker to expose its ZooKeeper session for
-#: :meth:`LocalCluster.expire_session` (test-only; see docs/cluster.md, "Local clusters").
-SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
-#: The file a broker with :data:`SESSION_HOOK_ENV` set keeps in its data directory:
-#: ``{"session_id": int, "password": "<hex>"}`` of its current ZooKeeper session.
+#: How long :meth:`LocalCluster.status` waits for ZooKeeper (connect and reads) before it
+#: answers without the ZooKeeper facts: ``seglog cluster status`` answers within a second.
+STATUS_ZOOKEEPER_TIMEOUT_S = 0.5
+#: The file a broker started with ``--test-expose-zk-session`` (``session_hook=True``) keeps
+#: in its data directory: ``{"session_id": int, "password": "<hex>"}`` of its current
+#: ZooKeeper session (test-only; docs/cluster.md, "Local clusters").
 SESSION_HOOK_FILE = "zookeeper-session.json"
+#: Kafka's default ``zookeeper.session.timeout.ms``: the session a broker without the setting
+#: asks ZooKeeper for (tests/cluster/test_local.py checks it against the broker's config table).
+SESSION_TIMEOUT_MS_DEFAULT = 18000
 #: Broker configs a local cluster sets unless told otherwise: the internal topics' replication
 #: factors fitted to the number of brokers (Kafka's defaults of 3 cannot be met by fewer).
 INTERNAL_TOPIC_CONFIGS = ("offsets.topic.replication.factor",
@@ -79,6 +88,28 @@ class BrokerProcess:
     pid: int | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class PartitionView:
+    """One partition as ZooKeeper holds it: its assignment (``replicas``) and its state
+    znode's ``leader`` (-1: none) and ``isr``."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    leader: int
+    isr: list[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooKeeperView:
+    """What :meth:`LocalCluster.zookeeper_view` read: the ``registered`` broker ids, the
+    ``controller`` (None: none) and every partition."""
+
+    registered: set[int]
+    controller: int | None
+    partitions: list[PartitionView]
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -101,7 +132,7 @@ def api_versions_ok(host: str, port: int, timeout_s: float = 1.0) -> bool:
     if head is None:
         return False
     _size, correlation_id, error_code = struct.unpack(">iih", head)
-    return correlation_id == 7 and error_code == 0
+    return correlation_id == 7 and error_code == codes.NONE
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
@@ -142,9 +173,11 @@ class LocalCluster:
     string (``host:port[/chroot]``, the chroot existing) of a ZooKeeper to use instead of
     starting one. ``broker_configs``: Kafka broker configs for every broker (``--config
     k=v``); ``per_broker_configs``: ``{broker_id: {k: v}}`` on top. ``env``: extra
-    environment of the brokers (e.g. ``SEGLOG_TEST_BREAK``). ``session_hook``: set
-    :data:`SESSION_HOOK_ENV` in the brokers' environment so :meth:`expire_session` works
-    (tests only). ``backend``: the brokers' storage backend. ``broker_zookeeper``:
+    environment of the brokers. ``test_breaks``: negative controls every broker runs with
+    (names of :data:`seglog.cluster.test_breaks.FLAGS`, passed as ``seglog serve
+    --test-break NAME``; tests only). ``session_hook``: start the brokers with
+    ``--test-expose-zk-session`` so :meth:`expire_session` works (tests only). ``backend``:
+    the brokers' storage backend. ``broker_zookeeper``:
     ``{broker_id: connect}``, the ZooKeeper address a broker uses instead of
     :attr:`zookeeper_connect` (a fault relay in front of it, for a partition of that broker
     from ZooKeeper alone). Broker ids are 0..N-1.
@@ -159,7 +192,7 @@ class LocalCluster:
                  per_broker_configs: Mapping[int, Mapping[str, Any]] | None = None,
                  host: str = "127.0.0.1", zookeeper: str | None = None,
                  env: Mapping[str, str] | None = None, session_hook: bool = False,
-                 backend: str | None = None,
+                 test_breaks: Iterable[str] = (), backend: str | None = None,
                  broker_zookeeper: Mapping[int, str] | None = None):
         if brokers < 1:
             raise LocalClusterError(f"a cluster needs at least one broker, not {brokers}")
@@ -167,8 +200,8 @@ class LocalCluster:
         self.host = host
         self.backend = backend
         self.env = dict(env or {})
-        if session_hook:
-            self.env[SESSION_HOOK_ENV] = "1"
+        # Validated here (ValueError for an unknown name), not at each broker's start.
+        self.test_breaks = TestBreaks(frozenset(test_breaks), expose_zk_session=session_hook)
         configs = {key: min(3, brokers) for key in INTERNAL_TOPIC_CONFIGS}
         configs["transaction.state.log.min.isr"] = min(2, brokers)
         configs.update(broker_configs or {})
@@ -186,7 +219,7 @@ class LocalCluster:
             self.brokers[broker_id] = BrokerProcess(
                 broker_id, port, str(self.dir / f"broker-{broker_id}"),
                 str(self.dir / f"broker-{broker_id}.out"))
-        self._zookeeper_server = None  # a ZooKeeperServer this object started
+        self._zookeeper_server: "ZooKeeperServer | None" = None  # one this object started
         self._procs: dict[int, subprocess.Popen] = {}  # children of this object, to reap
         self._kazoo = None
 
@@ -313,17 +346,19 @@ class LocalCluster:
         self.save_state()
         return code
 
-    def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> None:
-        """Send ``signum`` (default SIGKILL: a crash) to a running broker. For SIGKILL and
-        SIGTERM, wait until it is gone and record it as down."""
+    def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> int:
+        """Send ``signum`` (default SIGKILL: a crash) to a running broker; returns the pid
+        signalled. For SIGKILL and SIGTERM, wait until it is gone and record it as down."""
         broker = self._require_running(broker_id)
-        assert broker.pid is not None
+        pid = broker.pid
+        assert pid is not None
         if signum in (signal.SIGKILL, signal.SIGTERM):
-            self._signal_and_wait(broker.pid, signum, STOP_TIMEOUT_S)
+            self._signal_and_wait(pid, signum, STOP_TIMEOUT_S)
             broker.pid = None
             self.save_state()
         else:
-            os.kill(broker.pid, signum)
+            os.kill(pid, signum)
+        return pid
 
     def pause(self, broker_id: int) -> None:
         """Freeze a broker (SIGSTOP): a GC pause, a VM stall, a zombie leader."""
@@ -362,8 +397,8 @@ class LocalCluster:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FaultUnavailableError(
                 f"broker {broker_id} does not expose its ZooKeeper session ({path}: {exc}); "
-                f"start the cluster with session_hook=True on a broker that supports "
-                f"{SESSION_HOOK_ENV}") from None
+                f"start the cluster with session_hook=True (seglog serve "
+                f"--test-expose-zk-session)") from None
         from kazoo.client import KazooClient
 
         client = KazooClient(hosts=self.zookeeper_connect, client_id=(session_id, password),
@@ -381,31 +416,107 @@ class LocalCluster:
         broker = self._broker(broker_id)
         return broker.pid if broker.pid is not None and self._is_ours(broker) else None
 
-    def status(self) -> list[dict[str, Any]]:
-        """One row per broker: ``broker_id``, ``address``, ``pid``, ``state`` (``running``,
-        ``paused``, ``down``) and ``registered`` (in ZooKeeper's ``/brokers/ids``, None when
-        ZooKeeper is not reachable)."""
-        registered = self.registered_brokers()
+    def status(self, zookeeper_timeout_s: float = STATUS_ZOOKEEPER_TIMEOUT_S, *,
+               view: "ZooKeeperView | None | Literal['read']" = "read"
+               ) -> list[dict[str, Any]]:
+        """One row per broker, from its process and from ZooKeeper:
+
+        - ``broker_id``, ``address``, ``data_dir``, ``pid`` (None while down), ``state``
+          (``running``, ``paused``, ``down``: the process);
+        - ``registered``: in ``/brokers/ids``; ``alive``: running and registered (what the
+          controller counts as live); ``controller``: named in ``/controller``;
+        - ``leaders``: partitions whose ``state`` znode names it leader; ``under_replicated``:
+          of those, the ones whose ISR is smaller than their replica set (Kafka's
+          ``UnderReplicatedPartitions`` of that broker).
+
+        The ZooKeeper facts are None when ZooKeeper does not answer within
+        ``zookeeper_timeout_s`` (so the call returns within about that bound). ``view``: a
+        :meth:`zookeeper_view` already read (None: ZooKeeper did not answer) instead of
+        reading one."""
+        if isinstance(view, str):  # "read"
+            view = self.zookeeper_view(zookeeper_timeout_s)
         rows = []
         for broker_id, broker in self.brokers.items():
             pid = self.pid(broker_id)
             state = "down"
             if pid is not None:
                 state = "paused" if process_state(pid) == "T" else "running"
-            rows.append({"broker_id": broker_id, "address": self.address(broker_id),
-                         "pid": pid, "state": state, "data_dir": broker.data_dir,
-                         "registered": None if registered is None
-                         else broker_id in registered})
+            row: dict[str, Any] = {
+                "broker_id": broker_id, "address": self.address(broker_id), "pid": pid,
+                "state": state, "data_dir": broker.data_dir, "registered": None,
+                "alive": None, "controller": None, "leaders": None, "under_replicated": None}
+            if view is not None:
+                led = [p for p in view.partitions if p.leader == broker_id]
+                row.update(registered=broker_id in view.registered,
+                           alive=state == "running" and broker_id in view.registered,
+                           controller=view.controller == broker_id, leaders=len(led),
+                           under_replicated=sum(len(p.isr) < len(p.replicas) for p in led))
+            rows.append(row)
         return rows
 
-    def zookeeper_client(self, timeout_s: float = 10.0):
+    def zookeeper_view(self, timeout_s: float = STATUS_ZOOKEEPER_TIMEOUT_S
+                       ) -> "ZooKeeperView | None":
+        """The cluster as ZooKeeper holds it now (registered brokers, controller, every
+        partition's replicas, leader and ISR), read within about ``timeout_s`` (the state
+        znodes in parallel); None when ZooKeeper does not answer in time."""
+        from kazoo.exceptions import NoNodeError
+
+        deadline = time.monotonic() + timeout_s
+
+        def wait(pending: Any) -> Any:
+            # Every read bounded by the one deadline (a sync kazoo call would wait for a
+            # reconnection as long as the session lives).
+            return pending.get(timeout=max(0.0, deadline - time.monotonic()))
+
+        def children(path: str) -> list[str]:
+            try:
+                return wait(client.get_children_async(path))
+            except NoNodeError:
+                return []
+
+        try:
+            client = self.zookeeper_client(connect_timeout_s=timeout_s)
+            registered = {int(c) for c in children("/brokers/ids")}
+            try:
+                controller_data, _stat = wait(client.get_async("/controller"))
+                controller: int | None = int(json.loads(controller_data)["brokerid"])
+            except NoNodeError:
+                controller = None
+            topics = children("/brokers/topics")
+            assignments = {t: client.get_async(f"/brokers/topics/{t}") for t in topics}
+            replicas: dict[tuple[str, int], list[int]] = {}
+            for topic, pending in assignments.items():
+                try:
+                    data, _stat = wait(pending)
+                except NoNodeError:
+                    continue  # deleted meanwhile
+                for p, brokers in json.loads(data)["partitions"].items():
+                    replicas[(topic, int(p))] = [int(b) for b in brokers]
+            states = {tp: client.get_async(
+                f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state") for tp in replicas}
+            partitions = []
+            for tp, pending in sorted(states.items()):
+                try:
+                    state = json.loads(wait(pending)[0])
+                    leader, isr = int(state["leader"]), [int(b) for b in state["isr"]]
+                except NoNodeError:
+                    leader, isr = -1, []  # no state yet (being created): no leader
+                partitions.append(PartitionView(tp[0], tp[1], replicas[tp], leader, isr))
+        except Exception:  # noqa: BLE001 - kazoo's errors and timeouts: "not reachable"
+            return None
+        return ZooKeeperView(registered, controller, partitions)
+
+    def zookeeper_client(self, timeout_s: float = 10.0, *,
+                         connect_timeout_s: float | None = None):
         """A started kazoo client on the cluster's ZooKeeper (kept and reused; closed by
-        :meth:`down`), for reading the cluster's znodes."""
+        :meth:`down`), for reading the cluster's znodes. ``timeout_s``: its session timeout
+        and, unless ``connect_timeout_s`` says otherwise, the wait for the connection."""
         if self._kazoo is None:
             from kazoo.client import KazooClient
 
             client = KazooClient(hosts=self.zookeeper_connect, timeout=timeout_s)
-            client.start(timeout=timeout_s)
+            client.start(timeout=timeout_s if connect_timeout_s is None
+                         else connect_timeout_s)
             self._kazoo = client
         return self._kazoo
 
@@ -473,6 +584,8 @@ class LocalCluster:
                                           state.get("per_broker_configs", {}).items()},
                       host=state["host"], zookeeper=state["zookeeper"].get("external"),
                       env=state.get("env", {}), backend=state.get("backend"),
+                      test_breaks=state.get("test_breaks", ()),
+                      session_hook=bool(state.get("session_hook", False)),
                       broker_zookeeper={int(b): c for b, c in
                                         state.get("broker_zookeeper", {}).items()})
         cluster.broker_configs = dict(state["broker_configs"])
@@ -486,6 +599,8 @@ class LocalCluster:
         cluster (:meth:`attach`)."""
         state = {
             "host": self.host, "backend": self.backend, "env": self.env,
+            "test_breaks": sorted(self.test_breaks.flags),
+            "session_hook": self.test_breaks.expose_zk_session,
             "broker_configs": self.broker_configs,
             "per_broker_configs": {str(b): c for b, c in self.per_broker_configs.items()},
             "broker_zookeeper": {str(b): c for b, c in self.broker_zookeeper.items()},
@@ -514,10 +629,51 @@ class LocalCluster:
             raise LocalClusterError(f"broker {broker_id} is not running")
         return broker
 
+    def session_timeouts_ms(self) -> dict[int, int]:
+        """``{broker_id: the zookeeper.session.timeout.ms it asks for}`` (its own config,
+        else the cluster's, else Kafka's default)."""
+        return {broker_id: int({**self.broker_configs,
+                                **self.per_broker_configs.get(broker_id, {})}.get(
+                                    "zookeeper.session.timeout.ms", SESSION_TIMEOUT_MS_DEFAULT))
+                for broker_id in self.brokers}
+
+    def session_timeout_note(self) -> str:
+        """One sentence on the ZooKeeper sessions the brokers get: what they ask for, and
+        what the cluster's own ZooKeeper grants (a request outside its bounds is raised or
+        capped; ZooKeeper does so silently)."""
+        asked = self.session_timeouts_ms()
+        wanted = ", ".join(f"{ms} ms" for ms in sorted(set(asked.values())))
+        if self.external_zookeeper is not None:
+            return (f"brokers ask ZooKeeper for sessions of {wanted} "
+                    f"(zookeeper.session.timeout.ms); an external ZooKeeper grants 2 to 20 of "
+                    f"its ticks unless its min/maxSessionTimeout say otherwise")
+        tick_ms, low, high = self._own_zookeeper_sessions_ms()
+        note = (f"ZooKeeper (tickTime={tick_ms} ms) grants sessions of "
+                f"{low}..{high} ms; brokers ask for {wanted} (zookeeper.session.timeout.ms)")
+        clamped = {b: ms for b, ms in asked.items() if not low <= ms <= high}
+        if clamped:
+            note += "; " + ", ".join(
+                f"broker {b} gets {min(max(ms, low), high)} ms instead of {ms}"
+                for b, ms in sorted(clamped.items()))
+        return note
+
+    def _own_zookeeper_sessions_ms(self) -> tuple[int, int, int]:
+        """``(tick, shortest, longest)`` session of the ZooKeeper this cluster runs itself.
+
+        ZooKeeper caps a session at maxSessionTimeout (twenty ticks by default: 10 s with
+        500 ms ticks) without telling the client; the cap is raised to what the brokers ask
+        for, keeping the short tick that lets tests ask for sessions of a second or two."""
+        from .zookeeper import TICK_TIME_MS
+
+        longest_ms = max(self.session_timeouts_ms().values())
+        return TICK_TIME_MS, 2 * TICK_TIME_MS, max(longest_ms, 20 * TICK_TIME_MS)
+
     def _start_zookeeper(self) -> None:
         from .zookeeper import ZooKeeperServer
 
-        server = ZooKeeperServer(self.dir / "zookeeper", port=self.zookeeper_port or 0)
+        tick_ms, _shortest_ms, longest_ms = self._own_zookeeper_sessions_ms()
+        server = ZooKeeperServer(self.dir / "zookeeper", port=self.zookeeper_port or 0,
+                                 tick_time_ms=tick_ms, max_session_timeout_ms=longest_ms)
         server.start()
         self._zookeeper_server = server
         self.zookeeper_port = server.port
@@ -533,7 +689,7 @@ class LocalCluster:
         configs = {**self.broker_configs, **self.per_broker_configs.get(broker.broker_id, {})}
         for key, value in configs.items():
             command += ["--config", f"{key}={value}"]
-        return command
+        return command + self.test_breaks.command_line()
 
     def _spawn(self, broker_id: int) -> None:
         broker = self._broker(broker_id)

@@ -47,12 +47,16 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
+from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
-from . import test_breaks, zk_data
+from . import placement, zk_data
+from .placement import ManualAssignment
+from .seam import PartitionSeam
+from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
@@ -63,23 +67,14 @@ ROLE_LEADER = "leader"
 ROLE_FOLLOWER = "follower"
 ROLE_NONE = "none"
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) this module answers with.
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
 
 #: How long :meth:`ReplicaManager.create_topic` waits for the controller to give every new
 #: partition its first state (Kafka 2.8's CreateTopics waits in its purgatory up to the
 #: request's timeout; the caller passes the smaller of the two).
 CREATE_WAIT_S_DEFAULT = 10.0
-#: Test-only: with this environment variable set (``LocalCluster(session_hook=True)``) the
+#: Test-only: with ``test_breaks.expose_zk_session`` (``LocalCluster(session_hook=True)``) the
 #: broker keeps its ZooKeeper session's id and password in :data:`SESSION_HOOK_FILE` of its
 #: data directory, for ``LocalCluster.expire_session`` (docs/cluster.md §5.1).
-SESSION_HOOK_ENV = "SEGLOG_TEST_EXPOSE_ZK_SESSION"
 SESSION_HOOK_FILE = "zookeeper-session.json"
 #: Threads for the replica manager's blocking ZooKeeper calls (ISR writes of several
 #: partitions and the metadata reads may wait on a lost connection at once).
@@ -122,12 +117,17 @@ class PartitionReplica:
         """Whether this broker leads the partition now."""
         return self.role == ROLE_LEADER
 
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """``(epoch, end offset)`` of the largest epoch <= ``epoch`` in the log's leader-epoch
+        cache (``Partition.lastOffsetForLeaderEpoch``)."""
+        return self.log.end_offset_for_epoch(epoch)
+
     def __repr__(self) -> str:
         return (f"PartitionReplica({self.tp.topic}-{self.tp.partition}, {self.role}, "
                 f"leader={self.leader}, epoch={self.leader_epoch}, isr={list(self.isr)})")
 
 
-class ReplicaManager:
+class ReplicaManager(PartitionSeam):
     """A broker's replicas and its view of the cluster (see the module docstring).
 
     ``store``: the broker's Store (opened ``replicated=True``); ``zk``: a started
@@ -136,12 +136,15 @@ class ReplicaManager:
     ``replica.high.watermark.checkpoint.interval.ms``, ``num.partitions``...); ``loop``: the
     broker's event loop; ``notify``: called on the loop whenever records became readable
     (a high watermark moved) or a partition changed hands, so the broker's long polls
-    re-read. Every method runs on the loop thread.
+    re-read. ``test_breaks``: the negative controls and test hooks it honours (tests only,
+    :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
     """
 
     def __init__(self, *, store: Any, zk: Any, broker_id: int, config: Mapping[str, Any],
-                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None]):
+                 loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
+        self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
         self.config = config
@@ -151,10 +154,10 @@ class ReplicaManager:
         self.checkpoint_interval_ms = int(config["replica.high.watermark.checkpoint.interval.ms"])
         self.partitions: dict[TopicPartition, PartitionReplica] = {}
         # The metadata cache.
-        self.live_brokers: dict[int, Any] = {}
-        self.controller_id: int | None = None
-        self.assignments: dict[str, Any] = {}
-        self.states: dict[TopicPartition, Any] = {}
+        self._live_brokers: dict[int, Any] = {}
+        self._controller_id: int | None = None
+        self._assignments: dict[str, Any] = {}
+        self._states: dict[TopicPartition, Any] = {}
         # What the metadata loop has to re-read.
         self._dirty_brokers = True
         self._dirty_controller = True
@@ -180,6 +183,54 @@ class ReplicaManager:
         #: Leadership listeners (:meth:`add_leadership_listener`).
         self._leadership_listeners: list[Any] = []
 
+    # --- the metadata view (PartitionSeam) ------------------------------------------------
+
+    @property
+    def live_brokers(self) -> dict[int, Any]:
+        """The live brokers (``/brokers/ids``) by id."""
+        return self._live_brokers
+
+    @property
+    def controller_id(self) -> int | None:
+        """The controller's broker id (``/controller``), None while there is none."""
+        return self._controller_id
+
+    @property
+    def assignments(self) -> dict[str, Any]:
+        """Every topic's assignment (``/brokers/topics/<t>``) by name."""
+        return self._assignments
+
+    @property
+    def states(self) -> dict[TopicPartition, Any]:
+        """Every known partition state (``.../partitions/<p>/state``)."""
+        return self._states
+
+    def notify_readable(self) -> None:
+        """Wake the broker's long polls."""
+        self._notify()
+
+    def plan_topic(self, *, num_partitions: int, replication_factor: int,
+                   manual: ManualAssignment | None, default_partitions: int,
+                   default_replication_factor: int) -> dict[int, list[int]]:
+        """See :meth:`PartitionSeam.plan_topic` (Kafka 2.8's checks and placement)."""
+        return placement.cluster_topic_plan(
+            self.live_brokers, num_partitions=num_partitions,
+            replication_factor=replication_factor, manual=manual,
+            default_partitions=default_partitions,
+            default_replication_factor=default_replication_factor,
+            assign=self.assign_replicas)
+
+    def plan_new_partitions(self, name: str, *, current: int, count: int,
+                            manual: Sequence[Sequence[int]] | None) -> dict[int, list[int]]:
+        """See :meth:`PartitionSeam.plan_new_partitions` (Kafka 2.8's checks and
+        placement)."""
+        current_assignment = self.assignments.get(name)
+        if current_assignment is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return placement.cluster_new_partitions_plan(
+            self.live_brokers, factor=len(current_assignment.partitions[0]), current=current,
+            manual=manual, assign_new=lambda: self.assign_new_partitions(name, count))
+
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -191,7 +242,7 @@ class ReplicaManager:
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
-            on_high_watermark=self._on_follower_high_watermark)
+            on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -219,7 +270,7 @@ class ReplicaManager:
 
     def _register_blocking(self, registration: Any) -> int:
         broker_epoch = self.zk.register_broker(registration)
-        if os.environ.get(SESSION_HOOK_ENV, "") not in ("", "0"):
+        if self.test_breaks.expose_zk_session:
             self._expose_session()
         return broker_epoch
 
@@ -241,7 +292,7 @@ class ReplicaManager:
         NOT_LEADER_OR_FOLLOWER now (their clients go to the next leader)."""
         self._closing = True
         for replica in self.partitions.values():
-            self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+            self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
 
     async def stop(self) -> None:
         """Stop the periodic tasks and the fetchers; answer the delayed produces
@@ -259,7 +310,7 @@ class ReplicaManager:
         if self.fetcher is not None:
             await self.fetcher.close()
         for replica in self.partitions.values():
-            self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+            self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         try:
             await self._blocking_store(self._checkpoint_high_watermarks)
         except Exception:  # noqa: BLE001 - the Store's close writes it again
@@ -377,10 +428,10 @@ class ReplicaManager:
             self._dirty_states.update(self._watched_states)
         if self._dirty_brokers:
             self._dirty_brokers = False
-            self.live_brokers = dict(await self._blocking(self._read_live_brokers))
+            self._live_brokers = dict(await self._blocking(self._read_live_brokers))
         if self._dirty_controller:
             self._dirty_controller = False
-            self.controller_id = await self._blocking(zk.controller_id)
+            self._controller_id = await self._blocking(zk.controller_id)
         if self._dirty_topics:
             self._dirty_topics = False
             assignments = dict(await self._blocking(self._read_assignments))
@@ -457,7 +508,7 @@ class ReplicaManager:
         state watches of new partitions."""
         store = self.store
         old = self.assignments
-        self.assignments = assignments
+        self._assignments = assignments
         for name in [n for n in old if n not in assignments]:
             await self._remove_topic(name)
         for name, assignment in assignments.items():
@@ -591,7 +642,7 @@ class ReplicaManager:
         was_leader = replica.is_leader
         replica.role = ROLE_NONE
         replica.leader_state.resign()
-        self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+        self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         if was_leader:
             self._tell_listeners("on_become_follower", replica.tp)
 
@@ -658,7 +709,7 @@ class ReplicaManager:
         was_leader = replica.is_leader
         replica.role = ROLE_FOLLOWER
         replica.leader_state.resign(leader_epoch=state.leader_epoch)
-        self._fail_waiters(replica, NOT_LEADER_OR_FOLLOWER)
+        self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         replica.log.become_follower()
         if state.leader >= 0:
             self.fetcher.add_partitions({replica.tp: FetchTarget(
@@ -696,12 +747,12 @@ class ReplicaManager:
         FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer. The negative control
         ``skip_epoch_check`` accepts any."""
         if current_leader_epoch == -1 or current_leader_epoch == replica.leader_epoch:
-            return NONE
-        if test_breaks.enabled("skip_epoch_check"):
-            return NONE
+            return codes.NONE
+        if self.test_breaks.enabled("skip_epoch_check"):
+            return codes.NONE
         if current_leader_epoch < replica.leader_epoch:
-            return FENCED_LEADER_EPOCH
-        return UNKNOWN_LEADER_EPOCH
+            return codes.FENCED_LEADER_EPOCH
+        return codes.UNKNOWN_LEADER_EPOCH
 
     def min_insync_replicas(self, replica: PartitionReplica) -> int:
         """The partition's ``min.insync.replicas`` (the topic config, else the broker's)."""
@@ -725,8 +776,8 @@ class ReplicaManager:
         NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
         stay), NOT_LEADER_OR_FOLLOWER when this broker stops leading, REQUEST_TIMED_OUT after
         ``timeout_s``. The negative control ``ack_on_append`` answers NONE at once."""
-        if test_breaks.enabled("ack_on_append"):
-            return NONE
+        if self.test_breaks.enabled("ack_on_append"):
+            return codes.NONE
         code = self._acks_all_status(replica, required_offset)
         if code is not None:
             return code
@@ -736,7 +787,7 @@ class ReplicaManager:
         try:
             return await asyncio.wait_for(asyncio.shield(waiter), max(timeout_s, 0.0))
         except asyncio.TimeoutError:
-            return REQUEST_TIMED_OUT
+            return codes.REQUEST_TIMED_OUT
         finally:
             try:
                 replica.waiters.remove(entry)
@@ -745,7 +796,7 @@ class ReplicaManager:
 
     def _acks_all_status(self, replica: PartitionReplica, required_offset: int) -> int | None:
         if not replica.is_leader or self._closing:
-            return NOT_LEADER_OR_FOLLOWER
+            return codes.NOT_LEADER_OR_FOLLOWER
         return replica.leader_state.acks_all_result(
             required_offset, high_watermark=replica.log.high_watermark,
             min_insync_replicas=self.min_insync_replicas(replica))
@@ -771,11 +822,11 @@ class ReplicaManager:
         follower's log agrees. The negative control ``skip_epoch_check`` serves the stale
         epoch: no ``DivergingEpoch`` ever (the follower keeps a tail the leader's log does
         not have)."""
-        if test_breaks.enabled("skip_epoch_check"):
+        if self.test_breaks.enabled("skip_epoch_check"):
             return None
         log_ = replica.log
         return diverging_epoch(last_fetched_epoch, fetch_offset, log_.end_offset_for_epoch,
-                               log_start_offset=log_.start_offset)
+                               log_start_offset=log_.start_offset, breaks=self.test_breaks)
 
     def follower_fetched(self, replica: PartitionReplica, replica_id: int,
                          fetch_offset: int, leader_end_offset: int,
@@ -920,6 +971,33 @@ class ReplicaManager:
         return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
                                           replication_factor)
 
+    async def find_coordinator(self, topic: str, key: str, *, partitions: int,
+                               replication_factor: int, topic_config: Mapping[str, str]
+                               ) -> Any:
+        """Kafka 2.8's FindCoordinator (:func:`~seglog.cluster.coordinators
+        .locate_coordinator`): the live leader of ``topic``'s partition for ``key``."""
+        from .coordinators import locate_coordinator
+
+        return await locate_coordinator(self, topic, key, partitions=partitions,
+                                        replication_factor=replication_factor,
+                                        topic_config=topic_config)
+
+    async def auto_create_topic(self, name: str, *, partitions: int,
+                                replication_factor: int) -> int:
+        """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
+        to ZooKeeper, placed over the live brokers, and the answer is LEADER_NOT_AVAILABLE
+        (the client asks again); a failure's own code (INVALID_REPLICATION_FACTOR with too
+        few brokers)."""
+        try:
+            assignment = self.assign_replicas(partitions, replication_factor)
+            await self.create_topic(name, assignment, None, {}, timeout_s=0)
+        except errors.TopicExistsError:
+            pass
+        except (errors.SeglogError, OSError) as e:
+            code = getattr(e, "kafka_error_code", -1)
+            return code if isinstance(code, int) else -1
+        return codes.LEADER_NOT_AVAILABLE
+
     async def delete_topic(self, name: str, *, timeout_s: float) -> bool:
         """Ask the controller to delete topic ``name`` (``/admin/delete_topics/<t>``) and wait
         up to ``timeout_s`` for its assignment to disappear (Kafka 2.8's
@@ -989,20 +1067,23 @@ class ReplicaManager:
         return None
 
     async def create_topic(self, name: str, assignment: Mapping[int, list[int]],
-                           config: Mapping[str, str], *, timeout_s: float
+                           config: Any, overrides: Mapping[str, Any], *, timeout_s: float
                            ) -> uuid.UUID:
-        """Write topic ``name`` with ``assignment`` (partition -> replicas) and ``config`` to
-        ZooKeeper and wait up to ``timeout_s`` for the controller to give every partition its
-        first state (Kafka 2.8 answers CreateTopics then). Returns the topic id. Raises
-        :class:`~seglog.errors.TopicExistsError`; a timeout is not an error (the topic is
-        created; the controller is late)."""
+        """Write topic ``name`` with ``assignment`` (partition -> replicas) and its config
+        ``overrides`` (``/config/topics/<t>``; ``config``, the full LogConfig, is what every
+        broker derives from them) to ZooKeeper and wait up to ``timeout_s`` for the
+        controller to give every partition its first state (Kafka 2.8 answers CreateTopics
+        then). Returns the topic id. Raises :class:`~seglog.errors.TopicExistsError`; a
+        timeout is not an error (the topic is created; the controller is late)."""
+        del config
         topic_id = zk_data.new_topic_id()
         topic = zk_data.TopicAssignment(topic=name, topic_id=topic_id,
                                 partitions={p: list(r) for p, r in assignment.items()})
         from .zk_client import NodeExistsError
 
+        written = {k: str(v) for k, v in overrides.items() if v is not None}
         try:
-            await self._blocking(self.zk.create_topic, topic, dict(config))
+            await self._blocking(self.zk.create_topic, topic, written)
         except NodeExistsError:
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
         await self._wait_for_states(name, list(assignment), timeout_s)

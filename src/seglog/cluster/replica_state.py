@@ -52,18 +52,11 @@ from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
+from .. import error_codes as codes
+
 UNKNOWN_OFFSET = -1
 """A follower's log end or start offset before its first fetch to this leader (Kafka's
 ``LogOffsetMetadata.UnknownOffsetMetadata`` and ``Log.UnknownOffset``)."""
-
-NONE = 0
-"""Kafka error code NONE."""
-NOT_LEADER_OR_FOLLOWER = 6
-"""Kafka error code NOT_LEADER_OR_FOLLOWER: this broker no longer leads the partition."""
-NOT_ENOUGH_REPLICAS = 19
-"""Kafka error code NOT_ENOUGH_REPLICAS: refused before the append (nothing written)."""
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-"""Kafka error code NOT_ENOUGH_REPLICAS_AFTER_APPEND: written and committed, ISR too small."""
 
 
 class FollowerState(NamedTuple):
@@ -473,7 +466,7 @@ class LeaderReplicaState:
     def min_isr_check(self, min_insync_replicas: int) -> int:
         """Before an ``acks=all`` append: NOT_ENOUGH_REPLICAS (19) when the committed ISR has
         fewer than ``min_insync_replicas`` members (nothing may be written then), else 0."""
-        return NOT_ENOUGH_REPLICAS if len(self._isr) < min_insync_replicas else NONE
+        return codes.NOT_ENOUGH_REPLICAS if len(self._isr) < min_insync_replicas else codes.NONE
 
     def is_at_min_isr(self, min_insync_replicas: int) -> bool:
         """Leader and the committed ISR exactly ``min_insync_replicas`` big (Kafka's
@@ -489,9 +482,9 @@ class LeaderReplicaState:
         is smaller than ``min_insync_replicas`` (the records are written and committed). A
         partition this broker no longer hosts at all answers 6 too (the caller's case)."""
         if not self._is_leader:
-            return NOT_LEADER_OR_FOLLOWER
+            return codes.NOT_LEADER_OR_FOLLOWER
         if high_watermark >= required_offset:
             if min_insync_replicas <= len(self.maximal_isr):
-                return NONE
-            return NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                return codes.NONE
+            return codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None

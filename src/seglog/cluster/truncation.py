@@ -16,8 +16,8 @@ Epoch lookups are passed in as ``end_offset_for(epoch) -> (epoch, end_offset)`` 
 the contract of ``Log.end_offset_for_epoch`` (Kafka's ``LeaderEpochFileCache.endOffsetFor``):
 the largest epoch <= the one asked for and the start offset of the epoch after it (the log end
 offset for the latest epoch); ``(-1, -1)`` when undefined. Nothing here does I/O, reads a
-clock or logs; the one exception is the negative control ``truncate_to_hw``
-(:mod:`seglog.cluster.test_breaks`), read where the decision is made.
+clock or logs; the negative control ``truncate_to_hw`` (:mod:`seglog.cluster.test_breaks`)
+comes in as the ``breaks`` argument and is asked where the decision is made.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from seglog.cluster import test_breaks
+from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.errors import OffsetOutOfRangeError
 
 UNDEFINED_EPOCH = -1
@@ -52,7 +52,8 @@ class TruncationState:
 def offset_truncation_state(leader_epoch_end: tuple[int, int], *,
                             follower_end_offset_for: EndOffsetFor,
                             follower_log_end_offset: int,
-                            follower_high_watermark: int) -> TruncationState:
+                            follower_high_watermark: int,
+                            breaks: TestBreaks = NO_TEST_BREAKS) -> TruncationState:
     """The follower's truncation offset for the leader's reply ``(epoch_l, end_l)``.
 
     Kafka's ``getOffsetTruncationState``, in its order:
@@ -70,13 +71,13 @@ def offset_truncation_state(leader_epoch_end: tuple[int, int], *,
        - else ``min(end_l, end_f, LEO)``, complete.
 
     A result below the follower's high watermark is legal (Kafka logs a warning; so should the
-    caller). With the negative control ``truncate_to_hw`` on, returns
+    caller). With the negative control ``truncate_to_hw`` on in ``breaks``, returns
     ``TruncationState(follower_high_watermark, True)`` whatever the leader said (Kafka before
     KIP-101, where a follower truncated to its high watermark on every become-follower and at
     start-up, before its first fetch: the fetcher must then take that path, as
     :func:`diverging_epoch` reports no divergence under the flag).
     """
-    if test_breaks.enabled("truncate_to_hw"):
+    if breaks.enabled("truncate_to_hw"):
         return TruncationState(follower_high_watermark, True)
     leader_epoch, leader_end_offset = leader_epoch_end
     if leader_end_offset == UNDEFINED_EPOCH_OFFSET:
@@ -96,7 +97,8 @@ def offset_truncation_state(leader_epoch_end: tuple[int, int], *,
 
 def diverging_epoch(last_fetched_epoch: int, fetch_offset: int,
                     leader_end_offset_for: EndOffsetFor, *,
-                    log_start_offset: int) -> tuple[int, int] | None:
+                    log_start_offset: int,
+                    breaks: TestBreaks = NO_TEST_BREAKS) -> tuple[int, int] | None:
     """The leader's ``DivergingEpoch {Epoch, EndOffset}`` for a follower's Fetch, or None.
 
     ``Partition.readRecords`` with a ``lastFetchedEpoch`` (Fetch v12+): with
@@ -111,11 +113,11 @@ def diverging_epoch(last_fetched_epoch: int, fetch_offset: int,
     when ``fetch_offset < log_start_offset`` (checked before divergence). The caller checks
     ``CurrentLeaderEpoch`` first (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
 
-    With the negative control ``truncate_to_hw`` on, always None: a pre-KIP-101 leader knew no
-    epochs, and a follower truncating to its high watermark on a ``DivergingEpoch`` answer
-    would only be told again, forever.
+    With the negative control ``truncate_to_hw`` on in ``breaks``, always None: a pre-KIP-101
+    leader knew no epochs, and a follower truncating to its high watermark on a
+    ``DivergingEpoch`` answer would only be told again, forever.
     """
-    if last_fetched_epoch < 0 or test_breaks.enabled("truncate_to_hw"):
+    if last_fetched_epoch < 0 or breaks.enabled("truncate_to_hw"):
         return None
     epoch, end_offset = leader_end_offset_for(last_fetched_epoch)
     if end_offset == UNDEFINED_EPOCH_OFFSET or epoch == UNDEFINED_EPOCH:

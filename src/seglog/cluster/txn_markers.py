@@ -37,6 +37,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32, i64
 
+from .. import error_codes as codes
 from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
@@ -51,11 +52,8 @@ WRITE_TXN_MARKERS = 27
 #: The version sent (the first flexible one; Kafka 4.x serves 1 and up).
 WRITE_TXN_MARKERS_VERSION = 1
 
-NONE = 0
-INVALID_PRODUCER_EPOCH = 47
-TRANSACTION_COORDINATOR_FENCED = 52
 #: The errors after which a newer coordinator or producer owns the transaction.
-_GIVE_UP = frozenset({INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED})
+_GIVE_UP = frozenset({codes.INVALID_PRODUCER_EPOCH, codes.TRANSACTION_COORDINATOR_FENCED})
 
 _BACKOFF_MS_MIN = 50
 _BACKOFF_MS_MAX = 1000
@@ -173,7 +171,7 @@ class TxnMarkerSender:
                     results = []
                 for answers in results:
                     for tp, code in answers.items():
-                        if code == NONE:
+                        if code == codes.NONE:
                             remaining.discard(tp)
                         elif code in _GIVE_UP:
                             log.warning("marker of %r for %s answered %d: a newer coordinator "
@@ -195,7 +193,7 @@ class TxnMarkerSender:
     async def _send_to(self, leader: int, tps: list[TopicPartition], producer_id: int,
                        producer_epoch: int, coordinator_epoch: int,
                        commit: bool) -> dict[TopicPartition, int]:
-        """Each partition's error code (-1: not answered, retried)."""
+        """Each partition's error code (UNKNOWN_SERVER_ERROR: not answered, retried)."""
         if leader == self._cluster.broker_id:
             return {tp: await self._append_local(tp, producer_id, producer_epoch,
                                                  coordinator_epoch, commit) for tp in tps}
@@ -211,17 +209,17 @@ class TxnMarkerSender:
             except (InterBrokerError, SeglogError, OSError) as exc:
                 log.info("WriteTxnMarkers to broker %d failed (%s); retrying", leader, exc)
                 self._drop_connection(leader)
-                return {tp: -1 for tp in tps}
-        return {tp: answers.get(tp, -1) for tp in tps}
+                return {tp: codes.UNKNOWN_SERVER_ERROR for tp in tps}
+        return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
     async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
                             coordinator_epoch: int, commit: bool) -> int:
         """This broker leads ``tp``: the marker appended and waited for as acks=-1."""
         replica = self._cluster.leader_replica(tp)
         if replica is None:
-            return 6  # NOT_LEADER_OR_FOLLOWER: retried with fresh metadata
+            return codes.NOT_LEADER_OR_FOLLOWER  # retried with fresh metadata
         refused = self._cluster.check_acks_all_before_append(replica)
-        if refused:
+        if refused != codes.NONE:
             return refused  # NOT_ENOUGH_REPLICAS: nothing written, retried
         try:
             offset = await self._run_blocking(functools.partial(
@@ -229,8 +227,8 @@ class TxnMarkerSender:
                 producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
                 commit=commit))
         except SeglogError as exc:
-            code = getattr(exc, "kafka_error_code", -1)
-            return code if code is not None and code > 0 else -1
+            code = exc.kafka_error_code
+            return code if code > codes.NONE else codes.UNKNOWN_SERVER_ERROR
         self._cluster.after_leader_append(replica)
         if self._on_written is not None:
             self._on_written()

@@ -59,6 +59,7 @@ from kazoo import exceptions as kx
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from seglog import error_codes as codes
 from seglog.errors import InvalidTopicError, SeglogError, TopicExistsError
 from seglog.types import TopicPartition
 
@@ -127,7 +128,7 @@ class NodeExistsError(ZooKeeperClientError):
 class BadVersionError(ZooKeeperClientError):
     """A compare-and-set lost: the znode's version is not the expected one (BADVERSION)."""
 
-    kafka_error_code = 95  # INVALID_UPDATE_VERSION, what a lost ISR CAS answers in Kafka
+    kafka_error_code = codes.INVALID_UPDATE_VERSION  # what a lost ISR CAS answers in Kafka
 
 
 class NotEmptyError(ZooKeeperClientError):

@@ -3,11 +3,13 @@
 :class:`ZooKeeperServer` writes a private configuration into a directory it is given (the
 data, the config file, the log) and runs ``java -cp <classpath>
 org.apache.zookeeper.server.ZooKeeperServerMain <dir>/zoo.cfg``. It is the single ZooKeeper a
-seglog cluster trusts (no quorum: ZooKeeper itself is not under test), configured as
-``shared/reference/replication.md`` §6.1 asks:
+seglog cluster trusts (no quorum: ZooKeeper itself is not under test), configured for fast
+failure detection in tests:
 
 - ``tickTime=500``, so a client may ask for sessions of 1 s to 10 s (ZooKeeper clamps a
-  session timeout to [2, 20] ticks); ``max_session_timeout_ms`` widens the upper bound;
+  session timeout to [2, 20] ticks, silently); ``max_session_timeout_ms`` widens the upper
+  bound (``seglog cluster up`` sets it to the longest ``zookeeper.session.timeout.ms`` its
+  brokers ask for, Kafka's 18 s by default);
 - ``clientPort`` on 127.0.0.1 only, a free port unless one is given (kept across restarts);
 - the admin server (an HTTP port) off; the four-letter words ``ruok``, ``srvr``, ``stat``,
   ``mntr``, ``cons`` allowed (:meth:`start` waits on ``srvr``);
@@ -227,6 +229,20 @@ class ZooKeeperServer:
     def connect(self) -> str:
         """The connect string for clients: ``"127.0.0.1:<port>"`` (add ``/chroot`` to it)."""
         return f"{self.host}:{self._port}"
+
+    @property
+    def session_timeout_min_ms(self) -> int:
+        """The shortest session this server grants (ZooKeeper's ``minSessionTimeout``
+        default, two ticks): a client asking for less gets this."""
+        return 2 * self.tick_time_ms
+
+    @property
+    def session_timeout_max_ms(self) -> int:
+        """The longest session this server grants: ``max_session_timeout_ms``, else
+        ZooKeeper's default of twenty ticks. A client asking for more gets this."""
+        if self.max_session_timeout_ms is not None:
+            return self.max_session_timeout_ms
+        return 20 * self.tick_time_ms
 
     @property
     def pid(self) -> int | None:

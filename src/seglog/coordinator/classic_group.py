@@ -51,9 +51,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple
 
+from .. import error_codes as codes
 from .classic_group_schema import GroupMetadataValue, MemberMetadata
 from ..errors import (FencedInstanceIdError, IllegalGenerationError, RebalanceInProgressError,
                       UnknownMemberIdError)
+
+# Re-exported only for server/apis/groups.py, which still reads them here (``cg.NAME``) until its
+# rewrite moves it to seglog.error_codes; this module itself writes ``codes.NAME``.
+from ..error_codes import (  # noqa: F401
+    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
+    NON_EMPTY_GROUP, NOT_COORDINATOR, UNKNOWN_MEMBER_ID, UNKNOWN_SERVER_ERROR,
+)
 
 __all__ = [
     "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE",
@@ -67,28 +75,10 @@ COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
 
-#: Kafka's error codes the coordinator answers with.
-NONE = 0
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-GROUP_MAX_SIZE_REACHED = 81
-UNKNOWN_SERVER_ERROR = -1
-
-_ERROR_CLASSES = {ILLEGAL_GENERATION: IllegalGenerationError,
-                  UNKNOWN_MEMBER_ID: UnknownMemberIdError,
-                  FENCED_INSTANCE_ID: FencedInstanceIdError,
-                  REBALANCE_IN_PROGRESS: RebalanceInProgressError}
+_ERROR_CLASSES = {codes.ILLEGAL_GENERATION: IllegalGenerationError,
+                  codes.UNKNOWN_MEMBER_ID: UnknownMemberIdError,
+                  codes.FENCED_INSTANCE_ID: FencedInstanceIdError,
+                  codes.REBALANCE_IN_PROGRESS: RebalanceInProgressError}
 
 #: The states a rebalance may start from (Kafka's PreparingRebalance.validPreviousStates).
 _CAN_REBALANCE = (STABLE, COMPLETING_REBALANCE, EMPTY)
@@ -261,10 +251,10 @@ class _Group:
         if group_instance_id is not None:
             existing = self.static_members.get(group_instance_id)
             if existing is None:
-                return UNKNOWN_MEMBER_ID
+                return codes.UNKNOWN_MEMBER_ID
             if existing != member_id:
-                return FENCED_INSTANCE_ID
-        return NONE if member_id in self.members else UNKNOWN_MEMBER_ID
+                return codes.FENCED_INSTANCE_ID
+        return codes.NONE if member_id in self.members else codes.UNKNOWN_MEMBER_ID
 
     def member_list(self) -> tuple:
         return tuple((m.member_id, m.group_instance_id, m.metadata(self.protocol))
@@ -404,17 +394,17 @@ class ClassicGroupCoordinator:
         used); ``api_version`` decides MEMBER_ID_REQUIRED (v4+). ``done(JoinResult)`` is
         called once, now or when the rebalance completes."""
         if not group_id:
-            return done(JoinResult(INVALID_GROUP_ID, member_id))
+            return done(JoinResult(codes.INVALID_GROUP_ID, member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms
                 <= self.config.max_session_timeout_ms):
-            return done(JoinResult(INVALID_SESSION_TIMEOUT, member_id))
+            return done(JoinResult(codes.INVALID_SESSION_TIMEOUT, member_id))
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms
         unknown = member_id == ""
         group = self._groups.get(group_id)
         if group is None:
             if not unknown:
-                return done(JoinResult(UNKNOWN_MEMBER_ID, member_id))
+                return done(JoinResult(codes.UNKNOWN_MEMBER_ID, member_id))
             group = self._groups[group_id] = _Group(group_id, state_timestamp_ms=now_ms)
             self._fresh = group_id
         else:
@@ -422,11 +412,11 @@ class ClassicGroupCoordinator:
         if not self._accept_joining(group, member_id):
             group.remove(member_id)
             self._cancel(("hb", group_id, member_id))
-            done(JoinResult(GROUP_MAX_SIZE_REACHED, ""))
+            done(JoinResult(codes.GROUP_MAX_SIZE_REACHED, ""))
             return self._maybe_complete_join(group, now_ms)
         names = {name for name, _ in protocols}
         if not group.supports(protocol_type, names):
-            done(JoinResult(INCONSISTENT_GROUP_PROTOCOL, "" if unknown else member_id))
+            done(JoinResult(codes.INCONSISTENT_GROUP_PROTOCOL, "" if unknown else member_id))
             return self._forget_if_unused(group)
         request = dict(group_instance_id=group_instance_id, client_id=client_id,
                        client_host=client_host, protocol_type=protocol_type,
@@ -445,7 +435,7 @@ class ClassicGroupCoordinator:
                 group.pending_join.add(new_id)
                 self._schedule(("hb", group_id, new_id), now_ms + session_timeout_ms,
                                lambda now, g=group_id, m=new_id: self._expire_heartbeat(g, m, now))
-                return done(JoinResult(MEMBER_ID_REQUIRED, new_id))
+                return done(JoinResult(codes.MEMBER_ID_REQUIRED, new_id))
             return self._add_member(group, new_id, request, now_ms, done)
         if member_id in group.pending_join:
             return self._add_member(group, member_id, request, now_ms, done)
@@ -463,9 +453,9 @@ class ClassicGroupCoordinator:
         if group.state == STABLE:
             if group.leader_id == member_id or member.protocols != list(protocols):
                 return self._update_member(group, member, request, now_ms, done)
-            return done(JoinResult(NONE, member_id, group.generation_id, group.protocol_type,
+            return done(JoinResult(codes.NONE, member_id, group.generation_id, group.protocol_type,
                                    group.protocol, group.leader_id or ""))
-        done(JoinResult(UNKNOWN_MEMBER_ID, member_id))  # Empty: reset and rejoin
+        done(JoinResult(codes.UNKNOWN_MEMBER_ID, member_id))  # Empty: reset and rejoin
 
     def _accept_joining(self, group: _Group, member_id: str) -> bool:
         if group.state == EMPTY:
@@ -485,7 +475,7 @@ class ClassicGroupCoordinator:
 
     def _join_response(self, group: _Group, member_id: str, *, skip: bool = False) -> JoinResult:
         members = group.member_list() if group.leader_id == member_id else ()
-        return JoinResult(NONE, member_id, group.generation_id, group.protocol_type,
+        return JoinResult(codes.NONE, member_id, group.generation_id, group.protocol_type,
                           group.protocol, group.leader_id or "", members, skip)
 
     def _add_member(self, group: _Group, member_id: str, request: dict, now_ms: int,
@@ -515,10 +505,10 @@ class ClassicGroupCoordinator:
         # Fence whoever still waits under the old member id.
         if old.join_done is not None:
             old.join_done, fenced = None, old.join_done
-            fenced(JoinResult(FENCED_INSTANCE_ID, old_id))
+            fenced(JoinResult(codes.FENCED_INSTANCE_ID, old_id))
         if old.sync_done is not None:
             old.sync_done, fenced = None, old.sync_done
-            fenced(SyncResult(FENCED_INSTANCE_ID))
+            fenced(SyncResult(codes.FENCED_INSTANCE_ID))
         self._cancel(("hb", group.group_id, old_id))
         member = _Member(new_id, old.group_instance_id, old.client_id, old.client_host,
                          old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
@@ -548,7 +538,7 @@ class ClassicGroupCoordinator:
                     if group.leader_id == new_id:
                         group.leader_id = old_id
                     self._schedule_heartbeat(group, old, now_ms)
-                    return done(JoinResult(UNKNOWN_SERVER_ERROR, ""))
+                    return done(JoinResult(codes.UNKNOWN_SERVER_ERROR, ""))
                 member.join_done = None
                 is_leader = group.leader_id == new_id
                 if api_version >= 9:
@@ -556,7 +546,7 @@ class ClassicGroupCoordinator:
                 # Before v9 a replaced leader must not act as leader (it would assign anew):
                 # Kafka names the leader as it was before the replacement, so the member
                 # takes itself for a follower and just syncs.
-                return done(JoinResult(NONE, new_id, group.generation_id, group.protocol_type,
+                return done(JoinResult(codes.NONE, new_id, group.generation_id, group.protocol_type,
                                        group.protocol, current_leader))
             return self._maybe_prepare_rebalance(group, now_ms)
         if group.state == COMPLETING_REBALANCE:
@@ -573,7 +563,7 @@ class ClassicGroupCoordinator:
 
     def _prepare_rebalance(self, group: _Group, now_ms: int) -> None:
         if group.state == COMPLETING_REBALANCE:
-            self._propagate_assignment(group, REBALANCE_IN_PROGRESS, now_ms, reset=True)
+            self._propagate_assignment(group, codes.REBALANCE_IN_PROGRESS, now_ms, reset=True)
         group.pending_sync.clear()
         self._cancel(("sync", group.group_id))
         initial = group.state == EMPTY
@@ -697,7 +687,7 @@ class ClassicGroupCoordinator:
     def _remove_member(self, group: _Group, member: _Member, now_ms: int) -> None:
         if member.join_done is not None:
             done, member.join_done = member.join_done, None
-            done(JoinResult(UNKNOWN_MEMBER_ID, ""))
+            done(JoinResult(codes.UNKNOWN_MEMBER_ID, ""))
         group.remove(member.member_id)
         self._cancel(("hb", group.group_id, member.member_id))
         if group.state in (STABLE, COMPLETING_REBALANCE):
@@ -715,20 +705,20 @@ class ClassicGroupCoordinator:
         stored (``write_group_metadata``) and sent to every member; followers wait for them.
         ``protocol_type`` / ``protocol_name`` (v5+, else None) must match the group's."""
         if not group_id:
-            return done(SyncResult(INVALID_GROUP_ID))
+            return done(SyncResult(codes.INVALID_GROUP_ID))
         group = self._groups.get(group_id)
         if group is None or group.state == EMPTY:
-            return done(SyncResult(UNKNOWN_MEMBER_ID))
+            return done(SyncResult(codes.UNKNOWN_MEMBER_ID))
         error = group.validate_member(member_id, group_instance_id)
         if error:
             return done(SyncResult(error))
         if generation_id != group.generation_id:
-            return done(SyncResult(ILLEGAL_GENERATION))
+            return done(SyncResult(codes.ILLEGAL_GENERATION))
         if (protocol_type is not None and protocol_type != group.protocol_type) or \
                 (protocol_name is not None and protocol_name != group.protocol):
-            return done(SyncResult(INCONSISTENT_GROUP_PROTOCOL))
+            return done(SyncResult(codes.INCONSISTENT_GROUP_PROTOCOL))
         if group.state == PREPARING_REBALANCE:
-            return done(SyncResult(REBALANCE_IN_PROGRESS))
+            return done(SyncResult(codes.REBALANCE_IN_PROGRESS))
         member = group.members[member_id]
         if group.state == COMPLETING_REBALANCE:
             member.sync_done = done
@@ -742,14 +732,14 @@ class ClassicGroupCoordinator:
             try:
                 self._write(group_id, self._metadata_value(group))
             except Exception:
-                self._propagate_assignment(group, UNKNOWN_SERVER_ERROR, now_ms, reset=True)
+                self._propagate_assignment(group, codes.UNKNOWN_SERVER_ERROR, now_ms, reset=True)
                 return self._maybe_prepare_rebalance(group, now_ms)
-            self._propagate_assignment(group, NONE, now_ms)
+            self._propagate_assignment(group, codes.NONE, now_ms)
             group.transition(STABLE, now_ms)
             return None
         # Stable: the member lost its sync response; send its assignment again.
         self._sync_received(group, member_id)
-        done(SyncResult(NONE, member.assignment, group.protocol_type, group.protocol))
+        done(SyncResult(codes.NONE, member.assignment, group.protocol_type, group.protocol))
 
     def _sync_received(self, group: _Group, member_id: str) -> None:
         group.pending_sync.discard(member_id)
@@ -763,8 +753,9 @@ class ClassicGroupCoordinator:
                 member.assignment = b""
             done, member.sync_done = member.sync_done, None
             if done is not None:
-                if error == NONE:
-                    done(SyncResult(NONE, member.assignment, group.protocol_type, group.protocol))
+                if error == codes.NONE:
+                    done(SyncResult(codes.NONE, member.assignment, group.protocol_type,
+                                    group.protocol))
                 else:
                     done(SyncResult(error))
                 self._schedule_heartbeat(group, member, now_ms)
@@ -776,19 +767,19 @@ class ClassicGroupCoordinator:
         """Kafka's Heartbeat: the error code (REBALANCE_IN_PROGRESS tells the member to
         rejoin). Resets the member's session timer."""
         if not group_id:
-            return INVALID_GROUP_ID
+            return codes.INVALID_GROUP_ID
         group = self._groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return codes.UNKNOWN_MEMBER_ID
         error = group.validate_member(member_id, group_instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION
+            return codes.ILLEGAL_GENERATION
         if group.state == EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return codes.UNKNOWN_MEMBER_ID
         self._schedule_heartbeat(group, group.members[member_id], now_ms)
-        return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
+        return codes.REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else codes.NONE
 
     def leave_group(self, *, group_id: str, members: Iterable[tuple[str, str | None]],
                     now_ms: int) -> tuple[int, list[int]]:
@@ -797,44 +788,44 @@ class ClassicGroupCoordinator:
         ``(error code, [error code per member])``."""
         members = list(members)
         if not group_id:
-            return INVALID_GROUP_ID, []
+            return codes.INVALID_GROUP_ID, []
         group = self._groups.get(group_id)
         if group is None:
-            return NONE, [UNKNOWN_MEMBER_ID] * len(members)
-        codes = []
+            return codes.NONE, [codes.UNKNOWN_MEMBER_ID] * len(members)
+        member_codes = []
         left = 0
         for member_id, instance_id in members:
             if member_id == "":
                 target = group.static_members.get(instance_id) if instance_id else None
                 if target is None:
-                    codes.append(UNKNOWN_MEMBER_ID)
+                    member_codes.append(codes.UNKNOWN_MEMBER_ID)
                     continue
             elif member_id in group.pending_join:
                 group.pending_join.discard(member_id)
                 self._cancel(("hb", group_id, member_id))
-                codes.append(NONE)
+                member_codes.append(codes.NONE)
                 left += 1  # Kafka counts it as a leave (a Stable group rebalances)
                 continue
             else:
                 error = group.validate_member(member_id, instance_id)
                 if error:
-                    codes.append(error)
+                    member_codes.append(error)
                     continue
                 target = member_id
             member = group.members[target]
             self._cancel(("hb", group_id, target))
             if member.join_done is not None:
                 done, member.join_done = member.join_done, None
-                done(JoinResult(UNKNOWN_MEMBER_ID, ""))
+                done(JoinResult(codes.UNKNOWN_MEMBER_ID, ""))
             group.remove(target)
-            codes.append(NONE)
+            member_codes.append(codes.NONE)
             left += 1
         if left:
             if group.state in (STABLE, COMPLETING_REBALANCE):
                 self._maybe_prepare_rebalance(group, now_ms)
             elif group.state == PREPARING_REBALANCE:
                 self._maybe_complete_join(group, now_ms)
-        return NONE, codes
+        return codes.NONE, member_codes
 
     # --- offsets, deletion -----------------------------------------------------------------
 
@@ -854,25 +845,25 @@ class ClassicGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             if generation_id < 0:
-                return NONE
-            return GROUP_ID_NOT_FOUND if api_version >= 9 and not transactional \
-                else ILLEGAL_GENERATION
+                return codes.NONE
+            return codes.GROUP_ID_NOT_FOUND if api_version >= 9 and not transactional \
+                else codes.ILLEGAL_GENERATION
         if generation_id < 0 and group.state == EMPTY:
-            return NONE
+            return codes.NONE
         if generation_id >= 0 or member_id or group_instance_id is not None:
             error = group.validate_member(member_id, group_instance_id)
             if error:
                 return error
             if generation_id != group.generation_id:
-                return ILLEGAL_GENERATION
+                return codes.ILLEGAL_GENERATION
         elif not transactional and group.state != EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return codes.UNKNOWN_MEMBER_ID
         if not transactional and group.state == COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
+            return codes.REBALANCE_IN_PROGRESS
         if not transactional and group.state in (STABLE, PREPARING_REBALANCE) \
                 and member_id in group.members:
             self._schedule_heartbeat(group, group.members[member_id], now_ms)
-        return NONE
+        return codes.NONE
 
     def ensure_group(self, group_id: str, now_ms: int) -> None:
         """Keep ``group_id`` as an empty (simple) group if it is unknown: a group whose only
@@ -903,15 +894,15 @@ class ClassicGroupCoordinator:
         deletes its offsets. An unknown group: GROUP_ID_NOT_FOUND."""
         group = self._groups.get(group_id)
         if group is None:
-            return GROUP_ID_NOT_FOUND
+            return codes.GROUP_ID_NOT_FOUND
         if group.state != EMPTY:
-            return NON_EMPTY_GROUP
+            return codes.NON_EMPTY_GROUP
         group.transition(DEAD, group.state_timestamp_ms)
         del self._groups[group_id]
         for key in [k for k in self._timers if k[1] == group_id]:
             self._cancel(key)
         self._write(group_id, None)
-        return NONE
+        return codes.NONE
 
     def offset_delete_error(self, group_id: str) -> int:
         """The group-level error of an OffsetDelete (Kafka's ``validateOffsetDelete``):
@@ -920,8 +911,10 @@ class ClassicGroupCoordinator:
         caller, GROUP_SUBSCRIBED_TO_TOPIC, using :meth:`subscribed_topics`)."""
         group = self._groups.get(group_id)
         if group is None or group.state == EMPTY:
-            return NONE
-        return NONE if group.protocol_type == CONSUMER_PROTOCOL_TYPE else NON_EMPTY_GROUP
+            return codes.NONE
+        if group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            return codes.NONE
+        return codes.NON_EMPTY_GROUP
 
     def check_consistency(self) -> None:
         """Raise AssertionError if a group breaks an invariant of the state machine (a
@@ -993,7 +986,7 @@ class ClassicGroupCoordinator:
             self._schedule_heartbeat(group, member, now_ms)
 
 
-    def unload(self, group_id: str, error_code: int = NOT_COORDINATOR) -> None:
+    def unload(self, group_id: str, error_code: int = codes.NOT_COORDINATOR) -> None:
         """Forget group ``group_id`` (a cluster member stopped leading its
         ``__consumer_offsets`` partition: Kafka's ``onGroupUnloaded``): its timers go, and
         the members' parked JoinGroup and SyncGroup answer ``error_code`` (NOT_COORDINATOR:

@@ -1,11 +1,14 @@
 """The broker: a :class:`~seglog.store.Store` served over Kafka's wire protocol.
 
 :class:`Broker` is what users start (``seglog serve``, ``seglog.Broker(...)``, the pytest
-plugin). It opens the Store over the data directory, builds the
-:class:`~seglog.server.context.BrokerState` its handlers share, calls the handler modules'
-``start`` hooks, listens, and on shutdown answers the requests in flight, calls the ``stop``
-hooks and closes the Store cleanly (flushed, checkpoints and the clean-shutdown marker
-written).
+plugin). It opens the Store over the data directory, binds its listener (so the port, and
+the address it advertises, are known), builds the :class:`~seglog.server.context.BrokerState`
+its handlers share, calls the handler modules' ``start`` hooks, in a cluster registers in
+ZooKeeper and starts its controller, and only then accepts connections (Kafka's
+``KafkaServer.startup``: the socket server is bound first, requests are processed last, so a
+client never meets a broker that is missing from its own cluster's metadata). On shutdown it
+answers the requests in flight, calls the ``stop`` hooks and closes the Store cleanly
+(flushed, checkpoints and the clean-shutdown marker written).
 
 Two ways to run it:
 
@@ -30,14 +33,15 @@ import threading
 import time
 from typing import Any, Mapping
 
+from .. import error_codes as codes
 from .._backend import get_backend
 from ..errors import InvalidConfigError
 from ..aio import wait_event
+from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
 from . import protocol, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
-from .apis.data_topics import CLUSTER_EXTENSION_KEY
 from .context import AppendNotifier, BrokerState
 
 __all__ = ["Broker", "Server", "parse_listen"]
@@ -51,6 +55,9 @@ LISTEN_DEFAULT = ("127.0.0.1", 9092)
 SHUTDOWN_REQUESTS_TIMEOUT_S = 10.0
 #: How long shutdown waits for answered connections to flush their writes.
 SHUTDOWN_WRITES_TIMEOUT_S = 5.0
+#: How long a cluster broker waits, after registering, for its own metadata cache to list it
+#: (one ZooKeeper read, normally milliseconds) before it accepts clients all the same.
+REGISTRATION_VISIBLE_TIMEOUT_S = 10.0
 
 
 def parse_listen(value: Any) -> tuple[str, int]:
@@ -99,15 +106,17 @@ class Server:
     Made by :class:`Broker`; every method runs on ``loop``'s thread."""
 
     def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
-                 cluster: Any = None):
+                 cluster: Any = None, test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
+        self.test_breaks = test_breaks
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
         #: view it has written (a Fetch response's zero-copy record sets), so that the segment
         #: pages sent leave the broker's page tables (see connection.py).
         self.drop_mapped_pages = get_backend(store.backend).drop_mapped_pages
         #: ``cluster(state) -> ReplicaManager`` for a cluster member (zookeeper.connect), else
         #: None: made and started once the BrokerState exists, before the handlers' start
-        #: hooks and before the listener accepts (no request is ever served standalone).
+        #: hooks and before the listener accepts (no request is ever served standalone;
+        #: :class:`Broker` registers it in ZooKeeper before :meth:`start_serving`).
         self._cluster_factory = cluster
         self.replica_manager: Any = None
         self.config = config
@@ -147,8 +156,10 @@ class Server:
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Bind ``host:port``, build the BrokerState, run the modules' start hooks, then
-        accept connections; returns the bound ``(host, port)``."""
+        """Bind ``host:port``, build the BrokerState, start the replica manager (a cluster
+        member) and run the modules' start hooks; returns the bound ``(host, port)``. The
+        listener does not accept yet (a client's connection is refused):
+        :meth:`start_serving` opens it."""
         self._listener = await self.loop.create_server(
             self._new_connection, host, port, reuse_address=True,
             backlog=self.config["socket.listen.backlog.size"], start_serving=False)
@@ -159,10 +170,11 @@ class Server:
         self.state = BrokerState(
             store=self.store, config=self.config, node_id=meta.node_id,
             cluster_id=meta.cluster_id, host=adv_host, port=adv_port, loop=self.loop,
-            appended=AppendNotifier(self.loop))
+            appended=AppendNotifier(self.loop), test_breaks=self.test_breaks)
         if self._cluster_factory is not None:
+            # A cluster member's seam; a lone broker's state made its own (a cluster of one).
             self.replica_manager = self._cluster_factory(self.state)
-            self.state.extensions[CLUSTER_EXTENSION_KEY] = self.replica_manager
+            self.state.cluster = self.replica_manager
             await self.replica_manager.start()
         for module in self.modules:
             hook = getattr(module, "start", None)
@@ -172,8 +184,13 @@ class Server:
         self._tasks.append(self.loop.create_task(self._maintain_forever()))
         if self.idle_ms_max >= 0:
             self._tasks.append(self.loop.create_task(self._expire_idle_forever()))
-        await self._listener.start_serving()
         return bound_host, bound_port
+
+    async def start_serving(self) -> None:
+        """Accept connections (after :meth:`start`, and in a cluster after the broker
+        registered: Kafka's ``startProcessingRequests``)."""
+        assert self._listener is not None, "start() first"
+        await self._listener.start_serving()
 
     async def close(self) -> None:
         """Stop accepting, answer what was read, close connections, stop background tasks,
@@ -297,14 +314,14 @@ class Server:
             body = protocol.api_versions_response(
                 0, [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
                      protocol.API_VERSIONS_VERSION_MAX)],
-                error_code=protocol.ERROR_UNSUPPORTED_VERSION)
+                error_code=codes.UNSUPPORTED_VERSION)
         else:
             request = protocol.read_request_body(protocol.API_VERSIONS_KEY, version, frame,
                                                  header.body_offset)
             if version >= 3 and not protocol.valid_client_software(
                     request.client_software_name, request.client_software_version):
                 body = protocol.api_versions_response(
-                    version, [], error_code=protocol.ERROR_INVALID_REQUEST)
+                    version, [], error_code=codes.INVALID_REQUEST)
             else:
                 cached = self._api_versions_bodies.get(version)
                 if cached is None:
@@ -380,7 +397,9 @@ class Broker:
     :attr:`port`). None: the first of ``config["listeners"]`` when given, else
     ``127.0.0.1:9092``. ``config``: Kafka broker config names to values (a mapping, or a
     :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
-    (``"native"``, ``"pure"``, None for the default).
+    (``"native"``, ``"pure"``, None for the default). ``test_breaks``: negative controls and
+    test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
+    production: each one puts a known bug back).
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction) and
     the Store's errors (``LogLockedError`` when another writer holds the directory) or
@@ -389,8 +408,10 @@ class Broker:
     """
 
     def __init__(self, data_dir: str | os.PathLike, listen: Any = None,
-                 config: Mapping[str, Any] | BrokerConfig | None = None, backend: Any = None):
+                 config: Mapping[str, Any] | BrokerConfig | None = None, backend: Any = None,
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.data_dir = os.fspath(data_dir)
+        self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         if listen is None:
             listen = (self.config["listeners"][0] if not self.config.is_default("listeners")
@@ -478,13 +499,16 @@ class Broker:
     # --- asyncio use -------------------------------------------------------------------------
 
     async def serve(self) -> "Broker":
-        """Open the Store and start serving on the running loop; returns once listening."""
+        """Open the Store and start serving on the running loop; returns once listening (a
+        cluster member: once registered in ZooKeeper and listed in its own metadata, so that
+        its first answer to a client already names it)."""
         if self._state != "new":
             raise RuntimeError(f"broker is {self._state}; a Broker serves once")
         self._state = "starting"
         loop = asyncio.get_running_loop()
         self._loop = loop
         config = self.config
+        self.test_breaks.warn_if_any(f"broker in {self.data_dir}")
         try:
             cluster_id = None
             if config.cluster_mode:
@@ -493,10 +517,13 @@ class Broker:
             self._store = store
             self._server = Server(store=store, config=config, loop=loop,
                                   cluster=self._make_replica_manager
-                                  if config.cluster_mode else None)
+                                  if config.cluster_mode else None,
+                                  test_breaks=self.test_breaks)
             self._bound = await self._server.start(*self._listen)
             if config.cluster_mode:
+                # Registered before any client is answered (Kafka's KafkaServer.startup order).
                 await self._join_cluster()
+            await self._server.start_serving()
         except BaseException:
             await self._close_after_failed_start()
             raise
@@ -566,18 +593,29 @@ class Broker:
         state.store.use_cluster_producer_id_blocks(claim_block)
         return ReplicaManager(store=state.store, zk=self._zk, broker_id=state.node_id,
                               config=self.config, loop=state.loop,
-                              notify=state.appended.notify)
+                              notify=state.appended.notify, test_breaks=self.test_breaks)
 
     async def _join_cluster(self) -> None:
-        """Register this broker (its advertised listener) once it serves, then run for
-        controller (Kafka's ``KafkaServer.startup`` order)."""
+        """Register this broker (its advertised listener, known once the listener is bound)
+        and wait until its own metadata cache lists it, then run for controller (Kafka's
+        ``KafkaServer.startup`` order); the caller accepts clients after."""
         from ..cluster.controller import Controller
         from ..cluster.zk_data import BrokerRegistration
 
         server = self._serving()
         state = self._broker_state()
-        await server.replica_manager.register(
+        replica_manager = server.replica_manager
+        await replica_manager.register(
             BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port))
+        deadline_s = time.monotonic() + REGISTRATION_VISIBLE_TIMEOUT_S
+        while state.node_id not in replica_manager.live_brokers:
+            remaining_s = deadline_s - time.monotonic()
+            if remaining_s <= 0:
+                log.warning("broker %d: registered, but its metadata cache did not list it "
+                            "within %.0f s; serving anyway", state.node_id,
+                            REGISTRATION_VISIBLE_TIMEOUT_S)
+                break
+            await replica_manager.wait_for_metadata(remaining_s)
         rebalance = self.config["auto.leader.rebalance.enable"]
         controller = Controller(
             self._zk, state.node_id,
@@ -586,7 +624,8 @@ class Broker:
                 self.config["leader.imbalance.check.interval.seconds"] * 1000
                 if rebalance else None),
             leader_imbalance_per_broker_percentage=self.config[
-                "leader.imbalance.per.broker.percentage"])
+                "leader.imbalance.per.broker.percentage"],
+            test_breaks=self.test_breaks)
         self._controller = controller
         await state.run_blocking(controller.start)
         log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,
@@ -723,3 +762,4 @@ class Broker:
     def __repr__(self) -> str:
         where = self.bootstrap if self._state == "serving" else self._state
         return f"Broker({self.data_dir!r}, {where})"
+

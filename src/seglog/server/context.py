@@ -12,7 +12,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+
+if TYPE_CHECKING:
+    from ..cluster.seam import PartitionSeam
+
+from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 
 __all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
 
@@ -84,8 +89,10 @@ class BrokerState:
     ``store`` (the :class:`~seglog.store.Store`), ``config`` (Kafka's broker configs by their
     Kafka names, typed values: :class:`~seglog.server.config.BrokerConfig`), ``node_id``,
     ``cluster_id``, the advertised ``host`` and ``port``, the event ``loop``, ``appended``
-    (the :class:`AppendNotifier`), and ``extensions``: per-module state that a handler module
-    creates in its ``start`` hook under its module name.
+    (the :class:`AppendNotifier`), ``cluster`` (the partition seam), ``extensions``:
+    per-module state that a handler module creates in its ``start`` hook under its module
+    name, and ``test_breaks``: the negative controls the broker was started with (tests only;
+    :mod:`seglog.cluster.test_breaks`).
     """
 
     store: Any
@@ -99,6 +106,17 @@ class BrokerState:
     extensions: dict[str, Any] = field(default_factory=dict)
     #: Set when the broker begins to shut down: long polls answer at once.
     closing: bool = False
+    test_breaks: TestBreaks = NO_TEST_BREAKS
+    #: The partition seam (:class:`~seglog.cluster.seam.PartitionSeam`): the cluster as every
+    #: handler sees it, a :class:`~seglog.cluster.single.SingleBroker` for a lone broker, the
+    #: :class:`~seglog.cluster.replica_manager.ReplicaManager` in a ZooKeeper cluster (given
+    #: by the broker before any handler's start hook runs); a lone broker's by default.
+    cluster: "PartitionSeam" = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.cluster is None:
+            # A lone broker is a cluster of one: the same seam, with local metadata.
+            self.cluster = _single_broker(self)
 
     async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on a worker thread and return its result (for store calls that
@@ -125,3 +143,19 @@ class RequestContext:
     client_host: str
     client_port: int
     broker: BrokerState
+
+
+def _single_broker(state: BrokerState) -> "PartitionSeam":
+    """The :class:`~seglog.cluster.single.SingleBroker` seam of a broker without ZooKeeper."""
+    from ..cluster.single import SingleBroker
+
+    def persist_overrides(topic_id: str, config: Any, overrides: Any) -> None:
+        # A lone broker keeps a created topic's overrides in its dynamic config file.
+        from .apis import admin_state
+
+        admin_state.dynamic_configs(state).set_explicit(topic_id, config, overrides)
+        admin_state.save_configs(state)
+
+    return SingleBroker(store=state.store, broker_id=state.node_id, host=state.host,
+                        port=state.port, notify=state.appended.notify,
+                        run_blocking=state.run_blocking, persist_overrides=persist_overrides)

@@ -30,12 +30,12 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from .. import error_codes as codes
 from ..errors import InvalidRequestError
 from .request_lengths import check_request, read_uvarint
 
 __all__ = [
-    "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "ERROR_INVALID_REQUEST",
-    "ERROR_UNSUPPORTED_VERSION", "RequestHeader", "api_versions_response",
+    "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "RequestHeader", "api_versions_response",
     "encode_response", "is_flexible_request", "is_flexible_response", "parse_request_header",
     "read_request_body", "valid_client_software",
 ]
@@ -46,10 +46,6 @@ API_VERSIONS_VERSION_MIN = 0
 API_VERSIONS_VERSION_MAX = 4
 #: The ApiVersions version whose request first is flexible (header v2).
 _API_VERSIONS_FIRST_FLEXIBLE = 3
-
-#: Kafka's error codes this module answers with.
-ERROR_UNSUPPORTED_VERSION = 35
-ERROR_INVALID_REQUEST = 42
 
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _INT16 = struct.Struct(">h")
@@ -222,7 +218,7 @@ def valid_client_software(name: str, version: str) -> bool:
 
 
 def api_versions_response(api_version: int, ranges: Iterable[tuple[int, int, int]], *,
-                          error_code: int = 0) -> bytes:
+                          error_code: int = codes.NONE) -> bytes:
     """The encoded body of an ApiVersions response at ``api_version`` listing ``ranges``
     (``(api_key, min_version, max_version)``, sorted here by key) with ``error_code``.
 

@@ -34,12 +34,15 @@ STATE_TIMEOUT_S = 30.0
 class ScenarioRun:
     """A cluster of ``brokers`` on ZooKeeper ``zk_connect`` (None: a ZooKeeper of its own,
     which the run may freeze) under ``run_dir`` (see module docstring). ``broker_configs``
-    are added to :data:`BROKER_CONFIGS`; ``env`` goes to the brokers (e.g.
-    ``{"SEGLOG_TEST_BREAK": "ack_on_append"}``)."""
+    are added to :data:`BROKER_CONFIGS`; ``test_breaks`` are the negative controls every
+    broker runs with (e.g. ``("ack_on_append",)``, passed as ``seglog serve --test-break``);
+    ``session_hook`` lets :meth:`LocalCluster.expire_session` work (``seglog serve
+    --test-expose-zk-session``)."""
 
     def __init__(self, run_dir: str | Path, zk_connect: str | None, *, brokers: int = 3,
                  broker_configs: dict[str, Any] | None = None,
-                 env: dict[str, str] | None = None, topic: str = "scenario",
+                 test_breaks: tuple[str, ...] = (), session_hook: bool = False,
+                 topic: str = "scenario",
                  partitions: int = 3, zookeeper_relays: bool = False):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -57,7 +60,8 @@ class ScenarioRun:
                 broker_zookeeper[broker_id] = relay.address + (f"/{chroot}" if chroot else "")
         self.cluster = LocalCluster(self.run_dir / "cluster", brokers, zookeeper=zk_connect,
                                     broker_configs={**BROKER_CONFIGS, **(broker_configs or {})},
-                                    env=env, broker_zookeeper=broker_zookeeper)
+                                    test_breaks=test_breaks, session_hook=session_hook,
+                                    broker_zookeeper=broker_zookeeper)
         self.topic = topic
         self.partitions = list(range(partitions))
         self.history = History(self.run_dir / "history.jsonl")

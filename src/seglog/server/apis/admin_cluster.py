@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
 
-#: Kafka's NOT_LEADER_OR_FOLLOWER.
-NOT_LEADER_OR_FOLLOWER = 6
-from .data_topics import replica_manager
+from ...types import TopicPartition
+from .data_topics import partition_seam
+
 from .admin_wire import (
     CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
     OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
@@ -28,7 +29,7 @@ from .admin_wire import (
 # --- DeleteRecords --------------------------------------------------------------------------
 
 
-def _delete_records(store, topics, led=None) -> list[tuple[str, list[tuple[int, int, int]]]]:
+def _delete_records(store, topics, refused) -> list[tuple[str, list[tuple[int, int, int]]]]:
     # Kafka reads the request into a map by partition: a partition named twice is answered
     # once, for the last offset given.
     wanted: dict[str, dict[int, int]] = {}
@@ -39,9 +40,9 @@ def _delete_records(store, topics, led=None) -> list[tuple[str, list[tuple[int, 
     for name, partitions in wanted.items():
         rows = []
         for partition, offset in partitions.items():
-            if led is not None and (name, partition) not in led:
-                # In a cluster only the leader deletes (its followers follow its log start).
-                rows.append((partition, -1, NOT_LEADER_OR_FOLLOWER))
+            code = refused.get((name, partition))
+            if code is not None:
+                rows.append((partition, -1, code))
                 continue
             try:
                 log_ = store.topic(name).log(partition)
@@ -65,12 +66,20 @@ async def delete_records(ctx, request) -> Any:
     moves up to ``offset`` (-1: the high watermark); the answer's ``low_watermark`` is the
     new log start offset, -1 with an error."""
     response_cls, m = response_classes(21, ctx.api_version)
-    cluster = replica_manager(ctx.broker)
-    led = None
-    if cluster is not None:
-        led = {(tp.topic, tp.partition) for tp, replica in cluster.partitions.items()
-               if replica.is_leader}
-    done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics, led)
+    cluster = partition_seam(ctx.broker)
+    # Only the leader deletes (its followers follow its log start); Kafka's
+    # getPartitionOrException: a partition the metadata does not have is unknown.
+    refused: dict[tuple[str, int], int] = {}
+    for topic in request.topics:
+        count = cluster.partition_count(topic.name)
+        for part in topic.partitions:
+            index = part.partition_index
+            if count is None or not 0 <= index < count:
+                refused[(topic.name, index)] = codes.UNKNOWN_TOPIC_OR_PARTITION
+            elif cluster.leader_replica(TopicPartition(topic.name, index)) is None:
+                refused[(topic.name, index)] = codes.NOT_LEADER_OR_FOLLOWER
+    done = await ctx.broker.run_blocking(_delete_records, ctx.broker.store, request.topics,
+                                         refused)
     # A fetch waiting below the new log start offset answers OFFSET_OUT_OF_RANGE now.
     ctx.broker.appended.notify()
     return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
@@ -96,17 +105,11 @@ async def describe_cluster(ctx, request) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE, error_code=code,
                      error_message=message, endpoint_type=1, cluster_id="", controller_id=-1,
                      brokers=(), cluster_authorized_operations=-2**31)
-    cluster = replica_manager(state)
-    if cluster is not None:
-        # The cluster's live brokers and controller (ZooKeeper, via the replica manager).
-        brokers = tuple(make(m.DescribeClusterBroker, broker_id=info.broker_id,
-                             host=info.host, port=info.port, rack=info.rack, is_fenced=False)
-                        for _id, info in sorted(cluster.live_brokers.items()))
-        controller_id = -1 if cluster.controller_id is None else cluster.controller_id
-    else:
-        brokers = (make(m.DescribeClusterBroker, broker_id=state.node_id, host=state.host,
-                        port=state.port, rack=None, is_fenced=False),)
-        controller_id = state.node_id
+    cluster = partition_seam(state)
+    brokers = tuple(make(m.DescribeClusterBroker, broker_id=info.broker_id, host=info.host,
+                         port=info.port, rack=info.rack, is_fenced=False)
+                    for _id, info in sorted(cluster.live_brokers.items()))
+    controller_id = -1 if cluster.controller_id is None else cluster.controller_id
     operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
                   else -2**31)
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, error_message=None,

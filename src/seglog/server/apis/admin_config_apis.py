@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ... import error_codes as codes
 from ...config_table import TOPIC_CONFIGS, broker_key
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES
@@ -16,10 +17,9 @@ from .admin_state import (
     dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
 )
 from .admin_wire import (
-    INVALID_CONFIG, INVALID_REQUEST, INVALID_REQUEST_MESSAGE, INVALID_TOPIC_EXCEPTION, NONE,
     NO_THROTTLE, OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT, RESOURCE_BROKER,
-    RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, UNKNOWN_SERVER_ERROR,
-    UNKNOWN_TOPIC_OR_PARTITION, code_of, make, response_classes, topic_name_error,
+    RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, code_of, make, response_classes,
+    topic_name_error,
 )
 
 
@@ -57,11 +57,11 @@ def broker_id_of(state, resource_name: str, *, describe: bool) -> bool:
     try:
         broker_id = int(resource_name)
     except ValueError:
-        raise Refused(INVALID_REQUEST, f"Broker id must be an integer, but it is: "
+        raise Refused(codes.INVALID_REQUEST, f"Broker id must be an integer, but it is: "
                        f"{resource_name}") from None
     if broker_id != state.node_id:
         expected = f"{state.node_id} or empty string" if describe else f"{state.node_id}"
-        raise Refused(INVALID_REQUEST, f"Unexpected broker id, expected {expected}, but "
+        raise Refused(codes.INVALID_REQUEST, f"Unexpected broker id, expected {expected}, but "
                        f"received {resource_name}")
     return True
 
@@ -130,7 +130,7 @@ def _alter_loggers(state, resource, validate_only: bool) -> None:
     try:
         int(resource.resource_name)
     except ValueError:
-        raise Refused(INVALID_REQUEST, "Node id must be an integer, but it is: "
+        raise Refused(codes.INVALID_REQUEST, "Node id must be an integer, but it is: "
                        f"{resource.resource_name}") from None
     broker_id_of(state, resource.resource_name, describe=False)
     loggers = _loggers()
@@ -138,18 +138,18 @@ def _alter_loggers(state, resource, validate_only: bool) -> None:
     for change in resource.configs:
         name, op, value = change.name, change.config_operation, change.value
         if op in (OP_APPEND, OP_SUBTRACT):
-            raise Refused(INVALID_REQUEST, f"{OP_NAMES[op]} operation is not allowed for the "
+            raise Refused(codes.INVALID_REQUEST, f"{OP_NAMES[op]} operation is not allowed for the "
                            "BROKER_LOGGER resource")
         if op not in (OP_SET, OP_DELETE):
-            raise Refused(UNKNOWN_SERVER_ERROR)
+            raise Refused(codes.UNKNOWN_SERVER_ERROR)
         if name not in loggers:
-            raise Refused(INVALID_CONFIG, f"Logger {name} does not exist!")
+            raise Refused(codes.INVALID_CONFIG, f"Logger {name} does not exist!")
         if op == OP_SET and (value or "") not in _KAFKA_LEVELS:
-            raise Refused(INVALID_CONFIG, f"Cannot set the log level of {name} to {value} as "
+            raise Refused(codes.INVALID_CONFIG, f"Cannot set the log level of {name} to {value} as "
                            "it is not a supported log level. Valid log levels are "
                            f"{', '.join(_KAFKA_LEVELS)}")
         if op == OP_DELETE and name == "root":
-            raise Refused(INVALID_REQUEST, "Removing the log level of the root logger is "
+            raise Refused(codes.INVALID_REQUEST, "Removing the log level of the root logger is "
                            "not allowed")
         changes.append((loggers[name], _KAFKA_LEVELS[value] if op == OP_SET else logging.NOTSET))
     if not validate_only:
@@ -175,8 +175,8 @@ async def describe_configs(ctx, request) -> Any:
     if any(r.resource_type not in known for r in request.resources):
         # Kafka fails the whole request on a resource type it cannot authorize.
         return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
-            make(m.DescribeConfigsResult, error_code=INVALID_REQUEST,
-                  error_message=INVALID_REQUEST_MESSAGE, resource_type=r.resource_type,
+            make(m.DescribeConfigsResult, error_code=codes.INVALID_REQUEST,
+                  error_message=codes.message(codes.INVALID_REQUEST), resource_type=r.resource_type,
                   resource_name=r.resource_name, configs=())
             for r in request.resources))
     synonyms = bool(request.include_synonyms)
@@ -188,9 +188,9 @@ async def describe_configs(ctx, request) -> Any:
             if resource.resource_type == RESOURCE_TOPIC:
                 why = topic_name_error(resource.resource_name)
                 if why:
-                    raise Refused(INVALID_TOPIC_EXCEPTION, why)
+                    raise Refused(codes.INVALID_TOPIC_EXCEPTION, why)
                 if resource.resource_name not in store:
-                    raise Refused(UNKNOWN_TOPIC_OR_PARTITION, "")
+                    raise Refused(codes.UNKNOWN_TOPIC_OR_PARTITION, "")
                 topic = store.topic(resource.resource_name)
                 config = topic.config
                 overrides = topic_overrides_of(state, topic)
@@ -202,14 +202,14 @@ async def describe_configs(ctx, request) -> Any:
                                                  documentation=documentation, keys=keys)
             else:
                 if not resource.resource_name:
-                    raise Refused(INVALID_REQUEST, "Broker id must not be empty")
+                    raise Refused(codes.INVALID_REQUEST, "Broker id must not be empty")
                 broker_id_of(state, resource.resource_name, describe=False)
                 entries = _logger_entries(keys)
             configs = tuple(make(m.DescribeConfigsResourceResult, **{
                 **e, "synonyms": tuple(make(m.DescribeConfigsSynonym, name=n, value=v,
                                              source=s) for n, v, s in e["synonyms"])})
                 for e in entries)
-            results.append(make(m.DescribeConfigsResult, error_code=NONE, error_message=None,
+            results.append(make(m.DescribeConfigsResult, error_code=codes.NONE, error_message=None,
                                  resource_type=resource.resource_type,
                                  resource_name=resource.resource_name, configs=configs))
         except Refused as e:
@@ -235,21 +235,21 @@ def _incremental(current: dict[str, str], effective: dict[str, str], changes, *,
     exists. Returns the new overrides or raises Refused."""
     names = [c.name for c in changes]
     if len(set(names)) != len(names):
-        raise Refused(INVALID_REQUEST, "Error due to duplicate config keys")
+        raise Refused(codes.INVALID_REQUEST, "Error due to duplicate config keys")
     out = dict(current)
     for change in changes:
         name, op, value = change.name, change.config_operation, change.value
         if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
-            raise Refused(UNKNOWN_SERVER_ERROR)
+            raise Refused(codes.UNKNOWN_SERVER_ERROR)
         if op != OP_DELETE and value is None:
-            raise Refused(INVALID_REQUEST, f"Null value not supported for : {name}")
+            raise Refused(codes.INVALID_REQUEST, f"Null value not supported for : {name}")
         if op == OP_SET:
             out[name] = value
         elif op == OP_DELETE:
             out.pop(name, None)
         else:
             if not is_list(name):
-                raise Refused(INVALID_CONFIG, append_error(name, op))
+                raise Refused(codes.INVALID_CONFIG, append_error(name, op))
             items = _list_items(out.get(name, effective.get(name)))
             if op == OP_APPEND:
                 items += [v for v in _list_items(value) if v not in items]
@@ -263,11 +263,11 @@ def _incremental(current: dict[str, str], effective: dict[str, str], changes, *,
 def _alter_topic(state, name: str, new_overrides: dict[str, str], validate_only: bool) -> None:
     store = state.store
     if topic_name_error(name) or name not in store:
-        raise Refused(UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        raise Refused(codes.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     try:
         config = cfg.topic_config_from(topic_defaults(state), new_overrides)
     except InvalidConfigError as e:
-        raise Refused(INVALID_CONFIG, str(e)) from None
+        raise Refused(codes.INVALID_CONFIG, str(e)) from None
     if not validate_only:
         try:
             store.alter_topic_configs({name: config})
@@ -291,20 +291,20 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
         try:
             broker_key(name)  # unknown, or a Kafka config seglog does not implement
         except InvalidConfigError as e:
-            raise Refused(INVALID_CONFIG, str(e)) from None
+            raise Refused(codes.INVALID_CONFIG, str(e)) from None
     static_only = sorted(n for n in changed if n not in cfg.DYNAMIC_BROKER_CONFIGS)
     if static_only:
-        raise Refused(INVALID_REQUEST, "Cannot update these configs dynamically: "
+        raise Refused(codes.INVALID_REQUEST, "Cannot update these configs dynamically: "
                        f"[{', '.join(static_only)}]")
     if not per_broker and cfg.CLUSTER_MIN_ISR not in new_values:
-        raise Refused(INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed "
+        raise Refused(codes.INVALID_CONFIG, "Cluster-level min.insync.replicas cannot be removed "
                        "while ELR is enabled.")
     layers = ((new_values, dynamic.cluster_default) if per_broker
               else (dynamic.per_broker, new_values))
     try:
         effective = dynamic.merged(*layers)
     except InvalidConfigError as e:
-        raise Refused(INVALID_REQUEST, str(e)) from None
+        raise Refused(codes.INVALID_REQUEST, str(e)) from None
     if validate_only or not changed:
         return
     if per_broker:
@@ -337,7 +337,7 @@ async def incremental_alter_configs(ctx, request) -> Any:
             if resource.resource_type == RESOURCE_TOPIC:
                 name = resource.resource_name
                 if topic_name_error(name) or name not in state.store:
-                    raise Refused(UNKNOWN_TOPIC_OR_PARTITION,
+                    raise Refused(codes.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"The topic '{name}' does not exist.")
                 topic = state.store.topic(name)
                 config = topic.config
@@ -366,9 +366,9 @@ async def incremental_alter_configs(ctx, request) -> Any:
             elif resource.resource_type == RESOURCE_BROKER_LOGGER:
                 _alter_loggers(state, resource, request.validate_only)
             else:
-                raise Refused(INVALID_REQUEST,
+                raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")
-            results.append(make(m.AlterConfigsResourceResponse, error_code=NONE,
+            results.append(make(m.AlterConfigsResourceResponse, error_code=codes.NONE,
                                  error_message=None, resource_type=resource.resource_type,
                                  resource_name=resource.resource_name))
         except Refused as e:
@@ -388,19 +388,19 @@ async def alter_configs(ctx, request) -> Any:
         try:
             names = [c.name for c in resource.configs]
             if len(set(names)) != len(names):
-                raise Refused(INVALID_REQUEST, "Error due to duplicate config keys")
+                raise Refused(codes.INVALID_REQUEST, "Error due to duplicate config keys")
             nulls = [c.name for c in resource.configs if c.value is None]
             if nulls:
-                raise Refused(INVALID_REQUEST, f"Null value not supported for : {nulls[0]}")
+                raise Refused(codes.INVALID_REQUEST, f"Null value not supported for : {nulls[0]}")
             values = {c.name: c.value for c in resource.configs}
             if resource.resource_type == RESOURCE_TOPIC:
                 _alter_topic(state, resource.resource_name, values, request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER:
                 _alter_broker(state, resource.resource_name, values, request.validate_only)
             else:
-                raise Refused(INVALID_REQUEST,
+                raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")
-            results.append(make(m.AlterConfigsResourceResponse, error_code=NONE,
+            results.append(make(m.AlterConfigsResourceResponse, error_code=codes.NONE,
                                  error_message=None, resource_type=resource.resource_type,
                                  resource_name=resource.resource_name))
         except Refused as e:

@@ -16,63 +16,28 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from ... import error_codes as codes
+from ...cluster.seam import PartitionSeam
 from ...errors import InvalidConfigError, SeglogError
-from ...storage import checkpoints
 from . import admin_configs as cfg
 from .admin_config_apis import topic_config_entries
-from .admin_state import dynamic_configs, save_configs, topic_defaults
-from .data_topics import replica_manager
+from .admin_state import topic_defaults
+from .data_topics import partition_seam
 from .admin_wire import (
-    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
+    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT,
     INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NO_THROTTLE, POLICY_VIOLATION,
     RECORDS_PER_REQUEST_MAX, Refused, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
     TOPIC_PARTITIONS_MAX, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE,
-    UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, broker_setting, check_replicas, code_of, duplicates,
+    UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, broker_setting, code_of, duplicates,
     make, response_classes, topic_name_error,
 )
 
 
-#: Partition counts above this are created on a worker thread (run_blocking).
-_INLINE_PARTITIONS_MAX = 16
 #: The longest a cluster member's CreateTopics waits for the controller to initialise the
 #: new partitions (the request's timeout_ms bounds it too).
 CREATE_WAIT_S_MAX = 30.0
-#: Kafka's REQUEST_TIMED_OUT: a deletion the controller did not finish within the timeout.
-REQUEST_TIMED_OUT = 7
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                               "__share_group_state"})
-
-
-def _cluster_new_partitions(cluster, name: str, current: int, count: int,
-                            assignments) -> dict[int, list[int]]:
-    """The replicas of the partitions that grow ``name`` from ``current`` to ``count`` in a
-    cluster: the request's (checked against the live brokers and partition 0's replica
-    count, as Kafka 2.8's ``AdminZkClient.validateReplicaAssignment``) or Kafka's placement."""
-    if assignments is None:
-        try:
-            return cluster.assign_new_partitions(name, count)
-        except SeglogError as e:
-            raise Refused(code_of(e), str(e)) from None
-    live = set(cluster.live_brokers)
-    factor = len(cluster.assignments[name].partitions[0])
-    added = {}
-    for offset, entry in enumerate(assignments):
-        replicas = list(entry.broker_ids)
-        if len(set(replicas)) != len(replicas):
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           f"Duplicate brokers not allowed in replica assignment: {replicas}")
-        if len(replicas) != factor:
-            raise Refused(INVALID_REPLICA_ASSIGNMENT, "Inconsistent replication factor "
-                           "between partitions, partition 0 has "
-                           f"{factor} while partitions [{current + offset}] have replication "
-                           f"factors [{len(replicas)}], respectively.")
-        unknown = [b for b in replicas if b not in live]
-        if unknown:
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           f"Unknown broker(s) in replica assignment: "
-                           f"{', '.join(map(str, unknown))}.")
-        added[current + offset] = replicas
-    return added
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
@@ -92,98 +57,19 @@ def _creation_config(state, topic) -> Any:
         raise Refused(INVALID_CONFIG, str(e)) from None
 
 
-def _cluster_assignment(state, cluster, topic) -> dict[int, list[int]]:
-    """In a cluster: the replica assignment of a topic to create (the request's own, checked
-    as Kafka 2.8's ``ZkAdminManager.createTopics`` checks it, or Kafka's rack-unaware
-    placement over the live brokers with the replication factor asked, -1:
-    ``default.replication.factor``), or Refused."""
-    live = set(cluster.live_brokers)
-    if topic.assignments:
-        if topic.replication_factor != -1 or topic.num_partitions != -1:
-            raise Refused(INVALID_REQUEST, "Both numPartitions or replicationFactor and "
-                           "replicasAssignments were set. Both cannot be used at the same "
-                           "time.")
-        assignment: dict[int, list[int]] = {}
-        for entry in topic.assignments:
-            replicas = list(entry.broker_ids)
-            if entry.partition_index in assignment:
-                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition "
-                               f"assignments for partition {entry.partition_index}")
-            if not replicas or len(set(replicas)) != len(replicas):
-                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Duplicate replica assignment "
-                               f"found: {replicas}" if replicas else
-                               "The manual partition assignment includes an empty replica "
-                               "list.")
-            unknown = [b for b in replicas if b not in live]
-            if unknown:
-                raise Refused(INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica "
-                               f"assignment: {', '.join(map(str, unknown))}.")
-            assignment[entry.partition_index] = replicas
-        if set(assignment) != set(range(len(assignment))):
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           "partitions should be a consecutive 0-based integer sequence")
-        if len({len(r) for r in assignment.values()}) > 1:
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           "All partitions should have the same number of replicas")
-        return assignment
-    if topic.replication_factor < -1 or topic.replication_factor == 0:
-        raise Refused(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, "
-                       "or -1 to use the default value.")
-    if topic.num_partitions < -1 or topic.num_partitions == 0:
-        raise Refused(INVALID_PARTITIONS,
-                       "Number of partitions was set to an invalid non-positive value.")
-    count = (broker_setting(state, "num.partitions", 1) if topic.num_partitions == -1
-             else topic.num_partitions)
-    factor = (broker_setting(state, "default.replication.factor", 1)
-              if topic.replication_factor == -1 else topic.replication_factor)
+def _assignment(state, cluster: PartitionSeam, topic) -> dict[int, list[int]]:
+    """The replica assignment of a topic to create (partition -> replicas): the request's own,
+    checked, or the cluster's placement of the partition count and replication factor asked
+    (-1: ``num.partitions``, ``default.replication.factor``); or Refused."""
+    manual = [(a.partition_index, list(a.broker_ids)) for a in topic.assignments or ()]
     try:
-        return cluster.assign_replicas(count, factor)
+        return cluster.plan_topic(
+            num_partitions=topic.num_partitions, replication_factor=topic.replication_factor,
+            manual=manual or None,
+            default_partitions=broker_setting(state, "num.partitions", 1),
+            default_replication_factor=broker_setting(state, "default.replication.factor", 1))
     except SeglogError as e:
-        # InvalidReplicationFactorError (38): "Replication factor: X larger than available
-        # brokers: Y."
         raise Refused(code_of(e), str(e)) from None
-
-
-def _creation_count(state, topic) -> int:
-    """The partition count of a topic to create, or Refused (Kafka's createTopic checks)."""
-    node_id = state.node_id
-    if topic.assignments:
-        if topic.replication_factor != -1:
-            raise Refused(INVALID_REQUEST, "A manual partition assignment was specified, but "
-                           "replication factor was not set to -1.")
-        if topic.num_partitions != -1:
-            raise Refused(INVALID_REQUEST, "A manual partition assignment was specified, but "
-                           "numPartitions was not set to -1.")
-        indexes = set()
-        for assignment in topic.assignments:
-            if assignment.partition_index in indexes:
-                raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                               "Found multiple manual partition assignments for partition "
-                               f"{assignment.partition_index}")
-            check_replicas(assignment.broker_ids, node_id)
-            indexes.add(assignment.partition_index)
-        if indexes != set(range(len(indexes))):
-            raise Refused(INVALID_REPLICA_ASSIGNMENT,
-                           "partitions should be a consecutive 0-based integer sequence")
-        count = len(indexes)
-    elif topic.replication_factor < -1 or topic.replication_factor == 0:
-        raise Refused(INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0, "
-                       "or -1 to use the default value.")
-    elif topic.num_partitions < -1 or topic.num_partitions == 0:
-        raise Refused(INVALID_PARTITIONS,
-                       "Number of partitions was set to an invalid non-positive value.")
-    else:
-        count = (broker_setting(state, "num.partitions", 1) if topic.num_partitions == -1
-                 else topic.num_partitions)
-        factor = (broker_setting(state, "default.replication.factor", 1)
-                  if topic.replication_factor == -1 else topic.replication_factor)
-        if factor > 1:
-            raise Refused(INVALID_REPLICATION_FACTOR,
-                           f"Unable to replicate the partition {factor} time(s): The target "
-                           f"replication factor of {factor} cannot be reached because only 1 "
-                           "broker(s) are registered or some brokers have all their log "
-                           "directories cordoned.")
-    return count
 
 
 def _requested_partitions(state, topic) -> int:
@@ -198,14 +84,13 @@ async def create_topics(ctx, request) -> Any:
     """CreateTopics v2-v7 (Kafka's ``ReplicationControlManager.createTopics``): every topic
     is checked first; then, unless ``validate_only``, the valid ones are created."""
     state = ctx.broker
-    store = state.store
     response_cls, m = response_classes(19, ctx.api_version)
     config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
 
     def failed(name, code, message):
         # None is Kafka's zero uuid on the wire (kio reads the zero uuid back as None).
         return make(m.CreatableTopicResult, name=name, topic_id=None, error_code=code,
-                     error_message=message, topic_config_error_code=0, num_partitions=-1,
+                     error_message=message, topic_config_error_code=codes.NONE, num_partitions=-1,
                      replication_factor=-1, configs=())
 
     names = list(dict.fromkeys(t.name for t in request.topics))  # Kafka answers a name once
@@ -215,9 +100,9 @@ async def create_topics(ctx, request) -> Any:
             failed(n, POLICY_VIOLATION, "Excessively large number of partitions per request.")
             for n in names))
     dups = duplicates(t.name for t in request.topics)
-    cluster = replica_manager(state)
-    # In a cluster the topics are ZooKeeper's (a local one may still be on its way).
-    existing = set(cluster.assignments) if cluster is not None else set(store.topics())
+    cluster = partition_seam(state)
+    # The cluster's topics (in a ZooKeeper cluster a local one may still be on its way).
+    existing = set(cluster.assignments)
     assignments: dict[str, dict[int, list[int]]] = {}
     checked: dict[str, Any] = {}  # name -> (topic, config, overrides, count) or Refused
     for topic in request.topics:
@@ -238,12 +123,9 @@ async def create_topics(ctx, request) -> Any:
                     raise Refused(INVALID_TOPIC_EXCEPTION,
                                    f"Topic '{name}' collides with existing topic: {other}")
             config, overrides = _creation_config(state, topic)
-            if cluster is not None:
-                assignment = _cluster_assignment(state, cluster, topic)
-                assignments[name] = assignment
-                checked[name] = (topic, config, overrides, len(assignment))
-            else:
-                checked[name] = (topic, config, overrides, _creation_count(state, topic))
+            assignment = _assignment(state, cluster, topic)
+            assignments[name] = assignment
+            checked[name] = (topic, config, overrides, len(assignment))
         except Refused as e:
             checked[name] = e
     # Kafka's controller writes one record per topic, per config and per partition, and
@@ -264,40 +146,24 @@ async def create_topics(ctx, request) -> Any:
             if count > TOPIC_PARTITIONS_MAX:
                 raise Refused(INVALID_PARTITIONS, f"seglog topics have at most "
                                f"{TOPIC_PARTITIONS_MAX} partitions")
-            factor = 1
-            if cluster is not None:
-                factor = len(assignments[name][0])
+            factor = len(assignments[name][0])
             if request.validate_only:
                 topic_id = uuid.uuid4()  # as Kafka, which draws the id before validate_only
-            elif cluster is not None:
-                # Kafka 2.8: written to ZooKeeper, answered once the controller gave every
-                # partition its leader (bounded by the request's timeout).
+            else:
+                # In a ZooKeeper cluster: written there, answered once the controller gave
+                # every partition its leader (bounded by the request's timeout).
                 wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
                 try:
-                    topic_id = await cluster.create_topic(
-                        name, assignments[name],
-                        {k: v for k, v in overrides.items() if v is not None},
-                        timeout_s=wait_s)
-                except (SeglogError, OSError) as e:
-                    raise Refused(code_of(e), str(e)) from None
-            else:
-                try:
-                    if count > _INLINE_PARTITIONS_MAX:
-                        made = await state.run_blocking(store.create_topic, name, count, config)
-                    else:
-                        made = store.create_topic(name, count, config)
+                    topic_id = await cluster.create_topic(name, assignments[name], config,
+                                                          overrides, timeout_s=wait_s)
                 except (SeglogError, ValueError, TypeError, OSError) as e:
                     # OSError: out of descriptors or disk; the store rolled the topic back.
                     raise Refused(code_of(e), str(e)) from None
-                topic_id = checkpoints.uuid_from_kafka_str(made.topic_id)
-                if overrides:
-                    dynamic_configs(state).set_explicit(made.topic_id, config, overrides)
-                    save_configs(state)
             entries = (topic_config_entries(state, config, overrides)
                        if config_cls is not None else [])
             results.append(make(
                 m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
-                error_message=None, topic_config_error_code=0, num_partitions=count,
+                error_message=None, topic_config_error_code=codes.NONE, num_partitions=count,
                 replication_factor=factor,
                 configs=tuple(make(config_cls, **e) for e in entries)
                 if config_cls is not None else ()))
@@ -309,21 +175,10 @@ async def create_topics(ctx, request) -> Any:
 # --- DeleteTopics ---------------------------------------------------------------------------
 
 
-def _topic_ids(store) -> dict[uuid.UUID, str]:
-    out = {}
-    for name in store.topics():
-        try:
-            out[checkpoints.uuid_from_kafka_str(store.topic(name).topic_id)] = name
-        except SeglogError:
-            continue  # deleted meanwhile
-    return out
-
-
 async def delete_topics(ctx, request) -> Any:
     """DeleteTopics v1-v6, by name and (v6+) by topic id (Kafka's ``ControllerApis
     .deleteTopics``)."""
     state = ctx.broker
-    store = state.store
     response_cls, m = response_classes(20, ctx.api_version)
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id if t.topic_id not in (None, ZERO_UUID) else None)
@@ -337,14 +192,11 @@ async def delete_topics(ctx, request) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(
             make(m.DeletableTopicResult, name=n, topic_id=i, error_code=code,
                   error_message="Topic deletion is disabled.") for n, i in wanted))
-    cluster = replica_manager(state)
+    cluster = partition_seam(state)
     dups = duplicates(n for n, i in wanted if n is not None and i is None)
     dup_ids = duplicates(i for n, i in wanted if i is not None and n is None)
-    if cluster is not None:
-        # The cluster's topics and ids (ZooKeeper's), not this broker's local ones.
-        ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
-    else:
-        ids = _topic_ids(store)
+    # The cluster's topics and ids (ZooKeeper's in a cluster, not this broker's local ones).
+    ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
     names_to_ids = {n: i for i, n in ids.items()}
     results = []
     reported = set()
@@ -372,21 +224,15 @@ async def delete_topics(ctx, request) -> Any:
             if name in _INTERNAL_TOPICS:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
-            if cluster is not None:
-                # Kafka 2.8: /admin/delete_topics/<t> for the controller, answered once the
-                # topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
-                wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
-                try:
-                    deleted = await cluster.delete_topic(name, timeout_s=wait_s)
-                except (SeglogError, OSError) as e:
-                    raise Refused(code_of(e), str(e)) from None
-                if not deleted:
-                    raise Refused(REQUEST_TIMED_OUT, None)
-            else:
-                try:
-                    await state.run_blocking(store.delete_topic, name)
-                except (SeglogError, OSError) as e:
-                    raise Refused(code_of(e), str(e)) from None
+            # In a ZooKeeper cluster: /admin/delete_topics/<t> for the controller, answered
+            # once the topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
+            wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
+            try:
+                deleted = await cluster.delete_topic(name, timeout_s=wait_s)
+            except (SeglogError, OSError) as e:
+                raise Refused(code_of(e), str(e)) from None
+            if not deleted:
+                raise Refused(codes.REQUEST_TIMED_OUT, None)
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
         except Refused as e:
@@ -401,26 +247,14 @@ async def delete_topics(ctx, request) -> Any:
 # --- CreatePartitions -----------------------------------------------------------------------
 
 
-def _partition_counts(store) -> dict[str, int]:
-    out = {}
-    for name in store.topics():
-        try:
-            out[name] = store.topic(name).partitions
-        except SeglogError:
-            continue  # deleted meanwhile
-    return out
-
-
 async def create_partitions(ctx, request) -> Any:
     """CreatePartitions v0-v3 (Kafka's ``ReplicationControlManager.createPartitions``):
     increase only, manual assignments on this node, validate_only."""
     state = ctx.broker
-    store = state.store
     response_cls, m = response_classes(37, ctx.api_version)
-    cluster = replica_manager(state)
+    cluster = partition_seam(state)
     dups = duplicates(t.name for t in request.topics)
-    counts = (_partition_counts(store) if cluster is None else
-              {n: len(a.partitions) for n, a in cluster.assignments.items()})
+    counts = {n: len(a.partitions) for n, a in cluster.assignments.items()}
     added = sum(t.count - counts[t.name] for t in request.topics if t.name in counts)
     if added > RECORDS_PER_REQUEST_MAX:
         # Kafka 4.4 refuses the whole request before looking at any topic.
@@ -452,25 +286,20 @@ async def create_partitions(ctx, request) -> Any:
                                    f"Attempted to add {count - current} additional partition(s)"
                                    f", but only {len(wanted.assignments)} assignment(s) were "
                                    "specified.")
-                if cluster is None:
-                    for assignment in wanted.assignments:
-                        check_replicas(assignment.broker_ids, state.node_id)
             if name in _INTERNAL_TOPICS:
                 raise Refused(INVALID_PARTITIONS, f"seglog does not add partitions to its "
                                f"internal topic {name}")
-            if cluster is not None:
-                added = _cluster_new_partitions(cluster, name, current, count,
-                                                wanted.assignments)
-                if not request.validate_only:
-                    wait_s = min(max(request.timeout.total_seconds(), 0.0),
-                                 CREATE_WAIT_S_MAX)
-                    try:
-                        await cluster.add_partitions(name, added, timeout_s=wait_s)
-                    except (SeglogError, OSError) as e:
-                        raise Refused(code_of(e), str(e)) from None
-            elif not request.validate_only:
+            manual = (None if wanted.assignments is None
+                      else [list(a.broker_ids) for a in wanted.assignments])
+            try:
+                added = cluster.plan_new_partitions(name, current=current, count=count,
+                                                    manual=manual)
+            except SeglogError as e:
+                raise Refused(code_of(e), str(e)) from None
+            if not request.validate_only:
+                wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
                 try:
-                    await state.run_blocking(store.create_partitions, name, count)
+                    await cluster.add_partitions(name, added, timeout_s=wait_s)
                 except (SeglogError, ValueError, OSError) as e:
                     raise Refused(code_of(e), str(e)) from None
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=NONE,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..registry import ApiHandler
 from . import data_fetch, data_metadata, data_offsets, data_produce
-from .data_topics import EXTENSION_KEY, ClusterTopicIds, TopicIds, replica_manager
+from .data_topics import EXTENSION_KEY, TopicIds
 
 __all__ = ["HANDLERS", "start", "stop"]
 
@@ -36,9 +36,7 @@ HANDLERS: tuple[ApiHandler, ...] = (
 
 async def start(state: Any) -> None:
     """Make the data APIs' per-broker state: the topic-id map (``state.extensions``)."""
-    cluster = replica_manager(state)
-    state.extensions[EXTENSION_KEY] = (TopicIds(state.store) if cluster is None
-                                       else ClusterTopicIds(state.store, cluster))
+    state.extensions[EXTENSION_KEY] = TopicIds(state.store, state.cluster)
 
 
 async def stop(state: Any) -> None:

@@ -17,8 +17,8 @@ down (``BrokerState.closing``, when the core sets it and notifies) ends the wait
 
 Isolation. read_uncommitted reads stop at the high watermark; read_committed at the last
 stable offset, with the aborted transactions that overlap what was read (the test-only
-negative control ``read_committed_sees_aborted``, :mod:`seglog.cluster.test_breaks`, answers
-an empty list instead).
+negative control ``read_committed_sees_aborted`` of ``BrokerState.test_breaks``,
+:mod:`seglog.cluster.test_breaks`, answers an empty list instead).
 
 Fetch sessions (KIP-227). This broker keeps none: a full request (session epoch 0 or -1) is
 answered with session id 0, which both the Java client (``FetchSessionHandler``: "sent a full
@@ -45,21 +45,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ... import error_codes as codes
 from ... import errors
-from ...cluster import test_breaks
+from ...cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..context import RawResponse
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
-    ERROR_FETCH_SESSION_ID_NOT_FOUND,
-    ERROR_NONE,
-    ERROR_NOT_LEADER_OR_FOLLOWER,
-    ERROR_UNKNOWN_SERVER_ERROR,
-    ERROR_UNKNOWN_LEADER_EPOCH,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
-    check_current_leader_epoch,
     gone_or_storage_error,
-    replica_manager,
+    partition_seam,
     topic_ids,
     topic_or_none,
 )
@@ -125,33 +118,31 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
     ids = topic_ids(ctx.broker) if by_id else None
     replica_id = _replica_id(request)
     follower = replica_id >= 0
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     wanted = []
     for fetch_topic in request.topics:
         key = fetch_topic.topic_id if by_id else fetch_topic.topic
         topic = ids.topic(key) if by_id else topic_or_none(store, key)
         for p in fetch_topic.partitions:
             epoch = int(getattr(p, "current_leader_epoch", -1))
-            log, code, replica = None, ERROR_NONE, None
+            log, code, replica = None, codes.NONE, None
             if topic is None:
-                code = ERROR_UNKNOWN_TOPIC_ID if by_id else ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                code = codes.UNKNOWN_TOPIC_ID if by_id else codes.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition < topic.partitions:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
-            elif cluster is not None:
-                # Kafka 2.8: only the leader serves fetches, a follower's (replica id >= 0,
-                # one of the partition's replicas) and a consumer's alike.
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                # Only the leader serves fetches, a follower's (replica id >= 0, one of the
+                # partition's replicas) and a consumer's alike; a request's stale leader
+                # epoch is fenced first (Partition.localLogWithEpochOrThrow).
                 replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
-                if replica is None or (follower and replica_id not in replica.replicas):
-                    code = ERROR_NOT_LEADER_OR_FOLLOWER
+                if replica is None:
+                    code = codes.NOT_LEADER_OR_FOLLOWER
+                elif follower and replica_id not in replica.replicas:
+                    code = cluster.check_leader_epoch(replica, epoch) \
+                        or codes.NOT_LEADER_OR_FOLLOWER
+                    replica = None
                 else:
                     log = replica.log
-            elif follower:
-                code = ERROR_UNKNOWN_LEADER_EPOCH if epoch != -1 else ERROR_NOT_LEADER_OR_FOLLOWER
-            else:
-                try:
-                    log = topic.log(p.partition)
-                except errors.SeglogError as e:
-                    code = gone_or_storage_error(store, topic, e)
             wanted.append(_Wanted(key, topic, p.partition, log, code, int(p.fetch_offset),
                                   int(p.partition_max_bytes), epoch, replica,
                                   int(getattr(p, "last_fetched_epoch", -1)),
@@ -161,24 +152,22 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
 
 def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
               isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
-              record_follower: bool = False) -> PartitionResult:
+              record_follower: bool = False,
+              breaks: TestBreaks = NO_TEST_BREAKS) -> PartitionResult:
     """Kafka's ``readFromLog.read`` for one partition of a fetch. In a cluster a follower's
     read (``replica_id`` >= 0) goes to the log end offset, is answered ``DivergingEpoch``
     when its last fetched epoch diverges, and (``record_follower``: the request's first read,
     as Kafka's ``fetchMessages``) records the follower's fetch state at the leader."""
-    if w.replica is not None:
-        # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes
-        # with NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
-        code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
-                if w.replica.is_leader else ERROR_NOT_LEADER_OR_FOLLOWER)
-    else:
-        code = check_current_leader_epoch(w.current_leader_epoch)
-    if code != ERROR_NONE:
+    # A long poll outlived this broker's leadership: Kafka's DelayedFetch completes with
+    # NOT_LEADER_OR_FOLLOWER then (the client finds the new leader).
+    code = (cluster.check_leader_epoch(w.replica, w.current_leader_epoch)
+            if w.replica.is_leader else codes.NOT_LEADER_OR_FOLLOWER)
+    if code != codes.NONE:
         return _failed(w.partition, code)
     adjusted_max_bytes = min(w.max_bytes, limit_bytes)
     if adjusted_max_bytes < 0:
         # Kafka's LogSegment.read: IllegalArgumentException("Invalid max size").
-        return _failed(w.partition, ERROR_UNKNOWN_SERVER_ERROR)
+        return _failed(w.partition, codes.UNKNOWN_SERVER_ERROR)
     follower = w.replica is not None and replica_id >= 0
     try:
         if follower:
@@ -187,7 +176,7 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
             if diverging is not None:
                 # Partition.readRecords: no records, the follower's fetch state untouched.
                 log_ = w.log
-                return PartitionResult(w.partition, ERROR_NONE, log_.high_watermark,
+                return PartitionResult(w.partition, codes.NONE, log_.high_watermark,
                                        log_.last_stable_offset, log_.start_offset, None, b"",
                                        diverging)
             log_ = w.log
@@ -204,18 +193,18 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
         cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
                                  w.follower_log_start_offset)
     aborted = result.aborted_transactions
-    if aborted is not None and test_breaks.enabled("read_committed_sees_aborted"):
+    if aborted is not None and breaks.enabled("read_committed_sees_aborted"):
         aborted = []  # the negative control: the consumer keeps every aborted record
     if aborted is not None:
         aborted = [(txn.producer_id, txn.first_offset) for txn in aborted]
-    return PartitionResult(w.partition, ERROR_NONE, result.high_watermark,
+    return PartitionResult(w.partition, codes.NONE, result.high_watermark,
                            result.last_stable_offset, result.start_offset, aborted,
                            result.buffer)
 
 
 def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
               isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
-              record_follower: bool = False
+              record_follower: bool = False, breaks: TestBreaks = NO_TEST_BREAKS
               ) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
     """Read every partition in request order; ``(results, record bytes, any error)``."""
     limit_bytes = max_bytes
@@ -224,11 +213,11 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
     failed = False
     total_bytes = 0
     for w in wanted:
-        if w.error_code != ERROR_NONE:
+        if w.error_code != codes.NONE:
             continue
         result = _read_one(store, w, limit_bytes=limit_bytes, min_one_batch=min_one_batch,
                            isolation=isolation, cluster=cluster, replica_id=replica_id,
-                           record_follower=record_follower)
+                           record_follower=record_follower, breaks=breaks)
         if result.diverging_epoch is not None:
             failed = True  # answered at once, as Kafka's divergence completes the fetch
         size_bytes = len(result.records)
@@ -236,18 +225,18 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
             min_one_batch = False
         limit_bytes = max(0, limit_bytes - size_bytes)
         total_bytes += size_bytes
-        failed = failed or result.error_code != ERROR_NONE
+        failed = failed or result.error_code != codes.NONE
         results.append((w, result))
     return results, total_bytes, failed
 
 
 def _response(ctx: Any, wanted: list[_Wanted], results: list, *,
-              error_code: int = ERROR_NONE) -> RawResponse:
+              error_code: int = codes.NONE) -> RawResponse:
     # Kafka's order: the partitions read, then the ones that failed before reading;
     # consecutive partitions of one topic share a topic entry (FetchResponse.toMessage).
     answers = [(w.key, r) for w, r in results]
     answers += [(w.key, _failed(w.partition, w.error_code))
-                for w in wanted if w.error_code != ERROR_NONE]
+                for w in wanted if w.error_code != codes.NONE]
     topics: list = []
     for key, result in answers:
         if topics and topics[-1][0] == key:
@@ -264,7 +253,7 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     version = ctx.api_version
     if version >= 7 and int(request.session_epoch) not in _SESSION_EPOCHS_FULL:
         return RawResponse(encode_fetch_response(
-            version, throttle_time_ms=0, error_code=ERROR_FETCH_SESSION_ID_NOT_FOUND,
+            version, throttle_time_ms=0, error_code=codes.FETCH_SESSION_ID_NOT_FOUND,
             session_id=0, topics=()))
     broker = ctx.broker
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
@@ -277,11 +266,13 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
     appended = broker.appended
     seen = appended.count
     store = broker.store
-    cluster = replica_manager(broker)
+    cluster = partition_seam(broker)
     replica_id = _replica_id(request)
+    breaks = broker.test_breaks
     results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                             isolation=isolation, cluster=cluster,
-                                            replica_id=replica_id, record_follower=True)
+                                            replica_id=replica_id, record_follower=True,
+                                            breaks=breaks)
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
@@ -295,10 +286,10 @@ async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
         seen = appended.count
         results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                                 isolation=isolation, cluster=cluster,
-                                                replica_id=replica_id)
+                                                replica_id=replica_id, breaks=breaks)
         if size_bytes >= min_bytes or failed:
             return _response(ctx, wanted, results)
     results, _size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
                                                   isolation=isolation, cluster=cluster,
-                                                  replica_id=replica_id)
+                                                  replica_id=replica_id, breaks=breaks)
     return _response(ctx, wanted, results)

@@ -33,22 +33,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ... import errors
+from ... import error_codes as codes
+from ...cluster.seam import PartitionSeam
 from ...types import TopicPartition
 from .data_topics import (
-    ERROR_INVALID_REQUEST,
-    ERROR_INVALID_TOPIC,
-    ERROR_LEADER_NOT_AVAILABLE,
-    ERROR_NONE,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
-    LEADER_EPOCH,
-    error_code_for,
-    replica_manager,
+    partition_seam,
     response_entities,
-    to_uuid,
-    topic_ids,
-    topic_or_none,
     valid_topic_name,
 )
 
@@ -94,20 +84,6 @@ def _entity_classes(version: int) -> tuple[type, type, type, type]:
             module.MetadataResponsePartition)
 
 
-def _topic_entry(classes: tuple, topic: Any, node_id: int, authorized_operations: int) -> Any:
-    _response, _broker, topic_cls, partition_cls = classes
-    replicas = (node_id,)
-    none = ErrorCode(ERROR_NONE)
-    partitions = tuple(
-        build(partition_cls, error_code=none, partition_index=p, leader_id=node_id,
-              leader_epoch=LEADER_EPOCH, replica_nodes=replicas, isr_nodes=replicas,
-              offline_replicas=())
-        for p in range(topic.partitions))
-    return build(topic_cls, error_code=none, name=topic.name, topic_id=to_uuid(topic.topic_id),
-                 is_internal=topic.is_internal, partitions=partitions,
-                 topic_authorized_operations=authorized_operations)
-
-
 def _error_entry(classes: tuple, error_code: int, name: str | None,
                  topic_id: uuid.UUID = _ZERO_UUID) -> Any:
     return build(classes[2], error_code=ErrorCode(error_code), name=name, topic_id=topic_id,
@@ -115,95 +91,9 @@ def _error_entry(classes: tuple, error_code: int, name: str | None,
                  topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
 
-async def _auto_create(ctx: Any, name: str) -> int:
-    """Create topic ``name`` as Kafka's auto-creation does; the error code to answer. The
-    creation (directories, files, fsyncs) runs on a worker thread, off the event loop."""
-    if not valid_topic_name(name):
-        return ERROR_INVALID_TOPIC
-    if name in _INTERNAL_TOPICS:
-        return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
-    partitions = int(ctx.broker.config.get("num.partitions", 1))
-    try:
-        await ctx.broker.run_blocking(ctx.broker.store.create_topic, name, partitions)
-    except errors.TopicExistsError:
-        pass  # created by another request meanwhile
-    except errors.InvalidTopicError:
-        return ERROR_INVALID_TOPIC  # collides with an existing topic once '.' and '_' unify
-    except (errors.SeglogError, OSError):
-        pass  # Kafka's metadata request does not see its controller's failures either
-    return ERROR_UNKNOWN_TOPIC_OR_PARTITION
 
 
-async def handle_metadata(ctx: Any, request: Any) -> Any:
-    """Answer a Metadata request (see the module docstring)."""
-    version = ctx.api_version
-    broker = ctx.broker
-    store = broker.store
-    classes = _entity_classes(version)
-    cluster = replica_manager(broker)
-    if cluster is not None:
-        return await _cluster_metadata(ctx, request, cluster, classes)
-    response_cls, broker_cls = classes[0], classes[1]
-    requested = request.topics
-    all_topics = requested is None or (version == 0 and not requested)
-    include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
-    topic_ops = TOPIC_AUTHORIZED_OPERATIONS if include_topic_ops else AUTHORIZED_OPERATIONS_OMITTED
-    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
-    if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
-        cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
-    entries: list = []
-    if all_topics:
-        for name in store.topics():
-            topic = topic_or_none(store, name)
-            if topic is not None:
-                entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
-    else:
-        ids = topic_ids(broker)
-        allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
-                        and bool(broker.config.get("auto.create.topics.enable", True)))
-        seen: set = set()
-        for wanted in requested:
-            name = getattr(wanted, "name", None)
-            topic_id = getattr(wanted, "topic_id", None)
-            if topic_id is not None and topic_id != _ZERO_UUID:
-                if version < 12:
-                    return _invalid_request(classes, request)
-                topic = ids.topic(topic_id)
-                if topic is None:
-                    entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None, topic_id))
-                elif topic.name not in seen:
-                    seen.add(topic.name)
-                    entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
-                continue
-            if name is None:
-                if version < 12:
-                    return _invalid_request(classes, request)
-                entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None))
-                continue
-            if name in seen:
-                continue  # Kafka takes the request's topics as a set
-            seen.add(name)
-            topic = topic_or_none(store, name)
-            if topic is not None:
-                entries.append(_topic_entry(classes, topic, broker.node_id, topic_ops))
-            elif allow_create:
-                entries.append(_error_entry(classes, await _auto_create(ctx, name), name))
-            else:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
-                    else ERROR_INVALID_TOPIC
-                entries.append(_error_entry(classes, code, name))
-    brokers = (build(broker_cls, node_id=broker.node_id, host=broker.host, port=broker.port,
-                     rack=None),)
-    return build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
-                 cluster_id=broker.cluster_id, controller_id=broker.node_id,
-                 topics=tuple(entries), cluster_authorized_operations=cluster_ops,
-                 error_code=ErrorCode(ERROR_NONE))
-
-
-# --- a cluster member (zookeeper.connect) ------------------------------------------------------
-
-
-def _cluster_topic_entry(classes: tuple, cluster: Any, assignment: Any,
+def _topic_entry(classes: tuple, cluster: Any, assignment: Any,
                          authorized_operations: int) -> Any:
     """One topic from the cluster's metadata (Kafka 2.8's ``MetadataCache
     .getPartitionMetadata``): per partition its leader, leader epoch, replicas, ISR and the
@@ -216,47 +106,44 @@ def _cluster_topic_entry(classes: tuple, cluster: Any, assignment: Any,
         state = cluster.states.get(TopicPartition(assignment.topic, index))
         offline = tuple(r for r in replicas if r not in live)
         if state is None:
-            code, leader, epoch, isr = ERROR_LEADER_NOT_AVAILABLE, -1, -1, ()
+            code, leader, epoch, isr = codes.LEADER_NOT_AVAILABLE, -1, -1, ()
         else:
             leader, epoch, isr = state.leader, state.leader_epoch, tuple(state.isr)
-            code = ERROR_NONE
+            code = codes.NONE
             if leader not in live:
-                code, leader = ERROR_LEADER_NOT_AVAILABLE, -1
+                code, leader = codes.LEADER_NOT_AVAILABLE, -1
         partitions.append(build(
             partition_cls, error_code=ErrorCode(code), partition_index=index,
             leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
             isr_nodes=isr, offline_replicas=offline))
     name = assignment.topic
-    return build(classes[2], error_code=ErrorCode(ERROR_NONE), name=name,
+    return build(classes[2], error_code=ErrorCode(codes.NONE), name=name,
                  topic_id=assignment.topic_id or _ZERO_UUID,
                  is_internal=name in _INTERNAL_TOPICS, partitions=tuple(partitions),
                  topic_authorized_operations=authorized_operations)
 
 
-async def _cluster_auto_create(ctx: Any, cluster: Any, name: str) -> int:
-    """Kafka 2.8's ``KafkaApis.createTopic`` for a Metadata request: the topic is written
-    to ZooKeeper (``num.partitions``, ``default.replication.factor`` over the live brokers)
-    and the answer is LEADER_NOT_AVAILABLE (the client asks again); a failure's own code
-    (INVALID_REPLICATION_FACTOR with too few brokers)."""
+async def _auto_create(ctx: Any, cluster: PartitionSeam, name: str) -> int:
+    """Create topic ``name`` for a Metadata request that named it (``auto.create.topics
+    .enable``): ``num.partitions`` partitions, ``default.replication.factor`` replicas; the
+    error code to answer for it (the seam's: the client asks again)."""
     if not valid_topic_name(name):
-        return ERROR_INVALID_TOPIC
+        return codes.INVALID_TOPIC_EXCEPTION
     if name in _INTERNAL_TOPICS:
-        return ERROR_UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
+        return codes.UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
     config = ctx.broker.config
-    try:
-        assignment = cluster.assign_replicas(int(config.get("num.partitions", 1)),
-                                             int(config.get("default.replication.factor", 1)))
-        await cluster.create_topic(name, assignment, {}, timeout_s=0)
-    except errors.TopicExistsError:
-        pass
-    except (errors.SeglogError, OSError) as e:
-        return error_code_for(e)
-    return ERROR_LEADER_NOT_AVAILABLE
+    return await cluster.auto_create_topic(
+        name, partitions=int(config.get("num.partitions", 1)),
+        replication_factor=int(config.get("default.replication.factor", 1)))
 
 
-async def _cluster_metadata(ctx: Any, request: Any, cluster: Any, classes: tuple) -> Any:
+async def handle_metadata(ctx: Any, request: Any) -> Any:
+    """Answer a Metadata request (see the module docstring) from the cluster's metadata
+    view (:class:`~seglog.cluster.seam.PartitionSeam`)."""
     version = ctx.api_version
     broker = ctx.broker
+    classes = _entity_classes(version)
+    cluster = partition_seam(broker)
     response_cls, broker_cls = classes[0], classes[1]
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
@@ -269,7 +156,7 @@ async def _cluster_metadata(ctx: Any, request: Any, cluster: Any, classes: tuple
     entries: list = []
     if all_topics:
         for name in sorted(assignments):
-            entries.append(_cluster_topic_entry(classes, cluster, assignments[name], topic_ops))
+            entries.append(_topic_entry(classes, cluster, assignments[name], topic_ops))
     else:
         allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
                         and bool(broker.config.get("auto.create.topics.enable", True)))
@@ -283,29 +170,29 @@ async def _cluster_metadata(ctx: Any, request: Any, cluster: Any, classes: tuple
                     return _invalid_request(classes, request)
                 assignment = by_id.get(topic_id)
                 if assignment is None:
-                    entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None, topic_id))
+                    entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
-                    entries.append(_cluster_topic_entry(classes, cluster, assignment,
+                    entries.append(_topic_entry(classes, cluster, assignment,
                                                         topic_ops))
                 continue
             if name is None:
                 if version < 12:
                     return _invalid_request(classes, request)
-                entries.append(_error_entry(classes, ERROR_UNKNOWN_TOPIC_ID, None))
+                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None))
                 continue
             if name in seen:
                 continue
             seen.add(name)
             assignment = assignments.get(name)
             if assignment is not None:
-                entries.append(_cluster_topic_entry(classes, cluster, assignment, topic_ops))
+                entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
             elif allow_create:
                 entries.append(_error_entry(classes,
-                                            await _cluster_auto_create(ctx, cluster, name), name))
+                                            await _auto_create(ctx, cluster, name), name))
             else:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
-                    else ERROR_INVALID_TOPIC
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
+                    else codes.INVALID_TOPIC_EXCEPTION
                 entries.append(_error_entry(classes, code, name))
     brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
                           rack=info.rack)
@@ -315,14 +202,14 @@ async def _cluster_metadata(ctx: Any, request: Any, cluster: Any, classes: tuple
                  cluster_id=broker.cluster_id,
                  controller_id=-1 if controller_id is None else controller_id,
                  topics=tuple(entries), cluster_authorized_operations=cluster_ops,
-                 error_code=ErrorCode(ERROR_NONE))
+                 error_code=ErrorCode(codes.NONE))
 
 
 def _invalid_request(classes: tuple, request: Any) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
     topics = tuple(
-        build(classes[2], error_code=ErrorCode(ERROR_INVALID_REQUEST),
+        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST),
               name=getattr(t, "name", None) or "", topic_id=getattr(t, "topic_id", None)
               or _ZERO_UUID, is_internal=False, partitions=(),
               topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
@@ -330,4 +217,4 @@ def _invalid_request(classes: tuple, request: Any) -> Any:
     return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,
                  controller_id=-1, topics=topics,
                  cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-                 error_code=ErrorCode(ERROR_NONE))
+                 error_code=ErrorCode(codes.NONE))

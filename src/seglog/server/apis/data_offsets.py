@@ -37,20 +37,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from ... import errors
 from ...types import TopicPartition
 from .data_metadata import build
 from .data_topics import (
-    ERROR_INVALID_REQUEST,
-    ERROR_NONE,
-    ERROR_NOT_LEADER_OR_FOLLOWER,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
-    LEADER_EPOCH,
     UNDEFINED_EPOCH,
-    check_current_leader_epoch,
-    end_offset_for_epoch,
     error_code_for,
-    replica_manager,
+    partition_seam,
     response_entities,
     topic_or_none,
 )
@@ -78,7 +72,6 @@ EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 _SENTINEL_MIN_VERSION = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7,
                          EARLIEST_LOCAL_TIMESTAMP: 8, LATEST_TIERED_TIMESTAMP: 9,
                          EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11}
-ERROR_UNSUPPORTED_VERSION = 35
 CONSUMER_REPLICA_ID = -1
 _READ_COMMITTED = 1
 _ZERO_MS = datetime.timedelta(0)
@@ -102,11 +95,14 @@ def _epoch_for_offset(log: Any, offset: int) -> int:
     return epoch
 
 
-def _lookup(log: Any, timestamp: int, *, isolation_level: int | None,
-            replica: Any = None) -> tuple[int, int, int]:
-    """``(offset, timestamp, leader epoch)`` for one partition; ``(-1, -1, -1)`` when no
-    record qualifies. ``replica``: in a cluster, the leader's PartitionReplica (epochs from
-    its epoch cache, as Kafka 2.8's ``Log.fetchOffsetByTimestamp``)."""
+def _lookup(replica: Any, timestamp: int, *, isolation_level: int | None
+            ) -> tuple[int, int, int]:
+    """``(offset, timestamp, leader epoch)`` for one partition of this leader's ``replica``;
+    ``(-1, -1, -1)`` when no record qualifies. Epochs come from the log's epoch cache (as
+    Kafka's ``Log.fetchOffsetByTimestamp``); a log that keeps none (a lone broker's: it is
+    not replicated) is in the replica's one epoch throughout."""
+    log = replica.log
+    cached = log.leader_epoch is not None
     if isolation_level is None:
         last_fetchable = log.end_offset
     elif isolation_level == _READ_COMMITTED:
@@ -114,11 +110,11 @@ def _lookup(log: Any, timestamp: int, *, isolation_level: int | None,
     else:
         last_fetchable = log.high_watermark
     if timestamp == LATEST_TIMESTAMP:
-        return last_fetchable, -1, LEADER_EPOCH if replica is None else replica.leader_epoch
+        return last_fetchable, -1, replica.leader_epoch
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         start = log.start_offset
-        if replica is None:
-            return start, -1, LEADER_EPOCH
+        if not cached:
+            return start, -1, replica.leader_epoch
         earliest = log.leader_epoch_cache.earliest_entry
         return start, -1, (earliest.epoch if earliest is not None
                            and earliest.start_offset <= start else UNDEFINED_EPOCH)
@@ -128,7 +124,7 @@ def _lookup(log: Any, timestamp: int, *, isolation_level: int | None,
     if offset is None or offset >= last_fetchable:
         return -1, -1, UNDEFINED_EPOCH
     return offset, _timestamp_of(log, offset), (
-        LEADER_EPOCH if replica is None else _epoch_for_offset(log, offset))
+        _epoch_for_offset(log, offset) if cached else replica.leader_epoch)
 
 
 async def handle_list_offsets(ctx: Any, request: Any) -> Any:
@@ -141,7 +137,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
     isolation_level = int(getattr(request, "isolation_level", 0)) \
         if replica_id == CONSUMER_REPLICA_ID else None
     counts = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
 
     def answer(index: int, code: int, offset: int = -1, timestamp: int = -1,
                epoch: int = UNDEFINED_EPOCH) -> Any:
@@ -157,35 +153,30 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
         for p in t.partitions:
             index, timestamp = p.partition_index, int(p.timestamp)
             if counts[(t.name, index)] > 1:
-                partitions.append(answer(index, ERROR_INVALID_REQUEST))
+                partitions.append(answer(index, codes.INVALID_REQUEST))
                 continue
             if timestamp < 0 and _SENTINEL_MIN_VERSION.get(timestamp, version + 1) > version:
-                partitions.append(answer(index, ERROR_UNSUPPORTED_VERSION))
+                partitions.append(answer(index, codes.UNSUPPORTED_VERSION))
                 continue
             if topic is None or not 0 <= index < topic.partitions:
-                partitions.append(answer(index, ERROR_UNKNOWN_TOPIC_OR_PARTITION))
+                partitions.append(answer(index, codes.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             current_epoch = int(getattr(p, "current_leader_epoch", -1))
-            replica = None
-            if cluster is not None:
-                # Kafka 2.8: only the leader answers (fetchOnlyFromLeader), a follower's
-                # request (replica id >= 0) as a consumer's.
-                replica = cluster.leader_replica(TopicPartition(t.name, index))
-                code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
-                        else cluster.check_leader_epoch(replica, current_epoch))
-            else:
-                code = check_current_leader_epoch(current_epoch)
-            if code != ERROR_NONE:
+            # Only the leader answers (fetchOnlyFromLeader), a follower's request (replica
+            # id >= 0) as a consumer's.
+            replica = cluster.leader_replica(TopicPartition(t.name, index))
+            code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
+                    else cluster.check_leader_epoch(replica, current_epoch))
+            if code != codes.NONE:
                 partitions.append(answer(index, code))
                 continue
             try:
-                offset, found_ms, epoch = _lookup(topic.log(index), timestamp,
-                                                  isolation_level=isolation_level,
-                                                  replica=replica)
+                offset, found_ms, epoch = _lookup(replica, timestamp,
+                                                  isolation_level=isolation_level)
             except (errors.SeglogError, OSError) as e:
                 partitions.append(answer(index, error_code_for(e)))
                 continue
-            partitions.append(answer(index, ERROR_NONE, offset, found_ms, epoch))
+            partitions.append(answer(index, codes.NONE, offset, found_ms, epoch))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(partitions)))
     return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
 
@@ -200,7 +191,7 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
     store = ctx.broker.store
     response_cls, module = response_entities(OFFSET_FOR_LEADER_EPOCH_KEY, version)
     topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     topics = []
     for t in request.topics:
         topic = topic_or_none(store, t.topic)
@@ -208,24 +199,15 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
         for p in t.partitions:
             epoch, end_offset = UNDEFINED_EPOCH, -1
             if topic is None or not 0 <= p.partition < topic.partitions:
-                code = ERROR_UNKNOWN_TOPIC_OR_PARTITION
-            elif cluster is not None:
+                code = codes.UNKNOWN_TOPIC_OR_PARTITION
+            else:
                 # Partition.lastOffsetForLeaderEpoch: the leader only, its epoch cache.
                 replica = cluster.leader_replica(TopicPartition(t.topic, p.partition))
-                code = (ERROR_NOT_LEADER_OR_FOLLOWER if replica is None
+                code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                         else cluster.check_leader_epoch(replica, int(p.current_leader_epoch)))
-                if code == ERROR_NONE:
+                if code == codes.NONE:
                     try:
-                        epoch, end_offset = replica.log.end_offset_for_epoch(
-                            int(p.leader_epoch))
-                    except (errors.SeglogError, OSError) as e:
-                        code = error_code_for(e)
-            else:
-                code = check_current_leader_epoch(int(p.current_leader_epoch))
-                if code == ERROR_NONE:
-                    try:
-                        epoch, end_offset = end_offset_for_epoch(
-                            int(p.leader_epoch), topic.log(p.partition).end_offset)
+                        epoch, end_offset = replica.end_offset_for_epoch(int(p.leader_epoch))
                     except (errors.SeglogError, OSError) as e:
                         code = error_code_for(e)
             partitions.append(build(partition_cls, error_code=ErrorCode(code),

@@ -55,30 +55,23 @@ metadata.
 
 from __future__ import annotations
 
-import asyncio
 import struct
 from typing import Any
 
 
+from ... import error_codes as codes
 from ... import errors
 from ... import format as fmt
+from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
+from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...types import TopicPartition
 from ..context import CloseConnection, RawResponse
 from .data_produce_codec import encode_produce_response
 from .data_topics import (
-    ERROR_CORRUPT_MESSAGE,
-    ERROR_INVALID_REQUIRED_ACKS,
-    ERROR_INVALID_TOPIC,
-    ERROR_KAFKA_STORAGE_ERROR,
-    ERROR_MESSAGE_TOO_LARGE,
-    ERROR_NONE,
-    ERROR_RECORD_LIST_TOO_LARGE,
-    ERROR_UNKNOWN_TOPIC_ID,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     LEADER_EPOCH,
     error_code_for,
     gone_or_storage_error,
-    replica_manager,
+    partition_seam,
     topic_ids,
     topic_or_none,
 )
@@ -97,25 +90,18 @@ VERSION_MAX = 13
 
 #: Kafka's ``AdminUtils.ADMIN_CLIENT_ID``: the one client allowed to write internal topics.
 ADMIN_CLIENT_ID = "__admin_client"
-ERROR_INVALID_RECORD = 87
-ERROR_UNSUPPORTED_COMPRESSION_TYPE = 76
-ERROR_INVALID_TIMESTAMP = 32
 #: The errors of an append after which Kafka answers log start offset -1
 #: (``appendToLocalLog``'s first catch); every other append failure carries the partition's
 #: log start offset. Failures before the append (the request checks) answer -1 too.
 _NO_LOG_START_ERRORS = frozenset({
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION, ERROR_UNKNOWN_TOPIC_ID, ERROR_MESSAGE_TOO_LARGE,
-    ERROR_RECORD_LIST_TOO_LARGE, ERROR_CORRUPT_MESSAGE, ERROR_KAFKA_STORAGE_ERROR})
+    codes.UNKNOWN_TOPIC_OR_PARTITION, codes.UNKNOWN_TOPIC_ID, codes.MESSAGE_TOO_LARGE,
+    codes.RECORD_LIST_TOO_LARGE, codes.CORRUPT_MESSAGE, codes.KAFKA_STORAGE_ERROR})
 #: Errors Kafka answers with the exception's message and the failing records' indexes
 #: (``hasCustomErrorMessage``: its RecordValidationException).
-_MESSAGE_ERRORS = frozenset({ERROR_INVALID_RECORD, ERROR_INVALID_TIMESTAMP})
+_MESSAGE_ERRORS = frozenset({codes.INVALID_RECORD, codes.INVALID_TIMESTAMP})
 _INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _INT64 = struct.Struct(">q")
-ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-ERROR_INVALID_PRODUCER_ID_MAPPING = 49
-ERROR_NOT_ENOUGH_REPLICAS = 19
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
 
 
 class ProduceFailedWithoutAck(CloseConnection):
@@ -129,32 +115,32 @@ def check_produce_records(records: Any, api_version: int) -> tuple[int, Any]:
     RecordBatch of magic 2 (bytes after it that make no whole batch are cut off, as Kafka's
     batch iterator ignores them) in a codec ``api_version`` allows."""
     if records is None:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     view = memoryview(records)
     size_bytes = len(view)
     if size_bytes < fmt.LOG_OVERHEAD:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     batch_length = _INT32.unpack_from(view, fmt.BATCH_LENGTH_POSITION)[0]
     if batch_length < fmt.MIN_BATCH_LENGTH:
-        return ERROR_CORRUPT_MESSAGE, None
+        return codes.CORRUPT_MESSAGE, None
     if size_bytes < fmt.HEADER_SIZE_UP_TO_MAGIC:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     magic = view[fmt.MAGIC_POSITION]
     if magic > 2:  # a signed byte: 128..255 are negative
-        return ERROR_CORRUPT_MESSAGE, None
+        return codes.CORRUPT_MESSAGE, None
     batch_bytes = fmt.LOG_OVERHEAD + batch_length
     if size_bytes < batch_bytes or magic != 2:
-        return ERROR_INVALID_RECORD, None
+        return codes.INVALID_RECORD, None
     if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD:
         second_length = _INT32.unpack_from(view, batch_bytes + fmt.BATCH_LENGTH_POSITION)[0]
         if second_length < fmt.MIN_BATCH_LENGTH:
-            return ERROR_CORRUPT_MESSAGE, None
+            return codes.CORRUPT_MESSAGE, None
         if size_bytes - batch_bytes >= fmt.LOG_OVERHEAD + second_length:
-            return ERROR_INVALID_RECORD, None  # a second whole batch
+            return codes.INVALID_RECORD, None  # a second whole batch
     if api_version < 7 and batch_bytes >= fmt.ATTRIBUTES_POSITION + 2 and \
             view[fmt.ATTRIBUTES_POSITION + 1] & fmt.COMPRESSION_CODEC_MASK == fmt.COMPRESSION_ZSTD:
-        return ERROR_UNSUPPORTED_COMPRESSION_TYPE, None
-    return ERROR_NONE, view[:batch_bytes] if batch_bytes != size_bytes else view
+        return codes.UNSUPPORTED_COMPRESSION_TYPE, None
+    return codes.NONE, view[:batch_bytes] if batch_bytes != size_bytes else view
 
 
 class _Outcome:
@@ -199,14 +185,14 @@ def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
         columns = next(iter(log.backend.iter_batches(batch))).columns()
     except (errors.SeglogError, StopIteration, ValueError):
         return ()
-    if code == ERROR_INVALID_TIMESTAMP:
+    if code == codes.INVALID_TIMESTAMP:
         low_ms = now_ms - config.message_timestamp_before_max_ms
         high_ms = now_ms + config.message_timestamp_after_max_ms
         return tuple(
             (i, f"Timestamp {int(ts)} of message with offset {i} is out of range. The "
                 f"timestamp should be within [{low_ms}, {high_ms}]")
             for i, ts in enumerate(columns.timestamps_ms) if not low_ms <= int(ts) <= high_ms)
-    if code == ERROR_INVALID_RECORD and config.compaction_enabled:
+    if code == codes.INVALID_RECORD and config.compaction_enabled:
         message = "Compacted topic cannot accept message without key in topic partition."
         return tuple((i, message) for i, length in enumerate(columns.key_lengths)
                      if int(length) < 0)
@@ -244,10 +230,13 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
     producer_id, producer_epoch, transactional = _producer_of(batch)
     if not transactional or producer_id < 0:
         return None
-    if replica_manager(ctx.broker) is not None:
-        # A cluster member (Kafka 2.8, which has no verification): the transaction's
-        # coordinator is the leader of its __transaction_state partition, usually another
-        # broker, which this one would have to ask (AddPartitionsToTxn v4 verify_only).
+    cluster = partition_seam(ctx.broker)
+    coordinator_partition = partition_in(cluster, TRANSACTION_STATE_TOPIC, transactional_id)
+    if coordinator_partition is None or cluster.leader_replica(
+            TopicPartition(TRANSACTION_STATE_TOPIC, coordinator_partition)) is None:
+        # The transaction's coordinator is another broker (the leader of its
+        # __transaction_state partition), which this one would have to ask
+        # (AddPartitionsToTxn v4 verify_only; Kafka 2.8 has no verification at all).
         return None
     entry = log.producer_state.last_entry(producer_id)
     if entry is not None and entry.current_txn_first_offset is not None \
@@ -261,7 +250,7 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
         return _Outcome(errors.InvalidTxnStateError.kafka_error_code,
                         error_message="Partition was not added to the transaction")
     except errors.ConcurrentTransactionsError as e:
-        return _Outcome(ERROR_NOT_ENOUGH_REPLICAS, error_message=(
+        return _Outcome(codes.NOT_ENOUGH_REPLICAS, error_message=(
             "Unable to verify the partition has been added to the transaction. Underlying "
             f"error: CONCURRENT_TRANSACTIONS ({e})"))
     except (errors.SeglogError, OSError) as e:
@@ -270,15 +259,11 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
 
 
 def _append(ctx: Any, topic: Any, partition: int, batch: Any,
-            transactional_id: str | None) -> _Outcome:
-    try:
-        log = topic.log(partition)
-    except errors.UnknownTopicOrPartitionError:
-        return _failure(ERROR_UNKNOWN_TOPIC_OR_PARTITION)
-    except errors.SeglogError as e:
-        return _failure(gone_or_storage_error(ctx.broker.store, topic, e))
+            transactional_id: str | None, log: Any) -> _Outcome:
+    """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
+    append runs): the outcome, whatever went wrong as its error code."""
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
-        return _failure(ERROR_INVALID_TOPIC)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
+        return _failure(codes.INVALID_TOPIC_EXCEPTION)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if transactional_id is not None:
         refused = _verify_transaction(ctx, transactional_id, topic, partition, log, batch)
         if refused is not None:
@@ -296,7 +281,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
             if code in _MESSAGE_ERRORS else ()
         return _failure(code, log, str(e), record_errors)
     append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
-    outcome = _Outcome(ERROR_NONE, first, append_time_ms, log.start_offset)
+    outcome = _Outcome(codes.NONE, first, append_time_ms, log.start_offset)
     outcome.last_offset = _last
     return outcome
 
@@ -311,12 +296,11 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     by_id = version >= 13
     ids = topic_ids(broker) if by_id else None
     answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
-    appended = False
     failed = False
-    cluster = replica_manager(broker)
-    delayed: list[tuple[Any, _Outcome]] = []  # acks=-1 in a cluster: (replica, outcome)
+    cluster = partition_seam(broker)
+    delayed: list[tuple[AppendResult, _Outcome]] = []  # acks=-1: (append, outcome)
     whole_request_error = _transactional_request_error(request)
-    if whole_request_error != ERROR_NONE:
+    if whole_request_error != codes.NONE:
         answers = [(t.topic_id if by_id else t.name,
                     [(p.index, _failure(whole_request_error)) for p in t.partition_data])
                    for t in request.topic_data]
@@ -331,68 +315,63 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             if topic is None or not 0 <= index < topic.partitions:
-                outcome = _failure(ERROR_UNKNOWN_TOPIC_ID if by_id and topic is None
-                                   else ERROR_UNKNOWN_TOPIC_OR_PARTITION)
+                outcome = _failure(codes.UNKNOWN_TOPIC_ID if by_id and topic is None
+                                   else codes.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 code, batch = check_produce_records(partition_data.records, version)
-                if code != ERROR_NONE:
+                if code != codes.NONE:
                     outcome = _failure(code)
                 elif acks not in (-1, 0, 1):
-                    outcome = _failure(ERROR_INVALID_REQUIRED_ACKS)
-                elif cluster is not None:
-                    outcome = _append_as_leader(ctx, cluster, topic, index, batch,
-                                                request.transactional_id, acks, delayed)
-                    appended = appended or outcome.error_code == ERROR_NONE
+                    outcome = _failure(codes.INVALID_REQUIRED_ACKS)
                 else:
-                    outcome = _append(ctx, topic, index, batch, request.transactional_id)
-                    appended = appended or outcome.error_code == ERROR_NONE
-            failed = failed or outcome.error_code != ERROR_NONE
+                    outcome = _append_to_leader(ctx, cluster, topic, index, batch,
+                                                request.transactional_id, acks, delayed)
+            failed = failed or outcome.error_code != codes.NONE
             outcomes.append((index, outcome))
         answers.append((key, outcomes))
-    if appended:
-        broker.appended.notify()
-    if delayed and cluster is not None:
+    if delayed:
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
-        # bounded by the request's timeout; the answers replace the appends' successes.
-        timeout_s = max(request.timeout.total_seconds(), 0.0)
-        codes = await asyncio.gather(*(
-            cluster.wait_acks_all(replica, outcome.last_offset + 1, timeout_s)
-            for replica, outcome in delayed))
-        for (_replica, outcome), code in zip(delayed, codes):
-            if code != ERROR_NONE:
-                # Kafka 2.8's DelayedProduce changes only the error: the append's base
-                # offset, append time and log start offset stay in the answer.
-                outcome.error_code = code
+        # bounded by the request's timeout (in a cluster of one that is at once).
+        await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
+                                    timeout_s=max(request.timeout.total_seconds(), 0.0))
+        for result, outcome in delayed:
+            if result.error_code != codes.NONE:
+                # Kafka's DelayedProduce changes only the error: the append's base offset,
+                # append time and log start offset stay in the answer.
+                outcome.error_code = result.error_code
                 failed = True
     if acks == 0:
         if failed:
             raise ProduceFailedWithoutAck(
                 "produce with acks=0 failed: " + ", ".join(
                     f"{key}-{index}: error {o.error_code}" for key, outs in answers
-                    for index, o in outs if o.error_code != ERROR_NONE))
+                    for index, o in outs if o.error_code != codes.NONE))
         return None
     return _response(version, answers)
 
 
-def _append_as_leader(ctx: Any, cluster: Any, topic: Any, partition: int, batch: Any,
-                      transactional_id: str | None, acks: int,
-                      delayed: list[tuple[Any, _Outcome]]) -> _Outcome:
-    """A cluster member's append (``Partition.appendRecordsToLeader``): only the partition's
-    leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer in-sync replicas
-    than ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before anything is written; after the
-    append the high watermark may move, and an acks=-1 append joins ``delayed``."""
-    replica = cluster.leader_replica(TopicPartition(topic.name, partition))
-    if replica is None:
-        return _failure(ERROR_NOT_LEADER_OR_FOLLOWER)
-    if acks == -1:
-        code = cluster.check_acks_all_before_append(replica)
-        if code != ERROR_NONE:
-            return _failure(code, replica.log)
-    outcome = _append(ctx, topic, partition, batch, transactional_id)
-    if outcome.error_code == ERROR_NONE:
-        cluster.after_leader_append(replica)
-        if acks == -1:
-            delayed.append((replica, outcome))
+def _append_to_leader(ctx: Any, cluster: PartitionSeam, topic: Any, partition: int,
+                      batch: Any, transactional_id: str | None, acks: int,
+                      delayed: list[tuple[AppendResult, _Outcome]]) -> _Outcome:
+    """One partition's append through the seam (``Partition.appendRecordsToLeader``): only
+    the partition's leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer
+    in-sync replicas than ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS before anything is
+    written; an appended acks=-1 partition joins ``delayed``."""
+    written: list[_Outcome] = []
+
+    def write(log: Any) -> int | None:
+        outcome = _append(ctx, topic, partition, batch, transactional_id, log)
+        written.append(outcome)
+        return outcome.last_offset if outcome.error_code == codes.NONE else None
+
+    result = cluster.append_now(TopicPartition(topic.name, partition), write, acks=acks,
+                                origin=AppendOrigin.CLIENT)
+    if not written:
+        replica = result.replica
+        return _failure(result.error_code, None if replica is None else replica.log)
+    outcome = written[0]
+    if result.appended and acks == -1:
+        delayed.append((result, outcome))
     return outcome
 
 
@@ -413,12 +392,12 @@ def _transactional_request_error(request: Any) -> int:
             if producer_id >= 0:
                 producer_ids.add(producer_id)
     if not producer_ids:
-        return ERROR_NONE
+        return codes.NONE
     if request.transactional_id is None:
-        return ERROR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        return codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if len(producer_ids) > 1:
-        return ERROR_INVALID_PRODUCER_ID_MAPPING
-    return ERROR_NONE
+        return codes.INVALID_PRODUCER_ID_MAPPING
+    return codes.NONE
 
 
 def _response(version: int, answers: list) -> RawResponse:

@@ -7,12 +7,10 @@ text in seglog's :class:`~seglog.store.Topic` (``topic_id``, Kafka's ``Uuid.toSt
 from the store only when an id is not found or its topic is gone, so a fetch by id costs one
 dict lookup.
 
-Leader epochs. This broker is every partition's only replica and leader since the partition
-was created, in epoch 0, as a KRaft controller makes a new partition's first leader
-(``PartitionRegistration.leaderEpoch`` 0). The Logs keep no leader-epoch cache yet (the
-replication issue adds one); a Kafka broker's cache for such a partition holds one entry,
-epoch 0 starting at the log start offset, and :func:`end_offset_for_epoch` answers as
-``LeaderEpochFileCache.endOffsetFor`` does over that cache.
+Leader epochs. A lone broker is every partition's only replica and leader since the partition
+was created, in epoch :data:`LEADER_EPOCH` (0), as a KRaft controller makes a new partition's
+first leader; the fencing and epoch lookups are the seam's
+(:class:`~seglog.cluster.single.SingleBroker`, the replica manager in a cluster).
 """
 
 from __future__ import annotations
@@ -25,42 +23,19 @@ from typing import Any
 
 from kio.index import load_response_schema
 
+from ... import error_codes as codes
 from ... import errors
+from ...cluster.seam import PartitionSeam
 from ...storage import checkpoints
 
 __all__ = [
-    "ERROR_NONE", "ERROR_UNKNOWN_SERVER_ERROR", "ERROR_OFFSET_OUT_OF_RANGE",
-    "ERROR_CORRUPT_MESSAGE", "ERROR_UNKNOWN_TOPIC_OR_PARTITION", "ERROR_LEADER_NOT_AVAILABLE",
-    "ERROR_MESSAGE_TOO_LARGE", "ERROR_INVALID_TOPIC", "ERROR_RECORD_LIST_TOO_LARGE",
-    "ERROR_NOT_ENOUGH_REPLICAS", "ERROR_INVALID_REQUIRED_ACKS", "ERROR_INVALID_REQUEST",
-    "ERROR_KAFKA_STORAGE_ERROR", "ERROR_FENCED_LEADER_EPOCH", "ERROR_UNKNOWN_LEADER_EPOCH",
-    "ERROR_FETCH_SESSION_ID_NOT_FOUND", "ERROR_UNKNOWN_TOPIC_ID", "ERROR_NOT_LEADER_OR_FOLLOWER",
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
-    "check_current_leader_epoch", "end_offset_for_epoch", "to_uuid", "topic_ids",
-    "topic_or_none", "EXTENSION_KEY", "CLUSTER_EXTENSION_KEY", "replica_manager",
+    "to_uuid", "topic_ids",
+    "topic_or_none", "EXTENSION_KEY", "partition_seam",
     "valid_topic_name", "response_entities",
     "gone_or_storage_error",
 ]
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) the data APIs answer with.
-ERROR_UNKNOWN_SERVER_ERROR = -1
-ERROR_NONE = 0
-ERROR_OFFSET_OUT_OF_RANGE = 1
-ERROR_CORRUPT_MESSAGE = 2
-ERROR_UNKNOWN_TOPIC_OR_PARTITION = 3
-ERROR_LEADER_NOT_AVAILABLE = 5
-ERROR_NOT_LEADER_OR_FOLLOWER = 6
-ERROR_MESSAGE_TOO_LARGE = 10
-ERROR_INVALID_TOPIC = 17
-ERROR_RECORD_LIST_TOO_LARGE = 18
-ERROR_NOT_ENOUGH_REPLICAS = 19
-ERROR_INVALID_REQUIRED_ACKS = 21
-ERROR_INVALID_REQUEST = 42
-ERROR_KAFKA_STORAGE_ERROR = 56
-ERROR_FENCED_LEADER_EPOCH = 74
-ERROR_UNKNOWN_LEADER_EPOCH = 75
-ERROR_FETCH_SESSION_ID_NOT_FOUND = 70
-ERROR_UNKNOWN_TOPIC_ID = 100
 
 #: Every partition's leader epoch on this broker (see the module docstring).
 LEADER_EPOCH = 0
@@ -87,10 +62,10 @@ def error_code_for(exc: BaseException) -> int:
     where Kafka has none), KAFKA_STORAGE_ERROR for an ``OSError`` (Kafka's answer when a log
     dir fails), UNKNOWN_SERVER_ERROR for anything else."""
     if isinstance(exc, errors.SeglogError):
-        return int(getattr(exc, "kafka_error_code", ERROR_UNKNOWN_SERVER_ERROR))
+        return int(getattr(exc, "kafka_error_code", codes.UNKNOWN_SERVER_ERROR))
     if isinstance(exc, OSError):
-        return ERROR_KAFKA_STORAGE_ERROR
-    return ERROR_UNKNOWN_SERVER_ERROR
+        return codes.KAFKA_STORAGE_ERROR
+    return codes.UNKNOWN_SERVER_ERROR
 
 
 @functools.lru_cache(maxsize=None)
@@ -108,9 +83,9 @@ def gone_or_storage_error(store: Any, topic: Any, exc: BaseException) -> int:
     if isinstance(exc, errors.LogClosedError) and topic is not None:
         try:
             if store.topic(topic.name) is not topic:
-                return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+                return codes.UNKNOWN_TOPIC_OR_PARTITION
         except errors.UnknownTopicOrPartitionError:
-            return ERROR_UNKNOWN_TOPIC_OR_PARTITION
+            return codes.UNKNOWN_TOPIC_OR_PARTITION
         except errors.SeglogError:
             pass
     return error_code_for(exc)
@@ -122,102 +97,38 @@ def to_uuid(topic_id: str) -> uuid.UUID:
     return checkpoints.uuid_from_kafka_str(topic_id)
 
 
-def check_current_leader_epoch(current_leader_epoch: int) -> int:
-    """Kafka's fencing of a request's ``current_leader_epoch`` against this leader's
-    (``Partition.localLogWithEpochOrThrow``): NONE for -1 (the client does not know it) or
-    equal, FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer."""
-    if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
-        return ERROR_NONE
-    if current_leader_epoch < LEADER_EPOCH:
-        return ERROR_FENCED_LEADER_EPOCH
-    return ERROR_UNKNOWN_LEADER_EPOCH
+#: The key of the data APIs' state in ``BrokerState.extensions``.
+EXTENSION_KEY = "seglog.server.apis.data"
 
 
-def end_offset_for_epoch(requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-    """``(epoch, end offset)`` as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers over
-    a cache holding only epoch :data:`LEADER_EPOCH`: the log end offset for the latest epoch,
-    ``(UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)`` for an undefined or a later epoch (there
-    is no earlier one)."""
-    if requested_epoch == LEADER_EPOCH:
-        return LEADER_EPOCH, log_end_offset
-    return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+def partition_seam(broker: Any) -> PartitionSeam:
+    """The broker's :class:`~seglog.cluster.seam.PartitionSeam`: the cluster as every handler
+    sees it, whether the broker runs alone or in a ZooKeeper cluster."""
+    return broker.cluster
 
 
 class TopicIds:
-    """Topic id (``uuid.UUID``) -> :class:`~seglog.store.Topic` of one store, cached.
+    """Topic id -> :class:`~seglog.store.Topic`: the id is the cluster's (what Metadata
+    answers, the seam's :meth:`~seglog.cluster.seam.PartitionSeam.topic_name`), mapped to the
+    local topic of the same name."""
 
-    Used on the event loop thread only. A miss, or a hit whose topic the store no longer
-    has under that name, rebuilds the map from the store once (topics created or deleted by
-    the admin APIs since)."""
-
-    def __init__(self, store: Any):
-        self._store = store
-        self._by_id: dict[uuid.UUID, Any] = {}
-
-    def topic(self, topic_id: uuid.UUID | None) -> Any | None:
-        """The topic with id ``topic_id``, or None (unknown, or the zero uuid)."""
-        if topic_id is None or topic_id == _ZERO_UUID:
-            return None
-        topic = self._by_id.get(topic_id)
-        if topic is not None and self._is_current(topic):
-            return topic
-        self._rebuild()
-        return self._by_id.get(topic_id)
-
-    def _is_current(self, topic: Any) -> bool:
-        try:
-            return self._store.topic(topic.name) is topic
-        except errors.SeglogError:
-            return False
-
-    def _rebuild(self) -> None:
-        by_id = {}
-        store = self._store
-        for name in store.topics():
-            try:
-                topic = store.topic(name)
-            except errors.SeglogError:
-                continue
-            by_id[to_uuid(topic.topic_id)] = topic
-        self._by_id = by_id
-
-
-#: The key of the data APIs' state in ``BrokerState.extensions``.
-EXTENSION_KEY = "seglog.server.apis.data"
-#: The key of a cluster member's :class:`~seglog.cluster.replica_manager.ReplicaManager` in
-#: ``BrokerState.extensions`` (absent on a single-node broker).
-CLUSTER_EXTENSION_KEY = "seglog.cluster"
-
-
-def replica_manager(broker: Any) -> Any | None:
-    """The broker's :class:`~seglog.cluster.replica_manager.ReplicaManager` when it is a
-    cluster member (``zookeeper.connect``), else None (the single-node broker)."""
-    return broker.extensions.get(CLUSTER_EXTENSION_KEY)
-
-
-class ClusterTopicIds:
-    """Topic id -> :class:`~seglog.store.Topic` for a cluster member: the ids are
-    ZooKeeper's (what Metadata answers), mapped to the local topic of the same name."""
-
-    def __init__(self, store: Any, cluster: Any):
+    def __init__(self, store: Any, cluster: PartitionSeam):
         self._store = store
         self._cluster = cluster
 
     def topic(self, topic_id: uuid.UUID | None) -> Any | None:
-        """The local topic whose cluster topic id is ``topic_id``, or None."""
+        """The local topic whose cluster topic id is ``topic_id``, or None (unknown, or the
+        zero uuid)."""
         if topic_id is None or topic_id == _ZERO_UUID:
             return None
         return topic_or_none(self._store, self._cluster.topic_name(topic_id))
 
 
-def topic_ids(broker: Any) -> TopicIds | ClusterTopicIds:
-    """The broker's :class:`TopicIds` (a :class:`ClusterTopicIds` in a cluster), made on first
-    use (kept in ``broker.extensions``)."""
+def topic_ids(broker: Any) -> TopicIds:
+    """The broker's :class:`TopicIds`, made on first use (kept in ``broker.extensions``)."""
     ids = broker.extensions.get(EXTENSION_KEY)
     if ids is None:
-        cluster = replica_manager(broker)
-        ids = broker.extensions[EXTENSION_KEY] = (
-            TopicIds(broker.store) if cluster is None else ClusterTopicIds(broker.store, cluster))
+        ids = broker.extensions[EXTENSION_KEY] = TopicIds(broker.store, broker.cluster)
     return ids
 
 

@@ -35,8 +35,9 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from . import data_topics
-from .data_topics import replica_manager
+from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
@@ -55,12 +56,6 @@ EXTENSION = "groups"
 _OFFSETS_RETENTION_CHECK_MS_DEFAULT = 600_000
 
 # Kafka error codes used here beyond the coordinator's.
-_UNKNOWN_TOPIC_OR_PARTITION = 3
-_OFFSET_METADATA_TOO_LARGE = 12
-_INVALID_REQUEST = 42
-_GROUP_SUBSCRIBED_TO_TOPIC = 86
-_UNKNOWN_TOPIC_ID = 100
-_UNSTABLE_OFFSET_COMMIT = 88
 _INVALID_REQUEST_MESSAGE = (
     "This most likely occurs because of a request being malformed by the client library or "
     "the message was sent to an incompatible broker. See the broker logs for more details.")
@@ -187,43 +182,35 @@ async def _parked(ctx, call) -> Any:
 
 
 async def handle_find_coordinator(ctx, request) -> Any:
-    """FindCoordinator v0-v6: this node coordinates every group (key type 0) and
-    transactional id (1); other key types get INVALID_REQUEST. In a cluster a group's
-    coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
+    """FindCoordinator v0-v6 for groups (key type 0) and transactional ids (1); other key
+    types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
+    cluster a group's coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
     one), a transactional id's the live leader of its ``__transaction_state`` partition
     (docs/cluster.md §3.7)."""
-    broker = ctx.broker
     key_type = getattr(request, "key_type", 0)
+    cluster = partition_seam(ctx.broker)
 
-    def answer(key: str) -> dict:
+    async def answer(key: str) -> dict:
         if key_type not in (0, 1):
-            return dict(key=key, error_code=_INVALID_REQUEST, node_id=-1, host="", port=-1,
+            return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
+        if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
+            found = await cluster_coordinators.find_transaction_coordinator(
+                cluster, key, ctx.broker.config)
+        else:
+            found = await _find_group_coordinator(ctx, cluster, key)
+        if found.error_code:
+            return dict(key=key, error_code=found.error_code, node_id=-1, host="",
+                        port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
+                        if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
-        return dict(key=key, error_code=0, node_id=broker.node_id, host=broker.host,
-                    port=broker.port, error_message="" if ctx.api_version >= 4 else "NONE")
+        return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=found.host,
+                    port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
 
-    cluster = replica_manager(broker)
-    if cluster is not None and key_type in (0, 1):
-        async def answer_in_cluster(key: str) -> dict:
-            if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
-                found = await cluster_coordinators.find_transaction_coordinator(
-                    cluster, key, ctx.broker.config)
-            else:
-                found = await _find_group_coordinator(ctx, cluster, key)
-            if found.error_code:
-                return dict(key=key, error_code=found.error_code, node_id=-1, host="",
-                            port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
-                            if ctx.api_version >= 1 else None)
-            return dict(key=key, error_code=0, node_id=found.node_id, host=found.host,
-                        port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
-        if ctx.api_version >= 4:
-            return _response(ctx, dict(coordinators=[
-                await answer_in_cluster(k) for k in request.coordinator_keys]))
-        return _response(ctx, await answer_in_cluster(request.key))
     if ctx.api_version >= 4:
-        return _response(ctx, dict(coordinators=[answer(k) for k in request.coordinator_keys]))
-    return _response(ctx, answer(request.key))
+        return _response(ctx, dict(coordinators=[
+            await answer(k) for k in request.coordinator_keys]))
+    return _response(ctx, await answer(request.key))
 
 
 _COORDINATOR_NOT_AVAILABLE_MESSAGE = (
@@ -248,7 +235,7 @@ async def _find_group_coordinator(ctx, cluster, group_id: str):
 def _group_partition(ctx, group_id: str) -> int | None:
     """The ``__consumer_offsets`` partition of ``group_id`` in the cluster (None: the topic
     does not exist yet)."""
-    return _partition_in(replica_manager(ctx.broker), group_id)
+    return _partition_in(partition_seam(ctx.broker), group_id)
 
 
 def coordinator_error(ctx, group_id: str) -> int:
@@ -339,7 +326,7 @@ async def handle_sync_group(ctx, request) -> Any:
         entry = state.written.get(request.group_id)
         if entry is not None:
             replica, required = entry
-            error = _commit_error(await replica_manager(ctx.broker).wait_acks_all(
+            error = _commit_error(await partition_seam(ctx.broker).wait_acks_all(
                 replica, required, state.offsets_commit_timeout_ms / 1000))
     if error:
         return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
@@ -425,7 +412,7 @@ async def handle_offset_commit(ctx, request) -> Any:
     # As Kafka's KafkaApis: partitions of unknown topics are answered first, and the group
     # is checked only when some partition is left.
     resolved = [(_request_topic(ctx, t), t) for t in request.topics]
-    unknown_topic = _UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else _UNKNOWN_TOPIC_OR_PARTITION
+    unknown_topic = codes.UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else codes.UNKNOWN_TOPIC_OR_PARTITION
     known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
              if name is not None and _partition_exists(store, name, p.partition_index)}
     if not known:
@@ -450,11 +437,11 @@ async def handle_offset_commit(ctx, request) -> Any:
             metadata = p.committed_metadata or ""
             if (name, p.partition_index) not in known:
                 answers.append((key, p.partition_index,
-                                unknown_topic if name is None else _UNKNOWN_TOPIC_OR_PARTITION))
+                                unknown_topic if name is None else codes.UNKNOWN_TOPIC_OR_PARTITION))
             elif error:
                 answers.append((key, p.partition_index, error))
             elif len(metadata) > state.offset_metadata_max_bytes:
-                answers.append((key, p.partition_index, _OFFSET_METADATA_TOO_LARGE))
+                answers.append((key, p.partition_index, codes.OFFSET_METADATA_TOO_LARGE))
             else:
                 answers.append((key, p.partition_index, 0))
                 tp = TopicPartition(name, p.partition_index)
@@ -467,13 +454,13 @@ async def handle_offset_commit(ctx, request) -> Any:
         if state.partitions is not None:
             # A cluster member: the commit is appended with acks=-1 (Kafka's
             # offsets.commit.required.acks) to the group's partition, which it leads.
-            replica = replica_manager(ctx.broker).leader_replica(
+            replica = partition_seam(ctx.broker).leader_replica(
                 TopicPartition(OFFSETS_TOPIC, _group_partition(ctx, group_id)))
             if replica is None:
                 failure = cg.NOT_COORDINATOR
             else:
                 failure = _commit_error(
-                    replica_manager(ctx.broker).check_acks_all_before_append(replica))
+                    partition_seam(ctx.broker).check_acks_all_before_append(replica))
         try:
             if not failure:
                 store.offset_commit(group_id, member_id=None, generation_id=-1,
@@ -484,7 +471,7 @@ async def handle_offset_commit(ctx, request) -> Any:
             log.warning("offset commit of group %r failed: %s", group_id, exc)
             failure = cg.UNKNOWN_SERVER_ERROR
         if not failure and replica is not None:
-            cluster = replica_manager(ctx.broker)
+            cluster = partition_seam(ctx.broker)
             cluster.after_leader_append(replica)
             failure = _commit_error(await cluster.wait_acks_all(
                 replica, replica.log.end_offset, state.offsets_commit_timeout_ms / 1000))
@@ -560,13 +547,13 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
     answers = []
     for key, name, partition in wanted:
         if name is None:
-            answers.append((key, partition, -1, -1, "", _UNKNOWN_TOPIC_ID))
+            answers.append((key, partition, -1, -1, "", codes.UNKNOWN_TOPIC_ID))
             continue
         tp = TopicPartition(name, partition)
         om = committed.get(tp)
         error = 0
         if require_stable and store.offset_commit_pending(group_id, tp):
-            error = _UNSTABLE_OFFSET_COMMIT
+            error = codes.UNSTABLE_OFFSET_COMMIT
             om = None
         if om is None:
             answers.append((key, partition, -1, -1, "", error))
@@ -620,7 +607,7 @@ async def handle_list_groups(ctx, request) -> Any:
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
-    return _response(ctx, dict(error_code=0, groups=groups))
+    return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
 async def handle_describe_groups(ctx, request) -> Any:
@@ -651,7 +638,7 @@ async def handle_describe_groups(ctx, request) -> Any:
                 error_message=(f"Group {group_id} not found." if error else None)))
             continue
         described.append(dict(
-            error_code=0, group_id=group_id, group_state=description.state,
+            error_code=codes.NONE, group_id=group_id, group_state=description.state,
             protocol_type=description.protocol_type, protocol_data=description.protocol,
             authorized_operations=-2147483648, error_message=None,
             members=[dict(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -701,7 +688,7 @@ async def handle_delete_groups(ctx, request) -> Any:
                 log.warning("group %r: its membership tombstone was not written: %s",
                             group_id, exc)
         ctx.broker.appended.notify()
-        results.append(dict(group_id=group_id, error_code=0))
+        results.append(dict(group_id=group_id, error_code=codes.NONE))
     return _response(ctx, dict(results=results))
 
 
@@ -728,7 +715,7 @@ async def handle_offset_delete(ctx, request) -> Any:
     for topic in request.topics:
         for p in topic.partitions:
             if every_topic or topic.name in (subscribed or ()):
-                answers.append((topic.name, p.partition_index, _GROUP_SUBSCRIBED_TO_TOPIC))
+                answers.append((topic.name, p.partition_index, codes.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answers.append((topic.name, p.partition_index, 0))
                 doomed.append(TopicPartition(topic.name, p.partition_index))
@@ -739,11 +726,11 @@ async def handle_offset_delete(ctx, request) -> Any:
             try:
                 store.group(group_id).delete_offsets(doomed)
             except IllegalStateError:
-                answers = [(t, p, _GROUP_SUBSCRIBED_TO_TOPIC if TopicPartition(t, p) in doomed
+                answers = [(t, p, codes.GROUP_SUBSCRIBED_TO_TOPIC if TopicPartition(t, p) in doomed
                             else c) for t, p, c in answers]
             else:
                 ctx.broker.appended.notify()
-    return _response(ctx, dict(error_code=0, topics=_by_topic(
+    return _response(ctx, dict(error_code=codes.NONE, topics=_by_topic(
         ctx, answers, lambda p, c: dict(partition_index=p, error_code=c))))
 
 
@@ -761,7 +748,7 @@ async def start(state) -> None:
         max_session_timeout_ms=int(config.get("group.max.session.timeout.ms", 1_800_000)),
         max_size=int(config.get("group.max.size", 2**31 - 1)))
 
-    cluster = replica_manager(state)
+    cluster = partition_seam(state)
 
     # A cluster member's last membership append per group: (replica, offset after it),
     # which the SyncGroup answers wait to see replicated (acks=-1).
@@ -771,7 +758,7 @@ async def start(state) -> None:
         if getattr(store, "read_only", False):
             return
         replica = None
-        if cluster is not None:
+        if cluster.leadership_moves:
             # Only the leader of the group's partition appends (a follower's log is the
             # leader's copy); the group is dropped here when the leadership goes.
             partition = _partition_in(cluster, group_id)
@@ -794,7 +781,7 @@ async def start(state) -> None:
         return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
 
     store.add_active_groups_source(groups_with_members)
-    if cluster is None:
+    if not cluster.leadership_moves:
         _load_records(coord, await state.run_blocking(store.group_metadata_records),
                       state.now_ms())
     groups_state = GroupsState(
@@ -806,7 +793,7 @@ async def start(state) -> None:
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
     state.extensions[EXTENSION] = groups_state
-    if cluster is not None:
+    if cluster.leadership_moves:
         # A cluster member coordinates the groups of the __consumer_offsets partitions it
         # leads: loaded when it becomes leader, dropped when it stops (Kafka's
         # onLeadershipChange); the others answer NOT_COORDINATOR.

@@ -15,6 +15,7 @@ import functools
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from ... import error_codes as codes
 from ..registry import ApiHandler
 
 SASL_HANDSHAKE_KEY = 17
@@ -26,13 +27,13 @@ AUTHENTICATE_MESSAGE = "SaslAuthenticate request received after successful authe
 @functools.lru_cache(maxsize=None)
 def _handshake_response(version: int):
     return load_response_schema(SASL_HANDSHAKE_KEY, version)(
-        error_code=ErrorCode.illegal_sasl_state, mechanisms=())
+        error_code=ErrorCode(codes.ILLEGAL_SASL_STATE), mechanisms=())
 
 
 @functools.lru_cache(maxsize=None)
 def _authenticate_response(version: int):
-    fields = {"error_code": ErrorCode.illegal_sasl_state, "error_message": AUTHENTICATE_MESSAGE,
-              "auth_bytes": b""}
+    fields = {"error_code": ErrorCode(codes.ILLEGAL_SASL_STATE),
+              "error_message": AUTHENTICATE_MESSAGE, "auth_bytes": b""}
     if version >= 1:
         fields["session_lifetime"] = datetime.timedelta(0)
     return load_response_schema(SASL_AUTHENTICATE_KEY, version)(**fields)

@@ -57,9 +57,11 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
+from ... import error_codes as codes
 from ...aio import cancel_and_wait
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
+from ...cluster.seam import AppendOrigin
 from ...cluster.txn_markers import TxnMarkerSender
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
@@ -67,7 +69,7 @@ from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
 from ..registry import ApiHandler
-from .data_topics import replica_manager
+from .data_topics import partition_seam
 
 __all__ = ["HANDLERS"]
 
@@ -77,7 +79,7 @@ INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 22, 24, 2
 TXN_OFFSET_COMMIT, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 28, 61, 65, 66
 WRITE_TXN_MARKERS = 27
 
-NONE = ErrorCode.none
+NONE = ErrorCode(codes.NONE)
 _NO_THROTTLE = datetime.timedelta(0)
 _MS = datetime.timedelta(milliseconds=1)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -93,16 +95,16 @@ def _code(ctx: Any, error: BaseException) -> ErrorCode:
     """Kafka's error code for ``error`` raised while serving ``ctx``'s request."""
     if isinstance(error, ProducerFencedError) \
             and ctx.api_version < _PRODUCER_FENCED_SINCE.get(ctx.api_key, 0):
-        return ErrorCode.invalid_producer_epoch
+        return ErrorCode(codes.INVALID_PRODUCER_EPOCH)
     code = getattr(error, "kafka_error_code", -1)
     if not isinstance(error, SeglogError) or code is None or code < 0:
         log.warning("%s (api %d v%d): %r answered as UNKNOWN_SERVER_ERROR", ctx.client_id,
                     ctx.api_key, ctx.api_version, error)
-        return ErrorCode.unknown_server_error
+        return ErrorCode(codes.UNKNOWN_SERVER_ERROR)
     try:
         return ErrorCode(code)
     except ValueError:
-        return ErrorCode.unknown_server_error
+        return ErrorCode(codes.UNKNOWN_SERVER_ERROR)
 
 
 def _ms(value: Any) -> int:
@@ -162,7 +164,7 @@ def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
     if state is None:
         return 0
     partition = cluster_coordinators.partition_in(
-        replica_manager(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
+        partition_seam(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
         transactional_id)
     if partition is None:
         return cluster_coordinators.NOT_COORDINATOR
@@ -179,7 +181,7 @@ async def _state_replicated(ctx: Any, transactional_id: str) -> int:
     NOT_COORDINATOR as Kafka maps the append's error. Standalone: NONE at once."""
     if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
         return 0
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     partition = cluster_coordinators.partition_in(
         cluster, cluster_coordinators.TRANSACTION_STATE_TOPIC, transactional_id)
     replica = None if partition is None else cluster.leader_replica(
@@ -219,7 +221,7 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
     expected_id = getattr(request, "producer_id", -1)
     expected_epoch = getattr(request, "producer_epoch", -1)
     if (expected_id == -1) != (expected_epoch == -1):
-        return answer(ErrorCode.invalid_request)
+        return answer(ErrorCode(codes.INVALID_REQUEST))
     store = ctx.broker.store
     if transactional_id is None:
         try:
@@ -228,7 +230,7 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
             return answer(_code(ctx, error))
         return answer(NONE, producer_id, epoch)
     if not transactional_id:
-        return answer(ErrorCode.invalid_request)
+        return answer(ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, transactional_id)
     if gate:
         return answer(ErrorCode(gate))
@@ -266,24 +268,24 @@ def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
     OPERATION_NOT_ATTEMPTED); else the coordinator's answer, the same for every partition
     (per partition when verifying)."""
     if not transactional_id:
-        return {tp: ErrorCode.invalid_request for tp in partitions}
+        return {tp: ErrorCode(codes.INVALID_REQUEST) for tp in partitions}
     gate = _txn_coordinator_error(ctx, transactional_id)
     if gate:
         return {tp: ErrorCode(gate) for tp in partitions}
     store = ctx.broker.store
-    refused = {tp: ErrorCode.topic_authorization_failed for tp in partitions
+    refused = {tp: ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED) for tp in partitions
                if ctx.api_version < 4 and tp.topic in _INTERNAL_TOPICS}
-    refused.update({tp: ErrorCode.unknown_topic_or_partition for tp in partitions
+    refused.update({tp: ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION) for tp in partitions
                     if tp not in refused
                     and not _partition_exists(store, tp.topic, tp.partition)})
     if refused:
-        return {tp: refused.get(tp, ErrorCode.operation_not_attempted) for tp in partitions}
+        return {tp: refused.get(tp, ErrorCode(codes.OPERATION_NOT_ATTEMPTED)) for tp in partitions}
     coordinator = _coordinator(ctx)
     try:
         if verify_only:
             found = coordinator.verify_partitions(transactional_id, producer_id,
                                                   producer_epoch, partitions)
-            return {tp: NONE if found[tp] else ErrorCode.transaction_abortable
+            return {tp: NONE if found[tp] else ErrorCode(codes.TRANSACTION_ABORTABLE)
                     for tp in partitions}
         coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch,
                                           partitions)
@@ -363,13 +365,13 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
     transaction (the coordinator's AddPartitionsToTxn for that one partition)."""
     response = load_response_schema(ADD_OFFSETS_TO_TXN, ctx.api_version)
     if not request.transactional_id:
-        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
-        cluster = replica_manager(ctx.broker)
-        if cluster is not None:
+        cluster = partition_seam(ctx.broker)
+        if cluster.leadership_moves:
             # The cluster's partition count (Kafka: offsets.topic.num.partitions); the
             # local Store must not make the topic itself.
             count = cluster.assignments.get(OFFSETS_TOPIC)
@@ -398,7 +400,7 @@ async def handle_end_txn(ctx: Any, request: Any) -> Any:
     offset commits), then read_committed fetches are woken."""
     response = load_response_schema(END_TXN, ctx.api_version)
     if not request.transactional_id:
-        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request)
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
@@ -483,9 +485,9 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
             tp = TopicPartition(topic.name, int(partition.partition_index))
             metadata = partition.committed_metadata or ""
             if not _partition_exists(store, tp.topic, tp.partition):
-                errors[tp] = ErrorCode.unknown_topic_or_partition
+                errors[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
             elif len(metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
-                errors[tp] = ErrorCode.offset_metadata_too_large
+                errors[tp] = ErrorCode(codes.OFFSET_METADATA_TOO_LARGE)
             else:
                 errors[tp] = NONE
                 offsets[tp] = OffsetAndMetadata(
@@ -494,7 +496,7 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
     if offsets:
         gate = _group_coordinator_error(ctx, request.group_id) if request.group_id else 0
         if not request.group_id:
-            code = ErrorCode.invalid_group_id
+            code = ErrorCode(codes.INVALID_GROUP_ID)
         elif gate:
             code = ErrorCode(gate)
         else:
@@ -529,9 +531,9 @@ async def handle_describe_producers(ctx: Any, request: Any) -> Any:
     topics = []
     for topic in request.topics:
         if not _legal_topic_name(topic.name):
-            topic_error = ErrorCode.invalid_topic_exception
+            topic_error = ErrorCode(codes.INVALID_TOPIC_EXCEPTION)
         elif topic.name not in store:
-            topic_error = ErrorCode.unknown_topic_or_partition
+            topic_error = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
         else:
             topic_error = NONE
         partitions = []
@@ -539,7 +541,7 @@ async def handle_describe_producers(ctx: Any, request: Any) -> Any:
             index = int(index)
             error = topic_error
             if error == NONE and not _partition_exists(store, topic.name, index):
-                error = ErrorCode.unknown_topic_or_partition
+                error = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
             producers: tuple = ()
             if error == NONE:
                 try:
@@ -593,9 +595,9 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
             continue
         if description is None:
             states.append(module.TransactionState(
-                error_code=(ErrorCode.invalid_request if not transactional_id
-                            else ErrorCode.coordinator_not_available if coordinator is None
-                            else ErrorCode.transactional_id_not_found),
+                error_code=(ErrorCode(codes.INVALID_REQUEST) if not transactional_id
+                            else ErrorCode(codes.COORDINATOR_NOT_AVAILABLE) if coordinator is None
+                            else ErrorCode(codes.TRANSACTIONAL_ID_NOT_FOUND)),
                 transactional_id=transactional_id, transaction_state="",
                 transaction_timeout=datetime.timedelta(0), transaction_start_time=_EPOCH,
                 producer_id=i64(0), producer_epoch=i16(0), topics=()))
@@ -629,7 +631,7 @@ async def handle_list_transactions(ctx: Any, request: Any) -> Any:
             duration_ms=int(getattr(request, "duration_filter", -1)))
     except SeglogError:  # a store that cannot serve (closing): Kafka's inactive coordinator
         return response(throttle_time=_NO_THROTTLE,
-                        error_code=ErrorCode.coordinator_not_available,
+                        error_code=ErrorCode(codes.COORDINATOR_NOT_AVAILABLE),
                         unknown_state_filters=(), transaction_states=())
     return response(
         throttle_time=_NO_THROTTLE, error_code=NONE,
@@ -658,10 +660,10 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
     response = load_response_schema(WRITE_TXN_MARKERS, ctx.api_version)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
-    cluster = replica_manager(ctx.broker)
+    cluster = partition_seam(ctx.broker)
     timeout_ms = int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS))
     results = []
-    waits: list[tuple[dict, TopicPartition, Any]] = []
+    appends: list[tuple[dict, TopicPartition, Any]] = []
     for marker in request.markers:
         codes: dict[TopicPartition, int] = {}
         for topic in marker.topics:
@@ -670,43 +672,33 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
                 if tp in codes:
                     continue
                 if not _partition_exists(store, tp.topic, tp.partition):
-                    codes[tp] = ErrorCode.unknown_topic_or_partition
+                    codes[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
                     continue
-                replica = None
-                if cluster is not None:
-                    replica = cluster.leader_replica(tp)
-                    if replica is None:
-                        codes[tp] = ErrorCode.not_leader_or_follower
-                        continue
-                    # acks=-1: an ISR below min.insync.replicas refuses before appending.
-                    refused = cluster.check_acks_all_before_append(replica)
-                    if refused:
-                        codes[tp] = ErrorCode(refused)
-                        continue
 
-                def write(tp=tp, marker=marker) -> int:
+                def write(log: Any, tp: TopicPartition = tp, marker: Any = marker) -> int:
+                    del log  # the coordinator writes the marker to the partition's leader log
                     return store.transaction_coordinator().write_marker(
                         tp, producer_id=int(marker.producer_id),
                         producer_epoch=int(marker.producer_epoch),
                         coordinator_epoch=int(marker.coordinator_epoch),
                         commit=bool(marker.transaction_result))
 
-                try:
-                    offset = await ctx.broker.run_blocking(write)
-                except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
-                    codes[tp] = _code(ctx, error)
-                    continue
+                # The one append (acks=-1: an ISR below min.insync.replicas refuses before
+                # writing); the marker's write and fsyncs run on a worker thread.
                 codes[tp] = NONE
-                if replica is not None:
-                    cluster.after_leader_append(replica)
-                    waits.append((codes, tp, cluster.wait_acks_all(
-                        replica, offset + 1, timeout_ms / 1000)))
+                appends.append((codes, tp, cluster.append(
+                    tp, write, acks=-1, origin=AppendOrigin.MARKER,
+                    timeout_s=timeout_ms / 1000, run_blocking=ctx.broker.run_blocking)))
         results.append((marker, codes))
+    if appends:
+        outcomes = await asyncio.gather(*(append for _c, _tp, append in appends),
+                                        return_exceptions=True)
+        for (codes, tp, _append), outcome in zip(appends, outcomes):
+            if isinstance(outcome, BaseException):
+                codes[tp] = _code(ctx, outcome)
+            else:
+                codes[tp] = ErrorCode(outcome.error_code)
     ctx.broker.appended.notify()
-    if waits:
-        outcomes = await asyncio.gather(*(wait for _c, _tp, wait in waits))
-        for (codes, tp, _wait), code in zip(waits, outcomes):
-            codes[tp] = ErrorCode(code)
     answers = []
     for marker, codes in results:
         by_topic: dict[str, list] = {}
@@ -739,8 +731,8 @@ async def start(state: Any) -> None:
     expiration_ms = int(config.get("transactional.id.expiration.ms", 604_800_000))
     state.extensions[EXTENSION] = state.loop.create_task(
         _expire_ids_forever(state, interval_s, expiration_ms))
-    cluster = replica_manager(state)
-    if cluster is not None:
+    cluster = partition_seam(state)
+    if cluster.leadership_moves:
         await _start_cluster(state, cluster)
 
 
