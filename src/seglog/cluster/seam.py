@@ -258,9 +258,9 @@ class PartitionSeam(abc.ABC):
             result.error_code = await self.wait_acks_all(result.replica, result.last_offset + 1,
                                                          timeout_s)
             return
-        codes = await asyncio.gather(*(
+        outcomes = await asyncio.gather(*(
             self.wait_acks_all(r.replica, r.last_offset + 1, timeout_s) for r in waiting))
-        for result, code in zip(waiting, codes):
+        for result, code in zip(waiting, outcomes):
             result.error_code = code
 
     async def append(self, tp: TopicPartition, write: Writer, *, acks: int,
