@@ -10,6 +10,7 @@ default (as ``ConfigDef.convertToString`` writes it), update mode and synonyms.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -30,7 +31,10 @@ def kafka_configs(kafka_ref, tmp_path_factory):
     """``{"topic": {name: row}, "broker": {name: row}, "synonyms": {name: [...]}}``."""
     javac = shutil.which("javac") or str(Path(kafka_ref.java).with_name("javac"))
     if not Path(javac).exists() and shutil.which(javac) is None:
-        pytest.skip("needs javac (a JDK) to compile tests/kafka/java/ConfigDump.java")
+        why = "needs javac (a JDK) to compile tests/kafka/java/ConfigDump.java"
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but it {why}", pytrace=False)
+        pytest.skip(why)
     out_dir = tmp_path_factory.mktemp("configdump")
     subprocess.run([javac, "-cp", kafka_ref.classpath, "-d", str(out_dir), str(SOURCE)],
                    check=True, timeout=RUN_TIMEOUT_S, capture_output=True)
