@@ -25,9 +25,10 @@ from typing import Any, Callable, Optional
 from .errors import InvalidConfigError
 
 __all__ = [
-    "ACCEPTED", "BOTH", "BROKER", "CLUSTER_WIDE", "INT32_MAX", "INT32_MIN", "INT64_MAX",
-    "INT64_MIN", "NO", "NO_DEFAULT", "PER_BROKER", "READ_ONLY", "TOPIC", "YES", "ConfigKey",
-    "check_gzip_level", "check_throttled_replicas", "format_value", "invalid_value",
+    "ACCEPTED", "BOTH", "BROKER", "CLUSTER_WIDE", "GZIP_LEVEL_DEFAULT", "INT16_MAX",
+    "INT16_MIN", "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "NO", "NO_DEFAULT",
+    "PER_BROKER", "READ_ONLY", "TOPIC", "YES", "ConfigKey", "check_gzip_level",
+    "check_throttled_replicas", "format_value", "invalid_value", "java_double_string",
     "java_trim", "parse_value",
 ]
 

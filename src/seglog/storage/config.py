@@ -31,7 +31,8 @@ from ..configdef import (
 from ..errors import InvalidConfigError
 
 __all__ = ["CLEANUP_POLICIES", "CLEANUP_POLICY_COMPACT", "CLEANUP_POLICY_DELETE",
-           "COMPRESSION_TYPES", "KAFKA_NAMES", "KAFKA_NAME_OF", "LogConfig",
+           "COMPRESSION_TYPES", "GZIP_LEVEL_DEFAULT", "INT16_MAX", "INT16_MIN", "INT32_MAX",
+           "INT32_MIN", "INT64_MAX", "INT64_MIN", "KAFKA_NAMES", "KAFKA_NAME_OF", "LogConfig",
            "TIMESTAMP_TYPES", "TOPIC_CONFIG_NAMES", "check_int", "check_optional_int",
            "checked_now_ms"]
 
