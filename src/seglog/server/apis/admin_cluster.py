@@ -15,15 +15,13 @@ from typing import Any
 
 from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
-
 from ...types import TopicPartition
-from .data_topics import partition_seam
-
 from .admin_wire import (
     CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
     OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
     response_classes,
 )
+from .data_topics import partition_seam
 
 
 # --- DeleteRecords --------------------------------------------------------------------------

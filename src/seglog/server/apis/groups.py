@@ -360,14 +360,14 @@ async def handle_leave_group(ctx, request) -> Any:
         members = [(request.member_id, None)]
     else:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, codes = state.coordinator.leave_group(group_id=request.group_id, members=members,
-                                                 now_ms=_now_ms(ctx))
+    error, member_codes = state.coordinator.leave_group(group_id=request.group_id,
+                                                        members=members, now_ms=_now_ms(ctx))
     state.wake.set()
     if ctx.api_version < 3:
-        return _response(ctx, dict(error_code=error or (codes[0] if codes else 0)))
+        return _response(ctx, dict(error_code=error or (member_codes[0] if member_codes else 0)))
     return _response(ctx, dict(error_code=error, members=[
         dict(member_id=m, group_instance_id=i, error_code=c)
-        for (m, i), c in zip(members, codes)]))
+        for (m, i), c in zip(members, member_codes)]))
 
 
 # --- offsets ------------------------------------------------------------------------------

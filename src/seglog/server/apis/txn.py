@@ -665,14 +665,14 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
     results = []
     appends: list[tuple[dict, TopicPartition, Any]] = []
     for marker in request.markers:
-        codes: dict[TopicPartition, int] = {}
+        answered: dict[TopicPartition, int] = {}
         for topic in marker.topics:
             for index in topic.partition_indexes:
                 tp = TopicPartition(topic.name, int(index))
-                if tp in codes:
+                if tp in answered:
                     continue
                 if not _partition_exists(store, tp.topic, tp.partition):
-                    codes[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
+                    answered[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
                     continue
 
                 def write(log: Any, tp: TopicPartition = tp, marker: Any = marker) -> int:
@@ -685,24 +685,24 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
 
                 # The one append (acks=-1: an ISR below min.insync.replicas refuses before
                 # writing); the marker's write and fsyncs run on a worker thread.
-                codes[tp] = NONE
-                appends.append((codes, tp, cluster.append(
+                answered[tp] = NONE
+                appends.append((answered, tp, cluster.append(
                     tp, write, acks=-1, origin=AppendOrigin.MARKER,
                     timeout_s=timeout_ms / 1000, run_blocking=ctx.broker.run_blocking)))
-        results.append((marker, codes))
+        results.append((marker, answered))
     if appends:
         outcomes = await asyncio.gather(*(append for _c, _tp, append in appends),
                                         return_exceptions=True)
-        for (codes, tp, _append), outcome in zip(appends, outcomes):
+        for (answered, tp, _append), outcome in zip(appends, outcomes):
             if isinstance(outcome, BaseException):
-                codes[tp] = _code(ctx, outcome)
+                answered[tp] = _code(ctx, outcome)
             else:
-                codes[tp] = ErrorCode(outcome.error_code)
+                answered[tp] = ErrorCode(outcome.error_code)
     ctx.broker.appended.notify()
     answers = []
-    for marker, codes in results:
+    for marker, answered in results:
         by_topic: dict[str, list] = {}
-        for tp, code in codes.items():
+        for tp, code in answered.items():
             by_topic.setdefault(tp.topic, []).append(module.WritableTxnMarkerPartitionResult(
                 partition_index=i32(tp.partition), error_code=ErrorCode(code)))
         answers.append(module.WritableTxnMarkerResult(
