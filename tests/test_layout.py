@@ -77,12 +77,12 @@ import pytest
 SRC_DIR = pathlib.Path(__file__).resolve().parent.parent / "src"
 ROOT_PACKAGE = "seglog"
 
-# Modules that import only each other: value types, errors, Kafka's error codes, the format
-# constants, codecs of compressed payloads, file names, the backend switch and the backend
-# contract.
+# Modules that import only each other: value types, errors, Kafka's error codes and its config
+# table (with the page written from it), the format constants, codecs of compressed payloads,
+# file names, the backend switch and the backend contract.
 LEAVES = frozenset(f"{ROOT_PACKAGE}.{name}" for name in (
     "errors", "error_codes", "format", "compression", "filenames", "results", "types",
-    "_backend", "_contract",
+    "_backend", "_contract", "configdef", "config_table", "config_docs",
 ))
 
 # The Store's two rooms (seglog.store's docstring): the partitions on disk, then the wiring of
