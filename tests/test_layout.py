@@ -869,7 +869,7 @@ def test_self_accepts_privates_the_module_defines_itself(tmp_path):
 #: cluster differ only inside the seam's two classes, cluster/single.py and
 #: cluster/replica_manager.py).
 _MODE_BRANCH = re.compile(
-    r"\bcluster is (not )?None\b|\breplica_manager\(|CLUSTER_EXTENSION|leadership_moves"
+    r"\bcluster is (not )?None\b|\breplica_manager\s*\(|CLUSTER_EXTENSION|leadership_moves"
     r"|\bSingleBroker\b|\bReplicaManager\b|zookeeper\.connect\b|cluster_mode\b")
 
 
@@ -898,4 +898,27 @@ def _code_only(source: str) -> str:
 
 def test_the_mode_branch_check_sees_a_branch():
     assert _MODE_BRANCH.search(_code_only("if cluster is None:\n    pass\n"))
+    assert _MODE_BRANCH.search(_code_only("rm = replica_manager(broker)\n"))
+    assert _APPEND_PRIMITIVES.search(_code_only("cluster.after_leader_append(replica)\n"))
     assert not _MODE_BRANCH.search(_code_only('"""a cluster is None here"""\n'))
+
+
+#: The seam's primitives under its one append (PartitionSeam.append_now / append /
+#: wait_for_acks): only the seam and its two classes may call them, so every writer (Produce,
+#: the group and transaction coordinators' records, the markers) goes through the one append.
+_APPEND_PRIMITIVES = re.compile(
+    r"\.\s*(after_leader_append|check_acks_all_before_append|wait_acks_all)\s*\(")
+_SEAM_FILES = {"cluster/seam.py", "cluster/single.py", "cluster/replica_manager.py"}
+
+
+def test_every_writer_goes_through_the_one_append():
+    package = SRC_DIR / ROOT_PACKAGE
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        if name in _SEAM_FILES:
+            continue
+        hits = _APPEND_PRIMITIVES.findall(_code_only(path.read_text(encoding="utf-8")))
+        if hits:
+            found[name] = hits
+    assert found == {}, f"appends around the seam's one append: {found}"

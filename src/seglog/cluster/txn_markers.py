@@ -27,7 +27,6 @@ the broker's executor and return before the sender awaits anything else.
 from __future__ import annotations
 
 import asyncio
-import functools
 import io
 import logging
 import sys
@@ -42,6 +41,7 @@ from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError
+from .seam import AppendOrigin
 
 __all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
            "encode_write_txn_markers", "decode_write_txn_markers"]
@@ -214,25 +214,25 @@ class TxnMarkerSender:
 
     async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
                             coordinator_epoch: int, commit: bool) -> int:
-        """This broker leads ``tp``: the marker appended and waited for as acks=-1."""
-        replica = self._cluster.leader_replica(tp)
-        if replica is None:
-            return codes.NOT_LEADER_OR_FOLLOWER  # retried with fresh metadata
-        refused = self._cluster.check_acks_all_before_append(replica)
-        if refused != codes.NONE:
-            return refused  # NOT_ENOUGH_REPLICAS: nothing written, retried
+        """This broker leads ``tp``: the marker appended through the seam's one append and
+        waited for as acks=-1 (NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS: nothing
+        written, retried)."""
+        def write(_log: Any) -> int:
+            offset: int = self._coordinator.write_marker(
+                tp, producer_id=producer_id, producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch, commit=commit)
+            return offset
+
         try:
-            offset = await self._run_blocking(functools.partial(
-                self._coordinator.write_marker, tp, producer_id=producer_id,
-                producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch,
-                commit=commit))
+            result = await self._cluster.append(
+                tp, write, acks=-1, origin=AppendOrigin.MARKER,
+                timeout_s=self._timeout_ms / 1000, run_blocking=self._run_blocking)
         except SeglogError as exc:
             code = exc.kafka_error_code
             return code if code > codes.NONE else codes.UNKNOWN_SERVER_ERROR
-        self._cluster.after_leader_append(replica)
-        if self._on_written is not None:
+        if result.appended and self._on_written is not None:
             self._on_written()
-        return await self._cluster.wait_acks_all(replica, offset + 1, self._timeout_ms / 1000)
+        return result.error_code
 
     async def _connection(self, broker_id: int) -> BrokerConnection:
         info = self._cluster.live_brokers.get(broker_id)

@@ -39,7 +39,7 @@ from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin, CoordinatorPartitionsView, PartitionSeam
+from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
 from ...coordinator.classic_group_schema import (decode_group_metadata_value,
@@ -77,8 +77,8 @@ class GroupsState:
     #: them on a lone broker, those it leads in a cluster); set by :func:`start`.
     partitions: CoordinatorPartitionsView | None = None
     offsets_commit_timeout_ms: int = 5000
-    #: The last membership append per group: ``(replica, offset after it)``, which SyncGroup
-    #: waits to see replicated.
+    #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
+    #: which SyncGroup waits to see replicated.
     written: dict = dataclasses.field(default_factory=dict)
 
 
@@ -324,11 +324,13 @@ async def handle_sync_group(ctx, request) -> Any:
     if error == 0:
         # Kafka's SyncGroup answers once the generation's assignment is stored (acks=-1):
         # wait for the group's last membership append to be replicated.
-        entry = state.written.get(request.group_id)
-        if entry is not None:
-            replica, required = entry
-            error = _commit_error(await partition_seam(ctx.broker).wait_acks_all(
-                replica, required, state.offsets_commit_timeout_ms / 1000))
+        appended = state.written.get(request.group_id)
+        if appended is not None:
+            waited = AppendResult(codes.NONE, appended=True, last_offset=appended.last_offset,
+                                  replica=appended.replica)
+            await partition_seam(ctx.broker).wait_for_acks(
+                (waited,), acks=-1, timeout_s=state.offsets_commit_timeout_ms / 1000)
+            error = commit_error(waited.error_code)
     if error:
         return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
                                    protocol_name=None))
@@ -467,7 +469,7 @@ async def handle_offset_commit(ctx, request) -> Any:
             else:
                 result = cluster.append_now(TopicPartition(OFFSETS_TOPIC, partition), commit,
                                             acks=-1, origin=AppendOrigin.COORDINATOR)
-                failure = _commit_error(result.error_code)
+                failure = commit_error(result.error_code)
         except CommitFailedError:
             failure = codes.UNKNOWN_MEMBER_ID  # in-process members own this group id
         except SeglogError as exc:
@@ -476,7 +478,7 @@ async def handle_offset_commit(ctx, request) -> Any:
         if not failure and result is not None:
             await cluster.wait_for_acks((result,), acks=-1,
                                         timeout_s=state.offsets_commit_timeout_ms / 1000)
-            failure = _commit_error(result.error_code)
+            failure = commit_error(result.error_code)
         if failure:
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
@@ -487,7 +489,7 @@ async def handle_offset_commit(ctx, request) -> Any:
         partition_index=p, error_code=c))))
 
 
-def _commit_error(code: int) -> int:
+def commit_error(code: int) -> int:
     """Kafka's ``GroupMetadataManager.storeOffsets`` mapping of an append's error:
     NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; NOT_ENOUGH_REPLICAS(_AFTER_
     APPEND) / UNKNOWN_TOPIC_OR_PARTITION -> COORDINATOR_NOT_AVAILABLE; others as they are."""
@@ -752,9 +754,9 @@ async def start(state) -> None:
 
     cluster = partition_seam(state)
 
-    # The last membership append per group: (replica, offset after it), which the SyncGroup
-    # answers wait to see replicated (acks=-1).
-    written: dict[str, tuple[Any, int]] = {}
+    # The last membership append per group, which the SyncGroup answers wait to see
+    # replicated (acks=-1).
+    written: dict[str, AppendResult] = {}
 
     def write(group_id: str, value: Any) -> None:
         if getattr(store, "read_only", False):
@@ -771,7 +773,7 @@ async def start(state) -> None:
         if result is None or not result.appended:
             raise SeglogError(f"group {group_id!r}: this broker does not lead its "
                               f"{OFFSETS_TOPIC} partition (NOT_COORDINATOR)")
-        written[group_id] = (result.replica, result.last_offset + 1)
+        written[group_id] = result
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
 

@@ -51,7 +51,7 @@ import datetime
 import logging
 import re
 import sys
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
@@ -61,7 +61,7 @@ from ... import error_codes as codes
 from ...aio import cancel_and_wait
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin, CoordinatorPartitionsView, PartitionSeam
+from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
 from ...coordinator.txn_schema import STATE_NAMES
@@ -71,6 +71,8 @@ from ..registry import ApiHandler
 from .data_topics import partition_seam
 
 __all__ = ["HANDLERS"]
+
+_T = TypeVar("_T")
 
 log = logging.getLogger(__name__)
 
@@ -187,21 +189,68 @@ _STATE_WRITE_ERRORS = {
 }
 
 
-async def _state_replicated(ctx: Any, transactional_id: str) -> int:
-    """The coordinator answers once its ``__transaction_state`` writes are replicated (Kafka
-    appends them with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR as
-    Kafka maps the append's error (at once on a lone broker: its ISR is itself)."""
-    cluster = partition_seam(ctx.broker)
+def _state_partition(ctx: Any, transactional_id: str) -> TopicPartition | None:
+    """The ``__transaction_state`` partition of ``transactional_id`` (None: no such topic)."""
     partition = _txn_partition(ctx, transactional_id)
-    replica = None if partition is None else cluster.leader_replica(
-        TopicPartition(cluster_coordinators.TRANSACTION_STATE_TOPIC, partition))
-    if replica is None:
-        return codes.NOT_COORDINATOR
-    cluster.after_leader_append(replica)
-    code = await cluster.wait_acks_all(
-        replica, replica.log.end_offset,
-        int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS)) / 1000)
+    return None if partition is None else TopicPartition(
+        cluster_coordinators.TRANSACTION_STATE_TOPIC, partition)
+
+
+def _state_write_error(code: int) -> int:
     return _STATE_WRITE_ERRORS.get(code, code)
+
+
+def _write_state(ctx: Any, transactional_id: str, write: Callable[[], _T]
+                 ) -> tuple[_T | None, AppendResult]:
+    """Run the coordinator's ``write`` (which appends to ``transactional_id``'s
+    ``__transaction_state`` partition) through the seam's one append, acks=-1 (Kafka's
+    ``appendTransactionToLog``): nothing runs unless this broker leads the partition with
+    enough in-sync replicas. Returns what ``write`` returned (None when it did not run) and
+    the append; what ``write`` raises propagates. Follow with :func:`_state_acks`."""
+    tp = _state_partition(ctx, transactional_id)
+    if tp is None:
+        return None, AppendResult(codes.NOT_LEADER_OR_FOLLOWER)
+    done: list[_T] = []
+
+    def writer(log_: Any) -> int:
+        done.append(write())
+        return int(log_.end_offset) - 1
+
+    result = partition_seam(ctx.broker).append_now(tp, writer, acks=-1,
+                                                   origin=AppendOrigin.COORDINATOR)
+    return (done[0] if done else None), result
+
+
+async def _write_state_blocking(ctx: Any, transactional_id: str, write: Callable[[], _T]
+                                ) -> tuple[_T | None, int]:
+    """:func:`_write_state` with ``write`` on a worker thread, then :func:`_state_acks`:
+    what ``write`` returned and the error code to answer (NONE once replicated)."""
+    tp = _state_partition(ctx, transactional_id)
+    if tp is None:
+        return None, codes.NOT_COORDINATOR
+    done: list[_T] = []
+
+    def writer(log_: Any) -> int:
+        done.append(write())
+        return int(log_.end_offset) - 1
+
+    result = await partition_seam(ctx.broker).append(
+        tp, writer, acks=-1, origin=AppendOrigin.COORDINATOR, timeout_s=_state_timeout_s(ctx),
+        run_blocking=ctx.broker.run_blocking)
+    return (done[0] if done else None), _state_write_error(result.error_code)
+
+
+def _state_timeout_s(ctx: Any) -> float:
+    return int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS)) / 1000
+
+
+async def _state_acks(ctx: Any, result: AppendResult) -> int:
+    """The coordinator answers once its ``__transaction_state`` write is replicated (Kafka
+    appends it with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR as Kafka
+    maps the append's error (at once on a lone broker: its ISR is itself)."""
+    await partition_seam(ctx.broker).wait_for_acks((result,), acks=-1,
+                                                   timeout_s=_state_timeout_s(ctx))
+    return _state_write_error(result.error_code)
 
 
 def _group_coordinator_error(ctx: Any, group_id: str) -> int:
@@ -251,14 +300,14 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
             expected_producer_epoch=int(expected_epoch))
 
     try:
-        producer_id, epoch = await ctx.broker.run_blocking(init)
+        initialised, replicated = await _write_state_blocking(ctx, transactional_id, init)
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         # CONCURRENT_TRANSACTIONS: a fenced producer's transaction was just aborted.
         ctx.broker.appended.notify()
         return answer(_code(ctx, error))
-    replicated = await _state_replicated(ctx, transactional_id)
-    if replicated:
-        return answer(ErrorCode(replicated))
+    if replicated or initialised is None:
+        return answer(ErrorCode(replicated or codes.NOT_COORDINATOR))
+    producer_id, epoch = initialised
     return answer(NONE, producer_id, epoch)
 
 
@@ -294,11 +343,15 @@ def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
                                                   producer_epoch, partitions)
             return {tp: NONE if found[tp] else ErrorCode(codes.TRANSACTION_ABORTABLE)
                     for tp in partitions}
-        coordinator.handle_add_partitions(transactional_id, producer_id, producer_epoch,
-                                          partitions)
+        _done, appended = _write_state(
+            ctx, transactional_id, lambda: coordinator.handle_add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions))
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         code = _code(ctx, error)
         return {tp: code for tp in partitions}
+    if appended.error_code != codes.NONE:
+        refused_code = ErrorCode(_state_write_error(appended.error_code))
+        return {tp: refused_code for tp in partitions}
     return {tp: NONE for tp in partitions}
 
 
@@ -362,6 +415,18 @@ async def _replicated_partitions(ctx: Any, transactional_id: str,
     return errors
 
 
+async def _state_replicated(ctx: Any, transactional_id: str) -> int:
+    """Wait until ``transactional_id``'s ``__transaction_state`` partition is replicated up
+    to its end (the write :func:`_write_state` made): :func:`_state_acks` of it."""
+    tp = _state_partition(ctx, transactional_id)
+    replica = None if tp is None else partition_seam(ctx.broker).leader_replica(tp)
+    if replica is None:
+        return codes.NOT_COORDINATOR
+    return await _state_acks(ctx, AppendResult(codes.NONE, appended=True,
+                                               last_offset=int(replica.log.end_offset) - 1,
+                                               replica=replica))
+
+
 def _offsets_partition(store: Any, group_id: str) -> TopicPartition:
     """The group's ``__consumer_offsets`` partition (the topic is made on first use)."""
     return store.txn_offset_commit_records(group_id, {}).tp
@@ -385,12 +450,13 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
             OFFSETS_TOPIC, int(ctx.broker.config.get("offsets.topic.num.partitions", 50)))
         partition = cluster_coordinators.coordinator_partition(request.group_id, count)
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        _coordinator(ctx).handle_add_partitions(
-            request.transactional_id, int(request.producer_id), int(request.producer_epoch),
-            [tp])
+        _done, appended = _write_state(
+            ctx, request.transactional_id, lambda: _coordinator(ctx).handle_add_partitions(
+                request.transactional_id, int(request.producer_id),
+                int(request.producer_epoch), [tp]))
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
-    replicated = await _state_replicated(ctx, request.transactional_id)
+    replicated = await _state_acks(ctx, appended)
     return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(replicated))
 
 
@@ -415,12 +481,11 @@ async def handle_end_txn(ctx: Any, request: Any) -> Any:
             commit=bool(request.committed))
 
     try:
-        await ctx.broker.run_blocking(end)
+        _ended, replicated = await _write_state_blocking(ctx, request.transactional_id, end)
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
     finally:
         ctx.broker.appended.notify()
-    replicated = await _state_replicated(ctx, request.transactional_id)
     return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(replicated))
 
 
@@ -436,6 +501,28 @@ def _group_member_check(ctx: Any):
     if check is None:
         check = getattr(getattr(groups, "coordinator", None), "check_member", None)
     return check
+
+
+async def _append_txn_offsets_replicated(ctx: Any, request: Any,
+                                         offsets: dict[TopicPartition, OffsetAndMetadata]
+                                         ) -> ErrorCode:
+    """:func:`_append_txn_offsets` through the seam's one append to the group's
+    ``__consumer_offsets`` partition, acks=-1 (Kafka's TxnOffsetCommit appends as the group
+    coordinator's commits do): NONE once replicated, else the append's error as Kafka's
+    ``GroupMetadataManager`` maps it (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...)."""
+    from . import groups  # noqa: PLC0415 - sibling handler module
+
+    cluster = partition_seam(ctx.broker)
+    tp = _offsets_partition(ctx.broker.store, request.group_id)
+
+    def writer(log_: Any) -> int:
+        _append_txn_offsets(ctx, request, offsets)
+        return int(log_.end_offset) - 1
+
+    result = cluster.append_now(tp, writer, acks=-1, origin=AppendOrigin.COORDINATOR)
+    if result.appended:
+        await cluster.wait_for_acks((result,), acks=-1, timeout_s=_state_timeout_s(ctx))
+    return ErrorCode(groups.commit_error(result.error_code))
 
 
 def _append_txn_offsets(ctx: Any, request: Any,
@@ -504,8 +591,7 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
             code = ErrorCode(gate)
         else:
             try:
-                _append_txn_offsets(ctx, request, offsets)
-                code = NONE
+                code = await _append_txn_offsets_replicated(ctx, request, offsets)
             except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
                 code = _code(ctx, error)
             finally:
