@@ -229,6 +229,29 @@ def test_processed_notifications_are_purged_after_the_expiration(zk_client, harn
     assert zk_client.get_children(zk_data.CONFIG_CHANGES_PATH) == ["config_change_0000000002"]
 
 
+def test_a_new_session_reads_every_config_znode_again(zk_connect, zk_client, harness_factory):
+    """After its session expired (a notification may have been created and purged meanwhile)
+    the manager reads the config znodes again: a value written with no notification at all
+    reaches the handler only that way."""
+    from seglog.cluster.zk_client import KafkaZkClient, expire_session
+
+    h = harness_factory()
+    h.local_topics = {"a"}
+    h.start()
+    writer = KafkaZkClient(zk_connect, session_timeout_ms=4000)
+    writer.start()
+    try:
+        writer.create_recursive(zk_data.topic_config_path("a"),
+                                zk_data.encode_entity_config({"retention.ms": "5"}))
+    finally:
+        writer.close()
+    time.sleep(0.3)
+    assert h.topics == []  # no notification: nothing to process
+    expire_session(zk_connect, zk_client.session_id, zk_client.session_password)
+    wait_until(lambda: h.topics == [("a", {"retention.ms": "5"})],
+               "the read of every config znode after the new session")
+
+
 # ------------------------------------------------- three `seglog serve` brokers, real clients
 
 
