@@ -73,7 +73,8 @@ def write_entity_config(zk: Any, entity_type: str, entity_name: str,
     set) to ``/config/<type>/<name>``, then create the change notification; returns the
     notification's path. Blocking. Raises the ZooKeeper client's errors (nothing is announced
     when the config write failed) and ``ValueError`` / InvalidTopicError for a bad name."""
-    return zk.set_entity_config(entity_type, entity_name, dict(config))
+    path: str = zk.set_entity_config(entity_type, entity_name, dict(config))
+    return path
 
 
 class ConfigChangeManager:
@@ -112,7 +113,7 @@ class ConfigChangeManager:
         self._session_lost = False
         self._closing = False
         self._wake = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._watch: Any = None
         #: Set after every pass (tests and callers wait on it to know a change was taken).
         self._passed = asyncio.Event()
