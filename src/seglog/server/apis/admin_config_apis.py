@@ -16,12 +16,12 @@ from . import admin_configs as cfg
 from .admin_state import (
     dynamic_configs, save_configs, set_dynamic_layer, topic_defaults, topic_overrides_of,
 )
-from .data_topics import replica_manager
 from .admin_wire import (
     NO_THROTTLE, OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT, RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, code_of, make, response_classes,
     topic_name_error,
 )
+from .data_topics import partition_seam
 
 
 # --- DescribeConfigs ------------------------------------------------------------------------
@@ -314,24 +314,22 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
 async def _alter(state, resource_type: int, resource_name: str, values: dict[str, str],
                  validate_only: bool) -> None:
     """Validate ``values`` (a topic's whole override set, or a whole dynamic broker layer),
-    then, unless only validating, make them the cluster's and this broker's. A cluster
-    member writes the config znode first (``AdminZkClient.changeConfigs``: every broker takes
-    it from there, :mod:`seglog.cluster.config_changes`) and answers only once it is written;
+    then, unless only validating, make them the cluster's (the seam: a ZooKeeper cluster
+    writes the config znode and announces it, ``AdminZkClient.changeConfigs``, and every
+    broker takes it from there) and this broker's. The answer waits for the cluster's write;
     a failed write changes nothing. Raises Refused."""
     alter = _alter_topic if resource_type == RESOURCE_TOPIC else _alter_broker
     alter(state, resource_name, values, True)
     if validate_only:
         return
-    cluster = replica_manager(state)
-    if cluster is not None:
-        try:
-            if resource_type == RESOURCE_TOPIC:
-                await cluster.alter_topic_configs(resource_name, values)
-            else:
-                await cluster.alter_broker_configs(
-                    state.node_id if resource_name else None, values)
-        except SeglogError as e:
-            raise Refused(code_of(e), str(e)) from None
+    seam = partition_seam(state)
+    try:
+        if resource_type == RESOURCE_TOPIC:
+            await seam.alter_topic_configs(resource_name, values)
+        else:
+            await seam.alter_broker_configs(state.node_id if resource_name else None, values)
+    except SeglogError as e:
+        raise Refused(code_of(e), str(e)) from None
     alter(state, resource_name, values, False)
 
 

@@ -11,7 +11,7 @@ import os
 from ...errors import InvalidConfigError, SeglogError
 from ..config import BrokerConfig
 from . import admin_configs as cfg
-from .data_topics import replica_manager
+from .data_topics import partition_seam
 
 log = logging.getLogger("seglog.server.apis.admin")
 
@@ -34,11 +34,9 @@ async def start(state) -> None:
                                  dynamic.effective.log_config())
         if not os.path.exists(dynamic.path):
             save_configs(state)  # a new cluster's dynamic defaults (see admin_configs)
-    cluster = replica_manager(state)
-    if cluster is not None:
-        # In a cluster the dynamic layers live in ZooKeeper: take them now and on each change.
-        cluster.add_broker_config_listener(
-            lambda per_broker, values: take_dynamic_layer(state, per_broker, values))
+    # The cluster's dynamic layers (a ZooKeeper cluster's /config/brokers), now and on change.
+    partition_seam(state).add_broker_config_listener(
+        lambda per_broker, values: take_dynamic_layer(state, per_broker, values))
 
 
 async def stop(state) -> None:
