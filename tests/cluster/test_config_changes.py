@@ -298,6 +298,23 @@ def incremental_alter(address: str, resource_type: int, name: str, configs: dict
     return result.error_code, result.error_message
 
 
+def alter_legacy(address: str, resource_type: int, name: str, configs: dict) -> tuple:
+    """AlterConfigs v1 (``configs`` replace the resource's whole set):
+    ``(error_code, error_message)``."""
+    from kafka.protocol.admin.configs import (
+        AlterConfigsRequest as Req, AlterConfigsResponse as Resp,
+    )
+
+    v1 = Req[1]
+    resource = v1.AlterConfigsResource(
+        resource_type=resource_type, resource_name=name,
+        configs=[v1.AlterConfigsResource.AlterableConfig(name=k, value=v)
+                 for k, v in configs.items()])
+    response = kafka_call(address, v1(resources=[resource], validate_only=False), Resp)
+    (result,) = response.responses
+    return result.error_code, result.error_message
+
+
 def describe(address: str, resource_type: int, name: str) -> dict:
     """DescribeConfigs v1 of one resource: ``{name: (value, config_source)}``."""
     from kafka.protocol.admin.configs import (
@@ -419,7 +436,8 @@ def test_a_dynamic_broker_default_reaches_every_broker(local_cluster, zk_client)
     broker 0 writes ``/config/brokers/<default>`` and every broker takes it: its own broker
     resource shows the value as a dynamic default (source 3) and a topic without an
     override follows it on every broker. A per-broker value (``/config/brokers/1``, sent to
-    broker 1) reaches broker 1 only."""
+    broker 1) reaches broker 1 only. A legacy AlterConfigs of a topic through broker 2
+    reaches broker 0."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster, topic = local_cluster, f"dflt-{uuid.uuid4().hex[:6]}"
@@ -443,3 +461,9 @@ def test_a_dynamic_broker_default_reaches_every_broker(local_cluster, zk_client)
     time.sleep(0.5)
     assert describe(cluster.address(2), RESOURCE_BROKER, "2")["log.retention.ms"] == (
         "7654000", 3)
+    # The legacy AlterConfigs (the whole override set) takes the same path.
+    assert alter_legacy(cluster.address(2), RESOURCE_TOPIC, topic,
+                        {"segment.bytes": "2097152"}) == (0, None)
+    assert zk_client.topic_config(topic) == {"segment.bytes": "2097152"}
+    wait_until(lambda: describe(cluster.address(0), RESOURCE_TOPIC, topic)["segment.bytes"][0]
+               == "2097152", "broker 0 to take the topic's new segment.bytes")
