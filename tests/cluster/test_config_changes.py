@@ -55,6 +55,11 @@ def test_entity_paths_and_sequence_numbers():
     assert zk_data.config_change_sequence("config_change_0000000042") == 42
     assert zk_data.config_change_sequence("isr_change_0000000042") is None
     assert zk_data.config_change_sequence("config_change_x") is None
+    # Version 1 (older Kafka tools): entity_type topics or clients, and entity_name.
+    assert zk_data.decode_config_change(
+        b'{"version":1,"entity_type":"topics","entity_name":"t"}') == "topics/t"
+    with pytest.raises(zk_data.ZkDataError):
+        zk_data.decode_config_change(b'{"version":1,"entity_type":"brokers","entity_name":"1"}')
 
 
 def test_set_entity_config_writes_the_znode_then_kafkas_notification(zk_client):

@@ -115,8 +115,6 @@ class ConfigChangeManager:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._watch: Any = None
-        #: Set after every pass (tests and callers wait on it to know a change was taken).
-        self._passed = asyncio.Event()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -160,15 +158,6 @@ class ConfigChangeManager:
         self._broker_listeners.append(listener)
         for per_broker, values in list(self.broker_layers.items()):
             self._tell(listener, per_broker, values)
-
-    async def wait_for_pass(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s`` for the next processing pass to end; whether one did."""
-        event = self._passed
-        try:
-            await asyncio.wait_for(event.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            return False
-        return True
 
     # --- kazoo's threads: wake the loop, nothing else --------------------------------------
 
@@ -230,8 +219,6 @@ class ConfigChangeManager:
                 self.last_executed_change = seq
         await self._retry_topics()
         await self._purge(sequences)
-        self._passed.set()
-        self._passed = asyncio.Event()
 
     async def _read_all(self) -> None:
         """``DynamicConfigManager.startup``'s ``fetchAllEntityConfigs`` for topics and

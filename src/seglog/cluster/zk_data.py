@@ -700,9 +700,17 @@ def encode_config_change(entity_path: str) -> bytes:
 
 
 def decode_config_change(data: bytes | None, *, path: str = CONFIG_CHANGES_PATH) -> str:
-    """The ``entity_path`` of a version-2 config change notification."""
+    """The ``entity_path`` of a config change notification: version 2's, or
+    ``<entity_type>/<entity_name>`` of a version 1 (older Kafka tools; its type ``topics`` or
+    ``clients``, as ``DynamicConfigManager`` accepts)."""
     obj = _object(data, path)
     version = _int(_get(obj, "version", path), "version", path)
+    if version == 1:
+        entity_type = _str(_get(obj, "entity_type", path), "entity_type", path)
+        if entity_type not in (CONFIG_TYPE_TOPIC, "clients"):
+            raise ZkDataError(f"a version 1 notification's entity_type must be topics or "
+                              f"clients, not {entity_type!r:.100}", path=path)
+        return f"{entity_type}/{_str(_get(obj, 'entity_name', path), 'entity_name', path)}"
     if version != 2:
         raise ZkDataError(f"unsupported config change version {version}", path=path)
     return _str(_get(obj, "entity_path", path), "entity_path", path)
