@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
                                 reason="mypy is not installed (pip install -e '.[test]')")
 
 SRC = Path(seglog.__file__).resolve().parent
-STRICT = ["cluster/seam.py", "cluster/single.py", "cluster/placement.py"]
+STRICT = ["cluster/seam.py", "cluster/single.py", "cluster/placement.py",
+          "cluster/config_changes.py"]
 
 
 def test_the_seam_is_strictly_typed():

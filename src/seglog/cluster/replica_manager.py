@@ -162,11 +162,12 @@ class ReplicaManager(PartitionSeam):
         self._dirty_brokers = True
         self._dirty_controller = True
         self._dirty_topics = True
-        self._dirty_configs = False
         self._dirty_states: set[TopicPartition] = set()
-        #: The ``/config/topics/<t>`` overrides each local topic was last given (None: not
-        #: known yet, to be read).
-        self._topic_configs: dict[str, dict[str, str] | None] = {}
+        #: The ``/config/topics/<t>`` overrides each local topic was last given.
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        #: Config znodes and their change notifications (started after the first metadata
+        #: pass, so the local topics exist when it reads every topic's config).
+        self.config_changes: Any = None
         self._reregister = False
         self._wake = asyncio.Event()
         self._metadata_changed = asyncio.Event()
@@ -249,10 +250,14 @@ class ReplicaManager(PartitionSeam):
         await self._blocking(zk.watch_children, zk_data.TOPICS_PATH, self._on_topics_changed)
         await self._blocking(zk.watch_data, zk_data.CONTROLLER_PATH,
                              self._on_controller_changed)
-        await self._blocking(zk.watch_children, zk_data.CONFIG_CHANGES_PATH,
-                             self._on_config_changes)
         await self._blocking(zk.add_session_listener, self._on_session_state)
         await self._refresh()
+        from .config_changes import ConfigChangeManager
+
+        self.config_changes = ConfigChangeManager(
+            zk=zk, broker_id=self.broker_id, loop=self.loop, run_blocking=self._blocking,
+            on_topic_config=self._take_topic_config)
+        await self.config_changes.start()
         self._tasks = [
             self.loop.create_task(self._metadata_loop(), name="seglog-replica-metadata"),
             self.loop.create_task(self._isr_expiration_loop(), name="seglog-isr-expiration"),
@@ -307,6 +312,8 @@ class ReplicaManager(PartitionSeam):
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks = []
+        if self.config_changes is not None:
+            await self.config_changes.stop()
         if self.fetcher is not None:
             await self.fetcher.close()
         for replica in self.partitions.values():
@@ -360,11 +367,6 @@ class ReplicaManager(PartitionSeam):
 
     def _on_topics_changed(self, *_args: Any) -> Any:
         self._dirty_topics = True
-        self._wake_threadsafe()
-        return not self._closing
-
-    def _on_config_changes(self, *_args: Any) -> Any:
-        self._dirty_configs = True
         self._wake_threadsafe()
         return not self._closing
 
@@ -424,7 +426,6 @@ class ReplicaManager(PartitionSeam):
                 raise
             # A new session: read everything again (changes missed while it was away).
             self._dirty_brokers = self._dirty_controller = self._dirty_topics = True
-            self._dirty_configs = True
             self._dirty_states.update(self._watched_states)
         if self._dirty_brokers:
             self._dirty_brokers = False
@@ -436,9 +437,6 @@ class ReplicaManager(PartitionSeam):
             self._dirty_topics = False
             assignments = dict(await self._blocking(self._read_assignments))
             await self._apply_assignments(assignments)
-        if self._dirty_configs:
-            self._dirty_configs = False
-            await self._apply_topic_configs()
         if self._dirty_states:
             tps = [tp for tp in self._dirty_states if tp in self._watched_states]
             self._dirty_states.clear()
@@ -542,11 +540,8 @@ class ReplicaManager(PartitionSeam):
                                   name)
                     continue
             else:
-                if name not in self._topic_configs:
-                    # A topic this broker had before it (re)started: take the cluster's
-                    # config overrides at the next pass (they may have changed meanwhile).
-                    self._topic_configs[name] = None
-                    self._dirty_configs = True
+                # A topic this broker had before it (re)started takes the cluster's config
+                # from the config manager's first read of every /config/topics/<t>.
                 if topic.partitions < count:
                     await self._blocking_store(store.create_partitions, name, count)
             for partition, replicas in sorted(assignment.partitions.items()):
@@ -578,37 +573,58 @@ class ReplicaManager(PartitionSeam):
                                     topic_id=topic_id)
         self._topic_configs[name] = dict(config or {})
 
-    def _read_topic_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
-        configs = {}
-        for name in names:
-            try:
-                configs[name] = dict(self.zk.topic_config(name))
-            except zk_data.ZkDataError as exc:
-                log.warning("broker %d: ignoring the config of topic %s: %s", self.broker_id,
-                            name, exc)
-        return configs
+    async def _take_topic_config(self, name: str, config: dict[str, str]) -> bool:
+        """The config manager's topic handler (Kafka's ``TopicConfigHandler``): local topic
+        ``name`` takes the overrides ``config`` of its ``/config/topics/<t>`` (its Logs use
+        them at once) and the leader's delayed produces are checked again
+        (``min.insync.replicas`` may have changed). False when the topic is not local (yet)."""
+        if name not in self.assignments or name not in self.store:
+            return False
+        if config == self._topic_configs.get(name):
+            return True
+        try:
+            await self._blocking_store(self.store.alter_topic_config, name, config)
+        except errors.UnknownTopicOrPartitionError:
+            return False
+        except (errors.SeglogError, OSError) as exc:
+            log.warning("broker %d: config %s of topic %s not applied: %s",
+                        self.broker_id, config, name, exc)
+            return True
+        self._topic_configs[name] = dict(config)
+        log.info("broker %d: topic %s config is now %s", self.broker_id, name, config)
+        for replica in self.partitions.values():
+            if replica.tp.topic == name and replica.is_leader:
+                self._check_waiters(replica)
+        return True
 
-    async def _apply_topic_configs(self) -> None:
-        """A config change was announced (``/config/changes``, Kafka's
-        ``ConfigChangeListener``): every local topic whose ``/config/topics/<t>`` overrides
-        differ from what it was given takes them (``Store.alter_topic_config``)."""
-        names = [n for n in self.assignments if n in self._topic_configs]
-        configs = await self._blocking(self._read_topic_configs, names)
-        for name, config in configs.items():
-            if config == self._topic_configs.get(name):
-                continue
-            try:
-                await self._blocking_store(self.store.alter_topic_config, name, config)
-            except (errors.SeglogError, OSError) as exc:
-                log.warning("broker %d: config %s of topic %s not applied: %s",
-                            self.broker_id, config, name, exc)
-                continue
-            self._topic_configs[name] = config
-            log.info("broker %d: topic %s config is now %s", self.broker_id, name, config)
-            for replica in self.partitions.values():
-                if replica.tp.topic == name and replica.is_leader:
-                    # min.insync.replicas may have changed for the waiting produces.
-                    self._check_waiters(replica)
+    async def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Make ``configs`` topic ``topic``'s whole override set in the cluster: written to
+        ``/config/topics/<t>``, then announced in ``/config/changes`` so every broker takes
+        it (:mod:`~seglog.cluster.config_changes`). Returns once the znode is written; raises
+        the ZooKeeper client's errors when it could not be (nothing is announced then)."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_TOPIC, topic,
+                             dict(configs))
+
+    async def alter_broker_configs(self, broker_id: int | None,
+                                   configs: Mapping[str, str]) -> None:
+        """Make ``configs`` the whole dynamic broker layer of broker ``broker_id``
+        (``/config/brokers/<id>``) or, for None, of the cluster (``/config/brokers/<default>``),
+        announced as :meth:`alter_topic_configs` does. Every broker's listeners
+        (:meth:`add_broker_config_listener`) take it."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_BROKER,
+                             zk_data.broker_config_entity(broker_id), dict(configs))
+
+    def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]
+                                   ) -> None:
+        """Call ``listener(per_broker, values)`` on the loop whenever this broker's dynamic
+        layer (``per_broker`` True) or the cluster default (False) changes in ZooKeeper, and
+        at once for the layers already read (see
+        :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_broker_config_listener`)."""
+        self.config_changes.add_broker_config_listener(listener)
 
     def _topic_watcher(self, name: str) -> Callable[..., Any]:
         def on_topic(*_args: Any) -> Any:

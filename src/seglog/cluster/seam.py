@@ -27,7 +27,10 @@ What a handler uses (Redpanda's ``partition_proxy``, Kafka's ``MetadataCache`` a
   :meth:`add_partitions`, :meth:`auto_create_topic`, replica placement
   (:meth:`plan_topic`, :meth:`plan_new_partitions`, :meth:`assign_replicas`);
 - **leadership listeners** (:meth:`add_leadership_listener`): how the coordinators follow
-  the internal partitions this broker leads.
+  the internal partitions this broker leads;
+- **config changes** (:meth:`alter_topic_configs`, :meth:`alter_broker_configs`,
+  :meth:`add_broker_config_listener`): how a config change made through this broker reaches
+  every broker (a cluster of one has no other broker to tell).
 
 Everything runs on the broker's event loop thread unless a method says otherwise.
 """
@@ -398,4 +401,27 @@ class PartitionSeam(abc.ABC):
         if assignment is not None and assignment.partitions:
             return len(assignment.partitions)
         return default_count
+
+    # --- config changes ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Make ``configs`` (Kafka names, string values) the whole override set of topic
+        ``topic`` for the cluster, before the handler applies it to this broker; returns once
+        that is durable (in a ZooKeeper cluster: ``/config/topics/<t>`` written, then the
+        change announced so every broker takes it). Raises :class:`~seglog.errors.SeglogError`
+        when it could not be made (nothing changed)."""
+
+    @abc.abstractmethod
+    async def alter_broker_configs(self, broker_id: int | None,
+                                   configs: Mapping[str, str]) -> None:
+        """Make ``configs`` the whole dynamic broker layer of broker ``broker_id``, or of the
+        cluster default for None, as :meth:`alter_topic_configs` does."""
+
+    @abc.abstractmethod
+    def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]
+                                   ) -> None:
+        """Call ``listener(per_broker, values)`` on the loop whenever the cluster holds a new
+        dynamic layer for this broker (``per_broker`` True) or for the cluster default
+        (False), made through any broker, and at once for the layers it already holds."""
 

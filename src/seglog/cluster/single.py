@@ -313,6 +313,20 @@ class SingleBroker(PartitionSeam):
             pass  # Kafka's metadata request does not see its controller's failures either
         return codes.UNKNOWN_TOPIC_OR_PARTITION
 
+    # --- config changes ------------------------------------------------------------------
+
+    async def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Nothing to tell: the handler applies the change to the only broker's Store."""
+
+    async def alter_broker_configs(self, broker_id: int | None,
+                                   configs: Mapping[str, str]) -> None:
+        """Nothing to tell: the handler applies the layer to the only broker."""
+
+    def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]
+                                   ) -> None:
+        """Never called: the lone broker's dynamic layers are its own (its data directory's
+        ``seglog-broker-configs.json``)."""
+
     # --- coordinators --------------------------------------------------------------------
 
     async def find_coordinator(self, topic: str, key: str, *, partitions: int,

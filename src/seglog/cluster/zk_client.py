@@ -181,6 +181,22 @@ def check_topic_name(topic: str) -> None:
         raise InvalidTopicError(f"invalid topic name {topic!r}")
 
 
+def check_entity_name(entity_type: str, entity_name: str) -> str:
+    """``entity_name`` when it may name a config znode of ``entity_type``: a topic name (see
+    :func:`check_topic_name`), a broker id or ``<default>`` for brokers; raises
+    :class:`~seglog.errors.InvalidTopicError` or ``ValueError`` otherwise (never a path that
+    climbs out of ``/config/<type>``)."""
+    if entity_type == zk_data.CONFIG_TYPE_TOPIC:
+        check_topic_name(entity_name)
+    elif entity_type == zk_data.CONFIG_TYPE_BROKER:
+        if entity_name != zk_data.DEFAULT_ENTITY_NAME and not (
+                entity_name.isascii() and entity_name.isdigit()):
+            raise ValueError(f"not a broker config entity: {entity_name!r:.100}")
+    else:
+        raise ValueError(f"config entity type {entity_type!r} is not supported")
+    return entity_name
+
+
 class Watch:
     """A running :meth:`KafkaZkClient.watch_data` / :meth:`~KafkaZkClient.watch_children`.
     :meth:`stop` ends it: its function is not called again (kazoo drops the recipe the next
@@ -778,6 +794,48 @@ class KafkaZkClient:
         check_topic_name(topic)
         self._set_or_create_entity_config(zk_data.topic_config_path(topic), config)
         self.create_config_change_notification(f"{zk_data.CONFIG_TYPE_TOPIC}/{topic}")
+
+    def entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        """The config overrides in ``/config/<type>/<name>`` (none, or no znode: empty;
+        ``AdminZkClient.fetchEntityConfig``)."""
+        path = zk_data.config_entity_path(entity_type, check_entity_name(entity_type,
+                                                                         entity_name))
+        data, _ = self.get_data_and_version(path)
+        return zk_data.decode_entity_config(data, path=path)
+
+    def entity_names(self, entity_type: str) -> list[str]:
+        """The entities of a type that have a config znode (``getAllEntitiesWithConfig``),
+        sorted."""
+        return self.get_children(f"{zk_data.CONFIG_PATH}/{entity_type}")
+
+    def set_entity_config(self, entity_type: str, entity_name: str,
+                          config: Mapping[str, str]) -> str:
+        """``AdminZkClient.changeEntityConfig``: write ``config`` (the whole override set) to
+        ``/config/<type>/<name>`` (created or replaced), then announce it with a
+        ``/config/changes/config_change_<seq>`` naming ``<type>/<name>``; returns the
+        notification's path. The notification is created only once the config is written."""
+        path = zk_data.config_entity_path(entity_type, check_entity_name(entity_type,
+                                                                         entity_name))
+        self._set_or_create_entity_config(path, config)
+        return self.create_config_change_notification(
+            zk_data.entity_change_path(entity_type, entity_name))
+
+    def get_data_and_ctime(self, path: str) -> tuple[bytes | None, int] | None:
+        """The data (None when empty) and the creation time in ms (ZooKeeper's ctime) of
+        ``path``; None when it does not exist (``getDataAndStat``)."""
+        try:
+            data, stat = self._run(lambda: self._kazoo.get_async(path), path)
+        except NoNodeError:
+            return None
+        return (data or None), stat.ctime
+
+    def delete_path(self, path: str) -> bool:
+        """Delete the leaf znode ``path`` (``deletePath``); False when it did not exist."""
+        try:
+            self._run(lambda: self._kazoo.delete_async(path), path)
+        except NoNodeError:
+            return False
+        return True
 
     def _set_or_create_entity_config(self, path: str, config: Mapping[str, str]) -> None:
         data = zk_data.encode_entity_config(config)

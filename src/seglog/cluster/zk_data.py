@@ -90,7 +90,11 @@ FEATURE_PATH = "/feature"
 
 #: Kafka's ``ConfigType.all`` (2.8): the entity types under ``/config``.
 CONFIG_TYPE_TOPIC = "topics"
-CONFIG_TYPES = (CONFIG_TYPE_TOPIC, "clients", "users", "brokers", "ips")
+CONFIG_TYPE_BROKER = "brokers"
+CONFIG_TYPES = (CONFIG_TYPE_TOPIC, "clients", "users", CONFIG_TYPE_BROKER, "ips")
+#: ``ConfigEntityName.Default``: the entity name of the defaults of a type
+#: (``/config/brokers/<default>``: the dynamic broker configs of the whole cluster).
+DEFAULT_ENTITY_NAME = "<default>"
 
 #: ``ZkData.PersistentZkPaths``: what every broker makes sure exists at start, in Kafka's order.
 PERSISTENT_PATHS = (
@@ -149,6 +153,39 @@ def config_entity_path(entity_type: str, entity_name: str) -> str:
 def topic_config_path(topic: str) -> str:
     """``/config/topics/<topic>``."""
     return config_entity_path(CONFIG_TYPE_TOPIC, topic)
+
+
+def broker_config_entity(broker_id: int | None) -> str:
+    """The entity name of a broker's dynamic configs under ``/config/brokers``: its id, or
+    :data:`DEFAULT_ENTITY_NAME` for the cluster-wide defaults (``broker_id`` None), as
+    ``AdminZkClient.changeBrokerConfig``."""
+    return DEFAULT_ENTITY_NAME if broker_id is None else str(int(broker_id))
+
+
+def entity_change_path(entity_type: str, entity_name: str) -> str:
+    """The ``entity_path`` a version-2 change notification names: ``<type>/<name>``
+    (``topics/clicks``, ``brokers/<default>``)."""
+    return f"{entity_type}/{entity_name}"
+
+
+def split_entity_change_path(entity_path: str) -> tuple[str, str]:
+    """``(type, name)`` of a notification's ``entity_path`` (the name may itself hold
+    slashes, as ``users/<u>/clients/<c>``); :class:`ZkDataError` when it has no ``/``
+    (``DynamicConfigManager.processEntityConfigChangeVersion2``)."""
+    entity_type, slash, entity_name = entity_path.partition("/")
+    if not slash or not entity_type or not entity_name:
+        raise ZkDataError(f"entity_path must be <type>/<name>, not {entity_path!r:.100}",
+                          path=CONFIG_CHANGES_PATH)
+    return entity_type, entity_name
+
+
+def config_change_sequence(name: str) -> int | None:
+    """The sequence number of a ``config_change_<seq>`` child (``changeNumber``), or None for
+    a child that is not a config change notification."""
+    if not name.startswith(CONFIG_CHANGE_PREFIX):
+        return None
+    digits = name[len(CONFIG_CHANGE_PREFIX):]
+    return int(digits) if digits.isdigit() else None
 
 
 def delete_topic_path(topic: str) -> str:
@@ -663,9 +700,17 @@ def encode_config_change(entity_path: str) -> bytes:
 
 
 def decode_config_change(data: bytes | None, *, path: str = CONFIG_CHANGES_PATH) -> str:
-    """The ``entity_path`` of a version-2 config change notification."""
+    """The ``entity_path`` of a config change notification: version 2's, or
+    ``<entity_type>/<entity_name>`` of a version 1 (older Kafka tools; its type ``topics`` or
+    ``clients``, as ``DynamicConfigManager`` accepts)."""
     obj = _object(data, path)
     version = _int(_get(obj, "version", path), "version", path)
+    if version == 1:
+        entity_type = _str(_get(obj, "entity_type", path), "entity_type", path)
+        if entity_type not in (CONFIG_TYPE_TOPIC, "clients"):
+            raise ZkDataError(f"a version 1 notification's entity_type must be topics or "
+                              f"clients, not {entity_type!r:.100}", path=path)
+        return f"{entity_type}/{_str(_get(obj, 'entity_name', path), 'entity_name', path)}"
     if version != 2:
         raise ZkDataError(f"unsupported config change version {version}", path=path)
     return _str(_get(obj, "entity_path", path), "entity_path", path)

@@ -14,13 +14,14 @@ from ...storage.config import TOPIC_CONFIG_NAMES
 from ..config import CONFIG_DEFS
 from . import admin_configs as cfg
 from .admin_state import (
-    dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
+    dynamic_configs, save_configs, set_dynamic_layer, topic_defaults, topic_overrides_of,
 )
 from .admin_wire import (
     NO_THROTTLE, OP_APPEND, OP_DELETE, OP_NAMES, OP_SET, OP_SUBTRACT, RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, Refused, code_of, make, response_classes,
     topic_name_error,
 )
+from .data_topics import partition_seam
 
 
 # --- DescribeConfigs ------------------------------------------------------------------------
@@ -307,14 +308,29 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
         raise Refused(codes.INVALID_REQUEST, str(e)) from None
     if validate_only or not changed:
         return
-    if per_broker:
-        dynamic.per_broker = dict(new_values)
-    else:
-        dynamic.cluster_default = dict(new_values)
-    dynamic.effective = effective
-    state.config = effective
-    use_topic_defaults(state.store, dynamic, effective.log_config())
-    save_configs(state)
+    set_dynamic_layer(state, per_broker=per_broker, values=new_values, effective=effective)
+
+
+async def _alter(state, resource_type: int, resource_name: str, values: dict[str, str],
+                 validate_only: bool) -> None:
+    """Validate ``values`` (a topic's whole override set, or a whole dynamic broker layer),
+    then, unless only validating, make them the cluster's (the seam: a ZooKeeper cluster
+    writes the config znode and announces it, ``AdminZkClient.changeConfigs``, and every
+    broker takes it from there) and this broker's. The answer waits for the cluster's write;
+    a failed write changes nothing. Raises Refused."""
+    alter = _alter_topic if resource_type == RESOURCE_TOPIC else _alter_broker
+    alter(state, resource_name, values, True)
+    if validate_only:
+        return
+    seam = partition_seam(state)
+    try:
+        if resource_type == RESOURCE_TOPIC:
+            await seam.alter_topic_configs(resource_name, values)
+        else:
+            await seam.alter_broker_configs(state.node_id if resource_name else None, values)
+    except SeglogError as e:
+        raise Refused(code_of(e), str(e)) from None
+    alter(state, resource_name, values, False)
 
 
 def _is_list_topic_config(name: str) -> bool:
@@ -349,7 +365,7 @@ async def incremental_alter_configs(ctx, request) -> Any:
                                                 if n not in TOPIC_CONFIG_NAMES else
                                                 f"Can't {OP_NAMES[op]} to key {n} because "
                                                 "its type is not LIST."))
-                _alter_topic(state, name, new, request.validate_only)
+                await _alter(state, RESOURCE_TOPIC, name, new, request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER:
                 dynamic = dynamic_configs(state)
                 per_broker = broker_id_of(state, resource.resource_name, describe=False)
@@ -362,7 +378,8 @@ async def incremental_alter_configs(ctx, request) -> Any:
                                                 f"key: {n}" if op == OP_APPEND else
                                                 "Config value subtract is not allowed for "
                                                 f"config key: {n}"))
-                _alter_broker(state, resource.resource_name, new, request.validate_only)
+                await _alter(state, RESOURCE_BROKER, resource.resource_name, new,
+                             request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER_LOGGER:
                 _alter_loggers(state, resource, request.validate_only)
             else:
@@ -393,10 +410,9 @@ async def alter_configs(ctx, request) -> Any:
             if nulls:
                 raise Refused(codes.INVALID_REQUEST, f"Null value not supported for : {nulls[0]}")
             values = {c.name: c.value for c in resource.configs}
-            if resource.resource_type == RESOURCE_TOPIC:
-                _alter_topic(state, resource.resource_name, values, request.validate_only)
-            elif resource.resource_type == RESOURCE_BROKER:
-                _alter_broker(state, resource.resource_name, values, request.validate_only)
+            if resource.resource_type in (RESOURCE_TOPIC, RESOURCE_BROKER):
+                await _alter(state, resource.resource_type, resource.resource_name, values,
+                             request.validate_only)
             else:
                 raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")

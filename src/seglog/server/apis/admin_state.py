@@ -5,11 +5,15 @@ hooks that load them when the broker starts."""
 
 from __future__ import annotations
 
+import logging
 import os
 
-from ...errors import SeglogError
+from ...errors import InvalidConfigError, SeglogError
 from ..config import BrokerConfig
 from . import admin_configs as cfg
+from .data_topics import partition_seam
+
+log = logging.getLogger("seglog.server.apis.admin")
 
 
 #: Where the state lives in ``BrokerState.extensions``: the admin module's name.
@@ -30,6 +34,9 @@ async def start(state) -> None:
                                  dynamic.effective.log_config())
         if not os.path.exists(dynamic.path):
             save_configs(state)  # a new cluster's dynamic defaults (see admin_configs)
+    # The cluster's dynamic layers (a ZooKeeper cluster's /config/brokers), now and on change.
+    partition_seam(state).add_broker_config_listener(
+        lambda per_broker, values: take_dynamic_layer(state, per_broker, values))
 
 
 async def stop(state) -> None:
@@ -45,6 +52,42 @@ def dynamic_configs(state) -> cfg.DynamicConfigs:
         dynamic = cfg.DynamicConfigs(state.store.path, static)
         state.extensions[EXTENSION_KEY] = dynamic
     return dynamic
+
+
+def set_dynamic_layer(state, *, per_broker: bool, values: dict[str, str],
+                      effective: BrokerConfig) -> None:
+    """Make ``values`` the dynamic layer of this broker (``per_broker``) or of the cluster
+    default, ``effective`` (what :meth:`~.admin_configs.DynamicConfigs.merged` made of it) the
+    broker's live config and its topic defaults; persisted."""
+    dynamic = dynamic_configs(state)
+    if per_broker:
+        dynamic.per_broker = dict(values)
+    else:
+        dynamic.cluster_default = dict(values)
+    dynamic.effective = effective
+    state.config = effective
+    use_topic_defaults(state.store, dynamic, effective.log_config())
+    save_configs(state)
+
+
+def take_dynamic_layer(state, per_broker: bool, values: dict[str, str]) -> None:
+    """A dynamic layer as the cluster holds it (``/config/brokers/<id>`` or ``<default>``,
+    changed through any broker): applied as :func:`set_dynamic_layer`; a layer this broker
+    cannot take (a name or value it refuses) is logged and left out, as Kafka's
+    ``DynamicBrokerConfig`` logs an invalid update and keeps the old config."""
+    dynamic = dynamic_configs(state)
+    if (dynamic.per_broker if per_broker else dynamic.cluster_default) == values:
+        return
+    layers = (values, dynamic.cluster_default) if per_broker else (dynamic.per_broker, values)
+    try:
+        effective = dynamic.merged(*layers)
+    except InvalidConfigError as exc:
+        log.error("dynamic %s broker configs %s not applied: %s",
+                  "per-broker" if per_broker else "cluster-default", values, exc)
+        return
+    if state.store.read_only:
+        return
+    set_dynamic_layer(state, per_broker=per_broker, values=values, effective=effective)
 
 
 def topic_defaults(state):
