@@ -29,7 +29,7 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
     earliest offset and what a consumer reads from the beginning), DescribeCluster (one node,
     which is the controller the client sees) and DescribeTopics (a topic id, the node leads
     the partition, alone in its replicas and ISR)."""
-    from confluent_kafka import TopicCollection, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
     from confluent_kafka.admin import (
         AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec, ResourceType,
     )
@@ -65,7 +65,17 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
                         incremental_operation=AlterConfigOpType.SET)])], **KW)[resource])
     while described()["cleanup.policy"][0] != "delete" and time.monotonic() < deadline:
         time.sleep(0.1)
-    deleted = client.delete_records([tp], **KW)[tp].result(timeout=OP_TIMEOUT_S)
+    # A broker applies a topic's new config to its log after DescribeConfigs shows it (Kafka's
+    # brokers take it from the metadata log asynchronously): a DeleteRecords in between may
+    # still meet the compacted policy, so it is retried until the deadline.
+    while True:
+        try:
+            deleted = client.delete_records([tp], **KW)[tp].result(timeout=OP_TIMEOUT_S)
+            break
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.POLICY_VIOLATION or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     earliest_tp = TopicPartition(unique, 0)
     earliest = client.list_offsets({earliest_tp: OffsetSpec.earliest()},
                                    **KW)[earliest_tp].result(timeout=OP_TIMEOUT_S).offset
