@@ -49,19 +49,12 @@ from __future__ import annotations
 import heapq
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple, TypedDict
 
 from .. import error_codes as codes
 from .classic_group_schema import GroupMetadataValue, MemberMetadata
 from ..errors import (FencedInstanceIdError, IllegalGenerationError, RebalanceInProgressError,
-                      UnknownMemberIdError)
-
-# Re-exported only for server/apis/groups.py, which still reads them here (``cg.NAME``) until its
-# rewrite moves it to seglog.error_codes; this module itself writes ``codes.NAME``.
-from ..error_codes import (  # noqa: F401
-    COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
-    NON_EMPTY_GROUP, NOT_COORDINATOR, UNKNOWN_MEMBER_ID, UNKNOWN_SERVER_ERROR,
-)
+                      SeglogError, UnknownMemberIdError)
 
 __all__ = [
     "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE",
@@ -75,7 +68,7 @@ COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
 
-_ERROR_CLASSES = {codes.ILLEGAL_GENERATION: IllegalGenerationError,
+_ERROR_CLASSES: dict[int, type[SeglogError]] = {codes.ILLEGAL_GENERATION: IllegalGenerationError,
                   codes.UNKNOWN_MEMBER_ID: UnknownMemberIdError,
                   codes.FENCED_INSTANCE_ID: FencedInstanceIdError,
                   codes.REBALANCE_IN_PROGRESS: RebalanceInProgressError}
@@ -83,6 +76,19 @@ _ERROR_CLASSES = {codes.ILLEGAL_GENERATION: IllegalGenerationError,
 #: The states a rebalance may start from (Kafka's PreparingRebalance.validPreviousStates).
 _CAN_REBALANCE = (STABLE, COMPLETING_REBALANCE, EMPTY)
 CONSUMER_PROTOCOL_TYPE = "consumer"
+
+#: A member's protocols: ``(name, metadata bytes)`` in its order of preference.
+Protocols = list[tuple[str, bytes]]
+#: A member as the leader's JoinGroup response lists it: ``(member_id, group_instance_id,
+#: metadata of the selected protocol)``.
+JoinedMember = tuple[str, "str | None", bytes]
+#: Where a parked JoinGroup's answer goes (called once).
+JoinDone = Callable[["JoinResult"], None]
+#: Where a parked SyncGroup's answer goes (called once).
+SyncDone = Callable[["SyncResult"], None]
+#: A timer's key: ``("hb", group_id, member_id)``, ``("join", group_id)`` or
+#: ``("sync", group_id)``.
+_TimerKey = tuple[str, ...]
 
 
 class ClassicGroupConfig(NamedTuple):
@@ -108,7 +114,7 @@ class JoinResult(NamedTuple):
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader: str = ""
-    members: tuple = ()
+    members: tuple[JoinedMember, ...] = ()
     skip_assignment: bool = False
 
 
@@ -139,7 +145,19 @@ class GroupDescription(NamedTuple):
     state: str
     protocol_type: str
     protocol: str
-    members: tuple
+    members: tuple[MemberDescription, ...]
+
+
+class _JoinRequest(TypedDict):
+    """What a JoinGroup says of its member, kept on the member it adds or updates."""
+
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
 
 
 @dataclass(eq=False)
@@ -151,10 +169,10 @@ class _Member:
     rebalance_timeout_ms: int
     session_timeout_ms: int
     protocol_type: str
-    protocols: list  # [(name, metadata bytes)] in the member's order of preference
+    protocols: Protocols
     assignment: bytes = b""
-    join_done: Callable | None = None
-    sync_done: Callable | None = None
+    join_done: JoinDone | None = None
+    sync_done: SyncDone | None = None
     is_new: bool = False
 
     def metadata(self, protocol: str | None) -> bytes:
@@ -163,7 +181,7 @@ class _Member:
                 return metadata
         return b""
 
-    def vote(self, candidates: set) -> str:
+    def vote(self, candidates: set[str]) -> str:
         for name, _ in self.protocols:
             if name in candidates:
                 return name
@@ -187,10 +205,12 @@ class _Group:
     protocol_type: str | None = None
     protocol: str | None = None
     leader_id: str | None = None
-    members: dict = field(default_factory=dict)  # member id -> _Member, in join order
-    static_members: dict = field(default_factory=dict)  # instance id -> member id
-    pending_join: set = field(default_factory=set)
-    pending_sync: set = field(default_factory=set)
+    #: member id -> member, in join order
+    members: dict[str, _Member] = field(default_factory=dict)
+    #: instance id -> member id
+    static_members: dict[str, str] = field(default_factory=dict)
+    pending_join: set[str] = field(default_factory=set)
+    pending_sync: set[str] = field(default_factory=set)
     new_member_added: bool = False
 
     def transition(self, state: str, now_ms: int) -> None:
@@ -206,7 +226,7 @@ class _Group:
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
-    def supports(self, protocol_type: str, names: set) -> bool:
+    def supports(self, protocol_type: str, names: set[str]) -> bool:
         if self.state == EMPTY:
             return bool(protocol_type) and bool(names)
         if self.protocol_type != protocol_type:
@@ -256,7 +276,7 @@ class _Group:
                 return codes.FENCED_INSTANCE_ID
         return codes.NONE if member_id in self.members else codes.UNKNOWN_MEMBER_ID
 
-    def member_list(self) -> tuple:
+    def member_list(self) -> tuple[JoinedMember, ...]:
         return tuple((m.member_id, m.group_instance_id, m.metadata(self.protocol))
                      for m in self.members.values())
 
@@ -278,14 +298,15 @@ class ClassicGroupCoordinator:
         self._write = write_group_metadata or (lambda group_id, value: None)
         self._generate_id = generate_id
         self._groups: dict[str, _Group] = {}
-        self._timers: dict[tuple, tuple[int, int, Callable]] = {}  # key -> (deadline, seq, fn)
-        self._heap: list[tuple[int, int, tuple]] = []
+        # key -> (deadline, seq, fn)
+        self._timers: dict[_TimerKey, tuple[int, int, Callable[[int], None]]] = {}
+        self._heap: list[tuple[int, int, _TimerKey]] = []
         self._seq = 0
         self._fresh: str | None = None  # the group the current join created
 
     # --- timers ---------------------------------------------------------------------------
 
-    def _schedule(self, key: tuple, deadline_ms: int, fn: Callable[[int], None]) -> None:
+    def _schedule(self, key: _TimerKey, deadline_ms: int, fn: Callable[[int], None]) -> None:
         self._seq += 1
         self._timers[key] = (deadline_ms, self._seq, fn)
         heapq.heappush(self._heap, (deadline_ms, self._seq, key))
@@ -295,7 +316,7 @@ class ClassicGroupCoordinator:
             self._heap = [(d, q, k) for k, (d, q, _) in self._timers.items()]
             heapq.heapify(self._heap)
 
-    def _cancel(self, key: tuple) -> None:
+    def _cancel(self, key: _TimerKey) -> None:
         self._timers.pop(key, None)
 
     def next_deadline_ms(self) -> int | None:
@@ -386,9 +407,9 @@ class ClassicGroupCoordinator:
     # --- JoinGroup -------------------------------------------------------------------------
 
     def join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None,
-                   client_id: str, client_host: str, protocol_type: str, protocols: list,
+                   client_id: str, client_host: str, protocol_type: str, protocols: Protocols,
                    session_timeout_ms: int, rebalance_timeout_ms: int, api_version: int,
-                   now_ms: int, done: Callable[[JoinResult], None]) -> None:
+                   now_ms: int, done: JoinDone) -> None:
         """Kafka's JoinGroup. ``protocols`` is ``[(name, metadata bytes)]`` in the member's
         preference order; ``rebalance_timeout_ms`` is -1 before v1 (the session timeout is
         used); ``api_version`` decides MEMBER_ID_REQUIRED (v4+). ``done(JoinResult)`` is
@@ -418,10 +439,10 @@ class ClassicGroupCoordinator:
         if not group.supports(protocol_type, names):
             done(JoinResult(codes.INCONSISTENT_GROUP_PROTOCOL, "" if unknown else member_id))
             return self._forget_if_unused(group)
-        request = dict(group_instance_id=group_instance_id, client_id=client_id,
-                       client_host=client_host, protocol_type=protocol_type,
-                       protocols=list(protocols), session_timeout_ms=session_timeout_ms,
-                       rebalance_timeout_ms=rebalance_timeout_ms)
+        request = _JoinRequest(group_instance_id=group_instance_id, client_id=client_id,
+                               client_host=client_host, protocol_type=protocol_type,
+                               protocols=list(protocols), session_timeout_ms=session_timeout_ms,
+                               rebalance_timeout_ms=rebalance_timeout_ms)
         if unknown:
             new_id = f"{group_instance_id if group_instance_id is not None else client_id}-" \
                      f"{self._generate_id()}"
@@ -434,7 +455,7 @@ class ClassicGroupCoordinator:
             if api_version >= 4:
                 group.pending_join.add(new_id)
                 self._schedule(("hb", group_id, new_id), now_ms + session_timeout_ms,
-                               lambda now, g=group_id, m=new_id: self._expire_heartbeat(g, m, now))
+                               lambda now: self._expire_heartbeat(group_id, new_id, now))
                 return done(JoinResult(codes.MEMBER_ID_REQUIRED, new_id))
             return self._add_member(group, new_id, request, now_ms, done)
         if member_id in group.pending_join:
@@ -478,8 +499,8 @@ class ClassicGroupCoordinator:
         return JoinResult(codes.NONE, member_id, group.generation_id, group.protocol_type,
                           group.protocol, group.leader_id or "", members, skip)
 
-    def _add_member(self, group: _Group, member_id: str, request: dict, now_ms: int,
-                    done: Callable) -> None:
+    def _add_member(self, group: _Group, member_id: str, request: _JoinRequest, now_ms: int,
+                    done: JoinDone) -> None:
         member = _Member(member_id, request["group_instance_id"], request["client_id"],
                          request["client_host"], request["rebalance_timeout_ms"],
                          request["session_timeout_ms"], request["protocol_type"],
@@ -490,31 +511,34 @@ class ClassicGroupCoordinator:
         self._schedule_heartbeat(group, member, now_ms, self.config.new_member_join_timeout_ms)
         self._maybe_prepare_rebalance(group, now_ms)
 
-    def _update_member(self, group: _Group, member: _Member, request: dict, now_ms: int,
-                       done: Callable) -> None:
+    def _update_member(self, group: _Group, member: _Member, request: _JoinRequest,
+                       now_ms: int, done: JoinDone) -> None:
         member.protocols = request["protocols"]
         member.rebalance_timeout_ms = request["rebalance_timeout_ms"]
         member.session_timeout_ms = request["session_timeout_ms"]
         member.join_done = done  # a second parked join replaces the first, as in Kafka
         self._maybe_prepare_rebalance(group, now_ms)
 
-    def _replace_static_member(self, group: _Group, old_id: str, new_id: str, request: dict,
-                               api_version: int, now_ms: int, done: Callable) -> None:
+    def _replace_static_member(self, group: _Group, old_id: str, new_id: str,
+                               request: _JoinRequest, api_version: int, now_ms: int,
+                               done: JoinDone) -> None:
         current_leader = group.leader_id or ""
         old = group.members.pop(old_id)
+        instance_id = old.group_instance_id
+        assert instance_id is not None, "only a static member is replaced"
         # Fence whoever still waits under the old member id.
         if old.join_done is not None:
-            old.join_done, fenced = None, old.join_done
-            fenced(JoinResult(codes.FENCED_INSTANCE_ID, old_id))
+            fenced_join, old.join_done = old.join_done, None
+            fenced_join(JoinResult(codes.FENCED_INSTANCE_ID, old_id))
         if old.sync_done is not None:
-            old.sync_done, fenced = None, old.sync_done
-            fenced(SyncResult(codes.FENCED_INSTANCE_ID))
+            fenced_sync, old.sync_done = old.sync_done, None
+            fenced_sync(SyncResult(codes.FENCED_INSTANCE_ID))
         self._cancel(("hb", group.group_id, old_id))
         member = _Member(new_id, old.group_instance_id, old.client_id, old.client_host,
                          old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
                          old.protocols, old.assignment)
         group.members[new_id] = member
-        group.static_members[old.group_instance_id] = new_id
+        group.static_members[instance_id] = new_id
         if group.leader_id == old_id:
             group.leader_id = new_id
         group.pending_sync.discard(old_id)
@@ -534,7 +558,7 @@ class ClassicGroupCoordinator:
                     member.protocols = old_protocols
                     del group.members[new_id]
                     group.members[old_id] = old
-                    group.static_members[old.group_instance_id] = old_id
+                    group.static_members[instance_id] = old_id
                     if group.leader_id == new_id:
                         group.leader_id = old_id
                     self._schedule_heartbeat(group, old, now_ms)
@@ -700,7 +724,7 @@ class ClassicGroupCoordinator:
     def sync_group(self, *, group_id: str, member_id: str, group_instance_id: str | None,
                    generation_id: int, protocol_type: str | None, protocol_name: str | None,
                    assignments: Iterable[tuple[str, bytes]], now_ms: int,
-                   done: Callable[[SyncResult], None]) -> None:
+                   done: SyncDone) -> None:
         """Kafka's SyncGroup. The leader's ``assignments`` (``[(member_id, bytes)]``) are
         stored (``write_group_metadata``) and sent to every member; followers wait for them.
         ``protocol_type`` / ``protocol_name`` (v5+, else None) must match the group's."""
@@ -998,11 +1022,11 @@ class ClassicGroupCoordinator:
             return
         for member in group.members.values():
             if member.join_done is not None:
-                done, member.join_done = member.join_done, None
-                done(JoinResult(error_code, member.member_id))
+                join_done, member.join_done = member.join_done, None
+                join_done(JoinResult(error_code, member.member_id))
             if member.sync_done is not None:
-                done, member.sync_done = member.sync_done, None
-                done(SyncResult(error_code))
+                sync_done, member.sync_done = member.sync_done, None
+                sync_done(SyncResult(error_code))
 
 
 def _subscription_topics(metadata: bytes) -> set[str] | None:

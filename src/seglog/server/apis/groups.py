@@ -30,28 +30,47 @@ import dataclasses
 import datetime
 import logging
 import typing
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
+from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
-from ...coordinator.classic_group_schema import (decode_group_metadata_value,
+from ...coordinator.classic_group_schema import (GroupMetadataValue,
+                                                  decode_group_metadata_value,
                                                   encode_group_metadata_value)
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...errors import CommitFailedError, IllegalStateError, SeglogError
 from ...aio import cancel_and_wait, wait_event
 from ...types import OffsetAndMetadata, TopicPartition
 
-__all__ = ["GroupsState", "HANDLERS", "coordinator", "expire_offsets", "start", "stop"]
+if TYPE_CHECKING:
+    from ...storage.log import Log
+    from ...store import Store
+
+__all__ = ["GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
+           "expire_offsets", "find_groups_state", "start", "stop"]
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
+
+#: The fields of a kio entity by name, as :func:`_make` takes them (a nested entity's as a
+#: list of such dicts).
+_Fields = dict[str, Any]
+#: How a response names a topic: by name, or (OffsetCommit and OffsetFetch v10+) by id.
+_TopicKey = str | uuid.UUID
+#: One partition's answer: ``(its topic's key, partition, *fields)``.
+_Answer = tuple[Any, ...]
 
 EXTENSION = "groups"
 _OFFSETS_RETENTION_CHECK_MS_DEFAULT = 600_000
@@ -72,34 +91,43 @@ class GroupsState:
     offset_metadata_max_bytes: int
     offsets_retention_ms: int
     offsets_retention_check_ms: int
-    task: asyncio.Task | None = None
+    task: asyncio.Task[None] | None = None
     #: The ``__consumer_offsets`` partitions this broker coordinates (the seam's view: all of
     #: them on a lone broker, those it leads in a cluster); set by :func:`start`.
     partitions: CoordinatorPartitionsView | None = None
     offsets_commit_timeout_ms: int = 5000
     #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
     #: which SyncGroup waits to see replicated.
-    written: dict = dataclasses.field(default_factory=dict)
+    written: dict[str, AppendResult] = dataclasses.field(default_factory=dict)
 
 
-def coordinator(state) -> cg.ClassicGroupCoordinator:
+def find_groups_state(state: BrokerState) -> GroupsState | None:
+    """The groups module's state in the broker ``state`` (None before :func:`start`)."""
+    found: GroupsState | None = state.extensions.get(EXTENSION)
+    return found
+
+
+def coordinator(state: BrokerState) -> cg.ClassicGroupCoordinator:
     """The classic group coordinator of the broker ``state`` (after :func:`start`)."""
-    return state.extensions[EXTENSION].coordinator
+    found = find_groups_state(state)
+    assert found is not None, "the groups module was not started"
+    return found.coordinator
 
 
 # --- building kio responses ---------------------------------------------------------------
 
 
 def _element_class(cls: type, name: str) -> type:
-    return typing.get_type_hints(cls)[name].__args__[0]
+    element: type = typing.get_type_hints(cls)[name].__args__[0]
+    return element
 
 
-def _make(cls: type, values: dict) -> Any:
+def _make(cls: type, values: Mapping[str, Any]) -> Any:
     """An instance of kio entity ``cls`` from ``values`` (fields this version lacks are
     dropped; missing ones take their default or a zero value); nested entities are given
     as lists of dicts."""
-    kwargs = {}
-    hints = None
+    kwargs: dict[str, Any] = {}
+    hints: dict[str, Any] | None = None
     for f in dataclasses.fields(cls):
         kafka_type = f.metadata.get("kafka_type")
         if f.name in values:
@@ -112,7 +140,7 @@ def _make(cls: type, values: dict) -> Any:
                     value = tuple(value)
         elif f.default is not dataclasses.MISSING:
             continue
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        elif f.default_factory is not dataclasses.MISSING:
             continue
         else:
             if hints is None:
@@ -149,8 +177,12 @@ def _zero(hint: Any, kafka_type: str | None) -> Any:
     return 0
 
 
-def _response(ctx, values: dict) -> Any:
-    return _make(load_response_schema(ctx.api_key, ctx.api_version), values)
+def _response(ctx: RequestContext, values: Mapping[str, Any]) -> ResponsePayload:
+    """kio's response of ``ctx``'s API and version with the fields ``values`` (see
+    :func:`_make`)."""
+    response: ResponsePayload = _make(load_response_schema(ctx.api_key, ctx.api_version),
+                                      values)
+    return response
 
 
 def _ms(value: Any) -> int:
@@ -159,19 +191,20 @@ def _ms(value: Any) -> int:
     return int(value)
 
 
-def _state(ctx) -> GroupsState:
-    return ctx.broker.extensions[EXTENSION]
+def _state(ctx: RequestContext) -> GroupsState:
+    found: GroupsState = ctx.broker.extensions[EXTENSION]
+    return found
 
 
-def _now_ms(ctx) -> int:
+def _now_ms(ctx: RequestContext) -> int:
     return ctx.broker.now_ms()
 
 
-async def _parked(ctx, call) -> Any:
+async def _parked(ctx: RequestContext, call: Callable[[Callable[[_R], None]], None]) -> _R:
     """Run ``call(done)`` and wait for the coordinator to call ``done(result)``."""
-    future = ctx.broker.loop.create_future()
+    future: asyncio.Future[_R] = ctx.broker.loop.create_future()
 
-    def done(result):
+    def done(result: _R) -> None:
         if not future.done():
             future.set_result(result)
 
@@ -183,7 +216,7 @@ async def _parked(ctx, call) -> Any:
 # --- FindCoordinator ----------------------------------------------------------------------
 
 
-async def handle_find_coordinator(ctx, request) -> Any:
+async def handle_find_coordinator(ctx: RequestContext, request: Any) -> ResponsePayload:
     """FindCoordinator v0-v6 for groups (key type 0) and transactional ids (1); other key
     types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
     cluster a group's coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
@@ -192,7 +225,7 @@ async def handle_find_coordinator(ctx, request) -> Any:
     key_type = getattr(request, "key_type", 0)
     cluster = partition_seam(ctx.broker)
 
-    async def answer(key: str) -> dict:
+    async def answer(key: str) -> _Fields:
         if key_type not in (0, 1):
             return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
@@ -219,7 +252,8 @@ _COORDINATOR_NOT_AVAILABLE_MESSAGE = (
     "The coordinator is not available.")
 
 
-async def _find_group_coordinator(ctx, cluster, group_id: str):
+async def _find_group_coordinator(ctx: RequestContext, cluster: PartitionSeam, group_id: str
+                                  ) -> cluster_coordinators.CoordinatorAnswer:
     """A cluster member's FindCoordinator for a group (Kafka 2.8): the live leader of the
     group's ``__consumer_offsets`` partition, the topic created on first use with
     ``offsets.topic.num.partitions`` / ``offsets.topic.replication.factor``."""
@@ -234,13 +268,13 @@ async def _find_group_coordinator(ctx, cluster, group_id: str):
                       "compression.type": "producer"})
 
 
-def _group_partition(ctx, group_id: str) -> int | None:
+def _group_partition(ctx: RequestContext, group_id: str) -> int | None:
     """The ``__consumer_offsets`` partition of ``group_id`` in the cluster (None: the topic
     does not exist yet)."""
     return _partition_in(partition_seam(ctx.broker), group_id)
 
 
-def coordinator_error(ctx, group_id: str) -> int:
+def coordinator_error(ctx: RequestContext, group_id: str) -> int:
     """NONE when this broker coordinates ``group_id``: when it leads (and has loaded) the
     group's ``__consumer_offsets`` partition (a lone broker leads them all), else
     NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while it loads."""
@@ -248,14 +282,14 @@ def coordinator_error(ctx, group_id: str) -> int:
     assert partitions is not None, "the groups module was not started"
     partition = _group_partition(ctx, group_id)
     if partition is None:
-        return cluster_coordinators.NOT_COORDINATOR
+        return codes.NOT_COORDINATOR
     return partitions.error_for(partition)
 
 
 # --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -----------------------------------------
 
 
-def _embedded_members(ctx, group_id: str) -> bool:
+def _embedded_members(ctx: RequestContext, group_id: str) -> bool:
     """Whether seglog's in-process consumers are members of ``group_id`` in the Store's
     embedded coordinator (then wire clients may not join it)."""
     store = ctx.broker.store
@@ -265,7 +299,7 @@ def _embedded_members(ctx, group_id: str) -> bool:
         return False
 
 
-async def handle_join_group(ctx, request) -> Any:
+async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """JoinGroup v0-v9 (MEMBER_ID_REQUIRED from v4, skip_assignment from v9)."""
     not_here = coordinator_error(ctx, request.group_id) if request.group_id else 0
     if not_here:
@@ -274,7 +308,7 @@ async def handle_join_group(ctx, request) -> Any:
                                    protocol_name=None if ctx.api_version >= 7 else "",
                                    leader="", members=[]))
     if request.group_id and _embedded_members(ctx, request.group_id):
-        return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL,
+        return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
     session_ms = _ms(request.session_timeout)
@@ -300,7 +334,7 @@ async def handle_join_group(ctx, request) -> Any:
                  for m, i, md in result.members]))
 
 
-async def handle_sync_group(ctx, request) -> Any:
+async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
     coord = _state(ctx).coordinator
     not_here = coordinator_error(ctx, request.group_id)
@@ -309,7 +343,7 @@ async def handle_sync_group(ctx, request) -> Any:
                                    protocol_name=None))
     if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
-        return _response(ctx, dict(error_code=cg.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
+        return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
                                    protocol_type=None, protocol_name=None))
     result: cg.SyncResult = await _parked(ctx, lambda done: coord.sync_group(
         group_id=request.group_id, member_id=request.member_id,
@@ -339,7 +373,7 @@ async def handle_sync_group(ctx, request) -> Any:
                                protocol_name=result.protocol_name))
 
 
-async def handle_heartbeat(ctx, request) -> Any:
+async def handle_heartbeat(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Heartbeat v0-v4."""
     state = _state(ctx)
     not_here = coordinator_error(ctx, request.group_id)
@@ -353,7 +387,7 @@ async def handle_heartbeat(ctx, request) -> Any:
     return _response(ctx, dict(error_code=error))
 
 
-async def handle_leave_group(ctx, request) -> Any:
+async def handle_leave_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """LeaveGroup v0-v5: one member (v0-v2) or a batch with an answer per member (v3+)."""
     state = _state(ctx)
     not_here = coordinator_error(ctx, request.group_id)
@@ -376,14 +410,14 @@ async def handle_leave_group(ctx, request) -> Any:
 # --- offsets ------------------------------------------------------------------------------
 
 
-def _partition_exists(store, topic: str, partition: int) -> bool:
+def _partition_exists(store: Store, topic: str, partition: int) -> bool:
     try:
         return 0 <= partition < store.topic(topic).partitions
     except SeglogError:
         return False
 
 
-def _request_topic(ctx, topic) -> tuple[str | None, Any]:
+def _request_topic(ctx: RequestContext, topic: Any) -> tuple[str | None, _TopicKey]:
     """``(topic name or None when unknown, the key the response names it by)``: the name
     before v10, the topic id from v10 (OffsetCommit and OffsetFetch)."""
     if ctx.api_version < 10:
@@ -392,7 +426,7 @@ def _request_topic(ctx, topic) -> tuple[str | None, Any]:
     return (None if found is None else found.name), topic.topic_id
 
 
-def _topic_key(ctx, name: str) -> Any:
+def _topic_key(ctx: RequestContext, name: str) -> _TopicKey | None:
     """How a response names topic ``name``: itself before v10, its id from v10 (None when
     the topic is gone)."""
     if ctx.api_version < 10:
@@ -401,7 +435,7 @@ def _topic_key(ctx, name: str) -> Any:
     return None if found is None else data_topics.to_uuid(found.topic_id)
 
 
-async def handle_offset_commit(ctx, request) -> Any:
+async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePayload:
     """OffsetCommit v2-v10 (topic ids from v10): generation/member checks, then one batch per
     group to ``__consumer_offsets``; per-partition OFFSET_METADATA_TOO_LARGE and
     UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for an unknown id)."""
@@ -421,7 +455,7 @@ async def handle_offset_commit(ctx, request) -> Any:
     if not known:
         error = 0
     elif not group_id:
-        error = cg.INVALID_GROUP_ID
+        error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
     else:
@@ -432,13 +466,13 @@ async def handle_offset_commit(ctx, request) -> Any:
                                              generation_id=generation, now_ms=now,
                                              api_version=ctx.api_version)
     state.wake.set()
-    answers: list[tuple[Any, int, int]] = []
+    answers: list[tuple[_TopicKey, int, int]] = []
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    keys: dict[TopicPartition, Any] = {}
+    keys: dict[TopicPartition, _TopicKey] = {}
     for (name, key), topic in resolved:
         for p in topic.partitions:
             metadata = p.committed_metadata or ""
-            if (name, p.partition_index) not in known:
+            if name is None or (name, p.partition_index) not in known:
                 answers.append((key, p.partition_index,
                                 unknown_topic if name is None else codes.UNKNOWN_TOPIC_OR_PARTITION))
             elif error:
@@ -459,7 +493,7 @@ async def handle_offset_commit(ctx, request) -> Any:
         partition = _group_partition(ctx, group_id)
         result = None
 
-        def commit(log_: Any) -> int:
+        def commit(log_: Log) -> int:
             store.offset_commit(group_id, member_id=None, generation_id=-1, offsets=offsets)
             return int(log_.end_offset) - 1
 
@@ -494,42 +528,44 @@ def commit_error(code: int) -> int:
     NOT_LEADER_OR_FOLLOWER / KAFKA_STORAGE_ERROR -> NOT_COORDINATOR; NOT_ENOUGH_REPLICAS(_AFTER_
     APPEND) / UNKNOWN_TOPIC_OR_PARTITION -> COORDINATOR_NOT_AVAILABLE; others as they are."""
     if code in (6, 56):
-        return cg.NOT_COORDINATOR
+        return codes.NOT_COORDINATOR
     if code in (19, 20, 3):
-        return cg.COORDINATOR_NOT_AVAILABLE
+        return codes.COORDINATOR_NOT_AVAILABLE
     return code
 
 
-def _by_topic(ctx, answers, partition_fields) -> list[dict]:
+def _by_topic(ctx: RequestContext, answers: Iterable[_Answer],
+              partition_fields: Callable[..., _Fields]) -> list[_Fields]:
     """Per-partition answers ``(topic key, partition, *fields)`` grouped by topic, each topic
     named by ``name`` (or, v10+ of OffsetCommit/OffsetFetch, ``topic_id``)."""
     field = "topic_id" if ctx.api_version >= 10 and ctx.api_key in (8, 9) else "name"
-    topics: dict[Any, list] = {}
+    topics: dict[_TopicKey, list[_Fields]] = {}
     for topic, partition, *rest in answers:
         topics.setdefault(topic, []).append(partition_fields(partition, *rest))
     return [{field: key, "partitions": parts} for key, parts in topics.items()]
 
 
-def _offset_groups(store) -> set[str]:
+def _offset_groups(store: Store) -> set[str]:
     try:
         return set(store.groups())
     except SeglogError:
         return set()
 
 
-def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int, list[dict]]:
+def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | None,
+                 require_stable: bool) -> tuple[int, list[_Fields]]:
     """``(error code, topics)`` of one group's OffsetFetch (``topics`` None: all its
     committed partitions)."""
     store = ctx.broker.store
     if not group_id and ctx.api_version >= 8:
-        return cg.INVALID_GROUP_ID, []
+        return codes.INVALID_GROUP_ID, []
     not_here = coordinator_error(ctx, group_id) if group_id else 0
     if not_here:
         # Kafka: the group-level error (v2+); v1 has none, so each partition carries it.
-        wanted = [] if topics is None or ctx.api_version >= 2 else [
+        unanswered = [] if topics is None or ctx.api_version >= 2 else [
             (t.name, p) for t in topics for p in getattr(t, "partition_indexes", ())]
         return not_here, _by_topic(ctx, [(name, p, -1, -1, "", not_here)
-                                         for name, p in wanted],
+                                         for name, p in unanswered],
                                    lambda p, offset, epoch, metadata, error: dict(
                                        partition_index=p, committed_offset=offset,
                                        committed_leader_epoch=epoch, metadata=metadata,
@@ -538,7 +574,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
         committed = {}
-    wanted: list[tuple[Any, str | None, int]] = []  # (response key, name, partition)
+    wanted: list[tuple[_TopicKey, str | None, int]] = []  # (response key, name, partition)
     if topics is None:
         for tp in sorted(committed):
             key = _topic_key(ctx, tp.topic)
@@ -568,7 +604,7 @@ def _fetch_group(ctx, group_id: str, topics, require_stable: bool) -> tuple[int,
         metadata=metadata, error_code=error))
 
 
-async def handle_offset_fetch(ctx, request) -> Any:
+async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayload:
     """OffsetFetch v1-v10 (topic ids from v10; all partitions of a group when topics is null, v2+; several
     groups per request, v8+; require_stable answers UNSTABLE_OFFSET_COMMIT for a partition
     with a transactional commit waiting for its marker, v7+)."""
@@ -586,20 +622,21 @@ async def handle_offset_fetch(ctx, request) -> Any:
 # --- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete -------------------------------
 
 
-def _listed_groups(ctx) -> list[tuple[str, str, str]]:
+def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
     """``[(group id, protocol type, state)]`` of every group: the classic coordinator's, and
     the groups known only by committed offsets (Empty, no protocol type)."""
     coord = _state(ctx).coordinator
-    listed = {}
+    listed: dict[str, tuple[str, str, str]] = {}
     for group_id in coord.group_ids():
         description = coord.describe(group_id)
+        assert description is not None, "the coordinator describes each of its group ids"
         listed[group_id] = (group_id, description.protocol_type, description.state)
     for group_id in _offset_groups(ctx.broker.store):
         listed.setdefault(group_id, (group_id, "", cg.EMPTY))
     return [listed[g] for g in sorted(listed)]
 
 
-async def handle_list_groups(ctx, request) -> Any:
+async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
     """ListGroups v0-v5 (states filter v4+, case-insensitive as Kafka's; types filter v5+:
     every group here is ``classic``)."""
     states = {s.lower() for s in getattr(request, "states_filter", ())}
@@ -614,7 +651,7 @@ async def handle_list_groups(ctx, request) -> Any:
     return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
-async def handle_describe_groups(ctx, request) -> Any:
+async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
     """DescribeGroups v0-v6: state names exactly Kafka's; members with their metadata and
     assignment when Stable; an unknown group is ``Dead`` (v6+: GROUP_ID_NOT_FOUND)."""
     coord = _state(ctx).coordinator
@@ -635,7 +672,7 @@ async def handle_describe_groups(ctx, request) -> Any:
             if group_id in offset_groups:
                 description = cg.GroupDescription(group_id, cg.EMPTY, "", "", ())
         if description is None:
-            error = cg.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else 0
+            error = codes.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else 0
             described.append(dict(
                 error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
                 protocol_data="", members=[], authorized_operations=-2147483648,
@@ -652,7 +689,7 @@ async def handle_describe_groups(ctx, request) -> Any:
     return _response(ctx, dict(groups=described))
 
 
-async def handle_delete_groups(ctx, request) -> Any:
+async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
     """DeleteGroups v0-v2: NON_EMPTY_GROUP while members are in, GROUP_ID_NOT_FOUND for a
     group unknown here and without offsets; else its offsets and membership record are
     tombstoned."""
@@ -661,7 +698,7 @@ async def handle_delete_groups(ctx, request) -> Any:
     results = []
     for group_id in dict.fromkeys(request.groups_names):  # Kafka answers a repeated id once
         if not group_id:
-            results.append(dict(group_id=group_id, error_code=cg.INVALID_GROUP_ID))
+            results.append(dict(group_id=group_id, error_code=codes.INVALID_GROUP_ID))
             continue
         not_here = coordinator_error(ctx, group_id)
         if not_here:
@@ -669,19 +706,19 @@ async def handle_delete_groups(ctx, request) -> Any:
             continue
         known = coord.has_group(group_id) or group_id in _offset_groups(store)
         if not known:
-            results.append(dict(group_id=group_id, error_code=cg.GROUP_ID_NOT_FOUND))
+            results.append(dict(group_id=group_id, error_code=codes.GROUP_ID_NOT_FOUND))
             continue
         if coord.has_group(group_id) and coord.state(group_id) != cg.EMPTY:
-            results.append(dict(group_id=group_id, error_code=cg.NON_EMPTY_GROUP))
+            results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))
             continue
         try:
             store.delete_group(group_id)
         except IllegalStateError:
-            results.append(dict(group_id=group_id, error_code=cg.NON_EMPTY_GROUP))
+            results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))
             continue
         except SeglogError as exc:
             log.warning("deleting group %r failed: %s", group_id, exc)
-            results.append(dict(group_id=group_id, error_code=cg.UNKNOWN_SERVER_ERROR))
+            results.append(dict(group_id=group_id, error_code=codes.UNKNOWN_SERVER_ERROR))
             continue
         if coord.has_group(group_id):
             try:
@@ -696,7 +733,7 @@ async def handle_delete_groups(ctx, request) -> Any:
     return _response(ctx, dict(results=results))
 
 
-async def handle_offset_delete(ctx, request) -> Any:
+async def handle_offset_delete(ctx: RequestContext, request: Any) -> ResponsePayload:
     """OffsetDelete v0: GROUP_ID_NOT_FOUND for an unknown group, NON_EMPTY_GROUP for a
     non-consumer group with members, GROUP_SUBSCRIBED_TO_TOPIC per partition of a topic its
     members subscribe to; the others' offsets are tombstoned."""
@@ -707,7 +744,7 @@ async def handle_offset_delete(ctx, request) -> Any:
     if not_here:
         return _response(ctx, dict(error_code=not_here, topics=[]))
     if not coord.has_group(group_id) and group_id not in _offset_groups(store):
-        return _response(ctx, dict(error_code=cg.GROUP_ID_NOT_FOUND, topics=[]))
+        return _response(ctx, dict(error_code=codes.GROUP_ID_NOT_FOUND, topics=[]))
     error = coord.offset_delete_error(group_id)
     if error:
         return _response(ctx, dict(error_code=error, topics=[]))
@@ -741,7 +778,7 @@ async def handle_offset_delete(ctx, request) -> Any:
 # --- start, stop, timers -----------------------------------------------------------------
 
 
-async def start(state) -> None:
+async def start(state: BrokerState) -> None:
     """Create the coordinator (configs from the broker's), load the membership records
     ``__consumer_offsets`` holds, and start the timer task."""
     config = state.config
@@ -758,7 +795,7 @@ async def start(state) -> None:
     # replicated (acks=-1).
     written: dict[str, AppendResult] = {}
 
-    def write(group_id: str, value: Any) -> None:
+    def write(group_id: str, value: GroupMetadataValue | None) -> None:
         if getattr(store, "read_only", False):
             return
         # Only the leader of the group's partition appends (a follower's log is the leader's
@@ -821,7 +858,8 @@ def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
     return cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
 
 
-def _load_records(coord: cg.ClassicGroupCoordinator, records: dict, now_ms: int) -> None:
+def _load_records(coord: cg.ClassicGroupCoordinator, records: Mapping[str, bytes | None],
+                  now_ms: int) -> None:
     """Take back the membership records read from ``__consumer_offsets``."""
     for group_id, raw in records.items():
         try:
@@ -833,9 +871,9 @@ def _load_records(coord: cg.ClassicGroupCoordinator, records: dict, now_ms: int)
         coord.load(group_id, value, now_ms)
 
 
-async def stop(state) -> None:
+async def stop(state: BrokerState) -> None:
     """Stop the timer task (the groups' state is in ``__consumer_offsets`` already)."""
-    groups_state = state.extensions.get(EXTENSION)
+    groups_state = find_groups_state(state)
     if groups_state is not None and groups_state.partitions is not None:
         await groups_state.partitions.close()  # None: stopped before its start finished
     if groups_state is None or groups_state.task is None:
@@ -844,7 +882,7 @@ async def stop(state) -> None:
     await cancel_and_wait([groups_state.task])
 
 
-async def _run_timers(state, groups_state: GroupsState) -> None:
+async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
     """Fire the coordinator's timers when due, and expire old offsets of empty groups every
     ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
     coord = groups_state.coordinator
@@ -866,13 +904,13 @@ async def _run_timers(state, groups_state: GroupsState) -> None:
         await wait_event(groups_state.wake, max(0.0, (wait_until - state.now_ms()) / 1000))
 
 
-def expire_offsets(state, now_ms: int) -> None:
+def expire_offsets(state: BrokerState, now_ms: int) -> None:
     """Kafka's offsets expiration for groups without members: the offsets of an empty
     classic group expire ``offsets.retention.minutes`` after it became empty; those of a
     group known only by its offsets, that long after each commit. Groups with members keep
     theirs. Runs on the event loop thread (the timer task calls it every
     ``offsets.retention.check.interval.ms``)."""
-    groups_state = state.extensions[EXTENSION]
+    groups_state: GroupsState = state.extensions[EXTENSION]
     store = state.store
     if getattr(store, "read_only", False):
         return

@@ -51,11 +51,13 @@ import datetime
 import logging
 import re
 import sys
-from typing import Any, Callable, Iterable, TypeVar
+import types
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar, cast
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
+from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
 from ...aio import cancel_and_wait
@@ -63,12 +65,20 @@ from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
+from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX, TransactionCoordinator
 from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
+from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from .data_topics import partition_seam
+
+if TYPE_CHECKING:
+    from ...cluster.txn_markers import TxnMarkerSender
+    from ...coordinator.classic_group import ClassicGroupCoordinator
+    from ...storage.log import Log
+    from ...storage.producer_state import ProducerStateEntry
+    from ...store import Store
 
 __all__ = ["HANDLERS"]
 
@@ -92,7 +102,13 @@ _PRODUCER_FENCED_SINCE = {INIT_PRODUCER_ID: 4, ADD_PARTITIONS_TO_TXN: 2, ADD_OFF
                           END_TXN: 2}
 
 
-def _code(ctx: Any, error: BaseException) -> ErrorCode:
+def _response_class(ctx: RequestContext, api_key: int) -> Callable[..., ResponsePayload]:
+    """kio's response class of ``api_key`` at ``ctx``'s version: its fields differ from
+    version to version, so they are given by keyword (the dataclass checks them)."""
+    return load_response_schema(api_key, ctx.api_version)
+
+
+def _code(ctx: RequestContext, error: BaseException) -> ErrorCode:
     """Kafka's error code for ``error`` raised while serving ``ctx``'s request."""
     if isinstance(error, ProducerFencedError) \
             and ctx.api_version < _PRODUCER_FENCED_SINCE.get(ctx.api_key, 0):
@@ -132,11 +148,12 @@ def _legal_topic_name(name: str) -> bool:
     return bool(_LEGAL_TOPIC_NAME.fullmatch(name)) and name not in (".", "..")
 
 
-def _coordinator(ctx: Any):
-    return ctx.broker.store.transaction_coordinator()
+def _coordinator(ctx: RequestContext) -> TransactionCoordinator:
+    coordinator: TransactionCoordinator = ctx.broker.store.transaction_coordinator()
+    return coordinator
 
 
-def _partition_exists(store: Any, topic: str, partition: int) -> bool:
+def _partition_exists(store: Store, topic: str, partition: int) -> bool:
     """Whether ``topic``-``partition`` exists (Kafka's ``metadataCache.contains``)."""
     try:
         return topic in store and 0 <= partition < store.topic(topic).partitions
@@ -154,28 +171,27 @@ class TxnCoordination:
     marker sender (``sender``; None when this broker leads every partition and the
     coordinator writes its markers itself)."""
 
-    def __init__(self, partitions: CoordinatorPartitionsView, sender: Any):
+    def __init__(self, partitions: CoordinatorPartitionsView, sender: TxnMarkerSender | None):
         self.partitions = partitions
         self.sender = sender
 
 
-def _txn_partition(ctx: Any, transactional_id: str) -> int | None:
+def _txn_partition(ctx: RequestContext, transactional_id: str) -> int | None:
     return cluster_coordinators.partition_in(
         partition_seam(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
         transactional_id)
 
 
-def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
+def _txn_coordinator_error(ctx: RequestContext, transactional_id: str) -> int:
     """NONE when this broker coordinates ``transactional_id``: when it leads and loaded its
     ``__transaction_state`` partition (a lone broker leads them all), else NOT_COORDINATOR
     (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while loading."""
-    state = ctx.broker.extensions.get(COORDINATION_EXTENSION)
+    state: TxnCoordination | None = ctx.broker.extensions.get(COORDINATION_EXTENSION)
     assert state is not None, "the transactions module was not started"
     partition = _txn_partition(ctx, transactional_id)
     if partition is None:
         return codes.NOT_COORDINATOR
-    code: int = state.partitions.error_for(partition)
-    return code
+    return state.partitions.error_for(partition)
 
 
 #: ``TransactionStateManager.appendTransactionToLog``'s mapping of an acks=-1 append's error.
@@ -189,7 +205,7 @@ _STATE_WRITE_ERRORS = {
 }
 
 
-def _state_partition(ctx: Any, transactional_id: str) -> TopicPartition | None:
+def _state_partition(ctx: RequestContext, transactional_id: str) -> TopicPartition | None:
     """The ``__transaction_state`` partition of ``transactional_id`` (None: no such topic)."""
     partition = _txn_partition(ctx, transactional_id)
     return None if partition is None else TopicPartition(
@@ -200,7 +216,7 @@ def _state_write_error(code: int) -> int:
     return _STATE_WRITE_ERRORS.get(code, code)
 
 
-def _write_state(ctx: Any, transactional_id: str, write: Callable[[], _T]
+def _write_state(ctx: RequestContext, transactional_id: str, write: Callable[[], _T]
                  ) -> tuple[_T | None, AppendResult]:
     """Run the coordinator's ``write`` (which appends to ``transactional_id``'s
     ``__transaction_state`` partition) through the seam's one append, acks=-1 (Kafka's
@@ -212,7 +228,7 @@ def _write_state(ctx: Any, transactional_id: str, write: Callable[[], _T]
         return None, AppendResult(codes.NOT_LEADER_OR_FOLLOWER)
     done: list[_T] = []
 
-    def writer(log_: Any) -> int:
+    def writer(log_: Log) -> int:
         done.append(write())
         return int(log_.end_offset) - 1
 
@@ -221,7 +237,7 @@ def _write_state(ctx: Any, transactional_id: str, write: Callable[[], _T]
     return (done[0] if done else None), result
 
 
-async def _write_state_blocking(ctx: Any, transactional_id: str, write: Callable[[], _T]
+async def _write_state_blocking(ctx: RequestContext, transactional_id: str, write: Callable[[], _T]
                                 ) -> tuple[_T | None, int]:
     """:func:`_write_state` with ``write`` on a worker thread, then :func:`_state_acks`:
     what ``write`` returned and the error code to answer (NONE once replicated)."""
@@ -230,7 +246,7 @@ async def _write_state_blocking(ctx: Any, transactional_id: str, write: Callable
         return None, codes.NOT_COORDINATOR
     done: list[_T] = []
 
-    def writer(log_: Any) -> int:
+    def writer(log_: Log) -> int:
         done.append(write())
         return int(log_.end_offset) - 1
 
@@ -240,11 +256,11 @@ async def _write_state_blocking(ctx: Any, transactional_id: str, write: Callable
     return (done[0] if done else None), _state_write_error(result.error_code)
 
 
-def _state_timeout_s(ctx: Any) -> float:
+def _state_timeout_s(ctx: RequestContext) -> float:
     return int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS)) / 1000
 
 
-async def _state_acks(ctx: Any, result: AppendResult) -> int:
+async def _state_acks(ctx: RequestContext, result: AppendResult) -> int:
     """The coordinator answers once its ``__transaction_state`` write is replicated (Kafka
     appends it with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR as Kafka
     maps the append's error (at once on a lone broker: its ISR is itself)."""
@@ -253,7 +269,7 @@ async def _state_acks(ctx: Any, result: AppendResult) -> int:
     return _state_write_error(result.error_code)
 
 
-def _group_coordinator_error(ctx: Any, group_id: str) -> int:
+def _group_coordinator_error(ctx: RequestContext, group_id: str) -> int:
     """The group coordinator's gate (TxnOffsetCommit goes to the group's coordinator)."""
     from . import groups  # noqa: PLC0415 - sibling handler module
 
@@ -263,13 +279,13 @@ def _group_coordinator_error(ctx: Any, group_id: str) -> int:
 # --- InitProducerId ------------------------------------------------------------------------
 
 
-async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
+async def handle_init_producer_id(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's InitProducerId: a fresh producer id at epoch 0 for an idempotent producer (no
     transactional id), else the transaction coordinator's (see
     ``TransactionCoordinator.handle_init_producer_id``)."""
-    response = load_response_schema(INIT_PRODUCER_ID, ctx.api_version)
+    response = _response_class(ctx, INIT_PRODUCER_ID)
 
-    def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
+    def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> ResponsePayload:
         return response(throttle_time=_NO_THROTTLE, error_code=error,
                         producer_id=i64(producer_id), producer_epoch=i16(epoch))
 
@@ -294,7 +310,7 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
                                            TRANSACTION_TIMEOUT_MS_MAX)
 
     def init() -> tuple[int, int]:
-        return store.transaction_coordinator().handle_init_producer_id(
+        return _coordinator(ctx).handle_init_producer_id(
             transactional_id, timeout_ms=_ms(request.transaction_timeout),
             timeout_ms_max=timeout_ms_max, expected_producer_id=int(expected_id),
             expected_producer_epoch=int(expected_epoch))
@@ -314,7 +330,7 @@ async def handle_init_producer_id(ctx: Any, request: Any) -> Any:
 # --- AddPartitionsToTxn, AddOffsetsToTxn -----------------------------------------------------
 
 
-def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
+def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_id: int,
                            producer_epoch: int, partitions: list[TopicPartition],
                            verify_only: bool) -> dict[TopicPartition, ErrorCode]:
     """The error of each partition of one transaction of an AddPartitionsToTxn, as Kafka's
@@ -355,8 +371,9 @@ def _add_partitions_result(ctx: Any, transactional_id: str, producer_id: int,
     return {tp: NONE for tp in partitions}
 
 
-def _topic_results(module: Any, errors: dict[TopicPartition, ErrorCode]) -> tuple:
-    by_topic: dict[str, list] = {}
+def _topic_results(module: types.ModuleType, errors: dict[TopicPartition, ErrorCode]
+                   ) -> tuple[Any, ...]:
+    by_topic: dict[str, list[Any]] = {}
     for tp, code in errors.items():
         by_topic.setdefault(tp.topic, []).append(module.AddPartitionsToTxnPartitionResult(
             partition_index=i32(tp.partition), partition_error_code=code))
@@ -374,10 +391,10 @@ def _partitions(topics: Iterable[Any]) -> list[TopicPartition]:
     return list(seen)
 
 
-async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> Any:
+async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's AddPartitionsToTxn: v0-v3 one transaction (the producer's), v4+ a batch of
     transactions, each added or, with ``verify_only``, checked."""
-    response = load_response_schema(ADD_PARTITIONS_TO_TXN, ctx.api_version)
+    response = _response_class(ctx, ADD_PARTITIONS_TO_TXN)
     module = sys.modules[response.__module__]
     if ctx.api_version < 4:
         errors = _add_partitions_result(
@@ -403,7 +420,7 @@ async def handle_add_partitions_to_txn(ctx: Any, request: Any) -> Any:
                     results_by_transaction=tuple(results))
 
 
-async def _replicated_partitions(ctx: Any, transactional_id: str,
+async def _replicated_partitions(ctx: RequestContext, transactional_id: str,
                                  errors: dict[TopicPartition, ErrorCode]
                                  ) -> dict[TopicPartition, ErrorCode]:
     """A successful AddPartitionsToTxn answers once its state write is replicated."""
@@ -415,7 +432,7 @@ async def _replicated_partitions(ctx: Any, transactional_id: str,
     return errors
 
 
-async def _state_replicated(ctx: Any, transactional_id: str) -> int:
+async def _state_replicated(ctx: RequestContext, transactional_id: str) -> int:
     """Wait until ``transactional_id``'s ``__transaction_state`` partition is replicated up
     to its end (the write :func:`_write_state` made): :func:`_state_acks` of it."""
     tp = _state_partition(ctx, transactional_id)
@@ -427,15 +444,16 @@ async def _state_replicated(ctx: Any, transactional_id: str) -> int:
                                                replica=replica))
 
 
-def _offsets_partition(store: Any, group_id: str) -> TopicPartition:
+def _offsets_partition(store: Store, group_id: str) -> TopicPartition:
     """The group's ``__consumer_offsets`` partition (the topic is made on first use)."""
-    return store.txn_offset_commit_records(group_id, {}).tp
+    tp: TopicPartition = store.txn_offset_commit_records(group_id, {}).tp
+    return tp
 
 
-async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the
     transaction (the coordinator's AddPartitionsToTxn for that one partition)."""
-    response = load_response_schema(ADD_OFFSETS_TO_TXN, ctx.api_version)
+    response = _response_class(ctx, ADD_OFFSETS_TO_TXN)
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
@@ -463,20 +481,19 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
 # --- EndTxn -------------------------------------------------------------------------------
 
 
-async def handle_end_txn(ctx: Any, request: Any) -> Any:
+async def handle_end_txn(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's EndTxn (up to v4): COMMIT or ABORT markers to every partition of the
     producer's transaction (``__consumer_offsets`` included, which applies or drops its
     offset commits), then read_committed fetches are woken."""
-    response = load_response_schema(END_TXN, ctx.api_version)
+    response = _response_class(ctx, END_TXN)
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
-    store = ctx.broker.store
 
     def end() -> tuple[int, int]:
-        return store.transaction_coordinator().handle_end_transaction(
+        return _coordinator(ctx).handle_end_transaction(
             request.transactional_id, int(request.producer_id), int(request.producer_epoch),
             commit=bool(request.committed))
 
@@ -492,18 +509,16 @@ async def handle_end_txn(ctx: Any, request: Any) -> Any:
 # --- TxnOffsetCommit ------------------------------------------------------------------------
 
 
-def _group_member_check(ctx: Any):
-    """The classic group coordinator's ``check_member(group_id, member_id, generation_id,
-    group_instance_id)`` (:mod:`seglog.server.apis.groups` keeps it in
+def _group_coordinator(ctx: RequestContext) -> ClassicGroupCoordinator | None:
+    """The classic group coordinator (:mod:`seglog.server.apis.groups` keeps it in
     ``extensions["groups"]``), or None when no groups module runs."""
-    groups = ctx.broker.extensions.get("groups")
-    check = getattr(groups, "check_member", None)
-    if check is None:
-        check = getattr(getattr(groups, "coordinator", None), "check_member", None)
-    return check
+    from . import groups  # noqa: PLC0415 - sibling handler module
+
+    state = groups.find_groups_state(ctx.broker)
+    return None if state is None else state.coordinator
 
 
-async def _append_txn_offsets_replicated(ctx: Any, request: Any,
+async def _append_txn_offsets_replicated(ctx: RequestContext, request: Any,
                                          offsets: dict[TopicPartition, OffsetAndMetadata]
                                          ) -> ErrorCode:
     """:func:`_append_txn_offsets` through the seam's one append to the group's
@@ -515,7 +530,7 @@ async def _append_txn_offsets_replicated(ctx: Any, request: Any,
     cluster = partition_seam(ctx.broker)
     tp = _offsets_partition(ctx.broker.store, request.group_id)
 
-    def writer(log_: Any) -> int:
+    def writer(log_: Log) -> int:
         _append_txn_offsets(ctx, request, offsets)
         return int(log_.end_offset) - 1
 
@@ -525,7 +540,7 @@ async def _append_txn_offsets_replicated(ctx: Any, request: Any,
     return ErrorCode(groups.commit_error(result.error_code))
 
 
-def _append_txn_offsets(ctx: Any, request: Any,
+def _append_txn_offsets(ctx: RequestContext, request: Any,
                         offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
     """Check the producer's transaction (Kafka's verification comes first), then the group
     member (v3+), then append the commit records to the group's ``__consumer_offsets``
@@ -542,30 +557,28 @@ def _append_txn_offsets(ctx: Any, request: Any,
         coordinator.check_transactional_offsets(request.transactional_id, producer_id,
                                                 producer_epoch,
                                                 _offsets_partition(store, request.group_id))
-    check_member = _group_member_check(ctx)
-    if check_member is not None:  # generation / member checks (-1 / "" / None below v3)
-        check_member(request.group_id, getattr(request, "member_id", ""),
-                     int(getattr(request, "generation_id", -1)),
-                     getattr(request, "group_instance_id", None))
+    group_coordinator = _group_coordinator(ctx)
+    if group_coordinator is not None:  # generation / member checks (-1 / "" / None below v3)
+        group_coordinator.check_member(request.group_id, getattr(request, "member_id", ""),
+                                       int(getattr(request, "generation_id", -1)),
+                                       getattr(request, "group_instance_id", None))
     coordinator.append_transactional_offsets(request.transactional_id, producer_id,
                                              producer_epoch, request.group_id, offsets,
                                              verify=verify)
     # A commit from outside any group makes the (simple, empty) group, as Kafka's
     # getOrMaybeCreateClassicGroup: a later commit naming a member then gets
     # UNKNOWN_MEMBER_ID, not ILLEGAL_GENERATION.
-    groups = ctx.broker.extensions.get("groups")
-    ensure_group = getattr(getattr(groups, "coordinator", None), "ensure_group", None)
-    if ensure_group is not None:
-        ensure_group(request.group_id, ctx.broker.now_ms())
+    if group_coordinator is not None:
+        group_coordinator.ensure_group(request.group_id, ctx.broker.now_ms())
 
 
-async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
+async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's TxnOffsetCommit (up to v4): per partition UNKNOWN_TOPIC_OR_PARTITION,
     OFFSET_METADATA_TOO_LARGE, or the request's error (INVALID_GROUP_ID,
     INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE without
     AddOffsetsToTxn, ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID from the
     group); else NONE, the offsets pending until the transaction ends."""
-    response = load_response_schema(TXN_OFFSET_COMMIT, ctx.api_version)
+    response = _response_class(ctx, TXN_OFFSET_COMMIT)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -598,7 +611,7 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
                 ctx.broker.appended.notify()
         for tp in offsets:
             errors[tp] = code
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[Any]] = {}
     for tp, code in errors.items():
         by_topic.setdefault(tp.topic, []).append(module.TxnOffsetCommitResponsePartition(
             partition_index=i32(tp.partition), error_code=code))
@@ -610,14 +623,14 @@ async def handle_txn_offset_commit(ctx: Any, request: Any) -> Any:
 # --- DescribeProducers, DescribeTransactions, ListTransactions ------------------------------
 
 
-async def handle_describe_producers(ctx: Any, request: Any) -> Any:
+async def handle_describe_producers(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's DescribeProducers: each partition's active producers from its producer state
     (id, epoch, last sequence, last timestamp, coordinator epoch, first offset of the open
     transaction or -1)."""
-    response = load_response_schema(DESCRIBE_PRODUCERS, ctx.api_version)
+    response = _response_class(ctx, DESCRIBE_PRODUCERS)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
-    topics = []
+    topics: list[Any] = []
     for topic in request.topics:
         if not _legal_topic_name(topic.name):
             topic_error = ErrorCode(codes.INVALID_TOPIC_EXCEPTION)
@@ -625,19 +638,21 @@ async def handle_describe_producers(ctx: Any, request: Any) -> Any:
             topic_error = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
         else:
             topic_error = NONE
-        partitions = []
+        partitions: list[Any] = []
         for index in topic.partition_indexes:
             index = int(index)
             error = topic_error
             if error == NONE and not _partition_exists(store, topic.name, index):
                 error = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
-            producers: tuple = ()
+            producers: tuple[Any, ...] = ()
             if error == NONE:
                 try:
                     state = store.log((topic.name, index)).producer_state
                     # .copy() of the proxy is the dict's copy: atomic under the GIL while
-                    # an append on another thread adds a producer.
-                    entries = state.active_producers.copy()
+                    # an append on another thread adds a producer. The cast: the property
+                    # is declared a Mapping but is a MappingProxyType (which has .copy()).
+                    entries = cast("types.MappingProxyType[int, ProducerStateEntry]",
+                                   state.active_producers).copy()
                     producers = tuple(module.ProducerState(
                         producer_id=i64(pid), producer_epoch=i32(entry.producer_epoch),
                         last_sequence=i32(entry.last_seq),
@@ -659,18 +674,18 @@ async def handle_describe_producers(ctx: Any, request: Any) -> Any:
 _IN_FLIGHT_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
 
-async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
+async def handle_describe_transactions(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's DescribeTransactions: each id's state, producer id and epoch, timeout, start
     time and the partitions of its transaction in flight (Kafka clears them when one
     completes); TRANSACTIONAL_ID_NOT_FOUND for an id never initialised, INVALID_REQUEST for
     an empty one."""
-    response = load_response_schema(DESCRIBE_TRANSACTIONS, ctx.api_version)
+    response = _response_class(ctx, DESCRIBE_TRANSACTIONS)
     module = sys.modules[response.__module__]
     try:
         coordinator = _coordinator(ctx)
     except SeglogError:  # a store that cannot serve (closing): Kafka's inactive coordinator
         coordinator = None
-    states = []
+    states: list[Any] = []
     for transactional_id in request.transactional_ids:
         gate = _txn_coordinator_error(ctx, transactional_id) if transactional_id else 0
         description = coordinator.describe(transactional_id) \
@@ -707,11 +722,11 @@ async def handle_describe_transactions(ctx: Any, request: Any) -> Any:
     return response(throttle_time=_NO_THROTTLE, transaction_states=tuple(states))
 
 
-async def handle_list_transactions(ctx: Any, request: Any) -> Any:
+async def handle_list_transactions(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's ListTransactions: every transactional id matching the state, producer id and
     (v1) duration filters; state names Kafka does not know are listed in
     ``unknown_state_filters``."""
-    response = load_response_schema(LIST_TRANSACTIONS, ctx.api_version)
+    response = _response_class(ctx, LIST_TRANSACTIONS)
     module = sys.modules[response.__module__]
     states = list(request.state_filters)
     try:
@@ -737,7 +752,7 @@ async def handle_list_transactions(ctx: Any, request: Any) -> Any:
 _MARKER_ACKS_TIMEOUT_MS = 30_000
 
 
-async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
+async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Kafka's WriteTxnMarkers (v1, what a transaction coordinator sends each partition's
     leader): every marker appended to each of its partitions
     (``TransactionCoordinator.write_marker``: a ``__consumer_offsets`` partition applies or
@@ -746,13 +761,14 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
     partition's last marker's). A cluster member serves only the partitions it leads
     (NOT_LEADER_OR_FOLLOWER otherwise) and answers once the markers are replicated (acks=-1:
     NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, ... as a produce)."""
-    response = load_response_schema(WRITE_TXN_MARKERS, ctx.api_version)
+    response = _response_class(ctx, WRITE_TXN_MARKERS)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
     cluster = partition_seam(ctx.broker)
     timeout_ms = int(ctx.broker.config.get("request.timeout.ms", _MARKER_ACKS_TIMEOUT_MS))
-    results = []
-    appends: list[tuple[dict, TopicPartition, Any]] = []
+    results: list[tuple[Any, dict[TopicPartition, int]]] = []
+    appends: list[tuple[dict[TopicPartition, int], TopicPartition,
+                        Awaitable[AppendResult]]] = []
     for marker in request.markers:
         answered: dict[TopicPartition, int] = {}
         for topic in marker.topics:
@@ -764,9 +780,9 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
                     answered[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
                     continue
 
-                def write(log: Any, tp: TopicPartition = tp, marker: Any = marker) -> int:
+                def write(log: Log, tp: TopicPartition = tp, marker: Any = marker) -> int:
                     del log  # the coordinator writes the marker to the partition's leader log
-                    return store.transaction_coordinator().write_marker(
+                    return _coordinator(ctx).write_marker(
                         tp, producer_id=int(marker.producer_id),
                         producer_epoch=int(marker.producer_epoch),
                         coordinator_epoch=int(marker.coordinator_epoch),
@@ -788,9 +804,9 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
             else:
                 answered[tp] = ErrorCode(outcome.error_code)
     ctx.broker.appended.notify()
-    answers = []
+    answers: list[Any] = []
     for marker, answered in results:
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[Any]] = {}
         for tp, code in answered.items():
             by_topic.setdefault(tp.topic, []).append(module.WritableTxnMarkerPartitionResult(
                 partition_index=i32(tp.partition), error_code=ErrorCode(code)))
@@ -808,7 +824,7 @@ async def handle_write_txn_markers(ctx: Any, request: Any) -> Any:
 EXTENSION = "txn"
 
 
-async def start(state: Any) -> None:
+async def start(state: BrokerState) -> None:
     """Start the timer that forgets idle transactional ids: every
     ``transaction.remove.expired.transaction.cleanup.interval.ms``, the ids with no
     transaction in flight unchanged for ``transactional.id.expiration.ms`` (Kafka's
@@ -823,7 +839,7 @@ async def start(state: Any) -> None:
     await _start_coordination(state, partition_seam(state))
 
 
-async def _start_coordination(state: Any, cluster: PartitionSeam) -> None:
+async def _start_coordination(state: BrokerState, cluster: PartitionSeam) -> None:
     """This broker coordinates the transactional ids of the ``__transaction_state``
     partitions it leads (Kafka's ``onLeadershipChange``; a lone broker leads them all):
     loaded with the partition's leader epoch as coordinator epoch, then the transactions
@@ -853,7 +869,7 @@ async def _start_coordination(state: Any, cluster: PartitionSeam) -> None:
     await partitions.start()
 
 
-async def stop(state: Any) -> None:
+async def stop(state: BrokerState) -> None:
     """Stop the timer (the coordinator's state is in ``__transaction_state`` already), the
     loads and the marker sender."""
     coordination = state.extensions.pop(COORDINATION_EXTENSION, None)
@@ -867,11 +883,10 @@ async def stop(state: Any) -> None:
     await cancel_and_wait([task])  # bounded: see seglog.aio
 
 
-async def _expire_ids_forever(state: Any, interval_s: float, expiration_ms: int) -> None:
-    store = state.store
-
+async def _expire_ids_forever(state: BrokerState, interval_s: float, expiration_ms: int) -> None:
     def expire() -> list[str]:
-        return store.transaction_coordinator().expire_transactional_ids(
+        coordinator: TransactionCoordinator = state.store.transaction_coordinator()
+        return coordinator.expire_transactional_ids(
             expiration_ms=expiration_ms)
 
     while True:
