@@ -12,14 +12,18 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Union
 
 if TYPE_CHECKING:
     from ..cluster.seam import PartitionSeam
 
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 
-__all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
+__all__ = ["AppendNotifier", "BrokerState", "BytesLike", "CloseConnection", "RawResponse",
+           "RequestContext"]
+
+#: One part of a response: bytes, or a memoryview of a segment file (sent without a copy).
+BytesLike = Union[bytes, bytearray, memoryview]
 
 
 class CloseConnection(Exception):
@@ -32,7 +36,7 @@ class RawResponse(NamedTuple):
     """A response body a handler encoded itself: ``parts`` are bytes-like objects written in
     order after the response header (memoryviews of segment files are sent without a copy)."""
 
-    parts: tuple
+    parts: tuple[BytesLike, ...]
 
 
 class AppendNotifier:
@@ -43,7 +47,7 @@ class AppendNotifier:
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
         self._count = 0
-        self._waiters: list[asyncio.Future] = []
+        self._waiters: list[asyncio.Future[None]] = []
 
     @property
     def count(self) -> int:

@@ -22,10 +22,22 @@ in its response; an exception escaping it is logged and closes that connection o
 from __future__ import annotations
 
 import importlib
-from typing import Any, Awaitable, Callable, NamedTuple
+from typing import Any, Awaitable, Callable, NamedTuple, Union
 
-__all__ = ["API_MODULES", "ApiHandler", "api_name", "api_table_markdown", "load_handlers",
-           "load_modules", "served_apis"]
+from kio.static.protocol import ResponsePayload
+
+from .context import RawResponse, RequestContext
+
+__all__ = ["API_MODULES", "ApiHandler", "Handle", "Response", "api_name", "api_table_markdown",
+           "load_handlers", "load_modules", "served_apis"]
+
+#: What a handler returns: kio's response entity of the request's version, a
+#: :class:`~seglog.server.context.RawResponse` (a body the handler encoded), or None (no
+#: response at all: a Produce with acks=0).
+Response = Union[ResponsePayload, RawResponse, None]
+#: A handler, ``handle(ctx, request)``: ``request`` is kio's request entity of the key and
+#: version (a ``memoryview`` of the body for a ``raw_request`` handler).
+Handle = Callable[[RequestContext, Any], Awaitable[Response]]
 
 #: The handler modules, in start order (stopped in reverse).
 API_MODULES = (
@@ -46,7 +58,7 @@ class ApiHandler(NamedTuple):
     api_key: int
     min_version: int
     max_version: int
-    handle: Callable[[Any, Any], Awaitable[Any]]
+    handle: Handle
     raw_request: bool = False
 
 
