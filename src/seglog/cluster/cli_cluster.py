@@ -92,7 +92,8 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
+               ) -> argparse.ArgumentParser:
     """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser
     (``sub``: what ``ArgumentParser.add_subparsers`` returned)."""
     cluster = sub.add_parser(

@@ -61,7 +61,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.cluster.election import (
@@ -72,7 +72,8 @@ from seglog.cluster.election import (
     initial_leader_and_isr,
     remove_replica_from_isr,
 )
-from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, NodeExistsError
+from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, KafkaZkClient, \
+    NodeExistsError
 from seglog.cluster.zk_data import (
     ZkDataError,
     decode_preferred_replica_election,
@@ -168,7 +169,7 @@ class Controller:
 
     def __init__(
         self,
-        zk: Any,
+        zk: KafkaZkClient,
         broker_id: int,
         *,
         default_unclean: bool = False,
@@ -550,7 +551,8 @@ class Controller:
             return _NEW
         return _ONLINE if state.leader in self._ctx.live_brokers else _OFFLINE
 
-    def _add_topic(self, topic: str, partitions: dict[int, Iterable[int]]) -> list[TopicPartition]:
+    def _add_topic(self, topic: str,
+                   partitions: Mapping[int, Iterable[int]]) -> list[TopicPartition]:
         """Record a topic's assignment (new partitions only) and watch its znode; returns the
         partitions that were not known."""
         ctx = self._ctx
@@ -818,14 +820,14 @@ class Controller:
         )
         retry = []
         for tp, (state, kind) in decisions.items():
-            result = results.get(tp)
-            if isinstance(result, BadVersionError):
+            outcome = results.get(tp)
+            if isinstance(outcome, BadVersionError):
                 retry.append(tp)
-            elif isinstance(result, Exception) or result is None:
+            elif isinstance(outcome, Exception) or outcome is None:
                 _log.error("controller %d: writing the election of %s failed: %r",
-                           self.broker_id, tp, result)
+                           self.broker_id, tp, outcome)
             else:
-                written = dataclasses.replace(state, zk_version=result)
+                written = dataclasses.replace(state, zk_version=outcome)
                 ctx.leadership[tp] = written
                 ctx.partition_states[tp] = _ONLINE
                 self._emit_election(tp, written, kind)

@@ -232,7 +232,7 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, _LeaderFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
         self._failed: set[TopicPartition] = set()
-        self._stopping: set[asyncio.Task] = set()
+        self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
         self._counts = {"connect": 0, "fetch": 0, "offsets_for_leader_epoch": 0,
                         "list_offsets": 0}
@@ -394,7 +394,7 @@ class _LeaderFetcher:
         p = self._partitions.get(tp)
         return None if p is None else p.state
 
-    def stop(self) -> asyncio.Task:
+    def stop(self) -> asyncio.Task[None]:
         """Cancel the task (it closes the connection); returns it to await."""
         self._partitions.clear()
         self._stopped = True
