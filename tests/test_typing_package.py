@@ -61,6 +61,22 @@ NOT_YET_STRICT = frozenset({
 #: yet strict inside them), tolerated until they are fixed. Remove a module once the run
 #: with :data:`NOT_YET_STRICT` relaxed reports nothing in it.
 NOT_YET_CLEAN = frozenset({
+    "seglog.bench.cluster",
+    "seglog.bench.data",
+    "seglog.bench.kafka",
+    "seglog.bench.limits",
+    "seglog.bench.peers",
+    "seglog.bench.scale",
+    "seglog.bench.sendfile",
+    "seglog.clients.consumer",
+    "seglog.clients.producer",
+    "seglog.compression",
+    "seglog.coordinator.assignors",
+    "seglog.coordinator.classic_group",
+    "seglog.coordinator.group",
+    "seglog.pure.accumulator",
+    "seglog.pure.codec",
+    "seglog.pure.index",
     "seglog.store",
     "seglog.storage.local_log",
     "seglog.storage.loader",

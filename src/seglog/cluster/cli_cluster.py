@@ -27,7 +27,15 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Any
+from typing import Any, Protocol
+
+class Subcommands(Protocol):
+    """What :func:`add_parser` needs of the ``seglog`` command's subcommands (the object
+    ``ArgumentParser.add_subparsers`` returns)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A new subcommand's parser."""
+
 
 #: The cluster directory when ``--dir`` is not given.
 DEFAULT_DIR = "./seglog-cluster"
@@ -92,8 +100,7 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
-               ) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser
     (``sub``: what ``ArgumentParser.add_subparsers`` returned)."""
     cluster = sub.add_parser(

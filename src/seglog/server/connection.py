@@ -51,16 +51,15 @@ import struct
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, Protocol, Sequence
 
 from ..errors import InvalidRequestError, UnsupportedVersionError
 from . import protocol
-from .context import BytesLike, CloseConnection, RawResponse, RequestContext
-from .registry import Handle, Response
+from .context import BrokerState, BytesLike, CloseConnection, RawResponse, RequestContext
+from .registry import ApiHandler, Handle, Response
 
 if TYPE_CHECKING:
-    # The broker imports this module: its Server is a name for the type checker only.
-    from .broker import Server
+    from typing_extensions import Buffer
 
 __all__ = ["Connection"]
 
@@ -141,6 +140,57 @@ class _Slot:
         self.parts: Sequence[BytesLike] | None = None
         self.done = False
         self.released = False  # never to be answered (see Connection._release)
+
+
+class Server(Protocol):
+    """What a :class:`Connection` needs of its server (the broker's ``Server``, which imports
+    this module): its limits, the handler table, the in-flight count and the callbacks."""
+
+    in_flight: int
+    #: Drops the pages of a written view of a segment file (the backend's; replaced by a
+    #: no-op once madvise fails).
+    drop_mapped_pages: Callable[[Buffer], int]
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop everything runs on."""
+
+    @property
+    def state(self) -> BrokerState | None:
+        """The handlers' broker, made before the listener accepts the first connection."""
+
+    @property
+    def handlers(self) -> Mapping[int, ApiHandler]:
+        """``{api_key: ApiHandler}``."""
+
+    @property
+    def request_bytes_max(self) -> int:
+        """``socket.request.max.bytes``."""
+
+    @property
+    def queued_requests_max(self) -> int:
+        """``queued.max.requests``."""
+
+    @property
+    def held_response_bytes_max(self) -> int:
+        """Finished response bytes held before reading stops."""
+
+    @property
+    def socket_buffer_bytes(self) -> Mapping[int, int | None]:
+        """``{socket option: size in bytes}``; None leaves the OS's size."""
+
+    def admit(self, connection: Connection) -> bool:
+        """Register a new connection; False when over a connection limit."""
+
+    def forget(self, connection: Connection) -> None:
+        """A connection was lost."""
+
+    def request_finished(self) -> None:
+        """A request was answered or dropped."""
+
+    def answer_api_versions(self, header: protocol.RequestHeader,
+                            frame: bytes) -> Sequence[BytesLike]:
+        """The whole response frame (as parts) of an ApiVersions request."""
 
 
 class Connection(asyncio.Protocol):
