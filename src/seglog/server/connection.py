@@ -51,7 +51,7 @@ import struct
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Coroutine, Mapping, Protocol, Sequence
 
 from ..errors import InvalidRequestError, UnsupportedVersionError
 from . import protocol
@@ -142,6 +142,14 @@ class _Slot:
         self.released = False  # never to be answered (see Connection._release)
 
 
+class DropPages(Protocol):
+    """``drop_mapped_pages(buffer)`` of the store's backend: drops the pages of a written view
+    of a segment file from the page tables; returns how many bytes it dropped."""
+
+    def __call__(self, buffer: Buffer) -> int:
+        """Drop the pages ``buffer`` covers."""
+
+
 class Server(Protocol):
     """What a :class:`Connection` needs of its server (the broker's ``Server``, which imports
     this module): its limits, the handler table, the in-flight count and the callbacks."""
@@ -149,7 +157,7 @@ class Server(Protocol):
     in_flight: int
     #: Drops the pages of a written view of a segment file (the backend's; replaced by a
     #: no-op once madvise fails).
-    drop_mapped_pages: Callable[[Buffer], int]
+    drop_mapped_pages: DropPages
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
