@@ -27,7 +27,10 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .local import LocalCluster
 
 class Subcommands(Protocol):
     """What :func:`add_parser` needs of the ``seglog`` command's subcommands (the object
@@ -57,7 +60,7 @@ def _count_or_unknown(value: int | None) -> str:
     return "?" if value is None else str(value)
 
 
-def status_lines(cluster: Any) -> list[str]:
+def status_lines(cluster: LocalCluster) -> list[str]:
     """``seglog cluster status``'s lines for ``cluster`` (a
     :class:`~seglog.cluster.local.LocalCluster`): ZooKeeper, one line per broker, the
     partitions' totals (see the module docstring)."""
