@@ -73,7 +73,7 @@ from seglog.cluster.election import (
     remove_replica_from_isr,
 )
 from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, KafkaZkClient, \
-    NodeExistsError
+    NodeExistsError, Watch
 from seglog.cluster.zk_data import (
     ZkDataError,
     decode_preferred_replica_election,
@@ -84,6 +84,7 @@ from seglog.cluster.zk_data import (
     PREFERRED_REPLICA_ELECTION_PATH,
     TOPICS_PATH,
     PartitionState,
+    TopicAssignment,
     topic_path,
 )
 from seglog.errors import InvalidTopicError
@@ -231,9 +232,9 @@ class Controller:
         self._topic_watch_tokens: dict[str, object] = {}
         # The running watches of this term (stopped on resignation) and of each topic
         # (stopped when it goes), so kazoo does not keep calling into a finished term.
-        self._term_watches: list[Any] = []
-        self._topic_watches: dict[str, Any] = {}
-        self._controller_watch: Any = None
+        self._term_watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        self._controller_watch: Watch | None = None
 
     # --- public -----------------------------------------------------------------------------
 
@@ -572,7 +573,7 @@ class Controller:
 
     # --- reads that survive a bad znode ------------------------------------------------------
 
-    def _read_assignments(self) -> dict[str, Any]:
+    def _read_assignments(self) -> dict[str, TopicAssignment]:
         """Every topic's assignment; a topic whose znode is not Kafka's JSON (or whose name is
         not a topic name) is logged and left out instead of stopping the controller."""
         try:

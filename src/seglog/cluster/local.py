@@ -384,7 +384,7 @@ class LocalCluster:
         """Continue a frozen ZooKeeper (SIGCONT)."""
         self._own_zookeeper("resume").resume()
 
-    def _own_zookeeper(self, what: str) -> Any:
+    def _own_zookeeper(self, what: str) -> ZooKeeperServer:
         if self._zookeeper_server is None:
             raise LocalClusterError(f"cannot {what} ZooKeeper: this cluster object did not "
                                     f"start it")

@@ -22,6 +22,7 @@ in its response; an exception escaping it is logged and closes that connection o
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 from typing import Any, Awaitable, Callable, NamedTuple, Union
 
 from kio.static.protocol import ResponsePayload
@@ -62,12 +63,12 @@ class ApiHandler(NamedTuple):
     raw_request: bool = False
 
 
-def load_modules() -> list[Any]:
+def load_modules() -> list[ModuleType]:
     """The modules of :data:`API_MODULES`, imported."""
     return [importlib.import_module(name) for name in API_MODULES]
 
 
-def load_handlers(modules: list[Any]) -> dict[int, ApiHandler]:
+def load_handlers(modules: list[ModuleType]) -> dict[int, ApiHandler]:
     """``{api_key: ApiHandler}`` over ``modules``; ValueError when two serve the same key or
     a version range is empty."""
     table: dict[int, ApiHandler] = {}
@@ -98,7 +99,7 @@ def api_name(api_key: int) -> str:
     return "".join(part.capitalize() for part in snake.split("_"))
 
 
-def served_apis(modules: list[Any] | None = None) -> list[tuple[int, str, int, int, str]]:
+def served_apis(modules: list[ModuleType] | None = None) -> list[tuple[int, str, int, int, str]]:
     """``[(api_key, name, min_version, max_version, family), ...]`` sorted by key: every API
     the broker advertises in ApiVersions (the handler modules' tables and the core's
     ApiVersions); ``family`` is the handler module's last name (``data``, ``groups``, ...) or
@@ -113,7 +114,7 @@ def served_apis(modules: list[Any] | None = None) -> list[tuple[int, str, int, i
     return sorted(rows)
 
 
-def api_table_markdown(modules: list[Any] | None = None) -> str:
+def api_table_markdown(modules: list[ModuleType] | None = None) -> str:
     """The Markdown table of :func:`served_apis` that ``docs/server.md`` carries (a test
     keeps the two equal)."""
     lines = ["| Key | API | Versions | Served by |", "|---:|---|---|---|"]

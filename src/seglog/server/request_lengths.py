@@ -49,7 +49,8 @@ def _bad(why: str) -> InvalidRequestError:
     return InvalidRequestError(f"malformed request body: {why}")
 
 
-def read_uvarint(buf: RequestBytes, pos: int, end: int, where: str = "request body") -> tuple[int, int]:
+def read_uvarint(buf: RequestBytes, pos: int, end: int,
+                 where: str = "request body") -> tuple[int, int]:
     """``(value, position after it)`` of the unsigned varint at ``pos`` (Kafka's, at most 5
     bytes) of ``buf`` before ``end``; InvalidRequestError naming ``where`` when it runs past
     ``end`` or is longer than 5 bytes."""
