@@ -124,7 +124,7 @@ def _strict_flags() -> dict[str, bool]:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10: mypy itself depends on tomli there
-        import tomli as tomllib  # type: ignore[no-redef]  # same API under another name
+        import tomli as tomllib
     config = tomllib.loads(PYPROJECT.read_text())["tool"]["mypy"]
     for override in config["overrides"]:
         if "seglog.server.*" in override["module"]:
@@ -172,12 +172,14 @@ def test_the_lists_name_real_modules():
         assert name.startswith(("seglog.server.", "seglog.cluster.")), name
 
 
+@pytest.mark.slow
 def test_the_package_passes_mypy(relaxed_run):
     unexpected = {name: lines for name, lines in relaxed_run.items()
                   if name not in NOT_YET_CLEAN}
     assert not unexpected, "\n".join(line for lines in unexpected.values() for line in lines)
 
 
+@pytest.mark.slow
 def test_the_allow_lists_are_honest(relaxed_run, strict_run):
     # The strict override is in force: the modules not yet strict do fail it.
     assert any(name in strict_run for name in NOT_YET_STRICT)

@@ -61,7 +61,7 @@ from .registry import ApiHandler, Handle, Response
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "DropPages", "Server"]
 
 log = logging.getLogger("seglog.server")
 

@@ -28,7 +28,7 @@ from kio.static.protocol import Entity
 
 from ..errors import InvalidRequestError
 
-__all__ = ["check_request", "checker", "read_uvarint"]
+__all__ = ["RequestBytes", "check_request", "checker", "read_uvarint"]
 
 #: The bytes of a request: indexing gives an int, ``struct.unpack_from`` reads them.
 RequestBytes = Union[bytes, bytearray, memoryview]
