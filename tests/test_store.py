@@ -382,10 +382,10 @@ def test_missing_partition_dir_is_recreated_and_foreign_partition_refused(tmp_pa
 
 
 def test_delete_topic_with_the_longest_name(tmp_path, backend):
-    from seglog.store import _delete_dir_name
+    from seglog.log_manager import delete_dir_name
     name = "x" * 249
-    assert len(_delete_dir_name(name, 12345)) == 255
-    assert re.fullmatch(r"t-3\.[0-9a-f]{32}-delete", _delete_dir_name("t", 3))
+    assert len(delete_dir_name(name, 12345)) == 255
+    assert re.fullmatch(r"t-3\.[0-9a-f]{32}-delete", delete_dir_name("t", 3))
     with open_store(tmp_path, backend) as store:
         store.create_topic(name).log(0).append(b"v")
         store.delete_topic(name)

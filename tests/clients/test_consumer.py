@@ -376,7 +376,7 @@ def test_read_only_store_follows_a_writer(tmp_path, backend):
 def test_compacted_offsets_topic_keeps_the_last_commit_per_key(tmp_path, backend):
     with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
         fill(store, "t", 2, 50)
-        store._offsets_topic()  # made now so that its config can be tightened for the test
+        store._coordinators.internal_topic("__consumer_offsets")  # made now so that its config can be tightened for the test
         offsets_log = store.topic("__consumer_offsets").log(0)
         offsets_log.update_config(offsets_log.config.replace(segment_bytes=1024))
         c = store.consumer("g", ["t"], auto_offset_reset="earliest")

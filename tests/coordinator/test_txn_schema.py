@@ -277,7 +277,7 @@ def _store_with_kafka_state(path, backend, value: TransactionLogValue, transacti
     with Store(path, backend=backend, offsets_topic_partitions=1,
                transaction_state_partitions=1) as store:
         store.create_topic("t")
-        store._transaction_state_topic().log(0).append_batch(
+        store._coordinators.internal_topic("__transaction_state").log(0).append_batch(
             [txn_schema.encode_value(value)], keys=[txn_schema.encode_key(transactional_id)])
 
 

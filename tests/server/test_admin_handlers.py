@@ -311,6 +311,13 @@ def test_describe_configs(tmp_path):
             if version >= 3:
                 assert policy.config_type == 7 and retention.config_type == 5
                 assert policy.documentation.startswith("This config designates the retention")
+        # A broker config is documented with Kafka's text too (the config table's).
+        (result,) = h.describe([(4, "1", ("log.message.timestamp.after.max.ms",))],
+                               version=4, documentation=True)
+        (after,) = result.configs
+        assert after.value == "3600000"
+        assert after.documentation.startswith("This configuration sets the allowable timestamp "
+                                              "difference between the message timestamp")
         results = h.describe([(2, "nope", None), (4, "2", None), (4, "abc", None),
                               (2, "", None), (2, "bad/name", None), (8, "grp", None)])
         assert [(int(r.error_code), r.error_message) for r in results] == [

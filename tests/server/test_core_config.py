@@ -33,7 +33,7 @@ KAFKA_DEFAULTS = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
     "producer.id.expiration.ms": 86400000, "log.flush.interval.messages": 2**63 - 1,
     "log.flush.interval.ms": 2**63 - 1, "log.retention.check.interval.ms": 300000,
-    "zookeeper.connect": None, "broker.id": -1, "node.id": -1, "advertised.listeners": None,
+    "zookeeper.connect": None, "broker.id": -1, "node.id": None, "advertised.listeners": None,
     "listeners": ("PLAINTEXT://:9092",), "log.dirs": ("/tmp/kafka-logs",),
 }
 

@@ -1,12 +1,13 @@
 """docs/server.md cannot drift: its table of APIs is the registry's (what ApiVersions
-advertises), its table of broker configs is BrokerConfig's, and the limits it names exist."""
+advertises), and the limits it names exist (docs/configs.md has its own test,
+tests/test_config_docs.py)."""
 
 from __future__ import annotations
 
 import pathlib
 import re
 
-from seglog.server.config import CONFIG_DEFS, config_table_markdown
+from seglog.server.config import CONFIG_DEFS
 from seglog.server.registry import api_table_markdown, served_apis
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "server.md"
@@ -27,12 +28,6 @@ def test_api_table_is_the_registrys():
 
 def test_api_table_matches_what_a_broker_advertises(broker):
     assert [(key, low, high) for key, _, low, high, _ in served_apis()] == broker.api_ranges
-
-
-def test_config_table_is_broker_configs():
-    assert _between("config-table") == config_table_markdown(), (
-        "docs/server.md's config table is stale: paste "
-        "seglog.server.config.config_table_markdown() between its config-table markers")
 
 
 def test_limits_named_in_the_doc_are_configs():

@@ -165,6 +165,8 @@ def probe(bootstrap, create_topic):
         out["p_keyless_compacted"] = produce("compacted", _batch([b"y", b"z"], NOW_MS))
         out["p_old_timestamp"] = produce("recent", get_backend("native").encode_batch(
             [b"y", b"z"], None, [int(time.time() * 1000), 1000], None, base_offset=0))
+        # Kafka 4.4's message.timestamp.after.max.ms is one hour: two hours ahead is refused.
+        out["p_future_timestamp"] = produce("plain", _batch([b"f"], NOW_MS + 2 * 3600 * 1000))
         out["p_later"] = produce("plain", _batch([b"l", b"m"], NOW_MS + 100))
 
         def fetch(offset, *, epoch=-1, session_epoch=-1, replica=-1, isolation=0):
@@ -274,6 +276,7 @@ EXPECTED = {
     "p_too_large": (10, -1, -1, False, []),
     "p_keyless_compacted": (87, -1, 0, True, [0, 1]),
     "p_old_timestamp": (32, -1, 0, True, [1]),
+    "p_future_timestamp": (32, -1, 0, True, [0]),
     "p_later": (0, 6, 0, False, []),
     "f_from_0": (0, 8, 8, 0, None),
     "f_out_of_range": (1, -1, -1, -1, None, 0),

@@ -30,7 +30,7 @@ KAFKA_DEFAULTS = {
     "max.message.bytes": "1048588",
     "message.timestamp.type": "CreateTime",
     "message.timestamp.before.max.ms": str(LONG_MAX),
-    "message.timestamp.after.max.ms": str(LONG_MAX),
+    "message.timestamp.after.max.ms": "3600000",  # Kafka 4.4 (one hour)
     "cleanup.policy": "delete",
     "preallocate": "false",
     "compression.type": "producer",
@@ -242,3 +242,22 @@ def test_throttled_replicas_validation():
 
 def test_hashable():
     assert hash(LogConfig()) == hash(LogConfig())
+
+
+def test_kafka_topic_configs_seglog_lacks_are_refused_by_name():
+    # Kafka 4.4 has it; seglog's LogConfig does not: refused, naming it, not "unknown".
+    with pytest.raises(InvalidConfigError, match="max.decompressed.message.bytes is not "
+                                                 "implemented by seglog"):
+        LogConfig.from_kafka({"max.decompressed.message.bytes": "1000"})
+    with pytest.raises(InvalidConfigError, match="remote.copy.lag.ms is not implemented"):
+        LogConfig.from_dict({"remote.copy.lag.ms": "10"})
+
+
+def test_every_field_is_a_row_of_the_config_table():
+    from seglog.config_table import BROKER_CONFIGS, TOPIC_CONFIGS
+    c = LogConfig()
+    for name, value in c.to_kafka().items():
+        key = TOPIC_CONFIGS.get(name) or BROKER_CONFIGS[name]
+        assert key.implemented
+        assert value == LogConfig.from_kafka({name: value}).to_kafka()[name]
+    assert {n for n, k in TOPIC_CONFIGS.items() if k.implemented} == TOPIC_CONFIG_NAMES

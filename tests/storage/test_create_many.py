@@ -60,9 +60,9 @@ def _create_one_by_one(store, name, partitions, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(LocalLog, "create_empty_segment",
                   lambda self, base: self.open_segment(base, create=True))
-        topic = store._open_topic(name, partitions, LogConfig(), TOPIC_ID, create=False)
-    store._topics[name] = topic
-    store._write_registry()
+        topic = store._logs._open_topic(name, partitions, LogConfig(), TOPIC_ID, create=False)
+    store._logs._topics[name] = topic
+    store._logs.write_registry()
     return topic
 
 
@@ -193,7 +193,7 @@ def test_create_partitions_writes_partition_metadata_with_the_first_flush(tmp_pa
 
 _CHILD = r"""
 import os, sys
-from seglog import store as store_mod
+from seglog import log_manager as log_manager_mod, store as store_mod
 from seglog.storage import checkpoints
 
 path, backend, step, partitions = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -213,7 +213,7 @@ elif step == "mid_logs":
         return log_open(*a, **k)
     store_mod.Log.open = counting_open
 elif step == "before_registry":
-    store_mod.Store._write_registry = lambda self, **k: die()
+    log_manager_mod.LogManager.write_registry = lambda self, **k: die()
 s = store_mod.Store(path, backend=backend, offsets_topic_partitions=2)
 topic = s.create_topic("t", partitions=partitions, config={"retention.ms": "1000000"})
 if step.startswith("after_create"):
@@ -355,8 +355,8 @@ def test_closing_new_partitions_writes_the_log_start_checkpoint_once(tmp_path, b
     store = Store(tmp_path, backend=backend.name, offsets_topic_partitions=OFFSETS_PARTITIONS)
     try:
         store.create_topic("t", partitions=50)
-        real_write = store._log_start_checkpoint.write
-        monkeypatch.setattr(store._log_start_checkpoint, "write",
+        real_write = store._logs._log_start_checkpoint.write
+        monkeypatch.setattr(store._logs._log_start_checkpoint, "write",
                             lambda offsets: (writes.append(dict(offsets)), real_write(offsets)))
     finally:
         store.close()

@@ -137,6 +137,10 @@ class CoordinatorPartitions:
         self._tasks: dict[int, asyncio.Task] = {}
         self._closed = False
 
+    async def start(self) -> None:
+        """Nothing to wait for: the loads of the partitions led at :meth:`attach` run as
+        tasks, and their requests answer COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
+
     def attach(self, cluster: Any) -> None:
         """Listen to ``cluster``'s leadership changes and take up the partitions of
         ``topic`` it leads already; drop the state of those it does not (a restarted broker

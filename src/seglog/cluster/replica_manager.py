@@ -47,7 +47,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from .. import error_codes as codes
 from .. import errors
@@ -970,6 +970,31 @@ class ReplicaManager(PartitionSeam):
 
         return assign_replicas_to_brokers(sorted(self.live_brokers), partitions,
                                           replication_factor)
+
+    def ensure_internal_topic(self, topic: str) -> None:
+        """Nothing: an internal topic comes from ZooKeeper (FindCoordinator writes it)."""
+
+    def coordinator_partitions(self, topic: str, *,
+                               load: Callable[[int, int], Awaitable[None]],
+                               unload: Callable[[int], None]) -> Any:
+        """A :class:`~seglog.cluster.coordinators.CoordinatorPartitions` of ``topic``
+        attached to this broker's leadership changes (see :meth:`PartitionSeam
+        .coordinator_partitions`)."""
+        from .coordinators import CoordinatorPartitions
+
+        partitions = CoordinatorPartitions(topic, load=load, unload=unload)
+        partitions.attach(self)
+        return partitions
+
+    def txn_marker_sender(self, coordinator: Any, *,
+                          run_blocking: Callable[..., Awaitable[Any]],
+                          request_timeout_ms: int, on_written: Callable[[], None]) -> Any:
+        """A :class:`~seglog.cluster.txn_markers.TxnMarkerSender`: a transaction's
+        partitions are led by any broker."""
+        from .txn_markers import TxnMarkerSender
+
+        return TxnMarkerSender(self, coordinator, run_blocking=run_blocking,
+                               request_timeout_ms=request_timeout_ms, on_written=on_written)
 
     async def find_coordinator(self, topic: str, key: str, *, partitions: int,
                                replication_factor: int, topic_config: Mapping[str, str]

@@ -39,14 +39,15 @@ import asyncio
 import enum
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from .. import error_codes as codes
 from ..types import TopicPartition
 from . import zk_data
 from .placement import ManualAssignment
 
-__all__ = ["AppendOrigin", "AppendResult", "LeadershipListener", "PartitionSeam", "Replica"]
+__all__ = ["AppendOrigin", "AppendResult", "CoordinatorPartitionsView", "LeadershipListener",
+           "PartitionSeam", "Replica"]
 
 
 
@@ -77,6 +78,33 @@ class Replica(Protocol):
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """``(epoch, end offset)`` of the largest epoch <= ``epoch`` this leader knows
         (OffsetForLeaderEpoch's answer)."""
+        ...
+
+
+class CoordinatorPartitionsView(Protocol):
+    """Which partitions of an internal topic a coordinator serves here (Kafka's
+    ``onLeadershipChange`` bookkeeping; :class:`~seglog.cluster.coordinators
+    .CoordinatorPartitions` in a cluster)."""
+
+    async def start(self) -> None:
+        """Return once the partitions this broker leads at start are loaded (or loading)."""
+        ...
+
+    def error_for(self, partition: int) -> int:
+        """NONE when ``partition`` is loaded here, COORDINATOR_LOAD_IN_PROGRESS while it
+        loads, NOT_COORDINATOR when another broker leads it."""
+        ...
+
+    def leader_epoch(self, partition: int) -> int | None:
+        """The leader epoch ``partition`` is served in (the coordinator epoch), or None."""
+        ...
+
+    def owned_partitions(self) -> frozenset[int]:
+        """The partitions loaded and served here."""
+        ...
+
+    async def close(self) -> None:
+        """Stop following leadership (the broker stops)."""
         ...
 
 
@@ -126,14 +154,6 @@ class PartitionSeam(abc.ABC):
 
     #: This broker's id.
     broker_id: int
-
-    #: Whether the leadership of partitions moves between brokers (a ZooKeeper cluster): the
-    #: coordinators then follow their internal partitions' leadership (load on election,
-    #: unload on resignation). False for a lone broker, which leads every partition forever
-    #: and loads its coordinators' state at start. The group and transaction handlers still
-    #: ask it (issue 22: the last step is a coordinator runtime that follows leadership in
-    #: both cases, a lone broker electing itself at start).
-    leadership_moves: bool = True
 
     # --- the metadata view -------------------------------------------------------------
 
@@ -346,6 +366,29 @@ class PartitionSeam(abc.ABC):
         leads ``topic``'s partition for it: a
         :class:`~seglog.cluster.coordinators.CoordinatorAnswer`. ``partitions``,
         ``replication_factor`` and ``topic_config``: how ``topic`` is created on first use."""
+
+    @abc.abstractmethod
+    def coordinator_partitions(self, topic: str, *,
+                               load: Callable[[int, int], Awaitable[None]],
+                               unload: Callable[[int], None]) -> CoordinatorPartitionsView:
+        """The partitions of internal topic ``topic`` a coordinator serves here, following
+        their leadership: ``load(partition, leader_epoch)`` when this broker becomes a
+        partition's leader, ``unload(partition)`` when it stops. Await the view's ``start``
+        before serving (a lone broker leads every partition: it loads them all there)."""
+
+    @abc.abstractmethod
+    def txn_marker_sender(self, coordinator: Any, *,
+                          run_blocking: Callable[..., Awaitable[Any]],
+                          request_timeout_ms: int, on_written: Callable[[], None]) -> Any:
+        """How the transaction ``coordinator``'s markers reach the partitions' leaders: a
+        :class:`~seglog.cluster.txn_markers.TxnMarkerSender` when they may be other brokers,
+        None when this broker leads them all (the coordinator then writes them itself)."""
+
+    @abc.abstractmethod
+    def ensure_internal_topic(self, topic: str) -> None:
+        """Make internal topic ``topic`` here if this broker is the one that makes it on
+        first use (a lone broker, as its Store's coordinators do); a cluster member's comes
+        from ZooKeeper (FindCoordinator writes it there), so it does nothing."""
 
     def internal_partitions(self, topic: str, default_count: int) -> int:
         """How many partitions internal topic ``topic`` has (``default_count`` before it

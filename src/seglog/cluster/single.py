@@ -41,9 +41,9 @@ LEADER_EPOCH = 0
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
-# Kafka's error codes (org.apache.kafka.common.protocol.Errors) answered here.
-_INVALID_TOPIC = 17
-
+#: The internal topics the Store creates on first use, and its attribute for each one's count.
+_INTERNAL_TOPIC_COUNTS = {"__consumer_offsets": "offsets_topic_partitions",
+                          "__transaction_state": "transaction_state_partitions"}
 #: Topics at most this big are created on the event loop; bigger ones on a worker thread.
 _INLINE_PARTITIONS_MAX = 16
 
@@ -109,7 +109,6 @@ class SingleBroker(PartitionSeam):
                  | None = None):
         self.store = store
         self.broker_id = broker_id
-        self.leadership_moves = False
         self._info = zk_data.BrokerInfo(broker_id=broker_id, host=host, port=port, rack=None,
                                         epoch=0)
         self._notify = notify
@@ -177,11 +176,14 @@ class SingleBroker(PartitionSeam):
             return False
 
     def partition_count(self, name: str) -> int | None:
-        """Topic ``name``'s partition count, None when the Store has no such topic."""
+        """Topic ``name``'s partition count, None when the Store has no such topic; an
+        internal topic has its configured count before it exists (the Store creates it on
+        first use)."""
         try:
             return int(self.store.topic(name).partitions)
         except errors.SeglogError:
-            return None
+            attribute = _INTERNAL_TOPIC_COUNTS.get(name)
+            return None if attribute is None else int(getattr(self.store, attribute))
 
     def internal_partitions(self, topic: str, default_count: int) -> int:
         count = self.partition_count(topic)
@@ -190,11 +192,30 @@ class SingleBroker(PartitionSeam):
     # --- the leader's data path ----------------------------------------------------------
 
     def leader_replica(self, tp: TopicPartition) -> SingleReplica | None:
+        """The replica of ``tp`` (always led here), None when there is no such partition;
+        an internal topic is created on first use, as the Store's coordinators do."""
         try:
-            log_ = self.store.topic(tp.topic).log(tp.partition)
+            log_ = self._topic(tp.topic).log(tp.partition)
         except (errors.SeglogError, IndexError, ValueError):
             return None
         return SingleReplica(tp, (self.broker_id,), log_)
+
+    def ensure_internal_topic(self, topic: str) -> None:
+        """Create ``__consumer_offsets`` or ``__transaction_state`` with the Store's
+        configured partition count unless it exists."""
+        self._topic(topic)
+
+    def _topic(self, name: str) -> Any:
+        try:
+            return self.store.topic(name)
+        except errors.UnknownTopicOrPartitionError:
+            count = self.partition_count(name)
+            if name not in _INTERNAL_TOPIC_COUNTS or count is None:
+                raise
+        try:
+            return self.store.create_internal_topic(name, count)
+        except errors.TopicExistsError:
+            return self.store.topic(name)  # made meanwhile by the Store's own first use
 
     def check_leader_epoch(self, replica: Any, current_leader_epoch: int) -> int:
         if current_leader_epoch == -1 or current_leader_epoch == LEADER_EPOCH:
@@ -287,7 +308,7 @@ class SingleBroker(PartitionSeam):
         except errors.TopicExistsError:
             pass  # created by another request meanwhile
         except errors.InvalidTopicError:
-            return _INVALID_TOPIC  # collides with an existing topic once '.' and '_' unify
+            return codes.INVALID_TOPIC_EXCEPTION  # collides with an existing topic once '.' and '_' unify
         except (errors.SeglogError, OSError):
             pass  # Kafka's metadata request does not see its controller's failures either
         return codes.UNKNOWN_TOPIC_OR_PARTITION
@@ -301,6 +322,21 @@ class SingleBroker(PartitionSeam):
         first use, with its own partition count and config)."""
         return CoordinatorAnswer(codes.NONE, self.broker_id, self._info.host, self._info.port)
 
+    def coordinator_partitions(self, topic: str, *,
+                               load: Callable[[int, int], Awaitable[None]],
+                               unload: Callable[[int], None]) -> "LocalCoordinatorPartitions":
+        """Every partition of ``topic``, led here in epoch 0 for good: its ``start`` loads
+        those that exist (a topic made later has nothing to load)."""
+        del unload  # never called: the lone broker never stops leading
+        return LocalCoordinatorPartitions(self, topic, load)
+
+    def txn_marker_sender(self, coordinator: Any, *,
+                          run_blocking: Callable[..., Awaitable[Any]],
+                          request_timeout_ms: int, on_written: Callable[[], None]) -> Any:
+        """None: this broker leads every partition of every transaction, so the coordinator
+        writes its markers itself as the transaction ends."""
+        return None
+
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """The lone broker leads every partition from the start and forever: the listener is
         told nothing (a coordinator loads everything at start)."""
@@ -312,3 +348,40 @@ def _topic_uuid(topic: Any) -> uuid.UUID | None:
         return checkpoints.uuid_from_kafka_str(topic.topic_id)
     except (errors.SeglogError, ValueError, TypeError):
         return None
+
+
+class LocalCoordinatorPartitions:
+    """A lone broker's :class:`~seglog.cluster.seam.CoordinatorPartitionsView`: every
+    partition of ``topic`` is led here in epoch 0, from :meth:`start` (which loads the ones
+    that exist, in order) to the end."""
+
+    def __init__(self, single: SingleBroker, topic: str,
+                 load: Callable[[int, int], Awaitable[None]]):
+        self._single = single
+        self.topic = topic
+        self._load = load
+
+    async def start(self) -> None:
+        """Load every partition of the topic that exists now (the Store read them at open;
+        the coordinator's own state, such as a classic group's members, comes from here)."""
+        try:
+            count = int(self._single.store.topic(self.topic).partitions)
+        except errors.SeglogError:
+            return  # not made yet: nothing to load
+        for partition in range(count):
+            await self._load(partition, LEADER_EPOCH)
+
+    def error_for(self, partition: int) -> int:
+        """NONE: every partition is served here."""
+        return codes.NONE
+
+    def leader_epoch(self, partition: int) -> int | None:
+        """0: the one epoch of a lone broker."""
+        return LEADER_EPOCH
+
+    def owned_partitions(self) -> frozenset[int]:
+        """Every partition of the topic (its configured count before it exists)."""
+        return frozenset(range(self._single.partition_count(self.topic) or 0))
+
+    async def close(self) -> None:
+        """Nothing to stop."""

@@ -413,6 +413,25 @@ class PartitionMetadataFile:
             f"Malformed line in checkpoint file [{self.path}]: {line}", path=self.path, line=line)
 
 
+def topic_id_to_record(dir_path: str, topic_id: uuid.UUID, *, exists: bool) -> uuid.UUID | None:
+    """Kafka's ``UnifiedLog.initializeTopicId`` for the partition directory ``dir_path``: the
+    topic id its ``partition.metadata`` still has to get, or None when the file names
+    ``topic_id`` already. ``exists``: whether a listing just made saw the file (False: it is
+    not read). Raises CorruptCheckpointError when the file names another topic id (Kafka's
+    InconsistentTopicIdException) or is corrupt."""
+    if not exists:
+        return topic_id
+    metadata = PartitionMetadataFile(os.path.join(dir_path, filenames.PARTITION_METADATA))
+    found = metadata.read()
+    if found is None:  # removed since the listing: written as a missing one
+        return topic_id
+    if found != topic_id:
+        raise CorruptCheckpointError(
+            f"{metadata.path} names topic id {uuid_to_kafka_str(found)}, but the log was "
+            f"opened for topic id {uuid_to_kafka_str(topic_id)}", path=metadata.path)
+    return None
+
+
 # --- meta.properties ----------------------------------------------------------------------------
 
 

@@ -1,14 +1,15 @@
 """One partition log's configuration: Kafka's topic configs as an immutable, validated value.
 
-:class:`LogConfig` has one field per Kafka topic config, named in snake case
-(``retention.ms`` -> ``retention_ms``), with Kafka's default, type and allowed range
-(``storage/.../log/LogConfig.java``, ``TopicConfig.java``, ``ServerLogConfigs.java``), plus two
-broker-level settings seglog keeps per log (``producer_id_expiration_ms``,
-``cleaner_memory_bytes_max``). Values are checked when the object is built, so a ``LogConfig``
-that exists is valid; unknown names and out-of-range values raise
-:class:`~seglog.errors.InvalidConfigError` naming the key (and, for a misspelt name, the closest
-known one). ``from_kafka`` parses Kafka's dotted names and string values with Kafka's own
-rules (``ConfigDef.parseType``); ``to_kafka`` gives them back.
+:class:`LogConfig` has one field per topic config seglog implements, named in snake case
+(``retention.ms`` -> ``retention_ms``), plus two broker-level settings seglog keeps per log
+(``producer_id_expiration_ms``, ``cleaner_memory_bytes_max``). Each field's Kafka name,
+type, default and validator come from the one config table (:mod:`seglog.config_table`), so
+the defaults are Kafka 4.4's. Values are checked when the object is built, so a
+``LogConfig`` that exists is valid; unknown names and out-of-range values raise
+:class:`~seglog.errors.InvalidConfigError` naming the key (and, for a misspelt name, the
+closest known one; a Kafka topic config seglog does not implement is refused by name).
+``from_kafka`` parses Kafka's dotted names and string values with Kafka's own rules
+(``ConfigDef.parseType``, :func:`seglog.configdef.parse_value`); ``to_kafka`` gives them back.
 
 Thread safety: a ``LogConfig`` is frozen; share it freely. Changing a setting makes a new
 object (:meth:`LogConfig.replace`).
@@ -18,69 +19,52 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
 import time
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..config_table import BROKER_CONFIGS, REMOVED, TOPIC_CONFIGS, not_implemented
+from ..configdef import (
+    BROKER, GZIP_LEVEL_DEFAULT, INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN,
+    ConfigKey, format_value, parse_value,
+)
 from ..errors import InvalidConfigError
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+__all__ = ["CLEANUP_POLICIES", "CLEANUP_POLICY_COMPACT", "CLEANUP_POLICY_DELETE",
+           "COMPRESSION_TYPES", "GZIP_LEVEL_DEFAULT", "INT16_MAX", "INT16_MIN", "INT32_MAX",
+           "INT32_MIN", "INT64_MAX", "INT64_MIN", "KAFKA_NAMES", "KAFKA_NAME_OF", "LogConfig",
+           "TIMESTAMP_TYPES", "TOPIC_CONFIG_NAMES", "check_int", "check_optional_int",
+           "checked_now_ms"]
 
 #: Values of ``cleanup.policy``.
 CLEANUP_POLICY_DELETE = "delete"
 CLEANUP_POLICY_COMPACT = "compact"
 CLEANUP_POLICIES = frozenset({CLEANUP_POLICY_DELETE, CLEANUP_POLICY_COMPACT})
 #: Values of ``message.timestamp.type``.
-TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-#: Values of ``compression.type`` (Kafka's ``BrokerCompressionType``), plus seglog's alias
-#: ``none`` for ``uncompressed`` (the codec name); the alias is stored as ``uncompressed``.
-COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-_COMPRESSION_ALIASES = {"none": "uncompressed"}
+TIMESTAMP_TYPES = TOPIC_CONFIGS["message.timestamp.type"].choices
+#: Values of ``compression.type`` (Kafka's ``BrokerCompressionType``); seglog also reads its
+#: codec name ``none`` as ``uncompressed`` (the table's alias).
+COMPRESSION_TYPES = TOPIC_CONFIGS["compression.type"].choices
 
 # Kafka's compression level limits (GzipCompression, Lz4Compression, ZstdCompression).
-GZIP_LEVEL_DEFAULT = -1  # java.util.zip.Deflater.DEFAULT_COMPRESSION
 LZ4_LEVEL_MIN, LZ4_LEVEL_MAX, LZ4_LEVEL_DEFAULT = 1, 17, 9
 ZSTD_LEVEL_MIN, ZSTD_LEVEL_MAX, ZSTD_LEVEL_DEFAULT = -131072, 22, 3
 
-_MIB = 1024 * 1024
 
-# ConfigDef's value types.
-_INT, _LONG, _DOUBLE, _BOOLEAN, _STRING, _LIST = "int", "long", "double", "boolean", "string", "list"
-
-
-def _cfg(kafka_name: str, kind: str, default: Any, *, at_least=None, at_most=None,
-         choices=None, broker: bool = False, check=None) -> Any:
-    """A dataclass field carrying its Kafka name, ConfigDef type and range as metadata."""
-    if kind == _INT:
-        at_least = INT32_MIN if at_least is None else at_least
-        at_most = INT32_MAX if at_most is None else at_most
-    elif kind == _LONG:
-        at_least = INT64_MIN if at_least is None else at_least
-        at_most = INT64_MAX if at_most is None else at_most
-    meta = {"kafka": kafka_name, "kind": kind, "at_least": at_least, "at_most": at_most,
-            "choices": choices, "broker": broker, "check": check}
-    return field(default=default, metadata=meta)
+def _cfg(kafka_name: str, *, broker: bool = False) -> Any:
+    """A dataclass field for config ``kafka_name`` of the table: its default, and its
+    ConfigKey as metadata (``broker``: a broker config the log keeps)."""
+    key = (BROKER_CONFIGS if broker else TOPIC_CONFIGS)[kafka_name]
+    assert key.implemented and (key.scope == BROKER) == broker, kafka_name
+    default = key.default
+    if key.type == "list":
+        default = _to_field_value(key, default)
+    return field(default=default, metadata={"kafka": kafka_name, "key": key, "broker": broker})
 
 
-def _check_gzip_level(value: int) -> str | None:
-    # GzipCompression.LevelValidator: Deflater.DEFAULT_COMPRESSION (-1) or 1..9.
-    if value == GZIP_LEVEL_DEFAULT or 1 <= value <= 9:
-        return None
-    return "Value must be between 1 and 9, or -1 (the default level)"
-
-
-_THROTTLED_ENTRY = re.compile(r"([0-9]+:[0-9]+)?")
-
-
-def _check_throttled_replicas(value: tuple[str, ...]) -> str | None:
-    # ThrottledReplicaListValidator: "*" alone, or partitionId:brokerId pairs.
-    if "".join(value) == "*" or all(_THROTTLED_ENTRY.fullmatch(s.strip()) for s in value):
-        return None
-    return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
+def _to_field_value(key: ConfigKey, value: tuple) -> Any:
+    # cleanup.policy is a set of policies (order and repeats moot); other lists stay tuples.
+    return frozenset(value) if key.choices is not None else value
 
 
 @dataclass(frozen=True)
@@ -89,7 +73,8 @@ class LogConfig:
 
     Field (Kafka name): default, range. Times are milliseconds, sizes bytes.
 
-    * ``segment_bytes`` (segment.bytes): 1 GiB, >= 14. A segment rolls at this size.
+    * ``segment_bytes`` (segment.bytes): 1 GiB, >= 14 (Kafka 4.4: >= 1 MiB). A segment
+      rolls at this size.
     * ``segment_ms`` (segment.ms): 7 days, >= 1. A segment rolls when its first record is
       this old.
     * ``segment_jitter_ms`` (segment.jitter.ms): 0, >= 0. Random amount subtracted from
@@ -112,8 +97,9 @@ class LogConfig:
     * ``max_message_bytes`` (max.message.bytes): 1048588 (1 MiB + 12), >= 0. Largest batch.
     * ``message_timestamp_type`` (message.timestamp.type): "CreateTime" or "LogAppendTime".
     * ``message_timestamp_before_max_ms`` / ``message_timestamp_after_max_ms``
-      (message.timestamp.before.max.ms / after.max.ms): 2**63-1, >= 0. Allowed distance of a
-      CreateTime timestamp before / after the broker's clock.
+      (message.timestamp.before.max.ms / after.max.ms): 2**63-1 / 3600000 (one hour), >= 0.
+      Allowed distance of a CreateTime timestamp before / after the broker's clock (an
+      append outside it raises InvalidTimestampError, as Kafka's LogValidator refuses it).
     * ``cleanup_policy`` (cleanup.policy): ``frozenset({"delete"})``; a subset of
       {"delete", "compact"}. Accepts "compact,delete", a list or a set. Empty means neither
       (Kafka 3.9 accepts an empty list too).
@@ -142,54 +128,41 @@ class LogConfig:
     range, or breaking a rule that spans fields (min compaction lag above max).
     """
 
-    segment_bytes: int = _cfg("segment.bytes", _INT, 1024 * _MIB, at_least=14)
-    segment_ms: int = _cfg("segment.ms", _LONG, 7 * 24 * 3600 * 1000, at_least=1)
-    segment_jitter_ms: int = _cfg("segment.jitter.ms", _LONG, 0, at_least=0)
-    segment_index_bytes: int = _cfg("segment.index.bytes", _INT, 10 * _MIB, at_least=4)
-    index_interval_bytes: int = _cfg("index.interval.bytes", _INT, 4096, at_least=0)
-    retention_ms: int = _cfg("retention.ms", _LONG, 7 * 24 * 3600 * 1000, at_least=-1)
-    retention_bytes: int = _cfg("retention.bytes", _LONG, -1)
-    flush_messages: int = _cfg("flush.messages", _LONG, INT64_MAX, at_least=1)
-    flush_ms: int = _cfg("flush.ms", _LONG, INT64_MAX, at_least=0)
-    file_delete_delay_ms: int = _cfg("file.delete.delay.ms", _LONG, 60000, at_least=0)
-    min_cleanable_dirty_ratio: float = _cfg("min.cleanable.dirty.ratio", _DOUBLE, 0.5,
-                                            at_least=0.0, at_most=1.0)
-    delete_retention_ms: int = _cfg("delete.retention.ms", _LONG, 86400000, at_least=0)
-    min_compaction_lag_ms: int = _cfg("min.compaction.lag.ms", _LONG, 0, at_least=0)
-    max_compaction_lag_ms: int = _cfg("max.compaction.lag.ms", _LONG, INT64_MAX, at_least=1)
-    max_message_bytes: int = _cfg("max.message.bytes", _INT, _MIB + 12, at_least=0)
-    message_timestamp_type: str = _cfg("message.timestamp.type", _STRING, "CreateTime",
-                                       choices=TIMESTAMP_TYPES)
-    message_timestamp_before_max_ms: int = _cfg("message.timestamp.before.max.ms", _LONG,
-                                                INT64_MAX, at_least=0)
-    message_timestamp_after_max_ms: int = _cfg("message.timestamp.after.max.ms", _LONG,
-                                               INT64_MAX, at_least=0)
-    cleanup_policy: frozenset = _cfg("cleanup.policy", _LIST, frozenset({CLEANUP_POLICY_DELETE}),
-                                     choices=tuple(sorted(CLEANUP_POLICIES)))
-    preallocate: bool = _cfg("preallocate", _BOOLEAN, False)
-    compression_type: str = _cfg("compression.type", _STRING, "producer",
-                                 choices=COMPRESSION_TYPES)
-    compression_gzip_level: int = _cfg("compression.gzip.level", _INT, GZIP_LEVEL_DEFAULT,
-                                       check=_check_gzip_level)
-    compression_lz4_level: int = _cfg("compression.lz4.level", _INT, LZ4_LEVEL_DEFAULT,
-                                      at_least=LZ4_LEVEL_MIN, at_most=LZ4_LEVEL_MAX)
-    compression_zstd_level: int = _cfg("compression.zstd.level", _INT, ZSTD_LEVEL_DEFAULT,
-                                       at_least=ZSTD_LEVEL_MIN, at_most=ZSTD_LEVEL_MAX)
-    min_insync_replicas: int = _cfg("min.insync.replicas", _INT, 1, at_least=1)
-    unclean_leader_election_enable: bool = _cfg("unclean.leader.election.enable", _BOOLEAN, False)
-    leader_replication_throttled_replicas: tuple = _cfg(
-        "leader.replication.throttled.replicas", _LIST, (), check=_check_throttled_replicas)
-    follower_replication_throttled_replicas: tuple = _cfg(
-        "follower.replication.throttled.replicas", _LIST, (), check=_check_throttled_replicas)
-    remote_storage_enable: bool = _cfg("remote.storage.enable", _BOOLEAN, False)
-    local_retention_ms: int = _cfg("local.retention.ms", _LONG, -2, at_least=-2)
-    local_retention_bytes: int = _cfg("local.retention.bytes", _LONG, -2, at_least=-2)
-    remote_log_copy_disable: bool = _cfg("remote.log.copy.disable", _BOOLEAN, False)
-    remote_log_delete_on_disable: bool = _cfg("remote.log.delete.on.disable", _BOOLEAN, False)
-    producer_id_expiration_ms: int = _cfg("producer.id.expiration.ms", _INT, 86400000,
-                                          at_least=1, broker=True)
-    cleaner_memory_bytes_max: int = _cfg("log.cleaner.dedupe.buffer.size", _LONG, 128 * _MIB,
-                                         at_least=_MIB + 1, broker=True)
+    segment_bytes: int = _cfg("segment.bytes")
+    segment_ms: int = _cfg("segment.ms")
+    segment_jitter_ms: int = _cfg("segment.jitter.ms")
+    segment_index_bytes: int = _cfg("segment.index.bytes")
+    index_interval_bytes: int = _cfg("index.interval.bytes")
+    retention_ms: int = _cfg("retention.ms")
+    retention_bytes: int = _cfg("retention.bytes")
+    flush_messages: int = _cfg("flush.messages")
+    flush_ms: int = _cfg("flush.ms")
+    file_delete_delay_ms: int = _cfg("file.delete.delay.ms")
+    min_cleanable_dirty_ratio: float = _cfg("min.cleanable.dirty.ratio")
+    delete_retention_ms: int = _cfg("delete.retention.ms")
+    min_compaction_lag_ms: int = _cfg("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _cfg("max.compaction.lag.ms")
+    max_message_bytes: int = _cfg("max.message.bytes")
+    message_timestamp_type: str = _cfg("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _cfg("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _cfg("message.timestamp.after.max.ms")
+    cleanup_policy: frozenset = _cfg("cleanup.policy")
+    preallocate: bool = _cfg("preallocate")
+    compression_type: str = _cfg("compression.type")
+    compression_gzip_level: int = _cfg("compression.gzip.level")
+    compression_lz4_level: int = _cfg("compression.lz4.level")
+    compression_zstd_level: int = _cfg("compression.zstd.level")
+    min_insync_replicas: int = _cfg("min.insync.replicas")
+    unclean_leader_election_enable: bool = _cfg("unclean.leader.election.enable")
+    leader_replication_throttled_replicas: tuple = _cfg("leader.replication.throttled.replicas")
+    follower_replication_throttled_replicas: tuple = _cfg("follower.replication.throttled.replicas")
+    remote_storage_enable: bool = _cfg("remote.storage.enable")
+    local_retention_ms: int = _cfg("local.retention.ms")
+    local_retention_bytes: int = _cfg("local.retention.bytes")
+    remote_log_copy_disable: bool = _cfg("remote.log.copy.disable")
+    remote_log_delete_on_disable: bool = _cfg("remote.log.delete.on.disable")
+    producer_id_expiration_ms: int = _cfg("producer.id.expiration.ms", broker=True)
+    cleaner_memory_bytes_max: int = _cfg("log.cleaner.dedupe.buffer.size", broker=True)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -287,22 +260,20 @@ KAFKA_NAMES = frozenset(_BY_KAFKA)
 TOPIC_CONFIG_NAMES = frozenset(n for n, f in _BY_KAFKA.items() if not f.metadata["broker"])
 #: Snake-case field name -> Kafka dotted name.
 KAFKA_NAME_OF = {name: f.metadata["kafka"] for name, f in _FIELDS.items()}
-
-# Topic configs of older Kafka versions that Kafka 4.0 removed; named so the error says why.
-_REMOVED = {
-    "message.format.version": "removed in Kafka 4.0; seglog writes RecordBatch v2 (magic 2) only",
-    "message.timestamp.difference.max.ms": "removed in Kafka 4.0; use "
-    "message.timestamp.before.max.ms and message.timestamp.after.max.ms",
-    "message.downconversion.enable": "removed in Kafka 4.0; seglog never down-converts",
-}
+assert TOPIC_CONFIG_NAMES == {k.name for k in TOPIC_CONFIGS.values() if k.implemented}, \
+    "LogConfig has a field for every topic config the table says seglog implements"
 
 
 def _unknown(name: str, known: Iterable[str]) -> InvalidConfigError:
-    """The error for an unknown name, suggesting the closest of ``known``."""
+    """The error for an unknown name, suggesting the closest of ``known``; a Kafka topic
+    config seglog does not implement, or one Kafka removed, says so."""
     if not isinstance(name, str):
         return InvalidConfigError(f"Configuration names are str, got {name!r}")
-    if name in _REMOVED:
-        return InvalidConfigError(f"Unknown configuration {name!r}: {_REMOVED[name]}")
+    if name in REMOVED:
+        return InvalidConfigError(f"Unknown configuration {name!r}: {REMOVED[name]}")
+    key = TOPIC_CONFIGS.get(name)
+    if key is not None and not key.implemented:
+        return not_implemented(key)
     known = list(known)
     if name in _FIELDS and name not in known:
         # A snake-case name where only dotted names are accepted (from_kafka).
@@ -332,66 +303,17 @@ def _to_kwargs(configs: Mapping[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-# --- Kafka's string parsing (ConfigDef.parseType) ------------------------------------------------
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-# Double.parseDouble's decimal form (FloatingDecimal); hexadecimal floats are not supported.
-_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
-_LIST_SEPARATOR = re.compile(r"\s*,\s*")
-
-
-def _bad(f: dataclasses.Field, value: Any, why: str) -> InvalidConfigError:
-    return InvalidConfigError(
-        f"Invalid value {value!r} for configuration {f.metadata['kafka']}: {why}")
-
-
-def _java_trim(text: str) -> str:
-    # String.trim() strips every char <= U+0020, not Python's Unicode whitespace.
-    return text.strip("".join(chr(c) for c in range(0x21)))
-
-
 def _parse_kafka_value(f: dataclasses.Field, raw: Any) -> Any:
     """A Kafka config value (string or typed) -> the Python value of field ``f``."""
-    kind = f.metadata["kind"]
-    if not isinstance(raw, str):
-        if kind == _LIST and isinstance(raw, (list, tuple, set, frozenset)):
-            return raw
-        if kind == _DOUBLE and isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            return float(raw)
-        return raw  # typed value: the constructor checks its type
-    text = _java_trim(raw)
-    if kind in (_INT, _LONG):
-        if not _JAVA_INT.fullmatch(text):
-            raise _bad(f, raw, f"Expected value to be a {'32' if kind == _INT else '64'}-bit "
-                               "integer, but it was a string that is not one")
-        value = int(text)
-        lo, hi = (INT32_MIN, INT32_MAX) if kind == _INT else (INT64_MIN, INT64_MAX)
-        if not lo <= value <= hi:
-            raise _bad(f, raw, f"Not a number of type {kind.upper()}")
-        return value
-    if kind == _DOUBLE:
-        if not _JAVA_DOUBLE.fullmatch(text):
-            raise _bad(f, raw, "Not a number of type DOUBLE")
-        return float(text.rstrip("fFdD").replace("Infinity", "inf"))
-    if kind == _BOOLEAN:
-        lowered = text.lower()
-        if lowered not in ("true", "false"):
-            raise _bad(f, raw, "Expected value to be either true or false")
-        return lowered == "true"
-    if kind == _LIST:
-        return () if not text else tuple(_LIST_SEPARATOR.split(text))
-    return text
+    key: ConfigKey = f.metadata["key"]
+    value = parse_value(key, raw)
+    return _to_field_value(key, value) if key.type == "list" else value
 
 
 def _format_kafka_value(f: dataclasses.Field, value: Any) -> str:
-    kind = f.metadata["kind"]
-    if kind == _BOOLEAN:
-        return "true" if value else "false"
-    if kind == _LIST:
-        return ",".join(sorted(value)) if isinstance(value, frozenset) else ",".join(value)
-    if kind == _DOUBLE:
-        return repr(float(value))
-    return str(value)
+    text = format_value(f.metadata["key"].type, value)
+    assert text is not None, f.name
+    return text
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -436,63 +358,9 @@ def checked_now_ms(now_ms: Any) -> int:
 
 def _validate(f: dataclasses.Field, value: Any) -> Any:
     """Check ``value``'s type and range for field ``f``; return it normalised."""
-    meta = f.metadata
-    kind = meta["kind"]
-    if kind in (_INT, _LONG):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _bad(f, value, f"Expected an int, got {type(value).__name__}")
-        value = int(value)
-    elif kind == _DOUBLE:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _bad(f, value, f"Expected a float, got {type(value).__name__}")
-        value = float(value)
-        if math.isnan(value):
-            # Kafka's Range validator lets NaN through (every comparison is false); we don't.
-            raise _bad(f, value, "Value must be a number, not NaN")
-    elif kind == _BOOLEAN:
-        if not isinstance(value, bool):
-            raise _bad(f, value, f"Expected a bool, got {type(value).__name__}")
-    elif kind == _STRING:
-        if not isinstance(value, str):
-            raise _bad(f, value, f"Expected a str, got {type(value).__name__}")
-        value = _COMPRESSION_ALIASES.get(value, value) if f.name == "compression_type" else value
-    elif kind == _LIST:
-        value = _validate_list(f, value)
-
-    at_least, at_most = meta["at_least"], meta["at_most"]
-    if at_least is not None and value < at_least:
-        raise _bad(f, value, f"Value must be at least {at_least}")
-    if at_most is not None and value > at_most:
-        raise _bad(f, value, f"Value must be no more than {at_most}")
-    choices = meta["choices"]
-    if choices is not None and kind == _STRING and value not in choices:
-        raise _bad(f, value, f"String must be one of: {', '.join(choices)}")
-    if meta["check"] is not None:
-        why = meta["check"](value)
-        if why:
-            raise _bad(f, value, why)
-    return value
-
-
-def _validate_list(f: dataclasses.Field, value: Any) -> Any:
-    if isinstance(value, str):
-        text = _java_trim(value)
-        items: Iterable[Any] = () if not text else _LIST_SEPARATOR.split(text)
-    elif isinstance(value, (list, tuple, set, frozenset)):
-        items = value
-    else:
-        raise _bad(f, value, f"Expected a list or a comma-separated str, got {type(value).__name__}")
-    items = tuple(items)
-    for item in items:
-        if not isinstance(item, str):
-            raise _bad(f, value, f"Expected list items to be str, got {type(item).__name__}")
-    choices = f.metadata["choices"]
-    if choices is not None:
-        for item in items:
-            if item not in choices:
-                raise _bad(f, value, f"String must be one of: {', '.join(choices)}")
-        return frozenset(items)  # cleanup.policy: a set of policies, order and repeats moot
-    return items
+    key: ConfigKey = f.metadata["key"]
+    value = parse_value(key, value, strings=False)
+    return _to_field_value(key, value) if key.type == "list" else value
 
 
 def _validate_cross_field(config: LogConfig) -> None:

@@ -198,6 +198,16 @@ class LeaderEpochCache:
             self._flush_locked()
             return True
 
+    def assign_recovered(self, batches: Iterable[Any]) -> None:
+        """After recovery validated ``batches`` (an unclean shutdown): every batch whose
+        partitionLeaderEpoch is above the latest epoch is assigned (Kafka's
+        ``LogSegment.recover``), so a crash between a batch's write and its cache write loses
+        no entry. Only for a log that keeps a cache file: a standalone log writes none."""
+        for batch in batches:  # bounded by the caller's log
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and epoch > self.latest_epoch:
+                self.assign(epoch, batch.base_offset)
+
     def _assign_locked(self, epoch: int, start_offset: int) -> bool:
         epochs, starts = self._epochs, self._starts
         if epochs and epoch == epochs[-1] and start_offset >= starts[-1]:

@@ -40,10 +40,11 @@ fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
 A read-only open changes nothing on disk: it skips steps 1, 2, 4 and 6, ignores temporary
 files and opens the segments it finds read-only.
 
-Recovering a segment is ``segment.recover()`` unless the caller passes ``recover_segment``:
-the Log does (:func:`recover_segment_and_txn_index`), to rebuild the segment's ``.txnindex``
-and producer state along with its indexes (Kafka's ``LogLoader.recoverSegment``). Producer
-state itself (snapshots, replay) is loaded after the segments (:func:`load_producer_state`).
+Recovering a segment is ``segment.recover()`` unless the caller passes
+``SegmentOpeners.recover``: the Log does (:func:`recover_segment_and_txn_index`), to rebuild
+the segment's ``.txnindex`` and producer state along with its indexes (Kafka's
+``LogLoader.recoverSegment``). Producer state itself (snapshots, replay) is loaded after the
+segments (:func:`load_producer_state`).
 
 Everything removed or cut is recorded in a :class:`RecoveryReport`.
 """
@@ -52,7 +53,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
 from .. import filenames
@@ -79,9 +80,11 @@ from .txnindex import TransactionIndex
 
 __all__ = [
     "BASE_OFFSET_MAX",
+    "LoadParams",
     "LoadResult",
     "LoadedPartition",
     "RecoveryReport",
+    "SegmentOpeners",
     "Truncation",
     "check_log_start_offset",
     "load_producer_state",
@@ -691,197 +694,298 @@ class _DeferredChecks:
         return segment
 
 
-def load_segments(
-    dir_path: str,
-    open_segment: OpenSegment,
-    *,
-    recovery_point: int,
-    log_start_offset: int,
-    clean_shutdown: bool,
-    read_only: bool = False,
-    recover_segment: RecoverSegment | None = None,
-    compacted: bool = False,
-    probe_segment: OpenSegment | None = None,
-    create_segment: Callable[[int], Any] | None = None,
-    open_backend: OpenSegment | None = None,
-    lazy_segment: Callable[..., Any] | None = None,
-    listing: list[str] | None = None,
-    log_end_offset: int | None = None,
-) -> LoadResult:
-    """Open every segment of ``dir_path`` following Kafka's load sequence (module docstring).
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SegmentOpeners:
+    """How :func:`load_segments` opens, recovers and creates a segment (the Log passes its
+    :class:`~seglog.storage.local_log.LocalLog`'s); only ``open`` is required.
 
-    ``open_segment(base, create=False, file_suffix="")`` opens one segment with the log's
-    settings. ``recovery_point`` and ``log_start_offset`` come from the checkpoints (0 when
-    there are none). ``recover_segment(segment, earlier_segments)`` recovers one segment (default
-    ``segment.recover()``); ``earlier_segments`` are the segments before it, already
-    loaded. Returns the segments in offset order, never empty for a writer. Raises
-    ``OSError`` from the file system. Bad bytes in segments recovery covers (unclean
-    shutdown, from the recovery point) are cut and reported; a segment elsewhere whose
-    indexes must be rebuilt and whose bytes are not all valid raises CorruptSegmentError
-    (nothing is cut there). ``probe_segment(base)`` opens a segment read-only (no file
-    changed, not even by its close): a writer's open checks each segment that has a later
-    one through it first (:func:`_probe`). ``compacted``: the log's cleanup.policy includes compact, so gaps
-    between segments are normal. After the segments are loaded (and recovered), the chain is
-    checked (:func:`_check_chain`: overlapping segments, and cut ones, are CorruptSegmentError)
-    and the log must reach ``recovery_point`` (:func:`_check_recovery_point`); a read-only
-    open checks both too. ``create_segment(base)`` makes the empty segment of a log left
-    without one (default ``open_segment(base, create=True)``; the Log passes
-    ``LocalLog.create_empty_segment``, and resizes the active segment's indexes after loading).
+    ``open(base, create=False, file_suffix="")`` opens one segment with the log's settings.
+    ``recover(segment, earlier_segments)`` recovers one segment (None: ``segment.recover()``);
+    ``earlier_segments`` are the segments before it, already loaded. ``probe(base)`` opens a
+    segment read-only (no file changed, not even by its close): a writer's open checks each
+    segment that has a later one through it first (:func:`_probe`). ``create(base)`` makes the
+    empty segment of a log left without one (None: ``open(base, create=True)``; the Log passes
+    ``LocalLog.create_empty_segment``). ``lazy(base, first_open)`` with ``open_backend`` (the
+    backend's own open) defers segments to their first use (lazy loading, below).
+    """
 
-    Lazy loading (issue 14): with ``lazy_segment(base, first_open)`` and ``open_backend``
-    (the backend's own open), a writer's open after a clean shutdown opens at most the last
-    segment (none with ``log_end_offset``, below). Every earlier one whose ``.index`` and
-    ``.timeindex`` exist becomes ``lazy_segment(base, first_open)``, an entry that opens no
-    file until it is used; ``first_open()`` then runs this segment's step 3 and 5 exactly as
-    an eager open would (the read-only probe, the index checks and a rebuild of a segment
-    valid to its end, the chain checks against the next segment's base offset as loaded, a
-    gap reported in the report with a warning) and raises CorruptSegmentError for a segment an eager open would
-    have refused, from the first read or other use of that segment instead of from the
-    open. Nothing else changes: after a clean shutdown step 4 does not run, and no file of
-    such a segment is changed before its first open.
+    open: OpenSegment
+    recover: RecoverSegment | None = None
+    probe: OpenSegment | None = None
+    create: Callable[[int], Any] | None = None
+    open_backend: OpenSegment | None = None
+    lazy: Callable[..., Any] | None = None
 
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadParams:
+    """What :func:`load_segments` loads: the partition directory, what the checkpoints say of
+    it, and the log's settings.
+
+    ``recovery_point`` and ``log_start_offset`` come from the checkpoints (0 when there are
+    none); ``clean_shutdown``: the clean-shutdown marker was there. ``read_only``: change
+    nothing on disk. ``compacted``: the log's cleanup.policy includes compact, so gaps between
+    segments are normal. ``listing``: ``os.listdir(dir_path)`` made just now by the caller
+    (who shares it with the producer state), instead of listing the directory again.
     ``log_end_offset``: the end offset the checkpoints promise (after a clean shutdown the
     recovery point, which the close that wrote the marker moved to the log end offset), or
-    None when there is none. With it the last segment is deferred as well, when its indexes
-    exist and it can hold that end (its base offset at or below it, the end at or above the
-    log start offset): ``lazy_segment(base, first_open, next_offset=log_end_offset)``
-    answers the end offset without opening a file, and its ``first_open()`` runs its step 3
-    and then checks that it really ends there: CorruptSegmentError
-    (``REASON_BELOW_RECOVERY_POINT`` if it ends below, as :func:`_check_recovery_point` at
-    open; ``REASON_OFFSETS_OUTSIDE_SEGMENT`` if it holds offsets at or past it) from its
-    first use, nothing cut. Kafka opens the active segment at load (``readNextOffset``
-    reads its offset index and the ``.log`` after its last entry); seglog does not, so an
-    idle partition costs no file open at all (docs/design.md §7).
-
-    ``listing``: ``os.listdir(dir_path)`` made just now by the caller (who shares it with the
-    producer state), instead of listing the directory again.
+    None when there is none (see lazy loading in :func:`load_segments`).
     """
-    report = RecoveryReport(clean_shutdown=clean_shutdown)
-    recover = recover_segment or _plain_recover
-    if read_only:
-        bases = sorted(offset for _, offset, suffix, state in _list(dir_path, listing)
-                       if suffix == filenames.LOG_SUFFIX and state == "")
-        segments = []
-        try:
-            for base in bases:
-                segments.append(open_segment(base))
-            evidence = {s.base_offset for s in segments[:-1] if _names_past_log(s)}
-            _check_loaded(segments, compacted=compacted, cut_evidence=evidence, report=report,
-                          recovery_point=recovery_point, clean_shutdown=clean_shutdown)
-        except BaseException:
-            _close_all(segments)
-            raise
-        return LoadResult(segments, report)
 
-    listing = _list(dir_path, listing)
+    dir_path: str
+    recovery_point: int
+    log_start_offset: int
+    clean_shutdown: bool
+    read_only: bool = False
+    compacted: bool = False
+    listing: list[str] | None = None
+    log_end_offset: int | None = None
+
+
+@dataclass
+class _Loading:
+    """One writer's load in progress, passed from step to step of :func:`load_segments`."""
+
+    params: LoadParams
+    openers: SegmentOpeners
+    report: RecoveryReport
+    recover: RecoverSegment
+    #: ``(name, offset, suffix)`` of the directory's segment files once step 2 is done.
+    entries: list[tuple[str, int, str]] = field(default_factory=list)
+    bases: list[int] = field(default_factory=list)  # of the .log files, in order
+    swapped: set[int] = field(default_factory=set)  # bases of segments a swap put in place
+    indexed: dict[int, int] = field(default_factory=dict)  # base -> how many of .index, .timeindex
+    txn_indexed: set[int] = field(default_factory=set)  # bases with a .txnindex
+    deferred: set[int] = field(default_factory=set)  # bases opened on first use
+    deferred_end: int | None = None  # the promised end, when the last segment is deferred
+    segments: list = field(default_factory=list)
+    checked: dict[int, bool] = field(default_factory=dict)  # recovered in step 3: truncated?
+    cut_evidence: set[int] = field(default_factory=set)
+
+
+def load_segments(params: LoadParams, openers: SegmentOpeners) -> LoadResult:
+    """Open every segment of ``params.dir_path`` following Kafka's load sequence (module
+    docstring), one named step each: :func:`_load_read_only` for a read-only open, else
+    :func:`_clean_up_temp_files` (steps 1 and 2), :func:`_take_inventory`,
+    :func:`_plan_lazy_segments`, :func:`_open_segments` (3),
+    :func:`_recover_unclean_shutdown` (4), :func:`_check_loaded` (5) and
+    :func:`_ensure_a_segment` (6).
+
+    Returns the segments in offset order, never empty for a writer. Raises ``OSError`` from
+    the file system. Bad bytes in segments recovery covers (unclean shutdown, from the
+    recovery point) are cut and reported; a segment elsewhere whose indexes must be rebuilt
+    and whose bytes are not all valid raises CorruptSegmentError (nothing is cut there). After
+    the segments are loaded (and recovered), the chain is checked (:func:`_check_chain`:
+    overlapping segments, and cut ones, are CorruptSegmentError) and the log must reach
+    ``recovery_point`` (:func:`_check_recovery_point`); a read-only open checks both too. The
+    Log resizes the active segment's indexes after loading.
+
+    Lazy loading (issue 14): with ``openers.lazy`` and ``openers.open_backend``, a writer's
+    open after a clean shutdown opens at most the last segment (none with
+    ``params.log_end_offset``, below). Every earlier one whose ``.index`` and ``.timeindex``
+    exist becomes ``lazy(base, first_open)``, an entry that opens no file until it is used;
+    ``first_open()`` then runs this segment's step 3 and 5 exactly as an eager open would (the
+    read-only probe, the index checks and a rebuild of a segment valid to its end, the chain
+    checks against the next segment's base offset as loaded, a gap reported in the report with
+    a warning) and raises CorruptSegmentError for a segment an eager open would have refused,
+    from the first read or other use of that segment instead of from the open. Nothing else
+    changes: after a clean shutdown step 4 does not run, and no file of such a segment is
+    changed before its first open.
+
+    With ``params.log_end_offset`` the last segment is deferred as well, when its indexes
+    exist and it can hold that end (its base offset at or below it, the end at or above the
+    log start offset): ``lazy(base, first_open, next_offset=log_end_offset)`` answers the end
+    offset without opening a file, and its ``first_open()`` runs its step 3 and then checks
+    that it really ends there: CorruptSegmentError (``REASON_BELOW_RECOVERY_POINT`` if it ends
+    below, as :func:`_check_recovery_point` at open; ``REASON_OFFSETS_OUTSIDE_SEGMENT`` if it
+    holds offsets at or past it) from its first use, nothing cut. Kafka opens the active
+    segment at load (``readNextOffset`` reads its offset index and the ``.log`` after its last
+    entry); seglog does not, so an idle partition costs no file open at all (docs/design.md §7).
+    """
+    report = RecoveryReport(clean_shutdown=params.clean_shutdown)
+    if params.read_only:
+        return _load_read_only(params, openers, report)
+    loading = _Loading(params=params, openers=openers, report=report,
+                       recover=openers.recover or _plain_recover)
+    _clean_up_temp_files(loading)
+    _take_inventory(loading)
+    _plan_lazy_segments(loading)
+    _open_segments(loading)
+    if not params.clean_shutdown and loading.segments:
+        _recover_unclean_shutdown(loading)
+    try:
+        _check_loaded(loading.segments, compacted=params.compacted,
+                      cut_evidence=loading.cut_evidence, report=report,
+                      recovery_point=params.recovery_point,
+                      clean_shutdown=params.clean_shutdown, deferred=loading.deferred)
+    except BaseException:
+        _close_all(loading.segments)
+        raise
+    _ensure_a_segment(loading)
+    return LoadResult(loading.segments, report)
+
+
+def _load_read_only(params: LoadParams, openers: SegmentOpeners,
+                    report: RecoveryReport) -> LoadResult:
+    """A read-only open: the segments found, opened read-only, and the checks of step 5;
+    temporary files are ignored and nothing on disk changes."""
+    bases = sorted(offset for _, offset, suffix, state in _list(params.dir_path, params.listing)
+                   if suffix == filenames.LOG_SUFFIX and state == "")
+    segments: list = []
+    try:
+        for base in bases:
+            segments.append(openers.open(base))
+        evidence = {s.base_offset for s in segments[:-1] if _names_past_log(s)}
+        _check_loaded(segments, compacted=params.compacted, cut_evidence=evidence,
+                      report=report, recovery_point=params.recovery_point,
+                      clean_shutdown=params.clean_shutdown)
+    except BaseException:
+        _close_all(segments)
+        raise
+    return LoadResult(segments, report)
+
+
+def _clean_up_temp_files(loading: _Loading) -> None:
+    """Steps 1 and 2: remove temporary files (:func:`_remove_temp_files`), complete the kept
+    swaps (:func:`_complete_swaps`), and list the directory again if anything changed; sets
+    ``loading.entries`` (the segment files without a state suffix) and ``loading.swapped``."""
+    dir_path, report = loading.params.dir_path, loading.report
+    listing = _list(dir_path, loading.params.listing)
     swaps = _remove_temp_files(dir_path, report, listing)
-    swapped = _complete_swaps(dir_path, swaps, open_segment, report) if swaps else set()
+    if swaps:
+        loading.swapped = _complete_swaps(dir_path, swaps, loading.openers.open, report)
     if swaps or report._peek("removed_files"):
         listing = _list(dir_path)  # files were renamed or removed: list again
-    entries = [(name, offset, suffix) for name, offset, suffix, state in listing
-               if state == ""]
+    loading.entries = [(name, offset, suffix) for name, offset, suffix, state in listing
+                       if state == ""]
+
+
+def _take_inventory(loading: _Loading) -> None:
+    """The segments' base offsets and which index files each has; index files without a
+    ``.log`` are orphans and are removed (step 3's first part)."""
+    entries = loading.entries
     bases = sorted({offset for _, offset, suffix in entries if suffix == filenames.LOG_SUFFIX})
     base_set = set(bases)
     for name, offset, suffix in entries:
         if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX,
                       filenames.TXN_INDEX_SUFFIX) and offset not in base_set:
-            _remove(dir_path, name, report)
-    segments, checked, cut_evidence = [], {}, set()
-    indexed: dict[int, int] = {}  # base offset -> how many of its two index files exist
-    txn_indexed: set[int] = set()  # base offsets with a .txnindex
+            _remove(loading.params.dir_path, name, loading.report)
     for _name, offset, suffix in entries:
         if suffix in (filenames.INDEX_SUFFIX, filenames.TIME_INDEX_SUFFIX):
-            indexed[offset] = indexed.get(offset, 0) + 1
+            loading.indexed[offset] = loading.indexed.get(offset, 0) + 1
         elif suffix == filenames.TXN_INDEX_SUFFIX:
-            txn_indexed.add(offset)
-    deferred: set[int] = set()
-    deferred_end: int | None = None  # the promised end, when the last segment is deferred
-    if lazy_segment is not None and open_backend is not None and clean_shutdown and bases:
-        deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
-        last = bases[-1]
-        if (log_end_offset is not None and indexed.get(last) == 2 and last not in swapped
-                and last <= log_end_offset and log_end_offset >= log_start_offset):
-            deferred.add(last)
-            deferred_end = log_end_offset
-    checks = None
-    if deferred:
-        assert lazy_segment is not None and open_backend is not None
-        checks = _DeferredChecks(dir_path, open_backend, report, recover, segments, compacted,
-                                 probe_segment)
+            loading.txn_indexed.add(offset)
+    loading.bases = bases
 
+
+def _plan_lazy_segments(loading: _Loading) -> None:
+    """Which segments open on first use (lazy loading, :func:`load_segments`): after a clean
+    shutdown, each with both indexes that no swap put in place; the last one only when the
+    checkpoints promise an end it can hold."""
+    params, openers = loading.params, loading.openers
+    bases, indexed = loading.bases, loading.indexed
+    if openers.lazy is None or openers.open_backend is None or not params.clean_shutdown \
+            or not bases:
+        return
+    swapped = loading.swapped
+    loading.deferred = {b for b in bases[:-1] if indexed.get(b) == 2 and b not in swapped}
+    last, log_end_offset = bases[-1], params.log_end_offset
+    if (log_end_offset is not None and indexed.get(last) == 2 and last not in swapped
+            and last <= log_end_offset and log_end_offset >= params.log_start_offset):
+        loading.deferred.add(last)
+        loading.deferred_end = log_end_offset
+
+
+def _open_segments(loading: _Loading) -> None:
+    """Step 3: open each segment in offset order (:func:`_open_checked`: its indexes checked,
+    rebuilt when missing or failing; a segment step 4 would validate may be cut here), or
+    make a lazy entry of a deferred one. Closes what it opened on any error."""
+    params, openers, segments = loading.params, loading.openers, loading.segments
+    checks = None
+    if loading.deferred:
+        assert openers.lazy is not None and openers.open_backend is not None
+        checks = _DeferredChecks(params.dir_path, openers.open_backend, loading.report,
+                                 loading.recover, segments, params.compacted, openers.probe)
     # Step 4 will validate (and may cut) the segments from the one holding the recovery point.
-    recovery_floor = max((b for b in bases if b <= recovery_point), default=0)
+    bases = loading.bases
+    recovery_floor = max((b for b in bases if b <= params.recovery_point), default=0)
     try:
         for base, following in zip(bases, [*bases[1:], None]):
-            if base in deferred:
-                assert checks is not None and lazy_segment is not None
+            if base in loading.deferred:
+                assert checks is not None and openers.lazy is not None
                 if following is None:
-                    segments.append(lazy_segment(base, _FirstOpen(checks, base, None,
-                                                                  deferred_end),
-                                                 next_offset=deferred_end))
+                    segments.append(openers.lazy(
+                        base, _FirstOpen(checks, base, None, loading.deferred_end),
+                        next_offset=loading.deferred_end))
                 else:
-                    segments.append(lazy_segment(base, _FirstOpen(checks, base, following)))
+                    segments.append(openers.lazy(base, _FirstOpen(checks, base, following)))
                 continue
             segment, recovered, truncated = _open_checked(
-                dir_path, base, open_segment, base in swapped, report, recover, segments,
-                may_truncate=not clean_shutdown and base >= recovery_floor,
-                cut_evidence=cut_evidence, next_base=following, compacted=compacted,
-                probe_segment=probe_segment, indexed=indexed.get(base) == 2,
-                txn_indexed=base in txn_indexed)
+                params.dir_path, base, openers.open, base in loading.swapped, loading.report,
+                loading.recover, segments,
+                may_truncate=not params.clean_shutdown and base >= recovery_floor,
+                cut_evidence=loading.cut_evidence, next_base=following,
+                compacted=params.compacted, probe_segment=openers.probe,
+                indexed=loading.indexed.get(base) == 2, txn_indexed=base in loading.txn_indexed)
             segments.append(segment)
             if recovered:
-                checked[base] = truncated
+                loading.checked[base] = truncated
     except BaseException:
         _close_all(segments)
         raise
 
-    if not clean_shutdown and segments:
-        first = 0
-        for i, segment in enumerate(segments):  # the floor segment of the recovery point
-            if segment.base_offset <= recovery_point:
-                first = i
-        for i in range(first, len(segments)):
-            segment = segments[i]
-            report.recovered_segments.append(segment.base_offset)
-            if segment.base_offset in checked:  # validated in step 3 already
-                truncated = checked[segment.base_offset]
-            else:
-                result = recover(segment, segments[:i])
-                truncated = result.truncated_bytes > 0
-                if truncated:
-                    report.truncations.append(Truncation(segment.base_offset, result.position,
-                                                         result.truncated_bytes, result.reason))
+
+def _recover_unclean_shutdown(loading: _Loading) -> None:
+    """Step 4, after an unclean shutdown: validate every segment from the one holding the
+    recovery point (``recover``; those step 3 recovered already count as done); at the first
+    one cut, delete every later segment (Kafka's ``recoverLog``)."""
+    segments, report = loading.segments, loading.report
+    first = 0
+    for i, segment in enumerate(segments):  # the floor segment of the recovery point
+        if segment.base_offset <= loading.params.recovery_point:
+            first = i
+    for i in range(first, len(segments)):
+        segment = segments[i]
+        report.recovered_segments.append(segment.base_offset)
+        if segment.base_offset in loading.checked:  # validated in step 3 already
+            truncated = loading.checked[segment.base_offset]
+        else:
+            result = loading.recover(segment, segments[:i])
+            truncated = result.truncated_bytes > 0
             if truncated:
-                for later in segments[i + 1:]:
-                    report.deleted_segments.append(later.base_offset)
-                    later.delete()
-                del segments[i + 1:]
-                break
+                report.truncations.append(Truncation(segment.base_offset, result.position,
+                                                     result.truncated_bytes, result.reason))
+        if truncated:
+            for later in segments[i + 1:]:
+                report.deleted_segments.append(later.base_offset)
+                later.delete()
+            del segments[i + 1:]
+            break
 
-    try:
-        _check_loaded(segments, compacted=compacted, cut_evidence=cut_evidence, report=report,
-                      recovery_point=recovery_point, clean_shutdown=clean_shutdown,
-                      deferred=deferred)
-    except BaseException:
-        _close_all(segments)
-        raise
 
+def _ensure_a_segment(loading: _Loading) -> None:
+    """Step 6: if the last segment ends below the log start offset every segment is deleted;
+    a log left without a segment gets an empty one at the log start offset (files of that
+    base offset listed at the start are removed first)."""
+    params, openers, report = loading.params, loading.openers, loading.report
+    log_start_offset = params.log_start_offset
+    segments = loading.segments
     if segments and segments[-1].next_offset < log_start_offset:
         for segment in segments:
             report.deleted_segments.append(segment.base_offset)
             segment.delete()
-        segments = []
-    if not segments:
-        leftovers = {name for name, offset, _suffix in entries if offset == log_start_offset}
-        for path in filenames.segment_files(dir_path, log_start_offset) if leftovers else ():
-            if os.path.basename(path) in leftovers:  # listed at the start: may be gone
-                try:
-                    os.remove(path)
-                except FileNotFoundError:
-                    pass
-        segments = [create_segment(log_start_offset) if create_segment is not None
-                    else open_segment(log_start_offset, create=True)]
-    return LoadResult(segments, report)
+        segments = loading.segments = []
+    if segments:
+        return
+    leftovers = {name for name, offset, _suffix in loading.entries if offset == log_start_offset}
+    for path in filenames.segment_files(params.dir_path, log_start_offset) if leftovers else ():
+        if os.path.basename(path) in leftovers:  # listed at the start: may be gone
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+    segments.append(openers.create(log_start_offset) if openers.create is not None
+                    else openers.open(log_start_offset, create=True))
 
 
 #: The largest base offset a segment may have (a batch needs room for its next offset).
@@ -1024,22 +1128,23 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     # back: a segment recovery snapshots through a manager of its own.
     recover_segment = _RecoverSegment(dir_path, new_producer_state, start_checkpoint, now_ms,
                                       local)
+    # After a clean shutdown the recovery point is the log end offset (the close that wrote
+    # the marker flushed to the end, checkpointed it and took a producer snapshot there): the
+    # last segment need not be opened to know it (load_segments checks it on first use). Only
+    # when the newest snapshot agrees: another writer since (a standalone Log on a Store's
+    # partition keeps its own checkpoints) moved it.
+    log_end_offset = recovery_point if (
+        clean and not read_only and recovery_point is not None
+        and psm.latest_snapshot_offset() == recovery_point) else None
     result = load_segments(
-        dir_path, local.open_segment,
-        recovery_point=recovery_point if recovery_point is not None else 0,
-        log_start_offset=start_checkpoint, clean_shutdown=clean, read_only=read_only,
-        recover_segment=recover_segment, compacted=config.compaction_enabled,
-        probe_segment=local.probe_segment, create_segment=local.create_empty_segment,
-        open_backend=local.backend_opener(), lazy_segment=local.deferred_segment,
-        listing=listing,
-        # After a clean shutdown the recovery point is the log end offset (the close that
-        # wrote the marker flushed to the end, checkpointed it and took a producer snapshot
-        # there): the last segment need not be opened to know it (load_segments checks it on
-        # first use). Only when the newest snapshot agrees: another writer since (a
-        # standalone Log on a Store's partition keeps its own checkpoints) moved it.
-        log_end_offset=recovery_point if (
-            clean and not read_only and recovery_point is not None
-            and psm.latest_snapshot_offset() == recovery_point) else None)
+        LoadParams(dir_path=dir_path,
+                   recovery_point=recovery_point if recovery_point is not None else 0,
+                   log_start_offset=start_checkpoint, clean_shutdown=clean,
+                   read_only=read_only, compacted=config.compaction_enabled, listing=listing,
+                   log_end_offset=log_end_offset),
+        SegmentOpeners(open=local.open_segment, recover=recover_segment, probe=local.probe_segment,
+                       create=local.create_empty_segment, open_backend=local.backend_opener(),
+                       lazy=local.deferred_segment))
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for

@@ -219,7 +219,7 @@ class LocalLog:
 
     def deferred_segment(self, base_offset: int, first_open: Callable[[], Any], *,
                          next_offset: int | None = None) -> LazySegment:
-        """A loaded segment the loader did not open (``load_segments(lazy_segment=...)``):
+        """A loaded segment the loader did not open (``SegmentOpeners.lazy`` of ``load_segments``):
         ``first_open()`` opens it and runs the loader's deferred checks; ``next_offset``,
         when known (the last segment after a clean shutdown), is answered until then."""
         state = None if next_offset is None else (next_offset, None, None, None, None)

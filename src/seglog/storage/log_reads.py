@@ -1,13 +1,16 @@
 """The read side of a :class:`~seglog.storage.log.Log`: its public read methods (``read``,
 ``aborted_transactions``, ``records``, ``read_columns``, ``sendfile``,
-``offset_for_timestamp``, ``wait_for_data``), as a base class the Log extends.
+``offset_for_timestamp``, ``wait_for_data``) and ``refresh``, by which a read-only Log follows
+its writer, as a base class the Log extends.
 
 Kafka's UnifiedLog keeps reads and writes in one class; here the read half lives in its own
-module so that ``log.py`` holds the write path (append, roll, flush, truncate, retention,
-compaction hooks) and stays readable. The state a read uses is declared below (annotations on
+module so that ``log.py`` holds the write path (append, roll, flush) and stays readable
+(retention, replication and the cleaner's hooks are base classes of their own). The state a read uses is declared below (annotations on
 :class:`LogReads`) and set by the Log when it opens: the lock, the published
 :class:`~seglog.storage.reads.LogView` snapshot, the backend and the segment chain (for the
-transaction indexes). Reads never change any of it.
+transaction indexes). Reads never change any of it; :meth:`LogReads.refresh`, the one change
+a read-only Log makes, publishes a new snapshot of what the writer did (under the lock, with
+the Log's own steps declared below).
 
 Threads. A read takes the current snapshot and reads segments bounded by it, so it sees only
 whole batches that were fully appended. Because the Segment contract says segments are not
@@ -28,10 +31,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from .config import check_int, check_optional_int
-from .local_log import LocalLog
+from ..errors import ReadOnlyError
+from .config import check_int, check_optional_int, checked_now_ms
+from .local_log import LocalLog, batches_from
+from .partition_state import PartitionState
+from .producer_state import ProducerStateManager
 from .reads import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -63,9 +69,18 @@ class LogReads:
     _view: LogView
     _be: Any
     _local: LocalLog
+    _psm: ProducerStateManager  # refresh only
+    _state: PartitionState  # refresh only
 
     def _check_open(self) -> None:
         raise NotImplementedError  # Log's: LogClosedError once closed
+
+    if TYPE_CHECKING:
+        # The Log's steps (seglog.storage.log.Log) refresh uses, for the type checker only:
+        # a stub here would shadow the Log's method for a base class after this one.
+        def _refresh_unstable(self) -> None: ...
+        def _publish(self, start: int, end: int, *,
+                     high_watermark: int | None = None) -> None: ...
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -272,3 +287,35 @@ class LogReads:
             finally:
                 self._waiters -= 1
             return self._view.high_watermark > offset
+
+    # --- following a writer (read-only) ----------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Read-only logs: pick up what the writer appended, rolled and deleted since the last
+        refresh; returns whether the end or start offset changed. Only whole batches become
+        visible. Segments the writer truncated are not followed (reopen then)."""
+        with self._lock:
+            self._check_open()
+            if not self._read_only:
+                raise ReadOnlyError("refresh() is for logs opened with read_only=True")
+            view = self._view
+            gone = self._local.follow(now_ms=checked_now_ms(None))
+            if gone is None:
+                return False
+            segments = self._local.segments
+            end = segments.last().next_offset
+            if end > self._psm.map_end_offset:  # follow the writer's producer state
+                self._psm.rebuild(batches_from(segments, self._psm.map_end_offset),
+                                  end_offset=end)
+                self._psm.on_high_watermark_updated(end)  # a follower's high watermark
+                self._refresh_unstable()
+            start_checkpoint = getattr(self._state, "read_log_start_offset", lambda: None)()
+            start = max(segments.first().base_offset, start_checkpoint or 0, view.start_offset)
+            end = segments.last().next_offset
+            changed = (start, end) != (view.start_offset, view.end_offset)
+            self._publish(min(start, end), end, high_watermark=end)
+            for segment in gone:
+                segment.close()
+            if changed:
+                self._data_cond.notify_all()
+            return changed

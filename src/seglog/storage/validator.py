@@ -10,8 +10,10 @@ batch at most ``max_message_bytes`` (RecordTooLargeError); the set at most ``seg
 (RecordBatchTooLargeError); base offset 0, at least one record, a record count equal to
 ``last_offset_delta + 1``, record offsets 0..n-1, no control batches, a producer id only with
 a base sequence >= 0 (InvalidRecordError); CreateTime timestamps within
-``message_timestamp_before/after_max_ms`` of now (InvalidTimestampError, also what
-:func:`validate_timestamps` checks for ``append_batch``). The client's bytes are written
+``message_timestamp_before/after_max_ms`` of now, records without a timestamp (-1) excepted,
+and no batch the producer marked LogAppendTime unless each of its records has a CreateTime
+timestamp on a CreateTime topic (InvalidTimestampError, Kafka's ``validateTimestamp`` and its
+message; :func:`validate_timestamps` checks the first rule for ``append_batch``). The client's bytes are written
 unchanged except where Kafka rewrites them: a CreateTime batch whose max timestamp is wrong
 gets the real one, and with LogAppendTime every batch gets max timestamp ``now_ms`` and the
 LogAppendTime bit (timestamp type bit, max timestamp, new CRC: ``setMaxTimestamp``); the
@@ -45,9 +47,10 @@ from .config import INT16_MAX, INT32_MAX, LogConfig, check_int
 __all__ = [
     "ValidationResult",
     "check_marker_fields",
-    "check_timestamp_range",
+    "check_record_timestamps",
     "recompress_client_batches",
     "require_keys",
+    "timestamp_out_of_range",
     "validate_client_batches",
     "validate_timestamps",
 ]
@@ -100,13 +103,11 @@ def check_marker_fields(*, producer_id: int, producer_epoch: int,
 def validate_timestamps(timestamps_ms: Any, *, config: LogConfig, now_ms: int) -> None:
     """InvalidTimestampError unless every timestamp of ``timestamps_ms`` (an int or an array
     of them) is within ``message_timestamp_before_max_ms`` before and
-    ``message_timestamp_after_max_ms`` after ``now_ms``."""
-    before_ms = config.message_timestamp_before_max_ms
-    after_ms = config.message_timestamp_after_max_ms
-    if before_ms == fmt.INT64_MAX and after_ms == fmt.INT64_MAX:
-        return
+    ``message_timestamp_after_max_ms`` after ``now_ms``, by Kafka's rule
+    (:func:`timestamp_out_of_range`: -1, no timestamp, is never out of range)."""
     if isinstance(timestamps_ms, int):
         lowest_ms = highest_ms = timestamps_ms
+        values: Any = (timestamps_ms,)
     else:
         import numpy as np
 
@@ -114,19 +115,60 @@ def validate_timestamps(timestamps_ms: Any, *, config: LogConfig, now_ms: int) -
         if values.size == 0:
             return
         lowest_ms, highest_ms = int(values.min()), int(values.max())
-    check_timestamp_range(lowest_ms, highest_ms, config=config, now_ms=now_ms)
+    if _within(lowest_ms, highest_ms, config=config, now_ms=now_ms):
+        return
+    check_record_timestamps([int(t) for t in values], config=config, now_ms=now_ms)
 
 
-def check_timestamp_range(lowest_ms: int, highest_ms: int, *, config: LogConfig,
-                          now_ms: int) -> None:
-    """:func:`validate_timestamps` for records whose timestamps span ``lowest_ms`` ..
-    ``highest_ms``."""
-    before_ms = config.message_timestamp_before_max_ms
-    after_ms = config.message_timestamp_after_max_ms
-    if lowest_ms < now_ms - before_ms or highest_ms > now_ms + after_ms:
-        raise InvalidTimestampError(
-            f"timestamps [{lowest_ms}, {highest_ms}] outside [{now_ms - before_ms}, "
-            f"{now_ms + after_ms}] (message.timestamp.before.max.ms / after.max.ms)")
+def _within(lowest_ms: int, highest_ms: int, *, config: LogConfig, now_ms: int) -> bool:
+    """Whether timestamps spanning ``lowest_ms`` .. ``highest_ms`` are all valid, decided
+    from the two alone: exact when none is negative and the clock is not (no -1 to skip, and
+    Kafka's long arithmetic cannot overflow); False means "look at each record"."""
+    return (lowest_ms >= 0 and now_ms >= 0
+            and lowest_ms >= now_ms - config.message_timestamp_before_max_ms
+            and highest_ms <= now_ms + config.message_timestamp_after_max_ms)
+
+
+def _java_long(value: int) -> int:
+    """``value`` wrapped to a signed 64-bit integer, as Java's long arithmetic does."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def timestamp_out_of_range(timestamp_ms: int, *, config: LogConfig, now_ms: int) -> bool:
+    """Kafka's ``LogValidator.recordHasInvalidTimestamp`` for a CreateTime record, in Java's
+    long arithmetic: ``now - timestamp > before.max.ms`` or ``timestamp - now >
+    after.max.ms``; a record without a timestamp (-1, ``RecordBatch.NO_TIMESTAMP``) never
+    is."""
+    if timestamp_ms == fmt.NO_TIMESTAMP:
+        return False
+    diff_ms = _java_long(now_ms - timestamp_ms)
+    return (diff_ms > config.message_timestamp_before_max_ms
+            or _java_long(-diff_ms) > config.message_timestamp_after_max_ms)
+
+
+def check_record_timestamps(timestamps_ms: Any, *, config: LogConfig, now_ms: int,
+                            batch_log_append_time: bool = False,
+                            offsets: Any = None) -> None:
+    """Kafka's ``LogValidator.validateTimestamp`` over one batch's records, in order:
+    InvalidTimestampError for the first record whose CreateTime timestamp is out of range
+    (:func:`timestamp_out_of_range`), in Kafka's words; and, when the producer marked the
+    batch LogAppendTime (``batch_log_append_time``), for the first record without a
+    timestamp, or any record when the topic itself uses LogAppendTime. ``offsets``: the
+    records' offsets for the message (default: their index)."""
+    create_time = config.message_timestamp_type == "CreateTime"
+    for index, timestamp_ms in enumerate(timestamps_ms):
+        offset = index if offsets is None else offsets[index]
+        if create_time and timestamp_ms != fmt.NO_TIMESTAMP:
+            if timestamp_out_of_range(timestamp_ms, config=config, now_ms=now_ms):
+                low_ms = _java_long(now_ms - config.message_timestamp_before_max_ms)
+                high_ms = _java_long(now_ms + config.message_timestamp_after_max_ms)
+                raise InvalidTimestampError(
+                    f"Timestamp {timestamp_ms} of message with offset {offset} is out of "
+                    f"range. The timestamp should be within [{low_ms}, {high_ms}]")
+        elif batch_log_append_time:
+            raise InvalidTimestampError(
+                f"Invalid timestamp type in message with offset {offset}. Producer should "
+                "not set timestamp type to LogAppendTime.")
 
 
 def require_keys(keys: Any, *, config: LogConfig) -> None:
@@ -168,8 +210,10 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
     log_append_time = config.message_timestamp_type == "LogAppendTime"
     # Decided once per append, not per batch (this is the produce hot path).
     compacted = config.compaction_enabled
-    timestamps_bounded = not (config.message_timestamp_before_max_ms == fmt.INT64_MAX
-                              and config.message_timestamp_after_max_ms == fmt.INT64_MAX)
+    # The CreateTime bounds, for batches whose timestamps are none negative (see _within).
+    lowest_allowed_ms = max(0, now_ms - config.message_timestamp_before_max_ms) \
+        if now_ms >= 0 else fmt.INT64_MAX + 1
+    highest_allowed_ms = now_ms + config.message_timestamp_after_max_ms
     wanted_type = (fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
                    else fmt.TIMESTAMP_TYPE_CREATE_TIME)
     record_count, max_timestamp_ms, consumed_bytes = 0, -1, 0
@@ -216,12 +260,17 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
                 "compacted topic (cleanup.policy=compact) cannot accept a record without a key")
         if parsed != count or not in_order:
             raise InvalidRecordError("record offsets inside the batch are not 0..count-1")
-        if log_append_time:
-            batch_max_ms = now_ms
-        else:
-            if timestamps_bounded:
-                check_timestamp_range(lowest_ms, highest_ms, config=config, now_ms=now_ms)
-            batch_max_ms = highest_ms
+        producer_log_append_time = batch.timestamp_type == fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME
+        # _within, inlined: this is the produce hot path.
+        if producer_log_append_time or not (log_append_time or (
+                lowest_ms >= lowest_allowed_ms and highest_ms <= highest_allowed_ms)):
+            # Kafka's per-record rules (rare: a bad or a negative timestamp, or a producer
+            # that set LogAppendTime itself).
+            records = batch.records()
+            check_record_timestamps([r.timestamp_ms for r in records], config=config,
+                                    now_ms=now_ms, offsets=[r.offset for r in records],
+                                    batch_log_append_time=producer_log_append_time)
+        batch_max_ms = now_ms if log_append_time else highest_ms
         if batch.timestamp_type != wanted_type or batch.max_timestamp_ms != batch_max_ms:
             rewrites.append((position, batch.size_bytes, batch_max_ms))
         record_count += count

@@ -8,11 +8,11 @@ import logging
 from typing import Any
 
 from ... import error_codes as codes
+from ...config_table import TOPIC_CONFIGS, broker_key
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES
 from ..config import CONFIG_DEFS
 from . import admin_configs as cfg
-from .admin_docs import TOPIC_CONFIG_DOCS
 from .admin_state import (
     dynamic_configs, save_configs, topic_defaults, topic_overrides_of, use_topic_defaults,
 )
@@ -45,7 +45,7 @@ def topic_config_entries(state, topic_config, overrides, *, synonyms: bool = Fal
                     "config_source": found[0][2] if found else cfg.SOURCE_DEFAULT,
                     "is_sensitive": False, "synonyms": found if synonyms else [],
                     "config_type": cfg.config_type_id(cfg.topic_config_kind(name)),
-                    "documentation": TOPIC_CONFIG_DOCS.get(name) if documentation else None})
+                    "documentation": TOPIC_CONFIGS[name].doc if documentation else None})
     return out
 
 
@@ -78,8 +78,8 @@ def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
         if keys and name not in keys:
             continue
         d = CONFIG_DEFS.get(name)
-        kind = d.kind if d is not None else "string"
-        sensitive = kind == "password"
+        kind = d.type if d is not None else "string"
+        sensitive = d is not None and d.sensitive
         found = dynamic.synonyms(name, per_broker=per_broker)
         if per_broker and name in ("node.id", "broker.id") and not found[1:]:
             # Not set: this broker's id is the data directory's (meta.properties).
@@ -96,8 +96,8 @@ def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
                     "config_source": found[0][2] if found else cfg.SOURCE_DEFAULT,
                     "is_sensitive": sensitive, "synonyms": found if synonyms else [],
                     "config_type": cfg.config_type_id(kind),
-                    "documentation": (d.doc if d is not None else None) if documentation
-                    else None})
+                    "documentation": (d.doc or d.note if d is not None else None)
+                    if documentation else None})
     return out
 
 
@@ -287,9 +287,11 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
     old_layer = dynamic.per_broker if per_broker else dynamic.cluster_default
     changed = {n for n in set(old_layer) | set(new_values)
                if old_layer.get(n) != new_values.get(n)}
-    unknown = sorted(n for n in changed if n not in CONFIG_DEFS)
-    if unknown:
-        raise Refused(codes.INVALID_CONFIG, f"Unknown broker config {unknown[0]!r}")
+    for name in sorted(changed):
+        try:
+            broker_key(name)  # unknown, or a Kafka config seglog does not implement
+        except InvalidConfigError as e:
+            raise Refused(codes.INVALID_CONFIG, str(e)) from None
     static_only = sorted(n for n in changed if n not in cfg.DYNAMIC_BROKER_CONFIGS)
     if static_only:
         raise Refused(codes.INVALID_REQUEST, "Cannot update these configs dynamically: "
@@ -321,7 +323,7 @@ def _is_list_topic_config(name: str) -> bool:
 
 def _is_list_broker_config(name: str) -> bool:
     d = CONFIG_DEFS.get(name)
-    return d is not None and d.kind == "list"
+    return d is not None and d.type == "list"
 
 
 async def incremental_alter_configs(ctx, request) -> Any:
@@ -353,7 +355,7 @@ async def incremental_alter_configs(ctx, request) -> Any:
                 per_broker = broker_id_of(state, resource.resource_name, describe=False)
                 current = dynamic.per_broker if per_broker else dynamic.cluster_default
                 effective = {n: text for n, v in dynamic.effective.items()
-                             if (text := cfg.format_value(CONFIG_DEFS[n].kind, v)) is not None}
+                             if (text := cfg.format_value(CONFIG_DEFS[n].type, v)) is not None}
                 new = _incremental(
                     current, effective, resource.configs, is_list=_is_list_broker_config,
                     append_error=lambda n, op: ("Config value append is not allowed for config "

@@ -17,12 +17,12 @@ them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import re
 from typing import Any, Mapping
 
+from ...config_table import BROKER_CONFIGS, TOPIC_CONFIGS, topic_key
+from ...configdef import BOTH, CLUSTER_WIDE, format_value, parse_value
 from ...errors import CorruptCheckpointError, InvalidConfigError
 from ...storage import checkpoints
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
@@ -51,60 +51,22 @@ SOURCE_DEFAULT = 5
 _TYPE_IDS = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
              "list": 7, "class": 8, "password": 9}
 
-#: Topic config -> its broker synonyms, highest priority first (Kafka's
-#: ``ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS``, names only).
+#: Topic config -> its broker synonyms, highest priority first (the table's synonyms:
+#: Kafka's ``ServerTopicConfigSynonyms``), for the topic configs seglog implements.
 TOPIC_BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "segment.bytes": ("log.segment.bytes",),
-    "segment.ms": ("log.roll.ms", "log.roll.hours"),
-    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "segment.index.bytes": ("log.index.size.max.bytes",),
-    "flush.messages": ("log.flush.interval.messages",),
-    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-    "retention.bytes": ("log.retention.bytes",),
-    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "max.message.bytes": ("message.max.bytes",),
-    "index.interval.bytes": ("log.index.interval.bytes",),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
-    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
-    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
-    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
-    "cleanup.policy": ("log.cleanup.policy",),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable",),
-    "min.insync.replicas": ("min.insync.replicas",),
-    "compression.type": ("compression.type",),
-    "compression.gzip.level": ("compression.gzip.level",),
-    "compression.lz4.level": ("compression.lz4.level",),
-    "compression.zstd.level": ("compression.zstd.level",),
-    "preallocate": ("log.preallocate",),
-    "message.timestamp.type": ("log.message.timestamp.type",),
-    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
-    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
-    "local.retention.ms": ("log.local.retention.ms",),
-    "local.retention.bytes": ("log.local.retention.bytes",),
-}
+    name: key.synonyms or ((name,) if key.scope == BOTH else ())
+    for name, key in TOPIC_CONFIGS.items() if name in TOPIC_CONFIG_NAMES}
 
-#: Kafka's defaults and kinds of the topic-default broker configs this broker does not take
-#: (tiered storage's): shown as synonyms, as Kafka shows them.
-_OTHER_BROKER_DEFAULTS = {"log.local.retention.ms": ("long", -2),
-                          "log.local.retention.bytes": ("long", -2)}
+# DynamicBrokerConfig.brokerConfigSynonyms: the unit variants of one setting, which are the
+# topic configs' synonym lists of more than one name (log.roll.ms, log.roll.hours, ...).
+_UNIT_GROUPS = tuple(names for names in TOPIC_BROKER_SYNONYMS.values() if len(names) > 1)
 
-# DynamicBrokerConfig.brokerConfigSynonyms: the unit variants of one setting.
-_UNIT_GROUPS = (("log.roll.ms", "log.roll.hours"),
-                ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-                ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
-                ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
-
-#: Broker configs a client may change at run time (Kafka's ``DynamicBrokerConfig
-#: .AllDynamicConfigs`` that this broker has): the topic defaults (the finest unit only, as
-#: Kafka), the cleaner's, connection limits and thread counts (accepted, no effect).
+#: Broker configs a client may change at run time: those seglog takes that Kafka lets a
+#: client set per broker and as the cluster-wide default (the topic defaults, the
+#: cleaner's, connection limits, thread counts: accepted, no effect). Kafka's per-broker-only
+#: ones (listeners and their security map) cannot change while seglog runs.
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    {names[0] for names in TOPIC_BROKER_SYNONYMS.values()}
-    | {"log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "max.connections",
-       "max.connections.per.ip", "num.io.threads", "num.network.threads",
-       "num.recovery.threads.per.data.dir", "producer.id.expiration.ms"}) & frozenset(CONFIG_DEFS)
-
-_LOG_FIELDS = {f.metadata["kafka"]: f for f in dataclasses.fields(LogConfig)}
+    name for name, key in CONFIG_DEFS.items() if key.dynamic == CLUSTER_WIDE)
 
 
 def broker_synonyms(name: str) -> tuple[str, ...]:
@@ -122,21 +84,8 @@ def config_type_id(kind: str) -> int:
 
 
 def topic_config_kind(name: str) -> str:
-    """The ConfigDef kind of topic config ``name``."""
-    return _LOG_FIELDS[name].metadata["kind"]
-
-
-def format_value(kind: str, value: Any) -> str | None:
-    """A typed config value as Kafka's ``ConfigDef.convertToString`` writes it."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (tuple, list, frozenset, set)):
-        return ",".join(sorted(value) if isinstance(value, (set, frozenset)) else value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    """The ConfigDef type of topic config ``name``."""
+    return TOPIC_CONFIGS[name].type
 
 
 def topic_overrides(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
@@ -147,53 +96,14 @@ def topic_overrides(config: LogConfig, defaults: LogConfig) -> dict[str, str]:
     return {name: value for name, value in mine.items() if base.get(name) != value}
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)[fFdD]?")
-_INT_BOUNDS = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
-
-
-def _kafka_parse_error(name: str, value: str) -> str | None:
-    """Kafka's ``ConfigDef.parseType`` message for a string that is not a value of topic
-    config ``name``'s type (or, for a list with choices, names an unknown item), or None."""
-    f = _LOG_FIELDS[name]
-    kind = f.metadata["kind"]
-    text = value.strip()
-    if kind in _INT_BOUNDS:
-        low, high = _INT_BOUNDS[kind]
-        if not _JAVA_INT.fullmatch(text) or not low <= int(text) <= high:
-            return f"Invalid value {value} for configuration {name}: Not a number of type " \
-                   f"{kind.upper()}"
-    elif kind == "double" and not _JAVA_DOUBLE.fullmatch(text):
-        return f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE"
-    elif kind == "boolean" and text.lower() not in ("true", "false"):
-        return (f"Invalid value {value} for configuration {name}: Expected value to be "
-                "either true or false")
-    elif kind == "list" and f.metadata["choices"]:
-        for item in (i.strip() for i in text.split(",") if i.strip()):
-            if item not in f.metadata["choices"]:
-                return (f"Invalid value {item} for configuration {name}: String must be one "
-                        f"of: {', '.join(f.metadata['choices'])}")
-    return None
-
-
 def topic_config_from(defaults: LogConfig, overrides: Mapping[str, Any]) -> LogConfig:
     """``defaults`` with ``overrides`` (topic config names, Kafka string values) applied.
-    Raises :class:`InvalidConfigError` naming an unknown name (``Unknown topic config name``)
-    or a bad value, in Kafka's words where ``ConfigDef`` has them (the value unquoted)."""
+    Raises :class:`InvalidConfigError` naming an unknown name (Kafka's ``Unknown topic config
+    name``), a Kafka topic config seglog does not implement, or a bad value (in Kafka's
+    words: :func:`seglog.configdef.parse_value`)."""
     for name, value in overrides.items():
-        if name not in TOPIC_CONFIG_NAMES:
-            raise InvalidConfigError(f"Unknown topic config name: {name}")
-        why = _kafka_parse_error(name, value) if isinstance(value, str) else None
-        if why:
-            raise InvalidConfigError(why)
-    try:
-        return LogConfig.from_kafka({**defaults.to_kafka(), **overrides})
-    except InvalidConfigError as e:
-        text = str(e)
-        for name, value in overrides.items():
-            text = text.replace(f"Invalid value {value!r} for configuration {name}:",
-                                f"Invalid value {value} for configuration {name}:")
-        raise InvalidConfigError(text) from None
+        parse_value(topic_key(name, suggest=False), value)
+    return LogConfig.from_kafka({**defaults.to_kafka(), **overrides})
 
 
 class DynamicConfigs:
@@ -310,11 +220,11 @@ class DynamicConfigs:
         static = self.static_value(name)
         if static is not None:
             out.append((static, SOURCE_STATIC))
-        d = CONFIG_DEFS.get(name)
-        if d is not None and d.default is not None:
+        d = BROKER_CONFIGS.get(name)
+        if d is not None and d.default is not None and d.has_default:
+            # Kafka's default, also of the synonyms seglog does not take
+            # (log.local.retention.ms), shown as Kafka shows them.
             out.append((d.default, SOURCE_DEFAULT))
-        elif name in _OTHER_BROKER_DEFAULTS:
-            out.append((_OTHER_BROKER_DEFAULTS[name][1], SOURCE_DEFAULT))
         return out
 
     def synonyms(self, name: str, *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
@@ -329,8 +239,7 @@ class DynamicConfigs:
             for synonym in names:
                 for value, found in self.layers(synonym):
                     if found == source:
-                        kind = (CONFIG_DEFS[synonym].kind if synonym in CONFIG_DEFS
-                                else _OTHER_BROKER_DEFAULTS[synonym][0])
+                        kind = BROKER_CONFIGS[synonym].type
                         out.append((synonym, value if isinstance(value, str)
                                     else format_value(kind, value), source))
         while out and out[0][0] != name:

@@ -39,6 +39,7 @@ from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
+from ...cluster.seam import AppendOrigin, CoordinatorPartitionsView, PartitionSeam
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
 from ...coordinator.classic_group_schema import (decode_group_metadata_value,
@@ -72,11 +73,12 @@ class GroupsState:
     offsets_retention_ms: int
     offsets_retention_check_ms: int
     task: asyncio.Task | None = None
-    #: A cluster member's ``__consumer_offsets`` partitions it coordinates (None: the
-    #: single-node broker, which coordinates every group).
-    partitions: cluster_coordinators.CoordinatorPartitions | None = None
+    #: The ``__consumer_offsets`` partitions this broker coordinates (the seam's view: all of
+    #: them on a lone broker, those it leads in a cluster); set by :func:`start`.
+    partitions: CoordinatorPartitionsView | None = None
     offsets_commit_timeout_ms: int = 5000
-    #: A cluster member's last membership append per group: ``(replica, offset after it)``.
+    #: The last membership append per group: ``(replica, offset after it)``, which SyncGroup
+    #: waits to see replicated.
     written: dict = dataclasses.field(default_factory=dict)
 
 
@@ -239,12 +241,11 @@ def _group_partition(ctx, group_id: str) -> int | None:
 
 
 def coordinator_error(ctx, group_id: str) -> int:
-    """NONE when this broker coordinates ``group_id``: always on the single-node broker; in a
-    cluster only when it leads (and has loaded) the group's ``__consumer_offsets`` partition:
-    else NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while it loads."""
+    """NONE when this broker coordinates ``group_id``: when it leads (and has loaded) the
+    group's ``__consumer_offsets`` partition (a lone broker leads them all), else
+    NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while it loads."""
     partitions = _state(ctx).partitions
-    if partitions is None:
-        return 0
+    assert partitions is not None, "the groups module was not started"
     partition = _group_partition(ctx, group_id)
     if partition is None:
         return cluster_coordinators.NOT_COORDINATOR
@@ -320,7 +321,7 @@ async def handle_sync_group(ctx, request) -> Any:
         now_ms=_now_ms(ctx), done=done))
     error = result.error_code
     state = _state(ctx)
-    if error == 0 and state.partitions is not None:
+    if error == 0:
         # Kafka's SyncGroup answers once the generation's assignment is stored (acks=-1):
         # wait for the group's last membership append to be replicated.
         entry = state.written.get(request.group_id)
@@ -449,32 +450,33 @@ async def handle_offset_commit(ctx, request) -> Any:
                 offsets[tp] = OffsetAndMetadata(
                     p.committed_offset, metadata, getattr(p, "committed_leader_epoch", -1))
     if offsets:
+        # The commit is appended with acks=-1 (Kafka's offsets.commit.required.acks) to the
+        # group's partition, which this broker leads, through the seam's one append.
         failure = 0
-        replica = None
-        if state.partitions is not None:
-            # A cluster member: the commit is appended with acks=-1 (Kafka's
-            # offsets.commit.required.acks) to the group's partition, which it leads.
-            replica = partition_seam(ctx.broker).leader_replica(
-                TopicPartition(OFFSETS_TOPIC, _group_partition(ctx, group_id)))
-            if replica is None:
-                failure = cg.NOT_COORDINATOR
-            else:
-                failure = _commit_error(
-                    partition_seam(ctx.broker).check_acks_all_before_append(replica))
+        cluster = partition_seam(ctx.broker)
+        partition = _group_partition(ctx, group_id)
+        result = None
+
+        def commit(log_: Any) -> int:
+            store.offset_commit(group_id, member_id=None, generation_id=-1, offsets=offsets)
+            return int(log_.end_offset) - 1
+
         try:
-            if not failure:
-                store.offset_commit(group_id, member_id=None, generation_id=-1,
-                                    offsets=offsets)
+            if partition is None:
+                failure = codes.NOT_COORDINATOR
+            else:
+                result = cluster.append_now(TopicPartition(OFFSETS_TOPIC, partition), commit,
+                                            acks=-1, origin=AppendOrigin.COORDINATOR)
+                failure = _commit_error(result.error_code)
         except CommitFailedError:
-            failure = cg.UNKNOWN_MEMBER_ID  # in-process members own this group id
+            failure = codes.UNKNOWN_MEMBER_ID  # in-process members own this group id
         except SeglogError as exc:
             log.warning("offset commit of group %r failed: %s", group_id, exc)
-            failure = cg.UNKNOWN_SERVER_ERROR
-        if not failure and replica is not None:
-            cluster = partition_seam(ctx.broker)
-            cluster.after_leader_append(replica)
-            failure = _commit_error(await cluster.wait_acks_all(
-                replica, replica.log.end_offset, state.offsets_commit_timeout_ms / 1000))
+            failure = codes.UNKNOWN_SERVER_ERROR
+        if not failure and result is not None:
+            await cluster.wait_for_acks((result,), acks=-1,
+                                        timeout_s=state.offsets_commit_timeout_ms / 1000)
+            failure = _commit_error(result.error_code)
         if failure:
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
@@ -750,28 +752,26 @@ async def start(state) -> None:
 
     cluster = partition_seam(state)
 
-    # A cluster member's last membership append per group: (replica, offset after it),
-    # which the SyncGroup answers wait to see replicated (acks=-1).
+    # The last membership append per group: (replica, offset after it), which the SyncGroup
+    # answers wait to see replicated (acks=-1).
     written: dict[str, tuple[Any, int]] = {}
 
-    def write(group_id: str, value) -> None:
+    def write(group_id: str, value: Any) -> None:
         if getattr(store, "read_only", False):
             return
-        replica = None
-        if cluster.leadership_moves:
-            # Only the leader of the group's partition appends (a follower's log is the
-            # leader's copy); the group is dropped here when the leadership goes.
-            partition = _partition_in(cluster, group_id)
-            replica = None if partition is None else cluster.leader_replica(
-                TopicPartition(OFFSETS_TOPIC, partition))
-            if replica is None:
-                raise SeglogError(f"group {group_id!r}: this broker does not lead its "
-                                  f"{OFFSETS_TOPIC} partition (NOT_COORDINATOR)")
-        offset = store.write_group_metadata(
-            group_id, None if value is None else encode_group_metadata_value(value))
-        if replica is not None:
-            cluster.after_leader_append(replica)
-            written[group_id] = (replica, offset + 1)
+        # Only the leader of the group's partition appends (a follower's log is the leader's
+        # copy); the group is dropped here when the leadership goes. acks=1 here: SyncGroup
+        # waits for the replication (written).
+        encoded = None if value is None else encode_group_metadata_value(value)
+        partition = _partition_in(cluster, group_id)
+        result = None if partition is None else cluster.append_now(
+            TopicPartition(OFFSETS_TOPIC, partition),
+            lambda _log: store.write_group_metadata(group_id, encoded),
+            acks=1, origin=AppendOrigin.COORDINATOR)
+        if result is None or not result.appended:
+            raise SeglogError(f"group {group_id!r}: this broker does not lead its "
+                              f"{OFFSETS_TOPIC} partition (NOT_COORDINATOR)")
+        written[group_id] = (result.replica, result.last_offset + 1)
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
 
@@ -781,9 +781,6 @@ async def start(state) -> None:
         return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
 
     store.add_active_groups_source(groups_with_members)
-    if not cluster.leadership_moves:
-        _load_records(coord, await state.run_blocking(store.group_metadata_records),
-                      state.now_ms())
     groups_state = GroupsState(
         coordinator=coord, wake=asyncio.Event(),
         offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes", 4096)),
@@ -793,36 +790,33 @@ async def start(state) -> None:
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
     state.extensions[EXTENSION] = groups_state
-    if cluster.leadership_moves:
-        # A cluster member coordinates the groups of the __consumer_offsets partitions it
-        # leads: loaded when it becomes leader, dropped when it stops (Kafka's
-        # onLeadershipChange); the others answer NOT_COORDINATOR.
-        async def load(partition: int, _leader_epoch: int) -> None:
-            await state.run_blocking(store.load_offsets_partition, partition)
-            records = await state.run_blocking(
-                lambda: store.group_metadata_records(partition=partition))
-            _load_records(coord, records, state.now_ms())
-            groups_state.wake.set()
+    # This broker coordinates the groups of the __consumer_offsets partitions it leads:
+    # loaded when it becomes leader, dropped when it stops (Kafka's onLeadershipChange); the
+    # others answer NOT_COORDINATOR. A lone broker leads them all and loads them here.
 
-        def unload(partition: int) -> None:
-            store.unload_offsets_partition(partition)
-            for group_id in coord.group_ids():
-                if _partition_in(cluster, group_id) == partition:
-                    coord.unload(group_id, cg.NOT_COORDINATOR)
-            for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
-                del written[group_id]
+    async def load(partition: int, _leader_epoch: int) -> None:
+        await state.run_blocking(store.load_offsets_partition, partition)
+        records = await state.run_blocking(
+            lambda: store.group_metadata_records(partition=partition))
+        _load_records(coord, records, state.now_ms())
+        groups_state.wake.set()
 
-        groups_state.partitions = cluster_coordinators.CoordinatorPartitions(
-            OFFSETS_TOPIC, load=load, unload=unload)
-        groups_state.partitions.attach(cluster)
+    def unload(partition: int) -> None:
+        store.unload_offsets_partition(partition)
+        for group_id in coord.group_ids():
+            if _partition_in(cluster, group_id) == partition:
+                coord.unload(group_id, codes.NOT_COORDINATOR)
+        for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
+            del written[group_id]
+
+    groups_state.partitions = cluster.coordinator_partitions(OFFSETS_TOPIC, load=load,
+                                                             unload=unload)
+    await groups_state.partitions.start()
     groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
 
 
-def _partition_in(cluster, group_id: str) -> int | None:
-    assignment = cluster.assignments.get(OFFSETS_TOPIC)
-    if assignment is None or not assignment.partitions:
-        return None
-    return cluster_coordinators.coordinator_partition(group_id, len(assignment.partitions))
+def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
+    return cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
 
 
 def _load_records(coord: cg.ClassicGroupCoordinator, records: dict, now_ms: int) -> None:
@@ -841,7 +835,7 @@ async def stop(state) -> None:
     """Stop the timer task (the groups' state is in ``__consumer_offsets`` already)."""
     groups_state = state.extensions.get(EXTENSION)
     if groups_state is not None and groups_state.partitions is not None:
-        await groups_state.partitions.close()
+        await groups_state.partitions.close()  # None: stopped before its start finished
     if groups_state is None or groups_state.task is None:
         return
     # Bounded: the shutdown must not hang on a task that missed its cancellation.

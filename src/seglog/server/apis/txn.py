@@ -61,8 +61,7 @@ from ... import error_codes as codes
 from ...aio import cancel_and_wait
 from ...arguments import OFFSET_METADATA_BYTES_MAX
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin
-from ...cluster.txn_markers import TxnMarkerSender
+from ...cluster.seam import AppendOrigin, CoordinatorPartitionsView, PartitionSeam
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
 from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX
 from ...coordinator.txn_schema import STATE_NAMES
@@ -143,51 +142,61 @@ def _partition_exists(store: Any, topic: str, partition: int) -> bool:
         return False
 
 
-#: This module's key in ``BrokerState.extensions`` for a cluster member's state.
-CLUSTER_EXTENSION = "txn_cluster"
+#: This module's key in ``BrokerState.extensions`` for its coordinator glue.
+COORDINATION_EXTENSION = "txn_coordination"
 
 
-class TxnClusterState:
-    """A cluster member's transaction coordinator glue: the ``__transaction_state``
-    partitions it coordinates (``partitions``) and its marker sender (``sender``)."""
+class TxnCoordination:
+    """The transaction coordinator's glue to the cluster: the ``__transaction_state``
+    partitions it coordinates (``partitions``, the seam's view: all on a lone broker) and its
+    marker sender (``sender``; None when this broker leads every partition and the
+    coordinator writes its markers itself)."""
 
-    def __init__(self, partitions: Any, sender: Any):
+    def __init__(self, partitions: CoordinatorPartitionsView, sender: Any):
         self.partitions = partitions
         self.sender = sender
 
 
-def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
-    """NONE when this broker coordinates ``transactional_id`` (always standalone); in a
-    cluster only when it leads and loaded its ``__transaction_state`` partition: else
-    NOT_COORDINATOR (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while loading."""
-    state = ctx.broker.extensions.get(CLUSTER_EXTENSION)
-    if state is None:
-        return 0
-    partition = cluster_coordinators.partition_in(
+def _txn_partition(ctx: Any, transactional_id: str) -> int | None:
+    return cluster_coordinators.partition_in(
         partition_seam(ctx.broker), cluster_coordinators.TRANSACTION_STATE_TOPIC,
         transactional_id)
+
+
+def _txn_coordinator_error(ctx: Any, transactional_id: str) -> int:
+    """NONE when this broker coordinates ``transactional_id``: when it leads and loaded its
+    ``__transaction_state`` partition (a lone broker leads them all), else NOT_COORDINATOR
+    (16), or COORDINATOR_LOAD_IN_PROGRESS (14) while loading."""
+    state = ctx.broker.extensions.get(COORDINATION_EXTENSION)
+    assert state is not None, "the transactions module was not started"
+    partition = _txn_partition(ctx, transactional_id)
     if partition is None:
-        return cluster_coordinators.NOT_COORDINATOR
-    return state.partitions.error_for(partition)
+        return codes.NOT_COORDINATOR
+    code: int = state.partitions.error_for(partition)
+    return code
 
 
 #: ``TransactionStateManager.appendTransactionToLog``'s mapping of an acks=-1 append's error.
-_STATE_WRITE_ERRORS = {3: 15, 19: 15, 20: 15, 7: 15, 6: 16, 56: 16}
+_STATE_WRITE_ERRORS = {
+    codes.UNKNOWN_TOPIC_OR_PARTITION: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.NOT_ENOUGH_REPLICAS: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.REQUEST_TIMED_OUT: codes.COORDINATOR_NOT_AVAILABLE,
+    codes.NOT_LEADER_OR_FOLLOWER: codes.NOT_COORDINATOR,
+    codes.KAFKA_STORAGE_ERROR: codes.NOT_COORDINATOR,
+}
 
 
 async def _state_replicated(ctx: Any, transactional_id: str) -> int:
-    """A cluster member's coordinator answers once its ``__transaction_state`` writes are
-    replicated (Kafka appends them with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE /
-    NOT_COORDINATOR as Kafka maps the append's error. Standalone: NONE at once."""
-    if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
-        return 0
+    """The coordinator answers once its ``__transaction_state`` writes are replicated (Kafka
+    appends them with acks=-1): NONE, or COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR as
+    Kafka maps the append's error (at once on a lone broker: its ISR is itself)."""
     cluster = partition_seam(ctx.broker)
-    partition = cluster_coordinators.partition_in(
-        cluster, cluster_coordinators.TRANSACTION_STATE_TOPIC, transactional_id)
+    partition = _txn_partition(ctx, transactional_id)
     replica = None if partition is None else cluster.leader_replica(
         TopicPartition(cluster_coordinators.TRANSACTION_STATE_TOPIC, partition))
     if replica is None:
-        return cluster_coordinators.NOT_COORDINATOR
+        return codes.NOT_COORDINATOR
     cluster.after_leader_append(replica)
     code = await cluster.wait_acks_all(
         replica, replica.log.end_offset,
@@ -197,9 +206,7 @@ async def _state_replicated(ctx: Any, transactional_id: str) -> int:
 
 def _group_coordinator_error(ctx: Any, group_id: str) -> int:
     """The group coordinator's gate (TxnOffsetCommit goes to the group's coordinator)."""
-    if ctx.broker.extensions.get(CLUSTER_EXTENSION) is None:
-        return 0
-    from . import groups  # noqa: PLC0415 - sibling handler module, only in a cluster
+    from . import groups  # noqa: PLC0415 - sibling handler module
 
     return groups.coordinator_error(ctx, group_id)
 
@@ -370,18 +377,14 @@ async def handle_add_offsets_to_txn(ctx: Any, request: Any) -> Any:
     if gate:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
     try:
+        # The group's __consumer_offsets partition (the cluster's partition count; Kafka's
+        # offsets.topic.num.partitions until the topic exists).
         cluster = partition_seam(ctx.broker)
-        if cluster.leadership_moves:
-            # The cluster's partition count (Kafka: offsets.topic.num.partitions); the
-            # local Store must not make the topic itself.
-            count = cluster.assignments.get(OFFSETS_TOPIC)
-            count = len(count.partitions) if count is not None and count.partitions else \
-                int(ctx.broker.config.get("offsets.topic.num.partitions", 50))
-            tp = TopicPartition(OFFSETS_TOPIC,
-                                cluster_coordinators.coordinator_partition(request.group_id,
-                                                                           count))
-        else:
-            tp = _offsets_partition(ctx.broker.store, request.group_id)
+        cluster.ensure_internal_topic(OFFSETS_TOPIC)
+        count = cluster.internal_partitions(
+            OFFSETS_TOPIC, int(ctx.broker.config.get("offsets.topic.num.partitions", 50)))
+        partition = cluster_coordinators.coordinator_partition(request.group_id, count)
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
         _coordinator(ctx).handle_add_partitions(
             request.transactional_id, int(request.producer_id), int(request.producer_epoch),
             [tp])
@@ -445,9 +448,9 @@ def _append_txn_offsets(ctx: Any, request: Any,
     store = ctx.broker.store
     coordinator = _coordinator(ctx)
     producer_id, producer_epoch = int(request.producer_id), int(request.producer_epoch)
-    # A cluster member's group coordinator does not ask the transaction coordinator (usually
-    # another broker; Kafka 2.8 does not verify either).
-    verify = ctx.broker.extensions.get(CLUSTER_EXTENSION) is None
+    # The group coordinator asks the transaction coordinator when it is this broker; another
+    # broker's would have to be asked over the network (Kafka 2.8 does not verify at all).
+    verify = _txn_coordinator_error(ctx, request.transactional_id) == codes.NONE
     if verify:
         coordinator.check_transactional_offsets(request.transactional_id, producer_id,
                                                 producer_epoch,
@@ -731,24 +734,24 @@ async def start(state: Any) -> None:
     expiration_ms = int(config.get("transactional.id.expiration.ms", 604_800_000))
     state.extensions[EXTENSION] = state.loop.create_task(
         _expire_ids_forever(state, interval_s, expiration_ms))
-    cluster = partition_seam(state)
-    if cluster.leadership_moves:
-        await _start_cluster(state, cluster)
+    await _start_coordination(state, partition_seam(state))
 
 
-async def _start_cluster(state: Any, cluster: Any) -> None:
-    """A cluster member coordinates the transactional ids of the ``__transaction_state``
-    partitions it leads (Kafka's ``onLeadershipChange``): loaded with the partition's leader
-    epoch as coordinator epoch, then the transactions found in PrepareCommit / PrepareAbort
-    get their markers again; its markers go through a :class:`TxnMarkerSender`."""
+async def _start_coordination(state: Any, cluster: PartitionSeam) -> None:
+    """This broker coordinates the transactional ids of the ``__transaction_state``
+    partitions it leads (Kafka's ``onLeadershipChange``; a lone broker leads them all):
+    loaded with the partition's leader epoch as coordinator epoch, then the transactions
+    found in PrepareCommit / PrepareAbort get their markers again; the markers go through the
+    seam's marker sender (None on a lone broker: the coordinator writes them itself)."""
     store = state.store
     coordinator = await state.run_blocking(store.transaction_coordinator)
-    sender = TxnMarkerSender(
-        cluster, coordinator, run_blocking=state.run_blocking,
+    sender = cluster.txn_marker_sender(
+        coordinator, run_blocking=state.run_blocking,
         request_timeout_ms=int(state.config.get("request.timeout.ms",
                                                 _MARKER_ACKS_TIMEOUT_MS)),
         on_written=state.appended.notify)
-    coordinator.set_marker_sender(sender)
+    if sender is not None:
+        coordinator.set_marker_sender(sender)
 
     async def load(partition: int, leader_epoch: int) -> None:
         await state.run_blocking(
@@ -758,19 +761,20 @@ async def _start_cluster(state: Any, cluster: Any) -> None:
     def unload(partition: int) -> None:
         coordinator.unload_partition(partition)
 
-    partitions = cluster_coordinators.CoordinatorPartitions(
+    partitions = cluster.coordinator_partitions(
         cluster_coordinators.TRANSACTION_STATE_TOPIC, load=load, unload=unload)
-    state.extensions[CLUSTER_EXTENSION] = TxnClusterState(partitions, sender)
-    partitions.attach(cluster)
+    state.extensions[COORDINATION_EXTENSION] = TxnCoordination(partitions, sender)
+    await partitions.start()
 
 
 async def stop(state: Any) -> None:
-    """Stop the timer (the coordinator's state is in ``__transaction_state`` already) and,
-    on a cluster member, the loads and the marker sender."""
-    cluster_state = state.extensions.pop(CLUSTER_EXTENSION, None)
-    if cluster_state is not None:
-        await cluster_state.partitions.close()
-        await cluster_state.sender.close()
+    """Stop the timer (the coordinator's state is in ``__transaction_state`` already), the
+    loads and the marker sender."""
+    coordination = state.extensions.pop(COORDINATION_EXTENSION, None)
+    if coordination is not None:
+        await coordination.partitions.close()
+        if coordination.sender is not None:
+            await coordination.sender.close()
     task = state.extensions.pop(EXTENSION, None)
     if task is None:
         return

@@ -1,0 +1,1390 @@
+"""The one table of Kafka's configs: every topic config and every broker config of Kafka 4.4,
+with seglog's own few, from which everything that reads or shows a config comes.
+
+Each row is a :class:`~seglog.configdef.ConfigKey`: Kafka's name, type, Kafka 4.4's default,
+the validator seglog applies, importance, Kafka's documentation, scope (topic, broker or
+both), the broker synonyms of a topic config (Kafka's ``ServerTopicConfigSynonyms``), Kafka's
+dynamic update mode, and whether seglog implements it. From it come:
+:class:`~seglog.storage.config.LogConfig` (one field per implemented topic config, plus two
+broker settings a log keeps), :class:`~seglog.server.config.BrokerConfig` (``seglog serve
+--config`` and ``server.properties``), DescribeConfigs (values, synonyms, documentation,
+read-only flags) and the validation of CreateTopics, AlterConfigs and
+IncrementalAlterConfigs, and ``docs/configs.md`` (:func:`seglog.config_docs.configs_markdown`).
+``tests/kafka/test_kafka_configs.py`` checks the names, types and defaults against Kafka's own
+``ConfigDef``\\ s from its jars.
+
+A Kafka config seglog does not implement (``support=NO``: most of Kafka's ~380 broker
+configs, and the few topic configs newer than seglog) is refused by name, never ignored:
+:func:`topic_key` and :func:`broker_key` raise :class:`~seglog.errors.InvalidConfigError`
+saying so. Where seglog's validator differs from Kafka's, the entry's ``note`` says how
+(``segment.bytes``: Kafka 4.4 needs at least 1 MiB, seglog accepts down to 14 bytes, which
+its tests use as Kafka's use ``internal.segment.bytes``).
+
+A leaf: it imports :mod:`seglog.configdef` and :mod:`seglog.errors` only, so storage and the
+server both read it. Immutable; thread-safe.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+
+from .configdef import (
+    ACCEPTED, BOTH, BROKER, CLUSTER_WIDE, INT32_MAX, INT64_MAX, NO, NO_DEFAULT, PER_BROKER,
+    READ_ONLY, TOPIC, ConfigKey, check_gzip_level, check_throttled_replicas,
+)
+from .errors import InvalidConfigError
+
+__all__ = ["BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "TOPIC_CONFIGS",
+           "broker_key", "not_implemented", "topic_key", "unknown_broker_config",
+           "unknown_topic_config"]
+
+#: The Kafka release whose names, types and defaults the table carries.
+KAFKA_VERSION = "4.4.0"
+
+
+def _entry(name: str, scope: str, type: str, default: Any, importance: str, doc: str,
+           **facts: Any) -> ConfigKey:
+    return ConfigKey(name=name, scope=scope, type=type, default=default,
+                     importance=importance, doc=doc, **facts)
+
+
+def _absent(name: str, type: str, default: Any, importance: str, dynamic: str) -> ConfigKey:
+    """A Kafka broker config seglog does not implement: refused by name."""
+    return ConfigKey(name=name, scope=BROKER, type=type, default=default,
+                     importance=importance, doc="", dynamic=dynamic, support=NO)
+
+
+#: Every config, topic configs first (in Kafka's order), then broker configs by name.
+CONFIGS: tuple[ConfigKey, ...] = (
+    # --- topic configs (LogConfig.configDef), with their broker synonyms
+    _entry('segment.bytes', TOPIC, 'int', 1073741824, 'medium',
+           ('This configuration controls the segment file size for the log. Retention and '
+           'cleaning is always done a file at a time so a larger segment size means fewer '
+           'files but less granular control over retention.'),
+           synonyms=('log.segment.bytes',),
+           at_least=14,
+           note='Kafka 4.4 needs at least 1048576 (its tests use internal.segment.bytes); '
+                'seglog accepts down to 14, which its own tests use.'),
+    _entry('segment.ms', TOPIC, 'long', 604800000, 'medium',
+           ('This configuration controls the period of time after which Kafka will force the '
+           "log to roll even if the segment file isn't full to ensure that retention can "
+           'delete or compact old data.'),
+           synonyms=('log.roll.ms', 'log.roll.hours'),
+           at_least=1),
+    _entry('segment.jitter.ms', TOPIC, 'long', 0, 'medium',
+           ('The maximum random jitter subtracted from the scheduled segment roll time to '
+           'avoid thundering herds of segment rolling'),
+           synonyms=('log.roll.jitter.ms', 'log.roll.jitter.hours'),
+           at_least=0),
+    _entry('segment.index.bytes', TOPIC, 'int', 10485760, 'medium',
+           ('This configuration controls the size of the index that maps offsets to file '
+           'positions. We preallocate this index file and shrink it only after log rolls. You'
+           ' generally should not need to change this setting.'),
+           synonyms=('log.index.size.max.bytes',),
+           at_least=4),
+    _entry('flush.messages', TOPIC, 'long', INT64_MAX, 'medium',
+           ('This setting allows specifying an interval at which we will force an fsync of '
+           'data written to the log. For example if this was set to 1 we would fsync after '
+           'every message; if it were 5 we would fsync after every five messages. In general '
+           'we recommend you not set this and use replication for durability and allow the '
+           "operating system's background flush capabilities as it is more efficient. This "
+           'setting can be overridden on a per-topic basis (see <a href="#topicconfigs">the '
+           'per-topic configuration section</a>).'),
+           synonyms=('log.flush.interval.messages',),
+           at_least=1),
+    _entry('flush.ms', TOPIC, 'long', INT64_MAX, 'medium',
+           ('This setting allows specifying a time interval at which we will force an fsync of'
+           ' data written to the log. For example if this was set to 1000 we would fsync '
+           'after 1000 ms had passed. In general we recommend you not set this and use '
+           "replication for durability and allow the operating system's background flush "
+           'capabilities as it is more efficient.'),
+           synonyms=('log.flush.interval.ms', 'log.flush.scheduler.interval.ms'),
+           at_least=0),
+    _entry('retention.bytes', TOPIC, 'long', -1, 'medium',
+           ('This configuration controls the maximum size a partition (which consists of log '
+           'segments) can grow to before we will discard old log segments to free up space if'
+           ' we are using the "delete" retention policy. By default there is no size limit '
+           'only a time limit. Since this limit is enforced at the partition level, multiply '
+           'it by the number of partitions to compute the topic retention in bytes. '
+           'Additionally, retention.bytes configuration operates independently of '
+           '"segment.ms" and "segment.bytes" configurations. Moreover, it triggers the '
+           'rolling of new segment if the retention.bytes is configured to zero.'),
+           synonyms=('log.retention.bytes',)),
+    _entry('retention.ms', TOPIC, 'long', 604800000, 'medium',
+           ('This configuration controls the maximum time we will retain a log before we will '
+           'discard old log segments to free up space if we are using the "delete" retention '
+           'policy. This represents an SLA on how soon consumers must read their data. If set'
+           ' to -1, no time limit is applied. Additionally, retention.ms configuration '
+           'operates independently of "segment.ms" and "segment.bytes" configurations. '
+           'Moreover, it triggers the rolling of new segment if the retention.ms condition is'
+           ' satisfied.'),
+           synonyms=('log.retention.ms', 'log.retention.minutes', 'log.retention.hours'),
+           at_least=-1),
+    _entry('max.message.bytes', TOPIC, 'int', 1048588, 'medium',
+           ('The largest record batch size allowed by Kafka (after compression if compression '
+           'is enabled). If this is increased and there are consumers older than 0.10.2, the '
+           "consumers' fetch size must also be increased so that they can fetch record "
+           'batches this large. In the latest message format version, records are always '
+           'grouped into batches for efficiency. In previous message format versions, '
+           'uncompressed records are not grouped into batches and this limit only applies to '
+           'a single record in that case.'),
+           synonyms=('message.max.bytes',),
+           at_least=0),
+    _entry('max.decompressed.message.bytes', BOTH, 'int', 2147483639, 'medium',
+           ('The maximum decompressed size, in bytes, of a single record the broker will '
+           'accept; larger records are rejected with an <code>InvalidRecordException</code>. '
+           'It is enforced where the broker decompresses records: produce validation of '
+           'compressed batches, log compaction, and offset lookups by timestamp or max '
+           'timestamp against the local log or remote storage. Unlike '
+           '<code>max.message.bytes</code>, which bounds the compressed batch on the wire, '
+           'this bounds the decompressed size of an individual record. Lowering it below the '
+           'size of already-stored records makes compaction and timestamp offset lookups of '
+           'affected partitions fail until it is raised again. The default imposes no limit '
+           'beyond the largest record the broker could allocate anyway; set a smaller value '
+           'to enforce a per-record cap.'),
+           dynamic=CLUSTER_WIDE,
+           support=NO),
+    _entry('index.interval.bytes', TOPIC, 'int', 4096, 'medium',
+           ('This setting controls how frequently Kafka adds an index entry to its offset '
+           'index. The default setting ensures that we index a message roughly every 4096 '
+           'bytes. More indexing allows reads to jump closer to the exact position in the log'
+           " but makes the index larger. You probably don't need to change this."),
+           synonyms=('log.index.interval.bytes',),
+           at_least=0),
+    _entry('delete.retention.ms', TOPIC, 'long', 86400000, 'medium',
+           ('The amount of time to retain delete tombstone markers for <a '
+           'href="#compaction">log compacted</a> topics. This setting also gives a bound on '
+           'the time in which a consumer must complete a read if they begin from offset 0 to '
+           'ensure that they get a valid snapshot of the final stage (otherwise delete '
+           'tombstones may be collected before they complete their scan).'),
+           synonyms=('log.cleaner.delete.retention.ms',),
+           at_least=0),
+    _entry('min.compaction.lag.ms', TOPIC, 'long', 0, 'medium',
+           ('The minimum time a message will remain uncompacted in the log. Only applicable '
+           'for logs that are being compacted.'),
+           synonyms=('log.cleaner.min.compaction.lag.ms',),
+           at_least=0),
+    _entry('max.compaction.lag.ms', TOPIC, 'long', INT64_MAX, 'medium',
+           ('The maximum time a message will remain ineligible for compaction in the log. Only'
+           ' applicable for logs that are being compacted.'),
+           synonyms=('log.cleaner.max.compaction.lag.ms',),
+           at_least=1),
+    _entry('file.delete.delay.ms', TOPIC, 'long', 60000, 'medium',
+           'The time to wait before deleting a file from the filesystem',
+           synonyms=('log.segment.delete.delay.ms',),
+           at_least=0),
+    _entry('min.cleanable.dirty.ratio', TOPIC, 'double', 0.5, 'medium',
+           ('This configuration controls how frequently the log compactor will attempt to '
+           'clean the log (assuming <a href="#compaction">log compaction</a> is enabled). By '
+           'default we will avoid cleaning a log where more than 50% of the log has been '
+           'compacted. This ratio bounds the maximum space wasted in the log by duplicates '
+           '(at 50% at most 50% of the log could be duplicates). A higher ratio will mean '
+           'fewer, more efficient cleanings but will mean more wasted space in the log. If '
+           'the max.compaction.lag.ms or the min.compaction.lag.ms configurations are also '
+           'specified, then the log compactor considers the log to be eligible for compaction'
+           ' as soon as either: (i) the dirty ratio threshold has been met and the log has '
+           'had dirty (uncompacted) records for at least the min.compaction.lag.ms duration, '
+           'or (ii) if the log has had dirty (uncompacted) records for at most the '
+           'max.compaction.lag.ms period.'),
+           synonyms=('log.cleaner.min.cleanable.ratio',),
+           at_least=0.0,
+           at_most=1.0),
+    _entry('cleanup.policy', TOPIC, 'list', ('delete',), 'medium',
+           ('This config designates the retention policy to use on log segments. The "delete" '
+           'policy (which is the default) will discard old segments when their retention time'
+           ' or size limit has been reached. The "compact" policy will enable <a '
+           'href="#compaction">log compaction</a>, which retains the latest value for each '
+           'key. It is also possible to specify both policies in a comma-separated list (e.g.'
+           ' "delete,compact"). In this case, old segments will be discarded per the '
+           'retention time and size configuration, while retained segments will be compacted.'),
+           synonyms=('log.cleanup.policy',),
+           choices=('compact', 'delete')),
+    _entry('unclean.leader.election.enable', BOTH, 'boolean', False, 'medium',
+           ('Indicates whether to enable replicas not in the ISR set to be elected as leader '
+           'as a last resort, even though doing so may result in data loss.<p>Note: In KRaft '
+           'mode, when enabling this config dynamically, it needs to wait for the unclean '
+           'leader electionthread to trigger election periodically (default is 5 minutes). '
+           'Please run `kafka-leader-election.sh` with `unclean` option to trigger the '
+           'unclean leader election immediately if needed.</p>'),
+           dynamic=CLUSTER_WIDE),
+    _entry('min.insync.replicas', BOTH, 'int', 1, 'medium',
+           ('When a producer sets acks to "all" (or "-1"), this configuration specifies the '
+           'minimum number of replicas that must acknowledge a write for the write to be '
+           'considered successful. If this minimum cannot be met, then the producer will '
+           'raise an exception (either NotEnoughReplicas or '
+           'NotEnoughReplicasAfterAppend).<br>When used together, '
+           '<code>min.insync.replicas</code> and <code>acks</code> allow you to enforce '
+           'greater durability guarantees. A typical scenario would be to create a topic with'
+           ' a replication factor of 3, set <code>min.insync.replicas</code> to 2, and '
+           'produce with <code>acks</code> of "all". This will ensure that the producer '
+           'raises an exception if a majority of replicas do not receive a write.'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE),
+    _entry('compression.type', BOTH, 'string', 'producer', 'medium',
+           ('Specify the final compression type for a given topic. This configuration accepts '
+           "the standard compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It "
+           "additionally accepts 'uncompressed' which is equivalent to no compression; and "
+           "'producer' which means retain the original compression codec set by the producer."),
+           choices=('uncompressed', 'zstd', 'lz4', 'snappy', 'gzip', 'producer'),
+           aliases=(('none', 'uncompressed'),),
+           dynamic=CLUSTER_WIDE,
+           note="seglog also reads none (its codec name) as uncompressed; Kafka refuses it."),
+    _entry('compression.gzip.level', BOTH, 'int', -1, 'medium',
+           'The compression level to use if compression.type is set to <code>gzip</code>.',
+           check=check_gzip_level,
+           dynamic=CLUSTER_WIDE),
+    _entry('compression.lz4.level', BOTH, 'int', 9, 'medium',
+           'The compression level to use if compression.type is set to <code>lz4</code>.',
+           at_least=1,
+           at_most=17,
+           dynamic=CLUSTER_WIDE),
+    _entry('compression.zstd.level', BOTH, 'int', 3, 'medium',
+           'The compression level to use if compression.type is set to <code>zstd</code>.',
+           at_least=-131072,
+           at_most=22,
+           dynamic=CLUSTER_WIDE),
+    _entry('preallocate', TOPIC, 'boolean', False, 'medium',
+           'True if we should preallocate the file on disk when creating a new log segment.',
+           synonyms=('log.preallocate',)),
+    _entry('message.timestamp.type', TOPIC, 'string', 'CreateTime', 'medium',
+           ('Define whether the timestamp in the message is message create time or log append '
+           'time. The value should be either `CreateTime` or `LogAppendTime`'),
+           synonyms=('log.message.timestamp.type',),
+           choices=('CreateTime', 'LogAppendTime')),
+    _entry('message.timestamp.before.max.ms', TOPIC, 'long', INT64_MAX, 'medium',
+           ("This configuration sets the allowable timestamp difference between the broker's "
+           'timestamp and the message timestamp. The message timestamp can be earlier than or'
+           " equal to the broker's timestamp, with the maximum allowable difference "
+           'determined by the value set in this configuration. If '
+           'message.timestamp.type=CreateTime, the message will be rejected if the difference'
+           ' in timestamps exceeds this specified threshold. This configuration is ignored if'
+           ' message.timestamp.type=LogAppendTime.'),
+           synonyms=('log.message.timestamp.before.max.ms',),
+           at_least=0),
+    _entry('message.timestamp.after.max.ms', TOPIC, 'long', 3600000, 'medium',
+           ('This configuration sets the allowable timestamp difference between the message '
+           "timestamp and the broker's timestamp. The message timestamp can be later than or "
+           "equal to the broker's timestamp, with the maximum allowable difference determined"
+           ' by the value set in this configuration. If message.timestamp.type=CreateTime, '
+           'the message will be rejected if the difference in timestamps exceeds this '
+           'specified threshold. This configuration is ignored if '
+           'message.timestamp.type=LogAppendTime.'),
+           synonyms=('log.message.timestamp.after.max.ms',),
+           at_least=0),
+    _entry('leader.replication.throttled.replicas', TOPIC, 'list', (), 'medium',
+           ('A list of replicas for which log replication should be throttled on the leader '
+           'side. The list should describe a set of replicas in the form '
+           '[PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the '
+           "wildcard '*' can be used to throttle all replicas for this topic."),
+           check=check_throttled_replicas),
+    _entry('follower.replication.throttled.replicas', TOPIC, 'list', (), 'medium',
+           ('A list of replicas for which log replication should be throttled on the follower '
+           'side. The list should describe a set of replicas in the form '
+           '[PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or alternatively the '
+           "wildcard '*' can be used to throttle all replicas for this topic."),
+           check=check_throttled_replicas),
+    _entry('remote.storage.enable', TOPIC, 'boolean', False, 'medium',
+           ('To enable tiered storage for a topic, set this configuration as true. You can not'
+           ' disable this config once it is enabled. It will be provided in future versions.')),
+    _entry('local.retention.ms', TOPIC, 'long', -2, 'medium',
+           ('The number of milliseconds to keep the local log segment before it gets deleted. '
+           'Default value is -2, it represents `retention.ms` value is to be used. The '
+           'effective value should always be less than or equal to `retention.ms` value.'),
+           synonyms=('log.local.retention.ms',),
+           at_least=-2),
+    _entry('local.retention.bytes', TOPIC, 'long', -2, 'medium',
+           ('The maximum size of local log segments that can grow for a partition before it '
+           'deletes the old segments. Default value is -2, it represents `retention.bytes` '
+           'value to be used. The effective value should always be less than or equal to '
+           '`retention.bytes` value.'),
+           synonyms=('log.local.retention.bytes',),
+           at_least=-2),
+    _entry('remote.log.copy.disable', TOPIC, 'boolean', False, 'medium',
+           ('Determines whether tiered data for a topic should become read only, and no more '
+           'data uploading on a topic. Once this config is set to true, the local retention '
+           'configuration (i.e. local.retention.ms/bytes) becomes irrelevant, and all data '
+           'expiration follows the topic-wide retention configuration(i.e. '
+           'retention.ms/bytes).')),
+    _entry('remote.copy.lag.ms', TOPIC, 'long', 0, 'medium',
+           ('Controls one of the two upload eligibility checks (time and size) for copying '
+           'segments to remote storage. A non-active segment is upload-eligible when either '
+           'this time-based check or <code>remote.copy.lag.bytes</code> is satisfied. When '
+           'set to 0, uploads are immediately eligible regardless of lag checks. When set to '
+           'a positive value (ms), the segment is time-eligible once elapsed time since its '
+           'latest record reaches this value. When set to -1, this value is derived from '
+           'effective local retention time (<code>local.retention.ms</code>). If that '
+           'effective local retention time is unlimited (-1), this time-based check is not '
+           'applied. A positive value should not exceed effective local retention time unless'
+           ' local retention is unlimited (-1).'),
+           synonyms=('log.remote.copy.lag.ms',),
+           support=NO),
+    _entry('remote.copy.lag.bytes', TOPIC, 'long', -1, 'medium',
+           ('Controls one of the two upload eligibility checks (time and size) for copying '
+           'segments to remote storage. A non-active segment is upload-eligible when either '
+           'this size-based check or <code>remote.copy.lag.ms</code> is satisfied. When set '
+           'to 0, uploads are immediately eligible regardless of lag checks. When set to a '
+           'positive value (bytes), the segment is size-eligible once bytes of newer local '
+           'log data after that segment reaches this value. When set to -1, this value is '
+           'derived from effective local retention size (<code>local.retention.bytes</code>).'
+           ' If that effective local retention size is unlimited (-1), this size-based check '
+           'is not applied. A positive value should not exceed effective local retention size'
+           ' unless local retention is unlimited (-1).'),
+           synonyms=('log.remote.copy.lag.bytes',),
+           support=NO),
+    _entry('remote.log.delete.on.disable', TOPIC, 'boolean', False, 'medium',
+           ('Determines whether tiered data for a topic should be deleted after tiered storage'
+           ' is disabled on a topic. This configuration should be enabled when trying to set '
+           '`remote.storage.enable` from true to false')),
+    _entry('errors.deadletterqueue.group.enable', TOPIC, 'boolean', False, 'medium',
+           ('Enable this topic to be used as a dead-letter queue for share groups. When set to'
+           ' <code>true</code>, share groups can write undeliverable records to this topic. '
+           'When set to <code>false</code> (the default), attempts to use this topic as a DLQ'
+           ' will be rejected.'),
+           support=NO),
+    _entry('internal.segment.bytes', TOPIC, 'int', None, 'medium',
+           'The maximum size of a single log file. This should be used for testing only.',
+           support=NO,
+           internal=True),
+    # --- broker configs seglog takes
+    _entry('advertised.listeners', BROKER, 'list', None, 'high',
+           ('Specifies the listener addresses that the Kafka brokers will advertise to clients'
+           ' and other brokers. The config is useful where the actual listener configuration '
+           '<code>listeners</code> does not represent the addresses that clients should use '
+           'to connect, such as in cloud environments. The addresses are published to and '
+           'managed by the controller, the brokers pull these data from the controller as '
+           'needed. In IaaS environments, this may need to be different from the interface to'
+           ' which the broker binds. If this is not set, the value for <code>listeners</code>'
+           ' will be used. Unlike <code>listeners</code>, it is not valid to advertise the '
+           '0.0.0.0 meta-address.  Also unlike <code>listeners</code>, there can be '
+           'duplicated ports in this property, so that one listener can be configured to '
+           "advertise another listener's address. This can be useful in some cases where "
+           'external load balancers are used.'),
+           note='The address given to clients in Metadata; null: the listen address.'),
+    _entry('auto.create.topics.enable', BROKER, 'boolean', True, 'high',
+           'Enable auto creation of topic on the server.',
+           note='Create a topic on Metadata or Produce for a name that does not exist.'),
+    _entry('auto.leader.rebalance.enable', BROKER, 'boolean', True, 'high',
+           ('Enables auto leader balancing. A background thread checks the distribution of '
+           'partition leaders at regular intervals, configurable by '
+           'leader.imbalance.check.interval.seconds. If the leader is imbalanced, leader '
+           'rebalance to the preferred leader for partitions is triggered.'),
+           note=("In a cluster the controller moves leadership back to each partition's "
+                "preferred replica when a broker's share of non-preferred leaders passes "
+                'leader.imbalance.per.broker.percentage (checked every '
+                'leader.imbalance.check.interval.seconds).')),
+    _entry('broker.id', BROKER, 'int', -1, 'high',
+           ('The broker id for this server. This configuration is deprecated and will be '
+           'removed in Apache Kafka 5.0. Please use <code>node.id</code> instead.'),
+           note="The broker's id (-1: node.id, else 1)."),
+    _entry('connections.max.idle.ms', BROKER, 'long', 600000, 'medium',
+           ('Idle connections timeout: the server socket processor threads close the '
+           'connections that idle more than this'),
+           note='Close a connection with no request in flight that was idle this long.'),
+    _entry('controller.listener.names', BROKER, 'list', NO_DEFAULT, 'high',
+           ('A comma-separated list of the names of the listeners used by the controller. This'
+           ' is required when communicating with the controller quorum, the broker will '
+           'always use the first listener in this list.'),
+           support=ACCEPTED,
+           note='Accepted, unused (no KRaft quorum).'),
+    _entry('controller.quorum.bootstrap.servers', BROKER, 'list', (), 'high',
+           ('List of endpoints to use for bootstrapping the cluster metadata. The endpoints '
+           'are specified in comma-separated list of <code>{host}:{port}</code> entries. For '
+           'example: <code>localhost:9092,localhost:9093,localhost:9094</code>.'),
+           support=ACCEPTED,
+           note='Accepted, unused.'),
+    _entry('controller.quorum.voters', BROKER, 'list', (), 'high',
+           ('Map of id/endpoint information for the set of voters in a comma-separated list of'
+           ' <code>{id}@{host}:{port}</code> entries. This is the old way of defining '
+           'membership for controller quorums and should NOT be set if using dynamic quorums.'
+           ' Instead, controller.quorum.bootstrap.servers should be set,and the voter set is '
+           'determined by the --standalone or --initial-controllers flags when formatting.For'
+           ' example: <code>1@localhost:9092,2@localhost:9093,3@localhost:9094</code>'),
+           support=ACCEPTED,
+           note='Accepted, unused.'),
+    _entry('default.replication.factor', BROKER, 'int', 1, 'medium',
+           ('The default replication factor per topic. This configuration affects the '
+           'following paths:<ul>  <li>1. Auto topic creation</li>  <li>2. Internal streams '
+           'topic creation</li>  <li>3. Topic creation via '
+           '<code>AdminClient#createTopics</code> when the replication factor is set to '
+           '-1</li></ul><p>For (1), the value from the broker configuration is used only when'
+           ' it is explicitly set. If it is not explicitly configured on the broker, the '
+           'value from the controller configuration is used.<br/>For (2) and (3), the value '
+           'from the controller configuration is always used.</p>'),
+           at_least=1,
+           note=('Replication factor of a topic created without one (auto-created, or -1 in '
+                'CreateTopics); a single-node broker refuses more than 1.')),
+    _entry('delete.topic.enable', BROKER, 'boolean', True, 'high',
+           ('When set to true, topics can be deleted by the admin client. When set to false, '
+           'deletion requests will be explicitly rejected by the broker.'),
+           note='Allow DeleteTopics.'),
+    _entry('fetch.max.bytes', BROKER, 'int', 57671680, 'medium',
+           ('The maximum number of bytes we will return for a fetch request. Must be at least '
+           '1024.'),
+           at_least=1024,
+           note='Largest Fetch response.'),
+    _entry('group.coordinator.rebalance.protocols', BROKER, 'list',
+           ('classic', 'consumer', 'streams'), 'medium',
+           ('This configuration is deprecated and will be removed in Kafka 5.0. The list of '
+           'enabled rebalance protocols. In Kafka 5.0, all protocols will always be enabled '
+           'and cannot be disabled via this configuration. Use feature versions '
+           '(group.version, streams.version, share.version) managed by kafka-features.sh '
+           'instead.'),
+           support=ACCEPTED,
+           note='Accepted; the classic protocol is served.'),
+    _entry('group.initial.rebalance.delay.ms', BROKER, 'int', 3000, 'medium',
+           ('The amount of time the group coordinator will wait for more consumers to join a '
+           'new group before performing the first rebalance. A longer delay means potentially'
+           ' fewer rebalances, but increases the time until processing begins.'),
+           note='Wait this long for more members before the first rebalance of an empty group.'),
+    _entry('group.max.session.timeout.ms', BROKER, 'int', 1800000, 'medium',
+           ('The maximum allowed session timeout for registered consumers. Longer timeouts '
+           'give consumers more time to process messages in between heartbeats at the cost of'
+           ' a longer time to detect failures.'),
+           note='Largest session timeout allowed.'),
+    _entry('group.max.size', BROKER, 'int', INT32_MAX, 'medium',
+           'The maximum number of consumers that a single consumer group can accommodate.',
+           at_least=1,
+           note='Most members of a group.'),
+    _entry('group.min.session.timeout.ms', BROKER, 'int', 6000, 'medium',
+           ('The minimum allowed session timeout for registered consumers. Shorter timeouts '
+           'result in quicker failure detection at the cost of more frequent consumer '
+           'heartbeating, which can overwhelm broker resources.'),
+           note='Smallest session timeout allowed.'),
+    _entry('inter.broker.listener.name', BROKER, 'string', None, 'medium',
+           ('Name of listener used for communication between brokers. If this is unset, the '
+           'listener name is defined by security.inter.broker.protocol. It is an error to set'
+           ' this and security.inter.broker.protocol properties at the same time.'),
+           support=ACCEPTED,
+           note='Accepted, unused (one node).'),
+    _entry('leader.imbalance.check.interval.seconds', BROKER, 'long', 300, 'high',
+           ('The frequency with which the partition rebalance check is triggered by the '
+           'controller'),
+           at_least=1,
+           note=('How often the controller checks the leader imbalance '
+                '(auto.leader.rebalance.enable).')),
+    _entry('leader.imbalance.per.broker.percentage', BROKER, 'int', 10, 'high',
+           ("The share of a broker's partitions led elsewhere above which the controller "
+           'rebalances.'),
+           at_least=0,
+           at_most=100,
+           kafka=False),
+    _entry('listener.security.protocol.map', BROKER, 'string',
+           'SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT', 'low',
+           ('Map between listener names and security protocols. This must be defined for the '
+           'same security protocol to be usable in more than one port or IP. For example, '
+           'internal and external traffic can be separated even if SSL is required for both. '
+           'Concretely, the user could define listeners with names INTERNAL and EXTERNAL and '
+           'this property as: <code>INTERNAL:SSL,EXTERNAL:SSL</code>. As shown, key and value'
+           ' are separated by a colon and map entries are separated by commas. Each listener '
+           'name should only appear once in the map. Different security (SSL and SASL) '
+           'settings can be configured for each listener by adding a normalised prefix (the '
+           'listener name is lowercased) to the config name. For example, to set a different '
+           'keystore for the INTERNAL listener, a config with name '
+           '<code>listener.name.internal.ssl.keystore.location</code> would be set. If the '
+           'config for the listener name is not set, the config will fallback to the generic '
+           'config (i.e. <code>ssl.keystore.location</code>). Note that in KRaft a default '
+           'mapping from the listener names defined by <code>controller.listener.names</code>'
+           ' to PLAINTEXT is assumed if no explicit mapping is provided and no other security'
+           ' protocol is in use.'),
+           dynamic=PER_BROKER,
+           support=ACCEPTED,
+           note='Accepted; only PLAINTEXT is served.'),
+    _entry('listeners', BROKER, 'list', ('PLAINTEXT://:9092',), 'high',
+           ('Listener List - Comma-separated list of URIs we will listen on and the listener '
+           'names. If the listener name is not a security protocol, '
+           '<code>listener.security.protocol.map</code> must also be set.  Listener names and'
+           ' port numbers must be unique unless one listener is an IPv4 address and the other'
+           ' listener is an IPv6 address (for the same port).  Specify hostname as 0.0.0.0 to'
+           ' bind to all interfaces.  Leave hostname empty to bind to default interface.  '
+           'Examples of legal listener lists:  '
+           '<code>PLAINTEXT://myhost:9092,SSL://:9091</code>  '
+           '<code>CLIENT://0.0.0.0:9092,REPLICATION://localhost:9093</code>  '
+           '<code>PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092</code> '),
+           dynamic=PER_BROKER,
+           note=('Where to listen, as name://host:port; the first PLAINTEXT listener is used '
+                'when the broker is not given a listen address.')),
+    _entry('log.cleaner.dedupe.buffer.size', BROKER, 'long', 134217728, 'medium',
+           'The total memory used for log deduplication across all cleaner threads',
+           at_least=1048577,
+           dynamic=CLUSTER_WIDE,
+           note='Compaction key map budget.'),
+    _entry('log.cleaner.delete.retention.ms', BROKER, 'long', 86400000, 'medium',
+           ('The amount of time to retain tombstone message markers for log compacted topics. '
+           'This setting also gives a bound on the time in which a consumer must complete a '
+           'read if they begin from offset 0 to ensure that they get a valid snapshot of the '
+           'final stage (otherwise  tombstones messages may be collected before a consumer '
+           'completes their scan).'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='How long compaction keeps tombstones.'),
+    _entry('log.cleaner.enable', BROKER, 'boolean', True, 'medium',
+           ('This configuration has been deprecated and will be removed in Kafka 5.0. Users '
+           'should not set it to false to prepare for its future removal. Enable the log '
+           'cleaner process to run on the server. Should be enabled if using any topics with '
+           'a cleanup.policy=compact including the internal offsets topic. If disabled those '
+           'topics will not be compacted and continually grow in size.'),
+           support=ACCEPTED,
+           note='Accepted; compaction runs in the maintenance task for compacted topics.'),
+    _entry('log.cleaner.max.compaction.lag.ms', BROKER, 'long', INT64_MAX, 'medium',
+           ('The maximum time a message will remain ineligible for compaction in the log. Only'
+           ' applicable for logs that are being compacted.'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           note='Maximum compaction lag.'),
+    _entry('log.cleaner.min.cleanable.ratio', BROKER, 'double', 0.5, 'medium',
+           ('The minimum ratio of dirty log to total log for a log to eligible for cleaning. '
+           'If the log.cleaner.max.compaction.lag.ms or the log.cleaner.min.compaction.lag.ms'
+           ' configurations are also specified, then the log compactor considers the log '
+           'eligible for compaction as soon as either: (i) the dirty ratio threshold has been'
+           ' met and the log has had dirty (uncompacted) records for at least the '
+           'log.cleaner.min.compaction.lag.ms duration, or (ii) if the log has had dirty '
+           '(uncompacted) records for at most the log.cleaner.max.compaction.lag.ms period.'),
+           at_least=0.0,
+           at_most=1.0,
+           dynamic=CLUSTER_WIDE,
+           note='Dirty ratio that triggers compaction.'),
+    _entry('log.cleaner.min.compaction.lag.ms', BROKER, 'long', 0, 'medium',
+           ('The minimum time a message will remain uncompacted in the log. Only applicable '
+           'for logs that are being compacted.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Minimum compaction lag.'),
+    _entry('log.cleaner.threads', BROKER, 'int', 1, 'medium',
+           'The number of background threads to use for log cleaning',
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           support=ACCEPTED,
+           note='Accepted; compaction runs on the maintenance task.'),
+    _entry('log.cleanup.policy', BROKER, 'list', ('delete',), 'medium',
+           ('This config designates the retention policy to use on log segments. The "delete" '
+           'policy (which is the default) will discard old segments when their retention time'
+           ' or size limit has been reached. The "compact" policy will enable <a '
+           'href="https://kafka.apache.org/documentation/#compaction">log compaction</a>, '
+           'which retains the latest value for each key. It is also possible to specify both '
+           'policies in a comma-separated list (e.g. "delete,compact"). In this case, old '
+           'segments will be discarded per the retention time and size configuration, while '
+           'retained segments will be compacted. An empty list means infinite retention - no '
+           'cleanup policies will be applied and log segments will be retained indefinitely. '
+           'Note that with remote storage enabled, local retention limits '
+           '(log.local.retention.ms and log.local.retention.bytes) are still applied to local'
+           ' segments.'),
+           choices=('compact', 'delete'),
+           dynamic=CLUSTER_WIDE,
+           note='delete and/or compact.'),
+    _entry('log.dir', BROKER, 'list', ('/tmp/kafka-logs',), 'high',
+           ('A comma-separated list of the directories where the log data is stored. '
+           '(supplemental to log.dirs property)'),
+           note='The data directory when log.dirs is null.'),
+    _entry('log.dirs', BROKER, 'list', None, 'high',
+           ('A comma-separated list of the directories where the log data is stored. If not '
+           'set, the value in log.dir is used.'),
+           note='The data directories (null: log.dir); the broker serves one.'),
+    _entry('log.flush.interval.messages', BROKER, 'long', INT64_MAX, 'high',
+           ('The number of messages accumulated on a log partition before messages are flushed'
+           ' to disk.'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           note='Fsync after this many records.'),
+    _entry('log.flush.interval.ms', BROKER, 'long', None, 'high',
+           ('The maximum time in ms that a message in any topic is kept in memory before '
+           'flushed to disk. If not set, the value in log.flush.scheduler.interval.ms is used'),
+           dynamic=CLUSTER_WIDE,
+           note='Fsync when the last flush is this old (null: log.flush.scheduler.interval.ms).'),
+    _entry('log.flush.scheduler.interval.ms', BROKER, 'long', INT64_MAX, 'high',
+           ('The frequency in ms that the log flusher checks whether any log needs to be '
+           'flushed to disk'),
+           note='See log.flush.interval.ms.'),
+    _entry('log.index.interval.bytes', BROKER, 'int', 4096, 'medium',
+           'The interval with which we add an entry to the offset index.',
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Bytes between index entries.'),
+    _entry('log.index.size.max.bytes', BROKER, 'int', 10485760, 'medium',
+           'The maximum size in bytes of the offset index',
+           at_least=4,
+           dynamic=CLUSTER_WIDE,
+           note='Largest offset or time index.'),
+    _entry('log.message.timestamp.after.max.ms', BROKER, 'long', 3600000, 'medium',
+           ('This configuration sets the allowable timestamp difference between the message '
+           "timestamp and the broker's timestamp. The message timestamp can be later than or "
+           "equal to the broker's timestamp, with the maximum allowable difference determined"
+           ' by the value set in this configuration. If '
+           'log.message.timestamp.type=CreateTime, the message will be rejected if the '
+           'difference in timestamps exceeds this specified threshold. This configuration is '
+           'ignored if log.message.timestamp.type=LogAppendTime.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note="Largest distance of a CreateTime timestamp after the broker's clock."),
+    _entry('log.message.timestamp.before.max.ms', BROKER, 'long', INT64_MAX, 'medium',
+           ("This configuration sets the allowable timestamp difference between the broker's "
+           'timestamp and the message timestamp. The message timestamp can be earlier than or'
+           " equal to the broker's timestamp, with the maximum allowable difference "
+           'determined by the value set in this configuration. If '
+           'log.message.timestamp.type=CreateTime, the message will be rejected if the '
+           'difference in timestamps exceeds this specified threshold. This configuration is '
+           'ignored if log.message.timestamp.type=LogAppendTime.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note="Largest distance of a CreateTime timestamp before the broker's clock."),
+    _entry('log.message.timestamp.type', BROKER, 'string', 'CreateTime', 'medium',
+           ('Define whether the timestamp in the message is message create time or log append '
+           'time. The value should be either <code>CreateTime</code> or '
+           '<code>LogAppendTime</code>.'),
+           choices=('CreateTime', 'LogAppendTime'),
+           dynamic=CLUSTER_WIDE,
+           note='CreateTime or LogAppendTime.'),
+    _entry('log.preallocate', BROKER, 'boolean', False, 'medium',
+           ('Should pre allocate file when create new segment? If you are using Kafka on '
+           'Windows, you probably need to set it to true.'),
+           dynamic=CLUSTER_WIDE,
+           note='Preallocate segment files.'),
+    _entry('log.retention.bytes', BROKER, 'long', -1, 'high',
+           'The maximum size of the log before deleting it',
+           dynamic=CLUSTER_WIDE,
+           note='Retention size per partition; -1: no limit.'),
+    _entry('log.retention.check.interval.ms', BROKER, 'long', 300000, 'medium',
+           ('The frequency in milliseconds that the log cleaner checks whether any log is '
+           'eligible for deletion'),
+           at_least=1,
+           note='How often retention, compaction and flush.ms run.'),
+    _entry('log.retention.hours', BROKER, 'int', 168, 'high',
+           ('The number of hours to keep a log file before deleting it (in hours), tertiary to'
+           ' log.retention.ms property'),
+           at_least=-1,
+           note='Retention time in hours.'),
+    _entry('log.retention.minutes', BROKER, 'int', None, 'high',
+           ('The number of minutes to keep a log file before deleting it (in minutes), '
+           'secondary to log.retention.ms property. If not set, the value in '
+           'log.retention.hours is used'),
+           at_least=-1,
+           note='Retention time in minutes (null: hours).'),
+    _entry('log.retention.ms', BROKER, 'long', None, 'high',
+           ('The number of milliseconds to keep a log file before deleting it (in '
+           'milliseconds), If not set, the value in log.retention.minutes is used. If set to '
+           '-1, no time limit is applied.'),
+           at_least=-1,
+           dynamic=CLUSTER_WIDE,
+           note='Retention time (null: log.retention.minutes); -1 keeps forever.'),
+    _entry('log.roll.hours', BROKER, 'int', 168, 'high',
+           ('The maximum time before a new log segment is rolled out (in hours), secondary to '
+           'log.roll.ms property'),
+           at_least=1,
+           note='Roll a segment this many hours old.'),
+    _entry('log.roll.jitter.hours', BROKER, 'int', 0, 'high',
+           ('The maximum jitter to subtract from logRollTimeMillis (in hours), secondary to '
+           'log.roll.jitter.ms property'),
+           at_least=0,
+           note='Roll jitter in hours.'),
+    _entry('log.roll.jitter.ms', BROKER, 'long', None, 'high',
+           ('The maximum jitter to subtract from logRollTimeMillis (in milliseconds). If not '
+           'set, the value in log.roll.jitter.hours is used'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Roll jitter (null: log.roll.jitter.hours).'),
+    _entry('log.roll.ms', BROKER, 'long', None, 'high',
+           ('The maximum time before a new log segment is rolled out (in milliseconds). If not'
+           ' set, the value in log.roll.hours is used'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           note='Roll a segment this old (null: log.roll.hours).'),
+    _entry('log.segment.bytes', BROKER, 'int', 1073741824, 'high',
+           'The maximum size of a single log file',
+           at_least=14,
+           dynamic=CLUSTER_WIDE,
+           note='Segment size.'),
+    _entry('log.segment.delete.delay.ms', BROKER, 'long', 60000, 'high',
+           ('The amount of time to wait before deleting a file from the filesystem. If the '
+           'value is 0 and there is no file to delete, the system will wait 1 millisecond. '
+           'Low value will cause busy waiting'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note="Delay before a deleted segment's files are removed."),
+    _entry('max.connections', BROKER, 'int', INT32_MAX, 'medium',
+           ('The maximum number of connections we allow in the broker at any time. This limit '
+           'is applied in addition to any per-ip limits configured using '
+           'max.connections.per.ip. Listener-level limits may also be configured by prefixing'
+           ' the config name with the listener prefix, for example, '
+           '<code>listener.name.internal.max.connections.per.ip</code>. Broker-wide limit '
+           'should be configured based on broker capacity while listener limits should be '
+           'configured based on application requirements. New connections are blocked if '
+           'either the listener or broker limit is reached. Connections on the inter-broker '
+           'listener are permitted even if broker-wide limit is reached. The least recently '
+           'used connection on another listener will be closed in this case.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Most client connections at once; more are closed when accepted.'),
+    _entry('max.connections.per.ip', BROKER, 'int', INT32_MAX, 'medium',
+           ('The maximum number of connections we allow from each ip address. This can be set '
+           'to 0 if there are overrides configured using max.connections.per.ip.overrides '
+           'property. New connections from the ip address are dropped if the limit is '
+           'reached.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Most connections from one address; more are closed when accepted.'),
+    _entry('message.max.bytes', BROKER, 'int', 1048588, 'high',
+           ('The largest record batch size allowed by Kafka (after compression if compression '
+           'is enabled).This can be set per topic with the topic level '
+           '<code>max.message.bytes</code> config.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Largest record batch.'),
+    _entry('node.id', BROKER, 'int', NO_DEFAULT, 'high',
+           ('The node ID associated with the roles this process is playing when '
+           '<code>process.roles</code> is non-empty. This is required configuration when '
+           'running in KRaft mode.'),
+           note="The node id (KRaft's name for broker.id); unset: broker.id."),
+    _entry('num.io.threads', BROKER, 'int', 8, 'high',
+           ('The number of threads that the server uses for processing requests, which may '
+           'include disk I/O'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           support=ACCEPTED,
+           note='Accepted; handlers run on the event loop.'),
+    _entry('num.network.threads', BROKER, 'int', 3, 'high',
+           ('The number of threads that the server uses for receiving requests from the '
+           'network and sending responses to the network. Noted: each listener (except for '
+           'controller listener) creates its own thread pool.'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           support=ACCEPTED,
+           note='Accepted; one event loop serves every connection.'),
+    _entry('num.partitions', BROKER, 'int', 1, 'medium',
+           ('The default number of log partitions per topic. This configuration affects the '
+           'following paths:<ul>  <li>1. Auto topic creation</li>  <li>2. Internal streams '
+           'topic creation</li>  <li>3. Topic creation via '
+           '<code>AdminClient#createTopics</code> when the number of partition is set to '
+           '-1</li></ul><p>For (1), the value from the broker configuration is used only when'
+           ' it is explicitly set. If it is not explicitly configured on the broker, the '
+           'value from the controller configuration is used.<br/>For (2) and (3), the value '
+           'from the controller configuration is always used.</p>'),
+           at_least=1,
+           note='Partitions of an auto-created topic.'),
+    _entry('num.recovery.threads.per.data.dir', BROKER, 'int', 2, 'high',
+           ('The number of threads per data directory to be used for log recovery at startup '
+           'and flushing at shutdown'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           support=ACCEPTED,
+           note='Accepted; recovery is sequential.'),
+    _entry('offset.metadata.max.bytes', BROKER, 'int', 4096, 'high',
+           'The maximum size for a metadata entry associated with an offset commit.',
+           note='Largest commit metadata string.'),
+    _entry('offsets.commit.timeout.ms', BROKER, 'int', 5000, 'high',
+           ('Offset commit will be delayed until all replicas for the offsets topic receive '
+           'the commit or this timeout is reached. This is similar to the producer request '
+           'timeout. This is applied to all the writes made by the coordinator.'),
+           at_least=1,
+           support=ACCEPTED,
+           note='Accepted; commits are written at once.'),
+    _entry('offsets.retention.check.interval.ms', BROKER, 'long', 600000, 'high',
+           'Frequency at which to check for stale offsets',
+           at_least=1,
+           note='How often expired offsets are removed.'),
+    _entry('offsets.retention.minutes', BROKER, 'int', 10080, 'high',
+           ('For subscribed consumers, committed offset of a specific partition will be '
+           'expired and discarded when 1) this retention period has elapsed after the '
+           'consumer group loses all its consumers (i.e. becomes empty); 2) this retention '
+           'period has elapsed since the last time an offset is committed for the partition '
+           'and the group is no longer subscribed to the corresponding topic. For standalone '
+           'consumers (using manual assignment), offsets will be expired after this retention'
+           ' period has elapsed since the time of last commit. Note that when a group is '
+           'deleted via the delete-group request, its committed offsets will also be deleted '
+           'without extra retention period; also when a topic is deleted via the delete-topic'
+           " request, upon propagated metadata update any group's committed offsets for that "
+           'topic will also be deleted without extra retention period.'),
+           at_least=1,
+           note='Committed offsets of an empty group expire after this long.'),
+    _entry('offsets.topic.num.partitions', BROKER, 'int', 50, 'high',
+           ('The number of partitions for the offset commit topic (should not change after '
+           'deployment).'),
+           at_least=1,
+           note='Partitions of __consumer_offsets.'),
+    _entry('offsets.topic.replication.factor', BROKER, 'short', 3, 'high',
+           ('The replication factor for the offsets topic (set higher to ensure availability).'
+           ' Internal topic creation will fail until the cluster size meets this replication '
+           'factor requirement.'),
+           at_least=1,
+           support=ACCEPTED,
+           note=('Replication factor of __consumer_offsets in a cluster (group coordinators in'
+                ' a cluster are not served yet).')),
+    _entry('offsets.topic.segment.bytes', BROKER, 'int', 104857600, 'high',
+           ('The offsets topic segment bytes should be kept relatively small in order to '
+           'facilitate faster log compaction and cache loads.'),
+           at_least=1,
+           support=ACCEPTED,
+           note='Segment size of __consumer_offsets.'),
+    _entry('process.roles', BROKER, 'list', NO_DEFAULT, 'high',
+           ("The roles that this process plays: 'broker', 'controller', or 'broker,controller'"
+           ' if it is both. '),
+           support=ACCEPTED,
+           note='Accepted, unused (no KRaft quorum).'),
+    _entry('producer.id.expiration.check.interval.ms', BROKER, 'int', 600000, 'low',
+           ('The interval at which to remove producer IDs that have expired due to '
+           '<code>producer.id.expiration.ms</code> passing.'),
+           at_least=1,
+           support=ACCEPTED,
+           note=('Accepted; idle producer ids are dropped as their partitions are written and '
+                'maintained.')),
+    _entry('producer.id.expiration.ms', BROKER, 'int', 86400000, 'low',
+           ('The time in ms that a topic partition leader will wait before expiring producer '
+           'IDs. Producer IDs will not expire while a transaction associated to them is still'
+           ' ongoing. Note that producer IDs may expire sooner if the last write from the '
+           "producer ID is deleted due to the topic's retention settings. Setting this value "
+           'the same or higher than <code>delivery.timeout.ms</code> can help prevent '
+           'expiration during retries and protect against message duplication, but the '
+           'default should be reasonable for most use cases.'),
+           at_least=1,
+           dynamic=CLUSTER_WIDE,
+           note="An idle producer id's state is dropped after this long."),
+    _entry('queued.max.requests', BROKER, 'int', 500, 'high',
+           ('The number of queued requests allowed for data-plane, before blocking the network'
+           ' threads'),
+           at_least=1,
+           note=('Requests read from one connection and not yet answered before the broker '
+                'stops reading it (back-pressure).')),
+    _entry('replica.fetch.backoff.ms', BROKER, 'int', 1000, 'medium',
+           'The amount of time to sleep when fetch partition error occurs.',
+           at_least=0,
+           note='A follower waits this long after a failed fetch before the next.'),
+    _entry('replica.fetch.max.bytes', BROKER, 'int', 1048576, 'medium',
+           ('The number of bytes of messages to attempt to fetch for each partition. This is '
+           'not an absolute maximum, if the first record batch in the first non-empty '
+           'partition of the fetch is larger than this value, the record batch will still be '
+           'returned to ensure that progress can be made. The maximum record batch size '
+           'accepted by the broker is defined via <code>message.max.bytes</code> (broker '
+           'config) or <code>max.message.bytes</code> (topic config).'),
+           at_least=0,
+           note='Bytes a follower fetches per partition (at least one batch).'),
+    _entry('replica.fetch.min.bytes', BROKER, 'int', 1, 'high',
+           ('Minimum bytes expected for each fetch response. If not enough bytes, wait up to '
+           '<code>replica.fetch.wait.max.ms</code> (broker config). Even if the total data '
+           'available in the broker exceeds replica.fetch.min.bytes, the actual returned size'
+           ' may still be less than this value due to per-partition limits '
+           'replica.fetch.max.bytes and max returned limits replica.fetch.response.max.bytes'),
+           at_least=0,
+           note="Bytes a follower's fetch waits for before its leader answers."),
+    _entry('replica.fetch.response.max.bytes', BROKER, 'int', 10485760, 'medium',
+           ('Maximum bytes expected for the entire fetch response. Records are fetched in '
+           'batches, and if the first record batch in the first non-empty partition of the '
+           'fetch is larger than this value, the record batch will still be returned to '
+           'ensure that progress can be made. As such, this is not an absolute maximum. The '
+           'maximum record batch size accepted by the broker is defined via '
+           '<code>message.max.bytes</code> (broker config) or <code>max.message.bytes</code> '
+           '(topic config).'),
+           at_least=0,
+           note='Bytes a follower fetches per request (at least one batch).'),
+    _entry('replica.fetch.wait.max.ms', BROKER, 'int', 500, 'high',
+           ('The maximum wait time for each fetcher request issued by follower replicas. This '
+           'value should always be less than the replica.lag.time.max.ms at all times to '
+           'prevent frequent shrinking of ISR for low throughput topics'),
+           at_least=0,
+           note="The longest a follower's fetch waits at its leader for records."),
+    _entry('replica.high.watermark.checkpoint.interval.ms', BROKER, 'long', 5000, 'high',
+           'The frequency with which the high watermark is saved out to disk',
+           at_least=1,
+           note='How often the high watermarks are written to replication-offset-checkpoint.'),
+    _entry('replica.lag.time.max.ms', BROKER, 'long', 30000, 'high',
+           ("If a follower hasn't sent any fetch requests or hasn't consumed up to the "
+           "leader's log end offset for at least this time, the leader will remove the "
+           'follower from ISR'),
+           at_least=1,
+           note=("A follower that has not caught up with its leader's log end for this long "
+                'leaves the ISR (checked every half of it).')),
+    _entry('replica.socket.timeout.ms', BROKER, 'int', 30000, 'high',
+           ('The socket timeout for network requests. Its value should be at least '
+           'replica.fetch.wait.max.ms'),
+           at_least=1,
+           note=("A follower's bound on connecting to its leader and on each request's round "
+                'trip.')),
+    _entry('share.coordinator.state.topic.min.isr', BROKER, 'short', 2, 'high',
+           'Overridden min.insync.replicas for the share-group state topic.',
+           support=ACCEPTED,
+           note='Accepted.'),
+    _entry('share.coordinator.state.topic.replication.factor', BROKER, 'short', 3, 'high',
+           ('Replication factor for the share-group state topic. Topic creation will fail '
+           'until the cluster size meets this replication factor requirement.'),
+           support=ACCEPTED,
+           note='Accepted.'),
+    _entry('socket.listen.backlog.size', BROKER, 'int', 50, 'medium',
+           ('The maximum number of pending connections on the socket. In Linux, you may also '
+           'need to configure <code>somaxconn</code> and <code>tcp_max_syn_backlog</code> '
+           'kernel parameters accordingly to make the configuration takes effect.'),
+           at_least=1,
+           note='The listen backlog.'),
+    _entry('socket.receive.buffer.bytes', BROKER, 'int', 102400, 'high',
+           ('The SO_RCVBUF buffer of the socket server sockets. If the value is -1, the OS '
+           'default will be used.'),
+           note=("SO_RCVBUF of connections, applied when set (unset or -1: the OS's autotuned "
+                'size).')),
+    _entry('socket.request.max.bytes', BROKER, 'int', 104857600, 'high',
+           'The maximum number of bytes in a socket request',
+           at_least=1,
+           note='Largest request frame; a larger (or negative) size closes the connection.'),
+    _entry('socket.send.buffer.bytes', BROKER, 'int', 102400, 'high',
+           ('The SO_SNDBUF buffer of the socket server sockets. If the value is -1, the OS '
+           'default will be used.'),
+           note=("SO_SNDBUF of connections, applied when set (unset or -1: the OS's autotuned "
+                'size).')),
+    _entry('transaction.abort.timed.out.transaction.cleanup.interval.ms', BROKER, 'int',
+           10000, 'low',
+           'The interval at which to rollback transactions that have timed out',
+           at_least=1,
+           note='How often transactions past their timeout are aborted.'),
+    _entry('transaction.max.timeout.ms', BROKER, 'int', 900000, 'high',
+           ('The maximum allowed timeout for transactions. If a client’s requested transaction'
+           ' time exceed this, then the broker will return an error in InitProducerIdRequest.'
+           ' This prevents a client from too large of a timeout, which can stall consumers '
+           'reading from topics included in the transaction.'),
+           at_least=1,
+           note='Largest transaction timeout a producer may ask for.'),
+    _entry('transaction.remove.expired.transaction.cleanup.interval.ms', BROKER, 'int',
+           3600000, 'low',
+           ('The interval at which to remove transactions that have expired due to '
+           '<code>transactional.id.expiration.ms</code> passing'),
+           at_least=1,
+           support=ACCEPTED,
+           note='How often expired transactional ids are removed.'),
+    _entry('transaction.state.log.min.isr', BROKER, 'int', 2, 'high',
+           ('The minimum number of replicas that must acknowledge a write to transaction topic'
+           ' in order to be considered successful.'),
+           at_least=1,
+           support=ACCEPTED,
+           note='min.insync.replicas of __transaction_state in a cluster (not served yet).'),
+    _entry('transaction.state.log.num.partitions', BROKER, 'int', 50, 'high',
+           ('The number of partitions for the transaction topic (should not change after '
+           'deployment).'),
+           at_least=1,
+           note='Partitions of __transaction_state.'),
+    _entry('transaction.state.log.replication.factor', BROKER, 'short', 3, 'high',
+           ('The replication factor for the transaction topic (set higher to ensure '
+           'availability). Internal topic creation will fail until the cluster size meets '
+           'this replication factor requirement.'),
+           at_least=1,
+           support=ACCEPTED,
+           note=('Replication factor of __transaction_state in a cluster (transaction '
+                'coordinators in a cluster are not served yet).')),
+    _entry('transaction.state.log.segment.bytes', BROKER, 'int', 104857600, 'high',
+           ('The transaction topic segment bytes should be kept relatively small in order to '
+           'facilitate faster log compaction and cache loads'),
+           at_least=1,
+           support=ACCEPTED,
+           note='Segment size of __transaction_state.'),
+    _entry('transactional.id.expiration.ms', BROKER, 'int', 604800000, 'high',
+           ('The time in ms that the transaction coordinator will wait without receiving any '
+           'transaction status updates for the current transaction before expiring its '
+           'transactional id. Transactional IDs will not expire while a the transaction is '
+           'still ongoing.'),
+           at_least=1,
+           note='A transactional id idle this long is forgotten.'),
+    _entry('zookeeper.connect', BROKER, 'string', None, 'high',
+           ("ZooKeeper's host:port[,host:port...][/chroot]: when set the broker is a member of"
+           ' the cluster kept there (docs/cluster.md); null: a single-node broker.'),
+           kafka=False),
+    _entry('zookeeper.connection.timeout.ms', BROKER, 'int', None, 'high',
+           ('How long the broker waits to connect to ZooKeeper at start (null: '
+           'zookeeper.session.timeout.ms).'),
+           at_least=1,
+           kafka=False),
+    _entry('zookeeper.session.timeout.ms', BROKER, 'int', 18000, 'high',
+           'The ZooKeeper session timeout: a broker silent this long is dead to the cluster.',
+           at_least=1,
+           kafka=False),
+    # --- Kafka 4.4's other broker configs: seglog does not implement them (refused by name)
+    _absent('add.partitions.to.txn.retry.backoff.max.ms', 'int', 100, 'high', READ_ONLY),
+    _absent('add.partitions.to.txn.retry.backoff.ms', 'int', 20, 'high', READ_ONLY),
+    _absent('alter.config.policy.class.name', 'class', None, 'low', READ_ONLY),
+    _absent('alter.log.dirs.replication.quota.window.num', 'int', 11, 'low', READ_ONLY),
+    _absent('alter.log.dirs.replication.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
+    _absent('authorizer.class.name', 'string', '', 'low', READ_ONLY),
+    _absent('background.threads', 'int', 10, 'high', CLUSTER_WIDE),
+    _absent('broker.heartbeat.interval.ms', 'int', 2000, 'medium', READ_ONLY),
+    _absent('broker.rack', 'string', None, 'medium', READ_ONLY),
+    _absent('broker.session.timeout.ms', 'int', 9000, 'medium', READ_ONLY),
+    _absent('client.quota.callback.class', 'class', None, 'low', READ_ONLY),
+    _absent('config.providers', 'list', (), 'low', CLUSTER_WIDE),
+    _absent('connection.failed.authentication.delay.ms', 'int', 100, 'low', READ_ONLY),
+    _absent('connections.max.reauth.ms', 'long', 0, 'medium', READ_ONLY),
+    _absent('controlled.shutdown.enable', 'boolean', True, 'medium', READ_ONLY),
+    _absent('controller.performance.always.log.threshold.ms', 'long', 2000, 'medium', READ_ONLY),
+    _absent('controller.performance.sample.period.ms', 'long', 60000, 'medium', READ_ONLY),
+    _absent('controller.quorum.append.linger.ms', 'int', 25, 'medium', READ_ONLY),
+    _absent('controller.quorum.auto.join.enable', 'boolean', False, 'low', READ_ONLY),
+    _absent('controller.quorum.election.backoff.max.ms', 'int', 1000, 'high', READ_ONLY),
+    _absent('controller.quorum.election.timeout.ms', 'int', 1000, 'high', READ_ONLY),
+    _absent('controller.quorum.fetch.max.bytes', 'int', 1048576, 'low', READ_ONLY),
+    _absent('controller.quorum.fetch.snapshot.max.bytes', 'int', 1048576, 'low', READ_ONLY),
+    _absent('controller.quorum.fetch.timeout.ms', 'int', 2000, 'high', READ_ONLY),
+    _absent('controller.quorum.request.timeout.ms', 'int', 2000, 'medium', READ_ONLY),
+    _absent('controller.quorum.retry.backoff.ms', 'int', 20, 'low', READ_ONLY),
+    _absent('controller.quota.window.num', 'int', 11, 'low', READ_ONLY),
+    _absent('controller.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
+    _absent('controller.socket.timeout.ms', 'int', 30000, 'medium', READ_ONLY),
+    _absent('cordoned.log.dirs', 'list', (), 'medium', PER_BROKER),
+    _absent('create.topic.policy.class.name', 'class', None, 'low', READ_ONLY),
+    _absent('delegation.token.expiry.check.interval.ms', 'long', 3600000, 'low', READ_ONLY),
+    _absent('delegation.token.expiry.time.ms', 'long', 86400000, 'medium', READ_ONLY),
+    _absent('delegation.token.max.lifetime.ms', 'long', 604800000, 'medium', READ_ONLY),
+    _absent('delegation.token.secret.key', 'password', None, 'medium', READ_ONLY),
+    _absent('delete.records.purgatory.purge.interval.requests', 'int', 1, 'medium', READ_ONLY),
+    _absent('early.start.listeners', 'list', None, 'high', READ_ONLY),
+    _absent('errors.deadletterqueue.auto.create.topics.enable',
+            'boolean', False, 'medium', CLUSTER_WIDE),
+    _absent('errors.deadletterqueue.topic.name.prefix', 'string', 'dlq.', 'medium', CLUSTER_WIDE),
+    _absent('fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
+    _absent('follower.fetch.last.tiered.offset.enable', 'boolean', False, 'medium', CLUSTER_WIDE),
+    _absent('group.consumer.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
+    _absent('group.consumer.assignor.offload.enable', 'boolean', True, 'medium', CLUSTER_WIDE),
+    _absent('group.consumer.assignors', 'list', ('uniform', 'range'), 'medium', READ_ONLY),
+    _absent('group.consumer.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.consumer.max.assignment.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.consumer.max.heartbeat.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.consumer.max.session.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('group.consumer.max.size', 'int', INT32_MAX, 'medium', READ_ONLY),
+    _absent('group.consumer.migration.policy', 'string', 'bidirectional', 'medium', READ_ONLY),
+    _absent('group.consumer.min.assignment.interval.ms', 'int', 0, 'medium', READ_ONLY),
+    _absent('group.consumer.min.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.consumer.min.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.consumer.regex.refresh.interval.ms', 'int', 600000, 'medium', READ_ONLY),
+    _absent('group.consumer.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.coordinator.append.linger.ms', 'int', -1, 'medium', READ_ONLY),
+    _absent('group.coordinator.background.threads', 'int', 2, 'high', READ_ONLY),
+    _absent('group.coordinator.cached.buffer.max.bytes', 'int', 1048588, 'medium', CLUSTER_WIDE),
+    _absent('group.coordinator.threads', 'int', 4, 'high', READ_ONLY),
+    _absent('group.share.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
+    _absent('group.share.assignor.offload.enable', 'boolean', True, 'medium', CLUSTER_WIDE),
+    _absent('group.share.assignors', 'list', ('simple',), 'medium', READ_ONLY),
+    _absent('group.share.delivery.count.limit', 'int', 5, 'medium', READ_ONLY),
+    _absent('group.share.dlq.manager.class.name',
+            'string',
+            'org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager', 'medium', READ_ONLY),
+    _absent('group.share.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.share.initialize.retry.interval.ms', 'int', 30000, 'low', READ_ONLY),
+    _absent('group.share.max.assignment.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.share.max.delivery.count.limit', 'int', 10, 'medium', READ_ONLY),
+    _absent('group.share.max.heartbeat.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.share.max.partition.max.record.locks', 'int', 4000, 'medium', READ_ONLY),
+    _absent('group.share.max.record.lock.duration.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('group.share.max.session.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('group.share.max.share.sessions', 'int', 2000, 'medium', READ_ONLY),
+    _absent('group.share.max.size', 'int', 200, 'medium', READ_ONLY),
+    _absent('group.share.min.assignment.interval.ms', 'int', 0, 'medium', READ_ONLY),
+    _absent('group.share.min.delivery.count.limit', 'int', 2, 'medium', READ_ONLY),
+    _absent('group.share.min.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.share.min.partition.max.record.locks', 'int', 100, 'medium', READ_ONLY),
+    _absent('group.share.min.record.lock.duration.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.share.min.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.share.partition.max.record.locks', 'int', 2000, 'medium', READ_ONLY),
+    _absent('group.share.persister.class.name',
+            'string',
+            'org.apache.kafka.server.share.persister.DefaultStatePersister', 'medium', READ_ONLY),
+    _absent('group.share.record.lock.duration.ms', 'int', 30000, 'medium', READ_ONLY),
+    _absent('group.share.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.streams.acceptable.recovery.lag', 'long', 10000, 'medium', READ_ONLY),
+    _absent('group.streams.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
+    _absent('group.streams.assignor.offload.enable', 'boolean', True, 'medium', CLUSTER_WIDE),
+    _absent('group.streams.assignors', 'list', ('sticky',), 'medium', READ_ONLY),
+    _absent('group.streams.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.streams.initial.rebalance.delay.ms', 'int', 3000, 'medium', READ_ONLY),
+    _absent('group.streams.max.assignment.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.streams.max.heartbeat.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.streams.max.session.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('group.streams.max.size', 'int', INT32_MAX, 'medium', READ_ONLY),
+    _absent('group.streams.max.standby.replicas', 'int', 2, 'medium', READ_ONLY),
+    _absent('group.streams.max.warmup.replicas', 'int', 20, 'medium', READ_ONLY),
+    _absent('group.streams.min.assignment.interval.ms', 'int', 0, 'medium', READ_ONLY),
+    _absent('group.streams.min.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _absent('group.streams.min.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.streams.min.task.offset.interval.ms', 'int', 15000, 'medium', READ_ONLY),
+    _absent('group.streams.num.standby.replicas', 'int', 0, 'medium', READ_ONLY),
+    _absent('group.streams.num.warmup.replicas', 'int', 2, 'medium', READ_ONLY),
+    _absent('group.streams.rack.aware.assignment.tags', 'list', (), 'low', READ_ONLY),
+    _absent('group.streams.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _absent('group.streams.task.offset.interval.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('group.streams.topology.description.plugin.class', 'class', None, 'medium', READ_ONLY),
+    _absent('initial.broker.registration.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
+    _absent('internal.metadata.delete.delay.millis', 'long', 60000, 'low', READ_ONLY),
+    _absent('internal.metadata.log.segment.bytes', 'int', None, 'low', READ_ONLY),
+    _absent('internal.metadata.max.batch.size.in.bytes', 'int', 8388608, 'low', READ_ONLY),
+    _absent('kafka.metrics.polling.interval.secs', 'int', 10, 'low', READ_ONLY),
+    _absent('kafka.metrics.reporters', 'list', (), 'low', READ_ONLY),
+    _absent('log.cleaner.backoff.ms', 'long', 15000, 'medium', CLUSTER_WIDE),
+    _absent('log.cleaner.io.buffer.load.factor', 'double', 0.9, 'medium', CLUSTER_WIDE),
+    _absent('log.cleaner.io.buffer.size', 'int', 524288, 'medium', CLUSTER_WIDE),
+    _absent('log.cleaner.io.max.bytes.per.second',
+            'double', 1.7976931348623157e+308, 'medium', CLUSTER_WIDE),
+    _absent('log.dir.failure.timeout.ms', 'long', 30000, 'low', READ_ONLY),
+    _absent('log.flush.offset.checkpoint.interval.ms', 'int', 60000, 'high', READ_ONLY),
+    _absent('log.flush.start.offset.checkpoint.interval.ms', 'int', 60000, 'high', READ_ONLY),
+    _absent('log.initial.task.delay.ms', 'long', 30000, 'low', READ_ONLY),
+    _absent('log.local.retention.bytes', 'long', -2, 'medium', CLUSTER_WIDE),
+    _absent('log.local.retention.ms', 'long', -2, 'medium', CLUSTER_WIDE),
+    _absent('log.remote.copy.lag.bytes', 'long', -1, 'medium', CLUSTER_WIDE),
+    _absent('log.remote.copy.lag.ms', 'long', 0, 'medium', CLUSTER_WIDE),
+    _absent('max.connection.creation.rate', 'int', INT32_MAX, 'medium', CLUSTER_WIDE),
+    _absent('max.connections.per.ip.overrides', 'string', '', 'medium', CLUSTER_WIDE),
+    _absent('max.incremental.fetch.session.cache.slots', 'int', 1000, 'medium', READ_ONLY),
+    _absent('max.request.partition.size.limit', 'int', 2000, 'medium', READ_ONLY),
+    _absent('metadata.log.dir', 'string', None, 'high', READ_ONLY),
+    _absent('metadata.log.max.record.bytes.between.snapshots', 'long', 20971520, 'high', READ_ONLY),
+    _absent('metadata.log.max.snapshot.interval.ms', 'long', 3600000, 'high', READ_ONLY),
+    _absent('metadata.log.segment.bytes', 'int', 1073741824, 'high', READ_ONLY),
+    _absent('metadata.log.segment.ms', 'long', 604800000, 'high', READ_ONLY),
+    _absent('metadata.max.idle.interval.ms', 'int', 500, 'low', READ_ONLY),
+    _absent('metadata.max.retention.bytes', 'long', 104857600, 'high', READ_ONLY),
+    _absent('metadata.max.retention.ms', 'long', 604800000, 'high', READ_ONLY),
+    _absent('metric.reporters',
+            'list', ('org.apache.kafka.common.metrics.JmxReporter',), 'low', CLUSTER_WIDE),
+    _absent('metrics.num.samples', 'int', 2, 'low', READ_ONLY),
+    _absent('metrics.recording.level', 'string', 'INFO', 'low', READ_ONLY),
+    _absent('metrics.sample.window.ms', 'long', 30000, 'low', READ_ONLY),
+    _absent('num.replica.alter.log.dirs.threads', 'int', None, 'high', READ_ONLY),
+    _absent('num.replica.fetchers', 'int', 1, 'high', CLUSTER_WIDE),
+    _absent('offsets.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
+    _absent('offsets.topic.compression.codec', 'int', 0, 'high', READ_ONLY),
+    _absent('principal.builder.class',
+            'class',
+            'org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder', 'medium', PER_BROKER),
+    _absent('producer.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
+    _absent('queued.max.request.bytes', 'long', -1, 'medium', READ_ONLY),
+    _absent('quota.window.num', 'int', 11, 'low', READ_ONLY),
+    _absent('quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
+    _absent('remote.fetch.max.wait.ms', 'int', 500, 'medium', CLUSTER_WIDE),
+    _absent('remote.list.offsets.request.timeout.ms', 'long', 30000, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.index.file.cache.total.size.bytes',
+            'long', 1073741824, 'low', CLUSTER_WIDE),
+    _absent('remote.log.index.file.cache.ttl.ms', 'long', 900000, 'low', READ_ONLY),
+    _absent('remote.log.manager.copier.thread.pool.size', 'int', 10, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.manager.copy.max.bytes.per.second',
+            'long', INT64_MAX, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.manager.copy.quota.window.num', 'int', 11, 'medium', READ_ONLY),
+    _absent('remote.log.manager.copy.quota.window.size.seconds', 'int', 1, 'medium', READ_ONLY),
+    _absent('remote.log.manager.expiration.thread.pool.size', 'int', 10, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.manager.fetch.max.bytes.per.second',
+            'long', INT64_MAX, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.manager.fetch.quota.window.num', 'int', 11, 'medium', READ_ONLY),
+    _absent('remote.log.manager.fetch.quota.window.size.seconds', 'int', 1, 'medium', READ_ONLY),
+    _absent('remote.log.manager.follower.thread.pool.size', 'int', 2, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.manager.task.interval.ms', 'long', 30000, 'low', READ_ONLY),
+    _absent('remote.log.manager.task.retry.backoff.max.ms', 'long', 30000, 'low', READ_ONLY),
+    _absent('remote.log.manager.task.retry.backoff.ms', 'long', 500, 'low', READ_ONLY),
+    _absent('remote.log.manager.task.retry.jitter', 'double', 0.2, 'low', READ_ONLY),
+    _absent('remote.log.manager.thread.pool.size', 'int', 2, 'medium', READ_ONLY),
+    _absent('remote.log.metadata.custom.metadata.max.bytes', 'int', 128, 'low', READ_ONLY),
+    _absent('remote.log.metadata.manager.class.name',
+            'string',
+            'org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager', 'medium', READ_ONLY),
+    _absent('remote.log.metadata.manager.class.path', 'string', None, 'medium', READ_ONLY),
+    _absent('remote.log.metadata.manager.impl.prefix',
+            'string', 'rlmm.config.', 'medium', READ_ONLY),
+    _absent('remote.log.metadata.manager.listener.name', 'string', None, 'medium', READ_ONLY),
+    _absent('remote.log.reader.max.pending.tasks', 'int', 100, 'medium', READ_ONLY),
+    _absent('remote.log.reader.threads', 'int', 10, 'medium', CLUSTER_WIDE),
+    _absent('remote.log.storage.manager.class.name', 'string', None, 'medium', READ_ONLY),
+    _absent('remote.log.storage.manager.class.path', 'string', None, 'medium', READ_ONLY),
+    _absent('remote.log.storage.manager.impl.prefix', 'string', 'rsm.config.', 'medium', READ_ONLY),
+    _absent('remote.log.storage.system.enable', 'boolean', False, 'medium', READ_ONLY),
+    _absent('replica.selector.class', 'string', None, 'medium', READ_ONLY),
+    _absent('replica.socket.receive.buffer.bytes', 'int', 65536, 'high', READ_ONLY),
+    _absent('replication.quota.window.num', 'int', 11, 'low', READ_ONLY),
+    _absent('replication.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
+    _absent('request.timeout.ms', 'int', 30000, 'high', READ_ONLY),
+    _absent('sasl.client.callback.handler.class', 'class', None, 'medium', READ_ONLY),
+    _absent('sasl.enabled.mechanisms', 'list', ('GSSAPI',), 'medium', PER_BROKER),
+    _absent('sasl.jaas.config', 'password', None, 'medium', PER_BROKER),
+    _absent('sasl.kerberos.kinit.cmd', 'string', '/usr/bin/kinit', 'medium', PER_BROKER),
+    _absent('sasl.kerberos.min.time.before.relogin', 'long', 60000, 'medium', PER_BROKER),
+    _absent('sasl.kerberos.principal.to.local.rules', 'list', ('DEFAULT',), 'medium', PER_BROKER),
+    _absent('sasl.kerberos.service.name', 'string', None, 'medium', PER_BROKER),
+    _absent('sasl.kerberos.ticket.renew.jitter', 'double', 0.05, 'medium', PER_BROKER),
+    _absent('sasl.kerberos.ticket.renew.window.factor', 'double', 0.8, 'medium', PER_BROKER),
+    _absent('sasl.login.callback.handler.class', 'class', None, 'medium', READ_ONLY),
+    _absent('sasl.login.class', 'class', None, 'medium', READ_ONLY),
+    _absent('sasl.login.connect.timeout.ms', 'int', None, 'low', READ_ONLY),
+    _absent('sasl.login.read.timeout.ms', 'int', None, 'low', READ_ONLY),
+    _absent('sasl.login.refresh.buffer.seconds', 'short', 300, 'medium', PER_BROKER),
+    _absent('sasl.login.refresh.min.period.seconds', 'short', 60, 'medium', PER_BROKER),
+    _absent('sasl.login.refresh.window.factor', 'double', 0.8, 'medium', PER_BROKER),
+    _absent('sasl.login.refresh.window.jitter', 'double', 0.05, 'medium', PER_BROKER),
+    _absent('sasl.login.retry.backoff.max.ms', 'long', 10000, 'low', READ_ONLY),
+    _absent('sasl.login.retry.backoff.ms', 'long', 100, 'low', READ_ONLY),
+    _absent('sasl.mechanism.controller.protocol', 'string', 'GSSAPI', 'high', READ_ONLY),
+    _absent('sasl.mechanism.inter.broker.protocol', 'string', 'GSSAPI', 'medium', PER_BROKER),
+    _absent('sasl.oauthbearer.allow.unverified.audience', 'boolean', False, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.allow.unverified.issuer', 'boolean', False, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.algorithm', 'string', 'RS256', 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.aud', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.exp.seconds', 'int', 300, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.iss', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.jti.include', 'boolean', False, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.nbf.seconds', 'int', 60, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.claim.sub', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.file', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.private.key.file', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.private.key.passphrase',
+            'password', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.assertion.template.file', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.client.credentials.client.id', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.client.credentials.client.secret',
+            'password', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.clock.skew.seconds', 'int', 30, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.expected.audience', 'list', (), 'high', READ_ONLY),
+    _absent('sasl.oauthbearer.expected.issuer', 'string', None, 'high', READ_ONLY),
+    _absent('sasl.oauthbearer.jwks.endpoint.refresh.ms', 'long', 3600000, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms', 'long', 10000, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.jwks.endpoint.retry.backoff.ms', 'long', 100, 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.jwks.endpoint.url', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.jwt.retriever.class',
+            'class',
+            'org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever', 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.jwt.validator.class',
+            'class',
+            'org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator', 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.scope', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.oauthbearer.scope.claim.name', 'string', 'scope', 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.sub.claim.name', 'string', 'sub', 'low', READ_ONLY),
+    _absent('sasl.oauthbearer.token.endpoint.url', 'string', None, 'medium', READ_ONLY),
+    _absent('sasl.server.callback.handler.class', 'class', None, 'medium', READ_ONLY),
+    _absent('sasl.server.max.receive.size', 'int', 524288, 'medium', READ_ONLY),
+    _absent('security.inter.broker.protocol', 'string', 'PLAINTEXT', 'medium', READ_ONLY),
+    _absent('security.providers', 'string', None, 'low', READ_ONLY),
+    _absent('server.max.startup.time.ms', 'long', INT64_MAX, 'medium', READ_ONLY),
+    _absent('share.coordinator.append.linger.ms', 'int', -1, 'medium', READ_ONLY),
+    _absent('share.coordinator.cached.buffer.max.bytes', 'int', 1048588, 'medium', CLUSTER_WIDE),
+    _absent('share.coordinator.cold.partition.snapshot.interval.ms',
+            'int', 300000, 'low', READ_ONLY),
+    _absent('share.coordinator.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
+    _absent('share.coordinator.snapshot.update.records.per.snapshot',
+            'int', 500, 'medium', READ_ONLY),
+    _absent('share.coordinator.state.topic.compression.codec', 'int', 0, 'high', READ_ONLY),
+    _absent('share.coordinator.state.topic.num.partitions', 'int', 50, 'high', READ_ONLY),
+    _absent('share.coordinator.state.topic.prune.interval.ms', 'int', 300000, 'low', READ_ONLY),
+    _absent('share.coordinator.state.topic.segment.bytes', 'int', 104857600, 'high', READ_ONLY),
+    _absent('share.coordinator.threads', 'int', 1, 'medium', READ_ONLY),
+    _absent('share.coordinator.write.timeout.ms', 'int', 5000, 'high', READ_ONLY),
+    _absent('share.fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
+    _absent('socket.connection.setup.timeout.max.ms', 'long', 30000, 'medium', READ_ONLY),
+    _absent('socket.connection.setup.timeout.ms', 'long', 10000, 'medium', READ_ONLY),
+    _absent('ssl.allow.dn.changes', 'boolean', False, 'low', READ_ONLY),
+    _absent('ssl.allow.san.changes', 'boolean', False, 'low', READ_ONLY),
+    _absent('ssl.cipher.suites', 'list', (), 'medium', PER_BROKER),
+    _absent('ssl.client.auth', 'string', 'none', 'medium', PER_BROKER),
+    _absent('ssl.enabled.protocols', 'list', ('TLSv1.2', 'TLSv1.3'), 'medium', PER_BROKER),
+    _absent('ssl.endpoint.identification.algorithm', 'string', 'https', 'low', PER_BROKER),
+    _absent('ssl.engine.factory.class', 'class', None, 'low', PER_BROKER),
+    _absent('ssl.key.password', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.keymanager.algorithm', 'string', 'SunX509', 'medium', PER_BROKER),
+    _absent('ssl.keystore.certificate.chain', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.keystore.key', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.keystore.location', 'string', None, 'medium', PER_BROKER),
+    _absent('ssl.keystore.password', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.keystore.type', 'string', 'JKS', 'medium', PER_BROKER),
+    _absent('ssl.principal.mapping.rules', 'string', 'DEFAULT', 'low', READ_ONLY),
+    _absent('ssl.protocol', 'string', 'TLSv1.3', 'medium', PER_BROKER),
+    _absent('ssl.provider', 'string', None, 'medium', PER_BROKER),
+    _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
+    _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
+    _absent('ssl.truststore.certificates', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.truststore.location', 'string', None, 'medium', PER_BROKER),
+    _absent('ssl.truststore.password', 'password', None, 'medium', PER_BROKER),
+    _absent('ssl.truststore.type', 'string', 'JKS', 'medium', PER_BROKER),
+    _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
+    _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
+    _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
+    _absent('transaction.two.phase.commit.enable', 'boolean', False, 'low', READ_ONLY),
+    _absent('unclean.leader.election.interval.ms', 'long', 300000, 'medium', READ_ONLY),
+    _absent('unstable.api.versions.enable', 'boolean', False, 'high', READ_ONLY),
+    _absent('unstable.feature.versions.enable', 'boolean', False, 'high', READ_ONLY),
+
+)
+
+#: Topic configs by name (scope topic or both), implemented or not.
+TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.topic}
+#: Broker configs by name (scope broker or both), implemented or not.
+BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.broker}
+
+#: Configs of older Kafka versions that Kafka 4.0 removed, with why: named in the error.
+REMOVED: dict[str, str] = {
+    "message.format.version": "removed in Kafka 4.0; seglog writes RecordBatch v2 (magic 2) only",
+    "message.timestamp.difference.max.ms": "removed in Kafka 4.0; use "
+    "message.timestamp.before.max.ms and message.timestamp.after.max.ms",
+    "message.downconversion.enable": "removed in Kafka 4.0; seglog never down-converts",
+    "log.message.format.version": "removed in Kafka 4.0 (RecordBatch v2 only)",
+    "inter.broker.protocol.version": "removed in Kafka 4.0",
+    "log.message.timestamp.difference.max.ms": "removed in Kafka 4.0; use "
+    "log.message.timestamp.before.max.ms and log.message.timestamp.after.max.ms",
+    "log.message.downconversion.enable": "removed in Kafka 4.0",
+}
+
+
+def _check_table() -> None:
+    # Programmer errors in the table itself, caught at import.
+    for key in CONFIGS:
+        assert key.name not in REMOVED, key.name
+        for synonym in key.synonyms:
+            assert synonym in BROKER_CONFIGS, (key.name, synonym)
+        assert not (key.scope == TOPIC and key.dynamic != READ_ONLY), key.name
+    assert len(TOPIC_CONFIGS) + len(BROKER_CONFIGS) == len(CONFIGS) + sum(
+        k.scope == BOTH for k in CONFIGS), "a name appears twice"
+
+
+_check_table()
+
+
+def not_implemented(key: ConfigKey) -> InvalidConfigError:
+    """The refusal of a Kafka config seglog does not implement, naming it."""
+    level = "topic" if key.scope == TOPIC else "broker"
+    return InvalidConfigError(
+        f"Kafka {level} config {key.name} is not implemented by seglog, so it cannot be set "
+        "(docs/configs.md lists what seglog implements)")
+
+
+def _suggest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_topic_config(name: Any, *, suggest: bool = True) -> InvalidConfigError:
+    """The error for a name that is not a topic config: removed ones say why, broker configs
+    and typos are Kafka's ``Unknown topic config name: <name>`` (with ``suggest``, the
+    closest implemented topic config)."""
+    if not isinstance(name, str):
+        return InvalidConfigError(f"Configuration names are str, got {name!r}")
+    if name in REMOVED:
+        return InvalidConfigError(f"Unknown topic config name: {name} ({REMOVED[name]})")
+    hint = _suggest(name, (k.name for k in TOPIC_CONFIGS.values() if k.implemented)) \
+        if suggest else ""
+    return InvalidConfigError(f"Unknown topic config name: {name}{hint}")
+
+
+def unknown_broker_config(name: Any) -> InvalidConfigError:
+    """The error for a name that is not a broker config (with the closest one seglog takes,
+    or why Kafka removed it)."""
+    if not isinstance(name, str):
+        return InvalidConfigError(f"Broker config names are str, got {name!r}")
+    if name in REMOVED:
+        return InvalidConfigError(f"Unknown broker config {name!r}: {REMOVED[name]}")
+    hint = _suggest(name, (k.name for k in BROKER_CONFIGS.values() if k.implemented))
+    return InvalidConfigError(f"Unknown broker config {name!r}{hint}")
+
+
+def topic_key(name: Any, *, suggest: bool = True) -> ConfigKey:
+    """The implemented topic config ``name``; InvalidConfigError naming it when it is not a
+    topic config (:func:`unknown_topic_config`) or seglog does not implement it."""
+    key = TOPIC_CONFIGS.get(name) if isinstance(name, str) else None
+    if key is None:
+        raise unknown_topic_config(name, suggest=suggest)
+    if not key.implemented:
+        raise not_implemented(key)
+    return key
+
+
+def broker_key(name: Any) -> ConfigKey:
+    """The implemented broker config ``name``; InvalidConfigError naming it when it is not a
+    broker config (:func:`unknown_broker_config`) or seglog does not implement it."""
+    key = BROKER_CONFIGS.get(name) if isinstance(name, str) else None
+    if key is None:
+        raise unknown_broker_config(name)
+    if not key.implemented:
+        raise not_implemented(key)
+    return key

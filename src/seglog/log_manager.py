@@ -1,0 +1,924 @@
+"""The partitions on disk of one data directory: Kafka's ``LogManager`` for one ``log.dirs`` entry.
+
+A :class:`LogManager` owns what a Kafka broker keeps under one log dir, laid out the same way
+(the :mod:`seglog.store` docstring lists the files): the topics and their partitions' Logs,
+the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`), the four offset
+checkpoints, ``meta.properties``, the clean-shutdown marker and the directory's writer lock;
+it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's
+LogManager runs on timers (retention, the cleaner, flushes, checkpoints) when it is called.
+
+It knows nothing of groups, transactions or clients. Which topics are internal, and their
+configs, are handed in (``internal_topic_configs``); the registry's ``producer_id_block_end``
+is kept for the producer-id blocks (:class:`ProducerIdBlocks`) without knowing what they are.
+Listeners the caller runs around metadata changes (groups rebalancing, offsets deleted with a
+topic) are the :class:`~seglog.store.Store`'s business: every method here that changes the
+topics leaves that to its caller, which holds :attr:`LogManager.lock` across both.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+import warnings
+from typing import Any, Iterable, Mapping, Protocol
+
+from . import filenames, topic_registry
+from ._backend import get_backend
+from .clients.partitioner import partition_for_key
+from .errors import (
+    CorruptCheckpointError,
+    CorruptRecordError,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidTopicError,
+    LogClosedError,
+    ReadOnlyError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from .storage import checkpoints
+from .config_table import topic_key
+from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
+from .storage.file_cache import FileCache
+from .storage.locking import DirectoryLock, check_unlocked
+from .storage.log import Log
+from .topic_registry import (
+    TOPIC_PARTITIONS_MAX,
+    TOPICS_FILE,
+    validate_topic_name,
+)
+from .types import TopicPartition
+
+__all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
+           "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
+
+#: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
+#: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
+#: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """Kafka's ``LocalLog.logDeleteDirName``: ``<topic>-<partition>.<uuid hex>-delete``, the
+    topic cut short so that the name fits 255 bytes."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
+    return topic[:min(len(topic), 255 - len(suffix))] + suffix
+
+
+def _collision_key(name: str) -> str:
+    # Kafka's Topic.unifyCollisionChars: '.' and '_' collide in metric names.
+    return name.replace(".", "_")
+
+
+def as_config(config: LogConfig | Mapping[str, Any] | None,
+              defaults: LogConfig | None = None) -> LogConfig:
+    """``config`` as a :class:`LogConfig`: a LogConfig as it is, a mapping of Kafka dotted
+    names or snake-case names over ``defaults`` (None: Kafka's own defaults), None the
+    defaults. InvalidConfigError for a dotted name that is not a topic config (Kafka's
+    CreateTopics refuses broker settings and unknown names alike) or a bad value."""
+    if config is None:
+        return LogConfig() if defaults is None else defaults
+    if isinstance(config, LogConfig):
+        return config
+    if not isinstance(config, Mapping):
+        raise InvalidConfigError(f"config must be a LogConfig or a mapping, got "
+                                 f"{type(config).__name__}")
+    for name in config:
+        if isinstance(name, str) and "." in name and name not in TOPIC_CONFIG_NAMES:
+            # Kafka's CreateTopics refuses broker settings and unknown names alike; a Kafka
+            # topic config seglog does not implement is refused by name.
+            topic_key(name, suggest=False)
+    if defaults is not None:
+        return defaults.replace(**config)
+    return LogConfig.from_dict(config)
+
+
+class ProducerIdBlocks(Protocol):
+    """The producer-id blocks as the registry keeps them (a
+    :class:`~seglog.coordinator.producer_ids.ProducerIdManager`): the end of the last block
+    handed out, written with every registry write, and restored from it when it is read."""
+
+    @property
+    def block_end(self) -> int:
+        """The first id not reserved yet."""
+        ...
+
+    def restore(self, block_end: int) -> None:
+        """Ids below ``block_end`` may have been handed out before: never hand them out."""
+        ...
+
+
+class Topic:
+    """One topic of a :class:`~seglog.store.Store`: its partitions' Logs, config and partitioner.
+
+    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.storage.config.LogConfig`),
+    ``topic_id`` (Kafka's base64url uuid text), ``is_internal``. Obtained from
+    :meth:`Store.create_topic <seglog.store.Store.create_topic>` or :meth:`Store.topic
+    <seglog.store.Store.topic>`; valid until the topic is deleted or the store closed (then
+    :meth:`log` raises). Thread-safe: the partition list is replaced, never changed in place.
+    """
+
+    def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
+                 logs: list[Log]):
+        self._manager = manager
+        self.name = name
+        self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
+        self._uuid = topic_id
+        self.config = config
+        self._logs = logs
+        self._deleted = False
+
+    @property
+    def partitions(self) -> int:
+        """The partition count."""
+        return len(self._logs)
+
+    @property
+    def is_internal(self) -> bool:
+        """Whether this is one of Kafka's internal topics (``__consumer_offsets``,
+        ``__transaction_state``)."""
+        return self.name in self._manager.internal_topic_configs
+
+    def partition_for(self, key: bytes | bytearray | memoryview) -> int:
+        """The partition Kafka's default partitioner picks for ``key`` (murmur2, positive,
+        modulo the partition count), identical to Kafka's clients. TypeError for None (keyless
+        records are spread by the producer's sticky partitioner)."""
+        return partition_for_key(key, len(self._logs))
+
+    def log(self, partition: int) -> Log:
+        """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
+        :class:`UnknownTopicOrPartitionError` for a partition out of range, and
+        :class:`LogClosedError` once the topic was deleted or the store closed."""
+        if self._deleted or self._manager.closed:
+            raise LogClosedError(f"topic {self.name!r} is closed or deleted")
+        if isinstance(partition, bool) or not isinstance(partition, int) \
+                or not 0 <= partition < len(self._logs):
+            raise UnknownTopicOrPartitionError(
+                f"topic {self.name!r} has no partition {partition!r} "
+                f"(it has {len(self._logs)})")
+        return self._logs[partition]
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """Every :class:`TopicPartition` of the topic, in partition order."""
+        return [TopicPartition(self.name, p) for p in range(len(self._logs))]
+
+    def end_offsets(self) -> dict[int, int]:
+        """``{partition: end offset}`` (the offset the next record will get)."""
+        return {p: log.end_offset for p, log in enumerate(self._logs)}
+
+    def start_offsets(self) -> dict[int, int]:
+        """``{partition: log start offset}`` (the first offset still readable)."""
+        return {p: log.start_offset for p, log in enumerate(self._logs)}
+
+    def __repr__(self) -> str:
+        return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
+
+
+class _DirPartitionState:
+    """The :class:`~seglog.storage.partition_state.PartitionState` a LogManager hands each of
+    its Logs: the recovery point and log start offset live in the data dir's shared
+    checkpoint files, and one clean-shutdown marker covers the whole directory.
+
+    A recovery point is kept in memory and written with every other partition's on
+    :meth:`LogManager.flush`/:meth:`LogManager.close` (Kafka writes it every 60 s and on
+    shutdown; a stale one only means more recovery work). A moved log start offset is written
+    at once, so records removed by retention or DeleteRecords never reappear after a crash.
+    """
+
+    def __init__(self, manager: "LogManager", tp: TopicPartition):
+        self._manager = manager
+        self._tp = tp
+
+    def load(self) -> tuple[int | None, int | None, bool]:
+        manager = self._manager
+        return (manager._recovery_points.get(self._tp),
+                manager._log_start_offsets.get(self._tp), manager._clean_shutdown)
+
+    def begin_writing(self) -> None:
+        # The manager removes the directory's marker (durably) once every Log opened.
+        pass
+
+    def save(self, *, recovery_point: int, log_start_offset: int) -> None:
+        # Called by a Log under its own lock: take only the checkpoint lock (never the
+        # metadata lock, which is held while calling into Logs).
+        manager = self._manager
+        with manager._checkpoint_lock:
+            manager._recovery_points[self._tp] = recovery_point
+            if manager._log_start_offsets.get(self._tp) != log_start_offset:
+                manager._log_start_offsets[self._tp] = log_start_offset
+                if manager._checkpoints_open:
+                    manager._log_start_checkpoint.write(
+                        dict(sorted(manager._log_start_offsets.items())))
+
+    def read_log_start_offset(self) -> int | None:
+        """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
+        offsets = self._manager._log_start_checkpoint.read()
+        return offsets.get(self._tp)
+
+    def mark_clean_shutdown(self) -> None:
+        # Written once for the directory by LogManager.close, after every Log closed.
+        pass
+
+
+def _file_bytes_are(path: str, expected: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``expected`` (False when it is missing or
+    differs: the caller then reads it the slow way, with its errors). One read of a small
+    file, without a file object."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(expected) + 1) == expected
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+class LogManager:
+    """The topics and partition Logs of one data directory, with its registry, checkpoints and
+    writer lock (see the module docstring); made and opened by a :class:`~seglog.store.Store`.
+
+    ``LogManager(path, backend=..., read_only=..., lock=..., producer_ids=...,
+    internal_topic_configs=..., replicated=..., topic_config_defaults=...,
+    max_open_segments=...)`` binds the directory; :meth:`open` opens it (taking the writer
+    lock, recovering the Logs) and :meth:`close` closes it. The arguments mean what the Store's
+    of the same names mean. ``internal_topic_configs``: ``{name: Kafka configs}`` of the
+    internal topics, which :meth:`create_topic` refuses, :meth:`delete_topic` keeps and a scan
+    that finds one without a registry entry opens with that config.
+
+    Thread safety: ``lock`` (the caller's, re-entrant: the Store's metadata lock, which its
+    coordinators share) guards the topics; every method takes it. The checkpoint maps and
+    their files have a lock of their own, taken last (lock order: the metadata lock, a Log's
+    lock, the checkpoint lock), because a Log saves its checkpoints under its own lock. Every
+    Log locks itself. Property reads of a Log take no lock.
+    """
+
+    def __init__(self, path: str, *, backend: str | None, read_only: bool,
+                 lock: threading.RLock, producer_ids: ProducerIdBlocks,
+                 internal_topic_configs: Mapping[str, Mapping[str, str]],
+                 replicated: bool = False, topic_config_defaults: LogConfig | None = None,
+                 max_open_segments: int | None = None):
+        self.path = path
+        self.read_only = read_only
+        self.replicated = replicated
+        self.backend = backend
+        self.lock = lock
+        self.internal_topic_configs = internal_topic_configs
+        self.topic_config_defaults = (LogConfig() if topic_config_defaults is None
+                                      else topic_config_defaults)
+        # Issue 14: the segment files open at once, over every partition (design.md §7).
+        self.file_cache = FileCache(
+            max_open_segments,
+            descriptors_per_segment=get_backend(backend).Segment.open_descriptors_max)
+        self._producer_ids = producer_ids
+        self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
+        self.closed = True  # until fully open
+        self.meta: checkpoints.MetaProperties | None = None
+        self._dir_lock: DirectoryLock | None = None
+        self._topics: dict[str, Topic] = {}
+        self._recovery_points: dict[TopicPartition, int] = {}
+        self._log_start_offsets: dict[TopicPartition, int] = {}
+        self._clean_shutdown = False
+        self._checkpoints_open = False
+        self._high_watermarks: dict[tuple[str, int], int] = {}
+        self._cleaner_offsets: dict[tuple[str, int], int] = {}
+        self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
+
+        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
+            return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
+
+        self._recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
+        self._log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
+        self._replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
+        self._cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
+
+    # --- opening ---------------------------------------------------------------------------
+
+    def open(self, *, node_id: int, cluster_id: str | None) -> None:
+        """Open the directory: create it (a writer), take its writer lock, write a new
+        ``meta.properties`` (``node_id``, ``cluster_id``) if it has none, read the checkpoints
+        and the registry (restoring the producer-id blocks), remove leftover ``-delete``
+        directories and open every topic found in the registry or on disk; a writer records
+        topics found on disk only (made by Kafka, or a crash) in the registry. The
+        clean-shutdown marker stays until :meth:`begin_writing`. On any error call
+        :meth:`abort_open`."""
+        if self.read_only:
+            if not os.path.isdir(self.path):
+                raise FileNotFoundError(f"no data directory at {self.path}")
+        else:
+            os.makedirs(self.path, exist_ok=True)
+            self._dir_lock = DirectoryLock(self.path)
+        self.meta = checkpoints.MetaProperties.read(self.path)
+        if self.meta is None and not self.read_only:
+            self.meta = checkpoints.MetaProperties(
+                version=1, cluster_id=cluster_id or checkpoints.uuid_to_kafka_str(
+                    checkpoints.new_kafka_uuid()),
+                node_id=node_id, directory_id=checkpoints.new_kafka_uuid())
+            self.meta.write(self.path)
+        self._recovery_points = {TopicPartition(*k): v
+                                 for k, v in self._recovery_checkpoint.read().items()}
+        self._log_start_offsets = {TopicPartition(*k): v
+                                   for k, v in self._log_start_checkpoint.read().items()}
+        self._high_watermarks = self._replication_checkpoint.read()
+        self._cleaner_offsets = self._cleaner_checkpoint.read()
+        self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
+        # Ids of the last block may have been handed out before a crash: the producer-id
+        # manager starts after it (_read_registry restores it).
+        registry = self._read_registry()
+        found = self._scan_partition_dirs()
+        self.closed = False
+        for name in sorted(set(registry) | set(found)):
+            if self.read_only and name not in found:
+                continue  # the writer is deleting it
+            entry = registry.get(name, {})
+            partitions = max(entry.get("partitions", 0), max(found.get(name, [-1])) + 1)
+            topic_id = entry.get("topic_id")
+            if entry:
+                config = entry["log_config"]
+                if self.topic_config_defaults != LogConfig():
+                    config = self._with_topic_defaults(name, entry.get("config", {}))
+            elif name in self.internal_topic_configs:
+                config = LogConfig.from_kafka(self.internal_topic_configs[name])
+            else:
+                config = self.topic_config_defaults
+            self._topics[name] = self._open_topic(
+                name, partitions, config,
+                checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None, create=False,
+                found=found.get(name, ()))
+        self._checkpoints_open = not self.read_only
+        if not self.read_only and set(found) - set(registry):
+            self.write_registry()  # adopt topics found on disk (e.g. made by Kafka)
+
+    def begin_writing(self) -> None:
+        """Remove the clean-shutdown marker (durably): from here on a crash makes the next
+        open recover. Called once opening succeeded as a whole: an open that fails on corrupt
+        bytes has written nothing, and the next open must not take it for a crash and cut
+        what this one refused to."""
+        checkpoints.remove_clean_shutdown_marker(self.path)
+
+    def abort_open(self) -> None:
+        """Close what a failed :meth:`open` opened and release the writer lock."""
+        for topic in self._topics.values():
+            for log in topic._logs:
+                try:
+                    log.close()
+                except Exception:  # noqa: BLE001 - best effort while failing to open
+                    pass
+        self._topics.clear()
+        self.closed = True
+        if self._dir_lock is not None:
+            self._dir_lock.close()
+            self._dir_lock = None
+
+    def _with_topic_defaults(self, name: str, overrides: Mapping[str, Any]) -> LogConfig:
+        """A reopened topic's config: its recorded overrides over ``topic_config_defaults``."""
+        try:
+            return self.topic_config_defaults.replace(**overrides)
+        except InvalidConfigError as e:
+            raise InvalidConfigError(f"topic {name!r}: its configs {dict(overrides)} do not "
+                                     f"fit the broker's defaults: {e}") from None
+    def _scan_partition_dirs(self) -> dict[str, list[int]]:
+        """``{topic: [partitions]}`` of the partition directories; leftover ``-delete``
+        directories are removed (a writer only). Kafka's KRaft metadata log
+        (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
+        found: dict[str, list[int]] = {}
+        for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.name.endswith(filenames.DELETE_DIR_SUFFIX):
+                if not self.read_only:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                continue
+            parsed = filenames.parse_partition_dir_name(entry.name)
+            if parsed is None:
+                continue  # -future, -stray, or not ours
+            topic, partition = parsed
+            if topic == CLUSTER_METADATA_TOPIC:
+                continue
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicError:
+                continue
+            found.setdefault(topic, []).append(partition)
+        return found
+
+    def _read_registry(self) -> dict[str, dict[str, Any]]:
+        """The topics registry (:func:`~seglog.topic_registry.read_registry`); restores the
+        producer-id blocks from it."""
+        topics, block_end = topic_registry.read_registry(self.path)
+        self._producer_ids.restore(block_end)
+        return topics
+
+    def write_registry(self, *, producer_id_block_end: int | None = None) -> None:
+        """Replace ``seglog-topics.json`` (:func:`~seglog.topic_registry.write_registry`):
+        every topic's id, partition count and the configs it sets over
+        ``topic_config_defaults``, and ``producer_id_block_end`` (None: the producer-id
+        blocks' current end)."""
+        if producer_id_block_end is None:
+            producer_id_block_end = self._producer_ids.block_end
+        topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
+                         "config": topic_registry.overrides_of(t.config,
+                                                               self.topic_config_defaults)}
+                  for name, t in sorted(self._topics.items())}
+        topic_registry.write_registry(self.path, topics,
+                                      producer_id_block_end=producer_id_block_end)
+
+    def _open_topic(self, name: str, partitions: int, config: LogConfig,
+                    topic_id: uuid.UUID | None, *, create: bool,
+                    found: Iterable[int] = ()) -> Topic:
+        if create:
+            assert topic_id is not None
+            return Topic(self, name, topic_id, config,
+                         self._create_partition_logs(name, partitions, config, topic_id))
+        if topic_id is None and not self.read_only:
+            # A topic found on disk but not in the registry (made by Kafka, or a crash during
+            # create_topic): take its id from whichever partition recorded one, so that the
+            # partitions missing partition.metadata get that id, not a new one.
+            topic_id = self._found_topic_id(name, partitions)
+        logs: list[Log] = []
+        found = set(found)  # partitions whose directory the scan saw: no mkdir, no isdir
+        expected: bytes | None = None  # partition.metadata's bytes for topic_id, as written
+        try:
+            for p in range(partitions):
+                tp = TopicPartition(name, p)
+                dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                if p in found:
+                    pass
+                elif not self.read_only:
+                    os.makedirs(dir_path, exist_ok=True)
+                elif not os.path.isdir(dir_path):
+                    raise UnknownTopicOrPartitionError(f"partition directory {dir_path} is missing")
+                metadata = checkpoints.PartitionMetadataFile(
+                    os.path.join(dir_path, filenames.PARTITION_METADATA))
+                if topic_id is not None and expected is None:
+                    try:
+                        expected = checkpoints.PartitionMetadataFile.encode(topic_id)
+                    except ValueError:  # the zero uuid, which no file may name: read each
+                        expected = b""
+                if expected and _file_bytes_are(metadata.path, expected):
+                    # The file of every partition of a topic holds the same bytes: compared,
+                    # not parsed again (issue 14: 10,000 partitions are opened at once).
+                    found_id = topic_id
+                else:
+                    found_id = metadata.read()
+                if found_id is not None and topic_id is not None and found_id != topic_id:
+                    # Kafka: InconsistentTopicIdException; the partition belongs elsewhere.
+                    raise CorruptCheckpointError(
+                        f"{metadata.path} names topic id "
+                        f"{checkpoints.uuid_to_kafka_str(found_id)}, but topic {name!r} has id "
+                        f"{checkpoints.uuid_to_kafka_str(topic_id)}", path=metadata.path)
+                topic_id = topic_id or found_id
+                pending_id = None
+                if found_id is None and not self.read_only:
+                    # The Log writes the file with its first flush (Log.open's topic_id, as
+                    # at creation): a partition that never gets a record writes none, and a
+                    # reopen writes nothing. The id is durable in the registry meanwhile
+                    # (adopted topics are registered below, in open).
+                    topic_id = pending_id = topic_id or checkpoints.new_kafka_uuid()
+                if not self.read_only:
+                    check_unlocked(dir_path)  # no standalone writer has it (locking.py)
+                logs.append(self._open_partition_log(dir_path, tp, config, topic_id=pending_id))
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
+        return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
+
+    def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
+                            topic_id: uuid.UUID | None = None) -> Log:
+        """One partition's Log, under this data dir's lock (no lock of its own), with its
+        cleaner checkpoint (Kafka's cleaner reads it from the log dir; the Log keeps it).
+        The directory exists (made or found by the caller: no second ``mkdir``). ``topic_id``:
+        the Log writes ``partition.metadata`` naming it with its first flush (None: the file
+        is there already, or the store is read-only)."""
+        # A replicated log's high watermark is the replica manager's, from the checkpoint.
+        high_watermark = self._high_watermarks.get((tp[0], tp[1])) if self.replicated else None
+        log = Log.open(dir_path, config=config, backend=self.backend, read_only=self.read_only,
+                       state=_DirPartitionState(self, tp), lock_directory=False,
+                       file_cache=self.file_cache, create_directory=False, topic_id=topic_id,
+                       auto_high_watermark=not self.replicated, high_watermark=high_watermark)
+        cleaner_offset = self._cleaner_offsets.get(tp)
+        if cleaner_offset is not None:
+            log.cleaner_checkpoint = cleaner_offset
+        return log
+
+    def _found_topic_id(self, name: str, partitions: int) -> uuid.UUID | None:
+        """The topic id in the first ``partition.metadata`` of ``name`` that has one."""
+        for p in range(partitions):
+            found = checkpoints.PartitionMetadataFile(os.path.join(
+                self.path, filenames.partition_dir_name(name, p),
+                filenames.PARTITION_METADATA)).read()
+            if found is not None:
+                return found
+        return None
+
+    def _create_partition_logs(self, name: str, partitions: int, config: LogConfig,
+                               topic_id: uuid.UUID) -> list[Log]:
+        """Create the directories of a new topic and open their Logs (design.md §6.1, "Topic
+        creation"): every directory is made (one ``mkdir`` each, and no file in it); each Log
+        is opened with the topic id to record, which it writes to ``partition.metadata`` with
+        its first flush, before any record of it is durable (Kafka's lazy
+        ``PartitionMetadataFile``), and its first segment's entry (no file until first use).
+        The data dir, which holds the new directories' entries, is fsynced once by the
+        registry write that follows, which also makes the topic id durable. Linear in
+        ``partitions``: nothing here reads or rewrites another partition's files."""
+        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
+                     for p in range(partitions)]
+        for dir_path in dir_paths:
+            os.mkdir(dir_path)
+        logs: list[Log] = []
+        try:
+            for p, dir_path in enumerate(dir_paths):
+                tp = TopicPartition(name, p)
+                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+                logs.append(log)
+                with self._checkpoint_lock:
+                    # The start the Log began at, known as saved: its first flush or close
+                    # then rewrites the shared log-start checkpoint only if the start moved,
+                    # not once per new partition (all partitions each time: quadratic).
+                    # The next flush/close writes the entry with every other one.
+                    self._log_start_offsets.setdefault(tp, log.start_offset)
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
+        return logs
+
+
+    # --- topics ----------------------------------------------------------------------------
+
+    def check_open(self) -> None:
+        """LogClosedError once closed."""
+        if self.closed:
+            raise LogClosedError(f"store {self.path} is closed")
+
+    def check_writable(self) -> None:
+        """LogClosedError once closed, ReadOnlyError on a read-only directory."""
+        self.check_open()
+        if self.read_only:
+            raise ReadOnlyError(f"store {self.path} was opened read-only")
+
+    def create_topic(self, name: str, partitions: int, config: Any, *,
+                     topic_id: uuid.UUID | None = None) -> Topic:
+        """Create topic ``name`` (see :meth:`Store.create_topic
+        <seglog.store.Store.create_topic>`, which checks the name and ``topic_id`` first; an
+        internal topic's config is the caller's): its directories, Logs and registry entry.
+        The caller runs the metadata listeners under :attr:`lock`."""
+        # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
+        partitions = check_int("partitions", partitions, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
+        log_config = as_config(config, self.topic_config_defaults)
+        with self.lock:
+            self.check_writable()
+            if name in self._topics:
+                raise TopicExistsError(f"Topic '{name}' already exists.")
+            for existing in self._topics:
+                if _collision_key(existing) == _collision_key(name):
+                    raise InvalidTopicError(f"Topic '{name}' collides with existing topic: "
+                                            f"{existing}")
+            for p in range(partitions):
+                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
+                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            try:
+                topic = self._open_topic(name, partitions, log_config,
+                                         topic_id or checkpoints.new_kafka_uuid(), create=True)
+            except BaseException:
+                for p in range(partitions):
+                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
+                                  ignore_errors=True)
+                raise
+            self._topics[name] = topic
+            self.write_registry()
+            return topic
+
+    def topic_to_delete(self, name: str) -> Topic:
+        """Topic ``name``, checked for :meth:`delete_topic`: UnknownTopicOrPartitionError,
+        InvalidTopicError for an internal topic, ReadOnlyError, LogClosedError."""
+        with self.lock:
+            self.check_writable()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            if topic.is_internal:
+                raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
+            return topic
+
+    def delete_topic(self, topic: Topic) -> list[str]:
+        """Delete ``topic`` (from :meth:`topic_to_delete`, under the same hold of
+        :attr:`lock`) as Kafka does: close its Logs, rename each partition directory to
+        ``<topic>-<partition>.<uuid>-delete``, drop it from the checkpoints and the registry.
+        Returns the renamed directories, which the caller removes with
+        :meth:`remove_deleted_dirs` after releasing the lock."""
+        name = topic.name
+        with self.lock:
+            topic._deleted = True
+            del self._topics[name]
+            renamed = []
+            for p, log in enumerate(topic._logs):
+                log.close()
+                src = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                dst = os.path.join(self.path, delete_dir_name(name, p))
+                os.rename(src, dst)
+                renamed.append(dst)
+                tp = TopicPartition(name, p)
+                with self._checkpoint_lock:
+                    self._recovery_points.pop(tp, None)
+                    self._log_start_offsets.pop(tp, None)
+            checkpoints.fsync_dir(self.path)
+            self.write_registry()
+            self.write_checkpoints()
+            return renamed
+
+    @staticmethod
+    def remove_deleted_dirs(paths: Iterable[str]) -> None:
+        """Remove the ``-delete`` directories :meth:`delete_topic` renamed (best effort: the
+        next open removes what is left)."""
+        for path in paths:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def topics(self) -> list[str]:
+        """Names of every topic, internal ones included, sorted."""
+        with self.lock:
+            self.check_open()
+            return sorted(self._topics)
+
+    def topic(self, name: str) -> Topic:
+        """The :class:`Topic` ``name``; :class:`UnknownTopicOrPartitionError` if absent."""
+        with self.lock:
+            self.check_open()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            return topic
+
+    def existing_topic(self, name: str) -> Topic | None:
+        """Topic ``name`` if it exists now, else None (no check that the manager is open)."""
+        with self.lock:
+            return self._topics.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        with self.lock:
+            return name in self._topics
+
+    def partition_counts(self) -> dict[str, int]:
+        """``{topic: partition count}`` of every topic now."""
+        with self.lock:
+            return {name: t.partitions for name, t in self._topics.items()}
+
+    # --- admin (the wire broker's CreatePartitions and config changes) ---------------------
+
+    def create_partitions(self, name: str, count: int) -> Topic:
+        """Grow topic ``name`` to ``count`` partitions (see :meth:`Store.create_partitions
+        <seglog.store.Store.create_partitions>` for the rules and errors). The caller runs the
+        metadata listeners under :attr:`lock`."""
+        count = check_int("count", count, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
+        with self.lock:
+            self.check_writable()
+            topic = self._topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            current = topic.partitions
+            if count <= current:
+                raise InvalidPartitionsError(
+                    f"Topic already has {current} partition(s)." if count == current else
+                    f"The topic {name} currently has {current} partition(s); {count} would "
+                    "not be an increase.")
+            for p in range(current, count):
+                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
+                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            try:
+                new_logs = self._add_partition_logs(name, current, count, topic.config,
+                                                    topic._uuid)
+            except BaseException:
+                for p in range(current, count):
+                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
+                                  ignore_errors=True)
+                raise
+            # A new list, not an in-place extend: a reader that took the old list keeps a
+            # consistent view of the partitions it counted.
+            topic._logs = topic._logs + new_logs
+            self.write_registry()
+            return topic
+
+    def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
+                            topic_id: uuid.UUID) -> list[Log]:
+        """The Logs of partitions ``first..end-1`` of an existing topic, made as
+        :meth:`_create_partition_logs` makes a new topic's (directories, then each Log, which
+        writes ``partition.metadata`` with its first flush)."""
+        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
+                     for p in range(first, end)]
+        for dir_path in dir_paths:
+            os.mkdir(dir_path)
+        logs: list[Log] = []
+        try:
+            for p, dir_path in zip(range(first, end), dir_paths):
+                tp = TopicPartition(name, p)
+                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+                logs.append(log)
+                with self._checkpoint_lock:
+                    self._log_start_offsets.setdefault(tp, log.start_offset)
+        except BaseException:
+            for log in logs:
+                log.close()
+            raise
+        return logs
+
+    def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
+        """Replace the config of each topic named in ``configs`` (see
+        :meth:`Store.alter_topic_configs <seglog.store.Store.alter_topic_configs>`)."""
+        parsed = {name: as_config(config, self.topic_config_defaults)
+                  for name, config in configs.items()}
+        with self.lock:
+            self.check_writable()
+            for name in parsed:
+                if name not in self._topics:
+                    raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            for name, config in parsed.items():
+                topic = self._topics[name]
+                topic.config = config
+                for log in topic._logs:
+                    log.update_config(config)
+            if parsed:
+                self.write_registry()
+
+    def set_topic_config_defaults(self, defaults: LogConfig | Mapping[str, Any]) -> None:
+        """Replace ``topic_config_defaults`` (see :meth:`Store.set_topic_config_defaults
+        <seglog.store.Store.set_topic_config_defaults>`). Raises InvalidConfigError."""
+        defaults = as_config(defaults)
+        with self.lock:
+            self.topic_config_defaults = defaults
+
+    # --- housekeeping (Kafka's LogManager tasks and cleaner threads, run when called) -------
+
+    def writable_logs(self) -> list[tuple[TopicPartition, Log]]:
+        """``[(tp, Log)]`` of every partition that takes writes, in topic order. Offline logs
+        (a failed write: Log.offline) refuse every write until a reopen recovers them; the
+        periodic work leaves them out rather than fail on each. Raises ReadOnlyError."""
+        with self.lock:
+            self.check_writable()
+            return [(TopicPartition(n, p), log) for n, t in sorted(self._topics.items())
+                    for p, log in enumerate(t._logs) if not log.offline]
+
+    def apply_retention(self, *, now_ms: int | None = None) -> dict[TopicPartition, list[int]]:
+        """See :meth:`Store.apply_retention <seglog.store.Store.apply_retention>`."""
+        out = {}
+        for tp, log in self.writable_logs():
+            deleted = log.apply_retention(now_ms=now_ms)
+            if deleted:
+                out[tp] = deleted
+        return out
+
+    def compact(self, *, now_ms: int | None = None) -> dict[TopicPartition, Any]:
+        """See :meth:`Store.compact <seglog.store.Store.compact>`."""
+        out = {}
+        for tp, log in self.writable_logs():
+            if log.config.compaction_enabled and tp not in self._uncleanable:
+                try:
+                    stats = log.compact(now_ms=now_ms)
+                except CorruptRecordError as e:
+                    self._uncleanable[tp] = e
+                    warnings.warn(f"seglog: compaction of {tp.topic}-{tp.partition} stopped "
+                                  f"and will not be retried until the store reopens: {e}",
+                                  RuntimeWarning, stacklevel=3)
+                    continue
+                if not stats.skipped:
+                    out[tp] = stats
+        return out
+
+    @property
+    def uncleanable_partitions(self) -> dict[TopicPartition, Exception]:
+        """``{tp: error}`` of the partitions :meth:`compact` stopped cleaning (a copy)."""
+        return dict(self._uncleanable)
+
+    # --- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """See :meth:`Store.flush <seglog.store.Store.flush>`."""
+        with self.lock:
+            self.check_writable()
+            for topic in self._topics.values():
+                for log in topic._logs:
+                    if not log.offline:  # recovered at the next open instead
+                        log.flush()
+            self.write_checkpoints()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """See :meth:`Store.checkpoint_high_watermarks
+        <seglog.store.Store.checkpoint_high_watermarks>`."""
+        with self.lock:
+            self.check_writable()
+            high_watermarks = self._gather("high_watermark")
+        with self._checkpoint_lock:
+            self._high_watermarks = high_watermarks
+            self._replication_checkpoint.write(high_watermarks)
+
+    def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
+        out = {}
+        for name, topic in sorted(self._topics.items()):
+            for p, log in enumerate(topic._logs):
+                value = getattr(log, attribute, None)
+                if value is not None:
+                    out[(name, p)] = value
+        return out
+
+    def write_checkpoints(self, *, from_logs: bool = True) -> None:
+        """Write the four data-dir checkpoints. ``from_logs`` reads the live Logs first; after
+        they are closed the values they saved last are written. Lock order: the metadata lock
+        (held by the caller), then Logs' locks, then the checkpoint lock; property reads of a
+        Log take no lock."""
+        with self._checkpoint_lock:
+            self._write_checkpoints_locked(from_logs)
+
+    def _write_checkpoints_locked(self, from_logs: bool) -> None:
+        if from_logs:
+            for name, topic in self._topics.items():
+                for p, log in enumerate(topic._logs):
+                    tp = TopicPartition(name, p)
+                    recovery_point = getattr(log, "recovery_point", None)
+                    if recovery_point is not None:
+                        self._recovery_points[tp] = recovery_point
+                    self._log_start_offsets[tp] = log.start_offset
+            self._high_watermarks = self._gather("high_watermark")
+            self._cleaner_offsets = self._gather("cleaner_checkpoint")
+        live = {(n, p) for n, t in self._topics.items() for p in range(t.partitions)}
+        self._recovery_checkpoint.write(
+            {tp: v for tp, v in sorted(self._recovery_points.items()) if tp in live})
+        self._log_start_checkpoint.write(
+            {tp: v for tp, v in sorted(self._log_start_offsets.items()) if tp in live})
+        self._replication_checkpoint.write(
+            {tp: v for tp, v in self._high_watermarks.items() if tp in live})
+        self._cleaner_checkpoint.write(
+            {tp: v for tp, v in self._cleaner_offsets.items() if tp in live})
+
+    def close(self) -> None:
+        """Close every Log (each flushes and saves its recovery point and start offset), write
+        the checkpoints and, last, the clean-shutdown marker (none when a Log is offline: the
+        next open recovers it); release the writer lock. Idempotent. The caller holds
+        :attr:`lock`."""
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                if not self.read_only:
+                    self._high_watermarks = self._gather("high_watermark")
+                    self._cleaner_offsets = self._gather("cleaner_checkpoint")
+                # Each Log flushes and saves its recovery point and start offset on close.
+                offline = False
+                for topic in self._topics.values():
+                    for log in topic._logs:
+                        offline = offline or log.offline
+                        log.close()
+                if not self.read_only:
+                    self.write_checkpoints(from_logs=False)
+                    # An offline log (a failed write) must be recovered at the next open, and
+                    # the marker is the whole directory's: without it every log recovers
+                    # from its recovery point (Kafka's restart after a log dir failure).
+                    if not offline:
+                        checkpoints.write_clean_shutdown_marker(self.path)
+            finally:
+                self.closed = True
+                self._checkpoints_open = False
+                if self._dir_lock is not None:
+                    self._dir_lock.close()
+                    self._dir_lock = None
+
+    # --- following a writer (read-only) ----------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Read-only: follow the writer (see :meth:`Store.refresh
+        <seglog.store.Store.refresh>`, which reloads the offsets and runs the metadata
+        listeners when this returns True). Returns whether anything changed."""
+        with self.lock:
+            self.check_open()
+            if not self.read_only:
+                raise ReadOnlyError("refresh() is for stores opened with read_only=True")
+            changed = False
+            registry = self._read_registry()
+            found = self._scan_partition_dirs()
+            for name in sorted(set(self._topics) - set(found)):
+                topic = self._topics.pop(name)
+                topic._deleted = True
+                for log in topic._logs:
+                    log.close()
+                changed = True
+            for name, topic in self._topics.items():
+                for log in topic._logs:
+                    changed |= log.refresh()
+            for name in sorted(set(found) - set(self._topics)):
+                entry = registry.get(name)
+                if entry is None or len(found[name]) < entry.get("partitions", 0):
+                    continue  # the writer is still creating it
+                topic_id = entry.get("topic_id")
+                self._topics[name] = self._open_topic(
+                    name, entry["partitions"], entry["log_config"],
+                    checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None,
+                    create=False)
+                changed = True
+            return changed
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("read-only" if self.read_only else "open")
+        return f"LogManager({self.path!r}, {state}, topics={len(self._topics)})"
