@@ -30,7 +30,7 @@ import asyncio
 import functools
 import io
 import logging
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, \
@@ -44,13 +44,13 @@ from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError
+from .zk_data import BrokerInfo, PartitionState, TopicAssignment
 
 if TYPE_CHECKING:
-    # The replica manager makes the sender; the coordinator sits above the cluster layer.
+    # The coordinator sits above the cluster layer: a name for the type checker only.
     from ..coordinator.transaction import TransactionCoordinator
-    from .replica_manager import ReplicaManager
 
-__all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
+__all__ = ["MarkerCluster", "TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
            "encode_write_txn_markers", "decode_write_txn_markers"]
 
 log = logging.getLogger("seglog.cluster.txn_markers")
@@ -96,6 +96,45 @@ def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
         raise InterBrokerError(f"malformed WriteTxnMarkers response: {exc!r}") from None
 
 
+class MarkerCluster(Protocol):
+    """What the sender needs of the cluster: the
+    :class:`~seglog.cluster.replica_manager.ReplicaManager` (which makes the sender, so it is
+    described here rather than imported), with the seam's metadata and acks=-1 calls
+    (:class:`~seglog.cluster.seam.PartitionSeam`) and its event loop."""
+
+    @property
+    def broker_id(self) -> int:
+        """This broker's id."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The broker's event loop."""
+
+    @property
+    def live_brokers(self) -> Mapping[int, BrokerInfo]:
+        """The registered brokers by id."""
+
+    @property
+    def assignments(self) -> Mapping[str, TopicAssignment]:
+        """Every topic's replica assignment by name."""
+
+    @property
+    def states(self) -> Mapping[TopicPartition, PartitionState]:
+        """Every partition's leader and ISR."""
+
+    def leader_replica(self, tp: TopicPartition) -> Any | None:
+        """This broker's replica of ``tp`` when it leads it, else None (the seam's)."""
+
+    def check_acks_all_before_append(self, replica: Any) -> int:
+        """NOT_ENOUGH_REPLICAS when the ISR is too small for an acks=-1 append, else NONE."""
+
+    def after_leader_append(self, replica: Any) -> None:
+        """A leader append happened: the high watermark may move."""
+
+    async def wait_acks_all(self, replica: Any, required_offset: int, timeout_s: float) -> int:
+        """NONE once the high watermark reaches ``required_offset``, else its error code."""
+
+
 class TxnMarkerSender:
     """Delivers a cluster member's transaction markers (see the module docstring).
 
@@ -103,7 +142,7 @@ class TxnMarkerSender:
     ``coordinator``: the store's TransactionCoordinator; ``run_blocking``: the broker's
     executor call; ``request_timeout_ms`` bounds a request and an acks=-1 wait."""
 
-    def __init__(self, cluster: ReplicaManager, coordinator: TransactionCoordinator, *,
+    def __init__(self, cluster: MarkerCluster, coordinator: TransactionCoordinator, *,
                  run_blocking: Callable[..., Awaitable[Any]], request_timeout_ms: int = 30_000,
                  on_written: Callable[[], None] | None = None):
         self._cluster = cluster
