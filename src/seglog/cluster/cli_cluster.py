@@ -27,7 +27,18 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .local import LocalCluster
+
+class Subcommands(Protocol):
+    """What :func:`add_parser` needs of the ``seglog`` command's subcommands (the object
+    ``ArgumentParser.add_subparsers`` returns)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """A new subcommand's parser."""
+
 
 #: The cluster directory when ``--dir`` is not given.
 DEFAULT_DIR = "./seglog-cluster"
@@ -49,7 +60,7 @@ def _count_or_unknown(value: int | None) -> str:
     return "?" if value is None else str(value)
 
 
-def status_lines(cluster: Any) -> list[str]:
+def status_lines(cluster: LocalCluster) -> list[str]:
     """``seglog cluster status``'s lines for ``cluster`` (a
     :class:`~seglog.cluster.local.LocalCluster`): ZooKeeper, one line per broker, the
     partitions' totals (see the module docstring)."""
@@ -92,7 +103,7 @@ def _count(text: str) -> int:
     return value
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     """Add the ``cluster`` subcommand (and its own subcommands) to ``seglog``'s parser
     (``sub``: what ``ArgumentParser.add_subparsers`` returned)."""
     cluster = sub.add_parser(

@@ -61,7 +61,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.cluster.election import (
@@ -72,7 +72,8 @@ from seglog.cluster.election import (
     initial_leader_and_isr,
     remove_replica_from_isr,
 )
-from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, NodeExistsError
+from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, KafkaZkClient, \
+    NodeExistsError, Watch
 from seglog.cluster.zk_data import (
     ZkDataError,
     decode_preferred_replica_election,
@@ -83,6 +84,7 @@ from seglog.cluster.zk_data import (
     PREFERRED_REPLICA_ELECTION_PATH,
     TOPICS_PATH,
     PartitionState,
+    TopicAssignment,
     topic_path,
 )
 from seglog.errors import InvalidTopicError
@@ -168,7 +170,7 @@ class Controller:
 
     def __init__(
         self,
-        zk: Any,
+        zk: KafkaZkClient,
         broker_id: int,
         *,
         default_unclean: bool = False,
@@ -230,9 +232,9 @@ class Controller:
         self._topic_watch_tokens: dict[str, object] = {}
         # The running watches of this term (stopped on resignation) and of each topic
         # (stopped when it goes), so kazoo does not keep calling into a finished term.
-        self._term_watches: list[Any] = []
-        self._topic_watches: dict[str, Any] = {}
-        self._controller_watch: Any = None
+        self._term_watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        self._controller_watch: Watch | None = None
 
     # --- public -----------------------------------------------------------------------------
 
@@ -550,7 +552,8 @@ class Controller:
             return _NEW
         return _ONLINE if state.leader in self._ctx.live_brokers else _OFFLINE
 
-    def _add_topic(self, topic: str, partitions: dict[int, Iterable[int]]) -> list[TopicPartition]:
+    def _add_topic(self, topic: str,
+                   partitions: Mapping[int, Iterable[int]]) -> list[TopicPartition]:
         """Record a topic's assignment (new partitions only) and watch its znode; returns the
         partitions that were not known."""
         ctx = self._ctx
@@ -570,7 +573,7 @@ class Controller:
 
     # --- reads that survive a bad znode ------------------------------------------------------
 
-    def _read_assignments(self) -> dict[str, Any]:
+    def _read_assignments(self) -> dict[str, TopicAssignment]:
         """Every topic's assignment; a topic whose znode is not Kafka's JSON (or whose name is
         not a topic name) is logged and left out instead of stopping the controller."""
         try:
@@ -818,14 +821,14 @@ class Controller:
         )
         retry = []
         for tp, (state, kind) in decisions.items():
-            result = results.get(tp)
-            if isinstance(result, BadVersionError):
+            outcome = results.get(tp)
+            if isinstance(outcome, BadVersionError):
                 retry.append(tp)
-            elif isinstance(result, Exception) or result is None:
+            elif isinstance(outcome, Exception) or outcome is None:
                 _log.error("controller %d: writing the election of %s failed: %r",
-                           self.broker_id, tp, result)
+                           self.broker_id, tp, outcome)
             else:
-                written = dataclasses.replace(state, zk_version=result)
+                written = dataclasses.replace(state, zk_version=outcome)
                 ctx.leadership[tp] = written
                 ctx.partition_states[tp] = _ONLINE
                 self._emit_election(tp, written, kind)

@@ -51,7 +51,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .. import error_codes as codes
 from .. import errors
@@ -63,6 +63,7 @@ from .inter_broker import (
     LATEST_TIMESTAMP,
     BrokerConnection,
     FetchPartitionRequest,
+    FetchPartitionResponse,
     InterBrokerError,
     whole_batches,
 )
@@ -72,6 +73,9 @@ from .truncation import (
     offset_truncation_state,
     out_of_range_fetch_offset,
 )
+
+if TYPE_CHECKING:
+    from ..storage.log import Log
 
 __all__ = ["FetcherConfig", "FetchTarget", "FetchState", "ReplicaFetcherManager",
            "TRUNCATING", "FETCHING"]
@@ -156,7 +160,7 @@ class FetchTarget:
 
     leader_id: int
     leader_epoch: int
-    log: Any
+    log: Log
     topic_id: uuid.UUID | None = None
 
 
@@ -191,7 +195,7 @@ class _Partition:
         self.state = state
 
 
-def _latest_epoch(log: Any) -> int | None:
+def _latest_epoch(log: Log) -> int | None:
     epoch = log.latest_epoch
     return None if epoch is None or epoch < 0 else int(epoch)
 
@@ -232,7 +236,7 @@ class ReplicaFetcherManager:
         self._fetchers: dict[int, _LeaderFetcher] = {}
         self._leader_of: dict[TopicPartition, int] = {}
         self._failed: set[TopicPartition] = set()
-        self._stopping: set[asyncio.Task] = set()
+        self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
         self._counts = {"connect": 0, "fetch": 0, "offsets_for_leader_epoch": 0,
                         "list_offsets": 0}
@@ -394,7 +398,7 @@ class _LeaderFetcher:
         p = self._partitions.get(tp)
         return None if p is None else p.state
 
-    def stop(self) -> asyncio.Task:
+    def stop(self) -> asyncio.Task[None]:
         """Cancel the task (it closes the connection); returns it to await."""
         self._partitions.clear()
         self._stopped = True
@@ -638,7 +642,8 @@ class _LeaderFetcher:
             if self._current(p, state):
                 await self._handle_out_of_range(p, state)
 
-    def _process_partition_data(self, p: _Partition, state: FetchState, data: Any) -> None:
+    def _process_partition_data(self, p: _Partition, state: FetchState,
+                                data: FetchPartitionResponse) -> None:
         """Kafka's ``processPartitionData`` (append, HW, log start) then the
         ``DivergingEpoch`` truncation."""
         log = p.target.log

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, TypeVar
 
 from kio.index import load_request_schema
 from kio.serial import entity_writer
@@ -237,6 +237,10 @@ def encode_list_offsets_request(
 # --- decoding (by hand, bounds-checked) ------------------------------------------------------
 
 
+#: What a response decoder returns (see BrokerConnection._decoded).
+_Decoded = TypeVar("_Decoded")
+
+
 class _Reader:
     """A cursor over a response frame; every read checks the bytes left."""
 
@@ -256,7 +260,8 @@ class _Reader:
         if pos + st.size > self.end:
             raise self.bad("ends inside a field")
         self.pos = pos + st.size
-        return st.unpack_from(self.buf, pos)[0]
+        value: int = st.unpack_from(self.buf, pos)[0]
+        return value
 
     def int8(self) -> int:
         return self._fixed(_INT8)
@@ -547,7 +552,7 @@ class BrokerConnection:
         _frame_bytes, reader = await self.request(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSION, body)
         return self._decoded(decode_list_offsets_response, reader)
 
-    def _decoded(self, decode: Any, reader: _Reader) -> Any:
+    def _decoded(self, decode: Callable[[_Reader], _Decoded], reader: _Reader) -> _Decoded:
         try:
             return decode(reader)
         except MalformedResponseError:

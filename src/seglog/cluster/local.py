@@ -42,6 +42,9 @@ from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
 
 if TYPE_CHECKING:
+    # kazoo is imported where the cluster talks to ZooKeeper, not when this module loads.
+    from kazoo.client import KazooClient
+
     from seglog.cluster.zookeeper import ZooKeeperServer
 
 #: The state file in the cluster's directory.
@@ -114,7 +117,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def api_versions_ok(host: str, port: int, timeout_s: float = 1.0) -> bool:
@@ -131,6 +135,8 @@ def api_versions_ok(host: str, port: int, timeout_s: float = 1.0) -> bool:
         return False
     if head is None:
         return False
+    correlation_id: int
+    error_code: int
     _size, correlation_id, error_code = struct.unpack(">iih", head)
     return correlation_id == 7 and error_code == codes.NONE
 
@@ -186,7 +192,7 @@ class LocalCluster:
     is registered in ZooKeeper; :meth:`down` stops everything. Usable as a context manager.
     """
 
-    def __init__(self, dir: str | os.PathLike, brokers: int = 3, *,
+    def __init__(self, dir: str | os.PathLike[str], brokers: int = 3, *,
                  zookeeper_port: int | None = None, base_port: int | None = None,
                  broker_configs: Mapping[str, Any] | None = None,
                  per_broker_configs: Mapping[int, Mapping[str, Any]] | None = None,
@@ -220,7 +226,7 @@ class LocalCluster:
                 broker_id, port, str(self.dir / f"broker-{broker_id}"),
                 str(self.dir / f"broker-{broker_id}.out"))
         self._zookeeper_server: "ZooKeeperServer | None" = None  # one this object started
-        self._procs: dict[int, subprocess.Popen] = {}  # children of this object, to reap
+        self._procs: dict[int, subprocess.Popen[bytes]] = {}  # children of this object, to reap
         self._kazoo = None
 
     # ----------------------------------------------------------------- addresses
@@ -378,7 +384,7 @@ class LocalCluster:
         """Continue a frozen ZooKeeper (SIGCONT)."""
         self._own_zookeeper("resume").resume()
 
-    def _own_zookeeper(self, what: str) -> Any:
+    def _own_zookeeper(self, what: str) -> ZooKeeperServer:
         if self._zookeeper_server is None:
             raise LocalClusterError(f"cannot {what} ZooKeeper: this cluster object did not "
                                     f"start it")
@@ -470,7 +476,8 @@ class LocalCluster:
 
         def children(path: str) -> list[str]:
             try:
-                return wait(client.get_children_async(path))
+                names: list[str] = wait(client.get_children_async(path))
+                return names
             except NoNodeError:
                 return []
 
@@ -507,7 +514,7 @@ class LocalCluster:
         return ZooKeeperView(registered, controller, partitions)
 
     def zookeeper_client(self, timeout_s: float = 10.0, *,
-                         connect_timeout_s: float | None = None):
+                         connect_timeout_s: float | None = None) -> KazooClient:
         """A started kazoo client on the cluster's ZooKeeper (kept and reused; closed by
         :meth:`down`), for reading the cluster's znodes. ``timeout_s``: its session timeout
         and, unless ``connect_timeout_s`` says otherwise, the wait for the connection."""
@@ -562,6 +569,7 @@ class LocalCluster:
         from kazoo.exceptions import NoNodeError
 
         try:
+            data: bytes
             data, _stat = self.zookeeper_client().get(path)
         except NoNodeError:
             return None
@@ -570,7 +578,7 @@ class LocalCluster:
     # ----------------------------------------------------------------- the state file
 
     @classmethod
-    def attach(cls, dir: str | os.PathLike) -> "LocalCluster":
+    def attach(cls, dir: str | os.PathLike[str]) -> "LocalCluster":
         """The cluster recorded in ``dir``'s state file (started by another process).
         Raises :class:`LocalClusterError` when there is none."""
         path = Path(dir).resolve() / STATE_FILE_NAME

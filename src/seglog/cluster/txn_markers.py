@@ -29,10 +29,12 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import sys
-from typing import Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
-from kio.index import load_request_schema, load_response_schema
+from kio.schema.types import ProducerId, TopicName
+from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, \
+    WritableTxnMarkerTopic, WriteTxnMarkersRequest
+from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32, i64
 
@@ -41,15 +43,20 @@ from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError
-from .seam import AppendOrigin
+from .seam import AppendOrigin, AppendResult
+from .zk_data import BrokerInfo, PartitionState, TopicAssignment
 
-__all__ = ["TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
+if TYPE_CHECKING:
+    # The coordinator sits above the cluster layer: a name for the type checker only.
+    from ..coordinator.transaction import TransactionCoordinator
+
+__all__ = ["MarkerCluster", "TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_MARKERS_VERSION",
            "encode_write_txn_markers", "decode_write_txn_markers"]
 
 log = logging.getLogger("seglog.cluster.txn_markers")
 
 WRITE_TXN_MARKERS = 27
-#: The version sent (the first flexible one; Kafka 4.x serves 1 and up).
+#: The version sent (the first flexible one; Kafka 4.x serves 1 and up): kio's ``v1`` classes.
 WRITE_TXN_MARKERS_VERSION = 1
 
 #: The errors after which a newer coordinator or producer owns the transaction.
@@ -63,33 +70,65 @@ _RESPONSE_BYTES_MAX = 1 << 20
 def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_epoch: int,
                              commit: bool, partitions: Iterable[TopicPartition]) -> bytes:
     """The body of a WriteTxnMarkers v1 request with one marker for ``partitions``."""
-    request = load_request_schema(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
-    module = sys.modules[request.__module__]
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    entity = request(markers=(module.WritableTxnMarker(
-        producer_id=i64(producer_id), producer_epoch=i16(producer_epoch),
+    entity = WriteTxnMarkersRequest(markers=(WritableTxnMarker(
+        producer_id=ProducerId(i64(producer_id)), producer_epoch=i16(producer_epoch),
         transaction_result=bool(commit), coordinator_epoch=i32(coordinator_epoch),
-        topics=tuple(module.WritableTxnMarkerTopic(
-            name=topic, partition_indexes=tuple(i32(p) for p in sorted(ps)))
+        topics=tuple(WritableTxnMarkerTopic(
+            name=TopicName(topic), partition_indexes=tuple(i32(p) for p in sorted(ps)))
             for topic, ps in sorted(by_topic.items()))),))
     buffer = io.BytesIO()
-    entity_writer(request)(buffer, entity)
+    entity_writer(WriteTxnMarkersRequest)(buffer, entity)
     return buffer.getvalue()
 
 
 def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
     """``{partition: error code}`` of a WriteTxnMarkers v1 response body. Raises
     InterBrokerError when it does not parse."""
-    response = load_response_schema(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
     try:
-        entity, _end = entity_reader(response)(body, 0)
+        entity, _end = entity_reader(WriteTxnMarkersResponse)(body, 0)
         return {TopicPartition(topic.name, int(p.partition_index)): int(p.error_code)
                 for marker in entity.markers for topic in marker.topics
                 for p in topic.partitions}
     except Exception as exc:  # noqa: BLE001 - untrusted bytes: a typed error
         raise InterBrokerError(f"malformed WriteTxnMarkers response: {exc!r}") from None
+
+
+class MarkerCluster(Protocol):
+    """What the sender needs of the cluster: the
+    :class:`~seglog.cluster.replica_manager.ReplicaManager` (which makes the sender, so it is
+    described here rather than imported), with the seam's metadata and its one append
+    (:class:`~seglog.cluster.seam.PartitionSeam`) and its event loop."""
+
+    @property
+    def broker_id(self) -> int:
+        """This broker's id."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The broker's event loop."""
+
+    @property
+    def live_brokers(self) -> Mapping[int, BrokerInfo]:
+        """The registered brokers by id."""
+
+    @property
+    def assignments(self) -> Mapping[str, TopicAssignment]:
+        """Every topic's replica assignment by name."""
+
+    @property
+    def states(self) -> Mapping[TopicPartition, PartitionState]:
+        """Every partition's leader and ISR."""
+
+    def leader_replica(self, tp: TopicPartition) -> Any | None:
+        """This broker's replica of ``tp`` when it leads it, else None (the seam's)."""
+
+    async def append(self, tp: TopicPartition, write: Callable[[Any], int | None], *,
+                     acks: int, origin: AppendOrigin, timeout_s: float,
+                     run_blocking: Callable[..., Any] | None = None) -> AppendResult:
+        """The seam's one append (:meth:`~seglog.cluster.seam.PartitionSeam.append`)."""
 
 
 class TxnMarkerSender:
@@ -99,7 +138,7 @@ class TxnMarkerSender:
     ``coordinator``: the store's TransactionCoordinator; ``run_blocking``: the broker's
     executor call; ``request_timeout_ms`` bounds a request and an acks=-1 wait."""
 
-    def __init__(self, cluster: Any, coordinator: Any, *,
+    def __init__(self, cluster: MarkerCluster, coordinator: TransactionCoordinator, *,
                  run_blocking: Callable[..., Awaitable[Any]], request_timeout_ms: int = 30_000,
                  on_written: Callable[[], None] | None = None):
         self._cluster = cluster
@@ -108,7 +147,7 @@ class TxnMarkerSender:
         self._timeout_ms = int(request_timeout_ms)
         self._on_written = on_written
         self._loop = cluster.loop
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._closed = False

@@ -403,7 +403,8 @@ class KafkaZkClient:
             build(transaction)
             return transaction.commit_async()
 
-        return self._run(maker, path)
+        results: list[Any] = self._run(maker, path)  # kazoo is untyped: its values are Any
+        return results
 
     @staticmethod
     def _first_failure(results: list[Any]) -> BaseException | None:
@@ -586,7 +587,8 @@ class KafkaZkClient:
         stat = self._checked_ephemeral_create(path, data)
         _log.info("registered broker %d at %s, broker epoch (czxid) %d", registration.broker_id,
                   path, stat.czxid)
-        return stat.czxid
+        broker_epoch: int = stat.czxid
+        return broker_epoch
 
     def _checked_ephemeral_create(self, path: str, data: bytes) -> Any:
         for _ in range(RACE_ATTEMPTS_MAX):
@@ -748,8 +750,9 @@ class KafkaZkClient:
         check_topic_name(assignment.topic)
         path = zk_data.topic_path(assignment.topic)
         data = zk_data.encode_topic(assignment)
-        return self._run(lambda: self._kazoo.set_async(path, data, expected_zk_version),
-                         path).version
+        version: int = self._run(
+            lambda: self._kazoo.set_async(path, data, expected_zk_version), path).version
+        return version
 
     def topics(self) -> list[str]:
         """Every topic with an assignment, sorted."""
@@ -858,7 +861,9 @@ class KafkaZkClient:
         self.create_recursive(zk_data.CONFIG_CHANGES_PATH, throw_if_exists=False)
         path = f"{zk_data.CONFIG_CHANGES_PATH}/{zk_data.CONFIG_CHANGE_PREFIX}"
         data = zk_data.encode_config_change(entity_path)
-        return self._run(lambda: self._kazoo.create_async(path, data, sequence=True), path)
+        created: str = self._run(lambda: self._kazoo.create_async(path, data, sequence=True),
+                                 path)
+        return created
 
     def config_change_notifications(self) -> dict[str, str]:
         """Every pending config change: node name -> ``entity_path``, in sequence order."""
@@ -972,8 +977,9 @@ class KafkaZkClient:
         path = zk_data.partition_state_path(tp)
         data = zk_data.encode_partition_state(state)
         try:
-            return self._run(lambda: self._kazoo.set_async(path, data, expected_zk_version),
-                             path).version
+            version: int = self._run(
+                lambda: self._kazoo.set_async(path, data, expected_zk_version), path).version
+            return version
         except BadVersionError:
             current = self.partition_states([tp]).get(TopicPartition(tp[0], tp[1]))
             if current is not None and (current.leader, current.leader_epoch, current.isr,

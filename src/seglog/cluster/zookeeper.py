@@ -139,7 +139,8 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def four_letter_word(host: str, port: int, word: str,
@@ -198,7 +199,7 @@ class ZooKeeperServer:
     on exit). Not thread-safe.
     """
 
-    def __init__(self, run_dir: str | os.PathLike, *, port: int = 0,
+    def __init__(self, run_dir: str | os.PathLike[str], *, port: int = 0,
                  tick_time_ms: int = TICK_TIME_MS, max_session_timeout_ms: int | None = None,
                  force_sync: bool = False, heap_mb: int = HEAP_MB,
                  install: ZooKeeperInstall | None = None):
@@ -215,7 +216,7 @@ class ZooKeeperServer:
         self._install = install
         self._port = port
         self._port_given = port != 0
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._suspended = False
 
     # ----------------------------------------------------------------- what callers read
@@ -346,7 +347,7 @@ class ZooKeeperServer:
     def __enter__(self) -> ZooKeeperServer:
         return self.start()
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:

@@ -51,13 +51,17 @@ import struct
 import sys
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any, Coroutine, Mapping, Protocol, Sequence
 
 from ..errors import InvalidRequestError, UnsupportedVersionError
 from . import protocol
-from .context import CloseConnection, RawResponse, RequestContext
+from .context import BrokerState, BytesLike, CloseConnection, RawResponse, RequestContext
+from .registry import ApiHandler, Handle, Response
 
-__all__ = ["Connection"]
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+__all__ = ["Connection", "DropPages", "Server"]
 
 log = logging.getLogger("seglog.server")
 
@@ -70,7 +74,7 @@ _JOIN_BYTES_MAX = 64 * 1024
 RESPONSE_BYTES_HELD_MAX = 64 * 1024 * 1024
 
 
-def _nbytes(part: Any) -> int:
+def _nbytes(part: BytesLike) -> int:
     return part.nbytes if isinstance(part, memoryview) else len(part)
 _SIZE_BYTES = _SIZE.size
 #: Whether the transport keeps a view of what the socket has not taken (Python 3.12's selector
@@ -78,12 +82,13 @@ _SIZE_BYTES = _SIZE.size
 _TRANSPORT_KEEPS_VIEWS = sys.version_info >= (3, 12)
 
 
-def _keep_pages(buffer: Any) -> int:
+def _keep_pages(buffer: object) -> int:
     """A ``drop_mapped_pages`` that drops nothing (after madvise failed once)."""
     return 0
 
 
-async def _go_on(coro: Any, awaited: Any) -> None:
+async def _go_on(coro: Coroutine[asyncio.Future[Any] | None, None, None],
+                 awaited: asyncio.Future[Any] | None) -> None:
     """Drive ``coro`` (already started by hand, now waiting on the future ``awaited``, or on
     None for a bare ``asyncio.sleep(0)`` turn) to its end, as the task it would have been:
     wake when what it waits on is done, then resume it, and it reads the outcome of its own
@@ -102,7 +107,8 @@ async def _go_on(coro: Any, awaited: Any) -> None:
         else:
             wake = loop.create_future()
 
-            def on_done(_future: Any, wake: asyncio.Future = wake) -> None:
+            def on_done(_future: asyncio.Future[Any],
+                        wake: asyncio.Future[None] = wake) -> None:
                 if not wake.done():
                     wake.set_result(None)
 
@@ -131,9 +137,68 @@ class _Slot:
     __slots__ = ("parts", "done", "released")
 
     def __init__(self) -> None:
-        self.parts: Any = None
+        self.parts: Sequence[BytesLike] | None = None
         self.done = False
         self.released = False  # never to be answered (see Connection._release)
+
+
+class DropPages(Protocol):
+    """``drop_mapped_pages(buffer)`` of the store's backend: drops the pages of a written view
+    of a segment file from the page tables; returns how many bytes it dropped."""
+
+    def __call__(self, buffer: Buffer) -> int:
+        """Drop the pages ``buffer`` covers."""
+
+
+class Server(Protocol):
+    """What a :class:`Connection` needs of its server (the broker's ``Server``, which imports
+    this module): its limits, the handler table, the in-flight count and the callbacks."""
+
+    in_flight: int
+    #: Drops the pages of a written view of a segment file (the backend's; replaced by a
+    #: no-op once madvise fails).
+    drop_mapped_pages: DropPages
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop everything runs on."""
+
+    @property
+    def state(self) -> BrokerState | None:
+        """The handlers' broker, made before the listener accepts the first connection."""
+
+    @property
+    def handlers(self) -> Mapping[int, ApiHandler]:
+        """``{api_key: ApiHandler}``."""
+
+    @property
+    def request_bytes_max(self) -> int:
+        """``socket.request.max.bytes``."""
+
+    @property
+    def queued_requests_max(self) -> int:
+        """``queued.max.requests``."""
+
+    @property
+    def held_response_bytes_max(self) -> int:
+        """Finished response bytes held before reading stops."""
+
+    @property
+    def socket_buffer_bytes(self) -> Mapping[int, int | None]:
+        """``{socket option: size in bytes}``; None leaves the OS's size."""
+
+    def admit(self, connection: Connection) -> bool:
+        """Register a new connection; False when over a connection limit."""
+
+    def forget(self, connection: Connection) -> None:
+        """A connection was lost."""
+
+    def request_finished(self) -> None:
+        """A request was answered or dropped."""
+
+    def answer_api_versions(self, header: protocol.RequestHeader,
+                            frame: bytes) -> Sequence[BytesLike]:
+        """The whole response frame (as parts) of an ApiVersions request."""
 
 
 class Connection(asyncio.Protocol):
@@ -143,7 +208,7 @@ class Connection(asyncio.Protocol):
     last read or write (for ``connections.max.idle.ms``); ``closed`` is a future done once
     the connection is lost."""
 
-    def __init__(self, server: Any, connection_id: int):
+    def __init__(self, server: Server, connection_id: int):
         self.server = server
         self.connection_id = connection_id
         self.transport: asyncio.Transport | None = None
@@ -151,7 +216,7 @@ class Connection(asyncio.Protocol):
         self.client_port = 0
         self._buffer = bytearray()
         self._slots: deque[_Slot] = deque()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._reading_paused = False
         self._writing_paused = False
         self._closing = False  # no more requests are read; close once answered
@@ -159,13 +224,13 @@ class Connection(asyncio.Protocol):
         self._processing = False  # inside _process_buffer (a response finishing in it waits)
         # Responses ready to write, written together at the end of this loop iteration: the
         # responses of pipelined requests that finish together leave in one send.
-        self._out: list = []
+        self._out: list[BytesLike] = []
         self._flush_scheduled = False
         self._stalled = False  # complete frames wait in the buffer (back-pressure)
         self._held_bytes = 0  # finished responses not yet handed to the transport
         # Views written while the transport was over its high-water mark, whose pages are
         # dropped once it drains (Python >= 3.12 only; see the module docstring).
-        self._unsent_views: list = []
+        self._unsent_views: list[memoryview] = []
         self.closed = asyncio.get_running_loop().create_future()
         self.last_active_s = time.monotonic()
 
@@ -310,9 +375,10 @@ class Connection(asyncio.Protocol):
                         self.client_host, self.client_port, exc)
             self.close_when_answered()  # after the earlier answers, as Kafka
             return
+        state = server.state
+        assert state is not None  # made before the listener accepts the first connection
         ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
-                             self.connection_id, self.client_host, self.client_port,
-                             server.state)
+                             self.connection_id, self.client_host, self.client_port, state)
         slot = self._new_slot()
         # The handler's first step runs now, in request order: a handler that never waits
         # (most of them: Produce, Metadata, commits) is answered without a task, and the
@@ -333,7 +399,8 @@ class Connection(asyncio.Protocol):
         self.server.in_flight += 1
         return slot
 
-    async def _run(self, handle: Any, ctx: RequestContext, request: Any, slot: _Slot) -> None:
+    async def _run(self, handle: Handle, ctx: RequestContext, request: Any,
+                   slot: _Slot) -> None:
         try:
             response = await handle(ctx, request)
             parts = self._encode(ctx, response)
@@ -354,7 +421,7 @@ class Connection(asyncio.Protocol):
             return
         self._finish(slot, parts)
 
-    def _encode(self, ctx: RequestContext, response: Any) -> tuple:
+    def _encode(self, ctx: RequestContext, response: Response) -> tuple[BytesLike, ...]:
         if response is None:
             return ()
         flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)
@@ -371,7 +438,7 @@ class Connection(asyncio.Protocol):
 
     # --- writing responses -------------------------------------------------------------------
 
-    def _finish(self, slot: _Slot, parts: Any) -> None:
+    def _finish(self, slot: _Slot, parts: Sequence[BytesLike]) -> None:
         if slot.released:
             return  # a request after one that closed the connection: never answered
         slot.parts = parts
@@ -416,7 +483,7 @@ class Connection(asyncio.Protocol):
         # Fetch response's record sets) is written as it is, so that its bytes are copied at
         # most once (into the transport's buffer, for what the socket does not take at once)
         # instead of once more by a join (Python 3.11's writelines joins everything).
-        small: list = []
+        small: list[BytesLike] = []
         for part in out:
             if _nbytes(part) < _JOIN_BYTES_MAX:
                 small.append(part)
@@ -438,7 +505,7 @@ class Connection(asyncio.Protocol):
                 and not self._reading_paused_by_us():
             self._process_buffer()  # the held responses that stopped reading are written
 
-    def _drop_pages(self, views: list) -> None:
+    def _drop_pages(self, views: list[memoryview]) -> None:
         """Drop the segment pages of ``views``, written, from the broker's page tables (see
         the module docstring); the backend leaves views of anything else alone."""
         server = self.server

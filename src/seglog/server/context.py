@@ -12,14 +12,22 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, TypeVar, Union
 
 if TYPE_CHECKING:
     from ..cluster.seam import PartitionSeam
+    from ..store import Store
 
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 
-__all__ = ["AppendNotifier", "BrokerState", "CloseConnection", "RawResponse", "RequestContext"]
+__all__ = ["AppendNotifier", "BrokerState", "BytesLike", "CloseConnection", "RawResponse",
+           "RequestContext"]
+
+#: What a call run by :meth:`BrokerState.run_blocking` returns.
+_Result = TypeVar("_Result")
+
+#: One part of a response: bytes, or a memoryview of a segment file (sent without a copy).
+BytesLike = Union[bytes, bytearray, memoryview]
 
 
 class CloseConnection(Exception):
@@ -32,7 +40,7 @@ class RawResponse(NamedTuple):
     """A response body a handler encoded itself: ``parts`` are bytes-like objects written in
     order after the response header (memoryviews of segment files are sent without a copy)."""
 
-    parts: tuple
+    parts: tuple[BytesLike, ...]
 
 
 class AppendNotifier:
@@ -43,7 +51,7 @@ class AppendNotifier:
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
         self._count = 0
-        self._waiters: list[asyncio.Future] = []
+        self._waiters: list[asyncio.Future[None]] = []
 
     @property
     def count(self) -> int:
@@ -95,7 +103,7 @@ class BrokerState:
     :mod:`seglog.cluster.test_breaks`).
     """
 
-    store: Any
+    store: Store
     config: Mapping[str, Any]
     node_id: int
     cluster_id: str
@@ -118,7 +126,7 @@ class BrokerState:
             # A lone broker is a cluster of one: the same seam, with local metadata.
             self.cluster = _single_broker(self)
 
-    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run_blocking(self, fn: Callable[..., _Result], *args: Any) -> _Result:
         """Run ``fn(*args)`` on a worker thread and return its result (for store calls that
         may block the event loop for long)."""
         return await self.loop.run_in_executor(None, fn, *args)

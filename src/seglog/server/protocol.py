@@ -29,9 +29,13 @@ from typing import Any, Iterable, NamedTuple
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.serial.readers import Reader
+from kio.serial.writers import Writer
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from .. import error_codes as codes
 from ..errors import InvalidRequestError
+from .context import BytesLike
 from .request_lengths import check_request, read_uvarint
 
 __all__ = [
@@ -79,7 +83,7 @@ def peek_request_head(frame: bytes | bytearray | memoryview) -> tuple[int, int, 
 
 
 @functools.lru_cache(maxsize=None)
-def _request_class(api_key: int, api_version: int) -> Any:
+def _request_class(api_key: int, api_version: int) -> type[RequestPayload] | None:
     try:
         return load_request_schema(api_key, api_version)
     except Exception:  # kio's UnknownAPIKey / UnknownEntity: not a schema kio knows
@@ -87,7 +91,7 @@ def _request_class(api_key: int, api_version: int) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _response_class(api_key: int, api_version: int) -> Any:
+def _response_class(api_key: int, api_version: int) -> type[ResponsePayload] | None:
     try:
         return load_response_schema(api_key, api_version)
     except Exception:
@@ -151,7 +155,7 @@ def parse_request_header(frame: bytes | bytearray | memoryview, *,
 
 
 @functools.lru_cache(maxsize=None)
-def _reader(api_key: int, api_version: int) -> Any:
+def _reader(api_key: int, api_version: int) -> Reader[RequestPayload]:
     cls = _request_class(api_key, api_version)
     if cls is None:
         raise InvalidRequestError(f"no schema for API key {api_key} version {api_version}")
@@ -167,8 +171,10 @@ def read_request_body(api_key: int, api_version: int,
     librdkafka 2.16 sends Metadata v13 for all topics with three bytes more than the schema
     has, and the real broker answers it."""
     reader = _reader(api_key, api_version)
+    request_class = _request_class(api_key, api_version)
+    assert request_class is not None  # _reader raised InvalidRequestError otherwise
     # Lengths first: kio sizes collections from their declared counts (request_lengths).
-    check_request(_request_class(api_key, api_version), frame, offset)
+    check_request(request_class, frame, offset)
     try:
         value, _size = reader(frame, offset)
     except (SerialError, ValueError, TypeError, IndexError, OverflowError) as exc:
@@ -178,7 +184,7 @@ def read_request_body(api_key: int, api_version: int,
 
 
 @functools.lru_cache(maxsize=None)
-def _writer(response_class: type) -> Any:
+def _writer(response_class: type[ResponsePayload]) -> Writer[ResponsePayload]:
     return entity_writer(response_class)
 
 
@@ -187,20 +193,20 @@ def _header_bytes(correlation_id: int, flexible: bool) -> bytes:
     return _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
 
 
-def encode_body(response: Any) -> bytes:
+def encode_body(response: ResponsePayload) -> bytes:
     """kio's encoding of a response entity (no header)."""
     buffer = io.BytesIO()
     _writer(type(response))(buffer, response)
     return buffer.getvalue()
 
 
-def response_class(api_key: int, api_version: int) -> Any:
+def response_class(api_key: int, api_version: int) -> type[ResponsePayload] | None:
     """kio's response class of ``api_key`` at ``api_version`` (None if kio has none)."""
     return _response_class(api_key, api_version)
 
 
 def encode_response(correlation_id: int, *, flexible: bool,
-                    body_parts: Iterable[Any]) -> list:
+                    body_parts: Iterable[BytesLike]) -> list[BytesLike]:
     """The parts of a whole response frame: the int32 size, the response header (v1 when
     ``flexible``, else v0) and ``body_parts`` (bytes-like, written in order)."""
     header = _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
@@ -233,6 +239,7 @@ def api_versions_response(api_version: int, ranges: Iterable[tuple[int, int, int
     version = api_version if API_VERSIONS_VERSION_MIN <= api_version <= API_VERSIONS_VERSION_MAX \
         else 0
     cls = _response_class(API_VERSIONS_KEY, version)
+    assert cls is not None, version  # kio has ApiVersions 0..4
     module = __import__(cls.__module__, fromlist=["ApiVersion"])
     keys = tuple(module.ApiVersion(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
                  for k, lo, hi in sorted(ranges))

@@ -22,10 +22,23 @@ in its response; an exception escaping it is logged and closes that connection o
 from __future__ import annotations
 
 import importlib
-from typing import Any, Awaitable, Callable, NamedTuple
+from types import ModuleType
+from typing import Any, Awaitable, Callable, NamedTuple, Union
 
-__all__ = ["API_MODULES", "ApiHandler", "api_name", "api_table_markdown", "load_handlers",
-           "load_modules", "served_apis"]
+from kio.static.protocol import ResponsePayload
+
+from .context import RawResponse, RequestContext
+
+__all__ = ["API_MODULES", "ApiHandler", "Handle", "Response", "api_name", "api_table_markdown",
+           "load_handlers", "load_modules", "served_apis"]
+
+#: What a handler returns: kio's response entity of the request's version, a
+#: :class:`~seglog.server.context.RawResponse` (a body the handler encoded), or None (no
+#: response at all: a Produce with acks=0).
+Response = Union[ResponsePayload, RawResponse, None]
+#: A handler, ``handle(ctx, request)``: ``request`` is kio's request entity of the key and
+#: version (a ``memoryview`` of the body for a ``raw_request`` handler).
+Handle = Callable[[RequestContext, Any], Awaitable[Response]]
 
 #: The handler modules, in start order (stopped in reverse).
 API_MODULES = (
@@ -46,16 +59,16 @@ class ApiHandler(NamedTuple):
     api_key: int
     min_version: int
     max_version: int
-    handle: Callable[[Any, Any], Awaitable[Any]]
+    handle: Handle
     raw_request: bool = False
 
 
-def load_modules() -> list[Any]:
+def load_modules() -> list[ModuleType]:
     """The modules of :data:`API_MODULES`, imported."""
     return [importlib.import_module(name) for name in API_MODULES]
 
 
-def load_handlers(modules: list[Any]) -> dict[int, ApiHandler]:
+def load_handlers(modules: list[ModuleType]) -> dict[int, ApiHandler]:
     """``{api_key: ApiHandler}`` over ``modules``; ValueError when two serve the same key or
     a version range is empty."""
     table: dict[int, ApiHandler] = {}
@@ -86,7 +99,7 @@ def api_name(api_key: int) -> str:
     return "".join(part.capitalize() for part in snake.split("_"))
 
 
-def served_apis(modules: list[Any] | None = None) -> list[tuple[int, str, int, int, str]]:
+def served_apis(modules: list[ModuleType] | None = None) -> list[tuple[int, str, int, int, str]]:
     """``[(api_key, name, min_version, max_version, family), ...]`` sorted by key: every API
     the broker advertises in ApiVersions (the handler modules' tables and the core's
     ApiVersions); ``family`` is the handler module's last name (``data``, ``groups``, ...) or
@@ -101,7 +114,7 @@ def served_apis(modules: list[Any] | None = None) -> list[tuple[int, str, int, i
     return sorted(rows)
 
 
-def api_table_markdown(modules: list[Any] | None = None) -> str:
+def api_table_markdown(modules: list[ModuleType] | None = None) -> str:
     """The Markdown table of :func:`served_apis` that ``docs/server.md`` carries (a test
     keeps the two equal)."""
     lines = ["| Key | API | Versions | Served by |", "|---:|---|---|---|"]

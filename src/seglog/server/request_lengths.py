@@ -20,17 +20,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, \
     classify_field
+from kio.static.protocol import Entity
 
 from ..errors import InvalidRequestError
 
-__all__ = ["check_request", "checker", "read_uvarint"]
+__all__ = ["RequestBytes", "check_request", "checker", "read_uvarint"]
+
+#: The bytes of a request: indexing gives an int, ``struct.unpack_from`` reads them.
+RequestBytes = Union[bytes, bytearray, memoryview]
 
 #: (buffer, position, end) -> the position after the value.
-Step = Callable[[Any, int, int], int]
+Step = Callable[[RequestBytes, int, int], int]
 
 _FIXED_BYTES = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4,
@@ -45,7 +49,8 @@ def _bad(why: str) -> InvalidRequestError:
     return InvalidRequestError(f"malformed request body: {why}")
 
 
-def read_uvarint(buf: Any, pos: int, end: int, where: str = "request body") -> tuple[int, int]:
+def read_uvarint(buf: RequestBytes, pos: int, end: int,
+                 where: str = "request body") -> tuple[int, int]:
     """``(value, position after it)`` of the unsigned varint at ``pos`` (Kafka's, at most 5
     bytes) of ``buf`` before ``end``; InvalidRequestError naming ``where`` when it runs past
     ``end`` or is longer than 5 bytes."""
@@ -65,7 +70,7 @@ def read_uvarint(buf: Any, pos: int, end: int, where: str = "request body") -> t
 
 
 def _fixed(size: int) -> Step:
-    def step(buf: Any, pos: int, end: int) -> int:
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
         pos += size
         if pos > end:
             raise _bad("the request ends inside a field")
@@ -78,7 +83,7 @@ def _sized(flexible: bool, width: int) -> Step:
     many bytes; null allowed (Kafka's parser refuses null where the schema does not allow it,
     and kio does too, after this check)."""
     if flexible:
-        def step(buf: Any, pos: int, end: int) -> int:
+        def compact_step(buf: RequestBytes, pos: int, end: int) -> int:
             length, pos = read_uvarint(buf, pos, end)
             if length == 0:
                 return pos
@@ -87,13 +92,13 @@ def _sized(flexible: bool, width: int) -> Step:
                 raise _bad(f"a length of {length - 1} exceeds the {end - pos + length - 1} "
                            "bytes left")
             return pos
-        return step
+        return compact_step
     unpack = (_INT16 if width == 2 else _INT32).unpack_from
 
-    def step(buf: Any, pos: int, end: int) -> int:
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
         if pos + width > end:
             raise _bad("the request ends inside a length")
-        (length,) = unpack(buf, pos)
+        length: int = unpack(buf, pos)[0]
         pos += width
         if length < 0:
             if length != -1:
@@ -106,7 +111,7 @@ def _sized(flexible: bool, width: int) -> Step:
 
 
 def _array(flexible: bool, element: Step) -> Step:
-    def walk(buf: Any, pos: int, end: int, count: int) -> int:
+    def walk(buf: RequestBytes, pos: int, end: int, count: int) -> int:
         if count > end - pos:
             raise _bad(f"an array of {count} elements in {end - pos} bytes")
         for _ in range(count):
@@ -114,12 +119,12 @@ def _array(flexible: bool, element: Step) -> Step:
         return pos
 
     if flexible:
-        def step(buf: Any, pos: int, end: int) -> int:
+        def compact_step(buf: RequestBytes, pos: int, end: int) -> int:
             count, pos = read_uvarint(buf, pos, end)
             return pos if count == 0 else walk(buf, pos, end, count - 1)
-        return step
+        return compact_step
 
-    def step(buf: Any, pos: int, end: int) -> int:
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
         if pos + 4 > end:
             raise _bad("the request ends inside an array length")
         (count,) = _INT32.unpack_from(buf, pos)
@@ -142,7 +147,7 @@ def _primitive(kafka_type: str, flexible: bool) -> Step:
     raise TypeError(f"no length rule for Kafka type {kafka_type!r}")
 
 
-def _field_step(field: dataclasses.Field, flexible: bool) -> Step:
+def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     if isinstance(kind, EntityField):
         return checker(kind.type_)
@@ -155,7 +160,7 @@ def _field_step(field: dataclasses.Field, flexible: bool) -> Step:
 
 
 @functools.lru_cache(maxsize=None)
-def checker(entity_class: type) -> Step:
+def checker(entity_class: type[Entity]) -> Step:
     """The compiled check of one kio entity class: ``step(buffer, position, end)`` returns
     the position after the entity or raises InvalidRequestError. TypeError for a field type
     without a rule (a kio schema this module does not know)."""
@@ -169,7 +174,7 @@ def checker(entity_class: type) -> Step:
         else:
             steps.append(step)
 
-    def check(buf: Any, pos: int, end: int) -> int:
+    def check(buf: RequestBytes, pos: int, end: int) -> int:
         for step in steps:
             pos = step(buf, pos, end)
         if flexible:
@@ -190,7 +195,7 @@ def checker(entity_class: type) -> Step:
     return check
 
 
-def check_request(request_class: type, buffer: Any, offset: int) -> None:
+def check_request(request_class: type[Entity], buffer: RequestBytes, offset: int) -> None:
     """Check the request body of ``request_class`` at ``offset`` of ``buffer`` (to its end):
     InvalidRequestError unless every length fits in what remains."""
     checker(request_class)(buffer, offset, len(buffer))

@@ -34,7 +34,7 @@ def task_stacks(loop: asyncio.AbstractEventLoop, timeout_s: float = 2.0) -> str:
     """The await chain of every unfinished task of ``loop`` (another thread's running loop),
     gathered on that loop; a line saying so when the loop does not answer within
     ``timeout_s`` (it is blocked: :func:`thread_stacks` shows where)."""
-    future: concurrent.futures.Future = concurrent.futures.Future()
+    future: concurrent.futures.Future[str] = concurrent.futures.Future()
 
     def run() -> None:
         try:
