@@ -934,7 +934,8 @@ class ReplicaManager(PartitionSeam):
                  list(replica.isr), list(new_isr), replica.leader_epoch, expected)
         self.loop.create_task(self._isr_write(replica, state, expected))
 
-    async def _isr_write(self, replica: PartitionReplica, state: zk_data.PartitionState, expected: int) -> None:
+    async def _isr_write(self, replica: PartitionReplica, state: zk_data.PartitionState,
+                         expected: int) -> None:
         from .zk_client import BadVersionError
 
         tp = replica.tp

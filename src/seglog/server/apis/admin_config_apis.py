@@ -283,7 +283,8 @@ def _incremental(current: dict[str, str], effective: dict[str, str], changes: Se
     return out
 
 
-def _alter_topic(state: BrokerState, name: str, new_overrides: dict[str, str], validate_only: bool) -> None:
+def _alter_topic(state: BrokerState, name: str, new_overrides: dict[str, str],
+                 validate_only: bool) -> None:
     store = state.store
     if topic_name_error(name) or name not in store:
         raise Refused(codes.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")

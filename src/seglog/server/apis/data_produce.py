@@ -79,8 +79,8 @@ if TYPE_CHECKING:
     from ...store import Topic
     from ...storage.log import Log
 
-__all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX", "ProduceFailedWithoutAck", "handle_produce",
-           "check_produce_records"]
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX",
+           "ProduceFailedWithoutAck", "handle_produce", "check_produce_records"]
 
 API_KEY = 0
 #: Advertised from v0, served from v3, as Kafka 4.x does (KAFKA-18659): librdkafka before
