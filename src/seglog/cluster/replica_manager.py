@@ -61,7 +61,7 @@ from .truncation import diverging_epoch
 
 if TYPE_CHECKING:
     from ..storage.log import Log
-    from ..store import Store
+    from ..store import Store, Topic
     from .config_changes import ConfigChangeManager
     from .coordinators import CoordinatorAnswer, CoordinatorPartitions
     from .fetcher import ReplicaFetcherManager
@@ -1154,7 +1154,7 @@ class ReplicaManager(PartitionSeam):
         return topic_id
 
 
-def _topic_uuid(topic: Any) -> uuid.UUID | None:
+def _topic_uuid(topic: Topic) -> uuid.UUID | None:
     from ..storage import checkpoints
 
     try:

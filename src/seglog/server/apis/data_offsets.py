@@ -39,6 +39,7 @@ from kio.schema.errors import ErrorCode
 
 from ... import error_codes as codes
 from ... import errors
+from ...cluster.seam import Replica
 from ...types import TopicPartition
 from ..context import RequestContext
 from .data_metadata import build
@@ -100,7 +101,7 @@ def _epoch_for_offset(log: Log, offset: int) -> int:
     return epoch
 
 
-def _lookup(replica: Any, timestamp: int, *, isolation_level: int | None
+def _lookup(replica: Replica, timestamp: int, *, isolation_level: int | None
             ) -> tuple[int, int, int]:
     """``(offset, timestamp, leader epoch)`` for one partition of this leader's ``replica``;
     ``(-1, -1, -1)`` when no record qualifies. Epochs come from the log's epoch cache (as
@@ -172,7 +173,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             replica = cluster.leader_replica(TopicPartition(t.name, index))
             code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                     else cluster.check_leader_epoch(replica, current_epoch))
-            if code != codes.NONE:
+            if code != codes.NONE or replica is None:  # None: code is not NONE
                 partitions.append(answer(index, code))
                 continue
             try:
