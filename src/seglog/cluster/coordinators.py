@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Mapping, NamedTuple
+from typing import Any, Awaitable, Callable, Mapping, NamedTuple, Protocol
 
 from .. import error_codes as codes
 from .. import errors
 from ..aio import cancel_and_wait
 from ..types import TopicPartition
+from .seam import LeadershipListener, PartitionSeam, Replica
 
 # Re-exported only for server/apis/groups.py and txn.py, which still read it here until their
 # rewrite moves them to seglog.error_codes; nothing else should.
 from ..error_codes import NOT_COORDINATOR  # noqa: F401
 
-__all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "coordinator_partition",
-           "find_coordinator", "locate_coordinator", "TRANSACTION_STATE_TOPIC",
-           "find_transaction_coordinator", "partition_in"]
+__all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "LeadershipSource",
+           "coordinator_partition", "find_coordinator", "locate_coordinator",
+           "TRANSACTION_STATE_TOPIC", "find_transaction_coordinator", "partition_in"]
 
 log = logging.getLogger("seglog.cluster.coordinators")
 
@@ -65,7 +66,7 @@ class CoordinatorAnswer(NamedTuple):
     port: int = -1
 
 
-async def find_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
+async def find_coordinator(cluster: PartitionSeam, topic: str, key: str, *, partitions: int,
                            replication_factor: int, topic_config: Mapping[str, str]
                            ) -> CoordinatorAnswer:
     """FindCoordinator for ``key``, whose coordinator is the leader of ``topic``'s partition
@@ -78,7 +79,7 @@ async def find_coordinator(cluster: Any, topic: str, key: str, *, partitions: in
     return answer
 
 
-async def locate_coordinator(cluster: Any, topic: str, key: str, *, partitions: int,
+async def locate_coordinator(cluster: PartitionSeam, topic: str, key: str, *, partitions: int,
                              replication_factor: int, topic_config: Mapping[str, str]
                              ) -> CoordinatorAnswer:
     """Kafka 2.8's FindCoordinator for ``key`` on a cluster member (``cluster``: its
@@ -102,7 +103,7 @@ async def locate_coordinator(cluster: Any, topic: str, key: str, *, partitions: 
     return CoordinatorAnswer(codes.NONE, state.leader, info.host, info.port)
 
 
-async def _create_internal_topic(cluster: Any, topic: str, partitions: int,
+async def _create_internal_topic(cluster: PartitionSeam, topic: str, partitions: int,
                                  replication_factor: int, config: Mapping[str, str]) -> None:
     """``KafkaApis.createInternalTopic``: the topic written to ZooKeeper if enough brokers
     are live (else logged, as Kafka's INVALID_REPLICATION_FACTOR: nothing is created and
@@ -121,6 +122,21 @@ async def _create_internal_topic(cluster: Any, topic: str, partitions: int,
         pass  # another broker's FindCoordinator won the race
 
 
+class LeadershipSource(Protocol):
+    """What :meth:`CoordinatorPartitions.attach` follows: a cluster member's replicas of
+    this broker (``partitions``) and their leadership changes (the
+    :class:`~seglog.cluster.replica_manager.ReplicaManager`, which imports this module)."""
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, Replica]:
+        """This broker's replicas by partition."""
+        ...
+
+    def add_leadership_listener(self, listener: LeadershipListener) -> None:
+        """Call ``listener`` on every leadership change of a replica here."""
+        ...
+
+
 class CoordinatorPartitions:
     """The partitions of internal topic ``topic`` this broker coordinates (see the module
     docstring). ``load(partition, leader_epoch)``: a coroutine function that loads the
@@ -134,14 +150,14 @@ class CoordinatorPartitions:
         self._unload = unload
         #: partition -> (status, leader epoch)
         self._status: dict[int, tuple[str, int]] = {}
-        self._tasks: dict[int, asyncio.Task] = {}
+        self._tasks: dict[int, asyncio.Task[None]] = {}
         self._closed = False
 
     async def start(self) -> None:
         """Nothing to wait for: the loads of the partitions led at :meth:`attach` run as
         tasks, and their requests answer COORDINATOR_LOAD_IN_PROGRESS meanwhile."""
 
-    def attach(self, cluster: Any) -> None:
+    def attach(self, cluster: LeadershipSource) -> None:
         """Listen to ``cluster``'s leadership changes and take up the partitions of
         ``topic`` it leads already; drop the state of those it does not (a restarted broker
         loaded its whole Store at open)."""
@@ -240,7 +256,7 @@ class CoordinatorPartitions:
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
-async def find_transaction_coordinator(cluster: Any, transactional_id: str,
+async def find_transaction_coordinator(cluster: PartitionSeam, transactional_id: str,
                                        config: Mapping[str, Any]) -> CoordinatorAnswer:
     """Kafka 2.8's FindCoordinator for a transactional id (key type 1) on a cluster member:
     the live leader of its ``__transaction_state`` partition, the topic created on first use
@@ -260,7 +276,7 @@ async def find_transaction_coordinator(cluster: Any, transactional_id: str,
                                                       104857600))})
 
 
-def partition_in(cluster: Any, topic: str, key: str) -> int | None:
+def partition_in(cluster: PartitionSeam, topic: str, key: str) -> int | None:
     """The partition of ``topic`` that coordinates ``key`` in the cluster's metadata (None
     while the topic does not exist in ZooKeeper)."""
     count = cluster.partition_count(topic)

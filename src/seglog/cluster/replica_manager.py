@@ -47,7 +47,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 from .. import error_codes as codes
 from .. import errors
@@ -55,9 +55,22 @@ from ..aio import wait_event
 from ..types import TopicPartition
 from . import placement, zk_data
 from .placement import ManualAssignment
-from .seam import PartitionSeam
+from .seam import LeadershipListener, PartitionSeam
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
+
+if TYPE_CHECKING:
+    from ..storage.log import Log
+    from ..store import Store, Topic
+    from .config_changes import ConfigChangeManager
+    from .coordinators import CoordinatorAnswer, CoordinatorPartitions
+    from .fetcher import ReplicaFetcherManager
+    from .zk_client import KafkaZkClient
+
+#: What a call run by :meth:`ReplicaManager._blocking` returns.
+_Result = TypeVar("_Result")
+#: A part of the replica manager that :meth:`ReplicaManager.start` makes.
+_Part = TypeVar("_Part")
 
 __all__ = ["ReplicaManager", "PartitionReplica", "ROLE_LEADER", "ROLE_FOLLOWER", "ROLE_NONE"]
 
@@ -93,7 +106,7 @@ class PartitionReplica:
     __slots__ = ("tp", "replicas", "role", "leader", "leader_epoch", "isr", "controller_epoch",
                  "zk_version", "leader_state", "log", "waiters", "topic_id")
 
-    def __init__(self, tp: TopicPartition, replicas: tuple[int, ...], log_: Any,
+    def __init__(self, tp: TopicPartition, replicas: tuple[int, ...], log_: Log,
                  topic_id: uuid.UUID | None, broker_id: int):
         from .replica_state import LeaderReplicaState
 
@@ -110,7 +123,7 @@ class PartitionReplica:
         self.log = log_
         self.topic_id = topic_id
         #: Delayed produces: (required offset, future of the error code).
-        self.waiters: list[tuple[int, asyncio.Future]] = []
+        self.waiters: list[tuple[int, asyncio.Future[int]]] = []
 
     @property
     def is_leader(self) -> bool:
@@ -140,7 +153,8 @@ class ReplicaManager(PartitionSeam):
     :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
     """
 
-    def __init__(self, *, store: Any, zk: Any, broker_id: int, config: Mapping[str, Any],
+    def __init__(self, *, store: Store, zk: KafkaZkClient, broker_id: int,
+                 config: Mapping[str, Any],
                  loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
                  test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
@@ -154,10 +168,10 @@ class ReplicaManager(PartitionSeam):
         self.checkpoint_interval_ms = int(config["replica.high.watermark.checkpoint.interval.ms"])
         self.partitions: dict[TopicPartition, PartitionReplica] = {}
         # The metadata cache.
-        self._live_brokers: dict[int, Any] = {}
+        self._live_brokers: dict[int, zk_data.BrokerInfo] = {}
         self._controller_id: int | None = None
-        self._assignments: dict[str, Any] = {}
-        self._states: dict[TopicPartition, Any] = {}
+        self._assignments: dict[str, zk_data.TopicAssignment] = {}
+        self._states: dict[TopicPartition, zk_data.PartitionState] = {}
         # What the metadata loop has to re-read.
         self._dirty_brokers = True
         self._dirty_controller = True
@@ -167,27 +181,27 @@ class ReplicaManager(PartitionSeam):
         self._topic_configs: dict[str, dict[str, str]] = {}
         #: Config znodes and their change notifications (started after the first metadata
         #: pass, so the local topics exist when it reads every topic's config).
-        self.config_changes: Any = None
+        self.config_changes: ConfigChangeManager | None = None
         self._reregister = False
         self._wake = asyncio.Event()
         self._metadata_changed = asyncio.Event()
         self._watched_states: set[TopicPartition] = set()
         self._watched_topics: set[str] = set()
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task[None]] = []
         self._closing = False
-        self._registration: Any = None
+        self._registration: zk_data.BrokerRegistration | None = None
         self._zk_executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=ZK_THREADS, thread_name_prefix=f"seglog-zk-{broker_id}")
         #: The czxid of this broker's registration (Kafka's broker epoch); -1 before.
         self.broker_epoch = -1
-        self.fetcher: Any = None
+        self.fetcher: ReplicaFetcherManager | None = None
         #: Leadership listeners (:meth:`add_leadership_listener`).
-        self._leadership_listeners: list[Any] = []
+        self._leadership_listeners: list[LeadershipListener] = []
 
     # --- the metadata view (PartitionSeam) ------------------------------------------------
 
     @property
-    def live_brokers(self) -> dict[int, Any]:
+    def live_brokers(self) -> dict[int, zk_data.BrokerInfo]:
         """The live brokers (``/brokers/ids``) by id."""
         return self._live_brokers
 
@@ -197,12 +211,12 @@ class ReplicaManager(PartitionSeam):
         return self._controller_id
 
     @property
-    def assignments(self) -> dict[str, Any]:
+    def assignments(self) -> dict[str, zk_data.TopicAssignment]:
         """Every topic's assignment (``/brokers/topics/<t>``) by name."""
         return self._assignments
 
     @property
-    def states(self) -> dict[TopicPartition, Any]:
+    def states(self) -> dict[TopicPartition, zk_data.PartitionState]:
         """Every known partition state (``.../partitions/<p>/state``)."""
         return self._states
 
@@ -264,7 +278,7 @@ class ReplicaManager(PartitionSeam):
             self.loop.create_task(self._checkpoint_loop(), name="seglog-hw-checkpoint"),
         ]
 
-    async def register(self, registration: Any) -> None:
+    async def register(self, registration: zk_data.BrokerRegistration) -> None:
         """Register the broker (``registration``: a
         :class:`~seglog.cluster.zk_data.BrokerRegistration`, its advertised listener) so the
         controller counts it live; again after every new ZooKeeper session."""
@@ -273,7 +287,7 @@ class ReplicaManager(PartitionSeam):
         self._dirty_brokers = True
         self._wake.set()
 
-    def _register_blocking(self, registration: Any) -> int:
+    def _register_blocking(self, registration: zk_data.BrokerRegistration) -> int:
         broker_epoch = self.zk.register_broker(registration)
         if self.test_breaks.expose_zk_session:
             self._expose_session()
@@ -325,7 +339,7 @@ class ReplicaManager(PartitionSeam):
         # ISR writes still waiting for ZooKeeper end with the session (closed next).
         self._zk_executor.shutdown(wait=False, cancel_futures=True)
 
-    def add_leadership_listener(self, listener: Any) -> None:
+    def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """Tell ``listener`` of every leadership change of this broker's replicas (Kafka's
         ``onLeadershipChange`` callback, how the group and transaction coordinators follow
         their internal partitions): ``listener.on_become_leader(tp, leader_epoch)`` after this
@@ -333,6 +347,12 @@ class ReplicaManager(PartitionSeam):
         leading it (follower, or the replica removed). Called on the loop thread; a listener
         must not block, and what it raises is logged and ignored."""
         self._leadership_listeners.append(listener)
+
+    @staticmethod
+    def _started(part: _Part | None) -> _Part:
+        """``part`` (the fetcher, the config manager), made by :meth:`start`."""
+        assert part is not None, "ReplicaManager.start() first"
+        return part
 
     def _tell_listeners(self, method: str, *args: Any) -> None:
         for listener in list(self._leadership_listeners):
@@ -342,13 +362,13 @@ class ReplicaManager(PartitionSeam):
                 log.exception("broker %d: leadership listener %s failed", self.broker_id,
                               method)
 
-    async def _blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _blocking(self, fn: Callable[..., _Result], *args: Any) -> _Result:
         """A blocking ZooKeeper call on the replica manager's own threads: while ZooKeeper
         is away each call may wait up to the connection timeout, and must not starve the
         loop's default executor (the Store's work)."""
         return await self.loop.run_in_executor(self._zk_executor, fn, *args)
 
-    async def _blocking_store(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _blocking_store(self, fn: Callable[..., _Result], *args: Any) -> _Result:
         """A blocking Store call on the loop's default executor."""
         return await self.loop.run_in_executor(None, fn, *args)
 
@@ -455,7 +475,7 @@ class ReplicaManager(PartitionSeam):
     # out instead of stopping the metadata of every other (bad bytes from ZooKeeper get a
     # typed ZkDataError from zk_data; never a crash or a stalled loop).
 
-    def _read_live_brokers(self) -> dict[int, Any]:
+    def _read_live_brokers(self) -> dict[int, zk_data.BrokerInfo]:
         try:
             return self.zk.live_brokers()
         except zk_data.ZkDataError:
@@ -471,7 +491,7 @@ class ReplicaManager(PartitionSeam):
                 brokers[info.broker_id] = info
         return dict(sorted(brokers.items()))
 
-    def _read_assignments(self) -> dict[str, Any]:
+    def _read_assignments(self) -> dict[str, zk_data.TopicAssignment]:
         try:
             return self.zk.topic_assignments()
         except zk_data.ZkDataError:
@@ -487,7 +507,8 @@ class ReplicaManager(PartitionSeam):
                 assignments[topic] = assignment
         return assignments
 
-    def _read_states(self, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
+    def _read_states(self, tps: list[TopicPartition]
+                     ) -> dict[TopicPartition, zk_data.PartitionState]:
         try:
             return self.zk.partition_states(tps)
         except zk_data.ZkDataError:
@@ -501,7 +522,8 @@ class ReplicaManager(PartitionSeam):
                             tp.topic, tp.partition, exc)
         return states
 
-    async def _apply_assignments(self, assignments: dict[str, Any]) -> None:
+    async def _apply_assignments(self, assignments: dict[str, zk_data.TopicAssignment]
+                                 ) -> None:
         """Create, grow or delete local topics after ``/brokers/topics`` changed; arm the
         state watches of new partitions."""
         store = self.store
@@ -544,9 +566,9 @@ class ReplicaManager(PartitionSeam):
                 # from the config manager's first read of every /config/topics/<t>.
                 if topic.partitions < count:
                     await self._blocking_store(store.create_partitions, name, count)
-            for partition, replicas in sorted(assignment.partitions.items()):
+            for partition, assigned in sorted(assignment.partitions.items()):
                 tp = TopicPartition(name, partition)
-                replicas = tuple(replicas)
+                replicas = tuple(assigned)
                 if self.broker_id in replicas:
                     replica = self.partitions.get(tp)
                     if replica is None:
@@ -624,7 +646,7 @@ class ReplicaManager(PartitionSeam):
         layer (``per_broker`` True) or the cluster default (False) changes in ZooKeeper, and
         at once for the layers already read (see
         :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_broker_config_listener`)."""
-        self.config_changes.add_broker_config_listener(listener)
+        self._started(self.config_changes).add_broker_config_listener(listener)
 
     def _topic_watcher(self, name: str) -> Callable[..., Any]:
         def on_topic(*_args: Any) -> Any:
@@ -664,7 +686,7 @@ class ReplicaManager(PartitionSeam):
 
     # --- leader and follower transitions ----------------------------------------------------
 
-    def _apply_state(self, tp: TopicPartition, state: Any) -> None:
+    def _apply_state(self, tp: TopicPartition, state: zk_data.PartitionState) -> None:
         """Act on a partition's ``state`` znode as read (Kafka's ``becomeLeaderOrFollower``
         per partition, and the ISR updates a leader sees)."""
         replica = self.partitions.get(tp)
@@ -687,18 +709,18 @@ class ReplicaManager(PartitionSeam):
                 self._check_waiters(replica)
         # An older epoch: a stale read; ignored (the watch brings the newer one).
 
-    def _record_state(self, replica: PartitionReplica, state: Any) -> None:
+    def _record_state(self, replica: PartitionReplica, state: zk_data.PartitionState) -> None:
         replica.leader = state.leader
         replica.leader_epoch = state.leader_epoch
         replica.isr = tuple(state.isr)
         replica.controller_epoch = state.controller_epoch
         replica.zk_version = state.zk_version
 
-    def _make_leader(self, replica: PartitionReplica, state: Any) -> None:
+    def _make_leader(self, replica: PartitionReplica, state: zk_data.PartitionState) -> None:
         """``Partition.makeLeader``: the epoch start offset asserted in the epoch cache before
         any record of the new epoch, the followers' state reset, the high watermark maybe
         moved (the ISR may be this broker alone)."""
-        self.fetcher.remove_partitions([replica.tp])
+        self._started(self.fetcher).remove_partitions([replica.tp])
         self._record_state(replica, state)
         log_ = replica.log
         log_.become_leader(state.leader_epoch)
@@ -715,7 +737,7 @@ class ReplicaManager(PartitionSeam):
         self._notify()
         self._tell_listeners("on_become_leader", replica.tp, state.leader_epoch)
 
-    def _make_follower(self, replica: PartitionReplica, state: Any) -> None:
+    def _make_follower(self, replica: PartitionReplica, state: zk_data.PartitionState) -> None:
         """``Partition.makeFollower`` and ``ReplicaManager.makeFollowers``: the delayed
         produces answer NOT_LEADER_OR_FOLLOWER, the fetcher takes the partition to the new
         leader at the new epoch (truncating first, on every epoch change)."""
@@ -728,11 +750,11 @@ class ReplicaManager(PartitionSeam):
         self._fail_waiters(replica, codes.NOT_LEADER_OR_FOLLOWER)
         replica.log.become_follower()
         if state.leader >= 0:
-            self.fetcher.add_partitions({replica.tp: FetchTarget(
+            self._started(self.fetcher).add_partitions({replica.tp: FetchTarget(
                 leader_id=state.leader, leader_epoch=state.leader_epoch, log=replica.log,
                 topic_id=replica.topic_id)})
         else:
-            self.fetcher.remove_partitions([replica.tp])
+            self._started(self.fetcher).remove_partitions([replica.tp])
         log.info("broker %d: follower of %s-%d in epoch %d (leader %d), end offset %d, high "
                  "watermark %d", self.broker_id, replica.tp.topic, replica.tp.partition,
                  state.leader_epoch, state.leader, replica.log.end_offset,
@@ -912,7 +934,8 @@ class ReplicaManager(PartitionSeam):
                  list(replica.isr), list(new_isr), replica.leader_epoch, expected)
         self.loop.create_task(self._isr_write(replica, state, expected))
 
-    async def _isr_write(self, replica: PartitionReplica, state: Any, expected: int) -> None:
+    async def _isr_write(self, replica: PartitionReplica, state: zk_data.PartitionState,
+                         expected: int) -> None:
         from .zk_client import BadVersionError
 
         tp = replica.tp
@@ -941,7 +964,7 @@ class ReplicaManager(PartitionSeam):
             self._maybe_increment_high_watermark(replica)
             self._check_waiters(replica)
 
-    async def _retry_isr_write(self, replica: PartitionReplica, state: Any,
+    async def _retry_isr_write(self, replica: PartitionReplica, state: zk_data.PartitionState,
                                expected: int) -> None:
         """After a write whose outcome is unknown (ZooKeeper away): when the state read since
         still has the version the write expected, nothing else will move this partition's
@@ -992,7 +1015,7 @@ class ReplicaManager(PartitionSeam):
 
     def coordinator_partitions(self, topic: str, *,
                                load: Callable[[int, int], Awaitable[None]],
-                               unload: Callable[[int], None]) -> Any:
+                               unload: Callable[[int], None]) -> CoordinatorPartitions:
         """A :class:`~seglog.cluster.coordinators.CoordinatorPartitions` of ``topic``
         attached to this broker's leadership changes (see :meth:`PartitionSeam
         .coordinator_partitions`)."""
@@ -1014,7 +1037,7 @@ class ReplicaManager(PartitionSeam):
 
     async def find_coordinator(self, topic: str, key: str, *, partitions: int,
                                replication_factor: int, topic_config: Mapping[str, str]
-                               ) -> Any:
+                               ) -> CoordinatorAnswer:
         """Kafka 2.8's FindCoordinator (:func:`~seglog.cluster.coordinators
         .locate_coordinator`): the live leader of ``topic``'s partition for ``key``."""
         from .coordinators import locate_coordinator
@@ -1131,7 +1154,7 @@ class ReplicaManager(PartitionSeam):
         return topic_id
 
 
-def _topic_uuid(topic: Any) -> uuid.UUID | None:
+def _topic_uuid(topic: Topic) -> uuid.UUID | None:
     from ..storage import checkpoints
 
     try:

@@ -31,7 +31,8 @@ import os
 import socket
 import threading
 import time
-from typing import Any, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import error_codes as codes
 from .._backend import get_backend
@@ -43,6 +44,11 @@ from . import protocol, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
+
+if TYPE_CHECKING:
+    from ..cluster.controller import Controller
+    from ..cluster.replica_manager import ReplicaManager
+    from ..cluster.zk_client import KafkaZkClient
 
 __all__ = ["Broker", "Server", "parse_listen"]
 
@@ -60,7 +66,7 @@ SHUTDOWN_WRITES_TIMEOUT_S = 5.0
 REGISTRATION_VISIBLE_TIMEOUT_S = 10.0
 
 
-def parse_listen(value: Any) -> tuple[str, int]:
+def parse_listen(value: object) -> tuple[str, int]:
     """``("host", port)`` from a ``(host, port)`` pair, ``"host:port"``, ``"[v6]:port"`` or a
     Kafka listener ``"PLAINTEXT://host:port"`` (an empty host is every interface, 0.0.0.0).
     Raises InvalidConfigError for anything else, or a port outside 0..65535."""
@@ -105,8 +111,9 @@ class Server:
     """The broker on one event loop: listener, connections, handlers, background tasks.
     Made by :class:`Broker`; every method runs on ``loop``'s thread."""
 
-    def __init__(self, *, store: Any, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
-                 cluster: Any = None, test_breaks: TestBreaks = NO_TEST_BREAKS):
+    def __init__(self, *, store: Store, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
+                 cluster: Callable[[BrokerState], ReplicaManager] | None = None,
+                 test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
         self.test_breaks = test_breaks
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
@@ -118,22 +125,23 @@ class Server:
         #: hooks and before the listener accepts (no request is ever served standalone;
         #: :class:`Broker` registers it in ZooKeeper before :meth:`start_serving`).
         self._cluster_factory = cluster
-        self.replica_manager: Any = None
+        self.replica_manager: ReplicaManager | None = None
         self.config = config
         self.loop = loop
-        self.modules = registry.load_modules()
+        self.modules: list[ModuleType] = registry.load_modules()
         self.handlers = registry.load_handlers(self.modules)
         if protocol.API_VERSIONS_KEY in self.handlers:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
-        self.request_bytes_max = config["socket.request.max.bytes"]
-        self.queued_requests_max = config["queued.max.requests"]
-        self._config_at_start = config
-        self.idle_ms_max = config["connections.max.idle.ms"]
+        self.request_bytes_max: int = config["socket.request.max.bytes"]
+        self.queued_requests_max: int = config["queued.max.requests"]
+        self._config_at_start: Mapping[str, Any] = config
+        self.idle_ms_max: int = config["connections.max.idle.ms"]
         #: See connection.RESPONSE_BYTES_HELD_MAX.
-        self.held_response_bytes_max = max(RESPONSE_BYTES_HELD_MAX, config["fetch.max.bytes"])
+        self.held_response_bytes_max: int = max(RESPONSE_BYTES_HELD_MAX,
+                                                config["fetch.max.bytes"])
         # None: leave the OS's autotuned socket buffers (Kafka sets 100 KiB; only a setting
         # given explicitly is applied here).
-        self.socket_buffer_bytes = {
+        self.socket_buffer_bytes: dict[int, int | None] = {
             option: None if config.is_default(name) or config[name] < 0 else config[name]
             for option, name in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
                                  (socket.SO_RCVBUF, "socket.receive.buffer.bytes"))}
@@ -143,15 +151,15 @@ class Server:
         self._drained: asyncio.Event | None = None
         self._next_connection_id = 0
         self._listener: asyncio.base_events.Server | None = None
-        self._tasks: list[asyncio.Task] = []
-        self._maintenance_job: asyncio.Future | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._maintenance_job: asyncio.Future[Any] | None = None
         self.state: BrokerState | None = None
         self._ranges = sorted([(h.api_key, h.min_version, h.max_version)
                                for h in self.handlers.values()]
                               + [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
                                   protocol.API_VERSIONS_VERSION_MAX)])
         self._api_versions_bodies: dict[int, bytes] = {}
-        self._started_modules: list[Any] = []
+        self._started_modules: list[ModuleType] = []
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -167,15 +175,21 @@ class Server:
         bound_host, bound_port = bound[0], bound[1]
         adv_host, adv_port = _advertised(self.config, host, bound_port)
         meta = self.store.meta
+        assert meta is not None, "an open store has its meta.properties"
+        # A ZooKeeper-era (version 0) meta.properties may lack either id: the state then
+        # holds None, as it always did (not fixed here: a typing change only).
         self.state = BrokerState(
-            store=self.store, config=self.config, node_id=meta.node_id,
-            cluster_id=meta.cluster_id, host=adv_host, port=adv_port, loop=self.loop,
+            store=self.store, config=self.config,
+            node_id=meta.node_id,  # type: ignore[arg-type]  # None: see above
+            cluster_id=meta.cluster_id,  # type: ignore[arg-type]  # None: see above
+            host=adv_host, port=adv_port, loop=self.loop,
             appended=AppendNotifier(self.loop), test_breaks=self.test_breaks)
         if self._cluster_factory is not None:
             # A cluster member's seam; a lone broker's state made its own (a cluster of one).
-            self.replica_manager = self._cluster_factory(self.state)
-            self.state.cluster = self.replica_manager
-            await self.replica_manager.start()
+            replica_manager = self._cluster_factory(self.state)
+            self.replica_manager = replica_manager
+            self.state.cluster = replica_manager
+            await replica_manager.start()
         for module in self.modules:
             hook = getattr(module, "start", None)
             if hook is not None:
@@ -262,13 +276,15 @@ class Server:
         """``max.connections`` now (a dynamic broker config: IncrementalAlterConfigs replaces
         ``state.config``, so it is read at each accept)."""
         config = self.state.config if self.state is not None else self._config_at_start
-        return config["max.connections"]
+        connections_max: int = config["max.connections"]
+        return connections_max
 
     @property
     def connections_per_ip_max(self) -> int:
         """``max.connections.per.ip`` now (dynamic, as :attr:`connections_max`)."""
         config = self.state.config if self.state is not None else self._config_at_start
-        return config["max.connections.per.ip"]
+        per_ip_max: int = config["max.connections.per.ip"]
+        return per_ip_max
 
     def admit(self, connection: Connection) -> bool:
         """Register a new connection; False (the caller closes it) over ``max.connections``
@@ -303,7 +319,8 @@ class Server:
 
     # --- ApiVersions -----------------------------------------------------------------------
 
-    def answer_api_versions(self, header: protocol.RequestHeader, frame: bytes) -> tuple:
+    def answer_api_versions(self, header: protocol.RequestHeader, frame: bytes
+                            ) -> tuple[bytes | bytearray | memoryview, ...]:
         """The whole response frame (as parts) of an ApiVersions request: the served ranges;
         UNSUPPORTED_VERSION in the v0 format with ApiVersions' own range for a version this
         broker does not know; INVALID_REQUEST for a v3+ client software name or version that
@@ -360,13 +377,13 @@ class Server:
         worker thread; a failure is logged and retried at the next tick."""
         config = self.config
         store = self.store
-        jobs = [
-            [config["log.retention.check.interval.ms"] / 1000, "retention",
-             lambda: store.maintain()],
-            [config["offsets.retention.check.interval.ms"] / 1000, "offset expiry",
-             lambda: store.expire_offsets()],
-            [config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
-             "transaction timeouts", lambda: store.abort_timed_out_transactions()],
+        jobs: list[tuple[float, str, Callable[[], object]]] = [
+            (config["log.retention.check.interval.ms"] / 1000, "retention",
+             lambda: store.maintain()),
+            (config["offsets.retention.check.interval.ms"] / 1000, "offset expiry",
+             lambda: store.expire_offsets()),
+            (config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
+             "transaction timeouts", lambda: store.abort_timed_out_transactions()),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]
@@ -407,8 +424,9 @@ class Broker:
     was closed. The methods are not thread-safe against each other; call them from one thread.
     """
 
-    def __init__(self, data_dir: str | os.PathLike, listen: Any = None,
-                 config: Mapping[str, Any] | BrokerConfig | None = None, backend: Any = None,
+    def __init__(self, data_dir: str | os.PathLike[str], listen: object = None,
+                 config: Mapping[str, Any] | BrokerConfig | None = None,
+                 backend: str | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.data_dir = os.fspath(data_dir)
         self.test_breaks = test_breaks
@@ -421,9 +439,9 @@ class Broker:
             raise InvalidConfigError("broker.id must be set (0 or more) when "
                                      "zookeeper.connect is: it names this broker in the cluster")
         self.backend = backend
-        self._zk: Any = None
-        self._controller: Any = None
-        self._store: Any = None
+        self._zk: KafkaZkClient | None = None
+        self._controller: Controller | None = None
+        self._store: Store | None = None
         self._server: Server | None = None
         self._bound: tuple[str, int] | None = None
         self._thread: threading.Thread | None = None
@@ -453,7 +471,7 @@ class Broker:
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         """The Store served (open while the broker serves)."""
         if self._store is None:
             raise RuntimeError("the broker is not started")
@@ -533,7 +551,7 @@ class Broker:
                  self.data_dir, len(self._store.topics()))
         return self
 
-    def _open_store(self, cluster_id: str | None = None) -> Any:
+    def _open_store(self, cluster_id: str | None = None) -> Store:
         config = self.config
         node_id = config.node_id
         extra: dict[str, Any] = {}
@@ -548,17 +566,20 @@ class Broker:
                       topic_config_defaults=config.log_config(),
                       offsets_retention_ms=config["offsets.retention.minutes"] * 60000,
                       **extra)
-        if node_id is not None and store.meta.node_id != node_id:
-            stored = store.meta.node_id
+        meta = store.meta
+        assert meta is not None, "an open store has its meta.properties"
+        if node_id is not None and meta.node_id != node_id:
+            stored = meta.node_id
             store.close()
             raise InvalidConfigError(f"Stored node id {stored} doesn't match previous node id "
                                      f"{node_id} (node.id / broker.id) in {self.data_dir}")
-        if cluster_id is not None and store.meta.cluster_id != cluster_id:
-            stored = store.meta.cluster_id
+        if cluster_id is not None and meta.cluster_id != cluster_id:
+            stored_cluster_id = meta.cluster_id
             store.close()
             # Kafka's InconsistentClusterIdException, word for word.
             raise InvalidConfigError(
-                f"The Cluster ID {cluster_id} doesn't match stored clusterId Some({stored}) in "
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId "
+                f"Some({stored_cluster_id}) in "
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
         return store
@@ -580,10 +601,11 @@ class Broker:
         zk.ensure_persistent_paths()
         return zk.get_or_create_cluster_id()
 
-    def _make_replica_manager(self, state: BrokerState) -> Any:
+    def _make_replica_manager(self, state: BrokerState) -> ReplicaManager:
         from ..cluster.replica_manager import ReplicaManager
 
         zk, broker_id = self._zk, state.node_id
+        assert zk is not None, "_connect_zookeeper() first"
 
         def claim_block() -> tuple[int, int]:
             block = zk.allocate_producer_id_block(broker_id)
@@ -591,7 +613,7 @@ class Broker:
 
         # Producer ids unique over the cluster (idempotence across a leader change).
         state.store.use_cluster_producer_id_blocks(claim_block)
-        return ReplicaManager(store=state.store, zk=self._zk, broker_id=state.node_id,
+        return ReplicaManager(store=state.store, zk=zk, broker_id=state.node_id,
                               config=self.config, loop=state.loop,
                               notify=state.appended.notify, test_breaks=self.test_breaks)
 
@@ -605,6 +627,7 @@ class Broker:
         server = self._serving()
         state = self._broker_state()
         replica_manager = server.replica_manager
+        assert replica_manager is not None, "a cluster member's server has its replica manager"
         await replica_manager.register(
             BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port))
         deadline_s = time.monotonic() + REGISTRATION_VISIBLE_TIMEOUT_S
@@ -617,6 +640,7 @@ class Broker:
                 break
             await replica_manager.wait_for_metadata(remaining_s)
         rebalance = self.config["auto.leader.rebalance.enable"]
+        assert self._zk is not None, "_connect_zookeeper() first"
         controller = Controller(
             self._zk, state.node_id,
             default_unclean=self.config["unclean.leader.election.enable"],
@@ -672,8 +696,8 @@ class Broker:
         if self._state != "serving":
             return
         self._state = "closing"
-        server, closed = self._server, self._closed
-        assert server is not None and closed is not None
+        server, closed, store = self._server, self._closed, self._store
+        assert server is not None and closed is not None and store is not None
         loop = asyncio.get_running_loop()
         try:
             await server.close()
@@ -681,7 +705,7 @@ class Broker:
             try:
                 await loop.run_in_executor(None, self._leave_cluster)
             finally:
-                await loop.run_in_executor(None, self._store.close)
+                await loop.run_in_executor(None, store.close)
             self._state = "closed"
             closed.set()
 

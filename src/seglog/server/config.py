@@ -157,8 +157,9 @@ class BrokerConfig(Mapping[str, Any]):
     def node_id(self) -> int | None:
         """``node.id``, else ``broker.id``, else None (unset: the data directory's)."""
         for name in ("node.id", "broker.id"):
-            if self._values[name] is not None and self._values[name] >= 0:
-                return self._values[name]
+            value: int | None = self._values[name]
+            if value is not None and value >= 0:
+                return value
         return None
 
     def is_default(self, name: str) -> bool:

@@ -11,32 +11,39 @@ start on their next fetch."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
 from ...types import TopicPartition
+from ..context import RequestContext
+from ...error_codes import (
+    MISMATCHED_ENDPOINT_TYPE, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
+    UNSUPPORTED_ENDPOINT_TYPE,
+)
 from .admin_wire import (
-    CLUSTER_AUTHORIZED_OPERATIONS, MISMATCHED_ENDPOINT_TYPE, NONE, NO_THROTTLE,
-    OFFSET_OUT_OF_RANGE, POLICY_VIOLATION, UNSUPPORTED_ENDPOINT_TYPE, code_of, make,
-    response_classes,
+    CLUSTER_AUTHORIZED_OPERATIONS, NO_THROTTLE, code_of, make, response_classes,
 )
 from .data_topics import partition_seam
+
+if TYPE_CHECKING:
+    from ...store import Store
 
 
 # --- DeleteRecords --------------------------------------------------------------------------
 
 
-def _delete_records(store, topics, refused) -> list[tuple[str, list[tuple[int, int, int]]]]:
+def _delete_records(store: Store, topics: Iterable[Any], refused: dict[tuple[str, int], int]
+                    ) -> list[tuple[str, list[tuple[int, int, int]]]]:
     # Kafka reads the request into a map by partition: a partition named twice is answered
     # once, for the last offset given.
     wanted: dict[str, dict[int, int]] = {}
     for topic in topics:
         for part in topic.partitions:
             wanted.setdefault(topic.name, {})[part.partition_index] = part.offset
-    out = []
+    out: list[tuple[str, list[tuple[int, int, int]]]] = []
     for name, partitions in wanted.items():
-        rows = []
+        rows: list[tuple[int, int, int]] = []
         for partition, offset in partitions.items():
             code = refused.get((name, partition))
             if code is not None:
@@ -59,7 +66,7 @@ def _delete_records(store, topics, refused) -> list[tuple[str, list[tuple[int, i
     return out
 
 
-async def delete_records(ctx, request) -> Any:
+async def delete_records(ctx: RequestContext, request: Any) -> Any:
     """DeleteRecords v0-v2 (Kafka's ``ReplicaManager.deleteRecords``): the log start offset
     moves up to ``offset`` (-1: the high watermark); the answer's ``low_watermark`` is the
     new log start offset, -1 with an error."""
@@ -90,7 +97,7 @@ async def delete_records(ctx, request) -> Any:
 # --- DescribeCluster ------------------------------------------------------------------------
 
 
-async def describe_cluster(ctx, request) -> Any:
+async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
     """DescribeCluster v0-v2: this node is the only broker and the controller."""
     state = ctx.broker
     response_cls, m = response_classes(60, ctx.api_version)
@@ -118,14 +125,15 @@ async def describe_cluster(ctx, request) -> Any:
 # --- DescribeLogDirs ------------------------------------------------------------------------
 
 
-def _log_dir_topics(store, wanted) -> list[tuple[str, list[tuple[int, int]]]]:
+def _log_dir_topics(store: Store, wanted: Iterable[Any] | None
+                    ) -> list[tuple[str, list[tuple[int, int]]]]:
     wanted_map: dict[str, set[int] | None] = {}
     if wanted is None:
         wanted_map = {name: None for name in store.topics()}
     else:
         for t in wanted:
             wanted_map[t.topic] = (wanted_map.get(t.topic) or set()) | set(t.partitions)
-    out = []
+    out: list[tuple[str, list[tuple[int, int]]]] = []
     for name, partitions in wanted_map.items():
         if name not in store:
             continue
@@ -140,7 +148,7 @@ def _log_dir_topics(store, wanted) -> list[tuple[str, list[tuple[int, int]]]]:
     return out
 
 
-async def describe_log_dirs(ctx, request) -> Any:
+async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     """DescribeLogDirs v1-v5: the one data directory, each partition's size in bytes,
     offset_lag 0, no future logs, the volume's total and usable bytes (v4+)."""
     state = ctx.broker

@@ -5,13 +5,14 @@ broker's loggers."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable, Collection, Sequence, TypedDict
 
 from ... import error_codes as codes
 from ...config_table import TOPIC_CONFIGS, broker_key
 from ...errors import InvalidConfigError, SeglogError
-from ...storage.config import TOPIC_CONFIG_NAMES
+from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from ..config import CONFIG_DEFS
+from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
 from .admin_state import (
     dynamic_configs, save_configs, set_dynamic_layer, topic_defaults, topic_overrides_of,
@@ -27,18 +28,38 @@ from .data_topics import partition_seam
 # --- DescribeConfigs ------------------------------------------------------------------------
 
 
-def topic_config_entries(state, topic_config, overrides, *, synonyms: bool = False,
-                         documentation: bool = False, keys=None) -> list[dict]:
+#: One synonym of a config: its name, its value (None when unset or sensitive) and its source.
+Synonym = tuple[str, str | None, int]
+
+
+class ConfigEntry(TypedDict):
+    """One config as DescribeConfigs (and CreateTopics v5+) describe it: the fields of
+    kio's ``DescribeConfigsResourceResult`` by their kio names."""
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    synonyms: list[Synonym]
+    config_type: int
+    documentation: str | None
+
+
+def topic_config_entries(state: BrokerState, topic_config: LogConfig,
+                         overrides: Collection[str], *, synonyms: bool = False,
+                         documentation: bool = False, keys: Collection[str] | None = None
+                         ) -> list[ConfigEntry]:
     """Kafka's description of a topic's configs: ``[{name, value, read_only, config_source,
     is_sensitive, synonyms, config_type, documentation}]`` sorted by name."""
     dynamic = dynamic_configs(state)
     values = topic_config.to_kafka(topic_only=True)
-    out = []
+    out: list[ConfigEntry] = []
     for name in sorted(TOPIC_CONFIG_NAMES):
         if keys and name not in keys:
             continue
         value = values[name]
-        found = []
+        found: list[Synonym] = []
         if name in overrides:
             found.append((name, value, cfg.SOURCE_TOPIC))
         found += cfg.topic_synonyms(dynamic, name)
@@ -50,7 +71,7 @@ def topic_config_entries(state, topic_config, overrides, *, synonyms: bool = Fal
     return out
 
 
-def broker_id_of(state, resource_name: str, *, describe: bool) -> bool:
+def broker_id_of(state: BrokerState, resource_name: str, *, describe: bool) -> bool:
     """Whether the broker resource names this broker (True) or the cluster default (False);
     Refused otherwise, in Kafka's words."""
     if not resource_name:
@@ -67,14 +88,14 @@ def broker_id_of(state, resource_name: str, *, describe: bool) -> bool:
     return True
 
 
-def _broker_config_entries(state, per_broker: bool, *, synonyms: bool,
-                           documentation: bool, keys) -> list[dict]:
+def _broker_config_entries(state: BrokerState, per_broker: bool, *, synonyms: bool,
+                           documentation: bool, keys: Collection[str]) -> list[ConfigEntry]:
     """Kafka's ``createBrokerConfigEntry`` over every config (this broker) or the dynamic
     cluster defaults (the ``""`` resource)."""
     dynamic = dynamic_configs(state)
     effective = dynamic.effective
     names = sorted(CONFIG_DEFS) if per_broker else sorted(dynamic.cluster_default)
-    out = []
+    out: list[ConfigEntry] = []
     for name in names:
         if keys and name not in keys:
             continue
@@ -124,7 +145,7 @@ def _loggers() -> dict[str, logging.Logger]:
     return loggers
 
 
-def _alter_loggers(state, resource, validate_only: bool) -> None:
+def _alter_loggers(state: BrokerState, resource: Any, validate_only: bool) -> None:
     """IncrementalAlterConfigs on BROKER_LOGGER (Kafka's ``ConfigAdminManager
     .validateLogLevelConfigs`` then ``Log4jController``): SET a level, DELETE to inherit the
     root's; not kept across restarts, as in Kafka."""
@@ -135,7 +156,7 @@ def _alter_loggers(state, resource, validate_only: bool) -> None:
                        f"{resource.resource_name}") from None
     broker_id_of(state, resource.resource_name, describe=False)
     loggers = _loggers()
-    changes = []
+    changes: list[tuple[logging.Logger, int]] = []
     for change in resource.configs:
         name, op, value = change.name, change.config_operation, change.value
         if op in (OP_APPEND, OP_SUBTRACT):
@@ -158,7 +179,7 @@ def _alter_loggers(state, resource, validate_only: bool) -> None:
             logger.setLevel(level)
 
 
-def _logger_entries(keys) -> list[dict]:
+def _logger_entries(keys: Collection[str]) -> list[ConfigEntry]:
     loggers = _loggers()
     return [{"name": name, "value": _level_name(lg.getEffectiveLevel()),
              "read_only": False, "config_source": 6, "is_sensitive": False, "synonyms": [],
@@ -166,7 +187,7 @@ def _logger_entries(keys) -> list[dict]:
             for name, lg in loggers.items() if not keys or name in keys]
 
 
-async def describe_configs(ctx, request) -> Any:
+async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     """DescribeConfigs v1-v4 for topics, this broker, the cluster default (``""``) and this
     broker's loggers (Kafka's ``ConfigHelper.describeConfigs``)."""
     state = ctx.broker
@@ -182,7 +203,7 @@ async def describe_configs(ctx, request) -> Any:
             for r in request.resources))
     synonyms = bool(request.include_synonyms)
     documentation = bool(getattr(request, "include_documentation", False))
-    results = []
+    results: list[Any] = []
     for resource in request.resources:
         keys = set(resource.configuration_keys or ())
         try:
@@ -229,8 +250,9 @@ def _list_items(value: str | None) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def _incremental(current: dict[str, str], effective: dict[str, str], changes, *,
-                 is_list, append_error) -> dict[str, str]:
+def _incremental(current: dict[str, str], effective: dict[str, str], changes: Sequence[Any], *,
+                 is_list: Callable[[str], bool], append_error: Callable[[str, int], str]
+                 ) -> dict[str, str]:
     """Apply IncrementalAlterConfigs ``changes`` (name, op, value) to ``current`` (the
     overrides), with ``effective`` the values an APPEND/SUBTRACT starts from when no override
     exists. Returns the new overrides or raises Refused."""
@@ -261,7 +283,8 @@ def _incremental(current: dict[str, str], effective: dict[str, str], changes, *,
     return out
 
 
-def _alter_topic(state, name: str, new_overrides: dict[str, str], validate_only: bool) -> None:
+def _alter_topic(state: BrokerState, name: str, new_overrides: dict[str, str],
+                 validate_only: bool) -> None:
     store = state.store
     if topic_name_error(name) or name not in store:
         raise Refused(codes.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
@@ -279,7 +302,7 @@ def _alter_topic(state, name: str, new_overrides: dict[str, str], validate_only:
         save_configs(state)
 
 
-def _alter_broker(state, resource_name: str, new_values: dict[str, str],
+def _alter_broker(state: BrokerState, resource_name: str, new_values: dict[str, str],
                   validate_only: bool) -> None:
     """Replace one dynamic layer (this broker's, or the cluster default for ``""``) with
     ``new_values``; topics follow a changed topic default; persisted."""
@@ -311,7 +334,7 @@ def _alter_broker(state, resource_name: str, new_values: dict[str, str],
     set_dynamic_layer(state, per_broker=per_broker, values=new_values, effective=effective)
 
 
-async def _alter(state, resource_type: int, resource_name: str, values: dict[str, str],
+async def _alter(state: BrokerState, resource_type: int, resource_name: str, values: dict[str, str],
                  validate_only: bool) -> None:
     """Validate ``values`` (a topic's whole override set, or a whole dynamic broker layer),
     then, unless only validating, make them the cluster's (the seam: a ZooKeeper cluster
@@ -342,12 +365,12 @@ def _is_list_broker_config(name: str) -> bool:
     return d is not None and d.type == "list"
 
 
-async def incremental_alter_configs(ctx, request) -> Any:
+async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     """IncrementalAlterConfigs v0-v1 (SET, DELETE, APPEND, SUBTRACT) on topics and on this
     broker or the cluster default (Kafka's ``ConfigurationControlManager``)."""
     state = ctx.broker
     response_cls, m = response_classes(44, ctx.api_version)
-    results = []
+    results: list[Any] = []
     for resource in request.resources:
         try:
             if resource.resource_type == RESOURCE_TOPIC:
@@ -395,12 +418,12 @@ async def incremental_alter_configs(ctx, request) -> Any:
     return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))
 
 
-async def alter_configs(ctx, request) -> Any:
+async def alter_configs(ctx: RequestContext, request: Any) -> Any:
     """AlterConfigs v0-v2, the legacy API: the given configs replace the resource's whole
     override set (a topic's) or dynamic layer (the broker's)."""
     state = ctx.broker
     response_cls, m = response_classes(33, ctx.api_version)
-    results = []
+    results: list[Any] = []
     for resource in request.resources:
         try:
             names = [c.name for c in resource.configs]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ...config_table import BROKER_CONFIGS, TOPIC_CONFIGS, topic_key
 from ...configdef import BOTH, CLUSTER_WIDE, format_value, parse_value
@@ -196,7 +196,7 @@ class DynamicConfigs:
                 out[name] = value
         return out
 
-    def set_explicit(self, topic_id: str, config: LogConfig, names) -> None:
+    def set_explicit(self, topic_id: str, config: LogConfig, names: Iterable[str]) -> None:
         """Record ``names`` as the explicit overrides of topic ``topic_id`` (with their values
         in ``config``); call :meth:`save` after."""
         current = config.to_kafka(topic_only=True)

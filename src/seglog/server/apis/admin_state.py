@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from ...errors import InvalidConfigError, SeglogError
 from ..config import BrokerConfig
+from ...storage.config import LogConfig
 from . import admin_configs as cfg
+from .broker_view import BrokerView
 from .data_topics import partition_seam
+
+if TYPE_CHECKING:
+    from ...store import Store, Topic
 
 log = logging.getLogger("seglog.server.apis.admin")
 
@@ -20,7 +26,7 @@ log = logging.getLogger("seglog.server.apis.admin")
 EXTENSION_KEY = "seglog.server.apis.admin"
 
 
-async def start(state) -> None:
+async def start(state: BrokerView) -> None:
     """Load the persisted dynamic broker configs and make ``state.config`` the effective one
     (static configs under them); the store's topic defaults become the effective ones, and
     topics that override nothing follow them."""
@@ -39,14 +45,14 @@ async def start(state) -> None:
         lambda per_broker, values: take_dynamic_layer(state, per_broker, values))
 
 
-async def stop(state) -> None:
+async def stop(state: BrokerView) -> None:
     """Nothing to release: dynamic configs are written when they change."""
 
 
-def dynamic_configs(state) -> cfg.DynamicConfigs:
+def dynamic_configs(state: BrokerView) -> cfg.DynamicConfigs:
     """The broker's :class:`~seglog.server.apis.admin_configs.DynamicConfigs` (made on first
     use when the ``start`` hook did not run, as in handler-level tests)."""
-    dynamic = state.extensions.get(EXTENSION_KEY)
+    dynamic: cfg.DynamicConfigs | None = state.extensions.get(EXTENSION_KEY)
     if dynamic is None:
         static = state.config if isinstance(state.config, BrokerConfig) else BrokerConfig()
         dynamic = cfg.DynamicConfigs(state.store.path, static)
@@ -54,7 +60,7 @@ def dynamic_configs(state) -> cfg.DynamicConfigs:
     return dynamic
 
 
-def set_dynamic_layer(state, *, per_broker: bool, values: dict[str, str],
+def set_dynamic_layer(state: BrokerView, *, per_broker: bool, values: dict[str, str],
                       effective: BrokerConfig) -> None:
     """Make ``values`` the dynamic layer of this broker (``per_broker``) or of the cluster
     default, ``effective`` (what :meth:`~.admin_configs.DynamicConfigs.merged` made of it) the
@@ -70,7 +76,7 @@ def set_dynamic_layer(state, *, per_broker: bool, values: dict[str, str],
     save_configs(state)
 
 
-def take_dynamic_layer(state, per_broker: bool, values: dict[str, str]) -> None:
+def take_dynamic_layer(state: BrokerView, per_broker: bool, values: dict[str, str]) -> None:
     """A dynamic layer as the cluster holds it (``/config/brokers/<id>`` or ``<default>``,
     changed through any broker): applied as :func:`set_dynamic_layer`; a layer this broker
     cannot take (a name or value it refuses) is logged and left out, as Kafka's
@@ -90,21 +96,21 @@ def take_dynamic_layer(state, per_broker: bool, values: dict[str, str]) -> None:
     set_dynamic_layer(state, per_broker=per_broker, values=values, effective=effective)
 
 
-def topic_defaults(state):
+def topic_defaults(state: BrokerView) -> LogConfig:
     """The topic defaults of the effective broker config (``BrokerConfig.log_config``)."""
     return dynamic_configs(state).effective.log_config()
 
 
-def topic_overrides_of(state, topic) -> dict[str, str]:
+def topic_overrides_of(state: BrokerView, topic: Topic) -> dict[str, str]:
     """Topic ``topic``'s overrides (see ``DynamicConfigs.overrides_of``)."""
     return dynamic_configs(state).overrides_of(topic.topic_id, topic.config,
                                                topic_defaults(state))
 
 
-def save_configs(state) -> None:
+def save_configs(state: BrokerView) -> None:
     """Persist the dynamic configs and the explicit overrides of the topics that exist."""
     store = state.store
-    live = set()
+    live: set[str] = set()
     for name in store.topics():
         try:
             live.add(store.topic(name).topic_id)
@@ -113,7 +119,8 @@ def save_configs(state) -> None:
     dynamic_configs(state).save(live)
 
 
-def use_topic_defaults(store, dynamic, new_defaults) -> None:
+def use_topic_defaults(store: Store, dynamic: cfg.DynamicConfigs, new_defaults: LogConfig
+                       ) -> None:
     """Make ``new_defaults`` the store's topic defaults and give every topic them under its
     overrides, in one registry write."""
     old_defaults = store.topic_config_defaults
@@ -122,10 +129,11 @@ def use_topic_defaults(store, dynamic, new_defaults) -> None:
         rebase_topics(store, dynamic, old_defaults, new_defaults)
 
 
-def rebase_topics(store, dynamic, old_defaults, new_defaults) -> None:
+def rebase_topics(store: Store, dynamic: cfg.DynamicConfigs, old_defaults: LogConfig,
+                  new_defaults: LogConfig) -> None:
     """Give every topic ``new_defaults`` under its overrides (those relative to
     ``old_defaults``), in one registry write."""
-    changes = {}
+    changes: dict[str, LogConfig] = {}
     for name in store.topics():
         topic = store.topic(name)
         overrides = dynamic.overrides_of(topic.topic_id, topic.config, old_defaults)

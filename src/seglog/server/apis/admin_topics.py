@@ -14,22 +14,26 @@ first replica, or the request's, checked) and answers once the new partitions ha
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
 from ...errors import InvalidConfigError, SeglogError
+from ...storage.config import LogConfig
+from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
 from .admin_config_apis import topic_config_entries
 from .admin_state import topic_defaults
 from .data_topics import partition_seam
+from ...error_codes import (
+    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT, INVALID_REQUEST,
+    INVALID_TOPIC_EXCEPTION, NONE, POLICY_VIOLATION, TOPIC_ALREADY_EXISTS,
+    TOPIC_DELETION_DISABLED, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION,
+)
 from .admin_wire import (
-    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT,
-    INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, NONE, NO_THROTTLE, POLICY_VIOLATION,
-    RECORDS_PER_REQUEST_MAX, Refused, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED,
-    TOPIC_PARTITIONS_MAX, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE,
-    UNKNOWN_TOPIC_OR_PARTITION, ZERO_UUID, broker_setting, code_of, duplicates,
-    make, response_classes, topic_name_error,
+    NO_THROTTLE, RECORDS_PER_REQUEST_MAX, Refused, TOPIC_PARTITIONS_MAX,
+    UNKNOWN_TOPIC_ID_MESSAGE, UNKNOWN_TOPIC_MESSAGE, ZERO_UUID, broker_setting, code_of,
+    duplicates, make, response_classes, topic_name_error,
 )
 
 
@@ -43,21 +47,31 @@ _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
 # --- CreateTopics ---------------------------------------------------------------------------
 
 
-def _creation_config(state, topic) -> Any:
+class _Checked(NamedTuple):
+    """A CreateTopics entry that passed the checks: the request's ``topic`` entry, its
+    ``config``, the ``overrides`` the client set and its ``partition_count``."""
+
+    topic: Any
+    config: LogConfig
+    overrides: dict[str, str]
+    partition_count: int
+
+
+def _creation_config(state: BrokerState, topic: Any) -> tuple[LogConfig, dict[str, str]]:
     """The LogConfig of a topic to create, or Refused (Kafka's computeConfigChanges and
     incrementalAlterConfig validation)."""
     nulls = [c.name for c in topic.configs if c.value is None]
     if nulls:
         raise Refused(INVALID_CONFIG,
                        "Null value not supported for topic configs: " + ",".join(nulls))
-    overrides = {c.name: c.value for c in topic.configs}
+    overrides: dict[str, str] = {c.name: c.value for c in topic.configs}
     try:
         return cfg.topic_config_from(topic_defaults(state), overrides), overrides
     except InvalidConfigError as e:
         raise Refused(INVALID_CONFIG, str(e)) from None
 
 
-def _assignment(state, cluster: PartitionSeam, topic) -> dict[int, list[int]]:
+def _assignment(state: BrokerState, cluster: PartitionSeam, topic: Any) -> dict[int, list[int]]:
     """The replica assignment of a topic to create (partition -> replicas): the request's own,
     checked, or the cluster's placement of the partition count and replication factor asked
     (-1: ``num.partitions``, ``default.replication.factor``); or Refused."""
@@ -72,22 +86,22 @@ def _assignment(state, cluster: PartitionSeam, topic) -> dict[int, list[int]]:
         raise Refused(code_of(e), str(e)) from None
 
 
-def _requested_partitions(state, topic) -> int:
+def _requested_partitions(state: BrokerState, topic: Any) -> int:
     if topic.assignments:
         return len(topic.assignments)
     if topic.num_partitions == -1:
-        return broker_setting(state, "num.partitions", 1)
-    return max(topic.num_partitions, 0)
+        return int(broker_setting(state, "num.partitions", 1))
+    return max(int(topic.num_partitions), 0)
 
 
-async def create_topics(ctx, request) -> Any:
+async def create_topics(ctx: RequestContext, request: Any) -> Any:
     """CreateTopics v2-v7 (Kafka's ``ReplicationControlManager.createTopics``): every topic
     is checked first; then, unless ``validate_only``, the valid ones are created."""
     state = ctx.broker
     response_cls, m = response_classes(19, ctx.api_version)
     config_cls = getattr(m, "CreatableTopicConfigs", None)  # v5+
 
-    def failed(name, code, message):
+    def failed(name: str, code: int, message: str | None) -> Any:
         # None is Kafka's zero uuid on the wire (kio reads the zero uuid back as None).
         return make(m.CreatableTopicResult, name=name, topic_id=None, error_code=code,
                      error_message=message, topic_config_error_code=codes.NONE, num_partitions=-1,
@@ -104,7 +118,7 @@ async def create_topics(ctx, request) -> Any:
     # The cluster's topics (in a ZooKeeper cluster a local one may still be on its way).
     existing = set(cluster.assignments)
     assignments: dict[str, dict[int, list[int]]] = {}
-    checked: dict[str, Any] = {}  # name -> (topic, config, overrides, count) or Refused
+    checked: dict[str, _Checked | Refused] = {}
     for topic in request.topics:
         name = topic.name
         if name in checked:
@@ -125,18 +139,18 @@ async def create_topics(ctx, request) -> Any:
             config, overrides = _creation_config(state, topic)
             assignment = _assignment(state, cluster, topic)
             assignments[name] = assignment
-            checked[name] = (topic, config, overrides, len(assignment))
+            checked[name] = _Checked(topic, config, overrides, len(assignment))
         except Refused as e:
             checked[name] = e
     # Kafka's controller writes one record per topic, per config and per partition, and
     # refuses a request that needs more than it writes in one batch.
-    records = sum(1 + len(c[0].configs) + c[3] for c in checked.values()
+    records = sum(1 + len(c.topic.configs) + c.partition_count for c in checked.values()
                   if not isinstance(c, Refused))
     if records > RECORDS_PER_REQUEST_MAX:
         return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(
             failed(n, POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
             for n in names))
-    results = []
+    results: list[Any] = []
     for name in names:
         c = checked[name]
         try:
@@ -175,11 +189,12 @@ async def create_topics(ctx, request) -> Any:
 # --- DeleteTopics ---------------------------------------------------------------------------
 
 
-async def delete_topics(ctx, request) -> Any:
+async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     """DeleteTopics v1-v6, by name and (v6+) by topic id (Kafka's ``ControllerApis
     .deleteTopics``)."""
     state = ctx.broker
     response_cls, m = response_classes(20, ctx.api_version)
+    wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id if t.topic_id not in (None, ZERO_UUID) else None)
                   for t in request.topics]
@@ -198,8 +213,8 @@ async def delete_topics(ctx, request) -> Any:
     # The cluster's topics and ids (ZooKeeper's in a cluster, not this broker's local ones).
     ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
     names_to_ids = {n: i for i, n in ids.items()}
-    results = []
-    reported = set()
+    results: list[Any] = []
+    reported: set[tuple[str | None, uuid.UUID | None]] = set()
     for name, topic_id in wanted:
         try:
             if name in dups or topic_id in dup_ids:
@@ -247,7 +262,7 @@ async def delete_topics(ctx, request) -> Any:
 # --- CreatePartitions -----------------------------------------------------------------------
 
 
-async def create_partitions(ctx, request) -> Any:
+async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """CreatePartitions v0-v3 (Kafka's ``ReplicationControlManager.createPartitions``):
     increase only, manual assignments on this node, validate_only."""
     state = ctx.broker
@@ -262,7 +277,7 @@ async def create_partitions(ctx, request) -> Any:
             make(m.CreatePartitionsTopicResult, name=t.name, error_code=POLICY_VIOLATION,
                   error_message="Excessively large number of additional partitions per "
                   "request.") for t in request.topics))
-    results = []
+    results: list[Any] = []
     for wanted in request.topics:
         name = wanted.name
         try:
@@ -292,14 +307,14 @@ async def create_partitions(ctx, request) -> Any:
             manual = (None if wanted.assignments is None
                       else [list(a.broker_ids) for a in wanted.assignments])
             try:
-                added = cluster.plan_new_partitions(name, current=current, count=count,
-                                                    manual=manual)
+                new_partitions = cluster.plan_new_partitions(name, current=current, count=count,
+                                                             manual=manual)
             except SeglogError as e:
                 raise Refused(code_of(e), str(e)) from None
             if not request.validate_only:
                 wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
                 try:
-                    await cluster.add_partitions(name, added, timeout_s=wait_s)
+                    await cluster.add_partitions(name, new_partitions, timeout_s=wait_s)
                 except (SeglogError, ValueError, OSError) as e:
                     raise Refused(code_of(e), str(e)) from None
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=NONE,

@@ -7,21 +7,15 @@ from __future__ import annotations
 import datetime
 import sys
 import uuid
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from ... import error_codes as codes
+from ..context import BrokerState
 
-# Re-exported only for admin_topics.py and admin_cluster.py, which still import these codes from
-# here until their rewrite moves them to seglog.error_codes; nothing else should.
-from ...error_codes import (  # noqa: F401
-    INVALID_CONFIG, INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR,
-    INVALID_REQUEST, INVALID_TOPIC_EXCEPTION, MISMATCHED_ENDPOINT_TYPE, NONE, OFFSET_OUT_OF_RANGE,
-    POLICY_VIOLATION, TOPIC_ALREADY_EXISTS, TOPIC_DELETION_DISABLED, UNKNOWN_TOPIC_ID,
-    UNKNOWN_TOPIC_OR_PARTITION, UNSUPPORTED_ENDPOINT_TYPE,
-)
+_T = TypeVar("_T")
 
 #: Kafka's zero uuid (no topic id).
 ZERO_UUID = uuid.UUID(int=0)
@@ -89,7 +83,7 @@ def code_of(exc: BaseException) -> int:
     return code if code in codes.BY_CODE else codes.UNKNOWN_SERVER_ERROR
 
 
-def broker_setting(state, name: str, default: Any) -> Any:
+def broker_setting(state: BrokerState, name: str, default: Any) -> Any:
     """The broker config ``name`` (``state.config[name]``), or ``default`` when the config has
     no such name."""
     try:
@@ -116,10 +110,10 @@ def topic_name_error(name: Any) -> str | None:
     return None
 
 
-def duplicates(names: Iterable[Any]) -> set:
+def duplicates(names: Iterable[_T]) -> set[_T]:
     """The items of ``names`` seen more than once."""
-    seen: set[Any] = set()
-    dups: set[Any] = set()
+    seen: set[_T] = set()
+    dups: set[_T] = set()
     for name in names:
         (dups if name in seen else seen).add(name)
     return dups

@@ -10,8 +10,7 @@ are those both kio and Apache Kafka 4.4 serve.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..context import BrokerState
 from ..registry import ApiHandler
 from . import data_fetch, data_metadata, data_offsets, data_produce
 from .data_topics import EXTENSION_KEY, TopicIds
@@ -34,11 +33,11 @@ HANDLERS: tuple[ApiHandler, ...] = (
 )
 
 
-async def start(state: Any) -> None:
+async def start(state: BrokerState) -> None:
     """Make the data APIs' per-broker state: the topic-id map (``state.extensions``)."""
     state.extensions[EXTENSION_KEY] = TopicIds(state.store, state.cluster)
 
 
-async def stop(state: Any) -> None:
+async def stop(state: BrokerState) -> None:
     """Drop the per-broker state."""
     state.extensions.pop(EXTENSION_KEY, None)

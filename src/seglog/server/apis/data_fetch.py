@@ -43,12 +43,14 @@ ISR may grow, the high watermark may move and delayed produces complete
 from __future__ import annotations
 
 import time
-from typing import Any
+import uuid
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ... import error_codes as codes
 from ... import errors
+from ...cluster.seam import PartitionSeam
 from ...cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
-from ..context import RawResponse
+from ..context import RawResponse, RequestContext
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
     gone_or_storage_error,
@@ -57,6 +59,9 @@ from .data_topics import (
     topic_or_none,
 )
 from ...types import TopicPartition
+
+if TYPE_CHECKING:
+    from ...store import Store, Topic
 
 __all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "FETCH_MAX_BYTES_DEFAULT", "handle_fetch"]
 
@@ -87,7 +92,8 @@ class _Wanted:
                  "current_leader_epoch", "replica", "last_fetched_epoch",
                  "follower_log_start_offset")
 
-    def __init__(self, key: Any, topic: Any, partition: int, log: Any, error_code: int,
+    def __init__(self, key: str | uuid.UUID | None, topic: Topic | None, partition: int,
+                 log: Any, error_code: int,
                  fetch_offset: int, max_bytes: int, current_leader_epoch: int,
                  replica: Any = None, last_fetched_epoch: int = -1,
                  follower_log_start_offset: int = -1):
@@ -112,17 +118,17 @@ def _replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
 
 
-def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
+def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
     by_id = ctx.api_version >= 13
     store = ctx.broker.store
     ids = topic_ids(ctx.broker) if by_id else None
     replica_id = _replica_id(request)
     follower = replica_id >= 0
     cluster = partition_seam(ctx.broker)
-    wanted = []
+    wanted: list[_Wanted] = []
     for fetch_topic in request.topics:
         key = fetch_topic.topic_id if by_id else fetch_topic.topic
-        topic = ids.topic(key) if by_id else topic_or_none(store, key)
+        topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
         for p in fetch_topic.partitions:
             epoch = int(getattr(p, "current_leader_epoch", -1))
             log, code, replica = None, codes.NONE, None
@@ -150,8 +156,8 @@ def _resolve(ctx: Any, request: Any) -> list[_Wanted]:
     return wanted
 
 
-def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
-              isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
+def _read_one(store: Store, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
+              isolation: str, cluster: PartitionSeam, replica_id: int = CONSUMER_REPLICA_ID,
               record_follower: bool = False,
               breaks: TestBreaks = NO_TEST_BREAKS) -> PartitionResult:
     """Kafka's ``readFromLog.read`` for one partition of a fetch. In a cluster a follower's
@@ -202,14 +208,14 @@ def _read_one(store: Any, w: _Wanted, *, limit_bytes: int, min_one_batch: bool,
                            result.buffer)
 
 
-def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
-              isolation: str, cluster: Any = None, replica_id: int = CONSUMER_REPLICA_ID,
+def _read_all(store: Store, wanted: list[_Wanted], *, max_bytes: int,
+              isolation: str, cluster: PartitionSeam, replica_id: int = CONSUMER_REPLICA_ID,
               record_follower: bool = False, breaks: TestBreaks = NO_TEST_BREAKS
               ) -> tuple[list[tuple[_Wanted, PartitionResult]], int, bool]:
     """Read every partition in request order; ``(results, record bytes, any error)``."""
     limit_bytes = max_bytes
     min_one_batch = True
-    results = []
+    results: list[tuple[_Wanted, PartitionResult]] = []
     failed = False
     total_bytes = 0
     for w in wanted:
@@ -230,14 +236,15 @@ def _read_all(store: Any, wanted: list[_Wanted], *, max_bytes: int,
     return results, total_bytes, failed
 
 
-def _response(ctx: Any, wanted: list[_Wanted], results: list, *,
+def _response(ctx: RequestContext, wanted: list[_Wanted],
+              results: Sequence[tuple[_Wanted, PartitionResult]], *,
               error_code: int = codes.NONE) -> RawResponse:
     # Kafka's order: the partitions read, then the ones that failed before reading;
     # consecutive partitions of one topic share a topic entry (FetchResponse.toMessage).
     answers = [(w.key, r) for w, r in results]
     answers += [(w.key, _failed(w.partition, w.error_code))
                 for w in wanted if w.error_code != codes.NONE]
-    topics: list = []
+    topics: list[tuple[str | uuid.UUID | None, list[PartitionResult]]] = []
     for key, result in answers:
         if topics and topics[-1][0] == key:
             topics[-1][1].append(result)
@@ -248,7 +255,7 @@ def _response(ctx: Any, wanted: list[_Wanted], results: list, *,
                                              topics=topics))
 
 
-async def handle_fetch(ctx: Any, request: Any) -> RawResponse:
+async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     """Answer a Fetch request (see the module docstring)."""
     version = ctx.api_version
     if version >= 7 and int(request.session_epoch) not in _SESSION_EPOCHS_FULL:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence, cast
 
 from .data_wire import INT32, array_length, string, uvarint
 
@@ -47,7 +47,7 @@ class PartitionResult(NamedTuple):
     last_stable_offset: int
     log_start_offset: int
     aborted: Sequence[tuple[int, int]] | None
-    records: Any
+    records: bytes | memoryview
     #: ``(epoch, end offset)`` of Kafka's ``DivergingEpoch`` (v12+, tagged field 0) when a
     #: follower's last fetched epoch diverges from the leader's log; None: not sent.
     diverging_epoch: tuple[int, int] | None = None
@@ -55,13 +55,15 @@ class PartitionResult(NamedTuple):
 
 def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: int,
                           session_id: int,
-                          topics: Sequence[tuple[Any, Sequence[PartitionResult]]]) -> tuple:
+                          topics: Sequence[tuple[str | uuid.UUID | None,
+                                                 Sequence[PartitionResult]]]
+                          ) -> tuple[bytes | memoryview, ...]:
     """The body of a Fetch response of ``version`` (4..18) as a tuple of parts. ``topics`` is
     ``[(name or uuid.UUID, [PartitionResult, ...]), ...]``: a topic name for v4-v12, its id
     (``uuid.UUID``) for v13+."""
     flexible = version >= 12
     by_id = version >= 13
-    parts: list = []
+    parts: list[bytes | memoryview] = []
     out = bytearray()
     if version >= 7:
         out += _HEAD_V7.pack(throttle_time_ms, error_code, session_id)
@@ -73,7 +75,8 @@ def encode_fetch_response(version: int, *, throttle_time_ms: int, error_code: in
         if by_id:
             out += key.bytes if isinstance(key, uuid.UUID) else bytes(16)
         else:
-            out += string(key, flexible)
+            # v4-v12 name the topic: the key is the request's topic name then.
+            out += string(cast(str, key), flexible)
         out += array_length(len(partitions), flexible)
         for p in partitions:
             if version >= 5:

@@ -35,7 +35,9 @@ from kio.schema.errors import ErrorCode
 
 from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
+from ...cluster.zk_data import TopicAssignment
 from ...types import TopicPartition
+from ..context import RequestContext
 from .data_topics import (
     partition_seam,
     response_entities,
@@ -64,10 +66,12 @@ _ZERO_UUID = uuid.UUID(int=0)
 _ZERO_MS = datetime.timedelta(0)  # kio's i32Timedelta fields take a timedelta
 #: The topics Kafka calls internal (``Topic.isInternal``).
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: kio's Metadata response class of one version and its broker, topic and partition entities.
+_EntityClasses = tuple[type, type, type, type]
 
 
 @functools.lru_cache(maxsize=None)
-def _field_names(cls: type) -> frozenset:
+def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(cls))
 
 
@@ -78,13 +82,13 @@ def build(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def _entity_classes(version: int) -> tuple[type, type, type, type]:
+def _entity_classes(version: int) -> _EntityClasses:
     response, module = response_entities(API_KEY, version)
     return (response, module.MetadataResponseBroker, module.MetadataResponseTopic,
             module.MetadataResponsePartition)
 
 
-def _error_entry(classes: tuple, error_code: int, name: str | None,
+def _error_entry(classes: _EntityClasses, error_code: int, name: str | None,
                  topic_id: uuid.UUID = _ZERO_UUID) -> Any:
     return build(classes[2], error_code=ErrorCode(error_code), name=name, topic_id=topic_id,
                  is_internal=name in _INTERNAL_TOPICS, partitions=(),
@@ -93,18 +97,19 @@ def _error_entry(classes: tuple, error_code: int, name: str | None,
 
 
 
-def _topic_entry(classes: tuple, cluster: Any, assignment: Any,
-                         authorized_operations: int) -> Any:
+def _topic_entry(classes: _EntityClasses, cluster: PartitionSeam, assignment: TopicAssignment,
+                 authorized_operations: int) -> Any:
     """One topic from the cluster's metadata (Kafka 2.8's ``MetadataCache
     .getPartitionMetadata``): per partition its leader, leader epoch, replicas, ISR and the
     replicas on dead brokers; LEADER_NOT_AVAILABLE (leader -1) while the leader is not a
     live broker or the controller has not given the partition a state yet."""
     partition_cls = classes[3]
     live = cluster.live_brokers
-    partitions = []
+    partitions: list[Any] = []
     for index, replicas in sorted(assignment.partitions.items()):
         state = cluster.states.get(TopicPartition(assignment.topic, index))
         offline = tuple(r for r in replicas if r not in live)
+        isr: tuple[int, ...]
         if state is None:
             code, leader, epoch, isr = codes.LEADER_NOT_AVAILABLE, -1, -1, ()
         else:
@@ -123,7 +128,7 @@ def _topic_entry(classes: tuple, cluster: Any, assignment: Any,
                  topic_authorized_operations=authorized_operations)
 
 
-async def _auto_create(ctx: Any, cluster: PartitionSeam, name: str) -> int:
+async def _auto_create(ctx: RequestContext, cluster: PartitionSeam, name: str) -> int:
     """Create topic ``name`` for a Metadata request that named it (``auto.create.topics
     .enable``): ``num.partitions`` partitions, ``default.replication.factor`` replicas; the
     error code to answer for it (the seam's: the client asks again)."""
@@ -137,7 +142,7 @@ async def _auto_create(ctx: Any, cluster: PartitionSeam, name: str) -> int:
         replication_factor=int(config.get("default.replication.factor", 1)))
 
 
-async def handle_metadata(ctx: Any, request: Any) -> Any:
+async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     """Answer a Metadata request (see the module docstring) from the cluster's metadata
     view (:class:`~seglog.cluster.seam.PartitionSeam`)."""
     version = ctx.api_version
@@ -153,15 +158,15 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
     if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
         cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
     assignments = cluster.assignments
-    entries: list = []
+    entries: list[Any] = []
     if all_topics:
-        for name in sorted(assignments):
-            entries.append(_topic_entry(classes, cluster, assignments[name], topic_ops))
+        for topic_name in sorted(assignments):
+            entries.append(_topic_entry(classes, cluster, assignments[topic_name], topic_ops))
     else:
         allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
                         and bool(broker.config.get("auto.create.topics.enable", True)))
         by_id = {a.topic_id: a for a in assignments.values() if a.topic_id is not None}
-        seen: set = set()
+        seen: set[str] = set()
         for wanted in requested:
             name = getattr(wanted, "name", None)
             topic_id = getattr(wanted, "topic_id", None)
@@ -205,7 +210,7 @@ async def handle_metadata(ctx: Any, request: Any) -> Any:
                  error_code=ErrorCode(codes.NONE))
 
 
-def _invalid_request(classes: tuple, request: Any) -> Any:
+def _invalid_request(classes: _EntityClasses, request: Any) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
     topics = tuple(

@@ -33,13 +33,15 @@ from __future__ import annotations
 
 import datetime
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from ... import error_codes as codes
 from ... import errors
+from ...cluster.seam import Replica
 from ...types import TopicPartition
+from ..context import RequestContext
 from .data_metadata import build
 from .data_topics import (
     UNDEFINED_EPOCH,
@@ -48,6 +50,9 @@ from .data_topics import (
     response_entities,
     topic_or_none,
 )
+
+if TYPE_CHECKING:
+    from ...storage.log import Log
 
 __all__ = ["LIST_OFFSETS_KEY", "LIST_OFFSETS_VERSION_MIN", "LIST_OFFSETS_VERSION_MAX",
            "OFFSET_FOR_LEADER_EPOCH_KEY", "OFFSET_FOR_LEADER_EPOCH_VERSION_MIN",
@@ -77,14 +82,15 @@ _READ_COMMITTED = 1
 _ZERO_MS = datetime.timedelta(0)
 
 
-def _timestamp_of(log: Any, offset: int) -> int:
+def _timestamp_of(log: Log, offset: int) -> int:
     """The timestamp of the record at ``offset`` (a data record the time index found)."""
     for record in log.records(start=offset, end=offset + 1):
-        return record.timestamp_ms
+        timestamp_ms: int = record.timestamp_ms  # the storage's records are untyped (Any)
+        return timestamp_ms
     return -1
 
 
-def _epoch_for_offset(log: Any, offset: int) -> int:
+def _epoch_for_offset(log: Log, offset: int) -> int:
     """The leader epoch of the record at ``offset`` in a replicated log's epoch cache (the
     latest entry starting at or before it); -1 when the cache has none."""
     epoch = UNDEFINED_EPOCH
@@ -95,7 +101,7 @@ def _epoch_for_offset(log: Any, offset: int) -> int:
     return epoch
 
 
-def _lookup(replica: Any, timestamp: int, *, isolation_level: int | None
+def _lookup(replica: Replica, timestamp: int, *, isolation_level: int | None
             ) -> tuple[int, int, int]:
     """``(offset, timestamp, leader epoch)`` for one partition of this leader's ``replica``;
     ``(-1, -1, -1)`` when no record qualifies. Epochs come from the log's epoch cache (as
@@ -127,7 +133,7 @@ def _lookup(replica: Any, timestamp: int, *, isolation_level: int | None
         _epoch_for_offset(log, offset) if cached else replica.leader_epoch)
 
 
-async def handle_list_offsets(ctx: Any, request: Any) -> Any:
+async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     """Answer a ListOffsets request (see the module docstring)."""
     version = ctx.api_version
     store = ctx.broker.store
@@ -146,10 +152,10 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
                      leader_epoch=epoch if version >= 4 else UNDEFINED_EPOCH,
                      old_style_offsets=())
 
-    topics = []
+    topics: list[Any] = []
     for t in request.topics:
         topic = topic_or_none(store, t.name)
-        partitions = []
+        partitions: list[Any] = []
         for p in t.partitions:
             index, timestamp = p.partition_index, int(p.timestamp)
             if counts[(t.name, index)] > 1:
@@ -167,7 +173,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
             replica = cluster.leader_replica(TopicPartition(t.name, index))
             code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                     else cluster.check_leader_epoch(replica, current_epoch))
-            if code != codes.NONE:
+            if code != codes.NONE or replica is None:  # None: code is not NONE
                 partitions.append(answer(index, code))
                 continue
             try:
@@ -181,7 +187,7 @@ async def handle_list_offsets(ctx: Any, request: Any) -> Any:
     return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
 
 
-async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
+async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     """Answer an OffsetForLeaderEpoch request: per partition UNKNOWN_TOPIC_OR_PARTITION, the
     leader-epoch fencing of ``current_leader_epoch``, else the end offset of the requested
     epoch (:func:`~seglog.server.apis.data_topics.end_offset_for_epoch`: the log end offset
@@ -192,10 +198,10 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
     response_cls, module = response_entities(OFFSET_FOR_LEADER_EPOCH_KEY, version)
     topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
     cluster = partition_seam(ctx.broker)
-    topics = []
+    topics: list[Any] = []
     for t in request.topics:
         topic = topic_or_none(store, t.topic)
-        partitions = []
+        partitions: list[Any] = []
         for p in t.partitions:
             epoch, end_offset = UNDEFINED_EPOCH, -1
             if topic is None or not 0 <= p.partition < topic.partitions:
@@ -205,7 +211,7 @@ async def handle_offset_for_leader_epoch(ctx: Any, request: Any) -> Any:
                 replica = cluster.leader_replica(TopicPartition(t.topic, p.partition))
                 code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
                         else cluster.check_leader_epoch(replica, int(p.current_leader_epoch)))
-                if code == codes.NONE:
+                if code == codes.NONE and replica is not None:  # None: code is not NONE
                     try:
                         epoch, end_offset = replica.end_offset_for_epoch(int(p.leader_epoch))
                     except (errors.SeglogError, OSError) as e:

@@ -56,8 +56,7 @@ metadata.
 from __future__ import annotations
 
 import struct
-from typing import Any
-
+from typing import TYPE_CHECKING, Any
 
 from ... import error_codes as codes
 from ... import errors
@@ -65,8 +64,8 @@ from ... import format as fmt
 from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
 from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...types import TopicPartition
-from ..context import CloseConnection, RawResponse
-from .data_produce_codec import encode_produce_response
+from ..context import CloseConnection, RawResponse, RequestContext
+from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
 from .data_topics import (
     LEADER_EPOCH,
     error_code_for,
@@ -76,8 +75,12 @@ from .data_topics import (
     topic_or_none,
 )
 
-__all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX", "ProduceFailedWithoutAck", "handle_produce",
-           "check_produce_records"]
+if TYPE_CHECKING:
+    from ...store import Topic
+    from ...storage.log import Log
+
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX",
+           "ProduceFailedWithoutAck", "handle_produce", "check_produce_records"]
 
 API_KEY = 0
 #: Advertised from v0, served from v3, as Kafka 4.x does (KAFKA-18659): librdkafka before
@@ -109,7 +112,7 @@ class ProduceFailedWithoutAck(CloseConnection):
     closes the connection (the broker core closes it when this escapes the handler)."""
 
 
-def check_produce_records(records: Any, api_version: int) -> tuple[int, Any]:
+def check_produce_records(records: Any, api_version: int) -> tuple[int, memoryview | None]:
     """Kafka's ``ProduceRequest.validateRecords`` on one partition's records: ``(error code,
     the first batch's bytes)``; the error code is NONE when the records are exactly one
     RecordBatch of magic 2 (bytes after it that make no whole batch are cut off, as Kafka's
@@ -151,7 +154,7 @@ class _Outcome:
 
     def __init__(self, error_code: int, base_offset: int = -1, log_append_time_ms: int = -1,
                  log_start_offset: int = -1, error_message: str | None = None,
-                 record_errors: tuple = ()):
+                 record_errors: RecordErrors = ()):
         self.error_code = error_code
         self.base_offset = base_offset
         self.log_append_time_ms = log_append_time_ms
@@ -162,8 +165,8 @@ class _Outcome:
         self.last_offset = -1
 
 
-def _failure(code: int, log: Any = None, message: str | None = None,
-             record_errors: tuple = ()) -> _Outcome:
+def _failure(code: int, log: Log | None = None, message: str | None = None,
+             record_errors: RecordErrors = ()) -> _Outcome:
     """A failed partition; ``log`` is given for failures of the append itself."""
     start = -1
     if log is not None and code not in _NO_LOG_START_ERRORS:
@@ -176,7 +179,7 @@ def _failure(code: int, log: Any = None, message: str | None = None,
                     record_errors=record_errors if custom else ())
 
 
-def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
+def _record_errors(code: int, log: Log, batch: memoryview, now_ms: int) -> RecordErrors:
     """``((record index, message), ...)`` of the records Kafka's LogValidator names for an
     INVALID_TIMESTAMP (timestamps outside ``message.timestamp.before/after.max.ms``) or an
     INVALID_RECORD of a compacted topic (records without a key); () otherwise."""
@@ -202,7 +205,7 @@ def _record_errors(code: int, log: Any, batch: Any, now_ms: int) -> tuple:
 _LEADER_EPOCH_BYTES = _INT32.pack(LEADER_EPOCH)
 
 
-def _with_leader_epoch(batch: Any) -> Any:
+def _with_leader_epoch(batch: memoryview) -> memoryview | bytearray:
     """The batch with this leader's epoch in its partition leader epoch field, as Kafka's
     ``LogValidator`` sets it on every batch a leader appends (4 bytes the CRC does not
     cover); the client's bytes are not changed (a copy, only when the field differs)."""
@@ -215,7 +218,7 @@ def _with_leader_epoch(batch: Any) -> Any:
     return stamped
 
 
-def _producer_of(batch: Any) -> tuple[int, int, bool]:
+def _producer_of(batch: memoryview) -> tuple[int, int, bool]:
     """``(producer id, producer epoch, is transactional)`` from a checked batch's header."""
     attributes = _INT16.unpack_from(batch, fmt.ATTRIBUTES_POSITION)[0]
     return (_INT64.unpack_from(batch, fmt.PRODUCER_ID_POSITION)[0],
@@ -223,8 +226,8 @@ def _producer_of(batch: Any) -> tuple[int, int, bool]:
             bool(attributes & fmt.TRANSACTIONAL_FLAG_MASK))
 
 
-def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: int, log: Any,
-                        batch: Any) -> _Outcome | None:
+def _verify_transaction(ctx: RequestContext, transactional_id: str, topic: Topic, partition: int,
+                        log: Log, batch: memoryview) -> _Outcome | None:
     """Kafka's verification of a transactional batch with the coordinator (see the module
     docstring); None when the batch may be appended."""
     producer_id, producer_epoch, transactional = _producer_of(batch)
@@ -258,8 +261,8 @@ def _verify_transaction(ctx: Any, transactional_id: str, topic: Any, partition: 
     return None
 
 
-def _append(ctx: Any, topic: Any, partition: int, batch: Any,
-            transactional_id: str | None, log: Any) -> _Outcome:
+def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview,
+            transactional_id: str | None, log: Log) -> _Outcome:
     """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
     append runs): the outcome, whatever went wrong as its error code."""
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
@@ -286,7 +289,7 @@ def _append(ctx: Any, topic: Any, partition: int, batch: Any,
     return outcome
 
 
-async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
+async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
     """Append a Produce request's batches and answer it (see the module docstring): the
     response body (:mod:`.data_produce_codec`), or None for acks=0."""
     version = ctx.api_version
@@ -295,7 +298,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     acks = request.acks
     by_id = version >= 13
     ids = topic_ids(broker) if by_id else None
-    answers: list[tuple[Any, list[tuple[int, _Outcome]]]] = []
+    answers: list[tuple[TopicKey, list[tuple[int, _Outcome]]]] = []
     failed = False
     cluster = partition_seam(broker)
     delayed: list[tuple[AppendResult, _Outcome]] = []  # acks=-1: (append, outcome)
@@ -310,7 +313,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
         return _response(version, answers)
     for topic_data in request.topic_data:
         key = topic_data.topic_id if by_id else topic_data.name
-        topic = ids.topic(key) if by_id else topic_or_none(store, key)
+        topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
         outcomes: list[tuple[int, _Outcome]] = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
@@ -319,7 +322,7 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
                                    else codes.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 code, batch = check_produce_records(partition_data.records, version)
-                if code != codes.NONE:
+                if code != codes.NONE or batch is None:  # None comes with an error code
                     outcome = _failure(code)
                 elif acks not in (-1, 0, 1):
                     outcome = _failure(codes.INVALID_REQUIRED_ACKS)
@@ -350,8 +353,8 @@ async def handle_produce(ctx: Any, request: Any) -> RawResponse | None:
     return _response(version, answers)
 
 
-def _append_to_leader(ctx: Any, cluster: PartitionSeam, topic: Any, partition: int,
-                      batch: Any, transactional_id: str | None, acks: int,
+def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic, partition: int,
+                      batch: memoryview, transactional_id: str | None, acks: int,
                       delayed: list[tuple[AppendResult, _Outcome]]) -> _Outcome:
     """One partition's append through the seam (``Partition.appendRecordsToLeader``): only
     the partition's leader appends (NOT_LEADER_OR_FOLLOWER elsewhere); acks=-1 with fewer
@@ -359,7 +362,7 @@ def _append_to_leader(ctx: Any, cluster: PartitionSeam, topic: Any, partition: i
     written; an appended acks=-1 partition joins ``delayed``."""
     written: list[_Outcome] = []
 
-    def write(log: Any) -> int | None:
+    def write(log: Log) -> int | None:
         outcome = _append(ctx, topic, partition, batch, transactional_id, log)
         written.append(outcome)
         return outcome.last_offset if outcome.error_code == codes.NONE else None
@@ -379,7 +382,7 @@ def _transactional_request_error(request: Any) -> int:
     """Kafka's checks of a whole request's transactional batches (``RequestUtils.
     hasTransactionalRecords`` without a transactional id; more than one transactional
     producer id): the error code every partition gets, or NONE."""
-    producer_ids = set()
+    producer_ids: set[int] = set()
     for topic_data in request.topic_data:
         for partition_data in topic_data.partition_data:
             records = partition_data.records
@@ -400,5 +403,6 @@ def _transactional_request_error(request: Any) -> int:
     return codes.NONE
 
 
-def _response(version: int, answers: list) -> RawResponse:
+def _response(version: int, answers: list[tuple[TopicKey, list[tuple[int, _Outcome]]]]
+              ) -> RawResponse:
     return RawResponse((encode_produce_response(version, answers),))

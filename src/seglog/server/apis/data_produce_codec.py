@@ -13,11 +13,28 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Sequence
+from typing import Protocol, Sequence, Union, cast
 
 from .data_wire import INT32, array_length, nullable_string, string
 
-__all__ = ["encode_produce_response"]
+__all__ = ["PartitionOutcome", "RecordErrors", "TopicKey", "encode_produce_response"]
+
+#: A topic as a Produce response names it: its name (v3-v12) or its id (v13; None: the zero
+#: uuid, as kio reads it).
+TopicKey = Union[str, uuid.UUID, None]
+#: ``((record index, message), ...)``: the records of a batch Kafka names in its answer.
+RecordErrors = tuple[tuple[int, str], ...]
+
+
+class PartitionOutcome(Protocol):
+    """One partition's answer as the encoder reads it."""
+
+    error_code: int
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    error_message: str | None
+    record_errors: RecordErrors
 
 _PARTITION_V3 = struct.Struct(">ihqq")  # index, error, base offset, log append time
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... log start offset
@@ -25,7 +42,9 @@ _NO_THROTTLE = INT32.pack(0)
 
 
 def encode_produce_response(version: int,
-                            answers: Sequence[tuple[Any, Sequence[tuple[int, Any]]]]) -> bytes:
+                            answers: Sequence[tuple[TopicKey,
+                                                    Sequence[tuple[int, PartitionOutcome]]]]
+                            ) -> bytes:
     """The body of a Produce response of ``version`` (3..13). ``answers`` is ``[(topic name,
     or uuid.UUID for v13, [(partition index, outcome), ...]), ...]``; an outcome has
     ``error_code``, ``base_offset``, ``log_append_time_ms``, ``log_start_offset``,
@@ -37,7 +56,8 @@ def encode_produce_response(version: int,
         if by_id:
             out += key.bytes if isinstance(key, uuid.UUID) else bytes(16)
         else:
-            out += string(key, flexible)
+            # v3-v12 name the topic: the key is the request's topic name then.
+            out += string(cast(str, key), flexible)
         out += array_length(len(outcomes), flexible)
         for index, o in outcomes:
             if version >= 5:

@@ -19,7 +19,7 @@ import functools
 import re
 import sys
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.index import load_response_schema
 
@@ -27,6 +27,10 @@ from ... import error_codes as codes
 from ... import errors
 from ...cluster.seam import PartitionSeam
 from ...storage import checkpoints
+from .broker_view import BrokerView
+
+if TYPE_CHECKING:
+    from ...store import Store, Topic
 
 __all__ = [
     "LEADER_EPOCH", "UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "TopicIds", "error_code_for",
@@ -76,7 +80,7 @@ def response_entities(api_key: int, version: int) -> tuple[type, Any]:
     return response, sys.modules[response.__module__]
 
 
-def gone_or_storage_error(store: Any, topic: Any, exc: BaseException) -> int:
+def gone_or_storage_error(store: Store, topic: Topic | None, exc: BaseException) -> int:
     """The error code for ``exc`` raised by a partition of ``topic``: a closed Log of a topic
     that was deleted meanwhile is UNKNOWN_TOPIC_OR_PARTITION (what Kafka answers once the
     topic is gone), anything else :func:`error_code_for`."""
@@ -101,7 +105,7 @@ def to_uuid(topic_id: str) -> uuid.UUID:
 EXTENSION_KEY = "seglog.server.apis.data"
 
 
-def partition_seam(broker: Any) -> PartitionSeam:
+def partition_seam(broker: BrokerView) -> PartitionSeam:
     """The broker's :class:`~seglog.cluster.seam.PartitionSeam`: the cluster as every handler
     sees it, whether the broker runs alone or in a ZooKeeper cluster."""
     return broker.cluster
@@ -112,11 +116,11 @@ class TopicIds:
     answers, the seam's :meth:`~seglog.cluster.seam.PartitionSeam.topic_name`), mapped to the
     local topic of the same name."""
 
-    def __init__(self, store: Any, cluster: PartitionSeam):
+    def __init__(self, store: Store, cluster: PartitionSeam):
         self._store = store
         self._cluster = cluster
 
-    def topic(self, topic_id: uuid.UUID | None) -> Any | None:
+    def topic(self, topic_id: uuid.UUID | None) -> Topic | None:
         """The local topic whose cluster topic id is ``topic_id``, or None (unknown, or the
         zero uuid)."""
         if topic_id is None or topic_id == _ZERO_UUID:
@@ -124,15 +128,15 @@ class TopicIds:
         return topic_or_none(self._store, self._cluster.topic_name(topic_id))
 
 
-def topic_ids(broker: Any) -> TopicIds:
+def topic_ids(broker: BrokerView) -> TopicIds:
     """The broker's :class:`TopicIds`, made on first use (kept in ``broker.extensions``)."""
-    ids = broker.extensions.get(EXTENSION_KEY)
+    ids: TopicIds | None = broker.extensions.get(EXTENSION_KEY)
     if ids is None:
         ids = broker.extensions[EXTENSION_KEY] = TopicIds(broker.store, broker.cluster)
     return ids
 
 
-def topic_or_none(store: Any, name: str | None) -> Any | None:
+def topic_or_none(store: Store, name: str | None) -> Topic | None:
     """The store's topic ``name``, or None when it has none (or ``name`` is None)."""
     if name is None:
         return None
