@@ -15,6 +15,7 @@ Broker-side state: it reaches storage only through
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from typing import Mapping
@@ -27,6 +28,8 @@ from ..storage.transactions import checked_batches
 from ..types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["OffsetsManager"]
+
+logger = logging.getLogger("seglog.coordinator.offsets")
 
 
 def _now_ms() -> int:
@@ -58,11 +61,14 @@ class OffsetsManager:
         self._appended_at: dict[tuple[str, TopicPartition], int] = {}
         # (offsets partition, producer id) -> [(group, tp, value or None, batch offset)]
         self._pending: dict[tuple[int, int], list] = {}
+        #: ``{partition: why}``: the ``__consumer_offsets`` partitions whose last load
+        #: failed (their groups have no offsets here), with the partition, offset and reason.
+        self.load_failures: dict[int, str] = {}
 
     def reload(self) -> None:
         """Forget everything and replay ``__consumer_offsets`` if it exists (on open, and
-        when a read-only store follows its writer). Raises
-        :class:`~seglog.errors.CorruptRecordError` as :meth:`_load` says."""
+        when a read-only store follows its writer). A partition that cannot be loaded is
+        left out and named in :attr:`load_failures` (see :meth:`_load`)."""
         with self._topics.lock:
             self._offsets = {}
             self._appended_at = {}
@@ -76,24 +82,33 @@ class OffsetsManager:
         and replay that partition alone (a cluster member that became its leader: Kafka's
         ``GroupMetadataManager.loadGroupsAndOffsets``; its log holds what the previous
         leader wrote). Nothing happens when the topic does not exist. Raises
-        :class:`~seglog.errors.CorruptRecordError` as :meth:`_load` says (the partition is
-        then left empty)."""
+        :class:`~seglog.errors.CorruptRecordError` naming the partition, offset and reason
+        as :meth:`_load` says (the partition is then left empty and named in
+        :attr:`load_failures` until a load of it succeeds)."""
         with self._topics.lock:
             self.unload_partition(partition)
             topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
             if topic is None or not 0 <= partition < topic.partitions:
                 return
-            log = topic.log(partition)
-            at = [log.start_offset]
-            try:
-                self._load_partition(partition, log, at)
-            except (CorruptRecordError, InvalidRecordError) as exc:
-                self.unload_partition(partition)
-                raise CorruptRecordError(
-                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
-                    f"loaded at offset {at[0]}: {exc}",
-                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                    position=getattr(exc, "position", -1)) from exc
+            self._load_or_fail(partition, topic)
+
+    def _load_or_fail(self, partition: int, topic: TopicLogs) -> None:
+        """Replay ``partition`` (its groups known nothing yet); on failure leave it empty,
+        name it in :attr:`load_failures` and raise CorruptRecordError saying where."""
+        partition_log = topic.log(partition)
+        at = [partition_log.start_offset]  # the offset being loaded, for the message
+        try:
+            self._load_partition(partition, partition_log, at)
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            self.unload_partition(partition)
+            failure = CorruptRecordError(
+                f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({partition_log.dir_path}) "
+                f"cannot be loaded at offset {at[0]}: {exc}",
+                reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                position=getattr(exc, "position", -1))
+            self.load_failures[partition] = str(failure)
+            raise failure from exc
+        self.load_failures.pop(partition, None)
 
     def unload_partition(self, partition: int) -> None:
         """Forget the committed and pending offsets of every group of ``__consumer_offsets``
@@ -116,22 +131,21 @@ class OffsetsManager:
         """Replay every partition of ``__consumer_offsets``.
 
         The bytes are untrusted: every batch's CRC32C is checked and base offsets must
-        increase; a key or value that does not parse raises, except keys of record types
-        this module does not know, which are skipped (Kafka's loader skips them with a
-        warning). Anything else raises :class:`~seglog.errors.CorruptRecordError` naming the
-        partition and offset: a corrupt batch skipped would silently roll a group's committed
-        offset back, so the store does not open (Kafka's coordinator does not serve a
-        partition whose load failed either)."""
+        increase; a key or value that does not parse fails the partition, except keys of
+        record types this module does not know, which are skipped (Kafka's loader skips
+        them with a warning). A partition that fails is left empty and named in
+        :attr:`load_failures` (partition, offset and reason) and logged; the others load.
+        A corrupt batch skipped would silently roll a group's committed offset back, so
+        its groups are not served at all (Kafka's coordinator does not serve a partition
+        whose load failed either: the broker's coordinator partitions answer
+        NOT_COORDINATOR for it)."""
+        self.load_failures = {}
         for partition in range(topic.partitions):
-            log = topic.log(partition)
-            at = [log.start_offset]  # the offset being loaded, for the message
             try:
-                self._load_partition(partition, log, at)
-            except (CorruptRecordError, InvalidRecordError) as exc:
-                raise CorruptRecordError(
-                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
-                    f"loaded at offset {at[0]}: {exc}", reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                    position=getattr(exc, "position", -1)) from exc
+                self._load_or_fail(partition, topic)
+            except CorruptRecordError as exc:
+                logger.error("not serving the groups of %s-%d: %s",
+                          offsets_schema.OFFSETS_TOPIC, partition, exc)
 
     def _load_partition(self, partition: int, log, at: list) -> None:
         offset, end = log.start_offset, log.end_offset

@@ -54,6 +54,7 @@ Broker-side state: it reaches storage only through
 
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Iterable, NamedTuple
 
@@ -82,6 +83,8 @@ from ..types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["TRANSACTIONAL_ID_BYTES_MAX", "TransactionCoordinator", "TransactionDescription",
            "check_transactional_id"]
+
+logger = logging.getLogger("seglog.coordinator.transaction")
 
 #: Kafka's ``transaction.timeout.ms`` default (producer side) and the broker's
 #: ``transaction.max.timeout.ms`` (15 minutes).
@@ -190,6 +193,9 @@ class TransactionCoordinator:
         self._marker_sender = None
         #: Transactional ids whose markers the sender is delivering (state PrepareX).
         self._markers_in_flight: set[str] = set()
+        #: ``{partition: why}``: the ``__transaction_state`` partitions whose last load
+        #: failed (their transactional ids are not known here), with offset and reason.
+        self.load_failures: dict[int, str] = {}
         with topics.lock:
             topic = topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
@@ -219,9 +225,18 @@ class TransactionCoordinator:
         a warning; a null key, a value of an unknown version or anything else that does not
         parse raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
         (Kafka's TransactionStateManager fails the partition's load): skipping it could
-        bring back a transaction's older state silently."""
+        bring back a transaction's older state silently. At open the failure is the
+        partition's alone: its transactional ids are left out, it is named in
+        :attr:`load_failures` and logged, and the other partitions load (the broker's
+        coordinator partitions answer NOT_COORDINATOR for it)."""
         for partition in range(topic.partitions):
-            self._load_partition(partition, topic.log(partition))
+            try:
+                self._load_partition(partition, topic.log(partition))
+            except CorruptRecordError as exc:
+                self._forget_partition(partition, topic.partitions)
+                self.load_failures[partition] = str(exc)
+                logger.error("not serving the transactional ids of %s-%d: %s",
+                          txn_schema.TRANSACTION_STATE_TOPIC, partition, exc)
 
     def _load_partition(self, partition: int, log) -> None:
         """Replay one partition of ``__transaction_state`` (see :meth:`_load`)."""
@@ -272,9 +287,11 @@ class TransactionCoordinator:
                 return
             try:
                 self._load_partition(partition, topic.log(partition))
-            except CorruptRecordError:
+            except CorruptRecordError as exc:
                 self.unload_partition(partition)
+                self.load_failures[partition] = str(exc)
                 raise
+            self.load_failures.pop(partition, None)
 
     def unload_partition(self, partition: int) -> None:
         """Forget the transactional ids of ``__transaction_state`` partition ``partition``
@@ -285,12 +302,15 @@ class TransactionCoordinator:
             topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is None:
                 return
-            count = topic.partitions
-            for transactional_id in [
-                    t for t in self._txns
-                    if txn_schema.partition_for_transactional_id(t, count) == partition]:
-                del self._txns[transactional_id]
-                self._markers_in_flight.discard(transactional_id)
+            self._forget_partition(partition, topic.partitions)
+
+    def _forget_partition(self, partition: int, count: int) -> None:
+        """Drop the transactional ids of ``partition`` (of ``count``) from memory."""
+        for transactional_id in [
+                t for t in self._txns
+                if txn_schema.partition_for_transactional_id(t, count) == partition]:
+            del self._txns[transactional_id]
+            self._markers_in_flight.discard(transactional_id)
 
     # --- a cluster member's markers (seglog.cluster.txn_markers) -------------------------------
 
