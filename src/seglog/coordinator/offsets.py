@@ -126,6 +126,7 @@ class OffsetsManager:
                 del self._offsets[group_id]
             for key in [k for k in self._pending if k[0] == partition]:
                 del self._pending[key]
+            self.load_failures.pop(partition, None)  # not ours to serve any more
 
     def _load(self, topic: TopicLogs) -> None:
         """Replay every partition of ``__consumer_offsets``.
@@ -271,14 +272,34 @@ class OffsetsManager:
         with self._topics.lock:
             return sorted(self._offsets)
 
-    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
-        """The committed offset of ``group_id`` for ``tp``, or None."""
+    def check_loaded(self, group_id: str) -> None:
+        """CorruptRecordError (the load's own message: partition, offset, reason) when the
+        ``__consumer_offsets`` partition of ``group_id`` failed to load: its offsets are
+        unknown, and answering None or committing over them would roll them back
+        silently."""
+        if not self.load_failures:
+            return
         with self._topics.lock:
+            topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
+            if topic is None:
+                return
+            why = self.load_failures.get(
+                offsets_schema.offsets_partition_for_group(group_id, topic.partitions))
+        if why is not None:
+            raise CorruptRecordError(why, reason=REASON_BAD_RECORDS)
+
+    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """The committed offset of ``group_id`` for ``tp``, or None; CorruptRecordError
+        when the group's partition could not be loaded (:meth:`check_loaded`)."""
+        with self._topics.lock:
+            self.check_loaded(group_id)
             return self._offsets.get(group_id, {}).get(tp)
 
     def all_committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Every committed offset of ``group_id`` (a copy)."""
+        """Every committed offset of ``group_id`` (a copy); CorruptRecordError as
+        :meth:`committed`."""
         with self._topics.lock:
+            self.check_loaded(group_id)
             return dict(self._offsets.get(group_id, {}))
 
     def commit(self, group_id: str,
@@ -287,9 +308,11 @@ class OffsetsManager:
         returns the offset after the batch (what a replicated commit waits for the high
         watermark to reach; -1 when ``offsets`` is empty and nothing was written). Caller
         holds the metadata lock and has validated the offsets. Raises ReadOnlyError on a
-        read-only store and what the append raises."""
+        read-only store, CorruptRecordError when the group's partition could not be loaded
+        (:meth:`check_loaded`) and what the append raises."""
         if not offsets:
             return -1
+        self.check_loaded(group_id)
         topics = self._topics
         if topics.read_only:
             raise ReadOnlyError(f"store {topics.path} is read-only: offsets cannot be committed")

@@ -299,6 +299,7 @@ class TransactionCoordinator:
         ``removeTransactionsForTxnTopicPartition``); the log is not touched."""
         with self._topics.lock:
             self._coordinator_epochs.pop(partition, None)
+            self.load_failures.pop(partition, None)  # not ours to serve any more
             topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is None:
                 return
@@ -394,10 +395,23 @@ class TransactionCoordinator:
 
     # --- queries -------------------------------------------------------------------------------
 
+    def _loaded_txn(self, transactional_id: str) -> _TxnMetadata | None:
+        """The metadata of ``transactional_id`` or None; CorruptRecordError (the load's own
+        message) when its ``__transaction_state`` partition failed to load: its state is
+        unknown, and starting it afresh could bring back an older producer epoch."""
+        if self.load_failures:
+            topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+            if topic is not None:
+                why = self.load_failures.get(txn_schema.partition_for_transactional_id(
+                    transactional_id, topic.partitions))
+                if why is not None:
+                    raise CorruptRecordError(why, reason=REASON_BAD_RECORDS)
+        return self._txns.get(transactional_id)
+
     def describe(self, transactional_id: str) -> TransactionDescription | None:
         """The state of ``transactional_id``, or None if it was never initialised."""
         with self._topics.lock:
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             return None if metadata is None else metadata.describe()
 
     def transactional_ids(self) -> list[str]:
@@ -407,7 +421,7 @@ class TransactionCoordinator:
 
     def _current(self, transactional_id: str, producer_id: int,
                  producer_epoch: int) -> _TxnMetadata:
-        metadata = self._txns.get(transactional_id)
+        metadata = self._loaded_txn(transactional_id)
         if metadata is None or metadata.producer_id != producer_id \
                 or metadata.producer_epoch != producer_epoch:
             now = ("unknown" if metadata is None else
@@ -442,7 +456,7 @@ class TransactionCoordinator:
         now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             if metadata is None:
                 metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
                     self._producer_ids.allocate(), 0, timeout_ms, txn_schema.EMPTY, (), now))
@@ -616,7 +630,7 @@ class TransactionCoordinator:
         """The id's metadata if ``(producer_id, producer_epoch)`` is its current producer;
         else InvalidProducerIdMappingError (unknown id, other producer id) or
         ProducerFencedError (other epoch), as Kafka checks. Caller holds the lock."""
-        metadata = self._txns.get(transactional_id)
+        metadata = self._loaded_txn(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
                 f"transactional id {transactional_id!r} is not mapped to producer id "
@@ -660,7 +674,7 @@ class TransactionCoordinator:
         now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             if metadata is None:  # Kafka: created with epoch -1, bumped to 0 below
                 metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
                     self._producer_ids.allocate(), -1, timeout_ms, txn_schema.EMPTY, (), now))
