@@ -184,6 +184,7 @@ def test_a_corrupt_coordinator_partition_stays_offline_alone(tmp_path, backend):
         offsets_log = store.log((OFFSETS, 1))
         corrupt_at = offsets_log.end_offset
         offsets_log.append_raw(_batch(backend, [b"\x00\x01junk"], [b"v"]))
+        txn_corrupt_at = store.log((TXN_STATE, 1)).end_offset
         store.log((TXN_STATE, 1)).append_raw(_batch(backend, [b"\x00\x00\xff"], [b"v"]))
     proc, port, lines = _start(data_dir, backend)
     try:
@@ -199,3 +200,14 @@ def test_a_corrupt_coordinator_partition_stays_offline_alone(tmp_path, backend):
     assert f"{OFFSETS}-1" in out and f"offset {corrupt_at}" in out, out
     assert "invalid offsets-topic key" in out, out
     assert f"{TXN_STATE}-1" in out and "transaction log key" in out, out
+    # The documented recovery (docs/server.md): with the broker stopped, truncate the
+    # partition before the offset the log line names; the next start serves it again.
+    with Store(data_dir, backend=backend) as store:
+        store.log((OFFSETS, 1)).truncate_to(corrupt_at)
+        store.log((TXN_STATE, 1)).truncate_to(txn_corrupt_at)
+    proc, port, _ = _start(data_dir, backend)
+    try:
+        assert _offset_fetch(port, BAD_GROUP) == (0, {("kept", 0): 5})
+        assert _init_producer_id(port, BAD_TXN) == 0
+    finally:
+        _stop(proc)

@@ -99,16 +99,19 @@ class OffsetsManager:
         at = [partition_log.start_offset]  # the offset being loaded, for the message
         try:
             self._load_partition(partition, partition_log, at)
+            self.load_failures.pop(partition, None)
+            return
         except (CorruptRecordError, InvalidRecordError) as exc:
-            self.unload_partition(partition)
-            failure = CorruptRecordError(
-                f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({partition_log.dir_path}) "
-                f"cannot be loaded at offset {at[0]}: {exc}",
-                reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                position=getattr(exc, "position", -1))
-            self.load_failures[partition] = str(failure)
-            raise failure from exc
-        self.load_failures.pop(partition, None)
+            why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                   getattr(exc, "position", -1))
+        # Raised outside the except: the loader's exception (whose frames hold views of the
+        # log's pages, which would keep a truncation of the partition refused) is gone.
+        self.unload_partition(partition)
+        failure = CorruptRecordError(
+            f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({partition_log.dir_path}) "
+            f"cannot be loaded at offset {at[0]}: {why[0]}", reason=why[1], position=why[2])
+        self.load_failures[partition] = str(failure)
+        raise failure
 
     def unload_partition(self, partition: int) -> None:
         """Forget the committed and pending offsets of every group of ``__consumer_offsets``
@@ -145,8 +148,10 @@ class OffsetsManager:
             try:
                 self._load_or_fail(partition, topic)
             except CorruptRecordError as exc:
+                # The text only: the exception's frames hold views of the log's pages,
+                # which must not outlive the load (a later truncation would be refused).
                 logger.error("not serving the groups of %s-%d: %s",
-                          offsets_schema.OFFSETS_TOPIC, partition, exc)
+                             offsets_schema.OFFSETS_TOPIC, partition, str(exc))
 
     def _load_partition(self, partition: int, log, at: list) -> None:
         offset, end = log.start_offset, log.end_offset

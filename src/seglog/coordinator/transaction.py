@@ -235,40 +235,49 @@ class TransactionCoordinator:
             except CorruptRecordError as exc:
                 self._forget_partition(partition, topic.partitions)
                 self.load_failures[partition] = str(exc)
+                # The text only: the exception's frames hold views of the log's pages.
                 logger.error("not serving the transactional ids of %s-%d: %s",
-                          txn_schema.TRANSACTION_STATE_TOPIC, partition, exc)
+                             txn_schema.TRANSACTION_STATE_TOPIC, partition, str(exc))
 
     def _load_partition(self, partition: int, log) -> None:
-        """Replay one partition of ``__transaction_state`` (see :meth:`_load`)."""
-        offset = log.start_offset
+        """Replay one partition of ``__transaction_state`` (see :meth:`_load`).
+
+        The error is raised outside the ``except``, with the record loop in another frame:
+        neither its context nor its traceback then holds the records, which are views of
+        the log's pages (a truncation of the partition would be refused while they live)."""
+        at = [log.start_offset]  # the offset being loaded, for the message
         try:
-            for record in log.records(log.start_offset, max_offset=log.end_offset,
-                                      check_crcs=True):
-                offset = record.offset
-                if record.key is None:  # Kafka: require(record.hasKey, ...)
-                    raise CorruptRecordError("Transaction state log's key should not be "
-                                             "null", reason=REASON_BAD_RECORDS)
-                version = txn_schema.key_version(record.key)
-                if version != txn_schema.KEY_VERSION:
-                    # Kafka's TransactionStateManager: "Unknown message key with
-                    # version ... Ignoring it" (a record of a newer broker).
-                    warnings.warn(
-                        f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
-                        f"{record.offset}: unknown message key with version {version}; "
-                        "ignoring it", RuntimeWarning, stacklevel=2)
-                    continue
-                transactional_id = txn_schema.decode_key(record.key)
-                value = txn_schema.decode_value(record.value)
-                if value is None:
-                    self._txns.pop(transactional_id, None)
-                else:
-                    self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+            self._replay_partition(partition, log, at)
+            return
         except (CorruptRecordError, InvalidRecordError) as exc:
-            raise CorruptRecordError(
-                f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
-                f"be loaded after offset {offset}: {exc}",
-                reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                position=getattr(exc, "position", -1)) from exc
+            why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                   getattr(exc, "position", -1))
+        raise CorruptRecordError(
+            f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
+            f"be loaded after offset {at[0]}: {why[0]}", reason=why[1], position=why[2])
+
+    def _replay_partition(self, partition: int, log, at: list) -> None:
+        for record in log.records(log.start_offset, max_offset=log.end_offset,
+                                  check_crcs=True):
+            at[0] = record.offset
+            if record.key is None:  # Kafka: require(record.hasKey, ...)
+                raise CorruptRecordError("Transaction state log's key should not be "
+                                         "null", reason=REASON_BAD_RECORDS)
+            version = txn_schema.key_version(record.key)
+            if version != txn_schema.KEY_VERSION:
+                # Kafka's TransactionStateManager: "Unknown message key with
+                # version ... Ignoring it" (a record of a newer broker).
+                warnings.warn(
+                    f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
+                    f"{record.offset}: unknown message key with version {version}; "
+                    "ignoring it", RuntimeWarning, stacklevel=3)
+                continue
+            transactional_id = txn_schema.decode_key(record.key)
+            value = txn_schema.decode_value(record.value)
+            if value is None:
+                self._txns.pop(transactional_id, None)
+            else:
+                self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
 
     def load_partition(self, partition: int, *, coordinator_epoch: int = COORDINATOR_EPOCH
                        ) -> None:

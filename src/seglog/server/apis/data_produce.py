@@ -10,7 +10,9 @@ magic 2 (INVALID_RECORD; CORRUPT_MESSAGE for a size or magic no batch can have; 
 the first whole batch that are not a whole batch are ignored, as Kafka's batch iterator does);
 zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). Then, when every check passed: acks other than
 -1, 0, 1 is INVALID_REQUIRED_ACKS; an internal topic is INVALID_TOPIC_EXCEPTION unless the
-client is Kafka's admin client (``__admin_client``). acks=-1 is acks=1 here: Kafka checks
+client is Kafka's admin client (``__admin_client``), whose records there must be ones the
+coordinator can load back (INVALID_RECORD otherwise, where Kafka appends them and then
+fails the coordinator partition's load: :mod:`seglog.coordinator.internal_records`). acks=-1 is acks=1 here: Kafka checks
 the in-sync replicas against ``min(min.insync.replicas, replication factor)``
 (``Partition.effectiveMinIsr``), and the replication factor of every partition is 1, so a
 single broker never answers NOT_ENOUGH_REPLICAS (the real Kafka 4.4 broker, one node,
