@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import datetime
 import io
+import queue
 import socket
 import struct
+import subprocess
+import threading
+import time
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
@@ -30,7 +34,7 @@ from seglog.coordinator.txn_schema import partition_for_transactional_id
 from seglog.server.apis.data_metadata import build
 from seglog.store import Store
 from seglog.types import OffsetAndMetadata, TopicPartition
-from test_core_serve import _finish, _serve, _wait_listening
+from test_core_serve import LISTENING, START_TIMEOUT_S, _serve
 
 OFFSETS = "__consumer_offsets"
 TXN_STATE = "__transaction_state"
@@ -123,15 +127,52 @@ def _prepare(data_dir, backend: str) -> None:
 
 
 def _start(data_dir, backend: str):
+    """``(proc, port, lines)``: a ``seglog serve`` and its output so far, once listening.
+
+    A thread reads the output (test_core_serve's ``_wait_listening`` selects on the pipe
+    and can miss a listening line that arrived in one read with the error lines before
+    it, which stay in the text buffer where select does not see them)."""
     proc = _serve("--data-dir", str(data_dir), "--listen", "127.0.0.1:0",
                   "--backend", backend, "--log-level", "INFO", *SERVE_CONFIG)
-    port, _dir, _topics, lines = _wait_listening(proc)
-    return proc, port, lines
+    lines: queue.Queue = queue.Queue()
+
+    def read_all() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)  # the end of the output
+
+    threading.Thread(target=read_all, daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        seen.append(line)
+        match = LISTENING.search(line)
+        if match:
+            proc.output = lines  # the rest, for _stop
+            return proc, int(match.group(1)), seen
+    proc.kill()
+    proc.wait(10)
+    raise AssertionError("seglog serve did not say it was listening:\n" + "".join(seen))
 
 
 def _stop(proc) -> str:
+    """Stop ``proc`` with SIGTERM (exit 0 asserted); the output after the listening line."""
     proc.terminate()
-    code, out = _finish(proc)
+    try:
+        code = proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    rest = []
+    while (line := proc.output.get(timeout=10)) is not None:
+        rest.append(line)
+    out = "".join(rest)
     assert code == 0, out
     return out
 
