@@ -151,10 +151,13 @@ def test_flipped_byte_in_consumer_offsets_never_changes_an_offset(tmp_path, back
     path = os.path.join(offsets_dir, f"{0:020d}.log")
     flip_last_byte_of(path, struct.pack(">q", COMMITTED))
     damaged = open(path, "rb").read()
-    for _ in range(2):  # a refused open must not make the next one cut the bytes
-        with pytest.raises(CorruptRecordError) as info:
-            open_store(tmp_path, backend)
-        assert offsets_schema.OFFSETS_TOPIC in str(info.value)
+    for _ in range(2):  # an open with a failed partition must not make the next one cut it
+        with open_store(tmp_path, backend) as store:  # the partition alone is offline
+            with pytest.raises(CorruptRecordError) as info:
+                store.group("g").committed(("t", 0))
+            assert offsets_schema.OFFSETS_TOPIC in str(info.value)
+            with pytest.raises(CorruptRecordError):
+                store.group("g").alter_offsets({("t", 0): 1})
         assert open(path, "rb").read() == damaged
 
 
@@ -198,8 +201,8 @@ def test_unknown_offsets_key_version_is_skipped_as_kafka_does(tmp_path, backend,
 def test_bad_offsets_records_are_typed_errors(tmp_path, backend, key, value):
     committed_store(tmp_path, backend)
     append_offsets_record(tmp_path, backend, key, value)
-    with pytest.raises(CorruptRecordError) as info:
-        open_store(tmp_path, backend)
+    with open_store(tmp_path, backend) as store, pytest.raises(CorruptRecordError) as info:
+        store.group("g").committed(("t", 0))
     assert offsets_schema.OFFSETS_TOPIC in str(info.value)
 
 
@@ -220,8 +223,8 @@ def transactional_store(tmp_path, backend):
 def test_flipped_byte_in_transaction_state_is_a_typed_error(tmp_path, backend):
     path = transactional_store(tmp_path, backend)
     flip_last_byte_of(path, b"the-txn-id")
-    with pytest.raises(CorruptRecordError) as info:
-        open_store(tmp_path, backend)
+    with open_store(tmp_path, backend) as store, pytest.raises(CorruptRecordError) as info:
+        store.describe_transaction("the-txn-id")
     assert txn_schema.TRANSACTION_STATE_TOPIC in str(info.value)
 
 
@@ -235,8 +238,8 @@ def test_bad_transaction_state_records_are_typed_errors(tmp_path, backend, key, 
     transactional_store(tmp_path, backend)
     with open_store(tmp_path, backend) as store:
         append_internal_record(store, txn_schema.TRANSACTION_STATE_TOPIC, key, value)
-    with pytest.raises(CorruptRecordError) as info:
-        open_store(tmp_path, backend)
+    with open_store(tmp_path, backend) as store, pytest.raises(CorruptRecordError) as info:
+        store.init_producer_id("the-txn-id")
     assert txn_schema.TRANSACTION_STATE_TOPIC in str(info.value)
 
 

@@ -308,6 +308,7 @@ def test_produce_sizes_internal_topics_and_log_append_time(harness):
         too_large = await h.produce("small", [(0, big)])
         stamped = await h.produce("stamped", [(0, h.batch([b"s"], timestamps_ms=[5]))])
         internal = await h.produce("__transaction_state", [(0, h.batch([b"i"]))])
+        # A record the transaction coordinator could not load back: INVALID_RECORD.
         keyed = h.be.encode_batch([b"i"], [b"k"], None, None, base_offset=0)  # compacted
         admin = await h.produce("__transaction_state", [(0, keyed)], client_id="__admin_client")
         return too_large, stamped, internal, admin
@@ -321,7 +322,7 @@ def test_produce_sizes_internal_topics_and_log_append_time(harness):
     (record,) = harness.store.log(("stamped", 0)).records()
     assert record.timestamp_ms == appended_ms
     assert codes(internal.responses[0].partition_responses) == [17]
-    assert codes(admin.responses[0].partition_responses) == [0]
+    assert codes(admin.responses[0].partition_responses) == [87]
 
 
 def test_produce_idempotent_duplicate_and_out_of_order(harness):

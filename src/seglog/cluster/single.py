@@ -19,6 +19,7 @@ through ``run_blocking``.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -31,6 +32,8 @@ from . import placement, zk_data
 from .coordinators import CoordinatorAnswer
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
+
+log = logging.getLogger("seglog.cluster.single")
 
 __all__ = ["SingleBroker", "SingleReplica", "LEADER_EPOCH", "UNDEFINED_EPOCH",
            "UNDEFINED_EPOCH_OFFSET"]
@@ -367,35 +370,52 @@ def _topic_uuid(topic: Any) -> uuid.UUID | None:
 class LocalCoordinatorPartitions:
     """A lone broker's :class:`~seglog.cluster.seam.CoordinatorPartitionsView`: every
     partition of ``topic`` is led here in epoch 0, from :meth:`start` (which loads the ones
-    that exist, in order) to the end."""
+    that exist, in order) to the end; a partition whose load fails stays offline alone
+    (:attr:`failed`)."""
 
     def __init__(self, single: SingleBroker, topic: str,
                  load: Callable[[int, int], Awaitable[None]]):
         self._single = single
         self.topic = topic
         self._load = load
+        #: ``{partition: why}``: the partitions whose load failed at start. Kafka's
+        #: ``CoordinatorRuntime`` moves such a partition to FAILED and answers
+        #: NOT_COORDINATOR for it; nothing loads it again until the broker restarts (after
+        #: the operator repaired its log, see docs/server.md).
+        self.failed: dict[int, str] = {}
 
     async def start(self) -> None:
         """Load every partition of the topic that exists now (the Store read them at open;
-        the coordinator's own state, such as a classic group's members, comes from here)."""
+        the coordinator's own state, such as a classic group's members, comes from here).
+        A partition whose load raises is logged with the reason (its partition, offset and
+        what is wrong) and left out; the others load and the broker serves."""
         try:
             count = int(self._single.store.topic(self.topic).partitions)
         except errors.SeglogError:
             return  # not made yet: nothing to load
         for partition in range(count):
-            await self._load(partition, LEADER_EPOCH)
+            try:
+                await self._load(partition, LEADER_EPOCH)
+            except Exception as exc:  # noqa: BLE001 - one bad partition must not stop the broker
+                self.failed[partition] = f"{type(exc).__name__}: {exc}"
+                log.error("loading %s-%d failed; not coordinating it (NOT_COORDINATOR) "
+                          "until its log is repaired and the broker restarts: %s",
+                          self.topic, partition, self.failed[partition])
 
     def error_for(self, partition: int) -> int:
-        """NONE: every partition is served here."""
-        return codes.NONE
+        """NONE: every partition is served here, except one whose load failed
+        (NOT_COORDINATOR, as Kafka answers for a FAILED coordinator partition)."""
+        return codes.NOT_COORDINATOR if partition in self.failed else codes.NONE
 
     def leader_epoch(self, partition: int) -> int | None:
         """0: the one epoch of a lone broker."""
         return LEADER_EPOCH
 
     def owned_partitions(self) -> frozenset[int]:
-        """Every partition of the topic (its configured count before it exists)."""
-        return frozenset(range(self._single.partition_count(self.topic) or 0))
+        """Every partition of the topic (its configured count before it exists) but those
+        whose load failed."""
+        return frozenset(range(self._single.partition_count(self.topic) or 0)) \
+            - self.failed.keys()
 
     async def close(self) -> None:
         """Nothing to stop."""

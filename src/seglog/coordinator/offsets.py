@@ -15,6 +15,7 @@ Broker-side state: it reaches storage only through
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from typing import Mapping
@@ -27,6 +28,8 @@ from ..storage.transactions import checked_batches
 from ..types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["OffsetsManager"]
+
+logger = logging.getLogger("seglog.coordinator.offsets")
 
 
 def _now_ms() -> int:
@@ -58,11 +61,14 @@ class OffsetsManager:
         self._appended_at: dict[tuple[str, TopicPartition], int] = {}
         # (offsets partition, producer id) -> [(group, tp, value or None, batch offset)]
         self._pending: dict[tuple[int, int], list] = {}
+        #: ``{partition: why}``: the ``__consumer_offsets`` partitions whose last load
+        #: failed (their groups have no offsets here), with the partition, offset and reason.
+        self.load_failures: dict[int, str] = {}
 
     def reload(self) -> None:
         """Forget everything and replay ``__consumer_offsets`` if it exists (on open, and
-        when a read-only store follows its writer). Raises
-        :class:`~seglog.errors.CorruptRecordError` as :meth:`_load` says."""
+        when a read-only store follows its writer). A partition that cannot be loaded is
+        left out and named in :attr:`load_failures` (see :meth:`_load`)."""
         with self._topics.lock:
             self._offsets = {}
             self._appended_at = {}
@@ -76,24 +82,36 @@ class OffsetsManager:
         and replay that partition alone (a cluster member that became its leader: Kafka's
         ``GroupMetadataManager.loadGroupsAndOffsets``; its log holds what the previous
         leader wrote). Nothing happens when the topic does not exist. Raises
-        :class:`~seglog.errors.CorruptRecordError` as :meth:`_load` says (the partition is
-        then left empty)."""
+        :class:`~seglog.errors.CorruptRecordError` naming the partition, offset and reason
+        as :meth:`_load` says (the partition is then left empty and named in
+        :attr:`load_failures` until a load of it succeeds)."""
         with self._topics.lock:
             self.unload_partition(partition)
             topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
             if topic is None or not 0 <= partition < topic.partitions:
                 return
-            log = topic.log(partition)
-            at = [log.start_offset]
-            try:
-                self._load_partition(partition, log, at)
-            except (CorruptRecordError, InvalidRecordError) as exc:
-                self.unload_partition(partition)
-                raise CorruptRecordError(
-                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
-                    f"loaded at offset {at[0]}: {exc}",
-                    reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                    position=getattr(exc, "position", -1)) from exc
+            self._load_or_fail(partition, topic)
+
+    def _load_or_fail(self, partition: int, topic: TopicLogs) -> None:
+        """Replay ``partition`` (its groups known nothing yet); on failure leave it empty,
+        name it in :attr:`load_failures` and raise CorruptRecordError saying where."""
+        partition_log = topic.log(partition)
+        at = [partition_log.start_offset]  # the offset being loaded, for the message
+        try:
+            self._load_partition(partition, partition_log, at)
+            self.load_failures.pop(partition, None)
+            return
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                   getattr(exc, "position", -1))
+        # Raised outside the except: the loader's exception (whose frames hold views of the
+        # log's pages, which would keep a truncation of the partition refused) is gone.
+        self.unload_partition(partition)
+        failure = CorruptRecordError(
+            f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({partition_log.dir_path}) "
+            f"cannot be loaded at offset {at[0]}: {why[0]}", reason=why[1], position=why[2])
+        self.load_failures[partition] = str(failure)
+        raise failure
 
     def unload_partition(self, partition: int) -> None:
         """Forget the committed and pending offsets of every group of ``__consumer_offsets``
@@ -111,27 +129,29 @@ class OffsetsManager:
                 del self._offsets[group_id]
             for key in [k for k in self._pending if k[0] == partition]:
                 del self._pending[key]
+            self.load_failures.pop(partition, None)  # not ours to serve any more
 
     def _load(self, topic: TopicLogs) -> None:
         """Replay every partition of ``__consumer_offsets``.
 
         The bytes are untrusted: every batch's CRC32C is checked and base offsets must
-        increase; a key or value that does not parse raises, except keys of record types
-        this module does not know, which are skipped (Kafka's loader skips them with a
-        warning). Anything else raises :class:`~seglog.errors.CorruptRecordError` naming the
-        partition and offset: a corrupt batch skipped would silently roll a group's committed
-        offset back, so the store does not open (Kafka's coordinator does not serve a
-        partition whose load failed either)."""
+        increase; a key or value that does not parse fails the partition, except keys of
+        record types this module does not know, which are skipped (Kafka's loader skips
+        them with a warning). A partition that fails is left empty and named in
+        :attr:`load_failures` (partition, offset and reason) and logged; the others load.
+        A corrupt batch skipped would silently roll a group's committed offset back, so
+        its groups are not served at all (Kafka's coordinator does not serve a partition
+        whose load failed either: the broker's coordinator partitions answer
+        NOT_COORDINATOR for it)."""
+        self.load_failures = {}
         for partition in range(topic.partitions):
-            log = topic.log(partition)
-            at = [log.start_offset]  # the offset being loaded, for the message
             try:
-                self._load_partition(partition, log, at)
-            except (CorruptRecordError, InvalidRecordError) as exc:
-                raise CorruptRecordError(
-                    f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({log.dir_path}) cannot be "
-                    f"loaded at offset {at[0]}: {exc}", reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                    position=getattr(exc, "position", -1)) from exc
+                self._load_or_fail(partition, topic)
+            except CorruptRecordError as exc:
+                # The text only: the exception's frames hold views of the log's pages,
+                # which must not outlive the load (a later truncation would be refused).
+                logger.error("not serving the groups of %s-%d: %s",
+                             offsets_schema.OFFSETS_TOPIC, partition, str(exc))
 
     def _load_partition(self, partition: int, log, at: list) -> None:
         offset, end = log.start_offset, log.end_offset
@@ -257,14 +277,34 @@ class OffsetsManager:
         with self._topics.lock:
             return sorted(self._offsets)
 
-    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
-        """The committed offset of ``group_id`` for ``tp``, or None."""
+    def check_loaded(self, group_id: str) -> None:
+        """CorruptRecordError (the load's own message: partition, offset, reason) when the
+        ``__consumer_offsets`` partition of ``group_id`` failed to load: its offsets are
+        unknown, and answering None or committing over them would roll them back
+        silently."""
+        if not self.load_failures:
+            return
         with self._topics.lock:
+            topic = self._topics.existing_topic(offsets_schema.OFFSETS_TOPIC)
+            if topic is None:
+                return
+            why = self.load_failures.get(
+                offsets_schema.offsets_partition_for_group(group_id, topic.partitions))
+        if why is not None:
+            raise CorruptRecordError(why, reason=REASON_BAD_RECORDS)
+
+    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+        """The committed offset of ``group_id`` for ``tp``, or None; CorruptRecordError
+        when the group's partition could not be loaded (:meth:`check_loaded`)."""
+        with self._topics.lock:
+            self.check_loaded(group_id)
             return self._offsets.get(group_id, {}).get(tp)
 
     def all_committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Every committed offset of ``group_id`` (a copy)."""
+        """Every committed offset of ``group_id`` (a copy); CorruptRecordError as
+        :meth:`committed`."""
         with self._topics.lock:
+            self.check_loaded(group_id)
             return dict(self._offsets.get(group_id, {}))
 
     def commit(self, group_id: str,
@@ -273,9 +313,11 @@ class OffsetsManager:
         returns the offset after the batch (what a replicated commit waits for the high
         watermark to reach; -1 when ``offsets`` is empty and nothing was written). Caller
         holds the metadata lock and has validated the offsets. Raises ReadOnlyError on a
-        read-only store and what the append raises."""
+        read-only store, CorruptRecordError when the group's partition could not be loaded
+        (:meth:`check_loaded`) and what the append raises."""
         if not offsets:
             return -1
+        self.check_loaded(group_id)
         topics = self._topics
         if topics.read_only:
             raise ReadOnlyError(f"store {topics.path} is read-only: offsets cannot be committed")

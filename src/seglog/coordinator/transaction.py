@@ -54,6 +54,7 @@ Broker-side state: it reaches storage only through
 
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Iterable, NamedTuple
 
@@ -82,6 +83,8 @@ from ..types import OffsetAndMetadata, TopicPartition
 
 __all__ = ["TRANSACTIONAL_ID_BYTES_MAX", "TransactionCoordinator", "TransactionDescription",
            "check_transactional_id"]
+
+logger = logging.getLogger("seglog.coordinator.transaction")
 
 #: Kafka's ``transaction.timeout.ms`` default (producer side) and the broker's
 #: ``transaction.max.timeout.ms`` (15 minutes).
@@ -190,6 +193,9 @@ class TransactionCoordinator:
         self._marker_sender = None
         #: Transactional ids whose markers the sender is delivering (state PrepareX).
         self._markers_in_flight: set[str] = set()
+        #: ``{partition: why}``: the ``__transaction_state`` partitions whose last load
+        #: failed (their transactional ids are not known here), with offset and reason.
+        self.load_failures: dict[int, str] = {}
         with topics.lock:
             topic = topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is not None:
@@ -219,41 +225,59 @@ class TransactionCoordinator:
         a warning; a null key, a value of an unknown version or anything else that does not
         parse raises :class:`~seglog.errors.CorruptRecordError` naming the partition and offset
         (Kafka's TransactionStateManager fails the partition's load): skipping it could
-        bring back a transaction's older state silently."""
+        bring back a transaction's older state silently. At open the failure is the
+        partition's alone: its transactional ids are left out, it is named in
+        :attr:`load_failures` and logged, and the other partitions load (the broker's
+        coordinator partitions answer NOT_COORDINATOR for it)."""
         for partition in range(topic.partitions):
-            self._load_partition(partition, topic.log(partition))
+            try:
+                self._load_partition(partition, topic.log(partition))
+            except CorruptRecordError as exc:
+                self._forget_partition(partition, topic.partitions)
+                self.load_failures[partition] = str(exc)
+                # The text only: the exception's frames hold views of the log's pages.
+                logger.error("not serving the transactional ids of %s-%d: %s",
+                             txn_schema.TRANSACTION_STATE_TOPIC, partition, str(exc))
 
     def _load_partition(self, partition: int, log) -> None:
-        """Replay one partition of ``__transaction_state`` (see :meth:`_load`)."""
-        offset = log.start_offset
+        """Replay one partition of ``__transaction_state`` (see :meth:`_load`).
+
+        The error is raised outside the ``except``, with the record loop in another frame:
+        neither its context nor its traceback then holds the records, which are views of
+        the log's pages (a truncation of the partition would be refused while they live)."""
+        at = [log.start_offset]  # the offset being loaded, for the message
         try:
-            for record in log.records(log.start_offset, max_offset=log.end_offset,
-                                      check_crcs=True):
-                offset = record.offset
-                if record.key is None:  # Kafka: require(record.hasKey, ...)
-                    raise CorruptRecordError("Transaction state log's key should not be "
-                                             "null", reason=REASON_BAD_RECORDS)
-                version = txn_schema.key_version(record.key)
-                if version != txn_schema.KEY_VERSION:
-                    # Kafka's TransactionStateManager: "Unknown message key with
-                    # version ... Ignoring it" (a record of a newer broker).
-                    warnings.warn(
-                        f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
-                        f"{record.offset}: unknown message key with version {version}; "
-                        "ignoring it", RuntimeWarning, stacklevel=2)
-                    continue
-                transactional_id = txn_schema.decode_key(record.key)
-                value = txn_schema.decode_value(record.value)
-                if value is None:
-                    self._txns.pop(transactional_id, None)
-                else:
-                    self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
+            self._replay_partition(partition, log, at)
+            return
         except (CorruptRecordError, InvalidRecordError) as exc:
-            raise CorruptRecordError(
-                f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
-                f"be loaded after offset {offset}: {exc}",
-                reason=getattr(exc, "reason", "") or REASON_BAD_RECORDS,
-                position=getattr(exc, "position", -1)) from exc
+            why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
+                   getattr(exc, "position", -1))
+        raise CorruptRecordError(
+            f"{txn_schema.TRANSACTION_STATE_TOPIC}-{partition} ({log.dir_path}) cannot "
+            f"be loaded after offset {at[0]}: {why[0]}", reason=why[1], position=why[2])
+
+    def _replay_partition(self, partition: int, log, at: list) -> None:
+        for record in log.records(log.start_offset, max_offset=log.end_offset,
+                                  check_crcs=True):
+            at[0] = record.offset
+            if record.key is None:  # Kafka: require(record.hasKey, ...)
+                raise CorruptRecordError("Transaction state log's key should not be "
+                                         "null", reason=REASON_BAD_RECORDS)
+            version = txn_schema.key_version(record.key)
+            if version != txn_schema.KEY_VERSION:
+                # Kafka's TransactionStateManager: "Unknown message key with
+                # version ... Ignoring it" (a record of a newer broker).
+                warnings.warn(
+                    f"seglog: {txn_schema.TRANSACTION_STATE_TOPIC}-{partition} offset "
+                    f"{record.offset}: unknown message key with version {version}; "
+                    "ignoring it", RuntimeWarning, stacklevel=3)
+                continue
+            transactional_id = txn_schema.decode_key(record.key)
+            value = txn_schema.decode_value(record.value)
+            if value is None:
+                self._txns.pop(transactional_id, None)
+            else:
+                self._txns[transactional_id] = _TxnMetadata(transactional_id, value)
 
     def load_partition(self, partition: int, *, coordinator_epoch: int = COORDINATOR_EPOCH
                        ) -> None:
@@ -272,9 +296,11 @@ class TransactionCoordinator:
                 return
             try:
                 self._load_partition(partition, topic.log(partition))
-            except CorruptRecordError:
+            except CorruptRecordError as exc:
                 self.unload_partition(partition)
+                self.load_failures[partition] = str(exc)
                 raise
+            self.load_failures.pop(partition, None)
 
     def unload_partition(self, partition: int) -> None:
         """Forget the transactional ids of ``__transaction_state`` partition ``partition``
@@ -282,15 +308,19 @@ class TransactionCoordinator:
         ``removeTransactionsForTxnTopicPartition``); the log is not touched."""
         with self._topics.lock:
             self._coordinator_epochs.pop(partition, None)
+            self.load_failures.pop(partition, None)  # not ours to serve any more
             topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
             if topic is None:
                 return
-            count = topic.partitions
-            for transactional_id in [
-                    t for t in self._txns
-                    if txn_schema.partition_for_transactional_id(t, count) == partition]:
-                del self._txns[transactional_id]
-                self._markers_in_flight.discard(transactional_id)
+            self._forget_partition(partition, topic.partitions)
+
+    def _forget_partition(self, partition: int, count: int) -> None:
+        """Drop the transactional ids of ``partition`` (of ``count``) from memory."""
+        for transactional_id in [
+                t for t in self._txns
+                if txn_schema.partition_for_transactional_id(t, count) == partition]:
+            del self._txns[transactional_id]
+            self._markers_in_flight.discard(transactional_id)
 
     # --- a cluster member's markers (seglog.cluster.txn_markers) -------------------------------
 
@@ -374,10 +404,23 @@ class TransactionCoordinator:
 
     # --- queries -------------------------------------------------------------------------------
 
+    def _loaded_txn(self, transactional_id: str) -> _TxnMetadata | None:
+        """The metadata of ``transactional_id`` or None; CorruptRecordError (the load's own
+        message) when its ``__transaction_state`` partition failed to load: its state is
+        unknown, and starting it afresh could bring back an older producer epoch."""
+        if self.load_failures:
+            topic = self._topics.existing_topic(txn_schema.TRANSACTION_STATE_TOPIC)
+            if topic is not None:
+                why = self.load_failures.get(txn_schema.partition_for_transactional_id(
+                    transactional_id, topic.partitions))
+                if why is not None:
+                    raise CorruptRecordError(why, reason=REASON_BAD_RECORDS)
+        return self._txns.get(transactional_id)
+
     def describe(self, transactional_id: str) -> TransactionDescription | None:
         """The state of ``transactional_id``, or None if it was never initialised."""
         with self._topics.lock:
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             return None if metadata is None else metadata.describe()
 
     def transactional_ids(self) -> list[str]:
@@ -387,7 +430,7 @@ class TransactionCoordinator:
 
     def _current(self, transactional_id: str, producer_id: int,
                  producer_epoch: int) -> _TxnMetadata:
-        metadata = self._txns.get(transactional_id)
+        metadata = self._loaded_txn(transactional_id)
         if metadata is None or metadata.producer_id != producer_id \
                 or metadata.producer_epoch != producer_epoch:
             now = ("unknown" if metadata is None else
@@ -422,7 +465,7 @@ class TransactionCoordinator:
         now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             if metadata is None:
                 metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
                     self._producer_ids.allocate(), 0, timeout_ms, txn_schema.EMPTY, (), now))
@@ -596,7 +639,7 @@ class TransactionCoordinator:
         """The id's metadata if ``(producer_id, producer_epoch)`` is its current producer;
         else InvalidProducerIdMappingError (unknown id, other producer id) or
         ProducerFencedError (other epoch), as Kafka checks. Caller holds the lock."""
-        metadata = self._txns.get(transactional_id)
+        metadata = self._loaded_txn(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
                 f"transactional id {transactional_id!r} is not mapped to producer id "
@@ -640,7 +683,7 @@ class TransactionCoordinator:
         now = checked_now_ms(now_ms)
         with self._topics.lock:
             self._topics.check_writable()
-            metadata = self._txns.get(transactional_id)
+            metadata = self._loaded_txn(transactional_id)
             if metadata is None:  # Kafka: created with epoch -1, bumped to 0 below
                 metadata = _TxnMetadata(transactional_id, txn_schema.TransactionLogValue(
                     self._producer_ids.allocate(), -1, timeout_ms, txn_schema.EMPTY, (), now))

@@ -158,6 +158,7 @@ class Server:
                                for h in self.handlers.values()]
                               + [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
                                   protocol.API_VERSIONS_VERSION_MAX)])
+        protocol.load_schemas(self._ranges)  # every advertised schema now, or no start
         self._api_versions_bodies: dict[int, bytes] = {}
         self._started_modules: list[ModuleType] = []
 

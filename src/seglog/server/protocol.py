@@ -26,7 +26,7 @@ import re
 import struct
 from typing import Any, Iterable, NamedTuple
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.serial.readers import Reader
@@ -40,7 +40,8 @@ from .request_lengths import check_request, read_uvarint
 
 __all__ = [
     "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "RequestHeader", "api_versions_response",
-    "encode_response", "is_flexible_request", "is_flexible_response", "parse_request_header",
+    "encode_response", "is_flexible_request", "is_flexible_response", "load_schemas",
+    "parse_request_header",
     "read_request_body", "valid_client_software",
 ]
 
@@ -82,11 +83,13 @@ def peek_request_head(frame: bytes | bytearray | memoryview) -> tuple[int, int, 
     return _HEAD.unpack_from(frame, 0)
 
 
+# Only kio's "no such schema" is an answer worth caching (None). A failed import (EMFILE,
+# ENOMEM...) propagates, and lru_cache keeps no exception: the next call imports again.
 @functools.lru_cache(maxsize=None)
 def _request_class(api_key: int, api_version: int) -> type[RequestPayload] | None:
     try:
         return load_request_schema(api_key, api_version)
-    except Exception:  # kio's UnknownAPIKey / UnknownEntity: not a schema kio knows
+    except KioIndexError:  # UnknownAPIKey / UnknownEntity: not a schema kio knows
         return None
 
 
@@ -94,8 +97,37 @@ def _request_class(api_key: int, api_version: int) -> type[RequestPayload] | Non
 def _response_class(api_key: int, api_version: int) -> type[ResponsePayload] | None:
     try:
         return load_response_schema(api_key, api_version)
-    except Exception:
+    except KioIndexError:
         return None
+
+
+#: ``(api_key, version)`` advertised with no schema on purpose: Produce v0-v2, advertised
+#: and refused as Kafka 4.x does (see seglog.server.apis.data_produce.VERSION_SERVED_MIN).
+ADVERTISED_WITHOUT_SCHEMA = frozenset({(0, 0), (0, 1), (0, 2)})
+
+
+def load_schemas(ranges: Iterable[tuple[int, int, int]]) -> None:
+    """Import and cache, at start, the request and response classes (and their readers and
+    writers) of every ``(api_key, min_version, max_version)`` the broker advertises, so that
+    no request ever imports a schema module (an import can fail for a passing reason, such
+    as running out of file descriptors). RuntimeError naming every advertised version kio
+    has no schema for; the import's own error for one that fails."""
+    missing = []
+    for api_key, low, high in ranges:
+        for version in range(low, high + 1):
+            if (api_key, version) in ADVERTISED_WITHOUT_SCHEMA:
+                continue
+            request, response = _request_class(api_key, version), _response_class(api_key,
+                                                                                  version)
+            if request is None or response is None:
+                missing.append(f"{api_key} v{version}")
+                continue
+            _reader(api_key, version)
+            _writer(response)
+            is_flexible_request(api_key, version)
+            is_flexible_response(api_key, version)
+    if missing:
+        raise RuntimeError("no kio schema for advertised API versions: " + ", ".join(missing))
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,9 @@ magic 2 (INVALID_RECORD; CORRUPT_MESSAGE for a size or magic no batch can have; 
 the first whole batch that are not a whole batch are ignored, as Kafka's batch iterator does);
 zstd needs v7+ (UNSUPPORTED_COMPRESSION_TYPE). Then, when every check passed: acks other than
 -1, 0, 1 is INVALID_REQUIRED_ACKS; an internal topic is INVALID_TOPIC_EXCEPTION unless the
-client is Kafka's admin client (``__admin_client``). acks=-1 is acks=1 here: Kafka checks
+client is Kafka's admin client (``__admin_client``), whose records there must be ones the
+coordinator can load back (INVALID_RECORD otherwise, where Kafka appends them and then
+fails the coordinator partition's load: :mod:`seglog.coordinator.internal_records`). acks=-1 is acks=1 here: Kafka checks
 the in-sync replicas against ``min(min.insync.replicas, replication factor)``
 (``Partition.effectiveMinIsr``), and the replication factor of every partition is 1, so a
 single broker never answers NOT_ENOUGH_REPLICAS (the real Kafka 4.4 broker, one node,
@@ -63,6 +65,7 @@ from ... import errors
 from ... import format as fmt
 from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
 from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
+from ...coordinator.internal_records import internal_record_errors
 from ...types import TopicPartition
 from ..context import CloseConnection, RawResponse, RequestContext
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
@@ -267,6 +270,10 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
     append runs): the outcome, whatever went wrong as its error code."""
     if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
         return _failure(codes.INVALID_TOPIC_EXCEPTION)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
+    if topic.is_internal:
+        refused = _refuse_unloadable_internal_records(topic, partition, batch, log)
+        if refused is not None:
+            return refused
     if transactional_id is not None:
         refused = _verify_transaction(ctx, transactional_id, topic, partition, log, batch)
         if refused is not None:
@@ -287,6 +294,27 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
     outcome = _Outcome(codes.NONE, first, append_time_ms, log.start_offset)
     outcome.last_offset = _last
     return outcome
+
+
+def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
+                                        log: Any) -> _Outcome | None:
+    """INVALID_RECORD (with the records' indexes and reasons) when the admin client's batch
+    for an internal topic holds a record its coordinator could not load back
+    (:mod:`seglog.coordinator.internal_records`: Kafka appends it and then fails that
+    coordinator partition's load; seglog refuses it); None when every record loads. A batch
+    that does not decode answers the decoder's error (CORRUPT_MESSAGE for a bad CRC)."""
+    try:
+        records = [record for whole in log.backend.iter_batches(batch)
+                   for record in whole.records(check_crcs=True)]
+    except (errors.SeglogError, ValueError) as e:
+        return _failure(error_code_for(e), log, str(e))
+    bad = internal_record_errors(topic.name, partition, topic.partitions, records)
+    if not bad:
+        return None
+    return _failure(codes.INVALID_RECORD, log,
+                    f"{len(bad)} record(s) cannot be loaded by the coordinator of "
+                    f"{topic.name}-{partition}; the first, at index {bad[0][0]}: {bad[0][1]}",
+                    tuple(bad))
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
