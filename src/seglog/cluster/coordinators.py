@@ -35,10 +35,6 @@ from ..aio import cancel_and_wait
 from ..types import TopicPartition
 from .seam import LeadershipListener, PartitionSeam, Replica
 
-# Re-exported only for server/apis/groups.py and txn.py, which still read it here until their
-# rewrite moves them to seglog.error_codes; nothing else should.
-from ..error_codes import NOT_COORDINATOR  # noqa: F401
-
 __all__ = ["CoordinatorPartitions", "CoordinatorAnswer", "LeadershipSource",
            "coordinator_partition", "find_coordinator", "locate_coordinator",
            "TRANSACTION_STATE_TOPIC", "find_transaction_coordinator", "partition_in"]
