@@ -22,7 +22,7 @@ from typing import Mapping
 
 from . import offsets_schema
 from .internal_topics import InternalTopics, TopicLogs
-from ..errors import CorruptRecordError, InvalidRecordError, ReadOnlyError
+from ..errors import CorruptRecordError, CorruptSegmentError, InvalidRecordError, ReadOnlyError
 from ..format import CONTROL_TYPE_COMMIT, REASON_BAD_RECORDS
 from ..storage.transactions import checked_batches
 from ..types import OffsetAndMetadata, TopicPartition
@@ -101,6 +101,11 @@ class OffsetsManager:
             self._load_partition(partition, partition_log, at)
             self.load_failures.pop(partition, None)
             return
+        except CorruptSegmentError:
+            # The log's own files lost data (below the recovery point, ...): the Store's open
+            # refuses that as it does for any partition; only records that do not load take
+            # one coordinator partition offline.
+            raise
         except (CorruptRecordError, InvalidRecordError) as exc:
             why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
                    getattr(exc, "position", -1))
@@ -147,6 +152,8 @@ class OffsetsManager:
         for partition in range(topic.partitions):
             try:
                 self._load_or_fail(partition, topic)
+            except CorruptSegmentError:
+                raise  # the log's own files lost data: the Store's open refuses it
             except CorruptRecordError as exc:
                 # The text only: the exception's frames hold views of the log's pages,
                 # which must not outlive the load (a later truncation would be refused).
