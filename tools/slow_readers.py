@@ -9,7 +9,8 @@ default) and read nothing for ``--hold-s`` seconds, while the broker's ``/proc/<
 (VmRSS, RssAnon, RssFile) is sampled and another client times ApiVersions and a small Fetch.
 Then every slow client reads its responses and each is checked: correlation ids in request
 order, the record set byte for byte the log file's first bytes (``--read-clients``: only the
-first few read, the others close unread).
+first few read, the others close unread). Last, a client that reads at once fetches the whole
+answer ``--fast-fetches`` times (the median seconds: what the write path costs a fast reader).
 
     python tools/slow_readers.py --clients 6 --fetches 20 --log-mib 108
 
@@ -127,8 +128,23 @@ def bystander_round_trip_s(port: int) -> float:
     return time.perf_counter() - t0
 
 
+def fast_fetch_s(port: int, fetches: int) -> list[float]:
+    """Seconds for each of ``fetches`` whole-answer Fetches by a client that reads each
+    answer at once (one after the other on one connection)."""
+    out: list[float] = []
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        for i in range(fetches):
+            t0 = time.perf_counter()
+            sock.sendall(request_frame(FETCH_KEY, FETCH_VERSION, i, fetch_v4(2**31 - 1)))
+            correlation_id, _position, _size_bytes = fetch_records(read_frame(sock))
+            out.append(time.perf_counter() - t0)
+            assert correlation_id == i
+    return out
+
+
 def run(*, clients: int, fetches: int, log_mib: int, hold_s: float, backend: str | None,
-        scratch: Path, read_clients: int | None = None) -> dict[str, float]:
+        scratch: Path, read_clients: int | None = None,
+        fast_fetches: int = 0) -> dict[str, float]:
     """One run; the figures (MiB, seconds, counts). The first ``read_clients`` slow clients
     (None: all) read and check their responses at the end; the others close unread."""
     data_dir = scratch / "data"
@@ -174,6 +190,7 @@ def run(*, clients: int, fetches: int, log_mib: int, hold_s: float, backend: str
                 assert records_bytes == size_bytes and frame.startswith(expected, position), \
                     "a record set differs from the log's bytes"
         after = proc_memory_bytes(pid)
+        fast = sorted(fast_fetch_s(server.port, fast_fetches))
         figures.update({
             "response_mib": (size_bytes or 0) / MIB,
             "responses_checked": len(socks[:read_clients]) * fetches,
@@ -185,6 +202,7 @@ def run(*, clients: int, fetches: int, log_mib: int, hold_s: float, backend: str
             "after_read_anon_mib": after["RssAnon"] / MIB,
             "bystander_round_trips": len(round_trips),
             "bystander_max_s": max(round_trips) if round_trips else float("nan"),
+            "fast_reader_median_s": fast[len(fast) // 2] if fast else float("nan"),
         })
     finally:
         for sock in socks:
@@ -204,11 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("native", "pure"), default=None)
     parser.add_argument("--read-clients", type=int, default=None,
                         help="how many slow clients read and check at the end (default: all)")
+    parser.add_argument("--fast-fetches", type=int, default=10,
+                        help="then whole-answer Fetches by a client that reads at once (timed)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="slow-readers-") as scratch:
         figures = run(clients=args.clients, fetches=args.fetches, log_mib=args.log_mib,
                       hold_s=args.hold_s, backend=args.backend, scratch=Path(scratch),
-                      read_clients=args.read_clients)
+                      read_clients=args.read_clients, fast_fetches=args.fast_fetches)
     for key, value in figures.items():
         print(f"{key}: {value:.3f}" if isinstance(value, float) else f"{key}: {value}")
     return 0
