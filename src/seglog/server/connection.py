@@ -18,24 +18,38 @@ Limits, as Kafka's SocketServer applies them:
   ApiVersions, which is answered at any version (KIP-511);
 - a body that does not decode closes the connection;
 - back-pressure: with ``queued.max.requests`` requests read and not yet answered, while the
-  transport's write buffer is over its high-water mark, or while more than
+  transport holds bytes the socket has not taken, while more than
   :data:`RESPONSE_BYTES_HELD_MAX` (or ``fetch.max.bytes`` if larger) of finished responses
-  wait to be written, the connection stops reading (``pause_reading``) and dispatching until
-  responses drain;
+  wait to be handed to the transport, or more than :data:`RESPONSE_COPIED_BYTES_HELD_MAX` of
+  them are copies in the broker's memory, the connection stops reading (``pause_reading``)
+  and dispatching until responses drain;
 - an exception escaping a handler is logged and closes this connection only.
+
+Slow readers (issue 23). A client may pipeline requests and never read. What it costs the
+broker is bounded whatever it pipelines: its read buffer (one read, or one partial frame up
+to ``socket.request.max.bytes``), the frames of its ``queued.max.requests`` requests, the
+finished responses under the bounds above (a Fetch response's record sets are views of the
+mapped segments: they hold no anonymous memory) and one write chunk. Responses are handed
+to the transport a chunk (:data:`RESPONSE_WRITE_CHUNK_BYTES`) at a time, and only while the
+transport holds nothing unsent (its high-water mark is 0: any byte the socket did not take
+pauses writing, and ``resume_writing`` comes once it has taken them all), so what the
+transport copies (Python 3.11 copies what the socket did not take) is at most one chunk;
+the rest of a response stays a view of the segment until the socket wants it. Kafka goes further (it
+mutes a connection while a response is in flight and sends record sets with sendfile);
+seglog keeps pipelining for clients that read, in request order.
 
 Sent pages (issue 11). A Fetch response's record sets are zero-copy views of the segments'
 mappings (:class:`~seglog.storage.reads.LogReadResult`), and every page the socket send read
 would stay in the broker's page tables (its RSS) after it: consuming a 1 GiB log would leave the
 broker with 1 GiB of mapped file pages, where Kafka, which sends with sendfile, maps none.
-Once the responses of a flush have been handed to the transport, the pages of their views are
+Once each chunk of a response has been handed to the transport, the pages of its views are
 dropped from the broker's page tables (the store backend's ``drop_mapped_pages``, which
 gathers small ranges of a segment up to 1 MiB first; about 30 us per MiB sent: the bytes stay
 in the page cache, and any view of them still alive faults them back in; it does nothing for
 a view of anything else). Python 3.11's transport copies what the socket did not take at
 once, so the drop follows the write at once; 3.12's keeps a view of it (zero-copy writes), so
-when the write left the transport over its high-water mark the drop waits for
-``resume_writing`` (or the connection's end), lest the kernel map the unsent bytes again as
+when the write left bytes in the transport the drop waits for ``resume_writing`` (or the
+connection's end), lest the kernel map the unsent bytes again as
 the transport sends them. A follower's Fetch is served by the same path, so a leader's pages
 sent to its followers leave as well.
 
@@ -66,16 +80,43 @@ __all__ = ["Connection", "DropPages", "Server"]
 log = logging.getLogger("seglog.server")
 
 _SIZE = struct.Struct(">i")
-#: Response parts smaller than this are joined into one write (see Connection._flush).
+#: Response parts smaller than this are joined into one write (see Connection._next_chunk).
 _JOIN_BYTES_MAX = 64 * 1024
 #: Bytes of finished responses one connection may hold unwritten (behind an earlier request
-#: still running, or not yet taken by the socket) before it stops reading requests; the
-#: server raises it to fetch.max.bytes when that is larger.
+#: still running, or not yet handed to the transport) before it stops reading requests; the
+#: server raises it to fetch.max.bytes when that is larger. Views of mapped segments (Fetch's
+#: record sets) count here, though they hold no anonymous memory: the bound keeps a client
+#: that does not read from pinning more than a couple of responses' segments.
 RESPONSE_BYTES_HELD_MAX = 64 * 1024 * 1024
+#: Of those, the bytes that are copies in the broker's memory (every part but a view of a
+#: mapped file: encoded bodies, headers, a reader's pread copy) one connection may hold before
+#: it stops reading requests (or ``held_response_bytes_max`` when that is smaller): what a
+#: slow reader pipelining requests with big encoded answers (Metadata, say) costs.
+RESPONSE_COPIED_BYTES_HELD_MAX = 4 * 1024 * 1024
+#: Bytes handed to the transport in one write: what the transport copies when the socket does
+#: not take it all (Python 3.11) is at most this much per connection.
+RESPONSE_WRITE_CHUNK_BYTES = 256 * 1024
 
 
 def _nbytes(part: BytesLike) -> int:
     return part.nbytes if isinstance(part, memoryview) else len(part)
+
+
+def _copied_bytes(part: BytesLike) -> int:
+    """The bytes of ``part`` that live in the broker's anonymous memory: all of them, except
+    for a view of anything but ``bytes``/``bytearray`` (a Fetch response's view of a mapped
+    segment, whose pages belong to the page cache)."""
+    if type(part) is memoryview:
+        try:
+            owner = part.obj
+        except ValueError:  # released: holds nothing
+            return 0
+        if not isinstance(owner, (bytes, bytearray)):
+            return 0
+        return part.nbytes
+    return len(part)
+
+
 _SIZE_BYTES = _SIZE.size
 #: Whether the transport keeps a view of what the socket has not taken (Python 3.12's selector
 #: transport writes zero-copy; 3.11's copies it into its buffer).
@@ -227,7 +268,13 @@ class Connection(asyncio.Protocol):
         self._out: list[BytesLike] = []
         self._flush_scheduled = False
         self._stalled = False  # complete frames wait in the buffer (back-pressure)
+        # Response parts in order, finished and written in order but not yet handed to the
+        # transport (the head may be the rest of a part already partly handed over).
+        self._unwritten: deque[BytesLike] = deque()
+        self._close_when_written = False  # close the transport once _unwritten is handed over
+        self._close_scheduled = False
         self._held_bytes = 0  # finished responses not yet handed to the transport
+        self._held_copied_bytes = 0  # of those, copies in the broker's memory (_copied_bytes)
         # Views written while the transport was over its high-water mark, whose pages are
         # dropped once it drains (Python >= 3.12 only; see the module docstring).
         self._unsent_views: list[memoryview] = []
@@ -246,6 +293,9 @@ class Connection(asyncio.Protocol):
             self._closing = True
             transport.abort()
             return
+        # Any byte the socket does not take pauses writing, and writing resumes once it has
+        # taken them all (see "Slow readers" in the module docstring).
+        transport.set_write_buffer_limits(high=0, low=0)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             for option, size_bytes in self.server.socket_buffer_bytes.items():
@@ -260,6 +310,10 @@ class Connection(asyncio.Protocol):
         self._closing = True
         self._drop_pages(self._unsent_views)
         self._unsent_views = []
+        # Nothing more is sent: let go of the responses (and the segments their views hold).
+        self._out = []
+        self._unwritten.clear()
+        self._held_bytes = self._held_copied_bytes = 0
         for task in list(self._tasks):
             task.cancel()
         # Requests that will never be answered: a task cancelled before it ran never gets
@@ -283,10 +337,11 @@ class Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         # The client closed its side. Kafka closes the connection then (it has no half-open
         # connections): the responses already finished are written, handlers still waiting
-        # are cancelled (connection_lost) and their answers dropped.
+        # are cancelled (connection_lost) and their answers dropped. The transport stays
+        # open (True) until the responses are handed to it; _write_some closes it then.
         self._closing = True
-        self._flush()
-        return False
+        self._close_once_written()
+        return True
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -297,10 +352,7 @@ class Connection(asyncio.Protocol):
         if self._unsent_views:
             self._drop_pages(self._unsent_views)
             self._unsent_views = []
-        if self._stalled and not self._closing:
-            self._process_buffer()
-        else:
-            self._update_reading()
+        self._write_some()  # the next chunks, then reading resumes if it may
 
     # --- reading requests --------------------------------------------------------------------
 
@@ -317,14 +369,12 @@ class Connection(asyncio.Protocol):
     def _process_frames(self) -> None:
         buffer = self._buffer
         limit = self.server.request_bytes_max
-        queued_max = self.server.queued_requests_max
         position = 0
         end = len(buffer)
         self._stalled = False
         with memoryview(buffer) as view:  # released before the buffer is trimmed
             while end - position >= _SIZE_BYTES and not self._closing:
-                if len(self._slots) >= queued_max or self._writing_paused \
-                        or self._held_bytes > self.server.held_response_bytes_max:
+                if self._reading_paused_by_us():
                     # Back-pressure: the frames left wait until responses drain.
                     self._stalled = True
                     break
@@ -443,8 +493,9 @@ class Connection(asyncio.Protocol):
             return  # a request after one that closed the connection: never answered
         slot.parts = parts
         slot.done = True
-        if parts:
-            self._held_bytes += sum(_nbytes(part) for part in parts)
+        for part in parts:
+            self._held_bytes += _nbytes(part)
+            self._held_copied_bytes += _copied_bytes(part)
         slots = self._slots
         transport = self.transport
         while slots and slots[0].done:
@@ -459,8 +510,7 @@ class Connection(asyncio.Protocol):
         self.server.request_finished()
         if self._closing:
             if not slots and transport is not None and not self._aborted:
-                self._flush()
-                transport.close()
+                self._close_once_written()
             return
         if self._processing:
             return  # _process_buffer goes on with the next frame itself
@@ -470,40 +520,94 @@ class Connection(asyncio.Protocol):
             self._update_reading()
 
     def _flush(self) -> None:
-        """Write the responses gathered since the last flush (one send for all of them)."""
+        """Queue the responses gathered since the last flush for writing, and write what the
+        transport takes now (one send for the small responses finished together)."""
         self._flush_scheduled = False
-        out, self._out = self._out, []
+        if self._out:
+            self._unwritten.extend(self._out)
+            self._out = []
+        self._write_some()
+
+    def _write_some(self) -> None:
+        """Hand the transport the queued response bytes a chunk at a time while it holds
+        nothing unsent; then close (when asked) or let reading go on."""
         transport = self.transport
-        if not out:
-            return
-        self._held_bytes -= sum(_nbytes(part) for part in out)
+        unwritten = self._unwritten
         if transport is None or transport.is_closing():
+            unwritten.clear()  # the connection is going: nothing more is sent
+            self._held_bytes = self._held_copied_bytes = 0
             return
-        # Small parts (headers, encoded bodies) are joined into one write; a large part (a
-        # Fetch response's record sets) is written as it is, so that its bytes are copied at
-        # most once (into the transport's buffer, for what the socket does not take at once)
-        # instead of once more by a join (Python 3.11's writelines joins everything).
-        small: list[BytesLike] = []
-        for part in out:
-            if _nbytes(part) < _JOIN_BYTES_MAX:
-                small.append(part)
-                continue
-            if small:
-                transport.write(small[0] if len(small) == 1 else b"".join(small))
-                small = []
-            transport.write(part)
-        if small:
-            transport.write(small[0] if len(small) == 1 else b"".join(small))
-        # Then the pages sent leave the page tables (see the module docstring).
-        views = [part for part in out if type(part) is memoryview]
+        views: list[memoryview] = []
+        while unwritten and not self._writing_paused and not transport.is_closing():
+            chunk = self._next_chunk()
+            transport.write(chunk)  # may call pause_writing at once
+            if type(chunk) is memoryview:
+                views.append(chunk)
         if views:
+            self.last_active_s = time.monotonic()
+            # The pages sent leave the page tables (see the module docstring).
             if _TRANSPORT_KEEPS_VIEWS and self._writing_paused:
                 self._unsent_views.extend(views)
             else:
                 self._drop_pages(views)
+        if not unwritten and self._close_when_written:
+            # Closed from the next loop turn: this may run inside the transport's own write
+            # callback (resume_writing), where a close with nothing buffered makes the
+            # transport report the connection lost twice.
+            if not self._close_scheduled:
+                self._close_scheduled = True
+                self.server.loop.call_soon(self._close_transport)
+            return
         if self._stalled and not self._closing and not self._processing \
                 and not self._reading_paused_by_us():
             self._process_buffer()  # the held responses that stopped reading are written
+        else:
+            self._update_reading()
+
+    def _close_transport(self) -> None:
+        """Close the transport (it sends what it holds first), unless responses came to be
+        written since the close was planned: those first."""
+        self._close_scheduled = False
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if self._out or self._unwritten:
+            self._flush()  # plans the close again once they are handed over
+            return
+        transport.close()
+
+    def _next_chunk(self) -> BytesLike:
+        """Take the next write off the queue: small parts (headers, encoded bodies) joined up
+        to about a chunk, or up to a chunk of a large part (a view of it, no copy), so that a
+        record set is copied at most once, by the transport, a chunk at most."""
+        unwritten = self._unwritten
+        head = unwritten[0]
+        if _nbytes(head) >= _JOIN_BYTES_MAX:
+            view = head if type(head) is memoryview else memoryview(head)
+            if view.nbytes <= RESPONSE_WRITE_CHUNK_BYTES:
+                unwritten.popleft()
+                chunk: BytesLike = head
+            else:
+                if view.itemsize != 1:
+                    view = view.cast("B")
+                chunk = view[:RESPONSE_WRITE_CHUNK_BYTES]
+                unwritten[0] = view[RESPONSE_WRITE_CHUNK_BYTES:]
+            self._held_bytes -= _nbytes(chunk)
+            self._held_copied_bytes -= _copied_bytes(chunk)
+            return chunk
+        small: list[BytesLike] = []
+        small_bytes = 0
+        while unwritten and small_bytes < RESPONSE_WRITE_CHUNK_BYTES:
+            part = unwritten[0]
+            size_bytes = _nbytes(part)
+            if size_bytes >= _JOIN_BYTES_MAX:
+                break
+            unwritten.popleft()
+            small.append(part)
+            small_bytes += size_bytes
+            self._held_copied_bytes -= _copied_bytes(part)
+        self._held_bytes -= small_bytes
+        return small[0] if len(small) == 1 else b"".join(small)
 
     def _drop_pages(self, views: list[memoryview]) -> None:
         """Drop the segment pages of ``views``, written, from the broker's page tables (see
@@ -530,20 +634,27 @@ class Connection(asyncio.Protocol):
             self._release(doomed)
         self.close_when_answered()
         if not self._slots and self.transport is not None and not self.transport.is_closing():
-            self._flush()
-            self.transport.close()
+            self._close_once_written()
 
     def _release(self, slot: _Slot) -> None:
         # A request that will never be answered (cancelled, or its connection is going).
         slot.released = True
         if slot in self._slots:
+            if slot.parts:  # finished behind an earlier request: never to be written
+                for part in slot.parts:
+                    self._held_bytes -= _nbytes(part)
+                    self._held_copied_bytes -= _copied_bytes(part)
+                slot.parts = ()
             self._slots.remove(slot)
             self.server.in_flight -= 1
             self.server.request_finished()
 
     def _reading_paused_by_us(self) -> bool:
-        return (len(self._slots) >= self.server.queued_requests_max or self._writing_paused
-                or self._held_bytes > self.server.held_response_bytes_max)
+        server = self.server
+        held_max = server.held_response_bytes_max
+        return (len(self._slots) >= server.queued_requests_max or self._writing_paused
+                or self._held_bytes > held_max
+                or self._held_copied_bytes > min(held_max, RESPONSE_COPIED_BYTES_HELD_MAX))
 
     def _update_reading(self) -> None:
         transport = self.transport
@@ -564,6 +675,27 @@ class Connection(asyncio.Protocol):
         """Requests read and not yet answered (or not yet written)."""
         return len(self._slots)
 
+    @property
+    def unsent_response_bytes(self) -> int:
+        """Bytes of finished responses not yet taken by the socket: held by the connection
+        (behind an earlier request, or queued for the transport) or in the transport."""
+        transport = self.transport
+        in_transport = transport.get_write_buffer_size() if transport is not None else 0
+        return self._held_bytes + in_transport
+
+    @property
+    def held_copied_response_bytes(self) -> int:
+        """Of the finished response bytes the connection holds (not yet handed to the
+        transport), those that are copies in the broker's memory rather than views of a
+        mapped file (bounded by :data:`RESPONSE_COPIED_BYTES_HELD_MAX`, plus one response)."""
+        return self._held_copied_bytes
+
+    def _close_once_written(self) -> None:
+        """Close the transport once every finished response is handed to it (it then sends
+        them before it closes)."""
+        self._close_when_written = True
+        self._flush()
+
     def abort(self) -> None:
         """Close now, dropping unwritten responses (bad input, a failed handler)."""
         self._closing = True
@@ -579,8 +711,7 @@ class Connection(asyncio.Protocol):
         if self.transport is None:
             return
         if not self._slots:
-            self._flush()
-            self.transport.close()
+            self._close_once_written()
         elif not self._reading_paused:
             self._reading_paused = True
             self.transport.pause_reading()
