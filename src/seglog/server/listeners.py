@@ -231,7 +231,9 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
             "advertised.listeners listener names must be equal to or a subset of the ones "
             f"defined in listeners. Found {','.join(advertised_names)}. The valid options "
             f"based on the current configuration are {','.join(sorted(listener_names))}")
-    for endpoint in advertised:
+    for endpoint in advertised if config["advertised.listeners"] is not None else ():
+        # Kafka also refuses a 0.0.0.0 listener when advertised.listeners is unset; seglog
+        # advertises this host's name for it instead (docs/server.md), as for --listen.
         if endpoint.host == "0.0.0.0":
             raise InvalidConfigError("advertised.listeners cannot use the nonroutable "
                                      "meta-address 0.0.0.0. Use a routable IP address.")

@@ -52,6 +52,7 @@ from ...types import TopicPartition
 from .. import protocol
 from ..context import CloseConnection, RawResponse, RequestContext
 from .admin_wire import RECORDS_PER_REQUEST_MAX
+from .data_metadata_codec import MetadataAsk, read_metadata_request
 from .data_topics import (
     partition_seam,
     response_entities,
@@ -195,25 +196,26 @@ class _Turns:
             await asyncio.sleep(0)
 
 
-def _decode(version: int, body: memoryview) -> tuple[Any, list[Any] | None]:
-    """The request, and its topics with repeated names dropped (Kafka answers a topic once:
-    its request's topics are a set), in order; None for "every topic". Done where the
-    decoding is (a worker thread for a big body): a request may name one topic millions of
-    times."""
+def _decode(version: int, body: memoryview) -> MetadataAsk:
+    """What a small request asks, decoded with kio (its topics deduplicated as
+    :func:`read_metadata_request` does for a big one)."""
     request = protocol.read_request_body(API_KEY, version, body, 0)
-    if request.topics is None:
-        return request, None
-    unique: list[Any] = []
-    seen: set[str] = set()
-    for wanted in request.topics:
-        name = wanted.name
-        topic_id = getattr(wanted, "topic_id", None)
-        if name is not None and (topic_id is None or topic_id == _ZERO_UUID):
-            if name in seen:
-                continue
-            seen.add(name)
-        unique.append(wanted)
-    return request, unique
+    topics: list[tuple[uuid.UUID, str | None]] | None = None
+    if request.topics is not None:
+        topics = []
+        seen: set[str] = set()
+        for wanted in request.topics:
+            name = wanted.name
+            topic_id = getattr(wanted, "topic_id", None) or _ZERO_UUID
+            if name is not None and topic_id == _ZERO_UUID:
+                if name in seen:
+                    continue
+                seen.add(name)
+            topics.append((topic_id, name))
+    return MetadataAsk(
+        topics, bool(getattr(request, "allow_auto_topic_creation", True)),
+        bool(getattr(request, "include_cluster_authorized_operations", False)),
+        bool(getattr(request, "include_topic_authorized_operations", False)))
 
 
 async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
@@ -226,19 +228,22 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
     broker = ctx.broker
     try:
         if len(body) > DECODE_INLINE_BYTES_MAX:
-            request, requested = await broker.run_blocking(_decode, version, body)
+            # Read by hand on a worker thread: kio's millions of entities would hold up the
+            # loop even there (data_metadata_codec).
+            request = await broker.run_blocking(read_metadata_request, version, body)
         else:
-            request, requested = _decode(version, body)
+            request = _decode(version, body)
     except InvalidRequestError as exc:
         raise CloseConnection(str(exc)) from None  # as any body that does not decode
     classes = _entity_classes(version)
     cluster = partition_seam(broker)
     response_cls, broker_cls = classes[0], classes[1]
+    requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
-    include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
-    topic_ops = TOPIC_AUTHORIZED_OPERATIONS if include_topic_ops else AUTHORIZED_OPERATIONS_OMITTED
+    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
+                 else AUTHORIZED_OPERATIONS_OMITTED)
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
-    if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
     assignments = cluster.assignments
     turns = _Turns()
@@ -251,18 +256,16 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
             work += 1 + len(assignment.partitions)
             await turns.spend(1 + len(assignment.partitions))
     else:
-        allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
+        allow_create = (request.allow_auto_topic_creation
                         and bool(broker.config.get("auto.create.topics.enable", True)))
         by_id = {a.topic_id: a for a in assignments.values() if a.topic_id is not None}
         seen: set[str] = set()
         to_create: dict[str, int] = {}  # name -> its index in entries
-        for wanted in requested or ():
+        for topic_id, name in requested or ():
             await turns.spend(1)
-            name = getattr(wanted, "name", None)
-            topic_id = getattr(wanted, "topic_id", None)
-            if topic_id is not None and topic_id != _ZERO_UUID:
+            if topic_id != _ZERO_UUID:
                 if version < 12:
-                    return _invalid_request(classes, request)
+                    return _invalid_request(classes, requested or [])
                 assignment = by_id.get(topic_id)
                 if assignment is None:
                     entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
@@ -275,7 +278,7 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 continue
             if name is None:
                 if version < 12:
-                    return _invalid_request(classes, request)
+                    return _invalid_request(classes, requested or [])
                 entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None))
                 work += 1
                 continue
@@ -335,16 +338,16 @@ async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _E
         await turns.spend(1)
 
 
-def _invalid_request(classes: _EntityClasses, request: Any) -> Any:
+def _invalid_request(classes: _EntityClasses,
+                     topics: list[tuple[uuid.UUID, str | None]]) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
-    topics = tuple(
-        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST),
-              name=getattr(t, "name", None) or "", topic_id=getattr(t, "topic_id", None)
-              or _ZERO_UUID, is_internal=False, partitions=(),
+    entries = tuple(
+        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST), name=name or "",
+              topic_id=topic_id, is_internal=False, partitions=(),
               topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
-        for t in request.topics or ())
+        for topic_id, name in topics)
     return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,
-                 controller_id=-1, topics=topics,
+                 controller_id=-1, topics=entries,
                  cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
                  error_code=ErrorCode(codes.NONE))
