@@ -251,10 +251,10 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
     work = 0  # topics and partitions answered: how big the answer is
     if all_topics:
         for topic_name in sorted(assignments):
-            assignment = assignments[topic_name]
-            entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
-            work += 1 + len(assignment.partitions)
-            await turns.spend(1 + len(assignment.partitions))
+            every = assignments[topic_name]
+            entries.append(_topic_entry(classes, cluster, every, topic_ops))
+            work += 1 + len(every.partitions)
+            await turns.spend(1 + len(every.partitions))
     else:
         allow_create = (request.allow_auto_topic_creation
                         and bool(broker.config.get("auto.create.topics.enable", True)))
