@@ -4,6 +4,7 @@ bytes, every version: the same topics (deduplicated alike), flags, and refusals.
 from __future__ import annotations
 
 import io
+import random
 import uuid
 
 import pytest
@@ -75,3 +76,28 @@ def test_counts_and_lengths_are_checked_before_use():
         read_metadata_request(4, memoryview(b"\x00\x00\x00\x01\x00\x01\xff\x01"))
     with pytest.raises(InvalidRequestError):  # v0 topics are not nullable
         read_metadata_request(0, memoryview(b"\xff\xff\xff\xff"))
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("version", VERSIONS)
+def test_mutated_bodies_are_refused_or_read_as_kio_reads_them(version):
+    rng = random.Random(23_000 + version)
+    topics = [(uuid.UUID(int=0) if version >= 10 else None, n) for n in ("a", "bb", "a")]
+    if version >= 10:
+        topics.append((ID, None))
+    seed = _body(version, topics)
+    for _ in range(2000):
+        body = bytearray(seed)
+        for _ in range(rng.randint(1, 4)):
+            body[rng.randrange(len(body))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            del body[rng.randrange(len(body)):]
+        try:
+            ours = read_metadata_request(version, memoryview(bytes(body)))
+        except InvalidRequestError:
+            continue  # refused (kio may take some of these; never the other way round)
+        try:
+            theirs = kio_decode(version, memoryview(bytes(body)))
+        except InvalidRequestError:
+            pytest.fail(f"read bytes kio refuses: {bytes(body)!r}")
+        assert ours == theirs, bytes(body)

@@ -118,20 +118,27 @@ def read_metadata_request(version: int, body: memoryview) -> MetadataAsk:
     allow = True
     include_cluster = include_topic = False
     if version >= 4:
-        need(1)
-        allow = body[pos] != 0
+        allow = _bool(body, pos, end)
         pos += 1
     if 8 <= version <= 10:
-        need(1)
-        include_cluster = body[pos] != 0
+        include_cluster = _bool(body, pos, end)
         pos += 1
     if version >= 8:
-        need(1)
-        include_topic = body[pos] != 0
+        include_topic = _bool(body, pos, end)
         pos += 1
     if flexible:
         _skip_tagged_fields(body, pos, end)
     return MetadataAsk(topics, allow, include_cluster, include_topic)
+
+
+def _bool(body: memoryview, pos: int, end: int) -> bool:
+    # 0 or 1 only, as kio reads a boolean (the small-body path): one answer whatever the size.
+    if pos >= end:
+        raise _bad("the request ends inside a field")
+    value = body[pos]
+    if value > 1:
+        raise _bad(f"boolean byte {value}")
+    return value == 1
 
 
 def _skip_tagged_fields(body: memoryview, pos: int, end: int) -> int:
