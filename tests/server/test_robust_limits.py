@@ -136,6 +136,30 @@ def test_create_topics_of_9999_partitions_leaves_other_clients_served(broker):
     assert broker.store.topic("big").partitions == 9999
 
 
+def test_create_topics_of_many_small_topics_leaves_other_clients_served(broker):
+    broker.store.create_topic("probe")
+    names = [f"small-{i:03d}" for i in range(200)]
+    body = (struct.pack(">i", len(names))
+            + b"".join(_string(n) + struct.pack(">ihii", 16, 1, 0, 0) for n in names)
+            + struct.pack(">i?", 60_000, False))
+    small = request_frame(METADATA, 4, 2, _metadata_v4(["probe"],
+                                                       allow_auto_topic_creation=False))
+    first_partition = os.path.join(broker.store.path, "small-000-0")
+    with connect(broker, BIG_REQUEST_TIMEOUT_S) as sock, \
+            connect(broker, SMALL_REQUEST_TIMEOUT_S) as other:
+        sock.sendall(request_frame(CREATE_TOPICS, 4, 1, body))
+        _wait_until(lambda: os.path.isdir(first_partition) or _answered(sock),
+                    SMALL_REQUEST_TIMEOUT_S)
+        other.sendall(small)
+        assert _metadata_v4_topics(read_frame(other)) == [("probe", 0)]
+        # Before issue 23 topics of 16 partitions or fewer were made on the event loop, one
+        # after the other: the other client waited for all 200.
+        assert len(broker.store.topics()) < 1 + len(names), "the creation held up the other"
+        frame = read_frame(sock)
+    assert struct.unpack_from(">iii", frame, 0)[2] == len(names)
+    assert sorted(broker.store.topics()) == sorted(names + ["probe"])
+
+
 def test_metadata_auto_creation_over_kafkas_bound_creates_nothing(broker_factory, caplog):
     broker = broker_factory(num_partitions=1)
     names = [f"auto-{i:05d}" for i in range(20_000)]
