@@ -35,9 +35,9 @@ from .configdef import (
 )
 from .errors import InvalidConfigError
 
-__all__ = ["BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "TOPIC_CONFIGS",
-           "broker_key", "not_implemented", "topic_key", "unknown_broker_config",
-           "unknown_topic_config"]
+__all__ = ["BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+           "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
+           "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
 #: The Kafka release whose names, types and defaults the table carries.
 KAFKA_VERSION = "4.4.0"
@@ -360,7 +360,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'duplicated ports in this property, so that one listener can be configured to '
            "advertise another listener's address. This can be useful in some cases where "
            'external load balancers are used.'),
-           note='The address given to clients in Metadata; null: the listen address.'),
+           note=('The address given to clients in Metadata (names among listeners, as '
+                'Kafka checks them); null: the listen address.')),
     _entry('auto.create.topics.enable', BROKER, 'boolean', True, 'high',
            'Enable auto creation of topic on the server.',
            note='Create a topic on Metadata or Produce for a name that does not exist.'),
@@ -455,8 +456,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('Name of listener used for communication between brokers. If this is unset, the '
            'listener name is defined by security.inter.broker.protocol. It is an error to set'
            ' this and security.inter.broker.protocol properties at the same time.'),
-           support=ACCEPTED,
-           note='Accepted, unused (one node).'),
+           note=('Checked as Kafka checks it (an advertised listener; null: PLAINTEXT); '
+                'a listener whose protocol is not PLAINTEXT is refused at start.')),
     _entry('leader.imbalance.check.interval.seconds', BROKER, 'long', 300, 'high',
            ('The frequency with which the partition rebalance check is triggered by the '
            'controller'),
@@ -488,8 +489,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' to PLAINTEXT is assumed if no explicit mapping is provided and no other security'
            ' protocol is in use.'),
            dynamic=PER_BROKER,
-           support=ACCEPTED,
-           note='Accepted; only PLAINTEXT is served.'),
+           note=('Listener name to security protocol, read as Kafka reads it; a listener '
+                'mapped to SSL, SASL_PLAINTEXT or SASL_SSL is refused at start (TLS and SASL '
+                'are not built yet), never served as PLAINTEXT.')),
     _entry('listeners', BROKER, 'list', ('PLAINTEXT://:9092',), 'high',
            ('Listener List - Comma-separated list of URIs we will listen on and the listener '
            'names. If the listener name is not a security protocol, '
@@ -502,8 +504,10 @@ CONFIGS: tuple[ConfigKey, ...] = (
            '<code>CLIENT://0.0.0.0:9092,REPLICATION://localhost:9093</code>  '
            '<code>PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092</code> '),
            dynamic=PER_BROKER,
-           note=('Where to listen, as name://host:port; the first PLAINTEXT listener is used '
-                'when the broker is not given a listen address.')),
+           note=('Where to listen, as name://host:port (used when the broker is not given '
+                'a listen address): one PLAINTEXT broker listener (controller.listener.names '
+                'are not served); other protocols are refused at start, and a PLAINTEXT '
+                'listener beyond loopback logs a warning.')),
     _entry('log.cleaner.dedupe.buffer.size', BROKER, 'long', 134217728, 'medium',
            'The total memory used for log deduplication across all cleaner threads',
            at_least=1048577,
@@ -1331,8 +1335,54 @@ def _check_table() -> None:
 _check_table()
 
 
+#: Kafka's security configs (TLS, SASL, authorization, delegation tokens, per-listener
+#: settings), by name prefix and by name, with the feature each belongs to. None is built yet
+#: (issue 23): each is refused saying so, never taken and ignored, since a broker asked to
+#: authenticate that served without it would be open to anyone.
+SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("ssl.", "TLS"),
+    ("sasl.", "SASL authentication"),
+    ("listener.name.", "per-listener settings (listener.name.<listener>.*: TLS, SASL, limits)"),
+    ("delegation.token.", "delegation tokens"),
+)
+#: See :data:`SECURITY_PREFIXES`: the security configs named whole.
+SECURITY_NAMES: dict[str, str] = {
+    "authorizer.class.name": "authorization (ACLs)",
+    "super.users": "authorization (ACLs)",
+    "allow.everyone.if.no.acl.found": "authorization (ACLs)",
+    "principal.builder.class": "authentication (principals)",
+    "connections.max.reauth.ms": "SASL re-authentication",
+    "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
+    "security.providers": "TLS",
+}
+
+
+def security_feature(name: str) -> str | None:
+    """The security feature broker config ``name`` belongs to (``"TLS"`` for ``ssl.*``, ...),
+    or None when it is not one of Kafka's security configs."""
+    feature = SECURITY_NAMES.get(name)
+    if feature is not None:
+        return feature
+    for prefix, feature in SECURITY_PREFIXES:
+        if name.startswith(prefix):
+            return feature
+    return None
+
+
+def not_built(name: str, feature: str) -> InvalidConfigError:
+    """The refusal of a Kafka security config whose ``feature`` seglog has not built yet."""
+    return InvalidConfigError(
+        f"Kafka broker config {name} is not implemented by seglog: {feature} is not built "
+        "yet, so it cannot be set (seglog will not start a broker that would silently serve "
+        "without it; docs/configs.md lists what seglog implements)")
+
+
 def not_implemented(key: ConfigKey) -> InvalidConfigError:
-    """The refusal of a Kafka config seglog does not implement, naming it."""
+    """The refusal of a Kafka config seglog does not implement, naming it (for a security
+    config, naming the feature that is not built yet: :func:`security_feature`)."""
+    feature = security_feature(key.name) if key.scope != TOPIC else None
+    if feature is not None:
+        return not_built(key.name, feature)
     level = "topic" if key.scope == TOPIC else "broker"
     return InvalidConfigError(
         f"Kafka {level} config {key.name} is not implemented by seglog, so it cannot be set "
@@ -1364,6 +1414,11 @@ def unknown_broker_config(name: Any) -> InvalidConfigError:
         return InvalidConfigError(f"Broker config names are str, got {name!r}")
     if name in REMOVED:
         return InvalidConfigError(f"Unknown broker config {name!r}: {REMOVED[name]}")
+    feature = security_feature(name)
+    if feature is not None:
+        # Not one of Kafka's broker ConfigDef names (super.users is the authorizer's,
+        # listener.name.* are per-listener overrides), but a security setting all the same.
+        return not_built(name, feature)
     hint = _suggest(name, (k.name for k in BROKER_CONFIGS.values() if k.implemented))
     return InvalidConfigError(f"Unknown broker config {name!r}{hint}")
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 import uuid
 import warnings
-from typing import Any, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from . import filenames, topic_registry
 from ._backend import get_backend
@@ -52,12 +53,18 @@ from .topic_registry import (
 from .types import TopicPartition
 
 __all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
-           "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
+           "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC",
+           "CREATE_PARTITIONS_PER_HOLD"]
 
 #: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
 #: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
 #: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: How many partitions of a new topic are made per hold of the metadata lock: about 10 ms of
+#: work, the longest a creation keeps the broker's event loop from a topic lookup.
+CREATE_PARTITIONS_PER_HOLD = 128
+#: The pause between two such holds (see _create_partition_logs).
+CREATE_PAUSE_S = 0.001
 
 
 def delete_dir_name(topic: str, partition: int) -> str:
@@ -280,6 +287,8 @@ class LogManager:
         self.meta: checkpoints.MetaProperties | None = None
         self._dir_lock: DirectoryLock | None = None
         self._topics: dict[str, Topic] = {}
+        #: Names reserved by a create_topic whose partitions are being made (see there).
+        self._creating: set[str] = set()
         self._recovery_points: dict[TopicPartition, int] = {}
         self._log_start_offsets: dict[TopicPartition, int] = {}
         self._clean_shutdown = False
@@ -347,7 +356,7 @@ class LogManager:
                 config = self.topic_config_defaults
             self._topics[name] = self._open_topic(
                 name, partitions, config,
-                checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None, create=False,
+                checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None,
                 found=found.get(name, ()))
         self._checkpoints_open = not self.read_only
         if not self.read_only and set(found) - set(registry):
@@ -428,12 +437,7 @@ class LogManager:
                                       producer_id_block_end=producer_id_block_end)
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
-                    topic_id: uuid.UUID | None, *, create: bool,
-                    found: Iterable[int] = ()) -> Topic:
-        if create:
-            assert topic_id is not None
-            return Topic(self, name, topic_id, config,
-                         self._create_partition_logs(name, partitions, config, topic_id))
+                    topic_id: uuid.UUID | None, *, found: Iterable[int] = ()) -> Topic:
         if topic_id is None and not self.read_only:
             # A topic found on disk but not in the registry (made by Kafka, or a crash during
             # create_topic): take its id from whichever partition recorded one, so that the
@@ -525,29 +529,40 @@ class LogManager:
         ``PartitionMetadataFile``), and its first segment's entry (no file until first use).
         The data dir, which holds the new directories' entries, is fsynced once by the
         registry write that follows, which also makes the topic id durable. Linear in
-        ``partitions``: nothing here reads or rewrites another partition's files."""
-        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(partitions)]
-        for dir_path in dir_paths:
-            os.mkdir(dir_path)
+        ``partitions``: nothing here reads or rewrites another partition's files.
+
+        The metadata lock is taken for :data:`CREATE_PARTITIONS_PER_HOLD` partitions at a
+        time and let go between (issue 23): a topic of 10,000 partitions would otherwise hold
+        every other user of the Store (the broker's event loop looking a topic up) for the
+        whole creation. The caller reserved ``name`` (:meth:`create_topic`); LogClosedError
+        when the Store closes meanwhile (the Logs made are closed)."""
         logs: list[Log] = []
         try:
-            for p, dir_path in enumerate(dir_paths):
-                tp = TopicPartition(name, p)
-                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
-                logs.append(log)
-                with self._checkpoint_lock:
-                    # The start the Log began at, known as saved: its first flush or close
-                    # then rewrites the shared log-start checkpoint only if the start moved,
-                    # not once per new partition (all partitions each time: quadratic).
-                    # The next flush/close writes the entry with every other one.
-                    self._log_start_offsets.setdefault(tp, log.start_offset)
+            for first in range(0, partitions, CREATE_PARTITIONS_PER_HOLD):
+                if first:
+                    # A lock is not fair: released and taken straight back, a thread waiting
+                    # for it (the event loop) may never get it. A pause hands it over.
+                    time.sleep(CREATE_PAUSE_S)
+                with self.lock:
+                    self.check_writable()
+                    for p in range(first, min(first + CREATE_PARTITIONS_PER_HOLD, partitions)):
+                        tp = TopicPartition(name, p)
+                        dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                        os.mkdir(dir_path)
+                        log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+                        logs.append(log)
+                        with self._checkpoint_lock:
+                            # The start the Log began at, known as saved: its first flush or
+                            # close then rewrites the shared log-start checkpoint only if the
+                            # start moved, not once per new partition (all partitions each
+                            # time: quadratic). The next flush/close writes the entry with
+                            # every other one.
+                            self._log_start_offsets.setdefault(tp, log.start_offset)
         except BaseException:
             for log in logs:
                 log.close()
             raise
         return logs
-
 
     # --- topics ----------------------------------------------------------------------------
 
@@ -563,36 +578,58 @@ class LogManager:
             raise ReadOnlyError(f"store {self.path} was opened read-only")
 
     def create_topic(self, name: str, partitions: int, config: Any, *,
-                     topic_id: uuid.UUID | None = None) -> Topic:
+                     topic_id: uuid.UUID | None = None,
+                     on_created: Callable[[], None] | None = None) -> Topic:
         """Create topic ``name`` (see :meth:`Store.create_topic
         <seglog.store.Store.create_topic>`, which checks the name and ``topic_id`` first; an
         internal topic's config is the caller's): its directories, Logs and registry entry.
-        The caller runs the metadata listeners under :attr:`lock`."""
+        The name is reserved under :attr:`lock`, the partitions made in chunks that each hold
+        it briefly (:meth:`_create_partition_logs`), and the topic published, registry
+        written and ``on_created`` (the caller's metadata listeners) run in one last hold:
+        nobody sees the topic before all its partitions exist."""
         # TypeError for a non-integer, ValueError out of 1..TOPIC_PARTITIONS_MAX (check_int).
         partitions = check_int("partitions", partitions, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         log_config = as_config(config, self.topic_config_defaults)
         with self.lock:
             self.check_writable()
-            if name in self._topics:
-                raise TopicExistsError(f"Topic '{name}' already exists.")
-            for existing in self._topics:
+            for existing in (*self._topics, *self._creating):
+                if existing == name:
+                    raise TopicExistsError(f"Topic '{name}' already exists.")
                 if _collision_key(existing) == _collision_key(name):
                     raise InvalidTopicError(f"Topic '{name}' collides with existing topic: "
                                             f"{existing}")
             for p in range(partitions):
                 if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
                     raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            self._creating.add(name)
+        try:
+            topic_id = topic_id or checkpoints.new_kafka_uuid()
             try:
-                topic = self._open_topic(name, partitions, log_config,
-                                         topic_id or checkpoints.new_kafka_uuid(), create=True)
+                logs = self._create_partition_logs(name, partitions, log_config, topic_id)
+                with self.lock:
+                    try:
+                        self.check_writable()
+                    except BaseException:
+                        for log in logs:
+                            log.close()
+                        raise
+                    topic = Topic(self, name, topic_id, log_config, logs)
+                    self._topics[name] = topic
+                    self._creating.discard(name)
+                    self.write_registry()
+                    if on_created is not None:
+                        on_created()
+                    return topic
             except BaseException:
-                for p in range(partitions):
-                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
-                                  ignore_errors=True)
+                if name not in self._topics:
+                    for p in range(partitions):
+                        shutil.rmtree(os.path.join(self.path,
+                                                   filenames.partition_dir_name(name, p)),
+                                      ignore_errors=True)
                 raise
-            self._topics[name] = topic
-            self.write_registry()
-            return topic
+        finally:
+            with self.lock:
+                self._creating.discard(name)
 
     def topic_to_delete(self, name: str) -> Topic:
         """Topic ``name``, checked for :meth:`delete_topic`: UnknownTopicOrPartitionError,
@@ -914,8 +951,7 @@ class LogManager:
                 topic_id = entry.get("topic_id")
                 self._topics[name] = self._open_topic(
                     name, entry["partitions"], entry["log_config"],
-                    checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None,
-                    create=False)
+                    checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None)
                 changed = True
             return changed
 

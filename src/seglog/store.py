@@ -284,10 +284,11 @@ class Store:
 
     def _create_topic(self, name: str, partitions: int, config: Any, *,
                       topic_id: uuid.UUID | None = None) -> Topic:
-        with self._lock:
-            topic = self._logs.create_topic(name, partitions, config, topic_id=topic_id)
-            self._coordinators.on_metadata_change()
-            return topic
+        # Not under the metadata lock here: the LogManager takes it in short holds while it
+        # makes the partitions, and runs the listeners in the same hold that publishes the
+        # topic (a big topic must not hold every other Store user for its whole creation).
+        return self._logs.create_topic(name, partitions, config, topic_id=topic_id,
+                                       on_created=self._coordinators.on_metadata_change)
 
     def delete_topic(self, name: str) -> None:
         """Delete topic ``name`` and its data, as Kafka does: close its Logs, rename each

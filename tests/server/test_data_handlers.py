@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import io
 import uuid
 
 import pytest
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
+from kio.serial import entity_reader, entity_writer
 
 from seglog import get_backend
 from seglog.server.apis import data, data_fetch, data_metadata, data_offsets, data_produce
@@ -75,7 +76,12 @@ class Harness:
         request = build(cls, topics=wanted, allow_auto_topic_creation=auto,
                         include_cluster_authorized_operations=False,
                         include_topic_authorized_operations=ops)
-        return await data_metadata.handle_metadata(self.ctx(3, version), request)
+        body = io.BytesIO()  # the handler takes the request's bytes (raw_request)
+        entity_writer(cls)(body, request)
+        response = await data_metadata.handle_metadata(self.ctx(3, version),
+                                                       memoryview(body.getvalue()))
+        # A big answer comes encoded (on a worker thread): read it back.
+        return decode(3, version, response) if isinstance(response, RawResponse) else response
 
     async def produce(self, topic, partitions, *, acks=1, version=9, client_id="test-client"):
         cls = load_request_schema(0, version)
@@ -192,6 +198,36 @@ def test_metadata_without_auto_creation_and_invalid_names(harness):
     assert [(t.name, int(t.error_code)) for t in refused.topics] == [("absent2", 3)]
     assert [(t.name, int(t.error_code)) for t in invalid.topics] == [("bad/name", 17)]
     assert harness.store.topics() == []
+
+
+@pytest.mark.parametrize("topics, partitions_each, refusal", [
+    (1, 9999, None),  # 10,000 records: a topic record and 9,999 partition records
+    (1, 10000, "Unable to perform excessively large batch operation."),
+    (5000, 1, None),
+    (5001, 1, "Unable to perform excessively large batch operation."),
+    (5000, 2, "Unable to perform excessively large batch operation."),
+    (5001, 2, "Excessively large number of partitions per request."),
+    (20000, 1, "Excessively large number of partitions per request."),
+])
+def test_auto_creation_refusal_is_kafkas_controller_bound(topics, partitions_each, refusal):
+    assert data_metadata.auto_creation_refusal(topics, partitions_each) == refusal
+
+
+def test_metadata_auto_creation_over_the_bound_creates_none(harness, caplog):
+    harness.config.update({"num.partitions": 2})
+    names = [f"t{i}" for i in range(5001)]
+
+    async def body(h):
+        refused = await h.metadata(12, names + ["bad name!", "__consumer_offsets"])
+        allowed = await h.metadata(12, ["a", "b", "a"])
+        return refused, allowed
+
+    refused, allowed = run(harness, body)
+    assert [(t.name, int(t.error_code)) for t in refused.topics] == (
+        [(n, 3) for n in names] + [("bad name!", 17), ("__consumer_offsets", 3)])
+    assert "Excessively large number of partitions per request" in caplog.text
+    assert [(t.name, int(t.error_code)) for t in allowed.topics] == [("a", 3), ("b", 3)]
+    assert harness.store.topics() == ["a", "b"]
 
 
 def test_metadata_all_topics_ids_internal_and_authorized_operations(harness):

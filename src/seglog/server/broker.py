@@ -44,6 +44,7 @@ from . import protocol, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
+from .listeners import Listeners, broker_listeners, is_loopback
 
 if TYPE_CHECKING:
     from ..cluster.controller import Controller
@@ -93,14 +94,14 @@ def parse_listen(value: object) -> tuple[str, int]:
     return (host or "0.0.0.0", port)
 
 
-def _advertised(config: BrokerConfig, host: str, port: int) -> tuple[str, int]:
-    listeners = config["advertised.listeners"]
-    if listeners:
-        plaintext = [entry for entry in listeners if entry.upper().startswith("PLAINTEXT://")]
-        adv_host, adv_port = parse_listen((plaintext or list(listeners))[0])
-        if adv_host == "0.0.0.0" and "://:" not in (plaintext or list(listeners))[0]:
-            raise InvalidConfigError("advertised.listeners cannot use 0.0.0.0")
-        return (socket.getfqdn() if adv_host == "0.0.0.0" else adv_host), adv_port
+def _advertised(listeners: Listeners, host: str, port: int) -> tuple[str, int]:
+    """What Metadata tells clients: the served listener's ``advertised.listeners`` entry,
+    else the address bound (a wildcard: this host's canonical name, as Kafka)."""
+    endpoint = listeners.advertised
+    if endpoint is not None:
+        # An empty advertised host is the canonical host name, as for a wildcard listener
+        # (advertising 0.0.0.0 itself was refused with the config).
+        return (endpoint.host or socket.getfqdn()), endpoint.port
     if host in ("0.0.0.0", "::", ""):
         # Kafka advertises the canonical host name of a wildcard listener.
         return socket.getfqdn(), port
@@ -127,6 +128,8 @@ class Server:
         self._cluster_factory = cluster
         self.replica_manager: ReplicaManager | None = None
         self.config = config
+        #: The checked listeners (InvalidConfigError for one seglog cannot serve).
+        self.listeners = broker_listeners(config)
         self.loop = loop
         self.modules: list[ModuleType] = registry.load_modules()
         self.handlers = registry.load_handlers(self.modules)
@@ -174,7 +177,8 @@ class Server:
             backlog=self.config["socket.listen.backlog.size"], start_serving=False)
         bound = self._listener.sockets[0].getsockname()
         bound_host, bound_port = bound[0], bound[1]
-        adv_host, adv_port = _advertised(self.config, host, bound_port)
+        self._warn_if_exposed(bound_port)
+        adv_host, adv_port = _advertised(self.listeners, host, bound_port)
         meta = self.store.meta
         assert meta is not None, "an open store has its meta.properties"
         # A ZooKeeper-era (version 0) meta.properties may lack either id: the state then
@@ -200,6 +204,19 @@ class Server:
         if self.idle_ms_max >= 0:
             self._tasks.append(self.loop.create_task(self._expire_idle_forever()))
         return bound_host, bound_port
+
+    def _warn_if_exposed(self, port: int) -> None:
+        """Log a warning when the PLAINTEXT listener is bound beyond loopback: anyone who can
+        reach it is served unauthenticated and unencrypted."""
+        assert self._listener is not None
+        exposed = sorted({str(sock.getsockname()[0]) for sock in self._listener.sockets
+                          if not is_loopback(str(sock.getsockname()[0]))})
+        if exposed:
+            log.warning("PLAINTEXT listener %s bound to %s port %d, not a loopback address: "
+                        "it neither encrypts nor authenticates, so anyone who can reach it "
+                        "can read, write and delete every topic (TLS and SASL are not built "
+                        "yet; bind 127.0.0.1 or firewall the port)",
+                        self.listeners.served.listener_name, ", ".join(exposed), port)
 
     async def start_serving(self) -> None:
         """Accept connections (after :meth:`start`, and in a cluster after the broker
@@ -419,7 +436,8 @@ class Broker:
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
     production: each one puts a known bug back).
 
-    Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction) and
+    Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
+    listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
     the Store's errors (``LogLockedError`` when another writer holds the directory) or
     ``OSError`` (address in use) from :meth:`start` / :meth:`serve`. Not reusable after it
     was closed. The methods are not thread-safe against each other; call them from one thread.
@@ -432,9 +450,12 @@ class Broker:
         self.data_dir = os.fspath(data_dir)
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
+        # Refused here, before the data directory is touched: a listener seglog cannot serve
+        # as configured (SSL, SASL_*: not built yet) is never served as PLAINTEXT.
+        listeners = broker_listeners(self.config)
         if listen is None:
-            listen = (self.config["listeners"][0] if not self.config.is_default("listeners")
-                      and self.config["listeners"] else LISTEN_DEFAULT)
+            listen = (listeners.served.text if not self.config.is_default("listeners")
+                      else LISTEN_DEFAULT)
         self._listen = parse_listen(listen)
         if self.config.cluster_mode and self.config.node_id is None:
             raise InvalidConfigError("broker.id must be set (0 or more) when "

@@ -24,8 +24,9 @@ HANDLERS: tuple[ApiHandler, ...] = (
                data_fetch.handle_fetch),
     ApiHandler(data_offsets.LIST_OFFSETS_KEY, data_offsets.LIST_OFFSETS_VERSION_MIN,
                data_offsets.LIST_OFFSETS_VERSION_MAX, data_offsets.handle_list_offsets),
+    # Raw: a big request is decoded on a worker thread, not on the loop (data_metadata).
     ApiHandler(data_metadata.API_KEY, data_metadata.VERSION_MIN, data_metadata.VERSION_MAX,
-               data_metadata.handle_metadata),
+               data_metadata.handle_metadata, raw_request=True),
     ApiHandler(data_offsets.OFFSET_FOR_LEADER_EPOCH_KEY,
                data_offsets.OFFSET_FOR_LEADER_EPOCH_VERSION_MIN,
                data_offsets.OFFSET_FOR_LEADER_EPOCH_VERSION_MAX,

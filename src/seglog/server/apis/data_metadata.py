@@ -13,7 +13,16 @@ allows it (``allow_auto_topic_creation``, always for v1-v3) and the broker's
 configs. Kafka's KRaft broker forwards the creation to its controller and answers
 UNKNOWN_TOPIC_OR_PARTITION for that topic in this response (clients retry their metadata);
 this broker creates the topic at once but answers the same, so clients see what they see
-against Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION either way.
+against Kafka. An illegal name gets INVALID_TOPIC_EXCEPTION either way. Kafka's broker sends
+every topic one request names as one CreateTopics, which its controller refuses whole above
+10,000 partitions (or 10,000 metadata records: a topic record and one per partition): here
+too, such a request creates nothing, the refusal is logged and each of its topics answered
+UNKNOWN_TOPIC_OR_PARTITION (:func:`auto_creation_refusal`).
+
+No request holds up the others: the body of a big request is decoded on a worker thread,
+the answer built a bounded amount of work per event-loop turn (:data:`WORK_PER_TURN`), and a
+big answer encoded on a worker thread (a request naming 4 million topics blocked the loop for
+seconds before, issue 23).
 
 In a cluster (``zookeeper.connect``) the answer comes from the replica manager's metadata
 cache (ZooKeeper, kept by watches), as Kafka 2.8's ``MetadataCache``: the live brokers, the
@@ -25,9 +34,11 @@ answered LEADER_NOT_AVAILABLE, as Kafka 2.8's ``KafkaApis.createTopic``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import functools
+import logging
 import uuid
 from typing import Any
 
@@ -36,8 +47,12 @@ from kio.schema.errors import ErrorCode
 from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
 from ...cluster.zk_data import TopicAssignment
+from ...errors import InvalidRequestError
 from ...types import TopicPartition
-from ..context import RequestContext
+from .. import protocol
+from ..context import CloseConnection, RawResponse, RequestContext
+from .admin_wire import RECORDS_PER_REQUEST_MAX
+from .data_metadata_codec import MetadataAsk, read_metadata_request
 from .data_topics import (
     partition_seam,
     response_entities,
@@ -45,11 +60,24 @@ from .data_topics import (
 )
 
 __all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "handle_metadata", "build",
-           "TOPIC_AUTHORIZED_OPERATIONS", "CLUSTER_AUTHORIZED_OPERATIONS"]
+           "TOPIC_AUTHORIZED_OPERATIONS", "CLUSTER_AUTHORIZED_OPERATIONS",
+           "auto_creation_refusal", "DECODE_INLINE_BYTES_MAX", "WORK_PER_TURN",
+           "ENCODE_INLINE_WORK_MAX"]
+
+log = logging.getLogger("seglog.server")
 
 API_KEY = 3
 VERSION_MIN = 0
 VERSION_MAX = 13
+
+#: A request body longer than this is decoded on a worker thread (a Metadata request of
+#: 12 MB names about 4 million topics: seconds of decoding), not on the event loop.
+DECODE_INLINE_BYTES_MAX = 64 * 1024
+#: Topics and partitions answered per event-loop turn before the handler lets the loop
+#: serve other connections (a few milliseconds of work).
+WORK_PER_TURN = 2000
+#: An answer of more topics and partitions than this is encoded on a worker thread.
+ENCODE_INLINE_WORK_MAX = 5000
 
 #: Kafka's "not requested" value of the authorized-operations fields.
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -132,94 +160,194 @@ async def _auto_create(ctx: RequestContext, cluster: PartitionSeam, name: str) -
     """Create topic ``name`` for a Metadata request that named it (``auto.create.topics
     .enable``): ``num.partitions`` partitions, ``default.replication.factor`` replicas; the
     error code to answer for it (the seam's: the client asks again)."""
-    if not valid_topic_name(name):
-        return codes.INVALID_TOPIC_EXCEPTION
-    if name in _INTERNAL_TOPICS:
-        return codes.UNKNOWN_TOPIC_OR_PARTITION  # the coordinators create their own
     config = ctx.broker.config
     return await cluster.auto_create_topic(
         name, partitions=int(config.get("num.partitions", 1)),
         replication_factor=int(config.get("default.replication.factor", 1)))
 
 
-async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+def auto_creation_refusal(topic_count: int, partitions_each: int) -> str | None:
+    """Why Kafka 4.4's controller refuses to auto-create ``topic_count`` topics of
+    ``partitions_each`` partitions asked by one Metadata request, or None: the broker sends
+    them as one CreateTopics, which ``ReplicationControlManager.createTopics`` refuses whole
+    (POLICY_VIOLATION, nothing created) above :data:`RECORDS_PER_REQUEST_MAX` partitions,
+    or above as many metadata records (a topic record and one per partition each)."""
+    if topic_count * partitions_each > RECORDS_PER_REQUEST_MAX:
+        return "Excessively large number of partitions per request."
+    if topic_count * (1 + partitions_each) > RECORDS_PER_REQUEST_MAX:
+        return "Unable to perform excessively large batch operation."
+    return None
+
+
+class _Turns:
+    """A bound on the work one handler does per event-loop turn: :meth:`spend` yields to the
+    loop (other connections are served) each time :data:`WORK_PER_TURN` units were spent."""
+
+    __slots__ = ("_spent",)
+
+    def __init__(self) -> None:
+        self._spent = 0
+
+    async def spend(self, units: int) -> None:
+        """Count ``units`` of work (a topic, a partition); yield when a turn's worth is done."""
+        self._spent += units
+        if self._spent >= WORK_PER_TURN:
+            self._spent = 0
+            await asyncio.sleep(0)
+
+
+def _decode(version: int, body: memoryview) -> MetadataAsk:
+    """What a small request asks, decoded with kio (its topics deduplicated as
+    :func:`read_metadata_request` does for a big one)."""
+    request = protocol.read_request_body(API_KEY, version, body, 0)
+    topics: list[tuple[uuid.UUID, str | None]] | None = None
+    if request.topics is not None:
+        topics = []
+        seen: set[str] = set()
+        for wanted in request.topics:
+            name = wanted.name
+            topic_id = getattr(wanted, "topic_id", None) or _ZERO_UUID
+            if name is not None and topic_id == _ZERO_UUID:
+                if name in seen:
+                    continue
+                seen.add(name)
+            topics.append((topic_id, name))
+    return MetadataAsk(
+        topics, bool(getattr(request, "allow_auto_topic_creation", True)),
+        bool(getattr(request, "include_cluster_authorized_operations", False)),
+        bool(getattr(request, "include_topic_authorized_operations", False)))
+
+
+async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
     """Answer a Metadata request (see the module docstring) from the cluster's metadata
-    view (:class:`~seglog.cluster.seam.PartitionSeam`)."""
+    view (:class:`~seglog.cluster.seam.PartitionSeam`). ``body`` is the request's bytes: a
+    big one is decoded on a worker thread, the answer is built :data:`WORK_PER_TURN` topics
+    and partitions per loop turn, and a big answer encoded on a worker thread, so that a
+    request naming millions of topics does not hold up every other connection."""
     version = ctx.api_version
     broker = ctx.broker
+    try:
+        if len(body) > DECODE_INLINE_BYTES_MAX:
+            # Read by hand on a worker thread: kio's millions of entities would hold up the
+            # loop even there (data_metadata_codec).
+            request = await broker.run_blocking(read_metadata_request, version, body)
+        else:
+            request = _decode(version, body)
+    except InvalidRequestError as exc:
+        raise CloseConnection(str(exc)) from None  # as any body that does not decode
     classes = _entity_classes(version)
     cluster = partition_seam(broker)
     response_cls, broker_cls = classes[0], classes[1]
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
-    include_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
-    topic_ops = TOPIC_AUTHORIZED_OPERATIONS if include_topic_ops else AUTHORIZED_OPERATIONS_OMITTED
+    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
+                 else AUTHORIZED_OPERATIONS_OMITTED)
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
-    if 8 <= version <= 10 and getattr(request, "include_cluster_authorized_operations", False):
+    if 8 <= version <= 10 and request.include_cluster_authorized_operations:
         cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
     assignments = cluster.assignments
+    turns = _Turns()
     entries: list[Any] = []
+    work = 0  # topics and partitions answered: how big the answer is
     if all_topics:
         for topic_name in sorted(assignments):
-            entries.append(_topic_entry(classes, cluster, assignments[topic_name], topic_ops))
+            every = assignments[topic_name]
+            entries.append(_topic_entry(classes, cluster, every, topic_ops))
+            work += 1 + len(every.partitions)
+            await turns.spend(1 + len(every.partitions))
     else:
-        allow_create = (bool(getattr(request, "allow_auto_topic_creation", True))
+        allow_create = (request.allow_auto_topic_creation
                         and bool(broker.config.get("auto.create.topics.enable", True)))
         by_id = {a.topic_id: a for a in assignments.values() if a.topic_id is not None}
         seen: set[str] = set()
-        for wanted in requested:
-            name = getattr(wanted, "name", None)
-            topic_id = getattr(wanted, "topic_id", None)
-            if topic_id is not None and topic_id != _ZERO_UUID:
+        to_create: dict[str, int] = {}  # name -> its index in entries
+        for topic_id, name in requested or ():
+            await turns.spend(1)
+            if topic_id != _ZERO_UUID:
                 if version < 12:
-                    return _invalid_request(classes, request)
+                    return _invalid_request(classes, requested or [])
                 assignment = by_id.get(topic_id)
                 if assignment is None:
                     entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
-                    entries.append(_topic_entry(classes, cluster, assignment,
-                                                        topic_ops))
+                    entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
+                    await turns.spend(len(assignment.partitions))
+                    work += len(assignment.partitions)
+                work += 1
                 continue
             if name is None:
                 if version < 12:
-                    return _invalid_request(classes, request)
+                    return _invalid_request(classes, requested or [])
                 entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None))
+                work += 1
                 continue
             if name in seen:
-                continue
+                continue  # Kafka answers a topic once (its request's topics are a set)
             seen.add(name)
+            work += 1
             assignment = assignments.get(name)
             if assignment is not None:
                 entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
-            elif allow_create:
-                entries.append(_error_entry(classes,
-                                            await _auto_create(ctx, cluster, name), name))
+                await turns.spend(len(assignment.partitions))
+                work += len(assignment.partitions)
+            elif not valid_topic_name(name):
+                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name))
+            elif allow_create and name not in _INTERNAL_TOPICS:
+                to_create[name] = len(entries)
+                entries.append(None)  # filled below, once the whole set is known
             else:
-                code = codes.UNKNOWN_TOPIC_OR_PARTITION if valid_topic_name(name) \
-                    else codes.INVALID_TOPIC_EXCEPTION
-                entries.append(_error_entry(classes, code, name))
+                # Not allowed to create, or an internal topic (the coordinators make their own).
+                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name))
+        await _create_named(ctx, cluster, classes, entries, to_create, turns)
     brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
                           rack=info.rack)
                     for _id, info in sorted(cluster.live_brokers.items()))
     controller_id = cluster.controller_id
-    return build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
-                 cluster_id=broker.cluster_id,
-                 controller_id=-1 if controller_id is None else controller_id,
-                 topics=tuple(entries), cluster_authorized_operations=cluster_ops,
-                 error_code=ErrorCode(codes.NONE))
+    response = build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
+                     cluster_id=broker.cluster_id,
+                     controller_id=-1 if controller_id is None else controller_id,
+                     topics=tuple(entries), cluster_authorized_operations=cluster_ops,
+                     error_code=ErrorCode(codes.NONE))
+    if work > ENCODE_INLINE_WORK_MAX:
+        return RawResponse((await broker.run_blocking(protocol.encode_body, response),))
+    return response
 
 
-def _invalid_request(classes: _EntityClasses, request: Any) -> Any:
+async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _EntityClasses,
+                        entries: list[Any], to_create: dict[str, int], turns: _Turns) -> None:
+    """Auto-create the topics of ``to_create`` (name -> its slot in ``entries``) and fill
+    their slots: all of them, or none when Kafka's controller would refuse the lot
+    (:func:`auto_creation_refusal`; logged, each answered UNKNOWN_TOPIC_OR_PARTITION as
+    Kafka's broker answers a creation it forwarded)."""
+    if not to_create:
+        return
+    partitions_each = int(ctx.broker.config.get("num.partitions", 1))
+    refusal = auto_creation_refusal(len(to_create), partitions_each)
+    if refusal is not None:
+        log.warning("Metadata request from %s (client %s) names %d unknown topics to "
+                    "auto-create, %d partitions each: none created (%s, POLICY_VIOLATION, as "
+                    "Kafka's controller refuses more than %d per request)", ctx.client_host,
+                    ctx.client_id, len(to_create), partitions_each, refusal,
+                    RECORDS_PER_REQUEST_MAX)
+    for name, slot in to_create.items():
+        code = codes.UNKNOWN_TOPIC_OR_PARTITION
+        if refusal is None:
+            code = await _auto_create(ctx, cluster, name)
+        entries[slot] = _error_entry(classes, code, name)
+        await turns.spend(1)
+
+
+def _invalid_request(classes: _EntityClasses,
+                     topics: list[tuple[uuid.UUID, str | None]]) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
-    topics = tuple(
-        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST),
-              name=getattr(t, "name", None) or "", topic_id=getattr(t, "topic_id", None)
-              or _ZERO_UUID, is_internal=False, partitions=(),
+    entries = tuple(
+        build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST), name=name or "",
+              topic_id=topic_id, is_internal=False, partitions=(),
               topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
-        for t in request.topics or ())
+        for topic_id, name in topics)
     return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,
-                 controller_id=-1, topics=topics,
+                 controller_id=-1, topics=entries,
                  cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
                  error_code=ErrorCode(codes.NONE))
