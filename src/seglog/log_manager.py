@@ -537,6 +537,13 @@ class LogManager:
         whole creation. The caller reserved ``name`` (:meth:`create_topic`); LogClosedError
         when the Store closes meanwhile (the Logs made are closed)."""
         logs: list[Log] = []
+        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
+                     for p in range(partitions)]
+        # Every directory before any file (a crash in between leaves directories the next
+        # open completes, never a partition with files and no sibling directories), outside
+        # the lock: the caller reserved the name, and a mkdir touches no shared state.
+        for dir_path in dir_paths:
+            os.mkdir(dir_path)
         try:
             for first in range(0, partitions, CREATE_PARTITIONS_PER_HOLD):
                 if first:
@@ -547,9 +554,8 @@ class LogManager:
                     self.check_writable()
                     for p in range(first, min(first + CREATE_PARTITIONS_PER_HOLD, partitions)):
                         tp = TopicPartition(name, p)
-                        dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
-                        os.mkdir(dir_path)
-                        log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+                        log = self._open_partition_log(dir_paths[p], tp, config,
+                                                       topic_id=topic_id)
                         logs.append(log)
                         with self._checkpoint_lock:
                             # The start the Log began at, known as saved: its first flush or

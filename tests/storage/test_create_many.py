@@ -60,7 +60,7 @@ def _create_one_by_one(store, name, partitions, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(LocalLog, "create_empty_segment",
                   lambda self, base: self.open_segment(base, create=True))
-        topic = store._logs._open_topic(name, partitions, LogConfig(), TOPIC_ID, create=False)
+        topic = store._logs._open_topic(name, partitions, LogConfig(), TOPIC_ID)
     store._logs._topics[name] = topic
     store._logs.write_registry()
     return topic
