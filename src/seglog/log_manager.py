@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 import warnings
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import filenames, topic_registry
 from ._backend import get_backend
@@ -552,23 +552,30 @@ class LogManager:
                     time.sleep(CREATE_PAUSE_S)
                 with self.lock:
                     self.check_writable()
-                    for p in range(first, min(first + CREATE_PARTITIONS_PER_HOLD, partitions)):
-                        tp = TopicPartition(name, p)
-                        log = self._open_partition_log(dir_paths[p], tp, config,
-                                                       topic_id=topic_id)
-                        logs.append(log)
-                        with self._checkpoint_lock:
-                            # The start the Log began at, known as saved: its first flush or
-                            # close then rewrites the shared log-start checkpoint only if the
-                            # start moved, not once per new partition (all partitions each
-                            # time: quadratic). The next flush/close writes the entry with
-                            # every other one.
-                            self._log_start_offsets.setdefault(tp, log.start_offset)
+                    end = min(first + CREATE_PARTITIONS_PER_HOLD, partitions)
+                    self._open_new_logs(name, range(first, end), dir_paths[first:end], config,
+                                        topic_id, logs)
         except BaseException:
             for log in logs:
                 log.close()
             raise
         return logs
+
+    def _open_new_logs(self, name: str, partitions: range, dir_paths: Sequence[str],
+                       config: LogConfig, topic_id: uuid.UUID, logs: list[Log]) -> None:
+        """Open the Logs of new ``partitions`` of topic ``name`` in their (made, empty)
+        ``dir_paths``, appending each to ``logs`` as it opens (the caller closes them on
+        failure)."""
+        for p, dir_path in zip(partitions, dir_paths):
+            tp = TopicPartition(name, p)
+            log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+            logs.append(log)
+            with self._checkpoint_lock:
+                # The start the Log began at, known as saved: its first flush or close then
+                # rewrites the shared log-start checkpoint only if the start moved, not once
+                # per new partition (all partitions each time: quadratic). The next
+                # flush/close writes the entry with every other one.
+                self._log_start_offsets.setdefault(tp, log.start_offset)
 
     # --- topics ----------------------------------------------------------------------------
 
@@ -757,12 +764,7 @@ class LogManager:
             os.mkdir(dir_path)
         logs: list[Log] = []
         try:
-            for p, dir_path in zip(range(first, end), dir_paths):
-                tp = TopicPartition(name, p)
-                log = self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
-                logs.append(log)
-                with self._checkpoint_lock:
-                    self._log_start_offsets.setdefault(tp, log.start_offset)
+            self._open_new_logs(name, range(first, end), dir_paths, config, topic_id, logs)
         except BaseException:
             for log in logs:
                 log.close()

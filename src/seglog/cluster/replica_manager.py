@@ -1121,15 +1121,6 @@ class ReplicaManager(PartitionSeam):
                 self._dirty_topics = True
                 self._wake.set()
 
-    def topic_name(self, topic_id: uuid.UUID | None) -> str | None:
-        """The name of the topic whose ZooKeeper topic id is ``topic_id``, or None."""
-        if topic_id is None:
-            return None
-        for name, assignment in self.assignments.items():
-            if assignment.topic_id == topic_id:
-                return name
-        return None
-
     async def create_topic(self, name: str, assignment: Mapping[int, list[int]],
                            config: Any, overrides: Mapping[str, Any], *, timeout_s: float
                            ) -> uuid.UUID:
