@@ -277,10 +277,12 @@ def format_value(kind: str, value: Any) -> Optional[str]:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    # Items as text: a bad value being reported (a list of numbers from a damaged file) must
+    # become the message of a typed error, not a TypeError here.
     if isinstance(value, (set, frozenset)):
-        return ",".join(sorted(value))
+        return ",".join(sorted(str(item) for item in value))
     if isinstance(value, (tuple, list)):
-        return ",".join(value)
+        return ",".join(str(item) for item in value)
     if isinstance(value, float):
         return java_double_string(value)
     return str(value)

@@ -261,3 +261,13 @@ def test_every_field_is_a_row_of_the_config_table():
         assert key.implemented
         assert value == LogConfig.from_kafka({name: value}).to_kafka()[name]
     assert {n for n, k in TOPIC_CONFIGS.items() if k.implemented} == TOPIC_CONFIG_NAMES
+
+
+@pytest.mark.parametrize("name", ["segment.bytes", "cleanup.policy", "min.cleanable.dirty.ratio",
+                                  "preallocate", "message.timestamp.type"])
+@pytest.mark.parametrize("value", [[1], [None], [1.5], {"a": 1}, frozenset({1, 2}), [[1]]])
+def test_any_json_shape_of_a_value_is_a_typed_error(name, value):
+    # What a damaged seglog-topics.json can hold (found by the long fuzz run: a list of
+    # numbers for segment.bytes raised TypeError while its error message was written).
+    with pytest.raises(InvalidConfigError):
+        LogConfig.from_kafka({name: value})
