@@ -703,8 +703,20 @@ def _settled_high_watermark(consumer: Any, tp: Any, wanted: int, *, settle_s: fl
     or ``settle_s`` passed (see :func:`final_read`)."""
     settle_until = time.monotonic() + settle_s
     last_high, last_change = None, time.monotonic()
+    from confluent_kafka import KafkaError, KafkaException
+
+    give_up_at = time.monotonic() + timeout_s
     while True:
-        _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+        try:
+            _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+        except KafkaException as e:
+            # A fresh client may not know the partition yet (its metadata arrives after the
+            # first question): librdkafka answers a local UNKNOWN_PARTITION, asked again.
+            if e.args[0].code() != KafkaError._UNKNOWN_PARTITION \
+                    or time.monotonic() >= give_up_at:
+                raise
+            time.sleep(0.2)
+            continue
         now = time.monotonic()
         if high != last_high:
             last_high, last_change = high, now
