@@ -116,7 +116,6 @@ class SingleBroker(PartitionSeam):
         self._run_blocking = run_blocking
         self._persist_overrides = persist_overrides
         self._states = _States(self)
-        self._listeners: list[LeadershipListener] = []
         self._names_by_id: dict[uuid.UUID, tuple[str, Any]] = {}
 
     # --- the metadata view -------------------------------------------------------------
@@ -354,7 +353,7 @@ class SingleBroker(PartitionSeam):
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         """The lone broker leads every partition from the start and forever: the listener is
         told nothing (a coordinator loads everything at start)."""
-        self._listeners.append(listener)
+        del listener  # never told anything: leadership never changes here
 
 
 def _topic_uuid(topic: Any) -> uuid.UUID | None:
