@@ -153,8 +153,8 @@ REFUSED = [
      "super.users is not implemented by seglog: authorization (ACLs) is not built yet"),
     (["--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
                   "org.apache.kafka.common.security.plain.PlainLoginModule required;"],
-     "listener.name.sasl_plaintext.plain.sasl.jaas.config is not implemented by seglog: "
-     "per-listener settings"),
+     "listener.name.sasl_plaintext.plain.sasl.jaas.config: Kafka broker config "
+     "sasl.jaas.config is not implemented by seglog"),
 ]
 
 

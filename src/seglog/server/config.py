@@ -36,8 +36,8 @@ from ..configdef import BOTH, ConfigKey, format_value, parse_value
 from ..errors import InvalidConfigError
 from ..storage.config import KAFKA_NAMES, TOPIC_CONFIG_NAMES, LogConfig
 
-__all__ = ["BrokerConfig", "CONFIG_DEFS", "LOG_CONFIG_SYNONYMS", "parse_properties",
-           "parse_config_args"]
+__all__ = ["BrokerConfig", "CONFIG_DEFS", "LISTENER_PREFIX", "LOG_CONFIG_SYNONYMS",
+           "MECHANISM_PREFIXED", "parse_properties", "parse_config_args"]
 
 _HOUR_MS = 3600 * 1000
 
@@ -79,9 +79,22 @@ class BrokerConfig(Mapping[str, Any]):
 
     def __init__(self, configs: Mapping[str, Any] | None = None):
         overrides: dict[str, Any] = {}
+        listener_overrides: dict[tuple[str, str | None, str], Any] = {}
+        given_prefixed: dict[str, Any] = {}
         for name, raw in (configs or {}).items():
+            if isinstance(name, str) and name.startswith(LISTENER_PREFIX):
+                listener, mechanism, base = _split_listener_name(name)
+                try:
+                    listener_overrides[(listener, mechanism, base)] = parse_value(
+                        broker_key(base), raw)
+                except InvalidConfigError as exc:
+                    raise InvalidConfigError(f"{name}: {exc}") from None
+                given_prefixed[name] = listener_overrides[(listener, mechanism, base)]
+                continue
             overrides[name] = parse_value(broker_key(name), raw)
         self._overrides = overrides
+        self._listener_overrides = listener_overrides
+        self._given_prefixed = given_prefixed
         values: dict[str, Any] = {name: d.default if d.has_default else None
                                   for name, d in CONFIG_DEFS.items()}
         values.update(overrides)
@@ -145,8 +158,47 @@ class BrokerConfig(Mapping[str, Any]):
 
     @property
     def overrides(self) -> dict[str, Any]:
-        """The settings given (typed), without defaults."""
+        """The settings given (typed), without defaults (nor listener-prefixed ones:
+        :attr:`listener_overrides`)."""
         return dict(self._overrides)
+
+    @property
+    def given(self) -> dict[str, Any]:
+        """Every setting given (typed) by the name it was given under, listener-prefixed ones
+        included: ``BrokerConfig(config.given)`` is the same config."""
+        return {**self._overrides, **self._given_prefixed}
+
+    @property
+    def listener_overrides(self) -> dict[tuple[str, str | None, str], Any]:
+        """The listener-prefixed settings given, ``{(listener, mechanism, name): value}``:
+        ``listener.name.sasl_ssl.ssl.client.auth`` is ``("SASL_SSL", None,
+        "ssl.client.auth")``, ``listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config`` is
+        ``("SASL_SSL", "SCRAM-SHA-256", "sasl.jaas.config")``."""
+        return dict(self._listener_overrides)
+
+    def listener_value(self, listener_name: str, name: str, mechanism: str | None = None
+                       ) -> Any:
+        """``name`` as listener ``listener_name`` sees it, as Kafka's
+        ``ListenerName.configPrefix`` lookups: ``listener.name.<listener>.<mechanism>.<name>``
+        (with a ``mechanism``), else ``listener.name.<listener>.<name>``, else the broker's
+        ``name``."""
+        listener = listener_name.upper()
+        if mechanism is not None:
+            with_mechanism = (listener, mechanism.upper(), name)
+            if with_mechanism in self._listener_overrides:
+                return self._listener_overrides[with_mechanism]
+        plain: tuple[str, str | None, str] = (listener, None, name)
+        if plain in self._listener_overrides:
+            return self._listener_overrides[plain]
+        return self._values[name]
+
+    def has_listener_value(self, listener_name: str, name: str,
+                           mechanism: str | None = None) -> bool:
+        """Whether :meth:`listener_value` finds a listener-prefixed setting (not the
+        broker-wide one)."""
+        listener = listener_name.upper()
+        return ((listener, mechanism.upper() if mechanism else None, name)
+                in self._listener_overrides)
 
     @property
     def cluster_mode(self) -> bool:
@@ -189,6 +241,29 @@ _RESOLVED = {key.synonyms[0]: key.synonyms for key in TOPIC_CONFIGS.values()
              if len(key.synonyms) > 1 and key.implemented}
 assert set(_RESOLVED) == {"log.retention.ms", "log.roll.ms", "log.roll.jitter.ms",
                           "log.flush.interval.ms"}, "BrokerConfig resolves these four"
+
+
+#: Kafka's ``ListenerName.configPrefix``: ``listener.name.<listener name, lower case>.``.
+LISTENER_PREFIX = "listener.name."
+#: The configs Kafka also takes prefixed by a SASL mechanism after the listener
+#: (``listener.name.<listener>.<mechanism>.<name>``, KIP-146/KIP-86).
+MECHANISM_PREFIXED = frozenset({"sasl.jaas.config", "sasl.server.callback.handler.class",
+                                "sasl.login.callback.handler.class", "sasl.login.class"})
+
+
+def _split_listener_name(name: str) -> tuple[str, str | None, str]:
+    """``listener.name.<listener>[.<mechanism>].<config>`` -> ``(LISTENER, MECHANISM or None,
+    config)``; InvalidConfigError for a name with no listener or no config after it."""
+    rest = name[len(LISTENER_PREFIX):]
+    listener, _, base = rest.partition(".")
+    if not listener or not base:
+        raise InvalidConfigError(f"{name}: a listener-prefixed config is "
+                                 "listener.name.<listener>.<config>")
+    if base not in BROKER_CONFIGS:
+        mechanism, _, after = base.partition(".")
+        if after in MECHANISM_PREFIXED and mechanism:
+            return listener.upper(), mechanism.upper(), after
+    return listener.upper(), None, base
 
 
 def _first(*values: Any) -> Any:

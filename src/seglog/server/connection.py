@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, Coroutine, Mapping, Protocol, Sequence
 from ..errors import InvalidRequestError, UnsupportedVersionError
 from . import protocol
 from .context import BrokerState, BytesLike, CloseConnection, RawResponse, RequestContext
+from .principal import ConnectionSecurity
 from .registry import ApiHandler, Handle, Response
 
 if TYPE_CHECKING:
@@ -249,9 +250,13 @@ class Connection(asyncio.Protocol):
     last read or write (for ``connections.max.idle.ms``); ``closed`` is a future done once
     the connection is lost."""
 
-    def __init__(self, server: Server, connection_id: int):
+    def __init__(self, server: Server, connection_id: int,
+                 security: ConnectionSecurity | None = None):
         self.server = server
         self.connection_id = connection_id
+        #: The listener this connection came in on and who it is (see principal.py): every
+        #: request's context carries it.
+        self.security = security if security is not None else ConnectionSecurity()
         self.transport: asyncio.Transport | None = None
         self.client_host = ""
         self.client_port = 0
@@ -428,7 +433,8 @@ class Connection(asyncio.Protocol):
         state = server.state
         assert state is not None  # made before the listener accepts the first connection
         ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
-                             self.connection_id, self.client_host, self.client_port, state)
+                             self.connection_id, self.client_host, self.client_port, state,
+                             self.security)
         slot = self._new_slot()
         # The handler's first step runs now, in request order: a handler that never waits
         # (most of them: Produce, Metadata, commits) is answered without a task, and the

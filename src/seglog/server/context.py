@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from ..store import Store
 
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
+from .principal import ANONYMOUS, ConnectionSecurity, KafkaPrincipal
 
-__all__ = ["AppendNotifier", "BrokerState", "BytesLike", "CloseConnection", "RawResponse",
-           "RequestContext"]
+__all__ = ["ANONYMOUS", "AppendNotifier", "BrokerState", "BytesLike", "CloseConnection",
+           "ConnectionSecurity", "KafkaPrincipal", "RawResponse", "RequestContext"]
 
 #: What a call run by :meth:`BrokerState.run_blocking` returns.
 _Result = TypeVar("_Result")
@@ -141,7 +142,10 @@ class BrokerState:
 class RequestContext:
     """One request: ``api_key``, ``api_version``, ``correlation_id``, ``client_id`` (None when
     the client sent none), the connection it came on (``connection_id``, ``client_host``,
-    ``client_port``) and the ``broker`` (:class:`BrokerState`)."""
+    ``client_port``), the ``broker`` (:class:`BrokerState`) and ``security``: the
+    connection's :class:`~seglog.server.principal.ConnectionSecurity` (listener, security
+    protocol, principal; the SASL handlers change it). A context made without a connection
+    (tests) gets an anonymous PLAINTEXT one."""
 
     api_key: int
     api_version: int
@@ -151,6 +155,18 @@ class RequestContext:
     client_host: str
     client_port: int
     broker: BrokerState
+    security: ConnectionSecurity = field(default_factory=ConnectionSecurity)
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """The principal of the request's connection (``User:ANONYMOUS`` unless
+        authenticated)."""
+        return self.security.principal
+
+    @property
+    def listener_name(self) -> str:
+        """The listener the request came in on (normalised: ``PLAINTEXT``)."""
+        return self.security.listener_name
 
 
 def _single_broker(state: BrokerState) -> "PartitionSeam":

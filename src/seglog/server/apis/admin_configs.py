@@ -171,7 +171,7 @@ class DynamicConfigs:
         """The effective :class:`BrokerConfig` for these dynamic layers over the static one
         (per broker wins over the cluster default, which wins over static). Raises
         :class:`InvalidConfigError` for an unknown name or a bad value."""
-        return BrokerConfig({**self.static.overrides, **cluster_default, **per_broker})
+        return BrokerConfig({**self.static.given, **cluster_default, **per_broker})
 
     def save(self, live_topic_ids: set[str] | None = None) -> None:
         """Write the dynamic configs and the explicit topic overrides (of the topics in
