@@ -175,8 +175,7 @@ async def _fail(ctx: RequestContext, settings: ListenerSasl, response: Any,
                           response=response)
 
 
-async def handle_sasl_handshake(ctx: RequestContext, request: Any
-                                ) -> HandshakeResponseV0 | HandshakeResponseV1:
+async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     """SaslHandshake v0-1 (see the module docstring)."""
     security = ctx.security
     if not security.uses_sasl:
@@ -213,9 +212,7 @@ async def handle_sasl_handshake(ctx: RequestContext, request: Any
     return _handshake(ctx.api_version, codes.NONE, settings.mechanisms)
 
 
-async def handle_sasl_authenticate(ctx: RequestContext, request: Any
-                                   ) -> (AuthenticateResponseV0 | AuthenticateResponseV1
-                                         | AuthenticateResponseV2):
+async def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     """SaslAuthenticate v0-2 (see the module docstring)."""
     security = ctx.security
     session = security.authenticator

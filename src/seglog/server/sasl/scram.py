@@ -284,9 +284,9 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
             raise ScramFailure(f"Invalid SCRAM client final message format: {text:.200}")
-        if match["nonce"] != self._nonce:
-            # Kafka checks endsWith(server nonce); the full combined nonce is what RFC 5802
-            # requires and what every client sends.
+        if not match["nonce"].endswith(self._nonce):
+            # Kafka checks endsWith, not equality: librdkafka before 1.x (kcat here) sends
+            # its own nonce again in front of the combined one, and Kafka accepts it.
             raise ScramFailure("Invalid client nonce in the final client message.")
         credential = self._credential
         assert credential is not None
