@@ -197,7 +197,7 @@ def test_unsupported_mechanism_is_answered_with_the_enabled_ones(sasl_broker):
     client = RawClient(sasl_broker.bootstrap)
     answer = client.handshake("GSSAPI")
     assert answer.error_code == 33
-    assert list(answer.mechanisms) == list(ALL_MECHANISMS)
+    assert list(answer.mechanisms) == ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"]  # Kafka's
     assert client.is_closed()
     assert _auth_error(sasl_broker, "PLAIN", "alice", "alice-secret") is None
 
@@ -386,7 +386,7 @@ def test_credential_api_errors(sasl_broker):
                     [(i.mechanism, i.iterations) for i in r.credential_infos])
            for r in answer.results}
     assert got == {
-        "fine": (0, None, [(2, 16384)]),
+        "fine": (0, "", [(2, 16384)]),
         "bob": (92, "Cannot describe SCRAM credentials for the same user twice in a single "
                     "request: bob", []),
         "zed": (91, "Attempt to describe a user credential that does not exist: zed", []),

@@ -144,7 +144,7 @@ def _handshake(version: int, code: int, mechanisms: tuple[str, ...]) -> Any:
     return _HANDSHAKE_CLASSES[version](error_code=ErrorCode(code), mechanisms=mechanisms)
 
 
-def _authenticate(version: int, *, code: int = codes.NONE, message: str | None = None,
+def _authenticate(version: int, *, code: int = codes.NONE, message: str | None = "",
                   auth_bytes: bytes = b"", lifetime_ms: int = 0) -> Any:
     cls = _AUTHENTICATE_CLASSES[version]
     values: dict[str, Any] = {"error_code": ErrorCode(code), "error_message": message,

@@ -184,7 +184,8 @@ async def handle_describe(ctx: RequestContext, request: Any) -> Any:
                              and m.name == mechanism_name)
             infos.append(make(info_cls, mechanism=mechanism.type,
                               iterations=credential.iterations))
-        results.append(make(result_cls, user=name, error_code=codes.NONE, error_message=None,
+        # Kafka leaves a success's message at its default, "" (not null).
+        results.append(make(result_cls, user=name, error_code=codes.NONE, error_message="",
                             credential_infos=tuple(infos)))
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=codes.NONE,
                 error_message=None, results=tuple(results))

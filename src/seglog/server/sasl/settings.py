@@ -25,7 +25,8 @@ from ..config import BrokerConfig
 from .jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, LoginModule, single_login_module
 from .scram import MECHANISMS as SCRAM_MECHANISMS
 
-__all__ = ["BUILT_MECHANISMS", "ListenerSasl", "SASL_PROTOCOLS", "listener_sasl"]
+__all__ = ["BUILT_MECHANISMS", "ListenerSasl", "SASL_PROTOCOLS", "java_hash_map_order",
+           "listener_sasl"]
 
 #: The security protocols that authenticate with SASL.
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -39,7 +40,7 @@ _LOGIN_MODULES = {"PLAIN": PLAIN_LOGIN_MODULE,
 @dataclass(frozen=True, slots=True)
 class ListenerSasl:
     """The SASL settings of one listener: ``listener_name``, ``mechanisms`` enabled (in the
-    configured order: SaslHandshake answers them), ``plain_users`` (``{name: password}``),
+    order SaslHandshake answers them: Kafka's, see :func:`java_hash_map_order`), ``plain_users`` (``{name: password}``),
     ``logins`` (each mechanism's JAAS module: the broker's own ``username``/``password``),
     ``reauth_ms`` per mechanism (``connections.max.reauth.ms``; 0: off),
     ``receive_bytes_max`` (``sasl.server.max.receive.size``) and
@@ -95,8 +96,34 @@ def listener_sasl(config: BrokerConfig, listener_name: str) -> ListenerSasl:
         reauth_ms[mechanism] = int(config.listener_value(listener, "connections.max.reauth.ms",
                                                          mechanism=mechanism))
     return ListenerSasl(
-        listener_name=listener, mechanisms=mechanisms, plain_users=plain_users, logins=logins,
+        listener_name=listener, mechanisms=java_hash_map_order(mechanisms), plain_users=plain_users, logins=logins,
         reauth_ms=reauth_ms,
         receive_bytes_max=int(config.listener_value(listener, "sasl.server.max.receive.size")),
         failed_authentication_delay_ms=int(
             config.listener_value(listener, "connection.failed.authentication.delay.ms")))
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (int32 arithmetic)."""
+    value = 0
+    for char in text:  # mechanism names are ASCII: one UTF-16 unit each
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value
+
+
+def java_hash_map_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """``keys`` in the order a Java ``HashMap`` built from them iterates: Kafka keeps a
+    listener's mechanisms in one (``ChannelBuilders``' JAAS contexts by mechanism) and
+    SaslHandshake lists them in that order (PLAIN, SCRAM-SHA-512, SCRAM-SHA-256). Bucket
+    ``(h ^ h >>> 16) & (capacity - 1)`` over the default capacity 16 (doubled past 0.75
+    load), insertion order within a bucket."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    unique = list(dict.fromkeys(keys))
+    return tuple(sorted(unique, key=lambda k: (bucket(k), unique.index(k))))
