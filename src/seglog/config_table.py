@@ -1388,7 +1388,7 @@ _check_table()
 #: authenticate that served without it would be open to anyone.
 SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
     ("ssl.", "TLS"),
-    ("sasl.", "SASL authentication"),
+    ("sasl.", "this SASL setting (seglog builds SASL PLAIN and SCRAM-SHA-256/512 only)"),
     ("listener.name.", "per-listener settings (listener.name.<listener>.*: TLS, SASL, limits)"),
     ("delegation.token.", "delegation tokens"),
 )
@@ -1398,7 +1398,6 @@ SECURITY_NAMES: dict[str, str] = {
     "super.users": "authorization (ACLs)",
     "allow.everyone.if.no.acl.found": "authorization (ACLs)",
     "principal.builder.class": "authentication (principals)",
-    "connections.max.reauth.ms": "SASL re-authentication",
     "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
     "security.providers": "TLS",
 }

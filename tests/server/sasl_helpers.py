@@ -12,8 +12,8 @@ from io import BytesIO
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
-from seglog.server.sasl.plain import client_token
-from seglog.server.sasl.scram import MECHANISMS, ScramClient
+from seglog.sasl.plain import client_token
+from seglog.sasl.scram import MECHANISMS, ScramClient
 
 SOCKET_TIMEOUT_S = 15
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -141,7 +141,7 @@ class RawClient:
 def scram_upsertion(module, user: str, mechanism_type: int, password: str,
                     iterations: int = 4096, salt: bytes = b"salt-0123456789"):
     """A KIP-554 upsertion as clients build it (the salted password)."""
-    from seglog.server.sasl.scram import mechanism_by_type
+    from seglog.sasl.scram import mechanism_by_type
 
     mechanism = mechanism_by_type(mechanism_type)
     hash_name = mechanism.hash_name if mechanism is not None else "sha256"

@@ -55,8 +55,8 @@ from ..sasl.authenticator import (
     generic_failure_message,
 )
 from ..sasl.credentials import CredentialStore, FileCredentialStore
-from ..sasl.plain import PlainServer
-from ..sasl.scram import ScramFailure, ScramServer, TokenLookup, mechanism_by_name
+from ...sasl.plain import PlainServer
+from ...sasl.scram import ScramFailure, ScramServer, TokenLookup, mechanism_by_name
 from ..sasl.settings import SASL_PROTOCOLS, ListenerSasl, listener_sasl
 
 __all__ = ["AUTHENTICATE_MESSAGE", "HANDLERS", "SASL_AUTHENTICATE_KEY", "SASL_HANDSHAKE_KEY",

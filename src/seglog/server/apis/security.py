@@ -31,7 +31,7 @@ from ... import error_codes as codes
 from ..context import RequestContext
 from ..registry import ApiHandler
 from ..sasl.credentials import Upsertion
-from ..sasl.scram import MAX_ITERATIONS, credential_from_salted_password, mechanism_by_type
+from ...sasl.scram import MAX_ITERATIONS, credential_from_salted_password, mechanism_by_type
 from .admin_wire import NO_THROTTLE, make, response_classes
 from .sasl import sasl_state
 

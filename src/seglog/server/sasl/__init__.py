@@ -1,10 +1,8 @@
 """SASL authentication for ``seglog serve`` (issue 23): Kafka's SaslHandshake /
 SaslAuthenticate exchange with PLAIN and SCRAM-SHA-256/512, as Kafka's brokers serve it.
 
-- :mod:`.jaas`: ``sasl.jaas.config`` values (Kafka's JAAS syntax);
-- :mod:`.settings`: a SASL listener's checked settings;
-- :mod:`.plain`, :mod:`.scram`: the mechanisms (server side, and the client side the broker
-  uses for its own inter-broker login);
+- :mod:`.settings`: a SASL listener's checked settings (the JAAS syntax and the mechanisms
+  themselves are :mod:`seglog.sasl`'s, shared with the inter-broker client);
 - :mod:`.credentials`: where SCRAM credentials are kept (a lone broker's data directory);
 - :mod:`.authenticator`: one connection's exchange and the check every request passes.
 

@@ -34,8 +34,8 @@ from typing import Callable
 
 from ...errors import IllegalSaslStateError, SaslAuthenticationError
 from ..principal import USER_TYPE, ConnectionSecurity, KafkaPrincipal
-from .plain import PlainServer
-from .scram import ScramFailure, ScramServer
+from ...sasl.plain import PlainServer
+from ...sasl.scram import ScramFailure, ScramServer
 
 __all__ = ["API_VERSIONS_KEY", "MIN_REAUTH_INTERVAL_MS", "SASL_AUTHENTICATE_KEY",
            "SASL_HANDSHAKE_KEY", "SaslSession", "check_request", "generic_failure_message",

@@ -25,7 +25,7 @@ import os
 from typing import Iterable, Mapping, Protocol
 
 from ...errors import CorruptCredentialsError
-from .scram import MECHANISMS, ScramCredential, ScramMechanism
+from ...sasl.scram import MECHANISMS, ScramCredential, ScramMechanism
 
 __all__ = ["CREDENTIALS_FILE", "CredentialStore", "FileCredentialStore", "Upsertion",
            "decode_user_credentials"]

@@ -22,8 +22,8 @@ from typing import Mapping
 
 from ...errors import InvalidConfigError
 from ..config import BrokerConfig
-from .jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, LoginModule, single_login_module
-from .scram import MECHANISMS as SCRAM_MECHANISMS
+from ...sasl.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, LoginModule, single_login_module
+from ...sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 
 __all__ = ["BUILT_MECHANISMS", "ListenerSasl", "SASL_PROTOCOLS", "java_hash_map_order",
            "listener_sasl"]

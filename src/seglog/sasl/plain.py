@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 from typing import Mapping
 
-from ...errors import SaslAuthenticationError
+from ..errors import SaslAuthenticationError
 
 __all__ = ["INVALID_CREDENTIALS_MESSAGE", "PlainServer"]
 

@@ -32,7 +32,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Callable
 
-from ...errors import SaslAuthenticationError, SeglogError
+from ..errors import SaslAuthenticationError, SeglogError
 
 __all__ = ["MECHANISMS", "MAX_ITERATIONS", "ScramClient", "ScramCredential", "ScramFailure",
            "ScramMechanism", "ScramServer", "TokenCredential", "credential_from_password",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...errors import InvalidConfigError
+from ..errors import InvalidConfigError
 
 __all__ = ["CONTROL_FLAGS", "LoginModule", "PLAIN_LOGIN_MODULE", "SCRAM_LOGIN_MODULE",
            "parse_jaas_config", "single_login_module"]
