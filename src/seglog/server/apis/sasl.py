@@ -130,13 +130,17 @@ async def start(state: BrokerState) -> None:
     sasl = SaslState()
     for name in sasl_listener_names(state.config):
         sasl.listeners[name] = listener_sasl(state.config, name)  # type: ignore[arg-type]
+    # A cluster's seam keeps the credentials in ZooKeeper (Kafka's /config/users); a lone
+    # broker's seam has none, and the data directory's file is used.
     provider = getattr(state.cluster, "scram_credential_store", None)
-    store: CredentialStore | None = provider() if callable(provider) else None
-    if store is None:
+    if callable(provider):
+        zk_store = provider()
+        await zk_store.load()
+        sasl.credentials = zk_store
+    else:
         file_store = FileCredentialStore(state.store.path)
         await state.run_blocking(file_store.load)
-        store = file_store
-    sasl.credentials = store
+        sasl.credentials = file_store
     state.extensions[__name__] = sasl
 
 

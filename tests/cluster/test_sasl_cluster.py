@@ -1,0 +1,161 @@
+"""SASL in a ZooKeeper cluster (issue 23): two in-process brokers whose one listener, also the
+inter-broker one, is SASL_PLAINTEXT. Followers fetch over it, logging in as the broker's own
+user (PLAIN, then SCRAM-SHA-512 with credentials made through AlterUserScramCredentials and
+kept in ZooKeeper's ``/config/users/<user>``, Kafka's layout, beside another module's keys);
+a credential made through one broker logs in at the other (the change notification); a wrong
+inter-broker password is a follower that never catches up, not an open door."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism
+from confluent_kafka.admin import UserScramCredentialUpsertion
+
+import seglog
+from seglog.types import TopicPartition
+
+from test_broker_cluster import CLUSTER_CONFIG, create_topic, produce_confluent, wait_until
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="broker" password="broker-secret" user_broker="broker-secret" '
+              'user_alice="alice-secret";')
+
+
+def _scram_jaas(password: str) -> str:
+    return ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            f'username="broker" password="{password}";')
+
+
+def _config(mechanism: str, scram_password: str = "broker-512") -> dict:
+    return {**CLUSTER_CONFIG,
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.mechanism.inter.broker.protocol": mechanism,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                _scram_jaas(scram_password)}
+
+
+def _client(bootstrap: str, mechanism="PLAIN", user="alice", password="alice-secret"):
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+
+
+class SaslCluster:
+    def __init__(self, tmp_path, zk_connect):
+        self.tmp_path, self.zk_connect = tmp_path, zk_connect
+        self.brokers: dict[int, seglog.Broker] = {}
+
+    def start(self, broker_id: int, config: dict) -> seglog.Broker:
+        broker = seglog.Broker(self.tmp_path / f"b{broker_id}", listen=("127.0.0.1", 0),
+                               config={**config, "broker.id": broker_id,
+                                       "zookeeper.connect": self.zk_connect})
+        broker.start()
+        self.brokers[broker_id] = broker
+        return broker
+
+    def stop(self, broker_id: int) -> None:
+        self.brokers.pop(broker_id).stop()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def rm(self, broker_id):
+        return self.brokers[broker_id].state.cluster
+
+    def isr(self, tp):
+        for broker_id in self.brokers:
+            replica = self.rm(broker_id).partitions.get(tp)
+            if replica is not None and replica.is_leader:
+                return set(replica.isr)
+        return set()
+
+    def ends(self, tp):
+        return {b.store.topic(tp.topic).log(tp.partition).end_offset
+                for b in self.brokers.values()}
+
+
+@pytest.fixture
+def sasl_cluster(tmp_path, zk_connect):
+    cluster = SaslCluster(tmp_path, zk_connect)
+    try:
+        yield cluster
+    finally:
+        for broker_id in list(cluster.brokers):
+            cluster.stop(broker_id)
+
+
+def test_replication_over_sasl_plain_then_scram(sasl_cluster, zk_client):
+    cluster = sasl_cluster
+    for broker_id in (0, 1):
+        cluster.start(broker_id, _config("PLAIN"))
+    wait_until(lambda: all(len(cluster.rm(b).live_brokers) == 2 for b in cluster.brokers),
+               "both brokers to see each other")
+    admin = AdminClient(_client(cluster.bootstrap))
+    from confluent_kafka.admin import NewTopic
+
+    admin.create_topics([NewTopic("r", 1, 2)], request_timeout=15)["r"].result(20)
+    tp = TopicPartition("r", 0)
+    wait_until(lambda: cluster.isr(tp) == {0, 1}, "the ISR to hold both brokers")
+    from confluent_kafka import Producer
+
+    producer = Producer({**_client(cluster.bootstrap), "acks": "all"})
+    for i in range(10):
+        producer.produce("r", b"v%d" % i)
+    assert producer.flush(20) == 0
+    wait_until(lambda: cluster.ends(tp) == {10}, "both replicas to hold the 10 records")
+
+    # Another module's key in the broker user's znode survives the SCRAM write.
+    zk_client.create_recursive("/config/users/broker", json.dumps(
+        {"version": 1, "config": {"producer_byte_rate": "1024"}}).encode())
+    admin0 = AdminClient(_client(cluster.brokers[0].bootstrap))
+    futures = admin0.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("broker", ScramCredentialInfo(
+            ScramMechanism.SCRAM_SHA_512, 4096), b"broker-512"),
+        UserScramCredentialUpsertion("alice", ScramCredentialInfo(
+            ScramMechanism.SCRAM_SHA_512, 4096), b"alice-512")])
+    for future in futures.values():
+        future.result(20)
+    data, _ = zk_client.get_data_and_version("/config/users/broker")
+    stored = json.loads(data)["config"]
+    assert stored["producer_byte_rate"] == "1024"
+    assert stored["SCRAM-SHA-512"].startswith("salt=") and "iterations=4096" in \
+        stored["SCRAM-SHA-512"]
+    # Made through broker 0, it logs in at broker 1 (the notification reached it).
+    wait_until(lambda: _logs_in(cluster.brokers[1].bootstrap, "alice", "alice-512"),
+               "alice's SCRAM login to work at broker 1")
+
+    # Broker 1 restarts logging in with SCRAM-SHA-512 between brokers; it catches up.
+    cluster.stop(1)
+    for i in range(10, 15):
+        producer.produce("r", b"v%d" % i)
+    assert producer.flush(20) == 0
+    cluster.start(1, _config("SCRAM-SHA-512"))
+    wait_until(lambda: cluster.ends(tp) == {15}, "the SCRAM follower to catch up")
+    wait_until(lambda: cluster.isr(tp) == {0, 1}, "it to rejoin the ISR")
+
+    # With a wrong inter-broker password it is refused, and never catches up.
+    cluster.stop(1)
+    producer.produce("r", b"late")
+    assert producer.flush(20) == 0
+    cluster.start(1, _config("SCRAM-SHA-512", scram_password="wrong"))
+    wait_until(lambda: cluster.isr(tp) == {0}, "the refused follower to leave the ISR")
+    time.sleep(0.5)
+    assert cluster.brokers[1].store.topic("r").log(0).end_offset == 15
+    assert cluster.brokers[0].store.topic("r").log(0).end_offset == 16
+
+
+def _logs_in(bootstrap: str, user: str, password: str) -> bool:
+    errors = []
+    admin = AdminClient({**_client(bootstrap, "SCRAM-SHA-512", user, password),
+                         "error_cb": errors.append})
+    try:
+        admin.list_topics(timeout=3)
+    except Exception:  # noqa: BLE001 - not yet
+        return False
+    return not errors
