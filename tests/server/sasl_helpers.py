@@ -38,7 +38,8 @@ def sasl_properties(listener: str = "SASL_PLAINTEXT", mechanisms=ALL_MECHANISMS,
 def sasl_broker_config(**extra) -> dict[str, str]:
     """A seglog broker with one SASL_PLAINTEXT listener and every mechanism."""
     return {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-            "inter.broker.listener.name": "SASL_PLAINTEXT", **sasl_properties(), **extra}
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN", **sasl_properties(), **extra}
 
 
 class RawClient:
