@@ -8,7 +8,8 @@ SaslAuthenticate carries its tokens. A failed login is answered SASL_AUTHENTICAT
 with Kafka's message after ``connection.failed.authentication.delay.ms`` and the connection
 closes; an unknown user and a wrong password get the same answer. A SaslHandshake on an
 authenticated connection re-authenticates it (KIP-368) when its session has a lifetime
-(``connections.max.reauth.ms``) and the last login is over a second old; otherwise it is
+(``connections.max.reauth.ms``) and the last re-authentication began over a second ago
+(Kafka's rule); otherwise it is
 answered as Kafka's ``KafkaApis`` answers it, ILLEGAL_SASL_STATE.
 
 On a listener without SASL (PLAINTEXT, SSL), a Kafka broker answers both APIs with
@@ -190,9 +191,11 @@ async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     previous = None
     if security.authenticated:
         session = security.authenticator
-        completed_ms = session.completed_ms if isinstance(session, SaslSession) else None
-        if security.session_expiry_ms is None or completed_ms is None \
-                or sasl.now_ms() - completed_ms < MIN_REAUTH_INTERVAL_MS:
+        last_reauth_ms = session.started_ms if isinstance(session, SaslSession) \
+            and session.reauthenticating else None
+        if security.session_expiry_ms is None or (
+                last_reauth_ms is not None
+                and sasl.now_ms() - last_reauth_ms < MIN_REAUTH_INTERVAL_MS):
             return _HANDSHAKE_RESPONSES[ctx.api_version]  # KafkaApis: not a re-authentication
         previous = security.principal
     if ctx.api_version == 0:
