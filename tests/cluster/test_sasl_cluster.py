@@ -159,3 +159,35 @@ def _logs_in(bootstrap: str, user: str, password: str) -> bool:
     except Exception:  # noqa: BLE001 - not yet
         return False
     return not errors
+
+
+def test_zk_credentials_corrupt_is_a_typed_error_and_other_keys_survive(zk_client):
+    import asyncio
+
+    from seglog.cluster.scram_users import ZkCredentialStore, sanitize
+    from seglog.errors import CorruptCredentialsError
+    from seglog.sasl.scram import MECHANISMS, credential_from_password
+
+    async def blocking(fn, *args):
+        return fn(*args)
+
+    store = ZkCredentialStore(zk_client, blocking)
+    credential = credential_from_password(MECHANISMS["SCRAM-SHA-256"], "pw", 4096)
+    zk_client.create_recursive("/config/users/" + sanitize("a*b"), json.dumps(
+        {"version": 1, "config": {"consumer_byte_rate": "5"}}).encode())
+    asyncio.run(store.alter([("a*b", "SCRAM-SHA-256", credential)]))
+    data, _ = zk_client.get_data_and_version("/config/users/a%2Ab")
+    assert json.loads(data)["config"] == {"consumer_byte_rate": "5",
+                                          "SCRAM-SHA-256": credential.to_kafka()}
+    notifications = zk_client.config_change_notifications()
+    assert "users/a%2Ab" in notifications.values()
+    asyncio.run(store.alter([("a*b", "SCRAM-SHA-256", None)]))
+    data, _ = zk_client.get_data_and_version("/config/users/a%2Ab")
+    assert json.loads(data)["config"] == {"consumer_byte_rate": "5"}
+    fresh = ZkCredentialStore(zk_client, blocking)
+    asyncio.run(fresh.load())
+    assert fresh.users() == {}
+    zk_client.create_recursive("/config/users/bad", json.dumps(
+        {"version": 1, "config": {"SCRAM-SHA-512": "salt=!!"}}).encode())
+    with pytest.raises(CorruptCredentialsError, match="/config/users/bad"):
+        asyncio.run(fresh.load())
