@@ -191,3 +191,55 @@ def test_zk_credentials_corrupt_is_a_typed_error_and_other_keys_survive(zk_clien
         {"version": 1, "config": {"SCRAM-SHA-512": "salt=!!"}}).encode())
     with pytest.raises(CorruptCredentialsError, match="/config/users/bad"):
         asyncio.run(fresh.load())
+
+
+def test_delegation_tokens_in_zookeeper(sasl_cluster, zk_client):
+    """A token made through broker 0 is a znode in Kafka 2.x's layout and logs in at broker 1
+    (the change notification); expired through broker 1, broker 0 refuses it too."""
+    import base64
+    import datetime
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+    from sasl_helpers import RawClient
+
+    from seglog.sasl.scram import MECHANISMS, ScramClient
+
+    cluster = sasl_cluster
+    config = {**_config("PLAIN"), "delegation.token.secret.key": "cluster-secret"}
+    for broker_id in (0, 1):
+        cluster.start(broker_id, config)
+
+    def admin(broker_id):
+        client = RawClient(cluster.brokers[broker_id].bootstrap)
+        assert client.login("PLAIN", "alice", "alice-secret")[-1].error_code == 0
+        return client
+
+    def token_login(broker_id, token_id, hmac_bytes):
+        client = RawClient(cluster.brokers[broker_id].bootstrap)
+        if client.handshake("SCRAM-SHA-512").error_code != 0:
+            return False
+        scram = ScramClient(MECHANISMS["SCRAM-SHA-512"], token_id,
+                            base64.b64encode(hmac_bytes).decode(),
+                            extensions={"tokenauth": "true"})
+        first = client.authenticate(scram.first())
+        if first.error_code != 0:
+            return False
+        return client.authenticate(scram.final(first.auth_bytes)).error_code == 0
+
+    created = admin(0).call(38, 3, owner_principal_type=None, owner_principal_name=None,
+                            renewers=(), max_lifetime=datetime.timedelta(milliseconds=-1))
+    assert created.error_code == 0
+    data, _ = zk_client.get_data_and_version(f"/delegation_token/tokens/{created.token_id}")
+    document = json.loads(data)
+    assert document["owner"] == "User:alice" and document["tokenId"] == created.token_id
+    assert "hmac" not in document
+    wait_until(lambda: token_login(1, created.token_id, created.hmac),
+               "the token to log in at broker 1")
+    expired = admin(1).call(40, 2, hmac=created.hmac,
+                            expiry_time_period=datetime.timedelta(milliseconds=-1))
+    assert expired.error_code == 0
+    wait_until(lambda: not token_login(0, created.token_id, created.hmac),
+               "broker 0 to refuse the expired token")
+    assert not zk_client.path_exists(f"/delegation_token/tokens/{created.token_id}")

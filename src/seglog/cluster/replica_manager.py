@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from .config_changes import ConfigChangeManager
     from .coordinators import CoordinatorAnswer, CoordinatorPartitions
     from .fetcher import ReplicaFetcherManager
+    from .delegation_tokens import TokenZnodes
     from .scram_users import ZkCredentialStore
     from .zk_client import KafkaZkClient
 
@@ -171,6 +172,7 @@ class ReplicaManager(PartitionSeam):
         #: inter-broker listener does not use SASL; :mod:`.sasl_login`).
         self.inter_broker_login = inter_broker_login(config)
         self._scram_store: ZkCredentialStore | None = None
+        self._token_znodes: TokenZnodes | None = None
         self.checkpoint_interval_ms = int(config["replica.high.watermark.checkpoint.interval.ms"])
         self.partitions: dict[TopicPartition, PartitionReplica] = {}
         # The metadata cache.
@@ -296,6 +298,15 @@ class ReplicaManager(PartitionSeam):
             assert self.config_changes is not None, "start() first"
             self.config_changes.add_user_config_listener(self._scram_store.user_changed)
         return self._scram_store
+
+    def delegation_token_znodes(self) -> "TokenZnodes":
+        """The cluster's delegation token znodes (:mod:`.delegation_tokens`), made once
+        (the token module reads and watches them)."""
+        if self._token_znodes is None:
+            from .delegation_tokens import TokenZnodes
+
+            self._token_znodes = TokenZnodes(self.zk, self._blocking, self.loop)
+        return self._token_znodes
 
     async def register(self, registration: zk_data.BrokerRegistration) -> None:
         """Register the broker (``registration``: a

@@ -30,7 +30,7 @@ from ..sasl.tokens import ERROR_TIMESTAMP_MS, TokenInfo, TokenStore
 from .admin_wire import NO_THROTTLE, make, response_classes
 from .sasl import sasl_state
 
-__all__ = ["AUTHORIZE_TOKEN_KEY", "HANDLERS", "token_store", "start"]
+__all__ = ["AUTHORIZE_TOKEN_KEY", "HANDLERS", "start", "stop", "token_store"]
 
 CREATE_KEY, RENEW_KEY, EXPIRE_KEY, DESCRIBE_KEY = 38, 39, 40, 41
 #: The key under which the ACL module puts, in ``state.extensions``, its
@@ -55,10 +55,23 @@ async def start(state: BrokerState) -> None:
         renew_ms=int(config["delegation.token.expiry.time.ms"]),
         sweep_interval_ms=int(config["delegation.token.expiry.check.interval.ms"]),
         now_ms=state.now_ms)
-    await state.run_blocking(store.load)
+    # A cluster's seam keeps the tokens in ZooKeeper (Kafka 2.x's /delegation_token); a
+    # lone broker's has none, and the data directory's file is used.
+    provider = getattr(state.cluster, "delegation_token_znodes", None)
+    if callable(provider):
+        await store.open_znodes(provider(), state.run_blocking)
+    else:
+        await state.run_blocking(store.load)
     state.extensions[__name__] = store
     if store.enabled:
         sasl_state(state).token_lookup = store.lookup
+
+
+async def stop(state: BrokerState) -> None:
+    """Stop following the token notifications (a cluster)."""
+    store = state.extensions.get(__name__)
+    if store is not None:
+        await store.close()
 
 
 def _authorized(ctx: RequestContext, operation: str, resource_type: str, name: str) -> bool:

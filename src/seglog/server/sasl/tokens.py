@@ -12,7 +12,9 @@ tokens are disabled: every token API answers DELEGATION_TOKEN_AUTH_DISABLED.
 
 A lone broker keeps the tokens (not their HMACs) in ``delegation-tokens.json`` in its data
 directory, replaced durably as the credential file is; a corrupt file stops the start
-(:class:`~seglog.errors.CorruptCredentialsError`). Expired tokens are removed when the store
+(:class:`~seglog.errors.CorruptCredentialsError`). A cluster keeps them in ZooKeeper, one
+znode per token as Kafka 2.x (:mod:`seglog.cluster.delegation_tokens`), and every broker
+follows the change notifications, so a token made through one broker logs in at any. Expired tokens are removed when the store
 is next used after ``delegation.token.expiry.check.interval.ms`` (Kafka sweeps them on that
 interval); a login with an expired token is refused (Kafka lets it in with a session that
 expires at once).
@@ -27,10 +29,11 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Any, Awaitable, Callable
 
 from ...errors import CorruptCredentialsError
 from ...sasl.scram import MECHANISMS, ScramMechanism, TokenCredential, credential_from_password
@@ -38,6 +41,8 @@ from ..principal import KafkaPrincipal
 from .credentials import write_durably
 
 __all__ = ["TOKENS_FILE", "TokenInfo", "TokenStore", "token_hmac"]
+
+log = logging.getLogger("seglog.server.tokens")
 
 #: The token file's name in the data directory.
 TOKENS_FILE = "delegation-tokens.json"
@@ -74,11 +79,28 @@ class TokenInfo:
         """Past its expiry or its max time."""
         return self.max_ms < now_ms or self.expiry_ms < now_ms
 
-    def to_json(self) -> dict[str, object]:
-        return {"token_id": self.token_id, "owner": str(self.owner),
-                "requester": str(self.requester),
-                "renewers": [str(r) for r in self.renewers], "issue_ms": self.issue_ms,
-                "expiry_ms": self.expiry_ms, "max_ms": self.max_ms}
+    def to_document(self) -> dict[str, object]:
+        """Kafka 2.x's token znode document (``DelegationTokenInfoZNode``), also the file's
+        entry; no HMAC."""
+        return {"version": 1, "owner": str(self.owner), "tokenRequester": str(self.requester),
+                "renewers": [str(r) for r in self.renewers],
+                "issueTimestamp": self.issue_ms, "expiryTimestamp": self.expiry_ms,
+                "maxTimestamp": self.max_ms, "tokenId": self.token_id}
+
+    @classmethod
+    def from_document(cls, document: dict[str, object]) -> "TokenInfo":
+        """Parse :meth:`to_document`'s form; ValueError / KeyError / TypeError when it does
+        not parse."""
+        renewers = document["renewers"]
+        if not isinstance(renewers, list):
+            raise ValueError("renewers is not a list")
+        owner = str(document["owner"])
+        return cls(token_id=str(document["tokenId"]), owner=KafkaPrincipal.parse(owner),
+                   requester=KafkaPrincipal.parse(str(document.get("tokenRequester", owner))),
+                   renewers=tuple(KafkaPrincipal.parse(str(r)) for r in renewers),
+                   issue_ms=int(str(document["issueTimestamp"])),
+                   expiry_ms=int(str(document["expiryTimestamp"])),
+                   max_ms=int(str(document["maxTimestamp"])))
 
 
 def _kafka_uuid() -> str:
@@ -108,6 +130,8 @@ class TokenStore:
         self._credentials: dict[tuple[str, str], TokenCredential] = {}
         self._next_sweep_ms = 0
         self._lock = asyncio.Lock()
+        self._znodes: Any = None
+        self._run_blocking: Callable[..., Awaitable[Any]] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -116,7 +140,7 @@ class TokenStore:
 
     def load(self) -> None:
         """Read the file (absent: no tokens); CorruptCredentialsError when it does not
-        parse."""
+        parse. (A cluster's store reads ZooKeeper instead: :meth:`open_znodes`.)"""
         try:
             with open(self.path, "rb") as file:
                 raw = file.read()
@@ -126,17 +150,42 @@ class TokenStore:
             document = json.loads(raw)
             if not isinstance(document, dict) or document.get("version") != _VERSION:
                 raise ValueError("not a version 1 token file")
-            tokens = [TokenInfo(
-                token_id=str(t["token_id"]), owner=KafkaPrincipal.parse(t["owner"]),
-                requester=KafkaPrincipal.parse(t["requester"]),
-                renewers=tuple(KafkaPrincipal.parse(r) for r in t["renewers"]),
-                issue_ms=int(t["issue_ms"]), expiry_ms=int(t["expiry_ms"]),
-                max_ms=int(t["max_ms"])) for t in document["tokens"]]
+            tokens = [TokenInfo.from_document(t) for t in document["tokens"]]
         except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             raise CorruptCredentialsError(f"delegation token file {self.path} is corrupt: "
                                           f"{exc}", path=self.path) from None
         for token in tokens:
             self._index(token)
+
+    async def open_znodes(self, znodes: Any, run_blocking: Callable[..., Awaitable[Any]]
+                          ) -> None:
+        """Keep the tokens in ZooKeeper instead of the file (a cluster:
+        :class:`~seglog.cluster.delegation_tokens.TokenZnodes`): read them all, then follow
+        the change notifications."""
+        self._znodes = znodes
+        self._run_blocking = run_blocking
+        for token_id, document in (await run_blocking(znodes.read_all)).items():
+            self._take_document(token_id, document)
+        await znodes.start(self._token_changed)
+
+    async def close(self) -> None:
+        """Stop following ZooKeeper's notifications (nothing for the file)."""
+        if self._znodes is not None:
+            await self._znodes.stop()
+
+    def _take_document(self, token_id: str, document: dict[str, Any] | None) -> None:
+        if document is None:
+            self._drop(token_id)
+            return
+        try:
+            self._index(TokenInfo.from_document(document))
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("delegation token %s is unreadable: %s", token_id, exc)
+
+    async def _token_changed(self, token_id: str) -> None:
+        assert self._run_blocking is not None
+        self._drop(token_id)  # its credentials are remade from the new expiry
+        self._take_document(token_id, await self._run_blocking(self._znodes.read, token_id))
 
     def _index(self, token: TokenInfo) -> TokenInfo:
         if self.secret is not None:
@@ -152,8 +201,21 @@ class TokenStore:
         for name in MECHANISMS:
             self._credentials.pop((token_id, name), None)
 
+    async def _persist(self, token_id: str) -> None:
+        """Store the change of one token: its znode (a cluster), or the whole file."""
+        if self._znodes is not None:
+            assert self._run_blocking is not None
+            token = self._tokens.get(token_id)
+            if token is None:
+                await self._run_blocking(self._znodes.delete, token_id)
+            else:
+                await self._run_blocking(self._znodes.write, token_id, token.to_document())
+            return
+        await self._save()
+
     async def _save(self) -> None:
-        document = {"version": _VERSION, "tokens": [t.to_json() for t in self._tokens.values()]}
+        document = {"version": _VERSION,
+                    "tokens": [t.to_document() for t in self._tokens.values()]}
         data = json.dumps(document, indent=1).encode("utf-8")
         await asyncio.get_running_loop().run_in_executor(None, write_durably, self.path, data)
 
@@ -165,8 +227,7 @@ class TokenStore:
         expired = [t.token_id for t in self._tokens.values() if t.expired(now)]
         for token_id in expired:
             self._drop(token_id)
-        if expired:
-            await self._save()
+            await self._persist(token_id)
 
     def by_hmac(self, token_hmac_bytes: bytes) -> TokenInfo | None:
         """The token whose HMAC is ``token_hmac_bytes``."""
@@ -192,7 +253,7 @@ class TokenStore:
                 token_id=_kafka_uuid(), owner=owner.without_token(),
                 requester=requester.without_token(), renewers=renewers, issue_ms=now,
                 expiry_ms=min(max_ms, now + self.renew_ms), max_ms=max_ms))
-            await self._save()
+            await self._persist(token.token_id)
             return token
 
     async def set_expiry(self, token: TokenInfo, expiry_ms: int | None) -> None:
@@ -202,7 +263,7 @@ class TokenStore:
                 self._drop(token.token_id)
             else:
                 self._index(replace(token, expiry_ms=expiry_ms))
-            await self._save()
+            await self._persist(token.token_id)
 
     async def swept(self) -> None:
         """Remove expired tokens if the sweep interval passed."""
