@@ -15,6 +15,10 @@ Kafka).
 The two requests are framed and their responses decoded here, by hand and bounds-checked
 (SaslHandshake has no flexible version, unlike the requests of :mod:`.inter_broker`).
 
+Re-authentication (KIP-368) is not done by this client: when the receiving broker sets
+``connections.max.reauth.ms``, the connection is closed at its first request after the
+session's lifetime, and the fetcher (or marker sender) connects and logs in again.
+
 Runs on the event loop; one login per connection, before its first request.
 """
 
