@@ -172,7 +172,12 @@ def _mechanism_server(sasl: SaslState, settings: ListenerSasl,
 async def _fail(ctx: RequestContext, settings: ListenerSasl, response: Any,
                 reason: str) -> NoReturn:
     """Answer ``response`` after ``connection.failed.authentication.delay.ms``, then close
-    (Kafka delays the close, and so the answer, of a failed authentication)."""
+    (Kafka delays the close, and so the answer, of a failed authentication). Meanwhile the
+    connection serves nothing more (its exchange is marked failed)."""
+    session = ctx.security.authenticator
+    if not isinstance(session, SaslSession):
+        session = ctx.security.authenticator = SaslSession("", None)
+    session.state = "failed"
     delay_ms = settings.failed_authentication_delay_ms
     if delay_ms > 0:
         await asyncio.sleep(delay_ms / 1000)
