@@ -17,7 +17,7 @@ from confluent_kafka.admin import UserScramCredentialUpsertion
 import seglog
 from seglog.types import TopicPartition
 
-from test_broker_cluster import CLUSTER_CONFIG, create_topic, produce_confluent, wait_until
+from test_broker_cluster import CLUSTER_CONFIG, wait_until
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
               'username="broker" password="broker-secret" user_broker="broker-secret" '
