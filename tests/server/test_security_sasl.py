@@ -26,12 +26,15 @@ from seglog.errors import CorruptCredentialsError, InvalidConfigError
 from seglog.server.broker import Broker
 from seglog.server.sasl.credentials import CREDENTIALS_FILE
 
-from conftest import TEST_BROKER_CONFIG
 from sasl_helpers import ALL_MECHANISMS, RawClient, sasl_broker_config, scram_upsertion
 
 pytestmark = pytest.mark.clients
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+#: conftest.py's TEST_BROKER_CONFIG (not imported: several test directories have a conftest).
+TEST_BROKER_CONFIG = {"offsets.topic.num.partitions": 1,
+                      "transaction.state.log.num.partitions": 1,
+                      "group.initial.rebalance.delay.ms": 0}
 WAIT_S = 30
 USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "bob-secret"),
          "SCRAM-SHA-512": ("carol", "carol-secret")}
