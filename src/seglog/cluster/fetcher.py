@@ -57,6 +57,7 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
+from .sasl_login import SaslLogin
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
     EARLIEST_TIMESTAMP,
@@ -225,8 +226,11 @@ class ReplicaFetcherManager:
                  resolve_broker: Callable[[int], tuple[str, int] | None],
                  config: FetcherConfig | None = None,
                  on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS, login: SaslLogin | None = None):
         self.broker_id = int(broker_id)
+        #: The SASL login of every connection to a leader (None: the inter-broker listener
+        #: does not use SASL).
+        self.login = login
         self.loop = loop
         self.resolve_broker = resolve_broker
         self.config = config or FetcherConfig()
@@ -535,7 +539,8 @@ class _LeaderFetcher:
         self._conn = await BrokerConnection.connect(
             host, int(port), client_id=self.manager.client_id,
             timeout_ms=self.config.request_timeout_ms,
-            max_response_bytes=self.config.fetch_response_max_bytes + _FRAME_SLACK_BYTES)
+            max_response_bytes=self.config.fetch_response_max_bytes + _FRAME_SLACK_BYTES,
+            login=self.manager.login)
         return self._conn
 
     # --- truncation (Kafka's maybeTruncate) ------------------------------------------------

@@ -29,6 +29,7 @@ from kio.serial import entity_writer
 from .. import error_codes as codes
 from ..errors import SeglogError
 from ..types import TopicPartition
+from .sasl_login import SaslLogin, authenticate
 
 __all__ = [
     "FETCH_KEY", "FETCH_VERSION", "OFFSET_FOR_LEADER_EPOCH_KEY", "OFFSET_FOR_LEADER_EPOCH_VERSION",
@@ -464,13 +465,24 @@ class BrokerConnection:
 
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str, timeout_ms: int,
-                      max_response_bytes: int) -> "BrokerConnection":
-        """Connect to ``host:port`` within ``timeout_ms``; ConnectionLostError if it fails."""
+                      max_response_bytes: int,
+                      login: SaslLogin | None = None) -> "BrokerConnection":
+        """Connect to ``host:port`` within ``timeout_ms`` and, with a ``login`` (a SASL
+        inter-broker listener), log in (:mod:`.sasl_login`) within another ``timeout_ms``;
+        ConnectionLostError if either fails."""
         try:
             reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
                                                     timeout_ms / 1000.0)
         except (OSError, asyncio.TimeoutError) as e:
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {e!r}") from None
+        if login is not None:
+            try:
+                await asyncio.wait_for(authenticate(reader, writer, login, client_id=client_id),
+                                       timeout_ms / 1000.0)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError,
+                    SeglogError) as e:
+                writer.close()
+                raise ConnectionLostError(f"cannot log in to {host}:{port}: {e}") from None
         return cls(reader, writer, client_id=client_id, timeout_ms=timeout_ms,
                    max_response_bytes=max_response_bytes)
 

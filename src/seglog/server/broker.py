@@ -219,8 +219,8 @@ class Server:
         if exposed:
             log.warning("PLAINTEXT listener %s bound to %s port %d, not a loopback address: "
                         "it neither encrypts nor authenticates, so anyone who can reach it "
-                        "can read, write and delete every topic (TLS and SASL are not built "
-                        "yet; bind 127.0.0.1 or firewall the port)",
+                        "can read, write and delete every topic (use a SASL_PLAINTEXT "
+                        "listener, bind 127.0.0.1 or firewall the port)",
                         self.listeners.served.listener_name, ", ".join(exposed), port)
 
     async def start_serving(self) -> None:

@@ -32,7 +32,7 @@ from typing import Iterable, Mapping
 
 from ..errors import InvalidConfigError
 from .config import BrokerConfig
-from .sasl.settings import SASL_PROTOCOLS, listener_sasl
+from .sasl.settings import SASL_PROTOCOLS, check_inter_broker, listener_sasl
 
 __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS",
            "SERVED_PROTOCOLS", "broker_listeners", "is_loopback", "parse_endpoints",
@@ -245,8 +245,10 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
             f"listeners: seglog serves one broker listener, not {len(broker)} "
             f"({', '.join(e.text for e in broker)}): several listeners are not built yet")
     served = broker[0]
-    if served.security_protocol in SASL_PROTOCOLS:
-        listener_sasl(config, served.listener_name)  # refused at start when not servable
+    if served.security_protocol in SASL_PROTOCOLS:  # refused at start when not servable
+        sasl = listener_sasl(config, served.listener_name)
+        if served.listener_name == inter_broker:
+            check_inter_broker(config, sasl)
     served_advertised = next(
         (e for e in advertised if e.listener_name == served.listener_name), None)
     if config["advertised.listeners"] is None:
