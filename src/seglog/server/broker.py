@@ -40,7 +40,7 @@ from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
-from . import protocol, registry, stacks
+from . import protocol, quotas, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
@@ -134,7 +134,8 @@ class Server:
         self.listeners = broker_listeners(config)
         self.loop = loop
         self.modules: list[ModuleType] = registry.load_modules()
-        self.handlers = registry.load_handlers(self.modules)
+        # Every handler under the request quota (request_percentage, quotas.py).
+        self.handlers = quotas.apply_request_quota(registry.load_handlers(self.modules))
         if protocol.API_VERSIONS_KEY in self.handlers:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
         self.request_bytes_max: int = config["socket.request.max.bytes"]
