@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from quota_helpers import RawClient, alter_quotas, describe_quotas
+from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.errors import CorruptCheckpointError
 from seglog.server import quotas as q
 from seglog.server.apis.client_quotas import QUOTAS_FILE_NAME
@@ -304,3 +305,158 @@ def test_request_percentage_throttles_and_mutes_the_connection(broker):
                           include_topic_authorized_operations=False)
             assert r.throttle_time.total_seconds() == 0
         del m
+
+
+# --- the same requests to real Kafka 4.4 (differential) ------------------------------------------
+
+_REF, _WHY = find_kafka()
+
+
+@pytest.fixture(scope="module")
+def real_kafka(tmp_path_factory):
+    if _REF is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
+        pytest.skip(_WHY)
+    kafka = KafkaBroker(_REF, tmp_path_factory.mktemp("kafka"))
+    kafka.format()
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+_GOOD_ALTERS = [
+    ([(CLIENT, "c1")], {"producer_byte_rate": 1024}),
+    ([(USER, "u1")], {"consumer_byte_rate": 2048, "request_percentage": 50.5}),
+    ([(USER, "u1"), (CLIENT, "c1")], {"producer_byte_rate": 100}),
+    ([(USER, None)], {"producer_byte_rate": 10}),
+    ([(CLIENT, None)], {"consumer_byte_rate": 10, "controller_mutation_rate": 2.5}),
+    ([(USER, None), (CLIENT, None)], {"request_percentage": 200}),
+    ([("ip", "127.0.0.1")], {"connection_creation_rate": 5}),
+    ([("ip", None)], {"connection_creation_rate": 3}),
+]
+_BAD_ALTERS = [
+    [([(CLIENT, "c2")], {"foo": 1})],
+    [([("ip", "127.0.0.2")], {"producer_byte_rate": 1})],
+    [([("ip", "127.0.0.3"), (USER, "u2")], {"connection_creation_rate": 1})],
+    [([], {"producer_byte_rate": 1})],
+    [([("group", "g")], {"producer_byte_rate": 1})],
+    [([(USER, "")], {"producer_byte_rate": 1})],
+    [([(CLIENT, "c3")], {"producer_byte_rate": 0})],
+    [([(CLIENT, "c3")], {"producer_byte_rate": -5})],
+    [([(CLIENT, "c3")], {"producer_byte_rate": 1.5})],
+    [([(CLIENT, "c3")], {"producer_byte_rate": 1e19})],
+    [([("ip", "127.0.0.4")], {"connection_creation_rate": 3e9})],
+    [([("ip", "no such host.invalid")], {"connection_creation_rate": 1})],
+    # Two entries for one entity: the second is refused.
+    [([(CLIENT, "c4")], {"producer_byte_rate": 1}), ([(CLIENT, "c4")], {"consumer_byte_rate": 1})],
+    # One good, one bad entity: the good one is applied.
+    [([(CLIENT, "c5")], {"producer_byte_rate": 7}), ([(CLIENT, "c6")], {"nope": 1})],
+]
+_DESCRIBES = [
+    ((), False),
+    (((CLIENT, 0, "c1"),), False),
+    (((CLIENT, 0, "c1"),), True),
+    (((USER, 1, None),), False),
+    (((USER, 1, None),), True),
+    (((USER, 2, None),), False),
+    (((USER, 2, None), (CLIENT, 1, None)), True),
+    ((("ip", 2, None),), False),
+    ((("ip", 0, "127.0.0.1"),), True),
+    (((CLIENT, 0, "nobody"),), False),
+    # Refused for the whole request.
+    ((("", 2, None),), False),
+    (((USER, 2, None), (USER, 1, None)), False),
+    ((("group", 2, None),), False),
+    (((USER, 0, None),), False),
+    (((USER, 1, "x"),), False),
+    (((USER, 2, "x"),), False),
+    ((("ip", 2, None), (USER, 2, None)), False),
+    (((USER, 7, None),), False),
+]
+
+
+def _quota_scenario(bootstrap: str) -> list:
+    out: list = []
+    with RawClient(bootstrap) as c:
+        out.append(alter_quotas(c, _GOOD_ALTERS))
+        for entries in _BAD_ALTERS:
+            out.append(alter_quotas(c, entries))
+        out.append(alter_quotas(c, [([(CLIENT, "c7")], {"producer_byte_rate": 9})],
+                                validate_only=True))
+        out.append(alter_quotas(c, [([(USER, "u1")], {"request_percentage": None,
+                                                      "not_there": None})]))
+        # Kafka's broker learns the controller's records a moment after the answer.
+        deadline = time.monotonic() + WAIT_S
+        last = None
+        while time.monotonic() < deadline:
+            now = describe_quotas(c)
+            if now == last:
+                break
+            last = now
+            time.sleep(0.5)
+        for components, strict in _DESCRIBES:
+            out.append(describe_quotas(c, components, strict=strict))
+        out.append(describe_quotas(c, version=0))
+    return out
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_client_quota_apis_answer_as_kafka_does(real_kafka, broker):
+    expected = _quota_scenario(real_kafka.bootstrap)
+    got = _quota_scenario(broker.bootstrap)
+    assert len(got) == len(expected)
+    for index, (ours, kafkas) in enumerate(zip(got, expected)):
+        assert ours == kafkas, f"step {index}"
+
+
+# --- kafka-configs from Kafka's jars -------------------------------------------------------------
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_kafka_configs_alters_and_describes_client_and_user_quotas(broker, tmp_path):
+    if _REF is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
+        pytest.skip(_WHY)
+
+    def tool(*args: str, scram_too: bool = False) -> str:
+        done = _REF.run_tool("org.apache.kafka.tools.ConfigCommand",
+                             ["--bootstrap-server", broker.bootstrap, *args],
+                             run_dir=tmp_path, timeout_s=60)
+        if scram_too and done.returncode != 0 and "not support DESCRIBE_USER_SCRAM_" \
+                "CREDENTIALS" in done.stderr and 50 not in broker.server.handlers:
+            # Describing a user also asks for its SCRAM credentials (DescribeUserScram-
+            # Credentials, served with SASL/SCRAM): the quota part is printed before that.
+            return done.stdout
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    out = tool("--alter", "--add-config", "producer_byte_rate=1024", "--entity-type",
+               "clients", "--entity-name", "c1")
+    assert "Completed updating config for client c1." in out
+    out = tool("--alter", "--add-config", "consumer_byte_rate=2048,request_percentage=25",
+               "--entity-type", "users", "--entity-name", "alice")
+    assert "Completed updating config for user alice." in out
+    tool("--alter", "--add-config", "producer_byte_rate=512", "--entity-type", "users",
+         "--entity-default", "--entity-type", "clients", "--entity-name", "c1")
+    out = tool("--describe", "--entity-type", "clients", "--entity-name", "c1")
+    assert "Quota configs for client-id 'c1' are producer_byte_rate=1024.0" in out
+    out = tool("--describe", "--entity-type", "users", "--entity-name", "alice", scram_too=True)
+    assert "Quota configs for user-principal 'alice' are" in out
+    assert "consumer_byte_rate=2048.0" in out and "request_percentage=25.0" in out
+    out = tool("--describe", "--entity-type", "users", "--entity-type", "clients")
+    assert "Quota configs for the default user-principal, client-id 'c1' are " \
+           "producer_byte_rate=512.0" in out
+    quotas = q.quotas_of(broker.state)
+    assert quotas.produce.quota_limit("", "c1") == 1024.0
+    assert quotas.fetch.quota_limit("alice", "") == 2048.0
+    out = tool("--alter", "--delete-config", "producer_byte_rate", "--entity-type", "clients",
+               "--entity-name", "c1")
+    assert quotas.produce.quota_limit("", "c1") is None
+    out = tool("--describe", "--entity-type", "clients", "--entity-name", "c1")
+    assert "producer_byte_rate" not in out

@@ -218,7 +218,8 @@ async def describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
                          for t, n in _java_order(entity)),
             values=tuple(make(module.ValueData, key=k, value=v)
                          for k, v in sorted(values.items()))))
-    return make(response_cls, throttle_time=0, error_code=codes.NONE, error_message=None,
+    # Kafka's success answer carries an empty message, not a null one.
+    return make(response_cls, throttle_time=0, error_code=codes.NONE, error_message="",
                 entries=tuple(entries))
 
 
