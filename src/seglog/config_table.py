@@ -717,8 +717,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'reached.'),
            at_least=0,
            dynamic=CLUSTER_WIDE,
-           note='Accepting waits (the listener stops accepting) until the rate is back under '
-                'the limit, as Kafka throttles its acceptor.'),
+           note='Over it, accepted connections wait unserved for their turn (Kafka\'s '
+                'acceptor sleeps the throttle time), then are served.'),
     _entry('max.connections', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum number of connections we allow in the broker at any time. This limit '
            'is applied in addition to any per-ip limits configured using '
@@ -732,7 +732,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'used connection on another listener will be closed in this case.'),
            at_least=0,
            dynamic=CLUSTER_WIDE,
-           note='Most client connections at once; more are closed when accepted.'),
+           note='Most client connections at once (also per listener, '
+                '<code>listener.name.&lt;l&gt;.max.connections</code>); more wait unserved, '
+                'as behind Kafka\'s waiting acceptor, until one closes.'),
     _entry('max.connections.per.ip', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum number of connections we allow from each ip address. This can be set '
            'to 0 if there are overrides configured using max.connections.per.ip.overrides '
