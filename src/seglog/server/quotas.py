@@ -45,10 +45,12 @@ import time
 from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping
 
 __all__ = ["CLIENT_ID", "CONNECTION_CREATION_RATE", "CONSUMER_BYTE_RATE",
-           "CONTROLLER_MUTATION_RATE", "ClientQuotaManager", "ClientQuotas", "IP",
-           "IP_QUOTA_TYPES", "PRODUCER_BYTE_RATE", "QuotaEntity", "REQUEST_PERCENTAGE",
-           "Rate", "SENSOR_INACTIVE_S", "USER", "USER_CLIENT_QUOTA_TYPES", "entity_of",
-           "quotas_of", "with_request_quota"]
+           "CONTROLLER_MUTATION_RATE", "ClientQuotaManager", "ClientQuotas", "EXTENSION_KEY",
+           "IP", "IP_QUOTA_TYPES", "PRODUCER_BYTE_RATE", "QuotaEntity", "REQUEST_PERCENTAGE",
+           "Rate", "SELF_THROTTLED_APIS", "SENSOR_INACTIVE_S", "USER",
+           "USER_CLIENT_QUOTA_TYPES", "any_quota", "apply_request_quota", "client_of",
+           "entity_of", "fetch_bytes_max", "fetch_throttle_ms", "produce_throttle_ms",
+           "quotas_of", "request_throttle_ms", "with_request_quota"]
 
 #: Entity types (``ClientQuotaEntity.USER`` / ``CLIENT_ID`` / ``IP``).
 USER = "user"
@@ -443,10 +445,12 @@ def with_request_quota(handle: Callable[[Any, Any], Awaitable[Any]], api_key: in
         return handle
 
     async def handle_with_quota(ctx: Any, request: Any) -> Any:
+        quotas: ClientQuotas | None = ctx.broker.extensions.get(EXTENSION_KEY)
+        if quotas is None or not quotas.request.enabled:
+            return await handle(ctx, request)  # no request quota: nothing to count
         timed = _Timed(handle(ctx, request))
         response = await timed
-        quotas: ClientQuotas | None = ctx.broker.extensions.get(EXTENSION_KEY)
-        if quotas is None or not quotas.request.enabled or response is None:
+        if response is None:
             return response
         user, client_id = client_of(ctx)
         throttle_ms = quotas.request.record_and_get_throttle_ms(
@@ -474,6 +478,14 @@ def request_throttle_ms(ctx: Any, spent_ns: int) -> int:
     user, client_id = client_of(ctx)
     return quotas.request.record_and_get_throttle_ms(user, client_id,
                                                      spent_ns * _NANOS_TO_PERCENT)
+
+
+def any_quota(ctx: Any) -> bool:
+    """Whether any produce, fetch or request quota is set on ``ctx``'s broker (nothing is
+    counted otherwise)."""
+    quotas: ClientQuotas | None = ctx.broker.extensions.get(EXTENSION_KEY)
+    return quotas is not None and (quotas.produce.enabled or quotas.fetch.enabled
+                                   or quotas.request.enabled)
 
 
 def produce_throttle_ms(ctx: Any, size_bytes: int, spent_ns: int) -> int:

@@ -243,7 +243,7 @@ def _answer(ctx: RequestContext, wanted: list[_Wanted],
     """The answer to a Fetch, under the client's quotas (``handleFetchRequest``): a consumer
     over its ``consumer_byte_rate`` or ``request_percentage`` is answered empty with the
     throttle time (its bytes are not counted), a follower never is."""
-    if replica_id < 0:
+    if replica_id < 0 and quotas.any_quota(ctx):
         throttle_ms = quotas.fetch_throttle_ms(ctx, size_bytes,
                                                time.perf_counter_ns() - started_ns)
         if throttle_ms > 0:
@@ -285,7 +285,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
     max_bytes = min(int(request.max_bytes), config_max)  # negative: see _read_one
     replica_id = _replica_id(request)
-    if replica_id < 0:
+    if replica_id < 0 and quotas.any_quota(ctx):
         # A consumer gets no more than its fetch quota allows in one window (Kafka caps
         # fetch.max.bytes so: a larger answer would be throttled whatever came before).
         window_bytes_max = quotas.fetch_bytes_max(ctx)

@@ -365,7 +365,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
         answers.append((key, outcomes))
     # Quotas (KafkaApis: the request is appended, then counted; acks=0 is exempt from the
     # request quota): the larger throttle time goes into the answer and mutes the client.
-    throttle_ms = quotas.produce_throttle_ms(
+    throttle_ms = 0 if not quotas.any_quota(ctx) else quotas.produce_throttle_ms(
         ctx, sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data),
         0 if acks == 0 else time.perf_counter_ns() - started_ns)
     if delayed:
