@@ -336,6 +336,9 @@ def check_throttled_replicas(value: tuple[str, ...]) -> Optional[str]:
     return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
 
 
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")
+
+
 def parse_connection_overrides(value: str) -> dict[str, int]:
     """``max.connections.per.ip.overrides``: ``host:count,...`` (Kafka's
     ``parseCsvMap``; entries trimmed, empty ones skipped) as ``{host: count}``; ValueError
@@ -349,6 +352,10 @@ def parse_connection_overrides(value: str) -> dict[str, int]:
         host, count = host.strip(), count.strip()
         if not sep or not host or not count.lstrip("-").isdigit():
             raise ValueError(f"Invalid entry {entry!r}: expected host:count")
+        if not _VALID_HOST.fullmatch(host):
+            # KafkaConfig: Utils.validHostPattern
+            raise ValueError(f"max.connections.per.ip.overrides contains invalid addresses : "
+                             f"{host}")
         number = int(count)
         if not 0 <= number <= 2**31 - 1:
             raise ValueError(f"Invalid connection count {count} for {host}")

@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 from typing import Any, Mapping
 
@@ -56,7 +57,9 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 #: Kafka's exception message for a refused cluster operation.
 _CLUSTER_AUTH_MESSAGE = "Cluster authorization failed."
 _INT_MAX = {"short": 2**15 - 1, "int": 2**31 - 1, "long": 2**63 - 1}
-_FILE_KEY = "seglog.server.apis.client_quotas.file"
+#: A DNS host name (RFC 1123 labels), the only kind of name worth a lookup.
+_HOST_NAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 
 
 # --- authorization seam --------------------------------------------------------------------
@@ -239,7 +242,8 @@ async def _ip_resolves(ctx: RequestContext, ip: str) -> bool:
         return True
     except ValueError:
         pass
-    if len(ip) > 253 or any(c.isspace() for c in ip):
+    if not _HOST_NAME.fullmatch(ip):
+        # Not a host name at all: it cannot resolve, and no lookup leaves the machine for it.
         return False
     try:
         await ctx.broker.run_blocking(socket.getaddrinfo, ip, None)
