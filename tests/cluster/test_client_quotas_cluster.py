@@ -113,3 +113,28 @@ def test_a_quota_altered_through_one_broker_applies_on_another(two_brokers, zk_c
     with RawClient(cluster.address(1)) as other:
         wait_until(lambda: ((("client-id", "late"),), {"consumer_byte_rate": 5.0})
                    in describe_quotas(other)[2], "the restarted broker to read the znodes")
+
+
+def test_entity_znodes_and_change_paths_are_kafkas():
+    from seglog.cluster import client_quotas_zk as zk_quotas
+
+    # Kafka's Sanitizer: URL encoding with * as %2A and space as %20.
+    assert zk_quotas.sanitize("a b*c/d~é") == "a%20b%2Ac%2Fd%7E%C3%A9"
+    assert zk_quotas.desanitize("a%20b%2Ac%2Fd%7E%C3%A9") == "a b*c/d~é"
+    cases = [
+        ((("user", "alice"),), "users/alice"),
+        ((("user", None),), "users/<default>"),
+        ((("user", "a/b"), ("client-id", None)), "users/a%2Fb/clients/<default>"),
+        ((("client-id", "c 1"),), "clients/c%201"),
+        ((("ip", "10.0.0.1"),), "ips/10.0.0.1"),
+        ((("ip", None),), "ips/<default>"),
+    ]
+    for entity, path in cases:
+        assert zk_quotas.entity_znode(entity) == path
+        entity_type, _, name = path.partition("/")
+        assert zk_quotas.entity_of_change(entity_type, name) == entity
+    for entity_type, name in (("users", ""), ("users", "a/b"), ("users", "a/clients/"),
+                              ("users", "a/clients/b/c"), ("clients", "a/b"), ("groups", "g")):
+        assert zk_quotas.entity_of_change(entity_type, name) is None
+    with pytest.raises(ValueError):
+        zk_quotas.entity_znode((("ip", "1.2.3.4"), ("user", "u")))

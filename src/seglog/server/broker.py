@@ -237,6 +237,8 @@ class Server:
         closes it)."""
         if self._listener is not None:
             self._listener.close()
+        if self._connection_quotas is not None:
+            self._connection_quotas.close_waiting()  # held, never served: closed now
         # Long-polling fetches answer now instead of holding the shutdown for their max wait.
         if self.state is not None:
             self.state.closing = True

@@ -320,6 +320,16 @@ class ConnectionQuotas:
         if self._waiting:
             self.loop.call_soon(self._pump)
 
+    def close_waiting(self) -> None:
+        """Shutdown: close every held connection (never served) and stop the timer."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._waiting:
+            transport = self._waiting.popleft().connection.transport
+            if transport is not None and not transport.is_closing():
+                transport.abort()
+
     @property
     def waiting(self) -> int:
         """How many accepted connections are held (not served yet)."""
