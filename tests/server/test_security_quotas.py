@@ -460,3 +460,12 @@ def test_kafka_configs_alters_and_describes_client_and_user_quotas(broker, tmp_p
     assert quotas.produce.quota_limit("", "c1") is None
     out = tool("--describe", "--entity-type", "clients", "--entity-name", "c1")
     assert "producer_byte_rate" not in out
+    tool("--alter", "--add-config", "connection_creation_rate=10", "--entity-type", "ips",
+         "--entity-name", "10.9.8.7")
+    tool("--alter", "--add-config", "consumer_byte_rate=4096", "--entity-type", "clients",
+         "--entity-default")
+    out = tool("--describe", "--entity-type", "ips", "--entity-name", "10.9.8.7")
+    assert "Quota configs for ip '10.9.8.7' are connection_creation_rate=10.0" in out
+    out = tool("--describe", "--entity-type", "clients", "--entity-default")
+    assert "Quota configs for the default client-id are consumer_byte_rate=4096.0" in out
+    assert quotas.ip_connection_rate("10.9.8.7") == 10.0
