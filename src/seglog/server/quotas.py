@@ -44,6 +44,8 @@ import math
 import time
 from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping
 
+from .context import RawResponse
+
 __all__ = ["CLIENT_ID", "CONNECTION_CREATION_RATE", "CONSUMER_BYTE_RATE",
            "CONTROLLER_MUTATION_RATE", "ClientQuotaManager", "ClientQuotas", "EXTENSION_KEY",
            "IP", "IP_QUOTA_TYPES", "PRODUCER_BYTE_RATE", "QuotaEntity", "REQUEST_PERCENTAGE",
@@ -456,6 +458,12 @@ def with_request_quota(handle: Callable[[Any, Any], Awaitable[Any]], api_key: in
         throttle_ms = quotas.request.record_and_get_throttle_ms(
             user, client_id, timed.spent_ns * _NANOS_TO_PERCENT)
         if throttle_ms <= 0:
+            return response
+        if isinstance(response, RawResponse):
+            # A body the handler encoded (a big Metadata answer): its throttle field cannot
+            # be changed here, but the connection is still muted for the throttle time.
+            if throttle_ms > response.throttle_time_ms:
+                response = response._replace(throttle_time_ms=throttle_ms)
             return response
         current = getattr(response, "throttle_time", None)
         if not isinstance(current, datetime.timedelta):
