@@ -469,3 +469,37 @@ def test_kafka_configs_alters_and_describes_client_and_user_quotas(broker, tmp_p
     out = tool("--describe", "--entity-type", "clients", "--entity-default")
     assert "Quota configs for the default client-id are consumer_byte_rate=4096.0" in out
     assert quotas.ip_connection_rate("10.9.8.7") == 10.0
+
+
+@pytest.mark.clients
+@pytest.mark.slow
+def test_an_acks_0_producer_over_its_quota_is_muted(broker_factory):
+    # No answer carries the throttle time, but the connection is muted all the same, so
+    # what reaches the log stays near the quota (plus the first burst Kafka's rate allows).
+    broker = broker_factory(quota_window_num=3)
+    quota_bytes_per_s = 200_000
+    topic = "quota-acks0"
+    _create_topic(broker.bootstrap, topic)
+    with RawClient(broker.bootstrap) as c:
+        assert alter_quotas(c, [([(CLIENT, "fire")], {"producer_byte_rate":
+                                                      quota_bytes_per_s})])[0][1] == 0
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "fire",
+                         "acks": 0, "linger.ms": 5, "batch.size": 16 * 1024,
+                         "queue.buffering.max.kbytes": 256})
+    value = b"z" * 1000
+    run_s = 5.0
+    started = time.monotonic()
+    while time.monotonic() - started < run_s:
+        try:
+            producer.produce(topic, value)
+        except BufferError:
+            producer.poll(0.01)
+            continue
+        producer.poll(0)
+    stored_bytes = broker.store.log((topic, 0)).size_bytes
+    # Unthrottled, a producer here writes tens of MB/s; muted, the quota over the run plus
+    # the burst of (window.num - 1) windows, with the 20% margin.
+    assert stored_bytes <= 1.2 * quota_bytes_per_s * (run_s + 2), stored_bytes
+    assert q.quotas_of(broker.state).produce.throttle_ms_total("ANONYMOUS", "fire") > 0
+    producer.purge()
+    producer.flush(0)

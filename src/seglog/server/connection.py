@@ -539,8 +539,8 @@ class Connection(asyncio.Protocol):
             self._update_reading()
 
     def _encode(self, ctx: RequestContext, response: Response) -> tuple[BytesLike, ...]:
-        if response is None:
-            return ()
+        if response is None or (isinstance(response, RawResponse) and not response.parts):
+            return ()  # no response (a RawResponse without parts only mutes: acks=0)
         flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)
         if isinstance(response, RawResponse):
             body = response.parts

@@ -385,6 +385,10 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
                 "produce with acks=0 failed: " + ", ".join(
                     f"{key}-{index}: error {o.error_code}" for key, outs in answers
                     for index, o in outs if o.error_code != codes.NONE))
+        if throttle_ms:
+            # No answer, but the connection is muted all the same (Kafka throttles an acks=0
+            # client over its producer_byte_rate too).
+            return RawResponse((), throttle_time_ms=throttle_ms)
         return None
     return _response(version, answers, throttle_time_ms=throttle_ms)
 
