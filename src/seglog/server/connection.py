@@ -249,7 +249,8 @@ class Server(Protocol):
         """``{socket option: size in bytes}``; None leaves the OS's size."""
 
     def admit(self, connection: Connection) -> bool:
-        """Register a new connection; False when over a connection limit."""
+        """Register a new connection (or hold it unread until a limit allows it: see
+        connection_quotas.py); False when it is refused (the caller closes it)."""
 
     def forget(self, connection: Connection) -> None:
         """A connection was lost."""
