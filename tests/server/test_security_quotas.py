@@ -503,3 +503,29 @@ def test_an_acks_0_producer_over_its_quota_is_muted(broker_factory):
     assert q.quotas_of(broker.state).produce.throttle_ms_total("ANONYMOUS", "fire") > 0
     producer.purge()
     producer.flush(0)
+
+
+@pytest.mark.clients
+@pytest.mark.slow
+def test_a_user_quota_applies_to_every_client_id_of_the_user(broker_factory):
+    # On PLAINTEXT every client is User:ANONYMOUS: a users/ANONYMOUS quota is shared by all
+    # of its client ids (KIP-55: the user's rate is counted once, whatever the client id).
+    broker = broker_factory(quota_window_num=3)
+    topic = "quota-user"
+    _create_topic(broker.bootstrap, topic)
+    with RawClient(broker.bootstrap) as c:
+        assert alter_quotas(c, [([(USER, "ANONYMOUS")], {"producer_byte_rate": 100_000})]
+                            )[0][1] == 0
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+    delivered: list[tuple[float, int]] = []
+    threads = [threading.Thread(target=_produce_for, args=(broker.bootstrap, topic, name, 4.0,
+                                                           delivered, seen[name]))
+               for name in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(4.0 + 2 * WAIT_S)
+    assert seen["a"] and seen["b"], "both client ids of the user are throttled"
+    quotas = q.quotas_of(broker.state)
+    assert quotas.produce.usage_tags("ANONYMOUS", "a") == ("ANONYMOUS", "")
+    assert quotas.produce.throttle_ms_total("ANONYMOUS", "a") > 0
