@@ -50,6 +50,9 @@ from ...cluster.zk_data import TopicAssignment
 from ...errors import InvalidRequestError
 from ...types import TopicPartition
 from .. import protocol
+from ...security.acl import CLUSTER_NAME
+from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
+                             authorized_operations, authorizer_of)
 from ..context import CloseConnection, RawResponse, RequestContext
 from .admin_wire import RECORDS_PER_REQUEST_MAX
 from .data_metadata_codec import MetadataAsk, read_metadata_request
@@ -114,6 +117,15 @@ def _entity_classes(version: int) -> _EntityClasses:
     response, module = response_entities(API_KEY, version)
     return (response, module.MetadataResponseBroker, module.MetadataResponseTopic,
             module.MetadataResponsePartition)
+
+
+def _unauthorized_entry(classes: _EntityClasses, name: str | None,
+                        topic_id: uuid.UUID = _ZERO_UUID, internal: bool = False) -> Any:
+    """TOPIC_AUTHORIZATION_FAILED for a topic as Kafka answers it (no partitions, not
+    internal unless refused for creation)."""
+    return build(classes[2], error_code=ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED), name=name,
+                 topic_id=topic_id, is_internal=internal, partitions=(),
+                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _error_entry(classes: _EntityClasses, error_code: int, name: str | None,
@@ -240,19 +252,35 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
     response_cls, broker_cls = classes[0], classes[1]
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
-    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
-                 else AUTHORIZED_OPERATIONS_OMITTED)
+    with_topic_ops = bool(request.include_topic_authorized_operations)
+
+    def topic_ops(name: str) -> int:
+        return authorized_operations(ctx, ResourceType.TOPIC, name) if with_topic_ops \
+            else AUTHORIZED_OPERATIONS_OMITTED
+
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) \
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0
+    # KafkaApis: topics the caller may not DESCRIBE are hidden from an all-topics answer
+    # and TOPIC_AUTHORIZATION_FAILED when named; creating one needs CREATE (cluster/topic).
+    authorizing = authorizer_of(broker) is not None
+
+    def describable(name: str) -> bool:
+        return not authorizing or authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            name)
+
+    may_create_any = None  # CREATE on the cluster, asked once when needed
     assignments = cluster.assignments
     turns = _Turns()
     entries: list[Any] = []
     work = 0  # topics and partitions answered: how big the answer is
     if all_topics:
         for topic_name in sorted(assignments):
+            if not describable(topic_name):
+                continue
             every = assignments[topic_name]
-            entries.append(_topic_entry(classes, cluster, every, topic_ops))
+            entries.append(_topic_entry(classes, cluster, every, topic_ops(topic_name)))
             work += 1 + len(every.partitions)
             await turns.spend(1 + len(every.partitions))
     else:
@@ -269,9 +297,12 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 assignment = by_id.get(topic_id)
                 if assignment is None:
                     entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
+                elif not describable(assignment.topic):
+                    entries.append(_unauthorized_entry(classes, None, topic_id))
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
-                    entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
+                    entries.append(_topic_entry(classes, cluster, assignment,
+                                                topic_ops(assignment.topic)))
                     await turns.spend(len(assignment.partitions))
                     work += len(assignment.partitions)
                 work += 1
@@ -287,8 +318,19 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
             seen.add(name)
             work += 1
             assignment = assignments.get(name)
+            if not describable(name):
+                entries.append(_unauthorized_entry(classes, name))
+                continue
+            if assignment is None and allow_create:
+                if may_create_any is None:
+                    may_create_any = authorize_cluster(ctx, AclOperation.CREATE)
+                if not may_create_any and not authorize(ctx, AclOperation.CREATE,
+                                                        ResourceType.TOPIC, name):
+                    entries.append(_unauthorized_entry(classes, name,
+                                                       internal=name in _INTERNAL_TOPICS))
+                    continue
             if assignment is not None:
-                entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
+                entries.append(_topic_entry(classes, cluster, assignment, topic_ops(name)))
                 await turns.spend(len(assignment.partitions))
                 work += len(assignment.partitions)
             elif not valid_topic_name(name):
