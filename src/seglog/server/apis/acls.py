@@ -21,7 +21,8 @@ import logging
 from typing import Any
 
 from ... import error_codes as codes
-from ...security.acl import AclBinding, AclBindingFilter, binding_error, filter_error
+from ...security.acl import (AclBinding, AclBindingFilter, AclPermissionType, PatternType,
+                             ResourceType, binding_error, filter_error)
 from ...security.acl_file import load_acls, save_acls
 from ...security.authorizer import Authorizer, parse_super_users
 from ..authorization import AUTHORIZER_KEY, AclOperation, authorize_cluster, authorizer_of
@@ -89,6 +90,17 @@ def _filter(entity: Any, version: int) -> AclBindingFilter:
     return acl_filter
 
 
+def _unknown_element(binding: AclBinding) -> bool:
+    return 0 in (binding.resource_type, binding.pattern_type, binding.operation,
+                 binding.permission)
+
+
+def _filter_only_value(binding: AclBinding) -> bool:
+    return binding.resource_type is ResourceType.ANY or \
+        binding.pattern_type in (PatternType.ANY, PatternType.MATCH) or \
+        binding.operation is AclOperation.ANY or binding.permission is AclPermissionType.ANY
+
+
 async def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
     """DescribeAcls: the ACLs matching the filter, grouped by resource pattern."""
     response, module = response_classes(DESCRIBE_ACLS_KEY, ctx.api_version)
@@ -128,17 +140,25 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
     authorizer = authorizer_of(ctx.broker)
     if authorizer is None:
         return results(codes.SECURITY_DISABLED, _CREATE_DISABLED)
+    bindings = [AclBinding.from_codes(
+        c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+        c.operation, c.permission_type) for c in request.creations]
+    if any(_unknown_element(b) for b in bindings):
+        # Kafka's CreateAclsRequest refuses this while parsing.
+        raise CloseConnection("CreateAcls with UNKNOWN elements")
+    if any(_filter_only_value(b) for b in bindings):
+        # Kafka's ResourcePattern / AccessControlEntry constructors throw on a filter-only
+        # value (ANY, MATCH): the whole request fails as an unexpected error.
+        return results(codes.UNKNOWN_SERVER_ERROR, None)
     answers: list[Any] = []
     valid: list[AclBinding] = []
-    for creation in request.creations:
-        binding = AclBinding.from_codes(
-            creation.resource_type, creation.resource_name, creation.resource_pattern_type,
-            creation.principal, creation.host, creation.operation, creation.permission_type)
+    for binding in bindings:
         why = binding_error(binding)
         if why is None:
             valid.append(binding)
+            # Kafka's answer of a created ACL carries an empty message, not null.
             answers.append(make(module.AclCreationResult, error_code=codes.NONE,
-                                error_message=None))
+                                error_message=""))
         else:
             answers.append(make(module.AclCreationResult, error_code=codes.INVALID_REQUEST,
                                 error_message=why))

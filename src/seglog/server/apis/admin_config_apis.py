@@ -220,13 +220,19 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     synonyms = bool(request.include_synonyms)
     documentation = bool(getattr(request, "include_documentation", False))
     results: list[Any] = []
+    unauthorized: list[Any] = []
     for resource in request.resources:
         keys = set(resource.configuration_keys or ())
         try:
             denied = config_authorization_error(ctx, AclOperation.DESCRIBE_CONFIGS,
                                                 resource.resource_type, resource.resource_name)
             if denied:
-                raise Refused(denied, codes.message(denied))
+                # ConfigHelper answers the unauthorized resources after the others.
+                unauthorized.append(make(
+                    m.DescribeConfigsResult, error_code=denied,
+                    error_message=codes.message(denied), resource_type=resource.resource_type,
+                    resource_name=resource.resource_name, configs=()))
+                continue
             if resource.resource_type == RESOURCE_TOPIC:
                 why = topic_name_error(resource.resource_name)
                 if why:
@@ -258,7 +264,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
             results.append(make(m.DescribeConfigsResult, error_code=e.code,
                                  error_message=e.message, resource_type=resource.resource_type,
                                  resource_name=resource.resource_name, configs=()))
-    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))
+    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results + unauthorized))
 
 
 # --- AlterConfigs and IncrementalAlterConfigs -----------------------------------------------
