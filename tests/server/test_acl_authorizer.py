@@ -169,3 +169,17 @@ def test_authorizer_class_names_accepted_and_others_refused_by_name():
     assert config["super.users"] == "User:a;User:b"
     assert config["allow.everyone.if.no.acl.found"] is True
     assert BrokerConfig({})["allow.everyone.if.no.acl.found"] is False
+
+
+def test_docs_rules_table_is_the_modules():
+    import pathlib
+    import re
+
+    from seglog.server.authorization import rules_markdown
+
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "acls.md"
+    found = re.search(r"<!-- acl-rules:start[^>]*-->\n(.*?)<!-- acl-rules:end -->",
+                      doc.read_text(encoding="utf-8"), re.S)
+    assert found and found.group(1) == rules_markdown(), (
+        "docs/acls.md's rules table is stale: paste "
+        "seglog.server.authorization.rules_markdown() between its acl-rules markers")

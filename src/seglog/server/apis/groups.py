@@ -43,7 +43,7 @@ from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
-                             filter_authorized)
+                             authorized_operations, filter_authorized)
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
@@ -752,6 +752,11 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                           client_id=m.client_id, client_host=m.client_host,
                           member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in description.members]))
+    if ctx.api_version >= 3 and getattr(request, "include_authorized_operations", False):
+        for group in described:  # KafkaApis: the groups answered without an error
+            if group["error_code"] == codes.NONE:
+                group["authorized_operations"] = authorized_operations(
+                    ctx, ResourceType.GROUP, group["group_id"])
     return _response(ctx, dict(groups=described))
 
 
@@ -824,9 +829,13 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> ResponsePay
     # count as every topic.
     every_topic = subscribed is None and coord.state(group_id) not in (None, cg.EMPTY)
     answers, doomed = [], []
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
-            if every_topic or topic.name in (subscribed or ()):
+            if topic.name not in readable:
+                answers.append((topic.name, p.partition_index, codes.TOPIC_AUTHORIZATION_FAILED))
+            elif every_topic or topic.name in (subscribed or ()):
                 answers.append((topic.name, p.partition_index, codes.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answers.append((topic.name, p.partition_index, 0))
