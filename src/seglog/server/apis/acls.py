@@ -129,6 +129,8 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
     """CreateAcls: each valid creation is added (and saved) and answered NONE; each invalid
     one INVALID_REQUEST with Kafka's message."""
     response, module = response_classes(CREATE_ACLS_KEY, ctx.api_version)
+    if request.creations is None:
+        raise CloseConnection("CreateAcls with a null creations array")  # Kafka's parser
 
     def results(code: int, message: str | None) -> Any:
         return make(response, throttle_time=0, results=tuple(
@@ -171,6 +173,8 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
 async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
     """DeleteAcls: per filter, the ACLs it matched (and removed)."""
     response, module = response_classes(DELETE_ACLS_KEY, ctx.api_version)
+    if request.filters is None:
+        raise CloseConnection("DeleteAcls with a null filters array")  # Kafka's parser
 
     def results(code: int, message: str | None) -> Any:
         return make(response, throttle_time=0, filter_results=tuple(
