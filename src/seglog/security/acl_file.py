@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from ..errors import CorruptCheckpointError
 from ..storage.checkpoints import atomic_write_bytes
 from .acl import AclBinding
 
-__all__ = ["ACLS_FILE", "load_acls", "save_acls"]
+__all__ = ["ACLS_FILE", "AclFileStore", "load_acls", "save_acls"]
 
 #: The file's name in the data directory.
 ACLS_FILE = "seglog-acls.json"
@@ -48,3 +48,29 @@ def save_acls(data_dir: str, bindings: Iterable[AclBinding]) -> None:
     items = sorted((b.to_json() for b in bindings), key=lambda item: json.dumps(item, sort_keys=True))
     text = json.dumps({"version": _VERSION, "acls": items}, indent=1, sort_keys=True)
     atomic_write_bytes(os.path.join(data_dir, ACLS_FILE), text.encode("utf-8"))
+
+
+class AclFileStore:
+    """A lone broker's :class:`~seglog.security.acl_store.AclStore`: the ACL file of
+    ``data_dir``, read and replaced through ``run_blocking(fn, *args)`` (off the loop)."""
+
+    def __init__(self, data_dir: str, run_blocking: Callable[..., Awaitable[Any]]):
+        self.data_dir = data_dir
+        self._run_blocking = run_blocking
+        self._bindings: frozenset[AclBinding] = frozenset()
+
+    async def load(self) -> frozenset[AclBinding]:
+        """The ACLs in the file (none without one); CorruptCheckpointError for a bad one."""
+        self._bindings = await self._run_blocking(load_acls, self.data_dir)
+        return self._bindings
+
+    async def apply(self, added: Iterable[AclBinding], removed: Iterable[AclBinding]
+                    ) -> frozenset[AclBinding]:
+        """Add and remove, saved durably before returning the new whole set."""
+        bindings = (self._bindings | frozenset(added)) - frozenset(removed)
+        await self._run_blocking(save_acls, self.data_dir, bindings)
+        self._bindings = bindings
+        return bindings
+
+    async def stop(self) -> None:
+        """Nothing to stop: the file is written at each change."""

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Iterable
 
 from ... import error_codes as codes
 from ...security.acl import (AclBinding, AclBindingFilter, AclPermissionType, PatternType,
                              ResourceType, binding_error, filter_error)
-from ...security.acl_file import load_acls, save_acls
 from ...security.authorizer import Authorizer, parse_super_users
 from ..authorization import AUTHORIZER_KEY, AclOperation, authorize_cluster, authorizer_of
 from ..context import BrokerState, CloseConnection, RequestContext
@@ -42,6 +41,7 @@ DELETE_ACLS_KEY = 31
 VERSION_MIN, VERSION_MAX = 1, 3
 
 _LOCK_KEY = "seglog.server.apis.acls.lock"
+_STORE_KEY = "seglog.server.apis.acls.store"
 _CREATE_DISABLED = "No Authorizer is configured."
 _DESCRIBE_DISABLED = "No Authorizer is configured on the broker"
 
@@ -53,31 +53,36 @@ def _not_authorized(ctx: RequestContext) -> str:
 
 async def start(state: BrokerState) -> None:
     """Make the authorizer named by ``authorizer.class.name`` (none when empty) and load the
-    ACLs kept in the data directory."""
+    ACLs: a lone broker's from its data directory, a cluster member's from ZooKeeper (then
+    kept up to date with every change made through any broker)."""
     class_name = state.config.get("authorizer.class.name") or ""
     if not class_name:
         state.extensions[AUTHORIZER_KEY] = None
         return
-    bindings = await state.run_blocking(load_acls, state.store.path)
     authorizer = Authorizer(parse_super_users(state.config.get("super.users")),
-                            bool(state.config.get("allow.everyone.if.no.acl.found")), bindings)
+                            bool(state.config.get("allow.everyone.if.no.acl.found")))
+    store = state.cluster.acl_store(authorizer.replace)
+    authorizer.replace(await store.load())
+    state.extensions[_STORE_KEY] = store
     state.extensions[AUTHORIZER_KEY] = authorizer
     state.extensions[_LOCK_KEY] = asyncio.Lock()
-    log.info("authorizer %s: %d ACLs, super users %s", class_name, len(bindings),
+    log.info("authorizer %s: %d ACLs, super users %s", class_name, len(authorizer.bindings),
              sorted(authorizer.super_users))
 
 
 async def stop(state: BrokerState) -> None:
-    """Drop the authorizer."""
+    """Drop the authorizer (and stop following ZooKeeper's changes)."""
     state.extensions.pop(AUTHORIZER_KEY, None)
     state.extensions.pop(_LOCK_KEY, None)
+    store = state.extensions.pop(_STORE_KEY, None)
+    if store is not None:
+        await store.stop()
 
 
-async def _apply(state: BrokerState, authorizer: Authorizer,
-                 bindings: frozenset[AclBinding]) -> None:
-    """Save ``bindings`` as the broker's whole ACL set, then hold them."""
-    await state.run_blocking(save_acls, state.store.path, bindings)
-    authorizer.replace(bindings)
+async def _apply(state: BrokerState, authorizer: Authorizer, added: Iterable[AclBinding],
+                 removed: Iterable[AclBinding]) -> None:
+    """Save the change durably (file or ZooKeeper), then hold the result."""
+    authorizer.replace(await state.extensions[_STORE_KEY].apply(added, removed))
 
 
 def _filter(entity: Any, version: int) -> AclBindingFilter:
@@ -166,7 +171,7 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
                                 error_message=why))
     if valid:
         async with ctx.broker.extensions[_LOCK_KEY]:
-            await _apply(ctx.broker, authorizer, authorizer.with_added(valid))
+            await _apply(ctx.broker, authorizer, valid, ())
     return make(response, throttle_time=0, results=tuple(answers))
 
 
@@ -191,7 +196,7 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
         valid = [f for f in filters if filter_error(f) is None]
         remaining, matched = authorizer.with_removed(valid)
         if remaining != authorizer.bindings:
-            await _apply(ctx.broker, authorizer, remaining)
+            await _apply(ctx.broker, authorizer, (), authorizer.bindings - remaining)
     matched_iter = iter(matched)
     answers = []
     for acl_filter in filters:
