@@ -19,6 +19,12 @@ unauthorized topics are hidden from an all-topics Metadata and TOPIC_AUTHORIZATI
 named; cluster operations are CLUSTER_AUTHORIZATION_FAILED; removing the DENY lets the write
 through. Then the real client's view: confluent-kafka's producer gets
 TOPIC_AUTHORIZATION_FAILED and its consumer GROUP_AUTHORIZATION_FAILED, on both brokers.
+
+The second matrix names its users: alice, bob and the super user admin log in with SASL PLAIN
+(Kafka's INTERNAL listener; a seglog broker with one SASL_PLAINTEXT listener), admin creates
+the ACLs, and each user's produce, fetch, Metadata, JoinGroup and InitProducerId answers are
+compared (a PREFIXED ALLOW for ``User:*`` with a LITERAL DENY for bob; the super user passes
+where it holds no ACL), with confluent-kafka's error as bob.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ ADMIN_HOST, SUBJECT_HOST = "127.0.0.2", "127.0.0.1"
 ANON = "User:ANONYMOUS"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-         'username="admin" password="admin-secret" user_admin="admin-secret";')
+         'username="admin" password="admin-secret" user_admin="admin-secret" '
+         'user_alice="alice-secret" user_bob="bob-secret";')
 #: The one ACL each broker holds before the scenario: the admin's, bound to its host.
 BOOTSTRAP_ACL = AclBinding(Res.CLUSTER, CLUSTER_NAME, Pat.LITERAL, ANON, ADMIN_HOST, Op.ALL,
                            Perm.ALLOW)
@@ -91,7 +98,7 @@ def real_kafka(tmp_path_factory):
     kafka.start()
     try:
         _kafka_bootstrap_acl(f"127.0.0.1:{internal_port}")
-        yield kafka.bootstrap
+        yield kafka.bootstrap, f"127.0.0.1:{internal_port}"
     finally:
         kafka.stop()
 
@@ -498,7 +505,7 @@ def _real_clients(bootstrap: str) -> dict:
 
 
 def test_acl_matrix_answers_as_kafka_does(real_kafka, seglog_broker):
-    expected = scenario(real_kafka)
+    expected = scenario(real_kafka[0])
     got = scenario(seglog_broker)
     different = {step: (expected[step], got.get(step)) for step in expected
                  if expected[step] != got.get(step)}
@@ -512,3 +519,145 @@ def test_acl_matrix_answers_as_kafka_does(real_kafka, seglog_broker):
     assert got["init producer id"]["tx-no"] == 53
     assert got["confluent producer to a READ-only topic"] == [True]
     assert got["confluent consumer in a group without READ"] is True
+
+
+# --- named users over SASL_PLAINTEXT (PLAIN): alice, bob and the super user admin ----------
+
+
+@pytest.fixture(scope="module")
+def seglog_sasl_broker(tmp_path_factory):
+    from sasl_helpers import sasl_properties
+
+    config = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+              "inter.broker.listener.name": "SASL_PLAINTEXT",
+              **sasl_properties(mechanisms=("PLAIN",), plain_jaas=_JAAS),
+              "offsets.topic.num.partitions": 1, "transaction.state.log.num.partitions": 1,
+              "group.initial.rebalance.delay.ms": 0,
+              "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
+    broker = Broker(tmp_path_factory.mktemp("seglog-acl-sasl"), listen=("127.0.0.1", 0),
+                    config=config)
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+def _user(bootstrap: str, name: str):
+    from sasl_helpers import RawClient
+
+    client = RawClient(bootstrap)
+    assert client.login("PLAIN", name, f"{name}-secret")[-1].error_code == 0
+    return client
+
+
+def _named(name, op, perm=Perm.ALLOW, res=Res.TOPIC, pat=Pat.LITERAL, principal=None):
+    return AclBinding(res, name, pat, principal, "*", op, perm)
+
+
+#: alice may read and write her topic and read her group; everyone may read the "s-sh"
+#: prefix, except bob, denied s-shared; nothing for bob.
+SASL_ACLS = (
+    _named("s-alice", Op.READ, principal="User:alice"),
+    _named("s-alice", Op.WRITE, principal="User:alice"),
+    _named("g-alice", Op.READ, res=Res.GROUP, principal="User:alice"),
+    _named("s-sh", Op.READ, pat=Pat.PREFIXED, principal="User:*"),
+    _named("s-shared", Op.READ, Perm.DENY, principal="User:bob"),
+)
+SASL_TOPICS = ("s-alice", "s-shared")
+
+
+def sasl_scenario(bootstrap: str) -> dict:
+    """The named-user matrix on one broker's SASL listener: ``{step: answer}``."""
+    out: dict = {}
+    admin, alice, bob = (_user(bootstrap, n) for n in ("admin", "alice", "bob"))
+    try:
+        ct = admin.m(19, 7)
+        r = admin.call(19, 7, topics=tuple(ct.CreatableTopic(
+            name=n, num_partitions=1, replication_factor=1, assignments=(), configs=())
+            for n in SASL_TOPICS), timeout=TIMEOUT, validate_only=False)
+        out["admin creates topics"] = {t.name: int(t.error_code) for t in r.topics}
+        _wait_for_topics(admin, SASL_TOPICS)
+        ca = admin.m(30, 3)
+        r = admin.call(30, 3, creations=tuple(ca.AclCreation(
+            resource_type=int(b.resource_type), resource_name=b.name,
+            resource_pattern_type=int(b.pattern_type), principal=b.principal, host=b.host,
+            operation=int(b.operation), permission_type=int(b.permission)) for b in SASL_ACLS))
+        out["admin creates ACLs"] = [int(x.error_code) for x in r.results]
+        r = bob.call(29, 3, resource_type_filter=int(Res.ANY), resource_name_filter=None,
+                     pattern_type_filter=int(Pat.ANY), principal_filter=None, host_filter=None,
+                     operation=int(Op.ANY), permission_type=int(Perm.ANY))
+        out["bob describes ACLs"] = int(r.error_code)
+        time.sleep(1.0)  # Kafka's brokers apply ACL records a moment after the controller
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:  # coordinators loaded (see _settle_coordinators)
+            found = alice.call(10, 4, key_type=0, coordinator_keys=("g-alice",)).coordinators
+            pid = alice.call(22, 4, transactional_id=None,
+                             transaction_timeout=datetime.timedelta(seconds=60),
+                             producer_id=-1, producer_epoch=-1)
+            if int(found[0].error_code) == 0 and int(pid.error_code) == 0:
+                break
+            time.sleep(0.2)
+
+        for who, client in (("admin", admin), ("alice", alice), ("bob", bob)):
+            out[f"{who} produces"] = {t: _produce(client, t) for t in SASL_TOPICS}
+            fm = client.m(1, 12)
+            r = client.call(1, 12, cluster_id=None, replica_id=-1,
+                            max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+                            isolation_level=0, session_id=0, session_epoch=-1,
+                            topics=tuple(fm.FetchTopic(topic=t, partitions=(fm.FetchPartition(
+                                partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                last_fetched_epoch=-1, log_start_offset=-1,
+                                partition_max_bytes=1 << 20),)) for t in SASL_TOPICS),
+                            forgotten_topics_data=(), rack_id="")
+            out[f"{who} fetches"] = {t.topic: int(t.partitions[0].error_code)
+                                     for t in r.responses}
+            r = client.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                            include_topic_authorized_operations=False)
+            # (The reference broker also holds the first matrix's topics.)
+            out[f"{who} sees topics"] = sorted(t.name for t in r.topics
+                                               if t.name in SASL_TOPICS)
+            jm = client.m(11, 9)
+            r = client.call(11, 9, group_id="g-alice",
+                            session_timeout=datetime.timedelta(seconds=10),
+                            rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+                            group_instance_id=None, protocol_type="consumer",
+                            protocols=(jm.JoinGroupRequestProtocol(name="range", metadata=b""),),
+                            reason=None)
+            out[f"{who} joins g-alice"] = int(r.error_code)
+            r = client.call(22, 4, transactional_id=None,
+                            transaction_timeout=datetime.timedelta(seconds=60), producer_id=-1,
+                            producer_epoch=-1)
+            out[f"{who} idempotent producer id"] = int(r.error_code)
+    finally:
+        for client in (admin, alice, bob):
+            client.close()
+    from confluent_kafka import KafkaError, Producer
+
+    errors: list = []
+    producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "PLAIN", "sasl.username": "bob",
+                         "sasl.password": "bob-secret", "message.timeout.ms": 10000,
+                         "enable.idempotence": False})
+    producer.produce("s-alice", b"x", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(WAIT_S)
+    out["confluent producer as bob to s-alice"] = [
+        None if e is None else e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in errors]
+    return out
+
+
+def test_acl_matrix_of_named_users_over_sasl_answers_as_kafka_does(real_kafka,
+                                                                   seglog_sasl_broker):
+    expected = sasl_scenario(real_kafka[1])
+    got = sasl_scenario(seglog_sasl_broker)
+    different = {step: (expected[step], got.get(step)) for step in expected
+                 if expected[step] != got.get(step)}
+    assert not different, "\n".join(f"{step}:\n  kafka:  {k}\n  seglog: {s}"
+                                    for step, (k, s) in different.items())
+    assert got["alice produces"] == {"s-alice": 0, "s-shared": 29}
+    assert got["bob produces"] == {"s-alice": 29, "s-shared": 29}
+    assert got["admin produces"] == {"s-alice": 0, "s-shared": 0}  # a super user
+    assert got["alice fetches"] == {"s-alice": 0, "s-shared": 0}
+    assert got["bob fetches"] == {"s-alice": 29, "s-shared": 29}  # DENY beats the prefix
+    assert got["bob joins g-alice"] == 30 and got["bob idempotent producer id"] == 31
+    assert got["confluent producer as bob to s-alice"] == [True]

@@ -28,6 +28,7 @@ from ..authorization import AUTHORIZER_KEY, AclOperation, authorize_cluster, aut
 from ..context import BrokerState, CloseConnection, RequestContext
 from ..registry import ApiHandler
 from .admin_wire import make, response_classes
+from .security import AUTHORIZE_CLUSTER_KEY
 
 __all__ = ["CREATE_ACLS_KEY", "DELETE_ACLS_KEY", "DESCRIBE_ACLS_KEY", "HANDLERS", "start",
            "stop"]
@@ -55,6 +56,8 @@ async def start(state: BrokerState) -> None:
     """Make the authorizer named by ``authorizer.class.name`` (none when empty) and load the
     ACLs: a lone broker's from its data directory, a cluster member's from ZooKeeper (then
     kept up to date with every change made through any broker)."""
+    # The SCRAM credential APIs ask through their own hook (seglog.server.apis.security).
+    state.extensions[AUTHORIZE_CLUSTER_KEY] = _authorize_cluster_by_name
     class_name = state.config.get("authorizer.class.name") or ""
     if not class_name:
         state.extensions[AUTHORIZER_KEY] = None
@@ -70,8 +73,14 @@ async def start(state: BrokerState) -> None:
              sorted(authorizer.super_users))
 
 
+def _authorize_cluster_by_name(ctx: RequestContext, operation: str) -> bool:
+    """``authorize(ctx, "ALTER")``: an operation named as text on the CLUSTER resource."""
+    return authorize_cluster(ctx, AclOperation[operation])
+
+
 async def stop(state: BrokerState) -> None:
     """Drop the authorizer (and stop following ZooKeeper's changes)."""
+    state.extensions.pop(AUTHORIZE_CLUSTER_KEY, None)
     state.extensions.pop(AUTHORIZER_KEY, None)
     state.extensions.pop(_LOCK_KEY, None)
     store = state.extensions.pop(_STORE_KEY, None)
