@@ -83,15 +83,11 @@ class Authorizer:
         """The ACLs ``acl_filter`` matches, in a stable order."""
         return sorted((b for b in self._bindings if acl_filter.matches(b)), key=_sort_key)
 
-    def with_added(self, bindings: Iterable[AclBinding]) -> frozenset[AclBinding]:
-        """The set of ACLs with ``bindings`` added (not applied: the store persists it first,
-        then calls :meth:`replace`)."""
-        return self._bindings | frozenset(bindings)
-
     def with_removed(self, filters: Sequence[AclBindingFilter]
                      ) -> tuple[frozenset[AclBinding], list[list[AclBinding]]]:
         """The set of ACLs without those any of ``filters`` match, and per filter the ACLs it
-        matched (not applied, as :meth:`with_added`)."""
+        matched (not applied: the broker's ACL store saves the change first, then
+        :meth:`replace` holds it)."""
         matched = [self.acls(acl_filter) for acl_filter in filters]
         removed = frozenset(b for group in matched for b in group)
         return self._bindings - removed, matched
