@@ -25,6 +25,9 @@ The second matrix names its users: alice, bob and the super user admin log in wi
 the ACLs, and each user's produce, fetch, Metadata, JoinGroup and InitProducerId answers are
 compared (a PREFIXED ALLOW for ``User:*`` with a LITERAL DENY for bob; the super user passes
 where it holds no ACL), with confluent-kafka's error as bob.
+
+The third runs both brokers with ``allow.everyone.if.no.acl.found=true``: topics and groups
+without ACLs are open to ANONYMOUS, one with an ACL for bob is closed to it.
 """
 
 from __future__ import annotations
@@ -661,3 +664,111 @@ def test_acl_matrix_of_named_users_over_sasl_answers_as_kafka_does(real_kafka,
     assert got["bob fetches"] == {"s-alice": 29, "s-shared": 29}  # DENY beats the prefix
     assert got["bob joins g-alice"] == 30 and got["bob idempotent producer id"] == 31
     assert got["confluent producer as bob to s-alice"] == [True]
+
+
+# --- allow.everyone.if.no.acl.found=true ---------------------------------------------------
+
+EVERYONE = {"authorizer.class.name": STANDARD_AUTHORIZER,
+            "allow.everyone.if.no.acl.found": "true"}
+
+
+@pytest.fixture(scope="module")
+def real_kafka_everyone(tmp_path_factory):
+    """A Kafka broker that lets everyone act on resources without ACLs (its own controller
+    requests included: the cluster has no ACL until the scenario makes one)."""
+    _need_kafka()
+    kafka = KafkaBroker(_REF, tmp_path_factory.mktemp("kafka-acl-everyone"),
+                        extra_properties=EVERYONE)
+    kafka.format()
+    kafka.start()
+    try:
+        yield kafka.bootstrap
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def seglog_everyone(tmp_path_factory):
+    broker = Broker(tmp_path_factory.mktemp("seglog-acl-everyone"), listen=("127.0.0.1", 0),
+                    config={"offsets.topic.num.partitions": 1, **EVERYONE})
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+def everyone_scenario(bootstrap: str) -> dict:
+    """ANONYMOUS on a broker with ``allow.everyone.if.no.acl.found=true``."""
+    out: dict = {}
+    anon = Wire(bootstrap, SUBJECT_HOST)
+    try:
+        ct = anon.m(19, 7)
+
+        def create(*names):
+            r = anon.call(19, 7, topics=tuple(ct.CreatableTopic(
+                name=n, num_partitions=1, replication_factor=1, assignments=(), configs=())
+                for n in names), timeout=TIMEOUT, validate_only=False)
+            return {t.name: int(t.error_code) for t in r.topics}
+
+        out["create topics, no ACL anywhere"] = create("open", "bobs")
+        _wait_for_topics(anon, ("open", "bobs"))
+        ca = anon.m(30, 3)
+        bob = AclBinding(Res.TOPIC, "bobs", Pat.LITERAL, "User:bob", "*", Op.ALL, Perm.ALLOW)
+        r = anon.call(30, 3, creations=(ca.AclCreation(
+            resource_type=int(bob.resource_type), resource_name=bob.name,
+            resource_pattern_type=int(bob.pattern_type), principal=bob.principal,
+            host=bob.host, operation=int(bob.operation), permission_type=int(bob.permission)),))
+        out["create an ACL for bob, no cluster ACL"] = [int(x.error_code) for x in r.results]
+        time.sleep(1.0)
+        out["produce"] = {t: _produce(anon, t) for t in ("open", "bobs")}
+        r = anon.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False)
+        out["metadata, all topics"] = sorted(t.name for t in r.topics
+                                             if not t.name.startswith("__"))
+        # A group with an ACL for bob is closed to ANONYMOUS; one without any is open.
+        # (Not the cluster: an ACL on it would close it to this Kafka's own PLAINTEXT
+        # controller requests as well.)
+        r = anon.call(30, 3, creations=(ca.AclCreation(
+            resource_type=int(Res.GROUP), resource_name="g-bob",
+            resource_pattern_type=int(Pat.LITERAL), principal="User:bob", host="*",
+            operation=int(Op.READ), permission_type=int(Perm.ALLOW)),))
+        out["create a group ACL for bob"] = [int(x.error_code) for x in r.results]
+        time.sleep(1.0)
+        jm = anon.m(11, 9)
+        out["join group"] = {}
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:  # FindCoordinator makes Kafka's __consumer_offsets
+            found = anon.call(10, 4, key_type=0, coordinator_keys=("g-open",)).coordinators
+            if int(found[0].error_code) == 0:
+                break
+            time.sleep(0.2)
+        for group in ("g-open", "g-bob"):
+            deadline = time.monotonic() + WAIT_S
+            while True:  # Kafka loads its new __consumer_offsets a moment after creating it
+                r = anon.call(11, 9, group_id=group,
+                              session_timeout=datetime.timedelta(seconds=10),
+                              rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+                              group_instance_id=None, protocol_type="consumer",
+                              protocols=(jm.JoinGroupRequestProtocol(name="range",
+                                                                     metadata=b""),),
+                              reason=None)
+                if int(r.error_code) not in (14, 15, 16) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            out["join group"][group] = int(r.error_code)
+    finally:
+        anon.close()
+    return out
+
+
+def test_allow_everyone_if_no_acl_found_answers_as_kafka_does(real_kafka_everyone,
+                                                              seglog_everyone):
+    expected = everyone_scenario(real_kafka_everyone)
+    got = everyone_scenario(seglog_everyone)
+    different = {step: (expected[step], got.get(step)) for step in expected
+                 if expected[step] != got.get(step)}
+    assert not different, "\n".join(f"{step}:\n  kafka:  {k}\n  seglog: {s}"
+                                    for step, (k, s) in different.items())
+    assert got["produce"] == {"open": 0, "bobs": 29}
+    assert got["join group"] == {"g-open": 79, "g-bob": 30}
