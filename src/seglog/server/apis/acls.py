@@ -2,15 +2,18 @@
 
 The ``start`` hook makes the :class:`~seglog.security.authorizer.Authorizer` when
 ``authorizer.class.name`` names it (``super.users``, ``allow.everyone.if.no.acl.found``) and
-loads the ACLs of a lone broker's data directory (:mod:`seglog.security.acl_file`); the
-handlers of every API then ask it through :mod:`seglog.server.authorization`. Without an
+loads the ACLs from the store the partition seam gives (``PartitionSeam.acl_store``: a lone
+broker's data directory, :mod:`seglog.security.acl_file`; a cluster's ZooKeeper,
+:mod:`seglog.cluster.acl_changes`, whose changes made through other brokers it then follows);
+the handlers of every API ask it through :mod:`seglog.server.authorization`. Without an
 authorizer the three APIs answer SECURITY_DISABLED, as Kafka's.
 
 As Kafka: DescribeAcls needs DESCRIBE on the cluster, CreateAcls and DeleteAcls ALTER
 (CLUSTER_AUTHORIZATION_FAILED for the whole request otherwise); a creation with a bad element
-is INVALID_REQUEST with Kafka's message while the others are created; a filter with an
-UNKNOWN element is refused when the request is read (the connection is closed, as Kafka's
-request parser does). Changes are saved durably before they are answered and applied; they
+is INVALID_REQUEST with Kafka's message while the others are created; a filter-only value
+(ANY, MATCH) in a creation fails the whole request with UNKNOWN_SERVER_ERROR (Kafka's
+constructors throw); an UNKNOWN element or a null array is refused when the request is read
+(the connection is closed, as Kafka's request parser does). Changes are saved durably before they are answered and applied; they
 are serialized per broker.
 """
 
