@@ -366,16 +366,15 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayloa
     """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
     coord = _state(ctx).coordinator
     not_here = coordinator_error(ctx, request.group_id)
+    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
+        not_here = codes.INCONSISTENT_GROUP_PROTOCOL
+    elif not _may_read_group(ctx, request.group_id):
+        # KafkaApis: after the protocol check, before the coordinator.
+        not_here = codes.GROUP_AUTHORIZATION_FAILED
     if not_here:
         return _response(ctx, dict(error_code=not_here, assignment=b"", protocol_type=None,
                                    protocol_name=None))
-    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
-        # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
-        return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
-                                   protocol_type=None, protocol_name=None))
-    if not _may_read_group(ctx, request.group_id):
-        return _response(ctx, dict(error_code=codes.GROUP_AUTHORIZATION_FAILED, assignment=b"",
-                                   protocol_type=None, protocol_name=None))
     result: cg.SyncResult = await _parked(ctx, lambda done: coord.sync_group(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
