@@ -726,6 +726,12 @@ def everyone_scenario(bootstrap: str) -> dict:
                       include_topic_authorized_operations=False)
         out["metadata, all topics"] = sorted(t.name for t in r.topics
                                              if not t.name.startswith("__"))
+        mm = anon.m(3, 12)
+        r = anon.call(3, 12, topics=tuple(mm.MetadataRequestTopic(topic_id=None, name=n)
+                                          for n in ("open", "bobs", "auto-x", "bad name!")),
+                      allow_auto_topic_creation=True, include_topic_authorized_operations=True)
+        out["metadata, named, with operations"] = sorted(
+            (t.name, int(t.error_code), int(t.topic_authorized_operations)) for t in r.topics)
         # A group with an ACL for bob is closed to ANONYMOUS; one without any is open.
         # (Not the cluster: an ACL on it would close it to this Kafka's own PLAINTEXT
         # controller requests as well.)

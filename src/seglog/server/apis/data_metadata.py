@@ -40,7 +40,7 @@ import datetime
 import functools
 import logging
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -129,10 +129,11 @@ def _unauthorized_entry(classes: _EntityClasses, name: str | None,
 
 
 def _error_entry(classes: _EntityClasses, error_code: int, name: str | None,
-                 topic_id: uuid.UUID = _ZERO_UUID) -> Any:
+                 topic_id: uuid.UUID = _ZERO_UUID,
+                 authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
     return build(classes[2], error_code=ErrorCode(error_code), name=name, topic_id=topic_id,
                  is_internal=name in _INTERNAL_TOPICS, partitions=(),
-                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                 topic_authorized_operations=authorized_operations)
 
 
 
@@ -334,14 +335,16 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 await turns.spend(len(assignment.partitions))
                 work += len(assignment.partitions)
             elif not valid_topic_name(name):
-                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name))
+                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name,
+                                            authorized_operations=topic_ops(name)))
             elif allow_create and name not in _INTERNAL_TOPICS:
                 to_create[name] = len(entries)
                 entries.append(None)  # filled below, once the whole set is known
             else:
                 # Not allowed to create, or an internal topic (the coordinators make their own).
-                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name))
-        await _create_named(ctx, cluster, classes, entries, to_create, turns)
+                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name,
+                                            authorized_operations=topic_ops(name)))
+        await _create_named(ctx, cluster, classes, entries, to_create, turns, topic_ops)
     brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
                           rack=info.rack)
                     for _id, info in sorted(cluster.live_brokers.items()))
@@ -357,8 +360,10 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
 
 
 async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _EntityClasses,
-                        entries: list[Any], to_create: dict[str, int], turns: _Turns) -> None:
-    """Auto-create the topics of ``to_create`` (name -> its slot in ``entries``) and fill
+                        entries: list[Any], to_create: dict[str, int], turns: _Turns,
+                        topic_ops: Callable[[str], int]) -> None:
+    """Auto-create the topics of ``to_create`` (name -> its slot in ``entries``, answered
+    with ``topic_ops(name)`` as their authorized operations) and fill
     their slots: all of them, or none when Kafka's controller would refuse the lot
     (:func:`auto_creation_refusal`; logged, each answered UNKNOWN_TOPIC_OR_PARTITION as
     Kafka's broker answers a creation it forwarded)."""
@@ -376,7 +381,7 @@ async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _E
         code = codes.UNKNOWN_TOPIC_OR_PARTITION
         if refusal is None:
             code = await _auto_create(ctx, cluster, name)
-        entries[slot] = _error_entry(classes, code, name)
+        entries[slot] = _error_entry(classes, code, name, authorized_operations=topic_ops(name))
         await turns.spend(1)
 
 
