@@ -715,10 +715,11 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
     assignment when Stable; an unknown group is ``Dead`` (v6+: GROUP_ID_NOT_FOUND)."""
     coord = _state(ctx).coordinator
     offset_groups = None
-    described = []
+    described: list[dict[str, Any]] = []
+    denied: list[dict[str, Any]] = []  # KafkaApis answers the refused groups first
     for group_id in request.groups:
         if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-            described.append(dict(
+            denied.append(dict(
                 error_code=codes.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
                 group_state="", protocol_type="", protocol_data="", members=[],
                 authorized_operations=-2147483648, error_message=None))
@@ -756,7 +757,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
             if group["error_code"] == codes.NONE:
                 group["authorized_operations"] = authorized_operations(
                     ctx, ResourceType.GROUP, group["group_id"])
-    return _response(ctx, dict(groups=described))
+    return _response(ctx, dict(groups=denied + described))
 
 
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
