@@ -190,6 +190,8 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
                 continue
             partitions.append(answer(index, codes.NONE, offset, found_ms, epoch))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(partitions)))
+    # KafkaApis answers the topics the caller may not DESCRIBE after the others.
+    topics.sort(key=lambda topic: topic.name not in describable)
     return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
 
 
