@@ -27,7 +27,7 @@ server both read it. Immutable; thread-safe.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from .configdef import (
     ACCEPTED, BOTH, BROKER, CLUSTER_WIDE, INT32_MAX, INT64_MAX, NO, NO_DEFAULT, PER_BROKER,
@@ -36,7 +36,7 @@ from .configdef import (
 )
 from .errors import InvalidConfigError
 
-__all__ = ["BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+__all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
            "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
            "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
@@ -54,6 +54,22 @@ def _absent(name: str, type: str, default: Any, importance: str, dynamic: str) -
     """A Kafka broker config seglog does not implement: refused by name."""
     return ConfigKey(name=name, scope=BROKER, type=type, default=default,
                      importance=importance, doc="", dynamic=dynamic, support=NO)
+
+
+#: The ``authorizer.class.name`` values naming seglog's authorizer (Kafka's KRaft class and
+#: the ZooKeeper era's, the same rules).
+AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                          "kafka.security.authorizer.AclAuthorizer")
+
+
+def _authorizer_class_error(value: Any) -> Optional[str]:
+    """Why ``authorizer.class.name`` cannot be ``value`` (None when it can)."""
+    if value in ("",) + AUTHORIZER_CLASS_NAMES:
+        return None
+    return (f"authorizer class {value} is not available in seglog: only "
+            f"{AUTHORIZER_CLASS_NAMES[0]} (or {AUTHORIZER_CLASS_NAMES[1]}), seglog's ACL "
+            "authorizer with Kafka's StandardAuthorizer rules, or empty for none")
+
 
 
 #: Every config, topic configs first (in Kafka's order), then broker configs by name.
@@ -363,6 +379,20 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'external load balancers are used.'),
            note=('The address given to clients in Metadata (names among listeners, as '
                 'Kafka checks them); null: the listen address.')),
+    _entry('allow.everyone.if.no.acl.found', BROKER, 'boolean', False, 'medium',
+           ('Whether every principal may act on a resource that has no ACL at all (read by '
+           "Kafka's StandardAuthorizer from the broker configs; not in the broker's "
+           'ConfigDef).'),
+           note="Read by seglog's ACL authorizer, as Kafka's StandardAuthorizer reads it."),
+    _entry('authorizer.class.name', BROKER, 'string', '', 'low',
+           ('The fully qualified name of a class that implements '
+           '<code>org.apache.kafka.server.authorizer.Authorizer</code> interface, which is '
+           'used by the broker for authorization.'),
+           check=_authorizer_class_error,
+           note=('org.apache.kafka.metadata.authorizer.StandardAuthorizer (or the ZooKeeper '
+                 "era's kafka.security.authorizer.AclAuthorizer, same rules) names seglog's "
+                 'ACL authorizer; any other class is refused by name; empty: no '
+                 'authorization (everything allowed).')),
     _entry('auto.create.topics.enable', BROKER, 'boolean', True, 'high',
            'Enable auto creation of topic on the server.',
            note='Create a topic on Metadata or Produce for a name that does not exist.'),
@@ -959,6 +989,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'default will be used.'),
            note=("SO_SNDBUF of connections, applied when set (unset or -1: the OS's autotuned "
                 'size).')),
+    _entry('super.users', BROKER, 'string', '', 'medium',
+           ('A semicolon-separated list of principals (<code>User:admin;User:ops</code>) '
+           'that every ACL check allows (read by Kafka\'s StandardAuthorizer from the broker '
+           "configs; not in the broker's ConfigDef)."),
+           note="Read by seglog's ACL authorizer, as Kafka's StandardAuthorizer reads it."),
     _entry('transaction.abort.timed.out.transaction.cleanup.interval.ms', BROKER, 'int',
            10000, 'low',
            'The interval at which to rollback transactions that have timed out',
@@ -1029,7 +1064,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('alter.config.policy.class.name', 'class', None, 'low', READ_ONLY),
     _absent('alter.log.dirs.replication.quota.window.num', 'int', 11, 'low', READ_ONLY),
     _absent('alter.log.dirs.replication.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
-    _absent('authorizer.class.name', 'string', '', 'low', READ_ONLY),
     _absent('background.threads', 'int', 10, 'high', CLUSTER_WIDE),
     _absent('broker.heartbeat.interval.ms', 'int', 2000, 'medium', READ_ONLY),
     _absent('broker.rack', 'string', None, 'medium', READ_ONLY),
@@ -1436,9 +1470,6 @@ SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 #: See :data:`SECURITY_PREFIXES`: the security configs named whole.
 SECURITY_NAMES: dict[str, str] = {
-    "authorizer.class.name": "authorization (ACLs)",
-    "super.users": "authorization (ACLs)",
-    "allow.everyone.if.no.acl.found": "authorization (ACLs)",
     "principal.builder.class": "authentication (principals)",
     "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
     "security.providers": "TLS",

@@ -152,11 +152,8 @@ REFUSED = [
      "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"),
     (["--config", "sasl.kerberos.service.name=kafka"],
      "sasl.kerberos.service.name is not implemented by seglog: this SASL setting"),
-    (["--config", "authorizer.class.name="
-                  "org.apache.kafka.metadata.authorizer.StandardAuthorizer"],
-     "authorizer.class.name is not implemented by seglog: authorization (ACLs) is not built"),
-    (["--config", "super.users=User:admin"],
-     "super.users is not implemented by seglog: authorization (ACLs) is not built yet"),
+    (["--config", "authorizer.class.name=com.example.OpenDoorAuthorizer"],
+     "authorizer class com.example.OpenDoorAuthorizer is not available in seglog"),
     (["--config", "listener.name.sasl_plaintext.sasl.kerberos.service.name=kafka"],
      "listener.name.sasl_plaintext.sasl.kerberos.service.name: Kafka broker config "
      "sasl.kerberos.service.name is not implemented by seglog"),

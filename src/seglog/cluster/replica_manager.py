@@ -52,6 +52,8 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence, T
 from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
+from ..security.acl import AclBinding
+from ..security.acl_store import AclStore
 from ..types import TopicPartition
 from . import placement, zk_data
 from .placement import ManualAssignment
@@ -669,6 +671,14 @@ class ReplicaManager(PartitionSeam):
 
         await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_BROKER,
                              zk_data.broker_config_entity(broker_id), dict(configs))
+
+    def acl_store(self, on_change: Callable[[frozenset[AclBinding]], None]) -> AclStore:
+        """The cluster's ACLs in ZooKeeper, Kafka 2.x's layout (:mod:`.acl_changes`): the
+        changes made through any broker reach ``on_change``."""
+        from .acl_changes import ZkAclStore
+
+        return ZkAclStore(zk=self.zk, loop=self.loop, run_blocking=self._blocking,
+                          on_change=on_change)
 
     def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]
                                    ) -> None:

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from .. import error_codes as codes
+from ..security.acl import AclBinding
+from ..security.acl_store import AclStore
 from ..types import TopicPartition
 from . import zk_data
 from .placement import ManualAssignment
@@ -417,6 +419,12 @@ class PartitionSeam(abc.ABC):
                                    configs: Mapping[str, str]) -> None:
         """Make ``configs`` the whole dynamic broker layer of broker ``broker_id``, or of the
         cluster default for None, as :meth:`alter_topic_configs` does."""
+
+    @abc.abstractmethod
+    def acl_store(self, on_change: Callable[[frozenset[AclBinding]], None]) -> AclStore:
+        """Where this broker keeps its ACLs (:class:`~seglog.security.acl_store.AclStore`):
+        a lone broker's data directory, a cluster's ZooKeeper (whose changes made through
+        other brokers reach ``on_change``, on the loop, as the whole new set)."""
 
     @abc.abstractmethod
     def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]

@@ -26,6 +26,9 @@ from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
 from .. import error_codes as codes
 from .. import errors
+from ..security.acl import AclBinding
+from ..security.acl_file import AclFileStore
+from ..security.acl_store import AclStore
 from ..storage import checkpoints
 from ..types import TopicPartition
 from . import placement, zk_data
@@ -320,6 +323,11 @@ class SingleBroker(PartitionSeam):
     async def alter_broker_configs(self, broker_id: int | None,
                                    configs: Mapping[str, str]) -> None:
         """Nothing to tell: the handler applies the layer to the only broker."""
+
+    def acl_store(self, on_change: Callable[[frozenset[AclBinding]], None]) -> AclStore:
+        """The ACL file of the data directory (nothing changes it but this broker, so
+        ``on_change`` is never called)."""
+        return AclFileStore(self.store.path, self._run_blocking)
 
     def add_broker_config_listener(self, listener: Callable[[bool, dict[str, str]], None]
                                    ) -> None:

@@ -855,6 +855,13 @@ class KafkaZkClient:
                 continue
         raise ZooKeeperClientError(f"gave up after {RACE_ATTEMPTS_MAX} attempts", path=path)
 
+    def create_sequential(self, path_prefix: str, data: bytes) -> str:
+        """Create the persistent sequential znode ``<path_prefix><seq>`` holding ``data``
+        (its parent must exist); returns the created path."""
+        created: str = self._run(
+            lambda: self._kazoo.create_async(path_prefix, data, sequence=True), path_prefix)
+        return created
+
     def create_config_change_notification(self, entity_path: str) -> str:
         """Create ``/config/changes/config_change_<seq>`` for ``entity_path`` (e.g.
         ``topics/t``); returns the created path."""
@@ -863,13 +870,6 @@ class KafkaZkClient:
         data = zk_data.encode_config_change(entity_path)
         created: str = self._run(lambda: self._kazoo.create_async(path, data, sequence=True),
                                  path)
-        return created
-
-    def create_sequential(self, path_prefix: str, data: bytes) -> str:
-        """Create a persistent sequential znode ``<path_prefix><seq>`` holding ``data`` (the
-        parent must exist); returns the created path."""
-        created: str = self._run(
-            lambda: self._kazoo.create_async(path_prefix, data, sequence=True), path_prefix)
         return created
 
     def config_change_notifications(self) -> dict[str, str]:

@@ -50,6 +50,7 @@ API_MODULES = (
     "seglog.server.apis.security",
     "seglog.server.apis.tokens",
     "seglog.server.apis.client_quotas",
+    "seglog.server.apis.acls",
 )
 
 

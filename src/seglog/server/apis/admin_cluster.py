@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
 from ...types import TopicPartition
+from ...security.acl import CLUSTER_NAME
+from ..authorization import (AclOperation, ResourceType, authorize_cluster,
+                             authorized_operations, filter_authorized)
 from ..context import RequestContext
 from ...error_codes import (
     MISMATCHED_ENDPOINT_TYPE, NONE, OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
     UNSUPPORTED_ENDPOINT_TYPE,
 )
 from .admin_wire import (
-    CLUSTER_AUTHORIZED_OPERATIONS, NO_THROTTLE, code_of, make, response_classes,
+    NO_THROTTLE, code_of, make, response_classes,
 )
 from .data_topics import partition_seam
 
@@ -75,11 +78,15 @@ async def delete_records(ctx: RequestContext, request: Any) -> Any:
     # Only the leader deletes (its followers follow its log start); Kafka's
     # getPartitionOrException: a partition the metadata does not have is unknown.
     refused: dict[tuple[str, int], int] = {}
+    deletable = filter_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC,
+                                  (t.name for t in request.topics))
     for topic in request.topics:
         count = cluster.partition_count(topic.name)
         for part in topic.partitions:
             index = part.partition_index
-            if count is None or not 0 <= index < count:
+            if topic.name not in deletable:
+                refused[(topic.name, index)] = codes.TOPIC_AUTHORIZATION_FAILED
+            elif count is None or not 0 <= index < count:
                 refused[(topic.name, index)] = codes.UNKNOWN_TOPIC_OR_PARTITION
             elif cluster.leader_replica(TopicPartition(topic.name, index)) is None:
                 refused[(topic.name, index)] = codes.NOT_LEADER_OR_FOLLOWER
@@ -115,8 +122,10 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
                          port=info.port, rack=info.rack, is_fenced=False)
                     for _id, info in sorted(cluster.live_brokers.items()))
     controller_id = -1 if cluster.controller_id is None else cluster.controller_id
-    operations = (CLUSTER_AUTHORIZED_OPERATIONS if request.include_cluster_authorized_operations
-                  else -2**31)
+    operations = -2**31
+    if request.include_cluster_authorized_operations:
+        operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) \
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, error_message=None,
                  endpoint_type=1, cluster_id=state.cluster_id, controller_id=controller_id,
                  brokers=brokers, cluster_authorized_operations=operations)
@@ -154,6 +163,9 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(35, ctx.api_version)
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return make(response_cls, throttle_time=NO_THROTTLE,
+                    error_code=codes.CLUSTER_AUTHORIZATION_FAILED, results=())
     topics = await state.run_blocking(_log_dir_topics, store, request.topics)
     st = os.statvfs(store.path)
     result = make(m.DescribeLogDirsResult, error_code=NONE,

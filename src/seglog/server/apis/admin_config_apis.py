@@ -12,6 +12,7 @@ from ...config_table import TOPIC_CONFIGS, broker_key
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from ..config import CONFIG_DEFS
+from ..authorization import AclOperation, ResourceType, authorize, authorize_cluster
 from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
 from .admin_state import (
@@ -187,6 +188,21 @@ def _logger_entries(keys: Collection[str]) -> list[ConfigEntry]:
             for name, lg in loggers.items() if not keys or name in keys]
 
 
+def config_authorization_error(ctx: RequestContext, operation: AclOperation,
+                               resource_type: int, name: str) -> int:
+    """The error of a config resource the caller may not describe / alter (``operation``
+    DESCRIBE_CONFIGS or ALTER_CONFIGS, Kafka's ``ConfigHelper`` and ``ControllerApis``: on
+    the topic for a topic, on the cluster for a broker or its loggers), NONE when allowed or
+    for a resource type answered otherwise."""
+    if resource_type == RESOURCE_TOPIC:
+        allowed = authorize(ctx, operation, ResourceType.TOPIC, name)
+        return codes.NONE if allowed else codes.TOPIC_AUTHORIZATION_FAILED
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+        allowed = authorize_cluster(ctx, operation)
+        return codes.NONE if allowed else codes.CLUSTER_AUTHORIZATION_FAILED
+    return codes.NONE
+
+
 async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     """DescribeConfigs v1-v4 for topics, this broker, the cluster default (``""``) and this
     broker's loggers (Kafka's ``ConfigHelper.describeConfigs``)."""
@@ -204,9 +220,19 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     synonyms = bool(request.include_synonyms)
     documentation = bool(getattr(request, "include_documentation", False))
     results: list[Any] = []
+    unauthorized: list[Any] = []
     for resource in request.resources:
         keys = set(resource.configuration_keys or ())
         try:
+            denied = config_authorization_error(ctx, AclOperation.DESCRIBE_CONFIGS,
+                                                resource.resource_type, resource.resource_name)
+            if denied:
+                # ConfigHelper answers the unauthorized resources after the others.
+                unauthorized.append(make(
+                    m.DescribeConfigsResult, error_code=denied,
+                    error_message=codes.message(denied), resource_type=resource.resource_type,
+                    resource_name=resource.resource_name, configs=()))
+                continue
             if resource.resource_type == RESOURCE_TOPIC:
                 why = topic_name_error(resource.resource_name)
                 if why:
@@ -238,7 +264,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
             results.append(make(m.DescribeConfigsResult, error_code=e.code,
                                  error_message=e.message, resource_type=resource.resource_type,
                                  resource_name=resource.resource_name, configs=()))
-    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))
+    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results + unauthorized))
 
 
 # --- AlterConfigs and IncrementalAlterConfigs -----------------------------------------------
@@ -373,6 +399,11 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     results: list[Any] = []
     for resource in request.resources:
         try:
+            denied = config_authorization_error(ctx, AclOperation.ALTER_CONFIGS,
+                                                resource.resource_type, resource.resource_name)
+            if denied:
+                raise Refused(denied, None if resource.resource_type == RESOURCE_BROKER_LOGGER
+                              else codes.message(denied))
             if resource.resource_type == RESOURCE_TOPIC:
                 name = resource.resource_name
                 if topic_name_error(name) or name not in state.store:
@@ -426,6 +457,10 @@ async def alter_configs(ctx: RequestContext, request: Any) -> Any:
     results: list[Any] = []
     for resource in request.resources:
         try:
+            denied = config_authorization_error(ctx, AclOperation.ALTER_CONFIGS,
+                                                resource.resource_type, resource.resource_name)
+            if denied:
+                raise Refused(denied, codes.message(denied))
             names = [c.name for c in resource.configs]
             if len(set(names)) != len(names):
                 raise Refused(codes.INVALID_REQUEST, "Error due to duplicate config keys")

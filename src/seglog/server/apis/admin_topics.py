@@ -20,6 +20,8 @@ from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import LogConfig
+from ..authorization import (AclOperation, ResourceType, authorize_cluster,
+                             filter_authorized)
 from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
 from .admin_config_apis import topic_config_entries
@@ -119,6 +121,12 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     existing = set(cluster.assignments)
     assignments: dict[str, dict[int, list[int]]] = {}
     checked: dict[str, _Checked | Refused] = {}
+    # ControllerApis: CREATE on the cluster or on each topic; DESCRIBE_CONFIGS on a topic
+    # for its configs in the answer.
+    creatable = set(names) if authorize_cluster(ctx, AclOperation.CREATE) else \
+        filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    describable = filter_authorized(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                    names)
     for topic in request.topics:
         name = topic.name
         if name in checked:
@@ -126,6 +134,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
         try:
             if name in dups:
                 raise Refused(INVALID_REQUEST, "Duplicate topic name.")
+            if name not in creatable:
+                raise Refused(codes.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             why = topic_name_error(name)
             if why:
                 raise Refused(INVALID_TOPIC_EXCEPTION, why)
@@ -174,10 +184,11 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                     # OSError: out of descriptors or disk; the store rolled the topic back.
                     raise Refused(code_of(e), str(e)) from None
             entries = (topic_config_entries(state, config, overrides)
-                       if config_cls is not None else [])
+                       if config_cls is not None and name in describable else [])
             results.append(make(
                 m.CreatableTopicResult, name=name, topic_id=topic_id, error_code=NONE,
-                error_message=None, topic_config_error_code=codes.NONE, num_partitions=count,
+                error_message=None, topic_config_error_code=codes.NONE if name in describable
+                else codes.TOPIC_AUTHORIZATION_FAILED, num_partitions=count,
                 replication_factor=factor,
                 configs=tuple(make(config_cls, **e) for e in entries)
                 if config_cls is not None else ()))
@@ -213,6 +224,14 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     # The cluster's topics and ids (ZooKeeper's in a cluster, not this broker's local ones).
     ids = {a.topic_id: n for n, a in cluster.assignments.items() if a.topic_id is not None}
     names_to_ids = {n: i for i, n in ids.items()}
+    # ControllerApis: DELETE on the cluster, else DESCRIBE and DELETE on each topic.
+    every_topic = authorize_cluster(ctx, AclOperation.DELETE)
+    asked = {n for n, _i in wanted if n is not None} | {
+        ids[i] for _n, i in wanted if i is not None and i in ids}
+    may_describe = asked if every_topic else filter_authorized(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, asked)
+    may_delete = asked if every_topic else filter_authorized(
+        ctx, AclOperation.DELETE, ResourceType.TOPIC, asked)
     results: list[Any] = []
     reported: set[tuple[str | None, uuid.UUID | None]] = set()
     for name, topic_id in wanted:
@@ -229,12 +248,22 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             if name in dups or topic_id in dup_ids:
                 raise Refused(INVALID_REQUEST, "Duplicate topic name." if name is not None
                                else "Duplicate topic id.")
+            denied = codes.message(codes.TOPIC_AUTHORIZATION_FAILED)
             if topic_id is not None:
-                name = ids.get(topic_id)
-                if name is None:
+                found = ids.get(topic_id)
+                if found is None:
                     raise Refused(UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_ID_MESSAGE)
+                if found not in may_delete:
+                    # The name is told only to who may DESCRIBE the topic.
+                    name = found if found in may_describe else None
+                    raise Refused(codes.TOPIC_AUTHORIZATION_FAILED, denied)
+                name = found
+            elif name not in may_describe:
+                raise Refused(codes.TOPIC_AUTHORIZATION_FAILED, denied)
             elif name not in names_to_ids:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
+            elif name not in may_delete:
+                raise Refused(codes.TOPIC_AUTHORIZATION_FAILED, denied)
             topic_id = names_to_ids[name]
             if name in _INTERNAL_TOPICS:
                 raise Refused(TOPIC_DELETION_DISABLED,
@@ -278,11 +307,15 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                   error_message="Excessively large number of additional partitions per "
                   "request.") for t in request.topics))
     results: list[Any] = []
+    alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC,
+                                  (t.name for t in request.topics))
     for wanted in request.topics:
         name = wanted.name
         try:
             if name in dups:
                 raise Refused(INVALID_REQUEST, "Duplicate topic name.")
+            if name not in alterable:
+                raise Refused(codes.TOPIC_AUTHORIZATION_FAILED)
             if name not in counts:
                 raise Refused(UNKNOWN_TOPIC_OR_PARTITION)
             current = counts[name]

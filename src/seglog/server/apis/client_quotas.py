@@ -19,8 +19,8 @@ repeated entity type, a match string that does not fit its match type, or an IP 
 mixed with user / client-id ones (INVALID_REQUEST), or an unknown entity type
 (UNSUPPORTED_VERSION), for the whole request.
 
-**Authorization** (the ACL module's seam, shared with the SCRAM APIs): :func:`authorized`
-asks ``state.extensions[AUTHORIZE_CLUSTER_KEY]`` for Kafka's ``ALTER_CONFIGS`` /
+**Authorization**: :func:`authorized` asks :mod:`seglog.server.authorization` for Kafka's
+``ALTER_CONFIGS`` /
 ``DESCRIBE_CONFIGS`` on ``CLUSTER``; a refusal is CLUSTER_AUTHORIZATION_FAILED for the whole
 request (every entity of an AlterClientQuotas), as Kafka answers.
 """
@@ -40,11 +40,11 @@ from ... import error_codes as codes
 from ...errors import CorruptCheckpointError
 from ...storage import checkpoints
 from .. import quotas as q
+from ..authorization import AclOperation, authorize_cluster
 from ..context import RequestContext
 from ..registry import ApiHandler
 from .admin_wire import Refused, make, response_classes
 from .data_topics import partition_seam
-from .security import AUTHORIZE_CLUSTER_KEY, Authorize
 
 __all__ = ["HANDLERS", "QUOTAS_FILE_NAME", "alter_client_quotas", "authorized",
            "describe_client_quotas", "load_quota_file", "save_quota_file", "start", "stop"]
@@ -69,11 +69,9 @@ _HOST_NAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-
 
 def authorized(ctx: RequestContext, operation: str) -> bool:
     """Whether ``ctx``'s principal may do ``operation`` (``ALTER_CONFIGS`` or
-    ``DESCRIBE_CONFIGS``) on the ``CLUSTER`` resource: the ACL module's check in
-    ``state.extensions[AUTHORIZE_CLUSTER_KEY]`` (the seam the SCRAM APIs use too); without
-    one every principal may, as Kafka without an authorizer."""
-    check: Authorize | None = ctx.broker.extensions.get(AUTHORIZE_CLUSTER_KEY)
-    return True if check is None else bool(check(ctx, operation))
+    ``DESCRIBE_CONFIGS``) on the ``CLUSTER`` resource (:mod:`seglog.server.authorization`);
+    without an authorizer every principal may, as in Kafka."""
+    return authorize_cluster(ctx, AclOperation[operation])
 
 
 # --- persistence (a lone broker) -------------------------------------------------------------

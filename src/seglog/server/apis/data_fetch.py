@@ -51,6 +51,8 @@ from ... import errors
 from ...cluster.seam import PartitionSeam
 from ...cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from .. import quotas
+from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
+                             filter_authorized)
 from ..context import RawResponse, RequestContext
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
@@ -127,13 +129,27 @@ def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
     follower = replica_id >= 0
     cluster = partition_seam(ctx.broker)
     wanted: list[_Wanted] = []
+    # KafkaApis: a follower needs CLUSTER_ACTION, a consumer READ on each topic (checked
+    # before the topic's existence, once its name is known).
+    cluster_action = follower and authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (
+        t.topic for t in request.topics)) if not by_id and not follower else None
     for fetch_topic in request.topics:
         key = fetch_topic.topic_id if by_id else fetch_topic.topic
         topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
+        if follower:
+            denied = not cluster_action
+        elif readable is not None:
+            denied = key not in readable
+        else:
+            denied = topic is not None and not authorize(
+                ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
         for p in fetch_topic.partitions:
             epoch = int(getattr(p, "current_leader_epoch", -1))
             log, code, replica = None, codes.NONE, None
-            if topic is None:
+            if denied and (topic is not None or not by_id or follower):
+                code = codes.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None:
                 code = codes.UNKNOWN_TOPIC_ID if by_id else codes.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= p.partition < topic.partitions:
                 code = codes.UNKNOWN_TOPIC_OR_PARTITION

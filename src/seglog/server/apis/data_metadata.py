@@ -40,7 +40,7 @@ import datetime
 import functools
 import logging
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 
@@ -50,6 +50,9 @@ from ...cluster.zk_data import TopicAssignment
 from ...errors import InvalidRequestError
 from ...types import TopicPartition
 from .. import protocol
+from ...security.acl import CLUSTER_NAME
+from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
+                             authorized_operations, authorizer_of)
 from ..context import CloseConnection, RawResponse, RequestContext
 from .admin_wire import RECORDS_PER_REQUEST_MAX
 from .data_metadata_codec import MetadataAsk, read_metadata_request
@@ -116,11 +119,21 @@ def _entity_classes(version: int) -> _EntityClasses:
             module.MetadataResponsePartition)
 
 
+def _unauthorized_entry(classes: _EntityClasses, name: str | None,
+                        topic_id: uuid.UUID = _ZERO_UUID, internal: bool = False) -> Any:
+    """TOPIC_AUTHORIZATION_FAILED for a topic as Kafka answers it (no partitions, not
+    internal unless refused for creation)."""
+    return build(classes[2], error_code=ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED), name=name,
+                 topic_id=topic_id, is_internal=internal, partitions=(),
+                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+
+
 def _error_entry(classes: _EntityClasses, error_code: int, name: str | None,
-                 topic_id: uuid.UUID = _ZERO_UUID) -> Any:
+                 topic_id: uuid.UUID = _ZERO_UUID,
+                 authorized_operations: int = AUTHORIZED_OPERATIONS_OMITTED) -> Any:
     return build(classes[2], error_code=ErrorCode(error_code), name=name, topic_id=topic_id,
                  is_internal=name in _INTERNAL_TOPICS, partitions=(),
-                 topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                 topic_authorized_operations=authorized_operations)
 
 
 
@@ -240,19 +253,35 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
     response_cls, broker_cls = classes[0], classes[1]
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
-    topic_ops = (TOPIC_AUTHORIZED_OPERATIONS if request.include_topic_authorized_operations
-                 else AUTHORIZED_OPERATIONS_OMITTED)
+    with_topic_ops = bool(request.include_topic_authorized_operations)
+
+    def topic_ops(name: str) -> int:
+        return authorized_operations(ctx, ResourceType.TOPIC, name) if with_topic_ops \
+            else AUTHORIZED_OPERATIONS_OMITTED
+
     cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
     if 8 <= version <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = CLUSTER_AUTHORIZED_OPERATIONS
+        cluster_ops = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME) \
+            if authorize_cluster(ctx, AclOperation.DESCRIBE) else 0
+    # KafkaApis: topics the caller may not DESCRIBE are hidden from an all-topics answer
+    # and TOPIC_AUTHORIZATION_FAILED when named; creating one needs CREATE (cluster/topic).
+    authorizing = authorizer_of(broker) is not None
+
+    def describable(name: str) -> bool:
+        return not authorizing or authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                            name)
+
+    may_create_any = None  # CREATE on the cluster, asked once when needed
     assignments = cluster.assignments
     turns = _Turns()
     entries: list[Any] = []
     work = 0  # topics and partitions answered: how big the answer is
     if all_topics:
         for topic_name in sorted(assignments):
+            if not describable(topic_name):
+                continue
             every = assignments[topic_name]
-            entries.append(_topic_entry(classes, cluster, every, topic_ops))
+            entries.append(_topic_entry(classes, cluster, every, topic_ops(topic_name)))
             work += 1 + len(every.partitions)
             await turns.spend(1 + len(every.partitions))
     else:
@@ -269,9 +298,12 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 assignment = by_id.get(topic_id)
                 if assignment is None:
                     entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_ID, None, topic_id))
+                elif not describable(assignment.topic):
+                    entries.append(_unauthorized_entry(classes, None, topic_id))
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
-                    entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
+                    entries.append(_topic_entry(classes, cluster, assignment,
+                                                topic_ops(assignment.topic)))
                     await turns.spend(len(assignment.partitions))
                     work += len(assignment.partitions)
                 work += 1
@@ -287,19 +319,32 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
             seen.add(name)
             work += 1
             assignment = assignments.get(name)
+            if not describable(name):
+                entries.append(_unauthorized_entry(classes, name))
+                continue
+            if assignment is None and allow_create:
+                if may_create_any is None:
+                    may_create_any = authorize_cluster(ctx, AclOperation.CREATE)
+                if not may_create_any and not authorize(ctx, AclOperation.CREATE,
+                                                        ResourceType.TOPIC, name):
+                    entries.append(_unauthorized_entry(classes, name,
+                                                       internal=name in _INTERNAL_TOPICS))
+                    continue
             if assignment is not None:
-                entries.append(_topic_entry(classes, cluster, assignment, topic_ops))
+                entries.append(_topic_entry(classes, cluster, assignment, topic_ops(name)))
                 await turns.spend(len(assignment.partitions))
                 work += len(assignment.partitions)
             elif not valid_topic_name(name):
-                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name))
+                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name,
+                                            authorized_operations=topic_ops(name)))
             elif allow_create and name not in _INTERNAL_TOPICS:
                 to_create[name] = len(entries)
                 entries.append(None)  # filled below, once the whole set is known
             else:
                 # Not allowed to create, or an internal topic (the coordinators make their own).
-                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name))
-        await _create_named(ctx, cluster, classes, entries, to_create, turns)
+                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name,
+                                            authorized_operations=topic_ops(name)))
+        await _create_named(ctx, cluster, classes, entries, to_create, turns, topic_ops)
     brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
                           rack=info.rack)
                     for _id, info in sorted(cluster.live_brokers.items()))
@@ -315,8 +360,10 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
 
 
 async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _EntityClasses,
-                        entries: list[Any], to_create: dict[str, int], turns: _Turns) -> None:
-    """Auto-create the topics of ``to_create`` (name -> its slot in ``entries``) and fill
+                        entries: list[Any], to_create: dict[str, int], turns: _Turns,
+                        topic_ops: Callable[[str], int]) -> None:
+    """Auto-create the topics of ``to_create`` (name -> its slot in ``entries``, answered
+    with ``topic_ops(name)`` as their authorized operations) and fill
     their slots: all of them, or none when Kafka's controller would refuse the lot
     (:func:`auto_creation_refusal`; logged, each answered UNKNOWN_TOPIC_OR_PARTITION as
     Kafka's broker answers a creation it forwarded)."""
@@ -334,7 +381,7 @@ async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _E
         code = codes.UNKNOWN_TOPIC_OR_PARTITION
         if refusal is None:
             code = await _auto_create(ctx, cluster, name)
-        entries[slot] = _error_entry(classes, code, name)
+        entries[slot] = _error_entry(classes, code, name, authorized_operations=topic_ops(name))
         await turns.spend(1)
 
 

@@ -41,6 +41,7 @@ from ... import error_codes as codes
 from ... import errors
 from ...cluster.seam import Replica
 from ...types import TopicPartition
+from ..authorization import AclOperation, ResourceType, authorize_cluster, filter_authorized
 from ..context import RequestContext
 from .data_metadata import build
 from .data_topics import (
@@ -153,11 +154,16 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
                      old_style_offsets=())
 
     topics: list[Any] = []
+    describable = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                    (t.name for t in request.topics))
     for t in request.topics:
         topic = topic_or_none(store, t.name)
         partitions: list[Any] = []
         for p in t.partitions:
             index, timestamp = p.partition_index, int(p.timestamp)
+            if t.name not in describable:
+                partitions.append(answer(index, codes.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if counts[(t.name, index)] > 1:
                 partitions.append(answer(index, codes.INVALID_REQUEST))
                 continue
@@ -184,6 +190,8 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
                 continue
             partitions.append(answer(index, codes.NONE, offset, found_ms, epoch))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(partitions)))
+    # KafkaApis answers the topics the caller may not DESCRIBE after the others.
+    topics.sort(key=lambda topic: topic.name not in describable)
     return build(response_cls, throttle_time=_ZERO_MS, topics=tuple(topics))
 
 
@@ -199,12 +207,18 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> A
     topic_cls, partition_cls = module.OffsetForLeaderTopicResult, module.EpochEndOffset
     cluster = partition_seam(ctx.broker)
     topics: list[Any] = []
+    # KIP-320: CLUSTER_ACTION (followers), else DESCRIBE on each topic (consumers).
+    describable = None if authorize_cluster(ctx, AclOperation.CLUSTER_ACTION) else \
+        filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                          (t.topic for t in request.topics))
     for t in request.topics:
         topic = topic_or_none(store, t.topic)
         partitions: list[Any] = []
         for p in t.partitions:
             epoch, end_offset = UNDEFINED_EPOCH, -1
-            if topic is None or not 0 <= p.partition < topic.partitions:
+            if describable is not None and t.topic not in describable:
+                code = codes.TOPIC_AUTHORIZATION_FAILED
+            elif topic is None or not 0 <= p.partition < topic.partitions:
                 code = codes.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 # Partition.lastOffsetForLeaderEpoch: the leader only, its epoch cache.

@@ -69,6 +69,7 @@ from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...coordinator.internal_records import internal_record_errors
 from ...types import TopicPartition
 from .. import quotas
+from ..authorization import AclOperation, ResourceType, authorize, filter_authorized
 from ..context import CloseConnection, RawResponse, RequestContext
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
 from .data_topics import (
@@ -333,7 +334,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
     failed = False
     cluster = partition_seam(broker)
     delayed: list[tuple[AppendResult, _Outcome]] = []  # acks=-1: (append, outcome)
-    whole_request_error = _transactional_request_error(request)
+    whole_request_error = _transactional_request_error(ctx, request)
     if whole_request_error != codes.NONE:
         answers = [(t.topic_id if by_id else t.name,
                     [(p.index, _failure(whole_request_error)) for p in t.partition_data])
@@ -342,13 +343,21 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
             raise ProduceFailedWithoutAck(f"produce with acks=0 failed: error "
                                           f"{whole_request_error}")
         return _response(version, answers)
+    # KafkaApis: WRITE on each topic named, before its existence is looked at.
+    writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, (
+        t.name for t in request.topic_data)) if not by_id else None
     for topic_data in request.topic_data:
         key = topic_data.topic_id if by_id else topic_data.name
         topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
+        denied = (key not in writable) if writable is not None else (
+            topic is not None and not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                                topic.name))
         outcomes: list[tuple[int, _Outcome]] = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
-            if topic is None or not 0 <= index < topic.partitions:
+            if denied:
+                outcome = _failure(codes.TOPIC_AUTHORIZATION_FAILED)
+            elif topic is None or not 0 <= index < topic.partitions:
                 outcome = _failure(codes.UNKNOWN_TOPIC_ID if by_id and topic is None
                                    else codes.UNKNOWN_TOPIC_OR_PARTITION)
             else:
@@ -418,10 +427,10 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
     return outcome
 
 
-def _transactional_request_error(request: Any) -> int:
+def _transactional_request_error(ctx: RequestContext, request: Any) -> int:
     """Kafka's checks of a whole request's transactional batches (``RequestUtils.
-    hasTransactionalRecords`` without a transactional id; more than one transactional
-    producer id): the error code every partition gets, or NONE."""
+    hasTransactionalRecords`` without a transactional id, or without WRITE on it; more than
+    one transactional producer id): the error code every partition gets, or NONE."""
     producer_ids: set[int] = set()
     for topic_data in request.topic_data:
         for partition_data in topic_data.partition_data:
@@ -436,7 +445,8 @@ def _transactional_request_error(request: Any) -> int:
                 producer_ids.add(producer_id)
     if not producer_ids:
         return codes.NONE
-    if request.transactional_id is None:
+    if request.transactional_id is None or not authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         return codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     if len(producer_ids) > 1:
         return codes.INVALID_PRODUCER_ID_MAPPING

@@ -42,6 +42,8 @@ from . import data_topics
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
+from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
+                             authorized_operations, filter_authorized)
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
@@ -226,6 +228,10 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
     cluster = partition_seam(ctx.broker)
 
     async def answer(key: str) -> _Fields:
+        denied = _find_coordinator_denied(ctx, key_type, key)
+        if denied:
+            return dict(key=key, error_code=denied, node_id=-1, host="", port=-1,
+                        error_message=codes.message(denied))
         if key_type not in (0, 1):
             return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
@@ -250,6 +256,23 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
 
 _COORDINATOR_NOT_AVAILABLE_MESSAGE = (
     "The coordinator is not available.")
+
+
+def _find_coordinator_denied(ctx: RequestContext, key_type: int, key: str) -> int:
+    """KafkaApis.getCoordinator: DESCRIBE on the group / transactional id, else its
+    authorization error (NONE when allowed)."""
+    if key_type == 0 and not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return codes.GROUP_AUTHORIZATION_FAILED
+    if key_type == 1 and not authorize(ctx, AclOperation.DESCRIBE,
+                                       ResourceType.TRANSACTIONAL_ID, key):
+        return codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return codes.NONE
+
+
+def _may_read_group(ctx: RequestContext, group_id: str) -> bool:
+    """READ on the group: what JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit
+    need (GROUP_AUTHORIZATION_FAILED otherwise)."""
+    return authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
 
 
 async def _find_group_coordinator(ctx: RequestContext, cluster: PartitionSeam, group_id: str
@@ -301,6 +324,11 @@ def _embedded_members(ctx: RequestContext, group_id: str) -> bool:
 
 async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """JoinGroup v0-v9 (MEMBER_ID_REQUIRED from v4, skip_assignment from v9)."""
+    if not _may_read_group(ctx, request.group_id):
+        return _response(ctx, dict(error_code=codes.GROUP_AUTHORIZATION_FAILED, member_id="",
+                                   generation_id=-1,
+                                   protocol_name=None if ctx.api_version >= 7 else "",
+                                   leader="", members=[]))
     not_here = coordinator_error(ctx, request.group_id) if request.group_id else 0
     if not_here:
         return _response(ctx, dict(error_code=not_here, member_id=request.member_id,
@@ -338,13 +366,15 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayloa
     """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
     coord = _state(ctx).coordinator
     not_here = coordinator_error(ctx, request.group_id)
+    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+        # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
+        not_here = codes.INCONSISTENT_GROUP_PROTOCOL
+    elif not _may_read_group(ctx, request.group_id):
+        # KafkaApis: after the protocol check, before the coordinator.
+        not_here = codes.GROUP_AUTHORIZATION_FAILED
     if not_here:
         return _response(ctx, dict(error_code=not_here, assignment=b"", protocol_type=None,
                                    protocol_name=None))
-    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
-        # Kafka's KafkaApis refuses a v5+ SyncGroup without them before the coordinator.
-        return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL, assignment=b"",
-                                   protocol_type=None, protocol_name=None))
     result: cg.SyncResult = await _parked(ctx, lambda done: coord.sync_group(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -376,6 +406,8 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayloa
 async def handle_heartbeat(ctx: RequestContext, request: Any) -> ResponsePayload:
     """Heartbeat v0-v4."""
     state = _state(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return _response(ctx, dict(error_code=codes.GROUP_AUTHORIZATION_FAILED))
     not_here = coordinator_error(ctx, request.group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here))
@@ -390,6 +422,8 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> ResponsePayload
 async def handle_leave_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """LeaveGroup v0-v5: one member (v0-v2) or a batch with an answer per member (v3+)."""
     state = _state(ctx)
+    if not _may_read_group(ctx, request.group_id):
+        return _response(ctx, dict(error_code=codes.GROUP_AUTHORIZATION_FAILED, members=[]))
     not_here = coordinator_error(ctx, request.group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here, members=[]))
@@ -449,9 +483,17 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
     # As Kafka's KafkaApis: partitions of unknown topics are answered first, and the group
     # is checked only when some partition is left.
     resolved = [(_request_topic(ctx, t), t) for t in request.topics]
+    if not _may_read_group(ctx, group_id):
+        return _response(ctx, dict(topics=_by_topic(ctx, [
+            (key, p.partition_index, codes.GROUP_AUTHORIZATION_FAILED)
+            for (_name, key), t in resolved for p in t.partitions],
+            lambda p, c: dict(partition_index=p, error_code=c))))
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (name for (name, _key), _t in resolved if name is not None))
     unknown_topic = codes.UNKNOWN_TOPIC_ID if ctx.api_version >= 10 else codes.UNKNOWN_TOPIC_OR_PARTITION
     known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
-             if name is not None and _partition_exists(store, name, p.partition_index)}
+             if name is not None and name in readable
+             and _partition_exists(store, name, p.partition_index)}
     if not known:
         error = 0
     elif not group_id:
@@ -472,7 +514,9 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
     for (name, key), topic in resolved:
         for p in topic.partitions:
             metadata = p.committed_metadata or ""
-            if name is None or (name, p.partition_index) not in known:
+            if name is not None and name not in readable:
+                answers.append((key, p.partition_index, codes.TOPIC_AUTHORIZATION_FAILED))
+            elif name is None or (name, p.partition_index) not in known:
                 answers.append((key, p.partition_index,
                                 unknown_topic if name is None else codes.UNKNOWN_TOPIC_OR_PARTITION))
             elif error:
@@ -570,24 +614,34 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | Non
                                        partition_index=p, committed_offset=offset,
                                        committed_leader_epoch=epoch, metadata=metadata,
                                        error_code=error))
+    if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return codes.GROUP_AUTHORIZATION_FAILED, []
     try:
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
         committed = {}
     wanted: list[tuple[_TopicKey, str | None, int]] = []  # (response key, name, partition)
     if topics is None:
+        # Kafka hides the offsets of topics the caller may not DESCRIBE.
+        describable = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                        (tp.topic for tp in committed))
         for tp in sorted(committed):
             key = _topic_key(ctx, tp.topic)
-            if key is not None:  # v10+: a deleted topic has no id to name it by
+            if key is not None and tp.topic in describable:  # v10+: a deleted topic has no id
                 wanted.append((key, tp.topic, tp.partition))
     else:
         for t in topics:
             name, key = _request_topic(ctx, t)
             wanted += [(key, name, p) for p in getattr(t, "partition_indexes", ())]
+        describable = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                        (name for _k, name, _p in wanted if name is not None))
     answers = []
     for key, name, partition in wanted:
         if name is None:
             answers.append((key, partition, -1, -1, "", codes.UNKNOWN_TOPIC_ID))
+            continue
+        if name not in describable:
+            answers.append((key, partition, -1, -1, "", codes.TOPIC_AUTHORIZATION_FAILED))
             continue
         tp = TopicPartition(name, partition)
         om = committed.get(tp)
@@ -642,9 +696,14 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
     groups = []
+    # KafkaApis: every group with DESCRIBE on the cluster, else those the caller may DESCRIBE.
+    every_group = authorize_cluster(ctx, AclOperation.DESCRIBE)
     if not types or "classic" in types:
         for group_id, protocol_type, state in _listed_groups(ctx):
             if states and state.lower() not in states:
+                continue
+            if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
+                                                 ResourceType.GROUP, group_id):
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
@@ -656,8 +715,15 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
     assignment when Stable; an unknown group is ``Dead`` (v6+: GROUP_ID_NOT_FOUND)."""
     coord = _state(ctx).coordinator
     offset_groups = None
-    described = []
+    described: list[dict[str, Any]] = []
+    denied: list[dict[str, Any]] = []  # KafkaApis answers the refused groups first
     for group_id in request.groups:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            denied.append(dict(
+                error_code=codes.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                group_state="", protocol_type="", protocol_data="", members=[],
+                authorized_operations=-2147483648, error_message=None))
+            continue
         not_here = coordinator_error(ctx, group_id)
         if not_here:
             described.append(dict(
@@ -686,7 +752,12 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                           client_id=m.client_id, client_host=m.client_host,
                           member_metadata=m.metadata, member_assignment=m.assignment)
                      for m in description.members]))
-    return _response(ctx, dict(groups=described))
+    if ctx.api_version >= 3 and getattr(request, "include_authorized_operations", False):
+        for group in described:  # KafkaApis: the groups answered without an error
+            if group["error_code"] == codes.NONE:
+                group["authorized_operations"] = authorized_operations(
+                    ctx, ResourceType.GROUP, group["group_id"])
+    return _response(ctx, dict(groups=denied + described))
 
 
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
@@ -697,6 +768,9 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
     store = ctx.broker.store
     results = []
     for group_id in dict.fromkeys(request.groups_names):  # Kafka answers a repeated id once
+        if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
+            results.append(dict(group_id=group_id, error_code=codes.GROUP_AUTHORIZATION_FAILED))
+            continue
         if not group_id:
             results.append(dict(group_id=group_id, error_code=codes.INVALID_GROUP_ID))
             continue
@@ -740,6 +814,8 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> ResponsePay
     coord = _state(ctx).coordinator
     store = ctx.broker.store
     group_id = request.group_id
+    if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
+        return _response(ctx, dict(error_code=codes.GROUP_AUTHORIZATION_FAILED, topics=[]))
     not_here = coordinator_error(ctx, group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here, topics=[]))
@@ -753,9 +829,13 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> ResponsePay
     # count as every topic.
     every_topic = subscribed is None and coord.state(group_id) not in (None, cg.EMPTY)
     answers, doomed = [], []
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (t.name for t in request.topics))
     for topic in request.topics:
         for p in topic.partitions:
-            if every_topic or topic.name in (subscribed or ()):
+            if topic.name not in readable:
+                answers.append((topic.name, p.partition_index, codes.TOPIC_AUTHORIZATION_FAILED))
+            elif every_topic or topic.name in (subscribed or ()):
                 answers.append((topic.name, p.partition_index, codes.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answers.append((topic.name, p.partition_index, 0))

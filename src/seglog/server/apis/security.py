@@ -17,17 +17,17 @@ named user once: its mechanisms and iterations, RESOURCE_NOT_FOUND when it has n
 DUPLICATE_RESOURCE when named twice.
 
 Authorization (Kafka: ALTER, resp. DESCRIBE, on the CLUSTER resource, else
-CLUSTER_AUTHORIZATION_FAILED for the whole request) is the ACL module's: :func:`authorize`
-is the seam it fills in (:data:`AUTHORIZE_CLUSTER_KEY`); until then every principal passes, as with Kafka's default of no
-authorizer.
+CLUSTER_AUTHORIZATION_FAILED for the whole request) asks :mod:`seglog.server.authorization`;
+without an authorizer every principal passes, as with Kafka's default.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any
 
 from ... import error_codes as codes
+from ..authorization import AclOperation, authorize_cluster
 from ..context import RequestContext
 from ..registry import ApiHandler
 from ..sasl.credentials import Upsertion
@@ -36,7 +36,7 @@ from .admin_wire import NO_THROTTLE, make, response_classes
 from .sasl import sasl_state
 
 __all__ = ["ALTER_USER_SCRAM_CREDENTIALS_KEY", "DESCRIBE_USER_SCRAM_CREDENTIALS_KEY",
-           "AUTHORIZE_CLUSTER_KEY", "Authorize", "HANDLERS"]
+           "HANDLERS"]
 
 log = logging.getLogger("seglog.server.security")
 
@@ -49,18 +49,11 @@ DESCRIBE_MISSING_MESSAGE = "Attempt to describe a user credential that does not 
 DESCRIBE_DUPLICATE_MESSAGE = ("Cannot describe SCRAM credentials for the same user twice in a "
                               "single request: ")
 
-#: The key under which the ACL module puts, in ``state.extensions``, its
-#: ``authorize(ctx, operation) -> bool``: whether the request's principal may do
-#: ``operation`` (``"ALTER"``, ``"DESCRIBE"``) on the CLUSTER resource (see the module
-#: docstring). Absent: no authorizer, everyone may.
-AUTHORIZE_CLUSTER_KEY = "authorize_cluster"
-#: See :data:`AUTHORIZE_CLUSTER_KEY`.
-Authorize = Callable[[RequestContext, str], bool]
-
-
 def _authorized(ctx: RequestContext, operation: str) -> bool:
-    check: Authorize | None = ctx.broker.extensions.get(AUTHORIZE_CLUSTER_KEY)
-    return True if check is None else bool(check(ctx, operation))
+    """Whether the request's principal may do ``operation`` (``"ALTER"``, ``"DESCRIBE"``) on
+    the CLUSTER resource (Kafka's ``authHelper.authorize(..., CLUSTER, ...)``); everyone may
+    without an authorizer."""
+    return authorize_cluster(ctx, AclOperation[operation])
 
 
 def _check_name_and_mechanism(name: str, mechanism_type: int) -> tuple[int, str] | None:

@@ -20,9 +20,10 @@ the store and hands the SASL module its SCRAM lookup (``tokenauth=true`` logins)
 from __future__ import annotations
 
 import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ... import error_codes as codes
+from ..authorization import AclOperation, ResourceType, authorize
 from ..context import BrokerState, RequestContext
 from ..principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 from ..registry import ApiHandler
@@ -30,16 +31,9 @@ from ..sasl.tokens import ERROR_TIMESTAMP_MS, TokenInfo, TokenStore
 from .admin_wire import NO_THROTTLE, make, response_classes
 from .sasl import sasl_state
 
-__all__ = ["AUTHORIZE_TOKEN_KEY", "HANDLERS", "start", "stop", "token_store"]
+__all__ = ["HANDLERS", "start", "stop", "token_store"]
 
 CREATE_KEY, RENEW_KEY, EXPIRE_KEY, DESCRIBE_KEY = 38, 39, 40, 41
-#: The key under which the ACL module puts, in ``state.extensions``, its
-#: ``authorize(ctx, operation, resource_type, name) -> bool`` (``CREATE_TOKENS`` on a
-#: ``USER``, ``DESCRIBE`` on a ``DELEGATION_TOKEN``, ``DESCRIBE_TOKENS`` on a ``USER``).
-#: Absent: no authorizer, everything is allowed.
-AUTHORIZE_TOKEN_KEY = "authorize_tokens"
-
-
 def token_store(state: BrokerState) -> TokenStore:
     """The broker's token store (made by :func:`start`)."""
     store: TokenStore = state.extensions[__name__]
@@ -75,9 +69,9 @@ async def stop(state: BrokerState) -> None:
 
 
 def _authorized(ctx: RequestContext, operation: str, resource_type: str, name: str) -> bool:
-    check: Callable[[RequestContext, str, str, str], bool] | None = \
-        ctx.broker.extensions.get(AUTHORIZE_TOKEN_KEY)
-    return True if check is None else bool(check(ctx, operation, resource_type, name))
+    """Whether the request's principal may do ``operation`` on ``resource_type`` ``name``
+    (:mod:`seglog.server.authorization`; everyone may without an authorizer)."""
+    return authorize(ctx, AclOperation[operation], ResourceType[resource_type], name)
 
 
 def _allow_token_requests(ctx: RequestContext) -> bool:

@@ -69,6 +69,8 @@ from ...coordinator.transaction import TRANSACTION_TIMEOUT_MS_MAX, TransactionCo
 from ...coordinator.txn_schema import STATE_NAMES
 from ...errors import ProducerFencedError, SeglogError
 from ...types import OffsetAndMetadata, TopicPartition
+from ..authorization import (AclOperation, ResourceType, authorize, authorize_by_resource_type,
+                             authorize_cluster, filter_authorized)
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from .data_topics import partition_seam
@@ -292,6 +294,15 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Response
     transactional_id = request.transactional_id
     expected_id = getattr(request, "producer_id", -1)
     expected_epoch = getattr(request, "producer_epoch", -1)
+    # KafkaApis: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the cluster
+    # or WRITE on some topic.
+    if transactional_id is not None:
+        if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                         transactional_id):
+            return answer(ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    elif not authorize_cluster(ctx, AclOperation.IDEMPOTENT_WRITE) and \
+            not authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        return answer(ErrorCode(codes.CLUSTER_AUTHORIZATION_FAILED))
     if (expected_id == -1) != (expected_epoch == -1):
         return answer(ErrorCode(codes.INVALID_REQUEST))
     store = ctx.broker.store
@@ -339,6 +350,15 @@ def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_
     join through AddOffsetsToTxn), unknown partitions fail the whole request (the others
     OPERATION_NOT_ATTEMPTED); else the coordinator's answer, the same for every partition
     (per partition when verifying)."""
+    writable: set[str] | None = None
+    if ctx.api_version < 4:
+        # A client's request: WRITE on the transactional id, then on each topic.
+        if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                         transactional_id or ""):
+            return {tp: ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                    for tp in partitions}
+        writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC,
+                                     (tp.topic for tp in partitions))
     if not transactional_id:
         return {tp: ErrorCode(codes.INVALID_REQUEST) for tp in partitions}
     gate = _txn_coordinator_error(ctx, transactional_id)
@@ -346,7 +366,8 @@ def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_
         return {tp: ErrorCode(gate) for tp in partitions}
     store = ctx.broker.store
     refused = {tp: ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED) for tp in partitions
-               if ctx.api_version < 4 and tp.topic in _INTERNAL_TOPICS}
+               if writable is not None and (tp.topic in _INTERNAL_TOPICS
+                                            or tp.topic not in writable)}
     refused.update({tp: ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION) for tp in partitions
                     if tp not in refused
                     and not _partition_exists(store, tp.topic, tp.partition)})
@@ -405,6 +426,11 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Res
                                               errors)
         return response(throttle_time=_NO_THROTTLE,
                         results_by_topic_v3_and_below=_topic_results(module, errors))
+    if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        # v4+ comes from brokers only (KafkaApis: authorizeClusterOperation).
+        return response(throttle_time=_NO_THROTTLE,
+                        error_code=ErrorCode(codes.CLUSTER_AUTHORIZATION_FAILED),
+                        results_by_transaction=())
     results = []
     for transaction in request.transactions:
         errors = _add_partitions_result(
@@ -454,6 +480,13 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Respon
     """Kafka's AddOffsetsToTxn: the group's ``__consumer_offsets`` partition joins the
     transaction (the coordinator's AddPartitionsToTxn for that one partition)."""
     response = _response_class(ctx, ADD_OFFSETS_TO_TXN)
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                     request.transactional_id):
+        return response(throttle_time=_NO_THROTTLE,
+                        error_code=ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return response(throttle_time=_NO_THROTTLE,
+                        error_code=ErrorCode(codes.GROUP_AUTHORIZATION_FAILED))
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
@@ -486,6 +519,10 @@ async def handle_end_txn(ctx: RequestContext, request: Any) -> ResponsePayload:
     producer's transaction (``__consumer_offsets`` included, which applies or drops its
     offset commits), then read_committed fetches are woken."""
     response = _response_class(ctx, END_TXN)
+    if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                     request.transactional_id):
+        return response(throttle_time=_NO_THROTTLE,
+                        error_code=ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     if not request.transactional_id:
         return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
     gate = _txn_coordinator_error(ctx, request.transactional_id)
@@ -583,11 +620,23 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Respons
     store = ctx.broker.store
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    # KafkaApis: WRITE on the transactional id, READ on the group (every partition gets the
+    # error), READ on each topic (per partition).
+    denied = codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if not authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id) \
+        else codes.GROUP_AUTHORIZATION_FAILED if not authorize(
+            ctx, AclOperation.READ, ResourceType.GROUP, request.group_id) else codes.NONE
+    readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
+                                 (t.name for t in request.topics))
     for topic in request.topics:
         for partition in topic.partitions:
             tp = TopicPartition(topic.name, int(partition.partition_index))
             metadata = partition.committed_metadata or ""
-            if not _partition_exists(store, tp.topic, tp.partition):
+            if denied:
+                errors[tp] = ErrorCode(denied)
+            elif topic.name not in readable:
+                errors[tp] = ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED)
+            elif not _partition_exists(store, tp.topic, tp.partition):
                 errors[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
             elif len(metadata.encode("utf-8")) > OFFSET_METADATA_BYTES_MAX:
                 errors[tp] = ErrorCode(codes.OFFSET_METADATA_TOO_LARGE)
@@ -634,6 +683,8 @@ async def handle_describe_producers(ctx: RequestContext, request: Any) -> Respon
     for topic in request.topics:
         if not _legal_topic_name(topic.name):
             topic_error = ErrorCode(codes.INVALID_TOPIC_EXCEPTION)
+        elif not authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic.name):
+            topic_error = ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED)
         elif topic.name not in store:
             topic_error = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
         else:
@@ -687,6 +738,14 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Res
         coordinator = None
     states: list[Any] = []
     for transactional_id in request.transactional_ids:
+        if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                         transactional_id):
+            states.append(module.TransactionState(
+                error_code=ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                transactional_id=transactional_id, transaction_state="",
+                transaction_timeout=datetime.timedelta(0), transaction_start_time=_EPOCH,
+                producer_id=i64(0), producer_epoch=i16(0), topics=()))
+            continue
         gate = _txn_coordinator_error(ctx, transactional_id) if transactional_id else 0
         description = coordinator.describe(transactional_id) \
             if transactional_id and coordinator is not None and not gate else None
@@ -708,8 +767,9 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Res
             continue
         by_topic: dict[str, list[int]] = {}
         if description.state in _IN_FLIGHT_STATES:
-            for tp in description.partitions:
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for tp in description.partitions:  # only topics the caller may DESCRIBE
+                if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, tp.topic):
+                    by_topic.setdefault(tp.topic, []).append(tp.partition)
         states.append(module.TransactionState(
             error_code=NONE, transactional_id=transactional_id,
             transaction_state=description.state,
@@ -742,7 +802,9 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Respons
         unknown_state_filters=tuple(s for s in states if s not in _KNOWN_STATES),
         transaction_states=tuple(module.TransactionState(
             transactional_id=d.transactional_id, producer_id=i64(d.producer_id),
-            transaction_state=d.state) for d in found))
+            transaction_state=d.state) for d in found
+            if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                         d.transactional_id)))
 
 
 # --- WriteTxnMarkers ------------------------------------------------------------------------
@@ -769,7 +831,15 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Respons
     results: list[tuple[Any, dict[TopicPartition, int]]] = []
     appends: list[tuple[dict[TopicPartition, int], TopicPartition,
                         Awaitable[AppendResult]]] = []
+    # KafkaApis: ALTER on the cluster, else CLUSTER_ACTION (every partition refused).
+    refused = not authorize_cluster(ctx, AclOperation.ALTER) and \
+        not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
+        if refused:
+            results.append((marker, {
+                TopicPartition(topic.name, int(index)): codes.CLUSTER_AUTHORIZATION_FAILED
+                for topic in marker.topics for index in topic.partition_indexes}))
+            continue
         answered: dict[TopicPartition, int] = {}
         for topic in marker.topics:
             for index in topic.partition_indexes:
