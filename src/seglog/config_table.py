@@ -930,6 +930,110 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'default will be used.'),
            note=("SO_SNDBUF of connections, applied when set (unset or -1: the OS's autotuned "
                 'size).')),
+    _entry('ssl.client.auth', BROKER, 'string', 'none', 'medium',
+           ('Configures kafka broker to request client authentication. The following settings '
+           'are common:  <ul> <li><code>ssl.client.auth=required</code> If set to required '
+           'client authentication is required. <li><code>ssl.client.auth=requested</code> '
+           'This means client authentication is optional. unlike required, if this option is '
+           'set client can choose not to provide authentication information about itself '
+           '<li><code>ssl.client.auth=none</code> This means client authentication is not '
+           'needed.</ul>'),
+           dynamic=PER_BROKER,
+           choices=('required', 'requested', 'none'),
+           note=('Whether an SSL listener asks for a client certificate (required: the '
+                'handshake fails without a trusted one).')),
+    _entry('ssl.enabled.protocols', BROKER, 'list', ('TLSv1.2', 'TLSv1.3'), 'medium',
+           ('The list of protocols enabled for SSL connections. The default is '
+           "'TLSv1.2,TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. With "
+           'the default value for Java 11, clients and servers will prefer TLSv1.3 if both '
+           'support it and fallback to TLSv1.2 otherwise (assuming both support at least '
+           'TLSv1.2). This default should be fine for most cases. Also see the config '
+           'documentation for `ssl.protocol`.'),
+           dynamic=PER_BROKER,
+           note='TLSv1.2 and TLSv1.3; an older protocol is refused at start.'),
+    _entry('ssl.endpoint.identification.algorithm', BROKER, 'string', 'https', 'low',
+           ('The endpoint identification algorithm to validate server hostname using server '
+           'certificate. '),
+           dynamic=PER_BROKER,
+           note=('https: a broker connecting to another over TLS (inter-broker listener) '
+                'checks the host name in its certificate; empty: it does not.')),
+    _entry('ssl.key.password', BROKER, 'password', None, 'medium',
+           ("The password of the private key in the key store file or the PEM key specified in "
+           "'ssl.keystore.key'."),
+           dynamic=PER_BROKER,
+           note='Decrypts an encrypted PEM key.'),
+    _entry('ssl.keystore.certificate.chain', BROKER, 'password', None, 'medium',
+           ("Certificate chain in the format specified by 'ssl.keystore.type'. Default SSL "
+           'engine factory supports only PEM format with a list of X.509 certificates'),
+           dynamic=PER_BROKER,
+           note='PEM text of the certificate chain (with ssl.keystore.key).'),
+    _entry('ssl.keystore.key', BROKER, 'password', None, 'medium',
+           ("Private key in the format specified by 'ssl.keystore.type'. Default SSL engine "
+           'factory supports only PEM format with PKCS#8 keys. If the key is encrypted, key '
+           "password must be specified using 'ssl.key.password'"),
+           dynamic=PER_BROKER,
+           note='PEM text of the private key (with ssl.keystore.certificate.chain).'),
+    _entry('ssl.keystore.location', BROKER, 'string', None, 'medium',
+           ('The location of the key store file. This is optional for client and can be used '
+           'for two-way authentication for client.'),
+           dynamic=PER_BROKER,
+           note='A PEM file holding the private key and its certificate chain.'),
+    _entry('ssl.keystore.password', BROKER, 'password', None, 'medium',
+           ("The store password for the key store file. This is optional for client and only "
+           "needed if 'ssl.keystore.location' is configured. Key store password is not "
+           'supported for PEM format.'),
+           dynamic=PER_BROKER,
+           note='Refused with a PEM keystore, as Kafka refuses it (the key has ssl.key.password).'),
+    _entry('ssl.keystore.type', BROKER, 'string', 'JKS', 'medium',
+           ('The file format of the key store file. This is optional for client. The values '
+           'currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, '
+           'PEM].'),
+           dynamic=PER_BROKER,
+           note='PEM only: JKS and PKCS12 are refused by name (convert them with openssl).'),
+    _entry('ssl.principal.mapping.rules', BROKER, 'string', 'DEFAULT', 'low',
+           ('A list of rules for mapping from distinguished name from the client certificate to '
+           'short name. The rules are evaluated in order and the first rule that matches a '
+           'principal name is used to map it to a short name. Any later rules in the list are'
+           ' ignored. By default, distinguished name of the X.500 certificate will be the '
+           'principal. For more details on the format please see <a '
+           'href="#security_authz"> security authorization and acls</a>. Note that this '
+           'configuration is ignored if an extension of KafkaPrincipalBuilder is provided by '
+           'the <code>principal.builder.class</code> configuration.'),
+           dynamic=READ_ONLY,
+           note=("Kafka's SslPrincipalMapper rules (RULE:pattern/replacement/[LU], DEFAULT) "
+                'over the RFC 2253 subject of a client certificate.')),
+    _entry('ssl.protocol', BROKER, 'string', 'TLSv1.3', 'medium',
+           ('The SSL protocol used to generate the SSLContext. The default is '
+           "'TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. This value "
+           "should be fine for most use cases. Allowed values in recent JVMs are 'TLSv1.2' and "
+           "'TLSv1.3'. 'TLS', 'TLSv1.1', 'SSL', 'SSLv2' and 'SSLv3' may be supported in older "
+           'JVMs, but their usage is discouraged due to known security vulnerabilities. With '
+           "the default value for this config and 'ssl.enabled.protocols', clients will "
+           "downgrade to 'TLSv1.2' if the server does not support 'TLSv1.3'. If this config is "
+           "set to 'TLSv1.2', clients will not use 'TLSv1.3' even if it is one of the values "
+           'in ssl.enabled.protocols and the server only supports \'TLSv1.3\'.'),
+           dynamic=PER_BROKER,
+           note='TLSv1.3, TLSv1.2 (TLSv1.3 then not used) or TLS; older ones are refused.'),
+    _entry('ssl.truststore.certificates', BROKER, 'password', None, 'medium',
+           ("Trusted certificates in the format specified by 'ssl.truststore.type'. Default "
+           'SSL engine factory supports only PEM format with X.509 certificates.'),
+           dynamic=PER_BROKER,
+           note='PEM text of the trusted certificates.'),
+    _entry('ssl.truststore.location', BROKER, 'string', None, 'medium',
+           'The location of the trust store file.',
+           dynamic=PER_BROKER,
+           note='A PEM file of trusted (CA) certificates.'),
+    _entry('ssl.truststore.password', BROKER, 'password', None, 'medium',
+           ('The password for the trust store file. If a password is not set, trust store file '
+           'configured will still be used, but integrity checking is disabled. Trust store '
+           'password is not supported for PEM format.'),
+           dynamic=PER_BROKER,
+           note='Refused with a PEM truststore, as Kafka refuses it.'),
+    _entry('ssl.truststore.type', BROKER, 'string', 'JKS', 'medium',
+           ('The file format of the trust store file. The values currently supported by the '
+           'default `ssl.engine.factory.class` are [JKS, PKCS12, PEM].'),
+           dynamic=PER_BROKER,
+           note='PEM only: JKS and PKCS12 are refused by name.'),
     _entry('transaction.abort.timed.out.transaction.cleanup.interval.ms', BROKER, 'int',
            10000, 'low',
            'The interval at which to rollback transactions that have timed out',
@@ -1272,26 +1376,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.allow.dn.changes', 'boolean', False, 'low', READ_ONLY),
     _absent('ssl.allow.san.changes', 'boolean', False, 'low', READ_ONLY),
     _absent('ssl.cipher.suites', 'list', (), 'medium', PER_BROKER),
-    _absent('ssl.client.auth', 'string', 'none', 'medium', PER_BROKER),
-    _absent('ssl.enabled.protocols', 'list', ('TLSv1.2', 'TLSv1.3'), 'medium', PER_BROKER),
-    _absent('ssl.endpoint.identification.algorithm', 'string', 'https', 'low', PER_BROKER),
     _absent('ssl.engine.factory.class', 'class', None, 'low', PER_BROKER),
-    _absent('ssl.key.password', 'password', None, 'medium', PER_BROKER),
     _absent('ssl.keymanager.algorithm', 'string', 'SunX509', 'medium', PER_BROKER),
-    _absent('ssl.keystore.certificate.chain', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.key', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.location', 'string', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.password', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.type', 'string', 'JKS', 'medium', PER_BROKER),
-    _absent('ssl.principal.mapping.rules', 'string', 'DEFAULT', 'low', READ_ONLY),
-    _absent('ssl.protocol', 'string', 'TLSv1.3', 'medium', PER_BROKER),
     _absent('ssl.provider', 'string', None, 'medium', PER_BROKER),
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
-    _absent('ssl.truststore.certificates', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.location', 'string', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.password', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.type', 'string', 'JKS', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
     _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),

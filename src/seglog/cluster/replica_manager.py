@@ -54,6 +54,7 @@ from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
 from . import placement, zk_data
+from .inter_broker import InterBrokerListener
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
@@ -150,14 +151,18 @@ class ReplicaManager(PartitionSeam):
     broker's event loop; ``notify``: called on the loop whenever records became readable
     (a high watermark moved) or a partition changed hands, so the broker's long polls
     re-read. ``test_breaks``: the negative controls and test hooks it honours (tests only,
-    :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
+    :mod:`seglog.cluster.test_breaks`). ``inter_broker``: the listener (and TLS context)
+    followers and the transaction marker sender connect to other brokers on (default:
+    PLAINTEXT). Every method runs on the loop thread.
     """
 
     def __init__(self, *, store: Store, zk: KafkaZkClient, broker_id: int,
                  config: Mapping[str, Any],
                  loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 inter_broker: InterBrokerListener | None = None):
         self.store = store
+        self.inter_broker = inter_broker or InterBrokerListener()
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
@@ -257,7 +262,8 @@ class ReplicaManager(PartitionSeam):
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
-            on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks)
+            on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks,
+            inter_broker=self.inter_broker)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -767,7 +773,7 @@ class ReplicaManager(PartitionSeam):
         info = self.live_brokers.get(broker_id)
         if info is None:
             return None
-        return info.host, info.port
+        return self.inter_broker.address(info)
 
     def _on_follower_high_watermark(self, tp: TopicPartition, high_watermark: int) -> None:
         pass  # a follower's readers are none (consumers read from leaders)
