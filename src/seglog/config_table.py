@@ -1429,7 +1429,8 @@ _check_table()
 #: (issue 23): each is refused saying so, never taken and ignored, since a broker asked to
 #: authenticate that served without it would be open to anyone.
 SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("ssl.", "TLS"),
+    ("ssl.", "this TLS setting (seglog's TLS reads PEM stores with the ssl.* settings "
+             "docs/configs.md lists)"),
     ("sasl.", "SASL authentication"),
     ("listener.name.", "per-listener settings (listener.name.<listener>.*: TLS, SASL, limits)"),
     ("delegation.token.", "delegation tokens"),
@@ -1442,12 +1443,13 @@ SECURITY_NAMES: dict[str, str] = {
     "principal.builder.class": "authentication (principals)",
     "connections.max.reauth.ms": "SASL re-authentication",
     "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
-    "security.providers": "TLS",
+    "security.providers": "this TLS setting (seglog's TLS is Python's ssl with OpenSSL)",
 }
 
 
 def security_feature(name: str) -> str | None:
-    """The security feature broker config ``name`` belongs to (``"TLS"`` for ``ssl.*``, ...),
+    """The security feature broker config ``name`` belongs to (a TLS setting for ``ssl.*``,
+    ...),
     or None when it is not one of Kafka's security configs."""
     feature = SECURITY_NAMES.get(name)
     if feature is not None:
