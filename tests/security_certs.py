@@ -81,7 +81,8 @@ class CertificateAuthority:
               hosts: tuple[str, ...] = ("127.0.0.1", "localhost"), days: int = 30,
               key_password: str | None = None) -> Certificate:
         """A key and a certificate signed by this CA, files named after ``name``.
-        ``subject``: OpenSSL's ``/CN=.../O=...`` form (default ``/CN=<name>/O=seglog``);
+        ``subject``: OpenSSL's ``/O=.../CN=...`` form, most general first (default
+        ``/O=seglog/CN=<name>``, whose DN as Java writes it is ``CN=<name>,O=seglog``);
         ``hosts``: the subject alternative names (IP addresses and DNS names); ``days``:
         validity from now (-1: expired yesterday); ``key_password``: encrypt the key."""
         cwd = self.directory
@@ -89,7 +90,7 @@ class CertificateAuthority:
         csr = cwd / f"{name}.csr"
         cert = cwd / f"{name}.crt"
         ext = cwd / f"{name}.ext"
-        subject = subject or f"/CN={name}/O=seglog"
+        subject = subject or f"/O=seglog/CN={name}"
         _new_key(key, cwd)
         _openssl("req", "-new", "-key", str(key), "-out", str(csr), "-subj", subject, cwd=cwd)
         alt = ",".join((f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}")

@@ -373,8 +373,7 @@ def test_required_client_auth_refuses(certs, start_broker, caplog, client):
     assert len(failures(caplog)) == 1, failures(caplog)
     assert "SSL handshake failed" in failures(caplog)[0]
     with tls_connect(broker, client_context(certs, cert=certs.alice)) as good:
-        assert api_versions_ok(good)
-    assert broker.server.connections  # the good client's
+        assert api_versions_ok(good)  # other clients are served
 
 
 def test_untrusted_broker_certificate(certs, start_broker, caplog):
