@@ -457,7 +457,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'listener name is defined by security.inter.broker.protocol. It is an error to set'
            ' this and security.inter.broker.protocol properties at the same time.'),
            note=('Checked as Kafka checks it (an advertised listener; null: PLAINTEXT); '
-                'a listener whose protocol is not PLAINTEXT is refused at start.')),
+                'followers and transaction markers connect to other brokers on it (TLS on '
+                'an SSL listener, with its keystore as the client certificate).')),
     _entry('leader.imbalance.check.interval.seconds', BROKER, 'long', 300, 'high',
            ('The frequency with which the partition rebalance check is triggered by the '
            'controller'),
@@ -489,9 +490,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' to PLAINTEXT is assumed if no explicit mapping is provided and no other security'
            ' protocol is in use.'),
            dynamic=PER_BROKER,
-           note=('Listener name to security protocol, read as Kafka reads it; a listener '
-                'mapped to SSL, SASL_PLAINTEXT or SASL_SSL is refused at start (TLS and SASL '
-                'are not built yet), never served as PLAINTEXT.')),
+           note=('Listener name to security protocol, read as Kafka reads it; PLAINTEXT and '
+                'SSL are served, a listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at '
+                'start (SASL is not built yet), never served as PLAINTEXT.')),
     _entry('listeners', BROKER, 'list', ('PLAINTEXT://:9092',), 'high',
            ('Listener List - Comma-separated list of URIs we will listen on and the listener '
            'names. If the listener name is not a security protocol, '
@@ -504,9 +505,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            '<code>CLIENT://0.0.0.0:9092,REPLICATION://localhost:9093</code>  '
            '<code>PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092</code> '),
            dynamic=PER_BROKER,
-           note=('Where to listen, as name://host:port (used when the broker is not given '
-                'a listen address): one PLAINTEXT broker listener (controller.listener.names '
-                'are not served); other protocols are refused at start, and a PLAINTEXT '
+           note=('Where to listen, as name://host:port: every broker listener, PLAINTEXT or '
+                'SSL, one socket each (--listen moves the first; controller.listener.names '
+                'are not served); SASL protocols are refused at start, and a PLAINTEXT '
                 'listener beyond loopback logs a warning.')),
     _entry('log.cleaner.dedupe.buffer.size', BROKER, 'long', 134217728, 'medium',
            'The total memory used for log deduplication across all cleaner threads',
