@@ -482,3 +482,22 @@ def test_a_slow_reader_over_tls_is_bounded(certs, start_broker):
             assert len(frame) > 7 * MIB
     finally:
         sock.close()
+
+
+def test_handshakes_in_progress_count_toward_max_connections(certs, start_broker, caplog):
+    caplog.set_level(logging.INFO, logger="seglog.server")
+    broker = start_broker(ssl_config(certs, max_connections="2"))
+    silent = [socket.create_connection(broker.listener_address("SSL"), timeout=WAIT_S)
+              for _ in range(2)]
+    try:
+        wait_until(lambda: len(broker.server._handshakes) == 2, "two handshakes pending")
+        with socket.create_connection(broker.listener_address("SSL"), timeout=WAIT_S) as third:
+            third.settimeout(WAIT_S)
+            try:
+                assert third.recv(1) == b""  # refused: closed at once
+            except ConnectionResetError:
+                pass
+        assert any("max.connections=2 reached" in r.getMessage() for r in caplog.records)
+    finally:
+        for sock in silent:
+            sock.close()

@@ -404,7 +404,15 @@ class Server:
 
     def begin_handshake(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
         """Run the TLS handshake of a connection accepted on ``endpoint`` (its reading is
-        paused) as a task of its own."""
+        paused) as a task of its own. Handshakes in progress count toward
+        ``max.connections``: a flood of connections that never finish one is bounded too."""
+        if len(self.connections) + len(self._handshakes) >= self.connections_max:
+            peer = transport.get_extra_info("peername")
+            log.warning("connection from %s on listener %s refused: max.connections=%d "
+                        "reached (TLS handshakes in progress included)", peer,
+                        endpoint.listener_name, self.connections_max)
+            transport.abort()
+            return
         task = self.loop.create_task(self._handshake(endpoint, transport))
         self._handshakes.add(task)
         task.add_done_callback(self._handshakes.discard)
