@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Sequence
 
+from . import cli_format
 from .bench import PART_ORDER, PART_TITLES
 from .cluster import cli_cluster
 
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--test-expose-zk-session", action="store_true",
                        help=argparse.SUPPRESS)
     cli_cluster.add_parser(sub)
+    cli_format.add_parser(sub)
     return parser
 
 
@@ -144,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "cluster":
         return cli_cluster.main(args)
+    if args.command == "format":
+        return cli_format.main(args)
     parser.print_help()
     return 2
 

@@ -48,6 +48,7 @@ from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
 from .principal import ConnectionSecurity
+from .sasl.settings import SASL_PROTOCOLS
 from . import tls
 
 if TYPE_CHECKING:
@@ -218,6 +219,7 @@ class Server:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
         self.request_bytes_max: int = config["socket.request.max.bytes"]
         self.queued_requests_max: int = config["queued.max.requests"]
+        self.sasl_receive_bytes_max: int = config["sasl.server.max.receive.size"]
         self._config_at_start: Mapping[str, Any] = config
         self.idle_ms_max: int = config["connections.max.idle.ms"]
         #: See connection.RESPONSE_BYTES_HELD_MAX.
@@ -400,7 +402,8 @@ class Server:
         self._next_connection_id += 1
         return Connection(self, self._next_connection_id, ConnectionSecurity(
             listener_name=endpoint.listener_name,
-            security_protocol=endpoint.security_protocol))
+            security_protocol=endpoint.security_protocol,
+            authenticated=endpoint.security_protocol not in SASL_PROTOCOLS))
 
     def begin_handshake(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
         """Run the TLS handshake of a connection accepted on ``endpoint`` (its reading is

@@ -11,13 +11,15 @@ parses the four as Kafka 4.4's ``KafkaConfig`` does (``SocketServerConfigs
 .listenerListToEndPoints``, ``CoreUtils.listenerListToEndPoints``'s distinct names and ports,
 ``effectiveListenerSecurityProtocolMap``, ``validateValues``), with Kafka's messages.
 
-seglog serves the protocols of :data:`SERVED_PROTOCOLS` (PLAINTEXT and SSL: TLS is
-:mod:`seglog.server.tls`). A listener of any other protocol is refused at start with a message
-naming it and its protocol; it is never served as PLAINTEXT, which would hand an operator who
-asked for authentication an open broker (adding a protocol to :data:`SERVED_PROTOCOLS` is all
-this module needs once it is built). The listeners named in ``controller.listener.names`` are
-a KRaft quorum's (seglog runs none): taken from Kafka's sample ``server.properties`` and not
-served. Every other listener is served, one socket each (:class:`~seglog.server.broker.Server`).
+seglog serves the protocols of :data:`SERVED_PROTOCOLS`: PLAINTEXT, SSL (TLS is
+:mod:`seglog.server.tls`) and SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
+settings are checked here too). A listener of any other protocol is refused at start with a
+message naming it and its protocol; it is never served as PLAINTEXT, which would hand an
+operator who asked for authentication an open broker (adding a protocol to
+:data:`SERVED_PROTOCOLS` is all this module needs once it is built). The listeners named in
+``controller.listener.names`` are a KRaft quorum's (seglog runs none): taken from Kafka's
+sample ``server.properties`` and not served. Every other listener is served, one socket each
+(:class:`~seglog.server.broker.Server`).
 
 A leaf of the server: it reads a :class:`~seglog.server.config.BrokerConfig` only.
 Immutable values; thread-safe.
@@ -33,6 +35,7 @@ from typing import Iterable, Mapping
 
 from ..errors import InvalidConfigError
 from .config import BrokerConfig
+from .sasl.settings import SASL_PROTOCOLS, listener_sasl
 
 __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS",
            "SERVED_PROTOCOLS", "broker_listeners", "is_loopback", "parse_endpoints",
@@ -41,14 +44,14 @@ __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS"
 #: Kafka's ``SecurityProtocol`` names.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The security protocols seglog serves.
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT"})
 #: Kafka's ``DEFAULT_NAME_TO_SECURITY_PROTO``: each protocol's name is a listener name of it.
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {name: name for name in SECURITY_PROTOCOLS}
 #: What each protocol seglog does not serve would need, for the refusal's message.
 _MISSING = {
     "SSL": "TLS is not built yet",  # kept for a build that takes SSL out of SERVED_PROTOCOLS
     "SASL_PLAINTEXT": "SASL authentication is not built yet",
-    "SASL_SSL": "TLS and SASL authentication are not built yet",
+    "SASL_SSL": "SASL over TLS (SASL_SSL) is not built yet",
 }
 #: Kafka's ``SocketServerConfigs.URI_PARSE_REGEXP`` (matched from the start, as
 #: ``Matcher.matches`` does over the whole entry: hence the ``$``).
@@ -182,7 +185,7 @@ def _refuse_unserved(endpoint: Endpoint, config_name: str) -> None:
 
 
 def _served_names() -> str:
-    return " and ".join(p for p in SECURITY_PROTOCOLS if p in SERVED_PROTOCOLS)
+    return " and ".join(sorted(SERVED_PROTOCOLS))
 
 
 def broker_listeners(config: BrokerConfig) -> Listeners:
@@ -253,6 +256,9 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
                                      "meta-address 0.0.0.0. Use a routable IP address.")
     assert broker, "an advertised broker listener is among the listeners (checked above)"
     served = broker[0]
+    for endpoint in broker:
+        if endpoint.security_protocol in SASL_PROTOCOLS:
+            listener_sasl(config, endpoint.listener_name)  # refused at start when not servable
     by_name: dict[str, Endpoint] = {}
     if config["advertised.listeners"] is not None:
         # Unset: each listener advertises the address it bound (--listen may move the first).
