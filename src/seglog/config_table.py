@@ -1148,10 +1148,27 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('controller.socket.timeout.ms', 'int', 30000, 'medium', READ_ONLY),
     _absent('cordoned.log.dirs', 'list', (), 'medium', PER_BROKER),
     _absent('create.topic.policy.class.name', 'class', None, 'low', READ_ONLY),
-    _absent('delegation.token.expiry.check.interval.ms', 'long', 3600000, 'low', READ_ONLY),
-    _absent('delegation.token.expiry.time.ms', 'long', 86400000, 'medium', READ_ONLY),
-    _absent('delegation.token.max.lifetime.ms', 'long', 604800000, 'medium', READ_ONLY),
-    _absent('delegation.token.secret.key', 'password', None, 'medium', READ_ONLY),
+    _entry('delegation.token.expiry.check.interval.ms', BROKER, 'long', 3600000, 'low',
+           'Scan interval to remove expired delegation tokens.',
+           at_least=1,
+           note='Expired tokens are removed at the first token use after this interval.'),
+    _entry('delegation.token.expiry.time.ms', BROKER, 'long', 86400000, 'medium',
+           ('The token validity time in milliseconds before the token needs to be renewed. '
+           'Default value 1 day.'),
+           at_least=1,
+           note='A new or renewed token expires this long after (at most its max time).'),
+    _entry('delegation.token.max.lifetime.ms', BROKER, 'long', 604800000, 'medium',
+           ('The token has a maximum lifetime beyond which it cannot be renewed anymore. '
+           'Default value 7 days.'),
+           at_least=1,
+           note="A token's max time (a CreateDelegationToken may ask for less)."),
+    _entry('delegation.token.secret.key', BROKER, 'password', None, 'medium',
+           ('Secret key to generate and verify delegation tokens. The same key must be '
+           'configured across all the brokers.  If using Kafka with KRaft, the key must also '
+           'be set across all controllers.  If the key is not set or set to empty string, '
+           'brokers will disable the delegation token support.'),
+           note=('Delegation tokens (KIP-48): the HMAC-SHA512 key of every token; unset, the '
+                 'token APIs answer DELEGATION_TOKEN_AUTH_DISABLED.')),
     _absent('delete.records.purgatory.purge.interval.requests', 'int', 1, 'medium', READ_ONLY),
     _absent('early.start.listeners', 'list', None, 'high', READ_ONLY),
     _absent('errors.deadletterqueue.auto.create.topics.enable',

@@ -38,7 +38,8 @@ def sasl_properties(listener: str = "SASL_PLAINTEXT", mechanisms=ALL_MECHANISMS,
 def sasl_broker_config(**extra) -> dict[str, str]:
     """A seglog broker with one SASL_PLAINTEXT listener and every mechanism."""
     return {"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-            "inter.broker.listener.name": "SASL_PLAINTEXT", **sasl_properties(), **extra}
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN", **sasl_properties(), **extra}
 
 
 class RawClient:
@@ -90,6 +91,18 @@ class RawClient:
         except OSError:
             return None
         return self.receive(api_key, version)
+
+    def error_code(self, api_key, version, **fields) -> int | None:
+        """Send a request and return only the error code at the start of its response body
+        (kio's reader refuses the -1 timestamps Kafka's error answers carry)."""
+        self.send(api_key, version, **fields)
+        head = self._read(4)
+        if head is None:
+            return None
+        data = self._read(struct.unpack(">i", head)[0])
+        resp_cls = load_response_schema(api_key, version)
+        _, offset = entity_reader(resp_cls.__header_schema__)(data, 0)
+        return struct.unpack_from(">h", data, offset)[0]
 
     def is_closed(self) -> bool:
         """Whether the broker closed the connection (reads EOF within the timeout)."""

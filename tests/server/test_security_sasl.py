@@ -26,12 +26,15 @@ from seglog.errors import CorruptCredentialsError, InvalidConfigError
 from seglog.server.broker import Broker
 from seglog.server.sasl.credentials import CREDENTIALS_FILE
 
-from conftest import TEST_BROKER_CONFIG
 from sasl_helpers import ALL_MECHANISMS, RawClient, sasl_broker_config, scram_upsertion
 
 pytestmark = pytest.mark.clients
 
 KCAT = shutil.which("kcat") or "/usr/bin/kcat"
+#: conftest.py's TEST_BROKER_CONFIG (not imported: several test directories have a conftest).
+TEST_BROKER_CONFIG = {"offsets.topic.num.partitions": 1,
+                      "transaction.state.log.num.partitions": 1,
+                      "group.initial.rebalance.delay.ms": 0}
 WAIT_S = 30
 USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "bob-secret"),
          "SCRAM-SHA-512": ("carol", "carol-secret")}
@@ -93,9 +96,12 @@ def test_kafka_python_produces_and_consumes(sasl_broker, mechanism):
     producer = kafka.KafkaProducer(**common)
     producer.send("kp", b"hello").get(WAIT_S)
     producer.close()
-    consumer = kafka.KafkaConsumer("kp", auto_offset_reset="earliest",
-                                   consumer_timeout_ms=10000, **common)
-    got = [m.value for m in consumer][:1]
+    consumer = kafka.KafkaConsumer("kp", auto_offset_reset="earliest", **common)
+    got = []
+    deadline = time.monotonic() + WAIT_S
+    while not got and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            got += [record.value for record in records]
     consumer.close()
     assert got == [b"hello"]
 
@@ -151,11 +157,18 @@ def test_kcat_produces_and_consumes(sasl_broker, mechanism):
 def _auth_error(broker, mechanism, user, password):
     """The error a confluent-kafka producer reports for a login (None when it got in)."""
     errors = []
+    delivered = []
     producer = Producer(_conf(broker, mechanism, user, password,
-                              error_cb=errors.append, **{"message.timeout.ms": 3000}))
-    producer.produce("never", b"x")
-    producer.flush(5)
-    return next((e for e in errors if "authentication" in e.str().lower()), None)
+                              error_cb=errors.append, **{"message.timeout.ms": 5000}))
+    producer.produce("never", b"x", on_delivery=lambda err, msg: delivered.append(err))
+    deadline = time.monotonic() + 6
+    while not delivered and time.monotonic() < deadline:
+        producer.poll(0.05)
+        failed = next((e for e in errors if "authentication" in e.str().lower()), None)
+        if failed is not None:
+            producer.purge()
+            return failed
+    return None
 
 
 @pytest.mark.parametrize("mechanism", ALL_MECHANISMS)
@@ -263,12 +276,11 @@ def test_reauthentication(broker_factory, tmp_path):
     assert done.error_code == 0 and done.session_lifetime.total_seconds() == 1.5
     [v0] = RawClient(broker.bootstrap).login("PLAIN", "alice", "alice-secret", version=0)
     assert v0.error_code == 0
-    # Within the first second a SaslHandshake is not a re-authentication (Kafka).
-    assert client.handshake("PLAIN").error_code == 34
-    time.sleep(1.1)
-    [again] = client.login("PLAIN", "alice", "alice-secret")
+    [again] = client.login("PLAIN", "alice", "alice-secret")  # the first: at any time
     assert again.error_code == 0 and again.session_lifetime.total_seconds() == 1.5
     assert client.call(3, 1, topics=None) is not None
+    # Within a second of the last re-authentication's start, a SaslHandshake is not one.
+    assert client.handshake("PLAIN").error_code == 34
     time.sleep(1.1)
     [other] = client.login("PLAIN", "admin", "admin-secret")
     assert other.error_code == 58
@@ -282,16 +294,23 @@ def test_reauthentication(broker_factory, tmp_path):
     assert late.call(3, 1, topics=None) is None
 
 
-def test_confluent_kafka_reauthenticates_and_keeps_working(broker_factory, tmp_path):
+def test_confluent_kafka_reauthenticates_and_keeps_working(broker_factory, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="seglog.server.sasl")
     broker = broker_factory(config=sasl_broker_config(**{
-        "connections.max.reauth.ms": "1000"}), data_dir=tmp_path / "d")
+        "connections.max.reauth.ms": "2000"}), data_dir=tmp_path / "d")
     broker.store.create_topic("r", partitions=1)
-    producer = Producer(_conf(broker, "PLAIN", "alice", "alice-secret"))
-    for i in range(6):
+    errors = []
+    producer = Producer(_conf(broker, "PLAIN", "alice", "alice-secret",
+                              error_cb=errors.append))
+    for i in range(8):  # librdkafka re-authenticates at 90% of the 2 s session
         producer.produce("r", b"%d" % i)
         assert producer.flush(WAIT_S) == 0
         time.sleep(0.5)
-    assert broker.store.topic("r").log(0).end_offset == 6
+    assert broker.store.topic("r").log(0).end_offset == 8
+    assert errors == []  # never refused, never disconnected
+    logins = [r.getMessage() for r in caplog.records if "authenticated as" in r.getMessage()]
+    connections = {message.split()[1] for message in logins}
+    assert len(logins) > len(connections)  # some connection logged in again: re-authenticated
 
 
 # --- settings refused at start --------------------------------------------------------------

@@ -3,7 +3,8 @@ socket), to the real Kafka 4.4 broker (a SASL_PLAINTEXT listener beside its PLAI
 and to seglog serve, and the same answers back: good logins, a wrong password, an unknown
 user, an unsupported mechanism, a request before authentication, and the answers of
 AlterUserScramCredentials / DescribeUserScramCredentials (KRaft Kafka stores SCRAM
-credentials through the same API).
+credentials through the same API), and the delegation token APIs' answers (both with
+``delegation.token.secret.key``).
 
 One known difference: a request other than SaslAuthenticate after SaslHandshake is answered by
 Kafka with that request's error response, then the connection closes; seglog closes without
@@ -23,6 +24,7 @@ from sasl_helpers import RawClient, sasl_broker_config, sasl_properties, scram_u
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
+TOKEN_SECRET = {"delegation.token.secret.key": "differential-secret"}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def real_kafka(tmp_path_factory):
                                  f"SASL_PLAINTEXT://127.0.0.1:{sasl_port}"),
         "listener.security.protocol.map": ("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
                                            "SASL_PLAINTEXT:SASL_PLAINTEXT"),
-        **sasl_properties()}
+        **sasl_properties(), **TOKEN_SECRET}
     with open(kafka.properties_path, "a", encoding="utf-8") as properties:
         properties.writelines(f"{key}={value}\n" for key, value in extra.items())
     kafka.format()
@@ -58,7 +60,7 @@ def seglog_broker(tmp_path_factory):
     from seglog.server.broker import Broker
 
     broker = Broker(tmp_path_factory.mktemp("seglog"), listen=("127.0.0.1", 0),
-                    config=sasl_broker_config())
+                    config=sasl_broker_config(**TOKEN_SECRET))
     broker.start()
     try:
         yield broker.bootstrap, broker.bootstrap
@@ -141,6 +143,66 @@ def _story(plain_bootstrap, sasl_bootstrap):
     return out
 
 
+def _token_story(plain_bootstrap, sasl_bootstrap):
+    """Delegation token requests' error codes (and what a token login yields)."""
+    import base64
+    import datetime
+
+    from seglog.sasl.scram import MECHANISMS, ScramClient
+
+    out = {}
+    period = datetime.timedelta(milliseconds=-1)
+    if plain_bootstrap != sasl_bootstrap:  # Kafka's PLAINTEXT listener: not allowed there
+        plain = RawClient(plain_bootstrap)
+        out["create-plaintext"] = plain.error_code(38, 3, owner_principal_type=None,
+                                                   owner_principal_name=None, renewers=(),
+                                                   max_lifetime=period)
+    else:
+        out["create-plaintext"] = 64  # seglog's PLAINTEXT listeners: tested elsewhere
+    alice = RawClient(sasl_bootstrap)
+    assert alice.login("PLAIN", "alice", "alice-secret")[-1].error_code == 0
+    m = alice.m(38, 3)
+    out["create-bad-renewer"] = alice.error_code(
+        38, 3, owner_principal_type=None, owner_principal_name=None,
+        renewers=(m.CreatableRenewers(principal_type="Group", principal_name="g"),),
+        max_lifetime=period)
+    created = alice.call(38, 3, owner_principal_type=None, owner_principal_name=None,
+                         renewers=(m.CreatableRenewers(principal_type="User",
+                                                       principal_name="admin"),),
+                         max_lifetime=datetime.timedelta(hours=2))
+    out["create"] = (int(created.error_code), created.principal_name,
+                     created.token_requester_principal_name,
+                     (created.max_timestamp - created.issue_timestamp).total_seconds(),
+                     (created.expiry_timestamp - created.issue_timestamp).total_seconds(),
+                     len(created.hmac))
+    time.sleep(0.5)  # KRaft applies the record asynchronously
+    described = alice.call(41, 3, owners=None)
+    out["describe"] = [(t.principal_name, [r.principal_name for r in t.renewers])
+                       for t in described.tokens]
+    out["describe-empty-owners"] = len(alice.call(41, 3, owners=()).tokens)
+    out["renew-unknown"] = alice.error_code(39, 2, hmac=b"nope",
+                                            renew_period=datetime.timedelta(minutes=1))
+    client = RawClient(sasl_bootstrap)
+    client.handshake("SCRAM-SHA-256")
+    scram = ScramClient(MECHANISMS["SCRAM-SHA-256"], created.token_id,
+                        base64.b64encode(created.hmac).decode(), extensions={"tokenauth": "true"})
+    first = client.authenticate(scram.first())
+    final = client.authenticate(scram.final(first.auth_bytes))
+    out["token-login"] = int(final.error_code)
+    out["create-as-token"] = client.error_code(38, 3, owner_principal_type=None,
+                                               owner_principal_name=None, renewers=(),
+                                               max_lifetime=period)
+    bob = RawClient(sasl_bootstrap)
+    assert bob.login("SCRAM-SHA-512", "carol", "carol-secret")[-1].error_code == 0
+    out["renew-not-owner"] = bob.error_code(39, 2, hmac=created.hmac,
+                                            renew_period=datetime.timedelta(minutes=1))
+    out["expire-now"] = alice.error_code(40, 2, hmac=created.hmac, expiry_time_period=period)
+    time.sleep(0.5)
+    out["renew-after-expire"] = alice.error_code(39, 2, hmac=created.hmac,
+                                                 renew_period=datetime.timedelta(minutes=1))
+    return out
+
+
 def test_same_answers_as_kafka(real_kafka, seglog_broker):
     expected = _story(*real_kafka)
     got = _story(*seglog_broker)
@@ -149,3 +211,8 @@ def test_same_answers_as_kafka(real_kafka, seglog_broker):
             for login in expected[key]:
                 assert got[key][login] == expected[key][login], login
         assert got[key] == expected[key], key
+
+
+def test_same_token_answers_as_kafka(real_kafka, seglog_broker):
+    # After test_same_answers_as_kafka: carol has SCRAM-SHA-512 credentials on both.
+    assert _token_story(*seglog_broker) == _token_story(*real_kafka)

@@ -44,7 +44,8 @@ from . import zk_data
 from .zk_client import ZooKeeperClientError, check_entity_name
 
 __all__ = ["CHANGE_EXPIRATION_MS", "ConfigChangeManager", "TopicConfigHandler",
-           "BrokerConfigListener", "write_entity_config"]
+           "BrokerConfigListener", "USERS_CONFIG_TYPE", "UserConfigListener",
+           "write_entity_config"]
 
 log = logging.getLogger("seglog.cluster.config_changes")
 
@@ -65,6 +66,11 @@ TopicConfigHandler = Callable[[str, dict[str, str]], Awaitable[bool]]
 #: True, ``/config/brokers/<id>``) or of the whole cluster (False, ``<default>``) is now
 #: ``values``. Called on the loop; must not block for long.
 BrokerConfigListener = Callable[[bool, dict[str, str]], None]
+#: ``listener(sanitized_user)``: ``/config/users/<sanitized_user>`` changed (None: re-read
+#: every user). Awaited on the loop.
+UserConfigListener = Callable[[str | None], Awaitable[None]]
+#: The config entity type of users (``/config/users/<u>``).
+USERS_CONFIG_TYPE = "users"
 
 
 def write_entity_config(zk: Any, entity_type: str, entity_name: str,
@@ -105,6 +111,7 @@ class ConfigChangeManager:
         #: cluster default's (absent: no znode seen yet).
         self.broker_layers: dict[bool, dict[str, str]] = {}
         self._broker_listeners: list[BrokerConfigListener] = []
+        self._user_listeners: list[UserConfigListener] = []
         #: Topics whose change came before the topic existed here: tries left.
         self._topic_retries: dict[str, int] = {}
         #: Creation times (ms) of the notifications seen, for the purge.
@@ -158,6 +165,20 @@ class ConfigChangeManager:
         self._broker_listeners.append(listener)
         for per_broker, values in list(self.broker_layers.items()):
             self._tell(listener, per_broker, values)
+
+    def add_user_config_listener(self, listener: UserConfigListener) -> None:
+        """Await ``listener(sanitized_user)`` for each notification naming
+        ``users/<sanitized_user>`` (the user's znode changed: SCRAM credentials, quotas), and
+        ``listener(None)`` after every full re-read (a new ZooKeeper session). What it raises
+        is logged and ignored."""
+        self._user_listeners.append(listener)
+
+    async def _tell_users(self, sanitized_user: str | None) -> None:
+        for listener in list(self._user_listeners):
+            try:
+                await listener(sanitized_user)
+            except Exception:  # noqa: BLE001 - a listener must not stop the changes
+                log.exception("broker %d: user config listener failed", self.broker_id)
 
     # --- kazoo's threads: wake the loop, nothing else --------------------------------------
 
@@ -227,6 +248,7 @@ class ConfigChangeManager:
             names = await self._run_blocking(self.zk.entity_names, entity_type)
             for entity_name in names:
                 await self._take_entity(entity_type, entity_name, retry_missing_topic=False)
+        await self._tell_users(None)
 
     async def _process_notification(self, name: str) -> None:
         """One notification: read it, then the entity it names. Bad bytes are logged and
@@ -254,6 +276,9 @@ class ConfigChangeManager:
 
     async def _take_entity(self, entity_type: str, entity_name: str, *,
                            retry_missing_topic: bool) -> None:
+        if entity_type == USERS_CONFIG_TYPE and "/" not in entity_name:
+            await self._tell_users(entity_name)  # users/<u>/clients/<c>: quotas only
+            return
         if entity_type not in (zk_data.CONFIG_TYPE_TOPIC, zk_data.CONFIG_TYPE_BROKER):
             # Client, user and IP quotas: not implemented by seglog.
             log.info("broker %d: ignoring config of %s/%s (no handler for %s)",

@@ -57,6 +57,7 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
+from .sasl_login import SaslLogin
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
     InterBrokerListener,
@@ -229,10 +230,14 @@ class ReplicaFetcherManager:
                  config: FetcherConfig | None = None,
                  on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
-                 inter_broker: InterBrokerListener | None = None):
+                 inter_broker: InterBrokerListener | None = None,
+                 login: SaslLogin | None = None):
         self.broker_id = int(broker_id)
         #: How leaders are connected to (plaintext, or TLS on an SSL inter-broker listener).
         self.inter_broker = inter_broker or InterBrokerListener()
+        #: The SASL login of every connection to a leader (None: the inter-broker listener
+        #: does not use SASL).
+        self.login = login
         self.loop = loop
         self.resolve_broker = resolve_broker
         self.config = config or FetcherConfig()
@@ -541,7 +546,8 @@ class _LeaderFetcher:
         self._conn = await self.manager.inter_broker.connect(
             host, int(port), client_id=self.manager.client_id,
             timeout_ms=self.config.request_timeout_ms,
-            max_response_bytes=self.config.fetch_response_max_bytes + _FRAME_SLACK_BYTES)
+            max_response_bytes=self.config.fetch_response_max_bytes + _FRAME_SLACK_BYTES,
+            login=self.manager.login)
         return self._conn
 
     # --- truncation (Kafka's maybeTruncate) ------------------------------------------------

@@ -35,6 +35,7 @@ from kio.serial import entity_writer
 from .. import error_codes as codes
 from ..errors import SeglogError
 from ..types import TopicPartition
+from .sasl_login import SaslLogin, authenticate
 
 __all__ = [
     "FETCH_KEY", "FETCH_VERSION", "OFFSET_FOR_LEADER_EPOCH_KEY", "OFFSET_FOR_LEADER_EPOCH_VERSION",
@@ -467,12 +468,14 @@ class InterBrokerListener:
         return address
 
     async def connect(self, host: str, port: int, *, client_id: str, timeout_ms: int,
-                      max_response_bytes: int) -> "BrokerConnection":
-        """:meth:`BrokerConnection.connect` over this listener (TLS when it has a context)."""
+                      max_response_bytes: int, login: SaslLogin | None = None
+                      ) -> "BrokerConnection":
+        """:meth:`BrokerConnection.connect` over this listener (TLS when it has a context;
+        a SASL ``login`` after it)."""
         return await BrokerConnection.connect(host, port, client_id=client_id,
                                               timeout_ms=timeout_ms,
                                               max_response_bytes=max_response_bytes,
-                                              ssl_context=self.ssl_context)
+                                              ssl_context=self.ssl_context, login=login)
 
 
 
@@ -495,11 +498,12 @@ class BrokerConnection:
 
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str, timeout_ms: int,
-                      max_response_bytes: int, ssl_context: ssl.SSLContext | None = None
-                      ) -> "BrokerConnection":
+                      max_response_bytes: int, ssl_context: ssl.SSLContext | None = None,
+                      login: SaslLogin | None = None) -> "BrokerConnection":
         """Connect to ``host:port`` within ``timeout_ms`` (the TLS handshake included, with
-        ``ssl_context``: the host name is checked when the context says so);
-        ConnectionLostError if it fails."""
+        ``ssl_context``: the host name is checked when the context says so) and, with a
+        ``login`` (a SASL inter-broker listener), log in (:mod:`.sasl_login`) within another
+        ``timeout_ms``; ConnectionLostError if either fails."""
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, ssl=ssl_context,
@@ -507,6 +511,14 @@ class BrokerConnection:
                 timeout_ms / 1000.0)
         except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {e!r}") from None
+        if login is not None:
+            try:
+                await asyncio.wait_for(authenticate(reader, writer, login, client_id=client_id),
+                                       timeout_ms / 1000.0)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError,
+                    SeglogError) as e:
+                writer.close()
+                raise ConnectionLostError(f"cannot log in to {host}:{port}: {e}") from None
         return cls(reader, writer, client_id=client_id, timeout_ms=timeout_ms,
                    max_response_bytes=max_response_bytes)
 

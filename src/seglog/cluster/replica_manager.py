@@ -57,6 +57,7 @@ from . import placement, zk_data
 from .inter_broker import InterBrokerListener
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
+from .sasl_login import inter_broker_login
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
 
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
     from .config_changes import ConfigChangeManager
     from .coordinators import CoordinatorAnswer, CoordinatorPartitions
     from .fetcher import ReplicaFetcherManager
+    from .delegation_tokens import TokenZnodes
+    from .scram_users import ZkCredentialStore
     from .zk_client import KafkaZkClient
 
 #: What a call run by :meth:`ReplicaManager._blocking` returns.
@@ -170,6 +173,11 @@ class ReplicaManager(PartitionSeam):
         self.loop = loop
         self._notify = notify
         self.lag_time_max_ms = int(config["replica.lag.time.max.ms"])
+        #: The SASL login of this broker's connections to other brokers (None: its
+        #: inter-broker listener does not use SASL; :mod:`.sasl_login`).
+        self.inter_broker_login = inter_broker_login(config)
+        self._scram_store: ZkCredentialStore | None = None
+        self._token_znodes: TokenZnodes | None = None
         self.checkpoint_interval_ms = int(config["replica.high.watermark.checkpoint.interval.ms"])
         self.partitions: dict[TopicPartition, PartitionReplica] = {}
         # The metadata cache.
@@ -263,7 +271,7 @@ class ReplicaManager(PartitionSeam):
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
             on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks,
-            inter_broker=self.inter_broker)
+            inter_broker=self.inter_broker, login=self.inter_broker_login)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -283,6 +291,27 @@ class ReplicaManager(PartitionSeam):
             self.loop.create_task(self._isr_expiration_loop(), name="seglog-isr-expiration"),
             self.loop.create_task(self._checkpoint_loop(), name="seglog-hw-checkpoint"),
         ]
+
+    def scram_credential_store(self) -> "ZkCredentialStore":
+        """The cluster's SCRAM credentials (ZooKeeper's ``/config/users``,
+        :mod:`.scram_users`), kept current by the config change notifications; made once,
+        after :meth:`start` (the SASL module loads it)."""
+        if self._scram_store is None:
+            from .scram_users import ZkCredentialStore
+
+            self._scram_store = ZkCredentialStore(self.zk, self._blocking)
+            assert self.config_changes is not None, "start() first"
+            self.config_changes.add_user_config_listener(self._scram_store.user_changed)
+        return self._scram_store
+
+    def delegation_token_znodes(self) -> "TokenZnodes":
+        """The cluster's delegation token znodes (:mod:`.delegation_tokens`), made once
+        (the token module reads and watches them)."""
+        if self._token_znodes is None:
+            from .delegation_tokens import TokenZnodes
+
+            self._token_znodes = TokenZnodes(self.zk, self._blocking, self.loop)
+        return self._token_znodes
 
     async def register(self, registration: zk_data.BrokerRegistration) -> None:
         """Register the broker (``registration``: a

@@ -43,6 +43,7 @@ from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError, InterBrokerListener
+from .sasl_login import SaslLogin
 from .seam import AppendOrigin, AppendResult
 from .zk_data import BrokerInfo, PartitionState, TopicAssignment
 
@@ -117,6 +118,10 @@ class MarkerCluster(Protocol):
     @property
     def inter_broker(self) -> InterBrokerListener:
         """The listener brokers connect to each other on (and its TLS context)."""
+
+    @property
+    def inter_broker_login(self) -> SaslLogin | None:
+        """The SASL login of connections to other brokers (None: no SASL)."""
 
     @property
     def assignments(self) -> Mapping[str, TopicAssignment]:
@@ -291,7 +296,8 @@ class TxnMarkerSender:
         self._drop_connection(broker_id)
         connection = await self._cluster.inter_broker.connect(
             address[0], address[1], client_id=f"broker-{self._cluster.broker_id}-txn-markers",
-            timeout_ms=self._timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX)
+            timeout_ms=self._timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX,
+            login=self._cluster.inter_broker_login)
         self._connections[broker_id] = (address, connection)
         return connection
 

@@ -865,6 +865,13 @@ class KafkaZkClient:
                                  path)
         return created
 
+    def create_sequential(self, path_prefix: str, data: bytes) -> str:
+        """Create a persistent sequential znode ``<path_prefix><seq>`` holding ``data`` (the
+        parent must exist); returns the created path."""
+        created: str = self._run(
+            lambda: self._kazoo.create_async(path_prefix, data, sequence=True), path_prefix)
+        return created
+
     def config_change_notifications(self) -> dict[str, str]:
         """Every pending config change: node name -> ``entity_path``, in sequence order."""
         names = [name for name in self.get_children(zk_data.CONFIG_CHANGES_PATH)

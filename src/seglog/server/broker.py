@@ -316,8 +316,8 @@ class Server:
         if exposed:
             log.warning("PLAINTEXT listener %s bound to %s port %d, not a loopback address: "
                         "it neither encrypts nor authenticates, so anyone who can reach it "
-                        "can read, write and delete every topic (use an SSL listener, bind "
-                        "127.0.0.1 or firewall the port)",
+                        "can read, write and delete every topic (use an SSL or SASL_PLAINTEXT "
+                        "listener, bind 127.0.0.1 or firewall the port)",
                         listener_name, ", ".join(exposed), port)
 
     async def start_serving(self) -> None:

@@ -35,7 +35,7 @@ from typing import Iterable, Mapping
 
 from ..errors import InvalidConfigError
 from .config import BrokerConfig
-from .sasl.settings import SASL_PROTOCOLS, listener_sasl
+from .sasl.settings import SASL_PROTOCOLS, check_inter_broker, listener_sasl
 
 __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS",
            "SERVED_PROTOCOLS", "broker_listeners", "is_loopback", "parse_endpoints",
@@ -257,8 +257,10 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
     assert broker, "an advertised broker listener is among the listeners (checked above)"
     served = broker[0]
     for endpoint in broker:
-        if endpoint.security_protocol in SASL_PROTOCOLS:
-            listener_sasl(config, endpoint.listener_name)  # refused at start when not servable
+        if endpoint.security_protocol in SASL_PROTOCOLS:  # refused at start when not servable
+            sasl = listener_sasl(config, endpoint.listener_name)
+            if endpoint.listener_name == inter_broker:
+                check_inter_broker(config, sasl)
     by_name: dict[str, Endpoint] = {}
     if config["advertised.listeners"] is not None:
         # Unset: each listener advertises the address it bound (--listen may move the first).

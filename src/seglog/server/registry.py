@@ -48,6 +48,7 @@ API_MODULES = (
     "seglog.server.apis.txn",
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",
+    "seglog.server.apis.tokens",
 )
 
 

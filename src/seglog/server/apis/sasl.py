@@ -8,7 +8,8 @@ SaslAuthenticate carries its tokens. A failed login is answered SASL_AUTHENTICAT
 with Kafka's message after ``connection.failed.authentication.delay.ms`` and the connection
 closes; an unknown user and a wrong password get the same answer. A SaslHandshake on an
 authenticated connection re-authenticates it (KIP-368) when its session has a lifetime
-(``connections.max.reauth.ms``) and the last login is over a second old; otherwise it is
+(``connections.max.reauth.ms``) and the last re-authentication began over a second ago
+(Kafka's rule); otherwise it is
 answered as Kafka's ``KafkaApis`` answers it, ILLEGAL_SASL_STATE.
 
 On a listener without SASL (PLAINTEXT, SSL), a Kafka broker answers both APIs with
@@ -130,13 +131,17 @@ async def start(state: BrokerState) -> None:
     sasl = SaslState()
     for name in sasl_listener_names(state.config):
         sasl.listeners[name] = listener_sasl(state.config, name)  # type: ignore[arg-type]
+    # A cluster's seam keeps the credentials in ZooKeeper (Kafka's /config/users); a lone
+    # broker's seam has none, and the data directory's file is used.
     provider = getattr(state.cluster, "scram_credential_store", None)
-    store: CredentialStore | None = provider() if callable(provider) else None
-    if store is None:
+    if callable(provider):
+        zk_store = provider()
+        await zk_store.load()
+        sasl.credentials = zk_store
+    else:
         file_store = FileCredentialStore(state.store.path)
         await state.run_blocking(file_store.load)
-        store = file_store
-    sasl.credentials = store
+        sasl.credentials = file_store
     state.extensions[__name__] = sasl
 
 
@@ -167,7 +172,12 @@ def _mechanism_server(sasl: SaslState, settings: ListenerSasl,
 async def _fail(ctx: RequestContext, settings: ListenerSasl, response: Any,
                 reason: str) -> NoReturn:
     """Answer ``response`` after ``connection.failed.authentication.delay.ms``, then close
-    (Kafka delays the close, and so the answer, of a failed authentication)."""
+    (Kafka delays the close, and so the answer, of a failed authentication). Meanwhile the
+    connection serves nothing more (its exchange is marked failed)."""
+    session = ctx.security.authenticator
+    if not isinstance(session, SaslSession):
+        session = ctx.security.authenticator = SaslSession("", None)
+    session.state = "failed"
     delay_ms = settings.failed_authentication_delay_ms
     if delay_ms > 0:
         await asyncio.sleep(delay_ms / 1000)
@@ -186,9 +196,11 @@ async def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     previous = None
     if security.authenticated:
         session = security.authenticator
-        completed_ms = session.completed_ms if isinstance(session, SaslSession) else None
-        if security.session_expiry_ms is None or completed_ms is None \
-                or sasl.now_ms() - completed_ms < MIN_REAUTH_INTERVAL_MS:
+        last_reauth_ms = session.started_ms if isinstance(session, SaslSession) \
+            and session.reauthenticating else None
+        if security.session_expiry_ms is None or (
+                last_reauth_ms is not None
+                and sasl.now_ms() - last_reauth_ms < MIN_REAUTH_INTERVAL_MS):
             return _HANDSHAKE_RESPONSES[ctx.api_version]  # KafkaApis: not a re-authentication
         previous = security.principal
     if ctx.api_version == 0:

@@ -44,8 +44,9 @@ __all__ = ["API_VERSIONS_KEY", "MIN_REAUTH_INTERVAL_MS", "SASL_AUTHENTICATE_KEY"
 API_VERSIONS_KEY = 18
 SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
-#: Kafka's ``MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``: a SaslHandshake sooner after the last
-#: authentication is not a re-authentication (it is answered ILLEGAL_SASL_STATE).
+#: Kafka's ``MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``: a SaslHandshake sooner after the start
+#: of the last *re*-authentication is not a re-authentication (it is answered
+#: ILLEGAL_SASL_STATE); the first one may come at any time.
 MIN_REAUTH_INTERVAL_MS = 1000
 
 #: The mechanism's server: PlainServer or ScramServer (``evaluate``, ``complete``,
@@ -81,6 +82,9 @@ class SaslSession:
         self.bad_mechanism_message = bad_mechanism_message
         self.state = "authenticate"
         self.completed_ms: int | None = None
+        #: When the exchange began (wall clock ms): Kafka allows one re-authentication a
+        #: second (:data:`MIN_REAUTH_INTERVAL_MS`, counted between re-authentication starts).
+        self.started_ms = _now_ms()
 
     @property
     def in_progress(self) -> bool:

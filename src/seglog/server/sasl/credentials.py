@@ -28,7 +28,7 @@ from ...errors import CorruptCredentialsError
 from ...sasl.scram import MECHANISMS, ScramCredential, ScramMechanism
 
 __all__ = ["CREDENTIALS_FILE", "CredentialStore", "FileCredentialStore", "Upsertion",
-           "decode_user_credentials"]
+           "decode_user_credentials", "write_durably"]
 
 #: The credential file's name in the data directory.
 CREDENTIALS_FILE = "scram-credentials.json"
@@ -124,12 +124,12 @@ class FileCredentialStore:
                 user: {name: cred.to_kafka() for name, cred in sorted(creds.items())}
                 for user, creds in sorted(users.items())}}
             data = json.dumps(document, indent=1).encode("utf-8")
-            await asyncio.get_running_loop().run_in_executor(None, _write_durably,
+            await asyncio.get_running_loop().run_in_executor(None, write_durably,
                                                              self.path, data)
             self._users = users
 
 
-def _write_durably(path: str, data: bytes) -> None:
+def write_durably(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync of the directory."""
     temp = path + ".tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

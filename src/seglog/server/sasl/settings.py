@@ -25,8 +25,8 @@ from ..config import BrokerConfig
 from ...sasl.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, LoginModule, single_login_module
 from ...sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 
-__all__ = ["BUILT_MECHANISMS", "ListenerSasl", "SASL_PROTOCOLS", "java_hash_map_order",
-           "listener_sasl"]
+__all__ = ["BUILT_MECHANISMS", "ListenerSasl", "SASL_PROTOCOLS", "check_inter_broker",
+           "java_hash_map_order", "listener_sasl"]
 
 #: The security protocols that authenticate with SASL.
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -127,3 +127,21 @@ def java_hash_map_order(keys: tuple[str, ...]) -> tuple[str, ...]:
 
     unique = list(dict.fromkeys(keys))
     return tuple(sorted(unique, key=lambda k: (bucket(k), unique.index(k))))
+
+
+def check_inter_broker(config: BrokerConfig, settings: ListenerSasl) -> None:
+    """The checks Kafka makes of a SASL inter-broker listener (``settings``): the
+    inter-broker mechanism is enabled on it (Kafka's ``KafkaConfig.validateValues``
+    message), and its JAAS config gives the broker's own ``username`` and ``password``."""
+    mechanism = str(config["sasl.mechanism.inter.broker.protocol"])
+    if mechanism not in settings.mechanisms:
+        raise InvalidConfigError(
+            "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms "
+            f"when SASL is used for inter-broker communication (it is {mechanism}; listener "
+            f"{settings.listener_name} enables {', '.join(settings.mechanisms)})")
+    login = settings.logins[mechanism]
+    if not login.username or login.password is None:
+        raise InvalidConfigError(
+            f"listener.name.{settings.listener_name.lower()}.{mechanism.lower()}"
+            ".sasl.jaas.config: the inter-broker listener's JAAS config must give the "
+            "broker's own username and password (its inter-broker login)")
