@@ -490,9 +490,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' to PLAINTEXT is assumed if no explicit mapping is provided and no other security'
            ' protocol is in use.'),
            dynamic=PER_BROKER,
-           note=('Listener name to security protocol, read as Kafka reads it; PLAINTEXT and '
-                'SSL are served, a listener mapped to SASL_PLAINTEXT or SASL_SSL is refused at '
-                'start (SASL is not built yet), never served as PLAINTEXT.')),
+           note=('Listener name to security protocol, read as Kafka reads it; PLAINTEXT, SSL, '
+                'SASL_PLAINTEXT and SASL_SSL are served (a protocol not built would be refused '
+                'at start, never served as PLAINTEXT).')),
     _entry('listeners', BROKER, 'list', ('PLAINTEXT://:9092',), 'high',
            ('Listener List - Comma-separated list of URIs we will listen on and the listener '
            'names. If the listener name is not a security protocol, '
@@ -505,10 +505,10 @@ CONFIGS: tuple[ConfigKey, ...] = (
            '<code>CLIENT://0.0.0.0:9092,REPLICATION://localhost:9093</code>  '
            '<code>PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092</code> '),
            dynamic=PER_BROKER,
-           note=('Where to listen, as name://host:port: every broker listener, PLAINTEXT or '
-                'SSL, one socket each (--listen moves the first; controller.listener.names '
-                'are not served); SASL protocols are refused at start, and a PLAINTEXT '
-                'listener beyond loopback logs a warning.')),
+           note=('Where to listen, as name://host:port: every broker listener (PLAINTEXT, SSL, '
+                'SASL_PLAINTEXT, SASL_SSL), one socket each (--listen moves the first; '
+                'controller.listener.names are not served); a PLAINTEXT listener beyond '
+                'loopback logs a warning.')),
     _entry('log.cleaner.dedupe.buffer.size', BROKER, 'long', 134217728, 'medium',
            'The total memory used for log deduplication across all cleaner threads',
            at_least=1048577,

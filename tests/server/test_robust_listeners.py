@@ -2,7 +2,8 @@
 
 ``listeners``, ``advertised.listeners``, ``listener.security.protocol.map`` and
 ``inter.broker.listener.name`` are read as Kafka 4.4 reads them; a listener whose security
-protocol is not built (SASL_SSL) and every security config not built (``ssl.cipher.suites``,
+protocol is not built (none is left: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served;
+the refusal stays for any that is taken out) and every security config not built (``ssl.cipher.suites``,
 ``sasl.kerberos.*``, ``authorizer.class.name``, ``super.users``, ...) stop
 ``seglog serve`` at start with a message naming the setting; a PLAINTEXT listener beyond
 loopback logs a warning. The refusals are checked on ``seglog serve`` itself, as a
@@ -113,9 +114,10 @@ def test_loopback(host, loopback):
 
 
 def test_a_broker_refuses_before_touching_its_directory(tmp_path):
-    with pytest.raises(InvalidConfigError, match="security protocol SASL_SSL"):
+    with pytest.raises(InvalidConfigError, match="SASL mechanism GSSAPI"):
         Broker(tmp_path / "d", listen=("127.0.0.1", 0),
-               config={"listeners": "SASL_SSL://127.0.0.1:0"})
+               config={"listeners": "SASL_SSL://127.0.0.1:0",
+                       "inter.broker.listener.name": "SASL_SSL"})
     assert not (tmp_path / "d").exists()
 
 
@@ -127,10 +129,15 @@ REFUSED = [
      "SASL mechanism GSSAPI (Kafka's default) on listener SASL_PLAINTEXT is not built by "
      "seglog"),
     (["--config", "listeners=SSL://127.0.0.1:0", "--config", "inter.broker.listener.name=SSL"],
-     "listener SSL (SSL) has no key and certificate"),
-    (["--config", "listeners=SASL_SSL://127.0.0.1:0"],
-     "security protocol SASL_SSL) is refused: seglog serves PLAINTEXT and SASL_PLAINTEXT "
-     "and SSL listeners only; SASL over TLS (SASL_SSL) is not built yet"),
+     "listener SSL (TLS) has no key and certificate"),
+    (["--config", "listeners=SASL_SSL://127.0.0.1:0",
+      "--config", "inter.broker.listener.name=SASL_SSL",
+      "--config", "sasl.enabled.mechanisms=PLAIN",
+      "--config", "sasl.mechanism.inter.broker.protocol=PLAIN",
+      "--config", "listener.name.sasl_ssl.plain.sasl.jaas.config="
+                  "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                  'username="a" password="b" user_a="b";'],
+     "listener SASL_SSL (TLS) has no key and certificate"),
     # --listen names the address only: the listener's settings are still checked.
     (["--listen", "127.0.0.1:0", "--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
       "--config", "inter.broker.listener.name=SASL_PLAINTEXT"],
@@ -141,7 +148,7 @@ REFUSED = [
      "SASL mechanism GSSAPI (Kafka's default) on listener CLIENT"),
     (["--config", "advertised.listeners=SASL_SSL://kafka.example:9093",
       "--config", "listeners=PLAINTEXT://127.0.0.1:0"],
-     "advertised.listeners: listener SASL_SSL://kafka.example:9093"),
+     "inter.broker.listener.name must be a listener name defined in advertised.listeners"),
     (["--config", "ssl.cipher.suites=TLS_AES_128_GCM_SHA256"],
      "ssl.cipher.suites is not implemented by seglog: this TLS setting"),
     (["--config", "listeners=SSL://127.0.0.1:0", "--config", "inter.broker.listener.name=SSL",

@@ -208,7 +208,7 @@ def test_subject_dn_as_java_writes_it(certs, tmp_path):
     ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type=JKS (listener SSL) is not supported"),
     ({"ssl.keystore.type": "PKCS12"}, "only PEM stores are read"),
     ({"ssl.truststore.type": "JKS"}, "ssl.truststore.type=JKS (listener SSL)"),
-    ({"ssl.keystore.location": None}, "listener SSL (SSL) has no key and certificate"),
+    ({"ssl.keystore.location": None}, "listener SSL (TLS) has no key and certificate"),
     ({"ssl.enabled.protocols": "TLSv1.1,TLSv1.2"}, "TLSv1.1 (listener SSL) is refused"),
     ({"ssl.protocol": "SSLv3"}, "ssl.protocol=SSLv3 (listener SSL) is refused"),
     ({"ssl.keystore.password": "x"}, "SSL key store password cannot be specified with PEM"),

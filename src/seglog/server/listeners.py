@@ -12,8 +12,8 @@ parses the four as Kafka 4.4's ``KafkaConfig`` does (``SocketServerConfigs
 ``effectiveListenerSecurityProtocolMap``, ``validateValues``), with Kafka's messages.
 
 seglog serves the protocols of :data:`SERVED_PROTOCOLS`: PLAINTEXT, SSL (TLS is
-:mod:`seglog.server.tls`) and SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
-settings are checked here too). A listener of any other protocol is refused at start with a
+:mod:`seglog.server.tls`), SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
+settings are checked here too) and SASL_SSL (both). A listener of any other protocol is refused at start with a
 message naming it and its protocol; it is never served as PLAINTEXT, which would hand an
 operator who asked for authentication an open broker (adding a protocol to
 :data:`SERVED_PROTOCOLS` is all this module needs once it is built). The listeners named in
@@ -44,7 +44,7 @@ __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS"
 #: Kafka's ``SecurityProtocol`` names.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The security protocols seglog serves.
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT"})
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 #: Kafka's ``DEFAULT_NAME_TO_SECURITY_PROTO``: each protocol's name is a listener name of it.
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {name: name for name in SECURITY_PROTOCOLS}
 #: What each protocol seglog does not serve would need, for the refusal's message.

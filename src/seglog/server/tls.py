@@ -140,7 +140,7 @@ def _load_key_chain(context: ssl.SSLContext, config: BrokerConfig, listener_name
     if location is None and chain is None and key is None:
         if required:
             raise InvalidConfigError(
-                f"listener {listener_name} (SSL) has no key and certificate: set "
+                f"listener {listener_name} (TLS) has no key and certificate: set "
                 "ssl.keystore.type=PEM and ssl.keystore.location (a PEM file with the key and "
                 "its certificate chain), or ssl.keystore.certificate.chain and ssl.keystore.key "
                 f"(PEM text), prefixed listener.name.{listener_name.lower()}. or not")

@@ -180,3 +180,42 @@ def test_java_console_tools(tls_broker, tmp_path):
                             run_dir=tmp_path, timeout_s=120)
     assert consumed.returncode == 0, consumed.stderr[-2000:]
     assert consumed.stdout.splitlines() == lines
+
+
+def test_sasl_ssl_plain(tmp_path):
+    """SASL_SSL: TLS first, then SASL PLAIN on the same listener (the SASL part is
+    tests/server/test_security_sasl.py's); the principal is the SASL user, and a wrong
+    password is refused as on SASL_PLAINTEXT."""
+    from confluent_kafka import Producer
+
+    ca = make_ca(tmp_path / "ca")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" '
+            'user_alice="alice-secret";')
+    config = {"listeners": "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+              "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ca.issue("b").pem_path),
+              "sasl.enabled.mechanisms": "PLAIN",
+              "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas}
+    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
+    broker.start()
+    try:
+        common = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_SSL",
+                  "ssl.ca.location": str(ca.cert_path), "sasl.mechanism": "PLAIN",
+                  "sasl.username": "alice", "sasl.password": "alice-secret"}
+        producer = Producer(common)
+        for value in _values("sasl-ssl"):
+            producer.produce("sasl-ssl", value)
+        assert producer.flush(WAIT_S) == 0
+        seen = {(str(c.security.principal), c.security.security_protocol)
+                for c in list(broker.server.connections.values())}
+        assert ("User:alice", "SASL_SSL") in seen
+        errors: list[str] = []
+        wrong = Producer(common | {"sasl.password": "wrong",
+                                   "error_cb": lambda error: errors.append(str(error))})
+        deadline = time.monotonic() + WAIT_S
+        while not any("Authentication failed" in e for e in errors) \
+                and time.monotonic() < deadline:
+            wrong.poll(0.2)
+        assert any("Invalid username or password" in e for e in errors), errors
+    finally:
+        broker.stop()
