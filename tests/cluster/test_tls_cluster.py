@@ -1,7 +1,8 @@
 """Brokers that talk to each other over TLS (issue 23): two in-process cluster brokers over the
-session's ZooKeeper, each with a PLAINTEXT listener for clients and an SSL one for brokers
+session's ZooKeeper, each with a PLAINTEXT listener for clients and a TLS one for brokers
 (``inter.broker.listener.name=SSL``, ``ssl.client.auth=required``: mutual TLS, each broker's
-own certificate is its client certificate). A replicated topic is written with acks=all and
+own certificate is its client certificate; and the same listener as SASL_SSL, where the
+follower also logs in with PLAIN). A replicated topic is written with acks=all and
 the follower's log ends equal to the leader's; each broker registered both endpoints in
 ZooKeeper as Kafka writes them; the leader sees its follower as the principal of the
 follower's certificate; clients on either listener are told that listener's endpoints.
@@ -46,10 +47,21 @@ def wait_until(condition, what: str, timeout_s: float = WAIT_S):
         time.sleep(0.05)
 
 
-@pytest.fixture
-def tls_cluster(tmp_path, zk_connect):
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="broker" password="broker-secret" user_broker="broker-secret";')
+
+
+@pytest.fixture(params=["SSL", "SASL_SSL"])
+def tls_cluster(request, tmp_path, zk_connect):
+    """Two brokers whose inter-broker listener (named SSL) is mutual TLS, or SASL_SSL (TLS,
+    then a PLAIN login as the broker's own user)."""
     ca = make_ca(tmp_path / "ca")
     brokers: dict[int, seglog.Broker] = {}
+    protocol = request.param
+    sasl = {} if protocol == "SSL" else {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.ssl.plain.sasl.jaas.config": PLAIN_JAAS}
     try:
         for broker_id in (0, 1):
             cert = ca.issue(f"broker-{broker_id}")
@@ -59,12 +71,12 @@ def tls_cluster(tmp_path, zk_connect):
                 "inter.broker.listener.name": "SSL",
                 "ssl.keystore.type": "PEM", "ssl.keystore.location": str(cert.pem_path),
                 "ssl.truststore.type": "PEM", "ssl.truststore.location": str(ca.cert_path),
-                "ssl.client.auth": "required"})
+                "ssl.client.auth": "required", **sasl})
             broker = seglog.Broker(tmp_path / f"broker-{broker_id}",
                                    listen=("127.0.0.1", 0), config=config)
             broker.start()
             brokers[broker_id] = broker
-        yield brokers, ca
+        yield brokers, ca, protocol
     finally:
         for broker in reversed(list(brokers.values())):
             broker.stop()
@@ -74,7 +86,7 @@ def test_replication_over_mutual_tls(tls_cluster, zk_client):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    brokers, ca = tls_cluster
+    brokers, ca, protocol = tls_cluster
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     # Registrations: both endpoints and the protocol map (Kafka's BrokerIdZNode), the
     # top-level host/port the PLAINTEXT one.
@@ -85,7 +97,7 @@ def test_replication_over_mutual_tls(tls_cluster, zk_client):
         assert registration["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}",
                                              f"SSL://{ssl_host}:{ssl_port}"]
         assert registration["listener_security_protocol_map"] == {
-            "PLAINTEXT": "PLAINTEXT", "SSL": "SSL"}
+            "PLAINTEXT": "PLAINTEXT", "SSL": protocol}
         assert (registration["host"], registration["port"]) == ("127.0.0.1", broker.port)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == 2, "both brokers listed")
@@ -106,13 +118,17 @@ def test_replication_over_mutual_tls(tls_cluster, zk_client):
     leader_index = next(i for i, r in enumerate(found) if r.is_leader)
     leader = list(brokers.values())[leader_index]
     follower_id = list(brokers)[1 - leader_index]
-    # The follower fetches over the SSL listener with its own certificate.
+    # The follower fetches over the SSL listener with its own certificate (SASL_SSL: logged
+    # in as the broker's user after the TLS handshake).
     inter_broker = [str(c.security.principal) for c in list(leader.server.connections.values())
                     if c.security.listener_name == "SSL"]
-    assert f"User:CN=broker-{follower_id},O=seglog" in inter_broker
+    assert (f"User:CN=broker-{follower_id},O=seglog" if protocol == "SSL"
+            else "User:broker") in inter_broker
     # A client on the SSL listener is told the SSL endpoints.
-    over_tls = AdminClient({"bootstrap.servers": list(brokers.values())[0]
-                            .listener_bootstrap("SSL"), "security.protocol": "SSL",
+    login = {} if protocol == "SSL" else {"sasl.mechanism": "PLAIN", "sasl.username": "broker",
+                                          "sasl.password": "broker-secret"}
+    over_tls = AdminClient({**login, "bootstrap.servers": list(brokers.values())[0]
+                            .listener_bootstrap("SSL"), "security.protocol": protocol,
                             "ssl.ca.location": str(ca.cert_path),
                             "ssl.certificate.location": str(ca.issue("client").cert_path),
                             "ssl.key.location": str(ca.directory / "client.key")})
