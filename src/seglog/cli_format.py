@@ -10,6 +10,10 @@ go to the data directory's credential file (:mod:`seglog.server.sasl.credentials
 the directory is created when missing, and refused while a broker holds it (a running
 broker would not see the change until it restarts, and its own changes would be lost).
 
+For a ZooKeeper cluster, ``--zookeeper host:port[/chroot]`` writes them where the brokers
+keep them instead (``/config/users/<user>``, with Kafka's change notification, as Kafka 2.x's
+``kafka-configs --zookeeper`` did): running brokers take them at once.
+
 Exit codes: 0 done, 2 bad arguments or a directory in use.
 """
 
@@ -96,8 +100,11 @@ def add_parser(sub: Any) -> None:
         description="Add SCRAM credentials to a data directory before `seglog serve` starts "
                     "on it, as `kafka-storage format --add-scram` does (the directory is "
                     "created when missing; refused while a broker holds it).")
-    parser.add_argument("--data-dir", required=True, metavar="DIR",
-                        help="the broker's data directory")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data-dir", metavar="DIR", help="a lone broker's data directory")
+    where.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                       help="a cluster's ZooKeeper (zookeeper.connect): the users go to "
+                            "/config/users/<user>")
     parser.add_argument("--add-scram", "-S", dest="scram", action="append", default=[],
                         required=True, metavar="ENTRY",
                         help="'SCRAM-SHA-256=[name=alice,password=alice-secret]' "
@@ -114,6 +121,8 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"seglog format: {exc}", file=sys.stderr)
         return 2
+    if args.zookeeper:
+        return _format_zookeeper(args.zookeeper, changes)
     os.makedirs(args.data_dir, exist_ok=True)
     try:
         lock = lock_directory(args.data_dir)
@@ -127,4 +136,38 @@ def main(args: argparse.Namespace) -> int:
     for user, mechanism, _ in changes:
         print(f"seglog format: {mechanism} credential of user {user} added to "
               f"{args.data_dir}")
+    return 0
+
+
+#: How long ``seglog format --zookeeper`` waits for ZooKeeper.
+ZOOKEEPER_TIMEOUT_MS = 18000
+
+
+def _format_zookeeper(connect: str, changes: list[tuple[str, str, ScramCredential]]) -> int:
+    """Write ``changes`` to the cluster's ``/config/users`` (see the module docstring)."""
+    from .cluster.scram_users import ZkCredentialStore
+    from .cluster.zk_client import KafkaZkClient, ZooKeeperClientError
+
+    zk = KafkaZkClient(connect, session_timeout_ms=ZOOKEEPER_TIMEOUT_MS)
+    try:
+        zk.start()
+    except ZooKeeperClientError as exc:
+        print(f"seglog format: ZooKeeper {connect}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        async def write() -> None:
+            loop = asyncio.get_running_loop()
+
+            async def run_blocking(fn: Any, *fn_args: Any) -> Any:
+                return await loop.run_in_executor(None, fn, *fn_args)
+
+            store = ZkCredentialStore(zk, run_blocking)
+            await store.alter(changes)
+
+        asyncio.run(write())
+    finally:
+        zk.close()
+    for user, mechanism, _ in changes:
+        print(f"seglog format: {mechanism} credential of user {user} written to ZooKeeper "
+              f"{connect}")
     return 0

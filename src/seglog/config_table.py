@@ -31,7 +31,8 @@ from typing import Any, Iterable
 
 from .configdef import (
     ACCEPTED, BOTH, BROKER, CLUSTER_WIDE, INT32_MAX, INT64_MAX, NO, NO_DEFAULT, PER_BROKER,
-    READ_ONLY, TOPIC, ConfigKey, check_gzip_level, check_throttled_replicas,
+    READ_ONLY, TOPIC, ConfigKey, check_connection_overrides, check_gzip_level,
+    check_throttled_replicas,
 )
 from .errors import InvalidConfigError
 
@@ -705,6 +706,20 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=0,
            dynamic=CLUSTER_WIDE,
            note="Delay before a deleted segment's files are removed."),
+    _entry('max.connection.creation.rate', BROKER, 'int', INT32_MAX, 'medium',
+           ('The maximum connection creation rate we allow in the broker at any time. Listener-'
+           'level limits may also be configured by prefixing the config name with the listener '
+           'prefix, for example, <code>listener.name.internal.max.connection.creation.rate</code>.'
+           'Broker-wide connection rate limit should be configured based on broker capacity '
+           'while listener limits should be configured based on application requirements. New '
+           'connections will be throttled if either the listener or the broker limit is '
+           'reached, with the exception of inter-broker listener. Connections on the '
+           'inter-broker listener will be throttled only when the listener-level rate limit is '
+           'reached.'),
+           at_least=0,
+           dynamic=CLUSTER_WIDE,
+           note='Over it, accepted connections wait unserved for their turn (Kafka\'s '
+                'acceptor sleeps the throttle time), then are served.'),
     _entry('max.connections', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum number of connections we allow in the broker at any time. This limit '
            'is applied in addition to any per-ip limits configured using '
@@ -718,7 +733,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'used connection on another listener will be closed in this case.'),
            at_least=0,
            dynamic=CLUSTER_WIDE,
-           note='Most client connections at once; more are closed when accepted.'),
+           note='Most client connections at once (also per listener, '
+                '<code>listener.name.&lt;l&gt;.max.connections</code>); more wait unserved, '
+                'as behind Kafka\'s waiting acceptor, until one closes.'),
     _entry('max.connections.per.ip', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum number of connections we allow from each ip address. This can be set '
            'to 0 if there are overrides configured using max.connections.per.ip.overrides '
@@ -727,6 +744,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=0,
            dynamic=CLUSTER_WIDE,
            note='Most connections from one address; more are closed when accepted.'),
+    _entry('max.connections.per.ip.overrides', BROKER, 'string', '', 'medium',
+           ('A comma-separated list of per-ip or hostname overrides to the default maximum '
+           'number of connections. An example value is "hostName:100,127.0.0.1:200"'),
+           dynamic=CLUSTER_WIDE,
+           check=check_connection_overrides,
+           note='Host names are resolved when the config is read.'),
     _entry('message.max.bytes', BROKER, 'int', 1048588, 'high',
            ('The largest record batch size allowed by Kafka (after compression if compression '
            'is enabled).This can be set per topic with the topic level '
@@ -848,6 +871,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=1,
            note=('Requests read from one connection and not yet answered before the broker '
                 'stops reading it (back-pressure).')),
+    _entry('quota.window.num', BROKER, 'int', 11, 'low',
+           'The number of samples to retain in memory for client quotas',
+           at_least=1),
+    _entry('quota.window.size.seconds', BROKER, 'int', 1, 'low',
+           'The time span of each sample for client quotas',
+           at_least=1),
     _entry('replica.fetch.backoff.ms', BROKER, 'int', 1000, 'medium',
            'The amount of time to sleep when fetch partition error occurs.',
            at_least=0,
@@ -1264,8 +1293,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('log.local.retention.ms', 'long', -2, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.bytes', 'long', -1, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.ms', 'long', 0, 'medium', CLUSTER_WIDE),
-    _absent('max.connection.creation.rate', 'int', INT32_MAX, 'medium', CLUSTER_WIDE),
-    _absent('max.connections.per.ip.overrides', 'string', '', 'medium', CLUSTER_WIDE),
     _absent('max.incremental.fetch.session.cache.slots', 'int', 1000, 'medium', READ_ONLY),
     _absent('max.request.partition.size.limit', 'int', 2000, 'medium', READ_ONLY),
     _absent('metadata.log.dir', 'string', None, 'high', READ_ONLY),
@@ -1290,8 +1317,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
             'org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder', 'medium', PER_BROKER),
     _absent('producer.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
     _absent('queued.max.request.bytes', 'long', -1, 'medium', READ_ONLY),
-    _absent('quota.window.num', 'int', 11, 'low', READ_ONLY),
-    _absent('quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
     _absent('remote.fetch.max.wait.ms', 'int', 500, 'medium', CLUSTER_WIDE),
     _absent('remote.list.offsets.request.timeout.ms', 'long', 30000, 'medium', CLUSTER_WIDE),
     _absent('remote.log.index.file.cache.total.size.bytes',

@@ -27,7 +27,8 @@ from .errors import InvalidConfigError
 __all__ = [
     "ACCEPTED", "BOTH", "BROKER", "CLUSTER_WIDE", "GZIP_LEVEL_DEFAULT", "INT16_MAX",
     "INT16_MIN", "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "NO", "NO_DEFAULT",
-    "PER_BROKER", "READ_ONLY", "TOPIC", "YES", "ConfigKey", "check_gzip_level",
+    "PER_BROKER", "READ_ONLY", "TOPIC", "YES", "ConfigKey", "check_connection_overrides",
+    "check_gzip_level", "parse_connection_overrides",
     "check_throttled_replicas", "format_value", "invalid_value", "java_double_string",
     "java_trim", "parse_value",
 ]
@@ -333,6 +334,42 @@ def check_throttled_replicas(value: tuple[str, ...]) -> Optional[str]:
     if "".join(value) == "*" or all(_THROTTLED_ENTRY.fullmatch(s.strip()) for s in value):
         return None
     return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
+
+
+_VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")
+
+
+def parse_connection_overrides(value: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count,...`` (Kafka's
+    ``parseCsvMap``; entries trimmed, empty ones skipped) as ``{host: count}``; ValueError
+    for an entry without a ``:`` or with a count that is not a non-negative int."""
+    overrides: dict[str, int] = {}
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        host, count = host.strip(), count.strip()
+        if not sep or not host or not count.lstrip("-").isdigit():
+            raise ValueError(f"Invalid entry {entry!r}: expected host:count")
+        if not _VALID_HOST.fullmatch(host):
+            # KafkaConfig: Utils.validHostPattern
+            raise ValueError(f"max.connections.per.ip.overrides contains invalid addresses : "
+                             f"{host}")
+        number = int(count)
+        if not 0 <= number <= 2**31 - 1:
+            raise ValueError(f"Invalid connection count {count} for {host}")
+        overrides[host] = number
+    return overrides
+
+
+def check_connection_overrides(value: str) -> Optional[str]:
+    """``max.connections.per.ip.overrides`` parses (:func:`parse_connection_overrides`)."""
+    try:
+        parse_connection_overrides(value or "")
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 _CHECK_TEXT = {

@@ -243,3 +243,31 @@ def test_delegation_tokens_in_zookeeper(sasl_cluster, zk_client):
     wait_until(lambda: not token_login(0, created.token_id, created.hmac),
                "broker 0 to refuse the expired token")
     assert not zk_client.path_exists(f"/delegation_token/tokens/{created.token_id}")
+
+
+def test_seglog_format_writes_a_first_user_a_running_cluster_takes(sasl_cluster, zk_client):
+    """``seglog format --zookeeper``: the first SCRAM user of a cluster goes to
+    ``/config/users/<user>`` with its notification; a running broker logs it in at once, and
+    a quota key already in the znode survives."""
+    from seglog.cli import main
+
+    broker = sasl_cluster.start(0, _config("PLAIN"))
+    zk_client.create_recursive("/config/users/carol",
+                               b'{"version":1,"config":{"producer_byte_rate":"1024"}}')
+    assert main(["format", "--zookeeper", sasl_cluster.zk_connect, "--add-scram",
+                 "SCRAM-SHA-512=[name=carol,password=carol-secret]"]) == 0
+    data, _ = zk_client.get_data_and_version("/config/users/carol")
+    config = json.loads(data)["config"]
+    assert config["producer_byte_rate"] == "1024"
+    assert config["SCRAM-SHA-512"].startswith("salt=")
+    admin = AdminClient(_client(broker.bootstrap, "SCRAM-SHA-512", "carol", "carol-secret"))
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            metadata = admin.list_topics(timeout=5)
+            break
+        except Exception:  # the notification may still be on its way
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    assert metadata.brokers

@@ -97,18 +97,27 @@ def test_queued_max_requests_pauses_reading_until_answered(broker_factory):
         _wait_until(lambda: connection.transport.is_reading())
 
 
-def test_max_connections_refuses_more(broker_factory):
+def test_max_connections_holds_the_next_connection_until_a_slot_frees(broker_factory):
+    # Kafka's acceptor waits for a slot (the connection is not served, not closed); seglog
+    # holds the accepted connection unread the same way and serves it once one closes.
     broker = broker_factory(max_connections=2)
     with connect(broker) as first, connect(broker) as second:
         for i, sock in enumerate((first, second)):
             sock.sendall(request_frame(API_VERSIONS, 0, i))
             assert read_frame(sock) is not None
-        with connect(broker) as third:
-            third.sendall(request_frame(API_VERSIONS, 0, 3))
-            assert read_frame(third) is None
+        third = connect(broker, timeout_s=0.5)
+        third.sendall(request_frame(API_VERSIONS, 0, 3))
+        with pytest.raises(TimeoutError):
+            read_frame(third)  # held: not answered
+        assert broker.server.connection_quotas.waiting == 1
         first.sendall(request_frame(API_VERSIONS, 0, 4))
         assert struct.unpack_from(">i", read_frame(first)) == (4,)
-    # Once those are gone, new connections are served again.
+    # Once those are gone, the held one is served.
+    third.settimeout(10)
+    try:
+        assert struct.unpack_from(">i", read_frame(third)) == (3,)
+    finally:
+        third.close()
     _wait_until(lambda: not broker.server.connections)
     assert _alive(broker)
 

@@ -18,6 +18,10 @@ sequence number. Notifications it already processed that are older than
 :data:`CHANGE_EXPIRATION_MS` (Kafka's 15 minutes) are deleted: whichever broker gets there
 first purges them, which is harmless as everyone has seen them by then.
 
+Client quota entities (``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``, ``ips/<ip>``;
+:mod:`~seglog.cluster.client_quotas_zk`) are read the same way and handed, quota keys only,
+to the client quota listeners (:meth:`ConfigChangeManager.add_client_quota_listener`).
+
 At start, and again after a new ZooKeeper session (a notification may have been created and
 purged while the session was away), it reads every config znode of the types it handles
 (``fetchAllEntityConfigs``), so a restarted broker takes the current values whatever it missed.
@@ -40,12 +44,12 @@ import time
 from typing import Any, Awaitable, Callable, Mapping
 
 from ..errors import SeglogError
-from . import zk_data
+from . import client_quotas_zk, zk_data
 from .zk_client import ZooKeeperClientError, check_entity_name
 
-__all__ = ["CHANGE_EXPIRATION_MS", "ConfigChangeManager", "TopicConfigHandler",
-           "BrokerConfigListener", "USERS_CONFIG_TYPE", "UserConfigListener",
-           "write_entity_config"]
+__all__ = ["CHANGE_EXPIRATION_MS", "ClientQuotaListener", "ConfigChangeManager",
+           "TopicConfigHandler", "BrokerConfigListener", "USERS_CONFIG_TYPE",
+           "UserConfigListener", "write_entity_config"]
 
 log = logging.getLogger("seglog.cluster.config_changes")
 
@@ -71,6 +75,10 @@ BrokerConfigListener = Callable[[bool, dict[str, str]], None]
 UserConfigListener = Callable[[str | None], Awaitable[None]]
 #: The config entity type of users (``/config/users/<u>``).
 USERS_CONFIG_TYPE = "users"
+#: ``listener(entity, values)``: client quota entity ``entity`` (``(type, name)`` pairs, a
+#: name of None for ``<default>``) now holds ``values`` (quota key -> value; empty: none).
+#: Called on the loop; must not block for long.
+ClientQuotaListener = Callable[[tuple[tuple[str, "str | None"], ...], dict[str, float]], None]
 
 
 def write_entity_config(zk: Any, entity_type: str, entity_name: str,
@@ -112,6 +120,9 @@ class ConfigChangeManager:
         self.broker_layers: dict[bool, dict[str, str]] = {}
         self._broker_listeners: list[BrokerConfigListener] = []
         self._user_listeners: list[UserConfigListener] = []
+        #: The client quota entities as last read, and who is told of them.
+        self.client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
+        self._quota_listeners: list[ClientQuotaListener] = []
         #: Topics whose change came before the topic existed here: tries left.
         self._topic_retries: dict[str, int] = {}
         #: Creation times (ms) of the notifications seen, for the purge.
@@ -166,6 +177,33 @@ class ConfigChangeManager:
         for per_broker, values in list(self.broker_layers.items()):
             self._tell(listener, per_broker, values)
 
+    def add_client_quota_listener(self, listener: ClientQuotaListener) -> None:
+        """Call ``listener(entity, values)`` whenever a client quota entity changes in
+        ZooKeeper (made through any broker), and at once for each entity already read.
+        What it raises is logged and ignored."""
+        self._quota_listeners.append(listener)
+        for entity, values in list(self.client_quotas.items()):
+            self._tell_quota(listener, entity, values)
+
+    def _take_client_quota(self, entity: tuple[tuple[str, str | None], ...],
+                           values: dict[str, float]) -> None:
+        if self.client_quotas.get(entity, {}) == values:
+            return
+        if values:
+            self.client_quotas[entity] = dict(values)
+        else:
+            self.client_quotas.pop(entity, None)
+        log.info("broker %d: client quotas of %s are now %s", self.broker_id, entity, values)
+        for listener in list(self._quota_listeners):
+            self._tell_quota(listener, entity, values)
+
+    def _tell_quota(self, listener: ClientQuotaListener,
+                    entity: tuple[tuple[str, str | None], ...], values: dict[str, float]
+                    ) -> None:
+        try:
+            listener(entity, dict(values))
+        except Exception:  # noqa: BLE001 - a listener must not stop the changes
+            log.exception("broker %d: client quota listener failed", self.broker_id)
     def add_user_config_listener(self, listener: UserConfigListener) -> None:
         """Await ``listener(sanitized_user)`` for each notification naming
         ``users/<sanitized_user>`` (the user's znode changed: SCRAM credentials, quotas), and
@@ -249,6 +287,11 @@ class ConfigChangeManager:
             for entity_name in names:
                 await self._take_entity(entity_type, entity_name, retry_missing_topic=False)
         await self._tell_users(None)
+        table = await self._run_blocking(client_quotas_zk.read_all, self.zk)
+        for entity in [e for e in self.client_quotas if e not in table]:
+            self._take_client_quota(entity, {})
+        for entity, values in table.items():
+            self._take_client_quota(entity, values)
 
     async def _process_notification(self, name: str) -> None:
         """One notification: read it, then the entity it names. Bad bytes are logged and
@@ -277,12 +320,23 @@ class ConfigChangeManager:
     async def _take_entity(self, entity_type: str, entity_name: str, *,
                            retry_missing_topic: bool) -> None:
         if entity_type == USERS_CONFIG_TYPE and "/" not in entity_name:
-            await self._tell_users(entity_name)  # users/<u>/clients/<c>: quotas only
-            return
+            # users/<u> holds SCRAM credentials and the user's quotas (users/<u>/clients/<c>:
+            # quotas only): the credential store re-reads it, the quotas are taken below.
+            await self._tell_users(entity_name)
         if entity_type not in (zk_data.CONFIG_TYPE_TOPIC, zk_data.CONFIG_TYPE_BROKER):
-            # Client, user and IP quotas: not implemented by seglog.
-            log.info("broker %d: ignoring config of %s/%s (no handler for %s)",
-                     self.broker_id, entity_type, entity_name, entity_type)
+            quota_entity = client_quotas_zk.entity_of_change(entity_type, entity_name)
+            if quota_entity is None:
+                log.info("broker %d: ignoring config of %s/%s (no handler for it)",
+                         self.broker_id, entity_type, entity_name)
+                return
+            try:
+                values = await self._run_blocking(client_quotas_zk.read_entity, self.zk,
+                                                  quota_entity)
+            except (zk_data.ZkDataError, ValueError) as exc:
+                log.error("broker %d: ignoring config of %s/%s: %s", self.broker_id,
+                          entity_type, entity_name, exc)
+                return
+            self._take_client_quota(quota_entity, values)
             return
         try:
             check_entity_name(entity_type, entity_name)

@@ -683,6 +683,25 @@ class ReplicaManager(PartitionSeam):
         :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_broker_config_listener`)."""
         self._started(self.config_changes).add_broker_config_listener(listener)
 
+    @property
+    def keeps_client_quotas(self) -> bool:
+        """True: the client quota entities live in ZooKeeper (``/config/users|clients|ips``)."""
+        return True
+
+    async def alter_client_quota(self, entity: tuple[tuple[str, str | None], ...],
+                                 changes: Mapping[str, str | None]) -> None:
+        """Change client quota ``entity`` in ZooKeeper (read-modify-write of its znode, other
+        keys kept) and announce it (:mod:`~seglog.cluster.client_quotas_zk`)."""
+        from .client_quotas_zk import alter_entity
+
+        await self._blocking(alter_entity, self.zk, entity, dict(changes))
+
+    def add_client_quota_listener(
+            self, listener: Callable[[tuple[tuple[str, str | None], ...], dict[str, float]],
+                                     None]) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_client_quota_listener`."""
+        self._started(self.config_changes).add_client_quota_listener(listener)
+
     def _topic_watcher(self, name: str) -> Callable[..., Any]:
         def on_topic(*_args: Any) -> Any:
             if self._closing or name not in self._watched_topics:

@@ -425,3 +425,27 @@ class PartitionSeam(abc.ABC):
         dynamic layer for this broker (``per_broker`` True) or for the cluster default
         (False), made through any broker, and at once for the layers it already holds."""
 
+    # --- client quotas (not abstract: a cluster of one keeps them in its data directory) ---
+
+    @property
+    def keeps_client_quotas(self) -> bool:
+        """Whether the cluster holds the client quota entities (a ZooKeeper cluster's
+        ``/config/users|clients|ips``); False for a lone broker, whose quota handlers keep
+        them in its data directory."""
+        return False
+
+    async def alter_client_quota(self, entity: tuple[tuple[str, str | None], ...],
+                                 changes: Mapping[str, str | None]) -> None:
+        """Set (a value) or remove (None) the quota keys ``changes`` names of client quota
+        ``entity`` for the whole cluster, keeping its other keys; every broker's client quota
+        listeners take it. Only when :attr:`keeps_client_quotas`."""
+        raise NotImplementedError("a lone broker keeps its client quotas itself")
+
+    def add_client_quota_listener(
+            self, listener: Callable[[tuple[tuple[str, str | None], ...], dict[str, float]],
+                                     None]) -> None:
+        """Call ``listener(entity, values)`` on the loop whenever the cluster holds new
+        values for a client quota entity (and at once for those it holds). Only when
+        :attr:`keeps_client_quotas`."""
+        raise NotImplementedError("a lone broker keeps its client quotas itself")
+

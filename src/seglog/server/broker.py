@@ -42,9 +42,10 @@ from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
-from . import protocol, registry, stacks
+from . import protocol, quotas, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
+from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
 from .principal import ConnectionSecurity
@@ -214,7 +215,8 @@ class Server:
         self.ssl_handshake_timeout_s = tls.SSL_HANDSHAKE_TIMEOUT_S
         self.loop = loop
         self.modules: list[ModuleType] = registry.load_modules()
-        self.handlers = registry.load_handlers(self.modules)
+        # Every handler under the request quota (request_percentage, quotas.py).
+        self.handlers = quotas.apply_request_quota(registry.load_handlers(self.modules))
         if protocol.API_VERSIONS_KEY in self.handlers:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
         self.request_bytes_max: int = config["socket.request.max.bytes"]
@@ -232,7 +234,7 @@ class Server:
             for option, name in ((socket.SO_SNDBUF, "socket.send.buffer.bytes"),
                                  (socket.SO_RCVBUF, "socket.receive.buffer.bytes"))}
         self.connections: dict[int, Connection] = {}
-        self._per_ip: dict[str, int] = {}
+        self._connection_quotas: ConnectionQuotas | None = None
         self.in_flight = 0
         self._drained: asyncio.Event | None = None
         self._next_connection_id = 0
@@ -335,6 +337,8 @@ class Server:
             bound_server.close()
         for handshake in list(self._handshakes):
             handshake.cancel()  # start_tls closes its transport
+        if self._connection_quotas is not None:
+            self._connection_quotas.close_waiting()  # held, never served: closed now
         # Long-polling fetches answer now instead of holding the shutdown for their max wait.
         if self.state is not None:
             self.state.closing = True
@@ -409,11 +413,14 @@ class Server:
         """Run the TLS handshake of a connection accepted on ``endpoint`` (its reading is
         paused) as a task of its own. Handshakes in progress count toward
         ``max.connections``: a flood of connections that never finish one is bounded too."""
-        if len(self.connections) + len(self._handshakes) >= self.connections_max:
+        # The broker-wide bound; the per-listener and per-IP ones apply once the handshake
+        # is done (connection_quotas.py admits the Connection).
+        connections_max: int = self._live_config()["max.connections"]
+        if len(self.connections) + len(self._handshakes) >= connections_max:
             peer = transport.get_extra_info("peername")
             log.warning("connection from %s on listener %s refused: max.connections=%d "
                         "reached (TLS handshakes in progress included)", peer,
-                        endpoint.listener_name, self.connections_max)
+                        endpoint.listener_name, connections_max)
             transport.abort()
             return
         task = self.loop.create_task(self._handshake(endpoint, transport))
@@ -473,46 +480,46 @@ class Server:
             if not connection.eof_received():
                 tls_transport.close()
 
-    @property
-    def connections_max(self) -> int:
-        """``max.connections`` now (a dynamic broker config: IncrementalAlterConfigs replaces
-        ``state.config``, so it is read at each accept)."""
-        config = self.state.config if self.state is not None else self._config_at_start
-        connections_max: int = config["max.connections"]
-        return connections_max
+    def _live_config(self) -> Any:
+        """The broker config now (dynamic configs change ``state.config``)."""
+        return self.state.config if self.state is not None else self._config_at_start
 
     @property
-    def connections_per_ip_max(self) -> int:
-        """``max.connections.per.ip`` now (dynamic, as :attr:`connections_max`)."""
-        config = self.state.config if self.state is not None else self._config_at_start
-        per_ip_max: int = config["max.connections.per.ip"]
-        return per_ip_max
+    def connection_quotas(self) -> ConnectionQuotas:
+        """The connection limits (made at the first accept: the live config and the client
+        quotas' IP rates are the state's)."""
+        if self._connection_quotas is None:
+            state = self.state
+
+            def ip_rate(host: str) -> float | None:
+                if state is None:
+                    return None
+                return quotas.quotas_of(state).ip_connection_rate(host)
+
+            listeners = self._config_at_start.get("listeners") or ()
+            if isinstance(listeners, str):
+                listeners = listeners.split(",")
+            names = frozenset(str(entry).split("://", 1)[0].strip().upper()
+                              for entry in listeners if "://" in str(entry))
+            self._connection_quotas = ConnectionQuotas(
+                loop=self.loop, config=self._live_config, ip_rate=ip_rate,
+                register=self._register,
+                inter_broker_listener=self.listeners.inter_broker_listener_name,
+                listener_names=names)
+        return self._connection_quotas
 
     def admit(self, connection: Connection) -> bool:
-        """Register a new connection; False (the caller closes it) over ``max.connections``
-        or ``max.connections.per.ip``."""
-        if len(self.connections) >= self.connections_max:
-            log.warning("connection from %s:%d refused: max.connections=%d reached",
-                        connection.client_host, connection.client_port, self.connections_max)
-            return False
-        per_ip = self._per_ip.get(connection.client_host, 0)
-        if per_ip >= self.connections_per_ip_max:
-            log.warning("connection from %s:%d refused: max.connections.per.ip=%d reached",
-                        connection.client_host, connection.client_port,
-                        self.connections_per_ip_max)
-            return False
-        self._per_ip[connection.client_host] = per_ip + 1
+        """A new connection: admitted, held until a connection slot or the creation rate
+        allows it, or refused (False: the caller closes it); see connection_quotas.py."""
+        return self.connection_quotas.admit(connection)
+
+    def _register(self, connection: Connection) -> None:
         self.connections[connection.connection_id] = connection
-        return True
 
     def forget(self, connection: Connection) -> None:
-        """A connection was lost: drop it from the tables."""
+        """A connection was lost: drop it from the tables (a held one from the queue)."""
         if self.connections.pop(connection.connection_id, None) is not None:
-            left = self._per_ip.get(connection.client_host, 1) - 1
-            if left > 0:
-                self._per_ip[connection.client_host] = left
-            else:
-                self._per_ip.pop(connection.client_host, None)
+            self.connection_quotas.released(connection)
 
     def request_finished(self) -> None:
         """A request was answered or dropped; wakes a shutdown waiting for the last one."""

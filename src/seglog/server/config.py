@@ -122,6 +122,10 @@ class BrokerConfig(Mapping[str, Any]):
             raise InvalidConfigError("replica.socket.timeout.ms should always be at least "
                                      "replica.fetch.wait.max.ms to prevent unnecessary socket "
                                      "timeouts")
+        if values["max.connections.per.ip"] == 0 and not str(
+                values["max.connections.per.ip.overrides"] or "").strip():
+            raise InvalidConfigError("max.connections.per.ip can be set to zero only if "
+                                     "max.connections.per.ip.overrides property is set.")
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise InvalidConfigError("group.min.session.timeout.ms must not be above "
                                      "group.max.session.timeout.ms")

@@ -23,7 +23,10 @@ Limits, as Kafka's SocketServer applies them:
   wait to be handed to the transport, or more than :data:`RESPONSE_COPIED_BYTES_HELD_MAX` of
   them are copies in the broker's memory, the connection stops reading (``pause_reading``)
   and dispatching until responses drain;
-- an exception escaping a handler is logged and closes this connection only.
+- an exception escaping a handler is logged and closes this connection only;
+- quotas (KIP-219): a response that tells the client a throttle time (``throttle_time`` of a
+  kio response, ``throttle_time_ms`` of a RawResponse) mutes the connection for that long
+  once it is answered: no request of that client is read meanwhile (:meth:`mute_for_ms`).
 
 Slow readers (issue 23). A client may pipeline requests and never read. What it costs the
 broker is bounded whatever it pipelines: its read buffer (one read, or one partial frame up
@@ -174,6 +177,16 @@ async def _go_on(coro: Coroutine[asyncio.Future[Any] | None, None, None],
             return
 
 
+def _throttle_ms_of(response: object) -> int:
+    """The throttle time a response tells its client (0 for none)."""
+    if isinstance(response, RawResponse):
+        return response.throttle_time_ms
+    throttle = getattr(response, "throttle_time", None)
+    if throttle is None or not throttle:
+        return 0
+    return int(throttle.total_seconds() * 1000)
+
+
 class _Slot:
     """One request's place in the response order: ``parts`` once answered (an empty tuple
     for no response)."""
@@ -236,7 +249,8 @@ class Server(Protocol):
         """``{socket option: size in bytes}``; None leaves the OS's size."""
 
     def admit(self, connection: Connection) -> bool:
-        """Register a new connection; False when over a connection limit."""
+        """Register a new connection (or hold it unread until a limit allows it: see
+        connection_quotas.py); False when it is refused (the caller closes it)."""
 
     def forget(self, connection: Connection) -> None:
         """A connection was lost."""
@@ -291,6 +305,8 @@ class Connection(asyncio.Protocol):
         self._unsent_views: list[memoryview] = []
         self.closed = asyncio.get_running_loop().create_future()
         self.last_active_s = time.monotonic()
+        self._muted_until_s = 0.0  # a quota's throttle: no reading before (loop time)
+        self._unmute_handle: asyncio.TimerHandle | None = None
 
     # --- asyncio.Protocol ------------------------------------------------------------------
 
@@ -321,6 +337,9 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
+            self._unmute_handle = None
         self._drop_pages(self._unsent_views)
         self._unsent_views = []
         # Nothing more is sent: let go of the responses (and the segments their views hold).
@@ -493,10 +512,40 @@ class Connection(asyncio.Protocol):
             self._close_at(slot)
             return
         self._finish(slot, parts)
+        throttle_ms = _throttle_ms_of(response)
+        if throttle_ms > 0:
+            self.mute_for_ms(throttle_ms)
+
+    def mute_for_ms(self, throttle_ms: int) -> None:
+        """A quota throttles this client (KIP-219): read no request from it for
+        ``throttle_ms`` from now (the responses already finished still go out)."""
+        loop = self.server.loop
+        until_s = loop.time() + throttle_ms / 1000.0
+        if until_s <= self._muted_until_s:
+            return
+        self._muted_until_s = until_s
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
+        self._unmute_handle = loop.call_at(until_s, self._unmute)
+        self._update_reading()
+
+    @property
+    def muted(self) -> bool:
+        """Whether a quota's throttle keeps this connection from reading now."""
+        return self._unmute_handle is not None
+
+    def _unmute(self) -> None:
+        self._unmute_handle = None
+        if self._closing:
+            return
+        if self._stalled and not self._processing and not self._reading_paused_by_us():
+            self._process_buffer()
+        else:
+            self._update_reading()
 
     def _encode(self, ctx: RequestContext, response: Response) -> tuple[BytesLike, ...]:
-        if response is None:
-            return ()
+        if response is None or (isinstance(response, RawResponse) and not response.parts):
+            return ()  # no response (a RawResponse without parts only mutes: acks=0)
         flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)
         if isinstance(response, RawResponse):
             body = response.parts
@@ -676,6 +725,7 @@ class Connection(asyncio.Protocol):
         server = self.server
         held_max = server.held_response_bytes_max
         return (len(self._slots) >= server.queued_requests_max or self._writing_paused
+                or self._unmute_handle is not None
                 or self._held_bytes > held_max
                 or self._held_copied_bytes > min(held_max, RESPONSE_COPIED_BYTES_HELD_MAX))
 

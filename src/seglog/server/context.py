@@ -44,9 +44,13 @@ class CloseConnection(Exception):
 
 class RawResponse(NamedTuple):
     """A response body a handler encoded itself: ``parts`` are bytes-like objects written in
-    order after the response header (memoryviews of segment files are sent without a copy)."""
+    order after the response header (memoryviews of segment files are sent without a copy).
+    ``throttle_time_ms``: the throttle time the body tells the client (a quota's, KIP-219):
+    the connection reads nothing more from that client for that long. No ``parts`` is no
+    response at all, with the throttle (a Produce with acks=0 over its quota)."""
 
     parts: tuple[BytesLike, ...]
+    throttle_time_ms: int = 0
 
 
 class AppendNotifier:

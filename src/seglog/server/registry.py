@@ -49,6 +49,7 @@ API_MODULES = (
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",
     "seglog.server.apis.tokens",
+    "seglog.server.apis.client_quotas",
 )
 
 

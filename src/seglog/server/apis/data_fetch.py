@@ -50,6 +50,7 @@ from ... import error_codes as codes
 from ... import errors
 from ...cluster.seam import PartitionSeam
 from ...cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
+from .. import quotas
 from ..context import RawResponse, RequestContext
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
@@ -236,6 +237,24 @@ def _read_all(store: Store, wanted: list[_Wanted], *, max_bytes: int,
     return results, total_bytes, failed
 
 
+def _answer(ctx: RequestContext, wanted: list[_Wanted],
+            results: Sequence[tuple[_Wanted, PartitionResult]], *, size_bytes: int,
+            replica_id: int, started_ns: int) -> RawResponse:
+    """The answer to a Fetch, under the client's quotas (``handleFetchRequest``): a consumer
+    over its ``consumer_byte_rate`` or ``request_percentage`` is answered empty with the
+    throttle time (its bytes are not counted), a follower never is."""
+    if replica_id < 0 and quotas.any_quota(ctx):
+        throttle_ms = quotas.fetch_throttle_ms(ctx, size_bytes,
+                                               time.perf_counter_ns() - started_ns)
+        if throttle_ms > 0:
+            return RawResponse(encode_fetch_response(ctx.api_version,
+                                                     throttle_time_ms=throttle_ms,
+                                                     error_code=codes.NONE, session_id=0,
+                                                     topics=()),
+                               throttle_time_ms=throttle_ms)
+    return _response(ctx, wanted, results)
+
+
 def _response(ctx: RequestContext, wanted: list[_Wanted],
               results: Sequence[tuple[_Wanted, PartitionResult]], *,
               error_code: int = codes.NONE) -> RawResponse:
@@ -265,6 +284,13 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     broker = ctx.broker
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
     max_bytes = min(int(request.max_bytes), config_max)  # negative: see _read_one
+    replica_id = _replica_id(request)
+    if replica_id < 0 and quotas.any_quota(ctx):
+        # A consumer gets no more than its fetch quota allows in one window (Kafka caps
+        # fetch.max.bytes so: a larger answer would be throttled whatever came before).
+        window_bytes_max = quotas.fetch_bytes_max(ctx)
+        if window_bytes_max < max_bytes:
+            max_bytes = max(int(window_bytes_max), 0)
     min_bytes = min(int(request.min_bytes), max_bytes)
     isolation = _ISOLATION.get(int(request.isolation_level), "read_uncommitted")
     max_wait_ms = max(int(request.max_wait.total_seconds() * 1000), 0)
@@ -274,8 +300,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     seen = appended.count
     store = broker.store
     cluster = partition_seam(broker)
-    replica_id = _replica_id(request)
     breaks = broker.test_breaks
+    started_ns = time.perf_counter_ns()
     results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                             isolation=isolation, cluster=cluster,
                                             replica_id=replica_id, record_follower=True,
@@ -283,7 +309,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
-        return _response(ctx, wanted, results)
+        return _answer(ctx, wanted, results, size_bytes=size_bytes, replica_id=replica_id,
+                       started_ns=started_ns)
     while not getattr(broker, "closing", False):
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:
@@ -291,12 +318,16 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
         if not await appended.wait(seen, remaining_s):
             break
         seen = appended.count
+        started_ns = time.perf_counter_ns()
         results, size_bytes, failed = _read_all(store, wanted, max_bytes=max_bytes,
                                                 isolation=isolation, cluster=cluster,
                                                 replica_id=replica_id, breaks=breaks)
         if size_bytes >= min_bytes or failed:
-            return _response(ctx, wanted, results)
-    results, _size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
-                                                  isolation=isolation, cluster=cluster,
-                                                  replica_id=replica_id, breaks=breaks)
-    return _response(ctx, wanted, results)
+            return _answer(ctx, wanted, results, size_bytes=size_bytes,
+                           replica_id=replica_id, started_ns=started_ns)
+    started_ns = time.perf_counter_ns()
+    results, size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
+                                                 isolation=isolation, cluster=cluster,
+                                                 replica_id=replica_id, breaks=breaks)
+    return _answer(ctx, wanted, results, size_bytes=size_bytes, replica_id=replica_id,
+                   started_ns=started_ns)

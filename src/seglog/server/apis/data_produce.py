@@ -58,6 +58,7 @@ metadata.
 from __future__ import annotations
 
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 from ... import error_codes as codes
@@ -67,6 +68,7 @@ from ...cluster.coordinators import TRANSACTION_STATE_TOPIC, partition_in
 from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...coordinator.internal_records import internal_record_errors
 from ...types import TopicPartition
+from .. import quotas
 from ..context import CloseConnection, RawResponse, RequestContext
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
 from .data_topics import (
@@ -320,6 +322,7 @@ def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
     """Append a Produce request's batches and answer it (see the module docstring): the
     response body (:mod:`.data_produce_codec`), or None for acks=0."""
+    started_ns = time.perf_counter_ns()  # the request quota counts the loop time it takes
     version = ctx.api_version
     broker = ctx.broker
     store = broker.store
@@ -360,6 +363,11 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
             failed = failed or outcome.error_code != codes.NONE
             outcomes.append((index, outcome))
         answers.append((key, outcomes))
+    # Quotas (KafkaApis: the request is appended, then counted; acks=0 is exempt from the
+    # request quota): the larger throttle time goes into the answer and mutes the client.
+    throttle_ms = 0 if not quotas.any_quota(ctx) else quotas.produce_throttle_ms(
+        ctx, sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data),
+        0 if acks == 0 else time.perf_counter_ns() - started_ns)
     if delayed:
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
         # bounded by the request's timeout (in a cluster of one that is at once).
@@ -377,8 +385,12 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
                 "produce with acks=0 failed: " + ", ".join(
                     f"{key}-{index}: error {o.error_code}" for key, outs in answers
                     for index, o in outs if o.error_code != codes.NONE))
+        if throttle_ms:
+            # No answer, but the connection is muted all the same (Kafka throttles an acks=0
+            # client over its producer_byte_rate too).
+            return RawResponse((), throttle_time_ms=throttle_ms)
         return None
-    return _response(version, answers)
+    return _response(version, answers, throttle_time_ms=throttle_ms)
 
 
 def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic, partition: int,
@@ -431,6 +443,8 @@ def _transactional_request_error(request: Any) -> int:
     return codes.NONE
 
 
-def _response(version: int, answers: list[tuple[TopicKey, list[tuple[int, _Outcome]]]]
-              ) -> RawResponse:
-    return RawResponse((encode_produce_response(version, answers),))
+def _response(version: int, answers: list[tuple[TopicKey, list[tuple[int, _Outcome]]]],
+              *, throttle_time_ms: int = 0) -> RawResponse:
+    return RawResponse((encode_produce_response(version, answers,
+                                                throttle_time_ms=throttle_time_ms),),
+                       throttle_time_ms=throttle_time_ms)

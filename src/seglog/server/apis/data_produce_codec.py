@@ -43,12 +43,13 @@ _NO_THROTTLE = INT32.pack(0)
 
 def encode_produce_response(version: int,
                             answers: Sequence[tuple[TopicKey,
-                                                    Sequence[tuple[int, PartitionOutcome]]]]
-                            ) -> bytes:
+                                                    Sequence[tuple[int, PartitionOutcome]]]],
+                            *, throttle_time_ms: int = 0) -> bytes:
     """The body of a Produce response of ``version`` (3..13). ``answers`` is ``[(topic name,
     or uuid.UUID for v13, [(partition index, outcome), ...]), ...]``; an outcome has
     ``error_code``, ``base_offset``, ``log_append_time_ms``, ``log_start_offset``,
-    ``error_message`` (str or None) and ``record_errors`` (``[(batch index, message)]``)."""
+    ``error_message`` (str or None) and ``record_errors`` (``[(batch index, message)]``);
+    ``throttle_time_ms``: a quota's throttle time (0: none)."""
     flexible = version >= 9
     by_id = version >= 13
     out = bytearray(array_length(len(answers), flexible))
@@ -78,7 +79,7 @@ def encode_produce_response(version: int,
                 out += b"\x00"  # the partition's tagged fields
         if flexible:
             out += b"\x00"  # the topic's tagged fields
-    out += _NO_THROTTLE
+    out += INT32.pack(throttle_time_ms) if throttle_time_ms else _NO_THROTTLE
     if flexible:
         out += b"\x00"  # the response's tagged fields
     return bytes(out)
