@@ -230,6 +230,11 @@ def _serve(args: argparse.Namespace) -> int:
         await broker.serve()
         log.info("seglog serve listening on %s (data dir %s, %d topics)", broker.bootstrap,
                  broker.data_dir, len(broker.store.topics()))
+        for name, (host, port), (_name, protocol, adv_host, adv_port) in zip(
+                broker.listener_names, broker.server.bound_addresses.values(),
+                broker.state.endpoints):
+            log.info("seglog serve listener %s (%s) on %s:%d, advertised as %s:%d", name,
+                     protocol, host, port, adv_host, adv_port)
         await stop.wait()
         log.info("seglog serve shutting down")
         closing = asyncio.ensure_future(broker.aclose())

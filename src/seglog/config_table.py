@@ -488,7 +488,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'listener name is defined by security.inter.broker.protocol. It is an error to set'
            ' this and security.inter.broker.protocol properties at the same time.'),
            note=('Checked as Kafka checks it (an advertised listener; null: PLAINTEXT); '
-                'a listener whose protocol is not PLAINTEXT is refused at start.')),
+                'followers and transaction markers connect to other brokers on it (TLS on '
+                'an SSL listener, with its keystore as the client certificate).')),
     _entry('leader.imbalance.check.interval.seconds', BROKER, 'long', 300, 'high',
            ('The frequency with which the partition rebalance check is triggered by the '
            'controller'),
@@ -520,9 +521,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' to PLAINTEXT is assumed if no explicit mapping is provided and no other security'
            ' protocol is in use.'),
            dynamic=PER_BROKER,
-           note=('Listener name to security protocol, read as Kafka reads it; a listener '
-                'mapped to SSL, SASL_PLAINTEXT or SASL_SSL is refused at start (TLS and SASL '
-                'are not built yet), never served as PLAINTEXT.')),
+           note=('Listener name to security protocol, read as Kafka reads it; PLAINTEXT, SSL, '
+                'SASL_PLAINTEXT and SASL_SSL are served (a protocol not built would be refused '
+                'at start, never served as PLAINTEXT).')),
     _entry('listeners', BROKER, 'list', ('PLAINTEXT://:9092',), 'high',
            ('Listener List - Comma-separated list of URIs we will listen on and the listener '
            'names. If the listener name is not a security protocol, '
@@ -535,10 +536,10 @@ CONFIGS: tuple[ConfigKey, ...] = (
            '<code>CLIENT://0.0.0.0:9092,REPLICATION://localhost:9093</code>  '
            '<code>PLAINTEXT://127.0.0.1:9092,SSL://[::1]:9092</code> '),
            dynamic=PER_BROKER,
-           note=('Where to listen, as name://host:port (used when the broker is not given '
-                'a listen address): one PLAINTEXT broker listener (controller.listener.names '
-                'are not served); other protocols are refused at start, and a PLAINTEXT '
-                'listener beyond loopback logs a warning.')),
+           note=('Where to listen, as name://host:port: every broker listener (PLAINTEXT, SSL, '
+                'SASL_PLAINTEXT, SASL_SSL), one socket each (--listen moves the first; '
+                'controller.listener.names are not served); a PLAINTEXT listener beyond '
+                'loopback logs a warning.')),
     _entry('log.cleaner.dedupe.buffer.size', BROKER, 'long', 134217728, 'medium',
            'The total memory used for log deduplication across all cleaner threads',
            at_least=1048577,
@@ -994,6 +995,110 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'that every ACL check allows (read by Kafka\'s StandardAuthorizer from the broker '
            "configs; not in the broker's ConfigDef)."),
            note="Read by seglog's ACL authorizer, as Kafka's StandardAuthorizer reads it."),
+    _entry('ssl.client.auth', BROKER, 'string', 'none', 'medium',
+           ('Configures kafka broker to request client authentication. The following settings '
+           'are common:  <ul> <li><code>ssl.client.auth=required</code> If set to required '
+           'client authentication is required. <li><code>ssl.client.auth=requested</code> '
+           'This means client authentication is optional. unlike required, if this option is '
+           'set client can choose not to provide authentication information about itself '
+           '<li><code>ssl.client.auth=none</code> This means client authentication is not '
+           'needed.</ul>'),
+           dynamic=PER_BROKER,
+           choices=('required', 'requested', 'none'),
+           note=('Whether an SSL listener asks for a client certificate (required: the '
+                'handshake fails without a trusted one).')),
+    _entry('ssl.enabled.protocols', BROKER, 'list', ('TLSv1.2', 'TLSv1.3'), 'medium',
+           ('The list of protocols enabled for SSL connections. The default is '
+           "'TLSv1.2,TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. With "
+           'the default value for Java 11, clients and servers will prefer TLSv1.3 if both '
+           'support it and fallback to TLSv1.2 otherwise (assuming both support at least '
+           'TLSv1.2). This default should be fine for most cases. Also see the config '
+           'documentation for `ssl.protocol`.'),
+           dynamic=PER_BROKER,
+           note='TLSv1.2 and TLSv1.3; an older protocol is refused at start.'),
+    _entry('ssl.endpoint.identification.algorithm', BROKER, 'string', 'https', 'low',
+           ('The endpoint identification algorithm to validate server hostname using server '
+           'certificate. '),
+           dynamic=PER_BROKER,
+           note=('https: a broker connecting to another over TLS (inter-broker listener) '
+                'checks the host name in its certificate; empty: it does not.')),
+    _entry('ssl.key.password', BROKER, 'password', None, 'medium',
+           ("The password of the private key in the key store file or the PEM key specified in "
+           "'ssl.keystore.key'."),
+           dynamic=PER_BROKER,
+           note='Decrypts an encrypted PEM key.'),
+    _entry('ssl.keystore.certificate.chain', BROKER, 'password', None, 'medium',
+           ("Certificate chain in the format specified by 'ssl.keystore.type'. Default SSL "
+           'engine factory supports only PEM format with a list of X.509 certificates'),
+           dynamic=PER_BROKER,
+           note='PEM text of the certificate chain (with ssl.keystore.key).'),
+    _entry('ssl.keystore.key', BROKER, 'password', None, 'medium',
+           ("Private key in the format specified by 'ssl.keystore.type'. Default SSL engine "
+           'factory supports only PEM format with PKCS#8 keys. If the key is encrypted, key '
+           "password must be specified using 'ssl.key.password'"),
+           dynamic=PER_BROKER,
+           note='PEM text of the private key (with ssl.keystore.certificate.chain).'),
+    _entry('ssl.keystore.location', BROKER, 'string', None, 'medium',
+           ('The location of the key store file. This is optional for client and can be used '
+           'for two-way authentication for client.'),
+           dynamic=PER_BROKER,
+           note='A PEM file holding the private key and its certificate chain.'),
+    _entry('ssl.keystore.password', BROKER, 'password', None, 'medium',
+           ("The store password for the key store file. This is optional for client and only "
+           "needed if 'ssl.keystore.location' is configured. Key store password is not "
+           'supported for PEM format.'),
+           dynamic=PER_BROKER,
+           note='Refused with a PEM keystore, as Kafka refuses it (the key has ssl.key.password).'),
+    _entry('ssl.keystore.type', BROKER, 'string', 'JKS', 'medium',
+           ('The file format of the key store file. This is optional for client. The values '
+           'currently supported by the default `ssl.engine.factory.class` are [JKS, PKCS12, '
+           'PEM].'),
+           dynamic=PER_BROKER,
+           note='PEM only: JKS and PKCS12 are refused by name (convert them with openssl).'),
+    _entry('ssl.principal.mapping.rules', BROKER, 'string', 'DEFAULT', 'low',
+           ('A list of rules for mapping from distinguished name from the client certificate to '
+           'short name. The rules are evaluated in order and the first rule that matches a '
+           'principal name is used to map it to a short name. Any later rules in the list are'
+           ' ignored. By default, distinguished name of the X.500 certificate will be the '
+           'principal. For more details on the format please see <a '
+           'href="#security_authz"> security authorization and acls</a>. Note that this '
+           'configuration is ignored if an extension of KafkaPrincipalBuilder is provided by '
+           'the <code>principal.builder.class</code> configuration.'),
+           dynamic=READ_ONLY,
+           note=("Kafka's SslPrincipalMapper rules (RULE:pattern/replacement/[LU], DEFAULT) "
+                'over the RFC 2253 subject of a client certificate.')),
+    _entry('ssl.protocol', BROKER, 'string', 'TLSv1.3', 'medium',
+           ('The SSL protocol used to generate the SSLContext. The default is '
+           "'TLSv1.3' when running with Java 11 or newer, 'TLSv1.2' otherwise. This value "
+           "should be fine for most use cases. Allowed values in recent JVMs are 'TLSv1.2' and "
+           "'TLSv1.3'. 'TLS', 'TLSv1.1', 'SSL', 'SSLv2' and 'SSLv3' may be supported in older "
+           'JVMs, but their usage is discouraged due to known security vulnerabilities. With '
+           "the default value for this config and 'ssl.enabled.protocols', clients will "
+           "downgrade to 'TLSv1.2' if the server does not support 'TLSv1.3'. If this config is "
+           "set to 'TLSv1.2', clients will not use 'TLSv1.3' even if it is one of the values "
+           'in ssl.enabled.protocols and the server only supports \'TLSv1.3\'.'),
+           dynamic=PER_BROKER,
+           note='TLSv1.3, TLSv1.2 (TLSv1.3 then not used) or TLS; older ones are refused.'),
+    _entry('ssl.truststore.certificates', BROKER, 'password', None, 'medium',
+           ("Trusted certificates in the format specified by 'ssl.truststore.type'. Default "
+           'SSL engine factory supports only PEM format with X.509 certificates.'),
+           dynamic=PER_BROKER,
+           note='PEM text of the trusted certificates.'),
+    _entry('ssl.truststore.location', BROKER, 'string', None, 'medium',
+           'The location of the trust store file.',
+           dynamic=PER_BROKER,
+           note='A PEM file of trusted (CA) certificates.'),
+    _entry('ssl.truststore.password', BROKER, 'password', None, 'medium',
+           ('The password for the trust store file. If a password is not set, trust store file '
+           'configured will still be used, but integrity checking is disabled. Trust store '
+           'password is not supported for PEM format.'),
+           dynamic=PER_BROKER,
+           note='Refused with a PEM truststore, as Kafka refuses it.'),
+    _entry('ssl.truststore.type', BROKER, 'string', 'JKS', 'medium',
+           ('The file format of the trust store file. The values currently supported by the '
+           'default `ssl.engine.factory.class` are [JKS, PKCS12, PEM].'),
+           dynamic=PER_BROKER,
+           note='PEM only: JKS and PKCS12 are refused by name.'),
     _entry('transaction.abort.timed.out.transaction.cleanup.interval.ms', BROKER, 'int',
            10000, 'low',
            'The interval at which to rollback transactions that have timed out',
@@ -1395,26 +1500,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.allow.dn.changes', 'boolean', False, 'low', READ_ONLY),
     _absent('ssl.allow.san.changes', 'boolean', False, 'low', READ_ONLY),
     _absent('ssl.cipher.suites', 'list', (), 'medium', PER_BROKER),
-    _absent('ssl.client.auth', 'string', 'none', 'medium', PER_BROKER),
-    _absent('ssl.enabled.protocols', 'list', ('TLSv1.2', 'TLSv1.3'), 'medium', PER_BROKER),
-    _absent('ssl.endpoint.identification.algorithm', 'string', 'https', 'low', PER_BROKER),
     _absent('ssl.engine.factory.class', 'class', None, 'low', PER_BROKER),
-    _absent('ssl.key.password', 'password', None, 'medium', PER_BROKER),
     _absent('ssl.keymanager.algorithm', 'string', 'SunX509', 'medium', PER_BROKER),
-    _absent('ssl.keystore.certificate.chain', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.key', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.location', 'string', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.password', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.keystore.type', 'string', 'JKS', 'medium', PER_BROKER),
-    _absent('ssl.principal.mapping.rules', 'string', 'DEFAULT', 'low', READ_ONLY),
-    _absent('ssl.protocol', 'string', 'TLSv1.3', 'medium', PER_BROKER),
     _absent('ssl.provider', 'string', None, 'medium', PER_BROKER),
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
-    _absent('ssl.truststore.certificates', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.location', 'string', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.password', 'password', None, 'medium', PER_BROKER),
-    _absent('ssl.truststore.type', 'string', 'JKS', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
     _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
@@ -1463,7 +1553,8 @@ _check_table()
 #: (issue 23): each is refused saying so, never taken and ignored, since a broker asked to
 #: authenticate that served without it would be open to anyone.
 SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("ssl.", "TLS"),
+    ("ssl.", "this TLS setting (seglog's TLS reads PEM stores with the ssl.* settings "
+             "docs/configs.md lists)"),
     ("sasl.", "this SASL setting (seglog builds SASL PLAIN and SCRAM-SHA-256/512 only)"),
     ("listener.name.", "per-listener settings (listener.name.<listener>.*: TLS, SASL, limits)"),
     ("delegation.token.", "delegation tokens"),
@@ -1472,12 +1563,13 @@ SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
 SECURITY_NAMES: dict[str, str] = {
     "principal.builder.class": "authentication (principals)",
     "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
-    "security.providers": "TLS",
+    "security.providers": "this TLS setting (seglog's TLS is Python's ssl with OpenSSL)",
 }
 
 
 def security_feature(name: str) -> str | None:
-    """The security feature broker config ``name`` belongs to (``"TLS"`` for ``ssl.*``, ...),
+    """The security feature broker config ``name`` belongs to (a TLS setting for ``ssl.*``,
+    ...),
     or None when it is not one of Kafka's security configs."""
     feature = SECURITY_NAMES.get(name)
     if feature is not None:

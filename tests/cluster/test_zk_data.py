@@ -95,23 +95,37 @@ def test_broker_registration_v5_as_kafka_2_8_writes_it():
 def test_broker_registration_round_trip_and_kafka_samples():
     reg = BrokerRegistration(broker_id=3, host="127.0.0.13", port=9093, rack="r2")
     assert zk_data.decode_broker(3, zk_data.encode_broker(reg, timestamp_ms=1), epoch=77) == (
-        BrokerInfo(broker_id=3, host="127.0.0.13", port=9093, rack="r2", epoch=77))
+        BrokerInfo(broker_id=3, host="127.0.0.13", port=9093, rack="r2", epoch=77,
+                   endpoints=(("PLAINTEXT", "127.0.0.13", 9093),)))
     # Version 4 as a Kafka 2.x broker with IBP < 2.7 wrote it (dumped from a cluster).
     v4 = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":'
           b'["PLAINTEXT://localhost:9092"],"jmx_port":-1,"port":9092,"host":"localhost",'
           b'"version":4,"timestamp":"1620904358029"}')
-    assert zk_data.decode_broker(0, v4) == BrokerInfo(0, "localhost", 9092, None, -1)
+    assert zk_data.decode_broker(0, v4) == BrokerInfo(0, "localhost", 9092, None, -1,
+                                                      (("PLAINTEXT", "localhost", 9092),))
     # Several listeners: the PLAINTEXT one is ours; version 1 has only host and port.
     multi = (b'{"features":{},"listener_security_protocol_map":{"BROKER":"PLAINTEXT",'
              b'"PLAINTEXT":"PLAINTEXT"},"endpoints":["BROKER://broker2:9092",'
              b'"PLAINTEXT://localhost:29092"],"jmx_port":-1,"port":9092,"host":"broker2",'
              b'"version":5,"timestamp":"1673441159443"}')
     assert zk_data.decode_broker(2, multi).port == 29092
+    assert zk_data.decode_broker(2, multi).address("BROKER") == ("broker2", 9092)
+    assert zk_data.decode_broker(2, multi).address("SSL") is None
     assert zk_data.decode_broker(5, b'{"version":1,"host":"h","port":1,"jmx_port":-1}').host == "h"
     ipv6 = BrokerRegistration(broker_id=4, host="::1", port=9092)
     data = zk_data.encode_broker(ipv6, timestamp_ms=1)
     assert b'"PLAINTEXT://[::1]:9092"' in data
     assert zk_data.decode_broker(4, data).host == "::1"
+    # Every endpoint with its protocol (Kafka's BrokerIdZNode.encode): the top-level host
+    # and port are the PLAINTEXT endpoint's, null and -1 without one.
+    tls_only = BrokerRegistration(broker_id=6, host="h", port=9093, endpoints=(
+        ("SSL", "SSL", "h", 9093), ("INTERNAL", "SSL", "10.0.0.6", 9094)))
+    data = zk_data.encode_broker(tls_only, timestamp_ms=1)
+    assert data == (b'{"features":{},"listener_security_protocol_map":{"SSL":"SSL",'
+                    b'"INTERNAL":"SSL"},"endpoints":["SSL://h:9093","INTERNAL://10.0.0.6:9094"],'
+                    b'"jmx_port":-1,"port":-1,"host":null,"version":5,"timestamp":"1"}')
+    info = zk_data.decode_broker(6, data, listener="INTERNAL")
+    assert (info.host, info.port, info.address("SSL")) == ("10.0.0.6", 9094, ("h", 9093))
 
 
 def test_topic_assignment_v3_json():

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .broker_tls import measure_tls, tls_table
 from .data import Unavailable
 from .kafka import (PERF_HEAP_MB, KafkaBroker, consumer_records_flag, find_kafka, free_port,
                     kill_process, parse_consumer_performance, parse_producer_performance,
@@ -224,11 +225,18 @@ class SeglogServe:
 #: librdkafka's ``fetch.queue.backoff.ms`` for the consumer row (see ``_client_consume``).
 CONSUMER_QUEUE_BACKOFF_MS = 10
 
+def _security(args: argparse.Namespace) -> dict[str, str]:
+    """librdkafka's settings for an SSL listener (``--ssl-ca``: the CA to trust), or none."""
+    ssl_ca = getattr(args, "ssl_ca", "")
+    return {"security.protocol": "SSL", "ssl.ca.location": ssl_ca} if ssl_ca else {}
+
+
 def _client_produce(args: argparse.Namespace) -> dict:
     from confluent_kafka import Producer
 
     value = b"x" * args.record_bytes
-    producer = Producer({"bootstrap.servers": args.bootstrap, "acks": args.acks,
+    producer = Producer({**_security(args), "bootstrap.servers": args.bootstrap,
+                         "acks": args.acks,
                          "enable.idempotence": False, "linger.ms": 5,
                          "batch.size": 65536, "compression.type": "none",
                          "queue.buffering.max.messages": 1_000_000,
@@ -269,7 +277,8 @@ def _client_consume(args: argparse.Namespace) -> dict:
     # the consumer's one-second sleeps (2 to 4 per 500,000 records, whichever broker: debug=fetch
     # logs "Fetch backoff for 1000ms: Local: Queue full"), not either broker. 10 ms keeps the
     # prefetch bounded and lets the rate show; both brokers get the same setting.
-    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": f"bench-{os.getpid()}",
+    consumer = Consumer({**_security(args), "bootstrap.servers": args.bootstrap,
+                         "group.id": f"bench-{os.getpid()}",
                          "enable.auto.commit": False, "fetch.max.bytes": 52428800,
                          "max.partition.fetch.bytes": 1048576,
                          "fetch.queue.backoff.ms": CONSUMER_QUEUE_BACKOFF_MS})
@@ -418,6 +427,7 @@ def client_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--phase", choices=("create", "roundtrip", "all"), default="all")
     parser.add_argument("--stop-file", default="")
+    parser.add_argument("--ssl-ca", default="", help="connect over TLS trusting this CA")
     parser.add_argument("--timeout-s", type=float, default=CLIENT_TIMEOUT_S)
     args = parser.parse_args(argv)
     try:
@@ -850,9 +860,17 @@ def run(ctx: BenchContext) -> PartResult:
     finally:
         for name in list(running):
             stop(name)
+    if has_confluent_kafka():
+        # What TLS costs: both listeners of a broker with an SSL one (broker_tls.py).
+        measure_tls(sides, make_side=Side, scratch=scratch, ref=ref, records=records,
+                    record_bytes=record_bytes, rounds=rounds, run_client=run_client,
+                    seglog_serve=lambda data_dir, config: SeglogServe(
+                        data_dir, backend=_backend_name(), config=config),
+                    progress=ctx.progress, notes=result.notes)
 
     _figures(result, sides)
     result.tables += _tables(result, sides, records, record_bytes, mode)
+    result.tables.append(tls_table(sides, records, record_bytes, _cell, si))
     _targets(result, sides)
     result.notes += _sentences(sides)
     bars = {f"{name} {label}": f"{name}.{key}" for key, label in THROUGHPUT_ROWS[:2]

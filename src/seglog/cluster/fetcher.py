@@ -60,6 +60,7 @@ from ..types import TopicPartition
 from .sasl_login import SaslLogin
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
+    InterBrokerListener,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     BrokerConnection,
@@ -217,7 +218,9 @@ def _initial_state(target: FetchTarget, config: FetcherConfig,
 class ReplicaFetcherManager:
     """The fetchers of one broker (see the module docstring and docs/cluster.md §3.5).
 
-    ``resolve_broker(broker_id) -> (host, port) | None`` is asked at every (re)connect;
+    ``resolve_broker(broker_id) -> (host, port) | None`` is asked at every (re)connect (the
+    leader's endpoint on the inter-broker listener); ``inter_broker`` says how to connect
+    (TLS or not);
     ``on_high_watermark(tp, high_watermark)`` is called on the loop whenever the fetcher moved
     a follower's high watermark. ``test_breaks``: the negative controls it honours
     (``truncate_to_hw``; tests only). All methods run on ``loop``'s thread."""
@@ -226,8 +229,12 @@ class ReplicaFetcherManager:
                  resolve_broker: Callable[[int], tuple[str, int] | None],
                  config: FetcherConfig | None = None,
                  on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS, login: SaslLogin | None = None):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 inter_broker: InterBrokerListener | None = None,
+                 login: SaslLogin | None = None):
         self.broker_id = int(broker_id)
+        #: How leaders are connected to (plaintext, or TLS on an SSL inter-broker listener).
+        self.inter_broker = inter_broker or InterBrokerListener()
         #: The SASL login of every connection to a leader (None: the inter-broker listener
         #: does not use SASL).
         self.login = login
@@ -536,7 +543,7 @@ class _LeaderFetcher:
             raise _LeaderUnknown(f"broker {self.leader_id} is not known")
         host, port = address
         self.manager.count("connect")
-        self._conn = await BrokerConnection.connect(
+        self._conn = await self.manager.inter_broker.connect(
             host, int(port), client_id=self.manager.client_id,
             timeout_ms=self.config.request_timeout_ms,
             max_response_bytes=self.config.fetch_response_max_bytes + _FRAME_SLACK_BYTES,

@@ -11,6 +11,10 @@ huge one aborts the process: see ``seglog.server.request_lengths``), and anythin
 fit raises :class:`MalformedResponseError`. A Fetch response's record sets are returned as
 ``memoryview`` slices of the response frame (no copy).
 
+A broker connects to the others on its ``inter.broker.listener.name``
+(:class:`InterBrokerListener`: that listener's name, whose endpoint is looked up in each
+broker's registration, and a client TLS context when it speaks TLS).
+
 A :class:`BrokerConnection` carries one request at a time (the fetcher never pipelines), with a
 timeout on each; any failure (refused, reset, timeout, a bad frame, a correlation id that does
 not match) raises a :class:`InterBrokerError` subclass and leaves the connection closed.
@@ -20,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import ssl
 import struct
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, TypeVar
 
 from kio.index import load_request_schema
@@ -36,7 +42,7 @@ __all__ = [
     "LIST_OFFSETS_KEY", "LIST_OFFSETS_VERSION", "LATEST_TIMESTAMP", "EARLIEST_TIMESTAMP",
     "InterBrokerError", "MalformedResponseError", "ConnectionLostError",
     "FetchPartitionRequest", "FetchPartitionResponse", "FetchResponse", "EpochEndOffset",
-    "ListedOffset", "BrokerConnection", "encode_fetch_request",
+    "ListedOffset", "BrokerConnection", "InterBrokerListener", "encode_fetch_request",
     "encode_offset_for_leader_epoch_request", "encode_list_offsets_request",
     "decode_fetch_response", "decode_offset_for_leader_epoch_response",
     "decode_list_offsets_response", "whole_batches",
@@ -446,6 +452,33 @@ def whole_batches(records: memoryview) -> memoryview:
 # --- the connection --------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class InterBrokerListener:
+    """How a broker reaches the others: ``listener_name`` (normalised, ``"PLAINTEXT"``), the
+    listener whose endpoint it connects to in each broker's registration, and
+    ``ssl_context``, the client TLS context for that listener (None: plaintext)."""
+
+    listener_name: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+
+    def address(self, info: Any) -> tuple[str, int] | None:
+        """The endpoint of this listener in ``info`` (a
+        :class:`~seglog.cluster.zk_data.BrokerInfo`), None when that broker has none."""
+        address: tuple[str, int] | None = info.address(self.listener_name)
+        return address
+
+    async def connect(self, host: str, port: int, *, client_id: str, timeout_ms: int,
+                      max_response_bytes: int, login: SaslLogin | None = None
+                      ) -> "BrokerConnection":
+        """:meth:`BrokerConnection.connect` over this listener (TLS when it has a context;
+        a SASL ``login`` after it)."""
+        return await BrokerConnection.connect(host, port, client_id=client_id,
+                                              timeout_ms=timeout_ms,
+                                              max_response_bytes=max_response_bytes,
+                                              ssl_context=self.ssl_context, login=login)
+
+
+
 class BrokerConnection:
     """One TCP connection to a broker, one request at a time (see the module docstring).
 
@@ -465,15 +498,18 @@ class BrokerConnection:
 
     @classmethod
     async def connect(cls, host: str, port: int, *, client_id: str, timeout_ms: int,
-                      max_response_bytes: int,
+                      max_response_bytes: int, ssl_context: ssl.SSLContext | None = None,
                       login: SaslLogin | None = None) -> "BrokerConnection":
-        """Connect to ``host:port`` within ``timeout_ms`` and, with a ``login`` (a SASL
-        inter-broker listener), log in (:mod:`.sasl_login`) within another ``timeout_ms``;
-        ConnectionLostError if either fails."""
+        """Connect to ``host:port`` within ``timeout_ms`` (the TLS handshake included, with
+        ``ssl_context``: the host name is checked when the context says so) and, with a
+        ``login`` (a SASL inter-broker listener), log in (:mod:`.sasl_login`) within another
+        ``timeout_ms``; ConnectionLostError if either fails."""
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
-                                                    timeout_ms / 1000.0)
-        except (OSError, asyncio.TimeoutError) as e:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=ssl_context,
+                                        server_hostname=host if ssl_context else None),
+                timeout_ms / 1000.0)
+        except (OSError, asyncio.TimeoutError) as e:  # ssl.SSLError is an OSError
             raise ConnectionLostError(f"cannot connect to {host}:{port}: {e!r}") from None
         if login is not None:
             try:

@@ -56,6 +56,7 @@ from ..security.acl import AclBinding
 from ..security.acl_store import AclStore
 from ..types import TopicPartition
 from . import placement, zk_data
+from .inter_broker import InterBrokerListener
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
 from .sasl_login import inter_broker_login
@@ -155,14 +156,18 @@ class ReplicaManager(PartitionSeam):
     broker's event loop; ``notify``: called on the loop whenever records became readable
     (a high watermark moved) or a partition changed hands, so the broker's long polls
     re-read. ``test_breaks``: the negative controls and test hooks it honours (tests only,
-    :mod:`seglog.cluster.test_breaks`). Every method runs on the loop thread.
+    :mod:`seglog.cluster.test_breaks`). ``inter_broker``: the listener (and TLS context)
+    followers and the transaction marker sender connect to other brokers on (default:
+    PLAINTEXT). Every method runs on the loop thread.
     """
 
     def __init__(self, *, store: Store, zk: KafkaZkClient, broker_id: int,
                  config: Mapping[str, Any],
                  loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 inter_broker: InterBrokerListener | None = None):
         self.store = store
+        self.inter_broker = inter_broker or InterBrokerListener()
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
@@ -268,7 +273,7 @@ class ReplicaManager(PartitionSeam):
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
             on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks,
-            login=self.inter_broker_login)
+            inter_broker=self.inter_broker, login=self.inter_broker_login)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -826,7 +831,7 @@ class ReplicaManager(PartitionSeam):
         info = self.live_brokers.get(broker_id)
         if info is None:
             return None
-        return info.host, info.port
+        return self.inter_broker.address(info)
 
     def _on_follower_high_watermark(self, tp: TopicPartition, high_watermark: int) -> None:
         pass  # a follower's readers are none (consumers read from leaders)

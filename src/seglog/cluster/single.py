@@ -102,11 +102,13 @@ class SingleBroker(PartitionSeam):
     """The seam of a broker without ZooKeeper (see the module docstring).
 
     ``store``: the broker's Store; ``broker_id``, ``host``, ``port``: its id and advertised
-    listener; ``notify``: wakes the broker's long polls; ``run_blocking``: runs a blocking
+    listener; ``endpoints``: every advertised listener as ``(name, host, port)`` (empty: the
+    one listener ``host:port``); ``notify``: wakes the broker's long polls; ``run_blocking``: runs a blocking
     call on a worker thread; ``persist_overrides(topic_id, config, overrides)``: keeps a
     created topic's config overrides (the broker's dynamic config file)."""
 
     def __init__(self, *, store: Any, broker_id: int, host: str, port: int,
+                 endpoints: tuple[tuple[str, str, int], ...] = (),
                  notify: Callable[[], None],
                  run_blocking: Callable[..., Awaitable[Any]],
                  persist_overrides: Callable[[str, Any, Mapping[str, Any]], None]
@@ -114,7 +116,7 @@ class SingleBroker(PartitionSeam):
         self.store = store
         self.broker_id = broker_id
         self._info = zk_data.BrokerInfo(broker_id=broker_id, host=host, port=port, rack=None,
-                                        epoch=0)
+                                        epoch=0, endpoints=endpoints)
         self._notify = notify
         self._run_blocking = run_blocking
         self._persist_overrides = persist_overrides

@@ -42,7 +42,7 @@ from .. import error_codes as codes
 from ..errors import SeglogError
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
-from .inter_broker import BrokerConnection, InterBrokerError
+from .inter_broker import BrokerConnection, InterBrokerError, InterBrokerListener
 from .sasl_login import SaslLogin
 from .seam import AppendOrigin, AppendResult
 from .zk_data import BrokerInfo, PartitionState, TopicAssignment
@@ -114,6 +114,10 @@ class MarkerCluster(Protocol):
     @property
     def live_brokers(self) -> Mapping[int, BrokerInfo]:
         """The registered brokers by id."""
+
+    @property
+    def inter_broker(self) -> InterBrokerListener:
+        """The listener brokers connect to each other on (and its TLS context)."""
 
     @property
     def inter_broker_login(self) -> SaslLogin | None:
@@ -282,13 +286,16 @@ class TxnMarkerSender:
         info = self._cluster.live_brokers.get(broker_id)
         if info is None:
             raise InterBrokerError(f"broker {broker_id} is not live")
-        address = (info.host, info.port)
+        address = self._cluster.inter_broker.address(info)
+        if address is None:
+            raise InterBrokerError(f"broker {broker_id} has no "
+                                   f"{self._cluster.inter_broker.listener_name} listener")
         cached = self._connections.get(broker_id)
         if cached is not None and cached[0] == address and not cached[1].closed:
             return cached[1]
         self._drop_connection(broker_id)
-        connection = await BrokerConnection.connect(
-            info.host, info.port, client_id=f"broker-{self._cluster.broker_id}-txn-markers",
+        connection = await self._cluster.inter_broker.connect(
+            address[0], address[1], client_id=f"broker-{self._cluster.broker_id}-txn-markers",
             timeout_ms=self._timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX,
             login=self._cluster.inter_broker_login)
         self._connections[broker_id] = (address, connection)

@@ -204,25 +204,43 @@ def sequence_number(name: str, prefix: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class BrokerRegistration:
-    """What a broker registers under ``/brokers/ids/<id>``: its id, its advertised PLAINTEXT
-    listener and its rack (None: no rack)."""
+    """What a broker registers under ``/brokers/ids/<id>``: its id, its advertised listener
+    (``host``, ``port``: the PLAINTEXT one when ``endpoints`` is empty), its rack (None: no
+    rack) and ``endpoints``: every advertised listener as ``(listener name, security
+    protocol, host, port)``, in order (empty: the one PLAINTEXT listener ``host:port``)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class BrokerInfo:
-    """A live broker as read back: id, the advertised endpoint, rack, and ``epoch``, the
-    registration znode's czxid (Kafka's broker epoch, KIP-380; -1 when unknown)."""
+    """A live broker as read back: id, the advertised endpoint (``host``, ``port``: the
+    PLAINTEXT listener's, else the first listener's), rack, ``epoch``, the registration
+    znode's czxid (Kafka's broker epoch, KIP-380; -1 when unknown), and ``endpoints``: every
+    advertised listener as ``(listener name, host, port)`` (empty for a version 1
+    registration, which names one address only)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None
     epoch: int
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def address(self, listener_name: str) -> tuple[str, int] | None:
+        """``(host, port)`` of listener ``listener_name`` (normalised, ``"SSL"``); None when
+        the broker has no such listener. A registration without named endpoints answers
+        its one address for any listener."""
+        if not self.endpoints:
+            return self.host, self.port
+        for name, host, port in self.endpoints:
+            if name == listener_name:
+                return host, port
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -543,15 +561,26 @@ _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
 
 def encode_broker(registration: BrokerRegistration, *, timestamp_ms: int,
                   jmx_port: int = -1) -> bytes:
-    """``/brokers/ids/<id>``, version 5 as Kafka 2.8 writes it (one PLAINTEXT endpoint, whose
-    host and port are also the top-level ``host``/``port``; no supported features)."""
-    host, port = registration.host, registration.port
-    shown_host = f"[{host}]" if ":" in host else host
+    """``/brokers/ids/<id>``, version 5 as Kafka 2.8 writes it (``BrokerIdZNode.encode``):
+    every endpoint as ``NAME://host:port``, the listener name to security protocol map, and
+    the PLAINTEXT endpoint's host and port as the top-level ``host``/``port`` (null and -1
+    without one); no supported features."""
+    endpoints = registration.endpoints or (
+        (PLAINTEXT, PLAINTEXT, registration.host, registration.port),)
+    plaintext = next(((h, p) for _n, protocol, h, p in endpoints if protocol == PLAINTEXT),
+                     (None, -1))
+
+    def shown(host: str) -> str:
+        return f"[{host}]" if ":" in host else host
+
     fields: dict[str, Any] = {
-        "version": BROKER_VERSION, "host": host, "port": port,
-        "endpoints": [f"{PLAINTEXT}://{shown_host}:{port}"], "jmx_port": jmx_port,
+        "version": BROKER_VERSION, "host": plaintext[0], "port": plaintext[1],
+        "endpoints": [f"{name}://{shown(h)}:{p}" for name, _protocol, h, p in endpoints],
+        "jmx_port": jmx_port,
         "timestamp": str(timestamp_ms),
-        "listener_security_protocol_map": {PLAINTEXT: PLAINTEXT}, "features": {},
+        "listener_security_protocol_map": {name: protocol
+                                           for name, protocol, _h, _p in endpoints},
+        "features": {},
     }
     if registration.rack is not None:
         fields["rack"] = registration.rack
@@ -567,6 +596,7 @@ def decode_broker(broker_id: int, data: bytes | None, *, epoch: int = -1,
     version = _int(_get(obj, "version", path), "version", path)
     if version < 1:
         raise ZkDataError(f"unsupported broker registration version {version}", path=path)
+    named: tuple[tuple[str, str, int], ...] = ()
     if version == 1:
         host = _str(_get(obj, "host", path), "host", path)
         port = _int(_get(obj, "port", path), "port", path)
@@ -582,10 +612,12 @@ def decode_broker(broker_id: int, data: bytes | None, *, epoch: int = -1,
             parsed.append((match.group(1), match.group(2),
                            _int_string(match.group(3), "an endpoint's port", path)))
         name, host, port = next((e for e in parsed if e[0] == listener), parsed[0])
+        named = tuple((n.upper(), h, p) for n, h, p in parsed)
     rack = obj.get("rack")
     if rack is not None:
         rack = _str(rack, "rack", path)
-    return BrokerInfo(broker_id=broker_id, host=host, port=port, rack=rack, epoch=epoch)
+    return BrokerInfo(broker_id=broker_id, host=host, port=port, rack=rack, epoch=epoch,
+                      endpoints=named)
 
 
 # ---------------------------------------------------------------------- /brokers/topics/<t>

@@ -17,7 +17,8 @@ Two ways to run it:
 - ``await broker.serve()`` / ``await broker.aclose()`` (or ``async with``): on the caller's
   running loop; ``serve_forever()`` waits until it is closed.
 
-The :class:`Server` is the per-loop part: the listener, the connections
+The :class:`Server` is the per-loop part: the listeners (one socket each; an SSL listener's
+connections first finish their TLS handshake, :mod:`seglog.server.tls`), the connections
 (:mod:`seglog.server.connection`), ApiVersions, and the background tasks (maintenance,
 idle-connection expiry).
 """
@@ -29,6 +30,7 @@ import concurrent.futures
 import logging
 import os
 import socket
+import ssl
 import threading
 import time
 from types import ModuleType
@@ -45,12 +47,14 @@ from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
-from .listeners import Listeners, broker_listeners, is_loopback
+from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
 from .principal import ConnectionSecurity
 from .sasl.settings import SASL_PROTOCOLS
+from . import tls
 
 if TYPE_CHECKING:
     from ..cluster.controller import Controller
+    from ..cluster.inter_broker import InterBrokerListener
     from ..cluster.replica_manager import ReplicaManager
     from ..cluster.zk_client import KafkaZkClient
 
@@ -97,10 +101,12 @@ def parse_listen(value: object) -> tuple[str, int]:
     return (host or "0.0.0.0", port)
 
 
-def _advertised(listeners: Listeners, host: str, port: int) -> tuple[str, int]:
-    """What Metadata tells clients: the served listener's ``advertised.listeners`` entry,
-    else the address bound (a wildcard: this host's canonical name, as Kafka)."""
-    endpoint = listeners.advertised
+def _advertised(listeners: Listeners, listener_name: str, host: str, port: int
+                ) -> tuple[str, int]:
+    """What Metadata tells clients of listener ``listener_name``: its
+    ``advertised.listeners`` entry, else the address bound (a wildcard: this host's
+    canonical name, as Kafka)."""
+    endpoint = listeners.advertised_by_name.get(listener_name)
     if endpoint is not None:
         # An empty advertised host is the canonical host name, as for a wildcard listener
         # (advertising 0.0.0.0 itself was refused with the config).
@@ -111,13 +117,80 @@ def _advertised(listeners: Listeners, host: str, port: int) -> tuple[str, int]:
     return host, port
 
 
+#: What an SSL listener needs: its server context and its principal mapper.
+TlsSetup = tuple[ssl.SSLContext, tls.PrincipalMapper]
+
+
+def tls_setups(config: BrokerConfig, listeners: Listeners) -> dict[str, TlsSetup]:
+    """The TLS setup of every listener that speaks TLS (SSL, SASL_SSL), by listener name.
+    InvalidConfigError, naming the setting, for a key, store or protocol seglog cannot use."""
+    setups: dict[str, TlsSetup] = {}
+    for endpoint in listeners.broker:
+        if ConnectionSecurity(endpoint.listener_name, endpoint.security_protocol).uses_tls:
+            name = endpoint.listener_name
+            setups[name] = (tls.server_context(config, name), tls.PrincipalMapper(
+                config.listener_value(name, "ssl.principal.mapping.rules")))
+    return setups
+
+
+class _TlsAcceptor(asyncio.Protocol):
+    """A connection on a TLS listener until its handshake is done: reading is paused at
+    once (the ClientHello waits in the socket), and :meth:`Server._handshake` runs the
+    handshake (``loop.start_tls``, bounded by ``ssl_handshake_timeout_s``), then hands the
+    TLS transport to a :class:`Connection`. Bytes never reach this protocol itself."""
+
+    def __init__(self, server: "Server", endpoint: Endpoint):
+        self.server = server
+        self.endpoint = endpoint
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()
+        self.server.begin_handshake(self.endpoint, transport)
+
+    def data_received(self, data: bytes) -> None:
+        raise AssertionError("reading is paused until start_tls takes the transport")
+
+
+class _AfterHandshake(asyncio.Protocol):
+    """The TLS transport's protocol from the handshake's end until the handshake task hands
+    it to its :class:`Connection` (asyncio delivers the first decrypted bytes in the same
+    loop turn as the handshake's end, before the task resumes): keeps those bytes (one
+    read, at most the TLS layer's buffer) and whether the peer went away."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        self.eof = False
+        self.lost = False
+
+    def data_received(self, data: bytes) -> None:
+        self.received.append(data)
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+
+
+def _handshake_failure(exc: BaseException, timeout_s: float) -> str:
+    """Why a TLS handshake failed, in words (asyncio's timeout carries no message)."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) or (
+            isinstance(exc, ConnectionAbortedError) and "taking longer" in str(exc)):
+        return f"no handshake within {timeout_s:g} s"
+    reason = getattr(exc, "reason", None)
+    return f"{reason or type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 class Server:
     """The broker on one event loop: listener, connections, handlers, background tasks.
     Made by :class:`Broker`; every method runs on ``loop``'s thread."""
 
     def __init__(self, *, store: Store, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
                  cluster: Callable[[BrokerState], ReplicaManager] | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 tls_by_listener: Mapping[str, TlsSetup] | None = None):
         self.store = store
         self.test_breaks = test_breaks
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
@@ -133,6 +206,13 @@ class Server:
         self.config = config
         #: The checked listeners (InvalidConfigError for one seglog cannot serve).
         self.listeners = broker_listeners(config)
+        #: Each TLS listener's context and principal mapper (InvalidConfigError for a bad
+        #: setting); given by the Broker, which checked them before opening the store.
+        self.tls_by_listener: Mapping[str, TlsSetup] = (
+            tls_by_listener if tls_by_listener is not None
+            else tls_setups(config, self.listeners))
+        #: How long a TLS handshake may take before its connection is closed.
+        self.ssl_handshake_timeout_s = tls.SSL_HANDSHAKE_TIMEOUT_S
         self.loop = loop
         self.modules: list[ModuleType] = registry.load_modules()
         # Every handler under the request quota (request_percentage, quotas.py).
@@ -158,7 +238,12 @@ class Server:
         self.in_flight = 0
         self._drained: asyncio.Event | None = None
         self._next_connection_id = 0
-        self._listener: asyncio.base_events.Server | None = None
+        self._listener: asyncio.base_events.Server | None = None  # the first listener's
+        #: The bound socket servers by listener name, in the order of ``listeners``.
+        self._listeners_bound: dict[str, asyncio.base_events.Server] = {}
+        #: The address each listener is bound to, by listener name.
+        self.bound_addresses: dict[str, tuple[str, int]] = {}
+        self._handshakes: set[asyncio.Task[None]] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._maintenance_job: asyncio.Future[Any] | None = None
         self.state: BrokerState | None = None
@@ -173,17 +258,30 @@ class Server:
     # --- lifecycle -------------------------------------------------------------------------
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        """Bind ``host:port``, build the BrokerState, start the replica manager (a cluster
-        member) and run the modules' start hooks; returns the bound ``(host, port)``. The
-        listener does not accept yet (a client's connection is refused):
-        :meth:`start_serving` opens it."""
-        self._listener = await self.loop.create_server(
-            self._new_connection, host, port, reuse_address=True,
-            backlog=self.config["socket.listen.backlog.size"], start_serving=False)
-        bound = self._listener.sockets[0].getsockname()
-        bound_host, bound_port = bound[0], bound[1]
-        self._warn_if_exposed(bound_port)
-        adv_host, adv_port = _advertised(self.listeners, host, bound_port)
+        """Bind every broker listener (the first at ``host:port``, the others at their
+        ``listeners`` address), build the BrokerState, start the replica manager (a cluster
+        member) and run the modules' start hooks; returns the first listener's bound
+        ``(host, port)``. The listeners do not accept yet (a client's connection is
+        refused): :meth:`start_serving` opens them."""
+        endpoints: list[tuple[str, str, str, int]] = []
+        for index, endpoint in enumerate(self.listeners.broker):
+            bind_host, bind_port = ((host, port) if index == 0
+                                    else (endpoint.host or "0.0.0.0", endpoint.port))
+            name = endpoint.listener_name
+            bound_server = await self.loop.create_server(
+                self._protocol_factory(endpoint), bind_host, bind_port, reuse_address=True,
+                backlog=self.config["socket.listen.backlog.size"], start_serving=False)
+            self._listeners_bound[name] = bound_server
+            if self._listener is None:
+                self._listener = bound_server
+            bound = bound_server.sockets[0].getsockname()
+            self.bound_addresses[name] = (str(bound[0]), int(bound[1]))
+            if endpoint.security_protocol == "PLAINTEXT":
+                self._warn_if_exposed(name, bound_server, int(bound[1]))
+            adv_host, adv_port = _advertised(self.listeners, name, bind_host, int(bound[1]))
+            endpoints.append((name, endpoint.security_protocol, adv_host, adv_port))
+        bound_host, bound_port = self.bound_addresses[self.listeners.broker[0].listener_name]
+        _first, _protocol, adv_host, adv_port = endpoints[0]
         meta = self.store.meta
         assert meta is not None, "an open store has its meta.properties"
         # A ZooKeeper-era (version 0) meta.properties may lack either id: the state then
@@ -193,7 +291,8 @@ class Server:
             node_id=meta.node_id,  # type: ignore[arg-type]  # None: see above
             cluster_id=meta.cluster_id,  # type: ignore[arg-type]  # None: see above
             host=adv_host, port=adv_port, loop=self.loop,
-            appended=AppendNotifier(self.loop), test_breaks=self.test_breaks)
+            appended=AppendNotifier(self.loop), test_breaks=self.test_breaks,
+            endpoints=tuple(endpoints))
         if self._cluster_factory is not None:
             # A cluster member's seam; a lone broker's state made its own (a cluster of one).
             replica_manager = self._cluster_factory(self.state)
@@ -210,33 +309,34 @@ class Server:
             self._tasks.append(self.loop.create_task(self._expire_idle_forever()))
         return bound_host, bound_port
 
-    def _warn_if_exposed(self, port: int) -> None:
-        """Log a warning when the PLAINTEXT listener is bound beyond loopback: anyone who can
+    def _warn_if_exposed(self, listener_name: str, bound_server: asyncio.base_events.Server,
+                         port: int) -> None:
+        """Log a warning when a PLAINTEXT listener is bound beyond loopback: anyone who can
         reach it is served unauthenticated and unencrypted."""
-        assert self._listener is not None
-        if self.listeners.served.security_protocol != "PLAINTEXT":
-            return  # it authenticates (SASL)
-        exposed = sorted({str(sock.getsockname()[0]) for sock in self._listener.sockets
+        exposed = sorted({str(sock.getsockname()[0]) for sock in bound_server.sockets
                           if not is_loopback(str(sock.getsockname()[0]))})
         if exposed:
             log.warning("PLAINTEXT listener %s bound to %s port %d, not a loopback address: "
                         "it neither encrypts nor authenticates, so anyone who can reach it "
-                        "can read, write and delete every topic (use a SASL_PLAINTEXT "
+                        "can read, write and delete every topic (use an SSL or SASL_PLAINTEXT "
                         "listener, bind 127.0.0.1 or firewall the port)",
-                        self.listeners.served.listener_name, ", ".join(exposed), port)
+                        listener_name, ", ".join(exposed), port)
 
     async def start_serving(self) -> None:
         """Accept connections (after :meth:`start`, and in a cluster after the broker
         registered: Kafka's ``startProcessingRequests``)."""
         assert self._listener is not None, "start() first"
-        await self._listener.start_serving()
+        for bound_server in self._listeners_bound.values():
+            await bound_server.start_serving()
 
     async def close(self) -> None:
         """Stop accepting, answer what was read, close connections, stop background tasks,
         run the modules' stop hooks (in reverse order). The Store stays open (the Broker
         closes it)."""
-        if self._listener is not None:
-            self._listener.close()
+        for bound_server in self._listeners_bound.values():
+            bound_server.close()
+        for handshake in list(self._handshakes):
+            handshake.cancel()  # start_tls closes its transport
         if self._connection_quotas is not None:
             self._connection_quotas.close_waiting()  # held, never served: closed now
         # Long-polling fetches answer now instead of holding the shutdown for their max wait.
@@ -276,8 +376,8 @@ class Server:
                 await job
             except Exception:
                 log.exception("maintenance round failed during shutdown")
-        if self._listener is not None:
-            await self._listener.wait_closed()
+        for bound_server in self._listeners_bound.values():
+            await bound_server.wait_closed()
         for module in reversed(self._started_modules):
             hook = getattr(module, "stop", None)
             if hook is not None:
@@ -294,12 +394,91 @@ class Server:
 
     # --- connections ---------------------------------------------------------------------
 
-    def _new_connection(self) -> Connection:
+    def _protocol_factory(self, endpoint: Endpoint) -> Callable[[], asyncio.Protocol]:
+        """What accepts a connection on ``endpoint``: a :class:`Connection` knowing its
+        listener, or on a TLS listener a :class:`_TlsAcceptor` that makes one after the
+        handshake."""
+        if endpoint.listener_name in self.tls_by_listener:
+            return lambda: _TlsAcceptor(self, endpoint)
+        return lambda: self._new_connection(endpoint)
+
+    def _new_connection(self, endpoint: Endpoint) -> Connection:
         self._next_connection_id += 1
-        served = self.listeners.served
         return Connection(self, self._next_connection_id, ConnectionSecurity(
-            listener_name=served.listener_name, security_protocol=served.security_protocol,
-            authenticated=served.security_protocol not in SASL_PROTOCOLS))
+            listener_name=endpoint.listener_name,
+            security_protocol=endpoint.security_protocol,
+            authenticated=endpoint.security_protocol not in SASL_PROTOCOLS))
+
+    def begin_handshake(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
+        """Run the TLS handshake of a connection accepted on ``endpoint`` (its reading is
+        paused) as a task of its own. Handshakes in progress count toward
+        ``max.connections``: a flood of connections that never finish one is bounded too."""
+        # The broker-wide bound; the per-listener and per-IP ones apply once the handshake
+        # is done (connection_quotas.py admits the Connection).
+        connections_max: int = self._live_config()["max.connections"]
+        if len(self.connections) + len(self._handshakes) >= connections_max:
+            peer = transport.get_extra_info("peername")
+            log.warning("connection from %s on listener %s refused: max.connections=%d "
+                        "reached (TLS handshakes in progress included)", peer,
+                        endpoint.listener_name, connections_max)
+            transport.abort()
+            return
+        task = self.loop.create_task(self._handshake(endpoint, transport))
+        self._handshakes.add(task)
+        task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, endpoint: Endpoint, transport: asyncio.Transport) -> None:
+        """The TLS handshake, bounded by :attr:`ssl_handshake_timeout_s`; then the
+        connection's principal (the client certificate's mapped DN, or ANONYMOUS) and its
+        :class:`Connection`. A failed handshake (a plaintext client, an untrusted or expired
+        certificate, no certificate where one is required, a client that says nothing) is
+        one log line and a closed socket: Kafka's "Failed authentication ... (SSL handshake
+        failed)"."""
+        name = endpoint.listener_name
+        context, mapper = self.tls_by_listener[name]
+        peer = transport.get_extra_info("peername")
+        where = (f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2
+                 else str(peer))
+        waiting = _AfterHandshake()
+        try:
+            tls_transport = await self.loop.start_tls(
+                transport, waiting, context, server_side=True,
+                ssl_handshake_timeout=self.ssl_handshake_timeout_s)
+        except asyncio.CancelledError:
+            transport.abort()
+            raise
+        except (OSError, ssl.SSLError, EOFError, asyncio.TimeoutError) as exc:
+            log.info("Failed authentication with %s on listener %s (SSL handshake failed): %s",
+                     where, name, _handshake_failure(exc, self.ssl_handshake_timeout_s))
+            transport.abort()
+            return
+        if tls_transport is None or waiting.lost:  # the peer went away as it ended
+            transport.abort()
+            return
+        connection = self._new_connection(endpoint)
+        try:
+            # Before the connection reads its first request: every request's context
+            # carries the principal of the certificate.
+            connection.security.principal = tls.peer_principal(
+                tls_transport.get_extra_info("ssl_object"), mapper)
+        except (LookupError, ValueError) as exc:
+            log.info("Failed authentication with %s on listener %s (client certificate): %s",
+                     where, name, exc)
+            tls_transport.abort()
+            return
+        log.debug("connection %d from %s on listener %s: %s, principal %s",
+                  connection.connection_id, where, name,
+                  tls_transport.get_extra_info("ssl_object").version(),
+                  connection.security.principal)
+        tls_transport.set_protocol(connection)
+        connection.connection_made(tls_transport)
+        for data in waiting.received:
+            if tls_transport.is_closing():
+                break
+            connection.data_received(data)
+        if waiting.eof and not tls_transport.is_closing():
+            if not connection.eof_received():
+                tls_transport.close()
 
     def _live_config(self) -> Any:
         """The broker config now (dynamic configs change ``state.config``)."""
@@ -463,8 +642,10 @@ class Broker:
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         # Refused here, before the data directory is touched: a listener seglog cannot serve
-        # as configured (SSL, SASL_*: not built yet) is never served as PLAINTEXT.
+        # as configured (SASL_*: not built yet) is never served as PLAINTEXT, and a TLS
+        # listener's keys and stores are loaded (a bad one is refused now, not at a client).
         listeners = broker_listeners(self.config)
+        self._tls_by_listener = tls_setups(self.config, listeners)
         if listen is None:
             listen = (listeners.served.text if not self.config.is_default("listeners")
                       else LISTEN_DEFAULT)
@@ -473,6 +654,9 @@ class Broker:
             raise InvalidConfigError("broker.id must be set (0 or more) when "
                                      "zookeeper.connect is: it names this broker in the cluster")
         self.backend = backend
+        # The inter-broker client side (a TLS client context: a bad store is refused now).
+        self._inter_broker = (self._inter_broker_listener() if self.config.cluster_mode
+                              else None)
         self._zk: KafkaZkClient | None = None
         self._controller: Controller | None = None
         self._store: Store | None = None
@@ -503,6 +687,25 @@ class Broker:
         if host in ("0.0.0.0", "", "::"):
             host = "127.0.0.1"
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    def listener_address(self, listener_name: str) -> tuple[str, int]:
+        """``(host, port)`` listener ``listener_name`` (``"SSL"``, any case) is bound to (a
+        wildcard listener gives 127.0.0.1, as :attr:`bootstrap`). KeyError for a listener
+        the broker does not serve."""
+        host, port = self._serving().bound_addresses[listener_name.upper()]
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        return host, port
+
+    def listener_bootstrap(self, listener_name: str) -> str:
+        """``"host:port"`` of :meth:`listener_address`, for a client's bootstrap.servers."""
+        host, port = self.listener_address(listener_name)
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def listener_names(self) -> list[str]:
+        """The names of the listeners served, in the order of ``listeners``."""
+        return list(self._serving().bound_addresses)
 
     @property
     def store(self) -> Store:
@@ -570,7 +773,8 @@ class Broker:
             self._server = Server(store=store, config=config, loop=loop,
                                   cluster=self._make_replica_manager
                                   if config.cluster_mode else None,
-                                  test_breaks=self.test_breaks)
+                                  test_breaks=self.test_breaks,
+                                  tls_by_listener=self._tls_by_listener)
             self._bound = await self._server.start(*self._listen)
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
@@ -649,7 +853,22 @@ class Broker:
         state.store.use_cluster_producer_id_blocks(claim_block)
         return ReplicaManager(store=state.store, zk=zk, broker_id=state.node_id,
                               config=self.config, loop=state.loop,
-                              notify=state.appended.notify, test_breaks=self.test_breaks)
+                              notify=state.appended.notify, test_breaks=self.test_breaks,
+                              inter_broker=self._inter_broker)
+
+    def _inter_broker_listener(self) -> InterBrokerListener:
+        """How this broker connects to the others: ``inter.broker.listener.name``, with a
+        client TLS context when that listener speaks TLS (its own keystore is the client
+        certificate: brokers authenticate to each other)."""
+        from ..cluster.inter_broker import InterBrokerListener
+
+        listeners = broker_listeners(self.config)
+        name = listeners.inter_broker_listener_name
+        endpoint = listeners.endpoint(name)
+        protocol = endpoint.security_protocol if endpoint is not None else "PLAINTEXT"
+        context = (tls.client_context(self.config, name)
+                   if ConnectionSecurity(name, protocol).uses_tls else None)
+        return InterBrokerListener(listener_name=name, ssl_context=context)
 
     async def _join_cluster(self) -> None:
         """Register this broker (its advertised listener, known once the listener is bound)
@@ -663,7 +882,8 @@ class Broker:
         replica_manager = server.replica_manager
         assert replica_manager is not None, "a cluster member's server has its replica manager"
         await replica_manager.register(
-            BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port))
+            BrokerRegistration(broker_id=state.node_id, host=state.host, port=state.port,
+                               endpoints=state.endpoints))
         deadline_s = time.monotonic() + REGISTRATION_VISIBLE_TIMEOUT_S
         while state.node_id not in replica_manager.live_brokers:
             remaining_s = deadline_s - time.monotonic()

@@ -321,8 +321,10 @@ class Connection(asyncio.Protocol):
             transport.abort()
             return
         # Any byte the socket does not take pauses writing, and writing resumes once it has
-        # taken them all (see "Slow readers" in the module docstring).
-        transport.set_write_buffer_limits(high=0, low=0)
+        # taken them all (see "Slow readers" in the module docstring). asyncio's TLS
+        # transport pauses at size >= high (the socket transport at size > high): 1 there.
+        tls = transport.get_extra_info("ssl_object") is not None
+        transport.set_write_buffer_limits(high=1 if tls else 0, low=0)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             for option, size_bytes in self.server.socket_buffer_bytes.items():
@@ -371,7 +373,9 @@ class Connection(asyncio.Protocol):
         # open (True) until the responses are handed to it; _write_some closes it then.
         self._closing = True
         self._close_once_written()
-        return True
+        # asyncio's TLS transport cannot stay half open (it warns on True and shuts down
+        # after flushing what it was handed).
+        return not self.security.uses_tls
 
     def pause_writing(self) -> None:
         self._writing_paused = True

@@ -125,6 +125,10 @@ class BrokerState:
     #: Set when the broker begins to shut down: long polls answer at once.
     closing: bool = False
     test_breaks: TestBreaks = NO_TEST_BREAKS
+    #: Every listener the broker serves, as advertised: ``(listener name, security protocol,
+    #: host, port)`` in the order of ``listeners`` (``host``/``port`` are the first's). Empty:
+    #: the one PLAINTEXT listener ``host:port``.
+    endpoints: tuple[tuple[str, str, str, int], ...] = ()
     #: The partition seam (:class:`~seglog.cluster.seam.PartitionSeam`): the cluster as every
     #: handler sees it, a :class:`~seglog.cluster.single.SingleBroker` for a lone broker, the
     #: :class:`~seglog.cluster.replica_manager.ReplicaManager` in a ZooKeeper cluster (given
@@ -190,5 +194,8 @@ def _single_broker(state: BrokerState) -> "PartitionSeam":
         admin_state.save_configs(state)
 
     return SingleBroker(store=state.store, broker_id=state.node_id, host=state.host,
-                        port=state.port, notify=state.appended.notify,
+                        port=state.port,
+                        endpoints=tuple((name, host, port)
+                                        for name, _protocol, host, port in state.endpoints),
+                        notify=state.appended.notify,
                         run_blocking=state.run_blocking, persist_overrides=persist_overrides)

@@ -11,13 +11,15 @@ parses the four as Kafka 4.4's ``KafkaConfig`` does (``SocketServerConfigs
 .listenerListToEndPoints``, ``CoreUtils.listenerListToEndPoints``'s distinct names and ports,
 ``effectiveListenerSecurityProtocolMap``, ``validateValues``), with Kafka's messages.
 
-seglog serves PLAINTEXT and SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
-settings are checked here too): TLS is not built yet. A listener of any other
-protocol is refused at start with a message naming it and its protocol; it is never served
-as PLAINTEXT, which would hand an operator who asked for authentication an open broker. The
-listeners named in ``controller.listener.names`` are a KRaft quorum's (seglog runs none):
-taken from Kafka's sample ``server.properties`` and not served. seglog serves one broker
-listener; several are refused too (one socket per listener is not built yet).
+seglog serves the protocols of :data:`SERVED_PROTOCOLS`: PLAINTEXT, SSL (TLS is
+:mod:`seglog.server.tls`), SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
+settings are checked here too) and SASL_SSL (both). A listener of any other protocol is refused at start with a
+message naming it and its protocol; it is never served as PLAINTEXT, which would hand an
+operator who asked for authentication an open broker (adding a protocol to
+:data:`SERVED_PROTOCOLS` is all this module needs once it is built). The listeners named in
+``controller.listener.names`` are a KRaft quorum's (seglog runs none): taken from Kafka's
+sample ``server.properties`` and not served. Every other listener is served, one socket each
+(:class:`~seglog.server.broker.Server`).
 
 A leaf of the server: it reads a :class:`~seglog.server.config.BrokerConfig` only.
 Immutable values; thread-safe.
@@ -25,6 +27,7 @@ Immutable values; thread-safe.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -41,13 +44,14 @@ __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS"
 #: Kafka's ``SecurityProtocol`` names.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The security protocols seglog serves.
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 #: Kafka's ``DEFAULT_NAME_TO_SECURITY_PROTO``: each protocol's name is a listener name of it.
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {name: name for name in SECURITY_PROTOCOLS}
 #: What each protocol seglog does not serve would need, for the refusal's message.
 _MISSING = {
-    "SSL": "TLS is not built yet",
-    "SASL_SSL": "TLS is not built yet",
+    "SSL": "TLS is not built yet",  # kept for a build that takes SSL out of SERVED_PROTOCOLS
+    "SASL_PLAINTEXT": "SASL authentication is not built yet",
+    "SASL_SSL": "SASL over TLS (SASL_SSL) is not built yet",
 }
 #: Kafka's ``SocketServerConfigs.URI_PARSE_REGEXP`` (matched from the start, as
 #: ``Matcher.matches`` does over the whole entry: hence the ``$``).
@@ -69,17 +73,25 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class Listeners:
-    """The listeners of a broker config, checked: ``served`` is the one broker listener
-    seglog binds (its address may be overridden by ``--listen``); ``advertised`` the
-    endpoint clients are told for it, None when ``advertised.listeners`` does not name it
-    (then the bound address is advertised); ``inter_broker_listener_name`` the listener
-    brokers use between themselves (the served one); ``controller`` the KRaft controller
-    listeners given in ``listeners`` and not served."""
+    """The listeners of a broker config, checked: ``broker`` the broker listeners seglog
+    binds, in the order given (the first one's address may be overridden by ``--listen``);
+    ``served`` the first of them; ``advertised_by_name`` the ``advertised.listeners``
+    endpoint of each broker listener it names (empty when ``advertised.listeners`` is unset:
+    then each listener's bound address is advertised); ``advertised`` the first listener's
+    entry there (None: not named); ``inter_broker_listener_name`` the listener brokers use
+    between themselves; ``controller`` the KRaft controller listeners given in ``listeners``
+    and not served."""
 
     served: Endpoint
     advertised: Endpoint | None
     inter_broker_listener_name: str
     controller: tuple[Endpoint, ...]
+    broker: tuple[Endpoint, ...] = ()
+    advertised_by_name: Mapping[str, Endpoint] = dataclasses.field(default_factory=dict)
+
+    def endpoint(self, listener_name: str) -> Endpoint | None:
+        """The broker listener named ``listener_name`` (normalised), or None."""
+        return next((e for e in self.broker if e.listener_name == listener_name), None)
 
 
 def parse_protocol_map(text: str | None) -> dict[str, str]:
@@ -168,9 +180,12 @@ def _refuse_unserved(endpoint: Endpoint, config_name: str) -> None:
     raise InvalidConfigError(
         f"{config_name}: listener {endpoint.text} (listener name {endpoint.listener_name}, "
         f"security protocol {endpoint.security_protocol}) is refused: seglog serves "
-        f"{' and '.join(sorted(SERVED_PROTOCOLS))} listeners only; "
-        f"{_MISSING[endpoint.security_protocol]}, and serving it as PLAINTEXT "
-        "would let every client in unauthenticated")
+        f"{_served_names()} listeners only; {_MISSING[endpoint.security_protocol]}, and "
+        "serving it as PLAINTEXT would let every client in unauthenticated")
+
+
+def _served_names() -> str:
+    return " and ".join(sorted(SERVED_PROTOCOLS))
 
 
 def broker_listeners(config: BrokerConfig) -> Listeners:
@@ -178,8 +193,8 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
     InvalidConfigError, naming the setting, for what Kafka refuses (a malformed entry, a
     listener name missing from the protocol map, duplicate names or ports, advertised names
     not among the listeners, an inter-broker listener that is not advertised, an advertised
-    0.0.0.0) and for what seglog cannot serve: a listener whose security protocol is not
-    PLAINTEXT, or more than one broker listener."""
+    0.0.0.0) and for what seglog cannot serve: a listener whose security protocol is not in
+    :data:`SERVED_PROTOCOLS`."""
     protocol_map = parse_protocol_map(config["listener.security.protocol.map"])
     controller_names = [n.strip().upper() for n in config["controller.listener.names"] or ()
                         if n.strip()]
@@ -218,8 +233,7 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
         if protocol not in SERVED_PROTOCOLS:
             raise InvalidConfigError(
                 f"inter.broker.listener.name: listener {inter_broker} (security protocol "
-                f"{protocol}) is refused: seglog serves "
-                f"{' and '.join(sorted(SERVED_PROTOCOLS))} listeners only; "
+                f"{protocol}) is refused: seglog serves {_served_names()} listeners only; "
                 f"{_MISSING[protocol]}")
     if not advertised:
         raise InvalidConfigError("There must be at least one broker advertised listener. "
@@ -240,21 +254,20 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
         if endpoint.host == "0.0.0.0":
             raise InvalidConfigError("advertised.listeners cannot use the nonroutable "
                                      "meta-address 0.0.0.0. Use a routable IP address.")
-    if len(broker) != 1:
-        raise InvalidConfigError(
-            f"listeners: seglog serves one broker listener, not {len(broker)} "
-            f"({', '.join(e.text for e in broker)}): several listeners are not built yet")
+    assert broker, "an advertised broker listener is among the listeners (checked above)"
     served = broker[0]
-    if served.security_protocol in SASL_PROTOCOLS:  # refused at start when not servable
-        sasl = listener_sasl(config, served.listener_name)
-        if served.listener_name == inter_broker:
-            check_inter_broker(config, sasl)
-    served_advertised = next(
-        (e for e in advertised if e.listener_name == served.listener_name), None)
-    if config["advertised.listeners"] is None:
-        served_advertised = None  # advertise the address bound (--listen may move it)
-    return Listeners(served=served, advertised=served_advertised,
-                     inter_broker_listener_name=inter_broker, controller=controller)
+    for endpoint in broker:
+        if endpoint.security_protocol in SASL_PROTOCOLS:  # refused at start when not servable
+            sasl = listener_sasl(config, endpoint.listener_name)
+            if endpoint.listener_name == inter_broker:
+                check_inter_broker(config, sasl)
+    by_name: dict[str, Endpoint] = {}
+    if config["advertised.listeners"] is not None:
+        # Unset: each listener advertises the address it bound (--listen may move the first).
+        by_name = {e.listener_name: e for e in advertised}
+    return Listeners(served=served, advertised=by_name.get(served.listener_name),
+                     inter_broker_listener_name=inter_broker, controller=controller,
+                     broker=tuple(broker), advertised_by_name=by_name)
 
 
 def is_loopback(host: str) -> bool:

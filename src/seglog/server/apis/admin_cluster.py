@@ -118,9 +118,12 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
                      error_message=message, endpoint_type=1, cluster_id="", controller_id=-1,
                      brokers=(), cluster_authorized_operations=-2**31)
     cluster = partition_seam(state)
-    brokers = tuple(make(m.DescribeClusterBroker, broker_id=info.broker_id, host=info.host,
-                         port=info.port, rack=info.rack, is_fenced=False)
-                    for _id, info in sorted(cluster.live_brokers.items()))
+    # The endpoints of the listener the request came in on, as Metadata's.
+    addresses = ((info, info.address(ctx.listener_name))
+                 for _id, info in sorted(cluster.live_brokers.items()))
+    brokers = tuple(make(m.DescribeClusterBroker, broker_id=info.broker_id, host=address[0],
+                         port=address[1], rack=info.rack, is_fenced=False)
+                    for info, address in addresses if address is not None)
     controller_id = -1 if cluster.controller_id is None else cluster.controller_id
     operations = -2**31
     if request.include_cluster_authorized_operations:

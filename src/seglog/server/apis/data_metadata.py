@@ -345,9 +345,13 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name,
                                             authorized_operations=topic_ops(name)))
         await _create_named(ctx, cluster, classes, entries, to_create, turns, topic_ops)
-    brokers = tuple(build(broker_cls, node_id=info.broker_id, host=info.host, port=info.port,
-                          rack=info.rack)
-                    for _id, info in sorted(cluster.live_brokers.items()))
+    # The endpoints of the listener the request came in on (Kafka's MetadataCache
+    # .getAliveBrokerNodes(listenerName)): a broker without that listener is left out.
+    addresses = ((info, info.address(ctx.listener_name))
+                 for _id, info in sorted(cluster.live_brokers.items()))
+    brokers = tuple(build(broker_cls, node_id=info.broker_id, host=address[0],
+                          port=address[1], rack=info.rack)
+                    for info, address in addresses if address is not None)
     controller_id = cluster.controller_id
     response = build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
                      cluster_id=broker.cluster_id,

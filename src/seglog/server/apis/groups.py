@@ -240,13 +240,20 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
                 cluster, key, ctx.broker.config)
         else:
             found = await _find_group_coordinator(ctx, cluster, key)
-        if found.error_code:
-            return dict(key=key, error_code=found.error_code, node_id=-1, host="",
+        address: tuple[str, int] | None = None
+        if not found.error_code:
+            # The coordinator's endpoint on the listener the request came in on (Kafka:
+            # COORDINATOR_NOT_AVAILABLE when that broker has no such listener).
+            info = cluster.live_brokers.get(found.node_id)
+            address = info.address(ctx.listener_name) if info is not None else None
+        if found.error_code or address is None:
+            return dict(key=key, error_code=found.error_code or codes.COORDINATOR_NOT_AVAILABLE,
+                        node_id=-1, host="",
                         port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
                         if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
-        return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=found.host,
-                    port=found.port, error_message="" if ctx.api_version >= 4 else "NONE")
+        return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=address[0],
+                    port=address[1], error_message="" if ctx.api_version >= 4 else "NONE")
 
     if ctx.api_version >= 4:
         return _response(ctx, dict(coordinators=[
