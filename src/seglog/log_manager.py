@@ -35,6 +35,7 @@ from .errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     LogClosedError,
+    PartitionOfflineError,
     ReadOnlyError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -128,13 +129,13 @@ class Topic:
     """
 
     def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: list[Log]):
+                 logs: list[Log | None]):
         self._manager = manager
         self.name = name
         self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
         self._uuid = topic_id
         self.config = config
-        self._logs = logs
+        self._logs = logs  # None: a partition whose Log failed to open (offline)
         self._deleted = False
 
     @property
@@ -156,8 +157,10 @@ class Topic:
 
     def log(self, partition: int) -> Log:
         """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
-        :class:`UnknownTopicOrPartitionError` for a partition out of range, and
-        :class:`LogClosedError` once the topic was deleted or the store closed."""
+        :class:`UnknownTopicOrPartitionError` for a partition out of range,
+        :class:`LogClosedError` once the topic was deleted or the store closed, and
+        :class:`PartitionOfflineError` for a partition whose files failed to load (at the
+        open, or on a segment's first use: :meth:`LogManager.offline_partitions`)."""
         if self._deleted or self._manager.closed:
             raise LogClosedError(f"topic {self.name!r} is closed or deleted")
         if isinstance(partition, bool) or not isinstance(partition, int) \
@@ -165,7 +168,15 @@ class Topic:
             raise UnknownTopicOrPartitionError(
                 f"topic {self.name!r} has no partition {partition!r} "
                 f"(it has {len(self._logs)})")
-        return self._logs[partition]
+        log = self._logs[partition]
+        if log is None or log.load_failure is not None:
+            raise self._manager.offline_error(TopicPartition(self.name, partition))
+        return log
+
+    def open_logs(self) -> list[tuple[int, Log]]:
+        """``[(partition, Log)]`` of the partitions whose Log opened (every one but those
+        offline since the open), in partition order."""
+        return [(p, log) for p, log in enumerate(self._logs) if log is not None]
 
     def topic_partitions(self) -> list[TopicPartition]:
         """Every :class:`TopicPartition` of the topic, in partition order."""
@@ -173,11 +184,11 @@ class Topic:
 
     def end_offsets(self) -> dict[int, int]:
         """``{partition: end offset}`` (the offset the next record will get)."""
-        return {p: log.end_offset for p, log in enumerate(self._logs)}
+        return {p: log.end_offset for p, log in self.open_logs()}
 
     def start_offsets(self) -> dict[int, int]:
         """``{partition: log start offset}`` (the first offset still readable)."""
-        return {p: log.start_offset for p, log in enumerate(self._logs)}
+        return {p: log.start_offset for p, log in self.open_logs()}
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
@@ -206,6 +217,10 @@ class _DirPartitionState:
     def begin_writing(self) -> None:
         # The manager removes the directory's marker (durably) once every Log opened.
         pass
+
+    def load_failed(self, reason: str) -> None:
+        # Called by a Log under its own lock, from a read or an append: no metadata lock.
+        self._manager.partition_went_offline(self._tp, reason)
 
     def save(self, *, recovery_point: int, log_start_offset: int) -> None:
         # Called by a Log under its own lock: take only the checkpoint lock (never the
@@ -296,6 +311,8 @@ class LogManager:
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._cleaner_offsets: dict[tuple[str, int], int] = {}
         self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
+        #: ``{tp: reason}`` of the partitions whose Log failed to open (_open_or_offline).
+        self._offline: dict[TopicPartition, str] = {}
 
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
             return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
@@ -372,7 +389,7 @@ class LogManager:
     def abort_open(self) -> None:
         """Close what a failed :meth:`open` opened and release the writer lock."""
         for topic in self._topics.values():
-            for log in topic._logs:
+            for _p, log in topic.open_logs():
                 try:
                     log.close()
                 except Exception:  # noqa: BLE001 - best effort while failing to open
@@ -443,7 +460,7 @@ class LogManager:
             # create_topic): take its id from whichever partition recorded one, so that the
             # partitions missing partition.metadata get that id, not a new one.
             topic_id = self._found_topic_id(name, partitions)
-        logs: list[Log] = []
+        logs: list[Log | None] = []
         found = set(found)  # partitions whose directory the scan saw: no mkdir, no isdir
         expected: bytes | None = None  # partition.metadata's bytes for topic_id, as written
         try:
@@ -485,12 +502,56 @@ class LogManager:
                     topic_id = pending_id = topic_id or checkpoints.new_kafka_uuid()
                 if not self.read_only:
                     check_unlocked(dir_path)  # no standalone writer has it (locking.py)
-                logs.append(self._open_partition_log(dir_path, tp, config, topic_id=pending_id))
+                logs.append(self._open_or_offline(dir_path, tp, config, topic_id=pending_id))
         except BaseException:
             for log in logs:
-                log.close()
+                if log is not None:
+                    log.close()
             raise
         return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
+
+    def _open_or_offline(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
+                         topic_id: uuid.UUID | None) -> Log | None:
+        """:meth:`_open_partition_log`; on a writer, a partition whose files fail to load
+        (CorruptRecordError: a segment that lost flushed data, bytes no recovery may cut;
+        CorruptCheckpointError: its leader-epoch checkpoint) is None instead, recorded with
+        its reason (:meth:`offline_partitions`) and warned of once, and the other partitions
+        open: Kafka takes the log dir holding it offline and serves the others. Nothing of
+        it is changed on disk; its checkpoint entries are kept as read."""
+        try:
+            return self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+        except (CorruptRecordError, CorruptCheckpointError) as exc:
+            if self.read_only:
+                raise
+            reason = f"{type(exc).__name__}: {exc}"
+        self.partition_went_offline(tp, reason)
+        return None
+
+    def partition_went_offline(self, tp: TopicPartition, reason: str) -> None:
+        """Record ``tp`` offline for ``reason`` (its Log failed to open, or a segment's first
+        use failed) and warn of it once (RuntimeWarning: the broker logs it)."""
+        with self._checkpoint_lock:  # taken last: a Log calls this under its own lock
+            if tp in self._offline:
+                return
+            self._offline = {**self._offline, tp: reason}  # replaced: read without a lock
+        warnings.warn(f"seglog: partition {tp.topic}-{tp.partition} is offline, its files "
+                      f"failed to load ({reason}); `seglog recover` truncates it to its last "
+                      "valid offset", RuntimeWarning, stacklevel=2)
+
+    def offline_partitions(self) -> dict[TopicPartition, str]:
+        """``{tp: reason}`` of the partitions whose files failed to load: at the open (no Log)
+        or on a segment's first use (the Log's :attr:`~seglog.storage.log.Log.load_failure`).
+        They refuse reads and writes (:class:`PartitionOfflineError` from
+        :meth:`Topic.log`) until ``seglog recover`` truncates them and the store reopens;
+        every other partition serves. A copy; costs nothing while there is none."""
+        return dict(self._offline)
+
+    def offline_error(self, tp: TopicPartition) -> PartitionOfflineError:
+        """The error :meth:`Topic.log` raises for offline partition ``tp``."""
+        reason = self.offline_partitions().get(tp, "failed to load")
+        return PartitionOfflineError(
+            f"partition {tp.topic}-{tp.partition} is offline: {reason}",
+            topic=tp.topic, partition=tp.partition, reason=reason)
 
     def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
                             topic_id: uuid.UUID | None = None) -> Log:
@@ -668,7 +729,12 @@ class LogManager:
             del self._topics[name]
             renamed = []
             for p, log in enumerate(topic._logs):
-                log.close()
+                if log is not None:
+                    log.close()
+                tp = TopicPartition(name, p)
+                if tp in self._offline:
+                    with self._checkpoint_lock:
+                        self._offline = {k: v for k, v in self._offline.items() if k != tp}
                 src = os.path.join(self.path, filenames.partition_dir_name(name, p))
                 dst = os.path.join(self.path, delete_dir_name(name, p))
                 os.rename(src, dst)
@@ -784,7 +850,7 @@ class LogManager:
             for name, config in parsed.items():
                 topic = self._topics[name]
                 topic.config = config
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     log.update_config(config)
             if parsed:
                 self.write_registry()
@@ -805,7 +871,7 @@ class LogManager:
         with self.lock:
             self.check_writable()
             return [(TopicPartition(n, p), log) for n, t in sorted(self._topics.items())
-                    for p, log in enumerate(t._logs) if not log.offline]
+                    for p, log in t.open_logs() if not log.offline]
 
     def apply_retention(self, *, now_ms: int | None = None) -> dict[TopicPartition, list[int]]:
         """See :meth:`Store.apply_retention <seglog.store.Store.apply_retention>`."""
@@ -845,7 +911,7 @@ class LogManager:
         with self.lock:
             self.check_writable()
             for topic in self._topics.values():
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     if not log.offline:  # recovered at the next open instead
                         log.flush()
             self.write_checkpoints()
@@ -863,7 +929,7 @@ class LogManager:
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
         for name, topic in sorted(self._topics.items()):
-            for p, log in enumerate(topic._logs):
+            for p, log in topic.open_logs():
                 value = getattr(log, attribute, None)
                 if value is not None:
                     out[(name, p)] = value
@@ -880,7 +946,7 @@ class LogManager:
     def _write_checkpoints_locked(self, from_logs: bool) -> None:
         if from_logs:
             for name, topic in self._topics.items():
-                for p, log in enumerate(topic._logs):
+                for p, log in topic.open_logs():
                     tp = TopicPartition(name, p)
                     recovery_point = getattr(log, "recovery_point", None)
                     if recovery_point is not None:
@@ -913,8 +979,8 @@ class LogManager:
                 # Each Log flushes and saves its recovery point and start offset on close.
                 offline = False
                 for topic in self._topics.values():
-                    for log in topic._logs:
-                        offline = offline or log.offline
+                    for _p, log in topic.open_logs():
+                        offline = offline or log.write_failed
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
@@ -946,11 +1012,11 @@ class LogManager:
             for name in sorted(set(self._topics) - set(found)):
                 topic = self._topics.pop(name)
                 topic._deleted = True
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     log.close()
                 changed = True
             for name, topic in self._topics.items():
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     changed |= log.refresh()
             for name in sorted(set(found) - set(self._topics)):
                 entry = registry.get(name)

@@ -639,6 +639,14 @@ class Store:
         log holds a corrupt batch (Kafka's uncleanable partitions); empty normally. A copy."""
         return self._logs.uncleanable_partitions
 
+    def offline_partitions(self) -> dict[TopicPartition, str]:
+        """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
+        segment's first use): they stay offline alone, reads and writes raise
+        :class:`~seglog.errors.PartitionOfflineError`, every other partition serves.
+        ``seglog recover`` (with the store closed) truncates one to its last valid offset;
+        the next open brings it back. Empty normally."""
+        return self._logs.offline_partitions()
+
     def expire_offsets(self, *, now_ms: int | None = None,
                        retention_ms: int | None = None) -> dict[str, Any]:
         """Delete (with tombstones) the committed offsets that are ``retention_ms`` old (None:

@@ -158,6 +158,8 @@ class ReplicaManager(PartitionSeam):
                  loop: asyncio.AbstractEventLoop, notify: Callable[[], None],
                  test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.store = store
+        #: Offline partitions (files failed to load) already logged, logged once each.
+        self._offline_logged: set[TopicPartition] = set()
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
@@ -572,9 +574,19 @@ class ReplicaManager(PartitionSeam):
                 if self.broker_id in replicas:
                     replica = self.partitions.get(tp)
                     if replica is None:
+                        try:
+                            local_log = store.topic(name).log(partition)
+                        except errors.PartitionOfflineError as exc:
+                            # Its files failed to load: not hosted here (no fetcher, no
+                            # leadership) until `seglog recover` and a restart; the leader
+                            # drops it from the ISR as a replica that stopped fetching.
+                            if tp not in self._offline_logged:
+                                self._offline_logged.add(tp)
+                                log.error("broker %d: partition %s-%d is offline: %s",
+                                          self.broker_id, name, partition, exc)
+                            continue
                         replica = self.partitions[tp] = PartitionReplica(
-                            tp, replicas, store.topic(name).log(partition),
-                            assignment.topic_id, self.broker_id)
+                            tp, replicas, local_log, assignment.topic_id, self.broker_id)
                     else:
                         replica.replicas = replicas
                 elif tp in self.partitions:

@@ -133,17 +133,25 @@ def _topic_entry(classes: _EntityClasses, cluster: PartitionSeam, assignment: To
     live broker or the controller has not given the partition a state yet."""
     partition_cls = classes[3]
     live = cluster.live_brokers
+    offline_here = cluster.offline_partitions()
+    me = cluster.broker_id
     partitions: list[Any] = []
     for index, replicas in sorted(assignment.partitions.items()):
-        state = cluster.states.get(TopicPartition(assignment.topic, index))
-        offline = tuple(r for r in replicas if r not in live)
+        tp = TopicPartition(assignment.topic, index)
+        state = cluster.states.get(tp)
+        # A replica whose files failed to load here is offline, as Kafka's KRaft metadata
+        # cache counts a replica in an offline log dir (isReplicaInOfflineDir).
+        offline = tuple(r for r in replicas
+                        if r not in live or (r == me and tp in offline_here))
         isr: tuple[int, ...]
         if state is None:
             code, leader, epoch, isr = codes.LEADER_NOT_AVAILABLE, -1, -1, ()
         else:
             leader, epoch, isr = state.leader, state.leader_epoch, tuple(state.isr)
             code = codes.NONE
-            if leader not in live:
+            if leader not in live or (leader == me and tp in offline_here):
+                # Kafka's controller takes leadership from a replica in an offline log dir
+                # (no other replica: no leader), and Metadata answers LEADER_NOT_AVAILABLE.
                 code, leader = codes.LEADER_NOT_AVAILABLE, -1
         partitions.append(build(
             partition_cls, error_code=ErrorCode(code), partition_index=index,
