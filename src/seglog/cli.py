@@ -216,6 +216,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The storage warns (RuntimeWarning) of what it found at the open, such as a partition
+    # whose files failed to load: one log line each, with the broker's other lines.
+    logging.captureWarnings(True)
     log = logging.getLogger("seglog.serve")
     data_dir = args.data_dir
     if data_dir is None:

@@ -538,6 +538,21 @@ class LogManager:
                       f"failed to load ({reason}); `seglog recover` truncates it to its last "
                       "valid offset", RuntimeWarning, stacklevel=2)
 
+    def check_active_segments(self) -> int:
+        """Run every partition's deferred checks of its active segment now
+        (:meth:`Log.check_active_segment <seglog.storage.log.Log.check_active_segment>`):
+        a partition whose last segment lost flushed data goes offline now, not on its first
+        append. No metadata lock is held while a Log checks itself (a broker runs this on a
+        worker right after its start). Returns how many partitions are offline."""
+        with self.lock:
+            self.check_open()
+            logs = [log for topic in self._topics.values() for _p, log in topic.open_logs()]
+        for log in logs:
+            if self.closed:
+                break
+            log.check_active_segment()
+        return len(self._offline)
+
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load: at the open (no Log)
         or on a segment's first use (the Log's :attr:`~seglog.storage.log.Log.load_failure`).

@@ -639,6 +639,13 @@ class Store:
         log holds a corrupt batch (Kafka's uncleanable partitions); empty normally. A copy."""
         return self._logs.uncleanable_partitions
 
+    def check_active_segments(self) -> int:
+        """Check every partition's active segment now (lazy loading checks it on first
+        use; see :meth:`LogManager.check_active_segments
+        <seglog.log_manager.LogManager.check_active_segments>`): one whose flushed data is
+        gone goes offline now. Returns how many partitions are offline."""
+        return self._logs.check_active_segments()
+
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
         segment's first use): they stay offline alone, reads and writes raise

@@ -332,8 +332,9 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
             try:
                 # An offline log (see _went_offline) is closed as after a crash: no flush, no
                 # producer snapshot, no clean-shutdown mark, so the next open recovers it.
-                writable = (not self._read_only and self._failure is None
-                            and self._load_failure is None)
+                # A log offline since a segment failed to load closes as before: the
+                # marker keeps the next open refusing it rather than cutting it.
+                writable = not self._read_only and self._failure is None
                 if writable:
                     self._flush_locked(checked_now_ms(None), checkpoint=True)
                     # Kafka's UnifiedLog.close: a snapshot at the log end, so the next open
@@ -498,6 +499,25 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
                 failure.errno or errno.EIO,
                 f"log {self._dir} is offline since a write failed after its batch reached the "
                 f"segment ({failure}); reopen it (the Store: restart) to recover it")
+
+    def check_active_segment(self) -> bool:
+        """Run the checks lazy loading deferred for the active segment now (its first use
+        would run them: :func:`~seglog.storage.loader.load_segments`), then close its files
+        again; Kafka opens the active segment at load. A segment that lost flushed data takes
+        the log offline here (:attr:`load_failure`) rather than on the first append. Returns
+        whether the log is online (not offline since a load failure)."""
+        with self._lock:
+            if self._closed or self._read_only:
+                return self._load_failure is None
+            active = self._view.segments.last()
+            if active is not None:
+                try:
+                    active.run_deferred_checks()
+                except CorruptRecordError:
+                    pass  # _load_failed took the log offline
+        if active is not None:
+            active.release_files()
+        return self._load_failure is None
 
     def _offline_error(self, load_failure: CorruptRecordError) -> PartitionOfflineError:
         """The error a write to a log offline since ``load_failure`` raises."""
