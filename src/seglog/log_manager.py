@@ -35,11 +35,11 @@ from .errors import (
     InvalidPartitionsError,
     InvalidTopicError,
     LogClosedError,
-    PartitionOfflineError,
     ReadOnlyError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .offline_partitions import OfflinePartitions
 from .storage import checkpoints
 from .config_table import topic_key
 from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
@@ -129,13 +129,13 @@ class Topic:
     """
 
     def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: list[Log | None]):
+                 logs: Sequence[Log | None]):
         self._manager = manager
         self.name = name
         self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
         self._uuid = topic_id
         self.config = config
-        self._logs = logs  # None: a partition whose Log failed to open (offline)
+        self._logs = list(logs)  # None: a partition whose Log failed to open (offline)
         self._deleted = False
 
     @property
@@ -159,8 +159,7 @@ class Topic:
         """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
         :class:`UnknownTopicOrPartitionError` for a partition out of range,
         :class:`LogClosedError` once the topic was deleted or the store closed, and
-        :class:`PartitionOfflineError` for a partition whose files failed to load (at the
-        open, or on a segment's first use: :meth:`LogManager.offline_partitions`)."""
+        :class:`PartitionOfflineError` for a partition whose files failed to load."""
         if self._deleted or self._manager.closed:
             raise LogClosedError(f"topic {self.name!r} is closed or deleted")
         if isinstance(partition, bool) or not isinstance(partition, int) \
@@ -170,12 +169,11 @@ class Topic:
                 f"(it has {len(self._logs)})")
         log = self._logs[partition]
         if log is None or log.load_failure is not None:
-            raise self._manager.offline_error(TopicPartition(self.name, partition))
+            raise self._manager.offline.error(TopicPartition(self.name, partition))
         return log
 
     def open_logs(self) -> list[tuple[int, Log]]:
-        """``[(partition, Log)]`` of the partitions whose Log opened (every one but those
-        offline since the open), in partition order."""
+        """``[(partition, Log)]`` of the partitions whose Log opened, in partition order."""
         return [(p, log) for p, log in enumerate(self._logs) if log is not None]
 
     def topic_partitions(self) -> list[TopicPartition]:
@@ -220,7 +218,7 @@ class _DirPartitionState:
 
     def load_failed(self, reason: str) -> None:
         # Called by a Log under its own lock, from a read or an append: no metadata lock.
-        self._manager.partition_went_offline(self._tp, reason)
+        self._manager.offline.add(self._tp, reason)
 
     def save(self, *, recovery_point: int, log_start_offset: int) -> None:
         # Called by a Log under its own lock: take only the checkpoint lock (never the
@@ -311,8 +309,8 @@ class LogManager:
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._cleaner_offsets: dict[tuple[str, int], int] = {}
         self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
-        #: ``{tp: reason}`` of the partitions whose Log failed to open (_open_or_offline).
-        self._offline: dict[TopicPartition, str] = {}
+        #: The partitions whose files failed to load (_open_or_offline, load_failed).
+        self.offline = OfflinePartitions()
 
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
             return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
@@ -512,61 +510,17 @@ class LogManager:
 
     def _open_or_offline(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
                          topic_id: uuid.UUID | None) -> Log | None:
-        """:meth:`_open_partition_log`; on a writer, a partition whose files fail to load
-        (CorruptRecordError: a segment that lost flushed data, bytes no recovery may cut;
-        CorruptCheckpointError: its leader-epoch checkpoint) is None instead, recorded with
-        its reason (:meth:`offline_partitions`) and warned of once, and the other partitions
-        open: Kafka takes the log dir holding it offline and serves the others. Nothing of
-        it is changed on disk; its checkpoint entries are kept as read."""
+        """:meth:`_open_partition_log`, or on a writer None for a partition whose files fail
+        to load (recorded in :attr:`offline`; nothing of it changed, its checkpoint entries
+        kept): Kafka takes the log dir holding it offline and serves the others."""
         try:
             return self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
         except (CorruptRecordError, CorruptCheckpointError) as exc:
             if self.read_only:
                 raise
             reason = f"{type(exc).__name__}: {exc}"
-        self.partition_went_offline(tp, reason)
+        self.offline.add(tp, reason)
         return None
-
-    def partition_went_offline(self, tp: TopicPartition, reason: str) -> None:
-        """Record ``tp`` offline for ``reason`` (its Log failed to open, or a segment's first
-        use failed) and warn of it once (RuntimeWarning: the broker logs it)."""
-        with self._checkpoint_lock:  # taken last: a Log calls this under its own lock
-            if tp in self._offline:
-                return
-            self._offline = {**self._offline, tp: reason}  # replaced: read without a lock
-        warnings.warn(f"seglog: partition {tp.topic}-{tp.partition} is offline, its files "
-                      f"failed to load ({reason}); `seglog recover` truncates it to its last "
-                      "valid offset", RuntimeWarning, stacklevel=2)
-
-    def check_active_segments(self) -> int:
-        """Run every partition's deferred checks of its active segment now
-        (:meth:`Log.check_active_segment <seglog.storage.log.Log.check_active_segment>`):
-        a partition whose last segment lost flushed data goes offline now, not on its first
-        append. No metadata lock is held while a Log checks itself (a broker runs this on a
-        worker right after its start). Returns how many partitions are offline."""
-        with self.lock:
-            self.check_open()
-            logs = [log for topic in self._topics.values() for _p, log in topic.open_logs()]
-        for log in logs:
-            if self.closed:
-                break
-            log.check_active_segment()
-        return len(self._offline)
-
-    def offline_partitions(self) -> dict[TopicPartition, str]:
-        """``{tp: reason}`` of the partitions whose files failed to load: at the open (no Log)
-        or on a segment's first use (the Log's :attr:`~seglog.storage.log.Log.load_failure`).
-        They refuse reads and writes (:class:`PartitionOfflineError` from
-        :meth:`Topic.log`) until ``seglog recover`` truncates them and the store reopens;
-        every other partition serves. A copy; costs nothing while there is none."""
-        return dict(self._offline)
-
-    def offline_error(self, tp: TopicPartition) -> PartitionOfflineError:
-        """The error :meth:`Topic.log` raises for offline partition ``tp``."""
-        reason = self.offline_partitions().get(tp, "failed to load")
-        return PartitionOfflineError(
-            f"partition {tp.topic}-{tp.partition} is offline: {reason}",
-            topic=tp.topic, partition=tp.partition, reason=reason)
 
     def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
                             topic_id: uuid.UUID | None = None) -> Log:
@@ -746,10 +700,7 @@ class LogManager:
             for p, log in enumerate(topic._logs):
                 if log is not None:
                     log.close()
-                tp = TopicPartition(name, p)
-                if tp in self._offline:
-                    with self._checkpoint_lock:
-                        self._offline = {k: v for k, v in self._offline.items() if k != tp}
+                self.offline.discard(TopicPartition(name, p))
                 src = os.path.join(self.path, filenames.partition_dir_name(name, p))
                 dst = os.path.join(self.path, delete_dir_name(name, p))
                 os.rename(src, dst)
@@ -830,7 +781,7 @@ class LogManager:
                 raise
             # A new list, not an in-place extend: a reader that took the old list keeps a
             # consistent view of the partitions it counted.
-            topic._logs = topic._logs + new_logs
+            topic._logs = [*topic._logs, *new_logs]
             self.write_registry()
             return topic
 

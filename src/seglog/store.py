@@ -641,10 +641,16 @@ class Store:
 
     def check_active_segments(self) -> int:
         """Check every partition's active segment now (lazy loading checks it on first
-        use; see :meth:`LogManager.check_active_segments
-        <seglog.log_manager.LogManager.check_active_segments>`): one whose flushed data is
-        gone goes offline now. Returns how many partitions are offline."""
-        return self._logs.check_active_segments()
+        use; Kafka opens it at load): one whose flushed data is gone goes offline now, not
+        on its first append. Returns how many partitions are offline."""
+        logs = self._logs
+        if logs.read_only:
+            return len(logs.offline)
+        for _tp, log in logs.writable_logs():  # no metadata lock held while a Log checks
+            if logs.closed:
+                break
+            log.check_active_segment()
+        return len(logs.offline)
 
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
@@ -652,7 +658,7 @@ class Store:
         :class:`~seglog.errors.PartitionOfflineError`, every other partition serves.
         ``seglog recover`` (with the store closed) truncates one to its last valid offset;
         the next open brings it back. Empty normally."""
-        return self._logs.offline_partitions()
+        return self._logs.offline.reasons()
 
     def expire_offsets(self, *, now_ms: int | None = None,
                        retention_ms: int | None = None) -> dict[str, Any]:

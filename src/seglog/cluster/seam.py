@@ -201,7 +201,8 @@ class PartitionSeam(abc.ABC):
         Store's :meth:`~seglog.store.Store.offline_partitions`): Metadata answers each with
         this broker as an offline replica and no leader (LEADER_NOT_AVAILABLE), as Kafka's
         metadata cache answers a partition in an offline log dir."""
-        return self.store.offline_partitions()
+        offline: Mapping[TopicPartition, str] = self.store.offline_partitions()
+        return offline
 
     def no_replica_error(self, tp: TopicPartition) -> int:
         """The error for a request to ``tp`` when :meth:`leader_replica` is None:

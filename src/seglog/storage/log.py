@@ -60,13 +60,12 @@ from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
-    CorruptCheckpointError,
     CorruptRecordError,
-    InvalidRecordError,
     KafkaStorageError,
-    LogClosedError,
     PartitionOfflineError,
     ReadOnlyError,
+    InvalidRecordError,
+    LogClosedError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
@@ -87,6 +86,7 @@ from .log_cleaning import LogCleaning
 from .log_reads import LogReads
 from .log_replication import LogReplication
 from .log_retention import EXPIRATION_CHECK_MS, LogRetention
+from .log_state import LogState
 from .locking import DirectoryLock, check_unlocked
 from .partition_state import PartitionDirState, PartitionState
 from .producer_state import (
@@ -103,7 +103,7 @@ from .validator import (
 )
 
 if TYPE_CHECKING:
-    from .._contract import Backend, Segment
+    from .._contract import Segment
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
@@ -111,7 +111,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 
-class Log(LogReads, LogRetention, LogReplication, LogCleaning):
+class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
     """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
 
     Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
@@ -365,72 +365,6 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
     # --- properties ------------------------------------------------------------------------------
 
     @property
-    def dir_path(self) -> str:
-        """The partition directory."""
-        return self._dir
-
-    @property
-    def config(self) -> LogConfig:
-        """The log's configuration (replace it with :meth:`update_config`)."""
-        return self._config
-
-    @property
-    def backend(self) -> Backend:
-        """The backend module this log uses."""
-        return self._be
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._read_only
-
-    @property
-    def offline(self) -> bool:
-        """Whether the log is offline: a failed write took it offline (:attr:`write_failed`:
-        it refuses every write, KafkaStorageError, until a reopen recovers it; reads go on),
-        or the first use of a segment failed the checks its open would have run
-        (:attr:`load_failure`: every write is refused with PartitionOfflineError; nothing
-        is cut, a reopen refuses it again until ``seglog recover`` truncates it)."""
-        return self._failure is not None or self._load_failure is not None
-
-    @property
-    def write_failed(self) -> bool:
-        """Whether a failed write took the log offline (a reopen recovers it)."""
-        return self._failure is not None
-
-    @property
-    def load_failure(self) -> CorruptRecordError | None:
-        """The load error that took the log offline on a segment's first use, or None."""
-        return self._load_failure
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
-
-    @property
-    def start_offset(self) -> int:
-        """The log start offset: the first offset a read may ask for."""
-        return self._view.start_offset
-
-    @property
-    def end_offset(self) -> int:
-        """The log end offset (LEO): the offset the next appended record gets."""
-        return self._view.end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        """The offset below which records are committed; reads stop there by default."""
-        return self._view.high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The last stable offset (LSO): the first offset of the earliest transaction that is
-        open (or whose marker is not yet below the high watermark), capped by the high
-        watermark; the high watermark when there is none. read_committed reads stop here."""
-        return self._view.last_stable_offset
-
-    @property
     def producer_state(self) -> ProducerStateManager:
         """The partition's :class:`~seglog.storage.producer_state.ProducerStateManager` (idempotence
         and transactions). Read-only use, under no lock: the log owns and mutates it."""
@@ -499,25 +433,6 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
                 failure.errno or errno.EIO,
                 f"log {self._dir} is offline since a write failed after its batch reached the "
                 f"segment ({failure}); reopen it (the Store: restart) to recover it")
-
-    def check_active_segment(self) -> bool:
-        """Run the checks lazy loading deferred for the active segment now (its first use
-        would run them: :func:`~seglog.storage.loader.load_segments`), then close its files
-        again; Kafka opens the active segment at load. A segment that lost flushed data takes
-        the log offline here (:attr:`load_failure`) rather than on the first append. Returns
-        whether the log is online (not offline since a load failure)."""
-        with self._lock:
-            if self._closed or self._read_only:
-                return self._load_failure is None
-            active = self._view.segments.last()
-            if active is not None:
-                try:
-                    active.run_deferred_checks()
-                except CorruptRecordError:
-                    pass  # _load_failed took the log offline
-        if active is not None:
-            active.release_files()
-        return self._load_failure is None
 
     def _offline_error(self, load_failure: CorruptRecordError) -> PartitionOfflineError:
         """The error a write to a log offline since ``load_failure`` raises."""
