@@ -550,40 +550,39 @@ class LogManager:
                 return found
         return None
 
-    def _create_partition_logs(self, name: str, partitions: int, config: LogConfig,
+    def _create_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
                                topic_id: uuid.UUID) -> list[Log]:
-        """Create the directories of a new topic and open their Logs (design.md §6.1, "Topic
-        creation"): every directory is made (one ``mkdir`` each, and no file in it); each Log
-        is opened with the topic id to record, which it writes to ``partition.metadata`` with
-        its first flush, before any record of it is durable (Kafka's lazy
-        ``PartitionMetadataFile``), and its first segment's entry (no file until first use).
-        The data dir, which holds the new directories' entries, is fsynced once by the
-        registry write that follows, which also makes the topic id durable. Linear in
-        ``partitions``: nothing here reads or rewrites another partition's files.
+        """Create the directories of partitions ``first..end-1`` of topic ``name`` (new, or
+        grown) and open their Logs (design.md §6.1, "Topic creation"): every directory is
+        made (one ``mkdir`` each); each Log is opened with the topic id, which it writes to
+        ``partition.metadata`` with its first flush (Kafka's lazy ``PartitionMetadataFile``).
+        The registry write that follows fsyncs the data dir (the new entries, the topic id).
+        Linear in the partitions made: no other partition's files are read or rewritten.
 
         The metadata lock is taken for :data:`CREATE_PARTITIONS_PER_HOLD` partitions at a
-        time and let go between (issue 23): a topic of 10,000 partitions would otherwise hold
-        every other user of the Store (the broker's event loop looking a topic up) for the
-        whole creation. The caller reserved ``name`` (:meth:`create_topic`); LogClosedError
-        when the Store closes meanwhile (the Logs made are closed)."""
+        time and let go between (issue 23): 10,000 partitions would otherwise hold every
+        other user of the Store (the broker's event loop) for the whole creation. The caller
+        reserved ``name``; LogClosedError when the Store closes meanwhile (the Logs made are
+        closed)."""
         logs: list[Log] = []
         dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(partitions)]
+                     for p in range(first, end)]
         # Every directory before any file (a crash in between leaves directories the next
         # open completes, never a partition with files and no sibling directories), outside
         # the lock: the caller reserved the name, and a mkdir touches no shared state.
         for dir_path in dir_paths:
             os.mkdir(dir_path)
         try:
-            for first in range(0, partitions, CREATE_PARTITIONS_PER_HOLD):
-                if first:
+            for start in range(first, end, CREATE_PARTITIONS_PER_HOLD):
+                if start != first:
                     # A lock is not fair: released and taken straight back, a thread waiting
                     # for it (the event loop) may never get it. A pause hands it over.
                     time.sleep(CREATE_PAUSE_S)
                 with self.lock:
                     self.check_writable()
-                    end = min(first + CREATE_PARTITIONS_PER_HOLD, partitions)
-                    self._open_new_logs(name, range(first, end), dir_paths[first:end], config,
+                    stop = min(start + CREATE_PARTITIONS_PER_HOLD, end)
+                    self._open_new_logs(name, range(start, stop),
+                                        dir_paths[start - first:stop - first], config,
                                         topic_id, logs)
         except BaseException:
             for log in logs:
@@ -648,7 +647,7 @@ class LogManager:
         try:
             topic_id = topic_id or checkpoints.new_kafka_uuid()
             try:
-                logs = self._create_partition_logs(name, partitions, log_config, topic_id)
+                logs = self._create_partition_logs(name, 0, partitions, log_config, topic_id)
                 with self.lock:
                     try:
                         self.check_writable()
@@ -752,10 +751,14 @@ class LogManager:
 
     # --- admin (the wire broker's CreatePartitions and config changes) ---------------------
 
-    def create_partitions(self, name: str, count: int) -> Topic:
+    def create_partitions(self, name: str, count: int, *,
+                          on_created: Callable[[], None] | None = None) -> Topic:
         """Grow topic ``name`` to ``count`` partitions (see :meth:`Store.create_partitions
-        <seglog.store.Store.create_partitions>` for the rules and errors). The caller runs the
-        metadata listeners under :attr:`lock`."""
+        <seglog.store.Store.create_partitions>` for the rules and errors). As
+        :meth:`create_topic`: the topic is reserved under :attr:`lock`, the new partitions
+        made in short holds of it (:meth:`_create_partition_logs`), and published, the
+        registry written and ``on_created`` run in one last hold; a second growth of the
+        topic meanwhile is InvalidPartitionsError, a deletion meanwhile undoes this one."""
         count = check_int("count", count, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         with self.lock:
             self.check_writable()
@@ -768,40 +771,37 @@ class LogManager:
                     f"Topic already has {current} partition(s)." if count == current else
                     f"The topic {name} currently has {current} partition(s); {count} would "
                     "not be an increase.")
+            if name in self._creating:  # grown by another request now
+                raise InvalidPartitionsError(f"Topic {name} is being grown already.")
             for p in range(current, count):
                 if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
                     raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
-            try:
-                new_logs = self._add_partition_logs(name, current, count, topic.config,
-                                                    topic._uuid)
-            except BaseException:
-                for p in range(current, count):
-                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
-                                  ignore_errors=True)
-                raise
-            # A new list, not an in-place extend: a reader that took the old list keeps a
-            # consistent view of the partitions it counted.
-            topic._logs = [*topic._logs, *new_logs]
-            self.write_registry()
-            return topic
-
-    def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
-                            topic_id: uuid.UUID) -> list[Log]:
-        """The Logs of partitions ``first..end-1`` of an existing topic, made as
-        :meth:`_create_partition_logs` makes a new topic's (directories, then each Log, which
-        writes ``partition.metadata`` with its first flush)."""
-        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(first, end)]
-        for dir_path in dir_paths:
-            os.mkdir(dir_path)
-        logs: list[Log] = []
+            self._creating.add(name)
         try:
-            self._open_new_logs(name, range(first, end), dir_paths, config, topic_id, logs)
-        except BaseException:
-            for log in logs:
-                log.close()
-            raise
-        return logs
+            try:
+                new_logs = self._create_partition_logs(name, current, count, topic.config,
+                                                       topic._uuid)
+                with self.lock:
+                    if self._topics.get(name) is not topic:  # deleted meanwhile
+                        for log in new_logs:
+                            log.close()
+                        raise UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
+                    # A new list: a reader that took the old one keeps a consistent view.
+                    topic._logs = [*topic._logs, *new_logs]
+                    self.write_registry()
+                    if on_created is not None:
+                        on_created()
+                    return topic
+            except BaseException:
+                if topic.partitions < count:
+                    for p in range(current, count):
+                        shutil.rmtree(os.path.join(self.path,
+                                                   filenames.partition_dir_name(name, p)),
+                                      ignore_errors=True)
+                raise
+        finally:
+            with self.lock:
+                self._creating.discard(name)
 
     def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
         """Replace the config of each topic named in ``configs`` (see

@@ -334,10 +334,10 @@ class Store:
         :data:`TOPIC_PARTITIONS_MAX`, ``TypeError`` for a non-integer; :class:`TopicExistsError`
         when a directory of a new partition already exists; :class:`ReadOnlyError`.
         """
-        with self._lock:
-            topic = self._logs.create_partitions(name, count)
-            self._coordinators.on_metadata_change()
-            return topic
+        # Not under the metadata lock: the LogManager holds it briefly per chunk of partitions
+        # and runs the listeners in the hold that publishes the new count (_create_topic).
+        return self._logs.create_partitions(name, count,
+                                            on_created=self._coordinators.on_metadata_change)
 
     def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
         """Replace the config of each topic named in ``configs`` (Kafka's AlterConfigs and
