@@ -87,6 +87,8 @@ def _cut_at(dir_path: str, exc: CorruptSegmentError, outcome: RecoveryOutcome) -
     """Cut the segment ``exc`` names at the batch it names (its indexes go: rebuilt by the
     next open) and delete every later segment."""
     base = exc.base_offset
+    if base < 0:
+        raise exc  # names no segment: nothing to cut safely
     for later in [b for b in _segment_bases(dir_path) if b > base]:
         for path in filenames.segment_files(dir_path, later):
             if os.path.exists(path):
