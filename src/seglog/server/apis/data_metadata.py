@@ -42,7 +42,7 @@ import io
 import logging
 import struct
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
@@ -342,7 +342,7 @@ def _encode_in_slices(classes: _EntityClasses, head: dict[str, Any],
     :data:`WORK_PER_TURN` at a time, each slice's entities made, written and dropped (they
     die young, where a million kept at once made the collector's full passes long)."""
     prefix, suffix, count = response_frame_around_topics(classes, head, len(entries))
-    write = entity_writer(classes[2])
+    write: Callable[[io.BytesIO, Any], None] = entity_writer(classes[2])
     parts = [prefix + count]
     for start in range(0, len(entries), WORK_PER_TURN):
         buffer = io.BytesIO()
