@@ -266,3 +266,48 @@ def _raw_partition_errors(port: int, backend: str) -> dict:
     (topic,) = _call(port, 2, 7, request, flexible=True).topics
     out["list_offsets"] = int(topic.partitions[0].error_code)
     return out
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_kafkas_tools_read_the_offline_partitions(tmp_path, broker_factory):
+    """Kafka 4.4's own tools read the answers as a failed disk and an unavailable partition:
+    ``kafka-log-dirs --describe`` lists each offline partition's directory with a
+    KafkaStorageException and the healthy partitions under the data dir; ``kafka-topics
+    --describe --unavailable-partitions`` lists exactly the offline partitions, leader none."""
+    from seglog.bench.kafka import find_kafka
+
+    ref, why = find_kafka()
+    if ref is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    data_dir = str(tmp_path / "data")
+    _prepare(data_dir, "native")
+    with pytest.warns(RuntimeWarning, match="is offline"):
+        broker = broker_factory(data_dir=data_dir)
+    _wait_offline(broker, 2)
+
+    def tool(main_class: str, *args: str) -> str:
+        done = ref.run_tool(main_class, ["--bootstrap-server", broker.bootstrap, *args],
+                            run_dir=tmp_path, timeout_s=120)
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    import json
+
+    out = tool("org.apache.kafka.tools.LogDirsCommand", "--describe")
+    (described,) = json.loads(out.strip().splitlines()[-1])["brokers"]
+    dirs = {d["logDir"]: d for d in described["logDirs"]}
+    data = os.path.abspath(data_dir)
+    assert dirs[data]["error"] is None
+    assert [p["partition"] for p in dirs[data]["partitions"]] == ["good-0"]
+    for p in (0, 1):
+        offline = dirs[os.path.join(data, f"bad-{p}")]
+        assert offline["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
+        assert offline["partitions"] == []
+    out = tool("org.apache.kafka.tools.TopicCommand", "--describe", "--unavailable-partitions")
+    lines = [line.strip().split("\t") for line in out.strip().splitlines()]
+    assert [tuple(f[:3]) for f in lines] == [
+        ("Topic: bad", "Partition: 0", "Leader: none"),
+        ("Topic: bad", "Partition: 1", "Leader: none")]
