@@ -20,6 +20,7 @@ import json
 import sys
 from typing import Sequence
 
+from . import cli_recover
 from .bench import PART_ORDER, PART_TITLES
 from .cluster import cli_cluster
 
@@ -130,20 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="NAME", help=argparse.SUPPRESS)
     serve.add_argument("--test-expose-zk-session", action="store_true",
                        help=argparse.SUPPRESS)
-    recover = sub.add_parser(
-        "recover", help="truncate an offline partition to its last valid offset "
-        "(the broker stopped)",
-        description="Truncate partition TOPIC-PARTITION of a stopped broker's data directory "
-        "to its last valid offset (Kafka's unclean recovery: every batch checked from the "
-        "start; the first invalid one and everything after it cut); the next start serves it "
-        "again. Records past that offset are lost; in a cluster the broker fetches them from "
-        "the leader again.")
-    recover.add_argument("--data-dir", metavar="DIR", required=True,
-                         help="the broker's data directory (log.dirs)")
-    recover.add_argument("--topic", required=True)
-    recover.add_argument("--partition", type=int, required=True)
-    recover.add_argument("--backend", choices=("native", "pure"), default=None)
     cli_cluster.add_parser(sub)
+    cli_recover.add_parser(sub)
     return parser
 
 
@@ -161,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "cluster":
         return cli_cluster.main(args)
     if args.command == "recover":
-        return _recover(args)
+        return cli_recover.main(args)
     parser.print_help()
     return 2
 
@@ -264,28 +253,6 @@ def _serve(args: argparse.Namespace) -> int:
     except (SeglogError, OSError) as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 1
-    return 0
-
-
-def _recover(args: argparse.Namespace) -> int:
-    """``seglog recover``: 0 once the partition is truncated (or loaded whole), 1 when the
-    directory is open elsewhere, missing or cannot be recovered."""
-    from .errors import SeglogError
-    from .partition_recovery import recover_partition
-
-    try:
-        outcome = recover_partition(args.data_dir, args.topic, args.partition,
-                                    backend=args.backend)
-    except (SeglogError, OSError) as exc:
-        print(f"seglog recover: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    for path, before, after in outcome.cut_files:
-        print(f"cut {path} from {before} to {after} bytes")
-    for path in outcome.removed_files:
-        print(f"removed {path}")
-    promised = "none" if outcome.promised_end is None else outcome.promised_end
-    print(f"{args.topic}-{args.partition}: ends at offset {outcome.end_offset} "
-          f"(the checkpoints said {promised}); the next start serves it")
     return 0
 
 
