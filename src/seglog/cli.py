@@ -20,7 +20,7 @@ import json
 import sys
 from typing import Sequence
 
-from . import cli_recover
+from . import cli_format, cli_recover
 from .bench import PART_ORDER, PART_TITLES
 from .cluster import cli_cluster
 
@@ -132,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--test-expose-zk-session", action="store_true",
                        help=argparse.SUPPRESS)
     cli_cluster.add_parser(sub)
+    cli_format.add_parser(sub)
     cli_recover.add_parser(sub)
     return parser
 
@@ -149,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "cluster":
         return cli_cluster.main(args)
+    if args.command == "format":
+        return cli_format.main(args)
     if args.command == "recover":
         return cli_recover.main(args)
     parser.print_help()

@@ -1007,8 +1007,25 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('broker.session.timeout.ms', 'int', 9000, 'medium', READ_ONLY),
     _absent('client.quota.callback.class', 'class', None, 'low', READ_ONLY),
     _absent('config.providers', 'list', (), 'low', CLUSTER_WIDE),
-    _absent('connection.failed.authentication.delay.ms', 'int', 100, 'low', READ_ONLY),
-    _absent('connections.max.reauth.ms', 'long', 0, 'medium', READ_ONLY),
+    _entry('connection.failed.authentication.delay.ms', BROKER, 'int', 100, 'low',
+           ('Connection close delay on failed authentication: this is the time (in '
+           'milliseconds) by which connection close will be delayed on authentication failure.'
+           ' This must be configured to be less than connections.max.idle.ms to prevent '
+           'connection timeout.'),
+           at_least=0,
+           note=('A failed SASL login is answered (SASL_AUTHENTICATION_FAILED) and closed after '
+                'this delay, the same for an unknown user and a wrong password.')),
+    _entry('connections.max.reauth.ms', BROKER, 'long', 0, 'medium',
+           ('When explicitly set to a positive number (the default is 0, not a positive '
+           'number), a session lifetime that will not exceed the configured value will be '
+           'communicated to v2.2.0 or later clients when they authenticate. The broker will '
+           'disconnect any such connection that is not re-authenticated within the session '
+           'lifetime and that is then subsequently used for any purpose other than '
+           're-authentication. Configuration names can optionally be prefixed with listener '
+           'prefix and SASL mechanism name in lower-case. For example, '
+           'listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms=3600000'),
+           note=('SASL re-authentication (KIP-368): the session lifetime SaslAuthenticate v1+ '
+                'answers; a request after it closes the connection.')),
     _absent('controlled.shutdown.enable', 'boolean', True, 'medium', READ_ONLY),
     _absent('controller.performance.always.log.threshold.ms', 'long', 2000, 'medium', READ_ONLY),
     _absent('controller.performance.sample.period.ms', 'long', 60000, 'medium', READ_ONLY),
@@ -1194,8 +1211,29 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('replication.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),
     _absent('request.timeout.ms', 'int', 30000, 'high', READ_ONLY),
     _absent('sasl.client.callback.handler.class', 'class', None, 'medium', READ_ONLY),
-    _absent('sasl.enabled.mechanisms', 'list', ('GSSAPI',), 'medium', PER_BROKER),
-    _absent('sasl.jaas.config', 'password', None, 'medium', PER_BROKER),
+    _entry('sasl.enabled.mechanisms', BROKER, 'list', ('GSSAPI',), 'medium',
+           ('The list of SASL mechanisms enabled in the Kafka server. The list may contain any '
+           'mechanism for which a security provider is available. Only GSSAPI is enabled by '
+           'default.'),
+           dynamic=PER_BROKER,
+           note=('PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are built; GSSAPI and OAUTHBEARER '
+                'are refused by name at start when a SASL listener enables them. Read at '
+                'start.')),
+    _entry('sasl.jaas.config', BROKER, 'password', None, 'medium',
+           ('JAAS login context parameters for SASL connections in the format used by JAAS '
+           'configuration files. JAAS configuration file format is described <a '
+           'href="https://docs.oracle.com/javase/8/docs/technotes/guides/security/jgss/'
+           'tutorials/LoginConfigFile.html">here</a>. The format for the value is: '
+           '<code>loginModuleClass controlFlag (optionName=optionValue)*;</code>. For brokers, '
+           'the config must be prefixed with listener prefix and SASL mechanism name in '
+           'lower-case. For example, '
+           'listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=com.example.ScramLoginModule'
+           ' required;'),
+           dynamic=PER_BROKER,
+           note=("Read from listener.name.<listener>.<mechanism>.sasl.jaas.config: PLAIN's "
+                 'PlainLoginModule gives the users (user_<name>="<password>") and, with '
+                 "username/password, the broker's own inter-broker login; ScramLoginModule "
+                 "gives the broker's own login only. Read at start.")),
     _absent('sasl.kerberos.kinit.cmd', 'string', '/usr/bin/kinit', 'medium', PER_BROKER),
     _absent('sasl.kerberos.min.time.before.relogin', 'long', 60000, 'medium', PER_BROKER),
     _absent('sasl.kerberos.principal.to.local.rules', 'list', ('DEFAULT',), 'medium', PER_BROKER),
@@ -1213,7 +1251,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('sasl.login.retry.backoff.max.ms', 'long', 10000, 'low', READ_ONLY),
     _absent('sasl.login.retry.backoff.ms', 'long', 100, 'low', READ_ONLY),
     _absent('sasl.mechanism.controller.protocol', 'string', 'GSSAPI', 'high', READ_ONLY),
-    _absent('sasl.mechanism.inter.broker.protocol', 'string', 'GSSAPI', 'medium', PER_BROKER),
+    _entry('sasl.mechanism.inter.broker.protocol', BROKER, 'string', 'GSSAPI', 'medium',
+           'SASL mechanism used for inter-broker communication. Default is GSSAPI.',
+           dynamic=PER_BROKER,
+           note=('The mechanism a broker logs in with on a SASL inter-broker listener (PLAIN or '
+                'SCRAM-SHA-*). Read at start.')),
     _absent('sasl.oauthbearer.allow.unverified.audience', 'boolean', False, 'medium', READ_ONLY),
     _absent('sasl.oauthbearer.allow.unverified.issuer', 'boolean', False, 'medium', READ_ONLY),
     _absent('sasl.oauthbearer.assertion.algorithm', 'string', 'RS256', 'medium', READ_ONLY),
@@ -1249,7 +1291,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('sasl.oauthbearer.sub.claim.name', 'string', 'sub', 'low', READ_ONLY),
     _absent('sasl.oauthbearer.token.endpoint.url', 'string', None, 'medium', READ_ONLY),
     _absent('sasl.server.callback.handler.class', 'class', None, 'medium', READ_ONLY),
-    _absent('sasl.server.max.receive.size', 'int', 524288, 'medium', READ_ONLY),
+    _entry('sasl.server.max.receive.size', BROKER, 'int', 524288, 'medium',
+           ('The maximum receive size allowed before and during initial SASL authentication. '
+           'Default receive size is 512KB. GSSAPI limits requests to 64K, but we allow upto '
+           '512KB by default for custom SASL mechanisms. In practice, PLAIN, SCRAM and OAUTH '
+           'mechanisms can use much smaller limits.'),
+           note=('A larger request frame before authentication closes the connection.')),
     _absent('security.inter.broker.protocol', 'string', 'PLAINTEXT', 'medium', READ_ONLY),
     _absent('security.providers', 'string', None, 'low', READ_ONLY),
     _absent('server.max.startup.time.ms', 'long', INT64_MAX, 'medium', READ_ONLY),
@@ -1341,7 +1388,7 @@ _check_table()
 #: authenticate that served without it would be open to anyone.
 SECURITY_PREFIXES: tuple[tuple[str, str], ...] = (
     ("ssl.", "TLS"),
-    ("sasl.", "SASL authentication"),
+    ("sasl.", "this SASL setting (seglog builds SASL PLAIN and SCRAM-SHA-256/512 only)"),
     ("listener.name.", "per-listener settings (listener.name.<listener>.*: TLS, SASL, limits)"),
     ("delegation.token.", "delegation tokens"),
 )
@@ -1351,7 +1398,6 @@ SECURITY_NAMES: dict[str, str] = {
     "super.users": "authorization (ACLs)",
     "allow.everyone.if.no.acl.found": "authorization (ACLs)",
     "principal.builder.class": "authentication (principals)",
-    "connections.max.reauth.ms": "SASL re-authentication",
     "security.inter.broker.protocol": "security protocols other than PLAINTEXT",
     "security.providers": "TLS",
 }

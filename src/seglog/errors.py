@@ -488,3 +488,38 @@ class ConcurrentTransactionsError(SeglogError):
     51)."""
 
     kafka_error_code = codes.CONCURRENT_TRANSACTIONS
+
+
+# --- SASL authentication (issue 23) ------------------------------------------------------------
+
+
+class SaslAuthenticationError(SeglogError):
+    """A SASL login that failed (wrong password, unknown user, a malformed token). Kafka error
+    code SASL_AUTHENTICATION_FAILED (58); the message is what the client is told (Kafka's),
+    so it never says whether the user exists."""
+
+    kafka_error_code = codes.SASL_AUTHENTICATION_FAILED
+
+
+class IllegalSaslStateError(SeglogError):
+    """A request that the SASL exchange of its connection does not allow now (a Produce before
+    authentication, a second SaslHandshake). Kafka error code ILLEGAL_SASL_STATE (34)."""
+
+    kafka_error_code = codes.ILLEGAL_SASL_STATE
+
+
+class UnsupportedSaslMechanismError(SeglogError):
+    """A SASL mechanism that is not enabled on the listener or not built. Kafka error code
+    UNSUPPORTED_SASL_MECHANISM (33)."""
+
+    kafka_error_code = codes.UNSUPPORTED_SASL_MECHANISM
+
+
+class CorruptCredentialsError(SeglogError):
+    """A stored SCRAM credential (the data directory's credential file, a ``/config/users``
+    znode) that does not parse: the broker refuses to start rather than serve with no users.
+    ``path`` names the file or znode."""
+
+    def __init__(self, message: str, *, path: str = ""):
+        super().__init__(message)
+        self.path = path

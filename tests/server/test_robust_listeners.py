@@ -2,7 +2,7 @@
 
 ``listeners``, ``advertised.listeners``, ``listener.security.protocol.map`` and
 ``inter.broker.listener.name`` are read as Kafka 4.4 reads them; a listener whose security
-protocol is not PLAINTEXT (TLS and SASL are not built yet) and every security config (``ssl.*``,
+protocol is not PLAINTEXT or SASL_PLAINTEXT (TLS is not built yet) and every security config (``ssl.*``,
 ``sasl.*``, ``authorizer.class.name``, ``super.users``, ``listener.name.*``, ...) stop
 ``seglog serve`` at start with a message naming the setting; a PLAINTEXT listener beyond
 loopback logs a warning. The refusals are checked on ``seglog serve`` itself, as a
@@ -125,36 +125,41 @@ def test_a_broker_refuses_before_touching_its_directory(tmp_path):
 # --- seglog serve refuses, naming the setting ------------------------------------------------
 
 REFUSED = [
-    (["--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0"],
-     "listener SASL_PLAINTEXT://127.0.0.1:0 (listener name SASL_PLAINTEXT, security protocol "
-     "SASL_PLAINTEXT) is refused: seglog serves PLAINTEXT listeners only; SASL authentication "
-     "is not built yet"),
+    (["--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+      "--config", "inter.broker.listener.name=SASL_PLAINTEXT"],
+     "SASL mechanism GSSAPI (Kafka's default) on listener SASL_PLAINTEXT is not built by "
+     "seglog"),
     (["--config", "listeners=SSL://127.0.0.1:0"], "security protocol SSL) is refused"),
     (["--config", "listeners=SASL_SSL://127.0.0.1:0"],
-     "TLS and SASL authentication are not built yet"),
-    # --listen names the address only: the listener's protocol is still refused.
-    (["--listen", "127.0.0.1:0", "--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0"],
-     "security protocol SASL_PLAINTEXT) is refused"),
+     "security protocol SASL_SSL) is refused: seglog serves PLAINTEXT and SASL_PLAINTEXT "
+     "listeners only; TLS is not built yet"),
+    # --listen names the address only: the listener's settings are still checked.
+    (["--listen", "127.0.0.1:0", "--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+      "--config", "inter.broker.listener.name=SASL_PLAINTEXT"],
+     "SASL mechanism GSSAPI (Kafka's default) on listener SASL_PLAINTEXT"),
     (["--config", "listeners=CLIENT://127.0.0.1:0",
       "--config", "listener.security.protocol.map=CLIENT:SASL_PLAINTEXT",
       "--config", "inter.broker.listener.name=CLIENT"],
-     "listener name CLIENT, security protocol SASL_PLAINTEXT"),
+     "SASL mechanism GSSAPI (Kafka's default) on listener CLIENT"),
     (["--config", "advertised.listeners=SSL://kafka.example:9093",
       "--config", "listeners=PLAINTEXT://127.0.0.1:0"],
      "advertised.listeners: listener SSL://kafka.example:9093"),
     (["--config", "ssl.keystore.location=/etc/kafka/broker.pem"],
      "ssl.keystore.location is not implemented by seglog: TLS is not built yet"),
-    (["--config", "sasl.enabled.mechanisms=PLAIN"],
-     "sasl.enabled.mechanisms is not implemented by seglog: SASL authentication is not built"),
+    (["--config", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+      "--config", "inter.broker.listener.name=SASL_PLAINTEXT",
+      "--config", "sasl.enabled.mechanisms=PLAIN"],
+     "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"),
+    (["--config", "sasl.kerberos.service.name=kafka"],
+     "sasl.kerberos.service.name is not implemented by seglog: this SASL setting"),
     (["--config", "authorizer.class.name="
                   "org.apache.kafka.metadata.authorizer.StandardAuthorizer"],
      "authorizer.class.name is not implemented by seglog: authorization (ACLs) is not built"),
     (["--config", "super.users=User:admin"],
      "super.users is not implemented by seglog: authorization (ACLs) is not built yet"),
-    (["--config", "listener.name.sasl_plaintext.plain.sasl.jaas.config="
-                  "org.apache.kafka.common.security.plain.PlainLoginModule required;"],
-     "listener.name.sasl_plaintext.plain.sasl.jaas.config: Kafka broker config "
-     "sasl.jaas.config is not implemented by seglog"),
+    (["--config", "listener.name.sasl_plaintext.sasl.kerberos.service.name=kafka"],
+     "listener.name.sasl_plaintext.sasl.kerberos.service.name: Kafka broker config "
+     "sasl.kerberos.service.name is not implemented by seglog"),
 ]
 
 

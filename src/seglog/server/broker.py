@@ -45,6 +45,8 @@ from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .context import AppendNotifier, BrokerState
 from .listeners import Listeners, broker_listeners, is_loopback
+from .principal import ConnectionSecurity
+from .sasl.settings import SASL_PROTOCOLS
 
 if TYPE_CHECKING:
     from ..cluster.controller import Controller
@@ -137,6 +139,7 @@ class Server:
             raise ValueError("ApiVersions is answered by the core; no module may serve it")
         self.request_bytes_max: int = config["socket.request.max.bytes"]
         self.queued_requests_max: int = config["queued.max.requests"]
+        self.sasl_receive_bytes_max: int = config["sasl.server.max.receive.size"]
         self._config_at_start: Mapping[str, Any] = config
         self.idle_ms_max: int = config["connections.max.idle.ms"]
         #: See connection.RESPONSE_BYTES_HELD_MAX.
@@ -210,6 +213,8 @@ class Server:
         """Log a warning when the PLAINTEXT listener is bound beyond loopback: anyone who can
         reach it is served unauthenticated and unencrypted."""
         assert self._listener is not None
+        if self.listeners.served.security_protocol != "PLAINTEXT":
+            return  # it authenticates (SASL)
         exposed = sorted({str(sock.getsockname()[0]) for sock in self._listener.sockets
                           if not is_loopback(str(sock.getsockname()[0]))})
         if exposed:
@@ -288,7 +293,10 @@ class Server:
 
     def _new_connection(self) -> Connection:
         self._next_connection_id += 1
-        return Connection(self, self._next_connection_id)
+        served = self.listeners.served
+        return Connection(self, self._next_connection_id, ConnectionSecurity(
+            listener_name=served.listener_name, security_protocol=served.security_protocol,
+            authenticated=served.security_protocol not in SASL_PROTOCOLS))
 
     @property
     def connections_max(self) -> int:

@@ -67,11 +67,13 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Coroutine, Mapping, Protocol, Sequence
 
-from ..errors import InvalidRequestError, UnsupportedVersionError
+from ..errors import IllegalSaslStateError, InvalidRequestError, UnsupportedVersionError
 from . import protocol
 from .context import BrokerState, BytesLike, CloseConnection, RawResponse, RequestContext
 from .principal import ConnectionSecurity
 from .registry import ApiHandler, Handle, Response
+from .sasl.authenticator import check_request as sasl_check_request
+from .sasl.authenticator import request_bytes_max as sasl_request_bytes_max
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -216,6 +218,10 @@ class Server(Protocol):
     @property
     def request_bytes_max(self) -> int:
         """``socket.request.max.bytes``."""
+
+    @property
+    def sasl_receive_bytes_max(self) -> int:
+        """``sasl.server.max.receive.size``: the largest frame before SASL authentication."""
 
     @property
     def queued_requests_max(self) -> int:
@@ -373,7 +379,9 @@ class Connection(asyncio.Protocol):
 
     def _process_frames(self) -> None:
         buffer = self._buffer
-        limit = self.server.request_bytes_max
+        limit = sasl_request_bytes_max(  # sasl.server.max.receive.size until authenticated
+            self.security, authenticated_max=self.server.request_bytes_max,
+            unauthenticated_max=self.server.sasl_receive_bytes_max)
         position = 0
         end = len(buffer)
         self._stalled = False
@@ -405,6 +413,7 @@ class Connection(asyncio.Protocol):
         server = self.server
         try:
             api_key, api_version, _ = protocol.peek_request_head(frame)
+            sasl_check_request(self.security, api_key)  # SASL: Kafka's order, or closed
             handler = server.handlers.get(api_key)
             if api_key == protocol.API_VERSIONS_KEY:
                 header = protocol.parse_request_header(
@@ -425,7 +434,7 @@ class Connection(asyncio.Protocol):
             else:
                 request = protocol.read_request_body(api_key, api_version, frame,
                                                      header.body_offset)
-        except (InvalidRequestError, UnsupportedVersionError) as exc:
+        except (InvalidRequestError, UnsupportedVersionError, IllegalSaslStateError) as exc:
             log.warning("connection %d from %s:%d: %s; closing", self.connection_id,
                         self.client_host, self.client_port, exc)
             self.close_when_answered()  # after the earlier answers, as Kafka
@@ -467,6 +476,10 @@ class Connection(asyncio.Protocol):
             log.info("connection %d from %s:%d: closed after API key %d v%d: %s",
                      self.connection_id, self.client_host, self.client_port, ctx.api_key,
                      ctx.api_version, exc)
+            if exc.response is not None:  # answered, then closed (a failed SASL login)
+                self._finish(slot, self._encode(ctx, exc.response))
+                self.close_when_answered()
+                return
             self._close_at(slot)
             return
         except Exception:

@@ -34,7 +34,12 @@ BytesLike = Union[bytes, bytearray, memoryview]
 class CloseConnection(Exception):
     """Raised by a handler to close its connection without an answer where Kafka does so on
     purpose (e.g. a failed Produce with acks=0); logged at info, without a traceback, unlike
-    an unexpected exception."""
+    an unexpected exception. With a ``response`` (a failed SASL login), that answer is sent
+    first, then the connection closes."""
+
+    def __init__(self, message: str = "", response: Any = None):
+        super().__init__(message)
+        self.response = response
 
 
 class RawResponse(NamedTuple):

@@ -11,7 +11,8 @@ parses the four as Kafka 4.4's ``KafkaConfig`` does (``SocketServerConfigs
 .listenerListToEndPoints``, ``CoreUtils.listenerListToEndPoints``'s distinct names and ports,
 ``effectiveListenerSecurityProtocolMap``, ``validateValues``), with Kafka's messages.
 
-seglog serves PLAINTEXT only: TLS and SASL are not built yet. A listener of any other
+seglog serves PLAINTEXT and SASL_PLAINTEXT (:mod:`seglog.server.sasl`; a SASL listener's
+settings are checked here too): TLS is not built yet. A listener of any other
 protocol is refused at start with a message naming it and its protocol; it is never served
 as PLAINTEXT, which would hand an operator who asked for authentication an open broker. The
 listeners named in ``controller.listener.names`` are a KRaft quorum's (seglog runs none):
@@ -31,6 +32,7 @@ from typing import Iterable, Mapping
 
 from ..errors import InvalidConfigError
 from .config import BrokerConfig
+from .sasl.settings import SASL_PROTOCOLS, listener_sasl
 
 __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS",
            "SERVED_PROTOCOLS", "broker_listeners", "is_loopback", "parse_endpoints",
@@ -39,14 +41,13 @@ __all__ = ["DEFAULT_PROTOCOL_MAP", "Endpoint", "Listeners", "SECURITY_PROTOCOLS"
 #: Kafka's ``SecurityProtocol`` names.
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: The security protocols seglog serves.
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT"})
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
 #: Kafka's ``DEFAULT_NAME_TO_SECURITY_PROTO``: each protocol's name is a listener name of it.
 DEFAULT_PROTOCOL_MAP: Mapping[str, str] = {name: name for name in SECURITY_PROTOCOLS}
 #: What each protocol seglog does not serve would need, for the refusal's message.
 _MISSING = {
     "SSL": "TLS is not built yet",
-    "SASL_PLAINTEXT": "SASL authentication is not built yet",
-    "SASL_SSL": "TLS and SASL authentication are not built yet",
+    "SASL_SSL": "TLS is not built yet",
 }
 #: Kafka's ``SocketServerConfigs.URI_PARSE_REGEXP`` (matched from the start, as
 #: ``Matcher.matches`` does over the whole entry: hence the ``$``).
@@ -166,8 +167,9 @@ def _refuse_unserved(endpoint: Endpoint, config_name: str) -> None:
         return
     raise InvalidConfigError(
         f"{config_name}: listener {endpoint.text} (listener name {endpoint.listener_name}, "
-        f"security protocol {endpoint.security_protocol}) is refused: seglog serves PLAINTEXT "
-        f"listeners only; {_MISSING[endpoint.security_protocol]}, and serving it as PLAINTEXT "
+        f"security protocol {endpoint.security_protocol}) is refused: seglog serves "
+        f"{' and '.join(sorted(SERVED_PROTOCOLS))} listeners only; "
+        f"{_MISSING[endpoint.security_protocol]}, and serving it as PLAINTEXT "
         "would let every client in unauthenticated")
 
 
@@ -216,7 +218,8 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
         if protocol not in SERVED_PROTOCOLS:
             raise InvalidConfigError(
                 f"inter.broker.listener.name: listener {inter_broker} (security protocol "
-                f"{protocol}) is refused: seglog serves PLAINTEXT listeners only; "
+                f"{protocol}) is refused: seglog serves "
+                f"{' and '.join(sorted(SERVED_PROTOCOLS))} listeners only; "
                 f"{_MISSING[protocol]}")
     if not advertised:
         raise InvalidConfigError("There must be at least one broker advertised listener. "
@@ -242,6 +245,8 @@ def broker_listeners(config: BrokerConfig) -> Listeners:
             f"listeners: seglog serves one broker listener, not {len(broker)} "
             f"({', '.join(e.text for e in broker)}): several listeners are not built yet")
     served = broker[0]
+    if served.security_protocol in SASL_PROTOCOLS:
+        listener_sasl(config, served.listener_name)  # refused at start when not servable
     served_advertised = next(
         (e for e in advertised if e.listener_name == served.listener_name), None)
     if config["advertised.listeners"] is None:

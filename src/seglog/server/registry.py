@@ -47,6 +47,7 @@ API_MODULES = (
     "seglog.server.apis.groups",
     "seglog.server.apis.txn",
     "seglog.server.apis.sasl",
+    "seglog.server.apis.security",
 )
 
 
