@@ -8,6 +8,9 @@ Subcommands:
   :mod:`seglog.bench`.
 * ``seglog serve``: run a Kafka-protocol broker over a data directory until SIGTERM or
   SIGINT (a clean shutdown, exit 0). See :mod:`seglog.server` and ``docs/server.md``.
+* ``seglog recover``: with the broker stopped, truncate an offline partition (its files
+  failed to load) to its last valid offset, as Kafka's unclean recovery does. See
+  :mod:`seglog.partition_recovery` and ``docs/server.md``, "Offline partitions".
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import sys
 from typing import Sequence
 
-from . import cli_format
+from . import cli_format, cli_recover
 from .bench import PART_ORDER, PART_TITLES
 from .cluster import cli_cluster
 
@@ -130,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=argparse.SUPPRESS)
     cli_cluster.add_parser(sub)
     cli_format.add_parser(sub)
+    cli_recover.add_parser(sub)
     return parser
 
 
@@ -148,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_cluster.main(args)
     if args.command == "format":
         return cli_format.main(args)
+    if args.command == "recover":
+        return cli_recover.main(args)
     parser.print_help()
     return 2
 
@@ -202,6 +208,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The storage warns (RuntimeWarning) of what it found at the open, such as a partition
+    # whose files failed to load: one log line each, with the broker's other lines.
+    logging.captureWarnings(True)
     log = logging.getLogger("seglog.serve")
     data_dir = args.data_dir
     if data_dir is None:

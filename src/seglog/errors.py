@@ -38,6 +38,24 @@ class CorruptRecordError(SeglogError):
         self.position = position
 
 
+class PartitionOfflineError(CorruptRecordError):
+    """A partition whose files failed to load (a segment that lost flushed data, bytes that
+    are not valid where no recovery may cut them, a corrupt partition checkpoint): it stays
+    offline alone, every other partition serves. Kafka takes the log dir holding such a
+    partition offline and answers KAFKA_STORAGE_ERROR (retriable) for it; ``seglog recover``
+    truncates it to its last valid offset (docs/server.md, "Offline partitions").
+    ``topic`` and ``partition`` name it; ``reason`` and ``position`` are the load error's."""
+
+    kafka_error_code = codes.KAFKA_STORAGE_ERROR
+    retriable = True
+
+    def __init__(self, message: str, *, topic: str = "", partition: int = -1,
+                 reason: str = "", position: int = -1):
+        super().__init__(message, reason=reason, position=position)
+        self.topic = topic
+        self.partition = partition
+
+
 class InvalidRecordError(SeglogError):
     """A record or batch that is well-formed bytes but breaks a rule (bad field, null key on a
     compacted topic, a value that is not bytes-like, ...)."""

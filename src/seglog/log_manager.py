@@ -39,6 +39,7 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .offline_partitions import OfflinePartitions
 from .storage import checkpoints
 from .config_table import topic_key
 from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
@@ -128,13 +129,13 @@ class Topic:
     """
 
     def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: list[Log]):
+                 logs: Sequence[Log | None]):
         self._manager = manager
         self.name = name
         self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
         self._uuid = topic_id
         self.config = config
-        self._logs = logs
+        self._logs = list(logs)  # None: a partition whose Log failed to open (offline)
         self._deleted = False
 
     @property
@@ -156,8 +157,9 @@ class Topic:
 
     def log(self, partition: int) -> Log:
         """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
-        :class:`UnknownTopicOrPartitionError` for a partition out of range, and
-        :class:`LogClosedError` once the topic was deleted or the store closed."""
+        :class:`UnknownTopicOrPartitionError` for a partition out of range,
+        :class:`LogClosedError` once the topic was deleted or the store closed, and
+        :class:`PartitionOfflineError` for a partition whose files failed to load."""
         if self._deleted or self._manager.closed:
             raise LogClosedError(f"topic {self.name!r} is closed or deleted")
         if isinstance(partition, bool) or not isinstance(partition, int) \
@@ -165,7 +167,14 @@ class Topic:
             raise UnknownTopicOrPartitionError(
                 f"topic {self.name!r} has no partition {partition!r} "
                 f"(it has {len(self._logs)})")
-        return self._logs[partition]
+        log = self._logs[partition]
+        if log is None or log.load_failure is not None:
+            raise self._manager.offline.error(TopicPartition(self.name, partition))
+        return log
+
+    def open_logs(self) -> list[tuple[int, Log]]:
+        """``[(partition, Log)]`` of the partitions whose Log opened, in partition order."""
+        return [(p, log) for p, log in enumerate(self._logs) if log is not None]
 
     def topic_partitions(self) -> list[TopicPartition]:
         """Every :class:`TopicPartition` of the topic, in partition order."""
@@ -173,11 +182,11 @@ class Topic:
 
     def end_offsets(self) -> dict[int, int]:
         """``{partition: end offset}`` (the offset the next record will get)."""
-        return {p: log.end_offset for p, log in enumerate(self._logs)}
+        return {p: log.end_offset for p, log in self.open_logs()}
 
     def start_offsets(self) -> dict[int, int]:
         """``{partition: log start offset}`` (the first offset still readable)."""
-        return {p: log.start_offset for p, log in enumerate(self._logs)}
+        return {p: log.start_offset for p, log in self.open_logs()}
 
     def __repr__(self) -> str:
         return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
@@ -206,6 +215,10 @@ class _DirPartitionState:
     def begin_writing(self) -> None:
         # The manager removes the directory's marker (durably) once every Log opened.
         pass
+
+    def load_failed(self, reason: str) -> None:
+        # Called by a Log under its own lock, from a read or an append: no metadata lock.
+        self._manager.offline.add(self._tp, reason)
 
     def save(self, *, recovery_point: int, log_start_offset: int) -> None:
         # Called by a Log under its own lock: take only the checkpoint lock (never the
@@ -296,6 +309,8 @@ class LogManager:
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._cleaner_offsets: dict[tuple[str, int], int] = {}
         self._uncleanable: dict[TopicPartition, Exception] = {}  # see compact()
+        #: The partitions whose files failed to load (_open_or_offline, load_failed).
+        self.offline = OfflinePartitions()
 
         def cp(name: str) -> checkpoints.OffsetCheckpointFile:
             return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
@@ -372,7 +387,7 @@ class LogManager:
     def abort_open(self) -> None:
         """Close what a failed :meth:`open` opened and release the writer lock."""
         for topic in self._topics.values():
-            for log in topic._logs:
+            for _p, log in topic.open_logs():
                 try:
                     log.close()
                 except Exception:  # noqa: BLE001 - best effort while failing to open
@@ -443,7 +458,7 @@ class LogManager:
             # create_topic): take its id from whichever partition recorded one, so that the
             # partitions missing partition.metadata get that id, not a new one.
             topic_id = self._found_topic_id(name, partitions)
-        logs: list[Log] = []
+        logs: list[Log | None] = []
         found = set(found)  # partitions whose directory the scan saw: no mkdir, no isdir
         expected: bytes | None = None  # partition.metadata's bytes for topic_id, as written
         try:
@@ -485,12 +500,27 @@ class LogManager:
                     topic_id = pending_id = topic_id or checkpoints.new_kafka_uuid()
                 if not self.read_only:
                     check_unlocked(dir_path)  # no standalone writer has it (locking.py)
-                logs.append(self._open_partition_log(dir_path, tp, config, topic_id=pending_id))
+                logs.append(self._open_or_offline(dir_path, tp, config, topic_id=pending_id))
         except BaseException:
             for log in logs:
-                log.close()
+                if log is not None:
+                    log.close()
             raise
         return Topic(self, name, topic_id or checkpoints.new_kafka_uuid(), config, logs)
+
+    def _open_or_offline(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
+                         topic_id: uuid.UUID | None) -> Log | None:
+        """:meth:`_open_partition_log`, or on a writer None for a partition whose files fail
+        to load (recorded in :attr:`offline`; nothing of it changed, its checkpoint entries
+        kept): Kafka takes the log dir holding it offline and serves the others."""
+        try:
+            return self._open_partition_log(dir_path, tp, config, topic_id=topic_id)
+        except (CorruptRecordError, CorruptCheckpointError) as exc:
+            if self.read_only:
+                raise
+            reason = f"{type(exc).__name__}: {exc}"
+        self.offline.add(tp, reason)
+        return None
 
     def _open_partition_log(self, dir_path: str, tp: TopicPartition, config: LogConfig, *,
                             topic_id: uuid.UUID | None = None) -> Log:
@@ -520,40 +550,39 @@ class LogManager:
                 return found
         return None
 
-    def _create_partition_logs(self, name: str, partitions: int, config: LogConfig,
+    def _create_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
                                topic_id: uuid.UUID) -> list[Log]:
-        """Create the directories of a new topic and open their Logs (design.md §6.1, "Topic
-        creation"): every directory is made (one ``mkdir`` each, and no file in it); each Log
-        is opened with the topic id to record, which it writes to ``partition.metadata`` with
-        its first flush, before any record of it is durable (Kafka's lazy
-        ``PartitionMetadataFile``), and its first segment's entry (no file until first use).
-        The data dir, which holds the new directories' entries, is fsynced once by the
-        registry write that follows, which also makes the topic id durable. Linear in
-        ``partitions``: nothing here reads or rewrites another partition's files.
+        """Create the directories of partitions ``first..end-1`` of topic ``name`` (new, or
+        grown) and open their Logs (design.md §6.1, "Topic creation"): every directory is
+        made (one ``mkdir`` each); each Log is opened with the topic id, which it writes to
+        ``partition.metadata`` with its first flush (Kafka's lazy ``PartitionMetadataFile``).
+        The registry write that follows fsyncs the data dir (the new entries, the topic id).
+        Linear in the partitions made: no other partition's files are read or rewritten.
 
         The metadata lock is taken for :data:`CREATE_PARTITIONS_PER_HOLD` partitions at a
-        time and let go between (issue 23): a topic of 10,000 partitions would otherwise hold
-        every other user of the Store (the broker's event loop looking a topic up) for the
-        whole creation. The caller reserved ``name`` (:meth:`create_topic`); LogClosedError
-        when the Store closes meanwhile (the Logs made are closed)."""
+        time and let go between (issue 23): 10,000 partitions would otherwise hold every
+        other user of the Store (the broker's event loop) for the whole creation. The caller
+        reserved ``name``; LogClosedError when the Store closes meanwhile (the Logs made are
+        closed)."""
         logs: list[Log] = []
         dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(partitions)]
+                     for p in range(first, end)]
         # Every directory before any file (a crash in between leaves directories the next
         # open completes, never a partition with files and no sibling directories), outside
         # the lock: the caller reserved the name, and a mkdir touches no shared state.
         for dir_path in dir_paths:
             os.mkdir(dir_path)
         try:
-            for first in range(0, partitions, CREATE_PARTITIONS_PER_HOLD):
-                if first:
+            for start in range(first, end, CREATE_PARTITIONS_PER_HOLD):
+                if start != first:
                     # A lock is not fair: released and taken straight back, a thread waiting
                     # for it (the event loop) may never get it. A pause hands it over.
                     time.sleep(CREATE_PAUSE_S)
                 with self.lock:
                     self.check_writable()
-                    end = min(first + CREATE_PARTITIONS_PER_HOLD, partitions)
-                    self._open_new_logs(name, range(first, end), dir_paths[first:end], config,
+                    stop = min(start + CREATE_PARTITIONS_PER_HOLD, end)
+                    self._open_new_logs(name, range(start, stop),
+                                        dir_paths[start - first:stop - first], config,
                                         topic_id, logs)
         except BaseException:
             for log in logs:
@@ -618,7 +647,7 @@ class LogManager:
         try:
             topic_id = topic_id or checkpoints.new_kafka_uuid()
             try:
-                logs = self._create_partition_logs(name, partitions, log_config, topic_id)
+                logs = self._create_partition_logs(name, 0, partitions, log_config, topic_id)
                 with self.lock:
                     try:
                         self.check_writable()
@@ -668,7 +697,9 @@ class LogManager:
             del self._topics[name]
             renamed = []
             for p, log in enumerate(topic._logs):
-                log.close()
+                if log is not None:
+                    log.close()
+                self.offline.discard(TopicPartition(name, p))
                 src = os.path.join(self.path, filenames.partition_dir_name(name, p))
                 dst = os.path.join(self.path, delete_dir_name(name, p))
                 os.rename(src, dst)
@@ -720,10 +751,14 @@ class LogManager:
 
     # --- admin (the wire broker's CreatePartitions and config changes) ---------------------
 
-    def create_partitions(self, name: str, count: int) -> Topic:
+    def create_partitions(self, name: str, count: int, *,
+                          on_created: Callable[[], None] | None = None) -> Topic:
         """Grow topic ``name`` to ``count`` partitions (see :meth:`Store.create_partitions
-        <seglog.store.Store.create_partitions>` for the rules and errors). The caller runs the
-        metadata listeners under :attr:`lock`."""
+        <seglog.store.Store.create_partitions>` for the rules and errors). As
+        :meth:`create_topic`: the topic is reserved under :attr:`lock`, the new partitions
+        made in short holds of it (:meth:`_create_partition_logs`), and published, the
+        registry written and ``on_created`` run in one last hold; a second growth of the
+        topic meanwhile is InvalidPartitionsError, a deletion meanwhile undoes this one."""
         count = check_int("count", count, minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         with self.lock:
             self.check_writable()
@@ -736,40 +771,37 @@ class LogManager:
                     f"Topic already has {current} partition(s)." if count == current else
                     f"The topic {name} currently has {current} partition(s); {count} would "
                     "not be an increase.")
+            if name in self._creating:  # grown by another request now
+                raise InvalidPartitionsError(f"Topic {name} is being grown already.")
             for p in range(current, count):
                 if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
                     raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
-            try:
-                new_logs = self._add_partition_logs(name, current, count, topic.config,
-                                                    topic._uuid)
-            except BaseException:
-                for p in range(current, count):
-                    shutil.rmtree(os.path.join(self.path, filenames.partition_dir_name(name, p)),
-                                  ignore_errors=True)
-                raise
-            # A new list, not an in-place extend: a reader that took the old list keeps a
-            # consistent view of the partitions it counted.
-            topic._logs = topic._logs + new_logs
-            self.write_registry()
-            return topic
-
-    def _add_partition_logs(self, name: str, first: int, end: int, config: LogConfig,
-                            topic_id: uuid.UUID) -> list[Log]:
-        """The Logs of partitions ``first..end-1`` of an existing topic, made as
-        :meth:`_create_partition_logs` makes a new topic's (directories, then each Log, which
-        writes ``partition.metadata`` with its first flush)."""
-        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(first, end)]
-        for dir_path in dir_paths:
-            os.mkdir(dir_path)
-        logs: list[Log] = []
+            self._creating.add(name)
         try:
-            self._open_new_logs(name, range(first, end), dir_paths, config, topic_id, logs)
-        except BaseException:
-            for log in logs:
-                log.close()
-            raise
-        return logs
+            try:
+                new_logs = self._create_partition_logs(name, current, count, topic.config,
+                                                       topic._uuid)
+                with self.lock:
+                    if self._topics.get(name) is not topic:  # deleted meanwhile
+                        for log in new_logs:
+                            log.close()
+                        raise UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
+                    # A new list: a reader that took the old one keeps a consistent view.
+                    topic._logs = [*topic._logs, *new_logs]
+                    self.write_registry()
+                    if on_created is not None:
+                        on_created()
+                    return topic
+            except BaseException:
+                if topic.partitions < count:
+                    for p in range(current, count):
+                        shutil.rmtree(os.path.join(self.path,
+                                                   filenames.partition_dir_name(name, p)),
+                                      ignore_errors=True)
+                raise
+        finally:
+            with self.lock:
+                self._creating.discard(name)
 
     def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
         """Replace the config of each topic named in ``configs`` (see
@@ -784,7 +816,7 @@ class LogManager:
             for name, config in parsed.items():
                 topic = self._topics[name]
                 topic.config = config
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     log.update_config(config)
             if parsed:
                 self.write_registry()
@@ -805,7 +837,7 @@ class LogManager:
         with self.lock:
             self.check_writable()
             return [(TopicPartition(n, p), log) for n, t in sorted(self._topics.items())
-                    for p, log in enumerate(t._logs) if not log.offline]
+                    for p, log in t.open_logs() if not log.offline]
 
     def apply_retention(self, *, now_ms: int | None = None) -> dict[TopicPartition, list[int]]:
         """See :meth:`Store.apply_retention <seglog.store.Store.apply_retention>`."""
@@ -845,7 +877,7 @@ class LogManager:
         with self.lock:
             self.check_writable()
             for topic in self._topics.values():
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     if not log.offline:  # recovered at the next open instead
                         log.flush()
             self.write_checkpoints()
@@ -863,7 +895,7 @@ class LogManager:
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
         for name, topic in sorted(self._topics.items()):
-            for p, log in enumerate(topic._logs):
+            for p, log in topic.open_logs():
                 value = getattr(log, attribute, None)
                 if value is not None:
                     out[(name, p)] = value
@@ -880,7 +912,7 @@ class LogManager:
     def _write_checkpoints_locked(self, from_logs: bool) -> None:
         if from_logs:
             for name, topic in self._topics.items():
-                for p, log in enumerate(topic._logs):
+                for p, log in topic.open_logs():
                     tp = TopicPartition(name, p)
                     recovery_point = getattr(log, "recovery_point", None)
                     if recovery_point is not None:
@@ -913,8 +945,8 @@ class LogManager:
                 # Each Log flushes and saves its recovery point and start offset on close.
                 offline = False
                 for topic in self._topics.values():
-                    for log in topic._logs:
-                        offline = offline or log.offline
+                    for _p, log in topic.open_logs():
+                        offline = offline or log.write_failed
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
@@ -946,11 +978,11 @@ class LogManager:
             for name in sorted(set(self._topics) - set(found)):
                 topic = self._topics.pop(name)
                 topic._deleted = True
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     log.close()
                 changed = True
             for name, topic in self._topics.items():
-                for log in topic._logs:
+                for _p, log in topic.open_logs():
                     changed |= log.refresh()
             for name in sorted(set(found) - set(self._topics)):
                 entry = registry.get(name)

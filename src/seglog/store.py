@@ -334,10 +334,10 @@ class Store:
         :data:`TOPIC_PARTITIONS_MAX`, ``TypeError`` for a non-integer; :class:`TopicExistsError`
         when a directory of a new partition already exists; :class:`ReadOnlyError`.
         """
-        with self._lock:
-            topic = self._logs.create_partitions(name, count)
-            self._coordinators.on_metadata_change()
-            return topic
+        # Not under the metadata lock: the LogManager holds it briefly per chunk of partitions
+        # and runs the listeners in the hold that publishes the new count (_create_topic).
+        return self._logs.create_partitions(name, count,
+                                            on_created=self._coordinators.on_metadata_change)
 
     def alter_topic_configs(self, configs: Mapping[str, LogConfig | Mapping[str, Any]]) -> None:
         """Replace the config of each topic named in ``configs`` (Kafka's AlterConfigs and
@@ -638,6 +638,27 @@ class Store:
         """``{tp: error}`` of the partitions :meth:`compact` stopped cleaning because their
         log holds a corrupt batch (Kafka's uncleanable partitions); empty normally. A copy."""
         return self._logs.uncleanable_partitions
+
+    def check_active_segments(self) -> int:
+        """Check every partition's active segment now (lazy loading checks it on first
+        use; Kafka opens it at load): one whose flushed data is gone goes offline now, not
+        on its first append. Returns how many partitions are offline."""
+        logs = self._logs
+        if logs.read_only:
+            return len(logs.offline)
+        for _tp, log in logs.writable_logs():  # no metadata lock held while a Log checks
+            if logs.closed:
+                break
+            log.check_active_segment()
+        return len(logs.offline)
+
+    def offline_partitions(self) -> dict[TopicPartition, str]:
+        """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
+        segment's first use): they stay offline alone, reads and writes raise
+        :class:`~seglog.errors.PartitionOfflineError`, every other partition serves.
+        ``seglog recover`` (with the store closed) truncates one to its last valid offset;
+        the next open brings it back. Empty normally."""
+        return self._logs.offline.reasons()
 
     def expire_offsets(self, *, now_ms: int | None = None,
                        retention_ms: int | None = None) -> dict[str, Any]:

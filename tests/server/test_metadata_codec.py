@@ -101,3 +101,35 @@ def test_mutated_bodies_are_refused_or_read_as_kio_reads_them(version):
         except InvalidRequestError:
             pytest.fail(f"read bytes kio refuses: {bytes(body)!r}")
         assert ours == theirs, bytes(body)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_sliced_answer_is_kios_encoding(version):
+    """A big answer is encoded in slices on a worker (issue 23): byte for byte what kio
+    writes for the whole response, whatever the version, with topics answered in full,
+    errors kept as (code, name, operations) tuples and more topics than one slice."""
+    from seglog import error_codes as codes
+    from seglog.server import protocol
+    from seglog.server.apis import data_metadata as dm
+
+    classes = dm._entity_classes(version)
+    broker = build(classes[1], node_id=1, host="127.0.0.1", port=9092, rack=None)
+    partition = build(classes[3], error_code=dm.ErrorCode(codes.NONE), partition_index=0,
+                      leader_id=1, leader_epoch=0, replica_nodes=(1,), isr_nodes=(1,),
+                      offline_replicas=())
+    full = build(classes[2], error_code=dm.ErrorCode(codes.NONE), name="t", topic_id=ID,
+                 is_internal=False, partitions=(partition,),
+                 topic_authorized_operations=dm.AUTHORIZED_OPERATIONS_OMITTED)
+    omitted = dm.AUTHORIZED_OPERATIONS_OMITTED
+    entries = [full] + [(codes.UNKNOWN_TOPIC_OR_PARTITION, f"u{i}", omitted)
+                        for i in range(dm.WORK_PER_TURN + 5)] + [
+        (codes.INVALID_TOPIC_EXCEPTION, "bad name", 0b1000), full]
+    for cluster_id in ("c", None):
+        head = {"throttle_time": dm._ZERO_MS, "brokers": (broker,), "cluster_id": cluster_id,
+                "controller_id": 1, "cluster_authorized_operations": -2**31,
+                "error_code": dm.ErrorCode(codes.NONE)}
+        whole = protocol.encode_body(build(classes[0], topics=tuple(
+            dm._entity(classes, e) for e in entries), **head))
+        assert b"".join(dm._encode_in_slices(classes, head, entries)) == whole
+        assert b"".join(dm._encode_in_slices(classes, head, [])) == protocol.encode_body(
+            build(classes[0], topics=(), **head))

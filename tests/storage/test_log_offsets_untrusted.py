@@ -33,7 +33,12 @@ import pytest
 import seglog
 from seglog import Log, LogConfig
 from seglog import format as fmt
-from seglog.errors import CorruptCheckpointError, CorruptRecordError, CorruptSegmentError
+from seglog.errors import (
+    CorruptCheckpointError,
+    CorruptRecordError,
+    CorruptSegmentError,
+    PartitionOfflineError,
+)
 
 from segment_helpers import batch_starts, log_file
 
@@ -208,16 +213,23 @@ def test_f3_last_segment_cut_after_clean_close_fails_its_first_use(tmp_path, bac
     cut = open(path, "rb").read()
     log = Log.open(d, backend=backend.name)
     assert log.end_offset == 12  # the checkpointed end: the segment is not open yet
-    with pytest.raises(CorruptSegmentError) as info:
+    with pytest.raises(CorruptRecordError) as info:
         if use == "append":
             log.append(b"more")
         elif use == "read":
             log.read(bases[-1])
         else:
             log.truncate_to(bases[-1] + 1)
-    assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
-    assert info.value.base_offset == bases[-1]
-    with pytest.raises(CorruptSegmentError):  # and every later use
+    # An append is refused as the offline log refuses it (issue 23: KAFKA_STORAGE_ERROR on
+    # the wire, not CORRUPT_MESSAGE), the segment's error as its cause.
+    failure = info.value if use != "append" else info.value.__cause__
+    assert isinstance(failure, CorruptSegmentError)
+    assert isinstance(info.value, PartitionOfflineError if use == "append"
+                      else CorruptSegmentError)
+    assert failure.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    assert failure.base_offset == bases[-1]
+    assert log.offline and log.load_failure is failure
+    with pytest.raises(PartitionOfflineError):  # and every later write: the log is offline
         log.append(b"more")
     assert [r.offset for r in log.records(0, end=bases[-1])] == list(range(bases[-1]))
     log.close()
@@ -244,11 +256,13 @@ def test_f3_last_segment_holding_offsets_past_the_checkpointed_end(tmp_path, bac
     changed = open(path, "rb").read()
     with Log.open(d, backend=backend.name) as log:
         assert log.end_offset == 12
-        with pytest.raises(CorruptSegmentError) as info:
-            log.append(b"more")
-        assert info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
-        assert info.value.base_offset == bases[-1]
-        assert info.value.position == position
+        with pytest.raises(PartitionOfflineError) as info:
+            log.append(b"more")  # refused as the offline log refuses it (issue 23)
+        failure = info.value.__cause__
+        assert isinstance(failure, CorruptSegmentError)
+        assert failure.reason == info.value.reason == fmt.REASON_OFFSETS_OUTSIDE_SEGMENT
+        assert failure.base_offset == bases[-1]
+        assert failure.position == position
     assert open(path, "rb").read() == changed
 
 
@@ -280,14 +294,24 @@ def test_f3_store_consumer_offsets_cut_after_clean_close_fails(tmp_path, backend
     store.close()
     path = sorted(glob.glob(os.path.join(d, "__consumer_offsets-0", "*.log")))[-1]
     os.truncate(path, batch_starts(path)[-1])  # the commit of 7 is gone
-    for read_only in (True, False, False):
-        # A writer's partition opens its last segment when the offsets are loaded (issue
-        # 14), whose loader names the partition around the segment's error.
-        with pytest.raises(CorruptRecordError) as info:
-            seglog.Store(d, backend=backend.name, read_only=read_only,
-                         offsets_topic_partitions=1)
-        assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    # A read-only open refuses it; a writer's open takes the partition offline alone (issue
+    # 23): its groups are not served (load_failures), the other topics are, nothing is cut.
+    with pytest.raises(CorruptRecordError) as info:
+        seglog.Store(d, backend=backend.name, read_only=True, offsets_topic_partitions=1)
+    assert info.value.reason == fmt.REASON_BELOW_RECOVERY_POINT
+    size = os.path.getsize(path)
+    for round_ in range(2):
+        with pytest.warns(RuntimeWarning, match="__consumer_offsets-0 is offline"):
+            store = seglog.Store(d, backend=backend.name, offsets_topic_partitions=1)
+        with store:
+            offline = store.offline_partitions()
+            assert list(offline) == [("__consumer_offsets", 0)]
+            assert "below its checkpointed recovery point" in offline[("__consumer_offsets", 0)]
+            with pytest.raises(PartitionOfflineError):
+                store.topic("__consumer_offsets").log(0)
+            assert store.topic("t").log(0).append_batch([b"x"]) == (round_, round_)
         assert os.path.exists(os.path.join(d, ".kafka_cleanshutdown"))  # refused again
+        assert os.path.getsize(path) == size
 
 
 @pytest.mark.parametrize("value", [2**63 - 1, -5])

@@ -684,6 +684,12 @@ class _LeaderFetcher:
             if data.log_start_offset > log.start_offset:
                 log.delete_records_before(data.log_start_offset)
         except (errors.CorruptRecordError, errors.InvalidRecordError) as e:
+            if getattr(log, "load_failure", None) is not None:
+                # Our own log's files failed to load (an offline partition, issue 23), not
+                # the leader's records: failed until `seglog recover` and a restart.
+                _log.error("replica fetcher: %s is offline: %s", p.tp, log.load_failure)
+                self._fail(p)
+                return
             # Kafka logs, retries the partition; nothing was appended (the append checks
             # everything before it writes).
             _log.error("replica fetcher: invalid records for %s at offset %d from broker %d: "

@@ -168,6 +168,8 @@ class ReplicaManager(PartitionSeam):
                  inter_broker: InterBrokerListener | None = None):
         self.store = store
         self.inter_broker = inter_broker or InterBrokerListener()
+        #: Offline partitions (files failed to load) already logged, logged once each.
+        self._offline_logged: set[TopicPartition] = set()
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
@@ -609,9 +611,21 @@ class ReplicaManager(PartitionSeam):
                 if self.broker_id in replicas:
                     replica = self.partitions.get(tp)
                     if replica is None:
-                        replica = self.partitions[tp] = PartitionReplica(
-                            tp, replicas, store.topic(name).log(partition),
-                            assignment.topic_id, self.broker_id)
+                        try:
+                            local_log = store.topic(name).log(partition)
+                        except errors.PartitionOfflineError as exc:
+                            # Its files failed to load: not hosted here (no fetcher, no
+                            # leadership) until `seglog recover` and a restart; the leader
+                            # drops it from the ISR as a replica that stopped fetching. Its
+                            # state is still watched below: this broker's Metadata names
+                            # the partition's leader, as every broker's does.
+                            if tp not in self._offline_logged:
+                                self._offline_logged.add(tp)
+                                log.error("broker %d: partition %s-%d is offline: %s",
+                                          self.broker_id, name, partition, exc)
+                        else:
+                            self.partitions[tp] = PartitionReplica(
+                                tp, replicas, local_log, assignment.topic_id, self.broker_id)
                     else:
                         replica.replicas = replicas
                 elif tp in self.partitions:

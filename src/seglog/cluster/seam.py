@@ -159,6 +159,8 @@ class PartitionSeam(abc.ABC):
 
     #: This broker's id.
     broker_id: int
+    #: This broker's :class:`~seglog.store.Store` (its partitions on disk).
+    store: Any
 
     # --- the metadata view -------------------------------------------------------------
 
@@ -195,6 +197,23 @@ class PartitionSeam(abc.ABC):
             if assignment.topic_id == topic_id:
                 return name
         return None
+
+    def offline_partitions(self) -> Mapping[TopicPartition, str]:
+        """``{tp: reason}`` of this broker's partitions whose files failed to load (the
+        Store's :meth:`~seglog.store.Store.offline_partitions`): Metadata answers each with
+        this broker as an offline replica and no leader (LEADER_NOT_AVAILABLE), as Kafka's
+        metadata cache answers a partition in an offline log dir."""
+        offline: Mapping[TopicPartition, str] = self.store.offline_partitions()
+        return offline
+
+    def no_replica_error(self, tp: TopicPartition) -> int:
+        """The error for a request to ``tp`` when :meth:`leader_replica` is None:
+        KAFKA_STORAGE_ERROR when its files failed to load here (Kafka's
+        ``ReplicaManager.getPartitionOrException`` for an offline partition), else
+        NOT_LEADER_OR_FOLLOWER."""
+        if tp in self.offline_partitions():
+            return codes.KAFKA_STORAGE_ERROR
+        return codes.NOT_LEADER_OR_FOLLOWER
 
     # --- the leader's data path ----------------------------------------------------------
 
@@ -251,7 +270,7 @@ class PartitionSeam(abc.ABC):
         del origin  # every origin is checked alike (Kafka checks coordinators' writes too)
         replica = self.leader_replica(tp)
         if replica is None:
-            return AppendResult(codes.NOT_LEADER_OR_FOLLOWER)
+            return AppendResult(self.no_replica_error(tp))
         if acks == -1:
             code = self.check_acks_all_before_append(replica)
             if code != codes.NONE:

@@ -22,7 +22,7 @@ from typing import Mapping
 
 from . import offsets_schema
 from .internal_topics import InternalTopics, TopicLogs
-from ..errors import CorruptRecordError, CorruptSegmentError, InvalidRecordError, ReadOnlyError
+from ..errors import CorruptRecordError, InvalidRecordError, ReadOnlyError
 from ..format import CONTROL_TYPE_COMMIT, REASON_BAD_RECORDS
 from ..storage.transactions import checked_batches
 from ..types import OffsetAndMetadata, TopicPartition
@@ -95,17 +95,17 @@ class OffsetsManager:
     def _load_or_fail(self, partition: int, topic: TopicLogs) -> None:
         """Replay ``partition`` (its groups known nothing yet); on failure leave it empty,
         name it in :attr:`load_failures` and raise CorruptRecordError saying where."""
-        partition_log = topic.log(partition)
-        at = [partition_log.start_offset]  # the offset being loaded, for the message
+        at = [-1]  # the offset being loaded, for the message
+        where = f"{offsets_schema.OFFSETS_TOPIC}-{partition}"
         try:
+            # PartitionOfflineError (a CorruptRecordError) when its files failed to load: the
+            # partition's groups are not served, as for records that do not load.
+            partition_log = topic.log(partition)
+            where = f"{where} ({partition_log.dir_path})"
+            at[0] = partition_log.start_offset
             self._load_partition(partition, partition_log, at)
             self.load_failures.pop(partition, None)
             return
-        except CorruptSegmentError:
-            # The log's own files lost data (below the recovery point, ...): the Store's open
-            # refuses that as it does for any partition; only records that do not load take
-            # one coordinator partition offline.
-            raise
         except (CorruptRecordError, InvalidRecordError) as exc:
             why = (str(exc), getattr(exc, "reason", "") or REASON_BAD_RECORDS,
                    getattr(exc, "position", -1))
@@ -113,8 +113,8 @@ class OffsetsManager:
         # log's pages, which would keep a truncation of the partition refused) is gone.
         self.unload_partition(partition)
         failure = CorruptRecordError(
-            f"{offsets_schema.OFFSETS_TOPIC}-{partition} ({partition_log.dir_path}) "
-            f"cannot be loaded at offset {at[0]}: {why[0]}", reason=why[1], position=why[2])
+            f"{where} cannot be loaded at offset {at[0]}: {why[0]}", reason=why[1],
+            position=why[2])
         self.load_failures[partition] = str(failure)
         raise failure
 
@@ -152,8 +152,6 @@ class OffsetsManager:
         for partition in range(topic.partitions):
             try:
                 self._load_or_fail(partition, topic)
-            except CorruptSegmentError:
-                raise  # the log's own files lost data: the Store's open refuses it
             except CorruptRecordError as exc:
                 # The text only: the exception's frames hold views of the log's pages,
                 # which must not outlive the load (a later truncation would be refused).

@@ -66,7 +66,6 @@ from ..arguments import TRANSACTIONAL_ID_BYTES_MAX, check_transactional_id  # no
 from ..errors import (
     ConcurrentTransactionsError,
     CorruptRecordError,
-    CorruptSegmentError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidRecordError,
@@ -233,9 +232,7 @@ class TransactionCoordinator:
         for partition in range(topic.partitions):
             try:
                 self._load_partition(partition, topic.log(partition))
-            except CorruptSegmentError:
-                raise  # the log's own files lost data: the Store's open refuses it
-            except CorruptRecordError as exc:
+            except CorruptRecordError as exc:  # its files or its records (PartitionOffline...)
                 self._forget_partition(partition, topic.partitions)
                 self.load_failures[partition] = str(exc)
                 # The text only: the exception's frames hold views of the log's pages.

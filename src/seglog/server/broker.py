@@ -305,6 +305,7 @@ class Server:
                 await hook(self.state)
             self._started_modules.append(module)
         self._tasks.append(self.loop.create_task(self._maintain_forever()))
+        self._tasks.append(self.loop.create_task(self._check_partitions()))
         if self.idle_ms_max >= 0:
             self._tasks.append(self.loop.create_task(self._expire_idle_forever()))
         return bound_host, bound_port
@@ -576,6 +577,24 @@ class Server:
                              "(connections.max.idle.ms); closing", connection.connection_id,
                              connection.client_host, connection.client_port, self.idle_ms_max)
                     connection.close_when_answered()
+
+    async def _check_partitions(self) -> None:
+        """Right after the start, on a worker: check every partition's active segment, which
+        lazy loading opens on first use only (Kafka opens it at load), so that a partition
+        whose flushed data is gone is offline from the start rather than from its first
+        append; the Store warns of each offline partition once, with its reason (the serve
+        command logs warnings). Logs how many are offline and how to bring them back."""
+        assert self.state is not None
+        try:
+            offline = await self.state.run_blocking(self.store.check_active_segments)
+        except Exception:  # noqa: BLE001 - a check that fails must not stop the broker
+            log.exception("checking the partitions' active segments failed")
+            return
+        if offline:
+            log.error("%d partition(s) offline: their files failed to load (reasons above); "
+                      "they answer KAFKA_STORAGE_ERROR until `seglog recover --data-dir %s "
+                      "--topic T --partition P` truncates each to its last valid offset and "
+                      "the broker restarts", offline, self.store.path)
 
     async def _maintain_forever(self) -> None:
         """Kafka's timers as one loop: :meth:`Store.maintain` (retention, compaction,

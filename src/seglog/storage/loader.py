@@ -1096,11 +1096,47 @@ class LoadedPartition(NamedTuple):
     end_offset: int
 
 
+class _ReportingFirstOpen:
+    """A deferred segment's ``first_open`` that tells ``on_failure`` of the CorruptRecordError
+    its deferred checks raise (then raises it): the Log goes offline on the first use of a
+    segment its open would have refused (:func:`open_partition`'s ``on_load_failure``)."""
+
+    __slots__ = ("first_open", "on_failure")
+
+    def __init__(self, first_open: Callable[[], Any],
+                 on_failure: Callable[[CorruptRecordError], None]):
+        self.first_open = first_open
+        self.on_failure = on_failure
+
+    def __call__(self) -> Any:
+        try:
+            return self.first_open()
+        except CorruptRecordError as exc:
+            self.on_failure(exc)
+            raise
+
+
+class _ReportingLazy:
+    """``SegmentOpeners.lazy`` whose segments report a failed first open (see above)."""
+
+    __slots__ = ("lazy", "on_failure")
+
+    def __init__(self, lazy: Callable[..., Any],
+                 on_failure: Callable[[CorruptRecordError], None]):
+        self.lazy = lazy
+        self.on_failure = on_failure
+
+    def __call__(self, base: int, first_open: Callable[[], Any], **kwargs: Any) -> Any:
+        return self.lazy(base, _ReportingFirstOpen(first_open, self.on_failure), **kwargs)
+
+
 def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool, state: Any,
                    now_ms: int,
                    new_producer_state: Callable[..., ProducerStateManager],
                    file_cache: Any = None, lock: Any = None,
-                   listing: list[str] | None = None) -> LoadedPartition:
+                   listing: list[str] | None = None,
+                   on_load_failure: Callable[[CorruptRecordError], None] | None = None,
+                   ) -> LoadedPartition:
     """Load a partition directory for :meth:`Log.open <seglog.storage.log.Log.open>`
     (Kafka's ``LogLoader.load``): the checkpoints from ``state`` (a
     :class:`~seglog.storage.partition_state.PartitionState`), the segments by
@@ -1112,7 +1148,9 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     when the checkpointed recovery point and the newest producer snapshot agree on the end
     offset, else only the last (:func:`load_segments`), and once loaded every file is closed
     again, so an idle partition holds no descriptor until it is read or written.
-    ``listing``: the directory's names, listed just now by the caller (None: listed here)."""
+    ``listing``: the directory's names, listed just now by the caller (None: listed here).
+    ``on_load_failure(exc)``: told when the first use of a deferred segment fails the checks
+    its open would have run (a CorruptRecordError, raised on after the call)."""
     recovery_point, start_checkpoint, clean = state.load()
     start_checkpoint = check_log_start_offset(start_checkpoint, dir_path=dir_path,
                                               state=state)
@@ -1144,7 +1182,8 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
                    log_end_offset=log_end_offset),
         SegmentOpeners(open=local.open_segment, recover=recover_segment, probe=local.probe_segment,
                        create=local.create_empty_segment, open_backend=local.backend_opener(),
-                       lazy=local.deferred_segment))
+                       lazy=local.deferred_segment if on_load_failure is None
+                       else _ReportingLazy(local.deferred_segment, on_load_failure)))
     if not read_only:
         # Forget the clean-shutdown marker only once loading succeeded: an open that
         # fails on corruption has cut nothing, and the next open must not take it for

@@ -60,12 +60,12 @@ from .. import filenames
 from .. import format as fmt
 from .._backend import get_backend
 from ..errors import (
-    CorruptCheckpointError,
     CorruptRecordError,
-    InvalidRecordError,
     KafkaStorageError,
-    LogClosedError,
+    PartitionOfflineError,
     ReadOnlyError,
+    InvalidRecordError,
+    LogClosedError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
@@ -86,6 +86,7 @@ from .log_cleaning import LogCleaning
 from .log_reads import LogReads
 from .log_replication import LogReplication
 from .log_retention import EXPIRATION_CHECK_MS, LogRetention
+from .log_state import LogState
 from .locking import DirectoryLock, check_unlocked
 from .partition_state import PartitionDirState, PartitionState
 from .producer_state import (
@@ -102,7 +103,7 @@ from .validator import (
 )
 
 if TYPE_CHECKING:
-    from .._contract import Backend, Segment
+    from .._contract import Segment
 
 __all__ = ["Log", "LogConfig", "LogReadResult", "RecoveryReport"]
 
@@ -110,7 +111,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
 
-class Log(LogReads, LogRetention, LogReplication, LogCleaning):
+class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
     """One partition directory: segments, roll, reads, flush, recovery, truncation, retention.
 
     Open with :meth:`Log.open`; use as a context manager or call :meth:`close`. See the module
@@ -222,6 +223,9 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
         self._closed = False
         # The OSError that took this log offline (see _went_offline); None while it is not.
         self._failure: OSError | None = None
+        # The load error of a segment whose first use failed the checks its open would have
+        # run (see _load_failed); None while there is none.
+        self._load_failure: CorruptRecordError | None = None
         self._dir_lock: DirectoryLock | None = None
         self._state = state if state is not None else PartitionDirState(dir_path)
         self._first_unstable: int | None = None  # published in the LogView
@@ -268,7 +272,8 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
         loaded = open_partition(self._dir, self._config, self._be, read_only=self._read_only,
                                 state=self._state, now_ms=now_ms,
                                 new_producer_state=self._new_producer_state,
-                                file_cache=self._file_cache, lock=self._lock, listing=listing)
+                                file_cache=self._file_cache, lock=self._lock, listing=listing,
+                                on_load_failure=self._load_failed)
         self._psm, self._local = loaded.producer_state, loaded.local_log
         self.recovery_report: RecoveryReport = loaded.report
         start, end = loaded.start_offset, loaded.end_offset
@@ -327,6 +332,8 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
             try:
                 # An offline log (see _went_offline) is closed as after a crash: no flush, no
                 # producer snapshot, no clean-shutdown mark, so the next open recovers it.
+                # A log offline since a segment failed to load closes as before: the
+                # marker keeps the next open refusing it rather than cutting it.
                 writable = not self._read_only and self._failure is None
                 if writable:
                     self._flush_locked(checked_now_ms(None), checkpoint=True)
@@ -356,59 +363,6 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
                 f"end={view.end_offset}, hw={view.high_watermark}, segments={len(view.segments)})")
 
     # --- properties ------------------------------------------------------------------------------
-
-    @property
-    def dir_path(self) -> str:
-        """The partition directory."""
-        return self._dir
-
-    @property
-    def config(self) -> LogConfig:
-        """The log's configuration (replace it with :meth:`update_config`)."""
-        return self._config
-
-    @property
-    def backend(self) -> Backend:
-        """The backend module this log uses."""
-        return self._be
-
-    @property
-    def read_only(self) -> bool:
-        """Whether the log was opened with ``read_only=True``."""
-        return self._read_only
-
-    @property
-    def offline(self) -> bool:
-        """Whether a failed write took the log offline: it refuses every write
-        (KafkaStorageError) until it is reopened, which recovers it; reads go on."""
-        return self._failure is not None
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._closed
-
-    @property
-    def start_offset(self) -> int:
-        """The log start offset: the first offset a read may ask for."""
-        return self._view.start_offset
-
-    @property
-    def end_offset(self) -> int:
-        """The log end offset (LEO): the offset the next appended record gets."""
-        return self._view.end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        """The offset below which records are committed; reads stop there by default."""
-        return self._view.high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The last stable offset (LSO): the first offset of the earliest transaction that is
-        open (or whose marker is not yet below the high watermark), capped by the high
-        watermark; the high watermark when there is none. read_committed reads stop here."""
-        return self._view.last_stable_offset
 
     @property
     def producer_state(self) -> ProducerStateManager:
@@ -470,12 +424,30 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
         self._check_open()
         if self._read_only:
             raise ReadOnlyError(f"log {self._dir} was opened read-only")
+        load_failure = self._load_failure
+        if load_failure is not None:
+            raise self._offline_error(load_failure)
         failure = self._failure
         if failure is not None:
             raise KafkaStorageError(
                 failure.errno or errno.EIO,
                 f"log {self._dir} is offline since a write failed after its batch reached the "
                 f"segment ({failure}); reopen it (the Store: restart) to recover it")
+
+    def _offline_error(self, load_failure: CorruptRecordError) -> PartitionOfflineError:
+        """The error a write to a log offline since ``load_failure`` raises."""
+        return PartitionOfflineError(
+            f"log {self._dir} is offline since a segment failed to load ({load_failure}); "
+            "truncate it to its last valid offset (seglog recover) to bring it back",
+            reason=load_failure.reason, position=load_failure.position)
+
+    def _load_failed(self, exc: CorruptRecordError) -> None:
+        """A deferred segment's first use failed the checks of its open (lazy loading,
+        :func:`~seglog.storage.loader.load_segments`): the log goes offline as if its open
+        had refused it (writes refused; :attr:`offline`), nothing is cut."""
+        if self._load_failure is None:
+            self._load_failure = exc
+            self._state.load_failed(f"{type(exc).__name__}: {exc}")
 
     def _went_offline(self, exc: OSError) -> KafkaStorageError:
         """Take the log offline after ``exc`` failed a write whose batch was already in the
@@ -664,6 +636,22 @@ class Log(LogReads, LogRetention, LogReplication, LogCleaning):
         return fmt.NO_PARTITION_LEADER_EPOCH if epoch is None else epoch
 
     def _append_encoded(self, data: Any, *, size_bytes: int, record_count: int,
+                        max_timestamp_ms: int, now_ms: int, batches: list | None = None,
+                        origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
+        """:meth:`_append_checked`; the segment that failed its first open on this append
+        (lazy loading) refuses it as the offline log does (PartitionOfflineError, Kafka's
+        KAFKA_STORAGE_ERROR), not as a corrupt batch of the client's."""
+        try:
+            return self._append_checked(
+                data, size_bytes=size_bytes, record_count=record_count,
+                max_timestamp_ms=max_timestamp_ms, now_ms=now_ms, batches=batches,
+                origin=origin)
+        except CorruptRecordError as exc:
+            if exc is not self._load_failure:
+                raise
+            raise self._offline_error(exc) from exc
+
+    def _append_checked(self, data: Any, *, size_bytes: int, record_count: int,
                         max_timestamp_ms: int, now_ms: int, batches: list | None = None,
                         origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
         """Roll if needed, check ``batches`` (the Batch objects of ``data`` when any carries a

@@ -45,6 +45,11 @@ class PartitionState(Protocol):
     def mark_clean_shutdown(self) -> None:
         """Everything is flushed and saved: record that the next open may skip recovery."""
 
+    def load_failed(self, reason: str) -> None:
+        """The log went offline on a segment's first use, for ``reason`` (lazy loading: the
+        checks its open would have run failed; :attr:`Log.load_failure
+        <seglog.storage.log.Log.load_failure>`). Told once."""
+
 
 class PartitionDirState:
     """:class:`PartitionState` in Kafka's file formats, kept in the partition directory itself.
@@ -109,3 +114,6 @@ class PartitionDirState:
     def mark_clean_shutdown(self) -> None:
         """See :meth:`PartitionState.mark_clean_shutdown`."""
         checkpoints.write_clean_shutdown_marker(self.dir_path)
+
+    def load_failed(self, reason: str) -> None:
+        """See :meth:`PartitionState.load_failed`: nothing to keep (the Log says it)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
+from ...filenames import partition_dir_name
 from ...types import TopicPartition
 from ...security.acl import CLUSTER_NAME
 from ..authorization import (AclOperation, ResourceType, authorize_cluster,
@@ -151,8 +152,8 @@ def _log_dir_topics(store: Store, wanted: Iterable[Any] | None
             continue
         try:
             topic = store.topic(name)
-            rows = [(p, topic.log(p).size_bytes) for p in range(topic.partitions)
-                    if partitions is None or p in partitions]
+            rows = [(p, log_.size_bytes) for p, log_ in topic.open_logs()
+                    if (partitions is None or p in partitions) and log_.load_failure is None]
         except SeglogError:
             continue  # deleted meanwhile
         if rows:
@@ -162,7 +163,14 @@ def _log_dir_topics(store: Store, wanted: Iterable[Any] | None
 
 async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     """DescribeLogDirs v1-v5: the one data directory, each partition's size in bytes,
-    offset_lag 0, no future logs, the volume's total and usable bytes (v4+)."""
+    offset_lag 0, no future logs, the volume's total and usable bytes (v4+).
+
+    A partition whose files failed to load (the Store's offline partitions) is left out of
+    the data directory and answered as Kafka answers an offline log dir: its own directory
+    as a log dir with KAFKA_STORAGE_ERROR and no topics. Kafka fails a whole log dir where
+    seglog fails one partition; the partition's directory is what is offline here, and
+    Kafka's AdminClient, kafka-log-dirs and confluent-kafka read an extra dir with an error
+    as they read a failed disk (the healthy partitions stay listed under the data dir)."""
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(35, ctx.api_version)
@@ -180,4 +188,10 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
                        for name, rows in topics),
                    total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize,
                    is_cordoned=False)
-    return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE, results=(result,))
+    offline = [make(m.DescribeLogDirsResult, error_code=codes.KAFKA_STORAGE_ERROR,
+                    log_dir=os.path.abspath(os.path.join(
+                        store.path, partition_dir_name(tp.topic, tp.partition))),
+                    topics=(), total_bytes=-1, usable_bytes=-1, is_cordoned=False)
+               for tp in sorted(store.offline_partitions())]
+    return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE,
+                results=(result, *offline))

@@ -159,7 +159,7 @@ def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
                 # epoch is fenced first (Partition.localLogWithEpochOrThrow).
                 replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
                 if replica is None:
-                    code = codes.NOT_LEADER_OR_FOLLOWER
+                    code = cluster.no_replica_error(TopicPartition(topic.name, p.partition))
                 elif follower and replica_id not in replica.replicas:
                     code = cluster.check_leader_epoch(replica, epoch) \
                         or codes.NOT_LEADER_OR_FOLLOWER

@@ -38,11 +38,14 @@ import asyncio
 import dataclasses
 import datetime
 import functools
+import io
 import logging
+import struct
 import uuid
 from typing import Any, Callable
 
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_writer
 
 from ... import error_codes as codes
 from ...cluster.seam import PartitionSeam
@@ -68,6 +71,7 @@ __all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "handle_metadata", "build",
            "ENCODE_INLINE_WORK_MAX"]
 
 log = logging.getLogger("seglog.server")
+_INT32 = struct.Struct(">i")
 
 API_KEY = 3
 VERSION_MIN = 0
@@ -146,17 +150,25 @@ def _topic_entry(classes: _EntityClasses, cluster: PartitionSeam, assignment: To
     live broker or the controller has not given the partition a state yet."""
     partition_cls = classes[3]
     live = cluster.live_brokers
+    offline_here = cluster.offline_partitions()
+    me = cluster.broker_id
     partitions: list[Any] = []
     for index, replicas in sorted(assignment.partitions.items()):
-        state = cluster.states.get(TopicPartition(assignment.topic, index))
-        offline = tuple(r for r in replicas if r not in live)
+        tp = TopicPartition(assignment.topic, index)
+        state = cluster.states.get(tp)
+        # A replica whose files failed to load here is offline, as Kafka's KRaft metadata
+        # cache counts a replica in an offline log dir (isReplicaInOfflineDir).
+        offline = tuple(r for r in replicas
+                        if r not in live or (r == me and tp in offline_here))
         isr: tuple[int, ...]
         if state is None:
             code, leader, epoch, isr = codes.LEADER_NOT_AVAILABLE, -1, -1, ()
         else:
             leader, epoch, isr = state.leader, state.leader_epoch, tuple(state.isr)
             code = codes.NONE
-            if leader not in live:
+            if leader not in live or (leader == me and tp in offline_here):
+                # Kafka's controller takes leadership from a replica in an offline log dir
+                # (no other replica: no leader), and Metadata answers LEADER_NOT_AVAILABLE.
                 code, leader = codes.LEADER_NOT_AVAILABLE, -1
         partitions.append(build(
             partition_cls, error_code=ErrorCode(code), partition_index=index,
@@ -213,14 +225,16 @@ def _decode(version: int, body: memoryview) -> MetadataAsk:
     """What a small request asks, decoded with kio (its topics deduplicated as
     :func:`read_metadata_request` does for a big one)."""
     request = protocol.read_request_body(API_KEY, version, body, 0)
-    topics: list[tuple[uuid.UUID, str | None]] | None = None
+    topics: list[tuple[uuid.UUID | None, str | None]] | None = None
     if request.topics is not None:
         topics = []
         seen: set[str] = set()
         for wanted in request.topics:
             name = wanted.name
-            topic_id = getattr(wanted, "topic_id", None) or _ZERO_UUID
-            if name is not None and topic_id == _ZERO_UUID:
+            topic_id = getattr(wanted, "topic_id", None)
+            if topic_id == _ZERO_UUID:
+                topic_id = None  # asked by name (MetadataAsk)
+            if name is not None and topic_id is None:
                 if name in seen:
                     continue
                 seen.add(name)
@@ -292,7 +306,7 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
         to_create: dict[str, int] = {}  # name -> its index in entries
         for topic_id, name in requested or ():
             await turns.spend(1)
-            if topic_id != _ZERO_UUID:
+            if topic_id is not None:
                 if version < 12:
                     return _invalid_request(classes, requested or [])
                 assignment = by_id.get(topic_id)
@@ -335,15 +349,13 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 await turns.spend(len(assignment.partitions))
                 work += len(assignment.partitions)
             elif not valid_topic_name(name):
-                entries.append(_error_entry(classes, codes.INVALID_TOPIC_EXCEPTION, name,
-                                            authorized_operations=topic_ops(name)))
+                entries.append((codes.INVALID_TOPIC_EXCEPTION, name, topic_ops(name)))
             elif allow_create and name not in _INTERNAL_TOPICS:
                 to_create[name] = len(entries)
                 entries.append(None)  # filled below, once the whole set is known
             else:
                 # Not allowed to create, or an internal topic (the coordinators make their own).
-                entries.append(_error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, name,
-                                            authorized_operations=topic_ops(name)))
+                entries.append((codes.UNKNOWN_TOPIC_OR_PARTITION, name, topic_ops(name)))
         await _create_named(ctx, cluster, classes, entries, to_create, turns, topic_ops)
     # The endpoints of the listener the request came in on (Kafka's MetadataCache
     # .getAliveBrokerNodes(listenerName)): a broker without that listener is left out.
@@ -353,14 +365,76 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                           port=address[1], rack=info.rack)
                     for info, address in addresses if address is not None)
     controller_id = cluster.controller_id
-    response = build(response_cls, throttle_time=_ZERO_MS, brokers=brokers,
-                     cluster_id=broker.cluster_id,
-                     controller_id=-1 if controller_id is None else controller_id,
-                     topics=tuple(entries), cluster_authorized_operations=cluster_ops,
-                     error_code=ErrorCode(codes.NONE))
+    head = {"throttle_time": _ZERO_MS, "brokers": brokers, "cluster_id": broker.cluster_id,
+            "controller_id": -1 if controller_id is None else controller_id,
+            "cluster_authorized_operations": cluster_ops, "error_code": ErrorCode(codes.NONE)}
     if work > ENCODE_INLINE_WORK_MAX:
-        return RawResponse((await broker.run_blocking(protocol.encode_body, response),))
-    return response
+        return RawResponse(await broker.run_blocking(_encode_in_slices, classes, head, entries))
+    return build(response_cls, topics=tuple(_entity(classes, e) for e in entries), **head)
+
+
+def _entity(classes: _EntityClasses, entry: Any) -> Any:
+    """A topic entry of ``entries`` as kio's entity: an error answered by name is kept as a
+    ``(code, name, authorized operations)`` tuple until its slice is encoded (the collector
+    does not track a tuple of ints and a str; millions of entities it does track made every
+    full collection walk them all)."""
+    if isinstance(entry, tuple):
+        return _error_entry(classes, entry[0], entry[1], authorized_operations=entry[2])
+    return entry
+
+
+def _encode_in_slices(classes: _EntityClasses, head: dict[str, Any],
+                      entries: list[Any]) -> tuple[bytes, ...]:
+    """The response body, encoded on a worker thread: the fields around the topics array as
+    kio writes them (:func:`response_frame_around_topics`), and the topics
+    :data:`WORK_PER_TURN` at a time, each slice's entities made, written and dropped (they
+    die young, where a million kept at once made the collector's full passes long)."""
+    prefix, suffix, count = response_frame_around_topics(classes, head, len(entries))
+    write: Callable[[io.BytesIO, Any], None] = entity_writer(classes[2])
+    parts = [prefix + count]
+    for start in range(0, len(entries), WORK_PER_TURN):
+        buffer = io.BytesIO()
+        for entry in entries[start:start + WORK_PER_TURN]:
+            write(buffer, _entity(classes, entry))
+        parts.append(buffer.getvalue())
+    parts.append(suffix)
+    return tuple(parts)
+
+
+def response_frame_around_topics(classes: _EntityClasses, head: dict[str, Any],
+                                 topics: int) -> tuple[bytes, bytes, bytes]:
+    """``(prefix, suffix, count)``: a Metadata response body with ``head``'s fields and
+    ``topics`` topics is ``prefix + count + <the topics, each as kio writes one> + suffix``.
+    Found from kio's own encoding of the response with no topic and with one: the bytes they
+    share before and after the array (whose count is a compact uvarint in a flexible
+    version, an int32 otherwise)."""
+    response_cls = classes[0]
+    probe = _error_entry(classes, codes.UNKNOWN_TOPIC_OR_PARTITION, "p")
+    empty = protocol.encode_body(build(response_cls, topics=(), **head))
+    one = protocol.encode_body(build(response_cls, topics=(probe,), **head))
+    buffer = io.BytesIO()
+    entity_writer(classes[2])(buffer, probe)
+    encoded = buffer.getvalue()
+    for empty_count, count in ((b"\x00\x00\x00\x00", _INT32.pack(topics)),
+                               (b"\x01", _uvarint(topics + 1))):
+        width = len(empty_count)
+        for suffix_bytes in range(len(empty) - width + 1):
+            at = len(empty) - width - suffix_bytes
+            suffix = empty[at + width:]
+            if (empty[at:at + width] == empty_count and one[:at] == empty[:at]
+                    and one[at + width:at + width + len(encoded)] == encoded
+                    and one[at + width + len(encoded):] == suffix):
+                return empty[:at], suffix, count
+    raise AssertionError("the topics array of a Metadata response was not found")
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _EntityClasses,
@@ -385,17 +459,17 @@ async def _create_named(ctx: RequestContext, cluster: PartitionSeam, classes: _E
         code = codes.UNKNOWN_TOPIC_OR_PARTITION
         if refusal is None:
             code = await _auto_create(ctx, cluster, name)
-        entries[slot] = _error_entry(classes, code, name, authorized_operations=topic_ops(name))
+        entries[slot] = (code, name, topic_ops(name))
         await turns.spend(1)
 
 
 def _invalid_request(classes: _EntityClasses,
-                     topics: list[tuple[uuid.UUID, str | None]]) -> Any:
+                     topics: list[tuple[uuid.UUID | None, str | None]]) -> Any:
     """Kafka's ``MetadataRequest.getErrorResponse`` for an InvalidRequestException: every
     requested topic with INVALID_REQUEST (a null name as ""), no brokers."""
     entries = tuple(
         build(classes[2], error_code=ErrorCode(codes.INVALID_REQUEST), name=name or "",
-              topic_id=topic_id, is_internal=False, partitions=(),
+              topic_id=topic_id or _ZERO_UUID, is_internal=False, partitions=(),
               topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
         for topic_id, name in topics)
     return build(classes[0], throttle_time=_ZERO_MS, brokers=(), cluster_id=None,

@@ -38,9 +38,12 @@ _ZERO_BYTES = bytes(16)
 class MetadataAsk:
     """What a Metadata request asks: ``topics`` as ``(topic_id, name)`` pairs in request order,
     a name asked by name only once (None: every topic), and its three flags (their defaults
-    where the version has no such field: auto-creation allowed, no authorized operations)."""
+    where the version has no such field: auto-creation allowed, no authorized operations).
+    A topic asked by name has topic id None (the wire's zero uuid): a pair of a None and a
+    ``str`` is a tuple the garbage collector stops tracking, where millions of pairs holding a
+    uuid object each made every full collection walk them all (issue 23)."""
 
-    topics: list[tuple[uuid.UUID, str | None]] | None
+    topics: list[tuple[uuid.UUID | None, str | None]] | None
     allow_auto_topic_creation: bool
     include_cluster_authorized_operations: bool
     include_topic_authorized_operations: bool
@@ -69,7 +72,7 @@ def read_metadata_request(version: int, body: memoryview) -> MetadataAsk:
         need(4)
         (count,) = _INT32.unpack_from(body, pos)
         pos += 4
-    topics: list[tuple[uuid.UUID, str | None]] | None
+    topics: list[tuple[uuid.UUID | None, str | None]] | None
     if count < 0:
         if count != -1 or version < 1:
             raise _bad(f"topics array of length {count}")
@@ -82,7 +85,7 @@ def read_metadata_request(version: int, body: memoryview) -> MetadataAsk:
         seen: set[str] = set()
         ids: dict[bytes, uuid.UUID] = {}  # one object per id, however often it is named
         for _ in range(count):
-            topic_id = _ZERO_UUID
+            topic_id: uuid.UUID | None = None
             if version >= 10:
                 need(16)
                 raw_id = bytes(body[pos:pos + 16])
@@ -110,7 +113,7 @@ def read_metadata_request(version: int, body: memoryview) -> MetadataAsk:
                 pos += length
             if flexible:
                 pos = _skip_tagged_fields(body, pos, end)
-            if name is not None and topic_id == _ZERO_UUID:
+            if name is not None and topic_id is None:
                 if name in seen:
                     continue  # Kafka answers a topic once (its request's topics are a set)
                 seen.add(name)

@@ -177,7 +177,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             # Only the leader answers (fetchOnlyFromLeader), a follower's request (replica
             # id >= 0) as a consumer's.
             replica = cluster.leader_replica(TopicPartition(t.name, index))
-            code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
+            code = (cluster.no_replica_error(TopicPartition(t.name, index)) if replica is None
                     else cluster.check_leader_epoch(replica, current_epoch))
             if code != codes.NONE or replica is None:  # None: code is not NONE
                 partitions.append(answer(index, code))
@@ -223,7 +223,8 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> A
             else:
                 # Partition.lastOffsetForLeaderEpoch: the leader only, its epoch cache.
                 replica = cluster.leader_replica(TopicPartition(t.topic, p.partition))
-                code = (codes.NOT_LEADER_OR_FOLLOWER if replica is None
+                code = (cluster.no_replica_error(TopicPartition(t.topic, p.partition))
+                        if replica is None
                         else cluster.check_leader_epoch(replica, int(p.current_leader_epoch)))
                 if code == codes.NONE and replica is not None:  # None: code is not NONE
                     try:
