@@ -262,7 +262,8 @@ def test_delete_topic_znode(zk_client, controller_epoch_zk_version):
 def test_register_broker_info(zk_client, other_zk_client):
     # KafkaZkClientTest.testRegisterBrokerInfo
     epoch = zk_client.register_broker(registration(1))
-    expected = BrokerInfo(1, "test.host", 9999, None, epoch)
+    expected = BrokerInfo(1, "test.host", 9999, None, epoch,
+                         (("PLAINTEXT", "test.host", 9999),))
     assert zk_client.broker(1) == expected
     assert other_zk_client.broker(1) == expected, "other clients can read the registration"
     # The node exists, owned by this session: no error, no update.
@@ -274,7 +275,8 @@ def test_register_broker_info(zk_client, other_zk_client):
     assert zk_client.broker(1) == expected
     # The znode is an ephemeral of this session, holding Kafka's v5 JSON.
     data, _ = zk_client.get_data_and_version(zk_data.broker_path(1))
-    assert zk_data.decode_broker(1, data) == BrokerInfo(1, "test.host", 9999, None, -1)
+    assert zk_data.decode_broker(1, data) == BrokerInfo(1, "test.host", 9999, None, -1,
+                         (("PLAINTEXT", "test.host", 9999),))
     assert b'"version":5' in data
 
 
@@ -299,7 +301,8 @@ def test_retry_register_broker_info(zk_connect, zk_client):
         client.previous = zk_client.session_id
         new_epoch = client.register_broker(registration(5))
         assert new_epoch != original_epoch
-        assert client.broker(5) == BrokerInfo(5, "test.host", 9999, None, new_epoch)
+        assert client.broker(5) == BrokerInfo(5, "test.host", 9999, None, new_epoch,
+                         (("PLAINTEXT", "test.host", 9999),))
         raw = KazooClient(hosts=zk_connect, timeout=4)
         raw.start(timeout=WAIT_S)
         try:
@@ -329,8 +332,10 @@ def test_get_broker_methods(zk_client, other_zk_client):
     epoch0 = other_zk_client.register_broker(registration(0, "test.host0", 9998))
     assert list(zk_client.live_brokers()) == [0, 1]
     assert zk_client.live_brokers() == {
-        0: BrokerInfo(0, "test.host0", 9998, None, epoch0),
-        1: BrokerInfo(1, "test.host1", 9999, None, epoch1)}
+        0: BrokerInfo(0, "test.host0", 9998, None, epoch0,
+                         (("PLAINTEXT", "test.host0", 9998),)),
+        1: BrokerInfo(1, "test.host1", 9999, None, epoch1,
+                         (("PLAINTEXT", "test.host1", 9999),))}
     assert epoch0 > epoch1  # czxids grow
     other_zk_client.close()  # a clean close removes the ephemeral at once
     assert list(zk_client.live_brokers()) == [1]
@@ -701,7 +706,8 @@ def test_operations_ride_out_a_zookeeper_freeze_and_give_up_after_the_timeout(zo
         worker.join(WAIT_S)
         assert not worker.is_alive() and len(outcome) == 1
         assert LOST not in states  # the same session throughout: the freeze was shorter
-        assert hasty.broker(1) == BrokerInfo(1, "test.host", 9999, None, outcome[0])
+        assert hasty.broker(1) == BrokerInfo(1, "test.host", 9999, None, outcome[0],
+                         (("PLAINTEXT", "test.host", 9999),))
     finally:
         if server.suspended:
             server.resume()
