@@ -15,7 +15,7 @@ import re
 from .config_table import CONFIGS, KAFKA_VERSION
 from .configdef import ACCEPTED, BROKER, NO, TOPIC, ConfigKey, format_value
 
-__all__ = ["configs_markdown"]
+__all__ = ["configs_markdown", "default_text"]
 
 _TAG = re.compile(r"<[^>]+>")
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)`'\"])\.\s+(?=[A-Z<])")
@@ -35,7 +35,8 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _default(key: ConfigKey) -> str:
+def default_text(key: ConfigKey) -> str:
+    """Kafka's default of ``key`` as the config pages show it (in backticks)."""
     if not key.has_default:
         return "(required in Kafka)"
     text = format_value(key.type, key.default)
@@ -55,7 +56,7 @@ def _row(key: ConfigKey) -> str:
     if key.synonyms:
         what += " Broker default: " + ", ".join(f"`{s}`" for s in key.synonyms) + "."
     valid = key.validator_text()
-    return (f"| `{key.name}` | {key.type} | {_cell(_default(key))} | {_cell(valid)} | "
+    return (f"| `{key.name}` | {key.type} | {_cell(default_text(key))} | {_cell(valid)} | "
             f"{key.dynamic if key.broker else 'topic'} | {_cell(what.strip())} |")
 
 

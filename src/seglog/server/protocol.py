@@ -209,7 +209,10 @@ def read_request_body(api_key: int, api_version: int,
     check_request(request_class, frame, offset)
     try:
         value, _size = reader(frame, offset)
-    except (SerialError, ValueError, TypeError, IndexError, OverflowError) as exc:
+    except (SerialError, ValueError, TypeError, IndexError, OverflowError, KeyError) as exc:
+        # KeyError: kio's reader refuses a tagged field it does not know (Kafka keeps it as
+        # an unknown tagged field and goes on); a typed refusal here closes the connection
+        # with one log line rather than escaping the dispatch.
         raise InvalidRequestError(f"API key {api_key} v{api_version}: malformed request body "
                                   f"({type(exc).__name__}: {exc})") from None
     return value
