@@ -143,11 +143,13 @@ def _error_entry(classes: _EntityClasses, error_code: int, name: str | None,
 
 
 def _topic_entry(classes: _EntityClasses, cluster: PartitionSeam, assignment: TopicAssignment,
-                 authorized_operations: int) -> Any:
+                 authorized_operations: int, listener_name: str, version: int) -> Any:
     """One topic from the cluster's metadata (Kafka 2.8's ``MetadataCache
     .getPartitionMetadata``): per partition its leader, leader epoch, replicas, ISR and the
     replicas on dead brokers; LEADER_NOT_AVAILABLE (leader -1) while the leader is not a
-    live broker or the controller has not given the partition a state yet."""
+    live broker or the controller has not given the partition a state yet; a live leader
+    without the request's listener (``listener_name``) is LISTENER_NOT_FOUND from Metadata
+    v6 on (``errorUnavailableListeners``), LEADER_NOT_AVAILABLE before, leader -1."""
     partition_cls = classes[3]
     live = cluster.live_brokers
     offline_here = cluster.offline_partitions()
@@ -170,6 +172,11 @@ def _topic_entry(classes: _EntityClasses, cluster: PartitionSeam, assignment: To
                 # Kafka's controller takes leadership from a replica in an offline log dir
                 # (no other replica: no leader), and Metadata answers LEADER_NOT_AVAILABLE.
                 code, leader = codes.LEADER_NOT_AVAILABLE, -1
+            elif live[leader].address(listener_name) is None:
+                # A leader without the client's listener (listeners differ across brokers):
+                # no node to name, as Kafka's Node.noNode().
+                code = codes.LISTENER_NOT_FOUND if version >= 6 else codes.LEADER_NOT_AVAILABLE
+                leader, epoch, isr = -1, -1, ()
         partitions.append(build(
             partition_cls, error_code=ErrorCode(code), partition_index=index,
             leader_id=leader, leader_epoch=epoch, replica_nodes=tuple(replicas),
@@ -295,7 +302,8 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
             if not describable(topic_name):
                 continue
             every = assignments[topic_name]
-            entries.append(_topic_entry(classes, cluster, every, topic_ops(topic_name)))
+            entries.append(_topic_entry(classes, cluster, every, topic_ops(topic_name),
+                                        ctx.listener_name, version))
             work += 1 + len(every.partitions)
             await turns.spend(1 + len(every.partitions))
     else:
@@ -317,7 +325,8 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                 elif assignment.topic not in seen:
                     seen.add(assignment.topic)
                     entries.append(_topic_entry(classes, cluster, assignment,
-                                                topic_ops(assignment.topic)))
+                                                topic_ops(assignment.topic),
+                                                ctx.listener_name, version))
                     await turns.spend(len(assignment.partitions))
                     work += len(assignment.partitions)
                 work += 1
@@ -345,7 +354,8 @@ async def handle_metadata(ctx: RequestContext, body: memoryview) -> Any:
                                                        internal=name in _INTERNAL_TOPICS))
                     continue
             if assignment is not None:
-                entries.append(_topic_entry(classes, cluster, assignment, topic_ops(name)))
+                entries.append(_topic_entry(classes, cluster, assignment, topic_ops(name),
+                                            ctx.listener_name, version))
                 await turns.spend(len(assignment.partitions))
                 work += len(assignment.partitions)
             elif not valid_topic_name(name):
