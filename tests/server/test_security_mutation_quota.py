@@ -8,16 +8,21 @@ time); older versions are permissive (done, then throttled: the connection is mu
 from __future__ import annotations
 
 import datetime
+import os
 import time
 
-from quota_helpers import RawClient, alter_quotas
+import pytest
+
+from quota_helpers import RawClient, alter_quotas, describe_quotas
+from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog import error_codes as codes
 from seglog.server import quotas as q
 
 CLIENT = "client-id"
 TIMEOUT = datetime.timedelta(seconds=30)
 THROTTLED = int(codes.THROTTLING_QUOTA_EXCEEDED)
-MESSAGE = "The throttling quota has been exceeded."
+#: Kafka 4.4 answers no message (its ApiError drops the error's default one).
+MESSAGE = None
 
 
 def _ms(delta: datetime.timedelta) -> int:
@@ -93,3 +98,69 @@ def test_create_topics_v5_is_permissive_and_mutes_the_connection(broker):
         assert results == {"p2": (0, None)}
         # The connection read nothing from this client for the throttle time.
         assert time.monotonic() - sent >= 0.8 * throttled_ms / 1000.0
+
+
+# --- the same requests to real Kafka 4.4 (differential) --------------------------------------
+
+_REF, _WHY = find_kafka()
+#: Bounds of one wait.
+WAIT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def real_kafka(tmp_path_factory):
+    if _REF is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
+        pytest.skip(_WHY)
+    kafka = KafkaBroker(_REF, tmp_path_factory.mktemp("kafka"))
+    kafka.format()
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+def _mutation_scenario(bootstrap: str) -> list:
+    out: list = []
+    with RawClient(bootstrap) as admin:
+        out.append(alter_quotas(admin, [([(CLIENT, "diff")], {"controller_mutation_rate": 2})]))
+        # Kafka's broker learns the controller's records a moment after the answer.
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if describe_quotas(admin, ((CLIENT, 0, "diff"),))[2]:
+                break
+            time.sleep(0.2)
+    with RawClient(bootstrap, client_id="diff") as client:
+        results, throttle = _create(client, 7, [("a", 20), ("b", 5), ("c", 1)])
+        out.append((sorted(results.items()), _ms(throttle) > 0))
+    with RawClient(bootstrap, client_id="diff") as client:
+        m = client.m(20, 6)
+        r = client.call(20, 6, topics=(m.DeleteTopicState(name="a", topic_id=None),),
+                        timeout=TIMEOUT)
+        out.append(([(t.name, int(t.error_code), t.error_message) for t in r.responses],
+                    _ms(r.throttle_time) > 0))
+    with RawClient(bootstrap, client_id="diff") as client:
+        m = client.m(37, 3)
+        r = client.call(37, 3, topics=(m.CreatePartitionsTopic(name="b", count=6,
+                                                                 assignments=None),),
+                        timeout=TIMEOUT, validate_only=False)
+        out.append(([(t.name, int(t.error_code), t.error_message) for t in r.results],
+                    _ms(r.throttle_time) > 0))
+    with RawClient(bootstrap, client_id="diff") as client:
+        # Permissive (v5): done however far below zero the bucket is, and throttled.
+        results, throttle = _create(client, 5, [("p", 3)])
+        out.append((sorted(results.items()), _ms(throttle) > 0))
+    with RawClient(bootstrap, client_id="other") as client:
+        results, throttle = _create(client, 7, [("d", 30)])
+        out.append((sorted(results.items()), _ms(throttle)))
+    return out
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_mutation_quota_answers_as_kafka_does(real_kafka, broker):
+    expected = _mutation_scenario(real_kafka.bootstrap)
+    got = _mutation_scenario(broker.bootstrap)
+    assert got == expected, (got, expected)

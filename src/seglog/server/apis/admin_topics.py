@@ -59,8 +59,8 @@ def _charge(quota: MutationQuota, partitions: int) -> None:
     """Count ``partitions`` against the client's ``controller_mutation_rate`` (Kafka's
     ``applyPartitionChangeQuota``), or Refused THROTTLING_QUOTA_EXCEEDED (strict quota)."""
     if not quota.record(partitions):
-        raise Refused(codes.THROTTLING_QUOTA_EXCEEDED,
-                      codes.message(codes.THROTTLING_QUOTA_EXCEEDED))
+        # No message: Kafka's ApiError drops one that is only the error's default.
+        raise Refused(codes.THROTTLING_QUOTA_EXCEEDED, None)
 
 
 def _throttle(quota: MutationQuota) -> datetime.timedelta:
