@@ -6,8 +6,8 @@ AlterClientQuotas read and change (KIP-546).
 an IP address; a name of None is the ``<default>`` of its type. Each entity holds values for
 the keys of its kind: ``producer_byte_rate``, ``consumer_byte_rate`` (bytes/s),
 ``request_percentage`` (percent of one request thread over the window),
-``controller_mutation_rate`` (stored and described; seglog has no controller mutation quota)
-for users and client ids; ``connection_creation_rate`` (connections/s) for IPs
+``controller_mutation_rate`` (partitions created or deleted per second, KIP-599: see
+:class:`ControllerMutationQuotaManager`) for users and client ids; ``connection_creation_rate`` (connections/s) for IPs
 (:mod:`~seglog.server.connection_quotas` enforces it).
 
 **Which quota applies** (``DefaultQuotaCallback.quotaLimit`` / ``quotaMetricTags``, the
@@ -47,11 +47,13 @@ from typing import Any, Awaitable, Callable, Generator, Iterable, Mapping
 from .context import RawResponse
 
 __all__ = ["CLIENT_ID", "CONNECTION_CREATION_RATE", "CONSUMER_BYTE_RATE",
-           "CONTROLLER_MUTATION_RATE", "ClientQuotaManager", "ClientQuotas", "EXTENSION_KEY",
+           "CONTROLLER_MUTATION_RATE", "CONTROLLER_QUOTA_SAMPLES", "CONTROLLER_QUOTA_WINDOW_S",
+           "ClientQuotaManager", "ControllerMutationQuotaManager", "MutationQuota", "ClientQuotas", "EXTENSION_KEY",
            "IP", "IP_QUOTA_TYPES", "PRODUCER_BYTE_RATE", "QuotaEntity", "REQUEST_PERCENTAGE",
            "Rate", "SELF_THROTTLED_APIS", "SENSOR_INACTIVE_S", "USER",
            "USER_CLIENT_QUOTA_TYPES", "any_quota", "apply_request_quota", "client_of",
-           "entity_of", "fetch_bytes_max", "fetch_throttle_ms", "produce_throttle_ms",
+           "entity_of", "fetch_bytes_max", "fetch_throttle_ms", "mutation_quota",
+           "produce_throttle_ms",
            "quotas_of", "request_throttle_ms", "with_request_quota"]
 
 #: Entity types (``ClientQuotaEntity.USER`` / ``CLIENT_ID`` / ``IP``).
@@ -79,6 +81,11 @@ _NANOS_TO_PERCENT = 100.0 / 1e9
 #: APIs the request quota never throttles: ApiVersions and SASL (before a principal is
 #: known), the ZooKeeper-era inter-broker APIs (cluster actions, exempt in Kafka).
 _REQUEST_QUOTA_EXEMPT = frozenset({17, 18, 36, 4, 5, 6, 7, 27})
+#: Kafka's ``controller.quota.window.num`` and ``controller.quota.window.size.seconds``
+#: defaults: the controller mutation quota's burst is ``samples * window_s * rate``
+#: (seglog refuses both configs by name, so these are the values in force).
+CONTROLLER_QUOTA_SAMPLES = 11
+CONTROLLER_QUOTA_WINDOW_S = 1
 #: Where the per-broker table lives in ``BrokerState.extensions``.
 EXTENSION_KEY = "seglog.server.quotas"
 
@@ -319,9 +326,116 @@ class ClientQuotaManager:
         return 0 if usage is None else usage.throttle_ms_total
 
 
+class _TokenBucket:
+    """Kafka's ``TokenBucket`` of one usage key: tokens refill at the quota's rate per
+    second up to the burst; a record takes its value away (the count may go negative)."""
+
+    __slots__ = ("tokens", "updated_ms", "used_s")
+
+    def __init__(self) -> None:
+        # Kafka starts at 0 tokens updated at epoch 0: the first refill fills the bucket.
+        self.tokens: float | None = None
+        self.updated_ms = 0
+        self.used_s = time.monotonic()
+
+    def measure(self, rate: float, burst: float, now_ms: int) -> float:
+        """The tokens left at ``now_ms`` (after the refill)."""
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            elapsed_s = max(now_ms - self.updated_ms, 0) / 1000.0
+            self.tokens = min(burst, self.tokens + rate * elapsed_s)
+        self.updated_ms = now_ms
+        self.used_s = time.monotonic()
+        return self.tokens
+
+    def record(self, value: float, rate: float, burst: float, now_ms: int) -> float:
+        """Take ``value`` tokens at ``now_ms``; the tokens left."""
+        self.tokens = min(burst, self.measure(rate, burst, now_ms) - value)
+        return self.tokens
+
+
+class ControllerMutationQuotaManager(ClientQuotaManager):
+    """Kafka's ``ControllerMutationQuotaManager`` (KIP-599): ``controller_mutation_rate``
+    bounds the partitions a client creates or deletes per second, a token bucket per usage
+    key (the same KIP-55 entity lookup as the other quotas) with a burst of ``samples *
+    window_s * rate``. :meth:`quota_for` gives one request's :class:`MutationQuota`."""
+
+    def __init__(self, *, samples: int = CONTROLLER_QUOTA_SAMPLES,
+                 window_s: int = CONTROLLER_QUOTA_WINDOW_S):
+        super().__init__(CONTROLLER_MUTATION_RATE, samples=samples, window_s=window_s)
+        self._buckets: dict[tuple[str, str], _TokenBucket] = {}
+
+    def quota_for(self, user: str, client_id: str, *, strict: bool) -> "MutationQuota":
+        """``newStrictQuotaFor`` / ``newPermissiveQuotaFor``: the quota one request records
+        its partitions against (unbounded when no quota applies to the client)."""
+        if not self.enabled:
+            return MutationQuota(None, 0.0, 0.0, strict=strict)
+        tags = self.usage_tags(user, client_id)
+        rate = self.quota_limit(*tags)
+        if rate is None:
+            return MutationQuota(None, 0.0, 0.0, strict=strict)
+        bucket = self._buckets.get(tags)
+        if bucket is None:
+            now_s = time.monotonic()
+            for stale in [t for t, b in self._buckets.items()
+                          if now_s - b.used_s > SENSOR_INACTIVE_S]:
+                del self._buckets[stale]
+            bucket = self._buckets[tags] = _TokenBucket()
+        burst = self.samples * (self.window_ms / 1000.0) * rate
+        return MutationQuota(bucket, rate, burst, strict=strict)
+
+
+class MutationQuota:
+    """One request's controller mutation quota (``StrictControllerMutationQuota`` /
+    ``PermissiveControllerMutationQuota``; ``bucket`` None: unbounded)."""
+
+    __slots__ = ("bucket", "rate", "burst", "strict", "_throttle_ms", "_recorded_ms")
+
+    def __init__(self, bucket: _TokenBucket | None, rate: float, burst: float, *,
+                 strict: bool):
+        self.bucket = bucket
+        self.rate = rate
+        self.burst = burst
+        self.strict = strict
+        self._throttle_ms = 0
+        self._recorded_ms = 0
+
+    def _violated(self, tokens: float, now_ms: int) -> None:
+        # ControllerMutationQuotaManager.throttleTimeMs: the time to refill back to zero.
+        self._throttle_ms = round(-tokens / self.rate * 1000)
+        self._recorded_ms = now_ms
+
+    def record(self, partitions: int) -> bool:
+        """Count ``partitions`` created or deleted. Strict: refused (False, nothing counted)
+        when the bucket is already below zero; permissive: always counted (True), the
+        throttle time noted."""
+        bucket = self.bucket
+        if bucket is None:
+            return True
+        now_ms = _now_ms()
+        if self.strict:
+            tokens = bucket.measure(self.rate, self.burst, now_ms)
+            if tokens < 0:
+                self._violated(tokens, now_ms)
+                return False
+            bucket.record(partitions, self.rate, self.burst, now_ms)
+            return True
+        tokens = bucket.record(partitions, self.rate, self.burst, now_ms)
+        if tokens < 0:
+            self._violated(tokens, now_ms)
+        return True
+
+    def throttle_ms(self) -> int:
+        """The throttle time to answer with: the last violation's, less the time since."""
+        if self._throttle_ms <= 0:
+            return 0
+        return max(0, self._throttle_ms - (_now_ms() - self._recorded_ms))
+
+
 class ClientQuotas:
     """One broker's client quotas: the entity table (what DescribeClientQuotas answers) and
-    the three managers it feeds (``produce``, ``fetch``, ``request``). ``ip_rates`` holds the
+    the managers it feeds (``produce``, ``fetch``, ``request``, ``mutation``). ``ip_rates`` holds the
     ``connection_creation_rate`` of IP entities (None key: the ``<default>`` IP)."""
 
     def __init__(self, *, samples: int = 11, window_s: int = 1):
@@ -334,8 +448,10 @@ class ClientQuotas:
                                         window_s=window_s)
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples=samples,
                                           window_s=window_s, throttle_ms_max=window_s * 1000)
+        self.mutation = ControllerMutationQuotaManager()
         self.ip_rates: dict[str | None, float] = {}
-        self._managers = {m.key: m for m in (self.produce, self.fetch, self.request)}
+        self._managers = {m.key: m for m in (self.produce, self.fetch, self.request,
+                                             self.mutation)}
 
     def set_entity(self, entity: QuotaEntity, values: Mapping[str, float]) -> None:
         """Make ``values`` the whole quota set of ``entity`` (an empty one removes it), and
@@ -533,6 +649,16 @@ def fetch_bytes_max(ctx: Any) -> float:
     if quotas is None:
         return math.inf
     return quotas.fetch.max_value_in_window(*client_of(ctx))
+
+
+def mutation_quota(ctx: Any, strict_since_version: int) -> MutationQuota:
+    """``newQuotaFor``: the controller mutation quota of ``ctx``'s request, strict from
+    ``strict_since_version`` of its API on, permissive before."""
+    strict = ctx.api_version >= strict_since_version
+    quotas: ClientQuotas | None = ctx.broker.extensions.get(EXTENSION_KEY)
+    if quotas is None:
+        return MutationQuota(None, 0.0, 0.0, strict=strict)
+    return quotas.mutation.quota_for(*client_of(ctx), strict=strict)
 
 
 def apply_request_quota(handlers: Mapping[int, Any]) -> dict[int, Any]:

@@ -13,6 +13,7 @@ first replica, or the request's, checked) and answers once the new partitions ha
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from typing import Any, NamedTuple
 
@@ -23,6 +24,7 @@ from ...storage.config import LogConfig
 from ..authorization import (AclOperation, ResourceType, authorize_cluster,
                              filter_authorized)
 from ..context import BrokerState, RequestContext
+from ..quotas import MutationQuota, mutation_quota
 from . import admin_configs as cfg
 from .admin_config_apis import topic_config_entries
 from .admin_state import topic_defaults
@@ -44,6 +46,28 @@ from .admin_wire import (
 CREATE_WAIT_S_MAX = 30.0
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                               "__share_group_state"})
+
+
+#: ``ControllerApis``: the versions from which the controller mutation quota is strict
+#: (THROTTLING_QUOTA_EXCEEDED); older ones are permissive (done, then throttled).
+CREATE_TOPICS_STRICT_SINCE = 6
+DELETE_TOPICS_STRICT_SINCE = 5
+CREATE_PARTITIONS_STRICT_SINCE = 3
+
+
+def _charge(quota: MutationQuota, partitions: int) -> None:
+    """Count ``partitions`` against the client's ``controller_mutation_rate`` (Kafka's
+    ``applyPartitionChangeQuota``), or Refused THROTTLING_QUOTA_EXCEEDED (strict quota)."""
+    if not quota.record(partitions):
+        # No message: Kafka's ApiError drops one that is only the error's default.
+        raise Refused(codes.THROTTLING_QUOTA_EXCEEDED, None)
+
+
+def _throttle(quota: MutationQuota) -> datetime.timedelta:
+    """The response's throttle time from the mutation quota (the request quota's wrapper and
+    the connection's KIP-219 mute take it from there)."""
+    throttle_ms = quota.throttle_ms()
+    return NO_THROTTLE if throttle_ms <= 0 else datetime.timedelta(milliseconds=throttle_ms)
 
 
 # --- CreateTopics ---------------------------------------------------------------------------
@@ -161,6 +185,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
             failed(n, POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
             for n in names))
     results: list[Any] = []
+    quota = mutation_quota(ctx, CREATE_TOPICS_STRICT_SINCE)
     for name in names:
         c = checked[name]
         try:
@@ -171,6 +196,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                 raise Refused(INVALID_PARTITIONS, f"seglog topics have at most "
                                f"{TOPIC_PARTITIONS_MAX} partitions")
             factor = len(assignments[name][0])
+            _charge(quota, count)  # Kafka's controller counts validate_only too
             if request.validate_only:
                 topic_id = uuid.uuid4()  # as Kafka, which draws the id before validate_only
             else:
@@ -194,7 +220,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                 if config_cls is not None else ()))
         except Refused as e:
             results.append(failed(name, e.code, e.message))
-    return make(response_cls, throttle_time=NO_THROTTLE, topics=tuple(results))
+    return make(response_cls, throttle_time=_throttle(quota), topics=tuple(results))
 
 
 # --- DeleteTopics ---------------------------------------------------------------------------
@@ -233,6 +259,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     may_delete = asked if every_topic else filter_authorized(
         ctx, AclOperation.DELETE, ResourceType.TOPIC, asked)
     results: list[Any] = []
+    quota = mutation_quota(ctx, DELETE_TOPICS_STRICT_SINCE)
     reported: set[tuple[str | None, uuid.UUID | None]] = set()
     for name, topic_id in wanted:
         try:
@@ -268,6 +295,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
             if name in _INTERNAL_TOPICS:
                 raise Refused(TOPIC_DELETION_DISABLED,
                                f"seglog keeps its internal topic {name}: it cannot be deleted")
+            _charge(quota, len(cluster.assignments[name].partitions))
             # In a ZooKeeper cluster: /admin/delete_topics/<t> for the controller, answered
             # once the topic is gone from the metadata (REQUEST_TIMED_OUT after the timeout).
             wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
@@ -285,7 +313,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                                  error_message=e.message))
     # Fetches waiting on a deleted topic answer now (Kafka completes its delayed fetches).
     ctx.broker.appended.notify()
-    return make(response_cls, throttle_time=NO_THROTTLE, responses=tuple(results))
+    return make(response_cls, throttle_time=_throttle(quota), responses=tuple(results))
 
 
 # --- CreatePartitions -----------------------------------------------------------------------
@@ -307,6 +335,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                   error_message="Excessively large number of additional partitions per "
                   "request.") for t in request.topics))
     results: list[Any] = []
+    quota = mutation_quota(ctx, CREATE_PARTITIONS_STRICT_SINCE)
     alterable = filter_authorized(ctx, AclOperation.ALTER, ResourceType.TOPIC,
                                   (t.name for t in request.topics))
     for wanted in request.topics:
@@ -344,6 +373,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                                                              manual=manual)
             except SeglogError as e:
                 raise Refused(code_of(e), str(e)) from None
+            _charge(quota, count - current)
             if not request.validate_only:
                 wait_s = min(max(request.timeout.total_seconds(), 0.0), CREATE_WAIT_S_MAX)
                 try:
@@ -356,4 +386,4 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=e.code,
                                  error_message=e.message))
     ctx.broker.appended.notify()
-    return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(results))
+    return make(response_cls, throttle_time=_throttle(quota), results=tuple(results))
