@@ -119,8 +119,8 @@ def test_entity_znodes_and_change_paths_are_kafkas():
     from seglog.cluster import client_quotas_zk as zk_quotas
 
     # Kafka's Sanitizer: URL encoding with * as %2A and space as %20.
-    assert zk_quotas.sanitize("a b*c/d~é") == "a%20b%2Ac%2Fd%7E%C3%A9"
-    assert zk_quotas.desanitize("a%20b%2Ac%2Fd%7E%C3%A9") == "a b*c/d~é"
+    assert zk_data.sanitize("a b*c/d~é") == "a%20b%2Ac%2Fd%7E%C3%A9"
+    assert zk_data.desanitize("a%20b%2Ac%2Fd%7E%C3%A9") == "a b*c/d~é"
     cases = [
         ((("user", "alice"),), "users/alice"),
         ((("user", None),), "users/<default>"),

@@ -164,7 +164,8 @@ def _logs_in(bootstrap: str, user: str, password: str) -> bool:
 def test_zk_credentials_corrupt_is_a_typed_error_and_other_keys_survive(zk_client):
     import asyncio
 
-    from seglog.cluster.scram_users import ZkCredentialStore, sanitize
+    from seglog.cluster.scram_users import ZkCredentialStore
+    from seglog.cluster.zk_data import sanitize
     from seglog.errors import CorruptCredentialsError
     from seglog.sasl.scram import MECHANISMS, credential_from_password
 

@@ -24,13 +24,13 @@ ZooKeeper client's); callers run them off the event loop.
 from __future__ import annotations
 
 from typing import Any, Mapping
-from urllib.parse import quote, unquote
 
 from . import zk_data
+from .zk_data import desanitize, sanitize
 from .zk_client import UNKNOWN_VERSION, NodeExistsError, ZooKeeperClientError
 
-__all__ = ["QUOTA_KEYS", "alter_entity", "desanitize", "entity_of_change",
-           "entity_znode", "read_all", "read_entity", "sanitize"]
+__all__ = ["QUOTA_KEYS", "alter_entity", "entity_of_change",
+           "entity_znode", "read_all", "read_entity"]
 
 #: The quota keys of the entity znodes (``QuotaConfig``); every other key is left alone.
 QUOTA_KEYS = frozenset({"producer_byte_rate", "consumer_byte_rate", "request_percentage",
@@ -42,17 +42,6 @@ _TYPE_OF = {"user": USERS, "client-id": CLIENTS, "ip": IPS}
 _CAS_ATTEMPTS_MAX = 20
 
 Entity = tuple[tuple[str, "str | None"], ...]
-
-
-def sanitize(name: str) -> str:
-    """Kafka's ``Sanitizer.sanitize``: ``URLEncoder`` (letters, digits, ``.-_*`` kept), then
-    ``*`` as ``%2A`` and ``+`` (a space) as ``%20``."""
-    return quote(name, safe="").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    """Kafka's ``Sanitizer.desanitize`` (URL decoding)."""
-    return unquote(name)
 
 
 def _znode_name(name: str | None, *, raw: bool = False) -> str:

@@ -24,14 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Any, Awaitable, Callable, Iterable
-from urllib.parse import quote, unquote
 
 from ..errors import CorruptCredentialsError
 from ..sasl.scram import MECHANISMS, ScramCredential, ScramMechanism
 from . import zk_data
+from .zk_data import desanitize, sanitize
 from .zk_client import NodeExistsError
 
-__all__ = ["USERS_ENTITY_TYPE", "ZkCredentialStore", "desanitize", "sanitize"]
+__all__ = ["USERS_ENTITY_TYPE", "ZkCredentialStore"]
 
 log = logging.getLogger("seglog.cluster.scram_users")
 
@@ -39,17 +39,6 @@ log = logging.getLogger("seglog.cluster.scram_users")
 USERS_ENTITY_TYPE = "users"
 #: How many times a change is read and written again after losing a race on the znode.
 RACE_ATTEMPTS_MAX = 20
-
-
-def sanitize(user: str) -> str:
-    """Kafka's ``Sanitizer.sanitize``: URL encoding (UTF-8), ``*`` as ``%2A``, ``~`` as
-    ``%7E`` (Java's URLEncoder keeps ``*`` and encodes ``~``; Kafka then encodes ``*``)."""
-    return quote(user, safe="-_.").replace("~", "%7E")
-
-
-def desanitize(name: str) -> str:
-    """Kafka's ``Sanitizer.desanitize``."""
-    return unquote(name)
 
 
 def _credentials_of(values: dict[str, str], *, path: str) -> dict[str, ScramCredential]:

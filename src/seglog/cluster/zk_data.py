@@ -41,6 +41,7 @@ import json
 import re
 import uuid
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from urllib.parse import quote, unquote
 
 from seglog.errors import SeglogError
 from seglog.types import TopicPartition
@@ -143,6 +144,18 @@ def topic_partition_path(tp: TopicPartition) -> str:
 def partition_state_path(tp: TopicPartition) -> str:
     """``/brokers/topics/<topic>/partitions/<p>/state`` (leader, leader epoch, ISR)."""
     return f"{topic_partition_path(tp)}/state"
+
+
+def sanitize(name: str) -> str:
+    """Kafka's ``Sanitizer.sanitize`` of a user or client-id in a config znode's name:
+    ``URLEncoder`` (letters, digits and ``.-_`` kept), ``*`` as ``%2A``, a space as ``%20``,
+    ``~`` as ``%7E`` (Python's ``quote`` keeps ``~``; Java's URLEncoder does not)."""
+    return quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    """Kafka's ``Sanitizer.desanitize`` (URL decoding)."""
+    return unquote(name)
 
 
 def config_entity_path(entity_type: str, entity_name: str) -> str:

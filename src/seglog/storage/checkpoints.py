@@ -73,18 +73,20 @@ def fsync_dir(dir_path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, sync_dir: bool = True) -> None:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, sync_dir: bool = True,
+                       mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` durably: write ``<path>.tmp``, fsync, rename, fsync dir.
 
     After a crash the file holds either its old content or ``data``; a stale ``.tmp`` may be
     left behind and is overwritten by the next write. ``sync_dir=False`` leaves the directory
     fsync to the caller, who must make it before relying on the new file (a Log's flush
-    fsyncs its directory once for this file and its new segment files). Raises ``OSError``
-    from the OS.
+    fsyncs its directory once for this file and its new segment files). ``mode``: the new
+    file's permissions (0o600 for secrets: SCRAM credentials, delegation tokens). Raises
+    ``OSError`` from the OS.
     """
     path = os.fspath(path)
     tmp_path = path + TMP_SUFFIX
-    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         view = memoryview(data)
         while view:  # os.write may write less than asked

@@ -26,6 +26,7 @@ from typing import Iterable, Mapping, Protocol
 
 from ...errors import CorruptCredentialsError
 from ...sasl.scram import MECHANISMS, ScramCredential, ScramMechanism
+from ...storage import checkpoints
 
 __all__ = ["CREDENTIALS_FILE", "CredentialStore", "FileCredentialStore", "Upsertion",
            "decode_user_credentials", "write_durably"]
@@ -130,20 +131,7 @@ class FileCredentialStore:
 
 
 def write_durably(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync of the directory."""
-    temp = path + ".tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-    directory = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    """Replace the secret file ``path`` with ``data`` durably (temp file, fsync, rename,
+    fsync of the directory), readable by the broker's user only."""
+    checkpoints.atomic_write_bytes(path, data, mode=0o600)
+
