@@ -18,7 +18,7 @@ import sys
 import time
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from seglog.cluster.acl_changes import (ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH,

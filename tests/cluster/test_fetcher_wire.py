@@ -15,7 +15,7 @@ import sys
 import uuid
 
 import pytest
-from kio.index import load_response_schema
+from seglog.schemas import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 

@@ -71,7 +71,7 @@ def _raw_metadata(bootstrap: str, request):
     import socket
     import struct
 
-    from kio.index import load_response_schema
+    from seglog.schemas import load_response_schema
     from kio.serial import entity_reader, entity_writer
 
     api_version = int(type(request).__module__.split(".v")[-1].split(".")[0])

@@ -14,7 +14,7 @@ import socket
 import struct
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 from kio.serial import entity_writer
 
 from seglog.security.acl_file import load_acls

@@ -14,7 +14,7 @@ import time
 from io import BytesIO
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 from kio.serial import entity_writer
 
 from seglog.server import quotas as q

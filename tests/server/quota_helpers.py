@@ -9,7 +9,7 @@ import sys
 from io import BytesIO
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 SOCKET_TIMEOUT_S = 30

@@ -9,7 +9,7 @@ import struct
 import sys
 from io import BytesIO
 
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from seglog.sasl.plain import client_token

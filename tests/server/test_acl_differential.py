@@ -40,7 +40,7 @@ import sys
 import time
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from seglog._backend import get_backend

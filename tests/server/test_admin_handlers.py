@@ -12,7 +12,7 @@ import sys
 import uuid
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 
 from seglog.server.apis import admin
 from seglog.server.apis.admin_configs import DYNAMIC_CONFIGS_FILE
@@ -588,7 +588,7 @@ def test_every_served_version_answers_what_kio_encodes(tmp_path):
     and success paths, returns a response of that version that encodes and decodes back."""
     import io
 
-    from kio.index import load_response_schema
+    from seglog.schemas import load_response_schema
     from kio.serial import entity_reader, entity_writer
 
     with Harness(tmp_path / "d") as h:

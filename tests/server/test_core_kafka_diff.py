@@ -14,7 +14,7 @@ import socket
 import struct
 
 import pytest
-from kio.index import load_response_schema
+from seglog.schemas import load_response_schema
 from kio.serial import entity_reader
 
 from core_helpers import read_frame, request_frame

@@ -8,11 +8,12 @@ import asyncio
 import struct
 
 import pytest
-from kio.index import load_response_schema
+from seglog.schemas import load_response_schema
 from kio.serial import entity_reader
 
 from core_helpers import connect, read_frame, request_frame
 from seglog import error_codes as codes
+from seglog import features
 from seglog.server import protocol
 from seglog.server.registry import ApiHandler
 
@@ -29,6 +30,8 @@ def _decode_api_versions(version: int, frame: bytes):
 
 def _api_versions_body(version: int) -> bytes:
     # v3+ carry the client software name and version (compact strings) and tagged fields.
+    if version >= 5:  # v5 adds the cluster id (null: a client) and node id (-1)
+        return _compact(b"seglog") + _compact(b"1.0") + b"\x00" + b"\xff\xff\xff\xff" + b"\x00"
     if version >= 3:
         return _compact(b"seglog") + _compact(b"1.0") + b"\x00"
     return b""
@@ -38,7 +41,7 @@ def _compact(text: bytes) -> bytes:
     return bytes([len(text) + 1]) + text
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 def test_api_versions_every_version_lists_what_the_registry_serves(broker, version):
     with connect(broker) as sock:
         sock.sendall(request_frame(API_VERSIONS, version, 7, _api_versions_body(version),
@@ -48,18 +51,23 @@ def test_api_versions_every_version_lists_what_the_registry_serves(broker, versi
     assert response.error_code == 0
     served = [(k.api_key, k.min_version, k.max_version) for k in response.api_keys]
     assert served == broker.api_ranges
-    assert (API_VERSIONS, 0, 4) in served
+    assert (API_VERSIONS, 0, 5) in served
     handlers = broker.server.handlers
     assert {k for k, _, _ in served} == set(handlers) | {API_VERSIONS}
     for key, low, high in served:
         if key != API_VERSIONS:
             assert (low, high) == (handlers[key].min_version, handlers[key].max_version)
-    if version >= 3:
-        assert response.finalized_features_epoch == -1
-        assert response.finalized_features == ()
+    if version >= 3:  # the features seglog builds, finalized at a new cluster's levels
+        epoch, levels = broker.server.finalized_features
+        assert response.finalized_features_epoch == epoch
+        assert {f.name: (f.min_version_level, f.max_version_level)
+                for f in response.finalized_features} == features.finalized_ranges(levels)
+        assert {f.name: (f.min_version, f.max_version) for f in response.supported_features} \
+            == {name: span for name, span in features.supported_ranges().items()
+                if version >= 4 or span[0] >= 1}
 
 
-@pytest.mark.parametrize("version", [5, 9, 127])
+@pytest.mark.parametrize("version", [6, 9, 127])
 def test_api_versions_unknown_version_answered_in_v0_with_unsupported_version(broker, version):
     # KIP-511: header v2 (the client sends its newest), answer v0 with ApiVersions' range.
     with connect(broker) as sock:
@@ -69,7 +77,7 @@ def test_api_versions_unknown_version_answered_in_v0_with_unsupported_version(br
         assert correlation_id == 11
         assert response.error_code == codes.UNSUPPORTED_VERSION
         assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == \
-            [(API_VERSIONS, 0, 4)]
+            [(API_VERSIONS, 0, 5)]
         # The connection stays usable: the client retries at a version we know.
         sock.sendall(request_frame(API_VERSIONS, 3, 12, _api_versions_body(3), flexible=True))
         correlation_id, response = _decode_api_versions(3, read_frame(sock))
@@ -195,7 +203,7 @@ def test_a_failing_handler_closes_only_its_connection(broker):
 
 def test_flexible_response_header_has_tagged_fields(broker):
     # A kio response of a flexible version gets response header v1 (a tag count byte).
-    from kio.index import load_request_schema, load_response_schema
+    from seglog.schemas import load_request_schema, load_response_schema
     from kio.schema.errors import ErrorCode
     import datetime
 

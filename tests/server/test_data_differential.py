@@ -20,7 +20,7 @@ import time
 import uuid
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from seglog import get_backend

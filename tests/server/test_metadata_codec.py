@@ -8,7 +8,7 @@ import random
 import uuid
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 from kio.serial import entity_writer
 
 from seglog.errors import InvalidRequestError

@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 
 from seglog.errors import InvalidRequestError
 from seglog.server import registry

@@ -23,7 +23,7 @@ import threading
 import time
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from core_helpers import read_frame, request_frame

@@ -30,7 +30,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 import seglog

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from kio.index import load_request_schema
+from seglog.schemas import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 

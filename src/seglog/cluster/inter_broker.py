@@ -29,11 +29,11 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, TypeVar
 
-from kio.index import load_request_schema
 from kio.serial import entity_writer
 
 from .. import error_codes as codes
 from ..errors import SeglogError
+from ..schemas import load_request_schema
 from ..types import TopicPartition
 from .sasl_login import SaslLogin, authenticate
 

@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .. import error_codes as codes
+from .. import features
 from .._backend import get_backend
 from ..errors import InvalidConfigError
 from ..aio import wait_event
@@ -253,6 +254,11 @@ class Server:
                                   protocol.API_VERSIONS_VERSION_MAX)])
         protocol.load_schemas(self._ranges)  # every advertised schema now, or no start
         self._api_versions_bodies: dict[int, bytes] = {}
+        #: The cluster's finalized features (KIP-584) as ApiVersions v3+ reports them:
+        #: ``(epoch, {name: level})``; a new cluster's defaults until
+        #: :meth:`set_finalized_features` says otherwise.
+        self.finalized_features: tuple[int, dict[str, int]] = (
+            0, features.default_finalized_levels())
         self._started_modules: list[ModuleType] = []
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -552,8 +558,13 @@ class Server:
             else:
                 cached = self._api_versions_bodies.get(version)
                 if cached is None:
+                    epoch, levels = self.finalized_features
                     cached = self._api_versions_bodies[version] = \
-                        protocol.api_versions_response(version, self._ranges)
+                        protocol.api_versions_response(
+                            version, self._ranges,
+                            supported_features=features.supported_ranges(),
+                            finalized_features=features.finalized_ranges(levels),
+                            finalized_features_epoch=epoch)
                 body = cached
         return tuple(protocol.encode_response(header.correlation_id, flexible=False,
                                               body_parts=(body,)))
@@ -562,6 +573,12 @@ class Server:
     def api_ranges(self) -> list[tuple[int, int, int]]:
         """``[(api_key, min_version, max_version), ...]`` as ApiVersions advertises them."""
         return list(self._ranges)
+
+    def set_finalized_features(self, epoch: int, levels: dict[str, int]) -> None:
+        """Advertise finalized features ``levels`` at ``epoch`` from the next ApiVersions on
+        (the cached response bodies are dropped)."""
+        self.finalized_features = (epoch, dict(levels))
+        self._api_versions_bodies.clear()
 
     # --- background tasks ------------------------------------------------------------------
 

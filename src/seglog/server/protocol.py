@@ -24,9 +24,9 @@ import functools
 import io
 import re
 import struct
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, Mapping, NamedTuple
 
-from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.index import KioIndexError
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.serial.readers import Reader
@@ -35,6 +35,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from .. import error_codes as codes
 from ..errors import InvalidRequestError
+from ..schemas import load_request_schema, load_response_schema
 from .context import BytesLike
 from .request_lengths import check_request, read_uvarint
 
@@ -45,10 +46,11 @@ __all__ = [
     "read_request_body", "valid_client_software",
 ]
 
-#: Kafka's ApiVersions API key, and the versions this broker answers (kio knows 0..4).
+#: Kafka's ApiVersions API key, and the versions this broker answers (Kafka 4.4's 0..5; v5
+#: is in :mod:`seglog.schemas`).
 API_VERSIONS_KEY = 18
 API_VERSIONS_VERSION_MIN = 0
-API_VERSIONS_VERSION_MAX = 4
+API_VERSIONS_VERSION_MAX = 5
 #: The ApiVersions version whose request first is flexible (header v2).
 _API_VERSIONS_FIRST_FLEXIBLE = 3
 
@@ -259,26 +261,41 @@ def valid_client_software(name: str, version: str) -> bool:
 
 
 def api_versions_response(api_version: int, ranges: Iterable[tuple[int, int, int]], *,
-                          error_code: int = codes.NONE) -> bytes:
+                          error_code: int = codes.NONE,
+                          supported_features: Mapping[str, tuple[int, int]] | None = None,
+                          finalized_features: Mapping[str, tuple[int, int]] | None = None,
+                          finalized_features_epoch: int = -1) -> bytes:
     """The encoded body of an ApiVersions response at ``api_version`` listing ``ranges``
     (``(api_key, min_version, max_version)``, sorted here by key) with ``error_code``.
 
-    ``api_version`` outside 0..4 is answered in the v0 format (Kafka's rule for an
-    ApiVersions version it does not know). v3+ carry no supported or finalized features
-    (finalized features epoch -1): clients then use the protocols every broker has (the
-    Java producer keeps transaction protocol v1, consumers the classic group protocol).
+    ``api_version`` outside 0..5 is answered in the v0 format (Kafka's rule for an
+    ApiVersions version it does not know). v3+ carry the features (KIP-584):
+    ``supported_features`` ``{name: (min, max)}``, ``finalized_features`` ``{name: (min
+    level, max level)}`` and their epoch (-1: unknown, and clients ignore the finalized
+    list); v3 omits supported features whose minimum is 0, as Kafka does (KAFKA-17011 made
+    v4 the first version that can carry them).
     """
     from kio.schema.errors import ErrorCode  # kio's enum; imported here once, then cached
-    from kio.static.primitive import i16
+    from kio.static.primitive import i16, i64
 
     version = api_version if API_VERSIONS_VERSION_MIN <= api_version <= API_VERSIONS_VERSION_MAX \
         else 0
     cls = _response_class(API_VERSIONS_KEY, version)
-    assert cls is not None, version  # kio has ApiVersions 0..4
+    assert cls is not None, version  # kio has ApiVersions 0..4, seglog.schemas v5
     module = __import__(cls.__module__, fromlist=["ApiVersion"])
     keys = tuple(module.ApiVersion(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
                  for k, lo, hi in sorted(ranges))
     fields: dict[str, Any] = {"error_code": ErrorCode(error_code), "api_keys": keys}
     if version >= 1:
         fields["throttle_time"] = datetime.timedelta(0)
+    if version >= 3 and error_code == codes.NONE:
+        fields["supported_features"] = tuple(
+            module.SupportedFeatureKey(name=name, min_version=i16(low), max_version=i16(high))
+            for name, (low, high) in sorted((supported_features or {}).items())
+            if version >= 4 or low >= 1)
+        fields["finalized_features_epoch"] = i64(finalized_features_epoch)
+        fields["finalized_features"] = tuple(
+            module.FinalizedFeatureKey(name=name, max_version_level=i16(high),
+                                       min_version_level=i16(low))
+            for name, (low, high) in sorted((finalized_features or {}).items()))
     return encode_body(cls(**fields))

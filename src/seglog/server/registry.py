@@ -88,19 +88,17 @@ def load_handlers(modules: list[ModuleType]) -> dict[int, ApiHandler]:
     return table
 
 
-#: ApiVersions: answered by the core itself (:mod:`seglog.server.protocol`), versions 0-4.
-_CORE_APIS = ((18, 0, 4, "core"),)
+#: ApiVersions: answered by the core itself (:mod:`seglog.server.protocol`), versions 0-5.
+_CORE_APIS = ((18, 0, 5, "core"),)
 
 
 def api_name(api_key: int) -> str:
-    """Kafka's name of ``api_key`` (``3`` -> ``"Metadata"``), from kio's table of API keys;
-    ``"Unknown(<key>)"`` for a key kio does not know."""
-    from kio.schema.index import api_key_map  # kio's key -> snake-case name
+    """Kafka's name of ``api_key`` (``3`` -> ``"Metadata"``), from :mod:`seglog.schemas`;
+    ``"Unknown(<key>)"`` for a key it does not know."""
+    from ..schemas import api_key_name  # kio's names and the keys kio does not know
 
-    snake = api_key_map.get(api_key)
-    if snake is None:
-        return f"Unknown({api_key})"
-    return "".join(part.capitalize() for part in snake.split("_"))
+    name = api_key_name(api_key)
+    return f"Unknown({api_key})" if name is None else name
 
 
 def served_apis(modules: list[ModuleType] | None = None) -> list[tuple[int, str, int, int, str]]:

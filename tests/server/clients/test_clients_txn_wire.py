@@ -21,7 +21,7 @@ import struct
 import sys
 import time
 
-from kio.index import load_request_schema, load_response_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 

@@ -9,7 +9,7 @@ import sys
 import uuid
 from typing import Any, Iterable, TypeVar
 
-from kio.index import load_response_schema
+from ...schemas import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from ... import error_codes as codes

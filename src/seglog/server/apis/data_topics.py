@@ -21,7 +21,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kio.index import load_response_schema
+from ...schemas import load_response_schema
 
 from ... import error_codes as codes
 from ... import errors

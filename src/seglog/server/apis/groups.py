@@ -33,7 +33,7 @@ import typing
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar
 
-from kio.index import load_response_schema
+from ...schemas import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 

@@ -54,7 +54,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar, cast
 
-from kio.index import load_response_schema
+from ...schemas import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 from kio.static.protocol import ResponsePayload
