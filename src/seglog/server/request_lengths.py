@@ -23,7 +23,7 @@ import struct
 from typing import Any, Callable, Union
 
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, \
-    classify_field
+    classify_field, is_optional
 from kio.static.protocol import Entity
 
 from ..errors import InvalidRequestError
@@ -137,6 +137,17 @@ def _array(flexible: bool, element: Step) -> Step:
     return step
 
 
+def _nullable_entity(entity: Step) -> Step:
+    """A nullable struct (KIP-893): a marker byte, -1 for null, then the struct."""
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
+        if pos >= end:
+            raise _bad("the request ends inside a field")
+        marker = buf[pos]
+        pos += 1
+        return pos if marker == 0xFF else entity(buf, pos, end)
+    return step
+
+
 def _primitive(kafka_type: str, flexible: bool) -> Step:
     if kafka_type in _FIXED_BYTES:
         return _fixed(_FIXED_BYTES[kafka_type])
@@ -150,6 +161,8 @@ def _primitive(kafka_type: str, flexible: bool) -> Step:
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     if isinstance(kind, EntityField):
+        if is_optional(field) and "tag" not in field.metadata:
+            return _nullable_entity(checker(kind.type_))
         return checker(kind.type_)
     if isinstance(kind, EntityTupleField):
         return _array(flexible, checker(kind.type_))

@@ -39,6 +39,7 @@ from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
 from . import data_topics
+from . import streams_groups as _streams
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
@@ -507,6 +508,9 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
         error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
+    elif _streams_group(ctx, group_id):
+        error = _streams.validate_offset_commit(ctx.broker, group_id, request.member_id,
+                                                generation)
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -568,7 +572,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
-            coord.ensure_group(group_id, now)
+            if not _streams_group(ctx, group_id):
+                coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
         partition_index=p, error_code=c))))
@@ -694,7 +699,12 @@ def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
         listed[group_id] = (group_id, description.protocol_type, description.state)
     for group_id in _offset_groups(ctx.broker.store):
         listed.setdefault(group_id, (group_id, "", cg.EMPTY))
-    return [listed[g] for g in sorted(listed)]
+    return [listed[g] for g in sorted(listed) if not _streams_group(ctx, g)]
+
+
+def _streams_group(ctx: RequestContext, group_id: str) -> bool:
+    """Whether ``group_id`` is a streams group (KIP-1071, :mod:`.streams_groups`)."""
+    return _streams.is_streams_group(ctx.broker, group_id)
 
 
 async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
@@ -714,6 +724,15 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
+    if not types or "streams" in types:
+        for group_id, state in _streams.listed_groups(ctx.broker):
+            if states and state.lower() not in states:
+                continue
+            if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
+                                                 ResourceType.GROUP, group_id):
+                continue
+            groups.append(dict(group_id=group_id, protocol_type="streams",
+                               group_state=state, group_type="streams"))
     return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
