@@ -39,7 +39,6 @@ from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
 from . import data_topics
-from . import streams_groups as _streams
 from .data_topics import partition_seam
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
@@ -60,7 +59,7 @@ if TYPE_CHECKING:
     from ...storage.log import Log
     from ...store import Store
 
-__all__ = ["GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
+__all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
            "expire_offsets", "find_groups_state", "start", "stop"]
 
 log = logging.getLogger(__name__)
@@ -84,6 +83,29 @@ _INVALID_REQUEST_MESSAGE = (
     "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
+class GroupType(typing.Protocol):
+    """Another kind of group (KIP-1071 streams groups, KIP-848 consumer groups) that shares
+    group ids, committed offsets and ListGroups with the classic groups here: its handler
+    module registers one in :attr:`GroupsState.group_types` at its start."""
+
+    #: ListGroups' group type and protocol type of its groups (``"streams"``).
+    group_type: str
+    protocol_type: str
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is one of its groups."""
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """The error of an OffsetCommit into its group ``group_id`` (NONE: accepted)."""
+
+    def listed_groups(self) -> list[tuple[str, str]]:
+        """``[(group id, state)]`` of its groups."""
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of its group ``group_id``: NONE when dropped (its offsets are deleted
+        next), else the error (NON_EMPTY_GROUP)."""
+
+
 @dataclasses.dataclass(eq=False)
 class GroupsState:
     """The groups module's state in one broker: the ``coordinator``, the timer task and the
@@ -102,6 +124,8 @@ class GroupsState:
     #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
     #: which SyncGroup waits to see replicated.
     written: dict[str, AppendResult] = dataclasses.field(default_factory=dict)
+    #: The other group types served here (:class:`GroupType`), registered at their start.
+    group_types: list[GroupType] = dataclasses.field(default_factory=list)
 
 
 def find_groups_state(state: BrokerState) -> GroupsState | None:
@@ -502,15 +526,15 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
     known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
              if name is not None and name in readable
              and _partition_exists(store, name, p.partition_index)}
+    other_type = _other_type(ctx, group_id)
     if not known:
         error = 0
     elif not group_id:
         error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
-    elif _streams_group(ctx, group_id):
-        error = _streams.validate_offset_commit(ctx.broker, group_id, request.member_id,
-                                                generation)
+    elif other_type is not None:
+        error = other_type.validate_offset_commit(group_id, request.member_id, generation)
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -572,7 +596,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
-            if not _streams_group(ctx, group_id):
+            if other_type is None:
                 coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
@@ -699,12 +723,15 @@ def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
         listed[group_id] = (group_id, description.protocol_type, description.state)
     for group_id in _offset_groups(ctx.broker.store):
         listed.setdefault(group_id, (group_id, "", cg.EMPTY))
-    return [listed[g] for g in sorted(listed) if not _streams_group(ctx, g)]
+    return [listed[g] for g in sorted(listed) if _other_type(ctx, g) is None]
 
 
-def _streams_group(ctx: RequestContext, group_id: str) -> bool:
-    """Whether ``group_id`` is a streams group (KIP-1071, :mod:`.streams_groups`)."""
-    return _streams.is_streams_group(ctx.broker, group_id)
+def _other_type(ctx: RequestContext, group_id: str) -> GroupType | None:
+    """The :class:`GroupType` whose group ``group_id`` is, None for a classic group."""
+    for group_type in _state(ctx).group_types:
+        if group_type.has_group(group_id):
+            return group_type
+    return None
 
 
 async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
@@ -724,15 +751,17 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
-    if not types or "streams" in types:
-        for group_id, state in _streams.listed_groups(ctx.broker):
+    for group_type in _state(ctx).group_types:
+        if types and group_type.group_type not in types:
+            continue
+        for group_id, state in group_type.listed_groups():
             if states and state.lower() not in states:
                 continue
             if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
                                                  ResourceType.GROUP, group_id):
                 continue
-            groups.append(dict(group_id=group_id, protocol_type="streams",
-                               group_state=state, group_type="streams"))
+            groups.append(dict(group_id=group_id, protocol_type=group_type.protocol_type,
+                               group_state=state, group_type=group_type.group_type))
     return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
@@ -804,9 +833,16 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         if not_here:
             results.append(dict(group_id=group_id, error_code=not_here))
             continue
+        other_type = _other_type(ctx, group_id)
+        if other_type is not None:
+            refused = other_type.delete_group(group_id)  # dropped when empty
+            if refused:
+                results.append(dict(group_id=group_id, error_code=refused))
+                continue
         known = coord.has_group(group_id) or group_id in _offset_groups(store)
-        if not known:
-            results.append(dict(group_id=group_id, error_code=codes.GROUP_ID_NOT_FOUND))
+        if not known:  # (a group of another type without offsets is gone already)
+            results.append(dict(group_id=group_id, error_code=codes.NONE if other_type
+                                 is not None else codes.GROUP_ID_NOT_FOUND))
             continue
         if coord.has_group(group_id) and coord.state(group_id) != cg.EMPTY:
             results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))

@@ -41,8 +41,8 @@ from .admin_state import topic_defaults
 from .admin_wire import broker_setting, make, response_classes
 from .data_topics import partition_seam
 
-__all__ = ["HANDLERS", "StreamsGroupsState", "find_streams_state", "is_streams_group", "listed_groups",
-           "start", "stop", "validate_offset_commit"]
+__all__ = ["HANDLERS", "StreamsGroupType", "StreamsGroupsState", "find_streams_state",
+           "is_streams_group", "start", "stop"]
 
 log = logging.getLogger(__name__)
 
@@ -74,20 +74,31 @@ def is_streams_group(state: BrokerState, group_id: str) -> bool:
     return found is not None and found.coordinator.has_group(group_id)
 
 
-def listed_groups(state: BrokerState) -> list[tuple[str, str]]:
-    """``[(group id, state)]`` of the streams groups here, for ListGroups."""
-    found = find_streams_state(state)
-    if found is None:
-        return []
-    return [(g, found.coordinator.state(g) or sg.DEAD) for g in found.coordinator.group_ids()]
+class StreamsGroupType:
+    """The streams groups as :class:`seglog.server.apis.groups.GroupType`: what OffsetCommit
+    and ListGroups ask of them."""
 
+    group_type = "streams"
+    protocol_type = "streams"
 
-def validate_offset_commit(state: BrokerState, group_id: str, member_id: str,
-                           member_epoch: int) -> int:
-    """The error of an OffsetCommit into streams group ``group_id`` (NONE: accepted)."""
-    found = find_streams_state(state)
-    assert found is not None, "the streams_groups module was not started"
-    return found.coordinator.validate_offset_commit(group_id, member_id, member_epoch)
+    def __init__(self, coordinator: sg.StreamsGroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a streams group here."""
+        return self.coordinator.has_group(group_id)
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """Kafka's ``StreamsGroup.validateOffsetCommit``: the member and its epoch."""
+        return self.coordinator.validate_offset_commit(group_id, member_id, member_epoch)
+
+    def listed_groups(self) -> list[tuple[str, str]]:
+        """``[(group id, state)]`` of the streams groups here."""
+        return [(g, self.coordinator.state(g) or sg.DEAD) for g in self.coordinator.group_ids()]
+
+    def delete_group(self, group_id: str) -> int:
+        """NON_EMPTY_GROUP while members are in; else the group is dropped (NONE)."""
+        return self.coordinator.delete_group(group_id)
 
 
 def _state(ctx: RequestContext) -> StreamsGroupsState:
@@ -408,6 +419,9 @@ async def start(state: BrokerState) -> None:
         _config(state), cluster.partition_count, lambda: list(cluster.assignments))
     found = StreamsGroupsState(coordinator=coordinator, wake=asyncio.Event())
     state.extensions[EXTENSION] = found
+    groups_state = groups.find_groups_state(state)
+    assert groups_state is not None, "the groups module starts before this one"
+    groups_state.group_types.append(StreamsGroupType(coordinator))
     found.task = state.loop.create_task(_run_timers(state, found))
 
 
