@@ -375,8 +375,13 @@ class StreamsGroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             if member_epoch != 0:
-                raise StreamsGroupError(codes.GROUP_ID_NOT_FOUND,
-                                        f"Streams group {group_id} not found.")
+                # Kafka says GROUP_ID_NOT_FOUND here, which the Streams client takes as
+                # fatal; Kafka's group survives restarts and coordinator moves, this one
+                # (not written to __consumer_offsets) does not, so its members are told
+                # UNKNOWN_MEMBER_ID and rejoin with epoch 0 instead.
+                raise StreamsGroupError(codes.UNKNOWN_MEMBER_ID,
+                                        f"Member {member_id} is not a member of group "
+                                        f"{group_id}.")
             group = self._groups[group_id] = _Group(group_id)
         member = group.members.get(member_id)
         bump = False
@@ -474,12 +479,9 @@ class StreamsGroupCoordinator:
         group.target.pop(member_id, None)
         group.group_epoch += 1
         if group.members:
+            # The others move towards the new target at their own next heartbeat (a
+            # member's epoch changes only in an answer to it).
             self._assign(group)
-        for other in group.members.values():
-            # Tasks the leaver held are free now: members waiting for them move on at
-            # their next heartbeat.
-            if other.state == _UNRELEASED:
-                self._reconcile(group, other, None)
 
     def _configure(self, group: _Group) -> dict[str, TopicInfo] | None:
         """Check the group's topology against the topics (Kafka's
