@@ -152,6 +152,36 @@ def _counts(bootstrap: str) -> dict[str, int]:
         consumer.close()
 
 
+def _table(text: str) -> list[dict[str, str]]:
+    """The rows of a kafka-streams-groups table (columns split on runs of spaces; the
+    COORDINATOR column's "host:port (id)" is one cell)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = lines[0].replace("COORDINATOR (ID)", "COORDINATOR").split()
+    rows = []
+    for line in lines[1:]:
+        cells = line.replace(" (", "(").split(None, len(header) - 1)
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def _describe(kafka_ref, bootstrap: str, run_dir: Path) -> dict:
+    """What ``kafka-streams-groups --describe`` (StreamsGroupDescribe, Kafka's Admin
+    client) says of the group while both instances run, without ids and epochs."""
+    def run(*args: str) -> list[dict[str, str]]:
+        done = kafka_ref.run_tool("org.apache.kafka.tools.streams.StreamsGroupCommand",
+                                  ["--bootstrap-server", bootstrap, "--describe", "--group",
+                                   "wordcount", *args, "--verbose"],
+                                  run_dir=run_dir / "tool", timeout_s=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return _table(done.stdout)
+
+    (state,) = run("--state")
+    members = run("--members")
+    return dict(state={k: state[k] for k in ("GROUP", "ASSIGNOR", "STATE", "#MEMBERS")},
+                members=sorted((m["MEMBER-PROTOCOL"], m["ASSIGNMENTS"].count(":[") > 0)
+                               for m in members))
+
+
 def _expected(lines: list[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for line in lines:
@@ -181,6 +211,7 @@ def scenario(kafka_ref, classes: Path, bootstrap: str, run_dir: Path) -> dict:
               lambda: a.running() and b.running() and a.tasks() and b.tasks()
               and a.tasks() | b.tasks() == ALL_TASKS and not a.tasks() & b.tasks(), apps)
         shared = (len(a.tasks()), len(b.tasks()))
+        described = _describe(kafka_ref, bootstrap, run_dir)
         _wait("the first batch counted",
               lambda: _counts(bootstrap) == _expected(BATCH_1), apps, timeout_s=60)
         a.stop()
@@ -196,11 +227,15 @@ def scenario(kafka_ref, classes: Path, bootstrap: str, run_dir: Path) -> dict:
     finally:
         for app in apps:
             app.stop()
-    return dict(shared=sorted(shared), counts=_counts(bootstrap),
+    return dict(shared=sorted(shared), described=described, counts=_counts(bootstrap),
                 internal_topics=sorted(t for t in topics if t.startswith("wordcount-")))
 
 
-EXPECTED = dict(shared=[2, 2], counts=_expected(BATCH_1 + BATCH_2),
+EXPECTED = dict(shared=[2, 2],
+                described=dict(state={"GROUP": "wordcount", "ASSIGNOR": "sticky",
+                                      "STATE": "Stable", "#MEMBERS": "2"},
+                               members=[("streams", True), ("streams", True)]),
+                counts=_expected(BATCH_1 + BATCH_2),
                 internal_topics=["wordcount-counts-changelog", "wordcount-words-repartition"])
 
 
