@@ -148,6 +148,8 @@ class _Group:
     metadata: tuple[tuple[str, int | None], ...] = ()
     statuses: list[tuple[int, str]] = field(default_factory=list)
     missing_internal: dict[str, TopicInfo] = field(default_factory=dict)
+    #: The partition count of each internal topic, once the topology is checked.
+    internal_partitions: dict[str, int] = field(default_factory=dict)
     members: dict[str, _Member] = field(default_factory=dict)
     target: dict[str, Tasks] = field(default_factory=dict)
     topology_description: object | None = None
@@ -265,8 +267,22 @@ class StreamsGroupCoordinator:
                        m.client_tags, m.task_offsets, m.task_end_offsets, m.assigned,
                        group.target.get(m.member_id, _empty_tasks()))
             for m in sorted(group.members.values(), key=lambda m: m.member_id))
+        topology = group.topology
+        if topology is not None and group.internal_partitions:
+            # As Kafka describes it: the internal topics with their configured counts.
+            counts = group.internal_partitions
+
+            def configured(t: TopicInfo) -> TopicInfo:
+                return replace(t, partitions=counts.get(t.name, t.partitions))
+
+            topology = replace(topology, subtopologies=tuple(
+                replace(s, state_changelog_topics=tuple(map(configured,
+                                                            s.state_changelog_topics)),
+                        repartition_source_topics=tuple(map(configured,
+                                                            s.repartition_source_topics)))
+                for s in topology.subtopologies))
         return GroupView(group_id, self._state(group), group.group_epoch,
-                         group.assignment_epoch, group.topology, members,
+                         group.assignment_epoch, topology, members,
                          group.topology_description)
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
@@ -413,12 +429,12 @@ class StreamsGroupCoordinator:
                                         f"The streams group member has a smaller member epoch "
                                         f"({member_epoch}) than the one known by the group "
                                         f"coordinator ({member.member_epoch}). The member "
-                                        f"must abandon all its tasks and rejoin."
+                                        f"must abandon all its partitions and rejoin."
                                         if member_epoch < member.member_epoch else
                                         f"The streams group member has a greater member epoch "
                                         f"({member_epoch}) than the one known by the group "
                                         f"coordinator ({member.member_epoch}). The member "
-                                        f"must abandon all its tasks and rejoin.")
+                                        f"must abandon all its partitions and rejoin.")
         member.session_deadline_ms = now_ms + self.config.session_timeout_ms
         if process_id is not None:
             member.process_id = process_id
@@ -555,6 +571,7 @@ class StreamsGroupCoordinator:
                 wanted[t.name] = replace(t, partitions=repartition.get(t.name, n))
             for t in s.state_changelog_topics:
                 wanted[t.name] = replace(t, partitions=n)
+        group.internal_partitions = {name: t.partitions for name, t in wanted.items()}
         wrong = sorted(name for name, t in wanted.items()
                        if counts.get(name) is not None and counts[name] != t.partitions)
         missing = {name: t for name, t in wanted.items()
@@ -667,7 +684,7 @@ def _validate(group_id: str, member_id: str, member_epoch: int, rebalance_timeou
         if rebalance_timeout_ms == -1:
             raise bad("RebalanceTimeoutMs must be provided in first request.")
         if topology is None:
-            raise bad("Topology must be non-null in first request.")
+            raise bad("Topology must be non-null when (re-)joining.")
         if owned is None:
             raise bad("ActiveTasks, StandbyTasks and WarmupTasks must be non-null in first "
                       "request.")

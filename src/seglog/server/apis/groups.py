@@ -367,7 +367,8 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
                                    generation_id=-1,
                                    protocol_name=None if ctx.api_version >= 7 else "",
                                    leader="", members=[]))
-    if request.group_id and _embedded_members(ctx, request.group_id):
+    if request.group_id and (_embedded_members(ctx, request.group_id)
+                             or _other_type(ctx, request.group_id) is not None):
         return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
@@ -785,6 +786,15 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                 error_code=not_here, group_id=group_id, group_state="", protocol_type="",
                 protocol_data="", members=[], authorized_operations=-2147483648,
                 error_message=None))
+            continue
+        if _other_type(ctx, group_id) is not None:
+            # Kafka 4.4: a group of another type is no classic group (Dead; v6+ an error).
+            error = codes.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else 0
+            described.append(dict(
+                error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
+                protocol_data="", members=[], authorized_operations=-2147483648,
+                error_message=(f"Group {group_id} is not a classic group." if error
+                               else None)))
             continue
         description = coord.describe(group_id)
         if description is None:
