@@ -167,3 +167,21 @@ def test_the_sticky_assignor_balances_processes_and_keeps_previous_owners():
                                 counts, 1)
     assert with_standby["a"].standby == with_standby["b"].active
     assert with_standby["b"].standby == with_standby["a"].active
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed():
+    world = World(words=2, app_repartition=2, app_changelog=2)
+    world.beat("m1", 0)
+    world.beat("m2", 0)
+    m1 = world.beat("m1", 1, owned(ALL))  # asked to revoke half (rebalance timeout 30 s)
+    assert len(flat(m1)) == 2
+    for _ in range(6):  # both heartbeat (sessions alive), m1 without revoking
+        world.now_ms += 5_000
+        assert world.beat("m1", 1, owned(ALL)).member_epoch == 1
+        world.beat("m2", 2, NO_TASKS)
+        world.coordinator.poll(world.now_ms - 1)
+    assert [v.member_id for v in world.coordinator.describe("app").members] == ["m1", "m2"]
+    assert world.coordinator.poll(world.now_ms) == [("app", "m1")]
+    m2 = world.beat("m2", 2, NO_TASKS)
+    assert flat(m2) == ALL
+    assert world.beat("m1", 1, owned(ALL)).error_code == codes.UNKNOWN_MEMBER_ID

@@ -132,6 +132,9 @@ class _Member:
     assigned: Tasks = field(default_factory=_empty_tasks)
     pending_revocation: Tasks = field(default_factory=_empty_tasks)
     session_deadline_ms: int = 0
+    #: When a member asked to revoke tasks must have done it (its rebalance timeout); -1:
+    #: nothing asked.
+    revocation_deadline_ms: int = -1
     task_offsets: tuple[tuple[str, int, int], ...] = ()
     task_end_offsets: tuple[tuple[str, int, int], ...] = ()
 
@@ -305,16 +308,21 @@ class StreamsGroupCoordinator:
         """The earliest session deadline, None with no members."""
         deadlines = [m.session_deadline_ms for g in self._groups.values()
                      for m in g.members.values()]
+        deadlines += [m.revocation_deadline_ms for g in self._groups.values()
+                      for m in g.members.values() if m.state == _UNREVOKED]
         return min(deadlines) if deadlines else None
 
     # --- changes -----------------------------------------------------------------------
 
     def poll(self, now_ms: int) -> list[tuple[str, str]]:
-        """Remove the members whose session expired; ``[(group id, member id)]`` removed."""
+        """Remove the members whose session expired, or that did not revoke the tasks asked
+        within their rebalance timeout; ``[(group id, member id)]`` removed."""
         removed = []
         for group in self._groups.values():
             for member in list(group.members.values()):
-                if member.session_deadline_ms <= now_ms:
+                if member.session_deadline_ms <= now_ms or (
+                        member.state == _UNREVOKED
+                        and 0 <= member.revocation_deadline_ms <= now_ms):
                     self._remove_member(group, member.member_id)
                     removed.append((group.group_id, member.member_id))
         return removed
@@ -472,7 +480,7 @@ class StreamsGroupCoordinator:
             # member still moves to the group's epoch (as Kafka's).
             self._assign(group)
         previous_epoch = member.member_epoch
-        self._reconcile(group, member, owned)
+        self._reconcile(group, member, owned, now_ms)
         if member.member_epoch != previous_epoch:
             member.previous_member_epoch = previous_epoch
         statuses = list(group.statuses)
@@ -607,24 +615,25 @@ class StreamsGroupCoordinator:
                         for member_id, a in assignment.items()}
         group.assignment_epoch = group.group_epoch
 
-    def _reconcile(self, group: _Group, member: _Member, owned: Tasks | None) -> None:
+    def _reconcile(self, group: _Group, member: _Member, owned: Tasks | None,
+                   now_ms: int) -> None:
         """Kafka's streams ``CurrentAssignmentBuilder.build``: move the member towards its
         target, revoking before assigning."""
         target = group.target.get(member.member_id, _empty_tasks())
         if member.state == _STABLE:
             if member.member_epoch == group.assignment_epoch:
                 return
-            self._next(group, member, member.member_epoch, target, owned)
+            self._next(group, member, member.member_epoch, target, owned, now_ms)
         elif member.state == _UNREVOKED:
             pending = [_flat(k) for k in member.pending_revocation]
             if owned is None or any(_flat(o) & p for o, p in zip(owned, pending)):
                 return
-            self._next(group, member, member.member_epoch + 1, target, owned)
+            self._next(group, member, member.member_epoch + 1, target, owned, now_ms)
         else:  # UNRELEASED_TASKS
-            self._next(group, member, member.member_epoch, target, owned)
+            self._next(group, member, member.member_epoch, target, owned, now_ms)
 
     def _next(self, group: _Group, member: _Member, epoch: int, target: Tasks,
-              owned: Tasks | None) -> None:
+              owned: Tasks | None, now_ms: int) -> None:
         others = [m for m in group.members.values() if m.member_id != member.member_id]
         active_owner: dict[Task, str] = {}
         standby_procs: dict[Task, set[str]] = {}
@@ -659,6 +668,8 @@ class StreamsGroupCoordinator:
         to_revoke = any(revoke) and (owned_flat is None or any(
             o & r for o, r in zip(owned_flat, revoke)))
         if to_revoke:
+            if member.state != _UNREVOKED:
+                member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
             member.state = _UNREVOKED
             member.member_epoch = epoch
             member.assigned = (_nest(keep[0]), _nest(keep[1]), _nest(keep[2]))
