@@ -230,3 +230,74 @@ def test_streams_group_requests_answer_as_kafka_does(kafka_ref, tmp_path):
     for want, have in zip(expected, got):
         assert have == want
     assert len(got) == len(expected)
+
+
+def test_a_streams_group_survives_a_restart(tmp_path):
+    """seglog alone: the group is written to ``__consumer_offsets`` in Kafka's records and
+    loaded back by the next broker on the same data dir: the member keeps its epoch and its
+    tasks, and its next heartbeat goes on from there."""
+    config = {"offsets.topic.num.partitions": 1, **CONFIG}
+    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("src", 2, 1)])["src"].result(30)
+        c = Client(broker.bootstrap)
+        m = c.m(88, 1)
+        c.call(10, 4, key_type=0, coordinator_keys=("app",))
+        changelog = m.TopicInfo(name="app-store-changelog", partitions=0,
+                                replication_factor=-1, topic_configs=())
+        topology = m.Topology(epoch=0, subtopologies=(m.Subtopology(
+            subtopology_id="0", source_topics=("src",), source_topic_regex=(),
+            state_changelog_topics=(changelog,), repartition_sink_topics=(),
+            repartition_source_topics=(), copartition_groups=()),))
+
+        def beat(client, epoch, active):
+            return client.call(88, 1, group_id="app", member_id="m1", member_epoch=epoch,
+                               endpoint_information_epoch=0, instance_id=None, rack_id=None,
+                               rebalance_timeout=datetime.timedelta(seconds=30),
+                               topology=topology if epoch == 0 else None,
+                               active_tasks=tuple(m.TaskIds(subtopology_id=s, partitions=ps)
+                                                  for s, ps in active),
+                               standby_tasks=(), warmup_tasks=(),
+                               process_id="p1" if epoch == 0 else None, user_endpoint=None,
+                               client_tags=None, task_offsets=None, task_end_offsets=None,
+                               shutdown_application=False)
+
+        r = beat(c, 0, [])
+        epoch, active = r.member_epoch, []
+        deadline = time.monotonic() + WAIT_S
+        while not active and time.monotonic() < deadline:
+            time.sleep(0.2)
+            r = beat(c, epoch, active)
+            epoch = r.member_epoch
+            if r.active_tasks:
+                active = [(t.subtopology_id, tuple(t.partitions)) for t in r.active_tasks]
+        assert active == [("0", (0, 1))]
+
+        def describe(client):
+            (g,) = client.call(89, 1, group_ids=("app",), include_authorized_operations=False,
+                               include_topology_description=False).groups
+            return (int(g.error_code), g.group_state, g.group_epoch, g.assignment_epoch,
+                    g.topology.epoch, [(s.subtopology_id, s.source_topics)
+                                       for s in g.topology.subtopologies],
+                    [(mb.member_id, mb.member_epoch, mb.process_id,
+                      _tasks(mb.assignment.active_tasks),
+                      _tasks(mb.target_assignment.active_tasks)) for mb in g.members])
+
+        before = describe(c)
+        c.close()
+    finally:
+        broker.stop()
+    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
+    broker.start()
+    try:
+        c = Client(broker.bootstrap)
+        assert describe(c) == before
+        r = beat(c, epoch, active)
+        assert (int(r.error_code), r.member_epoch) == (0, epoch)
+        listed = c.call(16, 5, states_filter=(), types_filter=("streams",))
+        assert [(g.group_id, g.group_state) for g in listed.groups] == [("app", "Stable")]
+        c.close()
+    finally:
+        broker.stop()

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import error_codes as codes
+from . import streams_group_records as rec
 from .streams_group_assignor import AssignorMember, Task, assign_tasks
 
 __all__ = ["EMPTY", "NOT_READY", "ASSIGNING", "RECONCILING", "STABLE", "DEAD",
@@ -47,10 +48,11 @@ STATUS_INCORRECTLY_PARTITIONED_TOPICS = 2
 STATUS_MISSING_INTERNAL_TOPICS = 3
 STATUS_SHUTDOWN_APPLICATION = 4
 
-# Member states of Kafka's streams MemberState.
+# Member states of Kafka's streams MemberState, and their values in its records.
 _STABLE = "STABLE"
 _UNREVOKED = "UNREVOKED_TASKS"
 _UNRELEASED = "UNRELEASED_TASKS"
+_STATE_VALUES = {_STABLE: 1, _UNREVOKED: 2, _UNRELEASED: 3}
 
 #: Tasks by kind: ``{subtopology id: {partition, ...}}`` for active, standby, warm-up.
 Tasks = tuple[dict[str, set[int]], dict[str, set[int]], dict[str, set[int]]]
@@ -311,6 +313,109 @@ class StreamsGroupCoordinator:
         deadlines += [m.revocation_deadline_ms for g in self._groups.values()
                       for m in g.members.values() if m.state == _UNREVOKED]
         return min(deadlines) if deadlines else None
+
+    # --- records (Kafka's, in __consumer_offsets) ------------------------------------------
+
+    def records(self, group_id: str) -> dict[bytes, bytes | None]:
+        """The group as Kafka's ``__consumer_offsets`` records, ``{key: value}`` (empty for
+        a group not here): its metadata, topology, target assignment, and per member its
+        metadata, target and current assignment (:mod:`.streams_group_records`)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return {}
+        out: dict[bytes, bytes | None] = {}
+
+        def put(record_type: int, member_id: str | None, value: dict[str, Any]) -> None:
+            out[rec.encode_key(record_type, group_id, member_id)] = rec.encode_value(
+                record_type, value)
+
+        put(rec.GROUP_METADATA, None, {"epoch": group.group_epoch, "metadata_hash": 0})
+        if group.topology is not None:
+            put(rec.TOPOLOGY, None, {"epoch": group.topology.epoch, "subtopologies": [
+                {"subtopology_id": s.subtopology_id, "source_topics": s.source_topics,
+                 "source_topic_regex": s.source_topic_regex,
+                 "state_changelog_topics": [_topic_fields(t) for t in s.state_changelog_topics],
+                 "repartition_sink_topics": s.repartition_sink_topics,
+                 "repartition_source_topics": [_topic_fields(t)
+                                               for t in s.repartition_source_topics]}
+                for s in group.topology.subtopologies]})
+        put(rec.TARGET_ASSIGNMENT_METADATA, None, {"assignment_epoch": group.assignment_epoch})
+        for member_id, target in group.target.items():
+            put(rec.TARGET_ASSIGNMENT_MEMBER, member_id, _task_fields(target))
+        for m in group.members.values():
+            put(rec.MEMBER_METADATA, m.member_id, {
+                "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+                "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "topology_epoch": m.topology_epoch, "process_id": m.process_id,
+                "user_endpoint": m.user_endpoint, "client_tags": m.client_tags})
+            current = _task_fields(m.assigned)
+            pending = _task_fields(m.pending_revocation)
+            put(rec.CURRENT_MEMBER_ASSIGNMENT, m.member_id, {
+                "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
+                "state": _STATE_VALUES[m.state], **current,
+                **{f"{kind}_pending_revocation": tasks for kind, tasks in pending.items()}})
+        return out
+
+    def load_records(self, records: Iterable[rec.StreamsRecord], now_ms: int) -> list[str]:
+        """Take back the groups of ``records`` (read from ``__consumer_offsets`` in log
+        order; a tombstone deletes); their members' sessions start again at ``now_ms``. The
+        group ids loaded."""
+        latest: dict[tuple[int, str, str | None], dict[str, Any] | None] = {}
+        for r in records:
+            latest[(r.record_type, r.group_id, r.member_id)] = r.value
+        by_group: dict[str, dict[tuple[int, str | None], dict[str, Any]]] = {}
+        for (record_type, group_id, member_id), value in latest.items():
+            if value is not None:
+                by_group.setdefault(group_id, {})[(record_type, member_id)] = value
+        loaded = []
+        states = {v: k for k, v in _STATE_VALUES.items()}
+        for group_id, parts in by_group.items():
+            meta = parts.get((rec.GROUP_METADATA, None))
+            if meta is None:
+                continue  # deleted (its metadata tombstoned), or not all there
+            group = _Group(group_id, group_epoch=int(meta["epoch"]))
+            target_meta = parts.get((rec.TARGET_ASSIGNMENT_METADATA, None))
+            if target_meta is not None:
+                group.assignment_epoch = int(target_meta["assignment_epoch"])
+            topology = parts.get((rec.TOPOLOGY, None))
+            if topology is not None:
+                group.topology = Topology(int(topology["epoch"]), tuple(
+                    Subtopology(s["subtopology_id"], tuple(s["source_topics"]),
+                                tuple(s["source_topic_regex"]),
+                                tuple(TopicInfo(*t) for t in s["state_changelog_topics"]),
+                                tuple(s["repartition_sink_topics"]),
+                                tuple(TopicInfo(*t) for t in s["repartition_source_topics"]))
+                    for s in topology["subtopologies"]))
+            for (record_type, member_id), value in parts.items():
+                if member_id is None:
+                    continue
+                if record_type == rec.TARGET_ASSIGNMENT_MEMBER:
+                    group.target[member_id] = _tasks_of(value)
+                elif record_type == rec.MEMBER_METADATA:
+                    v = value
+                    current = parts.get((rec.CURRENT_MEMBER_ASSIGNMENT, member_id), {})
+                    member = _Member(
+                        member_id=member_id, process_id=str(v["process_id"]),
+                        client_id=str(v["client_id"]), client_host=str(v["client_host"]),
+                        rebalance_timeout_ms=int(v["rebalance_timeout_ms"]),
+                        instance_id=v["instance_id"], rack_id=v["rack_id"],
+                        topology_epoch=int(v["topology_epoch"]),
+                        user_endpoint=v["user_endpoint"],
+                        client_tags=tuple(v["client_tags"]))
+                    if current:
+                        member.member_epoch = int(current["member_epoch"])
+                        member.previous_member_epoch = int(current["previous_member_epoch"])
+                        member.state = states.get(int(current["state"]), _STABLE)
+                        member.assigned = _tasks_of(current)
+                        member.pending_revocation = _tasks_of(current, "_pending_revocation")
+                        if member.state == _UNREVOKED:
+                            member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
+                    member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                    group.members[member_id] = member
+            self._groups[group_id] = group
+            self._configure(group)  # the task counts, without a new epoch
+            loaded.append(group_id)
+        return loaded
 
     # --- changes -----------------------------------------------------------------------
 
@@ -679,6 +784,21 @@ class StreamsGroupCoordinator:
         member.member_epoch = group.assignment_epoch
         member.assigned = tuple(_nest(k | a) for k, a in zip(keep, add))  # type: ignore[assignment]
         member.pending_revocation = _empty_tasks()
+
+
+def _topic_fields(t: TopicInfo) -> rec.TopicInfoFields:
+    return (t.name, t.partitions, t.replication_factor, t.configs)
+
+
+def _task_fields(tasks: Tasks) -> dict[str, rec.TaskList]:
+    return {kind: tuple((s, tuple(sorted(ps))) for s, ps in sorted(by_kind.items()) if ps)
+            for kind, by_kind in zip(("active", "standby", "warmup"), tasks)}
+
+
+def _tasks_of(value: Mapping[str, Any], suffix: str = "") -> Tasks:
+    def kind(name: str) -> dict[str, set[int]]:
+        return {s: set(ps) for s, ps in value.get(name + suffix, ())}
+    return (kind("active"), kind("standby"), kind("warmup"))
 
 
 def _validate(group_id: str, member_id: str, member_epoch: int, rebalance_timeout_ms: int,

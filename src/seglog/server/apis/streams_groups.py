@@ -28,9 +28,12 @@ from typing import Any, Iterable, Mapping
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
 from ...cluster import coordinators as cluster_coordinators
+from ...cluster.seam import AppendOrigin
 from ...coordinator import streams_group as sg
+from ...coordinator import streams_group_records as rec
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import InvalidConfigError, SeglogError, TopicExistsError
+from ...errors import CorruptRecordError, InvalidConfigError, SeglogError, TopicExistsError
+from ...types import TopicPartition
 from ..authorization import AclOperation, ResourceType, authorize, authorize_cluster, \
     authorized_operations, filter_authorized
 from ..context import BrokerState, RequestContext
@@ -60,6 +63,11 @@ class StreamsGroupsState:
     task: asyncio.Task[None] | None = None
     creating: set[str] = dataclasses.field(default_factory=set)
     background: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
+    #: What is in ``__consumer_offsets`` of each group: ``{group id: {key: value}}``.
+    written: dict[str, dict[bytes, bytes | None]] = dataclasses.field(default_factory=dict)
+    #: The ``__consumer_offsets`` partitions whose streams groups are loaded here, with
+    #: the leader epoch they were loaded in.
+    loaded: dict[int, int | None] = dataclasses.field(default_factory=dict)
 
 
 def find_streams_state(state: BrokerState) -> StreamsGroupsState | None:
@@ -81,11 +89,14 @@ class StreamsGroupType:
     group_type = "streams"
     protocol_type = "streams"
 
-    def __init__(self, coordinator: sg.StreamsGroupCoordinator) -> None:
-        self.coordinator = coordinator
+    def __init__(self, broker: BrokerState, found: StreamsGroupsState) -> None:
+        self.broker = broker
+        self.found = found
+        self.coordinator = found.coordinator
 
     def has_group(self, group_id: str) -> bool:
         """Whether ``group_id`` is a streams group here."""
+        _ensure_loaded(self.broker, self.found, group_id)
         return self.coordinator.has_group(group_id)
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
@@ -94,11 +105,116 @@ class StreamsGroupType:
 
     def listed_groups(self) -> list[tuple[str, str]]:
         """``[(group id, state)]`` of the streams groups here."""
+        groups_state = groups.find_groups_state(self.broker)
+        count = partition_seam(self.broker).partition_count(OFFSETS_TOPIC) or 0
+        if groups_state is not None and groups_state.partitions is not None:
+            for partition in range(count):
+                if not groups_state.partitions.error_for(partition):
+                    _load_partition(self.broker, self.found, partition)
         return [(g, self.coordinator.state(g) or sg.DEAD) for g in self.coordinator.group_ids()]
 
     def delete_group(self, group_id: str) -> int:
-        """NON_EMPTY_GROUP while members are in; else the group is dropped (NONE)."""
-        return self.coordinator.delete_group(group_id)
+        """NON_EMPTY_GROUP while members are in; else the group is dropped (NONE) and its
+        records tombstoned."""
+        error = self.coordinator.delete_group(group_id)
+        if not error:
+            _persist(self.broker, self.found, group_id)
+        return error
+
+
+# --- the group in __consumer_offsets (Kafka's records) -----------------------------------
+
+
+def _offsets_partition(broker: BrokerState, group_id: str) -> int | None:
+    """The group's ``__consumer_offsets`` partition when this broker coordinates it."""
+    groups_state = groups.find_groups_state(broker)
+    cluster = partition_seam(broker)
+    partition = cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
+    if partition is None or groups_state is None or groups_state.partitions is None:
+        return None
+    return None if groups_state.partitions.error_for(partition) else partition
+
+
+def _ensure_loaded(broker: BrokerState, found: StreamsGroupsState, group_id: str) -> None:
+    """Load the streams groups of ``group_id``'s ``__consumer_offsets`` partition, once per
+    leadership of it (Kafka's coordinator loads them when it becomes the leader)."""
+    partition = _offsets_partition(broker, group_id)
+    if partition is not None:
+        _load_partition(broker, found, partition)
+
+
+def _load_partition(broker: BrokerState, found: StreamsGroupsState, partition: int) -> None:
+    """Load the streams groups of ``__consumer_offsets`` partition ``partition`` (which this
+    broker coordinates) unless loaded in its current leader epoch already."""
+    groups_state = groups.find_groups_state(broker)
+    if groups_state is None or groups_state.partitions is None:
+        return
+    epoch = groups_state.partitions.leader_epoch(partition)
+    if partition in found.loaded and found.loaded[partition] == epoch:
+        return
+    found.loaded[partition] = epoch
+    records: list[rec.StreamsRecord] = []
+    try:
+        log_ = broker.store.log((OFFSETS_TOPIC, partition))
+        for record in log_.records(start=log_.start_offset, max_offset=log_.end_offset):
+            if record.key is None:
+                continue
+            try:
+                key = rec.decode_key(record.key)
+                if key is None:
+                    continue
+                value = rec.decode_value(key[0], record.value)
+            except CorruptRecordError as exc:
+                log.warning("a streams group record of %s-%d does not parse (%s); skipped",
+                            OFFSETS_TOPIC, partition, exc)
+                continue
+            records.append(rec.StreamsRecord(key[0], key[1], key[2], value))
+    except SeglogError as exc:
+        log.warning("loading the streams groups of %s-%d failed: %s", OFFSETS_TOPIC,
+                    partition, exc)
+        return
+    for loaded_id in found.coordinator.load_records(records, broker.now_ms()):
+        found.written[loaded_id] = found.coordinator.records(loaded_id)
+        log.info("loaded streams group %r", loaded_id)
+
+
+def _persist(broker: BrokerState, found: StreamsGroupsState, group_id: str) -> None:
+    """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
+    records (tombstones for what is gone)."""
+    if getattr(broker.store, "read_only", False):
+        return
+    new = found.coordinator.records(group_id)
+    old = found.written.get(group_id, {})
+    changes = [(k, v) for k, v in new.items() if k not in old or old[k] != v]
+    changes += [(k, None) for k in old if k not in new]
+    if not changes:
+        return
+    partition = _offsets_partition(broker, group_id)
+    if partition is None:
+        return
+    now = broker.now_ms()
+
+    def write(log_: Any) -> int:
+        _first, last = log_.append_batch([v for _k, v in changes],
+                                         keys=[k for k, _v in changes],
+                                         timestamps_ms=[now] * len(changes))
+        return int(last)
+
+    try:
+        result = partition_seam(broker).append_now(
+            TopicPartition(OFFSETS_TOPIC, partition), write, acks=1,
+            origin=AppendOrigin.COORDINATOR)
+    except SeglogError as exc:
+        log.warning("streams group %r: writing its records failed: %s", group_id, exc)
+        return
+    if result.error_code:
+        log.warning("streams group %r: writing its records failed (error %d)", group_id,
+                    result.error_code)
+        return
+    if new:
+        found.written[group_id] = new
+    else:
+        found.written.pop(group_id, None)
 
 
 def _state(ctx: RequestContext) -> StreamsGroupsState:
@@ -193,6 +309,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
     if active is not None or standby is not None or warmup is not None:
         owned = (active or {}, standby or {}, warmup or {})
     endpoint = request.user_endpoint
+    _ensure_loaded(ctx.broker, state, group_id)
     result = state.coordinator.heartbeat(
         group_id=group_id, member_id=request.member_id, member_epoch=int(request.member_epoch),
         instance_id=request.instance_id, rack_id=request.rack_id,
@@ -207,6 +324,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
         now_ms=ctx.broker.now_ms())
     state.wake.set()
+    _persist(ctx.broker, state, group_id)
     if result.error_code:
         return error(result.error_code, result.error_message)
     statuses = list(result.statuses)
@@ -320,6 +438,7 @@ async def handle_streams_group_describe(ctx: RequestContext, request: Any) -> An
         if not_here:
             described.append(failed(group_id, not_here))
             continue
+        _ensure_loaded(ctx.broker, state, group_id)
         view = state.coordinator.describe(group_id)
         if view is None:
             described.append(failed(group_id, codes.GROUP_ID_NOT_FOUND,
@@ -375,6 +494,7 @@ async def handle_topology_description_update(ctx: RequestContext, request: Any) 
     not_here = groups.coordinator_error(ctx, request.group_id)
     if not_here:
         return answer(not_here)
+    _ensure_loaded(ctx.broker, _state(ctx), request.group_id)
     return answer(_state(ctx).coordinator.set_topology_description(
         request.group_id, request.member_id, request.topology_description))
 
@@ -421,7 +541,7 @@ async def start(state: BrokerState) -> None:
     state.extensions[EXTENSION] = found
     groups_state = groups.find_groups_state(state)
     assert groups_state is not None, "the groups module starts before this one"
-    groups_state.group_types.append(StreamsGroupType(coordinator))
+    groups_state.group_types.append(StreamsGroupType(state, found))
     found.task = state.loop.create_task(_run_timers(state, found))
 
 
@@ -441,8 +561,9 @@ async def _run_timers(state: BrokerState, found: StreamsGroupsState) -> None:
         now = state.now_ms()
         try:
             for group_id, member_id in coordinator.poll(now):
-                log.info("streams group %r: member %r left (session timeout)",
-                         group_id, member_id)
+                log.info("streams group %r: member %r removed (session or rebalance "
+                         "timeout)", group_id, member_id)
+                _persist(state, found, group_id)
             groups_state = groups.find_groups_state(state)
             if groups_state is not None and groups_state.partitions is not None:
                 cluster = partition_seam(state)
@@ -454,6 +575,10 @@ async def _run_timers(state: BrokerState, found: StreamsGroupsState) -> None:
                     if partition is None or partitions.error_for(partition):
                         gone.append(group_id)
                 coordinator.unload(gone)
+                for group_id in gone:
+                    found.written.pop(group_id, None)
+                for partition in [p for p in found.loaded if partitions.error_for(p)]:
+                    del found.loaded[partition]
         except Exception:  # noqa: BLE001 - the timers must keep running
             log.exception("streams group coordinator timers failed")
         deadline = coordinator.next_deadline_ms()
