@@ -3,7 +3,8 @@ v1, StreamsGroupDescribe v1, StreamsGroupTopologyDescriptionUpdate v0) and kio's
 first two, read by Kafka 4.4's own generated classes: every field of every schema is filled
 (nested entities, nullable structs present and null, arrays of two), written with kio,
 read and written back by ``java/SchemaRoundTrip.java``, and the bytes must come back the
-same, all of them read.
+same, all of them read. The same for the ``__consumer_offsets`` records a streams group is
+kept in (``seglog.coordinator.streams_group_records``), which a coordinator loads back.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 import pytest
 from kio.serial import entity_writer
 
+from seglog.coordinator import streams_group as sg
+from seglog.coordinator import streams_group_records as rec
 from seglog.schemas import load_request_schema, load_response_schema
 
 pytestmark = pytest.mark.kafka
@@ -75,7 +78,8 @@ def _encode(entity) -> str:
     return buffer.getvalue().hex()
 
 
-def test_kafka_reads_the_streams_group_schemas_back(kafka_ref, tmp_path):
+def _round_trip(kafka_ref, tmp_path, lines: list[tuple[str, int, str]]) -> None:
+    """Kafka's classes read each ``(class, version, hex)`` and write the same bytes back."""
     javac = shutil.which("javac") or str(Path(kafka_ref.java).with_name("javac"))
     if not Path(javac).exists() and shutil.which(javac) is None:
         why = "needs javac (a JDK) to compile tests/kafka/java/SchemaRoundTrip.java"
@@ -84,13 +88,6 @@ def test_kafka_reads_the_streams_group_schemas_back(kafka_ref, tmp_path):
         pytest.skip(why)
     subprocess.run([javac, "-cp", kafka_ref.classpath, "-d", str(tmp_path), str(SOURCE)],
                    check=True, timeout=120, capture_output=True)
-    lines = []
-    for key, version in CASES:
-        for kind, load in (("Request", load_request_schema), ("Response", load_response_schema)):
-            cls = load(key, version)
-            for nulls in (False, True):
-                lines.append((f"{_JAVA_NAMES[key]}{kind}Data", version,
-                              _encode(_fill(cls, nulls=nulls))))
     done = subprocess.run(
         [kafka_ref.java, "-cp", f"{tmp_path}:{kafka_ref.classpath}", "SchemaRoundTrip"],
         input="".join(f"{name} {version} {body}\n" for name, version, body in lines),
@@ -101,3 +98,63 @@ def test_kafka_reads_the_streams_group_schemas_back(kafka_ref, tmp_path):
     for (name, version, body), answer in zip(lines, answers):
         written, remaining, text = answer.split(" ", 2)
         assert (written, remaining) == (body, "0"), f"{name} v{version}: {text}"
+
+
+def test_kafka_reads_the_streams_group_schemas_back(kafka_ref, tmp_path):
+    lines = []
+    for key, version in CASES:
+        for kind, load in (("Request", load_request_schema), ("Response", load_response_schema)):
+            cls = load(key, version)
+            for nulls in (False, True):
+                lines.append((f"{_JAVA_NAMES[key]}{kind}Data", version,
+                              _encode(_fill(cls, nulls=nulls))))
+    _round_trip(kafka_ref, tmp_path, lines)
+
+
+_RECORD_NAMES = {rec.GROUP_METADATA: "StreamsGroupMetadata",
+                 rec.MEMBER_METADATA: "StreamsGroupMemberMetadata",
+                 rec.TARGET_ASSIGNMENT_METADATA: "StreamsGroupTargetAssignmentMetadata",
+                 rec.TARGET_ASSIGNMENT_MEMBER: "StreamsGroupTargetAssignmentMember",
+                 rec.CURRENT_MEMBER_ASSIGNMENT: "StreamsGroupCurrentMemberAssignment",
+                 rec.TOPOLOGY: "StreamsGroupTopology"}
+
+
+def test_kafka_reads_the_streams_group_records_back(kafka_ref, tmp_path):
+    """The ``__consumer_offsets`` records of a streams group (two members, one asked to
+    revoke, standby tasks, an endpoint and client tags): each key and value read by Kafka
+    4.4's ``org.apache.kafka.coordinator.group.generated`` class of its record type."""
+    topics = {"words": 2, "app-repartition": 2, "app-changelog": 2}
+    coordinator = sg.StreamsGroupCoordinator(sg.StreamsGroupConfig(num_standby_replicas=1),
+                                             topics.get, lambda: list(topics))
+    topology = sg.Topology(3, (
+        sg.Subtopology("0", source_topics=("words",), repartition_sink_topics=("app-repartition",)),
+        sg.Subtopology("1", repartition_source_topics=(sg.TopicInfo("app-repartition"),),
+                       state_changelog_topics=(sg.TopicInfo("app-changelog", 0, -1, (
+                           ("cleanup.policy", "compact"),)),)),
+    ))
+    for member, epoch, owned in (("m1", 0, ({}, {}, {})), ("m2", 0, ({}, {}, {})),
+                                 ("m1", 1, ({"0": {0, 1}, "1": {0, 1}}, {}, {}))):
+        result = coordinator.heartbeat(
+            group_id="app", member_id=member, member_epoch=epoch, instance_id=None,
+            rack_id="r1", rebalance_timeout_ms=30000, topology=topology if epoch == 0 else None,
+            owned=owned, process_id=f"p-{member}", user_endpoint=("host", 8080),
+            client_tags=[("zone", "a")], task_offsets=None, task_end_offsets=None,
+            shutdown_application=False, client_id="c", client_host="/127.0.0.1", now_ms=0)
+        assert result.error_code == 0
+    records = coordinator.records("app")
+    assert {rec.decode_key(k)[0] for k in records} == set(_RECORD_NAMES)
+    prefix = "org.apache.kafka.coordinator.group.generated."
+    lines = []
+    for key, value in records.items():
+        name = _RECORD_NAMES[rec.decode_key(key)[0]]
+        lines.append((f"{prefix}{name}Key", 0, key[2:].hex()))
+        lines.append((f"{prefix}{name}Value", 0, value[2:].hex()))
+    _round_trip(kafka_ref, tmp_path, lines)
+    # And back: a coordinator loading them describes the same group.
+    again = sg.StreamsGroupCoordinator(sg.StreamsGroupConfig(num_standby_replicas=1),
+                                       topics.get, lambda: list(topics))
+    loaded = [rec.StreamsRecord(*rec.decode_key(k), rec.decode_value(rec.decode_key(k)[0], v))
+              for k, v in records.items()]
+    assert again.load_records(loaded, 0) == ["app"]
+    assert again.records("app") == records
+    assert again.describe("app") == coordinator.describe("app")

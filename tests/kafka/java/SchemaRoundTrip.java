@@ -11,7 +11,8 @@ import org.apache.kafka.common.protocol.Readable;
 
 /**
  * Kafka's own generated message classes read what seglog writes: each stdin line is
- * "MessageDataClass version hex"; the message is read with Kafka's class at that version and
+ * "MessageDataClass version hex" (a class of org.apache.kafka.common.message, or a fully
+ * qualified one such as a coordinator record's); the message is read with Kafka's class at that version and
  * written back, and the line printed is "hex-written-back remaining-bytes toString()". The
  * test compares the bytes (tests/kafka/test_streams_schemas.py).
  */
@@ -21,7 +22,8 @@ public class SchemaRoundTrip {
         String line;
         while ((line = in.readLine()) != null) {
             String[] parts = line.trim().split(" ");
-            Class<?> cls = Class.forName("org.apache.kafka.common.message." + parts[0]);
+            String name = parts[0].contains(".") ? parts[0] : "org.apache.kafka.common.message." + parts[0];
+            Class<?> cls = Class.forName(name);
             short version = Short.parseShort(parts[1]);
             ByteBuffer input = ByteBuffer.wrap(HexFormat.of().parseHex(parts[2]));
             ApiMessage message = (ApiMessage) cls
