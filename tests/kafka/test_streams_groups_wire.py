@@ -7,9 +7,8 @@ GROUP_ID_NOT_FOUND, "not a classic group") and a classic JoinGroup (INCONSISTENT
 on the streams group's id, the leave, DeleteGroups.
 
 Known differences, left out: a heartbeat with a non-zero epoch for a group the coordinator
-does not know is GROUP_ID_NOT_FOUND on Kafka and UNKNOWN_MEMBER_ID on seglog (its streams
-groups are not written to ``__consumer_offsets``, so after a restart its members must be
-able to rejoin; see seglog.coordinator.streams_group); Kafka's first join answers group
+does not know is GROUP_ID_NOT_FOUND on Kafka (fatal for the Streams client) and
+UNKNOWN_MEMBER_ID on seglog (its members rejoin; see seglog.coordinator.streams_group); Kafka's first join answers group
 epoch 2 where seglog's answers 1 (the epochs are compared from the join on).
 """
 

@@ -13,8 +13,10 @@ come from the ``partition_count(topic)`` callable it is given.
 What Kafka does and this does not (yet): source topic regular expressions match with
 Python's ``re`` (Kafka: RE2/J), copartitioning is not enforced beyond equal counts of the
 repartition topics Streams names, no warm-up tasks, no rack-aware assignment, static
-membership (``group.instance.id``) is taken as a dynamic member, the group is not written
-to ``__consumer_offsets`` (it does not survive a restart).
+membership (``group.instance.id``) is taken as a dynamic member. The group's state is given
+as Kafka's ``__consumer_offsets`` records (:meth:`StreamsGroupCoordinator.records`) and taken
+back from them (:meth:`StreamsGroupCoordinator.load_records`); the caller writes and reads
+them.
 """
 
 from __future__ import annotations
@@ -505,9 +507,9 @@ class StreamsGroupCoordinator:
         if group is None:
             if member_epoch != 0:
                 # Kafka says GROUP_ID_NOT_FOUND here, which the Streams client takes as
-                # fatal; Kafka's group survives restarts and coordinator moves, this one
-                # (not written to __consumer_offsets) does not, so its members are told
-                # UNKNOWN_MEMBER_ID and rejoin with epoch 0 instead.
+                # fatal; a group lost anyway (deleted, or its last records not replicated
+                # before its coordinator moved) is better rejoined: its members are told
+                # UNKNOWN_MEMBER_ID and join again with epoch 0.
                 raise StreamsGroupError(codes.UNKNOWN_MEMBER_ID,
                                         f"Member {member_id} is not a member of group "
                                         f"{group_id}.")

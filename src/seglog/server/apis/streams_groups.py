@@ -11,10 +11,12 @@ until they exist), and expires sessions from one timer task.
 A streams group lives on the coordinator of its ``__consumer_offsets`` partition, as a classic
 group does (:func:`seglog.server.apis.groups.coordinator_error` says whether this broker is
 it). Its committed offsets are the group's offsets in the Store, committed through
-OffsetCommit: ``seglog.server.apis.groups`` asks :func:`validate_offset_commit` for a streams
-group's member epoch. The membership is in memory only: it is not written to
-``__consumer_offsets`` (after a restart the members rejoin with epoch 0 when they hear
-UNKNOWN_MEMBER_ID; their committed offsets survive).
+OffsetCommit: ``seglog.server.apis.groups`` asks the :class:`StreamsGroupType` registered in
+its ``GroupsState.group_types`` for a streams group's member epoch. After each change the
+group is appended to its ``__consumer_offsets`` partition as Kafka 4.4's records
+(:mod:`seglog.coordinator.streams_group_records`; the heartbeat is answered once they are
+replicated) and loaded back when this broker next coordinates that partition (after a
+restart, or when it becomes the partition's leader).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any, Iterable, Mapping
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin
+from ...cluster.seam import AppendOrigin, AppendResult
 from ...coordinator import streams_group as sg
 from ...coordinator import streams_group_records as rec
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
@@ -178,20 +180,21 @@ def _load_partition(broker: BrokerState, found: StreamsGroupsState, partition: i
         log.info("loaded streams group %r", loaded_id)
 
 
-def _persist(broker: BrokerState, found: StreamsGroupsState, group_id: str) -> None:
+def _persist(broker: BrokerState, found: StreamsGroupsState, group_id: str
+             ) -> AppendResult | None:
     """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
-    records (tombstones for what is gone)."""
+    records (tombstones for what is gone); the append (None: nothing appended)."""
     if getattr(broker.store, "read_only", False):
-        return
+        return None
     new = found.coordinator.records(group_id)
     old = found.written.get(group_id, {})
     changes = [(k, v) for k, v in new.items() if k not in old or old[k] != v]
     changes += [(k, None) for k in old if k not in new]
     if not changes:
-        return
+        return None
     partition = _offsets_partition(broker, group_id)
     if partition is None:
-        return
+        return None
     now = broker.now_ms()
 
     def write(log_: Any) -> int:
@@ -206,15 +209,16 @@ def _persist(broker: BrokerState, found: StreamsGroupsState, group_id: str) -> N
             origin=AppendOrigin.COORDINATOR)
     except SeglogError as exc:
         log.warning("streams group %r: writing its records failed: %s", group_id, exc)
-        return
+        return None
     if result.error_code:
         log.warning("streams group %r: writing its records failed (error %d)", group_id,
                     result.error_code)
-        return
+        return None
     if new:
         found.written[group_id] = new
     else:
         found.written.pop(group_id, None)
+    return result
 
 
 def _state(ctx: RequestContext) -> StreamsGroupsState:
@@ -324,7 +328,13 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
         now_ms=ctx.broker.now_ms())
     state.wake.set()
-    _persist(ctx.broker, state, group_id)
+    appended = _persist(ctx.broker, state, group_id)
+    if appended is not None:
+        # As Kafka's coordinator: the answer once the records are replicated (acks=-1).
+        groups_state = groups.find_groups_state(ctx.broker)
+        timeout_ms = groups_state.offsets_commit_timeout_ms if groups_state else 5000
+        await partition_seam(ctx.broker).wait_for_acks((appended,), acks=-1,
+                                                      timeout_s=timeout_ms / 1000)
     if result.error_code:
         return error(result.error_code, result.error_message)
     statuses = list(result.statuses)
