@@ -59,10 +59,15 @@ def prepare(scratch: Path) -> Path:
     return copy / "pkg" / "kgo"
 
 
-def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float) -> dict[str, str]:
+def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
+              records: int | None = None) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
     ``seeds``; a test that never finished (the run timed out) is FAIL."""
-    env = dict(os.environ, KGO_SEEDS=seeds, KGO_LOG_LEVEL="none", GOFLAGS="-mod=mod")
+    # One broker: topics of replication factor 1 (franz-go's tests default to 3).
+    env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF="1", KGO_LOG_LEVEL="none",
+               GOFLAGS="-mod=mod")
+    if records:  # franz-go's KGO_TEST_RECORDS: records per ETL test (default 500,000)
+        env["KGO_TEST_RECORDS"] = str(records)
     cmd = ["go", "test", "-json", "-count=1", f"-timeout={int(timeout_s)}s"]
     if run:
         cmd += ["-run", run]
@@ -123,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default=None, help="go test -run pattern (default: all)")
     parser.add_argument("--timeout-s", type=float, default=1200.0,
                         help="go test -timeout per broker (default 1200)")
+    parser.add_argument("--records", type=int, default=None,
+                        help="KGO_TEST_RECORDS: records per ETL test (franz-go's default "
+                             "500000)")
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
     args = parser.parse_args(argv)
     if shutil.which("go") is None:
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             try:
                 results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
-                                          timeout_s=args.timeout_s)
+                                          timeout_s=args.timeout_s, records=args.records)
             finally:
                 broker.stop()
             print(f"{name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
