@@ -59,7 +59,6 @@ NOT_YET_SERVED: dict[int, str] = {
     68: "ConsumerGroupHeartbeat (KIP-848): being built.",
     69: "ConsumerGroupDescribe (KIP-848): being built.",
     74: "ListConfigResources (KIP-714 client metrics): being built.",
-    75: "DescribeTopicPartitions: being built.",
     88: "StreamsGroupHeartbeat (KIP-1071): being built.",
     89: "StreamsGroupDescribe (KIP-1071): being built.",
     93: "StreamsGroupTopologyDescriptionUpdate (KIP-1071): being built.",
