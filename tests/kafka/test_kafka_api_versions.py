@@ -55,7 +55,6 @@ NOT_YET_SERVED: dict[int, str] = {
     43: "ElectLeaders: being built.",
     45: "AlterPartitionReassignments: being built.",
     46: "ListPartitionReassignments: being built.",
-    57: "UpdateFeatures: being built.",
     68: "ConsumerGroupHeartbeat (KIP-848): being built.",
     69: "ConsumerGroupDescribe (KIP-848): being built.",
     74: "ListConfigResources (KIP-714 client metrics): being built.",

@@ -146,6 +146,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "cluster_authorized_operations 0"),
     ("DescribeTopicPartitions", "DESCRIBE on each TOPIC",
      "TOPIC_AUTHORIZATION_FAILED per topic named (an all-topics request hides them)"),
+    ("UpdateFeatures", "ALTER on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("InitProducerId", "with a transactional id: WRITE on TRANSACTIONAL_ID; without: "
      "IDEMPOTENT_WRITE on CLUSTER or WRITE on some TOPIC",
      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED"),
