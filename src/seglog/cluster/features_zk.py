@@ -101,7 +101,7 @@ class ZkFeatureStore:
         if not done:
             raise FeatureEpochMismatch(f"{FEATURE_PATH} is no longer at version "
                                        f"{expected_epoch}")
-        return version
+        return int(version)
 
     async def stop(self) -> None:
         """Stop watching. Idempotent."""
