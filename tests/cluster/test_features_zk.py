@@ -73,3 +73,54 @@ def test_feature_znode_written_in_kafkas_layout_and_followed(zk_connect):
         loop.close()
         for client in clients:
             client.close()
+
+
+def _finalized_epoch(address: str) -> int:
+    """ApiVersions v3's FinalizedFeaturesEpoch of the broker at ``address``."""
+    import socket
+    import struct
+
+    from kio.serial import entity_reader
+
+    from seglog.schemas import load_response_schema
+
+    host, port = address.rsplit(":", 1)
+    body = struct.pack(">hhih", 18, 3, 1, 1) + b"f" + b"\x00" + b"\x02t\x021\x00"
+    with socket.create_connection((host, int(port)), timeout=WAIT_S) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        head = b""
+        while len(head) < 4:
+            head += sock.recv(4 - len(head))
+        (size,) = struct.unpack(">i", head)
+        frame = b""
+        while len(frame) < size:
+            chunk = sock.recv(size - len(frame))
+            assert chunk, "closed by the broker"
+            frame += chunk
+    response, _ = entity_reader(load_response_schema(18, 3))(frame, 4)
+    return int(response.finalized_features_epoch)
+
+
+def test_every_broker_follows_the_feature_znode(tmp_path, zk_connect):
+    from seglog.cluster.local import LocalCluster
+    from seglog.cluster.zk_client import KafkaZkClient
+    from seglog.feature_updates import encode_feature_znode
+
+    configs = {"zookeeper.session.timeout.ms": 4000, "offsets.topic.num.partitions": 1,
+               "transaction.state.log.num.partitions": 1}
+    with LocalCluster(tmp_path, 2, zookeeper=zk_connect, broker_configs=configs) as cluster:
+        zk = KafkaZkClient(zk_connect, session_timeout_ms=4000)
+        zk.start()
+        try:
+            # What another broker (or Kafka 2.8's controller) writes: version 0, then 1, 2.
+            zk.create_recursive(FEATURE_PATH, encode_feature_znode({}))
+            for version in (0, 1):
+                assert zk.conditional_update_path(FEATURE_PATH, encode_feature_znode({}),
+                                                  version)[0]
+            for index in (0, 1):
+                deadline = time.monotonic() + WAIT_S
+                while _finalized_epoch(cluster.address(index)) != 2:
+                    assert time.monotonic() < deadline, f"broker {index} never saw epoch 2"
+                    time.sleep(0.1)
+        finally:
+            zk.close()
