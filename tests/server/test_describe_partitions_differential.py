@@ -195,3 +195,32 @@ def test_kafka_topics_describe_gives_kafkas_output(broker, tmp_path):
     assert "Elr: " in outputs["kafka"][0]  # Kafka 4.4's tool used DescribeTopicPartitions
     assert outputs["kafka"][0].count("\tPartition: ") == 6
     assert outputs["seglog"] == outputs["kafka"]
+
+
+def test_topics_not_allowed_are_refused_or_hidden(broker_factory):
+    # ANONYMOUS (every PLAINTEXT client) may describe what has no ACL; "dtp-c" has one, for
+    # bob only: named, it is TOPIC_AUTHORIZATION_FAILED (zero id, after the others, as
+    # KafkaApis lists it); in an all-topics request it is left out.
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+
+    broker = broker_factory(config={
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
+    create_topics(broker.bootstrap)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "dtp-c", ResourcePatternType.LITERAL, "User:bob",
+                         "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding]).values():
+        future.result(WAIT_S)
+    wire = Wire(broker.bootstrap)
+    module = wire.module(75, 0)
+    try:
+        named = _answer(wire.call(75, 0, topics=tuple(module.TopicRequest(name=t) for t in NAMED),
+                                  response_partition_limit=2000, cursor=None))
+        every = _answer(wire.call(75, 0, topics=(), response_partition_limit=2000, cursor=None))
+    finally:
+        wire.close()
+    assert named == ([_t("dtp-a", 0, 1, 2), _t("dtp-b", 0, 1),
+                      (29, "dtp-c", False, False, [], _UNSET)], None)
+    assert [t[1] for t in every[0]] == ["dtp-a", "dtp-b"]

@@ -179,3 +179,25 @@ def test_kafka_features_tool_gives_kafkas_answers(broker, tmp_path):
     # A level above what the broker supports: refused by both (the supported range differs).
     assert seglog_out[3][0] == kafka_out[3][0] == 1
     assert "Could not upgrade transaction.version to 99. The update failed" in seglog_out[3][1]
+
+
+def test_update_features_needs_alter_on_the_cluster(broker_factory):
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       AdminClient, ResourcePatternType, ResourceType)
+
+    broker = broker_factory(config={
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
+    wire = Wire(broker.bootstrap)
+    try:
+        # No ACL on the cluster yet: everyone may (the refusal is then the level's).
+        assert _update(wire, 1, [("seglog.nothing", 1, 1)])[0] == 95
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        binding = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                             "User:bob", "*", AclOperation.ALTER, AclPermissionType.ALLOW)
+        for future in admin.create_acls([binding]).values():
+            future.result(30)
+        code, _message, results = _update(wire, 1, [("seglog.nothing", 1, 1)])
+        assert (code, results) == (31, [])  # CLUSTER_AUTHORIZATION_FAILED, top level
+    finally:
+        wire.close()
