@@ -736,6 +736,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=0,
            dynamic=CLUSTER_WIDE,
            note="Delay before a deleted segment's files are removed."),
+    _entry('max.request.partition.size.limit', BROKER, 'int', 2000, 'medium',
+           'The maximum number of partitions can be served in one request.',
+           at_least=1,
+           note='DescribeTopicPartitions answers at most this many partitions (and the '
+                "request's ResponsePartitionLimit), then a cursor."),
     _entry('max.connection.creation.rate', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum connection creation rate we allow in the broker at any time. Listener-'
            'level limits may also be configured by prefixing the config name with the listener '
@@ -1328,7 +1333,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('log.remote.copy.lag.bytes', 'long', -1, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.ms', 'long', 0, 'medium', CLUSTER_WIDE),
     _absent('max.incremental.fetch.session.cache.slots', 'int', 1000, 'medium', READ_ONLY),
-    _absent('max.request.partition.size.limit', 'int', 2000, 'medium', READ_ONLY),
     _absent('metadata.log.dir', 'string', None, 'high', READ_ONLY),
     _absent('metadata.log.max.record.bytes.between.snapshots', 'long', 20971520, 'high', READ_ONLY),
     _absent('metadata.log.max.snapshot.interval.ms', 'long', 3600000, 'high', READ_ONLY),

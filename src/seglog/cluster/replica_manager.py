@@ -1222,6 +1222,15 @@ class ReplicaManager(PartitionSeam):
         await self._wait_for_states(name, list(assignment), timeout_s)
         return topic_id
 
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """Kafka 2.8's ``/feature`` znode (:mod:`.features_zk`), watched: the changes made
+        through any broker reach ``on_change(epoch, levels)``."""
+        from .features_zk import ZkFeatureStore
+
+        return ZkFeatureStore(zk=self.zk, loop=self.loop, run_blocking=self._blocking,
+                              on_change=on_change)
+
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:
     from ..storage import checkpoints

@@ -476,3 +476,12 @@ class PartitionSeam(abc.ABC):
         :attr:`keeps_client_quotas`."""
         raise NotImplementedError("a lone broker keeps its client quotas itself")
 
+    # --- finalized features (KIP-584; not abstract: added after the other stores) ---------
+
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """Where the cluster keeps its finalized feature levels
+        (:class:`~seglog.cluster.features_store.FinalizedFeaturesStore`): a lone broker's
+        data directory, a ZooKeeper cluster's ``/feature`` znode (whose changes made through
+        other brokers reach ``on_change(epoch, levels)`` on the loop)."""
+        raise NotImplementedError("this seam keeps no finalized features")

@@ -365,6 +365,16 @@ class SingleBroker(PartitionSeam):
         told nothing (a coordinator loads everything at start)."""
         del listener  # never told anything: leadership never changes here
 
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """The finalized features file of the data directory
+        (:class:`~seglog.cluster.features_store.FileFeatureStore`); nothing else changes it,
+        so ``on_change`` is never called."""
+        from .features_store import FileFeatureStore
+
+        del on_change
+        return FileFeatureStore(self.store.path, self._run_blocking)
+
 
 def _topic_uuid(topic: Any) -> uuid.UUID | None:
     try:

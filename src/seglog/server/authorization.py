@@ -144,6 +144,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("DescribeLogDirs", "DESCRIBE on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("DescribeCluster", "authorized operations: DESCRIBE on CLUSTER",
      "cluster_authorized_operations 0"),
+    ("DescribeTopicPartitions", "DESCRIBE on each TOPIC",
+     "TOPIC_AUTHORIZATION_FAILED per topic named (an all-topics request hides them)"),
+    ("UpdateFeatures", "ALTER on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("InitProducerId", "with a transactional id: WRITE on TRANSACTIONAL_ID; without: "
      "IDEMPOTENT_WRITE on CLUSTER or WRITE on some TOPIC",
      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED"),
