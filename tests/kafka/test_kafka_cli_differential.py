@@ -241,8 +241,6 @@ STEPS: list[Step] = [
 #: Steps whose answers differ on purpose or for a reason being worked on, with the reason.
 #: The test fails when one of them answers the same on both brokers (take it out then).
 KNOWN_DIFFERENT: dict[str, str] = {
-    "topics-describe": "DescribeTopicPartitions (API 75) not served yet: the 4.4 tool prints "
-                       "Elr: N/A (issue 24)",
     "configs-describe-broker-all": "DescribeConfigs lists the configs seglog implements, not "
                                    "every Kafka 4.4 broker config (issue 24)",
     "leader-election": "ElectLeaders (API 43) not served yet (issue 24)",
