@@ -93,7 +93,7 @@ def fetch_manager(broker: Any) -> FetchManager:
     """The broker's fetch session cache (made at its first Fetch, sized by
     ``max.incremental.fetch.session.cache.slots``)."""
     manager = broker.extensions.get(SESSIONS_KEY)
-    if manager is None:
+    if not isinstance(manager, FetchManager):
         slots = int(broker.config.get("max.incremental.fetch.session.cache.slots",
                                       CACHE_SLOTS_DEFAULT))
         manager = broker.extensions[SESSIONS_KEY] = FetchManager(slots)
@@ -113,7 +113,7 @@ class _Wanted:
                  "current_leader_epoch", "replica", "last_fetched_epoch",
                  "follower_log_start_offset")
 
-    def __init__(self, key: str | uuid.UUID | None, topic: Topic | None, partition: int,
+    def __init__(self, key: str | uuid.UUID, topic: Topic | None, partition: int,
                  log: Any, error_code: int,
                  fetch_offset: int, max_bytes: int, current_leader_epoch: int,
                  replica: Any = None, last_fetched_epoch: int = -1,
@@ -191,7 +191,7 @@ def _resolve(ctx: RequestContext, request: Any,
     cluster_action = follower and authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     topics = _by_topic(partitions)
     readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (
-        key for key, _ in topics)) if not by_id and not follower else None
+        str(key) for key, _ in topics)) if not by_id and not follower else None
     for key, entries in topics:
         if ids is not None:
             topic = ids.topic(key) if isinstance(key, uuid.UUID) else None
