@@ -5,7 +5,10 @@ jars are present, to Apache Kafka; both must give :data:`EXPECTED`, which record
 with something new, forgotten partitions, every session error (FETCH_SESSION_ID_NOT_FOUND,
 INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR), a partition error resent on every
 incremental answer, closing a session with epoch -1, and the long poll of an incremental
-request with nothing new.
+request with nothing new. A second probe (:func:`probe_slots`) runs against brokers with
+``max.incremental.fetch.session.cache.slots=8``: one session per shard, new sessions given to
+the shards in turn, a full shard refusing a new session (session id 0) until its session is
+closed.
 """
 
 from __future__ import annotations
@@ -140,6 +143,63 @@ def probe(bootstrap, create_topic):
     return out
 
 
+#: The slots of the second probe's brokers: 8 shards of one session each.
+SLOTS = 8
+#: Kafka's shard id range: Int.MaxValue / 8.
+SHARD_ID_RANGE = (2**31 - 1) // 8
+
+
+def probe_slots(bootstrap, create_topic):
+    """Open sessions until a shard is full, close one, open again; {name: answer}."""
+    out = {}
+    w = Wire(bootstrap)
+    try:
+        create_topic("q", 1)
+        _wait_for_topics(w, ["q"])
+        module = w.module(1, 12)
+
+        def open_session(session_id=0, epoch=0):
+            r = w.call(1, 12, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1,
+                       max_bytes=1 << 20, isolation_level=0, session_id=session_id,
+                       session_epoch=epoch, topics=(build(module.FetchTopic, topic="q",
+                                                          partitions=(build(
+                           module.FetchPartition, partition=0, fetch_offset=0,
+                           partition_max_bytes=1 << 20, current_leader_epoch=-1,
+                           log_start_offset=-1),)),), forgotten_topics_data=(), rack_id="")
+            assert int(r.error_code) == 0
+            return r.session_id
+
+        ids = [open_session() for _ in range(SLOTS)]
+        out["shards_in_turn"] = [i // SHARD_ID_RANGE for i in ids]
+        # Round robin reaches shard 0 again: full of a young session of the same size.
+        out["ninth_refused"] = open_session()
+        # Close shard 1's session (epoch -1 naming it): the next turn is shard 1's.
+        out["closed"] = open_session(ids[1], -1)
+        tenth = open_session()
+        out["tenth_in_shard_1"] = (tenth > 0, tenth // SHARD_ID_RANGE)
+        # A full request (epoch 0) naming a session closes it first, then opens a new one
+        # in the next shard in turn (2: the one it just emptied).
+        again = open_session(ids[2], 0)
+        out["reopen_in_shard_2"] = (again > 0, again // SHARD_ID_RANGE, again != ids[2])
+        out["closed_one_gone"] = w.call(
+            1, 12, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1,
+            max_bytes=1 << 20, isolation_level=0, session_id=ids[2], session_epoch=1,
+            topics=(), forgotten_topics_data=(), rack_id="").error_code
+    finally:
+        w.close()
+    return out
+
+
+EXPECTED_SLOTS = {
+    "shards_in_turn": list(range(8)),
+    "ninth_refused": 0,
+    "closed": 0,
+    "tenth_in_shard_1": (True, 1),
+    "reopen_in_shard_2": (True, 2, True),
+    "closed_one_gone": 70,
+}
+
+
 EXPECTED = {
     "produce_0": 0, "produce_1": 0, "produce_2": 0,
     "open": (0, True, [("s", 0, 0, 2, True), ("s", 1, 0, 2, True), ("s", 2, 0, 2, True)]),
@@ -166,9 +226,9 @@ EXPECTED = {
 }
 
 
-def _compare(got):
-    assert {k: (v, EXPECTED.get(k)) for k, v in got.items() if v != EXPECTED.get(k)} == {}
-    assert set(got) == set(EXPECTED)
+def _compare(got, expected=EXPECTED):
+    assert {k: (v, expected.get(k)) for k, v in got.items() if v != expected.get(k)} == {}
+    assert set(got) == set(expected)
 
 
 def test_seglog_sessions_as_kafka(broker):
@@ -178,9 +238,13 @@ def test_seglog_sessions_as_kafka(broker):
     assert (counts["incremental"], counts["error"], counts["full"]) == (9, 6, 3)
 
 
-@pytest.mark.kafka
-@pytest.mark.slow  # a Kafka broker starts in ~12 s
-def test_kafka_sessions_as_recorded(tmp_path):
+def test_seglog_session_slots_as_kafka(broker_factory):
+    broker = broker_factory(max_incremental_fetch_session_cache_slots=SLOTS)
+    _compare(probe_slots(broker.bootstrap, lambda name, partitions: broker.store.create_topic(
+        name, partitions)), EXPECTED_SLOTS)
+
+
+def _kafka_probe(tmp_path, probe_fn, expected, **extra_properties):
     from seglog.bench.kafka import KafkaBroker, find_kafka
 
     ref, why = find_kafka()
@@ -189,13 +253,26 @@ def test_kafka_sessions_as_recorded(tmp_path):
     kafka = pytest.importorskip("kafka")
     from kafka.admin import NewTopic
 
-    broker = KafkaBroker(ref, tmp_path / "kafka")
+    broker = KafkaBroker(ref, tmp_path / "kafka", extra_properties=extra_properties)
     broker.format()
     broker.start()
     admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
-        _compare(probe(broker.bootstrap, lambda name, partitions: admin.create_topics(
-            [NewTopic(name, partitions, 1)])))
+        _compare(probe_fn(broker.bootstrap, lambda name, partitions: admin.create_topics(
+            [NewTopic(name, partitions, 1)])), expected)
     finally:
         admin.close()
         broker.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # a Kafka broker starts in ~12 s
+def test_kafka_session_slots_as_recorded(tmp_path):
+    _kafka_probe(tmp_path, probe_slots, EXPECTED_SLOTS,
+                 **{"max.incremental.fetch.session.cache.slots": SLOTS})
+
+
+@pytest.mark.kafka
+@pytest.mark.slow  # a Kafka broker starts in ~12 s
+def test_kafka_sessions_as_recorded(tmp_path):
+    _kafka_probe(tmp_path, probe, EXPECTED)
