@@ -158,8 +158,8 @@ def probe_slots(bootstrap, create_topic):
         _wait_for_topics(w, ["q"])
         module = w.module(1, 12)
 
-        def open_session(session_id=0, epoch=0):
-            r = w.call(1, 12, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=1,
+        def open_session(session_id=0, epoch=0, replica_id=-1):
+            r = w.call(1, 12, replica_id=replica_id, max_wait=datetime.timedelta(0), min_bytes=1,
                        max_bytes=1 << 20, isolation_level=0, session_id=session_id,
                        session_epoch=epoch, topics=(build(module.FetchTopic, topic="q",
                                                           partitions=(build(
