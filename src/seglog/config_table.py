@@ -450,6 +450,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('When set to true, topics can be deleted by the admin client. When set to false, '
            'deletion requests will be explicitly rejected by the broker.'),
            note='Allow DeleteTopics.'),
+    _entry('max.incremental.fetch.session.cache.slots', BROKER, 'int', 1000, 'medium',
+           ('The maximum number of total incremental fetch sessions that we will maintain. '
+           'FetchSessionCache is sharded into 8 shards and the limit is equally divided among '
+           'all shards. Sessions are allocated to each shard in round-robin. Only entries '
+           'within a shard are considered eligible for eviction.'),
+           at_least=0,
+           dynamic=READ_ONLY,
+           note=('Fetch sessions (KIP-227) the broker keeps; eviction as Kafka '
+                 '(seglog.server.fetch_sessions).')),
     _entry('fetch.max.bytes', BROKER, 'int', 57671680, 'medium',
            ('The maximum number of bytes we will return for a fetch request. Must be at least '
            '1024.'),
@@ -1332,7 +1341,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('log.local.retention.ms', 'long', -2, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.bytes', 'long', -1, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.ms', 'long', 0, 'medium', CLUSTER_WIDE),
-    _absent('max.incremental.fetch.session.cache.slots', 'int', 1000, 'medium', READ_ONLY),
     _absent('metadata.log.dir', 'string', None, 'high', READ_ONLY),
     _absent('metadata.log.max.record.bytes.between.snapshots', 'long', 20971520, 'high', READ_ONLY),
     _absent('metadata.log.max.snapshot.interval.ms', 'long', 3600000, 'high', READ_ONLY),
