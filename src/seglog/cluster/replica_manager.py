@@ -100,6 +100,9 @@ SESSION_HOOK_FILE = "zookeeper-session.json"
 ZK_THREADS = 4
 #: Back-off after a failed ZooKeeper read in the metadata loop.
 _RETRY_S = 0.5
+#: How long ElectLeaders waits on the metadata loop between looks at an elected leader
+#: (each look is bounded by the request's timeout).
+METADATA_POLL_S = 0.2
 
 
 class PartitionReplica:
@@ -1221,6 +1224,83 @@ class ReplicaManager(PartitionSeam):
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
         await self._wait_for_states(name, list(assignment), timeout_s)
         return topic_id
+
+
+    # --- leader elections and partition reassignments (through the controller) -------------
+
+    def attach_controller(self, controller: Any) -> None:
+        """This broker's :class:`~seglog.cluster.controller.Controller`: ElectLeaders and
+        reassignments run on it when it is the active controller (Kafka 2.8's KafkaApis hands
+        them to its own controller, which answers NOT_CONTROLLER unless active)."""
+        self._controller = controller
+
+    async def _on_controller(self, fn: Callable[[], _Result], timeout_s: float
+                             ) -> _Result | None:
+        """``fn`` run on the controller thread; None when it did not run within
+        ``timeout_s`` (a stopping controller)."""
+        controller = getattr(self, "_controller", None)
+        if controller is None:
+            return None
+        future = controller.submit(fn)
+        try:
+            result: _Result = await asyncio.wait_for(asyncio.wrap_future(future),
+                                                     max(timeout_s, 0.001))
+        except asyncio.TimeoutError:
+            return None
+        return result
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The controller's elections (NOT_CONTROLLER unless this broker is the active
+        controller), then Kafka's ``DelayedElectLeader``: each elected partition answers
+        NONE once this broker's metadata shows its new leader, REQUEST_TIMED_OUT after
+        ``timeout_s``."""
+        deadline_s = time.monotonic() + timeout_s
+        controller = getattr(self, "_controller", None)
+        outcome = None
+        if controller is not None:
+            outcome = await self._on_controller(
+                lambda: controller.elect_leaders(election_type, partitions), timeout_s)
+        if outcome is None:
+            return {tp: (codes.NOT_CONTROLLER, None) for tp in partitions}
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        expected: dict[TopicPartition, int] = {}
+        for tp, (code, message, leader) in outcome.items():
+            if code == codes.NONE:
+                expected[tp] = leader
+            else:
+                results[tp] = (code, message)
+        while expected:
+            for tp, leader in list(expected.items()):
+                state = self.states.get(tp)
+                if state is not None and state.leader == leader:
+                    results[tp] = (codes.NONE, None)
+                    del expected[tp]
+            remaining_s = deadline_s - time.monotonic()
+            if not expected or remaining_s <= 0:
+                break
+            await self.wait_for_metadata(min(remaining_s, METADATA_POLL_S))
+        for tp in expected:
+            results[tp] = (codes.REQUEST_TIMED_OUT, None)
+        return results
+
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """The controller's ``processApiPartitionReassignment`` (NOT_CONTROLLER unless this
+        broker is the active controller): answered once the reassignment is written to
+        ZooKeeper and started, not when it completes (ListPartitionReassignments follows)."""
+        controller = getattr(self, "_controller", None)
+        outcome = None
+        if controller is not None:
+            outcome = await self._on_controller(
+                lambda: controller.alter_reassignments(
+                    targets, allow_replication_factor_change=allow_replication_factor_change),
+                timeout_s)
+        if outcome is None:
+            return [(codes.NOT_CONTROLLER, None)] * len(targets)
+        return list(outcome)
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:
