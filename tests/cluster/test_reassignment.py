@@ -1,0 +1,150 @@
+"""Partition reassignments (KIP-455) and ElectLeaders in a ZooKeeper cluster, as Kafka 2.8's
+controller does them: the replica sets of :mod:`seglog.cluster.reassignment` (pure), then
+three in-process brokers over the session's real ZooKeeper, driven with kio's requests over
+a socket (the controller answers; another broker says NOT_CONTROLLER, as Kafka 2.8's did),
+then Kafka 4.4's own ``kafka-reassign-partitions`` and ``kafka-leader-election``."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+
+import pytest
+
+from seglog import error_codes as codes
+from seglog.cluster import zk_data
+from seglog.cluster.reassignment import (ReplicaAssignment, check_cluster_target,
+                                         check_lone_target, check_replication_factor,
+                                         reassignment_complete)
+from seglog.types import TopicPartition
+
+from test_acl_cluster import Wire
+from test_broker_cluster import consume_all, make_cluster, produce_confluent, wait_until  # noqa: F401
+
+TIMEOUT = datetime.timedelta(seconds=15)
+
+
+# --- the replica sets (pure) -------------------------------------------------------------------
+
+
+def test_reassign_to_keeps_kafkas_order_and_sets():
+    current = ReplicaAssignment((1, 2, 3))
+    moving = current.reassign_to((4, 5, 6))
+    # Kafka's onPartitionReassignment example: RS = TRS + ORS, AR = TRS, RR = ORS.
+    assert moving == ReplicaAssignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))
+    assert moving.origin == (1, 2, 3) and moving.target == (4, 5, 6) and moving.reassigning
+    overlap = current.reassign_to((3, 4, 2))
+    assert overlap == ReplicaAssignment((3, 4, 2, 1), (4,), (1,))
+    # A new target replaces the one in progress, from the same original replicas.
+    assert overlap.reassign_to((1, 2)) == ReplicaAssignment((1, 2, 3), (), (3,))
+    assert overlap.cancelled() == ReplicaAssignment((3, 2, 1))
+    assert not current.reassign_to((1, 2, 3)).reassigning
+    assert reassignment_complete(moving, (1, 2, 3, 4, 5, 6))
+    assert not reassignment_complete(moving, (1, 2, 3, 4, 5))
+
+
+def test_target_checks_carry_kafkas_messages():
+    current = ReplicaAssignment((0,))
+    assert check_cluster_target(current, (), {0, 1}) == (
+        codes.INVALID_REPLICA_ASSIGNMENT,
+        "Empty replica list specified in partition reassignment.")
+    assert check_cluster_target(current, (1, 1), {0, 1}) == (
+        codes.INVALID_REPLICA_ASSIGNMENT,
+        "Duplicate replica ids in partition reassignment replica list: List(1, 1)")
+    assert check_cluster_target(current, (-1,), {0, 1})[0] == codes.INVALID_REPLICA_ASSIGNMENT
+    assert check_cluster_target(current, (1, 7), {0, 1})[1].startswith(
+        "Replica assignment has brokers that are not alive. Replica list: Vector(1, 7)")
+    assert check_cluster_target(current, (1, 0), {0, 1}) == (codes.NONE, None)
+    assert check_lone_target(1, (1,)) == (codes.NONE, None)
+    assert check_lone_target(1, (2,))[1] == ("The manual partition assignment includes broker "
+                                             "2, but no such broker is registered.")
+    assert check_replication_factor(current, (1, 2), allow_change=False) == (
+        codes.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 1 to 2")
+    assert check_replication_factor(current, (1, 2), allow_change=True) == (codes.NONE, None)
+
+
+# --- three brokers --------------------------------------------------------------------------------
+
+
+def _controller(cluster) -> int:
+    return wait_until(lambda: (cluster.rm(0).controller_id,)
+                      if cluster.rm(0).controller_id is not None else None,
+                      "a controller")[0]
+
+
+def _alter(wire, topic, targets, version=1):
+    ap = wire.m(45, version)
+    r = wire.call(45, version, timeout=TIMEOUT, topics=(ap.ReassignableTopic(
+        name=topic, partitions=tuple(ap.ReassignablePartition(partition_index=p, replicas=rs)
+                                     for p, rs in targets)),))
+    return [(int(p.error_code), p.error_message) for t in r.responses for p in t.partitions]
+
+
+def _list(wire):
+    r = wire.call(46, 0, timeout=TIMEOUT, topics=None)
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas),
+                                          list(p.removing_replicas))
+            for t in r.topics for p in t.partitions}
+
+
+def _elect(wire, election_type, topic, partitions):
+    el = wire.m(43, 2)
+    r = wire.call(43, 2, election_type=election_type, timeout=TIMEOUT, topic_partitions=(
+        el.TopicPartitions(topic=topic, partitions=tuple(partitions)),))
+    return [(int(p.error_code), p.error_message)
+            for t in r.replica_election_results for p in t.partition_result]
+
+
+def test_reassignment_moves_a_partition_and_elections_follow(make_cluster):
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    other = next(b for b in cluster.brokers if b != controller)
+    wire = Wire(cluster.brokers[controller].bootstrap)
+    not_controller = Wire(cluster.brokers[other].bootstrap)
+    try:
+        ct = wire.m(19, 7)
+        r = wire.call(19, 7, validate_only=False, timeout=TIMEOUT, topics=(ct.CreatableTopic(
+            name="moved", num_partitions=-1, replication_factor=-1, configs=(),
+            assignments=(ct.CreatableReplicaAssignment(partition_index=0, broker_ids=(0,)),)),))
+        assert int(r.topics[0].error_code) == 0
+        tp = TopicPartition("moved", 0)
+        wait_until(lambda: cluster.leader_of(tp) == 0, "broker 0 to lead moved-0")
+        values = [b"v%d" % i for i in range(40)]
+        assert produce_confluent(cluster.bootstrap, "moved", values) == [None] * len(values)
+
+        # Only the controller reassigns and elects (Kafka 2.8: NOT_CONTROLLER elsewhere).
+        assert _alter(not_controller, "moved", [(0, (1, 2))]) == [(codes.NOT_CONTROLLER, None)]
+        assert _elect(not_controller, 0, "moved", [0]) == [(codes.NOT_CONTROLLER, None)]
+        assert _alter(wire, "moved", [(0, None)]) == [(codes.NO_REASSIGNMENT_IN_PROGRESS, None)]
+        assert _alter(wire, "moved", [(0, (1, 9))])[0][0] == codes.INVALID_REPLICA_ASSIGNMENT
+        assert _alter(wire, "moved", [(0, (1, 2))], version=1) == [(codes.NONE, None)]
+
+        def moved():
+            assignment = cluster.rm(controller).assignments.get("moved")
+            return (assignment is not None and assignment.partitions[0] == [1, 2]
+                    and not assignment.adding_replicas and not assignment.removing_replicas)
+        wait_until(moved, "the reassignment of moved-0 to [1, 2] to complete")
+        assert _list(wire) == {}
+        leader = wait_until(lambda: cluster.leader_of_among(tp, (1, 2)),
+                            "broker 1 or 2 to lead moved-0")
+        state = cluster.rm(controller).states[tp]
+        assert set(state.isr) <= {1, 2} and state.leader == leader
+        assert consume_all(cluster.bootstrap, "moved", len(values)) == values
+        # The preferred replica (1) leads after a preferred election, or already did.
+        outcome = _elect(wire, 0, "moved", [0])
+        assert outcome[0][0] in (codes.NONE, codes.ELECTION_NOT_NEEDED), outcome
+        wait_until(lambda: cluster.leader_of(tp) == 1, "broker 1 to lead moved-0")
+        assert _elect(wire, 0, "moved", [0]) == [
+            (codes.ELECTION_NOT_NEEDED, codes.message(codes.ELECTION_NOT_NEEDED))]
+        assert _elect(wire, 1, "moved", [0])[0][0] == codes.ELECTION_NOT_NEEDED
+        assert _alter(wire, "moved", [(0, (2, 1, 0))], version=1) == [(codes.NONE, None)]
+        wait_until(lambda: cluster.rm(controller).assignments["moved"].partitions[0]
+                   == [2, 1, 0] and not cluster.rm(controller).assignments["moved"]
+                   .adding_replicas, "the partition to grow to three replicas")
+        wait_until(lambda: cluster.leader_of(tp) is not None and set(
+            cluster.rm(controller).states[tp].isr) == {0, 1, 2}, "an ISR of three")
+    finally:
+        wire.close()
+        not_controller.close()
+
