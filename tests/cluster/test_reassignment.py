@@ -148,3 +148,88 @@ def test_reassignment_moves_a_partition_and_elections_follow(make_cluster):
         wire.close()
         not_controller.close()
 
+
+
+# --- Kafka 4.4's tools against three brokers ---------------------------------------------------
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_kafka_reassign_partitions_and_leader_election_tools(make_cluster, tmp_path):
+    import time
+
+    from seglog.bench.kafka import find_kafka
+
+    ref, why = find_kafka()
+    if ref is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    other = next(b for b in cluster.brokers if b != controller)
+    # Any broker will do as the bootstrap: the admin client asks the controller it names.
+    bootstrap = cluster.brokers[other].bootstrap
+    run_dir = tmp_path / "tools"
+    run_dir.mkdir()
+
+    def tool(main_class, *args):
+        done = ref.run_tool(main_class, ["--bootstrap-server", bootstrap, *args],
+                            run_dir=run_dir, timeout_s=60)
+        return done.returncode, done.stdout, done.stderr
+
+    wire = Wire(cluster.brokers[controller].bootstrap)
+    try:
+        ct = wire.m(19, 7)
+        r = wire.call(19, 7, validate_only=False, timeout=TIMEOUT, topics=(ct.CreatableTopic(
+            name="tool", num_partitions=-1, replication_factor=-1, configs=(),
+            assignments=tuple(ct.CreatableReplicaAssignment(partition_index=p, broker_ids=(0,))
+                              for p in (0, 1))),))
+        assert int(r.topics[0].error_code) == 0
+    finally:
+        wire.close()
+    wait_until(lambda: all(cluster.leader_of(TopicPartition("tool", p)) == 0 for p in (0, 1)),
+               "broker 0 to lead both partitions")
+    values = [b"t%d" % i for i in range(30)]
+    assert produce_confluent(cluster.bootstrap, "tool", values) == [None] * len(values)
+
+    reassign = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+    topics_file = run_dir / "topics.json"
+    topics_file.write_text(json.dumps({"version": 1, "topics": [{"topic": "tool"}]}))
+    rc, out, err = tool(reassign, "--generate", "--topics-to-move-json-file", str(topics_file),
+                        "--broker-list", "1,2")
+    assert rc == 0, err[-2000:]
+    proposed = json.loads(out.split("Proposed partition reassignment configuration")[1])
+    plan = {(p["topic"], p["partition"]): p["replicas"] for p in proposed["partitions"]}
+    assert set(plan) == {("tool", 0), ("tool", 1)}
+    assert all(len(r) == 1 and r[0] in (1, 2) for r in plan.values())  # RF kept
+    plan_file = run_dir / "plan.json"
+    plan_file.write_text(json.dumps(proposed))
+    rc, out, err = tool(reassign, "--execute", "--reassignment-json-file", str(plan_file))
+    assert rc == 0, (out, err[-2000:])
+    assert "Successfully started partition reassignments for tool-0,tool-1" in out
+    deadline = time.monotonic() + 30
+    while True:
+        rc, out, err = tool(reassign, "--verify", "--reassignment-json-file", str(plan_file))
+        assert rc == 0, (out, err[-2000:])
+        if out.count("is completed.") == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert "Reassignment of partition tool-0 is completed." in out
+    assert "Reassignment of partition tool-1 is completed." in out
+    assignment = cluster.rm(controller).assignments["tool"]
+    assert {("tool", p): r for p, r in assignment.partitions.items()} == plan
+    assert not assignment.adding_replicas and not assignment.removing_replicas
+    rc, out, err = tool(reassign, "--list")
+    assert rc == 0 and "No partition reassignments found." in out, (out, err[-2000:])
+
+    election = "org.apache.kafka.tools.LeaderElectionCommand"
+    rc, out, err = tool(election, "--election-type", "preferred", "--all-topic-partitions")
+    assert rc == 0, (out, err[-2000:])
+    for p, replicas in ((0, plan[("tool", 0)]), (1, plan[("tool", 1)])):
+        wait_until(lambda: cluster.leader_of(TopicPartition("tool", p)) == replicas[0],
+                   f"the preferred replica to lead tool-{p}")
+    rc, out, err = tool(election, "--election-type", "preferred", "--topic", "tool",
+                        "--partition", "0")
+    assert rc == 0 and "Valid replica already elected for partitions tool-0" in out, out
+    assert consume_all(cluster.bootstrap, "tool", len(values)) == values
