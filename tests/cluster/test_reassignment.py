@@ -150,6 +150,79 @@ def test_reassignment_moves_a_partition_and_elections_follow(make_cluster):
 
 
 
+def _create_on(wire, topic, replicas):
+    ct = wire.m(19, 7)
+    r = wire.call(19, 7, validate_only=False, timeout=TIMEOUT, topics=(ct.CreatableTopic(
+        name=topic, num_partitions=-1, replication_factor=-1, configs=(),
+        assignments=(ct.CreatableReplicaAssignment(partition_index=0,
+                                                   broker_ids=tuple(replicas)),)),))
+    assert int(r.topics[0].error_code) == 0
+
+
+def test_a_reassignment_survives_controller_failover_is_listed_and_cancelled(
+        make_cluster, zk_client):
+    """Kafka's phase U written (RS = [spare, leader], AR = [spare], RR = [leader]) while the
+    adding replica's broker is down: the next controller resumes it, lists it, and a
+    cancellation (null replicas) puts the original replica set back."""
+    import dataclasses
+
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    leader, spare = [b for b in sorted(cluster.brokers) if b != controller]
+    wire = Wire(cluster.brokers[leader].bootstrap)
+    try:
+        _create_on(wire, "held", (leader,))
+        tp = TopicPartition("held", 0)
+        wait_until(lambda: cluster.leader_of(tp) == leader, "the leader to lead held-0")
+        cluster.stop(spare)
+        assignment = zk_client.topic_assignment("held")
+        zk_client.set_topic_assignment(dataclasses.replace(
+            assignment, partitions={0: [spare, leader]}, adding_replicas={0: [spare]},
+            removing_replicas={0: [leader]}))
+        cluster.stop(controller)  # the leader's broker, the last one, takes over
+        wait_until(lambda: cluster.rm(leader).controller_id == leader,
+                   "the leader's broker to become controller")
+        expected = {("held", 0): ([spare, leader], [spare], [leader])}
+        wait_until(lambda: _list(wire) == expected, "the resumed reassignment to be listed")
+        lp = wire.m(46, 0)
+        r = wire.call(46, 0, timeout=TIMEOUT, topics=(
+            lp.ListPartitionReassignmentsTopics(name="held", partition_indexes=(0, 3)),))
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in r.topics] == \
+            [("held", [0])]
+        assert _alter(wire, "held", [(0, None)]) == [(codes.NONE, None)]
+        assignment = zk_client.topic_assignment("held")
+        assert (assignment.partitions, assignment.adding_replicas,
+                assignment.removing_replicas) == ({0: [leader]}, {}, {})
+        assert _list(wire) == {}
+        assert _alter(wire, "held", [(0, None)]) == [(codes.NO_REASSIGNMENT_IN_PROGRESS, None)]
+        wait_until(lambda: cluster.rm(leader).states[tp].isr == (leader,)
+                   and cluster.leader_of(tp) == leader, "the leader alone in the ISR")
+    finally:
+        wire.close()
+
+
+def test_the_old_admin_reassign_partitions_znode_is_served(make_cluster, zk_client):
+    """``/admin/reassign_partitions`` (Kafka before KIP-455, still served by 2.8's
+    controller): the listed partitions move and the request znode goes once done."""
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    wire = Wire(cluster.brokers[controller].bootstrap)
+    try:
+        _create_on(wire, "old", (0,))
+        tp = TopicPartition("old", 0)
+        wait_until(lambda: cluster.leader_of(tp) == 0, "broker 0 to lead old-0")
+        zk_client.create_recursive(zk_data.REASSIGN_PARTITIONS_PATH,
+                                   zk_data.encode_reassign_partitions({tp: [2, 1]}))
+        wait_until(lambda: zk_client.topic_assignment("old").partitions == {0: [2, 1]}
+                   and not zk_client.topic_assignment("old").adding_replicas,
+                   "old-0 to move to [2, 1]")
+        wait_until(lambda: not zk_client.path_exists(zk_data.REASSIGN_PARTITIONS_PATH),
+                   "the request znode to go")
+        wait_until(lambda: cluster.leader_of(tp) in (1, 2), "broker 1 or 2 to lead old-0")
+    finally:
+        wire.close()
+
+
 # --- Kafka 4.4's tools against three brokers ---------------------------------------------------
 
 
