@@ -20,7 +20,8 @@ from seglog.cluster.reassignment import (ReplicaAssignment, check_cluster_target
 from seglog.types import TopicPartition
 
 from test_acl_cluster import Wire
-from test_broker_cluster import consume_all, make_cluster, produce_confluent, wait_until  # noqa: F401
+from test_broker_cluster import (consume_all, make_cluster,  # noqa: F401 - a fixture
+                                 produce_confluent, wait_until)
 
 TIMEOUT = datetime.timedelta(seconds=15)
 

@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 
 from .. import error_codes as codes
 
-__all__ = ["ReplicaAssignment", "check_cluster_target", "check_lone_target", "check_replication_factor",
-           "reassignment_complete"]
+__all__ = ["ReplicaAssignment", "check_cluster_target", "check_lone_target",
+           "check_replication_factor", "reassignment_complete"]
 
 
 @dataclass(frozen=True, slots=True)

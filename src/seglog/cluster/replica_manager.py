@@ -103,6 +103,9 @@ _RETRY_S = 0.5
 #: How long ElectLeaders waits on the metadata loop between looks at an elected leader
 #: (each look is bounded by the request's timeout).
 METADATA_POLL_S = 0.2
+#: The least time a request waits for its turn on the controller thread (a request with a
+#: shorter timeout still gets the controller's answer when the queue is idle).
+CONTROLLER_CALL_MIN_S = 5.0
 
 
 class PartitionReplica:
@@ -1234,20 +1237,21 @@ class ReplicaManager(PartitionSeam):
         them to its own controller, which answers NOT_CONTROLLER unless active)."""
         self._controller = controller
 
-    async def _on_controller(self, fn: Callable[[], _Result], timeout_s: float
-                             ) -> _Result | None:
-        """``fn`` run on the controller thread; None when it did not run within
-        ``timeout_s`` (a stopping controller)."""
+    async def _on_controller(self, fn: Callable[[Any], _Result], timeout_s: float
+                             ) -> tuple[bool, _Result | None]:
+        """``fn(controller)`` run on the controller thread: ``(True, its result)``,
+        ``(False, None)`` when this broker has no controller (yet), ``(True, None)`` when it did not run
+        within ``timeout_s`` (at least :data:`CONTROLLER_CALL_MIN_S`: a busy queue)."""
         controller = getattr(self, "_controller", None)
         if controller is None:
-            return None
-        future = controller.submit(fn)
+            return False, None
+        future = controller.submit(lambda: fn(controller))
         try:
-            result: _Result = await asyncio.wait_for(asyncio.wrap_future(future),
-                                                     max(timeout_s, 0.001))
+            result: _Result = await asyncio.wait_for(
+                asyncio.wrap_future(future), max(timeout_s, CONTROLLER_CALL_MIN_S))
         except asyncio.TimeoutError:
-            return None
-        return result
+            return True, None
+        return True, result
 
     async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
                             timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
@@ -1256,13 +1260,11 @@ class ReplicaManager(PartitionSeam):
         NONE once this broker's metadata shows its new leader, REQUEST_TIMED_OUT after
         ``timeout_s``."""
         deadline_s = time.monotonic() + timeout_s
-        controller = getattr(self, "_controller", None)
-        outcome = None
-        if controller is not None:
-            outcome = await self._on_controller(
-                lambda: controller.elect_leaders(election_type, partitions), timeout_s)
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.elect_leaders(election_type, partitions), timeout_s)
         if outcome is None:
-            return {tp: (codes.NOT_CONTROLLER, None) for tp in partitions}
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return {tp: (code, None) for tp in partitions}
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         expected: dict[TopicPartition, int] = {}
         for tp, (code, message, leader) in outcome.items():
@@ -1291,15 +1293,13 @@ class ReplicaManager(PartitionSeam):
         """The controller's ``processApiPartitionReassignment`` (NOT_CONTROLLER unless this
         broker is the active controller): answered once the reassignment is written to
         ZooKeeper and started, not when it completes (ListPartitionReassignments follows)."""
-        controller = getattr(self, "_controller", None)
-        outcome = None
-        if controller is not None:
-            outcome = await self._on_controller(
-                lambda: controller.alter_reassignments(
-                    targets, allow_replication_factor_change=allow_replication_factor_change),
-                timeout_s)
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.alter_reassignments(
+                targets, allow_replication_factor_change=allow_replication_factor_change),
+            timeout_s)
         if outcome is None:
-            return [(codes.NOT_CONTROLLER, None)] * len(targets)
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return [(code, None)] * len(targets)
         return list(outcome)
 
 
