@@ -1351,6 +1351,14 @@ class Controller:
         new = self._reassigning.get(tp)
         if new is None:
             return
+        ctx = self._ctx
+        assert ctx is not None
+        if not ctx.replicas(tp):  # the topic was deleted meanwhile: nothing to complete
+            self._reassigning.pop(tp, None)
+            watch = self._reassignment_watches.pop(tp, None)
+            if watch is not None:
+                watch.stop()
+            return
         state = self._read_states([tp]).get(tp)
         if state is not None and reassignment_complete(new, state.isr):
             self._complete_reassignment(tp, new, state)

@@ -633,6 +633,8 @@ class ReplicaManager(PartitionSeam):
                             self.partitions[tp] = PartitionReplica(
                                 tp, replicas, local_log, assignment.topic_id, self.broker_id)
                     else:
+                        if replica.replicas != replicas and replica.is_leader:
+                            replica.leader_state.update_replicas(replicas)  # reassigned
                         replica.replicas = replicas
                 elif tp in self.partitions:
                     self._stop_replica(self.partitions.pop(tp))
@@ -982,6 +984,8 @@ class ReplicaManager(PartitionSeam):
     # --- ISR changes (the leader's conditional writes) -------------------------------------------
 
     def _maybe_expand_isr(self, replica: PartitionReplica, replica_id: int) -> None:
+        if replica_id in self.removing_replicas(replica.tp):
+            return  # leaving by a reassignment: never back into the ISR (see the method)
         new_isr = replica.leader_state.isr_to_expand(
             replica_id, high_watermark=replica.log.high_watermark)
         if new_isr is not None:
@@ -1301,6 +1305,18 @@ class ReplicaManager(PartitionSeam):
             code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
             return [(code, None)] * len(targets)
         return list(outcome)
+
+
+    def removing_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The replicas of ``tp`` a reassignment is removing (its assignment's
+        ``removing_replicas``). The leader never adds one to the ISR: the controller's
+        completion writes the ISR without them before the assignment without them, and
+        this broker may read the two apart (Kafka's controller sends the target replica set
+        to the leader first, for the same reason)."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return ()
+        return tuple(assignment.removing_replicas.get(tp.partition, ()))
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:
