@@ -243,6 +243,37 @@ def test_the_old_admin_reassign_partitions_znode_is_served(make_cluster, zk_clie
         wire.close()
 
 
+
+def test_unclean_election_on_demand_and_preferred_refused_out_of_the_isr(make_cluster):
+    """``unclean.leader.election.enable`` is off (Kafka's default): a partition whose only
+    in-sync replica died stays offline when its other replica comes back, until an UNCLEAN
+    ElectLeaders (KIP-460) elects that replica; a preferred election while the preferred
+    replica is down is PREFERRED_LEADER_NOT_AVAILABLE."""
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    first, second = [b for b in sorted(cluster.brokers) if b != controller]
+    wire = Wire(cluster.brokers[controller].bootstrap)
+    try:
+        _create_on(wire, "u", (first, second))
+        tp = TopicPartition("u", 0)
+        cluster.wait_for_isr(tp, 2)
+        cluster.stop(second)
+        wait_until(lambda: cluster.rm(controller).states[tp].isr == (first,),
+                   "the ISR to shrink to the first replica")
+        cluster.stop(first)
+        wait_until(lambda: cluster.rm(controller).states[tp].leader == -1, "no leader")
+        cluster.start(second)
+        wait_until(lambda: second in cluster.rm(controller).live_brokers, "second back")
+        assert _elect(wire, 0, "u", [0])[0][0] == codes.PREFERRED_LEADER_NOT_AVAILABLE
+        assert cluster.rm(controller).states[tp].leader == -1  # the clean rules keep it down
+        assert _elect(wire, 1, "u", [0]) == [(codes.NONE, None)]
+        state = cluster.rm(controller).states[tp]
+        assert (state.leader, state.isr) == (second, (second,))
+        assert _elect(wire, 1, "u", [0])[0][0] == codes.ELECTION_NOT_NEEDED
+    finally:
+        wire.close()
+
+
 # --- Kafka 4.4's tools against three brokers ---------------------------------------------------
 
 
