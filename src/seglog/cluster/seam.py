@@ -485,3 +485,47 @@ class PartitionSeam(abc.ABC):
         data directory, a ZooKeeper cluster's ``/feature`` znode (whose changes made through
         other brokers reach ``on_change(epoch, levels)`` on the loop)."""
         raise NotImplementedError("this seam keeps no finalized features")
+
+    # --- leader elections and partition reassignments (ElectLeaders, KIP-455) ----------------
+    # Added last so that the seam's other sections stay as they were (merge-friendly).
+
+    @abc.abstractmethod
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """ElectLeaders for ``partitions`` (each one a partition the cluster has):
+        ``election_type`` 0 (PREFERRED: the first replica, when it is live and in the ISR) or
+        1 (UNCLEAN: a live replica for a partition without a live leader, the ISR first).
+        Returns ``(error code, message)`` per partition: NONE once the elected leader is
+        in the metadata (waited for up to ``timeout_s``), ELECTION_NOT_NEEDED,
+        PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, NOT_CONTROLLER
+        (this broker is not the controller: the admin client asks the controller),
+        REQUEST_TIMED_OUT."""
+
+    @abc.abstractmethod
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """AlterPartitionReassignments (KIP-455) for existing partitions: each target is a
+        new replica list, or None to cancel the partition's reassignment. Returns
+        ``(error code, message)`` per target, in order: NONE once the reassignment is
+        started (or cancelled), INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR
+        (the size changes and ``allow_replication_factor_change`` is false),
+        NO_REASSIGNMENT_IN_PROGRESS (a cancellation with nothing to cancel),
+        NOT_CONTROLLER."""
+
+    def partition_reassignments(self) -> dict[TopicPartition, tuple[list[int], list[int],
+                                                                     list[int]]]:
+        """The reassignments in progress (ListPartitionReassignments):
+        ``{tp: (replicas, adding, removing)}``, from the assignments' ``adding_replicas`` /
+        ``removing_replicas`` (a lone broker never has any)."""
+        ongoing: dict[TopicPartition, tuple[list[int], list[int], list[int]]] = {}
+        for name, assignment in self.assignments.items():
+            for index in sorted(set(assignment.adding_replicas)
+                                | set(assignment.removing_replicas)):
+                adding = list(assignment.adding_replicas.get(index, ()))
+                removing = list(assignment.removing_replicas.get(index, ()))
+                if adding or removing:
+                    ongoing[TopicPartition(name, index)] = (
+                        list(assignment.partitions.get(index, ())), adding, removing)
+        return ongoing

@@ -946,6 +946,7 @@ class Broker:
                 "leader.imbalance.per.broker.percentage"],
             test_breaks=self.test_breaks)
         self._controller = controller
+        replica_manager.attach_controller(controller)  # ElectLeaders, reassignments
         await state.run_blocking(controller.start)
         log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,
                  state.cluster_id, self.config["zookeeper.connect"], state.host, state.port)

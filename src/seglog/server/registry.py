@@ -53,6 +53,7 @@ API_MODULES = (
     "seglog.server.apis.tokens",
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
+    "seglog.server.apis.admin_cluster_ops",
 )
 
 
