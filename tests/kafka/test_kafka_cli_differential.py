@@ -243,8 +243,6 @@ STEPS: list[Step] = [
 KNOWN_DIFFERENT: dict[str, str] = {
     "configs-describe-broker-all": "DescribeConfigs lists the configs seglog implements, not "
                                    "every Kafka 4.4 broker config (issue 24)",
-    "leader-election": "ElectLeaders (API 43) not served yet (issue 24)",
-    "reassign-list": "ListPartitionReassignments (API 46) not served yet (issue 24)",
     "features-describe": "group.version, transaction.version, streams.version not built yet "
                          "(issue 24); share.version is issue 25",
     "client-metrics-list": "ListConfigResources (API 74) not served yet (issue 24)",
