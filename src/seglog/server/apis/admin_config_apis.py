@@ -8,7 +8,7 @@ import logging
 from typing import Any, Callable, Collection, Sequence, TypedDict
 
 from ... import error_codes as codes
-from ...config_table import TOPIC_CONFIGS, broker_key
+from ...config_table import BROKER_CONFIGS, DESCRIBED_AT_DEFAULT, TOPIC_CONFIGS, broker_key
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from ..config import CONFIG_DEFS
@@ -95,12 +95,15 @@ def _broker_config_entries(state: BrokerState, per_broker: bool, *, synonyms: bo
     cluster defaults (the ``""`` resource)."""
     dynamic = dynamic_configs(state)
     effective = dynamic.effective
-    names = sorted(CONFIG_DEFS) if per_broker else sorted(dynamic.cluster_default)
+    # Every config seglog takes, and the refused ones whose Kafka default describes it
+    # (config_table.DESCRIBE_RULE).
+    names = sorted(set(CONFIG_DEFS) | DESCRIBED_AT_DEFAULT) if per_broker \
+        else sorted(dynamic.cluster_default)
     out: list[ConfigEntry] = []
     for name in names:
         if keys and name not in keys:
             continue
-        d = CONFIG_DEFS.get(name)
+        d = BROKER_CONFIGS.get(name)
         kind = d.type if d is not None else "string"
         sensitive = d is not None and d.sensitive
         found = dynamic.synonyms(name, per_broker=per_broker)
