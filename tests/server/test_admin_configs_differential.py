@@ -139,3 +139,119 @@ def test_describe_all_lists_the_same_broker_configs(real_kafka, broker, tmp_path
     for name in sorted(DESCRIBED_AT_DEFAULT):
         assert mine[name] == kafka[name], name
     assert len(mine) > 130
+
+
+# --- client-metrics resources and ListConfigResources ---------------------------------------
+
+CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
+#: ``--generate-name`` makes a random 22-character name (a base64 UUID).
+GENERATED_NAME = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
+
+
+def _client_metrics_scenario(bootstrap: str, run_dir) -> list:
+    """The same requests (kio over a socket) and ``kafka-client-metrics`` commands against a
+    fresh broker; returns what to compare (generated names masked, listings sorted: Kafka
+    lists subscriptions in hash order)."""
+    from test_admin_differential import Client
+
+    c = Client(bootstrap)
+    out: list = []
+    ct = c.m(19, 7)
+    c.call(19, 7, topics=(ct.CreatableTopic(name="cmt", num_partitions=1, replication_factor=1,
+                                            assignments=(), configs=()),),
+           timeout=__import__("datetime").timedelta(seconds=10), validate_only=False)
+
+    def listing(version, types=None):
+        r = c.call(74, version, **({} if types is None else {"resource_types": types}))
+        return (int(r.error_code), sorted(
+            (x.resource_name, getattr(x, "resource_type", None)) for x in r.config_resources
+            if not x.resource_name.startswith("__")))
+
+    m = c.m(44, 1)
+
+    def alter(name, *configs, op=0):
+        r = c.call(44, 1, resources=(m.AlterConfigsResource(
+            resource_type=16, resource_name=name, configs=tuple(
+                m.AlterableConfig(name=k, config_operation=op, value=v) for k, v in configs)),),
+            validate_only=False)
+        return [(int(x.error_code), x.error_message) for x in r.responses]
+
+    for version, types in [(0, None), (1, ()), (1, (2,)), (1, (4,)), (1, (8,)), (1, (16,)),
+                           (1, (32,)), (1, (3,)), (1, (1,))]:
+        out.append(("list", version, types, listing(version, types)))
+    out.append(alter("cm1", ("metrics", "org.apache.kafka.producer."), ("interval.ms", "1000"),
+                     ("match", "client_id=foo")))
+    for bad in [("interval.ms", "50"), ("interval.ms", "4000000"), ("interval.ms", "x"),
+                ("match", "bad"), ("match", "unknown_key=x"), ("match", "client_id=["),
+                ("match", "client_id="), ("foo", "1")]:
+        out.append(("bad", bad, alter("cm2", bad)))
+    out.append(("empty name", alter("", ("interval.ms", "1000"))))
+    out.append(("append", alter("cm1", ("metrics", "org.apache.kafka.consumer."), op=2)))
+    out.append(("delete absent", alter("cm3", ("interval.ms", None), op=1)))
+    out.append(("empty metrics", alter("cm4", ("metrics", ""))))
+    d = c.m(32, 4)
+    for name in ["cm1", "cm4", "nope", ""]:
+        r = c.call(32, 4, resources=(d.DescribeConfigsResource(
+            resource_type=16, resource_name=name, configuration_keys=None),),
+            include_synonyms=True, include_documentation=True)
+        out.append(("describe", name, repr(r.results)))
+    out.append(("list after", listing(1, ())))
+    out.append(("list v0 after", listing(0)))
+    out.append(("remove all", alter("cm4", ("metrics", None), op=1)))
+    out.append(("list after removal", listing(1, (16,))))
+    c.close()
+    for args in [("--list",), ("--describe",), ("--describe", "--name", "cm1"),
+                 ("--describe", "--name", "nope"),
+                 ("--alter", "--name", "cli1", "--metrics",
+                  "org.apache.kafka.producer.,org.apache.kafka.consumer.", "--interval", "2000",
+                  "--match", "client_id=abc,client_software_name=xyz"),
+                 ("--alter", "--generate-name", "--metrics", "*", "--interval", "500"),
+                 ("--list",), ("--describe", "--name", "cli1"), ("--delete", "--name", "cli1"),
+                 ("--delete", "--name", "nope"), ("--list",)]:
+        text = GENERATED_NAME.sub("<generated>", tool(bootstrap, run_dir, CLIENT_METRICS, *args))
+        if args == ("--list",):
+            text = "\n".join(sorted(text.splitlines()))
+        elif args == ("--describe",):
+            # One block per subscription, in Kafka's hash order: compare them sorted.
+            text = "\n".join(sorted(text.split("Client metrics configs for ")))
+        out.append(("cli", args, text))
+    return out
+
+
+def test_client_metrics_and_list_config_resources(real_kafka, broker, tmp_path):
+    kafka = _client_metrics_scenario(real_kafka.bootstrap, tmp_path)
+    mine = _client_metrics_scenario(broker.bootstrap, tmp_path)
+    # Broker ids differ (Kafka's is 1): the broker and logger resources are this broker's.
+    mine = [tuple(str(x).replace(f"'{broker.state.node_id}'", "'1'") for x in row)
+            for row in mine]
+    kafka = [tuple(str(x) for x in row) for row in kafka]
+    for theirs, ours in zip(kafka, mine):
+        assert ours == theirs
+    assert len(mine) == len(kafka)
+
+
+def test_client_metrics_survive_a_restart(broker_factory, tmp_path):
+    from test_admin_differential import Client
+
+    data = tmp_path / "data"
+    first = broker_factory(data_dir=data)
+    c = Client(first.bootstrap)
+    m = c.m(44, 1)
+    r = c.call(44, 1, resources=(m.AlterConfigsResource(
+        resource_type=16, resource_name="kept", configs=(
+            m.AlterableConfig(name="interval.ms", config_operation=0, value="700"),)),),
+        validate_only=False)
+    assert r.responses[0].error_code == 0
+    c.close()
+    first.stop()
+    second = broker_factory(data_dir=data)
+    c = Client(second.bootstrap)
+    r = c.call(74, 0)
+    assert [x.resource_name for x in r.config_resources] == ["kept"]
+    d = c.m(32, 4)
+    r = c.call(32, 4, resources=(d.DescribeConfigsResource(
+        resource_type=16, resource_name="kept", configuration_keys=("interval.ms",)),),
+        include_synonyms=False, include_documentation=False)
+    assert [(x.name, x.value, x.config_source) for x in r.results[0].configs] == [
+        ("interval.ms", "700", 7)]
+    c.close()

@@ -137,11 +137,14 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "TOPIC_AUTHORIZATION_FAILED per topic"),
     ("CreatePartitions", "ALTER on the TOPIC", "TOPIC_AUTHORIZATION_FAILED per topic"),
     ("DeleteRecords", "DELETE on each TOPIC", "TOPIC_AUTHORIZATION_FAILED per partition"),
-    ("DescribeConfigs", "DESCRIBE_CONFIGS on the TOPIC / on CLUSTER (broker resources)",
+    ("DescribeConfigs", "DESCRIBE_CONFIGS on the TOPIC / on CLUSTER (broker, logger and "
+     "client-metrics resources)",
      "TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED per resource"),
     ("AlterConfigs, IncrementalAlterConfigs", "ALTER_CONFIGS on the TOPIC / on CLUSTER",
      "TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED per resource"),
     ("DescribeLogDirs", "DESCRIBE on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
+    ("ListConfigResources", "DESCRIBE_CONFIGS on CLUSTER",
+     "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("DescribeCluster", "authorized operations: DESCRIBE on CLUSTER",
      "cluster_authorized_operations 0"),
     ("InitProducerId", "with a transactional id: WRITE on TRANSACTIONAL_ID; without: "

@@ -51,6 +51,7 @@ API_MODULES = (
     "seglog.server.apis.tokens",
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
+    "seglog.server.apis.config_resources",
 )
 
 
