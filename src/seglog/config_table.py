@@ -63,6 +63,15 @@ AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthoriz
                           "kafka.security.authorizer.AclAuthorizer")
 
 
+def _one_data_dir_error(value: Any) -> Optional[str]:
+    """Why ``log.dirs`` / ``log.dir`` cannot be ``value``: seglog serves one data directory
+    (JBOD, several entries, is not built; refused rather than serving the first alone)."""
+    if value is None or len(value) <= 1:
+        return None
+    return ("seglog serves one data directory: several log directories (JBOD) are not "
+            "built, so a broker is never started on the first of them alone")
+
+
 def _authorizer_class_error(value: Any) -> Optional[str]:
     """Why ``authorizer.class.name`` cannot be ``value`` (None when it can)."""
     if value in ("",) + AUTHORIZER_CLASS_NAMES:
@@ -612,11 +621,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('log.dir', BROKER, 'list', ('/tmp/kafka-logs',), 'high',
            ('A comma-separated list of the directories where the log data is stored. '
            '(supplemental to log.dirs property)'),
-           note='The data directory when log.dirs is null.'),
+           check=_one_data_dir_error,
+           note='The data directory when log.dirs is null; one entry (several, JBOD, are '
+                'refused by name: not built).'),
     _entry('log.dirs', BROKER, 'list', None, 'high',
            ('A comma-separated list of the directories where the log data is stored. If not '
            'set, the value in log.dir is used.'),
-           note='The data directories (null: log.dir); the broker serves one.'),
+           check=_one_data_dir_error,
+           note='The data directory (null: log.dir); one entry: several (JBOD) are refused '
+                'by name at start, not built.'),
     _entry('log.flush.interval.messages', BROKER, 'long', INT64_MAX, 'high',
            ('The number of messages accumulated on a log partition before messages are flushed'
            ' to disk.'),

@@ -143,6 +143,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("AlterConfigs, IncrementalAlterConfigs", "ALTER_CONFIGS on the TOPIC / on CLUSTER",
      "TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED per resource"),
     ("DescribeLogDirs", "DESCRIBE on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
+    ("AlterReplicaLogDirs", "ALTER on CLUSTER",
+     "CLUSTER_AUTHORIZATION_FAILED per partition"),
     ("ListConfigResources", "DESCRIBE_CONFIGS on CLUSTER",
      "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("DescribeCluster", "authorized operations: DESCRIBE on CLUSTER",

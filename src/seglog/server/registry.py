@@ -52,6 +52,7 @@ API_MODULES = (
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
     "seglog.server.apis.config_resources",
+    "seglog.server.apis.log_dirs",
 )
 
 
