@@ -396,16 +396,14 @@ async def _alter(state: BrokerState, resource_type: int, resource_name: str, val
     alter(state, resource_name, values, False)
 
 
-def _alter_client_metrics(state: BrokerState, resource: Any, validate_only: bool) -> None:
+async def _alter_client_metrics(state: BrokerState, resource: Any, validate_only: bool
+                                ) -> None:
     """IncrementalAlterConfigs on a client-metrics subscription (Kafka's
     ``ClientMetricsConfigs.validate`` over the whole resulting set; no APPEND/SUBTRACT, as
     Kafka treats none of its keys as a list there); a subscription left with no config is
-    gone. Persisted in the dynamic configs file."""
-    if partition_seam(state).keeps_client_quotas:
-        # A ZooKeeper cluster would keep them under /config/client-metrics/<name> for every
-        # broker; not built yet, so refused rather than kept by this broker alone.
-        raise Refused(codes.INVALID_REQUEST, "client-metrics subscriptions are not built for "
-                      "a ZooKeeper cluster in seglog (a lone broker keeps them)")
+    gone. A lone broker keeps them in its dynamic configs file; a ZooKeeper cluster in
+    ``/config/client-metrics/<name>``, which every broker reads (the seam)."""
+    seam = partition_seam(state)
     dynamic = dynamic_configs(state)
     name = resource.resource_name
     current = dynamic.client_metrics.get(name, {})
@@ -415,11 +413,31 @@ def _alter_client_metrics(state: BrokerState, resource: Any, validate_only: bool
     cm.validate(name, new)
     if validate_only or new == current:
         return
+    if seam.keeps_client_metrics:
+        try:
+            await seam.alter_client_metrics(name, new)
+        except (SeglogError, ValueError) as e:
+            raise Refused(code_of(e) if isinstance(e, SeglogError) else codes.INVALID_REQUEST,
+                          str(e)) from None
+        # The cluster's listener takes it too; set here so that this broker's next
+        # describe sees the change at once.
+        take_client_metrics(state, name, new)
+        return
     if new:
         dynamic.client_metrics[name] = new
     else:
         dynamic.client_metrics.pop(name, None)
     save_configs(state)
+
+
+def take_client_metrics(state: BrokerState, name: str, values: dict[str, str]) -> None:
+    """Client-metrics subscription ``name`` as the cluster now holds it (empty: gone); a
+    cluster's subscriptions live in ZooKeeper, not in this broker's file."""
+    dynamic = dynamic_configs(state)
+    if values:
+        dynamic.client_metrics[name] = dict(values)
+    else:
+        dynamic.client_metrics.pop(name, None)
 
 
 def _is_list_topic_config(name: str) -> bool:
@@ -477,7 +495,7 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
             elif resource.resource_type == RESOURCE_BROKER_LOGGER:
                 _alter_loggers(state, resource, request.validate_only)
             elif resource.resource_type == cm.RESOURCE_CLIENT_METRICS:
-                _alter_client_metrics(state, resource, request.validate_only)
+                await _alter_client_metrics(state, resource, request.validate_only)
             else:
                 raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")

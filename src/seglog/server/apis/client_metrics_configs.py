@@ -6,7 +6,9 @@ seglog keeps the subscriptions (DescribeConfigs, IncrementalAlterConfigs, ListCo
 and ``kafka-client-metrics`` see them) but pushes no telemetry: Kafka 4.4 does not advertise
 GetTelemetrySubscriptions / PushTelemetry without a metrics reporter plugin, and neither does
 seglog. A subscription exists while it has at least one config set; a lone broker keeps them
-in its dynamic configs file (:class:`~seglog.server.apis.admin_configs.DynamicConfigs`).
+in its dynamic configs file (:class:`~seglog.server.apis.admin_configs.DynamicConfigs`), a
+ZooKeeper cluster in ``/config/client-metrics/<name>`` (Kafka keeps them in KRaft only), which
+every broker follows through its config change notifications.
 
 ``match`` patterns are Java regular expressions in Kafka; seglog checks them with Python's
 ``re``, which agrees on the common syntax.

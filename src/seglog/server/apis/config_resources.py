@@ -20,6 +20,7 @@ from ..authorization import AclOperation, authorize_cluster
 from ..context import RequestContext
 from ..registry import ApiHandler
 from ...schemas import load_response_schema
+from .admin_config_apis import take_client_metrics
 from .admin_state import dynamic_configs
 from .admin_wire import (
     NO_THROTTLE, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_TOPIC, make,
@@ -27,7 +28,8 @@ from .admin_wire import (
 from .client_metrics_configs import RESOURCE_CLIENT_METRICS
 from .data_topics import partition_seam
 
-__all__ = ["HANDLERS", "RESOURCE_GROUP", "SUPPORTED_TYPES", "list_config_resources"]
+__all__ = ["HANDLERS", "RESOURCE_GROUP", "SUPPORTED_TYPES", "list_config_resources", "start",
+           "stop"]
 
 #: ConfigResource.Type.GROUP.
 RESOURCE_GROUP = 32
@@ -68,6 +70,19 @@ async def list_config_resources(ctx: RequestContext, request: Any) -> Any:
              for t in SUPPORTED_TYPES if not asked or t in asked for name in _names(ctx, t)]
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=codes.NONE,
                 config_resources=tuple(found))
+
+
+async def start(state: Any) -> None:
+    """In a ZooKeeper cluster, follow the client-metrics subscriptions it holds (made through
+    any broker) into this broker's view."""
+    seam = partition_seam(state)
+    if seam.keeps_client_metrics:
+        seam.add_client_metrics_listener(
+            lambda name, values: take_client_metrics(state, name, values))
+
+
+async def stop(state: Any) -> None:
+    """Nothing to release."""
 
 
 HANDLERS: tuple[ApiHandler, ...] = (
