@@ -229,29 +229,3 @@ def test_client_metrics_and_list_config_resources(real_kafka, broker, tmp_path):
         assert ours == theirs
     assert len(mine) == len(kafka)
 
-
-def test_client_metrics_survive_a_restart(broker_factory, tmp_path):
-    from test_admin_differential import Client
-
-    data = tmp_path / "data"
-    first = broker_factory(data_dir=data)
-    c = Client(first.bootstrap)
-    m = c.m(44, 1)
-    r = c.call(44, 1, resources=(m.AlterConfigsResource(
-        resource_type=16, resource_name="kept", configs=(
-            m.AlterableConfig(name="interval.ms", config_operation=0, value="700"),)),),
-        validate_only=False)
-    assert r.responses[0].error_code == 0
-    c.close()
-    first.stop()
-    second = broker_factory(data_dir=data)
-    c = Client(second.bootstrap)
-    r = c.call(74, 0)
-    assert [x.resource_name for x in r.config_resources] == ["kept"]
-    d = c.m(32, 4)
-    r = c.call(32, 4, resources=(d.DescribeConfigsResource(
-        resource_type=16, resource_name="kept", configuration_keys=("interval.ms",)),),
-        include_synonyms=False, include_documentation=False)
-    assert [(x.name, x.value, x.config_source) for x in r.results[0].configs] == [
-        ("interval.ms", "700", 7)]
-    c.close()

@@ -77,6 +77,9 @@ async def start(state: Any) -> None:
     any broker) into this broker's view."""
     seam = partition_seam(state)
     if seam.keeps_client_metrics:
+        # ZooKeeper is the truth: what the data dir's file may hold from other writes of
+        # it is not this cluster's.
+        dynamic_configs(state).client_metrics.clear()
         seam.add_client_metrics_listener(
             lambda name, values: take_client_metrics(state, name, values))
 
