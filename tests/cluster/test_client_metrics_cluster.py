@@ -26,7 +26,10 @@ CLUSTER_CONFIGS = {
 def wait_until(condition, what: str, timeout_s: float = WAIT_S):
     deadline = time.monotonic() + timeout_s
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except OSError:
+            value = None  # a restarted broker not listening yet: try again
         if value:
             return value
         if time.monotonic() > deadline:
