@@ -36,7 +36,8 @@ from .configdef import (
 )
 from .errors import InvalidConfigError
 
-__all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+__all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "DESCRIBED_AT_DEFAULT",
+           "DESCRIBE_RULE", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
            "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
            "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
@@ -60,6 +61,15 @@ def _absent(name: str, type: str, default: Any, importance: str, dynamic: str) -
 #: the ZooKeeper era's, the same rules).
 AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                           "kafka.security.authorizer.AclAuthorizer")
+
+
+def _one_data_dir_error(value: Any) -> Optional[str]:
+    """Why ``log.dirs`` / ``log.dir`` cannot be ``value``: seglog serves one data directory
+    (JBOD, several entries, is not built; refused rather than serving the first alone)."""
+    if value is None or len(value) <= 1:
+        return None
+    return ("seglog serves one data directory: several log directories (JBOD) are not "
+            "built, so a broker is never started on the first of them alone")
 
 
 def _authorizer_class_error(value: Any) -> Optional[str]:
@@ -620,11 +630,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('log.dir', BROKER, 'list', ('/tmp/kafka-logs',), 'high',
            ('A comma-separated list of the directories where the log data is stored. '
            '(supplemental to log.dirs property)'),
-           note='The data directory when log.dirs is null.'),
+           check=_one_data_dir_error,
+           note='The data directory when log.dirs is null; one entry (several, JBOD, are '
+                'refused by name: not built).'),
     _entry('log.dirs', BROKER, 'list', None, 'high',
            ('A comma-separated list of the directories where the log data is stored. If not '
            'set, the value in log.dir is used.'),
-           note='The data directories (null: log.dir); the broker serves one.'),
+           check=_one_data_dir_error,
+           note='The data directory (null: log.dir); one entry: several (JBOD) are refused '
+                'by name at start, not built.'),
     _entry('log.flush.interval.messages', BROKER, 'long', INT64_MAX, 'high',
            ('The number of messages accumulated on a log partition before messages are flushed'
            ' to disk.'),
@@ -1558,6 +1572,42 @@ def _check_table() -> None:
 
 
 _check_table()
+
+
+#: Which broker configs DescribeConfigs lists on a broker, in words (``docs/configs.md`` says
+#: it): every config seglog takes, with its value; and the refused configs of
+#: :data:`DESCRIBED_AT_DEFAULT`, with Kafka 4.4's default and source DEFAULT_CONFIG.
+DESCRIBE_RULE = (
+    "DescribeConfigs on a broker (`kafka-configs --describe --all --entity-type brokers`) "
+    "lists every broker config seglog takes, with its value, source and synonyms. It also "
+    "lists, with Kafka's default and source DEFAULT_CONFIG, the refused configs whose Kafka "
+    "default describes seglog truthfully: a feature Kafka has off by default that seglog "
+    "does not have (no policy, quota callback, replica selector or SASL callback class; no "
+    "metrics reporters or config providers; no rack; no cordoned log dirs; no tiered "
+    "storage; no two-phase commit), or the behaviour seglog has by construction "
+    "(`principal.builder.class`: Kafka's DefaultKafkaPrincipalBuilder rules; "
+    "`security.inter.broker.protocol`: PLAINTEXT unless `inter.broker.listener.name` names "
+    "another listener, as in Kafka). Setting any of them is still refused by name. The other "
+    "refused configs are not listed: their defaults tune machinery seglog does not have "
+    "(KRaft controllers and metadata log, share, streams and KIP-848 consumer groups, tiered "
+    "storage, Java thread pools, buffers and purgatories, metrics sampling, quota windows, "
+    "Kerberos and OAUTHBEARER, JSSE providers), so a value there would describe a broker "
+    "that is not this one.")
+
+#: The refused broker configs DescribeConfigs lists at Kafka's default (see
+#: :data:`DESCRIBE_RULE`): each default is what seglog does.
+DESCRIBED_AT_DEFAULT: frozenset[str] = frozenset({
+    "alter.config.policy.class.name", "create.topic.policy.class.name",
+    "client.quota.callback.class", "replica.selector.class",
+    "sasl.server.callback.handler.class", "sasl.client.callback.handler.class",
+    "sasl.login.class", "sasl.login.callback.handler.class", "ssl.engine.factory.class",
+    "security.providers", "config.providers", "metric.reporters", "kafka.metrics.reporters",
+    "broker.rack", "cordoned.log.dirs", "remote.log.storage.system.enable",
+    "transaction.two.phase.commit.enable", "principal.builder.class",
+    "security.inter.broker.protocol",
+})
+assert all(n in BROKER_CONFIGS and not BROKER_CONFIGS[n].implemented
+           for n in DESCRIBED_AT_DEFAULT), "DESCRIBED_AT_DEFAULT names a config seglog takes"
 
 
 #: Kafka's security configs (TLS, SASL, authorization, delegation tokens, per-listener

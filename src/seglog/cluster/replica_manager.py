@@ -716,6 +716,24 @@ class ReplicaManager(PartitionSeam):
         self._started(self.config_changes).add_broker_config_listener(listener)
 
     @property
+    def keeps_client_metrics(self) -> bool:
+        """True: the subscriptions live in ZooKeeper (``/config/client-metrics/<name>``)."""
+        return True
+
+    async def alter_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        """Write subscription ``name``'s whole config set to ``/config/client-metrics/<name>``
+        and announce it, as :meth:`alter_broker_configs` does."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_CLIENT_METRICS,
+                             name, dict(configs))
+
+    def add_client_metrics_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                    ) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_client_metrics_listener`."""
+        self._started(self.config_changes).add_client_metrics_listener(listener)
+
+    @property
     def keeps_client_quotas(self) -> bool:
         """True: the client quota entities live in ZooKeeper (``/config/users|clients|ips``)."""
         return True

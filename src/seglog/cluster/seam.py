@@ -452,6 +452,28 @@ class PartitionSeam(abc.ABC):
         dynamic layer for this broker (``per_broker`` True) or for the cluster default
         (False), made through any broker, and at once for the layers it already holds."""
 
+    # --- client-metrics subscriptions (not abstract: a cluster of one keeps them itself) ---
+
+    @property
+    def keeps_client_metrics(self) -> bool:
+        """Whether the cluster holds the client-metrics subscriptions (a ZooKeeper cluster's
+        ``/config/client-metrics``); False for a lone broker, whose config handlers keep
+        them in its data directory."""
+        return False
+
+    async def alter_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        """Make ``configs`` the whole config set of client-metrics subscription ``name`` for
+        the cluster (empty: none); every broker's client-metrics listeners take it. Only
+        when :attr:`keeps_client_metrics`."""
+        raise NotImplementedError("a lone broker keeps its client-metrics subscriptions itself")
+
+    def add_client_metrics_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                    ) -> None:
+        """Call ``listener(name, configs)`` on the loop whenever the cluster holds a new config
+        set for a client-metrics subscription (empty: gone), and at once for those it holds.
+        Only when :attr:`keeps_client_metrics`."""
+        raise NotImplementedError("a lone broker keeps its client-metrics subscriptions itself")
+
     # --- client quotas (not abstract: a cluster of one keeps them in its data directory) ---
 
     @property

@@ -54,6 +54,8 @@ API_MODULES = (
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
     "seglog.server.apis.admin_cluster_ops",
+    "seglog.server.apis.config_resources",
+    "seglog.server.apis.log_dirs",
 )
 
 
