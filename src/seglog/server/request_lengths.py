@@ -137,17 +137,6 @@ def _array(flexible: bool, element: Step) -> Step:
     return step
 
 
-def _nullable_entity(entity: Step) -> Step:
-    """A nullable struct (KIP-893): a marker byte, -1 for null, then the struct."""
-    def step(buf: RequestBytes, pos: int, end: int) -> int:
-        if pos >= end:
-            raise _bad("the request ends inside a field")
-        marker = buf[pos]
-        pos += 1
-        return pos if marker == 0xFF else entity(buf, pos, end)
-    return step
-
-
 def _primitive(kafka_type: str, flexible: bool) -> Step:
     if kafka_type in _FIXED_BYTES:
         return _fixed(_FIXED_BYTES[kafka_type])
@@ -158,11 +147,22 @@ def _primitive(kafka_type: str, flexible: bool) -> Step:
     raise TypeError(f"no length rule for Kafka type {kafka_type!r}")
 
 
+def _nullable_struct(inner: Step) -> Step:
+    # A nullable struct (DescribeTopicPartitions' Cursor) is an int8 marker first: negative
+    # for null, else the struct follows (Kafka's generated readers; kio writes -1 and 1).
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
+        if pos >= end:
+            raise _bad("the request ends inside a field")
+        marker = buf[pos]
+        return pos + 1 if marker >= 0x80 else inner(buf, pos + 1, end)
+    return step
+
+
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     if isinstance(kind, EntityField):
-        if is_optional(field) and "tag" not in field.metadata:
-            return _nullable_entity(checker(kind.type_))
+        if "tag" not in field.metadata and is_optional(field):
+            return _nullable_struct(checker(kind.type_))
         return checker(kind.type_)
     if isinstance(kind, EntityTupleField):
         return _array(flexible, checker(kind.type_))
