@@ -185,3 +185,26 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed()
     m2 = world.beat("m2", 2, NO_TASKS)
     assert flat(m2) == ALL
     assert world.beat("m1", 1, owned(ALL)).error_code == codes.UNKNOWN_MEMBER_ID
+
+
+def test_members_with_endpoints_hear_where_every_partition_is():
+    world = World(words=2, app_repartition=2, app_changelog=2)
+
+    def beat(member, epoch, owned_tasks, known_epoch):
+        return world.coordinator.heartbeat(
+            group_id="app", member_id=member, member_epoch=epoch, instance_id=None,
+            rack_id=None, rebalance_timeout_ms=30_000, topology=TOPOLOGY if epoch == 0 else None,
+            owned=owned_tasks, process_id=f"p-{member}" if epoch == 0 else None,
+            user_endpoint=("host", 8000 + int(member[1])), client_tags=None, task_offsets=None,
+            task_end_offsets=None, shutdown_application=False, client_id="c", client_host="h",
+            now_ms=0, endpoint_information_epoch=known_epoch)
+
+    first = beat("m1", 0, NO_TASKS, -1)
+    assert first.partitions_by_endpoint == [(("host", 8001), {
+        "app-repartition": [0, 1], "words": [0, 1]}, {})]
+    again = beat("m1", first.member_epoch, owned(ALL), first.endpoint_epoch)
+    assert again.partitions_by_endpoint is None  # the member knows this epoch already
+    second = beat("m2", 0, NO_TASKS, -1)
+    assert second.endpoint_epoch > first.endpoint_epoch
+    assert [endpoint for endpoint, _, _ in second.partitions_by_endpoint] == [
+        ("host", 8001), ("host", 8002)]

@@ -161,6 +161,9 @@ class _Group:
     target: dict[str, Tasks] = field(default_factory=dict)
     topology_description: object | None = None
     shutdown_requested: bool = False
+    #: Bumped when where the members' tasks are (or their endpoints) changes.
+    endpoint_epoch: int = 0
+    endpoint_signature: object = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,12 @@ class HeartbeatResult:
     warmup: dict[str, set[int]] | None = None
     statuses: tuple[tuple[int, str], ...] = ()
     create_topics: Mapping[str, TopicInfo] = field(default_factory=dict)
+    #: The group's endpoint information epoch, and (when the member's differs) where each
+    #: member with a user endpoint has its partitions: ``[((host, port), {topic:
+    #: partitions} active, {topic: partitions} standby)]`` (Kafka's IQ metadata).
+    endpoint_epoch: int = 0
+    partitions_by_endpoint: list[tuple[tuple[str, int], dict[str, list[int]],
+                                       dict[str, list[int]]]] | None = None
 
 
 @dataclass(frozen=True)
@@ -470,15 +479,23 @@ class StreamsGroupCoordinator:
                   task_offsets: Sequence[tuple[str, int, int]] | None,
                   task_end_offsets: Sequence[tuple[str, int, int]] | None,
                   shutdown_application: bool, client_id: str, client_host: str,
-                  now_ms: int) -> HeartbeatResult:
+                  now_ms: int, endpoint_information_epoch: int = -1) -> HeartbeatResult:
         """One StreamsGroupHeartbeat (Kafka's ``GroupMetadataManager.streamsGroupHeartbeat``):
         a join (epoch 0, with the topology), a heartbeat, or a leave (epoch -1, -2)."""
         try:
-            return self._heartbeat(
+            result = self._heartbeat(
                 group_id, member_id, member_epoch, instance_id, rack_id,
                 rebalance_timeout_ms, topology, owned, process_id, user_endpoint,
                 client_tags, task_offsets, task_end_offsets, shutdown_application,
                 client_id, client_host, now_ms)
+            group = self._groups.get(group_id)
+            if result.member_epoch < 0 or group is None:
+                return result
+            self._update_endpoints(group)
+            return replace(result, endpoint_epoch=group.endpoint_epoch,
+                           partitions_by_endpoint=None
+                           if endpoint_information_epoch == group.endpoint_epoch
+                           else self._partitions_by_endpoint(group))
         except StreamsGroupError as exc:
             return HeartbeatResult(error_code=exc.error_code, error_message=exc.message,
                                    member_id=member_id)
@@ -604,6 +621,39 @@ class StreamsGroupCoordinator:
         return HeartbeatResult(member_id=member_id, member_epoch=member.member_epoch,
                                active=active, standby=standby, warmup=warmup,
                                statuses=tuple(statuses), create_topics=create)
+
+    def _update_endpoints(self, group: _Group) -> None:
+        """Bump the group's endpoint information epoch when a member's endpoint or tasks
+        changed since the last heartbeat of any member."""
+        signature = sorted((m.member_id, m.user_endpoint, _flat(m.assigned[0]),
+                            _flat(m.assigned[1])) for m in group.members.values()
+                           if m.user_endpoint is not None)
+        if signature != group.endpoint_signature:
+            group.endpoint_signature = signature
+            group.endpoint_epoch += 1
+
+    def _partitions_by_endpoint(self, group: _Group) -> list[tuple[
+            tuple[str, int], dict[str, list[int]], dict[str, list[int]]]]:
+        """Kafka's ``EndpointToPartitionsManager``: per member with an endpoint, the
+        partitions of its active and standby tasks' source topics."""
+        sources: dict[str, list[str]] = {}
+        if group.topology is not None:
+            for s in group.topology.subtopologies:
+                sources[s.subtopology_id] = [*s.source_topics,
+                                             *(t.name for t in s.repartition_source_topics)]
+        counts = dict(group.metadata)
+
+        def partitions(tasks: dict[str, set[int]]) -> dict[str, list[int]]:
+            out: dict[str, set[int]] = {}
+            for subtopology, ps in tasks.items():
+                for topic in sources.get(subtopology, ()):
+                    count = counts.get(topic) or 0
+                    out.setdefault(topic, set()).update(p for p in ps if p < count)
+            return {t: sorted(ps) for t, ps in sorted(out.items()) if ps}
+
+        return [(m.user_endpoint, partitions(m.assigned[0]), partitions(m.assigned[1]))
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+                if m.user_endpoint is not None]
 
     def _remove_member(self, group: _Group, member_id: str) -> None:
         group.members.pop(member_id, None)

@@ -326,7 +326,8 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         task_end_offsets=_offsets(request.task_end_offsets),
         shutdown_application=bool(request.shutdown_application),
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
-        now_ms=ctx.broker.now_ms())
+        now_ms=ctx.broker.now_ms(),
+        endpoint_information_epoch=int(request.endpoint_information_epoch))
     state.wake.set()
     appended = _persist(ctx.broker, state, group_id)
     if appended is not None:
@@ -345,6 +346,10 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
                              "Unauthorized to CREATE on topics " + ", ".join(refused) + "."))
     config = state.coordinator.config
 
+    def topic_partitions(by_topic: dict[str, list[int]]) -> tuple[Any, ...]:
+        return tuple(make(m.TopicPartition, topic=t, partitions=tuple(ps))
+                     for t, ps in by_topic.items())
+
     def task_ids(tasks: dict[str, set[int]] | None) -> Any:
         if tasks is None:
             return None
@@ -362,7 +367,13 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
                              for code, detail in statuses),
                 active_tasks=task_ids(result.active), standby_tasks=task_ids(result.standby),
                 warmup_tasks=task_ids(result.warmup), topology_description_required=False,
-                endpoint_information_epoch=0, partitions_by_user_endpoint=None)
+                endpoint_information_epoch=result.endpoint_epoch,
+                partitions_by_user_endpoint=None if result.partitions_by_endpoint is None
+                else tuple(make(m.EndpointToPartitions,
+                                user_endpoint=make(m.Endpoint, host=host, port=port),
+                                active_partitions=topic_partitions(active),
+                                standby_partitions=topic_partitions(standby))
+                           for (host, port), active, standby in result.partitions_by_endpoint))
 
 
 def _create_internal_topics(ctx: RequestContext, state: StreamsGroupsState,
