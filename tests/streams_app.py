@@ -9,7 +9,9 @@ re-keyed by word through a repartition topic and counted in a state store with a
 topic, so its topology has two subtopologies and needs two internal topics the group
 coordinator creates. Two instances share the four tasks (two subtopologies over two
 partitions); one stops (leaving the group), the other takes all four over; the counts in
-the output topic are exact (each instance commits on close).
+the output topic are exact (each instance commits on close). Each instance names an
+``application.server`` endpoint, and each learns where the other's partitions are (the
+interactive queries metadata the coordinator sends).
 """
 
 from __future__ import annotations
@@ -67,11 +69,12 @@ def compile_app(kafka_ref, out: Path) -> Path:
 class App:
     """One running instance of the app: its output lines, read by a thread."""
 
-    def __init__(self, kafka_ref, classes: Path, run_dir: Path, bootstrap: str) -> None:
+    def __init__(self, kafka_ref, classes: Path, run_dir: Path, bootstrap: str,
+                 endpoint: str) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         cmd = kafka_ref.java_command("StreamsWordCount",
                                      [bootstrap, "wordcount", "words", "counts",
-                                      str(run_dir / "state")], run_dir=run_dir)
+                                      str(run_dir / "state"), endpoint], run_dir=run_dir)
         cp = cmd.index("-cp")
         cmd[cp + 1] = f"{classes}:{cmd[cp + 1]}"
         self.lines: list[str] = []
@@ -90,6 +93,11 @@ class App:
     def tasks(self) -> set[str]:
         """The active tasks it last reported."""
         reported = [line[6:] for line in self.lines if line.startswith("TASKS ")]
+        return set(filter(None, reported[-1].split(","))) if reported else set()
+
+    def hosts(self) -> set[str]:
+        """The endpoints it last knew to hold partitions (interactive queries' metadata)."""
+        reported = [line[6:] for line in self.lines if line.startswith("HOSTS ")]
         return set(filter(None, reported[-1].split(","))) if reported else set()
 
     def running(self) -> bool:
@@ -199,13 +207,17 @@ def scenario(kafka_ref, classes: Path, bootstrap: str, run_dir: Path, *,
         assert producer.flush(30) == 0
 
     produce(BATCH_1)
-    apps = [App(kafka_ref, classes, run_dir / name, bootstrap) for name in ("a", "b")]
+    endpoints = {"a": "host-a:7001", "b": "host-b:7002"}
+    apps = [App(kafka_ref, classes, run_dir / name, bootstrap, endpoints[name])
+            for name in ("a", "b")]
     try:
         a, b = apps
         _wait("both instances running with the four tasks shared",
               lambda: a.running() and b.running() and a.tasks() and b.tasks()
               and a.tasks() | b.tasks() == ALL_TASKS and not a.tasks() & b.tasks(), apps)
         shared = (len(a.tasks()), len(b.tasks()))
+        _wait("both instances knowing where every partition is (interactive queries)",
+              lambda: a.hosts() == b.hosts() == set(endpoints.values()), apps, timeout_s=30)
         described = _describe(kafka_ref, bootstrap, run_dir)
         _wait("the first batch counted",
               lambda: _counts(bootstrap) == _expected(BATCH_1), apps, timeout_s=60)
@@ -213,6 +225,8 @@ def scenario(kafka_ref, classes: Path, bootstrap: str, run_dir: Path, *,
         assert "CLOSED" in a.lines, a.lines
         _wait("the second instance running all four tasks",
               lambda: b.running() and b.tasks() == ALL_TASKS, apps)
+        _wait("the second instance knowing it holds every partition",
+              lambda: b.hosts() == {endpoints["b"]}, apps, timeout_s=30)
         produce(BATCH_2)
         _wait("both batches counted",
               lambda: _counts(bootstrap) == _expected(BATCH_1 + BATCH_2), apps, timeout_s=60)

@@ -12,6 +12,7 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.StreamsMetadata;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -26,9 +27,10 @@ import org.apache.kafka.streams.state.Stores;
  * topic are split into words, re-keyed by word (a repartition topic), counted in an
  * in-memory state store (a changelog topic), and the counts written to the output topic.
  *
- * Args: bootstrap application-id input-topic output-topic state-dir. Prints "STATE <state>"
- * on each state change and "TASKS <active task ids, comma separated>" whenever this
- * instance's active tasks change; stops cleanly (leaving the group) when stdin says "stop"
+ * Args: bootstrap application-id input-topic output-topic state-dir [application.server].
+ * Prints "STATE <state>" on each state change, "TASKS <active task ids, comma separated>"
+ * whenever this instance's active tasks change and "HOSTS <host:port, ...>" whenever the
+ * instances it knows to hold partitions (interactive queries' metadata) change; stops cleanly (leaving the group) when stdin says "stop"
  * or closes, then prints "CLOSED".
  */
 public class StreamsWordCount {
@@ -43,6 +45,9 @@ public class StreamsWordCount {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        if (args.length > 5) {
+            props.put(StreamsConfig.APPLICATION_SERVER_CONFIG, args[5]);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(args[2], Consumed.with(Serdes.String(), Serdes.String()))
@@ -60,7 +65,23 @@ public class StreamsWordCount {
 
         Thread watcher = new Thread(() -> {
             String last = null;
+            String lastHosts = null;
             while (!Thread.currentThread().isInterrupted()) {
+                Set<String> hosts = new TreeSet<>();
+                try {
+                    for (StreamsMetadata metadata : streams.metadataForAllStreamsClients()) {
+                        if (!metadata.topicPartitions().isEmpty()) {
+                            hosts.add(metadata.hostInfo().host() + ":" + metadata.hostInfo().port());
+                        }
+                    }
+                } catch (RuntimeException e) {
+                    // not running (yet): no metadata to report
+                }
+                String nowHosts = String.join(",", hosts);
+                if (!nowHosts.equals(lastHosts)) {
+                    say("HOSTS " + nowHosts);
+                    lastHosts = nowHosts;
+                }
                 Set<String> tasks = new TreeSet<>();
                 try {
                     for (ThreadMetadata thread : streams.metadataForLocalThreads()) {

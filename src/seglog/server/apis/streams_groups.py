@@ -34,7 +34,8 @@ from ...cluster.seam import AppendOrigin, AppendResult
 from ...coordinator import streams_group as sg
 from ...coordinator import streams_group_records as rec
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import CorruptRecordError, InvalidConfigError, SeglogError, TopicExistsError
+from ...errors import (CorruptRecordError, InvalidConfigError, SeglogError, TopicExistsError,
+                       UnknownTopicOrPartitionError)
 from ...types import TopicPartition
 from ..authorization import AclOperation, ResourceType, authorize, authorize_cluster, \
     authorized_operations, filter_authorized
@@ -171,6 +172,8 @@ def _load_partition(broker: BrokerState, found: StreamsGroupsState, partition: i
                             OFFSETS_TOPIC, partition, exc)
                 continue
             records.append(rec.StreamsRecord(key[0], key[1], key[2], value))
+    except UnknownTopicOrPartitionError:
+        return  # no __consumer_offsets yet: no groups to load
     except SeglogError as exc:
         log.warning("loading the streams groups of %s-%d failed: %s", OFFSETS_TOPIC,
                     partition, exc)
