@@ -2,7 +2,7 @@
 seglog serve, and the same answers: a join without a topology, a join that needs an internal
 topic (MISSING_INTERNAL_TOPICS, then the tasks once the broker created it), fenced and
 unknown members, StreamsGroupDescribe of the group and of an unknown one, ListGroups,
-OffsetCommit with the member's epoch and a stale one, DescribeGroups (v5: Dead; v6:
+OffsetCommit and OffsetFetch with the member's epoch, a stale one and an unknown member, DescribeGroups (v5: Dead; v6:
 GROUP_ID_NOT_FOUND, "not a classic group") and a classic JoinGroup (INCONSISTENT_GROUP_PROTOCOL)
 on the streams group's id, the leave, DeleteGroups.
 
@@ -187,6 +187,19 @@ def scenario(bootstrap: str) -> list:
         return [int(p.error_code) for t in r.topics for p in t.partitions]
 
     out.append(("commit", commit("m1", epoch), commit("m1", epoch - 1), commit("nobody", epoch)))
+    fm = c.m(9, 9)
+
+    def fetch(member, member_epoch) -> tuple:
+        r = c.call(9, 9, groups=(fm.OffsetFetchRequestGroup(
+            group_id="app", member_id=member, member_epoch=member_epoch, topics=(
+                fm.OffsetFetchRequestTopics(name="src", partition_indexes=(0,)),)),),
+            require_stable=False)
+        (g,) = r.groups
+        return (int(g.error_code), [(t.name, [(p.partition_index, p.committed_offset)
+                                              for p in t.partitions]) for t in g.topics])
+
+    out.append(("fetch", fetch("m1", epoch), fetch("m1", epoch - 1), fetch("nobody", epoch),
+                fetch(None, -1)))
     # The classic APIs on the streams group's id.
     for version in (5, 6):
         described = c.call(15, version, groups=("app",), include_authorized_operations=False)

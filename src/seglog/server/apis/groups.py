@@ -704,6 +704,12 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
         groups = []
         for group in request.groups:
             error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            other_type = _other_type(ctx, group.group_id) if not error else None
+            if other_type is not None and getattr(group, "member_id", None) is not None:
+                # v9+: a member of a streams (or consumer) group fetches with its epoch.
+                error = other_type.validate_offset_commit(
+                    group.group_id, group.member_id, group.member_epoch)
+                topics = topics if not error else []
             groups.append(dict(group_id=group.group_id, topics=topics, error_code=error))
         return _response(ctx, dict(groups=groups))
     error, topics = _fetch_group(ctx, request.group_id, request.topics, require_stable)
