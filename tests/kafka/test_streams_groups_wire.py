@@ -2,14 +2,16 @@
 seglog serve, and the same answers: a join without a topology, a join that needs an internal
 topic (MISSING_INTERNAL_TOPICS, then the tasks once the broker created it), fenced and
 unknown members, StreamsGroupDescribe of the group and of an unknown one, ListGroups,
-OffsetCommit and OffsetFetch with the member's epoch, a stale one and an unknown member, DescribeGroups (v5: Dead; v6:
-GROUP_ID_NOT_FOUND, "not a classic group") and a classic JoinGroup (INCONSISTENT_GROUP_PROTOCOL)
-on the streams group's id, the leave, DeleteGroups.
+OffsetCommit and OffsetFetch with the member's epoch, a stale one and an unknown member,
+DescribeGroups (v5: Dead; v6: GROUP_ID_NOT_FOUND, "not a classic group") and a classic
+JoinGroup (INCONSISTENT_GROUP_PROTOCOL) on the streams group's id, the leave, DeleteGroups.
+And, seglog alone, a group that survives a broker restart.
 
 Known differences, left out: a heartbeat with a non-zero epoch for a group the coordinator
 does not know is GROUP_ID_NOT_FOUND on Kafka (fatal for the Streams client) and
-UNKNOWN_MEMBER_ID on seglog (its members rejoin; see seglog.coordinator.streams_group); Kafka's first join answers group
-epoch 2 where seglog's answers 1 (the epochs are compared from the join on).
+UNKNOWN_MEMBER_ID on seglog (its members rejoin; see seglog.coordinator.streams_group);
+Kafka's first join answers group epoch 2 where seglog's answers 1 (the epochs are compared
+from the join on).
 """
 
 from __future__ import annotations
