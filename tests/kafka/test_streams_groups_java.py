@@ -18,7 +18,8 @@ from seglog.bench.kafka import KafkaBroker
 from seglog.server.broker import Broker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from streams_app import EXPECTED, KAFKA_ONLY_CONFIG, STREAMS_CONFIG, compile_app, scenario  # noqa: E402
+from streams_app import (EXPECTED, KAFKA_ONLY_CONFIG, STREAMS_CONFIG,  # noqa: E402
+                         compile_app, scenario)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.clients, pytest.mark.slow]
 

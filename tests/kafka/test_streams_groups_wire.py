@@ -154,7 +154,8 @@ def scenario(bootstrap: str) -> list:
         if active and not r.status:
             break
         time.sleep(0.3)
-    out.append(("assigned", epochs[-1] - joined_epoch, sorted(active), [s.status_code for s in r.status or ()]))
+    out.append(("assigned", epochs[-1] - joined_epoch, sorted(active),
+                [s.status_code for s in r.status or ()]))
     topics = admin.list_topics(timeout=10).topics
     out.append(("changelog", len(topics["app-store-changelog"].partitions)))
     fenced = answer(beat("m1", epoch + 5, owned=active))

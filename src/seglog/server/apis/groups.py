@@ -59,7 +59,8 @@ if TYPE_CHECKING:
     from ...storage.log import Log
     from ...store import Store
 
-__all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
+__all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator",
+           "coordinator_error",
            "expire_offsets", "find_groups_state", "start", "stop"]
 
 log = logging.getLogger(__name__)
