@@ -60,8 +60,7 @@ if TYPE_CHECKING:
     from ...store import Store
 
 __all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator",
-           "coordinator_error",
-           "expire_offsets", "find_groups_state", "start", "stop"]
+           "coordinator_error", "expire_offsets", "find_groups_state", "start", "stop"]
 
 log = logging.getLogger(__name__)
 
