@@ -1111,6 +1111,14 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'reading from topics included in the transaction.'),
            at_least=1,
            note='Largest transaction timeout a producer may ask for.'),
+    _entry('transaction.partition.verification.enable', BROKER, 'boolean', True, 'low',
+           'Enable verification that checks that the partition has been added to the '
+           'transaction before writing transactional records to the partition',
+           dynamic=CLUSTER_WIDE,
+           note='A partition leader asks the transaction coordinator before the first '
+                'transactional batch of a producer in a partition (KIP-890 part 1); a '
+                'transaction.version 2 producer\'s partitions are added then whatever this '
+                'says (part 2).'),
     _entry('transaction.remove.expired.transaction.cleanup.interval.ms', BROKER, 'int',
            3600000, 'low',
            ('The interval at which to remove transactions that have expired due to '
@@ -1506,7 +1514,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
-    _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
     _absent('transaction.two.phase.commit.enable', 'boolean', False, 'low', READ_ONLY),
     _absent('unclean.leader.election.interval.ms', 'long', 300000, 'medium', READ_ONLY),

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from kio.schema.types import ProducerId, TopicName
@@ -40,6 +41,7 @@ from kio.static.primitive import i16, i32, i64
 
 from .. import error_codes as codes
 from ..errors import SeglogError
+from ..schemas import load_request_schema, load_response_schema
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError, InterBrokerListener
@@ -83,6 +85,58 @@ def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_
     buffer = io.BytesIO()
     entity_writer(WriteTxnMarkersRequest)(buffer, entity)
     return buffer.getvalue()
+
+
+ADD_PARTITIONS_TO_TXN = 24
+#: The version a partition leader sends (Kafka 4.4's AddPartitionsToTxnManager: v5, the
+#: batched broker form that knows TRANSACTION_ABORTABLE).
+ADD_PARTITIONS_TO_TXN_VERSION = 5
+
+
+def encode_add_partitions_to_txn(transactional_id: str, producer_id: int, producer_epoch: int,
+                                 partitions: Iterable[TopicPartition], *,
+                                 verify_only: bool) -> bytes:
+    """The body of an AddPartitionsToTxn v5 request for one transaction."""
+    module = _module_of(load_request_schema(ADD_PARTITIONS_TO_TXN,
+                                            ADD_PARTITIONS_TO_TXN_VERSION))
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    entity = module.AddPartitionsToTxnRequest(
+        transactions=(module.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=ProducerId(i64(producer_id)),
+            producer_epoch=i16(producer_epoch), verify_only=verify_only,
+            topics=tuple(module.AddPartitionsToTxnTopic(
+                name=TopicName(topic), partitions=tuple(i32(p) for p in sorted(ps)))
+                for topic, ps in sorted(by_topic.items()))),))
+    buffer = io.BytesIO()
+    entity_writer(module.AddPartitionsToTxnRequest)(buffer, entity)
+    return buffer.getvalue()
+
+
+def decode_add_partitions_to_txn(body: bytes, transactional_id: str) -> dict[TopicPartition, int]:
+    """``{partition: error code}`` of ``transactional_id`` in an AddPartitionsToTxn v5
+    response body (a top-level error: every partition of it). Raises InterBrokerError when
+    it does not parse."""
+    response_class = load_response_schema(ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION)
+    try:
+        response = entity_reader(response_class)(io.BytesIO(body))
+    except Exception as exc:  # noqa: BLE001 - kio raises assorted errors on bad bytes
+        raise InterBrokerError(f"AddPartitionsToTxn response does not parse: {exc}") from None
+    top = int(response.error_code)
+    answers: dict[TopicPartition, int] = {}
+    for result in response.results_by_transaction:
+        if result.transactional_id != transactional_id:
+            continue
+        for topic in result.topic_results:
+            for partition in topic.results_by_partition:
+                answers[TopicPartition(topic.name, int(partition.partition_index))] = \
+                    top or int(partition.partition_error_code)
+    return answers
+
+
+def _module_of(schema: Any) -> Any:
+    return sys.modules[schema.__module__]
 
 
 def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
@@ -258,6 +312,37 @@ class TxnMarkerSender:
                 log.info("WriteTxnMarkers to broker %d failed (%s); retrying", leader, exc)
                 self._drop_connection(leader)
                 return {tp: codes.UNKNOWN_SERVER_ERROR for tp in tps}
+        return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
+
+    async def add_partitions_to_txn(self, transactional_id: str, producer_id: int,
+                                    producer_epoch: int, partitions: Iterable[TopicPartition],
+                                    *, coordinator_tp: TopicPartition,
+                                    verify_only: bool) -> dict[TopicPartition, int]:
+        """A partition leader's AddPartitionsToTxn v5 to the transaction coordinator, the
+        leader of ``coordinator_tp`` (Kafka's ``AddPartitionsToTxnManager``): with
+        ``verify_only`` whether each partition is in the producer's ongoing transaction
+        (KIP-890 part 1), without it the partitions added (part 2's implicit add for a
+        ``transaction.version`` 2 producer). Each partition's error code; one that cannot be
+        asked (no live leader, lost connection) answers COORDINATOR_NOT_AVAILABLE /
+        NETWORK_EXCEPTION for all, as Kafka's manager does."""
+        tps = list(partitions)
+        state = self._cluster.states.get(coordinator_tp)
+        if state is None or state.leader < 0 or state.leader not in self._cluster.live_brokers:
+            return {tp: codes.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        body = encode_add_partitions_to_txn(transactional_id, producer_id, producer_epoch, tps,
+                                            verify_only=verify_only)
+        lock = self._locks.setdefault(state.leader, asyncio.Lock())
+        async with lock:
+            try:
+                connection = await self._connection(state.leader)
+                _frame, reader = await connection.request(
+                    ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION, body, self._timeout_ms)
+                answers = decode_add_partitions_to_txn(
+                    bytes(reader.buf[reader.pos:reader.end]), transactional_id)
+            except (InterBrokerError, SeglogError, OSError) as exc:
+                log.info("AddPartitionsToTxn to broker %d failed (%s)", state.leader, exc)
+                self._drop_connection(state.leader)
+                return {tp: codes.NETWORK_EXCEPTION for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
     async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
