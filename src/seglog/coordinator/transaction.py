@@ -829,8 +829,9 @@ class TransactionCoordinator:
                 valid_epoch = producer_epoch == metadata.producer_epoch
             elif status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
                 valid_epoch = retry_on_bump
-            else:
-                valid_epoch = retry_on_bump or retry_on_overflow
+            else:  # Kafka 4.4: the current epoch too (then INVALID_TXN_STATE below)
+                valid_epoch = retry_on_bump or retry_on_overflow \
+                    or producer_epoch == metadata.producer_epoch
             if metadata.producer_id != producer_id and not retry_on_overflow:
                 raise InvalidProducerIdMappingError(
                     f"transactional id {transactional_id!r} is not mapped to producer id "
@@ -847,7 +848,8 @@ class TransactionCoordinator:
                                next_producer_id=next_producer_id)
                 if metadata.next_producer_id != -1:  # still delivering (a cluster member)
                     return metadata.next_producer_id, 0
-            elif status == (txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT):
+            elif status == (txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT) \
+                    and (not bumped_before or retry_on_bump or retry_on_overflow):
                 pass  # a retry: Kafka answers NONE with the current producer id and epoch
             elif status == (txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT):
                 raise ConcurrentTransactionsError(
