@@ -120,7 +120,8 @@ def decode_add_partitions_to_txn(body: bytes, transactional_id: str) -> dict[Top
     it does not parse."""
     response_class = load_response_schema(ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION)
     try:
-        response, _end = entity_reader(response_class)(body, 0)
+        decoded, _end = entity_reader(response_class)(body, 0)
+        response: Any = decoded  # kio's v5 class; its fields are read by name below
     except Exception as exc:  # noqa: BLE001 - kio raises assorted errors on bad bytes
         raise InterBrokerError(f"AddPartitionsToTxn response does not parse: {exc}") from None
     top = int(response.error_code)
