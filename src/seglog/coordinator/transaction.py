@@ -39,7 +39,12 @@ A directory written by Kafka 4.x (``transaction.version`` 2) holds ``Transaction
 version 1 records; they load like version 0 ones. Their ``next_producer_id`` and client
 transaction version decide how a pending transaction completes (Kafka's
 ``TransactionMetadata.prepareComplete``) and are written back, in version 1, until a seglog
-producer initialises the id; every state seglog starts is written in version 0.
+producer initialises the id; every state seglog starts is written in version 0 until a
+``transaction.version`` 2 client's partition add or EndTxn v5 sets the client transaction
+version (then version 1, as Kafka writes it). For those clients :meth:`handle_end_transaction`
+bumps the epoch at every commit and abort (KIP-890 part 2): the Prepare state and the
+markers carry the new epoch, the epoch before is remembered so a retried EndTxn is
+recognised (also after a load: see ``_TxnMetadata``).
 
 A stale producer (lower epoch, or an older producer id of the id) gets
 :class:`~seglog.errors.ProducerFencedError` from every call. The markers also fence it at the
@@ -618,7 +623,7 @@ class TransactionCoordinator:
                 and metadata.next_producer_id != -1:
             # Kafka's TransactionMetadata.prepareComplete: a transaction.version 2 client
             # whose epoch ran out was already given its next producer id, at epoch 0.
-            metadata.previous_producer_id = metadata.producer_id
+            metadata.rotated_from_producer_id = metadata.producer_id  # a retry names it
             metadata.producer_id = metadata.next_producer_id
             metadata.producer_epoch = 0
             metadata.last_producer_epoch = -1
@@ -822,7 +827,8 @@ class TransactionCoordinator:
                 _TRANSACTION_VERSION_EPOCH_BUMP
             retry_on_bump = bumped_before and metadata.last_producer_epoch >= 0 \
                 and producer_epoch == metadata.last_producer_epoch
-            retry_on_overflow = bumped_before and metadata.previous_producer_id == producer_id \
+            retry_on_overflow = bumped_before and producer_id in (
+                metadata.previous_producer_id, metadata.rotated_from_producer_id) \
                 and producer_epoch == PRODUCER_EPOCH_MAX and metadata.producer_epoch == 0
             if not bumped_before or status in (txn_schema.ONGOING, txn_schema.EMPTY,
                                                txn_schema.DEAD):

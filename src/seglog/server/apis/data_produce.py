@@ -43,8 +43,11 @@ Transactions (``ReplicaManager.handleProduceAppend``). Transactional batches in 
 without a transactional id fail the whole request with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 and transactional batches of more than one producer id with INVALID_PRODUCER_ID_MAPPING.
 The first transactional batch of a producer in a partition (the partition's producer state
-has no transaction of that producer and epoch open) is verified with the transaction
-coordinator (``transaction.partition.verification.enable``, on by default in Kafka):
+has no transaction of that producer and epoch open) goes to the transaction coordinator
+before anything is appended (KIP-890, :func:`.txn.verify_produce_partitions`: verified,
+``transaction.partition.verification.enable``, or from Produce v12+ added to the
+transaction; TRANSACTION_ABORTABLE from v11 where older versions get INVALID_TXN_STATE),
+and checked again with a local coordinator under its lock as it is appended:
 INVALID_TXN_STATE "Partition was not added to the transaction" unless AddPartitionsToTxn
 added it, INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH for another producer, and
 NOT_ENOUGH_REPLICAS while the transaction completes (Kafka's answer to CONCURRENT_TRANSACTIONS

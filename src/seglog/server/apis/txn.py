@@ -4,17 +4,24 @@ ListTransactions.
 
 Each handler is Kafka's ``KafkaApis.handle*Request`` over the store's transaction coordinator
 (:class:`~seglog.coordinator.transaction.TransactionCoordinator`, its ``handle_*`` methods,
-which raise Kafka's distinct errors) and the partitions' producer state. What the broker
-serves is what a client at ``transaction.version`` 0/1 uses (the broker finalizes no
-``transaction.version`` feature, so Kafka 4.x Java clients stay there): partitions are added
-with AddPartitionsToTxn before the producer writes to them, EndTxn does not bump the epoch
-(v5, KIP-890 part 2, is not served), TxnOffsetCommit needs AddOffsetsToTxn first (v5+, its
-implicit form, is not served). AddPartitionsToTxn v4-v5 (the batched form brokers use to
-verify a transaction) is served as Kafka serves it.
+which raise Kafka's distinct errors) and the partitions' producer state. The broker
+finalizes ``transaction.version`` 2 (:mod:`seglog.features`), so Kafka 4.x clients use
+transactions v2 (KIP-890): they send no AddPartitionsToTxn nor AddOffsetsToTxn (the
+partition leader adds a partition when it verifies a Produce v12+, the group coordinator
+the ``__consumer_offsets`` partition on a TxnOffsetCommit v5+: :func:`verify_produce_partitions`,
+:func:`_add_offsets_partition`), and every EndTxn v5 bumps the producer epoch (the markers
+carry the new epoch, the answer gives it to the client). Older clients (EndTxn up to v4)
+keep their epoch and add partitions themselves; their first transactional batch in a
+partition is verified with the coordinator (KIP-890 part 1,
+``transaction.partition.verification.enable``): directly on a lone broker or when this
+broker coordinates the id, else with AddPartitionsToTxn v5 over the inter-broker listener
+(:meth:`~seglog.cluster.txn_markers.TxnMarkerSender.add_partitions_to_txn`).
 
 Versions and why: InitProducerId 0-5 (v3 adds KIP-360's producer id and epoch, v4
 PRODUCER_FENCED, v5 only a new error code), AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4,
-EndTxn 0-4, TxnOffsetCommit 0-4, DescribeProducers 0, DescribeTransactions 0,
+EndTxn 0-5 (v5: transaction.version 2), WriteTxnMarkers 1-2 (v2 adds each marker's
+transaction version), TxnOffsetCommit 0-6 (v5: the implicit add, v6: topic ids),
+DescribeProducers 0, DescribeTransactions 0,
 ListTransactions 0-1 (v2 filters ids by a regular expression that Kafka matches with RE2J in
 linear time; Python's ``re`` backtracks, so a client's pattern could hold the event loop).
 Below the version that introduced PRODUCER_FENCED (4 for InitProducerId, 2 for the others)
