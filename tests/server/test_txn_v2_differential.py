@@ -97,6 +97,25 @@ def scenario(bootstrap: str) -> list:
         out.append(("abort", rel(_end_txn(client, "v2d-tx", pid, e0 + 1, False))))
         out.append(("unknown producer", rel(_end_txn(client, "v2d-tx", pid + 1000, e0 + 2,
                                                       True))))
+        # A new producer of the id while a transaction.version 2 transaction is ongoing:
+        # fenced and aborted by the coordinator, CONCURRENT_TRANSACTIONS until then.
+        out.append(("produce before fence", _produce(client, 12, "v2d-tx", "v2d",
+                                                     _batch(pid, e0 + 2, 0, b"f"))))
+        deadline = time.monotonic() + RETRY_S_MAX
+        first_init = None
+        while True:
+            init = client.call(22, 5, transactional_id="v2d-tx", transaction_timeout=
+                               datetime.timedelta(seconds=60), producer_id=-1,
+                               producer_epoch=-1)
+            first_init = first_init if first_init is not None else int(init.error_code)
+            if init.error_code != codes.CONCURRENT_TRANSACTIONS \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        out.append(("init fences", first_init, int(init.error_code),
+                    int(init.producer_id) == pid, int(init.producer_epoch) - e0))
+        out.append(("fenced produce", _produce(client, 12, "v2d-tx", "v2d",
+                                               _batch(pid, e0 + 2, 1, b"g"))))
         return out
     finally:
         client.close()

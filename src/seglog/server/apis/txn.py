@@ -988,7 +988,7 @@ _MARKER_ACKS_TIMEOUT_MS = 30_000
 
 
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """Kafka's WriteTxnMarkers (v1, what a transaction coordinator sends each partition's
+    """Kafka's WriteTxnMarkers (v1-v2, what a transaction coordinator sends each partition's
     leader): every marker appended to each of its partitions
     (``TransactionCoordinator.write_marker``: a ``__consumer_offsets`` partition applies or
     drops the producer's pending offset commits), per partition UNKNOWN_TOPIC_OR_PARTITION,
