@@ -19,7 +19,7 @@ import pytest
 
 from seglog.bench.kafka import find_kafka
 
-from test_coordinators import _some, make_cluster, wait_until  # noqa: F401 - the fixture
+from test_coordinators import _nested, _some, call, make_cluster, wait_until  # noqa: F401 - the fixture
 from test_txn_cluster import TXN_STATE, _read_committed, _setup
 
 _REF, _WHY = find_kafka()
@@ -83,3 +83,62 @@ def test_java_tv2_producer_across_a_coordinator_move(make_cluster, txn_steps):
         "tx-j").producer_epoch == 6
     seen = _read_committed(cluster)
     assert sorted(seen) == sorted(_committed("tx-j", first) + _committed("tx-j", second))
+
+
+def _txn_produce(address, version: int, tp, producer_id: int, epoch: int, sequence: int) -> int:
+    import datetime
+    import time
+
+    from seglog import get_backend
+
+    records = get_backend("native").encode_batch(
+        [b"v"], None, [int(time.time() * 1000)], None, producer_id=producer_id,
+        producer_epoch=epoch, base_sequence=sequence, is_transactional=True)
+    response = call(address, 0, version, transactional_id="tx-raw", acks=-1,
+                    timeout=datetime.timedelta(seconds=10), topic_data=(
+                        _nested(0, version, "topic_data")(name=tp.topic, partition_data=(
+                            _nested(0, version, "topic_data", "partition_data")(
+                                index=tp.partition, records=records),)),))
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def test_leaders_ask_the_coordinator_over_the_inter_broker_listener(make_cluster):
+    """KIP-890 with the coordinator on another broker than the partition's leader: a
+    transactional batch to a partition not in the transaction is refused (Produce v9:
+    INVALID_TXN_STATE; v11: TRANSACTION_ABORTABLE) after the leader asked the coordinator
+    (AddPartitionsToTxn v5, verify only); Produce v12 makes the leader add it; a commit then
+    writes its marker there."""
+    import datetime
+
+    from seglog import error_codes as codes
+
+    from test_txn_cluster import T0, T1
+
+    cluster = _setup(make_cluster)
+    wait_until(lambda: int(call(cluster.address(0), 10, 3, key="tx-raw",
+                                key_type=1).error_code) == codes.NONE,
+               "FindCoordinator (it makes __transaction_state)")
+    coordinator = cluster.wait_for_isr(TXN_STATE, 3)
+    # a partition another broker leads (t-0 by broker 0, t-1 by broker 1)
+    tp = T0 if cluster.leader_of(T0) != coordinator else T1
+    leader = cluster.address(cluster.leader_of(tp))
+    init = wait_until(lambda: _some(call(cluster.address(coordinator), 22, 4,
+                                         transactional_id="tx-raw",
+                                         transaction_timeout=datetime.timedelta(seconds=60),
+                                         producer_id=-1, producer_epoch=-1)),
+                      "InitProducerId")[0]
+    assert init.error_code == codes.NONE
+    pid, epoch = int(init.producer_id), int(init.producer_epoch)
+    assert _txn_produce(leader, 9, tp, pid, epoch, 0) == codes.INVALID_TXN_STATE
+    assert _txn_produce(leader, 11, tp, pid, epoch, 0) == codes.TRANSACTION_ABORTABLE
+    assert _txn_produce(leader, 12, tp, pid, epoch, 0) == codes.NONE
+    description = cluster.brokers[coordinator].store.transaction_coordinator().describe(
+        "tx-raw")
+    assert (description.state, description.partitions) == ("Ongoing", (tp,))
+    end = call(cluster.address(coordinator), 26, 5, transactional_id="tx-raw",
+               producer_id=pid, producer_epoch=epoch, committed=True)
+    assert (int(end.error_code), int(end.producer_id), int(end.producer_epoch)) == (
+        codes.NONE, pid, epoch + 1)
+    log = cluster.rm(cluster.leader_of(tp)).partitions[tp].log
+    wait_until(lambda: log.producer_state.last_entry(pid).producer_epoch == epoch + 1,
+               "the marker at the bumped epoch on the partition's leader")
