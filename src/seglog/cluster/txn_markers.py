@@ -33,11 +33,11 @@ import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from kio.schema.types import ProducerId, TopicName
-from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, \
+from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, \
     WritableTxnMarkerTopic, WriteTxnMarkersRequest
-from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
+from kio.schema.write_txn_markers.v2.response import WriteTxnMarkersResponse
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32, i64
+from kio.static.primitive import i8, i16, i32, i64
 
 from .. import error_codes as codes
 from ..errors import SeglogError
@@ -59,8 +59,9 @@ __all__ = ["MarkerCluster", "TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_M
 log = logging.getLogger("seglog.cluster.txn_markers")
 
 WRITE_TXN_MARKERS = 27
-#: The version sent (the first flexible one; Kafka 4.x serves 1 and up): kio's ``v1`` classes.
-WRITE_TXN_MARKERS_VERSION = 1
+#: The version sent (Kafka 4.4's coordinator sends v2: each marker names the transaction
+#: version of its producer; v1 is the first flexible one): kio's ``v2`` classes.
+WRITE_TXN_MARKERS_VERSION = 2
 
 #: The errors after which a newer coordinator or producer owns the transaction.
 _GIVE_UP = frozenset({codes.INVALID_PRODUCER_EPOCH, codes.TRANSACTION_COORDINATOR_FENCED})
@@ -71,15 +72,17 @@ _RESPONSE_BYTES_MAX = 1 << 20
 
 
 def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                             commit: bool, partitions: Iterable[TopicPartition]) -> bytes:
-    """The body of a WriteTxnMarkers v1 request with one marker for ``partitions``."""
+                             commit: bool, partitions: Iterable[TopicPartition], *,
+                             transaction_version: int = 0) -> bytes:
+    """The body of a WriteTxnMarkers v2 request with one marker for ``partitions``
+    (``transaction_version``: the producer's, 2 when the coordinator bumped its epoch)."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     entity = WriteTxnMarkersRequest(markers=(WritableTxnMarker(
         producer_id=ProducerId(i64(producer_id)), producer_epoch=i16(producer_epoch),
         transaction_result=bool(commit), coordinator_epoch=i32(coordinator_epoch),
-        topics=tuple(WritableTxnMarkerTopic(
+        transaction_version=i8(transaction_version), topics=tuple(WritableTxnMarkerTopic(
             name=TopicName(topic), partition_indexes=tuple(i32(p) for p in sorted(ps)))
             for topic, ps in sorted(by_topic.items()))),))
     buffer = io.BytesIO()
@@ -141,7 +144,7 @@ def _module_of(schema: Any) -> Any:
 
 
 def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
-    """``{partition: error code}`` of a WriteTxnMarkers v1 response body. Raises
+    """``{partition: error code}`` of a WriteTxnMarkers v2 response body. Raises
     InterBrokerError when it does not parse."""
     try:
         entity, _end = entity_reader(WriteTxnMarkersResponse)(body, 0)
@@ -220,11 +223,11 @@ class TxnMarkerSender:
 
     def send(self, transactional_id: str, producer_id: int, producer_epoch: int,
              coordinator_epoch: int, commit: bool,
-             partitions: tuple[TopicPartition, ...]) -> None:
+             partitions: tuple[TopicPartition, ...], transaction_version: int = 0) -> None:
         """Schedule the delivery of one transaction's markers (returns at once)."""
         self._loop.call_soon_threadsafe(
             self._start, transactional_id, producer_id, producer_epoch, coordinator_epoch,
-            commit, partitions)
+            commit, partitions, transaction_version)
 
     def _start(self, *args: Any) -> None:
         if self._closed:
@@ -242,7 +245,8 @@ class TxnMarkerSender:
 
     async def _deliver(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        coordinator_epoch: int, commit: bool,
-                       partitions: tuple[TopicPartition, ...]) -> None:
+                       partitions: tuple[TopicPartition, ...],
+                       transaction_version: int = 0) -> None:
         remaining = set(partitions)
         backoff_ms = _BACKOFF_MS_MIN
         try:
@@ -264,7 +268,7 @@ class TxnMarkerSender:
                 try:
                     results = await asyncio.gather(*(
                         self._send_to(leader, tps, producer_id, producer_epoch,
-                                      coordinator_epoch, commit)
+                                      coordinator_epoch, commit, transaction_version)
                         for leader, tps in by_leader.items()))
                 except asyncio.CancelledError:
                     raise
@@ -295,13 +299,13 @@ class TxnMarkerSender:
 
     async def _send_to(self, leader: int, tps: list[TopicPartition], producer_id: int,
                        producer_epoch: int, coordinator_epoch: int,
-                       commit: bool) -> dict[TopicPartition, int]:
+                       commit: bool, transaction_version: int = 0) -> dict[TopicPartition, int]:
         """Each partition's error code (UNKNOWN_SERVER_ERROR: not answered, retried)."""
         if leader == self._cluster.broker_id:
             return {tp: await self._append_local(tp, producer_id, producer_epoch,
                                                  coordinator_epoch, commit) for tp in tps}
         body = encode_write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
-                                        commit, tps)
+                                        commit, tps, transaction_version=transaction_version)
         lock = self._locks.setdefault(leader, asyncio.Lock())
         async with lock:
             try:

@@ -595,7 +595,7 @@ class TransactionCoordinator:
             self._marker_sender.send(
                 metadata.transactional_id, metadata.producer_id, metadata.producer_epoch,
                 self.coordinator_epoch(metadata.transactional_id), commit,
-                tuple(sorted(metadata.partitions)))
+                tuple(sorted(metadata.partitions)), metadata.client_transaction_version)
             return
         metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
         metadata.last_update_ms = now_ms
