@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import time
+import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -53,6 +54,28 @@ def _end_txn(client: Client, transactional_id: str, producer_id: int, epoch: int
         time.sleep(0.05)
 
 
+def _txn_offset_commit(client: Client, producer_id: int, epoch: int, topic_id) -> list:
+    m = client.m(28, 6)
+    deadline = time.monotonic() + RETRY_S_MAX
+    while True:  # the group's coordinator (and its topic, made by FindCoordinator) loads
+        client.call(10, 4, key_type=0, coordinator_keys=("v2d-g",))
+        response = client.call(28, 6, transactional_id="v2d-tx", group_id="v2d-g",
+                               producer_id=producer_id, producer_epoch=epoch,
+                               generation_id=-1, member_id="", group_instance_id=None,
+                               topics=(m.TxnOffsetCommitRequestTopic(
+                                   topic_id=topic_id, partitions=(
+                                       m.TxnOffsetCommitRequestPartition(
+                                           partition_index=0, committed_offset=1,
+                                           committed_leader_epoch=-1,
+                                           committed_metadata=""),)),))
+        errors = [int(p.error_code) for t in response.topics for p in t.partitions]
+        if not set(errors) & {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.NOT_COORDINATOR,
+                              codes.COORDINATOR_NOT_AVAILABLE, codes.CONCURRENT_TRANSACTIONS} \
+                or time.monotonic() > deadline:
+            return [(t.topic_id == topic_id, errors) for t in response.topics]
+        time.sleep(0.1)
+
+
 def scenario(bootstrap: str) -> list:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("v2d", 1, 1)])["v2d"].result(20)
@@ -94,6 +117,13 @@ def scenario(bootstrap: str) -> list:
         out.append(("zombie produce", _produce(client, 12, "v2d-tx", "v2d",
                                                _batch(pid, e0, 1, b"z"))))
         out.append(("zombie end", rel(_end_txn(client, "v2d-tx", pid, e0, True))))
+        # TxnOffsetCommit v6 (topic ids): the group's partition joins the transaction.
+        metadata = client.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                               include_topic_authorized_operations=False)
+        topic_id = next(t.topic_id for t in metadata.topics if t.name == "v2d")
+        out.append(("offsets v6", _txn_offset_commit(client, pid, e0 + 1, topic_id)))
+        out.append(("offsets v6 unknown id", _txn_offset_commit(client, pid, e0 + 1,
+                                                                uuid.uuid4())))
         out.append(("abort", rel(_end_txn(client, "v2d-tx", pid, e0 + 1, False))))
         out.append(("unknown producer", rel(_end_txn(client, "v2d-tx", pid + 1000, e0 + 2,
                                                       True))))
