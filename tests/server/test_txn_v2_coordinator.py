@@ -1,0 +1,82 @@
+"""The transaction coordinator's transactions v2 rules (KIP-890 part 2, Kafka's
+``TransactionCoordinator.endTransaction`` with ``TransactionVersion.TV_2``), on an embedded
+Store: the epoch bump at every EndTxn v5, the markers at the new epoch, the retry from the
+epoch before (also after the store is opened again: the client transaction version is kept
+in the ``__transaction_state`` records, version 1), the second EndTxn at the new epoch
+(INVALID_TXN_STATE), a zombie at the old epoch fenced. The wire answers are compared with
+Kafka 4.4 in test_txn_v2_differential.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from seglog.coordinator import txn_schema
+from seglog.errors import InvalidTxnStateError, ProducerFencedError
+from seglog.store import Store
+from seglog.types import TopicPartition
+
+TP0 = TopicPartition("t", 0)
+
+
+def _markers(log):
+    view = log.read(log.start_offset, max_offset=log.end_offset, max_bytes=1 << 20)
+    return [(b.producer_id, b.producer_epoch, b.control_type() == 1)
+            for b in log.backend.iter_batches(view.buffer) if b.is_control]
+
+
+def _state_values(store):
+    log = store.log(("__transaction_state", 0))
+    return [txn_schema.decode_value(r.value) for r in log.records(
+        log.start_offset, max_offset=log.end_offset) if r.value is not None]
+
+
+def test_every_end_txn_v5_bumps_the_epoch_and_a_reload_keeps_the_rules(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1,
+               transaction_state_partitions=1) as store:
+        store.create_topic("t", 1)
+        coordinator = store.transaction_coordinator()
+        pid, epoch = coordinator.handle_init_producer_id("v2", timeout_ms=60000)
+        coordinator.handle_add_partitions("v2", pid, epoch, [TP0], transaction_version=2)
+        assert coordinator.handle_end_transaction("v2", pid, epoch, commit=True,
+                                                  transaction_version=2) == (pid, epoch + 1)
+        assert _markers(store.log(TP0)) == [(pid, epoch + 1, True)]
+        # The client's retry (its answer lost) names the epoch before the bump.
+        assert coordinator.handle_end_transaction("v2", pid, epoch, commit=True,
+                                                  transaction_version=2) == (pid, epoch + 1)
+        with pytest.raises(InvalidTxnStateError):  # nothing ongoing at the new epoch
+            coordinator.handle_end_transaction("v2", pid, epoch + 1, commit=True,
+                                               transaction_version=2)
+        with pytest.raises(InvalidTxnStateError):  # the other outcome of the retry
+            coordinator.handle_end_transaction("v2", pid, epoch, commit=False,
+                                               transaction_version=2)
+        written = _state_values(store)
+        assert [(v.status, v.producer_epoch, v.client_transaction_version, v.version)
+                for v in written[-2:]] == [
+            (txn_schema.PREPARE_COMMIT, epoch + 1, 2, 1),
+            (txn_schema.COMPLETE_COMMIT, epoch + 1, 2, 1)]
+
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1,
+               transaction_state_partitions=1) as store:
+        coordinator = store.transaction_coordinator()
+        # Still recognised as a retry by the coordinator that loaded the state.
+        assert coordinator.handle_end_transaction("v2", pid, epoch, commit=True,
+                                                  transaction_version=2) == (pid, epoch + 1)
+        coordinator.handle_add_partitions("v2", pid, epoch + 1, [TP0], transaction_version=2)
+        with pytest.raises(ProducerFencedError):  # a zombie of the old epoch
+            coordinator.handle_end_transaction("v2", pid, epoch, commit=False,
+                                               transaction_version=2)
+        assert coordinator.handle_end_transaction("v2", pid, epoch + 1, commit=False,
+                                                  transaction_version=2) == (pid, epoch + 2)
+        assert _markers(store.log(TP0))[-1] == (pid, epoch + 2, False)
+
+
+def test_end_txn_below_v5_keeps_the_epoch(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", 1)
+        coordinator = store.transaction_coordinator()
+        pid, epoch = coordinator.handle_init_producer_id("v1", timeout_ms=60000)
+        coordinator.handle_add_partitions("v1", pid, epoch, [TP0])
+        assert coordinator.handle_end_transaction("v1", pid, epoch, commit=True) == (pid, epoch)
+        assert coordinator.handle_end_transaction("v1", pid, epoch, commit=True) == (pid, epoch)
+        assert _markers(store.log(TP0)) == [(pid, epoch, True)]
