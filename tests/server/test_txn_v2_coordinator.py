@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from seglog.coordinator import txn_schema
-from seglog.errors import InvalidTxnStateError, ProducerFencedError
+from seglog.errors import InvalidProducerEpochError, InvalidTxnStateError, ProducerFencedError
 from seglog.store import Store
 from seglog.types import TopicPartition
 
@@ -80,3 +80,36 @@ def test_end_txn_below_v5_keeps_the_epoch(tmp_path, backend):
         assert coordinator.handle_end_transaction("v1", pid, epoch, commit=True) == (pid, epoch)
         assert coordinator.handle_end_transaction("v1", pid, epoch, commit=True) == (pid, epoch)
         assert _markers(store.log(TP0)) == [(pid, epoch, True)]
+
+
+def test_a_tv2_marker_must_carry_a_bumped_epoch(store_v2):
+    store, coordinator, pid, epoch = store_v2
+    store.log(TP0).append_batch([b"x"], producer_id=pid, producer_epoch=epoch,
+                                base_sequence=0, is_transactional=True)
+    with pytest.raises(InvalidProducerEpochError):  # Kafka: "<=" the last seen epoch
+        coordinator.write_marker(TP0, producer_id=pid, producer_epoch=epoch,
+                                 coordinator_epoch=0, commit=True, transaction_version=2)
+    coordinator.write_marker(TP0, producer_id=pid, producer_epoch=epoch + 1,
+                             coordinator_epoch=0, commit=True, transaction_version=2)
+    # its retry (same epoch, no transaction open) is written again, harmlessly
+    coordinator.write_marker(TP0, producer_id=pid, producer_epoch=epoch + 1,
+                             coordinator_epoch=0, commit=True, transaction_version=2)
+    assert _markers(store.log(TP0)) == [(pid, epoch + 1, True)] * 2
+
+
+def test_a_tv1_marker_may_carry_the_batches_epoch(store_v2):
+    store, coordinator, pid, epoch = store_v2
+    store.log(TP0).append_batch([b"x"], producer_id=pid, producer_epoch=epoch,
+                                base_sequence=0, is_transactional=True)
+    coordinator.write_marker(TP0, producer_id=pid, producer_epoch=epoch,
+                             coordinator_epoch=0, commit=True, transaction_version=1)
+    assert _markers(store.log(TP0)) == [(pid, epoch, True)]
+
+
+@pytest.fixture
+def store_v2(tmp_path, backend):
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1) as store:
+        store.create_topic("t", 1)
+        coordinator = store.transaction_coordinator()
+        pid, epoch = coordinator.handle_init_producer_id("m", timeout_ms=60000)
+        yield store, coordinator, pid, epoch

@@ -303,7 +303,8 @@ class TxnMarkerSender:
         """Each partition's error code (UNKNOWN_SERVER_ERROR: not answered, retried)."""
         if leader == self._cluster.broker_id:
             return {tp: await self._append_local(tp, producer_id, producer_epoch,
-                                                 coordinator_epoch, commit) for tp in tps}
+                                                 coordinator_epoch, commit, transaction_version)
+                    for tp in tps}
         body = encode_write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
                                         commit, tps, transaction_version=transaction_version)
         lock = self._locks.setdefault(leader, asyncio.Lock())
@@ -351,14 +352,16 @@ class TxnMarkerSender:
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
     async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
-                            coordinator_epoch: int, commit: bool) -> int:
+                            coordinator_epoch: int, commit: bool,
+                            transaction_version: int = 0) -> int:
         """This broker leads ``tp``: the marker appended through the seam's one append and
         waited for as acks=-1 (NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS: nothing
         written, retried)."""
         def write(_log: Any) -> int:
             offset: int = self._coordinator.write_marker(
                 tp, producer_id=producer_id, producer_epoch=producer_epoch,
-                coordinator_epoch=coordinator_epoch, commit=commit)
+                coordinator_epoch=coordinator_epoch, commit=commit,
+                transaction_version=transaction_version)
             return offset
 
         try:

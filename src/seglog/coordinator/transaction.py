@@ -350,16 +350,31 @@ class TransactionCoordinator:
             self._marker_sender = sender
 
     def write_marker(self, tp: TopicPartition, *, producer_id: int, producer_epoch: int,
-                     coordinator_epoch: int, commit: bool, now_ms: int | None = None) -> int:
+                     coordinator_epoch: int, commit: bool, transaction_version: int = 0,
+                     now_ms: int | None = None) -> int:
         """Append one marker to the local log of ``tp`` (WriteTxnMarkers on the partition's
         leader, or a coordinator's own partition) and, on ``__consumer_offsets``, apply or
         drop the producer's pending offset commits there. Returns the marker's offset.
         Raises what ``Log.append_txn_marker`` raises (TransactionCoordinatorFencedError for
-        an older coordinator epoch) and UnknownTopicOrPartitionError."""
+        an older coordinator epoch) and UnknownTopicOrPartitionError; for a
+        ``transaction_version`` 2 marker (WriteTxnMarkers v2) InvalidProducerEpochError
+        unless its epoch is above the producer's in this partition (Kafka's
+        ``ProducerAppendInfo.checkProducerEpoch``: the coordinator bumped it), except the
+        retry of a marker already written (the same epoch, no transaction open)."""
         tp = TopicPartition(*tp)
         with self._topics.lock:
             self._topics.check_writable()
             log = self._topics.partition_log(tp)
+            if transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP:
+                entry = log.producer_state.last_entry(producer_id)
+                current = -1 if entry is None else entry.producer_epoch
+                retry = entry is not None and producer_epoch == current and (
+                    entry.current_txn_first_offset is None or producer_epoch == 32767)
+                if producer_epoch <= current and not retry:
+                    raise InvalidProducerEpochError(
+                        f"Epoch of producer {producer_id} at offset {log.end_offset} in "
+                        f"{tp.topic}-{tp.partition} is {producer_epoch}, which is <= the "
+                        f"last seen epoch {current} (TV{transaction_version})")
             offset = log.append_txn_marker(
                 producer_id=producer_id, producer_epoch=producer_epoch,
                 coordinator_epoch=coordinator_epoch, commit=commit, now_ms=now_ms)

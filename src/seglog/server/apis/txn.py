@@ -1029,7 +1029,8 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Respons
                         tp, producer_id=int(marker.producer_id),
                         producer_epoch=int(marker.producer_epoch),
                         coordinator_epoch=int(marker.coordinator_epoch),
-                        commit=bool(marker.transaction_result))
+                        commit=bool(marker.transaction_result),
+                        transaction_version=int(getattr(marker, "transaction_version", 0)))
 
                 # The one append (acks=-1: an ISR below min.insync.replicas refuses before
                 # writing); the marker's write and fsyncs run on a worker thread.
