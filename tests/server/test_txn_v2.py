@@ -23,6 +23,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTP
 
 from seglog.bench.kafka import find_kafka
+from seglog.coordinator import txn_schema
 
 _REF, _WHY = find_kafka()
 _REQUIRED = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
@@ -109,6 +110,14 @@ def test_java_producer_tv2_epoch_bump_across_restart(broker_factory, tmp_path, t
     first = ["c3", "a2", "c4"]
     assert txn_steps(broker.bootstrap, "v2", "tx2", *first) == [
         "commit", "3", "abort", "2", "commit", "4", "done"]
+    # The producer sent no AddPartitionsToTxn: every Ongoing state was written by the
+    # partition leaders' add (client transaction version 2 in a version 1 record).
+    state_log = broker.store.log(("__transaction_state", 0))
+    ongoing = [txn_schema.decode_value(r.value) for r in state_log.records(
+        state_log.start_offset, max_offset=state_log.end_offset) if r.value is not None]
+    ongoing = [(v.client_transaction_version, v.version) for v in ongoing
+               if v.status == txn_schema.ONGOING]
+    assert ongoing and set(ongoing) == {(2, 1)}
     description = broker.store.transaction_coordinator().describe("tx2")
     # InitProducerId gives epoch 0, each of the three EndTxn v5 bumps it.
     assert (description.state, description.producer_epoch) == ("CompleteCommit", 3)
