@@ -12,7 +12,10 @@ states (Kafka's ``PartitionFetchState``):
   cuts its log there (:func:`seglog.cluster.truncation.offset_truncation_state`,
   ``Log.truncate_to``), asking again while the answer is not complete (KIP-279). A log with
   no epoch at all truncates to its high watermark (Kafka's ``truncateToHighWatermark``).
-- **fetching**: Fetch v12 from the log end offset, with ``LastFetchedEpoch``; the leader's
+- **fetching**: Fetch v12 from the log end offset, with ``LastFetchedEpoch``, in a fetch session
+  with the leader (:mod:`seglog.cluster.fetch_session_client`: a full request first, then
+  incremental ones naming only what changed; an incremental answer leaves out the partitions
+  with nothing new; a session error makes the next request full, at once); the leader's
   batches are appended as they are (``Log.append_as_follower``), then the follower's high
   watermark becomes ``min(leader HW, LEO)`` and its log start follows the leader's. A
   ``DivergingEpoch`` in the answer truncates as OffsetsForLeaderEpoch would.
@@ -57,6 +60,7 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
+from .fetch_session_client import FetchSessionClient
 from .sasl_login import SaslLogin
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
@@ -249,8 +253,8 @@ class ReplicaFetcherManager:
         self._failed: set[TopicPartition] = set()
         self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._counts = {"connect": 0, "fetch": 0, "offsets_for_leader_epoch": 0,
-                        "list_offsets": 0}
+        self._counts = {"connect": 0, "fetch": 0, "fetch_full": 0, "fetch_incremental": 0,
+                        "offsets_for_leader_epoch": 0, "list_offsets": 0}
 
     # --- the interface ---------------------------------------------------------------------
 
@@ -321,8 +325,9 @@ class ReplicaFetcherManager:
     @property
     def request_counts(self) -> dict[str, int]:
         """How many connects and requests of each kind the fetchers made (``connect``,
-        ``fetch``, ``offsets_for_leader_epoch``, ``list_offsets``): Kafka's fetcher request
-        rate, as counts."""
+        ``fetch``, of which ``fetch_full`` and ``fetch_incremental`` (the fetch session's
+        kinds), ``offsets_for_leader_epoch``, ``list_offsets``): Kafka's fetcher request rate,
+        as counts."""
         return dict(self._counts)
 
     def count(self, kind: str) -> None:
@@ -375,6 +380,8 @@ class _LeaderFetcher:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._wake = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        #: This leader's fetch session (KIP-227): full first, then incremental requests.
+        self.session = FetchSessionClient()
         # Set by stop(): the loop ends even if a cancellation is lost (Python 3.11's
         # asyncio.wait_for can swallow one that races with the awaited future's completion).
         self._stopped = False
@@ -613,13 +620,33 @@ class _LeaderFetcher:
             return
         conn = await self._connection()
         self.manager.count("fetch")
-        response = await conn.fetch(
-            replica_id=self.manager.broker_id, max_wait_ms=self.config.fetch_wait_max_ms,
-            min_bytes=self.config.fetch_min_bytes,
-            max_bytes=self.config.fetch_response_max_bytes, partitions=requests,
-            timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms)
-        if response.error_code != codes.NONE:
-            # A top-level error (a fetch session problem): nothing was read; retry later.
+        session = self.session
+        plan = session.build(requests)
+        self.manager.count("fetch_full" if plan.full else "fetch_incremental")
+        try:
+            response = await conn.fetch(
+                replica_id=self.manager.broker_id, max_wait_ms=self.config.fetch_wait_max_ms,
+                min_bytes=self.config.fetch_min_bytes,
+                max_bytes=self.config.fetch_response_max_bytes, partitions=plan.partitions,
+                timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms,
+                session_id=plan.session_id, session_epoch=plan.session_epoch,
+                forgotten=plan.forgotten)
+        except BaseException:
+            # Kafka's FetchSessionHandler.handleError: the leader may or may not have seen
+            # the request, so the next one is full.
+            session.handle_error()
+            raise
+        if not session.handle_response(plan, response.error_code, response.session_id,
+                                       response.partitions):
+            if response.error_code in (codes.NONE, codes.FETCH_SESSION_ID_NOT_FOUND,
+                                       codes.INVALID_FETCH_SESSION_EPOCH):
+                # A session problem: nothing of the answer is used, and the next request
+                # (full) goes at once (Kafka: an empty fetch result).
+                _log.info("replica fetcher: Fetch session %d at broker %d: error %d; "
+                          "fetching in full", plan.session_id, self.leader_id,
+                          response.error_code)
+                return
+            # Any other top-level error: nothing was read; retry later.
             _log.info("replica fetcher: Fetch from broker %d: error %d", self.leader_id,
                       response.error_code)
             for p, state in sent.values():
@@ -632,7 +659,9 @@ class _LeaderFetcher:
                 continue
             data = response.partitions.get(tp)
             if data is None:
-                self._delay(p)  # not answered (a full response names every partition)
+                if plan.full:
+                    self._delay(p)  # not answered (a full response names every partition)
+                # An incremental answer leaves out what has nothing new.
                 continue
             code = data.error_code
             if code == codes.NONE:

@@ -100,6 +100,12 @@ SESSION_HOOK_FILE = "zookeeper-session.json"
 ZK_THREADS = 4
 #: Back-off after a failed ZooKeeper read in the metadata loop.
 _RETRY_S = 0.5
+#: How long ElectLeaders waits on the metadata loop between looks at an elected leader
+#: (each look is bounded by the request's timeout).
+METADATA_POLL_S = 0.2
+#: The least time a request waits for its turn on the controller thread (a request with a
+#: shorter timeout still gets the controller's answer when the queue is idle).
+CONTROLLER_CALL_MIN_S = 5.0
 
 
 class PartitionReplica:
@@ -627,6 +633,8 @@ class ReplicaManager(PartitionSeam):
                             self.partitions[tp] = PartitionReplica(
                                 tp, replicas, local_log, assignment.topic_id, self.broker_id)
                     else:
+                        if replica.replicas != replicas and replica.is_leader:
+                            replica.leader_state.update_replicas(replicas)  # reassigned
                         replica.replicas = replicas
                 elif tp in self.partitions:
                     self._stop_replica(self.partitions.pop(tp))
@@ -706,6 +714,24 @@ class ReplicaManager(PartitionSeam):
         at once for the layers already read (see
         :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_broker_config_listener`)."""
         self._started(self.config_changes).add_broker_config_listener(listener)
+
+    @property
+    def keeps_client_metrics(self) -> bool:
+        """True: the subscriptions live in ZooKeeper (``/config/client-metrics/<name>``)."""
+        return True
+
+    async def alter_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        """Write subscription ``name``'s whole config set to ``/config/client-metrics/<name>``
+        and announce it, as :meth:`alter_broker_configs` does."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_CLIENT_METRICS,
+                             name, dict(configs))
+
+    def add_client_metrics_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                    ) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_client_metrics_listener`."""
+        self._started(self.config_changes).add_client_metrics_listener(listener)
 
     @property
     def keeps_client_quotas(self) -> bool:
@@ -976,6 +1002,8 @@ class ReplicaManager(PartitionSeam):
     # --- ISR changes (the leader's conditional writes) -------------------------------------------
 
     def _maybe_expand_isr(self, replica: PartitionReplica, replica_id: int) -> None:
+        if replica_id in self.removing_replicas(replica.tp):
+            return  # leaving by a reassignment: never back into the ISR (see the method)
         new_isr = replica.leader_state.isr_to_expand(
             replica_id, high_watermark=replica.log.high_watermark)
         if new_isr is not None:
@@ -1221,6 +1249,101 @@ class ReplicaManager(PartitionSeam):
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
         await self._wait_for_states(name, list(assignment), timeout_s)
         return topic_id
+
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """Kafka 2.8's ``/feature`` znode (:mod:`.features_zk`), watched: the changes made
+        through any broker reach ``on_change(epoch, levels)``."""
+        from .features_zk import ZkFeatureStore
+
+        return ZkFeatureStore(zk=self.zk, loop=self.loop, run_blocking=self._blocking,
+                              on_change=on_change)
+
+
+    # --- leader elections and partition reassignments (through the controller) -------------
+
+    def attach_controller(self, controller: Any) -> None:
+        """This broker's :class:`~seglog.cluster.controller.Controller`: ElectLeaders and
+        reassignments run on it when it is the active controller (Kafka 2.8's KafkaApis hands
+        them to its own controller, which answers NOT_CONTROLLER unless active)."""
+        self._controller = controller
+
+    async def _on_controller(self, fn: Callable[[Any], _Result], timeout_s: float
+                             ) -> tuple[bool, _Result | None]:
+        """``fn(controller)`` run on the controller thread: ``(True, its result)``,
+        ``(False, None)`` when this broker has no controller (yet), ``(True, None)`` when it did not run
+        within ``timeout_s`` (at least :data:`CONTROLLER_CALL_MIN_S`: a busy queue)."""
+        controller = getattr(self, "_controller", None)
+        if controller is None:
+            return False, None
+        future = controller.submit(lambda: fn(controller))
+        try:
+            result: _Result = await asyncio.wait_for(
+                asyncio.wrap_future(future), max(timeout_s, CONTROLLER_CALL_MIN_S))
+        except asyncio.TimeoutError:
+            return True, None
+        return True, result
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The controller's elections (NOT_CONTROLLER unless this broker is the active
+        controller), then Kafka's ``DelayedElectLeader``: each elected partition answers
+        NONE once this broker's metadata shows its new leader, REQUEST_TIMED_OUT after
+        ``timeout_s``."""
+        deadline_s = time.monotonic() + timeout_s
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.elect_leaders(election_type, partitions), timeout_s)
+        if outcome is None:
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return {tp: (code, None) for tp in partitions}
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        expected: dict[TopicPartition, int] = {}
+        for tp, (code, message, leader) in outcome.items():
+            if code == codes.NONE:
+                expected[tp] = leader
+            else:
+                results[tp] = (code, message)
+        while expected:
+            for tp, leader in list(expected.items()):
+                state = self.states.get(tp)
+                if state is not None and state.leader == leader:
+                    results[tp] = (codes.NONE, None)
+                    del expected[tp]
+            remaining_s = deadline_s - time.monotonic()
+            if not expected or remaining_s <= 0:
+                break
+            await self.wait_for_metadata(min(remaining_s, METADATA_POLL_S))
+        for tp in expected:
+            results[tp] = (codes.REQUEST_TIMED_OUT, None)
+        return results
+
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """The controller's ``processApiPartitionReassignment`` (NOT_CONTROLLER unless this
+        broker is the active controller): answered once the reassignment is written to
+        ZooKeeper and started, not when it completes (ListPartitionReassignments follows)."""
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.alter_reassignments(
+                targets, allow_replication_factor_change=allow_replication_factor_change),
+            timeout_s)
+        if outcome is None:
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return [(code, None)] * len(targets)
+        return list(outcome)
+
+
+    def removing_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The replicas of ``tp`` a reassignment is removing (its assignment's
+        ``removing_replicas``). The leader never adds one to the ISR: the controller's
+        completion writes the ISR without them before the assignment without them, and
+        this broker may read the two apart (Kafka's controller sends the target replica set
+        to the leader first, for the same reason)."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return ()
+        return tuple(assignment.removing_replicas.get(tp.partition, ()))
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:

@@ -44,6 +44,8 @@ Handle = Callable[[RequestContext, Any], Awaitable[Response]]
 API_MODULES = (
     "seglog.server.apis.data",
     "seglog.server.apis.admin",
+    "seglog.server.apis.admin_describe_partitions",
+    "seglog.server.apis.admin_features",
     "seglog.server.apis.groups",
     "seglog.server.apis.txn",
     "seglog.server.apis.sasl",
@@ -51,6 +53,9 @@ API_MODULES = (
     "seglog.server.apis.tokens",
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
+    "seglog.server.apis.admin_cluster_ops",
+    "seglog.server.apis.config_resources",
+    "seglog.server.apis.log_dirs",
 )
 
 

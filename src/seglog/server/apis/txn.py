@@ -956,12 +956,24 @@ async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Res
 
 
 async def handle_list_transactions(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """Kafka's ListTransactions: every transactional id matching the state, producer id and
-    (v1) duration filters; state names Kafka does not know are listed in
-    ``unknown_state_filters``."""
+    """Kafka's ListTransactions: every transactional id matching the state, producer id,
+    (v1) duration and (v2) transactional id pattern filters; state names Kafka does not know
+    are listed in ``unknown_state_filters``. The pattern is a regular expression the whole id
+    must match (Java's ``Matcher.matches``; Python's ``re`` stands in for ``java.util.regex``,
+    which agrees on the common syntax); a null or empty pattern takes every id, one that does
+    not compile is INVALID_REGULAR_EXPRESSION, as Kafka 4.4 answers."""
     response = _response_class(ctx, LIST_TRANSACTIONS)
     module = sys.modules[response.__module__]
     states = list(request.state_filters)
+    pattern_text = getattr(request, "transactional_id_pattern", None)
+    pattern: re.Pattern[str] | None = None
+    if pattern_text:
+        try:
+            pattern = re.compile(pattern_text)
+        except (re.error, RecursionError, OverflowError):
+            return response(throttle_time=_NO_THROTTLE,
+                            error_code=ErrorCode(codes.INVALID_REGULAR_EXPRESSION),
+                            unknown_state_filters=(), transaction_states=())
     try:
         found = _coordinator(ctx).list_transactions(
             states=states, producer_ids=[int(pid) for pid in request.producer_id_filters],
@@ -976,7 +988,8 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Respons
         transaction_states=tuple(module.TransactionState(
             transactional_id=d.transactional_id, producer_id=i64(d.producer_id),
             transaction_state=d.state) for d in found
-            if authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+            if (pattern is None or pattern.fullmatch(d.transactional_id) is not None)
+            and authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                          d.transactional_id)))
 
 
@@ -1156,5 +1169,5 @@ HANDLERS: tuple[ApiHandler, ...] = (
     ApiHandler(TXN_OFFSET_COMMIT, 0, 6, handle_txn_offset_commit),
     ApiHandler(DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
     ApiHandler(DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),
-    ApiHandler(LIST_TRANSACTIONS, 0, 1, handle_list_transactions),
+    ApiHandler(LIST_TRANSACTIONS, 0, 2, handle_list_transactions),
 )
