@@ -19,7 +19,8 @@ import pytest
 
 from seglog.bench.kafka import find_kafka
 
-from test_coordinators import _nested, _some, call, make_cluster, wait_until  # noqa: F401 - the fixture
+from test_coordinators import (  # noqa: F401 - make_cluster: the fixture
+    _nested, _some, call, make_cluster, wait_until)
 from test_txn_cluster import TXN_STATE, _read_committed, _setup
 
 _REF, _WHY = find_kafka()
