@@ -89,8 +89,8 @@ if TYPE_CHECKING:
     from ...storage.producer_state import ProducerStateEntry
     from ...store import Store
 
-__all__ = ["HANDLERS", "PRODUCE_ADDS_PARTITIONS_SINCE", "TRANSACTION_VERSION_2", "verification_enabled",
-           "verify_produce_partitions"]
+__all__ = ["HANDLERS", "PRODUCE_ADDS_PARTITIONS_SINCE", "TRANSACTION_VERSION_2",
+           "verification_enabled", "verify_produce_partitions"]
 
 _T = TypeVar("_T")
 
