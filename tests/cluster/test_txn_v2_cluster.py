@@ -86,6 +86,11 @@ def test_java_tv2_producer_across_a_coordinator_move(make_cluster, txn_steps):
     assert sorted(seen) == sorted(_committed("tx-j", first) + _committed("tx-j", second))
 
 
+def _group_coordinator(cluster, group_id: str) -> int | None:
+    answer = call(cluster.address(0), 10, 3, key=group_id, key_type=0)
+    return int(answer.node_id) if int(answer.error_code) == 0 else None
+
+
 def _txn_produce(address, version: int, tp, producer_id: int, epoch: int, sequence: int) -> int:
     import datetime
     import time
@@ -136,6 +141,20 @@ def test_leaders_ask_the_coordinator_over_the_inter_broker_listener(make_cluster
     description = cluster.brokers[coordinator].store.transaction_coordinator().describe(
         "tx-raw")
     assert (description.state, description.partitions) == ("Ongoing", (tp,))
+    # TxnOffsetCommit v5 at the group's coordinator adds its __consumer_offsets partition.
+    group_node = wait_until(lambda: _some(_group_coordinator(cluster, "g-raw")),
+                            "the group's coordinator")[0]
+    committed = call(cluster.address(group_node), 28, 5, transactional_id="tx-raw",
+                     group_id="g-raw", producer_id=pid, producer_epoch=epoch,
+                     generation_id=-1, member_id="", group_instance_id=None, topics=(
+                         _nested(28, 5, "topics")(name=tp.topic, partitions=(
+                             _nested(28, 5, "topics", "partitions")(
+                                 partition_index=tp.partition, committed_offset=5,
+                                 committed_leader_epoch=-1, committed_metadata=""),)),))
+    assert [int(p.error_code) for t in committed.topics for p in t.partitions] == [0]
+    description = cluster.brokers[coordinator].store.transaction_coordinator().describe(
+        "tx-raw")
+    assert {p.topic for p in description.partitions} == {tp.topic, "__consumer_offsets"}
     end = call(cluster.address(coordinator), 26, 5, transactional_id="tx-raw",
                producer_id=pid, producer_epoch=epoch, committed=True)
     assert (int(end.error_code), int(end.producer_id), int(end.producer_epoch)) == (
