@@ -113,3 +113,32 @@ def store_v2(tmp_path, backend):
         coordinator = store.transaction_coordinator()
         pid, epoch = coordinator.handle_init_producer_id("m", timeout_ms=60000)
         yield store, coordinator, pid, epoch
+
+
+def test_an_exhausted_epoch_moves_to_a_new_producer_id(tmp_path, backend):
+    """EndTxn v5 at the last epoch (32766, Kafka's ``isProducerEpochExhausted``): the
+    markers carry 32767, the id completes onto a new producer id at epoch 0, which the
+    answer gives; the retry from the old producer id at its last epoch gets the same."""
+    from seglog.coordinator.transaction import PRODUCER_EPOCH_MAX
+    from seglog.coordinator.txn_schema import TransactionLogValue
+
+    ongoing = TransactionLogValue(700, PRODUCER_EPOCH_MAX, 60000, txn_schema.ONGOING,
+                                  (("t", 0),), 1000, 900, client_transaction_version=2,
+                                  version=1)
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1,
+               transaction_state_partitions=1) as store:
+        store.create_topic("t", 1)
+        store._coordinators.internal_topic("__transaction_state").log(0).append_batch(
+            [txn_schema.encode_value(ongoing)], keys=[txn_schema.encode_key("x")])
+    with Store(tmp_path, backend=backend, offsets_topic_partitions=1,
+               transaction_state_partitions=1) as store:
+        coordinator = store.transaction_coordinator()
+        new_id, new_epoch = coordinator.handle_end_transaction(
+            "x", 700, PRODUCER_EPOCH_MAX, commit=True, transaction_version=2)
+        assert new_id != 700 and new_epoch == 0
+        assert _markers(store.log(TP0)) == [(700, PRODUCER_EPOCH_MAX + 1, True)]
+        assert coordinator.handle_end_transaction(
+            "x", 700, PRODUCER_EPOCH_MAX, commit=True, transaction_version=2) == (new_id, 0)
+        with pytest.raises(InvalidTxnStateError):  # nothing ongoing for the new id
+            coordinator.handle_end_transaction("x", new_id, 0, commit=True,
+                                               transaction_version=2)
