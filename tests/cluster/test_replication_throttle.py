@@ -294,3 +294,67 @@ def test_kafka_reassign_partitions_throttle_sets_and_verify_clears(make_cluster,
                "every quota unbounded again")
     wait_until(lambda: cluster.brokers[1].store.topic("thr").log(0).config
                .follower_replication_throttled_replicas == (), "the topic lists cleared")
+
+
+# --- a replica a reassignment removed -------------------------------------------------------
+
+
+def _log_dirs(wire):
+    r = wire.call(35, 4, topics=None)
+    return {(t.name, p.partition_index): int(p.partition_size)
+            for result in r.results if int(result.error_code) == 0
+            for t in result.topics for p in t.partitions}
+
+
+def test_a_replica_removed_by_a_reassignment_deletes_its_log(make_cluster):
+    """Kafka's StopReplica(delete): once the move of gone-0 from broker 0 to broker 1
+    completes, broker 0's records of it go (segments renamed ``.deleted``, then removed after
+    ``file.delete.delay.ms``) and its DescribeLogDirs no longer lists the partition; broker 1
+    lists it with the records, which consumers read."""
+    from test_broker_cluster import consume_all
+
+    cluster = make_cluster()
+    controller = _controller(cluster)
+    _create_on(cluster, "gone", (0,))
+    tp = TopicPartition("gone", 0)
+    wait_until(lambda: cluster.leader_of(tp) == 0, "broker 0 to lead gone-0")
+    values = [b"g%d" % i + b"z" * 500 for i in range(200)]
+    assert produce_confluent(cluster.bootstrap, "gone", values) == [None] * len(values)
+    admin = _admin(cluster)
+    _alter(admin, "TOPIC", "gone", {"file.delete.delay.ms": "0"})
+    log0 = cluster.brokers[0].store.topic("gone").log(0)
+    wait_until(lambda: log0.config.file_delete_delay_ms == 0, "the topic config on broker 0")
+    wire0 = Wire(cluster.brokers[0].bootstrap)
+    wire1 = Wire(cluster.brokers[1].bootstrap)
+    control = Wire(cluster.brokers[controller].bootstrap)
+    try:
+        assert _log_dirs(wire0)[("gone", 0)] > 0
+        # Broker 1 holds no replica yet: its (empty) directory of gone-0 is not listed.
+        assert ("gone", 0) not in _log_dirs(wire1)
+        assert _reassign(control, "gone", (1,)) == [0]
+        wait_until(lambda: cluster.rm(controller).assignments["gone"].partitions[0] == [1]
+                   and not cluster.rm(controller).assignments["gone"].removing_replicas,
+                   "the move of gone-0 to broker 1 to complete")
+        wait_until(lambda: cluster.rm(0).removed_replicas_deleted >= 1,
+                   "broker 0 to delete its removed replica")
+        assert (log0.start_offset, log0.end_offset) == (0, 0)
+        wait_until(lambda: ("gone", 0) not in _log_dirs(wire0),
+                   "broker 0 to stop listing gone-0")
+        wait_until(lambda: _log_dirs(wire1).get(("gone", 0), 0) > 0,
+                   "broker 1 to list gone-0 with its records")
+        assert cluster.rm(0).partitions.get(tp) is None
+        # The segments went through .deleted; the store's maintenance removes them (delay 0).
+        part_dir = os.path.join(cluster.brokers[0].store.path, "gone-0")
+
+        def data_files():
+            cluster.brokers[0].store.maintain()
+            return [(n, os.path.getsize(os.path.join(part_dir, n)))
+                    for n in os.listdir(part_dir)
+                    if n.endswith((".log", ".deleted")) and os.path.getsize(
+                        os.path.join(part_dir, n)) > 0]
+        wait_until(lambda: data_files() == [], "broker 0's record files to be removed")
+    finally:
+        for w in (wire0, wire1, control):
+            w.close()
+    wait_until(lambda: cluster.leader_of(tp) == 1, "broker 1 to lead gone-0")
+    assert consume_all(cluster.bootstrap, "gone", len(values)) == values

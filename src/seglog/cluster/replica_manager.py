@@ -640,7 +640,9 @@ class ReplicaManager(PartitionSeam):
                             replica.leader_state.update_replicas(replicas)  # reassigned
                         replica.replicas = replicas
                 elif tp in self.partitions:
-                    self._stop_replica(self.partitions.pop(tp))
+                    removed = self.partitions.pop(tp)
+                    self._stop_replica(removed)
+                    self._delete_removed_replica(removed)
                 if tp not in self._watched_states:
                     self._watched_states.add(tp)
                     self._dirty_states.add(tp)
@@ -1406,6 +1408,41 @@ class ReplicaManager(PartitionSeam):
         throttled partitions sent to followers (in the ISR or not)."""
         if self._partition_throttled(replica.tp, leader_side=True):
             self.leader_quota.record(size_bytes)
+
+    # --- replicas a reassignment removed (Kafka's StopReplica with delete) -----------------
+
+    def _delete_removed_replica(self, replica: PartitionReplica) -> None:
+        """This broker left ``replica``'s assignment (a completed reassignment): its records
+        go as Kafka's ``StopReplica(deletePartition=true)`` deletes the log. seglog keeps
+        every partition's directory on every broker (docs/cluster.md §6.1), so the log is
+        emptied in place: every segment renamed ``.deleted`` and removed
+        ``file.delete.delay.ms`` later (asynchronously, as Kafka's ``-delete`` directory),
+        the epoch cache and producer state cleared. On the loop thread, as a follower's
+        truncation: the fetcher no longer has the partition."""
+        tp = replica.tp
+        log_ = replica.log
+        size_bytes = log_.size_bytes
+        try:
+            log_.truncate_fully_and_start_at(0)
+        except (errors.SeglogError, OSError) as exc:
+            log.warning("broker %d: deleting the removed replica %s-%d failed: %s",
+                        self.broker_id, tp.topic, tp.partition, exc)
+            return
+        self.removed_replicas_deleted += 1
+        log.info("broker %d: replica %s-%d removed by a reassignment; its log (%d bytes) is "
+                 "deleted", self.broker_id, tp.topic, tp.partition, size_bytes)
+
+    #: How many removed replicas' logs this broker deleted (a counter for tests and logs).
+    removed_replicas_deleted = 0
+
+    def hosts_partition(self, tp: TopicPartition) -> bool:
+        """Whether this broker holds a replica of ``tp`` (it is in the partition's replicas,
+        adding ones included): DescribeLogDirs lists those only, as Kafka's brokers list the
+        logs they have."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return True  # not (yet) in the cluster's metadata: listed as found
+        return self.broker_id in assignment.partitions.get(tp.partition, ())
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:
