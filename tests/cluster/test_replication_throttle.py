@@ -226,6 +226,33 @@ def test_a_throttled_move_replicates_within_the_rate(make_cluster, side):
     assert log1.end_offset == RECORDS
 
 
+def test_in_sync_replicas_are_never_throttled(make_cluster):
+    """Kafka throttles only replicas out of the ISR (``!isReplicaInSync`` on both sides): with
+    every replica of a topic throttled (``*``) at 1000 B/s on both sides, in-sync followers
+    keep up with acks=all produces far above that rate; the counters still count the bytes."""
+    from test_broker_cluster import create_topic
+
+    cluster = make_cluster(**THROTTLED_CLUSTER)
+    admin = _admin(cluster)
+    create_topic(cluster, "insync", config={"leader.replication.throttled.replicas": "*",
+                                            "follower.replication.throttled.replicas": "*"})
+    tp = TopicPartition("insync", 0)
+    cluster.wait_for_isr(tp, 3)
+    for broker_id in cluster.brokers:
+        _alter(admin, "BROKER", str(broker_id), {"leader.replication.throttled.rate": "1000",
+                                                 "follower.replication.throttled.rate": "1000"})
+    wait_until(lambda: all(cluster.rm(b).leader_quota.bound_bytes_per_s == 1000
+                           and cluster.rm(b).follower_quota.bound_bytes_per_s == 1000
+                           for b in cluster.brokers), "the rates on every broker")
+    values = [b"i%d" % i + b"w" * 1000 for i in range(300)]  # 300 KB: 300 s at the rate
+    assert produce_confluent(cluster.bootstrap, "insync", values) == [None] * len(values)
+    leader = cluster.leader_of(tp)
+    assert cluster.rm(leader).leader_quota.recorded_bytes > 2 * 300_000 * 0.9
+    assert cluster.rm(leader).leader_quota.throttled_count == 0
+    assert all(cluster.rm(b).follower_quota.throttled_count == 0 for b in cluster.brokers)
+    assert set(cluster.rm(leader).states[tp].isr) == {0, 1, 2}
+
+
 # --- Kafka 4.4's tool -------------------------------------------------------------------------
 
 
