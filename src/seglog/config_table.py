@@ -37,7 +37,7 @@ from .configdef import (
 from .errors import InvalidConfigError
 
 __all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "DESCRIBED_AT_DEFAULT",
-           "DESCRIBE_RULE", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+           "DESCRIBE_RULE", "DYNAMIC_ONLY", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
            "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
            "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
@@ -935,6 +935,35 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('quota.window.size.seconds', BROKER, 'int', 1, 'low',
            'The time span of each sample for client quotas',
            at_least=1),
+    # Kafka's DynamicConfig.Broker (QuotaConfig.brokerQuotaConfigs): not in KafkaConfig's
+    # ConfigDef, set per broker or as the cluster default only (DYNAMIC_ONLY below).
+    _entry('leader.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'leaders enumerated in the property leader.replication.throttled.replicas (for each '
+           'topic). This property can be only set dynamically. It is suggested that the limit '
+           'be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a leader sends to the throttled replicas of its topics that "
+                 'are not in the ISR: past it they are left out of its Fetch answers '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('follower.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'followers enumerated in the property follower.replication.throttled.replicas (for '
+           'each topic). This property can be only set dynamically. It is suggested that the '
+           'limit be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a follower fetches for its throttled replicas that have not "
+                 'caught up: past it they are left out of its Fetch requests '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('replica.alter.log.dirs.io.max.bytes.per.second', BROKER, 'long', INT64_MAX,
+           'medium',
+           ('A long representing the upper bound (bytes/sec) on disk IO used for moving '
+           'replica between log directories on the same broker. This property can be only set '
+           'dynamically. It is suggested that the limit be kept above 1MB/s for accurate '
+           'behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE, support=ACCEPTED,
+           note=('No effect: a seglog broker has one log directory, so no replica moves '
+                 'between directories (kafka-reassign-partitions --verify clears it).')),
     _entry('replica.fetch.backoff.ms', BROKER, 'int', 1000, 'medium',
            'The amount of time to sleep when fetch partition error occurs.',
            at_least=0,
@@ -1139,6 +1168,14 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'reading from topics included in the transaction.'),
            at_least=1,
            note='Largest transaction timeout a producer may ask for.'),
+    _entry('transaction.partition.verification.enable', BROKER, 'boolean', True, 'low',
+           'Enable verification that checks that the partition has been added to the '
+           'transaction before writing transactional records to the partition',
+           dynamic=CLUSTER_WIDE,
+           note='A partition leader asks the transaction coordinator before the first '
+                'transactional batch of a producer in a partition (KIP-890 part 1); a '
+                'transaction.version 2 producer\'s partitions are added then whatever this '
+                'says (part 2).'),
     _entry('transaction.remove.expired.transaction.cleanup.interval.ms', BROKER, 'int',
            3600000, 'low',
            ('The interval at which to remove transactions that have expired due to '
@@ -1562,7 +1599,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
-    _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
     _absent('transaction.two.phase.commit.enable', 'boolean', False, 'low', READ_ONLY),
     _absent('unclean.leader.election.interval.ms', 'long', 300000, 'medium', READ_ONLY),
@@ -1575,6 +1611,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.topic}
 #: Broker configs by name (scope broker or both), implemented or not.
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.broker}
+
+#: Kafka's dynamic-only broker configs (``DynamicConfig.Broker``): not in KafkaConfig's
+#: ConfigDef, so Kafka's DescribeConfigs of a broker lists one only while it is set.
+DYNAMIC_ONLY: frozenset[str] = frozenset({
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second"})
 
 #: Configs of older Kafka versions that Kafka 4.0 removed, with why: named in the error.
 REMOVED: dict[str, str] = {
