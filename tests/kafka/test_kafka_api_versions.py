@@ -50,9 +50,6 @@ NOT_SERVED: dict[int, str] = {
 NOT_YET_SERVED: dict[int, str] = {
     68: "ConsumerGroupHeartbeat (KIP-848): being built.",
     69: "ConsumerGroupDescribe (KIP-848): being built.",
-    88: "StreamsGroupHeartbeat (KIP-1071): being built.",
-    89: "StreamsGroupDescribe (KIP-1071): being built.",
-    93: "StreamsGroupTopologyDescriptionUpdate (KIP-1071): being built.",
 }
 
 
