@@ -8,7 +8,12 @@ together against the real Kafka 4.4 broker and against seglog, both at Kafka's d
   joins land in it; DescribeGroups reports the group ``PreparingRebalance`` with its three
   members meanwhile;
 - a stable group of two, then a third member: the two rejoin and all three end in one new
-  generation, each old member revoked once (eager protocol).
+  generation, each old member revoked once (eager protocol);
+- raw requests (one connection per call, parked calls in threads) through the join phase with
+  ``group.max.size=3``: MEMBER_ID_REQUIRED, a fourth member refused (GROUP_MAX_SIZE_REACHED)
+  while three wait in the initial rebalance, then in the stable group the leader rejoins, one
+  follower rejoins when its heartbeat says REBALANCE_IN_PROGRESS and the other never does:
+  the rebalance completes after the rebalance timeout without it (UNKNOWN_MEMBER_ID after).
 
 Generations are read from kafka-python (``KafkaConsumer.group_metadata()``); confluent-kafka
 (librdkafka) does not show them, so for it the rebalance callbacks are compared (how many
@@ -17,16 +22,25 @@ assignments and revocations each member saw). Every wait is bounded in time.
 
 from __future__ import annotations
 
+import datetime
+import io
 import os
+import socket
+import struct
+import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from confluent_kafka import Consumer as CConsumer
 from confluent_kafka.admin import AdminClient, NewTopic as CNewTopic
 from kafka import ConsumerRebalanceListener, KafkaConsumer
 
+from kio.serial import entity_reader, entity_writer
+
 from seglog.bench.kafka import KafkaBroker, find_kafka
+from seglog.schemas import load_request_schema, load_response_schema
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.clients]
 
@@ -42,6 +56,8 @@ SCENARIO_S = 45.0
 QUIET_S = 2.0
 HEARTBEAT_MS = 500
 SESSION_MS = 10_000
+#: On both brokers: the raw scenario's fourth member is refused.
+MAX_SIZE = 3
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +67,7 @@ def real_kafka(tmp_path_factory):
             pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
         pytest.skip(_WHY)
     kafka = KafkaBroker(_REF, tmp_path_factory.mktemp("kafka"), extra_properties={
-        "group.initial.rebalance.delay.ms": INITIAL_DELAY_MS})
+        "group.initial.rebalance.delay.ms": INITIAL_DELAY_MS, "group.max.size": MAX_SIZE})
     kafka.format()
     kafka.start()
     try:
@@ -63,7 +79,8 @@ def real_kafka(tmp_path_factory):
 
 @pytest.fixture
 def seglog_broker(broker_factory):
-    broker = broker_factory(group_initial_rebalance_delay_ms=INITIAL_DELAY_MS)
+    broker = broker_factory(group_initial_rebalance_delay_ms=INITIAL_DELAY_MS,
+                            group_max_size=MAX_SIZE)
     _create_topic(broker.bootstrap)
     return broker
 
@@ -245,6 +262,123 @@ def start_together_confluent(bootstrap: str) -> list[tuple[int, int]]:
             c.close()
 
 
+# --- raw requests ---------------------------------------------------------------------------
+
+
+def _call(bootstrap: str, api_key: int, version: int, **fields):
+    """One request on its own connection (a parked JoinGroup blocks only its thread)."""
+    request_class = load_request_schema(api_key, version)
+    header_class = request_class.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_class)(buffer, header_class(
+        request_api_key=api_key, request_api_version=version, correlation_id=1,
+        client_id="timing"))
+    entity_writer(request_class)(buffer, request_class(**fields))
+    data = buffer.getvalue()
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=SCENARIO_S) as sock:
+        sock.sendall(struct.pack(">i", len(data)) + data)
+        size, = struct.unpack(">i", _read(sock, 4))
+        body = _read(sock, size)
+    response_class = load_response_schema(api_key, version)
+    _, offset = entity_reader(response_class.__header_schema__)(body, 0)
+    return entity_reader(response_class)(body, offset)[0]
+
+
+def _read(sock, count: int) -> bytes:
+    out = b""
+    while len(out) < count:
+        chunk = sock.recv(count - len(out))
+        assert chunk, "the broker closed the connection"
+        out += chunk
+    return out
+
+
+REBALANCE_TIMEOUT_MS = 4000
+
+
+def _join(bootstrap: str, group: str, member_id: str):
+    protocol = sys.modules[load_request_schema(11, 5).__module__].JoinGroupRequestProtocol
+    metadata = struct.pack(">hih", 0, 1, len(TOPIC)) + TOPIC.encode() + struct.pack(">i", -1)
+    return _call(bootstrap, 11, 5, group_id=group,
+                 session_timeout=datetime.timedelta(milliseconds=30_000),
+                 rebalance_timeout=datetime.timedelta(milliseconds=REBALANCE_TIMEOUT_MS),
+                 member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                 protocols=(protocol(name="range", metadata=metadata),))
+
+
+def _heartbeat(bootstrap: str, group: str, member_id: str, generation: int) -> int:
+    return int(_call(bootstrap, 12, 3, group_id=group, generation_id=generation,
+                     member_id=member_id, group_instance_id=None).error_code)
+
+
+def _raw_describe(bootstrap: str, group: str) -> tuple[str, int]:
+    described, = _call(bootstrap, 15, 5, groups=(group,),
+                       include_authorized_operations=False).groups
+    return described.group_state, len(described.members)
+
+
+def _wait_for_coordinator(bootstrap: str, group: str) -> None:
+    """Until the group's coordinator answers a join (Kafka creates ``__consumer_offsets`` on
+    the first FindCoordinator, and answers COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS meanwhile; clients retry, so does this, bounded)."""
+    deadline = time.monotonic() + SCENARIO_S
+    while True:
+        found = _call(bootstrap, 10, 3, key=group, key_type=0)
+        if int(found.error_code) == 0 and int(_join(bootstrap, "warm-up", "").error_code) == 79:
+            return
+        assert time.monotonic() < deadline, "the group coordinator never became available"
+        time.sleep(0.2)
+
+
+def join_phase_raw(bootstrap: str) -> dict:
+    """The join phase step by step (see the module docstring); what each step answered."""
+    group, seen = "raw", {}
+    pool = ThreadPoolExecutor(4)
+    try:
+        _wait_for_coordinator(bootstrap, group)
+        first = [_join(bootstrap, group, "") for _ in range(3)]
+        seen["member_id_required"] = [int(r.error_code) for r in first]
+        ids = [r.member_id for r in first]
+        parked = [pool.submit(_join, bootstrap, group, member_id) for member_id in ids]
+        time.sleep(1.0)  # inside the initial delay: all three wait in the join
+        seen["fourth"] = int(_join(bootstrap, group, "").error_code)
+        seen["during_delay"] = _raw_describe(bootstrap, group)
+        joined = [f.result(SCENARIO_S) for f in parked]
+        generation = joined[0].generation_id
+        leader = joined[0].leader
+        seen["joined"] = sorted((int(r.error_code), r.generation_id, r.leader == leader,
+                                 len(r.members)) for r in joined)
+        # Everyone syncs (the leader with an empty assignment each): Stable.
+        assignment = sys.modules[load_request_schema(14, 3).__module__].SyncGroupRequestAssignment
+        syncs = [pool.submit(_call, bootstrap, 14, 3, group_id=group, generation_id=generation,
+                             member_id=member_id, group_instance_id=None,
+                             assignments=tuple(assignment(member_id=m, assignment=b"")
+                                               for m in ids) if member_id == leader else ())
+                 for member_id in ids]
+        seen["synced"] = [int(f.result(SCENARIO_S).error_code) for f in syncs]
+        seen["stable"] = _raw_describe(bootstrap, group)
+        # The leader rejoins: a rebalance; one follower rejoins on its heartbeat's
+        # REBALANCE_IN_PROGRESS, the other never does and is dropped after the timeout.
+        follower, silent = [m for m in ids if m != leader]
+        rejoin = pool.submit(_join, bootstrap, group, leader)
+        deadline = time.monotonic() + SCENARIO_S
+        while (code := _heartbeat(bootstrap, group, follower, generation)) == 0:
+            assert time.monotonic() < deadline, "the leader's rejoin never started a rebalance"
+            time.sleep(0.05)
+        seen["follower_heartbeat"] = code
+        seen["preparing"] = _raw_describe(bootstrap, group)
+        follower_rejoin = pool.submit(_join, bootstrap, group, follower)
+        rejoined = [rejoin.result(SCENARIO_S), follower_rejoin.result(SCENARIO_S)]
+        seen["rejoined"] = sorted((int(r.error_code), r.generation_id - generation,
+                                   r.leader == leader, len(r.members)) for r in rejoined)
+        seen["silent_heartbeat"] = _heartbeat(bootstrap, group, silent, generation)
+        seen["after"] = _raw_describe(bootstrap, group)
+        return seen
+    finally:
+        pool.shutdown(wait=True)
+
+
 # --- the comparisons ----------------------------------------------------------------------
 
 
@@ -268,4 +402,20 @@ def test_a_third_member_joins_a_stable_group_of_two(real_kafka, seglog_broker):
     seglog = third_joins_stable_group(seglog_broker.bootstrap)
     assert kafka == {"two": [(1, 0), (1, 0)], "three": [(2, 1), (2, 1), (2, 0)],
                      "after": ("STABLE", 3)}
+    assert seglog == kafka
+
+
+def test_the_join_phase_with_raw_requests(real_kafka, seglog_broker):
+    kafka = join_phase_raw(real_kafka.bootstrap)
+    seglog = join_phase_raw(seglog_broker.bootstrap)
+    assert kafka == {
+        "member_id_required": [79, 79, 79], "fourth": 81,  # GROUP_MAX_SIZE_REACHED
+        "during_delay": ("PreparingRebalance", 3),
+        "joined": [(0, 1, True, 0), (0, 1, True, 0), (0, 1, True, 3)],
+        "synced": [0, 0, 0], "stable": ("Stable", 3),
+        "follower_heartbeat": 27,  # REBALANCE_IN_PROGRESS
+        "preparing": ("PreparingRebalance", 3),
+        "rejoined": [(0, 1, True, 0), (0, 1, True, 2)],
+        "silent_heartbeat": 25,  # UNKNOWN_MEMBER_ID: dropped by the join phase
+        "after": ("CompletingRebalance", 2)}
     assert seglog == kafka
