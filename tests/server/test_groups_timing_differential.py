@@ -419,3 +419,29 @@ def test_the_join_phase_with_raw_requests(real_kafka, seglog_broker):
         "silent_heartbeat": 25,  # UNKNOWN_MEMBER_ID: dropped by the join phase
         "after": ("CompletingRebalance", 2)}
     assert seglog == kafka
+
+
+def first_joins_raw(bootstrap: str) -> dict:
+    """A refused first join (no protocol type) and a first join whose member never comes
+    back: both groups stay, Empty (Kafka 4.x stores a new group at once)."""
+    _wait_for_coordinator(bootstrap, "refused")
+    protocol = sys.modules[load_request_schema(11, 5).__module__].JoinGroupRequestProtocol
+    refused = _call(bootstrap, 11, 5, group_id="refused",
+                    session_timeout=datetime.timedelta(seconds=10),
+                    rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+                    group_instance_id=None, protocol_type="",
+                    protocols=(protocol(name="range", metadata=b""),))
+    pending = _join(bootstrap, "abandoned", "")
+    listed = {g.group_id: g.group_state
+              for g in _call(bootstrap, 16, 4, states_filter=()).groups}
+    return {"codes": (int(refused.error_code), int(pending.error_code)),
+            "listed": {g: listed.get(g) for g in ("refused", "abandoned")},
+            "described": [_raw_describe(bootstrap, g) for g in ("refused", "abandoned")]}
+
+
+def test_first_joins_leave_empty_groups(real_kafka, seglog_broker):
+    kafka = first_joins_raw(real_kafka.bootstrap)
+    seglog = first_joins_raw(seglog_broker.bootstrap)
+    assert kafka == {"codes": (23, 79), "listed": {"refused": "Empty", "abandoned": "Empty"},
+                     "described": [("Empty", 0), ("Empty", 0)]}
+    assert seglog == kafka
