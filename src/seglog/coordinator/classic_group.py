@@ -28,9 +28,10 @@ event loop) calls it.
 
 Persistence goes through one callback, ``write_group_metadata(group_id, value)``: the
 :class:`~seglog.coordinator.classic_group_schema.GroupMetadataValue` Kafka writes to
-``__consumer_offsets`` when a generation's assignment is stored (the leader's SyncGroup), when
-the group becomes empty, and when a static member is replaced; None (a tombstone) when the
-group is deleted. :meth:`load` takes such a value back after a restart: the members come
+``__consumer_offsets`` when a first JoinGroup creates the group (an empty generation 0), when
+a generation's assignment is stored (the leader's SyncGroup), when the group becomes empty,
+and when a static member is replaced; None (a tombstone) when the group is deleted
+(DeleteGroups, or the caller's offsets retention check for an empty group without offsets). :meth:`load` takes such a value back after a restart: the members come
 back as they were and expire by session timeout unless they heartbeat. Committed offsets are
 not kept here: the caller checks a commit with :meth:`validate_offset_commit` and stores it
 in the store's offsets (``__consumer_offsets`` through
