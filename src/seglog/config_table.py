@@ -487,7 +487,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('The amount of time the group coordinator will wait for more consumers to join a '
            'new group before performing the first rebalance. A longer delay means potentially'
            ' fewer rebalances, but increases the time until processing begins.'),
-           note='Wait this long for more members before the first rebalance of an empty group.'),
+           note=('Wait this long for more members before the first rebalance of an empty '
+                 'classic group, again while new members keep joining (up to the rebalance '
+                 'timeout); in-process groups of the embedded Store rebalance at once.')),
     _entry('group.max.session.timeout.ms', BROKER, 'int', 1800000, 'medium',
            ('The maximum allowed session timeout for registered consumers. Longer timeouts '
            'give consumers more time to process messages in between heartbeats at the cost of'

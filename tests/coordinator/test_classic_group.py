@@ -139,6 +139,34 @@ def test_initial_delay_capped_by_rebalance_timeout():
     assert h.now - 1_000_000 <= 400
 
 
+def test_initial_delay_extensions_follow_kafkas_arithmetic():
+    """Kafka's InitialDelayedJoin: the first wait is the delay; each extension (a new member
+    arrived meanwhile) is min(delay, remaining) with remaining = rebalance timeout - delay,
+    lowered by the previous wait each time; at 0 remaining the join completes whatever
+    arrives. With delay 100 and rebalance timeout 250: waits of 100, 100 and 50, so the
+    generation forms at exactly t=250 (real Kafka 4.4 at 3000/4000 forms it at 4 s)."""
+    h = Harness(initial_rebalance_delay_ms=100)
+    boxes = [h.join_new("m0", rebalance_ms=250)]
+    arrivals = {50: "m1", 150: "m2", 220: "m3"}
+    for t in range(1, 250):  # 1 ms steps: each timer fires at its deadline, as Kafka's
+        h.advance(1)
+        if t in arrivals:
+            boxes.append(h.join_new(arrivals[t], rebalance_ms=250))
+    assert len(boxes) == 4 and all(box == [] for box in boxes)
+    h.advance(1)  # t=250
+    assert [box[0].generation_id for box in boxes] == [1, 1, 1, 1]
+    assert h.coord.state("g") == cg.COMPLETING_REBALANCE
+
+
+def test_initial_delay_without_newcomers_is_one_delay():
+    h = Harness(initial_rebalance_delay_ms=100)
+    a = h.join_new("a")
+    h.advance(99)
+    assert a == [] and h.coord.state("g") == cg.PREPARING_REBALANCE
+    h.advance(1)
+    assert a[0].generation_id == 1
+
+
 def test_protocol_selection_most_votes_among_common():
     h = Harness()
     a = h.join_new("a", protocols=[("range", b"1"), ("roundrobin", b"2")])

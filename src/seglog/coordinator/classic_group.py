@@ -28,9 +28,10 @@ event loop) calls it.
 
 Persistence goes through one callback, ``write_group_metadata(group_id, value)``: the
 :class:`~seglog.coordinator.classic_group_schema.GroupMetadataValue` Kafka writes to
-``__consumer_offsets`` when a generation's assignment is stored (the leader's SyncGroup), when
-the group becomes empty, and when a static member is replaced; None (a tombstone) when the
-group is deleted. :meth:`load` takes such a value back after a restart: the members come
+``__consumer_offsets`` when a first JoinGroup creates the group (an empty generation 0), when
+a generation's assignment is stored (the leader's SyncGroup), when the group becomes empty,
+and when a static member is replaced; None (a tombstone) when the group is deleted
+(DeleteGroups, or the caller's offsets retention check for an empty group without offsets). :meth:`load` takes such a value back after a restart: the members come
 back as they were and expire by session timeout unless they heartbeat. Committed offsets are
 not kept here: the caller checks a commit with :meth:`validate_offset_commit` and stores it
 in the store's offsets (``__consumer_offsets`` through
@@ -302,7 +303,6 @@ class ClassicGroupCoordinator:
         self._timers: dict[_TimerKey, tuple[int, int, Callable[[int], None]]] = {}
         self._heap: list[tuple[int, int, _TimerKey]] = []
         self._seq = 0
-        self._fresh: str | None = None  # the group the current join created
 
     # --- timers ---------------------------------------------------------------------------
 
@@ -413,7 +413,33 @@ class ClassicGroupCoordinator:
         """Kafka's JoinGroup. ``protocols`` is ``[(name, metadata bytes)]`` in the member's
         preference order; ``rebalance_timeout_ms`` is -1 before v1 (the session timeout is
         used); ``api_version`` decides MEMBER_ID_REQUIRED (v4+). ``done(JoinResult)`` is
-        called once, now or when the rebalance completes."""
+        called once, now or when the rebalance completes.
+
+        A join with no member id creates an unknown group, which stays (``Empty`` at least,
+        even when this join is refused) and is stored at once as an empty generation 0, as
+        Kafka 4.x's ``newEmptyGroupMetadataRecord``; an empty group without offsets goes at
+        the offsets retention check (the caller's, :meth:`delete_group`)."""
+        created = bool(group_id) and member_id == "" and group_id not in self._groups
+        self._join_group(group_id=group_id, member_id=member_id,
+                         group_instance_id=group_instance_id, client_id=client_id,
+                         client_host=client_host, protocol_type=protocol_type,
+                         protocols=protocols, session_timeout_ms=session_timeout_ms,
+                         rebalance_timeout_ms=rebalance_timeout_ms, api_version=api_version,
+                         now_ms=now_ms, done=done)
+        group = self._groups.get(group_id)
+        if created and group is not None:
+            # A failed store is only logged by Kafka too (the group then lives in memory
+            # until a restart or the retention check).
+            try:
+                self._write(group_id, GroupMetadataValue(
+                    group.protocol_type or "", 0, None, None, (), group.state_timestamp_ms))
+            except Exception:  # noqa: BLE001 - not the joining member's error
+                pass
+
+    def _join_group(self, *, group_id: str, member_id: str, group_instance_id: str | None,
+                    client_id: str, client_host: str, protocol_type: str,
+                    protocols: Protocols, session_timeout_ms: int, rebalance_timeout_ms: int,
+                    api_version: int, now_ms: int, done: JoinDone) -> None:
         if not group_id:
             return done(JoinResult(codes.INVALID_GROUP_ID, member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms
@@ -427,9 +453,6 @@ class ClassicGroupCoordinator:
             if not unknown:
                 return done(JoinResult(codes.UNKNOWN_MEMBER_ID, member_id))
             group = self._groups[group_id] = _Group(group_id, state_timestamp_ms=now_ms)
-            self._fresh = group_id
-        else:
-            self._fresh = None
         if not self._accept_joining(group, member_id):
             group.remove(member_id)
             self._cancel(("hb", group_id, member_id))
@@ -437,8 +460,8 @@ class ClassicGroupCoordinator:
             return self._maybe_complete_join(group, now_ms)
         names = {name for name, _ in protocols}
         if not group.supports(protocol_type, names):
-            done(JoinResult(codes.INCONSISTENT_GROUP_PROTOCOL, "" if unknown else member_id))
-            return self._forget_if_unused(group)
+            return done(JoinResult(codes.INCONSISTENT_GROUP_PROTOCOL,
+                                   "" if unknown else member_id))
         request = _JoinRequest(group_instance_id=group_instance_id, client_id=client_id,
                                client_host=client_host, protocol_type=protocol_type,
                                protocols=list(protocols), session_timeout_ms=session_timeout_ms,
@@ -486,13 +509,6 @@ class ClassicGroupCoordinator:
             return ((member is not None and member.join_done is not None)
                     or group.awaiting_join() < self.config.max_size)
         return member_id in group.members or len(group.members) < self.config.max_size
-
-    def _forget_if_unused(self, group: _Group) -> None:
-        # A group made by a join that was refused at once keeps nothing worth listing.
-        if group.state == EMPTY and not group.members and not group.pending_join \
-                and group.generation_id == 0 and group.protocol_type is None \
-                and self._fresh == group.group_id:
-            self._groups.pop(group.group_id, None)
 
     def _join_response(self, group: _Group, member_id: str, *, skip: bool = False) -> JoinResult:
         members = group.member_list() if group.leader_id == member_id else ()

@@ -9,10 +9,17 @@ Kafka's ILLEGAL_GENERATION), so it never overwrites their new owner's progress. 
 offsets live in :class:`~seglog.coordinator.offsets.OffsetsManager`.
 
 Members talk to it through the store's broker interface (:mod:`seglog.broker_api`: join,
-sync, leave, offset commit); the wire broker will call the same methods. Not here (yet):
-session timeouts and heartbeats (members live as long as their Consumer object), group
-metadata records in ``__consumer_offsets``, and a rebalance window (a rebalance completes at
-once).
+sync, leave, offset commit). Not here (yet): session timeouts and heartbeats (members live
+as long as their Consumer object) and group metadata records in ``__consumer_offsets``.
+
+No rebalance window, by choice: a join or leave completes the rebalance at once, as Kafka's
+classic coordinator does at ``group.initial.rebalance.delay.ms=0`` with every member already
+rejoined (the setting Kafka's own test harness uses). Kafka waits (the initial delay, the
+join phase of a stable group) because remote members learn of a rebalance only at their next
+heartbeat and must each send a JoinGroup; in-process members share this object, see the new
+generation at their next poll and need no round trip, so a window would only make the
+embedded API slower. That config and the join phase apply to the wire broker's classic
+groups (:mod:`seglog.coordinator.classic_group`).
 
 Broker-side state: it reaches storage only through
 :class:`~seglog.coordinator.internal_topics.InternalTopics` and imports no client.

@@ -1066,7 +1066,7 @@ def expire_offsets(state: BrokerState, now_ms: int) -> None:
     """Kafka's offsets expiration for groups without members: the offsets of an empty
     classic group expire ``offsets.retention.minutes`` after it became empty; those of a
     group known only by its offsets, that long after each commit. Groups with members keep
-    theirs. Runs on the event loop thread (the timer task calls it every
+    theirs. An empty classic group left without offsets is then deleted. Runs on the event loop thread (the timer task calls it every
     ``offsets.retention.check.interval.ms``)."""
     groups_state: GroupsState = state.extensions[EXTENSION]
     store = state.store
@@ -1090,6 +1090,12 @@ def expire_offsets(state: BrokerState, now_ms: int) -> None:
                 group.delete_offsets(doomed)
         except SeglogError as exc:
             log.warning("expiring offsets of group %r failed: %s", group_id, exc)
+    # Kafka's cleanupGroupMetadata: an empty classic group with no offsets left is deleted
+    # (tombstoned), e.g. one a refused or abandoned first JoinGroup created.
+    with_offsets = _offset_groups(store)
+    for group_id in coord.group_ids():
+        if coord.state(group_id) == cg.EMPTY and group_id not in with_offsets:
+            coord.delete_group(group_id)
 
 
 HANDLERS: tuple[ApiHandler, ...] = (
