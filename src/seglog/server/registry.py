@@ -45,6 +45,7 @@ API_MODULES = (
     "seglog.server.apis.data",
     "seglog.server.apis.admin",
     "seglog.server.apis.groups",
+    "seglog.server.apis.consumer_groups",
     "seglog.server.apis.txn",
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",

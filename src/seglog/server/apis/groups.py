@@ -47,11 +47,12 @@ from ..authorization import (AclOperation, ResourceType, authorize, authorize_cl
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
+from ...coordinator import consumer_group as kg
 from ...coordinator.classic_group_schema import (GroupMetadataValue,
                                                   decode_group_metadata_value,
                                                   encode_group_metadata_value)
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import CommitFailedError, IllegalStateError, SeglogError
+from ...errors import CommitFailedError, IllegalStateError, InvalidConfigError, SeglogError
 from ...aio import cancel_and_wait, wait_event
 from ...types import OffsetAndMetadata, TopicPartition
 
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from ...store import Store
 
 __all__ = ["GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
-           "expire_offsets", "find_groups_state", "start", "stop"]
+           "expire_offsets", "find_groups_state", "ms", "response", "start", "stop"]
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,9 @@ class GroupsState:
     #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
     #: which SyncGroup waits to see replicated.
     written: dict[str, AppendResult] = dataclasses.field(default_factory=dict)
+    #: The consumer groups (KIP-848; :mod:`seglog.server.apis.consumer_groups`), set by
+    #: :func:`start`.
+    consumer: kg.ConsumerGroupCoordinator | None = None
 
 
 def find_groups_state(state: BrokerState) -> GroupsState | None:
@@ -140,6 +144,11 @@ def _make(cls: type, values: Mapping[str, Any]) -> Any:
                     value = tuple(_make(element, item) for item in value)
                 else:
                     value = tuple(value)
+            elif isinstance(value, dict):  # one nested entity (nullable or not)
+                hint = typing.get_type_hints(cls)[f.name]
+                nested: type = next(a for a in (typing.get_args(hint) or (hint,))
+                                    if isinstance(a, type) and dataclasses.is_dataclass(a))
+                value = _make(nested, value)
         elif f.default is not dataclasses.MISSING:
             continue
         elif f.default_factory is not dataclasses.MISSING:
@@ -185,6 +194,18 @@ def _response(ctx: RequestContext, values: Mapping[str, Any]) -> ResponsePayload
     response: ResponsePayload = _make(load_response_schema(ctx.api_key, ctx.api_version),
                                       values)
     return response
+
+
+def response(ctx: RequestContext, values: Mapping[str, Any]) -> ResponsePayload:
+    """kio's response of ``ctx``'s API and version with the fields ``values``: missing
+    fields take their default or zero, nested entities are given as dicts (lists of
+    dicts)."""
+    return _response(ctx, values)
+
+
+def ms(value: Any) -> int:
+    """Milliseconds of a kio ``timedelta_i32`` field (or of an int)."""
+    return _ms(value)
 
 
 def _ms(value: Any) -> int:
@@ -346,6 +367,14 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
         return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
+    consumer = _state(ctx).consumer
+    if request.group_id and consumer is not None and consumer.has_group(request.group_id):
+        # Kafka 4.x: an empty consumer group becomes a classic one (offline migration); a
+        # classic member may not join one with members (seglog has no online migration).
+        if consumer.delete_group(request.group_id) == codes.NON_EMPTY_GROUP:
+            return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
+                                       member_id=request.member_id, generation_id=-1,
+                                       protocol_name=None, leader="", members=[]))
     session_ms = _ms(request.session_timeout)
     rebalance_ms = _ms(getattr(request, "rebalance_timeout", -1))
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
@@ -507,6 +536,9 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
         error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
+    elif state.consumer is not None and state.consumer.has_group(group_id):
+        error = state.consumer.validate_offset_commit(group_id, request.member_id, generation,
+                                                      ctx.api_version)
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -568,7 +600,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
-            coord.ensure_group(group_id, now)
+            if state.consumer is None or not state.consumer.has_group(group_id):
+                coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
         partition_index=p, error_code=c))))
@@ -604,7 +637,8 @@ def _offset_groups(store: Store) -> set[str]:
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | None,
-                 require_stable: bool) -> tuple[int, list[_Fields]]:
+                 require_stable: bool, member: tuple[str | None, int] | None = None
+                 ) -> tuple[int, list[_Fields]]:
     """``(error code, topics)`` of one group's OffsetFetch (``topics`` None: all its
     committed partitions)."""
     store = ctx.broker.store
@@ -623,6 +657,11 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | Non
                                        error_code=error))
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return codes.GROUP_AUTHORIZATION_FAILED, []
+    consumer = _state(ctx).consumer
+    if member is not None and consumer is not None and consumer.has_group(group_id):
+        refused = consumer.validate_offset_fetch(group_id, member[0], member[1])
+        if refused:
+            return refused, []
     try:
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
@@ -673,7 +712,10 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            member = ((group.member_id, group.member_epoch) if ctx.api_version >= 9
+                      else None)
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable,
+                                         member)
             groups.append(dict(group_id=group.group_id, topics=topics, error_code=error))
         return _response(ctx, dict(groups=groups))
     error, topics = _fetch_group(ctx, request.group_id, request.topics, require_stable)
@@ -683,37 +725,45 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
 # --- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete -------------------------------
 
 
-def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
-    """``[(group id, protocol type, state)]`` of every group: the classic coordinator's, and
-    the groups known only by committed offsets (Empty, no protocol type)."""
+def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str, str]]:
+    """``[(group id, protocol type, state, group type)]`` of every group: the consumer
+    groups (type ``consumer``), the classic coordinator's, and the groups known only by
+    committed offsets (Empty, no protocol type), both ``classic``."""
     coord = _state(ctx).coordinator
-    listed: dict[str, tuple[str, str, str]] = {}
+    consumer = _state(ctx).consumer
+    listed: dict[str, tuple[str, str, str, str]] = {}
+    if consumer is not None:
+        for group_id in consumer.group_ids():
+            listed[group_id] = (group_id, cg.CONSUMER_PROTOCOL_TYPE,
+                                consumer.state(group_id) or kg.EMPTY, "consumer")
     for group_id in coord.group_ids():
         description = coord.describe(group_id)
         assert description is not None, "the coordinator describes each of its group ids"
-        listed[group_id] = (group_id, description.protocol_type, description.state)
+        listed.setdefault(group_id, (group_id, description.protocol_type, description.state,
+                                     "classic"))
     for group_id in _offset_groups(ctx.broker.store):
-        listed.setdefault(group_id, (group_id, "", cg.EMPTY))
+        listed.setdefault(group_id, (group_id, "", cg.EMPTY, "classic"))
     return [listed[g] for g in sorted(listed)]
 
 
 async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
     """ListGroups v0-v5 (states filter v4+, case-insensitive as Kafka's; types filter v5+:
-    every group here is ``classic``)."""
+    ``classic`` or ``consumer``)."""
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
     groups = []
     # KafkaApis: every group with DESCRIBE on the cluster, else those the caller may DESCRIBE.
     every_group = authorize_cluster(ctx, AclOperation.DESCRIBE)
-    if not types or "classic" in types:
-        for group_id, protocol_type, state in _listed_groups(ctx):
-            if states and state.lower() not in states:
-                continue
-            if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
-                                                 ResourceType.GROUP, group_id):
-                continue
-            groups.append(dict(group_id=group_id, protocol_type=protocol_type,
-                               group_state=state, group_type="classic"))
+    for group_id, protocol_type, state, group_type in _listed_groups(ctx):
+        if types and group_type not in types:
+            continue
+        if states and state.lower() not in states:
+            continue
+        if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
+                                             ResourceType.GROUP, group_id):
+            continue
+        groups.append(dict(group_id=group_id, protocol_type=protocol_type,
+                           group_state=state, group_type=group_type))
     return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
@@ -738,7 +788,10 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                 protocol_data="", members=[], authorized_operations=-2147483648,
                 error_message=None))
             continue
+        consumer = _state(ctx).consumer
         description = coord.describe(group_id)
+        if consumer is not None and consumer.has_group(group_id):
+            description = consumer.describe_as_classic(group_id)
         if description is None:
             if offset_groups is None:
                 offset_groups = _offset_groups(ctx.broker.store)
@@ -785,7 +838,13 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         if not_here:
             results.append(dict(group_id=group_id, error_code=not_here))
             continue
-        known = coord.has_group(group_id) or group_id in _offset_groups(store)
+        consumer = _state(ctx).consumer
+        if consumer is not None and consumer.has_group(group_id) and \
+                consumer.state(group_id) != kg.EMPTY:
+            results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))
+            continue
+        known = (coord.has_group(group_id) or group_id in _offset_groups(store)
+                 or (consumer is not None and consumer.has_group(group_id)))
         if not known:
             results.append(dict(group_id=group_id, error_code=codes.GROUP_ID_NOT_FOUND))
             continue
@@ -801,6 +860,8 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
             log.warning("deleting group %r failed: %s", group_id, exc)
             results.append(dict(group_id=group_id, error_code=codes.UNKNOWN_SERVER_ERROR))
             continue
+        if consumer is not None:
+            consumer.delete_group(group_id)
         if coord.has_group(group_id):
             try:
                 coord.delete_group(group_id)
@@ -900,11 +961,14 @@ async def start(state: BrokerState) -> None:
         written[group_id] = result
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
+    consumer = kg.ConsumerGroupCoordinator(_consumer_group_config(config), lambda: {
+        name: len(a.partitions) for name, a in cluster.assignments.items()})
 
     def groups_with_members() -> list[str]:
         # Called from the store's maintenance thread: sorted() and dict lookups run under
         # the GIL without switching, so the snapshot is consistent enough for expiry.
-        return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
+        return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)
+                ] + [g for g in consumer.group_ids() if consumer.state(g) != kg.EMPTY]
 
     store.add_active_groups_source(groups_with_members)
     groups_state = GroupsState(
@@ -915,6 +979,7 @@ async def start(state: BrokerState) -> None:
                                                   _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
+    groups_state.consumer = consumer
     state.extensions[EXTENSION] = groups_state
     # This broker coordinates the groups of the __consumer_offsets partitions it leads:
     # loaded when it becomes leader, dropped when it stops (Kafka's onLeadershipChange); the
@@ -932,6 +997,9 @@ async def start(state: BrokerState) -> None:
         for group_id in coord.group_ids():
             if _partition_in(cluster, group_id) == partition:
                 coord.unload(group_id, codes.NOT_COORDINATOR)
+        for group_id in consumer.group_ids():
+            if _partition_in(cluster, group_id) == partition:
+                consumer.unload(group_id)
         for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
             del written[group_id]
 
@@ -939,6 +1007,33 @@ async def start(state: BrokerState) -> None:
                                                              unload=unload)
     await groups_state.partitions.start()
     groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
+
+
+def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
+    """The consumer group coordinator's configs (Kafka's ``group.consumer.*``)."""
+    assignors = config.get("group.consumer.assignors", "uniform,range")
+    if isinstance(assignors, str):
+        assignors = [a.strip() for a in assignors.split(",") if a.strip()]
+    session_ms = int(config.get("group.consumer.session.timeout.ms", 45000))
+    heartbeat_ms = int(config.get("group.consumer.heartbeat.interval.ms", 5000))
+    # Kafka's GroupCoordinatorConfig refuses to start outside these bounds.
+    for name, value, low, high in (
+            ("group.consumer.session.timeout.ms", session_ms,
+             int(config.get("group.consumer.min.session.timeout.ms", 45000)),
+             int(config.get("group.consumer.max.session.timeout.ms", 60000))),
+            ("group.consumer.heartbeat.interval.ms", heartbeat_ms,
+             int(config.get("group.consumer.min.heartbeat.interval.ms", 5000)),
+             int(config.get("group.consumer.max.heartbeat.interval.ms", 15000)))):
+        if not low <= value <= high:
+            raise InvalidConfigError(f"{name} ({value}) must be between its min ({low}) and "
+                                     f"max ({high}) configs")
+    if heartbeat_ms >= session_ms:
+        raise InvalidConfigError("group.consumer.heartbeat.interval.ms must be less than "
+                                 "group.consumer.session.timeout.ms")
+    return kg.ConsumerGroupConfig(
+        session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
+        max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
+        assignors=tuple(assignors))
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
@@ -973,17 +1068,22 @@ async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
     """Fire the coordinator's timers when due, and expire old offsets of empty groups every
     ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
     coord = groups_state.coordinator
+    consumer = groups_state.consumer
+    assert consumer is not None, "started with the groups module"
     next_expiry_ms = state.now_ms() + groups_state.offsets_retention_check_ms
     while True:
         now = state.now_ms()
         try:
             coord.poll(now)
+            consumer.poll(now)
             if now >= next_expiry_ms:
                 next_expiry_ms = now + groups_state.offsets_retention_check_ms
                 expire_offsets(state, now)
         except Exception:  # noqa: BLE001 - the timers must keep running
             log.exception("group coordinator timers failed")
-        deadline = coord.next_deadline_ms()
+        deadlines = [d for d in (coord.next_deadline_ms(), consumer.next_deadline_ms())
+                     if d is not None]
+        deadline = min(deadlines) if deadlines else None
         wait_until = next_expiry_ms if deadline is None else min(deadline, next_expiry_ms)
         groups_state.wake.clear()
         # wait_event, not asyncio.wait_for: a stop's cancel racing a handler's wake must
@@ -1006,6 +1106,9 @@ def expire_offsets(state: BrokerState, now_ms: int) -> None:
     for group_id in sorted(_offset_groups(store)):
         group_state = coord.state(group_id)
         if group_state not in (None, cg.EMPTY):
+            continue
+        consumer = groups_state.consumer
+        if consumer is not None and consumer.state(group_id) not in (None, kg.EMPTY):
             continue
         empty_since = coord.state_timestamp_ms(group_id) if group_state == cg.EMPTY else -1
         try:
