@@ -30,12 +30,10 @@ topic ids are the caller's to translate. Not thread-safe: the broker's event loo
 from __future__ import annotations
 
 import dataclasses
-import struct
 import uuid
 from typing import Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
-from .classic_group import GroupDescription, MemberDescription
 from .consumer_assignors import ASSIGNORS, TargetAssignment
 
 __all__ = ["ASSIGNING", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
@@ -124,6 +122,9 @@ class Member:
     session_deadline_ms: int = 0
     #: When it is fenced unless it revoked what it must (None: nothing to revoke).
     rebalance_deadline_ms: int | None = None
+    #: ``{(topic, partition): the member epoch it was assigned at}``: a commit with an
+    #: older epoch is accepted for the partitions it already had then.
+    assigned_at: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
 
     def subscription(self) -> tuple[tuple[str, ...], str | None]:
         """What the group epoch depends on: its topic names and regular expression."""
@@ -213,21 +214,6 @@ class ConsumerGroupCoordinator:
         group = self._groups.get(group_id)
         return None if group is None else group.state()
 
-    def describe_as_classic(self, group_id: str) -> GroupDescription | None:
-        """``group_id`` as DescribeGroups shows a consumer group (Kafka's
-        ``ConsumerGroup.asDescribedGroup``): protocol type ``consumer``, the assignor as the
-        protocol, each member's subscription and assignment in the classic consumer
-        protocol's encoding (version 0)."""
-        group = self._groups.get(group_id)
-        if group is None:
-            return None
-        return GroupDescription(group_id, group.state(), "consumer",
-                                self.preferred_assignor(group), tuple(
-            MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host,
-                              _subscription_v0(m.subscribed_topic_names),
-                              _assignment_v0(m.assigned))
-            for m in group.members.values()))
-
     def subscribed_topics(self, group_id: str) -> set[str]:
         """The topics the members of ``group_id`` subscribe to (empty: no such group)."""
         group = self._groups.get(group_id)
@@ -272,7 +258,7 @@ class ConsumerGroupCoordinator:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.owned is None or any(request.owned.values()):
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
+            if request.subscribed_topic_names is None and not request.subscribed_topic_regex:
                 raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in "
                               "first request.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -296,7 +282,8 @@ class ConsumerGroupCoordinator:
             if not create:
                 raise _Refused(codes.GROUP_ID_NOT_FOUND,
                                f"Consumer group {group_id} not found.")
-            group = self._groups[group_id] = Group(group_id)
+            # Kafka 4.4 starts a new group one epoch up: its first member gets epoch 2.
+            group = self._groups[group_id] = Group(group_id, group_epoch=1, assignment_epoch=1)
         return group
 
     def _leave(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
@@ -409,7 +396,8 @@ class ConsumerGroupCoordinator:
             if created:
                 del self._groups[request.group_id]
             raise
-        before_subscription = None if new_ids else member.subscription()
+        # A new member starts with no subscription: joining with none bumps nothing.
+        before_subscription = member.subscription()
         before_assigned = dict(member.assigned)
         before_epoch = member.member_epoch
         if request.rack_id is not None:
@@ -482,6 +470,8 @@ class ConsumerGroupCoordinator:
                     del group.partition_epochs[(topic, p)]
         member.assigned = {t: ps for t, ps in assigned.items() if ps}
         member.pending_revocation = {t: ps for t, ps in pending.items() if ps}
+        member.assigned_at = {(t, p): member.assigned_at.get((t, p), epoch)
+                              for t, ps in member.assigned.items() for p in ps}
         for topic, parts in _union(member.assigned, member.pending_revocation).items():
             for p in parts:
                 group.partition_epochs[(topic, p)] = epoch
@@ -579,11 +569,14 @@ class ConsumerGroupCoordinator:
     # --- offsets, deletion, loading -----------------------------------------------------
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
-                               api_version: int, transactional: bool = False) -> int:
+                               api_version: int, partitions: tuple[tuple[str, int], ...] = (),
+                               transactional: bool = False) -> int:
         """Kafka's ``ConsumerGroup.validateOffsetCommit``: NONE, UNKNOWN_MEMBER_ID,
         STALE_MEMBER_EPOCH, or UNSUPPORTED_VERSION (a member of this protocol committing with
         OffsetCommit below v9). A commit with a negative epoch is allowed only while the
-        group has no members (the admin client, manual assignment)."""
+        group has no members (the admin client, manual assignment). An older member epoch
+        is accepted, as Kafka 4.4 does, when every committed partition is assigned to the
+        member since that epoch or before (``partitions``: those committed)."""
         group = self._groups[group_id]
         if member_epoch < 0 and not group.members:
             return codes.NONE
@@ -592,7 +585,9 @@ class ConsumerGroupCoordinator:
             return codes.UNKNOWN_MEMBER_ID
         if not transactional and api_version < 9:
             return codes.UNSUPPORTED_VERSION
-        if member_epoch != member.member_epoch:
+        if member_epoch > member.member_epoch or (member_epoch < member.member_epoch and not (
+                partitions and all(member.assigned_at.get(tp, member_epoch + 1) <= member_epoch
+                                   for tp in partitions))):
             return codes.STALE_MEMBER_EPOCH
         return codes.NONE
 
@@ -625,23 +620,3 @@ class ConsumerGroupCoordinator:
         """Forget ``group_id`` (this broker no longer coordinates it)."""
         self._groups.pop(group_id, None)
 
-
-def _string(text: str) -> bytes:
-    raw = text.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def _subscription_v0(topics: tuple[str, ...]) -> bytes:
-    """Kafka's ConsumerProtocolSubscription v0: version, topics, null user data."""
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics)
-            + struct.pack(">i", -1))
-
-
-def _assignment_v0(partitions: Partitions) -> bytes:
-    """Kafka's ConsumerProtocolAssignment v0: version, partitions by topic, null user
-    data."""
-    out = struct.pack(">hi", 0, len(partitions))
-    for topic in sorted(partitions):
-        parts = sorted(partitions[topic])
-        out += _string(topic) + struct.pack(f">i{len(parts)}i", len(parts), *parts)
-    return out + struct.pack(">i", -1)

@@ -538,7 +538,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
         error = coordinator_error(ctx, group_id)
     elif state.consumer is not None and state.consumer.has_group(group_id):
         error = state.consumer.validate_offset_commit(group_id, request.member_id, generation,
-                                                      ctx.api_version)
+                                                      ctx.api_version, tuple(sorted(known)))
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -790,9 +790,11 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
             continue
         consumer = _state(ctx).consumer
         description = coord.describe(group_id)
-        if consumer is not None and consumer.has_group(group_id):
-            description = consumer.describe_as_classic(group_id)
-        if description is None:
+        # Kafka 4.4 describes only classic groups here: a consumer group is Dead.
+        is_consumer = consumer is not None and consumer.has_group(group_id)
+        if is_consumer:
+            description = None
+        if description is None and not is_consumer:
             if offset_groups is None:
                 offset_groups = _offset_groups(ctx.broker.store)
             if group_id in offset_groups:
@@ -802,7 +804,9 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
             described.append(dict(
                 error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
                 protocol_data="", members=[], authorized_operations=-2147483648,
-                error_message=(f"Group {group_id} not found." if error else None)))
+                error_message=None if not error else (
+                    f"Group {group_id} is not a classic group." if is_consumer
+                    else f"Group {group_id} not found.")))
             continue
         described.append(dict(
             error_code=codes.NONE, group_id=group_id, group_state=description.state,
