@@ -463,7 +463,7 @@ CONFIGS: tuple[ConfigKey, ...] = (
            '(group.version, streams.version, share.version) managed by kafka-features.sh '
            'instead.'),
            support=ACCEPTED,
-           note='Accepted; the classic protocol is served.'),
+           note='Accepted; the classic and consumer (KIP-848) protocols are served.'),
     _entry('group.initial.rebalance.delay.ms', BROKER, 'int', 3000, 'medium',
            ('The amount of time the group coordinator will wait for more consumers to join a '
            'new group before performing the first rebalance. A longer delay means potentially'

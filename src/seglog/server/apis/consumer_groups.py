@@ -20,7 +20,8 @@ from kio.static.protocol import ResponsePayload
 from ... import error_codes as codes
 from ...coordinator import classic_group as cg
 from ...coordinator import consumer_group as kg
-from ..authorization import AclOperation, ResourceType, authorize, authorized_operations
+from ..authorization import (AclOperation, ResourceType, authorize, authorized_operations,
+                             filter_authorized)
 from ..context import RequestContext
 from ..registry import ApiHandler
 from . import groups
@@ -74,6 +75,11 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
 
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
         return refused(codes.GROUP_AUTHORIZATION_FAILED)
+    names = set(request.subscribed_topic_names or ())
+    if names and len(filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                       names)) < len(names):
+        # KafkaApis: clients may not learn of topics they may not DESCRIBE.
+        return refused(codes.TOPIC_AUTHORIZATION_FAILED)
     if group_id:
         not_here = groups.coordinator_error(ctx, group_id)
         if not_here:
