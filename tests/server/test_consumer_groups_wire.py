@@ -265,3 +265,62 @@ def test_conversation_same_as_kafka(broker_factory, tmp_path):
     finally:
         kafka.stop()
     assert theirs == EXPECTED
+
+
+def _members(address):
+    """``{member id: (member epoch, partitions)}`` of the group, by ConsumerGroupDescribe."""
+    request_class = load_request_schema(69, 1)
+    response = _call(address, request_class(group_ids=(GROUP,),
+                                            include_authorized_operations=False))
+    return {m.member_id: (m.member_epoch, sorted(p for t in m.assignment.topic_partitions
+                                                 for p in t.partitions))
+            for m in response.groups[0].members}
+
+
+def test_a_group_survives_a_restart(broker_factory, tmp_path):
+    """The group's records in ``__consumer_offsets`` bring it back as it was: the same
+    epochs, members and assignments; a member goes on at its epoch, without rejoining."""
+    broker = broker_factory(data_dir=tmp_path / "data")
+    broker.store.create_topic(TOPIC, 4)
+    host, port = broker.bootstrap.split(":")
+    address = (host, int(port))
+    conversation(address)
+    before = (_describe(address), _members(address))
+    broker.stop()
+    broker_factory(data_dir=tmp_path / "data", listen=address)
+    _wait_for_coordinator(address)
+    assert (_describe(address), _members(address)) == before
+    epoch, owned = before[1]["m1-aaaaaaaaaaaaaaaaaaaaa"]
+    answer = _hb(address, "m1-aaaaaaaaaaaaaaaaaaaaa", epoch, owned=set(owned), names=None,
+                 rebalance_ms=-1, topic_id=_topic_id(address))
+    # Accepted at its epoch (not fenced, no rejoin); the target moved on since m2 left.
+    assert answer[0] == 0 and answer[1] >= epoch
+    assert _fetch(address, None, -1) == (0, [5])
+
+
+@pytest.mark.kafka
+def test_kafka_dump_log_decodes_the_records(broker_factory, tmp_path):
+    """Kafka 4.4's ``kafka-dump-log --offsets-decoder`` reads seglog's consumer group
+    records as its own: every record type, the tombstones, the assignment epochs."""
+    if _REF is None:
+        if _REQUIRED:
+            pytest.fail(_WHY)
+        pytest.skip(_WHY)
+    broker = broker_factory(data_dir=tmp_path / "data")
+    broker.store.create_topic(TOPIC, 4)
+    host, port = broker.bootstrap.split(":")
+    conversation((host, int(port)))
+    broker.stop()
+    files = sorted((tmp_path / "data").glob("**/__consumer_offsets-0/*.log"))
+    assert files
+    done = _REF.run_tool(_REF.dump_log_class, [
+        "--offsets-decoder", "--files", ",".join(str(f) for f in files)],
+        run_dir=tmp_path / "run", timeout_s=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert "Exception" not in out and "Failed" not in out, out[-2000:]
+    for record_type in (3, 5, 6, 7, 8):
+        assert f'key: {{"type":"{record_type}","data":{{"groupId":"kg"' in out
+    assert '"subscribedTopicNames":["kcg"]' in out
+    assert '"partitions":[0,1,2,3],"assignmentEpochs":[2,2,2,2]' in out
+    assert 'payload: <DELETE>' in out

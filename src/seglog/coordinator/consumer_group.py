@@ -189,10 +189,24 @@ class ConsumerGroupCoordinator:
     coordinates). ``topics()`` returns ``{topic name: partition count}`` of the cluster's
     topics now (what subscriptions resolve against)."""
 
-    def __init__(self, config: ConsumerGroupConfig, topics: Callable[[], Mapping[str, int]]):
+    def __init__(self, config: ConsumerGroupConfig, topics: Callable[[], Mapping[str, int]],
+                 on_change: Callable[[str, Group | None], None] | None = None):
         self.config = config
         self._topics = topics
         self._groups: dict[str, Group] = {}
+        #: Called after a group changed (None: it is gone), for the records that keep it.
+        self._on_change = on_change
+
+    def _changed(self, group_id: str) -> None:
+        if self._on_change is not None:
+            self._on_change(group_id, self._groups.get(group_id))
+
+    def load(self, groups: Mapping[str, Group]) -> None:
+        """Take back ``groups`` read from ``__consumer_offsets`` (this broker now
+        coordinates them); their subscriptions resolve against today's topics."""
+        for group_id, group in groups.items():
+            group.subscription_metadata = self._subscription_metadata(group)
+            self._groups[group_id] = group
 
     # --- reading ------------------------------------------------------------------------
 
@@ -231,8 +245,11 @@ class ConsumerGroupCoordinator:
             self._validate(request)
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH,
                                         LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(request, now_ms)
-            return self._heartbeat(request, now_ms)
+                answer = self._leave(request, now_ms)
+            else:
+                answer = self._heartbeat(request, now_ms)
+            self._changed(request.group_id)
+            return answer
         except _Refused as refused:
             return HeartbeatResult(refused.code, refused.message)
 
@@ -558,6 +575,8 @@ class ConsumerGroupCoordinator:
                         (rebalance is not None and rebalance <= now_ms):
                     self._fence(group, member)
                     fenced.append((group.group_id, member.member_id))
+        for group_id in dict.fromkeys(g for g, _m in fenced):
+            self._changed(group_id)
         return fenced
 
     def next_deadline_ms(self) -> int | None:
@@ -614,6 +633,7 @@ class ConsumerGroupCoordinator:
         if group.members:
             return codes.NON_EMPTY_GROUP
         del self._groups[group_id]
+        self._changed(group_id)
         return codes.NONE
 
     def unload(self, group_id: str) -> None:

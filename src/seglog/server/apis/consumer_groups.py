@@ -26,6 +26,7 @@ from ..context import RequestContext
 from ..registry import ApiHandler
 from . import groups
 from .data_topics import partition_seam
+from ...cluster.seam import AppendResult
 
 __all__ = ["HANDLERS", "handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 
@@ -87,6 +88,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         classic = state.coordinator
         if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+    last_write = state.written.get(group_id)
     answer = state.consumer.heartbeat(kg.HeartbeatRequest(
         group_id=group_id, member_id=request.member_id, member_epoch=request.member_epoch,
         instance_id=request.instance_id, rack_id=request.rack_id,
@@ -100,6 +102,16 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
     state.wake.set()  # the session timer moved
     if answer.error_code:
         return refused(answer.error_code, answer.error_message)
+    appended = state.written.get(group_id)
+    if appended is not None and appended is not last_write:
+        # Kafka answers once the group's records are stored (acks=-1).
+        waited = AppendResult(codes.NONE, appended=True, last_offset=appended.last_offset,
+                              replica=appended.replica)
+        await partition_seam(ctx.broker).wait_for_acks(
+            (waited,), acks=-1, timeout_s=state.offsets_commit_timeout_ms / 1000)
+        failed = groups.commit_error(waited.error_code)
+        if failed:
+            return refused(failed)
     if group_id and state.coordinator.has_group(group_id):
         # An empty classic group of this id became this consumer group (Kafka's offline
         # migration): the classic one is gone.

@@ -48,6 +48,7 @@ from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
 from ...coordinator import consumer_group as kg
+from ...coordinator import consumer_group_records as kgr
 from ...coordinator.classic_group_schema import (GroupMetadataValue,
                                                   decode_group_metadata_value,
                                                   encode_group_metadata_value)
@@ -965,8 +966,37 @@ async def start(state: BrokerState) -> None:
         written[group_id] = result
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
+
+    # What each consumer group's records say now, so a change appends only its delta.
+    consumer_records: dict[str, dict[bytes, bytes]] = {}
+
+    def write_consumer(group_id: str, group: kg.Group | None) -> None:
+        if getattr(store, "read_only", False):
+            return
+        ids = {name: a.topic_id for name, a in cluster.assignments.items()
+               if a.topic_id is not None}
+        now_records = {} if group is None else kgr.group_records(group, ids)
+        before = consumer_records.get(group_id, {})
+        records = kgr.ordered_delta(before, now_records)
+        if not records:
+            return
+        partition = _partition_in(cluster, group_id)
+        result = None if partition is None else cluster.append_now(
+            TopicPartition(OFFSETS_TOPIC, partition),
+            lambda _log: store.write_offsets_records(group_id, records),
+            acks=1, origin=AppendOrigin.COORDINATOR)
+        if result is None or not result.appended:
+            log.warning("consumer group %r: its records were not written (this broker does "
+                        "not lead its %s partition)", group_id, OFFSETS_TOPIC)
+            return
+        if now_records:
+            consumer_records[group_id] = now_records
+        else:
+            consumer_records.pop(group_id, None)
+        written[group_id] = result
+
     consumer = kg.ConsumerGroupCoordinator(_consumer_group_config(config), lambda: {
-        name: len(a.partitions) for name, a in cluster.assignments.items()})
+        name: len(a.partitions) for name, a in cluster.assignments.items()}, write_consumer)
 
     def groups_with_members() -> list[str]:
         # Called from the store's maintenance thread: sorted() and dict lookups run under
@@ -994,6 +1024,20 @@ async def start(state: BrokerState) -> None:
         records = await state.run_blocking(
             lambda: store.group_metadata_records(partition=partition))
         _load_records(coord, records, state.now_ms())
+        raw = await state.run_blocking(store.offsets_records, partition, kgr.KEY_TYPES)
+        names = {a.topic_id: name for name, a in cluster.assignments.items()
+                 if a.topic_id is not None}
+        try:
+            loaded = kgr.load_groups(raw, names, state.now_ms(),
+                                     consumer.config.session_timeout_ms)
+        except SeglogError as exc:
+            log.warning("%s partition %d: consumer group records do not parse (%s); its "
+                        "consumer groups start empty", OFFSETS_TOPIC, partition, exc)
+            loaded = {}
+        ids = {name: topic_id for topic_id, name in names.items()}
+        for group_id, group in loaded.items():
+            consumer_records[group_id] = kgr.group_records(group, ids)
+        consumer.load(loaded)
         groups_state.wake.set()
 
     def unload(partition: int) -> None:
@@ -1004,6 +1048,7 @@ async def start(state: BrokerState) -> None:
         for group_id in consumer.group_ids():
             if _partition_in(cluster, group_id) == partition:
                 consumer.unload(group_id)
+                consumer_records.pop(group_id, None)
         for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
             del written[group_id]
 
