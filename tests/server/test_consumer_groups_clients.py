@@ -213,3 +213,37 @@ def test_java_consumer_and_librdkafka_in_one_group(kip848_broker, java_member):
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+def test_librdkafka_members_go_on_across_a_broker_restart(broker_factory, tmp_path):
+    """The group comes back from its records: the members keep their ids and partitions
+    (no rejoin, nothing owned twice), the committed offsets are kept, and they read what
+    is produced after the restart."""
+    broker = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data")
+    broker.store.create_topic(TOPIC, PARTITIONS)
+    bootstrap = broker.bootstrap
+    host, port = bootstrap.split(":")
+    members = [_member(bootstrap, "kz") for _ in range(2)]
+    try:
+        assert _poll_until(members, lambda: all(len(_assigned(c)) == 3 for c in members))
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        before = admin.describe_consumer_groups(["kz"])["kz"].result(10)
+        ids = sorted(m.member_id for m in before.members)
+        broker.stop()
+        broker = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data",
+                                listen=(host, int(port)))
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(60):
+            producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
+        assert producer.flush(10) == 0
+        seen: dict[int, int] = {}
+        assert _poll_until(members, lambda: sum(seen.values()) == 60, seen)
+        assert seen == {p: 10 for p in range(PARTITIONS)}
+        after = admin.describe_consumer_groups(["kz"])["kz"].result(10)
+        assert sorted(m.member_id for m in after.members) == ids
+        committed = members[0].committed(
+            [CTopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+        assert [tp.offset for tp in committed] == [10] * PARTITIONS
+    finally:
+        for consumer in members:
+            consumer.close()
