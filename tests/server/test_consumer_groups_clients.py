@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from seglog.bench.kafka import find_kafka
 
@@ -248,3 +248,24 @@ def test_librdkafka_members_go_on_across_a_broker_restart(broker_factory, tmp_pa
     finally:
         for consumer in members:
             consumer.close()
+
+
+def test_regular_expression_subscription_follows_new_topics(kip848_broker):
+    """librdkafka sends a ``^`` subscription as SubscribedTopicRegex: the broker matches it
+    (RE2, whole names) against the topics, and again when a topic is created or deleted."""
+    bootstrap = kip848_broker.bootstrap
+    kip848_broker.store.create_topic("other", 1)
+    consumer = _member(bootstrap, "kx")
+    consumer.subscribe(["^k[a-z]+$"])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        assert _poll_until([consumer], lambda: len(consumer.assignment()) == PARTITIONS)
+        admin.create_topics([NewTopic("kz", 2, 1)])["kz"].result(WAIT_S)
+        assert _poll_until([consumer], lambda: len(consumer.assignment()) == PARTITIONS + 2)
+        assert {tp.topic for tp in consumer.assignment()} == {TOPIC, "kz"}
+        described = admin.describe_consumer_groups(["kx"])["kx"].result(WAIT_S)
+        assert len(described.members[0].assignment.topic_partitions) == PARTITIONS + 2
+        admin.delete_topics(["kz"])["kz"].result(WAIT_S)
+        assert _poll_until([consumer], lambda: len(consumer.assignment()) == PARTITIONS)
+    finally:
+        consumer.close()

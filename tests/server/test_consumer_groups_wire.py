@@ -29,7 +29,7 @@ GROUP = "kg"
 
 
 def _hb(address, member_id, epoch, *, owned=None, names=(TOPIC,), rebalance_ms=30000,
-        instance_id=None, assignor=None, topic_id=None, version=1, group=GROUP):
+        instance_id=None, assignor=None, topic_id=None, version=1, group=GROUP, regex=None):
     request_class = load_request_schema(68, version)
     tps = _nested(68, version, "topic_partitions")
     owned_field = None
@@ -38,7 +38,7 @@ def _hb(address, member_id, epoch, *, owned=None, names=(TOPIC,), rebalance_ms=3
     request = request_class(
         group_id=group, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
         rack_id=None, rebalance_timeout=datetime.timedelta(milliseconds=rebalance_ms),
-        subscribed_topic_names=names, subscribed_topic_regex=None, server_assignor=assignor,
+        subscribed_topic_names=names, subscribed_topic_regex=regex, server_assignor=assignor,
         topic_partitions=owned_field)
     response = _call(address, request)
     assignment = None
@@ -171,6 +171,7 @@ def conversation(address):
     hb("join with owned partitions", m5, 0, owned={1})
     hb("join without topics", m5, 0, names=None)
     hb("unknown assignor", m5, 0, assignor="nope")
+    hb("invalid regular expression", m5, 0, names=None, regex="[a")
     hb("empty member id", "", 0)
     hb("bad epoch", m5, -3)
     seen.append(("commit stale epoch", _commit(address, m1, epochs[m1] - 1)))
@@ -215,6 +216,7 @@ EXPECTED = [
     ('join with owned partitions', (42, 0, None)),
     ('join without topics', (42, 0, None)),
     ('unknown assignor', (112, 0, None)),
+    ('invalid regular expression', (128, 0, None)),
     ('empty member id', (42, 0, None)),
     ('bad epoch', (42, 0, None)),
     ('commit stale epoch', 0),

@@ -30,11 +30,36 @@ topic ids are the caller's to translate. Not thread-safe: the broker's event loo
 from __future__ import annotations
 
 import dataclasses
+import re
 import uuid
-from typing import Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
 from .consumer_assignors import ASSIGNORS, TargetAssignment
+
+try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
+    import re2
+except ImportError:  # pragma: no cover - then Python's re (a superset of RE2's syntax)
+    re2 = None
+
+
+def _compile(regex: str) -> Any:
+    """``regex`` compiled as RE2 (Python's ``re`` without google-re2); ValueError with the
+    parser's reason when it is not valid."""
+    if re2 is None:  # pragma: no cover
+        try:
+            return re.compile(regex)
+        except re.error as exc:
+            raise ValueError(str(exc)) from None
+    options = re2.Options()
+    options.log_errors = False  # the reason goes to the client, not to stderr
+    try:
+        return re2.compile(regex, options)
+    except (re2.error, re.error) as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(str(reason)) from None
 
 __all__ = ["ASSIGNING", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
            "HeartbeatRequest", "HeartbeatResult", "Member", "RECONCILING", "STABLE",
@@ -196,6 +221,8 @@ class ConsumerGroupCoordinator:
         self._groups: dict[str, Group] = {}
         #: Called after a group changed (None: it is gone), for the records that keep it.
         self._on_change = on_change
+        #: ``{regex: (the topics it was matched against, the matches)}``.
+        self._regex_cache: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def _changed(self, group_id: str) -> None:
         if self._on_change is not None:
@@ -286,7 +313,12 @@ class ConsumerGroupCoordinator:
         else:
             raise invalid("MemberEpoch is invalid.")
         if request.subscribed_topic_regex:  # "" clears a regex (Kafka 4.x)
-            raise invalid("SubscribedTopicRegex is not supported yet.")
+            try:
+                _compile(request.subscribed_topic_regex)
+            except ValueError as exc:
+                raise _Refused(codes.INVALID_REGULAR_EXPRESSION,
+                               f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not "
+                               f"a valid regular expression: {exc}.") from None
         if request.server_assignor is not None and \
                 request.server_assignor not in self.config.assignors:
             raise _Refused(codes.UNSUPPORTED_ASSIGNOR,
@@ -299,8 +331,7 @@ class ConsumerGroupCoordinator:
             if not create:
                 raise _Refused(codes.GROUP_ID_NOT_FOUND,
                                f"Consumer group {group_id} not found.")
-            # Kafka 4.4 starts a new group one epoch up: its first member gets epoch 2.
-            group = self._groups[group_id] = Group(group_id, group_epoch=1, assignment_epoch=1)
+            group = self._groups[group_id] = Group(group_id)
         return group
 
     def _leave(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
@@ -430,12 +461,13 @@ class ConsumerGroupCoordinator:
         member.client_id = request.client_id
         member.client_host = request.client_host
         group.members[member.member_id] = member
-        bump = before_subscription != member.subscription()
+        # As Kafka 4.4: one epoch for the member's new subscription, one more when the
+        # subscribed topics changed (a new group's first member gets epoch 2).
+        if before_subscription != member.subscription():
+            group.group_epoch += 1
         metadata = self._subscription_metadata(group)
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
-            bump = True
-        if bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
@@ -452,12 +484,35 @@ class ConsumerGroupCoordinator:
     # --- assignment -------------------------------------------------------------------------
 
     def _resolve(self, member: Member) -> frozenset[str]:
-        return frozenset(member.subscribed_topic_names)
+        """The topics ``member`` subscribes to: its names, and the topics its regular
+        expression matches whole (internal topics never)."""
+        names = frozenset(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= self._matching(member.subscribed_topic_regex)
+        return names
+
+    def _matching(self, regex: str) -> frozenset[str]:
+        topics = frozenset(self._topics())
+        cached = self._regex_cache.get(regex)
+        if cached is not None and cached[0] == topics:
+            return cached[1]
+        try:
+            pattern = _compile(regex)
+        except ValueError:
+            matched: frozenset[str] = frozenset()
+        else:
+            matched = frozenset(t for t in topics
+                                if not t.startswith("__") and pattern.fullmatch(t))
+        if len(self._regex_cache) > 1000:  # bounded: one entry per regex in use
+            self._regex_cache.clear()
+        self._regex_cache[regex] = (topics, matched)
+        return matched
 
     def _subscription_metadata(self, group: Group) -> dict[str, int]:
+        """``{topic: partition count}`` of every topic subscribed to (-1: no such topic)."""
         topics = self._topics()
         wanted = {t for m in group.members.values() for t in self._resolve(m)}
-        return {t: topics[t] for t in sorted(wanted) if topics.get(t, 0) > 0}
+        return {t: topics.get(t, -1) for t in sorted(wanted)}
 
     def preferred_assignor(self, group: Group) -> str:
         """The assignor of ``group``: the one most of its members ask for (the first
@@ -472,9 +527,10 @@ class ConsumerGroupCoordinator:
 
     def _compute_target(self, group: Group) -> None:
         assign = ASSIGNORS[self.preferred_assignor(group)]
-        members = {m.member_id: self._resolve(m) & frozenset(group.subscription_metadata)
+        counts = {t: c for t, c in group.subscription_metadata.items() if c > 0}
+        members = {m.member_id: self._resolve(m) & frozenset(counts)
                    for m in group.members.values()}
-        group.target = assign(members, group.subscription_metadata, group.target)
+        group.target = assign(members, counts, group.target)
         group.assignment_epoch = group.group_epoch
 
     def _set_owned(self, group: Group, member: Member, assigned: Partitions,
