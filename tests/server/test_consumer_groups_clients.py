@@ -269,3 +269,45 @@ def test_regular_expression_subscription_follows_new_topics(kip848_broker):
         assert _poll_until([consumer], lambda: len(consumer.assignment()) == PARTITIONS)
     finally:
         consumer.close()
+
+
+def test_offline_migration_between_protocols(kip848_broker):
+    """An empty classic group becomes a consumer group when a member of the new protocol
+    joins (and back): the committed offsets carry over both ways; while a group has
+    members of one protocol, the other is refused."""
+    bootstrap = kip848_broker.bootstrap
+    seen: dict[int, int] = {}
+    classic = _member(bootstrap, "km", **{"group.protocol": "classic",
+                                          "session.timeout.ms": 6000})
+    try:
+        assert _poll_until([classic], lambda: sum(seen.values()) == 20, seen)
+    finally:
+        classic.close()
+    modern = _member(bootstrap, "km")
+    try:
+        assert _poll_until([modern], lambda: sum(seen.values()) == 60, seen)
+        assert seen == {p: 10 for p in range(PARTITIONS)}  # resumed from the commits
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name) for g in listed.valid] == [("km", "CONSUMER")]
+        refused = _member(bootstrap, "km", **{"group.protocol": "classic"})
+        try:
+            deadline = time.monotonic() + WAIT_S
+            error = None
+            while error is None and time.monotonic() < deadline:
+                message = refused.poll(0.2)
+                if message is not None and message.error() is not None:
+                    error = message.error()
+            assert error is not None and error.name() == "INCONSISTENT_GROUP_PROTOCOL"
+        finally:
+            refused.close()
+    finally:
+        modern.close()
+    back = _member(bootstrap, "km", **{"group.protocol": "classic"})
+    try:
+        assert _poll_until([back], lambda: len(_assigned(back)) == PARTITIONS)
+        committed = back.committed([CTopicPartition(TOPIC, p) for p in range(PARTITIONS)],
+                                   timeout=10)
+        assert [tp.offset for tp in committed] == [10] * PARTITIONS
+    finally:
+        back.close()

@@ -375,7 +375,8 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
         if consumer.delete_group(request.group_id) == codes.NON_EMPTY_GROUP:
             return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                        member_id=request.member_id, generation_id=-1,
-                                       protocol_name=None, leader="", members=[]))
+                                       protocol_name=None if ctx.api_version >= 7 else "",
+                                       leader="", members=[]))
     session_ms = _ms(request.session_timeout)
     rebalance_ms = _ms(getattr(request, "rebalance_timeout", -1))
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
