@@ -485,7 +485,7 @@ class ConsumerGroupCoordinator:
 
     def _resolve(self, member: Member) -> frozenset[str]:
         """The topics ``member`` subscribes to: its names, and the topics its regular
-        expression matches whole (internal topics never)."""
+        expression matches whole (internal ones included, as Kafka's)."""
         names = frozenset(member.subscribed_topic_names)
         if member.subscribed_topic_regex:
             names |= self._matching(member.subscribed_topic_regex)
@@ -501,8 +501,8 @@ class ConsumerGroupCoordinator:
         except ValueError:
             matched: frozenset[str] = frozenset()
         else:
-            matched = frozenset(t for t in topics
-                                if not t.startswith("__") and pattern.fullmatch(t))
+            # Kafka 4.4 matches internal topics too (franz-go's Test848RegexBrokerResolves).
+            matched = frozenset(t for t in topics if pattern.fullmatch(t))
         if len(self._regex_cache) > 1000:  # bounded: one entry per regex in use
             self._regex_cache.clear()
         self._regex_cache[regex] = (topics, matched)
