@@ -311,3 +311,35 @@ def test_offline_migration_between_protocols(kip848_broker):
         assert [tp.offset for tp in committed] == [10] * PARTITIONS
     finally:
         back.close()
+
+
+def test_transactional_offsets_of_a_consumer_group_member(kip848_broker):
+    """A consume-transform-produce loop: the librdkafka member's group metadata (member id
+    and epoch) goes with the offsets into the transaction (TxnOffsetCommit checks the member
+    epoch of a consumer group); the offsets are committed when the transaction is."""
+    bootstrap = kip848_broker.bootstrap
+    kip848_broker.store.create_topic("kout", 1)
+    consumer = _member(bootstrap, "ktx", **{"isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "ktx-1"})
+    try:
+        producer.init_transactions(WAIT_S)
+        assert _poll_until([consumer], lambda: len(_assigned(consumer)) == PARTITIONS)
+        copied = 0
+        deadline = time.monotonic() + WAIT_S
+        while copied < 60 and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            producer.begin_transaction()
+            producer.produce("kout", value=message.value())
+            producer.send_offsets_to_transaction(
+                [CTopicPartition(message.topic(), message.partition(), message.offset() + 1)],
+                consumer.consumer_group_metadata(), WAIT_S)
+            producer.commit_transaction(WAIT_S)
+            copied += 1
+        assert copied == 60
+        committed = consumer.committed([CTopicPartition(TOPIC, p) for p in range(PARTITIONS)],
+                                       timeout=10)
+        assert [tp.offset for tp in committed] == [10] * PARTITIONS
+    finally:
+        consumer.close()

@@ -53,7 +53,9 @@ from ...coordinator.classic_group_schema import (GroupMetadataValue,
                                                   decode_group_metadata_value,
                                                   encode_group_metadata_value)
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import CommitFailedError, IllegalStateError, InvalidConfigError, SeglogError
+from ...errors import (CommitFailedError, GroupMembershipError, IllegalStateError,
+                       InvalidConfigError, SeglogError, StaleMemberEpochError,
+                       UnknownMemberIdError)
 from ...aio import cancel_and_wait, wait_event
 from ...types import OffsetAndMetadata, TopicPartition
 
@@ -61,8 +63,9 @@ if TYPE_CHECKING:
     from ...storage.log import Log
     from ...store import Store
 
-__all__ = ["GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
-           "expire_offsets", "find_groups_state", "ms", "response", "start", "stop"]
+__all__ = ["GroupsState", "HANDLERS", "TxnMembers", "commit_error", "coordinator",
+           "coordinator_error", "expire_offsets", "find_groups_state", "ms", "response",
+           "start", "stop", "txn_members"]
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,48 @@ def find_groups_state(state: BrokerState) -> GroupsState | None:
     """The groups module's state in the broker ``state`` (None before :func:`start`)."""
     found: GroupsState | None = state.extensions.get(EXTENSION)
     return found
+
+
+class TxnMembers:
+    """The member checks of a TxnOffsetCommit (:mod:`seglog.server.apis.txn`), routed to the
+    group's coordinator: the consumer group one (KIP-848: member epochs) for a consumer
+    group, else the classic one."""
+
+    def __init__(self, state: GroupsState):
+        self._state = state
+
+    def check_member(self, group_id: str, member_id: str, generation_id: int,
+                     group_instance_id: str | None = None) -> None:
+        """Return when the member may commit, else raise the typed error of Kafka's
+        ``validateOffsetCommit(isTransactional=true)`` (its ``kafka_error_code``)."""
+        consumer = self._state.consumer
+        if consumer is None or not consumer.has_group(group_id):
+            self._state.coordinator.check_member(group_id, member_id, generation_id,
+                                                 group_instance_id)
+            return
+        error = consumer.validate_offset_commit(group_id, member_id, generation_id,
+                                                api_version=9, transactional=True)
+        refused: dict[int, type[GroupMembershipError]] = {
+            codes.UNKNOWN_MEMBER_ID: UnknownMemberIdError,
+            codes.STALE_MEMBER_EPOCH: StaleMemberEpochError}
+        if error:
+            raise refused.get(error, GroupMembershipError)(
+                f"consumer group {group_id!r} refuses member {member_id!r} at epoch "
+                f"{generation_id}")
+
+    def ensure_group(self, group_id: str, now_ms: int) -> None:
+        """Keep an unknown group as an empty classic one (a commit from outside any group);
+        a consumer group stays what it is."""
+        consumer = self._state.consumer
+        if consumer is None or not consumer.has_group(group_id):
+            self._state.coordinator.ensure_group(group_id, now_ms)
+
+
+def txn_members(state: BrokerState) -> TxnMembers | None:
+    """The TxnOffsetCommit member checks of the broker ``state`` (None before
+    :func:`start`)."""
+    found = find_groups_state(state)
+    return None if found is None else TxnMembers(found)
 
 
 def coordinator(state: BrokerState) -> cg.ClassicGroupCoordinator:
