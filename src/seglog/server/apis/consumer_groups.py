@@ -20,6 +20,7 @@ from kio.static.protocol import ResponsePayload
 from ... import error_codes as codes
 from ...coordinator import classic_group as cg
 from ...coordinator import consumer_group as kg
+from ...errors import SeglogError
 from ..authorization import (AclOperation, ResourceType, authorize, authorized_operations,
                              filter_authorized)
 from ..context import RequestContext
@@ -62,6 +63,16 @@ def _with_ids(ids: Mapping[str, uuid.UUID], partitions: kg.Partitions,
     return out
 
 
+def _embedded_members(ctx: RequestContext, group_id: str) -> bool:
+    """Whether seglog's in-process consumers are members of ``group_id`` (the Store's
+    embedded coordinator hands out its partitions then)."""
+    store = ctx.broker.store
+    try:
+        return group_id in store.groups() and bool(store.group(group_id).members())
+    except SeglogError:
+        return False
+
+
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
                                           ) -> ResponsePayload:
     """ConsumerGroupHeartbeat v0-v1 (v1: the client makes its member id)."""
@@ -86,7 +97,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         if not_here:
             return refused(not_here)
         classic = state.coordinator
-        if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
+        if (classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD)
+                or _embedded_members(ctx, group_id)):
+            # A classic group with members (no online migration), or seglog's in-process
+            # consumers in the Store's embedded coordinator.
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
     last_write = state.written.get(group_id)
     answer = state.consumer.heartbeat(kg.HeartbeatRequest(
