@@ -7,9 +7,12 @@ This module maps codec ids to that stream format:
 * lz4: Kafka's LZ4 frame: independent 64 KiB blocks, no block or content checksum, no content
   size, i.e. FLG 0x60 and BD 0x40. Level ``None`` uses the fast compressor, as Kafka does at its
   default level; 1-17 use the high-compression compressor.
-* zstd: a standard zstd frame (``zstandard``, the ``seglog[zstd]`` extra), default level 3.
-* snappy: the xerial framing Kafka's snappy-java writes (``cramjam``, the ``seglog[snappy]``
-  extra); raw snappy blocks are also read, as Kafka's clients do.
+* zstd: a standard zstd frame (``zstandard``), default level 3.
+* snappy: the xerial framing Kafka's snappy-java writes (``cramjam``); raw snappy blocks are
+  also read, as Kafka's clients do.
+
+All four codecs are always available: Kafka accepts every one of them, so their libraries
+(lz4, zstandard, cramjam) are required dependencies of seglog, not extras (issue 24).
 
 Compression runs once per batch, so a call into these C libraries through Python costs little
 next to the work; both twins call the same functions here so their output is byte-identical.
@@ -41,20 +44,9 @@ from .format import (
     REASON_DECOMPRESSED_TOO_LARGE,
 )
 
-try:  # lz4 is a hard dependency, but give a typed error if the install is broken
-    import lz4.frame as _lz4_frame
-except ImportError:  # pragma: no cover - exercised only on a broken install
-    _lz4_frame = None
-
-try:
-    import zstandard as _zstd
-except ImportError:
-    _zstd = None
-
-try:
-    import cramjam as _cramjam
-except ImportError:
-    _cramjam = None
+import cramjam as _cramjam
+import lz4.frame as _lz4_frame
+import zstandard as _zstd
 
 GZIP_LEVEL_DEFAULT = 6
 ZSTD_LEVEL_DEFAULT = 3
@@ -80,8 +72,7 @@ _PIECE_BYTES_MAX = 256 * 1024
 def codec_id(compression: str | int | None) -> int:
     """Codec id for a name (``"none"``, ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``) or id.
 
-    Raises :class:`~seglog.errors.UnsupportedCompressionError` for anything else, and for
-    snappy or zstd when their optional package is not installed.
+    Raises :class:`~seglog.errors.UnsupportedCompressionError` for anything else.
     """
     if compression is None:
         return COMPRESSION_NONE
@@ -100,29 +91,17 @@ def codec_id(compression: str | int | None) -> int:
         raise errors.UnsupportedCompressionError(
             f"compression must be a name or codec id, not {type(compression).__name__}"
         )
-    _require(cid)
     return cid
 
 
 def is_available(compression: str | int) -> bool:
-    """True if this install can encode and decode ``compression``."""
+    """True if ``compression`` names a codec Kafka defines (every one of them is built in:
+    their libraries are required dependencies)."""
     try:
         codec_id(compression)
     except errors.UnsupportedCompressionError:
         return False
     return True
-
-
-def _require(cid: int) -> None:
-    missing = {
-        COMPRESSION_LZ4: (_lz4_frame, "lz4"),
-        COMPRESSION_ZSTD: (_zstd, "zstandard (pip install 'seglog[zstd]')"),
-        COMPRESSION_SNAPPY: (_cramjam, "cramjam (pip install 'seglog[snappy]')"),
-    }.get(cid)
-    if missing is not None and missing[0] is None:
-        raise errors.UnsupportedCompressionError(
-            f"{COMPRESSION_NAMES[cid]} compression needs the package {missing[1]}"
-        )
 
 
 def check_level(cid: int, level) -> int | None:
@@ -169,11 +148,9 @@ def compress(cid: int, data, level: int | None = None) -> bytes:
         compressor = zlib.compressobj(GZIP_LEVEL_DEFAULT if level is None else level, zlib.DEFLATED, 31)
         return compressor.compress(data) + compressor.flush()
     if cid == COMPRESSION_ZSTD:
-        _require(cid)
         compressor = _zstd.ZstdCompressor(level=ZSTD_LEVEL_DEFAULT if level is None else level)
         return compressor.compress(data)
     if cid == COMPRESSION_SNAPPY:
-        _require(cid)
         return _snappy_xerial_encode(data)
     if cid == COMPRESSION_NONE:
         return bytes(data)
@@ -222,8 +199,8 @@ def decompress(
     Raises :class:`~seglog.errors.CorruptRecordError` with reason
     ``REASON_DECOMPRESSED_TOO_LARGE`` when the output would exceed the limit and
     ``REASON_BAD_COMPRESSION`` for a stream the codec rejects (``position`` is put on the
-    error); :class:`~seglog.errors.UnsupportedCompressionError` for an unknown codec id or a
-    codec whose package is not installed; TypeError/ValueError for a bad
+    error); :class:`~seglog.errors.UnsupportedCompressionError` for an unknown codec id;
+    TypeError/ValueError for a bad
     ``max_decompressed_bytes`` (see :func:`check_max_decompressed_bytes`).
     """
     limit = check_max_decompressed_bytes(max_decompressed_bytes)
@@ -233,7 +210,6 @@ def decompress(
         return bytes(data)
     if cid not in COMPRESSION_NAMES:
         raise errors.UnsupportedCompressionError(f"unknown compression type id {cid}")
-    _require(cid)
     try:
         if cid == COMPRESSION_LZ4:
             return _lz4_decompress(data, limit, position)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import re
 
-from .config_table import CONFIGS, KAFKA_VERSION
+from .config_table import CONFIGS, DESCRIBE_RULE, KAFKA_VERSION
 from .configdef import ACCEPTED, BROKER, NO, TOPIC, ConfigKey, format_value
 
 __all__ = ["configs_markdown", "default_text"]
@@ -92,6 +92,8 @@ def configs_markdown() -> str:
         "KRaft broker's setting). Update mode is Kafka's: `read-only` (only in "
         "`server.properties`), `per-broker`, `cluster-wide` (per broker or as the cluster "
         "default); seglog changes at run time the `cluster-wide` ones it takes.",
+        "",
+        DESCRIBE_RULE,
         "",
         "## Topic configs",
         "",

@@ -36,7 +36,8 @@ from .configdef import (
 )
 from .errors import InvalidConfigError
 
-__all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+__all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "DESCRIBED_AT_DEFAULT",
+           "DESCRIBE_RULE", "DYNAMIC_ONLY", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
            "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
            "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
@@ -60,6 +61,15 @@ def _absent(name: str, type: str, default: Any, importance: str, dynamic: str) -
 #: the ZooKeeper era's, the same rules).
 AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                           "kafka.security.authorizer.AclAuthorizer")
+
+
+def _one_data_dir_error(value: Any) -> Optional[str]:
+    """Why ``log.dirs`` / ``log.dir`` cannot be ``value``: seglog serves one data directory
+    (JBOD, several entries, is not built; refused rather than serving the first alone)."""
+    if value is None or len(value) <= 1:
+        return None
+    return ("seglog serves one data directory: several log directories (JBOD) are not "
+            "built, so a broker is never started on the first of them alone")
 
 
 def _authorizer_class_error(value: Any) -> Optional[str]:
@@ -450,6 +460,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('When set to true, topics can be deleted by the admin client. When set to false, '
            'deletion requests will be explicitly rejected by the broker.'),
            note='Allow DeleteTopics.'),
+    _entry('max.incremental.fetch.session.cache.slots', BROKER, 'int', 1000, 'medium',
+           ('The maximum number of total incremental fetch sessions that we will maintain. '
+           'FetchSessionCache is sharded into 8 shards and the limit is equally divided among '
+           'all shards. Sessions are allocated to each shard in round-robin. Only entries '
+           'within a shard are considered eligible for eviction.'),
+           at_least=0,
+           dynamic=READ_ONLY,
+           note=('Fetch sessions (KIP-227) the broker keeps; eviction as Kafka '
+                 '(seglog.server.fetch_sessions).')),
     _entry('fetch.max.bytes', BROKER, 'int', 57671680, 'medium',
            ('The maximum number of bytes we will return for a fetch request. Must be at least '
            '1024.'),
@@ -611,11 +630,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('log.dir', BROKER, 'list', ('/tmp/kafka-logs',), 'high',
            ('A comma-separated list of the directories where the log data is stored. '
            '(supplemental to log.dirs property)'),
-           note='The data directory when log.dirs is null.'),
+           check=_one_data_dir_error,
+           note='The data directory when log.dirs is null; one entry (several, JBOD, are '
+                'refused by name: not built).'),
     _entry('log.dirs', BROKER, 'list', None, 'high',
            ('A comma-separated list of the directories where the log data is stored. If not '
            'set, the value in log.dir is used.'),
-           note='The data directories (null: log.dir); the broker serves one.'),
+           check=_one_data_dir_error,
+           note='The data directory (null: log.dir); one entry: several (JBOD) are refused '
+                'by name at start, not built.'),
     _entry('log.flush.interval.messages', BROKER, 'long', INT64_MAX, 'high',
            ('The number of messages accumulated on a log partition before messages are flushed'
            ' to disk.'),
@@ -736,6 +759,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=0,
            dynamic=CLUSTER_WIDE,
            note="Delay before a deleted segment's files are removed."),
+    _entry('max.request.partition.size.limit', BROKER, 'int', 2000, 'medium',
+           'The maximum number of partitions can be served in one request.',
+           at_least=1,
+           note='DescribeTopicPartitions answers at most this many partitions (and the '
+                "request's ResponsePartitionLimit), then a cursor."),
     _entry('max.connection.creation.rate', BROKER, 'int', INT32_MAX, 'medium',
            ('The maximum connection creation rate we allow in the broker at any time. Listener-'
            'level limits may also be configured by prefixing the config name with the listener '
@@ -907,6 +935,35 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('quota.window.size.seconds', BROKER, 'int', 1, 'low',
            'The time span of each sample for client quotas',
            at_least=1),
+    # Kafka's DynamicConfig.Broker (QuotaConfig.brokerQuotaConfigs): not in KafkaConfig's
+    # ConfigDef, set per broker or as the cluster default only (DYNAMIC_ONLY below).
+    _entry('leader.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'leaders enumerated in the property leader.replication.throttled.replicas (for each '
+           'topic). This property can be only set dynamically. It is suggested that the limit '
+           'be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a leader sends to the throttled replicas of its topics that "
+                 'are not in the ISR: past it they are left out of its Fetch answers '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('follower.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'followers enumerated in the property follower.replication.throttled.replicas (for '
+           'each topic). This property can be only set dynamically. It is suggested that the '
+           'limit be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a follower fetches for its throttled replicas that have not "
+                 'caught up: past it they are left out of its Fetch requests '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('replica.alter.log.dirs.io.max.bytes.per.second', BROKER, 'long', INT64_MAX,
+           'medium',
+           ('A long representing the upper bound (bytes/sec) on disk IO used for moving '
+           'replica between log directories on the same broker. This property can be only set '
+           'dynamically. It is suggested that the limit be kept above 1MB/s for accurate '
+           'behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE, support=ACCEPTED,
+           note=('No effect: a seglog broker has one log directory, so no replica moves '
+                 'between directories (kafka-reassign-partitions --verify clears it).')),
     _entry('replica.fetch.backoff.ms', BROKER, 'int', 1000, 'medium',
            'The amount of time to sleep when fetch partition error occurs.',
            at_least=0,
@@ -1111,6 +1168,14 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'reading from topics included in the transaction.'),
            at_least=1,
            note='Largest transaction timeout a producer may ask for.'),
+    _entry('transaction.partition.verification.enable', BROKER, 'boolean', True, 'low',
+           'Enable verification that checks that the partition has been added to the '
+           'transaction before writing transactional records to the partition',
+           dynamic=CLUSTER_WIDE,
+           note='A partition leader asks the transaction coordinator before the first '
+                'transactional batch of a producer in a partition (KIP-890 part 1); a '
+                'transaction.version 2 producer\'s partitions are added then whatever this '
+                'says (part 2).'),
     _entry('transaction.remove.expired.transaction.cleanup.interval.ms', BROKER, 'int',
            3600000, 'low',
            ('The interval at which to remove transactions that have expired due to '
@@ -1344,8 +1409,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('log.local.retention.ms', 'long', -2, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.bytes', 'long', -1, 'medium', CLUSTER_WIDE),
     _absent('log.remote.copy.lag.ms', 'long', 0, 'medium', CLUSTER_WIDE),
-    _absent('max.incremental.fetch.session.cache.slots', 'int', 1000, 'medium', READ_ONLY),
-    _absent('max.request.partition.size.limit', 'int', 2000, 'medium', READ_ONLY),
     _absent('metadata.log.dir', 'string', None, 'high', READ_ONLY),
     _absent('metadata.log.max.record.bytes.between.snapshots', 'long', 20971520, 'high', READ_ONLY),
     _absent('metadata.log.max.snapshot.interval.ms', 'long', 3600000, 'high', READ_ONLY),
@@ -1523,7 +1586,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
-    _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
     _absent('transaction.two.phase.commit.enable', 'boolean', False, 'low', READ_ONLY),
     _absent('unclean.leader.election.interval.ms', 'long', 300000, 'medium', READ_ONLY),
@@ -1536,6 +1598,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.topic}
 #: Broker configs by name (scope broker or both), implemented or not.
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.broker}
+
+#: Kafka's dynamic-only broker configs (``DynamicConfig.Broker``): not in KafkaConfig's
+#: ConfigDef, so Kafka's DescribeConfigs of a broker lists one only while it is set.
+DYNAMIC_ONLY: frozenset[str] = frozenset({
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second"})
 
 #: Configs of older Kafka versions that Kafka 4.0 removed, with why: named in the error.
 REMOVED: dict[str, str] = {
@@ -1563,6 +1631,42 @@ def _check_table() -> None:
 
 
 _check_table()
+
+
+#: Which broker configs DescribeConfigs lists on a broker, in words (``docs/configs.md`` says
+#: it): every config seglog takes, with its value; and the refused configs of
+#: :data:`DESCRIBED_AT_DEFAULT`, with Kafka 4.4's default and source DEFAULT_CONFIG.
+DESCRIBE_RULE = (
+    "DescribeConfigs on a broker (`kafka-configs --describe --all --entity-type brokers`) "
+    "lists every broker config seglog takes, with its value, source and synonyms. It also "
+    "lists, with Kafka's default and source DEFAULT_CONFIG, the refused configs whose Kafka "
+    "default describes seglog truthfully: a feature Kafka has off by default that seglog "
+    "does not have (no policy, quota callback, replica selector or SASL callback class; no "
+    "metrics reporters or config providers; no rack; no cordoned log dirs; no tiered "
+    "storage; no two-phase commit), or the behaviour seglog has by construction "
+    "(`principal.builder.class`: Kafka's DefaultKafkaPrincipalBuilder rules; "
+    "`security.inter.broker.protocol`: PLAINTEXT unless `inter.broker.listener.name` names "
+    "another listener, as in Kafka). Setting any of them is still refused by name. The other "
+    "refused configs are not listed: their defaults tune machinery seglog does not have "
+    "(KRaft controllers and metadata log, share, streams and KIP-848 consumer groups, tiered "
+    "storage, Java thread pools, buffers and purgatories, metrics sampling, quota windows, "
+    "Kerberos and OAUTHBEARER, JSSE providers), so a value there would describe a broker "
+    "that is not this one.")
+
+#: The refused broker configs DescribeConfigs lists at Kafka's default (see
+#: :data:`DESCRIBE_RULE`): each default is what seglog does.
+DESCRIBED_AT_DEFAULT: frozenset[str] = frozenset({
+    "alter.config.policy.class.name", "create.topic.policy.class.name",
+    "client.quota.callback.class", "replica.selector.class",
+    "sasl.server.callback.handler.class", "sasl.client.callback.handler.class",
+    "sasl.login.class", "sasl.login.callback.handler.class", "ssl.engine.factory.class",
+    "security.providers", "config.providers", "metric.reporters", "kafka.metrics.reporters",
+    "broker.rack", "cordoned.log.dirs", "remote.log.storage.system.enable",
+    "transaction.two.phase.commit.enable", "principal.builder.class",
+    "security.inter.broker.protocol",
+})
+assert all(n in BROKER_CONFIGS and not BROKER_CONFIGS[n].implemented
+           for n in DESCRIBED_AT_DEFAULT), "DESCRIBED_AT_DEFAULT names a config seglog takes"
 
 
 #: Kafka's security configs (TLS, SASL, authorization, delegation tokens, per-listener

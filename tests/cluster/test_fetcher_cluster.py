@@ -183,6 +183,10 @@ def test_follower_copies_the_leaders_log_byte_for_byte(leader, tmp_path, backend
             assert manager.failed_partitions == frozenset()
             assert manager.request_counts["offsets_for_leader_epoch"] == 0
             assert manager.request_counts["fetch"] > 5  # 4 KiB per partition fetch
+            # One fetch session (KIP-227): a full request, then incremental ones.
+            assert manager.request_counts["fetch_full"] == 1
+            assert manager.request_counts["fetch_incremental"] == \
+                manager.request_counts["fetch"] - 1
         finally:
             await manager.close()
 
@@ -642,3 +646,48 @@ def _epoch_log(path, epoch: int, count: int) -> Log:
         log.append(b"value-%06d" % i if i < 20 else b"own-%d" % i)
     log.become_follower()
     return log
+
+
+def test_follower_fetches_in_full_again_when_its_session_is_gone(leader, tmp_path):
+    """Kafka's FetchSessionHandler: the leader forgets the follower's fetch session (as an
+    eviction or a restart would), its next incremental fetch gets FETCH_SESSION_ID_NOT_FOUND
+    and the follower fetches in full at once, in a new session; records keep coming."""
+    leader.produce(100)
+    epoch = leader.state().leader_epoch
+    follower = Log.open(tmp_path / "follower" / "r-0", auto_high_watermark=False)
+    state = leader.broker.state
+
+    def sessions():
+        return state.extensions["seglog.server.fetch_sessions"]
+
+    def forget_every_session():
+        for shard in sessions().shards:
+            shard.sessions.clear()
+
+    async def scenario():
+        manager = ReplicaFetcherManager(
+            broker_id=FOLLOWER_ID, loop=asyncio.get_running_loop(),
+            resolve_broker=lambda broker_id: leader.address if broker_id == LEADER_ID
+            else None, config=FAST)
+        try:
+            manager.add_partitions({TP: FetchTarget(LEADER_ID, epoch, follower)})
+            await _until(lambda: follower.end_offset == 100, what="the follower's log end")
+            await _until(lambda: manager.request_counts["fetch_incremental"] >= 2,
+                         what="incremental fetches")
+            assert manager.request_counts["fetch_full"] == 1
+            errors_before = sessions().counts["error"]
+            state.loop.call_soon_threadsafe(forget_every_session)
+            await _until(lambda: manager.request_counts["fetch_full"] == 2,
+                         what="a full fetch after the session was lost")
+            assert sessions().counts["error"] == errors_before + 1
+            leader.produce(50, start=100)
+            await _until(lambda: follower.end_offset == 150, what="the next records")
+            assert manager.failed_partitions == frozenset()
+            assert manager.request_counts["fetch_full"] == 2
+        finally:
+            await manager.close()
+
+    try:
+        _run(scenario())
+    finally:
+        follower.close()

@@ -485,6 +485,16 @@ def _admin_apis(subject: Wire) -> dict:
     out["describe configs"] = [(x.resource_name, int(x.error_code)) for x in r.results]
     r = subject.call(35, 4, topics=None)
     out["describe log dirs"] = int(r.error_code)
+    r = subject.call(74, 1, resource_types=())
+    out["list config resources"] = int(r.error_code)
+    arm = subject.m(34, 2)
+    r = subject.call(34, 2, dirs=(arm.AlterReplicaLogDir(path="/no/such/dir", topics=(
+        arm.AlterReplicaLogDirTopic(name="t-read", partitions=(0,)),)),))
+    out["alter replica log dirs"] = [int(p.error_code) for t in r.results for p in t.partitions]
+    r = subject.call(32, 4, resources=(dc.DescribeConfigsResource(
+        resource_type=16, resource_name="cm", configuration_keys=None),),
+        include_synonyms=False, include_documentation=False)
+    out["describe client metrics"] = [int(x.error_code) for x in r.results]
     drm = subject.m(21, 2)
     r = subject.call(21, 2, topics=(drm.DeleteRecordsTopic(name="t-read", partitions=(
         drm.DeleteRecordsPartition(partition_index=0, offset=0),)),), timeout=TIMEOUT)
@@ -495,7 +505,8 @@ def _admin_apis(subject: Wire) -> dict:
             name=key, config_operation=0, value=value),))
         for rtype, name, key, value in ((2, "t-conf", "retention.ms", "100000"),
                                         (2, "t-read", "retention.ms", "100000"),
-                                        (4, "", "log.cleaner.threads", "1"))),
+                                        (4, "", "log.cleaner.threads", "1"),
+                                        (16, "cm", "interval.ms", "1000"))),
         validate_only=True)
     out["incremental alter configs"] = sorted((x.resource_name, int(x.error_code))
                                               for x in r.responses)

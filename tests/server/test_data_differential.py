@@ -5,9 +5,8 @@ records what Kafka 4.4.0 answered (auto-creation, authorized operations, produce
 and its error fields, acks=-1 on one node, idempotent sequences, fetch errors and offsets,
 every ListOffsets sentinel, OffsetForLeaderEpoch fencing).
 
-Known and intended differences, left out of the comparison: a fetch with session epoch 0 gets
-a new fetch session id from Kafka and 0 (sessionless) here; the order of topics in a Metadata
-response (a set in Kafka).
+Known and intended differences, left out of the comparison: the order of topics in a Metadata
+response (a set in Kafka). Fetch sessions: tests/server/test_fetch_sessions_differential.py.
 """
 
 from __future__ import annotations

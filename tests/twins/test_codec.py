@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seglog
-from seglog import compression, format
+from seglog import format
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -30,16 +30,9 @@ HYPOTHESIS_SETTINGS = settings(
 )
 
 
-def codec_param(name):
-    """A pytest param for codec ``name``, skipped with the reason when it is not installed."""
-    marks = []
-    if not compression.is_available(name):
-        marks.append(pytest.mark.skip(reason=f"{name} codec package is not installed"))
-    return pytest.param(name, marks=marks, id=name)
-
-
-ALL_CODECS = [codec_param(name) for name in CODECS]
-AVAILABLE_CODECS = [name for name in CODECS if compression.is_available(name)]
+# Every codec is always built in (their libraries are required dependencies, issue 24).
+ALL_CODECS = [pytest.param(name, id=name) for name in CODECS]
+AVAILABLE_CODECS = list(CODECS)
 
 
 def only_batch(backend, raw):

@@ -18,6 +18,10 @@ sequence number. Notifications it already processed that are older than
 :data:`CHANGE_EXPIRATION_MS` (Kafka's 15 minutes) are deleted: whichever broker gets there
 first purges them, which is harmless as everyone has seen them by then.
 
+Client-metrics subscriptions (``client-metrics/<name>``, KIP-714; Kafka keeps them in KRaft
+only) are read the same way and handed to the client-metrics listeners
+(:meth:`ConfigChangeManager.add_client_metrics_listener`).
+
 Client quota entities (``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``, ``ips/<ip>``;
 :mod:`~seglog.cluster.client_quotas_zk`) are read the same way and handed, quota keys only,
 to the client quota listeners (:meth:`ConfigChangeManager.add_client_quota_listener`).
@@ -47,7 +51,8 @@ from ..errors import SeglogError
 from . import client_quotas_zk, zk_data
 from .zk_client import ZooKeeperClientError, check_entity_name
 
-__all__ = ["CHANGE_EXPIRATION_MS", "ClientQuotaListener", "ConfigChangeManager",
+__all__ = ["CHANGE_EXPIRATION_MS", "ClientMetricsListener", "ClientQuotaListener",
+           "ConfigChangeManager",
            "TopicConfigHandler", "BrokerConfigListener", "USERS_CONFIG_TYPE",
            "UserConfigListener", "write_entity_config"]
 
@@ -75,6 +80,10 @@ BrokerConfigListener = Callable[[bool, dict[str, str]], None]
 UserConfigListener = Callable[[str | None], Awaitable[None]]
 #: The config entity type of users (``/config/users/<u>``).
 USERS_CONFIG_TYPE = "users"
+#: ``listener(name, configs)``: client-metrics subscription ``name``
+#: (``/config/client-metrics/<name>``) now holds ``configs`` (empty: none, the subscription is
+#: gone). Called on the loop; must not block for long.
+ClientMetricsListener = Callable[[str, dict[str, str]], None]
 #: ``listener(entity, values)``: client quota entity ``entity`` (``(type, name)`` pairs, a
 #: name of None for ``<default>``) now holds ``values`` (quota key -> value; empty: none).
 #: Called on the loop; must not block for long.
@@ -123,6 +132,10 @@ class ConfigChangeManager:
         #: The client quota entities as last read, and who is told of them.
         self.client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = {}
         self._quota_listeners: list[ClientQuotaListener] = []
+        #: The client-metrics subscriptions as last read (name -> configs, never empty), and
+        #: who is told of them.
+        self.client_metrics: dict[str, dict[str, str]] = {}
+        self._client_metrics_listeners: list[ClientMetricsListener] = []
         #: Topics whose change came before the topic existed here: tries left.
         self._topic_retries: dict[str, int] = {}
         #: Creation times (ms) of the notifications seen, for the purge.
@@ -184,6 +197,33 @@ class ConfigChangeManager:
         self._quota_listeners.append(listener)
         for entity, values in list(self.client_quotas.items()):
             self._tell_quota(listener, entity, values)
+
+    def add_client_metrics_listener(self, listener: ClientMetricsListener) -> None:
+        """Call ``listener(name, configs)`` whenever a client-metrics subscription changes in
+        ZooKeeper (made through any broker), and at once for each one already read. What it
+        raises is logged and ignored."""
+        self._client_metrics_listeners.append(listener)
+        for name, values in list(self.client_metrics.items()):
+            self._tell_client_metrics(listener, name, values)
+
+    def _take_client_metrics(self, name: str, values: dict[str, str]) -> None:
+        if self.client_metrics.get(name, {}) == values:
+            return
+        if values:
+            self.client_metrics[name] = dict(values)
+        else:
+            self.client_metrics.pop(name, None)
+        log.info("broker %d: client-metrics subscription %s is now %s", self.broker_id, name,
+                 values)
+        for listener in list(self._client_metrics_listeners):
+            self._tell_client_metrics(listener, name, values)
+
+    def _tell_client_metrics(self, listener: ClientMetricsListener, name: str,
+                             values: dict[str, str]) -> None:
+        try:
+            listener(name, dict(values))
+        except Exception:  # noqa: BLE001 - a listener must not stop the changes
+            log.exception("broker %d: client-metrics listener failed", self.broker_id)
 
     def _take_client_quota(self, entity: tuple[tuple[str, str | None], ...],
                            values: dict[str, float]) -> None:
@@ -286,6 +326,13 @@ class ConfigChangeManager:
             names = await self._run_blocking(self.zk.entity_names, entity_type)
             for entity_name in names:
                 await self._take_entity(entity_type, entity_name, retry_missing_topic=False)
+        names = await self._run_blocking(self.zk.entity_names,
+                                         zk_data.CONFIG_TYPE_CLIENT_METRICS)
+        for name in [n for n in self.client_metrics if n not in names]:
+            self._take_client_metrics(name, {})
+        for name in names:
+            await self._take_entity(zk_data.CONFIG_TYPE_CLIENT_METRICS, name,
+                                    retry_missing_topic=False)
         await self._tell_users(None)
         table = await self._run_blocking(client_quotas_zk.read_all, self.zk)
         for entity in [e for e in self.client_quotas if e not in table]:
@@ -323,7 +370,8 @@ class ConfigChangeManager:
             # users/<u> holds SCRAM credentials and the user's quotas (users/<u>/clients/<c>:
             # quotas only): the credential store re-reads it, the quotas are taken below.
             await self._tell_users(entity_name)
-        if entity_type not in (zk_data.CONFIG_TYPE_TOPIC, zk_data.CONFIG_TYPE_BROKER):
+        if entity_type not in (zk_data.CONFIG_TYPE_TOPIC, zk_data.CONFIG_TYPE_BROKER,
+                               zk_data.CONFIG_TYPE_CLIENT_METRICS):
             quota_entity = client_quotas_zk.entity_of_change(entity_type, entity_name)
             if quota_entity is None:
                 log.info("broker %d: ignoring config of %s/%s (no handler for it)",
@@ -355,6 +403,8 @@ class ConfigChangeManager:
             return
         if entity_type == zk_data.CONFIG_TYPE_TOPIC:
             await self._take_topic(entity_name, config, retry_missing=retry_missing_topic)
+        elif entity_type == zk_data.CONFIG_TYPE_CLIENT_METRICS:
+            self._take_client_metrics(entity_name, config)
         else:
             self._take_broker_layer(entity_name != zk_data.DEFAULT_ENTITY_NAME, config)
 

@@ -55,13 +55,22 @@ picks the first live replica, reporting it as clean
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+from seglog import error_codes as codes
+from seglog.cluster.reassignment import (
+    ReplicaAssignment,
+    check_cluster_target,
+    check_replication_factor,
+    reassignment_complete,
+)
 
 from seglog.cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from seglog.cluster.election import (
@@ -69,6 +78,7 @@ from seglog.cluster.election import (
     LeaderAndIsr,
     elect_offline,
     elect_preferred,
+    elect_reassign,
     initial_leader_and_isr,
     remove_replica_from_isr,
 )
@@ -77,6 +87,11 @@ from seglog.cluster.zk_client import BadVersionError, ControllerMovedError, Kafk
 from seglog.cluster.zk_data import (
     ZkDataError,
     decode_preferred_replica_election,
+    decode_reassign_partitions,
+    decode_topic,
+    encode_reassign_partitions,
+    partition_state_path,
+    REASSIGN_PARTITIONS_PATH,
     BROKER_IDS_PATH,
     CONFIG_CHANGES_PATH,
     CONTROLLER_PATH,
@@ -91,6 +106,10 @@ from seglog.errors import InvalidTopicError
 from seglog.types import TopicPartition
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: ElectLeaders' election types (Kafka's ``ElectionType``).
+ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 """The topic config (and broker default) that allows unclean leader election."""
@@ -124,6 +143,7 @@ class _Event:
     generation: int = -1
     topic: str = ""
     call: Callable[[], None] | None = None
+    partition: int = -1
     done: threading.Event | None = None
 
 
@@ -235,6 +255,9 @@ class Controller:
         self._term_watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         self._controller_watch: Watch | None = None
+        # Reassignments in progress (RS, AR, RR) and their ISR watches; controller thread.
+        self._reassigning: dict[TopicPartition, ReplicaAssignment] = {}
+        self._reassignment_watches: dict[TopicPartition, Watch] = {}
 
     # --- public -----------------------------------------------------------------------------
 
@@ -395,6 +418,11 @@ class Controller:
                 self._trigger_online_partition_state_change()
             elif event.kind == "preferred_replica_election":
                 self._process_preferred_replica_election()
+            elif event.kind == "reassignment_isr_change":
+                self._process_reassignment_isr_change(
+                    TopicPartition(event.topic, event.partition))
+            elif event.kind == "reassign_partitions":
+                self._process_zk_reassign_partitions()
             else:  # pragma: no cover - a programming error
                 raise AssertionError(f"unknown controller event {event.kind}")
         except ControllerMovedError as exc:
@@ -479,6 +507,10 @@ class Controller:
     def _resign(self) -> None:
         self._generation += 1  # watches of the old term go quiet
         self._stop_watches()
+        for watch in self._reassignment_watches.values():
+            watch.stop()
+        self._reassignment_watches.clear()
+        self._reassigning.clear()
         self._retry_at = None
         self._rebalance_at = None
         if self._ctx is not None:
@@ -541,6 +573,7 @@ class Controller:
             ctx.partition_states[tp] = self._classify(tp)
         self._trigger_online_partition_state_change()
         self._process_topic_deletion()
+        self._resume_reassignments(generation)
         if self._imbalance_check_s is not None:
             first_s = min(AUTO_REBALANCE_FIRST_DELAY_MS / 1000.0, self._imbalance_check_s)
             self._rebalance_at = time.monotonic() + first_s
@@ -1033,6 +1066,369 @@ class Controller:
             self._zk.delete_topic_deletion_request(
                 topic, controller_epoch_zk_version=self._epoch_zk_version
             )
+
+
+    # --- admin requests: ElectLeaders (KIP-460) and reassignments (KIP-455) ---------------
+
+    def submit(self, fn: Callable[[], _T]) -> "concurrent.futures.Future[_T]":
+        """Run ``fn`` on the controller thread behind the pending events; its result (or
+        exception) in the returned future. Any thread. A controller that stops first leaves
+        the future pending: wait with a timeout."""
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+                raise  # a moved controller still resigns
+
+        self._put(_Event("call", call=call, done=threading.Event()))
+        return future
+
+    def elect_leaders(self, election_type: int, tps: Iterable[TopicPartition]
+                      ) -> dict[TopicPartition, tuple[int, str | None, int]]:
+        """Kafka's ``processReplicaLeaderElection`` for the admin client (controller thread,
+        through :meth:`submit`): ``{tp: (error code, message, elected leader or -1)}``.
+        NOT_CONTROLLER for all when this broker is not the active controller."""
+        tps = list(dict.fromkeys(tps))
+        if not self.active:
+            return {tp: (codes.NOT_CONTROLLER, None, NO_LEADER) for tp in tps}
+        ctx = self._ctx
+        assert ctx is not None
+        results: dict[TopicPartition, tuple[int, str | None, int]] = {}
+        candidates: list[TopicPartition] = []
+        current = self._read_states([tp for tp in tps if ctx.replicas(tp)])
+        for tp in tps:
+            replicas = ctx.replicas(tp)
+            state = current.get(tp)
+            if not replicas or state is None:
+                results[tp] = (codes.UNKNOWN_TOPIC_OR_PARTITION,
+                               "The partition does not exist.", NO_LEADER)
+            elif tp.topic in ctx.topics_to_delete:
+                results[tp] = (codes.INVALID_TOPIC_EXCEPTION, "The topic is being deleted",
+                               NO_LEADER)
+            elif (state.leader == replicas[0] if election_type == ELECTION_PREFERRED
+                  else state.leader != NO_LEADER and state.leader in ctx.live_brokers):
+                results[tp] = (codes.ELECTION_NOT_NEEDED,
+                               codes.message(codes.ELECTION_NOT_NEEDED), NO_LEADER)
+            else:
+                candidates.append(tp)
+        remaining = candidates
+        for _ in range(STATE_WRITE_ATTEMPTS_MAX):
+            if not remaining:
+                break
+            remaining = self._admin_elect_round(election_type, remaining, results)
+        for tp in remaining:
+            results[tp] = (codes.NOT_CONTROLLER if not self.active else
+                           codes.UNKNOWN_SERVER_ERROR, "The election kept losing its write.",
+                           NO_LEADER)
+        return results
+
+    def _admin_elect_round(self, election_type: int, tps: list[TopicPartition],
+                           results: dict[TopicPartition, tuple[int, str | None, int]]
+                           ) -> list[TopicPartition]:
+        ctx = self._ctx
+        assert ctx is not None
+        current = self._read_states(tps)
+        live = frozenset(ctx.live_brokers)
+        decisions: dict[TopicPartition, PartitionState] = {}
+        for tp in tps:
+            state = current.get(tp)
+            replicas = ctx.replicas(tp)
+            if state is None or not replicas:
+                results[tp] = (codes.UNKNOWN_TOPIC_OR_PARTITION,
+                               "The partition does not exist.", NO_LEADER)
+                continue
+            if election_type == ELECTION_PREFERRED:
+                choice = elect_preferred(replicas, _leader_and_isr(state), live)
+                failed = (codes.PREFERRED_LEADER_NOT_AVAILABLE,
+                          f"Failed to elect leader for partition {tp} under strategy "
+                          "PreferredReplicaPartitionLeaderElectionStrategy")
+            else:
+                choice = elect_offline(replicas, _leader_and_isr(state), live,
+                                       unclean_enabled=True)
+                failed = (codes.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                          f"Failed to elect leader for partition {tp} under strategy "
+                          "OfflinePartitionLeaderElectionStrategy(true)")
+            if choice.leader_and_isr is None:
+                results[tp] = (*failed, NO_LEADER)
+                continue
+            decisions[tp] = self._next_state(choice.leader_and_isr, state)
+        if not decisions:
+            return []
+        written = self._zk.set_partition_states(
+            decisions, controller_epoch_zk_version=self._epoch_zk_version)
+        retry = []
+        kind = "preferred" if election_type == ELECTION_PREFERRED else "admin_unclean"
+        for tp, state in decisions.items():
+            outcome = written.get(tp)
+            if isinstance(outcome, BadVersionError):
+                retry.append(tp)
+            elif isinstance(outcome, Exception) or outcome is None:
+                results[tp] = (codes.UNKNOWN_SERVER_ERROR, repr(outcome), NO_LEADER)
+            else:
+                state = dataclasses.replace(state, zk_version=outcome)
+                ctx.leadership[tp] = state
+                ctx.partition_states[tp] = _ONLINE
+                self._emit_election(tp, state, kind)
+                results[tp] = (codes.NONE, None, state.leader)
+        return retry
+
+    def alter_reassignments(self, targets: Iterable[tuple[TopicPartition,
+                                                          tuple[int, ...] | None]], *,
+                            allow_replication_factor_change: bool = True
+                            ) -> list[tuple[int, str | None]]:
+        """Kafka's ``processApiPartitionReassignment`` (controller thread, through
+        :meth:`submit`): per target, in order, ``(error code, message)``; a target None
+        cancels. NOT_CONTROLLER for all when this broker is not the active controller."""
+        targets = list(targets)
+        if not self.active:
+            return [(codes.NOT_CONTROLLER, None)] * len(targets)
+        ctx = self._ctx
+        assert ctx is not None
+        results: list[tuple[int, str | None]] = []
+        for tp, target in targets:
+            replicas = ctx.replicas(tp)
+            if not replicas or tp.topic in ctx.topics_to_delete:
+                results.append((codes.UNKNOWN_TOPIC_OR_PARTITION,
+                                "The partition does not exist."))
+                continue
+            current = self._reassigning.get(tp) or ReplicaAssignment(replicas)
+            if target is None:
+                if not current.reassigning:
+                    results.append((codes.NO_REASSIGNMENT_IN_PROGRESS, None))
+                    continue
+                new = current.cancelled()
+            else:
+                check = check_cluster_target(current, target, ctx.live_brokers)
+                if check[0] == codes.NONE:
+                    check = check_replication_factor(
+                        current, target, allow_change=allow_replication_factor_change)
+                if check[0] != codes.NONE:
+                    results.append(check)
+                    continue
+                new = current.reassign_to(target)
+            self._on_partition_reassignment(tp, new)
+            results.append((codes.NONE, None))
+        return results
+
+    def _write_assignment(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
+        """U1/B6: ``/brokers/topics/<t>`` with the partition's RS, AR and RR (the topic's
+        other partitions as ZooKeeper has them)."""
+        ctx = self._ctx
+        assert ctx is not None
+        for _ in range(STATE_WRITE_ATTEMPTS_MAX):
+            data, version = self._zk.get_data_and_version(topic_path(tp.topic))
+            if version < 0:
+                raise ZkDataError(f"topic {tp.topic} has no assignment")
+            topic = decode_topic(tp.topic, data)
+            partitions = dict(topic.partitions)
+            adding = dict(topic.adding_replicas)
+            removing = dict(topic.removing_replicas)
+            partitions[tp.partition] = list(new.replicas)
+            for table, value in ((adding, new.adding), (removing, new.removing)):
+                if value:
+                    table[tp.partition] = list(value)
+                else:
+                    table.pop(tp.partition, None)
+            try:
+                self._zk.set_topic_assignment(
+                    dataclasses.replace(topic, partitions=partitions, adding_replicas=adding,
+                                        removing_replicas=removing),
+                    expected_zk_version=version)
+            except BadVersionError:
+                continue
+            ctx.assignments.setdefault(tp.topic, {})[tp.partition] = new.replicas
+            return
+        raise ZkDataError(f"the assignment of {tp.topic} kept changing")
+
+    def _on_partition_reassignment(self, tp: TopicPartition, new: ReplicaAssignment) -> None:
+        """Kafka's ``onPartitionReassignment``: phase U (the new RS/AR/RR written; replicas
+        no longer wanted leave the ISR), then phase A (leader epoch bumped so every replica
+        of RS reads its new role; the ISR watched) or phase B (complete: leader moved into
+        TRS if needed, ISR = ISR & TRS, RS = TRS written)."""
+        ctx = self._ctx
+        assert ctx is not None
+        old_replicas = ctx.replicas(tp)
+        old = self._reassigning.get(tp) or ReplicaAssignment(old_replicas)
+        if old != new:
+            self._write_assignment(tp, new)
+            self._emit("reassignment", partition=str(tp), replicas=list(new.replicas),
+                       adding=list(new.adding), removing=list(new.removing),
+                       controller_epoch=self._epoch)
+        if new.reassigning:
+            self._reassigning[tp] = new
+            self._watch_reassignment(tp)
+        else:
+            self._reassigning.pop(tp, None)
+        unneeded = [r for r in old.replicas if r not in new.replicas]
+        state = self._read_states([tp]).get(tp)
+        if state is None:
+            return
+        if new.reassigning and not reassignment_complete(new, state.isr):
+            # A1: a new leader epoch (same leader, ISR without the unneeded replicas) makes
+            # every replica of RS take its role again; A2 happens on the brokers, which host
+            # the replicas the assignment names.
+            isr = tuple(r for r in state.isr if r not in unneeded) or state.isr
+            self._write_reassignment_state(tp, state, state.leader, isr)
+            return
+        self._complete_reassignment(tp, new, state)
+
+    def _complete_reassignment(self, tp: TopicPartition, new: ReplicaAssignment,
+                               state: PartitionState) -> None:
+        """Phase B: B3 (leader into TRS when it is not there or not live, else a new epoch),
+        B4 (ISR = ISR & TRS), B6 (RS = TRS, AR = RR = []), B7 (``/admin/reassign_partitions``
+        loses the partition)."""
+        ctx = self._ctx
+        assert ctx is not None
+        target = new.target
+        leader = state.leader
+        if leader not in target or leader not in ctx.live_brokers:
+            choice = elect_reassign(target, _leader_and_isr(state), frozenset(ctx.live_brokers))
+            if choice.leader_and_isr is None:
+                _log.warning("controller %d: reassignment of %s: no live in-sync replica of "
+                             "%s to lead; waiting", self.broker_id, tp, list(target))
+                return
+            leader = choice.leader_and_isr.leader
+        isr = tuple(r for r in state.isr if r in target) or (leader,)
+        if not self._write_reassignment_state(tp, state, leader, isr):
+            return
+        self._reassigning.pop(tp, None)
+        self._write_assignment(tp, ReplicaAssignment(target))
+        self._emit("reassignment_complete", partition=str(tp), replicas=list(target),
+                   leader=leader, isr=list(isr), controller_epoch=self._epoch)
+        self._remove_from_zk_reassign_request(tp)
+        watch = self._reassignment_watches.pop(tp, None)
+        if watch is not None:
+            watch.stop()
+
+    def _write_reassignment_state(self, tp: TopicPartition, state: PartitionState,
+                                  leader: int, isr: tuple[int, ...]) -> bool:
+        """CAS the partition's state to ``leader``/``isr`` at the next leader epoch; False
+        when it lost the race (the ISR watch brings the partition back)."""
+        ctx = self._ctx
+        assert ctx is not None
+        if state.controller_epoch > self._epoch:
+            return False
+        decision = LeaderAndIsr(leader, state.leader_epoch + 1, isr)
+        written = self._zk.set_partition_states(
+            {tp: self._next_state(decision, state)},
+            controller_epoch_zk_version=self._epoch_zk_version).get(tp)
+        if isinstance(written, BadVersionError):
+            self._put(_Event("reassignment_isr_change", generation=self._generation,
+                             topic=tp.topic, partition=tp.partition))
+            return False
+        if isinstance(written, Exception) or written is None:
+            _log.error("controller %d: reassignment state of %s not written: %r",
+                       self.broker_id, tp, written)
+            self._schedule_retry()
+            return False
+        new_state = dataclasses.replace(self._next_state(decision, state), zk_version=written)
+        ctx.leadership[tp] = new_state
+        self._emit_election(tp, new_state, "reassign")
+        return True
+
+    def _watch_reassignment(self, tp: TopicPartition) -> None:
+        """The ISR of a reassigning partition (Kafka's ``PartitionReassignmentIsrChange
+        Handler``): each change of its ``state`` checks whether it completed."""
+        if tp in self._reassignment_watches:
+            return
+        generation = self._generation
+
+        def fire(*_args: Any) -> bool:
+            if self._stopping or generation != self._generation:
+                return False
+            self._put(_Event("reassignment_isr_change", generation=generation,
+                             topic=tp.topic, partition=tp.partition))
+            return True
+
+        self._reassignment_watches[tp] = self._zk.watch_data(partition_state_path(tp), fire)
+
+    def _process_reassignment_isr_change(self, tp: TopicPartition) -> None:
+        new = self._reassigning.get(tp)
+        if new is None:
+            return
+        ctx = self._ctx
+        assert ctx is not None
+        if not ctx.replicas(tp):  # the topic was deleted meanwhile: nothing to complete
+            self._reassigning.pop(tp, None)
+            watch = self._reassignment_watches.pop(tp, None)
+            if watch is not None:
+                watch.stop()
+            return
+        state = self._read_states([tp]).get(tp)
+        if state is not None and reassignment_complete(new, state.isr):
+            self._complete_reassignment(tp, new, state)
+
+    def _resume_reassignments(self, generation: int) -> None:
+        """On failover: the reassignments ZooKeeper holds (``adding_replicas`` /
+        ``removing_replicas``) continue, and ``/admin/reassign_partitions`` is watched."""
+        for watch in self._reassignment_watches.values():
+            watch.stop()
+        self._reassignment_watches.clear()
+        self._reassigning.clear()
+        for topic, assignment in self._read_assignments().items():
+            for partition in sorted(set(assignment.adding_replicas)
+                                    | set(assignment.removing_replicas)):
+                tp = TopicPartition(topic, partition)
+                current = ReplicaAssignment(
+                    tuple(assignment.partitions.get(partition, ())),
+                    tuple(assignment.adding_replicas.get(partition, ())),
+                    tuple(assignment.removing_replicas.get(partition, ())))
+                if current.reassigning and current.replicas:
+                    self._reassigning[tp] = current
+                    self._on_partition_reassignment(tp, current)
+        self._term_watches.append(self._zk.watch_data(
+            REASSIGN_PARTITIONS_PATH, self._watcher("reassign_partitions", generation)))
+
+    def _process_zk_reassign_partitions(self) -> None:
+        """``/admin/reassign_partitions`` (the pre-KIP-455 path, Kafka's
+        ``processZkPartitionReassignment``): each listed partition is reassigned as through
+        the API; the ones refused leave the request at once, the others when they
+        complete, and the znode goes when it is empty."""
+        data, version = self._zk.get_data_and_version(REASSIGN_PARTITIONS_PATH)
+        if version < 0:
+            return
+        try:
+            requested = decode_reassign_partitions(data)
+        except ZkDataError as exc:
+            _log.error("controller %d: bad reassignment request: %s", self.broker_id, exc)
+            self._zk.delete_recursive(REASSIGN_PARTITIONS_PATH,
+                                      controller_epoch_zk_version=self._epoch_zk_version)
+            return
+        pending = [tp for tp in requested
+                   if self._reassigning.get(tp) is None
+                   or list(self._reassigning[tp].target) != requested[tp]]
+        outcomes = self.alter_reassignments(
+            [(tp, tuple(requested[tp])) for tp in pending])
+        refused = [tp for tp, (code, _) in zip(pending, outcomes) if code != codes.NONE]
+        for tp in refused:
+            self._remove_from_zk_reassign_request(tp)
+
+    def _remove_from_zk_reassign_request(self, tp: TopicPartition) -> None:
+        """B7: drop ``tp`` from ``/admin/reassign_partitions``; the znode goes once empty."""
+        data, version = self._zk.get_data_and_version(REASSIGN_PARTITIONS_PATH)
+        if version < 0:
+            return
+        try:
+            requested = decode_reassign_partitions(data)
+        except ZkDataError:
+            return
+        if tp not in requested:
+            return
+        del requested[tp]
+        if not requested:
+            self._zk.delete_recursive(REASSIGN_PARTITIONS_PATH,
+                                      controller_epoch_zk_version=self._epoch_zk_version)
+        else:
+            try:
+                self._zk.conditional_update_path(
+                    REASSIGN_PARTITIONS_PATH, encode_reassign_partitions(requested), version)
+            except BadVersionError:
+                pass  # a new request replaced it: its own event reads it
 
 
 def _fmt(value: Any) -> str:

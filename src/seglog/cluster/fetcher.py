@@ -12,7 +12,10 @@ states (Kafka's ``PartitionFetchState``):
   cuts its log there (:func:`seglog.cluster.truncation.offset_truncation_state`,
   ``Log.truncate_to``), asking again while the answer is not complete (KIP-279). A log with
   no epoch at all truncates to its high watermark (Kafka's ``truncateToHighWatermark``).
-- **fetching**: Fetch v12 from the log end offset, with ``LastFetchedEpoch``; the leader's
+- **fetching**: Fetch v12 from the log end offset, with ``LastFetchedEpoch``, in a fetch session
+  with the leader (:mod:`seglog.cluster.fetch_session_client`: a full request first, then
+  incremental ones naming only what changed; an incremental answer leaves out the partitions
+  with nothing new; a session error makes the next request full, at once); the leader's
   batches are appended as they are (``Log.append_as_follower``), then the follower's high
   watermark becomes ``min(leader HW, LEO)`` and its log start follows the leader's. A
   ``DivergingEpoch`` in the answer truncates as OffsetsForLeaderEpoch would.
@@ -37,6 +40,12 @@ partition ``backoff_ms``; a failed connection delays every partition of that lea
 failure (``KafkaStorageError``, ``OSError``) or a log that is not where the fetcher left it
 marks the partition failed (Kafka's ``markPartitionFailed``).
 
+Throttle. With a follower replication quota (:mod:`.replication_quota`), a throttled
+partition that has not caught up (``lag`` unknown or above 0) is left out of the request while
+the quota is exceeded, and a request left empty so waits ``backoff_ms`` (Kafka's
+``shouldFollowerThrottle`` and empty fetch); the bytes fetched for throttled partitions are
+recorded.
+
 Threads. Everything runs on the loop thread; the fetcher calls the Log (appends, truncations,
 high watermark) synchronously between awaits, never from another thread, so a caller on the
 loop that removes a partition (:meth:`ReplicaFetcherManager.remove_partitions`) knows the
@@ -57,6 +66,7 @@ from .. import error_codes as codes
 from .. import errors
 from ..aio import wait_event
 from ..types import TopicPartition
+from .fetch_session_client import FetchSessionClient
 from .sasl_login import SaslLogin
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .inter_broker import (
@@ -78,6 +88,7 @@ from .truncation import (
 
 if TYPE_CHECKING:
     from ..storage.log import Log
+    from .replication_quota import ReplicationQuota
 
 __all__ = ["FetcherConfig", "FetchTarget", "FetchState", "ReplicaFetcherManager",
            "TRUNCATING", "FETCHING"]
@@ -189,12 +200,15 @@ class FetchState:
 class _Partition:
     """A partition in a fetcher: its target (the Log) and its current state."""
 
-    __slots__ = ("tp", "target", "state")
+    __slots__ = ("tp", "target", "state", "lag")
 
     def __init__(self, tp: TopicPartition, target: FetchTarget, state: FetchState):
         self.tp = tp
         self.target = target
         self.state = state
+        #: Kafka's ``PartitionFetchState.lag``: the leader's high watermark minus the log end
+        #: after the last answer with records (None: unknown yet); 0 is in sync.
+        self.lag: int | None = None
 
 
 def _latest_epoch(log: Log) -> int | None:
@@ -231,8 +245,14 @@ class ReplicaFetcherManager:
                  on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
                  inter_broker: InterBrokerListener | None = None,
-                 login: SaslLogin | None = None):
+                 login: SaslLogin | None = None,
+                 quota: ReplicationQuota | None = None,
+                 is_throttled: Callable[[TopicPartition], bool] | None = None):
         self.broker_id = int(broker_id)
+        #: The follower's replication throttle (:mod:`.replication_quota`) and which
+        #: partitions it throttles (None: no throttle).
+        self.quota = quota
+        self.is_throttled = is_throttled
         #: How leaders are connected to (plaintext, or TLS on an SSL inter-broker listener).
         self.inter_broker = inter_broker or InterBrokerListener()
         #: The SASL login of every connection to a leader (None: the inter-broker listener
@@ -249,8 +269,8 @@ class ReplicaFetcherManager:
         self._failed: set[TopicPartition] = set()
         self._stopping: set[asyncio.Task[None]] = set()
         self._closed = False
-        self._counts = {"connect": 0, "fetch": 0, "offsets_for_leader_epoch": 0,
-                        "list_offsets": 0}
+        self._counts = {"connect": 0, "fetch": 0, "fetch_full": 0, "fetch_incremental": 0,
+                        "offsets_for_leader_epoch": 0, "list_offsets": 0}
 
     # --- the interface ---------------------------------------------------------------------
 
@@ -321,8 +341,9 @@ class ReplicaFetcherManager:
     @property
     def request_counts(self) -> dict[str, int]:
         """How many connects and requests of each kind the fetchers made (``connect``,
-        ``fetch``, ``offsets_for_leader_epoch``, ``list_offsets``): Kafka's fetcher request
-        rate, as counts."""
+        ``fetch``, of which ``fetch_full`` and ``fetch_incremental`` (the fetch session's
+        kinds), ``offsets_for_leader_epoch``, ``list_offsets``): Kafka's fetcher request rate,
+        as counts."""
         return dict(self._counts)
 
     def count(self, kind: str) -> None:
@@ -375,6 +396,8 @@ class _LeaderFetcher:
         self._partitions: dict[TopicPartition, _Partition] = {}
         self._wake = asyncio.Event()
         self._conn: BrokerConnection | None = None
+        #: This leader's fetch session (KIP-227): full first, then incremental requests.
+        self.session = FetchSessionClient()
         # Set by stop(): the loop ends even if a cancellation is lost (Python 3.11's
         # asyncio.wait_for can swallow one that races with the awaited future's completion).
         self._stopped = False
@@ -593,13 +616,30 @@ class _LeaderFetcher:
 
     # --- fetching (Kafka's maybeFetch / processFetchRequest) -------------------------------
 
+    def _follower_throttled(self, p: _Partition) -> bool:
+        """Kafka's ``shouldFollowerThrottle``: not in sync, throttled, quota exceeded."""
+        manager = self.manager
+        quota = manager.quota
+        if quota is None or manager.is_throttled is None or not quota.bounded:
+            return False
+        if p.lag is not None and p.lag <= 0:
+            return False
+        if not manager.is_throttled(p.tp) or not quota.exceeded():
+            return False
+        quota.throttled_count += 1
+        return True
+
     async def _maybe_fetch(self) -> None:
         now = time.monotonic()
         sent: dict[TopicPartition, tuple[_Partition, FetchState]] = {}
         requests: dict[TopicPartition, FetchPartitionRequest] = {}
+        throttled = 0
         for p in list(self._partitions.values()):
             state = p.state
             if state.state != FETCHING or not state.ready(now):
+                continue
+            if self._follower_throttled(p):
+                throttled += 1  # left out of this request (Kafka's buildFetch)
                 continue
             sent[p.tp] = (p, state)
             requests[p.tp] = FetchPartitionRequest(
@@ -610,16 +650,40 @@ class _LeaderFetcher:
                                           or not self.config.truncation_on_fetch)
                 else state.last_fetched_epoch)
         if not requests:
+            if throttled:
+                # Kafka's empty fetch: wait replica.fetch.backoff.ms (or an added partition).
+                self._wake.clear()
+                await wait_event(self._wake, self.config.backoff_ms / 1000.0)
             return
         conn = await self._connection()
         self.manager.count("fetch")
-        response = await conn.fetch(
-            replica_id=self.manager.broker_id, max_wait_ms=self.config.fetch_wait_max_ms,
-            min_bytes=self.config.fetch_min_bytes,
-            max_bytes=self.config.fetch_response_max_bytes, partitions=requests,
-            timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms)
-        if response.error_code != codes.NONE:
-            # A top-level error (a fetch session problem): nothing was read; retry later.
+        session = self.session
+        plan = session.build(requests)
+        self.manager.count("fetch_full" if plan.full else "fetch_incremental")
+        try:
+            response = await conn.fetch(
+                replica_id=self.manager.broker_id, max_wait_ms=self.config.fetch_wait_max_ms,
+                min_bytes=self.config.fetch_min_bytes,
+                max_bytes=self.config.fetch_response_max_bytes, partitions=plan.partitions,
+                timeout_ms=self.config.request_timeout_ms + self.config.fetch_wait_max_ms,
+                session_id=plan.session_id, session_epoch=plan.session_epoch,
+                forgotten=plan.forgotten)
+        except BaseException:
+            # Kafka's FetchSessionHandler.handleError: the leader may or may not have seen
+            # the request, so the next one is full.
+            session.handle_error()
+            raise
+        if not session.handle_response(plan, response.error_code, response.session_id,
+                                       response.partitions):
+            if response.error_code in (codes.NONE, codes.FETCH_SESSION_ID_NOT_FOUND,
+                                       codes.INVALID_FETCH_SESSION_EPOCH):
+                # A session problem: nothing of the answer is used, and the next request
+                # (full) goes at once (Kafka: an empty fetch result).
+                _log.info("replica fetcher: Fetch session %d at broker %d: error %d; "
+                          "fetching in full", plan.session_id, self.leader_id,
+                          response.error_code)
+                return
+            # Any other top-level error: nothing was read; retry later.
             _log.info("replica fetcher: Fetch from broker %d: error %d", self.leader_id,
                       response.error_code)
             for p, state in sent.values():
@@ -632,10 +696,13 @@ class _LeaderFetcher:
                 continue
             data = response.partitions.get(tp)
             if data is None:
-                self._delay(p)  # not answered (a full response names every partition)
+                if plan.full:
+                    self._delay(p)  # not answered (a full response names every partition)
+                # An incremental answer leaves out what has nothing new.
                 continue
             code = data.error_code
             if code == codes.NONE:
+                self._count_throttled_bytes(p, len(data.records))
                 self._process_partition_data(p, state, data)
             elif code == codes.OFFSET_OUT_OF_RANGE:
                 out_of_range.append((p, state))
@@ -653,6 +720,14 @@ class _LeaderFetcher:
         for p, state in out_of_range:
             if self._current(p, state):
                 await self._handle_out_of_range(p, state)
+
+    def _count_throttled_bytes(self, p: _Partition, size_bytes: int) -> None:
+        """Kafka's ``processPartitionData``: ``quota.record(records.sizeInBytes)`` for a
+        throttled partition."""
+        manager = self.manager
+        if (size_bytes and manager.quota is not None and manager.is_throttled is not None
+                and manager.is_throttled(p.tp)):
+            manager.quota.record(size_bytes)
 
     def _process_partition_data(self, p: _Partition, state: FetchState,
                                 data: FetchPartitionResponse) -> None:
@@ -707,6 +782,8 @@ class _LeaderFetcher:
             return
         finally:
             del records
+        if len(data.records) or p.lag is None:
+            p.lag = max(0, data.high_watermark - log.end_offset)
         self._maybe_high_watermark_moved(p, high_watermark_before)
         if log.end_offset != state.fetch_offset:
             self._to_fetching(p, log.end_offset)

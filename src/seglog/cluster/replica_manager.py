@@ -100,6 +100,12 @@ SESSION_HOOK_FILE = "zookeeper-session.json"
 ZK_THREADS = 4
 #: Back-off after a failed ZooKeeper read in the metadata loop.
 _RETRY_S = 0.5
+#: How long ElectLeaders waits on the metadata loop between looks at an elected leader
+#: (each look is bounded by the request's timeout).
+METADATA_POLL_S = 0.2
+#: The least time a request waits for its turn on the controller thread (a request with a
+#: shorter timeout still gets the controller's answer when the queue is idle).
+CONTROLLER_CALL_MIN_S = 5.0
 
 
 class PartitionReplica:
@@ -271,11 +277,13 @@ class ReplicaManager(PartitionSeam):
         first metadata pass is done; :meth:`register` then makes the broker live."""
         from .fetcher import FetcherConfig, ReplicaFetcherManager
 
+        self._start_replication_quotas()
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
             on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks,
-            inter_broker=self.inter_broker, login=self.inter_broker_login)
+            inter_broker=self.inter_broker, login=self.inter_broker_login,
+            quota=self.follower_quota, is_throttled=self._follower_throttled)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -290,6 +298,7 @@ class ReplicaManager(PartitionSeam):
             zk=zk, broker_id=self.broker_id, loop=self.loop, run_blocking=self._blocking,
             on_topic_config=self._take_topic_config)
         await self.config_changes.start()
+        self.config_changes.add_broker_config_listener(self._take_replication_throttles)
         self._tasks = [
             self.loop.create_task(self._metadata_loop(), name="seglog-replica-metadata"),
             self.loop.create_task(self._isr_expiration_loop(), name="seglog-isr-expiration"),
@@ -627,9 +636,13 @@ class ReplicaManager(PartitionSeam):
                             self.partitions[tp] = PartitionReplica(
                                 tp, replicas, local_log, assignment.topic_id, self.broker_id)
                     else:
+                        if replica.replicas != replicas and replica.is_leader:
+                            replica.leader_state.update_replicas(replicas)  # reassigned
                         replica.replicas = replicas
                 elif tp in self.partitions:
-                    self._stop_replica(self.partitions.pop(tp))
+                    removed = self.partitions.pop(tp)
+                    self._stop_replica(removed)
+                    self._delete_removed_replica(removed)
                 if tp not in self._watched_states:
                     self._watched_states.add(tp)
                     self._dirty_states.add(tp)
@@ -706,6 +719,24 @@ class ReplicaManager(PartitionSeam):
         at once for the layers already read (see
         :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_broker_config_listener`)."""
         self._started(self.config_changes).add_broker_config_listener(listener)
+
+    @property
+    def keeps_client_metrics(self) -> bool:
+        """True: the subscriptions live in ZooKeeper (``/config/client-metrics/<name>``)."""
+        return True
+
+    async def alter_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        """Write subscription ``name``'s whole config set to ``/config/client-metrics/<name>``
+        and announce it, as :meth:`alter_broker_configs` does."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_CLIENT_METRICS,
+                             name, dict(configs))
+
+    def add_client_metrics_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                    ) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_client_metrics_listener`."""
+        self._started(self.config_changes).add_client_metrics_listener(listener)
 
     @property
     def keeps_client_quotas(self) -> bool:
@@ -976,6 +1007,8 @@ class ReplicaManager(PartitionSeam):
     # --- ISR changes (the leader's conditional writes) -------------------------------------------
 
     def _maybe_expand_isr(self, replica: PartitionReplica, replica_id: int) -> None:
+        if replica_id in self.removing_replicas(replica.tp):
+            return  # leaving by a reassignment: never back into the ISR (see the method)
         new_isr = replica.leader_state.isr_to_expand(
             replica_id, high_watermark=replica.log.high_watermark)
         if new_isr is not None:
@@ -1221,6 +1254,213 @@ class ReplicaManager(PartitionSeam):
             raise errors.TopicExistsError(f"Topic '{name}' already exists.") from None
         await self._wait_for_states(name, list(assignment), timeout_s)
         return topic_id
+
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """Kafka 2.8's ``/feature`` znode (:mod:`.features_zk`), watched: the changes made
+        through any broker reach ``on_change(epoch, levels)``."""
+        from .features_zk import ZkFeatureStore
+
+        return ZkFeatureStore(zk=self.zk, loop=self.loop, run_blocking=self._blocking,
+                              on_change=on_change)
+
+
+    # --- leader elections and partition reassignments (through the controller) -------------
+
+    def attach_controller(self, controller: Any) -> None:
+        """This broker's :class:`~seglog.cluster.controller.Controller`: ElectLeaders and
+        reassignments run on it when it is the active controller (Kafka 2.8's KafkaApis hands
+        them to its own controller, which answers NOT_CONTROLLER unless active)."""
+        self._controller = controller
+
+    async def _on_controller(self, fn: Callable[[Any], _Result], timeout_s: float
+                             ) -> tuple[bool, _Result | None]:
+        """``fn(controller)`` run on the controller thread: ``(True, its result)``,
+        ``(False, None)`` when this broker has no controller (yet), ``(True, None)`` when it did not run
+        within ``timeout_s`` (at least :data:`CONTROLLER_CALL_MIN_S`: a busy queue)."""
+        controller = getattr(self, "_controller", None)
+        if controller is None:
+            return False, None
+        future = controller.submit(lambda: fn(controller))
+        try:
+            result: _Result = await asyncio.wait_for(
+                asyncio.wrap_future(future), max(timeout_s, CONTROLLER_CALL_MIN_S))
+        except asyncio.TimeoutError:
+            return True, None
+        return True, result
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The controller's elections (NOT_CONTROLLER unless this broker is the active
+        controller), then Kafka's ``DelayedElectLeader``: each elected partition answers
+        NONE once this broker's metadata shows its new leader, REQUEST_TIMED_OUT after
+        ``timeout_s``."""
+        deadline_s = time.monotonic() + timeout_s
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.elect_leaders(election_type, partitions), timeout_s)
+        if outcome is None:
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return {tp: (code, None) for tp in partitions}
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        expected: dict[TopicPartition, int] = {}
+        for tp, (code, message, leader) in outcome.items():
+            if code == codes.NONE:
+                expected[tp] = leader
+            else:
+                results[tp] = (code, message)
+        while expected:
+            for tp, leader in list(expected.items()):
+                state = self.states.get(tp)
+                if state is not None and state.leader == leader:
+                    results[tp] = (codes.NONE, None)
+                    del expected[tp]
+            remaining_s = deadline_s - time.monotonic()
+            if not expected or remaining_s <= 0:
+                break
+            await self.wait_for_metadata(min(remaining_s, METADATA_POLL_S))
+        for tp in expected:
+            results[tp] = (codes.REQUEST_TIMED_OUT, None)
+        return results
+
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """The controller's ``processApiPartitionReassignment`` (NOT_CONTROLLER unless this
+        broker is the active controller): answered once the reassignment is written to
+        ZooKeeper and started, not when it completes (ListPartitionReassignments follows)."""
+        ran, outcome = await self._on_controller(
+            lambda controller: controller.alter_reassignments(
+                targets, allow_replication_factor_change=allow_replication_factor_change),
+            timeout_s)
+        if outcome is None:
+            code = codes.REQUEST_TIMED_OUT if ran else codes.NOT_CONTROLLER
+            return [(code, None)] * len(targets)
+        return list(outcome)
+
+
+    def removing_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        """The replicas of ``tp`` a reassignment is removing (its assignment's
+        ``removing_replicas``). The leader never adds one to the ISR: the controller's
+        completion writes the ISR without them before the assignment without them, and
+        this broker may read the two apart (Kafka's controller sends the target replica set
+        to the leader first, for the same reason)."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return ()
+        return tuple(assignment.removing_replicas.get(tp.partition, ()))
+
+    # --- replication throttles (KIP-73, :mod:`.replication_quota`) --------------------------
+
+    def _start_replication_quotas(self) -> None:
+        from .replication_quota import ReplicationQuota
+
+        #: The leader's and the follower's replication throttles.
+        self.leader_quota = ReplicationQuota("leader")
+        self.follower_quota = ReplicationQuota("follower")
+        #: The dynamic layers of the two rates: per broker (True) and cluster default (False).
+        self._throttle_layers: dict[bool, dict[str, str]] = {}
+        self._apply_throttle_rates()
+
+    def _take_replication_throttles(self, per_broker: bool, values: dict[str, str]) -> None:
+        """A dynamic broker layer changed (Kafka's ``BrokerConfigHandler``): the rates are
+        this broker's own, else the cluster default's, else the static config's, else none."""
+        self._throttle_layers[per_broker] = dict(values)
+        self._apply_throttle_rates()
+
+    def _apply_throttle_rates(self) -> None:
+        from .replication_quota import UNBOUNDED_BYTES_PER_S
+
+        for name, quota in (("leader.replication.throttled.rate", self.leader_quota),
+                            ("follower.replication.throttled.rate", self.follower_quota)):
+            value: Any = UNBOUNDED_BYTES_PER_S
+            for layer in (self._throttle_layers.get(True, {}),
+                          self._throttle_layers.get(False, {}), self.config):
+                if layer.get(name) is not None:
+                    value = layer[name]
+                    break
+            try:
+                bound = int(value)
+            except (TypeError, ValueError):
+                log.warning("broker %d: ignoring %s=%r (not a long)", self.broker_id, name,
+                            value)
+                continue
+            if bound != quota.bound_bytes_per_s:
+                quota.update_bound(bound)
+                log.info("broker %d: %s is now %d bytes/s", self.broker_id, name, bound)
+
+    def _partition_throttled(self, tp: TopicPartition, leader_side: bool) -> bool:
+        """Kafka's ``ReplicationQuotaManager.isThrottled``: the topic's throttled replicas
+        list of that side names ``tp`` with this broker (or is ``*``)."""
+        from .replication_quota import ALL_REPLICAS, throttled_partitions
+
+        replica = self.partitions.get(tp)
+        if replica is None:
+            return False
+        config = replica.log.config
+        entries = (config.leader_replication_throttled_replicas if leader_side
+                   else config.follower_replication_throttled_replicas)
+        if not entries:
+            return False
+        named = throttled_partitions(tuple(entries), self.broker_id)
+        return named == ALL_REPLICAS or tp.partition in named
+
+    def _follower_throttled(self, tp: TopicPartition) -> bool:
+        return self._partition_throttled(tp, leader_side=False)
+
+    def leader_throttled(self, replica: PartitionReplica, replica_id: int) -> bool:
+        """Kafka's ``shouldLeaderThrottle``: ``replica_id`` is not in the ISR, the partition
+        is throttled on the leader side here, and the leader's quota is exceeded."""
+        quota = self.leader_quota
+        if not quota.bounded or replica_id in replica.isr:
+            return False
+        if not self._partition_throttled(replica.tp, leader_side=True):
+            return False
+        if quota.exceeded():
+            quota.throttled_count += 1
+            return True
+        return False
+
+    def leader_sent(self, replica: PartitionReplica, size_bytes: int) -> None:
+        """Kafka's ``quotas.leader.record(sizeOfThrottledPartitions)``: the record bytes of
+        throttled partitions sent to followers (in the ISR or not)."""
+        if self._partition_throttled(replica.tp, leader_side=True):
+            self.leader_quota.record(size_bytes)
+
+    # --- replicas a reassignment removed (Kafka's StopReplica with delete) -----------------
+
+    def _delete_removed_replica(self, replica: PartitionReplica) -> None:
+        """This broker left ``replica``'s assignment (a completed reassignment): its records
+        go as Kafka's ``StopReplica(deletePartition=true)`` deletes the log. seglog keeps
+        every partition's directory on every broker (docs/cluster.md §6.1), so the log is
+        emptied in place: every segment renamed ``.deleted`` and removed
+        ``file.delete.delay.ms`` later (asynchronously, as Kafka's ``-delete`` directory),
+        the epoch cache and producer state cleared. On the loop thread, as a follower's
+        truncation: the fetcher no longer has the partition."""
+        tp = replica.tp
+        log_ = replica.log
+        size_bytes = log_.size_bytes
+        try:
+            log_.truncate_fully_and_start_at(0)
+        except (errors.SeglogError, OSError) as exc:
+            log.warning("broker %d: deleting the removed replica %s-%d failed: %s",
+                        self.broker_id, tp.topic, tp.partition, exc)
+            return
+        self.removed_replicas_deleted += 1
+        log.info("broker %d: replica %s-%d removed by a reassignment; its log (%d bytes) is "
+                 "deleted", self.broker_id, tp.topic, tp.partition, size_bytes)
+
+    #: How many removed replicas' logs this broker deleted (a counter for tests and logs).
+    removed_replicas_deleted = 0
+
+    def hosts_partition(self, tp: TopicPartition) -> bool:
+        """Whether this broker holds a replica of ``tp`` (it is in the partition's replicas,
+        adding ones included): DescribeLogDirs lists those only, as Kafka's brokers list the
+        logs they have."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return True  # not (yet) in the cluster's metadata: listed as found
+        return self.broker_id in assignment.partitions.get(tp.partition, ())
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:

@@ -488,3 +488,10 @@ class LeaderReplicaState:
                 return codes.NONE
             return codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return None
+
+    def update_replicas(self, replicas: Iterable[int]) -> None:
+        """The partition's assignment changed under this leader (a reassignment's replica
+        set grew or shrank: seglog's brokers read the assignment apart from the ``state``, so
+        it may change within a leader epoch): the remote replicas tracked follow it, and a
+        removed one cannot join the ISR again (Kafka's ``updateAssignmentAndIsr``)."""
+        self._update_assignment(tuple(replicas), self._isr)

@@ -237,6 +237,20 @@ class PartitionSeam(abc.ABC):
                          leader_end_offset: int, follower_log_start_offset: int) -> None:
         """A follower's fetch reached the leader (the ISR and high watermark may move)."""
 
+    def hosts_partition(self, tp: TopicPartition) -> bool:
+        """Whether this broker holds a replica of ``tp`` (DescribeLogDirs lists those); a
+        lone broker holds every partition."""
+        return True
+
+    def leader_throttled(self, replica: Any, replica_id: int) -> bool:
+        """Whether a fetch of follower ``replica_id`` gets no records of ``replica`` now (the
+        leader's replication throttle, :mod:`.replication_quota`); never on a lone broker."""
+        return False
+
+    def leader_sent(self, replica: Any, size_bytes: int) -> None:
+        """A follower's fetch answer carried ``size_bytes`` of ``replica``'s records (counted
+        by the leader's replication throttle when the partition is throttled)."""
+
     @abc.abstractmethod
     def check_acks_all_before_append(self, replica: Any) -> int:
         """NOT_ENOUGH_REPLICAS when the ISR is smaller than ``min.insync.replicas`` (an
@@ -452,6 +466,28 @@ class PartitionSeam(abc.ABC):
         dynamic layer for this broker (``per_broker`` True) or for the cluster default
         (False), made through any broker, and at once for the layers it already holds."""
 
+    # --- client-metrics subscriptions (not abstract: a cluster of one keeps them itself) ---
+
+    @property
+    def keeps_client_metrics(self) -> bool:
+        """Whether the cluster holds the client-metrics subscriptions (a ZooKeeper cluster's
+        ``/config/client-metrics``); False for a lone broker, whose config handlers keep
+        them in its data directory."""
+        return False
+
+    async def alter_client_metrics(self, name: str, configs: Mapping[str, str]) -> None:
+        """Make ``configs`` the whole config set of client-metrics subscription ``name`` for
+        the cluster (empty: none); every broker's client-metrics listeners take it. Only
+        when :attr:`keeps_client_metrics`."""
+        raise NotImplementedError("a lone broker keeps its client-metrics subscriptions itself")
+
+    def add_client_metrics_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                    ) -> None:
+        """Call ``listener(name, configs)`` on the loop whenever the cluster holds a new config
+        set for a client-metrics subscription (empty: gone), and at once for those it holds.
+        Only when :attr:`keeps_client_metrics`."""
+        raise NotImplementedError("a lone broker keeps its client-metrics subscriptions itself")
+
     # --- client quotas (not abstract: a cluster of one keeps them in its data directory) ---
 
     @property
@@ -476,3 +512,56 @@ class PartitionSeam(abc.ABC):
         :attr:`keeps_client_quotas`."""
         raise NotImplementedError("a lone broker keeps its client quotas itself")
 
+    # --- finalized features (KIP-584; not abstract: added after the other stores) ---------
+
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """Where the cluster keeps its finalized feature levels
+        (:class:`~seglog.cluster.features_store.FinalizedFeaturesStore`): a lone broker's
+        data directory, a ZooKeeper cluster's ``/feature`` znode (whose changes made through
+        other brokers reach ``on_change(epoch, levels)`` on the loop)."""
+        raise NotImplementedError("this seam keeps no finalized features")
+
+    # --- leader elections and partition reassignments (ElectLeaders, KIP-455) ----------------
+    # Added last so that the seam's other sections stay as they were (merge-friendly).
+
+    @abc.abstractmethod
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """ElectLeaders for ``partitions`` (each one a partition the cluster has):
+        ``election_type`` 0 (PREFERRED: the first replica, when it is live and in the ISR) or
+        1 (UNCLEAN: a live replica for a partition without a live leader, the ISR first).
+        Returns ``(error code, message)`` per partition: NONE once the elected leader is
+        in the metadata (waited for up to ``timeout_s``), ELECTION_NOT_NEEDED,
+        PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, NOT_CONTROLLER
+        (this broker is not the controller: the admin client asks the controller),
+        REQUEST_TIMED_OUT."""
+
+    @abc.abstractmethod
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """AlterPartitionReassignments (KIP-455) for existing partitions: each target is a
+        new replica list, or None to cancel the partition's reassignment. Returns
+        ``(error code, message)`` per target, in order: NONE once the reassignment is
+        started (or cancelled), INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR
+        (the size changes and ``allow_replication_factor_change`` is false),
+        NO_REASSIGNMENT_IN_PROGRESS (a cancellation with nothing to cancel),
+        NOT_CONTROLLER."""
+
+    def partition_reassignments(self) -> dict[TopicPartition, tuple[list[int], list[int],
+                                                                     list[int]]]:
+        """The reassignments in progress (ListPartitionReassignments):
+        ``{tp: (replicas, adding, removing)}``, from the assignments' ``adding_replicas`` /
+        ``removing_replicas`` (a lone broker never has any)."""
+        ongoing: dict[TopicPartition, tuple[list[int], list[int], list[int]]] = {}
+        for name, assignment in self.assignments.items():
+            for index in sorted(set(assignment.adding_replicas)
+                                | set(assignment.removing_replicas)):
+                adding = list(assignment.adding_replicas.get(index, ()))
+                removing = list(assignment.removing_replicas.get(index, ()))
+                if adding or removing:
+                    ongoing[TopicPartition(name, index)] = (
+                        list(assignment.partitions.get(index, ())), adding, removing)
+        return ongoing

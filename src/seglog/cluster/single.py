@@ -31,7 +31,7 @@ from ..security.acl_file import AclFileStore
 from ..security.acl_store import AclStore
 from ..storage import checkpoints
 from ..types import TopicPartition
-from . import placement, zk_data
+from . import placement, reassignment, zk_data
 from .coordinators import CoordinatorAnswer
 from .placement import ManualAssignment
 from .seam import LeadershipListener, PartitionSeam
@@ -364,6 +364,47 @@ class SingleBroker(PartitionSeam):
         """The lone broker leads every partition from the start and forever: the listener is
         told nothing (a coordinator loads everything at start)."""
         del listener  # never told anything: leadership never changes here
+
+    def finalized_features_store(self, on_change: Callable[[int, dict[str, int]], None]
+                                 ) -> Any:
+        """The finalized features file of the data directory
+        (:class:`~seglog.cluster.features_store.FileFeatureStore`); nothing else changes it,
+        so ``on_change`` is never called."""
+        from .features_store import FileFeatureStore
+
+        del on_change
+        return FileFeatureStore(self.store.path, self._run_blocking)
+
+    # --- leader elections and partition reassignments ------------------------------------
+
+    async def elect_leaders(self, election_type: int, partitions: Sequence[TopicPartition], *,
+                            timeout_s: float) -> dict[TopicPartition, tuple[int, str | None]]:
+        """ELECTION_NOT_NEEDED for every partition: this broker, the only replica, leads it
+        already (Kafka 4.4's one-node answer, for both election types)."""
+        del election_type, timeout_s  # nothing to elect on a cluster of one
+        return {tp: (codes.ELECTION_NOT_NEEDED, codes.message(codes.ELECTION_NOT_NEEDED))
+                for tp in partitions}
+
+    async def alter_partition_reassignments(
+            self, targets: Sequence[tuple[TopicPartition, tuple[int, ...] | None]], *,
+            allow_replication_factor_change: bool, timeout_s: float
+    ) -> list[tuple[int, str | None]]:
+        """Kafka 4.4's one-node answers: a target of this broker alone is a no-op success,
+        any other broker INVALID_REPLICA_ASSIGNMENT (no such broker is registered); a
+        cancellation NO_REASSIGNMENT_IN_PROGRESS (none is ever in progress)."""
+        del timeout_s  # answered at once
+        results: list[tuple[int, str | None]] = []
+        for _tp, target in targets:
+            if target is None:
+                results.append((codes.NO_REASSIGNMENT_IN_PROGRESS, None))
+                continue
+            result = reassignment.check_lone_target(self.broker_id, target)
+            if result[0] == codes.NONE:
+                result = reassignment.check_replication_factor(
+                    reassignment.ReplicaAssignment((self.broker_id,)), target,
+                    allow_change=allow_replication_factor_change)
+            results.append(result)
+        return results
 
 
 def _topic_uuid(topic: Any) -> uuid.UUID | None:

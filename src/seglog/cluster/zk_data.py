@@ -93,6 +93,9 @@ FEATURE_PATH = "/feature"
 CONFIG_TYPE_TOPIC = "topics"
 CONFIG_TYPE_BROKER = "brokers"
 CONFIG_TYPES = (CONFIG_TYPE_TOPIC, "clients", "users", CONFIG_TYPE_BROKER, "ips")
+#: Client-metrics subscriptions (KIP-714; KRaft-only in Kafka, kept by seglog's ZooKeeper
+#: cluster under ``/config/client-metrics/<name>`` like the other config entities).
+CONFIG_TYPE_CLIENT_METRICS = "client-metrics"
 #: ``ConfigEntityName.Default``: the entity name of the defaults of a type
 #: (``/config/brokers/<default>``: the dynamic broker configs of the whole cluster).
 DEFAULT_ENTITY_NAME = "<default>"

@@ -37,6 +37,8 @@ OVERLAY: dict[tuple[int, int], tuple[str, str]] = {
     (28, 6): ("txn_offset_commit_v6:TxnOffsetCommitRequest",
               "txn_offset_commit_v6:TxnOffsetCommitResponse"),
     (42, 3): ("delete_groups_v3:DeleteGroupsRequest", "delete_groups_v3:DeleteGroupsResponse"),
+    (66, 2): ("list_transactions_v2:ListTransactionsRequest",
+              "list_transactions_v2:ListTransactionsResponse"),
 }
 
 #: Names of the API keys kio does not know (Kafka 4.4's ``ApiKeys``).

@@ -48,6 +48,7 @@ from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
+from .finalized_features import FINALIZED_FEATURES_KEY, FinalizedFeatures
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
 from .principal import ConnectionSecurity
 from .sasl.settings import SASL_PROTOCOLS
@@ -299,6 +300,10 @@ class Server:
             host=adv_host, port=adv_port, loop=self.loop,
             appended=AppendNotifier(self.loop), test_breaks=self.test_breaks,
             endpoints=tuple(endpoints))
+        # The finalized features ApiVersions advertises, for the UpdateFeatures handler and
+        # the cluster's /feature watch (admin_features' start loads what the cluster holds).
+        self.state.extensions[FINALIZED_FEATURES_KEY] = FinalizedFeatures(
+            lambda: self.finalized_features, self.set_finalized_features)
         if self._cluster_factory is not None:
             # A cluster member's seam; a lone broker's state made its own (a cluster of one).
             replica_manager = self._cluster_factory(self.state)
@@ -941,6 +946,7 @@ class Broker:
                 "leader.imbalance.per.broker.percentage"],
             test_breaks=self.test_breaks)
         self._controller = controller
+        replica_manager.attach_controller(controller)  # ElectLeaders, reassignments
         await state.run_blocking(controller.start)
         log.info("broker %d joined cluster %s (ZooKeeper %s) as %s:%d", state.node_id,
                  state.cluster_id, self.config["zookeeper.connect"], state.host, state.port)

@@ -44,6 +44,8 @@ Handle = Callable[[RequestContext, Any], Awaitable[Response]]
 API_MODULES = (
     "seglog.server.apis.data",
     "seglog.server.apis.admin",
+    "seglog.server.apis.admin_describe_partitions",
+    "seglog.server.apis.admin_features",
     "seglog.server.apis.groups",
     "seglog.server.apis.consumer_groups",
     "seglog.server.apis.txn",
@@ -52,6 +54,9 @@ API_MODULES = (
     "seglog.server.apis.tokens",
     "seglog.server.apis.client_quotas",
     "seglog.server.apis.acls",
+    "seglog.server.apis.admin_cluster_ops",
+    "seglog.server.apis.config_resources",
+    "seglog.server.apis.log_dirs",
 )
 
 

@@ -23,7 +23,7 @@ import struct
 from typing import Any, Callable, Union
 
 from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, \
-    classify_field
+    classify_field, is_optional
 from kio.static.protocol import Entity
 
 from ..errors import InvalidRequestError
@@ -147,9 +147,22 @@ def _primitive(kafka_type: str, flexible: bool) -> Step:
     raise TypeError(f"no length rule for Kafka type {kafka_type!r}")
 
 
+def _nullable_struct(inner: Step) -> Step:
+    # A nullable struct (DescribeTopicPartitions' Cursor) is an int8 marker first: negative
+    # for null, else the struct follows (Kafka's generated readers; kio writes -1 and 1).
+    def step(buf: RequestBytes, pos: int, end: int) -> int:
+        if pos >= end:
+            raise _bad("the request ends inside a field")
+        marker = buf[pos]
+        return pos + 1 if marker >= 0x80 else inner(buf, pos + 1, end)
+    return step
+
+
 def _field_step(field: dataclasses.Field[Any], flexible: bool) -> Step:
     kind = classify_field(field)
     if isinstance(kind, EntityField):
+        if "tag" not in field.metadata and is_optional(field):
+            return _nullable_struct(checker(kind.type_))
         return checker(kind.type_)
     if isinstance(kind, EntityTupleField):
         return _array(flexible, checker(kind.type_))

@@ -170,7 +170,9 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     as a log dir with KAFKA_STORAGE_ERROR and no topics. Kafka fails a whole log dir where
     seglog fails one partition; the partition's directory is what is offline here, and
     Kafka's AdminClient, kafka-log-dirs and confluent-kafka read an extra dir with an error
-    as they read a failed disk (the healthy partitions stay listed under the data dir)."""
+    as they read a failed disk (the healthy partitions stay listed under the data dir).
+    In a cluster only the partitions this broker holds a replica of are listed (the seam's
+    ``hosts_partition``)."""
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(35, ctx.api_version)
@@ -178,6 +180,12 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
         return make(response_cls, throttle_time=NO_THROTTLE,
                     error_code=codes.CLUSTER_AUTHORIZATION_FAILED, results=())
     topics = await state.run_blocking(_log_dir_topics, store, request.topics)
+    # In a cluster a broker lists the replicas it holds (not the empty directories of the
+    # others' partitions, nor a replica a reassignment removed).
+    cluster = partition_seam(state)
+    topics = [(name, kept) for name, rows in topics
+              if (kept := [(p, size) for p, size in rows
+                           if cluster.hosts_partition(TopicPartition(name, p))])]
     st = os.statvfs(store.path)
     result = make(m.DescribeLogDirsResult, error_code=NONE,
                    log_dir=os.path.abspath(store.path), topics=tuple(

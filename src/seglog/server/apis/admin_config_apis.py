@@ -8,13 +8,15 @@ import logging
 from typing import Any, Callable, Collection, Sequence, TypedDict
 
 from ... import error_codes as codes
-from ...config_table import TOPIC_CONFIGS, broker_key
+from ...config_table import (BROKER_CONFIGS, DESCRIBED_AT_DEFAULT, DYNAMIC_ONLY, TOPIC_CONFIGS,
+                             broker_key)
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from ..config import CONFIG_DEFS
 from ..authorization import AclOperation, ResourceType, authorize, authorize_cluster
 from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
+from . import client_metrics_configs as cm
 from .admin_state import (
     dynamic_configs, save_configs, set_dynamic_layer, topic_defaults, topic_overrides_of,
 )
@@ -95,15 +97,24 @@ def _broker_config_entries(state: BrokerState, per_broker: bool, *, synonyms: bo
     cluster defaults (the ``""`` resource)."""
     dynamic = dynamic_configs(state)
     effective = dynamic.effective
-    names = sorted(CONFIG_DEFS) if per_broker else sorted(dynamic.cluster_default)
+    # Every config seglog takes, and the refused ones whose Kafka default describes it
+    # (config_table.DESCRIBE_RULE).
+    names = sorted(set(CONFIG_DEFS) | DESCRIBED_AT_DEFAULT) if per_broker \
+        else sorted(dynamic.cluster_default)
     out: list[ConfigEntry] = []
     for name in names:
         if keys and name not in keys:
             continue
-        d = CONFIG_DEFS.get(name)
+        d = BROKER_CONFIGS.get(name)
         kind = d.type if d is not None else "string"
         sensitive = d is not None and d.sensitive
         found = dynamic.synonyms(name, per_broker=per_broker)
+        if name in DYNAMIC_ONLY:
+            # Not in KafkaConfig's ConfigDef: Kafka lists one only while it is set, with no
+            # default synonym.
+            found = [f for f in found if f[2] != cfg.SOURCE_DEFAULT]
+            if not found:
+                continue
         if per_broker and name in ("node.id", "broker.id") and not found[1:]:
             # Not set: this broker's id is the data directory's (meta.properties).
             found = [(name, str(state.node_id), cfg.SOURCE_STATIC)]
@@ -197,7 +208,7 @@ def config_authorization_error(ctx: RequestContext, operation: AclOperation,
     if resource_type == RESOURCE_TOPIC:
         allowed = authorize(ctx, operation, ResourceType.TOPIC, name)
         return codes.NONE if allowed else codes.TOPIC_AUTHORIZATION_FAILED
-    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, cm.RESOURCE_CLIENT_METRICS):
         allowed = authorize_cluster(ctx, operation)
         return codes.NONE if allowed else codes.CLUSTER_AUTHORIZATION_FAILED
     return codes.NONE
@@ -209,7 +220,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(32, ctx.api_version)
-    known = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER)
+    known = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, cm.RESOURCE_CLIENT_METRICS)
     if any(r.resource_type not in known for r in request.resources):
         # Kafka fails the whole request on a resource type it cannot authorize.
         return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
@@ -248,6 +259,13 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 per_broker = broker_id_of(state, resource.resource_name, describe=True)
                 entries = _broker_config_entries(state, per_broker, synonyms=synonyms,
                                                  documentation=documentation, keys=keys)
+            elif resource.resource_type == cm.RESOURCE_CLIENT_METRICS:
+                if not resource.resource_name:
+                    raise Refused(codes.INVALID_REQUEST,
+                                  "Client metrics subscription name must not be empty")
+                values = dynamic_configs(state).client_metrics.get(resource.resource_name, {})
+                entries = cm.describe_entries(values, synonyms=synonyms,
+                                              documentation=documentation, keys=keys)
             else:
                 if not resource.resource_name:
                     raise Refused(codes.INVALID_REQUEST, "Broker id must not be empty")
@@ -257,7 +275,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 **e, "synonyms": tuple(make(m.DescribeConfigsSynonym, name=n, value=v,
                                              source=s) for n, v, s in e["synonyms"])})
                 for e in entries)
-            results.append(make(m.DescribeConfigsResult, error_code=codes.NONE, error_message=None,
+            # Kafka answers a client-metrics resource with an empty message, others with null.
+            ok_message = "" if resource.resource_type == cm.RESOURCE_CLIENT_METRICS else None
+            results.append(make(m.DescribeConfigsResult, error_code=codes.NONE,
+                                error_message=ok_message,
                                  resource_type=resource.resource_type,
                                  resource_name=resource.resource_name, configs=configs))
         except Refused as e:
@@ -382,6 +403,50 @@ async def _alter(state: BrokerState, resource_type: int, resource_name: str, val
     alter(state, resource_name, values, False)
 
 
+async def _alter_client_metrics(state: BrokerState, resource: Any, validate_only: bool
+                                ) -> None:
+    """IncrementalAlterConfigs on a client-metrics subscription (Kafka's
+    ``ClientMetricsConfigs.validate`` over the whole resulting set; no APPEND/SUBTRACT, as
+    Kafka treats none of its keys as a list there); a subscription left with no config is
+    gone. A lone broker keeps them in its dynamic configs file; a ZooKeeper cluster in
+    ``/config/client-metrics/<name>``, which every broker reads (the seam)."""
+    seam = partition_seam(state)
+    dynamic = dynamic_configs(state)
+    name = resource.resource_name
+    current = dynamic.client_metrics.get(name, {})
+    new = _incremental(current, current, resource.configs, is_list=lambda _n: False,
+                       append_error=lambda n, op: (f"Can't {OP_NAMES[op]} to key {n} because "
+                                                   "its type is not LIST."))
+    cm.validate(name, new)
+    if validate_only or new == current:
+        return
+    if seam.keeps_client_metrics:
+        try:
+            await seam.alter_client_metrics(name, new)
+        except (SeglogError, ValueError) as e:
+            raise Refused(code_of(e) if isinstance(e, SeglogError) else codes.INVALID_REQUEST,
+                          str(e)) from None
+        # The cluster's listener takes it too; set here so that this broker's next
+        # describe sees the change at once.
+        take_client_metrics(state, name, new)
+        return
+    if new:
+        dynamic.client_metrics[name] = new
+    else:
+        dynamic.client_metrics.pop(name, None)
+    save_configs(state)
+
+
+def take_client_metrics(state: BrokerState, name: str, values: dict[str, str]) -> None:
+    """Client-metrics subscription ``name`` as the cluster now holds it (empty: gone); a
+    cluster's subscriptions live in ZooKeeper, not in this broker's file."""
+    dynamic = dynamic_configs(state)
+    if values:
+        dynamic.client_metrics[name] = dict(values)
+    else:
+        dynamic.client_metrics.pop(name, None)
+
+
 def _is_list_topic_config(name: str) -> bool:
     return name in TOPIC_CONFIG_NAMES and cfg.topic_config_kind(name) == "list"
 
@@ -436,6 +501,8 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
                              request.validate_only)
             elif resource.resource_type == RESOURCE_BROKER_LOGGER:
                 _alter_loggers(state, resource, request.validate_only)
+            elif resource.resource_type == cm.RESOURCE_CLIENT_METRICS:
+                await _alter_client_metrics(state, resource, request.validate_only)
             else:
                 raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")

@@ -120,6 +120,8 @@ class DynamicConfigs:
         #: Topic id -> the overrides a client set explicitly (an override equal to the
         #: broker's default is still one, as in Kafka), normalised as LogConfig writes them.
         self.topic_overrides: dict[str, dict[str, str]] = {}
+        #: Client-metrics subscriptions (KIP-714): name -> the configs set (never empty).
+        self.client_metrics: dict[str, dict[str, str]] = {}
         self._load()
         self.effective = self.merged(self.per_broker, self.cluster_default)
 
@@ -161,6 +163,18 @@ class DynamicConfigs:
                 raise CorruptCheckpointError(f"{self.path}: topic_overrides of {topic_id!r} "
                                              "must map names to strings", path=self.path)
             self.topic_overrides[str(topic_id)] = dict(overrides)
+        subscriptions = data.get("client_metrics", {})
+        if not isinstance(subscriptions, dict):
+            raise CorruptCheckpointError(f"{self.path}: client_metrics must be an object",
+                                         path=self.path)
+        self.client_metrics = {}
+        for name, values in subscriptions.items():
+            if not isinstance(values, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
+                raise CorruptCheckpointError(f"{self.path}: client_metrics of {name!r} "
+                                             "must map names to strings", path=self.path)
+            if values:
+                self.client_metrics[str(name)] = dict(values)
         try:
             self.merged(self.per_broker, self.cluster_default)
         except InvalidConfigError as e:
@@ -181,7 +195,8 @@ class DynamicConfigs:
                                     if k in live_topic_ids and v}
         text = json.dumps({"version": _FILE_VERSION, "broker": self.per_broker,
                            "cluster_default": self.cluster_default,
-                           "topic_overrides": self.topic_overrides}, indent=1, sort_keys=True)
+                           "topic_overrides": self.topic_overrides,
+                           "client_metrics": self.client_metrics}, indent=1, sort_keys=True)
         checkpoints.atomic_write_bytes(self.path, (text + "\n").encode("utf-8"))
 
     def overrides_of(self, topic_id: str, config: LogConfig,

@@ -20,11 +20,13 @@ stable offset, with the aborted transactions that overlap what was read (the tes
 negative control ``read_committed_sees_aborted`` of ``BrokerState.test_breaks``,
 :mod:`seglog.cluster.test_breaks`, answers an empty list instead).
 
-Fetch sessions (KIP-227). This broker keeps none: a full request (session epoch 0 or -1) is
-answered with session id 0, which both the Java client (``FetchSessionHandler``: "sent a full
-fetch response with no session", it stays on full requests) and librdkafka (which sends
-sessionless requests) accept; an incremental request (any other epoch) gets
-FETCH_SESSION_ID_NOT_FOUND, as Kafka answers a session it does not know.
+Fetch sessions (KIP-227, :mod:`seglog.server.fetch_sessions`). The request's session id and
+epoch pick its context: a full request (epoch 0) is answered in full with a new session id
+when the cache has room; an incremental one reads every partition of its session (the ones it
+names added or updated, its ``forgotten_topics_data`` dropped) and answers only those with
+something new; epoch -1 is sessionless (session id 0). Session errors are answered with no
+partitions and session id 0. Authorization, reading and waiting are the same for every kind:
+an incremental request with nothing new waits ``max_wait_ms`` as a full one does.
 
 Followers. On a single-node broker a fetch from a replica (``replica_id`` >= 0) is refused
 per partition, as Kafka refuses a replica not in the partition's assignment
@@ -38,6 +40,8 @@ leader's epoch cache and a divergence answered at once with ``DivergingEpoch`` a
 otherwise the follower's fetch offset is recorded (once per request, at its first read): the
 ISR may grow, the high watermark may move and delayed produces complete
 (:mod:`seglog.cluster.replica_manager`). Consumers read to the high watermark as always.
+The leader's replication throttle (:mod:`seglog.cluster.replication_quota`) answers a
+throttled follower out of the ISR no records of a partition while its quota is exceeded.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ from .. import quotas
 from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
                              filter_authorized)
 from ..context import RawResponse, RequestContext
+from ..fetch_sessions import (CACHE_SLOTS_DEFAULT, FINAL_EPOCH, FetchContext, FetchManager,
+                              PartitionData, PartitionKey, PartitionOutcome)
 from .data_fetch_codec import PartitionResult, encode_fetch_response
 from .data_topics import (
     gone_or_storage_error,
@@ -66,7 +72,8 @@ from ...types import TopicPartition
 if TYPE_CHECKING:
     from ...store import Store, Topic
 
-__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "FETCH_MAX_BYTES_DEFAULT", "handle_fetch"]
+__all__ = ["API_KEY", "VERSION_MIN", "VERSION_MAX", "FETCH_MAX_BYTES_DEFAULT", "SESSIONS_KEY",
+           "fetch_manager", "handle_fetch"]
 
 API_KEY = 1
 VERSION_MIN = 4
@@ -78,8 +85,21 @@ FETCH_MAX_BYTES_DEFAULT = 55 * 1024 * 1024
 CONSUMER_REPLICA_ID = -1
 #: The request's isolation level (Kafka's ``IsolationLevel`` id) as :meth:`Log.read`'s name.
 _ISOLATION = {0: "read_uncommitted", 1: "read_committed"}
-#: The session epochs of a full request (``FetchMetadata.INITIAL_EPOCH``, ``FINAL_EPOCH``).
-_SESSION_EPOCHS_FULL = (0, -1)
+#: Where the broker's :class:`~seglog.server.fetch_sessions.FetchManager` lives in
+#: ``BrokerState.extensions``.
+SESSIONS_KEY = "seglog.server.fetch_sessions"
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+def fetch_manager(broker: Any) -> FetchManager:
+    """The broker's fetch session cache (made at its first Fetch, sized by
+    ``max.incremental.fetch.session.cache.slots``)."""
+    manager = broker.extensions.get(SESSIONS_KEY)
+    if not isinstance(manager, FetchManager):
+        slots = int(broker.config.get("max.incremental.fetch.session.cache.slots",
+                                      CACHE_SLOTS_DEFAULT))
+        manager = broker.extensions[SESSIONS_KEY] = FetchManager(slots)
+    return manager
 
 
 def _failed(partition: int, code: int) -> PartitionResult:
@@ -95,7 +115,7 @@ class _Wanted:
                  "current_leader_epoch", "replica", "last_fetched_epoch",
                  "follower_log_start_offset")
 
-    def __init__(self, key: str | uuid.UUID | None, topic: Topic | None, partition: int,
+    def __init__(self, key: str | uuid.UUID, topic: Topic | None, partition: int,
                  log: Any, error_code: int,
                  fetch_offset: int, max_bytes: int, current_leader_epoch: int,
                  replica: Any = None, last_fetched_epoch: int = -1,
@@ -121,7 +141,46 @@ def _replica_id(request: Any) -> int:
     return int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
 
 
-def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
+def _topic_key(version: int, fetch_topic: Any) -> str | uuid.UUID:
+    if version >= 13:
+        return fetch_topic.topic_id or _ZERO_UUID
+    return str(fetch_topic.topic)
+
+
+def _requested(ctx: RequestContext, request: Any
+               ) -> tuple[dict[PartitionKey, PartitionData], list[PartitionKey]]:
+    """The request's partitions (Kafka's ``fetchData``, first of duplicates kept in place,
+    the last one's parameters) and the ones it forgets (v7+)."""
+    version = ctx.api_version
+    fetch_data: dict[PartitionKey, PartitionData] = {}
+    for fetch_topic in request.topics:
+        key = _topic_key(version, fetch_topic)
+        for p in fetch_topic.partitions:
+            fetch_data[(key, int(p.partition))] = PartitionData(
+                int(p.fetch_offset), int(getattr(p, "log_start_offset", -1)),
+                int(p.partition_max_bytes), int(getattr(p, "current_leader_epoch", -1)),
+                int(getattr(p, "last_fetched_epoch", -1)))
+    forgotten: list[PartitionKey] = []
+    for forgotten_topic in getattr(request, "forgotten_topics_data", None) or ():
+        key = _topic_key(version, forgotten_topic)
+        forgotten.extend((key, int(index)) for index in forgotten_topic.partitions)
+    return fetch_data, forgotten
+
+
+def _by_topic(partitions: Sequence[tuple[PartitionKey, PartitionData]]
+              ) -> list[tuple[str | uuid.UUID, list[tuple[int, PartitionData]]]]:
+    """Consecutive partitions of one topic grouped, in order."""
+    topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionData]]]] = []
+    for (key, index), data in partitions:
+        if topics and topics[-1][0] == key:
+            topics[-1][1].append((index, data))
+        else:
+            topics.append((key, [(index, data)]))
+    return topics
+
+
+def _resolve(ctx: RequestContext, request: Any,
+             partitions: Sequence[tuple[PartitionKey, PartitionData]]) -> list[_Wanted]:
     by_id = ctx.api_version >= 13
     store = ctx.broker.store
     ids = topic_ids(ctx.broker) if by_id else None
@@ -132,11 +191,14 @@ def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
     # KafkaApis: a follower needs CLUSTER_ACTION, a consumer READ on each topic (checked
     # before the topic's existence, once its name is known).
     cluster_action = follower and authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    topics = _by_topic(partitions)
     readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC, (
-        t.topic for t in request.topics)) if not by_id and not follower else None
-    for fetch_topic in request.topics:
-        key = fetch_topic.topic_id if by_id else fetch_topic.topic
-        topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
+        str(key) for key, _ in topics)) if not by_id and not follower else None
+    for key, entries in topics:
+        if ids is not None:
+            topic = ids.topic(key) if isinstance(key, uuid.UUID) else None
+        else:
+            topic = topic_or_none(store, key) if isinstance(key, str) else None
         if follower:
             denied = not cluster_action
         elif readable is not None:
@@ -144,32 +206,31 @@ def _resolve(ctx: RequestContext, request: Any) -> list[_Wanted]:
         else:
             denied = topic is not None and not authorize(
                 ctx, AclOperation.READ, ResourceType.TOPIC, topic.name)
-        for p in fetch_topic.partitions:
-            epoch = int(getattr(p, "current_leader_epoch", -1))
+        for index, p in entries:
+            epoch = p.current_leader_epoch
             log, code, replica = None, codes.NONE, None
             if denied and (topic is not None or not by_id or follower):
                 code = codes.TOPIC_AUTHORIZATION_FAILED
             elif topic is None:
                 code = codes.UNKNOWN_TOPIC_ID if by_id else codes.UNKNOWN_TOPIC_OR_PARTITION
-            elif not 0 <= p.partition < topic.partitions:
+            elif not 0 <= index < topic.partitions:
                 code = codes.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 # Only the leader serves fetches, a follower's (replica id >= 0, one of the
                 # partition's replicas) and a consumer's alike; a request's stale leader
                 # epoch is fenced first (Partition.localLogWithEpochOrThrow).
-                replica = cluster.leader_replica(TopicPartition(topic.name, p.partition))
+                replica = cluster.leader_replica(TopicPartition(topic.name, index))
                 if replica is None:
-                    code = cluster.no_replica_error(TopicPartition(topic.name, p.partition))
+                    code = cluster.no_replica_error(TopicPartition(topic.name, index))
                 elif follower and replica_id not in replica.replicas:
                     code = cluster.check_leader_epoch(replica, epoch) \
                         or codes.NOT_LEADER_OR_FOLLOWER
                     replica = None
                 else:
                     log = replica.log
-            wanted.append(_Wanted(key, topic, p.partition, log, code, int(p.fetch_offset),
-                                  int(p.partition_max_bytes), epoch, replica,
-                                  int(getattr(p, "last_fetched_epoch", -1)),
-                                  int(getattr(p, "log_start_offset", -1))))
+            wanted.append(_Wanted(key, topic, index, log, code, p.fetch_offset,
+                                  p.max_bytes, epoch, replica, p.last_fetched_epoch,
+                                  p.log_start_offset))
     return wanted
 
 
@@ -215,6 +276,11 @@ def _read_one(store: Store, w: _Wanted, *, limit_bytes: int, min_one_batch: bool
         # (Kafka's initialHighWatermark): a follower's lags the leader's by one fetch.
         cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
                                  w.follower_log_start_offset)
+    if follower and len(result.buffer) and cluster.leader_throttled(w.replica, replica_id):
+        # Kafka's shouldLeaderThrottle: a throttled replica out of the ISR over the leader's
+        # replication quota gets no records of this partition (not a delay).
+        return PartitionResult(w.partition, codes.NONE, result.high_watermark,
+                               result.last_stable_offset, result.start_offset, None, b"")
     aborted = result.aborted_transactions
     if aborted is not None and breaks.enabled("read_committed_sees_aborted"):
         aborted = []  # the negative control: the consumer keeps every aborted record
@@ -253,32 +319,46 @@ def _read_all(store: Store, wanted: list[_Wanted], *, max_bytes: int,
     return results, total_bytes, failed
 
 
-def _answer(ctx: RequestContext, wanted: list[_Wanted],
+def _answer(ctx: RequestContext, context: FetchContext, wanted: list[_Wanted],
             results: Sequence[tuple[_Wanted, PartitionResult]], *, size_bytes: int,
             replica_id: int, started_ns: int) -> RawResponse:
     """The answer to a Fetch, under the client's quotas (``handleFetchRequest``): a consumer
     over its ``consumer_byte_rate`` or ``request_percentage`` is answered empty with the
-    throttle time (its bytes are not counted), a follower never is."""
+    throttle time (its bytes are not counted; a full request gets no session then), a
+    follower never is (its bytes count against the leader's replication throttle)."""
+    if replica_id >= 0:
+        cluster = partition_seam(ctx.broker)
+        for w, r in results:
+            if len(r.records) and w.replica is not None:
+                cluster.leader_sent(w.replica, len(r.records))
     if replica_id < 0 and quotas.any_quota(ctx):
         throttle_ms = quotas.fetch_throttle_ms(ctx, size_bytes,
                                                time.perf_counter_ns() - started_ns)
         if throttle_ms > 0:
+            error_code, session_id = context.throttled()
             return RawResponse(encode_fetch_response(ctx.api_version,
                                                      throttle_time_ms=throttle_ms,
-                                                     error_code=codes.NONE, session_id=0,
-                                                     topics=()),
+                                                     error_code=error_code,
+                                                     session_id=session_id, topics=()),
                                throttle_time_ms=throttle_ms)
-    return _response(ctx, wanted, results)
+    return _response(ctx, context, wanted, results)
 
 
-def _response(ctx: RequestContext, wanted: list[_Wanted],
-              results: Sequence[tuple[_Wanted, PartitionResult]], *,
-              error_code: int = codes.NONE) -> RawResponse:
+def _response(ctx: RequestContext, context: FetchContext, wanted: list[_Wanted],
+              results: Sequence[tuple[_Wanted, PartitionResult]]) -> RawResponse:
     # Kafka's order: the partitions read, then the ones that failed before reading;
     # consecutive partitions of one topic share a topic entry (FetchResponse.toMessage).
     answers = [(w.key, r) for w, r in results]
     answers += [(w.key, _failed(w.partition, w.error_code))
                 for w in wanted if w.error_code != codes.NONE]
+    # The session decides what is sent (an incremental answer: only what changed).
+    error_code, session_id, keys = context.respond([
+        ((key, r.partition), PartitionOutcome(r.error_code, r.high_watermark,
+                                              r.log_start_offset, len(r.records),
+                                              r.diverging_epoch is not None))
+        for key, r in answers])
+    if keys is not None:
+        answers = [(key, r) for key, r in answers if (key, r.partition) in keys]
     topics: list[tuple[str | uuid.UUID | None, list[PartitionResult]]] = []
     for key, result in answers:
         if topics and topics[-1][0] == key:
@@ -286,21 +366,26 @@ def _response(ctx: RequestContext, wanted: list[_Wanted],
         else:
             topics.append((key, [result]))
     return RawResponse(encode_fetch_response(ctx.api_version, throttle_time_ms=0,
-                                             error_code=error_code, session_id=0,
+                                             error_code=error_code, session_id=session_id,
                                              topics=topics))
 
 
 async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     """Answer a Fetch request (see the module docstring)."""
     version = ctx.api_version
-    if version >= 7 and int(request.session_epoch) not in _SESSION_EPOCHS_FULL:
-        return RawResponse(encode_fetch_response(
-            version, throttle_time_ms=0, error_code=codes.FETCH_SESSION_ID_NOT_FOUND,
-            session_id=0, topics=()))
     broker = ctx.broker
+    replica_id = _replica_id(request)
+    fetch_data, forgotten = _requested(ctx, request)
+    context = fetch_manager(broker).new_context(
+        version, int(getattr(request, "session_id", 0)),
+        int(getattr(request, "session_epoch", FINAL_EPOCH)), follower=replica_id >= 0,
+        fetch_data=fetch_data, to_forget=forgotten)
+    if context.kind == "error":
+        return RawResponse(encode_fetch_response(
+            version, throttle_time_ms=0, error_code=context.error_code, session_id=0,
+            topics=()))
     config_max = int(broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
     max_bytes = min(int(request.max_bytes), config_max)  # negative: see _read_one
-    replica_id = _replica_id(request)
     if replica_id < 0 and quotas.any_quota(ctx):
         # A consumer gets no more than its fetch quota allows in one window (Kafka caps
         # fetch.max.bytes so: a larger answer would be throttled whatever came before).
@@ -311,7 +396,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     isolation = _ISOLATION.get(int(request.isolation_level), "read_uncommitted")
     max_wait_ms = max(int(request.max_wait.total_seconds() * 1000), 0)
     deadline_s = time.monotonic() + max_wait_ms / 1000.0
-    wanted = _resolve(ctx, request)
+    wanted = _resolve(ctx, request, context.partitions())
     appended = broker.appended
     seen = appended.count
     store = broker.store
@@ -325,8 +410,8 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
     # Partitions that failed before reading (unknown ones) do not end the wait: Kafka's
     # delayed fetch covers the partitions it could read.
     if max_wait_ms <= 0 or not results or size_bytes >= min_bytes or failed:
-        return _answer(ctx, wanted, results, size_bytes=size_bytes, replica_id=replica_id,
-                       started_ns=started_ns)
+        return _answer(ctx, context, wanted, results, size_bytes=size_bytes,
+                       replica_id=replica_id, started_ns=started_ns)
     while not getattr(broker, "closing", False):
         remaining_s = deadline_s - time.monotonic()
         if remaining_s <= 0:
@@ -339,11 +424,11 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> RawResponse:
                                                 isolation=isolation, cluster=cluster,
                                                 replica_id=replica_id, breaks=breaks)
         if size_bytes >= min_bytes or failed:
-            return _answer(ctx, wanted, results, size_bytes=size_bytes,
+            return _answer(ctx, context, wanted, results, size_bytes=size_bytes,
                            replica_id=replica_id, started_ns=started_ns)
     started_ns = time.perf_counter_ns()
     results, size_bytes, _failed_any = _read_all(store, wanted, max_bytes=max_bytes,
                                                  isolation=isolation, cluster=cluster,
                                                  replica_id=replica_id, breaks=breaks)
-    return _answer(ctx, wanted, results, size_bytes=size_bytes, replica_id=replica_id,
-                   started_ns=started_ns)
+    return _answer(ctx, context, wanted, results, size_bytes=size_bytes,
+                   replica_id=replica_id, started_ns=started_ns)

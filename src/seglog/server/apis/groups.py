@@ -872,9 +872,10 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
 
 
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """DeleteGroups v0-v2: NON_EMPTY_GROUP while members are in, GROUP_ID_NOT_FOUND for a
+    """DeleteGroups v0-v3: NON_EMPTY_GROUP while members are in, GROUP_ID_NOT_FOUND for a
     group unknown here and without offsets; else its offsets and membership record are
-    tombstoned."""
+    tombstoned. v3's per-group ErrorMessage stays null, as Kafka 4.4 leaves it for these
+    errors."""
     coord = _state(ctx).coordinator
     store = ctx.broker.store
     results = []
@@ -882,9 +883,8 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         if not authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id):
             results.append(dict(group_id=group_id, error_code=codes.GROUP_AUTHORIZATION_FAILED))
             continue
-        if not group_id:
-            results.append(dict(group_id=group_id, error_code=codes.INVALID_GROUP_ID))
-            continue
+        # The empty id is a group id like any other here (Kafka 4.x's GroupCoordinatorService
+        # keeps it "for backwards compatibility": GROUP_ID_NOT_FOUND unless it has offsets).
         not_here = coordinator_error(ctx, group_id)
         if not_here:
             results.append(dict(group_id=group_id, error_code=not_here))
@@ -1229,6 +1229,6 @@ HANDLERS: tuple[ApiHandler, ...] = (
     ApiHandler(9, 1, 10, handle_offset_fetch),
     ApiHandler(16, 0, 5, handle_list_groups),
     ApiHandler(15, 0, 6, handle_describe_groups),
-    ApiHandler(42, 0, 2, handle_delete_groups),
+    ApiHandler(42, 0, 3, handle_delete_groups),
     ApiHandler(47, 0, 0, handle_offset_delete),
 )

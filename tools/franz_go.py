@@ -1,0 +1,175 @@
+"""franz-go's own integration tests (``pkg/kgo``) against ``seglog serve`` and Apache Kafka.
+
+franz-go is a Go Kafka client whose package tests run against a live broker named by
+``KGO_SEEDS``; they exercise produce, consume, groups (classic and KIP-848), transactions and
+admin paths the way a demanding client does. This tool fetches the pinned module from the Go
+module proxy (``go mod download``), copies ``pkg/kgo`` to a scratch dir, starts the brokers it
+is asked for (a fresh ``python -m seglog serve``, or real Kafka 4.4 from
+``ci/kafka-ref.sh``'s jars), runs ``go test -json`` against each, and prints one line per
+top-level test: PASS, FAIL or SKIP on each broker, then the counts. The exit status is 1
+when a test that passes against Kafka does not pass against seglog.
+
+    PYTHONPATH=src python tools/franz_go.py                        # both brokers
+    PYTHONPATH=src python tools/franz_go.py --brokers seglog --run 'TestGroup'
+    PYTHONPATH=src python tools/franz_go.py --json results.json
+
+Needs ``go`` (1.22+) and network access to the Go module proxy; Java 17+ for Kafka. Each
+``go test`` is bounded by ``--timeout-s``; the brokers are stopped by pid afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FRANZ_GO = "github.com/twmb/franz-go"
+FRANZ_GO_VERSION = "v1.22.3"
+#: Broker configs both brokers get: franz-go's tests create topics themselves and expect
+#: auto-creation off; transactions with one broker need the internal topics at RF 1.
+BROKER_CONFIG = {
+    "auto.create.topics.enable": "false",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
+def module_dir() -> Path:
+    """The franz-go module's directory in the Go module cache (downloaded when missing)."""
+    proc = subprocess.run(["go", "mod", "download", "-json", f"{FRANZ_GO}@{FRANZ_GO_VERSION}"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"go mod download failed: {proc.stderr.strip() or proc.stdout}")
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
+def prepare(scratch: Path) -> Path:
+    """A writable copy of the module (the cache is read-only); returns its ``pkg/kgo``."""
+    copy = scratch / "franz-go"
+    shutil.copytree(module_dir(), copy)
+    for path in copy.rglob("*"):
+        path.chmod(path.stat().st_mode | 0o200)
+    return copy / "pkg" / "kgo"
+
+
+def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
+              records: int | None = None) -> dict[str, str]:
+    """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
+    ``seeds``; a test that never finished (the run timed out) is FAIL."""
+    # One broker: topics of replication factor 1 (franz-go's tests default to 3).
+    env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF="1", KGO_LOG_LEVEL="none",
+               GOFLAGS="-mod=mod")
+    if records:  # franz-go's KGO_TEST_RECORDS: records per ETL test (default 500,000)
+        env["KGO_TEST_RECORDS"] = str(records)
+    cmd = ["go", "test", "-json", "-count=1", f"-timeout={int(timeout_s)}s"]
+    if run:
+        cmd += ["-run", run]
+    cmd.append(".")
+    outcome: dict[str, str] = {}
+    started: set[str] = set()
+    try:
+        proc = subprocess.run(cmd, cwd=kgo, env=env, capture_output=True, text=True,
+                              timeout=timeout_s + 120, check=False)
+        output = proc.stdout
+    except subprocess.TimeoutExpired as exc:
+        output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    for line in output.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        test = event.get("Test")
+        if not test or "/" in test:  # subtests are counted in their parent
+            continue
+        action = event.get("Action")
+        if action == "run":
+            started.add(test)
+        elif action in ("pass", "fail", "skip"):
+            outcome[test] = action.upper()
+    for test in started - outcome.keys():
+        outcome[test] = "FAIL"
+    return outcome
+
+
+def start_seglog(scratch: Path):  # -> SeglogServe
+    """A fresh ``seglog serve`` on a free loopback port."""
+    from seglog.bench.broker import SeglogServe
+
+    broker = SeglogServe(scratch / "seglog-data", config=BROKER_CONFIG)
+    broker.start()
+    return broker
+
+
+def start_kafka(scratch: Path):  # -> KafkaBroker
+    """A fresh Kafka 4.4 broker (KRaft, one node) from ``ci/kafka-ref.sh``'s jars."""
+    from seglog.bench.kafka import KafkaBroker, find_kafka
+
+    ref, why = find_kafka()
+    if ref is None:
+        raise RuntimeError(f"no Kafka jars: {why}")
+    broker = KafkaBroker(ref, scratch / "kafka", extra_properties=BROKER_CONFIG)
+    broker.format()
+    broker.start()
+    return broker
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the tests; print the table and counts; exit 1 when seglog fails what Kafka passes."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--brokers", default="kafka,seglog",
+                        help="comma-separated: kafka, seglog (default both)")
+    parser.add_argument("--run", default=None, help="go test -run pattern (default: all)")
+    parser.add_argument("--timeout-s", type=float, default=1200.0,
+                        help="go test -timeout per broker (default 1200)")
+    parser.add_argument("--records", type=int, default=None,
+                        help="KGO_TEST_RECORDS: records per ETL test (franz-go's default "
+                             "500000)")
+    parser.add_argument("--json", default=None, help="write the results to this JSON file")
+    args = parser.parse_args(argv)
+    if shutil.which("go") is None:
+        print("franz_go: go not found", file=sys.stderr)
+        return 2
+    results: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="franz-go-") as tmp:
+        scratch = Path(tmp)
+        kgo = prepare(scratch)
+        for name in [b.strip() for b in args.brokers.split(",") if b.strip()]:
+            starter = {"seglog": start_seglog, "kafka": start_kafka}[name]
+            broker = starter(scratch)
+            t0 = time.monotonic()
+            try:
+                results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
+                                          timeout_s=args.timeout_s, records=args.records)
+            finally:
+                broker.stop()
+            print(f"{name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    names = sorted({test for outcome in results.values() for test in outcome})
+    brokers = list(results)
+    print("test".ljust(48) + "".join(b.ljust(8) for b in brokers))
+    for test in names:
+        print(test.ljust(48) + "".join(results[b].get(test, "-").ljust(8) for b in brokers))
+    for b in brokers:
+        counts = {k: sum(1 for v in results[b].values() if v == k)
+                  for k in ("PASS", "FAIL", "SKIP")}
+        print(f"{b}: {counts['PASS']} passed, {counts['FAIL']} failed, "
+              f"{counts['SKIP']} skipped ({FRANZ_GO} {FRANZ_GO_VERSION} pkg/kgo)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    regressions = []
+    if "kafka" in results and "seglog" in results:
+        regressions = [t for t in names if results["kafka"].get(t) == "PASS"
+                       and results["seglog"].get(t) != "PASS"]
+        if regressions:
+            print("pass on Kafka, not on seglog: " + ", ".join(regressions))
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
