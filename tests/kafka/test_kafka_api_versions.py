@@ -48,9 +48,6 @@ NOT_SERVED: dict[int, str] = {
 #: ``{key: reason}``. Temporary: :func:`test_not_yet_served_is_still_needed` fails once a key
 #: here is served at Kafka's range, so that it is removed from this table.
 NOT_YET_SERVED: dict[int, str] = {
-    88: "StreamsGroupHeartbeat (KIP-1071): being built.",
-    89: "StreamsGroupDescribe (KIP-1071): being built.",
-    93: "StreamsGroupTopologyDescriptionUpdate (KIP-1071): being built.",
 }
 
 
