@@ -845,8 +845,8 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
     groups = []
     # KafkaApis: every group with DESCRIBE on the cluster, else those the caller may DESCRIBE.
     every_group = authorize_cluster(ctx, AclOperation.DESCRIBE)
-    for group_id, protocol_type, state, group_type in _listed_groups(ctx):
-        if types and group_type not in types:
+    for group_id, protocol_type, state, kind in _listed_groups(ctx):
+        if types and kind not in types:
             continue
         if states and state.lower() not in states:
             continue
@@ -854,7 +854,7 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
                                              ResourceType.GROUP, group_id):
             continue
         groups.append(dict(group_id=group_id, protocol_type=protocol_type,
-                           group_state=state, group_type=group_type))
+                           group_state=state, group_type=kind))
     for group_type in _state(ctx).group_types:
         if types and group_type.group_type not in types:
             continue
@@ -958,8 +958,12 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
                 consumer.state(group_id) != kg.EMPTY:
             results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))
             continue
-        known = (coord.has_group(group_id) or group_id in _offset_groups(store)
-                 or (consumer is not None and consumer.has_group(group_id)))
+        if consumer is not None and consumer.has_group(group_id) and \
+                group_id not in _offset_groups(store):
+            consumer.delete_group(group_id)  # an empty consumer group without offsets
+            results.append(dict(group_id=group_id, error_code=codes.NONE))
+            continue
+        known = coord.has_group(group_id) or group_id in _offset_groups(store)
         other_type = _other_type(ctx, group_id)
         if other_type is not None:
             refused = other_type.delete_group(group_id)  # dropped when empty
