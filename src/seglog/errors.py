@@ -411,6 +411,13 @@ class FencedInstanceIdError(GroupMembershipError):
     kafka_error_code = codes.FENCED_INSTANCE_ID
 
 
+class StaleMemberEpochError(GroupMembershipError):
+    """A consumer group member (KIP-848) committed with a member epoch that is not its
+    current one. Kafka error code STALE_MEMBER_EPOCH (113)."""
+
+    kafka_error_code = codes.STALE_MEMBER_EPOCH
+
+
 class RebalanceInProgressError(GroupMembershipError):
     """The group is rebalancing: the member must rejoin first. Kafka error code
     REBALANCE_IN_PROGRESS (27)."""

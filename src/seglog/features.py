@@ -37,7 +37,7 @@ class Feature(NamedTuple):
 #: and is not advertised.
 FEATURES: dict[str, Feature] = {
     feature.name: feature for feature in (
-        Feature("group.version", 0, 0, 0,
+        Feature("group.version", 0, 1, 1,
                 "1: the consumer group protocol (KIP-848: ConsumerGroupHeartbeat)."),
         Feature("transaction.version", 0, 2, 2,
                 "1: flexible transaction state records; 2: transactions v2 (KIP-890 part 2: "

@@ -573,6 +573,27 @@ class Store:
         key that does not parse is skipped as the offsets loader skips it."""
         return self._coordinators.group_metadata_records(partition=partition)
 
+    def write_offsets_records(self, group_id: str,
+                              records: list[tuple[bytes, bytes | None]], *,
+                              timestamp_ms: int | None = None) -> int:
+        """Append ``records`` (``(key, value or None)`` pairs, already encoded: a consumer
+        group's records, :mod:`seglog.coordinator.consumer_group_records`) as one batch to
+        group ``group_id``'s ``__consumer_offsets`` partition; returns the first offset.
+        Raises InvalidGroupIdError, ReadOnlyError, LogClosedError and what the append
+        raises."""
+        first = self._coordinators.write_offsets_records(group_id, records,
+                                                         timestamp_ms=timestamp_ms)
+        self.notify_appended()
+        return first
+
+    def offsets_records(self, partition: int, key_versions: frozenset[int]
+                        ) -> dict[bytes, bytes | None]:
+        """``{key: value or None}``: the last record of each key in ``__consumer_offsets``
+        partition ``partition`` whose key version (its first int16) is one of
+        ``key_versions``, in log order (None: a tombstone); empty when there is no such
+        partition."""
+        return self._coordinators.offsets_records(partition, key_versions)
+
     def load_offsets_partition(self, partition: int) -> None:
         """Replay ``__consumer_offsets`` partition ``partition`` into the committed offsets,
         replacing what was known of its groups (a cluster member that became the partition's

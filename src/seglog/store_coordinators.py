@@ -274,6 +274,39 @@ class StoreCoordinators:
                 [value], keys=[key], timestamps_ms=[now])
         return first
 
+    def write_offsets_records(self, group_id: str,
+                              records: list[tuple[bytes, bytes | None]], *,
+                              timestamp_ms: int | None = None) -> int:
+        """See :meth:`Store.write_offsets_records
+        <seglog.store.Store.write_offsets_records>`; the caller wakes the consumers."""
+        check_group_id(group_id)
+        now = checked_now_ms(timestamp_ms)
+        with self._lock:
+            self._logs.check_writable()
+            tp = self.group_offsets_partition(group_id)
+            first, _last = self._logs.topic(tp.topic).log(tp.partition).append_batch(
+                [value for _key, value in records], keys=[key for key, _value in records],
+                timestamps_ms=[now] * len(records))
+        return first
+
+    def offsets_records(self, partition: int, key_versions: frozenset[int]
+                        ) -> dict[bytes, bytes | None]:
+        """See :meth:`Store.offsets_records <seglog.store.Store.offsets_records>`."""
+        with self._lock:
+            self._logs.check_open()
+            topic = self._logs.existing_topic(OFFSETS_TOPIC)
+            if topic is None or not 0 <= partition < topic.partitions:
+                return {}
+            log = topic.log(partition)
+        found: dict[bytes, bytes | None] = {}
+        for record in log.records(start=log.start_offset, max_offset=log.end_offset):
+            key = record.key
+            if key is None or len(key) < 2 or int.from_bytes(bytes(key[:2]), "big",
+                                                            signed=True) not in key_versions:
+                continue
+            found[bytes(key)] = None if record.value is None else bytes(record.value)
+        return found
+
     def group_metadata_records(self, *, partition: int | None = None
                                ) -> dict[str, bytes | None]:
         """See :meth:`Store.group_metadata_records

@@ -48,8 +48,6 @@ NOT_SERVED: dict[int, str] = {
 #: ``{key: reason}``. Temporary: :func:`test_not_yet_served_is_still_needed` fails once a key
 #: here is served at Kafka's range, so that it is removed from this table.
 NOT_YET_SERVED: dict[int, str] = {
-    68: "ConsumerGroupHeartbeat (KIP-848): being built.",
-    69: "ConsumerGroupDescribe (KIP-848): being built.",
 }
 
 

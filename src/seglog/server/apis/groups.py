@@ -47,11 +47,15 @@ from ..authorization import (AclOperation, ResourceType, authorize, authorize_cl
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
 from ...coordinator import classic_group as cg
+from ...coordinator import consumer_group as kg
+from ...coordinator import consumer_group_records as kgr
 from ...coordinator.classic_group_schema import (GroupMetadataValue,
                                                   decode_group_metadata_value,
                                                   encode_group_metadata_value)
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import CommitFailedError, IllegalStateError, SeglogError
+from ...errors import (CommitFailedError, GroupMembershipError, IllegalStateError,
+                       InvalidConfigError, SeglogError, StaleMemberEpochError,
+                       UnknownMemberIdError)
 from ...aio import cancel_and_wait, wait_event
 from ...types import OffsetAndMetadata, TopicPartition
 
@@ -59,8 +63,9 @@ if TYPE_CHECKING:
     from ...storage.log import Log
     from ...store import Store
 
-__all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator",
-           "coordinator_error", "expire_offsets", "find_groups_state", "start", "stop"]
+__all__ = ["GroupType", "GroupsState", "HANDLERS", "TxnMembers", "commit_error",
+           "coordinator", "coordinator_error", "expire_offsets", "find_groups_state", "ms",
+           "response", "start", "stop", "txn_members"]
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +129,9 @@ class GroupsState:
     #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
     #: which SyncGroup waits to see replicated.
     written: dict[str, AppendResult] = dataclasses.field(default_factory=dict)
+    #: The consumer groups (KIP-848; :mod:`seglog.server.apis.consumer_groups`), set by
+    #: :func:`start`.
+    consumer: kg.ConsumerGroupCoordinator | None = None
     #: The other group types served here (:class:`GroupType`), registered at their start.
     group_types: list[GroupType] = dataclasses.field(default_factory=list)
 
@@ -132,6 +140,48 @@ def find_groups_state(state: BrokerState) -> GroupsState | None:
     """The groups module's state in the broker ``state`` (None before :func:`start`)."""
     found: GroupsState | None = state.extensions.get(EXTENSION)
     return found
+
+
+class TxnMembers:
+    """The member checks of a TxnOffsetCommit (:mod:`seglog.server.apis.txn`), routed to the
+    group's coordinator: the consumer group one (KIP-848: member epochs) for a consumer
+    group, else the classic one."""
+
+    def __init__(self, state: GroupsState):
+        self._state = state
+
+    def check_member(self, group_id: str, member_id: str, generation_id: int,
+                     group_instance_id: str | None = None) -> None:
+        """Return when the member may commit, else raise the typed error of Kafka's
+        ``validateOffsetCommit(isTransactional=true)`` (its ``kafka_error_code``)."""
+        consumer = self._state.consumer
+        if consumer is None or not consumer.has_group(group_id):
+            self._state.coordinator.check_member(group_id, member_id, generation_id,
+                                                 group_instance_id)
+            return
+        error = consumer.validate_offset_commit(group_id, member_id, generation_id,
+                                                api_version=9, transactional=True)
+        refused: dict[int, type[GroupMembershipError]] = {
+            codes.UNKNOWN_MEMBER_ID: UnknownMemberIdError,
+            codes.STALE_MEMBER_EPOCH: StaleMemberEpochError}
+        if error:
+            raise refused.get(error, GroupMembershipError)(
+                f"consumer group {group_id!r} refuses member {member_id!r} at epoch "
+                f"{generation_id}")
+
+    def ensure_group(self, group_id: str, now_ms: int) -> None:
+        """Keep an unknown group as an empty classic one (a commit from outside any group);
+        a consumer group stays what it is."""
+        consumer = self._state.consumer
+        if consumer is None or not consumer.has_group(group_id):
+            self._state.coordinator.ensure_group(group_id, now_ms)
+
+
+def txn_members(state: BrokerState) -> TxnMembers | None:
+    """The TxnOffsetCommit member checks of the broker ``state`` (None before
+    :func:`start`)."""
+    found = find_groups_state(state)
+    return None if found is None else TxnMembers(found)
 
 
 def coordinator(state: BrokerState) -> cg.ClassicGroupCoordinator:
@@ -165,6 +215,11 @@ def _make(cls: type, values: Mapping[str, Any]) -> Any:
                     value = tuple(_make(element, item) for item in value)
                 else:
                     value = tuple(value)
+            elif isinstance(value, dict):  # one nested entity (nullable or not)
+                hint = typing.get_type_hints(cls)[f.name]
+                nested: type = next(a for a in (typing.get_args(hint) or (hint,))
+                                    if isinstance(a, type) and dataclasses.is_dataclass(a))
+                value = _make(nested, value)
         elif f.default is not dataclasses.MISSING:
             continue
         elif f.default_factory is not dataclasses.MISSING:
@@ -210,6 +265,18 @@ def _response(ctx: RequestContext, values: Mapping[str, Any]) -> ResponsePayload
     response: ResponsePayload = _make(load_response_schema(ctx.api_key, ctx.api_version),
                                       values)
     return response
+
+
+def response(ctx: RequestContext, values: Mapping[str, Any]) -> ResponsePayload:
+    """kio's response of ``ctx``'s API and version with the fields ``values``: missing
+    fields take their default or zero, nested entities are given as dicts (lists of
+    dicts)."""
+    return _response(ctx, values)
+
+
+def ms(value: Any) -> int:
+    """Milliseconds of a kio ``timedelta_i32`` field (or of an int)."""
+    return _ms(value)
 
 
 def _ms(value: Any) -> int:
@@ -372,6 +439,15 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
         return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
+    consumer = _state(ctx).consumer
+    if request.group_id and consumer is not None and consumer.has_group(request.group_id):
+        # Kafka 4.x: an empty consumer group becomes a classic one (offline migration); a
+        # classic member may not join one with members (seglog has no online migration).
+        if consumer.delete_group(request.group_id) == codes.NON_EMPTY_GROUP:
+            return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
+                                       member_id=request.member_id, generation_id=-1,
+                                       protocol_name=None if ctx.api_version >= 7 else "",
+                                       leader="", members=[]))
     session_ms = _ms(request.session_timeout)
     rebalance_ms = _ms(getattr(request, "rebalance_timeout", -1))
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
@@ -534,6 +610,9 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
         error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
+    elif state.consumer is not None and state.consumer.has_group(group_id):
+        error = state.consumer.validate_offset_commit(group_id, request.member_id, generation,
+                                                      ctx.api_version, tuple(sorted(known)))
     elif other_type is not None:
         error = other_type.validate_offset_commit(group_id, request.member_id, generation)
     else:
@@ -597,7 +676,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
-            if other_type is None:
+            if other_type is None and (state.consumer is None
+                                       or not state.consumer.has_group(group_id)):
                 coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
@@ -634,7 +714,8 @@ def _offset_groups(store: Store) -> set[str]:
 
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | None,
-                 require_stable: bool) -> tuple[int, list[_Fields]]:
+                 require_stable: bool, member: tuple[str | None, int] | None = None
+                 ) -> tuple[int, list[_Fields]]:
     """``(error code, topics)`` of one group's OffsetFetch (``topics`` None: all its
     committed partitions)."""
     store = ctx.broker.store
@@ -653,6 +734,11 @@ def _fetch_group(ctx: RequestContext, group_id: str, topics: Iterable[Any] | Non
                                        error_code=error))
     if not authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return codes.GROUP_AUTHORIZATION_FAILED, []
+    consumer = _state(ctx).consumer
+    if member is not None and consumer is not None and consumer.has_group(group_id):
+        refused = consumer.validate_offset_fetch(group_id, member[0], member[1])
+        if refused:
+            return refused, []
     try:
         committed = store.group(group_id).committed_offsets() if group_id else {}
     except SeglogError:
@@ -703,10 +789,13 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            member = ((group.member_id, group.member_epoch) if ctx.api_version >= 9
+                      else None)
+            error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable,
+                                         member)
             other_type = _other_type(ctx, group.group_id) if not error else None
             if other_type is not None and getattr(group, "member_id", None) is not None:
-                # v9+: a member of a streams (or consumer) group fetches with its epoch.
+                # v9+: a member of a streams group fetches with its epoch.
                 error = other_type.validate_offset_commit(
                     group.group_id, group.member_id, group.member_epoch)
                 topics = topics if not error else []
@@ -719,17 +808,24 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
 # --- ListGroups, DescribeGroups, DeleteGroups, OffsetDelete -------------------------------
 
 
-def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
-    """``[(group id, protocol type, state)]`` of every group: the classic coordinator's, and
-    the groups known only by committed offsets (Empty, no protocol type)."""
+def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str, str]]:
+    """``[(group id, protocol type, state, group type)]`` of every group: the consumer
+    groups (type ``consumer``), the classic coordinator's, and the groups known only by
+    committed offsets (Empty, no protocol type), both ``classic``."""
     coord = _state(ctx).coordinator
-    listed: dict[str, tuple[str, str, str]] = {}
+    consumer = _state(ctx).consumer
+    listed: dict[str, tuple[str, str, str, str]] = {}
+    if consumer is not None:
+        for group_id in consumer.group_ids():
+            listed[group_id] = (group_id, cg.CONSUMER_PROTOCOL_TYPE,
+                                consumer.state(group_id) or kg.EMPTY, "consumer")
     for group_id in coord.group_ids():
         description = coord.describe(group_id)
         assert description is not None, "the coordinator describes each of its group ids"
-        listed[group_id] = (group_id, description.protocol_type, description.state)
+        listed.setdefault(group_id, (group_id, description.protocol_type, description.state,
+                                     "classic"))
     for group_id in _offset_groups(ctx.broker.store):
-        listed.setdefault(group_id, (group_id, "", cg.EMPTY))
+        listed.setdefault(group_id, (group_id, "", cg.EMPTY, "classic"))
     return [listed[g] for g in sorted(listed) if _other_type(ctx, g) is None]
 
 
@@ -743,21 +839,22 @@ def _other_type(ctx: RequestContext, group_id: str) -> GroupType | None:
 
 async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
     """ListGroups v0-v5 (states filter v4+, case-insensitive as Kafka's; types filter v5+:
-    every group here is ``classic``)."""
+    ``classic`` or ``consumer``)."""
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
     groups = []
     # KafkaApis: every group with DESCRIBE on the cluster, else those the caller may DESCRIBE.
     every_group = authorize_cluster(ctx, AclOperation.DESCRIBE)
-    if not types or "classic" in types:
-        for group_id, protocol_type, state in _listed_groups(ctx):
-            if states and state.lower() not in states:
-                continue
-            if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
-                                                 ResourceType.GROUP, group_id):
-                continue
-            groups.append(dict(group_id=group_id, protocol_type=protocol_type,
-                               group_state=state, group_type="classic"))
+    for group_id, protocol_type, state, kind in _listed_groups(ctx):
+        if types and kind not in types:
+            continue
+        if states and state.lower() not in states:
+            continue
+        if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
+                                             ResourceType.GROUP, group_id):
+            continue
+        groups.append(dict(group_id=group_id, protocol_type=protocol_type,
+                           group_state=state, group_type=kind))
     for group_type in _state(ctx).group_types:
         if types and group_type.group_type not in types:
             continue
@@ -802,8 +899,13 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                 error_message=(f"Group {group_id} is not a classic group." if error
                                else None)))
             continue
+        consumer = _state(ctx).consumer
         description = coord.describe(group_id)
-        if description is None:
+        # Kafka 4.4 describes only classic groups here: a consumer group is Dead.
+        is_consumer = consumer is not None and consumer.has_group(group_id)
+        if is_consumer:
+            description = None
+        if description is None and not is_consumer:
             if offset_groups is None:
                 offset_groups = _offset_groups(ctx.broker.store)
             if group_id in offset_groups:
@@ -813,7 +915,9 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
             described.append(dict(
                 error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
                 protocol_data="", members=[], authorized_operations=-2147483648,
-                error_message=(f"Group {group_id} not found." if error else None)))
+                error_message=None if not error else (
+                    f"Group {group_id} is not a classic group." if is_consumer
+                    else f"Group {group_id} not found.")))
             continue
         described.append(dict(
             error_code=codes.NONE, group_id=group_id, group_state=description.state,
@@ -849,13 +953,23 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         if not_here:
             results.append(dict(group_id=group_id, error_code=not_here))
             continue
+        consumer = _state(ctx).consumer
+        if consumer is not None and consumer.has_group(group_id) and \
+                consumer.state(group_id) != kg.EMPTY:
+            results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))
+            continue
+        if consumer is not None and consumer.has_group(group_id) and \
+                group_id not in _offset_groups(store):
+            consumer.delete_group(group_id)  # an empty consumer group without offsets
+            results.append(dict(group_id=group_id, error_code=codes.NONE))
+            continue
+        known = coord.has_group(group_id) or group_id in _offset_groups(store)
         other_type = _other_type(ctx, group_id)
         if other_type is not None:
             refused = other_type.delete_group(group_id)  # dropped when empty
             if refused:
                 results.append(dict(group_id=group_id, error_code=refused))
                 continue
-        known = coord.has_group(group_id) or group_id in _offset_groups(store)
         if not known:  # (a group of another type without offsets is gone already)
             results.append(dict(group_id=group_id, error_code=codes.NONE if other_type
                                  is not None else codes.GROUP_ID_NOT_FOUND))
@@ -872,6 +986,8 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
             log.warning("deleting group %r failed: %s", group_id, exc)
             results.append(dict(group_id=group_id, error_code=codes.UNKNOWN_SERVER_ERROR))
             continue
+        if consumer is not None:
+            consumer.delete_group(group_id)
         if coord.has_group(group_id):
             try:
                 coord.delete_group(group_id)
@@ -972,10 +1088,42 @@ async def start(state: BrokerState) -> None:
 
     coord = cg.ClassicGroupCoordinator(group_config, write)
 
+    # What each consumer group's records say now, so a change appends only its delta.
+    consumer_records: dict[str, dict[bytes, bytes]] = {}
+
+    def write_consumer(group_id: str, group: kg.Group | None) -> None:
+        if getattr(store, "read_only", False):
+            return
+        ids = {name: a.topic_id for name, a in cluster.assignments.items()
+               if a.topic_id is not None}
+        now_records = {} if group is None else kgr.group_records(group, ids)
+        before = consumer_records.get(group_id, {})
+        records = kgr.ordered_delta(before, now_records)
+        if not records:
+            return
+        partition = _partition_in(cluster, group_id)
+        result = None if partition is None else cluster.append_now(
+            TopicPartition(OFFSETS_TOPIC, partition),
+            lambda _log: store.write_offsets_records(group_id, records),
+            acks=1, origin=AppendOrigin.COORDINATOR)
+        if result is None or not result.appended:
+            log.warning("consumer group %r: its records were not written (this broker does "
+                        "not lead its %s partition)", group_id, OFFSETS_TOPIC)
+            return
+        if now_records:
+            consumer_records[group_id] = now_records
+        else:
+            consumer_records.pop(group_id, None)
+        written[group_id] = result
+
+    consumer = kg.ConsumerGroupCoordinator(_consumer_group_config(config), lambda: {
+        name: len(a.partitions) for name, a in cluster.assignments.items()}, write_consumer)
+
     def groups_with_members() -> list[str]:
         # Called from the store's maintenance thread: sorted() and dict lookups run under
         # the GIL without switching, so the snapshot is consistent enough for expiry.
-        return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)]
+        return [g for g in coord.group_ids() if coord.state(g) not in (None, cg.EMPTY, cg.DEAD)
+                ] + [g for g in consumer.group_ids() if consumer.state(g) != kg.EMPTY]
 
     store.add_active_groups_source(groups_with_members)
     groups_state = GroupsState(
@@ -986,6 +1134,7 @@ async def start(state: BrokerState) -> None:
                                                   _OFFSETS_RETENTION_CHECK_MS_DEFAULT)))
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
+    groups_state.consumer = consumer
     state.extensions[EXTENSION] = groups_state
     # This broker coordinates the groups of the __consumer_offsets partitions it leads:
     # loaded when it becomes leader, dropped when it stops (Kafka's onLeadershipChange); the
@@ -996,6 +1145,20 @@ async def start(state: BrokerState) -> None:
         records = await state.run_blocking(
             lambda: store.group_metadata_records(partition=partition))
         _load_records(coord, records, state.now_ms())
+        raw = await state.run_blocking(store.offsets_records, partition, kgr.KEY_TYPES)
+        names = {a.topic_id: name for name, a in cluster.assignments.items()
+                 if a.topic_id is not None}
+        try:
+            loaded = kgr.load_groups(raw, names, state.now_ms(),
+                                     consumer.config.session_timeout_ms)
+        except SeglogError as exc:
+            log.warning("%s partition %d: consumer group records do not parse (%s); its "
+                        "consumer groups start empty", OFFSETS_TOPIC, partition, exc)
+            loaded = {}
+        ids = {name: topic_id for topic_id, name in names.items()}
+        for group_id, group in loaded.items():
+            consumer_records[group_id] = kgr.group_records(group, ids)
+        consumer.load(loaded)
         groups_state.wake.set()
 
     def unload(partition: int) -> None:
@@ -1003,6 +1166,10 @@ async def start(state: BrokerState) -> None:
         for group_id in coord.group_ids():
             if _partition_in(cluster, group_id) == partition:
                 coord.unload(group_id, codes.NOT_COORDINATOR)
+        for group_id in consumer.group_ids():
+            if _partition_in(cluster, group_id) == partition:
+                consumer.unload(group_id)
+                consumer_records.pop(group_id, None)
         for group_id in [g for g in written if _partition_in(cluster, g) == partition]:
             del written[group_id]
 
@@ -1010,6 +1177,33 @@ async def start(state: BrokerState) -> None:
                                                              unload=unload)
     await groups_state.partitions.start()
     groups_state.task = state.loop.create_task(_run_timers(state, groups_state))
+
+
+def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
+    """The consumer group coordinator's configs (Kafka's ``group.consumer.*``)."""
+    assignors = config.get("group.consumer.assignors", "uniform,range")
+    if isinstance(assignors, str):
+        assignors = [a.strip() for a in assignors.split(",") if a.strip()]
+    session_ms = int(config.get("group.consumer.session.timeout.ms", 45000))
+    heartbeat_ms = int(config.get("group.consumer.heartbeat.interval.ms", 5000))
+    # Kafka's GroupCoordinatorConfig refuses to start outside these bounds.
+    for name, value, low, high in (
+            ("group.consumer.session.timeout.ms", session_ms,
+             int(config.get("group.consumer.min.session.timeout.ms", 45000)),
+             int(config.get("group.consumer.max.session.timeout.ms", 60000))),
+            ("group.consumer.heartbeat.interval.ms", heartbeat_ms,
+             int(config.get("group.consumer.min.heartbeat.interval.ms", 5000)),
+             int(config.get("group.consumer.max.heartbeat.interval.ms", 15000)))):
+        if not low <= value <= high:
+            raise InvalidConfigError(f"{name} ({value}) must be between its min ({low}) and "
+                                     f"max ({high}) configs")
+    if heartbeat_ms >= session_ms:
+        raise InvalidConfigError("group.consumer.heartbeat.interval.ms must be less than "
+                                 "group.consumer.session.timeout.ms")
+    return kg.ConsumerGroupConfig(
+        session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
+        max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
+        assignors=tuple(assignors))
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
@@ -1044,17 +1238,22 @@ async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
     """Fire the coordinator's timers when due, and expire old offsets of empty groups every
     ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
     coord = groups_state.coordinator
+    consumer = groups_state.consumer
+    assert consumer is not None, "started with the groups module"
     next_expiry_ms = state.now_ms() + groups_state.offsets_retention_check_ms
     while True:
         now = state.now_ms()
         try:
             coord.poll(now)
+            consumer.poll(now)
             if now >= next_expiry_ms:
                 next_expiry_ms = now + groups_state.offsets_retention_check_ms
                 expire_offsets(state, now)
         except Exception:  # noqa: BLE001 - the timers must keep running
             log.exception("group coordinator timers failed")
-        deadline = coord.next_deadline_ms()
+        deadlines = [d for d in (coord.next_deadline_ms(), consumer.next_deadline_ms())
+                     if d is not None]
+        deadline = min(deadlines) if deadlines else None
         wait_until = next_expiry_ms if deadline is None else min(deadline, next_expiry_ms)
         groups_state.wake.clear()
         # wait_event, not asyncio.wait_for: a stop's cancel racing a handler's wake must
@@ -1077,6 +1276,9 @@ def expire_offsets(state: BrokerState, now_ms: int) -> None:
     for group_id in sorted(_offset_groups(store)):
         group_state = coord.state(group_id)
         if group_state not in (None, cg.EMPTY):
+            continue
+        consumer = groups_state.consumer
+        if consumer is not None and consumer.state(group_id) not in (None, kg.EMPTY):
             continue
         empty_since = coord.state_timestamp_ms(group_id) if group_state == cg.EMPTY else -1
         try:

@@ -84,7 +84,7 @@ from .data_topics import partition_seam, topic_ids
 
 if TYPE_CHECKING:
     from ...cluster.txn_markers import TxnMarkerSender
-    from ...coordinator.classic_group import ClassicGroupCoordinator
+    from .groups import TxnMembers
     from ...storage.log import Log
     from ...storage.producer_state import ProducerStateEntry
     from ...store import Store
@@ -671,13 +671,13 @@ async def _ask_coordinator(ctx: RequestContext, transactional_id: str, producer_
 # --- TxnOffsetCommit ------------------------------------------------------------------------
 
 
-def _group_coordinator(ctx: RequestContext) -> ClassicGroupCoordinator | None:
-    """The classic group coordinator (:mod:`seglog.server.apis.groups` keeps it in
-    ``extensions["groups"]``), or None when no groups module runs."""
+def _group_coordinator(ctx: RequestContext) -> TxnMembers | None:
+    """The group coordinators' member checks (:mod:`seglog.server.apis.groups`: the
+    classic coordinator, or the consumer group one for a KIP-848 group), or None when no
+    groups module runs."""
     from . import groups  # noqa: PLC0415 - sibling handler module
 
-    state = groups.find_groups_state(ctx.broker)
-    return None if state is None else state.coordinator
+    return groups.txn_members(ctx.broker)
 
 
 async def _append_txn_offsets_replicated(ctx: RequestContext, request: Any,

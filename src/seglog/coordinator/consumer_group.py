@@ -1,0 +1,698 @@
+"""Kafka's consumer group protocol (KIP-848, ``group.protocol=consumer``), as the wire
+broker's group coordinator runs it.
+
+The broker assigns (the clients do not): each member sends ConsumerGroupHeartbeat with its
+subscription and the partitions it owns; the coordinator keeps
+
+- the *group epoch*, bumped whenever a member joins, leaves, is fenced or changes its
+  subscription, or the subscribed topics' partition counts change;
+- the *target assignment* and its epoch: computed by the server-side assignor
+  (:mod:`seglog.coordinator.consumer_assignors`) when the group epoch moves past it;
+- per member its *member epoch* and its current assignment, reconciled towards the target
+  as Kafka 4.x's ``CurrentAssignmentBuilder`` does: a member first gives up (revokes) what
+  it must lose, staying at its epoch in ``UNREVOKED_PARTITIONS`` until its heartbeat no longer
+  lists them; only then does it move to the target epoch and receive new partitions, and a
+  partition still owned by another member (its *partition epoch* is set) is withheld
+  (``UNRELEASED_PARTITIONS``) until that member released it. No partition is ever owned by
+  two members.
+
+Members are fenced when their session expires (``group.consumer.session.timeout.ms`` after
+the last heartbeat) or when they keep partitions to revoke beyond their rebalance timeout.
+Static members (``group.instance.id``) leave temporarily with epoch -2 and may be replaced
+by a new member id with the same instance id.
+
+Like :mod:`seglog.coordinator.classic_group` it knows nothing of sockets, threads or
+asyncio: every call takes ``now_ms``; timers fire in :meth:`ConsumerGroupCoordinator.poll`
+at :meth:`~ConsumerGroupCoordinator.next_deadline_ms`. Topics are named here; the wire's
+topic ids are the caller's to translate. Not thread-safe: the broker's event loop calls it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import uuid
+from typing import Any, Callable, Mapping, NamedTuple
+
+from .. import error_codes as codes
+from .consumer_assignors import ASSIGNORS, TargetAssignment
+
+try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
+    import re2
+except ImportError:  # pragma: no cover - then Python's re (a superset of RE2's syntax)
+    re2 = None
+
+
+def _compile(regex: str) -> Any:
+    """``regex`` compiled as RE2 (Python's ``re`` without google-re2); ValueError with the
+    parser's reason when it is not valid."""
+    if re2 is None:  # pragma: no cover
+        try:
+            return re.compile(regex)
+        except re.error as exc:
+            raise ValueError(str(exc)) from None
+    options = re2.Options()
+    options.log_errors = False  # the reason goes to the client, not to stderr
+    try:
+        return re2.compile(regex, options)
+    except (re2.error, re.error) as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(str(reason)) from None
+
+__all__ = ["ASSIGNING", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
+           "HeartbeatRequest", "HeartbeatResult", "Member", "RECONCILING", "STABLE",
+           "MEMBER_STABLE", "UNRELEASED_PARTITIONS", "UNREVOKED_PARTITIONS"]
+
+# The group's states, by Kafka's names (ConsumerGroup.ConsumerGroupState).
+EMPTY = "Empty"
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+STABLE = "Stable"
+
+# A member's reconciliation states (Kafka's MemberState).
+MEMBER_STABLE = "STABLE"
+UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+#: ``{topic name: frozenset(partitions)}``: one member's partitions.
+Partitions = dict[str, frozenset[int]]
+
+
+class ConsumerGroupConfig(NamedTuple):
+    """The broker configs of the consumer group coordinator, by Kafka's names and defaults:
+    ``group.consumer.session.timeout.ms`` (45000), ``group.consumer.heartbeat.interval.ms``
+    (5000), ``group.consumer.max.size`` (unbounded), ``group.consumer.assignors`` (``uniform``,
+    ``range``: the first is the default)."""
+
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+
+
+class HeartbeatRequest(NamedTuple):
+    """A ConsumerGroupHeartbeat, topics by name (``owned``: None when not sent; topic ids
+    the caller could not name are left out)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Partitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+class HeartbeatResult(NamedTuple):
+    """A ConsumerGroupHeartbeat answer; ``assignment`` None when it is not sent."""
+
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Partitions | None = None
+
+
+@dataclasses.dataclass
+class Member:
+    """One member of a consumer group, as Kafka's ``ConsumerGroupMember``."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: str = MEMBER_STABLE
+    assigned: Partitions = dataclasses.field(default_factory=dict)
+    pending_revocation: Partitions = dataclasses.field(default_factory=dict)
+    #: When the session expires unless it heartbeats (ms since the epoch).
+    session_deadline_ms: int = 0
+    #: When it is fenced unless it revoked what it must (None: nothing to revoke).
+    rebalance_deadline_ms: int | None = None
+    #: ``{(topic, partition): the member epoch it was assigned at}``: a commit with an
+    #: older epoch is accepted for the partitions it already had then.
+    assigned_at: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+
+    def subscription(self) -> tuple[tuple[str, ...], str | None]:
+        """What the group epoch depends on: its topic names and regular expression."""
+        return self.subscribed_topic_names, self.subscribed_topic_regex
+
+
+@dataclasses.dataclass
+class Group:
+    """One consumer group: its epochs, members, target assignment and the epochs of the
+    partitions its members own."""
+
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, Member] = dataclasses.field(default_factory=dict)
+    target: TargetAssignment = dataclasses.field(default_factory=dict)
+    #: ``{(topic, partition): member epoch}`` of every partition a member owns (assigned or
+    #: pending revocation).
+    partition_epochs: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    #: The subscribed topics' partition counts the target was computed on.
+    subscription_metadata: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def state(self) -> str:
+        """Kafka's group state: Empty, Assigning, Reconciling or Stable."""
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        for member in self.members.values():
+            if member.state != MEMBER_STABLE or member.member_epoch != self.assignment_epoch:
+                return RECONCILING
+        return STABLE
+
+    def static_member(self, instance_id: str) -> Member | None:
+        """The member with ``instance_id``, or None."""
+        for member in self.members.values():
+            if member.instance_id == instance_id:
+                return member
+        return None
+
+
+class _Refused(Exception):
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _union(a: Partitions, b: Partitions) -> Partitions:
+    out = dict(a)
+    for topic, parts in b.items():
+        out[topic] = out.get(topic, frozenset()) | parts
+    return out
+
+
+def _is_subset(owned: Partitions, of: Partitions) -> bool:
+    return all(parts <= of.get(topic, frozenset()) for topic, parts in owned.items())
+
+
+class ConsumerGroupCoordinator:
+    """The consumer groups of one broker (those of the ``__consumer_offsets`` partitions it
+    coordinates). ``topics()`` returns ``{topic name: partition count}`` of the cluster's
+    topics now (what subscriptions resolve against)."""
+
+    def __init__(self, config: ConsumerGroupConfig, topics: Callable[[], Mapping[str, int]],
+                 on_change: Callable[[str, Group | None], None] | None = None):
+        self.config = config
+        self._topics = topics
+        self._groups: dict[str, Group] = {}
+        #: Called after a group changed (None: it is gone), for the records that keep it.
+        self._on_change = on_change
+        #: ``{regex: (the topics it was matched against, the matches)}``.
+        self._regex_cache: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def _changed(self, group_id: str) -> None:
+        if self._on_change is not None:
+            self._on_change(group_id, self._groups.get(group_id))
+
+    def load(self, groups: Mapping[str, Group]) -> None:
+        """Take back ``groups`` read from ``__consumer_offsets`` (this broker now
+        coordinates them); their subscriptions resolve against today's topics."""
+        for group_id, group in groups.items():
+            group.subscription_metadata = self._subscription_metadata(group)
+            self._groups[group_id] = group
+
+    # --- reading ------------------------------------------------------------------------
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a consumer group here."""
+        return group_id in self._groups
+
+    def group(self, group_id: str) -> Group | None:
+        """The group (read it, do not change it), or None."""
+        return self._groups.get(group_id)
+
+    def group_ids(self) -> list[str]:
+        """Every consumer group's id, sorted."""
+        return sorted(self._groups)
+
+    def state(self, group_id: str) -> str | None:
+        """The state of ``group_id`` (Empty, Assigning, Reconciling, Stable), None when it
+        is not a consumer group here."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.state()
+
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """The topics the members of ``group_id`` subscribe to (empty: no such group)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return set()
+        return {t for m in group.members.values() for t in self._resolve(m)}
+
+    # --- ConsumerGroupHeartbeat -----------------------------------------------------------
+
+    def heartbeat(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
+        """Kafka's ``consumerGroupHeartbeat``: join (epoch 0), heartbeat, leave (-1, or -2 for
+        a static member leaving for a while); the answer names the member's epoch and, when
+        it changed or the request was a full one, its assignment."""
+        try:
+            self._validate(request)
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH,
+                                        LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                answer = self._leave(request, now_ms)
+            else:
+                answer = self._heartbeat(request, now_ms)
+            self._changed(request.group_id)
+            return answer
+        except _Refused as refused:
+            return HeartbeatResult(refused.code, refused.message)
+
+    def _validate(self, request: HeartbeatRequest) -> None:
+        """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
+        def invalid(message: str) -> _Refused:
+            return _Refused(codes.INVALID_REQUEST, message)
+
+        if not request.group_id:
+            raise invalid("GroupId can't be empty.")
+        if request.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if request.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        epoch = request.member_epoch
+        if request.api_version >= 1 and not request.member_id:
+            raise invalid("MemberId can't be empty.")
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not request.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == 0:
+            if request.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if request.owned is None or any(request.owned.values()):
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if request.subscribed_topic_names is None and not request.subscribed_topic_regex:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                              "first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not request.member_id:
+                raise invalid("MemberId can't be empty.")
+            if request.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if request.subscribed_topic_regex:  # "" clears a regex (Kafka 4.x)
+            try:
+                _compile(request.subscribed_topic_regex)
+            except ValueError as exc:
+                raise _Refused(codes.INVALID_REGULAR_EXPRESSION,
+                               f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not "
+                               f"a valid regular expression: {exc}.") from None
+        if request.server_assignor is not None and \
+                request.server_assignor not in self.config.assignors:
+            raise _Refused(codes.UNSUPPORTED_ASSIGNOR,
+                           f"ServerAssignor {request.server_assignor} is not supported. "
+                           f"Supported assignors: {', '.join(self.config.assignors)}.")
+
+    def _get_group(self, group_id: str, create: bool) -> Group:
+        group = self._groups.get(group_id)
+        if group is None:
+            if not create:
+                raise _Refused(codes.GROUP_ID_NOT_FOUND,
+                               f"Consumer group {group_id} not found.")
+            group = self._groups[group_id] = Group(group_id)
+        return group
+
+    def _leave(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
+        group = self._get_group(request.group_id, create=False)
+        if request.instance_id is None:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise _Refused(codes.UNKNOWN_MEMBER_ID,
+                               f"Member {request.member_id} is not a member of group "
+                               f"{group.group_id}.")
+        else:
+            member = self._static_member_checked(group, request)
+            if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Not fenced: its partitions wait for it until its session expires.
+                self._set_owned(group, member, member.assigned, {},
+                                LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+                member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                member.rebalance_deadline_ms = None
+                return HeartbeatResult(codes.NONE, None, member.member_id,
+                                       LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0)
+        self._fence(group, member)
+        return HeartbeatResult(codes.NONE, None, request.member_id, request.member_epoch, 0)
+
+    def _static_member_checked(self, group: Group, request: HeartbeatRequest) -> Member:
+        assert request.instance_id is not None
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise _Refused(codes.UNKNOWN_MEMBER_ID,
+                           f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != request.member_id:
+            raise _Refused(codes.FENCED_INSTANCE_ID,
+                           f"Static member {request.member_id} with instance id "
+                           f"{request.instance_id} is fenced by existing member "
+                           f"{member.member_id}.")
+        return member
+
+    def _check_epoch(self, member: Member, received: int, owned: Partitions | None) -> None:
+        """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid``: a member may lag one epoch
+        behind only while what it owns is a subset of what it is assigned."""
+        if received > member.member_epoch:
+            raise _Refused(codes.FENCED_MEMBER_EPOCH,
+                           f"The consumer group member has a greater member epoch ({received})"
+                           f" than the one known by the group coordinator "
+                           f"({member.member_epoch}). The member must abandon all its "
+                           f"partitions and rejoin.")
+        if received < member.member_epoch:
+            if received != member.previous_member_epoch or owned is None or \
+                    not _is_subset(owned, member.assigned):
+                raise _Refused(codes.FENCED_MEMBER_EPOCH,
+                               f"The consumer group member has a smaller member epoch "
+                               f"({received}) than the one known by the group coordinator "
+                               f"({member.member_epoch}). The member must abandon all its "
+                               f"partitions and rejoin.")
+
+    def _member_for(self, group: Group, request: HeartbeatRequest, new_ids: list[str]
+                    ) -> Member:
+        joining = request.member_epoch == 0
+        member_id = request.member_id or str(uuid.uuid4())
+        if request.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise _Refused(codes.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} is not a member of group "
+                                   f"{group.group_id}.")
+                self._check_size(group)
+                member = Member(member_id)
+                new_ids.append(member_id)
+            else:
+                self._check_epoch(member, request.member_epoch, request.owned)
+            return member
+        existing = group.static_member(request.instance_id)
+        if joining:
+            if existing is None:
+                self._check_size(group)
+                new_ids.append(member_id)
+                return Member(member_id, instance_id=request.instance_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise _Refused(codes.UNRELEASED_INSTANCE_ID,
+                               f"Static member {member_id} with instance id "
+                               f"{request.instance_id} cannot join the group because the "
+                               f"instance id is owned by {existing.member_id} member.")
+            # The new member id takes the old one's place and partitions.
+            replaced = dataclasses.replace(existing, member_id=member_id, member_epoch=0,
+                                           previous_member_epoch=0)
+            del group.members[existing.member_id]
+            if existing.member_id in group.target:
+                group.target[member_id] = group.target.pop(existing.member_id)
+            group.members[member_id] = replaced
+            self._set_owned(group, replaced, replaced.assigned, replaced.pending_revocation, 0)
+            return replaced
+        member = self._static_member_checked(group, request._replace(member_id=member_id))
+        self._check_epoch(member, request.member_epoch, request.owned)
+        return member
+
+    def _check_size(self, group: Group) -> None:
+        if len(group.members) >= self.config.max_size:
+            raise _Refused(codes.GROUP_MAX_SIZE_REACHED,
+                           f"The consumer group has reached its maximum capacity of "
+                           f"{self.config.max_size} members.")
+
+    def _heartbeat(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
+        joining = request.member_epoch == 0
+        created = request.group_id not in self._groups
+        group = self._get_group(request.group_id, create=joining)
+        new_ids: list[str] = []
+        try:
+            member = self._member_for(group, request, new_ids)
+        except _Refused:
+            if created:
+                del self._groups[request.group_id]
+            raise
+        # A new member starts with no subscription: joining with none bumps nothing.
+        before_subscription = member.subscription()
+        before_assigned = dict(member.assigned)
+        before_epoch = member.member_epoch
+        if request.rack_id is not None:
+            member.rack_id = request.rack_id
+        if request.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        if request.server_assignor is not None:
+            member.server_assignor = request.server_assignor
+        if request.subscribed_topic_names is not None:
+            member.subscribed_topic_names = tuple(sorted(set(request.subscribed_topic_names)))
+        if request.subscribed_topic_regex is not None:
+            member.subscribed_topic_regex = request.subscribed_topic_regex or None
+        member.client_id = request.client_id
+        member.client_host = request.client_host
+        group.members[member.member_id] = member
+        # As Kafka 4.4: one epoch for the member's new subscription, one more when the
+        # subscribed topics changed (a new group's first member gets epoch 2).
+        if before_subscription != member.subscription():
+            group.group_epoch += 1
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, member, request.owned, now_ms)
+        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        full = joining or (request.rebalance_timeout_ms != -1
+                           and request.subscribed_topic_names is not None
+                           and request.owned is not None)
+        changed = member.assigned != before_assigned or (joining and before_epoch != 0)
+        return HeartbeatResult(codes.NONE, None, member.member_id, member.member_epoch,
+                               self.config.heartbeat_interval_ms,
+                               dict(member.assigned) if full or changed else None)
+
+    # --- assignment -------------------------------------------------------------------------
+
+    def _resolve(self, member: Member) -> frozenset[str]:
+        """The topics ``member`` subscribes to: its names, and the topics its regular
+        expression matches whole (internal ones included, as Kafka's)."""
+        names = frozenset(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names |= self._matching(member.subscribed_topic_regex)
+        return names
+
+    def _matching(self, regex: str) -> frozenset[str]:
+        topics = frozenset(self._topics())
+        cached = self._regex_cache.get(regex)
+        if cached is not None and cached[0] == topics:
+            return cached[1]
+        try:
+            pattern = _compile(regex)
+        except ValueError:
+            matched: frozenset[str] = frozenset()
+        else:
+            # Kafka 4.4 matches internal topics too (franz-go's Test848RegexBrokerResolves).
+            matched = frozenset(t for t in topics if pattern.fullmatch(t))
+        if len(self._regex_cache) > 1000:  # bounded: one entry per regex in use
+            self._regex_cache.clear()
+        self._regex_cache[regex] = (topics, matched)
+        return matched
+
+    def _subscription_metadata(self, group: Group) -> dict[str, int]:
+        """``{topic: partition count}`` of every topic subscribed to (-1: no such topic)."""
+        topics = self._topics()
+        wanted = {t for m in group.members.values() for t in self._resolve(m)}
+        return {t: topics.get(t, -1) for t in sorted(wanted)}
+
+    def preferred_assignor(self, group: Group) -> str:
+        """The assignor of ``group``: the one most of its members ask for (the first
+        configured one when none asks), as Kafka's ``ConsumerGroup.preferredServerAssignor``."""
+        counts: dict[str, int] = {}
+        for member in group.members.values():
+            if member.server_assignor is not None:
+                counts[member.server_assignor] = counts.get(member.server_assignor, 0) + 1
+        if not counts:
+            return self.config.assignors[0]
+        return max(sorted(counts), key=lambda name: counts[name])
+
+    def _compute_target(self, group: Group) -> None:
+        assign = ASSIGNORS[self.preferred_assignor(group)]
+        counts = {t: c for t, c in group.subscription_metadata.items() if c > 0}
+        members = {m.member_id: self._resolve(m) & frozenset(counts)
+                   for m in group.members.values()}
+        group.target = assign(members, counts, group.target)
+        group.assignment_epoch = group.group_epoch
+
+    def _set_owned(self, group: Group, member: Member, assigned: Partitions,
+                   pending: Partitions, epoch: int) -> None:
+        """Replace ``member``'s partitions (and their partition epochs) with ``assigned`` and
+        ``pending`` at member epoch ``epoch``."""
+        for topic, parts in _union(member.assigned, member.pending_revocation).items():
+            for p in parts:
+                if group.partition_epochs.get((topic, p)) is not None:
+                    del group.partition_epochs[(topic, p)]
+        member.assigned = {t: ps for t, ps in assigned.items() if ps}
+        member.pending_revocation = {t: ps for t, ps in pending.items() if ps}
+        member.assigned_at = {(t, p): member.assigned_at.get((t, p), epoch)
+                              for t, ps in member.assigned.items() for p in ps}
+        for topic, parts in _union(member.assigned, member.pending_revocation).items():
+            for p in parts:
+                group.partition_epochs[(topic, p)] = epoch
+
+    def _reconcile(self, group: Group, member: Member, owned: Partitions | None,
+                   now_ms: int) -> None:
+        """Kafka 4.x's ``CurrentAssignmentBuilder.build``."""
+        target_epoch = group.assignment_epoch
+        if member.state == MEMBER_STABLE and member.member_epoch == target_epoch:
+            return
+        if member.state == UNREVOKED_PARTITIONS:
+            if self._owns_any(owned, member.pending_revocation):
+                return
+            self._next_assignment(group, member, member.member_epoch + 1, owned, now_ms)
+        else:
+            self._next_assignment(group, member, member.member_epoch, owned, now_ms)
+
+    @staticmethod
+    def _owns_any(owned: Partitions | None, revoked: Partitions) -> bool:
+        if owned is None:
+            return True
+        return any(parts & revoked.get(topic, frozenset()) for topic, parts in owned.items())
+
+    def _next_assignment(self, group: Group, member: Member, member_epoch: int,
+                         owned: Partitions | None, now_ms: int) -> None:
+        target_epoch = group.assignment_epoch
+        target = group.target.get(member.member_id, {})
+        assigned: Partitions = {}
+        revoking: Partitions = {}
+        pending: Partitions = {}
+        unreleased = False
+        for topic in sorted(set(target) | set(member.assigned)):
+            wanted = target.get(topic, frozenset())
+            current = member.assigned.get(topic, frozenset())
+            keep = current & wanted
+            assigned[topic] = keep
+            revoking[topic] = current - keep
+            free = set()
+            for p in sorted(wanted - keep):
+                if group.partition_epochs.get((topic, p)) is None:
+                    free.add(p)
+                else:
+                    unreleased = True
+            pending[topic] = frozenset(free)
+        revoking = {t: ps for t, ps in revoking.items() if ps}
+        pending = {t: ps for t, ps in pending.items() if ps}
+        if revoking and self._owns_any(owned, revoking):
+            # First the member gives up what it loses, staying at its epoch.
+            self._move_epoch(member, member_epoch)
+            member.state = UNREVOKED_PARTITIONS
+            self._set_owned(group, member, assigned, revoking, member.member_epoch)
+            member.rebalance_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
+            return
+        member.rebalance_deadline_ms = None
+        new_assigned = _union(assigned, pending)
+        self._move_epoch(member, target_epoch)
+        member.state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
+        self._set_owned(group, member, new_assigned, {}, target_epoch)
+
+    @staticmethod
+    def _move_epoch(member: Member, epoch: int) -> None:
+        if member.member_epoch != epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = epoch
+
+    # --- leaving, fencing, timers ----------------------------------------------------------
+
+    def _fence(self, group: Group, member: Member) -> None:
+        """Remove ``member`` (its partitions become free) and bump the group epoch."""
+        self._set_owned(group, member, {}, {}, 0)
+        del group.members[member.member_id]
+        group.target.pop(member.member_id, None)
+        group.subscription_metadata = self._subscription_metadata(group)
+        group.group_epoch += 1
+
+    def poll(self, now_ms: int) -> list[tuple[str, str]]:
+        """Fence the members whose session or rebalance timeout expired by ``now_ms``;
+        returns ``[(group_id, member_id), ...]`` fenced."""
+        fenced = []
+        for group in list(self._groups.values()):
+            for member in list(group.members.values()):
+                rebalance = member.rebalance_deadline_ms
+                if member.session_deadline_ms <= now_ms or \
+                        (rebalance is not None and rebalance <= now_ms):
+                    self._fence(group, member)
+                    fenced.append((group.group_id, member.member_id))
+        for group_id in dict.fromkeys(g for g, _m in fenced):
+            self._changed(group_id)
+        return fenced
+
+    def next_deadline_ms(self) -> int | None:
+        """The earliest session or rebalance deadline, None without members."""
+        deadlines = [d for g in self._groups.values() for m in g.members.values()
+                     for d in (m.session_deadline_ms, m.rebalance_deadline_ms) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    # --- offsets, deletion, loading -----------------------------------------------------
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
+                               api_version: int, partitions: tuple[tuple[str, int], ...] = (),
+                               transactional: bool = False) -> int:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: NONE, UNKNOWN_MEMBER_ID,
+        STALE_MEMBER_EPOCH, or UNSUPPORTED_VERSION (a member of this protocol committing with
+        OffsetCommit below v9). A commit with a negative epoch is allowed only while the
+        group has no members (the admin client, manual assignment). An older member epoch
+        is accepted, as Kafka 4.4 does, when every committed partition is assigned to the
+        member since that epoch or before (``partitions``: those committed)."""
+        group = self._groups[group_id]
+        if member_epoch < 0 and not group.members:
+            return codes.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return codes.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return codes.UNSUPPORTED_VERSION
+        if member_epoch > member.member_epoch or (member_epoch < member.member_epoch and not (
+                partitions and all(member.assigned_at.get(tp, member_epoch + 1) <= member_epoch
+                                   for tp in partitions))):
+            return codes.STALE_MEMBER_EPOCH
+        return codes.NONE
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              member_epoch: int) -> int:
+        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (OffsetFetch v9+): NONE for the
+        admin client (epoch -1, no member id), else UNKNOWN_MEMBER_ID or
+        STALE_MEMBER_EPOCH."""
+        group = self._groups[group_id]
+        if member_epoch < 0 and not member_id:
+            return codes.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return codes.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return codes.STALE_MEMBER_EPOCH
+        return codes.NONE
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups: NONE (deleted), NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return codes.GROUP_ID_NOT_FOUND
+        if group.members:
+            return codes.NON_EMPTY_GROUP
+        del self._groups[group_id]
+        self._changed(group_id)
+        return codes.NONE
+
+    def unload(self, group_id: str) -> None:
+        """Forget ``group_id`` (this broker no longer coordinates it)."""
+        self._groups.pop(group_id, None)
+
