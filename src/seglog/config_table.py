@@ -1372,7 +1372,7 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('group.share.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
     _entry('group.streams.acceptable.recovery.lag', BROKER, 'long', 10000, 'medium',
            ('The maximum amount of lag a warm-up task can have to be considered caught-up.'),
-           at_least=0,
+           at_least=0, internal=True,
            note='Told to streams group members in StreamsGroupHeartbeat (no warm-up tasks yet).'),
     _absent('group.streams.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
     _absent('group.streams.assignor.offload.enable', 'boolean', True, 'medium', CLUSTER_WIDE),
@@ -1419,7 +1419,7 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('group.streams.task.offset.interval.ms', BROKER, 'int', 60000, 'medium',
            ('The interval in which the warmup task changelog offsets on a client are updated '
             'on the broker. The offsets are sent with the next heartbeat after this time has '
-            'passed.'), at_least=1,
+            'passed.'), at_least=1, internal=True,
            note='Told to streams group members in StreamsGroupHeartbeat.'),
     _absent('group.streams.topology.description.plugin.class', 'class', None, 'medium', READ_ONLY),
     _absent('initial.broker.registration.timeout.ms', 'int', 60000, 'medium', READ_ONLY),

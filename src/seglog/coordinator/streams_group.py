@@ -173,7 +173,7 @@ class HeartbeatResult:
     ``create_topics``: the internal topics the caller should create (name ->
     :class:`TopicInfo` with the partition count to create)."""
 
-    error_code: int = 0
+    error_code: int = codes.NONE
     error_message: str | None = None
     member_id: str = ""
     member_epoch: int = -1

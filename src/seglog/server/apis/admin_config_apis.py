@@ -106,6 +106,8 @@ def _broker_config_entries(state: BrokerState, per_broker: bool, *, synonyms: bo
         if keys and name not in keys:
             continue
         d = BROKER_CONFIGS.get(name)
+        if d is not None and d.internal:
+            continue  # Kafka's internal configs (ConfigDef.defineInternal) are not described
         kind = d.type if d is not None else "string"
         sensitive = d is not None and d.sensitive
         found = dynamic.synonyms(name, per_broker=per_broker)
