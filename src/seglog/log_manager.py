@@ -1,9 +1,15 @@
-"""The partitions on disk of one data directory: Kafka's ``LogManager`` for one ``log.dirs`` entry.
+"""The partitions on disk of the data directories: Kafka's ``LogManager`` over ``log.dirs``.
 
-A :class:`LogManager` owns what a Kafka broker keeps under one log dir, laid out the same way
+A :class:`LogManager` owns what a Kafka broker keeps under its log dirs, laid out the same way
 (the :mod:`seglog.store` docstring lists the files): the topics and their partitions' Logs,
-the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`), the four offset
-checkpoints, ``meta.properties``, the clean-shutdown marker and the directory's writer lock;
+the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`, written to every
+online dir), and per log dir (JBOD: several ``log.dirs`` entries, :class:`LogDir`) the four
+offset checkpoints of the partitions it holds, ``meta.properties``, the clean-shutdown marker
+and the directory's writer lock. Which dir holds a partition is found by scanning the dirs at
+open; a new partition goes to the online dir holding the fewest (Kafka's ``nextLogDirs``). A
+dir that fails (unreadable at open, or an I/O error on one of its partitions) takes its
+partitions offline (:class:`~seglog.offline_partitions.OfflinePartitions`), not the others;
+the open fails only when every dir failed (Kafka's rule);
 it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's
 LogManager runs on timers (retention, the cleaner, flushes, checkpoints) when it is called.
 
@@ -18,6 +24,7 @@ topics leaves that to its caller, which holds :attr:`LogManager.lock` across bot
 from __future__ import annotations
 
 import os
+import errno
 import shutil
 import threading
 import time
@@ -31,6 +38,7 @@ from .clients.partitioner import partition_for_key
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
+    KafkaStorageError,
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
@@ -53,7 +61,7 @@ from .topic_registry import (
 )
 from .types import TopicPartition
 
-__all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
+__all__ = ["LogManager", "LogDir", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
            "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC",
            "CREATE_PARTITIONS_PER_HOLD"]
 
@@ -210,7 +218,8 @@ class _DirPartitionState:
     def load(self) -> tuple[int | None, int | None, bool]:
         manager = self._manager
         return (manager._recovery_points.get(self._tp),
-                manager._log_start_offsets.get(self._tp), manager._clean_shutdown)
+                manager._log_start_offsets.get(self._tp),
+                manager.dir_of(self._tp).clean_shutdown)
 
     def begin_writing(self) -> None:
         # The manager removes the directory's marker (durably) once every Log opened.
@@ -228,18 +237,59 @@ class _DirPartitionState:
             manager._recovery_points[self._tp] = recovery_point
             if manager._log_start_offsets.get(self._tp) != log_start_offset:
                 manager._log_start_offsets[self._tp] = log_start_offset
-                if manager._checkpoints_open:
-                    manager._log_start_checkpoint.write(
-                        dict(sorted(manager._log_start_offsets.items())))
+                log_dir = manager.dir_of(self._tp)
+                if manager._checkpoints_open and log_dir.failure is None:
+                    log_dir.log_start_checkpoint.write(manager._entries_of(
+                        log_dir, manager._log_start_offsets))
 
     def read_log_start_offset(self) -> int | None:
         """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
-        offsets = self._manager._log_start_checkpoint.read()
+        offsets = self._manager.dir_of(self._tp).log_start_checkpoint.read()
         return offsets.get(self._tp)
 
     def mark_clean_shutdown(self) -> None:
         # Written once for the directory by LogManager.close, after every Log closed.
         pass
+
+
+class LogDir:
+    """One ``log.dirs`` entry of a :class:`LogManager`: ``path``, its writer lock,
+    ``meta.properties`` (``meta``), its four offset checkpoint files (Kafka keeps them per
+    log dir, each naming the partitions of that dir only), whether it was shut down cleanly
+    (``clean_shutdown``, its ``.kafka_cleanshutdown`` marker at open) and ``failure``: None
+    while it serves, else why it is offline (its partitions are offline with it)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lock: DirectoryLock | None = None
+        self.meta: checkpoints.MetaProperties | None = None
+        self.clean_shutdown = False
+        self.failure: str | None = None
+
+        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
+            return checkpoints.OffsetCheckpointFile(os.path.join(path, name))
+
+        self.recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
+        self.log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
+        self.replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
+        self.cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
+
+    @property
+    def online(self) -> bool:
+        """Whether the dir serves (it has not failed)."""
+        return self.failure is None
+
+    def release(self) -> None:
+        """Release the writer lock (idempotent; a failed disk's close error is ignored)."""
+        if self.lock is not None:
+            try:
+                self.lock.close()
+            except OSError:
+                pass
+            self.lock = None
+
+    def __repr__(self) -> str:
+        return f"LogDir({self.path!r}{'' if self.failure is None else ', offline'})"
 
 
 def _file_bytes_are(path: str, expected: bytes) -> bool:
@@ -281,8 +331,12 @@ class LogManager:
                  lock: threading.RLock, producer_ids: ProducerIdBlocks,
                  internal_topic_configs: Mapping[str, Mapping[str, str]],
                  replicated: bool = False, topic_config_defaults: LogConfig | None = None,
-                 max_open_segments: int | None = None):
+                 max_open_segments: int | None = None, extra_dirs: Sequence[str] = ()):
         self.path = path
+        #: Every log dir, ``path`` first, then ``extra_dirs`` (JBOD), in ``log.dirs`` order.
+        self.dirs = [LogDir(d) for d in dict.fromkeys([path, *extra_dirs])]
+        #: Which dir holds each partition (scanned at open; placed at creation).
+        self._dir_of: dict[TopicPartition, LogDir] = {}
         self.read_only = read_only
         self.replicated = replicated
         self.backend = backend
@@ -298,13 +352,11 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
         self.closed = True  # until fully open
         self.meta: checkpoints.MetaProperties | None = None
-        self._dir_lock: DirectoryLock | None = None
         self._topics: dict[str, Topic] = {}
         #: Names reserved by a create_topic whose partitions are being made (see there).
         self._creating: set[str] = set()
         self._recovery_points: dict[TopicPartition, int] = {}
         self._log_start_offsets: dict[TopicPartition, int] = {}
-        self._clean_shutdown = False
         self._checkpoints_open = False
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._cleaner_offsets: dict[tuple[str, int], int] = {}
@@ -312,13 +364,86 @@ class LogManager:
         #: The partitions whose files failed to load (_open_or_offline, load_failed).
         self.offline = OfflinePartitions()
 
-        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
-            return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
+    # --- the log dirs ----------------------------------------------------------------------
 
-        self._recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
-        self._log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
-        self._replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
-        self._cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
+    def dir_of(self, tp: TopicPartition) -> LogDir:
+        """The :class:`LogDir` holding partition ``tp`` (the first dir for one not placed)."""
+        return self._dir_of.get(tp, self.dirs[0])
+
+    def partition_path(self, tp: TopicPartition) -> str:
+        """The directory of partition ``tp`` in the log dir holding it."""
+        return os.path.join(self.dir_of(tp).path, filenames.partition_dir_name(*tp))
+
+    def partition_dirs(self) -> dict[TopicPartition, LogDir]:
+        """``{tp: the LogDir holding it}`` (a copy)."""
+        return dict(self._dir_of)
+
+    def online_dirs(self) -> list[LogDir]:
+        """The dirs that serve, in ``log.dirs`` order."""
+        return [d for d in self.dirs if d.failure is None]
+
+    def partitions_in(self, log_dir: LogDir) -> list[TopicPartition]:
+        """The partitions ``log_dir`` holds, sorted."""
+        return sorted(tp for tp, d in self._dir_of.items() if d is log_dir)
+
+    def _next_dir(self) -> LogDir:
+        """Kafka's ``LogManager.nextLogDirs``: the online dir holding the fewest partitions
+        (the first of them in ``log.dirs`` order). KafkaStorageError when none is online."""
+        online = self.online_dirs()
+        if not online:
+            raise KafkaStorageError(errno.EIO, "every log dir is offline")
+        counts = {id(d): 0 for d in online}
+        for d in self._dir_of.values():
+            if id(d) in counts:
+                counts[id(d)] += 1
+        return min(online, key=lambda d: counts[id(d)])
+
+    def _entries_of(self, log_dir: LogDir, offsets: Mapping[Any, int]) -> dict[Any, int]:
+        """The entries of ``offsets`` (keyed by ``(topic, partition)``) of partitions
+        ``log_dir`` holds, sorted: what its checkpoint file names."""
+        dir_of = self._dir_of
+        return {k: v for k, v in sorted(offsets.items())
+                if dir_of.get(TopicPartition(k[0], k[1])) is log_dir}
+
+    def fail_dir(self, log_dir: LogDir, reason: str) -> list[TopicPartition]:
+        """Take ``log_dir`` offline for ``reason`` (Kafka's ``LogManager.handleLogDirFailure``):
+        its partitions go offline (:attr:`offline`; their Logs closed, best effort: the disk
+        may refuse), its lock is released, nothing more is written to it; the other dirs
+        serve on. Returns the partitions taken offline. Idempotent."""
+        with self.lock:
+            if log_dir.failure is not None:
+                return []
+            log_dir.failure = reason
+            gone = self.partitions_in(log_dir)
+            for tp in gone:
+                self.offline.add(tp, f"log dir {log_dir.path} is offline: {reason}")
+                topic = self._topics.get(tp.topic)
+                if topic is None or tp.partition >= len(topic._logs):
+                    continue
+                log = topic._logs[tp.partition]
+                if log is not None:
+                    topic._logs = [None if i == tp.partition else other
+                                   for i, other in enumerate(topic._logs)]
+                    try:
+                        log.close()
+                    except Exception:  # noqa: BLE001 - the disk failed: closing may too
+                        pass
+            log_dir.release()
+            return gone
+
+    def check_dirs(self) -> list[LogDir]:
+        """Take offline every dir one of whose partitions' writes failed (an I/O error: the
+        Log went offline, Kafka's LogDirFailureChannel). Returns the dirs taken offline now."""
+        with self.lock:
+            failed: dict[int, tuple[LogDir, str]] = {}
+            for name, topic in self._topics.items():
+                for p, log in topic.open_logs():
+                    if log.write_failed:
+                        d = self.dir_of(TopicPartition(name, p))
+                        failed.setdefault(id(d), (d, f"a write to {name}-{p} failed"))
+            for d, reason in failed.values():
+                self.fail_dir(d, reason)
+            return [d for d, _reason in failed.values()]
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -329,31 +454,55 @@ class LogManager:
         directories and open every topic found in the registry or on disk; a writer records
         topics found on disk only (made by Kafka, or a crash) in the registry. The
         clean-shutdown marker stays until :meth:`begin_writing`. On any error call
-        :meth:`abort_open`."""
-        if self.read_only:
-            if not os.path.isdir(self.path):
-                raise FileNotFoundError(f"no data directory at {self.path}")
-        else:
-            os.makedirs(self.path, exist_ok=True)
-            self._dir_lock = DirectoryLock(self.path)
-        self.meta = checkpoints.MetaProperties.read(self.path)
-        if self.meta is None and not self.read_only:
-            self.meta = checkpoints.MetaProperties(
-                version=1, cluster_id=cluster_id or checkpoints.uuid_to_kafka_str(
-                    checkpoints.new_kafka_uuid()),
-                node_id=node_id, directory_id=checkpoints.new_kafka_uuid())
-            self.meta.write(self.path)
-        self._recovery_points = {TopicPartition(*k): v
-                                 for k, v in self._recovery_checkpoint.read().items()}
-        self._log_start_offsets = {TopicPartition(*k): v
-                                   for k, v in self._log_start_checkpoint.read().items()}
-        self._high_watermarks = self._replication_checkpoint.read()
-        self._cleaner_offsets = self._cleaner_checkpoint.read()
-        self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
+        :meth:`abort_open`.
+
+        Several dirs (JBOD): each gets its own lock and ``meta.properties`` (one cluster id
+        and node id, a directory id each); a dir that cannot be made, locked, read or
+        scanned (an OSError) is offline (:meth:`fail_dir`) and the others open; when every
+        dir failed the open fails with KafkaStorageError. A partition found in two dirs is
+        CorruptCheckpointError (Kafka refuses to start the same way). A partition the
+        registry knows but no online dir holds is offline while a dir is offline (it may be
+        there), else made anew in the dir :meth:`_next_dir` picks."""
+        for log_dir in self.dirs:
+            try:
+                self._open_dir(log_dir)
+            except OSError as exc:
+                if len(self.dirs) == 1:
+                    raise  # one dir: its error, as before JBOD
+                log_dir.failure = f"{type(exc).__name__}: {exc}"
+                log_dir.release()
+        online = self.online_dirs()
+        if not online:
+            raise KafkaStorageError(errno.EIO, "every log dir failed: " + "; ".join(
+                f"{d.path}: {d.failure}" for d in self.dirs))
+        with_meta = [d for d in online if d.meta is not None]
+        for d in with_meta[1:]:
+            meta, first_meta = d.meta, with_meta[0].meta
+            assert meta is not None and first_meta is not None
+            if (meta.cluster_id, meta.node_id) != (first_meta.cluster_id, first_meta.node_id):
+                raise CorruptCheckpointError(
+                    f"{d.path}/meta.properties names cluster {meta.cluster_id} and node "
+                    f"{meta.node_id}, {with_meta[0].path} cluster {first_meta.cluster_id} and "
+                    f"node {first_meta.node_id}: the dirs belong to different brokers",
+                    path=d.path)
+        if not self.read_only:
+            first = with_meta[0].meta if with_meta else None
+            for d in online:
+                if d.meta is None:
+                    d.meta = checkpoints.MetaProperties(
+                        version=1, cluster_id=first.cluster_id if first else (
+                            cluster_id or checkpoints.uuid_to_kafka_str(
+                                checkpoints.new_kafka_uuid())),
+                        node_id=first.node_id if first else node_id,
+                        directory_id=checkpoints.new_kafka_uuid())
+                    d.meta.write(d.path)
+                    first = first or d.meta
+        self.meta = next((d.meta for d in online if d.meta is not None), None)
         # Ids of the last block may have been handed out before a crash: the producer-id
         # manager starts after it (_read_registry restores it).
         registry = self._read_registry()
         found = self._scan_partition_dirs()
+        self._read_checkpoints()
         self.closed = False
         for name in sorted(set(registry) | set(found)):
             if self.read_only and name not in found:
@@ -377,12 +526,45 @@ class LogManager:
         if not self.read_only and set(found) - set(registry):
             self.write_registry()  # adopt topics found on disk (e.g. made by Kafka)
 
+    def _open_dir(self, log_dir: LogDir) -> None:
+        """Make (a writer), lock and read one dir's ``meta.properties`` and clean-shutdown
+        marker. OSError when the disk refuses (the caller takes the dir offline)."""
+        if self.read_only:
+            if not os.path.isdir(log_dir.path):
+                raise FileNotFoundError(f"no data directory at {log_dir.path}")
+        else:
+            os.makedirs(log_dir.path, exist_ok=True)
+            log_dir.lock = DirectoryLock(log_dir.path)
+        log_dir.meta = checkpoints.MetaProperties.read(log_dir.path)
+        log_dir.clean_shutdown = checkpoints.has_clean_shutdown_marker(log_dir.path)
+
+    def _read_checkpoints(self) -> None:
+        """Read every online dir's checkpoints, keeping of each file the entries of the
+        partitions that dir holds (a stale entry of a partition moved elsewhere is not)."""
+        self._recovery_points, self._log_start_offsets = {}, {}
+        self._high_watermarks, self._cleaner_offsets = {}, {}
+        for d in self.online_dirs():
+            mine = {tp for tp, holder in self._dir_of.items() if holder is d}
+            for k, v in d.recovery_checkpoint.read().items():
+                if TopicPartition(*k) in mine:
+                    self._recovery_points[TopicPartition(*k)] = v
+            for k, v in d.log_start_checkpoint.read().items():
+                if TopicPartition(*k) in mine:
+                    self._log_start_offsets[TopicPartition(*k)] = v
+            for k, v in d.replication_checkpoint.read().items():
+                if TopicPartition(*k) in mine:
+                    self._high_watermarks[k] = v
+            for k, v in d.cleaner_checkpoint.read().items():
+                if TopicPartition(*k) in mine:
+                    self._cleaner_offsets[k] = v
+
     def begin_writing(self) -> None:
         """Remove the clean-shutdown marker (durably): from here on a crash makes the next
         open recover. Called once opening succeeded as a whole: an open that fails on corrupt
         bytes has written nothing, and the next open must not take it for a crash and cut
         what this one refused to."""
-        checkpoints.remove_clean_shutdown_marker(self.path)
+        for d in self.online_dirs():
+            checkpoints.remove_clean_shutdown_marker(d.path)
 
     def abort_open(self) -> None:
         """Close what a failed :meth:`open` opened and release the writer lock."""
@@ -394,9 +576,8 @@ class LogManager:
                     pass
         self._topics.clear()
         self.closed = True
-        if self._dir_lock is not None:
-            self._dir_lock.close()
-            self._dir_lock = None
+        for d in self.dirs:
+            d.release()
 
     def _with_topic_defaults(self, name: str, overrides: Mapping[str, Any]) -> LogConfig:
         """A reopened topic's config: its recorded overrides over ``topic_config_defaults``."""
@@ -406,11 +587,43 @@ class LogManager:
             raise InvalidConfigError(f"topic {name!r}: its configs {dict(overrides)} do not "
                                      f"fit the broker's defaults: {e}") from None
     def _scan_partition_dirs(self) -> dict[str, list[int]]:
-        """``{topic: [partitions]}`` of the partition directories; leftover ``-delete``
-        directories are removed (a writer only). Kafka's KRaft metadata log
-        (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
+        """``{topic: [partitions]}`` of the partition directories of every online dir, and
+        :attr:`_dir_of` set to where each is (a dir that cannot be scanned is offline);
+        leftover ``-delete`` directories are removed (a writer only). Kafka's KRaft metadata
+        log (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
         found: dict[str, list[int]] = {}
-        for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
+        dir_of: dict[TopicPartition, LogDir] = {}
+        for log_dir in self.online_dirs():
+            try:
+                here = self._scan_one_dir(log_dir.path)
+            except OSError as exc:
+                if len(self.dirs) == 1:
+                    raise
+                log_dir.failure = f"{type(exc).__name__}: {exc}"
+                log_dir.release()
+                continue
+            for topic, partitions in here.items():
+                for p in partitions:
+                    tp = TopicPartition(topic, p)
+                    other = dir_of.get(tp)
+                    if other is not None:
+                        # Kafka's LogManager.loadLog: "Duplicate log directories ... found".
+                        raise CorruptCheckpointError(
+                            f"duplicate log directories for {topic}-{p} are found in both "
+                            f"{other.path} and {log_dir.path}: delete the one of the dir "
+                            "known to have failed recently", path=log_dir.path)
+                    dir_of[tp] = log_dir
+                    found.setdefault(topic, []).append(p)
+        if not self.online_dirs():
+            raise KafkaStorageError(errno.EIO, "every log dir failed: " + "; ".join(
+                f"{d.path}: {d.failure}" for d in self.dirs))
+        self._dir_of = dir_of
+        return found
+
+    def _scan_one_dir(self, path: str) -> dict[str, list[int]]:
+        """``{topic: [partitions]}`` of the partition directories in log dir ``path``."""
+        found: dict[str, list[int]] = {}
+        for entry in sorted(os.scandir(path), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
                 continue
             if entry.name.endswith(filenames.DELETE_DIR_SUFFIX):
@@ -431,9 +644,18 @@ class LogManager:
         return found
 
     def _read_registry(self) -> dict[str, dict[str, Any]]:
-        """The topics registry (:func:`~seglog.topic_registry.read_registry`); restores the
-        producer-id blocks from it."""
-        topics, block_end = topic_registry.read_registry(self.path)
+        """The topics registry (:func:`~seglog.topic_registry.read_registry`) of the online
+        dir that wrote it last (each online dir gets every write; one that was offline
+        meanwhile holds an older one); restores the producer-id blocks from it."""
+        newest, newest_ns = self.online_dirs()[0].path, -1
+        for d in self.online_dirs():
+            try:
+                mtime_ns = os.stat(os.path.join(d.path, TOPICS_FILE)).st_mtime_ns
+            except OSError:
+                continue
+            if mtime_ns > newest_ns:
+                newest, newest_ns = d.path, mtime_ns
+        topics, block_end = topic_registry.read_registry(newest)
         self._producer_ids.restore(block_end)
         return topics
 
@@ -448,8 +670,9 @@ class LogManager:
                          "config": topic_registry.overrides_of(t.config,
                                                                self.topic_config_defaults)}
                   for name, t in sorted(self._topics.items())}
-        topic_registry.write_registry(self.path, topics,
-                                      producer_id_block_end=producer_id_block_end)
+        for d in self.online_dirs():
+            topic_registry.write_registry(d.path, topics,
+                                          producer_id_block_end=producer_id_block_end)
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
                     topic_id: uuid.UUID | None, *, found: Iterable[int] = ()) -> Topic:
@@ -464,7 +687,15 @@ class LogManager:
         try:
             for p in range(partitions):
                 tp = TopicPartition(name, p)
-                dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                if p not in found and tp not in self._dir_of and not self.read_only:
+                    if len(self.online_dirs()) < len(self.dirs):
+                        # It may be in the offline dir: never made anew elsewhere.
+                        self.offline.add(tp, "not found in the online log dirs (one is "
+                                             "offline)")
+                        logs.append(None)
+                        continue
+                    self._dir_of[tp] = self._next_dir()
+                dir_path = self.partition_path(tp)
                 if p in found:
                     pass
                 elif not self.read_only:
@@ -543,9 +774,11 @@ class LogManager:
     def _found_topic_id(self, name: str, partitions: int) -> uuid.UUID | None:
         """The topic id in the first ``partition.metadata`` of ``name`` that has one."""
         for p in range(partitions):
+            tp = TopicPartition(name, p)
+            if tp not in self._dir_of:
+                continue
             found = checkpoints.PartitionMetadataFile(os.path.join(
-                self.path, filenames.partition_dir_name(name, p),
-                filenames.PARTITION_METADATA)).read()
+                self.partition_path(tp), filenames.PARTITION_METADATA)).read()
             if found is not None:
                 return found
         return None
@@ -565,8 +798,11 @@ class LogManager:
         reserved ``name``; LogClosedError when the Store closes meanwhile (the Logs made are
         closed)."""
         logs: list[Log] = []
-        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(first, end)]
+        with self.lock:
+            # Each partition in the dir with the fewest (Kafka's nextLogDirs, one at a time).
+            for p in range(first, end):
+                self._dir_of[TopicPartition(name, p)] = self._next_dir()
+            dir_paths = [self.partition_path(TopicPartition(name, p)) for p in range(first, end)]
         # Every directory before any file (a crash in between leaves directories the next
         # open completes, never a partition with files and no sibling directories), outside
         # the lock: the caller reserved the name, and a mkdir touches no shared state.
@@ -640,9 +876,7 @@ class LogManager:
                 if _collision_key(existing) == _collision_key(name):
                     raise InvalidTopicError(f"Topic '{name}' collides with existing topic: "
                                             f"{existing}")
-            for p in range(partitions):
-                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
-                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            self._check_no_partition_dirs(name, range(partitions))
             self._creating.add(name)
         try:
             topic_id = topic_id or checkpoints.new_kafka_uuid()
@@ -664,14 +898,29 @@ class LogManager:
                     return topic
             except BaseException:
                 if name not in self._topics:
-                    for p in range(partitions):
-                        shutil.rmtree(os.path.join(self.path,
-                                                   filenames.partition_dir_name(name, p)),
-                                      ignore_errors=True)
+                    self._remove_new_partitions(name, range(partitions))
                 raise
         finally:
             with self.lock:
                 self._creating.discard(name)
+
+    def _check_no_partition_dirs(self, name: str, partitions: range) -> None:
+        """TopicExistsError when a directory of one of ``partitions`` of ``name`` is in an
+        online log dir already."""
+        for p in partitions:
+            for d in self.online_dirs():
+                if os.path.exists(os.path.join(d.path, filenames.partition_dir_name(name, p))):
+                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+
+    def _remove_new_partitions(self, name: str, partitions: range) -> None:
+        """Undo a failed creation of ``partitions`` of ``name``: remove the directories
+        made and forget where they were placed."""
+        with self.lock:
+            for p in partitions:
+                tp = TopicPartition(name, p)
+                if tp in self._dir_of:
+                    shutil.rmtree(self.partition_path(tp), ignore_errors=True)
+                    del self._dir_of[tp]
 
     def topic_to_delete(self, name: str) -> Topic:
         """Topic ``name``, checked for :meth:`delete_topic`: UnknownTopicOrPartitionError,
@@ -696,19 +945,25 @@ class LogManager:
             topic._deleted = True
             del self._topics[name]
             renamed = []
+            touched: dict[int, LogDir] = {}
             for p, log in enumerate(topic._logs):
                 if log is not None:
                     log.close()
-                self.offline.discard(TopicPartition(name, p))
-                src = os.path.join(self.path, filenames.partition_dir_name(name, p))
-                dst = os.path.join(self.path, delete_dir_name(name, p))
-                os.rename(src, dst)
-                renamed.append(dst)
                 tp = TopicPartition(name, p)
+                self.offline.discard(tp)
+                log_dir = self._dir_of.pop(tp, None)
+                if log_dir is not None and log_dir.failure is None:
+                    # A partition of an offline dir is left there (the disk refuses).
+                    src = os.path.join(log_dir.path, filenames.partition_dir_name(name, p))
+                    dst = os.path.join(log_dir.path, delete_dir_name(name, p))
+                    os.rename(src, dst)
+                    renamed.append(dst)
+                    touched[id(log_dir)] = log_dir
                 with self._checkpoint_lock:
                     self._recovery_points.pop(tp, None)
                     self._log_start_offsets.pop(tp, None)
-            checkpoints.fsync_dir(self.path)
+            for log_dir in touched.values():
+                checkpoints.fsync_dir(log_dir.path)
             self.write_registry()
             self.write_checkpoints()
             return renamed
@@ -773,9 +1028,7 @@ class LogManager:
                     "not be an increase.")
             if name in self._creating:  # grown by another request now
                 raise InvalidPartitionsError(f"Topic {name} is being grown already.")
-            for p in range(current, count):
-                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
-                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            self._check_no_partition_dirs(name, range(current, count))
             self._creating.add(name)
         try:
             try:
@@ -794,10 +1047,7 @@ class LogManager:
                     return topic
             except BaseException:
                 if topic.partitions < count:
-                    for p in range(current, count):
-                        shutil.rmtree(os.path.join(self.path,
-                                                   filenames.partition_dir_name(name, p)),
-                                      ignore_errors=True)
+                    self._remove_new_partitions(name, range(current, count))
                 raise
         finally:
             with self.lock:
@@ -876,10 +1126,19 @@ class LogManager:
         """See :meth:`Store.flush <seglog.store.Store.flush>`."""
         with self.lock:
             self.check_writable()
-            for topic in self._topics.values():
-                for _p, log in topic.open_logs():
+            failed: list[tuple[LogDir, str]] = []
+            for name, topic in self._topics.items():
+                for p, log in topic.open_logs():
                     if not log.offline:  # recovered at the next open instead
-                        log.flush()
+                        try:
+                            log.flush()
+                        except OSError as exc:
+                            if len(self.dirs) == 1:
+                                raise
+                            failed.append((self.dir_of(TopicPartition(name, p)),
+                                           f"flushing {name}-{p} failed: {exc}"))
+            for log_dir, reason in failed:  # the dir's partitions go offline, not the rest
+                self.fail_dir(log_dir, reason)
             self.write_checkpoints()
 
     def checkpoint_high_watermarks(self) -> None:
@@ -890,7 +1149,8 @@ class LogManager:
             high_watermarks = self._gather("high_watermark")
         with self._checkpoint_lock:
             self._high_watermarks = high_watermarks
-            self._replication_checkpoint.write(high_watermarks)
+            for d in self.online_dirs():
+                d.replication_checkpoint.write(self._entries_of(d, high_watermarks))
 
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
@@ -907,9 +1167,13 @@ class LogManager:
         (held by the caller), then Logs' locks, then the checkpoint lock; property reads of a
         Log take no lock."""
         with self._checkpoint_lock:
-            self._write_checkpoints_locked(from_logs)
+            failed = self._write_checkpoints_locked(from_logs)
+        for log_dir, reason in failed:  # after the checkpoint lock: closing Logs takes it
+            self.fail_dir(log_dir, reason)
 
-    def _write_checkpoints_locked(self, from_logs: bool) -> None:
+    def _write_checkpoints_locked(self, from_logs: bool) -> list[tuple[LogDir, str]]:
+        """Write the checkpoints; returns the dirs whose disk refused, with why (several
+        dirs: the caller takes them offline; one dir: its OSError is raised)."""
         if from_logs:
             for name, topic in self._topics.items():
                 for p, log in topic.open_logs():
@@ -921,14 +1185,21 @@ class LogManager:
             self._high_watermarks = self._gather("high_watermark")
             self._cleaner_offsets = self._gather("cleaner_checkpoint")
         live = {(n, p) for n, t in self._topics.items() for p in range(t.partitions)}
-        self._recovery_checkpoint.write(
-            {tp: v for tp, v in sorted(self._recovery_points.items()) if tp in live})
-        self._log_start_checkpoint.write(
-            {tp: v for tp, v in sorted(self._log_start_offsets.items()) if tp in live})
-        self._replication_checkpoint.write(
-            {tp: v for tp, v in self._high_watermarks.items() if tp in live})
-        self._cleaner_checkpoint.write(
-            {tp: v for tp, v in self._cleaner_offsets.items() if tp in live})
+        failed = []
+        for d in self.online_dirs():
+            # Each dir's files name the live partitions it holds (Kafka's per-dir files).
+            try:
+                for file, offsets in ((d.recovery_checkpoint, self._recovery_points),
+                                      (d.log_start_checkpoint, self._log_start_offsets),
+                                      (d.replication_checkpoint, self._high_watermarks),
+                                      (d.cleaner_checkpoint, self._cleaner_offsets)):
+                    file.write({tp: v for tp, v in self._entries_of(d, offsets).items()
+                                if tp in live})
+            except OSError as exc:
+                if len(self.dirs) == 1:
+                    raise
+                failed.append((d, f"writing its checkpoints failed: {exc}"))
+        return failed
 
     def close(self) -> None:
         """Close every Log (each flushes and saves its recovery point and start offset), write
@@ -943,24 +1214,26 @@ class LogManager:
                     self._high_watermarks = self._gather("high_watermark")
                     self._cleaner_offsets = self._gather("cleaner_checkpoint")
                 # Each Log flushes and saves its recovery point and start offset on close.
-                offline = False
-                for topic in self._topics.values():
-                    for _p, log in topic.open_logs():
-                        offline = offline or log.write_failed
+                unclean: set[int] = set()  # the dirs holding an offline log
+                for name, topic in self._topics.items():
+                    for p, log in topic.open_logs():
+                        if log.write_failed:
+                            unclean.add(id(self.dir_of(TopicPartition(name, p))))
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
                     # An offline log (a failed write) must be recovered at the next open, and
-                    # the marker is the whole directory's: without it every log recovers
-                    # from its recovery point (Kafka's restart after a log dir failure).
-                    if not offline:
-                        checkpoints.write_clean_shutdown_marker(self.path)
+                    # the marker is the whole directory's: without it every log of the dir
+                    # recovers from its recovery point (Kafka's restart after a log dir
+                    # failure).
+                    for d in self.online_dirs():
+                        if id(d) not in unclean:
+                            checkpoints.write_clean_shutdown_marker(d.path)
             finally:
                 self.closed = True
                 self._checkpoints_open = False
-                if self._dir_lock is not None:
-                    self._dir_lock.close()
-                    self._dir_lock = None
+                for d in self.dirs:
+                    d.release()
 
     # --- following a writer (read-only) ----------------------------------------------------
 

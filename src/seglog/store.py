@@ -27,6 +27,12 @@ way, so a broker could adopt the directory and Kafka tools read it:
     transaction) in Kafka's key/value schema, in the compacted internal topic (see
     :mod:`seglog.coordinator.transaction`). Created when the first transactional producer starts.
 
+Several data directories (JBOD, Kafka's ``log.dirs`` with several entries: ``extra_log_dirs``)
+each hold the files above for the partitions they hold (``meta.properties``, the lock, the
+four checkpoints, the marker; the registry is written to each); a new partition goes to the
+dir holding the fewest, and a dir that fails takes only its partitions offline
+(:meth:`Store.log_dirs`).
+
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
 a crash is removed on the next open.
@@ -61,7 +67,7 @@ import os
 import threading
 import uuid
 import weakref
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
@@ -76,7 +82,7 @@ from .coordinator.transaction import (
     TransactionCoordinator,
     TransactionDescription,
 )
-from .errors import IllegalStateError, InvalidTopicError
+from .errors import IllegalStateError, InvalidTopicError, UnknownTopicOrPartitionError
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -93,12 +99,23 @@ from .storage.log import Log
 from .store_coordinators import INTERNAL_TOPIC_CONFIGS, StoreCoordinators
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
 
-__all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE",
-           "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
+__all__ = ["Store", "LogDirState", "Topic", "TopicPartition", "validate_topic_name",
+           "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
 
 _DEFAULT_NODE_ID = 1
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
+
+
+class LogDirState(NamedTuple):
+    """One data directory of a :class:`Store` (:meth:`Store.log_dirs`)."""
+
+    #: The directory, as given.
+    path: str
+    #: Why it is offline (its partitions with it); None while it serves.
+    failure: str | None
+    #: The partitions it holds, sorted.
+    partitions: tuple[TopicPartition, ...]
 
 
 class Store:
@@ -136,6 +153,9 @@ class Store:
     (``Log.update_high_watermark``), and flush and close write the high watermarks back to
     that file as they always do. Without it every high watermark follows its end offset.
 
+    ``extra_log_dirs``: more data directories after ``path`` (Kafka's ``log.dirs`` with
+    several entries, JBOD; see the module docstring and :meth:`log_dirs`).
+
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
@@ -146,7 +166,8 @@ class Store:
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
                  offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
-                 max_open_segments: int | None = None, replicated: bool = False):
+                 max_open_segments: int | None = None, replicated: bool = False,
+                 extra_log_dirs: Sequence[str | os.PathLike[str]] = ()):
         # topic_config_defaults and offsets_retention_ms: see the class docstring.
         config_defaults = as_config(topic_config_defaults)
         self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
@@ -177,7 +198,8 @@ class Store:
             self.path, backend=self.backend, read_only=self.read_only, lock=self._lock,
             producer_ids=self._producer_ids, internal_topic_configs=INTERNAL_TOPIC_CONFIGS,
             replicated=self.replicated, topic_config_defaults=config_defaults,
-            max_open_segments=max_open_segments)
+            max_open_segments=max_open_segments,
+            extra_dirs=[os.fspath(d) for d in extra_log_dirs])
         self._coordinators = StoreCoordinators(
             self._logs, self._producer_ids, notify_appended=self.notify_appended,
             offsets_topic_partitions=offsets_topic_partitions,
@@ -646,11 +668,37 @@ class Store:
         logs = self._logs
         if logs.read_only:
             return len(logs.offline)
+        self.check_log_dirs()
         for _tp, log in logs.writable_logs():  # no metadata lock held while a Log checks
             if logs.closed:
                 break
             log.check_active_segment()
         return len(logs.offline)
+
+    def log_dirs(self) -> list[LogDirState]:
+        """Every data directory (``path`` first, then ``extra_log_dirs``): its path, why it is
+        offline (None while it serves) and the partitions it holds, sorted."""
+        with self._lock:
+            return [LogDirState(d.path, d.failure, tuple(self._logs.partitions_in(d)))
+                    for d in self._logs.dirs]
+
+    def log_dir_of(self, tp: tuple[str, int]) -> str:
+        """The data directory holding partition ``tp`` (UnknownTopicOrPartitionError when
+        no dir holds it)."""
+        with self._lock:
+            tp = TopicPartition(*tp)
+            if tp not in self._logs.partition_dirs():
+                raise UnknownTopicOrPartitionError(f"no log dir holds {tp.topic}-{tp.partition}")
+            return self._logs.dir_of(tp).path
+
+    def check_log_dirs(self) -> list[str]:
+        """Take offline every data directory one of whose partitions' writes failed (an I/O
+        error; Kafka's log dir failure): its partitions go offline, the others serve on.
+        Returns the paths taken offline now. With one directory nothing changes (its failed
+        Logs stay offline alone until a reopen)."""
+        if self._logs.read_only or len(self._logs.dirs) == 1:
+            return []
+        return [d.path for d in self._logs.check_dirs()]
 
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
@@ -688,6 +736,7 @@ class Store:
         "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
         ReadOnlyError."""
         now = checked_now_ms(now_ms)
+        self.check_log_dirs()
         report: dict[str, Any] = {
             "retention": self.apply_retention(now_ms=now),
             "compaction": self.compact(now_ms=now),
