@@ -125,3 +125,46 @@ def test_a_dir_failed_at_runtime_goes_offline_with_its_partitions(backend, tmp_p
         store.topic("t").log(0).append(b"y")
         store.flush()  # nothing is written to the failed dir, the rest flushes
         assert [d.failure for d in store.log_dirs()] == [None, "an I/O error"]
+
+
+def test_a_partition_moves_between_dirs_under_appends_and_loses_nothing(backend, tmp_path):
+    import threading
+
+    a, b = _dirs(tmp_path)
+    with _open(backend, a, b, topic_config_defaults={"segment.bytes": 2000}) as store:
+        store.create_topic("t", 1)
+        assert store.log_dir_of(("t", 0)) == a
+        acked: list[int] = []
+        stop = threading.Event()
+
+        def produce() -> None:
+            for i in range(20_000):  # bounded; stops when the move is done
+                if stop.is_set():
+                    return
+                try:
+                    store.topic("t").log(0).append(f"{i}".encode())
+                except Exception:  # noqa: BLE001 - the swap's moment: retried as clients do
+                    continue
+                acked.append(i)
+
+        writer = threading.Thread(target=produce)
+        writer.start()
+        try:
+            while len(acked) < 300:
+                writer.join(0.001)
+            assert store.move_partition(("t", 0), b) is True
+            count_at_swap = len(acked)
+            while len(acked) < count_at_swap + 100 and writer.is_alive():
+                writer.join(0.001)
+        finally:
+            stop.set()
+            writer.join(30)
+        assert store.log_dir_of(("t", 0)) == b
+        assert not os.path.exists(os.path.join(a, "t-0"))
+        assert store.moving_partitions() == {}
+        values = [int(r.value) for r in store.topic("t").log(0).records()]
+        assert values == acked  # every acknowledged append, in order, nothing else
+        assert store.move_partition(("t", 0), b) is False  # already there
+    with _open(backend, a, b) as store:
+        assert store.log_dir_of(("t", 0)) == b
+        assert [int(r.value) for r in store.topic("t").log(0).records()] == acked

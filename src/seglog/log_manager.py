@@ -61,7 +61,7 @@ from .topic_registry import (
 )
 from .types import TopicPartition
 
-__all__ = ["LogManager", "LogDir", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
+__all__ = ["LogManager", "LogDir", "ProducerIdBlocks", "FUTURE_DIR_SUFFIX", "future_dir_name", "Topic", "validate_topic_name", "delete_dir_name",
            "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC",
            "CREATE_PARTITIONS_PER_HOLD"]
 
@@ -81,6 +81,47 @@ def delete_dir_name(topic: str, partition: int) -> str:
     topic cut short so that the name fits 255 bytes."""
     suffix = f"-{partition}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
     return topic[:min(len(topic), 255 - len(suffix))] + suffix
+
+
+#: The suffix of a partition's copy being filled in another log dir (Kafka's
+#: ``UnifiedLog.FutureDirSuffix``).
+FUTURE_DIR_SUFFIX = "-future"
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """Kafka's ``UnifiedLog.logFutureDirName``: ``<topic>-<partition>.<uuid hex>-future``."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def _copy_changed(src: str, dst: str, copied: dict[str, tuple[int, int]]) -> None:
+    """Make directory ``dst`` hold the files of ``src``: copy each file whose (size, mtime)
+    differs from ``copied`` (what was copied of it before; updated), remove those gone from
+    ``src``. Subdirectories are not part of a partition's directory and are skipped."""
+    names = set()
+    for entry in os.scandir(src):
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        names.add(entry.name)
+        st = entry.stat(follow_symlinks=False)
+        stamp = (st.st_size, st.st_mtime_ns)
+        if copied.get(entry.name) != stamp:
+            shutil.copyfile(entry.path, os.path.join(dst, entry.name))
+            copied[entry.name] = stamp
+    for name in set(copied) - names:
+        os.remove(os.path.join(dst, name))
+        del copied[name]
+
+
+def _fsync_files(path: str) -> None:
+    """fsync every file of directory ``path``, then the directory."""
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False):
+            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    checkpoints.fsync_dir(path)
 
 
 def _collision_key(name: str) -> str:
@@ -337,6 +378,8 @@ class LogManager:
         self.dirs = [LogDir(d) for d in dict.fromkeys([path, *extra_dirs])]
         #: Which dir holds each partition (scanned at open; placed at creation).
         self._dir_of: dict[TopicPartition, LogDir] = {}
+        #: The partitions being moved to another dir: ``{tp: (the dir, the -future path)}``.
+        self._moving: dict[TopicPartition, tuple[LogDir, str]] = {}
         self.read_only = read_only
         self.replicated = replicated
         self.backend = backend
@@ -430,6 +473,85 @@ class LogManager:
                         pass
             log_dir.release()
             return gone
+
+    def moving(self) -> dict[TopicPartition, LogDir]:
+        """``{tp: the dir it is being copied to}`` of the moves under way (Kafka's future
+        logs)."""
+        return {tp: d for tp, (d, _path) in self._moving.items()}
+
+    def move_partition(self, tp: TopicPartition, destination: LogDir) -> bool:
+        """Move partition ``tp`` to log dir ``destination`` (Kafka's AlterReplicaLogDirs and
+        ReplicaAlterLogDirsThread, done by copying): its files are copied into
+        ``<topic>-<partition>.<uuid>-future`` in ``destination`` while the Log serves; then,
+        under :attr:`lock`, the Log is closed (an append meanwhile fails with LogClosedError,
+        KAFKA_STORAGE_ERROR, which clients retry; none acknowledged is lost: the close
+        flushes it before the last copy), the files changed since are copied again and
+        fsynced, the copy renamed to the partition's name and the old directory to
+        ``-delete`` (Kafka's order: a crash between the two renames leaves two copies, which
+        the next open refuses by name), and the Log reopened from the copy. Blocking: run it
+        on a worker. Returns False when there was nothing to do (already there, or a move of
+        it is under way); raises UnknownTopicOrPartitionError, PartitionOfflineError
+        (offline), KafkaStorageError (``destination`` offline), or the OSError of a copy
+        that failed (the copy removed, the partition where it was)."""
+        with self.lock:
+            self.check_writable()
+            topic = self._topics.get(tp.topic)
+            if topic is None or not 0 <= tp.partition < topic.partitions:
+                raise UnknownTopicOrPartitionError(f"no partition {tp.topic}-{tp.partition}")
+            if destination.failure is not None:
+                raise KafkaStorageError(errno.EIO, f"log dir {destination.path} is offline")
+            log = topic.log(tp.partition)  # PartitionOfflineError when offline
+            source = self.dir_of(tp)
+            if source is destination or tp in self._moving:
+                return False
+            future = os.path.join(destination.path, future_dir_name(tp.topic, tp.partition))
+            os.mkdir(future)
+            self._moving[tp] = (destination, future)
+        src = os.path.join(source.path, filenames.partition_dir_name(*tp))
+        copied: dict[str, tuple[int, int]] = {}
+        try:
+            log.flush()
+            _copy_changed(src, future, copied)  # the bulk, while the Log serves
+            with self.lock:
+                if self._topics.get(tp.topic) is not topic or self.closed:
+                    raise UnknownTopicOrPartitionError(f"{tp.topic} was deleted meanwhile")
+                log = topic.log(tp.partition)
+                high_watermark = getattr(log, "high_watermark", None)
+                if self.replicated and high_watermark is not None:
+                    self._high_watermarks[(tp.topic, tp.partition)] = high_watermark
+                cleaner = getattr(log, "cleaner_checkpoint", None)
+                if cleaner is not None:
+                    self._cleaner_offsets[(tp.topic, tp.partition)] = cleaner
+                log.close()  # flushes; saves its recovery point and start offset
+                try:
+                    _copy_changed(src, future, copied)
+                    _fsync_files(future)
+                    target = os.path.join(destination.path, filenames.partition_dir_name(*tp))
+                    os.rename(future, target)
+                    checkpoints.fsync_dir(destination.path)
+                except BaseException:
+                    # The partition stays where it was: reopen it there.
+                    topic._logs = [self._open_or_offline(src, tp, topic.config, topic_id=None)
+                                   if i == tp.partition else other
+                                   for i, other in enumerate(topic._logs)]
+                    raise
+                deleted = os.path.join(source.path, delete_dir_name(*tp))
+                os.rename(src, deleted)
+                checkpoints.fsync_dir(source.path)
+                self._dir_of[tp] = destination
+                del self._moving[tp]
+                topic._logs = [self._open_or_offline(target, tp, topic.config, topic_id=None)
+                               if i == tp.partition else other
+                               for i, other in enumerate(topic._logs)]
+                self.write_checkpoints()
+        except BaseException:
+            with self.lock:
+                if self._moving.get(tp, (None, ""))[1] == future:
+                    del self._moving[tp]
+            shutil.rmtree(future, ignore_errors=True)
+            raise
+        shutil.rmtree(deleted, ignore_errors=True)
+        return True
 
     def check_dirs(self) -> list[LogDir]:
         """Take offline every dir one of whose partitions' writes failed (an I/O error: the
@@ -626,7 +748,9 @@ class LogManager:
         for entry in sorted(os.scandir(path), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
                 continue
-            if entry.name.endswith(filenames.DELETE_DIR_SUFFIX):
+            if entry.name.endswith((filenames.DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+                # A -future dir is a move a stop interrupted: the partition stays where it
+                # was (the move is not resumed), its copy is dropped.
                 if not self.read_only:
                     shutil.rmtree(entry.path, ignore_errors=True)
                 continue

@@ -63,6 +63,7 @@ One writer per data directory, enforced with an OS lock on ``<dir>/.lock`` (a se
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import uuid
@@ -82,7 +83,12 @@ from .coordinator.transaction import (
     TransactionCoordinator,
     TransactionDescription,
 )
-from .errors import IllegalStateError, InvalidTopicError, UnknownTopicOrPartitionError
+from .errors import (
+    IllegalStateError,
+    InvalidTopicError,
+    KafkaStorageError,
+    UnknownTopicOrPartitionError,
+)
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -690,6 +696,25 @@ class Store:
             if tp not in self._logs.partition_dirs():
                 raise UnknownTopicOrPartitionError(f"no log dir holds {tp.topic}-{tp.partition}")
             return self._logs.dir_of(tp).path
+
+    def move_partition(self, tp: tuple[str, int], log_dir: str) -> bool:
+        """Move partition ``tp`` to data directory ``log_dir`` (one of :meth:`log_dirs`, as
+        given; KafkaStorageError when it is none of them or offline) by copying, appends
+        going on until a brief swap (:meth:`LogManager.move_partition
+        <seglog.log_manager.LogManager.move_partition>`). Blocking. Returns False when there
+        was nothing to do (already there, or being moved)."""
+        with self._lock:
+            wanted = os.path.abspath(log_dir)
+            destination = next((d for d in self._logs.dirs
+                                if os.path.abspath(d.path) == wanted), None)
+            if destination is None:
+                raise KafkaStorageError(errno.ENOENT, f"{log_dir} is not a log dir of this store")
+        return self._logs.move_partition(TopicPartition(*tp), destination)
+
+    def moving_partitions(self) -> dict[TopicPartition, str]:
+        """``{tp: the data directory it is being copied to}`` of the moves under way."""
+        with self._lock:
+            return {tp: d.path for tp, d in self._logs.moving().items()}
 
     def check_log_dirs(self) -> list[str]:
         """Take offline every data directory one of whose partitions' writes failed (an I/O

@@ -838,7 +838,7 @@ class Broker:
             # A cluster member's logs keep their high watermark apart from their end
             # (restored from replication-offset-checkpoint) and stamp leader epochs.
             extra = {"replicated": True, "cluster_id": cluster_id}
-        store = Store(self.data_dir, backend=self.backend,
+        store = Store(self.data_dir, backend=self.backend, extra_log_dirs=self._extra_log_dirs(),
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
                       node_id=1 if node_id is None else node_id,
@@ -862,6 +862,17 @@ class Broker:
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
         return store
+
+    def _extra_log_dirs(self) -> list[str]:
+        """The ``log.dirs`` entries after the first (JBOD) when the data dir is that first
+        entry (a ``--data-dir`` of its own serves that dir alone)."""
+        config = self.config
+        if config.is_default("log.dirs") and config.is_default("log.dir"):
+            return []
+        dirs = list(config["log.dirs"])
+        if os.path.abspath(dirs[0]) != os.path.abspath(self.data_dir):
+            return []
+        return dirs[1:]
 
     # --- cluster membership (zookeeper.connect) -------------------------------------------------
 
