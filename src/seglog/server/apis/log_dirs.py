@@ -202,6 +202,8 @@ def describe_log_dirs_results(store: Any, wanted: Iterable[Any] | None, m: Any) 
         try:
             where = store.log_dir_of(tp)
         except SeglogError:
+            if failed_partitions or any(d.failure is not None for d in store.log_dirs()):
+                continue  # in no online dir: the offline dir answers for it
             where = store.path
         results.append(make(m.DescribeLogDirsResult, error_code=codes.KAFKA_STORAGE_ERROR,
                             log_dir=os.path.abspath(os.path.join(
