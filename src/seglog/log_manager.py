@@ -34,7 +34,6 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import filenames, topic_registry
 from ._backend import get_backend
-from .clients.partitioner import partition_for_key
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
@@ -47,12 +46,14 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .log_dirs import CLUSTER_METADATA_TOPIC, LogDir, LogDirs, copy_changed, fsync_files
+from .log_dirs import delete_dir_name, file_bytes_are, future_dir_name
 from .offline_partitions import OfflinePartitions
+from .topic import Topic, as_config
 from .storage import checkpoints
-from .config_table import topic_key
-from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
+from .storage.config import LogConfig, check_int
 from .storage.file_cache import FileCache
-from .storage.locking import DirectoryLock, check_unlocked
+from .storage.locking import check_unlocked
 from .storage.log import Log
 from .topic_registry import (
     TOPIC_PARTITIONS_MAX,
@@ -61,14 +62,10 @@ from .topic_registry import (
 )
 from .types import TopicPartition
 
-__all__ = ["LogManager", "LogDir", "ProducerIdBlocks", "FUTURE_DIR_SUFFIX", "future_dir_name", "Topic", "validate_topic_name", "delete_dir_name",
+__all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "delete_dir_name",
            "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC",
            "CREATE_PARTITIONS_PER_HOLD"]
 
-#: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
-#: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
-#: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: How many partitions of a new topic are made per hold of the metadata lock: about 10 ms of
 #: work, the longest a creation keeps the broker's event loop from a topic lookup.
 CREATE_PARTITIONS_PER_HOLD = 128
@@ -76,80 +73,9 @@ CREATE_PARTITIONS_PER_HOLD = 128
 CREATE_PAUSE_S = 0.001
 
 
-def delete_dir_name(topic: str, partition: int) -> str:
-    """Kafka's ``LocalLog.logDeleteDirName``: ``<topic>-<partition>.<uuid hex>-delete``, the
-    topic cut short so that the name fits 255 bytes."""
-    suffix = f"-{partition}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
-    return topic[:min(len(topic), 255 - len(suffix))] + suffix
-
-
-#: The suffix of a partition's copy being filled in another log dir (Kafka's
-#: ``UnifiedLog.FutureDirSuffix``).
-FUTURE_DIR_SUFFIX = "-future"
-
-
-def future_dir_name(topic: str, partition: int) -> str:
-    """Kafka's ``UnifiedLog.logFutureDirName``: ``<topic>-<partition>.<uuid hex>-future``."""
-    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
-
-
-def _copy_changed(src: str, dst: str, copied: dict[str, tuple[int, int]]) -> None:
-    """Make directory ``dst`` hold the files of ``src``: copy each file whose (size, mtime)
-    differs from ``copied`` (what was copied of it before; updated), remove those gone from
-    ``src``. Subdirectories are not part of a partition's directory and are skipped."""
-    names = set()
-    for entry in os.scandir(src):
-        if not entry.is_file(follow_symlinks=False):
-            continue
-        names.add(entry.name)
-        st = entry.stat(follow_symlinks=False)
-        stamp = (st.st_size, st.st_mtime_ns)
-        if copied.get(entry.name) != stamp:
-            shutil.copyfile(entry.path, os.path.join(dst, entry.name))
-            copied[entry.name] = stamp
-    for name in set(copied) - names:
-        os.remove(os.path.join(dst, name))
-        del copied[name]
-
-
-def _fsync_files(path: str) -> None:
-    """fsync every file of directory ``path``, then the directory."""
-    for entry in os.scandir(path):
-        if entry.is_file(follow_symlinks=False):
-            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    checkpoints.fsync_dir(path)
-
-
 def _collision_key(name: str) -> str:
     # Kafka's Topic.unifyCollisionChars: '.' and '_' collide in metric names.
     return name.replace(".", "_")
-
-
-def as_config(config: LogConfig | Mapping[str, Any] | None,
-              defaults: LogConfig | None = None) -> LogConfig:
-    """``config`` as a :class:`LogConfig`: a LogConfig as it is, a mapping of Kafka dotted
-    names or snake-case names over ``defaults`` (None: Kafka's own defaults), None the
-    defaults. InvalidConfigError for a dotted name that is not a topic config (Kafka's
-    CreateTopics refuses broker settings and unknown names alike) or a bad value."""
-    if config is None:
-        return LogConfig() if defaults is None else defaults
-    if isinstance(config, LogConfig):
-        return config
-    if not isinstance(config, Mapping):
-        raise InvalidConfigError(f"config must be a LogConfig or a mapping, got "
-                                 f"{type(config).__name__}")
-    for name in config:
-        if isinstance(name, str) and "." in name and name not in TOPIC_CONFIG_NAMES:
-            # Kafka's CreateTopics refuses broker settings and unknown names alike; a Kafka
-            # topic config seglog does not implement is refused by name.
-            topic_key(name, suggest=False)
-    if defaults is not None:
-        return defaults.replace(**config)
-    return LogConfig.from_dict(config)
 
 
 class ProducerIdBlocks(Protocol):
@@ -165,80 +91,6 @@ class ProducerIdBlocks(Protocol):
     def restore(self, block_end: int) -> None:
         """Ids below ``block_end`` may have been handed out before: never hand them out."""
         ...
-
-
-class Topic:
-    """One topic of a :class:`~seglog.store.Store`: its partitions' Logs, config and partitioner.
-
-    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.storage.config.LogConfig`),
-    ``topic_id`` (Kafka's base64url uuid text), ``is_internal``. Obtained from
-    :meth:`Store.create_topic <seglog.store.Store.create_topic>` or :meth:`Store.topic
-    <seglog.store.Store.topic>`; valid until the topic is deleted or the store closed (then
-    :meth:`log` raises). Thread-safe: the partition list is replaced, never changed in place.
-    """
-
-    def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: Sequence[Log | None]):
-        self._manager = manager
-        self.name = name
-        self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
-        self._uuid = topic_id
-        self.config = config
-        self._logs = list(logs)  # None: a partition whose Log failed to open (offline)
-        self._deleted = False
-
-    @property
-    def partitions(self) -> int:
-        """The partition count."""
-        return len(self._logs)
-
-    @property
-    def is_internal(self) -> bool:
-        """Whether this is one of Kafka's internal topics (``__consumer_offsets``,
-        ``__transaction_state``)."""
-        return self.name in self._manager.internal_topic_configs
-
-    def partition_for(self, key: bytes | bytearray | memoryview) -> int:
-        """The partition Kafka's default partitioner picks for ``key`` (murmur2, positive,
-        modulo the partition count), identical to Kafka's clients. TypeError for None (keyless
-        records are spread by the producer's sticky partitioner)."""
-        return partition_for_key(key, len(self._logs))
-
-    def log(self, partition: int) -> Log:
-        """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
-        :class:`UnknownTopicOrPartitionError` for a partition out of range,
-        :class:`LogClosedError` once the topic was deleted or the store closed, and
-        :class:`PartitionOfflineError` for a partition whose files failed to load."""
-        if self._deleted or self._manager.closed:
-            raise LogClosedError(f"topic {self.name!r} is closed or deleted")
-        if isinstance(partition, bool) or not isinstance(partition, int) \
-                or not 0 <= partition < len(self._logs):
-            raise UnknownTopicOrPartitionError(
-                f"topic {self.name!r} has no partition {partition!r} "
-                f"(it has {len(self._logs)})")
-        log = self._logs[partition]
-        if log is None or log.load_failure is not None:
-            raise self._manager.offline.error(TopicPartition(self.name, partition))
-        return log
-
-    def open_logs(self) -> list[tuple[int, Log]]:
-        """``[(partition, Log)]`` of the partitions whose Log opened, in partition order."""
-        return [(p, log) for p, log in enumerate(self._logs) if log is not None]
-
-    def topic_partitions(self) -> list[TopicPartition]:
-        """Every :class:`TopicPartition` of the topic, in partition order."""
-        return [TopicPartition(self.name, p) for p in range(len(self._logs))]
-
-    def end_offsets(self) -> dict[int, int]:
-        """``{partition: end offset}`` (the offset the next record will get)."""
-        return {p: log.end_offset for p, log in self.open_logs()}
-
-    def start_offsets(self) -> dict[int, int]:
-        """``{partition: log start offset}`` (the first offset still readable)."""
-        return {p: log.start_offset for p, log in self.open_logs()}
-
-    def __repr__(self) -> str:
-        return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
 
 
 class _DirPartitionState:
@@ -260,7 +112,7 @@ class _DirPartitionState:
         manager = self._manager
         return (manager._recovery_points.get(self._tp),
                 manager._log_start_offsets.get(self._tp),
-                manager.dir_of(self._tp).clean_shutdown)
+                manager.log_dirs.dir_of(self._tp).clean_shutdown)
 
     def begin_writing(self) -> None:
         # The manager removes the directory's marker (durably) once every Log opened.
@@ -278,75 +130,19 @@ class _DirPartitionState:
             manager._recovery_points[self._tp] = recovery_point
             if manager._log_start_offsets.get(self._tp) != log_start_offset:
                 manager._log_start_offsets[self._tp] = log_start_offset
-                log_dir = manager.dir_of(self._tp)
+                log_dir = manager.log_dirs.dir_of(self._tp)
                 if manager._checkpoints_open and log_dir.failure is None:
-                    log_dir.log_start_checkpoint.write(manager._entries_of(
+                    log_dir.log_start_checkpoint.write(manager.log_dirs.entries_of(
                         log_dir, manager._log_start_offsets))
 
     def read_log_start_offset(self) -> int | None:
         """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
-        offsets = self._manager.dir_of(self._tp).log_start_checkpoint.read()
+        offsets = self._manager.log_dirs.dir_of(self._tp).log_start_checkpoint.read()
         return offsets.get(self._tp)
 
     def mark_clean_shutdown(self) -> None:
         # Written once for the directory by LogManager.close, after every Log closed.
         pass
-
-
-class LogDir:
-    """One ``log.dirs`` entry of a :class:`LogManager`: ``path``, its writer lock,
-    ``meta.properties`` (``meta``), its four offset checkpoint files (Kafka keeps them per
-    log dir, each naming the partitions of that dir only), whether it was shut down cleanly
-    (``clean_shutdown``, its ``.kafka_cleanshutdown`` marker at open) and ``failure``: None
-    while it serves, else why it is offline (its partitions are offline with it)."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.lock: DirectoryLock | None = None
-        self.meta: checkpoints.MetaProperties | None = None
-        self.clean_shutdown = False
-        self.failure: str | None = None
-
-        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
-            return checkpoints.OffsetCheckpointFile(os.path.join(path, name))
-
-        self.recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
-        self.log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
-        self.replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
-        self.cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
-
-    @property
-    def online(self) -> bool:
-        """Whether the dir serves (it has not failed)."""
-        return self.failure is None
-
-    def release(self) -> None:
-        """Release the writer lock (idempotent; a failed disk's close error is ignored)."""
-        if self.lock is not None:
-            try:
-                self.lock.close()
-            except OSError:
-                pass
-            self.lock = None
-
-    def __repr__(self) -> str:
-        return f"LogDir({self.path!r}{'' if self.failure is None else ', offline'})"
-
-
-def _file_bytes_are(path: str, expected: bytes) -> bool:
-    """Whether the file at ``path`` holds exactly ``expected`` (False when it is missing or
-    differs: the caller then reads it the slow way, with its errors). One read of a small
-    file, without a file object."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(expected) + 1) == expected
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 class LogManager:
@@ -374,12 +170,10 @@ class LogManager:
                  replicated: bool = False, topic_config_defaults: LogConfig | None = None,
                  max_open_segments: int | None = None, extra_dirs: Sequence[str] = ()):
         self.path = path
-        #: Every log dir, ``path`` first, then ``extra_dirs`` (JBOD), in ``log.dirs`` order.
-        self.dirs = [LogDir(d) for d in dict.fromkeys([path, *extra_dirs])]
-        #: Which dir holds each partition (scanned at open; placed at creation).
-        self._dir_of: dict[TopicPartition, LogDir] = {}
-        #: The partitions being moved to another dir: ``{tp: (the dir, the -future path)}``.
-        self._moving: dict[TopicPartition, tuple[LogDir, str]] = {}
+        #: The log dirs, ``path`` first, then ``extra_dirs`` (JBOD), and where each
+        #: partition is (:class:`~seglog.log_dirs.LogDirs`).
+        self.log_dirs = LogDirs([path, *extra_dirs], read_only=read_only)
+        self.dirs = self.log_dirs.dirs
         self.read_only = read_only
         self.replicated = replicated
         self.backend = backend
@@ -409,45 +203,6 @@ class LogManager:
 
     # --- the log dirs ----------------------------------------------------------------------
 
-    def dir_of(self, tp: TopicPartition) -> LogDir:
-        """The :class:`LogDir` holding partition ``tp`` (the first dir for one not placed)."""
-        return self._dir_of.get(tp, self.dirs[0])
-
-    def partition_path(self, tp: TopicPartition) -> str:
-        """The directory of partition ``tp`` in the log dir holding it."""
-        return os.path.join(self.dir_of(tp).path, filenames.partition_dir_name(*tp))
-
-    def partition_dirs(self) -> dict[TopicPartition, LogDir]:
-        """``{tp: the LogDir holding it}`` (a copy)."""
-        return dict(self._dir_of)
-
-    def online_dirs(self) -> list[LogDir]:
-        """The dirs that serve, in ``log.dirs`` order."""
-        return [d for d in self.dirs if d.failure is None]
-
-    def partitions_in(self, log_dir: LogDir) -> list[TopicPartition]:
-        """The partitions ``log_dir`` holds, sorted."""
-        return sorted(tp for tp, d in self._dir_of.items() if d is log_dir)
-
-    def _next_dir(self) -> LogDir:
-        """Kafka's ``LogManager.nextLogDirs``: the online dir holding the fewest partitions
-        (the first of them in ``log.dirs`` order). KafkaStorageError when none is online."""
-        online = self.online_dirs()
-        if not online:
-            raise KafkaStorageError(errno.EIO, "every log dir is offline")
-        counts = {id(d): 0 for d in online}
-        for d in self._dir_of.values():
-            if id(d) in counts:
-                counts[id(d)] += 1
-        return min(online, key=lambda d: counts[id(d)])
-
-    def _entries_of(self, log_dir: LogDir, offsets: Mapping[Any, int]) -> dict[Any, int]:
-        """The entries of ``offsets`` (keyed by ``(topic, partition)``) of partitions
-        ``log_dir`` holds, sorted: what its checkpoint file names."""
-        dir_of = self._dir_of
-        return {k: v for k, v in sorted(offsets.items())
-                if dir_of.get(TopicPartition(k[0], k[1])) is log_dir}
-
     def fail_dir(self, log_dir: LogDir, reason: str) -> list[TopicPartition]:
         """Take ``log_dir`` offline for ``reason`` (Kafka's ``LogManager.handleLogDirFailure``):
         its partitions go offline (:attr:`offline`; their Logs closed, best effort: the disk
@@ -457,27 +212,21 @@ class LogManager:
             if log_dir.failure is not None:
                 return []
             log_dir.failure = reason
-            gone = self.partitions_in(log_dir)
+            gone = self.log_dirs.partitions_in(log_dir)
             for tp in gone:
                 self.offline.add(tp, f"log dir {log_dir.path} is offline: {reason}")
                 topic = self._topics.get(tp.topic)
-                if topic is None or tp.partition >= len(topic._logs):
+                if topic is None or tp.partition >= len(topic.logs):
                     continue
-                log = topic._logs[tp.partition]
+                log = topic.logs[tp.partition]
                 if log is not None:
-                    topic._logs = [None if i == tp.partition else other
-                                   for i, other in enumerate(topic._logs)]
+                    topic.with_log(tp.partition, None)
                     try:
                         log.close()
                     except Exception:  # noqa: BLE001 - the disk failed: closing may too
                         pass
             log_dir.release()
             return gone
-
-    def moving(self) -> dict[TopicPartition, LogDir]:
-        """``{tp: the dir it is being copied to}`` of the moves under way (Kafka's future
-        logs)."""
-        return {tp: d for tp, (d, _path) in self._moving.items()}
 
     def move_partition(self, tp: TopicPartition, destination: LogDir) -> bool:
         """Move partition ``tp`` to log dir ``destination`` (Kafka's AlterReplicaLogDirs and
@@ -501,17 +250,17 @@ class LogManager:
             if destination.failure is not None:
                 raise KafkaStorageError(errno.EIO, f"log dir {destination.path} is offline")
             log = topic.log(tp.partition)  # PartitionOfflineError when offline
-            source = self.dir_of(tp)
-            if source is destination or tp in self._moving:
+            source = self.log_dirs.dir_of(tp)
+            if source is destination or tp in self.log_dirs.moving:
                 return False
             future = os.path.join(destination.path, future_dir_name(tp.topic, tp.partition))
             os.mkdir(future)
-            self._moving[tp] = (destination, future)
+            self.log_dirs.moving[tp] = (destination, future)
         src = os.path.join(source.path, filenames.partition_dir_name(*tp))
         copied: dict[str, tuple[int, int]] = {}
         try:
             log.flush()
-            _copy_changed(src, future, copied)  # the bulk, while the Log serves
+            copy_changed(src, future, copied)  # the bulk, while the Log serves
             with self.lock:
                 if self._topics.get(tp.topic) is not topic or self.closed:
                     raise UnknownTopicOrPartitionError(f"{tp.topic} was deleted meanwhile")
@@ -524,30 +273,28 @@ class LogManager:
                     self._cleaner_offsets[(tp.topic, tp.partition)] = cleaner
                 log.close()  # flushes; saves its recovery point and start offset
                 try:
-                    _copy_changed(src, future, copied)
-                    _fsync_files(future)
+                    copy_changed(src, future, copied)
+                    fsync_files(future)
                     target = os.path.join(destination.path, filenames.partition_dir_name(*tp))
                     os.rename(future, target)
                     checkpoints.fsync_dir(destination.path)
                 except BaseException:
                     # The partition stays where it was: reopen it there.
-                    topic._logs = [self._open_or_offline(src, tp, topic.config, topic_id=None)
-                                   if i == tp.partition else other
-                                   for i, other in enumerate(topic._logs)]
+                    topic.with_log(tp.partition, self._open_or_offline(
+                        src, tp, topic.config, topic_id=None))
                     raise
                 deleted = os.path.join(source.path, delete_dir_name(*tp))
                 os.rename(src, deleted)
                 checkpoints.fsync_dir(source.path)
-                self._dir_of[tp] = destination
-                del self._moving[tp]
-                topic._logs = [self._open_or_offline(target, tp, topic.config, topic_id=None)
-                               if i == tp.partition else other
-                               for i, other in enumerate(topic._logs)]
+                self.log_dirs.placement[tp] = destination
+                del self.log_dirs.moving[tp]
+                topic.with_log(tp.partition, self._open_or_offline(
+                    target, tp, topic.config, topic_id=None))
                 self.write_checkpoints()
         except BaseException:
             with self.lock:
-                if self._moving.get(tp, (None, ""))[1] == future:
-                    del self._moving[tp]
+                if self.log_dirs.moving.get(tp, (None, ""))[1] == future:
+                    del self.log_dirs.moving[tp]
             shutil.rmtree(future, ignore_errors=True)
             raise
         shutil.rmtree(deleted, ignore_errors=True)
@@ -561,7 +308,7 @@ class LogManager:
             for name, topic in self._topics.items():
                 for p, log in topic.open_logs():
                     if log.write_failed:
-                        d = self.dir_of(TopicPartition(name, p))
+                        d = self.log_dirs.dir_of(TopicPartition(name, p))
                         failed.setdefault(id(d), (d, f"a write to {name}-{p} failed"))
             for d, reason in failed.values():
                 self.fail_dir(d, reason)
@@ -578,53 +325,16 @@ class LogManager:
         clean-shutdown marker stays until :meth:`begin_writing`. On any error call
         :meth:`abort_open`.
 
-        Several dirs (JBOD): each gets its own lock and ``meta.properties`` (one cluster id
-        and node id, a directory id each); a dir that cannot be made, locked, read or
-        scanned (an OSError) is offline (:meth:`fail_dir`) and the others open; when every
-        dir failed the open fails with KafkaStorageError. A partition found in two dirs is
-        CorruptCheckpointError (Kafka refuses to start the same way). A partition the
-        registry knows but no online dir holds is offline while a dir is offline (it may be
-        there), else made anew in the dir :meth:`_next_dir` picks."""
-        for log_dir in self.dirs:
-            try:
-                self._open_dir(log_dir)
-            except OSError as exc:
-                if len(self.dirs) == 1:
-                    raise  # one dir: its error, as before JBOD
-                log_dir.failure = f"{type(exc).__name__}: {exc}"
-                log_dir.release()
-        online = self.online_dirs()
-        if not online:
-            raise KafkaStorageError(errno.EIO, "every log dir failed: " + "; ".join(
-                f"{d.path}: {d.failure}" for d in self.dirs))
-        with_meta = [d for d in online if d.meta is not None]
-        for d in with_meta[1:]:
-            meta, first_meta = d.meta, with_meta[0].meta
-            assert meta is not None and first_meta is not None
-            if (meta.cluster_id, meta.node_id) != (first_meta.cluster_id, first_meta.node_id):
-                raise CorruptCheckpointError(
-                    f"{d.path}/meta.properties names cluster {meta.cluster_id} and node "
-                    f"{meta.node_id}, {with_meta[0].path} cluster {first_meta.cluster_id} and "
-                    f"node {first_meta.node_id}: the dirs belong to different brokers",
-                    path=d.path)
-        if not self.read_only:
-            first = with_meta[0].meta if with_meta else None
-            for d in online:
-                if d.meta is None:
-                    d.meta = checkpoints.MetaProperties(
-                        version=1, cluster_id=first.cluster_id if first else (
-                            cluster_id or checkpoints.uuid_to_kafka_str(
-                                checkpoints.new_kafka_uuid())),
-                        node_id=first.node_id if first else node_id,
-                        directory_id=checkpoints.new_kafka_uuid())
-                    d.meta.write(d.path)
-                    first = first or d.meta
-        self.meta = next((d.meta for d in online if d.meta is not None), None)
+        Several dirs (JBOD): :meth:`LogDirs.open <seglog.log_dirs.LogDirs.open>` and
+        :meth:`~seglog.log_dirs.LogDirs.scan`. A partition the registry knows but no online
+        dir holds is offline while a dir is offline (it may be there), else made anew."""
+        self.meta = self.log_dirs.open(node_id=node_id, cluster_id=cluster_id)
         # Ids of the last block may have been handed out before a crash: the producer-id
         # manager starts after it (_read_registry restores it).
         registry = self._read_registry()
-        found = self._scan_partition_dirs()
-        self._read_checkpoints()
+        found = self.log_dirs.scan()
+        (self._recovery_points, self._log_start_offsets, self._high_watermarks,
+         self._cleaner_offsets) = self.log_dirs.read_checkpoints()
         self.closed = False
         for name in sorted(set(registry) | set(found)):
             if self.read_only and name not in found:
@@ -648,44 +358,12 @@ class LogManager:
         if not self.read_only and set(found) - set(registry):
             self.write_registry()  # adopt topics found on disk (e.g. made by Kafka)
 
-    def _open_dir(self, log_dir: LogDir) -> None:
-        """Make (a writer), lock and read one dir's ``meta.properties`` and clean-shutdown
-        marker. OSError when the disk refuses (the caller takes the dir offline)."""
-        if self.read_only:
-            if not os.path.isdir(log_dir.path):
-                raise FileNotFoundError(f"no data directory at {log_dir.path}")
-        else:
-            os.makedirs(log_dir.path, exist_ok=True)
-            log_dir.lock = DirectoryLock(log_dir.path)
-        log_dir.meta = checkpoints.MetaProperties.read(log_dir.path)
-        log_dir.clean_shutdown = checkpoints.has_clean_shutdown_marker(log_dir.path)
-
-    def _read_checkpoints(self) -> None:
-        """Read every online dir's checkpoints, keeping of each file the entries of the
-        partitions that dir holds (a stale entry of a partition moved elsewhere is not)."""
-        self._recovery_points, self._log_start_offsets = {}, {}
-        self._high_watermarks, self._cleaner_offsets = {}, {}
-        for d in self.online_dirs():
-            mine = {tp for tp, holder in self._dir_of.items() if holder is d}
-            for k, v in d.recovery_checkpoint.read().items():
-                if TopicPartition(*k) in mine:
-                    self._recovery_points[TopicPartition(*k)] = v
-            for k, v in d.log_start_checkpoint.read().items():
-                if TopicPartition(*k) in mine:
-                    self._log_start_offsets[TopicPartition(*k)] = v
-            for k, v in d.replication_checkpoint.read().items():
-                if TopicPartition(*k) in mine:
-                    self._high_watermarks[k] = v
-            for k, v in d.cleaner_checkpoint.read().items():
-                if TopicPartition(*k) in mine:
-                    self._cleaner_offsets[k] = v
-
     def begin_writing(self) -> None:
         """Remove the clean-shutdown marker (durably): from here on a crash makes the next
         open recover. Called once opening succeeded as a whole: an open that fails on corrupt
         bytes has written nothing, and the next open must not take it for a crash and cut
         what this one refused to."""
-        for d in self.online_dirs():
+        for d in self.log_dirs.online():
             checkpoints.remove_clean_shutdown_marker(d.path)
 
     def abort_open(self) -> None:
@@ -698,8 +376,7 @@ class LogManager:
                     pass
         self._topics.clear()
         self.closed = True
-        for d in self.dirs:
-            d.release()
+        self.log_dirs.release()
 
     def _with_topic_defaults(self, name: str, overrides: Mapping[str, Any]) -> LogConfig:
         """A reopened topic's config: its recorded overrides over ``topic_config_defaults``."""
@@ -708,78 +385,11 @@ class LogManager:
         except InvalidConfigError as e:
             raise InvalidConfigError(f"topic {name!r}: its configs {dict(overrides)} do not "
                                      f"fit the broker's defaults: {e}") from None
-    def _scan_partition_dirs(self) -> dict[str, list[int]]:
-        """``{topic: [partitions]}`` of the partition directories of every online dir, and
-        :attr:`_dir_of` set to where each is (a dir that cannot be scanned is offline);
-        leftover ``-delete`` directories are removed (a writer only). Kafka's KRaft metadata
-        log (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
-        found: dict[str, list[int]] = {}
-        dir_of: dict[TopicPartition, LogDir] = {}
-        for log_dir in self.online_dirs():
-            try:
-                here = self._scan_one_dir(log_dir.path)
-            except OSError as exc:
-                if len(self.dirs) == 1:
-                    raise
-                log_dir.failure = f"{type(exc).__name__}: {exc}"
-                log_dir.release()
-                continue
-            for topic, partitions in here.items():
-                for p in partitions:
-                    tp = TopicPartition(topic, p)
-                    other = dir_of.get(tp)
-                    if other is not None:
-                        # Kafka's LogManager.loadLog: "Duplicate log directories ... found".
-                        raise CorruptCheckpointError(
-                            f"duplicate log directories for {topic}-{p} are found in both "
-                            f"{other.path} and {log_dir.path}: delete the one of the dir "
-                            "known to have failed recently", path=log_dir.path)
-                    dir_of[tp] = log_dir
-                    found.setdefault(topic, []).append(p)
-        if not self.online_dirs():
-            raise KafkaStorageError(errno.EIO, "every log dir failed: " + "; ".join(
-                f"{d.path}: {d.failure}" for d in self.dirs))
-        self._dir_of = dir_of
-        return found
-
-    def _scan_one_dir(self, path: str) -> dict[str, list[int]]:
-        """``{topic: [partitions]}`` of the partition directories in log dir ``path``."""
-        found: dict[str, list[int]] = {}
-        for entry in sorted(os.scandir(path), key=lambda e: e.name):
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            if entry.name.endswith((filenames.DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
-                # A -future dir is a move a stop interrupted: the partition stays where it
-                # was (the move is not resumed), its copy is dropped.
-                if not self.read_only:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                continue
-            parsed = filenames.parse_partition_dir_name(entry.name)
-            if parsed is None:
-                continue  # -future, -stray, or not ours
-            topic, partition = parsed
-            if topic == CLUSTER_METADATA_TOPIC:
-                continue
-            try:
-                validate_topic_name(topic)
-            except InvalidTopicError:
-                continue
-            found.setdefault(topic, []).append(partition)
-        return found
-
     def _read_registry(self) -> dict[str, dict[str, Any]]:
         """The topics registry (:func:`~seglog.topic_registry.read_registry`) of the online
         dir that wrote it last (each online dir gets every write; one that was offline
         meanwhile holds an older one); restores the producer-id blocks from it."""
-        newest, newest_ns = self.online_dirs()[0].path, -1
-        for d in self.online_dirs():
-            try:
-                mtime_ns = os.stat(os.path.join(d.path, TOPICS_FILE)).st_mtime_ns
-            except OSError:
-                continue
-            if mtime_ns > newest_ns:
-                newest, newest_ns = d.path, mtime_ns
-        topics, block_end = topic_registry.read_registry(newest)
+        topics, block_end = topic_registry.read_registry(self.log_dirs.newest_registry_dir())
         self._producer_ids.restore(block_end)
         return topics
 
@@ -794,7 +404,7 @@ class LogManager:
                          "config": topic_registry.overrides_of(t.config,
                                                                self.topic_config_defaults)}
                   for name, t in sorted(self._topics.items())}
-        for d in self.online_dirs():
+        for d in self.log_dirs.online():
             topic_registry.write_registry(d.path, topics,
                                           producer_id_block_end=producer_id_block_end)
 
@@ -811,15 +421,15 @@ class LogManager:
         try:
             for p in range(partitions):
                 tp = TopicPartition(name, p)
-                if p not in found and tp not in self._dir_of and not self.read_only:
-                    if len(self.online_dirs()) < len(self.dirs):
+                if p not in found and tp not in self.log_dirs.placement and not self.read_only:
+                    if len(self.log_dirs.online()) < len(self.dirs):
                         # It may be in the offline dir: never made anew elsewhere.
                         self.offline.add(tp, "not found in the online log dirs (one is "
                                              "offline)")
                         logs.append(None)
                         continue
-                    self._dir_of[tp] = self._next_dir()
-                dir_path = self.partition_path(tp)
+                    self.log_dirs.placement[tp] = self.log_dirs.next_dir()
+                dir_path = self.log_dirs.partition_path(tp)
                 if p in found:
                     pass
                 elif not self.read_only:
@@ -833,7 +443,7 @@ class LogManager:
                         expected = checkpoints.PartitionMetadataFile.encode(topic_id)
                     except ValueError:  # the zero uuid, which no file may name: read each
                         expected = b""
-                if expected and _file_bytes_are(metadata.path, expected):
+                if expected and file_bytes_are(metadata.path, expected):
                     # The file of every partition of a topic holds the same bytes: compared,
                     # not parsed again (issue 14: 10,000 partitions are opened at once).
                     found_id = topic_id
@@ -899,10 +509,10 @@ class LogManager:
         """The topic id in the first ``partition.metadata`` of ``name`` that has one."""
         for p in range(partitions):
             tp = TopicPartition(name, p)
-            if tp not in self._dir_of:
+            if tp not in self.log_dirs.placement:
                 continue
             found = checkpoints.PartitionMetadataFile(os.path.join(
-                self.partition_path(tp), filenames.PARTITION_METADATA)).read()
+                self.log_dirs.partition_path(tp), filenames.PARTITION_METADATA)).read()
             if found is not None:
                 return found
         return None
@@ -925,8 +535,8 @@ class LogManager:
         with self.lock:
             # Each partition in the dir with the fewest (Kafka's nextLogDirs, one at a time).
             for p in range(first, end):
-                self._dir_of[TopicPartition(name, p)] = self._next_dir()
-            dir_paths = [self.partition_path(TopicPartition(name, p)) for p in range(first, end)]
+                self.log_dirs.placement[TopicPartition(name, p)] = self.log_dirs.next_dir()
+            dir_paths = [self.log_dirs.partition_path(TopicPartition(name, p)) for p in range(first, end)]
         # Every directory before any file (a crash in between leaves directories the next
         # open completes, never a partition with files and no sibling directories), outside
         # the lock: the caller reserved the name, and a mkdir touches no shared state.
@@ -1029,12 +639,10 @@ class LogManager:
                 self._creating.discard(name)
 
     def _check_no_partition_dirs(self, name: str, partitions: range) -> None:
-        """TopicExistsError when a directory of one of ``partitions`` of ``name`` is in an
-        online log dir already."""
+        """TopicExistsError when an online dir has a directory of one of ``partitions``."""
         for p in partitions:
-            for d in self.online_dirs():
-                if os.path.exists(os.path.join(d.path, filenames.partition_dir_name(name, p))):
-                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            if self.log_dirs.exists(name, p):
+                raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
 
     def _remove_new_partitions(self, name: str, partitions: range) -> None:
         """Undo a failed creation of ``partitions`` of ``name``: remove the directories
@@ -1042,9 +650,9 @@ class LogManager:
         with self.lock:
             for p in partitions:
                 tp = TopicPartition(name, p)
-                if tp in self._dir_of:
-                    shutil.rmtree(self.partition_path(tp), ignore_errors=True)
-                    del self._dir_of[tp]
+                if tp in self.log_dirs.placement:
+                    shutil.rmtree(self.log_dirs.partition_path(tp), ignore_errors=True)
+                    del self.log_dirs.placement[tp]
 
     def topic_to_delete(self, name: str) -> Topic:
         """Topic ``name``, checked for :meth:`delete_topic`: UnknownTopicOrPartitionError,
@@ -1066,16 +674,16 @@ class LogManager:
         :meth:`remove_deleted_dirs` after releasing the lock."""
         name = topic.name
         with self.lock:
-            topic._deleted = True
+            topic.deleted = True
             del self._topics[name]
             renamed = []
             touched: dict[int, LogDir] = {}
-            for p, log in enumerate(topic._logs):
+            for p, log in enumerate(topic.logs):
                 if log is not None:
                     log.close()
                 tp = TopicPartition(name, p)
                 self.offline.discard(tp)
-                log_dir = self._dir_of.pop(tp, None)
+                log_dir = self.log_dirs.placement.pop(tp, None)
                 if log_dir is not None and log_dir.failure is None:
                     # A partition of an offline dir is left there (the disk refuses).
                     src = os.path.join(log_dir.path, filenames.partition_dir_name(name, p))
@@ -1157,14 +765,14 @@ class LogManager:
         try:
             try:
                 new_logs = self._create_partition_logs(name, current, count, topic.config,
-                                                       topic._uuid)
+                                                       topic.uuid)
                 with self.lock:
                     if self._topics.get(name) is not topic:  # deleted meanwhile
                         for log in new_logs:
                             log.close()
                         raise UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
                     # A new list: a reader that took the old one keeps a consistent view.
-                    topic._logs = [*topic._logs, *new_logs]
+                    topic.logs = [*topic.logs, *new_logs]
                     self.write_registry()
                     if on_created is not None:
                         on_created()
@@ -1259,7 +867,7 @@ class LogManager:
                         except OSError as exc:
                             if len(self.dirs) == 1:
                                 raise
-                            failed.append((self.dir_of(TopicPartition(name, p)),
+                            failed.append((self.log_dirs.dir_of(TopicPartition(name, p)),
                                            f"flushing {name}-{p} failed: {exc}"))
             for log_dir, reason in failed:  # the dir's partitions go offline, not the rest
                 self.fail_dir(log_dir, reason)
@@ -1273,8 +881,8 @@ class LogManager:
             high_watermarks = self._gather("high_watermark")
         with self._checkpoint_lock:
             self._high_watermarks = high_watermarks
-            for d in self.online_dirs():
-                d.replication_checkpoint.write(self._entries_of(d, high_watermarks))
+            for d in self.log_dirs.online():
+                d.replication_checkpoint.write(self.log_dirs.entries_of(d, high_watermarks))
 
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
@@ -1309,21 +917,9 @@ class LogManager:
             self._high_watermarks = self._gather("high_watermark")
             self._cleaner_offsets = self._gather("cleaner_checkpoint")
         live = {(n, p) for n, t in self._topics.items() for p in range(t.partitions)}
-        failed = []
-        for d in self.online_dirs():
-            # Each dir's files name the live partitions it holds (Kafka's per-dir files).
-            try:
-                for file, offsets in ((d.recovery_checkpoint, self._recovery_points),
-                                      (d.log_start_checkpoint, self._log_start_offsets),
-                                      (d.replication_checkpoint, self._high_watermarks),
-                                      (d.cleaner_checkpoint, self._cleaner_offsets)):
-                    file.write({tp: v for tp, v in self._entries_of(d, offsets).items()
-                                if tp in live})
-            except OSError as exc:
-                if len(self.dirs) == 1:
-                    raise
-                failed.append((d, f"writing its checkpoints failed: {exc}"))
-        return failed
+        return self.log_dirs.write_checkpoints(
+            self._recovery_points, self._log_start_offsets, self._high_watermarks,
+            self._cleaner_offsets, live)
 
     def close(self) -> None:
         """Close every Log (each flushes and saves its recovery point and start offset), write
@@ -1342,7 +938,7 @@ class LogManager:
                 for name, topic in self._topics.items():
                     for p, log in topic.open_logs():
                         if log.write_failed:
-                            unclean.add(id(self.dir_of(TopicPartition(name, p))))
+                            unclean.add(id(self.log_dirs.dir_of(TopicPartition(name, p))))
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
@@ -1350,14 +946,13 @@ class LogManager:
                     # the marker is the whole directory's: without it every log of the dir
                     # recovers from its recovery point (Kafka's restart after a log dir
                     # failure).
-                    for d in self.online_dirs():
+                    for d in self.log_dirs.online():
                         if id(d) not in unclean:
                             checkpoints.write_clean_shutdown_marker(d.path)
             finally:
                 self.closed = True
                 self._checkpoints_open = False
-                for d in self.dirs:
-                    d.release()
+                self.log_dirs.release()
 
     # --- following a writer (read-only) ----------------------------------------------------
 
@@ -1371,10 +966,10 @@ class LogManager:
                 raise ReadOnlyError("refresh() is for stores opened with read_only=True")
             changed = False
             registry = self._read_registry()
-            found = self._scan_partition_dirs()
+            found = self.log_dirs.scan()
             for name in sorted(set(self._topics) - set(found)):
                 topic = self._topics.pop(name)
-                topic._deleted = True
+                topic.deleted = True
                 for _p, log in topic.open_logs():
                     log.close()
                 changed = True

@@ -27,11 +27,8 @@ way, so a broker could adopt the directory and Kafka tools read it:
     transaction) in Kafka's key/value schema, in the compacted internal topic (see
     :mod:`seglog.coordinator.transaction`). Created when the first transactional producer starts.
 
-Several data directories (JBOD, Kafka's ``log.dirs`` with several entries: ``extra_log_dirs``)
-each hold the files above for the partitions they hold (``meta.properties``, the lock, the
-four checkpoints, the marker; the registry is written to each); a new partition goes to the
-dir holding the fewest, and a dir that fails takes only its partitions offline
-(:meth:`Store.log_dirs`).
+Several data directories (JBOD: ``extra_log_dirs``) each hold the files above for their
+partitions (:mod:`seglog.log_dirs`; the registry is written to each).
 
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
@@ -68,7 +65,7 @@ import os
 import threading
 import uuid
 import weakref
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
@@ -83,12 +80,9 @@ from .coordinator.transaction import (
     TransactionCoordinator,
     TransactionDescription,
 )
-from .errors import (
-    IllegalStateError,
-    InvalidTopicError,
-    KafkaStorageError,
-    UnknownTopicOrPartitionError,
-)
+from .errors import IllegalStateError, InvalidTopicError, KafkaStorageError
+from .errors import UnknownTopicOrPartitionError
+from .log_dirs import LogDirState
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -111,17 +105,6 @@ __all__ = ["Store", "LogDirState", "Topic", "TopicPartition", "validate_topic_na
 _DEFAULT_NODE_ID = 1
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
-
-
-class LogDirState(NamedTuple):
-    """One data directory of a :class:`Store` (:meth:`Store.log_dirs`)."""
-
-    #: The directory, as given.
-    path: str
-    #: Why it is offline (its partitions with it); None while it serves.
-    failure: str | None
-    #: The partitions it holds, sorted.
-    partitions: tuple[TopicPartition, ...]
 
 
 class Store:
@@ -159,8 +142,7 @@ class Store:
     (``Log.update_high_watermark``), and flush and close write the high watermarks back to
     that file as they always do. Without it every high watermark follows its end offset.
 
-    ``extra_log_dirs``: more data directories after ``path`` (Kafka's ``log.dirs`` with
-    several entries, JBOD; see the module docstring and :meth:`log_dirs`).
+    ``extra_log_dirs``: more data directories after ``path`` (JBOD; :meth:`log_dirs`).
 
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
@@ -685,42 +667,35 @@ class Store:
         """Every data directory (``path`` first, then ``extra_log_dirs``): its path, why it is
         offline (None while it serves) and the partitions it holds, sorted."""
         with self._lock:
-            return [LogDirState(d.path, d.failure, tuple(self._logs.partitions_in(d)))
+            return [LogDirState(d.path, d.failure, tuple(self._logs.log_dirs.partitions_in(d)))
                     for d in self._logs.dirs]
 
     def log_dir_of(self, tp: tuple[str, int]) -> str:
-        """The data directory holding partition ``tp`` (UnknownTopicOrPartitionError when
-        no dir holds it)."""
+        """The data directory holding ``tp`` (UnknownTopicOrPartitionError: none)."""
         with self._lock:
-            tp = TopicPartition(*tp)
-            if tp not in self._logs.partition_dirs():
-                raise UnknownTopicOrPartitionError(f"no log dir holds {tp.topic}-{tp.partition}")
-            return self._logs.dir_of(tp).path
+            held = self._logs.log_dirs.placement.get(TopicPartition(*tp))
+            if held is None:
+                raise UnknownTopicOrPartitionError(f"no log dir holds {tp[0]}-{tp[1]}")
+            return held.path
 
     def move_partition(self, tp: tuple[str, int], log_dir: str) -> bool:
-        """Move partition ``tp`` to data directory ``log_dir`` (one of :meth:`log_dirs`, as
-        given; KafkaStorageError when it is none of them or offline) by copying, appends
-        going on until a brief swap (:meth:`LogManager.move_partition
-        <seglog.log_manager.LogManager.move_partition>`). Blocking. Returns False when there
-        was nothing to do (already there, or being moved)."""
-        with self._lock:
-            wanted = os.path.abspath(log_dir)
-            destination = next((d for d in self._logs.dirs
-                                if os.path.abspath(d.path) == wanted), None)
-            if destination is None:
-                raise KafkaStorageError(errno.ENOENT, f"{log_dir} is not a log dir of this store")
-        return self._logs.move_partition(TopicPartition(*tp), destination)
+        """Move ``tp`` to data directory ``log_dir`` (:meth:`LogManager.move_partition
+        <seglog.log_manager.LogManager.move_partition>`; KafkaStorageError: not a dir of
+        this store, or offline). Blocking. False: nothing to do."""
+        wanted = os.path.abspath(log_dir)
+        for d in self._logs.dirs:
+            if os.path.abspath(d.path) == wanted:
+                return self._logs.move_partition(TopicPartition(*tp), d)
+        raise KafkaStorageError(errno.ENOENT, f"{log_dir} is not a log dir of this store")
 
     def moving_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: the data directory it is being copied to}`` of the moves under way."""
         with self._lock:
-            return {tp: d.path for tp, d in self._logs.moving().items()}
+            return {tp: d.path for tp, (d, _path) in self._logs.log_dirs.moving.items()}
 
     def check_log_dirs(self) -> list[str]:
-        """Take offline every data directory one of whose partitions' writes failed (an I/O
-        error; Kafka's log dir failure): its partitions go offline, the others serve on.
-        Returns the paths taken offline now. With one directory nothing changes (its failed
-        Logs stay offline alone until a reopen)."""
+        """Take offline each data directory where a partition's write failed (an I/O error,
+        Kafka's log dir failure) with its partitions; returns their paths (one dir: none)."""
         if self._logs.read_only or len(self._logs.dirs) == 1:
             return []
         return [d.path for d in self._logs.check_dirs()]
