@@ -192,8 +192,11 @@ class Server:
     def __init__(self, *, store: Store, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
                  cluster: Callable[[BrokerState], ReplicaManager] | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
-                 tls_by_listener: Mapping[str, TlsSetup] | None = None):
+                 tls_by_listener: Mapping[str, TlsSetup] | None = None,
+                 on_every_log_dir_offline: Callable[[], object] | None = None):
         self.store = store
+        #: Called once when every log dir went offline (Kafka halts the broker then).
+        self._on_every_log_dir_offline = on_every_log_dir_offline
         self.test_breaks = test_breaks
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
         #: view it has written (a Fetch response's zero-copy record sets), so that the segment
@@ -618,6 +621,18 @@ class Server:
                       "--topic T --partition P` truncates each to its last valid offset and "
                       "the broker restarts", offline, self.store.path)
 
+    def _every_log_dir_offline(self) -> bool:
+        """Whether every log dir failed (the maintenance round takes a dir whose writes
+        failed offline); then the broker stops, as Kafka's LogDirFailureHandler halts it."""
+        dirs = self.store.log_dirs()
+        if not dirs or any(d.failure is None for d in dirs):
+            return False
+        log.error("every log dir is offline (%s): the broker stops",
+                  "; ".join(f"{d.path}: {d.failure}" for d in dirs))
+        if self._on_every_log_dir_offline is not None:
+            self._on_every_log_dir_offline()
+        return True
+
     async def _maintain_forever(self) -> None:
         """Kafka's timers as one loop: :meth:`Store.maintain` (retention, compaction,
         flush.ms, offset expiry, checkpoints) every ``log.retention.check.interval.ms``;
@@ -652,6 +667,8 @@ class Server:
                     except Exception:
                         log.exception("maintenance (%s) failed", name)
                     due[i] = time.monotonic() + period
+                    if self._every_log_dir_offline():
+                        return
                     if self.state is not None:
                         # Retention or an aborted transaction can move start offsets / LSOs.
                         self.state.appended.notify()
@@ -680,6 +697,7 @@ class Broker:
                  backend: str | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.data_dir = os.fspath(data_dir)
+        self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         # Refused here, before the data directory is touched: a listener seglog cannot serve
@@ -815,7 +833,8 @@ class Broker:
                                   cluster=self._make_replica_manager
                                   if config.cluster_mode else None,
                                   test_breaks=self.test_breaks,
-                                  tls_by_listener=self._tls_by_listener)
+                                  tls_by_listener=self._tls_by_listener,
+                                  on_every_log_dir_offline=self._stop_soon)
             self._bound = await self._server.start(*self._listen)
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
@@ -995,6 +1014,10 @@ class Broker:
             await self.serve()
         if self._closed is not None:
             await self._closed.wait()
+
+    def _stop_soon(self) -> None:
+        """Begin :meth:`aclose` on the broker's loop (every log dir went offline)."""
+        self._stop_task = asyncio.get_running_loop().create_task(self.aclose())
 
     async def aclose(self) -> None:
         """Shut down on the broker's loop: stop accepting, answer the requests in flight,

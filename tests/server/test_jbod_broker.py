@@ -94,3 +94,31 @@ def test_a_move_between_log_dirs_under_produce_load_loses_nothing(broker_factory
     consumer.close()
     # Every acknowledged record once, in the order produced (idempotence keeps the order).
     assert values == sorted(acked) == list(range(len(acked)))
+
+
+def test_the_broker_stops_when_every_log_dir_failed(broker_factory, tmp_path):
+    """Kafka's rule: a failed dir takes its partitions offline, the last one the broker."""
+    import socket
+
+    dirs = (tmp_path / "a", tmp_path / "b")
+    broker = broker_factory(data_dir=dirs[0], config={
+        "log.dirs": ",".join(str(d) for d in dirs), "log.retention.check.interval.ms": 50})
+    broker.store.create_topic("t", 2)
+    manager = broker.store._logs  # the storage's own failure path, as an I/O error takes it
+    with pytest.warns(RuntimeWarning, match="offline"):
+        manager.fail_dir(manager.dirs[1], "an I/O error")
+    time.sleep(0.3)  # several maintenance rounds: one dir still serves
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5):
+        pass
+    assert broker.store.topic("t").log(0).append(b"x") == 0
+    with pytest.warns(RuntimeWarning, match="offline"):
+        manager.fail_dir(manager.dirs[0], "an I/O error")
+
+    def refused() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
+        except OSError:
+            return True
+        return False
+
+    _wait(refused, "the broker to stop")
