@@ -66,20 +66,29 @@ def file_bytes_are(path: str, expected: bytes) -> bool:
         os.close(fd)
 
 
-def copy_changed(src: str, dst: str, copied: dict[str, tuple[int, int]]) -> None:
+def copy_changed(src: str, dst: str, copied: dict[str, tuple[int, int]], *,
+                 final: bool = False) -> None:
     """Make directory ``dst`` hold the files of ``src``: copy each file whose (size, mtime)
     differs from ``copied`` (what was copied of it before; updated), remove those gone from
-    ``src``. Subdirectories are not part of a partition's directory and are skipped."""
+    ``src``. ``final`` (the files no longer change) copies again every file but the
+    ``.log`` segments whose stamp is unchanged: an index is written through a mapping,
+    which may leave its size and mtime as they were, while a segment only grows (or is
+    replaced by a rename, a new mtime). Subdirectories are not a partition's and are
+    skipped."""
     names = set()
     for entry in os.scandir(src):
-        if not entry.is_file(follow_symlinks=False):
-            continue
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+            stamp = (st.st_size, st.st_mtime_ns)
+            if copied.get(entry.name) != stamp or (
+                    final and not entry.name.endswith(filenames.LOG_SUFFIX)):
+                shutil.copyfile(entry.path, os.path.join(dst, entry.name))
+                copied[entry.name] = stamp
+        except FileNotFoundError:
+            continue  # removed meanwhile (retention, a roll's cleanup): gone from dst below
         names.add(entry.name)
-        st = entry.stat(follow_symlinks=False)
-        stamp = (st.st_size, st.st_mtime_ns)
-        if copied.get(entry.name) != stamp:
-            shutil.copyfile(entry.path, os.path.join(dst, entry.name))
-            copied[entry.name] = stamp
     for name in set(copied) - names:
         os.remove(os.path.join(dst, name))
         del copied[name]

@@ -214,7 +214,8 @@ class LogManager:
             log_dir.failure = reason
             gone = self.log_dirs.partitions_in(log_dir)
             for tp in gone:
-                self.offline.add(tp, f"log dir {log_dir.path} is offline: {reason}")
+                self.offline.add(tp, f"log dir {log_dir.path} is offline: {reason}",
+                                 log_dir_failed=True)
                 topic = self._topics.get(tp.topic)
                 if topic is None or tp.partition >= len(topic.logs):
                     continue
@@ -273,7 +274,7 @@ class LogManager:
                     self._cleaner_offsets[(tp.topic, tp.partition)] = cleaner
                 log.close()  # flushes; saves its recovery point and start offset
                 try:
-                    copy_changed(src, future, copied)
+                    copy_changed(src, future, copied, final=True)
                     fsync_files(future)
                     target = os.path.join(destination.path, filenames.partition_dir_name(*tp))
                     os.rename(future, target)
@@ -424,8 +425,8 @@ class LogManager:
                 if p not in found and tp not in self.log_dirs.placement and not self.read_only:
                     if len(self.log_dirs.online()) < len(self.dirs):
                         # It may be in the offline dir: never made anew elsewhere.
-                        self.offline.add(tp, "not found in the online log dirs (one is "
-                                             "offline)")
+                        self.offline.add(tp, "in none of the online log dirs (one is "
+                                             "offline)", log_dir_failed=True)
                         logs.append(None)
                         continue
                     self.log_dirs.placement[tp] = self.log_dirs.next_dir()
