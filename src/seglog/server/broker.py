@@ -66,6 +66,8 @@ log = logging.getLogger("seglog.server")
 
 #: The address a broker listens on when neither ``listen`` nor ``listeners`` says.
 LISTEN_DEFAULT = ("127.0.0.1", 9092)
+#: How often the log dirs are checked for a write that failed (several log.dirs: JBOD).
+LOG_DIR_CHECK_INTERVAL_S = 1.0
 #: How long shutdown waits for requests in flight (a long-polling Fetch waits at most its
 #: max_wait_ms, Kafka's default 500 ms; a JoinGroup its rebalance timeout) before cancelling.
 SHUTDOWN_REQUESTS_TIMEOUT_S = 10.0
@@ -649,6 +651,9 @@ class Server:
              lambda: store.expire_offsets()),
             (config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
              "transaction timeouts", lambda: store.abort_timed_out_transactions()),
+            # A dir where a write failed goes offline with its partitions soon after, not at
+            # the next retention round (Kafka's LogDirFailureChannel acts at once).
+            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", lambda: store.check_log_dirs()),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]
