@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fetch Apache Kafka's jars (broker, tools, log4j2 SLF4J binding) from Maven Central into
+# Fetch Apache Kafka's jars (broker, tools, log4j2 SLF4J binding, and kafka-streams) from Maven Central into
 # ~/.cache/seglog/kafka-<version>/lib, once, and print that lib directory.
 #
 #   bash ci/kafka-ref.sh            # Kafka 4.4.0 (the pin)
 #   bash ci/kafka-ref.sh 4.1.1      # the second pin (or SEGLOG_KAFKA_VERSION=4.1.1)
 #
 # The Kafka tests (pytest -m kafka) and `seglog bench --only kafka` find the jars there (or in
-# $SEGLOG_KAFKA_LIB). Idempotent: a complete lib dir is reused without running Maven. The dir
+# $SEGLOG_KAFKA_LIB). Idempotent: a complete lib dir is reused without running Maven (only the
+# kafka-streams jar is added to one that lacks it). The dir
 # is filled in a temp dir and renamed into place, so an interrupted run leaves nothing half done.
 # Needs java (17+) and mvn; nothing is written to the repository (Maven's target/ goes to a
 # temp dir) and no jar is ever committed.
@@ -26,7 +27,30 @@ ref="$cache/kafka-$version"
 lib="$ref/lib"
 stamp="$lib/.seglog-complete"
 
+# Kafka Streams (the streams group tests' Java app, tests/kafka/java/StreamsWordCount.java):
+# the one jar, without its transitive dependencies (the broker's jars cover them; the app's
+# state stores are in memory, so no rocksdbjni). Added to a complete lib dir once, by rename.
+ensure_streams() {
+  local jar="$lib/kafka-streams-$version.jar"
+  [ -f "$jar" ] && return 0
+  local tmp
+  tmp="$(mktemp -d "$ref/.streams.XXXXXX")"
+  if ! mvn -B -q dependency:copy -Dartifact="org.apache.kafka:kafka-streams:$version" \
+         -Dmdep.useBaseVersion=true -DoutputDirectory="$tmp" >"$tmp/mvn.log" 2>&1 \
+     || [ ! -f "$tmp/kafka-streams-$version.jar" ]; then
+    tail -20 "$tmp/mvn.log" >&2
+    rm -rf "$tmp"
+    echo "kafka-ref: could not fetch kafka-streams $version" >&2
+    return 1
+  fi
+  mv "$tmp/kafka-streams-$version.jar" "$jar"
+  rm -rf "$tmp"
+}
+
 if [ -f "$stamp" ]; then
+  if command -v mvn >/dev/null; then
+    ensure_streams || echo "kafka-ref: the streams group tests will skip" >&2
+  fi
   echo "$lib"
   exit 0
 fi
@@ -59,4 +83,5 @@ n_core=$(find "$work/lib" -name 'log4j-core-*.jar' | wc -l)
 echo "kafka $version log4j $log4j ($(find "$work/lib" -name '*.jar' | wc -l) jars)" > "$work/lib/.seglog-complete"
 rm -rf "$lib"
 mv "$work/lib" "$lib"
+ensure_streams || echo "kafka-ref: the streams group tests will skip" >&2
 echo "$lib"

@@ -39,7 +39,7 @@ from .configdef import (
 from .errors import InvalidConfigError
 
 __all__ = ["AUTHORIZER_CLASS_NAMES", "BROKER_CONFIGS", "CONFIGS", "DESCRIBED_AT_DEFAULT",
-           "DESCRIBE_RULE", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
+           "DESCRIBE_RULE", "DYNAMIC_ONLY", "KAFKA_VERSION", "REMOVED", "SECURITY_NAMES",
            "SECURITY_PREFIXES", "TOPIC_CONFIGS", "broker_key", "not_built", "not_implemented",
            "security_feature", "topic_key", "unknown_broker_config", "unknown_topic_config"]
 
@@ -941,6 +941,35 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('quota.window.size.seconds', BROKER, 'int', 1, 'low',
            'The time span of each sample for client quotas',
            at_least=1),
+    # Kafka's DynamicConfig.Broker (QuotaConfig.brokerQuotaConfigs): not in KafkaConfig's
+    # ConfigDef, set per broker or as the cluster default only (DYNAMIC_ONLY below).
+    _entry('leader.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'leaders enumerated in the property leader.replication.throttled.replicas (for each '
+           'topic). This property can be only set dynamically. It is suggested that the limit '
+           'be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a leader sends to the throttled replicas of its topics that "
+                 'are not in the ISR: past it they are left out of its Fetch answers '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('follower.replication.throttled.rate', BROKER, 'long', INT64_MAX, 'medium',
+           ('A long representing the upper bound (bytes/sec) on replication traffic for '
+           'followers enumerated in the property follower.replication.throttled.replicas (for '
+           'each topic). This property can be only set dynamically. It is suggested that the '
+           'limit be kept above 1MB/s for accurate behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE,
+           note=("Bytes per second a follower fetches for its throttled replicas that have not "
+                 'caught up: past it they are left out of its Fetch requests '
+                 '(seglog.cluster.replication_quota).')),
+    _entry('replica.alter.log.dirs.io.max.bytes.per.second', BROKER, 'long', INT64_MAX,
+           'medium',
+           ('A long representing the upper bound (bytes/sec) on disk IO used for moving '
+           'replica between log directories on the same broker. This property can be only set '
+           'dynamically. It is suggested that the limit be kept above 1MB/s for accurate '
+           'behaviour.'),
+           at_least=0, dynamic=CLUSTER_WIDE, support=ACCEPTED,
+           note=('No effect: a seglog broker has one log directory, so no replica moves '
+                 'between directories (kafka-reassign-partitions --verify clears it).')),
     _entry('replica.fetch.backoff.ms', BROKER, 'int', 1000, 'medium',
            'The amount of time to sleep when fetch partition error occurs.',
            at_least=0,
@@ -1145,6 +1174,14 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'reading from topics included in the transaction.'),
            at_least=1,
            note='Largest transaction timeout a producer may ask for.'),
+    _entry('transaction.partition.verification.enable', BROKER, 'boolean', True, 'low',
+           'Enable verification that checks that the partition has been added to the '
+           'transaction before writing transactional records to the partition',
+           dynamic=CLUSTER_WIDE,
+           note='A partition leader asks the transaction coordinator before the first '
+                'transactional batch of a producer in a partition (KIP-890 part 1); a '
+                'transaction.version 2 producer\'s partitions are added then whatever this '
+                'says (part 2).'),
     _entry('transaction.remove.expired.transaction.cleanup.interval.ms', BROKER, 'int',
            3600000, 'low',
            ('The interval at which to remove transactions that have expired due to '
@@ -1320,27 +1357,57 @@ CONFIGS: tuple[ConfigKey, ...] = (
             'org.apache.kafka.server.share.persister.DefaultStatePersister', 'medium', READ_ONLY),
     _absent('group.share.record.lock.duration.ms', 'int', 30000, 'medium', READ_ONLY),
     _absent('group.share.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
-    _absent('group.streams.acceptable.recovery.lag', 'long', 10000, 'medium', READ_ONLY),
+    _entry('group.streams.acceptable.recovery.lag', BROKER, 'long', 10000, 'medium',
+           ('The maximum amount of lag a warm-up task can have to be considered caught-up.'),
+           at_least=0,
+           note='Told to streams group members in StreamsGroupHeartbeat (no warm-up tasks yet).'),
     _absent('group.streams.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
     _absent('group.streams.assignor.offload.enable', 'boolean', True, 'medium', CLUSTER_WIDE),
     _absent('group.streams.assignors', 'list', ('sticky',), 'medium', READ_ONLY),
-    _absent('group.streams.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
+    _entry('group.streams.heartbeat.interval.ms', BROKER, 'int', 5000, 'medium',
+           'The heartbeat interval given to the members.', at_least=1,
+           note='The interval told to streams group members.'),
     _absent('group.streams.initial.rebalance.delay.ms', 'int', 3000, 'medium', READ_ONLY),
     _absent('group.streams.max.assignment.interval.ms', 'int', 15000, 'medium', READ_ONLY),
-    _absent('group.streams.max.heartbeat.interval.ms', 'int', 15000, 'medium', READ_ONLY),
-    _absent('group.streams.max.session.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
-    _absent('group.streams.max.size', 'int', INT32_MAX, 'medium', READ_ONLY),
-    _absent('group.streams.max.standby.replicas', 'int', 2, 'medium', READ_ONLY),
+    _entry('group.streams.max.heartbeat.interval.ms', BROKER, 'int', 15000, 'medium',
+           ('The maximum allowed value for the group-level configuration of '
+            'streams.heartbeat.interval.ms'), at_least=1,
+           note='Upper bound of group.streams.heartbeat.interval.ms.'),
+    _entry('group.streams.max.session.timeout.ms', BROKER, 'int', 60000, 'medium',
+           ('The maximum allowed value for the group-level configuration of '
+            'streams.session.timeout.ms'), at_least=1,
+           note='Upper bound of group.streams.session.timeout.ms.'),
+    _entry('group.streams.max.size', BROKER, 'int', INT32_MAX, 'medium',
+           'The maximum number of streams clients that a single streams group can accommodate.',
+           at_least=1, note='Members beyond it get GROUP_MAX_SIZE_REACHED.'),
+    _entry('group.streams.max.standby.replicas', BROKER, 'int', 2, 'medium',
+           ('The maximum allowed value for the group-level configuration of '
+            'streams.num.standby.replicas'), at_least=0,
+           note='Upper bound of group.streams.num.standby.replicas.'),
     _absent('group.streams.max.warmup.replicas', 'int', 20, 'medium', READ_ONLY),
     _absent('group.streams.min.assignment.interval.ms', 'int', 0, 'medium', READ_ONLY),
-    _absent('group.streams.min.heartbeat.interval.ms', 'int', 5000, 'medium', READ_ONLY),
-    _absent('group.streams.min.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
+    _entry('group.streams.min.heartbeat.interval.ms', BROKER, 'int', 5000, 'medium',
+           ('The minimum allowed value for the group-level configuration of '
+            'streams.heartbeat.interval.ms'), at_least=1,
+           note='Lower bound of group.streams.heartbeat.interval.ms.'),
+    _entry('group.streams.min.session.timeout.ms', BROKER, 'int', 45000, 'medium',
+           ('The minimum allowed value for the group-level configuration of '
+            'streams.session.timeout.ms'), at_least=1,
+           note='Lower bound of group.streams.session.timeout.ms.'),
     _absent('group.streams.min.task.offset.interval.ms', 'int', 15000, 'medium', READ_ONLY),
-    _absent('group.streams.num.standby.replicas', 'int', 0, 'medium', READ_ONLY),
+    _entry('group.streams.num.standby.replicas', BROKER, 'int', 0, 'medium',
+           'The number of standby replicas for each task.', at_least=0,
+           note='Standby tasks per active task in the streams groups\' assignment.'),
     _absent('group.streams.num.warmup.replicas', 'int', 2, 'medium', READ_ONLY),
     _absent('group.streams.rack.aware.assignment.tags', 'list', (), 'low', READ_ONLY),
-    _absent('group.streams.session.timeout.ms', 'int', 45000, 'medium', READ_ONLY),
-    _absent('group.streams.task.offset.interval.ms', 'int', 60000, 'medium', READ_ONLY),
+    _entry('group.streams.session.timeout.ms', BROKER, 'int', 45000, 'medium',
+           'The timeout to detect client failures when using the streams group protocol.',
+           at_least=1, note='A streams group member silent this long is removed.'),
+    _entry('group.streams.task.offset.interval.ms', BROKER, 'int', 60000, 'medium',
+           ('The interval in which the warmup task changelog offsets on a client are updated '
+            'on the broker. The offsets are sent with the next heartbeat after this time has '
+            'passed.'), at_least=1,
+           note='Told to streams group members in StreamsGroupHeartbeat.'),
     _absent('group.streams.topology.description.plugin.class', 'class', None, 'medium', READ_ONLY),
     _absent('initial.broker.registration.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
     _absent('internal.metadata.delete.delay.millis', 'long', 60000, 'low', READ_ONLY),
@@ -1538,7 +1605,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('ssl.secure.random.implementation', 'string', None, 'low', PER_BROKER),
     _absent('ssl.trustmanager.algorithm', 'string', 'PKIX', 'medium', PER_BROKER),
     _absent('telemetry.max.bytes', 'int', 1048576, 'low', READ_ONLY),
-    _absent('transaction.partition.verification.enable', 'boolean', True, 'low', CLUSTER_WIDE),
     _absent('transaction.state.log.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
     _absent('transaction.two.phase.commit.enable', 'boolean', False, 'low', READ_ONLY),
     _absent('unclean.leader.election.interval.ms', 'long', 300000, 'medium', READ_ONLY),
@@ -1551,6 +1617,12 @@ CONFIGS: tuple[ConfigKey, ...] = (
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.topic}
 #: Broker configs by name (scope broker or both), implemented or not.
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in CONFIGS if k.broker}
+
+#: Kafka's dynamic-only broker configs (``DynamicConfig.Broker``): not in KafkaConfig's
+#: ConfigDef, so Kafka's DescribeConfigs of a broker lists one only while it is set.
+DYNAMIC_ONLY: frozenset[str] = frozenset({
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second"})
 
 #: Configs of older Kafka versions that Kafka 4.0 removed, with why: named in the error.
 REMOVED: dict[str, str] = {

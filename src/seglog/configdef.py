@@ -256,6 +256,10 @@ def parse_value(key: ConfigKey, raw: Any, *, strings: bool = True) -> Any:
         raise invalid_value(key, raw, f"Value must be no more than {_number(key.at_most)}")
     if key.check is not None:
         why = key.check(value)
+        if why and key.check is check_throttled_replicas:
+            # ThrottledReplicaListValidator: the parsed list shown, the name opens the reason.
+            raise InvalidConfigError(f"Invalid value [{', '.join(value)}] for configuration "
+                                     f"{key.name}: {key.name} {why}")
         if why:
             raise invalid_value(key, raw, why)
     return value
@@ -333,7 +337,8 @@ def check_throttled_replicas(value: tuple[str, ...]) -> Optional[str]:
     """``ThrottledReplicaListValidator``: ``*`` alone, or partitionId:brokerId pairs."""
     if "".join(value) == "*" or all(_THROTTLED_ENTRY.fullmatch(s.strip()) for s in value):
         return None
-    return "Must be the wildcard (*) or a list of partitionId:brokerId pairs"
+    return ("must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
 
 
 _VALID_HOST = re.compile(r"[0-9a-zA-Z\-%._:]*")

@@ -39,10 +39,10 @@ FEATURES: dict[str, Feature] = {
     feature.name: feature for feature in (
         Feature("group.version", 0, 0, 0,
                 "1: the consumer group protocol (KIP-848: ConsumerGroupHeartbeat)."),
-        Feature("transaction.version", 0, 0, 0,
+        Feature("transaction.version", 0, 2, 2,
                 "1: flexible transaction state records; 2: transactions v2 (KIP-890 part 2: "
                 "an epoch bump at every commit or abort, server-side verification)."),
-        Feature("streams.version", 0, 0, 0,
+        Feature("streams.version", 0, 1, 1,
                 "1: the streams group protocol (KIP-1071: StreamsGroupHeartbeat)."),
     )
 }

@@ -48,14 +48,8 @@ NOT_SERVED: dict[int, str] = {
 #: ``{key: reason}``. Temporary: :func:`test_not_yet_served_is_still_needed` fails once a key
 #: here is served at Kafka's range, so that it is removed from this table.
 NOT_YET_SERVED: dict[int, str] = {
-    26: "EndTxn v5 (transactions v2, KIP-890): being built.",
-    27: "WriteTxnMarkers v2 (transactions v2, KIP-890): being built.",
-    28: "TxnOffsetCommit v5-v6 (transactions v2, KIP-890): being built.",
     68: "ConsumerGroupHeartbeat (KIP-848): being built.",
     69: "ConsumerGroupDescribe (KIP-848): being built.",
-    88: "StreamsGroupHeartbeat (KIP-1071): being built.",
-    89: "StreamsGroupDescribe (KIP-1071): being built.",
-    93: "StreamsGroupTopologyDescriptionUpdate (KIP-1071): being built.",
 }
 
 

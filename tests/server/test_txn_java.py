@@ -7,9 +7,9 @@ DescribeProducers) reports it.
 
 Needs java and the Kafka jars (``ci/kafka-ref.sh``); skips without them (fails under
 ``SEGLOG_REQUIRE_KAFKA=1``). The broker
-finalizes no ``transaction.version`` feature, so the Java producer runs transaction.version
-1 (no epoch bump per transaction): against Kafka 4.4 itself (which finalizes version 2) the
-same run ends at a higher epoch, with the same records and committed offsets.
+finalizes ``transaction.version`` 2, as Kafka 4.4 does, so the Java producer runs
+transactions v2 (an epoch bump per transaction, TxnOffsetCommit v5 without AddOffsetsToTxn);
+tests/server/test_txn_v2.py checks the epochs.
 """
 
 from __future__ import annotations

@@ -40,6 +40,12 @@ partition ``backoff_ms``; a failed connection delays every partition of that lea
 failure (``KafkaStorageError``, ``OSError``) or a log that is not where the fetcher left it
 marks the partition failed (Kafka's ``markPartitionFailed``).
 
+Throttle. With a follower replication quota (:mod:`.replication_quota`), a throttled
+partition that has not caught up (``lag`` unknown or above 0) is left out of the request while
+the quota is exceeded, and a request left empty so waits ``backoff_ms`` (Kafka's
+``shouldFollowerThrottle`` and empty fetch); the bytes fetched for throttled partitions are
+recorded.
+
 Threads. Everything runs on the loop thread; the fetcher calls the Log (appends, truncations,
 high watermark) synchronously between awaits, never from another thread, so a caller on the
 loop that removes a partition (:meth:`ReplicaFetcherManager.remove_partitions`) knows the
@@ -82,6 +88,7 @@ from .truncation import (
 
 if TYPE_CHECKING:
     from ..storage.log import Log
+    from .replication_quota import ReplicationQuota
 
 __all__ = ["FetcherConfig", "FetchTarget", "FetchState", "ReplicaFetcherManager",
            "TRUNCATING", "FETCHING"]
@@ -193,12 +200,15 @@ class FetchState:
 class _Partition:
     """A partition in a fetcher: its target (the Log) and its current state."""
 
-    __slots__ = ("tp", "target", "state")
+    __slots__ = ("tp", "target", "state", "lag")
 
     def __init__(self, tp: TopicPartition, target: FetchTarget, state: FetchState):
         self.tp = tp
         self.target = target
         self.state = state
+        #: Kafka's ``PartitionFetchState.lag``: the leader's high watermark minus the log end
+        #: after the last answer with records (None: unknown yet); 0 is in sync.
+        self.lag: int | None = None
 
 
 def _latest_epoch(log: Log) -> int | None:
@@ -235,8 +245,14 @@ class ReplicaFetcherManager:
                  on_high_watermark: Callable[[TopicPartition, int], None] | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
                  inter_broker: InterBrokerListener | None = None,
-                 login: SaslLogin | None = None):
+                 login: SaslLogin | None = None,
+                 quota: ReplicationQuota | None = None,
+                 is_throttled: Callable[[TopicPartition], bool] | None = None):
         self.broker_id = int(broker_id)
+        #: The follower's replication throttle (:mod:`.replication_quota`) and which
+        #: partitions it throttles (None: no throttle).
+        self.quota = quota
+        self.is_throttled = is_throttled
         #: How leaders are connected to (plaintext, or TLS on an SSL inter-broker listener).
         self.inter_broker = inter_broker or InterBrokerListener()
         #: The SASL login of every connection to a leader (None: the inter-broker listener
@@ -600,13 +616,30 @@ class _LeaderFetcher:
 
     # --- fetching (Kafka's maybeFetch / processFetchRequest) -------------------------------
 
+    def _follower_throttled(self, p: _Partition) -> bool:
+        """Kafka's ``shouldFollowerThrottle``: not in sync, throttled, quota exceeded."""
+        manager = self.manager
+        quota = manager.quota
+        if quota is None or manager.is_throttled is None or not quota.bounded:
+            return False
+        if p.lag is not None and p.lag <= 0:
+            return False
+        if not manager.is_throttled(p.tp) or not quota.exceeded():
+            return False
+        quota.throttled_count += 1
+        return True
+
     async def _maybe_fetch(self) -> None:
         now = time.monotonic()
         sent: dict[TopicPartition, tuple[_Partition, FetchState]] = {}
         requests: dict[TopicPartition, FetchPartitionRequest] = {}
+        throttled = 0
         for p in list(self._partitions.values()):
             state = p.state
             if state.state != FETCHING or not state.ready(now):
+                continue
+            if self._follower_throttled(p):
+                throttled += 1  # left out of this request (Kafka's buildFetch)
                 continue
             sent[p.tp] = (p, state)
             requests[p.tp] = FetchPartitionRequest(
@@ -617,6 +650,10 @@ class _LeaderFetcher:
                                           or not self.config.truncation_on_fetch)
                 else state.last_fetched_epoch)
         if not requests:
+            if throttled:
+                # Kafka's empty fetch: wait replica.fetch.backoff.ms (or an added partition).
+                self._wake.clear()
+                await wait_event(self._wake, self.config.backoff_ms / 1000.0)
             return
         conn = await self._connection()
         self.manager.count("fetch")
@@ -665,6 +702,7 @@ class _LeaderFetcher:
                 continue
             code = data.error_code
             if code == codes.NONE:
+                self._count_throttled_bytes(p, len(data.records))
                 self._process_partition_data(p, state, data)
             elif code == codes.OFFSET_OUT_OF_RANGE:
                 out_of_range.append((p, state))
@@ -682,6 +720,14 @@ class _LeaderFetcher:
         for p, state in out_of_range:
             if self._current(p, state):
                 await self._handle_out_of_range(p, state)
+
+    def _count_throttled_bytes(self, p: _Partition, size_bytes: int) -> None:
+        """Kafka's ``processPartitionData``: ``quota.record(records.sizeInBytes)`` for a
+        throttled partition."""
+        manager = self.manager
+        if (size_bytes and manager.quota is not None and manager.is_throttled is not None
+                and manager.is_throttled(p.tp)):
+            manager.quota.record(size_bytes)
 
     def _process_partition_data(self, p: _Partition, state: FetchState,
                                 data: FetchPartitionResponse) -> None:
@@ -736,6 +782,8 @@ class _LeaderFetcher:
             return
         finally:
             del records
+        if len(data.records) or p.lag is None:
+            p.lag = max(0, data.high_watermark - log.end_offset)
         self._maybe_high_watermark_moved(p, high_watermark_before)
         if log.end_offset != state.fetch_offset:
             self._to_fetching(p, log.end_offset)

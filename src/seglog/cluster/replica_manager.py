@@ -277,11 +277,13 @@ class ReplicaManager(PartitionSeam):
         first metadata pass is done; :meth:`register` then makes the broker live."""
         from .fetcher import FetcherConfig, ReplicaFetcherManager
 
+        self._start_replication_quotas()
         self.fetcher = ReplicaFetcherManager(
             broker_id=self.broker_id, loop=self.loop, resolve_broker=self._resolve_broker,
             config=FetcherConfig.from_kafka_config(self.config),
             on_high_watermark=self._on_follower_high_watermark, test_breaks=self.test_breaks,
-            inter_broker=self.inter_broker, login=self.inter_broker_login)
+            inter_broker=self.inter_broker, login=self.inter_broker_login,
+            quota=self.follower_quota, is_throttled=self._follower_throttled)
         zk = self.zk
         await self._blocking(zk.watch_children, zk_data.BROKER_IDS_PATH,
                              self._on_brokers_changed)
@@ -296,6 +298,7 @@ class ReplicaManager(PartitionSeam):
             zk=zk, broker_id=self.broker_id, loop=self.loop, run_blocking=self._blocking,
             on_topic_config=self._take_topic_config)
         await self.config_changes.start()
+        self.config_changes.add_broker_config_listener(self._take_replication_throttles)
         self._tasks = [
             self.loop.create_task(self._metadata_loop(), name="seglog-replica-metadata"),
             self.loop.create_task(self._isr_expiration_loop(), name="seglog-isr-expiration"),
@@ -637,7 +640,9 @@ class ReplicaManager(PartitionSeam):
                             replica.leader_state.update_replicas(replicas)  # reassigned
                         replica.replicas = replicas
                 elif tp in self.partitions:
-                    self._stop_replica(self.partitions.pop(tp))
+                    removed = self.partitions.pop(tp)
+                    self._stop_replica(removed)
+                    self._delete_removed_replica(removed)
                 if tp not in self._watched_states:
                     self._watched_states.add(tp)
                     self._dirty_states.add(tp)
@@ -1344,6 +1349,118 @@ class ReplicaManager(PartitionSeam):
         if assignment is None:
             return ()
         return tuple(assignment.removing_replicas.get(tp.partition, ()))
+
+    # --- replication throttles (KIP-73, :mod:`.replication_quota`) --------------------------
+
+    def _start_replication_quotas(self) -> None:
+        from .replication_quota import ReplicationQuota
+
+        #: The leader's and the follower's replication throttles.
+        self.leader_quota = ReplicationQuota("leader")
+        self.follower_quota = ReplicationQuota("follower")
+        #: The dynamic layers of the two rates: per broker (True) and cluster default (False).
+        self._throttle_layers: dict[bool, dict[str, str]] = {}
+        self._apply_throttle_rates()
+
+    def _take_replication_throttles(self, per_broker: bool, values: dict[str, str]) -> None:
+        """A dynamic broker layer changed (Kafka's ``BrokerConfigHandler``): the rates are
+        this broker's own, else the cluster default's, else the static config's, else none."""
+        self._throttle_layers[per_broker] = dict(values)
+        self._apply_throttle_rates()
+
+    def _apply_throttle_rates(self) -> None:
+        from .replication_quota import UNBOUNDED_BYTES_PER_S
+
+        for name, quota in (("leader.replication.throttled.rate", self.leader_quota),
+                            ("follower.replication.throttled.rate", self.follower_quota)):
+            value: Any = UNBOUNDED_BYTES_PER_S
+            for layer in (self._throttle_layers.get(True, {}),
+                          self._throttle_layers.get(False, {}), self.config):
+                if layer.get(name) is not None:
+                    value = layer[name]
+                    break
+            try:
+                bound = int(value)
+            except (TypeError, ValueError):
+                log.warning("broker %d: ignoring %s=%r (not a long)", self.broker_id, name,
+                            value)
+                continue
+            if bound != quota.bound_bytes_per_s:
+                quota.update_bound(bound)
+                log.info("broker %d: %s is now %d bytes/s", self.broker_id, name, bound)
+
+    def _partition_throttled(self, tp: TopicPartition, leader_side: bool) -> bool:
+        """Kafka's ``ReplicationQuotaManager.isThrottled``: the topic's throttled replicas
+        list of that side names ``tp`` with this broker (or is ``*``)."""
+        from .replication_quota import ALL_REPLICAS, throttled_partitions
+
+        replica = self.partitions.get(tp)
+        if replica is None:
+            return False
+        config = replica.log.config
+        entries = (config.leader_replication_throttled_replicas if leader_side
+                   else config.follower_replication_throttled_replicas)
+        if not entries:
+            return False
+        named = throttled_partitions(tuple(entries), self.broker_id)
+        return named == ALL_REPLICAS or tp.partition in named
+
+    def _follower_throttled(self, tp: TopicPartition) -> bool:
+        return self._partition_throttled(tp, leader_side=False)
+
+    def leader_throttled(self, replica: PartitionReplica, replica_id: int) -> bool:
+        """Kafka's ``shouldLeaderThrottle``: ``replica_id`` is not in the ISR, the partition
+        is throttled on the leader side here, and the leader's quota is exceeded."""
+        quota = self.leader_quota
+        if not quota.bounded or replica_id in replica.isr:
+            return False
+        if not self._partition_throttled(replica.tp, leader_side=True):
+            return False
+        if quota.exceeded():
+            quota.throttled_count += 1
+            return True
+        return False
+
+    def leader_sent(self, replica: PartitionReplica, size_bytes: int) -> None:
+        """Kafka's ``quotas.leader.record(sizeOfThrottledPartitions)``: the record bytes of
+        throttled partitions sent to followers (in the ISR or not)."""
+        if self._partition_throttled(replica.tp, leader_side=True):
+            self.leader_quota.record(size_bytes)
+
+    # --- replicas a reassignment removed (Kafka's StopReplica with delete) -----------------
+
+    def _delete_removed_replica(self, replica: PartitionReplica) -> None:
+        """This broker left ``replica``'s assignment (a completed reassignment): its records
+        go as Kafka's ``StopReplica(deletePartition=true)`` deletes the log. seglog keeps
+        every partition's directory on every broker (docs/cluster.md §6.1), so the log is
+        emptied in place: every segment renamed ``.deleted`` and removed
+        ``file.delete.delay.ms`` later (asynchronously, as Kafka's ``-delete`` directory),
+        the epoch cache and producer state cleared. On the loop thread, as a follower's
+        truncation: the fetcher no longer has the partition."""
+        tp = replica.tp
+        log_ = replica.log
+        size_bytes = log_.size_bytes
+        try:
+            log_.truncate_fully_and_start_at(0)
+        except (errors.SeglogError, OSError) as exc:
+            log.warning("broker %d: deleting the removed replica %s-%d failed: %s",
+                        self.broker_id, tp.topic, tp.partition, exc)
+            return
+        self.removed_replicas_deleted += 1
+        log.info("broker %d: replica %s-%d removed by a reassignment; its log (%d bytes) is "
+                 "deleted", self.broker_id, tp.topic, tp.partition, size_bytes)
+
+    #: How many removed replicas' logs this broker deleted (a counter for tests and logs).
+    removed_replicas_deleted = 0
+
+    def hosts_partition(self, tp: TopicPartition) -> bool:
+        """Whether this broker holds a replica of ``tp`` (it is in the partition's replicas,
+        adding ones included): DescribeLogDirs lists those only, as Kafka's brokers list the
+        logs they have."""
+        assignment = self._assignments.get(tp.topic)
+        if assignment is None:
+            return True  # not (yet) in the cluster's metadata: listed as found
+        return self.broker_id in assignment.partitions.get(tp.partition, ())
 
 
 def _topic_uuid(topic: Topic) -> uuid.UUID | None:

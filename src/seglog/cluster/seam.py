@@ -237,6 +237,20 @@ class PartitionSeam(abc.ABC):
                          leader_end_offset: int, follower_log_start_offset: int) -> None:
         """A follower's fetch reached the leader (the ISR and high watermark may move)."""
 
+    def hosts_partition(self, tp: TopicPartition) -> bool:
+        """Whether this broker holds a replica of ``tp`` (DescribeLogDirs lists those); a
+        lone broker holds every partition."""
+        return True
+
+    def leader_throttled(self, replica: Any, replica_id: int) -> bool:
+        """Whether a fetch of follower ``replica_id`` gets no records of ``replica`` now (the
+        leader's replication throttle, :mod:`.replication_quota`); never on a lone broker."""
+        return False
+
+    def leader_sent(self, replica: Any, size_bytes: int) -> None:
+        """A follower's fetch answer carried ``size_bytes`` of ``replica``'s records (counted
+        by the leader's replication throttle when the partition is throttled)."""
+
     @abc.abstractmethod
     def check_acks_all_before_append(self, replica: Any) -> int:
         """NOT_ENOUGH_REPLICAS when the ISR is smaller than ``min.insync.replicas`` (an

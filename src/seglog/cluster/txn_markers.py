@@ -29,17 +29,19 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Protocol
 
 from kio.schema.types import ProducerId, TopicName
-from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, \
+from kio.schema.write_txn_markers.v2.request import WritableTxnMarker, \
     WritableTxnMarkerTopic, WriteTxnMarkersRequest
-from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
+from kio.schema.write_txn_markers.v2.response import WriteTxnMarkersResponse
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32, i64
+from kio.static.primitive import i8, i16, i32, i64
 
 from .. import error_codes as codes
 from ..errors import SeglogError
+from ..schemas import load_request_schema, load_response_schema
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
 from .inter_broker import BrokerConnection, InterBrokerError, InterBrokerListener
@@ -57,8 +59,9 @@ __all__ = ["MarkerCluster", "TxnMarkerSender", "WRITE_TXN_MARKERS", "WRITE_TXN_M
 log = logging.getLogger("seglog.cluster.txn_markers")
 
 WRITE_TXN_MARKERS = 27
-#: The version sent (the first flexible one; Kafka 4.x serves 1 and up): kio's ``v1`` classes.
-WRITE_TXN_MARKERS_VERSION = 1
+#: The version sent (Kafka 4.4's coordinator sends v2: each marker names the transaction
+#: version of its producer; v1 is the first flexible one): kio's ``v2`` classes.
+WRITE_TXN_MARKERS_VERSION = 2
 
 #: The errors after which a newer coordinator or producer owns the transaction.
 _GIVE_UP = frozenset({codes.INVALID_PRODUCER_EPOCH, codes.TRANSACTION_COORDINATOR_FENCED})
@@ -69,15 +72,17 @@ _RESPONSE_BYTES_MAX = 1 << 20
 
 
 def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                             commit: bool, partitions: Iterable[TopicPartition]) -> bytes:
-    """The body of a WriteTxnMarkers v1 request with one marker for ``partitions``."""
+                             commit: bool, partitions: Iterable[TopicPartition], *,
+                             transaction_version: int = 0) -> bytes:
+    """The body of a WriteTxnMarkers v2 request with one marker for ``partitions``
+    (``transaction_version``: the producer's, 2 when the coordinator bumped its epoch)."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
     entity = WriteTxnMarkersRequest(markers=(WritableTxnMarker(
         producer_id=ProducerId(i64(producer_id)), producer_epoch=i16(producer_epoch),
         transaction_result=bool(commit), coordinator_epoch=i32(coordinator_epoch),
-        topics=tuple(WritableTxnMarkerTopic(
+        transaction_version=i8(transaction_version), topics=tuple(WritableTxnMarkerTopic(
             name=TopicName(topic), partition_indexes=tuple(i32(p) for p in sorted(ps)))
             for topic, ps in sorted(by_topic.items()))),))
     buffer = io.BytesIO()
@@ -85,8 +90,61 @@ def encode_write_txn_markers(producer_id: int, producer_epoch: int, coordinator_
     return buffer.getvalue()
 
 
+ADD_PARTITIONS_TO_TXN = 24
+#: The version a partition leader sends (Kafka 4.4's AddPartitionsToTxnManager: v5, the
+#: batched broker form that knows TRANSACTION_ABORTABLE).
+ADD_PARTITIONS_TO_TXN_VERSION = 5
+
+
+def encode_add_partitions_to_txn(transactional_id: str, producer_id: int, producer_epoch: int,
+                                 partitions: Iterable[TopicPartition], *,
+                                 verify_only: bool) -> bytes:
+    """The body of an AddPartitionsToTxn v5 request for one transaction."""
+    module = _module_of(load_request_schema(ADD_PARTITIONS_TO_TXN,
+                                            ADD_PARTITIONS_TO_TXN_VERSION))
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    entity = module.AddPartitionsToTxnRequest(
+        transactions=(module.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=ProducerId(i64(producer_id)),
+            producer_epoch=i16(producer_epoch), verify_only=verify_only,
+            topics=tuple(module.AddPartitionsToTxnTopic(
+                name=TopicName(topic), partitions=tuple(i32(p) for p in sorted(ps)))
+                for topic, ps in sorted(by_topic.items()))),))
+    buffer = io.BytesIO()
+    entity_writer(module.AddPartitionsToTxnRequest)(buffer, entity)
+    return buffer.getvalue()
+
+
+def decode_add_partitions_to_txn(body: bytes, transactional_id: str) -> dict[TopicPartition, int]:
+    """``{partition: error code}`` of ``transactional_id`` in an AddPartitionsToTxn v5
+    response body (a top-level error: every partition of it). Raises InterBrokerError when
+    it does not parse."""
+    response_class = load_response_schema(ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION)
+    try:
+        decoded, _end = entity_reader(response_class)(body, 0)
+        response: Any = decoded  # kio's v5 class; its fields are read by name below
+    except Exception as exc:  # noqa: BLE001 - kio raises assorted errors on bad bytes
+        raise InterBrokerError(f"AddPartitionsToTxn response does not parse: {exc}") from None
+    top = int(response.error_code)
+    answers: dict[TopicPartition, int] = {}
+    for result in response.results_by_transaction:
+        if result.transactional_id != transactional_id:
+            continue
+        for topic in result.topic_results:
+            for partition in topic.results_by_partition:
+                answers[TopicPartition(topic.name, int(partition.partition_index))] = \
+                    top or int(partition.partition_error_code)
+    return answers
+
+
+def _module_of(schema: Any) -> Any:
+    return sys.modules[schema.__module__]
+
+
 def decode_write_txn_markers(body: bytes) -> dict[TopicPartition, int]:
-    """``{partition: error code}`` of a WriteTxnMarkers v1 response body. Raises
+    """``{partition: error code}`` of a WriteTxnMarkers v2 response body. Raises
     InterBrokerError when it does not parse."""
     try:
         entity, _end = entity_reader(WriteTxnMarkersResponse)(body, 0)
@@ -165,11 +223,11 @@ class TxnMarkerSender:
 
     def send(self, transactional_id: str, producer_id: int, producer_epoch: int,
              coordinator_epoch: int, commit: bool,
-             partitions: tuple[TopicPartition, ...]) -> None:
+             partitions: tuple[TopicPartition, ...], transaction_version: int = 0) -> None:
         """Schedule the delivery of one transaction's markers (returns at once)."""
         self._loop.call_soon_threadsafe(
             self._start, transactional_id, producer_id, producer_epoch, coordinator_epoch,
-            commit, partitions)
+            commit, partitions, transaction_version)
 
     def _start(self, *args: Any) -> None:
         if self._closed:
@@ -187,7 +245,8 @@ class TxnMarkerSender:
 
     async def _deliver(self, transactional_id: str, producer_id: int, producer_epoch: int,
                        coordinator_epoch: int, commit: bool,
-                       partitions: tuple[TopicPartition, ...]) -> None:
+                       partitions: tuple[TopicPartition, ...],
+                       transaction_version: int = 0) -> None:
         remaining = set(partitions)
         backoff_ms = _BACKOFF_MS_MIN
         try:
@@ -209,7 +268,7 @@ class TxnMarkerSender:
                 try:
                     results = await asyncio.gather(*(
                         self._send_to(leader, tps, producer_id, producer_epoch,
-                                      coordinator_epoch, commit)
+                                      coordinator_epoch, commit, transaction_version)
                         for leader, tps in by_leader.items()))
                 except asyncio.CancelledError:
                     raise
@@ -240,13 +299,14 @@ class TxnMarkerSender:
 
     async def _send_to(self, leader: int, tps: list[TopicPartition], producer_id: int,
                        producer_epoch: int, coordinator_epoch: int,
-                       commit: bool) -> dict[TopicPartition, int]:
+                       commit: bool, transaction_version: int = 0) -> dict[TopicPartition, int]:
         """Each partition's error code (UNKNOWN_SERVER_ERROR: not answered, retried)."""
         if leader == self._cluster.broker_id:
             return {tp: await self._append_local(tp, producer_id, producer_epoch,
-                                                 coordinator_epoch, commit) for tp in tps}
+                                                 coordinator_epoch, commit, transaction_version)
+                    for tp in tps}
         body = encode_write_txn_markers(producer_id, producer_epoch, coordinator_epoch,
-                                        commit, tps)
+                                        commit, tps, transaction_version=transaction_version)
         lock = self._locks.setdefault(leader, asyncio.Lock())
         async with lock:
             try:
@@ -260,15 +320,48 @@ class TxnMarkerSender:
                 return {tp: codes.UNKNOWN_SERVER_ERROR for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
+    async def add_partitions_to_txn(self, transactional_id: str, producer_id: int,
+                                    producer_epoch: int, partitions: Iterable[TopicPartition],
+                                    *, coordinator_tp: TopicPartition,
+                                    verify_only: bool) -> dict[TopicPartition, int]:
+        """A partition leader's AddPartitionsToTxn v5 to the transaction coordinator, the
+        leader of ``coordinator_tp`` (Kafka's ``AddPartitionsToTxnManager``): with
+        ``verify_only`` whether each partition is in the producer's ongoing transaction
+        (KIP-890 part 1), without it the partitions added (part 2's implicit add for a
+        ``transaction.version`` 2 producer). Each partition's error code; one that cannot be
+        asked (no live leader, lost connection) answers COORDINATOR_NOT_AVAILABLE /
+        NETWORK_EXCEPTION for all, as Kafka's manager does."""
+        tps = list(partitions)
+        state = self._cluster.states.get(coordinator_tp)
+        if state is None or state.leader < 0 or state.leader not in self._cluster.live_brokers:
+            return {tp: codes.COORDINATOR_NOT_AVAILABLE for tp in tps}
+        body = encode_add_partitions_to_txn(transactional_id, producer_id, producer_epoch, tps,
+                                            verify_only=verify_only)
+        lock = self._locks.setdefault(state.leader, asyncio.Lock())
+        async with lock:
+            try:
+                connection = await self._connection(state.leader)
+                _frame, reader = await connection.request(
+                    ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION, body, self._timeout_ms)
+                answers = decode_add_partitions_to_txn(
+                    bytes(reader.buf[reader.pos:reader.end]), transactional_id)
+            except (InterBrokerError, SeglogError, OSError) as exc:
+                log.info("AddPartitionsToTxn to broker %d failed (%s)", state.leader, exc)
+                self._drop_connection(state.leader)
+                return {tp: codes.NETWORK_EXCEPTION for tp in tps}
+        return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
+
     async def _append_local(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
-                            coordinator_epoch: int, commit: bool) -> int:
+                            coordinator_epoch: int, commit: bool,
+                            transaction_version: int = 0) -> int:
         """This broker leads ``tp``: the marker appended through the seam's one append and
         waited for as acks=-1 (NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS: nothing
         written, retried)."""
         def write(_log: Any) -> int:
             offset: int = self._coordinator.write_marker(
                 tp, producer_id=producer_id, producer_epoch=producer_epoch,
-                coordinator_epoch=coordinator_epoch, commit=commit)
+                coordinator_epoch=coordinator_epoch, commit=commit,
+                transaction_version=transaction_version)
             return offset
 
         try:

@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Mapping
 
-from . import offsets_schema
+from . import offsets_schema, streams_group_records
 from .internal_topics import InternalTopics, TopicLogs
 from ..errors import CorruptRecordError, InvalidRecordError, ReadOnlyError
 from ..format import CONTROL_TYPE_COMMIT, REASON_BAD_RECORDS
@@ -206,6 +206,8 @@ class OffsetsManager:
                                      reason=REASON_BAD_RECORDS)
         key = offsets_schema.decode_key(key_bytes)
         if isinstance(key, offsets_schema.UnknownKey):
+            if key.version in streams_group_records.RECORD_TYPES:
+                return None  # a streams group's record: the streams group coordinator's
             warnings.warn(f"seglog: {where}: unknown message key with version {key.version} "
                           "while loading offsets and group metadata; ignoring it",
                           RuntimeWarning, stacklevel=2)

@@ -39,7 +39,12 @@ A directory written by Kafka 4.x (``transaction.version`` 2) holds ``Transaction
 version 1 records; they load like version 0 ones. Their ``next_producer_id`` and client
 transaction version decide how a pending transaction completes (Kafka's
 ``TransactionMetadata.prepareComplete``) and are written back, in version 1, until a seglog
-producer initialises the id; every state seglog starts is written in version 0.
+producer initialises the id; every state seglog starts is written in version 0 until a
+``transaction.version`` 2 client's partition add or EndTxn v5 sets the client transaction
+version (then version 1, as Kafka writes it). For those clients :meth:`handle_end_transaction`
+bumps the epoch at every commit and abort (KIP-890 part 2): the Prepare state and the
+markers carry the new epoch, the epoch before is remembered so a retried EndTxn is
+recognised (also after a load: see ``_TxnMetadata``).
 
 A stale producer (lower epoch, or an older producer id of the id) gets
 :class:`~seglog.errors.ProducerFencedError` from every call. The markers also fence it at the
@@ -98,6 +103,9 @@ COORDINATOR_EPOCH = 0
 #: The first ``transaction.version`` whose clients get a new epoch from every EndTxn
 #: (Kafka's ``TransactionVersion.supportsEpochBump``).
 _TRANSACTION_VERSION_EPOCH_BUMP = 2
+#: The states a transaction.version 2 EndTxn leaves behind (its epoch bumped).
+_ENDED_OR_ENDING = frozenset({txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT,
+                              txn_schema.COMPLETE_COMMIT, txn_schema.COMPLETE_ABORT})
 
 
 class TransactionDescription(NamedTuple):
@@ -146,6 +154,11 @@ class _TxnMetadata:
         # recognised by (handle_init_producer_id). -1 after a load.
         self.last_producer_epoch = -1
         self.rotated_from_producer_id = -1
+        if self.client_transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP \
+                and self.status in _ENDED_OR_ENDING and self.producer_epoch > 0:
+            # A transaction.version 2 EndTxn bumped the epoch: its retry (from the epoch
+            # before) must still be recognised by the coordinator that loads this state.
+            self.last_producer_epoch = self.producer_epoch - 1
 
     def to_value(self) -> txn_schema.TransactionLogValue:
         """The value to write: version 0 (what seglog writes, see :mod:`seglog.coordinator.txn_schema`)
@@ -337,16 +350,31 @@ class TransactionCoordinator:
             self._marker_sender = sender
 
     def write_marker(self, tp: TopicPartition, *, producer_id: int, producer_epoch: int,
-                     coordinator_epoch: int, commit: bool, now_ms: int | None = None) -> int:
+                     coordinator_epoch: int, commit: bool, transaction_version: int = 0,
+                     now_ms: int | None = None) -> int:
         """Append one marker to the local log of ``tp`` (WriteTxnMarkers on the partition's
         leader, or a coordinator's own partition) and, on ``__consumer_offsets``, apply or
         drop the producer's pending offset commits there. Returns the marker's offset.
         Raises what ``Log.append_txn_marker`` raises (TransactionCoordinatorFencedError for
-        an older coordinator epoch) and UnknownTopicOrPartitionError."""
+        an older coordinator epoch) and UnknownTopicOrPartitionError; for a
+        ``transaction_version`` 2 marker (WriteTxnMarkers v2) InvalidProducerEpochError
+        unless its epoch is above the producer's in this partition (Kafka's
+        ``ProducerAppendInfo.checkProducerEpoch``: the coordinator bumped it), except the
+        retry of a marker already written (the same epoch, no transaction open)."""
         tp = TopicPartition(*tp)
         with self._topics.lock:
             self._topics.check_writable()
             log = self._topics.partition_log(tp)
+            if transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP:
+                entry = log.producer_state.last_entry(producer_id)
+                current = -1 if entry is None else entry.producer_epoch
+                retry = entry is not None and producer_epoch == current and (
+                    entry.current_txn_first_offset is None or producer_epoch == 32767)
+                if producer_epoch <= current and not retry:
+                    raise InvalidProducerEpochError(
+                        f"Epoch of producer {producer_id} at offset {log.end_offset} in "
+                        f"{tp.topic}-{tp.partition} is {producer_epoch}, which is <= the "
+                        f"last seen epoch {current} (TV{transaction_version})")
             offset = log.append_txn_marker(
                 producer_id=producer_id, producer_epoch=producer_epoch,
                 coordinator_epoch=coordinator_epoch, commit=commit, now_ms=now_ms)
@@ -556,11 +584,19 @@ class TransactionCoordinator:
                 self._write(metadata, durable=True)
             return metadata.producer_id, metadata.producer_epoch
 
-    def _complete(self, metadata: _TxnMetadata, commit: bool, now_ms: int) -> None:
+    def _complete(self, metadata: _TxnMetadata, commit: bool, now_ms: int, *,
+                  bump_epoch: bool = False, next_producer_id: int = -1) -> None:
         """PrepareCommit/PrepareAbort, markers to every partition, CompleteCommit/Abort.
-        The markers carry the id's current producer id and epoch; a transaction written by
-        a Kafka coordinator at ``transaction.version`` 2 with a ``next_producer_id`` then
-        moves to that id at epoch 0, as Kafka's completion does."""
+        ``bump_epoch`` (an EndTxn of a ``transaction.version`` 2 client, Kafka's
+        ``prepareAbortOrCommit``): the Prepare state takes the next epoch (the epoch before
+        is remembered for a retry) and ``next_producer_id`` when that epoch is the last.
+        The markers carry the id's producer id and (bumped) epoch; a transaction with a
+        ``next_producer_id`` then moves to that id at epoch 0, as Kafka's completion does."""
+        if bump_epoch:
+            metadata.last_producer_epoch = metadata.producer_epoch
+            metadata.producer_epoch += 1
+            metadata.next_producer_id = next_producer_id
+            metadata.client_transaction_version = _TRANSACTION_VERSION_EPOCH_BUMP
         if self._marker_sender is not None:
             # A cluster member: the markers go to each partition's leader asynchronously.
             if metadata.transactional_id in self._markers_in_flight:
@@ -574,7 +610,7 @@ class TransactionCoordinator:
             self._marker_sender.send(
                 metadata.transactional_id, metadata.producer_id, metadata.producer_epoch,
                 self.coordinator_epoch(metadata.transactional_id), commit,
-                tuple(sorted(metadata.partitions)))
+                tuple(sorted(metadata.partitions)), metadata.client_transaction_version)
             return
         metadata.status = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
         metadata.last_update_ms = now_ms
@@ -602,8 +638,10 @@ class TransactionCoordinator:
                 and metadata.next_producer_id != -1:
             # Kafka's TransactionMetadata.prepareComplete: a transaction.version 2 client
             # whose epoch ran out was already given its next producer id, at epoch 0.
+            metadata.rotated_from_producer_id = metadata.producer_id  # a retry names it
             metadata.producer_id = metadata.next_producer_id
             metadata.producer_epoch = 0
+            metadata.last_producer_epoch = -1
         metadata.next_producer_id = -1
         self._write(metadata)
 
@@ -738,6 +776,7 @@ class TransactionCoordinator:
 
     def handle_add_partitions(self, transactional_id: str, producer_id: int,
                               producer_epoch: int, partitions: Iterable[tuple[str, int]], *,
+                              transaction_version: int | None = None,
                               now_ms: int | None = None) -> None:
         """Kafka's ``handleAddPartitionsToTransaction`` (AddPartitionsToTxn, AddOffsetsToTxn):
         InvalidProducerIdMappingError, ProducerFencedError (see ``_kafka_current``),
@@ -749,6 +788,11 @@ class TransactionCoordinator:
             if metadata.status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
                 raise ConcurrentTransactionsError(
                     f"transactional id {transactional_id!r} is completing a transaction")
+            if transaction_version is not None:
+                # The partition leader adding a partition for a version 2 client (Kafka's
+                # prepareAddPartitions with its clientTransactionVersion): kept in the
+                # state written, so a coordinator that loads it knows its epoch rules.
+                metadata.client_transaction_version = transaction_version
             self.add_partitions(transactional_id, producer_id, producer_epoch, partitions,
                                 now_ms=now_ms)
 
@@ -768,22 +812,66 @@ class TransactionCoordinator:
                     for tp in partitions}
 
     def handle_end_transaction(self, transactional_id: str, producer_id: int,
-                               producer_epoch: int, *, commit: bool,
+                               producer_epoch: int, *, commit: bool, transaction_version: int = 0,
                                now_ms: int | None = None) -> tuple[int, int]:
-        """Kafka's ``handleEndTransaction`` for a transaction.version 0/1 client (EndTxn up to
-        v4): InvalidProducerIdMappingError, ProducerFencedError (see ``_kafka_current``); an
-        Ongoing transaction gets its markers and completes; a retry of the EndTxn that
-        completed it (same outcome) succeeds again without writing; anything else is
-        InvalidTxnStateError. Returns ``(producer_id, epoch)``."""
+        """Kafka's ``handleEndTransaction``: ``transaction_version`` is the client's (2 for
+        EndTxn v5, KIP-890 part 2; else 0). Returns ``(producer_id, epoch)`` the client
+        continues with: for a ``transaction.version`` 2 client the epoch after the bump every
+        commit or abort makes (a new producer id at epoch 0 once the epoch is exhausted).
+
+        InvalidProducerIdMappingError for an unknown id or another producer id;
+        ProducerFencedError for another epoch. An id whose last EndTxn came from a version 2
+        client checks the epoch as Kafka does: an Ongoing transaction needs the current
+        epoch, while a Prepare or Complete state is only a retry of that EndTxn (the epoch
+        before the bump; after an exhausted epoch, the previous producer id at its last
+        epoch). An Ongoing transaction gets its markers and completes; a retry of the EndTxn
+        that completed it (same outcome) succeeds again without writing (the current
+        producer id and epoch answered); the same outcome still being written is
+        ConcurrentTransactionsError; anything else is InvalidTxnStateError."""
         now = checked_now_ms(now_ms)
+        bump = transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP
         with self._topics.lock:
             self._topics.check_writable()
-            metadata = self._kafka_current(transactional_id, producer_id, producer_epoch)
+            metadata = self._loaded_txn(transactional_id)
+            if metadata is None:
+                raise InvalidProducerIdMappingError(
+                    f"transactional id {transactional_id!r} is not mapped to producer id "
+                    f"{producer_id}")
             status = metadata.status
+            bumped_before = metadata.client_transaction_version >= \
+                _TRANSACTION_VERSION_EPOCH_BUMP
+            retry_on_bump = bumped_before and metadata.last_producer_epoch >= 0 \
+                and producer_epoch == metadata.last_producer_epoch
+            retry_on_overflow = bumped_before and producer_id in (
+                metadata.previous_producer_id, metadata.rotated_from_producer_id) \
+                and producer_epoch == PRODUCER_EPOCH_MAX and metadata.producer_epoch == 0
+            if not bumped_before or status in (txn_schema.ONGOING, txn_schema.EMPTY,
+                                               txn_schema.DEAD):
+                valid_epoch = producer_epoch == metadata.producer_epoch
+            elif status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                valid_epoch = retry_on_bump
+            else:  # Kafka 4.4: the current epoch too (then INVALID_TXN_STATE below)
+                valid_epoch = retry_on_bump or retry_on_overflow \
+                    or producer_epoch == metadata.producer_epoch
+            if metadata.producer_id != producer_id and not retry_on_overflow:
+                raise InvalidProducerIdMappingError(
+                    f"transactional id {transactional_id!r} is not mapped to producer id "
+                    f"{producer_id} (its producer id is {metadata.producer_id})")
+            if not valid_epoch:
+                raise ProducerFencedError(
+                    f"There is a newer producer with the same transactionalId "
+                    f"{transactional_id!r} (epoch {metadata.producer_epoch}) which fences the "
+                    f"current one (producer id {producer_id} epoch {producer_epoch})")
             if status == txn_schema.ONGOING:
-                self._complete(metadata, commit, now)
-            elif status == (txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT):
-                pass  # a retry: Kafka answers NONE
+                next_producer_id = self._producer_ids.allocate() \
+                    if bump and metadata.producer_epoch >= PRODUCER_EPOCH_MAX else -1
+                self._complete(metadata, commit, now, bump_epoch=bump,
+                               next_producer_id=next_producer_id)
+                if metadata.next_producer_id != -1:  # still delivering (a cluster member)
+                    return metadata.next_producer_id, 0
+            elif status == (txn_schema.COMPLETE_COMMIT if commit else txn_schema.COMPLETE_ABORT) \
+                    and (not bumped_before or retry_on_bump or retry_on_overflow):
+                pass  # a retry: Kafka answers NONE with the current producer id and epoch
             elif status == (txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT):
                 raise ConcurrentTransactionsError(
                     f"transactional id {transactional_id!r} is completing its transaction")

@@ -39,6 +39,9 @@ OVERLAY: dict[tuple[int, int], tuple[str, str]] = {
     (42, 3): ("delete_groups_v3:DeleteGroupsRequest", "delete_groups_v3:DeleteGroupsResponse"),
     (66, 2): ("list_transactions_v2:ListTransactionsRequest",
               "list_transactions_v2:ListTransactionsResponse"),
+    (88, 1): ("streams_group_heartbeat_v1_request:StreamsGroupHeartbeatRequest", "streams_group_heartbeat_v1_response:StreamsGroupHeartbeatResponse"),
+    (89, 1): ("streams_group_describe_v1_request:StreamsGroupDescribeRequest", "streams_group_describe_v1_response:StreamsGroupDescribeResponse"),
+    (93, 0): ("streams_group_topology_description_update_v0:StreamsGroupTopologyDescriptionUpdateRequest", "streams_group_topology_description_update_v0:StreamsGroupTopologyDescriptionUpdateResponse"),
 }
 
 #: Names of the API keys kio does not know (Kafka 4.4's ``ApiKeys``).

@@ -128,6 +128,12 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("ListGroups", "DESCRIBE on CLUSTER, else DESCRIBE on each GROUP",
      "groups not allowed are left out"),
     ("DeleteGroups", "DELETE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
+    ("StreamsGroupHeartbeat", "READ on GROUP; DESCRIBE on each TOPIC of the topology; "
+     "creating internal topics: CREATE on CLUSTER or on the TOPIC",
+     "GROUP_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED; topics it may not create: "
+     "a MISSING_INTERNAL_TOPICS status"),
+    ("StreamsGroupDescribe", "DESCRIBE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
+    ("StreamsGroupTopologyDescriptionUpdate", "READ on GROUP", "GROUP_AUTHORIZATION_FAILED"),
     ("OffsetDelete", "DELETE on GROUP; READ on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("CreateTopics", "CREATE on CLUSTER or on the TOPIC; DESCRIBE_CONFIGS on the TOPIC for "

@@ -47,6 +47,7 @@ API_MODULES = (
     "seglog.server.apis.admin_describe_partitions",
     "seglog.server.apis.admin_features",
     "seglog.server.apis.groups",
+    "seglog.server.apis.streams_groups",
     "seglog.server.apis.txn",
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",

@@ -141,13 +141,20 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     """DescribeLogDirs v1-v5: every log dir (:func:`~seglog.server.apis.log_dirs.
     describe_log_dirs_results`: its partitions' sizes, future logs of moves under way, the
     volume's total and usable bytes; KAFKA_STORAGE_ERROR for an offline dir or a partition
-    whose files failed to load)."""
+    whose files failed to load). In a cluster only the partitions this broker holds a
+    replica of are listed (the seam's ``hosts_partition``)."""
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(35, ctx.api_version)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return make(response_cls, throttle_time=NO_THROTTLE,
                     error_code=codes.CLUSTER_AUTHORIZATION_FAILED, results=())
-    results = await state.run_blocking(describe_log_dirs_results, store, request.topics, m)
+    # In a cluster a broker lists the replicas it holds (not the empty directories of the
+    # others' partitions, nor a replica a reassignment removed).
+    cluster = partition_seam(state)
+    hosted = {tp for log_dir in store.log_dirs() for tp in log_dir.partitions
+              if cluster.hosts_partition(tp)}
+    results = await state.run_blocking(describe_log_dirs_results, store, request.topics, m,
+                                       hosted)
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE,
                 results=tuple(results))

@@ -8,7 +8,8 @@ import logging
 from typing import Any, Callable, Collection, Sequence, TypedDict
 
 from ... import error_codes as codes
-from ...config_table import BROKER_CONFIGS, DESCRIBED_AT_DEFAULT, TOPIC_CONFIGS, broker_key
+from ...config_table import (BROKER_CONFIGS, DESCRIBED_AT_DEFAULT, DYNAMIC_ONLY, TOPIC_CONFIGS,
+                             broker_key)
 from ...errors import InvalidConfigError, SeglogError
 from ...storage.config import TOPIC_CONFIG_NAMES, LogConfig
 from ..config import CONFIG_DEFS
@@ -108,6 +109,12 @@ def _broker_config_entries(state: BrokerState, per_broker: bool, *, synonyms: bo
         kind = d.type if d is not None else "string"
         sensitive = d is not None and d.sensitive
         found = dynamic.synonyms(name, per_broker=per_broker)
+        if name in DYNAMIC_ONLY:
+            # Not in KafkaConfig's ConfigDef: Kafka lists one only while it is set, with no
+            # default synonym.
+            found = [f for f in found if f[2] != cfg.SOURCE_DEFAULT]
+            if not found:
+                continue
         if per_broker and name in ("node.id", "broker.id") and not found[1:]:
             # Not set: this broker's id is the data directory's (meta.properties).
             found = [(name, str(state.node_id), cfg.SOURCE_STATIC)]

@@ -40,6 +40,8 @@ leader's epoch cache and a divergence answered at once with ``DivergingEpoch`` a
 otherwise the follower's fetch offset is recorded (once per request, at its first read): the
 ISR may grow, the high watermark may move and delayed produces complete
 (:mod:`seglog.cluster.replica_manager`). Consumers read to the high watermark as always.
+The leader's replication throttle (:mod:`seglog.cluster.replication_quota`) answers a
+throttled follower out of the ISR no records of a partition while its quota is exceeded.
 """
 
 from __future__ import annotations
@@ -274,6 +276,11 @@ def _read_one(store: Store, w: _Wanted, *, limit_bytes: int, min_one_batch: bool
         # (Kafka's initialHighWatermark): a follower's lags the leader's by one fetch.
         cluster.follower_fetched(w.replica, replica_id, w.fetch_offset, result.end_offset,
                                  w.follower_log_start_offset)
+    if follower and len(result.buffer) and cluster.leader_throttled(w.replica, replica_id):
+        # Kafka's shouldLeaderThrottle: a throttled replica out of the ISR over the leader's
+        # replication quota gets no records of this partition (not a delay).
+        return PartitionResult(w.partition, codes.NONE, result.high_watermark,
+                               result.last_stable_offset, result.start_offset, None, b"")
     aborted = result.aborted_transactions
     if aborted is not None and breaks.enabled("read_committed_sees_aborted"):
         aborted = []  # the negative control: the consumer keeps every aborted record
@@ -318,7 +325,12 @@ def _answer(ctx: RequestContext, context: FetchContext, wanted: list[_Wanted],
     """The answer to a Fetch, under the client's quotas (``handleFetchRequest``): a consumer
     over its ``consumer_byte_rate`` or ``request_percentage`` is answered empty with the
     throttle time (its bytes are not counted; a full request gets no session then), a
-    follower never is."""
+    follower never is (its bytes count against the leader's replication throttle)."""
+    if replica_id >= 0:
+        cluster = partition_seam(ctx.broker)
+        for w, r in results:
+            if len(r.records) and w.replica is not None:
+                cluster.leader_sent(w.replica, len(r.records))
     if replica_id < 0 and quotas.any_quota(ctx):
         throttle_ms = quotas.fetch_throttle_ms(ctx, size_bytes,
                                                time.perf_counter_ns() - started_ns)

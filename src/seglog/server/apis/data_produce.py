@@ -43,8 +43,11 @@ Transactions (``ReplicaManager.handleProduceAppend``). Transactional batches in 
 without a transactional id fail the whole request with TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 and transactional batches of more than one producer id with INVALID_PRODUCER_ID_MAPPING.
 The first transactional batch of a producer in a partition (the partition's producer state
-has no transaction of that producer and epoch open) is verified with the transaction
-coordinator (``transaction.partition.verification.enable``, on by default in Kafka):
+has no transaction of that producer and epoch open) goes to the transaction coordinator
+before anything is appended (KIP-890, :func:`.txn.verify_produce_partitions`: verified,
+``transaction.partition.verification.enable``, or from Produce v12+ added to the
+transaction; TRANSACTION_ABORTABLE from v11 where older versions get INVALID_TXN_STATE),
+and checked again with a local coordinator under its lock as it is appended:
 INVALID_TXN_STATE "Partition was not added to the transaction" unless AddPartitionsToTxn
 added it, INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH for another producer, and
 NOT_ENOUGH_REPLICAS while the transaction completes (Kafka's answer to CONCURRENT_TRANSACTIONS
@@ -71,6 +74,7 @@ from ...types import TopicPartition
 from .. import quotas
 from ..authorization import AclOperation, ResourceType, authorize, filter_authorized
 from ..context import CloseConnection, RawResponse, RequestContext
+from . import txn
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
 from .data_topics import (
     LEADER_EPOCH,
@@ -237,7 +241,8 @@ def _verify_transaction(ctx: RequestContext, transactional_id: str, topic: Topic
     """Kafka's verification of a transactional batch with the coordinator (see the module
     docstring); None when the batch may be appended."""
     producer_id, producer_epoch, transactional = _producer_of(batch)
-    if not transactional or producer_id < 0:
+    if not transactional or producer_id < 0 or not (
+            txn.verification_enabled(ctx) or ctx.api_version >= txn.PRODUCE_ADDS_PARTITIONS_SINCE):
         return None
     cluster = partition_seam(ctx.broker)
     coordinator_partition = partition_in(cluster, TRANSACTION_STATE_TOPIC, transactional_id)
@@ -346,17 +351,23 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
     # KafkaApis: WRITE on each topic named, before its existence is looked at.
     writable = filter_authorized(ctx, AclOperation.WRITE, ResourceType.TOPIC, (
         t.name for t in request.topic_data)) if not by_id else None
+    resolved = []
     for topic_data in request.topic_data:
         key = topic_data.topic_id if by_id else topic_data.name
         topic = ids.topic(key) if ids is not None else topic_or_none(store, key)
         denied = (key not in writable) if writable is not None else (
             topic is not None and not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC,
                                                 topic.name))
+        resolved.append((topic_data, key, topic, denied))
+    unverified = await _verify_transactional(ctx, request, resolved)
+    for topic_data, key, topic, denied in resolved:
         outcomes: list[tuple[int, _Outcome]] = []
         for partition_data in topic_data.partition_data:
             index = partition_data.index
             if denied:
                 outcome = _failure(codes.TOPIC_AUTHORIZATION_FAILED)
+            elif (key, index) in unverified:
+                outcome = unverified[(key, index)]
             elif topic is None or not 0 <= index < topic.partitions:
                 outcome = _failure(codes.UNKNOWN_TOPIC_ID if by_id and topic is None
                                    else codes.UNKNOWN_TOPIC_OR_PARTITION)
@@ -400,6 +411,45 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
             return RawResponse((), throttle_time_ms=throttle_ms)
         return None
     return _response(version, answers, throttle_time_ms=throttle_ms)
+
+
+async def _verify_transactional(ctx: RequestContext, request: Any,
+                                resolved: list[tuple[Any, TopicKey, Topic | None, bool]]
+                                ) -> dict[tuple[TopicKey, int], _Outcome]:
+    """KIP-890 before any append: the partitions led here where the request's transactional
+    producer has no transaction open at its epoch go to the transaction coordinator
+    (:func:`.txn.verify_produce_partitions`: verified, or added for a Produce v12+);
+    returns the refused ``{(topic key, partition): outcome}``."""
+    if request.transactional_id is None:
+        return {}
+    cluster = partition_seam(ctx.broker)
+    keys: dict[TopicPartition, tuple[TopicKey, int]] = {}
+    producer: tuple[int, int] | None = None
+    for topic_data, key, topic, denied in resolved:
+        if denied or topic is None:
+            continue
+        for partition_data in topic_data.partition_data:
+            index = partition_data.index
+            code, batch = check_produce_records(partition_data.records, ctx.api_version)
+            if not 0 <= index < topic.partitions or code != codes.NONE or batch is None:
+                continue  # answered by the append's own checks
+            producer_id, producer_epoch, transactional = _producer_of(batch)
+            tp = TopicPartition(topic.name, index)
+            replica = cluster.leader_replica(tp) if transactional and producer_id >= 0 else None
+            if replica is None:
+                continue
+            entry = replica.log.producer_state.last_entry(producer_id)
+            if entry is not None and entry.current_txn_first_offset is not None \
+                    and entry.producer_epoch == producer_epoch:
+                continue  # its transaction is open here: verified when it began
+            producer = (producer_id, producer_epoch)
+            keys[tp] = (key, index)
+    if producer is None:
+        return {}
+    refused = await txn.verify_produce_partitions(ctx, request.transactional_id, *producer,
+                                                  list(keys))
+    return {keys[tp]: _Outcome(code, error_message=message)  # log start offset -1, as Kafka
+            for tp, (code, message) in refused.items()}
 
 
 def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic, partition: int,

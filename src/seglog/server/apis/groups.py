@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from ...storage.log import Log
     from ...store import Store
 
-__all__ = ["GroupsState", "HANDLERS", "commit_error", "coordinator", "coordinator_error",
-           "expire_offsets", "find_groups_state", "start", "stop"]
+__all__ = ["GroupType", "GroupsState", "HANDLERS", "commit_error", "coordinator",
+           "coordinator_error", "expire_offsets", "find_groups_state", "start", "stop"]
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,29 @@ _INVALID_REQUEST_MESSAGE = (
     "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
+class GroupType(typing.Protocol):
+    """Another kind of group (KIP-1071 streams groups, KIP-848 consumer groups) that shares
+    group ids, committed offsets and ListGroups with the classic groups here: its handler
+    module registers one in :attr:`GroupsState.group_types` at its start."""
+
+    #: ListGroups' group type and protocol type of its groups (``"streams"``).
+    group_type: str
+    protocol_type: str
+
+    def has_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is one of its groups."""
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """The error of an OffsetCommit into its group ``group_id`` (NONE: accepted)."""
+
+    def listed_groups(self) -> list[tuple[str, str]]:
+        """``[(group id, state)]`` of its groups."""
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of its group ``group_id``: NONE when dropped (its offsets are deleted
+        next), else the error (NON_EMPTY_GROUP)."""
+
+
 @dataclasses.dataclass(eq=False)
 class GroupsState:
     """The groups module's state in one broker: the ``coordinator``, the timer task and the
@@ -101,6 +124,8 @@ class GroupsState:
     #: The last membership append per group (an :class:`~seglog.cluster.seam.AppendResult`),
     #: which SyncGroup waits to see replicated.
     written: dict[str, AppendResult] = dataclasses.field(default_factory=dict)
+    #: The other group types served here (:class:`GroupType`), registered at their start.
+    group_types: list[GroupType] = dataclasses.field(default_factory=list)
 
 
 def find_groups_state(state: BrokerState) -> GroupsState | None:
@@ -342,7 +367,8 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
                                    generation_id=-1,
                                    protocol_name=None if ctx.api_version >= 7 else "",
                                    leader="", members=[]))
-    if request.group_id and _embedded_members(ctx, request.group_id):
+    if request.group_id and (_embedded_members(ctx, request.group_id)
+                             or _other_type(ctx, request.group_id) is not None):
         return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
@@ -501,12 +527,15 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
     known = {(name, p.partition_index) for (name, _key), t in resolved for p in t.partitions
              if name is not None and name in readable
              and _partition_exists(store, name, p.partition_index)}
+    other_type = _other_type(ctx, group_id)
     if not known:
         error = 0
     elif not group_id:
         error = codes.INVALID_GROUP_ID
     elif coordinator_error(ctx, group_id):
         error = coordinator_error(ctx, group_id)
+    elif other_type is not None:
+        error = other_type.validate_offset_commit(group_id, request.member_id, generation)
     else:
         if not coord.has_group(group_id) and group_id in _offset_groups(store):
             coord.ensure_group(group_id, now)  # a group known by its offsets only
@@ -568,7 +597,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> ResponsePay
             failed = {(keys[tp], tp.partition) for tp in offsets}
             answers = [(t, p, failure if (t, p) in failed else c) for t, p, c in answers]
         else:
-            coord.ensure_group(group_id, now)
+            if other_type is None:
+                coord.ensure_group(group_id, now)
             ctx.broker.appended.notify()
     return _response(ctx, dict(topics=_by_topic(ctx, answers, lambda p, c: dict(
         partition_index=p, error_code=c))))
@@ -674,6 +704,12 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> ResponsePayl
         groups = []
         for group in request.groups:
             error, topics = _fetch_group(ctx, group.group_id, group.topics, require_stable)
+            other_type = _other_type(ctx, group.group_id) if not error else None
+            if other_type is not None and getattr(group, "member_id", None) is not None:
+                # v9+: a member of a streams (or consumer) group fetches with its epoch.
+                error = other_type.validate_offset_commit(
+                    group.group_id, group.member_id, group.member_epoch)
+                topics = topics if not error else []
             groups.append(dict(group_id=group.group_id, topics=topics, error_code=error))
         return _response(ctx, dict(groups=groups))
     error, topics = _fetch_group(ctx, request.group_id, request.topics, require_stable)
@@ -694,7 +730,15 @@ def _listed_groups(ctx: RequestContext) -> list[tuple[str, str, str]]:
         listed[group_id] = (group_id, description.protocol_type, description.state)
     for group_id in _offset_groups(ctx.broker.store):
         listed.setdefault(group_id, (group_id, "", cg.EMPTY))
-    return [listed[g] for g in sorted(listed)]
+    return [listed[g] for g in sorted(listed) if _other_type(ctx, g) is None]
+
+
+def _other_type(ctx: RequestContext, group_id: str) -> GroupType | None:
+    """The :class:`GroupType` whose group ``group_id`` is, None for a classic group."""
+    for group_type in _state(ctx).group_types:
+        if group_type.has_group(group_id):
+            return group_type
+    return None
 
 
 async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePayload:
@@ -714,6 +758,17 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> ResponsePaylo
                 continue
             groups.append(dict(group_id=group_id, protocol_type=protocol_type,
                                group_state=state, group_type="classic"))
+    for group_type in _state(ctx).group_types:
+        if types and group_type.group_type not in types:
+            continue
+        for group_id, state in group_type.listed_groups():
+            if states and state.lower() not in states:
+                continue
+            if not every_group and not authorize(ctx, AclOperation.DESCRIBE,
+                                                 ResourceType.GROUP, group_id):
+                continue
+            groups.append(dict(group_id=group_id, protocol_type=group_type.protocol_type,
+                               group_state=state, group_type=group_type.group_type))
     return _response(ctx, dict(error_code=codes.NONE, groups=groups))
 
 
@@ -737,6 +792,15 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> ResponseP
                 error_code=not_here, group_id=group_id, group_state="", protocol_type="",
                 protocol_data="", members=[], authorized_operations=-2147483648,
                 error_message=None))
+            continue
+        if _other_type(ctx, group_id) is not None:
+            # Kafka 4.4: a group of another type is no classic group (Dead; v6+ an error).
+            error = codes.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else 0
+            described.append(dict(
+                error_code=error, group_id=group_id, group_state=cg.DEAD, protocol_type="",
+                protocol_data="", members=[], authorized_operations=-2147483648,
+                error_message=(f"Group {group_id} is not a classic group." if error
+                               else None)))
             continue
         description = coord.describe(group_id)
         if description is None:
@@ -785,9 +849,16 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         if not_here:
             results.append(dict(group_id=group_id, error_code=not_here))
             continue
+        other_type = _other_type(ctx, group_id)
+        if other_type is not None:
+            refused = other_type.delete_group(group_id)  # dropped when empty
+            if refused:
+                results.append(dict(group_id=group_id, error_code=refused))
+                continue
         known = coord.has_group(group_id) or group_id in _offset_groups(store)
-        if not known:
-            results.append(dict(group_id=group_id, error_code=codes.GROUP_ID_NOT_FOUND))
+        if not known:  # (a group of another type without offsets is gone already)
+            results.append(dict(group_id=group_id, error_code=codes.NONE if other_type
+                                 is not None else codes.GROUP_ID_NOT_FOUND))
             continue
         if coord.has_group(group_id) and coord.state(group_id) != cg.EMPTY:
             results.append(dict(group_id=group_id, error_code=codes.NON_EMPTY_GROUP))

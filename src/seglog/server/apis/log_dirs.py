@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Iterable
+from typing import Any, Container, Iterable
 
 from ... import error_codes as codes
 from ...errors import SeglogError
@@ -131,7 +131,8 @@ def _future_size_bytes(path: str) -> int:
         return 0
 
 
-def describe_log_dirs_results(store: Any, wanted: Iterable[Any] | None, m: Any) -> list[Any]:
+def describe_log_dirs_results(store: Any, wanted: Iterable[Any] | None, m: Any,
+                              hosted: Container[TopicPartition]) -> list[Any]:
     """DescribeLogDirs' results (blocking: run on a worker): one per log dir, as Kafka's
     ``ReplicaManager.describeLogDirs``: an online dir with its partitions (size, offset lag
     0; a partition being moved there also as its future log, ``is_future_key``, with the
@@ -139,7 +140,9 @@ def describe_log_dirs_results(store: Any, wanted: Iterable[Any] | None, m: Any) 
     dir with KAFKA_STORAGE_ERROR and nothing else. A partition whose files failed to load
     in an online dir (seglog fails one partition where Kafka fails its whole dir) is left
     out of its dir and answered as a log dir of its own with KAFKA_STORAGE_ERROR: Kafka's
-    AdminClient, kafka-log-dirs and confluent-kafka read it as a failed disk."""
+    AdminClient, kafka-log-dirs and confluent-kafka read it as a failed disk. Only the
+    partitions in ``hosted`` are listed (in a cluster, those this broker holds a replica
+    of)."""
     wanted_map: dict[str, set[int] | None] | None = None
     if wanted is not None:
         wanted_map = {}
@@ -147,6 +150,8 @@ def describe_log_dirs_results(store: Any, wanted: Iterable[Any] | None, m: Any) 
             wanted_map[t.topic] = (wanted_map.get(t.topic) or set()) | set(t.partitions)
 
     def is_wanted(tp: TopicPartition) -> bool:
+        if tp not in hosted:
+            return False
         if wanted_map is None:
             return True
         partitions = wanted_map.get(tp.topic, ())

@@ -4,17 +4,24 @@ ListTransactions.
 
 Each handler is Kafka's ``KafkaApis.handle*Request`` over the store's transaction coordinator
 (:class:`~seglog.coordinator.transaction.TransactionCoordinator`, its ``handle_*`` methods,
-which raise Kafka's distinct errors) and the partitions' producer state. What the broker
-serves is what a client at ``transaction.version`` 0/1 uses (the broker finalizes no
-``transaction.version`` feature, so Kafka 4.x Java clients stay there): partitions are added
-with AddPartitionsToTxn before the producer writes to them, EndTxn does not bump the epoch
-(v5, KIP-890 part 2, is not served), TxnOffsetCommit needs AddOffsetsToTxn first (v5+, its
-implicit form, is not served). AddPartitionsToTxn v4-v5 (the batched form brokers use to
-verify a transaction) is served as Kafka serves it.
+which raise Kafka's distinct errors) and the partitions' producer state. The broker
+finalizes ``transaction.version`` 2 (:mod:`seglog.features`), so Kafka 4.x clients use
+transactions v2 (KIP-890): they send no AddPartitionsToTxn nor AddOffsetsToTxn (the
+partition leader adds a partition when it verifies a Produce v12+, the group coordinator
+the ``__consumer_offsets`` partition on a TxnOffsetCommit v5+: :func:`verify_produce_partitions`,
+:func:`_add_offsets_partition`), and every EndTxn v5 bumps the producer epoch (the markers
+carry the new epoch, the answer gives it to the client). Older clients (EndTxn up to v4)
+keep their epoch and add partitions themselves; their first transactional batch in a
+partition is verified with the coordinator (KIP-890 part 1,
+``transaction.partition.verification.enable``): directly on a lone broker or when this
+broker coordinates the id, else with AddPartitionsToTxn v5 over the inter-broker listener
+(:meth:`~seglog.cluster.txn_markers.TxnMarkerSender.add_partitions_to_txn`).
 
 Versions and why: InitProducerId 0-5 (v3 adds KIP-360's producer id and epoch, v4
 PRODUCER_FENCED, v5 only a new error code), AddPartitionsToTxn 0-5, AddOffsetsToTxn 0-4,
-EndTxn 0-4, TxnOffsetCommit 0-4, DescribeProducers 0, DescribeTransactions 0,
+EndTxn 0-5 (v5: transaction.version 2), WriteTxnMarkers 1-2 (v2 adds each marker's
+transaction version), TxnOffsetCommit 0-6 (v5: the implicit add, v6: topic ids),
+DescribeProducers 0, DescribeTransactions 0,
 ListTransactions 0-1 (v2 filters ids by a regular expression that Kafka matches with RE2J in
 linear time; Python's ``re`` backtracks, so a client's pattern could hold the event loop).
 Below the version that introduced PRODUCER_FENCED (4 for InitProducerId, 2 for the others)
@@ -73,7 +80,7 @@ from ..authorization import (AclOperation, ResourceType, authorize, authorize_by
                              authorize_cluster, filter_authorized)
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
-from .data_topics import partition_seam
+from .data_topics import partition_seam, topic_ids
 
 if TYPE_CHECKING:
     from ...cluster.txn_markers import TxnMarkerSender
@@ -82,7 +89,8 @@ if TYPE_CHECKING:
     from ...storage.producer_state import ProducerStateEntry
     from ...store import Store
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "PRODUCE_ADDS_PARTITIONS_SINCE", "TRANSACTION_VERSION_2",
+           "verification_enabled", "verify_produce_partitions"]
 
 _T = TypeVar("_T")
 
@@ -343,7 +351,8 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Response
 
 def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_id: int,
                            producer_epoch: int, partitions: list[TopicPartition],
-                           verify_only: bool) -> dict[TopicPartition, ErrorCode]:
+                           verify_only: bool, *, from_broker: bool = False
+                           ) -> dict[TopicPartition, ErrorCode]:
     """The error of each partition of one transaction of an AddPartitionsToTxn, as Kafka's
     handler: a client (v0-v3) may not add an internal topic's partitions
     (TOPIC_AUTHORIZATION_FAILED: Kafka leaves them out of the topics it authorizes; offsets
@@ -351,7 +360,7 @@ def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_
     OPERATION_NOT_ATTEMPTED); else the coordinator's answer, the same for every partition
     (per partition when verifying)."""
     writable: set[str] | None = None
-    if ctx.api_version < 4:
+    if ctx.api_version < 4 and not from_broker:
         # A client's request: WRITE on the transactional id, then on each topic.
         if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                          transactional_id or ""):
@@ -361,7 +370,10 @@ def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_
                                      (tp.topic for tp in partitions))
     if not transactional_id:
         return {tp: ErrorCode(codes.INVALID_REQUEST) for tp in partitions}
-    gate = _txn_coordinator_error(ctx, transactional_id)
+    # (A broker serving the data APIs without this module, tests' handler harness: the
+    # store's coordinator is the only one.)
+    started = COORDINATION_EXTENSION in ctx.broker.extensions or not from_broker
+    gate = _txn_coordinator_error(ctx, transactional_id) if started else codes.NONE
     if gate:
         return {tp: ErrorCode(gate) for tp in partitions}
     store = ctx.broker.store
@@ -380,9 +392,13 @@ def _add_partitions_result(ctx: RequestContext, transactional_id: str, producer_
                                                   producer_epoch, partitions)
             return {tp: NONE if found[tp] else ErrorCode(codes.TRANSACTION_ABORTABLE)
                     for tp in partitions}
+        # A broker's add (v4+, not verifying) is KIP-890 part 2's implicit add for a
+        # transaction.version 2 producer (Kafka's AddPartitionsToTxnManager sends it so).
+        version = TRANSACTION_VERSION_2 if from_broker or ctx.api_version >= 4 else None
         _done, appended = _write_state(
             ctx, transactional_id, lambda: coordinator.handle_add_partitions(
-                transactional_id, producer_id, producer_epoch, partitions))
+                transactional_id, producer_id, producer_epoch, partitions,
+                transaction_version=version))
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
         code = _code(ctx, error)
         return {tp: code for tp in partitions}
@@ -514,33 +530,142 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Respon
 # --- EndTxn -------------------------------------------------------------------------------
 
 
+#: The first EndTxn version of a ``transaction.version`` 2 client (KafkaApis: "If the request
+#: is version 5, we know the client supports transaction version 2").
+_END_TXN_TV2_SINCE = 5
+#: The transaction.version of those clients.
+TRANSACTION_VERSION_2 = 2
+
+
 async def handle_end_txn(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """Kafka's EndTxn (up to v4): COMMIT or ABORT markers to every partition of the
-    producer's transaction (``__consumer_offsets`` included, which applies or drops its
-    offset commits), then read_committed fetches are woken."""
+    """Kafka's EndTxn: COMMIT or ABORT markers to every partition of the producer's
+    transaction (``__consumer_offsets`` included, which applies or drops its offset commits),
+    then read_committed fetches are woken. v5 (a ``transaction.version`` 2 client, KIP-890
+    part 2): the coordinator bumps the producer's epoch at every commit or abort, the
+    markers carry the new epoch and the answer gives the producer id and epoch to continue
+    with (-1 / -1 with an error, as Kafka)."""
     response = _response_class(ctx, END_TXN)
+
+    def answer(error: int, producer_id: int = -1, epoch: int = -1) -> ResponsePayload:
+        if ctx.api_version >= _END_TXN_TV2_SINCE:
+            return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(error),
+                            producer_id=i64(producer_id), producer_epoch=i16(epoch))
+        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(error))
+
     if not authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                      request.transactional_id):
-        return response(throttle_time=_NO_THROTTLE,
-                        error_code=ErrorCode(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        return answer(codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not request.transactional_id:
-        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(codes.INVALID_REQUEST))
+        return answer(codes.INVALID_REQUEST)
     gate = _txn_coordinator_error(ctx, request.transactional_id)
     if gate:
-        return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(gate))
+        return answer(gate)
+    transaction_version = TRANSACTION_VERSION_2 \
+        if ctx.api_version >= _END_TXN_TV2_SINCE else 0
 
     def end() -> tuple[int, int]:
         return _coordinator(ctx).handle_end_transaction(
             request.transactional_id, int(request.producer_id), int(request.producer_epoch),
-            commit=bool(request.committed))
+            commit=bool(request.committed), transaction_version=transaction_version)
 
     try:
-        _ended, replicated = await _write_state_blocking(ctx, request.transactional_id, end)
+        ended, replicated = await _write_state_blocking(ctx, request.transactional_id, end)
     except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
-        return response(throttle_time=_NO_THROTTLE, error_code=_code(ctx, error))
+        return answer(_code(ctx, error))
     finally:
         ctx.broker.appended.notify()
-    return response(throttle_time=_NO_THROTTLE, error_code=ErrorCode(replicated))
+    if replicated or ended is None:
+        return answer(replicated or codes.NOT_COORDINATOR)
+    return answer(codes.NONE, *ended)
+
+
+# --- a partition leader's verification of transactional appends (KIP-890) -----------------
+
+#: Produce v12+ comes from a ``transaction.version`` 2 producer, which sends no
+#: AddPartitionsToTxn: the leader adds the partition (Kafka's ``addPartition`` operation);
+#: v11 understands TRANSACTION_ABORTABLE (``genericErrorSupported``); older clients get
+#: INVALID_TXN_STATE instead (``defaultError``).
+PRODUCE_ADDS_PARTITIONS_SINCE = 12
+_PRODUCE_ABORTABLE_SINCE = 11
+
+#: The coordinator's answers a leader turns into a retriable NOT_ENOUGH_REPLICAS for the
+#: producer (Kafka's ReplicaManager: it triggers no metadata refresh).
+_RETRIABLE_VERIFICATION_ERRORS = frozenset({
+    codes.CONCURRENT_TRANSACTIONS, codes.NETWORK_EXCEPTION, codes.COORDINATOR_LOAD_IN_PROGRESS,
+    codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR})
+
+
+def verification_enabled(ctx: RequestContext) -> bool:
+    """``transaction.partition.verification.enable`` (Kafka's default true)."""
+    value = ctx.broker.config.get("transaction.partition.verification.enable", True)
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+def _produce_error(code: int, produce_version: int) -> tuple[int, str | None]:
+    """What the producer gets for the coordinator's answer ``code`` about one partition
+    (Kafka's AddPartitionsToTxnManager, then ReplicaManager): ``(error code, message)``."""
+    if code == codes.PRODUCER_FENCED:
+        code = codes.INVALID_PRODUCER_EPOCH
+    elif code == codes.TRANSACTION_ABORTABLE and produce_version < _PRODUCE_ABORTABLE_SINCE:
+        code = codes.INVALID_TXN_STATE
+    if code == codes.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _RETRIABLE_VERIFICATION_ERRORS:
+        name = codes.name(code)
+        return codes.NOT_ENOUGH_REPLICAS, ("Unable to verify the partition has been added to "
+                                           f"the transaction. Underlying error: {name}")
+    if code == codes.UNKNOWN_PRODUCER_ID:
+        return codes.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+    return code, None
+
+
+async def verify_produce_partitions(ctx: RequestContext, transactional_id: str,
+                                    producer_id: int, producer_epoch: int,
+                                    partitions: list[TopicPartition]
+                                    ) -> dict[TopicPartition, tuple[int, str | None]]:
+    """A partition leader's check, before it appends a Produce's transactional batches
+    to ``partitions`` (those where the producer has no transaction open at that epoch), that
+    they are in the producer's ongoing transaction (KIP-890 part 1, Kafka's
+    ``AddPartitionsToTxnManager``, when ``transaction.partition.verification.enable``); from
+    a ``transaction.version`` 2 producer (Produce v12+) the partitions are added to it
+    instead (part 2). The transaction coordinator is asked directly when this broker is it
+    (a lone broker always), else with AddPartitionsToTxn v5 (``verify_only`` for part 1).
+    Returns the partitions refused: ``{partition: (error code, message)}``, as Kafka answers
+    the producer."""
+    adds = ctx.api_version >= PRODUCE_ADDS_PARTITIONS_SINCE
+    if not partitions or not (adds or verification_enabled(ctx)):
+        return {}
+    answers = await _ask_coordinator(ctx, transactional_id, producer_id, producer_epoch,
+                                     partitions, verify_only=not adds)
+    refused: dict[TopicPartition, tuple[int, str | None]] = {}
+    for tp, code in answers.items():
+        if code != codes.NONE:
+            refused[tp] = _produce_error(code, ctx.api_version)
+    return refused
+
+
+async def _ask_coordinator(ctx: RequestContext, transactional_id: str, producer_id: int,
+                           producer_epoch: int, partitions: list[TopicPartition], *,
+                           verify_only: bool) -> dict[TopicPartition, int]:
+    """The coordinator's answer per partition to an AddPartitionsToTxn (v5, a broker's)
+    for one transaction: this broker's own coordinator through the same checks as the
+    request's handler, or the coordinator broker over the inter-broker listener."""
+    state_tp = _state_partition(ctx, transactional_id)
+    if state_tp is None:
+        return {tp: codes.COORDINATOR_NOT_AVAILABLE for tp in partitions}
+    cluster = partition_seam(ctx.broker)
+    if cluster.leader_replica(state_tp) is not None:
+        errors = _add_partitions_result(ctx, transactional_id, producer_id, producer_epoch,
+                                        partitions, verify_only, from_broker=True)
+        if not verify_only:
+            errors = await _replicated_partitions(ctx, transactional_id, errors)
+        return {tp: int(code) for tp, code in errors.items()}
+    coordination: TxnCoordination | None = ctx.broker.extensions.get(COORDINATION_EXTENSION)
+    if coordination is None or coordination.sender is None:
+        return {tp: codes.COORDINATOR_NOT_AVAILABLE for tp in partitions}
+    return await coordination.sender.add_partitions_to_txn(
+        transactional_id, producer_id, producer_epoch, partitions, coordinator_tp=state_tp,
+        verify_only=verify_only)
 
 
 # --- TxnOffsetCommit ------------------------------------------------------------------------
@@ -609,17 +734,56 @@ def _append_txn_offsets(ctx: RequestContext, request: Any,
         group_coordinator.ensure_group(request.group_id, ctx.broker.now_ms())
 
 
+#: TxnOffsetCommit v5+ comes from a ``transaction.version`` 2 producer, which sends no
+#: AddOffsetsToTxn: the group's ``__consumer_offsets`` partition is added to the
+#: transaction by the broker (KIP-890 part 2); v6 names topics by id.
+_TXN_OFFSET_COMMIT_ADDS_SINCE = 5
+_TXN_OFFSET_COMMIT_BY_ID_SINCE = 6
+
+
+async def _add_offsets_partition(ctx: RequestContext, request: Any) -> int:
+    """Before a TxnOffsetCommit's records are appended: v5+ adds the group's
+    ``__consumer_offsets`` partition to the producer's transaction; below v5, when the
+    transaction coordinator is another broker, it verifies the partition is in it (this
+    broker's own coordinator is checked under its lock at the append). The error code to
+    answer every partition with, or NONE."""
+    adds = ctx.api_version >= _TXN_OFFSET_COMMIT_ADDS_SINCE
+    local = _txn_coordinator_error(ctx, request.transactional_id) == codes.NONE
+    if not adds and (local or not verification_enabled(ctx)):
+        return codes.NONE
+    tp = _offsets_partition(ctx.broker.store, request.group_id)
+    answers = await _ask_coordinator(ctx, request.transactional_id, int(request.producer_id),
+                                     int(request.producer_epoch), [tp], verify_only=not adds)
+    code = answers.get(tp, codes.UNKNOWN_SERVER_ERROR)
+    if code == codes.PRODUCER_FENCED:
+        return codes.INVALID_PRODUCER_EPOCH
+    if code == codes.TRANSACTION_ABORTABLE and not adds:
+        return codes.INVALID_TXN_STATE
+    return code
+
+
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """Kafka's TxnOffsetCommit (up to v4): per partition UNKNOWN_TOPIC_OR_PARTITION,
-    OFFSET_METADATA_TOO_LARGE, or the request's error (INVALID_GROUP_ID,
-    INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE without
-    AddOffsetsToTxn, ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID from the
-    group); else NONE, the offsets pending until the transaction ends."""
+    """Kafka's TxnOffsetCommit (up to v6): per partition UNKNOWN_TOPIC_OR_PARTITION
+    (UNKNOWN_TOPIC_ID for v6's topic ids), OFFSET_METADATA_TOO_LARGE, or the request's error
+    (INVALID_GROUP_ID, INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE
+    without AddOffsetsToTxn below v5, ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID /
+    FENCED_INSTANCE_ID from the group); else NONE, the offsets pending until the transaction
+    ends. v5+: the group's ``__consumer_offsets`` partition joins the transaction first
+    (:func:`_add_offsets_partition`)."""
     response = _response_class(ctx, TXN_OFFSET_COMMIT)
     module = sys.modules[response.__module__]
     store = ctx.broker.store
+    by_id = ctx.api_version >= _TXN_OFFSET_COMMIT_BY_ID_SINCE
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    keys: dict[TopicPartition, Any] = {}  # the request's topic key (name, or v6's id)
+    names: list[tuple[Any, Any, str | None]] = []
+    for topic in request.topics:
+        if by_id:
+            found = topic_ids(ctx.broker).topic(topic.topic_id)
+            names.append((topic, topic.topic_id, None if found is None else found.name))
+        else:
+            names.append((topic, topic.name, topic.name))
     # KafkaApis: WRITE on the transactional id, READ on the group (every partition gets the
     # error), READ on each topic (per partition).
     denied = codes.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if not authorize(
@@ -627,14 +791,18 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Respons
         else codes.GROUP_AUTHORIZATION_FAILED if not authorize(
             ctx, AclOperation.READ, ResourceType.GROUP, request.group_id) else codes.NONE
     readable = filter_authorized(ctx, AclOperation.READ, ResourceType.TOPIC,
-                                 (t.name for t in request.topics))
-    for topic in request.topics:
+                                 (name for _t, _k, name in names if name is not None))
+    for topic, key, name in names:
         for partition in topic.partitions:
-            tp = TopicPartition(topic.name, int(partition.partition_index))
+            tp = TopicPartition(name if name is not None else str(key),
+                                int(partition.partition_index))
+            keys[tp] = key
             metadata = partition.committed_metadata or ""
             if denied:
                 errors[tp] = ErrorCode(denied)
-            elif topic.name not in readable:
+            elif name is None:
+                errors[tp] = ErrorCode(codes.UNKNOWN_TOPIC_ID)
+            elif name not in readable:
                 errors[tp] = ErrorCode(codes.TOPIC_AUTHORIZATION_FAILED)
             elif not _partition_exists(store, tp.topic, tp.partition):
                 errors[tp] = ErrorCode(codes.UNKNOWN_TOPIC_OR_PARTITION)
@@ -653,17 +821,23 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Respons
             code = ErrorCode(gate)
         else:
             try:
-                code = await _append_txn_offsets_replicated(ctx, request, offsets)
+                added = await _add_offsets_partition(ctx, request)
+                code = ErrorCode(added) if added else \
+                    await _append_txn_offsets_replicated(ctx, request, offsets)
             except Exception as error:  # noqa: BLE001 -- answered with its Kafka code
                 code = _code(ctx, error)
             finally:
                 ctx.broker.appended.notify()
         for tp in offsets:
             errors[tp] = code
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[Any, list[Any]] = {}
     for tp, code in errors.items():
-        by_topic.setdefault(tp.topic, []).append(module.TxnOffsetCommitResponsePartition(
+        by_topic.setdefault(keys[tp], []).append(module.TxnOffsetCommitResponsePartition(
             partition_index=i32(tp.partition), error_code=code))
+    if by_id:
+        return response(throttle_time=_NO_THROTTLE, topics=tuple(
+            module.TxnOffsetCommitResponseTopic(topic_id=key, partitions=tuple(partitions))
+            for key, partitions in by_topic.items()))
     return response(throttle_time=_NO_THROTTLE, topics=tuple(
         module.TxnOffsetCommitResponseTopic(name=name, partitions=tuple(partitions))
         for name, partitions in by_topic.items()))
@@ -828,7 +1002,7 @@ _MARKER_ACKS_TIMEOUT_MS = 30_000
 
 
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """Kafka's WriteTxnMarkers (v1, what a transaction coordinator sends each partition's
+    """Kafka's WriteTxnMarkers (v1-v2, what a transaction coordinator sends each partition's
     leader): every marker appended to each of its partitions
     (``TransactionCoordinator.write_marker``: a ``__consumer_offsets`` partition applies or
     drops the producer's pending offset commits), per partition UNKNOWN_TOPIC_OR_PARTITION,
@@ -869,7 +1043,8 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Respons
                         tp, producer_id=int(marker.producer_id),
                         producer_epoch=int(marker.producer_epoch),
                         coordinator_epoch=int(marker.coordinator_epoch),
-                        commit=bool(marker.transaction_result))
+                        commit=bool(marker.transaction_result),
+                        transaction_version=int(getattr(marker, "transaction_version", 0)))
 
                 # The one append (acks=-1: an ISR below min.insync.replicas refuses before
                 # writing); the marker's write and fsyncs run on a worker thread.
@@ -990,9 +1165,9 @@ HANDLERS: tuple[ApiHandler, ...] = (
     ApiHandler(INIT_PRODUCER_ID, 0, 5, handle_init_producer_id),
     ApiHandler(ADD_PARTITIONS_TO_TXN, 0, 5, handle_add_partitions_to_txn),
     ApiHandler(ADD_OFFSETS_TO_TXN, 0, 4, handle_add_offsets_to_txn),
-    ApiHandler(END_TXN, 0, 4, handle_end_txn),
-    ApiHandler(WRITE_TXN_MARKERS, 1, 1, handle_write_txn_markers),
-    ApiHandler(TXN_OFFSET_COMMIT, 0, 4, handle_txn_offset_commit),
+    ApiHandler(END_TXN, 0, 5, handle_end_txn),
+    ApiHandler(WRITE_TXN_MARKERS, 1, 2, handle_write_txn_markers),
+    ApiHandler(TXN_OFFSET_COMMIT, 0, 6, handle_txn_offset_commit),
     ApiHandler(DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),
     ApiHandler(DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),
     ApiHandler(LIST_TRANSACTIONS, 0, 2, handle_list_transactions),

@@ -1,0 +1,160 @@
+"""EndTxn v5 and the partition leader's add/verification (KIP-890) on the raw wire, against
+real Kafka 4.4 and ``seglog serve``: the same sequence of InitProducerId v5, Produce v11/v12
+(transactional batches; v12 adds the partition to the transaction, v11 only verifies) and
+EndTxn v5 (commit, its retry from the epoch before the bump, a second EndTxn with nothing
+ongoing, an abort, a zombie's batch at an old epoch) gives the same error codes and the same
+epochs, relative to the first one, on both brokers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from seglog import error_codes as codes
+from seglog import get_backend
+
+from test_admin_differential import Client, real_kafka  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+TIMEOUT = datetime.timedelta(seconds=10)
+RETRY_S_MAX = 30.0
+
+
+def _batch(producer_id: int, epoch: int, sequence: int, value: bytes) -> bytes:
+    return get_backend("native").encode_batch(
+        [value], None, [int(time.time() * 1000)], None, producer_id=producer_id,
+        producer_epoch=epoch, base_sequence=sequence, is_transactional=True)
+
+
+def _produce(client: Client, version: int, transactional_id: str, topic: str,
+             records: bytes) -> int:
+    m = client.m(0, version)
+    response = client.call(0, version, transactional_id=transactional_id, acks=-1,
+                           timeout=TIMEOUT, topic_data=(m.TopicProduceData(
+                               name=topic, partition_data=(m.PartitionProduceData(
+                                   index=0, records=records),)),))
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def _end_txn(client: Client, transactional_id: str, producer_id: int, epoch: int,
+             commit: bool) -> tuple[int, int, int]:
+    deadline = time.monotonic() + RETRY_S_MAX
+    while True:  # CONCURRENT_TRANSACTIONS while the last markers are written: retried
+        response = client.call(26, 5, transactional_id=transactional_id,
+                               producer_id=producer_id, producer_epoch=epoch, committed=commit)
+        if response.error_code != codes.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+            return (int(response.error_code), int(response.producer_id),
+                    int(response.producer_epoch))
+        time.sleep(0.05)
+
+
+def _txn_offset_commit(client: Client, producer_id: int, epoch: int, topic_id) -> list:
+    m = client.m(28, 6)
+    deadline = time.monotonic() + RETRY_S_MAX
+    while True:  # the group's coordinator (and its topic, made by FindCoordinator) loads
+        client.call(10, 4, key_type=0, coordinator_keys=("v2d-g",))
+        response = client.call(28, 6, transactional_id="v2d-tx", group_id="v2d-g",
+                               producer_id=producer_id, producer_epoch=epoch,
+                               generation_id=-1, member_id="", group_instance_id=None,
+                               topics=(m.TxnOffsetCommitRequestTopic(
+                                   topic_id=topic_id, partitions=(
+                                       m.TxnOffsetCommitRequestPartition(
+                                           partition_index=0, committed_offset=1,
+                                           committed_leader_epoch=-1,
+                                           committed_metadata=""),)),))
+        errors = [int(p.error_code) for t in response.topics for p in t.partitions]
+        if not set(errors) & {codes.COORDINATOR_LOAD_IN_PROGRESS, codes.NOT_COORDINATOR,
+                              codes.COORDINATOR_NOT_AVAILABLE, codes.CONCURRENT_TRANSACTIONS} \
+                or time.monotonic() > deadline:
+            return [(t.topic_id == topic_id, errors) for t in response.topics]
+        time.sleep(0.1)
+
+
+def scenario(bootstrap: str) -> list:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("v2d", 1, 1)])["v2d"].result(20)
+    client = Client(bootstrap)
+    try:
+        deadline = time.monotonic() + RETRY_S_MAX
+        while True:  # the coordinator's topic is made on first use (FindCoordinator)
+            find = client.m(10, 4)
+            client.call(10, 4, key_type=1, coordinator_keys=("v2d-tx",))
+            del find
+            init = client.call(22, 5, transactional_id="v2d-tx", transaction_timeout=
+                               datetime.timedelta(seconds=60), producer_id=-1,
+                               producer_epoch=-1)
+            if init.error_code not in (codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+                                       codes.COORDINATOR_LOAD_IN_PROGRESS) \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        pid, e0 = int(init.producer_id), int(init.producer_epoch)
+        out: list = [("init", int(init.error_code))]
+
+        def rel(answer: tuple[int, int, int]) -> tuple:
+            error, producer_id, epoch = answer
+            return (error, producer_id == pid if producer_id != -1 else -1,
+                    epoch - e0 if epoch != -1 else -1)
+
+        # v11 verifies only: the partition was not added, TRANSACTION_ABORTABLE.
+        out.append(("produce v11 not added",
+                    _produce(client, 11, "v2d-tx", "v2d", _batch(pid, e0, 0, b"x"))))
+        # v12 adds the partition (a transaction.version 2 producer).
+        out.append(("produce v12", _produce(client, 12, "v2d-tx", "v2d",
+                                            _batch(pid, e0, 0, b"a"))))
+        out.append(("commit", rel(_end_txn(client, "v2d-tx", pid, e0, True))))
+        out.append(("commit retry", rel(_end_txn(client, "v2d-tx", pid, e0, True))))
+        out.append(("abort retry of commit", rel(_end_txn(client, "v2d-tx", pid, e0, False))))
+        out.append(("commit nothing", rel(_end_txn(client, "v2d-tx", pid, e0 + 1, True))))
+        out.append(("produce next", _produce(client, 12, "v2d-tx", "v2d",
+                                             _batch(pid, e0 + 1, 0, b"b"))))
+        out.append(("zombie produce", _produce(client, 12, "v2d-tx", "v2d",
+                                               _batch(pid, e0, 1, b"z"))))
+        out.append(("zombie end", rel(_end_txn(client, "v2d-tx", pid, e0, True))))
+        # TxnOffsetCommit v6 (topic ids): the group's partition joins the transaction.
+        metadata = client.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                               include_topic_authorized_operations=False)
+        topic_id = next(t.topic_id for t in metadata.topics if t.name == "v2d")
+        out.append(("offsets v6", _txn_offset_commit(client, pid, e0 + 1, topic_id)))
+        out.append(("offsets v6 unknown id", _txn_offset_commit(client, pid, e0 + 1,
+                                                                uuid.uuid4())))
+        out.append(("abort", rel(_end_txn(client, "v2d-tx", pid, e0 + 1, False))))
+        out.append(("unknown producer", rel(_end_txn(client, "v2d-tx", pid + 1000, e0 + 2,
+                                                      True))))
+        # A new producer of the id while a transaction.version 2 transaction is ongoing:
+        # fenced and aborted by the coordinator, CONCURRENT_TRANSACTIONS until then.
+        out.append(("produce before fence", _produce(client, 12, "v2d-tx", "v2d",
+                                                     _batch(pid, e0 + 2, 0, b"f"))))
+        deadline = time.monotonic() + RETRY_S_MAX
+        first_init = None
+        while True:
+            init = client.call(22, 5, transactional_id="v2d-tx", transaction_timeout=
+                               datetime.timedelta(seconds=60), producer_id=-1,
+                               producer_epoch=-1)
+            first_init = first_init if first_init is not None else int(init.error_code)
+            if init.error_code != codes.CONCURRENT_TRANSACTIONS \
+                    or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        out.append(("init fences", first_init, int(init.error_code),
+                    int(init.producer_id) == pid, int(init.producer_epoch) - e0))
+        out.append(("fenced produce", _produce(client, 12, "v2d-tx", "v2d",
+                                               _batch(pid, e0 + 2, 1, b"g"))))
+        return out
+    finally:
+        client.close()
+
+
+def test_end_txn_v5_answers_as_kafka_does(real_kafka, broker):  # noqa: F811 - the fixture
+    kafka = scenario(real_kafka.bootstrap)
+    seglog = scenario(broker.bootstrap)
+    assert kafka[0] == ("init", 0)
+    for ours, theirs in zip(seglog, kafka):
+        assert ours == theirs, (ours, theirs)
+    assert len(seglog) == len(kafka)
