@@ -278,15 +278,21 @@ class LogManager:
                     fsync_files(future)
                     target = os.path.join(destination.path, filenames.partition_dir_name(*tp))
                     os.rename(future, target)
+                    # Durable before the source goes: a crash between leaves two copies
+                    # (refused by name at the next open), never none.
                     checkpoints.fsync_dir(destination.path)
+                    try:
+                        deleted = os.path.join(source.path, delete_dir_name(*tp))
+                        os.rename(src, deleted)
+                    except BaseException:
+                        os.rename(target, future)  # one copy only: the source's
+                        raise
+                    checkpoints.fsync_dir(source.path)
                 except BaseException:
                     # The partition stays where it was: reopen it there.
                     topic.with_log(tp.partition, self._open_or_offline(
                         src, tp, topic.config, topic_id=None))
                     raise
-                deleted = os.path.join(source.path, delete_dir_name(*tp))
-                os.rename(src, deleted)
-                checkpoints.fsync_dir(source.path)
                 self.log_dirs.placement[tp] = destination
                 del self.log_dirs.moving[tp]
                 topic.with_log(tp.partition, self._open_or_offline(
