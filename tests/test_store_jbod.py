@@ -168,3 +168,17 @@ def test_a_partition_moves_between_dirs_under_appends_and_loses_nothing(backend,
     with _open(backend, a, b) as store:
         assert store.log_dir_of(("t", 0)) == b
         assert [int(r.value) for r in store.topic("t").log(0).records()] == acked
+
+
+def test_a_read_only_store_follows_a_writer_over_both_dirs(backend, tmp_path):
+    a, b = _dirs(tmp_path)
+    with _open(backend, a, b) as writer:
+        writer.create_topic("t", 2)
+        writer.topic("t").log(1).append(b"in b")
+        writer.flush()
+        with _open(backend, a, b, read_only=True) as reader:
+            assert reader.log_dir_of(("t", 1)) == b
+            assert [r.value for r in reader.topic("t").log(1).records()] == [b"in b"]
+            writer.create_topic("u", 2)
+            assert reader.refresh() is True
+            assert {reader.log_dir_of(("u", p)) for p in range(2)} == {a, b}
