@@ -26,6 +26,8 @@ server both read it. Immutable; thread-safe.
 
 from __future__ import annotations
 
+import os
+
 import difflib
 from typing import Any, Iterable, Optional
 
@@ -63,13 +65,16 @@ AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthoriz
                           "kafka.security.authorizer.AclAuthorizer")
 
 
-def _one_data_dir_error(value: Any) -> Optional[str]:
-    """Why ``log.dirs`` / ``log.dir`` cannot be ``value``: seglog serves one data directory
-    (JBOD, several entries, is not built; refused rather than serving the first alone)."""
-    if value is None or len(value) <= 1:
+def _log_dirs_error(value: Any) -> Optional[str]:
+    """Why ``log.dirs`` / ``log.dir`` cannot be ``value``: an entry named twice (Kafka's
+    ``KafkaConfig``: "Each log directory must be specified once")."""
+    if value is None:
         return None
-    return ("seglog serves one data directory: several log directories (JBOD) are not "
-            "built, so a broker is never started on the first of them alone")
+    normalized = [os.path.normpath(os.path.abspath(str(d))) for d in value]
+    if len(set(normalized)) != len(normalized):
+        # Kafka's LogManager.createAndValidateLogDirs, word for word.
+        return "Duplicate log directory found: " + ", ".join(str(d) for d in value)
+    return None
 
 
 def _authorizer_class_error(value: Any) -> Optional[str]:
@@ -632,15 +637,16 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _entry('log.dir', BROKER, 'list', ('/tmp/kafka-logs',), 'high',
            ('A comma-separated list of the directories where the log data is stored. '
            '(supplemental to log.dirs property)'),
-           check=_one_data_dir_error,
-           note='The data directory when log.dirs is null; one entry (several, JBOD, are '
-                'refused by name: not built).'),
+           check=_log_dirs_error,
+           note='The data directories when log.dirs is null (several: JBOD, as log.dirs).'),
     _entry('log.dirs', BROKER, 'list', None, 'high',
            ('A comma-separated list of the directories where the log data is stored. If not '
            'set, the value in log.dir is used.'),
-           check=_one_data_dir_error,
-           note='The data directory (null: log.dir); one entry: several (JBOD) are refused '
-                'by name at start, not built.'),
+           check=_log_dirs_error,
+           note='The data directories (null: log.dir). Several (JBOD): each holds its own '
+                'meta.properties, lock and checkpoints; a new partition goes to the dir '
+                'holding the fewest; a failed dir takes only its partitions offline; '
+                'AlterReplicaLogDirs moves a partition between them.'),
     _entry('log.flush.interval.messages', BROKER, 'long', INT64_MAX, 'high',
            ('The number of messages accumulated on a log partition before messages are flushed'
            ' to disk.'),

@@ -1,9 +1,15 @@
-"""The partitions on disk of one data directory: Kafka's ``LogManager`` for one ``log.dirs`` entry.
+"""The partitions on disk of the data directories: Kafka's ``LogManager`` over ``log.dirs``.
 
-A :class:`LogManager` owns what a Kafka broker keeps under one log dir, laid out the same way
+A :class:`LogManager` owns what a Kafka broker keeps under its log dirs, laid out the same way
 (the :mod:`seglog.store` docstring lists the files): the topics and their partitions' Logs,
-the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`), the four offset
-checkpoints, ``meta.properties``, the clean-shutdown marker and the directory's writer lock;
+the topics registry (``seglog-topics.json``, :mod:`seglog.topic_registry`, written to every
+online dir), and per log dir (JBOD: several ``log.dirs`` entries, :class:`LogDir`) the four
+offset checkpoints of the partitions it holds, ``meta.properties``, the clean-shutdown marker
+and the directory's writer lock. Which dir holds a partition is found by scanning the dirs at
+open; a new partition goes to the online dir holding the fewest (Kafka's ``nextLogDirs``). A
+dir that fails (unreadable at open, or an I/O error on one of its partitions) takes its
+partitions offline (:class:`~seglog.offline_partitions.OfflinePartitions`), not the others;
+the open fails only when every dir failed (Kafka's rule);
 it creates, grows, reconfigures and deletes topics, and runs the housekeeping Kafka's
 LogManager runs on timers (retention, the cleaner, flushes, checkpoints) when it is called.
 
@@ -18,6 +24,7 @@ topics leaves that to its caller, which holds :attr:`LogManager.lock` across bot
 from __future__ import annotations
 
 import os
+import errno
 import shutil
 import threading
 import time
@@ -27,10 +34,10 @@ from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from . import filenames, topic_registry
 from ._backend import get_backend
-from .clients.partitioner import partition_for_key
 from .errors import (
     CorruptCheckpointError,
     CorruptRecordError,
+    KafkaStorageError,
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
@@ -39,12 +46,14 @@ from .errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from .log_dirs import CLUSTER_METADATA_TOPIC, LogDir, LogDirs, copy_changed, fsync_files
+from .log_dirs import delete_dir_name, file_bytes_are, future_dir_name
 from .offline_partitions import OfflinePartitions
+from .topic import Topic, as_config
 from .storage import checkpoints
-from .config_table import topic_key
-from .storage.config import TOPIC_CONFIG_NAMES, LogConfig, check_int
+from .storage.config import LogConfig, check_int
 from .storage.file_cache import FileCache
-from .storage.locking import DirectoryLock, check_unlocked
+from .storage.locking import check_unlocked
 from .storage.log import Log
 from .topic_registry import (
     TOPIC_PARTITIONS_MAX,
@@ -57,10 +66,6 @@ __all__ = ["LogManager", "ProducerIdBlocks", "Topic", "validate_topic_name", "de
            "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC",
            "CREATE_PARTITIONS_PER_HOLD"]
 
-#: The KRaft metadata log's topic (Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``): its
-#: ``__cluster_metadata-0`` directory in a Kafka log dir is the controller's Raft log, never a
-#: topic partition (``LogManager.loadLogs`` skips it), so the scan skips it too.
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: How many partitions of a new topic are made per hold of the metadata lock: about 10 ms of
 #: work, the longest a creation keeps the broker's event loop from a topic lookup.
 CREATE_PARTITIONS_PER_HOLD = 128
@@ -68,39 +73,9 @@ CREATE_PARTITIONS_PER_HOLD = 128
 CREATE_PAUSE_S = 0.001
 
 
-def delete_dir_name(topic: str, partition: int) -> str:
-    """Kafka's ``LocalLog.logDeleteDirName``: ``<topic>-<partition>.<uuid hex>-delete``, the
-    topic cut short so that the name fits 255 bytes."""
-    suffix = f"-{partition}.{uuid.uuid4().hex}{filenames.DELETE_DIR_SUFFIX}"
-    return topic[:min(len(topic), 255 - len(suffix))] + suffix
-
-
 def _collision_key(name: str) -> str:
     # Kafka's Topic.unifyCollisionChars: '.' and '_' collide in metric names.
     return name.replace(".", "_")
-
-
-def as_config(config: LogConfig | Mapping[str, Any] | None,
-              defaults: LogConfig | None = None) -> LogConfig:
-    """``config`` as a :class:`LogConfig`: a LogConfig as it is, a mapping of Kafka dotted
-    names or snake-case names over ``defaults`` (None: Kafka's own defaults), None the
-    defaults. InvalidConfigError for a dotted name that is not a topic config (Kafka's
-    CreateTopics refuses broker settings and unknown names alike) or a bad value."""
-    if config is None:
-        return LogConfig() if defaults is None else defaults
-    if isinstance(config, LogConfig):
-        return config
-    if not isinstance(config, Mapping):
-        raise InvalidConfigError(f"config must be a LogConfig or a mapping, got "
-                                 f"{type(config).__name__}")
-    for name in config:
-        if isinstance(name, str) and "." in name and name not in TOPIC_CONFIG_NAMES:
-            # Kafka's CreateTopics refuses broker settings and unknown names alike; a Kafka
-            # topic config seglog does not implement is refused by name.
-            topic_key(name, suggest=False)
-    if defaults is not None:
-        return defaults.replace(**config)
-    return LogConfig.from_dict(config)
 
 
 class ProducerIdBlocks(Protocol):
@@ -116,80 +91,6 @@ class ProducerIdBlocks(Protocol):
     def restore(self, block_end: int) -> None:
         """Ids below ``block_end`` may have been handed out before: never hand them out."""
         ...
-
-
-class Topic:
-    """One topic of a :class:`~seglog.store.Store`: its partitions' Logs, config and partitioner.
-
-    ``name``, ``partitions`` (count), ``config`` (:class:`~seglog.storage.config.LogConfig`),
-    ``topic_id`` (Kafka's base64url uuid text), ``is_internal``. Obtained from
-    :meth:`Store.create_topic <seglog.store.Store.create_topic>` or :meth:`Store.topic
-    <seglog.store.Store.topic>`; valid until the topic is deleted or the store closed (then
-    :meth:`log` raises). Thread-safe: the partition list is replaced, never changed in place.
-    """
-
-    def __init__(self, manager: "LogManager", name: str, topic_id: uuid.UUID, config: LogConfig,
-                 logs: Sequence[Log | None]):
-        self._manager = manager
-        self.name = name
-        self.topic_id = checkpoints.uuid_to_kafka_str(topic_id)
-        self._uuid = topic_id
-        self.config = config
-        self._logs = list(logs)  # None: a partition whose Log failed to open (offline)
-        self._deleted = False
-
-    @property
-    def partitions(self) -> int:
-        """The partition count."""
-        return len(self._logs)
-
-    @property
-    def is_internal(self) -> bool:
-        """Whether this is one of Kafka's internal topics (``__consumer_offsets``,
-        ``__transaction_state``)."""
-        return self.name in self._manager.internal_topic_configs
-
-    def partition_for(self, key: bytes | bytearray | memoryview) -> int:
-        """The partition Kafka's default partitioner picks for ``key`` (murmur2, positive,
-        modulo the partition count), identical to Kafka's clients. TypeError for None (keyless
-        records are spread by the producer's sticky partitioner)."""
-        return partition_for_key(key, len(self._logs))
-
-    def log(self, partition: int) -> Log:
-        """The :class:`~seglog.storage.log.Log` of ``partition``. Raises
-        :class:`UnknownTopicOrPartitionError` for a partition out of range,
-        :class:`LogClosedError` once the topic was deleted or the store closed, and
-        :class:`PartitionOfflineError` for a partition whose files failed to load."""
-        if self._deleted or self._manager.closed:
-            raise LogClosedError(f"topic {self.name!r} is closed or deleted")
-        if isinstance(partition, bool) or not isinstance(partition, int) \
-                or not 0 <= partition < len(self._logs):
-            raise UnknownTopicOrPartitionError(
-                f"topic {self.name!r} has no partition {partition!r} "
-                f"(it has {len(self._logs)})")
-        log = self._logs[partition]
-        if log is None or log.load_failure is not None:
-            raise self._manager.offline.error(TopicPartition(self.name, partition))
-        return log
-
-    def open_logs(self) -> list[tuple[int, Log]]:
-        """``[(partition, Log)]`` of the partitions whose Log opened, in partition order."""
-        return [(p, log) for p, log in enumerate(self._logs) if log is not None]
-
-    def topic_partitions(self) -> list[TopicPartition]:
-        """Every :class:`TopicPartition` of the topic, in partition order."""
-        return [TopicPartition(self.name, p) for p in range(len(self._logs))]
-
-    def end_offsets(self) -> dict[int, int]:
-        """``{partition: end offset}`` (the offset the next record will get)."""
-        return {p: log.end_offset for p, log in self.open_logs()}
-
-    def start_offsets(self) -> dict[int, int]:
-        """``{partition: log start offset}`` (the first offset still readable)."""
-        return {p: log.start_offset for p, log in self.open_logs()}
-
-    def __repr__(self) -> str:
-        return f"Topic({self.name!r}, partitions={len(self._logs)}, id={self.topic_id})"
 
 
 class _DirPartitionState:
@@ -210,7 +111,8 @@ class _DirPartitionState:
     def load(self) -> tuple[int | None, int | None, bool]:
         manager = self._manager
         return (manager._recovery_points.get(self._tp),
-                manager._log_start_offsets.get(self._tp), manager._clean_shutdown)
+                manager._log_start_offsets.get(self._tp),
+                manager.log_dirs.dir_of(self._tp).clean_shutdown)
 
     def begin_writing(self) -> None:
         # The manager removes the directory's marker (durably) once every Log opened.
@@ -228,34 +130,19 @@ class _DirPartitionState:
             manager._recovery_points[self._tp] = recovery_point
             if manager._log_start_offsets.get(self._tp) != log_start_offset:
                 manager._log_start_offsets[self._tp] = log_start_offset
-                if manager._checkpoints_open:
-                    manager._log_start_checkpoint.write(
-                        dict(sorted(manager._log_start_offsets.items())))
+                log_dir = manager.log_dirs.dir_of(self._tp)
+                if manager._checkpoints_open and log_dir.failure is None:
+                    log_dir.log_start_checkpoint.write(manager.log_dirs.entries_of(
+                        log_dir, manager._log_start_offsets))
 
     def read_log_start_offset(self) -> int | None:
         """The checkpointed log start offset (a read-only follower re-reads it on refresh)."""
-        offsets = self._manager._log_start_checkpoint.read()
+        offsets = self._manager.log_dirs.dir_of(self._tp).log_start_checkpoint.read()
         return offsets.get(self._tp)
 
     def mark_clean_shutdown(self) -> None:
         # Written once for the directory by LogManager.close, after every Log closed.
         pass
-
-
-def _file_bytes_are(path: str, expected: bytes) -> bool:
-    """Whether the file at ``path`` holds exactly ``expected`` (False when it is missing or
-    differs: the caller then reads it the slow way, with its errors). One read of a small
-    file, without a file object."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return os.read(fd, len(expected) + 1) == expected
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
 
 
 class LogManager:
@@ -281,8 +168,12 @@ class LogManager:
                  lock: threading.RLock, producer_ids: ProducerIdBlocks,
                  internal_topic_configs: Mapping[str, Mapping[str, str]],
                  replicated: bool = False, topic_config_defaults: LogConfig | None = None,
-                 max_open_segments: int | None = None):
+                 max_open_segments: int | None = None, extra_dirs: Sequence[str] = ()):
         self.path = path
+        #: The log dirs, ``path`` first, then ``extra_dirs`` (JBOD), and where each
+        #: partition is (:class:`~seglog.log_dirs.LogDirs`).
+        self.log_dirs = LogDirs([path, *extra_dirs], read_only=read_only)
+        self.dirs = self.log_dirs.dirs
         self.read_only = read_only
         self.replicated = replicated
         self.backend = backend
@@ -298,13 +189,11 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()  # the offset maps below and their files
         self.closed = True  # until fully open
         self.meta: checkpoints.MetaProperties | None = None
-        self._dir_lock: DirectoryLock | None = None
         self._topics: dict[str, Topic] = {}
         #: Names reserved by a create_topic whose partitions are being made (see there).
         self._creating: set[str] = set()
         self._recovery_points: dict[TopicPartition, int] = {}
         self._log_start_offsets: dict[TopicPartition, int] = {}
-        self._clean_shutdown = False
         self._checkpoints_open = False
         self._high_watermarks: dict[tuple[str, int], int] = {}
         self._cleaner_offsets: dict[tuple[str, int], int] = {}
@@ -312,13 +201,125 @@ class LogManager:
         #: The partitions whose files failed to load (_open_or_offline, load_failed).
         self.offline = OfflinePartitions()
 
-        def cp(name: str) -> checkpoints.OffsetCheckpointFile:
-            return checkpoints.OffsetCheckpointFile(os.path.join(self.path, name))
+    # --- the log dirs ----------------------------------------------------------------------
 
-        self._recovery_checkpoint = cp(filenames.RECOVERY_POINT_CHECKPOINT)
-        self._log_start_checkpoint = cp(filenames.LOG_START_OFFSET_CHECKPOINT)
-        self._replication_checkpoint = cp(filenames.REPLICATION_OFFSET_CHECKPOINT)
-        self._cleaner_checkpoint = cp(filenames.CLEANER_OFFSET_CHECKPOINT)
+    def fail_dir(self, log_dir: LogDir, reason: str) -> list[TopicPartition]:
+        """Take ``log_dir`` offline for ``reason`` (Kafka's ``LogManager.handleLogDirFailure``):
+        its partitions go offline (:attr:`offline`; their Logs closed, best effort: the disk
+        may refuse), its lock is released, nothing more is written to it; the other dirs
+        serve on. Returns the partitions taken offline. Idempotent."""
+        with self.lock:
+            if log_dir.failure is not None:
+                return []
+            log_dir.failure = reason
+            gone = self.log_dirs.partitions_in(log_dir)
+            for tp in gone:
+                self.offline.add(tp, f"log dir {log_dir.path} is offline: {reason}",
+                                 log_dir_failed=True)
+                topic = self._topics.get(tp.topic)
+                if topic is None or tp.partition >= len(topic.logs):
+                    continue
+                log = topic.logs[tp.partition]
+                if log is not None:
+                    topic.with_log(tp.partition, None)
+                    try:
+                        log.close()
+                    except Exception:  # noqa: BLE001 - the disk failed: closing may too
+                        pass
+            log_dir.release()
+            return gone
+
+    def move_partition(self, tp: TopicPartition, destination: LogDir) -> bool:
+        """Move partition ``tp`` to log dir ``destination`` (Kafka's AlterReplicaLogDirs and
+        ReplicaAlterLogDirsThread, done by copying): its files are copied into
+        ``<topic>-<partition>.<uuid>-future`` in ``destination`` while the Log serves; then,
+        under :attr:`lock`, the Log is closed (an append meanwhile fails with LogClosedError,
+        KAFKA_STORAGE_ERROR, which clients retry; none acknowledged is lost: the close
+        flushes it before the last copy), the files changed since are copied again and
+        fsynced, the copy renamed to the partition's name and the old directory to
+        ``-delete`` (Kafka's order: a crash between the two renames leaves two copies, which
+        the next open refuses by name), and the Log reopened from the copy. Blocking: run it
+        on a worker. Returns False when there was nothing to do (already there, or a move of
+        it is under way); raises UnknownTopicOrPartitionError, PartitionOfflineError
+        (offline), KafkaStorageError (``destination`` offline), or the OSError of a copy
+        that failed (the copy removed, the partition where it was)."""
+        with self.lock:
+            self.check_writable()
+            topic = self._topics.get(tp.topic)
+            if topic is None or not 0 <= tp.partition < topic.partitions:
+                raise UnknownTopicOrPartitionError(f"no partition {tp.topic}-{tp.partition}")
+            if destination.failure is not None:
+                raise KafkaStorageError(errno.EIO, f"log dir {destination.path} is offline")
+            log = topic.log(tp.partition)  # PartitionOfflineError when offline
+            source = self.log_dirs.dir_of(tp)
+            if source is destination or tp in self.log_dirs.moving:
+                return False
+            future = os.path.join(destination.path, future_dir_name(tp.topic, tp.partition))
+            os.mkdir(future)
+            self.log_dirs.moving[tp] = (destination, future)
+        src = os.path.join(source.path, filenames.partition_dir_name(*tp))
+        copied: dict[str, tuple[int, int]] = {}
+        try:
+            log.flush()
+            copy_changed(src, future, copied)  # the bulk, while the Log serves
+            with self.lock:
+                if self._topics.get(tp.topic) is not topic or self.closed:
+                    raise UnknownTopicOrPartitionError(f"{tp.topic} was deleted meanwhile")
+                log = topic.log(tp.partition)
+                high_watermark = getattr(log, "high_watermark", None)
+                if self.replicated and high_watermark is not None:
+                    self._high_watermarks[(tp.topic, tp.partition)] = high_watermark
+                cleaner = getattr(log, "cleaner_checkpoint", None)
+                if cleaner is not None:
+                    self._cleaner_offsets[(tp.topic, tp.partition)] = cleaner
+                log.close()  # flushes; saves its recovery point and start offset
+                try:
+                    copy_changed(src, future, copied, final=True)
+                    fsync_files(future)
+                    target = os.path.join(destination.path, filenames.partition_dir_name(*tp))
+                    os.rename(future, target)
+                    # Durable before the source goes: a crash between leaves two copies
+                    # (refused by name at the next open), never none.
+                    checkpoints.fsync_dir(destination.path)
+                    try:
+                        deleted = os.path.join(source.path, delete_dir_name(*tp))
+                        os.rename(src, deleted)
+                    except BaseException:
+                        os.rename(target, future)  # one copy only: the source's
+                        raise
+                    checkpoints.fsync_dir(source.path)
+                except BaseException:
+                    # The partition stays where it was: reopen it there.
+                    topic.with_log(tp.partition, self._open_or_offline(
+                        src, tp, topic.config, topic_id=None))
+                    raise
+                self.log_dirs.placement[tp] = destination
+                del self.log_dirs.moving[tp]
+                topic.with_log(tp.partition, self._open_or_offline(
+                    target, tp, topic.config, topic_id=None))
+                self.write_checkpoints()
+        except BaseException:
+            with self.lock:
+                if self.log_dirs.moving.get(tp, (None, ""))[1] == future:
+                    del self.log_dirs.moving[tp]
+            shutil.rmtree(future, ignore_errors=True)
+            raise
+        shutil.rmtree(deleted, ignore_errors=True)
+        return True
+
+    def check_dirs(self) -> list[LogDir]:
+        """Take offline every dir one of whose partitions' writes failed (an I/O error: the
+        Log went offline, Kafka's LogDirFailureChannel). Returns the dirs taken offline now."""
+        with self.lock:
+            failed: dict[int, tuple[LogDir, str]] = {}
+            for name, topic in self._topics.items():
+                for p, log in topic.open_logs():
+                    if log.write_failed:
+                        d = self.log_dirs.dir_of(TopicPartition(name, p))
+                        failed.setdefault(id(d), (d, f"a write to {name}-{p} failed"))
+            for d, reason in failed.values():
+                self.fail_dir(d, reason)
+            return [d for d, _reason in failed.values()]
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -329,31 +330,18 @@ class LogManager:
         directories and open every topic found in the registry or on disk; a writer records
         topics found on disk only (made by Kafka, or a crash) in the registry. The
         clean-shutdown marker stays until :meth:`begin_writing`. On any error call
-        :meth:`abort_open`."""
-        if self.read_only:
-            if not os.path.isdir(self.path):
-                raise FileNotFoundError(f"no data directory at {self.path}")
-        else:
-            os.makedirs(self.path, exist_ok=True)
-            self._dir_lock = DirectoryLock(self.path)
-        self.meta = checkpoints.MetaProperties.read(self.path)
-        if self.meta is None and not self.read_only:
-            self.meta = checkpoints.MetaProperties(
-                version=1, cluster_id=cluster_id or checkpoints.uuid_to_kafka_str(
-                    checkpoints.new_kafka_uuid()),
-                node_id=node_id, directory_id=checkpoints.new_kafka_uuid())
-            self.meta.write(self.path)
-        self._recovery_points = {TopicPartition(*k): v
-                                 for k, v in self._recovery_checkpoint.read().items()}
-        self._log_start_offsets = {TopicPartition(*k): v
-                                   for k, v in self._log_start_checkpoint.read().items()}
-        self._high_watermarks = self._replication_checkpoint.read()
-        self._cleaner_offsets = self._cleaner_checkpoint.read()
-        self._clean_shutdown = checkpoints.has_clean_shutdown_marker(self.path)
+        :meth:`abort_open`.
+
+        Several dirs (JBOD): :meth:`LogDirs.open <seglog.log_dirs.LogDirs.open>` and
+        :meth:`~seglog.log_dirs.LogDirs.scan`. A partition the registry knows but no online
+        dir holds is offline while a dir is offline (it may be there), else made anew."""
+        self.meta = self.log_dirs.open(node_id=node_id, cluster_id=cluster_id)
         # Ids of the last block may have been handed out before a crash: the producer-id
         # manager starts after it (_read_registry restores it).
         registry = self._read_registry()
-        found = self._scan_partition_dirs()
+        found = self.log_dirs.scan()
+        (self._recovery_points, self._log_start_offsets, self._high_watermarks,
+         self._cleaner_offsets) = self.log_dirs.read_checkpoints()
         self.closed = False
         for name in sorted(set(registry) | set(found)):
             if self.read_only and name not in found:
@@ -382,7 +370,8 @@ class LogManager:
         open recover. Called once opening succeeded as a whole: an open that fails on corrupt
         bytes has written nothing, and the next open must not take it for a crash and cut
         what this one refused to."""
-        checkpoints.remove_clean_shutdown_marker(self.path)
+        for d in self.log_dirs.online():
+            checkpoints.remove_clean_shutdown_marker(d.path)
 
     def abort_open(self) -> None:
         """Close what a failed :meth:`open` opened and release the writer lock."""
@@ -394,9 +383,7 @@ class LogManager:
                     pass
         self._topics.clear()
         self.closed = True
-        if self._dir_lock is not None:
-            self._dir_lock.close()
-            self._dir_lock = None
+        self.log_dirs.release()
 
     def _with_topic_defaults(self, name: str, overrides: Mapping[str, Any]) -> LogConfig:
         """A reopened topic's config: its recorded overrides over ``topic_config_defaults``."""
@@ -405,35 +392,11 @@ class LogManager:
         except InvalidConfigError as e:
             raise InvalidConfigError(f"topic {name!r}: its configs {dict(overrides)} do not "
                                      f"fit the broker's defaults: {e}") from None
-    def _scan_partition_dirs(self) -> dict[str, list[int]]:
-        """``{topic: [partitions]}`` of the partition directories; leftover ``-delete``
-        directories are removed (a writer only). Kafka's KRaft metadata log
-        (:data:`CLUSTER_METADATA_TOPIC`) is not a topic and is left alone."""
-        found: dict[str, list[int]] = {}
-        for entry in sorted(os.scandir(self.path), key=lambda e: e.name):
-            if not entry.is_dir(follow_symlinks=False):
-                continue
-            if entry.name.endswith(filenames.DELETE_DIR_SUFFIX):
-                if not self.read_only:
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                continue
-            parsed = filenames.parse_partition_dir_name(entry.name)
-            if parsed is None:
-                continue  # -future, -stray, or not ours
-            topic, partition = parsed
-            if topic == CLUSTER_METADATA_TOPIC:
-                continue
-            try:
-                validate_topic_name(topic)
-            except InvalidTopicError:
-                continue
-            found.setdefault(topic, []).append(partition)
-        return found
-
     def _read_registry(self) -> dict[str, dict[str, Any]]:
-        """The topics registry (:func:`~seglog.topic_registry.read_registry`); restores the
-        producer-id blocks from it."""
-        topics, block_end = topic_registry.read_registry(self.path)
+        """The topics registry (:func:`~seglog.topic_registry.read_registry`) of the online
+        dir that wrote it last (each online dir gets every write; one that was offline
+        meanwhile holds an older one); restores the producer-id blocks from it."""
+        topics, block_end = topic_registry.read_registry(self.log_dirs.newest_registry_dir())
         self._producer_ids.restore(block_end)
         return topics
 
@@ -448,8 +411,9 @@ class LogManager:
                          "config": topic_registry.overrides_of(t.config,
                                                                self.topic_config_defaults)}
                   for name, t in sorted(self._topics.items())}
-        topic_registry.write_registry(self.path, topics,
-                                      producer_id_block_end=producer_id_block_end)
+        for d in self.log_dirs.online():
+            topic_registry.write_registry(d.path, topics,
+                                          producer_id_block_end=producer_id_block_end)
 
     def _open_topic(self, name: str, partitions: int, config: LogConfig,
                     topic_id: uuid.UUID | None, *, found: Iterable[int] = ()) -> Topic:
@@ -464,7 +428,15 @@ class LogManager:
         try:
             for p in range(partitions):
                 tp = TopicPartition(name, p)
-                dir_path = os.path.join(self.path, filenames.partition_dir_name(name, p))
+                if p not in found and tp not in self.log_dirs.placement and not self.read_only:
+                    if len(self.log_dirs.online()) < len(self.dirs):
+                        # It may be in the offline dir: never made anew elsewhere.
+                        self.offline.add(tp, "in none of the online log dirs (one is "
+                                             "offline)", log_dir_failed=True)
+                        logs.append(None)
+                        continue
+                    self.log_dirs.placement[tp] = self.log_dirs.next_dir()
+                dir_path = self.log_dirs.partition_path(tp)
                 if p in found:
                     pass
                 elif not self.read_only:
@@ -478,7 +450,7 @@ class LogManager:
                         expected = checkpoints.PartitionMetadataFile.encode(topic_id)
                     except ValueError:  # the zero uuid, which no file may name: read each
                         expected = b""
-                if expected and _file_bytes_are(metadata.path, expected):
+                if expected and file_bytes_are(metadata.path, expected):
                     # The file of every partition of a topic holds the same bytes: compared,
                     # not parsed again (issue 14: 10,000 partitions are opened at once).
                     found_id = topic_id
@@ -543,9 +515,11 @@ class LogManager:
     def _found_topic_id(self, name: str, partitions: int) -> uuid.UUID | None:
         """The topic id in the first ``partition.metadata`` of ``name`` that has one."""
         for p in range(partitions):
+            tp = TopicPartition(name, p)
+            if tp not in self.log_dirs.placement:
+                continue
             found = checkpoints.PartitionMetadataFile(os.path.join(
-                self.path, filenames.partition_dir_name(name, p),
-                filenames.PARTITION_METADATA)).read()
+                self.log_dirs.partition_path(tp), filenames.PARTITION_METADATA)).read()
             if found is not None:
                 return found
         return None
@@ -565,8 +539,11 @@ class LogManager:
         reserved ``name``; LogClosedError when the Store closes meanwhile (the Logs made are
         closed)."""
         logs: list[Log] = []
-        dir_paths = [os.path.join(self.path, filenames.partition_dir_name(name, p))
-                     for p in range(first, end)]
+        with self.lock:
+            # Each partition in the dir with the fewest (Kafka's nextLogDirs, one at a time).
+            for p in range(first, end):
+                self.log_dirs.placement[TopicPartition(name, p)] = self.log_dirs.next_dir()
+            dir_paths = [self.log_dirs.partition_path(TopicPartition(name, p)) for p in range(first, end)]
         # Every directory before any file (a crash in between leaves directories the next
         # open completes, never a partition with files and no sibling directories), outside
         # the lock: the caller reserved the name, and a mkdir touches no shared state.
@@ -640,9 +617,7 @@ class LogManager:
                 if _collision_key(existing) == _collision_key(name):
                     raise InvalidTopicError(f"Topic '{name}' collides with existing topic: "
                                             f"{existing}")
-            for p in range(partitions):
-                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
-                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            self._check_no_partition_dirs(name, range(partitions))
             self._creating.add(name)
         try:
             topic_id = topic_id or checkpoints.new_kafka_uuid()
@@ -664,14 +639,27 @@ class LogManager:
                     return topic
             except BaseException:
                 if name not in self._topics:
-                    for p in range(partitions):
-                        shutil.rmtree(os.path.join(self.path,
-                                                   filenames.partition_dir_name(name, p)),
-                                      ignore_errors=True)
+                    self._remove_new_partitions(name, range(partitions))
                 raise
         finally:
             with self.lock:
                 self._creating.discard(name)
+
+    def _check_no_partition_dirs(self, name: str, partitions: range) -> None:
+        """TopicExistsError when an online dir has a directory of one of ``partitions``."""
+        for p in partitions:
+            if self.log_dirs.exists(name, p):
+                raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+
+    def _remove_new_partitions(self, name: str, partitions: range) -> None:
+        """Undo a failed creation of ``partitions`` of ``name``: remove the directories
+        made and forget where they were placed."""
+        with self.lock:
+            for p in partitions:
+                tp = TopicPartition(name, p)
+                if tp in self.log_dirs.placement:
+                    shutil.rmtree(self.log_dirs.partition_path(tp), ignore_errors=True)
+                    del self.log_dirs.placement[tp]
 
     def topic_to_delete(self, name: str) -> Topic:
         """Topic ``name``, checked for :meth:`delete_topic`: UnknownTopicOrPartitionError,
@@ -693,22 +681,28 @@ class LogManager:
         :meth:`remove_deleted_dirs` after releasing the lock."""
         name = topic.name
         with self.lock:
-            topic._deleted = True
+            topic.deleted = True
             del self._topics[name]
             renamed = []
-            for p, log in enumerate(topic._logs):
+            touched: dict[int, LogDir] = {}
+            for p, log in enumerate(topic.logs):
                 if log is not None:
                     log.close()
-                self.offline.discard(TopicPartition(name, p))
-                src = os.path.join(self.path, filenames.partition_dir_name(name, p))
-                dst = os.path.join(self.path, delete_dir_name(name, p))
-                os.rename(src, dst)
-                renamed.append(dst)
                 tp = TopicPartition(name, p)
+                self.offline.discard(tp)
+                log_dir = self.log_dirs.placement.pop(tp, None)
+                if log_dir is not None and log_dir.failure is None:
+                    # A partition of an offline dir is left there (the disk refuses).
+                    src = os.path.join(log_dir.path, filenames.partition_dir_name(name, p))
+                    dst = os.path.join(log_dir.path, delete_dir_name(name, p))
+                    os.rename(src, dst)
+                    renamed.append(dst)
+                    touched[id(log_dir)] = log_dir
                 with self._checkpoint_lock:
                     self._recovery_points.pop(tp, None)
                     self._log_start_offsets.pop(tp, None)
-            checkpoints.fsync_dir(self.path)
+            for log_dir in touched.values():
+                checkpoints.fsync_dir(log_dir.path)
             self.write_registry()
             self.write_checkpoints()
             return renamed
@@ -773,31 +767,26 @@ class LogManager:
                     "not be an increase.")
             if name in self._creating:  # grown by another request now
                 raise InvalidPartitionsError(f"Topic {name} is being grown already.")
-            for p in range(current, count):
-                if os.path.exists(os.path.join(self.path, filenames.partition_dir_name(name, p))):
-                    raise TopicExistsError(f"partition directory of '{name}' {p} already exists")
+            self._check_no_partition_dirs(name, range(current, count))
             self._creating.add(name)
         try:
             try:
                 new_logs = self._create_partition_logs(name, current, count, topic.config,
-                                                       topic._uuid)
+                                                       topic.uuid)
                 with self.lock:
                     if self._topics.get(name) is not topic:  # deleted meanwhile
                         for log in new_logs:
                             log.close()
                         raise UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
                     # A new list: a reader that took the old one keeps a consistent view.
-                    topic._logs = [*topic._logs, *new_logs]
+                    topic.logs = [*topic.logs, *new_logs]
                     self.write_registry()
                     if on_created is not None:
                         on_created()
                     return topic
             except BaseException:
                 if topic.partitions < count:
-                    for p in range(current, count):
-                        shutil.rmtree(os.path.join(self.path,
-                                                   filenames.partition_dir_name(name, p)),
-                                      ignore_errors=True)
+                    self._remove_new_partitions(name, range(current, count))
                 raise
         finally:
             with self.lock:
@@ -876,10 +865,19 @@ class LogManager:
         """See :meth:`Store.flush <seglog.store.Store.flush>`."""
         with self.lock:
             self.check_writable()
-            for topic in self._topics.values():
-                for _p, log in topic.open_logs():
+            failed: list[tuple[LogDir, str]] = []
+            for name, topic in self._topics.items():
+                for p, log in topic.open_logs():
                     if not log.offline:  # recovered at the next open instead
-                        log.flush()
+                        try:
+                            log.flush()
+                        except OSError as exc:
+                            if len(self.dirs) == 1:
+                                raise
+                            failed.append((self.log_dirs.dir_of(TopicPartition(name, p)),
+                                           f"flushing {name}-{p} failed: {exc}"))
+            for log_dir, reason in failed:  # the dir's partitions go offline, not the rest
+                self.fail_dir(log_dir, reason)
             self.write_checkpoints()
 
     def checkpoint_high_watermarks(self) -> None:
@@ -890,7 +888,8 @@ class LogManager:
             high_watermarks = self._gather("high_watermark")
         with self._checkpoint_lock:
             self._high_watermarks = high_watermarks
-            self._replication_checkpoint.write(high_watermarks)
+            for d in self.log_dirs.online():
+                d.replication_checkpoint.write(self.log_dirs.entries_of(d, high_watermarks))
 
     def _gather(self, attribute: str) -> dict[tuple[str, int], int]:
         out = {}
@@ -907,9 +906,13 @@ class LogManager:
         (held by the caller), then Logs' locks, then the checkpoint lock; property reads of a
         Log take no lock."""
         with self._checkpoint_lock:
-            self._write_checkpoints_locked(from_logs)
+            failed = self._write_checkpoints_locked(from_logs)
+        for log_dir, reason in failed:  # after the checkpoint lock: closing Logs takes it
+            self.fail_dir(log_dir, reason)
 
-    def _write_checkpoints_locked(self, from_logs: bool) -> None:
+    def _write_checkpoints_locked(self, from_logs: bool) -> list[tuple[LogDir, str]]:
+        """Write the checkpoints; returns the dirs whose disk refused, with why (several
+        dirs: the caller takes them offline; one dir: its OSError is raised)."""
         if from_logs:
             for name, topic in self._topics.items():
                 for p, log in topic.open_logs():
@@ -921,14 +924,9 @@ class LogManager:
             self._high_watermarks = self._gather("high_watermark")
             self._cleaner_offsets = self._gather("cleaner_checkpoint")
         live = {(n, p) for n, t in self._topics.items() for p in range(t.partitions)}
-        self._recovery_checkpoint.write(
-            {tp: v for tp, v in sorted(self._recovery_points.items()) if tp in live})
-        self._log_start_checkpoint.write(
-            {tp: v for tp, v in sorted(self._log_start_offsets.items()) if tp in live})
-        self._replication_checkpoint.write(
-            {tp: v for tp, v in self._high_watermarks.items() if tp in live})
-        self._cleaner_checkpoint.write(
-            {tp: v for tp, v in self._cleaner_offsets.items() if tp in live})
+        return self.log_dirs.write_checkpoints(
+            self._recovery_points, self._log_start_offsets, self._high_watermarks,
+            self._cleaner_offsets, live)
 
     def close(self) -> None:
         """Close every Log (each flushes and saves its recovery point and start offset), write
@@ -943,24 +941,25 @@ class LogManager:
                     self._high_watermarks = self._gather("high_watermark")
                     self._cleaner_offsets = self._gather("cleaner_checkpoint")
                 # Each Log flushes and saves its recovery point and start offset on close.
-                offline = False
-                for topic in self._topics.values():
-                    for _p, log in topic.open_logs():
-                        offline = offline or log.write_failed
+                unclean: set[int] = set()  # the dirs holding an offline log
+                for name, topic in self._topics.items():
+                    for p, log in topic.open_logs():
+                        if log.write_failed:
+                            unclean.add(id(self.log_dirs.dir_of(TopicPartition(name, p))))
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
                     # An offline log (a failed write) must be recovered at the next open, and
-                    # the marker is the whole directory's: without it every log recovers
-                    # from its recovery point (Kafka's restart after a log dir failure).
-                    if not offline:
-                        checkpoints.write_clean_shutdown_marker(self.path)
+                    # the marker is the whole directory's: without it every log of the dir
+                    # recovers from its recovery point (Kafka's restart after a log dir
+                    # failure).
+                    for d in self.log_dirs.online():
+                        if id(d) not in unclean:
+                            checkpoints.write_clean_shutdown_marker(d.path)
             finally:
                 self.closed = True
                 self._checkpoints_open = False
-                if self._dir_lock is not None:
-                    self._dir_lock.close()
-                    self._dir_lock = None
+                self.log_dirs.release()
 
     # --- following a writer (read-only) ----------------------------------------------------
 
@@ -974,10 +973,10 @@ class LogManager:
                 raise ReadOnlyError("refresh() is for stores opened with read_only=True")
             changed = False
             registry = self._read_registry()
-            found = self._scan_partition_dirs()
+            found = self.log_dirs.scan()
             for name in sorted(set(self._topics) - set(found)):
                 topic = self._topics.pop(name)
-                topic._deleted = True
+                topic.deleted = True
                 for _p, log in topic.open_logs():
                     log.close()
                 changed = True

@@ -1,4 +1,5 @@
-"""The partitions of a data directory whose files failed to load (issue 23).
+"""The partitions of the data directories whose files failed to load (issue 23), or whose
+log dir failed (JBOD).
 
 A :class:`~seglog.log_manager.LogManager` keeps one :class:`OfflinePartitions`: a partition
 whose Log failed to open, or whose segment failed the checks lazy loading deferred to its
@@ -28,13 +29,19 @@ class OfflinePartitions:
         self._lock = threading.Lock()
         self._reasons: dict[TopicPartition, str] = {}
 
-    def add(self, tp: TopicPartition, reason: str) -> None:
+    def add(self, tp: TopicPartition, reason: str, *, log_dir_failed: bool = False) -> None:
         """Record ``tp`` offline for ``reason`` and warn of it (RuntimeWarning) the first
-        time; a partition already offline keeps its first reason."""
+        time; a partition already offline keeps its first reason. ``log_dir_failed``: it is
+        offline with its whole log dir (JBOD), which a restart with the disk back recovers,
+        not ``seglog recover``."""
         with self._lock:
             if tp in self._reasons:
                 return
             self._reasons = {**self._reasons, tp: reason}
+        if log_dir_failed:
+            warnings.warn(f"seglog: partition {tp.topic}-{tp.partition} is offline with its "
+                          f"log dir ({reason})", RuntimeWarning, stacklevel=3)
+            return
         warnings.warn(f"seglog: partition {tp.topic}-{tp.partition} is offline, its files "
                       f"failed to load ({reason}); `seglog recover` truncates it to its last "
                       "valid offset", RuntimeWarning, stacklevel=3)

@@ -27,6 +27,9 @@ way, so a broker could adopt the directory and Kafka tools read it:
     transaction) in Kafka's key/value schema, in the compacted internal topic (see
     :mod:`seglog.coordinator.transaction`). Created when the first transactional producer starts.
 
+Several data directories (JBOD: ``extra_log_dirs``) each hold the files above for their
+partitions (:mod:`seglog.log_dirs`; the registry is written to each).
+
 Deleting a topic renames each partition directory to ``<topic>-<partition>.<uuid>-delete``
 (Kafka's ``LocalLog.logDeleteDirName``), then removes it; a directory left with that suffix by
 a crash is removed on the next open.
@@ -57,11 +60,12 @@ One writer per data directory, enforced with an OS lock on ``<dir>/.lock`` (a se
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import uuid
 import weakref
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
@@ -76,7 +80,9 @@ from .coordinator.transaction import (
     TransactionCoordinator,
     TransactionDescription,
 )
-from .errors import IllegalStateError, InvalidTopicError
+from .errors import IllegalStateError, InvalidTopicError, KafkaStorageError
+from .errors import UnknownTopicOrPartitionError
+from .log_dirs import LogDirState
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -93,8 +99,8 @@ from .storage.log import Log
 from .store_coordinators import INTERNAL_TOPIC_CONFIGS, StoreCoordinators
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
 
-__all__ = ["Store", "Topic", "TopicPartition", "validate_topic_name", "TOPICS_FILE",
-           "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
+__all__ = ["Store", "LogDirState", "Topic", "TopicPartition", "validate_topic_name",
+           "TOPICS_FILE", "TOPIC_PARTITIONS_MAX", "CLUSTER_METADATA_TOPIC"]
 
 _DEFAULT_NODE_ID = 1
 #: Kafka's ``offsets.retention.minutes`` (7 days) in milliseconds.
@@ -136,6 +142,8 @@ class Store:
     (``Log.update_high_watermark``), and flush and close write the high watermarks back to
     that file as they always do. Without it every high watermark follows its end offset.
 
+    ``extra_log_dirs``: more data directories after ``path`` (JBOD; :meth:`log_dirs`).
+
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
 
@@ -146,7 +154,8 @@ class Store:
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
                  offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
-                 max_open_segments: int | None = None, replicated: bool = False):
+                 max_open_segments: int | None = None, replicated: bool = False,
+                 extra_log_dirs: Sequence[str | os.PathLike[str]] = ()):
         # topic_config_defaults and offsets_retention_ms: see the class docstring.
         config_defaults = as_config(topic_config_defaults)
         self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
@@ -177,7 +186,8 @@ class Store:
             self.path, backend=self.backend, read_only=self.read_only, lock=self._lock,
             producer_ids=self._producer_ids, internal_topic_configs=INTERNAL_TOPIC_CONFIGS,
             replicated=self.replicated, topic_config_defaults=config_defaults,
-            max_open_segments=max_open_segments)
+            max_open_segments=max_open_segments,
+            extra_dirs=[os.fspath(d) for d in extra_log_dirs])
         self._coordinators = StoreCoordinators(
             self._logs, self._producer_ids, notify_appended=self.notify_appended,
             offsets_topic_partitions=offsets_topic_partitions,
@@ -667,11 +677,49 @@ class Store:
         logs = self._logs
         if logs.read_only:
             return len(logs.offline)
+        self.check_log_dirs()
         for _tp, log in logs.writable_logs():  # no metadata lock held while a Log checks
             if logs.closed:
                 break
             log.check_active_segment()
         return len(logs.offline)
+
+    def log_dirs(self) -> list[LogDirState]:
+        """Every data directory (``path`` first, then ``extra_log_dirs``): its path, why it is
+        offline (None while it serves) and the partitions it holds, sorted."""
+        with self._lock:
+            return [LogDirState(d.path, d.failure, tuple(self._logs.log_dirs.partitions_in(d)))
+                    for d in self._logs.dirs]
+
+    def log_dir_of(self, tp: tuple[str, int]) -> str:
+        """The data directory holding ``tp`` (UnknownTopicOrPartitionError: none)."""
+        with self._lock:
+            held = self._logs.log_dirs.placement.get(TopicPartition(*tp))
+            if held is None:
+                raise UnknownTopicOrPartitionError(f"no log dir holds {tp[0]}-{tp[1]}")
+            return held.path
+
+    def move_partition(self, tp: tuple[str, int], log_dir: str) -> bool:
+        """Move ``tp`` to data directory ``log_dir`` (:meth:`LogManager.move_partition
+        <seglog.log_manager.LogManager.move_partition>`; KafkaStorageError: not a dir of
+        this store, or offline). Blocking. False: nothing to do."""
+        wanted = os.path.abspath(log_dir)
+        for d in self._logs.dirs:
+            if os.path.abspath(d.path) == wanted:
+                return self._logs.move_partition(TopicPartition(*tp), d)
+        raise KafkaStorageError(errno.ENOENT, f"{log_dir} is not a log dir of this store")
+
+    def moving_partitions(self) -> dict[TopicPartition, str]:
+        """``{tp: the data directory it is being copied to}`` of the moves under way."""
+        with self._lock:
+            return {tp: d.path for tp, (d, _path) in self._logs.log_dirs.moving.items()}
+
+    def check_log_dirs(self) -> list[str]:
+        """Take offline each data directory where a partition's write failed (an I/O error,
+        Kafka's log dir failure) with its partitions; returns their paths (one dir: none)."""
+        if self._logs.read_only or len(self._logs.dirs) == 1:
+            return []
+        return [d.path for d in self._logs.check_dirs()]
 
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
@@ -709,6 +757,7 @@ class Store:
         "expired_offsets": ..., "aborted_transactions": [transactional id, ...]}``. Raises
         ReadOnlyError."""
         now = checked_now_ms(now_ms)
+        self.check_log_dirs()
         report: dict[str, Any] = {
             "retention": self.apply_retention(now_ms=now),
             "compaction": self.compact(now_ms=now),

@@ -105,10 +105,11 @@ def test_roll_dirs_and_node_id_resolve():
     assert config.node_id == 4
     assert BrokerConfig({"node.id": "7", "broker.id": "4"}).node_id == 7
     assert BrokerConfig({"log.dirs": "/a", "log.dir": "/d"})["log.dirs"] == ("/a",)
-    # Several data directories (JBOD) are not built: refused by name, not served as the first.
+    # Several data directories (JBOD) are served; one named twice is refused as Kafka does.
+    assert BrokerConfig({"log.dirs": "/a,/b"})["log.dirs"] == ("/a", "/b")
     for name in ("log.dirs", "log.dir"):
-        with pytest.raises(InvalidConfigError, match=f"{name}: seglog serves one data dir"):
-            BrokerConfig({name: "/a,/b"})
+        with pytest.raises(InvalidConfigError, match="Duplicate log directory found: /a, /a/"):
+            BrokerConfig({name: "/a,/a/"})
 
 
 def test_log_settings_become_the_topic_defaults():

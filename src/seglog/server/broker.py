@@ -66,6 +66,8 @@ log = logging.getLogger("seglog.server")
 
 #: The address a broker listens on when neither ``listen`` nor ``listeners`` says.
 LISTEN_DEFAULT = ("127.0.0.1", 9092)
+#: How often the log dirs are checked for a write that failed (several log.dirs: JBOD).
+LOG_DIR_CHECK_INTERVAL_S = 1.0
 #: How long shutdown waits for requests in flight (a long-polling Fetch waits at most its
 #: max_wait_ms, Kafka's default 500 ms; a JoinGroup its rebalance timeout) before cancelling.
 SHUTDOWN_REQUESTS_TIMEOUT_S = 10.0
@@ -192,8 +194,11 @@ class Server:
     def __init__(self, *, store: Store, config: BrokerConfig, loop: asyncio.AbstractEventLoop,
                  cluster: Callable[[BrokerState], ReplicaManager] | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
-                 tls_by_listener: Mapping[str, TlsSetup] | None = None):
+                 tls_by_listener: Mapping[str, TlsSetup] | None = None,
+                 on_every_log_dir_offline: Callable[[], object] | None = None):
         self.store = store
+        #: Called once when every log dir went offline (Kafka halts the broker then).
+        self._on_every_log_dir_offline = on_every_log_dir_offline
         self.test_breaks = test_breaks
         #: ``drop_mapped_pages(buffer)`` of the store's backend: a connection calls it on each
         #: view it has written (a Fetch response's zero-copy record sets), so that the segment
@@ -618,6 +623,18 @@ class Server:
                       "--topic T --partition P` truncates each to its last valid offset and "
                       "the broker restarts", offline, self.store.path)
 
+    def _every_log_dir_offline(self) -> bool:
+        """Whether every log dir failed (the maintenance round takes a dir whose writes
+        failed offline); then the broker stops, as Kafka's LogDirFailureHandler halts it."""
+        dirs = self.store.log_dirs()
+        if not dirs or any(d.failure is None for d in dirs):
+            return False
+        log.error("every log dir is offline (%s): the broker stops",
+                  "; ".join(f"{d.path}: {d.failure}" for d in dirs))
+        if self._on_every_log_dir_offline is not None:
+            self._on_every_log_dir_offline()
+        return True
+
     async def _maintain_forever(self) -> None:
         """Kafka's timers as one loop: :meth:`Store.maintain` (retention, compaction,
         flush.ms, offset expiry, checkpoints) every ``log.retention.check.interval.ms``;
@@ -634,6 +651,9 @@ class Server:
              lambda: store.expire_offsets()),
             (config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
              "transaction timeouts", lambda: store.abort_timed_out_transactions()),
+            # A dir where a write failed goes offline with its partitions soon after, not at
+            # the next retention round (Kafka's LogDirFailureChannel acts at once).
+            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", lambda: store.check_log_dirs()),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]
@@ -652,6 +672,8 @@ class Server:
                     except Exception:
                         log.exception("maintenance (%s) failed", name)
                     due[i] = time.monotonic() + period
+                    if self._every_log_dir_offline():
+                        return
                     if self.state is not None:
                         # Retention or an aborted transaction can move start offsets / LSOs.
                         self.state.appended.notify()
@@ -680,6 +702,7 @@ class Broker:
                  backend: str | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS):
         self.data_dir = os.fspath(data_dir)
+        self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
         # Refused here, before the data directory is touched: a listener seglog cannot serve
@@ -815,7 +838,8 @@ class Broker:
                                   cluster=self._make_replica_manager
                                   if config.cluster_mode else None,
                                   test_breaks=self.test_breaks,
-                                  tls_by_listener=self._tls_by_listener)
+                                  tls_by_listener=self._tls_by_listener,
+                                  on_every_log_dir_offline=self._stop_soon)
             self._bound = await self._server.start(*self._listen)
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
@@ -838,7 +862,7 @@ class Broker:
             # A cluster member's logs keep their high watermark apart from their end
             # (restored from replication-offset-checkpoint) and stamp leader epochs.
             extra = {"replicated": True, "cluster_id": cluster_id}
-        store = Store(self.data_dir, backend=self.backend,
+        store = Store(self.data_dir, backend=self.backend, extra_log_dirs=self._extra_log_dirs(),
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
                       node_id=1 if node_id is None else node_id,
@@ -862,6 +886,17 @@ class Broker:
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
         return store
+
+    def _extra_log_dirs(self) -> list[str]:
+        """The ``log.dirs`` entries after the first (JBOD) when the data dir is that first
+        entry (a ``--data-dir`` of its own serves that dir alone)."""
+        config = self.config
+        if config.is_default("log.dirs") and config.is_default("log.dir"):
+            return []
+        dirs = list(config["log.dirs"])
+        if os.path.abspath(dirs[0]) != os.path.abspath(self.data_dir):
+            return []
+        return dirs[1:]
 
     # --- cluster membership (zookeeper.connect) -------------------------------------------------
 
@@ -984,6 +1019,10 @@ class Broker:
             await self.serve()
         if self._closed is not None:
             await self._closed.wait()
+
+    def _stop_soon(self) -> None:
+        """Begin :meth:`aclose` on the broker's loop (every log dir went offline)."""
+        self._stop_task = asyncio.get_running_loop().create_task(self.aclose())
 
     async def aclose(self) -> None:
         """Shut down on the broker's loop: stop accepting, answer the requests in flight,

@@ -10,12 +10,10 @@ start on their next fetch."""
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ... import error_codes as codes
 from ...errors import OffsetOutOfRangeError, SeglogError
-from ...filenames import partition_dir_name
 from ...types import TopicPartition
 from ...security.acl import CLUSTER_NAME
 from ..authorization import (AclOperation, ResourceType, authorize_cluster,
@@ -29,6 +27,7 @@ from .admin_wire import (
     NO_THROTTLE, code_of, make, response_classes,
 )
 from .data_topics import partition_seam
+from .log_dirs import describe_log_dirs_results
 
 if TYPE_CHECKING:
     from ...store import Store
@@ -138,68 +137,24 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
 # --- DescribeLogDirs ------------------------------------------------------------------------
 
 
-def _log_dir_topics(store: Store, wanted: Iterable[Any] | None
-                    ) -> list[tuple[str, list[tuple[int, int]]]]:
-    wanted_map: dict[str, set[int] | None] = {}
-    if wanted is None:
-        wanted_map = {name: None for name in store.topics()}
-    else:
-        for t in wanted:
-            wanted_map[t.topic] = (wanted_map.get(t.topic) or set()) | set(t.partitions)
-    out: list[tuple[str, list[tuple[int, int]]]] = []
-    for name, partitions in wanted_map.items():
-        if name not in store:
-            continue
-        try:
-            topic = store.topic(name)
-            rows = [(p, log_.size_bytes) for p, log_ in topic.open_logs()
-                    if (partitions is None or p in partitions) and log_.load_failure is None]
-        except SeglogError:
-            continue  # deleted meanwhile
-        if rows:
-            out.append((name, rows))
-    return out
-
-
 async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
-    """DescribeLogDirs v1-v5: the one data directory, each partition's size in bytes,
-    offset_lag 0, no future logs, the volume's total and usable bytes (v4+).
-
-    A partition whose files failed to load (the Store's offline partitions) is left out of
-    the data directory and answered as Kafka answers an offline log dir: its own directory
-    as a log dir with KAFKA_STORAGE_ERROR and no topics. Kafka fails a whole log dir where
-    seglog fails one partition; the partition's directory is what is offline here, and
-    Kafka's AdminClient, kafka-log-dirs and confluent-kafka read an extra dir with an error
-    as they read a failed disk (the healthy partitions stay listed under the data dir).
-    In a cluster only the partitions this broker holds a replica of are listed (the seam's
-    ``hosts_partition``)."""
+    """DescribeLogDirs v1-v5: every log dir (:func:`~seglog.server.apis.log_dirs.
+    describe_log_dirs_results`: its partitions' sizes, future logs of moves under way, the
+    volume's total and usable bytes; KAFKA_STORAGE_ERROR for an offline dir or a partition
+    whose files failed to load). In a cluster only the partitions this broker holds a
+    replica of are listed (the seam's ``hosts_partition``)."""
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(35, ctx.api_version)
     if not authorize_cluster(ctx, AclOperation.DESCRIBE):
         return make(response_cls, throttle_time=NO_THROTTLE,
                     error_code=codes.CLUSTER_AUTHORIZATION_FAILED, results=())
-    topics = await state.run_blocking(_log_dir_topics, store, request.topics)
     # In a cluster a broker lists the replicas it holds (not the empty directories of the
     # others' partitions, nor a replica a reassignment removed).
     cluster = partition_seam(state)
-    topics = [(name, kept) for name, rows in topics
-              if (kept := [(p, size) for p, size in rows
-                           if cluster.hosts_partition(TopicPartition(name, p))])]
-    st = os.statvfs(store.path)
-    result = make(m.DescribeLogDirsResult, error_code=NONE,
-                   log_dir=os.path.abspath(store.path), topics=tuple(
-                       make(m.DescribeLogDirsTopic, name=name, partitions=tuple(
-                           make(m.DescribeLogDirsPartition, partition_index=p,
-                                 partition_size=size, offset_lag=0, is_future_key=False)
-                           for p, size in rows))
-                       for name, rows in topics),
-                   total_bytes=st.f_blocks * st.f_frsize, usable_bytes=st.f_bavail * st.f_frsize,
-                   is_cordoned=False)
-    offline = [make(m.DescribeLogDirsResult, error_code=codes.KAFKA_STORAGE_ERROR,
-                    log_dir=os.path.abspath(os.path.join(
-                        store.path, partition_dir_name(tp.topic, tp.partition))),
-                    topics=(), total_bytes=-1, usable_bytes=-1, is_cordoned=False)
-               for tp in sorted(store.offline_partitions())]
+    hosted = {tp for log_dir in store.log_dirs() for tp in log_dir.partitions
+              if cluster.hosts_partition(tp)}
+    results = await state.run_blocking(describe_log_dirs_results, store, request.topics, m,
+                                       hosted)
     return make(response_cls, throttle_time=NO_THROTTLE, error_code=NONE,
-                results=(result, *offline))
+                results=tuple(results))
