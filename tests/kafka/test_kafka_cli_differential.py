@@ -246,8 +246,7 @@ KNOWN_DIFFERENT: dict[str, str] = {
                                    "(config_table.DESCRIBE_RULE); every other name is named "
                                    "with its reason in tests/server/"
                                    "test_admin_configs_differential.py",
-    "features-describe": "group.version, transaction.version, streams.version not built yet "
-                         "(issue 24); share.version is issue 25",
+    "features-describe": "share.version (share groups) is issue 25",
 }
 
 
