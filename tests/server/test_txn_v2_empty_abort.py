@@ -4,8 +4,9 @@ with nothing in it, and every such abort bumps its epoch, as Kafka 4.4 answers i
 aborts (the Produce v12 may have added a partition before its append failed), whatever the
 state the coordinator is in. The same raw-wire sequence against real Kafka 4.4 and
 ``seglog serve``: aborts from Empty, CompleteCommit and CompleteAbort, their retries from the
-epoch before the bump, a commit of nothing, and a transaction at the epoch after those
-aborts give the same error codes and the same epochs relative to the first one.
+epoch before the bump (and the other outcome from that epoch), a commit of nothing, and a
+transaction at the epoch after those aborts give the same error codes and the same epochs
+relative to the first one.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def scenario(bootstrap: str) -> list:
         out.append(("produce after empty aborts",
                     _produce(client, 12, TXN_ID, TOPIC, _batch(pid, e0 + 2, 0, b"a"))))
         end("commit", 2, True)
+        end("abort from the epoch before the commit", 2, False)
         end("abort after commit", 3, False)
         end("abort after abort", 4, False)
         end("abort retry after abort", 4, False)

@@ -880,11 +880,13 @@ class TransactionCoordinator:
             elif status == (txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT):
                 raise ConcurrentTransactionsError(
                     f"transactional id {transactional_id!r} is completing its transaction")
-            elif bump and not commit and (status == txn_schema.EMPTY or (
-                    bumped_before and status in (txn_schema.COMPLETE_COMMIT,
-                                                 txn_schema.COMPLETE_ABORT))):
+            elif bump and not commit and not (retry_on_bump or retry_on_overflow) and (
+                    status == txn_schema.EMPTY or (
+                        bumped_before and status in (txn_schema.COMPLETE_COMMIT,
+                                                     txn_schema.COMPLETE_ABORT))):
                 # Kafka 4.4 (KIP-890 part 2): a version 2 client may abort a transaction with
-                # nothing in it (not a retry: that was answered above), and the abort bumps
+                # nothing in it at its current epoch (a retry from the epoch before the bump
+                # only repeats that EndTxn's outcome: above, or the error below), which bumps
                 # its epoch like any other. Such a client aborts whenever a transaction's
                 # produces were attempted and none succeeded, since a Produce v12 may have
                 # added its partition before its append failed (franz-go does).
