@@ -113,7 +113,7 @@ def test_leaders_ask_the_coordinator_over_the_inter_broker_listener(make_cluster
     transactional batch to a partition not in the transaction is refused (Produce v9:
     INVALID_TXN_STATE; v11: TRANSACTION_ABORTABLE) after the leader asked the coordinator
     (AddPartitionsToTxn v5, verify only); Produce v12 makes the leader add it; a commit then
-    writes its marker there."""
+    writes its marker there; an abort with nothing ongoing bumps the epoch once more."""
     import datetime
 
     from seglog import error_codes as codes
@@ -162,3 +162,16 @@ def test_leaders_ask_the_coordinator_over_the_inter_broker_listener(make_cluster
     log = cluster.rm(cluster.leader_of(tp)).partitions[tp].log
     wait_until(lambda: log.producer_state.last_entry(pid).producer_epoch == epoch + 1,
                "the marker at the bumped epoch on the partition's leader")
+    # Nothing ongoing at the new epoch: a version 2 client's abort aborts an empty
+    # transaction (no marker to send) and bumps the epoch again, as Kafka 4.4 (once the
+    # commit completed: while its markers are in flight the new epoch is fenced, as Kafka's
+    # PrepareCommit state only takes a retry).
+    wait_until(lambda: cluster.brokers[coordinator].store.transaction_coordinator().describe(
+        "tx-raw").state == "CompleteCommit", "the commit completed on the coordinator")
+    end = call(cluster.address(coordinator), 26, 5, transactional_id="tx-raw",
+               producer_id=pid, producer_epoch=epoch + 1, committed=False)
+    assert (int(end.error_code), int(end.producer_id), int(end.producer_epoch)) == (
+        codes.NONE, pid, epoch + 2)
+    description = cluster.brokers[coordinator].store.transaction_coordinator().describe(
+        "tx-raw")
+    assert (description.state, description.partitions) == ("CompleteAbort", ())

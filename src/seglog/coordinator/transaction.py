@@ -597,8 +597,10 @@ class TransactionCoordinator:
             metadata.producer_epoch += 1
             metadata.next_producer_id = next_producer_id
             metadata.client_transaction_version = _TRANSACTION_VERSION_EPOCH_BUMP
-        if self._marker_sender is not None:
-            # A cluster member: the markers go to each partition's leader asynchronously.
+        if self._marker_sender is not None and metadata.partitions:
+            # A cluster member: the markers go to each partition's leader asynchronously
+            # (a transaction with no partition, a version 2 client's empty abort, has none
+            # to send: it completes at once, as Kafka's ``noPartitionAdded``).
             if metadata.transactional_id in self._markers_in_flight:
                 return  # already being delivered
             prepared = txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT
@@ -827,7 +829,10 @@ class TransactionCoordinator:
         epoch). An Ongoing transaction gets its markers and completes; a retry of the EndTxn
         that completed it (same outcome) succeeds again without writing (the current
         producer id and epoch answered); the same outcome still being written is
-        ConcurrentTransactionsError; anything else is InvalidTxnStateError."""
+        ConcurrentTransactionsError. A version 2 client's abort that is not a retry, in
+        state Empty (or, after an EndTxn of a version 2 client, CompleteCommit or
+        CompleteAbort), aborts an empty transaction: its epoch is bumped, no marker is
+        written (Kafka 4.4). Anything else is InvalidTxnStateError."""
         now = checked_now_ms(now_ms)
         bump = transaction_version >= _TRANSACTION_VERSION_EPOCH_BUMP
         with self._topics.lock:
@@ -875,6 +880,21 @@ class TransactionCoordinator:
             elif status == (txn_schema.PREPARE_COMMIT if commit else txn_schema.PREPARE_ABORT):
                 raise ConcurrentTransactionsError(
                     f"transactional id {transactional_id!r} is completing its transaction")
+            elif bump and not commit and not (retry_on_bump or retry_on_overflow) and (
+                    status == txn_schema.EMPTY or (
+                        bumped_before and status in (txn_schema.COMPLETE_COMMIT,
+                                                     txn_schema.COMPLETE_ABORT))):
+                # Kafka 4.4 (KIP-890 part 2): a version 2 client may abort a transaction with
+                # nothing in it at its current epoch (a retry from the epoch before the bump
+                # only repeats that EndTxn's outcome: above, or the error below), which bumps
+                # its epoch like any other. Such a client aborts whenever a transaction's
+                # produces were attempted and none succeeded, since a Produce v12 may have
+                # added its partition before its append failed (franz-go does).
+                metadata.partitions = set()
+                next_producer_id = self._producer_ids.allocate() \
+                    if metadata.producer_epoch >= PRODUCER_EPOCH_MAX else -1
+                self._complete(metadata, False, now, bump_epoch=True,
+                               next_producer_id=next_producer_id)
             else:
                 raise InvalidTxnStateError(
                     f"transactional id {transactional_id!r} has no ongoing transaction to "
