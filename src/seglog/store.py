@@ -60,7 +60,6 @@ One writer per data directory, enforced with an OS lock on ``<dir>/.lock`` (a se
 
 from __future__ import annotations
 
-import errno
 import os
 import threading
 import uuid
@@ -80,9 +79,9 @@ from .coordinator.transaction import (
     TransactionCoordinator,
     TransactionDescription,
 )
-from .errors import IllegalStateError, InvalidTopicError, KafkaStorageError
-from .errors import UnknownTopicOrPartitionError
+from .errors import IllegalStateError, InvalidTopicError
 from .log_dirs import LogDirState
+from .store_log_dirs import StoreLogDirs
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -107,7 +106,7 @@ _DEFAULT_NODE_ID = 1
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
 
-class Store:
+class Store(StoreLogDirs):
     """A Kafka log directory of topics, embedded: ``Store(path, backend=None, read_only=False)``.
 
     Opens (creating if needed, unless ``read_only``) the data directory ``path``; takes the
@@ -683,43 +682,6 @@ class Store:
                 break
             log.check_active_segment()
         return len(logs.offline)
-
-    def log_dirs(self) -> list[LogDirState]:
-        """Every data directory (``path`` first, then ``extra_log_dirs``): its path, why it is
-        offline (None while it serves) and the partitions it holds, sorted."""
-        with self._lock:
-            return [LogDirState(d.path, d.failure, tuple(self._logs.log_dirs.partitions_in(d)))
-                    for d in self._logs.dirs]
-
-    def log_dir_of(self, tp: tuple[str, int]) -> str:
-        """The data directory holding ``tp`` (UnknownTopicOrPartitionError: none)."""
-        with self._lock:
-            held = self._logs.log_dirs.placement.get(TopicPartition(*tp))
-            if held is None:
-                raise UnknownTopicOrPartitionError(f"no log dir holds {tp[0]}-{tp[1]}")
-            return held.path
-
-    def move_partition(self, tp: tuple[str, int], log_dir: str) -> bool:
-        """Move ``tp`` to data directory ``log_dir`` (:meth:`LogManager.move_partition
-        <seglog.log_manager.LogManager.move_partition>`; KafkaStorageError: not a dir of
-        this store, or offline). Blocking. False: nothing to do."""
-        wanted = os.path.abspath(log_dir)
-        for d in self._logs.dirs:
-            if os.path.abspath(d.path) == wanted:
-                return self._logs.move_partition(TopicPartition(*tp), d)
-        raise KafkaStorageError(errno.ENOENT, f"{log_dir} is not a log dir of this store")
-
-    def moving_partitions(self) -> dict[TopicPartition, str]:
-        """``{tp: the data directory it is being copied to}`` of the moves under way."""
-        with self._lock:
-            return {tp: d.path for tp, (d, _path) in self._logs.log_dirs.moving.items()}
-
-    def check_log_dirs(self) -> list[str]:
-        """Take offline each data directory where a partition's write failed (an I/O error,
-        Kafka's log dir failure) with its partitions; returns their paths (one dir: none)."""
-        if self._logs.read_only or len(self._logs.dirs) == 1:
-            return []
-        return [d.path for d in self._logs.check_dirs()]
 
     def offline_partitions(self) -> dict[TopicPartition, str]:
         """``{tp: reason}`` of the partitions whose files failed to load (at the open, or on a
