@@ -610,7 +610,7 @@ def test_seglog_store_writer_adopts_kafka_log_dir(scenario, backend, clean, tmp_
     with seglog.Store(copy, backend=backend.name) as store:
         assert "__cluster_metadata" not in store.topics()
         for topic in store.topics():
-            for log in store.topic(topic)._logs:
+            for log in store.topic(topic).logs:
                 report = log.recovery_report
                 assert not report.truncations and not report.deleted_segments, (topic, report)
                 assert report.clean_shutdown == clean
@@ -634,7 +634,7 @@ def test_seglog_store_writer_reads_kafka_transaction_state(scenario, backend, tm
     shutil.copytree(scenario.kafka_copy, copy)
     values = []
     with seglog.Store(copy, backend=backend.name, read_only=True) as store:
-        for log in store.topic(txn_schema.TRANSACTION_STATE_TOPIC)._logs:
+        for log in store.topic(txn_schema.TRANSACTION_STATE_TOPIC).logs:
             values += [txn_schema.decode_value(r.value) for r in log.records(log.start_offset)
                        if txn_schema.decode_key(r.key) == "seglog-txn"]
     assert values and {v.version for v in values} == {1}, values
@@ -642,7 +642,7 @@ def test_seglog_store_writer_reads_kafka_transaction_state(scenario, backend, tm
         assert "__transaction_state" in store.topics()
         assert "__cluster_metadata" not in store.topics()
         for topic in store.topics():
-            for log in store.topic(topic)._logs:
+            for log in store.topic(topic).logs:
                 report = log.recovery_report
                 assert not report.truncations and not report.deleted_segments, (topic, report)
         state = store.describe_transaction("seglog-txn")

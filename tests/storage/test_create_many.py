@@ -355,8 +355,9 @@ def test_closing_new_partitions_writes_the_log_start_checkpoint_once(tmp_path, b
     store = Store(tmp_path, backend=backend.name, offsets_topic_partitions=OFFSETS_PARTITIONS)
     try:
         store.create_topic("t", partitions=50)
-        real_write = store._logs._log_start_checkpoint.write
-        monkeypatch.setattr(store._logs._log_start_checkpoint, "write",
+        checkpoint = store._logs.dirs[0].log_start_checkpoint  # one data dir: its file
+        real_write = checkpoint.write
+        monkeypatch.setattr(checkpoint, "write",
                             lambda offsets: (writes.append(dict(offsets)), real_write(offsets)))
     finally:
         store.close()
