@@ -101,8 +101,10 @@ def test_describe_lists_the_tables_broker_configs(broker):
     (configs,) = _wait(admin.describe_configs([ConfigResource(
         "broker", str(broker.state.node_id))])).values()
     # Kafka's dynamic-only configs (DynamicConfig.Broker) are listed only while set.
+    # ... and Kafka's internal ones (ConfigDef.defineInternal) are not described at all.
     assert set(configs) == {k.name for k in BROKER_CONFIGS.values()
-                            if k.implemented and k.name not in DYNAMIC_ONLY} | DESCRIBED_AT_DEFAULT
+                            if k.implemented and not k.internal
+                            and k.name not in DYNAMIC_ONLY} | DESCRIBED_AT_DEFAULT
     # A refused config listed at Kafka's default (config_table.DESCRIBE_RULE).
     rack = configs["broker.rack"]
     assert rack.value is None and rack.source == ConfigSource.DEFAULT_CONFIG.value
