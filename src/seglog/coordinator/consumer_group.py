@@ -35,6 +35,7 @@ import uuid
 from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
+from . import consumer_group_protocol as protocol
 from .consumer_assignors import ASSIGNORS, TargetAssignment
 
 try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
@@ -61,7 +62,7 @@ def _compile(regex: str) -> Any:
             reason = reason.decode("utf-8", "replace")
         raise ValueError(str(reason)) from None
 
-__all__ = ["ASSIGNING", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
+__all__ = ["ASSIGNING", "ClassicJoin", "ClassicJoinResult", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
            "HeartbeatRequest", "HeartbeatResult", "Member", "RECONCILING", "STABLE",
            "MEMBER_STABLE", "UNRELEASED_PARTITIONS", "UNREVOKED_PARTITIONS"]
 
@@ -125,6 +126,31 @@ class HeartbeatResult(NamedTuple):
     assignment: Partitions | None = None
 
 
+class ClassicJoin(NamedTuple):
+    """A classic member's JoinGroup to a consumer group with members."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 9
+
+
+class ClassicJoinResult(NamedTuple):
+    """Its answer: the generation is the member's epoch, the leader nobody (the coordinator
+    assigns)."""
+
+    error_code: int
+    member_id: str
+    generation_id: int = -1
+    protocol_name: str | None = None
+
+
 @dataclasses.dataclass
 class Member:
     """One member of a consumer group, as Kafka's ``ConsumerGroupMember``."""
@@ -150,6 +176,15 @@ class Member:
     #: ``{(topic, partition): the member epoch it was assigned at}``: a commit with an
     #: older epoch is accepted for the partitions it already had then.
     assigned_at: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    #: A classic member's JoinGroup protocols ``((name, metadata), ...)`` (Kafka's
+    #: ``classicMemberMetadata``); None for a member of the consumer protocol.
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    #: A classic member's session timeout (its JoinGroup's).
+    classic_session_timeout_ms: int = 0
+
+    def uses_classic_protocol(self) -> bool:
+        """Whether it joined with JoinGroup (a classic member of this consumer group)."""
+        return self.classic_protocols is not None
 
     def subscription(self) -> tuple[tuple[str, ...], str | None]:
         """What the group epoch depends on: its topic names and regular expression."""
@@ -641,6 +676,174 @@ class ConsumerGroupCoordinator:
                      for d in (m.session_deadline_ms, m.rebalance_deadline_ms) if d is not None]
         return min(deadlines) if deadlines else None
 
+    # --- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ---------------------
+
+    def has_members(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a consumer group here with members (a classic JoinGroup
+        then joins it; an empty one becomes a classic group instead)."""
+        group = self._groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def classic_join(self, join: ClassicJoin, now_ms: int) -> ClassicJoinResult:
+        """Kafka's ``classicGroupJoinToConsumerGroup``: the member's subscription, owned
+        partitions and rack come from its first protocol's ConsumerProtocolSubscription; it
+        is reconciled towards the target assignment like any member and answered at once
+        with its member epoch as the generation (no leader: SyncGroup brings the
+        coordinator's assignment)."""
+        group = self._groups[join.group_id]
+        unknown = not join.member_id
+        member_id = join.member_id or str(uuid.uuid4())
+        try:
+            existing = (group.members.get(member_id) if join.instance_id is None
+                        else group.static_member(join.instance_id))
+            if existing is None:
+                self._check_size(group)
+            if join.protocol_type != "consumer" or not join.protocols:
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
+            if unknown and join.instance_id is None and join.api_version >= 4:
+                return ClassicJoinResult(codes.MEMBER_ID_REQUIRED, member_id)
+            try:
+                subscription = protocol.decode_subscription(join.protocols[0][1])
+            except (ValueError, UnicodeDecodeError):
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL) from None
+            if existing is None:
+                member = Member(member_id, instance_id=join.instance_id)
+            elif existing.member_id == member_id:
+                member = existing
+                if not member.uses_classic_protocol():
+                    raise _Refused(codes.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} does not use the classic protocol.")
+            elif unknown:
+                # A static member back with a new id takes the old one's place.
+                member = dataclasses.replace(existing, member_id=member_id)
+                del group.members[existing.member_id]
+                if existing.member_id in group.target:
+                    group.target[member_id] = group.target.pop(existing.member_id)
+                group.members[member_id] = member
+            else:
+                raise _Refused(codes.FENCED_INSTANCE_ID)
+        except _Refused as refused:
+            return ClassicJoinResult(refused.code, member_id)
+        before_subscription = member.subscription()
+        if subscription.rack_id is not None:
+            member.rack_id = subscription.rack_id
+        if join.rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = join.rebalance_timeout_ms
+        member.server_assignor = None
+        member.subscribed_topic_names = tuple(sorted(set(subscription.topics)))
+        member.subscribed_topic_regex = None
+        member.client_id = join.client_id
+        member.client_host = join.client_host
+        member.classic_protocols = tuple(join.protocols)
+        member.classic_session_timeout_ms = join.session_timeout_ms
+        group.members[member.member_id] = member
+        if before_subscription != member.subscription():
+            group.group_epoch += 1
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, member, dict(subscription.owned), now_ms)
+        member.session_deadline_ms = now_ms + join.session_timeout_ms
+        self._changed(group.group_id)
+        return ClassicJoinResult(codes.NONE, member.member_id, member.member_epoch,
+                                 join.protocols[0][0])
+
+    def _classic_member(self, group_id: str, member_id: str, instance_id: str | None
+                        ) -> tuple[Group, Member]:
+        """Kafka's ``validateConsumerGroupMember`` and
+        ``throwIfMemberDoesNotUseClassicProtocol``."""
+        group = self._groups.get(group_id)
+        if group is None:
+            raise _Refused(codes.UNKNOWN_MEMBER_ID)
+        if instance_id is None:
+            member = group.members.get(member_id)
+        else:
+            member = group.static_member(instance_id)
+            if member is not None and member.member_id != member_id:
+                raise _Refused(codes.FENCED_INSTANCE_ID)
+        if member is None or not member.uses_classic_protocol():
+            raise _Refused(codes.UNKNOWN_MEMBER_ID)
+        return group, member
+
+    def classic_sync(self, group_id: str, member_id: str, instance_id: str | None,
+                     generation_id: int, protocol_type: str | None, protocol_name: str | None,
+                     now_ms: int) -> tuple[int, bytes]:
+        """Kafka's ``classicGroupSyncToConsumerGroup``: ``(error code, the member's assigned
+        partitions as a ConsumerProtocolAssignment)`` (its partitions still to revoke are
+        left out: it gives them up and rejoins)."""
+        try:
+            group, member = self._classic_member(group_id, member_id, instance_id)
+            if generation_id != member.member_epoch:
+                raise _Refused(codes.ILLEGAL_GENERATION)
+            assert member.classic_protocols is not None
+            if (protocol_type is not None and protocol_type != "consumer") or \
+                    (protocol_name is not None
+                     and protocol_name != member.classic_protocols[0][0]):
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
+            if group.group_epoch > member.member_epoch and \
+                    member.state != UNREVOKED_PARTITIONS:
+                raise _Refused(codes.REBALANCE_IN_PROGRESS)
+        except _Refused as refused:
+            return refused.code, b""
+        member.session_deadline_ms = now_ms + member.classic_session_timeout_ms
+        version = protocol.version_of(member.classic_protocols[0][1])
+        return codes.NONE, protocol.encode_assignment(member.assigned, version)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                          generation_id: int, now_ms: int) -> int:
+        """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS when the
+        member must rejoin (the group epoch moved past it, it has partitions to revoke, or
+        partitions it waited for are free now)."""
+        try:
+            group, member = self._classic_member(group_id, member_id, instance_id)
+            if generation_id != member.member_epoch:
+                raise _Refused(codes.ILLEGAL_GENERATION)
+        except _Refused as refused:
+            return refused.code
+        member.session_deadline_ms = now_ms + member.classic_session_timeout_ms
+        if member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS \
+                or (member.state == UNRELEASED_PARTITIONS
+                    and not self._waiting_on_unreleased(group, member)):
+            return codes.REBALANCE_IN_PROGRESS
+        return codes.NONE
+
+    @staticmethod
+    def _waiting_on_unreleased(group: Group, member: Member) -> bool:
+        for topic, parts in group.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic, frozenset())
+            for p in parts - mine:
+                if group.partition_epochs.get((topic, p)) is not None:
+                    return True
+        return False
+
+    def classic_leave(self, group_id: str, members: list[tuple[str, str | None]]
+                      ) -> list[int]:
+        """Kafka's ``classicGroupLeaveToConsumerGroup``: each ``(member id, instance id)``
+        leaves (its partitions become free); an error code per member."""
+        out = []
+        group = self._groups.get(group_id)
+        for member_id, instance_id in members:
+            if group is None:
+                out.append(codes.UNKNOWN_MEMBER_ID)
+                continue
+            if instance_id is None:
+                member = group.members.get(member_id)
+            else:
+                member = group.static_member(instance_id)
+                if member is not None and member_id and member.member_id != member_id:
+                    out.append(codes.FENCED_INSTANCE_ID)
+                    continue
+            if member is None:
+                out.append(codes.UNKNOWN_MEMBER_ID)
+                continue
+            self._fence(group, member)
+            out.append(codes.NONE)
+        self._changed(group_id)
+        return out
+
     # --- offsets, deletion, loading -----------------------------------------------------
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
@@ -658,6 +861,10 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return codes.UNKNOWN_MEMBER_ID
+        if member.uses_classic_protocol():
+            # Kafka: a classic member commits with its generation, its member epoch.
+            return codes.NONE if member_epoch == member.member_epoch \
+                else codes.ILLEGAL_GENERATION
         if not transactional and api_version < 9:
             return codes.UNSUPPORTED_VERSION
         if member_epoch > member.member_epoch or (member_epoch < member.member_epoch and not (

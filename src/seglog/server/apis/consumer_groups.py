@@ -178,7 +178,7 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> R
                 assignment=dict(topic_partitions=_with_ids(ids, member.assigned, names=True)),
                 target_assignment=dict(topic_partitions=_with_ids(
                     ids, group.target.get(member.member_id, {}), names=True)),
-                member_type=1))
+                member_type=0 if member.uses_classic_protocol() else 1))
         operations = -2147483648
         if request.include_authorized_operations:
             operations = authorized_operations(ctx, ResourceType.GROUP, group_id)

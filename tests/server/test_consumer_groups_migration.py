@@ -1,0 +1,146 @@
+"""Online migration of consumer groups (Kafka 4.x): a classic member (JoinGroup, SyncGroup,
+Heartbeat: ``group.protocol=classic``) joins a KIP-848 consumer group that has members and
+takes part in the coordinator's assignment; through real clients against ``seglog serve``
+(librdkafka in both protocols, kafka-python as the classic one). Sessions are short so every
+wait is short; every wait is bounded."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer
+
+from seglog.coordinator import consumer_group_protocol as protocol
+
+pytestmark = pytest.mark.clients
+
+WAIT_S = 30.0
+TOPIC = "mt"
+PARTITIONS = 6
+GROUP_CONFIG = {
+    "group.consumer.min.session.timeout.ms": 1000, "group.consumer.session.timeout.ms": 6000,
+    "group.consumer.min.heartbeat.interval.ms": 100,
+    "group.consumer.heartbeat.interval.ms": 300}
+
+
+@pytest.fixture
+def broker(broker_factory, tmp_path):
+    """A broker with short consumer-group sessions and a 6-partition topic of 60 records."""
+    started = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data")
+    started.store.create_topic(TOPIC, PARTITIONS)
+    producer = Producer({"bootstrap.servers": started.bootstrap})
+    for i in range(60):
+        producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(10) == 0
+    return started
+
+
+def _librdkafka(bootstrap: str, group: str, group_protocol: str) -> Consumer:
+    settings = {"bootstrap.servers": bootstrap, "group.id": group,
+                "group.protocol": group_protocol, "auto.offset.reset": "earliest",
+                "enable.auto.commit": False}
+    if group_protocol == "classic":
+        settings.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+    consumer = Consumer(settings)
+    consumer.subscribe([TOPIC])
+    return consumer
+
+
+def _assigned(consumer: Consumer) -> set[int]:
+    return {tp.partition for tp in consumer.assignment()}
+
+
+def _poll_until(members: list[Consumer], done, seen: dict[int, int]) -> bool:
+    """Poll every member until ``done()`` (bounded by WAIT_S); counts records by partition
+    in ``seen`` (committing each), and checks no partition is assigned to two members at
+    any time."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        for consumer in members:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                seen[message.partition()] = seen.get(message.partition(), 0) + 1
+                consumer.commit(message=message, asynchronous=False)
+        owned = [_assigned(c) for c in members]
+        assert sum(len(o) for o in owned) == len(set().union(*owned)), owned
+        if done():
+            return True
+    return False
+
+
+def test_classic_librdkafka_member_joins_a_consumer_group(broker):
+    bootstrap = broker.bootstrap
+    modern = _librdkafka(bootstrap, "mg", "consumer")
+    classic = None
+    try:
+        seen: dict[int, int] = {}
+        assert _poll_until([modern], lambda: len(_assigned(modern)) == PARTITIONS, seen)
+        classic = _librdkafka(bootstrap, "mg", "classic")
+        assert _poll_until([modern, classic], lambda: len(_assigned(modern)) == 3
+                           and len(_assigned(classic)) == 3 and sum(seen.values()) == 60,
+                           seen)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name) for g in listed.valid] == [("mg", "CONSUMER")]
+        described = admin.describe_consumer_groups(["mg"])["mg"].result(WAIT_S)
+        assert described.type.name == "CONSUMER"
+        assert sorted(len(m.assignment.topic_partitions) for m in described.members) == [3, 3]
+
+        classic.close()
+        classic = None
+        assert _poll_until([modern], lambda: len(_assigned(modern)) == PARTITIONS, seen)
+        # Every record once: each member started from the other's commits.
+        assert seen == {p: 10 for p in range(PARTITIONS)}
+    finally:
+        modern.close()
+        if classic is not None:
+            classic.close()
+
+
+def test_kafka_python_member_joins_a_consumer_group(broker):
+    bootstrap = broker.bootstrap
+    modern = _librdkafka(bootstrap, "mk", "consumer")
+    old = None
+    try:
+        seen: dict[int, int] = {}
+        assert _poll_until([modern], lambda: len(_assigned(modern)) == PARTITIONS, seen)
+        old = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id="mk",
+                            auto_offset_reset="earliest", enable_auto_commit=False,
+                            session_timeout_ms=6000, heartbeat_interval_ms=300,
+                            consumer_timeout_ms=100)
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            for records in old.poll(timeout_ms=100).values():
+                for record in records:
+                    seen[record.partition] = seen.get(record.partition, 0) + 1
+                old.commit()
+            _poll_until([modern], lambda: True, seen)
+            mine = {tp.partition for tp in old.assignment()}
+            theirs = _assigned(modern)
+            assert not mine & theirs, (mine, theirs)
+            if len(mine) == 3 and len(theirs) == 3 and sum(seen.values()) == 60:
+                break
+        else:
+            pytest.fail(f"no 3/3 split: {old.assignment()} {modern.assignment()} {seen}")
+        assert seen == {p: 10 for p in range(PARTITIONS)}
+    finally:
+        modern.close()
+        if old is not None:
+            old.close()
+
+
+def test_consumer_protocol_codec_round_trip():
+    # A v1 subscription (kafka-python's shape without owned partitions: v0).
+    raw = (b"\x00\x01" + b"\x00\x00\x00\x01" + b"\x00\x02mt" + b"\xff\xff\xff\xff"
+           + b"\x00\x00\x00\x01" + b"\x00\x02mt" + b"\x00\x00\x00\x02"
+           + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x04")
+    decoded = protocol.decode_subscription(raw)
+    assert decoded == protocol.Subscription(1, ("mt",), {"mt": frozenset({1, 4})}, None)
+    assert protocol.encode_assignment({"mt": frozenset({2, 0})}, 1) == (
+        b"\x00\x01" + b"\x00\x00\x00\x01" + b"\x00\x02mt" + b"\x00\x00\x00\x02"
+        + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x02" + b"\xff\xff\xff\xff")
+    with pytest.raises(ValueError):
+        protocol.decode_subscription(b"\x00\x01\x00\x00\x00\x05")
