@@ -597,6 +597,7 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> ResponsePaylo
     not_here = coordinator_error(ctx, request.group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here, members=[]))
+    members: list[tuple[str, str | None]]
     if ctx.api_version < 3:
         members = [(request.member_id, None)]
     else:
