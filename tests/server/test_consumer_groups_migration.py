@@ -144,3 +144,82 @@ def test_consumer_protocol_codec_round_trip():
         + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x02" + b"\xff\xff\xff\xff")
     with pytest.raises(ValueError):
         protocol.decode_subscription(b"\x00\x01\x00\x00\x00\x05")
+
+
+def _subscription(topics: list[str], owned: dict[str, list[int]]) -> bytes:
+    """A v1 ConsumerProtocolSubscription, written by hand as a Java consumer does."""
+    def string(text: str) -> bytes:
+        return len(text).to_bytes(2, "big") + text.encode()
+
+    def ints(values: list[int]) -> bytes:
+        return len(values).to_bytes(4, "big") + b"".join(v.to_bytes(4, "big") for v in values)
+
+    out = b"\x00\x01" + len(topics).to_bytes(4, "big") + b"".join(string(t) for t in topics)
+    out += b"\xff\xff\xff\xff" + len(owned).to_bytes(4, "big")
+    return out + b"".join(string(t) + ints(ps) for t, ps in owned.items())
+
+
+def test_classic_member_reconciles_and_is_stored():
+    """The coordinator alone: a classic member joins a consumer group (MEMBER_ID_REQUIRED
+    first), gets the partitions the consumer member gives up only after that member
+    revoked them (REBALANCE_IN_PROGRESS on its heartbeat until then), commits with its
+    generation, and its classic metadata survives the records."""
+    import uuid
+
+    from seglog import error_codes as codes
+    from seglog.coordinator import consumer_group as kg
+    from seglog.coordinator import consumer_group_records as kgr
+
+    written: dict[str, kg.Group | None] = {}
+    coordinator = kg.ConsumerGroupCoordinator(kg.ConsumerGroupConfig(), lambda: {"t": 4},
+                                              lambda g, group: written.update({g: group}))
+    first = coordinator.heartbeat(kg.HeartbeatRequest(
+        "g", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={}), 0)
+    assert first.assignment == {"t": frozenset({0, 1, 2, 3})}
+    join = kg.ClassicJoin("g", "", None, "consumer", (("range", _subscription(["t"], {})),),
+                          session_timeout_ms=10000, rebalance_timeout_ms=30000, api_version=9)
+    required = coordinator.classic_join(join, 1)
+    assert required.error_code == codes.MEMBER_ID_REQUIRED
+    joined = coordinator.classic_join(join._replace(member_id=required.member_id), 2)
+    classic_id = joined.member_id
+    assert (joined.error_code, joined.protocol_name) == (codes.NONE, "range")
+    assert joined.generation_id == coordinator.group("g").group_epoch
+    # Its partitions are still the consumer member's: it gets none yet, and is told to
+    # rejoin once they are free.
+    assert coordinator.classic_sync("g", classic_id, None, joined.generation_id, "consumer",
+                                    "range", 3) == (codes.NONE, protocol.encode_assignment(
+                                        {}, 1))
+    assert coordinator.classic_heartbeat("g", classic_id, None, joined.generation_id - 1,
+                                         4) == codes.ILLEGAL_GENERATION
+    assert coordinator.classic_heartbeat("g", classic_id, None, joined.generation_id,
+                                         4) == codes.NONE
+    revoke = coordinator.heartbeat(kg.HeartbeatRequest("g", "m1", first.member_epoch,
+                                                       owned={"t": frozenset(range(4))}), 5)
+    kept = revoke.assignment["t"]
+    assert len(kept) == 2
+    coordinator.heartbeat(kg.HeartbeatRequest("g", "m1", revoke.member_epoch,
+                                              owned={"t": kept}), 6)
+    assert coordinator.classic_heartbeat("g", classic_id, None, joined.generation_id,
+                                         7) == codes.REBALANCE_IN_PROGRESS
+    rejoined = coordinator.classic_join(join._replace(member_id=classic_id), 8)
+    error, assignment = coordinator.classic_sync("g", classic_id, None,
+                                                 rejoined.generation_id, "consumer", "range", 9)
+    assert (error, assignment) == (codes.NONE, protocol.encode_assignment(
+        {"t": frozenset(range(4)) - kept}, 1))
+    assert coordinator.validate_offset_commit("g", classic_id, rejoined.generation_id, 7) == 0
+    assert coordinator.validate_offset_commit("g", classic_id, 99, 7) == codes.ILLEGAL_GENERATION
+
+    group = written["g"]
+    assert group is not None
+    topic_id = uuid.uuid4()
+    loaded = kgr.load_groups(kgr.group_records(group, {"t": topic_id}), {topic_id: "t"},
+                             now_ms=10, session_timeout_ms=45000)["g"]
+    member = loaded.members[classic_id]
+    assert member.classic_protocols == (("range", _subscription(["t"], {})),)
+    assert member.classic_session_timeout_ms == 10000
+    assert member.session_deadline_ms == 10 + 10000
+    assert not loaded.members["m1"].uses_classic_protocol()
+
+    assert coordinator.classic_leave("g", [(classic_id, None), ("nobody", None)]) == [
+        codes.NONE, codes.UNKNOWN_MEMBER_ID]
+    assert set(coordinator.group("g").members) == {"m1"}
