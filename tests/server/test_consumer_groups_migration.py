@@ -223,3 +223,30 @@ def test_classic_member_reconciles_and_is_stored():
     assert coordinator.classic_leave("g", [(classic_id, None), ("nobody", None)]) == [
         codes.NONE, codes.UNKNOWN_MEMBER_ID]
     assert set(coordinator.group("g").members) == {"m1"}
+
+
+def test_classic_group_upgrades_when_a_consumer_member_joins(broker):
+    """Online upgrade: a classic group (librdkafka, group.protocol=classic) with a member
+    becomes a consumer group when a member of the consumer protocol joins; both share the
+    partitions, never one twice, every record read once."""
+    bootstrap = broker.bootstrap
+    classic = _librdkafka(bootstrap, "up", "classic")
+    modern = None
+    try:
+        seen: dict[int, int] = {}
+        assert _poll_until([classic], lambda: len(_assigned(classic)) == PARTITIONS
+                           and sum(seen.values()) >= 12, seen)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name) for g in listed.valid] == [("up", "CLASSIC")]
+        modern = _librdkafka(bootstrap, "up", "consumer")
+        assert _poll_until([classic, modern], lambda: len(_assigned(modern)) == 3
+                           and len(_assigned(classic)) == 3 and sum(seen.values()) == 60,
+                           seen)
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name) for g in listed.valid] == [("up", "CONSUMER")]
+        assert seen == {p: 10 for p in range(PARTITIONS)}
+    finally:
+        classic.close()
+        if modern is not None:
+            modern.close()

@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
 from . import consumer_group_protocol as protocol
+from .classic_group import UpgradedGroup
 from .consumer_assignors import ASSIGNORS, TargetAssignment
 
 try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
@@ -750,6 +751,47 @@ class ConsumerGroupCoordinator:
         self._changed(group.group_id)
         return ClassicJoinResult(codes.NONE, member.member_id, member.member_epoch,
                                  join.protocols[0][0])
+
+    def adopt_classic(self, group_id: str, classic: UpgradedGroup, now_ms: int) -> None:
+        """Kafka's ``ConsumerGroup.fromClassicGroup`` (online upgrade): the classic group's
+        members become classic members of a consumer group at epoch = its generation, each
+        keeping the partitions its last SyncGroup gave it (that is also the target); the
+        joining member of the consumer protocol then bumps the epoch, and each classic
+        member is told to rejoin on its next heartbeat. Metadata or an assignment that does
+        not parse counts as no subscription or no partitions."""
+        generation = classic.generation_id
+        group = Group(group_id, group_epoch=generation, assignment_epoch=generation)
+        known = self._topics()
+        for old in classic.members:
+            metadata = b""
+            for name, raw in old.protocols:
+                if name == classic.protocol or (classic.protocol is None and not metadata):
+                    metadata = raw
+            try:
+                subscription = protocol.decode_subscription(metadata)
+            except (ValueError, UnicodeDecodeError):
+                subscription = protocol.Subscription(0, (), {}, None)
+            try:
+                assigned = protocol.decode_assignment(old.assignment)
+            except (ValueError, UnicodeDecodeError):
+                assigned = {}
+            assigned = {t: ps for t, ps in assigned.items()
+                        if t in known and ps and max(ps) < known[t] and min(ps) >= 0}
+            member = Member(
+                old.member_id, instance_id=old.group_instance_id, rack_id=subscription.rack_id,
+                client_id=old.client_id, client_host=old.client_host,
+                subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+                rebalance_timeout_ms=old.rebalance_timeout_ms, member_epoch=generation,
+                previous_member_epoch=generation,
+                session_deadline_ms=now_ms + old.session_timeout_ms,
+                classic_protocols=tuple(old.protocols),
+                classic_session_timeout_ms=old.session_timeout_ms)
+            group.members[member.member_id] = member
+            group.target[member.member_id] = dict(assigned)
+            self._set_owned(group, member, assigned, {}, generation)
+        group.subscription_metadata = self._subscription_metadata(group)
+        self._groups[group_id] = group
+        self._changed(group_id)
 
     def _classic_member(self, group_id: str, member_id: str, instance_id: str | None
                         ) -> tuple[Group, Member]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-__all__ = ["MAX_VERSION", "Subscription", "decode_subscription", "encode_assignment",
+__all__ = ["MAX_VERSION", "Subscription", "decode_assignment", "decode_subscription",
+           "encode_assignment",
            "version_of"]
 
 #: The highest ConsumerProtocol version Kafka 4.4 writes (newer ones are read as this).
@@ -103,6 +104,22 @@ def decode_subscription(metadata: bytes) -> Subscription:
     if version >= 3 and not reader.done():
         rack_id = reader.string(nullable=True)
     return Subscription(version, tuple(topics), owned, rack_id)
+
+
+def decode_assignment(data: bytes) -> dict[str, frozenset[int]]:
+    """A ConsumerProtocolAssignment's partitions by topic (empty bytes: none); ValueError
+    when it does not parse."""
+    if not data:
+        return {}
+    reader = _Reader(bytes(data))
+    if reader.int16() < 0:
+        raise ValueError("bad consumer protocol version")
+    out: dict[str, frozenset[int]] = {}
+    for _ in range(reader.count()):
+        topic = str(reader.string())
+        parts = frozenset(reader.int32() for _ in range(reader.count()))
+        out[topic] = out.get(topic, frozenset()) | parts
+    return out
 
 
 def _string(text: str) -> bytes:

@@ -97,11 +97,20 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         if not_here:
             return refused(not_here)
         classic = state.coordinator
-        if (classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD)
-                or _embedded_members(ctx, group_id)):
-            # A classic group with members (no online migration), or seglog's in-process
-            # consumers in the Store's embedded coordinator.
+        if _embedded_members(ctx, group_id):
+            # seglog's in-process consumers in the Store's embedded coordinator.
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
+            # Kafka 4.x's online upgrade (group.consumer.migration.policy's default,
+            # bidirectional, allows it): a joining member makes a classic group of the
+            # consumer protocol type a consumer group whose classic members rejoin.
+            upgraded = None
+            if request.member_epoch == 0:
+                upgraded = classic.take_for_upgrade(group_id, state.consumer.config.max_size)
+            if upgraded is None:
+                return refused(codes.GROUP_ID_NOT_FOUND,
+                               f"Group {group_id} is not a consumer group.")
+            state.consumer.adopt_classic(group_id, upgraded, ctx.broker.now_ms())
     last_write = state.written.get(group_id)
     answer = state.consumer.heartbeat(kg.HeartbeatRequest(
         group_id=group_id, member_id=request.member_id, member_epoch=request.member_epoch,
