@@ -250,3 +250,34 @@ def test_classic_group_upgrades_when_a_consumer_member_joins(broker):
         classic.close()
         if modern is not None:
             modern.close()
+
+
+def test_consumer_group_downgrades_when_the_last_consumer_member_leaves(broker):
+    """Online downgrade: a classic member (librdkafka) joined a consumer group; when the
+    member of the consumer protocol leaves, the group becomes a classic group again and the
+    classic member, after its rebalance, owns every partition and reads on."""
+    bootstrap = broker.bootstrap
+    modern = _librdkafka(bootstrap, "down", "consumer")
+    classic = None
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        seen: dict[int, int] = {}
+        assert _poll_until([modern], lambda: len(_assigned(modern)) == PARTITIONS, seen)
+        classic = _librdkafka(bootstrap, "down", "classic")
+        assert _poll_until([modern, classic], lambda: len(_assigned(modern)) == 3
+                           and len(_assigned(classic)) == 3, seen)
+        modern.close()
+        modern = None
+        assert _poll_until([classic], lambda: len(_assigned(classic)) == PARTITIONS
+                           and sum(seen.values()) == 60, seen)
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name, g.state.name) for g in listed.valid] == [
+            ("down", "CLASSIC", "STABLE")]
+        described = admin.describe_consumer_groups(["down"])["down"].result(WAIT_S)
+        assert described.type.name == "CLASSIC" and len(described.members) == 1
+        assert seen == {p: 10 for p in range(PARTITIONS)}
+    finally:
+        if modern is not None:
+            modern.close()
+        if classic is not None:
+            classic.close()

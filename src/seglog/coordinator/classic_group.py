@@ -1067,6 +1067,32 @@ class ClassicGroupCoordinator:
         self._write(group_id, None)
         return upgraded
 
+    def adopt_downgraded(self, group_id: str, downgraded: UpgradedGroup, now_ms: int) -> bool:
+        """Kafka's online downgrade (``ClassicGroup.fromConsumerGroup``): the classic
+        members of a consumer group whose last member of the consumer protocol left become
+        this classic group, ``Stable`` at the consumer group's epoch with the assignments
+        given, stored, then rebalancing at once (each member is told to rejoin). False,
+        nothing changed: the id is taken here or the members share no protocol."""
+        if group_id in self._groups or not downgraded.members:
+            return False
+        group = _Group(group_id, state=STABLE, state_timestamp_ms=now_ms,
+                       generation_id=downgraded.generation_id,
+                       protocol_type=CONSUMER_PROTOCOL_TYPE)
+        for m in downgraded.members:
+            group.add(_Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                              m.rebalance_timeout_ms, m.session_timeout_ms,
+                              CONSUMER_PROTOCOL_TYPE, list(m.protocols), m.assignment))
+        if not any(group._support_count(name) == len(group.members)
+                   for name, _ in downgraded.members[0].protocols):
+            return False
+        group.protocol = group.select_protocol()
+        self._groups[group_id] = group
+        self._write_quietly(group)
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member, now_ms)
+        self._prepare_rebalance(group, now_ms)
+        return True
+
     def unload(self, group_id: str, error_code: int = codes.NOT_COORDINATOR) -> None:
         """Forget group ``group_id`` (a cluster member stopped leading its
         ``__consumer_offsets`` partition: Kafka's ``onGroupUnloaded``): its timers go, and

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
 from . import consumer_group_protocol as protocol
-from .classic_group import UpgradedGroup
+from .classic_group import UpgradedGroup, UpgradedMember
 from .consumer_assignors import ASSIGNORS, TargetAssignment
 
 try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
@@ -207,6 +207,9 @@ class Group:
     partition_epochs: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     #: The subscribed topics' partition counts the target was computed on.
     subscription_metadata: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The group epoch before its last fencing (not stored): the generation of the classic
+    #: group it becomes when the fenced member was its last of the consumer protocol.
+    epoch_before_fence: int | None = None
 
     def state(self) -> str:
         """Kafka's group state: Empty, Assigning, Reconciling or Stable."""
@@ -654,6 +657,7 @@ class ConsumerGroupCoordinator:
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
         group.subscription_metadata = self._subscription_metadata(group)
+        group.epoch_before_fence = group.group_epoch
         group.group_epoch += 1
 
     def poll(self, now_ms: int) -> list[tuple[str, str]]:
@@ -792,6 +796,39 @@ class ConsumerGroupCoordinator:
         group.subscription_metadata = self._subscription_metadata(group)
         self._groups[group_id] = group
         self._changed(group_id)
+
+    def take_for_downgrade(self, group_id: str, max_size: int) -> UpgradedGroup | None:
+        """Kafka's online downgrade (``validateOnlineDowngradeWithFencedMember``,
+        ``convertToClassicGroup``), once its last member of the consumer protocol left: a
+        group of classic members only (at most ``max_size``, the classic groups' limit)
+        leaves this coordinator (its records tombstoned); returns its epoch and members,
+        each with its target assignment as a ConsumerProtocolAssignment. None, nothing
+        changed: it may not be downgraded."""
+        group = self._groups.get(group_id)
+        if group is None or not group.members or len(group.members) > max_size or \
+                not all(m.uses_classic_protocol() for m in group.members.values()):
+            return None
+        shared = None
+        for member in group.members.values():
+            names = {name for name, _ in member.classic_protocols or ()}
+            shared = names if shared is None else shared & names
+        if not shared:
+            return None  # a classic group's members share a protocol
+        members = []
+        for member in group.members.values():
+            assert member.classic_protocols is not None
+            version = protocol.version_of(member.classic_protocols[0][1])
+            members.append(UpgradedMember(
+                member.member_id, member.instance_id, member.client_id, member.client_host,
+                member.rebalance_timeout_ms, member.classic_session_timeout_ms,
+                member.classic_protocols, protocol.encode_assignment(
+                    group.target.get(member.member_id, {}), version)))
+        del self._groups[group_id]
+        self._changed(group_id)
+        # Kafka converts before it removes the leaving member: the epoch without its bump.
+        epoch = group.group_epoch if group.epoch_before_fence is None \
+            else group.epoch_before_fence
+        return UpgradedGroup(epoch, None, tuple(members))
 
     def _classic_member(self, group_id: str, member_id: str, instance_id: str | None
                         ) -> tuple[Group, Member]:

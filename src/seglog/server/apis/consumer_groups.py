@@ -135,7 +135,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         failed = groups.commit_error(waited.error_code)
         if failed:
             return refused(failed)
-    if group_id and state.coordinator.has_group(group_id):
+    if request.member_epoch == kg.LEAVE_GROUP_MEMBER_EPOCH and \
+            groups.maybe_downgrade(state, group_id, ctx.broker.now_ms()):
+        pass  # its classic members are a classic group now
+    elif group_id and state.coordinator.has_group(group_id):
         # An empty classic group of this id became this consumer group (Kafka's offline
         # migration): the classic one is gone.
         state.coordinator.delete_group(group_id)

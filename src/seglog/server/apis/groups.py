@@ -1299,6 +1299,26 @@ async def stop(state: BrokerState) -> None:
     await cancel_and_wait([groups_state.task])
 
 
+def maybe_downgrade(groups_state: GroupsState, group_id: str, now_ms: int) -> bool:
+    """Kafka 4.x's online downgrade (group.consumer.migration.policy's default,
+    bidirectional, allows it): a consumer group whose members of the consumer protocol are
+    gone and whose classic members remain becomes a classic group, which rebalances.
+    Whether it did."""
+    consumer = groups_state.consumer
+    if consumer is None:
+        return False
+    downgraded = consumer.take_for_downgrade(group_id,
+                                             groups_state.coordinator.config.max_size)
+    if downgraded is None:
+        return False
+    if not groups_state.coordinator.adopt_downgraded(group_id, downgraded, now_ms):
+        # Not expected (the id is free, the members share a protocol): they rejoin.
+        log.warning("consumer group %r could not become a classic group", group_id)
+        return False
+    groups_state.wake.set()
+    return True
+
+
 async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
     """Fire the coordinator's timers when due, and expire old offsets of empty groups every
     ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
@@ -1310,7 +1330,8 @@ async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
         now = state.now_ms()
         try:
             coord.poll(now)
-            consumer.poll(now)
+            for group_id in dict.fromkeys(g for g, _m in consumer.poll(now)):
+                maybe_downgrade(groups_state, group_id, now)
             if now >= next_expiry_ms:
                 next_expiry_ms = now + groups_state.offsets_retention_check_ms
                 expire_offsets(state, now)
