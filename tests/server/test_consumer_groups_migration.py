@@ -281,3 +281,54 @@ def test_consumer_group_downgrades_when_the_last_consumer_member_leaves(broker):
             modern.close()
         if classic is not None:
             classic.close()
+
+
+@pytest.mark.parametrize("policy", ["upgrade", "disabled"])
+def test_migration_policy_limits_the_conversions(broker_factory, tmp_path, policy):
+    """``group.consumer.migration.policy``: without downgrade the group stays a consumer
+    group of its classic member when the consumer member leaves; without upgrade a member
+    of the consumer protocol may not join a classic group with members (Kafka:
+    GROUP_ID_NOT_FOUND, fatal for librdkafka). A classic member joins a consumer group
+    under every policy."""
+    started = broker_factory(config=dict(GROUP_CONFIG, **{
+        "group.consumer.migration.policy": policy}), data_dir=tmp_path / "data")
+    started.store.create_topic(TOPIC, PARTITIONS)
+    bootstrap = started.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    seen: dict[int, int] = {}
+    modern = _librdkafka(bootstrap, "p", "consumer")
+    classic = None
+    try:
+        assert _poll_until([modern], lambda: len(_assigned(modern)) == PARTITIONS, seen)
+        classic = _librdkafka(bootstrap, "p", "classic")
+        assert _poll_until([modern, classic], lambda: len(_assigned(classic)) == 3, seen)
+        modern.close()
+        modern = None
+        assert _poll_until([classic], lambda: len(_assigned(classic)) == PARTITIONS, seen)
+        listed = admin.list_consumer_groups().result(WAIT_S)
+        assert [(g.group_id, g.type.name) for g in listed.valid] == [("p", "CONSUMER")]
+    finally:
+        if modern is not None:
+            modern.close()
+        if classic is not None:
+            classic.close()
+    old = _librdkafka(bootstrap, "q", "classic")
+    try:
+        assert _poll_until([old], lambda: len(_assigned(old)) == PARTITIONS, seen)
+        joining = _librdkafka(bootstrap, "q", "consumer")
+        try:
+            deadline = time.monotonic() + WAIT_S
+            error = None
+            while error is None and not _assigned(joining) and time.monotonic() < deadline:
+                old.poll(0.05)
+                message = joining.poll(0.1)
+                if message is not None and message.error() is not None:
+                    error = message.error()
+            if policy == "disabled":
+                assert error is not None and "group id does not exist" in error.str()
+            else:  # upgraded: the joining member gets partitions
+                assert error is None and _assigned(joining)
+        finally:
+            joining.close()
+    finally:
+        old.close()

@@ -89,12 +89,24 @@ class ConsumerGroupConfig(NamedTuple):
     """The broker configs of the consumer group coordinator, by Kafka's names and defaults:
     ``group.consumer.session.timeout.ms`` (45000), ``group.consumer.heartbeat.interval.ms``
     (5000), ``group.consumer.max.size`` (unbounded), ``group.consumer.assignors`` (``uniform``,
-    ``range``: the first is the default)."""
+    ``range``: the first is the default), ``group.consumer.migration.policy``
+    (``bidirectional``)."""
 
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    #: ``group.consumer.migration.policy``: which online conversions of groups with
+    #: members are allowed (disabled, upgrade, downgrade, bidirectional).
+    migration_policy: str = "bidirectional"
+
+    def upgrade_enabled(self) -> bool:
+        """Whether a classic group with members may become a consumer group."""
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    def downgrade_enabled(self) -> bool:
+        """Whether a consumer group of classic members may become a classic group."""
+        return self.migration_policy in ("downgrade", "bidirectional")
 
 
 class HeartbeatRequest(NamedTuple):

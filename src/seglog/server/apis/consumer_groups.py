@@ -101,11 +101,11 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
             # seglog's in-process consumers in the Store's embedded coordinator.
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
-            # Kafka 4.x's online upgrade (group.consumer.migration.policy's default,
-            # bidirectional, allows it): a joining member makes a classic group of the
-            # consumer protocol type a consumer group whose classic members rejoin.
+            # Kafka 4.x's online upgrade (when group.consumer.migration.policy allows it):
+            # a joining member makes a classic group of the consumer protocol type a
+            # consumer group whose classic members rejoin.
             upgraded = None
-            if request.member_epoch == 0:
+            if request.member_epoch == 0 and state.consumer.config.upgrade_enabled():
                 upgraded = classic.take_for_upgrade(group_id, state.consumer.config.max_size)
             if upgraded is None:
                 return refused(codes.GROUP_ID_NOT_FOUND,

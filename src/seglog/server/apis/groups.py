@@ -1268,7 +1268,8 @@ def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
     return kg.ConsumerGroupConfig(
         session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
         max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
-        assignors=tuple(assignors))
+        assignors=tuple(assignors),
+        migration_policy=str(config.get("group.consumer.migration.policy", "bidirectional")))
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
@@ -1300,12 +1301,12 @@ async def stop(state: BrokerState) -> None:
 
 
 def maybe_downgrade(groups_state: GroupsState, group_id: str, now_ms: int) -> bool:
-    """Kafka 4.x's online downgrade (group.consumer.migration.policy's default,
-    bidirectional, allows it): a consumer group whose members of the consumer protocol are
+    """Kafka 4.x's online downgrade (when group.consumer.migration.policy allows it): a
+    consumer group whose members of the consumer protocol are
     gone and whose classic members remain becomes a classic group, which rebalances.
     Whether it did."""
     consumer = groups_state.consumer
-    if consumer is None:
+    if consumer is None or not consumer.config.downgrade_enabled():
         return False
     downgraded = consumer.take_for_downgrade(group_id,
                                              groups_state.coordinator.config.max_size)
