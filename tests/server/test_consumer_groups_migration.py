@@ -332,3 +332,34 @@ def test_migration_policy_limits_the_conversions(broker_factory, tmp_path, polic
             joining.close()
     finally:
         old.close()
+
+
+def test_fenced_consumer_member_downgrades_and_protocols_must_be_shared():
+    """The coordinators alone: a classic member whose protocols share no name with the
+    group's classic members is refused (INCONSISTENT_GROUP_PROTOCOL); when the consumer
+    member's session expires, the remaining classic members become a classic group at the
+    epoch before the fencing, rebalancing (their heartbeats: REBALANCE_IN_PROGRESS)."""
+    from seglog import error_codes as codes
+    from seglog.coordinator import classic_group as cg
+    from seglog.coordinator import consumer_group as kg
+
+    coordinator = kg.ConsumerGroupCoordinator(kg.ConsumerGroupConfig(), lambda: {"t": 4})
+    coordinator.heartbeat(kg.HeartbeatRequest(
+        "g", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={}), 0)
+    join = kg.ClassicJoin("g", "c1", None, "consumer", (("range", _subscription(["t"], {})),),
+                          session_timeout_ms=60000, rebalance_timeout_ms=30000)
+    assert coordinator.classic_join(join, 1).error_code == codes.NONE
+    other = join._replace(member_id="c2", protocols=(("roundrobin", _subscription(["t"], {})),))
+    assert coordinator.classic_join(other, 2).error_code == codes.INCONSISTENT_GROUP_PROTOCOL
+    epoch = coordinator.group("g").group_epoch
+    assert coordinator.poll(45_001) == [("g", "m1")]  # its session expired
+    downgraded = coordinator.take_for_downgrade("g", max_size=10)
+    assert downgraded is not None and not coordinator.has_group("g")
+    assert downgraded.generation_id == epoch
+    assert [m.member_id for m in downgraded.members] == ["c1"]
+
+    classic = cg.ClassicGroupCoordinator(cg.ClassicGroupConfig(initial_rebalance_delay_ms=0))
+    assert classic.adopt_downgraded("g", downgraded, 45_002)
+    assert classic.state("g") == cg.PREPARING_REBALANCE
+    assert classic.heartbeat(group_id="g", member_id="c1", group_instance_id=None,
+                             generation_id=epoch, now_ms=45_003) == codes.REBALANCE_IN_PROGRESS

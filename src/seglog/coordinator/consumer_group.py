@@ -715,7 +715,8 @@ class ConsumerGroupCoordinator:
                         else group.static_member(join.instance_id))
             if existing is None:
                 self._check_size(group)
-            if join.protocol_type != "consumer" or not join.protocols:
+            if join.protocol_type != "consumer" or not join.protocols or \
+                    not self._supports_classic(group, member_id, join.protocols):
                 raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
             if unknown and join.instance_id is None and join.api_version >= 4:
                 return ClassicJoinResult(codes.MEMBER_ID_REQUIRED, member_id)
@@ -841,6 +842,17 @@ class ConsumerGroupCoordinator:
         epoch = group.group_epoch if group.epoch_before_fence is None \
             else group.epoch_before_fence
         return UpgradedGroup(epoch, None, tuple(members))
+
+    @staticmethod
+    def _supports_classic(group: Group, member_id: str,
+                          protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        """Kafka's ``ConsumerGroup.supportsClassicProtocols``: the joining member shares a
+        protocol name with every other classic member."""
+        shared = {name for name, _ in protocols}
+        for other in group.members.values():
+            if other.member_id != member_id and other.classic_protocols is not None:
+                shared &= {name for name, _ in other.classic_protocols}
+        return bool(shared)
 
     def _classic_member(self, group_id: str, member_id: str, instance_id: str | None
                         ) -> tuple[Group, Member]:
