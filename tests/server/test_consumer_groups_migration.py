@@ -348,7 +348,10 @@ def test_fenced_consumer_member_downgrades_and_protocols_must_be_shared():
         "g", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={}), 0)
     join = kg.ClassicJoin("g", "c1", None, "consumer", (("range", _subscription(["t"], {})),),
                           session_timeout_ms=60000, rebalance_timeout_ms=30000)
-    assert coordinator.classic_join(join, 1).error_code == codes.NONE
+    joined = coordinator.classic_join(join, 1)
+    assert joined.error_code == codes.NONE
+    assert coordinator.classic_sync("g", "c1", None, joined.generation_id, None, None, 2)[0] \
+        == codes.NONE
     other = join._replace(member_id="c2", protocols=(("roundrobin", _subscription(["t"], {})),))
     assert coordinator.classic_join(other, 2).error_code == codes.INCONSISTENT_GROUP_PROTOCOL
     epoch = coordinator.group("g").group_epoch
@@ -363,3 +366,30 @@ def test_fenced_consumer_member_downgrades_and_protocols_must_be_shared():
     assert classic.state("g") == cg.PREPARING_REBALANCE
     assert classic.heartbeat(group_id="g", member_id="c1", group_instance_id=None,
                              generation_id=epoch, now_ms=45_003) == codes.REBALANCE_IN_PROGRESS
+
+
+def test_classic_member_told_to_rejoin_is_fenced_after_its_rebalance_timeout():
+    """Kafka's join timeout: a classic member answered REBALANCE_IN_PROGRESS that keeps
+    heartbeating but never rejoins is fenced once its rebalance timeout passed (its
+    partitions go to the others); one that rejoins and syncs in time stays."""
+    from seglog import error_codes as codes
+    from seglog.coordinator import consumer_group as kg
+
+    coordinator = kg.ConsumerGroupCoordinator(kg.ConsumerGroupConfig(), lambda: {"t": 4})
+    coordinator.heartbeat(kg.HeartbeatRequest(
+        "g", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={}), 0)
+    join = kg.ClassicJoin("g", "c1", None, "consumer", (("range", _subscription(["t"], {})),),
+                          session_timeout_ms=60000, rebalance_timeout_ms=1000)
+    joined = coordinator.classic_join(join, 0)
+    assert coordinator.classic_sync("g", "c1", None, joined.generation_id, None, None, 10)[0] \
+        == codes.NONE
+    # A third member bumps the epoch: c1 must rejoin.
+    coordinator.heartbeat(kg.HeartbeatRequest(
+        "g", "m2", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), owned={}), 20)
+    assert coordinator.classic_heartbeat("g", "c1", None, joined.generation_id, 100) == \
+        codes.REBALANCE_IN_PROGRESS
+    assert coordinator.poll(1099) == []
+    assert coordinator.classic_heartbeat("g", "c1", None, joined.generation_id, 1000) == \
+        codes.REBALANCE_IN_PROGRESS  # the deadline stays the first one's
+    assert coordinator.poll(1100) == [("g", "c1")]
+    assert set(coordinator.group("g").members) == {"m1", "m2"}

@@ -194,6 +194,9 @@ class Member:
     classic_protocols: tuple[tuple[str, bytes], ...] | None = None
     #: A classic member's session timeout (its JoinGroup's).
     classic_session_timeout_ms: int = 0
+    #: When a classic member told to rejoin is fenced unless it did (Kafka's join
+    #: timeout), or, after its JoinGroup, unless it sent SyncGroup (sync timeout).
+    classic_deadline_ms: int | None = None
 
     def uses_classic_protocol(self) -> bool:
         """Whether it joined with JoinGroup (a classic member of this consumer group)."""
@@ -679,8 +682,10 @@ class ConsumerGroupCoordinator:
         for group in list(self._groups.values()):
             for member in list(group.members.values()):
                 rebalance = member.rebalance_deadline_ms
+                classic = member.classic_deadline_ms
                 if member.session_deadline_ms <= now_ms or \
-                        (rebalance is not None and rebalance <= now_ms):
+                        (rebalance is not None and rebalance <= now_ms) or \
+                        (classic is not None and classic <= now_ms):
                     self._fence(group, member)
                     fenced.append((group.group_id, member.member_id))
         for group_id in dict.fromkeys(g for g, _m in fenced):
@@ -690,7 +695,8 @@ class ConsumerGroupCoordinator:
     def next_deadline_ms(self) -> int | None:
         """The earliest session or rebalance deadline, None without members."""
         deadlines = [d for g in self._groups.values() for m in g.members.values()
-                     for d in (m.session_deadline_ms, m.rebalance_deadline_ms) if d is not None]
+                     for d in (m.session_deadline_ms, m.rebalance_deadline_ms,
+                               m.classic_deadline_ms) if d is not None]
         return min(deadlines) if deadlines else None
 
     # --- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ---------------------
@@ -745,8 +751,9 @@ class ConsumerGroupCoordinator:
         before_subscription = member.subscription()
         if subscription.rack_id is not None:
             member.rack_id = subscription.rack_id
-        if join.rebalance_timeout_ms != -1:
-            member.rebalance_timeout_ms = join.rebalance_timeout_ms
+        # JoinGroup v0 has no rebalance timeout: Kafka takes the session timeout.
+        member.rebalance_timeout_ms = join.rebalance_timeout_ms \
+            if join.rebalance_timeout_ms != -1 else join.session_timeout_ms
         member.server_assignor = None
         member.subscribed_topic_names = tuple(sorted(set(subscription.topics)))
         member.subscribed_topic_regex = None
@@ -765,6 +772,7 @@ class ConsumerGroupCoordinator:
             self._compute_target(group)
         self._reconcile(group, member, dict(subscription.owned), now_ms)
         member.session_deadline_ms = now_ms + join.session_timeout_ms
+        member.classic_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
         self._changed(group.group_id)
         return ClassicJoinResult(codes.NONE, member.member_id, member.member_epoch,
                                  join.protocols[0][0])
@@ -888,10 +896,12 @@ class ConsumerGroupCoordinator:
                 raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
             if group.group_epoch > member.member_epoch and \
                     member.state != UNREVOKED_PARTITIONS:
+                self._rejoin_by(member, now_ms)
                 raise _Refused(codes.REBALANCE_IN_PROGRESS)
         except _Refused as refused:
             return refused.code, b""
         member.session_deadline_ms = now_ms + member.classic_session_timeout_ms
+        member.classic_deadline_ms = None
         version = protocol.version_of(member.classic_protocols[0][1])
         return codes.NONE, protocol.encode_assignment(member.assigned, version)
 
@@ -910,8 +920,16 @@ class ConsumerGroupCoordinator:
         if member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS \
                 or (member.state == UNRELEASED_PARTITIONS
                     and not self._waiting_on_unreleased(group, member)):
+            self._rejoin_by(member, now_ms)
             return codes.REBALANCE_IN_PROGRESS
         return codes.NONE
+
+    @staticmethod
+    def _rejoin_by(member: Member, now_ms: int) -> None:
+        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``: a classic member told to
+        rejoin must within its rebalance timeout."""
+        if member.classic_deadline_ms is None:
+            member.classic_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
 
     @staticmethod
     def _waiting_on_unreleased(group: Group, member: Member) -> bool:
