@@ -60,7 +60,7 @@ from ..errors import (FencedInstanceIdError, IllegalGenerationError, RebalanceIn
 __all__ = [
     "COMPLETING_REBALANCE", "DEAD", "EMPTY", "PREPARING_REBALANCE", "STABLE",
     "ClassicGroupConfig", "ClassicGroupCoordinator", "GroupDescription", "JoinResult",
-    "MemberDescription", "SyncResult",
+    "MemberDescription", "SyncResult", "UpgradedGroup", "UpgradedMember",
 ]
 
 EMPTY = "Empty"
@@ -126,6 +126,28 @@ class SyncResult(NamedTuple):
     assignment: bytes = b""
     protocol_type: str | None = None
     protocol_name: str | None = None
+
+
+class UpgradedMember(NamedTuple):
+    """A member of a classic group that became a consumer group (online upgrade)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes
+
+
+class UpgradedGroup(NamedTuple):
+    """A classic group that became a consumer group: its generation, selected protocol
+    and members."""
+
+    generation_id: int
+    protocol: str | None
+    members: tuple[UpgradedMember, ...]
 
 
 class MemberDescription(NamedTuple):
@@ -1025,6 +1047,51 @@ class ClassicGroupCoordinator:
         for member in group.members.values():
             self._schedule_heartbeat(group, member, now_ms)
 
+
+    def take_for_upgrade(self, group_id: str, max_size: int) -> UpgradedGroup | None:
+        """Kafka's online upgrade (``validateOnlineUpgrade``, ``convertToConsumerGroup``):
+        a group with members of the ``consumer`` protocol type and at most ``max_size``
+        members leaves this coordinator for the consumer group coordinator. Its members'
+        parked JoinGroup and SyncGroup answer REBALANCE_IN_PROGRESS, its record is
+        tombstoned; returns its generation and members (None, nothing changed: it may not
+        be upgraded)."""
+        group = self._groups.get(group_id)
+        if group is None or not group.members or \
+                group.protocol_type != CONSUMER_PROTOCOL_TYPE or len(group.members) > max_size:
+            return None
+        upgraded = UpgradedGroup(group.generation_id, group.protocol, tuple(
+            UpgradedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                           m.rebalance_timeout_ms, m.session_timeout_ms, tuple(m.protocols),
+                           m.assignment) for m in group.members.values()))
+        self.unload(group_id, codes.REBALANCE_IN_PROGRESS)
+        self._write(group_id, None)
+        return upgraded
+
+    def adopt_downgraded(self, group_id: str, downgraded: UpgradedGroup, now_ms: int) -> bool:
+        """Kafka's online downgrade (``ClassicGroup.fromConsumerGroup``): the classic
+        members of a consumer group whose last member of the consumer protocol left become
+        this classic group, ``Stable`` at the consumer group's epoch with the assignments
+        given, stored, then rebalancing at once (each member is told to rejoin). False,
+        nothing changed: the id is taken here or the members share no protocol."""
+        if group_id in self._groups or not downgraded.members:
+            return False
+        group = _Group(group_id, state=STABLE, state_timestamp_ms=now_ms,
+                       generation_id=downgraded.generation_id,
+                       protocol_type=CONSUMER_PROTOCOL_TYPE)
+        for m in downgraded.members:
+            group.add(_Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                              m.rebalance_timeout_ms, m.session_timeout_ms,
+                              CONSUMER_PROTOCOL_TYPE, list(m.protocols), m.assignment))
+        if not any(group._support_count(name) == len(group.members)
+                   for name, _ in downgraded.members[0].protocols):
+            return False
+        group.protocol = group.select_protocol()
+        self._groups[group_id] = group
+        self._write_quietly(group)
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member, now_ms)
+        self._prepare_rebalance(group, now_ms)
+        return True
 
     def unload(self, group_id: str, error_code: int = codes.NOT_COORDINATOR) -> None:
         """Forget group ``group_id`` (a cluster member stopped leading its

@@ -35,6 +35,8 @@ import uuid
 from typing import Any, Callable, Mapping, NamedTuple
 
 from .. import error_codes as codes
+from . import consumer_group_protocol as protocol
+from .classic_group import UpgradedGroup, UpgradedMember
 from .consumer_assignors import ASSIGNORS, TargetAssignment
 
 try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
@@ -61,7 +63,7 @@ def _compile(regex: str) -> Any:
             reason = reason.decode("utf-8", "replace")
         raise ValueError(str(reason)) from None
 
-__all__ = ["ASSIGNING", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
+__all__ = ["ASSIGNING", "ClassicJoin", "ClassicJoinResult", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "EMPTY",
            "HeartbeatRequest", "HeartbeatResult", "Member", "RECONCILING", "STABLE",
            "MEMBER_STABLE", "UNRELEASED_PARTITIONS", "UNREVOKED_PARTITIONS"]
 
@@ -87,12 +89,24 @@ class ConsumerGroupConfig(NamedTuple):
     """The broker configs of the consumer group coordinator, by Kafka's names and defaults:
     ``group.consumer.session.timeout.ms`` (45000), ``group.consumer.heartbeat.interval.ms``
     (5000), ``group.consumer.max.size`` (unbounded), ``group.consumer.assignors`` (``uniform``,
-    ``range``: the first is the default)."""
+    ``range``: the first is the default), ``group.consumer.migration.policy``
+    (``bidirectional``)."""
 
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    #: ``group.consumer.migration.policy``: which online conversions of groups with
+    #: members are allowed (disabled, upgrade, downgrade, bidirectional).
+    migration_policy: str = "bidirectional"
+
+    def upgrade_enabled(self) -> bool:
+        """Whether a classic group with members may become a consumer group."""
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    def downgrade_enabled(self) -> bool:
+        """Whether a consumer group of classic members may become a classic group."""
+        return self.migration_policy in ("downgrade", "bidirectional")
 
 
 class HeartbeatRequest(NamedTuple):
@@ -125,6 +139,31 @@ class HeartbeatResult(NamedTuple):
     assignment: Partitions | None = None
 
 
+class ClassicJoin(NamedTuple):
+    """A classic member's JoinGroup to a consumer group with members."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 9
+
+
+class ClassicJoinResult(NamedTuple):
+    """Its answer: the generation is the member's epoch, the leader nobody (the coordinator
+    assigns)."""
+
+    error_code: int
+    member_id: str
+    generation_id: int = -1
+    protocol_name: str | None = None
+
+
 @dataclasses.dataclass
 class Member:
     """One member of a consumer group, as Kafka's ``ConsumerGroupMember``."""
@@ -150,6 +189,18 @@ class Member:
     #: ``{(topic, partition): the member epoch it was assigned at}``: a commit with an
     #: older epoch is accepted for the partitions it already had then.
     assigned_at: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    #: A classic member's JoinGroup protocols ``((name, metadata), ...)`` (Kafka's
+    #: ``classicMemberMetadata``); None for a member of the consumer protocol.
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    #: A classic member's session timeout (its JoinGroup's).
+    classic_session_timeout_ms: int = 0
+    #: When a classic member told to rejoin is fenced unless it did (Kafka's join
+    #: timeout), or, after its JoinGroup, unless it sent SyncGroup (sync timeout).
+    classic_deadline_ms: int | None = None
+
+    def uses_classic_protocol(self) -> bool:
+        """Whether it joined with JoinGroup (a classic member of this consumer group)."""
+        return self.classic_protocols is not None
 
     def subscription(self) -> tuple[tuple[str, ...], str | None]:
         """What the group epoch depends on: its topic names and regular expression."""
@@ -171,6 +222,9 @@ class Group:
     partition_epochs: dict[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     #: The subscribed topics' partition counts the target was computed on.
     subscription_metadata: dict[str, int] = dataclasses.field(default_factory=dict)
+    #: The group epoch before its last fencing (not stored): the generation of the classic
+    #: group it becomes when the fenced member was its last of the consumer protocol.
+    epoch_before_fence: int | None = None
 
     def state(self) -> str:
         """Kafka's group state: Empty, Assigning, Reconciling or Stable."""
@@ -618,6 +672,7 @@ class ConsumerGroupCoordinator:
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
         group.subscription_metadata = self._subscription_metadata(group)
+        group.epoch_before_fence = group.group_epoch
         group.group_epoch += 1
 
     def poll(self, now_ms: int) -> list[tuple[str, str]]:
@@ -627,8 +682,10 @@ class ConsumerGroupCoordinator:
         for group in list(self._groups.values()):
             for member in list(group.members.values()):
                 rebalance = member.rebalance_deadline_ms
+                classic = member.classic_deadline_ms
                 if member.session_deadline_ms <= now_ms or \
-                        (rebalance is not None and rebalance <= now_ms):
+                        (rebalance is not None and rebalance <= now_ms) or \
+                        (classic is not None and classic <= now_ms):
                     self._fence(group, member)
                     fenced.append((group.group_id, member.member_id))
         for group_id in dict.fromkeys(g for g, _m in fenced):
@@ -638,8 +695,275 @@ class ConsumerGroupCoordinator:
     def next_deadline_ms(self) -> int | None:
         """The earliest session or rebalance deadline, None without members."""
         deadlines = [d for g in self._groups.values() for m in g.members.values()
-                     for d in (m.session_deadline_ms, m.rebalance_deadline_ms) if d is not None]
+                     for d in (m.session_deadline_ms, m.rebalance_deadline_ms,
+                               m.classic_deadline_ms) if d is not None]
         return min(deadlines) if deadlines else None
+
+    # --- classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) ---------------------
+
+    def has_members(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a consumer group here with members (a classic JoinGroup
+        then joins it; an empty one becomes a classic group instead)."""
+        group = self._groups.get(group_id)
+        return group is not None and bool(group.members)
+
+    def classic_join(self, join: ClassicJoin, now_ms: int) -> ClassicJoinResult:
+        """Kafka's ``classicGroupJoinToConsumerGroup``: the member's subscription, owned
+        partitions and rack come from its first protocol's ConsumerProtocolSubscription; it
+        is reconciled towards the target assignment like any member and answered at once
+        with its member epoch as the generation (no leader: SyncGroup brings the
+        coordinator's assignment)."""
+        group = self._groups[join.group_id]
+        unknown = not join.member_id
+        member_id = join.member_id or str(uuid.uuid4())
+        try:
+            existing = (group.members.get(member_id) if join.instance_id is None
+                        else group.static_member(join.instance_id))
+            if existing is None:
+                self._check_size(group)
+            if join.protocol_type != "consumer" or not join.protocols or \
+                    not self._supports_classic(group, member_id, join.protocols):
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
+            if unknown and join.instance_id is None and join.api_version >= 4:
+                return ClassicJoinResult(codes.MEMBER_ID_REQUIRED, member_id)
+            try:
+                subscription = protocol.decode_subscription(join.protocols[0][1])
+            except (ValueError, UnicodeDecodeError):
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL) from None
+            if existing is None:
+                member = Member(member_id, instance_id=join.instance_id)
+            elif existing.member_id == member_id:
+                member = existing
+                if not member.uses_classic_protocol():
+                    raise _Refused(codes.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} does not use the classic protocol.")
+            elif unknown:
+                # A static member back with a new id takes the old one's place.
+                member = dataclasses.replace(existing, member_id=member_id)
+                del group.members[existing.member_id]
+                if existing.member_id in group.target:
+                    group.target[member_id] = group.target.pop(existing.member_id)
+                group.members[member_id] = member
+            else:
+                raise _Refused(codes.FENCED_INSTANCE_ID)
+        except _Refused as refused:
+            return ClassicJoinResult(refused.code, member_id)
+        before_subscription = member.subscription()
+        if subscription.rack_id is not None:
+            member.rack_id = subscription.rack_id
+        # JoinGroup v0 has no rebalance timeout: Kafka takes the session timeout.
+        member.rebalance_timeout_ms = join.rebalance_timeout_ms \
+            if join.rebalance_timeout_ms != -1 else join.session_timeout_ms
+        member.server_assignor = None
+        member.subscribed_topic_names = tuple(sorted(set(subscription.topics)))
+        member.subscribed_topic_regex = None
+        member.client_id = join.client_id
+        member.client_host = join.client_host
+        member.classic_protocols = tuple(join.protocols)
+        member.classic_session_timeout_ms = join.session_timeout_ms
+        group.members[member.member_id] = member
+        if before_subscription != member.subscription():
+            group.group_epoch += 1
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, member, dict(subscription.owned), now_ms)
+        member.session_deadline_ms = now_ms + join.session_timeout_ms
+        member.classic_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
+        self._changed(group.group_id)
+        return ClassicJoinResult(codes.NONE, member.member_id, member.member_epoch,
+                                 join.protocols[0][0])
+
+    def adopt_classic(self, group_id: str, classic: UpgradedGroup, now_ms: int) -> None:
+        """Kafka's ``ConsumerGroup.fromClassicGroup`` (online upgrade): the classic group's
+        members become classic members of a consumer group at epoch = its generation, each
+        keeping the partitions its last SyncGroup gave it (that is also the target); the
+        joining member of the consumer protocol then bumps the epoch, and each classic
+        member is told to rejoin on its next heartbeat. Metadata or an assignment that does
+        not parse counts as no subscription or no partitions."""
+        generation = classic.generation_id
+        group = Group(group_id, group_epoch=generation, assignment_epoch=generation)
+        known = self._topics()
+        for old in classic.members:
+            metadata = b""
+            for name, raw in old.protocols:
+                if name == classic.protocol or (classic.protocol is None and not metadata):
+                    metadata = raw
+            try:
+                subscription = protocol.decode_subscription(metadata)
+            except (ValueError, UnicodeDecodeError):
+                subscription = protocol.Subscription(0, (), {}, None)
+            try:
+                assigned = protocol.decode_assignment(old.assignment)
+            except (ValueError, UnicodeDecodeError):
+                assigned = {}
+            assigned = {t: ps for t, ps in assigned.items()
+                        if t in known and ps and max(ps) < known[t] and min(ps) >= 0}
+            member = Member(
+                old.member_id, instance_id=old.group_instance_id, rack_id=subscription.rack_id,
+                client_id=old.client_id, client_host=old.client_host,
+                subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+                rebalance_timeout_ms=old.rebalance_timeout_ms, member_epoch=generation,
+                previous_member_epoch=generation,
+                session_deadline_ms=now_ms + old.session_timeout_ms,
+                classic_protocols=tuple(old.protocols),
+                classic_session_timeout_ms=old.session_timeout_ms)
+            group.members[member.member_id] = member
+            group.target[member.member_id] = dict(assigned)
+            self._set_owned(group, member, assigned, {}, generation)
+        group.subscription_metadata = self._subscription_metadata(group)
+        self._groups[group_id] = group
+        self._changed(group_id)
+
+    def take_for_downgrade(self, group_id: str, max_size: int) -> UpgradedGroup | None:
+        """Kafka's online downgrade (``validateOnlineDowngradeWithFencedMember``,
+        ``convertToClassicGroup``), once its last member of the consumer protocol left: a
+        group of classic members only (at most ``max_size``, the classic groups' limit)
+        leaves this coordinator (its records tombstoned); returns its epoch and members,
+        each with its target assignment as a ConsumerProtocolAssignment. None, nothing
+        changed: it may not be downgraded."""
+        group = self._groups.get(group_id)
+        if group is None or not group.members or len(group.members) > max_size or \
+                not all(m.uses_classic_protocol() for m in group.members.values()):
+            return None
+        shared = None
+        for member in group.members.values():
+            names = {name for name, _ in member.classic_protocols or ()}
+            shared = names if shared is None else shared & names
+        if not shared:
+            return None  # a classic group's members share a protocol
+        members = []
+        for member in group.members.values():
+            assert member.classic_protocols is not None
+            version = protocol.version_of(member.classic_protocols[0][1])
+            members.append(UpgradedMember(
+                member.member_id, member.instance_id, member.client_id, member.client_host,
+                member.rebalance_timeout_ms, member.classic_session_timeout_ms,
+                member.classic_protocols, protocol.encode_assignment(
+                    group.target.get(member.member_id, {}), version)))
+        del self._groups[group_id]
+        self._changed(group_id)
+        # Kafka converts before it removes the leaving member: the epoch without its bump.
+        epoch = group.group_epoch if group.epoch_before_fence is None \
+            else group.epoch_before_fence
+        return UpgradedGroup(epoch, None, tuple(members))
+
+    @staticmethod
+    def _supports_classic(group: Group, member_id: str,
+                          protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        """Kafka's ``ConsumerGroup.supportsClassicProtocols``: the joining member shares a
+        protocol name with every other classic member."""
+        shared = {name for name, _ in protocols}
+        for other in group.members.values():
+            if other.member_id != member_id and other.classic_protocols is not None:
+                shared &= {name for name, _ in other.classic_protocols}
+        return bool(shared)
+
+    def _classic_member(self, group_id: str, member_id: str, instance_id: str | None
+                        ) -> tuple[Group, Member]:
+        """Kafka's ``validateConsumerGroupMember`` and
+        ``throwIfMemberDoesNotUseClassicProtocol``."""
+        group = self._groups.get(group_id)
+        if group is None:
+            raise _Refused(codes.UNKNOWN_MEMBER_ID)
+        if instance_id is None:
+            member = group.members.get(member_id)
+        else:
+            member = group.static_member(instance_id)
+            if member is not None and member.member_id != member_id:
+                raise _Refused(codes.FENCED_INSTANCE_ID)
+        if member is None or not member.uses_classic_protocol():
+            raise _Refused(codes.UNKNOWN_MEMBER_ID)
+        return group, member
+
+    def classic_sync(self, group_id: str, member_id: str, instance_id: str | None,
+                     generation_id: int, protocol_type: str | None, protocol_name: str | None,
+                     now_ms: int) -> tuple[int, bytes]:
+        """Kafka's ``classicGroupSyncToConsumerGroup``: ``(error code, the member's assigned
+        partitions as a ConsumerProtocolAssignment)`` (its partitions still to revoke are
+        left out: it gives them up and rejoins)."""
+        try:
+            group, member = self._classic_member(group_id, member_id, instance_id)
+            if generation_id != member.member_epoch:
+                raise _Refused(codes.ILLEGAL_GENERATION)
+            assert member.classic_protocols is not None
+            if (protocol_type is not None and protocol_type != "consumer") or \
+                    (protocol_name is not None
+                     and protocol_name != member.classic_protocols[0][0]):
+                raise _Refused(codes.INCONSISTENT_GROUP_PROTOCOL)
+            if group.group_epoch > member.member_epoch and \
+                    member.state != UNREVOKED_PARTITIONS:
+                self._rejoin_by(member, now_ms)
+                raise _Refused(codes.REBALANCE_IN_PROGRESS)
+        except _Refused as refused:
+            return refused.code, b""
+        member.session_deadline_ms = now_ms + member.classic_session_timeout_ms
+        member.classic_deadline_ms = None
+        version = protocol.version_of(member.classic_protocols[0][1])
+        return codes.NONE, protocol.encode_assignment(member.assigned, version)
+
+    def classic_heartbeat(self, group_id: str, member_id: str, instance_id: str | None,
+                          generation_id: int, now_ms: int) -> int:
+        """Kafka's ``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS when the
+        member must rejoin (the group epoch moved past it, it has partitions to revoke, or
+        partitions it waited for are free now)."""
+        try:
+            group, member = self._classic_member(group_id, member_id, instance_id)
+            if generation_id != member.member_epoch:
+                raise _Refused(codes.ILLEGAL_GENERATION)
+        except _Refused as refused:
+            return refused.code
+        member.session_deadline_ms = now_ms + member.classic_session_timeout_ms
+        if member.member_epoch < group.group_epoch or member.state == UNREVOKED_PARTITIONS \
+                or (member.state == UNRELEASED_PARTITIONS
+                    and not self._waiting_on_unreleased(group, member)):
+            self._rejoin_by(member, now_ms)
+            return codes.REBALANCE_IN_PROGRESS
+        return codes.NONE
+
+    @staticmethod
+    def _rejoin_by(member: Member, now_ms: int) -> None:
+        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``: a classic member told to
+        rejoin must within its rebalance timeout."""
+        if member.classic_deadline_ms is None:
+            member.classic_deadline_ms = now_ms + max(0, member.rebalance_timeout_ms)
+
+    @staticmethod
+    def _waiting_on_unreleased(group: Group, member: Member) -> bool:
+        for topic, parts in group.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic, frozenset())
+            for p in parts - mine:
+                if group.partition_epochs.get((topic, p)) is not None:
+                    return True
+        return False
+
+    def classic_leave(self, group_id: str, members: list[tuple[str, str | None]]
+                      ) -> list[int]:
+        """Kafka's ``classicGroupLeaveToConsumerGroup``: each ``(member id, instance id)``
+        leaves (its partitions become free); an error code per member."""
+        out = []
+        group = self._groups.get(group_id)
+        for member_id, instance_id in members:
+            if group is None:
+                out.append(codes.UNKNOWN_MEMBER_ID)
+                continue
+            if instance_id is None:
+                member = group.members.get(member_id)
+            else:
+                member = group.static_member(instance_id)
+                if member is not None and member_id and member.member_id != member_id:
+                    out.append(codes.FENCED_INSTANCE_ID)
+                    continue
+            if member is None:
+                out.append(codes.UNKNOWN_MEMBER_ID)
+                continue
+            self._fence(group, member)
+            out.append(codes.NONE)
+        self._changed(group_id)
+        return out
 
     # --- offsets, deletion, loading -----------------------------------------------------
 
@@ -658,6 +982,10 @@ class ConsumerGroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return codes.UNKNOWN_MEMBER_ID
+        if member.uses_classic_protocol():
+            # Kafka: a classic member commits with its generation, its member epoch.
+            return codes.NONE if member_epoch == member.member_epoch \
+                else codes.ILLEGAL_GENERATION
         if not transactional and api_version < 9:
             return codes.UNSUPPORTED_VERSION
         if member_epoch > member.member_epoch or (member_epoch < member.member_epoch and not (

@@ -118,8 +118,33 @@ def _topic_partitions(partitions: Partitions, ids: Mapping[str, uuid.UUID],
     return _array(entries)
 
 
-def _value(body: bytes) -> bytes:
-    return _INT16.pack(0) + body + _NO_TAGS
+def _value(body: bytes, tags: bytes = _NO_TAGS) -> bytes:
+    return _INT16.pack(0) + body + tags
+
+
+def _classic_tag(member: Member) -> bytes:
+    """The member record's tagged fields: tag 0, ``ClassicMemberMetadata``
+    (SessionTimeoutMs, SupportedProtocols [Name, Metadata]) of a classic member."""
+    if member.classic_protocols is None:
+        return _NO_TAGS
+    protocols = [encode_string(name, "protocol", compact=True)
+                 + encode_uvarint(len(metadata) + 1) + metadata + _NO_TAGS
+                 for name, metadata in member.classic_protocols]
+    raw = _INT32.pack(member.classic_session_timeout_ms) + _array(protocols) + _NO_TAGS
+    return encode_uvarint(1) + encode_uvarint(0) + encode_uvarint(len(raw)) + raw
+
+
+def _read_classic(raw: bytes, member: Member) -> None:
+    reader = SchemaReader(raw, "ClassicMemberMetadata")
+    member.classic_session_timeout_ms = reader.unpack(_INT32)
+    protocols = []
+    for _ in range(_read_count(reader)):
+        name = _read_nullable(reader, "protocol") or ""
+        length = reader.uvarint() - 1
+        metadata = reader.take(length) if length >= 0 else b""
+        _skip_tags(reader)
+        protocols.append((name, bytes(metadata)))
+    member.classic_protocols = tuple(protocols)
 
 
 def group_records(group: Group, ids: Mapping[str, uuid.UUID]) -> dict[bytes, bytes]:
@@ -139,7 +164,8 @@ def group_records(group: Group, ids: Mapping[str, uuid.UUID]) -> dict[bytes, byt
                       for t in member.subscribed_topic_names])
             + _compact_string(member.subscribed_topic_regex, "subscribed_topic_regex")
             + _INT32.pack(member.rebalance_timeout_ms)
-            + _compact_string(member.server_assignor, "server_assignor"))
+            + _compact_string(member.server_assignor, "server_assignor"),
+            _classic_tag(member))
         out[_key(TARGET_MEMBER, gid, mid)] = _value(
             _topic_partitions(group.target.get(mid, {}), ids))
         out[_key(CURRENT_ASSIGNMENT, gid, mid)] = _value(
@@ -263,7 +289,11 @@ def load_groups(records: Mapping[bytes, bytes | None], names: Mapping[uuid.UUID,
             member.subscribed_topic_regex = _read_nullable(reader, "subscribed_topic_regex")
             member.rebalance_timeout_ms = reader.unpack(_INT32)
             member.server_assignor = _read_nullable(reader, "server_assignor")
-            member.session_deadline_ms = now_ms + session_timeout_ms
+            classic = _skip_tags(reader).get(0)
+            if classic is not None:
+                _read_classic(classic, member)
+            member.session_deadline_ms = now_ms + (member.classic_session_timeout_ms
+                                                   or session_timeout_ms)
             group.members[member_id] = member
         elif record_type == TARGET_MEMBER and member_id is not None:
             reader = _body(value, "ConsumerGroupTargetAssignmentMemberValue")

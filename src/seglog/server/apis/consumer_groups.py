@@ -97,11 +97,20 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         if not_here:
             return refused(not_here)
         classic = state.coordinator
-        if (classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD)
-                or _embedded_members(ctx, group_id)):
-            # A classic group with members (no online migration), or seglog's in-process
-            # consumers in the Store's embedded coordinator.
+        if _embedded_members(ctx, group_id):
+            # seglog's in-process consumers in the Store's embedded coordinator.
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
+            # Kafka 4.x's online upgrade (when group.consumer.migration.policy allows it):
+            # a joining member makes a classic group of the consumer protocol type a
+            # consumer group whose classic members rejoin.
+            upgraded = None
+            if request.member_epoch == 0 and state.consumer.config.upgrade_enabled():
+                upgraded = classic.take_for_upgrade(group_id, state.consumer.config.max_size)
+            if upgraded is None:
+                return refused(codes.GROUP_ID_NOT_FOUND,
+                               f"Group {group_id} is not a consumer group.")
+            state.consumer.adopt_classic(group_id, upgraded, ctx.broker.now_ms())
     last_write = state.written.get(group_id)
     answer = state.consumer.heartbeat(kg.HeartbeatRequest(
         group_id=group_id, member_id=request.member_id, member_epoch=request.member_epoch,
@@ -126,7 +135,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         failed = groups.commit_error(waited.error_code)
         if failed:
             return refused(failed)
-    if group_id and state.coordinator.has_group(group_id):
+    if request.member_epoch == kg.LEAVE_GROUP_MEMBER_EPOCH and \
+            groups.maybe_downgrade(state, group_id, ctx.broker.now_ms()):
+        pass  # its classic members are a classic group now
+    elif group_id and state.coordinator.has_group(group_id):
         # An empty classic group of this id became this consumer group (Kafka's offline
         # migration): the classic one is gone.
         state.coordinator.delete_group(group_id)
@@ -178,7 +190,7 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> R
                 assignment=dict(topic_partitions=_with_ids(ids, member.assigned, names=True)),
                 target_assignment=dict(topic_partitions=_with_ids(
                     ids, group.target.get(member.member_id, {}), names=True)),
-                member_type=1))
+                member_type=0 if member.uses_classic_protocol() else 1))
         operations = -2147483648
         if request.include_authorized_operations:
             operations = authorized_operations(ctx, ResourceType.GROUP, group_id)

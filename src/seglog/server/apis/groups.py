@@ -440,14 +440,12 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
                                    member_id=request.member_id, generation_id=-1,
                                    protocol_name=None, leader="", members=[]))
     consumer = _state(ctx).consumer
+    if request.group_id and consumer is not None and consumer.has_members(request.group_id):
+        # Kafka 4.x: a classic member joins a consumer group with members as one of them.
+        return await _classic_join_to_consumer_group(ctx, request, consumer)
     if request.group_id and consumer is not None and consumer.has_group(request.group_id):
-        # Kafka 4.x: an empty consumer group becomes a classic one (offline migration); a
-        # classic member may not join one with members (seglog has no online migration).
-        if consumer.delete_group(request.group_id) == codes.NON_EMPTY_GROUP:
-            return _response(ctx, dict(error_code=codes.INCONSISTENT_GROUP_PROTOCOL,
-                                       member_id=request.member_id, generation_id=-1,
-                                       protocol_name=None if ctx.api_version >= 7 else "",
-                                       leader="", members=[]))
+        # Kafka 4.x: an empty consumer group becomes a classic one (offline migration).
+        consumer.delete_group(request.group_id)
     session_ms = _ms(request.session_timeout)
     rebalance_ms = _ms(getattr(request, "rebalance_timeout", -1))
     protocols = [(p.name, bytes(p.metadata)) for p in request.protocols]
@@ -471,6 +469,49 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> ResponsePayloa
                  for m, i, md in result.members]))
 
 
+async def _await_group_write(ctx: RequestContext, group_id: str, last_write: Any) -> int:
+    """Wait until the records ``group_id`` appended since ``last_write`` are replicated
+    (Kafka answers once the group's records are stored, acks=-1); the error code."""
+    state = _state(ctx)
+    appended = state.written.get(group_id)
+    if appended is None or appended is last_write:
+        return codes.NONE
+    waited = AppendResult(codes.NONE, appended=True, last_offset=appended.last_offset,
+                          replica=appended.replica)
+    await partition_seam(ctx.broker).wait_for_acks(
+        (waited,), acks=-1, timeout_s=state.offsets_commit_timeout_ms / 1000)
+    return commit_error(waited.error_code)
+
+
+async def _classic_join_to_consumer_group(ctx: RequestContext, request: Any,
+                                          consumer: kg.ConsumerGroupCoordinator
+                                          ) -> ResponsePayload:
+    """JoinGroup of a classic member to a consumer group with members (Kafka's
+    ``classicGroupJoinToConsumerGroup``): no leader, the generation is its member epoch."""
+    state = _state(ctx)
+    last_write = state.written.get(request.group_id)
+    result = consumer.classic_join(kg.ClassicJoin(
+        group_id=request.group_id, member_id=request.member_id,
+        instance_id=getattr(request, "group_instance_id", None),
+        protocol_type=request.protocol_type,
+        protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
+        session_timeout_ms=_ms(request.session_timeout),
+        rebalance_timeout_ms=_ms(getattr(request, "rebalance_timeout", -1)),
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host,
+        api_version=ctx.api_version), _now_ms(ctx))
+    state.wake.set()  # the session timer moved
+    error = result.error_code or await _await_group_write(ctx, request.group_id, last_write)
+    no_name = None if ctx.api_version >= 7 else ""
+    if error:
+        return _response(ctx, dict(error_code=error, member_id=result.member_id,
+                                   generation_id=-1, protocol_name=no_name, leader="",
+                                   members=[]))
+    return _response(ctx, dict(
+        error_code=codes.NONE, generation_id=result.generation_id, protocol_type="consumer",
+        protocol_name=result.protocol_name, leader="", skip_assignment=False,
+        member_id=result.member_id, members=[]))
+
+
 async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayload:
     """SyncGroup v0-v5 (protocol type and name required and checked from v5)."""
     coord = _state(ctx).coordinator
@@ -484,6 +525,20 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> ResponsePayloa
     if not_here:
         return _response(ctx, dict(error_code=not_here, assignment=b"", protocol_type=None,
                                    protocol_name=None))
+    consumer = _state(ctx).consumer
+    if consumer is not None and consumer.has_group(request.group_id):
+        # A classic member of a consumer group: the coordinator's assignment.
+        error, assignment = consumer.classic_sync(
+            request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+            request.generation_id, getattr(request, "protocol_type", None),
+            getattr(request, "protocol_name", None), _now_ms(ctx))
+        _state(ctx).wake.set()
+        if error:
+            return _response(ctx, dict(error_code=error, assignment=b"", protocol_type=None,
+                                       protocol_name=None))
+        return _response(ctx, dict(error_code=codes.NONE, assignment=assignment,
+                                   protocol_type=getattr(request, "protocol_type", None),
+                                   protocol_name=getattr(request, "protocol_name", None)))
     result: cg.SyncResult = await _parked(ctx, lambda done: coord.sync_group(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -520,6 +575,12 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> ResponsePayload
     not_here = coordinator_error(ctx, request.group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here))
+    if state.consumer is not None and state.consumer.has_group(request.group_id):
+        error = state.consumer.classic_heartbeat(
+            request.group_id, request.member_id, getattr(request, "group_instance_id", None),
+            request.generation_id, _now_ms(ctx))
+        state.wake.set()
+        return _response(ctx, dict(error_code=error))
     error = state.coordinator.heartbeat(
         group_id=request.group_id, member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -536,12 +597,16 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> ResponsePaylo
     not_here = coordinator_error(ctx, request.group_id)
     if not_here:
         return _response(ctx, dict(error_code=not_here, members=[]))
+    members: list[tuple[str, str | None]]
     if ctx.api_version < 3:
         members = [(request.member_id, None)]
     else:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
-    error, member_codes = state.coordinator.leave_group(group_id=request.group_id,
-                                                        members=members, now_ms=_now_ms(ctx))
+    if state.consumer is not None and state.consumer.has_group(request.group_id):
+        error, member_codes = 0, state.consumer.classic_leave(request.group_id, members)
+    else:
+        error, member_codes = state.coordinator.leave_group(
+            group_id=request.group_id, members=members, now_ms=_now_ms(ctx))
     state.wake.set()
     if ctx.api_version < 3:
         return _response(ctx, dict(error_code=error or (member_codes[0] if member_codes else 0)))
@@ -1203,7 +1268,8 @@ def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
     return kg.ConsumerGroupConfig(
         session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
         max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
-        assignors=tuple(assignors))
+        assignors=tuple(assignors),
+        migration_policy=str(config.get("group.consumer.migration.policy", "bidirectional")))
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
@@ -1234,6 +1300,26 @@ async def stop(state: BrokerState) -> None:
     await cancel_and_wait([groups_state.task])
 
 
+def maybe_downgrade(groups_state: GroupsState, group_id: str, now_ms: int) -> bool:
+    """Kafka 4.x's online downgrade (when group.consumer.migration.policy allows it): a
+    consumer group whose members of the consumer protocol are
+    gone and whose classic members remain becomes a classic group, which rebalances.
+    Whether it did."""
+    consumer = groups_state.consumer
+    if consumer is None or not consumer.config.downgrade_enabled():
+        return False
+    downgraded = consumer.take_for_downgrade(group_id,
+                                             groups_state.coordinator.config.max_size)
+    if downgraded is None:
+        return False
+    if not groups_state.coordinator.adopt_downgraded(group_id, downgraded, now_ms):
+        # Not expected (the id is free, the members share a protocol): they rejoin.
+        log.warning("consumer group %r could not become a classic group", group_id)
+        return False
+    groups_state.wake.set()
+    return True
+
+
 async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
     """Fire the coordinator's timers when due, and expire old offsets of empty groups every
     ``offsets.retention.check.interval.ms``; sleeps in between (woken by handlers)."""
@@ -1245,7 +1331,8 @@ async def _run_timers(state: BrokerState, groups_state: GroupsState) -> None:
         now = state.now_ms()
         try:
             coord.poll(now)
-            consumer.poll(now)
+            for group_id in dict.fromkeys(g for g, _m in consumer.poll(now)):
+                maybe_downgrade(groups_state, group_id, now)
             if now >= next_expiry_ms:
                 next_expiry_ms = now + groups_state.offsets_retention_check_ms
                 expire_offsets(state, now)
