@@ -55,14 +55,16 @@ TOPIC = "cli"
 GROUP = "cli-group"
 
 
+def _is_selected(config) -> bool:
+    return (os.environ.get(SELECT_ENV, "") not in ("", "0")
+            or "kafka_tools" in (config.option.markexpr or ""))
+
+
 @pytest.fixture(autouse=True)
 def _selected(request):
-    if os.environ.get(SELECT_ENV, "") not in ("", "0"):
-        return
-    if "kafka_tools" in (request.config.option.markexpr or ""):
-        return
-    pytest.skip(f"the CLI differential takes minutes: run it with -m kafka_tools or "
-                f"{SELECT_ENV}=1")
+    if not _is_selected(request.config):
+        pytest.skip(f"the CLI differential takes minutes: run it with -m kafka_tools or "
+                    f"{SELECT_ENV}=1")
 
 
 # --- masking -----------------------------------------------------------------------------
@@ -280,7 +282,11 @@ def run_script(ref, bootstrap: str, run_dir: Path) -> dict[str, Outcome]:
 
 
 @pytest.fixture(scope="module")
-def kafka_outcomes(tmp_path_factory):
+def kafka_outcomes(request, tmp_path_factory):
+    # Module-scoped fixtures are set up before the function-scoped _selected: check here too.
+    if not _is_selected(request.config):
+        pytest.skip(f"the CLI differential takes minutes: run it with -m kafka_tools or "
+                    f"{SELECT_ENV}=1")
     if _REF is None:
         if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
             pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
@@ -309,11 +315,14 @@ def seglog_outcomes(tmp_path_factory, kafka_outcomes):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _dump(kafka_outcomes, seglog_outcomes):
+def _dump(request):
     """With ``SEGLOG_KAFKA_TOOLS_DUMP=<file>``, both brokers' outcomes as JSON (to read what
-    each tool printed)."""
+    each tool printed). Module-scoped autouse fixtures run before ``_selected``: nothing is
+    started here unless the module is selected."""
     target = os.environ.get("SEGLOG_KAFKA_TOOLS_DUMP")
-    if target:
+    if target and _is_selected(request.config):
+        kafka_outcomes = request.getfixturevalue("kafka_outcomes")
+        seglog_outcomes = request.getfixturevalue("seglog_outcomes")
         Path(target).write_text(json.dumps(
             {name: {"kafka": vars(kafka_outcomes[name]), "seglog": vars(seglog_outcomes[name])}
              for name in kafka_outcomes}, indent=1), encoding="utf-8")
