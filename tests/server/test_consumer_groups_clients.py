@@ -339,3 +339,62 @@ def test_transactional_offsets_of_a_consumer_group_member(kip848_broker):
         assert [tp.offset for tp in committed] == [10] * PARTITIONS
     finally:
         consumer.close()
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_java_consumer_goes_on_across_a_broker_restart(broker_factory, tmp_path, java_member):
+    """Kafka 4.4's Java consumer with ``group.protocol=consumer`` through a restart of the
+    broker (its group coordinator): it keeps its partitions, reads what is produced after the
+    restart, and reads no record twice (its commits were kept)."""
+    java, classpath = java_member
+    broker = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data")
+    broker.store.create_topic(TOPIC, PARTITIONS)
+    bootstrap = broker.bootstrap
+    host, port = bootstrap.split(":")
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(60):
+        producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(10) == 0
+    process = subprocess.Popen(
+        [java, "-cp", classpath, "ConsumerGroupMember", bootstrap, "kr", TOPIC, "35"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(
+        line.rstrip() for line in process.stdout), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+
+    def records() -> list[str]:
+        return [line for line in lines if line.startswith("RECORD")]
+
+    def wait_for(done, what: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not done() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        assert done(), (what, lines[-20:])
+
+    try:
+        wait_for(lambda: len(records()) == 60 and "EPOCH" in " ".join(lines[-3:]),
+                 "60 records read and committed")
+        assert "ASSIGNED 0,1,2,3,4,5" in lines
+        broker.stop()
+        broker = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data",
+                                listen=(host, int(port)))
+        producer = Producer({"bootstrap.servers": bootstrap})
+        for i in range(60, 120):
+            producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
+        assert producer.flush(10) == 0
+        wait_for(lambda: len(records()) >= 120, "the records produced after the restart")
+        assert process.wait(60) == 0
+        reader.join(10)
+        assert lines[-1] == "CLOSED"
+        read = records()
+        assert len(read) == len(set(read)) == 120, "a record read twice or missed"
+        # The member kept its partitions (the group came back from its records): assigned
+        # once, revoked only when it closed.
+        events = [line for line in lines if not line.startswith(("RECORD", "EPOCH"))]
+        assert events == ["ASSIGNED 0,1,2,3,4,5", "REVOKED 0,1,2,3,4,5", "CLOSED"], events
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
