@@ -84,3 +84,77 @@ def test_consumer_group_follows_the_offsets_leader(make_cluster, zk_client):
     finally:
         consumer.close()
     assert sorted(set(seen)) == list(range(200))
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_java_consumer_follows_the_offsets_leader(make_cluster, zk_client, tmp_path):
+    """Kafka 4.4's Java consumer (``group.protocol=consumer``) through a coordinator move:
+    the broker leading ``__consumer_offsets`` stops, the new leader loads the group, and the
+    member reads every record once, keeping its partitions (revoked only when it closes)."""
+    import os
+    import shutil
+    import subprocess
+    import threading
+    from pathlib import Path
+
+    from seglog.bench.kafka import find_kafka
+
+    ref, why = find_kafka()
+    if ref is None or shutil.which("javac") is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(why or "needs javac")
+        pytest.skip(why or "needs javac (a JDK)")
+    source = Path(__file__).resolve().parents[1] / "server" / "java" / "ConsumerGroupMember.java"
+    subprocess.run(["javac", "-cp", ref.classpath, "-d", str(tmp_path), str(source)],
+                   check=True, timeout=120, capture_output=True)
+    cluster = make_cluster(3, **{"offsets.topic.replication.factor": 3,
+                                 "default.replication.factor": 3}, **GROUP_CONFIG)
+    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([confluent_kafka.admin.NewTopic("t", 2, 3)])["t"].result(20)
+    for partition in range(2):
+        cluster.wait_for_isr(TopicPartition("t", partition), 3)
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap,
+                                         "acks": "all"})
+    for i in range(100):
+        producer.produce("t", value=str(i).encode(), partition=i % 2)
+    assert producer.flush(20) == 0
+    process = subprocess.Popen(
+        [ref.java, "-cp", f"{tmp_path}:{ref.classpath}", "ConsumerGroupMember",
+         cluster.bootstrap, "gj", "t", "45"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(
+        line.rstrip() for line in process.stdout), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+
+    def records() -> list[str]:
+        return [line for line in lines if line.startswith("RECORD")]
+
+    def wait_for(done, what: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not done() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        assert done(), (what, lines[-20:])
+
+    try:
+        wait_for(lambda: len(records()) == 100 and "EPOCH" in " ".join(lines[-3:]),
+                 "100 records read and committed")
+        coordinator = cluster.wait_for_isr(OFFSETS, 3)
+        cluster.stop(coordinator)
+        wait_until(lambda: _some(cluster.leader_of(OFFSETS)),
+                   "a new __consumer_offsets-0 leader")
+        for i in range(100, 200):
+            producer.produce("t", value=str(i).encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+        wait_for(lambda: len(records()) >= 200, "the records produced after the move")
+        assert process.wait(90) == 0
+        reader.join(10)
+        read = records()
+        assert len(read) == len(set(read)) == 200, "a record read twice or missed"
+        events = [line for line in lines if not line.startswith(("RECORD", "EPOCH"))]
+        assert events == ["ASSIGNED 0,1", "REVOKED 0,1", "CLOSED"], events
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
