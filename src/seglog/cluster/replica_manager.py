@@ -58,6 +58,8 @@ from ..types import TopicPartition
 from . import placement, zk_data
 from .inter_broker import InterBrokerListener
 from .placement import ManualAssignment
+from .replication_quota import (ALL_REPLICAS, UNBOUNDED_BYTES_PER_S, ReplicationQuota,
+                                throttled_partitions)
 from .seam import LeadershipListener, PartitionSeam
 from .sasl_login import inter_broker_login
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
@@ -1353,8 +1355,6 @@ class ReplicaManager(PartitionSeam):
     # --- replication throttles (KIP-73, :mod:`.replication_quota`) --------------------------
 
     def _start_replication_quotas(self) -> None:
-        from .replication_quota import ReplicationQuota
-
         #: The leader's and the follower's replication throttles.
         self.leader_quota = ReplicationQuota("leader")
         self.follower_quota = ReplicationQuota("follower")
@@ -1369,8 +1369,6 @@ class ReplicaManager(PartitionSeam):
         self._apply_throttle_rates()
 
     def _apply_throttle_rates(self) -> None:
-        from .replication_quota import UNBOUNDED_BYTES_PER_S
-
         for name, quota in (("leader.replication.throttled.rate", self.leader_quota),
                             ("follower.replication.throttled.rate", self.follower_quota)):
             value: Any = UNBOUNDED_BYTES_PER_S
@@ -1392,8 +1390,6 @@ class ReplicaManager(PartitionSeam):
     def _partition_throttled(self, tp: TopicPartition, leader_side: bool) -> bool:
         """Kafka's ``ReplicationQuotaManager.isThrottled``: the topic's throttled replicas
         list of that side names ``tp`` with this broker (or is ``*``)."""
-        from .replication_quota import ALL_REPLICAS, throttled_partitions
-
         replica = self.partitions.get(tp)
         if replica is None:
             return False
