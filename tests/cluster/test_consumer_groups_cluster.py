@@ -5,11 +5,16 @@ member id, its partitions and its committed offsets (no rejoin, no gap)."""
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from seglog.types import TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))  # the Java member helper
+from java_consumer_member import JavaMember, compile_member  # noqa: E402
 from test_coordinators import OFFSETS, WAIT_S, _some, find_coordinator, make_cluster, wait_until
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -92,22 +97,7 @@ def test_java_consumer_follows_the_offsets_leader(make_cluster, zk_client, tmp_p
     """Kafka 4.4's Java consumer (``group.protocol=consumer``) through a coordinator move:
     the broker leading ``__consumer_offsets`` stops, the new leader loads the group, and the
     member reads every record once, keeping its partitions (revoked only when it closes)."""
-    import os
-    import shutil
-    import subprocess
-    import threading
-    from pathlib import Path
-
-    from seglog.bench.kafka import find_kafka
-
-    ref, why = find_kafka()
-    if ref is None or shutil.which("javac") is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(why or "needs javac")
-        pytest.skip(why or "needs javac (a JDK)")
-    source = Path(__file__).resolve().parents[1] / "server" / "java" / "ConsumerGroupMember.java"
-    subprocess.run(["javac", "-cp", ref.classpath, "-d", str(tmp_path), str(source)],
-                   check=True, timeout=120, capture_output=True)
+    java, classpath = compile_member(tmp_path)
     cluster = make_cluster(3, **{"offsets.topic.replication.factor": 3,
                                  "default.replication.factor": 3}, **GROUP_CONFIG)
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -119,27 +109,11 @@ def test_java_consumer_follows_the_offsets_leader(make_cluster, zk_client, tmp_p
     for i in range(100):
         producer.produce("t", value=str(i).encode(), partition=i % 2)
     assert producer.flush(20) == 0
-    process = subprocess.Popen(
-        [ref.java, "-cp", f"{tmp_path}:{ref.classpath}", "ConsumerGroupMember",
-         cluster.bootstrap, "gj", "t", "45"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(
-        line.rstrip() for line in process.stdout), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-
-    def records() -> list[str]:
-        return [line for line in lines if line.startswith("RECORD")]
-
-    def wait_for(done, what: str) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not done() and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.1)
-        assert done(), (what, lines[-20:])
-
+    member = JavaMember(java, classpath, cluster.bootstrap, "gj", "t", 45)
     try:
-        wait_for(lambda: len(records()) == 100 and "EPOCH" in " ".join(lines[-3:]),
-                 "100 records read and committed")
+        member.wait_for(lambda: len(member.records()) == 100
+                        and "EPOCH" in " ".join(member.lines[-3:]),
+                        "100 records read and committed", WAIT_S)
         coordinator = cluster.wait_for_isr(OFFSETS, 3)
         cluster.stop(coordinator)
         wait_until(lambda: _some(cluster.leader_of(OFFSETS)),
@@ -147,14 +121,11 @@ def test_java_consumer_follows_the_offsets_leader(make_cluster, zk_client, tmp_p
         for i in range(100, 200):
             producer.produce("t", value=str(i).encode(), partition=i % 2)
         assert producer.flush(30) == 0
-        wait_for(lambda: len(records()) >= 200, "the records produced after the move")
-        assert process.wait(90) == 0
-        reader.join(10)
-        read = records()
+        member.wait_for(lambda: len(member.records()) >= 200,
+                        "the records produced after the move", WAIT_S)
+        assert member.finish(90) == 0
+        read = member.records()
         assert len(read) == len(set(read)) == 200, "a record read twice or missed"
-        events = [line for line in lines if not line.startswith(("RECORD", "EPOCH"))]
-        assert events == ["ASSIGNED 0,1", "REVOKED 0,1", "CLOSED"], events
+        assert member.events() == ["ASSIGNED 0,1", "REVOKED 0,1", "CLOSED"], member.events()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        member.kill()

@@ -8,18 +8,15 @@ lowered) so every wait is short; every wait is bounded."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from seglog.bench.kafka import find_kafka
+from java_consumer_member import JavaMember, compile_member
 
 pytestmark = pytest.mark.clients
 
@@ -144,27 +141,12 @@ def test_unknown_remote_assignor_is_refused(kip848_broker):
 
 # --- Kafka's Java consumer ----------------------------------------------------------------
 
-_REF, _WHY = find_kafka()
-_SOURCE = Path(__file__).resolve().parent / "java" / "ConsumerGroupMember.java"
 
 
 @pytest.fixture(scope="module")
 def java_member(tmp_path_factory):
     """``(java, classpath)`` to run ``ConsumerGroupMember`` (compiled here)."""
-    required = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
-    if _REF is None:
-        if required:
-            pytest.fail(_WHY)
-        pytest.skip(_WHY)
-    javac = shutil.which("javac") or str(Path(_REF.java).with_name("javac"))
-    if not Path(javac).exists() and shutil.which(javac) is None:
-        if required:
-            pytest.fail("needs javac")
-        pytest.skip("needs javac (a JDK)")
-    out = tmp_path_factory.mktemp("java-member")
-    subprocess.run([javac, "-cp", _REF.classpath, "-d", str(out), str(_SOURCE)],
-                   check=True, timeout=120, capture_output=True)
-    return _REF.java, f"{out}:{_REF.classpath}"
+    return compile_member(tmp_path_factory.mktemp("java-member"))
 
 
 @pytest.mark.kafka
@@ -356,27 +338,12 @@ def test_java_consumer_goes_on_across_a_broker_restart(broker_factory, tmp_path,
     for i in range(60):
         producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
     assert producer.flush(10) == 0
-    process = subprocess.Popen(
-        [java, "-cp", classpath, "ConsumerGroupMember", bootstrap, "kr", TOPIC, "35"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(
-        line.rstrip() for line in process.stdout), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-
-    def records() -> list[str]:
-        return [line for line in lines if line.startswith("RECORD")]
-
-    def wait_for(done, what: str) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not done() and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.1)
-        assert done(), (what, lines[-20:])
-
+    member = JavaMember(java, classpath, bootstrap, "kr", TOPIC, 35)
     try:
-        wait_for(lambda: len(records()) == 60 and "EPOCH" in " ".join(lines[-3:]),
-                 "60 records read and committed")
-        assert "ASSIGNED 0,1,2,3,4,5" in lines
+        member.wait_for(lambda: len(member.records()) == 60
+                        and "EPOCH" in " ".join(member.lines[-3:]),
+                        "60 records read and committed", WAIT_S)
+        assert "ASSIGNED 0,1,2,3,4,5" in member.lines
         broker.stop()
         broker = broker_factory(config=GROUP_CONFIG, data_dir=tmp_path / "data",
                                 listen=(host, int(port)))
@@ -384,17 +351,14 @@ def test_java_consumer_goes_on_across_a_broker_restart(broker_factory, tmp_path,
         for i in range(60, 120):
             producer.produce(TOPIC, value=b"%d" % i, partition=i % PARTITIONS)
         assert producer.flush(10) == 0
-        wait_for(lambda: len(records()) >= 120, "the records produced after the restart")
-        assert process.wait(60) == 0
-        reader.join(10)
-        assert lines[-1] == "CLOSED"
-        read = records()
+        member.wait_for(lambda: len(member.records()) >= 120,
+                        "the records produced after the restart", WAIT_S)
+        assert member.finish(60) == 0
+        read = member.records()
         assert len(read) == len(set(read)) == 120, "a record read twice or missed"
         # The member kept its partitions (the group came back from its records): assigned
         # once, revoked only when it closed.
-        events = [line for line in lines if not line.startswith(("RECORD", "EPOCH"))]
-        assert events == ["ASSIGNED 0,1,2,3,4,5", "REVOKED 0,1,2,3,4,5", "CLOSED"], events
+        assert member.events() == ["ASSIGNED 0,1,2,3,4,5", "REVOKED 0,1,2,3,4,5", "CLOSED"], \
+            member.events()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        member.kill()
