@@ -82,6 +82,7 @@ from .coordinator.transaction import (
 from .errors import IllegalStateError, InvalidTopicError
 from .log_dirs import LogDirState
 from .store_log_dirs import StoreLogDirs
+from .store_share_groups import StoreShareGroups
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -106,7 +107,7 @@ _DEFAULT_NODE_ID = 1
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
 
-class Store(StoreLogDirs):
+class Store(StoreLogDirs, StoreShareGroups):
     """A Kafka log directory of topics, embedded: ``Store(path, backend=None, read_only=False)``.
 
     Opens (creating if needed, unless ``read_only``) the data directory ``path``; takes the
@@ -762,6 +763,8 @@ class Store(StoreLogDirs):
         for consumer in consumers:
             consumer.close()
         with self._lock:
+            if self._share_groups is not None:
+                self._share_groups.close()
             self._logs.close()
 
     @property

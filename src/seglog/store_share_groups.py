@@ -1,0 +1,489 @@
+"""The share groups of one :class:`~seglog.store.Store`: queues on the log, embedded.
+
+A share group (Kafka's KIP-932) lets any number of consumers take records from the same
+partitions: each record is *acquired* by one member for ``share.record.lock.duration.ms``,
+then acknowledged (ACCEPT), released for redelivery (RELEASE, its delivery count goes up at
+the next acquisition) or rejected (REJECT, archived). A record delivered
+``share.delivery.count.limit`` times is archived. An acquisition lock that runs out makes its
+records available again, to any member.
+
+This module is the broker side of that for the embedded
+:class:`~seglog.clients.share_consumer.ShareConsumer`, in the shape of Kafka's
+SharePartitionManager and ShareFetch/ShareAcknowledge handlers: one
+:class:`~seglog.coordinator.share_partition.SharePartition` (the in-flight state machine the
+wire broker uses too) per (group, partition), made on first fetch, held once per Store and
+shared by every consumer thread under one lock per share-partition. Each change a
+SharePartition asks to persist (``pending_write``) is written, before the call returns,
+through the Store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator` into
+``__share_group_state`` (Kafka's ShareSnapshot/ShareUpdate records), and loaded from there
+when the partition is first used after a reopen: a Store reopened after a crash or a close
+redelivers exactly the records that were not acknowledged, with their delivery counts.
+
+Membership is Kafka's for share groups with every member subscribed to the same topics: a
+member may fetch from every partition of its topics (the simple assignor gives every
+partition to every member while members outnumber partitions; in-process there is no
+network to spare, so every member fetches everything). Members live as long as their
+consumer: :meth:`EmbeddedShareGroups.leave` releases what the member still holds, as Kafka
+does when a member leaves or its session times out.
+
+Acquisition locks expire without a timer thread: every fetch and acknowledgement first runs
+the partition's ``expire_locks(now)``, and a consumer waiting for records wakes by the
+earliest lock deadline, so a member that stops acknowledging has its records redelivered to
+another after the lock duration.
+
+One writer per data directory: threads of one process share a queue through one Store;
+processes share it through ``seglog serve`` and any Kafka share consumer.
+
+Layers: imports the coordinators and the log manager (as :mod:`seglog.store_coordinators`
+does); the clients reach it only through :class:`~seglog.broker_api.ShareGroupsApi`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+from . import error_codes
+from .coordinator.share_partition import (
+    AckBatch,
+    FetchedBatch,
+    SharePartition,
+    SharePartitionConfig,
+)
+from .errors import (
+    InvalidConfigError,
+    InvalidGroupIdError,
+    ShareAcknowledgeError,
+    UnknownMemberIdError,
+)
+from .storage.transactions import READ_COMMITTED, READ_UNCOMMITTED, is_abort_marker
+from .types import TopicPartition
+
+if TYPE_CHECKING:
+    from .log_manager import LogManager
+
+__all__ = ["EmbeddedShareGroups", "ShareFetchPartition", "StoreShareGroups",
+           "SHARE_GROUP_CONFIGS"]
+
+#: The group configs of Kafka 4.4's GroupConfig that the embedded share groups read, with
+#: Kafka's broker defaults (``group.share.*``). Others are refused by name.
+SHARE_GROUP_CONFIGS: Mapping[str, str] = {
+    "share.record.lock.duration.ms": "30000",
+    "share.delivery.count.limit": "5",
+    "share.partition.max.record.locks": "2000",
+    "share.auto.offset.reset": "latest",
+    "share.isolation.level": READ_UNCOMMITTED,
+}
+#: The leader epoch share-partition state is read and written with.
+_LEADER_EPOCH = 0
+#: Bytes read from a partition's Log per fetch (Kafka's ``max.partition.fetch.bytes``).
+FETCH_BYTES_MAX = 1024 * 1024
+
+
+class ShareFetchPartition(NamedTuple):
+    """What one fetch acquired in one partition (Kafka's ShareFetch answer for it): the
+    partition ``tp``, the ``batches`` read from its Log (whole batches as the Log holds them,
+    control batches included, not decoded) and ``acquired``: ``(first_offset, last_offset,
+    delivery_count)`` ranges, the records of the batches this member now holds."""
+
+    tp: TopicPartition
+    batches: list
+    acquired: list
+
+
+class _Member:
+    __slots__ = ("topics",)
+
+    def __init__(self, topics: frozenset[str]):
+        self.topics = topics
+
+
+class _Partition:
+    """One share-partition and the lock every thread takes to use it."""
+
+    __slots__ = ("share", "lock", "topic_id", "partition", "isolation_level")
+
+    def __init__(self, share: SharePartition, topic_id: uuid.UUID, partition: int,
+                 isolation_level: str):
+        self.share = share
+        self.lock = threading.Lock()
+        self.topic_id = topic_id
+        self.partition = partition
+        self.isolation_level = isolation_level
+
+
+def _state_error(code: int, group_id: str, tp: TopicPartition) -> ShareAcknowledgeError:
+    return ShareAcknowledgeError(
+        f"share group {group_id!r}, {tp}: the share-partition state cannot be initialized: "
+        f"{error_codes.name(code)}", int(code))
+
+
+def _int_config(name: str, value: str, minimum: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}: "
+                                 f"not a number") from None
+    if number < minimum:
+        raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}: "
+                                 f"must be at least {minimum}")
+    return number
+
+
+def _checked_group_configs(configs: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in configs.items():
+        if name not in SHARE_GROUP_CONFIGS:
+            raise InvalidConfigError(f"Unknown or unsupported share group config {name!r} "
+                                     f"(supported: {', '.join(SHARE_GROUP_CONFIGS)})")
+        value = str(value)
+        if name == "share.auto.offset.reset":
+            if value not in ("earliest", "latest") and not value.startswith("by_duration:"):
+                raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}")
+        elif name == "share.isolation.level":
+            if value not in (READ_COMMITTED, READ_UNCOMMITTED):
+                raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}")
+        else:
+            # Kafka's group-level ranges are the broker's group.share.min/max.* bounds; an
+            # embedded store has no broker config, so only the type's floor is enforced
+            # (tests and short-lived queues use lock durations under Kafka's 15 s minimum).
+            _int_config(name, value, 100 if name == "share.partition.max.record.locks" else 1)
+        out[name] = value
+    return out
+
+
+class EmbeddedShareGroups:
+    """The share groups of one Store (see the module docstring).
+
+    ``EmbeddedShareGroups(logs, share_coordinator, notify_appended)``: ``logs`` the Store's
+    partitions, ``share_coordinator`` a callable giving the Store's
+    :class:`~seglog.coordinator.share_coordinator.ShareCoordinator` (made on first use),
+    ``notify_appended`` wakes the consumers that wait (records released or expired are new
+    records to a share consumer). ``clock_ms`` gives the time in ms (wall clock by default).
+
+    Thread-safe: the group table is guarded by one lock, each share-partition by its own
+    (lock order: a share-partition's, then the Log's and the metadata lock); the share
+    coordinator is called under the share-partition's lock, so a partition's writes to
+    ``__share_group_state`` are in the order of its changes.
+    """
+
+    def __init__(self, logs: "LogManager", share_coordinator: Callable[[], Any],
+                 notify_appended: Callable[[], None], *,
+                 clock_ms: Callable[[], int] | None = None):
+        self._logs = logs
+        self._share_coordinator = share_coordinator
+        self._notify_appended = notify_appended
+        self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self._lock = threading.Lock()
+        self._members: dict[str, dict[str, _Member]] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        self._partitions: dict[tuple[str, TopicPartition], _Partition] = {}
+
+    # --- group configs ---------------------------------------------------------------------
+
+    def alter_group_config(self, group_id: str, configs: Mapping[str, Any]) -> None:
+        """Set share-group configs of ``group_id`` (Kafka's GROUP resource configs:
+        ``share.record.lock.duration.ms``, ``share.delivery.count.limit``,
+        ``share.partition.max.record.locks``, ``share.auto.offset.reset``,
+        ``share.isolation.level``), over Kafka's defaults. They apply to the group's
+        share-partitions loaded after the call (a partition is loaded at the group's first
+        fetch from it, and again after a reopen). Raises
+        :class:`~seglog.errors.InvalidConfigError` for an unknown name or a bad value."""
+        checked = _checked_group_configs(configs)
+        with self._lock:
+            self._configs.setdefault(group_id, {}).update(checked)
+
+    def group_config(self, group_id: str) -> dict[str, str]:
+        """The effective share-group configs of ``group_id`` (set values over defaults)."""
+        with self._lock:
+            return {**SHARE_GROUP_CONFIGS, **self._configs.get(group_id, {})}
+
+    def _partition_config(self, group_id: str) -> SharePartitionConfig:
+        values = self.group_config(group_id)
+        return SharePartitionConfig(
+            record_lock_duration_ms=int(values["share.record.lock.duration.ms"]),
+            delivery_count_limit=int(values["share.delivery.count.limit"]),
+            max_in_flight_records=int(values["share.partition.max.record.locks"]),
+            auto_offset_reset=values["share.auto.offset.reset"],
+            isolation_level=values["share.isolation.level"])
+
+    # --- membership (ShareGroupHeartbeat) --------------------------------------------------
+
+    def join(self, group_id: str, topics: Iterable[str], *, member_id: str | None = None) -> str:
+        """A member of ``group_id`` subscribed to ``topics`` (a new one with ``member_id``
+        None; else the member changes its topics); returns its member id. Raises
+        :class:`~seglog.errors.InvalidGroupIdError` for an empty group id,
+        :class:`~seglog.errors.UnknownTopicOrPartitionError` for a topic that does not
+        exist, :class:`~seglog.errors.LogClosedError` on a closed store."""
+        if not isinstance(group_id, str) or not group_id:
+            raise InvalidGroupIdError(f"group_id must be a non-empty str, got {group_id!r}")
+        topics = frozenset(topics)
+        self._logs.check_open()
+        for name in topics:
+            self._logs.topic(name)  # UnknownTopicOrPartitionError
+        with self._lock:
+            members = self._members.setdefault(group_id, {})
+            if member_id is None:
+                # Kafka 4.x share consumers make their member id themselves (a uuid).
+                member_id = str(uuid.uuid4())
+            members[member_id] = _Member(topics)
+        return member_id
+
+    def leave(self, group_id: str, member_id: str) -> None:
+        """The member leaves: the records it still holds become available to the others
+        (their delivery counts stay). No-op for an unknown member."""
+        with self._lock:
+            members = self._members.get(group_id, {})
+            if members.pop(member_id, None) is None:
+                return
+            parts = [p for (g, _tp), p in self._partitions.items() if g == group_id]
+        if self._logs.closed:
+            return
+        now_ms = self._clock_ms()
+        for part in parts:
+            with part.lock:
+                part.share.release_acquired_records(member_id, now_ms=now_ms)
+                self._persist(group_id, part)
+        self._notify_appended()
+
+    def members(self, group_id: str) -> list[str]:
+        """The member ids of ``group_id`` now."""
+        with self._lock:
+            return sorted(self._members.get(group_id, {}))
+
+    def groups(self) -> list[str]:
+        """The ids of the share groups with members or loaded share-partitions."""
+        with self._lock:
+            return sorted({g for g, m in self._members.items() if m}
+                          | {g for g, _tp in self._partitions})
+
+    def _check_member(self, group_id: str, member_id: str) -> _Member:
+        with self._lock:
+            member = self._members.get(group_id, {}).get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"member {member_id!r} is not a member of share group "
+                                       f"{group_id!r}")
+        return member
+
+    # --- share-partitions ------------------------------------------------------------------
+
+    def _partition(self, group_id: str, tp: TopicPartition) -> _Partition:
+        """The share-partition of ``(group_id, tp)``, loaded from ``__share_group_state``
+        (or started at ``share.auto.offset.reset``) on first use."""
+        key = (group_id, tp)
+        with self._lock:
+            part = self._partitions.get(key)
+            if part is not None:
+                return part
+        topic = self._logs.topic(tp.topic)
+        log = topic.log(tp.partition)
+        config = self._partition_config(group_id)
+        # Leader epoch 0: a Store is the only leader its partitions ever have.
+        share = SharePartition(group_id, tp.topic, topic.uuid, tp.partition, config,
+                               leader_epoch=_LEADER_EPOCH)
+        coordinator = self._share_coordinator()
+        error, state = coordinator.read_state(group_id, topic.uuid, tp.partition,
+                                              _LEADER_EPOCH)
+        if error != error_codes.NONE:
+            state = None  # never initialized (READ_UNINITIALIZED): start from the reset
+        share.initialize(state, log_start_offset=log.start_offset,
+                         log_end_offset=log.high_watermark,
+                         offset_for_reset=lambda strategy: self._offset_for_reset(log, strategy))
+        if state is None:
+            # Kafka's group coordinator initializes a newly assigned share-partition's state
+            # (InitializeShareGroupState); here its start offset is the one the reset chose,
+            # so a reopen before any acknowledgement starts at the same place.
+            error = coordinator.initialize_state(group_id, topic.uuid, tp.partition, 0,
+                                                 share.start_offset)
+            if error != error_codes.NONE:
+                raise _state_error(error, group_id, tp)
+        part = _Partition(share, topic.uuid, tp.partition, config.isolation_level)
+        with self._lock:
+            # Two threads may load the same partition at once: the first one stored wins.
+            part = self._partitions.setdefault(key, part)
+        with part.lock:
+            self._persist(group_id, part)
+        return part
+
+    @staticmethod
+    def _offset_for_reset(log: Any, strategy: str) -> int:
+        if strategy == "earliest":
+            return log.start_offset
+        if strategy.startswith("by_duration:"):
+            raise InvalidConfigError("share.auto.offset.reset by_duration is not built in "
+                                     "the embedded share groups")
+        return log.high_watermark
+
+    def _persist(self, group_id: str, part: _Partition) -> int:
+        """Write what the share-partition asks to persist; the caller holds its lock.
+        Returns the share coordinator's error code (the change is rolled back on error)."""
+        share = part.share
+        first_error = error_codes.NONE
+        # Writes complete in order; each call queues a few at most (a change and the lock
+        # expiries before it), so the loop is bounded by what the queue holds now.
+        for _ in range(share.pending_write_count()):
+            state = share.pending_write()
+            if state is None:
+                break
+            error = self._share_coordinator().write_state(group_id, part.topic_id,
+                                                          part.partition, state)
+            share.write_done(error == error_codes.NONE)
+            if first_error == error_codes.NONE:
+                first_error = error
+        return first_error
+
+    def next_lock_deadline_ms(self, group_id: str) -> int | None:
+        """The earliest acquisition-lock deadline of the group's share-partitions (ms since
+        the epoch), or None: a waiting member wakes then to take expired records."""
+        with self._lock:
+            parts = [p for (g, _tp), p in self._partitions.items() if g == group_id]
+        deadlines = []
+        for part in parts:
+            with part.lock:
+                deadline = part.share.next_lock_deadline_ms()
+            if deadline is not None:
+                deadlines.append(deadline)
+        return min(deadlines) if deadlines else None
+
+    # --- ShareFetch and ShareAcknowledge ---------------------------------------------------
+
+    def fetch(self, group_id: str, member_id: str, *, max_records: int,
+              start_index: int = 0) -> list[ShareFetchPartition]:
+        """Acquire up to ``max_records`` records for the member from the partitions of its
+        topics (Kafka's ShareFetch), starting at the ``start_index``-th partition (callers
+        rotate it for fairness). Never blocks on the log; an empty list when nothing is
+        available now. Raises :class:`~seglog.errors.UnknownMemberIdError`,
+        :class:`~seglog.errors.LogClosedError`."""
+        member = self._check_member(group_id, member_id)
+        self._logs.check_open()
+        tps = [TopicPartition(name, p) for name in sorted(member.topics)
+               for p in range(self._logs.topic(name).partitions)]
+        if not tps:
+            return []
+        start = start_index % len(tps)
+        out: list[ShareFetchPartition] = []
+        wanted = max_records
+        for tp in tps[start:] + tps[:start]:
+            if wanted <= 0:
+                break
+            fetched = self._fetch_partition(group_id, member_id, tp, wanted)
+            if fetched is not None:
+                out.append(fetched)
+                wanted -= sum(last - first + 1 for first, last, _count in fetched.acquired)
+        return out
+
+    def _fetch_partition(self, group_id: str, member_id: str, tp: TopicPartition,
+                         wanted: int) -> ShareFetchPartition | None:
+        part = self._partition(group_id, tp)
+        log = self._logs.topic(tp.topic).log(tp.partition)
+        isolation = part.isolation_level
+        backend = log.backend
+        with part.lock:
+            share = part.share
+            now_ms = self._clock_ms()
+            if share.expire_locks(now_ms):
+                self._persist(group_id, part)
+            if not share.can_acquire_records():
+                return None
+            offset = share.next_fetch_offset()
+            if offset < log.start_offset:
+                share.update_log_start_offset(log.start_offset)
+                offset = share.next_fetch_offset()
+            readable_end = (log.last_stable_offset if isolation == READ_COMMITTED
+                            else log.high_watermark)
+            if offset >= readable_end:
+                return None
+            result = log.read(offset, FETCH_BYTES_MAX, isolation=isolation)
+            batches = list(backend.iter_batches(result.buffer, check_offsets=True))
+            if not batches:
+                return None
+            fetched = [FetchedBatch(b.base_offset, b.last_offset, b.producer_id,
+                                    b.is_transactional, b.is_control,
+                                    b.is_control and is_abort_marker(b)) for b in batches]
+            aborted = [(a.producer_id, a.first_offset)
+                       for a in (result.aborted_transactions or ())]
+            acquired = share.acquire(member_id, fetched, max_records=wanted, now_ms=now_ms,
+                                     aborted_producer_ranges=aborted, fetch_offset=offset)
+            if self._persist(group_id, part) != error_codes.NONE:
+                return None  # rolled back: nothing acquired
+        if not acquired:
+            return None
+        return ShareFetchPartition(tp, batches, [(a.first_offset, a.last_offset,
+                                                  a.delivery_count) for a in acquired])
+
+    def acknowledge(self, group_id: str, member_id: str,
+                    acks: Mapping[TopicPartition, Sequence[tuple[int, int, Sequence[int]]]]
+                    ) -> dict[TopicPartition, int]:
+        """Kafka's ShareAcknowledge: for each partition, ``(first_offset, last_offset,
+        acknowledge_types)`` ranges (one type for the whole range, else one per offset;
+        Kafka's ids: 0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW). Returns each
+        partition's Kafka error code (0: acknowledged and persisted; INVALID_RECORD_STATE
+        for records this member does not hold, ...). Raises
+        :class:`~seglog.errors.UnknownMemberIdError`, :class:`~seglog.errors.LogClosedError`."""
+        self._check_member(group_id, member_id)
+        self._logs.check_open()
+        released = False
+        results: dict[TopicPartition, int] = {}
+        for tp, ranges in acks.items():
+            with self._lock:
+                part = self._partitions.get((group_id, tp))
+            if part is None:
+                results[tp] = error_codes.INVALID_RECORD_STATE
+                continue
+            batches = [AckBatch(first, last, tuple(types)) for first, last, types in ranges]
+            released = released or any(t != 1 for _f, _l, types in ranges for t in types)
+            with part.lock:
+                now_ms = self._clock_ms()
+                if part.share.expire_locks(now_ms):
+                    self._persist(group_id, part)
+                error = part.share.acknowledge(member_id, batches, now_ms=now_ms)
+                persisted = self._persist(group_id, part)
+            results[tp] = error if error != error_codes.NONE else persisted
+        if released:
+            self._notify_appended()  # released records are records to fetch again
+        return results
+
+    def close(self) -> None:
+        """Forget every member and share-partition (the Store is closing; the state is in
+        ``__share_group_state``)."""
+        with self._lock:
+            self._members.clear()
+            self._partitions.clear()
+
+
+class StoreShareGroups:
+    """The share-group methods of :class:`~seglog.store.Store` (a mixin, kept apart so that
+    store.py stays within its line budget; the Store sets ``_logs``, ``_lock`` and
+    ``_coordinators``)."""
+
+    _logs: "LogManager"
+    _lock: threading.RLock
+    _coordinators: Any
+    _share_groups: EmbeddedShareGroups | None = None
+
+    notify_appended: Callable[[], None]
+
+    def share_groups(self) -> EmbeddedShareGroups:
+        """The Store's share groups (:class:`EmbeddedShareGroups`), made on first use; what
+        :class:`~seglog.ShareConsumer` calls. Raises
+        :class:`~seglog.errors.ReadOnlyError` on a read-only store (acquiring records
+        writes ``__share_group_state``), :class:`~seglog.errors.LogClosedError`."""
+        with self._lock:
+            self._logs.check_writable()
+            if self._share_groups is None:
+                self._share_groups = EmbeddedShareGroups(
+                    self._logs, self._coordinators.share_coordinator, self.notify_appended)
+            return self._share_groups
+
+    def share_consumer(self, group_id: str, topics: Iterable[str] | None = None,
+                       **kwargs: Any) -> Any:
+        """A :class:`~seglog.ShareConsumer` of share group ``group_id`` on this store,
+        subscribed to ``topics`` if given; keyword arguments as its constructor."""
+        from .clients.share_consumer import ShareConsumer
+        consumer = ShareConsumer(self, group_id, **kwargs)  # type: ignore[arg-type]
+        if topics is not None:
+            consumer.subscribe(topics)
+        return consumer
+
