@@ -763,8 +763,6 @@ class Store(StoreLogDirs, StoreShareGroups):
         for consumer in consumers:
             consumer.close()
         with self._lock:
-            if self._share_groups is not None:
-                self._share_groups.close()
             self._logs.close()
 
     @property

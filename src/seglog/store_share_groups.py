@@ -78,8 +78,12 @@ SHARE_GROUP_CONFIGS: Mapping[str, str] = {
 }
 #: The leader epoch share-partition state is read and written with.
 _LEADER_EPOCH = 0
-#: Bytes read from a partition's Log per fetch (Kafka's ``max.partition.fetch.bytes``).
+#: Bytes read from a partition's Log per fetch at most (Kafka's
+#: ``max.partition.fetch.bytes``) and at least (a whole first batch is read either way).
 FETCH_BYTES_MAX = 1024 * 1024
+FETCH_BYTES_MIN = 4096
+#: The guess of log bytes per record before a partition's first read.
+_READ_BYTES_PER_RECORD_FIRST = 256
 
 
 class ShareFetchPartition(NamedTuple):
@@ -103,7 +107,8 @@ class _Member:
 class _Partition:
     """One share-partition and the lock every thread takes to use it."""
 
-    __slots__ = ("share", "lock", "topic_id", "partition", "isolation_level")
+    __slots__ = ("share", "lock", "topic_id", "partition", "isolation_level",
+                 "bytes_per_record")
 
     def __init__(self, share: SharePartition, topic_id: uuid.UUID, partition: int,
                  isolation_level: str):
@@ -112,6 +117,9 @@ class _Partition:
         self.topic_id = topic_id
         self.partition = partition
         self.isolation_level = isolation_level
+        # Log bytes per record in the last read: sizes the next read to what a fetch may
+        # acquire (scanning a 1 MiB read of one-record batches costs more than the rest).
+        self.bytes_per_record = _READ_BYTES_PER_RECORD_FIRST
 
 
 def _state_error(code: int, group_id: str, tp: TopicPartition) -> ShareAcknowledgeError:
@@ -395,10 +403,21 @@ class EmbeddedShareGroups:
                             else log.high_watermark)
             if offset >= readable_end:
                 return None
-            result = log.read(offset, FETCH_BYTES_MAX, isolation=isolation)
-            batches = list(backend.iter_batches(result.buffer, check_offsets=True))
+            read_bytes = min(FETCH_BYTES_MAX,
+                             max(FETCH_BYTES_MIN, wanted * part.bytes_per_record * 5 // 4))
+            result = log.read(offset, read_bytes, isolation=isolation)
+            # The batches this fetch may acquire from: up to ``wanted`` records past the
+            # fetch offset (a read of small batches holds thousands; each costs a
+            # FetchedBatch in acquire and a decode in the client).
+            batches = []
+            for batch in backend.iter_batches(result.buffer, check_offsets=True):
+                batches.append(batch)
+                if batch.last_offset - offset + 1 >= wanted:
+                    break
             if not batches:
                 return None
+            read_records = max(1, result.next_offset - batches[0].base_offset)
+            part.bytes_per_record = max(1, len(result.buffer) // read_records)
             fetched = [FetchedBatch(b.base_offset, b.last_offset, b.producer_id,
                                     b.is_transactional, b.is_control,
                                     b.is_control and is_abort_marker(b)) for b in batches]
@@ -424,7 +443,6 @@ class EmbeddedShareGroups:
         :class:`~seglog.errors.UnknownMemberIdError`, :class:`~seglog.errors.LogClosedError`."""
         self._check_member(group_id, member_id)
         self._logs.check_open()
-        released = False
         results: dict[TopicPartition, int] = {}
         for tp, ranges in acks.items():
             with self._lock:
@@ -433,7 +451,6 @@ class EmbeddedShareGroups:
                 results[tp] = error_codes.INVALID_RECORD_STATE
                 continue
             batches = [AckBatch(first, last, tuple(types)) for first, last, types in ranges]
-            released = released or any(t != 1 for _f, _l, types in ranges for t in types)
             with part.lock:
                 now_ms = self._clock_ms()
                 if part.share.expire_locks(now_ms):
@@ -441,16 +458,10 @@ class EmbeddedShareGroups:
                 error = part.share.acknowledge(member_id, batches, now_ms=now_ms)
                 persisted = self._persist(group_id, part)
             results[tp] = error if error != error_codes.NONE else persisted
-        if released:
-            self._notify_appended()  # released records are records to fetch again
+        # Released records are records to fetch again, and acknowledged ones make room under
+        # share.partition.max.record.locks: wake the members waiting for either.
+        self._notify_appended()
         return results
-
-    def close(self) -> None:
-        """Forget every member and share-partition (the Store is closing; the state is in
-        ``__share_group_state``)."""
-        with self._lock:
-            self._members.clear()
-            self._partitions.clear()
 
 
 class StoreShareGroups:

@@ -292,6 +292,7 @@ class ShareConsumer:
         seen: set[int] = set()
         corrupt: CorruptRecordError | None = None
         ranges = sorted(acquired)
+        make = ShareConsumerRecord._make
         for batch in batches:
             if batch.is_control:
                 continue
@@ -320,7 +321,7 @@ class ShareConsumer:
                     break
                 first, _last, count = overlapping[index]
                 if offset >= first:
-                    out.append(ShareConsumerRecord(*record, count))
+                    out.append(make(record + (count,)))
                     seen.add(offset)
         for first, last, _count in ranges:
             for offset in range(first, last + 1):
