@@ -279,3 +279,48 @@ def test_acknowledgement_commit_callback_gets_each_partitions_outcome(store):
         c.acknowledge(r)
     c.commit_async()
     assert got == [({TP: {0, 1}}, None)]
+
+
+def test_read_committed_never_delivers_aborted_records(store):
+    store.create_topic("jobs", partitions=1)
+    store.share_groups().alter_group_config(
+        "workers", {"share.auto.offset.reset": "earliest",
+                    "share.isolation.level": "read_committed"})
+    producer = store.producer(transactional_id="t")
+    producer.begin_transaction()
+    producer.send("jobs", b"aborted-1")
+    producer.send("jobs", b"aborted-2")
+    producer.flush()
+    producer.abort_transaction()
+    producer.begin_transaction()
+    producer.send("jobs", b"committed")
+    producer.commit_transaction()
+    producer.close()
+    c = consumer(store)
+    records = c.poll(1000)
+    assert [(r.offset, r.value) for r in records] == [(3, b"committed")]
+    c.acknowledge(records[0])
+    assert c.commit_sync() == {TP: None}  # with the markers' offsets acknowledged as gaps
+    assert c.poll(100) == []
+
+
+def test_a_corrupt_batch_is_rejected_and_raised(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        make_queue(store, records=0)
+        log = store.log(("jobs", 0))
+        log.append_batch([b"first-%d" % i for i in range(3)])
+        log.append_batch([b"second"])
+    segment = tmp_path / "jobs-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    at = data.index(b"first-1")
+    data[at] ^= 0xFF  # inside the first batch's records: its CRC32C no longer matches
+    segment.write_bytes(bytes(data))
+    with open_store(tmp_path, backend) as store:
+        store.share_groups().alter_group_config("workers",
+                                                {"share.auto.offset.reset": "earliest"})
+        c = consumer(store, max_poll_records=3)
+        with pytest.raises(seglog.errors.CorruptRecordError):
+            c.poll(1000)
+        # Its three records were REJECTed (Kafka's client does the same): never again.
+        records = c.poll(1000)
+        assert [(r.offset, r.value) for r in records] == [(3, b"second")]
