@@ -87,6 +87,11 @@ class AcknowledgeType(IntEnum):
     RENEW = 4
 
 
+#: Kafka's acknowledge type ids a share consumer sends (GAP is the consumer's own).
+_ACKNOWLEDGE_IDS = {int(t): int(t) for t in AcknowledgeType}
+_RENEW = int(AcknowledgeType.RENEW)
+
+
 def _error_for(code: int, tp: TopicPartition) -> SeglogError:
     if code == error_codes.INVALID_RECORD_STATE:
         return InvalidRecordStateError(f"{tp}: {error_codes.message(code)}")
@@ -292,7 +297,7 @@ class ShareConsumer:
         seen: set[int] = set()
         corrupt: CorruptRecordError | None = None
         ranges = sorted(acquired)
-        make = ShareConsumerRecord._make
+        new = tuple.__new__  # a ShareConsumerRecord without a Python-level _make call
         for batch in batches:
             if batch.is_control:
                 continue
@@ -321,7 +326,7 @@ class ShareConsumer:
                     break
                 first, _last, count = overlapping[index]
                 if offset >= first:
-                    out.append(make(record + (count,)))
+                    out.append(new(ShareConsumerRecord, record + (count,)))
                     seen.add(offset)
         for first, last, _count in ranges:
             for offset in range(first, last + 1):
@@ -337,24 +342,35 @@ class ShareConsumer:
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Settle ``record`` (of the last poll) as ``type``; sent by the next poll,
         :meth:`commit_sync`, :meth:`commit_async` or :meth:`close`. Raises
-        :class:`~seglog.errors.IllegalStateError` in implicit mode, or for a record not in
-        the last poll or already acknowledged."""
-        self.acknowledge_offset(record.topic, record.partition, record.offset, type)
+        :class:`~seglog.errors.IllegalStateError` in implicit mode, after close, or for a
+        record not in the last poll or already acknowledged;
+        :class:`~seglog.errors.InvalidArgumentError` for an unknown type."""
+        self._acknowledge(record[0], record[1], record[2], type)
 
     def acknowledge_offset(self, topic: str, partition: int, offset: int,
                            type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
-        """:meth:`acknowledge` by coordinates."""
-        self._check_open()
+        """:meth:`acknowledge` by coordinates (confluent-kafka's ``acknowledge_offset``)."""
+        self._acknowledge(topic, partition, offset, type)
+
+    def _acknowledge(self, topic: str, partition: int, offset: int, type: int) -> None:
+        # Per record in a worker's loop: plain tuples and dicts, no enum or NamedTuple call.
+        if self._closed:
+            raise IllegalStateError("This consumer has already been closed.")
         if self._implicit:
             raise IllegalStateError("Implicit acknowledgement of delivery is being used.")
-        ack = AcknowledgeType(type)
-        tp = TopicPartition(topic, partition)
-        in_flight = self._in_flight.get(tp)
-        if not in_flight or offset not in in_flight:
+        ack = _ACKNOWLEDGE_IDS.get(type) if type.__class__ is not bool else None
+        if ack is None:
+            raise InvalidArgumentError(f"Unknown acknowledge type: {type!r}")
+        key = (topic, partition)
+        in_flight = self._in_flight.get(key)
+        if in_flight is None or offset not in in_flight:
             raise IllegalStateError("The record cannot be acknowledged.")
-        if ack != AcknowledgeType.RENEW:
+        if ack != _RENEW:
             del in_flight[offset]
-        self._pending.setdefault(tp, {})[offset] = int(ack)
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[TopicPartition(topic, partition)] = {}
+        pending[offset] = ack
 
     def _accept_in_flight(self) -> None:
         for tp, records in self._in_flight.items():
