@@ -168,8 +168,9 @@ class ShareConsumer:
         self._member_id: str | None = None
         self._subscription: frozenset[str] = frozenset()
         # The last poll's records not acknowledged yet, and the acknowledgements not sent.
-        self._in_flight: dict[TopicPartition, dict[int, ShareConsumerRecord]] = {}
-        self._pending: dict[TopicPartition, dict[int, int]] = {}
+        # Keyed by TopicPartition, looked up by plain (topic, partition) tuples (equal).
+        self._in_flight: dict[tuple[str, int], dict[int, ShareConsumerRecord]] = {}
+        self._pending: dict[tuple[str, int], dict[int, int]] = {}
         self._callback: Callable[[dict, Exception | None], Any] | None = None
         self._next_fetch = 0
         self._closed = False
@@ -381,7 +382,8 @@ class ShareConsumer:
 
     def _send(self, *, report: bool) -> dict[TopicPartition, SeglogError | None]:
         """Send the pending acknowledgements; each partition's outcome (None: done)."""
-        acks = {tp: _ranges(offsets) for tp, offsets in self._pending.items() if offsets}
+        acks = {TopicPartition(*tp): _ranges(offsets)
+                for tp, offsets in self._pending.items() if offsets}
         self._pending.clear()
         if not acks or self._member_id is None:
             return {}
