@@ -35,6 +35,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'seglog' has no attribute {name!r}")
 
 
-__all__ = ["AcknowledgeType", "BACKEND_NAMES", "Broker", "Consumer", "ConsumerGroup", "ConsumerRecord", "Log", "LogConfig",
-           "Producer", "ShareConsumer", "Store", "Topic", "TopicPartition", "errors", "format", "get_backend",
-           "default_backend", "__version__"]
+__all__ = ["AcknowledgeType", "BACKEND_NAMES", "Broker", "Consumer", "ConsumerGroup",
+           "ConsumerRecord", "Log", "LogConfig", "Producer", "ShareConsumer", "Store", "Topic",
+           "TopicPartition", "errors", "format", "get_backend", "default_backend", "__version__"]
