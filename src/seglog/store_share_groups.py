@@ -223,14 +223,12 @@ class EmbeddedShareGroups:
         """A member of ``group_id`` subscribed to ``topics`` (a new one with ``member_id``
         None; else the member changes its topics); returns its member id. Raises
         :class:`~seglog.errors.InvalidGroupIdError` for an empty group id,
-        :class:`~seglog.errors.UnknownTopicOrPartitionError` for a topic that does not
-        exist, :class:`~seglog.errors.LogClosedError` on a closed store."""
+        :class:`~seglog.errors.LogClosedError` on a closed store. A topic that does not exist
+        (yet) is fetched from once it does, as Kafka's subscriptions are."""
         if not isinstance(group_id, str) or not group_id:
             raise InvalidGroupIdError(f"group_id must be a non-empty str, got {group_id!r}")
         topics = frozenset(topics)
         self._logs.check_open()
-        for name in topics:
-            self._logs.topic(name)  # UnknownTopicOrPartitionError
         with self._lock:
             members = self._members.setdefault(group_id, {})
             if member_id is None:
@@ -366,8 +364,11 @@ class EmbeddedShareGroups:
         :class:`~seglog.errors.LogClosedError`."""
         member = self._check_member(group_id, member_id)
         self._logs.check_open()
-        tps = [TopicPartition(name, p) for name in sorted(member.topics)
-               for p in range(self._logs.topic(name).partitions)]
+        tps = []
+        for name in sorted(member.topics):
+            topic = self._logs.existing_topic(name)
+            if topic is not None:
+                tps.extend(TopicPartition(name, p) for p in range(topic.partitions))
         if not tps:
             return []
         start = start_index % len(tps)

@@ -20,7 +20,6 @@ from seglog.errors import (
     InvalidGroupIdError,
     InvalidRecordStateError,
     SeglogError,
-    UnknownTopicOrPartitionError,
 )
 from seglog.store import Store, TopicPartition
 
@@ -257,8 +256,12 @@ def test_bad_arguments_and_states_are_typed(store):
     c = ShareConsumer(store, "g")
     with pytest.raises(IllegalStateError, match="not subscribed"):
         c.poll(0)
-    with pytest.raises(UnknownTopicOrPartitionError):
-        c.subscribe(["nope"])
+    c.subscribe(["later"])  # as Kafka's: a topic made after the subscription is read
+    assert c.poll(0) == []
+    store.create_topic("later", partitions=1)
+    store.log(("later", 0)).append_batch([b"x"])
+    store.share_groups().alter_group_config("g", {"share.auto.offset.reset": "earliest"})
+    assert [r.value for r in c.poll(1000)] == [b"x"]
     with pytest.raises(TypeError):
         c.subscribe("jobs")
     with pytest.raises(InvalidConfigError, match="share.session.timeout.ms"):

@@ -184,8 +184,8 @@ class ShareConsumer:
 
     def subscribe(self, topics: Iterable[str]) -> None:
         """Join the share group for ``topics`` (replacing the subscription; empty:
-        :meth:`unsubscribe`). Raises :class:`~seglog.errors.UnknownTopicOrPartitionError`
-        for a topic that does not exist, ``TypeError`` for a str."""
+        :meth:`unsubscribe`); a topic that does not exist yet is read once it does. Raises
+        ``TypeError`` for a str, ``ValueError`` for an empty topic name."""
         self._check_open()
         if isinstance(topics, str):
             raise InvalidArgumentTypeError(
