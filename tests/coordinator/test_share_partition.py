@@ -793,3 +793,77 @@ def test_randomized_acquire_acknowledge_cycles(seed: int):
     assert sp.start_offset == log_end
     assert sp.cached_batch_count() == 0
     assert sp.delivery_complete_count == 0
+
+
+# --- more of Kafka's scenarios ------------------------------------------------------------
+
+
+def test_a_read_starting_inside_an_in_flight_batch_takes_only_the_requested_offsets():
+    sp = make()
+    sp.acquire("m1", log((0, 9)), max_records=500, now_ms=0)
+    sp.acknowledge("m1", [ack(0, 9, RELEASE)], now_ms=1)
+    persist(sp)
+    got = sp.acquire("m2", log((5, 9)), max_records=500, now_ms=2, fetch_offset=5)
+    assert got == [AcquiredRecords(5, 9, 2)]
+    assert [s[2] for s in states(sp)] == [AVAILABLE] * 5 + [ACQUIRED] * 5
+    assert sp.next_fetch_offset() == 0
+
+
+def test_a_log_batch_straddling_the_start_offset_after_everything_was_acknowledged():
+    sp = make()
+    sp.acquire("m1", log((0, 9)), max_records=500, now_ms=0)
+    sp.acknowledge("m1", [ack(0, 9, ACCEPT)], now_ms=1)
+    persist(sp)
+    assert sp.next_fetch_offset() == 10
+    # The log hands back whole batches: one starting before the fetch offset.
+    got = sp.acquire("m1", log((5, 14), (15, 19)), max_records=500, now_ms=2, fetch_offset=10)
+    assert got == [AcquiredRecords(10, 19, 1)]
+
+
+def test_release_at_the_limit_with_the_dlq_goes_archiving():
+    sp = make(dlq_enabled=True, delivery_count_limit=1)
+    sp.acquire("m1", log((0, 4)), max_records=500, now_ms=0)
+    assert sp.release_acquired_records("m1", now_ms=1) == 0
+    (write,) = persist(sp)
+    assert write.batches == (StateBatch(0, 4, ARCHIVING, 1),)
+    assert sp.take_dlq_batches() == [DlqBatch(0, 4, 1, DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED)]
+
+
+def test_a_failed_partition_does_not_load_again():
+    sp = SharePartition("g", "t", TOPIC_ID, 0, SharePartitionConfig())
+    with pytest.raises(IllegalStateError):
+        sp.initialize(ShareState(0, 10, (StateBatch(1, 2, AVAILABLE, 1),)), log_start_offset=0,
+                      log_end_offset=0)
+    with pytest.raises(IllegalStateError):
+        sp.initialize(None, log_start_offset=0, log_end_offset=0)
+    sp = make()
+    sp.mark_fenced()
+    assert sp.acquire("m1", log((0, 4)), max_records=500, now_ms=0) == []
+
+
+def test_parse_auto_offset_reset_follows_kafka():
+    from seglog.coordinator.share_partition import (
+        auto_offset_reset_timestamp_ms,
+        parse_auto_offset_reset,
+    )
+    assert parse_auto_offset_reset("latest") == ("latest", None)
+    assert parse_auto_offset_reset("earliest") == ("earliest", None)
+    assert parse_auto_offset_reset("by_duration:PT1H") == ("by_duration", 3_600_000)
+    assert parse_auto_offset_reset("by_duration:P1DT2H3M4.5S") == ("by_duration", 93_784_500)
+    assert parse_auto_offset_reset("by_duration:pt1m") == ("by_duration", 60_000)
+    assert auto_offset_reset_timestamp_ms("by_duration:PT10S", 100_000) == 90_000
+    assert auto_offset_reset_timestamp_ms("latest", 100_000) is None
+    for bad in ("none", "LATEST", "by_duration", "by_duration:", "by_duration:PT",
+                "by_duration:-PT1H", "by_duration:1h"):
+        with pytest.raises(ValueError):
+            parse_auto_offset_reset(bad)
+
+
+def test_many_per_record_acknowledgements_advance_the_start_offset_record_by_record():
+    sp = make()
+    sp.acquire("m1", log((0, 499)), max_records=500, now_ms=0)
+    for offset in range(500):
+        assert sp.acknowledge("m1", [ack(offset, offset, ACCEPT)], now_ms=1) == 0
+        persist(sp)
+        assert sp.start_offset == min(offset + 1, 500)
+    assert sp.cached_batch_count() == 0

@@ -44,7 +44,13 @@ Where this differs in shape from Kafka, and why:
   its config provider on each call; here they come from ``self.config``, which a caller may
   replace when a group config changes.
 * Failed initialization raises ``IllegalStateError`` (Kafka's ``IllegalStateException``) and
-  leaves the partition FAILED.
+  leaves the partition FAILED (a FAILED or FENCED partition is dropped and made anew, as
+  Kafka's SharePartitionManager does).
+* A persisted ACQUIRED record loads as AVAILABLE. Kafka never writes ACQUIRED (acquisition is
+  not persisted); it would load one as ACQUIRED with no owner and no lock.
+* ``share.auto.offset.reset``: the caller answers the offset (``offset_for_reset``), as Kafka's
+  PartitionMetadataProvider does; ``auto_offset_reset_timestamp_ms`` turns
+  ``by_duration:<ISO-8601 duration>`` into the timestamp Kafka looks up.
 """
 
 from __future__ import annotations
@@ -52,7 +58,9 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+import re
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -75,6 +83,8 @@ __all__ = [
     "ShareState",
     "StateBatch",
     "EMPTY_MEMBER_ID",
+    "auto_offset_reset_timestamp_ms",
+    "parse_auto_offset_reset",
     "DLQ_CAUSE_CLIENT_REJECT",
     "DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED",
 ]
@@ -349,6 +359,9 @@ def _valid_transition(current: RecordState, new: RecordState) -> bool:
     return True
 
 
+_TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+
+
 def _is_terminal(state: RecordState) -> bool:
     return state == RecordState.ACKNOWLEDGED or state == RecordState.ARCHIVED
 
@@ -357,13 +370,26 @@ class _InFlightBatch:
     """Kafka's ``InFlightBatch``: a batch state, or (after a partial operation) one state per
     offset, in offset order."""
 
-    __slots__ = ("first_offset", "last_offset", "batch_state", "offset_state")
+    __slots__ = ("first_offset", "last_offset", "batch_state", "offset_state", "stable_upto")
 
     def __init__(self, first_offset: int, last_offset: int, state: _InFlightState) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.batch_state: _InFlightState | None = state
+        # Holds every offset of [first_offset, last_offset] once set, in offset order.
         self.offset_state: dict[int, _InFlightState] | None = None
+        # With offset states: every offset up to here is terminal with no transition going
+        # on. That never changes back (terminal states have no way out), so scans for the
+        # start offset's advance resume from here instead of the batch's first offset.
+        self.stable_upto = first_offset - 1
+
+    def offsets_in(self, low: int, high: int) -> Iterator[tuple[int, _InFlightState]]:
+        """The offset states of [low, high] within this batch, in order (Kafka iterates the
+        whole map and skips; the map holds every offset, so look them up directly)."""
+        offsets = self.offset_state
+        assert offsets is not None
+        for offset in range(max(low, self.first_offset), min(high, self.last_offset) + 1):
+            yield offset, offsets[offset]
 
     def __repr__(self) -> str:
         return (f"InFlightBatch(firstOffset={self.first_offset}, lastOffset={self.last_offset},"
@@ -421,17 +447,25 @@ class _InFlightBatch:
 class _Timer:
     """Kafka's timer for acquisition locks, as a heap of deadlines (lazy cancellation)."""
 
-    __slots__ = ("_heap", "_seq")
+    __slots__ = ("_heap", "_seq", "_compact_at")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, _LockTask]] = []
         self._seq = 0
+        self._compact_at = 1024
 
     def add(self, deadline_ms: int, member_id: str, first_offset: int,
             last_offset: int) -> _LockTask:
         task = _LockTask(deadline_ms, member_id, first_offset, last_offset)
         self._seq += 1
-        heapq.heappush(self._heap, (deadline_ms, self._seq, task))
+        heap = self._heap
+        heapq.heappush(heap, (deadline_ms, self._seq, task))
+        if len(heap) > self._compact_at:
+            # Cancelled locks (acknowledged records) leave the heap only from its top; a
+            # caller that never expires locks would let them pile up.
+            self._heap = heap = [entry for entry in heap if not entry[2].cancelled]
+            heapq.heapify(heap)
+            self._compact_at = max(1024, 2 * len(heap))
         return task
 
     def _drop_cancelled(self) -> None:
@@ -537,7 +571,7 @@ class SharePartition:
         # Kafka's persisterReadResultGapWindow: (end_offset, gap_start_offset) or None.
         self._gap_window: list[int] | None = None
         self._timer = _Timer()
-        self._writes: list[_PendingWrite] = []
+        self._writes: deque[_PendingWrite] = deque()
         self._write_seq = 0
         self._dlq_ready: list[_DlqEntry] = []
         self._dlq_waiting: dict[tuple[int, int], list[_DlqEntry]] = {}
@@ -621,6 +655,9 @@ class SharePartition:
         if self.partition_state == SharePartitionState.FENCED:
             raise IllegalStateError(
                 f"Share partition is fenced {self.group_id}-{self.topic}-{self.partition}")
+        if self.partition_state == SharePartitionState.FAILED:
+            raise IllegalStateError(
+                f"Share partition failed to load {self.group_id}-{self.topic}-{self.partition}")
         self.partition_state = SharePartitionState.INITIALIZING
         try:
             self._load(persisted, log_start_offset, log_end_offset, offset_for_reset)
@@ -691,12 +728,17 @@ class SharePartition:
 
     def _reset_offset(self, log_start_offset: int, log_end_offset: int,
                       offset_for_reset: Callable[[str], int] | None) -> int:
-        strategy = self.config.auto_offset_reset.strip()
+        """Kafka's ``startOffsetDuringInitialization`` for a partition never written."""
+        strategy = self.config.auto_offset_reset
+        try:
+            kind, _duration_ms = parse_auto_offset_reset(strategy)
+        except ValueError as exc:
+            raise IllegalStateError(str(exc)) from None
         if offset_for_reset is not None:
             return offset_for_reset(strategy)
-        if strategy.lower() == "latest":
+        if kind == "latest":
             return log_end_offset
-        if strategy.lower() == "earliest":
+        if kind == "earliest":
             return log_start_offset
         raise IllegalStateError(
             f"share.auto.offset.reset {strategy!r} needs an offset_for_reset callback")
@@ -984,11 +1026,7 @@ class SharePartition:
         offsets = in_flight.offset_state
         assert offsets is not None
         acquired: list[AcquiredRecords] = []
-        for offset, state in offsets.items():
-            if offset < request_first:
-                continue
-            if offset > request_last:
-                break
+        for offset, state in in_flight.offsets_in(request_first, request_last):
             if state.state != RecordState.AVAILABLE or state.rollback is not None:
                 continue
             count = state.delivery_count
@@ -1025,11 +1063,7 @@ class SharePartition:
                 return state.delivery_count >= limit
             return False
         highest = 0
-        for offset, state in in_flight.offset_state.items():
-            if offset < request_first:
-                continue
-            if offset > request_last:
-                break
+        for _offset, state in in_flight.offsets_in(request_first, request_last):
             if state.state == RecordState.AVAILABLE and state.rollback is None \
                     and state.delivery_count > highest:
                 highest = state.delivery_count
@@ -1089,12 +1123,7 @@ class SharePartition:
                 if in_flight.state.state != initial_state:
                     continue
                 in_flight.init_offset_state(self._timer)
-            assert in_flight.offset_state is not None
-            for offset, state in in_flight.offset_state.items():
-                if offset < start_offset:
-                    continue
-                if offset > end_offset - 1:
-                    break
+            for _offset, state in in_flight.offsets_in(start_offset, end_offset - 1):
                 if state.state == initial_state:
                     state.archive()
                     if update_delivery_complete_count:
@@ -1193,12 +1222,8 @@ class SharePartition:
         per_offset = len(types) > 1
         max_delivery = self._max_delivery_count()
         dlq = self._dlq_enabled()
-        assert in_flight.offset_state is not None
-        for offset, state in in_flight.offset_state.items():
-            if offset < ack.first_offset or offset < self.start_offset:
-                continue
-            if offset > ack.last_offset:
-                return
+        for offset, state in in_flight.offsets_in(max(ack.first_offset, self.start_offset),
+                                                  ack.last_offset):
             if state.state != RecordState.ACQUIRED:
                 raise _AckError(codes.INVALID_RECORD_STATE,
                                 "The offset cannot be acknowledged. The offset is not "
@@ -1380,8 +1405,8 @@ class SharePartition:
                     if first <= last:
                         count += last - first + 1
             else:
-                for offset, state in in_flight.offset_state.items():
-                    if self.start_offset <= offset < new_start and _is_terminal(state.state):
+                for _offset, state in in_flight.offsets_in(self.start_offset, new_start - 1):
+                    if _is_terminal(state.state):
                         count += 1
         return count
 
@@ -1429,11 +1454,7 @@ class SharePartition:
                 self._timeout_one(state, target, in_flight.first_offset, in_flight.last_offset,
                                   state_batches, dlq)
             else:
-                for offset, state in in_flight.offset_state.items():
-                    if offset < first_offset:
-                        continue
-                    if offset > last_offset:
-                        break
+                for offset, state in in_flight.offsets_in(first_offset, last_offset):
                     if state.state != RecordState.ACQUIRED:
                         continue
                     target = (RecordState.ARCHIVED if offset < self.start_offset
@@ -1485,7 +1506,7 @@ class SharePartition:
         transitions as Kafka's completion does. Returns that write's sequence number."""
         if not self._writes:
             raise IllegalStateError("No share-partition state write is pending")
-        write = self._writes.pop(0)
+        write = self._writes.popleft()
         if write.kind == _WRITE_TRANSITION:
             assert write.transitions is not None
             if ok:
@@ -1610,11 +1631,19 @@ class SharePartition:
                 last_acknowledged = in_flight.last_offset
                 terminal += self._in_flight_count(in_flight.first_offset, in_flight.last_offset)
             else:
-                for offset, state in in_flight.offset_state.items():
-                    if state.rollback is not None or not _is_terminal(state.state):
+                start = self.start_offset
+                stable_upto = in_flight.stable_upto
+                if stable_upto >= in_flight.first_offset:
+                    last_acknowledged = stable_upto
+                    if stable_upto >= start:
+                        terminal += stable_upto - max(start, in_flight.first_offset) + 1
+                for offset, state in in_flight.offsets_in(stable_upto + 1,
+                                                          in_flight.last_offset):
+                    if state.rollback is not None or state.state not in _TERMINAL:
                         return last_acknowledged, terminal
+                    in_flight.stable_upto = offset
                     last_acknowledged = offset
-                    if offset >= self.start_offset:
+                    if offset >= start:
                         terminal += 1
         return last_acknowledged, terminal
 
@@ -1672,6 +1701,71 @@ class SharePartition:
     def cached_batch_count(self) -> int:
         """In-flight batches held (Kafka's in-flight batch count metric)."""
         return len(self._keys)
+
+
+# --- share.auto.offset.reset ---------------------------------------------------------------------
+
+# java.time.Duration.parse's grammar (case-insensitive): PnDTnHnMn.nS, signs allowed per part.
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE)
+
+
+def _parse_duration_ms(text: str) -> int:
+    """``java.time.Duration.parse(text).toMillis()``; ValueError if it does not parse."""
+    match = _DURATION.fullmatch(text)
+    if match is None or match.group(3) == "T" or match.group(3) == "t" or (
+            match.group(2) is None and match.group(3) is None):
+        raise ValueError(f"Text cannot be parsed to a Duration: {text}")
+    negate = -1 if match.group(1) == "-" else 1
+    days = int(match.group(2) or 0)
+    hours = int(match.group(4) or 0)
+    minutes = int(match.group(5) or 0)
+    seconds_text = match.group(6)
+    seconds = int(seconds_text or 0)
+    nanos = int((match.group(7) or "").ljust(9, "0") or 0)
+    if seconds_text is not None and seconds_text.startswith("-"):
+        nanos = -nanos
+    total_nanos = ((days * 86400 + hours * 3600 + minutes * 60 + seconds) * 1_000_000_000
+                   + nanos) * negate
+    # Duration.toMillis truncates towards negative infinity (Math.floorDiv on seconds/nanos).
+    return total_nanos // 1_000_000
+
+
+def parse_auto_offset_reset(strategy: str) -> tuple[str, int | None]:
+    """Kafka's ``ShareGroupAutoOffsetResetStrategy.fromString``: ("latest", None),
+    ("earliest", None) or ("by_duration", duration_ms); ValueError with Kafka's message for
+    anything else (including "none", which share groups do not support)."""
+    if strategy is None:
+        raise ValueError("Auto offset reset strategy is null")
+    if strategy == "by_duration":
+        raise ValueError(
+            "<:duration> part is missing in by_duration auto offset reset strategy.")
+    if strategy in ("latest", "earliest"):
+        return strategy, None
+    if strategy == "none":
+        raise ValueError("Unsupported strategy for ShareGroup: NONE")
+    if strategy.startswith("by_duration:"):
+        try:
+            duration_ms = _parse_duration_ms(strategy[len("by_duration:"):])
+        except ValueError:
+            raise ValueError("Unable to parse duration string in by_duration offset reset "
+                             "strategy.") from None
+        if duration_ms < 0:
+            raise ValueError(
+                "Negative duration is not supported in by_duration offset reset strategy.")
+        return "by_duration", duration_ms
+    raise ValueError(f"Unknown auto offset reset strategy: {strategy}")
+
+
+def auto_offset_reset_timestamp_ms(strategy: str, now_ms: int) -> int | None:
+    """The timestamp whose offset a ``by_duration`` strategy starts from (now minus the
+    duration, as Kafka computes it); None for latest / earliest."""
+    kind, duration_ms = parse_auto_offset_reset(strategy)
+    if kind != "by_duration" or duration_ms is None:
+        return None
+    return now_ms - duration_ms
 
 
 # --- helpers ------------------------------------------------------------------------------------
