@@ -3,6 +3,10 @@ test_group_configs_differential.py runs against Kafka 4.4 and seglog: every answ
 
 from __future__ import annotations
 
+import datetime
+import time
+import uuid
+
 from test_admin_differential import Client
 
 GROUP = 32
@@ -48,6 +52,28 @@ def listed(c: Client) -> list:
     r = c.call(74, 1, resource_types=(GROUP,))
     return [int(r.error_code), sorted((x.resource_name, x.resource_type)
                                       for x in r.config_resources)]
+
+
+#: How long a join may wait for the group coordinator (Kafka creates __consumer_offsets on
+#: the first FindCoordinator).
+JOIN_S_MAX = 30.0
+
+
+def join(c: Client, group_id: str) -> tuple:
+    """A KIP-848 member joins ``group_id`` (ConsumerGroupHeartbeat v1, epoch 0): the error
+    and the heartbeat interval the coordinator gives it (the group's config, else the
+    broker's)."""
+    c.call(10, 4, key_type=0, coordinator_keys=(group_id,))
+    deadline = time.monotonic() + JOIN_S_MAX
+    while True:
+        r = c.call(68, 1, group_id=group_id, member_id=str(uuid.uuid4()), member_epoch=0,
+                   instance_id=None, rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+                   subscribed_topic_names=("no-such-topic",), subscribed_topic_regex=None,
+                   server_assignor=None, topic_partitions=())
+        code = int(r.error_code)
+        if code not in (14, 15, 16) or time.monotonic() > deadline:  # coordinator not ready
+            return code, int(r.heartbeat_interval.total_seconds() * 1000)
+        time.sleep(0.2)
 
 
 def scenario(bootstrap: str) -> list:
@@ -118,6 +144,8 @@ def scenario(bootstrap: str) -> list:
                     inc(c, "g2", ("consumer.heartbeat.interval.ms", SET, "15000"))))
         out.append(("heartbeat-ok", inc(c, "g2", ("consumer.heartbeat.interval.ms", SET,
                                                     "6000"))))
+        out.append(("join-g2", join(c, "g2")))
+        out.append(("join-plain", join(c, "g-plain")))
         out.append(("duplicate", inc(c, "g2", ("share.delivery.count.limit", SET, "3"),
                                      ("share.delivery.count.limit", SET, "4"))))
         out.append(("append-list", inc(c, "g2", ("streams.rack.aware.assignment.tags",

@@ -105,3 +105,24 @@ def test_group_configs_survive_a_restart_and_clamp_to_the_brokers_bounds_of_now(
              32, "kept")]
     finally:
         c.close()
+
+
+def test_consumer_and_streams_groups_run_with_their_group_configs(broker):
+    from seglog.server.apis import groups, streams_groups
+
+    consumer = broker.state.extensions[groups.EXTENSION].consumer
+    streams = broker.state.extensions[streams_groups.EXTENSION].coordinator
+    c = Client(broker.bootstrap)
+    try:
+        assert inc(c, "s", ("streams.session.timeout.ms", SET, "50000"),
+                   ("streams.num.standby.replicas", SET, "1"),
+                   ("consumer.heartbeat.interval.ms", SET, "7000")) == [(0, None, 32, "s")]
+    finally:
+        c.close()
+    got = streams.config_of("s")
+    assert (got.session_timeout_ms, got.num_standby_replicas, got.heartbeat_interval_ms) == (
+        50000, 1, 5000)
+    assert streams.config_of("other") == streams.config
+    assert consumer.config_of("s").heartbeat_interval_ms == 7000
+    assert consumer.config_of("s").session_timeout_ms == 45000
+    assert consumer.config_of("other") == consumer.config
