@@ -46,6 +46,8 @@ import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from . import error_codes
+from .config_table import BROKER_CONFIGS
+from .configdef import parse_value
 from .coordinator.share_partition import (
     AckBatch,
     FetchedBatch,
@@ -58,24 +60,28 @@ from .errors import (
     ShareAcknowledgeError,
     UnknownMemberIdError,
 )
-from .storage.transactions import READ_COMMITTED, READ_UNCOMMITTED, is_abort_marker
+from .group_configs import GroupConfigsView, normalized, parse_iso8601_duration_ms, validate
+from .storage.transactions import READ_COMMITTED, is_abort_marker
 from .types import TopicPartition
 
 if TYPE_CHECKING:
     from .log_manager import LogManager
 
 __all__ = ["EmbeddedShareGroups", "ShareFetchPartition", "StoreShareGroups",
-           "SHARE_GROUP_CONFIGS"]
+           "EMBEDDED_BROKER_CONFIGS", "EMBEDDED_GROUP_CONFIGS"]
 
-#: The group configs of Kafka 4.4's GroupConfig that the embedded share groups read, with
-#: Kafka's broker defaults (``group.share.*``). Others are refused by name.
-SHARE_GROUP_CONFIGS: Mapping[str, str] = {
-    "share.record.lock.duration.ms": "30000",
-    "share.delivery.count.limit": "5",
-    "share.partition.max.record.locks": "2000",
-    "share.auto.offset.reset": "latest",
-    "share.isolation.level": READ_UNCOMMITTED,
-}
+#: The group configs (Kafka 4.4's GroupConfig names) the embedded share groups run with.
+#: The others (sessions, heartbeats, assignment, dead-letter queues) are refused by name: an
+#: embedded member has no session to time out, and no DLQ is written here.
+EMBEDDED_GROUP_CONFIGS = ("share.record.lock.duration.ms", "share.delivery.count.limit",
+                          "share.partition.max.record.locks", "share.auto.offset.reset",
+                          "share.isolation.level", "share.renew.acknowledge.enable")
+#: The broker configs behind them (their defaults and the bounds a group's value is held in,
+#: Kafka's ``group.share.*``), which an embedded Store may set as a broker's config would.
+EMBEDDED_BROKER_CONFIGS = tuple(
+    f"group.share.{bound}{name}" for name in ("record.lock.duration.ms", "delivery.count.limit",
+                                              "partition.max.record.locks")
+    for bound in ("", "min.", "max."))
 #: The leader epoch share-partition state is read and written with.
 _LEADER_EPOCH = 0
 #: Bytes read from a partition's Log per fetch at most (Kafka's
@@ -128,40 +134,6 @@ def _state_error(code: int, group_id: str, tp: TopicPartition) -> ShareAcknowled
         f"{error_codes.name(code)}", int(code))
 
 
-def _int_config(name: str, value: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}: "
-                                 f"not a number") from None
-    if number < minimum:
-        raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}: "
-                                 f"must be at least {minimum}")
-    return number
-
-
-def _checked_group_configs(configs: Mapping[str, Any]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in configs.items():
-        if name not in SHARE_GROUP_CONFIGS:
-            raise InvalidConfigError(f"Unknown or unsupported share group config {name!r} "
-                                     f"(supported: {', '.join(SHARE_GROUP_CONFIGS)})")
-        value = str(value)
-        if name == "share.auto.offset.reset":
-            if value not in ("earliest", "latest") and not value.startswith("by_duration:"):
-                raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}")
-        elif name == "share.isolation.level":
-            if value not in (READ_COMMITTED, READ_UNCOMMITTED):
-                raise InvalidConfigError(f"Invalid value {value!r} for configuration {name}")
-        else:
-            # Kafka's group-level ranges are the broker's group.share.min/max.* bounds; an
-            # embedded store has no broker config, so only the type's floor is enforced
-            # (tests and short-lived queues use lock durations under Kafka's 15 s minimum).
-            _int_config(name, value, 100 if name == "share.partition.max.record.locks" else 1)
-        out[name] = value
-    return out
-
-
 class EmbeddedShareGroups:
     """The share groups of one Store (see the module docstring).
 
@@ -186,36 +158,87 @@ class EmbeddedShareGroups:
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._lock = threading.Lock()
         self._members: dict[str, dict[str, _Member]] = {}
-        self._configs: dict[str, dict[str, str]] = {}
+        self._broker_configs: dict[str, Any] = {}
+        # Used under self._lock only (the view is single-threaded).
+        self._configs = GroupConfigsView(self._broker_value)
         self._partitions: dict[tuple[str, TopicPartition], _Partition] = {}
 
     # --- group configs ---------------------------------------------------------------------
 
-    def alter_group_config(self, group_id: str, configs: Mapping[str, Any]) -> None:
-        """Set share-group configs of ``group_id`` (Kafka's GROUP resource configs:
-        ``share.record.lock.duration.ms``, ``share.delivery.count.limit``,
-        ``share.partition.max.record.locks``, ``share.auto.offset.reset``,
-        ``share.isolation.level``), over Kafka's defaults. They apply to the group's
-        share-partitions loaded after the call (a partition is loaded at the group's first
-        fetch from it, and again after a reopen). Raises
-        :class:`~seglog.errors.InvalidConfigError` for an unknown name or a bad value."""
-        checked = _checked_group_configs(configs)
+    def _broker_value(self, name: str) -> Any:
+        value = self._broker_configs.get(name)
+        return BROKER_CONFIGS[name].default if value is None else value
+
+    def alter_broker_configs(self, configs: Mapping[str, Any]) -> None:
+        """Set broker configs of the embedded share groups (:data:`EMBEDDED_BROKER_CONFIGS`:
+        ``group.share.record.lock.duration.ms`` and its ``min``/``max`` bounds, the same for
+        ``delivery.count.limit`` and ``partition.max.record.locks``), over Kafka's defaults,
+        as ``--config`` does for ``seglog serve``; loaded share-partitions take the new
+        values at once. In memory: set them again after a reopen. Raises
+        :class:`~seglog.errors.InvalidConfigError` for another name or a bad value."""
+        parsed = {}
+        for name, value in configs.items():
+            if name not in EMBEDDED_BROKER_CONFIGS:
+                raise InvalidConfigError(f"{name} is not a broker config of the embedded share "
+                                         f"groups (they take {', '.join(EMBEDDED_BROKER_CONFIGS)})")
+            parsed[name] = parse_value(BROKER_CONFIGS[name], value)
         with self._lock:
-            self._configs.setdefault(group_id, {}).update(checked)
+            self._broker_configs.update(parsed)
+            groups = {g for g, _tp in self._partitions}
+        for group_id in groups:
+            self._apply_configs(group_id)
+
+    def alter_group_config(self, group_id: str, configs: Mapping[str, Any]) -> None:
+        """Set share-group configs of ``group_id`` (Kafka's GROUP resource configs, of
+        :data:`EMBEDDED_GROUP_CONFIGS`; a value None removes one), validated as Kafka's
+        ``GroupConfig.validate`` does, within the broker configs' bounds (Kafka's: a lock
+        duration of 15 to 60 s; :meth:`alter_broker_configs` moves them). The group's loaded
+        share-partitions take them at once (``share.auto.offset.reset`` applies where a
+        partition has no state yet). In memory: set them again after a reopen. Raises
+        :class:`~seglog.errors.InvalidConfigError` with Kafka's message."""
+        for name in configs:
+            if name not in EMBEDDED_GROUP_CONFIGS:
+                raise InvalidConfigError(f"{name} is not a group config of the embedded share "
+                                         f"groups (they take {', '.join(EMBEDDED_GROUP_CONFIGS)})")
+        with self._lock:
+            values = dict(self._configs.get(group_id))
+            for name, value in configs.items():
+                if value is None:
+                    values.pop(name, None)
+                else:
+                    values[name] = str(value)
+            validate(values, self._broker_value)
+            self._configs.replace(group_id, normalized(values))
+        self._apply_configs(group_id)
 
     def group_config(self, group_id: str) -> dict[str, str]:
-        """The effective share-group configs of ``group_id`` (set values over defaults)."""
+        """The share-group configs ``group_id`` runs with (its values held in the broker's
+        bounds, else the broker's defaults), as Kafka describes them."""
         with self._lock:
-            return {**SHARE_GROUP_CONFIGS, **self._configs.get(group_id, {})}
+            return {name: self._configs.effective(group_id, name)
+                    for name in EMBEDDED_GROUP_CONFIGS}
 
     def _partition_config(self, group_id: str) -> SharePartitionConfig:
-        values = self.group_config(group_id)
-        return SharePartitionConfig(
-            record_lock_duration_ms=int(values["share.record.lock.duration.ms"]),
-            delivery_count_limit=int(values["share.delivery.count.limit"]),
-            max_in_flight_records=int(values["share.partition.max.record.locks"]),
-            auto_offset_reset=values["share.auto.offset.reset"],
-            isolation_level=values["share.isolation.level"])
+        with self._lock:
+            value = self._configs.value
+            return SharePartitionConfig(
+                record_lock_duration_ms=value(group_id, "share.record.lock.duration.ms"),
+                delivery_count_limit=value(group_id, "share.delivery.count.limit"),
+                max_in_flight_records=value(group_id, "share.partition.max.record.locks"),
+                auto_offset_reset=value(group_id, "share.auto.offset.reset"),
+                isolation_level=value(group_id, "share.isolation.level"),
+                renew_acknowledge_enable=value(group_id, "share.renew.acknowledge.enable"))
+
+    def _apply_configs(self, group_id: str) -> None:
+        """Kafka reads a group's configs at each use: the loaded share-partitions of the
+        group take the current ones."""
+        config = self._partition_config(group_id)
+        with self._lock:
+            parts = [p for (g, _tp), p in self._partitions.items() if g == group_id]
+        for part in parts:
+            with part.lock:
+                part.share.config = config
+                part.isolation_level = config.isolation_level
 
     # --- membership (ShareGroupHeartbeat) --------------------------------------------------
 
@@ -313,13 +336,16 @@ class EmbeddedShareGroups:
             self._persist(group_id, part)
         return part
 
-    @staticmethod
-    def _offset_for_reset(log: Any, strategy: str) -> int:
+    def _offset_for_reset(self, log: Any, strategy: str) -> int:
+        """Where a share-partition without state starts (Kafka's
+        ``startOffsetDuringInitialization``): the log start, the high watermark, or the
+        first offset at or after now minus a ``by_duration:<ISO8601>`` duration."""
         if strategy == "earliest":
             return log.start_offset
         if strategy.startswith("by_duration:"):
-            raise InvalidConfigError("share.auto.offset.reset by_duration is not built in "
-                                     "the embedded share groups")
+            since_ms = self._clock_ms() - parse_iso8601_duration_ms(strategy.split(":", 1)[1])
+            found = log.offset_for_timestamp(since_ms)
+            return log.high_watermark if found is None else found
         return log.high_watermark
 
     def _persist(self, group_id: str, part: _Partition) -> int:
@@ -364,7 +390,7 @@ class EmbeddedShareGroups:
         :class:`~seglog.errors.LogClosedError`."""
         member = self._check_member(group_id, member_id)
         self._logs.check_open()
-        tps = []
+        tps: list[TopicPartition] = []
         for name in sorted(member.topics):
             topic = self._logs.existing_topic(name)
             if topic is not None:

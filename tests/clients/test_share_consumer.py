@@ -32,6 +32,9 @@ def open_store(path, backend):
 
 
 def make_queue(store, records=10, partitions=1, **configs):
+    # Kafka's broker bounds a group's lock duration to 15..60 s (GroupConfig's own floor is
+    # 1 s); the lock-expiry tests wait 1 s.
+    store.share_groups().alter_broker_configs({"group.share.min.record.lock.duration.ms": 1000})
     store.create_topic("jobs", partitions=partitions)
     log = store.log(("jobs", 0))
     if records:
@@ -170,14 +173,14 @@ def test_threads_see_disjoint_acquisitions_and_every_record_is_acked_once(store)
 
 
 def test_lock_expiry_redelivers_a_stalled_members_records_to_another(store):
-    make_queue(store, records=5, **{"share.record.lock.duration.ms": "200"})
+    make_queue(store, records=5, **{"share.record.lock.duration.ms": "1000"})
     stalled = consumer(store)
     held = stalled.poll(1000)
     assert [r.offset for r in held] == [0, 1, 2, 3, 4]
     other = consumer(store)
     started = time.monotonic()
     again = other.poll(5000)
-    assert time.monotonic() - started >= 0.15  # not before the lock ran out
+    assert time.monotonic() - started >= 0.9  # not before the lock ran out
     assert [(r.offset, r.delivery_count) for r in again] == [(i, 2) for i in range(5)]
     # The stalled member's late acknowledgement is refused, typed.
     stalled.acknowledge(held[0])
@@ -198,6 +201,32 @@ def test_close_releases_what_the_member_holds(store):
     a.close()  # sends the ACCEPT of 0, releases 1..3 at once
     b = consumer(store)
     assert [(r.offset, r.delivery_count) for r in b.poll(1000)] == [(1, 2), (2, 2), (3, 2)]
+
+
+def test_by_duration_starts_at_the_first_record_that_new(store):
+    store.create_topic("jobs", partitions=1)
+    now_ms = int(time.time() * 1000)
+    store.log(("jobs", 0)).append_batch([b"old", b"new"],
+                                        timestamps_ms=[now_ms - 3_600_000, now_ms - 1000])
+    store.share_groups().alter_group_config("w", {"share.auto.offset.reset": "by_duration:PT10M"})
+    with ShareConsumer(store, "w") as c:
+        c.subscribe(["jobs"])
+        assert [r.value for r in c.poll(1000)] == [b"new"]
+
+
+def test_group_config_changes_reach_loaded_partitions(store):
+    make_queue(store, records=1)
+    c = consumer(store)
+    first = c.poll(1000)
+    assert c.acquisition_lock_timeout_ms == 30000
+    store.share_groups().alter_group_config("workers", {"share.record.lock.duration.ms": 1000})
+    c.acknowledge(first[0], AcknowledgeType.RELEASE)
+    c.commit_sync()
+    assert c.acquisition_lock_timeout_ms == 1000
+    again = c.poll(1000)  # acquired under the new 1 s lock
+    assert [(r.offset, r.delivery_count) for r in again] == [(0, 2)]
+    other = consumer(store)
+    assert [(r.offset, r.delivery_count) for r in other.poll(5000)] == [(0, 3)]
 
 
 def test_reopen_redelivers_exactly_the_unacknowledged_records(tmp_path, backend):
@@ -264,10 +293,23 @@ def test_bad_arguments_and_states_are_typed(store):
     assert [r.value for r in c.poll(1000)] == [b"x"]
     with pytest.raises(TypeError):
         c.subscribe("jobs")
+    groups = store.share_groups()
     with pytest.raises(InvalidConfigError, match="share.session.timeout.ms"):
-        store.share_groups().alter_group_config("g", {"share.session.timeout.ms": "1"})
+        groups.alter_group_config("g", {"share.session.timeout.ms": "50000"})  # not built
     with pytest.raises(InvalidConfigError):
-        store.share_groups().alter_group_config("g", {"share.delivery.count.limit": "x"})
+        groups.alter_group_config("g", {"share.delivery.count.limit": "x"})
+    # Kafka's bounds and messages (GroupConfig.validate).
+    with pytest.raises(InvalidConfigError, match="must be in the range 2 to 10 inclusive"):
+        groups.alter_group_config("g", {"share.delivery.count.limit": "11"})
+    with pytest.raises(InvalidConfigError, match="share.auto.offset.reset"):
+        groups.alter_group_config("g", {"share.auto.offset.reset": "sometime"})
+    with pytest.raises(InvalidConfigError, match="not a broker config"):
+        groups.alter_broker_configs({"log.retention.ms": 1})
+    groups.alter_group_config("g", {"share.delivery.count.limit": "7"})
+    assert groups.group_config("g")["share.delivery.count.limit"] == "7"
+    assert groups.group_config("g")["share.record.lock.duration.ms"] == "30000"
+    groups.alter_group_config("g", {"share.delivery.count.limit": None})
+    assert groups.group_config("g")["share.delivery.count.limit"] == "5"
     c.close()
     with pytest.raises(IllegalStateError, match="closed"):
         c.poll(0)
