@@ -29,6 +29,7 @@ def test_tiny_share_run_drains_every_queue(tmp_path):
     result = share.run(_context(tmp_path))
     assert result.status == "ok", result.reason
     keys = [f"share_{w}" for w in share.WORKERS] + ["group_1"] + \
+        [f"share_implicit_{w}" for w in share.WORKERS] + \
         [f"sqlite_{w}" for w in share.WORKERS]
     for key in keys:
         assert result.figures[key].median > 0, key

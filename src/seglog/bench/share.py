@@ -4,7 +4,8 @@ What issue 25 asks: the embedded :class:`~seglog.ShareConsumer` (KIP-932 share g
 record acquired by one worker, acknowledged one by one) with 1, 4 and 16 worker threads on
 one partition, beside a consumer-group baseline (seglog's embedded Consumer in a group on the
 same data: one partition has one owner, so one worker; "acknowledged" is the committed offset
-moving past it) and beside the queues a Python user picks today, in the same run:
+moving past it), the share consumer again in implicit mode (each poll accepts the last
+poll's records: no call per record), and the queues a Python user picks today, in one run:
 
 * ``persist-queue``'s ``SQLiteAckQueue`` (``get`` then ``ack`` per item; its defaults: WAL,
   a commit per call, ``multithreading=True`` so threads share it);
@@ -51,6 +52,7 @@ DRAIN_TIMEOUT_S = 300.0
 
 QUEUES = {
     "share": "seglog ShareConsumer (explicit ACCEPT per record, commit_sync per poll)",
+    "share_implicit": "seglog ShareConsumer, implicit mode (each poll accepts the last)",
     "group": "seglog Consumer in a group (poll + commit per poll; 1 owner per partition)",
     "persist_queue": "persist-queue SQLiteAckQueue (get + ack per item)",
     "sqlite": "sqlite3 queue (SELECT ... LIMIT 1 + UPDATE status per claim and per ack)",
@@ -76,7 +78,7 @@ def run(ctx: BenchContext) -> PartResult:
                 if queue in skipped:
                     continue
                 ctx.progress.step(key, run_index + 1, runs)
-                n = count if queue in ("share", "group") else peer_count
+                n = count if queue.startswith("share") or queue == "group" else peer_count
                 try:
                     rate = fn(ctx, values[:n], workers)
                 except Unavailable as exc:
@@ -178,15 +180,16 @@ def _fill(store, values: list) -> None:
         log.append_batch(values[i:i + BATCH_RECORDS])
 
 
-def _share(ctx: BenchContext, values: list, workers: int) -> float:
+def _share(ctx: BenchContext, values: list, workers: int, *, mode: str = "explicit") -> float:
     from ..clients.share_consumer import ShareConsumer
     store = _store(ctx)
     store.share_groups().alter_group_config("bench", {"share.auto.offset.reset": "earliest"})
     consumers = []
     for _ in range(workers):
-        consumer = ShareConsumer(store, "bench", share_acknowledgement_mode="explicit")
+        consumer = ShareConsumer(store, "bench", share_acknowledgement_mode=mode)
         consumer.subscribe(["jobs"])
         consumers.append(consumer)
+    explicit = mode == "explicit"
     # Not timed: the first poll loads the share-partition (and makes __share_group_state),
     # as the consumer group's first assignment makes __consumer_offsets below.
     consumers[0].poll(0)
@@ -197,9 +200,10 @@ def _share(ctx: BenchContext, values: list, workers: int) -> float:
         acknowledge = consumer.acknowledge
         while not stop.is_set():
             records = consumer.poll(100)
-            for record in records:
-                acknowledge(record)
-            consumer.commit_sync()
+            if explicit:
+                for record in records:
+                    acknowledge(record)
+            consumer.commit_sync()  # implicit mode: accepts the poll's records
             if records:
                 acked(len(records))
 
@@ -314,7 +318,11 @@ def _sqlite(ctx: BenchContext, values: list, workers: int) -> float:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-_QUEUES = {"share": _share, "group": _group, "persist_queue": _persist_queue,
+def _share_implicit(ctx: BenchContext, values: list, workers: int) -> float:
+    return _share(ctx, values, workers, mode="implicit")
+
+
+_QUEUES = {"share": _share, "share_implicit": _share_implicit, "group": _group, "persist_queue": _persist_queue,
            "sqlite": _sqlite}
 
 __all__ = ["NAME", "TITLE", "run", "Figure"]
