@@ -369,3 +369,21 @@ def test_a_corrupt_batch_is_rejected_and_raised(tmp_path, backend):
         # Its three records were REJECTed (Kafka's client does the same): never again.
         records = c.poll(1000)
         assert [(r.offset, r.value) for r in records] == [(3, b"second")]
+
+
+def test_renew_keeps_the_lock_and_the_next_poll_returns_the_record_again(store):
+    make_queue(store, records=2, **{"share.record.lock.duration.ms": "1000"})
+    c = consumer(store)
+    first = c.poll(1000)
+    time.sleep(0.6)
+    c.acknowledge(first[0], AcknowledgeType.RENEW)  # a new 1 s lock from now
+    c.acknowledge(first[1], AcknowledgeType.ACCEPT)
+    assert c.commit_sync() == {TP: None}
+    time.sleep(0.6)  # past the first lock's deadline, inside the renewed one
+    other = consumer(store)
+    assert other.poll(0) == []
+    again = c.poll(0)  # the renewed record, not a new fetch
+    assert [(r.offset, r.delivery_count) for r in again] == [(0, 1)]
+    c.acknowledge(again[0])
+    assert c.commit_sync() == {TP: None}
+    assert other.poll(200) == [] and c.poll(0) == []

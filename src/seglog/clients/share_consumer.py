@@ -171,6 +171,9 @@ class ShareConsumer:
         # Keyed by TopicPartition, looked up by plain (topic, partition) tuples (equal).
         self._in_flight: dict[tuple[str, int], dict[int, ShareConsumerRecord]] = {}
         self._pending: dict[tuple[str, int], dict[int, int]] = {}
+        # RENEWed records waiting for the broker's answer, then for the next poll.
+        self._renewing: dict[tuple[str, int, int], ShareConsumerRecord] = {}
+        self._renewed: dict[tuple[str, int, int], ShareConsumerRecord] = {}
         self._callback: Callable[[dict, Exception | None], Any] | None = None
         self._next_fetch = 0
         self._closed = False
@@ -224,6 +227,8 @@ class ShareConsumer:
             self._subscription = frozenset()
             self._in_flight.clear()
             self._pending.clear()
+            self._renewing.clear()
+            self._renewed.clear()
 
     # --- polling -----------------------------------------------------------------------------
 
@@ -252,6 +257,15 @@ class ShareConsumer:
             check_int_argument("max_records", max_records, minimum=1)
         timeout_ms = check_int_argument("timeout_ms", timeout_ms)
         self._send(report=True)
+        if self._renewed:
+            # Kafka's client hands the renewed records out again, before any new fetch.
+            renewed = sorted(self._renewed.values(), key=lambda r: (r.topic, r.partition,
+                                                                    r.offset))
+            self._renewed.clear()
+            for record in renewed:
+                self._in_flight.setdefault((record.topic, record.partition),
+                                           {})[record.offset] = record
+            return renewed
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
         while True:
             seq = self._store.append_count
@@ -342,7 +356,9 @@ class ShareConsumer:
     def acknowledge(self, record: ShareConsumerRecord,
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Settle ``record`` (of the last poll) as ``type``; sent by the next poll,
-        :meth:`commit_sync`, :meth:`commit_async` or :meth:`close`. Raises
+        :meth:`commit_sync`, :meth:`commit_async` or :meth:`close`. RENEW keeps the record
+        for another lock duration (when the group's ``share.renew.acknowledge.enable``
+        allows it) and the next poll returns it again, before anything new. Raises
         :class:`~seglog.errors.IllegalStateError` in implicit mode, after close, or for a
         record not in the last poll or already acknowledged;
         :class:`~seglog.errors.InvalidArgumentError` for an unknown type."""
@@ -366,8 +382,11 @@ class ShareConsumer:
         in_flight = self._in_flight.get(key)
         if in_flight is None or offset not in in_flight:
             raise IllegalStateError("The record cannot be acknowledged.")
-        if ack != _RENEW:
-            del in_flight[offset]
+        record = in_flight.pop(offset)
+        if ack == _RENEW:
+            # Held again for a lock duration once the broker takes the RENEW; then the next
+            # poll returns it (Kafka's ShareInFlightBatch.renew / takeRenewals).
+            self._renewing[(topic, partition, offset)] = record
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[TopicPartition(topic, partition)] = {}
@@ -391,6 +410,11 @@ class ShareConsumer:
         results: dict[TopicPartition, SeglogError | None] = {
             tp: None if code == error_codes.NONE else _error_for(code, tp)
             for tp, code in codes.items()}
+        if self._renewing:
+            for where, record in self._renewing.items():
+                if results.get(TopicPartition(where[0], where[1]), True) is None:
+                    self._renewed[where] = record
+            self._renewing.clear()
         if report and self._callback is not None:
             for tp, error in results.items():
                 offsets = {tp: {o for first, last, _t in acks[tp] for o in range(first, last + 1)}}
