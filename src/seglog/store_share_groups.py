@@ -157,6 +157,7 @@ class EmbeddedShareGroups:
         self._notify_appended = notify_appended
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
         self._members: dict[str, dict[str, _Member]] = {}
         self._broker_configs: dict[str, Any] = {}
         # Used under self._lock only (the view is single-threaded).
@@ -304,8 +305,20 @@ class EmbeddedShareGroups:
         key = (group_id, tp)
         with self._lock:
             part = self._partitions.get(key)
-            if part is not None:
-                return part
+        if part is not None:
+            return part
+        # One load at a time: a second thread's InitializeShareGroupState written after the
+        # first thread's acknowledgements would wipe them.
+        with self._load_lock:
+            with self._lock:
+                part = self._partitions.get(key)
+            if part is None:
+                part = self._load(group_id, tp)
+                with self._lock:
+                    self._partitions[key] = part
+        return part
+
+    def _load(self, group_id: str, tp: TopicPartition) -> _Partition:
         topic = self._logs.topic(tp.topic)
         log = topic.log(tp.partition)
         config = self._partition_config(group_id)
@@ -329,9 +342,6 @@ class EmbeddedShareGroups:
             if error != error_codes.NONE:
                 raise _state_error(error, group_id, tp)
         part = _Partition(share, topic.uuid, tp.partition, config.isolation_level)
-        with self._lock:
-            # Two threads may load the same partition at once: the first one stored wins.
-            part = self._partitions.setdefault(key, part)
         with part.lock:
             self._persist(group_id, part)
         return part

@@ -169,7 +169,18 @@ def test_threads_see_disjoint_acquisitions_and_every_record_is_acked_once(store)
     assert not errors, errors
     everything = [o for offsets in seen for o in offsets]
     assert sorted(everything) == list(range(total))  # each once: disjoint and complete
-    assert sum(1 for offsets in seen if offsets) >= 2  # the queue was shared
+
+
+def test_members_acquire_disjoint_records_while_others_hold_theirs(store):
+    store.create_topic("jobs", partitions=1)
+    log = store.log(("jobs", 0))
+    for start in range(0, 30, 10):
+        log.append_batch([b"%d" % i for i in range(start, start + 10)])
+    store.share_groups().alter_group_config("workers", {"share.auto.offset.reset": "earliest"})
+    members = [consumer(store, max_poll_records=10) for _ in range(4)]
+    held = [[r.offset for r in m.poll(1000)] for m in members]
+    assert held[:3] == [list(range(0, 10)), list(range(10, 20)), list(range(20, 30))]
+    assert held[3] == []  # everything is held by the first three
 
 
 def test_lock_expiry_redelivers_a_stalled_members_records_to_another(store):
