@@ -867,3 +867,25 @@ def test_many_per_record_acknowledgements_advance_the_start_offset_record_by_rec
         persist(sp)
         assert sp.start_offset == min(offset + 1, 500)
     assert sp.cached_batch_count() == 0
+
+
+def test_malformed_acknowledgement_batches_are_invalid_request():
+    sp = make()
+    sp.acquire("m1", log((0, 4)), max_records=500, now_ms=0)
+    for bad in (ack(4, 0, ACCEPT), ack(0, 4), ack(0, 4, ACCEPT, ACCEPT)):
+        assert sp.acknowledge("m1", [bad], now_ms=1) == codes.INVALID_REQUEST
+    assert states(sp) == [(0, 4, ACQUIRED, 1, "m1")]
+
+
+@pytest.mark.parametrize("backend", ["native", "pure"])
+def test_fetched_batches_from_the_codec(backend: str):
+    from seglog._backend import get_backend
+    from seglog.format import CONTROL_TYPE_ABORT
+    codec = get_backend(backend).codec
+    data = codec.encode_batch([b"v1", b"v2"], base_offset=5, producer_id=9, producer_epoch=0,
+                              base_sequence=0, is_transactional=True)
+    marker = codec.encode_control_batch(CONTROL_TYPE_ABORT, producer_id=9, producer_epoch=0,
+                                        base_offset=7)
+    batches = [FetchedBatch.of(b) for b in codec.iter_batches(bytes(data) + bytes(marker))]
+    assert batches == [FetchedBatch(5, 6, 9, True, False, False),
+                       FetchedBatch(7, 7, 9, True, True, True)]

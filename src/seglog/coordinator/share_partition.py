@@ -39,7 +39,8 @@ Where this differs in shape from Kafka, and why:
   (``is_abort_marker``) since Kafka reads the marker's key to know it. Aborted transactions
   are ``(producer_id, first_offset, ...)`` tuples (extra fields, such as a last offset, are
   ignored, as Kafka's ``AbortedTransaction`` has only those two). Control batches are acquired
-  like any offsets, as in Kafka: the client skips their records.
+  like any offsets, as in Kafka: the client skips their records and acknowledges
+  the acquired offsets it found no record for as GAP (Kafka's ``ShareCompletedFetch``).
 * Configuration. Kafka reads the group's configs (``share.record.lock.duration.ms``, ...) from
   its config provider on each call; here they come from ``self.config``, which a caller may
   replace when a group config changes.
@@ -64,9 +65,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from seglog import error_codes as codes
-from seglog.errors import IllegalStateError
+from seglog.errors import IllegalStateError, InvalidRecordError
+from seglog.format import CONTROL_TYPE_ABORT as _CONTROL_TYPE_ABORT
 
 __all__ = [
     "AckBatch",
@@ -195,6 +198,20 @@ class FetchedBatch:
     is_transactional: bool = False
     is_control: bool = False
     is_abort_marker: bool = False
+
+    @classmethod
+    def of(cls, batch: Any) -> FetchedBatch:
+        """From a codec ``Batch`` (``seglog._native.codec.Batch`` or its pure twin): a control
+        batch whose record key does not parse is not an ABORT marker (Kafka would fail the
+        fetch; a bad marker must not stop the queue)."""
+        abort = False
+        if batch.is_control:
+            try:
+                abort = batch.control_type(check_crcs=False) == _CONTROL_TYPE_ABORT
+            except InvalidRecordError:
+                abort = False
+        return cls(batch.base_offset, batch.last_offset, batch.producer_id,
+                   batch.is_transactional, batch.is_control, abort)
 
 
 @dataclass(frozen=True)
@@ -1145,6 +1162,12 @@ class SharePartition:
                     if not 0 <= ack_type <= 4:
                         raise _AckError(codes.INVALID_REQUEST,
                                         f"Invalid acknowledge type: {list(types)}")
+                # KafkaApis refuses these before the partition sees them; never crash on them.
+                if ack.last_offset < ack.first_offset or not types or (
+                        len(types) > 1
+                        and len(types) != ack.last_offset - ack.first_offset + 1):
+                    raise _AckError(codes.INVALID_REQUEST,
+                                    f"Invalid acknowledgement batch: {ack}")
                 if ack.last_offset < self.start_offset:
                     continue  # already archived
                 sub_map = self._sub_map_for_ack(ack)
