@@ -978,6 +978,8 @@ class SharePartition:
         if not self._keys and self.end_offset > first_offset:
             first_acquired = self.end_offset
         last_acquired = last_offset
+        if last_acquired < first_acquired:
+            return [], 0  # nothing new (a read ending before the end offset)
         if max_fetch_records < last_offset - first_acquired + 1:
             last_acquired = _last_offset_of_batch_with(batches,
                                                        first_acquired + max_fetch_records - 1)
