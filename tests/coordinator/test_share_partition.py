@@ -1076,3 +1076,18 @@ def test_randomized_with_reloads_compaction_aborts_and_log_start_moves(seed: int
         start = sp.start_offset
     assert sp.start_offset >= log_end
     assert all(st in (ACKNOWLEDGED, ARCHIVED) for _f, _l, st, _c, _m in states(sp))
+
+
+def test_config_from_group_configs_by_kafka_names():
+    values = {"share.record.lock.duration.ms": "15000", "share.delivery.count.limit": "3",
+              "share.partition.max.record.locks": "500", "share.auto.offset.reset": "earliest",
+              "share.isolation.level": "read_committed",
+              "share.renew.acknowledge.enable": "false",
+              "errors.deadletterqueue.topic.name": "dlq"}
+    config = SharePartitionConfig.from_group_configs(values.get)
+    assert config == SharePartitionConfig(15000, 3, 500, "earliest", "read_committed", True,
+                                          False)
+    assert not SharePartitionConfig.from_group_configs(values.get, dlq_allowed=False).dlq_enabled
+    assert SharePartitionConfig.from_group_configs({}.get) == SharePartitionConfig()
+    with pytest.raises(ValueError):
+        SharePartitionConfig.from_group_configs({"share.auto.offset.reset": "none"}.get)

@@ -186,6 +186,46 @@ class SharePartitionConfig:
     dlq_enabled: bool = False
     renew_acknowledge_enable: bool = True
 
+    @classmethod
+    def from_group_configs(cls, effective: Callable[[str], str | None], *,
+                           dlq_allowed: bool = True) -> SharePartitionConfig:
+        """From a group's effective configs by Kafka's names (``effective(name)``: the group's
+        value, else the broker default, else None). The DLQ is on when the broker allows it
+        (``dlq_allowed``) and the group names a topic in errors.deadletterqueue.topic.name
+        (Kafka's ``isDLQEnabledForGroup``). ValueError for a value that does not parse."""
+        defaults = cls()
+
+        def integer(name: str, default: int) -> int:
+            value = effective(name)
+            return default if value is None or value == "" else int(value)
+
+        def boolean(name: str, default: bool) -> bool:
+            value = effective(name)
+            if value is None or value == "":
+                return default
+            if value.strip().lower() not in ("true", "false"):
+                raise ValueError(f"{name}: expected true or false, got {value!r}")
+            return value.strip().lower() == "true"
+
+        reset = effective("share.auto.offset.reset") or defaults.auto_offset_reset
+        parse_auto_offset_reset(reset)
+        isolation = effective("share.isolation.level") or defaults.isolation_level
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"share.isolation.level: unknown value {isolation!r}")
+        return cls(
+            record_lock_duration_ms=integer("share.record.lock.duration.ms",
+                                            defaults.record_lock_duration_ms),
+            delivery_count_limit=integer("share.delivery.count.limit",
+                                         defaults.delivery_count_limit),
+            max_in_flight_records=integer("share.partition.max.record.locks",
+                                          defaults.max_in_flight_records),
+            auto_offset_reset=reset,
+            isolation_level=isolation,
+            dlq_enabled=dlq_allowed and bool(effective("errors.deadletterqueue.topic.name")),
+            renew_acknowledge_enable=boolean("share.renew.acknowledge.enable",
+                                             defaults.renew_acknowledge_enable),
+        )
+
 
 @dataclass(frozen=True)
 class FetchedBatch:
