@@ -28,7 +28,9 @@ Where this differs in shape from Kafka, and why:
   partition then does what Kafka's completion does (commit, or roll back; advance the start
   offset; hand ARCHIVING records to the DLQ). ``last_write_seq`` / ``write_done``'s return
   value let a caller wait for the write its own request produced. Acquisition is not written
-  (Kafka does not write it either).
+  (Kafka does not write it either). Writes complete in the order they were made (Kafka may
+  have several in flight that complete in any order; records in a pending transition are
+  locked either way).
 * Timers. Kafka's acquisition-lock timer tasks become deadlines; ``expire_locks(now_ms)`` runs
   every task whose deadline has passed, in deadline order, exactly as Kafka's timer would.
 * DLQ. Kafka calls ``ShareGroupDLQManager.enqueue`` itself; here the ARCHIVING ranges are
@@ -49,6 +51,16 @@ Where this differs in shape from Kafka, and why:
   Kafka's SharePartitionManager does).
 * A persisted ACQUIRED record loads as AVAILABLE. Kafka never writes ACQUIRED (acquisition is
   not persisted); it would load one as ACQUIRED with no owner and no lock.
+* Kafka's own quirks are kept: the persisted start offset is the one before the change a
+  write carries (the advance goes out with the next write); archiving aborted or vanished
+  records is not written; the delivery-complete count can drift (records archived below a
+  moved start offset are counted; a rollback after the lock ran out archives at the limit
+  without counting, and without the DLQ).
+* Beyond the design's interface: ``acquire`` also takes ShareFetch's ``batch_size`` and
+  ``acquire_mode`` (KIP-1206's RECORD_LIMIT), the ``fetch_offset`` the log read started at
+  (Kafka archives AVAILABLE records the read skipped: compaction) and an ``isolation_level``;
+  ``release_acquired_records`` returns the error code; ``leader_epoch`` (constructor),
+  ``mark_fenced``, ``num_in_flight_records``, ``pending_write_count``, ``record_states``.
 * ``share.auto.offset.reset``: the caller answers the offset (``offset_for_reset``), as Kafka's
   PartitionMetadataProvider does; ``auto_offset_reset_timestamp_ms`` turns
   ``by_duration:<ISO-8601 duration>`` into the timestamp Kafka looks up.
