@@ -61,6 +61,13 @@ Where this differs in shape from Kafka, and why:
   (Kafka archives AVAILABLE records the read skipped: compaction) and an ``isolation_level``;
   ``release_acquired_records`` returns the error code; ``leader_epoch`` (constructor),
   ``mark_fenced``, ``num_in_flight_records``, ``pending_write_count``, ``record_states``.
+* Two Kafka 4.4 bugs are not ported. An acknowledgement straddling the start offset when no
+  in-flight batch starts at or before it throws NullPointerException out of Kafka's
+  ``acknowledge`` (the request fails; that request's earlier changes stay mid-transition):
+  here it is UNKNOWN_SERVER_ERROR with those changes rolled back. ``canMoveStartOffset``
+  throws NullPointerException when the start offset lies past the end of a split batch (the
+  log start moved into a hole), inside a write's completion, which drops that write's DLQ
+  hand-off (the records stay ARCHIVING): here the start offset just does not move.
 * ``share.auto.offset.reset``: the caller answers the offset (``offset_for_reset``), as Kafka's
   PartitionMetadataProvider does; ``auto_offset_reset_timestamp_ms`` turns
   ``by_duration:<ISO-8601 duration>`` into the timestamp Kafka looks up.
@@ -1241,9 +1248,12 @@ class SharePartition:
                                 "found in the cache.")
             floor = self._floor(self.start_offset)
             if floor is None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Batch record not found. The request batch offsets are not "
-                                "found in the cache.")
+                # Kafka dereferences the missing entry here (NullPointerException: the request
+                # fails, UNKNOWN_SERVER_ERROR, and the request's earlier changes stay mid-
+                # transition for good); the same code here, with those changes rolled back.
+                raise _AckError(codes.UNKNOWN_SERVER_ERROR,
+                                "Batch record not found. The start offset is not in the "
+                                "cache.")
         sub_map = self._sub_map(floor.first_offset, ack.last_offset)
         if sub_map[-1].last_offset < ack.first_offset:
             raise _AckError(codes.INVALID_REQUEST,
