@@ -373,10 +373,14 @@ class _InFlightState:
         """Kafka's ``tryUpdateState``: None when the transition is not allowed."""
         if self.rollback is not None:
             return None
-        if (new_state == RecordState.AVAILABLE and ops != DeliveryCountOps.DECREASE
+        if (new_state is RecordState.AVAILABLE and ops is not DeliveryCountOps.DECREASE
                 and self.delivery_count >= max_delivery_count):
             new_state = RecordState.ARCHIVING if dlq_enabled else RecordState.ARCHIVED
-        if not _valid_transition(self.state, new_state):
+        current = self.state
+        # RecordState.validateTransition, inline (it runs once per record acknowledged).
+        if current is new_state or current is RecordState.ACKNOWLEDGED \
+                or current is RecordState.ARCHIVED \
+                or (current is RecordState.AVAILABLE and new_state is not RecordState.ACQUIRED):
             return None
         self.state = new_state
         if new_state != RecordState.ARCHIVED:
@@ -1309,47 +1313,58 @@ class SharePartition:
         per_offset = len(types) > 1
         max_delivery = self._max_delivery_count()
         dlq = self._dlq_enabled()
-        for offset, state in in_flight.offsets_in(max(ack.first_offset, self.start_offset),
-                                                  ack.last_offset):
-            if state.state != RecordState.ACQUIRED:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "The offset cannot be acknowledged. The offset is not "
-                                "acquired.")
-            if state.rollback is not None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "The record state is invalid. The acknowledgement of delivery "
-                                "could not be completed.")
-            if state.member_id != member_id:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Member is not the owner of offset")
-            if per_offset:
-                index = offset - ack.first_offset
-                if index >= len(types):
-                    raise _AckError(codes.INVALID_REQUEST,
-                                    f"Invalid acknowledge type: {list(types)}")
-                ack_type = types[index]
-            else:
-                ack_type = types[0]
-            if ack_type == AcknowledgeType.RENEW:
-                if not self.config.renew_acknowledge_enable:
+        offsets = in_flight.offset_state
+        assert offsets is not None
+        # The loop runs once per record of a per-offset acknowledgement: locals, not lookups.
+        acquired, archiving = RecordState.ACQUIRED, RecordState.ARCHIVING
+        renew = int(AcknowledgeType.RENEW)
+        no_op = DeliveryCountOps.NO_OP
+        state_for = {t: self._record_state_for_ack(t) for t in set(types) if t != renew}
+        first = ack.first_offset
+        append = transitions.append
+        completed = 0
+        try:
+            for offset in range(max(first, self.start_offset, in_flight.first_offset),
+                                min(ack.last_offset, in_flight.last_offset) + 1):
+                state = offsets[offset]
+                if state.state is not acquired:
                     raise _AckError(codes.INVALID_RECORD_STATE,
-                                    "Renewing acquisition locks is not enabled for the group.")
-                state.cancel_lock_task()
-                state.update_lock_task(self._lock(member_id, offset, offset, now_ms))
-                continue
-            record_state = self._record_state_for_ack(ack_type)
-            cause = DLQ_CAUSE_CLIENT_REJECT if record_state == RecordState.ARCHIVING else None
-            updated = state.start_state_transition(record_state, DeliveryCountOps.NO_OP,
-                                                   max_delivery, EMPTY_MEMBER_ID, dlq)
-            if updated is None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Unable to acknowledge records for the batch")
-            if cause is None and updated.state == RecordState.ARCHIVING:
-                cause = DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED
-            transitions.append(_Transition(updated, StateBatch(
-                offset, offset, int(updated.state), updated.delivery_count), cause))
-            if _is_terminal(updated.state):
-                self.delivery_complete_count += 1
+                                    "The offset cannot be acknowledged. The offset is not "
+                                    "acquired.")
+                if state.rollback is not None:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "The record state is invalid. The acknowledgement of "
+                                    "delivery could not be completed.")
+                if state.member_id != member_id:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "Member is not the owner of offset")
+                ack_type = types[offset - first] if per_offset else types[0]
+                if ack_type == renew:
+                    if not self.config.renew_acknowledge_enable:
+                        raise _AckError(codes.INVALID_RECORD_STATE,
+                                        "Renewing acquisition locks is not enabled for the "
+                                        "group.")
+                    state.cancel_lock_task()
+                    state.update_lock_task(self._lock(member_id, offset, offset, now_ms))
+                    continue
+                record_state = state_for[ack_type]
+                cause = DLQ_CAUSE_CLIENT_REJECT if record_state is archiving else None
+                updated = state.start_state_transition(record_state, no_op, max_delivery,
+                                                       EMPTY_MEMBER_ID, dlq)
+                if updated is None:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "Unable to acknowledge records for the batch")
+                new_state = updated.state
+                if cause is None and new_state is archiving:
+                    cause = DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED
+                append(_Transition(updated, StateBatch(offset, offset, int(new_state),
+                                                       updated.delivery_count), cause))
+                if new_state in _TERMINAL:
+                    completed += 1
+        finally:
+            # Counted as Kafka does, per record, even when a later one fails (the rollback
+            # takes them off again).
+            self.delivery_complete_count += completed
 
     def _acknowledge_complete_batch(self, in_flight: _InFlightBatch, ack_type: int,
                                     transitions: list[_Transition], member_id: str,
