@@ -235,7 +235,7 @@ def script(seed: int, steps: int) -> list[str]:
             offset += rng.randint(0, 4)
             last = offset + rng.randint(0, 5)
             # Never ACQUIRED: Kafka does not write it (and seglog loads it AVAILABLE).
-            st = rng.choice([0, 0, 2, 4] + ([3] if config.split(" ")[4] == "1" else []))
+            st = rng.choice([0, 0, 2, 3, 4])
             count = rng.randint(0, 3) if st == 0 else rng.randint(1, 3)
             state_batches.append(f"{offset},{last},{st},{count}")
             offset = last + 1
