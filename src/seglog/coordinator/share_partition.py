@@ -355,14 +355,17 @@ class _InFlightState:
                 f"memberId={self.member_id})")
 
     def has_ongoing_state_transition(self) -> bool:
+        """A change waits for its write (it can be rolled back)."""
         return self.rollback is not None
 
     def update_lock_task(self, task: _LockTask) -> None:
+        """Hold ``task`` as the lock; Kafka refuses to replace a live one."""
         if self.lock_task is not None:
             raise IllegalStateError("Existing acquisition lock timeout exists, cannot override.")
         self.lock_task = task
 
     def cancel_lock_task(self) -> None:
+        """Drop the lock (it will not fire)."""
         if self.lock_task is not None:
             self.lock_task.cancelled = True
             self.lock_task = None
@@ -392,6 +395,7 @@ class _InFlightState:
         return self
 
     def archive(self) -> None:
+        """ARCHIVED for good, whatever the state and any pending transition."""
         self.is_terminal = True
         self.state = RecordState.ARCHIVED
         self.member_id = EMPTY_MEMBER_ID
@@ -400,6 +404,8 @@ class _InFlightState:
     def start_state_transition(self, new_state: RecordState, ops: DeliveryCountOps,
                                max_delivery_count: int, new_member_id: str,
                                dlq_enabled: bool) -> _InFlightState | None:
+        """``try_update_state``, remembering the state before so the write's outcome can
+        commit or roll it back."""
         previous = _RollbackState(self.state, self.delivery_count, self.member_id,
                                   max_delivery_count)
         updated = self.try_update_state(new_state, ops, max_delivery_count, new_member_id,
@@ -409,6 +415,8 @@ class _InFlightState:
         return updated
 
     def complete_state_transition(self, commit: bool) -> None:
+        """The write finished: keep the change (``commit``) or go back (to AVAILABLE, or
+        ARCHIVED at the limit, when the lock ran out meanwhile)."""
         rollback = self.rollback
         if not commit and not self.is_terminal and rollback is not None:
             task = self.lock_task
@@ -477,6 +485,7 @@ class _InFlightBatch:
 
     @property
     def state(self) -> _InFlightState:
+        """The whole batch's state (only while it has no per-offset states)."""
         if self.batch_state is None:
             raise IllegalStateError(
                 "The batch state is not available as the offset state is maintained")
@@ -536,6 +545,7 @@ class _Timer:
 
     def add(self, deadline_ms: int, member_id: str, first_offset: int,
             last_offset: int) -> _LockTask:
+        """A lock on [first_offset, last_offset] running out at ``deadline_ms``."""
         task = _LockTask(deadline_ms, member_id, first_offset, last_offset)
         self._seq += 1
         heap = self._heap
@@ -554,10 +564,12 @@ class _Timer:
             heapq.heappop(heap)
 
     def next_deadline_ms(self) -> int | None:
+        """The earliest live lock's deadline."""
         self._drop_cancelled()
         return self._heap[0][0] if self._heap else None
 
     def pop_expired(self, now_ms: int) -> _LockTask | None:
+        """The next live lock due by ``now_ms`` (deadline, then creation order), or None."""
         self._drop_cancelled()
         heap = self._heap
         if heap and heap[0][0] <= now_ms:
