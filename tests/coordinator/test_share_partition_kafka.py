@@ -110,6 +110,8 @@ class Driver:
                 record_lock_duration_ms=int(lock_ms), delivery_count_limit=int(limit),
                 max_in_flight_records=int(max_in_flight), auto_offset_reset="earliest",
                 dlq_enabled=dlq == "1", renew_acknowledge_enable=renew == "1")
+            if self.sp is not None:
+                self.sp.config = self.config  # a group config changed (Kafka reads it per call)
             return "OK"
         if op == "init":
             start, epoch, n = int(t[1]), int(t[2]), int(t[3])
@@ -302,6 +304,11 @@ def script(seed: int, steps: int) -> list[str]:
             if new_start > log_start:
                 log_start = new_start
                 do(f"lso {log_start}")
+        elif action < 0.99:
+            # A group config change: lock duration, delivery limit, record locks, renew.
+            dlq_flag = config.split(" ")[4]
+            do(f"config {rng.choice([50, 200, 1000])} {rng.choice([2, 3, 4, 5, 6])} "
+               f"{rng.choice([20, 100, 1000])} {dlq_flag} {int(rng.random() < 0.8)}")
         else:
             do(f"exp {now_ms + 10_000}")
             now_ms += 10_000

@@ -917,7 +917,12 @@ class SharePartition:
         ``max_records`` the records the fetch may still take, ``batch_size`` ShareFetch's
         BatchSize (default: ``max_records``). In read_committed (``isolation_level``, default
         ``config.isolation_level``) the batches of aborted transactions are archived and left
-        out. Returns the acquired ranges with their delivery counts."""
+        out. Returns the acquired ranges with their delivery counts.
+
+        Raises IllegalStateError where Kafka's ``acquire`` throws (its fetch then fails for
+        the partition): a read cut by the in-flight limit before its first batch, an aborted
+        batch below the cache, or (a Kafka bug, kept) an offset split off a batch in the
+        middle of a pending write still holding that batch's lock."""
         if self.partition_state != SharePartitionState.ACTIVE or max_records <= 0 \
                 or not batches:
             return []
@@ -944,7 +949,13 @@ class SharePartition:
                 base_offset = self.start_offset
         elif floor.last_offset >= base_offset:
             base_offset = floor.first_offset
-        sub_map = self._sub_map(min(first_batch.base_offset, base_offset), last_to_acquire)
+        low = min(first_batch.base_offset, base_offset)
+        if low > last_to_acquire:
+            # At the in-flight limit the read is cut at the end offset, which can fall before
+            # the read's first batch (a hole after it): Kafka's subMap throws
+            # IllegalArgumentException ("inconsistent range") and the fetch fails.
+            raise IllegalStateError("inconsistent range")
+        sub_map = self._sub_map(low, last_to_acquire)
         if not sub_map:
             result, _ = self._acquire_new_batch_records(
                 member_id, batches, record_limit, base_offset, last_to_acquire, batch_size,
