@@ -61,7 +61,8 @@ from .. import error_codes as codes
 from ..errors import CorruptRecordError, SeglogError
 
 __all__ = ["ErrorCode", "ShareCoordinator", "ShareCoordinatorConfig", "ShareState",
-           "ShareStateSummary", "StateBatch", "combine_state_batches", "share_state_partition"]
+           "ShareStateSummary", "StateBatch", "combine_state_batches", "runtime_error_code",
+           "share_state_partition"]
 
 log = logging.getLogger("seglog.coordinator.share_coordinator")
 
@@ -72,11 +73,12 @@ NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 WRITE_UNINITIALIZED = "Write operation on uninitialized share partition not allowed."
 READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
 
-#: ``(record type, key bytes, value bytes or None)``: what an appender writes.
+#: ``(key bytes, value bytes or None)``: a record an appender writes.
 Record = tuple[bytes, bytes | None]
 #: ``appender(partition, records)``: append ``records`` to ``__share_group_state``
-#: partition ``partition`` as its leader; raises SeglogError when it cannot.
-Appender = Callable[[int, list[Record]], None]
+#: partition ``partition`` as its leader and return the offset of the first (-1: not known);
+#: raises SeglogError (its ``kafka_error_code`` says why) when it cannot.
+Appender = Callable[[int, list[Record]], int]
 
 
 class ErrorCode(int):
@@ -287,6 +289,23 @@ def _raise(mapping: dict[_Key, int], key: _Key, epoch: int) -> None:
 
 
 # --- the coordinator ------------------------------------------------------------------------
+
+
+def runtime_error_code(code: int) -> int:
+    """Kafka's ``CoordinatorOperationExceptionHelper``: the answer to a coordinator write
+    that failed with ``code`` (NOT_COORDINATOR when the partition is not led here any more,
+    COORDINATOR_NOT_AVAILABLE when it could not be replicated, ...)."""
+    if code in (codes.NOT_LEADER_OR_FOLLOWER, codes.KAFKA_STORAGE_ERROR, codes.NOT_COORDINATOR):
+        return codes.NOT_COORDINATOR
+    if code in (codes.MESSAGE_TOO_LARGE, codes.RECORD_LIST_TOO_LARGE):
+        return codes.UNKNOWN_SERVER_ERROR
+    if code in (codes.NONE, codes.UNKNOWN_SERVER_ERROR, codes.UNKNOWN_TOPIC_OR_PARTITION,
+                codes.NOT_ENOUGH_REPLICAS, codes.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                codes.REQUEST_TIMED_OUT):
+        # NONE/UNKNOWN_SERVER_ERROR: a local failure without a code (read-only, closed).
+        return codes.COORDINATOR_NOT_AVAILABLE
+    return code
+
 
 
 def _wall_ms() -> int:
@@ -614,10 +633,7 @@ class ShareCoordinator:
         except SeglogError as exc:
             log.warning("share coordinator: appending to %s-%d failed: %s", SHARE_STATE_TOPIC,
                         partition, exc)
-            code = getattr(exc, "error_code", None)
-            if code in (codes.NOT_COORDINATOR, codes.NOT_LEADER_OR_FOLLOWER):
-                return _error(codes.NOT_COORDINATOR)
-            return _error(codes.COORDINATOR_NOT_AVAILABLE)
+            return _error(runtime_error_code(exc.kafka_error_code))
         shard.replay(offset, record_type, key, value)
         return _OK
 
@@ -625,8 +641,7 @@ class ShareCoordinator:
         """Append ``batch``; the offset of its first record (-1 when an appender that does
         not tell wrote it)."""
         if self._appender is not None:
-            result: Any = self._appender(partition, batch)
-            return result if isinstance(result, int) else -1
+            return self._appender(partition, batch)
         self._topics.check_writable()
         topic = self._topics.internal_topic(SHARE_STATE_TOPIC)
         now = self._now_ms()
