@@ -85,7 +85,7 @@ def _result(module: Any, ctx: RequestContext, partition: int, code: int,
                     leader_epoch=i32(fields.get("leader_epoch", 0)),
                     start_offset=i64(fields.get("start_offset", 0)))
         if ctx.api_version >= 1:
-            base["delivery_complete_count"] = i32(fields.get("delivery_complete_count", 0))
+            base["delivery_complete_count"] = i32(fields.get("delivery_complete_count", -1))
     return module.PartitionResult(**base)
 
 
@@ -273,20 +273,23 @@ async def find_share_coordinator(ctx: RequestContext, key: str) -> CoordinatorAn
     without CLUSTER_ACTION, INVALID_REQUEST for a key that does not parse, else the live
     leader of its ``__share_group_state`` partition (the topic made on first use, answering
     COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    # Kafka's v4+ answer of a key carries no message (""), but the authorization failure
+    # fails the whole request (prepareErrorResponse: the error's message).
     if ctx.api_version < 6:
-        return CoordinatorAnswer(codes.INVALID_REQUEST)
+        return CoordinatorAnswer(codes.INVALID_REQUEST, error_message="")
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         return CoordinatorAnswer(codes.CLUSTER_AUTHORIZATION_FAILED)
     parsed = parse_share_key(key)
     if parsed is None:
-        return CoordinatorAnswer(codes.INVALID_REQUEST)
+        return CoordinatorAnswer(codes.INVALID_REQUEST, error_message="")
     config = ctx.broker.config
-    return await cluster_coordinators.find_coordinator(
+    found = await cluster_coordinators.find_coordinator(
         partition_seam(ctx.broker), SHARE_STATE_TOPIC, coordinator_key(*parsed),
         partitions=int(config.get("share.coordinator.state.topic.num.partitions", 50)),
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
         topic_config=state_topic_config(config))
+    return found if found.error_code == codes.NONE else found._replace(error_message="")
 
 
 # --- start, stop -------------------------------------------------------------------------------
