@@ -653,7 +653,7 @@ class ReplicaManager(PartitionSeam):
 
     def _create_local_topic(self, name: str, count: int, config: Mapping[str, str],
                             topic_id: uuid.UUID | None) -> None:
-        if name in ("__consumer_offsets", "__transaction_state"):
+        if name in ("__consumer_offsets", "__transaction_state", "__share_group_state"):
             # Kafka's internal topics keep their own configs (compacted) under ZooKeeper's.
             self.store.create_internal_topic(name, count, config, topic_id=topic_id)
         else:
