@@ -37,7 +37,8 @@ from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
 from ...aio import cancel_and_wait
-from ...coordinator.share_coordinator import (ErrorCode, ShareCoordinatorConfig, ShareState,
+from ...coordinator.share_coordinator import (ErrorCode, ShareCoordinator,
+                                              ShareCoordinatorConfig, ShareState,
                                               ShareStateSummary, StateBatch)
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.coordinators import CoordinatorAnswer
@@ -147,6 +148,11 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
                     result = await run(persister, request.group_id, topic_id, partition, data)
             by_topic.setdefault(topic_id, []).append(result)
     return _response(ctx, by_topic)
+
+
+def _same(code: ErrorCode) -> ErrorCode:
+    """An error answered as it is."""
+    return code
 
 
 def _message(code: int) -> str | None:
@@ -386,9 +392,10 @@ async def _housekeeping(state: BrokerState, persister: SharePersister, *,
         if time.monotonic() >= next_cold:
             next_cold = time.monotonic() + cold_interval_ms / 1000
             for partition in owned:
-                code = await persister.local(
-                    lambda c, p=partition: c.snapshot_cold_partitions(p, cold_interval_ms),
-                    lambda error: error)
+                def cold(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                    return c.snapshot_cold_partitions(p, cold_interval_ms)
+
+                code = await persister.local(cold, _same)
                 if code:
                     log.info("%s-%d: cold snapshots not written (%s)", SHARE_STATE_TOPIC,
                              partition, codes.BY_CODE[int(code)].name)
