@@ -689,5 +689,6 @@ def _replay_raw(shard: _Shard, offset: int, raw_key: Any, raw_value: Any) -> Non
     value = None if raw_value is None else records.decode_value(key.record_type,
                                                                 bytes(raw_value))
     if value is None and key.record_type == SHARE_UPDATE:
-        return  # Kafka writes no update tombstones; nothing to replay
+        # Kafka writes none, and its loader fails on one (the update's value is read).
+        raise CorruptRecordError("a ShareUpdate record without a value")
     shard.replay(offset, key.record_type, (key.group_id, key.topic_id, key.partition), value)
