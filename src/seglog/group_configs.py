@@ -25,7 +25,7 @@ from .errors import InvalidConfigError
 
 log = logging.getLogger("seglog.group_configs")
 
-__all__ = ["GROUP_CONFIGS", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
+__all__ = ["GROUP_CONFIGS", "NO_EFFECT", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
            "SHARE_AUTO_OFFSET_RESET_CHOICES", "broker_default", "check_auto_offset_reset",
            "normalized", "parse_iso8601_duration_ms", "validate"]
 
@@ -229,6 +229,17 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
          "record onto the DLQ topic, or just write a record containing the context "
          "information headers."),
 )}
+
+#: The group configs seglog keeps, validates and describes but does not act on: its group
+#: coordinators compute an assignment at once (no assignment interval, no background
+#: thread), and its streams groups have one assignor, no warm-up tasks, no rack tags and no
+#: initial rebalance delay.
+NO_EFFECT = frozenset({
+    "consumer.assignment.interval.ms", "consumer.assignor.offload.enable",
+    "share.assignment.interval.ms", "share.assignor.offload.enable",
+    "streams.assignment.interval.ms", "streams.assignor.offload.enable",
+    "streams.initial.rebalance.delay.ms", "streams.assignor.name",
+    "streams.rack.aware.assignment.tags", "streams.num.warmup.replicas"})
 
 #: Kafka's ``validateValues`` order: the order in which a bound is checked (and reported).
 _BOUND_ORDER = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
