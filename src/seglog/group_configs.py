@@ -25,7 +25,7 @@ from .errors import InvalidConfigError
 
 log = logging.getLogger("seglog.group_configs")
 
-__all__ = ["GROUP_CONFIGS", "NO_EFFECT", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
+__all__ = ["GROUP_CONFIGS", "NO_EFFECT", "SHARE_PARTITION_FIELDS", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
            "SHARE_AUTO_OFFSET_RESET_CHOICES", "broker_default", "check_auto_offset_reset",
            "normalized", "parse_iso8601_duration_ms", "validate"]
 
@@ -241,6 +241,17 @@ NO_EFFECT = frozenset({
     "streams.initial.rebalance.delay.ms", "streams.assignor.name",
     "streams.rack.aware.assignment.tags", "streams.num.warmup.replicas"})
 
+#: The share group configs a share partition runs with, by the ``SharePartitionConfig``
+#: field each gives (share-design.md).
+SHARE_PARTITION_FIELDS = {
+    "share.record.lock.duration.ms": "record_lock_duration_ms",
+    "share.delivery.count.limit": "delivery_count_limit",
+    "share.partition.max.record.locks": "max_in_flight_records",
+    "share.auto.offset.reset": "auto_offset_reset",
+    "share.isolation.level": "isolation_level",
+    "share.renew.acknowledge.enable": "renew_acknowledge_enable",
+}
+
 #: Kafka's ``validateValues`` order: the order in which a bound is checked (and reported).
 _BOUND_ORDER = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
                 "consumer.assignment.interval.ms", "share.heartbeat.interval.ms",
@@ -406,3 +417,15 @@ class GroupConfigsView:
         groups: Iterable[str] = set(self._configs) | set(configs)
         for group_id in sorted(groups):
             self.replace(group_id, configs.get(group_id, {}))
+
+    def share_partition_settings(self, group_id: str) -> dict[str, Any]:
+        """What a share group's partitions run with, by the field names of
+        ``coordinator.share_partition.SharePartitionConfig`` (see
+        :data:`SHARE_PARTITION_FIELDS`), plus ``dlq_topic_name`` (``""``: none) and
+        ``dlq_copy_record``."""
+        out = {field: self.value(group_id, name)
+               for name, field in SHARE_PARTITION_FIELDS.items()}
+        out["dlq_topic_name"] = self.value(group_id, "errors.deadletterqueue.topic.name")
+        out["dlq_copy_record"] = self.value(group_id,
+                                            "errors.deadletterqueue.copy.record.enable")
+        return out

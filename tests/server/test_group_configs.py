@@ -126,3 +126,22 @@ def test_consumer_and_streams_groups_run_with_their_group_configs(broker):
     assert consumer.config_of("s").heartbeat_interval_ms == 7000
     assert consumer.config_of("s").session_timeout_ms == 45000
     assert consumer.config_of("other") == consumer.config
+
+
+def test_share_partition_settings_of_a_group(broker):
+    view = group_configs(broker.state)
+    defaults = {"record_lock_duration_ms": 30000, "delivery_count_limit": 5,
+                "max_in_flight_records": 2000, "auto_offset_reset": "latest",
+                "isolation_level": "read_uncommitted", "renew_acknowledge_enable": True,
+                "dlq_topic_name": "", "dlq_copy_record": False}
+    assert view.share_partition_settings("q") == defaults
+    c = Client(broker.bootstrap)
+    try:
+        assert inc(c, "q", ("share.record.lock.duration.ms", SET, "15000"),
+                   ("share.auto.offset.reset", SET, "by_duration:PT10M"),
+                   ("errors.deadletterqueue.topic.name", SET, "q-dlq")) == [(0, None, 32, "q")]
+    finally:
+        c.close()
+    assert view.share_partition_settings("q") == {
+        **defaults, "record_lock_duration_ms": 15000, "auto_offset_reset": "by_duration:PT10M",
+        "dlq_topic_name": "q-dlq"}
