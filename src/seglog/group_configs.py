@@ -35,6 +35,7 @@ BrokerValue = Callable[[str], Any]
 #: The strategies ``share.auto.offset.reset`` takes (besides ``by_duration:<ISO8601>``).
 SHARE_AUTO_OFFSET_RESET_CHOICES = ("earliest", "latest")
 
+_JAVA_LONG_MAX = 2**63 - 1
 # java.time.Duration.parse's grammar (case-insensitive; at least one part; "T" not alone).
 _DURATION = re.compile(
     r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
@@ -53,7 +54,13 @@ def parse_iso8601_duration_ms(text: str) -> int:
     nanos = int((fraction + "000000000")[:9]) if fraction else 0
     if m.group(6) and m.group(6).startswith("-"):
         nanos = -nanos
-    total_ns = (days * 86400 + hours * 3600 + minutes * 60 + seconds) * 10**9 + nanos
+    # Java's longs: a part or the total seconds beyond them is a parse error
+    # (Math.multiplyExact / addExact).
+    parts = (days * 86400, hours * 3600, minutes * 60, seconds)
+    if any(abs(n) > _JAVA_LONG_MAX for n in (days, hours, minutes, seconds, *parts)) or \
+            abs(sum(parts)) > _JAVA_LONG_MAX:
+        raise ValueError(f"Text cannot be parsed to a Duration: {text}")
+    total_ns = sum(parts) * 10**9 + nanos
     # Floor division keeps the sign of a sub-millisecond duration (Duration.isNegative).
     return (sign * total_ns) // 10**6
 
