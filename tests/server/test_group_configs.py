@@ -146,3 +146,31 @@ def test_share_partition_settings_of_a_group(broker):
     assert view.share_partition_settings("q") == {
         **defaults, "record_lock_duration_ms": 15000, "auto_offset_reset": "by_duration:PT10M",
         "dlq_topic_name": "q-dlq"}
+
+
+def test_validation_of_any_input_is_kafkas_error_or_a_value():
+    """Seeded random names and values: validate() returns the typed values or raises
+    InvalidConfigError (INVALID_CONFIG on the wire), nothing else."""
+    import random
+
+    from seglog.errors import InvalidConfigError
+    from seglog.group_configs import validate
+
+    rng = random.Random(25)
+    names = [*GROUP_CONFIGS, "no.such", ""]
+    pieces = ["", " ", "-1", "0", "1", "2", "99999999999", "5000", "45000", "true", "FALSE",
+              "earliest", "by_duration:", "PT1H", "P", "T", ",", "a,a", "__x", "sticky",
+              "\x00", "é", "read_committed", "1e3", "+7", "0x10"]
+
+    def broker_value(name):
+        return BROKER_CONFIGS[name].default
+
+    for _ in range(3000):
+        values = {rng.choice(names): "".join(rng.choice(pieces)
+                                             for _ in range(rng.randint(0, 3)))
+                  for _ in range(rng.randint(1, 3))}
+        try:
+            parsed = validate(values, broker_value)
+        except InvalidConfigError:
+            continue
+        assert set(parsed) == set(values)
