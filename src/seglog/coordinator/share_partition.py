@@ -436,17 +436,6 @@ class _InFlightState:
             self.rollback = None
 
 
-def _valid_transition(current: RecordState, new: RecordState) -> bool:
-    """Kafka's ``RecordState.validateTransition``."""
-    if current == new:
-        return False
-    if current == RecordState.ACKNOWLEDGED or current == RecordState.ARCHIVED:
-        return False
-    if current == RecordState.AVAILABLE and new != RecordState.ACQUIRED:
-        return False
-    return True
-
-
 _TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
 
 
