@@ -1091,3 +1091,30 @@ def test_config_from_group_configs_by_kafka_names():
     assert SharePartitionConfig.from_group_configs({}.get) == SharePartitionConfig()
     with pytest.raises(ValueError):
         SharePartitionConfig.from_group_configs({"share.auto.offset.reset": "none"}.get)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_any_acknowledgement_is_an_error_code_never_an_exception(seed: int):
+    rng = random.Random(seed)
+    sp = make(dlq_enabled=seed == 1, record_lock_duration_ms=20)
+    now_ms = 0
+    for _ in range(400):
+        now_ms += rng.randint(0, 10)
+        fetch_offset = sp.next_fetch_offset()
+        if rng.random() < 0.3:
+            sp.acquire(rng.choice("ab"), log((fetch_offset, fetch_offset + rng.randint(0, 9))),
+                       max_records=rng.randint(1, 20), now_ms=now_ms)
+        first = rng.choice([-5, 0, rng.randint(0, 200), 2**62])
+        last = first + rng.choice([-3, 0, rng.randint(0, 30), 2**40])
+        width = last - first + 1
+        if rng.random() < 0.5 or not 0 < width <= 64:
+            types: tuple[int, ...] = (rng.randint(-2, 6),) if rng.random() < 0.9 else ()
+        else:
+            types = tuple(rng.randint(-1, 5) for _ in range(width))
+        code = sp.acknowledge(rng.choice("ab"), [AckBatch(first, last, types)], now_ms=now_ms)
+        assert code in (codes.NONE, codes.INVALID_REQUEST, codes.INVALID_RECORD_STATE,
+                        codes.UNKNOWN_SERVER_ERROR)
+        sp.expire_locks(now_ms)
+        persist(sp, ok=rng.random() < 0.8)
+        for batch in sp.take_dlq_batches():
+            sp.archiving_done(batch.first_offset, batch.last_offset)
