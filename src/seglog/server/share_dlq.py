@@ -12,7 +12,7 @@ group's DLQ topic and returns; the partition then moves the range to ARCHIVED
 range archived regardless, as Kafka does.
 
 What goes onto the DLQ topic (every fact from Kafka 4.4; checked against a real broker by
-``tests/kafka/share/test_share_dlq_differential.py``):
+``tests/server/test_share_dlq_differential.py``):
 
 - partition: the source partition modulo the DLQ topic's partition count;
 - one record per offset of ``[first_offset, last_offset]``, timestamp now (CreateTime);
