@@ -255,3 +255,131 @@ def test_a_restart_before_any_write_loses_nothing(broker_factory, tmp_path):
                                                         CLIENT_REJECT))
     assert (result.written, result.already_written) == (2, 1)
     assert len(_dlq_records(broker, "dlq.g1")) == 4
+
+
+# --- with the share partition (seglog.coordinator.share_partition) --------------------------
+
+
+def _share_partition_module():
+    return pytest.importorskip("seglog.coordinator.share_partition")
+
+
+def _fetched_batches(sp_module, log):
+    """The source log's batches as the share fetch path hands them to ``acquire``."""
+    buffer = log.read(0, 1 << 20).buffer.tobytes()
+    batches = []
+    while buffer:
+        size = 12 + int.from_bytes(buffer[8:12], "big")
+        base = int.from_bytes(buffer[0:8], "big")
+        last_delta = int.from_bytes(buffer[23:27], "big")
+        producer_id = int.from_bytes(buffer[43:51], "big", signed=True)
+        attributes = int.from_bytes(buffer[21:23], "big")
+        batches.append(sp_module.FetchedBatch(base, base + last_delta, producer_id,
+                                              bool(attributes & 0x10), bool(attributes & 0x20)))
+        buffer = buffer[size:]
+    return batches
+
+
+def _rejected_and_archiving(broker, sp_module, topic_id, now_ms=1000):
+    """A share partition of ``g1`` on src-2 with DLQ on: offsets 0 and 2 REJECTed, 1 and 3
+    ACCEPTed; returns it and its persisted state (ARCHIVING written)."""
+    sp = sp_module.SharePartition(GROUP, "src", topic_id, 2,
+                                  sp_module.SharePartitionConfig(dlq_enabled=True,
+                                                                 auto_offset_reset="earliest"))
+    log = broker.store.topic("src").log(2)
+    sp.initialize(None, log_start_offset=0, log_end_offset=log.end_offset)
+    acquired = sp.acquire("m1", _fetched_batches(sp_module, log), max_records=10, now_ms=now_ms)
+    assert sum(a.last_offset - a.first_offset + 1 for a in acquired) == 4
+    reject, accept = int(sp_module.AcknowledgeType.REJECT), int(sp_module.AcknowledgeType.ACCEPT)
+    assert sp.acknowledge("m1", [sp_module.AckBatch(0, 3, (reject, accept, reject, accept))],
+                          now_ms=now_ms) == 0
+    persisted = sp.pending_write()
+    sp.write_done(True)
+    return sp, persisted
+
+
+def _persist(sp):
+    """What the share fetch path does after ``archiving_done``: persist the pending write
+    (here: keep it, as the share coordinator would)."""
+    written = []
+
+    async def persist() -> bool:
+        while (state := sp.pending_write()) is not None:
+            written.append(state)
+            sp.write_done(True)
+        return True
+
+    return persist, written
+
+
+def test_archive_batches_with_the_share_partition(broker_factory):
+    sp_module = _share_partition_module()
+    broker = broker_factory(errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 4)
+    topic_id = uuid.uuid4()
+    sp, _persisted = _rejected_and_archiving(broker, sp_module, topic_id)
+    batches = sp.take_dlq_batches()
+    assert [(b.first_offset, b.last_offset, b.cause) for b in batches] == [
+        (0, 0, CLIENT_REJECT), (2, 2, CLIENT_REJECT)]
+    manager = _manager(broker, group_config=_groups())
+    persist, written = _persist(sp)
+    run_on_broker_loop(broker, manager.archive_batches(
+        GROUP, TopicPartition("src", 2), topic_id, sp, batches, persist=persist))
+    assert [(r.key, r.value, r.headers) for r in _dlq_records(broker, "dlq.g1")] == [
+        (b"k0", b"v0", dlq_headers("src", 2, 0, GROUP, 1, CLIENT_REJECT)),
+        (b"k2", b"v2", dlq_headers("src", 2, 2, GROUP, 1, CLIENT_REJECT))]
+    archived = int(sp_module.RecordState.ARCHIVED)
+    assert all(b.delivery_state == archived for state in written for b in state.batches
+               if b.first_offset in (0, 2))
+    assert manager.pending_ranges() == []
+
+
+def test_a_failed_dlq_write_still_archives(broker_factory):
+    # Kafka: "Failed to write to DLQ, proceeding to ARCHIVED regardless."
+    sp_module = _share_partition_module()
+    broker = broker_factory()  # no auto-create: the DLQ topic cannot be made
+    _produce(broker.bootstrap, "src", 3, 2, 4)
+    topic_id = uuid.uuid4()
+    sp, _persisted = _rejected_and_archiving(broker, sp_module, topic_id)
+    manager = _manager(broker, group_config=_groups())
+    persist, written = _persist(sp)
+    run_on_broker_loop(broker, manager.archive_batches(
+        GROUP, TopicPartition("src", 2), topic_id, sp, sp.take_dlq_batches(), persist=persist))
+    assert "dlq.g1" not in broker.store.topics()
+    assert len(written) == 2
+
+
+def test_share_partition_resumed_after_a_restart_writes_each_record_once(broker_factory,
+                                                                          tmp_path):
+    sp_module = _share_partition_module()
+    data_dir = tmp_path / "data"
+    broker = broker_factory(data_dir=data_dir,
+                            errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 4)
+    topic_id = uuid.uuid4()
+    tp = TopicPartition("src", 2)
+    sp, persisted = _rejected_and_archiving(broker, sp_module, topic_id)
+    manager = _manager(broker, group_config=_groups())
+    # The DLQ records of both batches are written; the broker stops before archiving_done
+    # and the ARCHIVED write.
+    for batch in sp.take_dlq_batches():
+        run_on_broker_loop(broker, manager.enqueue(GROUP, tp, topic_id, batch.first_offset,
+                                                   batch.last_offset, batch.delivery_count,
+                                                   batch.cause))
+    broker.stop()
+    broker = broker_factory(data_dir=data_dir,
+                            errors_deadletterqueue_auto_create_topics_enable="true")
+    # The share partition loads the persisted ARCHIVING state and hands the batches again.
+    sp = sp_module.SharePartition(GROUP, "src", topic_id, 2,
+                                  sp_module.SharePartitionConfig(dlq_enabled=True))
+    log = broker.store.topic("src").log(2)
+    sp.initialize(persisted, log_start_offset=0, log_end_offset=log.end_offset)
+    batches = sp.take_dlq_batches()
+    assert [(b.first_offset, b.last_offset) for b in batches] == [(0, 0), (2, 2)]
+    manager = _manager(broker, group_config=_groups())
+    persist, _written = _persist(sp)
+    run_on_broker_loop(broker, manager.archive_batches(GROUP, tp, topic_id, sp, batches,
+                                                       persist=persist))
+    offsets = [dict(r.headers)["__dlq.errors.offset"] for r in _dlq_records(broker, "dlq.g1")]
+    assert offsets == [b"0", b"2"]
+    assert manager.pending_ranges() == []
