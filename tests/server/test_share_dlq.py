@@ -383,3 +383,22 @@ def test_share_partition_resumed_after_a_restart_writes_each_record_once(broker_
     offsets = [dict(r.headers)["__dlq.errors.offset"] for r in _dlq_records(broker, "dlq.g1")]
     assert offsets == [b"0", b"2"]
     assert manager.pending_ranges() == []
+
+
+def test_group_configs_set_by_a_client_are_read(broker_factory):
+    # The group's errors.deadletterqueue.* as IncrementalAlterConfigs (GROUP) sets them.
+    pytest.importorskip("seglog.server.apis.group_configs")
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    broker = broker_factory(errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 2)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[
+        ConfigEntry("errors.deadletterqueue.topic.name", "dlq.g1",
+                    incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(10)
+    manager = _manager(broker)
+    assert manager.dlq_topic(GROUP) == "dlq.g1" and manager.dlq_topic("other") == ""
+    result = _enqueue(broker, manager, 1, 1)
+    # copy.record.enable is false by default: headers only.
+    assert (result.written, result.copied) == (1, 0)

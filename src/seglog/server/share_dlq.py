@@ -62,6 +62,7 @@ request; seglog writes only to partitions this broker leads).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -79,7 +80,8 @@ __all__ = [
     "AUTO_CREATE_TOPICS_ENABLE_CONFIG", "CAUSE_MESSAGES", "CLIENT_REJECT",
     "COPY_RECORD_ENABLE_CONFIG", "DELIVERY_COUNT_EXCEEDED", "DLQ_HEADERS",
     "DlqWriteResult", "GROUP_ENABLE_TOPIC_CONFIG", "PROGRESS_FILE", "ShareDlqManager",
-    "TOPIC_NAME_CONFIG", "TOPIC_NAME_PREFIX_CONFIG", "dlq_headers", "share_dlq_manager",
+    "TOPIC_NAME_CONFIG", "TOPIC_NAME_PREFIX_CONFIG", "dlq_headers", "find_dlq_manager",
+    "share_dlq_manager",
 ]
 
 log = logging.getLogger(__name__)
@@ -334,13 +336,47 @@ class ShareDlqManager:
 
     async def enqueue(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID | None,
                       first_offset: int, last_offset: int, delivery_count: int | None,
-                      cause: str | None) -> DlqWriteResult:
+                      cause: str | None, *, share_partition: Any = None,
+                      persist: Callable[[], Awaitable[bool]] | None = None,
+                      lock: asyncio.Lock | None = None) -> DlqWriteResult | None:
         """Write the DLQ records of ``tp``'s offsets ``[first_offset, last_offset]`` archived
         by share group ``group_id`` (``cause``: :data:`CLIENT_REJECT` or
-        :data:`DELIVERY_COUNT_EXCEEDED`). Raises :class:`~seglog.errors.InvalidArgumentError`
-        for bad parameters (Kafka's ``validate``), :class:`~seglog.errors.InvalidConfigError`
-        with Kafka's messages when the group's DLQ topic cannot be used, and the
+        :data:`DELIVERY_COUNT_EXCEEDED`).
+
+        With ``share_partition`` (the :class:`~seglog.coordinator.share_partition
+        .SharePartition` whose ``take_dlq_batches()`` gave the range): Kafka's
+        ``initiateDLQAndArchive``: after the write, whether it succeeded or not (a failure
+        is logged, and None returned), ``share_partition.archiving_done(first, last)`` and
+        ``await persist()`` (the caller writes the partition's ``pending_write()``; True once
+        persisted, which drops the range's exactly-once record), both under ``lock`` when
+        given (the caller's lock of that share partition).
+
+        Without it, raises :class:`~seglog.errors.InvalidArgumentError` for bad parameters
+        (Kafka's ``validate``), :class:`~seglog.errors.InvalidConfigError` with Kafka's
+        messages when the group's DLQ topic cannot be used, and the
         :class:`~seglog.errors.SeglogError` of a failed write."""
+        if share_partition is None:
+            return await self._write(group_id, tp, topic_id, first_offset, last_offset,
+                                     delivery_count, cause)
+        result: DlqWriteResult | None = None
+        try:
+            result = await self._write(group_id, tp, topic_id, first_offset, last_offset,
+                                       delivery_count, cause)
+        except Exception as exc:  # Kafka: logged, archived regardless
+            log.error("Failed to write to DLQ, proceeding to ARCHIVED regardless. "
+                      "(group %s, %s-%d, offsets %d-%d: %s)", group_id, tp.topic,
+                      tp.partition, first_offset, last_offset, exc)
+        async with (lock if lock is not None else contextlib.nullcontext()):
+            share_partition.archiving_done(first_offset, last_offset)
+            persisted = bool(await persist()) if persist is not None else False
+        if persisted:
+            await self.forget(group_id, tp, topic_id, first_offset, last_offset)
+        return result
+
+    async def _write(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID | None,
+                     first_offset: int, last_offset: int, delivery_count: int | None,
+                     cause: str | None) -> DlqWriteResult:
+        """The DLQ write of :meth:`enqueue`."""
         _check_parameters(group_id, tp, first_offset, last_offset)
         settings = self._settings(group_id)
         self._validate(group_id, settings)
@@ -441,25 +477,16 @@ class ShareDlqManager:
     async def archive_batches(self, group_id: str, tp: TopicPartition,
                               topic_id: uuid.UUID | None, share_partition: Any,
                               batches: Sequence[Any], *,
-                              persist: Callable[[], Awaitable[bool]] | None = None) -> None:
-        """Kafka's ``initiateDLQAndArchive`` for each of ``batches`` (the share partition's
+                              persist: Callable[[], Awaitable[bool]] | None = None,
+                              lock: asyncio.Lock | None = None) -> None:
+        """:meth:`enqueue` with ``share_partition`` for each of ``batches`` (its
         ``take_dlq_batches()``: ``first_offset``, ``last_offset``, ``delivery_count``,
-        ``cause``): enqueue it, then ``share_partition.archiving_done(first, last)`` whether
-        the write succeeded or not, then ``await persist()`` (the caller writes the
-        partition's ``pending_write()``; True once persisted). Once persisted, the range's
-        exactly-once record is dropped."""
+        ``cause``), one after the other."""
         for batch in batches:
-            first, last = int(batch.first_offset), int(batch.last_offset)
-            try:
-                await self.enqueue(group_id, tp, topic_id, first, last,
-                                   int(batch.delivery_count), str(batch.cause))
-            except Exception as exc:  # Kafka: logged, archived regardless
-                log.error("Failed to write to DLQ, proceeding to ARCHIVED regardless. "
-                          "(group %s, %s-%d, offsets %d-%d: %s)", group_id, tp.topic,
-                          tp.partition, first, last, exc)
-            share_partition.archiving_done(first, last)
-            if persist is not None and await persist():
-                await self.forget(group_id, tp, topic_id, first, last)
+            await self.enqueue(group_id, tp, topic_id, int(batch.first_offset),
+                               int(batch.last_offset), int(batch.delivery_count),
+                               str(batch.cause), share_partition=share_partition,
+                               persist=persist, lock=lock)
 
     async def forget(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID | None,
                      first_offset: int, last_offset: int) -> None:
@@ -590,16 +617,16 @@ def _write_atomically(path: str, text: str) -> None:
 
 
 def _group_config_source(broker: BrokerState) -> Callable[[str, str], str | None]:
-    """The group configs as helper groupcfg's :mod:`seglog.group_configs` gives them, or
-    none set (every group without a DLQ) while that module is not there."""
+    """The configs group ``group_id`` sets, as the broker's group configs
+    (:func:`seglog.server.apis.group_configs.group_configs`) hold them, or none set (every
+    group without a DLQ) while that module is not there."""
     try:
-        from .. import group_configs as gc
+        from .apis import group_configs as gc
     except ImportError:
         return lambda _group_id, _name: None
 
     def lookup(group_id: str, name: str) -> str | None:
-        values = gc.group_configs(broker).get(group_id)
-        value = values.get(name) if values is not None else None
+        value = gc.group_configs(broker).get(group_id).get(name)
         return None if value is None else str(value)
 
     return lookup
@@ -611,3 +638,9 @@ def share_dlq_manager(broker: BrokerState) -> ShareDlqManager:
     if not isinstance(manager, ShareDlqManager):
         manager = broker.extensions[EXTENSION_KEY] = ShareDlqManager(broker)
     return manager
+
+
+def find_dlq_manager(broker: BrokerState) -> ShareDlqManager:
+    """The name the share fetch path (:mod:`seglog.server.share_partitions`) looks up:
+    :func:`share_dlq_manager`."""
+    return share_dlq_manager(broker)
