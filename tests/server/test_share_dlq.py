@@ -154,6 +154,37 @@ def test_batches_stay_within_max_message_bytes(broker_factory):
     assert [r.value for r in records] == [b"v%d" % i for i in range(6)]
 
 
+def test_concurrent_enqueues_create_the_topic_once(broker_factory):
+    # The batches of one acknowledgement are enqueued together (the share fetch path spawns
+    # one task each): one creates the topic, the other waits for it.
+    import asyncio
+    broker = broker_factory(errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 4)
+    manager = _manager(broker, group_config=_groups())
+    tp = TopicPartition("src", 2)
+
+    async def both():
+        return await asyncio.gather(*(
+            manager.enqueue(GROUP, tp, None, o, o, 1, CLIENT_REJECT) for o in (0, 2)))
+
+    results = run_on_broker_loop(broker, both())
+    assert [r.written for r in results] == [1, 1]
+    assert sorted(dict(r.headers)["__dlq.errors.offset"]
+                  for r in _dlq_records(broker, "dlq.g1")) == [b"0", b"2"]
+
+
+def test_dlq_enabled_follows_the_group_config_and_share_version(broker):
+    # Kafka's isDLQEnabledForGroup: share.version >= 2 and a DLQ topic named by the group.
+    from seglog.server import share_dlq
+    assert not share_dlq.dlq_enabled(broker.state, GROUP)  # no group configs: no DLQ
+    manager = _manager(broker, group_config=_groups())
+    epoch, levels = broker.server.finalized_features
+    broker.server.set_finalized_features(epoch + 1, {**levels, "share.version": 2})
+    assert manager.dlq_enabled(GROUP) and not manager.dlq_enabled("other")
+    broker.server.set_finalized_features(epoch + 2, {**levels, "share.version": 1})
+    assert not manager.dlq_enabled(GROUP)
+
+
 @pytest.mark.parametrize("dlq_topic, configs, broker_config, message", [
     ("", None, {}, "Configured DLQ topic name in share group: g1 is empty."),
     ("__dlq", None, {}, "Configured DLQ topic name in share group: g1 cannot start with __, "

@@ -80,7 +80,8 @@ __all__ = [
     "AUTO_CREATE_TOPICS_ENABLE_CONFIG", "CAUSE_MESSAGES", "CLIENT_REJECT",
     "COPY_RECORD_ENABLE_CONFIG", "DELIVERY_COUNT_EXCEEDED", "DLQ_HEADERS",
     "DlqWriteResult", "GROUP_ENABLE_TOPIC_CONFIG", "PROGRESS_FILE", "ShareDlqManager",
-    "TOPIC_NAME_CONFIG", "TOPIC_NAME_PREFIX_CONFIG", "dlq_headers", "find_dlq_manager",
+    "TOPIC_NAME_CONFIG", "TOPIC_NAME_PREFIX_CONFIG", "dlq_enabled", "dlq_headers",
+    "find_dlq_manager",
     "share_dlq_manager",
 ]
 
@@ -231,6 +232,7 @@ class ShareDlqManager:
         self._progress_path = os.path.join(str(broker.store.path), PROGRESS_FILE)
         self._progress: list[dict[str, Any]] = _load_progress(self._progress_path)
         self._lock = asyncio.Lock()
+        self._create_lock = asyncio.Lock()
 
     # --- configs -------------------------------------------------------------------------
 
@@ -303,6 +305,15 @@ class ShareDlqManager:
     async def _ensure_topic(self, name: str) -> int:
         """The DLQ topic's partition count, creating it first when it does not exist (as
         Kafka's CreateTopics with -1 partitions and replication factor and the two configs)."""
+        count = self._broker.cluster.partition_count(name)
+        if count is not None:
+            return count
+        # One creation at a time: the batches of one acknowledgement are enqueued together
+        # and must not race to create the same topic (Kafka's sender thread serialises them).
+        async with self._create_lock:
+            return await self._create_topic(name)
+
+    async def _create_topic(self, name: str) -> int:
         cluster = self._broker.cluster
         count = cluster.partition_count(name)
         if count is not None:
@@ -638,6 +649,12 @@ def share_dlq_manager(broker: BrokerState) -> ShareDlqManager:
     if not isinstance(manager, ShareDlqManager):
         manager = broker.extensions[EXTENSION_KEY] = ShareDlqManager(broker)
     return manager
+
+
+def dlq_enabled(broker: BrokerState, group_id: str) -> bool:
+    """Whether share group ``group_id`` has a DLQ (Kafka's ``isDLQEnabledForGroup``; the
+    share partition's ``SharePartitionConfig.dlq_enabled``)."""
+    return share_dlq_manager(broker).dlq_enabled(group_id)
 
 
 def find_dlq_manager(broker: BrokerState) -> ShareDlqManager:
