@@ -1,7 +1,9 @@
 """Differential (KIP-1191): a share group with ``errors.deadletterqueue.topic.name`` set, a
 real share consumer (confluent-kafka's ShareConsumer) REJECTs some records, and the DLQ
 topic's records (partition, key, value, headers), its partition count and its configs are
-the same on the real Kafka 4.4 broker and on ``seglog serve``.
+the same on the real Kafka 4.4 broker and on ``seglog serve``; so are those of a second
+group whose records are RELEASEd until the delivery count limit (2) dead-letters them,
+headers only.
 
 The seglog side needs share fetch (``seglog.server.apis.share_fetch``) and group configs
 (``seglog.group_configs``); without them it is skipped, saying which is missing."""
@@ -40,6 +42,16 @@ EXPECTED = [
                        ("__dlq.errors.message", b"Offset rejected by client.")]),
 ]
 
+#: The second group's: each record delivered twice, RELEASEd, then dead-lettered headers only.
+EXPECTED_RELEASED = {"deliveries": [0, 0, 1, 1], "records": [
+    (0, None, None, [("__dlq.errors.topic", b"src2"), ("__dlq.errors.partition", b"0"),
+                     ("__dlq.errors.offset", str(offset).encode()),
+                     ("__dlq.errors.group", (GROUP + "2").encode()),
+                     ("__dlq.errors.delivery.count", b"2"),
+                     ("__dlq.errors.message",
+                      b"Offset delivery count exceeded the threshold.")])
+    for offset in (0, 1)]}
+
 
 def scenario(bootstrap: str) -> dict:
     """The same steps against either broker; what to compare."""
@@ -74,25 +86,65 @@ def scenario(bootstrap: str) -> dict:
     finally:
         consumer.close()
     assert sorted(seen) == [0, 1, 2, 3]
-    records = []
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "dlq-reader",
-                       "auto.offset.reset": "earliest"})
-    try:
-        reader.subscribe([DLQ_TOPIC])
-        deadline = time.monotonic() + POLL_S_MAX
-        while len(records) < 2 and time.monotonic() < deadline:
-            m = reader.poll(1.0)
-            if m is not None and not m.error():
-                records.append((m.partition(), m.key(), m.value(), m.headers()))
-    finally:
-        reader.close()
+    records = _read_all(bootstrap, DLQ_TOPIC, 2)
+    released = _released_until_exceeded(admin, bootstrap)
     metadata = admin.list_topics(timeout=30)
     described = admin.describe_configs([ConfigResource(ResourceType.TOPIC, DLQ_TOPIC)])
     configs = {name: entry.value for future in described.values()
                for name, entry in future.result(30).items()
                if name in ("errors.deadletterqueue.group.enable", "message.timestamp.type")}
     return {"records": records, "partitions": len(metadata.topics[DLQ_TOPIC].partitions),
-            "configs": configs}
+            "configs": configs, "released": released}
+
+
+def _read_all(bootstrap: str, topic: str, count: int) -> list:
+    records: list = []
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + topic,
+                       "auto.offset.reset": "earliest"})
+    try:
+        reader.subscribe([topic])
+        deadline = time.monotonic() + POLL_S_MAX
+        while len(records) < count and time.monotonic() < deadline:
+            m = reader.poll(1.0)
+            if m is not None and not m.error():
+                records.append((m.partition(), m.key(), m.value(), m.headers()))
+    finally:
+        reader.close()
+    return records
+
+
+def _released_until_exceeded(admin: AdminClient, bootstrap: str) -> dict:
+    """A second group, records copied headers only (the default), delivery count limit 2:
+    every delivery RELEASEd until the second archives them (DELIVERY_COUNT_EXCEEDED)."""
+    admin.create_topics([NewTopic("src2", 1, 1)])["src2"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(2):
+        producer.produce("src2", key=b"a%d" % i, value=b"b%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    resource = ConfigResource(ResourceType.GROUP, GROUP + "2", incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (("errors.deadletterqueue.topic.name", DLQ_TOPIC + "2"),
+                            ("share.delivery.count.limit", "2"),
+                            ("share.auto.offset.reset", "earliest"))])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP + "2",
+                              "share.acknowledgement.mode": "explicit"})
+    deliveries: list[int] = []
+    try:
+        consumer.subscribe(["src2"])
+        deadline = time.monotonic() + POLL_S_MAX
+        while len(deliveries) < 4 and time.monotonic() < deadline:
+            for m in list(consumer.poll(1.0)):
+                if m.error():
+                    continue
+                deliveries.append(m.offset())
+                consumer.acknowledge(m, AcknowledgeType.RELEASE)
+            consumer.commit_sync()
+    finally:
+        consumer.close()
+    return {"deliveries": sorted(deliveries),
+            "records": _read_all(bootstrap, DLQ_TOPIC + "2", 2)}
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +166,7 @@ def test_kafka_writes_what_seglog_expects(kafka_answer):
     assert kafka_answer["partitions"] == 1
     assert kafka_answer["configs"] == {"errors.deadletterqueue.group.enable": "true",
                                        "message.timestamp.type": "CreateTime"}
+    assert kafka_answer["released"] == EXPECTED_RELEASED
 
 
 def test_seglog_writes_what_kafka_writes(kafka_answer, broker_factory):
