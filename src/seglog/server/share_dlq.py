@@ -288,8 +288,10 @@ class ShareDlqManager:
                 f"topic: {name}.")
         exists = self._broker.cluster.partition_count(name) is not None
         if exists:
+            # A cluster member without a replica of the topic has no config of it here: the
+            # write that follows is refused then (its leader is another broker).
             config = self._dlq_topic_config(name)
-            if config is None or not config.errors_deadletterqueue_group_enable:
+            if config is not None and not config.errors_deadletterqueue_group_enable:
                 raise errors.InvalidConfigError(
                     f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
                     f"topic: {name}.")
@@ -392,11 +394,6 @@ class ShareDlqManager:
         settings = self._settings(group_id)
         self._validate(group_id, settings)
         count = await self._ensure_topic(settings.topic_name)
-        config = self._dlq_topic_config(settings.topic_name)
-        if config is None or not config.errors_deadletterqueue_group_enable:
-            raise errors.InvalidConfigError(
-                f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
-                f"topic: {settings.topic_name}.")
         dlq_tp = TopicPartition(settings.topic_name, tp.partition % count)
         cluster = self._broker.cluster
         replica = cluster.leader_replica(dlq_tp)
@@ -406,10 +403,20 @@ class ShareDlqManager:
                 f"{dlq_tp.partition}, which this broker does not lead, is not built (Kafka "
                 f"sends the leader a Produce request; error "
                 f"{cluster.no_replica_error(dlq_tp)})")
+        config = self._dlq_topic_config(settings.topic_name)
+        if config is None or not config.errors_deadletterqueue_group_enable:
+            raise errors.InvalidConfigError(
+                f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
+                f"topic: {settings.topic_name}.")
         max_message_bytes = int(config.max_message_bytes)
         key = _progress_key(group_id, tp, topic_id)
         async with self._lock:
             recorded = self._recorded(key, first_offset, last_offset)
+            if recorded is not None and (recorded.get("dlq_topic"), recorded.get(
+                    "dlq_partition")) != (dlq_tp.topic, dlq_tp.partition):
+                # The group's DLQ moved meanwhile: what was written went elsewhere.
+                self._progress.remove(recorded)
+                recorded = None
             if recorded is None:
                 await self._record(key, first_offset, last_offset, dlq_tp,
                                    int(replica.log.end_offset))
