@@ -118,6 +118,8 @@ DLQ_HEADERS = (HEADER_TOPIC, HEADER_PARTITION, HEADER_OFFSET, HEADER_GROUP,
 #: Kafka's produce request of the DLQ writer: acks=-1, timeout 30 s.
 PRODUCE_ACKS = -1
 PRODUCE_TIMEOUT_S = 30.0
+#: The pauses while a new DLQ partition gets its leader here (bounded: about 3 s in all).
+LEADER_WAITS_S = (0.1, 0.2, 0.4, 0.8, 1.6)
 #: The v2 batch header Kafka's size loop starts from (``batchSize = 61``).
 _BATCH_OVERHEAD_BYTES = 61
 #: Where the exactly-once progress is kept, in the broker's data directory.
@@ -396,7 +398,7 @@ class ShareDlqManager:
         count = await self._ensure_topic(settings.topic_name)
         dlq_tp = TopicPartition(settings.topic_name, tp.partition % count)
         cluster = self._broker.cluster
-        replica = cluster.leader_replica(dlq_tp)
+        replica = await self._leader_replica(dlq_tp)
         if replica is None:
             raise errors.SeglogError(
                 f"writing share group {group_id}'s DLQ records to {dlq_tp.topic}-"
@@ -434,6 +436,21 @@ class ShareDlqManager:
             written += len(chunk)
             copied += sum(1 for p in chunk if p.key is not None or p.value is not None)
         return DlqWriteResult(dlq_tp, written, len(done), copied)
+
+    async def _leader_replica(self, dlq_tp: TopicPartition) -> Any | None:
+        """This broker's leader replica of ``dlq_tp``; while the partition has no leader
+        yet (a topic just created in a cluster) or is being made here, asked again a few
+        times (Kafka's DLQ writer retries with backoff); None when another broker leads it."""
+        cluster = self._broker.cluster
+        for delay_s in LEADER_WAITS_S:
+            replica = cluster.leader_replica(dlq_tp)
+            if replica is not None:
+                return replica
+            state = cluster.states.get(dlq_tp)
+            if state is not None and state.leader >= 0 and state.leader != cluster.broker_id:
+                return None
+            await asyncio.sleep(delay_s)
+        return cluster.leader_replica(dlq_tp)
 
     def _pending(self, group_id: str, tp: TopicPartition, first_offset: int,
                  last_offset: int, delivery_count: int | None, cause: str | None,
