@@ -5,11 +5,12 @@
 
 When a share group has ``errors.deadletterqueue.topic.name`` (a group config) and
 ``share.version`` >= 2, a record a consumer REJECTs, or one whose delivery count reaches the
-limit, goes to the ARCHIVING state (persisted) instead of ARCHIVED; the share partition hands
-the range to :meth:`ShareDlqManager.enqueue`, which writes one DLQ record per offset to the
-group's DLQ topic and returns; the partition then moves the range to ARCHIVED
-(:meth:`ShareDlqManager.archive_batches` does both). A failed DLQ write is logged and the
-range archived regardless, as Kafka does.
+limit, goes to the ARCHIVING state (persisted) instead of ARCHIVED; the share fetch path
+hands each range of ``SharePartition.take_dlq_batches()`` to :meth:`ShareDlqManager.enqueue`
+with the share partition, which writes one DLQ record per offset to the group's DLQ topic,
+then calls the partition's ``archiving_done`` (ARCHIVING -> ARCHIVED) and the caller's
+``persist`` (Kafka's ``initiateDLQAndArchive``). A failed DLQ write is logged and the range
+archived regardless, as Kafka does. Whether a group has a DLQ: :func:`dlq_enabled`.
 
 What goes onto the DLQ topic (every fact from Kafka 4.4; checked against a real broker by
 ``tests/server/test_share_dlq_differential.py``):
@@ -56,7 +57,8 @@ another broker meanwhile finds no record there and writes as Kafka does.
 
 Not built, refused by name (:class:`~seglog.errors.SeglogError` from :meth:`enqueue`, the
 range archived regardless): a DLQ partition led by another broker (Kafka sends it a Produce
-request; seglog writes only to partitions this broker leads).
+request; seglog writes only to partitions this broker leads; a cluster member also knows the
+configs only of the topics it holds a replica of).
 """
 
 from __future__ import annotations
