@@ -40,6 +40,7 @@ from kio.static.protocol import ResponsePayload
 from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
+from .group_configs import group_configs
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
@@ -311,8 +312,8 @@ async def _parked(ctx: RequestContext, call: Callable[[Callable[[_R], None]], No
 
 
 async def handle_find_coordinator(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """FindCoordinator v0-v6 for groups (key type 0) and transactional ids (1); other key
-    types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
+    """FindCoordinator v0-v6 for groups (key type 0), transactional ids (1) and
+    share-partitions (2, from v6); other key types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
     cluster a group's coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
     one), a transactional id's the live leader of its ``__transaction_state`` partition
     (docs/cluster.md §3.7)."""
@@ -324,10 +325,14 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
         if denied:
             return dict(key=key, error_code=denied, node_id=-1, host="", port=-1,
                         error_message=codes.message(denied))
-        if key_type not in (0, 1):
+        if key_type not in (0, 1, 2):
             return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
-        if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
+        if key_type == 2:  # a share-partition (seglog.server.apis.share_state)
+            from . import share_state  # noqa: PLC0415 - sibling handler module
+
+            found = await share_state.find_share_coordinator(ctx, key)
+        elif key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
             found = await cluster_coordinators.find_transaction_coordinator(
                 cluster, key, ctx.broker.config)
         else:
@@ -339,10 +344,10 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
             info = cluster.live_brokers.get(found.node_id)
             address = info.address(ctx.listener_name) if info is not None else None
         if found.error_code or address is None:
-            return dict(key=key, error_code=found.error_code or codes.COORDINATOR_NOT_AVAILABLE,
-                        node_id=-1, host="",
-                        port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
-                        if ctx.api_version >= 1 else None)
+            code = found.error_code or codes.COORDINATOR_NOT_AVAILABLE
+            message = codes.message(code) if found.error_message is None else found.error_message
+            return dict(key=key, error_code=code, node_id=-1, host="",
+                        port=-1, error_message=message if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
         return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=address[0],
                     port=address[1], error_message="" if ctx.api_version >= 4 else "NONE")
@@ -351,10 +356,6 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
         return _response(ctx, dict(coordinators=[
             await answer(k) for k in request.coordinator_keys]))
     return _response(ctx, await answer(request.key))
-
-
-_COORDINATOR_NOT_AVAILABLE_MESSAGE = (
-    "The coordinator is not available.")
 
 
 def _find_coordinator_denied(ctx: RequestContext, key_type: int, key: str) -> int:
@@ -1200,6 +1201,7 @@ async def start(state: BrokerState) -> None:
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
     groups_state.consumer = consumer
+    consumer.group_config = _per_group_consumer_config(state, consumer.config)
     state.extensions[EXTENSION] = groups_state
     # This broker coordinates the groups of the __consumer_offsets partitions it leads:
     # loaded when it becomes leader, dropped when it stops (Kafka's onLeadershipChange); the
@@ -1270,6 +1272,27 @@ def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
         max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
         assignors=tuple(assignors),
         migration_policy=str(config.get("group.consumer.migration.policy", "bidirectional")))
+
+
+def _per_group_consumer_config(state: BrokerState, base: kg.ConsumerGroupConfig
+                               ) -> Callable[[str], kg.ConsumerGroupConfig]:
+    """``group_id -> its config``: the group configs ``consumer.session.timeout.ms`` and
+    ``consumer.heartbeat.interval.ms`` it sets (clamped into the broker's bounds), else the
+    broker's (Kafka's ``GroupMetadataManager.consumerGroupSessionTimeoutMs(groupId)``)."""
+    view = group_configs(state)
+
+    def config_of(group_id: str) -> kg.ConsumerGroupConfig:
+        own = view.get(group_id)
+        if not own:
+            return base
+        session_ms, heartbeat_ms = base.session_timeout_ms, base.heartbeat_interval_ms
+        if "consumer.session.timeout.ms" in own:
+            session_ms = int(view.value(group_id, "consumer.session.timeout.ms"))
+        if "consumer.heartbeat.interval.ms" in own:
+            heartbeat_ms = int(view.value(group_id, "consumer.heartbeat.interval.ms"))
+        return base._replace(session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms)
+
+    return config_of
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:
