@@ -384,7 +384,12 @@ class ShareDlqManager:
                       "(group %s, %s-%d, offsets %d-%d: %s)", group_id, tp.topic,
                       tp.partition, first_offset, last_offset, exc)
         async with (lock if lock is not None else contextlib.nullcontext()):
-            share_partition.archiving_done(first_offset, last_offset)
+            try:
+                share_partition.archiving_done(first_offset, last_offset)
+            except errors.SeglogError as exc:  # not pending there (any more): nothing to do
+                log.error("share DLQ: archiving %s-%d offsets %d-%d of group %s: %s",
+                          tp.topic, tp.partition, first_offset, last_offset, group_id, exc)
+                return result
             persisted = bool(await persist()) if persist is not None else False
         if persisted:
             await self.forget(group_id, tp, topic_id, first_offset, last_offset)
