@@ -465,3 +465,22 @@ def test_archiving_done_for_a_range_not_pending_is_logged(broker_factory):
         GROUP, TopicPartition("src", 2), topic_id, 1, 1, 1, CLIENT_REJECT, share_partition=sp,
         persist=persist))
     assert result.written == 1 and written == []
+
+
+def test_broker_configs_change_at_runtime(broker):
+    # errors.deadletterqueue.* are cluster-wide dynamic broker configs (Kafka's
+    # GroupCoordinatorConfig): set through IncrementalAlterConfigs, the next write takes them.
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    _produce(broker.bootstrap, "src", 3, 2, 1)
+    manager = _manager(broker, group_config=_groups(topic="x.g1"))
+    with pytest.raises(errors.InvalidConfigError, match="auto create is disabled"):
+        _enqueue(broker, manager, 0, 0)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.BROKER, str(broker.state.node_id),
+                              incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (("errors.deadletterqueue.auto.create.topics.enable", "true"),
+                            ("errors.deadletterqueue.topic.name.prefix", "x."))])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(10)
+    assert _enqueue(broker, manager, 0, 0).written == 1
