@@ -74,7 +74,6 @@ from .coordinator.assignors import ASSIGNORS
 from .coordinator.group import ConsumerGroup
 from .coordinator.offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
 from .coordinator.producer_ids import ProducerIdManager
-from .coordinator.share_coordinator import ShareCoordinator
 from .coordinator.transaction import (
     TRANSACTION_TIMEOUT_MS_DEFAULT,
     TransactionCoordinator,
@@ -539,12 +538,6 @@ class Store(StoreLogDirs, StoreShareGroups):
         (made on first use), whose ``handle_*`` methods the wire broker calls for Kafka's
         exact transaction errors. Raises ReadOnlyError, LogClosedError."""
         return self._coordinators.transaction_coordinator()
-
-    def share_coordinator(self) -> ShareCoordinator:
-        """The store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator`
-        (KIP-932 share-partition state in ``__share_group_state``, made on first use), which
-        share consumers and the wire broker persist through. Raises LogClosedError."""
-        return self._coordinators.share_coordinator()
 
     def describe_transaction(self, transactional_id: str) -> TransactionDescription | None:
         """The coordinator's state of ``transactional_id`` (Kafka's DescribeTransactions):

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, 
 from . import error_codes
 from .config_table import BROKER_CONFIGS
 from .configdef import parse_value
+from .coordinator.share_coordinator import ShareCoordinator
 from .coordinator.share_partition import (
     AckBatch,
     FetchedBatch,
@@ -66,6 +67,7 @@ from .types import TopicPartition
 
 if TYPE_CHECKING:
     from .log_manager import LogManager
+    from .store_coordinators import StoreCoordinators
 
 __all__ = ["EmbeddedShareGroups", "ShareFetchPartition", "StoreShareGroups",
            "EMBEDDED_BROKER_CONFIGS", "EMBEDDED_GROUP_CONFIGS"]
@@ -502,16 +504,22 @@ class EmbeddedShareGroups:
 
 
 class StoreShareGroups:
-    """The share-group methods of :class:`~seglog.store.Store` (a mixin, kept apart so that
-    store.py stays within its line budget; the Store sets ``_logs``, ``_lock`` and
-    ``_coordinators``)."""
+    """The share-group methods of :class:`~seglog.store.Store`: its share coordinator and
+    share groups, and the share consumers' factory (a mixin, kept apart so that store.py stays
+    within its line budget; the Store sets ``_logs``, ``_lock`` and ``_coordinators``)."""
 
     _logs: "LogManager"
     _lock: threading.RLock
-    _coordinators: Any
+    _coordinators: "StoreCoordinators"
     _share_groups: EmbeddedShareGroups | None = None
 
     notify_appended: Callable[[], None]
+
+    def share_coordinator(self) -> ShareCoordinator:
+        """The store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator`
+        (KIP-932 share-partition state in ``__share_group_state``, made on first use), which
+        share consumers and the wire broker persist through. Raises LogClosedError."""
+        return self._coordinators.share_coordinator()
 
     def share_groups(self) -> EmbeddedShareGroups:
         """The Store's share groups (:class:`EmbeddedShareGroups`), made on first use; what
@@ -522,7 +530,7 @@ class StoreShareGroups:
             self._logs.check_writable()
             if self._share_groups is None:
                 self._share_groups = EmbeddedShareGroups(
-                    self._logs, self._coordinators.share_coordinator, self.notify_appended)
+                    self._logs, self.share_coordinator, self.notify_appended)
             return self._share_groups
 
     def share_consumer(self, group_id: str, topics: Iterable[str] | None = None,
