@@ -309,15 +309,15 @@ class ShareConsumer:
         topic, partition = tp
         pending = self._pending.setdefault(tp, {})
         out: list[ShareConsumerRecord] = []
-        seen: set[int] = set()
+        rejected: set[int] = set()
         corrupt: CorruptRecordError | None = None
         ranges = sorted(acquired)
         new = tuple.__new__  # a ShareConsumerRecord without a Python-level _make call
         for batch in batches:
             if batch.is_control:
                 continue
-            overlapping = [r for r in ranges if r[0] <= batch.last_offset
-                           and r[1] >= batch.base_offset]
+            base, last_in_batch = batch.base_offset, batch.last_offset
+            overlapping = [r for r in ranges if r[0] <= last_in_batch and r[1] >= base]
             if not overlapping:
                 continue
             try:
@@ -327,10 +327,14 @@ class ShareConsumer:
             except CorruptRecordError as exc:
                 corrupt = corrupt or exc
                 for first, last, _count in overlapping:
-                    for offset in range(max(first, batch.base_offset),
-                                        min(last, batch.last_offset) + 1):
+                    for offset in range(max(first, base), min(last, last_in_batch) + 1):
                         pending[offset] = AcknowledgeType.REJECT
-                        seen.add(offset)
+                        rejected.add(offset)
+                continue
+            first, last, count = overlapping[0]
+            if len(overlapping) == 1 and last >= last_in_batch:
+                # The usual case: one acquired range covers the rest of the batch.
+                out.extend([new(ShareConsumerRecord, r + (count,)) for r in records])
                 continue
             index = 0
             for record in records:
@@ -342,11 +346,14 @@ class ShareConsumer:
                 first, _last, count = overlapping[index]
                 if offset >= first:
                     out.append(new(ShareConsumerRecord, record + (count,)))
-                    seen.add(offset)
-        for first, last, _count in ranges:
-            for offset in range(first, last + 1):
-                if offset not in seen:
-                    pending[offset] = _GAP
+        acquired_count = sum(last - first + 1 for first, last, _count in ranges)
+        if len(out) + len(rejected) < acquired_count:
+            # Offsets acquired with no record in them: control records, compacted away.
+            seen = {r.offset for r in out} | rejected
+            for first, last, _count in ranges:
+                for offset in range(first, last + 1):
+                    if offset not in seen:
+                        pending[offset] = _GAP
         if corrupt is not None and not out:
             raise corrupt
         return out
