@@ -60,9 +60,20 @@ def _confluent_share_consumer_or_skip() -> None:
                     f"(2.16+)")
 
 
+def _share_groups_served_or_skip() -> None:
+    from seglog.server.registry import served_apis
+
+    served = {api_key for api_key, *_rest in served_apis()}
+    # ShareGroupHeartbeat (76) and ShareFetch (78) land from other branches of issue 25.
+    if not {76, 78} <= served:
+        pytest.skip("seglog serve does not serve share groups on this branch yet "
+                    "(ShareGroupHeartbeat 76, ShareFetch 78)")
+
+
 @pytest.mark.clients
 def test_readme_broker_queue_runs_against_seglog_serve(tmp_path):
     _confluent_share_consumer_or_skip()
+    _share_groups_served_or_skip()
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": SRC}
     server = subprocess.Popen(
