@@ -32,7 +32,11 @@ earliest lock deadline, so a member that stops acknowledging has its records red
 another after the lock duration.
 
 One writer per data directory: threads of one process share a queue through one Store;
-processes share it through ``seglog serve`` and any Kafka share consumer.
+processes share it through ``seglog serve`` and any Kafka share consumer. A Store that a
+``seglog.Broker`` serves keeps its share-partitions in the server (the wire broker's
+SharePartitionManager): share consumers of such a Store go through the wire, not through
+these embedded share groups, which would hold a second state machine for the same
+share-partitions.
 
 Layers: imports the coordinators and the log manager (as :mod:`seglog.store_coordinators`
 does); the clients reach it only through :class:`~seglog.broker_api.ShareGroupsApi`.
