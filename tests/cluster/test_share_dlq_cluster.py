@@ -140,8 +140,10 @@ def test_dlq_topic_not_enabled_refused_from_another_broker(make_cluster):  # noq
         _enqueue(cluster, 0, 0, 0)
 
 
-def test_dlq_leader_stopped_in_the_middle(make_cluster):  # noqa: F811
-    cluster = make_cluster(3)
+def _write_while_the_leader_moves(cluster, move, prepare=lambda: None):
+    """4000 DLQ records, one Produce each, written by broker 0 to dlq.g1-0 (replicas 1
+    and 2, led by 1); ``move()`` once 10 of them are on broker 2. Every offset must be in
+    the partition once, in order, with Kafka's headers, at broker 2 (the new leader)."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     # One DLQ record per batch (headers only, max.message.bytes 300): one Produce each.
     futures = admin.create_topics([
@@ -152,22 +154,55 @@ def test_dlq_leader_stopped_in_the_middle(make_cluster):  # noqa: F811
     for future in futures.values():
         future.result(30)
     assert cluster.wait_for_isr(DLQ_TP, 2) == 1
-    count = 400
+    prepare()
+    count = 4000
     manager = _manager(cluster, 0, copy=False)
     running = _start(cluster, 0, manager, 0, count - 1)
     log2 = cluster.brokers[2].store.topic(DLQ).log(0)
     wait_until(lambda: log2.end_offset >= 10, "10 DLQ records replicated to broker 2")
     assert not running.done()
-    cluster.stop(1)  # the DLQ partition's leader, in the middle of the range
+    move()  # in the middle of the range
     assert log2.end_offset < count
     result = running.result(90)
     wait_until(lambda: cluster.leader_of(DLQ_TP) == 2, "broker 2 leading dlq.g1-0")
     records = _dlq_records(cluster, 2, count)
-    # Every offset once, in order, with Kafka's headers.
     assert records == [(None, None, dlq_headers("src", 0, o, GROUP, 1, CLIENT_REJECT))
                        for o in range(count)]
-    assert result.written + result.already_written <= count
+    assert result.written <= count
     deadline = time.monotonic() + 1
     while time.monotonic() < deadline and log2.end_offset == count:
         time.sleep(0.1)  # nothing arrives later either
     assert log2.end_offset == count
+
+
+def test_dlq_leader_stopped_in_the_middle(make_cluster):  # noqa: F811
+    # The writer's connection to broker 1 breaks (no answer): it waits Kafka's backoff,
+    # finds broker 2 leading, reads dlq.g1-0 there and sends what is not there yet.
+    cluster = make_cluster(3)
+    _write_while_the_leader_moves(cluster, lambda: cluster.stop(1))
+
+
+def test_dlq_leader_moved_in_the_middle(make_cluster):  # noqa: F811
+    # Broker 1 stays up and answers NOT_LEADER_OR_FOLLOWER once broker 2 is elected
+    # (a reassignment to [2, 1] and a preferred election through the controller).
+    cluster = make_cluster(3)
+
+    controller = cluster.rm(0).controller_id
+    rm = cluster.rm(controller)
+
+    def on_controller(coroutine):
+        return asyncio.run_coroutine_threadsafe(
+            coroutine, cluster.brokers[controller].loop).result(30)
+
+    def prepare():  # broker 2 becomes the preferred replica; broker 1 still leads
+        answers = on_controller(rm.alter_partition_reassignments(
+            [(DLQ_TP, (2, 1))], allow_replication_factor_change=False, timeout_s=10))
+        assert answers == [(0, None)]
+        wait_until(lambda: rm.assignments[DLQ].partitions[0] == [2, 1], "[2, 1]")
+        assert cluster.leader_of(DLQ_TP) == 1
+
+    def move():
+        elected = on_controller(rm.elect_leaders(0, [DLQ_TP], timeout_s=10))
+        assert elected[DLQ_TP][0] == 0
+        assert 1 in cluster.brokers  # the old leader is up
+    _write_while_the_leader_moves(cluster, move, prepare)

@@ -27,7 +27,27 @@ What goes onto the DLQ topic (every fact from Kafka 4.4; checked against a real 
 - uncompressed batches no larger than the DLQ topic's ``max.message.bytes`` (Kafka's
   ``topicProduceData`` loop: 61 bytes of batch header plus each record's size); a source
   record larger than that is written headers only (Kafka's fetcher skips it);
-- written with acks=-1 (Kafka's inter-broker Produce, timeout 30 s).
+- written with acks=-1 (Kafka's inter-broker Produce, timeout 30 s) to the DLQ partition's
+  leader: through the seam's append when this broker leads it, else a Produce request (v13,
+  the topic by id) to the broker that does, over the inter-broker listener with its TLS and
+  SASL settings (:mod:`seglog.server.share_dlq_remote`, the connections the share persister
+  and the transaction marker sender make the same way).
+
+The DLQ topic's configs come from the cluster's view, as Kafka's metadata cache gives them
+(``ShareCoordinatorMetadataCacheHelperImpl``): ``errors.deadletterqueue.group.enable`` and
+``max.message.bytes`` of the topic as this broker's Store holds it (a ZooKeeper cluster
+member creates every topic of the cluster there, with ``/config/topics/<t>``), else as the
+seam reads them from the cluster (``topic_config_overrides``: the flag false unless set,
+``max.message.bytes`` else the broker's ``message.max.bytes``).
+
+Leaders move. As Kafka's ``ShareGroupDLQStateManager``: a batch answered
+NOT_LEADER_OR_FOLLOWER, or a request without an answer (connection lost, timed out), is
+sent again to the leader then known after Kafka's backoff (``ExponentialBackoffManager(5,
+1000 ms, x2, 30 s, 20 % jitter)``: at most 5 sends); any other error, or the last attempt
+failing, fails the write (logged, the range archived regardless). Kafka resends the whole
+batch, so a first send appended before its answer was lost is written twice; seglog first
+reads the DLQ partition at the leader from the range's recorded offset (below) and sends
+only the records not there yet.
 
 The source records are read as Kafka's ``ShareGroupDLQRecordFetcher`` reads them
 (``FetchIsolation.HIGH_WATERMARK``): up to the high watermark, whatever the group's
@@ -49,16 +69,16 @@ no record of what it already wrote, so a broker that stops between its DLQ write
 ARCHIVED write writes those records twice. seglog does the same and adds one thing Kafka does
 not have, so that a range is written exactly once: before its first write to the DLQ it
 records (fsync'd, in ``share-dlq-progress.json`` of the data directory) the range and the
-DLQ partition's end offset then; a later enqueue of a range so recorded first reads the DLQ
-partition from that offset and leaves out the offsets whose records are there already (by
-their ``__dlq.errors.*`` headers). The record is dropped once the ARCHIVED state is
-persisted. (The DLQ records themselves are Kafka's.) A share partition that moved to
-another broker meanwhile finds no record there and writes as Kafka does.
-
-Not built, refused by name (:class:`~seglog.errors.SeglogError` from :meth:`enqueue`, the
-range archived regardless): a DLQ partition led by another broker (Kafka sends it a Produce
-request; seglog writes only to partitions this broker leads; a cluster member also knows the
-configs only of the topics it holds a replica of).
+DLQ partition's high watermark then (no record of the range is below it, and nothing below
+it is ever truncated: acks=-1, no unclean election); a later enqueue of a range so recorded,
+and every resend above, first reads the DLQ partition from that offset and leaves out the
+offsets whose records are there already (by their ``__dlq.errors.*`` headers). At another
+broker that read is a ListOffsets (high watermark and log end offset) and consumer Fetches
+up to the high watermark once it has reached that log end offset (a record appended by a
+send whose answer was lost is then either committed, and seen, or gone for good; waited for
+30 s at most, then the write fails rather than risk a duplicate). The record is dropped once
+the ARCHIVED state is persisted. (The DLQ records themselves are Kafka's.) A share partition
+that moved to another broker meanwhile finds no record there and writes as Kafka does.
 """
 
 from __future__ import annotations
@@ -288,6 +308,7 @@ class ShareDlqManager:
         self._lock = asyncio.Lock()
         self._create_lock = asyncio.Lock()
         self._remote_client: RemoteDlqPartitions | None = None
+        self._writes = 0
 
     # --- configs -------------------------------------------------------------------------
 
@@ -464,7 +485,22 @@ class ShareDlqManager:
     async def _write(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID | None,
                      first_offset: int, last_offset: int, delivery_count: int | None,
                      cause: str | None) -> DlqWriteResult:
-        """The DLQ write of :meth:`enqueue`."""
+        """The DLQ write of :meth:`enqueue`. The connections to other brokers are closed
+        when no write is left (DLQ writes are rare, and the writer is not a handler module
+        with a stop hook: nothing is left open when the broker stops)."""
+        self._writes += 1
+        try:
+            return await self._write_range(group_id, tp, topic_id, first_offset, last_offset,
+                                           delivery_count, cause)
+        finally:
+            self._writes -= 1
+            if not self._writes:
+                await self.close()
+
+    async def _write_range(self, group_id: str, tp: TopicPartition,
+                           topic_id: uuid.UUID | None, first_offset: int, last_offset: int,
+                           delivery_count: int | None, cause: str | None) -> DlqWriteResult:
+        """The DLQ write of :meth:`enqueue` (see the module docstring)."""
         _check_parameters(group_id, tp, first_offset, last_offset)
         settings = self._settings(group_id)
         self._validate(group_id, settings, await self._topic_view(settings.topic_name))
@@ -614,6 +650,9 @@ class ShareDlqManager:
                 return pending
             if code not in _RETRIABLE:
                 break
+            log.info("share DLQ: produce to %s-%d answered %s (attempt %d of %d)",
+                     dlq_tp.topic, dlq_tp.partition, codes.BY_CODE[code].name, attempt + 1,
+                     MAX_ATTEMPTS)
         raise errors.SeglogError(
             f"writing DLQ records to {dlq_tp.topic}-{dlq_tp.partition} failed with "
             f"error {codes.BY_CODE[code].name if code in codes.BY_CODE else code}")
