@@ -206,3 +206,38 @@ def test_dlq_leader_moved_in_the_middle(make_cluster):  # noqa: F811
         assert elected[DLQ_TP][0] == 0
         assert 1 in cluster.brokers  # the old leader is up
     _write_while_the_leader_moves(cluster, move, prepare)
+
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="broker" password="broker-secret" user_broker="broker-secret";')
+
+
+def test_dlq_produce_over_a_sasl_inter_broker_listener(make_cluster):  # noqa: F811
+    # The inter-broker listener is SASL_PLAINTEXT with an authorizer: the writer's Produce
+    # logs in as the broker's own user (a super user, as Kafka's inter-broker principal
+    # usually is) and is authorized as it.
+    cluster = make_cluster(2, **{
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:broker"})
+    client = {"bootstrap.servers": cluster.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "PLAIN", "sasl.username": "broker",
+              "sasl.password": "broker-secret"}
+    admin = AdminClient(client)
+    futures = admin.create_topics([
+        NewTopic("src", num_partitions=1, replica_assignment=[[0]]),
+        NewTopic(DLQ, num_partitions=1, replica_assignment=[[1, 0]],
+                 config={"errors.deadletterqueue.group.enable": "true"})])
+    for future in futures.values():
+        future.result(30)
+    producer = Producer(client)
+    producer.produce("src", key=b"k0", value=b"v0", partition=0)
+    assert producer.flush(30) == 0
+    assert cluster.wait_for_isr(DLQ_TP, 2) == 1
+    assert _enqueue(cluster, 0, 0, 0).written == 1
+    assert _dlq_records(cluster, 1, 1) == [
+        (b"k0", b"v0", dlq_headers("src", 0, 0, GROUP, 1, CLIENT_REJECT))]

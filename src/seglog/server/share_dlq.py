@@ -520,14 +520,17 @@ class ShareDlqManager:
                 # The group's DLQ moved meanwhile: what was written went elsewhere.
                 self._progress.remove(recorded)
                 recorded = None
-            if recorded is None:
-                dlq_from = await _with_retries(lambda: self._committed_end(dlq_tp))
+        # The reads at the leader are made outside the lock (they may wait for a leader:
+        # other groups' writes go on meanwhile); a range is enqueued by one caller at a time.
+        if recorded is None:
+            dlq_from = await _with_retries(lambda: self._committed_end(dlq_tp))
+            async with self._lock:
                 await self._record(key, first_offset, last_offset, dlq_tp, dlq_from)
-                done: set[int] = set()
-            else:
-                dlq_from = int(recorded["dlq_from"])
-                done = await _with_retries(lambda: self._already_written(
-                    dlq_tp, dlq_from, group_id, tp, first_offset, last_offset))
+            done: set[int] = set()
+        else:
+            dlq_from = int(recorded["dlq_from"])
+            done = await _with_retries(lambda: self._already_written(
+                dlq_tp, dlq_from, group_id, tp, first_offset, last_offset))
         pending = (p for p in self._pending(group_id, tp, first_offset, last_offset,
                                             delivery_count, cause, settings,
                                             max_message_bytes)
