@@ -760,9 +760,12 @@ class ShareDlqManager:
         _hw, end_offset = await remote.offsets(leader, dlq_tp)
         deadline = asyncio.get_running_loop().time() + PRODUCE_TIMEOUT_S
         while True:
-            high_watermark, found = await remote.read(leader, dlq_tp, dlq_from)
+            found: set[int] = set()
+            high_watermark = await remote.read(
+                leader, dlq_tp, dlq_from,
+                lambda record: found.update(_offsets_in((record,), group_id, tp, first, last)))
             if high_watermark >= end_offset:
-                return _offsets_in(found, group_id, tp, first, last)
+                return found
             if asyncio.get_running_loop().time() > deadline:
                 raise errors.SeglogError(
                     f"{dlq_tp.topic}-{dlq_tp.partition}: the high watermark ({high_watermark})"

@@ -27,7 +27,7 @@ import datetime
 import io
 import sys
 import uuid
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records, i16, i32
@@ -105,13 +105,13 @@ class RemoteDlqPartitions:
             listed.append(int(listed_tp.offset))
         return listed[0], listed[1]
 
-    async def read(self, leader: int, tp: TopicPartition, from_offset: int, *,
-                   max_bytes: int = 1_048_576) -> tuple[int, list[Any]]:
-        """``(high watermark, records)``: every record of ``tp`` at broker ``leader`` from
+    async def read(self, leader: int, tp: TopicPartition, from_offset: int,
+                   visit: Callable[[Any], None], *, max_bytes: int = 1_048_576) -> int:
+        """``visit(record)`` for every record of ``tp`` at broker ``leader`` from
         ``from_offset`` (or the log start, when later) up to the high watermark the last
-        Fetch answered (consumer Fetches, ``max_bytes`` each); raises
-        :class:`InterBrokerError` with the partition's error."""
-        records: list[Any] = []
+        Fetch answered (consumer Fetches of ``max_bytes`` each; the records are not kept
+        here); returns that high watermark. Raises :class:`InterBrokerError` with the
+        partition's error."""
         offset = from_offset
         for _round in range(_READ_ROUNDS_MAX):
             partition = FetchPartitionRequest(
@@ -133,10 +133,10 @@ class RemoteDlqPartitions:
             advanced = offset
             for record in self._records(answer.records):
                 if record.offset >= offset:
-                    records.append(record)
+                    visit(record)
                     advanced = record.offset + 1
             if advanced >= high_watermark or advanced == offset:
-                return high_watermark, records
+                return high_watermark
             offset = advanced
         raise InterBrokerError(f"reading {tp.topic}-{tp.partition} did not end")
 
