@@ -126,6 +126,25 @@ def test_dlq_partition_led_by_another_broker(make_cluster):  # noqa: F811
     assert _dlq_records(cluster, 1, 5) == expected
 
 
+def test_topic_config_overrides_are_the_clusters(make_cluster):  # noqa: F811
+    # The seam reads a topic's overrides from ZooKeeper (what the DLQ writer falls back to
+    # for a topic its Store does not hold yet): every broker sees the same.
+    cluster = make_cluster(2)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(DLQ, num_partitions=1, replica_assignment=[[1]], config={
+        "errors.deadletterqueue.group.enable": "true",
+        "max.message.bytes": "600"})])[DLQ].result(30)
+
+    def overrides(broker_id, name):
+        return asyncio.run_coroutine_threadsafe(
+            cluster.rm(broker_id).topic_config_overrides(name),
+            cluster.brokers[broker_id].loop).result(30)
+    for broker_id in (0, 1):
+        assert overrides(broker_id, DLQ) == {"errors.deadletterqueue.group.enable": "true",
+                                             "max.message.bytes": "600"}
+        assert overrides(broker_id, "nothing") == {}
+
+
 def test_dlq_topic_not_enabled_refused_from_another_broker(make_cluster):  # noqa: F811
     cluster = make_cluster(2)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
