@@ -546,7 +546,7 @@ class ShareDlqManager:
         """``(replica, leader)``: this broker's leader replica of ``dlq_tp`` and its id, or
         None and the live broker that leads it. While the partition has no live leader (a
         topic just created, a leader being elected) it is asked again a few times; then
-        :class:`~seglog._NoLeaderError` in Kafka's words."""
+        :class:`_NoLeaderError` in Kafka's words."""
         cluster = self._broker.cluster
         for delay_s in LEADER_WAITS_S + (0.0,):
             replica = cluster.leader_replica(dlq_tp)
