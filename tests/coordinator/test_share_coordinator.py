@@ -246,3 +246,16 @@ def test_cold_partitions_get_snapshots(store):
     assert len(_records(store)) == 5
     # Every record before the last snapshots is redundant now.
     assert share.last_redundant_offset(where) == 3
+
+
+def test_deleting_a_topic_deletes_its_share_state(store):
+    tid = store.topic("t").uuid
+    store.create_topic("u", 1)
+    other = store.topic("u").uuid
+    share = store.share_coordinator()
+    assert share.initialize_state("g", tid, 0, 0, 0) == 0
+    assert share.initialize_state("g", other, 0, 0, 0) == 0
+    store.delete_topic("t")
+    assert share.share_partitions() == [("g", other, 0)]
+    tombstones = [k for t, k, v in _records(store) if v is None]
+    assert [(k.group_id, k.topic_id, k.partition) for k in tombstones] == [("g", tid, 0)]

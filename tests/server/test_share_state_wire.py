@@ -208,3 +208,20 @@ def test_housekeeping_prunes_redundant_records(broker_factory, tmp_path):
     broker.stop()
     broker = broker_factory(config=config, data_dir=path)
     assert partition_answer(call(_address(broker), read("g", tid, 0, 0))) == before
+
+
+def test_the_state_of_a_deleted_topic_goes(broker_factory):
+    broker = broker_factory(config=SHARE)
+    address = _address(broker)
+    tid = _topic(broker)
+    assert partition_answer(call(address, initialize("g", tid, 0, 0, 0)))["error_code"] == 0
+    share = broker.store.share_coordinator()
+    assert share.share_partitions() == [("g", tid, 0)]
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics(["t"])["t"].result(30)
+    deadline = time.monotonic() + 30
+    while share.share_partitions():
+        assert time.monotonic() < deadline, "the share state of t is still there"
+        time.sleep(0.1)

@@ -598,6 +598,40 @@ class ShareCoordinator:
                     return written
             return _OK
 
+    def delete_state_of_deleted_topics(self, partition: int | None = None) -> ErrorCode:
+        """Kafka's ``maybeCleanupShareState``: the tombstone of every share-partition (of
+        ``__share_group_state`` partition ``partition``, None: of every partition served)
+        whose topic no longer exists. NONE, or the first write's error."""
+        with self._topics.lock:
+            wanted = list(self._shards) if partition is None else [partition]
+            exists: dict[uuid.UUID, bool] = {}
+            for where in wanted:
+                shard = self._shards.get(where)
+                if shard is None:
+                    continue
+                for key in list(shard.state):
+                    topic_id = key[1]
+                    if topic_id not in exists:
+                        exists[topic_id] = self._topic_partition_count(topic_id) is not None
+                    if exists[topic_id]:
+                        continue
+                    written = self._write(where, shard, SHARE_SNAPSHOT, key, None)
+                    if written:
+                        return written
+            return _OK
+
+    def on_topics_changed(self) -> None:
+        """Topics were created or deleted (the embedded Store tells): the state of deleted
+        topics' share-partitions is deleted at once. A broker (an appender set) does it from
+        its own timer instead, as the partitions' leader."""
+        with self._topics.lock:
+            if self._appender is not None or self._topics.read_only or not self._shards:
+                return
+            code = self.delete_state_of_deleted_topics()
+            if code:
+                log.warning("share coordinator: the state of deleted topics was not deleted "
+                            "(%s)", codes.BY_CODE[int(code)].name)
+
     def share_partitions(self) -> list[tuple[str, uuid.UUID, int]]:
         """The share-partitions with state in the served partitions, sorted."""
         with self._topics.lock:

@@ -17,7 +17,9 @@ partition asked twice answers once, as Kafka's map keeps the last).
 At start this module makes the broker's persister and follows the leadership of the
 ``__share_group_state`` partitions (:class:`~seglog.cluster.coordinators.CoordinatorPartitions`:
 a partition's state is loaded from its log when this broker becomes its leader and dropped
-when it stops), so a restart or a leader move keeps the state. Configs: Kafka's
+when it stops), so a restart or a leader move keeps the state, and runs Kafka's periodic
+jobs over the partitions it leads: cold-partition snapshots, pruning the records later
+snapshots made redundant, and deleting the state of deleted topics. Configs: Kafka's
 ``share.coordinator.*``.
 """
 
@@ -367,6 +369,8 @@ async def start(state: BrokerState) -> None:
             "share.coordinator.cold.partition.snapshot.interval.ms", 300000))))
 
 
+#: How often the state of deleted topics is looked for (seconds).
+_CLEANUP_S = 5.0
 #: This module's key in ``BrokerState.extensions``: its housekeeping task.
 HOUSEKEEPING = "share_state_housekeeping"
 
@@ -387,8 +391,19 @@ async def _housekeeping(state: BrokerState, persister: SharePersister, *,
     next_prune = now + prune_interval_ms / 1000
     next_cold = now + cold_interval_ms / 1000
     while not state.closing:
-        await asyncio.sleep(max(0.0, min(next_prune, next_cold) - time.monotonic()))
+        await asyncio.sleep(max(0.0, min(next_prune, next_cold, time.monotonic() + _CLEANUP_S)
+                                - time.monotonic()))
         owned = sorted(persister.partitions.owned_partitions())
+        for partition in owned:
+            # Kafka runs maybeCleanupShareState when the metadata says topics were deleted;
+            # here on every round, over the partitions led here.
+            def cleanup(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                return c.delete_state_of_deleted_topics(p)
+
+            code = await persister.local(cleanup, _same)
+            if code:
+                log.info("%s-%d: state of deleted topics not deleted (%s)", SHARE_STATE_TOPIC,
+                         partition, codes.BY_CODE[int(code)].name)
         if time.monotonic() >= next_cold:
             next_cold = time.monotonic() + cold_interval_ms / 1000
             for partition in owned:
