@@ -125,3 +125,13 @@ def partition_answer(response) -> dict:
     results = plain(response)["results"]
     assert len(results) == 1 and len(results[0]["partitions"]) == 1, results
     return results[0]["partitions"][0]
+
+
+def read_many(group, topics, *, version=0):
+    """A ReadShareGroupState of several topics: ``topics`` is ``[(topic id, [(partition,
+    leader epoch), ...]), ...]`` (a topic or partition may repeat)."""
+    m = _module(READ, version)
+    return m.ReadShareGroupStateRequest(group_id=group, topics=tuple(
+        m.ReadStateData(topic_id=topic_id, partitions=tuple(
+            m.PartitionData(partition=i32(p), leader_epoch=i32(e)) for p, e in parts))
+        for topic_id, parts in topics))

@@ -17,7 +17,7 @@ from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.coordinator.share_state_records import coordinator_key
 
 from share_state_wire import (_module, call, delete, find_share_coordinator, initialize,
-                              plain, read, summary, write)
+                              plain, read, read_many, summary, write)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -126,12 +126,26 @@ def _steps():
         ("summary-unknown-topic", lambda t: summary("g", unknown, 0)),
         ("delete-unknown-topic", lambda t: delete("g", unknown, 0)),
         ("initialize-past-partitions", lambda t: initialize("g", t, 5, 0, 0)),
+        ("read-zero-topic-id", lambda t: read("g", uuid.UUID(int=0), 0, 0)),
+        ("initialize-zero-topic-id", lambda t: initialize("g", uuid.UUID(int=0), 0, 0, 0)),
+        ("write-zero-topic-id", lambda t: write("g", uuid.UUID(int=0), 0, state_epoch=0,
+                                                leader_epoch=0, start_offset=0)),
+        ("summary-zero-topic-id", lambda t: summary("g", uuid.UUID(int=0), 0)),
+        ("delete-zero-topic-id", lambda t: delete("g", uuid.UUID(int=0), 0)),
+        ("initialize-negative-partition", lambda t: initialize("g", t, -1, 0, 0)),
+        ("read-negative-partition", lambda t: read("g", t, -1, 0)),
+        ("summary-negative-partition", lambda t: summary("g", t, -1)),
+        ("delete-negative-partition", lambda t: delete("g", t, -1)),
         ("initialize-unset-start", lambda t: initialize("g2", t, 1, 0, -1)),
         ("summary-unset-start", lambda t: summary("g2", t, 1)),
         ("read-unset-start", lambda t: read("g2", t, 1, 0)),
         ("reinitialize-newer-epoch", lambda t: initialize("g", t, 0, 2, 30)),
         ("read-reinitialized", lambda t: read("g", t, 0, 7)),
         ("empty-group", lambda t: read("", t, 0, 0)),
+        ("read-many", lambda t: read_many("g", [(t, [(0, 7), (1, 0), (0, 7)]),
+                                               (unknown, [(0, 0)]), (t, [(1, 0)])])),
+        ("read-many-empty-partitions", lambda t: read_many("g", [(t, [(0, 7)]),
+                                                                (unknown, [])])),
         ("delete", lambda t: delete("g", t, 0)),
         ("read-deleted", lambda t: read("g", t, 0, 7)),
         ("summary-deleted", lambda t: summary("g", t, 0)),

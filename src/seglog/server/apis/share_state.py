@@ -79,8 +79,19 @@ def _parts(request: Any, *, empty_topics_ok: bool) -> dict[uuid.UUID, dict[int, 
         if not topic.partitions and not empty_topics_ok:
             return None
         for data in topic.partitions:
-            found.setdefault(topic.topic_id, {})[int(data.partition)] = data
+            found.setdefault(_topic_id(topic), {})[int(data.partition)] = data
     return found
+
+
+#: Kafka's ``Uuid.ZERO_UUID``: a topic id of sixteen zero bytes (kio reads it as None).
+_ZERO_ID = uuid.UUID(int=0)
+
+
+def _topic_id(topic: Any) -> uuid.UUID:
+    """The topic id of a request's topic (the zero uuid, a valid id no topic has, for
+    kio's None)."""
+    topic_id: uuid.UUID | None = topic.topic_id
+    return _ZERO_ID if topic_id is None else topic_id
 
 
 def _result(module: Any, ctx: RequestContext, partition: int, code: int,
@@ -126,7 +137,7 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         # Kafka's toGlobalErrorResponse: every partition asked, the error's own message.
         code = codes.CLUSTER_AUTHORIZATION_FAILED
-        return _response(ctx, {topic.topic_id: [
+        return _response(ctx, {_topic_id(topic): [
             _result(module, ctx, int(p.partition), code, codes.message(code))
             for p in topic.partitions] for topic in request.topics})
     parts = _parts(request, empty_topics_ok=empty_topics_ok)
