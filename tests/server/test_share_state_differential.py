@@ -152,6 +152,18 @@ def _steps():
         ("delete-again", lambda t: delete("g", t, 0)),
         ("initialize-after-delete", lambda t: initialize("g", t, 0, 0, 3)),
         ("read-after-delete", lambda t: read("g", t, 0, 0)),
+        # A batch whose first offset is above its last (Kafka keeps a lone one as sent and
+        # fails with UNKNOWN_SERVER_ERROR where its combiner's sweep meets it).
+        ("write-inverted", lambda t: write("g", t, 0, state_epoch=0, leader_epoch=0,
+                                           start_offset=3, batches=[(10, 5, 2, 1)])),
+        ("read-inverted", lambda t: read("g", t, 0, 0)),
+        ("write-inverted-merge*", lambda t: write("g", t, 0, state_epoch=0, leader_epoch=0,
+                                                  start_offset=3,
+                                                  batches=[(10, 5, 2, 1), (3, 4, 0, 1)])),
+        ("read-after-failed-merge", lambda t: read("g", t, 0, 0)),
+        ("write-covering", lambda t: write("g", t, 0, state_epoch=0, leader_epoch=0,
+                                           start_offset=3, batches=[(3, 20, 2, 1)])),
+        ("read-covering", lambda t: read("g", t, 0, 0)),
     ]
 
 
@@ -160,6 +172,8 @@ def _normalize(answer, topic_id):
     for result in text.get("results", []):
         if result.get("topic_id") == str(topic_id):
             result["topic_id"] = "<topic>"
+    if "results" in text:
+        text["results"] = sorted(text["results"], key=repr)  # sorted again, as named now
     return text
 
 
@@ -182,7 +196,12 @@ def test_share_state_conversation_as_kafka(real_kafka, broker_factory):
                 first = False
             else:
                 answer = call(address, make(topics[name]))
-            answers[name].append((step, _normalize(answer, topics[name])))
+            normalized = _normalize(answer, topics[name])
+            if step.endswith("*"):
+                # The error code only: Kafka's message is a Java NullPointerException's text.
+                normalized = [p["error_code"] for r in normalized["results"]
+                              for p in r["partitions"]]
+            answers[name].append((step, normalized))
     differences = [f"{step}:\n  seglog {seglog_answer}\n  kafka  {kafka_answer}"
                    for (step, kafka_answer), (_step, seglog_answer)
                    in zip(answers["kafka"], answers["seglog"]) if seglog_answer != kafka_answer]
