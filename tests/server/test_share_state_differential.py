@@ -177,6 +177,22 @@ def _normalize(answer, topic_id):
     return text
 
 
+def test_before_find_coordinator_as_kafka(real_kafka, broker_factory):
+    """Before any FindCoordinator made ``__share_group_state`` (this runs first in the
+    module): NOT_COORDINATOR from both, with Kafka's message."""
+    seglog_broker = broker_factory(config=SHARE)
+    seen = {}
+    for name, bootstrap in (("kafka", real_kafka.bootstrap),
+                            ("seglog", seglog_broker.bootstrap)):
+        address = _address(bootstrap)
+        topic_id = _create_topic(address, "before-find", 1)
+        seen[name] = [_normalize(call(address, make(topic_id)), topic_id) for make in (
+            lambda t: initialize("g", t, 0, 0, 0), lambda t: read("g", t, 0, 0),
+            lambda t: summary("g", t, 0))]
+    assert seen["seglog"] == seen["kafka"]
+    assert seen["kafka"][0]["results"][0]["partitions"][0]["error_code"] == 16
+
+
 def test_share_state_conversation_as_kafka(real_kafka, broker_factory):
     seglog_broker = broker_factory(config=SHARE)
     brokers = {"kafka": _address(real_kafka.bootstrap),

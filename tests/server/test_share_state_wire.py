@@ -29,8 +29,29 @@ def _address(broker):
 
 
 def _topic(broker, name="t", partitions=2) -> uuid.UUID:
+    """Topic ``name`` made, and ``__share_group_state`` too (by a FindCoordinator, as a
+    persister finds its coordinator first): its id."""
     broker.store.create_topic(name, partitions)
-    return broker.store.topic(name).uuid
+    topic_id = broker.store.topic(name).uuid
+    call(_address(broker), find_share_coordinator(coordinator_key("g", topic_id, 0)))
+    return topic_id
+
+
+def test_not_coordinator_before_find_coordinator(broker_factory):
+    """As Kafka: the share coordinator serves the partitions of ``__share_group_state``,
+    which the first FindCoordinator makes; NOT_COORDINATOR before."""
+    broker = broker_factory(config=SHARE)
+    broker.store.create_topic("t", 1)
+    tid = broker.store.topic("t").uuid
+    answer = partition_answer(call(_address(broker), initialize("g", tid, 0, 0, 0)))
+    assert (answer["error_code"], answer["error_message"]) == (
+        codes.NOT_COORDINATOR,
+        "Unable to initialize share group state: This is not the correct coordinator.")
+    assert SHARE_STATE_TOPIC not in broker.store
+    call(_address(broker), find_share_coordinator(coordinator_key("g", tid, 0)))
+    assert broker.store.topic(SHARE_STATE_TOPIC).partitions == 3
+    answer = partition_answer(call(_address(broker), initialize("g", tid, 0, 0, 0)))
+    assert answer["error_code"] == 0
 
 
 def test_ranges_served(broker_factory):

@@ -153,6 +153,10 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
                                  "Share coordinator is not available.")
             else:
                 gate = persister.coordinator_error(request.group_id, topic_id, partition)
+                if gate == codes.NONE and SHARE_STATE_TOPIC not in ctx.broker.store:
+                    # Kafka's coordinator runs only over the partitions of an existing
+                    # topic, which FindCoordinator makes: NOT_COORDINATOR until then.
+                    gate = codes.NOT_COORDINATOR
                 if gate != codes.NONE:
                     result = _result(module, ctx, partition, gate,
                                      f"Unable to {_OPERATIONS[ctx.api_key]}: "
@@ -316,7 +320,12 @@ async def find_share_coordinator(ctx: RequestContext, key: str) -> CoordinatorAn
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
         topic_config=state_topic_config(config))
-    return found if found.error_code == codes.NONE else found._replace(error_message="")
+    if found.error_code != codes.NONE:
+        return found._replace(error_message="")
+    # A lone broker makes the topic here (a cluster member's comes from ZooKeeper).
+    await ctx.broker.run_blocking(partition_seam(ctx.broker).ensure_internal_topic,
+                                  SHARE_STATE_TOPIC)
+    return found
 
 
 # --- start, stop -------------------------------------------------------------------------------
