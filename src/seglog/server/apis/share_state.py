@@ -372,13 +372,16 @@ async def start(state: BrokerState) -> None:
         coordinator.unload(partition)
 
     partitions = cluster.coordinator_partitions(SHARE_STATE_TOPIC, load=load, unload=unload)
+    # A cluster member serves only the partitions it loaded as their leader (their loads
+    # are tasks that have not run yet); a lone broker serves them all.
+    serve_all = not isinstance(partitions, cluster_coordinators.CoordinatorPartitions)
     persister = SharePersister(
         cluster, coordinator, partitions,
         write_timeout_ms=int(config.get("share.coordinator.write.timeout.ms", 5000)),
         request_timeout_ms=int(config.get("request.timeout.ms", 30000)),
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
-        topic_config=state_topic_config(config))
+        topic_config=state_topic_config(config), serve_all=serve_all)
     state.extensions[EXTENSION] = persister
     await partitions.start()
     state.extensions[HOUSEKEEPING] = state.loop.create_task(_housekeeping(
