@@ -373,7 +373,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' <code>true</code>, share groups can write undeliverable records to this topic. '
            'When set to <code>false</code> (the default), attempts to use this topic as a DLQ'
            ' will be rejected.'),
-           support=NO),
+           note=('A share group writes its DLQ records only to a topic with this set '
+                 '(seglog.server.share_dlq).')),
     _entry('internal.segment.bytes', TOPIC, 'int', None, 'medium',
            'The maximum size of a single log file. This should be used for testing only.',
            support=NO,
@@ -1340,9 +1341,21 @@ CONFIGS: tuple[ConfigKey, ...] = (
                  'token APIs answer DELEGATION_TOKEN_AUTH_DISABLED.')),
     _absent('delete.records.purgatory.purge.interval.requests', 'int', 1, 'medium', READ_ONLY),
     _absent('early.start.listeners', 'list', None, 'high', READ_ONLY),
-    _absent('errors.deadletterqueue.auto.create.topics.enable',
-            'boolean', False, 'medium', CLUSTER_WIDE),
-    _absent('errors.deadletterqueue.topic.name.prefix', 'string', 'dlq.', 'medium', CLUSTER_WIDE),
+    _entry('errors.deadletterqueue.auto.create.topics.enable', BROKER, 'boolean', False,
+           'medium',
+           ('Whether automatic creation of DLQ topics is enabled (KIP-1191). When a share '
+           'group has a DLQ topic configured, this setting controls whether the broker will '
+           'automatically create the topic if it does not exist.'),
+           dynamic=CLUSTER_WIDE,
+           note=('A missing DLQ topic is created with num.partitions, '
+                 'default.replication.factor, errors.deadletterqueue.group.enable=true and '
+                 'message.timestamp.type=CreateTime (seglog.server.share_dlq).')),
+    _entry('errors.deadletterqueue.topic.name.prefix', BROKER, 'string', 'dlq.', 'medium',
+           ('The required prefix of topic names used by dead-letter queue topics for share '
+           'groups. When set to "", there is no restriction on the names used for '
+           'dead-letter queue topics.'),
+           dynamic=CLUSTER_WIDE,
+           note='A DLQ write to a topic without the prefix is refused (the records archived).'),
     _absent('fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
     _absent('follower.fetch.last.tiered.offset.enable', 'boolean', False, 'medium', CLUSTER_WIDE),
     _absent('group.consumer.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),

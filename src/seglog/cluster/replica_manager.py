@@ -741,6 +741,24 @@ class ReplicaManager(PartitionSeam):
         self._started(self.config_changes).add_client_metrics_listener(listener)
 
     @property
+    def keeps_group_configs(self) -> bool:
+        """True: the group configs live in ZooKeeper (``/config/groups/<group id>``)."""
+        return True
+
+    async def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Write group ``group_id``'s whole config set to ``/config/groups/<group id>`` and
+        announce it, as :meth:`alter_broker_configs` does."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_GROUP,
+                             group_id, dict(configs))
+
+    def add_group_config_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                  ) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_group_config_listener`."""
+        self._started(self.config_changes).add_group_config_listener(listener)
+
+    @property
     def keeps_client_quotas(self) -> bool:
         """True: the client quota entities live in ZooKeeper (``/config/users|clients|ips``)."""
         return True
