@@ -103,15 +103,21 @@ def _exactly(sock, count):
     return out
 
 
+#: The collections whose order is a map's in Kafka's answers (compared as sets); every other
+#: list keeps its order (state batches are in offset order).
+_UNORDERED = frozenset({"results", "partitions"})
+
+
 def plain(response) -> Any:
-    """The response as plain data (tuples, ints, strings; topic ids as they are), results
+    """The response as plain data (lists, dicts, ints, strings; topic ids as text), results
     and partitions sorted so that two brokers' answers compare."""
-    def convert(value):
+    def convert(value, name=""):
         if dataclasses.is_dataclass(value):
-            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            return {f.name: convert(getattr(value, f.name), f.name)
+                    for f in dataclasses.fields(value)}
         if isinstance(value, tuple):
             items = [convert(v) for v in value]
-            return sorted(items, key=repr)
+            return sorted(items, key=repr) if name in _UNORDERED else items
         if isinstance(value, uuid.UUID):
             return str(value)
         if isinstance(value, (int, str)) or value is None:

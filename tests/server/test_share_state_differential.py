@@ -17,6 +17,7 @@ from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.coordinator.share_state_records import coordinator_key
 
 from share_state_wire import (_module, call, delete, find_share_coordinator, initialize,
+                              partition_answer,
                               plain, read, read_many, summary, write)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -246,3 +247,41 @@ def test_find_coordinator_share_keys_as_kafka(real_kafka, broker_factory):
         rows.append(("v5", old.coordinators[0].error_code, old.coordinators[0].error_message))
         seen[name] = rows
     assert seen["seglog"] == seen["kafka"]
+
+
+def test_seglog_loads_kafkas_records_to_kafkas_state(real_kafka, tmp_path):
+    """The records Kafka 4.4's share coordinator wrote in this module's conversations
+    (snapshots, updates, tombstones, leader-epoch updates), replayed by seglog's loader, give
+    the state Kafka answers: start offset, epochs, delivery-complete count and batches."""
+    import shutil
+
+    import seglog
+    from seglog.coordinator.share_state_records import SHARE_STATE_TOPIC
+
+    copy = tmp_path / f"{SHARE_STATE_TOPIC}-0"
+    shutil.copytree(real_kafka.data_dir / f"{SHARE_STATE_TOPIC}-0", copy)
+    with seglog.Log.open(copy, read_only=True) as kafka_log:
+        items = [(r.offset, r.key, r.value) for r in kafka_log.records(kafka_log.start_offset)]
+    assert items, "Kafka wrote no share state here"
+    with seglog.Store(tmp_path / "store", offsets_topic_partitions=1) as store:
+        share = store.share_coordinator()
+        share.set_topic_partition_count(lambda _topic_id: 100)
+        share.load(0, items)
+        keys = share.share_partitions()
+        assert keys
+        address = _address(real_kafka.bootstrap)
+        for group_id, topic_id, partition in keys:
+            ours = share.read_state_summary(group_id, topic_id, partition)
+            theirs = partition_answer(call(address, summary(group_id, topic_id, partition)))
+            assert (ours.start_offset, ours.state_epoch, ours.leader_epoch,
+                    ours.delivery_complete_count) == (
+                theirs["start_offset"], theirs["state_epoch"], theirs["leader_epoch"],
+                theirs["delivery_complete_count"]), (group_id, partition)
+            code, state = share.read_state(group_id, topic_id, partition, ours.leader_epoch)
+            theirs = partition_answer(call(address, read(group_id, topic_id, partition,
+                                                         ours.leader_epoch)))
+            assert code == theirs["error_code"] == 0
+            assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                    for b in state.batches] == [
+                (b["first_offset"], b["last_offset"], b["delivery_state"], b["delivery_count"])
+                for b in theirs["state_batches"]], (group_id, partition)
