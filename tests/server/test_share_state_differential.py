@@ -14,7 +14,7 @@ import pytest
 from kio.static.primitive import i16, i32
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
-from seglog.coordinator.share_state_records import coordinator_key
+from seglog.coordinator.share_state_records import SHARE_STATE_TOPIC, coordinator_key
 
 from share_state_wire import (_module, call, delete, find_share_coordinator, initialize,
                               partition_answer,
@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 _REF, _WHY = find_kafka()
 SHARE = {"share.coordinator.state.topic.num.partitions": 1,
          "share.coordinator.state.topic.replication.factor": 1,
-         "share.coordinator.state.topic.min.isr": 1}
+         "share.coordinator.state.topic.min.isr": 1,
+         # Snapshots every 3 updates, so the conversation writes several of each.
+         "share.coordinator.snapshot.update.records.per.snapshot": 3}
 WAIT_S = 60.0
 _SETTLING = {14, 15, 16}  # load in progress, coordinator not available, not coordinator
 
@@ -194,7 +196,31 @@ def test_before_find_coordinator_as_kafka(real_kafka, broker_factory):
     assert seen["kafka"][0]["results"][0]["partitions"][0]["error_code"] == 16
 
 
-def test_share_state_conversation_as_kafka(real_kafka, broker_factory):
+def _state_records(path, topic_id, copy):
+    """``[(type, group, partition, value without timestamps or None)]`` of the records of
+    ``topic_id``'s share-partitions in the ``__share_group_state`` partition at ``path``."""
+    import dataclasses
+    import shutil
+
+    import seglog
+    from seglog.coordinator import share_state_records as records
+
+    shutil.copytree(path, copy)
+    out = []
+    with seglog.Log.open(copy, read_only=True) as log:
+        for r in log.records(log.start_offset):
+            key = records.decode_key(bytes(r.key))
+            if key.topic_id != topic_id:
+                continue
+            value = None if r.value is None else records.decode_value(key.record_type,
+                                                                      bytes(r.value))
+            if isinstance(value, records.ShareSnapshotValue):
+                value = dataclasses.replace(value, create_timestamp_ms=0, write_timestamp_ms=0)
+            out.append((key.record_type, key.group_id, key.partition, value))
+    return out
+
+
+def test_share_state_conversation_as_kafka(real_kafka, broker_factory, tmp_path):
     seglog_broker = broker_factory(config=SHARE)
     brokers = {"kafka": _address(real_kafka.bootstrap),
                "seglog": _address(seglog_broker.bootstrap)}
@@ -219,6 +245,14 @@ def test_share_state_conversation_as_kafka(real_kafka, broker_factory):
                 normalized = [p["error_code"] for r in normalized["results"]
                               for p in r["partitions"]]
             answers[name].append((step, normalized))
+    # The records both wrote for it: the same types, epochs, offsets and batches in the same
+    # order (snapshots after the same updates); only the timestamps are each broker's own.
+    written = {"kafka": _state_records(real_kafka.data_dir / f"{SHARE_STATE_TOPIC}-0",
+                                       topics["kafka"], tmp_path / "kafka-copy"),
+               "seglog": _state_records(seglog_broker.store.topic(SHARE_STATE_TOPIC).log(0)
+                                        .dir_path, topics["seglog"], tmp_path / "seglog-copy")}
+    assert written["seglog"] == written["kafka"]
+    assert [t for t, *_ in written["kafka"]].count(0) >= 4
     differences = [f"{step}:\n  seglog {seglog_answer}\n  kafka  {kafka_answer}"
                    for (step, kafka_answer), (_step, seglog_answer)
                    in zip(answers["kafka"], answers["seglog"]) if seglog_answer != kafka_answer]
@@ -256,7 +290,6 @@ def test_seglog_loads_kafkas_records_to_kafkas_state(real_kafka, tmp_path):
     import shutil
 
     import seglog
-    from seglog.coordinator.share_state_records import SHARE_STATE_TOPIC
 
     copy = tmp_path / f"{SHARE_STATE_TOPIC}-0"
     shutil.copytree(real_kafka.data_dir / f"{SHARE_STATE_TOPIC}-0", copy)
