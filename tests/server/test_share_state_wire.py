@@ -246,3 +246,47 @@ def test_the_state_of_a_deleted_topic_goes(broker_factory):
     while share.share_partitions():
         assert time.monotonic() < deadline, "the share state of t is still there"
         time.sleep(0.1)
+
+
+def test_any_well_formed_request_gets_an_answer(broker_factory):
+    """Odd values from the network (any int32 partition and epoch, any int64 offset, batches
+    of any bounds, state and count): every request is answered with Kafka error codes, never
+    a closed connection, and the state keeps loading (a restart reads it back)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    broker = broker_factory(config=SHARE)
+    address = _address(broker)
+    tid = _topic(broker)
+    assert partition_answer(call(address, initialize("g", tid, 0, 0, 0)))["error_code"] == 0
+    known = set(codes.BY_CODE)
+    int32 = st.integers(-2**31, 2**31 - 1)
+    int64 = st.integers(-2**63, 2**63 - 1)
+    small = st.integers(-3, 40)
+    batch = st.tuples(st.one_of(small, int64), st.one_of(small, int64),
+                      st.integers(-128, 127), st.integers(-2**15, 2**15 - 1))
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kind=st.sampled_from(["init", "read", "write", "delete", "summary"]),
+           partition=st.one_of(st.integers(-1, 2), int32), epoch=st.one_of(small, int32),
+           start=st.one_of(small, int64), batches=st.lists(batch, max_size=4),
+           count=st.one_of(small, int32))
+    def check(kind, partition, epoch, start, batches, count):
+        request = {
+            "init": lambda: initialize("g", tid, partition, epoch, start),
+            "read": lambda: read("g", tid, partition, epoch),
+            "write": lambda: write("g", tid, partition, state_epoch=epoch % 3,
+                                   leader_epoch=epoch, start_offset=start, batches=batches,
+                                   delivery_complete_count=count),
+            "delete": lambda: delete("g", tid, partition),
+            "summary": lambda: summary("g", tid, partition, epoch)}[kind]()
+        for result in call(address, request).results:
+            for answer in result.partitions:
+                assert int(answer.error_code) in known
+
+    check()
+    broker.stop()
+    broker = broker_factory(config=SHARE, data_dir=broker.store.path)
+    answer = partition_answer(call(_address(broker), summary("g", tid, 0)))
+    assert answer["error_code"] == 0
