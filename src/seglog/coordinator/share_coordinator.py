@@ -116,12 +116,15 @@ class ShareStateSummary(NamedTuple):
 @dataclass(frozen=True)
 class ShareCoordinatorConfig:
     """Kafka's ``share.coordinator.*`` configs the coordinator uses:
-    ``state_topic_num_partitions`` (``share.coordinator.state.topic.num.partitions``) and
+    ``state_topic_num_partitions`` (``share.coordinator.state.topic.num.partitions``),
     ``snapshot_update_records_per_snapshot``
-    (``share.coordinator.snapshot.update.records.per.snapshot``)."""
+    (``share.coordinator.snapshot.update.records.per.snapshot``) and ``compression`` (the
+    codec of its record batches, ``share.coordinator.state.topic.compression.codec``: none,
+    gzip, snappy, lz4, zstd)."""
 
     state_topic_num_partitions: int = 50
     snapshot_update_records_per_snapshot: int = 500
+    compression: str = "none"
 
 
 # --- PersisterStateBatchCombiner ------------------------------------------------------------
@@ -724,7 +727,8 @@ class ShareCoordinator:
         topic = self._topics.internal_topic(SHARE_STATE_TOPIC)
         now = self._now_ms()
         first, _last = topic.log(partition).append_batch(
-            [v for _k, v in batch], keys=[k for k, _v in batch], timestamps_ms=[now] * len(batch))
+            [v for _k, v in batch], keys=[k for k, _v in batch], timestamps_ms=[now] * len(batch),
+            compression=self.config.compression)
         self._topics.notify_appended()
         return int(first)
 

@@ -237,7 +237,8 @@ class SharePersister:
             now = time.time_ns() // 1_000_000
             start, last = partition_log.append_batch(
                 [v for _k, v in batch], keys=[k for k, _v in batch],
-                timestamps_ms=[now] * len(batch))
+                timestamps_ms=[now] * len(batch),
+                compression=self.coordinator.config.compression)
             first[0] = int(start)
             return int(last)
 

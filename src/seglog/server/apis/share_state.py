@@ -337,7 +337,13 @@ def coordinator_config(config: Any) -> ShareCoordinatorConfig:
         state_topic_num_partitions=int(config.get(
             "share.coordinator.state.topic.num.partitions", 50)),
         snapshot_update_records_per_snapshot=int(config.get(
-            "share.coordinator.snapshot.update.records.per.snapshot", 500)))
+            "share.coordinator.snapshot.update.records.per.snapshot", 500)),
+        compression=_CODECS[int(config.get("share.coordinator.state.topic.compression.codec",
+                                           0))])
+
+
+#: Kafka's ``CompressionType`` ids (``share.coordinator.state.topic.compression.codec``).
+_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 def state_topic_config(config: Any) -> dict[str, str]:
