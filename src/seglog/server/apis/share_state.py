@@ -413,15 +413,38 @@ async def _housekeeping(state: BrokerState, persister: SharePersister, *,
     made redundant deleted (the log start offset moved up to
     :meth:`~seglog.coordinator.share_coordinator.ShareCoordinator.last_redundant_offset`;
     followers follow the leader's log start)."""
-    cluster = partition_seam(state)
-    coordinator = persister.coordinator
-    pruned: dict[int, int] = {}
+    jobs = _Jobs(state, persister, cold_interval_ms)
     now = time.monotonic()
     next_prune = now + prune_interval_ms / 1000
     next_cold = now + cold_interval_ms / 1000
     while not state.closing:
         await asyncio.sleep(max(0.0, min(next_prune, next_cold, time.monotonic() + _CLEANUP_S)
                                 - time.monotonic()))
+        cold = time.monotonic() >= next_cold
+        prune = time.monotonic() >= next_prune
+        if cold:
+            next_cold = time.monotonic() + cold_interval_ms / 1000
+        if prune:
+            next_prune = time.monotonic() + prune_interval_ms / 1000
+        try:
+            await jobs.run(cold=cold, prune=prune)
+        except Exception:  # noqa: BLE001 - one failed round must not end the jobs
+            log.exception("share coordinator housekeeping failed; trying again next round")
+
+
+class _Jobs:
+    """One round of :func:`_housekeeping` over the partitions coordinated here."""
+
+    def __init__(self, state: BrokerState, persister: SharePersister, cold_interval_ms: int):
+        self.state = state
+        self.persister = persister
+        self.cold_interval_ms = cold_interval_ms
+        self.pruned: dict[int, int] = {}
+
+    async def run(self, *, cold: bool, prune: bool) -> None:
+        """Delete the state of deleted topics; with ``cold`` write cold snapshots, with
+        ``prune`` delete the records made redundant."""
+        persister = self.persister
         owned = sorted(persister.partitions.owned_partitions())
         for partition in owned:
             # Kafka runs maybeCleanupShareState when the metadata says topics were deleted;
@@ -433,31 +456,31 @@ async def _housekeeping(state: BrokerState, persister: SharePersister, *,
             if code:
                 log.info("%s-%d: state of deleted topics not deleted (%s)", SHARE_STATE_TOPIC,
                          partition, codes.BY_CODE[int(code)].name)
-        if time.monotonic() >= next_cold:
-            next_cold = time.monotonic() + cold_interval_ms / 1000
-            for partition in owned:
-                def cold(c: ShareCoordinator, p: int = partition) -> ErrorCode:
-                    return c.snapshot_cold_partitions(p, cold_interval_ms)
+            if cold:
+                def snapshot(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                    return c.snapshot_cold_partitions(p, self.cold_interval_ms)
 
-                code = await persister.local(cold, _same)
+                code = await persister.local(snapshot, _same)
                 if code:
                     log.info("%s-%d: cold snapshots not written (%s)", SHARE_STATE_TOPIC,
                              partition, codes.BY_CODE[int(code)].name)
-        if time.monotonic() >= next_prune:
-            next_prune = time.monotonic() + prune_interval_ms / 1000
-            for partition in owned:
-                offset = coordinator.last_redundant_offset(partition)
-                replica = cluster.leader_replica(TopicPartition(SHARE_STATE_TOPIC, partition))
-                if offset is None or replica is None or pruned.get(partition) == offset:
-                    continue
-                try:
-                    await state.run_blocking(replica.log.delete_records_before, offset)
-                except SeglogError as exc:
-                    log.info("%s-%d: pruning below %d failed: %s", SHARE_STATE_TOPIC,
-                             partition, offset, exc)
-                    continue
-                pruned[partition] = offset
-                state.appended.notify()
+            if prune:
+                await self._prune(partition)
+
+    async def _prune(self, partition: int) -> None:
+        offset = self.persister.coordinator.last_redundant_offset(partition)
+        replica = partition_seam(self.state).leader_replica(
+            TopicPartition(SHARE_STATE_TOPIC, partition))
+        if offset is None or replica is None or self.pruned.get(partition) == offset:
+            return
+        try:
+            await self.state.run_blocking(replica.log.delete_records_before, offset)
+        except SeglogError as exc:
+            log.info("%s-%d: pruning below %d failed: %s", SHARE_STATE_TOPIC, partition,
+                     offset, exc)
+            return
+        self.pruned[partition] = offset
+        self.state.appended.notify()
 
 
 async def stop(state: BrokerState) -> None:
