@@ -372,11 +372,14 @@ async def start(state: BrokerState) -> None:
     coordinator.set_topic_partition_count(partition_count)
 
     async def load(partition: int, _leader_epoch: int) -> None:
+        if serve_all and partition in coordinator.loaded_partitions():
+            return  # a lone broker's Store loaded it at open: its log has not moved since
         await state.run_blocking(coordinator.load, partition)
 
     def unload(partition: int) -> None:
         coordinator.unload(partition)
 
+    serve_all = True  # until the partitions say (load reads it only once they exist)
     partitions = cluster.coordinator_partitions(SHARE_STATE_TOPIC, load=load, unload=unload)
     # A cluster member serves only the partitions it loaded as their leader (their loads
     # are tasks that have not run yet); a lone broker serves them all.
