@@ -290,3 +290,70 @@ def test_any_well_formed_request_gets_an_answer(broker_factory):
     broker = broker_factory(config=SHARE, data_dir=broker.store.path)
     answer = partition_answer(call(_address(broker), summary("g", tid, 0)))
     assert answer["error_code"] == 0
+
+
+def _serve_share(data_dir):
+    """``(process, port)``: a ``seglog serve`` subprocess over ``data_dir``, once listening
+    (its output read by a thread, as test_robust_internal_topics does)."""
+    import queue
+    import threading
+
+    from test_core_serve import LISTENING, START_TIMEOUT_S, _serve
+
+    proc = _serve("--data-dir", str(data_dir), "--listen", "127.0.0.1:0",
+                  "--config", "share.coordinator.state.topic.num.partitions=2",
+                  "--config", "offsets.topic.num.partitions=1")
+    lines: queue.Queue = queue.Queue()
+
+    def read_all() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=read_all, daemon=True).start()
+    seen = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append(line)
+        match = LISTENING.search(line)
+        if match:
+            return proc, int(match.group(1))
+    proc.kill()
+    proc.wait(10)
+    raise AssertionError("seglog serve did not say it was listening:\n" + "".join(seen))
+
+
+def test_seglog_serve_keeps_the_state_across_a_restart(tmp_path):
+    """The same conversation with ``seglog serve`` processes (the CLI's broker): the state
+    written before a SIGTERM is read back by the next process over the same data dir."""
+    import seglog
+
+    data_dir = tmp_path / "data"
+    with seglog.Store(data_dir, offsets_topic_partitions=1) as store:
+        store.create_topic("t", 1)
+        tid = store.topic("t").uuid
+    proc, port = _serve_share(data_dir)
+    try:
+        address = ("127.0.0.1", port)
+        found = call(address, find_share_coordinator(coordinator_key("g", tid, 0)))
+        assert found.coordinators[0].error_code == 0
+        assert partition_answer(call(address, initialize("g", tid, 0, 1, 5)))[
+            "error_code"] == 0
+        assert partition_answer(call(address, write(
+            "g", tid, 0, state_epoch=1, leader_epoch=2, start_offset=5,
+            batches=[(5, 9, 4, 5)])))["error_code"] == 0
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
+    proc, port = _serve_share(data_dir)
+    try:
+        answer = partition_answer(call(("127.0.0.1", port), read("g", tid, 0, 2)))
+        assert answer["error_code"] == 0 and answer["state_epoch"] == 1
+        assert answer["state_batches"] == [
+            dict(first_offset=5, last_offset=9, delivery_state=4, delivery_count=5)]
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
