@@ -398,3 +398,11 @@ def test_renew_keeps_the_lock_and_the_next_poll_returns_the_record_again(store):
     c.acknowledge(again[0])
     assert c.commit_sync() == {TP: None}
     assert other.poll(200) == [] and c.poll(0) == []
+
+
+def test_a_read_only_store_has_no_share_groups(tmp_path, backend):
+    with open_store(tmp_path, backend) as store:
+        make_queue(store, records=1)
+        with Store(tmp_path, backend=backend, read_only=True) as follower:
+            with pytest.raises(seglog.errors.ReadOnlyError):
+                ShareConsumer(follower, "workers")
