@@ -63,7 +63,7 @@ def run(ctx: BenchContext) -> PartResult:
     """Time each queue with each worker count ``runs`` times; build the table."""
     runs = ctx.profile.runs
     count = min(ctx.profile.records, RECORDS_MAX)
-    peer_count = min(count // 25, PEER_RECORDS_MAX)
+    peer_count = min(max(count // 100, 500), PEER_RECORDS_MAX)
     if ctx.config.records is not None:
         count = peer_count = ctx.config.records
     result = PartResult(NAME, TITLE, params={"records": count, "peer_records": peer_count,
