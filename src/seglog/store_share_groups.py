@@ -66,6 +66,7 @@ from .errors import (
     UnknownMemberIdError,
 )
 from .group_configs import GroupConfigsView, normalized, parse_iso8601_duration_ms, validate
+from .group_configs_file import read_group_configs, write_group_configs
 from .storage.transactions import READ_COMMITTED, is_abort_marker
 from .types import TopicPartition
 
@@ -156,9 +157,12 @@ class EmbeddedShareGroups:
     """
 
     def __init__(self, logs: "LogManager", share_coordinator: Callable[[], Any],
-                 notify_appended: Callable[[], None], *,
+                 notify_appended: Callable[[], None], *, config_dir: str | None = None,
                  clock_ms: Callable[[], int] | None = None):
         self._logs = logs
+        # Where the group configs are kept (seglog.group_configs_file: the file seglog serve
+        # keeps them in too); None: in memory only.
+        self._config_dir = config_dir
         self._share_coordinator = share_coordinator
         self._notify_appended = notify_appended
         self._clock_ms = clock_ms or (lambda: int(time.time() * 1000))
@@ -167,7 +171,8 @@ class EmbeddedShareGroups:
         self._members: dict[str, dict[str, _Member]] = {}
         self._broker_configs: dict[str, Any] = {}
         # Used under self._lock only (the view is single-threaded).
-        self._configs = GroupConfigsView(self._broker_value)
+        self._configs = GroupConfigsView(
+            self._broker_value, read_group_configs(config_dir) if config_dir else None)
         self._partitions: dict[tuple[str, TopicPartition], _Partition] = {}
 
     # --- group configs ---------------------------------------------------------------------
@@ -201,8 +206,11 @@ class EmbeddedShareGroups:
         ``GroupConfig.validate`` does, within the broker configs' bounds (Kafka's: a lock
         duration of 15 to 60 s; :meth:`alter_broker_configs` moves them). The group's loaded
         share-partitions take them at once (``share.auto.offset.reset`` applies where a
-        partition has no state yet). In memory: set them again after a reopen. Raises
-        :class:`~seglog.errors.InvalidConfigError` with Kafka's message."""
+        partition has no state yet). Kept in the data directory's group-config file, the one
+        ``seglog serve`` keeps GROUP configs in: they survive a reopen, and configs set
+        through ``kafka-configs --entity-type groups`` against ``seglog serve`` on the same
+        directory apply here. Raises :class:`~seglog.errors.InvalidConfigError` with Kafka's
+        message."""
         for name in configs:
             if name not in EMBEDDED_GROUP_CONFIGS:
                 raise InvalidConfigError(f"{name} is not a group config of the embedded share "
@@ -215,7 +223,8 @@ class EmbeddedShareGroups:
                 else:
                     values[name] = str(value)
             validate(values, self._broker_value)
-            self._configs.replace(group_id, normalized(values))
+            if self._configs.replace(group_id, normalized(values)) and self._config_dir:
+                write_group_configs(self._config_dir, self._configs.all())
         self._apply_configs(group_id)
 
     def group_config(self, group_id: str) -> dict[str, str]:
@@ -534,7 +543,8 @@ class StoreShareGroups:
             self._logs.check_writable()
             if self._share_groups is None:
                 self._share_groups = EmbeddedShareGroups(
-                    self._logs, self.share_coordinator, self.notify_appended)
+                    self._logs, self.share_coordinator, self.notify_appended,
+                    config_dir=self._logs.path)
             return self._share_groups
 
     def share_consumer(self, group_id: str, topics: Iterable[str] | None = None,

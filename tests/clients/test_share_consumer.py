@@ -406,3 +406,20 @@ def test_a_read_only_store_has_no_share_groups(tmp_path, backend):
         with Store(tmp_path, backend=backend, read_only=True) as follower:
             with pytest.raises(seglog.errors.ReadOnlyError):
                 ShareConsumer(follower, "workers")
+
+
+def test_group_configs_survive_a_reopen_in_the_file_seglog_serve_keeps(tmp_path, backend):
+    from seglog.group_configs_file import GROUP_CONFIGS_FILE, read_group_configs
+
+    with open_store(tmp_path, backend) as store:
+        store.share_groups().alter_group_config(
+            "workers", {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": 3})
+    assert read_group_configs(tmp_path) == {"workers": {"share.auto.offset.reset": "earliest",
+                                                        "share.delivery.count.limit": "3"}}
+    assert (tmp_path / GROUP_CONFIGS_FILE).is_file()
+    with open_store(tmp_path, backend) as store:
+        assert store.share_groups().group_config("workers")["share.delivery.count.limit"] == "3"
+        store.create_topic("jobs", partitions=1)
+        store.log(("jobs", 0)).append_batch([b"kept"])
+        with consumer(store) as c:  # earliest, from the file: the record written before
+            assert [r.value for r in c.poll(1000)] == [b"kept"]
