@@ -1026,6 +1026,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=1,
            note=("A follower's bound on connecting to its leader and on each request's round "
                 'trip.')),
+    _entry('group.share.max.share.sessions', BROKER, 'int', 2000, 'medium',
+           'The maximum number of share sessions per broker.',
+           at_least=1,
+           note=('A ShareFetch opening a share session on a broker holding this many is '
+                 'answered SHARE_SESSION_LIMIT_REACHED after its max_wait_ms.')),
     _entry('share.coordinator.state.topic.min.isr', BROKER, 'short', 2, 'high',
            'Overridden min.insync.replicas for the share-group state topic.',
            support=ACCEPTED,
@@ -1365,7 +1370,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('group.share.max.partition.max.record.locks', 'int', 4000, 'medium', READ_ONLY),
     _absent('group.share.max.record.lock.duration.ms', 'int', 60000, 'medium', READ_ONLY),
     _absent('group.share.max.session.timeout.ms', 'int', 60000, 'medium', READ_ONLY),
-    _absent('group.share.max.share.sessions', 'int', 2000, 'medium', READ_ONLY),
     _absent('group.share.max.size', 'int', 200, 'medium', READ_ONLY),
     _absent('group.share.min.assignment.interval.ms', 'int', 0, 'medium', READ_ONLY),
     _absent('group.share.min.delivery.count.limit', 'int', 2, 'medium', READ_ONLY),
