@@ -278,7 +278,9 @@ class ShareGroupCoordinator:
             if member_epoch != 0:
                 raise ShareGroupError(codes.GROUP_ID_NOT_FOUND,
                                       f"Share group {group_id} not found.")
-            group = _Group(group_id, persisted=False)
+            # Kafka's ModernGroup starts at group epoch 1 and assignment epoch 1
+            # (TargetAssignmentMetadata.INITIAL): the first join makes it 2.
+            group = _Group(group_id, epoch=1, assignment_epoch=1, persisted=False)
         if len(group.members) >= self.config.max_size and member_id not in group.members:
             raise ShareGroupError(
                 codes.GROUP_MAX_SIZE_REACHED, "The share group has reached its maximum "
@@ -301,8 +303,9 @@ class ShareGroupCoordinator:
                 raise ShareGroupError(
                     codes.FENCED_MEMBER_EPOCH, "The share group member has a smaller member "
                     f"epoch ({member_epoch}) than the one known by the group coordinator "
-                    f"({member.member_epoch}). The member must abandon all its partitions and "
-                    "rejoin.")
+                    f"({member.member_epoch}), and it does not match the previous member "
+                    f"epoch ({member.previous_member_epoch}). The member must abandon all its "
+                    "partitions and rejoin.")
         old_assigned = {t: set(ps) for t, ps in member.assigned.items()}
         updated = replace(member, assigned={t: set(ps) for t, ps in member.assigned.items()},
                           rack_id=rack_id if rack_id is not None else member.rack_id,

@@ -375,14 +375,14 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
                                          heartbeat_interval=0, assignment=None))
 
     if not _shares_enabled(ctx.broker):
-        return error(codes.UNSUPPORTED_VERSION, codes.message(codes.UNSUPPORTED_VERSION))
+        return error(codes.UNSUPPORTED_VERSION)
     group_id = request.group_id
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
-        return error(codes.GROUP_AUTHORIZATION_FAILED,
-                     codes.message(codes.GROUP_AUTHORIZATION_FAILED))
+        return error(codes.GROUP_AUTHORIZATION_FAILED)
     member_id = request.member_id
     if not member_id or len(member_id) > _MAX_MEMBER_ID_CHARS:
-        return error(codes.INVALID_REQUEST, "Invalid member id in the request.")
+        # KafkaApis answers with getErrorResponse: the code alone, no message.
+        return error(codes.INVALID_REQUEST)
     names = list(request.subscribed_topic_names or ())
     if names:
         allowed = filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
@@ -478,7 +478,8 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
     if not _shares_enabled(ctx.broker):
         return groups.response(ctx, dict(groups=[
             failed(g, codes.UNSUPPORTED_VERSION) for g in request.group_ids]))
-    denied = []
+    denied = []  # KafkaApis answers the refused groups first, then the empty ids
+    invalid = []
     described = []
     names = {meta.topic_id: name for name, meta in topic_metadata(ctx.broker).items()}
     for group_id in request.group_ids:
@@ -486,7 +487,7 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
             denied.append(failed(group_id, codes.GROUP_AUTHORIZATION_FAILED))
             continue
         if not group_id:
-            described.append(failed("", codes.INVALID_GROUP_ID))
+            invalid.append(failed("", codes.INVALID_GROUP_ID))
             continue
         not_here = groups.coordinator_error(ctx, group_id)
         if not_here:
@@ -514,7 +515,7 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
             group_state=view.state, group_epoch=view.group_epoch,
             assignment_epoch=view.assignment_epoch, assignor_name=view.assignor_name,
             members=members, authorized_operations=operations))
-    return groups.response(ctx, dict(groups=denied + described))
+    return groups.response(ctx, dict(groups=denied + invalid + described))
 
 
 # --- start, stop, timers -----------------------------------------------------------------
