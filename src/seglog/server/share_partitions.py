@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import re
 import struct
 import time
 import uuid
@@ -49,6 +48,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import error_codes as codes
 from .. import errors
+from ..coordinator.share_partition import (AckBatch, FetchedBatch, SharePartition,
+                                           SharePartitionConfig, ShareAcquireMode,
+                                           auto_offset_reset_timestamp_ms)
+from ..errors import IllegalStateError
 from ..types import TopicPartition
 from .context import AppendNotifier, BrokerState
 from .share_sessions import (MAX_SHARE_SESSIONS_CONFIG, MAX_SHARE_SESSIONS_DEFAULT,
@@ -82,11 +85,6 @@ _PRODUCER_ID_AT = 43
 _HEADER_SIZE = 61
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
-
-
-def _share_partition_module() -> Any:
-    """:mod:`seglog.coordinator.share_partition` (helper "sharepart")."""
-    return importlib.import_module("seglog.coordinator.share_partition")
 
 
 def _optional_module(name: str) -> Any | None:
@@ -144,22 +142,41 @@ class _Entry:
         self.leader_epoch = leader_epoch
 
 
-def _parse_duration_ms(text: str) -> int:
-    """An ISO-8601 duration (``PT1H``, ``P1DT2H30M``) in milliseconds (Kafka's
-    ``by_duration:`` reset); ValueError when malformed."""
-    match = re.fullmatch(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?",
-                         text.strip().upper())
-    if match is None or text.strip().upper() in ("P", "PT"):
-        raise ValueError(f"invalid duration {text!r}")
-    days, hours, minutes, seconds = match.groups()
-    total_s = (int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60
-               + float(seconds or 0))
-    return int(total_s * 1000)
+def _varint(view: memoryview, position: int) -> tuple[int, int]:
+    """A zig-zag varint at ``position``: ``(value, next position)``."""
+    shift = 0
+    raw = 0
+    while True:
+        byte = view[position]
+        position += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), position
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
 
 
-def _batches(buffer: bytes | memoryview, fetched_batch: Any) -> list[Any]:
-    """The record batches of ``buffer`` as ``FetchedBatch``es (base and last offset, producer
-    id, transactional, control), from their headers."""
+def _is_abort_marker(view: memoryview, position: int, end: int) -> bool:
+    """Whether the control batch at ``position`` holds an ABORT marker (its first record's
+    key: version int16, type int16 with 0 = ABORT, Kafka's ``ControlRecordType``)."""
+    try:
+        at = position + _HEADER_SIZE
+        _length, at = _varint(view, at)
+        at += 1  # attributes
+        _timestamp_delta, at = _varint(view, at)
+        _offset_delta, at = _varint(view, at)
+        key_length, at = _varint(view, at)
+        if key_length < 4 or at + 4 > end:
+            return False
+        return bool(struct.unpack_from(">h", view, at + 2)[0] == 0)
+    except (IndexError, ValueError, struct.error):
+        return False
+
+
+def _batches(buffer: bytes | memoryview) -> list[tuple[int, int, FetchedBatch]]:
+    """The record batches of ``buffer``: ``(position, end, FetchedBatch)`` (base and last
+    offset, producer id, transactional, control, ABORT marker) from their headers."""
     view = memoryview(buffer)
     batches = []
     position = 0
@@ -172,15 +189,18 @@ def _batches(buffer: bytes | memoryview, fetched_batch: Any) -> list[Any]:
         attributes = struct.unpack_from(">h", view, position + _ATTRIBUTES_AT)[0]
         delta = struct.unpack_from(">i", view, position + _LAST_OFFSET_DELTA_AT)[0]
         producer_id = struct.unpack_from(">q", view, position + _PRODUCER_ID_AT)[0]
-        batches.append((position, end, fetched_batch(
+        control = bool(attributes & _CONTROL)
+        batches.append((position, end, FetchedBatch(
             base_offset=base_offset, last_offset=base_offset + delta,
             producer_id=producer_id, is_transactional=bool(attributes & _TRANSACTIONAL),
-            is_control=bool(attributes & _CONTROL))))
+            is_control=control,
+            is_abort_marker=control and _is_abort_marker(view, position, end))))
         position = end
     return batches
 
 
-def _slice_records(buffer: bytes | memoryview, batches: Sequence[Any],
+def _slice_records(buffer: bytes | memoryview,
+                   batches: Sequence[tuple[int, int, FetchedBatch]],
                    first_acquired: int, last_acquired: int) -> bytes:
     """Kafka's ``maybeSliceFetchRecords``: the batches from the last one starting at or before
     the first acquired offset to the last one starting at or before the last acquired
@@ -285,19 +305,23 @@ class SharePartitionManager:
         """The group's ``share.isolation.level`` as :meth:`Log.read` names it."""
         return self.group_config(group_id, "share.isolation.level")
 
-    def _partition_config(self, group_id: str) -> Any:
-        module = _share_partition_module()
-        config_cls = module.SharePartitionConfig
-        values = dict(
+    def _partition_config(self, group_id: str) -> SharePartitionConfig:
+        return SharePartitionConfig(
             record_lock_duration_ms=self.record_lock_duration_ms(group_id),
             delivery_count_limit=int(self.group_config(group_id, "share.delivery.count.limit")),
             max_in_flight_records=int(self.group_config(group_id,
                                                         "share.partition.max.record.locks")),
             auto_offset_reset=self.group_config(group_id, "share.auto.offset.reset"),
             isolation_level=self.isolation_level(group_id),
+            dlq_enabled=self._dlq_enabled(group_id),
         )
-        known = getattr(config_cls, "__dataclass_fields__", values)
-        return config_cls(**{k: v for k, v in values.items() if k in known})
+
+    def _dlq_enabled(self, group_id: str) -> bool:
+        """KIP-1191: whether the group's records go to a dead-letter queue
+        (:mod:`seglog.server.share_dlq` decides; off without it)."""
+        dlq = _optional_module("seglog.server.share_dlq")
+        enabled = getattr(dlq, "dlq_enabled", None) if dlq is not None else None
+        return bool(enabled(self.broker, group_id)) if enabled is not None else False
 
     # --- the partition cache -----------------------------------------------------------------
 
@@ -321,11 +345,10 @@ class SharePartitionManager:
         replica, code = self._leader(part.topic, part.partition)
         if replica is None:
             return None, code
-        module = _share_partition_module()
-        sp = module.SharePartition(group_id, part.topic, part.topic_id, part.partition,
-                                   self._partition_config(group_id))
-        entry = _Entry(group_id, part.topic, part.topic_id, part.partition, sp,
-                       int(getattr(replica, "leader_epoch", -1)))
+        leader_epoch = int(getattr(replica, "leader_epoch", -1))
+        sp = SharePartition(group_id, part.topic, part.topic_id, part.partition,
+                            self._partition_config(group_id), leader_epoch=leader_epoch)
+        entry = _Entry(group_id, part.topic, part.topic_id, part.partition, sp, leader_epoch)
         self.entries[key] = entry
         return entry, codes.NONE
 
@@ -335,6 +358,7 @@ class SharePartitionManager:
         key = (entry.group_id, entry.topic_id, entry.partition)
         if self.entries.get(key) is entry:
             del self.entries[key]
+        entry.sp.mark_fenced()
         self.changed.notify()
 
     def drop_partition(self, tp: TopicPartition) -> None:
@@ -371,13 +395,13 @@ class SharePartitionManager:
             if replica is None:
                 raise _NotLeader(code)
             log_ = replica.log
-            strategy = strategy.strip().lower()
-            if strategy == "earliest":
-                return int(log_.start_offset)
-            if strategy.startswith("by_duration:"):
-                duration_ms = _parse_duration_ms(strategy.split(":", 1)[1])
-                found = log_.offset_for_timestamp(BrokerState.now_ms() - duration_ms)
+            timestamp_ms = auto_offset_reset_timestamp_ms(strategy, BrokerState.now_ms())
+            if timestamp_ms is not None:
+                # Kafka's offsetForTimestamp: the first record at or after it, else latest.
+                found = log_.offset_for_timestamp(timestamp_ms)
                 return int(log_.high_watermark if found is None else found)
+            if strategy.strip().lower() == "earliest":
+                return int(log_.start_offset)
             return int(log_.high_watermark)
         return offset_for
 
@@ -406,7 +430,7 @@ class SharePartitionManager:
                                 offset_for_reset=self._offset_for_reset(entry))
         except _NotLeader as exc:
             return exc.error_code
-        except (ValueError, errors.SeglogError) as exc:
+        except (ValueError, IllegalStateError, errors.SeglogError) as exc:
             log.warning("share partition %s %s-%d: invalid state: %s", entry.group_id,
                         entry.topic, entry.partition, exc)
             return codes.UNKNOWN_SERVER_ERROR
@@ -436,33 +460,28 @@ class SharePartitionManager:
         """Write the partition's pending change through the persister (Kafka's
         ``writeShareGroupState`` before answering); its error code. Called under the
         partition's lock."""
-        pending = getattr(entry.sp, "pending_write", None)
-        state = pending() if pending is not None else None
-        if state is None:
-            return codes.NONE
+        result = codes.NONE
         persister = self._persister()
-        if persister is None:
-            self._write_done(entry, True)
-            return codes.NONE
-        try:
-            code = await persister.write_state(entry.group_id, entry.topic_id,
-                                               entry.partition, state)
-        except Exception:  # noqa: BLE001 - a failed write rolls back
-            log.exception("share partition %s %s-%d: writing its state failed",
-                          entry.group_id, entry.topic, entry.partition)
-            code = codes.UNKNOWN_SERVER_ERROR
-        self._write_done(entry, code == codes.NONE)
-        if code != codes.NONE:
-            code = _persister_error(code)
-            if code in (codes.NOT_LEADER_OR_FOLLOWER, codes.UNKNOWN_TOPIC_OR_PARTITION):
-                self._drop(entry)  # fenced (Kafka's fencedSharePartitionHandler)
-        return int(code)
-
-    @staticmethod
-    def _write_done(entry: _Entry, ok: bool) -> None:
-        done = getattr(entry.sp, "write_done", None)
-        if done is not None:
-            done(ok)
+        while True:
+            state = entry.sp.pending_write()
+            if state is None:
+                return result
+            if persister is None:
+                entry.sp.write_done(True)
+                continue
+            try:
+                code = int(await persister.write_state(entry.group_id, entry.topic_id,
+                                                       entry.partition, state))
+            except Exception:  # noqa: BLE001 - a failed write rolls back
+                log.exception("share partition %s %s-%d: writing its state failed",
+                              entry.group_id, entry.topic, entry.partition)
+                code = codes.UNKNOWN_SERVER_ERROR
+            entry.sp.write_done(code == codes.NONE)
+            if code != codes.NONE:
+                result = _persister_error(code)
+                if result in (codes.NOT_LEADER_OR_FOLLOWER, codes.UNKNOWN_TOPIC_OR_PARTITION):
+                    self._drop(entry)  # fenced (Kafka's fencedSharePartitionHandler)
+                    return result
 
     def _after_change(self, entry: _Entry) -> None:
         """Wake waiting fetches and the timer; hand dead-lettered records on."""
@@ -586,7 +605,6 @@ class SharePartitionManager:
         """Kafka's ``SharePartitionManager.acknowledge``: apply each partition's
         acknowledgement batches ``(first offset, last offset, types)`` and persist them;
         ``{partition: (error code, message)}``."""
-        module = _share_partition_module()
         outcome: AcknowledgeOutcome = {}
         for part, batches in acks.items():
             entry = self.entries.get((group_id, part.topic_id, part.partition))
@@ -597,7 +615,7 @@ class SharePartitionManager:
             if code != codes.NONE:
                 outcome[part.key] = (code, None)
                 continue
-            ack_batches = [module.AckBatch(first_offset=int(first), last_offset=int(last),
+            ack_batches = [AckBatch(first_offset=int(first), last_offset=int(last),
                                            acknowledge_types=tuple(int(t) for t in types))
                            for first, last, types in batches]
             async with entry.lock:
@@ -613,7 +631,7 @@ class SharePartitionManager:
 
     async def fetch(self, group_id: str, member_id: str, parts: Sequence[SharedPartition], *,
                     session_epoch: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
-                    max_records: int, batch_size: int) -> FetchOutcome:
+                    max_records: int, batch_size: int, acquire_mode: int = 0) -> FetchOutcome:
         """Kafka's ``fetchMessages`` + ``DelayedShareFetch``: acquire records of ``parts``
         for the member (see the module docstring); the outcome of each partition, in the
         order answered."""
@@ -652,7 +670,9 @@ class SharePartitionManager:
                 break
             await self._wait_any(seen_appended, seen_changed, remaining_s)
         outcome.update(await self._acquire_all(group_id, member_id, ready, isolation,
-                                               max_bytes=max_bytes, max_records=max_records))
+                                               max_bytes=max_bytes, max_records=max_records,
+                                               batch_size=batch_size,
+                                               acquire_mode=acquire_mode))
         return outcome
 
     async def _wait_any(self, seen_appended: int, seen_changed: int, timeout_s: float) -> None:
@@ -688,10 +708,9 @@ class SharePartitionManager:
         return total
 
     async def _acquire_all(self, group_id: str, member_id: str, ready: Sequence[_Entry],
-                           isolation: str, *, max_bytes: int, max_records: int
-                           ) -> FetchOutcome:
+                           isolation: str, *, max_bytes: int, max_records: int,
+                           batch_size: int, acquire_mode: int) -> FetchOutcome:
         """Read and acquire each partition once (``ShareFetchUtils.processFetchResponse``)."""
-        module = _share_partition_module()
         outcome: FetchOutcome = {}
         acquired_count = 0
         # Kafka's PartitionMaxBytesStrategy UNIFORM: the request's bytes split evenly.
@@ -727,7 +746,7 @@ class SharePartitionManager:
             buffer = read.buffer
             if not len(buffer):
                 continue
-            batches = _batches(buffer, module.FetchedBatch)
+            batches = _batches(buffer)
             if not batches:
                 continue
             aborted = [(int(t.producer_id), int(t.first_offset), int(t.last_offset))
@@ -735,7 +754,10 @@ class SharePartitionManager:
             acquired = entry.sp.acquire(member_id, [b for _, _, b in batches],
                                         max_records=max_records - acquired_count,
                                         now_ms=BrokerState.now_ms(),
-                                        aborted_producer_ranges=aborted)
+                                        aborted_producer_ranges=aborted,
+                                        batch_size=batch_size,
+                                        acquire_mode=ShareAcquireMode(acquire_mode),
+                                        fetch_offset=offset, isolation_level=isolation)
             if not acquired:
                 continue
             min_one_batch = False
@@ -750,12 +772,6 @@ class SharePartitionManager:
         for entry in ready:
             # Partitions not reached after max_records: answered empty.
             outcome.setdefault((entry.topic_id, entry.partition), PartitionFetch())
-        # An acquisition may have a state to write (delivery counts): persist it.
-        for entry in ready:
-            pending = getattr(entry.sp, "pending_write", None)
-            if pending is not None and pending() is not None:
-                async with entry.lock:
-                    await self._persist(entry)
         return outcome
 
 

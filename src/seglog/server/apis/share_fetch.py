@@ -252,7 +252,8 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
                 group_id, member_id, interested, session_epoch=epoch,
                 max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
                 max_records=int(getattr(request, "max_records", 500)),
-                batch_size=int(getattr(request, "batch_size", 500)))
+                batch_size=int(getattr(request, "batch_size", 500)),
+                acquire_mode=int(getattr(request, "share_acquire_mode", 0)))
             by_key = {p.key: p for p in interested}
             fetched = [(by_key[key], result) for key, result in outcome.items()
                        if key in by_key]
