@@ -573,7 +573,10 @@ class SharePartitionManager:
             self._spawn(self._release(entry, member_id))
 
     def on_group_empty(self, group_id: str) -> None:
-        """Kafka's ``onGroupEmpty``: drop the group's share partitions here."""
+        """Kafka's ``onGroupEmpty``: drop the group's share partitions here (their state is
+        the persister's; without one the memory is the only copy, and they stay)."""
+        if self._persister() is None:
+            return
         for entry in [e for e in self.entries.values() if e.group_id == group_id]:
             self._drop(entry)
 

@@ -1,0 +1,189 @@
+"""ShareFetch / ShareAcknowledge on ``seglog serve`` with librdkafka's ShareConsumer
+(confluent-kafka 2.16): several members on one partition get every record once, a RELEASEd
+record comes back with a higher delivery count, a REJECTed one never does, the records of a
+member that stops polling come back to another once their acquisition locks expire, a
+member's connection closing releases its records at once."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from seglog.server.share_partitions import find_share_partition_manager
+
+try:
+    from confluent_kafka import AcknowledgeType
+except ImportError:  # pragma: no cover - older confluent-kafka
+    AcknowledgeType = None
+
+TOPIC = "q"
+WAIT_S = 30.0
+#: A short acquisition lock for the expiry tests (Kafka's lower bound is configurable).
+LOCK_CONFIG = {"group.share.min.record.lock.duration.ms": 1000,
+               "group.share.record.lock.duration.ms": 2000}
+
+
+def _topic(broker, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(30)
+
+
+def _produce(broker, count: int, start: int = 0, partitions: int = 1) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    for i in range(start, start + count):
+        producer.produce(TOPIC, value=b"v%d" % i, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def _consumer(broker, group: str, **config) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                              **config})
+    consumer.subscribe([TOPIC])
+    return consumer
+
+
+def _poll(consumer, timeout_s: float = 0.2) -> list:
+    out = []
+    for m in consumer.poll(timeout_s):
+        assert m.error() is None, m.error()
+        out.append(m)
+    return out
+
+
+def _initialized(broker, group: str) -> bool:
+    """Whether the group's share partition of the topic is loaded on the broker (its start
+    offset set by share.auto.offset.reset=latest: records produced after are delivered)."""
+    manager = find_share_partition_manager(broker.state)
+    if manager is None:
+        return False
+    return any(e.group_id == group and e.ready is not None and e.ready.done()
+               and e.ready.result() == 0 for e in list(manager.entries.values()))
+
+
+def _join(broker, consumers, group: str = "g") -> None:
+    """Poll until the members joined and the share partition is initialized (bounded)."""
+    deadline = time.monotonic() + WAIT_S
+    while not _initialized(broker, group):
+        assert time.monotonic() < deadline, "the share partition never initialized"
+        for consumer in consumers:
+            assert _poll(consumer, 0.1) == []
+    for _ in range(5):  # the others' first fetches
+        for consumer in consumers:
+            assert _poll(consumer, 0.1) == []
+
+
+def test_members_of_one_partition_get_every_record_once(broker_factory):
+    broker = broker_factory()
+    _topic(broker)
+    consumers = [_consumer(broker, "g") for _ in range(3)]
+    try:
+        _join(broker, consumers)
+        _produce(broker, 300)
+        seen: dict[int, int] = {}
+        by_member = [0, 0, 0]
+        deadline = time.monotonic() + WAIT_S
+        while len(seen) < 300 and time.monotonic() < deadline:
+            for index, consumer in enumerate(consumers):
+                for m in _poll(consumer, 0.05):
+                    seen[m.offset()] = seen.get(m.offset(), 0) + 1
+                    by_member[index] += 1
+        assert sorted(seen) == list(range(300))
+        assert set(seen.values()) == {1}, "a record delivered twice"
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+@pytest.mark.skipif(AcknowledgeType is None, reason="confluent-kafka without AcknowledgeType")
+def test_release_redelivers_with_a_higher_count_and_reject_never(broker_factory):
+    broker = broker_factory()
+    _topic(broker)
+    consumer = _consumer(broker, "g", **{"share.acknowledgement.mode": "explicit"})
+    try:
+        _join(broker, [consumer])
+        _produce(broker, 4)
+        deliveries: list[tuple[int, int]] = []
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and len({o for o, _ in deliveries}) < 4:
+            for m in _poll(consumer):
+                deliveries.append((m.offset(), m.delivery_count()))
+                ack = {0: AcknowledgeType.ACCEPT, 1: AcknowledgeType.RELEASE,
+                       2: AcknowledgeType.REJECT, 3: AcknowledgeType.ACCEPT}[m.offset()]
+                if m.offset() == 1 and m.delivery_count() >= 2:
+                    ack = AcknowledgeType.ACCEPT
+                consumer.acknowledge(m, ack)
+            consumer.commit_sync()
+        # Offset 1 again, second delivery, once accepted nothing more.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (1, 2) not in deliveries:
+            for m in _poll(consumer):
+                deliveries.append((m.offset(), m.delivery_count()))
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+            consumer.commit_sync()
+        for _ in range(5):
+            for m in _poll(consumer):
+                deliveries.append((m.offset(), m.delivery_count()))
+                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+            consumer.commit_sync()
+        assert sorted(deliveries) == [(0, 1), (1, 1), (1, 2), (2, 1), (3, 1)]
+    finally:
+        consumer.close()
+
+
+def test_a_member_that_stops_polling_loses_its_records_when_the_locks_expire(broker_factory):
+    broker = broker_factory(config=LOCK_CONFIG)
+    _topic(broker)
+    stalled = _consumer(broker, "g", **{"share.acknowledgement.mode": "explicit"})
+    other = _consumer(broker, "g")
+    try:
+        _join(broker, [stalled, other])
+        _produce(broker, 10)
+        held: list = []
+        deadline = time.monotonic() + WAIT_S
+        while not held and time.monotonic() < deadline:
+            held = _poll(stalled)
+        assert held, "the first member got nothing"
+        held_offsets = sorted(m.offset() for m in held)
+        # The stalled member neither acknowledges nor polls: after the lock (2 s) the other
+        # member gets those records, delivered a second time.
+        again: dict[int, int] = {}
+        deadline = time.monotonic() + WAIT_S
+        while not set(held_offsets) <= set(again) and time.monotonic() < deadline:
+            for m in _poll(other):
+                if m.offset() in held_offsets:
+                    again[m.offset()] = m.delivery_count()
+        assert sorted(again) == held_offsets
+        assert set(again.values()) == {2}
+    finally:
+        other.close()
+        stalled.close()
+
+
+def test_closing_a_member_releases_its_records_at_once(broker_factory):
+    broker = broker_factory()  # 30 s locks: only the release can hand them on in time
+    _topic(broker)
+    first = _consumer(broker, "g", **{"share.acknowledgement.mode": "explicit"})
+    second = None
+    try:
+        _join(broker, [first])
+        _produce(broker, 5)
+        held: list = []
+        deadline = time.monotonic() + WAIT_S
+        while not held and time.monotonic() < deadline:
+            held = _poll(first)
+        assert held
+        offsets = sorted(m.offset() for m in held)
+        second = _consumer(broker, "g")
+        started = time.monotonic()
+        first.close()  # nothing acknowledged: the session's close releases them
+        got: dict[int, int] = {}
+        while not set(offsets) <= set(got) and time.monotonic() < started + 20:
+            got.update((m.offset(), m.delivery_count()) for m in _poll(second))
+        assert sorted(got) == offsets
+        assert set(got.values()) == {2}
+    finally:
+        if second is not None:
+            second.close()
