@@ -358,6 +358,8 @@ class SharePartitionManager:
         key = (entry.group_id, entry.topic_id, entry.partition)
         if self.entries.get(key) is entry:
             del self.entries[key]
+        log.debug("share partition %s %s-%d dropped", entry.group_id, entry.topic,
+                  entry.partition)
         entry.sp.mark_fenced()
         self.changed.notify()
 
@@ -434,6 +436,8 @@ class SharePartitionManager:
             log.warning("share partition %s %s-%d: invalid state: %s", entry.group_id,
                         entry.topic, entry.partition, exc)
             return codes.UNKNOWN_SERVER_ERROR
+        log.debug("share partition %s %s-%d initialized: start offset %d", entry.group_id,
+                  entry.topic, entry.partition, entry.sp.start_offset)
         self._wake_timer()
         return codes.NONE
 
@@ -577,6 +581,8 @@ class SharePartitionManager:
         the persister's; without one the memory is the only copy, and they stay)."""
         if self._persister() is None:
             return
+        if self.sessions.num_members(group_id):
+            return  # a member still has a share session here (Kafka counts sessions)
         for entry in [e for e in self.entries.values() if e.group_id == group_id]:
             self._drop(entry)
 
