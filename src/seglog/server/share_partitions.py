@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 #: Where the manager lives in ``BrokerState.extensions``.
 EXTENSION = "seglog.server.share_partitions"
 
+#: How long a shutdown waits for releases and their state writes under way.
+CLOSE_WAIT_S = 5.0
 #: Kafka 4.4's broker defaults (``ShareGroupConfig``) the group configs fall back to.
 _BROKER_DEFAULTS: dict[str, tuple[str, Any]] = {
     # group config name: (broker config name, Kafka's default)
@@ -260,8 +262,11 @@ class SharePartitionManager:
             self._timer = asyncio.get_running_loop().create_task(self._run_timer())
 
     async def close(self) -> None:
-        """Stop the timer and the background work."""
+        """Stop the timer; let the background work (releases of the members whose
+        connections closed, their writes) finish, for at most :data:`CLOSE_WAIT_S`."""
         self._closed = True
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=CLOSE_WAIT_S)
         tasks = [t for t in [self._timer, *self._background] if t is not None]
         for task in tasks:
             task.cancel()
