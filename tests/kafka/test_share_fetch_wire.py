@@ -218,6 +218,11 @@ def _join(c: Client, group: str, member: str, topic: str, tid: uuid.UUID) -> int
     while True:
         r = c.call(76, 1, group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
                    subscribed_topic_names=(topic,) if epoch == 0 else None)
+        if int(r.error_code) in (14, 15, 16):  # the offsets topic is being made / loaded
+            c.call(10, 4, key_type=0, coordinator_keys=(group,))
+            assert time.monotonic() < deadline, "no coordinator"
+            time.sleep(0.2)
+            continue
         assert int(r.error_code) == 0, r
         epoch = r.member_epoch
         if r.assignment is not None and any(
