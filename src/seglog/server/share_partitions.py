@@ -240,6 +240,9 @@ class SharePartitionManager:
         self._closed = False
         broker.connection_closed_listeners.append(self.sessions.on_disconnect)
         self._listen_to_share_groups()
+        view = self._group_configs()
+        if view is not None:
+            view.add_listener(self._group_config_changed)
         cluster = broker.cluster
         add_listener = getattr(cluster, "add_leadership_listener", None)
         if add_listener is not None:
@@ -287,19 +290,30 @@ class SharePartitionManager:
     def group_config(self, group_id: str, name: str) -> str:
         """The group's ``name`` (``share.*``): its own value, else the broker's default
         (:mod:`seglog.group_configs` when it is there)."""
-        group_configs = _optional_module("seglog.group_configs")
-        view_of = getattr(group_configs, "group_configs", None) if group_configs else None
-        if view_of is not None:
+        view = self._group_configs()
+        if view is not None:
             try:
-                value = view_of(self.broker).effective(group_id, name)
-                if value is not None:
-                    return str(value)
-            except (KeyError, LookupError, AttributeError):
+                return str(view.effective(group_id, name))
+            except KeyError:  # not a group config of this seglog
                 pass
         broker_name, default = _BROKER_DEFAULTS[name]
         if broker_name:
             return str(self.broker.config.get(broker_name, default))
         return str(default)
+
+    def _group_configs(self) -> Any | None:
+        """The broker's group configs (:mod:`seglog.server.apis.group_configs`), or None."""
+        module = _optional_module("seglog.server.apis.group_configs")
+        view_of = getattr(module, "group_configs", None) if module is not None else None
+        return view_of(self.broker) if view_of is not None else None
+
+    def _group_config_changed(self, group_id: str) -> None:
+        """A group config changed: the group's share partitions run with the new values
+        (Kafka reads them on each use)."""
+        for entry in list(self.entries.values()):
+            if entry.group_id == group_id:
+                entry.sp.config = self._partition_config(group_id)
+        self.changed.notify()
 
     def record_lock_duration_ms(self, group_id: str) -> int:
         """The acquisition lock duration of ``group_id`` (``share.record.lock.duration
@@ -319,7 +333,19 @@ class SharePartitionManager:
             auto_offset_reset=self.group_config(group_id, "share.auto.offset.reset"),
             isolation_level=self.isolation_level(group_id),
             dlq_enabled=self._dlq_enabled(group_id),
+            renew_acknowledge_enable=self._renew_enabled(group_id),
         )
+
+    def _renew_enabled(self, group_id: str) -> bool:
+        """The group's ``share.renew.acknowledge.enable`` (KIP-1222; Kafka's default true)."""
+        view = self._group_configs()
+        if view is None:
+            return True
+        try:
+            return str(view.effective(group_id, "share.renew.acknowledge.enable")).lower() \
+                == "true"
+        except KeyError:
+            return True
 
     def _dlq_enabled(self, group_id: str) -> bool:
         """KIP-1191: whether the group's records go to a dead-letter queue
@@ -444,6 +470,7 @@ class SharePartitionManager:
         log.debug("share partition %s %s-%d initialized: start offset %d", entry.group_id,
                   entry.topic, entry.partition, entry.sp.start_offset)
         self._wake_timer()
+        self._hand_to_dlq(entry)  # ranges still ARCHIVING when last written
         return codes.NONE
 
     async def _ready(self, entry: _Entry) -> int:
@@ -500,11 +527,9 @@ class SharePartitionManager:
 
     def _hand_to_dlq(self, entry: _Entry) -> None:
         """KIP-1191: records the partition moved to ARCHIVING go to the group's dead-letter
-        queue (:mod:`seglog.server.share_dlq`); without it they are archived at once."""
-        take = getattr(entry.sp, "take_dlq_batches", None)
-        if take is None:
-            return
-        batches = take()
+        queue (:mod:`seglog.server.share_dlq`: it writes them, then archives them and
+        persists that under the partition's lock); without it they are archived at once."""
+        batches = entry.sp.take_dlq_batches()
         if not batches:
             return
         dlq = _optional_module("seglog.server.share_dlq")
@@ -515,19 +540,15 @@ class SharePartitionManager:
                 entry.sp.archiving_done(batch.first_offset, batch.last_offset)
             self._spawn(self._persist_locked(entry))
             return
-        for batch in batches:
-            self._spawn(self._dead_letter(manager, entry, batch))
 
-    async def _dead_letter(self, manager: Any, entry: _Entry, batch: Any) -> None:
-        try:
-            await manager.enqueue(entry.group_id, TopicPartition(entry.topic, entry.partition),
-                                  entry.topic_id, batch.first_offset, batch.last_offset,
-                                  batch.delivery_count, batch.cause)
-        except Exception:  # noqa: BLE001 - the DLQ manager logs and retries its own
-            log.exception("share partition %s %s-%d: dead-lettering %d-%d failed",
-                          entry.group_id, entry.topic, entry.partition, batch.first_offset,
-                          batch.last_offset)
-        self.changed.notify()
+        async def persist() -> bool:
+            ok = await self._persist(entry) == codes.NONE
+            self.changed.notify()
+            return ok
+
+        self._spawn(manager.archive_batches(
+            entry.group_id, TopicPartition(entry.topic, entry.partition), entry.topic_id,
+            entry.sp, batches, persist=persist, lock=entry.lock))
 
     async def _persist_locked(self, entry: _Entry) -> None:
         async with entry.lock:
