@@ -228,3 +228,46 @@ def test_a_restart_redelivers_the_unacknowledged_records_with_their_counts(broke
         assert got == {5: 2, 7: 2, 8: 2, 9: 2}
     finally:
         second.close()
+
+
+def _group_configs(broker, group: str, **configs: str) -> None:
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name.replace("_", "."), value,
+                    incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def test_group_configs_earliest_and_read_committed(broker_factory):
+    broker = broker_factory()
+    _topic(broker)
+    _produce(broker, 2)  # before any member: only "earliest" delivers them
+    for commit, values in ((False, [b"aborted-1", b"aborted-2"]), (True, [b"kept-1", b"kept-2"])):
+        producer = Producer({"bootstrap.servers": broker.bootstrap,
+                             "transactional.id": "tx", "linger.ms": 5})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(TOPIC, value=value, partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    _group_configs(broker, "g", share_auto_offset_reset="earliest",
+                   share_isolation_level="read_committed")
+    consumer = _consumer(broker, "g")
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < 4 and time.monotonic() < deadline:
+            got += [m.value() for m in _poll(consumer)]
+        for _ in range(5):
+            got += [m.value() for m in _poll(consumer)]
+        assert got == [b"v0", b"v1", b"kept-1", b"kept-2"]
+    finally:
+        consumer.close()
