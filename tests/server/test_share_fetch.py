@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from seglog import error_codes as codes
 from seglog.server.share_partitions import find_share_partition_manager
 
 try:
@@ -61,6 +62,21 @@ def _initialized(broker, group: str) -> bool:
         return False
     return any(e.group_id == group and e.ready is not None and e.ready.done()
                and e.ready.result() == 0 for e in list(manager.entries.values()))
+
+
+def _initialized_state(broker, group: str, topic_id, topic: str = "open") -> bool:
+    """Whether the share coordinator holds the share partition's state (the group
+    coordinator initialized it)."""
+    from seglog.server.share_persister import find_share_persister
+    import asyncio
+    persister = find_share_persister(broker.state)
+    if persister is None:
+        return False
+    from seglog.types import TopicPartition
+    epoch = broker.state.cluster.leader_replica(TopicPartition(topic, 0)).leader_epoch
+    code, _state = asyncio.run_coroutine_threadsafe(
+        persister.read_state(group, topic_id, 0, epoch), broker.state.loop).result(10)
+    return int(code) == 0
 
 
 def _join(broker, consumers, group: str = "g") -> None:
@@ -271,3 +287,86 @@ def test_group_configs_earliest_and_read_committed(broker_factory):
         assert got == [b"v0", b"v1", b"kept-1", b"kept-2"]
     finally:
         consumer.close()
+
+
+def test_share_fetch_and_acknowledge_check_read_on_group_and_topic(broker_factory):
+    import datetime
+    import uuid
+
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       ResourcePatternType, ResourceType)
+    from test_admin_differential import Client
+
+    broker = broker_factory({"authorizer.class.name":
+                             "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                             "allow.everyone.if.no.acl.found": "true"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("open", 1, 1),
+                                       NewTopic("closed", 1, 1)]).values():
+        future.result(30)
+    c = Client(broker.bootstrap)
+    mm = c.m(3, 12)
+    meta = c.call(3, 12, topics=tuple(mm.MetadataRequestTopic(topic_id=None, name=n)
+                                      for n in ("open", "closed")),
+                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    ids = {t.name: t.topic_id for t in meta.topics}
+    names = {v: k for k, v in ids.items()}
+    for future in admin.create_acls([AclBinding(
+            kind, name, ResourcePatternType.LITERAL, "User:bob", "*", AclOperation.ALL,
+            AclPermissionType.ALLOW)
+            for kind, name in ((ResourceType.TOPIC, "closed"),
+                               (ResourceType.GROUP, "closed-group"))]).values():
+        future.result(30)
+    fm, am = c.m(78, 1), c.m(79, 1)
+    member = str(uuid.uuid4())
+
+    def fetch(group, epoch, topics, acks=False):
+        return c.call(78, 1, group_id=group, member_id=member, share_session_epoch=epoch,
+                      max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
+                      max_records=10, batch_size=10, forgotten_topics_data=(),
+                      topics=tuple(fm.FetchTopic(topic_id=ids[t], partitions=(
+                          fm.FetchPartition(partition_index=0, acknowledgement_batches=(
+                              (fm.AcknowledgementBatch(first_offset=0, last_offset=0,
+                                                       acknowledge_types=(1,)),)
+                              if acks else ())),)) for t in topics))
+
+    def ack(group, epoch, topics):
+        return c.call(79, 1, group_id=group, member_id=member, share_session_epoch=epoch,
+                      topics=tuple(am.AcknowledgeTopic(topic_id=ids[t], partitions=(
+                          am.AcknowledgePartition(partition_index=0, acknowledgement_batches=(
+                              am.AcknowledgementBatch(first_offset=0, last_offset=0,
+                                                      acknowledge_types=(1,)),)),))
+                          for t in topics))
+
+    # The member joins (its partition's share state is initialized by the coordinator).
+    deadline = time.monotonic() + WAIT_S
+    epoch = 0
+    while True:
+        r = c.call(76, 1, group_id="g", member_id=member, member_epoch=epoch, rack_id=None,
+                   subscribed_topic_names=("open",) if epoch == 0 else None)
+        assert int(r.error_code) == 0, r
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions and _initialized_state(
+                broker, "g", ids["open"]):
+            break
+        assert time.monotonic() < deadline, "never assigned"
+        time.sleep(0.2)
+    try:
+        assert int(fetch("closed-group", 0, ["open"]).error_code) == \
+            codes.GROUP_AUTHORIZATION_FAILED
+        assert int(ack("closed-group", 1, ["open"]).error_code) == \
+            codes.GROUP_AUTHORIZATION_FAILED
+        r = fetch("g", 0, ["open", "closed"])
+        assert int(r.error_code) == 0
+        assert sorted((names[t.topic_id], int(p.error_code)) for t in r.responses
+                      for p in t.partitions) == [
+            ("closed", codes.TOPIC_AUTHORIZATION_FAILED), ("open", 0)]
+        r = ack("g", 1, ["closed"])
+        assert [(names[t.topic_id], int(p.error_code)) for t in r.responses
+                for p in t.partitions] == [("closed", codes.TOPIC_AUTHORIZATION_FAILED)]
+        r = fetch("g", 2, ["closed"], acks=True)
+        assert [(names[t.topic_id], int(p.error_code), int(p.acknowledge_error_code))
+                for t in r.responses for p in t.partitions] == [
+            ("closed", codes.TOPIC_AUTHORIZATION_FAILED, codes.TOPIC_AUTHORIZATION_FAILED)]
+    finally:
+        c.close()

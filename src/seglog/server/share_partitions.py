@@ -452,6 +452,8 @@ class SharePartitionManager:
                               entry.group_id, entry.topic, entry.partition)
                 return codes.UNKNOWN_SERVER_ERROR
             if code != codes.NONE:
+                log.debug("share partition %s %s-%d: reading its state: %s", entry.group_id,
+                          entry.topic, entry.partition, codes.name(int(code)))
                 return _persister_error(code)
         replica, code = self._leader(entry.topic, entry.partition)
         if replica is None:
