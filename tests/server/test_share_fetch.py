@@ -153,9 +153,9 @@ def test_a_member_that_stops_polling_loses_its_records_when_the_locks_expire(bro
     broker = broker_factory(config=LOCK_CONFIG)
     _topic(broker)
     stalled = _consumer(broker, "g", **{"share.acknowledgement.mode": "explicit"})
-    other = _consumer(broker, "g")
+    other = None
     try:
-        _join(broker, [stalled, other])
+        _join(broker, [stalled])
         _produce(broker, 10)
         held: list = []
         deadline = time.monotonic() + WAIT_S
@@ -163,6 +163,9 @@ def test_a_member_that_stops_polling_loses_its_records_when_the_locks_expire(bro
             held = _poll(stalled)
         assert held, "the first member got nothing"
         held_offsets = sorted(m.offset() for m in held)
+        # The other member comes only now (librdkafka prefetches for a member that is not
+        # polled: it would hold records of its own meanwhile).
+        other = _consumer(broker, "g")
         # The stalled member neither acknowledges nor polls: after the lock (2 s) the other
         # member gets those records, delivered a second time.
         again: dict[int, int] = {}
@@ -174,7 +177,8 @@ def test_a_member_that_stops_polling_loses_its_records_when_the_locks_expire(bro
         assert sorted(again) == held_offsets
         assert set(again.values()) == {2}
     finally:
-        other.close()
+        if other is not None:
+            other.close()
         stalled.close()
 
 
