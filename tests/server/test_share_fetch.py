@@ -374,3 +374,30 @@ def test_share_fetch_and_acknowledge_check_read_on_group_and_topic(broker_factor
             ("closed", codes.TOPIC_AUTHORIZATION_FAILED, codes.TOPIC_AUTHORIZATION_FAILED)]
     finally:
         c.close()
+
+
+def test_a_full_share_session_cache_answers_limit_reached_after_the_wait(broker_factory):
+    import datetime
+    import uuid
+
+    from test_admin_differential import Client
+
+    broker = broker_factory({"group.share.max.share.sessions": 1})
+    c = Client(broker.bootstrap)
+
+    def open_session(member: str, wait_ms: int):
+        return c.call(78, 1, group_id="g", member_id=member, share_session_epoch=0,
+                      max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=1,
+                      max_bytes=1 << 20, max_records=10, batch_size=10, topics=(),
+                      forgotten_topics_data=())
+
+    try:
+        first = str(uuid.uuid4())
+        assert int(open_session(first, 0).error_code) == 0
+        started = time.monotonic()
+        r = open_session(str(uuid.uuid4()), 300)
+        assert int(r.error_code) == codes.SHARE_SESSION_LIMIT_REACHED
+        assert time.monotonic() - started >= 0.3
+        assert int(open_session(first, 0).error_code) == 0  # its own session: replaced
+    finally:
+        c.close()
