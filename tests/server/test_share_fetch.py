@@ -20,6 +20,8 @@ try:
 except ImportError:  # pragma: no cover - older confluent-kafka
     AcknowledgeType = None
 
+pytestmark = pytest.mark.clients
+
 TOPIC = "q"
 WAIT_S = 30.0
 #: A short acquisition lock for the expiry tests (Kafka's lower bound is configurable).
