@@ -9,7 +9,7 @@ unknown topic id, and a closed session.
 
 A member's sequence (it joins with ShareGroupHeartbeat first): records acquired with delivery
 count 1, acknowledged per offset (ACCEPT, RELEASE, REJECT), the released one delivered again
-with count 2, a piggy-backed ACCEPT, acknowledging a record not acquired
+with count 2, its lock renewed (a v2 renew-only ShareFetch), a piggy-backed ACCEPT, acknowledging a record not acquired
 (INVALID_RECORD_STATE), a malformed batch (INVALID_REQUEST), closing with epoch -1.
 
 Kafka answers an empty partition of a full fetch or not at all depending on whether its share
@@ -266,6 +266,10 @@ def sequence_scenario(bootstrap: str) -> list:
     epoch += 1
     epoch, view = _fetch_until(s, epoch, ids)
     out.append(view)  # offset 2 again, delivery count 2
+    # v2 renew (KIP-1222): the lock of offset 2 renewed, nothing fetched.
+    out.append(fetch_view(s.fetch(epoch, acks={(tid, 0): [(2, 2, [4])]}, renew=True,
+                                  max_bytes=0), ids))
+    epoch += 1
     out.append(fetch_view(s.fetch(epoch, acks={(tid, 0): [(2, 2, [1])]}, max_wait_ms=200),
                           ids))
     epoch += 1
