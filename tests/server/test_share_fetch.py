@@ -403,3 +403,64 @@ def test_a_full_share_session_cache_answers_limit_reached_after_the_wait(broker_
         assert int(open_session(first, 0).error_code) == 0  # its own session: replaced
     finally:
         c.close()
+
+
+def test_a_share_fetch_over_the_consumer_byte_rate_is_answered_throttled(broker_factory):
+    import datetime
+    import uuid
+
+    from quota_helpers import RawClient, alter_quotas
+    USER, CLIENT = "user", "client-id"
+
+    broker = broker_factory(quota_window_num=3)
+    _topic(broker)
+    with RawClient(broker.bootstrap, client_id="slow") as c:
+        assert alter_quotas(c, [([(USER, "ANONYMOUS"), (CLIENT, "slow")],
+                                 {"consumer_byte_rate": 1000})])[0][1] == 0
+        mm = c.m(3, 12)
+        topic_id = c.call(3, 12, topics=(mm.MetadataRequestTopic(topic_id=None, name=TOPIC),),
+                          allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False).topics[0].topic_id
+        member = str(uuid.uuid4())
+        deadline = time.monotonic() + WAIT_S
+        epoch = 0
+        while True:  # join: the share partition's state is initialized on assignment
+            r = c.call(76, 1, group_id="g", member_id=member, member_epoch=epoch,
+                       rack_id=None, subscribed_topic_names=(TOPIC,) if epoch == 0 else None)
+            assert int(r.error_code) == 0, r
+            epoch = r.member_epoch
+            if r.assignment is not None and r.assignment.topic_partitions and \
+                    _initialized_state(broker, "g", topic_id, TOPIC):
+                break
+            assert time.monotonic() < deadline, "never assigned"
+            time.sleep(0.2)
+        fm = c.m(78, 1)
+        session_epoch = 0
+        throttled = []
+        acquired = 0
+        for round_ in range(20):
+            if round_ == 1:
+                producer = Producer({"bootstrap.servers": broker.bootstrap})
+                for _ in range(50):
+                    producer.produce(TOPIC, value=b"x" * 1000, partition=0)
+                assert producer.flush(30) == 0
+            r = c.call(78, 1, group_id="g", member_id=member,
+                       share_session_epoch=session_epoch,
+                       max_wait=datetime.timedelta(milliseconds=100), min_bytes=1,
+                       max_bytes=1 << 20, max_records=5, batch_size=5,
+                       forgotten_topics_data=(),
+                       topics=(fm.FetchTopic(topic_id=topic_id, partitions=(
+                           fm.FetchPartition(partition_index=0, acknowledgement_batches=()),))
+                               ,) if session_epoch == 0 else ())
+            session_epoch += 1
+            assert int(r.error_code) == 0
+            throttle_ms = int(r.throttle_time.total_seconds() * 1000)
+            if throttle_ms:
+                throttled.append((throttle_ms, len(r.responses)))
+                break
+            acquired += sum(len(p.acquired_records) for t in r.responses for p in t.partitions)
+        # The first answer with records is over the quota (5 KB against 1000 B/s): Kafka's
+        # throttleResponse, the throttle time and no partitions (the records stay acquired
+        # until their lock expires, as in Kafka).
+        assert acquired == 0
+        assert throttled and throttled[0][0] > 0 and throttled[0][1] == 0
