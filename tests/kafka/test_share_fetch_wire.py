@@ -114,7 +114,7 @@ class Share:
 
     def fetch(self, epoch: int, parts=(), *, acks=None, forget=(), max_wait_ms: int = 0,
               max_records: int = 500, renew: bool = False, max_bytes: int = 2**20,
-              group: str | None = "", member: str | None = None):
+              group: str | None = "", member: str | None = None, acquire_mode: int = 0):
         m = self.fm
         acks = acks or {}
         topics: dict = {}
@@ -140,6 +140,7 @@ class Share:
                                         for t, i in forget))
         if self.version >= 2:
             fields["is_renew_ack"] = renew
+            fields["share_acquire_mode"] = acquire_mode
         return self.c.call(78, self.version, **fields)
 
     def ack(self, epoch: int, acks: dict, *, member: str | None = None):
@@ -207,6 +208,7 @@ def errors_scenario(bootstrap: str) -> list:
     out.append(ack_view(s.ack(2, {(ghost, 0): [(0, 0, [1])]}), ids))
     out.append(ack_view(s.ack(-1, {}), ids))
     out.append(fetch_view(s.fetch(3), ids))
+    out.append(fetch_view(s.fetch(0, [(tid, 0)], acquire_mode=7), ids))
     c.close()
     return out
 

@@ -44,7 +44,7 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import error_codes as codes
 from .. import errors
@@ -588,6 +588,8 @@ class SharePartitionManager:
                     deadline = entry.sp.next_lock_deadline_ms()
                     if deadline is None:
                         continue
+                    # Never a busy loop on a deadline that stays in the past.
+                    deadline = max(deadline, BrokerState.now_ms() + 10)
                 earliest = deadline if earliest is None else min(earliest, deadline)
             timeout_s = None if earliest is None else max(
                 0.0, (earliest - BrokerState.now_ms()) / 1000.0)

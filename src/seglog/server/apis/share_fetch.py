@@ -53,6 +53,8 @@ SHARE_ACKNOWLEDGE = 79
 MEMBER_ID_LENGTH_MAX = 36
 #: The acknowledge types (Kafka's ``AcknowledgeType`` ids): 0 gap ... 3 reject, 4 renew (v2).
 _RENEW = 4
+#: ShareFetch v2's ShareAcquireMode ids: 0 batch-optimized, 1 record-limit.
+_ACQUIRE_MODES = (0, 1)
 
 
 def _share_groups_enabled(ctx: RequestContext) -> bool:
@@ -242,6 +244,11 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
                 failed.append((part, PartitionFetch(codes.UNKNOWN_TOPIC_OR_PARTITION)))
             else:
                 interested.append(part)
+        acquire_mode = int(getattr(request, "share_acquire_mode", 0))
+        if interested and acquire_mode not in _ACQUIRE_MODES:
+            # Kafka's ShareAcquireMode.forId throws inside fetchMessages: the whole request
+            # fails (getErrorResponse of an unexpected exception).
+            return _error_response(ctx, codes.UNKNOWN_SERVER_ERROR)
         if interested:
             config_max = int(ctx.broker.config.get("fetch.max.bytes", FETCH_MAX_BYTES_DEFAULT))
             max_bytes = min(int(request.max_bytes), config_max)
@@ -253,7 +260,7 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
                 max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
                 max_records=int(getattr(request, "max_records", 500)),
                 batch_size=int(getattr(request, "batch_size", 500)),
-                acquire_mode=int(getattr(request, "share_acquire_mode", 0)))
+                acquire_mode=acquire_mode)
             by_key = {p.key: p for p in interested}
             fetched = [(by_key[key], result) for key, result in outcome.items()
                        if key in by_key]
