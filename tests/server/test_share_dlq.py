@@ -433,3 +433,54 @@ def test_group_configs_set_by_a_client_are_read(broker_factory):
     result = _enqueue(broker, manager, 1, 1)
     # copy.record.enable is false by default: headers only.
     assert (result.written, result.copied) == (1, 0)
+
+
+def test_an_unreadable_progress_file_writes_as_kafka(broker_factory, tmp_path):
+    # A damaged exactly-once record is not fatal: the manager starts without it.
+    data_dir = tmp_path / "data"
+    broker = broker_factory(data_dir=data_dir,
+                            errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 1)
+    broker.stop()
+    (data_dir / PROGRESS_FILE).write_text("{not json")
+    broker = broker_factory(data_dir=data_dir,
+                            errors_deadletterqueue_auto_create_topics_enable="true")
+    manager = _manager(broker, group_config=_groups())
+    assert manager.pending_ranges() == []
+    assert _enqueue(broker, manager, 0, 0).written == 1
+    assert manager.pending_ranges() != []
+
+
+def test_archiving_done_for_a_range_not_pending_is_logged(broker_factory):
+    sp_module = _share_partition_module()
+    broker = broker_factory(errors_deadletterqueue_auto_create_topics_enable="true")
+    _produce(broker.bootstrap, "src", 3, 2, 4)
+    topic_id = uuid.uuid4()
+    sp, _persisted = _rejected_and_archiving(broker, sp_module, topic_id)
+    sp.take_dlq_batches()
+    manager = _manager(broker, group_config=_groups())
+    persist, written = _persist(sp)
+    # Offsets 1-1 were ACCEPTed, not ARCHIVING: written to the DLQ but nothing to archive.
+    result = run_on_broker_loop(broker, manager.enqueue(
+        GROUP, TopicPartition("src", 2), topic_id, 1, 1, 1, CLIENT_REJECT, share_partition=sp,
+        persist=persist))
+    assert result.written == 1 and written == []
+
+
+def test_broker_configs_change_at_runtime(broker):
+    # errors.deadletterqueue.* are cluster-wide dynamic broker configs (Kafka's
+    # GroupCoordinatorConfig): set through IncrementalAlterConfigs, the next write takes them.
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    _produce(broker.bootstrap, "src", 3, 2, 1)
+    manager = _manager(broker, group_config=_groups(topic="x.g1"))
+    with pytest.raises(errors.InvalidConfigError, match="auto create is disabled"):
+        _enqueue(broker, manager, 0, 0)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(ResourceType.BROKER, str(broker.state.node_id),
+                              incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in (("errors.deadletterqueue.auto.create.topics.enable", "true"),
+                            ("errors.deadletterqueue.topic.name.prefix", "x."))])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(10)
+    assert _enqueue(broker, manager, 0, 0).written == 1
