@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import logging
 import uuid
 from typing import Any, Mapping, Protocol
@@ -131,7 +132,7 @@ def share_persister_of(broker: BrokerState) -> Any:
     """The broker's share persister (:mod:`seglog.server.share_persister`), None while that
     module is not part of the server."""
     try:
-        from .. import share_persister
+        share_persister = importlib.import_module("seglog.server.share_persister")
     except ImportError:
         return None
     for name in ("find_share_persister", "share_persister", "persister_of"):
@@ -563,7 +564,7 @@ def _group_config_reader(state: BrokerState) -> Any:
     (:mod:`seglog.group_configs`), None for the broker default."""
     def read(group_id: str, name: str) -> int | None:
         try:
-            from ... import group_configs
+            group_configs = importlib.import_module("seglog.group_configs")
         except ImportError:
             return None
         try:
