@@ -266,3 +266,23 @@ def test_kafka_dump_log_decodes_the_records(broker_factory, tmp_path):
     assert '"initializedTopics":[{"topicId":' in out
     assert '"topicName":"shared","partitions":[0,1,2]' in out
     assert 'payload: <DELETE>' in out
+
+
+def test_group_configs_set_the_session_and_heartbeat(broker):
+    """``share.heartbeat.interval.ms`` / ``share.session.timeout.ms`` set on the group (the
+    GROUP config resource) win over the broker's defaults."""
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        m = c.m(44, 1)
+        r = c.call(44, 1, validate_only=False, resources=(m.AlterConfigsResource(
+            resource_type=32, resource_name="gc", configs=(
+                m.AlterableConfig(name="share.heartbeat.interval.ms", config_operation=0,
+                                  value="7000"),)),))
+        assert [int(x.error_code) for x in r.responses] == [0], r
+        r = _heartbeat(c, "gc", str(uuid.uuid4()), 0, [TOPIC])
+        assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=7))
+        r = _heartbeat(c, "other", str(uuid.uuid4()), 0, [TOPIC])
+        assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=5))
+    finally:
+        c.close()

@@ -356,7 +356,9 @@ class ShareGroupCoordinator:
         """Kafka's ``maybeUpdateTargetAssignment``: ``(target epoch, the member's target)``."""
         if group.assignment_epoch >= group.epoch:
             return group.assignment_epoch, group.target.get(member.member_id, {})
-        interval = self.config.assignment_interval_ms
+        found = self._group_config(group.group_id, "share.assignment.interval.ms") \
+            if self._group_config else None
+        interval = self.config.assignment_interval_ms if found is None else found
         if group.assignment_timestamp_ms and interval and \
                 now_ms < group.assignment_timestamp_ms + interval:
             return group.assignment_epoch, group.target.get(member.member_id, {})

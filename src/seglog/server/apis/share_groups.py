@@ -24,7 +24,7 @@ import dataclasses
 import importlib
 import logging
 import uuid
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
@@ -43,6 +43,7 @@ from ..finalized_features import FINALIZED_FEATURES_KEY
 from ..registry import ApiHandler
 from . import groups
 from .data_topics import partition_seam
+from .group_configs import group_configs
 
 __all__ = ["HANDLERS", "ShareGroupListener", "ShareGroupType", "ShareGroupsState",
            "delete_share_state", "find_share_groups_state", "is_share_group",
@@ -559,19 +560,16 @@ def _config(state: BrokerState) -> sg.ShareGroupConfig:
         initialize_retry_interval_ms=retry)
 
 
-def _group_config_reader(state: BrokerState) -> Any:
-    """``(group id, name) -> int | None``: a group-level config set on the group
-    (:mod:`seglog.group_configs`), None for the broker default."""
+def _group_config_reader(state: BrokerState) -> Callable[[str, str], int | None]:
+    """``(group id, name) -> int | None``: a group-level config the group sets
+    (``share.session.timeout.ms``, ``share.heartbeat.interval.ms``; Kafka's
+    ``GroupConfigManager``), clamped into the broker's bounds; None for the broker default."""
+    view = group_configs(state)
+
     def read(group_id: str, name: str) -> int | None:
-        try:
-            group_configs = importlib.import_module("seglog.group_configs")
-        except ImportError:
+        if name not in view.get(group_id):
             return None
-        try:
-            value = group_configs.group_configs(state).get(group_id).get(name)
-        except (AttributeError, KeyError, SeglogError):
-            return None
-        return None if value is None else int(value)
+        return int(view.value(group_id, name))
     return read
 
 
