@@ -46,8 +46,9 @@ from .data_topics import partition_seam
 from .group_configs import group_configs
 
 __all__ = ["HANDLERS", "ShareGroupListener", "ShareGroupType", "ShareGroupsState",
-           "delete_share_state", "find_share_groups_state", "is_share_group",
-           "share_persister_of", "start", "stop", "topic_metadata"]
+           "delete_share_state", "ensure_loaded", "find_share_groups_state",
+           "initialize_share_state", "is_share_group", "other_group", "persist",
+           "share_persister_of", "shares_enabled", "start", "stop", "topic_metadata"]
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class ShareGroupsState:
         """Whether ``member_id`` is a member of share group ``group_id`` here (ShareFetch
         and ShareAcknowledge check it)."""
         if self.broker is not None:
-            _ensure_loaded(self.broker, self, group_id)
+            ensure_loaded(self.broker, self, group_id)
         return self.coordinator.is_member(group_id, member_id)
 
     def group_ids(self) -> list[str]:
@@ -143,7 +144,7 @@ def share_persister_of(broker: BrokerState) -> Any:
     return None
 
 
-def _shares_enabled(broker: BrokerState) -> bool:
+def shares_enabled(broker: BrokerState) -> bool:
     """Kafka's ``isShareGroupProtocolEnabled``: share.version >= 1 finalized."""
     finalized = broker.extensions.get(FINALIZED_FEATURES_KEY)
     if finalized is None:
@@ -166,7 +167,7 @@ class ShareGroupType:
 
     def has_group(self, group_id: str) -> bool:
         """Whether ``group_id`` is a share group here."""
-        _ensure_loaded(self.broker, self.found, group_id)
+        ensure_loaded(self.broker, self.found, group_id)
         return self.coordinator.has_group(group_id)
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
@@ -190,7 +191,7 @@ class ShareGroupType:
         partitions = self.coordinator.state_partitions(group_id)
         error = self.coordinator.delete_group(group_id)
         if not error:
-            _persist(self.broker, self.found, group_id)
+            persist(self.broker, self.found, group_id)
             if partitions:
                 _background(self.broker, self.found, delete_share_state(
                     self.broker, group_id, {t: ps for t, (_n, ps) in partitions.items()}))
@@ -237,7 +238,7 @@ def _offsets_partition(broker: BrokerState, group_id: str) -> int | None:
     return None if groups_state.partitions.error_for(partition) else partition
 
 
-def _ensure_loaded(broker: BrokerState, found: ShareGroupsState, group_id: str) -> None:
+def ensure_loaded(broker: BrokerState, found: ShareGroupsState, group_id: str) -> None:
     """Load the share groups of ``group_id``'s ``__consumer_offsets`` partition, once per
     leadership of it."""
     partition = _offsets_partition(broker, group_id)
@@ -282,7 +283,7 @@ def _load_partition(broker: BrokerState, found: ShareGroupsState, partition: int
         log.info("loaded share group %r", loaded_id)
 
 
-def _persist(broker: BrokerState, found: ShareGroupsState, group_id: str
+def persist(broker: BrokerState, found: ShareGroupsState, group_id: str
              ) -> AppendResult | None:
     """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
     records (tombstones for what is gone); the append (None: nothing appended)."""
@@ -329,7 +330,7 @@ def _state(ctx: RequestContext) -> ShareGroupsState:
     return found
 
 
-def _other_group(broker: BrokerState, group_id: str) -> bool:
+def other_group(broker: BrokerState, group_id: str) -> bool:
     """Whether ``group_id`` is a group of another type (classic, consumer, streams) here."""
     groups_state = groups.find_groups_state(broker)
     if groups_state is None:
@@ -376,7 +377,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
                                          member_id=None, member_epoch=0,
                                          heartbeat_interval=0, assignment=None))
 
-    if not _shares_enabled(ctx.broker):
+    if not shares_enabled(ctx.broker):
         return error(codes.UNSUPPORTED_VERSION)
     group_id = request.group_id
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
@@ -396,8 +397,8 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
     not_here = groups.coordinator_error(ctx, group_id)
     if not_here:
         return error(not_here, codes.message(not_here))
-    _ensure_loaded(ctx.broker, state, group_id)
-    if not state.coordinator.has_group(group_id) and _other_group(ctx.broker, group_id):
+    ensure_loaded(ctx.broker, state, group_id)
+    if not state.coordinator.has_group(group_id) and other_group(ctx.broker, group_id):
         return error(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     epoch = int(request.member_epoch)
     try:
@@ -410,7 +411,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
     except sg.ShareGroupError as exc:
         return error(exc.error_code, exc.message)
     state.wake.set()
-    appended = _persist(ctx.broker, state, group_id)
+    appended = persist(ctx.broker, state, group_id)
     if epoch == -1:
         state._left(group_id, [member_id])
     if appended is not None:
@@ -432,35 +433,42 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
         assignment=assignment))
 
 
-async def _initialize(broker: BrokerState, found: ShareGroupsState,
-                      request: sg.InitializeRequest) -> None:
+async def initialize_share_state(broker: BrokerState, found: ShareGroupsState,
+                                 request: sg.InitializeRequest
+                                 ) -> dict[tuple[uuid.UUID, int], int]:
     """Kafka's ``persisterInitialize``: initialize the share-partitions' state, then mark
     them initialized (or, on an error, no longer initializing, so a later heartbeat asks
-    again) and persist the group's ShareGroupStatePartitionMetadata."""
+    again) and persist the group's ShareGroupStatePartitionMetadata. ``{(topic id,
+    partition): error code}``."""
     persister = share_persister_of(broker)
-    done: dict[uuid.UUID, set[int]] = {}
-    failed: dict[uuid.UUID, set[int]] = {}
-    for topic_id, partitions in request.partitions.items():
-        for p in sorted(partitions):
+    results: dict[tuple[uuid.UUID, int], int] = {}
+    for topic_id, offsets in request.offsets.items():
+        for p, start_offset in sorted(offsets.items()):
             error = codes.NONE
             if persister is not None:
                 try:
                     error = int(await persister.initialize_state(
-                        request.group_id, topic_id, p, request.state_epoch,
-                        request.start_offsets.get(topic_id, -1)))
+                        request.group_id, topic_id, p, request.state_epoch, start_offset))
                 except (SeglogError, OSError, asyncio.TimeoutError) as exc:
                     log.warning("share group %r: initializing %s-%d failed: %s",
                                 request.group_id, topic_id, p, exc)
                     error = codes.UNKNOWN_SERVER_ERROR
-            (failed if error else done).setdefault(topic_id, set()).add(p)
-    if failed:
+            results[(topic_id, p)] = error
+    partitions: dict[uuid.UUID, set[int]] = {}
+    for (topic_id, p) in results:
+        partitions.setdefault(topic_id, set()).add(p)
+    if any(results.values()):
         # Kafka: one failed partition uninitializes the whole request.
-        for topic_id, ps in done.items():
-            failed.setdefault(topic_id, set()).update(ps)
-        found.coordinator.uninitialized(request.group_id, failed)
+        found.coordinator.uninitialized(request.group_id, partitions)
     else:
-        found.coordinator.initialized(request.group_id, done)
-    _persist(broker, found, request.group_id)
+        found.coordinator.initialized(request.group_id, partitions)
+    persist(broker, found, request.group_id)
+    return results
+
+
+async def _initialize(broker: BrokerState, found: ShareGroupsState,
+                      request: sg.InitializeRequest) -> None:
+    await initialize_share_state(broker, found, request)
 
 
 # --- ShareGroupDescribe ----------------------------------------------------------------
@@ -477,7 +485,7 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
                     group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                     members=[], authorized_operations=-2147483648)
 
-    if not _shares_enabled(ctx.broker):
+    if not shares_enabled(ctx.broker):
         return groups.response(ctx, dict(groups=[
             failed(g, codes.UNSUPPORTED_VERSION) for g in request.group_ids]))
     denied = []  # KafkaApis answers the refused groups first, then the empty ids
@@ -495,11 +503,11 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
         if not_here:
             described.append(failed(group_id, not_here))
             continue
-        _ensure_loaded(ctx.broker, state, group_id)
+        ensure_loaded(ctx.broker, state, group_id)
         view = state.coordinator.describe(group_id)
         if view is None:
             message = f"Group {group_id} is not a share group." \
-                if _other_group(ctx.broker, group_id) else f"Group {group_id} not found."
+                if other_group(ctx.broker, group_id) else f"Group {group_id} not found."
             described.append(failed(group_id, codes.GROUP_ID_NOT_FOUND, message))
             continue
         members = [dict(
@@ -606,7 +614,7 @@ async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
                          member_id)
                 fenced.setdefault(group_id, []).append(member_id)
             for group_id, member_ids in fenced.items():
-                _persist(state, found, group_id)
+                persist(state, found, group_id)
                 found._left(group_id, member_ids)
             groups_state = groups.find_groups_state(state)
             if groups_state is not None and groups_state.partitions is not None:
