@@ -53,6 +53,7 @@ API_MODULES = (
     "seglog.server.apis.share_groups",
     "seglog.server.apis.share_group_offsets",
     "seglog.server.apis.txn",
+    "seglog.server.apis.share_state",
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",
     "seglog.server.apis.tokens",
