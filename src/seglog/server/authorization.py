@@ -142,6 +142,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("ShareGroupHeartbeat", "READ on GROUP; DESCRIBE on each subscribed TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED"),
     ("ShareGroupDescribe", "DESCRIBE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
+    ("DescribeShareGroupOffsets", "DESCRIBE on GROUP; DESCRIBE on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED per group; TOPIC_AUTHORIZATION_FAILED per partition named "
+     "(unauthorized topics left out when all are asked)"),
+    ("AlterShareGroupOffsets", "READ on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
+    ("DeleteShareGroupOffsets", "DELETE on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per topic"),
     ("OffsetDelete", "DELETE on GROUP; READ on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("CreateTopics", "CREATE on CLUSTER or on the TOPIC; DESCRIBE_CONFIGS on the TOPIC for "

@@ -60,7 +60,7 @@ async def _summaries(ctx: RequestContext, group_id: str,
     persister = shg.share_persister_of(ctx.broker)
     topics = []
     for name, topic_id, partitions in wanted:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for p in partitions:
             error, start, leader_epoch, complete = codes.NONE, -1, 0, -1
             if persister is not None:
@@ -214,8 +214,9 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, request: Any) ->
                                  error_message=None if not error else codes.message(error)))
         responses.append(dict(topic_name=name, topic_id=topic_id or _ZERO_UUID,
                               partitions=answered))
+    # KafkaApis' response builder holds the refused topics first, then the coordinator's.
     return groups.response(ctx, dict(error_code=codes.NONE, error_message=None,
-                                     responses=responses + refused))
+                                     responses=refused + responses))
 
 
 # --- DeleteShareGroupOffsets ---------------------------------------------------------------

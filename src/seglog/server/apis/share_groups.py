@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import importlib
 import logging
 import uuid
 from typing import Any, Callable, Mapping, Protocol
@@ -41,6 +40,7 @@ from ..authorization import AclOperation, ResourceType, authorize, authorized_op
 from ..context import BrokerState, RequestContext
 from ..finalized_features import FINALIZED_FEATURES_KEY
 from ..registry import ApiHandler
+from ..share_persister import SharePersister, find_share_persister
 from . import groups
 from .data_topics import partition_seam
 from .group_configs import group_configs
@@ -130,18 +130,10 @@ def topic_metadata(broker: BrokerState) -> dict[str, sg.TopicMeta]:
             if a.topic_id is not None}
 
 
-def share_persister_of(broker: BrokerState) -> Any:
-    """The broker's share persister (:mod:`seglog.server.share_persister`), None while that
-    module is not part of the server."""
-    try:
-        share_persister = importlib.import_module("seglog.server.share_persister")
-    except ImportError:
-        return None
-    for name in ("find_share_persister", "share_persister", "persister_of"):
-        finder = getattr(share_persister, name, None)
-        if callable(finder):
-            return finder(broker)
-    return None
+def share_persister_of(broker: BrokerState) -> SharePersister | None:
+    """The broker's share persister (:mod:`seglog.server.share_persister`; None before it
+    started)."""
+    return find_share_persister(broker)
 
 
 def shares_enabled(broker: BrokerState) -> bool:
