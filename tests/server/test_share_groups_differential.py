@@ -272,6 +272,13 @@ def offsets_scenario(bootstrap: str) -> list:
     describe(None)
     delete(["ot"], group="nog")
     delete(["ot"], group="")
+    # DeleteGroups deletes the share state too: a start offset set, then gone.
+    alter((AT(topic_name="ot", partitions=(AP(partition_index=0, start_offset=0),)),))
+    describe((T(topic_name="ot", partitions=(0,)),))
+    r = c.call(42, 2, groups_names=("og",))
+    out.append(("delete group", [(g.group_id, int(g.error_code)) for g in r.results]))
+    describe((T(topic_name="ot", partitions=(0,)),))
+    describe(None)
     c.close()
     return [_UUID.sub("<id>", repr(row)) for row in out]
 

@@ -176,17 +176,25 @@ class ShareGroupType:
                     _load_partition(self.broker, self.found, partition)
         return [(g, self.coordinator.state(g) or sg.DEAD) for g in self.coordinator.group_ids()]
 
-    def delete_group(self, group_id: str) -> int:
-        """NON_EMPTY_GROUP while members are in; else the group's share-partition state is
-        deleted through the persister (in the background) and the group dropped (NONE),
-        its records tombstoned."""
+    async def delete_group_state(self, group_id: str) -> int:
+        """Before DeleteGroups drops an empty share group: its share-partitions' state is
+        deleted through the persister (Kafka's ``deleteShareGroups``); the first error, or
+        NON_EMPTY_GROUP while members are in."""
+        if self.coordinator.state(group_id) == sg.STABLE:
+            return codes.NON_EMPTY_GROUP
         partitions = self.coordinator.state_partitions(group_id)
+        if not partitions:
+            return codes.NONE
+        results = await delete_share_state(self.broker, group_id,
+                                           {t: ps for t, (_n, ps) in partitions.items()})
+        return next((code for code in results.values() if code), codes.NONE)
+
+    def delete_group(self, group_id: str) -> int:
+        """NON_EMPTY_GROUP while members are in; else the group is dropped (NONE) and its
+        records tombstoned."""
         error = self.coordinator.delete_group(group_id)
         if not error:
             persist(self.broker, self.found, group_id)
-            if partitions:
-                _background(self.broker, self.found, delete_share_state(
-                    self.broker, group_id, {t: ps for t, (_n, ps) in partitions.items()}))
         return error
 
 
