@@ -232,6 +232,28 @@ def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
         assert lines[0][:2] == ["GROUP", "CONSUMER-ID"], described.stdout
         assert lines[1][:2] == ["tool", member], described.stdout
         assert f"{TOPIC}:0,1,2" in described.stdout, described.stdout
+        # The member leaves; then the offsets tools (AlterShareGroupOffsets,
+        # DescribeShareGroupOffsets, DeleteShareGroupOffsets) and --delete (DeleteGroups).
+        assert _heartbeat(c, "tool", member, -1).error_code == 0
+
+        def run(*args):
+            done = ref.run_tool(tool, ["--bootstrap-server", broker.bootstrap, *args],
+                                run_dir=tmp_path)
+            assert done.returncode == 0, done.stderr
+            rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+            return rows[:1] + sorted(rows[1:])
+
+        rows = run("--reset-offsets", "--to-earliest", "--group", "tool", "--topic", TOPIC,
+                   "--execute")
+        assert rows == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [
+            ["tool", TOPIC, str(p), "0"] for p in range(PARTITIONS)]
+        rows = run("--describe", "--group", "tool")
+        assert rows == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]] + [
+            ["tool", TOPIC, str(p), "0", "0"] for p in range(PARTITIONS)]
+        assert run("--delete-offsets", "--group", "tool", "--topic", TOPIC) == [
+            ["TOPIC", "STATUS"], [TOPIC, "Successful"]]
+        assert run("--delete", "--group", "tool")[0][:3] == ["Deletion", "of", "requested"]
+        assert run("--list") == []
     finally:
         c.close()
 
@@ -284,5 +306,45 @@ def test_group_configs_set_the_session_and_heartbeat(broker):
         assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=7))
         r = _heartbeat(c, "other", str(uuid.uuid4()), 0, [TOPIC])
         assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=5))
+    finally:
+        c.close()
+
+
+class _Recorder:
+    """A ShareGroupListener that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def on_member_leave(self, group_id: str, member_id: str) -> None:
+        self.calls.append(("leave", group_id, member_id))
+
+    def on_group_empty(self, group_id: str) -> None:
+        self.calls.append(("empty", group_id))
+
+
+def test_listeners_hear_leaves_and_empty_groups(broker):
+    """The interface ShareFetch uses: ``is_member``, and the listener calls when a member
+    leaves (or is fenced) and when the group empties."""
+    from seglog.server.apis.share_groups import find_share_groups_state
+    found = find_share_groups_state(broker.state)
+    assert found is not None
+    recorder = _Recorder()
+    found.add_listener(recorder)
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        ra = _heartbeat(c, "ls", a, 0, [TOPIC])
+        rb = _heartbeat(c, "ls", b, 0, [TOPIC])
+        assert found.is_member("ls", a) and found.is_member("ls", b)
+        assert not found.is_member("ls", "nobody") and not found.is_member("nope", a)
+        assert "ls" in found.group_ids()
+        assert _heartbeat(c, "ls", a, -1).error_code == 0
+        assert recorder.calls == [("leave", "ls", a)]
+        assert not found.is_member("ls", a)
+        assert _heartbeat(c, "ls", b, -1).error_code == 0
+        assert recorder.calls == [("leave", "ls", a), ("leave", "ls", b), ("empty", "ls")]
+        assert ra.error_code == rb.error_code == 0
     finally:
         c.close()
