@@ -348,3 +348,39 @@ def test_listeners_hear_leaves_and_empty_groups(broker):
         assert ra.error_code == rb.error_code == 0
     finally:
         c.close()
+
+
+def test_deleted_topic_leaves_the_share_state_metadata(broker):
+    """A deleted subscribed topic leaves the group's initialized topics (Kafka's
+    ``maybeCleanupShareGroupState``); recreated, it is initialized and assigned afresh."""
+    broker.store.create_topic(TOPIC, 2)
+    c = Client(broker.bootstrap)
+    try:
+        member = str(uuid.uuid4())
+        r = _join_until_assigned(c, "dt", member, [TOPIC])
+        old_id = r.assignment.topic_partitions[0].topic_id
+        r = c.call(20, 6, topics=(c.m(20, 6).DeleteTopicState(name=TOPIC, topic_id=uuid.UUID(
+            int=0)),), timeout=datetime.timedelta(seconds=10))
+        assert [int(t.error_code) for t in r.responses] == [0]
+        broker.store.create_topic(TOPIC, 3)
+        epoch = None
+        got = None
+        for _ in range(ROUNDS):
+            time.sleep(PAUSE_S)
+            r = _heartbeat(c, "dt", member, epoch if epoch is not None else 0,
+                           None if epoch is not None else [TOPIC])
+            assert r.error_code == 0, r
+            epoch = r.member_epoch
+            if r.assignment is not None and r.assignment.topic_partitions and \
+                    r.assignment.topic_partitions[0].topic_id != old_id:
+                got = r.assignment.topic_partitions[0]
+                if len(got.partitions) == 3:
+                    break
+        assert got is not None and sorted(got.partitions) == [0, 1, 2], r
+        # The group settles: no epoch bump at every heartbeat.
+        r1 = _heartbeat(c, "dt", member, epoch)
+        time.sleep(1.2)
+        r2 = _heartbeat(c, "dt", member, r1.member_epoch)
+        assert r1.member_epoch == r2.member_epoch == epoch
+    finally:
+        c.close()

@@ -456,6 +456,21 @@ class ShareGroupCoordinator:
                 else:
                     del group.initializing[t]
 
+    def forget_deleted_topics(self, live_topic_ids: set[uuid.UUID]) -> list[str]:
+        """Kafka's ``maybeCleanupShareGroupState``: topics no longer in the cluster leave
+        every group's initializing / initialized / deleting topics; the groups changed."""
+        changed = []
+        for group in self._groups.values():
+            gone = [t for t in (*group.initializing, *group.initialized, *group.deleting)
+                    if t not in live_topic_ids]
+            if gone:
+                for t in gone:
+                    group.initializing.pop(t, None)
+                    group.initialized.pop(t, None)
+                    group.deleting.pop(t, None)
+                changed.append(group.group_id)
+        return changed
+
     def forget_partitions(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
         """The share state of these topics was deleted (DeleteShareGroupOffsets): they are
         neither initialized nor initializing any more."""

@@ -616,6 +616,9 @@ async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
             for group_id, member_ids in fenced.items():
                 persist(state, found, group_id)
                 found._left(group_id, member_ids)
+            live = {meta.topic_id for meta in topic_metadata(state).values()}
+            for group_id in coordinator.forget_deleted_topics(live):
+                persist(state, found, group_id)
             groups_state = groups.find_groups_state(state)
             if groups_state is not None and groups_state.partitions is not None:
                 cluster = partition_seam(state)
