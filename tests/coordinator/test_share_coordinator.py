@@ -6,6 +6,7 @@ redundant."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -217,4 +218,31 @@ def test_last_redundant_offset(store):
     assert share.initialize_state(a, tid, 0, 1, 0) == 0  # offset 3: a's new snapshot
     assert share.last_redundant_offset(where) == 1  # b's snapshot at 1 is the oldest needed
     assert share.delete_state(b, tid, 0) == 0  # offset 4
+    assert share.last_redundant_offset(where) == 3
+
+
+def test_cold_partitions_get_snapshots(store):
+    tid = store.topic("t").uuid
+    share = store.share_coordinator()
+    a, b = [g for g in (f"g{i}" for i in range(100))
+            if share.partition_for(g, tid, 0) == share.partition_for("g0", tid, 0)][:2]
+    where = share.partition_for(a, tid, 0)
+    assert share.initialize_state(a, tid, 0, 0, 0) == 0
+    assert share.initialize_state(b, tid, 0, 0, 0) == 0
+    assert share.write_state(a, tid, 0, ShareState(0, 0, (_b(0, 4, 2, 1),), 0)) == 0
+    # Not cold for an hour: nothing written.
+    assert share.snapshot_cold_partitions(where, 3_600_000) == 0
+    assert len(_records(store)) == 3
+    time.sleep(0.005)
+    assert share.snapshot_cold_partitions(where, 0) == 0
+    written = _records(store)[3:]
+    assert sorted(k.group_id for _t, k, _v in written) == sorted([a, b])
+    assert all(t == r.SHARE_SNAPSHOT and v.snapshot_epoch == 1 for t, _k, v in written)
+    snapshot_a = next(v for _t, k, v in written if k.group_id == a)
+    assert snapshot_a.batches == (_b(0, 4, 2, 1),)
+    assert snapshot_a.write_timestamp_ms > snapshot_a.create_timestamp_ms
+    # Everything was cold-snapshotted already: Kafka skips the partition.
+    assert share.snapshot_cold_partitions(where, 0) == 0
+    assert len(_records(store)) == 5
+    # Every record before the last snapshots is redundant now.
     assert share.last_redundant_offset(where) == 3

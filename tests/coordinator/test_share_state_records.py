@@ -135,3 +135,26 @@ def test_kafka_dump_log_decodes_a_segment_seglog_wrote(tmp_path, backend):
     assert "deliveryCompleteCount" not in payloads[2]["data"] or \
         payloads[2]["data"]["deliveryCompleteCount"] == -1
     assert keys[3]["data"]["groupId"] == "g2" and payloads[3] is None
+
+
+def test_internal_records_of_share_group_state():
+    """What the admin client may produce to ``__share_group_state``: records the share
+    coordinator loads back, in the partition that holds their share-partition."""
+    from types import SimpleNamespace
+
+    from seglog.coordinator.internal_records import internal_record_errors
+
+    home = r.share_state_partition("g", TOPIC_ID, 0, 3)
+    key = r.encode_key(r.SHARE_SNAPSHOT, "g", TOPIC_ID, 0)
+    good = r.encode_snapshot_value(ShareSnapshotValue(0, 0, 0, 0, 1, 1, ()))
+    update_key = r.encode_key(r.SHARE_UPDATE, "g", TOPIC_ID, 0)
+    records = [SimpleNamespace(key=key, value=good),
+               SimpleNamespace(key=key, value=None),  # a tombstone
+               SimpleNamespace(key=b"\x00\x07whatever", value=b"x"),  # unknown type: skipped
+               SimpleNamespace(key=key, value=b"\x00\x00\x01"),  # does not parse
+               SimpleNamespace(key=update_key, value=None),  # no update tombstones
+               SimpleNamespace(key=None, value=good)]
+    bad = internal_record_errors(r.SHARE_STATE_TOPIC, home, 3, records)
+    assert [index for index, _why in bad] == [3, 4, 5]
+    elsewhere = internal_record_errors(r.SHARE_STATE_TOPIC, (home + 1) % 3, 3, records[:1])
+    assert elsewhere and "belongs to partition" in elsewhere[0][1]

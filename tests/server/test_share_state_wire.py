@@ -7,6 +7,7 @@ broker's persister (the path the share fetch code uses)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
@@ -178,3 +179,32 @@ def test_the_broker_persister(broker_factory):
 
     assert asyncio.run_coroutine_threadsafe(conversation(), broker.state.loop).result(30)
     assert broker.store.topic(SHARE_STATE_TOPIC).partitions == 3
+
+
+def test_housekeeping_prunes_redundant_records(broker_factory, tmp_path):
+    """Cold snapshots and pruning (Kafka's periodic jobs, fast here): the log start offset of
+    ``__share_group_state`` moves past the records later snapshots made redundant, and the
+    state reads back the same after a restart (loaded from what is left)."""
+    config = {"share.coordinator.state.topic.num.partitions": 1,
+              "share.coordinator.snapshot.update.records.per.snapshot": 2,
+              "share.coordinator.state.topic.prune.interval.ms": 100,
+              "share.coordinator.cold.partition.snapshot.interval.ms": 100}
+    path = tmp_path / "data"
+    broker = broker_factory(config=config, data_dir=path)
+    address = _address(broker)
+    tid = _topic(broker)
+    assert partition_answer(call(address, initialize("g", tid, 0, 0, 0)))["error_code"] == 0
+    for i in range(5):
+        assert partition_answer(call(address, write(
+            "g", tid, 0, state_epoch=0, leader_epoch=0, start_offset=i,
+            batches=[(i, i + 3, 2, 1)])))["error_code"] == 0
+    before = partition_answer(call(address, read("g", tid, 0, 0)))
+    state_log = broker.store.topic(SHARE_STATE_TOPIC).log(0)
+    deadline = time.monotonic() + 20
+    while state_log.start_offset == 0:
+        assert time.monotonic() < deadline, "__share_group_state-0 was not pruned"
+        time.sleep(0.05)
+    assert state_log.start_offset > 0
+    broker.stop()
+    broker = broker_factory(config=config, data_dir=path)
+    assert partition_answer(call(_address(broker), read("g", tid, 0, 0))) == before

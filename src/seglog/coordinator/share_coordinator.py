@@ -573,6 +573,31 @@ class ShareCoordinator:
             value = shard.last_redundant
             return value if 0 < value < 2**63 - 1 else None
 
+    def snapshot_cold_partitions(self, partition: int, interval_ms: int) -> ErrorCode:
+        """Kafka's ``snapshotColdPartitions`` for ``__share_group_state`` partition
+        ``partition``: a snapshot of each share-partition whose last snapshot is
+        ``interval_ms`` old or older (``share.coordinator.cold.partition.snapshot.interval.ms``),
+        so that the updates before it become redundant and can be pruned; nothing when every
+        share-partition was snapshotted so already. NONE, or the first write's error."""
+        with self._topics.lock:
+            shard = self._shards.get(partition)
+            if shard is None or not shard.state:
+                return _OK
+            if all(o.create_timestamp_ms != o.write_timestamp_ms for o in shard.state.values()):
+                return _OK  # all already cold-snapshotted (Kafka skips then)
+            now = self._now_ms()
+            for key, current in list(shard.state.items()):
+                if now - current.write_timestamp_ms < interval_ms:
+                    continue
+                value = ShareSnapshotValue(
+                    current.snapshot_epoch + 1, current.state_epoch, current.leader_epoch,
+                    current.start_offset, current.create_timestamp_ms, now, current.batches,
+                    current.delivery_complete_count)
+                written = self._write(partition, shard, SHARE_SNAPSHOT, key, value)
+                if written:
+                    return written
+            return _OK
+
     def share_partitions(self) -> list[tuple[str, uuid.UUID, int]]:
         """The share-partitions with state in the served partitions, sorted."""
         with self._topics.lock:
@@ -664,5 +689,6 @@ def _replay_raw(shard: _Shard, offset: int, raw_key: Any, raw_value: Any) -> Non
     value = None if raw_value is None else records.decode_value(key.record_type,
                                                                 bytes(raw_value))
     if value is None and key.record_type == SHARE_UPDATE:
-        return  # Kafka writes no update tombstones; nothing to replay
+        # Kafka writes none, and its loader fails on one (the update's value is read).
+        raise CorruptRecordError("a ShareUpdate record without a value")
     shard.replay(offset, key.record_type, (key.group_id, key.topic_id, key.partition), value)

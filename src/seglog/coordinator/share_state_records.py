@@ -27,11 +27,10 @@ that changed since (the coordinator merges them over the last snapshot, see
 share-partition's tombstone (its state was deleted). Kafka's ``kafka-dump-log
 --share-group-state-decoder`` reads these bytes (``tests/kafka``).
 
-Also here: :class:`StateBatch` and :class:`ShareState`, the persisted form of a
-share-partition that persisters read and write (Kafka's ``PersisterStateBatch`` and the
-Read/WriteShareGroupState partition data), and :func:`share_state_partition` (which
-partition of ``__share_group_state`` holds a share-partition). A leaf: it knows nothing of
-storage.
+Also here: :func:`share_state_partition` (which partition of ``__share_group_state`` holds a
+share-partition). The persisted form of a share-partition, :class:`StateBatch` and
+:class:`ShareState`, is :mod:`seglog.coordinator.share_partition`'s (re-exported). A leaf: it
+knows nothing of storage.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 
 from .offsets_schema import (SchemaReader, encode_string, encode_uvarint, java_abs,
                              java_string_hash)
+from .share_partition import ShareState, StateBatch
 from ..errors import CorruptRecordError
 from ..format import REASON_BAD_RECORDS
 from ..storage.checkpoints import uuid_to_kafka_str
@@ -66,33 +66,6 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _BATCH = struct.Struct(">qqbh")
 _DELIVERY_COMPLETE_COUNT_TAG = 0
-
-
-@dataclass(frozen=True)
-class StateBatch:
-    """A run of offsets in one delivery state (Kafka's ``PersisterStateBatch``):
-    ``first_offset`` .. ``last_offset`` inclusive, ``delivery_state`` (0 available,
-    2 acknowledged, 4 archived; Kafka's RecordState ids) and ``delivery_count``."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-
-@dataclass(frozen=True)
-class ShareState:
-    """The persisted state of one share-partition, as a persister reads and writes it
-    (Kafka's ReadShareGroupState answer / WriteShareGroupState partition data):
-    ``state_epoch``, ``start_offset`` (-1: not initialized to an offset yet), the state
-    ``batches`` past the start offset, ``leader_epoch`` (-1: not known) and
-    ``delivery_complete_count`` (KIP-1226; -1: not known)."""
-
-    state_epoch: int
-    start_offset: int
-    batches: tuple[StateBatch, ...]
-    leader_epoch: int = -1
-    delivery_complete_count: int = -1
 
 
 @dataclass(frozen=True)

@@ -345,9 +345,9 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
             address = info.address(ctx.listener_name) if info is not None else None
         if found.error_code or address is None:
             code = found.error_code or codes.COORDINATOR_NOT_AVAILABLE
+            message = codes.message(code) if found.error_message is None else found.error_message
             return dict(key=key, error_code=code, node_id=-1, host="",
-                        port=-1, error_message=codes.message(code)
-                        if ctx.api_version >= 1 else None)
+                        port=-1, error_message=message if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
         return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=address[0],
                     port=address[1], error_message="" if ctx.api_version >= 4 else "NONE")

@@ -23,8 +23,11 @@ when it stops), so a restart or a leader move keeps the state. Configs: Kafka's
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import sys
+import time
 import uuid
 from typing import Any, Callable
 
@@ -33,13 +36,17 @@ from kio.static.primitive import i8, i16, i32, i64
 from kio.static.protocol import ResponsePayload
 
 from ... import error_codes as codes
-from ...coordinator.share_coordinator import (ErrorCode, ShareCoordinatorConfig, ShareState,
+from ...aio import cancel_and_wait
+from ...coordinator.share_coordinator import (ErrorCode, ShareCoordinator,
+                                              ShareCoordinatorConfig, ShareState,
                                               ShareStateSummary, StateBatch)
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.coordinators import CoordinatorAnswer
 from ...coordinator.share_state_records import SHARE_STATE_TOPIC, coordinator_key
 from ...schemas import load_response_schema
+from ...errors import SeglogError
 from ...storage.checkpoints import uuid_from_kafka_str
+from ...types import TopicPartition
 from ..authorization import AclOperation, authorize_cluster
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
@@ -47,6 +54,8 @@ from ..share_persister import EXTENSION, SharePersister, find_share_persister
 from .data_topics import partition_seam
 
 __all__ = ["HANDLERS", "find_share_coordinator", "parse_share_key", "start", "stop"]
+
+log = logging.getLogger("seglog.server.apis.share_state")
 
 INITIALIZE, READ, WRITE, DELETE, SUMMARY = 83, 84, 85, 86, 87
 _OPERATIONS = {INITIALIZE: "initialize share group state", READ: "read share group state",
@@ -85,7 +94,7 @@ def _result(module: Any, ctx: RequestContext, partition: int, code: int,
                     leader_epoch=i32(fields.get("leader_epoch", 0)),
                     start_offset=i64(fields.get("start_offset", 0)))
         if ctx.api_version >= 1:
-            base["delivery_complete_count"] = i32(fields.get("delivery_complete_count", 0))
+            base["delivery_complete_count"] = i32(fields.get("delivery_complete_count", -1))
     return module.PartitionResult(**base)
 
 
@@ -139,6 +148,11 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
                     result = await run(persister, request.group_id, topic_id, partition, data)
             by_topic.setdefault(topic_id, []).append(result)
     return _response(ctx, by_topic)
+
+
+def _same(code: ErrorCode) -> ErrorCode:
+    """An error answered as it is."""
+    return code
 
 
 def _message(code: int) -> str | None:
@@ -273,20 +287,23 @@ async def find_share_coordinator(ctx: RequestContext, key: str) -> CoordinatorAn
     without CLUSTER_ACTION, INVALID_REQUEST for a key that does not parse, else the live
     leader of its ``__share_group_state`` partition (the topic made on first use, answering
     COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    # Kafka's v4+ answer of a key carries no message (""), but the authorization failure
+    # fails the whole request (prepareErrorResponse: the error's message).
     if ctx.api_version < 6:
-        return CoordinatorAnswer(codes.INVALID_REQUEST)
+        return CoordinatorAnswer(codes.INVALID_REQUEST, error_message="")
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         return CoordinatorAnswer(codes.CLUSTER_AUTHORIZATION_FAILED)
     parsed = parse_share_key(key)
     if parsed is None:
-        return CoordinatorAnswer(codes.INVALID_REQUEST)
+        return CoordinatorAnswer(codes.INVALID_REQUEST, error_message="")
     config = ctx.broker.config
-    return await cluster_coordinators.find_coordinator(
+    found = await cluster_coordinators.find_coordinator(
         partition_seam(ctx.broker), SHARE_STATE_TOPIC, coordinator_key(*parsed),
         partitions=int(config.get("share.coordinator.state.topic.num.partitions", 50)),
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
         topic_config=state_topic_config(config))
+    return found if found.error_code == codes.NONE else found._replace(error_message="")
 
 
 # --- start, stop -------------------------------------------------------------------------------
@@ -342,10 +359,69 @@ async def start(state: BrokerState) -> None:
         topic_config=state_topic_config(config))
     state.extensions[EXTENSION] = persister
     await partitions.start()
+    state.extensions[HOUSEKEEPING] = state.loop.create_task(_housekeeping(
+        state, persister,
+        prune_interval_ms=int(config.get("share.coordinator.state.topic.prune.interval.ms",
+                                         300000)),
+        cold_interval_ms=int(config.get(
+            "share.coordinator.cold.partition.snapshot.interval.ms", 300000))))
+
+
+#: This module's key in ``BrokerState.extensions``: its housekeeping task.
+HOUSEKEEPING = "share_state_housekeeping"
+
+
+async def _housekeeping(state: BrokerState, persister: SharePersister, *,
+                        prune_interval_ms: int, cold_interval_ms: int) -> None:
+    """Kafka's ``ShareCoordinatorService`` periodic jobs over the partitions coordinated
+    here: every ``share.coordinator.cold.partition.snapshot.interval.ms`` a snapshot of the
+    share-partitions not snapshotted for that long, every
+    ``share.coordinator.state.topic.prune.interval.ms`` the records every later snapshot
+    made redundant deleted (the log start offset moved up to
+    :meth:`~seglog.coordinator.share_coordinator.ShareCoordinator.last_redundant_offset`;
+    followers follow the leader's log start)."""
+    cluster = partition_seam(state)
+    coordinator = persister.coordinator
+    pruned: dict[int, int] = {}
+    now = time.monotonic()
+    next_prune = now + prune_interval_ms / 1000
+    next_cold = now + cold_interval_ms / 1000
+    while not state.closing:
+        await asyncio.sleep(max(0.0, min(next_prune, next_cold) - time.monotonic()))
+        owned = sorted(persister.partitions.owned_partitions())
+        if time.monotonic() >= next_cold:
+            next_cold = time.monotonic() + cold_interval_ms / 1000
+            for partition in owned:
+                def cold(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                    return c.snapshot_cold_partitions(p, cold_interval_ms)
+
+                code = await persister.local(cold, _same)
+                if code:
+                    log.info("%s-%d: cold snapshots not written (%s)", SHARE_STATE_TOPIC,
+                             partition, codes.BY_CODE[int(code)].name)
+        if time.monotonic() >= next_prune:
+            next_prune = time.monotonic() + prune_interval_ms / 1000
+            for partition in owned:
+                offset = coordinator.last_redundant_offset(partition)
+                replica = cluster.leader_replica(TopicPartition(SHARE_STATE_TOPIC, partition))
+                if offset is None or replica is None or pruned.get(partition) == offset:
+                    continue
+                try:
+                    await state.run_blocking(replica.log.delete_records_before, offset)
+                except SeglogError as exc:
+                    log.info("%s-%d: pruning below %d failed: %s", SHARE_STATE_TOPIC,
+                             partition, offset, exc)
+                    continue
+                pruned[partition] = offset
+                state.appended.notify()
 
 
 async def stop(state: BrokerState) -> None:
-    """Stop following the leadership and close the connections to other brokers."""
+    """Stop the housekeeping, following the leadership and the connections to other
+    brokers."""
+    task = state.extensions.pop(HOUSEKEEPING, None)
+    if task is not None:
+        await cancel_and_wait([task])
     persister = state.extensions.pop(EXTENSION, None)
     if persister is None:
         return
