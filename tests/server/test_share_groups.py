@@ -232,6 +232,28 @@ def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
         assert lines[0][:2] == ["GROUP", "CONSUMER-ID"], described.stdout
         assert lines[1][:2] == ["tool", member], described.stdout
         assert f"{TOPIC}:0,1,2" in described.stdout, described.stdout
+        # The member leaves; then the offsets tools (AlterShareGroupOffsets,
+        # DescribeShareGroupOffsets, DeleteShareGroupOffsets) and --delete (DeleteGroups).
+        assert _heartbeat(c, "tool", member, -1).error_code == 0
+
+        def run(*args):
+            done = ref.run_tool(tool, ["--bootstrap-server", broker.bootstrap, *args],
+                                run_dir=tmp_path)
+            assert done.returncode == 0, done.stderr
+            rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+            return rows[:1] + sorted(rows[1:])
+
+        rows = run("--reset-offsets", "--to-earliest", "--group", "tool", "--topic", TOPIC,
+                   "--execute")
+        assert rows == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] + [
+            ["tool", TOPIC, str(p), "0"] for p in range(PARTITIONS)]
+        rows = run("--describe", "--group", "tool")
+        assert rows == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]] + [
+            ["tool", TOPIC, str(p), "0", "0"] for p in range(PARTITIONS)]
+        assert run("--delete-offsets", "--group", "tool", "--topic", TOPIC) == [
+            ["TOPIC", "STATUS"], [TOPIC, "Successful"]]
+        assert run("--delete", "--group", "tool")[0][:3] == ["Deletion", "of", "requested"]
+        assert run("--list") == []
     finally:
         c.close()
 
@@ -266,3 +288,99 @@ def test_kafka_dump_log_decodes_the_records(broker_factory, tmp_path):
     assert '"initializedTopics":[{"topicId":' in out
     assert '"topicName":"shared","partitions":[0,1,2]' in out
     assert 'payload: <DELETE>' in out
+
+
+def test_group_configs_set_the_session_and_heartbeat(broker):
+    """``share.heartbeat.interval.ms`` / ``share.session.timeout.ms`` set on the group (the
+    GROUP config resource) win over the broker's defaults."""
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        m = c.m(44, 1)
+        r = c.call(44, 1, validate_only=False, resources=(m.AlterConfigsResource(
+            resource_type=32, resource_name="gc", configs=(
+                m.AlterableConfig(name="share.heartbeat.interval.ms", config_operation=0,
+                                  value="7000"),)),))
+        assert [int(x.error_code) for x in r.responses] == [0], r
+        r = _heartbeat(c, "gc", str(uuid.uuid4()), 0, [TOPIC])
+        assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=7))
+        r = _heartbeat(c, "other", str(uuid.uuid4()), 0, [TOPIC])
+        assert (r.error_code, r.heartbeat_interval) == (0, datetime.timedelta(seconds=5))
+    finally:
+        c.close()
+
+
+class _Recorder:
+    """A ShareGroupListener that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def on_member_leave(self, group_id: str, member_id: str) -> None:
+        self.calls.append(("leave", group_id, member_id))
+
+    def on_group_empty(self, group_id: str) -> None:
+        self.calls.append(("empty", group_id))
+
+
+def test_listeners_hear_leaves_and_empty_groups(broker):
+    """The interface ShareFetch uses: ``is_member``, and the listener calls when a member
+    leaves (or is fenced) and when the group empties."""
+    from seglog.server.apis.share_groups import find_share_groups_state
+    found = find_share_groups_state(broker.state)
+    assert found is not None
+    recorder = _Recorder()
+    found.add_listener(recorder)
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        ra = _heartbeat(c, "ls", a, 0, [TOPIC])
+        rb = _heartbeat(c, "ls", b, 0, [TOPIC])
+        assert found.is_member("ls", a) and found.is_member("ls", b)
+        assert not found.is_member("ls", "nobody") and not found.is_member("nope", a)
+        assert "ls" in found.group_ids()
+        assert _heartbeat(c, "ls", a, -1).error_code == 0
+        assert recorder.calls == [("leave", "ls", a)]
+        assert not found.is_member("ls", a)
+        assert _heartbeat(c, "ls", b, -1).error_code == 0
+        assert recorder.calls == [("leave", "ls", a), ("leave", "ls", b), ("empty", "ls")]
+        assert ra.error_code == rb.error_code == 0
+    finally:
+        c.close()
+
+
+def test_deleted_topic_leaves_the_share_state_metadata(broker):
+    """A deleted subscribed topic leaves the group's initialized topics (Kafka's
+    ``maybeCleanupShareGroupState``); recreated, it is initialized and assigned afresh."""
+    broker.store.create_topic(TOPIC, 2)
+    c = Client(broker.bootstrap)
+    try:
+        member = str(uuid.uuid4())
+        r = _join_until_assigned(c, "dt", member, [TOPIC])
+        old_id = r.assignment.topic_partitions[0].topic_id
+        r = c.call(20, 6, topics=(c.m(20, 6).DeleteTopicState(name=TOPIC, topic_id=uuid.UUID(
+            int=0)),), timeout=datetime.timedelta(seconds=10))
+        assert [int(t.error_code) for t in r.responses] == [0]
+        broker.store.create_topic(TOPIC, 3)
+        epoch = None
+        got = None
+        for _ in range(ROUNDS):
+            time.sleep(PAUSE_S)
+            r = _heartbeat(c, "dt", member, epoch if epoch is not None else 0,
+                           None if epoch is not None else [TOPIC])
+            assert r.error_code == 0, r
+            epoch = r.member_epoch
+            if r.assignment is not None and r.assignment.topic_partitions and \
+                    r.assignment.topic_partitions[0].topic_id != old_id:
+                got = r.assignment.topic_partitions[0]
+                if len(got.partitions) == 3:
+                    break
+        assert got is not None and sorted(got.partitions) == [0, 1, 2], r
+        # The group settles: no epoch bump at every heartbeat.
+        r1 = _heartbeat(c, "dt", member, epoch)
+        time.sleep(1.2)
+        r2 = _heartbeat(c, "dt", member, r1.member_epoch)
+        assert r1.member_epoch == r2.member_epoch == epoch
+    finally:
+        c.close()

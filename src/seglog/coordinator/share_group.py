@@ -99,14 +99,13 @@ class _Group:
 @dataclass(frozen=True)
 class InitializeRequest:
     """Share-partitions whose state the persister must initialize (Kafka's
-    ``InitializeShareGroupStateParameters``): ``partitions`` ``{topic id: {partition}}``,
-    each at ``state_epoch`` and its ``start_offsets[topic id]`` (-1: by the group's
-    auto.offset.reset, 0: from the log start)."""
+    ``InitializeShareGroupStateParameters``): ``offsets`` ``{topic id: {partition: start
+    offset}}`` (-1: by the group's share.auto.offset.reset, 0: from the log start, else the
+    offset AlterShareGroupOffsets set), each at ``state_epoch``."""
 
     group_id: str
     state_epoch: int
-    partitions: Mapping[uuid.UUID, frozenset[int]]
-    start_offsets: Mapping[uuid.UUID, int]
+    offsets: Mapping[uuid.UUID, Mapping[int, int]]
 
 
 @dataclass(frozen=True)
@@ -356,7 +355,9 @@ class ShareGroupCoordinator:
         """Kafka's ``maybeUpdateTargetAssignment``: ``(target epoch, the member's target)``."""
         if group.assignment_epoch >= group.epoch:
             return group.assignment_epoch, group.target.get(member.member_id, {})
-        interval = self.config.assignment_interval_ms
+        found = self._group_config(group.group_id, "share.assignment.interval.ms") \
+            if self._group_config else None
+        interval = self.config.assignment_interval_ms if found is None else found
         if group.assignment_timestamp_ms and interval and \
                 now_ms < group.assignment_timestamp_ms + interval:
             return group.assignment_epoch, group.target.get(member.member_id, {})
@@ -414,9 +415,8 @@ class ShareGroupCoordinator:
             group.initializing[t] = (name, (old[1] if old else set()) | ps, now_ms)
             group.deleting.pop(t, None)
         group.has_state_metadata = True
-        return InitializeRequest(
-            group.group_id, group.epoch, {t: frozenset(ps) for t, (_n, ps) in wanted.items()},
-            {t: 0 if t in already else -1 for t in wanted})
+        return InitializeRequest(group.group_id, group.epoch, {
+            t: {p: 0 if t in already else -1 for p in ps} for t, (_n, ps) in wanted.items()})
 
     def initialized(self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]) -> None:
         """The persister initialized ``partitions``: Kafka's ``initializeShareGroupState``
@@ -455,6 +455,21 @@ class ShareGroupCoordinator:
                     group.initializing[t] = (pending[0], left, pending[2])
                 else:
                     del group.initializing[t]
+
+    def forget_deleted_topics(self, live_topic_ids: set[uuid.UUID]) -> list[str]:
+        """Kafka's ``maybeCleanupShareGroupState``: topics no longer in the cluster leave
+        every group's initializing / initialized / deleting topics; the groups changed."""
+        changed = []
+        for group in self._groups.values():
+            gone = [t for t in (*group.initializing, *group.initialized, *group.deleting)
+                    if t not in live_topic_ids]
+            if gone:
+                for t in gone:
+                    group.initializing.pop(t, None)
+                    group.initialized.pop(t, None)
+                    group.deleting.pop(t, None)
+                changed.append(group.group_id)
+        return changed
 
     def forget_partitions(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
         """The share state of these topics was deleted (DeleteShareGroupOffsets): they are
@@ -518,6 +533,88 @@ class ShareGroupCoordinator:
         for group_id in group_ids:
             self._groups.pop(group_id, None)
 
+    # --- share-group offsets (AlterShareGroupOffsets, DeleteShareGroupOffsets) ---------------
+
+    def alter_offsets(self, group_id: str,
+                      topics: list[tuple[str, list[tuple[int, int]]]], now_ms: int
+                      ) -> tuple[list[tuple[str, uuid.UUID | None, list[tuple[int, int]]]],
+                                 InitializeRequest]:
+        """Kafka's ``alterShareGroupOffsets``: the group (made when new) must be empty
+        (NON_EMPTY_GROUP); each topic's known partitions become initializing at the given
+        start offsets. ``([(topic, topic id or None, [(partition, error)])], what to
+        initialize)``."""
+        topic_meta = self._topics()
+        group = self._groups.get(group_id)
+        if group is None:
+            group = _Group(group_id, epoch=1, assignment_epoch=1)
+        if group.members:
+            raise ShareGroupError(codes.NON_EMPTY_GROUP, codes.message(codes.NON_EMPTY_GROUP))
+        rows: list[tuple[str, uuid.UUID | None, list[tuple[int, int]]]] = []
+        offsets: dict[uuid.UUID, dict[int, int]] = {}
+        for name, partitions in topics:
+            meta = topic_meta.get(name)
+            if meta is None:
+                rows.append((name, None, [(p, codes.UNKNOWN_TOPIC_OR_PARTITION)
+                                          for p, _o in partitions]))
+                continue
+            answers = []
+            for p, offset in partitions:
+                if p < meta.partitions:
+                    answers.append((p, codes.NONE))
+                    offsets.setdefault(meta.topic_id, {})[p] = offset
+                else:
+                    answers.append((p, codes.UNKNOWN_TOPIC_OR_PARTITION))
+            rows.append((name, meta.topic_id, answers))
+            known = {p for p, _o in partitions if p < meta.partitions}
+            old = group.initializing.get(meta.topic_id)
+            group.initializing[meta.topic_id] = (name, (old[1] if old else set()) | known,
+                                                 now_ms)
+            group.deleting.pop(meta.topic_id, None)
+        group.has_state_metadata = True
+        self._groups[group_id] = group
+        return rows, InitializeRequest(group_id, group.epoch, offsets)
+
+    def initiate_delete_offsets(self, group_id: str, topic_names: list[str]
+                                ) -> tuple[list[tuple[str, int, str]],
+                                           dict[uuid.UUID, tuple[str, frozenset[int]]]]:
+        """Kafka's ``initiateDeleteShareGroupOffsets``: the share group must exist
+        (GROUP_ID_NOT_FOUND) and be empty (NON_EMPTY_GROUP); its initialized topics named
+        become deleting. ``([(topic, error, message)] for topics not deleted, {topic id:
+        (name, partitions)} whose state to delete)``."""
+        group = self._groups.get(group_id)
+        if group is None:
+            raise ShareGroupError(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if group.members:
+            raise ShareGroupError(codes.NON_EMPTY_GROUP, codes.message(codes.NON_EMPTY_GROUP))
+        errors: list[tuple[str, int, str]] = []
+        to_delete: dict[uuid.UUID, tuple[str, frozenset[int]]] = {}
+        if not group.has_state_metadata:
+            return errors, to_delete
+        topic_meta = self._topics()
+        for name in topic_names:
+            meta = topic_meta.get(name)
+            if meta is None:
+                errors.append((name, codes.UNKNOWN_TOPIC_OR_PARTITION,
+                               codes.message(codes.UNKNOWN_TOPIC_OR_PARTITION)))
+            elif meta.topic_id in group.initialized:
+                _n, ps = group.initialized.pop(meta.topic_id)
+                to_delete[meta.topic_id] = (name, frozenset(ps))
+                group.deleting[meta.topic_id] = name
+            elif meta.topic_id in group.deleting:
+                to_delete[meta.topic_id] = (name, frozenset(range(meta.partitions)))
+            else:
+                errors.append((name, codes.UNKNOWN_TOPIC_OR_PARTITION,
+                               "There is no offset information to delete."))
+        return errors, to_delete
+
+    def complete_delete_offsets(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
+        """Kafka's ``completeDeleteShareGroupOffsets``: these topics' state is deleted."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return
+        for t in topic_ids:
+            group.deleting.pop(t, None)
+
     # --- records ------------------------------------------------------------------------------
 
     def records(self, group_id: str) -> dict[bytes, bytes | None]:
@@ -562,15 +659,19 @@ class ShareGroupCoordinator:
         loaded = []
         for group_id, entries in state.items():
             meta = entries.get((rec.GROUP_METADATA, None))
-            if meta is None:
+            spm = entries.get((rec.STATE_PARTITION_METADATA, None))
+            if meta is None and spm is None:
                 self._groups.pop(group_id, None)
                 continue
-            group = _Group(group_id, epoch=meta["epoch"], metadata_hash=meta["metadata_hash"])
+            # Kafka's replay of either record makes the group (AlterShareGroupOffsets on a
+            # new group writes only the state-partition metadata).
+            group = _Group(group_id, epoch=1, assignment_epoch=1)
+            if meta is not None:
+                group.epoch, group.metadata_hash = meta["epoch"], meta["metadata_hash"]
             target_meta = entries.get((rec.TARGET_ASSIGNMENT_METADATA, None))
             if target_meta is not None:
                 group.assignment_epoch = target_meta["assignment_epoch"]
                 group.assignment_timestamp_ms = target_meta.get("assignment_timestamp_ms", 0)
-            spm = entries.get((rec.STATE_PARTITION_METADATA, None))
             if spm is not None:
                 group.has_state_metadata = True
                 # A restart forgets the persister calls under way: initializing partitions

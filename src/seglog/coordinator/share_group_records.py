@@ -224,12 +224,12 @@ class _Reader:
             found[tag] = self.take(self.uvarint())
         return found
 
-    def uuid(self) -> uuid.UUID:
+    def topic_id(self) -> uuid.UUID:
         return uuid.UUID(bytes=self.take(16))
 
     def topic_partitions(self) -> dict[uuid.UUID, tuple[int, ...]]:
         def one() -> tuple[uuid.UUID, tuple[int, ...]]:
-            topic_id = self.uuid()
+            topic_id = self.topic_id()
             partitions = tuple(self.carray(self.int32))
             self.tags()
             return topic_id, partitions
@@ -279,14 +279,14 @@ def decode_value(record_type: int, data: bytes | bytearray | memoryview | None
         v["partitions"] = r.topic_partitions()
     elif record_type == STATE_PARTITION_METADATA:
         def info() -> tuple[uuid.UUID, tuple[str, tuple[int, ...]]]:
-            topic_id = r.uuid()
+            topic_id = r.topic_id()
             name = r.cstr()
             partitions = tuple(r.carray(r.int32))
             r.tags()
             return topic_id, (name, partitions)
 
         def deleting() -> tuple[uuid.UUID, str]:
-            topic_id = r.uuid()
+            topic_id = r.topic_id()
             name = r.cstr()
             r.tags()
             return topic_id, name

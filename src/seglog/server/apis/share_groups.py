@@ -23,7 +23,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
@@ -40,12 +40,15 @@ from ..authorization import AclOperation, ResourceType, authorize, authorized_op
 from ..context import BrokerState, RequestContext
 from ..finalized_features import FINALIZED_FEATURES_KEY
 from ..registry import ApiHandler
+from ..share_persister import SharePersister, find_share_persister
 from . import groups
 from .data_topics import partition_seam
+from .group_configs import group_configs
 
 __all__ = ["HANDLERS", "ShareGroupListener", "ShareGroupType", "ShareGroupsState",
-           "delete_share_state", "find_share_groups_state", "is_share_group",
-           "share_persister_of", "start", "stop", "topic_metadata"]
+           "delete_share_state", "ensure_loaded", "find_share_groups_state",
+           "initialize_share_state", "is_share_group", "other_group", "persist",
+           "share_persister_of", "shares_enabled", "start", "stop", "topic_metadata"]
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +93,7 @@ class ShareGroupsState:
         """Whether ``member_id`` is a member of share group ``group_id`` here (ShareFetch
         and ShareAcknowledge check it)."""
         if self.broker is not None:
-            _ensure_loaded(self.broker, self, group_id)
+            ensure_loaded(self.broker, self, group_id)
         return self.coordinator.is_member(group_id, member_id)
 
     def group_ids(self) -> list[str]:
@@ -127,21 +130,13 @@ def topic_metadata(broker: BrokerState) -> dict[str, sg.TopicMeta]:
             if a.topic_id is not None}
 
 
-def share_persister_of(broker: BrokerState) -> Any:
-    """The broker's share persister (:mod:`seglog.server.share_persister`), None while that
-    module is not part of the server."""
-    try:
-        from .. import share_persister
-    except ImportError:
-        return None
-    for name in ("find_share_persister", "share_persister", "persister_of"):
-        finder = getattr(share_persister, name, None)
-        if callable(finder):
-            return finder(broker)
-    return None
+def share_persister_of(broker: BrokerState) -> SharePersister | None:
+    """The broker's share persister (:mod:`seglog.server.share_persister`; None before it
+    started)."""
+    return find_share_persister(broker)
 
 
-def _shares_enabled(broker: BrokerState) -> bool:
+def shares_enabled(broker: BrokerState) -> bool:
     """Kafka's ``isShareGroupProtocolEnabled``: share.version >= 1 finalized."""
     finalized = broker.extensions.get(FINALIZED_FEATURES_KEY)
     if finalized is None:
@@ -164,7 +159,7 @@ class ShareGroupType:
 
     def has_group(self, group_id: str) -> bool:
         """Whether ``group_id`` is a share group here."""
-        _ensure_loaded(self.broker, self.found, group_id)
+        ensure_loaded(self.broker, self.found, group_id)
         return self.coordinator.has_group(group_id)
 
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
@@ -181,17 +176,25 @@ class ShareGroupType:
                     _load_partition(self.broker, self.found, partition)
         return [(g, self.coordinator.state(g) or sg.DEAD) for g in self.coordinator.group_ids()]
 
-    def delete_group(self, group_id: str) -> int:
-        """NON_EMPTY_GROUP while members are in; else the group's share-partition state is
-        deleted through the persister (in the background) and the group dropped (NONE),
-        its records tombstoned."""
+    async def delete_group_state(self, group_id: str) -> int:
+        """Before DeleteGroups drops an empty share group: its share-partitions' state is
+        deleted through the persister (Kafka's ``deleteShareGroups``); the first error, or
+        NON_EMPTY_GROUP while members are in."""
+        if self.coordinator.state(group_id) == sg.STABLE:
+            return codes.NON_EMPTY_GROUP
         partitions = self.coordinator.state_partitions(group_id)
+        if not partitions:
+            return codes.NONE
+        results = await delete_share_state(self.broker, group_id,
+                                           {t: ps for t, (_n, ps) in partitions.items()})
+        return next((code for code in results.values() if code), codes.NONE)
+
+    def delete_group(self, group_id: str) -> int:
+        """NON_EMPTY_GROUP while members are in; else the group is dropped (NONE) and its
+        records tombstoned."""
         error = self.coordinator.delete_group(group_id)
         if not error:
-            _persist(self.broker, self.found, group_id)
-            if partitions:
-                _background(self.broker, self.found, delete_share_state(
-                    self.broker, group_id, {t: ps for t, (_n, ps) in partitions.items()}))
+            persist(self.broker, self.found, group_id)
         return error
 
 
@@ -235,7 +238,7 @@ def _offsets_partition(broker: BrokerState, group_id: str) -> int | None:
     return None if groups_state.partitions.error_for(partition) else partition
 
 
-def _ensure_loaded(broker: BrokerState, found: ShareGroupsState, group_id: str) -> None:
+def ensure_loaded(broker: BrokerState, found: ShareGroupsState, group_id: str) -> None:
     """Load the share groups of ``group_id``'s ``__consumer_offsets`` partition, once per
     leadership of it."""
     partition = _offsets_partition(broker, group_id)
@@ -280,7 +283,7 @@ def _load_partition(broker: BrokerState, found: ShareGroupsState, partition: int
         log.info("loaded share group %r", loaded_id)
 
 
-def _persist(broker: BrokerState, found: ShareGroupsState, group_id: str
+def persist(broker: BrokerState, found: ShareGroupsState, group_id: str
              ) -> AppendResult | None:
     """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
     records (tombstones for what is gone); the append (None: nothing appended)."""
@@ -327,7 +330,7 @@ def _state(ctx: RequestContext) -> ShareGroupsState:
     return found
 
 
-def _other_group(broker: BrokerState, group_id: str) -> bool:
+def other_group(broker: BrokerState, group_id: str) -> bool:
     """Whether ``group_id`` is a group of another type (classic, consumer, streams) here."""
     groups_state = groups.find_groups_state(broker)
     if groups_state is None:
@@ -374,7 +377,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
                                          member_id=None, member_epoch=0,
                                          heartbeat_interval=0, assignment=None))
 
-    if not _shares_enabled(ctx.broker):
+    if not shares_enabled(ctx.broker):
         return error(codes.UNSUPPORTED_VERSION)
     group_id = request.group_id
     if not authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
@@ -394,8 +397,8 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
     not_here = groups.coordinator_error(ctx, group_id)
     if not_here:
         return error(not_here, codes.message(not_here))
-    _ensure_loaded(ctx.broker, state, group_id)
-    if not state.coordinator.has_group(group_id) and _other_group(ctx.broker, group_id):
+    ensure_loaded(ctx.broker, state, group_id)
+    if not state.coordinator.has_group(group_id) and other_group(ctx.broker, group_id):
         return error(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
     epoch = int(request.member_epoch)
     try:
@@ -408,7 +411,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
     except sg.ShareGroupError as exc:
         return error(exc.error_code, exc.message)
     state.wake.set()
-    appended = _persist(ctx.broker, state, group_id)
+    appended = persist(ctx.broker, state, group_id)
     if epoch == -1:
         state._left(group_id, [member_id])
     if appended is not None:
@@ -430,35 +433,42 @@ async def handle_share_group_heartbeat(ctx: RequestContext, request: Any) -> Any
         assignment=assignment))
 
 
-async def _initialize(broker: BrokerState, found: ShareGroupsState,
-                      request: sg.InitializeRequest) -> None:
+async def initialize_share_state(broker: BrokerState, found: ShareGroupsState,
+                                 request: sg.InitializeRequest
+                                 ) -> dict[tuple[uuid.UUID, int], int]:
     """Kafka's ``persisterInitialize``: initialize the share-partitions' state, then mark
     them initialized (or, on an error, no longer initializing, so a later heartbeat asks
-    again) and persist the group's ShareGroupStatePartitionMetadata."""
+    again) and persist the group's ShareGroupStatePartitionMetadata. ``{(topic id,
+    partition): error code}``."""
     persister = share_persister_of(broker)
-    done: dict[uuid.UUID, set[int]] = {}
-    failed: dict[uuid.UUID, set[int]] = {}
-    for topic_id, partitions in request.partitions.items():
-        for p in sorted(partitions):
+    results: dict[tuple[uuid.UUID, int], int] = {}
+    for topic_id, offsets in request.offsets.items():
+        for p, start_offset in sorted(offsets.items()):
             error = codes.NONE
             if persister is not None:
                 try:
                     error = int(await persister.initialize_state(
-                        request.group_id, topic_id, p, request.state_epoch,
-                        request.start_offsets.get(topic_id, -1)))
+                        request.group_id, topic_id, p, request.state_epoch, start_offset))
                 except (SeglogError, OSError, asyncio.TimeoutError) as exc:
                     log.warning("share group %r: initializing %s-%d failed: %s",
                                 request.group_id, topic_id, p, exc)
                     error = codes.UNKNOWN_SERVER_ERROR
-            (failed if error else done).setdefault(topic_id, set()).add(p)
-    if failed:
+            results[(topic_id, p)] = error
+    partitions: dict[uuid.UUID, set[int]] = {}
+    for (topic_id, p) in results:
+        partitions.setdefault(topic_id, set()).add(p)
+    if any(results.values()):
         # Kafka: one failed partition uninitializes the whole request.
-        for topic_id, ps in done.items():
-            failed.setdefault(topic_id, set()).update(ps)
-        found.coordinator.uninitialized(request.group_id, failed)
+        found.coordinator.uninitialized(request.group_id, partitions)
     else:
-        found.coordinator.initialized(request.group_id, done)
-    _persist(broker, found, request.group_id)
+        found.coordinator.initialized(request.group_id, partitions)
+    persist(broker, found, request.group_id)
+    return results
+
+
+async def _initialize(broker: BrokerState, found: ShareGroupsState,
+                      request: sg.InitializeRequest) -> None:
+    await initialize_share_state(broker, found, request)
 
 
 # --- ShareGroupDescribe ----------------------------------------------------------------
@@ -475,7 +485,7 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
                     group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                     members=[], authorized_operations=-2147483648)
 
-    if not _shares_enabled(ctx.broker):
+    if not shares_enabled(ctx.broker):
         return groups.response(ctx, dict(groups=[
             failed(g, codes.UNSUPPORTED_VERSION) for g in request.group_ids]))
     denied = []  # KafkaApis answers the refused groups first, then the empty ids
@@ -493,11 +503,11 @@ async def handle_share_group_describe(ctx: RequestContext, request: Any) -> Any:
         if not_here:
             described.append(failed(group_id, not_here))
             continue
-        _ensure_loaded(ctx.broker, state, group_id)
+        ensure_loaded(ctx.broker, state, group_id)
         view = state.coordinator.describe(group_id)
         if view is None:
             message = f"Group {group_id} is not a share group." \
-                if _other_group(ctx.broker, group_id) else f"Group {group_id} not found."
+                if other_group(ctx.broker, group_id) else f"Group {group_id} not found."
             described.append(failed(group_id, codes.GROUP_ID_NOT_FOUND, message))
             continue
         members = [dict(
@@ -558,19 +568,16 @@ def _config(state: BrokerState) -> sg.ShareGroupConfig:
         initialize_retry_interval_ms=retry)
 
 
-def _group_config_reader(state: BrokerState) -> Any:
-    """``(group id, name) -> int | None``: a group-level config set on the group
-    (:mod:`seglog.group_configs`), None for the broker default."""
+def _group_config_reader(state: BrokerState) -> Callable[[str, str], int | None]:
+    """``(group id, name) -> int | None``: a group-level config the group sets
+    (``share.session.timeout.ms``, ``share.heartbeat.interval.ms``; Kafka's
+    ``GroupConfigManager``), clamped into the broker's bounds; None for the broker default."""
+    view = group_configs(state)
+
     def read(group_id: str, name: str) -> int | None:
-        try:
-            from ... import group_configs
-        except ImportError:
+        if name not in view.get(group_id):
             return None
-        try:
-            value = group_configs.group_configs(state).get(group_id).get(name)
-        except (AttributeError, KeyError, SeglogError):
-            return None
-        return None if value is None else int(value)
+        return int(view.value(group_id, name))
     return read
 
 
@@ -607,8 +614,11 @@ async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
                          member_id)
                 fenced.setdefault(group_id, []).append(member_id)
             for group_id, member_ids in fenced.items():
-                _persist(state, found, group_id)
+                persist(state, found, group_id)
                 found._left(group_id, member_ids)
+            live = {meta.topic_id for meta in topic_metadata(state).values()}
+            for group_id in coordinator.forget_deleted_topics(live):
+                persist(state, found, group_id)
             groups_state = groups.find_groups_state(state)
             if groups_state is not None and groups_state.partitions is not None:
                 cluster = partition_seam(state)
