@@ -277,9 +277,12 @@ class StoreCoordinators:
             return sorted(ids)
 
     def on_metadata_change(self) -> None:
-        """Topics were created, grown or deleted: groups subscribed to them rebalance."""
+        """Topics were created, grown or deleted: groups subscribed to them rebalance, the
+        share-group state of deleted topics goes."""
         for group in list(self._groups.values()):
             group.on_metadata_change()
+        if self._share is not None:
+            self._share.on_topics_changed()
 
     def add_active_groups_source(self, source: Callable[[], Any]) -> None:
         """See :meth:`Store.add_active_groups_source
