@@ -790,13 +790,21 @@ class SharePartitionManager:
                 continue
             aborted = [(int(t.producer_id), int(t.first_offset), int(t.last_offset))
                        for t in (read.aborted_transactions or ())]
-            acquired = entry.sp.acquire(member_id, [b for _, _, b in batches],
-                                        max_records=max_records - acquired_count,
-                                        now_ms=BrokerState.now_ms(),
-                                        aborted_producer_ranges=aborted,
-                                        batch_size=batch_size,
-                                        acquire_mode=ShareAcquireMode(acquire_mode),
-                                        fetch_offset=offset, isolation_level=isolation)
+            try:
+                acquired = entry.sp.acquire(member_id, [b for _, _, b in batches],
+                                            max_records=max_records - acquired_count,
+                                            now_ms=BrokerState.now_ms(),
+                                            aborted_producer_ranges=aborted,
+                                            batch_size=batch_size,
+                                            acquire_mode=ShareAcquireMode(acquire_mode),
+                                            fetch_offset=offset, isolation_level=isolation)
+            except errors.SeglogError as exc:
+                # Kafka's handleFetchException: the partition answers the error
+                # (IllegalStateException: UNKNOWN_SERVER_ERROR).
+                log.warning("share partition %s %s-%d: acquiring failed: %s", entry.group_id,
+                            entry.topic, entry.partition, exc)
+                outcome[key] = PartitionFetch(codes.UNKNOWN_SERVER_ERROR)
+                continue
             if not acquired:
                 continue
             min_one_batch = False
