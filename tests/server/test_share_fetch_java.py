@@ -65,7 +65,10 @@ class Member:
                 for line in list(self.lines) if line.startswith("RECORD")]
 
     def finish(self) -> None:
+        """Stop it (it has done its part) and collect what it printed."""
         try:
+            if self.process.poll() is None:
+                self.process.terminate()
             self.process.wait(WAIT_S)
         finally:
             if self.process.poll() is None:
@@ -104,7 +107,7 @@ def _produce(broker, count: int) -> None:
 
 def test_two_java_members_get_every_record_once(broker_factory, java_member):
     broker = _setup(broker_factory)
-    members = [Member(java_member, broker.bootstrap, "jg", 25, "accept") for _ in range(2)]
+    members = [Member(java_member, broker.bootstrap, "jg", 60, "accept") for _ in range(2)]
     try:
         _wait_initialized(broker, "jg", members)
         time.sleep(2)  # the second member's first fetch
@@ -112,6 +115,7 @@ def test_two_java_members_get_every_record_once(broker_factory, java_member):
         deadline = time.monotonic() + WAIT_S
         while sum(len(m.records()) for m in members) < 200 and time.monotonic() < deadline:
             time.sleep(0.2)
+        time.sleep(1)  # no record a second time
     finally:
         for m in members:
             m.finish()
@@ -123,13 +127,14 @@ def test_two_java_members_get_every_record_once(broker_factory, java_member):
 def test_a_java_member_gets_a_released_record_again_with_count_two(broker_factory,
                                                                     java_member):
     broker = _setup(broker_factory)
-    member = Member(java_member, broker.bootstrap, "jr", 20, "release-once")
+    member = Member(java_member, broker.bootstrap, "jr", 60, "release-once")
     try:
         _wait_initialized(broker, "jr", [member])
         _produce(broker, 20)
         deadline = time.monotonic() + WAIT_S
         while len(member.records()) < 40 and time.monotonic() < deadline:
             time.sleep(0.2)
+        time.sleep(1)  # no third delivery comes
     finally:
         member.finish()
     assert sorted(member.records()) == sorted(
