@@ -464,3 +464,96 @@ def test_a_share_fetch_over_the_consumer_byte_rate_is_answered_throttled(broker_
         # until their lock expires, as in Kafka).
         assert acquired == 0
         assert throttled and throttled[0][0] > 0 and throttled[0][1] == 0
+
+
+def test_any_well_formed_share_request_is_answered_with_kafka_codes(broker_factory):
+    """Seeded random ShareFetch / ShareAcknowledge requests (odd epochs, member ids,
+    partitions, limits, acknowledgement batches of any range and type) after a member joined
+    and records exist: every one is answered on the same connection, with error codes Kafka
+    has."""
+    import datetime
+    import random
+    import uuid
+
+    from test_admin_differential import Client
+
+    broker = broker_factory()
+    _topic(broker)
+    _produce(broker, 30)
+    _group_configs(broker, "g", share_auto_offset_reset="earliest")
+    c = Client(broker.bootstrap)
+    mm = c.m(3, 12)
+    topic_id = c.call(3, 12, topics=(mm.MetadataRequestTopic(topic_id=None, name=TOPIC),),
+                      allow_auto_topic_creation=False,
+                      include_topic_authorized_operations=False).topics[0].topic_id
+    member = str(uuid.uuid4())
+    deadline = time.monotonic() + WAIT_S
+    epoch = 0
+    while True:
+        r = c.call(76, 1, group_id="g", member_id=member, member_epoch=epoch, rack_id=None,
+                   subscribed_topic_names=(TOPIC,) if epoch == 0 else None)
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions and \
+                _initialized_state(broker, "g", topic_id, TOPIC):
+            break
+        assert time.monotonic() < deadline, "never assigned"
+        time.sleep(0.2)
+    known = {code for code in vars(codes).values() if isinstance(code, int)}
+    rng = random.Random(932)
+    topic_ids = [topic_id, topic_id, uuid.UUID(int=5)]
+    try:
+        for _ in range(150):
+            version = rng.choice((1, 2))
+            api = rng.choice((78, 79))
+            m = c.m(api, version)
+            who = rng.choice((member, member, "", "x" * 40, str(uuid.uuid4())))
+            session_epoch = rng.choice((-1, 0, 0, 1, 2, 3, rng.randint(-5, 2**31 - 1)))
+
+            def batches():
+                out = []
+                for _ in range(rng.randint(0, 3)):
+                    first = rng.randint(-2, 40)
+                    last = first + rng.randint(-1, 5)
+                    types = tuple(rng.randint(-1, 5) for _ in range(
+                        rng.choice((1, max(last - first + 1, 0), 2))))
+                    out.append(m.AcknowledgementBatch(first_offset=first, last_offset=last,
+                                                      acknowledge_types=types))
+                return tuple(out)
+
+            if api == 78:
+                fields = dict(
+                    group_id=rng.choice(("g", "g", None, "other")), member_id=who,
+                    share_session_epoch=session_epoch,
+                    max_wait=datetime.timedelta(milliseconds=rng.choice((0, 0, 50))),
+                    min_bytes=rng.choice((0, 1, 1 << 30)), max_bytes=rng.choice((0, 1, 1 << 20)),
+                    max_records=rng.choice((-1, 0, 1, 500)), batch_size=rng.choice((0, 1, 500)),
+                    topics=tuple(m.FetchTopic(topic_id=rng.choice(topic_ids), partitions=tuple(
+                        m.FetchPartition(partition_index=rng.choice((0, 0, 1, -1)),
+                                         acknowledgement_batches=batches())
+                        for _ in range(rng.randint(0, 2)))) for _ in range(rng.randint(0, 2))),
+                    forgotten_topics_data=tuple(m.ForgottenTopic(
+                        topic_id=rng.choice(topic_ids), partitions=(rng.choice((0, 3)),))
+                        for _ in range(rng.randint(0, 1))))
+                if version >= 2:
+                    fields.update(is_renew_ack=rng.random() < 0.2,
+                                  share_acquire_mode=rng.choice((0, 0, 1, 3)))
+            else:
+                fields = dict(
+                    group_id=rng.choice(("g", "g", None)), member_id=who,
+                    share_session_epoch=session_epoch,
+                    topics=tuple(m.AcknowledgeTopic(topic_id=rng.choice(topic_ids),
+                                                    partitions=tuple(m.AcknowledgePartition(
+                                                        partition_index=rng.choice((0, 2)),
+                                                        acknowledgement_batches=batches())
+                                                        for _ in range(rng.randint(0, 2))))
+                                 for _ in range(rng.randint(0, 2))))
+                if version >= 2:
+                    fields["is_renew_ack"] = rng.random() < 0.2
+            r = c.call(api, version, **fields)
+            assert int(r.error_code) in known
+            for t in r.responses:
+                for p in t.partitions:
+                    assert int(p.error_code) in known
+                    assert int(getattr(p, "acknowledge_error_code", 0)) in known
+    finally:
+        c.close()
