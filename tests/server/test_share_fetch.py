@@ -557,3 +557,37 @@ def test_any_well_formed_share_request_is_answered_with_kafka_codes(broker_facto
                     assert int(getattr(p, "acknowledge_error_code", 0)) in known
     finally:
         c.close()
+
+
+def test_share_version_zero_turns_share_fetch_off(broker_factory):
+    import datetime
+    import uuid
+
+    from test_admin_differential import Client
+
+    broker = broker_factory()
+    c = Client(broker.bootstrap)
+
+    def open_session(member: str):
+        return c.call(78, 1, group_id="g", member_id=member, share_session_epoch=0,
+                      max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
+                      max_records=10, batch_size=10, topics=(), forgotten_topics_data=())
+
+    try:
+        member = str(uuid.uuid4())
+        assert int(open_session(member).error_code) == 0
+        m = c.m(57, 1)
+        r = c.call(57, 1, timeout=datetime.timedelta(seconds=10), feature_updates=(
+            m.FeatureUpdateKey(feature="share.version", max_version_level=0, upgrade_type=2),),
+            validate_only=False)
+        assert int(r.error_code) == 0, r
+        deadline = time.monotonic() + WAIT_S
+        while int(open_session(member).error_code) != codes.UNSUPPORTED_VERSION:
+            assert time.monotonic() < deadline, "share.version 0 never took effect"
+            time.sleep(0.1)
+        r = c.call(79, 1, group_id="g", member_id=member, share_session_epoch=1, topics=())
+        assert int(r.error_code) == codes.UNSUPPORTED_VERSION
+        manager = find_share_partition_manager(broker.state)
+        assert manager is not None and len(manager.sessions) == 0
+    finally:
+        c.close()

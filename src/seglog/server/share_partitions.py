@@ -394,6 +394,13 @@ class SharePartitionManager:
         entry.sp.mark_fenced()
         self.changed.notify()
 
+    def share_groups_disabled(self) -> None:
+        """Kafka's ``onShareVersionToggle`` to a level without share groups: every share
+        session and share partition goes (their state stays with the persister)."""
+        self.sessions.remove_all()
+        for entry in list(self.entries.values()):
+            self._drop(entry)
+
     def drop_partition(self, tp: TopicPartition) -> None:
         """Every share partition of ``tp`` dropped (this broker no longer leads it)."""
         for entry in [e for e in self.entries.values()
@@ -780,6 +787,11 @@ class SharePartitionManager:
                 continue
             except (errors.SeglogError, OSError) as exc:
                 code = int(getattr(exc, "kafka_error_code", codes.KAFKA_STORAGE_ERROR))
+                if isinstance(exc, errors.LogClosedError):
+                    code = codes.UNKNOWN_TOPIC_OR_PARTITION  # deleted meanwhile
+                # Kafka's fencedSharePartitionHandler: the partition is made anew (its state
+                # read again) by the next request, if there is one to make.
+                self._drop(entry)
                 outcome[key] = PartitionFetch(code)
                 continue
             buffer = read.buffer

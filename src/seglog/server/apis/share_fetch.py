@@ -39,7 +39,8 @@ from ..authorization import AclOperation, ResourceType, authorize, filter_author
 from ..context import RequestContext
 from ..finalized_features import FINALIZED_FEATURES_KEY
 from ..registry import ApiHandler
-from ..share_partitions import PartitionFetch, share_partition_manager
+from ..share_partitions import (PartitionFetch, find_share_partition_manager,
+                                share_partition_manager)
 from ..share_sessions import FINAL_EPOCH, SharedPartition, ShareSessionError
 from .admin_wire import make, response_classes
 from .data_fetch import FETCH_MAX_BYTES_DEFAULT
@@ -67,6 +68,18 @@ def _share_groups_enabled(ctx: RequestContext) -> bool:
         return True
     _epoch, levels = finalized.current()
     return int(levels.get("share.version", 0)) >= 1
+
+
+def _disabled(ctx: RequestContext) -> bool:
+    """Share groups are off: the manager lets go of its sessions and partitions (Kafka does
+    it when share.version changes; here at the next request), and the request is
+    refused."""
+    if _share_groups_enabled(ctx):
+        return False
+    manager = find_share_partition_manager(ctx.broker)
+    if manager is not None:
+        manager.share_groups_disabled()
+    return True
 
 
 def _member_id_valid(member_id: str | None) -> bool:
@@ -189,7 +202,7 @@ def _current_leader(ctx: RequestContext, part: SharedPartition
 async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
     """Answer a ShareFetch (see the module docstring)."""
     version = ctx.api_version
-    if not _share_groups_enabled(ctx):
+    if _disabled(ctx):
         return _error_response(ctx, codes.UNSUPPORTED_VERSION)
     group_id = request.group_id
     if group_id is None:
@@ -342,7 +355,7 @@ async def handle_share_acknowledge(ctx: RequestContext, request: Any) -> Any:
         return make(cls, throttle_time=0, error_code=code, acquisition_lock_timeout=0,
                     responses=(), node_endpoints=())
 
-    if not _share_groups_enabled(ctx):
+    if _disabled(ctx):
         return error(codes.UNSUPPORTED_VERSION)
     group_id = request.group_id
     if group_id is None:
@@ -398,7 +411,6 @@ async def handle_share_acknowledge(ctx: RequestContext, request: Any) -> Any:
 
 async def stop(state: Any) -> None:
     """Stop the share partition manager's timer (broker shutdown)."""
-    from ..share_partitions import find_share_partition_manager
     manager = find_share_partition_manager(state)
     if manager is not None:
         await manager.close()
