@@ -61,6 +61,7 @@ SHORT_SESSION = {"group.share.session.timeout.ms": "6000",
 WAIT_S = 30
 
 
+@pytest.mark.clients
 def test_librdkafka_share_consumers_join_and_share_the_partitions(broker_factory, tmp_path):
     broker = broker_factory(data_dir=tmp_path / "data", config=SHORT_SESSION)
     broker.store.create_topic(TOPIC, PARTITIONS)
@@ -207,6 +208,7 @@ def test_simple_assignor_shares_partitions_and_members():
     assert got["m1"][a] | got["m2"].get(a, set()) == {0, 1}
 
 
+@pytest.mark.kafka
 def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
     from seglog.bench.kafka import KafkaRef, find_kafka
     ref, why = find_kafka()
@@ -258,6 +260,7 @@ def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
         c.close()
 
 
+@pytest.mark.kafka
 def test_kafka_dump_log_decodes_the_records(broker_factory, tmp_path):
     """Kafka 4.4's ``kafka-dump-log --offsets-decoder`` reads seglog's share group records
     as its own: every record type (10-15) and the tombstones of a member that left."""
