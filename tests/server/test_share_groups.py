@@ -387,3 +387,19 @@ def test_deleted_topic_leaves_the_share_state_metadata(broker):
         assert r1.member_epoch == r2.member_epoch == epoch
     finally:
         c.close()
+
+
+def test_group_share_max_size(broker_factory, tmp_path):
+    broker = broker_factory(data_dir=tmp_path / "data", config={"group.share.max.size": "1"})
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        first = str(uuid.uuid4())
+        assert _heartbeat(c, "ms", first, 0, [TOPIC]).error_code == 0
+        r = _heartbeat(c, "ms", str(uuid.uuid4()), 0, [TOPIC])
+        assert (int(r.error_code), r.error_message) == (
+            81, "The share group has reached its maximum capacity of 1 members.")
+        r = _heartbeat(c, "ms", first, 0, [TOPIC])  # a member already in may rejoin
+        assert r.error_code == 0
+    finally:
+        c.close()
