@@ -403,3 +403,39 @@ def test_group_share_max_size(broker_factory, tmp_path):
         assert r.error_code == 0
     finally:
         c.close()
+
+
+@pytest.mark.kafka
+def test_java_share_consumer_joins_and_is_assigned(broker, tmp_path):
+    """Kafka 4.4's Java KafkaShareConsumer (through ``kafka-console-share-consumer``) joins
+    the share group and is assigned every partition (membership only; its fetches are
+    ShareFetch's)."""
+    import subprocess
+
+    from seglog.bench.kafka import find_kafka
+    ref, why = find_kafka()
+    if ref is None:
+        pytest.skip(why)
+    broker.store.create_topic(TOPIC, PARTITIONS)
+    c = Client(broker.bootstrap)
+    cmd = ref.java_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", [
+        "--bootstrap-server", broker.bootstrap, "--topic", TOPIC, "--group", "java",
+        "--timeout-ms", "60000"], run_dir=tmp_path)
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        row = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            row = _describe(c, "java")
+            if row.error_code == 0 and _counts(row) == [PARTITIONS]:
+                break
+            time.sleep(PAUSE_S)
+        assert row is not None and _counts(row) == [PARTITIONS], row
+        (member,) = row.members
+        assert (member.client_id, list(member.subscribed_topic_names)) == \
+            ("console-share-consumer", [TOPIC])
+        assert member.member_epoch == row.group_epoch == row.assignment_epoch
+    finally:
+        process.kill()
+        process.wait(30)
+        c.close()
