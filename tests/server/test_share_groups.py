@@ -439,3 +439,31 @@ def test_java_share_consumer_joins_and_is_assigned(broker, tmp_path):
         process.kill()
         process.wait(30)
         c.close()
+
+
+def test_assignment_interval_is_a_dynamic_broker_config(broker):
+    """``group.share.assignment.interval.ms`` (cluster-wide dynamic): with a long interval a
+    second member waits for the next recomputation; set to 0, it is assigned at once."""
+    broker.store.create_topic(TOPIC, 2)
+    c = Client(broker.bootstrap)
+    try:
+        m = c.m(44, 1)
+
+        def set_interval(value: str) -> None:
+            r = c.call(44, 1, validate_only=False, resources=(m.AlterConfigsResource(
+                resource_type=4, resource_name="", configs=(m.AlterableConfig(
+                    name="group.share.assignment.interval.ms", config_operation=0,
+                    value=value),)),))
+            assert [int(x.error_code) for x in r.responses] == [0], r
+
+        first = _join_until_assigned(c, "ai", str(uuid.uuid4()), [TOPIC])
+        set_interval("600000")
+        time.sleep(1.2)  # past the default second since the last computation
+        second = _heartbeat(c, "ai", str(uuid.uuid4()), 0, [TOPIC])
+        assert second.error_code == 0 and not second.assignment.topic_partitions
+        set_interval("0")
+        r = _heartbeat(c, "ai", second.member_id, second.member_epoch)
+        assert r.error_code == 0 and r.member_epoch > first.member_epoch
+        assert sum(len(t.partitions) for t in r.assignment.topic_partitions) == 1, r
+    finally:
+        c.close()
