@@ -682,9 +682,9 @@ class ShareGroupCoordinator:
                 group.assignment_timestamp_ms = target_meta.get("assignment_timestamp_ms", 0)
             if spm is not None:
                 group.has_state_metadata = True
-                # A restart forgets the persister calls under way: initializing partitions
-                # are asked again (timestamp 0 is older than any retry interval).
-                group.initializing = {t: (n, set(ps), 0)
+                # As Kafka's replay: initializing partitions are stamped with the load time,
+                # so a heartbeat asks for them again after the retry interval.
+                group.initializing = {t: (n, set(ps), now_ms)
                                       for t, (n, ps) in spm["initializing"].items()}
                 group.initialized = {t: (n, set(ps)) for t, (n, ps) in
                                      spm["initialized"].items()}
