@@ -148,6 +148,11 @@ def scenario(bootstrap: str) -> list:
                        partition_index=0, committed_offset=0, committed_leader_epoch=-1,
                        committed_metadata=None),)),))
     out.append(("offset commit", [[int(p.error_code) for p in t.partitions] for t in r.topics]))
+    fm = c.m(9, 9)
+    r = c.call(9, 9, groups=(fm.OffsetFetchRequestGroup(group_id="sg", member_id=None,
+                                                        member_epoch=-1, topics=None),),
+               require_stable=False)
+    out.append(("offset fetch", [(int(g.error_code), len(g.topics)) for g in r.groups]))
     r = c.call(69, 0, group_ids=("sg",), include_authorized_operations=False)
     out.append(("consumer describe", [(int(g.error_code), g.error_message)
                                       for g in r.groups]))
