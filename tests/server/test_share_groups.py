@@ -61,6 +61,7 @@ SHORT_SESSION = {"group.share.session.timeout.ms": "6000",
 WAIT_S = 30
 
 
+@pytest.mark.clients
 def test_librdkafka_share_consumers_join_and_share_the_partitions(broker_factory, tmp_path):
     broker = broker_factory(data_dir=tmp_path / "data", config=SHORT_SESSION)
     broker.store.create_topic(TOPIC, PARTITIONS)
@@ -207,6 +208,7 @@ def test_simple_assignor_shares_partitions_and_members():
     assert got["m1"][a] | got["m2"].get(a, set()) == {0, 1}
 
 
+@pytest.mark.kafka
 def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
     from seglog.bench.kafka import KafkaRef, find_kafka
     ref, why = find_kafka()
@@ -258,6 +260,7 @@ def test_kafka_share_groups_tool_lists_and_describes(broker, tmp_path):
         c.close()
 
 
+@pytest.mark.kafka
 def test_kafka_dump_log_decodes_the_records(broker_factory, tmp_path):
     """Kafka 4.4's ``kafka-dump-log --offsets-decoder`` reads seglog's share group records
     as its own: every record type (10-15) and the tombstones of a member that left."""
@@ -382,5 +385,85 @@ def test_deleted_topic_leaves_the_share_state_metadata(broker):
         time.sleep(1.2)
         r2 = _heartbeat(c, "dt", member, r1.member_epoch)
         assert r1.member_epoch == r2.member_epoch == epoch
+    finally:
+        c.close()
+
+
+def test_group_share_max_size(broker_factory, tmp_path):
+    broker = broker_factory(data_dir=tmp_path / "data", config={"group.share.max.size": "1"})
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        first = str(uuid.uuid4())
+        assert _heartbeat(c, "ms", first, 0, [TOPIC]).error_code == 0
+        r = _heartbeat(c, "ms", str(uuid.uuid4()), 0, [TOPIC])
+        assert (int(r.error_code), r.error_message) == (
+            81, "The share group has reached its maximum capacity of 1 members.")
+        r = _heartbeat(c, "ms", first, 0, [TOPIC])  # a member already in may rejoin
+        assert r.error_code == 0
+    finally:
+        c.close()
+
+
+@pytest.mark.kafka
+def test_java_share_consumer_joins_and_is_assigned(broker, tmp_path):
+    """Kafka 4.4's Java KafkaShareConsumer (through ``kafka-console-share-consumer``) joins
+    the share group and is assigned every partition (membership only; its fetches are
+    ShareFetch's)."""
+    import subprocess
+
+    from seglog.bench.kafka import find_kafka
+    ref, why = find_kafka()
+    if ref is None:
+        pytest.skip(why)
+    broker.store.create_topic(TOPIC, PARTITIONS)
+    c = Client(broker.bootstrap)
+    cmd = ref.java_command("org.apache.kafka.tools.consumer.ConsoleShareConsumer", [
+        "--bootstrap-server", broker.bootstrap, "--topic", TOPIC, "--group", "java",
+        "--timeout-ms", "60000"], run_dir=tmp_path)
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        row = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            row = _describe(c, "java")
+            if row.error_code == 0 and _counts(row) == [PARTITIONS]:
+                break
+            time.sleep(PAUSE_S)
+        assert row is not None and _counts(row) == [PARTITIONS], row
+        (member,) = row.members
+        assert (member.client_id, list(member.subscribed_topic_names)) == \
+            ("console-share-consumer", [TOPIC])
+        assert member.member_epoch == row.group_epoch == row.assignment_epoch
+    finally:
+        process.kill()
+        process.wait(30)
+        c.close()
+
+
+def test_assignment_interval_is_a_dynamic_broker_config(broker):
+    """``group.share.assignment.interval.ms`` (cluster-wide dynamic): with a long interval a
+    second member waits for the next recomputation; set to 0, it is assigned at once."""
+    broker.store.create_topic(TOPIC, 2)
+    c = Client(broker.bootstrap)
+    try:
+        m = c.m(44, 1)
+
+        def set_interval(value: str) -> None:
+            r = c.call(44, 1, validate_only=False, resources=(m.AlterConfigsResource(
+                resource_type=4, resource_name="", configs=(m.AlterableConfig(
+                    name="group.share.assignment.interval.ms", config_operation=0,
+                    value=value),)),))
+            assert [int(x.error_code) for x in r.responses] == [0], r
+
+        first = _join_until_assigned(c, "ai", str(uuid.uuid4()), [TOPIC])
+        set_interval("600000")
+        time.sleep(1.2)  # past the default second since the last computation
+        second = _heartbeat(c, "ai", str(uuid.uuid4()), 0, [TOPIC])
+        assert second.error_code == 0 and not second.assignment.topic_partitions
+        set_interval("0")
+        r = _heartbeat(c, "ai", second.member_id, second.member_epoch)
+        assert r.error_code == 0 and r.member_epoch > first.member_epoch
+        assert sum(len(t.partitions) for t in r.assignment.topic_partitions) == 1, r
     finally:
         c.close()

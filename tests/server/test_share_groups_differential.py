@@ -130,6 +130,32 @@ def scenario(bootstrap: str) -> list:
             break
     out.append(("m1 assigned", got))
     out.append(("m1 full", _hb_row(_hb(c, "sg", m1, epoch, ["st"]), ids)))
+    # Other protocols on a share group's id.
+    r = c.call(68, 0, group_id="sg", member_id=str(uuid.uuid4()), member_epoch=0,
+               instance_id=None, rack_id=None, rebalance_timeout=datetime.timedelta(seconds=30),
+               subscribed_topic_names=("st",), server_assignor=None, topic_partitions=())
+    out.append(("consumer heartbeat", int(r.error_code), r.error_message))
+    jm = c.m(11, 9)
+    r = c.call(11, 9, group_id="sg", session_timeout=datetime.timedelta(seconds=30),
+               rebalance_timeout=datetime.timedelta(seconds=30), member_id="",
+               group_instance_id=None, protocol_type="consumer", reason=None,
+               protocols=(jm.JoinGroupRequestProtocol(name="range", metadata=b""),))
+    out.append(("join group", int(r.error_code)))
+    om = c.m(8, 9)
+    r = c.call(8, 9, group_id="sg", generation_id_or_member_epoch=-1, member_id="",
+               group_instance_id=None, topics=(om.OffsetCommitRequestTopic(
+                   name="st", partitions=(om.OffsetCommitRequestPartition(
+                       partition_index=0, committed_offset=0, committed_leader_epoch=-1,
+                       committed_metadata=None),)),))
+    out.append(("offset commit", [[int(p.error_code) for p in t.partitions] for t in r.topics]))
+    fm = c.m(9, 9)
+    r = c.call(9, 9, groups=(fm.OffsetFetchRequestGroup(group_id="sg", member_id=None,
+                                                        member_epoch=-1, topics=None),),
+               require_stable=False)
+    out.append(("offset fetch", [(int(g.error_code), len(g.topics)) for g in r.groups]))
+    r = c.call(69, 0, group_ids=("sg",), include_authorized_operations=False)
+    out.append(("consumer describe", [(int(g.error_code), g.error_message)
+                                      for g in r.groups]))
     out.append(("fenced high", _hb_row(_hb(c, "sg", m1, epoch + 5), ids)))
     out.append(("fenced low", _hb_row(_hb(c, "sg", m1, epoch - 1 if epoch > 2 else 0), ids)[:1]))
     out.append(("unknown member", _hb_row(_hb(c, "sg", m3, 1), ids)))

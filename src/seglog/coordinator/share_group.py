@@ -186,6 +186,8 @@ class ShareGroupCoordinator:
         self._topics = topics
         self._group_config = group_config
         self._groups: dict[str, _Group] = {}
+        #: The live ``group.share.assignment.interval.ms`` (None: :attr:`config`'s).
+        self.broker_assignment_interval_ms: Callable[[], int] | None = None
 
     # --- queries ---------------------------------------------------------------------------
 
@@ -249,6 +251,12 @@ class ShareGroupCoordinator:
         found = self._group_config(group_id, "share.session.timeout.ms") \
             if self._group_config else None
         return self.config.session_timeout_ms if found is None else found
+
+    def assignment_interval_ms(self) -> int:
+        """``group.share.assignment.interval.ms`` as it is now (a dynamic broker config)."""
+        if self.broker_assignment_interval_ms is not None:
+            return self.broker_assignment_interval_ms()
+        return self.config.assignment_interval_ms
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's ``share.heartbeat.interval.ms`` (else the broker's)."""
@@ -357,7 +365,7 @@ class ShareGroupCoordinator:
             return group.assignment_epoch, group.target.get(member.member_id, {})
         found = self._group_config(group.group_id, "share.assignment.interval.ms") \
             if self._group_config else None
-        interval = self.config.assignment_interval_ms if found is None else found
+        interval = self.assignment_interval_ms() if found is None else found
         if group.assignment_timestamp_ms and interval and \
                 now_ms < group.assignment_timestamp_ms + interval:
             return group.assignment_epoch, group.target.get(member.member_id, {})
@@ -674,9 +682,9 @@ class ShareGroupCoordinator:
                 group.assignment_timestamp_ms = target_meta.get("assignment_timestamp_ms", 0)
             if spm is not None:
                 group.has_state_metadata = True
-                # A restart forgets the persister calls under way: initializing partitions
-                # are asked again (timestamp 0 is older than any retry interval).
-                group.initializing = {t: (n, set(ps), 0)
+                # As Kafka's replay: initializing partitions are stamped with the load time,
+                # so a heartbeat asks for them again after the retry interval.
+                group.initializing = {t: (n, set(ps), now_ms)
                                       for t, (n, ps) in spm["initializing"].items()}
                 group.initialized = {t: (n, set(ps)) for t, (n, ps) in
                                      spm["initialized"].items()}

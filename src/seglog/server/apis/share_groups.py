@@ -43,7 +43,7 @@ from ..registry import ApiHandler
 from ..share_persister import SharePersister, find_share_persister
 from . import groups
 from .data_topics import partition_seam
-from .group_configs import group_configs
+from .group_configs import broker_value, group_configs
 
 __all__ = ["HANDLERS", "ShareGroupListener", "ShareGroupType", "ShareGroupsState",
            "delete_share_state", "ensure_loaded", "find_share_groups_state",
@@ -585,6 +585,8 @@ async def start(state: BrokerState) -> None:
     """Create the coordinator, register the share GroupType and start the timer task."""
     coordinator = sg.ShareGroupCoordinator(_config(state), lambda: topic_metadata(state),
                                            _group_config_reader(state))
+    coordinator.broker_assignment_interval_ms = lambda: int(
+        broker_value(state, "group.share.assignment.interval.ms"))
     found = ShareGroupsState(coordinator=coordinator, wake=asyncio.Event(), broker=state)
     state.extensions[EXTENSION] = found
     groups_state = groups.find_groups_state(state)
