@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from ... import error_codes as codes
 from ... import features
+from ...types import TopicPartition
 from .. import quotas
 from ..authorization import AclOperation, ResourceType, authorize, filter_authorized
 from ..context import RequestContext
@@ -41,7 +42,7 @@ from ..finalized_features import FINALIZED_FEATURES_KEY
 from ..registry import ApiHandler
 from ..share_partitions import (PartitionFetch, find_share_partition_manager,
                                 share_partition_manager)
-from ..share_sessions import FINAL_EPOCH, SharedPartition, ShareSessionError
+from ..share_sessions import FINAL_EPOCH, SharedPartition, ShareSessionError, ShareSessionKey
 from .admin_wire import make, response_classes
 from .data_fetch import FETCH_MAX_BYTES_DEFAULT
 from .data_topics import partition_seam, topic_ids
@@ -182,7 +183,6 @@ def _current_leader(ctx: RequestContext, part: SharedPartition
     cluster = partition_seam(ctx.broker)
     if part.topic is None:
         return (-1, -1), None
-    from ...types import TopicPartition
     state = None
     states = getattr(cluster, "states", None)
     if states is not None:
@@ -301,7 +301,6 @@ async def handle_share_fetch(ctx: RequestContext, request: Any) -> Any:
 async def _close_session(manager: Any, group_id: str, member_id: str) -> None:
     """Kafka's ``releaseSession``: drop the session, release the member's records."""
     parts = manager.sessions.cached_partitions(group_id, member_id)
-    from ..share_sessions import ShareSessionKey
     if manager.sessions.remove(ShareSessionKey(group_id, member_id)) is None:
         return
     await manager.release_session(group_id, member_id, parts)
