@@ -197,6 +197,7 @@ MATRIX_ACLS = (
     _acl("t-host", Op.READ, host=SUBJECT_HOST),
     _acl("t-conf", Op.ALTER_CONFIGS),
     _acl("g-conf", Op.ALTER_CONFIGS, res=Res.GROUP),
+    _acl("sg-ok", Op.READ, res=Res.GROUP),
 )
 TOPICS = ("t-read", "t-other", "pre-allowed", "pre-denied", "t-host", "t-conf")
 
@@ -261,6 +262,7 @@ def scenario(bootstrap: str) -> dict:
 
         out.update(_data_path(subject))
         out.update(_groups_and_transactions(subject))
+        out.update(_share_groups(subject))
         out.update(_admin_apis(subject))
 
         dl = admin.m(31, 3)
@@ -458,6 +460,45 @@ def _groups_and_transactions(subject: Wire) -> dict:
     # which kio cannot read back.)
     r = subject.call(66, 1, state_filters=(), producer_id_filters=(), duration_filter=-1)
     out["list transactions"] = sorted(t.transactional_id for t in r.transaction_states)
+    return out
+
+
+def _share_groups(subject: Wire) -> dict:
+    """Share groups (KIP-932): READ on the group and DESCRIBE on the subscribed topics for
+    ShareGroupHeartbeat, DESCRIBE for ShareGroupDescribe / DescribeShareGroupOffsets, READ
+    (group and topics) for AlterShareGroupOffsets, DELETE on the group for
+    DeleteShareGroupOffsets."""
+    out: dict = {}
+    member = "0" * 22
+    for group, topics in (("sg-no", ("t-read",)), ("sg-ok", ("t-other",)),
+                          ("sg-ok", ("t-read",))):
+        r = subject.call(76, 1, group_id=group, member_id=member, member_epoch=0,
+                         rack_id=None, subscribed_topic_names=topics)
+        out[f"share heartbeat {group} {topics}"] = (int(r.error_code), r.error_message,
+                                                    r.member_epoch)
+    r = subject.call(77, 1, group_ids=("sg-ok", "sg-no"), include_authorized_operations=True)
+    out["share group describe"] = [(g.group_id, int(g.error_code), g.group_state,
+                                    int(g.authorized_operations)) for g in r.groups]
+    dm = subject.m(90, 1)
+    r = subject.call(90, 1, groups=(
+        dm.DescribeShareGroupOffsetsRequestGroup(group_id="sg-ok", topics=(
+            dm.DescribeShareGroupOffsetsRequestTopic(topic_name="t-read", partitions=(0,)),
+            dm.DescribeShareGroupOffsetsRequestTopic(topic_name="t-other", partitions=(0,)))),
+        dm.DescribeShareGroupOffsetsRequestGroup(group_id="sg-no", topics=None)))
+    out["describe share group offsets"] = [
+        (g.group_id, int(g.error_code), [(t.topic_name, [int(p.error_code) for p in t.partitions])
+                                         for t in g.topics]) for g in r.groups]
+    am = subject.m(91, 0)
+    for group in ("sg-no", "sg-ok"):
+        r = subject.call(91, 0, group_id=group, topics=tuple(am.AlterShareGroupOffsetsRequestTopic(
+            topic_name=t, partitions=(am.AlterShareGroupOffsetsRequestPartition(
+                partition_index=0, start_offset=0),)) for t in ("t-other",)))
+        out[f"alter share group offsets {group}"] = (int(r.error_code), [
+            (t.topic_name, [int(p.error_code) for p in t.partitions]) for t in r.responses])
+    xm = subject.m(92, 0)
+    r = subject.call(92, 0, group_id="sg-ok", topics=(
+        xm.DeleteShareGroupOffsetsRequestTopic(topic_name="t-read"),))
+    out["delete share group offsets, no group DELETE"] = int(r.error_code)
     return out
 
 
