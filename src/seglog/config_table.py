@@ -1039,6 +1039,11 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=0, at_most=500,
            note=('A share-partition gets a ShareSnapshot record of its whole state after this '
                  'many ShareUpdate records.')),
+    _entry('share.coordinator.state.topic.compression.codec', BROKER, 'int', 0, 'high',
+           'Compression codec for the share-group state topic.',
+           at_least=0, at_most=4,
+           note=("Kafka's CompressionType id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd) of the "
+                 "share coordinator's record batches.")),
     _entry('share.coordinator.state.topic.min.isr', BROKER, 'short', 2, 'high',
            'Overridden min.insync.replicas for the share-group state topic.',
            at_least=1,
@@ -1701,7 +1706,6 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('share.coordinator.append.linger.ms', 'int', -1, 'medium', READ_ONLY),
     _absent('share.coordinator.cached.buffer.max.bytes', 'int', 1048588, 'medium', CLUSTER_WIDE),
     _absent('share.coordinator.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
-    _absent('share.coordinator.state.topic.compression.codec', 'int', 0, 'high', READ_ONLY),
     _absent('share.coordinator.threads', 'int', 1, 'medium', READ_ONLY),
     _absent('share.fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
     _absent('socket.connection.setup.timeout.max.ms', 'long', 30000, 'medium', READ_ONLY),

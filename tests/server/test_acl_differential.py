@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import time
+import uuid
 
 import pytest
 from seglog.schemas import load_request_schema, load_response_schema
@@ -567,6 +568,33 @@ def _admin_apis(subject: Wire) -> dict:
          [(c.name, c.value) for c in x.configs]) for x in r.results]
     r = subject.call(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
     out["describe cluster operations"] = int(r.cluster_authorized_operations)
+    out.update(_share_state_apis(subject))
+    return out
+
+
+def _share_state_apis(subject: Wire) -> dict:
+    """The share coordinator's APIs (83-87) and FindCoordinator for a share-partition key:
+    CLUSTER_ACTION on the cluster, which the subject lacks."""
+    out: dict = {}
+    topic_id = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+    r = subject.call(10, 6, key_type=2, coordinator_keys=("g:Dx4tPEtaaXiHlqW0w9Lh8A:0",))
+    out["find share coordinator"] = [(int(c.error_code), c.error_message)
+                                     for c in r.coordinators]
+    for key, version, topics in (
+            (83, 0, lambda m: (m.InitializeStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, state_epoch=0, start_offset=0),)),)),
+            (84, 0, lambda m: (m.ReadStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, leader_epoch=0),)),)),
+            (85, 1, lambda m: (m.WriteStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
+                                delivery_complete_count=-1, state_batches=()),)),)),
+            (86, 0, lambda m: (m.DeleteStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0),)),)),
+            (87, 1, lambda m: (m.ReadStateSummaryData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, leader_epoch=0),)),))):
+        r = subject.call(key, version, group_id="g", topics=topics(subject.m(key, version)))
+        out[f"share state api {key}"] = [(int(p.error_code), p.error_message)
+                                         for t in r.results for p in t.partitions]
     return out
 
 
@@ -617,6 +645,8 @@ def test_acl_matrix_answers_as_kafka_does(real_kafka, seglog_broker):
     assert got["init producer id"]["tx-no"] == 53
     assert got["confluent producer to a READ-only topic"] == [True]
     assert got["confluent consumer in a group without READ"] is True
+    assert got["share state api 84"] == [(31, "Cluster authorization failed.")]
+    assert got["find share coordinator"][0][0] == 31
 
 
 # --- named users over SASL_PLAINTEXT (PLAIN): alice, bob and the super user admin ----------

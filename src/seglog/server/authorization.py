@@ -149,6 +149,8 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("DeleteShareGroupOffsets", "DELETE on GROUP; READ on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per topic"),
+    ("ShareFetch, ShareAcknowledge", "READ on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED (top level); TOPIC_AUTHORIZATION_FAILED per partition"),
     ("OffsetDelete", "DELETE on GROUP; READ on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("CreateTopics", "CREATE on CLUSTER or on the TOPIC; DESCRIBE_CONFIGS on the TOPIC for "

@@ -62,6 +62,7 @@ API_MODULES = (
     "seglog.server.apis.admin_cluster_ops",
     "seglog.server.apis.config_resources",
     "seglog.server.apis.log_dirs",
+    "seglog.server.apis.share_fetch",
 )
 
 
