@@ -60,6 +60,7 @@ from .coordinator.share_partition import (
     SharePartitionConfig,
 )
 from .errors import (
+    IllegalStateError,
     InvalidConfigError,
     InvalidGroupIdError,
     ShareAcknowledgeError,
@@ -525,8 +526,21 @@ class StoreShareGroups:
     _lock: threading.RLock
     _coordinators: "StoreCoordinators"
     _share_groups: EmbeddedShareGroups | None = None
+    #: Why embedded share groups are refused on this Store (set when a broker serves it).
+    _share_groups_refused: str | None = None
 
     notify_appended: Callable[[], None]
+
+    def serve_share_groups_elsewhere(self, reason: str) -> None:
+        """Refuse embedded share groups from now on, with ``reason``: a broker that serves
+        this Store keeps the share-partitions itself, and a second state machine over the
+        same ``__share_group_state`` would hand a record to two members at once. Raises
+        :class:`~seglog.errors.IllegalStateError` if embedded share groups exist already."""
+        with self._lock:
+            if self._share_groups is not None:
+                raise IllegalStateError("this Store has embedded share consumers already: "
+                                        + reason)
+            self._share_groups_refused = reason
 
     def share_coordinator(self) -> ShareCoordinator:
         """The store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator`
@@ -538,9 +552,13 @@ class StoreShareGroups:
         """The Store's share groups (:class:`EmbeddedShareGroups`), made on first use; what
         :class:`~seglog.ShareConsumer` calls. Raises
         :class:`~seglog.errors.ReadOnlyError` on a read-only store (acquiring records
-        writes ``__share_group_state``), :class:`~seglog.errors.LogClosedError`."""
+        writes ``__share_group_state``), :class:`~seglog.errors.LogClosedError`,
+        :class:`~seglog.errors.IllegalStateError` when a broker serves this Store (its share
+        consumers go through the wire: :meth:`serve_share_groups_elsewhere`)."""
         with self._lock:
             self._logs.check_writable()
+            if self._share_groups_refused is not None:
+                raise IllegalStateError(self._share_groups_refused)
             if self._share_groups is None:
                 self._share_groups = EmbeddedShareGroups(
                     self._logs, self.share_coordinator, self.notify_appended,
