@@ -180,6 +180,8 @@ def _describe(ref, bootstrap, run_dir, *args):
 
 @pytest.mark.kafka
 @pytest.mark.slow
+@pytest.mark.kafka_tools  # a JVM per step: .ci/run runs it; the raw requests are compared
+# by test_kafka_answers_as_recorded and test_seglog_answers_as_kafka
 def test_kafka_topics_describe_gives_kafkas_output(kafka_with_topics, broker, tmp_path):
     ref = kafka_with_topics.ref
     create_topics(broker.bootstrap)

@@ -126,6 +126,8 @@ def _feature_lines(text):
 
 @pytest.mark.kafka
 @pytest.mark.slow
+@pytest.mark.kafka_tools  # a JVM per step: .ci/run runs it; the raw requests are compared
+# by test_kafka_answers_as_recorded and test_seglog_answers_as_kafka
 def test_kafka_features_tool_gives_kafkas_answers(broker, kafka_shared, tmp_path):
     # The shared broker: the upgrades and downgrades below are all refused or dry runs.
     ref, kafka = kafka_shared.ref, kafka_shared
