@@ -20,9 +20,15 @@ from seglog.bench.kafka import find_kafka
 SOURCE = Path(__file__).resolve().parent / "java" / "ConsumerGroupMember.java"
 
 
+#: (source, its mtime, Kafka's classpath) -> ``(java, classpath)`` of a compile done in this
+#: test session: javac takes seconds, and the tests/server and tests/cluster modules both ask.
+_COMPILED: dict[tuple[str, int, str], tuple[str, str]] = {}
+
+
 def compile_member(out_dir: Path) -> tuple[str, str]:
-    """``(java, classpath)`` to run ``ConsumerGroupMember``, compiled into ``out_dir``; skips
-    without java, javac or the Kafka jars (fails under ``SEGLOG_REQUIRE_KAFKA=1``)."""
+    """``(java, classpath)`` to run ``ConsumerGroupMember``, compiled into ``out_dir`` the
+    first time in a session (later calls reuse that compile while its classes are there);
+    skips without java, javac or the Kafka jars (fails under ``SEGLOG_REQUIRE_KAFKA=1``)."""
     ref, why = find_kafka()
     required = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
     javac = None
@@ -34,9 +40,14 @@ def compile_member(out_dir: Path) -> tuple[str, str]:
         if required:
             pytest.fail(why)
         pytest.skip(why)
+    key = (str(SOURCE), SOURCE.stat().st_mtime_ns, ref.classpath)
+    done = _COMPILED.get(key)
+    if done is not None and Path(done[1].split(":", 1)[0], "ConsumerGroupMember.class").is_file():
+        return done
     subprocess.run([javac, "-cp", ref.classpath, "-d", str(out_dir), str(SOURCE)],
                    check=True, timeout=120, capture_output=True)
-    return ref.java, f"{out_dir}:{ref.classpath}"
+    _COMPILED[key] = (ref.java, f"{out_dir}:{ref.classpath}")
+    return _COMPILED[key]
 
 
 class JavaMember:
