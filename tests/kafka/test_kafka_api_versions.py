@@ -95,13 +95,9 @@ def api_versions(bootstrap: str) -> Answer:
 
 
 @pytest.fixture(scope="module")
-def kafka_answer(kafka_broker_factory) -> Answer:
-    broker = kafka_broker_factory("versions")
-    broker.start()
-    try:
-        return api_versions(broker.bootstrap)
-    finally:
-        broker.stop()
+def kafka_answer(kafka_shared) -> Answer:
+    # The session's shared broker (tests/conftest.py): no test changes its feature levels.
+    return api_versions(kafka_shared.bootstrap)
 
 
 @pytest.fixture(scope="module")

@@ -159,6 +159,9 @@ def tools_scenario(bootstrap: str, run_dir) -> list[tuple[int, str]]:
     return steps
 
 
+# A JVM per step (minutes on the 2-core machine): run by .ci/run with -m kafka_tools; the
+# requests these tools send are compared raw by test_cluster_ops_answer_as_kafka_does.
+@pytest.mark.kafka_tools
 def test_leader_election_and_reassign_tools_as_against_kafka(real_kafka, broker, tmp_path):
     expected = tools_scenario(real_kafka.bootstrap, tmp_path / "kafka")
     got = tools_scenario(broker.bootstrap, tmp_path / "seglog")

@@ -8,7 +8,6 @@ lowered) so every wait is short; every wait is bounded."""
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 
@@ -16,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from java_consumer_member import JavaMember, compile_member
+from java_consumer_member import JavaMember, ask_to_close, compile_member, start_member
 
 pytestmark = pytest.mark.clients
 
@@ -154,9 +153,7 @@ def java_member(tmp_path_factory):
 def test_java_consumer_and_librdkafka_in_one_group(kip848_broker, java_member):
     java, classpath = java_member
     bootstrap = kip848_broker.bootstrap
-    process = subprocess.Popen(
-        [java, "-cp", classpath, "ConsumerGroupMember", bootstrap, "kj", TOPIC, "25"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = start_member(java, classpath, bootstrap, "kj", TOPIC, 25)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(
         line.rstrip() for line in process.stdout), daemon=True)  # type: ignore[union-attr]
@@ -183,6 +180,7 @@ def test_java_consumer_and_librdkafka_in_one_group(kip848_broker, java_member):
         while lines.count("ASSIGNED 0,1,2,3,4,5") < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert lines.count("ASSIGNED 0,1,2,3,4,5") == 2, lines[-20:]
+        ask_to_close(process)
         assert process.wait(60) == 0
         reader.join(10)
         assert lines[-1] == "CLOSED"

@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from seglog.bench.kafka import KafkaBroker, find_kafka
+from seglog.bench.kafka import find_kafka
 from seglog.schemas import load_request_schema
 
 from test_groups_wire import _call, _nested
@@ -247,26 +247,15 @@ def test_conversation_on_seglog(broker_factory, tmp_path):
 
 
 @pytest.mark.kafka
-def test_conversation_same_as_kafka(broker_factory, tmp_path):
-    """The same conversation against Kafka 4.4 gives :data:`EXPECTED`."""
-    if _REF is None:
-        if _REQUIRED:
-            pytest.fail(_WHY)
-        pytest.skip(_WHY)
-    kafka = KafkaBroker(_REF, tmp_path / "kafka", extra_properties={
-        "offsets.topic.num.partitions": "1", "group.consumer.assignment.interval.ms": "0",
-        "group.consumer.assignor.offload.enable": "false"})
-    kafka.format()
-    kafka.start()
-    try:
-        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
-        for future in admin.create_topics([NewTopic(TOPIC, 4, 1)]).values():
-            future.result(30)
-        host, port = kafka.bootstrap.split(":")
-        theirs = conversation((host, int(port)))
-    finally:
-        kafka.stop()
-    assert theirs == EXPECTED
+def test_conversation_same_as_kafka(kafka_shared_groups):
+    """The same conversation against Kafka 4.4 (the session's shared broker with its group
+    settings, tests/conftest.py) gives :data:`EXPECTED`."""
+    kafka = kafka_shared_groups
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 4, 1)]).values():
+        future.result(30)
+    host, port = kafka.bootstrap.split(":")
+    assert conversation((host, int(port))) == EXPECTED
 
 
 def _members(address):

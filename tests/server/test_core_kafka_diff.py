@@ -1,15 +1,15 @@
 """The core's answers to odd requests, byte for byte against the real Kafka 4.4 broker: the
 same raw frames go to both, and each must be answered the same way or closed the same way.
 
-The real broker comes from the Kafka jars ``ci/kafka-ref.sh`` caches; without java or the jars
-this module skips (``SEGLOG_REQUIRE_KAFKA=1`` makes that a failure). ApiVersions' full list is
+The real broker is the session's shared one (``kafka_shared``, tests/conftest.py: these frames
+read no state) from the Kafka jars ``ci/kafka-ref.sh`` caches; without java or the jars this
+module skips (``SEGLOG_REQUIRE_KAFKA=1`` makes that a failure). ApiVersions' full list is
 compared elsewhere (it differs by design: Kafka serves more APIs); here only its framing, its
 error answers and the SASL entries are.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
 
@@ -18,11 +18,8 @@ from seglog.schemas import load_response_schema
 from kio.serial import entity_reader
 
 from core_helpers import read_frame, request_frame
-from seglog.bench.kafka import KafkaBroker, find_kafka
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
-
-REQUIRE_KAFKA = os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0")
 
 
 def _compact(text: bytes) -> bytes:
@@ -81,21 +78,12 @@ def _sasl_ranges(port: int) -> list[tuple[int, int, int]]:
 
 
 @pytest.fixture(scope="module")
-def kafka_answers(tmp_path_factory):
-    ref, why = find_kafka("4.4.0")
-    if ref is None:
-        if REQUIRE_KAFKA:
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    broker = KafkaBroker(ref, tmp_path_factory.mktemp("kafka-core-diff"))
-    broker.format()
-    broker.start()
-    try:
-        answers = {name: _answer(broker.port, frame) for name, frame in CASES.items()}
-        answers["sasl-ranges"] = _sasl_ranges(broker.port)
-        answers["ranges"] = _all_ranges(broker.port)
-    finally:
-        broker.stop()
+def kafka_answers(kafka_shared):
+    # The session's shared broker: these frames read no state (no topic, group or config).
+    port = kafka_shared.port
+    answers = {name: _answer(port, frame) for name, frame in CASES.items()}
+    answers["sasl-ranges"] = _sasl_ranges(port)
+    answers["ranges"] = _all_ranges(port)
     return answers
 
 

@@ -315,23 +315,16 @@ def test_seglog_answers_as_kafka(any_backend_broker):
 
 
 @pytest.mark.kafka
-@pytest.mark.slow  # a Kafka broker starts in ~12 s (about 20 s for the whole test)
-def test_kafka_answers_as_recorded(tmp_path):
-    from seglog.bench.kafka import KafkaBroker, find_kafka
-
-    ref, why = find_kafka()
-    if ref is None:
-        pytest.skip(why)
+@pytest.mark.slow
+def test_kafka_answers_as_recorded(kafka_shared):
+    # The session's shared broker (tests/conftest.py): the probe names its topics and reads
+    # back only those.
     kafka = pytest.importorskip("kafka")
     from kafka.admin import NewTopic
 
-    broker = KafkaBroker(ref, tmp_path / "kafka")
-    broker.format()
-    broker.start()
-    admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin = kafka.KafkaAdminClient(bootstrap_servers=kafka_shared.bootstrap)
     try:
-        _compare(probe(broker.bootstrap, lambda name, config: admin.create_topics(
+        _compare(probe(kafka_shared.bootstrap, lambda name, config: admin.create_topics(
             [NewTopic(name, 1, 1, topic_configs=config)])))
     finally:
         admin.close()
-        broker.stop()

@@ -147,20 +147,26 @@ def _kafka():
     return ref
 
 
-@pytest.mark.kafka
-@pytest.mark.slow
-def test_kafka_answers_as_recorded(tmp_path):
+@pytest.fixture(scope="module")
+def kafka_with_topics(tmp_path_factory):
+    """A real Kafka broker of this module's own (its all-topics probes list every topic, so
+    not the session's shared one) with :data:`TOPICS` created; both Kafka tests read it."""
     from seglog.bench.kafka import KafkaBroker
 
-    broker = KafkaBroker(_kafka(), tmp_path / "kafka")
+    broker = KafkaBroker(_kafka(), tmp_path_factory.mktemp("kafka-dtp"))
     broker.format()
     broker.start()
     try:
         create_topics(broker.bootstrap)
-        got = probe(broker.bootstrap)
+        yield broker
     finally:
         broker.stop()
-    _compare(got)
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_kafka_answers_as_recorded(kafka_with_topics):
+    _compare(probe(kafka_with_topics.bootstrap))
 
 
 def _describe(ref, bootstrap, run_dir, *args):
@@ -174,24 +180,18 @@ def _describe(ref, bootstrap, run_dir, *args):
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_kafka_topics_describe_gives_kafkas_output(broker, tmp_path):
-    from seglog.bench.kafka import KafkaBroker
-
-    ref = _kafka()
-    kafka = KafkaBroker(ref, tmp_path / "kafka")
-    kafka.format()
-    kafka.start()
+@pytest.mark.kafka_tools  # a JVM per step: .ci/run runs it; the raw requests are compared
+# by test_kafka_answers_as_recorded and test_seglog_answers_as_kafka
+def test_kafka_topics_describe_gives_kafkas_output(kafka_with_topics, broker, tmp_path):
+    ref = kafka_with_topics.ref
+    create_topics(broker.bootstrap)
     outputs = {}
-    try:
-        for name, bootstrap in (("kafka", kafka.bootstrap), ("seglog", broker.bootstrap)):
-            create_topics(bootstrap)
-            outputs[name] = (
-                _describe(ref, bootstrap, tmp_path, "--exclude-internal"),
-                _describe(ref, bootstrap, tmp_path, "--topic", "dtp-b"),
-                _describe(ref, bootstrap, tmp_path, "--topic", "dtp-.*",
-                          "--partition-size-limit-per-response", "2"))
-    finally:
-        kafka.stop()
+    for name, bootstrap in (("kafka", kafka_with_topics.bootstrap), ("seglog", broker.bootstrap)):
+        outputs[name] = (
+            _describe(ref, bootstrap, tmp_path, "--exclude-internal"),
+            _describe(ref, bootstrap, tmp_path, "--topic", "dtp-b"),
+            _describe(ref, bootstrap, tmp_path, "--topic", "dtp-.*",
+                      "--partition-size-limit-per-response", "2"))
     assert "Elr: " in outputs["kafka"][0]  # Kafka 4.4's tool used DescribeTopicPartitions
     assert outputs["kafka"][0].count("\tPartition: ") == 6
     assert outputs["seglog"] == outputs["kafka"]

@@ -21,7 +21,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition as CTopicPartitio
 import kio.index as kio_index
 from kio.serial import entity_reader, entity_writer
 
-from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.server.apis import groups
 
 TOPIC = "wire-t"
@@ -286,29 +285,19 @@ def test_group_conversation_on_seglog(broker):
     assert seen == EXPECTED
 
 
-_REF, _WHY = find_kafka()
-
-
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_group_conversation_on_kafka(tmp_path):
-    """The same script against the real broker: the expectations are Kafka's."""
-    if _REF is None:
-        pytest.skip(_WHY)
-    kafka = KafkaBroker(_REF, tmp_path / "kafka", extra_properties={
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "1"})
-    kafka.format()
-    kafka.start()
-    try:
-        from confluent_kafka.admin import AdminClient, NewTopic
-        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
-        for future in admin.create_topics([NewTopic(TOPIC, 3, 1)]).values():
-            future.result(30)
-        host, port = kafka.bootstrap.split(":")
-        seen = conversation((host, int(port)))
-        assert {k: v for k, v in seen.items() if v != EXPECTED[k]} == {}
-    finally:
-        kafka.stop()
+def test_group_conversation_on_kafka(kafka_shared_groups):
+    """The same script against the real broker (the session's shared one with its group
+    settings, tests/conftest.py): the expectations are Kafka's."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    kafka = kafka_shared_groups
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    for future in admin.create_topics([NewTopic(TOPIC, 3, 1)]).values():
+        future.result(30)
+    host, port = kafka.bootstrap.split(":")
+    seen = conversation((host, int(port)))
+    assert {k: v for k, v in seen.items() if v != EXPECTED[k]} == {}
 
 
 def test_wire_join_refused_while_in_process_consumers_are_members(broker):

@@ -22,21 +22,6 @@ TOOL_TIMEOUT_S = 60
 MOVE_S_MAX = 60
 
 
-@pytest.fixture(scope="module")
-def real_kafka(tmp_path_factory):
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    kafka = KafkaBroker(_REF, tmp_path_factory.mktemp("kafka"))
-    kafka.format()
-    kafka.start()
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
 def _scenario(bootstrap: str, run_dir) -> list:
     from test_admin_differential import Client, settle
 
@@ -87,8 +72,10 @@ def _scenario(bootstrap: str, run_dir) -> list:
     return out
 
 
-def test_alter_replica_log_dirs_and_kafka_log_dirs(real_kafka, broker, tmp_path):
-    mine, kafka = _scenario(broker.bootstrap, tmp_path), _scenario(real_kafka.bootstrap, tmp_path)
+def test_alter_replica_log_dirs_and_kafka_log_dirs(kafka_shared, broker, tmp_path):
+    # Kafka's side is the session's shared broker: the scenario reads back only its topic.
+    mine = _scenario(broker.bootstrap, tmp_path)
+    kafka = _scenario(kafka_shared.bootstrap, tmp_path)
     for ours, theirs in zip(mine, kafka):
         assert ours == theirs
     assert len(mine) == len(kafka)

@@ -421,6 +421,8 @@ def test_client_quota_apis_answer_as_kafka_does(real_kafka, broker):
 
 @pytest.mark.kafka
 @pytest.mark.slow
+@pytest.mark.kafka_tools  # a JVM per step: .ci/run runs it; the raw requests are compared
+# by test_client_quota_apis_answer_as_kafka_does
 def test_kafka_configs_alters_and_describes_client_and_user_quotas(broker, tmp_path):
     if _REF is None:
         if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):

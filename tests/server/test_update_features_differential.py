@@ -12,8 +12,6 @@ agree (features neither supports)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from test_data_differential import Wire
@@ -91,22 +89,9 @@ def test_seglog_answers_as_kafka(broker):
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_kafka_answers_as_recorded(tmp_path):
-    from seglog.bench.kafka import KafkaBroker, find_kafka
-
-    ref, why = find_kafka()
-    if ref is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    broker = KafkaBroker(ref, tmp_path / "kafka")
-    broker.format()
-    broker.start()
-    try:
-        got = probe(broker.bootstrap)
-    finally:
-        broker.stop()
-    _compare(got)
+def test_kafka_answers_as_recorded(kafka_shared):
+    # The shared broker: every probe is refused, so no feature level changes.
+    _compare(probe(kafka_shared.bootstrap))
 
 
 def test_broker_advertises_the_finalized_features_it_holds(broker_factory, tmp_path):
@@ -141,33 +126,24 @@ def _feature_lines(text):
 
 @pytest.mark.kafka
 @pytest.mark.slow
-def test_kafka_features_tool_gives_kafkas_answers(broker, tmp_path):
-    from seglog.bench.kafka import KafkaBroker, find_kafka
-
-    ref, why = find_kafka()
-    if ref is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
-        pytest.skip(why)
-    kafka = KafkaBroker(ref, tmp_path / "kafka")
-    kafka.format()
-    kafka.start()
+@pytest.mark.kafka_tools  # a JVM per step: .ci/run runs it; the raw requests are compared
+# by test_kafka_answers_as_recorded and test_seglog_answers_as_kafka
+def test_kafka_features_tool_gives_kafkas_answers(broker, kafka_shared, tmp_path):
+    # The shared broker: the upgrades and downgrades below are all refused or dry runs.
+    ref, kafka = kafka_shared.ref, kafka_shared
     commands = (["describe"],
                 ["upgrade", "--feature", "seglog.nothing=1", "--dry-run"],
                 ["upgrade", "--feature", "seglog.nothing=1"],
                 ["upgrade", "--feature", "transaction.version=99"],
                 ["downgrade", "--feature", "seglog.nothing=0"])
     outputs = {}
-    try:
-        for name, bootstrap in (("kafka", kafka.bootstrap), ("seglog", broker.bootstrap)):
-            outputs[name] = []
-            for args in commands:
-                done = ref.run_tool("org.apache.kafka.tools.FeatureCommand",
-                                    ["--bootstrap-server", bootstrap, *args],
-                                    run_dir=tmp_path, timeout_s=60)
-                outputs[name].append((done.returncode, done.stdout, done.stderr))
-    finally:
-        kafka.stop()
+    for name, bootstrap in (("kafka", kafka.bootstrap), ("seglog", broker.bootstrap)):
+        outputs[name] = []
+        for args in commands:
+            done = ref.run_tool("org.apache.kafka.tools.FeatureCommand",
+                                ["--bootstrap-server", bootstrap, *args],
+                                run_dir=tmp_path, timeout_s=60)
+            outputs[name].append((done.returncode, done.stdout, done.stderr))
     kafka_out, seglog_out = outputs["kafka"], outputs["seglog"]
     # describe: every feature seglog lists is listed by Kafka alike (epochs masked).
     assert seglog_out[0][0] == kafka_out[0][0] == 0

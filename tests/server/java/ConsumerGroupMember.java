@@ -2,7 +2,8 @@
 // consumer, for tests/server/test_consumer_groups_clients.py. Args: bootstrap group topic
 // run_seconds. Prints one line per event, flushed: "ASSIGNED p,p", "REVOKED p,p",
 // "RECORD partition offset", "EPOCH <member epoch>" (after each commit), "CLOSED".
-// Commits synchronously after every poll that returned records.
+// Commits synchronously after every poll that returned records. Closes after run_seconds, or
+// sooner once a line comes on stdin (the test has seen what it waited for).
 import java.time.Duration;
 import java.util.*;
 import java.util.stream.Collectors;
@@ -37,7 +38,7 @@ public class ConsumerGroupMember {
                     System.out.flush();
                 }
             });
-            while (System.currentTimeMillis() < until) {
+            while (System.currentTimeMillis() < until && System.in.available() == 0) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
                 for (ConsumerRecord<byte[], byte[]> r : records) {
                     System.out.println("RECORD " + r.partition() + " " + r.offset());
