@@ -237,13 +237,14 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
          "information headers."),
 )}
 
-#: The group configs seglog keeps, validates and describes but does not act on: its group
-#: coordinators compute an assignment at once (no assignment interval, no background
-#: thread), and its streams groups have one assignor, no warm-up tasks, no rack tags and no
-#: initial rebalance delay.
+#: The group configs seglog keeps, validates and describes but does not act on: its consumer
+#: and streams group coordinators compute an assignment at once (no assignment interval; the
+#: share group coordinator does keep ``share.assignment.interval.ms``), no assignor runs on
+#: a background thread, and its streams groups have one assignor, no warm-up tasks, no rack
+#: tags and no initial rebalance delay.
 NO_EFFECT = frozenset({
     "consumer.assignment.interval.ms", "consumer.assignor.offload.enable",
-    "share.assignment.interval.ms", "share.assignor.offload.enable",
+    "share.assignor.offload.enable",
     "streams.assignment.interval.ms", "streams.assignor.offload.enable",
     "streams.initial.rebalance.delay.ms", "streams.assignor.name",
     "streams.rack.aware.assignment.tags", "streams.num.warmup.replicas"})
