@@ -195,6 +195,7 @@ MATRIX_ACLS = (
     _acl("t-host", Op.WRITE, host=ADMIN_HOST),
     _acl("t-host", Op.READ, host=SUBJECT_HOST),
     _acl("t-conf", Op.ALTER_CONFIGS),
+    _acl("g-conf", Op.ALTER_CONFIGS, res=Res.GROUP),
 )
 TOPICS = ("t-read", "t-other", "pre-allowed", "pre-denied", "t-host", "t-conf")
 
@@ -510,6 +511,19 @@ def _admin_apis(subject: Wire) -> dict:
         validate_only=True)
     out["incremental alter configs"] = sorted((x.resource_name, int(x.error_code))
                                               for x in r.responses)
+    # Group configs: ALTER_CONFIGS (which implies DESCRIBE_CONFIGS) on the GROUP.
+    r = subject.call(44, 1, resources=tuple(iam.AlterConfigsResource(
+        resource_type=32, resource_name=name, configs=(iam.AlterableConfig(
+            name="share.auto.offset.reset", config_operation=0, value="earliest"),))
+        for name in ("g-conf", "g-ok")), validate_only=False)
+    out["incremental alter group configs"] = sorted(
+        (x.resource_name, int(x.error_code), x.error_message) for x in r.responses)
+    r = subject.call(32, 4, resources=tuple(dc.DescribeConfigsResource(
+        resource_type=32, resource_name=n, configuration_keys=("share.auto.offset.reset",))
+        for n in ("g-ok", "g-conf")), include_synonyms=False, include_documentation=False)
+    out["describe group configs"] = [
+        (x.resource_name, int(x.error_code), x.error_message,
+         [(c.name, c.value) for c in x.configs]) for x in r.results]
     r = subject.call(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
     out["describe cluster operations"] = int(r.cluster_authorized_operations)
     return out

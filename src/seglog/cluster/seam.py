@@ -488,6 +488,28 @@ class PartitionSeam(abc.ABC):
         Only when :attr:`keeps_client_metrics`."""
         raise NotImplementedError("a lone broker keeps its client-metrics subscriptions itself")
 
+    # --- group configs (not abstract: a cluster of one keeps them itself) ---------------
+
+    @property
+    def keeps_group_configs(self) -> bool:
+        """Whether the cluster holds the group configs (a ZooKeeper cluster's
+        ``/config/groups``); False for a lone broker, which keeps them in its data
+        directory (``seglog.server.apis.group_configs``)."""
+        return False
+
+    async def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Make ``configs`` the whole config set of group ``group_id`` for the cluster (empty:
+        none); every broker's group config listeners take it. Only when
+        :attr:`keeps_group_configs`."""
+        raise NotImplementedError("a lone broker keeps its group configs itself")
+
+    def add_group_config_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                  ) -> None:
+        """Call ``listener(group_id, configs)`` on the loop whenever the cluster holds a new
+        config set for a group (empty: none), and at once for those it holds. Only when
+        :attr:`keeps_group_configs`."""
+        raise NotImplementedError("a lone broker keeps its group configs itself")
+
     # --- client quotas (not abstract: a cluster of one keeps them in its data directory) ---
 
     @property

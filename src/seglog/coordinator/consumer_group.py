@@ -271,12 +271,20 @@ class ConsumerGroupCoordinator:
     def __init__(self, config: ConsumerGroupConfig, topics: Callable[[], Mapping[str, int]],
                  on_change: Callable[[str, Group | None], None] | None = None):
         self.config = config
+        #: ``group_id -> the config that group runs with`` (a group's own session timeout
+        #: and heartbeat interval, Kafka's group configs ``consumer.*``); None: ``config``.
+        self.group_config: Callable[[str], ConsumerGroupConfig] | None = None
         self._topics = topics
         self._groups: dict[str, Group] = {}
         #: Called after a group changed (None: it is gone), for the records that keep it.
         self._on_change = on_change
         #: ``{regex: (the topics it was matched against, the matches)}``.
         self._regex_cache: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+
+    def config_of(self, group_id: str) -> ConsumerGroupConfig:
+        """The config group ``group_id`` runs with (Kafka's
+        ``GroupMetadataManager.consumerGroupSessionTimeoutMs(groupId)`` and the like)."""
+        return self.group_config(group_id) if self.group_config is not None else self.config
 
     def _changed(self, group_id: str) -> None:
         if self._on_change is not None:
@@ -526,13 +534,14 @@ class ConsumerGroupCoordinator:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
         self._reconcile(group, member, request.owned, now_ms)
-        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        group_config = self.config_of(request.group_id)
+        member.session_deadline_ms = now_ms + group_config.session_timeout_ms
         full = joining or (request.rebalance_timeout_ms != -1
                            and request.subscribed_topic_names is not None
                            and request.owned is not None)
         changed = member.assigned != before_assigned or (joining and before_epoch != 0)
         return HeartbeatResult(codes.NONE, None, member.member_id, member.member_epoch,
-                               self.config.heartbeat_interval_ms,
+                               group_config.heartbeat_interval_ms,
                                dict(member.assigned) if full or changed else None)
 
     # --- assignment -------------------------------------------------------------------------

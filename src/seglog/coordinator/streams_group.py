@@ -241,11 +241,18 @@ class StreamsGroupCoordinator:
                  partition_count: Callable[[str], int | None],
                  topic_names: Callable[[], Iterable[str]]) -> None:
         self.config = config
+        #: ``group_id -> the config that group runs with`` (Kafka's group configs
+        #: ``streams.*``); None: ``config`` for every group.
+        self.group_config: Callable[[str], StreamsGroupConfig] | None = None
         self._partition_count = partition_count
         self._topic_names = topic_names
         self._groups: dict[str, _Group] = {}
 
     # --- queries ------------------------------------------------------------------------
+
+    def config_of(self, group_id: str) -> StreamsGroupConfig:
+        """The config group ``group_id`` runs with (its group configs over the broker's)."""
+        return self.group_config(group_id) if self.group_config is not None else self.config
 
     def has_group(self, group_id: str) -> bool:
         """Whether ``group_id`` is a streams group here."""
@@ -421,7 +428,8 @@ class StreamsGroupCoordinator:
                         member.pending_revocation = _tasks_of(current, "_pending_revocation")
                         if member.state == _UNREVOKED:
                             member.revocation_deadline_ms = now_ms + member.rebalance_timeout_ms
-                    member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                    member.session_deadline_ms = (now_ms
+                                                  + self.config_of(group_id).session_timeout_ms)
                     group.members[member_id] = member
             self._groups[group_id] = group
             self._configure(group)  # the task counts, without a new epoch
@@ -567,7 +575,7 @@ class StreamsGroupCoordinator:
                                         f"({member_epoch}) than the one known by the group "
                                         f"coordinator ({member.member_epoch}). The member "
                                         f"must abandon all its partitions and rejoin.")
-        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        member.session_deadline_ms = now_ms + self.config_of(group_id).session_timeout_ms
         if process_id is not None:
             member.process_id = process_id
         if rebalance_timeout_ms > 0:
@@ -767,7 +775,7 @@ class StreamsGroupCoordinator:
                                                                    _empty_tasks())[1])))
                    for m in group.members.values()]
         assignment = assign_tasks(members, group.task_counts or {},
-                                  self.config.num_standby_replicas)
+                                  self.config_of(group.group_id).num_standby_replicas)
         group.target = {member_id: (_nest(a.active), _nest(a.standby), _nest(a.warmup))
                         for member_id, a in assignment.items()}
         group.assignment_epoch = group.group_epoch

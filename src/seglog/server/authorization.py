@@ -146,11 +146,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "TOPIC_AUTHORIZATION_FAILED per topic"),
     ("CreatePartitions", "ALTER on the TOPIC", "TOPIC_AUTHORIZATION_FAILED per topic"),
     ("DeleteRecords", "DELETE on each TOPIC", "TOPIC_AUTHORIZATION_FAILED per partition"),
-    ("DescribeConfigs", "DESCRIBE_CONFIGS on the TOPIC / on CLUSTER (broker, logger and "
-     "client-metrics resources)",
-     "TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED per resource"),
-    ("AlterConfigs, IncrementalAlterConfigs", "ALTER_CONFIGS on the TOPIC / on CLUSTER",
-     "TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED per resource"),
+    ("DescribeConfigs", "DESCRIBE_CONFIGS on the TOPIC / on the GROUP / on CLUSTER (broker, "
+     "logger and client-metrics resources)",
+     "TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED "
+     "per resource"),
+    ("AlterConfigs, IncrementalAlterConfigs", "ALTER_CONFIGS on the TOPIC / on the GROUP / on "
+     "CLUSTER", "TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED / "
+     "CLUSTER_AUTHORIZATION_FAILED per resource"),
     ("DescribeLogDirs", "DESCRIBE on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED (top level)"),
     ("AlterReplicaLogDirs", "ALTER on CLUSTER",
      "CLUSTER_AUTHORIZATION_FAILED per partition"),

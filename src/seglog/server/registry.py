@@ -44,6 +44,7 @@ Handle = Callable[[RequestContext, Any], Awaitable[Response]]
 API_MODULES = (
     "seglog.server.apis.data",
     "seglog.server.apis.admin",
+    "seglog.server.apis.group_configs",
     "seglog.server.apis.admin_describe_partitions",
     "seglog.server.apis.admin_features",
     "seglog.server.apis.groups",

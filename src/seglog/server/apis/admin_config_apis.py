@@ -1,6 +1,6 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs (Kafka's ``ConfigHelper`` and
-``ConfigurationControlManager``): topics, this broker and the cluster default, and this
-broker's loggers."""
+``ConfigurationControlManager``): topics, this broker and the cluster default, this broker's
+loggers, client-metrics subscriptions and group configs (``group_configs``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..authorization import AclOperation, ResourceType, authorize, authorize_clu
 from ..context import BrokerState, RequestContext
 from . import admin_configs as cfg
 from . import client_metrics_configs as cm
+from . import group_configs as gc
 from .admin_state import (
     dynamic_configs, save_configs, set_dynamic_layer, topic_defaults, topic_overrides_of,
 )
@@ -205,11 +206,14 @@ def config_authorization_error(ctx: RequestContext, operation: AclOperation,
                                resource_type: int, name: str) -> int:
     """The error of a config resource the caller may not describe / alter (``operation``
     DESCRIBE_CONFIGS or ALTER_CONFIGS, Kafka's ``ConfigHelper`` and ``ControllerApis``: on
-    the topic for a topic, on the cluster for a broker or its loggers), NONE when allowed or
-    for a resource type answered otherwise."""
+    the topic for a topic, on the group for a group, on the cluster for a broker or its
+    loggers), NONE when allowed or for a resource type answered otherwise."""
     if resource_type == RESOURCE_TOPIC:
         allowed = authorize(ctx, operation, ResourceType.TOPIC, name)
         return codes.NONE if allowed else codes.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == gc.RESOURCE_GROUP:
+        allowed = authorize(ctx, operation, ResourceType.GROUP, name)
+        return codes.NONE if allowed else codes.GROUP_AUTHORIZATION_FAILED
     if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, cm.RESOURCE_CLIENT_METRICS):
         allowed = authorize_cluster(ctx, operation)
         return codes.NONE if allowed else codes.CLUSTER_AUTHORIZATION_FAILED
@@ -222,7 +226,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.broker
     store = state.store
     response_cls, m = response_classes(32, ctx.api_version)
-    known = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, cm.RESOURCE_CLIENT_METRICS)
+    known = (RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, cm.RESOURCE_CLIENT_METRICS,
+             gc.RESOURCE_GROUP)
     if any(r.resource_type not in known for r in request.resources):
         # Kafka fails the whole request on a resource type it cannot authorize.
         return make(response_cls, throttle_time=NO_THROTTLE, results=tuple(
@@ -268,6 +273,9 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 values = dynamic_configs(state).client_metrics.get(resource.resource_name, {})
                 entries = cm.describe_entries(values, synonyms=synonyms,
                                               documentation=documentation, keys=keys)
+            elif resource.resource_type == gc.RESOURCE_GROUP:
+                entries = gc.describe_entries(state, resource.resource_name, synonyms=synonyms,
+                                              documentation=documentation, keys=keys)
             else:
                 if not resource.resource_name:
                     raise Refused(codes.INVALID_REQUEST, "Broker id must not be empty")
@@ -277,8 +285,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 **e, "synonyms": tuple(make(m.DescribeConfigsSynonym, name=n, value=v,
                                              source=s) for n, v, s in e["synonyms"])})
                 for e in entries)
-            # Kafka answers a client-metrics resource with an empty message, others with null.
-            ok_message = "" if resource.resource_type == cm.RESOURCE_CLIENT_METRICS else None
+            # Kafka answers a client-metrics or group resource with an empty message, others
+            # with null.
+            ok_message = "" if resource.resource_type in (cm.RESOURCE_CLIENT_METRICS,
+                                                          gc.RESOURCE_GROUP) else None
             results.append(make(m.DescribeConfigsResult, error_code=codes.NONE,
                                 error_message=ok_message,
                                  resource_type=resource.resource_type,
@@ -439,6 +449,17 @@ async def _alter_client_metrics(state: BrokerState, resource: Any, validate_only
     save_configs(state)
 
 
+async def _alter_group(state: BrokerState, resource: Any, validate_only: bool) -> None:
+    """IncrementalAlterConfigs on a group's configs: the changes applied to its set, then
+    ``group_configs.alter`` (Kafka's controller knows no group config as a list: APPEND and
+    SUBTRACT are refused for every key)."""
+    current = dict(gc.group_configs(state).get(resource.resource_name))
+    new = _incremental(current, current, resource.configs, is_list=lambda _n: False,
+                       append_error=lambda n, op: (f"Can't {OP_NAMES[op]} to key {n} because "
+                                                   "its type is not LIST."))
+    await gc.alter(state, resource.resource_name, new, validate_only)
+
+
 def take_client_metrics(state: BrokerState, name: str, values: dict[str, str]) -> None:
     """Client-metrics subscription ``name`` as the cluster now holds it (empty: gone); a
     cluster's subscriptions live in ZooKeeper, not in this broker's file."""
@@ -505,6 +526,8 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
                 _alter_loggers(state, resource, request.validate_only)
             elif resource.resource_type == cm.RESOURCE_CLIENT_METRICS:
                 await _alter_client_metrics(state, resource, request.validate_only)
+            elif resource.resource_type == gc.RESOURCE_GROUP:
+                await _alter_group(state, resource, request.validate_only)
             else:
                 raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")
@@ -540,6 +563,8 @@ async def alter_configs(ctx: RequestContext, request: Any) -> Any:
             if resource.resource_type in (RESOURCE_TOPIC, RESOURCE_BROKER):
                 await _alter(state, resource.resource_type, resource.resource_name, values,
                              request.validate_only)
+            elif resource.resource_type == gc.RESOURCE_GROUP:
+                await gc.alter(state, resource.resource_name, values, request.validate_only)
             else:
                 raise Refused(codes.INVALID_REQUEST,
                                f"Unsupported resource type: {resource.resource_type}")

@@ -2,9 +2,9 @@
 KIP-1142), as Kafka 4.4's ``KafkaApis.handleListConfigResources`` answers it.
 
 v0 lists the client-metrics subscriptions only. v1 takes the resource types to list (none:
-all it supports) and lists, in Kafka's order, the client-metrics subscriptions, then the
-broker loggers and the brokers (one per live broker), then the topics; GROUP (32) is
-supported and lists nothing, as seglog keeps no group configs. A type it does not support
+all it supports) and lists, in Kafka's order, the groups that set a config (GROUP, 32:
+``group_configs``), the client-metrics subscriptions, then the broker loggers and the
+brokers (one per live broker), then the topics. A type it does not support
 (UNKNOWN, the cluster, ...) is UNSUPPORTED_VERSION for the whole request.
 
 Authorization: DESCRIBE_CONFIGS on CLUSTER, else CLUSTER_AUTHORIZATION_FAILED (top level).
@@ -27,15 +27,14 @@ from .admin_wire import (
 )
 from .client_metrics_configs import RESOURCE_CLIENT_METRICS
 from .data_topics import partition_seam
+from .group_configs import RESOURCE_GROUP, group_configs
 
 __all__ = ["HANDLERS", "RESOURCE_GROUP", "SUPPORTED_TYPES", "list_config_resources", "start",
            "stop"]
 
-#: ConfigResource.Type.GROUP.
-RESOURCE_GROUP = 32
 #: The resource types v1 lists, in the order the answer lists them.
-SUPPORTED_TYPES = (RESOURCE_CLIENT_METRICS, RESOURCE_BROKER_LOGGER, RESOURCE_BROKER,
-                   RESOURCE_TOPIC, RESOURCE_GROUP)
+SUPPORTED_TYPES = (RESOURCE_GROUP, RESOURCE_CLIENT_METRICS, RESOURCE_BROKER_LOGGER,
+                   RESOURCE_BROKER, RESOURCE_TOPIC)
 
 
 def _names(ctx: RequestContext, resource_type: int) -> list[str]:
@@ -47,6 +46,8 @@ def _names(ctx: RequestContext, resource_type: int) -> list[str]:
         return [str(b) for b in sorted(set(seam.live_brokers) | {state.node_id})]
     if resource_type == RESOURCE_TOPIC:
         return sorted(seam.assignments)
+    if resource_type == RESOURCE_GROUP:
+        return group_configs(state).group_ids()
     return []
 
 

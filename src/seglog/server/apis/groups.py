@@ -40,6 +40,7 @@ from kio.static.protocol import ResponsePayload
 from ... import error_codes as codes
 from . import data_topics
 from .data_topics import partition_seam
+from .group_configs import group_configs
 from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ..authorization import (AclOperation, ResourceType, authorize, authorize_cluster,
@@ -1200,6 +1201,7 @@ async def start(state: BrokerState) -> None:
     groups_state.offsets_commit_timeout_ms = int(config.get("offsets.commit.timeout.ms", 5000))
     groups_state.written = written
     groups_state.consumer = consumer
+    consumer.group_config = _per_group_consumer_config(state, consumer.config)
     state.extensions[EXTENSION] = groups_state
     # This broker coordinates the groups of the __consumer_offsets partitions it leads:
     # loaded when it becomes leader, dropped when it stops (Kafka's onLeadershipChange); the
@@ -1270,6 +1272,27 @@ def _consumer_group_config(config: Any) -> kg.ConsumerGroupConfig:
         max_size=int(config.get("group.consumer.max.size", 2**31 - 1)),
         assignors=tuple(assignors),
         migration_policy=str(config.get("group.consumer.migration.policy", "bidirectional")))
+
+
+def _per_group_consumer_config(state: BrokerState, base: kg.ConsumerGroupConfig
+                               ) -> Callable[[str], kg.ConsumerGroupConfig]:
+    """``group_id -> its config``: the group configs ``consumer.session.timeout.ms`` and
+    ``consumer.heartbeat.interval.ms`` it sets (clamped into the broker's bounds), else the
+    broker's (Kafka's ``GroupMetadataManager.consumerGroupSessionTimeoutMs(groupId)``)."""
+    view = group_configs(state)
+
+    def config_of(group_id: str) -> kg.ConsumerGroupConfig:
+        own = view.get(group_id)
+        if not own:
+            return base
+        session_ms, heartbeat_ms = base.session_timeout_ms, base.heartbeat_interval_ms
+        if "consumer.session.timeout.ms" in own:
+            session_ms = int(view.value(group_id, "consumer.session.timeout.ms"))
+        if "consumer.heartbeat.interval.ms" in own:
+            heartbeat_ms = int(view.value(group_id, "consumer.heartbeat.interval.ms"))
+        return base._replace(session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms)
+
+    return config_of
 
 
 def _partition_in(cluster: PartitionSeam, group_id: str) -> int | None:

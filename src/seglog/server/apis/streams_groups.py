@@ -46,6 +46,7 @@ from . import groups
 from .admin_state import topic_defaults
 from .admin_wire import broker_setting, make, response_classes
 from .data_topics import partition_seam
+from .group_configs import group_configs
 
 __all__ = ["HANDLERS", "StreamsGroupType", "StreamsGroupsState", "find_streams_state",
            "is_streams_group", "start", "stop"]
@@ -347,7 +348,7 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, request: Any) -> A
         if refused:
             statuses.append((sg.STATUS_MISSING_INTERNAL_TOPICS,
                              "Unauthorized to CREATE on topics " + ", ".join(refused) + "."))
-    config = state.coordinator.config
+    config = state.coordinator.config_of(group_id)
 
     def topic_partitions(by_topic: dict[str, list[int]]) -> tuple[Any, ...]:
         return tuple(make(m.TopicPartition, topic=t, partitions=tuple(ps))
@@ -526,6 +527,17 @@ async def handle_topology_description_update(ctx: RequestContext, request: Any) 
 # --- start, stop, timers -----------------------------------------------------------------
 
 
+#: The streams group configs (``GroupConfig``) the coordinator applies per group, by the
+#: ``StreamsGroupConfig`` field each overrides.
+_GROUP_CONFIG_FIELDS = {
+    "streams.session.timeout.ms": "session_timeout_ms",
+    "streams.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "streams.num.standby.replicas": "num_standby_replicas",
+    "streams.acceptable.recovery.lag": "acceptable_recovery_lag",
+    "streams.task.offset.interval.ms": "task_offset_interval_ms",
+}
+
+
 def _config(state: BrokerState) -> sg.StreamsGroupConfig:
     """The ``group.streams.*`` configs, checked as Kafka's ``GroupCoordinatorConfig``."""
     def get(name: str, default: int) -> int:
@@ -561,6 +573,20 @@ async def start(state: BrokerState) -> None:
     cluster = partition_seam(state)
     coordinator = sg.StreamsGroupCoordinator(
         _config(state), cluster.partition_count, lambda: list(cluster.assignments))
+    base = coordinator.config
+    view = group_configs(state)
+
+    def group_config(group_id: str) -> sg.StreamsGroupConfig:
+        # Kafka's GroupMetadataManager.streamsGroup*(groupId): the group's own, else the
+        # broker's.
+        own = view.get(group_id)
+        if not own:
+            return base
+        changes = {field: int(view.value(group_id, name))
+                   for name, field in _GROUP_CONFIG_FIELDS.items() if name in own}
+        return dataclasses.replace(base, **changes) if changes else base
+
+    coordinator.group_config = group_config
     found = StreamsGroupsState(coordinator=coordinator, wake=asyncio.Event())
     state.extensions[EXTENSION] = found
     groups_state = groups.find_groups_state(state)
