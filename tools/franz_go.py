@@ -70,11 +70,13 @@ def prepare(scratch: Path) -> Path:
 
 
 def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
-              records: int | None = None,
+              records: int | None = None, parallel: int | None = None,
               test_output: dict[str, list[str]] | None = None) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
     ``seeds``; a test that never finished (the run timed out) is FAIL. ``test_output``, when
-    given, gets each top-level test's output lines (its subtests' included)."""
+    given, gets each top-level test's output lines (its subtests' included). ``parallel``:
+    ``go test -parallel`` (how many ``t.Parallel`` tests run at once; Go's default is
+    GOMAXPROCS)."""
     # One broker: topics of replication factor 1 (franz-go's tests default to 3).
     env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF="1", KGO_LOG_LEVEL="none",
                GOFLAGS="-mod=mod")
@@ -83,6 +85,8 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     cmd = ["go", "test", "-json", "-count=1", f"-timeout={int(timeout_s)}s"]
     if run:
         cmd += ["-run", run]
+    if parallel:
+        cmd.append(f"-parallel={parallel}")
     cmd.append(".")
     outcome: dict[str, str] = {}
     started: set[str] = set()
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=None,
                         help="KGO_TEST_RECORDS: records per ETL test (franz-go's default "
                              "500000)")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="go test -parallel: tests run at once (default GOMAXPROCS)")
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
     parser.add_argument("--show-failures", type=int, default=0, metavar="LINES",
                         help="print the last LINES output lines of each failed test")
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
                                           timeout_s=args.timeout_s, records=args.records,
-                                          test_output=output)
+                                          parallel=args.parallel, test_output=output)
             finally:
                 broker.stop()
             for test, outcome in sorted(results[name].items()):

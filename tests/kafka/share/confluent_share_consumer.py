@@ -1,7 +1,7 @@
 """confluent-kafka's ``ShareConsumer`` run by a script: the twin of
-``java/ShareScenarioConsumer.java`` (same arguments, rules, stdin control and output lines; see
-that file and ``share_driver.py``). Run as ``python confluent_share_consumer.py bootstrap group topic
-member run_seconds [rule ...]``."""
+``java/ShareScenarioConsumer.java`` (same arguments, rules, stdin control and output lines;
+see that file and ``share_driver.py``). Run as ``python confluent_share_consumer.py bootstrap
+group topic member run_seconds [rule ...]``."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Kafka 4.4 broker and against ``seglog serve``.
   module and kind, a :class:`ShareBroker`. Kafka is :class:`seglog.bench.kafka.KafkaBroker`
   (single-node KRaft, from ``tests/kafka/conftest.py``'s factory); seglog is a
   ``python -m seglog serve`` process (:class:`seglog.bench.broker.SeglogServe`) importing this
-  checkout's ``src``. Both run with :data:`BROKER_CONFIG` (Kafka's names; the one change from
-  Kafka's defaults lowers the group config's floor for the record lock duration so that the
-  lock-expiry scenario takes seconds, not 15). Both can be killed with SIGKILL and restarted on
-  their data dir and port (:meth:`ShareBroker.kill_and_restart`).
+  checkout's ``src``. Both run with Kafka's share-group defaults (:data:`BROKER_CONFIG` is
+  empty: what a scenario changes it changes through group configs, as a user would). Both can
+  be killed with SIGKILL and restarted on their data dir and port
+  (:meth:`ShareBroker.kill_and_restart`).
 - ``share_java``: ``(java, classpath)`` of the Java driver, compiled once per session.
 
 Topics and groups are made per test with unique names (:meth:`ShareBroker.new_topic`), the
@@ -33,10 +33,9 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType)
 
-#: Broker configs both brokers run with (Kafka's names and meaning).
-BROKER_CONFIG = {
-    "group.share.min.record.lock.duration.ms": "1000",
-}
+#: Broker configs both brokers run with (Kafka's names and meaning): none beyond a single
+#: node's; the share-group settings are Kafka's defaults.
+BROKER_CONFIG: dict[str, str] = {}
 #: seglog's equivalents of what ``KafkaBroker``'s server.properties sets for a single node.
 SEGLOG_SINGLE_NODE = {
     "offsets.topic.num.partitions": "1",

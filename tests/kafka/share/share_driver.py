@@ -5,7 +5,8 @@ A consumer is one process, either Kafka 4.4's Java ``KafkaShareConsumer``
 (``java/ShareScenarioConsumer.java``, compiled once per session by :func:`compile_java`) or
 confluent-kafka's ``ShareConsumer`` (``confluent_share_consumer.py``). Both take the same
 arguments (``bootstrap group topic member run_seconds [rule ...]``; the rules are in the Java
-file's header), obey ``STOP`` on stdin and print the same lines; the one that matters is::
+file's header), obey ``STOP`` on stdin and print the same lines; the one that matters
+is::
 
     DELIVERY <poll_ms> <member> <topic> <partition> <offset> <delivery_count> <ack> <commit_ms> <result>
 

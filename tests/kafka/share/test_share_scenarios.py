@@ -12,7 +12,8 @@ offset, delivery count, acknowledgement, whether the broker confirmed it; see
 - REJECT and the delivery-count limit (``group.share.delivery.count.limit``, 5): a rejected
   record is never delivered again, one released every time is delivered exactly 5 times;
 - lock expiry: a consumer that stops polling with records in hand loses them when the group's
-  ``share.record.lock.duration.ms`` (3 s here) passes; another consumer gets them with the
+  ``share.record.lock.duration.ms`` (15 s here, the lowest Kafka's default
+  ``group.share.min.record.lock.duration.ms`` allows) passes; another consumer gets them with the
   delivery count one higher, not before the lock expired.
 
 The broker kill and the ``kafka-share-groups`` tool are in ``test_share_faults_tools.py``.
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.kafka_share]
 
 RUN_S = 150
 WAIT_S = 90.0
-LOCK_MS = 3000
+LOCK_MS = 15000
 #: How much earlier than the lock duration a redelivery may be seen (the two clocks are the
 #: same; this covers the consumer's poll returning a little after the broker acquired).
 LOCK_SLACK_MS = 250
