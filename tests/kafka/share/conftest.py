@@ -67,13 +67,15 @@ class ShareBroker:
         """A fresh AdminClient."""
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
-    def new_topic(self, prefix: str, partitions: int = 1, records: int = 0) -> str:
-        """Create a topic with a unique name and produce ``records`` records to partition 0
-        (values ``b"%06d" % i``); its name."""
+    def new_topic(self, prefix: str, partitions: int = 1, records: int = 0,
+                  config: dict[str, str] | None = None) -> str:
+        """Create a topic with a unique name (and topic ``config``) and produce ``records``
+        records to partition 0 (values ``b"%06d" % i``); its name."""
         name = f"{prefix}-{os.getpid()}-{next(_names)}"
         admin = self.admin()  # kept alive until the futures are done
         futures = admin.create_topics(
-            [NewTopic(name, num_partitions=partitions, replication_factor=1)],
+            [NewTopic(name, num_partitions=partitions, replication_factor=1,
+                      config=dict(config or {}))],
             request_timeout=ADMIN_TIMEOUT_S)
         futures[name].result(ADMIN_TIMEOUT_S)
         if records:

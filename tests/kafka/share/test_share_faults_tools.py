@@ -51,12 +51,14 @@ def test_broker_kill_in_the_middle(share_broker, client, request):
     try:
         wait_until(lambda: len(accepted()) >= kill_after, f"{kill_after} accepted", WAIT_S,
                    _context(consumers))
+        before_kill = len(accepted())
         share_broker.kill_and_restart()
         wait_until(lambda: set(wanted) <= accepted(), "every record accepted after the restart",
                    WAIT_S, _context(consumers))
     finally:
         for c in consumers:
             c.stop()
+    assert before_kill < records, "the kill came after the end: nothing was in flight"
     h = history(consumers)
     assert set(wanted) <= set(confirmed_accepts(h)), "a record was lost"
     assert check_no_delivery_after_ack(h) == []

@@ -11,6 +11,8 @@ offset, delivery count, acknowledgement, whether the broker confirmed it; see
 - RELEASE: a record released while its delivery count is below 3 comes back with counts 1, 2, 3;
 - REJECT and the delivery-count limit (``group.share.delivery.count.limit``, 5): a rejected
   record is never delivered again, one released every time is delivered exactly 5 times;
+- the dead-letter queue (KIP-1191): rejected and exhausted records written to the group's
+  DLQ topic once, with Kafka's headers;
 - lock expiry: a consumer that stops polling with records in hand loses them when the group's
   ``share.record.lock.duration.ms`` (15 s here, the lowest Kafka's default
   ``group.share.min.record.lock.duration.ms`` allows) passes; another consumer gets them with the
@@ -29,6 +31,8 @@ import pytest
 from share_driver import (
     CLIENTS, ShareConsumerProcess, check_accepted_exactly_once, check_all_confirmed,
     check_counts_increase, check_no_delivery_after_ack, deliveries_of, history, wait_until)
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kafka_share]
 
@@ -170,3 +174,71 @@ def test_lock_expiry_of_a_consumer_that_stops_polling(share_broker, client, requ
         again = [w for w in worker_h if w.offset == d.offset]
         assert [w.delivery_count for w in again] == [2], (d, again)
         assert again[0].poll_ms >= d.poll_ms + LOCK_MS - LOCK_SLACK_MS, (d, again)
+
+
+def _read_all(bootstrap, topic, expected, timeout_s):
+    """Every record of ``topic``'s partition 0 (a plain consumer, assigned, from the start):
+    waits until ``expected`` are read, then one more second for any extra."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "dlq-reader",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    out = []
+    deadline = time.monotonic() + timeout_s
+    extra_until = None
+    try:
+        while time.monotonic() < deadline and (extra_until is None
+                                               or time.monotonic() < extra_until):
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                out.append(message)
+            if extra_until is None and len(out) >= expected:
+                extra_until = time.monotonic() + 1.0
+    finally:
+        consumer.close()
+    return out
+
+
+def test_dead_letter_queue_gets_rejected_and_exhausted_records(share_broker, client, request):
+    """KIP-1191 (Kafka 4.4): the group's ``errors.deadletterqueue.topic.name`` (a topic with
+    ``errors.deadletterqueue.group.enable=true``, named with the ``dlq.`` prefix) receives each
+    REJECTed record and each record past the delivery-count limit once, copied
+    (``errors.deadletterqueue.copy.record.enable``), with the ``__dlq.errors.*`` headers."""
+    records = 20
+    topic = share_broker.new_topic("share-dlq", records=records)
+    dlq = share_broker.new_topic("dlq.share", config={"errors.deadletterqueue.group.enable":
+                                                      "true"})
+    group = share_broker.new_group("share-dlq", errors_deadletterqueue_topic_name=dlq,
+                                   errors_deadletterqueue_copy_record_enable="true")
+    rejected = [o for o in range(records) if o % 5 == 0]
+    released = [o for o in range(records) if o % 5 == 1]
+    accepted = [o for o in range(records) if o % 5 > 1]
+    consumer = ShareConsumerProcess(client, _java(client, request), share_broker.bootstrap,
+                                    group, topic, "d0", run_s=RUN_S,
+                                    rules=["reject-mod=5:0", "release-mod=5:1"])
+
+    def done():
+        h = consumer.deliveries()
+        return _all_accepted([consumer], [(0, o) for o in accepted])() and all(
+            len(deliveries_of(h, 0, o)) >= 5 for o in released)
+    try:
+        wait_until(done, "accepted records and 5 deliveries of the released ones", WAIT_S,
+                   _context([consumer]))
+        dead = _read_all(share_broker.bootstrap, dlq, len(rejected) + len(released), WAIT_S)
+    finally:
+        consumer.stop()
+    by_offset = {}
+    for message in dead:
+        headers = {k: v.decode() for k, v in (message.headers() or [])}
+        offset = int(headers["__dlq.errors.offset"])
+        assert offset not in by_offset, f"offset {offset} written to the DLQ twice"
+        by_offset[offset] = (headers, message.value())
+    assert sorted(by_offset) == sorted(rejected + released)
+    for offset, (headers, value) in by_offset.items():
+        assert value == b"%06d" % offset
+        assert headers["__dlq.errors.topic"] == topic
+        assert headers["__dlq.errors.partition"] == "0"
+        assert headers["__dlq.errors.group"] == group
+        assert headers["__dlq.errors.delivery.count"] == ("1" if offset in rejected else "5")
+        assert headers["__dlq.errors.message"] == (
+            "Offset rejected by client." if offset in rejected
+            else "Offset delivery count exceeded the threshold.")
