@@ -1,6 +1,7 @@
 """franz-go's share-group tests (``TestShareGroup*`` of ``pkg/kgo`` v1.22.3: a 200-record share
 consumer, the chained share-group ETL with release, reject, short-lived consumers and
-rebalances, acknowledgement on close, and the share-group offsets admin APIs) against
+rebalances, acknowledgement on close, and the share-group offsets admin APIs; and
+``TestConsumeRegexShareSkipsInternal``) against
 ``seglog serve`` and, as the reference, Kafka 4.4, through ``tools/franz_go.py``.
 
 franz-go skips its share tests when the broker does not offer ShareFetch and ShareAcknowledge
@@ -23,9 +24,11 @@ from share_driver import env_with_src
 pytestmark = pytest.mark.franz_go
 
 ROOT = Path(__file__).resolve().parents[3]
-#: The share-group tests of pkg/kgo v1.22.3 (``-run '^TestShareGroup'``).
+#: The share-group tests of pkg/kgo v1.22.3: ``TestShareGroup*`` and the regex subscription
+#: of a share consumer that must skip internal topics.
 SHARE_TESTS = ("TestShareGroup", "TestShareGroupAckOnClose", "TestShareGroupETL",
-               "TestShareGroupOffsetsAdmin")
+               "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal")
+RUN = "^(TestShareGroup.*|TestConsumeRegexShareSkipsInternal)$"
 #: KGO_TEST_RECORDS: records of the ETL (franz-go's default is 500,000).
 ETL_RECORDS = 2000
 TIMEOUT_S = 900.0
@@ -59,7 +62,7 @@ def test_franz_go_share_group_tests(kind, tmp_path, monkeypatch):
     try:
         # One test at a time: on this small machine the ETL beside the offsets test made the
         # latter's 30 s deadline pass once against Kafka.
-        outcome = franz_go.run_tests(kgo, broker.bootstrap, run="^TestShareGroup",
+        outcome = franz_go.run_tests(kgo, broker.bootstrap, run=RUN,
                                      timeout_s=TIMEOUT_S, records=ETL_RECORDS, parallel=1)
     finally:
         broker.stop()
