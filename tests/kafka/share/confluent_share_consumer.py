@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     """Run one consumer to the end of its script."""
     bootstrap, group, topic, member, run_s = argv[:5]
     until = time.monotonic() + float(run_s)
-    release_below, hold_after, max_poll = 0, -1, -1
+    release_below, hold_after, max_poll, pause_ms = 0, -1, -1, 0
     release_mod: tuple[int, int] | None = None
     reject_mod: tuple[int, int] | None = None
     for rule in argv[5:]:
@@ -45,6 +45,8 @@ def main(argv: list[str]) -> int:
             hold_after = int(value)
         elif key == "max-poll":
             max_poll = int(value)
+        elif key == "pause-ms":
+            pause_ms = int(value)
         else:
             raise SystemExit(f"unknown rule {rule}")
     stop = threading.Event()
@@ -113,6 +115,8 @@ def main(argv: list[str]) -> int:
             result = results.get((topic_name, partition), "none")
             _out(f"DELIVERY {poll_ms} {member} {topic_name} {partition} {offset} {count} {name} "
                  f"{commit_ms} {result}")
+        if pause_ms:
+            time.sleep(pause_ms / 1000)
     try:
         consumer.close()
     except KafkaException as exc:

@@ -1,9 +1,9 @@
 """Share groups through a broker crash and through Kafka 4.4's ``kafka-share-groups`` tool,
 against Kafka 4.4 and ``seglog serve`` (issue 25, "Tests"; see ``test_share_scenarios.py``).
 
-- kill -9 in the middle: two share consumers accept records; once 100 acknowledgements are
-  confirmed the broker process is SIGKILLed (by pid) and started again on the same data dir
-  and port. The checker: every record has a confirmed ACCEPT, none is lost, and no record is
+- kill -9 in the middle: two share consumers accept records (10 per poll, then 50 ms of
+  "work"); once 100 acknowledgements are confirmed the broker process is SIGKILLed (by pid)
+  and started again on the same data dir and port. The checker: every record has a confirmed ACCEPT, none is lost, and no record is
   delivered again after its ACCEPT was confirmed (a redelivery is only of records whose
   acknowledgement the crash lost). Delivery counts may start over for such records: Kafka
   persists a record's state on acknowledgement, not on acquisition.
@@ -37,12 +37,13 @@ def _context(consumers):
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_broker_kill_in_the_middle(share_broker, client, request):
-    records, kill_after = 400, 100
+    records, kill_after = 600, 100
     topic = share_broker.new_topic("share-kill", records=records)
     group = share_broker.new_group("share-kill")
     java = request.getfixturevalue("share_java") if client == "java" else None
     consumers = [ShareConsumerProcess(client, java, share_broker.bootstrap, group, topic,
-                                      f"k{i}", run_s=RUN_S, rules=["max-poll=10"])
+                                      f"k{i}", run_s=RUN_S,
+                                      rules=["max-poll=10", "pause-ms=50"])
                  for i in range(2)]
     wanted = [(0, o) for o in range(records)]
 

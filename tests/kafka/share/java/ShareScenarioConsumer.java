@@ -5,7 +5,8 @@
 // (always RELEASE offsets with offset % M == R), reject-mod=M:R (REJECT them), hold-after=N
 // (the first batch polled once N records were delivered is held: not acknowledged, and
 // polling stops until STOP, after which the process halts without closing), max-poll=N
-// (max.poll.records). Anything else is ACCEPTed.
+// (max.poll.records), pause-ms=N (sleep N ms after each committed batch: a slow worker).
+// Anything else is ACCEPTed.
 // stdin: "STOP" (or end of input) ends the run: the batch in hand is committed and the
 // consumer closed. Output, one line per event, flushed:
 //   READY <member>
@@ -39,7 +40,7 @@ public class ShareScenarioConsumer {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], group = args[1], topic = args[2], member = args[3];
         long until = System.currentTimeMillis() + Long.parseLong(args[4]) * 1000;
-        int releaseBelow = 0, holdAfter = -1, maxPoll = -1;
+        int releaseBelow = 0, holdAfter = -1, maxPoll = -1, pauseMs = 0;
         int[] releaseMod = null, rejectMod = null;
         for (int i = 5; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
@@ -49,6 +50,7 @@ public class ShareScenarioConsumer {
                 case "reject-mod": rejectMod = modRule(kv[1]); break;
                 case "hold-after": holdAfter = Integer.parseInt(kv[1]); break;
                 case "max-poll": maxPoll = Integer.parseInt(kv[1]); break;
+                case "pause-ms": pauseMs = Integer.parseInt(kv[1]); break;
                 default: throw new IllegalArgumentException("unknown rule " + args[i]);
             }
         }
@@ -129,6 +131,7 @@ public class ShareScenarioConsumer {
                 out(String.format("DELIVERY %d %s %s %s %s %s %s %d %s", pollMs, member, l[0], l[1],
                     l[2], l[3], l[4], commitMs, result));
             }
+            if (pauseMs > 0) Thread.sleep(pauseMs);
         }
         try {
             consumer.close(Duration.ofSeconds(30));
