@@ -3,7 +3,7 @@ against Kafka 4.4 and ``seglog serve`` (issue 25, "Tests"; see ``test_share_scen
 
 - kill -9 in the middle: two share consumers accept records (10 per poll, then 50 ms of
   "work"); once 100 acknowledgements are confirmed the broker process is SIGKILLed (by pid)
-  and started again on the same data dir and port. The checker: every record has a confirmed ACCEPT, none is lost, and no record is
+  and started again on the same data dir and port, while a producer adds more records. The checker: every record has a confirmed ACCEPT, none is lost, and no record is
   delivered again after its ACCEPT was confirmed (a redelivery is only of records whose
   acknowledgement the crash lost). Delivery counts may start over for such records: Kafka
   persists a record's state on acknowledgement, not on acquisition.
@@ -17,12 +17,16 @@ against Kafka 4.4 and ``seglog serve`` (issue 25, "Tests"; see ``test_share_scen
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
 
 from share_driver import (
     CLIENTS, ShareConsumerProcess, check_accepted_exactly_once, check_counts_increase,
     check_no_delivery_after_ack, confirmed_accepts, history, wait_until)
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kafka_share]
 
@@ -35,10 +39,36 @@ def _context(consumers):
     return lambda: {c.member: c.tail() for c in consumers}
 
 
+class _SlowProducer(threading.Thread):
+    """Produces ``count`` more records to partition 0, 10 every 100 ms, through the broker's
+    kill and restart (librdkafka buffers and retries); ``errors`` are its delivery errors."""
+
+    def __init__(self, bootstrap: str, topic: str, first: int, count: int):
+        super().__init__(daemon=True)
+        self.producer = confluent_kafka.Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "message.timeout.ms": int(WAIT_S * 1000), "reconnect.backoff.max.ms": 500})
+        self.topic, self.first, self.count = topic, first, count
+        self.errors: list[str] = []
+        self.unflushed = -1
+
+    def run(self) -> None:
+        for i in range(self.first, self.first + self.count):
+            self.producer.produce(self.topic, b"%06d" % i, partition=0, on_delivery=lambda e, _m:
+                                  e and self.errors.append(str(e)))
+            self.producer.poll(0)
+            if i % 10 == 9:
+                time.sleep(0.1)
+        self.unflushed = self.producer.flush(WAIT_S)
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_broker_kill_in_the_middle(share_broker, client, request):
-    records, kill_after = 600, 100
-    topic = share_broker.new_topic("share-kill", records=records)
+    # 150 records at first; once 100 are accepted, 450 more are produced slowly while the
+    # broker is killed and restarted: the kill always comes with records unacknowledged
+    # (acquired or not yet fetched) and records still to come.
+    first, records, kill_after = 150, 600, 100
+    topic = share_broker.new_topic("share-kill", records=first)
     group = share_broker.new_group("share-kill")
     java = request.getfixturevalue("share_java") if client == "java" else None
     consumers = [ShareConsumerProcess(client, java, share_broker.bootstrap, group, topic,
@@ -46,12 +76,14 @@ def test_broker_kill_in_the_middle(share_broker, client, request):
                                       rules=["max-poll=10", "pause-ms=50"])
                  for i in range(2)]
     wanted = [(0, o) for o in range(records)]
+    producer = _SlowProducer(share_broker.bootstrap, topic, first, records - first)
 
     def accepted():
         return set(confirmed_accepts(d for c in consumers for d in c.deliveries()))
     try:
         wait_until(lambda: len(accepted()) >= kill_after, f"{kill_after} accepted", WAIT_S,
                    _context(consumers))
+        producer.start()
         before_kill = len(accepted())
         share_broker.kill_and_restart()
         wait_until(lambda: set(wanted) <= accepted(), "every record accepted after the restart",
@@ -59,7 +91,9 @@ def test_broker_kill_in_the_middle(share_broker, client, request):
     finally:
         for c in consumers:
             c.stop()
-    assert before_kill < records, "the kill came after the end: nothing was in flight"
+        producer.join(WAIT_S)
+    assert producer.errors == [] and producer.unflushed == 0, producer.errors[:5]
+    assert before_kill < first
     h = history(consumers)
     assert set(wanted) <= set(confirmed_accepts(h)), "a record was lost"
     assert check_no_delivery_after_ack(h) == []
