@@ -29,7 +29,7 @@ from seglog.bench.broker import SeglogServe
 
 from share_driver import compile_java, env_with_src
 
-confluent_kafka = pytest.importorskip("confluent_kafka")
+import confluent_kafka  # noqa: E402  (a test dependency: pyproject's [test] extra)
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType)
 

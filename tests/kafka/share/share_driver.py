@@ -38,6 +38,16 @@ CONFLUENT_SCRIPT = HERE / "confluent_share_consumer.py"
 CLIENTS = ("java", "confluent")
 
 
+def confluent_share_missing() -> str | None:
+    """Why confluent-kafka cannot run a share consumer here (its ``ShareConsumer`` came in
+    2.16), or None."""
+    import confluent_kafka
+
+    if hasattr(confluent_kafka, "ShareConsumer"):
+        return None
+    return f"confluent-kafka {confluent_kafka.version()[0]} has no ShareConsumer (2.16+)"
+
+
 @dataclass(frozen=True)
 class Delivery:
     """One DELIVERY line: a record polled by ``member`` with ``delivery_count`` and the

@@ -30,7 +30,8 @@ import pytest
 
 from share_driver import (
     CLIENTS, ShareConsumerProcess, check_accepted_exactly_once, check_all_confirmed,
-    check_counts_increase, check_no_delivery_after_ack, deliveries_of, history, wait_until)
+    check_counts_increase, check_no_delivery_after_ack, confluent_share_missing, deliveries_of,
+    history, wait_until)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -47,6 +48,8 @@ LOCK_SLACK_MS = 250
 @pytest.fixture(params=CLIENTS)
 def client(request):
     """The share-consumer implementation of this run ("java" or "confluent")."""
+    if request.param == "confluent" and confluent_share_missing():
+        pytest.skip(confluent_share_missing())
     return request.param
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from share_driver import (
     ShareConsumerProcess, check_accepted_exactly_once, check_all_confirmed,
-    check_counts_increase, check_no_delivery_after_ack, confirmed_accepts, history, wait_until)
+    check_counts_increase, check_no_delivery_after_ack, confirmed_accepts,
+    confluent_share_missing, history, wait_until)
 
 pytestmark = pytest.mark.kafka
 
@@ -17,6 +18,8 @@ WAIT_S = 60.0
 
 
 def test_java_and_confluent_share_one_partition(share_broker, share_java):
+    if confluent_share_missing():
+        pytest.skip(confluent_share_missing())
     records = 100
     topic = share_broker.new_topic("share-smoke", records=records)
     group = share_broker.new_group("share-smoke")
