@@ -2,7 +2,8 @@
 "Done when ... in a ZooKeeper cluster"): share consumers (two confluent-kafka ``ShareConsumer``
 and one Kafka 4.4 Java ``KafkaShareConsumer``, scripted by ``tests/kafka/share``'s driver)
 share a topic of one partition replicated three times; the partition's leader is killed
-with SIGKILL in the middle, a follower takes over, and consumption resumes there.
+with SIGKILL in the middle (records still being produced), a follower takes over, and
+consumption resumes there.
 
 The checker over the recorded history (``share_driver.py``): every record has a confirmed
 ACCEPT (none lost), no record is delivered again once its ACCEPT was confirmed (the share
@@ -25,8 +26,9 @@ from harness.scenario import ScenarioRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kafka" / "share"))
 from share_driver import (  # noqa: E402
-    ShareConsumerProcess, check_accepted_exactly_once, check_no_delivery_after_ack,
-    compile_java, confirmed_accepts, env_with_src, history, wait_until)
+    ShareConsumerProcess, SlowProducer, check_accepted_exactly_once,
+    check_no_delivery_after_ack, compile_java, confirmed_accepts, env_with_src, history,
+    wait_until)
 
 from seglog.bench.kafka import find_kafka  # noqa: E402
 
@@ -38,7 +40,10 @@ pytestmark = pytest.mark.cluster
 
 SCENARIOS_ENV = "SEGLOG_CLUSTER_SCENARIOS"
 TOPIC = "share-scenario"
-RECORDS = 300
+#: FIRST records before the consumers start; once KILL_AFTER are accepted the rest (up to
+#: RECORDS) are produced slowly while the leader is killed: the kill always comes mid-stream.
+FIRST = 150
+RECORDS = 600
 KILL_AFTER = 80
 WAIT_S = 120.0
 RUN_S = 240
@@ -82,7 +87,7 @@ def test_share_consumers_follow_the_partition_leader(tmp_path, zk_connect, monke
         for future in futures.values():
             future.result(30)
         producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-        for i in range(RECORDS):
+        for i in range(FIRST):
             producer.produce(TOPIC, b"%06d" % i, partition=0)
         assert producer.flush(30) == 0
         consumers = [
@@ -101,6 +106,8 @@ def test_share_consumers_follow_the_partition_leader(tmp_path, zk_connect, monke
             return {c.member: c.tail() for c in consumers}
         wait_until(lambda: len(accepted()) >= KILL_AFTER, f"{KILL_AFTER} records accepted",
                    WAIT_S, context)
+        slow = SlowProducer(bootstrap, TOPIC, FIRST, RECORDS - FIRST, WAIT_S)
+        slow.start()
         leader = run.leader(0)
         run.cluster.kill(leader)
         new_leader = run.wait_for("a new leader of the partition",
@@ -109,10 +116,12 @@ def test_share_consumers_follow_the_partition_leader(tmp_path, zk_connect, monke
         wanted = [(0, o) for o in range(RECORDS)]
         wait_until(lambda: set(wanted) <= accepted(), "every record accepted on the new leader",
                    WAIT_S, context)
+        slow.join(WAIT_S)
     finally:
         for c in consumers:
             c.stop()
         run.close()
+    assert slow.errors == [] and slow.unflushed == 0, slow.errors[:5]
     h = history(consumers)
     assert set(wanted) <= set(confirmed_accepts(h)), "a record was lost"
     assert check_no_delivery_after_ack(h) == []

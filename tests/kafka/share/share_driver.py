@@ -147,6 +147,37 @@ class ShareConsumerProcess:
             self.process.wait(10)
 
 
+class SlowProducer(threading.Thread):
+    """Produces ``count`` records (values ``b"%06d" % i`` from ``first`` on) to partition 0 of
+    ``topic``, 10 every 100 ms, acks=all, through broker kills and leader moves (librdkafka
+    buffers and retries for ``timeout_s``); after :meth:`join`, ``errors`` holds its delivery
+    errors and ``unflushed`` what its final flush left (0 when all were delivered)."""
+
+    def __init__(self, bootstrap: str, topic: str, first: int, count: int, timeout_s: float):
+        import confluent_kafka
+
+        super().__init__(daemon=True)
+        self.producer = confluent_kafka.Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+            "message.timeout.ms": int(timeout_s * 1000), "reconnect.backoff.max.ms": 500})
+        self.topic, self.first, self.count, self.timeout_s = topic, first, count, timeout_s
+        self.errors: list[str] = []
+        self.unflushed = -1
+
+    def _delivered(self, error, _message) -> None:
+        if error is not None:
+            self.errors.append(str(error))
+
+    def run(self) -> None:
+        for i in range(self.first, self.first + self.count):
+            self.producer.produce(self.topic, b"%06d" % i, partition=0,
+                                  on_delivery=self._delivered)
+            self.producer.poll(0)
+            if i % 10 == 9:
+                time.sleep(0.1)
+        self.unflushed = self.producer.flush(self.timeout_s)
+
+
 def wait_until(done: Callable[[], bool], what: str, timeout_s: float,
                context: Callable[[], object] = lambda: "") -> None:
     """Poll ``done()`` every 0.1 s for at most ``timeout_s``; fails with ``what`` and

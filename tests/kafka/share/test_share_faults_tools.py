@@ -18,17 +18,13 @@ against Kafka 4.4 and ``seglog serve`` (issue 25, "Tests"; see ``test_share_scen
 from __future__ import annotations
 
 import re
-import threading
-import time
 
 import pytest
 
 from share_driver import (
-    CLIENTS, ShareConsumerProcess, check_accepted_exactly_once, check_counts_increase,
-    check_no_delivery_after_ack, confirmed_accepts, confluent_share_missing, history,
-    wait_until)
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
+    CLIENTS, ShareConsumerProcess, SlowProducer, check_accepted_exactly_once,
+    check_counts_increase, check_no_delivery_after_ack, confirmed_accepts,
+    confluent_share_missing, history, wait_until)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kafka_share]
 
@@ -39,29 +35,6 @@ SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 def _context(consumers):
     return lambda: {c.member: c.tail() for c in consumers}
-
-
-class _SlowProducer(threading.Thread):
-    """Produces ``count`` more records to partition 0, 10 every 100 ms, through the broker's
-    kill and restart (librdkafka buffers and retries); ``errors`` are its delivery errors."""
-
-    def __init__(self, bootstrap: str, topic: str, first: int, count: int):
-        super().__init__(daemon=True)
-        self.producer = confluent_kafka.Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-            "message.timeout.ms": int(WAIT_S * 1000), "reconnect.backoff.max.ms": 500})
-        self.topic, self.first, self.count = topic, first, count
-        self.errors: list[str] = []
-        self.unflushed = -1
-
-    def run(self) -> None:
-        for i in range(self.first, self.first + self.count):
-            self.producer.produce(self.topic, b"%06d" % i, partition=0, on_delivery=lambda e, _m:
-                                  e and self.errors.append(str(e)))
-            self.producer.poll(0)
-            if i % 10 == 9:
-                time.sleep(0.1)
-        self.unflushed = self.producer.flush(WAIT_S)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -80,7 +53,7 @@ def test_broker_kill_in_the_middle(share_broker, client, request):
                                       rules=["max-poll=10", "pause-ms=50"])
                  for i in range(2)]
     wanted = [(0, o) for o in range(records)]
-    producer = _SlowProducer(share_broker.bootstrap, topic, first, records - first)
+    producer = SlowProducer(share_broker.bootstrap, topic, first, records - first, WAIT_S)
 
     def accepted():
         return set(confirmed_accepts(d for c in consumers for d in c.deliveries()))
