@@ -62,9 +62,12 @@ def test_franz_go_share_group_tests(kind, tmp_path, monkeypatch):
     try:
         # One test at a time: on this small machine the ETL beside the offsets test made the
         # latter's 30 s deadline pass once against Kafka.
-        outcome = franz_go.run_tests(kgo, broker.bootstrap, run=RUN,
-                                     timeout_s=TIMEOUT_S, records=ETL_RECORDS, parallel=1)
+        output: dict[str, list[str]] = {}
+        outcome = franz_go.run_tests(kgo, broker.bootstrap, run=RUN, timeout_s=TIMEOUT_S,
+                                     records=ETL_RECORDS, parallel=1, test_output=output)
     finally:
         broker.stop()
-    assert {t: outcome.get(t, "not run") for t in SHARE_TESTS} == {t: "PASS" for t in SHARE_TESTS}
+    failed = {t: output.get(t, [])[-30:] for t in SHARE_TESTS if outcome.get(t) != "PASS"}
+    assert {t: outcome.get(t, "not run") for t in SHARE_TESTS} == {
+        t: "PASS" for t in SHARE_TESTS}, failed
     assert os.environ.get("PYTHONPATH")  # the seglog broker imported this checkout
