@@ -82,7 +82,7 @@ ROOT_PACKAGE = "seglog"
 # file names, the backend switch and the backend contract.
 LEAVES = frozenset(f"{ROOT_PACKAGE}.{name}" for name in (
     "errors", "error_codes", "format", "compression", "filenames", "results", "types",
-    "_backend", "_contract", "configdef", "config_table", "config_docs",
+    "_backend", "_contract", "configdef", "config_table", "config_docs", "group_configs",
 ))
 
 # The Store's two rooms (seglog.store's docstring): the partitions on disk, then the wiring of

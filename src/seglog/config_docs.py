@@ -1,7 +1,8 @@
 """``docs/configs.md``, written from the config table: every topic and broker config seglog
 takes, with Kafka 4.4's type, default, validator and dynamic update mode, Kafka's
-documentation (its first sentence) and what seglog does with it; then the names of Kafka's
-configs that seglog refuses.
+documentation (its first sentence) and what seglog does with it; then the group configs
+(``seglog.group_configs``: ConfigResource GROUP) and the names of Kafka's configs that seglog
+refuses.
 
 :func:`configs_markdown` is the whole page; ``tests/test_config_docs.py`` fails when the file
 differs from it (``python -m seglog.config_docs > docs/configs.md`` rewrites it).
@@ -14,6 +15,7 @@ import re
 
 from .config_table import CONFIGS, DESCRIBE_RULE, KAFKA_VERSION
 from .configdef import ACCEPTED, BROKER, NO, TOPIC, ConfigKey, format_value
+from .group_configs import GROUP_CONFIGS, NO_EFFECT, GroupConfigDef
 
 __all__ = ["configs_markdown", "default_text"]
 
@@ -58,6 +60,24 @@ def _row(key: ConfigKey) -> str:
     valid = key.validator_text()
     return (f"| `{key.name}` | {key.type} | {_cell(default_text(key))} | {_cell(valid)} | "
             f"{key.dynamic if key.broker else 'topic'} | {_cell(what.strip())} |")
+
+
+def _group_row(d: GroupConfigDef) -> str:
+    key = d.key
+    default = (f"`{d.broker_synonym}`" if d.broker_synonym is not None
+               else default_text(key))
+    valid = key.validator_text()
+    if key.check is not None and not valid and key.name == "share.auto.offset.reset":
+        valid = "[earliest, latest, by_duration:PnDTnHnMn.nS]"
+    bounds = ", ".join(f"{word} `{name}`" for word, name in (("at least", d.low_from),
+                                                             ("at most", d.high_from)) if name)
+    if bounds:
+        valid = f"{valid}; {bounds}" if valid else bounds
+    what = _first_sentence(key.doc)
+    if key.name in NO_EFFECT:
+        what += " **Kept and described, no effect in seglog.**"
+    return (f"| `{key.name}` | {key.type} | {_cell(default)} | {_cell(valid)} | "
+            f"{_cell(what)} |")
 
 
 def configs_markdown() -> str:
@@ -105,6 +125,20 @@ def configs_markdown() -> str:
         "## Broker configs",
         "",
         *header, *broker,
+        "",
+        "## Group configs",
+        "",
+        "Set per group (ConfigResource GROUP: `kafka-configs --entity-type groups`, "
+        "IncrementalAlterConfigs, AlterConfigs; listed by ListConfigResources), validated as "
+        "Kafka's `GroupConfig` validates them: the ConfigDef validator, then the bounds the "
+        "broker configs named set. A group that does not set one runs with its broker "
+        "default (the broker config named) or Kafka's default. A value outside bounds "
+        "lowered since it was set runs clamped to them. Kafka's internal ones (described "
+        "only once set) are not listed.",
+        "",
+        "| Name | Type | Default | Valid values | Description |",
+        "|---|---|---|---|---|",
+        *[_group_row(d) for name, d in sorted(GROUP_CONFIGS.items()) if not d.internal],
         "",
         "## Kafka configs seglog refuses",
         "",

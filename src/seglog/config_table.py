@@ -373,7 +373,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' <code>true</code>, share groups can write undeliverable records to this topic. '
            'When set to <code>false</code> (the default), attempts to use this topic as a DLQ'
            ' will be rejected.'),
-           support=NO),
+           note=('A share group writes its DLQ records only to a topic with this set '
+                 '(seglog.server.share_dlq).')),
     _entry('internal.segment.bytes', TOPIC, 'int', None, 'medium',
            'The maximum size of a single log file. This should be used for testing only.',
            support=NO,
@@ -1026,15 +1027,48 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=1,
            note=("A follower's bound on connecting to its leader and on each request's round "
                 'trip.')),
+    _entry('share.coordinator.cold.partition.snapshot.interval.ms', BROKER, 'int', 300000, 'low',
+           ('The duration in milliseconds that the share coordinator will wait between force '
+           'snapshotting share partitions which are not being updated.'),
+           at_least=1, internal=True,
+           note=('A share-partition not snapshotted for this long gets a ShareSnapshot, so '
+                 'that its older records can be pruned.')),
+    _entry('share.coordinator.snapshot.update.records.per.snapshot', BROKER, 'int', 500,
+           'medium',
+           'The number of update records the share coordinator writes between snapshot records.',
+           at_least=0, at_most=500,
+           note=('A share-partition gets a ShareSnapshot record of its whole state after this '
+                 'many ShareUpdate records.')),
     _entry('share.coordinator.state.topic.min.isr', BROKER, 'short', 2, 'high',
            'Overridden min.insync.replicas for the share-group state topic.',
-           support=ACCEPTED,
-           note='Accepted.'),
+           at_least=1,
+           note='min.insync.replicas of __share_group_state when a cluster creates it.'),
+    _entry('share.coordinator.state.topic.num.partitions', BROKER, 'int', 50, 'high',
+           ('The number of partitions for the share-group state topic (should not change '
+           'after deployment).'),
+           at_least=1,
+           note='Partitions of __share_group_state.'),
+    _entry('share.coordinator.state.topic.prune.interval.ms', BROKER, 'int', 300000, 'low',
+           ('The duration in milliseconds that the share coordinator will wait between pruning '
+           'eligible records in share-group state topic.'),
+           at_least=1, internal=True,
+           note=('How often the records of __share_group_state that later snapshots made '
+                 'redundant are deleted (its log start offset moves up).')),
     _entry('share.coordinator.state.topic.replication.factor', BROKER, 'short', 3, 'high',
            ('Replication factor for the share-group state topic. Topic creation will fail '
            'until the cluster size meets this replication factor requirement.'),
-           support=ACCEPTED,
-           note='Accepted.'),
+           at_least=1,
+           note='Replicas of __share_group_state when a cluster creates it.'),
+    _entry('share.coordinator.state.topic.segment.bytes', BROKER, 'int', 104857600, 'high',
+           'The log segment size for the share-group state topic.',
+           at_least=1,
+           note='segment.bytes of __share_group_state when a cluster creates it.'),
+    _entry('share.coordinator.write.timeout.ms', BROKER, 'int', 5000, 'high',
+           ('The duration in milliseconds that the share coordinator will wait for all '
+           'replicas of the share-group state topic to receive a write.'),
+           at_least=1,
+           note=('How long a share coordinator write waits for the ISR before '
+                 'COORDINATOR_NOT_AVAILABLE.')),
     _entry('socket.listen.backlog.size', BROKER, 'int', 50, 'medium',
            ('The maximum number of pending connections on the socket. In Linux, you may also '
            'need to configure <code>somaxconn</code> and <code>tcp_max_syn_backlog</code> '
@@ -1307,9 +1341,21 @@ CONFIGS: tuple[ConfigKey, ...] = (
                  'token APIs answer DELEGATION_TOKEN_AUTH_DISABLED.')),
     _absent('delete.records.purgatory.purge.interval.requests', 'int', 1, 'medium', READ_ONLY),
     _absent('early.start.listeners', 'list', None, 'high', READ_ONLY),
-    _absent('errors.deadletterqueue.auto.create.topics.enable',
-            'boolean', False, 'medium', CLUSTER_WIDE),
-    _absent('errors.deadletterqueue.topic.name.prefix', 'string', 'dlq.', 'medium', CLUSTER_WIDE),
+    _entry('errors.deadletterqueue.auto.create.topics.enable', BROKER, 'boolean', False,
+           'medium',
+           ('Whether automatic creation of DLQ topics is enabled (KIP-1191). When a share '
+           'group has a DLQ topic configured, this setting controls whether the broker will '
+           'automatically create the topic if it does not exist.'),
+           dynamic=CLUSTER_WIDE,
+           note=('A missing DLQ topic is created with num.partitions, '
+                 'default.replication.factor, errors.deadletterqueue.group.enable=true and '
+                 'message.timestamp.type=CreateTime (seglog.server.share_dlq).')),
+    _entry('errors.deadletterqueue.topic.name.prefix', BROKER, 'string', 'dlq.', 'medium',
+           ('The required prefix of topic names used by dead-letter queue topics for share '
+           'groups. When set to "", there is no restriction on the names used for '
+           'dead-letter queue topics.'),
+           dynamic=CLUSTER_WIDE,
+           note='A DLQ write to a topic without the prefix is refused (the records archived).'),
     _absent('fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
     _absent('follower.fetch.last.tiered.offset.enable', 'boolean', False, 'medium', CLUSTER_WIDE),
     _absent('group.consumer.assignment.interval.ms', 'int', 1000, 'medium', CLUSTER_WIDE),
@@ -1604,17 +1650,9 @@ CONFIGS: tuple[ConfigKey, ...] = (
     _absent('server.max.startup.time.ms', 'long', INT64_MAX, 'medium', READ_ONLY),
     _absent('share.coordinator.append.linger.ms', 'int', -1, 'medium', READ_ONLY),
     _absent('share.coordinator.cached.buffer.max.bytes', 'int', 1048588, 'medium', CLUSTER_WIDE),
-    _absent('share.coordinator.cold.partition.snapshot.interval.ms',
-            'int', 300000, 'low', READ_ONLY),
     _absent('share.coordinator.load.buffer.size', 'int', 5242880, 'high', READ_ONLY),
-    _absent('share.coordinator.snapshot.update.records.per.snapshot',
-            'int', 500, 'medium', READ_ONLY),
     _absent('share.coordinator.state.topic.compression.codec', 'int', 0, 'high', READ_ONLY),
-    _absent('share.coordinator.state.topic.num.partitions', 'int', 50, 'high', READ_ONLY),
-    _absent('share.coordinator.state.topic.prune.interval.ms', 'int', 300000, 'low', READ_ONLY),
-    _absent('share.coordinator.state.topic.segment.bytes', 'int', 104857600, 'high', READ_ONLY),
     _absent('share.coordinator.threads', 'int', 1, 'medium', READ_ONLY),
-    _absent('share.coordinator.write.timeout.ms', 'int', 5000, 'high', READ_ONLY),
     _absent('share.fetch.purgatory.purge.interval.requests', 'int', 1000, 'medium', READ_ONLY),
     _absent('socket.connection.setup.timeout.max.ms', 'long', 30000, 'medium', READ_ONLY),
     _absent('socket.connection.setup.timeout.ms', 'long', 10000, 'medium', READ_ONLY),

@@ -25,7 +25,7 @@ from .errors import InvalidConfigError
 
 log = logging.getLogger("seglog.group_configs")
 
-__all__ = ["GROUP_CONFIGS", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
+__all__ = ["GROUP_CONFIGS", "NO_EFFECT", "SHARE_PARTITION_FIELDS", "GroupConfigDef", "GroupConfigsView", "BrokerValue",
            "SHARE_AUTO_OFFSET_RESET_CHOICES", "broker_default", "check_auto_offset_reset",
            "normalized", "parse_iso8601_duration_ms", "validate"]
 
@@ -35,6 +35,7 @@ BrokerValue = Callable[[str], Any]
 #: The strategies ``share.auto.offset.reset`` takes (besides ``by_duration:<ISO8601>``).
 SHARE_AUTO_OFFSET_RESET_CHOICES = ("earliest", "latest")
 
+_JAVA_LONG_MAX = 2**63 - 1
 # java.time.Duration.parse's grammar (case-insensitive; at least one part; "T" not alone).
 _DURATION = re.compile(
     r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
@@ -53,7 +54,13 @@ def parse_iso8601_duration_ms(text: str) -> int:
     nanos = int((fraction + "000000000")[:9]) if fraction else 0
     if m.group(6) and m.group(6).startswith("-"):
         nanos = -nanos
-    total_ns = (days * 86400 + hours * 3600 + minutes * 60 + seconds) * 10**9 + nanos
+    # Java's longs: a part or the total seconds beyond them is a parse error
+    # (Math.multiplyExact / addExact).
+    parts = (days * 86400, hours * 3600, minutes * 60, seconds)
+    if any(abs(n) > _JAVA_LONG_MAX for n in (days, hours, minutes, seconds, *parts)) or \
+            abs(sum(parts)) > _JAVA_LONG_MAX:
+        raise ValueError(f"Text cannot be parsed to a Duration: {text}")
+    total_ns = sum(parts) * 10**9 + nanos
     # Floor division keeps the sign of a sub-millisecond duration (Duration.isNegative).
     return (sign * total_ns) // 10**6
 
@@ -230,6 +237,28 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {d.name: d for d in (
          "information headers."),
 )}
 
+#: The group configs seglog keeps, validates and describes but does not act on: its group
+#: coordinators compute an assignment at once (no assignment interval, no background
+#: thread), and its streams groups have one assignor, no warm-up tasks, no rack tags and no
+#: initial rebalance delay.
+NO_EFFECT = frozenset({
+    "consumer.assignment.interval.ms", "consumer.assignor.offload.enable",
+    "share.assignment.interval.ms", "share.assignor.offload.enable",
+    "streams.assignment.interval.ms", "streams.assignor.offload.enable",
+    "streams.initial.rebalance.delay.ms", "streams.assignor.name",
+    "streams.rack.aware.assignment.tags", "streams.num.warmup.replicas"})
+
+#: The share group configs a share partition runs with, by the ``SharePartitionConfig``
+#: field each gives (share-design.md).
+SHARE_PARTITION_FIELDS = {
+    "share.record.lock.duration.ms": "record_lock_duration_ms",
+    "share.delivery.count.limit": "delivery_count_limit",
+    "share.partition.max.record.locks": "max_in_flight_records",
+    "share.auto.offset.reset": "auto_offset_reset",
+    "share.isolation.level": "isolation_level",
+    "share.renew.acknowledge.enable": "renew_acknowledge_enable",
+}
+
 #: Kafka's ``validateValues`` order: the order in which a bound is checked (and reported).
 _BOUND_ORDER = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
                 "consumer.assignment.interval.ms", "share.heartbeat.interval.ms",
@@ -395,3 +424,15 @@ class GroupConfigsView:
         groups: Iterable[str] = set(self._configs) | set(configs)
         for group_id in sorted(groups):
             self.replace(group_id, configs.get(group_id, {}))
+
+    def share_partition_settings(self, group_id: str) -> dict[str, Any]:
+        """What a share group's partitions run with, by the field names of
+        ``coordinator.share_partition.SharePartitionConfig`` (see
+        :data:`SHARE_PARTITION_FIELDS`), plus ``dlq_topic_name`` (``""``: none) and
+        ``dlq_copy_record``."""
+        out = {field: self.value(group_id, name)
+               for name, field in SHARE_PARTITION_FIELDS.items()}
+        out["dlq_topic_name"] = self.value(group_id, "errors.deadletterqueue.topic.name")
+        out["dlq_copy_record"] = self.value(group_id,
+                                            "errors.deadletterqueue.copy.record.enable")
+        return out

@@ -74,6 +74,7 @@ from .coordinator.assignors import ASSIGNORS
 from .coordinator.group import ConsumerGroup
 from .coordinator.offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
 from .coordinator.producer_ids import ProducerIdManager
+from .coordinator.share_coordinator import ShareCoordinator
 from .coordinator.transaction import (
     TRANSACTION_TIMEOUT_MS_DEFAULT,
     TransactionCoordinator,
@@ -118,7 +119,9 @@ class Store(StoreLogDirs):
     store creates it (Kafka's ``offsets.topic.num.partitions``, 50); an existing one keeps its
     count. ``transaction_state_partitions`` is the same for ``__transaction_state`` (Kafka's
     ``transaction.state.log.num.partitions``, 50); None takes ``offsets_topic_partitions``,
-    so a store made small for tests stays small. ``max_open_segments`` bounds the segment
+    so a store made small for tests stays small; ``share_state_partitions`` likewise for
+    ``__share_group_state`` (Kafka's ``share.coordinator.state.topic.num.partitions``, 50).
+    ``max_open_segments`` bounds the segment
     files open at once over all partitions (:attr:`file_cache`; default: half the soft
     RLIMIT_NOFILE over the descriptors one open segment holds; design.md §7): segments open
     on first use and idle ones are closed, so a Store may hold more partitions than the
@@ -150,6 +153,7 @@ class Store(StoreLogDirs):
                  read_only: bool = False, *,
                  offsets_topic_partitions: int = OFFSETS_TOPIC_PARTITIONS_DEFAULT,
                  transaction_state_partitions: int | None = None,
+                 share_state_partitions: int | None = None,
                  node_id: int = _DEFAULT_NODE_ID, cluster_id: str | None = None,
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
                  offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
@@ -168,6 +172,10 @@ class Store(StoreLogDirs):
         transaction_state_partitions = check_int("transaction_state_partitions",
                                                  transaction_state_partitions, minimum=1,
                                                  maximum=TOPIC_PARTITIONS_MAX)
+        if share_state_partitions is None:
+            share_state_partitions = offsets_topic_partitions
+        share_state_partitions = check_int("share_state_partitions", share_state_partitions,
+                                           minimum=1, maximum=TOPIC_PARTITIONS_MAX)
         node_id = check_int("node_id", node_id, minimum=0, maximum=2**31 - 1)
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
@@ -190,7 +198,8 @@ class Store(StoreLogDirs):
         self._coordinators = StoreCoordinators(
             self._logs, self._producer_ids, notify_appended=self.notify_appended,
             offsets_topic_partitions=offsets_topic_partitions,
-            transaction_state_partitions=transaction_state_partitions)
+            transaction_state_partitions=transaction_state_partitions,
+            share_state_partitions=share_state_partitions)
         self._producers: weakref.WeakSet[Producer] = weakref.WeakSet()
         self._consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
         try:
@@ -238,6 +247,11 @@ class Store(StoreLogDirs):
     def transaction_state_partitions(self) -> int:
         """The partition count ``__transaction_state`` is created with."""
         return self._coordinators.transaction_state_partitions
+
+    @property
+    def share_state_partitions(self) -> int:
+        """The partition count ``__share_group_state`` is created with."""
+        return self._coordinators.share_state_partitions
 
     @property
     def topic_config_defaults(self) -> LogConfig:
@@ -524,6 +538,12 @@ class Store(StoreLogDirs):
         (made on first use), whose ``handle_*`` methods the wire broker calls for Kafka's
         exact transaction errors. Raises ReadOnlyError, LogClosedError."""
         return self._coordinators.transaction_coordinator()
+
+    def share_coordinator(self) -> ShareCoordinator:
+        """The store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator`
+        (KIP-932 share-partition state in ``__share_group_state``, made on first use), which
+        share consumers and the wire broker persist through. Raises LogClosedError."""
+        return self._coordinators.share_coordinator()
 
     def describe_transaction(self, transactional_id: str) -> TransactionDescription | None:
         """The coordinator's state of ``transactional_id`` (Kafka's DescribeTransactions):

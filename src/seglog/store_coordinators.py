@@ -16,6 +16,7 @@ it nor the coordinators; the Store wires both and is the only one that knows thi
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable
 
@@ -25,6 +26,8 @@ from .coordinator.group import ConsumerGroup
 from .coordinator.offsets import OffsetsManager
 from .coordinator.offsets_schema import OFFSETS_TOPIC
 from .coordinator.producer_ids import ProducerIdManager
+from .coordinator.share_coordinator import ShareCoordinator, ShareCoordinatorConfig
+from .coordinator.share_state_records import SHARE_STATE_TOPIC
 from .coordinator.transaction import TransactionCoordinator
 from .coordinator.txn_schema import TRANSACTION_STATE_TOPIC
 from .errors import CorruptRecordError, IllegalStateError, InvalidTopicError
@@ -32,8 +35,10 @@ from .log_manager import LogManager, Topic
 from .storage.config import LogConfig, check_int, checked_now_ms
 from .types import TopicPartition
 
-__all__ = ["INTERNAL_TOPIC_CONFIGS", "OFFSETS_TOPIC_CONFIG", "TRANSACTION_STATE_TOPIC_CONFIG",
-           "InternalTopicsView", "StoreCoordinators"]
+logger = logging.getLogger("seglog.store_coordinators")
+
+__all__ = ["INTERNAL_TOPIC_CONFIGS", "OFFSETS_TOPIC_CONFIG", "SHARE_STATE_TOPIC_CONFIG",
+           "TRANSACTION_STATE_TOPIC_CONFIG", "InternalTopicsView", "StoreCoordinators"]
 
 #: Configs of Kafka's ``__consumer_offsets`` (``offsets.topic.segment.bytes`` and the
 #: ``cleanup.policy=compact`` the group coordinator sets).
@@ -43,9 +48,17 @@ OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600
 #: compacted, uncompressed as ``TransactionLog`` enforces).
 TRANSACTION_STATE_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.bytes": "104857600",
                                   "compression.type": "uncompressed"}
+#: Configs of Kafka 4.4's ``__share_group_state``
+#: (``ShareCoordinatorService.shareGroupStateTopicConfigs``): not compacted but kept forever
+#: (``retention.ms=-1``), the share coordinator deleting the records its later snapshots
+#: made redundant; ``share.coordinator.state.topic.segment.bytes``; ``min.insync.replicas``
+#: is ``share.coordinator.state.topic.min.isr`` in a cluster.
+SHARE_STATE_TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": "-1",
+                            "segment.bytes": "104857600", "compression.type": "producer"}
 #: The internal topics the store creates itself, with their configs.
 INTERNAL_TOPIC_CONFIGS = {OFFSETS_TOPIC: OFFSETS_TOPIC_CONFIG,
-                          TRANSACTION_STATE_TOPIC: TRANSACTION_STATE_TOPIC_CONFIG}
+                          TRANSACTION_STATE_TOPIC: TRANSACTION_STATE_TOPIC_CONFIG,
+                          SHARE_STATE_TOPIC: SHARE_STATE_TOPIC_CONFIG}
 
 
 class InternalTopicsView:
@@ -111,12 +124,14 @@ class StoreCoordinators:
 
     def __init__(self, logs: LogManager, producer_ids: ProducerIdManager, *,
                  notify_appended: Callable[[], None], offsets_topic_partitions: int,
-                 transaction_state_partitions: int):
+                 transaction_state_partitions: int, share_state_partitions: int | None = None):
         self._logs = logs
         self._lock = logs.lock
         self.producer_ids = producer_ids
         self.offsets_topic_partitions = offsets_topic_partitions
         self.transaction_state_partitions = transaction_state_partitions
+        self.share_state_partitions = (offsets_topic_partitions if share_state_partitions is None
+                                       else share_state_partitions)
         # What the coordinators see of the store (they never get the Store itself).
         self._internal = InternalTopicsView(self, logs, notify_appended)
         self.offsets = OffsetsManager(self._internal)  # loaded by open
@@ -125,6 +140,7 @@ class StoreCoordinators:
         # (the wire broker's classic groups): see add_active_groups_source.
         self._active_group_sources: list[Callable[[], Any]] = []
         self._coordinator: TransactionCoordinator | None = None  # made on first use
+        self._share: ShareCoordinator | None = None  # made on first use or at open
 
     def open(self) -> TransactionCoordinator | None:
         """Reload the committed offsets and, on a writer, the transaction coordinator's state
@@ -134,6 +150,14 @@ class StoreCoordinators:
         logs = self._logs
         if OFFSETS_TOPIC in logs:
             self.offsets.reload()  # reload committed offsets now
+        if SHARE_STATE_TOPIC in logs:
+            share = self.share_coordinator()
+            # Loaded now, so that a bad record is seen at open (not at first use).
+            for partition in range(self._logs.topic(SHARE_STATE_TOPIC).partitions):
+                try:
+                    share.load(partition)
+                except CorruptRecordError as exc:
+                    logger.error("%s", exc)  # that partition is not served (load_failures)
         coordinator = None
         if TRANSACTION_STATE_TOPIC in logs and not logs.read_only:
             with self._lock:
@@ -152,6 +176,8 @@ class StoreCoordinators:
             partitions = self.offsets_topic_partitions
         elif name == TRANSACTION_STATE_TOPIC:
             partitions = self.transaction_state_partitions
+        elif name == SHARE_STATE_TOPIC:
+            partitions = self.share_state_partitions
         else:
             raise InvalidTopicError(f"{name!r} is not an internal topic")
         with self._lock:
@@ -187,6 +213,31 @@ class StoreCoordinators:
             if TRANSACTION_STATE_TOPIC not in self._logs:
                 return []
             return self.transaction_coordinator().abort_timed_out(now_ms=now_ms)
+
+    # --- share groups (KIP-932) -----------------------------------------------------------
+
+    def share_coordinator(self) -> ShareCoordinator:
+        """The share coordinator of the store (its state in ``__share_group_state``, made on
+        first use): made on first use, serving every partition of ``__share_group_state``
+        (each loaded from its log on first use; a Store opened on a directory that has the
+        topic loads them all at open). LogClosedError once closed."""
+        with self._lock:
+            self._logs.check_open()
+            if self._share is None:
+                self._share = ShareCoordinator(
+                    self._internal,
+                    config=ShareCoordinatorConfig(
+                        state_topic_num_partitions=self.share_state_partitions),
+                    topic_partition_count=self._partition_count_of)
+            return self._share
+
+    def _partition_count_of(self, topic_id: Any) -> int | None:
+        """The partition count of the topic with Kafka uuid ``topic_id``, None if none."""
+        for name in self._logs.partition_counts():
+            topic = self._logs.existing_topic(name)
+            if topic is not None and topic.uuid == topic_id:
+                return int(topic.partitions)
+        return None
 
     # --- groups ----------------------------------------------------------------------------
 

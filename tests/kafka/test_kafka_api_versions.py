@@ -41,7 +41,7 @@ NOT_SERVED: dict[int, str] = {
     81: "KRaft quorum API (RemoveRaftVoter): no Raft quorum.",
     94: "KRaft controller API (UnregisterController): no KRaft controllers.",
     **{key: "Share groups (KIP-932): issue 25."
-       for key in (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)},
+       for key in (76, 77, 78, 79, 90, 91, 92)},
 }
 
 #: API keys being built now (issue 24), not yet served at Kafka 4.4's versions:

@@ -102,6 +102,10 @@ def scenario(bootstrap: str) -> list:
             ("share.auto.offset.reset", SET, "by_duration:PT"),
             ("share.auto.offset.reset", SET, "by_duration:p1dt2h30m0.5s"),
             ("share.auto.offset.reset", SET, " latest "),
+            ("share.auto.offset.reset", SET, "by_duration:P106751991167301D"),
+            ("share.auto.offset.reset", SET, "by_duration:PT9223372036854775807S"),
+            ("share.auto.offset.reset", SET, "by_duration:PT-1S"),
+            ("share.auto.offset.reset", SET, "by_duration:-PT-1S"),
             ("share.isolation.level", SET, "READ_COMMITTED"),
             ("share.isolation.level", SET, "read_committed"),
             ("share.record.lock.duration.ms", SET, "100"),
@@ -163,6 +167,14 @@ def scenario(bootstrap: str) -> list:
         out.append(("empty-name", inc(c, "", ("share.delivery.count.limit", SET, "3"))))
         out.append(("legacy-alter", legacy_alter(c, "g3", ("share.delivery.count.limit", "3"))))
         out.append(("describe-g3", describe(c, "g3", ["share.delivery.count.limit"])))
+        out.append(("set-internal", inc(c, "g4", ("consumer.assignor.offload.enable", SET, "false"),
+                                        ("streams.num.warmup.replicas", SET, "3"))))
+        out.append(("describe-internal", describe(c, "g4")))
+        out.append(("describe-internal-unset", describe(c, "g1", [
+            "share.assignor.offload.enable", "share.isolation.level"])))
+        r = c.call(74, 1, resource_types=())
+        out.append(("list-every-type", int(r.error_code), sorted(
+            x.resource_name for x in r.config_resources if x.resource_type == GROUP)))
         out.append(("delete-all-g1", inc(c, "g1", ("share.auto.offset.reset", DELETE, None),
                                          ("share.record.lock.duration.ms", DELETE, None))))
         out.append(("list-after-delete", listed(c)))

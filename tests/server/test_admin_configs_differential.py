@@ -33,8 +33,8 @@ KRAFT = ("controller.quorum.", "controller.quota.window.", "metadata.log.", "met
          "log.dir.failure.timeout.ms")
 #: Share groups (KIP-932): the next issue.
 SHARE_GROUPS = ("group.share.", "share.coordinator.", "share.fetch.purgatory.")
-#: Streams groups (KIP-1071) and their dead-letter queues.
-STREAMS_GROUPS = ("group.streams.", "errors.deadletterqueue.")
+#: Streams groups (KIP-1071).
+STREAMS_GROUPS = ("group.streams.",)
 #: KIP-848 consumer groups and Kafka's threaded group coordinator runtime.
 CONSUMER_GROUPS = ("group.consumer.", "group.coordinator.append.linger.ms",
                    "group.coordinator.background.threads",

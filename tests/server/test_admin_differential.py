@@ -4,8 +4,8 @@ Kafka's come from the request rather than from its config library).
 
 Known differences, left out here and said in the admin module: internal topics cannot be
 deleted or created by hand; a few config range messages are seglog's (``LogConfig``); Kafka
-4.4 has four topic configs seglog does not (``errors.deadletterqueue.group.enable``,
-``max.decompressed.message.bytes``, ``remote.copy.lag.*``)."""
+4.4 has three topic configs seglog does not (``max.decompressed.message.bytes``,
+``remote.copy.lag.*``)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def test_iso8601_durations_as_java_reads_them(text, ms):
     assert parse_iso8601_duration_ms(text) == ms
 
 
-@pytest.mark.parametrize("text", ["", "P", "PT", "1H", "PT1", "PT1.S1", "P1H", "PT1D"])
+@pytest.mark.parametrize("text", ["", "P", "PT", "1H", "PT1", "PT1.S1", "P1H", "PT1D",
+                                  "P106751991167301D", "PT9223372036854775808S"])
 def test_iso8601_durations_java_refuses(text):
     with pytest.raises(ValueError):
         parse_iso8601_duration_ms(text)
@@ -126,3 +127,50 @@ def test_consumer_and_streams_groups_run_with_their_group_configs(broker):
     assert consumer.config_of("s").heartbeat_interval_ms == 7000
     assert consumer.config_of("s").session_timeout_ms == 45000
     assert consumer.config_of("other") == consumer.config
+
+
+def test_share_partition_settings_of_a_group(broker):
+    view = group_configs(broker.state)
+    defaults = {"record_lock_duration_ms": 30000, "delivery_count_limit": 5,
+                "max_in_flight_records": 2000, "auto_offset_reset": "latest",
+                "isolation_level": "read_uncommitted", "renew_acknowledge_enable": True,
+                "dlq_topic_name": "", "dlq_copy_record": False}
+    assert view.share_partition_settings("q") == defaults
+    c = Client(broker.bootstrap)
+    try:
+        assert inc(c, "q", ("share.record.lock.duration.ms", SET, "15000"),
+                   ("share.auto.offset.reset", SET, "by_duration:PT10M"),
+                   ("errors.deadletterqueue.topic.name", SET, "q-dlq")) == [(0, None, 32, "q")]
+    finally:
+        c.close()
+    assert view.share_partition_settings("q") == {
+        **defaults, "record_lock_duration_ms": 15000, "auto_offset_reset": "by_duration:PT10M",
+        "dlq_topic_name": "q-dlq"}
+
+
+def test_validation_of_any_input_is_kafkas_error_or_a_value():
+    """Seeded random names and values: validate() returns the typed values or raises
+    InvalidConfigError (INVALID_CONFIG on the wire), nothing else."""
+    import random
+
+    from seglog.errors import InvalidConfigError
+    from seglog.group_configs import validate
+
+    rng = random.Random(25)
+    names = [*GROUP_CONFIGS, "no.such", ""]
+    pieces = ["", " ", "-1", "0", "1", "2", "99999999999", "5000", "45000", "true", "FALSE",
+              "earliest", "by_duration:", "PT1H", "P", "T", ",", "a,a", "__x", "sticky",
+              "\x00", "é", "read_committed", "1e3", "+7", "0x10"]
+
+    def broker_value(name):
+        return BROKER_CONFIGS[name].default
+
+    for _ in range(3000):
+        values = {rng.choice(names): "".join(rng.choice(pieces)
+                                             for _ in range(rng.randint(0, 3)))
+                  for _ in range(rng.randint(1, 3))}
+        try:
+            parsed = validate(values, broker_value)
+        except InvalidConfigError:
+            continue
+        assert set(parsed) == set(values)

@@ -22,6 +22,9 @@ Client-metrics subscriptions (``client-metrics/<name>``, KIP-714; Kafka keeps th
 only) are read the same way and handed to the client-metrics listeners
 (:meth:`ConfigChangeManager.add_client_metrics_listener`).
 
+Group configs (``groups/<group id>``; Kafka keeps them in KRaft only) are read the same way
+and handed to the group config listeners (:meth:`ConfigChangeManager.add_group_config_listener`).
+
 Client quota entities (``users/<u>``, ``users/<u>/clients/<c>``, ``clients/<c>``, ``ips/<ip>``;
 :mod:`~seglog.cluster.client_quotas_zk`) are read the same way and handed, quota keys only,
 to the client quota listeners (:meth:`ConfigChangeManager.add_client_quota_listener`).
@@ -136,6 +139,10 @@ class ConfigChangeManager:
         #: who is told of them.
         self.client_metrics: dict[str, dict[str, str]] = {}
         self._client_metrics_listeners: list[ClientMetricsListener] = []
+        #: The group configs as last read (group id -> configs, never empty), and who is told
+        #: of them.
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self._group_config_listeners: list[ClientMetricsListener] = []
         #: Topics whose change came before the topic existed here: tries left.
         self._topic_retries: dict[str, int] = {}
         #: Creation times (ms) of the notifications seen, for the purge.
@@ -205,6 +212,32 @@ class ConfigChangeManager:
         self._client_metrics_listeners.append(listener)
         for name, values in list(self.client_metrics.items()):
             self._tell_client_metrics(listener, name, values)
+
+    def add_group_config_listener(self, listener: ClientMetricsListener) -> None:
+        """Call ``listener(group_id, configs)`` whenever a group's configs change in ZooKeeper
+        (made through any broker), and at once for each group already read. What it raises
+        is logged and ignored."""
+        self._group_config_listeners.append(listener)
+        for name, values in list(self.group_configs.items()):
+            self._tell_named(listener, name, values)
+
+    def _take_group_configs(self, group_id: str, values: dict[str, str]) -> None:
+        if self.group_configs.get(group_id, {}) == values:
+            return
+        if values:
+            self.group_configs[group_id] = dict(values)
+        else:
+            self.group_configs.pop(group_id, None)
+        log.info("broker %d: configs of group %s are now %s", self.broker_id, group_id, values)
+        for listener in list(self._group_config_listeners):
+            self._tell_named(listener, group_id, values)
+
+    def _tell_named(self, listener: ClientMetricsListener, name: str,
+                    values: dict[str, str]) -> None:
+        try:
+            listener(name, dict(values))
+        except Exception:  # noqa: BLE001 - a listener must not stop the changes
+            log.exception("broker %d: config listener of %s failed", self.broker_id, name)
 
     def _take_client_metrics(self, name: str, values: dict[str, str]) -> None:
         if self.client_metrics.get(name, {}) == values:
@@ -333,6 +366,11 @@ class ConfigChangeManager:
         for name in names:
             await self._take_entity(zk_data.CONFIG_TYPE_CLIENT_METRICS, name,
                                     retry_missing_topic=False)
+        names = await self._run_blocking(self.zk.entity_names, zk_data.CONFIG_TYPE_GROUP)
+        for name in [n for n in self.group_configs if n not in names]:
+            self._take_group_configs(name, {})
+        for name in names:
+            await self._take_entity(zk_data.CONFIG_TYPE_GROUP, name, retry_missing_topic=False)
         await self._tell_users(None)
         table = await self._run_blocking(client_quotas_zk.read_all, self.zk)
         for entity in [e for e in self.client_quotas if e not in table]:
@@ -371,7 +409,7 @@ class ConfigChangeManager:
             # quotas only): the credential store re-reads it, the quotas are taken below.
             await self._tell_users(entity_name)
         if entity_type not in (zk_data.CONFIG_TYPE_TOPIC, zk_data.CONFIG_TYPE_BROKER,
-                               zk_data.CONFIG_TYPE_CLIENT_METRICS):
+                               zk_data.CONFIG_TYPE_CLIENT_METRICS, zk_data.CONFIG_TYPE_GROUP):
             quota_entity = client_quotas_zk.entity_of_change(entity_type, entity_name)
             if quota_entity is None:
                 log.info("broker %d: ignoring config of %s/%s (no handler for it)",
@@ -405,6 +443,8 @@ class ConfigChangeManager:
             await self._take_topic(entity_name, config, retry_missing=retry_missing_topic)
         elif entity_type == zk_data.CONFIG_TYPE_CLIENT_METRICS:
             self._take_client_metrics(entity_name, config)
+        elif entity_type == zk_data.CONFIG_TYPE_GROUP:
+            self._take_group_configs(entity_name, config)
         else:
             self._take_broker_layer(entity_name != zk_data.DEFAULT_ENTITY_NAME, config)
 

@@ -54,12 +54,14 @@ def coordinator_partition(key: str, partitions: int) -> int:
 
 class CoordinatorAnswer(NamedTuple):
     """A FindCoordinator answer for one key: ``error_code`` (0 or 15), and on success the
-    coordinator's ``node_id``, ``host`` and ``port``."""
+    coordinator's ``node_id``, ``host`` and ``port``; ``error_message`` when the answer has
+    its own (None: the error's default message)."""
 
     error_code: int
     node_id: int = -1
     host: str = ""
     port: int = -1
+    error_message: str | None = None
 
 
 async def find_coordinator(cluster: PartitionSeam, topic: str, key: str, *, partitions: int,

@@ -68,7 +68,8 @@ SESSION_TIMEOUT_MS_DEFAULT = 18000
 #: Broker configs a local cluster sets unless told otherwise: the internal topics' replication
 #: factors fitted to the number of brokers (Kafka's defaults of 3 cannot be met by fewer).
 INTERNAL_TOPIC_CONFIGS = ("offsets.topic.replication.factor",
-                          "transaction.state.log.replication.factor")
+                          "transaction.state.log.replication.factor",
+                          "share.coordinator.state.topic.replication.factor")
 
 
 class LocalClusterError(SeglogError):
@@ -210,6 +211,7 @@ class LocalCluster:
         self.test_breaks = TestBreaks(frozenset(test_breaks), expose_zk_session=session_hook)
         configs = {key: min(3, brokers) for key in INTERNAL_TOPIC_CONFIGS}
         configs["transaction.state.log.min.isr"] = min(2, brokers)
+        configs["share.coordinator.state.topic.min.isr"] = min(2, brokers)
         configs.update(broker_configs or {})
         self.broker_configs = {k: str(v).lower() if isinstance(v, bool) else str(v)
                                for k, v in configs.items()}

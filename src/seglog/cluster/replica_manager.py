@@ -653,7 +653,7 @@ class ReplicaManager(PartitionSeam):
 
     def _create_local_topic(self, name: str, count: int, config: Mapping[str, str],
                             topic_id: uuid.UUID | None) -> None:
-        if name in ("__consumer_offsets", "__transaction_state"):
+        if name in ("__consumer_offsets", "__transaction_state", "__share_group_state"):
             # Kafka's internal topics keep their own configs (compacted) under ZooKeeper's.
             self.store.create_internal_topic(name, count, config, topic_id=topic_id)
         else:
@@ -739,6 +739,24 @@ class ReplicaManager(PartitionSeam):
                                     ) -> None:
         """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_client_metrics_listener`."""
         self._started(self.config_changes).add_client_metrics_listener(listener)
+
+    @property
+    def keeps_group_configs(self) -> bool:
+        """True: the group configs live in ZooKeeper (``/config/groups/<group id>``)."""
+        return True
+
+    async def alter_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Write group ``group_id``'s whole config set to ``/config/groups/<group id>`` and
+        announce it, as :meth:`alter_broker_configs` does."""
+        from .config_changes import write_entity_config
+
+        await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_GROUP,
+                             group_id, dict(configs))
+
+    def add_group_config_listener(self, listener: Callable[[str, dict[str, str]], None]
+                                  ) -> None:
+        """See :meth:`~seglog.cluster.config_changes.ConfigChangeManager.add_group_config_listener`."""
+        self._started(self.config_changes).add_group_config_listener(listener)
 
     @property
     def keeps_client_quotas(self) -> bool:

@@ -49,7 +49,8 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 #: The internal topics the Store creates on first use, and its attribute for each one's count.
 _INTERNAL_TOPIC_COUNTS = {"__consumer_offsets": "offsets_topic_partitions",
-                          "__transaction_state": "transaction_state_partitions"}
+                          "__transaction_state": "transaction_state_partitions",
+                          "__share_group_state": "share_state_partitions"}
 
 
 @dataclass(slots=True, eq=False)

@@ -192,10 +192,10 @@ def check_entity_name(entity_type: str, entity_name: str) -> str:
         if entity_name != zk_data.DEFAULT_ENTITY_NAME and not (
                 entity_name.isascii() and entity_name.isdigit()):
             raise ValueError(f"not a broker config entity: {entity_name!r:.100}")
-    elif entity_type == zk_data.CONFIG_TYPE_CLIENT_METRICS:
+    elif entity_type in (zk_data.CONFIG_TYPE_CLIENT_METRICS, zk_data.CONFIG_TYPE_GROUP):
         if (not entity_name or "/" in entity_name or entity_name in (".", "..")
                 or not entity_name.isprintable()):
-            raise ValueError(f"not a client-metrics config entity: {entity_name!r:.100}")
+            raise ValueError(f"not a {entity_type} config entity: {entity_name!r:.100}")
     else:
         raise ValueError(f"config entity type {entity_type!r} is not supported")
     return entity_name

@@ -96,6 +96,9 @@ CONFIG_TYPES = (CONFIG_TYPE_TOPIC, "clients", "users", CONFIG_TYPE_BROKER, "ips"
 #: Client-metrics subscriptions (KIP-714; KRaft-only in Kafka, kept by seglog's ZooKeeper
 #: cluster under ``/config/client-metrics/<name>`` like the other config entities).
 CONFIG_TYPE_CLIENT_METRICS = "client-metrics"
+#: Group configs (ConfigResource GROUP; KRaft-only in Kafka, kept by seglog's ZooKeeper
+#: cluster under ``/config/groups/<group id>``).
+CONFIG_TYPE_GROUP = "groups"
 #: ``ConfigEntityName.Default``: the entity name of the defaults of a type
 #: (``/config/brokers/<default>``: the dynamic broker configs of the whole cluster).
 DEFAULT_ENTITY_NAME = "<default>"

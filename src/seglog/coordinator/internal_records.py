@@ -17,7 +17,9 @@ know is accepted: the loader skips it with a warning, as Kafka's skips an unknow
 type), an offset-commit value (versions 0-4) under an offset-commit key, a membership value
 (versions 0-4) under a group-metadata key, null values (tombstones) under both; for
 ``__transaction_state`` a key of an unknown version is accepted likewise, a version-0 key
-must parse and its value (versions 0-1) too. A key whose group or transactional id hashes to
+must parse and its value (versions 0-1) too; for ``__share_group_state`` a ShareSnapshot or
+ShareUpdate key (other types are accepted) and its value (version 0; a tombstone only under a
+snapshot key). A key whose group or transactional id hashes to
 another partition than the one written is refused as well: its coordinator would load it
 into the wrong partition's state.
 
@@ -28,14 +30,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from . import classic_group_schema, offsets_schema, txn_schema
+from . import classic_group_schema, offsets_schema, share_state_records, txn_schema
 from ..errors import SeglogError
 
 __all__ = ["INTERNAL_RECORD_TOPICS", "internal_record_errors"]
 
 #: The internal topics whose records are checked.
 INTERNAL_RECORD_TOPICS = frozenset({offsets_schema.OFFSETS_TOPIC,
-                                    txn_schema.TRANSACTION_STATE_TOPIC})
+                                    txn_schema.TRANSACTION_STATE_TOPIC,
+                                    share_state_records.SHARE_STATE_TOPIC})
 
 
 def internal_record_errors(topic: str, partition: int, partition_count: int,
@@ -48,6 +51,8 @@ def internal_record_errors(topic: str, partition: int, partition_count: int,
         check = _offsets_record_error
     elif topic == txn_schema.TRANSACTION_STATE_TOPIC:
         check = _txn_record_error
+    elif topic == share_state_records.SHARE_STATE_TOPIC:
+        check = _share_state_record_error
     else:
         return []
     found = []
@@ -89,4 +94,26 @@ def _txn_record_error(key: Any, value: Any, partition: int, count: int) -> str |
         return (f"the record of transactional id {transactional_id!r} belongs to partition "
                 f"{home} of {txn_schema.TRANSACTION_STATE_TOPIC}, not {partition}")
     txn_schema.decode_value(value)
+    return None
+
+
+def _share_state_record_error(key: Any, value: Any, partition: int, count: int) -> str | None:
+    if key is None:
+        return "Share coordinator record key should not be null"
+    raw = bytes(key)
+    if len(raw) >= 2 and int.from_bytes(raw[:2], "big", signed=True) not in \
+            share_state_records.KEY_TYPES:
+        return None  # the loader skips it with a warning, as Kafka's does
+    decoded = share_state_records.decode_key(raw)
+    home = share_state_records.share_state_partition(decoded.group_id, decoded.topic_id,
+                                                     decoded.partition, count)
+    if home != partition:
+        return (f"the record of share-partition {decoded.group_id}:{decoded.topic_id}:"
+                f"{decoded.partition} belongs to partition {home} of "
+                f"{share_state_records.SHARE_STATE_TOPIC}, not {partition}")
+    if value is None:
+        if decoded.record_type == share_state_records.SHARE_UPDATE:
+            return "a ShareUpdate record has no tombstone"
+        return None
+    share_state_records.decode_value(decoded.record_type, bytes(value))
     return None

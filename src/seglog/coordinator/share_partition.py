@@ -28,7 +28,9 @@ Where this differs in shape from Kafka, and why:
   partition then does what Kafka's completion does (commit, or roll back; advance the start
   offset; hand ARCHIVING records to the DLQ). ``last_write_seq`` / ``write_done``'s return
   value let a caller wait for the write its own request produced. Acquisition is not written
-  (Kafka does not write it either).
+  (Kafka does not write it either). Writes complete in the order they were made (Kafka may
+  have several in flight that complete in any order; records in a pending transition are
+  locked either way).
 * Timers. Kafka's acquisition-lock timer tasks become deadlines; ``expire_locks(now_ms)`` runs
   every task whose deadline has passed, in deadline order, exactly as Kafka's timer would.
 * DLQ. Kafka calls ``ShareGroupDLQManager.enqueue`` itself; here the ARCHIVING ranges are
@@ -39,7 +41,8 @@ Where this differs in shape from Kafka, and why:
   (``is_abort_marker``) since Kafka reads the marker's key to know it. Aborted transactions
   are ``(producer_id, first_offset, ...)`` tuples (extra fields, such as a last offset, are
   ignored, as Kafka's ``AbortedTransaction`` has only those two). Control batches are acquired
-  like any offsets, as in Kafka: the client skips their records.
+  like any offsets, as in Kafka: the client skips their records and acknowledges
+  the acquired offsets it found no record for as GAP (Kafka's ``ShareCompletedFetch``).
 * Configuration. Kafka reads the group's configs (``share.record.lock.duration.ms``, ...) from
   its config provider on each call; here they come from ``self.config``, which a caller may
   replace when a group config changes.
@@ -48,6 +51,23 @@ Where this differs in shape from Kafka, and why:
   Kafka's SharePartitionManager does).
 * A persisted ACQUIRED record loads as AVAILABLE. Kafka never writes ACQUIRED (acquisition is
   not persisted); it would load one as ACQUIRED with no owner and no lock.
+* Kafka's own quirks are kept: the persisted start offset is the one before the change a
+  write carries (the advance goes out with the next write); archiving aborted or vanished
+  records is not written; the delivery-complete count can drift (records archived below a
+  moved start offset are counted; a rollback after the lock ran out archives at the limit
+  without counting, and without the DLQ).
+* Beyond the design's interface: ``acquire`` also takes ShareFetch's ``batch_size`` and
+  ``acquire_mode`` (KIP-1206's RECORD_LIMIT), the ``fetch_offset`` the log read started at
+  (Kafka archives AVAILABLE records the read skipped: compaction) and an ``isolation_level``;
+  ``release_acquired_records`` returns the error code; ``leader_epoch`` (constructor),
+  ``mark_fenced``, ``num_in_flight_records``, ``pending_write_count``, ``record_states``.
+* Two Kafka 4.4 bugs are not ported. An acknowledgement straddling the start offset when no
+  in-flight batch starts at or before it throws NullPointerException out of Kafka's
+  ``acknowledge`` (the request fails; that request's earlier changes stay mid-transition):
+  here it is UNKNOWN_SERVER_ERROR with those changes rolled back. ``canMoveStartOffset``
+  throws NullPointerException when the start offset lies past the end of a split batch (the
+  log start moved into a hole), inside a write's completion, which drops that write's DLQ
+  hand-off (the records stay ARCHIVING): here the start offset just does not move.
 * ``share.auto.offset.reset``: the caller answers the offset (``offset_for_reset``), as Kafka's
   PartitionMetadataProvider does; ``auto_offset_reset_timestamp_ms`` turns
   ``by_duration:<ISO-8601 duration>`` into the timestamp Kafka looks up.
@@ -64,9 +84,11 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from seglog import error_codes as codes
-from seglog.errors import IllegalStateError
+from seglog.errors import IllegalStateError, InvalidRecordError
+from seglog.format import CONTROL_TYPE_ABORT as _CONTROL_TYPE_ABORT
 
 __all__ = [
     "AckBatch",
@@ -183,6 +205,46 @@ class SharePartitionConfig:
     dlq_enabled: bool = False
     renew_acknowledge_enable: bool = True
 
+    @classmethod
+    def from_group_configs(cls, effective: Callable[[str], str | None], *,
+                           dlq_allowed: bool = True) -> SharePartitionConfig:
+        """From a group's effective configs by Kafka's names (``effective(name)``: the group's
+        value, else the broker default, else None). The DLQ is on when the broker allows it
+        (``dlq_allowed``) and the group names a topic in errors.deadletterqueue.topic.name
+        (Kafka's ``isDLQEnabledForGroup``). ValueError for a value that does not parse."""
+        defaults = cls()
+
+        def integer(name: str, default: int) -> int:
+            value = effective(name)
+            return default if value is None or value == "" else int(value)
+
+        def boolean(name: str, default: bool) -> bool:
+            value = effective(name)
+            if value is None or value == "":
+                return default
+            if value.strip().lower() not in ("true", "false"):
+                raise ValueError(f"{name}: expected true or false, got {value!r}")
+            return value.strip().lower() == "true"
+
+        reset = effective("share.auto.offset.reset") or defaults.auto_offset_reset
+        parse_auto_offset_reset(reset)
+        isolation = effective("share.isolation.level") or defaults.isolation_level
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(f"share.isolation.level: unknown value {isolation!r}")
+        return cls(
+            record_lock_duration_ms=integer("share.record.lock.duration.ms",
+                                            defaults.record_lock_duration_ms),
+            delivery_count_limit=integer("share.delivery.count.limit",
+                                         defaults.delivery_count_limit),
+            max_in_flight_records=integer("share.partition.max.record.locks",
+                                          defaults.max_in_flight_records),
+            auto_offset_reset=reset,
+            isolation_level=isolation,
+            dlq_enabled=dlq_allowed and bool(effective("errors.deadletterqueue.topic.name")),
+            renew_acknowledge_enable=boolean("share.renew.acknowledge.enable",
+                                             defaults.renew_acknowledge_enable),
+        )
+
 
 @dataclass(frozen=True)
 class FetchedBatch:
@@ -195,6 +257,20 @@ class FetchedBatch:
     is_transactional: bool = False
     is_control: bool = False
     is_abort_marker: bool = False
+
+    @classmethod
+    def of(cls, batch: Any) -> FetchedBatch:
+        """From a codec ``Batch`` (``seglog._native.codec.Batch`` or its pure twin): a control
+        batch whose record key does not parse is not an ABORT marker (Kafka would fail the
+        fetch; a bad marker must not stop the queue)."""
+        abort = False
+        if batch.is_control:
+            try:
+                abort = batch.control_type(check_crcs=False) == _CONTROL_TYPE_ABORT
+            except InvalidRecordError:
+                abort = False
+        return cls(batch.base_offset, batch.last_offset, batch.producer_id,
+                   batch.is_transactional, batch.is_control, abort)
 
 
 @dataclass(frozen=True)
@@ -279,14 +355,17 @@ class _InFlightState:
                 f"memberId={self.member_id})")
 
     def has_ongoing_state_transition(self) -> bool:
+        """A change waits for its write (it can be rolled back)."""
         return self.rollback is not None
 
     def update_lock_task(self, task: _LockTask) -> None:
+        """Hold ``task`` as the lock; Kafka refuses to replace a live one."""
         if self.lock_task is not None:
             raise IllegalStateError("Existing acquisition lock timeout exists, cannot override.")
         self.lock_task = task
 
     def cancel_lock_task(self) -> None:
+        """Drop the lock (it will not fire)."""
         if self.lock_task is not None:
             self.lock_task.cancelled = True
             self.lock_task = None
@@ -297,10 +376,14 @@ class _InFlightState:
         """Kafka's ``tryUpdateState``: None when the transition is not allowed."""
         if self.rollback is not None:
             return None
-        if (new_state == RecordState.AVAILABLE and ops != DeliveryCountOps.DECREASE
+        if (new_state is RecordState.AVAILABLE and ops is not DeliveryCountOps.DECREASE
                 and self.delivery_count >= max_delivery_count):
             new_state = RecordState.ARCHIVING if dlq_enabled else RecordState.ARCHIVED
-        if not _valid_transition(self.state, new_state):
+        current = self.state
+        # RecordState.validateTransition, inline (it runs once per record acknowledged).
+        if current is new_state or current is RecordState.ACKNOWLEDGED \
+                or current is RecordState.ARCHIVED \
+                or (current is RecordState.AVAILABLE and new_state is not RecordState.ACQUIRED):
             return None
         self.state = new_state
         if new_state != RecordState.ARCHIVED:
@@ -312,6 +395,7 @@ class _InFlightState:
         return self
 
     def archive(self) -> None:
+        """ARCHIVED for good, whatever the state and any pending transition."""
         self.is_terminal = True
         self.state = RecordState.ARCHIVED
         self.member_id = EMPTY_MEMBER_ID
@@ -320,6 +404,8 @@ class _InFlightState:
     def start_state_transition(self, new_state: RecordState, ops: DeliveryCountOps,
                                max_delivery_count: int, new_member_id: str,
                                dlq_enabled: bool) -> _InFlightState | None:
+        """``try_update_state``, remembering the state before so the write's outcome can
+        commit or roll it back."""
         previous = _RollbackState(self.state, self.delivery_count, self.member_id,
                                   max_delivery_count)
         updated = self.try_update_state(new_state, ops, max_delivery_count, new_member_id,
@@ -329,6 +415,8 @@ class _InFlightState:
         return updated
 
     def complete_state_transition(self, commit: bool) -> None:
+        """The write finished: keep the change (``commit``) or go back (to AVAILABLE, or
+        ARCHIVED at the limit, when the lock ran out meanwhile)."""
         rollback = self.rollback
         if not commit and not self.is_terminal and rollback is not None:
             task = self.lock_task
@@ -346,17 +434,6 @@ class _InFlightState:
         else:
             self.cancel_lock_task()
             self.rollback = None
-
-
-def _valid_transition(current: RecordState, new: RecordState) -> bool:
-    """Kafka's ``RecordState.validateTransition``."""
-    if current == new:
-        return False
-    if current == RecordState.ACKNOWLEDGED or current == RecordState.ARCHIVED:
-        return False
-    if current == RecordState.AVAILABLE and new != RecordState.ACQUIRED:
-        return False
-    return True
 
 
 _TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
@@ -397,6 +474,7 @@ class _InFlightBatch:
 
     @property
     def state(self) -> _InFlightState:
+        """The whole batch's state (only while it has no per-offset states)."""
         if self.batch_state is None:
             raise IllegalStateError(
                 "The batch state is not available as the offset state is maintained")
@@ -456,6 +534,7 @@ class _Timer:
 
     def add(self, deadline_ms: int, member_id: str, first_offset: int,
             last_offset: int) -> _LockTask:
+        """A lock on [first_offset, last_offset] running out at ``deadline_ms``."""
         task = _LockTask(deadline_ms, member_id, first_offset, last_offset)
         self._seq += 1
         heap = self._heap
@@ -474,10 +553,12 @@ class _Timer:
             heapq.heappop(heap)
 
     def next_deadline_ms(self) -> int | None:
+        """The earliest live lock's deadline."""
         self._drop_cancelled()
         return self._heap[0][0] if self._heap else None
 
     def pop_expired(self, now_ms: int) -> _LockTask | None:
+        """The next live lock due by ``now_ms`` (deadline, then creation order), or None."""
         self._drop_cancelled()
         heap = self._heap
         if heap and heap[0][0] <= now_ms:
@@ -825,7 +906,12 @@ class SharePartition:
         ``max_records`` the records the fetch may still take, ``batch_size`` ShareFetch's
         BatchSize (default: ``max_records``). In read_committed (``isolation_level``, default
         ``config.isolation_level``) the batches of aborted transactions are archived and left
-        out. Returns the acquired ranges with their delivery counts."""
+        out. Returns the acquired ranges with their delivery counts.
+
+        Raises IllegalStateError where Kafka's ``acquire`` throws (its fetch then fails for
+        the partition): a read cut by the in-flight limit before its first batch, an aborted
+        batch below the cache, or (a Kafka bug, kept) an offset split off a batch in the
+        middle of a pending write still holding that batch's lock."""
         if self.partition_state != SharePartitionState.ACTIVE or max_records <= 0 \
                 or not batches:
             return []
@@ -852,7 +938,13 @@ class SharePartition:
                 base_offset = self.start_offset
         elif floor.last_offset >= base_offset:
             base_offset = floor.first_offset
-        sub_map = self._sub_map(min(first_batch.base_offset, base_offset), last_to_acquire)
+        low = min(first_batch.base_offset, base_offset)
+        if low > last_to_acquire:
+            # At the in-flight limit the read is cut at the end offset, which can fall before
+            # the read's first batch (a hole after it): Kafka's subMap throws
+            # IllegalArgumentException ("inconsistent range") and the fetch fails.
+            raise IllegalStateError("inconsistent range")
+        sub_map = self._sub_map(low, last_to_acquire)
         if not sub_map:
             result, _ = self._acquire_new_batch_records(
                 member_id, batches, record_limit, base_offset, last_to_acquire, batch_size,
@@ -961,6 +1053,8 @@ class SharePartition:
         if not self._keys and self.end_offset > first_offset:
             first_acquired = self.end_offset
         last_acquired = last_offset
+        if last_acquired < first_acquired:
+            return [], 0  # nothing new (a read ending before the end offset)
         if max_fetch_records < last_offset - first_acquired + 1:
             last_acquired = _last_offset_of_batch_with(batches,
                                                        first_acquired + max_fetch_records - 1)
@@ -1145,6 +1239,12 @@ class SharePartition:
                     if not 0 <= ack_type <= 4:
                         raise _AckError(codes.INVALID_REQUEST,
                                         f"Invalid acknowledge type: {list(types)}")
+                # KafkaApis refuses these before the partition sees them; never crash on them.
+                if ack.last_offset < ack.first_offset or not types or (
+                        len(types) > 1
+                        and len(types) != ack.last_offset - ack.first_offset + 1):
+                    raise _AckError(codes.INVALID_REQUEST,
+                                    f"Invalid acknowledgement batch: {ack}")
                 if ack.last_offset < self.start_offset:
                     continue  # already archived
                 sub_map = self._sub_map_for_ack(ack)
@@ -1164,9 +1264,12 @@ class SharePartition:
                                 "found in the cache.")
             floor = self._floor(self.start_offset)
             if floor is None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Batch record not found. The request batch offsets are not "
-                                "found in the cache.")
+                # Kafka dereferences the missing entry here (NullPointerException: the request
+                # fails, UNKNOWN_SERVER_ERROR, and the request's earlier changes stay mid-
+                # transition for good); the same code here, with those changes rolled back.
+                raise _AckError(codes.UNKNOWN_SERVER_ERROR,
+                                "Batch record not found. The start offset is not in the "
+                                "cache.")
         sub_map = self._sub_map(floor.first_offset, ack.last_offset)
         if sub_map[-1].last_offset < ack.first_offset:
             raise _AckError(codes.INVALID_REQUEST,
@@ -1222,47 +1325,58 @@ class SharePartition:
         per_offset = len(types) > 1
         max_delivery = self._max_delivery_count()
         dlq = self._dlq_enabled()
-        for offset, state in in_flight.offsets_in(max(ack.first_offset, self.start_offset),
-                                                  ack.last_offset):
-            if state.state != RecordState.ACQUIRED:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "The offset cannot be acknowledged. The offset is not "
-                                "acquired.")
-            if state.rollback is not None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "The record state is invalid. The acknowledgement of delivery "
-                                "could not be completed.")
-            if state.member_id != member_id:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Member is not the owner of offset")
-            if per_offset:
-                index = offset - ack.first_offset
-                if index >= len(types):
-                    raise _AckError(codes.INVALID_REQUEST,
-                                    f"Invalid acknowledge type: {list(types)}")
-                ack_type = types[index]
-            else:
-                ack_type = types[0]
-            if ack_type == AcknowledgeType.RENEW:
-                if not self.config.renew_acknowledge_enable:
+        offsets = in_flight.offset_state
+        assert offsets is not None
+        # The loop runs once per record of a per-offset acknowledgement: locals, not lookups.
+        acquired, archiving = RecordState.ACQUIRED, RecordState.ARCHIVING
+        renew = int(AcknowledgeType.RENEW)
+        no_op = DeliveryCountOps.NO_OP
+        state_for = {t: self._record_state_for_ack(t) for t in set(types) if t != renew}
+        first = ack.first_offset
+        append = transitions.append
+        completed = 0
+        try:
+            for offset in range(max(first, self.start_offset, in_flight.first_offset),
+                                min(ack.last_offset, in_flight.last_offset) + 1):
+                state = offsets[offset]
+                if state.state is not acquired:
                     raise _AckError(codes.INVALID_RECORD_STATE,
-                                    "Renewing acquisition locks is not enabled for the group.")
-                state.cancel_lock_task()
-                state.update_lock_task(self._lock(member_id, offset, offset, now_ms))
-                continue
-            record_state = self._record_state_for_ack(ack_type)
-            cause = DLQ_CAUSE_CLIENT_REJECT if record_state == RecordState.ARCHIVING else None
-            updated = state.start_state_transition(record_state, DeliveryCountOps.NO_OP,
-                                                   max_delivery, EMPTY_MEMBER_ID, dlq)
-            if updated is None:
-                raise _AckError(codes.INVALID_RECORD_STATE,
-                                "Unable to acknowledge records for the batch")
-            if cause is None and updated.state == RecordState.ARCHIVING:
-                cause = DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED
-            transitions.append(_Transition(updated, StateBatch(
-                offset, offset, int(updated.state), updated.delivery_count), cause))
-            if _is_terminal(updated.state):
-                self.delivery_complete_count += 1
+                                    "The offset cannot be acknowledged. The offset is not "
+                                    "acquired.")
+                if state.rollback is not None:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "The record state is invalid. The acknowledgement of "
+                                    "delivery could not be completed.")
+                if state.member_id != member_id:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "Member is not the owner of offset")
+                ack_type = types[offset - first] if per_offset else types[0]
+                if ack_type == renew:
+                    if not self.config.renew_acknowledge_enable:
+                        raise _AckError(codes.INVALID_RECORD_STATE,
+                                        "Renewing acquisition locks is not enabled for the "
+                                        "group.")
+                    state.cancel_lock_task()
+                    state.update_lock_task(self._lock(member_id, offset, offset, now_ms))
+                    continue
+                record_state = state_for[ack_type]
+                cause = DLQ_CAUSE_CLIENT_REJECT if record_state is archiving else None
+                updated = state.start_state_transition(record_state, no_op, max_delivery,
+                                                       EMPTY_MEMBER_ID, dlq)
+                if updated is None:
+                    raise _AckError(codes.INVALID_RECORD_STATE,
+                                    "Unable to acknowledge records for the batch")
+                new_state = updated.state
+                if cause is None and new_state is archiving:
+                    cause = DLQ_CAUSE_DELIVERY_COUNT_EXCEEDED
+                append(_Transition(updated, StateBatch(offset, offset, int(new_state),
+                                                       updated.delivery_count), cause))
+                if new_state in _TERMINAL:
+                    completed += 1
+        finally:
+            # Counted as Kafka does, per record, even when a later one fails (the rollback
+            # takes them off again).
+            self.delivery_complete_count += completed
 
     def _acknowledge_complete_batch(self, in_flight: _InFlightBatch, ack_type: int,
                                     transitions: list[_Transition], member_id: str,

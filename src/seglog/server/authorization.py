@@ -120,8 +120,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("OffsetFetch", "DESCRIBE on GROUP; DESCRIBE on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED per group; TOPIC_AUTHORIZATION_FAILED per partition "
      "named (unauthorized topics hidden when all are asked)"),
-    ("FindCoordinator", "DESCRIBE on GROUP / TRANSACTIONAL_ID",
-     "GROUP_AUTHORIZATION_FAILED / TRANSACTIONAL_ID_AUTHORIZATION_FAILED per key"),
+    ("FindCoordinator", "DESCRIBE on GROUP / TRANSACTIONAL_ID; share-partition keys "
+     "(type 2): CLUSTER_ACTION on CLUSTER",
+     "GROUP_AUTHORIZATION_FAILED / TRANSACTIONAL_ID_AUTHORIZATION_FAILED / "
+     "CLUSTER_AUTHORIZATION_FAILED per key"),
     ("JoinGroup, SyncGroup, Heartbeat, LeaveGroup", "READ on GROUP",
      "GROUP_AUTHORIZATION_FAILED"),
     ("DescribeGroups", "DESCRIBE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
@@ -178,6 +180,9 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED for every "
      "partition; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("WriteTxnMarkers", "CLUSTER_ACTION on CLUSTER", "CLUSTER_AUTHORIZATION_FAILED"),
+    ("InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState, "
+     "DeleteShareGroupState, ReadShareGroupStateSummary", "CLUSTER_ACTION on CLUSTER",
+     "CLUSTER_AUTHORIZATION_FAILED per partition"),
     ("DescribeProducers", "READ on each TOPIC", "TOPIC_AUTHORIZATION_FAILED per partition"),
     ("DescribeTransactions", "DESCRIBE on TRANSACTIONAL_ID (and its topics' DESCRIBE)",
      "TRANSACTIONAL_ID_AUTHORIZATION_FAILED per id"),

@@ -865,6 +865,8 @@ class Broker:
         store = Store(self.data_dir, backend=self.backend, extra_log_dirs=self._extra_log_dirs(),
                       offsets_topic_partitions=config["offsets.topic.num.partitions"],
                       transaction_state_partitions=config["transaction.state.log.num.partitions"],
+                      share_state_partitions=config[
+                          "share.coordinator.state.topic.num.partitions"],
                       node_id=1 if node_id is None else node_id,
                       topic_config_defaults=config.log_config(),
                       offsets_retention_ms=config["offsets.retention.minutes"] * 60000,

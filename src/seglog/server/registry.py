@@ -51,6 +51,7 @@ API_MODULES = (
     "seglog.server.apis.consumer_groups",
     "seglog.server.apis.streams_groups",
     "seglog.server.apis.txn",
+    "seglog.server.apis.share_state",
     "seglog.server.apis.sasl",
     "seglog.server.apis.security",
     "seglog.server.apis.tokens",

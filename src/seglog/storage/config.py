@@ -117,6 +117,8 @@ class LogConfig:
       Kafka broker with tiered storage disabled. ``local_retention_ms`` and
       ``local_retention_bytes`` (-2, >= -2), ``remote_log_copy_disable`` and
       ``remote_log_delete_on_disable`` (False) are accepted and kept, with no effect.
+    * ``errors_deadletterqueue_group_enable`` (errors.deadletterqueue.group.enable): False.
+      Whether share groups may write their dead-letter records here (KIP-1191).
     * ``producer_id_expiration_ms`` (broker producer.id.expiration.ms): 1 day, >= 1. An idle
       producer id's state is dropped after this long.
     * ``cleaner_memory_bytes_max`` (broker log.cleaner.dedupe.buffer.size): 128 MiB,
@@ -161,6 +163,7 @@ class LogConfig:
     local_retention_bytes: int = _cfg("local.retention.bytes")
     remote_log_copy_disable: bool = _cfg("remote.log.copy.disable")
     remote_log_delete_on_disable: bool = _cfg("remote.log.delete.on.disable")
+    errors_deadletterqueue_group_enable: bool = _cfg("errors.deadletterqueue.group.enable")
     producer_id_expiration_ms: int = _cfg("producer.id.expiration.ms", broker=True)
     cleaner_memory_bytes_max: int = _cfg("log.cleaner.dedupe.buffer.size", broker=True)
 

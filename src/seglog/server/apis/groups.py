@@ -312,8 +312,8 @@ async def _parked(ctx: RequestContext, call: Callable[[Callable[[_R], None]], No
 
 
 async def handle_find_coordinator(ctx: RequestContext, request: Any) -> ResponsePayload:
-    """FindCoordinator v0-v6 for groups (key type 0) and transactional ids (1); other key
-    types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
+    """FindCoordinator v0-v6 for groups (key type 0), transactional ids (1) and
+    share-partitions (2, from v6); other key types get INVALID_REQUEST. The seam answers: a lone broker coordinates everything; in a
     cluster a group's coordinator is the live leader of its ``__consumer_offsets`` partition (15 until there is
     one), a transactional id's the live leader of its ``__transaction_state`` partition
     (docs/cluster.md §3.7)."""
@@ -325,10 +325,14 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
         if denied:
             return dict(key=key, error_code=denied, node_id=-1, host="", port=-1,
                         error_message=codes.message(denied))
-        if key_type not in (0, 1):
+        if key_type not in (0, 1, 2):
             return dict(key=key, error_code=codes.INVALID_REQUEST, node_id=-1, host="", port=-1,
                         error_message=_INVALID_REQUEST_MESSAGE)
-        if key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
+        if key_type == 2:  # a share-partition (seglog.server.apis.share_state)
+            from . import share_state  # noqa: PLC0415 - sibling handler module
+
+            found = await share_state.find_share_coordinator(ctx, key)
+        elif key_type == 1:  # a transactional id (seglog.server.apis.txn, §3.7)
             found = await cluster_coordinators.find_transaction_coordinator(
                 cluster, key, ctx.broker.config)
         else:
@@ -340,10 +344,10 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
             info = cluster.live_brokers.get(found.node_id)
             address = info.address(ctx.listener_name) if info is not None else None
         if found.error_code or address is None:
-            return dict(key=key, error_code=found.error_code or codes.COORDINATOR_NOT_AVAILABLE,
-                        node_id=-1, host="",
-                        port=-1, error_message=_COORDINATOR_NOT_AVAILABLE_MESSAGE
-                        if ctx.api_version >= 1 else None)
+            code = found.error_code or codes.COORDINATOR_NOT_AVAILABLE
+            message = codes.message(code) if found.error_message is None else found.error_message
+            return dict(key=key, error_code=code, node_id=-1, host="",
+                        port=-1, error_message=message if ctx.api_version >= 1 else None)
         # Kafka's message for success: the error's name before v4, empty from v4.
         return dict(key=key, error_code=codes.NONE, node_id=found.node_id, host=address[0],
                     port=address[1], error_message="" if ctx.api_version >= 4 else "NONE")
@@ -352,10 +356,6 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Response
         return _response(ctx, dict(coordinators=[
             await answer(k) for k in request.coordinator_keys]))
     return _response(ctx, await answer(request.key))
-
-
-_COORDINATOR_NOT_AVAILABLE_MESSAGE = (
-    "The coordinator is not available.")
 
 
 def _find_coordinator_denied(ctx: RequestContext, key_type: int, key: str) -> int:
