@@ -44,6 +44,9 @@ FEATURES: dict[str, Feature] = {
                 "an epoch bump at every commit or abort, server-side verification)."),
         Feature("streams.version", 0, 1, 1,
                 "1: the streams group protocol (KIP-1071: StreamsGroupHeartbeat)."),
+        Feature("share.version", 0, 2, 2,
+                "1: share groups (KIP-932: ShareGroupHeartbeat, ShareFetch); 2: share "
+                "groups' later additions of Kafka 4.2+ (renewed acknowledgements)."),
     )
 }
 

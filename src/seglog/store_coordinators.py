@@ -141,6 +141,7 @@ class StoreCoordinators:
         self._active_group_sources: list[Callable[[], Any]] = []
         self._coordinator: TransactionCoordinator | None = None  # made on first use
         self._share: ShareCoordinator | None = None  # made on first use or at open
+        self._names_by_id: dict[Any, str] | None = None  # topic uuid -> name, made on use
 
     def open(self) -> TransactionCoordinator | None:
         """Reload the committed offsets and, on a writer, the transaction coordinator's state
@@ -232,12 +233,22 @@ class StoreCoordinators:
             return self._share
 
     def _partition_count_of(self, topic_id: Any) -> int | None:
-        """The partition count of the topic with Kafka uuid ``topic_id``, None if none."""
-        for name in self._logs.partition_counts():
-            topic = self._logs.existing_topic(name)
-            if topic is not None and topic.uuid == topic_id:
-                return int(topic.partitions)
-        return None
+        """The partition count of the topic with Kafka uuid ``topic_id``, None if none
+        (by a map of topic ids to names, made again after a metadata change)."""
+        with self._lock:
+            names = self._names_by_id
+            if names is None:
+                names = {}
+                for each in self._logs.partition_counts():
+                    topic = self._logs.existing_topic(each)
+                    if topic is not None:
+                        names[topic.uuid] = each
+                self._names_by_id = names
+            found = names.get(topic_id)
+            topic = None if found is None else self._logs.existing_topic(found)
+            if topic is None or topic.uuid != topic_id:
+                return None
+            return int(topic.partitions)
 
     # --- groups ----------------------------------------------------------------------------
 
@@ -277,9 +288,13 @@ class StoreCoordinators:
             return sorted(ids)
 
     def on_metadata_change(self) -> None:
-        """Topics were created, grown or deleted: groups subscribed to them rebalance."""
+        """Topics were created, grown or deleted: groups subscribed to them rebalance, the
+        share-group state of deleted topics goes."""
         for group in list(self._groups.values()):
             group.on_metadata_change()
+        self._names_by_id = None
+        if self._share is not None:
+            self._share.on_topics_changed()
 
     def add_active_groups_source(self, source: Callable[[], Any]) -> None:
         """See :meth:`Store.add_active_groups_source

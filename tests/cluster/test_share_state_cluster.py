@@ -112,6 +112,17 @@ def test_share_state_survives_the_coordinator(make_cluster, zk_client):
     assert partition_answer(call(cluster.address(new_coordinator), read(
         "g", topic_id, 1, 3)))["error_code"] == codes.FENCED_LEADER_EPOCH
 
+    # The survivor's persister: the summary and the delete go to the new coordinator.
+    async def summary_then_delete():
+        persister = _persister(cluster, survivor)
+        summary = await persister.read_state_summary("g", topic_id, 1)
+        deleted = await persister.delete_state("g", topic_id, 1)
+        return summary, deleted, await persister.read_state("g", topic_id, 1, 4)
+
+    summary, deleted, (code, state) = _on_loop(cluster, survivor, summary_then_delete)
+    assert tuple(summary) == (0, 10, 1, 4, 10)
+    assert deleted == 0 and code == codes.INVALID_REQUEST and state is None
+
 
 def _answer_if_ok(answer):
     code, state = answer

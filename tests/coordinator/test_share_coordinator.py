@@ -246,3 +246,39 @@ def test_cold_partitions_get_snapshots(store):
     assert len(_records(store)) == 5
     # Every record before the last snapshots is redundant now.
     assert share.last_redundant_offset(where) == 3
+
+
+def test_deleting_a_topic_deletes_its_share_state(store):
+    tid = store.topic("t").uuid
+    store.create_topic("u", 1)
+    other = store.topic("u").uuid
+    share = store.share_coordinator()
+    assert share.initialize_state("g", tid, 0, 0, 0) == 0
+    assert share.initialize_state("g", other, 0, 0, 0) == 0
+    store.delete_topic("t")
+    assert share.share_partitions() == [("g", other, 0)]
+    tombstones = [k for t, k, v in _records(store) if v is None]
+    assert [(k.group_id, k.topic_id, k.partition) for k in tombstones] == [("g", tid, 0)]
+
+
+def test_inverted_batches_as_kafka(store):
+    """A batch whose first offset is above its last: alone it is kept as sent (Kafka's
+    combiner returns a single batch untouched); met by the sweep, the write fails with
+    UNKNOWN_SERVER_ERROR and nothing is written (Kafka's combiner fails on it too)."""
+    tid = store.topic("t").uuid
+    share = store.share_coordinator()
+    assert share.initialize_state("g", tid, 0, 0, 0) == 0
+    assert share.write_state("g", tid, 0, ShareState(0, 0, (_b(10, 5, 2, 1),), 0)) == 0
+    assert share.read_state("g", tid, 0, 0)[1].batches == (_b(10, 5, 2, 1),)
+    before = len(_records(store))
+    code = share.write_state("g", tid, 0, ShareState(0, 0, (_b(10, 5, 2, 1), _b(3, 4, 0, 1)),
+                                                     0))
+    assert code == codes.UNKNOWN_SERVER_ERROR
+    assert code.message.startswith("Unable to write share group state: ")
+    assert len(_records(store)) == before
+    # Kafka's answer to a covering batch of the same priority (the inverted one's end
+    # cancels it for a while): kept as Kafka keeps it.
+    assert share.write_state("g", tid, 0, ShareState(0, 0, (_b(0, 20, 2, 1),), 0)) == 0
+    assert share.read_state("g", tid, 0, 0)[1].batches == (_b(0, 5, 2, 1), _b(10, 20, 2, 1))
+    with pytest.raises(ValueError):
+        combine_state_batches([_b(10, 5, 2, 1)], [_b(3, 4, 0, 1)], 0)

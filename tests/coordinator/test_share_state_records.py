@@ -13,6 +13,7 @@ import pytest
 import seglog
 from seglog.bench.kafka import find_kafka
 from seglog.coordinator import share_state_records as r
+from seglog.coordinator.share_coordinator import ShareCoordinatorConfig
 from seglog.coordinator.share_state_records import (ShareSnapshotValue, ShareState,
                                                     ShareUpdateValue, StateBatch)
 from seglog.errors import CorruptRecordError
@@ -99,6 +100,8 @@ def test_kafka_dump_log_decodes_a_segment_seglog_wrote(tmp_path, backend):
     assert share.initialize_state("g", topic_id, 0, 3, 10) == 0
     assert share.write_state("g", topic_id, 0, ShareState(
         3, 10, (StateBatch(10, 14, 2, 1), StateBatch(15, 15, 4, 5)), 2, 6)) == 0
+    # The rest in zstd batches (share.coordinator.state.topic.compression.codec=4).
+    share.set_config(ShareCoordinatorConfig(1, 500, "zstd"))
     assert share.initialize_state("g2", topic_id, 0, 0, -1) == 0
     assert share.delete_state("g2", topic_id, 0) == 0
     store.close()
@@ -135,6 +138,7 @@ def test_kafka_dump_log_decodes_a_segment_seglog_wrote(tmp_path, backend):
     assert "deliveryCompleteCount" not in payloads[2]["data"] or \
         payloads[2]["data"]["deliveryCompleteCount"] == -1
     assert keys[3]["data"]["groupId"] == "g2" and payloads[3] is None
+    assert "compresscodec: zstd" in out
 
 
 def test_internal_records_of_share_group_state():

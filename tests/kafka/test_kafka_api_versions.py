@@ -40,8 +40,6 @@ NOT_SERVED: dict[int, str] = {
     80: "KRaft quorum API (AddRaftVoter): no Raft quorum.",
     81: "KRaft quorum API (RemoveRaftVoter): no Raft quorum.",
     94: "KRaft controller API (UnregisterController): no KRaft controllers.",
-    **{key: "Share groups (KIP-932): issue 25."
-       for key in (76, 77, 78, 79, 90, 91, 92)},
 }
 
 #: API keys being built now (issue 24), not yet served at Kafka 4.4's versions:

@@ -103,15 +103,21 @@ def _exactly(sock, count):
     return out
 
 
+#: The collections whose order is a map's in Kafka's answers (compared as sets); every other
+#: list keeps its order (state batches are in offset order).
+_UNORDERED = frozenset({"results", "partitions"})
+
+
 def plain(response) -> Any:
-    """The response as plain data (tuples, ints, strings; topic ids as they are), results
+    """The response as plain data (lists, dicts, ints, strings; topic ids as text), results
     and partitions sorted so that two brokers' answers compare."""
-    def convert(value):
+    def convert(value, name=""):
         if dataclasses.is_dataclass(value):
-            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            return {f.name: convert(getattr(value, f.name), f.name)
+                    for f in dataclasses.fields(value)}
         if isinstance(value, tuple):
             items = [convert(v) for v in value]
-            return sorted(items, key=repr)
+            return sorted(items, key=repr) if name in _UNORDERED else items
         if isinstance(value, uuid.UUID):
             return str(value)
         if isinstance(value, (int, str)) or value is None:
@@ -125,3 +131,13 @@ def partition_answer(response) -> dict:
     results = plain(response)["results"]
     assert len(results) == 1 and len(results[0]["partitions"]) == 1, results
     return results[0]["partitions"][0]
+
+
+def read_many(group, topics, *, version=0):
+    """A ReadShareGroupState of several topics: ``topics`` is ``[(topic id, [(partition,
+    leader epoch), ...]), ...]`` (a topic or partition may repeat)."""
+    m = _module(READ, version)
+    return m.ReadShareGroupStateRequest(group_id=group, topics=tuple(
+        m.ReadStateData(topic_id=topic_id, partitions=tuple(
+            m.PartitionData(partition=i32(p), leader_epoch=i32(e)) for p, e in parts))
+        for topic_id, parts in topics))

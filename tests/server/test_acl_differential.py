@@ -38,6 +38,7 @@ import socket
 import struct
 import sys
 import time
+import uuid
 
 import pytest
 from seglog.schemas import load_request_schema, load_response_schema
@@ -196,6 +197,7 @@ MATRIX_ACLS = (
     _acl("t-host", Op.READ, host=SUBJECT_HOST),
     _acl("t-conf", Op.ALTER_CONFIGS),
     _acl("g-conf", Op.ALTER_CONFIGS, res=Res.GROUP),
+    _acl("sg-ok", Op.READ, res=Res.GROUP),
 )
 TOPICS = ("t-read", "t-other", "pre-allowed", "pre-denied", "t-host", "t-conf")
 
@@ -260,6 +262,7 @@ def scenario(bootstrap: str) -> dict:
 
         out.update(_data_path(subject))
         out.update(_groups_and_transactions(subject))
+        out.update(_share_groups(subject))
         out.update(_admin_apis(subject))
 
         dl = admin.m(31, 3)
@@ -460,6 +463,45 @@ def _groups_and_transactions(subject: Wire) -> dict:
     return out
 
 
+def _share_groups(subject: Wire) -> dict:
+    """Share groups (KIP-932): READ on the group and DESCRIBE on the subscribed topics for
+    ShareGroupHeartbeat, DESCRIBE for ShareGroupDescribe / DescribeShareGroupOffsets, READ
+    (group and topics) for AlterShareGroupOffsets, DELETE on the group for
+    DeleteShareGroupOffsets."""
+    out: dict = {}
+    member = "0" * 22
+    for group, topics in (("sg-no", ("t-read",)), ("sg-ok", ("t-other",)),
+                          ("sg-ok", ("t-read",))):
+        r = subject.call(76, 1, group_id=group, member_id=member, member_epoch=0,
+                         rack_id=None, subscribed_topic_names=topics)
+        out[f"share heartbeat {group} {topics}"] = (int(r.error_code), r.error_message,
+                                                    r.member_epoch)
+    r = subject.call(77, 1, group_ids=("sg-ok", "sg-no"), include_authorized_operations=True)
+    out["share group describe"] = [(g.group_id, int(g.error_code), g.group_state,
+                                    int(g.authorized_operations)) for g in r.groups]
+    dm = subject.m(90, 1)
+    r = subject.call(90, 1, groups=(
+        dm.DescribeShareGroupOffsetsRequestGroup(group_id="sg-ok", topics=(
+            dm.DescribeShareGroupOffsetsRequestTopic(topic_name="t-read", partitions=(0,)),
+            dm.DescribeShareGroupOffsetsRequestTopic(topic_name="t-other", partitions=(0,)))),
+        dm.DescribeShareGroupOffsetsRequestGroup(group_id="sg-no", topics=None)))
+    out["describe share group offsets"] = [
+        (g.group_id, int(g.error_code), [(t.topic_name, [int(p.error_code) for p in t.partitions])
+                                         for t in g.topics]) for g in r.groups]
+    am = subject.m(91, 0)
+    for group in ("sg-no", "sg-ok"):
+        r = subject.call(91, 0, group_id=group, topics=tuple(am.AlterShareGroupOffsetsRequestTopic(
+            topic_name=t, partitions=(am.AlterShareGroupOffsetsRequestPartition(
+                partition_index=0, start_offset=0),)) for t in ("t-other",)))
+        out[f"alter share group offsets {group}"] = (int(r.error_code), [
+            (t.topic_name, [int(p.error_code) for p in t.partitions]) for t in r.responses])
+    xm = subject.m(92, 0)
+    r = subject.call(92, 0, group_id="sg-ok", topics=(
+        xm.DeleteShareGroupOffsetsRequestTopic(topic_name="t-read"),))
+    out["delete share group offsets, no group DELETE"] = int(r.error_code)
+    return out
+
+
 def _admin_apis(subject: Wire) -> dict:
     out: dict = {}
     ct = subject.m(19, 7)
@@ -526,6 +568,33 @@ def _admin_apis(subject: Wire) -> dict:
          [(c.name, c.value) for c in x.configs]) for x in r.results]
     r = subject.call(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
     out["describe cluster operations"] = int(r.cluster_authorized_operations)
+    out.update(_share_state_apis(subject))
+    return out
+
+
+def _share_state_apis(subject: Wire) -> dict:
+    """The share coordinator's APIs (83-87) and FindCoordinator for a share-partition key:
+    CLUSTER_ACTION on the cluster, which the subject lacks."""
+    out: dict = {}
+    topic_id = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+    r = subject.call(10, 6, key_type=2, coordinator_keys=("g:Dx4tPEtaaXiHlqW0w9Lh8A:0",))
+    out["find share coordinator"] = [(int(c.error_code), c.error_message)
+                                     for c in r.coordinators]
+    for key, version, topics in (
+            (83, 0, lambda m: (m.InitializeStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, state_epoch=0, start_offset=0),)),)),
+            (84, 0, lambda m: (m.ReadStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, leader_epoch=0),)),)),
+            (85, 1, lambda m: (m.WriteStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0,
+                                delivery_complete_count=-1, state_batches=()),)),)),
+            (86, 0, lambda m: (m.DeleteStateData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0),)),)),
+            (87, 1, lambda m: (m.ReadStateSummaryData(topic_id=topic_id, partitions=(
+                m.PartitionData(partition=0, leader_epoch=0),)),))):
+        r = subject.call(key, version, group_id="g", topics=topics(subject.m(key, version)))
+        out[f"share state api {key}"] = [(int(p.error_code), p.error_message)
+                                         for t in r.results for p in t.partitions]
     return out
 
 
@@ -576,6 +645,8 @@ def test_acl_matrix_answers_as_kafka_does(real_kafka, seglog_broker):
     assert got["init producer id"]["tx-no"] == 53
     assert got["confluent producer to a READ-only topic"] == [True]
     assert got["confluent consumer in a group without READ"] is True
+    assert got["share state api 84"] == [(31, "Cluster authorization failed.")]
+    assert got["find share coordinator"][0][0] == 31
 
 
 # --- named users over SASL_PLAINTEXT (PLAIN): alice, bob and the super user admin ----------

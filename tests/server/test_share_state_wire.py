@@ -29,8 +29,29 @@ def _address(broker):
 
 
 def _topic(broker, name="t", partitions=2) -> uuid.UUID:
+    """Topic ``name`` made, and ``__share_group_state`` too (by a FindCoordinator, as a
+    persister finds its coordinator first): its id."""
     broker.store.create_topic(name, partitions)
-    return broker.store.topic(name).uuid
+    topic_id = broker.store.topic(name).uuid
+    call(_address(broker), find_share_coordinator(coordinator_key("g", topic_id, 0)))
+    return topic_id
+
+
+def test_not_coordinator_before_find_coordinator(broker_factory):
+    """As Kafka: the share coordinator serves the partitions of ``__share_group_state``,
+    which the first FindCoordinator makes; NOT_COORDINATOR before."""
+    broker = broker_factory(config=SHARE)
+    broker.store.create_topic("t", 1)
+    tid = broker.store.topic("t").uuid
+    answer = partition_answer(call(_address(broker), initialize("g", tid, 0, 0, 0)))
+    assert (answer["error_code"], answer["error_message"]) == (
+        codes.NOT_COORDINATOR,
+        "Unable to initialize share group state: This is not the correct coordinator.")
+    assert SHARE_STATE_TOPIC not in broker.store
+    call(_address(broker), find_share_coordinator(coordinator_key("g", tid, 0)))
+    assert broker.store.topic(SHARE_STATE_TOPIC).partitions == 3
+    answer = partition_answer(call(_address(broker), initialize("g", tid, 0, 0, 0)))
+    assert answer["error_code"] == 0
 
 
 def test_ranges_served(broker_factory):
@@ -208,3 +229,131 @@ def test_housekeeping_prunes_redundant_records(broker_factory, tmp_path):
     broker.stop()
     broker = broker_factory(config=config, data_dir=path)
     assert partition_answer(call(_address(broker), read("g", tid, 0, 0))) == before
+
+
+def test_the_state_of_a_deleted_topic_goes(broker_factory):
+    broker = broker_factory(config=SHARE)
+    address = _address(broker)
+    tid = _topic(broker)
+    assert partition_answer(call(address, initialize("g", tid, 0, 0, 0)))["error_code"] == 0
+    share = broker.store.share_coordinator()
+    assert share.share_partitions() == [("g", tid, 0)]
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics(["t"])["t"].result(30)
+    deadline = time.monotonic() + 30
+    while share.share_partitions():
+        assert time.monotonic() < deadline, "the share state of t is still there"
+        time.sleep(0.1)
+
+
+def test_any_well_formed_request_gets_an_answer(broker_factory):
+    """Odd values from the network (any int32 partition and epoch, any int64 offset, batches
+    of any bounds, state and count): every request is answered with Kafka error codes, never
+    a closed connection, and the state keeps loading (a restart reads it back)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    broker = broker_factory(config=SHARE)
+    address = _address(broker)
+    tid = _topic(broker)
+    assert partition_answer(call(address, initialize("g", tid, 0, 0, 0)))["error_code"] == 0
+    known = set(codes.BY_CODE)
+    int32 = st.integers(-2**31, 2**31 - 1)
+    int64 = st.integers(-2**63, 2**63 - 1)
+    small = st.integers(-3, 40)
+    batch = st.tuples(st.one_of(small, int64), st.one_of(small, int64),
+                      st.integers(-128, 127), st.integers(-2**15, 2**15 - 1))
+
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(kind=st.sampled_from(["init", "read", "write", "delete", "summary"]),
+           partition=st.one_of(st.integers(-1, 2), int32), epoch=st.one_of(small, int32),
+           start=st.one_of(small, int64), batches=st.lists(batch, max_size=4),
+           count=st.one_of(small, int32))
+    def check(kind, partition, epoch, start, batches, count):
+        request = {
+            "init": lambda: initialize("g", tid, partition, epoch, start),
+            "read": lambda: read("g", tid, partition, epoch),
+            "write": lambda: write("g", tid, partition, state_epoch=epoch % 3,
+                                   leader_epoch=epoch, start_offset=start, batches=batches,
+                                   delivery_complete_count=count),
+            "delete": lambda: delete("g", tid, partition),
+            "summary": lambda: summary("g", tid, partition, epoch)}[kind]()
+        for result in call(address, request).results:
+            for answer in result.partitions:
+                assert int(answer.error_code) in known
+
+    check()
+    broker.stop()
+    broker = broker_factory(config=SHARE, data_dir=broker.store.path)
+    answer = partition_answer(call(_address(broker), summary("g", tid, 0)))
+    assert answer["error_code"] == 0
+
+
+def _serve_share(data_dir):
+    """``(process, port)``: a ``seglog serve`` subprocess over ``data_dir``, once listening
+    (its output read by a thread, as test_robust_internal_topics does)."""
+    import queue
+    import threading
+
+    from test_core_serve import LISTENING, START_TIMEOUT_S, _serve
+
+    proc = _serve("--data-dir", str(data_dir), "--listen", "127.0.0.1:0",
+                  "--config", "share.coordinator.state.topic.num.partitions=2",
+                  "--config", "offsets.topic.num.partitions=1")
+    lines: queue.Queue = queue.Queue()
+
+    def read_all() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=read_all, daemon=True).start()
+    seen = []
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append(line)
+        match = LISTENING.search(line)
+        if match:
+            return proc, int(match.group(1))
+    proc.kill()
+    proc.wait(10)
+    raise AssertionError("seglog serve did not say it was listening:\n" + "".join(seen))
+
+
+def test_seglog_serve_keeps_the_state_across_a_restart(tmp_path):
+    """The same conversation with ``seglog serve`` processes (the CLI's broker): the state
+    written before a SIGTERM is read back by the next process over the same data dir."""
+    import seglog
+
+    data_dir = tmp_path / "data"
+    with seglog.Store(data_dir, offsets_topic_partitions=1) as store:
+        store.create_topic("t", 1)
+        tid = store.topic("t").uuid
+    proc, port = _serve_share(data_dir)
+    try:
+        address = ("127.0.0.1", port)
+        found = call(address, find_share_coordinator(coordinator_key("g", tid, 0)))
+        assert found.coordinators[0].error_code == 0
+        assert partition_answer(call(address, initialize("g", tid, 0, 1, 5)))[
+            "error_code"] == 0
+        assert partition_answer(call(address, write(
+            "g", tid, 0, state_epoch=1, leader_epoch=2, start_offset=5,
+            batches=[(5, 9, 4, 5)])))["error_code"] == 0
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
+    proc, port = _serve_share(data_dir)
+    try:
+        answer = partition_answer(call(("127.0.0.1", port), read("g", tid, 0, 2)))
+        assert answer["error_code"] == 0 and answer["state_epoch"] == 1
+        assert answer["state_batches"] == [
+            dict(first_offset=5, last_offset=9, delivery_state=4, delivery_count=5)]
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0

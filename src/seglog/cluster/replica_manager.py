@@ -695,6 +695,12 @@ class ReplicaManager(PartitionSeam):
         await self._blocking(write_entity_config, self.zk, zk_data.CONFIG_TYPE_TOPIC, topic,
                              dict(configs))
 
+    async def topic_config_overrides(self, topic: str) -> dict[str, str] | None:
+        """The overrides in ``/config/topics/<t>`` (the seam's; empty when none are set)."""
+        config: dict[str, str] = await self._blocking(self.zk.entity_config,
+                                                      zk_data.CONFIG_TYPE_TOPIC, topic)
+        return config
+
     async def alter_broker_configs(self, broker_id: int | None,
                                    configs: Mapping[str, str]) -> None:
         """Make ``configs`` the whole dynamic broker layer of broker ``broker_id``

@@ -447,6 +447,13 @@ class PartitionSeam(abc.ABC):
         change announced so every broker takes it). Raises :class:`~seglog.errors.SeglogError`
         when it could not be made (nothing changed)."""
 
+    async def topic_config_overrides(self, topic: str) -> dict[str, str] | None:
+        """The cluster's config overrides of topic ``topic`` (Kafka names, string values;
+        Kafka's ``MetadataCache.topicConfig``), for a topic this broker may hold no replica
+        of; None when only this broker's Store knows them (a cluster of one: every topic is
+        there). A ZooKeeper cluster reads ``/config/topics/<t>``."""
+        return None
+
     @abc.abstractmethod
     async def alter_broker_configs(self, broker_id: int | None,
                                    configs: Mapping[str, str]) -> None:

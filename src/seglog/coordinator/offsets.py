@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Mapping
 
-from . import consumer_group_records, offsets_schema, streams_group_records
+from . import consumer_group_records, offsets_schema, share_group_records, streams_group_records
 from .internal_topics import InternalTopics, TopicLogs
 from ..errors import CorruptRecordError, InvalidRecordError, ReadOnlyError
 from ..format import CONTROL_TYPE_COMMIT, REASON_BAD_RECORDS
@@ -210,6 +210,8 @@ class OffsetsManager:
                 return None  # a consumer group's record: the groups module loads those
             if key.version in streams_group_records.RECORD_TYPES:
                 return None  # a streams group's record: the streams group coordinator's
+            if key.version in share_group_records.RECORD_TYPES:
+                return None  # a share group's record: the share group coordinator's
             warnings.warn(f"seglog: {where}: unknown message key with version {key.version} "
                           "while loading offsets and group metadata; ignoring it",
                           RuntimeWarning, stacklevel=2)

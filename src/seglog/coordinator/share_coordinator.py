@@ -116,12 +116,15 @@ class ShareStateSummary(NamedTuple):
 @dataclass(frozen=True)
 class ShareCoordinatorConfig:
     """Kafka's ``share.coordinator.*`` configs the coordinator uses:
-    ``state_topic_num_partitions`` (``share.coordinator.state.topic.num.partitions``) and
+    ``state_topic_num_partitions`` (``share.coordinator.state.topic.num.partitions``),
     ``snapshot_update_records_per_snapshot``
-    (``share.coordinator.snapshot.update.records.per.snapshot``)."""
+    (``share.coordinator.snapshot.update.records.per.snapshot``) and ``compression`` (the
+    codec of its record batches, ``share.coordinator.state.topic.compression.codec``: none,
+    gzip, snappy, lz4, zstd)."""
 
     state_topic_num_partitions: int = 50
     snapshot_update_records_per_snapshot: int = 500
+    compression: str = "none"
 
 
 # --- PersisterStateBatchCombiner ------------------------------------------------------------
@@ -133,7 +136,8 @@ def combine_state_batches(so_far: Sequence[StateBatch], new: Sequence[StateBatch
     below ``start_offset`` dropped (cut at it), then each offset taking the batch with the
     highest delivery count, then the highest delivery state, among those covering it;
     neighbours with the same state and count coalesced. ``start_offset`` -1 prunes
-    nothing."""
+    nothing. ValueError when a batch ends before it begins and the sweep meets it (where
+    Kafka's combiner fails too)."""
     pruned: list[StateBatch] = []
     for batch in (*so_far, *new):
         if start_offset != -1 and batch.last_offset < start_offset:
@@ -164,6 +168,11 @@ def combine_state_batches(so_far: Sequence[StateBatch], new: Sequence[StateBatch
             i += 1
             if begin:
                 active[priority] = active.get(priority, 0) + 1
+            elif priority not in active:
+                # A batch whose last offset is below its first ends before it begins:
+                # Kafka's combiner fails on it (a NullPointerException), so does this one.
+                raise ValueError(f"a state batch ends at {offset - 1} before it begins "
+                                 "(first offset above last offset)")
             elif active[priority] == 1:
                 del active[priority]
             else:
@@ -482,10 +491,14 @@ class ShareCoordinator:
             answer = ShareState(current.state_epoch, current.start_offset, current.batches,
                                 current.leader_epoch, current.delivery_complete_count)
             if shard.leader_epochs.get(key) != leader_epoch:
-                record_type, value = self._state_record(
-                    shard, key, current, leader_epoch=leader_epoch,
-                    start_offset=current.start_offset,
-                    delivery_complete_count=current.delivery_complete_count, batches=())
+                try:
+                    record_type, value = self._state_record(
+                        shard, key, current, leader_epoch=leader_epoch,
+                        start_offset=current.start_offset,
+                        delivery_complete_count=current.delivery_complete_count, batches=())
+                except ValueError as exc:  # batches loaded from a log the combiner refuses
+                    return ErrorCode(codes.UNKNOWN_SERVER_ERROR,
+                                     f"Unable to read share group state: {exc}"), None
                 written = self._write(where, shard, record_type, key, value)
                 if written:
                     return written, None
@@ -516,10 +529,19 @@ class ShareCoordinator:
                 return _error(codes.FENCED_STATE_EPOCH)
             if not self._topic_exists(topic_id, partition):
                 return _error(codes.UNKNOWN_TOPIC_OR_PARTITION)
-            record_type, value = self._state_record(
-                shard, key, current, leader_epoch=current.leader_epoch,
-                start_offset=state.start_offset,
-                delivery_complete_count=state.delivery_complete_count, batches=state.batches)
+            try:
+                record_type, value = self._state_record(
+                    shard, key, current, leader_epoch=current.leader_epoch,
+                    start_offset=state.start_offset,
+                    delivery_complete_count=state.delivery_complete_count,
+                    batches=state.batches)
+                if isinstance(value, ShareUpdateValue):
+                    # What the replay will merge, checked before anything is written (Kafka
+                    # replays before appending: a failing merge writes nothing).
+                    combine_state_batches(current.batches, value.batches, value.start_offset)
+            except ValueError as exc:
+                return ErrorCode(codes.UNKNOWN_SERVER_ERROR,
+                                 f"Unable to write share group state: {exc}")
             return self._write(where, shard, record_type, key, value)
 
     def delete_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> ErrorCode:
@@ -598,6 +620,40 @@ class ShareCoordinator:
                     return written
             return _OK
 
+    def delete_state_of_deleted_topics(self, partition: int | None = None) -> ErrorCode:
+        """Kafka's ``maybeCleanupShareState``: the tombstone of every share-partition (of
+        ``__share_group_state`` partition ``partition``, None: of every partition served)
+        whose topic no longer exists. NONE, or the first write's error."""
+        with self._topics.lock:
+            wanted = list(self._shards) if partition is None else [partition]
+            exists: dict[uuid.UUID, bool] = {}
+            for where in wanted:
+                shard = self._shards.get(where)
+                if shard is None:
+                    continue
+                for key in list(shard.state):
+                    topic_id = key[1]
+                    if topic_id not in exists:
+                        exists[topic_id] = self._topic_partition_count(topic_id) is not None
+                    if exists[topic_id]:
+                        continue
+                    written = self._write(where, shard, SHARE_SNAPSHOT, key, None)
+                    if written:
+                        return written
+            return _OK
+
+    def on_topics_changed(self) -> None:
+        """Topics were created or deleted (the embedded Store tells): the state of deleted
+        topics' share-partitions is deleted at once. A broker (an appender set) does it from
+        its own timer instead, as the partitions' leader."""
+        with self._topics.lock:
+            if self._appender is not None or self._topics.read_only or not self._shards:
+                return
+            code = self.delete_state_of_deleted_topics()
+            if code:
+                log.warning("share coordinator: the state of deleted topics was not deleted "
+                            "(%s)", codes.BY_CODE[int(code)].name)
+
     def share_partitions(self) -> list[tuple[str, uuid.UUID, int]]:
         """The share-partitions with state in the served partitions, sorted."""
         with self._topics.lock:
@@ -671,7 +727,8 @@ class ShareCoordinator:
         topic = self._topics.internal_topic(SHARE_STATE_TOPIC)
         now = self._now_ms()
         first, _last = topic.log(partition).append_batch(
-            [v for _k, v in batch], keys=[k for k, _v in batch], timestamps_ms=[now] * len(batch))
+            [v for _k, v in batch], keys=[k for k, _v in batch], timestamps_ms=[now] * len(batch),
+            compression=self.config.compression)
         self._topics.notify_appended()
         return int(first)
 
@@ -688,6 +745,14 @@ def _replay_raw(shard: _Shard, offset: int, raw_key: Any, raw_value: Any) -> Non
     key = records.decode_key(raw_key)
     value = None if raw_value is None else records.decode_value(key.record_type,
                                                                 bytes(raw_value))
+    try:
+        _replay_value(shard, offset, key, value)
+    except ValueError as exc:  # batches the combiner refuses: Kafka's load fails likewise
+        raise CorruptRecordError(f"a ShareUpdate record does not merge: {exc}") from None
+
+
+def _replay_value(shard: _Shard, offset: int, key: records.ShareStateKey,
+                  value: ShareSnapshotValue | ShareUpdateValue | None) -> None:
     if value is None and key.record_type == SHARE_UPDATE:
         # Kafka writes none, and its loader fails on one (the update's value is read).
         raise CorruptRecordError("a ShareUpdate record without a value")

@@ -139,6 +139,18 @@ RULES: tuple[tuple[str, str, str], ...] = (
      "a MISSING_INTERNAL_TOPICS status"),
     ("StreamsGroupDescribe", "DESCRIBE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
     ("StreamsGroupTopologyDescriptionUpdate", "READ on GROUP", "GROUP_AUTHORIZATION_FAILED"),
+    ("ShareGroupHeartbeat", "READ on GROUP; DESCRIBE on each subscribed TOPIC",
+     "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED"),
+    ("ShareGroupDescribe", "DESCRIBE on GROUP", "GROUP_AUTHORIZATION_FAILED per group"),
+    ("DescribeShareGroupOffsets", "DESCRIBE on GROUP; DESCRIBE on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED per group; TOPIC_AUTHORIZATION_FAILED per partition named "
+     "(unauthorized topics left out when all are asked)"),
+    ("AlterShareGroupOffsets", "READ on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
+    ("DeleteShareGroupOffsets", "DELETE on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per topic"),
+    ("ShareFetch, ShareAcknowledge", "READ on GROUP; READ on each TOPIC",
+     "GROUP_AUTHORIZATION_FAILED (top level); TOPIC_AUTHORIZATION_FAILED per partition"),
     ("OffsetDelete", "DELETE on GROUP; READ on each TOPIC",
      "GROUP_AUTHORIZATION_FAILED; TOPIC_AUTHORIZATION_FAILED per partition"),
     ("CreateTopics", "CREATE on CLUSTER or on the TOPIC; DESCRIBE_CONFIGS on the TOPIC for "

@@ -537,6 +537,9 @@ class Server:
         """A connection was lost: drop it from the tables (a held one from the queue)."""
         if self.connections.pop(connection.connection_id, None) is not None:
             self.connection_quotas.released(connection)
+            if self.state is not None:
+                for listener in self.state.connection_closed_listeners:
+                    listener(connection.connection_id)
 
     def request_finished(self) -> None:
         """A request was answered or dropped; wakes a shutdown waiting for the last one."""

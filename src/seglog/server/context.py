@@ -134,6 +134,9 @@ class BrokerState:
     #: :class:`~seglog.cluster.replica_manager.ReplicaManager` in a ZooKeeper cluster (given
     #: by the broker before any handler's start hook runs); a lone broker's by default.
     cluster: "PartitionSeam" = field(default=None)  # type: ignore[assignment]
+    #: Called with a connection's id once it closed (Kafka's ``ConnectionDisconnectListener``:
+    #: share sessions end with their connection).
+    connection_closed_listeners: list[Callable[[int], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.cluster is None:

@@ -50,6 +50,8 @@ API_MODULES = (
     "seglog.server.apis.groups",
     "seglog.server.apis.consumer_groups",
     "seglog.server.apis.streams_groups",
+    "seglog.server.apis.share_groups",
+    "seglog.server.apis.share_group_offsets",
     "seglog.server.apis.txn",
     "seglog.server.apis.share_state",
     "seglog.server.apis.sasl",
@@ -60,6 +62,7 @@ API_MODULES = (
     "seglog.server.apis.admin_cluster_ops",
     "seglog.server.apis.config_resources",
     "seglog.server.apis.log_dirs",
+    "seglog.server.apis.share_fetch",
 )
 
 

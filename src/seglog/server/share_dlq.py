@@ -27,7 +27,27 @@ What goes onto the DLQ topic (every fact from Kafka 4.4; checked against a real 
 - uncompressed batches no larger than the DLQ topic's ``max.message.bytes`` (Kafka's
   ``topicProduceData`` loop: 61 bytes of batch header plus each record's size); a source
   record larger than that is written headers only (Kafka's fetcher skips it);
-- written with acks=-1 (Kafka's inter-broker Produce, timeout 30 s).
+- written with acks=-1 (Kafka's inter-broker Produce, timeout 30 s) to the DLQ partition's
+  leader: through the seam's append when this broker leads it, else a Produce request (v13,
+  the topic by id) to the broker that does, over the inter-broker listener with its TLS and
+  SASL settings (:mod:`seglog.server.share_dlq_remote`, the connections the share persister
+  and the transaction marker sender make the same way).
+
+The DLQ topic's configs come from the cluster's view, as Kafka's metadata cache gives them
+(``ShareCoordinatorMetadataCacheHelperImpl``): ``errors.deadletterqueue.group.enable`` and
+``max.message.bytes`` of the topic as this broker's Store holds it (a ZooKeeper cluster
+member creates every topic of the cluster there, with ``/config/topics/<t>``), else as the
+seam reads them from the cluster (``topic_config_overrides``: the flag false unless set,
+``max.message.bytes`` else the broker's ``message.max.bytes``).
+
+Leaders move. As Kafka's ``ShareGroupDLQStateManager``: a batch answered
+NOT_LEADER_OR_FOLLOWER, or a request without an answer (connection lost, timed out), is
+sent again to the leader then known after Kafka's backoff (``ExponentialBackoffManager(5,
+1000 ms, x2, 30 s, 20 % jitter)``: at most 5 sends); any other error, or the last attempt
+failing, fails the write (logged, the range archived regardless). Kafka resends the whole
+batch, so a first send appended before its answer was lost is written twice; seglog first
+reads the DLQ partition at the leader from the range's recorded offset (below) and sends
+only the records not there yet.
 
 The source records are read as Kafka's ``ShareGroupDLQRecordFetcher`` reads them
 (``FetchIsolation.HIGH_WATERMARK``): up to the high watermark, whatever the group's
@@ -49,16 +69,16 @@ no record of what it already wrote, so a broker that stops between its DLQ write
 ARCHIVED write writes those records twice. seglog does the same and adds one thing Kafka does
 not have, so that a range is written exactly once: before its first write to the DLQ it
 records (fsync'd, in ``share-dlq-progress.json`` of the data directory) the range and the
-DLQ partition's end offset then; a later enqueue of a range so recorded first reads the DLQ
-partition from that offset and leaves out the offsets whose records are there already (by
-their ``__dlq.errors.*`` headers). The record is dropped once the ARCHIVED state is
-persisted. (The DLQ records themselves are Kafka's.) A share partition that moved to
-another broker meanwhile finds no record there and writes as Kafka does.
-
-Not built, refused by name (:class:`~seglog.errors.SeglogError` from :meth:`enqueue`, the
-range archived regardless): a DLQ partition led by another broker (Kafka sends it a Produce
-request; seglog writes only to partitions this broker leads; a cluster member also knows the
-configs only of the topics it holds a replica of).
+DLQ partition's high watermark then (no record of the range is below it, and nothing below
+it is ever truncated: acks=-1, no unclean election); a later enqueue of a range so recorded,
+and every resend above, first reads the DLQ partition from that offset and leaves out the
+offsets whose records are there already (by their ``__dlq.errors.*`` headers). At another
+broker that read is a ListOffsets (high watermark and log end offset) and consumer Fetches
+up to the high watermark once it has reached that log end offset (a record appended by a
+send whose answer was lost is then either committed, and seen, or gone for good; waited for
+30 s at most, then the write fails rather than risk a duplicate). The record is dropped once
+the ARCHIVED state is persisted. (The DLQ records themselves are Kafka's.) A share partition
+that moved to another broker meanwhile finds no record there and writes as Kafka does.
 """
 
 from __future__ import annotations
@@ -68,15 +88,19 @@ import contextlib
 import json
 import logging
 import os
+import random
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from .. import error_codes as codes
 from .. import errors
+from .._backend import get_backend
+from ..cluster.inter_broker import InterBrokerError
 from ..cluster.seam import AppendOrigin
 from ..types import TopicPartition
 from .context import BrokerState
+from .share_dlq_remote import RemoteDlqPartitions
 
 __all__ = [
     "AUTO_CREATE_TOPICS_ENABLE_CONFIG", "CAUSE_MESSAGES", "CLIENT_REJECT",
@@ -120,8 +144,19 @@ DLQ_HEADERS = (HEADER_TOPIC, HEADER_PARTITION, HEADER_OFFSET, HEADER_GROUP,
 #: Kafka's produce request of the DLQ writer: acks=-1, timeout 30 s.
 PRODUCE_ACKS = -1
 PRODUCE_TIMEOUT_S = 30.0
-#: The pauses while a new DLQ partition gets its leader here (bounded: about 3 s in all).
+#: The pauses while a DLQ partition has no live leader (a topic just created, a leader
+#: being elected; bounded: about 3 s in all).
 LEADER_WAITS_S = (0.1, 0.2, 0.4, 0.8, 1.6)
+#: Kafka's ``ExponentialBackoffManager(5, 1000, 2, 30000, 0.2)`` of the DLQ writer's
+#: Produce: at most 5 sends of a batch, the n-th resend after 1000 * 2**n ms (at most
+#: 30 s), +-20 % jitter.
+MAX_ATTEMPTS = 5
+BACKOFF_MS = 1000
+BACKOFF_MAX_MS = 30_000
+BACKOFF_JITTER = 0.2
+#: The answers Kafka's DLQ writer sends again: the partition's leader moved, or the request
+#: got no answer (its client's NETWORK_EXCEPTION / REQUEST_TIMED_OUT).
+_RETRIABLE = frozenset({codes.NOT_LEADER_OR_FOLLOWER, codes.NETWORK_EXCEPTION})
 #: The v2 batch header Kafka's size loop starts from (``batchSize = 61``).
 _BATCH_OVERHEAD_BYTES = 61
 #: Where the exactly-once progress is kept, in the broker's data directory.
@@ -132,6 +167,7 @@ EXTENSION_KEY = "seglog.server.share_dlq"
 SHARE_VERSION_DLQ = 2
 
 Header = tuple[str, bytes]
+_T = TypeVar("_T")
 
 
 def dlq_headers(topic: str, partition: int, offset: int, group_id: str,
@@ -201,6 +237,40 @@ def _bool(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class _TopicView:
+    """What the writer reads of a DLQ topic's configs."""
+
+    group_enable: bool
+    max_message_bytes: int
+
+
+def _backoff_s(attempt: int) -> float:
+    """Kafka's ``ExponentialBackoff.backoff(attempt)`` in seconds."""
+    backoff_ms = min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** attempt)
+    return float(backoff_ms * random.uniform(1 - BACKOFF_JITTER, 1 + BACKOFF_JITTER) / 1000)
+
+
+async def _with_retries(read: Callable[[], Awaitable[_T]]) -> _T:
+    """``read()`` (a ListOffsets or Fetch to the DLQ partition's leader, or a look at this
+    broker's replica), again after Kafka's backoff while the leader is not known or not
+    ready (a partition just created or just moved) or the request got no answer, at most
+    :data:`MAX_ATTEMPTS` times."""
+    for attempt in range(1, MAX_ATTEMPTS):
+        try:
+            return await read()
+        except (InterBrokerError, _NoLeaderError) as exc:
+            log.info("share DLQ: reading the DLQ partition: %s; again", exc)
+            await asyncio.sleep(_backoff_s(attempt))
+    return await read()
+
+
+class _NoLeaderError(errors.SeglogError):
+    """The DLQ partition has no live leader (Kafka: the writer's ``ConfigException``)."""
+
+    kafka_error_code = codes.LEADER_NOT_AVAILABLE
+
+
+@dataclass(frozen=True)
 class DlqWriteResult:
     """What :meth:`ShareDlqManager.enqueue` wrote: the DLQ partition, how many records were
     appended, how many offsets were already there (a range resumed after a restart) and how
@@ -237,6 +307,8 @@ class ShareDlqManager:
         self._progress: list[dict[str, Any]] = _load_progress(self._progress_path)
         self._lock = asyncio.Lock()
         self._create_lock = asyncio.Lock()
+        self._remote_client: RemoteDlqPartitions | None = None
+        self._writes = 0
 
     # --- configs -------------------------------------------------------------------------
 
@@ -275,14 +347,32 @@ class ShareDlqManager:
 
     # --- the DLQ topic -------------------------------------------------------------------
 
-    def _dlq_topic_config(self, name: str) -> Any:
-        try:
-            return self._broker.store.topic(name).config
-        except errors.SeglogError:
+    async def _topic_view(self, name: str) -> _TopicView | None:
+        """What the writer needs of DLQ topic ``name``'s configs, from the cluster's view
+        (Kafka's ``isDlqEnabledOnTopic`` / ``dlqTopicMaxMessageBytes`` over the metadata
+        cache); None when the topic does not exist. A topic this broker holds: its Store's
+        config; any other: the cluster's overrides (``/config/topics/<t>`` in ZooKeeper), the
+        flag false unless set (Kafka's ``LogConfig`` default), ``max.message.bytes`` else the
+        broker's ``message.max.bytes``."""
+        if self._broker.cluster.partition_count(name) is None:
             return None
+        try:
+            config = self._broker.store.topic(name).config
+        except errors.SeglogError:
+            config = None
+        if config is not None:
+            return _TopicView(bool(config.errors_deadletterqueue_group_enable),
+                              int(config.max_message_bytes))
+        overrides = await self._broker.cluster.topic_config_overrides(name) or {}
+        max_message_bytes = int(self._broker_config("message.max.bytes", 1048588))
+        with contextlib.suppress(ValueError):
+            max_message_bytes = int(overrides.get("max.message.bytes", max_message_bytes))
+        return _TopicView(_bool(overrides.get(GROUP_ENABLE_TOPIC_CONFIG, "false")),
+                          max_message_bytes)
 
-    def _validate(self, group_id: str, settings: _Settings) -> None:
-        """Kafka's ``validateDlqTopic``, in its order and words."""
+    def _validate(self, group_id: str, settings: _Settings, view: _TopicView | None) -> None:
+        """Kafka's ``validateDlqTopic``, in its order and words (``view``: the topic's
+        configs, None when it does not exist)."""
         name = settings.topic_name
         if not name:
             raise errors.InvalidConfigError(
@@ -291,12 +381,8 @@ class ShareDlqManager:
             raise errors.InvalidConfigError(
                 f"Configured DLQ topic name in share group: {group_id} cannot start with __, "
                 f"topic: {name}.")
-        exists = self._broker.cluster.partition_count(name) is not None
-        if exists:
-            # A cluster member without a replica of the topic has no config of it here: the
-            # write that follows is refused then (its leader is another broker).
-            config = self._dlq_topic_config(name)
-            if config is not None and not config.errors_deadletterqueue_group_enable:
+        if view is not None:
+            if not view.group_enable:
                 raise errors.InvalidConfigError(
                     f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
                     f"topic: {name}.")
@@ -399,26 +485,33 @@ class ShareDlqManager:
     async def _write(self, group_id: str, tp: TopicPartition, topic_id: uuid.UUID | None,
                      first_offset: int, last_offset: int, delivery_count: int | None,
                      cause: str | None) -> DlqWriteResult:
-        """The DLQ write of :meth:`enqueue`."""
+        """The DLQ write of :meth:`enqueue`. The connections to other brokers are closed
+        when no write is left (DLQ writes are rare, and the writer is not a handler module
+        with a stop hook: nothing is left open when the broker stops)."""
+        self._writes += 1
+        try:
+            return await self._write_range(group_id, tp, topic_id, first_offset, last_offset,
+                                           delivery_count, cause)
+        finally:
+            self._writes -= 1
+            if not self._writes:
+                await self.close()
+
+    async def _write_range(self, group_id: str, tp: TopicPartition,
+                           topic_id: uuid.UUID | None, first_offset: int, last_offset: int,
+                           delivery_count: int | None, cause: str | None) -> DlqWriteResult:
+        """The DLQ write of :meth:`enqueue` (see the module docstring)."""
         _check_parameters(group_id, tp, first_offset, last_offset)
         settings = self._settings(group_id)
-        self._validate(group_id, settings)
+        self._validate(group_id, settings, await self._topic_view(settings.topic_name))
         count = await self._ensure_topic(settings.topic_name)
         dlq_tp = TopicPartition(settings.topic_name, tp.partition % count)
-        cluster = self._broker.cluster
-        replica = await self._leader_replica(dlq_tp)
-        if replica is None:
-            raise errors.SeglogError(
-                f"writing share group {group_id}'s DLQ records to {dlq_tp.topic}-"
-                f"{dlq_tp.partition}, which this broker does not lead, is not built (Kafka "
-                f"sends the leader a Produce request; error "
-                f"{cluster.no_replica_error(dlq_tp)})")
-        config = self._dlq_topic_config(settings.topic_name)
-        if config is None or not config.errors_deadletterqueue_group_enable:
+        view = await self._topic_view(settings.topic_name)
+        if view is None or not view.group_enable:
             raise errors.InvalidConfigError(
                 f"DLQ is not enabled on configured DLQ topic for share group: {group_id}, "
                 f"topic: {settings.topic_name}.")
-        max_message_bytes = int(config.max_message_bytes)
+        max_message_bytes = view.max_message_bytes
         key = _progress_key(group_id, tp, topic_id)
         async with self._lock:
             recorded = self._recorded(key, first_offset, last_offset)
@@ -427,38 +520,68 @@ class ShareDlqManager:
                 # The group's DLQ moved meanwhile: what was written went elsewhere.
                 self._progress.remove(recorded)
                 recorded = None
-            if recorded is None:
-                await self._record(key, first_offset, last_offset, dlq_tp,
-                                   int(replica.log.end_offset))
-                done: set[int] = set()
-            else:
-                done = self._already_written(replica.log, int(recorded["dlq_from"]), group_id,
-                                             tp, first_offset, last_offset)
+        # The reads at the leader are made outside the lock (they may wait for a leader:
+        # other groups' writes go on meanwhile); a range is enqueued by one caller at a time.
+        if recorded is None:
+            dlq_from = await _with_retries(lambda: self._committed_end(dlq_tp))
+            async with self._lock:
+                await self._record(key, first_offset, last_offset, dlq_tp, dlq_from)
+            done: set[int] = set()
+        else:
+            dlq_from = int(recorded["dlq_from"])
+            done = await _with_retries(lambda: self._already_written(
+                dlq_tp, dlq_from, group_id, tp, first_offset, last_offset))
         pending = (p for p in self._pending(group_id, tp, first_offset, last_offset,
                                             delivery_count, cause, settings,
                                             max_message_bytes)
                    if p.offset not in done)
         written = copied = 0
         for chunk in _chunks(pending, max_message_bytes):
-            await self._append(dlq_tp, chunk)
-            written += len(chunk)
-            copied += sum(1 for p in chunk if p.key is not None or p.value is not None)
+            sent = await self._produce(dlq_tp, chunk, dlq_from, group_id, tp)
+            written += len(sent)
+            copied += sum(1 for p in sent if p.key is not None or p.value is not None)
         return DlqWriteResult(dlq_tp, written, len(done), copied)
 
-    async def _leader_replica(self, dlq_tp: TopicPartition) -> Any | None:
-        """This broker's leader replica of ``dlq_tp``; while the partition has no leader
-        yet (a topic just created in a cluster) or is being made here, asked again a few
-        times (Kafka's DLQ writer retries with backoff); None when another broker leads it."""
+    async def _leader(self, dlq_tp: TopicPartition) -> tuple[Any | None, int]:
+        """``(replica, leader)``: this broker's leader replica of ``dlq_tp`` and its id, or
+        None and the live broker that leads it. While the partition has no live leader (a
+        topic just created, a leader being elected) it is asked again a few times; then
+        :class:`_NoLeaderError` in Kafka's words."""
         cluster = self._broker.cluster
-        for delay_s in LEADER_WAITS_S:
+        for delay_s in LEADER_WAITS_S + (0.0,):
             replica = cluster.leader_replica(dlq_tp)
             if replica is not None:
-                return replica
+                return replica, int(cluster.broker_id)
             state = cluster.states.get(dlq_tp)
-            if state is not None and state.leader >= 0 and state.leader != cluster.broker_id:
-                return None
-            await asyncio.sleep(delay_s)
-        return cluster.leader_replica(dlq_tp)
+            if state is not None and state.leader >= 0 and state.leader != cluster.broker_id \
+                    and state.leader in cluster.live_brokers:
+                return None, int(state.leader)
+            if delay_s:
+                await asyncio.sleep(delay_s)
+        raise _NoLeaderError(
+            f"DLQ topic partition leader node for share group with DLQ topic {dlq_tp.topic} "
+            f"and partition {dlq_tp.partition} could not be found.")
+
+    async def _committed_end(self, dlq_tp: TopicPartition) -> int:
+        """The DLQ partition's high watermark at its leader: no record of this range is
+        below it, and what is below it is never truncated (a leader change keeps it)."""
+        replica, leader = await self._leader(dlq_tp)
+        if replica is not None:
+            return int(replica.log.high_watermark)
+        high_watermark, _end = await self._remote().offsets(leader, dlq_tp)
+        return high_watermark
+
+    def _remote(self) -> RemoteDlqPartitions:
+        if self._remote_client is None:
+            self._remote_client = RemoteDlqPartitions(
+                self._broker.cluster, request_timeout_ms=int(PRODUCE_TIMEOUT_S * 1000),
+                backend=getattr(self._broker.store, "backend", None))
+        return self._remote_client
+
+    async def close(self) -> None:
+        """Close the connections to other brokers."""
+        if self._remote_client is not None:
+            await self._remote_client.close()
 
     def _pending(self, group_id: str, tp: TopicPartition, first_offset: int,
                  last_offset: int, delivery_count: int | None, cause: str | None,
@@ -497,9 +620,61 @@ class ShareDlqManager:
             log.warning("share DLQ: reading %s-%d at %d failed (%s); the rest headers only",
                         tp.topic, tp.partition, first_offset, exc)
 
-    async def _append(self, dlq_tp: TopicPartition, chunk: Sequence[_Pending]) -> None:
-        """One DLQ batch through the seam's append, acks=-1 (Kafka's Produce)."""
+    async def _produce(self, dlq_tp: TopicPartition, chunk: Sequence[_Pending],
+                       dlq_from: int, group_id: str, tp: TopicPartition) -> list[_Pending]:
+        """Write ``chunk`` as one batch to the DLQ partition's leader, here (the seam's
+        append) or at another broker (Produce); what was written by this call.
+
+        Kafka's retries (``handleProduceResponse``): NOT_LEADER_OR_FOLLOWER, and a request
+        that got no answer (the connection lost, the request timed out), are sent again
+        after Kafka's backoff to the leader then known, at most :data:`MAX_ATTEMPTS`
+        sends; any other error fails the write. Kafka resends the whole batch; seglog first
+        reads the partition from ``dlq_from`` and leaves out the records already there (a
+        first send appended before its answer was lost), so nothing is written twice."""
+        pending = list(chunk)
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(_backoff_s(attempt))
+                done = await _with_retries(lambda: self._already_written(
+                    dlq_tp, dlq_from, group_id, tp, pending[0].offset, pending[-1].offset))
+                pending = [p for p in pending if p.offset not in done]
+                if not pending:
+                    return []
+            try:
+                code = await self._send(dlq_tp, pending)
+            except InterBrokerError as exc:
+                log.info("share DLQ: produce to %s-%d got no answer (%s)", dlq_tp.topic,
+                         dlq_tp.partition, exc)
+                code = codes.NETWORK_EXCEPTION
+            except _NoLeaderError as exc:
+                log.info("share DLQ: %s", exc)
+                code = codes.NOT_LEADER_OR_FOLLOWER
+            if code == codes.NONE:
+                return pending
+            if code not in _RETRIABLE:
+                break
+            log.info("share DLQ: produce to %s-%d answered %s (attempt %d of %d)",
+                     dlq_tp.topic, dlq_tp.partition, codes.BY_CODE[code].name, attempt + 1,
+                     MAX_ATTEMPTS)
+        raise errors.SeglogError(
+            f"writing DLQ records to {dlq_tp.topic}-{dlq_tp.partition} failed with "
+            f"error {codes.BY_CODE[code].name if code in codes.BY_CODE else code}")
+
+    async def _send(self, dlq_tp: TopicPartition, chunk: Sequence[_Pending]) -> int:
+        """One DLQ batch to the partition's leader, acks=-1 (Kafka's Produce): through the
+        seam's append when this broker leads it, else a Produce request; the error code."""
         now_ms = self._broker.now_ms()
+        replica, leader = await self._leader(dlq_tp)
+        if replica is None:
+            topic = self._broker.cluster.assignments.get(dlq_tp.topic)
+            if topic is None or topic.topic_id is None:
+                return codes.UNKNOWN_TOPIC_ID
+            batch = get_backend(getattr(self._broker.store, "backend", None)).encode_batch(
+                [p.value for p in chunk], keys=[p.key for p in chunk],
+                timestamps_ms=[now_ms] * len(chunk), headers=[p.headers for p in chunk])
+            return await self._remote().produce(
+                leader, dlq_tp, topic.topic_id, batch, acks=PRODUCE_ACKS,
+                timeout_ms=int(PRODUCE_TIMEOUT_S * 1000))
 
         def write(log_: Any) -> int:
             _first, last = log_.append_batch(
@@ -510,10 +685,7 @@ class ShareDlqManager:
         result = await self._broker.cluster.append(
             dlq_tp, write, acks=PRODUCE_ACKS, origin=AppendOrigin.CLIENT,
             timeout_s=PRODUCE_TIMEOUT_S)
-        if result.error_code != codes.NONE:
-            raise errors.SeglogError(
-                f"writing DLQ records to {dlq_tp.topic}-{dlq_tp.partition} failed with "
-                f"error {result.error_code}")
+        return int(result.error_code)
 
     # --- the share partition's side ------------------------------------------------------
 
@@ -566,27 +738,58 @@ class ShareDlqManager:
         data = json.dumps({"version": 1, "ranges": self._progress}, sort_keys=True)
         await self._broker.run_blocking(_write_atomically, self._progress_path, data)
 
-    @staticmethod
-    def _already_written(dlq_log: Any, dlq_from: int, group_id: str, tp: TopicPartition,
-                         first: int, last: int) -> set[int]:
-        """The source offsets of the range whose DLQ records are in the DLQ partition from
-        ``dlq_from`` on (written before a restart)."""
-        found: set[int] = set()
-        start = max(dlq_from, int(dlq_log.start_offset))
-        if start >= int(dlq_log.end_offset):
-            return found
-        want = {HEADER_TOPIC: tp.topic.encode(), HEADER_PARTITION: str(tp.partition).encode(),
-                HEADER_GROUP: group_id.encode()}
-        for record in dlq_log.records(start, max_offset=int(dlq_log.end_offset)):
-            headers = dict(record.headers)
-            if all(headers.get(name) == value for name, value in want.items()):
-                try:
-                    offset = int(headers.get(HEADER_OFFSET) or b"-1")
-                except ValueError:
-                    continue
-                if first <= offset <= last:
-                    found.add(offset)
-        return found
+    async def _already_written(self, dlq_tp: TopicPartition, dlq_from: int,
+                               group_id: str, tp: TopicPartition, first: int,
+                               last: int) -> set[int]:
+        """The source offsets of ``[first, last]`` whose DLQ records are in the DLQ
+        partition from ``dlq_from`` on (by their ``__dlq.errors.*`` headers).
+
+        Here: the leader's log to its end. At another broker: a consumer's Fetches to the
+        high watermark, once that has reached the log end offset the leader answered
+        first (a record appended by a send whose answer was lost is then either committed,
+        and seen, or gone for good: acks=-1 and no unclean election); waited for at most
+        :data:`PRODUCE_TIMEOUT_S`, then the write fails rather than risk a duplicate."""
+        replica, leader = await self._leader(dlq_tp)
+        if replica is not None:
+            dlq_log = replica.log
+            start = max(dlq_from, int(dlq_log.start_offset))
+            records: Iterable[Any] = () if start >= int(dlq_log.end_offset) else \
+                dlq_log.records(start, max_offset=int(dlq_log.end_offset))
+            return _offsets_in(records, group_id, tp, first, last)
+        remote = self._remote()
+        _hw, end_offset = await remote.offsets(leader, dlq_tp)
+        deadline = asyncio.get_running_loop().time() + PRODUCE_TIMEOUT_S
+        while True:
+            found: set[int] = set()
+            high_watermark = await remote.read(
+                leader, dlq_tp, dlq_from,
+                lambda record: found.update(_offsets_in((record,), group_id, tp, first, last)))
+            if high_watermark >= end_offset:
+                return found
+            if asyncio.get_running_loop().time() > deadline:
+                raise errors.SeglogError(
+                    f"{dlq_tp.topic}-{dlq_tp.partition}: the high watermark ({high_watermark})"
+                    f" did not reach the end offset {end_offset} in {PRODUCE_TIMEOUT_S} s")
+            await asyncio.sleep(0.1)
+
+
+def _offsets_in(records: Iterable[Any], group_id: str, tp: TopicPartition, first: int,
+                last: int) -> set[int]:
+    """The source offsets in ``[first, last]`` named by DLQ records of ``tp`` and group
+    ``group_id`` among ``records``."""
+    found: set[int] = set()
+    want = {HEADER_TOPIC: tp.topic.encode(), HEADER_PARTITION: str(tp.partition).encode(),
+            HEADER_GROUP: group_id.encode()}
+    for record in records:
+        headers = dict(record.headers)
+        if all(headers.get(name) == value for name, value in want.items()):
+            try:
+                offset = int(headers.get(HEADER_OFFSET) or b"-1")
+            except ValueError:
+                continue
+            if first <= offset <= last:
+                found.add(offset)
+    return found
 
 
 def _chunks(pending: Iterable[_Pending], max_message_bytes: int) -> Iterator[list[_Pending]]:

@@ -89,13 +89,15 @@ class SharePersister:
     coordinates; ``write_timeout_ms`` (``share.coordinator.write.timeout.ms``) bounds the
     wait for the ISR, ``request_timeout_ms`` a request to another broker,
     ``max_attempts`` / ``backoff_ms`` the retries; ``replication_factor`` and
-    ``topic_config`` make ``__share_group_state`` in a cluster that has none yet."""
+    ``topic_config`` make ``__share_group_state`` in a cluster that has none yet;
+    ``serve_all`` False (a cluster member): the coordinator serves only the partitions
+    loaded as their leader."""
 
     def __init__(self, cluster: PartitionSeam, coordinator: ShareCoordinator,
                  partitions: CoordinatorPartitionsView, *, write_timeout_ms: int = 5000,
                  request_timeout_ms: int = 30_000, max_attempts: int = 5,
                  backoff_ms: int = 100, replication_factor: int = 3,
-                 topic_config: Mapping[str, str] | None = None):
+                 topic_config: Mapping[str, str] | None = None, serve_all: bool = True):
         self.cluster = cluster
         self.coordinator = coordinator
         self.partitions = partitions
@@ -110,7 +112,7 @@ class SharePersister:
         self._appends: list[AppendResult] = []
         self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
         self._locks: dict[int, asyncio.Lock] = {}
-        coordinator.set_appender(self._append)
+        coordinator.set_appender(self._append, serve_all=serve_all)
 
     # --- where a share-partition's coordinator is ---------------------------------------------
 
@@ -235,7 +237,8 @@ class SharePersister:
             now = time.time_ns() // 1_000_000
             start, last = partition_log.append_batch(
                 [v for _k, v in batch], keys=[k for k, _v in batch],
-                timestamps_ms=[now] * len(batch))
+                timestamps_ms=[now] * len(batch),
+                compression=self.coordinator.config.compression)
             first[0] = int(start)
             return int(last)
 

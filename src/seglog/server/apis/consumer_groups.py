@@ -97,8 +97,10 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any
         if not_here:
             return refused(not_here)
         classic = state.coordinator
-        if _embedded_members(ctx, group_id):
-            # seglog's in-process consumers in the Store's embedded coordinator.
+        if _embedded_members(ctx, group_id) or any(
+                t.has_group(group_id) for t in state.group_types):
+            # seglog's in-process consumers in the Store's embedded coordinator, or a group
+            # of another type (streams, share).
             return refused(codes.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         if classic.has_group(group_id) and classic.state(group_id) not in (cg.EMPTY, cg.DEAD):
             # Kafka 4.x's online upgrade (when group.consumer.migration.policy allows it):
@@ -174,7 +176,8 @@ async def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> R
         group = state.consumer.group(group_id)
         if group is None:
             message = (f"Group {group_id} is not a consumer group."
-                       if state.coordinator.has_group(group_id) else
+                       if state.coordinator.has_group(group_id) or any(
+                           t.has_group(group_id) for t in state.group_types) else
                        f"Group {group_id} not found.")
             described.append(dict(empty, error_code=codes.GROUP_ID_NOT_FOUND,
                                   error_message=message, group_state="Dead"))

@@ -1032,7 +1032,10 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
         known = coord.has_group(group_id) or group_id in _offset_groups(store)
         other_type = _other_type(ctx, group_id)
         if other_type is not None:
-            refused = other_type.delete_group(group_id)  # dropped when empty
+            # A share group's share-partition state goes first (Kafka's deleteShareGroups).
+            delete_state = getattr(other_type, "delete_group_state", None)
+            refused = await delete_state(group_id) if delete_state is not None else 0
+            refused = refused or other_type.delete_group(group_id)  # dropped when empty
             if refused:
                 results.append(dict(group_id=group_id, error_code=refused))
                 continue

@@ -17,7 +17,9 @@ partition asked twice answers once, as Kafka's map keeps the last).
 At start this module makes the broker's persister and follows the leadership of the
 ``__share_group_state`` partitions (:class:`~seglog.cluster.coordinators.CoordinatorPartitions`:
 a partition's state is loaded from its log when this broker becomes its leader and dropped
-when it stops), so a restart or a leader move keeps the state. Configs: Kafka's
+when it stops), so a restart or a leader move keeps the state, and runs Kafka's periodic
+jobs over the partitions it leads: cold-partition snapshots, pruning the records later
+snapshots made redundant, and deleting the state of deleted topics. Configs: Kafka's
 ``share.coordinator.*``.
 """
 
@@ -77,8 +79,19 @@ def _parts(request: Any, *, empty_topics_ok: bool) -> dict[uuid.UUID, dict[int, 
         if not topic.partitions and not empty_topics_ok:
             return None
         for data in topic.partitions:
-            found.setdefault(topic.topic_id, {})[int(data.partition)] = data
+            found.setdefault(_topic_id(topic), {})[int(data.partition)] = data
     return found
+
+
+#: Kafka's ``Uuid.ZERO_UUID``: a topic id of sixteen zero bytes (kio reads it as None).
+_ZERO_ID = uuid.UUID(int=0)
+
+
+def _topic_id(topic: Any) -> uuid.UUID:
+    """The topic id of a request's topic (the zero uuid, a valid id no topic has, for
+    kio's None)."""
+    topic_id: uuid.UUID | None = topic.topic_id
+    return _ZERO_ID if topic_id is None else topic_id
 
 
 def _result(module: Any, ctx: RequestContext, partition: int, code: int,
@@ -124,7 +137,7 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
     if not authorize_cluster(ctx, AclOperation.CLUSTER_ACTION):
         # Kafka's toGlobalErrorResponse: every partition asked, the error's own message.
         code = codes.CLUSTER_AUTHORIZATION_FAILED
-        return _response(ctx, {topic.topic_id: [
+        return _response(ctx, {_topic_id(topic): [
             _result(module, ctx, int(p.partition), code, codes.message(code))
             for p in topic.partitions] for topic in request.topics})
     parts = _parts(request, empty_topics_ok=empty_topics_ok)
@@ -140,6 +153,10 @@ async def _serve(ctx: RequestContext, request: Any, *, empty_topics_ok: bool,
                                  "Share coordinator is not available.")
             else:
                 gate = persister.coordinator_error(request.group_id, topic_id, partition)
+                if gate == codes.NONE and SHARE_STATE_TOPIC not in ctx.broker.store:
+                    # Kafka's coordinator runs only over the partitions of an existing
+                    # topic, which FindCoordinator makes: NOT_COORDINATOR until then.
+                    gate = codes.NOT_COORDINATOR
                 if gate != codes.NONE:
                     result = _result(module, ctx, partition, gate,
                                      f"Unable to {_OPERATIONS[ctx.api_key]}: "
@@ -303,7 +320,12 @@ async def find_share_coordinator(ctx: RequestContext, key: str) -> CoordinatorAn
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
         topic_config=state_topic_config(config))
-    return found if found.error_code == codes.NONE else found._replace(error_message="")
+    if found.error_code != codes.NONE:
+        return found._replace(error_message="")
+    # A lone broker makes the topic here (a cluster member's comes from ZooKeeper).
+    await ctx.broker.run_blocking(partition_seam(ctx.broker).ensure_internal_topic,
+                                  SHARE_STATE_TOPIC)
+    return found
 
 
 # --- start, stop -------------------------------------------------------------------------------
@@ -315,7 +337,13 @@ def coordinator_config(config: Any) -> ShareCoordinatorConfig:
         state_topic_num_partitions=int(config.get(
             "share.coordinator.state.topic.num.partitions", 50)),
         snapshot_update_records_per_snapshot=int(config.get(
-            "share.coordinator.snapshot.update.records.per.snapshot", 500)))
+            "share.coordinator.snapshot.update.records.per.snapshot", 500)),
+        compression=_CODECS[int(config.get("share.coordinator.state.topic.compression.codec",
+                                           0))])
+
+
+#: Kafka's ``CompressionType`` ids (``share.coordinator.state.topic.compression.codec``).
+_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 def state_topic_config(config: Any) -> dict[str, str]:
@@ -344,19 +372,25 @@ async def start(state: BrokerState) -> None:
     coordinator.set_topic_partition_count(partition_count)
 
     async def load(partition: int, _leader_epoch: int) -> None:
+        if serve_all and partition in coordinator.loaded_partitions():
+            return  # a lone broker's Store loaded it at open: its log has not moved since
         await state.run_blocking(coordinator.load, partition)
 
     def unload(partition: int) -> None:
         coordinator.unload(partition)
 
+    serve_all = True  # until the partitions say (load reads it only once they exist)
     partitions = cluster.coordinator_partitions(SHARE_STATE_TOPIC, load=load, unload=unload)
+    # A cluster member serves only the partitions it loaded as their leader (their loads
+    # are tasks that have not run yet); a lone broker serves them all.
+    serve_all = not isinstance(partitions, cluster_coordinators.CoordinatorPartitions)
     persister = SharePersister(
         cluster, coordinator, partitions,
         write_timeout_ms=int(config.get("share.coordinator.write.timeout.ms", 5000)),
         request_timeout_ms=int(config.get("request.timeout.ms", 30000)),
         replication_factor=int(config.get("share.coordinator.state.topic.replication.factor",
                                           3)),
-        topic_config=state_topic_config(config))
+        topic_config=state_topic_config(config), serve_all=serve_all)
     state.extensions[EXTENSION] = persister
     await partitions.start()
     state.extensions[HOUSEKEEPING] = state.loop.create_task(_housekeeping(
@@ -367,6 +401,8 @@ async def start(state: BrokerState) -> None:
             "share.coordinator.cold.partition.snapshot.interval.ms", 300000))))
 
 
+#: How often the state of deleted topics is looked for (seconds).
+_CLEANUP_S = 5.0
 #: This module's key in ``BrokerState.extensions``: its housekeeping task.
 HOUSEKEEPING = "share_state_housekeeping"
 
@@ -380,40 +416,74 @@ async def _housekeeping(state: BrokerState, persister: SharePersister, *,
     made redundant deleted (the log start offset moved up to
     :meth:`~seglog.coordinator.share_coordinator.ShareCoordinator.last_redundant_offset`;
     followers follow the leader's log start)."""
-    cluster = partition_seam(state)
-    coordinator = persister.coordinator
-    pruned: dict[int, int] = {}
+    jobs = _Jobs(state, persister, cold_interval_ms)
     now = time.monotonic()
     next_prune = now + prune_interval_ms / 1000
     next_cold = now + cold_interval_ms / 1000
     while not state.closing:
-        await asyncio.sleep(max(0.0, min(next_prune, next_cold) - time.monotonic()))
-        owned = sorted(persister.partitions.owned_partitions())
-        if time.monotonic() >= next_cold:
+        await asyncio.sleep(max(0.0, min(next_prune, next_cold, time.monotonic() + _CLEANUP_S)
+                                - time.monotonic()))
+        cold = time.monotonic() >= next_cold
+        prune = time.monotonic() >= next_prune
+        if cold:
             next_cold = time.monotonic() + cold_interval_ms / 1000
-            for partition in owned:
-                def cold(c: ShareCoordinator, p: int = partition) -> ErrorCode:
-                    return c.snapshot_cold_partitions(p, cold_interval_ms)
+        if prune:
+            next_prune = time.monotonic() + prune_interval_ms / 1000
+        try:
+            await jobs.run(cold=cold, prune=prune)
+        except Exception:  # noqa: BLE001 - one failed round must not end the jobs
+            log.exception("share coordinator housekeeping failed; trying again next round")
 
-                code = await persister.local(cold, _same)
+
+class _Jobs:
+    """One round of :func:`_housekeeping` over the partitions coordinated here."""
+
+    def __init__(self, state: BrokerState, persister: SharePersister, cold_interval_ms: int):
+        self.state = state
+        self.persister = persister
+        self.cold_interval_ms = cold_interval_ms
+        self.pruned: dict[int, int] = {}
+
+    async def run(self, *, cold: bool, prune: bool) -> None:
+        """Delete the state of deleted topics; with ``cold`` write cold snapshots, with
+        ``prune`` delete the records made redundant."""
+        persister = self.persister
+        owned = sorted(persister.partitions.owned_partitions())
+        for partition in owned:
+            # Kafka runs maybeCleanupShareState when the metadata says topics were deleted;
+            # here on every round, over the partitions led here.
+            def cleanup(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                return c.delete_state_of_deleted_topics(p)
+
+            code = await persister.local(cleanup, _same)
+            if code:
+                log.info("%s-%d: state of deleted topics not deleted (%s)", SHARE_STATE_TOPIC,
+                         partition, codes.BY_CODE[int(code)].name)
+            if cold:
+                def snapshot(c: ShareCoordinator, p: int = partition) -> ErrorCode:
+                    return c.snapshot_cold_partitions(p, self.cold_interval_ms)
+
+                code = await persister.local(snapshot, _same)
                 if code:
                     log.info("%s-%d: cold snapshots not written (%s)", SHARE_STATE_TOPIC,
                              partition, codes.BY_CODE[int(code)].name)
-        if time.monotonic() >= next_prune:
-            next_prune = time.monotonic() + prune_interval_ms / 1000
-            for partition in owned:
-                offset = coordinator.last_redundant_offset(partition)
-                replica = cluster.leader_replica(TopicPartition(SHARE_STATE_TOPIC, partition))
-                if offset is None or replica is None or pruned.get(partition) == offset:
-                    continue
-                try:
-                    await state.run_blocking(replica.log.delete_records_before, offset)
-                except SeglogError as exc:
-                    log.info("%s-%d: pruning below %d failed: %s", SHARE_STATE_TOPIC,
-                             partition, offset, exc)
-                    continue
-                pruned[partition] = offset
-                state.appended.notify()
+            if prune:
+                await self._prune(partition)
+
+    async def _prune(self, partition: int) -> None:
+        offset = self.persister.coordinator.last_redundant_offset(partition)
+        replica = partition_seam(self.state).leader_replica(
+            TopicPartition(SHARE_STATE_TOPIC, partition))
+        if offset is None or replica is None or self.pruned.get(partition) == offset:
+            return
+        try:
+            await self.state.run_blocking(replica.log.delete_records_before, offset)
+        except SeglogError as exc:
+            log.info("%s-%d: pruning below %d failed: %s", SHARE_STATE_TOPIC, partition,
+                     offset, exc)
+            return
+        self.pruned[partition] = offset
+        self.state.appended.notify()
 
 
 async def stop(state: BrokerState) -> None:
