@@ -16,6 +16,7 @@ from .storage.log import Log
 from .store import Store, Topic, TopicPartition
 from .clients.producer import Producer
 from .clients.consumer import Consumer
+from .clients.share_consumer import AcknowledgeType, ShareConsumer
 from .coordinator.group import ConsumerGroup
 from .types import ConsumerRecord
 
@@ -34,6 +35,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'seglog' has no attribute {name!r}")
 
 
-__all__ = ["BACKEND_NAMES", "Broker", "Consumer", "ConsumerGroup", "ConsumerRecord", "Log", "LogConfig",
-           "Producer", "Store", "Topic", "TopicPartition", "errors", "format", "get_backend",
-           "default_backend", "__version__"]
+__all__ = ["AcknowledgeType", "BACKEND_NAMES", "Broker", "Consumer", "ConsumerGroup",
+           "ConsumerRecord", "Log", "LogConfig", "Producer", "ShareConsumer", "Store", "Topic",
+           "TopicPartition", "errors", "format", "get_backend", "default_backend", "__version__"]

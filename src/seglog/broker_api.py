@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Protocol
 
 from .types import MemberAssignment, OffsetAndMetadata, TopicPartition
 
-__all__ = ["BrokerApi", "TopicHandle", "TxnOffsetCommitRecords"]
+__all__ = ["BrokerApi", "ShareGroupsApi", "TopicHandle", "TxnOffsetCommitRecords"]
 
 
 class TxnOffsetCommitRecords(NamedTuple):
@@ -55,6 +55,40 @@ class TopicHandle(Protocol):
     def log(self, partition: int) -> Any:
         """The Log of ``partition``; UnknownTopicOrPartitionError out of range,
         LogClosedError once the topic is deleted or the broker closed."""
+        ...
+
+
+class ShareGroupsApi(Protocol):
+    """The broker side of share groups (KIP-932) as the embedded share consumer calls it:
+    Kafka's ShareGroupHeartbeat (join/leave), ShareFetch and ShareAcknowledge, in-process
+    (:class:`seglog.store_share_groups.EmbeddedShareGroups` implements it). Thread-safe."""
+
+    def join(self, group_id: str, topics: Iterable[str], *, member_id: str | None = None) -> str:
+        """Join ``group_id`` (or change this member's topics); returns the member id."""
+        ...
+
+    def leave(self, group_id: str, member_id: str) -> None:
+        """Leave the group; the records the member holds go back to the queue."""
+        ...
+
+    def fetch(self, group_id: str, member_id: str, *, max_records: int,
+              start_index: int = 0) -> list:
+        """Acquire records: ``[(tp, batches, [(first_offset, last_offset,
+        delivery_count), ...]), ...]``; empty when none is available now."""
+        ...
+
+    def acknowledge(self, group_id: str, member_id: str,
+                    acks: Mapping[TopicPartition, Any]) -> dict[TopicPartition, int]:
+        """Acknowledge ``{tp: [(first_offset, last_offset, types), ...]}``; returns each
+        partition's Kafka error code."""
+        ...
+
+    def next_lock_deadline_ms(self, group_id: str) -> int | None:
+        """The group's earliest acquisition-lock deadline (ms since the epoch), or None."""
+        ...
+
+    def group_config(self, group_id: str) -> dict[str, str]:
+        """The group's effective share-group configs."""
         ...
 
 
@@ -98,6 +132,11 @@ class BrokerApi(Protocol):
     def wait_for_appends(self, append_count: int, timeout_s: float) -> None:
         """Block up to ``timeout_s`` seconds unless :attr:`append_count` moved past
         ``append_count`` (a fetch long-poll over every partition at once)."""
+        ...
+
+    def share_groups(self) -> ShareGroupsApi:
+        """The broker's share groups (KIP-932), for the embedded share consumer. Raises
+        ReadOnlyError on a read-only broker, LogClosedError."""
         ...
 
     # --- groups (FindCoordinator, JoinGroup, SyncGroup, LeaveGroup, OffsetCommit/Fetch) --------

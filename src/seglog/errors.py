@@ -530,3 +530,24 @@ class CorruptCredentialsError(SeglogError):
     def __init__(self, message: str, *, path: str = ""):
         super().__init__(message)
         self.path = path
+
+
+# --- share groups (KIP-932) --------------------------------------------------------------------
+
+
+class InvalidRecordStateError(SeglogError):
+    """An acknowledgement of records the member does not hold: their acquisition lock ran
+    out (they went back to the queue, maybe to another member), or they were acknowledged
+    already (Kafka's ``InvalidRecordStateException``, INVALID_RECORD_STATE, 121)."""
+
+    kafka_error_code = codes.INVALID_RECORD_STATE
+
+
+class ShareAcknowledgeError(SeglogError):
+    """An acknowledgement of a share consumer that failed with another Kafka error code
+    (e.g. the share-group state could not be written); ``kafka_error_code`` is that code,
+    set per instance."""
+
+    def __init__(self, message: str, kafka_error_code: int = codes.UNKNOWN_SERVER_ERROR):
+        super().__init__(message)
+        self.kafka_error_code = kafka_error_code

@@ -74,7 +74,6 @@ from .coordinator.assignors import ASSIGNORS
 from .coordinator.group import ConsumerGroup
 from .coordinator.offsets_schema import OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS_DEFAULT
 from .coordinator.producer_ids import ProducerIdManager
-from .coordinator.share_coordinator import ShareCoordinator
 from .coordinator.transaction import (
     TRANSACTION_TIMEOUT_MS_DEFAULT,
     TransactionCoordinator,
@@ -83,6 +82,7 @@ from .coordinator.transaction import (
 from .errors import IllegalStateError, InvalidTopicError
 from .log_dirs import LogDirState
 from .store_log_dirs import StoreLogDirs
+from .store_share_groups import StoreShareGroups
 from .log_manager import (
     CLUSTER_METADATA_TOPIC,
     TOPIC_PARTITIONS_MAX,
@@ -107,7 +107,7 @@ _DEFAULT_NODE_ID = 1
 OFFSETS_RETENTION_MS_DEFAULT = 7 * 24 * 3600 * 1000
 
 
-class Store(StoreLogDirs):
+class Store(StoreLogDirs, StoreShareGroups):
     """A Kafka log directory of topics, embedded: ``Store(path, backend=None, read_only=False)``.
 
     Opens (creating if needed, unless ``read_only``) the data directory ``path``; takes the
@@ -538,12 +538,6 @@ class Store(StoreLogDirs):
         (made on first use), whose ``handle_*`` methods the wire broker calls for Kafka's
         exact transaction errors. Raises ReadOnlyError, LogClosedError."""
         return self._coordinators.transaction_coordinator()
-
-    def share_coordinator(self) -> ShareCoordinator:
-        """The store's :class:`~seglog.coordinator.share_coordinator.ShareCoordinator`
-        (KIP-932 share-partition state in ``__share_group_state``, made on first use), which
-        share consumers and the wire broker persist through. Raises LogClosedError."""
-        return self._coordinators.share_coordinator()
 
     def describe_transaction(self, transactional_id: str) -> TransactionDescription | None:
         """The coordinator's state of ``transactional_id`` (Kafka's DescribeTransactions):

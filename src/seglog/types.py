@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from .errors import InvalidArgumentTypeError
 
 __all__ = ["ConsumerRecord", "MemberAssignment", "OffsetAndMetadata", "RecordMetadata",
+           "ShareConsumerRecord",
            "TopicPartition", "as_topic_partition"]
 
 
@@ -39,6 +40,21 @@ class ConsumerRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple
+
+
+class ShareConsumerRecord(NamedTuple):
+    """One record as a share consumer sees it: a :class:`ConsumerRecord`'s fields and its
+    ``delivery_count``, how many times the share group has delivered it (1 the first time;
+    Kafka's ``ConsumerRecord.deliveryCount()``)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+    delivery_count: int
 
 
 class OffsetAndMetadata(NamedTuple):

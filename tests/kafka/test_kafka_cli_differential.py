@@ -248,7 +248,6 @@ KNOWN_DIFFERENT: dict[str, str] = {
                                    "(config_table.DESCRIBE_RULE); every other name is named "
                                    "with its reason in tests/server/"
                                    "test_admin_configs_differential.py",
-    "features-describe": "share.version (share groups) is issue 25",
 }
 
 

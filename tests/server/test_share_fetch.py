@@ -591,3 +591,13 @@ def test_share_version_zero_turns_share_fetch_off(broker_factory):
         assert manager is not None and len(manager.sessions) == 0
     finally:
         c.close()
+
+
+def test_a_served_store_refuses_embedded_share_consumers(any_backend_broker):
+    """The broker keeps the share-partitions of the Store it serves: an embedded share
+    consumer over the same Store would be a second state machine handing a record to two
+    members at once, so the Store refuses it by name."""
+    from seglog.errors import IllegalStateError
+    any_backend_broker.store.create_topic("served-queue", 1)
+    with pytest.raises(IllegalStateError, match="seglog broker serves this Store"):
+        any_backend_broker.store.share_consumer("g", ["served-queue"])

@@ -23,6 +23,9 @@ Parts, in the order they run (names for ``--only``):
 * ``cluster`` (:mod:`.cluster`): a 3-broker seglog cluster over ZooKeeper: acks=all produce
   throughput at RF 3 against RF 1, beside a real 3-broker Kafka (KRaft) cluster, and the
   failover time after kill -9 of a partition leader.
+* ``share`` (:mod:`.share`): a work queue on one partition: records acknowledged per second
+  by the embedded ShareConsumer with 1, 4 and 16 worker threads, beside a consumer group on
+  the same data and persist-queue's and a hand-rolled sqlite3 queue.
 
 The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.stats`
 (figures over runs, ratios, formatting), :mod:`.table` (results and tables),
@@ -33,7 +36,7 @@ The machinery: :mod:`.runner` (settings, scratch dir, running parts), :mod:`.sta
 from __future__ import annotations
 
 PART_ORDER = ("limits", "article", "seglog", "twins", "peers", "sendfile", "kafka", "scale",
-              "broker", "clients", "cluster")
+              "broker", "clients", "cluster", "share")
 PART_TITLES = {
     "limits": "this machine's limits (write ceiling, page-cache reads, sendfile, CRC32C, lz4)",
     "article": "the article's sequential vs random file I/O, taken apart",
@@ -46,6 +49,7 @@ PART_TITLES = {
     "broker": "seglog serve vs the real Kafka broker, same clients, same machine",
     "clients": "the embedded Producer and Consumer against the core under them",
     "cluster": "a 3-broker seglog cluster (RF 3 vs RF 1, failover) beside a 3-broker Kafka",
+    "share": "a work queue on one partition: share consumer vs consumer group vs sqlite queues",
 }
 
 __all__ = ["PART_ORDER", "PART_TITLES"]

@@ -42,6 +42,7 @@ PART_MODULES = {
     "broker": "seglog.bench.broker",
     "clients": "seglog.bench.clients",
     "cluster": "seglog.bench.cluster",
+    "share": "seglog.bench.share",
 }
 
 MiB = 1 << 20

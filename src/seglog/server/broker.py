@@ -197,6 +197,11 @@ class Server:
                  tls_by_listener: Mapping[str, TlsSetup] | None = None,
                  on_every_log_dir_offline: Callable[[], object] | None = None):
         self.store = store
+        # The wire broker keeps the share-partitions (server/share_partitions.py): embedded
+        # share consumers of the same Store would be a second state machine over them.
+        store.serve_share_groups_elsewhere(
+            "a seglog broker serves this Store: its share consumers connect to the broker "
+            "(any Kafka share consumer), not through Store.share_consumer")
         #: Called once when every log dir went offline (Kafka halts the broker then).
         self._on_every_log_dir_offline = on_every_log_dir_offline
         self.test_breaks = test_breaks

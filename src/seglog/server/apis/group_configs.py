@@ -19,18 +19,16 @@ Readers (the consumer, streams and share group code, the DLQ writer) use
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from typing import Any, Collection
 
 from ... import error_codes as codes
 from ...config_table import BROKER_CONFIGS
-from ...errors import CorruptCheckpointError, InvalidConfigError, SeglogError
+from ...errors import InvalidConfigError, SeglogError
 from ...group_configs import GROUP_CONFIGS, GroupConfigsView, broker_default, normalized
+from ...group_configs_file import GROUP_CONFIGS_FILE, read_group_configs, write_group_configs
 from ...group_configs import validate as validate_group
 from ...configdef import format_value
-from ...storage import checkpoints
 from ..config import CONFIG_DEFS
 from ..registry import ApiHandler
 from . import admin_configs as cfg
@@ -50,8 +48,6 @@ RESOURCE_GROUP = 32
 #: DescribeConfigsResponse.ConfigSource.DYNAMIC_GROUP_CONFIG.
 SOURCE_GROUP = 8
 #: Where a lone broker keeps its group configs, in its data directory.
-GROUP_CONFIGS_FILE = "seglog-group-configs.json"
-_FILE_VERSION = 1
 #: Where the view lives in ``BrokerState.extensions``: this module's name.
 EXTENSION_KEY = "seglog.server.apis.group_configs"
 
@@ -65,36 +61,8 @@ def broker_value(state: BrokerView, name: str) -> Any:
     return BROKER_CONFIGS[name].default
 
 
-def _file_path(state: BrokerView) -> str:
-    return os.path.join(state.store.path, GROUP_CONFIGS_FILE)
-
-
-def _load(path: str) -> dict[str, dict[str, str]]:
-    try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (ValueError, RecursionError) as e:
-        raise CorruptCheckpointError(f"{path} is not valid JSON: {e}", path=path) from None
-    groups = data.get("groups") if isinstance(data, dict) else None
-    if data.get("version") != _FILE_VERSION or not isinstance(groups, dict):
-        raise CorruptCheckpointError(f"{path}: unknown format", path=path)
-    out: dict[str, dict[str, str]] = {}
-    for group_id, values in groups.items():
-        if not isinstance(values, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in values.items()):
-            raise CorruptCheckpointError(f"{path}: configs of group {group_id!r} must map "
-                                         "names to strings", path=path)
-        if values:
-            out[str(group_id)] = dict(values)
-    return out
-
-
 def _save(state: BrokerView, view: GroupConfigsView) -> None:
-    text = json.dumps({"version": _FILE_VERSION, "groups": view.all()}, indent=1,
-                      sort_keys=True)
-    checkpoints.atomic_write_bytes(_file_path(state), (text + "\n").encode("utf-8"))
+    write_group_configs(state.store.path, view.all())
 
 
 def group_configs(state: BrokerView) -> GroupConfigsView:
@@ -102,7 +70,7 @@ def group_configs(state: BrokerView) -> GroupConfigsView:
     view: GroupConfigsView | None = state.extensions.get(EXTENSION_KEY)
     if view is None:
         view = GroupConfigsView(lambda name: broker_value(state, name),
-                                _load(_file_path(state)))
+                                read_group_configs(state.store.path))
         state.extensions[EXTENSION_KEY] = view
     return view
 
