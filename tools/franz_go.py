@@ -12,6 +12,13 @@ when a test that passes against Kafka does not pass against seglog.
     PYTHONPATH=src python tools/franz_go.py                        # both brokers
     PYTHONPATH=src python tools/franz_go.py --brokers seglog --run 'TestGroup'
     PYTHONPATH=src python tools/franz_go.py --json results.json
+    PYTHONPATH=src python tools/franz_go.py --run '^TestShareGroup' --records 2000
+
+The share-group tests (``TestShareGroup*``: KIP-932 share consumers, the chained share ETL,
+acknowledgement on close, the share-group offsets admin APIs) need nothing more than the
+broker configs below; franz-go skips them when the broker lacks ShareFetch/ShareAcknowledge
+v2. ``--records`` bounds their ETL (franz-go's default of 500,000 records takes long);
+``tests/kafka/share/test_share_franz_go.py`` runs them under the ``franz_go`` marker.
 
 Needs ``go`` (1.22+) and network access to the Go module proxy; Java 17+ for Kafka. Each
 ``go test`` is bounded by ``--timeout-s``; the brokers are stopped by pid afterwards.
@@ -32,12 +39,15 @@ from pathlib import Path
 FRANZ_GO = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
 #: Broker configs both brokers get: franz-go's tests create topics themselves and expect
-#: auto-creation off; transactions with one broker need the internal topics at RF 1.
+#: auto-creation off; transactions and share groups (``__share_group_state``) with one broker
+#: need the internal topics at RF 1.
 BROKER_CONFIG = {
     "auto.create.topics.enable": "false",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
 }
 
 
@@ -60,9 +70,13 @@ def prepare(scratch: Path) -> Path:
 
 
 def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
-              records: int | None = None) -> dict[str, str]:
+              records: int | None = None, parallel: int | None = None,
+              test_output: dict[str, list[str]] | None = None) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
-    ``seeds``; a test that never finished (the run timed out) is FAIL."""
+    ``seeds``; a test that never finished (the run timed out) is FAIL. ``test_output``, when
+    given, gets each top-level test's output lines (its subtests' included). ``parallel``:
+    ``go test -parallel`` (how many ``t.Parallel`` tests run at once; Go's default is
+    GOMAXPROCS)."""
     # One broker: topics of replication factor 1 (franz-go's tests default to 3).
     env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF="1", KGO_LOG_LEVEL="none",
                GOFLAGS="-mod=mod")
@@ -71,6 +85,8 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     cmd = ["go", "test", "-json", "-count=1", f"-timeout={int(timeout_s)}s"]
     if run:
         cmd += ["-run", run]
+    if parallel:
+        cmd.append(f"-parallel={parallel}")
     cmd.append(".")
     outcome: dict[str, str] = {}
     started: set[str] = set()
@@ -86,6 +102,9 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
         except ValueError:
             continue
         test = event.get("Test")
+        if test_output is not None and test and event.get("Action") == "output":
+            line_out = event.get("Output", "").rstrip()
+            test_output.setdefault(test.split("/")[0], []).append(line_out)
         if not test or "/" in test:  # subtests are counted in their parent
             continue
         action = event.get("Action")
@@ -131,7 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=None,
                         help="KGO_TEST_RECORDS: records per ETL test (franz-go's default "
                              "500000)")
+    parser.add_argument("--parallel", type=int, default=None,
+                        help="go test -parallel: tests run at once (default GOMAXPROCS)")
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
+    parser.add_argument("--show-failures", type=int, default=0, metavar="LINES",
+                        help="print the last LINES output lines of each failed test")
     args = parser.parse_args(argv)
     if shutil.which("go") is None:
         print("franz_go: go not found", file=sys.stderr)
@@ -144,11 +167,18 @@ def main(argv: list[str] | None = None) -> int:
             starter = {"seglog": start_seglog, "kafka": start_kafka}[name]
             broker = starter(scratch)
             t0 = time.monotonic()
+            output: dict[str, list[str]] = {}
             try:
                 results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
-                                          timeout_s=args.timeout_s, records=args.records)
+                                          timeout_s=args.timeout_s, records=args.records,
+                                          parallel=args.parallel, test_output=output)
             finally:
                 broker.stop()
+            for test, outcome in sorted(results[name].items()):
+                if outcome == "FAIL" and args.show_failures > 0:
+                    print(f"--- {name}: {test} failed:", file=sys.stderr)
+                    print("\n".join(output.get(test, [])[-args.show_failures:]),
+                          file=sys.stderr)
             print(f"{name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
     names = sorted({test for outcome in results.values() for test in outcome})
     brokers = list(results)

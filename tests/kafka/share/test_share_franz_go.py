@@ -1,0 +1,73 @@
+"""franz-go's share-group tests (``TestShareGroup*`` of ``pkg/kgo`` v1.22.3: a 200-record share
+consumer, the chained share-group ETL with release, reject, short-lived consumers and
+rebalances, acknowledgement on close, and the share-group offsets admin APIs; and
+``TestConsumeRegexShareSkipsInternal``) against
+``seglog serve`` and, as the reference, Kafka 4.4, through ``tools/franz_go.py``.
+
+franz-go skips its share tests when the broker does not offer ShareFetch and ShareAcknowledge
+v2; a skip counts as a failure here. Minutes (a Go build and the ETL), so behind the
+``franz_go`` marker (``python -m pytest -q -m franz_go tests/kafka/share``); needs ``go`` and
+the Go module proxy (or the module already in the Go module cache).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from share_driver import env_with_src
+
+pytestmark = pytest.mark.franz_go
+
+ROOT = Path(__file__).resolve().parents[3]
+#: The share-group tests of pkg/kgo v1.22.3: ``TestShareGroup*`` and the regex subscription
+#: of a share consumer that must skip internal topics.
+SHARE_TESTS = ("TestShareGroup", "TestShareGroupAckOnClose", "TestShareGroupETL",
+               "TestShareGroupOffsetsAdmin", "TestConsumeRegexShareSkipsInternal")
+RUN = "^(TestShareGroup.*|TestConsumeRegexShareSkipsInternal)$"
+#: KGO_TEST_RECORDS: records of the ETL (franz-go's default is 500,000).
+ETL_RECORDS = 2000
+TIMEOUT_S = 900.0
+
+
+def _franz_go():
+    spec = importlib.util.spec_from_file_location("franz_go", ROOT / "tools" / "franz_go.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.fixture(autouse=True)
+def _selected(request):
+    if "franz_go" not in (request.config.option.markexpr or ""):
+        pytest.skip("franz-go's share tests take minutes: run them with -m franz_go")
+    if shutil.which("go") is None:
+        pytest.skip("needs go")
+
+
+@pytest.mark.parametrize("kind", ["kafka", "seglog"])
+def test_franz_go_share_group_tests(kind, tmp_path, monkeypatch):
+    if kind == "kafka":
+        from seglog.bench.kafka import find_kafka
+        if find_kafka()[0] is None:
+            pytest.skip("needs java + the Kafka jars")
+    monkeypatch.setenv("PYTHONPATH", env_with_src()["PYTHONPATH"])
+    franz_go = _franz_go()
+    kgo = franz_go.prepare(tmp_path)
+    broker = {"kafka": franz_go.start_kafka, "seglog": franz_go.start_seglog}[kind](tmp_path)
+    try:
+        # One test at a time: on this small machine the ETL beside the offsets test made the
+        # latter's 30 s deadline pass once against Kafka.
+        output: dict[str, list[str]] = {}
+        outcome = franz_go.run_tests(kgo, broker.bootstrap, run=RUN, timeout_s=TIMEOUT_S,
+                                     records=ETL_RECORDS, parallel=1, test_output=output)
+    finally:
+        broker.stop()
+    failed = {t: output.get(t, [])[-30:] for t in SHARE_TESTS if outcome.get(t) != "PASS"}
+    assert {t: outcome.get(t, "not run") for t in SHARE_TESTS} == {
+        t: "PASS" for t in SHARE_TESTS}, failed
+    assert os.environ.get("PYTHONPATH")  # the seglog broker imported this checkout
