@@ -101,11 +101,15 @@ class ShareGroupsState:
         return self.coordinator.group_ids()
 
     def _left(self, group_id: str, member_ids: list[str]) -> None:
+        # ``on_group_empty`` only when the group here has no member left (Kafka's
+        # ShareSessionCache calls ``onGroupEmpty`` when a group's member count reaches 0):
+        # never for a group this broker does not hold (unloaded, deleted: state None).
+        empty = self.coordinator.state(group_id) == sg.EMPTY
         for listener in list(self.listeners):
             try:
                 for member_id in member_ids:
                     listener.on_member_leave(group_id, member_id)
-                if self.coordinator.state(group_id) != sg.STABLE:
+                if empty:
                     listener.on_group_empty(group_id)
             except Exception:  # noqa: BLE001 - a listener's failure is not the group's
                 log.exception("share group listener failed for %r", group_id)
