@@ -84,6 +84,9 @@ class ShareGroupsState:
     #: leader epoch they were loaded in.
     loaded: dict[int, int | None] = dataclasses.field(default_factory=dict)
     broker: BrokerState | None = None
+    #: DescribeShareGroupOffsets' inter-broker client for the end offsets of partitions led
+    #: elsewhere (created on first use; closed by :func:`stop`).
+    remote_offsets: Any = None
 
     def add_listener(self, listener: ShareGroupListener) -> None:
         """Call ``listener`` on member leaves and empty groups from now on."""
@@ -605,6 +608,9 @@ async def stop(state: BrokerState) -> None:
     if found is None:
         return
     await cancel_and_wait([t for t in (found.task, *found.background) if t is not None])
+    if found.remote_offsets is not None:
+        await found.remote_offsets.close()
+        found.remote_offsets = None
 
 
 async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
