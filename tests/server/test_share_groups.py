@@ -353,6 +353,29 @@ def test_listeners_hear_leaves_and_empty_groups(broker):
         c.close()
 
 
+def test_group_empty_only_for_an_empty_group(broker):
+    """``on_group_empty`` fires only when the group has no member left: not for a group this
+    broker no longer holds (its ``__consumer_offsets`` partition moved away), as Kafka's
+    ``onGroupEmpty`` fires only when the group's member count reaches 0."""
+    from seglog.server.apis.share_groups import find_share_groups_state
+    found = find_share_groups_state(broker.state)
+    assert found is not None
+    recorder = _Recorder()
+    found.add_listener(recorder)
+    broker.store.create_topic(TOPIC, 1)
+    c = Client(broker.bootstrap)
+    try:
+        a, b = str(uuid.uuid4()), str(uuid.uuid4())
+        assert _heartbeat(c, "ge", a, 0, [TOPIC]).error_code == 0
+        assert _heartbeat(c, "ge", b, 0, [TOPIC]).error_code == 0
+        # The session timer fences a member of a group unloaded meanwhile: a leave, no empty.
+        found.coordinator.unload(["ge"])
+        found._left("ge", [a])
+        assert recorder.calls == [("leave", "ge", a)]
+    finally:
+        c.close()
+
+
 def test_deleted_topic_leaves_the_share_state_metadata(broker):
     """A deleted subscribed topic leaves the group's initialized topics (Kafka's
     ``maybeCleanupShareGroupState``); recreated, it is initialized and assigned afresh."""

@@ -91,6 +91,18 @@ class RemoteDlqPartitions:
                     return int(answer.error_code)
         return codes.UNKNOWN_SERVER_ERROR
 
+    async def high_watermark(self, leader: int, tp: TopicPartition) -> int:
+        """The high watermark of ``tp`` at broker ``leader`` (one ListOffsets LATEST as a
+        consumer, read_uncommitted: Kafka's ``NetworkPartitionMetadataClient``); raises
+        :class:`InterBrokerError` with the partition's error."""
+        answer = await self._with_connection(leader, lambda conn: conn.list_offsets(
+            replica_id=CONSUMER_REPLICA_ID, partitions={tp: (-1, LATEST_TIMESTAMP)}))
+        listed_tp = answer.get(tp)
+        if listed_tp is None or listed_tp.error_code != codes.NONE:
+            raise _partition_error(tp, listed_tp.error_code if listed_tp is not None
+                                   else codes.UNKNOWN_SERVER_ERROR)
+        return int(listed_tp.offset)
+
     async def offsets(self, leader: int, tp: TopicPartition) -> tuple[int, int]:
         """``(high watermark, log end offset)`` of ``tp`` at broker ``leader`` (two
         ListOffsets); raises :class:`InterBrokerError` with the partition's error."""

@@ -5,8 +5,14 @@ AlterShareGroupOffsets (91, v0) and DeleteShareGroupOffsets (92, v0), as Kafka 4
 A share group's "offset" of a partition is its share-partition's start offset, kept by the
 share coordinator (:mod:`seglog.server.share_persister`): Describe reads the state summaries
 (and the lag, v1: the partition's high watermark less the start offset less the records
-delivered past it); Alter (an empty group only) initializes the share-partitions at the given
+delivered past it; the high watermark from the partition's leader, asked over the
+inter-broker listener when it is another broker, as Kafka's
+``NetworkPartitionMetadataClient`` does); Alter (an empty group only) initializes the share-partitions at the given
 start offsets; Delete (an empty group only) deletes the named topics' share-partition state.
+A partition the topic lacks (DescribeShareGroupOffsets): Kafka 4.4's persister retries the
+ReadShareGroupStateSummary for it until it gives up (about 30 s) and answers start offset
+-1; seglog answers the same -1 at once (no share-partition state can exist for a partition
+that does not exist, so the wait tells the client nothing).
 The group's ShareGroupStatePartitionMetadata (initializing / initialized / deleting topics)
 is kept by :mod:`seglog.server.apis.share_groups`' coordinator.
 """
@@ -20,11 +26,15 @@ from typing import Any
 
 from ... import error_codes as codes
 from ...coordinator import share_group as sg
+from ...cluster.inter_broker import InterBrokerError
 from ...errors import SeglogError
+from ...types import TopicPartition
 from ..authorization import AclOperation, ResourceType, authorize
 from ..context import BrokerState, RequestContext
 from ..registry import ApiHandler
+from ..share_dlq_remote import RemoteDlqPartitions
 from . import groups
+from .data_topics import partition_seam
 from . import share_groups as shg
 
 __all__ = ["HANDLERS"]
@@ -32,6 +42,9 @@ __all__ = ["HANDLERS"]
 log = logging.getLogger(__name__)
 
 _ZERO_UUID = uuid.UUID(int=0)
+#: Bound on a connect and the ListOffsets round trip to a partition's leader (Kafka's
+#: inter-broker client's ``request.timeout.ms`` default).
+_LIST_OFFSETS_TIMEOUT_MS = 30_000
 
 
 def _state(ctx: RequestContext) -> shg.ShareGroupsState:
@@ -40,13 +53,34 @@ def _state(ctx: RequestContext) -> shg.ShareGroupsState:
     return found
 
 
-def _latest_offset(broker: BrokerState, topic: str, partition: int) -> int | None:
-    """The partition's high watermark (Kafka's ListOffsets LATEST, read_uncommitted), None
-    when this broker has no replica of it."""
+async def _latest_offset(broker: BrokerState, state: shg.ShareGroupsState, topic: str,
+                         partition: int) -> tuple[int, int]:
+    """``(error code, high watermark)`` of the partition at its leader: Kafka's
+    ``NetworkPartitionMetadataClient.listLatestOffsets`` (ListOffsets LATEST, read_uncommitted,
+    sent to the partition's leader over the inter-broker listener). This broker's own leader
+    replica answers without a round trip; no live leader is LEADER_NOT_AVAILABLE, as Kafka's
+    metadata cache without a leader endpoint."""
+    cluster = partition_seam(broker)
+    tp = TopicPartition(topic, partition)
+    replica = cluster.leader_replica(tp)
+    if replica is not None:
+        return codes.NONE, int(replica.log.high_watermark)
+    partition_state = cluster.states.get(tp)
+    leader = -1 if partition_state is None else int(partition_state.leader)
+    if leader < 0 or leader == cluster.broker_id or leader not in cluster.live_brokers:
+        return codes.LEADER_NOT_AVAILABLE, -1
+    if state.remote_offsets is None:
+        state.remote_offsets = RemoteDlqPartitions(
+            cluster, request_timeout_ms=_LIST_OFFSETS_TIMEOUT_MS,
+            backend=getattr(broker.store, "backend", None))
     try:
-        return int(broker.store.log((topic, partition)).high_watermark)
-    except (SeglogError, KeyError, AttributeError):
-        return None
+        return codes.NONE, await state.remote_offsets.high_watermark(leader, tp)
+    except InterBrokerError as exc:
+        code = getattr(exc, "kafka_error_code", None)
+        log.warning("share group offsets: the end offset of %s-%d at broker %d: %s", topic,
+                    partition, leader, exc)
+        # A failed connection is Kafka's NETWORK_EXCEPTION (its client's disconnect).
+        return (int(code) if code else codes.NETWORK_EXCEPTION), -1
 
 
 # --- DescribeShareGroupOffsets --------------------------------------------------------------
@@ -78,12 +112,16 @@ async def _summaries(ctx: RequestContext, group_id: str,
                                  leader_epoch=0 if error else leader_epoch, lag=-1,
                                  error_code=codes.NONE, error_message=None))
                 continue
-            latest = _latest_offset(ctx.broker, name, p) if with_lag else None
-            if with_lag and latest is None:
-                rows.append(dict(partition_index=p, start_offset=0, leader_epoch=0, lag=-1,
-                                 error_code=codes.NOT_LEADER_OR_FOLLOWER,
-                                 error_message=codes.message(codes.NOT_LEADER_OR_FOLLOWER)))
-                continue
+            latest = None
+            if with_lag:
+                latest_error, latest = await _latest_offset(ctx.broker, _state(ctx), name, p)
+                if latest_error:
+                    # Kafka's row for a failed end offset: the error, the other fields at
+                    # their defaults.
+                    rows.append(dict(partition_index=p, start_offset=0, leader_epoch=0, lag=-1,
+                                     error_code=latest_error,
+                                     error_message=codes.message(latest_error)))
+                    continue
             rows.append(dict(partition_index=p, start_offset=start, leader_epoch=leader_epoch,
                              lag=-1 if latest is None else latest - start - complete,
                              error_code=codes.NONE, error_message=None))

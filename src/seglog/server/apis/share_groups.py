@@ -84,6 +84,9 @@ class ShareGroupsState:
     #: leader epoch they were loaded in.
     loaded: dict[int, int | None] = dataclasses.field(default_factory=dict)
     broker: BrokerState | None = None
+    #: DescribeShareGroupOffsets' inter-broker client for the end offsets of partitions led
+    #: elsewhere (created on first use; closed by :func:`stop`).
+    remote_offsets: Any = None
 
     def add_listener(self, listener: ShareGroupListener) -> None:
         """Call ``listener`` on member leaves and empty groups from now on."""
@@ -101,11 +104,15 @@ class ShareGroupsState:
         return self.coordinator.group_ids()
 
     def _left(self, group_id: str, member_ids: list[str]) -> None:
+        # ``on_group_empty`` only when the group here has no member left (Kafka's
+        # ShareSessionCache calls ``onGroupEmpty`` when a group's member count reaches 0):
+        # never for a group this broker does not hold (unloaded, deleted: state None).
+        empty = self.coordinator.state(group_id) == sg.EMPTY
         for listener in list(self.listeners):
             try:
                 for member_id in member_ids:
                     listener.on_member_leave(group_id, member_id)
-                if self.coordinator.state(group_id) != sg.STABLE:
+                if empty:
                     listener.on_group_empty(group_id)
             except Exception:  # noqa: BLE001 - a listener's failure is not the group's
                 log.exception("share group listener failed for %r", group_id)
@@ -601,6 +608,9 @@ async def stop(state: BrokerState) -> None:
     if found is None:
         return
     await cancel_and_wait([t for t in (found.task, *found.background) if t is not None])
+    if found.remote_offsets is not None:
+        await found.remote_offsets.close()
+        found.remote_offsets = None
 
 
 async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
