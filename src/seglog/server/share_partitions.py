@@ -791,7 +791,7 @@ class SharePartitionManager:
             # read itself stops there, or a read of max_bytes walks the whole log.
             up_to_offset = max(entry.sp.end_offset, offset) + max_records - acquired_count
             try:
-                buffer, aborted_txns = _read_for_acquire(
+                buffer, aborted_txns = read_for_acquire(
                     log_, offset, up_to_offset, max_bytes=partition_max_bytes,
                     min_one_batch=min_one_batch, isolation=isolation)
             except errors.OffsetOutOfRangeError:
@@ -846,7 +846,7 @@ class SharePartitionManager:
         return outcome
 
 
-def _read_for_acquire(log_: Any, offset: int, up_to_offset: int, *, max_bytes: int,
+def read_for_acquire(log_: Any, offset: int, up_to_offset: int, *, max_bytes: int,
                       min_one_batch: bool, isolation: str) -> tuple[memoryview | bytes, list]:
     """``(buffer, aborted transactions)``: what ``log_.read(offset, max_bytes, ...)`` returns
     (one segment, whole batches, at most ``max_bytes`` unless ``min_one_batch``), cut after
