@@ -15,8 +15,8 @@ Reported per broker and consumer count, min/median/max over ``--rounds`` rounds:
 - ``CPU s/M``: the broker's user + system CPU seconds (``/proc/<pid>/stat``) from the
   consumers' start to their close, per million records.
 
-    PYTHONPATH=src python bench/bench_share_wire.py [--records 100000] [--rounds 3] [--batch-records 10]
-        [--consumers 1,4] [--brokers seglog,kafka] [--round-timeout-s 120]
+    PYTHONPATH=src python bench/bench_share_wire.py [--records 100000] [--rounds 3]
+        [--batch-records 10] [--consumers 1,4] [--brokers seglog,kafka] [--round-timeout-s 120]
 """
 
 from __future__ import annotations

@@ -847,7 +847,7 @@ class SharePartitionManager:
 
 
 def read_for_acquire(log_: Any, offset: int, up_to_offset: int, *, max_bytes: int,
-                      min_one_batch: bool, isolation: str) -> tuple[memoryview | bytes, list]:
+                      min_one_batch: bool, isolation: str) -> tuple[memoryview | bytes, list[Any]]:
     """``(buffer, aborted transactions)``: what ``log_.read(offset, max_bytes, ...)`` returns
     (one segment, whole batches, at most ``max_bytes`` unless ``min_one_batch``), cut after
     the batch holding ``up_to_offset``. The read is bounded below that batch (a log read
@@ -861,7 +861,7 @@ def read_for_acquire(log_: Any, offset: int, up_to_offset: int, *, max_bytes: in
     read = log_.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch,
                      isolation=isolation, max_offset=up_to_offset + 1)
     buffer: memoryview | bytes = read.buffer
-    aborted = list(read.aborted_transactions or ())
+    aborted: list[Any] = list(read.aborted_transactions or ())
     size = len(buffer)
     if read.next_offset > up_to_offset or (size and size >= max_bytes):
         return buffer, aborted
