@@ -176,9 +176,13 @@ def _is_abort_marker(view: memoryview, position: int, end: int) -> bool:
         return False
 
 
-def _batches(buffer: bytes | memoryview) -> list[tuple[int, int, FetchedBatch]]:
+def _batches(buffer: bytes | memoryview,
+             up_to_offset: int | None = None) -> list[tuple[int, int, FetchedBatch]]:
     """The record batches of ``buffer``: ``(position, end, FetchedBatch)`` (base and last
-    offset, producer id, transactional, control, ABORT marker) from their headers."""
+    offset, producer id, transactional, control, ABORT marker) from their headers; with
+    ``up_to_offset``, only up to the first batch whose last offset reaches it (Kafka's
+    acquire iterates the read's batches lazily and stops once it has enough records: a read
+    of max_bytes can hold far more batches than a fetch may acquire)."""
     view = memoryview(buffer)
     batches = []
     position = 0
@@ -198,6 +202,8 @@ def _batches(buffer: bytes | memoryview) -> list[tuple[int, int, FetchedBatch]]:
             is_control=control,
             is_abort_marker=control and _is_abort_marker(view, position, end))))
         position = end
+        if up_to_offset is not None and base_offset + delta >= up_to_offset:
+            break
     return batches
 
 
@@ -778,9 +784,16 @@ class SharePartitionManager:
                 continue  # Kafka: the fetch lock is held elsewhere / too many in flight
             offset = entry.sp.next_fetch_offset()
             log_ = replica.log
+            # Offsets past the share partition's in-flight end were never acquired: each is
+            # one the fetch may take, so the batches up to end + the records still wanted
+            # hold everything this acquire can return (the in-flight ones below are all
+            # read). Kafka's acquire stops iterating the read's batches there; here the
+            # read itself stops there, or a read of max_bytes walks the whole log.
+            up_to_offset = max(entry.sp.end_offset, offset) + max_records - acquired_count
             try:
-                read = log_.read(offset, max_bytes=partition_max_bytes,
-                                 min_one_batch=min_one_batch, isolation=isolation)
+                buffer, aborted_txns = read_for_acquire(
+                    log_, offset, up_to_offset, max_bytes=partition_max_bytes,
+                    min_one_batch=min_one_batch, isolation=isolation)
             except errors.OffsetOutOfRangeError:
                 # Kafka: the share partition moves to the log start; nothing this time.
                 entry.sp.update_log_start_offset(int(log_.start_offset))
@@ -794,14 +807,13 @@ class SharePartitionManager:
                 self._drop(entry)
                 outcome[key] = PartitionFetch(code)
                 continue
-            buffer = read.buffer
             if not len(buffer):
                 continue
-            batches = _batches(buffer)
+            batches = _batches(buffer, up_to_offset)
             if not batches:
                 continue
             aborted = [(int(t.producer_id), int(t.first_offset), int(t.last_offset))
-                       for t in (read.aborted_transactions or ())]
+                       for t in aborted_txns]
             try:
                 acquired = entry.sp.acquire(member_id, [b for _, _, b in batches],
                                             max_records=max_records - acquired_count,
@@ -832,6 +844,40 @@ class SharePartitionManager:
             # Partitions not reached after max_records: answered empty.
             outcome.setdefault((entry.topic_id, entry.partition), PartitionFetch())
         return outcome
+
+
+def read_for_acquire(log_: Any, offset: int, up_to_offset: int, *, max_bytes: int,
+                      min_one_batch: bool, isolation: str) -> tuple[memoryview | bytes, list[Any]]:
+    """``(buffer, aborted transactions)``: what ``log_.read(offset, max_bytes, ...)`` returns
+    (one segment, whole batches, at most ``max_bytes`` unless ``min_one_batch``), cut after
+    the batch holding ``up_to_offset``. The read is bounded below that batch (a log read
+    stops before the batch holding its ``max_offset``), then that batch is read alone and
+    kept if it follows in the same segment and fits in ``max_bytes``."""
+    bound = log_.high_watermark if isolation != "read_committed" else log_.last_stable_offset
+    if up_to_offset + 1 >= bound:
+        read = log_.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch,
+                         isolation=isolation)
+        return read.buffer, list(read.aborted_transactions or ())
+    read = log_.read(offset, max_bytes=max_bytes, min_one_batch=min_one_batch,
+                     isolation=isolation, max_offset=up_to_offset + 1)
+    buffer: memoryview | bytes = read.buffer
+    aborted: list[Any] = list(read.aborted_transactions or ())
+    size = len(buffer)
+    if read.next_offset > up_to_offset or (size and size >= max_bytes):
+        return buffer, aborted
+    # The batch holding up_to_offset (it starts at or below it): read alone.
+    more = log_.read(read.next_offset, max_bytes=1, min_one_batch=True, isolation=isolation)
+    extra = more.buffer
+    if not len(extra):
+        return buffer, aborted
+    if size and (more.log_path != read.log_path or size + len(extra) > max_bytes):
+        return buffer, aborted  # another segment, or past max_bytes: the next fetch's
+    if not size and not min_one_batch and len(extra) > max_bytes:
+        return buffer, aborted
+    for txn in more.aborted_transactions or ():
+        if txn not in aborted:
+            aborted.append(txn)
+    return (bytes(buffer) + bytes(extra)) if size else extra, aborted
 
 
 def _live_keys(manager: SharePartitionManager, entry: _Entry) -> set[tuple[uuid.UUID, int]]:
