@@ -28,13 +28,11 @@ from typing import Any, Callable, Mapping, Protocol
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin, AppendResult
+from ...cluster.seam import AppendResult
 from ...coordinator import share_group as sg
 from ...coordinator import share_group_records as rec
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import CorruptRecordError, InvalidConfigError, SeglogError, \
-    UnknownTopicOrPartitionError
-from ...types import TopicPartition
+from ...errors import InvalidConfigError, SeglogError
 from ..authorization import AclOperation, ResourceType, authorize, authorized_operations, \
     filter_authorized
 from ..context import BrokerState, RequestContext
@@ -44,6 +42,7 @@ from ..share_persister import SharePersister, find_share_persister
 from . import groups
 from .data_topics import partition_seam
 from .group_configs import broker_value, group_configs
+from .group_records_log import GroupRecordsLog, offsets_partition
 
 __all__ = ["HANDLERS", "ShareGroupListener", "ShareGroupType", "ShareGroupsState",
            "delete_share_state", "ensure_loaded", "find_share_groups_state",
@@ -83,6 +82,8 @@ class ShareGroupsState:
     #: The ``__consumer_offsets`` partitions whose share groups are loaded here, with the
     #: leader epoch they were loaded in.
     loaded: dict[int, int | None] = dataclasses.field(default_factory=dict)
+    #: The records' reader and writer over ``loaded`` and ``written`` (made at first use).
+    records_log: GroupRecordsLog | None = None
     broker: BrokerState | None = None
     #: DescribeShareGroupOffsets' inter-broker client for the end offsets of partitions led
     #: elsewhere (created on first use; closed by :func:`stop`).
@@ -237,98 +238,36 @@ def _background(broker: BrokerState, found: ShareGroupsState, coro: Any) -> None
 
 def _offsets_partition(broker: BrokerState, group_id: str) -> int | None:
     """The group's ``__consumer_offsets`` partition when this broker coordinates it."""
-    groups_state = groups.find_groups_state(broker)
-    cluster = partition_seam(broker)
-    partition = cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
-    if partition is None or groups_state is None or groups_state.partitions is None:
-        return None
-    return None if groups_state.partitions.error_for(partition) else partition
+    return offsets_partition(broker, group_id)
+
+
+def _records_log(found: ShareGroupsState) -> GroupRecordsLog:
+    """The share groups' records in ``__consumer_offsets`` (made once, over ``found``'s
+    ``loaded`` and ``written``)."""
+    if found.records_log is None:
+        found.records_log = GroupRecordsLog(
+            "share", rec.decode_key, rec.decode_value, rec.ShareRecord,
+            lambda records, now_ms: found.coordinator.load_records(records, now_ms),
+            lambda group_id: found.coordinator.records(group_id),
+            loaded=found.loaded, written=found.written)
+    return found.records_log
 
 
 def ensure_loaded(broker: BrokerState, found: ShareGroupsState, group_id: str) -> None:
     """Load the share groups of ``group_id``'s ``__consumer_offsets`` partition, once per
     leadership of it."""
-    partition = _offsets_partition(broker, group_id)
-    if partition is not None:
-        _load_partition(broker, found, partition)
+    _records_log(found).ensure_loaded(broker, group_id)
 
 
 def _load_partition(broker: BrokerState, found: ShareGroupsState, partition: int) -> None:
-    """Load the share groups of ``__consumer_offsets`` partition ``partition`` (which this
-    broker coordinates) unless loaded in its current leader epoch already."""
-    groups_state = groups.find_groups_state(broker)
-    if groups_state is None or groups_state.partitions is None:
-        return
-    epoch = groups_state.partitions.leader_epoch(partition)
-    if partition in found.loaded and found.loaded[partition] == epoch:
-        return
-    found.loaded[partition] = epoch
-    records: list[rec.ShareRecord] = []
-    try:
-        log_ = broker.store.log((OFFSETS_TOPIC, partition))
-        for record in log_.records(start=log_.start_offset, max_offset=log_.end_offset):
-            if record.key is None:
-                continue
-            try:
-                key = rec.decode_key(record.key)
-                if key is None:
-                    continue
-                value = rec.decode_value(key[0], record.value)
-            except CorruptRecordError as exc:
-                log.warning("a share group record of %s-%d does not parse (%s); skipped",
-                            OFFSETS_TOPIC, partition, exc)
-                continue
-            records.append(rec.ShareRecord(key[0], key[1], key[2], value))
-    except UnknownTopicOrPartitionError:
-        return  # no __consumer_offsets yet: no groups to load
-    except SeglogError as exc:
-        log.warning("loading the share groups of %s-%d failed: %s", OFFSETS_TOPIC,
-                    partition, exc)
-        return
-    for loaded_id in found.coordinator.load_records(records, broker.now_ms()):
-        found.written[loaded_id] = found.coordinator.records(loaded_id)
-        log.info("loaded share group %r", loaded_id)
+    _records_log(found).load_partition(broker, partition)
 
 
 def persist(broker: BrokerState, found: ShareGroupsState, group_id: str
-             ) -> AppendResult | None:
+            ) -> AppendResult | None:
     """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
     records (tombstones for what is gone); the append (None: nothing appended)."""
-    if getattr(broker.store, "read_only", False):
-        return None
-    new = found.coordinator.records(group_id)
-    old = found.written.get(group_id, {})
-    changes = [(k, v) for k, v in new.items() if k not in old or old[k] != v]
-    changes += [(k, None) for k in old if k not in new]
-    if not changes:
-        return None
-    partition = _offsets_partition(broker, group_id)
-    if partition is None:
-        return None
-    now = broker.now_ms()
-
-    def write(log_: Any) -> int:
-        _first, last = log_.append_batch([v for _k, v in changes],
-                                         keys=[k for k, _v in changes],
-                                         timestamps_ms=[now] * len(changes))
-        return int(last)
-
-    try:
-        result = partition_seam(broker).append_now(
-            TopicPartition(OFFSETS_TOPIC, partition), write, acks=1,
-            origin=AppendOrigin.COORDINATOR)
-    except SeglogError as exc:
-        log.warning("share group %r: writing its records failed: %s", group_id, exc)
-        return None
-    if result.error_code:
-        log.warning("share group %r: writing its records failed (error %d)", group_id,
-                    result.error_code)
-        return None
-    if new:
-        found.written[group_id] = new
-    else:
-        found.written.pop(group_id, None)
-    return result
+    return _records_log(found).persist(broker, group_id)
 
 
 def _state(ctx: RequestContext) -> ShareGroupsState:

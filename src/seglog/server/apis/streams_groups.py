@@ -30,13 +30,11 @@ from typing import Any, Iterable, Mapping
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
 from ...cluster import coordinators as cluster_coordinators
-from ...cluster.seam import AppendOrigin, AppendResult
+from ...cluster.seam import AppendResult
 from ...coordinator import streams_group as sg
 from ...coordinator import streams_group_records as rec
 from ...coordinator.offsets_schema import OFFSETS_TOPIC
-from ...errors import (CorruptRecordError, InvalidConfigError, SeglogError, TopicExistsError,
-                       UnknownTopicOrPartitionError)
-from ...types import TopicPartition
+from ...errors import InvalidConfigError, SeglogError, TopicExistsError
 from ..authorization import AclOperation, ResourceType, authorize, authorize_cluster, \
     authorized_operations, filter_authorized
 from ..context import BrokerState, RequestContext
@@ -46,6 +44,7 @@ from . import groups
 from .admin_state import topic_defaults
 from .admin_wire import broker_setting, make, response_classes
 from .data_topics import partition_seam
+from .group_records_log import GroupRecordsLog
 from .group_configs import group_configs
 
 __all__ = ["HANDLERS", "StreamsGroupType", "StreamsGroupsState", "find_streams_state",
@@ -72,6 +71,8 @@ class StreamsGroupsState:
     #: The ``__consumer_offsets`` partitions whose streams groups are loaded here, with
     #: the leader epoch they were loaded in.
     loaded: dict[int, int | None] = dataclasses.field(default_factory=dict)
+    #: The records' reader and writer over ``loaded`` and ``written`` (made at first use).
+    records_log: GroupRecordsLog | None = None
 
 
 def find_streams_state(state: BrokerState) -> StreamsGroupsState | None:
@@ -129,100 +130,33 @@ class StreamsGroupType:
 # --- the group in __consumer_offsets (Kafka's records) -----------------------------------
 
 
-def _offsets_partition(broker: BrokerState, group_id: str) -> int | None:
-    """The group's ``__consumer_offsets`` partition when this broker coordinates it."""
-    groups_state = groups.find_groups_state(broker)
-    cluster = partition_seam(broker)
-    partition = cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
-    if partition is None or groups_state is None or groups_state.partitions is None:
-        return None
-    return None if groups_state.partitions.error_for(partition) else partition
+def _records_log(found: StreamsGroupsState) -> GroupRecordsLog:
+    """The streams groups' records in ``__consumer_offsets`` (made once, over ``found``'s
+    ``loaded`` and ``written``)."""
+    if found.records_log is None:
+        found.records_log = GroupRecordsLog(
+            "streams", rec.decode_key, rec.decode_value, rec.StreamsRecord,
+            lambda records, now_ms: found.coordinator.load_records(records, now_ms),
+            lambda group_id: found.coordinator.records(group_id),
+            loaded=found.loaded, written=found.written)
+    return found.records_log
 
 
 def _ensure_loaded(broker: BrokerState, found: StreamsGroupsState, group_id: str) -> None:
     """Load the streams groups of ``group_id``'s ``__consumer_offsets`` partition, once per
     leadership of it (Kafka's coordinator loads them when it becomes the leader)."""
-    partition = _offsets_partition(broker, group_id)
-    if partition is not None:
-        _load_partition(broker, found, partition)
+    _records_log(found).ensure_loaded(broker, group_id)
 
 
 def _load_partition(broker: BrokerState, found: StreamsGroupsState, partition: int) -> None:
-    """Load the streams groups of ``__consumer_offsets`` partition ``partition`` (which this
-    broker coordinates) unless loaded in its current leader epoch already."""
-    groups_state = groups.find_groups_state(broker)
-    if groups_state is None or groups_state.partitions is None:
-        return
-    epoch = groups_state.partitions.leader_epoch(partition)
-    if partition in found.loaded and found.loaded[partition] == epoch:
-        return
-    found.loaded[partition] = epoch
-    records: list[rec.StreamsRecord] = []
-    try:
-        log_ = broker.store.log((OFFSETS_TOPIC, partition))
-        for record in log_.records(start=log_.start_offset, max_offset=log_.end_offset):
-            if record.key is None:
-                continue
-            try:
-                key = rec.decode_key(record.key)
-                if key is None:
-                    continue
-                value = rec.decode_value(key[0], record.value)
-            except CorruptRecordError as exc:
-                log.warning("a streams group record of %s-%d does not parse (%s); skipped",
-                            OFFSETS_TOPIC, partition, exc)
-                continue
-            records.append(rec.StreamsRecord(key[0], key[1], key[2], value))
-    except UnknownTopicOrPartitionError:
-        return  # no __consumer_offsets yet: no groups to load
-    except SeglogError as exc:
-        log.warning("loading the streams groups of %s-%d failed: %s", OFFSETS_TOPIC,
-                    partition, exc)
-        return
-    for loaded_id in found.coordinator.load_records(records, broker.now_ms()):
-        found.written[loaded_id] = found.coordinator.records(loaded_id)
-        log.info("loaded streams group %r", loaded_id)
+    _records_log(found).load_partition(broker, partition)
 
 
 def _persist(broker: BrokerState, found: StreamsGroupsState, group_id: str
              ) -> AppendResult | None:
     """Append what changed in the group to its ``__consumer_offsets`` partition, as Kafka's
     records (tombstones for what is gone); the append (None: nothing appended)."""
-    if getattr(broker.store, "read_only", False):
-        return None
-    new = found.coordinator.records(group_id)
-    old = found.written.get(group_id, {})
-    changes = [(k, v) for k, v in new.items() if k not in old or old[k] != v]
-    changes += [(k, None) for k in old if k not in new]
-    if not changes:
-        return None
-    partition = _offsets_partition(broker, group_id)
-    if partition is None:
-        return None
-    now = broker.now_ms()
-
-    def write(log_: Any) -> int:
-        _first, last = log_.append_batch([v for _k, v in changes],
-                                         keys=[k for k, _v in changes],
-                                         timestamps_ms=[now] * len(changes))
-        return int(last)
-
-    try:
-        result = partition_seam(broker).append_now(
-            TopicPartition(OFFSETS_TOPIC, partition), write, acks=1,
-            origin=AppendOrigin.COORDINATOR)
-    except SeglogError as exc:
-        log.warning("streams group %r: writing its records failed: %s", group_id, exc)
-        return None
-    if result.error_code:
-        log.warning("streams group %r: writing its records failed (error %d)", group_id,
-                    result.error_code)
-        return None
-    if new:
-        found.written[group_id] = new
-    else:
-        found.written.pop(group_id, None)
-    return result
+    return _records_log(found).persist(broker, group_id)
 
 
 def _state(ctx: RequestContext) -> StreamsGroupsState:
