@@ -22,22 +22,20 @@ as Kafka's DLQ writer does.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import io
 import sys
 import uuid
 from typing import Any, Callable, Iterator
 
-from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records, i16, i32
 
 from .. import error_codes as codes
 from .._backend import get_backend
-from ..cluster.inter_broker import (LATEST_TIMESTAMP, BrokerConnection, FetchPartitionRequest,
+from ..cluster.inter_broker import (LATEST_TIMESTAMP, FetchPartitionRequest,
                                     InterBrokerError)
+from ..cluster.peer_connections import PeerConnections
 from ..cluster.seam import PartitionSeam
-from ..schemas import load_request_schema, load_response_schema
+from ..schemas import load_request_schema
 from ..types import TopicPartition
 
 __all__ = ["CONSUMER_REPLICA_ID", "DEBUG_REPLICA_ID", "PRODUCE_KEY", "PRODUCE_VERSION",
@@ -66,8 +64,9 @@ class RemoteDlqPartitions:
         self._cluster = cluster
         self._request_timeout_ms = request_timeout_ms
         self._backend = get_backend(backend)
-        self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._peers = PeerConnections(cluster, purpose="share-dlq",
+                                      request_timeout_ms=request_timeout_ms,
+                                      max_response_bytes=_RESPONSE_BYTES_MAX)
 
     # --- the requests ----------------------------------------------------------------------
 
@@ -161,63 +160,22 @@ class RemoteDlqPartitions:
 
     async def _round_trip(self, broker_id: int, api_key: int, version: int,
                           entity: Any) -> Any:
-        buffer = io.BytesIO()
-        entity_writer(type(entity))(buffer, entity)
-        body = buffer.getvalue()
-
-        async def send(conn: BrokerConnection) -> Any:
-            _frame, reader = await conn.request(api_key, version, body,
-                                                self._request_timeout_ms)
-            return bytes(reader.buf[reader.pos:reader.end])
-
-        raw = await self._with_connection(broker_id, send)
-        try:
-            response, _end = entity_reader(load_response_schema(api_key, version))(raw, 0)
-        except Exception as exc:  # noqa: BLE001 - kio raises assorted errors on bad bytes
-            self._drop_connection(broker_id)
-            raise InterBrokerError(f"API {api_key} response does not parse: {exc}") from None
-        return response
+        return await self._with_connection(broker_id, lambda conn: self._peers.round_trip(
+            conn, api_key, version, entity))
 
     async def _with_connection(self, broker_id: int, call: Any) -> Any:
-        async with self._locks.setdefault(broker_id, asyncio.Lock()):
+        async with self._peers.lock(broker_id):
             try:
-                return await call(await self._connection(broker_id))
+                return await call(await self._peers.connection(broker_id))
             except (InterBrokerError, OSError) as exc:
-                self._drop_connection(broker_id)
+                self._peers.drop(broker_id)
                 if isinstance(exc, InterBrokerError):
                     raise
                 raise InterBrokerError(f"broker {broker_id}: {exc}") from None
 
-    async def _connection(self, broker_id: int) -> BrokerConnection:
-        cluster: Any = self._cluster
-        info = cluster.live_brokers.get(broker_id)
-        listener = getattr(cluster, "inter_broker", None)
-        if info is None or listener is None:
-            raise InterBrokerError(f"broker {broker_id} cannot be reached")
-        address = listener.address(info)
-        if address is None:
-            raise InterBrokerError(f"broker {broker_id} has no {listener.listener_name} "
-                                   "listener")
-        cached = self._connections.get(broker_id)
-        if cached is not None and cached[0] == address and not cached[1].closed:
-            return cached[1]
-        self._drop_connection(broker_id)
-        connection: BrokerConnection = await listener.connect(
-            address[0], address[1], client_id=f"broker-{cluster.broker_id}-share-dlq",
-            timeout_ms=self._request_timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX,
-            login=getattr(cluster, "inter_broker_login", None))
-        self._connections[broker_id] = (address, connection)
-        return connection
-
-    def _drop_connection(self, broker_id: int) -> None:
-        cached = self._connections.pop(broker_id, None)
-        if cached is not None:
-            cached[1].close()
-
     async def close(self) -> None:
         """Close the connections to other brokers."""
-        for broker_id in list(self._connections):
-            self._drop_connection(broker_id)
+        self._peers.close()
 
 
 def _partition_error(tp: TopicPartition, code: int) -> InterBrokerError:

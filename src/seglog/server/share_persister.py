@@ -28,26 +28,25 @@ Everything runs on the broker's event loop. The wire side of the same coordinato
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import sys
 import time
 import uuid
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
-from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i16, i32, i64
 
 from .. import error_codes as codes
 from ..cluster import coordinators as cluster_coordinators
 from ..cluster.inter_broker import BrokerConnection, InterBrokerError
+from ..cluster.peer_connections import PeerConnections
 from ..cluster.seam import AppendOrigin, AppendResult, CoordinatorPartitionsView, PartitionSeam
 from ..coordinator.share_coordinator import (ErrorCode, ShareCoordinator, ShareState,
                                              ShareStateSummary, StateBatch,
                                              runtime_error_code)
 from ..coordinator.share_state_records import SHARE_STATE_TOPIC, coordinator_key
 from ..errors import SeglogError
-from ..schemas import load_request_schema, load_response_schema
+from ..schemas import load_request_schema
 from ..types import TopicPartition
 
 __all__ = ["EXTENSION", "SharePersister", "find_share_persister"]
@@ -110,8 +109,9 @@ class SharePersister:
         self.replication_factor = replication_factor
         self.topic_config = dict(topic_config or {})
         self._appends: list[AppendResult] = []
-        self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._peers = PeerConnections(cluster, purpose="share-persister",
+                                      request_timeout_ms=request_timeout_ms,
+                                      max_response_bytes=_RESPONSE_BYTES_MAX)
         coordinator.set_appender(self._append, serve_all=serve_all)
 
     # --- where a share-partition's coordinator is ---------------------------------------------
@@ -266,59 +266,21 @@ class SharePersister:
 
     async def _send(self, leader: int, remote: Callable[[BrokerConnection], Awaitable[_R]],
                     error: Callable[[ErrorCode], _R]) -> _R:
-        lock = self._locks.setdefault(leader, asyncio.Lock())
-        async with lock:
+        async with self._peers.lock(leader):
             try:
-                connection = await self._connection(leader)
+                connection = await self._peers.connection(leader)
                 return await remote(connection)
             except (InterBrokerError, SeglogError, OSError) as exc:
                 log.info("share state request to broker %d failed (%s)", leader, exc)
-                self._drop_connection(leader)
+                self._peers.drop(leader)
                 return error(_error(codes.COORDINATOR_NOT_AVAILABLE))
-
-    async def _connection(self, broker_id: int) -> BrokerConnection:
-        cluster: Any = self.cluster
-        info = cluster.live_brokers.get(broker_id)
-        listener = getattr(cluster, "inter_broker", None)
-        if info is None or listener is None:
-            raise InterBrokerError(f"broker {broker_id} cannot be reached")
-        address = listener.address(info)
-        if address is None:
-            raise InterBrokerError(f"broker {broker_id} has no {listener.listener_name} "
-                                   "listener")
-        cached = self._connections.get(broker_id)
-        if cached is not None and cached[0] == address and not cached[1].closed:
-            return cached[1]
-        self._drop_connection(broker_id)
-        connection: BrokerConnection = await listener.connect(
-            address[0], address[1], client_id=f"broker-{cluster.broker_id}-share-persister",
-            timeout_ms=self._request_timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX,
-            login=getattr(cluster, "inter_broker_login", None))
-        self._connections[broker_id] = (address, connection)
-        return connection
-
-    def _drop_connection(self, broker_id: int) -> None:
-        cached = self._connections.pop(broker_id, None)
-        if cached is not None:
-            cached[1].close()
 
     async def close(self) -> None:
         """Close the connections to other brokers."""
-        for broker_id in list(self._connections):
-            self._drop_connection(broker_id)
+        self._peers.close()
 
     async def _round_trip(self, conn: BrokerConnection, api_key: int, entity: Any) -> Any:
-        version = VERSIONS[api_key]
-        buffer = io.BytesIO()
-        entity_writer(type(entity))(buffer, entity)
-        _frame, reader = await conn.request(api_key, version, buffer.getvalue(),
-                                            self._request_timeout_ms)
-        body = bytes(reader.buf[reader.pos:reader.end])
-        try:
-            response, _end = entity_reader(load_response_schema(api_key, version))(body, 0)
-        except Exception as exc:  # noqa: BLE001 - kio raises assorted errors on bad bytes
-            raise InterBrokerError(f"API {api_key} response does not parse: {exc}") from None
-        return response
+        return await self._peers.round_trip(conn, api_key, VERSIONS[api_key], entity)
 
     @staticmethod
     def _first_partition(response: Any) -> Any:
