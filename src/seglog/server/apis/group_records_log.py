@@ -109,6 +109,26 @@ class GroupRecordsLog:
             self.written[loaded_id] = self.records(loaded_id)
             log.info("loaded %s group %r", self.kind, loaded_id)
 
+    def forget_unowned(self, broker: BrokerState, group_ids: Iterable[str]) -> list[str]:
+        """Of ``group_ids``, the groups whose ``__consumer_offsets`` partition this broker no
+        longer coordinates (for the coordinator to unload); their written records and the
+        partitions' load marks are forgotten, so a later leadership loads them again."""
+        groups_state = groups.find_groups_state(broker)
+        if groups_state is None or groups_state.partitions is None:
+            return []
+        cluster = partition_seam(broker)
+        partitions = groups_state.partitions
+        gone = []
+        for group_id in group_ids:
+            partition = cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC, group_id)
+            if partition is None or partitions.error_for(partition):
+                gone.append(group_id)
+        for group_id in gone:
+            self.written.pop(group_id, None)
+        for partition in [p for p in self.loaded if partitions.error_for(p)]:
+            del self.loaded[partition]
+        return gone
+
     def persist(self, broker: BrokerState, group_id: str) -> AppendResult | None:
         """Append what changed in the group to its ``__consumer_offsets`` partition, as
         Kafka's records (tombstones for what is gone); the append (None: nothing appended,

@@ -27,7 +27,6 @@ from typing import Any, Callable, Mapping, Protocol
 
 from ... import error_codes as codes
 from ...aio import cancel_and_wait, wait_event
-from ...cluster import coordinators as cluster_coordinators
 from ...cluster.seam import AppendResult
 from ...coordinator import share_group as sg
 from ...coordinator import share_group_records as rec
@@ -570,21 +569,8 @@ async def _run_timers(state: BrokerState, found: ShareGroupsState) -> None:
             live = {meta.topic_id for meta in topic_metadata(state).values()}
             for group_id in coordinator.forget_deleted_topics(live):
                 persist(state, found, group_id)
-            groups_state = groups.find_groups_state(state)
-            if groups_state is not None and groups_state.partitions is not None:
-                cluster = partition_seam(state)
-                partitions = groups_state.partitions
-                gone = []
-                for group_id in coordinator.group_ids():
-                    partition = cluster_coordinators.partition_in(cluster, OFFSETS_TOPIC,
-                                                                  group_id)
-                    if partition is None or partitions.error_for(partition):
-                        gone.append(group_id)
-                coordinator.unload(gone)
-                for group_id in gone:
-                    found.written.pop(group_id, None)
-                for partition in [p for p in found.loaded if partitions.error_for(p)]:
-                    del found.loaded[partition]
+            coordinator.unload(_records_log(found).forget_unowned(
+                state, coordinator.group_ids()))
         except Exception:  # noqa: BLE001 - the timers must keep running
             log.exception("share group coordinator timers failed")
         deadline = coordinator.next_deadline_ms()
