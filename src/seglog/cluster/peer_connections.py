@@ -25,13 +25,14 @@ __all__ = ["PeerConnections"]
 
 
 class PeerConnections:
-    """This broker's connections to its peers. ``cluster``: the partition seam (its
-    ``live_brokers``, ``inter_broker`` listener and ``inter_broker_login``); ``purpose``
+    """This broker's connections to its peers. ``cluster``: the partition seam, or any view
+    of it with ``broker_id``, ``live_brokers``, the ``inter_broker`` listener and
+    ``inter_broker_login`` (the transaction marker sender's); ``purpose``
     names the connections in their client id (``broker-<id>-<purpose>``);
     ``request_timeout_ms`` bounds a connect and each round trip; ``max_response_bytes`` an
     answer."""
 
-    def __init__(self, cluster: PartitionSeam, *, purpose: str, request_timeout_ms: int,
+    def __init__(self, cluster: "PartitionSeam | Any", *, purpose: str, request_timeout_ms: int,
                  max_response_bytes: int):
         self._cluster = cluster
         self._purpose = purpose

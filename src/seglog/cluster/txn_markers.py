@@ -44,7 +44,8 @@ from ..errors import SeglogError
 from ..schemas import load_request_schema, load_response_schema
 from ..types import TopicPartition
 from ..aio import cancel_and_wait
-from .inter_broker import BrokerConnection, InterBrokerError, InterBrokerListener
+from .inter_broker import InterBrokerError, InterBrokerListener
+from .peer_connections import PeerConnections
 from .sasl_login import SaslLogin
 from .seam import AppendOrigin, AppendResult
 from .zk_data import BrokerInfo, PartitionState, TopicAssignment
@@ -215,7 +216,9 @@ class TxnMarkerSender:
         self._on_written = on_written
         self._loop = cluster.loop
         self._tasks: set[asyncio.Task[None]] = set()
-        self._connections: dict[int, tuple[tuple[str, int], BrokerConnection]] = {}
+        self._peers = PeerConnections(cluster, purpose="txn-markers",
+                                      request_timeout_ms=self._timeout_ms,
+                                      max_response_bytes=_RESPONSE_BYTES_MAX)
         self._locks: dict[int, asyncio.Lock] = {}
         self._closed = False
 
@@ -310,13 +313,13 @@ class TxnMarkerSender:
         lock = self._locks.setdefault(leader, asyncio.Lock())
         async with lock:
             try:
-                connection = await self._connection(leader)
+                connection = await self._peers.connection(leader)
                 _frame, reader = await connection.request(
                     WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body, self._timeout_ms)
                 answers = decode_write_txn_markers(bytes(reader.buf[reader.pos:reader.end]))
             except (InterBrokerError, SeglogError, OSError) as exc:
                 log.info("WriteTxnMarkers to broker %d failed (%s); retrying", leader, exc)
-                self._drop_connection(leader)
+                self._peers.drop(leader)
                 return {tp: codes.UNKNOWN_SERVER_ERROR for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
@@ -340,14 +343,14 @@ class TxnMarkerSender:
         lock = self._locks.setdefault(state.leader, asyncio.Lock())
         async with lock:
             try:
-                connection = await self._connection(state.leader)
+                connection = await self._peers.connection(state.leader)
                 _frame, reader = await connection.request(
                     ADD_PARTITIONS_TO_TXN, ADD_PARTITIONS_TO_TXN_VERSION, body, self._timeout_ms)
                 answers = decode_add_partitions_to_txn(
                     bytes(reader.buf[reader.pos:reader.end]), transactional_id)
             except (InterBrokerError, SeglogError, OSError) as exc:
                 log.info("AddPartitionsToTxn to broker %d failed (%s)", state.leader, exc)
-                self._drop_connection(state.leader)
+                self._peers.drop(state.leader)
                 return {tp: codes.NETWORK_EXCEPTION for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
 
@@ -375,34 +378,9 @@ class TxnMarkerSender:
             self._on_written()
         return result.error_code
 
-    async def _connection(self, broker_id: int) -> BrokerConnection:
-        info = self._cluster.live_brokers.get(broker_id)
-        if info is None:
-            raise InterBrokerError(f"broker {broker_id} is not live")
-        address = self._cluster.inter_broker.address(info)
-        if address is None:
-            raise InterBrokerError(f"broker {broker_id} has no "
-                                   f"{self._cluster.inter_broker.listener_name} listener")
-        cached = self._connections.get(broker_id)
-        if cached is not None and cached[0] == address and not cached[1].closed:
-            return cached[1]
-        self._drop_connection(broker_id)
-        connection = await self._cluster.inter_broker.connect(
-            address[0], address[1], client_id=f"broker-{self._cluster.broker_id}-txn-markers",
-            timeout_ms=self._timeout_ms, max_response_bytes=_RESPONSE_BYTES_MAX,
-            login=self._cluster.inter_broker_login)
-        self._connections[broker_id] = (address, connection)
-        return connection
-
-    def _drop_connection(self, broker_id: int) -> None:
-        cached = self._connections.pop(broker_id, None)
-        if cached is not None:
-            cached[1].close()
-
     async def close(self) -> None:
         """Stop every delivery and close the connections (the broker stops; the next
         coordinator of each partition sends the markers again)."""
         self._closed = True
         await cancel_and_wait(list(self._tasks))
-        for broker_id in list(self._connections):
-            self._drop_connection(broker_id)
+        self._peers.close()
