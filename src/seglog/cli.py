@@ -11,6 +11,12 @@ Subcommands:
 * ``seglog recover``: with the broker stopped, truncate an offline partition (its files
   failed to load) to its last valid offset, as Kafka's unclean recovery does. See
   :mod:`seglog.partition_recovery` and ``docs/server.md``, "Offline partitions".
+* The data tools (:mod:`seglog.commands`): ``produce``, ``consume``, ``topics``, ``groups``
+  and ``dump``, on a data directory (``--data-dir``) or any Kafka broker
+  (``--bootstrap-server``).
+
+``seglog --version`` prints the version; ``--quiet`` (before the command) silences progress
+bars, which are drawn only on a terminal anyway (:mod:`seglog.progress`).
 """
 
 from __future__ import annotations
@@ -20,9 +26,16 @@ import json
 import sys
 from typing import Sequence
 
-from . import cli_format, cli_recover
+import importlib
+
+from . import __version__, cli_format, cli_recover
 from .bench import PART_ORDER, PART_TITLES
 from .cluster import cli_cluster
+
+#: The data tools' modules (seglog.commands.<name>), in the order ``--help`` lists them; each
+#: has ``add_parser(sub)``, which sets ``run`` (its ``main(args) -> int``) as a default.
+TOOL_MODULES: tuple[str, ...] = (
+)
 
 
 def _positive_int(text: str) -> int:
@@ -64,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``seglog`` command."""
     parser = argparse.ArgumentParser(
         prog="seglog", description="seglog: Apache Kafka's partition log for Python.")
+    parser.add_argument("--version", action="version", version=f"seglog {__version__}")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress bars (they are drawn only on a terminal anyway)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parts_help = "; ".join(f"{name}: {PART_TITLES[name]}" for name in PART_ORDER)
     bench = sub.add_parser(
@@ -134,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_cluster.add_parser(sub)
     cli_format.add_parser(sub)
     cli_recover.add_parser(sub)
+    for name in TOOL_MODULES:
+        importlib.import_module(f"{__package__}.commands.{name}").add_parser(sub)
     return parser
 
 
@@ -144,6 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.quiet:
+        from .progress import set_quiet
+        set_quiet(True)
+    run = getattr(args, "run", None)
+    if run is not None:
+        return int(run(args))
     if args.command == "bench":
         return _bench(args)
     if args.command == "serve":
