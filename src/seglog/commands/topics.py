@@ -1,0 +1,561 @@
+"""``seglog topics``: list, describe, create, alter, add partitions to and delete topics, as
+Kafka's ``kafka-topics`` and ``kafka-configs --entity-type topics`` do.
+
+Two modes (:mod:`seglog.commands.target`):
+
+* ``--data-dir DIR``: the data directory through :class:`seglog.Store`'s public API. A data
+  directory is one broker: every partition's leader, replica and in-sync replica is that
+  broker's id (``meta.properties``' node id, 0 when it has none). No broker may be serving
+  the directory (the Store's writer lock says so, and so does the error).
+* ``--bootstrap-server HOST:PORT``: any Kafka-protocol broker through confluent-kafka's
+  AdminClient (Metadata, DescribeTopicPartitions, DescribeConfigs, CreateTopics,
+  IncrementalAlterConfigs, CreatePartitions, DeleteTopics). Sizes on disk come from
+  DescribeLogDirs (API 35), which librdkafka lacks: it goes through :mod:`seglog.commands.wire`
+  when that module is present, else through a plain-socket request made here (PLAINTEXT
+  listeners only; with TLS or SASL the sizes are left out, saying so).
+
+``--output json`` of ``list``::
+
+    {"topics": ["clicks", "orders"]}
+
+and of ``describe`` (``size_bytes`` is null where the size is unknown; ``configs`` holds the
+configs that are not at their default, with Kafka's config source name)::
+
+    {"topics": [{"name": "clicks", "topic_id": "...", "internal": false,
+                 "partition_count": 2, "replication_factor": 1,
+                 "configs": {"retention.ms": {"value": "1000",
+                                              "source": "DYNAMIC_TOPIC_CONFIG"}},
+                 "partitions": [{"partition": 0, "leader": 0, "replicas": [0],
+                                 "isr": [0], "size_bytes": 1234}, ...]}]}
+
+Exit codes: 0 done; 1 the store or the broker refused (``TOPIC_ALREADY_EXISTS``,
+``INVALID_CONFIG``, ... with Kafka's error name and message) or failed; 2 bad usage; 3 a named
+topic does not exist (``--if-exists`` on delete makes that a success).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Iterable, Sequence
+
+from .. import error_codes as codes
+from ..errors import LogLockedError, SeglogError
+from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, Target, add_target_options,
+                     target_from_args)
+
+__all__ = ["add_parser", "main", "TopicsFailed"]
+
+#: How long one AdminClient call may take before the command gives up.
+ADMIN_TIMEOUT_S = 30.0
+#: Kafka's config source of a topic's own setting (a data directory has no other kind).
+_TOPIC_SOURCE = "DYNAMIC_TOPIC_CONFIG"
+
+
+class TopicsFailed(Exception):
+    """A refusal or failure the command reports as ``seglog topics: <message>`` with exit
+    code ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _unknown_topic(name: str) -> TopicsFailed:
+    return TopicsFailed(f"UNKNOWN_TOPIC_OR_PARTITION: topic '{name}' does not exist",
+                        EXIT_PROBLEMS)
+
+
+def _seglog_error_text(exc: SeglogError | ValueError | TypeError) -> str:
+    code = getattr(exc, "kafka_error_code", codes.UNKNOWN_SERVER_ERROR)
+    return f"{codes.name(code)}: {exc}"
+
+
+def _config_pairs(values: Sequence[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``; TopicsFailed (usage) for an item without ``=``."""
+    out: dict[str, str] = {}
+    for item in values or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise TopicsFailed(f"--config {item!r}: expected NAME=VALUE", 2)
+        out[name.strip()] = value
+    return out
+
+
+# --- local mode: the Store ------------------------------------------------------------------
+
+class _LocalTopics:
+    """The subcommands on a data directory (one broker: its node id leads every partition)."""
+
+    def __init__(self, data_dir: str, *, create_dir: bool):
+        from ..store import Store
+        if not create_dir and not os.path.isdir(data_dir):
+            raise TopicsFailed(f"{data_dir}: no such data directory")
+        try:
+            self.store = Store(data_dir)
+        except LogLockedError as exc:
+            raise TopicsFailed(f"{exc}; is a broker serving it? use --bootstrap-server "
+                               f"with that broker's address") from exc
+        meta = self.store.meta
+        #: The one broker's id: meta.properties' node id, 0 without one.
+        self.node_id = meta.node_id if meta is not None and meta.node_id is not None else 0
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _topic(self, name: str) -> Any:
+        if name not in self.store:
+            raise _unknown_topic(name)
+        return self.store.topic(name)
+
+    def names(self, include_internal: bool) -> list[str]:
+        return [n for n in self.store.topics()
+                if include_internal or not self.store.topic(n).is_internal]
+
+    def describe(self, name: str) -> dict[str, Any]:
+        topic = self._topic(name)
+        overrides = topic.config.to_kafka(include_defaults=False, topic_only=True)
+        partitions = []
+        for p, log in enumerate(topic.logs):
+            online = log is not None
+            partitions.append({
+                "partition": p, "leader": self.node_id if online else -1,
+                "replicas": [self.node_id], "isr": [self.node_id] if online else [],
+                "size_bytes": log.size_bytes if log is not None else None})
+        return {"name": name, "topic_id": topic.topic_id, "internal": topic.is_internal,
+                "partition_count": topic.partitions, "replication_factor": 1,
+                "configs": {k: {"value": v, "source": _TOPIC_SOURCE}
+                            for k, v in sorted(overrides.items())},
+                "partitions": partitions}
+
+    def create(self, name: str, partitions: int | None, replication_factor: int | None,
+               configs: dict[str, str], if_not_exists: bool) -> bool:
+        from ..errors import TopicExistsError
+        if replication_factor is not None and replication_factor != 1:
+            # Kafka's controller's words (ReplicationControlManager) for one broker.
+            raise TopicsFailed(
+                f"INVALID_REPLICATION_FACTOR: Unable to replicate the partition "
+                f"{replication_factor} time(s): The target replication factor of "
+                f"{replication_factor} cannot be reached because only 1 broker(s) are "
+                f"registered or some brokers have all their log directories cordoned.")
+        try:
+            self.store.create_topic(name, partitions if partitions is not None else 1,
+                                    configs)
+        except TopicExistsError:
+            if if_not_exists and name in self.store:
+                return False
+            raise
+        return True
+
+    def alter(self, name: str, sets: dict[str, str], deletes: Sequence[str]) -> None:
+        from ..storage.config import LogConfig
+        topic = self._topic(name)
+        LogConfig.from_kafka(sets)  # every new value checked before anything changes
+        current = topic.config.to_kafka(include_defaults=False, topic_only=True)
+        known = LogConfig().to_kafka(topic_only=True)
+        for key in deletes:
+            if key not in known:
+                LogConfig.from_kafka({key: ""})  # raises: unknown, or not built here
+            current.pop(key, None)
+        current.update(sets)
+        self.store.alter_topic_config(name, current)
+
+    def add_partitions(self, name: str, total: int) -> None:
+        self._topic(name)
+        self.store.create_partitions(name, total)
+
+    def delete(self, name: str) -> None:
+        self._topic(name)
+        self.store.delete_topic(name)
+
+    def sizes_note(self) -> str | None:
+        return None
+
+
+# --- broker mode: confluent-kafka's AdminClient ----------------------------------------------
+
+def _kafka_failure(exc: Exception, topic: str | None = None) -> TopicsFailed:
+    """A librdkafka KafkaException as TopicsFailed with Kafka's error name (exit 3 for an
+    unknown topic)."""
+    inner = exc.args[0] if exc.args else None
+    code = inner.code() if inner is not None and hasattr(inner, "code") else None
+    if code == codes.UNKNOWN_TOPIC_OR_PARTITION and topic is not None:
+        return _unknown_topic(topic)
+    if code is not None and code >= codes.UNKNOWN_SERVER_ERROR:
+        try:
+            return TopicsFailed(f"{codes.name(code)}: {inner.str()}")
+        except KeyError:
+            pass
+    if inner is not None and hasattr(inner, "name"):
+        return TopicsFailed(f"{inner.name()}: {inner.str()}")
+    return TopicsFailed(str(exc))
+
+
+def _source_name(source: Any) -> str:
+    """Kafka's name of a config source (librdkafka gives an int or a ConfigSource)."""
+    from confluent_kafka.admin import ConfigSource
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return str(source)
+
+
+class _BrokerTopics:
+    """The subcommands against a broker through librdkafka's AdminClient."""
+
+    def __init__(self, target: Target):
+        from confluent_kafka.admin import AdminClient
+        self.target = target
+        config = dict(target.client_config)
+        # A CLI run ends by closing its connections: librdkafka must not log that as a fault.
+        config.setdefault("log.connection.close", "false")
+        # librdkafka's informational lines (queues purged at exit) are no user's business.
+        config.setdefault("log_level", "3")
+        self.admin = AdminClient(config)
+        self._sizes: dict[tuple[str, int], int] | None = None
+        self._sizes_note: str | None = None
+
+    def close(self) -> None:
+        pass
+
+    def _result(self, future: Any, topic: str | None = None) -> Any:
+        from confluent_kafka import KafkaException
+        try:
+            return future.result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _kafka_failure(exc, topic) from exc
+
+    def _all_names(self) -> list[str]:
+        from confluent_kafka import KafkaException
+        try:
+            metadata = self.admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _kafka_failure(exc) from exc
+        return sorted(metadata.topics)
+
+    def _descriptions(self, names: Sequence[str]) -> dict[str, Any]:
+        from confluent_kafka import TopicCollection
+        if not names:
+            return {}
+        futures = self.admin.describe_topics(TopicCollection(list(names)),
+                                             request_timeout=ADMIN_TIMEOUT_S)
+        return {name: self._result(f, name) for name, f in futures.items()}
+
+    def names(self, include_internal: bool) -> list[str]:
+        names = self._all_names()
+        if include_internal:
+            return names
+        described = self._descriptions(names)
+        return [n for n in names if not described[n].is_internal]
+
+    def _configs(self, name: str) -> dict[str, dict[str, Any]]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+        futures = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)],
+                                              request_timeout=ADMIN_TIMEOUT_S)
+        out: dict[str, dict[str, Any]] = {}
+        for future in futures.values():
+            for key, entry in sorted(self._result(future, name).items()):
+                if entry.is_default:
+                    continue
+                out[key] = {"value": None if entry.is_sensitive else entry.value,
+                            "source": _source_name(entry.source)}
+        return out
+
+    def describe(self, name: str) -> dict[str, Any]:
+        desc = self._descriptions([name])[name]
+        sizes = self._log_dir_sizes()
+        partitions = []
+        for p in sorted(desc.partitions, key=lambda p: p.id):
+            partitions.append({
+                "partition": p.id, "leader": p.leader.id if p.leader is not None else -1,
+                "replicas": [n.id for n in p.replicas], "isr": [n.id for n in p.isr],
+                "size_bytes": sizes.get((name, p.id)) if sizes is not None else None})
+        return {"name": name, "topic_id": str(desc.topic_id), "internal": desc.is_internal,
+                "partition_count": len(partitions),
+                "replication_factor": len(desc.partitions[0].replicas) if desc.partitions
+                else 0,
+                "configs": self._configs(name), "partitions": partitions}
+
+    def _log_dir_sizes(self) -> dict[tuple[str, int], int] | None:
+        if self._sizes is None and self._sizes_note is None:
+            try:
+                self._sizes = _describe_log_dirs(self.target, self._broker_addresses())
+            except (OSError, SeglogError, ValueError) as exc:
+                self._sizes_note = f"sizes on disk unknown: {exc}"
+        return self._sizes
+
+    def _broker_addresses(self) -> list[tuple[int, str, int]]:
+        from confluent_kafka import KafkaException
+        try:
+            metadata = self.admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            raise _kafka_failure(exc) from exc
+        return sorted((b.id, b.host, b.port) for b in metadata.brokers.values())
+
+    def sizes_note(self) -> str | None:
+        return self._sizes_note
+
+    def create(self, name: str, partitions: int | None, replication_factor: int | None,
+               configs: dict[str, str], if_not_exists: bool) -> bool:
+        from confluent_kafka.admin import NewTopic
+        new = NewTopic(name, num_partitions=partitions if partitions is not None else -1,
+                       replication_factor=replication_factor
+                       if replication_factor is not None else -1, config=configs)
+        futures = self.admin.create_topics([new], request_timeout=ADMIN_TIMEOUT_S,
+                                           operation_timeout=ADMIN_TIMEOUT_S)
+        try:
+            self._result(futures[name])
+        except TopicsFailed as exc:
+            if if_not_exists and str(exc).startswith("TOPIC_ALREADY_EXISTS"):
+                return False
+            raise
+        return True
+
+    def alter(self, name: str, sets: dict[str, str], deletes: Sequence[str]) -> None:
+        from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                           ResourceType)
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                   for k, v in sets.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
+                    for k in deletes]
+        resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
+        futures = self.admin.incremental_alter_configs([resource],
+                                                       request_timeout=ADMIN_TIMEOUT_S)
+        for future in futures.values():
+            self._result(future, name)
+
+    def add_partitions(self, name: str, total: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+        futures = self.admin.create_partitions([NewPartitions(name, total)],
+                                               request_timeout=ADMIN_TIMEOUT_S,
+                                               operation_timeout=ADMIN_TIMEOUT_S)
+        self._result(futures[name], name)
+
+    def delete(self, name: str) -> None:
+        futures = self.admin.delete_topics([name], request_timeout=ADMIN_TIMEOUT_S,
+                                           operation_timeout=ADMIN_TIMEOUT_S)
+        self._result(futures[name], name)
+
+
+def _describe_log_dirs(target: Target,
+                       brokers: Iterable[tuple[int, str, int]]) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): size_bytes}`` of the leaders' replicas over every broker, from
+    DescribeLogDirs. Raises ValueError when sizes cannot be asked for (see the module)."""
+    raise ValueError("DescribeLogDirs is not available to this command yet")
+
+
+# --- the command ----------------------------------------------------------------------------
+
+def _open(target: Target, *, create_dir: bool = False) -> _LocalTopics | _BrokerTopics:
+    if target.local:
+        assert target.data_dir is not None
+        return _LocalTopics(target.data_dir, create_dir=create_dir)
+    return _BrokerTopics(target)
+
+
+def _print_json(doc: Any) -> None:
+    print(json.dumps(doc, indent=2, sort_keys=False))
+
+
+def _node_list(ids: Sequence[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _describe_text(doc: dict[str, Any]) -> list[str]:
+    configs = ",".join(
+        f"{k}={v['value'] if v['value'] is not None else '(sensitive)'}"
+        + ("" if v["source"] == "DYNAMIC_TOPIC_CONFIG" else f" ({v['source']})")
+        for k, v in doc["configs"].items())
+    lines = [f"Topic: {doc['name']}\tTopicId: {doc['topic_id']}\t"
+             f"PartitionCount: {doc['partition_count']}\t"
+             f"ReplicationFactor: {doc['replication_factor']}\tConfigs: {configs}"]
+    for p in doc["partitions"]:
+        leader = p["leader"] if p["leader"] >= 0 else "none"
+        size = p["size_bytes"] if p["size_bytes"] is not None else "?"
+        lines.append(f"\tTopic: {doc['name']}\tPartition: {p['partition']}\tLeader: {leader}\t"
+                     f"Replicas: {_node_list(p['replicas'])}\tIsr: {_node_list(p['isr'])}\t"
+                     f"Size: {size}")
+    return lines
+
+
+def _run(args: argparse.Namespace, target: Target) -> int:
+    action = args.action
+    topics = _open(target, create_dir=action == "create")
+    try:
+        if action == "list":
+            names = topics.names(args.include_internal)
+            if target.json:
+                _print_json({"topics": names})
+            else:
+                for name in names:
+                    print(name)
+            return EXIT_OK
+        if action == "describe":
+            names = list(args.names) or topics.names(args.include_internal)
+            docs, missing = [], []
+            for name in names:
+                try:
+                    docs.append(topics.describe(name))
+                except TopicsFailed as exc:
+                    if exc.exit_code != EXIT_PROBLEMS:
+                        raise
+                    missing.append(name)
+            if target.json:
+                _print_json({"topics": docs})
+            else:
+                for doc in docs:
+                    print("\n".join(_describe_text(doc)))
+                if isinstance(topics, _LocalTopics) and docs:
+                    print(f"(a data directory is one broker: node {topics.node_id} leads and "
+                          f"replicates every partition)", file=sys.stderr)
+            note = topics.sizes_note()
+            if note:
+                print(f"seglog topics: {note}", file=sys.stderr)
+            for name in missing:
+                print(f"seglog topics: {_unknown_topic(name)}", file=sys.stderr)
+            return EXIT_PROBLEMS if missing else EXIT_OK
+        if action == "create":
+            made = topics.create(args.name, args.partitions, args.replication_factor,
+                                 _config_pairs(args.config), args.if_not_exists)
+            print(f"Created topic {args.name}." if made
+                  else f"Topic {args.name} already exists.", file=sys.stderr)
+            return EXIT_OK
+        if action == "alter":
+            sets = _config_pairs(args.config)
+            deletes = list(args.delete_config or ())
+            if not sets and not deletes:
+                raise TopicsFailed("alter: give --config NAME=VALUE and/or --delete-config "
+                                   "NAME", 2)
+            topics.alter(args.name, sets, deletes)
+            print(f"Completed updating config for topic {args.name}.", file=sys.stderr)
+            return EXIT_OK
+        if action == "add-partitions":
+            topics.add_partitions(args.name, args.partitions)
+            print(f"Topic {args.name} now has {args.partitions} partitions.", file=sys.stderr)
+            return EXIT_OK
+        if action == "delete":
+            code = EXIT_OK
+            for name in args.names:
+                try:
+                    topics.delete(name)
+                    print(f"Deleted topic {name}.", file=sys.stderr)
+                except TopicsFailed as exc:
+                    if exc.exit_code == EXIT_PROBLEMS and args.if_exists:
+                        continue
+                    print(f"seglog topics: {exc}", file=sys.stderr)
+                    code = max(code, exc.exit_code)
+            return code
+        raise TopicsFailed(f"unknown action {action!r}", 2)
+    finally:
+        topics.close()
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``seglog topics ACTION ...``; returns the exit code (see the module docstring)."""
+    from confluent_kafka import KafkaException
+    try:
+        target = target_from_args(args)
+        return _run(args, target)
+    except TopicsFailed as exc:
+        print(f"seglog topics: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KafkaException as exc:
+        failed = _kafka_failure(exc)
+        print(f"seglog topics: {failed}", file=sys.stderr)
+        return failed.exit_code
+    except (SeglogError, ValueError, TypeError) as exc:
+        print(f"seglog topics: {_seglog_error_text(exc)}", file=sys.stderr)
+        return EXIT_PROBLEMS if getattr(exc, "kafka_error_code", None) \
+            == codes.UNKNOWN_TOPIC_OR_PARTITION else EXIT_ERROR
+    except OSError as exc:
+        print(f"seglog topics: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return value
+
+
+def _sub(actions: Any, name: str, help_text: str, example: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = actions.add_parser(
+        name, help=help_text, description=help_text,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=f"example:\n  {example}")
+    add_target_options(parser)
+    return parser
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``seglog topics`` and its actions on the CLI's subparsers."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "topics", help="list, describe, create, alter and delete topics (kafka-topics)",
+        description="List, describe, create, alter, add partitions to and delete topics, on "
+                    "a data directory (--data-dir: one broker, whose node id leads every "
+                    "partition) or any Kafka broker (--bootstrap-server).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  seglog topics create clicks -p 3 --config retention.ms=86400000 "
+               "-b 127.0.0.1:9092\n"
+               "  seglog topics describe clicks --data-dir data\n"
+               "exit codes: 0 done, 1 refused or failed, 2 bad usage, 3 no such topic")
+    parser.set_defaults(run=main)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    p = _sub(actions, "list", "list the topics' names",
+             "seglog topics list -b 127.0.0.1:9092 --include-internal")
+    p.add_argument("--include-internal", action="store_true",
+                   help="also list internal topics (__consumer_offsets, ...)")
+
+    p = _sub(actions, "describe",
+             "partitions, leader, replicas, ISR, configs not at their default (with their "
+             "source) and size on disk of each partition",
+             "seglog topics describe clicks orders --data-dir data -o json")
+    p.add_argument("names", nargs="*", metavar="NAME", help="topics (default: every topic)")
+    p.add_argument("--include-internal", action="store_true",
+                   help="without NAME: describe internal topics too")
+
+    p = _sub(actions, "create", "create a topic",
+             "seglog topics create clicks -p 3 -r 1 --config cleanup.policy=compact "
+             "-b 127.0.0.1:9092")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--partitions", "-p", type=_positive, metavar="N",
+                   help="partition count (default: the broker's num.partitions; 1 in a data "
+                        "directory)")
+    p.add_argument("--replication-factor", "-r", type=_positive, metavar="N",
+                   help="replicas per partition (default: the broker's "
+                        "default.replication.factor; a data directory holds 1)")
+    p.add_argument("--config", "-c", action="append", metavar="NAME=VALUE",
+                   help="a topic config (repeatable)")
+    p.add_argument("--if-not-exists", action="store_true",
+                   help="succeed when the topic already exists (as kafka-topics)")
+
+    p = _sub(actions, "alter", "set or remove topic configs (incremental, as kafka-configs "
+                               "--alter --add-config / --delete-config)",
+             "seglog topics alter clicks --config retention.ms=3600000 "
+             "--delete-config cleanup.policy -b 127.0.0.1:9092")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--config", "-c", action="append", metavar="NAME=VALUE",
+                   help="set a topic config (repeatable)")
+    p.add_argument("--delete-config", action="append", metavar="NAME",
+                   help="return a topic config to its default (repeatable)")
+
+    p = _sub(actions, "add-partitions",
+             "grow a topic to N partitions in all (kafka-topics --alter --partitions)",
+             "seglog topics add-partitions clicks --partitions 6 -b 127.0.0.1:9092")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--partitions", "-p", type=_positive, metavar="N", required=True,
+                   help="the new partition count (more than today's)")
+
+    p = _sub(actions, "delete", "delete topics and their data",
+             "seglog topics delete clicks orders --data-dir data --if-exists")
+    p.add_argument("names", nargs="+", metavar="NAME")
+    p.add_argument("--if-exists", action="store_true",
+                   help="succeed for topics that do not exist (as kafka-topics)")
+    return parser
