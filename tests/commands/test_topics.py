@@ -1,0 +1,185 @@
+"""``seglog topics`` run as a real subprocess against a seglog data directory, a seglog broker
+and a real Kafka 4.4 broker: the same steps give the same exit codes, error names and
+(normalised) ``describe --output json`` on all three."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable
+
+import pytest
+
+#: Exit codes of seglog.commands.target.
+OK, ERROR, PROBLEMS = 0, 1, 3
+
+
+def _unique(prefix: str) -> str:
+    return f"test_topics_{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _normalised(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """What must agree between the three targets: the topic's own configs (Kafka shows broker
+    defaults too, with other sources), partitions and replica counts; broker ids, topic ids
+    and sizes legitimately differ (sizes: only that each is a non-negative int or unknown)."""
+    assert doc["name"] == name
+    assert len(doc["topic_id"]) == 22  # Kafka's base64url uuid
+    out: dict[str, Any] = {
+        "internal": doc["internal"], "partition_count": doc["partition_count"],
+        "replication_factor": doc["replication_factor"],
+        "configs": {k: v["value"] for k, v in doc["configs"].items()
+                    if v["source"] == "DYNAMIC_TOPIC_CONFIG"},
+        "partitions": []}
+    for p in doc["partitions"]:
+        assert p["leader"] >= 0 and p["replicas"] == [p["leader"]] and p["isr"] == [p["leader"]]
+        assert p["size_bytes"] is None or p["size_bytes"] >= 0
+        out["partitions"].append(p["partition"])
+    return out
+
+
+def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str, Any]:
+    """The same steps on one target; returns what the targets must agree on."""
+    seen: dict[str, Any] = {}
+
+    def step(label: str, *args: str) -> Any:
+        ran = run("topics", *args, *where)
+        seen[label] = ran.returncode
+        return ran
+
+    ran = step("create", "create", name, "--partitions", "2", "--config", "retention.ms=1000",
+               "--config", "cleanup.policy=compact")
+    assert ran.returncode == OK, ran.stderr
+    ran = step("create_again", "create", name, "-p", "2")
+    assert "TOPIC_ALREADY_EXISTS" in ran.stderr and "Traceback" not in ran.stderr
+    step("create_if_not_exists", "create", name, "-p", "2", "--if-not-exists")
+    ran = step("create_bad_config", "create", name + "_bad", "-c", "retention.ms=abc")
+    seen["bad_config_message"] = ran.stderr.strip().splitlines()[-1]
+    ran = step("describe_created", "describe", name, "-o", "json")
+    seen["created"] = _normalised(ran.json()["topics"][0], name)
+
+    ran = step("alter", "alter", name, "--config", "segment.bytes=1048576",
+               "--delete-config", "retention.ms")
+    assert ran.returncode == OK, ran.stderr
+    ran = step("add_partitions", "add-partitions", name, "--partitions", "3")
+    assert ran.returncode == OK, ran.stderr
+    ran = step("add_partitions_fewer", "add-partitions", name, "--partitions", "2")
+    seen["fewer_error"] = ran.stderr.split(":")[1].strip()
+    ran = step("describe_altered", "describe", name, "-o", "json")
+    seen["altered"] = _normalised(ran.json()["topics"][0], name)
+    text = step("describe_text", "describe", name).stdout.splitlines()
+    seen["text_shape"] = [line.startswith("\tTopic: ") for line in text]
+    assert f"Topic: {name}\t" in text[0] and "segment.bytes=1048576" in text[0]
+    assert name in step("list", "list").stdout.splitlines()
+    assert name in step("list_json", "list", "-o", "json").json()["topics"]
+
+    ran = step("describe_unknown", "describe", name, name + "_nope", "-o", "json")
+    assert [t["name"] for t in ran.json()["topics"]] == [name]
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in ran.stderr
+    step("alter_unknown", "alter", name + "_nope", "-c", "retention.ms=5")
+    step("add_partitions_unknown", "add-partitions", name + "_nope", "-p", "4")
+    ran = step("delete", "delete", name)
+    assert ran.returncode == OK, ran.stderr
+    step("delete_unknown", "delete", name)
+    step("delete_if_exists", "delete", name, "--if-exists")
+    return seen
+
+
+EXPECTED_CODES = {
+    "create": OK, "create_again": ERROR, "create_if_not_exists": OK,
+    "create_bad_config": ERROR, "describe_created": OK, "alter": OK, "add_partitions": OK,
+    "add_partitions_fewer": ERROR, "describe_altered": OK, "describe_text": OK, "list": OK,
+    "list_json": OK, "describe_unknown": PROBLEMS, "alter_unknown": PROBLEMS,
+    "add_partitions_unknown": PROBLEMS, "delete": OK, "delete_unknown": PROBLEMS,
+    "delete_if_exists": OK,
+}
+
+
+def _check_expected(seen: dict[str, Any]) -> None:
+    assert {k: seen[k] for k in EXPECTED_CODES} == EXPECTED_CODES
+    assert seen["created"] == {
+        "internal": False, "partition_count": 2, "replication_factor": 1,
+        "configs": {"cleanup.policy": "compact", "retention.ms": "1000"},
+        "partitions": [0, 1]}
+    assert seen["altered"] == {
+        "internal": False, "partition_count": 3, "replication_factor": 1,
+        "configs": {"cleanup.policy": "compact", "segment.bytes": "1048576"},
+        "partitions": [0, 1, 2]}
+    assert seen["bad_config_message"].endswith(
+        "INVALID_CONFIG: Invalid value abc for configuration retention.ms: "
+        "Not a number of type LONG")
+    assert seen["fewer_error"] == "INVALID_PARTITIONS"
+    # a header line per topic, then a line per partition (kafka-topics --describe)
+    assert seen["text_shape"] == [False, True, True, True]
+
+
+def _comparable(seen: dict[str, Any]) -> dict[str, Any]:
+    return seen
+
+
+def test_topics_on_a_data_dir(run_seglog, tmp_path):
+    seen = _scenario(run_seglog, ["--data-dir", str(tmp_path / "data")], _unique("local"))
+    _check_expected(seen)
+
+
+def test_topics_on_a_seglog_broker(run_seglog, seglog_broker):
+    seen = _scenario(run_seglog, ["-b", seglog_broker.bootstrap], _unique("seglog"))
+    _check_expected(seen)
+
+
+@pytest.mark.kafka
+def test_topics_on_kafka_match_seglog(run_seglog, kafka_bootstrap, seglog_broker, tmp_path):
+    """The same steps against Kafka 4.4, a seglog broker and a data dir: equal results."""
+    kafka = _scenario(run_seglog, ["-b", kafka_bootstrap], _unique("kafka"))
+    _check_expected(kafka)
+    seglog = _scenario(run_seglog, ["-b", seglog_broker.bootstrap], _unique("seglog"))
+    local = _scenario(run_seglog, ["--data-dir", str(tmp_path / "data")], _unique("local"))
+    assert seglog == kafka
+    assert local == kafka
+
+
+def test_local_mode_on_a_served_data_dir_says_so(run_seglog, seglog_broker):
+    ran = run_seglog("topics", "list", "--data-dir", seglog_broker.data_dir)
+    assert ran.returncode == ERROR
+    assert "is a broker serving it? use --bootstrap-server" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path):
+    """Sizes on disk are each partition's bytes; the data dir's node id leads."""
+    from seglog import Store
+    data = tmp_path / "data"
+    name = _unique("sizes")
+    with Store(data) as store:
+        store.create_topic(name, 2)
+        producer = store.producer()
+        for i in range(10):
+            producer.send(name, b"v" * 100, partition=0)
+        producer.flush()
+        producer.close()
+        node_id = store.meta.node_id
+    ran = run_seglog("topics", "describe", name, "--data-dir", str(data), "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    parts = ran.json()["topics"][0]["partitions"]
+    assert parts[0]["size_bytes"] > 1000 and parts[1]["size_bytes"] == 0
+    assert {p["leader"] for p in parts} == {node_id}
+    ran = run_seglog("topics", "describe", name, "--data-dir", str(data))
+    assert f"node {node_id} leads" in ran.stderr
+
+
+def test_usage_errors(run_seglog, tmp_path):
+    where = ["--data-dir", str(tmp_path / "data")]
+    assert run_seglog("topics", "create", "x", "-p", "0", *where).returncode == 2
+    ran = run_seglog("topics", "create", "x", "--config", "noequals", *where)
+    assert ran.returncode == 2 and "NAME=VALUE" in ran.stderr
+    ran = run_seglog("topics", "alter", "x", *where)
+    assert ran.returncode == 2
+    ran = run_seglog("topics", "list", "--data-dir", str(tmp_path / "missing"))
+    assert ran.returncode == ERROR and "no such data directory" in ran.stderr
+    ran = run_seglog("topics", "create", "x", "-r", "2", *where)
+    assert ran.returncode == ERROR and "INVALID_REPLICATION_FACTOR" in ran.stderr
+
+
+@pytest.mark.parametrize("action", ["list", "describe", "create", "alter", "add-partitions",
+                                    "delete"])
+def test_help_has_an_example(run_seglog, action):
+    ran = run_seglog("topics", action, "--help")
+    assert ran.returncode == 0 and "example:\n  seglog topics " + action in ran.stdout
