@@ -179,15 +179,13 @@ class _LocalTopics:
 def _kafka_failure(exc: Exception, topic: str | None = None) -> TopicsFailed:
     """A librdkafka KafkaException as TopicsFailed with Kafka's error name (exit 3 for an
     unknown topic)."""
-    inner = exc.args[0] if exc.args else None
+    inner: Any = exc.args[0] if exc.args else None
     code = inner.code() if inner is not None and hasattr(inner, "code") else None
     if code == codes.UNKNOWN_TOPIC_OR_PARTITION and topic is not None:
         return _unknown_topic(topic)
     if code is not None and code >= codes.UNKNOWN_SERVER_ERROR:
-        try:
-            return TopicsFailed(f"{codes.name(code)}: {inner.str()}")
-        except KeyError:
-            pass
+        # Kafka's name (librdkafka abbreviates some); below -1 are librdkafka's own errors.
+        return TopicsFailed(f"{codes.name(code)}: {inner.str()}")
     if inner is not None and hasattr(inner, "name"):
         return TopicsFailed(f"{inner.name()}: {inner.str()}")
     return TopicsFailed(str(exc))
@@ -208,7 +206,7 @@ class _BrokerTopics:
     def __init__(self, target: Target):
         from confluent_kafka.admin import AdminClient
         self.target = target
-        config = dict(target.client_config)
+        config: dict[str, Any] = dict(target.client_config)
         # A CLI run ends by closing its connections: librdkafka must not log that as a fault.
         config.setdefault("log.connection.close", "false")
         # librdkafka's informational lines (queues purged at exit) are no user's business.
@@ -292,7 +290,7 @@ class _BrokerTopics:
             metadata = self.admin.list_topics(timeout=ADMIN_TIMEOUT_S)
         except KafkaException as exc:
             raise _kafka_failure(exc) from exc
-        return sorted((b.id, b.host, b.port) for b in metadata.brokers.values())
+        return sorted((b.id, str(b.host), b.port) for b in metadata.brokers.values())
 
     def sizes_note(self) -> str | None:
         return self._sizes_note
