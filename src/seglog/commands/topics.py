@@ -39,7 +39,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from .. import error_codes as codes
 from ..errors import LogLockedError, SeglogError
@@ -170,6 +170,9 @@ class _LocalTopics:
         self._topic(name)
         self.store.delete_topic(name)
 
+    def prepare(self, names: Sequence[str]) -> None:
+        """Nothing to fetch ahead in a data directory."""
+
     def sizes_note(self) -> str | None:
         return None
 
@@ -212,7 +215,9 @@ class _BrokerTopics:
         # librdkafka's informational lines (queues purged at exit) are no user's business.
         config.setdefault("log_level", "3")
         self.admin = AdminClient(config)
-        self._sizes: dict[tuple[str, int], int] | None = None
+        self._described: dict[str, Any] = {}
+        #: ``{(broker id, topic, partition): size_bytes}`` from :meth:`prepare`.
+        self._sizes: dict[tuple[int, str, int], int] = {}
         self._sizes_note: str | None = None
 
     def close(self) -> None:
@@ -234,10 +239,9 @@ class _BrokerTopics:
         return sorted(metadata.topics)
 
     def _descriptions(self, names: Sequence[str]) -> dict[str, Any]:
-        from confluent_kafka import TopicCollection
         if not names:
             return {}
-        futures = self.admin.describe_topics(TopicCollection(list(names)),
+        futures = self.admin.describe_topics(self._collection(names),
                                              request_timeout=ADMIN_TIMEOUT_S)
         return {name: self._result(f, name) for name, f in futures.items()}
 
@@ -261,36 +265,51 @@ class _BrokerTopics:
                             "source": _source_name(entry.source)}
         return out
 
+    def prepare(self, names: Sequence[str]) -> None:
+        """Describe ``names`` in one DescribeTopicPartitions and ask every broker holding
+        their replicas for the sizes on disk (one DescribeLogDirs each)."""
+        found: dict[str, Any] = {}
+        for name, future in self.admin.describe_topics(
+                self._collection(names), request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                found[name] = self._result(future, name)
+            except TopicsFailed as exc:
+                if exc.exit_code != EXIT_PROBLEMS:
+                    raise
+        self._described = found
+        brokers = sorted({n.id for d in found.values() for p in d.partitions
+                          for n in p.replicas})
+        if not found:
+            return
+        try:
+            self._sizes = _describe_log_dirs(
+                self.target, brokers, {n: len(d.partitions) for n, d in found.items()})
+        except ImportError:
+            self._sizes_note = "sizes on disk unknown: seglog.commands.wire is not installed"
+        except (OSError, SeglogError) as exc:
+            self._sizes_note = f"sizes on disk unknown: {exc}"
+
+    @staticmethod
+    def _collection(names: Sequence[str]) -> Any:
+        from confluent_kafka import TopicCollection
+        return TopicCollection(list(names))
+
     def describe(self, name: str) -> dict[str, Any]:
-        desc = self._descriptions([name])[name]
-        sizes = self._log_dir_sizes()
+        desc = self._described.get(name)
+        if desc is None:
+            desc = self._descriptions([name])[name]
         partitions = []
         for p in sorted(desc.partitions, key=lambda p: p.id):
+            leader = p.leader.id if p.leader is not None else -1
             partitions.append({
-                "partition": p.id, "leader": p.leader.id if p.leader is not None else -1,
+                "partition": p.id, "leader": leader,
                 "replicas": [n.id for n in p.replicas], "isr": [n.id for n in p.isr],
-                "size_bytes": sizes.get((name, p.id)) if sizes is not None else None})
+                "size_bytes": self._sizes.get((leader, name, p.id))})
         return {"name": name, "topic_id": str(desc.topic_id), "internal": desc.is_internal,
                 "partition_count": len(partitions),
                 "replication_factor": len(desc.partitions[0].replicas) if desc.partitions
                 else 0,
                 "configs": self._configs(name), "partitions": partitions}
-
-    def _log_dir_sizes(self) -> dict[tuple[str, int], int] | None:
-        if self._sizes is None and self._sizes_note is None:
-            try:
-                self._sizes = _describe_log_dirs(self.target, self._broker_addresses())
-            except (OSError, SeglogError, ValueError) as exc:
-                self._sizes_note = f"sizes on disk unknown: {exc}"
-        return self._sizes
-
-    def _broker_addresses(self) -> list[tuple[int, str, int]]:
-        from confluent_kafka import KafkaException
-        try:
-            metadata = self.admin.list_topics(timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            raise _kafka_failure(exc) from exc
-        return sorted((b.id, str(b.host), b.port) for b in metadata.brokers.values())
 
     def sizes_note(self) -> str | None:
         return self._sizes_note
@@ -337,11 +356,43 @@ class _BrokerTopics:
         self._result(futures[name], name)
 
 
-def _describe_log_dirs(target: Target,
-                       brokers: Iterable[tuple[int, str, int]]) -> dict[tuple[str, int], int]:
-    """``{(topic, partition): size_bytes}`` of the leaders' replicas over every broker, from
-    DescribeLogDirs. Raises ValueError when sizes cannot be asked for (see the module)."""
-    raise ValueError("DescribeLogDirs is not available to this command yet")
+#: Kafka's DescribeLogDirs API key (librdkafka's AdminClient does not offer it).
+DESCRIBE_LOG_DIRS_KEY = 35
+
+
+def _describe_log_dirs(target: Target, broker_ids: Iterable[int],
+                       topics: Mapping[str, int]) -> dict[tuple[int, str, int], int]:
+    """``{(broker id, topic, partition): size_bytes}`` of the replicas of ``topics`` (name ->
+    partition count) on each of
+    ``broker_ids``, from DescribeLogDirs over :mod:`seglog.commands.wire` (the tools' protocol
+    client: same TLS and SASL settings as librdkafka's). A replica being moved between log
+    dirs counts its current dir only. Raises WireError (SeglogError) when a broker cannot be
+    asked or refuses (the caller leaves the sizes out, saying why)."""
+    from .wire import KafkaResponseError, WireClient, build
+    sizes: dict[tuple[int, str, int], int] = {}
+    with WireClient(target.client_config) as client:
+        client.metadata(list(topics))  # the brokers' addresses, for sends by broker id
+        for broker_id in broker_ids:
+            def make(module: Any, version: int) -> Any:
+                # Kafka answers for the partitions named (an empty list names none)
+                wanted = tuple(build(module.DescribableLogDirTopic, topic=t,
+                                     partitions=tuple(range(count)))
+                               for t, count in topics.items())
+                return build(module.DescribeLogDirsRequest, topics=wanted)
+            response = client.send(DESCRIBE_LOG_DIRS_KEY, make, node_id=broker_id,
+                                   min_version=1)
+            if getattr(response, "error_code", 0):
+                raise KafkaResponseError(int(response.error_code),
+                                         what=f"DescribeLogDirs to broker {broker_id}")
+            for result in response.results:
+                if result.error_code:
+                    continue  # an offline log dir holds no readable replica
+                for topic in result.topics:
+                    for p in topic.partitions:
+                        if not p.is_future_key:
+                            sizes[(broker_id, topic.name, int(p.partition_index))] = \
+                                int(p.partition_size)
+    return sizes
 
 
 # --- the command ----------------------------------------------------------------------------
@@ -393,6 +444,7 @@ def _run(args: argparse.Namespace, target: Target) -> int:
         if action == "describe":
             names = list(args.names) or topics.names(args.include_internal)
             docs, missing = [], []
+            topics.prepare(names)
             for name in names:
                 try:
                     docs.append(topics.describe(name))
