@@ -23,7 +23,8 @@ def _normalised(doc: dict[str, Any], name: str) -> dict[str, Any]:
     defaults too, with other sources), partitions and replica counts; broker ids, topic ids
     and sizes legitimately differ (sizes: only that each is known, and 0 for an empty one)."""
     assert doc["name"] == name
-    assert len(doc["topic_id"]) == 22  # Kafka's base64url uuid
+    # Kafka's text of a uuid: URL-safe base64, unpadded
+    assert len(doc["topic_id"]) == 22 and not set(doc["topic_id"]) & set("+/="), doc
     out: dict[str, Any] = {
         "internal": doc["internal"], "partition_count": doc["partition_count"],
         "replication_factor": doc["replication_factor"],
@@ -54,12 +55,18 @@ def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str,
     step("create_if_not_exists", "create", name, "-p", "2", "--if-not-exists")
     ran = step("create_bad_config", "create", name + "_bad", "-c", "retention.ms=abc")
     seen["bad_config_message"] = ran.stderr.strip().splitlines()[-1]
+    ran = step("create_bad_name", "create", "bad/" + name)
+    seen["bad_name_message"] = ran.stderr.strip().splitlines()[-1].replace(name, "NAME")
     ran = step("describe_created", "describe", name, "-o", "json")
     seen["created"] = _normalised(ran.json()["topics"][0], name)
 
     ran = step("alter", "alter", name, "--config", "segment.bytes=1048576",
                "--delete-config", "retention.ms")
     assert ran.returncode == OK, ran.stderr
+    ran = step("alter_unknown_config", "alter", name, "--config", "no.such.config=1")
+    seen["unknown_config_message"] = ran.stderr.strip().splitlines()[-1]
+    # deleting a config that is not set (or does not exist) changes nothing, as in Kafka
+    step("alter_delete_unset", "alter", name, "--delete-config", "no.such.config")
     ran = step("add_partitions", "add-partitions", name, "--partitions", "3")
     assert ran.returncode == OK, ran.stderr
     ran = step("add_partitions_fewer", "add-partitions", name, "--partitions", "2")
@@ -88,7 +95,8 @@ def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str,
 #: must give too (each target's whole result is compared with this one dict).
 EXPECTED = {
     "create": OK, "create_again": ERROR, "create_if_not_exists": OK,
-    "create_bad_config": ERROR, "describe_created": OK, "alter": OK, "add_partitions": OK,
+    "create_bad_config": ERROR, "create_bad_name": ERROR, "describe_created": OK,
+    "alter_unknown_config": ERROR, "alter_delete_unset": OK, "alter": OK, "add_partitions": OK,
     "add_partitions_fewer": ERROR, "describe_altered": OK, "describe_text": OK, "list": OK,
     "list_json": OK, "describe_unknown": PROBLEMS, "alter_unknown": PROBLEMS,
     "add_partitions_unknown": PROBLEMS, "delete": OK, "delete_unknown": PROBLEMS,
@@ -102,6 +110,11 @@ EXPECTED = {
     # Kafka's own message for a bad value, with Kafka's error name
     "bad_config_message": "seglog topics: INVALID_CONFIG: Invalid value abc for "
                           "configuration retention.ms: Not a number of type LONG",
+    "bad_name_message": "seglog topics: INVALID_TOPIC_EXCEPTION: Topic name is invalid: "
+                        "'bad/NAME' contains one or more characters other than ASCII "
+                        "alphanumerics, '.', '_' and '-'",
+    "unknown_config_message": "seglog topics: INVALID_CONFIG: Unknown topic config name: "
+                              "no.such.config",
     "fewer_error": "INVALID_PARTITIONS",
     # a header line per topic, then a line per partition (kafka-topics --describe)
     "text_shape": [False, True, True, True],
