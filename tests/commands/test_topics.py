@@ -147,13 +147,14 @@ def test_local_mode_on_a_served_data_dir_says_so(run_seglog, seglog_broker):
     assert "Traceback" not in ran.stderr
 
 
-def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path):
-    """Sizes on disk are each partition's bytes; the data dir's node id leads."""
+def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path, seglog_broker_factory):
+    """Sizes on disk are each partition's bytes; the data dir's node id leads. The same dir
+    served by a broker describes the same over the wire (DescribeLogDirs' sizes included)."""
     from seglog import Store
     data = tmp_path / "data"
     name = _unique("sizes")
     with Store(data) as store:
-        store.create_topic(name, 2)
+        store.create_topic(name, 2, {"retention.ms": "3600000"})
         producer = store.producer()
         for i in range(10):
             producer.send(name, b"v" * 100, partition=0)
@@ -162,11 +163,21 @@ def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path):
         node_id = store.meta.node_id
     ran = run_seglog("topics", "describe", name, "--data-dir", str(data), "-o", "json")
     assert ran.returncode == OK, ran.stderr
-    parts = ran.json()["topics"][0]["partitions"]
+    local = ran.json()["topics"][0]
+    parts = local["partitions"]
     assert parts[0]["size_bytes"] > 1000 and parts[1]["size_bytes"] == 0
     assert {p["leader"] for p in parts} == {node_id}
     ran = run_seglog("topics", "describe", name, "--data-dir", str(data))
     assert f"node {node_id} leads" in ran.stderr
+
+    broker = seglog_broker_factory(data_dir=data)
+    ran = run_seglog("topics", "describe", name, "-b", broker.bootstrap, "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    served = ran.json()["topics"][0]
+    assert served["partitions"] == local["partitions"]
+    assert served["topic_id"] == local["topic_id"]
+    assert served["configs"]["retention.ms"] == local["configs"]["retention.ms"] == {
+        "value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG"}
 
 
 def test_usage_errors(run_seglog, tmp_path):
@@ -212,8 +223,26 @@ def test_sizes_on_disk_of_kafka(run_seglog, kafka_bootstrap):
     _sizes_over_the_wire(run_seglog, kafka_bootstrap, _unique("sizes_kafka"))
 
 
-@pytest.mark.parametrize("action", ["list", "describe", "create", "alter", "add-partitions",
-                                    "delete"])
-def test_help_has_an_example(run_seglog, action):
-    ran = run_seglog("topics", action, "--help")
-    assert ran.returncode == 0 and "example:\n  seglog topics " + action in ran.stdout
+def test_no_broker_listening(run_seglog, tmp_path):
+    """A refused connection ends within the client's request.timeout.ms (from
+    --command-config) with exit 1 and librdkafka's reason once, not its retry log."""
+    import socket
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    props = tmp_path / "client.properties"
+    props.write_text("request.timeout.ms=1500\n")
+    ran = run_seglog("topics", "describe", "x", "-b", f"127.0.0.1:{port}",
+                     "--command-config", str(props))
+    assert ran.returncode == ERROR
+    assert "Connection refused" in ran.stderr and len(ran.stderr.splitlines()) == 1, ran.stderr
+
+
+def test_help_has_an_example(capsys):
+    from seglog.cli import build_parser
+    for action in ("list", "describe", "create", "alter", "add-partitions", "delete"):
+        with pytest.raises(SystemExit) as exited:
+            build_parser().parse_args(["topics", action, "--help"])
+        assert exited.value.code == 0
+        out = capsys.readouterr().out
+        assert "example:\n  seglog topics " + action in out, out

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from typing import Any, Iterable, Mapping, Sequence
@@ -48,7 +49,8 @@ from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, Target, add_target_opti
 
 __all__ = ["add_parser", "main", "TopicsFailed"]
 
-#: How long one AdminClient call may take before the command gives up.
+#: How long one AdminClient call may take before the command gives up, unless
+#: ``--command-config`` sets ``request.timeout.ms`` (librdkafka's default, 30 s).
 ADMIN_TIMEOUT_S = 30.0
 #: Kafka's config source of a topic's own setting (a data directory has no other kind).
 _TOPIC_SOURCE = "DYNAMIC_TOPIC_CONFIG"
@@ -212,6 +214,18 @@ def _source_name(source: Any) -> str:
         return str(source)
 
 
+class _LastLine(logging.Handler):
+    """Keeps librdkafka's last log line (of level WARNING and above)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        #: The last line, or None.
+        self.text: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.text = record.getMessage()
+
+
 class _BrokerTopics:
     """The subcommands against a broker through librdkafka's AdminClient."""
 
@@ -221,9 +235,18 @@ class _BrokerTopics:
         config: dict[str, Any] = dict(target.client_config)
         # A CLI run ends by closing its connections: librdkafka must not log that as a fault.
         config.setdefault("log.connection.close", "false")
-        # librdkafka's informational lines (queues purged at exit) are no user's business.
-        config.setdefault("log_level", "3")
-        self.admin = AdminClient(config)
+        # librdkafka's log lines (a connection refused every 50 ms while it retries) would
+        # flood the terminal: the last one is kept and told with the error, if there is one.
+        self.last_log = _LastLine()
+        logger = logging.getLogger("seglog.commands.topics.librdkafka")
+        logger.propagate = False
+        logger.handlers[:] = [self.last_log]
+        self.admin = AdminClient(config, logger=logger)
+        try:
+            self.timeout_s = int(config.get("request.timeout.ms", ADMIN_TIMEOUT_S * 1000)) \
+                / 1000.0
+        except ValueError:
+            raise TopicsFailed("request.timeout.ms is not an integer") from None
         self._described: dict[str, Any] = {}
         #: ``{(broker id, topic, partition): size_bytes}`` from :meth:`prepare`.
         self._sizes: dict[tuple[int, str, int], int] = {}
@@ -232,26 +255,38 @@ class _BrokerTopics:
     def close(self) -> None:
         pass
 
+    def _failure(self, exc: Exception, topic: str | None = None) -> TopicsFailed:
+        failed = _kafka_failure(exc, topic)
+        inner: Any = exc.args[0] if exc.args else None
+        code = inner.code() if inner is not None and hasattr(inner, "code") else 0
+        self.admin.poll(0)  # serves the queued log lines to the handler
+        if code < codes.UNKNOWN_SERVER_ERROR and self.last_log.text:
+            # librdkafka's own error (transport, timeout): its last log line says why
+            return TopicsFailed(f"{failed} ({self.last_log.text})", failed.exit_code)
+        return failed
+
     def _result(self, future: Any, topic: str | None = None) -> Any:
         from confluent_kafka import KafkaException
         try:
-            return future.result(timeout=ADMIN_TIMEOUT_S)
+            # a little longer than the request's own timeout, so that the broker's (or
+            # librdkafka's) answer is the one told; TimeoutError (an OSError) otherwise
+            return future.result(timeout=self.timeout_s + 5.0)
         except KafkaException as exc:
-            raise _kafka_failure(exc, topic) from exc
+            raise self._failure(exc, topic) from exc
 
     def _all_names(self) -> list[str]:
         from confluent_kafka import KafkaException
         try:
-            metadata = self.admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+            metadata = self.admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
-            raise _kafka_failure(exc) from exc
+            raise self._failure(exc) from exc
         return sorted(metadata.topics)
 
     def _descriptions(self, names: Sequence[str]) -> dict[str, Any]:
         if not names:
             return {}
         futures = self.admin.describe_topics(self._collection(names),
-                                             request_timeout=ADMIN_TIMEOUT_S)
+                                             request_timeout=self.timeout_s)
         return {name: self._result(f, name) for name, f in futures.items()}
 
     def names(self, include_internal: bool) -> list[str]:
@@ -264,7 +299,7 @@ class _BrokerTopics:
     def _configs(self, name: str) -> dict[str, dict[str, Any]]:
         from confluent_kafka.admin import ConfigResource, ResourceType
         futures = self.admin.describe_configs([ConfigResource(ResourceType.TOPIC, name)],
-                                              request_timeout=ADMIN_TIMEOUT_S)
+                                              request_timeout=self.timeout_s)
         out: dict[str, dict[str, Any]] = {}
         for future in futures.values():
             for key, entry in sorted(self._result(future, name).items()):
@@ -279,7 +314,7 @@ class _BrokerTopics:
         their replicas for the sizes on disk (one DescribeLogDirs each)."""
         found: dict[str, Any] = {}
         for name, future in self.admin.describe_topics(
-                self._collection(names), request_timeout=ADMIN_TIMEOUT_S).items():
+                self._collection(names), request_timeout=self.timeout_s).items():
             try:
                 found[name] = self._result(future, name)
             except TopicsFailed as exc:
@@ -330,8 +365,8 @@ class _BrokerTopics:
         new = NewTopic(name, num_partitions=partitions if partitions is not None else -1,
                        replication_factor=replication_factor
                        if replication_factor is not None else -1, config=configs)
-        futures = self.admin.create_topics([new], request_timeout=ADMIN_TIMEOUT_S,
-                                           operation_timeout=ADMIN_TIMEOUT_S)
+        futures = self.admin.create_topics([new], request_timeout=self.timeout_s,
+                                           operation_timeout=self.timeout_s)
         try:
             self._result(futures[name])
         except TopicsFailed as exc:
@@ -349,20 +384,20 @@ class _BrokerTopics:
                     for k in deletes]
         resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=entries)
         futures = self.admin.incremental_alter_configs([resource],
-                                                       request_timeout=ADMIN_TIMEOUT_S)
+                                                       request_timeout=self.timeout_s)
         for future in futures.values():
             self._result(future, name)
 
     def add_partitions(self, name: str, total: int) -> None:
         from confluent_kafka.admin import NewPartitions
         futures = self.admin.create_partitions([NewPartitions(name, total)],
-                                               request_timeout=ADMIN_TIMEOUT_S,
-                                               operation_timeout=ADMIN_TIMEOUT_S)
+                                               request_timeout=self.timeout_s,
+                                               operation_timeout=self.timeout_s)
         self._result(futures[name], name)
 
     def delete(self, name: str) -> None:
-        futures = self.admin.delete_topics([name], request_timeout=ADMIN_TIMEOUT_S,
-                                           operation_timeout=ADMIN_TIMEOUT_S)
+        futures = self.admin.delete_topics([name], request_timeout=self.timeout_s,
+                                           operation_timeout=self.timeout_s)
         self._result(futures[name], name)
 
 
