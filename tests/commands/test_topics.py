@@ -223,6 +223,38 @@ def test_sizes_on_disk_of_kafka(run_seglog, kafka_bootstrap):
     _sizes_over_the_wire(run_seglog, kafka_bootstrap, _unique("sizes_kafka"))
 
 
+def test_sasl_through_command_config(run_seglog, seglog_broker_factory, tmp_path):
+    """Kafka client properties in --command-config (SASL/PLAIN with a JAAS line) reach both
+    the AdminClient and the DescribeLogDirs request; a wrong password is exit 1."""
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" '
+            'user_alice="alice-secret";')
+    broker = seglog_broker_factory(config={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas})
+    props = tmp_path / "client.properties"
+    login = ('sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule '
+             'required username="alice" password="{}";\n')
+    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                     + login.format("alice-secret"))
+    where = ["-b", broker.bootstrap, "--command-config", str(props)]
+    name = _unique("sasl")
+    ran = run_seglog("topics", "create", name, "-p", "2", *where)
+    assert ran.returncode == OK, ran.stderr
+    ran = run_seglog("topics", "describe", name, *where, "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    assert [p["size_bytes"] for p in ran.json()["topics"][0]["partitions"]] == [0, 0]
+    assert "sizes on disk unknown" not in ran.stderr
+
+    bad = tmp_path / "bad.properties"
+    bad.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                   "request.timeout.ms=2000\n" + login.format("wrong"))
+    ran = run_seglog("topics", "list", "-b", broker.bootstrap, "--command-config", str(bad))
+    assert ran.returncode == ERROR and "Traceback" not in ran.stderr
+    assert "Invalid username or password" in ran.stderr, ran.stderr
+
+
 def test_no_broker_listening(run_seglog, tmp_path):
     """A refused connection ends within the client's request.timeout.ms (from
     --command-config) with exit 1 and librdkafka's reason once, not its retry log."""

@@ -579,10 +579,29 @@ def _positive(text: str) -> int:
     return value
 
 
-def _sub(actions: Any, name: str, help_text: str, example: str) -> argparse.ArgumentParser:
+_DESCRIBE_NOTES = """\
+text: a line per topic (id, partition count, replication factor, configs not at their
+default with their source unless it is the topic's own setting), then a line per partition
+(leader, replicas, ISR, size on disk in bytes, "?" when unknown), as kafka-topics --describe.
+A data directory is one broker: its node id leads and replicates every partition.
+Over the wire, sizes come from DescribeLogDirs (the leader's replica).
+
+--output json:
+  {"topics": [{"name": "clicks", "topic_id": "...", "internal": false,
+               "partition_count": 2, "replication_factor": 1,
+               "configs": {"retention.ms": {"value": "1000",
+                                            "source": "DYNAMIC_TOPIC_CONFIG"}},
+               "partitions": [{"partition": 0, "leader": 1, "replicas": [1],
+                               "isr": [1], "size_bytes": 1234}, ...]}]}
+exit code 3 when a named topic does not exist (the others are still described)."""
+
+
+def _sub(actions: Any, name: str, help_text: str, example: str,
+         more: str = "") -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = actions.add_parser(
         name, help=help_text, description=help_text,
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=f"example:\n  {example}")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"example:\n  {example}" + (f"\n\n{more}" if more else ""))
     add_target_options(parser)
     return parser
 
@@ -604,14 +623,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     p = _sub(actions, "list", "list the topics' names",
-             "seglog topics list -b 127.0.0.1:9092 --include-internal")
+             "seglog topics list -b 127.0.0.1:9092 --include-internal",
+             '--output json: {"topics": ["clicks", "orders"]}')
     p.add_argument("--include-internal", action="store_true",
                    help="also list internal topics (__consumer_offsets, ...)")
 
     p = _sub(actions, "describe",
              "partitions, leader, replicas, ISR, configs not at their default (with their "
              "source) and size on disk of each partition",
-             "seglog topics describe clicks orders --data-dir data -o json")
+             "seglog topics describe clicks orders --data-dir data -o json",
+             _DESCRIBE_NOTES)
     p.add_argument("names", nargs="*", metavar="NAME", help="topics (default: every topic)")
     p.add_argument("--include-internal", action="store_true",
                    help="without NAME: describe internal topics too")
