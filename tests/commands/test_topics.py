@@ -147,37 +147,55 @@ def test_local_mode_on_a_served_data_dir_says_so(run_seglog, seglog_broker):
     assert "Traceback" not in ran.stderr
 
 
+def _own_configs(doc: dict[str, Any]) -> dict[str, Any]:
+    """``describe -o json`` without the broker-level configs (a broker reports its defaults;
+    a data dir has none)."""
+    for topic in doc["topics"]:
+        topic["configs"] = {k: v for k, v in topic["configs"].items()
+                            if v["source"] == "DYNAMIC_TOPIC_CONFIG"}
+    return doc
+
+
 def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path, seglog_broker_factory):
     """Sizes on disk are each partition's bytes; the data dir's node id leads. The same dir
-    served by a broker describes the same over the wire (DescribeLogDirs' sizes included)."""
+    served by a broker describes the same over the wire: topic ids, partitions, leaders,
+    sizes (DescribeLogDirs), the topics' own configs, internal topics included."""
     from seglog import Store
     data = tmp_path / "data"
     name = _unique("sizes")
-    with Store(data) as store:
+    with Store(data, offsets_topic_partitions=1) as store:
         store.create_topic(name, 2, {"retention.ms": "3600000"})
         producer = store.producer()
         for i in range(10):
             producer.send(name, b"v" * 100, partition=0)
         producer.flush()
         producer.close()
+        consumer = store.consumer("g", [name])  # a commit makes __consumer_offsets
+        consumer.poll(1000)
+        consumer.commit()
+        consumer.close()
         node_id = store.meta.node_id
-    ran = run_seglog("topics", "describe", name, "--data-dir", str(data), "-o", "json")
+    ran = run_seglog("topics", "describe", "--include-internal", "--data-dir", str(data),
+                     "-o", "json")
     assert ran.returncode == OK, ran.stderr
-    local = ran.json()["topics"][0]
-    parts = local["partitions"]
+    local = ran.json()
+    assert [(t["name"], t["internal"]) for t in local["topics"]] == [
+        ("__consumer_offsets", True), (name, False)]
+    parts = local["topics"][1]["partitions"]
     assert parts[0]["size_bytes"] > 1000 and parts[1]["size_bytes"] == 0
     assert {p["leader"] for p in parts} == {node_id}
+    assert local["topics"][1]["configs"] == {
+        "retention.ms": {"value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG"}}
     ran = run_seglog("topics", "describe", name, "--data-dir", str(data))
     assert f"node {node_id} leads" in ran.stderr
+    assert run_seglog("topics", "list", "--data-dir", str(data)).stdout.split() == [name]
 
     broker = seglog_broker_factory(data_dir=data)
-    ran = run_seglog("topics", "describe", name, "-b", broker.bootstrap, "-o", "json")
+    ran = run_seglog("topics", "describe", "--include-internal", "-b", broker.bootstrap,
+                     "-o", "json")
     assert ran.returncode == OK, ran.stderr
-    served = ran.json()["topics"][0]
-    assert served["partitions"] == local["partitions"]
-    assert served["topic_id"] == local["topic_id"]
-    assert served["configs"]["retention.ms"] == local["configs"]["retention.ms"] == {
-        "value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert _own_configs(ran.json()) == local
+    assert run_seglog("topics", "list", "-b", broker.bootstrap).stdout.split() == [name]
 
 
 def test_usage_errors(run_seglog, tmp_path):

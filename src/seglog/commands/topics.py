@@ -86,6 +86,14 @@ def _config_pairs(values: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+def _check_partition_count(count: int) -> None:
+    """The seglog broker's refusal of a count above a store's limit, in its words."""
+    from ..store import TOPIC_PARTITIONS_MAX
+    if count > TOPIC_PARTITIONS_MAX:
+        raise TopicsFailed(f"INVALID_PARTITIONS: seglog topics have at most "
+                           f"{TOPIC_PARTITIONS_MAX} partitions")
+
+
 # --- local mode: the Store ------------------------------------------------------------------
 
 class _LocalTopics:
@@ -147,9 +155,10 @@ class _LocalTopics:
                 f"{replication_factor} time(s): The target replication factor of "
                 f"{replication_factor} cannot be reached because only 1 broker(s) are "
                 f"registered or some brokers have all their log directories cordoned.")
+        count = partitions if partitions is not None else 1
+        _check_partition_count(count)
         try:
-            self.store.create_topic(name, partitions if partitions is not None else 1,
-                                    configs)
+            self.store.create_topic(name, count, configs)
         except TopicExistsError:
             if if_not_exists and name in self.store:
                 return False
@@ -169,6 +178,7 @@ class _LocalTopics:
 
     def add_partitions(self, name: str, total: int) -> None:
         self._topic(name)
+        _check_partition_count(total)
         self.store.create_partitions(name, total)
 
     def delete(self, name: str) -> None:
