@@ -207,6 +207,10 @@ def test_usage_errors(run_seglog, tmp_path):
     assert ran.returncode == 2
     ran = run_seglog("topics", "list", "--data-dir", str(tmp_path / "missing"))
     assert ran.returncode == ERROR and "no such data directory" in ran.stderr
+    (tmp_path / "plain").mkdir()
+    ran = run_seglog("topics", "describe", "--data-dir", str(tmp_path / "plain"))
+    assert ran.returncode == ERROR and "not a data directory" in ran.stderr
+    assert list((tmp_path / "plain").iterdir()) == []  # nothing written there
     ran = run_seglog("topics", "create", "x", "-r", "2", *where)
     assert ran.returncode == ERROR and "INVALID_REPLICATION_FACTOR" in ran.stderr
 

@@ -44,8 +44,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import error_codes as codes
 from ..errors import LogLockedError, SeglogError
-from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, Target, add_target_options,
-                     target_from_args)
+from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
+                     add_target_options, target_from_args)
 
 __all__ = ["add_parser", "main", "TopicsFailed"]
 
@@ -81,7 +81,7 @@ def _config_pairs(values: Sequence[str] | None) -> dict[str, str]:
     for item in values or ():
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise TopicsFailed(f"--config {item!r}: expected NAME=VALUE", 2)
+            raise TopicsFailed(f"--config {item!r}: expected NAME=VALUE", EXIT_USAGE)
         out[name.strip()] = value
     return out
 
@@ -103,6 +103,9 @@ class _LocalTopics:
         from ..store import Store
         if not create_dir and not os.path.isdir(data_dir):
             raise TopicsFailed(f"{data_dir}: no such data directory")
+        if not create_dir and not os.path.exists(os.path.join(data_dir, "meta.properties")):
+            # opening would make one there: only create may start a new data directory
+            raise TopicsFailed(f"{data_dir}: not a data directory (no meta.properties)")
         try:
             self.store = Store(data_dir)
         except LogLockedError as exc:
@@ -532,7 +535,7 @@ def _run(args: argparse.Namespace, target: Target) -> int:
             deletes = list(args.delete_config or ())
             if not sets and not deletes:
                 raise TopicsFailed("alter: give --config NAME=VALUE and/or --delete-config "
-                                   "NAME", 2)
+                                   "NAME", EXIT_USAGE)
             topics.alter(args.name, sets, deletes)
             print(f"Completed updating config for topic {args.name}.", file=sys.stderr)
             return EXIT_OK
@@ -552,7 +555,7 @@ def _run(args: argparse.Namespace, target: Target) -> int:
                     print(f"seglog topics: {exc}", file=sys.stderr)
                     code = max(code, exc.exit_code)
             return code
-        raise TopicsFailed(f"unknown action {action!r}", 2)
+        raise TopicsFailed(f"unknown action {action!r}", EXIT_USAGE)
     finally:
         topics.close()
 
