@@ -198,6 +198,54 @@ def test_local_describe_sizes_and_the_one_broker(run_seglog, tmp_path, seglog_br
     assert run_seglog("topics", "list", "-b", broker.bootstrap).stdout.split() == [name]
 
 
+def test_offline_partition_in_a_data_dir(run_seglog, tmp_path, seglog_broker_factory):
+    """A partition whose flushed data is gone is offline: no leader, no size (its last ISR
+    kept, as Kafka's controller keeps it); the store's reason is one warning line; the
+    kafka-topics filter picks it out; a broker serving the dir describes the same."""
+    import glob
+    import os
+    import sys
+    from pathlib import Path
+
+    from seglog import Store
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from segment_helpers import batch_starts
+
+    data = tmp_path / "data"
+    name = _unique("offline")
+    with Store(data, offsets_topic_partitions=1) as store:
+        store.create_topic(name, 2, {"segment.bytes": "300"})
+        for p in (0, 1):
+            for i in range(6):
+                store.topic(name).log(p).append_batch([b"a%d" % i, b"b%d" % i])
+    last = sorted(glob.glob(os.path.join(data, f"{name}-0", "*.log")))[-1]
+    os.truncate(last, batch_starts(last)[1])  # flushed offsets gone: offline at the check
+
+    where = ["--data-dir", str(data)]
+    ran = run_seglog("topics", "describe", name, *where, "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    p0, p1 = ran.json()["topics"][0]["partitions"]
+    assert (p0["leader"], p0["isr"], p0["size_bytes"]) == (-1, p0["replicas"], None)
+    assert p1["leader"] >= 0 and p1["size_bytes"] > 0
+    warned = [line for line in ran.stderr.splitlines() if "warning" in line]
+    assert len(warned) == 1 and f"{name}-0 is offline" in warned[0]
+    assert "seglog recover" in warned[0]
+    ran = run_seglog("topics", "describe", *where, "--unavailable-partitions")
+    assert ran.stdout.splitlines() == [
+        f"\tTopic: {name}\tPartition: 0\tLeader: none\tReplicas: {p0['replicas'][0]}\t"
+        f"Isr: {p0['replicas'][0]}\tSize: ?"]
+    ran = run_seglog("topics", "describe", *where, "--unavailable-partitions", "-o", "json")
+    assert [[p["partition"] for p in t["partitions"]] for t in ran.json()["topics"]] == [[0]]
+    local = ran.json()
+
+    with pytest.warns(RuntimeWarning, match="offline"):
+        broker = seglog_broker_factory(data_dir=data)
+    ran = run_seglog("topics", "describe", "-b", broker.bootstrap, "--unavailable-partitions",
+                     "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    assert _own_configs(ran.json()) == local
+
+
 def test_usage_errors(run_seglog, tmp_path):
     where = ["--data-dir", str(tmp_path / "data")]
     assert run_seglog("topics", "create", "x", "-p", "0", *where).returncode == 2

@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 from .. import error_codes as codes
@@ -111,6 +112,7 @@ class _LocalTopics:
         except LogLockedError as exc:
             raise TopicsFailed(f"{exc}; is a broker serving it? use --bootstrap-server "
                                f"with that broker's address") from exc
+        self._offline: Mapping[Any, str] = {}
         meta = self.store.meta
         #: The one broker's id: meta.properties' node id, 0 without one.
         self.node_id = meta.node_id if meta is not None and meta.node_id is not None else 0
@@ -132,11 +134,13 @@ class _LocalTopics:
         overrides = topic.config.to_kafka(include_defaults=False, topic_only=True)
         partitions = []
         for p, log in enumerate(topic.logs):
-            online = log is not None
+            online = log is not None and (name, p) not in self._offline
             partitions.append({
                 "partition": p, "leader": self.node_id if online else -1,
-                "replicas": [self.node_id], "isr": [self.node_id] if online else [],
-                "size_bytes": log.size_bytes if log is not None else None})
+                # an offline partition keeps its last ISR, as Kafka's controller does (and
+                # a broker serving this directory reports)
+                "replicas": [self.node_id], "isr": [self.node_id],
+                "size_bytes": log.size_bytes if online and log is not None else None})
         return {"name": name, "topic_id": topic.topic_id, "internal": topic.is_internal,
                 "partition_count": topic.partitions, "replication_factor": 1,
                 "configs": {k: {"value": v, "source": _TOPIC_SOURCE}
@@ -189,7 +193,10 @@ class _LocalTopics:
         self.store.delete_topic(name)
 
     def prepare(self, names: Sequence[str]) -> None:
-        """Nothing to fetch ahead in a data directory."""
+        """Check every active segment now (as a broker does at start), so that a partition
+        whose flushed data is gone is told offline."""
+        self.store.check_active_segments()
+        self._offline = self.store.offline_partitions()
 
     def sizes_note(self) -> str | None:
         return None
@@ -487,6 +494,16 @@ def _describe_text(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _partition_filter(args: argparse.Namespace) -> Any:
+    """describe's ``--under-replicated-partitions`` / ``--unavailable-partitions`` as a
+    predicate on a partition's JSON (None: no filter)."""
+    if getattr(args, "under_replicated_partitions", False):
+        return lambda p: len(p["isr"]) < len(p["replicas"])
+    if getattr(args, "unavailable_partitions", False):
+        return lambda p: p["leader"] < 0
+    return None
+
+
 def _run(args: argparse.Namespace, target: Target) -> int:
     action = args.action
     topics = _open(target, create_dir=action == "create")
@@ -510,11 +527,18 @@ def _run(args: argparse.Namespace, target: Target) -> int:
                     if exc.exit_code != EXIT_PROBLEMS:
                         raise
                     missing.append(name)
+            wanted = _partition_filter(args)
+            if wanted is not None:
+                docs = [{**d, "partitions": [p for p in d["partitions"] if wanted(p)]}
+                        for d in docs]
+                docs = [d for d in docs if d["partitions"]]
             if target.json:
                 _print_json({"topics": docs})
             else:
                 for doc in docs:
-                    print("\n".join(_describe_text(doc)))
+                    lines = _describe_text(doc)
+                    # as kafka-topics: a filter prints the matching partitions' lines only
+                    print("\n".join(lines[1:] if wanted is not None else lines))
                 if isinstance(topics, _LocalTopics) and docs:
                     print(f"(a data directory is one broker: node {topics.node_id} leads and "
                           f"replicates every partition)", file=sys.stderr)
@@ -564,8 +588,16 @@ def main(args: argparse.Namespace) -> int:
     """Run ``seglog topics ACTION ...``; returns the exit code (see the module docstring)."""
     from confluent_kafka import KafkaException
     try:
-        target = target_from_args(args)
-        return _run(args, target)
+        # The Store warns of offline partitions (RuntimeWarning): told as one line each,
+        # not as Python's warning with a source line.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                return _run(args, target_from_args(args))
+            finally:
+                for warning in caught:
+                    if issubclass(warning.category, (RuntimeWarning, UserWarning)):
+                        print(f"seglog topics: warning: {warning.message}", file=sys.stderr)
     except TopicsFailed as exc:
         print(f"seglog topics: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -649,6 +681,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="NAME", help="topics (default: every topic)")
     p.add_argument("--include-internal", action="store_true",
                    help="without NAME: describe internal topics too")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--under-replicated-partitions", action="store_true",
+                      help="only partitions whose ISR is smaller than their replicas (as "
+                           "kafka-topics)")
+    only.add_argument("--unavailable-partitions", action="store_true",
+                      help="only partitions without a leader (offline; as kafka-topics)")
 
     p = _sub(actions, "create", "create a topic",
              "seglog topics create clicks -p 3 -r 1 --config cleanup.policy=compact "
