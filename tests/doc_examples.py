@@ -195,8 +195,21 @@ def wait_listening(port: int, alive: "subprocess.Popen[str] | None" = None,
             time.sleep(0.05)
 
 
+def stop_process(proc: "subprocess.Popen[str]", timeout_s: float = 60) -> None:
+    """SIGTERM a child process this test started, then SIGKILL it if it outlives
+    ``timeout_s`` (reaped either way)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)
+
+
 def stop_pid(pid: int, timeout_s: float = 60) -> None:
-    """SIGTERM one process this test started, then SIGKILL it if it outlives ``timeout_s``."""
+    """SIGTERM a process this test's script left in the background (not a child of this
+    process: init reaps it), then SIGKILL it if it outlives ``timeout_s``."""
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
