@@ -45,7 +45,8 @@ DEDICATED: dict[str, str] = {
     "broker-consume": "tests/test_readme.py::test_readme_broker_section_runs",
     "broker-pytest": "tests/test_readme.py::test_readme_broker_section_runs",
     "queue-embedded": "tests/test_readme_queue.py::test_readme_embedded_queue_runs_twice",
-    "queue-broker": "tests/test_readme_queue.py::test_readme_broker_queue_runs_against_seglog_serve",
+    "queue-broker":
+        "tests/test_readme_queue.py::test_readme_broker_queue_runs_against_seglog_serve",
     "secure-shell": "tests/test_readme_secure.py::test_readme_secure_section_runs",
     "secure-python": "tests/test_readme_secure.py::test_readme_secure_section_runs",
     "cluster-shell": "tests/test_readme.py::test_readme_cluster_section_runs",
