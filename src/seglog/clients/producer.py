@@ -121,7 +121,8 @@ from ..errors import (
 )
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..storage.config import INT32_MAX
-from ..types import OffsetAndMetadata, RecordMetadata, TopicPartition, as_topic_partition
+from ..types import RecordMetadata, TopicPartition, as_topic_partition
+from ..types import OffsetAndMetadata  # in the offsets of send_offsets_to_transaction
 from .partitioner import (
     RoundRobinPartitioner,
     partitions_for_keys,
