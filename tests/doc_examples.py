@@ -16,8 +16,9 @@ The convention (what ``tests/test_examples.py`` enforces):
   defines ``test_*`` functions is a pytest module and must pass; a few blocks have a named
   check in ``tests/test_examples.py`` (files made, a broker's answers). An example with
   neither is an error: an example must show an effect a test can see.
-- ``127.0.0.1:9092`` (and ``9093``) in an example are rewritten to free ports at run time;
-  an example that names 9092 without starting ``seglog serve`` itself gets a broker there.
+- The ports an example names on ``127.0.0.1``/``localhost`` (9092, 9093, a metrics port) are
+  rewritten to free ones at run time; an example that names 9092 without starting
+  ``seglog serve`` itself gets a broker there.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ sh with bash and a ``seglog`` command on PATH), unless a ``<!-- not-run: REASON 
 stands above them; the README's multi-block scenarios are run by the tests named in
 ``doc_examples.DEDICATED``. Each run checks the example's promises (``# -> TEXT`` lines, a
 pytest module passing, or a named check below). ``mypy --strict`` runs over every python
-block. A tool the examples use (kcat, openssl) that is missing skips its examples with its
+block. A tool the examples use (kcat, openssl, curl) that is missing skips its examples with its
 name, and fails them under ``CI=true`` (CI installs them).
 """
 
@@ -31,7 +31,7 @@ from doc_examples import (DEDICATED, OTHER_LANGS, REPO, RUN_LANGS, SRC, Block, a
 BLOCKS = all_blocks()
 RUN_S_MAX = 120
 #: Tools an sh example may use that are not this package (CI installs them).
-TOOLS = ("kcat", "openssl")
+TOOLS = ("kcat", "openssl", "curl")
 
 
 def _generic(block: Block) -> bool:
@@ -77,11 +77,12 @@ def test_every_example_promises_something():
 # --- running them -----------------------------------------------------------------------
 
 def _rewrite_ports(text: str, ports: dict[str, int]) -> str:
-    """127.0.0.1:9092 / :9093 / localhost:9092 -> free ports (one per port named)."""
+    """Every port an example names on 127.0.0.1 or localhost (9092, 9093, a metrics port)
+    -> a free one, the same for each mention."""
     def repl(m: re.Match[str]) -> str:
         port = ports.setdefault(m.group(2), free_port())
         return f"{m.group(1)}:{port}"
-    return re.sub(r"(127\.0\.0\.1|localhost):(909\d)\b", repl, text)
+    return re.sub(r"(127\.0\.0\.1|localhost):([1-9]\d{3,4})\b", repl, text)
 
 
 def _tools_or_skip(block: Block) -> None:
