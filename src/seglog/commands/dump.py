@@ -1,0 +1,643 @@
+"""``seglog dump PATH ...``: what is inside a data directory's files, as Kafka's
+``kafka-dump-log`` (``kafka.tools.DumpLogSegments``) prints it, and ``--verify``.
+
+For the files Kafka's tool reads (``.log``, ``.index``, ``.timeindex``, ``.txnindex``,
+producer ``.snapshot``) the text output is Kafka 4.4's, line for line: ``Dumping FILE``, a
+batch line per batch (``baseOffset: ... isvalid: true``), with ``--deep-iteration`` a
+``| offset: ...`` line per record (``--print-data-log`` adds ``key:`` and ``payload:``,
+decoded as UTF-8 as Kafka's StringDecoder does), control records' ``endTxnMarker:``; its
+findings after the files on stderr (``Non-consecutive offsets in ...``, ``Mismatches in :...``,
+time-index complaints). The files Kafka's tool ignores are dumped too, in the same
+``name: value`` style: ``leader-epoch-checkpoint`` (``epoch: E startOffset: O``), the offset
+checkpoints of a log dir (``topic: T partition: P offset: O``), ``meta.properties`` and
+``partition.metadata``. A directory stands for every file under it.
+
+``--output json`` prints one JSON list, an object per file (``file``, ``kind`` and the
+file's entries). ``--verify`` checks instead of printing (:mod:`seglog.commands.verify`).
+The files are read directly (no Store is opened), so a data directory a broker is serving
+can be dumped; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from typing import Any, Callable, Iterator
+
+from .. import filenames
+from .. import format as fmt
+from .._backend import default_backend
+from ..errors import (
+    CorruptCheckpointError,
+    CorruptIndexError,
+    CorruptRecordError,
+    CorruptSnapshotError,
+    InvalidRecordError,
+    SeglogError,
+)
+from ..storage.checkpoints import (
+    LeaderEpochCheckpointFile,
+    OffsetCheckpointFile,
+    PartitionMetadataFile,
+    parse_java_properties,
+    uuid_to_kafka_str,
+)
+from ..storage.producer_state import increment_sequence, read_snapshot
+from ..storage.txnindex import AbortedTxn
+from .target import EXIT_ERROR, EXIT_OK
+
+#: Offset checkpoints of a log dir's root (and of a standalone Log's partition dir).
+OFFSET_CHECKPOINTS = (
+    filenames.RECOVERY_POINT_CHECKPOINT,
+    filenames.REPLICATION_OFFSET_CHECKPOINT,
+    filenames.LOG_START_OFFSET_CHECKPOINT,
+    filenames.CLEANER_OFFSET_CHECKPOINT,
+)
+
+#: Kafka's ControlRecordType ids -> names (``controlType: NAME(id)`` for the ones without
+#: a decoder here).
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                      4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+_SEGMENT_NAME = re.compile(r"^(\d+)\.")
+
+
+def file_kind(path: str) -> str | None:
+    """What ``path`` holds, from its name: ``log``, ``index``, ``timeindex``, ``txnindex``,
+    ``snapshot`` (by suffix, as Kafka's tool), ``leader-epoch-checkpoint``,
+    ``offset-checkpoint``, ``meta.properties``, ``partition.metadata``; None for another
+    file (Kafka's "Ignoring unknown file")."""
+    name = os.path.basename(path)
+    if name == filenames.LEADER_EPOCH_CHECKPOINT:
+        return "leader-epoch-checkpoint"
+    if name in OFFSET_CHECKPOINTS:
+        return "offset-checkpoint"
+    if name in (filenames.META_PROPERTIES, filenames.PARTITION_METADATA):
+        return name
+    suffix = os.path.splitext(name)[1]
+    return {filenames.LOG_SUFFIX: "log", filenames.INDEX_SUFFIX: "index",
+            filenames.TIME_INDEX_SUFFIX: "timeindex", filenames.TXN_INDEX_SUFFIX: "txnindex",
+            filenames.SNAPSHOT_SUFFIX: "snapshot"}.get(suffix)
+
+
+def base_offset_of(path: str) -> int:
+    """The base offset a segment file's name gives (Kafka's ``offsetFromFile``);
+    ValueError for a name that does not start with digits."""
+    found = _SEGMENT_NAME.match(os.path.basename(path))
+    if found is None:
+        raise ValueError(f"{path}: not a segment file name (NNNN...NNN.suffix)")
+    return int(found.group(1))
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """Every path, with a directory replaced by the files under it (sorted by directory, then
+    name; a log dir's own files before its partition directories')."""
+    out: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            out.extend(os.path.join(root, name) for name in sorted(files))
+    return out
+
+
+def read_batches(data: bytes | memoryview) -> tuple[list[Any], int, CorruptRecordError | None]:
+    """The whole batches at the start of ``data`` (Kafka's FileLogInputStream rules: a partial
+    batch at the end stops the walk), the bytes they cover, and the error that stopped the
+    walk early (a batch length below 14, a bad magic, ...), or None."""
+    batches: list[Any] = []
+    valid_bytes = 0
+    try:
+        for batch in default_backend().iter_batches(data):
+            batches.append(batch)
+            valid_bytes = batch.position + batch.size_bytes
+    except CorruptRecordError as exc:
+        if exc.position < 0:
+            exc.position = valid_bytes
+        return batches, valid_bytes, exc
+    return batches, valid_bytes, None
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _optional_long(value: int | None) -> str:
+    return "OptionalLong.empty" if value is None or value < 0 else f"OptionalLong[{value}]"
+
+
+def _text(data: bytes | None) -> str | None:
+    # Kafka's StringDecoder: new String(bytes, UTF_8), malformed input replaced.
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def timestamp_type_name(batch: Any) -> str:
+    """``CreateTime`` or ``LogAppendTime`` (Kafka's TimestampType names)."""
+    return fmt.TIMESTAMP_TYPE_NAMES.get(batch.timestamp_type, "NoTimestampType")
+
+
+def batch_fields(batch: Any, position: int) -> dict[str, Any]:
+    """Kafka's batch line as ``{name: value}``, in Kafka's order (the timestamp under its
+    type's name)."""
+    return {
+        "baseOffset": batch.base_offset, "lastOffset": batch.last_offset,
+        "count": batch.record_count, "baseSequence": batch.base_sequence,
+        "lastSequence": batch.last_sequence, "producerId": batch.producer_id,
+        "producerEpoch": batch.producer_epoch,
+        "partitionLeaderEpoch": batch.partition_leader_epoch,
+        "isTransactional": bool(batch.is_transactional), "isControl": bool(batch.is_control),
+        "deleteHorizonMs": batch.delete_horizon_ms if batch.has_delete_horizon else None,
+        "position": position, timestamp_type_name(batch): batch.max_timestamp_ms,
+        "size": batch.size_bytes, "magic": batch.magic, "compresscodec": batch.compression,
+        "crc": batch.crc, "isvalid": bool(batch.is_valid()),
+    }
+
+
+def _java(value: Any, name: str) -> str:
+    if name == "deleteHorizonMs":
+        return _optional_long(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def batch_line(fields: dict[str, Any]) -> str:
+    """The batch line Kafka prints for ``batch_fields``."""
+    return " ".join(f"{name}: {_java(value, name)}" for name, value in fields.items())
+
+
+def control_fields(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """What Kafka prints of a control record: ``endTxnMarker`` and ``coordinatorEpoch`` for
+    a commit or abort marker, else ``controlType`` (``NAME(id)``)."""
+    if key is None or len(key) < fmt.CONTROL_KEY.size:
+        return {"controlType": "UNKNOWN(-1)"}
+    _version, type_id = fmt.CONTROL_KEY.unpack_from(key)
+    name = CONTROL_TYPE_NAMES.get(type_id, "UNKNOWN")
+    if type_id in (fmt.CONTROL_TYPE_ABORT, fmt.CONTROL_TYPE_COMMIT) and value is not None \
+            and len(value) >= fmt.END_TXN_MARKER_VALUE.size:
+        _v, coordinator_epoch = fmt.END_TXN_MARKER_VALUE.unpack_from(value)
+        return {"endTxnMarker": name, "coordinatorEpoch": coordinator_epoch}
+    return {"controlType": f"{name}({type_id})"}
+
+
+class DumpOptions:
+    """What to print of a ``.log``: records (``deep``), their keys and values
+    (``print_data``), or only keys and values (``skip_record_metadata``)."""
+
+    def __init__(self, *, deep: bool = False, print_data: bool = False,
+                 skip_record_metadata: bool = False) -> None:
+        self.print_data = print_data
+        self.deep = deep or print_data
+        self.skip_record_metadata = skip_record_metadata
+
+
+# --- per kind: a dict for JSON and the lines Kafka prints --------------------------------------
+
+class FileDump:
+    """One dumped file: ``data`` (the JSON object), ``lines`` (stdout text, Kafka's) and
+    ``findings`` (Kafka's stderr summary lines for it), ``error`` (why it stopped, or None)."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"file": path, "kind": kind}
+        self.lines: list[str] = []
+        self.findings: list[str] = []
+        self.error: str | None = None
+
+
+def dump_log(path: str, options: DumpOptions,
+             emit: Callable[[str], None] | None = None) -> FileDump:
+    """A ``.log`` as Kafka's tool dumps it. ``emit`` (when given) gets each stdout line at
+    once (a big segment is printed as it is read, not kept)."""
+    out = FileDump(path, "log")
+    say = emit or out.lines.append
+    base = base_offset_of(path)
+    say(f"Log starting offset: {base}")
+    data = _read_file(path)
+    batches, valid_bytes, error = read_batches(data)
+    keep = emit is None
+    json_batches: list[dict[str, Any]] = []
+    last_offset = -1
+    gaps: list[tuple[int, int]] = []
+    for batch in batches:
+        fields = batch_fields(batch, batch.position)
+        say(batch_line(fields))
+        records_json: list[dict[str, Any]] = []
+        if options.deep:
+            try:
+                records = batch.records(check_crcs=False)
+            except (CorruptRecordError, InvalidRecordError, SeglogError) as exc:
+                out.error = (f"batch at position {batch.position} (offset "
+                             f"{batch.base_offset}): cannot decode its records: {exc}")
+                break
+            ts_name = timestamp_type_name(batch)
+            for record in records:
+                if record.offset != last_offset + 1:
+                    gaps.append((last_offset, record.offset))
+                last_offset = record.offset
+                sequence = (increment_sequence(batch.base_sequence, record.offset - batch.base_offset)
+                            if batch.base_sequence >= 0 else -1)
+                rec: dict[str, Any] = {
+                    "offset": record.offset, ts_name: record.timestamp_ms,
+                    "keySize": -1 if record.key is None else len(record.key),
+                    "valueSize": -1 if record.value is None else len(record.value),
+                    "sequence": sequence,
+                    "headerKeys": [k for k, _v in record.headers],
+                }
+                if batch.is_control:
+                    rec.update(control_fields(record.key, record.value))
+                line = ""
+                if not options.skip_record_metadata:
+                    line = "| " + " ".join(
+                        f"{k}: [{','.join(v)}]" if k == "headerKeys" else f"{k}: {v}"
+                        for k, v in rec.items())
+                if options.print_data and not batch.is_control:
+                    prefix = "| " if options.skip_record_metadata else " "
+                    if record.key is not None:
+                        rec["key"] = _text(record.key)
+                        line += f"{prefix}key: {rec['key']}"
+                        prefix = " "
+                    if record.value is not None:
+                        rec["payload"] = _text(record.value)
+                        line += f"{prefix}payload: {rec['payload']}"
+                say(line)
+                if keep:
+                    records_json.append(rec)
+        if keep:
+            if options.deep:
+                fields["records"] = records_json
+            json_batches.append(fields)
+    trailing = len(data) - valid_bytes
+    if error is not None:
+        out.error = f"{error.reason or error} at position {error.position}"
+    elif trailing > 0 and out.error is None:
+        say(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
+    out.data.update(base_offset=base, batches=json_batches, invalid_trailing_bytes=trailing)
+    if options.deep:
+        out.data["non_consecutive_offsets"] = [list(g) for g in gaps]
+        if gaps:
+            out.findings.append(f"Non-consecutive offsets in {os.path.abspath(path)}")
+            out.findings += [f"  {a} is followed by {b}" for a, b in gaps]
+    return out
+
+
+def _batch_at(batches: list[Any], position: int) -> Any | None:
+    for batch in batches:
+        if batch.position == position:
+            return batch
+    return None
+
+
+def index_entries(data: bytes, entry: Any) -> list[tuple[int, int]]:
+    """The whole entries of an index file's bytes (``entry`` a format struct), up to the
+    first all-zero entry after the first (a preallocated, untrimmed tail: Kafka's tool stops
+    at an entry naming the base offset again)."""
+    out: list[tuple[int, int]] = []
+    whole = len(data) - len(data) % entry.size
+    for i, (a, b) in enumerate(entry.iter_unpack(data[:whole])):
+        out.append((a, b))
+        if i > 0 and a == 0 and b == 0:
+            out.pop()
+            break
+    return out
+
+
+def _segment_log(path: str) -> tuple[bytes | None, list[Any]]:
+    log_path = os.path.join(os.path.dirname(path),
+                            os.path.basename(path).split(".")[0] + filenames.LOG_SUFFIX)
+    try:
+        data = _read_file(log_path)
+    except OSError:
+        return None, []
+    return data, read_batches(data)[0]
+
+
+def dump_index(path: str) -> FileDump:
+    """An ``.index`` as Kafka's tool dumps it (``offset: O position: P``; mismatches against
+    the ``.log`` beside it as its stderr summary)."""
+    out = FileDump(path, "index")
+    base = base_offset_of(path)
+    raw = [(base + rel, pos) for rel, pos in index_entries(_read_file(path),
+                                                            fmt.OFFSET_INDEX_ENTRY)]
+    entries: list[tuple[int, int]] = []
+    for i, (offset, position) in enumerate(raw):
+        if offset == base and i > 0:
+            break
+        entries.append((offset, position))
+    log, batches = _segment_log(path)
+    mismatches: dict[int, int] = {}
+    if not entries:
+        out.lines.append(f"{path} is empty.")
+    for offset, position in entries:
+        if log is not None:
+            batch = _batch_at(batches, position)
+            if batch is None:
+                out.error = f"index entry {offset} names position {position}: no batch there"
+                break
+            if batch.last_offset != offset:
+                mismatches[offset] = batch.last_offset
+        out.lines.append(f"offset: {offset} position: {position}")
+    out.data.update(base_offset=base,
+                    entries=[{"offset": o, "position": p} for o, p in entries],
+                    mismatches=[{"index_offset": o, "log_offset": lo}
+                                for o, lo in sorted(mismatches.items(), reverse=True)])
+    if mismatches:
+        out.findings.append(f"Mismatches in :{os.path.abspath(path)}")
+        out.findings += [f"  Index offset: {o}, log offset: {lo}"
+                         for o, lo in sorted(mismatches.items(), reverse=True)]
+    return out
+
+
+def dump_time_index(path: str) -> FileDump:
+    """A ``.timeindex`` as Kafka's tool dumps it (``timestamp: T offset: O``, checked against
+    the max record timestamp of the batch ending at O)."""
+    out = FileDump(path, "timeindex")
+    base = base_offset_of(path)
+    entries = [(ts, base + rel) for ts, rel in index_entries(_read_file(path),
+                                                              fmt.TIME_INDEX_ENTRY)]
+    _log, batches = _segment_log(path)
+    mismatch, out_of_order, not_found = [], [], []
+    shown = []
+    previous = -1
+    for i, (timestamp, offset) in enumerate(entries):
+        if offset == base and i > 0:
+            break
+        holder = next((b for b in batches if b.last_offset >= offset), None)
+        if holder is None:
+            not_found.append((offset, -1))
+        elif holder.last_offset != offset:
+            not_found.append((offset, holder.last_offset))
+        else:
+            try:
+                stamps = [r.timestamp_ms for r in holder.records(check_crcs=False)]
+            except SeglogError:
+                stamps = []
+            max_ts = max(stamps, default=-1)
+            if max_ts != timestamp:
+                mismatch.append((timestamp, max_ts))
+            if previous >= timestamp:
+                out_of_order.append((timestamp, previous))
+        out.lines.append(f"timestamp: {timestamp} offset: {offset}")
+        shown.append({"timestamp": timestamp, "offset": offset})
+        previous = timestamp
+    absolute = os.path.abspath(path)
+    out.data.update(base_offset=base, entries=shown,
+                    timestamp_mismatches=[list(m) for m in mismatch],
+                    out_of_order=[list(m) for m in out_of_order],
+                    offsets_not_found=[list(m) for m in not_found])
+    if mismatch:
+        out.findings.append(f"Found timestamp mismatch in :{absolute}")
+        out.findings += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in mismatch]
+    if out_of_order:
+        out.findings.append(f"Found out of order timestamp in :{absolute}")
+        out.findings += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
+                         for a, b in out_of_order]
+    if not_found:
+        out.findings.append(f"The following indexed offsets are not found in :{absolute}")
+        out.findings += [f"Indexed offset: {a}, found log offset: {b}" for a, b in not_found]
+    return out
+
+
+def txn_index_entries(data: bytes) -> list[AbortedTxn]:
+    """The entries of a ``.txnindex``'s bytes (a partial tail ignored, as Kafka);
+    CorruptIndexError for a bad version."""
+    whole = len(data) - len(data) % fmt.ABORTED_TXN_ENTRY_BYTES
+    return [AbortedTxn.from_bytes(data, position)
+            for position in range(0, whole, fmt.ABORTED_TXN_ENTRY_BYTES)]
+
+
+def dump_txn_index(path: str) -> FileDump:
+    """A ``.txnindex`` as Kafka's tool dumps it."""
+    out = FileDump(path, "txnindex")
+    try:
+        entries = txn_index_entries(_read_file(path))
+    except CorruptIndexError as exc:
+        out.error = str(exc)
+        entries = []
+    for txn in entries:
+        out.lines.append(f"version: 0 producerId: {txn.producer_id} firstOffset: "
+                         f"{txn.first_offset} lastOffset: {txn.last_offset} lastStableOffset: "
+                         f"{txn.last_stable_offset}")
+    out.data["entries"] = [{"version": 0, "producerId": t.producer_id,
+                            "firstOffset": t.first_offset, "lastOffset": t.last_offset,
+                            "lastStableOffset": t.last_stable_offset} for t in entries]
+    return out
+
+
+def dump_snapshot(path: str) -> FileDump:
+    """A producer-state ``.snapshot`` as Kafka's tool dumps it (a corrupt one: its message on
+    stderr, as Kafka)."""
+    out = FileDump(path, "snapshot")
+    producers: list[dict[str, Any]] = []
+    try:
+        entries = read_snapshot(path, crc32c=default_backend().crc32c)
+    except CorruptSnapshotError as exc:
+        out.findings.append(str(exc))
+        out.data["error"] = str(exc)
+        entries = []
+    for entry in entries:
+        fields: dict[str, Any] = {
+            "producerId": entry.producer_id, "producerEpoch": entry.producer_epoch,
+            "coordinatorEpoch": entry.coordinator_epoch,
+            "currentTxnFirstOffset": entry.current_txn_first_offset,
+            "lastTimestamp": entry.last_timestamp_ms,
+        }
+        if entry.batch_metadata:
+            meta = entry.batch_metadata[0]
+            fields.update(firstSequence=meta.first_seq, lastSequence=meta.last_seq,
+                          lastOffset=meta.last_offset, offsetDelta=meta.offset_delta,
+                          timestamp=meta.timestamp_ms)
+        producers.append(fields)
+        out.lines.append(" ".join(
+            f"{k}: {_optional_long(v) if k == 'currentTxnFirstOffset' else v}"
+            for k, v in fields.items()))
+    out.data["producers"] = producers
+    return out
+
+
+def dump_leader_epochs(path: str) -> FileDump:
+    """A ``leader-epoch-checkpoint``: ``epoch: E startOffset: O`` per entry."""
+    out = FileDump(path, "leader-epoch-checkpoint")
+    entries = LeaderEpochCheckpointFile(path).read()
+    out.lines += [f"epoch: {e.epoch} startOffset: {e.start_offset}" for e in entries]
+    out.data["entries"] = [{"epoch": e.epoch, "startOffset": e.start_offset} for e in entries]
+    return out
+
+
+def dump_offset_checkpoint(path: str) -> FileDump:
+    """An offset checkpoint of a log dir: ``topic: T partition: P offset: O`` per entry."""
+    out = FileDump(path, "offset-checkpoint")
+    offsets = OffsetCheckpointFile(path).read()
+    out.lines += [f"topic: {t} partition: {p} offset: {o}" for (t, p), o in offsets.items()]
+    out.data["entries"] = [{"topic": t, "partition": p, "offset": o}
+                           for (t, p), o in offsets.items()]
+    return out
+
+
+def dump_meta_properties(path: str) -> FileDump:
+    """``meta.properties``: ``key: value`` per property, in file order."""
+    out = FileDump(path, "meta.properties")
+    props = parse_java_properties(_read_file(path).decode("utf-8"))
+    out.lines += [f"{k}: {v}" for k, v in props.items()]
+    out.data["properties"] = dict(props)
+    return out
+
+
+def dump_partition_metadata(path: str) -> FileDump:
+    """``partition.metadata``: ``version: 0 topicId: ID``."""
+    out = FileDump(path, "partition.metadata")
+    topic_id = PartitionMetadataFile(path).read()
+    text = None if topic_id is None else uuid_to_kafka_str(topic_id)
+    out.lines.append(f"version: 0 topicId: {text}")
+    out.data.update(version=0, topicId=text)
+    return out
+
+
+_DUMPERS: dict[str, Callable[[str], FileDump]] = {
+    "index": dump_index, "timeindex": dump_time_index, "txnindex": dump_txn_index,
+    "snapshot": dump_snapshot, "leader-epoch-checkpoint": dump_leader_epochs,
+    "offset-checkpoint": dump_offset_checkpoint, "meta.properties": dump_meta_properties,
+    "partition.metadata": dump_partition_metadata,
+}
+
+
+def dump_file(path: str, options: DumpOptions,
+              emit: Callable[[str], None] | None = None) -> FileDump | None:
+    """Dump one file (None: a file this tool does not know). OSError,
+    CorruptCheckpointError, ValueError propagate."""
+    kind = file_kind(path)
+    if kind is None:
+        return None
+    if kind == "log":
+        return dump_log(path, options, emit)
+    return _DUMPERS[kind](path)
+
+
+# --- the command ---------------------------------------------------------------------------
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``seglog dump``."""
+    parser = sub.add_parser(
+        "dump", help="print a data directory's files as kafka-dump-log does; --verify checks "
+                     "them",
+        description=(
+            "Print what is inside a partition's files, field for field as Kafka's "
+            "kafka-dump-log prints them: .log (batches; records with --deep-iteration; keys "
+            "and values with --print-data-log), .index, .timeindex, .txnindex, producer "
+            ".snapshot files, and the files Kafka's tool does not read: "
+            "leader-epoch-checkpoint, the log dir's offset checkpoints, meta.properties, "
+            "partition.metadata. A directory stands for every file under it. The files are "
+            "only read: a directory a broker serves can be dumped. With --verify, check a "
+            "partition directory or whole data directories instead (every CRC, offset, index "
+            "and time-index entry, the leader-epoch checkpoint) and exit 3 naming each "
+            "problem as 'path: what'."),
+        epilog=("examples:\n"
+                "  seglog dump data/clicks-0/00000000000000000000.log --deep-iteration "
+                "--print-data-log\n"
+                "  seglog dump data/clicks-0/00000000000000000000.index\n"
+                "  seglog dump --verify data            # exit 0: clean, 3: problems listed"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="files or directories (with --verify: partition or data "
+                             "directories, JBOD log dirs each named)")
+    parser.add_argument("--files", metavar="FILE1,FILE2,...",
+                        help="kafka-dump-log's way of naming the files (comma separated)")
+    parser.add_argument("--deep-iteration", action="store_true",
+                        help="print every record of each batch, not only the batches")
+    parser.add_argument("--print-data-log", action="store_true",
+                        help="print each record's key and value (UTF-8); implies "
+                             "--deep-iteration")
+    parser.add_argument("--skip-record-metadata", action="store_true",
+                        help="print records' keys and values without their metadata "
+                             "(control records print an empty line, as Kafka's tool)")
+    parser.add_argument("--verify", action="store_true",
+                        help="check the files instead of printing them; exit 3 if any "
+                             "problem is found")
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text",
+                        help="text (Kafka's) for people, json for scripts")
+    parser.set_defaults(run=main)
+    return parser
+
+
+def _paths(args: argparse.Namespace) -> list[str]:
+    paths = list(args.paths)
+    if args.files:
+        paths += [p for p in args.files.split(",") if p]
+    return paths
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``seglog dump``; the exit code."""
+    paths = _paths(args)
+    if not paths:
+        print("seglog dump: name at least one PATH (or --files)", file=sys.stderr)
+        return 2
+    if args.verify:
+        from .verify import run_verify
+        return run_verify(paths, as_json=args.output == "json")
+    options = DumpOptions(deep=args.deep_iteration, print_data=args.print_data_log,
+                          skip_record_metadata=args.skip_record_metadata)
+    as_json = args.output == "json"
+    code = EXIT_OK
+    dumped: list[dict[str, Any]] = []
+    findings: list[str] = []
+    for path in expand_paths(paths):
+        if not as_json:
+            print(f"Dumping {path}")
+        emit: Callable[[str], None] | None = None if as_json else print
+        try:
+            result = dump_file(path, options, emit)
+        except (OSError, ValueError, CorruptCheckpointError, UnicodeDecodeError) as exc:
+            print(f"seglog dump: {path}: {exc}", file=sys.stderr)
+            code = EXIT_ERROR
+            continue
+        if result is None:
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+            continue
+        if not as_json:
+            for line in result.lines:
+                print(line)
+        findings += result.findings
+        if result.error is not None:
+            result.data["error"] = result.error
+            print(f"seglog dump: {path}: {result.error}", file=sys.stderr)
+            code = EXIT_ERROR
+        dumped.append(result.data)
+    if as_json:
+        json.dump(dumped, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        # Kafka prints its findings (index mismatches, offset gaps) after every file.
+        for line in _kafka_order(findings):
+            print(line, file=sys.stderr)
+    sys.stdout.flush()
+    return code
+
+
+def _kafka_order(findings: list[str]) -> Iterator[str]:
+    # Kafka prints index mismatches, then time-index errors, then offset gaps, each group
+    # file by file; a group starts at a line without leading space.
+    groups: list[list[str]] = []
+    for line in findings:
+        if line.startswith(" ") or line.startswith("Indexed offset:"):
+            groups[-1].append(line)
+        else:
+            groups.append([line])
+
+    def rank(group: list[str]) -> int:
+        head = group[0]
+        for i, start in enumerate(("Mismatches in", "Found timestamp mismatch",
+                                   "Found out of order", "The following indexed",
+                                   "Non-consecutive")):
+            if head.startswith(start):
+                return i
+        return -1
+
+    for group in sorted(groups, key=rank):
+        yield from group
