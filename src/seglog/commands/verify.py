@@ -285,6 +285,10 @@ class Verifier:
                     batch.position + fmt.ATTRIBUTES_POSITION:batch.position + batch.size_bytes])
                 self.problem(log_path, f"{where}: {fmt.REASON_CRC_MISMATCH} (stored "
                                        f"{batch.crc}, computed {computed})")
+            if batch.last_offset_delta < 0 or batch.record_count > batch.last_offset_delta + 1:
+                self.problem(log_path, f"{where}: {fmt.REASON_BAD_LAST_OFFSET_DELTA}: "
+                                       f"{batch.last_offset_delta} for {batch.record_count} "
+                                       f"records")
             if batch.base_offset < base:
                 self.problem(log_path, f"{where}: {fmt.REASON_OFFSETS_NOT_INCREASING}: below "
                                        f"the segment's base offset {base}")
