@@ -63,6 +63,7 @@ CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_
                       4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 
 _SEGMENT_NAME = re.compile(r"^(\d+)\.")
+_STATE_SUFFIXES = (filenames.DELETED_SUFFIX, filenames.CLEANED_SUFFIX, filenames.SWAP_SUFFIX)
 
 
 def file_kind(path: str) -> str | None:
@@ -93,8 +94,9 @@ def base_offset_of(path: str) -> int:
 
 
 def expand_paths(paths: list[str]) -> list[str]:
-    """Every path, with a directory replaced by the files under it (sorted by directory, then
-    name; a log dir's own files before its partition directories')."""
+    """Every path, with a directory replaced by the files under it that this tool reads
+    (sorted by directory, then name; a log dir's own files before its partition
+    directories')."""
     out: list[str] = []
     for path in paths:
         if not os.path.isdir(path):
@@ -102,7 +104,10 @@ def expand_paths(paths: list[str]) -> list[str]:
             continue
         for root, dirs, files in os.walk(path):
             dirs.sort()
-            out.extend(os.path.join(root, name) for name in sorted(files))
+            # Only the files this tool reads: a directory's lock, markers and the
+            # .deleted/.cleaned/.swap leftovers are not worth a line each.
+            out.extend(os.path.join(root, name) for name in sorted(files)
+                       if file_kind(name) is not None and not name.endswith(_STATE_SUFFIXES))
     return out
 
 
@@ -280,6 +285,8 @@ def dump_log(path: str, options: DumpOptions,
         say(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
     out.data.update(base_offset=base, batches=json_batches, invalid_trailing_bytes=trailing)
     if options.deep:
+        # Kafka keeps them in a TreeMap keyed by the offset before the gap.
+        gaps = sorted(dict(gaps).items())
         out.data["non_consecutive_offsets"] = [list(g) for g in gaps]
         if gaps:
             out.findings.append(f"Non-consecutive offsets in {os.path.abspath(path)}")
@@ -620,24 +627,63 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
+_FINDING_HEADS = ("Mismatches in :", "Found timestamp mismatch in :",
+                  "Found out of order timestamp in :",
+                  "The following indexed offsets are not found in :", "Non-consecutive offsets in ")
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit int."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_map_order(keys: list[str]) -> list[str]:
+    """``keys`` (distinct, in insertion order) in the order a ``java.util.HashMap<String, ?>``
+    filled by ``computeIfAbsent`` iterates them (Kafka's tool keeps its findings per file so
+    and prints them in this order). computeIfAbsent puts a new key at the head of its bucket
+    and grows the table (16 buckets, doubled) before an insertion once it is over 3/4 full;
+    a resize splits each bucket keeping its order."""
+    table: list[list[tuple[int, str]]] = []
+    threshold = 0
+    size = 0
+    for key in keys:
+        if not table or size > threshold:
+            capacity = 2 * len(table) if table else 16
+            grown: list[list[tuple[int, str]]] = [[] for _ in range(capacity)]
+            for bucket in table:
+                for spread, old in bucket:
+                    grown[spread & (capacity - 1)].append((spread, old))
+            table, threshold = grown, capacity * 3 // 4
+        h = java_string_hash(key)
+        spread = h ^ (h >> 16)
+        table[spread & (len(table) - 1)].insert(0, (spread, key))
+        size += 1
+    return [key for bucket in table for _spread, key in bucket]
+
+
 def _kafka_order(findings: list[str]) -> Iterator[str]:
-    # Kafka prints index mismatches, then time-index errors, then offset gaps, each group
-    # file by file; a group starts at a line without leading space.
-    groups: list[list[str]] = []
+    # Kafka prints index mismatches, then the time-index findings, then offset gaps; each kind
+    # from its own HashMap keyed by the file's absolute path. A group of lines starts with a
+    # head naming the file.
+    groups: dict[int, dict[str, list[str]]] = {}
+    current: list[str] | None = None
     for line in findings:
-        if line.startswith(" ") or line.startswith("Indexed offset:"):
-            groups[-1].append(line)
-        else:
-            groups.append([line])
-
-    def rank(group: list[str]) -> int:
-        head = group[0]
-        for i, start in enumerate(("Mismatches in", "Found timestamp mismatch",
-                                   "Found out of order", "The following indexed",
-                                   "Non-consecutive")):
-            if head.startswith(start):
-                return i
-        return -1
-
-    for group in sorted(groups, key=rank):
-        yield from group
+        kind = next((i for i, head in enumerate(_FINDING_HEADS) if line.startswith(head)), -1)
+        if kind < 0:
+            if current is not None and (line.startswith(" ") or line.startswith("Indexed")):
+                current.append(line)
+            else:
+                groups.setdefault(-1, {})[line] = current = []
+            continue
+        path = line[len(_FINDING_HEADS[kind]):]
+        current = groups.setdefault(kind, {}).setdefault(path, [line])
+    for kind in sorted(groups):
+        by_path = groups[kind]
+        for path in (java_hash_map_order(list(by_path)) if kind >= 0 else list(by_path)):
+            if kind < 0:
+                yield path
+            yield from by_path[path]
