@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from typing import Any, Callable, Iterator
 
@@ -46,51 +45,22 @@ from ..storage.checkpoints import (
     uuid_to_kafka_str,
 )
 from ..storage.producer_state import increment_sequence, read_snapshot
-from ..storage.txnindex import AbortedTxn
-from .target import EXIT_ERROR, EXIT_OK
-
-#: Offset checkpoints of a log dir's root (and of a standalone Log's partition dir).
-OFFSET_CHECKPOINTS = (
-    filenames.RECOVERY_POINT_CHECKPOINT,
-    filenames.REPLICATION_OFFSET_CHECKPOINT,
-    filenames.LOG_START_OFFSET_CHECKPOINT,
-    filenames.CLEANER_OFFSET_CHECKPOINT,
+from .log_files import (
+    STATE_SUFFIXES,
+    base_offset_of,
+    file_kind,
+    index_entries,
+    read_batches,
+    txn_index_entries,
 )
+from .target import EXIT_ERROR, EXIT_OK
 
 #: Kafka's ControlRecordType ids -> names (``controlType: NAME(id)`` for the ones without
 #: a decoder here).
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
                       4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 
-_SEGMENT_NAME = re.compile(r"^(\d+)\.")
-_STATE_SUFFIXES = (filenames.DELETED_SUFFIX, filenames.CLEANED_SUFFIX, filenames.SWAP_SUFFIX)
 
-
-def file_kind(path: str) -> str | None:
-    """What ``path`` holds, from its name: ``log``, ``index``, ``timeindex``, ``txnindex``,
-    ``snapshot`` (by suffix, as Kafka's tool), ``leader-epoch-checkpoint``,
-    ``offset-checkpoint``, ``meta.properties``, ``partition.metadata``; None for another
-    file (Kafka's "Ignoring unknown file")."""
-    name = os.path.basename(path)
-    if name == filenames.LEADER_EPOCH_CHECKPOINT:
-        return "leader-epoch-checkpoint"
-    if name in OFFSET_CHECKPOINTS:
-        return "offset-checkpoint"
-    if name in (filenames.META_PROPERTIES, filenames.PARTITION_METADATA):
-        return name
-    suffix = os.path.splitext(name)[1]
-    return {filenames.LOG_SUFFIX: "log", filenames.INDEX_SUFFIX: "index",
-            filenames.TIME_INDEX_SUFFIX: "timeindex", filenames.TXN_INDEX_SUFFIX: "txnindex",
-            filenames.SNAPSHOT_SUFFIX: "snapshot"}.get(suffix)
-
-
-def base_offset_of(path: str) -> int:
-    """The base offset a segment file's name gives (Kafka's ``offsetFromFile``);
-    ValueError for a name that does not start with digits."""
-    found = _SEGMENT_NAME.match(os.path.basename(path))
-    if found is None:
-        raise ValueError(f"{path}: not a segment file name (NNNN...NNN.suffix)")
-    return int(found.group(1))
 
 
 def expand_paths(paths: list[str]) -> list[str]:
@@ -107,25 +77,8 @@ def expand_paths(paths: list[str]) -> list[str]:
             # Only the files this tool reads: a directory's lock, markers and the
             # .deleted/.cleaned/.swap leftovers are not worth a line each.
             out.extend(os.path.join(root, name) for name in sorted(files)
-                       if file_kind(name) is not None and not name.endswith(_STATE_SUFFIXES))
+                       if file_kind(name) is not None and not name.endswith(STATE_SUFFIXES))
     return out
-
-
-def read_batches(data: bytes | memoryview) -> tuple[list[Any], int, CorruptRecordError | None]:
-    """The whole batches at the start of ``data`` (Kafka's FileLogInputStream rules: a partial
-    batch at the end stops the walk), the bytes they cover, and the error that stopped the
-    walk early (a batch length below 14, a bad magic, ...), or None."""
-    batches: list[Any] = []
-    valid_bytes = 0
-    try:
-        for batch in default_backend().iter_batches(data):
-            batches.append(batch)
-            valid_bytes = batch.position + batch.size_bytes
-    except CorruptRecordError as exc:
-        if exc.position < 0:
-            exc.position = valid_bytes
-        return batches, valid_bytes, exc
-    return batches, valid_bytes, None
 
 
 def _read_file(path: str) -> bytes:
@@ -301,20 +254,6 @@ def _batch_at(batches: list[Any], position: int) -> Any | None:
     return None
 
 
-def index_entries(data: bytes, entry: Any) -> list[tuple[int, int]]:
-    """The whole entries of an index file's bytes (``entry`` a format struct), up to the
-    first all-zero entry after the first (a preallocated, untrimmed tail: Kafka's tool stops
-    at an entry naming the base offset again)."""
-    out: list[tuple[int, int]] = []
-    whole = len(data) - len(data) % entry.size
-    for i, (a, b) in enumerate(entry.iter_unpack(data[:whole])):
-        out.append((a, b))
-        if i > 0 and a == 0 and b == 0:
-            out.pop()
-            break
-    return out
-
-
 def _segment_log(path: str) -> tuple[bytes | None, list[Any]]:
     log_path = os.path.join(os.path.dirname(path),
                             os.path.basename(path).split(".")[0] + filenames.LOG_SUFFIX)
@@ -409,14 +348,6 @@ def dump_time_index(path: str) -> FileDump:
         out.findings.append(f"The following indexed offsets are not found in :{absolute}")
         out.findings += [f"Indexed offset: {a}, found log offset: {b}" for a, b in not_found]
     return out
-
-
-def txn_index_entries(data: bytes) -> list[AbortedTxn]:
-    """The entries of a ``.txnindex``'s bytes (a partial tail ignored, as Kafka);
-    CorruptIndexError for a bad version."""
-    whole = len(data) - len(data) % fmt.ABORTED_TXN_ENTRY_BYTES
-    return [AbortedTxn.from_bytes(data, position)
-            for position in range(0, whole, fmt.ABORTED_TXN_ENTRY_BYTES)]
 
 
 def dump_txn_index(path: str) -> FileDump:

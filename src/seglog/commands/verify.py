@@ -47,7 +47,7 @@ from ..storage.checkpoints import (
     has_clean_shutdown_marker,
 )
 from ..storage.producer_state import read_snapshot
-from .dump import OFFSET_CHECKPOINTS, index_entries, read_batches, txn_index_entries
+from .log_files import OFFSET_CHECKPOINTS, index_entries, read_batches, txn_index_entries
 from .target import EXIT_OK, EXIT_PROBLEMS
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
