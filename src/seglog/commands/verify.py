@@ -342,7 +342,7 @@ class Verifier:
             return
         by_position = {b.position: b for b in segment.batches}
         previous: tuple[int, int] | None = None
-        for n, (relative, position) in enumerate(index_entries(data, fmt.OFFSET_INDEX_ENTRY)):
+        for n, (relative, position) in enumerate(_entries(data, fmt.OFFSET_INDEX_ENTRY)):
             offset = segment.base_offset + relative
             what = f"entry {n} (offset {offset}, position {position})"
             if relative < 0 or position < 0:
@@ -370,7 +370,7 @@ class Verifier:
         if data is None:
             return
         previous: tuple[int, int] | None = None
-        for n, (timestamp, relative) in enumerate(index_entries(data, fmt.TIME_INDEX_ENTRY)):
+        for n, (timestamp, relative) in enumerate(_entries(data, fmt.TIME_INDEX_ENTRY)):
             offset = segment.base_offset + relative
             what = f"entry {n} (timestamp {timestamp}, offset {offset})"
             if relative < 0:
@@ -448,6 +448,15 @@ class Verifier:
             if end is not None and entry.start_offset > end:
                 self.problem(file_path, f"{what}: past the log end offset {end}")
             previous = entry
+
+
+def _entries(data: bytes, entry: Any) -> list[tuple[int, int]]:
+    # A live segment's index files are preallocated (Kafka's and seglog's writers mmap them
+    # at their full size): zero entries at the end are room, not entries.
+    entries = index_entries(data, entry)
+    while entries and entries[-1] == (0, 0):
+        entries.pop()
+    return entries
 
 
 def _control_type(batch: Any) -> int:
