@@ -150,15 +150,11 @@ def _produce_to_kafka(bootstrap: str, topic: str) -> None:
         time.sleep(0.35)  # segment.ms: the next round rolls a new segment
 
 
-@pytest.mark.kafka
-def test_kafka_written_files_dump_as_kafka_dumps_them(kafka_shared, run_seglog, tmp_path):
-    """Files a real Kafka 4.4 broker wrote (and is still serving: its active segment's
-    indexes are preallocated and mmapped) dumped by both tools, every flag set; and they
-    verify clean."""
-    ref = _kafka()
+def _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, bootstrap: str,
+                                           data_dir: Path) -> Path:
     topic = f"test_dump_{uuid.uuid4().hex[:8]}"
-    _produce_to_kafka(kafka_shared.bootstrap, topic)
-    part = Path(kafka_shared.data_dir) / f"{topic}-0"
+    _produce_to_kafka(bootstrap, topic)
+    part = data_dir / f"{topic}-0"
     deadline = time.monotonic() + 10
     while not list(part.glob("*.txnindex")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -167,16 +163,26 @@ def test_kafka_written_files_dump_as_kafka_dumps_them(kafka_shared, run_seglog, 
     assert {".log", ".index", ".timeindex", ".snapshot", ".txnindex"} <= suffixes, files
     for flags in FLAG_SETS:
         kafka, ours = _both(ref, run_seglog, files, flags, tmp_path)
-        _assert_same(kafka, ours, f"kafka-written {' '.join(flags)}")
+        _assert_same(kafka, ours, f"broker-written {' '.join(flags)}")
         if flags == ["--deep-iteration"]:
             assert "compresscodec: zstd" in ours.stdout
             assert "endTxnMarker: ABORT" in ours.stdout and "headerKeys: [h1,h2]" in ours.stdout
     verified = run_seglog("dump", "--verify", str(part))
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    # the files Kafka's tool ignores: seglog reads them as they are written
+    return part
+
+
+@pytest.mark.kafka
+def test_kafka_written_files_dump_as_kafka_dumps_them(kafka_shared, run_seglog, tmp_path):
+    """Files a real Kafka 4.4 broker wrote (and is still serving: its active segment's
+    indexes are preallocated and mmapped) dumped by both tools, every flag set; they verify
+    clean; the files Kafka's tool ignores are read as Kafka wrote them."""
+    ref = _kafka()
+    data_dir = Path(kafka_shared.data_dir)
+    part = _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path,
+                                                  kafka_shared.bootstrap, data_dir)
     extra = run_seglog("dump", "-o", "json", str(part / "leader-epoch-checkpoint"),
-                       str(part / "partition.metadata"),
-                       str(Path(kafka_shared.data_dir) / "meta.properties"))
+                       str(part / "partition.metadata"), str(data_dir / "meta.properties"))
     assert extra.returncode == 0, extra.stderr
     epochs, metadata, meta = extra.json()
     lines = (part / "leader-epoch-checkpoint").read_text().split("\n")
@@ -185,6 +191,17 @@ def test_kafka_written_files_dump_as_kafka_dumps_them(kafka_shared, run_seglog, 
     assert (part / "partition.metadata").read_text().split("\n")[1] == \
         f"topic_id: {metadata['topicId']}"
     assert meta["properties"]["cluster.id"] == kafka_shared.cluster_id
+
+
+@pytest.mark.kafka
+def test_seglog_broker_written_files_dump_as_kafka_dumps_them(seglog_broker_factory,
+                                                              run_seglog, tmp_path):
+    """The same for a seglog broker (``seglog serve``'s Broker) serving its data dir."""
+    ref = _kafka()
+    data_dir = tmp_path / "seglog-data"
+    broker = seglog_broker_factory(data_dir=data_dir)
+    _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, broker.bootstrap,
+                                           data_dir)
 
 
 def test_checkpoints_and_metadata_files(seglog_corpus, run_seglog, tmp_path):

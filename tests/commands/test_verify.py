@@ -474,3 +474,47 @@ def test_missing_path_is_a_problem(tmp_path, run_seglog):
     ran = run_seglog("dump", "--verify", str(tmp_path / "nope"))
     assert ran.returncode == 3
     assert ran.stdout.strip() == f"{tmp_path / 'nope'}: no such file or directory"
+
+
+def test_progress_on_a_terminal_only(clean_partition, run_seglog):
+    """The bar (bytes verified) is drawn on a terminal; a pipe gets no control characters,
+    and ``--quiet`` silences the terminal too."""
+    import fcntl
+    import pty
+    import subprocess
+    import termios
+    import sys
+
+    from conftest import SRC_DIR
+
+    env = dict(os.environ, PYTHONPATH=str(SRC_DIR), COLUMNS="100")
+
+    def on_tty(*args: str) -> str:
+        leader, follower = pty.openpty()
+        # a terminal 100 columns wide (a new pty has none, and tqdm draws nothing in 0)
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+        try:
+            proc = subprocess.run([sys.executable, "-m", "seglog", *args], stdout=subprocess.PIPE,
+                                  stderr=follower, env=env, timeout=60, check=False)
+            os.close(follower)
+            follower = -1
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            assert proc.returncode == 0
+            return b"".join(chunks).decode(errors="replace")
+        finally:
+            os.close(leader)
+            if follower >= 0:
+                os.close(follower)
+
+    assert "verifying" in on_tty("dump", "--verify", str(clean_partition))
+    assert "verifying" not in on_tty("--quiet", "dump", "--verify", str(clean_partition))
+    piped = run_seglog("dump", "--verify", str(clean_partition))
+    assert piped.returncode == 0 and "\r" not in piped.stderr and "\x1b" not in piped.stderr
