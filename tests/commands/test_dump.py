@@ -24,6 +24,7 @@ import pytest
 
 import seglog
 from seglog.bench.kafka import find_kafka
+from seglog.coordinator.txn_schema import partition_for_transactional_id
 
 from test_verify import write_partition
 
@@ -169,6 +170,14 @@ def _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, bootstrap:
             assert "endTxnMarker: ABORT" in ours.stdout and "headerKeys: [h1,h2]" in ours.stdout
     verified = run_seglog("dump", "--verify", str(part))
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    # the transaction coordinator's records of the producer, --transaction-log-decoder
+    count = len(list(data_dir.glob("__transaction_state-*")))
+    state = data_dir / f"__transaction_state-{partition_for_transactional_id(f'{topic}-txn', count)}"
+    logs = _files(state, (".log",))
+    kafka, ours = _both(ref, run_seglog, logs, ["--transaction-log-decoder"], tmp_path)
+    _assert_same(kafka, ours, "--transaction-log-decoder")
+    assert f'"transactionalId":"{topic}-txn"' in ours.stdout
+    assert '"transactionStatus":"CompleteAbort"' in ours.stdout
     return part
 
 

@@ -146,13 +146,78 @@ def control_fields(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 class DumpOptions:
     """What to print of a ``.log``: records (``deep``), their keys and values
-    (``print_data``), or only keys and values (``skip_record_metadata``)."""
+    (``print_data``), or only keys and values (``skip_record_metadata``); ``decoder``
+    (offset, key, value) -> (key text, payload text) replaces the UTF-8 text (Kafka's
+    ``--transaction-log-decoder``), a None text is left out."""
 
     def __init__(self, *, deep: bool = False, print_data: bool = False,
-                 skip_record_metadata: bool = False) -> None:
-        self.print_data = print_data
-        self.deep = deep or print_data
+                 skip_record_metadata: bool = False,
+                 decoder: Callable[[int, bytes | None, bytes | None],
+                                   tuple[str | None, str | None]] | None = None) -> None:
+        self.print_data = print_data or decoder is not None
+        self.deep = deep or self.print_data
         self.skip_record_metadata = skip_record_metadata
+        self.decoder = decoder
+
+
+#: Where a ``__transaction_state`` value's partitions count starts: after the version (2),
+#: producer id (8), epoch (2), timeout (4) and status (1).
+_TXN_PARTITIONS_POSITION = 17
+
+
+def _json(node: Any) -> str:
+    # Jackson's ObjectNode.toString: compact, non-ASCII as is.
+    return json.dumps(node, separators=(",", ":"), ensure_ascii=False)
+
+
+def transaction_log_record(offset: int, key: bytes | None,
+                           value: bytes | None) -> tuple[str | None, str | None]:
+    """A ``__transaction_state`` record as Kafka's ``--transaction-log-decoder`` prints it:
+    ``(key, payload)`` texts, JSON as Kafka's generated converters write it (tagged fields
+    only when not at their default, the status by name, ``<DELETE>`` for a tombstone)."""
+    from ..coordinator import txn_schema
+
+    if key is None:
+        raise ValueError(f"Failed to decode message at offset {offset} using the specified "
+                         f"decoder (message had a missing key)")
+    try:
+        version = txn_schema.key_version(key)
+        if version != txn_schema.KEY_VERSION:
+            return f"Unknown record type {version} at offset {offset}, skipping.", None
+        key_text = _json({"type": str(txn_schema.KEY_VERSION),
+                          "data": {"transactionalId": txn_schema.decode_key(key)}})
+        decoded = txn_schema.decode_value(value)
+    except SeglogError as exc:
+        return f"Error at offset {offset}, skipping. {exc}", None
+    if decoded is None or value is None:
+        return key_text, "<DELETE>"
+    flexible = decoded.version >= txn_schema.FLEXIBLE_VALUE_VERSION
+    null_partitions = (value[_TXN_PARTITIONS_POSITION] == 0 if flexible else
+                       value[_TXN_PARTITIONS_POSITION:_TXN_PARTITIONS_POSITION + 4]
+                       == b"\xff\xff\xff\xff")
+    topics: list[dict[str, Any]] = []
+    for topic, partition in decoded.partitions:
+        if not topics or topics[-1]["topic"] != topic:
+            topics.append({"topic": topic, "partitionIds": []})
+        topics[-1]["partitionIds"].append(partition)
+    data: dict[str, Any] = {"producerId": decoded.producer_id}
+    if flexible:
+        if decoded.previous_producer_id != -1:
+            data["previousProducerId"] = decoded.previous_producer_id
+        if decoded.next_producer_id != -1:
+            data["nextProducerId"] = decoded.next_producer_id
+    data["producerEpoch"] = decoded.producer_epoch
+    if flexible and decoded.next_producer_epoch != -1:
+        data["nextProducerEpoch"] = decoded.next_producer_epoch
+    data["transactionTimeoutMs"] = decoded.timeout_ms
+    data["transactionStatus"] = txn_schema.STATE_NAMES.get(decoded.status,
+                                                           str(decoded.status))
+    data["transactionPartitions"] = None if null_partitions else topics
+    data["transactionLastUpdateTimestampMs"] = decoded.last_update_timestamp_ms
+    data["transactionStartTimestampMs"] = decoded.start_timestamp_ms
+    if flexible and decoded.client_transaction_version != 0:
+        data["clientTransactionVersion"] = decoded.client_transaction_version
+    return key_text, _json({"version": str(decoded.version), "data": data})
 
 
 # --- per kind: a dict for JSON and the lines Kafka prints --------------------------------------
@@ -217,13 +282,18 @@ def dump_log(path: str, options: DumpOptions,
                         for k, v in rec.items())
                 if options.print_data and not batch.is_control:
                     prefix = "| " if options.skip_record_metadata else " "
-                    if record.key is not None:
-                        rec["key"] = _text(record.key)
-                        line += f"{prefix}key: {rec['key']}"
+                    if options.decoder is not None:
+                        key_text, value_text = options.decoder(record.offset, record.key,
+                                                               record.value)
+                    else:
+                        key_text, value_text = _text(record.key), _text(record.value)
+                    if key_text is not None:
+                        rec["key"] = key_text
+                        line += f"{prefix}key: {key_text}"
                         prefix = " "
-                    if record.value is not None:
-                        rec["payload"] = _text(record.value)
-                        line += f"{prefix}payload: {rec['payload']}"
+                    if value_text is not None:
+                        rec["payload"] = value_text
+                        line += f"{prefix}payload: {value_text}"
                 say(line)
                 if keep:
                     records_json.append(rec)
@@ -494,6 +564,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="print records' keys and values without their metadata "
                              "(control records print an empty line, as Kafka's tool)")
+    parser.add_argument("--transaction-log-decoder", action="store_true",
+                        help="decode records as __transaction_state's (JSON, as Kafka's "
+                             "tool); implies --print-data-log")
     parser.add_argument("--verify", action="store_true",
                         help="check the files instead of printing them; exit 3 if any "
                              "problem is found")
@@ -520,7 +593,9 @@ def main(args: argparse.Namespace) -> int:
         from .verify import run_verify
         return run_verify(paths, as_json=args.output == "json")
     options = DumpOptions(deep=args.deep_iteration, print_data=args.print_data_log,
-                          skip_record_metadata=args.skip_record_metadata)
+                          skip_record_metadata=args.skip_record_metadata,
+                          decoder=(transaction_log_record if args.transaction_log_decoder
+                                   else None))
     as_json = args.output == "json"
     code = EXIT_OK
     dumped: list[dict[str, Any]] = []
@@ -531,7 +606,8 @@ def main(args: argparse.Namespace) -> int:
         emit: Callable[[str], None] | None = None if as_json else print
         try:
             result = dump_file(path, options, emit)
-        except (OSError, ValueError, CorruptCheckpointError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError, CorruptCheckpointError, UnicodeDecodeError,
+                SeglogError) as exc:
             print(f"seglog dump: {path}: {exc}", file=sys.stderr)
             code = EXIT_ERROR
             continue
