@@ -144,6 +144,10 @@ def control_fields(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     return {"controlType": f"{name}({type_id})"}
 
 
+#: Kafka's ``--max-bytes`` default (Integer.MAX_VALUE: the whole file).
+INT32_MAX = fmt.INT32_MAX
+
+
 class DumpOptions:
     """What to print of a ``.log``: records (``deep``), their keys and values
     (``print_data``), or only keys and values (``skip_record_metadata``); ``decoder``
@@ -158,6 +162,12 @@ class DumpOptions:
         self.deep = deep or self.print_data
         self.skip_record_metadata = skip_record_metadata
         self.decoder = decoder
+        #: ``--index-sanity-check``: only Kafka's sanity check of each index.
+        self.index_sanity_only = False
+        #: ``--verify-index-only``: check the indexes without printing their entries.
+        self.verify_index_only = False
+        #: ``--max-bytes``: read at most this many bytes of each ``.log``.
+        self.max_bytes = INT32_MAX
 
 
 #: Where a ``__transaction_state`` value's partitions count starts: after the version (2),
@@ -242,7 +252,7 @@ def dump_log(path: str, options: DumpOptions,
     say = emit or out.lines.append
     base = base_offset_of(path)
     say(f"Log starting offset: {base}")
-    data = _read_file(path)
+    data = _read_file(path)[:options.max_bytes]
     batches, valid_bytes, error = read_batches(data)
     keep = emit is None
     json_batches: list[dict[str, Any]] = []
@@ -304,7 +314,7 @@ def dump_log(path: str, options: DumpOptions,
     trailing = len(data) - valid_bytes
     if error is not None:
         out.error = f"{error.reason or error} at position {error.position}"
-    elif trailing > 0 and out.error is None:
+    elif trailing > 0 and out.error is None and options.max_bytes == INT32_MAX:
         say(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}")
     out.data.update(base_offset=base, batches=json_batches, invalid_trailing_bytes=trailing)
     if options.deep:
@@ -334,13 +344,38 @@ def _segment_log(path: str) -> tuple[bytes | None, list[Any]]:
     return data, read_batches(data)[0]
 
 
-def dump_index(path: str) -> FileDump:
+def _sanity_failure(path: str, kind: str, length: int, entry_bytes: int) -> str | None:
+    # Kafka's OffsetIndex/TimeIndex.sanityCheck, the size rule (the offset rules follow).
+    if length % entry_bytes:
+        return (f"{kind} file {os.path.abspath(path)} is corrupt, found {length} bytes which "
+                f"is neither positive nor a multiple of {entry_bytes}.")
+    return None
+
+
+def dump_index(path: str, options: DumpOptions | None = None) -> FileDump:
     """An ``.index`` as Kafka's tool dumps it (``offset: O position: P``; mismatches against
-    the ``.log`` beside it as its stderr summary)."""
+    the ``.log`` beside it as its stderr summary; ``--index-sanity-check`` and
+    ``--verify-index-only`` as there)."""
+    options = options or DumpOptions()
     out = FileDump(path, "index")
     base = base_offset_of(path)
-    raw = [(base + rel, pos) for rel, pos in index_entries(_read_file(path),
-                                                            fmt.OFFSET_INDEX_ENTRY)]
+    data = _read_file(path)
+    raw = [(base + rel, pos) for rel, pos in index_entries(data, fmt.OFFSET_INDEX_ENTRY)]
+    whole = len(data) // fmt.OFFSET_INDEX_ENTRY_BYTES
+    if options.index_sanity_only:
+        if whole == 0:
+            out.lines.append(f"{path} is empty.")
+            return out
+        last = base + fmt.OFFSET_INDEX_ENTRY.unpack_from(
+            data, (whole - 1) * fmt.OFFSET_INDEX_ENTRY_BYTES)[0]
+        out.error = (f"Corrupt index found, index file ({os.path.abspath(path)}) has non-zero "
+                     f"size but the last offset is {last} which is less than the base offset "
+                     f"{base}.") if last < base else _sanity_failure(
+            path, "Index", len(data), fmt.OFFSET_INDEX_ENTRY_BYTES)
+        if out.error is None:
+            out.lines.append(f"{path} passed sanity check.")
+        out.data["sanity_check"] = out.error or "passed"
+        return out
     entries: list[tuple[int, int]] = []
     for i, (offset, position) in enumerate(raw):
         if offset == base and i > 0:
@@ -358,7 +393,8 @@ def dump_index(path: str) -> FileDump:
                 break
             if batch.last_offset != offset:
                 mismatches[offset] = batch.last_offset
-        out.lines.append(f"offset: {offset} position: {position}")
+        if not options.verify_index_only:
+            out.lines.append(f"offset: {offset} position: {position}")
     out.data.update(base_offset=base,
                     entries=[{"offset": o, "position": p} for o, p in entries],
                     mismatches=[{"index_offset": o, "log_offset": lo}
@@ -370,13 +406,36 @@ def dump_index(path: str) -> FileDump:
     return out
 
 
-def dump_time_index(path: str) -> FileDump:
+def dump_time_index(path: str, options: DumpOptions | None = None) -> FileDump:
     """A ``.timeindex`` as Kafka's tool dumps it (``timestamp: T offset: O``, checked against
-    the max record timestamp of the batch ending at O)."""
+    the max record timestamp of the batch ending at O; ``--index-sanity-check`` and
+    ``--verify-index-only`` as there)."""
+    options = options or DumpOptions()
     out = FileDump(path, "timeindex")
     base = base_offset_of(path)
-    entries = [(ts, base + rel) for ts, rel in index_entries(_read_file(path),
-                                                              fmt.TIME_INDEX_ENTRY)]
+    data = _read_file(path)
+    entries = [(ts, base + rel) for ts, rel in index_entries(data, fmt.TIME_INDEX_ENTRY)]
+    if options.index_sanity_only:
+        whole = len(data) // fmt.TIME_INDEX_ENTRY_BYTES
+        absolute = os.path.abspath(path)
+        if whole:
+            first_ts = fmt.TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
+            last_ts, last_rel = fmt.TIME_INDEX_ENTRY.unpack_from(
+                data, (whole - 1) * fmt.TIME_INDEX_ENTRY_BYTES)
+            if last_ts < first_ts:
+                out.error = (f"Corrupt time index found, time index file ({absolute}) has "
+                             f"non-zero size but the last timestamp is {last_ts} which is less "
+                             f"than the first timestamp {first_ts}")
+            elif base + last_rel < base:
+                out.error = (f"Corrupt time index found, time index file ({absolute}) has "
+                             f"non-zero size but the last offset is {base + last_rel} which is "
+                             f"less than the first offset {base}")
+        out.error = out.error or _sanity_failure(path, "Time index", len(data),
+                                                 fmt.TIME_INDEX_ENTRY_BYTES)
+        if out.error is None:
+            out.lines.append(f"{path} passed sanity check.")
+        out.data["sanity_check"] = out.error or "passed"
+        return out
     _log, batches = _segment_log(path)
     mismatch, out_of_order, not_found = [], [], []
     shown = []
@@ -399,7 +458,8 @@ def dump_time_index(path: str) -> FileDump:
                 mismatch.append((timestamp, max_ts))
             if previous >= timestamp:
                 out_of_order.append((timestamp, previous))
-        out.lines.append(f"timestamp: {timestamp} offset: {offset}")
+        if not options.verify_index_only:
+            out.lines.append(f"timestamp: {timestamp} offset: {offset}")
         shown.append({"timestamp": timestamp, "offset": offset})
         previous = timestamp
     absolute = os.path.abspath(path)
@@ -508,7 +568,7 @@ def dump_partition_metadata(path: str) -> FileDump:
 
 
 _DUMPERS: dict[str, Callable[[str], FileDump]] = {
-    "index": dump_index, "timeindex": dump_time_index, "txnindex": dump_txn_index,
+    "txnindex": dump_txn_index,
     "snapshot": dump_snapshot, "leader-epoch-checkpoint": dump_leader_epochs,
     "offset-checkpoint": dump_offset_checkpoint, "meta.properties": dump_meta_properties,
     "partition.metadata": dump_partition_metadata,
@@ -524,6 +584,10 @@ def dump_file(path: str, options: DumpOptions,
         return None
     if kind == "log":
         return dump_log(path, options, emit)
+    if kind == "index":
+        return dump_index(path, options)
+    if kind == "timeindex":
+        return dump_time_index(path, options)
     return _DUMPERS[kind](path)
 
 
@@ -564,6 +628,17 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="print records' keys and values without their metadata "
                              "(control records print an empty line, as Kafka's tool)")
+    parser.add_argument("--index-sanity-check", action="store_true",
+                        help="only run Kafka's sanity check of each .index and .timeindex "
+                             "(the check a broker runs at start)")
+    parser.add_argument("--verify-index-only", action="store_true",
+                        help="check each .index and .timeindex against its .log without "
+                             "printing the entries (the findings go to stderr)")
+    parser.add_argument("--max-bytes", type=int, default=INT32_MAX, metavar="N",
+                        help="read at most N bytes of each .log")
+    parser.add_argument("--max-message-size", type=int, default=5242880, metavar="N",
+                        help="accepted for kafka-dump-log's command lines (batches are read "
+                             "whole whatever their size)")
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="decode records as __transaction_state's (JSON, as Kafka's "
                              "tool); implies --print-data-log")
@@ -596,6 +671,9 @@ def main(args: argparse.Namespace) -> int:
                           skip_record_metadata=args.skip_record_metadata,
                           decoder=(transaction_log_record if args.transaction_log_decoder
                                    else None))
+    options.index_sanity_only = args.index_sanity_check
+    options.verify_index_only = args.verify_index_only
+    options.max_bytes = args.max_bytes
     as_json = args.output == "json"
     code = EXIT_OK
     dumped: list[dict[str, Any]] = []
