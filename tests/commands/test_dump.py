@@ -212,6 +212,20 @@ def test_kafka_written_files_dump_as_kafka_dumps_them(kafka_shared, run_seglog, 
     assert (part / "partition.metadata").read_text().split("\n")[1] == \
         f"topic_id: {metadata['topicId']}"
     assert meta["properties"]["cluster.id"] == kafka_shared.cluster_id
+    # KRaft's metadata log and snapshots (copied: the controller keeps appending), with
+    # their control records (leader changes, kraft version, voters, snapshot header/footer)
+    metadata_dir = tmp_path / "metadata"
+    metadata_dir.mkdir()
+    sources = sorted(p for p in (data_dir / "__cluster_metadata-0").iterdir()
+                     if p.suffix in (".log", ".checkpoint"))
+    sources += sorted(data_dir.glob("bootstrap.checkpoint"))
+    copies = []
+    for source in sources:
+        shutil.copyfile(source, metadata_dir / source.name)
+        copies.append(str(metadata_dir / source.name))
+    kafka, ours = _both(ref, run_seglog, copies, ["--deep-iteration"], tmp_path)
+    _assert_same(kafka, ours, "KRaft metadata log")
+    assert "LeaderChange: {" in ours.stdout and "KRaftVoters {" in ours.stdout
 
 
 @pytest.mark.kafka

@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import struct
 import sys
+import uuid
 from typing import Any, Callable, Iterator
 
 from .. import filenames
@@ -125,14 +127,122 @@ def _java(value: Any, name: str) -> str:
     return str(value)
 
 
+def _field_text(name: str, value: Any) -> str:
+    if name == "headerKeys":
+        return f"{name}: [{','.join(value)}]"
+    if name in _KRAFT_CONTROL_LABELS.values():
+        return f"{name} {value}"
+    return f"{name}: {value}"
+
+
 def batch_line(fields: dict[str, Any]) -> str:
     """The batch line Kafka prints for ``batch_fields``."""
     return " ".join(f"{name}: {_java(value, name)}" for name, value in fields.items())
 
 
+class _Reader:
+    """Kafka's flexible-version message encoding, just what the KRaft control records use."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def take(self, count: int) -> bytes:
+        if self.position + count > len(self.data):
+            raise ValueError("control record value too short")
+        chunk = self.data[self.position:self.position + count]
+        self.position += count
+        return chunk
+
+    def int16(self) -> int:
+        return int(struct.unpack(">h", self.take(2))[0])
+
+    def uint16(self) -> int:
+        return int(struct.unpack(">H", self.take(2))[0])
+
+    def int32(self) -> int:
+        return int(struct.unpack(">i", self.take(4))[0])
+
+    def int64(self) -> int:
+        return int(struct.unpack(">q", self.take(8))[0])
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise ValueError("varint too long")
+
+    def string(self) -> str:
+        return self.take(self.uvarint() - 1).decode("utf-8")
+
+    def uuid(self) -> str:
+        return uuid_to_kafka_str(uuid.UUID(bytes=self.take(16)))
+
+    def array(self, item: Callable[[], dict[str, Any]]) -> list[dict[str, Any]]:
+        return [item() for _ in range(self.uvarint() - 1)]
+
+    def tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def _kraft_control_json(type_id: int, value: bytes) -> dict[str, Any]:
+    # ControlRecordUtils peeks the version at the front of the value and reads the message
+    # (flexible) from there: its first field is that Version; the JSON converters write
+    # the fields of that version.
+    reader = _Reader(value)
+    version = reader.int16()
+    out: dict[str, Any] = {"version": version}
+    if type_id == 2:  # LeaderChangeMessage
+        def voter() -> dict[str, Any]:
+            item: dict[str, Any] = {"voterId": reader.int32()}
+            if version >= 1:
+                item["voterDirectoryId"] = reader.uuid()
+            reader.tagged_fields()
+            return item
+        out["leaderId"] = reader.int32()
+        out["voters"] = reader.array(voter)
+        out["grantingVoters"] = reader.array(voter)
+    elif type_id == 3:  # SnapshotHeaderRecord
+        out["lastContainedLogTimestamp"] = reader.int64()
+    elif type_id == 5:  # KRaftVersionRecord
+        out["kRaftVersion"] = reader.int16()
+    elif type_id == 6:  # VotersRecord
+        def endpoint() -> dict[str, Any]:
+            item = {"name": reader.string(), "host": reader.string(), "port": reader.uint16()}
+            reader.tagged_fields()
+            return item
+
+        def voters_voter() -> dict[str, Any]:
+            item: dict[str, Any] = {"voterId": reader.int32(),
+                                    "voterDirectoryId": reader.uuid(),
+                                    "endpoints": reader.array(endpoint)}
+            feature = {"minSupportedVersion": reader.int16(),
+                       "maxSupportedVersion": reader.int16()}
+            reader.tagged_fields()
+            item["kRaftVersionFeature"] = feature
+            reader.tagged_fields()
+            return item
+        out["voters"] = reader.array(voters_voter)
+    return out
+
+
+#: KRaft control records: the label Kafka's tool prints before each one's JSON (the leader
+#: change with a colon, the others without).
+_KRAFT_CONTROL_LABELS = {2: "LeaderChange:", 3: "SnapshotHeader", 4: "SnapshotFooter",
+                         5: "KRaftVersion", 6: "KRaftVoters"}
+
+
 def control_fields(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """What Kafka prints of a control record: ``endTxnMarker`` and ``coordinatorEpoch`` for
-    a commit or abort marker, else ``controlType`` (``NAME(id)``)."""
+    a commit or abort marker; for KRaft's (leader change, snapshot header and footer, kraft
+    version, voters) its label and the record as JSON; else ``controlType`` (``NAME(id)``)."""
     if key is None or len(key) < fmt.CONTROL_KEY.size:
         return {"controlType": "UNKNOWN(-1)"}
     _version, type_id = fmt.CONTROL_KEY.unpack_from(key)
@@ -141,6 +251,12 @@ def control_fields(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             and len(value) >= fmt.END_TXN_MARKER_VALUE.size:
         _v, coordinator_epoch = fmt.END_TXN_MARKER_VALUE.unpack_from(value)
         return {"endTxnMarker": name, "coordinatorEpoch": coordinator_epoch}
+    if type_id in _KRAFT_CONTROL_LABELS and value is not None:
+        try:
+            return {_KRAFT_CONTROL_LABELS[type_id]: _json(_kraft_control_json(type_id,
+                                                                              bytes(value)))}
+        except (ValueError, UnicodeDecodeError):
+            pass
     return {"controlType": f"{name}({type_id})"}
 
 
@@ -250,8 +366,17 @@ def dump_log(path: str, options: DumpOptions,
     once (a big segment is printed as it is read, not kept)."""
     out = FileDump(path, "log")
     say = emit or out.lines.append
-    base = base_offset_of(path)
-    say(f"Log starting offset: {base}")
+    name = os.path.basename(path)
+    base = -1
+    if name == "bootstrap.checkpoint":
+        say("KRaft bootstrap snapshot")
+    elif name.endswith(".checkpoint"):
+        # a KRaft snapshot, <end offset>-<epoch>.checkpoint
+        end_offset, epoch = name[:-len(".checkpoint")].split("-")
+        say(f"Snapshot end offset: {int(end_offset)}, epoch: {int(epoch)}")
+    else:
+        base = base_offset_of(path)
+        say(f"Log starting offset: {base}")
     data = _read_file(path)[:options.max_bytes]
     batches, valid_bytes, error = read_batches(data)
     keep = emit is None
@@ -287,9 +412,7 @@ def dump_log(path: str, options: DumpOptions,
                     rec.update(control_fields(record.key, record.value))
                 line = ""
                 if not options.skip_record_metadata:
-                    line = "| " + " ".join(
-                        f"{k}: [{','.join(v)}]" if k == "headerKeys" else f"{k}: {v}"
-                        for k, v in rec.items())
+                    line = "| " + " ".join(_field_text(k, v) for k, v in rec.items())
                 if options.print_data and not batch.is_control:
                     prefix = "| " if options.skip_record_metadata else " "
                     if options.decoder is not None:

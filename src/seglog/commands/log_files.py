@@ -30,7 +30,8 @@ STATE_SUFFIXES = (filenames.DELETED_SUFFIX, filenames.CLEANED_SUFFIX, filenames.
 
 def file_kind(path: str) -> str | None:
     """What ``path`` holds, from its name: ``log``, ``index``, ``timeindex``, ``txnindex``,
-    ``snapshot`` (by suffix, as Kafka's tool), ``leader-epoch-checkpoint``,
+    ``snapshot`` (by suffix, as Kafka's tool; a KRaft snapshot's ``.checkpoint`` is a
+    ``log``), ``leader-epoch-checkpoint``,
     ``offset-checkpoint``, ``meta.properties``, ``partition.metadata``; None for another
     file (Kafka's "Ignoring unknown file")."""
     name = os.path.basename(path)
@@ -41,7 +42,8 @@ def file_kind(path: str) -> str | None:
     if name in (filenames.META_PROPERTIES, filenames.PARTITION_METADATA):
         return name
     suffix = os.path.splitext(name)[1]
-    return {filenames.LOG_SUFFIX: "log", filenames.INDEX_SUFFIX: "index",
+    # ".checkpoint": a KRaft snapshot (Kafka's tool reads it as a log)
+    return {filenames.LOG_SUFFIX: "log", ".checkpoint": "log", filenames.INDEX_SUFFIX: "index",
             filenames.TIME_INDEX_SUFFIX: "timeindex", filenames.TXN_INDEX_SUFFIX: "txnindex",
             filenames.SNAPSHOT_SUFFIX: "snapshot"}.get(suffix)
 
