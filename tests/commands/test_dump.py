@@ -24,6 +24,7 @@ import pytest
 
 import seglog
 from seglog.bench.kafka import find_kafka
+from seglog.coordinator.offsets_schema import offsets_partition_for_group
 from seglog.coordinator.txn_schema import partition_for_transactional_id
 
 from test_verify import write_partition
@@ -190,7 +191,34 @@ def _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, bootstrap:
     _assert_same(kafka, ours, "--transaction-log-decoder")
     assert f'"transactionalId":"{topic}-txn"' in ours.stdout
     assert '"transactionStatus":"CompleteAbort"' in ours.stdout
+    # a consumer group's membership and commits, --offsets-decoder
+    group = f"{topic}-group"
+    _consume_and_commit(bootstrap, topic, group)
+    count = len(list(data_dir.glob("__consumer_offsets-*")))
+    offsets = data_dir / f"__consumer_offsets-{offsets_partition_for_group(group, count)}"
+    kafka, ours = _both(ref, run_seglog, _files(offsets, (".log",)), ["--offsets-decoder"],
+                        tmp_path)
+    _assert_same(kafka, ours, "--offsets-decoder")
+    assert f'"group":"{group}","topic":"{topic}","partition":0' in ours.stdout
+    assert f'"assignedPartitions":[{{"topic":"{topic}","partitions":[0]}}]' in ours.stdout
     return part
+
+
+def _consume_and_commit(bootstrap: str, topic: str, group: str) -> None:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 10 and time.monotonic() < deadline:
+            got += len(consumer.consume(100, timeout=0.5))
+        assert got >= 10
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
 
 
 @pytest.mark.kafka

@@ -12,6 +12,13 @@ time-index complaints). The files Kafka's tool ignores are dumped too, in the sa
 checkpoints of a log dir (``topic: T partition: P offset: O``), ``meta.properties`` and
 ``partition.metadata``. A directory stands for every file under it.
 
+Kafka's other options work as there: ``--skip-record-metadata``, ``--index-sanity-check``,
+``--verify-index-only``, ``--max-bytes``, ``--transaction-log-decoder`` and
+``--offsets-decoder`` (records of ``__transaction_state`` / ``__consumer_offsets`` as the JSON
+Kafka's converters write; the offsets decoder knows offset commits and classic groups, and
+prints the newer groups' record types as unknown). KRaft's control records (leader changes,
+voters, snapshot headers) and ``.checkpoint`` snapshots are printed as Kafka prints them.
+
 ``--output json`` prints one JSON list, an object per file (``file``, ``kind`` and the
 file's entries). ``--verify`` checks instead of printing (:mod:`seglog.commands.verify`).
 The files are read directly (no Store is opened), so a data directory a broker is serving
@@ -21,6 +28,7 @@ can be dumped; nothing is written.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import struct
@@ -344,6 +352,143 @@ def transaction_log_record(offset: int, key: bytes | None,
     if flexible and decoded.client_transaction_version != 0:
         data["clientTransactionVersion"] = decoded.client_transaction_version
     return key_text, _json({"version": str(decoded.version), "data": data})
+
+
+class _PlainReader:
+    """The non-flexible encoding of the consumer protocol's embedded messages."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def unpack(self, code: str) -> int:
+        size = struct.calcsize(">" + code)
+        if self.position + size > len(self.data):
+            raise ValueError("truncated")
+        (value,) = struct.unpack_from(">" + code, self.data, self.position)
+        self.position += size
+        return int(value)
+
+    def string(self) -> str | None:
+        length = self.unpack("h")
+        if length < 0:
+            return None
+        if self.position + length > len(self.data):
+            raise ValueError("truncated")
+        text = self.data[self.position:self.position + length].decode("utf-8")
+        self.position += length
+        return text
+
+    def bytes_b64(self) -> str | None:
+        length = self.unpack("i")
+        if length < 0:
+            return None
+        if self.position + length > len(self.data):
+            raise ValueError("truncated")
+        chunk = self.data[self.position:self.position + length]
+        self.position += length
+        return base64.b64encode(chunk).decode("ascii")
+
+    def array(self, item: Callable[[], Any]) -> list[Any]:
+        count = self.unpack("i")
+        if count < 0 or count > len(self.data):
+            raise ValueError("bad array length")
+        return [item() for _ in range(count)]
+
+    def topic_partitions(self) -> list[dict[str, Any]]:
+        return self.array(lambda: {"topic": self.string(),
+                                   "partitions": self.array(lambda: self.unpack("i"))})
+
+
+def _consumer_protocol_json(data: bytes, field: str) -> dict[str, Any] | None:
+    # Kafka's OffsetsMessageParser.replaceField: a member's subscription or assignment of a
+    # "consumer" group as ConsumerProtocolSubscription/Assignment JSON (versions 0-3), or
+    # left as base64 when it does not parse.
+    try:
+        reader = _PlainReader(data)
+        version = reader.unpack("h")
+        if not 0 <= version <= 3:
+            return None
+        if field == "assignment":
+            return {"assignedPartitions": reader.topic_partitions(),
+                    "userData": reader.bytes_b64()}
+        out: dict[str, Any] = {"topics": reader.array(reader.string),
+                               "userData": reader.bytes_b64()}
+        if version >= 1:
+            out["ownedPartitions"] = reader.topic_partitions()
+        if version >= 2:
+            out["generationId"] = reader.unpack("i")
+        if version >= 3:
+            out["rackId"] = reader.string()
+        return out
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def offsets_record(offset: int, key: bytes | None,
+                   value: bytes | None) -> tuple[str | None, str | None]:
+    """A ``__consumer_offsets`` record as Kafka's ``--offsets-decoder`` prints it: offset
+    commits (record types 0 and 1) and classic groups' metadata (type 2, members'
+    subscriptions and assignments of "consumer" groups decoded); other record types (the
+    consumer, share and streams groups' records) print as an unknown type."""
+    from ..coordinator import classic_group_schema, offsets_schema
+    from ..storage.checkpoints import ZERO_UUID
+
+    if key is None:
+        raise ValueError(f"Failed to decode message at offset {offset} using the specified "
+                         f"decoder (message had a missing key)")
+    try:
+        decoded_key = offsets_schema.decode_key(key)
+        if isinstance(decoded_key, offsets_schema.UnknownKey):
+            return f"Unknown record type {decoded_key.version} at offset {offset}, skipping.", None
+        if isinstance(decoded_key, offsets_schema.OffsetCommitKey):
+            key_text = _json({"type": str(decoded_key.version), "data": {
+                "group": decoded_key.group, "topic": decoded_key.topic,
+                "partition": decoded_key.partition}})
+            commit = offsets_schema.decode_offset_commit_value(value)
+            if commit is None:
+                return key_text, "<DELETE>"
+            data: dict[str, Any] = {"offset": commit.offset}
+            if commit.version >= 3:
+                data["leaderEpoch"] = commit.leader_epoch
+            data["metadata"] = commit.metadata
+            data["commitTimestamp"] = commit.commit_timestamp_ms
+            if commit.version == 1:
+                data["expireTimestamp"] = commit.expire_timestamp_ms
+            for tag, raw in commit.tagged_fields:
+                if tag == 0 and len(raw) == 16 and uuid.UUID(bytes=bytes(raw)) != ZERO_UUID:
+                    data["topicId"] = uuid_to_kafka_str(uuid.UUID(bytes=bytes(raw)))
+            return key_text, _json({"version": str(commit.version), "data": data})
+        key_text = _json({"type": str(decoded_key.version),
+                          "data": {"group": decoded_key.group}})
+        group = classic_group_schema.decode_group_metadata_value(value)
+    except SeglogError as exc:
+        return f"Error at offset {offset}, skipping. {exc}", None
+    if group is None:
+        return key_text, "<DELETE>"
+    members = []
+    for member in group.members:
+        item: dict[str, Any] = {"memberId": member.member_id}
+        if group.version >= 3:
+            item["groupInstanceId"] = member.group_instance_id
+        item["clientId"] = member.client_id
+        item["clientHost"] = member.client_host
+        if group.version >= 1:
+            item["rebalanceTimeout"] = member.rebalance_timeout_ms
+        item["sessionTimeout"] = member.session_timeout_ms
+        for name, raw in (("subscription", member.subscription),
+                          ("assignment", member.assignment)):
+            decoded = (_consumer_protocol_json(bytes(raw), name)
+                       if group.protocol_type == "consumer" else None)
+            item[name] = decoded if decoded is not None else \
+                base64.b64encode(bytes(raw)).decode("ascii")
+        members.append(item)
+    data = {"protocolType": group.protocol_type, "generation": group.generation,
+            "protocol": group.protocol, "leader": group.leader}
+    if group.version >= 2:
+        data["currentStateTimestamp"] = group.current_state_timestamp_ms
+    data["members"] = members
+    return key_text, _json({"version": str(group.version), "data": data})
 
 
 # --- per kind: a dict for JSON and the lines Kafka prints --------------------------------------
@@ -762,6 +907,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--max-message-size", type=int, default=5242880, metavar="N",
                         help="accepted for kafka-dump-log's command lines (batches are read "
                              "whole whatever their size)")
+    parser.add_argument("--offsets-decoder", action="store_true",
+                        help="decode records as __consumer_offsets' (JSON, as Kafka's tool: "
+                             "offset commits and classic groups); implies --print-data-log")
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="decode records as __transaction_state's (JSON, as Kafka's "
                              "tool); implies --print-data-log")
@@ -793,7 +941,7 @@ def main(args: argparse.Namespace) -> int:
     options = DumpOptions(deep=args.deep_iteration, print_data=args.print_data_log,
                           skip_record_metadata=args.skip_record_metadata,
                           decoder=(transaction_log_record if args.transaction_log_decoder
-                                   else None))
+                                   else offsets_record if args.offsets_decoder else None))
     options.index_sanity_only = args.index_sanity_check
     options.verify_index_only = args.verify_index_only
     options.max_bytes = args.max_bytes
