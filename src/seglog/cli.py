@@ -36,6 +36,7 @@ from .cluster import cli_cluster
 #: has ``add_parser(sub)``, which sets ``run`` (its ``main(args) -> int``) as a default.
 TOOL_MODULES: tuple[str, ...] = (
     "topics",
+    "dump",
 )
 
 
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode = bench.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="small sizes, well under a minute (the CI smoke run)")
+                      help="small sizes, about two minutes (107 s on a 2-core VM; the CI "
+                           "smoke run)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="full sizes (1 M records, 1 GiB transfers), under 15 minutes")
     bench.add_argument("--only", type=parse_parts, metavar="PART[,PART]",

@@ -93,7 +93,7 @@ import random
 import threading
 import time
 import types
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..arguments import (
     as_offset_and_metadata,
@@ -122,6 +122,7 @@ from ..errors import (
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..storage.config import INT32_MAX
 from ..types import RecordMetadata, TopicPartition, as_topic_partition
+from ..types import OffsetAndMetadata  # in the offsets of send_offsets_to_transaction
 from .partitioner import (
     RoundRobinPartitioner,
     partitions_for_keys,
@@ -467,7 +468,9 @@ class Producer:
             raise self._fenced(error) from None
         self._txn_partitions.update(new)
 
-    def send_offsets_to_transaction(self, offsets, group_id: str) -> None:
+    def send_offsets_to_transaction(
+            self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata],
+            group_id: str) -> None:
         """Commit ``offsets`` (``{(topic, partition): offset}``, the *next* offsets to read;
         a value may also be ``(offset, metadata)`` or an OffsetAndMetadata) for consumer group
         ``group_id`` as part of the open transaction (Kafka's AddOffsetsToTxn +
@@ -681,8 +684,11 @@ class Producer:
                 self._write(batch)
             return future
 
-    def send_batch(self, topic: str, values, keys=None, *, partition: int | None = None,
-                   timestamps_ms=None) -> dict[int, tuple[int, int]]:
+    def send_batch(self, topic: str, values: Iterable[bytes | bytearray | memoryview | None],
+                   keys: Iterable[bytes | bytearray | memoryview | None] | None = None, *,
+                   partition: int | None = None,
+                   timestamps_ms: int | Sequence[int] | None = None
+                   ) -> dict[int, tuple[int, int]]:
         """Write many records at once, with no per-record future: the batch-first path.
 
         ``values`` (and ``keys``, None or one per record) are sequences of bytes-like or None.
@@ -1054,7 +1060,7 @@ class Producer:
     def __enter__(self) -> "Producer":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

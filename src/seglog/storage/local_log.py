@@ -1,4 +1,4 @@
-"""The segment chain of one partition directory (Kafka's ``LocalLog``; kafka-format.md §3, §4).
+"""The segment chain of one partition directory (Kafka's ``LocalLog``).
 
 Segments. The newest segment is *active*; appends go only there. Before an append the active
 segment *rolls* (a new, empty segment starts at the end offset) when the append would make it

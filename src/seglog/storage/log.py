@@ -1,6 +1,6 @@
 """One partition's log: a chain of segments in one directory, with Kafka's rules for appending,
-reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``; kafka-format.md
-§2.6, §3, §4). The parts: the segment chain (roll, flush, truncate, delete; the rules of
+reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``).
+The parts: the segment chain (roll, flush, truncate, delete; the rules of
 rolling and the recovery point) is :mod:`seglog.storage.local_log`; the checks on client
 batches :mod:`seglog.storage.validator`; the reader snapshot and the segment walk of a read,
 with their checks of untrusted bytes, :mod:`seglog.storage.reads`; the read methods Log
@@ -24,7 +24,7 @@ close writes the clean-shutdown marker (docs/design.md §6 has the rule event by
 opened with a ``topic_id`` and no ``partition.metadata`` writes that file with its first flush
 that syncs anything, before the flush's data (Kafka's lazy ``PartitionMetadataFile``).
 
-Producers and transactions (kafka-format.md §6; :mod:`seglog.storage.producer_state`). Batches
+Producers and transactions (:mod:`seglog.storage.producer_state`). Batches
 carrying a producer id are checked against the producer state after the roll and before the
 write (a retry of one of the producer's last 5 batches writes nothing and returns the original
 offsets); after the write the state takes the batches, an ABORT marker adds an entry to the
