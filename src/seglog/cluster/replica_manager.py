@@ -181,6 +181,9 @@ class ReplicaManager(PartitionSeam):
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
+        #: ISR changes this broker wrote as a leader (IsrShrinksPerSec, IsrExpandsPerSec).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self.config = config
         self.loop = loop
         self._notify = notify
@@ -1096,6 +1099,11 @@ class ReplicaManager(PartitionSeam):
             return
         if replica.is_leader and replica.leader_epoch == state.leader_epoch \
                 and replica.leader_state.isr_update_succeeded(state.isr, version):
+            # Kafka's IsrShrinksPerSec / IsrExpandsPerSec (docs/metrics.md).
+            if len(state.isr) < len(replica.isr):
+                self.isr_shrinks += 1
+            elif len(state.isr) > len(replica.isr):
+                self.isr_expands += 1
             replica.isr = tuple(state.isr)
             replica.zk_version = version
             self._maybe_increment_high_watermark(replica)
