@@ -40,9 +40,10 @@ LOG_START_OFFSET = "kafka_log_log_logstartoffset"
 LOG_SEGMENTS = "kafka_log_log_numlogsegments"
 #: ``kafka.producer:type=producer-metrics`` ``record-send-total``: records written.
 PRODUCER_RECORDS_SENT = "kafka_producer_producer_metrics_record_send_total"
-#: ``kafka.producer:type=producer-metrics`` ``outgoing-byte-total``: bytes of the batches
-#: written (the embedded producer writes them to the Log, not a socket).
-PRODUCER_BYTES_SENT = "kafka_producer_producer_metrics_outgoing_byte_total"
+#: ``kafka.producer:type=producer-topic-metrics`` ``byte-total``: bytes of the record
+#: batches written, as the producer estimates them before the Log encodes them (an upper
+#: bound; the Log's BYTES_IN is exact).
+PRODUCER_BYTES_SENT = "kafka_producer_producer_topic_metrics_byte_total"
 #: ``kafka.consumer:type=consumer-fetch-manager-metrics`` ``records-consumed-total``.
 CONSUMER_RECORDS_CONSUMED = "kafka_consumer_consumer_fetch_manager_metrics_records_consumed_total"
 #: ``kafka.consumer:type=consumer-fetch-manager-metrics`` ``bytes-consumed-total``: record
