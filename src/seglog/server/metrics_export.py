@@ -262,7 +262,7 @@ class BrokerCollector(Collector):
                        dict(counters.fetch_requests)),
         ]
         requests = _counter("kafka_network_requestmetrics_requests_total")
-        for (api_key, version), count in sorted(counters.requests.items()):
+        for (api_key, version), count in sorted(counters.request_counts().items()):
             requests.add_metric([api_name(api_key), str(version)], float(count))
         out.append(requests)
         for name, by_api in (("kafka_network_requestmetrics_totaltimems", counters.total_times),
