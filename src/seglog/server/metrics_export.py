@@ -49,6 +49,9 @@ log = logging.getLogger("seglog.server.metrics")
 SNAPSHOT_TIMEOUT_S = 5.0
 #: How often the event loop's idle ratio is sampled.
 IDLE_SAMPLE_INTERVAL_S = 1.0
+#: The ``state`` labels of Kafka's classic-group-count and consumer-group-count.
+CLASSIC_GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 
 
 class MetricInfo(NamedTuple):
@@ -365,8 +368,9 @@ class BrokerCollector(Collector):
         members = _gauge("kafka_consumergroup_members")
         groups_state = find_groups_state(self.state)
         member_counts: dict[str, int] = {}
-        classic_states: dict[str, int] = {}
-        consumer_states: dict[str, int] = {}
+        # Every state Kafka reports, 0 when no group is in it (as Kafka's gauges).
+        classic_states = dict.fromkeys(CLASSIC_GROUP_STATES, 0)
+        consumer_states = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
         if groups_state is not None:
             coordinator = groups_state.coordinator
             rebalances.add_metric([], float(coordinator.completed_rebalances))
@@ -388,9 +392,9 @@ class BrokerCollector(Collector):
             rebalances.add_metric([], 0.0)
         group_count.add_metric(["classic"], float(sum(classic_states.values())))
         group_count.add_metric(["consumer"], float(sum(consumer_states.values())))
-        for state_name, count in sorted(classic_states.items()):
+        for state_name, count in classic_states.items():
             classic_count.add_metric([state_name], float(count))
-        for state_name, count in sorted(consumer_states.items()):
+        for state_name, count in consumer_states.items():
             consumer_count.add_metric([state_name], float(count))
         current = _gauge("kafka_consumergroup_current_offset")
         lag = _gauge("kafka_consumergroup_lag")
