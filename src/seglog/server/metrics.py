@@ -23,20 +23,15 @@ class BrokerMetrics:
     version, and each API's request total time and queue time (ms histograms). Read from
     the exporter's thread as snapshots (``dict(...)`` copies), written on the loop only."""
 
-    __slots__ = ("messages_in", "bytes_in", "bytes_out", "produce_requests",
-                 "fetch_requests", "requests", "total_times", "queue_times")
+    __slots__ = ("topics_in", "topics_out", "requests", "total_times", "queue_times")
 
     def __init__(self) -> None:
-        #: ``{topic: records appended by Produce}`` (MessagesInPerSec).
-        self.messages_in: dict[str, int] = {}
-        #: ``{topic: record batch bytes appended by Produce}`` (BytesInPerSec).
-        self.bytes_in: dict[str, int] = {}
-        #: ``{topic: record bytes answered to consumers' Fetch}`` (BytesOutPerSec).
-        self.bytes_out: dict[str, int] = {}
-        #: ``{topic: partitions appended}`` (TotalProduceRequestsPerSec, per partition).
-        self.produce_requests: dict[str, int] = {}
-        #: ``{topic: partitions read by consumers}`` (TotalFetchRequestsPerSec).
-        self.fetch_requests: dict[str, int] = {}
+        #: ``{topic: [records, batch bytes, partitions appended]}`` by Produce
+        #: (MessagesInPerSec, BytesInPerSec, TotalProduceRequestsPerSec): see :meth:`by_topic`.
+        self.topics_in: dict[str, list[int]] = {}
+        #: ``{topic: [record bytes, partitions read]}`` by consumers' Fetch (BytesOutPerSec,
+        #: TotalFetchRequestsPerSec).
+        self.topics_out: dict[str, list[int]] = {}
         #: ``{api_key << 16 | api_version: requests}`` (RequestsPerSec; an int key, cheaper
         #: than a tuple on every request): see :meth:`request_counts`.
         self.requests: dict[int, int] = {}
@@ -47,15 +42,33 @@ class BrokerMetrics:
 
     def appended(self, topic: str, records: int, size_bytes: int) -> None:
         """Produce appended ``records`` records in ``size_bytes`` bytes to ``topic``."""
-        self.messages_in[topic] = self.messages_in.get(topic, 0) + records
-        self.bytes_in[topic] = self.bytes_in.get(topic, 0) + size_bytes
-        self.produce_requests[topic] = self.produce_requests.get(topic, 0) + 1
+        figures = self.topics_in.get(topic)
+        if figures is None:
+            figures = self.topics_in[topic] = [0, 0, 0]
+        figures[0] += records
+        figures[1] += size_bytes
+        figures[2] += 1
 
     def sent(self, topic: str, size_bytes: int) -> None:
         """A consumer's Fetch answered ``size_bytes`` record bytes of one ``topic``
         partition (followers' fetches are replication, not counted here, as Kafka)."""
-        self.bytes_out[topic] = self.bytes_out.get(topic, 0) + size_bytes
-        self.fetch_requests[topic] = self.fetch_requests.get(topic, 0) + 1
+        figures = self.topics_out.get(topic)
+        if figures is None:
+            figures = self.topics_out[topic] = [0, 0]
+        figures[0] += size_bytes
+        figures[1] += 1
+
+    def by_topic(self) -> dict[str, dict[str, int]]:
+        """``{figure: {topic: value}}`` for ``messages_in``, ``bytes_in``,
+        ``produce_requests``, ``bytes_out`` and ``fetch_requests`` (a copy)."""
+        topics_in = list(self.topics_in.items())
+        topics_out = list(self.topics_out.items())
+        out: dict[str, dict[str, int]] = {}
+        for index, figure in enumerate(("messages_in", "bytes_in", "produce_requests")):
+            out[figure] = {topic: figures[index] for topic, figures in topics_in}
+        for index, figure in enumerate(("bytes_out", "fetch_requests")):
+            out[figure] = {topic: figures[index] for topic, figures in topics_out}
+        return out
 
     def received(self, api_key: int, api_version: int, queue_ms: float) -> None:
         """A request of ``api_key`` v``api_version`` is handled after ``queue_ms`` waiting."""

@@ -255,14 +255,15 @@ class BrokerCollector(Collector):
         """Every metric family now; runs on the broker's event loop."""
         state = self.state
         counters = state.metrics
+        by_topic = counters.by_topic()
         out: list[Metric] = [
-            _per_topic(names.MESSAGES_IN, dict(counters.messages_in)),
-            _per_topic(names.BYTES_IN, dict(counters.bytes_in)),
-            _per_topic(names.BYTES_OUT, dict(counters.bytes_out)),
+            _per_topic(names.MESSAGES_IN, by_topic["messages_in"]),
+            _per_topic(names.BYTES_IN, by_topic["bytes_in"]),
+            _per_topic(names.BYTES_OUT, by_topic["bytes_out"]),
             _per_topic("kafka_server_brokertopicmetrics_totalproducerequests_total",
-                       dict(counters.produce_requests)),
+                       by_topic["produce_requests"]),
             _per_topic("kafka_server_brokertopicmetrics_totalfetchrequests_total",
-                       dict(counters.fetch_requests)),
+                       by_topic["fetch_requests"]),
         ]
         requests = _counter("kafka_network_requestmetrics_requests_total")
         for (api_key, version), count in sorted(counters.request_counts().items()):
