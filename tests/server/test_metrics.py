@@ -301,3 +301,20 @@ def test_a_bad_metrics_listen_is_refused(tmp_path, bad):
 
     with pytest.raises(InvalidConfigError):
         Broker(tmp_path / "d", listen=("127.0.0.1", 0), metrics_listen=bad)
+
+
+def test_a_metrics_port_in_use_fails_the_start_and_leaves_the_data_dir_free(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = Broker(tmp_path / "d", listen=("127.0.0.1", 0),
+                        metrics_listen=("127.0.0.1", port))
+        with pytest.raises(OSError):
+            broker.start()
+    # The failed start closed its Store: another broker opens the directory at once.
+    with Broker(tmp_path / "d", listen=("127.0.0.1", 0),
+                metrics_listen=("127.0.0.1", 0)) as again:
+        assert again.metrics_address is not None
