@@ -501,7 +501,7 @@ class MetricsExporter:
         self._server, self._thread = server, thread
         bound = server.server_address
         self.address = (str(bound[0]), int(bound[1]))
-        log.info("metrics on http://%s:%d/metrics", *self.address)
+        log.debug("metrics on http://%s:%d/metrics", *self.address)
         return self.address
 
     async def stop(self) -> None:
