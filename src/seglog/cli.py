@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                        help="join the cluster kept in this ZooKeeper (Kafka's "
                             "zookeeper.connect; wins over --config; docs/cluster.md)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT",
+                       help="serve Prometheus metrics at http://HOST:PORT/metrics (Kafka's "
+                            "metric names; docs/metrics.md; port 0 picks a free port)")
     serve.add_argument("--backend", choices=("native", "pure"),
                        help="storage backend (default: seglog's default backend)")
     serve.add_argument("--log-level", default="INFO",
@@ -244,7 +247,7 @@ def _serve(args: argparse.Namespace) -> int:
                     or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
     try:
         broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
-                        test_breaks=test_breaks)
+                        test_breaks=test_breaks, metrics_listen=args.metrics_listen)
     except InvalidConfigError as exc:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
@@ -270,6 +273,8 @@ def _serve(args: argparse.Namespace) -> int:
                 broker.state.endpoints):
             log.info("seglog serve listener %s (%s) on %s:%d, advertised as %s:%d", name,
                      protocol, host, port, adv_host, adv_port)
+        if broker.metrics_address is not None:
+            log.info("seglog serve metrics on http://%s:%d/metrics", *broker.metrics_address)
         await stop.wait()
         log.info("seglog serve shutting down")
         closing = asyncio.ensure_future(broker.aclose())

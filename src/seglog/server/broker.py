@@ -50,6 +50,7 @@ from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
 from .finalized_features import FINALIZED_FEATURES_KEY, FinalizedFeatures
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
+from .metrics_export import MetricsExporter
 from .principal import ConnectionSecurity
 from .sasl.settings import SASL_PROTOCOLS
 from . import tls
@@ -696,7 +697,9 @@ class Broker:
     :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
     (``"native"``, ``"pure"``, None for the default). ``test_breaks``: negative controls and
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
-    production: each one puts a known bug back).
+    production: each one puts a known bug back). ``metrics_listen``: ``(host, port)`` or
+    ``"host:port"`` to serve Prometheus metrics on (port 0 picks a free port: see
+    :attr:`metrics_address`; docs/metrics.md); None serves none.
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
     listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
@@ -708,8 +711,11 @@ class Broker:
     def __init__(self, data_dir: str | os.PathLike[str], listen: object = None,
                  config: Mapping[str, Any] | BrokerConfig | None = None,
                  backend: str | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 metrics_listen: object = None):
         self.data_dir = os.fspath(data_dir)
+        self._metrics_listen = None if metrics_listen is None else parse_listen(metrics_listen)
+        self._metrics: MetricsExporter | None = None
         self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
@@ -740,6 +746,20 @@ class Broker:
         self._state = "new"  # new -> serving -> closed
 
     # --- properties ------------------------------------------------------------------------
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` the Prometheus endpoint is bound to (``http://host:port/metrics``),
+        None when the broker serves no metrics."""
+        exporter = self._metrics
+        return None if exporter is None else exporter.address
+
+    def _controller_active(self) -> bool:
+        """Whether this broker is the active controller (a lone broker is its own)."""
+        if not self.config.cluster_mode:
+            return True
+        controller = self._controller
+        return controller is not None and controller.active
 
     @property
     def host(self) -> str:
@@ -852,6 +872,12 @@ class Broker:
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
                 await self._join_cluster()
+            if self._metrics_listen is not None:
+                state = self._server.state
+                assert state is not None, "Server.start made it"
+                self._metrics = MetricsExporter(state, *self._metrics_listen,
+                                                controller_active=self._controller_active)
+                self._metrics.start()
             await self._server.start_serving()
         except BaseException:
             await self._close_after_failed_start()
@@ -1014,6 +1040,8 @@ class Broker:
 
     async def _close_after_failed_start(self) -> None:
         self._state = "closed"
+        if self._metrics is not None:
+            await self._metrics.stop()
         if self._server is not None:
             try:
                 await self._server.close()
@@ -1045,6 +1073,8 @@ class Broker:
         assert server is not None and closed is not None and store is not None
         loop = asyncio.get_running_loop()
         try:
+            if self._metrics is not None:
+                await self._metrics.stop()
             await server.close()
         finally:
             try:
