@@ -31,6 +31,8 @@ SRC_DIR = pathlib.Path(__file__).resolve().parents[2] / "src"
 BASE_MS = (int(time.time()) - 3600) * 1000
 EXPLICIT_TS = {BASE_MS + 1000: "base+1000", BASE_MS + 2000: "base+2000"}
 BINARY_VALUE = b"\xff\x00bin"
+#: Every wait on a command or a line of its output is bounded by this (s).
+COMMAND_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -276,3 +278,124 @@ def test_scenario_on_a_seglog_broker(seglog_place):
 @pytest.mark.kafka
 def test_scenario_on_kafka(kafka_place):
     _compare(_scenario(kafka_place))
+
+
+# --- follow mode ------------------------------------------------------------------------------
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(SRC_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+class _Lines:
+    """A child's stdout read line by line, each read bounded in time."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]):
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._fd, selectors.EVENT_READ)
+        self._buffer = b""
+
+    def next(self, timeout_s: float) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"no line within {timeout_s} s (got {self._buffer!r})"
+            if self._selector.select(remaining):
+                chunk = os.read(self._fd, 65536)
+                assert chunk, f"stdout closed (got {self._buffer!r})"
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+
+def _follow_until_sigterm(place: Place) -> None:
+    topic = f"pc-follow-{uuid.uuid4().hex[:8]}"
+    ran = place.seglog("produce", topic, input_text="old\n")
+    assert ran.returncode == 0, ran.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "seglog", "consume", topic,
+                             "--from-beginning", *place.where],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    try:
+        lines = _Lines(proc)
+        assert lines.next(COMMAND_TIMEOUT_S) == b"old"
+        # The consumer follows: a record written now (by another process) is printed.
+        ran = place.seglog("produce", topic, input_text="new\n")
+        assert ran.returncode == 0, ran.stderr
+        assert lines.next(COMMAND_TIMEOUT_S) == b"new"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert proc.stderr is not None
+        assert "processed a total of 2 records" in proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_follow_on_a_data_dir_ends_on_sigterm(data_dir_place):
+    _follow_until_sigterm(data_dir_place)
+
+
+def test_follow_on_a_seglog_broker_ends_on_sigterm(seglog_place):
+    _follow_until_sigterm(seglog_place)
+
+
+@pytest.mark.kafka
+def test_follow_on_kafka_ends_on_sigterm(kafka_place):
+    _follow_until_sigterm(kafka_place)
+
+
+# --- other clients: kcat writes, seglog reads, and the other way round ------------------------
+
+def _kcat(*args: str, input_bytes: bytes | None = None) -> bytes:
+    proc = subprocess.run(["kcat", *args], input=input_bytes, capture_output=True,
+                          timeout=COMMAND_TIMEOUT_S, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _with_kcat(place: Place) -> None:
+    assert place.bootstrap is not None
+    tag = uuid.uuid4().hex[:8]
+    from_kcat, from_seglog = f"pc-kcat-in-{tag}", f"pc-kcat-out-{tag}"
+    place.create_topic(from_kcat, 2)
+    place.create_topic(from_seglog, 1)
+    # kcat produces (key, header, partition 1); seglog consume prints it as JSON.
+    _kcat("-P", "-b", place.bootstrap, "-t", from_kcat, "-p", "1", "-K", ":", "-H", "via=kcat",
+          input_bytes=b"kk:vv\n")
+    ran = place.seglog("consume", from_kcat, "--from-beginning", "-e", "--format", "json")
+    assert ran.returncode == 0, ran.stderr
+    assert [{k: v for k, v in r.items() if k != "timestamp"} for r in ran.json_lines()] == [
+        {"topic": from_kcat, "partition": 1, "offset": 0, "key": "kk", "value": "vv",
+         "headers": [{"key": "via", "value": "kcat"}]}]
+    # seglog produces (a binary value, a key, a header); kcat reads the same bytes.
+    record = {"key": "sk", "value_b64": base64.b64encode(BINARY_VALUE).decode(),
+              "headers": {"via": "seglog"}}
+    ran = place.seglog("produce", from_seglog, "--format", "json", "-z", "gzip",
+                       input_text=json.dumps(record) + "\n")
+    assert ran.returncode == 0, ran.stderr
+    out = _kcat("-C", "-b", place.bootstrap, "-t", from_seglog, "-e", "-q",
+                "-f", "%k|%s|%h|%o\n")
+    assert out == b"sk|" + BINARY_VALUE + b"|via=seglog|0\n"
+    # And seglog's -f prints what kcat's -f prints for the same record.
+    ran = place.seglog("consume", from_seglog, "--from-beginning", "-e", "-f",
+                       "%k|%S|%h|%o\\n")
+    assert ran.stdout == f"sk|{len(BINARY_VALUE)}|via=seglog|0\n"
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_kcat_and_seglog_on_a_seglog_broker(seglog_place):
+    _with_kcat(seglog_place)
+
+
+@pytest.mark.kafka
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_kcat_and_seglog_on_kafka(kafka_place):
+    _with_kcat(kafka_place)
