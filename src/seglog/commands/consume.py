@@ -304,7 +304,7 @@ def _topic_partitions(consumer: Any, args: argparse.Namespace) -> int:
 
 def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
                     stop: _Stop, say: Callable[[str], None]) -> None:
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     grouped = args.group is not None
     config: dict[str, Any] = dict(target.client_config)
@@ -315,8 +315,12 @@ def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
     config["enable.partition.eof"] = True
     config["isolation.level"] = args.isolation_level
     config["auto.offset.reset"] = _reset_policy(args)
+    if args.exit_at_end:
+        # The end is seen when a fetch comes back empty: do not let the broker hold an empty
+        # fetch for librdkafka's default 500 ms (following, the wait saves requests).
+        config.setdefault("fetch.wait.max.ms", 100)
     try:
-        consumer = Consumer(config)
+        consumer: Any = Consumer(config)
     except KafkaException as exc:
         raise ToolError(kafka_error_text(exc), EXIT_USAGE) from None
     try:
@@ -343,9 +347,11 @@ def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
             batch: list[OutputRecord] = []
             for msg in messages:
                 err = msg.error()
+                where: tuple[str, int] = (msg.topic(), msg.partition())
                 if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at_eof.add((msg.topic(), msg.partition()))
+                    # librdkafka's end-of-partition event (kcat -e's signal), by its name.
+                    if err.name() == "_PARTITION_EOF":
+                        at_eof.add(where)
                         continue
                     if err.name() in _FATAL_NAMES or err.fatal():
                         raise ToolError(kafka_error_text(err),
@@ -355,10 +361,8 @@ def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
                         warned.add(err.name())
                         say(kafka_error_text(err))
                     continue
-                at_eof.discard((msg.topic(), msg.partition()))
-                _ts_type, ts = msg.timestamp()
-                batch.append(OutputRecord(msg.topic(), msg.partition(), msg.offset(), ts,
-                                          msg.key(), msg.value(), tuple(msg.headers() or ())))
+                at_eof.discard(where)
+                batch.append(_output_record(msg))
             if batch:
                 printer.write(batch)
                 if grouped:
@@ -376,6 +380,14 @@ def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
         raise ToolError(kafka_error_text(exc)) from None
     finally:
         consumer.close()
+
+
+def _output_record(msg: Any) -> OutputRecord:
+    """A librdkafka message (not an error event) as an :class:`OutputRecord`."""
+    _ts_type, ts = msg.timestamp()
+    headers: list[tuple[str, bytes | None]] = list(msg.headers() or ())
+    return OutputRecord(msg.topic(), msg.partition(), msg.offset(), ts, msg.key(),
+                        msg.value(), tuple(headers))
 
 
 def _start_positions(consumer: Any, args: argparse.Namespace, partitions: list[int]) -> list[Any]:
