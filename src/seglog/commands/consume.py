@@ -39,7 +39,7 @@ from types import FrameType
 from typing import Any, Callable, Iterable
 
 from ..errors import InvalidConfigError, SeglogError
-from .produce import ToolError, local_error_text, open_store
+from .produce import ToolError, client_config, local_error_text, open_store
 from .record_format import (BINARY_MODES, OutputRecord, RecordFormatError, compile_format,
                             decode_escapes, plain_line, record_json)
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
@@ -307,7 +307,7 @@ def _consume_broker(target: Target, args: argparse.Namespace, printer: _Printer,
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     grouped = args.group is not None
-    config: dict[str, Any] = dict(target.client_config)
+    config = client_config(target, say)
     # librdkafka's Consumer needs a group.id even to assign(): without --group one that is
     # never joined nor committed to, so no group appears on the broker.
     config["group.id"] = args.group if grouped else f"seglog-consume-{uuid.uuid4().hex}"

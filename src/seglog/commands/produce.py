@@ -31,12 +31,15 @@ from .record_format import (InputRecord, RecordFormatError, decode_escapes,
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_USAGE, Target, add_target_options,
                      kafka_error_text, target_from_args)
 
-__all__ = ["add_parser", "main", "open_store", "local_error_text", "ToolError"]
+__all__ = ["add_parser", "main", "open_store", "local_error_text", "client_config",
+           "ToolError"]
 
 TOOL = "produce"
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 #: Records sent between two waits for their offsets in the local mode (bounds memory).
 _LOCAL_DRAIN_EVERY = 10_000
+#: How long the broker mode waits to reach the broker before it gives up (s).
+_CONNECT_TIMEOUT_S = 10.0
 
 EPILOG = """\
 examples:
@@ -75,6 +78,29 @@ def open_store(data_dir: str, *, read_only: bool = False) -> Any:
     except LogLockedError as exc:
         raise ToolError(f"{data_dir} is locked by another writer ({exc}): is a broker "
                         f"serving it? use --bootstrap-server") from None
+
+
+def client_config(target: Target, say: Callable[[str], None]) -> dict[str, Any]:
+    """librdkafka's configuration for the tools: the target's, with librdkafka's own log
+    lines (a line every few ms while a broker is unreachable) kept off stderr; its errors
+    (``error_cb``) are said once per kind instead, as ``NAME: message``."""
+    import logging
+    config: dict[str, Any] = dict(target.client_config)
+    quiet = logging.getLogger("seglog.commands.librdkafka")
+    quiet.propagate = False
+    quiet.addHandler(logging.NullHandler())
+    config["logger"] = quiet
+    seen: set[str] = set()
+
+    def on_error(err: Any) -> None:
+        text = kafka_error_text(err)
+        kind = text.split(":", 1)[0]
+        if kind not in seen:
+            seen.add(kind)
+            say(text)
+
+    config["error_cb"] = on_error
+    return config
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -243,7 +269,7 @@ def _produce_broker(target: Target, args: argparse.Namespace,
                     say: Callable[[str], None]) -> None:
     from confluent_kafka import KafkaException, Producer
 
-    config: dict[str, Any] = dict(target.client_config)
+    config = client_config(target, say)
     config["acks"] = "all" if args.acks in ("all", "-1") else args.acks
     config["compression.type"] = args.compression
     if args.transactional_id is not None:
@@ -268,6 +294,9 @@ def _produce_broker(target: Target, args: argparse.Namespace,
     transactional = args.transactional_id is not None
     in_txn = False
     try:
+        # Reach the broker before reading any input: an unreachable one is said at once, not
+        # after the records' delivery timeout.
+        producer.list_topics(timeout=_CONNECT_TIMEOUT_S)
         if transactional:
             producer.init_transactions(30.0)
             producer.begin_transaction()
