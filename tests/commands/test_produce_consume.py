@@ -158,6 +158,11 @@ def _scenario(place: Place) -> dict[str, Any]:
     ran = place.seglog("produce", b, "--transactional-id", f"pc-abort-{tag}", "--format",
                   "json", input_text='{"value": "doomed"}\nnot json\n')
     got["produce_abort"] = (ran.returncode, "line 2" in ran.stderr, "aborted" in ran.stderr)
+    # Without a transaction the records before a bad line are written (Kafka's console
+    # producer does the same), and the command fails.
+    ran = place.seglog("produce", b, "-K", ":", input_text="k:kept\nno separator\n")
+    got["produce_bad_line"] = (ran.returncode, "line 2: no key separator" in ran.stderr,
+                               "1 record before the error was written" in ran.stderr)
     ran = place.seglog("consume", b, "--from-beginning", "-e", "--isolation-level",
                   "read_committed", "-f", "%s\\n")
     got["abort_read_committed"] = (ran.returncode, ran.stdout)
@@ -219,7 +224,8 @@ EXPECTED: dict[str, Any] = {
     "produce_txn": {"topic": "A", "records": 2,
                     "partitions": {"0": {"first_offset": 2, "last_offset": 3}}},
     "produce_abort": (2, True, True),
-    "abort_read_committed": (0, ""),
+    "produce_bad_line": (2, True, True),
+    "abort_read_committed": (0, "kept\n"),
     "consume_all": [
         {"topic": "A", "partition": 0, "offset": 0, "timestamp": "base+1000", "key": "j1",
          "value": "at-1000", "headers": [{"key": "h", "value": "1"}]},

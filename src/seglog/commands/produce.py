@@ -207,6 +207,12 @@ def _idempotence(args: argparse.Namespace) -> bool:
     return args.acks in ("all", "-1")
 
 
+def _say_written_before_error(offsets: _Offsets, say: Callable[[str], None]) -> None:
+    if offsets.records:
+        say(f"{offsets.records} record{'s' if offsets.records != 1 else ''} before the error "
+            f"{'were' if offsets.records != 1 else 'was'} written")
+
+
 def _produce_local(target: Target, args: argparse.Namespace,
                    records: Iterator[InputRecord], offsets: _Offsets,
                    say: Callable[[str], None]) -> None:
@@ -257,6 +263,13 @@ def _produce_local(target: Target, args: argparse.Namespace,
                     say(f"transaction {args.transactional_id} aborted")
                 except SeglogError:
                     pass
+            elif not transactional:
+                # As Kafka's console producer: the records before the error are written.
+                try:
+                    drain()
+                except SeglogError:
+                    pass
+                _say_written_before_error(offsets, say)
             raise
         finally:
             producer.close()
@@ -337,6 +350,10 @@ def _produce_broker(target: Target, args: argparse.Namespace,
                 say(f"transaction {args.transactional_id} aborted")
             except KafkaException:
                 pass
+        elif not transactional:
+            # As Kafka's console producer: the records before the error are written.
+            producer.flush(_CONNECT_TIMEOUT_S)
+            _say_written_before_error(offsets, say)
         if isinstance(exc, KafkaException):
             raise ToolError(kafka_error_text(exc)) from None
         raise
