@@ -61,10 +61,10 @@ def test_json_output_is_text_when_utf8_and_base64_otherwise():
                    "headers": [{"key": "a", "value": "1"}, {"key": "n", "value": None}]}
     always = record_json(RECORD, "base64")
     assert always["key_b64"] == "aw==" and "key" not in always
-    # What consume prints, produce reads back to the same bytes.
-    back = parse_json_line(json.dumps({k: v for k, v in out.items()
-                                       if k in ("key", "value_b64", "headers")}).encode())
+    # What consume prints, produce reads back to the same record (topic and offset ignored).
+    back = parse_json_line(json.dumps(out).encode())
     assert (back.key, back.value, back.headers) == (b"k", b"v\xff", [("a", b"1"), ("n", None)])
+    assert (back.partition, back.timestamp_ms) == (2, 1700000000123)
 
 
 def test_kcat_format_fields_and_escapes():
@@ -90,3 +90,22 @@ def test_escapes_and_header_options():
     assert parse_header_option("k") == ("k", None)
     with pytest.raises(RecordFormatError):
         parse_header_option("=v")
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_help_shows_examples_and_every_option(command, capsys):
+    from seglog.cli import build_parser
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:\n  " in text and f"seglog {command} clicks" in text
+    for option in ("--data-dir", "--bootstrap-server", "--command-config"):
+        assert option in text
+    wanted = (["--key-separator", "--header", "--partition", "--compression", "--acks",
+               "--idempotence", "--transactional-id", "--format", "--file"]
+              if command == "produce" else
+              ["--from-beginning", "--offset", "--timestamp", "--group", "--max-messages",
+               "--isolation-level", "--exit-at-end", "--print-key", "--binary", "-f FORMAT"])
+    for option in wanted:
+        assert option in text, option

@@ -50,7 +50,10 @@ examples:
 
 JSON lines input: {"key": "k", "value": "v", "headers": {"h": "x"}, "partition": 0,
 "timestamp": 1700000000000}; every field optional; "key_b64"/"value_b64" carry binary
-data as base64 (what `seglog consume --format json` prints for bytes that are not UTF-8).
+data as base64 (what `seglog consume --format json` prints for bytes that are not UTF-8);
+consume's "topic" and "offset" are ignored, so its output can be produced again:
+  seglog consume clicks -b HOST:9092 --from-beginning -e -o json |
+    seglog produce clicks-copy -b HOST:9092 --format json
 """
 
 

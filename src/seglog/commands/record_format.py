@@ -145,6 +145,9 @@ def _json_headers(raw: Any) -> list[Header]:
 
 _JSON_FIELDS = frozenset({"key", "key_b64", "value", "value_b64", "headers", "partition",
                           "timestamp"})
+#: Fields ``seglog consume --format json`` prints that a producer has no use for: accepted
+#: and ignored, so that consume's output can be produced again (copying records).
+_CONSUMED_ONLY_FIELDS = frozenset({"topic", "offset"})
 
 
 def parse_json_line(line: bytes) -> InputRecord:
@@ -152,15 +155,17 @@ def parse_json_line(line: bytes) -> InputRecord:
 
     ``{"key": str|null, "value": str|null, "headers": {k: v} | [[k, v], ...],
     "partition": int, "timestamp": ms}``; every field may be left out (a missing value is
-    null); ``"key_b64"`` / ``"value_b64"`` carry binary data as base64. Unknown fields are
-    refused by name (a typo must not silently drop data)."""
+    null); ``"key_b64"`` / ``"value_b64"`` carry binary data as base64. ``"topic"`` and
+    ``"offset"`` (what ``seglog consume --format json`` adds) are ignored, so consume's output
+    can be produced again; any other field is refused by name (a typo must not silently drop
+    data)."""
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RecordFormatError(f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise RecordFormatError("a JSON record must be an object")
-    unknown = sorted(set(obj) - _JSON_FIELDS)
+    unknown = sorted(set(obj) - _JSON_FIELDS - _CONSUMED_ONLY_FIELDS)
     if unknown:
         raise RecordFormatError(f"unknown field {', '.join(map(repr, unknown))} (known: "
                                 f"{', '.join(sorted(_JSON_FIELDS))})")
