@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
+import time
 import uuid
 from types import FrameType
 from typing import Any, Callable, Iterable
@@ -200,7 +202,6 @@ def _remaining(args: argparse.Namespace, printer: _Printer) -> int:
 def _consume_local(target: Target, args: argparse.Namespace, printer: _Printer,
                    stop: _Stop) -> None:
     assert target.data_dir is not None
-    import os
     if not os.path.isdir(target.data_dir):
         raise ToolError(f"{target.data_dir}: no such data directory", EXIT_PROBLEMS)
     grouped = args.group is not None
@@ -281,7 +282,6 @@ _MISSING_NAMES = frozenset({"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNK
 def _topic_partitions(consumer: Any, args: argparse.Namespace) -> int:
     """The topic's partition count from the broker's metadata (exit 3 when it has none)."""
     from confluent_kafka import KafkaError, KafkaException
-    import time
     deadline = time.monotonic() + _METADATA_TIMEOUT_S
     while True:
         try:
@@ -439,7 +439,6 @@ def main(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`): not an error of ours. Point stdout at /dev/null
         # so the interpreter's final flush does not complain again.
-        import os
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
