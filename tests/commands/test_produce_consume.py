@@ -389,3 +389,20 @@ def test_a_data_dir_a_broker_serves_is_refused_clearly(seglog_broker, run_seglog
     assert ran.returncode == 1
     assert "is a broker serving it? use --bootstrap-server" in ran.stderr
     assert "Traceback" not in ran.stderr
+
+
+def test_acks(data_dir_place, seglog_place):
+    """--acks 0 on a broker: written, offsets unknown; refused on a data dir, where every write
+    knows its offset. --idempotence with --acks 1: refused everywhere, as Kafka's producer."""
+    ran = seglog_place.seglog("produce", "pc-acks0", "--acks", "0", "-o", "json",
+                              input_text="a\n")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.json() == {"topic": "pc-acks0", "records": 1, "partitions": {}}
+    ran = seglog_place.seglog("consume", "pc-acks0", "--from-beginning", "-e")
+    assert ran.stdout == "a\n"
+    ran = data_dir_place.seglog("produce", "pc-acks0", "--acks", "0", input_text="a\n")
+    assert ran.returncode == 2 and "--acks 0 is refused with --data-dir" in ran.stderr
+    for place in (data_dir_place, seglog_place):
+        ran = place.seglog("produce", "pc-acks1", "--acks", "1", "--idempotence",
+                           input_text="a\n")
+        assert ran.returncode == 2 and "needs --acks all" in ran.stderr

@@ -120,7 +120,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--partition", "-p", type=_non_negative, metavar="N",
                         help="read only partition N (default: all)")
     parser.add_argument("--group", "-g", metavar="GROUP",
-                        help="join consumer group GROUP and commit what was printed")
+                        help="join consumer group GROUP and commit what was printed (with "
+                             "--data-dir the directory is then opened for writing: nothing "
+                             "else may write it meanwhile)")
     parser.add_argument("--max-messages", "-c", type=_positive, metavar="N",
                         help="stop after N records")
     parser.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"),

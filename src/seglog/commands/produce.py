@@ -181,10 +181,10 @@ class _Offsets:
         self.records = 0
         self.partitions: dict[int, list[int]] = {}
 
-    def add(self, partition: int, offset: int) -> None:
+    def add(self, partition: int, offset: int | None) -> None:
         self.records += 1
-        if offset < 0:
-            return  # acks=0: the broker said nothing
+        if offset is None or offset < 0:
+            return  # acks=0: the broker said nothing (librdkafka gives None or -1001)
         span = self.partitions.get(partition)
         if span is None:
             self.partitions[partition] = [offset, offset]
@@ -302,10 +302,15 @@ def _produce_broker(target: Target, args: argparse.Namespace,
     failures: list[str] = []
 
     def delivered(err: Any, msg: Any) -> None:
-        if err is not None:
-            failures.append(kafka_error_text(err))
-        else:
-            offsets.add(msg.partition(), msg.offset())
+        # An exception escaping a librdkafka callback surfaces as a SystemError elsewhere:
+        # keep any inside and report it as a failure.
+        try:
+            if err is not None:
+                failures.append(kafka_error_text(err))
+            else:
+                offsets.add(msg.partition(), msg.offset())
+        except Exception as exc:  # noqa: BLE001 - reported below as the command's failure
+            failures.append(f"delivery report: {exc!r}")
 
     transactional = args.transactional_id is not None
     in_txn = False
@@ -383,6 +388,13 @@ def main(args: argparse.Namespace) -> int:
                         EXIT_USAGE)
         for header in args.headers:
             parse_header_option(header)
+        if args.idempotence and args.acks not in ("all", "-1"):
+            # Kafka's producer refuses the same (ConfigException).
+            return fail("--idempotence needs --acks all (Kafka: \"Must set acks to all in "
+                        "order to use the idempotent producer\")", EXIT_USAGE)
+        if args.transactional_id is not None and args.acks not in ("all", "-1"):
+            return fail("--transactional-id needs --acks all (a transactional producer is "
+                        "idempotent)", EXIT_USAGE)
     except InvalidConfigError as exc:
         return fail(str(exc), EXIT_USAGE)
     except RecordFormatError as exc:
