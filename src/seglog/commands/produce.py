@@ -127,8 +127,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         metavar="NAME=VALUE",
                         help="a header on every record (repeatable)")
     parser.add_argument("--partition", "-p", type=int, metavar="N",
-                        help="write every record to partition N (default: the partitioner: "
-                             "keys by murmur2, keyless records spread)")
+                        help="write every record to partition N (a JSON record's own "
+                             "\"partition\" wins; default: the partitioner: keys by murmur2, "
+                             "keyless records spread)")
     parser.add_argument("--compression", "-z", choices=COMPRESSIONS, default="none",
                         help="compression of each batch (Kafka's compression.type; default "
                              "none)")
