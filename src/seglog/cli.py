@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"),
+                       help="log lines as text (default) or as one JSON object per line "
+                            "(time, level, logger, message, exception) for log shippers")
     # Test-only, hidden from --help: each puts a known bug back (a negative control for the
     # cluster scenarios) or exposes a secret (the ZooKeeper session); see
     # seglog.cluster.test_breaks and docs/cluster.md, "Negative controls".
@@ -198,6 +201,7 @@ def _serve(args: argparse.Namespace) -> int:
     import signal
 
     from .cluster.test_breaks import TestBreaks
+    from . import log_format
     from .errors import InvalidConfigError, SeglogError
     from .server.config import BrokerConfig
 
@@ -230,8 +234,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .server import stacks
     from .server.broker import Broker
 
-    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format.configure(getattr(logging, args.log_level), args.log_format)
     # The storage warns (RuntimeWarning) of what it found at the open, such as a partition
     # whose files failed to load: one log line each, with the broker's other lines.
     logging.captureWarnings(True)

@@ -1192,6 +1192,9 @@ class ReplicaManager(PartitionSeam):
         try:
             assignment = self.assign_replicas(partitions, replication_factor)
             await self.create_topic(name, assignment, None, {}, timeout_s=0)
+            log.info("broker %d: auto-created topic %s with %d partitions, replication factor "
+                     "%d (auto.create.topics.enable)", self.broker_id, name, partitions,
+                     replication_factor)
         except errors.TopicExistsError:
             pass
         except (errors.SeglogError, OSError) as e:

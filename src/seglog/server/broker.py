@@ -43,7 +43,7 @@ from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
-from . import protocol, quotas, registry, stacks
+from . import protocol, quotas, recovery_log, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .connection_quotas import ConnectionQuotas
@@ -895,6 +895,7 @@ class Broker:
                 f"Some({stored_cluster_id}) in "
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
+        recovery_log.log_open_reports(store)
         return store
 
     def _extra_log_dirs(self) -> list[str]:
