@@ -26,6 +26,8 @@ from typing import Any
 
 #: Seconds between two prints of the same repeated line (its summary).
 REPEAT_INTERVAL_S_DEFAULT = 30.0
+#: What a summary adds to the repeated line (%-args: the count, the seconds).
+SUMMARY = " (repeated %d times in the last %.0f s)"
 #: Distinct lines remembered at once; the least recently seen is forgotten beyond this.
 KEYS_MAX = 1024
 
@@ -64,36 +66,40 @@ class RepeatLimiter:
             key: Hashable | None = None, exc_info: Any = None) -> bool:
         """Log ``msg % args`` on ``logger`` at ``level`` unless it is a repeat within the
         interval; ``key`` names what makes two lines the same (default: ``args``, objects by
-        their text). Returns
-        True when a line was printed."""
+        their text). Returns True when a line was printed."""
         if not logger.isEnabledFor(level):
             return False
-        ident = (logger.name, msg, _key_of(args) if key is None else key)
+        due, repeats, since_s = self.admit(
+            (logger.name, msg, _key_of(args) if key is None else key))
+        if not due:
+            return False
+        if repeats:
+            logger.log(level, msg + SUMMARY, *args, repeats, since_s, exc_info=exc_info)
+        else:
+            logger.log(level, msg, *args, exc_info=exc_info)
+        return True
+
+    def admit(self, ident: Hashable) -> tuple[bool, int, float]:
+        """Whether the line ``ident`` is printed now, and if so how many times it came since
+        its last print (0: news, print it plain) over how many seconds."""
         now = self._clock()
         with self._lock:
             seen = self._seen.get(ident)
             if seen is None:
                 self._seen[ident] = _Seen(printed_at=now)
-                self._seen.move_to_end(ident)
                 while len(self._seen) > self._keys_max:
                     self._seen.popitem(last=False)
-                repeats, since_s = 0, 0.0
-            else:
-                self._seen.move_to_end(ident)
-                if now - seen.printed_at < self.interval_s:
-                    seen.suppressed += 1
-                    return False
-                # Due: this one and the suppressed ones since the last print, or (when none
-                # was suppressed: the line came back after a quiet interval) plain news.
-                repeats = seen.suppressed + 1 if seen.suppressed else 0
-                since_s = now - seen.printed_at
-                seen.printed_at, seen.suppressed = now, 0
-        if repeats:
-            logger.log(level, msg + " (repeated %d times in the last %.0f s)",
-                       *args, repeats, since_s, exc_info=exc_info)
-        else:
-            logger.log(level, msg, *args, exc_info=exc_info)
-        return True
+                return True, 0, 0.0
+            self._seen.move_to_end(ident)
+            if now - seen.printed_at < self.interval_s:
+                seen.suppressed += 1
+                return False, 0, 0.0
+            # Due: this one and the suppressed ones since the last print, or (when none was
+            # suppressed: the line came back after a quiet interval) plain news.
+            repeats = seen.suppressed + 1 if seen.suppressed else 0
+            since_s = now - seen.printed_at
+            seen.printed_at, seen.suppressed = now, 0
+            return True, repeats, since_s
 
     def warning(self, logger: logging.Logger, msg: str, *args: Any,
                 key: Hashable | None = None) -> bool:
@@ -109,6 +115,39 @@ class RepeatLimiter:
         """Forget every line (the next of each prints at once)."""
         with self._lock:
             self._seen.clear()
+
+
+class RepeatFilter(logging.Filter):
+    """The same limit for a library's own log lines (kazoo's reconnect warnings): installed
+    on a logger (:func:`limit_logger`), it drops a repeated record at ``level`` or above
+    and adds the summary to the record that is due."""
+
+    def __init__(self, limiter: RepeatLimiter, level: int = logging.WARNING) -> None:
+        super().__init__()
+        self.limiter = limiter
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a repeat within the interval; the record (with its summary) otherwise."""
+        if record.levelno < self.level or not isinstance(record.args, tuple):
+            return True  # (a mapping of args: not limited, its summary could not format)
+        args = record.args
+        due, repeats, since_s = self.limiter.admit(
+            (record.name, str(record.msg), _key_of(args)))
+        if due and repeats:
+            # A record without args is not %-formatted: its own '%' must stay literal.
+            text = str(record.msg) if record.args else str(record.msg).replace("%", "%%")
+            record.msg = text + SUMMARY
+            record.args = (*args, repeats, since_s) if record.args else (repeats, since_s)
+        return due
+
+
+def limit_logger(name: str, level: int = logging.WARNING) -> None:
+    """Limit the repeats of logger ``name``'s records at ``level`` and above (once per
+    logger: calling again changes nothing)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RepeatFilter) for f in logger.filters):
+        logger.addFilter(RepeatFilter(REPEATS, level))
 
 
 #: The process's limiter, shared by the loops that retry (fetcher, marker sender, peers).

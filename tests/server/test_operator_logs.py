@@ -26,7 +26,7 @@ import pytest
 
 from seglog import __version__
 from seglog.log_format import JsonFormatter
-from seglog.log_limits import RepeatLimiter
+from seglog.log_limits import RepeatFilter, RepeatLimiter
 
 SRC_DIR = pathlib.Path(__file__).resolve().parents[2] / "src"
 WAIT_S = 30.0
@@ -238,6 +238,28 @@ def test_repeat_limiter_key_and_disabled_level(caplog):
     assert limiter.warning(log, "fetch from %d failed after %d ms", 1, 5, key=1)
     assert not limiter.warning(log, "fetch from %d failed after %d ms", 1, 7, key=1)
     assert limiter.warning(log, "fetch from %d failed after %d ms", 2, 7, key=2)
+
+
+def test_repeat_filter_limits_a_library_logger(caplog):
+    clock = FakeClock()
+    name = "seglog.test.library"
+    logger = logging.getLogger(name)
+    filt = RepeatFilter(RepeatLimiter(interval_s=30.0, clock=clock))
+    logger.addFilter(filt)
+    caplog.set_level(logging.INFO, logger=name)
+    try:
+        for _second in range(31):
+            logger.warning("Connection dropped: %s", "socket error")
+            logger.warning("100% gone")  # no args: the '%' stays literal in the summary
+            logger.info("below the level %d", 1)  # never limited
+            clock.now_s += 1.0
+    finally:
+        logger.removeFilter(filt)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == ["Connection dropped: socket error", "100% gone",
+                        "Connection dropped: socket error (repeated 30 times in the last 30 s)",
+                        "100% gone (repeated 30 times in the last 30 s)"]
+    assert sum(r.levelno == logging.INFO for r in caplog.records) == 31
 
 
 def test_json_formatter_lines_parse_with_exception():

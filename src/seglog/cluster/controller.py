@@ -104,6 +104,7 @@ from seglog.cluster.zk_data import (
 )
 from seglog.errors import InvalidTopicError
 from seglog.types import TopicPartition
+from seglog.log_limits import REPEATS
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -792,9 +793,9 @@ class Controller:
                 return
             remaining = self._do_elect_leaders(remaining, preferred=preferred)
         if remaining:
-            _log.warning("controller %d: elections for %s still conflicting after %d rounds; "
-                         "retrying later", self.broker_id, [str(tp) for tp in remaining],
-                         STATE_WRITE_ATTEMPTS_MAX)
+            REPEATS.warning(_log, "controller %d: elections for %s still conflicting after %d "
+                            "rounds; retrying later", self.broker_id,
+                            [str(tp) for tp in remaining], STATE_WRITE_ATTEMPTS_MAX)
             self._schedule_retry()
 
     def _do_elect_leaders(
@@ -947,9 +948,9 @@ class Controller:
                 return
             remaining = self._do_remove_replica_from_isr(replica, remaining)
         if remaining:
-            _log.warning("controller %d: removing %d from the ISR of %s still conflicting; "
-                         "retrying later", self.broker_id, replica,
-                         [str(tp) for tp in remaining])
+            REPEATS.warning(_log, "controller %d: removing %d from the ISR of %s still "
+                            "conflicting; retrying later", self.broker_id, replica,
+                            [str(tp) for tp in remaining])
             self._schedule_retry()
 
     def _do_remove_replica_from_isr(
