@@ -840,6 +840,10 @@ class Controller:
                 ignore_isr=ignore_isr,
             )
             if result.leader_and_isr is None:
+                _log.info("controller %d: partition %s offline: no live replica in its ISR %s "
+                          "(live replicas %s, unclean election %s)", self.broker_id, tp,
+                          list(state.isr), list(result.live_replicas),
+                          "allowed" if unclean else "not allowed")
                 self._emit("no_leader", partition=str(tp), isr=list(state.isr),
                            live_replicas=list(result.live_replicas))
                 continue
@@ -865,6 +869,11 @@ class Controller:
                 written = dataclasses.replace(state, zk_version=outcome)
                 ctx.leadership[tp] = written
                 ctx.partition_states[tp] = _ONLINE
+                before = current[tp]
+                _log.info("controller %d: partition %s online: leader %d -> %d, leader epoch "
+                          "%d -> %d, ISR %s -> %s (%s election)", self.broker_id, tp,
+                          before.leader, written.leader, before.leader_epoch,
+                          written.leader_epoch, list(before.isr), list(written.isr), kind)
                 self._emit_election(tp, written, kind)
         return retry
 
