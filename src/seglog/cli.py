@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-charts", dest="charts", action="store_false",
                        help="do not draw PNG charts")
     bench.add_argument("--no-progress", dest="progress", action="store_false",
-                       help="no progress line on stderr")
+                       help="no progress on stderr (a bar on a terminal, a line per step "
+                            "elsewhere)")
     serve = sub.add_parser(
         "serve", help="run a Kafka-protocol broker (Kafka clients connect to it unmodified)",
         description="Serve a data directory over Kafka's wire protocol until SIGTERM or "
@@ -305,7 +306,7 @@ def _bench(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         json_stdout=args.json_stdout,
         charts=args.charts,
-        progress=args.progress,
+        progress=args.progress and not args.quiet,
     )
 
     def show(part) -> None:

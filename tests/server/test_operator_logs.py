@@ -296,9 +296,21 @@ print("done", file=sys.stderr)
 """
 
 
-def _run_on(stderr_is_tty: bool, quiet: bool = False) -> str:
+_BENCH_SCRIPT = """
+import sys
+from seglog.bench.progress import Progress
+p = Progress()
+p.start_part("produce")
+for run in range(3):
+    p.step("acks=all", run + 1, 3)
+p.clear()
+print("done", file=sys.stderr)
+"""
+
+
+def _run_on(stderr_is_tty: bool, quiet: bool = False, script: str = _BAR_SCRIPT) -> str:
     script = ("from seglog.progress import set_quiet; set_quiet(True)\n" if quiet
-              else "") + _BAR_SCRIPT
+              else "") + script
     if not stderr_is_tty:
         ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                              env=_env(), timeout=60, check=False)
@@ -333,3 +345,12 @@ def test_progress_bar_on_a_terminal_only():
     assert in_pipe.strip() == "done"
     quiet = _run_on(True, quiet=True)
     assert "working" not in quiet and "done" in quiet
+
+
+def test_bench_progress_is_the_bar_on_a_terminal_and_lines_in_a_pipe():
+    on_tty = _run_on(True, script=_BENCH_SCRIPT)
+    assert "produce:" in on_tty and "acks=all" in on_tty and "\r" in on_tty
+    assert "[produce" not in on_tty  # not the old hand-drawn line
+    in_pipe = _run_on(False, script=_BENCH_SCRIPT)
+    assert in_pipe.splitlines()[0].startswith("[produce ") and "acks=all 1/3" in in_pipe
+    assert in_pipe.count("acks=all") == 1  # each step once
