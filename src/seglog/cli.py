@@ -203,6 +203,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from .cluster.test_breaks import TestBreaks
     from . import log_format
+    from .progress import progress
     from .errors import InvalidConfigError, SeglogError
     from .server.config import BrokerConfig
 
@@ -244,10 +245,19 @@ def _serve(args: argparse.Namespace) -> int:
     if data_dir is None:
         data_dir = (config["log.dirs"][0] if not config.is_default("log.dirs")
                     or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
+    # Opening the data dir (recovering it after a crash) can take minutes: a bar on a terminal.
+    opening = progress("loading logs", unit="topics")
+
+    def opened(done: int, total: int) -> None:
+        opening.update_to(done, total)
+        if done >= total:
+            opening.close()  # before the broker's next log lines, which would follow it
+
     try:
         broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
-                        test_breaks=test_breaks)
+                        test_breaks=test_breaks, on_open_progress=opened)
     except InvalidConfigError as exc:
+        opening.close()
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
 
@@ -264,7 +274,10 @@ def _serve(args: argparse.Namespace) -> int:
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await broker.serve()
+        try:
+            await broker.serve()
+        finally:
+            opening.close()
         log.info("seglog serve listening on %s (data dir %s, %d topics)", broker.bootstrap,
                  broker.data_dir, len(broker.store.topics()))
         for name, (host, port), (_name, protocol, adv_host, adv_port) in zip(

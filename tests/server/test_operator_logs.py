@@ -14,6 +14,7 @@ import logging
 import os
 import pathlib
 import pty
+import select
 import signal
 import struct
 import subprocess
@@ -354,3 +355,37 @@ def test_bench_progress_is_the_bar_on_a_terminal_and_lines_in_a_pipe():
     in_pipe = _run_on(False, script=_BENCH_SCRIPT)
     assert in_pipe.splitlines()[0].startswith("[produce ") and "acks=all 1/3" in in_pipe
     assert in_pipe.count("acks=all") == 1  # each step once
+
+
+def test_serve_draws_the_loading_bar_on_a_terminal(tmp_path):
+    from seglog import Store
+    with Store(tmp_path / "data") as store:
+        for i in range(3):
+            store.create_topic(f"ops-bar-{i}", 2)
+    main_fd, child_fd = pty.openpty()
+    fcntl.ioctl(child_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seglog", "serve", "--data-dir", str(tmp_path / "data"),
+         "--listen", "127.0.0.1:0"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=child_fd, env=_env())
+    os.close(child_fd)
+    seen = b""
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while b"listening on" not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([main_fd], [], [], 0.5)
+            if ready:
+                try:
+                    seen += os.read(main_fd, 4096)
+                except OSError:
+                    break
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        os.close(main_fd)
+    text = seen.decode("utf-8", "replace")
+    assert "loading logs" in text and "topics" in text
+    assert "Started after a clean shutdown" in text
+    # The bar is gone before the broker's next lines: none starts after the bar's text.
+    started = [line for line in text.split("\n") if "Started after" in line][0]
+    assert "loading logs" not in started.split("\r")[-1]

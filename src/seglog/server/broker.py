@@ -696,7 +696,8 @@ class Broker:
     :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
     (``"native"``, ``"pure"``, None for the default). ``test_breaks``: negative controls and
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
-    production: each one puts a known bug back).
+    production: each one puts a known bug back). ``on_open_progress(done, total)``: the
+    progress of opening the data dir's topics (recovery after a crash can take long).
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
     listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
@@ -708,8 +709,12 @@ class Broker:
     def __init__(self, data_dir: str | os.PathLike[str], listen: object = None,
                  config: Mapping[str, Any] | BrokerConfig | None = None,
                  backend: str | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 on_open_progress: Callable[[int, int], None] | None = None):
         self.data_dir = os.fspath(data_dir)
+        #: ``on_progress(done, total)`` of opening (recovering) the data dir's topics, called
+        #: from the worker thread that opens the Store (``seglog serve`` draws a bar).
+        self.on_open_progress = on_open_progress
         self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
@@ -878,7 +883,7 @@ class Broker:
                       node_id=1 if node_id is None else node_id,
                       topic_config_defaults=config.log_config(),
                       offsets_retention_ms=config["offsets.retention.minutes"] * 60000,
-                      **extra)
+                      on_progress=self.on_open_progress, **extra)
         meta = store.meta
         assert meta is not None, "an open store has its meta.properties"
         if node_id is not None and meta.node_id != node_id:
