@@ -389,3 +389,22 @@ def test_serve_draws_the_loading_bar_on_a_terminal(tmp_path):
     # The bar is gone before the broker's next lines: none starts after the bar's text.
     started = [line for line in text.split("\n") if "Started after" in line][0]
     assert "loading logs" not in started.split("\r")[-1]
+
+
+def test_segment_rolls_and_retention_deletions_are_logged(tmp_path, caplog):
+    from seglog import Store
+    caplog.set_level(logging.INFO, logger="seglog.storage")
+    with Store(tmp_path / "data") as store:
+        store.create_topic("ops-roll", 1, {"segment.bytes": 2048, "retention.bytes": 4096})
+        producer = store.producer()
+        for i in range(100):
+            producer.send("ops-roll", b"v" * 100, key=str(i).encode(), partition=0)
+            producer.flush()  # one small batch each: many fit a segment
+        producer.close()
+        rolls = [r.getMessage() for r in caplog.records if "Rolled new log segment" in
+                 r.getMessage()]
+        assert rolls and all(m.startswith("[ops-roll-0] ") for m in rolls)
+        deleted = store.apply_retention()
+    lines = [r.getMessage() for r in caplog.records if "Deleting segments" in r.getMessage()]
+    assert deleted and lines == [f"[ops-roll-0] Deleting segments due to retention size breach: "
+                                 f"{', '.join(str(b) for b in deleted[('ops-roll', 0)])}"]
