@@ -174,6 +174,9 @@ def test_group_rebalance_lines(serve):
     assert two["message"].count("rdkafka-") == 2  # both member ids
     s.wait_for(lambda r: r["message"].startswith("Group ops-g with generation")
                and r["message"].endswith("is now empty"))
+    admin.delete_consumer_groups(["ops-g"])["ops-g"].result(timeout=20)
+    s.wait_for(lambda r: r["message"].startswith("Deleted group ops-g ")
+               and "User:ANONYMOUS" in r["message"])
 
 
 def test_recovery_after_kill_then_clean_start(serve, tmp_path):

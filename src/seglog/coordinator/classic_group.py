@@ -971,7 +971,6 @@ class ClassicGroupCoordinator:
         if group.state != EMPTY:
             return codes.NON_EMPTY_GROUP
         group.transition(DEAD, group.state_timestamp_ms)
-        _log.info("Group %s deleted (Dead in generation %d)", group_id, group.generation_id)
         del self._groups[group_id]
         for key in [k for k in self._timers if k[1] == group_id]:
             self._cancel(key)

@@ -661,7 +661,8 @@ class Server:
              "transaction timeouts", lambda: store.abort_timed_out_transactions()),
             # A dir where a write failed goes offline with its partitions soon after, not at
             # the next retention round (Kafka's LogDirFailureChannel acts at once).
-            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", lambda: store.check_log_dirs()),
+            # Each partition that goes offline is logged then, with why.
+            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", recovery_log.OfflineWatch(store).check),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]

@@ -8,7 +8,9 @@ on ``seglog.server.recovery``: per partition recovered, which segments were vali
 whose indexes (offset, time and transaction index, and the producer state with them) were
 rebuilt, how many bytes were truncated where and which segments were deleted; then a
 summary line. A partition that failed to load is logged at ERROR with its reason (it stays
-offline until ``seglog recover``).
+offline until ``seglog recover``). While the broker serves, :class:`OfflineWatch` logs each
+partition that goes offline later (a write failed, a segment failed to load at first use,
+its log dir failed) and each that comes back.
 """
 
 from __future__ import annotations
@@ -85,3 +87,27 @@ def log_open_reports(store: Any) -> dict[str, int]:
         log.info("Started after a clean shutdown: %d partitions loaded, %d offline",
                  counts["partitions"], counts["offline"])
     return counts
+
+
+class OfflineWatch:
+    """Logs the changes of a Store's offline partitions between two :meth:`check` calls
+    (the broker's log dir check, every few seconds): ERROR with the reason for each that
+    went offline, INFO for each back online."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._known: dict[Any, str] = dict(store.offline_partitions())
+
+    def check(self) -> None:
+        """Take offline the dirs where a write failed (``Store.check_log_dirs``), then log
+        what changed since the last check."""
+        for path in self._store.check_log_dirs():
+            log.error("Log dir %s is offline: a write to it failed; its partitions are "
+                      "offline", path)
+        now = dict(self._store.offline_partitions())
+        for tp, reason in sorted(now.items()):
+            if tp not in self._known:
+                log.error("Partition %s-%d is offline: %s", tp[0], tp[1], reason)
+        for tp in sorted(set(self._known) - set(now)):
+            log.info("Partition %s-%d is online again", tp[0], tp[1])
+        self._known = now
