@@ -50,7 +50,9 @@ class ServeProcess:
         self._seen = 0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "seglog", "serve", "--data-dir", str(data_dir),
-             "--listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "DEBUG",
+             *([] if any(a.startswith("listeners=") for a in extra)
+               else ["--listen", "127.0.0.1:0"]),
+             "--log-format", "json", "--log-level", "DEBUG",
              "--config", "group.initial.rebalance.delay.ms=0", *extra],
             stdout=subprocess.DEVNULL, stderr=self._out, env=_env())
         started = self.wait_for(lambda r: "listening on" in r["message"])
@@ -89,8 +91,9 @@ class ServeProcess:
 def serve(tmp_path):
     started: list[ServeProcess] = []
 
-    def start(name: str = "serve.log", data: str = "data") -> ServeProcess:
-        s = ServeProcess(tmp_path / data, tmp_path / name)
+    def start(name: str = "serve.log", data: str = "data", *configs: str) -> ServeProcess:
+        extra = tuple(a for c in configs for a in ("--config", c))
+        s = ServeProcess(tmp_path / data, tmp_path / name, extra)
         started.append(s)
         return s
     yield start
@@ -177,6 +180,32 @@ def test_group_rebalance_lines(serve):
     admin.delete_consumer_groups(["ops-g"])["ops-g"].result(timeout=20)
     s.wait_for(lambda r: r["message"].startswith("Deleted group ops-g ")
                and "User:ANONYMOUS" in r["message"])
+
+
+def test_sasl_failure_at_info_and_the_principal_at_debug(serve):
+    from confluent_kafka.admin import AdminClient
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" '
+            'user_alice="alice-secret";')
+    s = serve("sasl.log", "data", "listeners=SASL_PLAINTEXT://127.0.0.1:0",
+              "inter.broker.listener.name=SASL_PLAINTEXT", "sasl.enabled.mechanisms=PLAIN",
+              "sasl.mechanism.inter.broker.protocol=PLAIN",
+              f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}")
+    for password in ("wrong", "alice-secret"):
+        admin = AdminClient({"bootstrap.servers": s.bootstrap,
+                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.username": "alice", "sasl.password": password})
+        try:
+            admin.list_topics(timeout=5)
+        except Exception:  # noqa: BLE001 - the wrong password's refusal
+            pass
+        del admin
+    failed = s.wait_for(lambda r: "Failed authentication with 127.0.0.1" in r["message"])
+    assert failed["level"] == "INFO"
+    assert "on listener SASL_PLAINTEXT with PLAIN (Authentication failed" in failed["message"]
+    assert "wrong" not in failed["message"]  # never the password
+    s.wait_for(lambda r: r["level"] == "DEBUG" and "authenticated as User:alice with PLAIN"
+               in r["message"])
 
 
 def test_recovery_after_kill_then_clean_start(serve, tmp_path):
