@@ -440,3 +440,36 @@ def test_segment_rolls_and_retention_deletions_are_logged(tmp_path, caplog):
     lines = [r.getMessage() for r in caplog.records if "Deleting segments" in r.getMessage()]
     assert deleted and lines == [f"[ops-roll-0] Deleting segments due to retention size breach: "
                                  f"{', '.join(str(b) for b in deleted[('ops-roll', 0)])}"]
+
+
+def test_a_partition_going_offline_while_serving_is_logged_with_why(tmp_path, caplog):
+    """A segment whose files are damaged while the store is open (its .log cut, its index
+    gone) fails to load at first use: the partition goes offline, and the broker's log dir
+    check logs it once, with the reason."""
+    from seglog import Store
+    from seglog.errors import SeglogError
+    from seglog.server.recovery_log import OfflineWatch
+    with Store(tmp_path / "data") as store:
+        store.create_topic("ops-off", 1, {"segment.bytes": 2048})
+        producer = store.producer()
+        for _ in range(40):
+            producer.send("ops-off", b"v" * 100, partition=0)
+            producer.flush()
+        producer.close()
+    part = tmp_path / "data" / "ops-off-0"
+    with Store(tmp_path / "data") as store:
+        watch = OfflineWatch(store)
+        caplog.set_level(logging.INFO, logger="seglog.server.recovery")
+        watch.check()
+        assert not caplog.records  # nothing changed yet
+        os.truncate(part / "00000000000000000012.log", 100)
+        os.remove(part / "00000000000000000012.index")
+        with pytest.warns(RuntimeWarning, match="offline"):
+            with pytest.raises(SeglogError):
+                store.log(("ops-off", 0)).read(13, max_bytes=1 << 20)
+        watch.check()
+        watch.check()  # said once
+    lines = [r for r in caplog.records if r.name == "seglog.server.recovery"]
+    assert len(lines) == 1 and lines[0].levelno == logging.ERROR
+    assert lines[0].getMessage().startswith("Partition ops-off-0 is offline: "
+                                            "CorruptSegmentError: segment ")
