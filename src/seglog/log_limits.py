@@ -5,13 +5,14 @@ sender, a controller waiting on ZooKeeper) would print the same line every secon
 operator would scroll past hundreds of them to find what changed. A :class:`RepeatLimiter`
 prints the first occurrence of a line at once and then, while the same line keeps coming
 (same logger, same message template, same key arguments), at most one summary per interval:
-the line again, followed by ``(repeated N times in the last M s)``. A line that stops
-repeating is forgotten after an interval; when it comes back it prints at once again.
+the line again, followed by ``(repeated N times in the last M s)``. A line that comes back
+after a quiet interval prints at once, plain. A library's own logger (kazoo's reconnect
+warnings) gets the same limit through :func:`limit_logger` (a :class:`RepeatFilter`).
 
 The key is the logger's name, the template and ``key`` (default: every argument), so
 ``"cannot connect to %s: %s"`` for broker 1 and for broker 2 are two lines, each printed.
-Formatting costs nothing for a suppressed repeat: the arguments are only kept, never
-formatted, until the summary is due.
+A suppressed repeat is never formatted (only an object argument's text is taken, for the
+key; pass ``key`` to avoid even that).
 """
 
 from __future__ import annotations
