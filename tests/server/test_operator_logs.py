@@ -473,3 +473,25 @@ def test_a_partition_going_offline_while_serving_is_logged_with_why(tmp_path, ca
     assert len(lines) == 1 and lines[0].levelno == logging.ERROR
     assert lines[0].getMessage().startswith("Partition ops-off-0 is offline: "
                                             "CorruptSegmentError: segment ")
+
+
+def test_a_compaction_is_logged_with_its_figures(tmp_path, caplog):
+    from seglog import Store
+    caplog.set_level(logging.INFO, logger="seglog.storage.cleaner")
+    with Store(tmp_path / "data") as store:
+        store.create_topic("ops-compact", 1, {"segment.bytes": 2048, "cleanup.policy": "compact",
+                                              "min.cleanable.dirty.ratio": 0.01})
+        producer = store.producer()
+        for i in range(60):
+            producer.send("ops-compact", b"v" * 100, key=str(i % 3).encode(), partition=0)
+            producer.flush()
+        producer.close()
+        stats = store.compact()[("ops-compact", 0)]
+    assert not stats.skipped
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [f"[ops-compact-0] Compacted offsets [{stats.first_dirty_offset}, "
+                     f"{stats.first_uncleanable_offset}): {stats.segments_cleaned} segments, "
+                     f"{stats.bytes_read} -> {stats.bytes_written} bytes, "
+                     f"{stats.records_kept} records kept, {stats.records_dropped} removed, "
+                     f"in {stats.duration_ms:.0f} ms"]
+    assert stats.records_dropped > 0
