@@ -182,6 +182,30 @@ def test_group_rebalance_lines(serve):
                and "User:ANONYMOUS" in r["message"])
 
 
+def test_consumer_group_protocol_lines(serve):
+    """KIP-848 groups (group.protocol=consumer): the broker assigns; each new target
+    assignment and each member leaving is a line."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import NewTopic
+    s = serve()
+    admin = _admin(s.bootstrap)
+    admin.create_topics([NewTopic("ops-848-t", 2, 1)])["ops-848-t"].result(timeout=20)
+    consumer = Consumer({"bootstrap.servers": s.bootstrap, "group.id": "ops-848",
+                         "group.protocol": "consumer"})
+    try:
+        consumer.subscribe(["ops-848-t"])
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and len(consumer.assignment()) < 2:
+            consumer.poll(0.2)  # until the member owns both partitions (then it leaves)
+    finally:
+        consumer.close()
+    target = s.wait_for(lambda r: r["message"].startswith(
+        "[GroupId ops-848] Computed a new target assignment for epoch "))
+    assert "1 members: " in target["message"]
+    s.wait_for(lambda r: r["message"].startswith("[GroupId ops-848] Member ")
+               and "left the group" in r["message"])
+
+
 def test_sasl_failure_at_info_and_the_principal_at_debug(serve):
     from confluent_kafka.admin import AdminClient
     jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -215,7 +239,7 @@ def test_recovery_after_kill_then_clean_start(serve, tmp_path):
     for i in range(200):
         producer.produce("ops-recover", value=b"x" * 100, key=str(i).encode())
     assert producer.flush(20) == 0
-    s.wait_for(lambda r: r["message"].startswith("Started after a clean shutdown"))
+    s.wait_for(lambda r: r["message"] == "Started with no partitions on disk")
     s.stop(signal.SIGKILL)
     second = serve("second.log")
     summary = second.wait_for(lambda r: r["message"].startswith("Started after an unclean"))

@@ -79,7 +79,9 @@ def log_open_reports(store: Any) -> dict[str, int]:
     for (name, partition), reason in sorted(offline.items()):
         log.error("Partition %s-%d is offline: %s (seglog recover brings it back)", name,
                   partition, reason)
-    if unclean:
+    if not counts["partitions"] and not offline:
+        log.info("Started with no partitions on disk")
+    elif unclean:
         log.info("Started after an unclean shutdown: %d partitions loaded, %d recovered "
                  "(%d bytes truncated), %d offline", counts["partitions"], counts["recovered"],
                  counts["truncated_bytes"], counts["offline"])
