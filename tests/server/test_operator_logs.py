@@ -239,6 +239,7 @@ def test_recovery_after_kill_then_clean_start(serve, tmp_path):
     for i in range(200):
         producer.produce("ops-recover", value=b"x" * 100, key=str(i).encode())
     assert producer.flush(20) == 0
+    del producer  # (it would retry the killed broker for the rest of the session)
     s.wait_for(lambda r: r["message"] == "Started with no partitions on disk")
     s.stop(signal.SIGKILL)
     second = serve("second.log")
