@@ -201,10 +201,10 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import signal
 
-    from .cluster.test_breaks import TestBreaks
     from . import log_format
-    from .progress import progress
+    from .cluster.test_breaks import TestBreaks
     from .errors import InvalidConfigError, SeglogError
+    from .progress import progress
     from .server.config import BrokerConfig
 
     try:
