@@ -13,7 +13,7 @@ pytest.importorskip("pytest_benchmark")
 
 from seglog.bench.data import load_backend, make_values  # noqa: E402
 
-#: Records per batch (peers.md's batches of 1,000) and the record size.
+#: Records per batch (the peer survey's batches of 1,000) and the record size.
 BATCH_RECORDS = 1_000
 RECORD_BYTES = 100
 

@@ -1,6 +1,6 @@
 """Codec micro-benchmarks: encode and decode one batch of 1,000 x 100-byte records.
 
-Back of the envelope (peers.md, this 2-vCPU machine): aiokafka's Cython builder makes
+Back of the envelope (the peer survey, on this 2-vCPU machine): aiokafka's Cython builder makes
 3.1-3.8 M records/s, i.e. ~0.3 ms per 1,000-record batch, and its reader 4.1 M/s (~0.25 ms);
 making one Python ``bytes`` per record has a floor near 6.8 M/s (~0.15 ms per batch); CRC32C
 runs at ~26 GB/s (~4 us per 110 KB batch). Targets (issue 2): native encode >= 2x aiokafka

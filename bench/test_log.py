@@ -1,6 +1,6 @@
 """Log benchmarks: the cost of the Log layer over the segment, and retention over many segments.
 
-Back of the envelope (peers.md, this 2-vCPU machine): one 1,000 x 100 B batch is ~110 KB;
+Back of the envelope (the peer survey, on this 2-vCPU machine): one 1,000 x 100 B batch is ~110 KB;
 writing it to the page cache costs ~0.1-0.2 ms, encoding it costs what the codec costs (native
 ~20-50 us, pure a few ms). Per batch the Log adds a lock, a 61-byte header peek, the roll
 check and a snapshot publish: a few microseconds, so ``Log.append_batch`` should stay within

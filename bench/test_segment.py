@@ -1,6 +1,6 @@
 """Segment micro-benchmarks: append, read and sendfile against plain-file baselines.
 
-Back of the envelope (peers.md, this 2-vCPU machine): buffered 1 MiB writes into new
+Back of the envelope (the peer survey, on this 2-vCPU machine): buffered 1 MiB writes into new
 page-cache pages run at 0.6-0.9 GB/s with an fsync at the end, ~1-1.7 ms per MiB (only a few
 hundred us when the pages are reused); page-cache reads 17 GB/s (~60 us per MiB); sendfile to a
 loopback reader ~2 GB/s. So appending one 1,000-record batch (110 KB) should cost ~0.1-0.2 ms

@@ -1,7 +1,7 @@
 """The article's examples, run through the real Store, Producer and Consumer.
 
-"The article" is ``shared/reference/000_b12f231bc1fbec68.txt``, section 03 "Offsets and consumer
-groups". Its model reads a ten-record partition (m0..m9) in batches of five; the consumer
+"The article" is the one this project grew from (not in the repository), section 03 "Offsets
+and consumer groups". Its model reads a ten-record partition (m0..m9) in batches of five; the consumer
 dies while handling m7 (once), restarts and resumes from its group's last committed offset:
 
     process then commit: handled 12 records, duplicates=['m5', 'm6'], lost=[]

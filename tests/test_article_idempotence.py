@@ -1,7 +1,7 @@
 """The article's idempotent producer (section 06), run through the real Producer and Log.
 
-"The article" is ``shared/reference/000_b12f231bc1fbec68.txt``. Its model loses the first
-acknowledgement for every record, so the producer sends each one twice:
+"The article" is the one this project grew from (not in the repository). Its model loses the
+first acknowledgement for every record, so the producer sends each one twice:
 
     plain retries -> ['a', 'a', 'b', 'b', 'c', 'c']
     idempotent    -> ['a', 'b', 'c']

@@ -12,29 +12,72 @@ import sys
 
 import pytest
 
+from doc_examples import check_output, expected_lines
+
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_python_example_runs(tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert blocks, "README.md has no python example"
+    """The "Use it" example, run twice in one fresh directory: it prints what its comments
+    promise, and its exactly-once part copies every record of ``clicks`` to
+    ``clicks-enriched`` (read_committed) with the group ``etl``'s offsets committed at the
+    end of ``clicks``, once per record across both runs (the second copies only the ten
+    clicks it added)."""
+    block = _marked_block(README.read_text(), "use-it")
     script = tmp_path / "example.py"
-    script.write_text(blocks[0])
+    script.write_text(block)
     src = str(README.parent / "src")
-    result = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-        timeout=120, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin", "SEGLOG_REQUIRE_NATIVE": "1"},
-    )
-    assert result.returncode == 0, result.stderr
-    assert "b'k3' b'c'" in result.stdout
+    for run in (1, 2):
+        result = subprocess.run(
+            [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+            timeout=120, env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin",
+                              "SEGLOG_REQUIRE_NATIVE": "1"},
+        )
+        assert result.returncode == 0, result.stderr
+        assert "b'k3' b'c'" in result.stdout
+        check_output(expected_lines(block), result.stdout)
+        clicks, copies, lag, committed_txn = _topic_copies(tmp_path / "data" / "store")
+        assert len(clicks) == 10 * run
+        assert copies == clicks  # each click copied once, keys and values as read
+        assert lag == {p: 0 for p in range(6)}, lag  # etl's commits are at the end
+        assert committed_txn  # the copies are transactional batches, committed
     assert (tmp_path / "data" / "clicks-0" / "00000000000000000000.log").exists()
     assert (tmp_path / "data" / "store" / "recovery-point-offset-checkpoint").exists()
 
 
+def _topic_copies(data_dir: pathlib.Path):
+    """(sorted (key, value) of ``clicks``, the same of ``clicks-enriched`` read_committed,
+    the group ``etl``'s lag per partition of ``clicks``, whether ``clicks-enriched`` has
+    transaction markers) as the Store on ``data_dir`` has them."""
+    import seglog
+
+    def read_all(store, topic, isolation):
+        consumer = store.consumer(None, isolation_level=isolation,
+                                  auto_offset_reset="earliest")
+        consumer.assign([(topic, p) for p in range(6)])
+        got = []
+        for _ in range(100):
+            records = consumer.poll(max_records=1000, timeout_ms=0)
+            if not records:
+                break
+            got += [(r.key, r.value) for r in records]
+        consumer.close()
+        return sorted(got)
+
+    with seglog.Store(data_dir) as store:
+        clicks = read_all(store, "clicks", "read_uncommitted")
+        copies = read_all(store, "clicks-enriched", "read_committed")
+        lag = {tp.partition: n for tp, n in store.group("etl").lag().items()
+               if tp.topic == "clicks"}
+        # Commit markers take offsets: a log past its records holds transactions' batches.
+        markers = sum(store.topic("clicks-enriched").end_offsets().values()) > len(copies)
+    return clicks, copies, lag, markers
+
+
 def test_readme_commands_are_the_ci_commands():
     text = README.read_text()
-    test_block = re.search(r"<!-- test-command -->\n```\n(.*?)\n```", text, flags=re.S)
-    run_block = re.search(r"<!-- run-command -->\n```\n(.*?)\n```", text, flags=re.S)
+    test_block = re.search(r"<!-- test-command -->\n```\w*\n(.*?)\n```", text, flags=re.S)
+    run_block = re.search(r"<!-- run-command -->\n```\w*\n(.*?)\n```", text, flags=re.S)
     assert test_block and "pytest" in test_block.group(1)
     assert run_block and "seglog bench" in run_block.group(1)
 

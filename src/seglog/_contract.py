@@ -614,7 +614,7 @@ class Segment(Protocol):
 
 
 class KeyMap(Protocol):
-    """The cleaner's offset map (Kafka's ``SkimpyOffsetMap``, kafka-format.md §5.2): record key
+    """The cleaner's offset map (Kafka's ``SkimpyOffsetMap``): record key
     -> latest offset, in a fixed amount of memory. ``seglog.pure.keymap`` documents the design;
     both backends fill their tables identically, slot by slot.
 

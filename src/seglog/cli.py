@@ -35,6 +35,7 @@ from .cluster import cli_cluster
 #: The data tools' modules (seglog.commands.<name>), in the order ``--help`` lists them; each
 #: has ``add_parser(sub)``, which sets ``run`` (its ``main(args) -> int``) as a default.
 TOOL_MODULES: tuple[str, ...] = (
+    "dump",
 )
 
 
@@ -88,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode = bench.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="small sizes, well under a minute (the CI smoke run)")
+                      help="small sizes, about two minutes (107 s on a 2-core VM; the CI "
+                           "smoke run)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="full sizes (1 M records, 1 GiB transfers), under 15 minutes")
     bench.add_argument("--only", type=parse_parts, metavar="PART[,PART]",
@@ -136,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                        help="join the cluster kept in this ZooKeeper (Kafka's "
                             "zookeeper.connect; wins over --config; docs/cluster.md)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT",
+                       help="serve Prometheus metrics at http://HOST:PORT/metrics (Kafka's "
+                            "metric names; docs/metrics.md; port 0 picks a free port)")
     serve.add_argument("--backend", choices=("native", "pure"),
                        help="storage backend (default: seglog's default backend)")
     serve.add_argument("--log-level", default="INFO",
@@ -255,7 +260,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
-                        test_breaks=test_breaks, on_open_progress=opened)
+                        test_breaks=test_breaks, metrics_listen=args.metrics_listen,
+                        on_open_progress=opened)
     except InvalidConfigError as exc:
         opening.close()
         print(f"seglog serve: {exc}", file=sys.stderr)
@@ -285,6 +291,8 @@ def _serve(args: argparse.Namespace) -> int:
                 broker.state.endpoints):
             log.info("seglog serve listener %s (%s) on %s:%d, advertised as %s:%d", name,
                      protocol, host, port, adv_host, adv_port)
+        if broker.metrics_address is not None:
+            log.info("seglog serve metrics on http://%s:%d/metrics", *broker.metrics_address)
         await stop.wait()
         log.info("seglog serve shutting down")
         closing = asyncio.ensure_future(broker.aclose())

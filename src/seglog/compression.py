@@ -1,6 +1,6 @@
 """Compression of a batch's record area, shared by both backends so they write the same bytes.
 
-Kafka compresses everything after the 61-byte header as one stream (kafka-format.md §1.4).
+Kafka compresses everything after the 61-byte header as one stream (docs/format.md, section 4).
 This module maps codec ids to that stream format:
 
 * gzip: a standard gzip member (zlib, mtime 0), level 1-9, default 6 (Deflater's default).

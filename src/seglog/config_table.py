@@ -900,15 +900,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ' Internal topic creation will fail until the cluster size meets this replication '
            'factor requirement.'),
            at_least=1,
-           support=ACCEPTED,
-           note=('Replication factor of __consumer_offsets in a cluster (group coordinators in'
-                ' a cluster are not served yet).')),
+           note=('In a cluster (zookeeper.connect): the replication factor of '
+                 '__consumer_offsets, created on the first FindCoordinator for a group. A '
+                 'lone broker keeps its internal topics at one replica.')),
     _entry('offsets.topic.segment.bytes', BROKER, 'int', 104857600, 'high',
            ('The offsets topic segment bytes should be kept relatively small in order to '
            'facilitate faster log compaction and cache loads.'),
            at_least=1,
-           support=ACCEPTED,
-           note='Segment size of __consumer_offsets.'),
+           note=('In a cluster (zookeeper.connect): segment.bytes of __consumer_offsets when it is '
+                 'created. A lone broker creates it with the default, 104857600.')),
     _entry('process.roles', BROKER, 'list', NO_DEFAULT, 'high',
            ("The roles that this process plays: 'broker', 'controller', or 'broker,controller'"
            ' if it is both. '),
@@ -1234,8 +1234,8 @@ CONFIGS: tuple[ConfigKey, ...] = (
            ('The minimum number of replicas that must acknowledge a write to transaction topic'
            ' in order to be considered successful.'),
            at_least=1,
-           support=ACCEPTED,
-           note='min.insync.replicas of __transaction_state in a cluster (not served yet).'),
+           note=('In a cluster (zookeeper.connect): min.insync.replicas of '
+                 '__transaction_state. A lone broker has one replica.')),
     _entry('transaction.state.log.num.partitions', BROKER, 'int', 50, 'high',
            ('The number of partitions for the transaction topic (should not change after '
            'deployment).'),
@@ -1246,15 +1246,15 @@ CONFIGS: tuple[ConfigKey, ...] = (
            'availability). Internal topic creation will fail until the cluster size meets '
            'this replication factor requirement.'),
            at_least=1,
-           support=ACCEPTED,
-           note=('Replication factor of __transaction_state in a cluster (transaction '
-                'coordinators in a cluster are not served yet).')),
+           note=('In a cluster (zookeeper.connect): the replication factor of '
+                 '__transaction_state, created on the first FindCoordinator for a '
+                 'transactional id. A lone broker keeps its internal topics at one replica.')),
     _entry('transaction.state.log.segment.bytes', BROKER, 'int', 104857600, 'high',
            ('The transaction topic segment bytes should be kept relatively small in order to '
            'facilitate faster log compaction and cache loads'),
            at_least=1,
-           support=ACCEPTED,
-           note='Segment size of __transaction_state.'),
+           note=('In a cluster (zookeeper.connect): segment.bytes of __transaction_state when it is '
+                 'created. A lone broker creates it with the default, 104857600.')),
     _entry('transactional.id.expiration.ms', BROKER, 'int', 604800000, 'high',
            ('The time in ms that the transaction coordinator will wait without receiving any '
            'transaction status updates for the current transaction before expiring its '
@@ -1263,7 +1263,7 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=1,
            note='A transactional id idle this long is forgotten.'),
     _entry('zookeeper.connect', BROKER, 'string', None, 'high',
-           ("ZooKeeper's host:port[,host:port...][/chroot]: when set the broker is a member of"
+           ("ZooKeeper's `host:port[,host:port...][/chroot]`: when set the broker is a member of"
            ' the cluster kept there (docs/cluster.md); null: a single-node broker.'),
            kafka=False),
     _entry('zookeeper.connection.timeout.ms', BROKER, 'int', None, 'high',

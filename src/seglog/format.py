@@ -4,7 +4,8 @@ limits and the fixed corruption reason strings.
 Both backends use these names; the native modules define the same constants as ``cdef enum``
 and a test asserts that the two agree. Field positions are derived from the struct layouts,
 never typed by hand. The prose version with a worked example is ``docs/format.md``; Kafka's
-source for every fact is ``DefaultRecordBatch.java`` (see ``shared/reference/kafka-format.md``).
+source for every fact is ``DefaultRecordBatch.java`` (Kafka's
+``clients/src/main/java/org/apache/kafka/common/record/``).
 
 Byte order is big-endian everywhere.
 """

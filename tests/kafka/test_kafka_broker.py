@@ -14,7 +14,7 @@ and the tests check what it saw:
 3. Into the stopped broker's ``adopt-*`` / ``corrupt-*`` partition directories go seglog's
    segment files (and ``.txnindex`` / ``.snapshot``), replacing Kafka's, keeping Kafka's
    ``partition.metadata``; the clean-shutdown marker and the recovery checkpoints go, so the
-   restart recovers every segment (real-kafka.md §3.2, mode A). **Kafka adopts seglog's
+   restart recovers every segment (mode A: recovery forced). **Kafka adopts seglog's
    partitions**: a Kafka consumer reads every record with the same offsets, keys, values,
    headers and timestamps; offsetsForTimes agrees with seglog's time index; Kafka's recovery
    of the corrupted copies cuts where seglog's does.

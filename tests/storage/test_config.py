@@ -11,7 +11,7 @@ from seglog.errors import InvalidConfigError
 
 LONG_MAX = 2**63 - 1
 
-# Kafka's defaults (LogConfig.java, ServerLogConfigs.java; reference/kafka-format.md section 7).
+# Kafka's defaults (LogConfig.java, ServerLogConfigs.java).
 KAFKA_DEFAULTS = {
     "segment.bytes": "1073741824",
     "segment.ms": "604800000",

@@ -1,7 +1,7 @@
 """Idempotent producers through the Log (issue 5, storage half): duplicates of the last 5
 batches answered with their original offsets and nothing written, Kafka's sequence and epoch
 rules, and producer state that survives reopening (snapshots), crashes (replay), retention
-and compaction (kafka-format.md §6, Kafka's ``UnifiedLogTest#testDuplicateAppends``)."""
+and compaction (Kafka's ``UnifiedLogTest#testDuplicateAppends``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Opening a log after a clean or an unclean shutdown (kafka-format.md §3): recovery from the
+"""Opening a log after a clean or an unclean shutdown (Kafka's ``LogLoader``): recovery from the
 recovery point, the cut at the first invalid byte, later segments deleted after a corrupt one,
 index rebuilds, leftover ``.deleted``/``.cleaned``/``.swap`` files, the directory lock and
 read-only followers. Every core test runs on both backends.

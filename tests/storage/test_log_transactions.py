@@ -1,6 +1,6 @@
 """Transactions through the Log (issue 5, storage half): transaction markers, the last stable
 offset, read_committed reads, ``.txnindex`` files kept by appends, truncation and recovery,
-and fencing (kafka-format.md §1.5, §6.3; Kafka's ``UnifiedLogTest`` transaction tests)."""
+and fencing (Kafka's ``UnifiedLogTest`` transaction tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Retention (kafka-format.md §4): by time, by size, by start offset; whole segments, oldest
+"""Retention (Kafka's ``UnifiedLog``): by time, by size, by start offset; whole segments, oldest
 first, never at or above the high watermark; the active-segment case; ``.deleted`` files and
 ``file.delete.delay.ms``. Every test runs on both backends."""
 

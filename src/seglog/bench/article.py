@@ -4,7 +4,9 @@ The article (section 04, "why disk is fast") writes N = 200,000 records of 100 b
 Python's buffered file and one fsync, overwrites them in a seeded shuffled order (seek + write,
 one fsync), then reads them back sequentially and in the same shuffled order with unbuffered
 100-byte reads. It reports the random/sequential penalties: 3.2x-6.6x for writes and
-2.0x-3.3x for reads on its machine; peers.md measured 5.8x-7.3x and 1.8x-2.7x here.
+2.0x-3.3x for reads on its machine; the peer survey (Python peers measured on the
+development machine before seglog was written; not in this repository) measured 5.8x-7.3x
+and 1.8x-2.7x there.
 
 The 20 MB file never leaves the page cache, so what differs between the orders is mostly the
 number of system calls: buffered sequential appends coalesce into one ``write`` per buffer
@@ -12,7 +14,8 @@ number of system calls: buffered sequential appends coalesce into one ``write`` 
 is one ``read``, a random one ``lseek`` + ``read``. Two variants take that apart:
 
 * ``os.pwrite``/``os.pread`` per record in both orders: equal syscall counts, so what is left
-  of the penalty is page-cache, TLB and CPU-cache locality (peers.md: 1.2x-1.4x for writes).
+  of the penalty is page-cache, TLB and CPU-cache locality (the peer survey: 1.2x-1.4x for
+  writes).
 * ``O_DIRECT``: one page-aligned 4 KiB block (``4096 // record_bytes`` records) per syscall,
   in block order or shuffled block order, bypassing the page cache: the device's own
   random-vs-sequential behaviour, at equal syscall counts.
@@ -46,10 +49,10 @@ VARIANTS = {
     "pwrite": "os.pwrite / os.pread, 1 syscall per record",
     "direct": "O_DIRECT, one aligned 4 KiB block per syscall",
 }
-# Article's and peers.md's penalty ranges, for the reference column.
+# The article's and the peer survey's penalty ranges, for the reference column.
 REFERENCES = {
-    "buffered": ("article 3.2-6.6x, peers.md 5.8-7.3x", "article 2.0-3.3x, peers.md 1.8-2.7x"),
-    "pwrite": ("peers.md 1.23-1.40x", "peers.md 1.56-1.98x"),
+    "buffered": ("article 3.2-6.6x, survey 5.8-7.3x", "article 2.0-3.3x, survey 1.8-2.7x"),
+    "pwrite": ("survey 1.23-1.40x", "survey 1.56-1.98x"),
     "direct": ("-", "-"),
 }
 
@@ -260,7 +263,8 @@ def _variants_table(result: PartResult, n: int, size: int) -> Table:
     }
     table = Table(
         f"Variants, {n:,} records of {size} B: records/s median (min..max); penalty = "
-        "sequential/random per run",
+        "sequential/random per run; reference: the article's and the survey's (Python peers "
+        "measured on the development machine before seglog)",
         ["variant", "op", "sequential", "random", "penalty", "syscalls/rec seq/rnd",
          "reference penalty"])
     for variant, label in VARIANTS.items():

@@ -156,8 +156,8 @@ broker.heartbeat.interval.ms={heartbeat_interval_ms}
 class KafkaNode(KafkaBroker):
     """One node of a :class:`KafkaCluster`: a :class:`~seglog.bench.kafka.KafkaBroker` (its
     process, log and ports) with a controller-only or broker-only ``server.properties`` and a
-    static voter set, formatted without ``--standalone`` (real-kafka.md §2.1's static-quorum
-    alternative)."""
+    static voter set, formatted without ``--standalone`` (Kafka's static-quorum
+    alternative to ``--standalone``)."""
 
     def __init__(self, ref: KafkaRef, run_dir: str | os.PathLike, *, node_id: int, role: str,
                  heap_mb: int, cluster_id: str):

@@ -1,7 +1,7 @@
 """The records every part uses, and the backends they are written with.
 
 Records are JSON-like byte strings of exactly ``record_bytes`` bytes with per-record
-variation (ids, users, events, timestamps), the same shape peers.md measured, so compression
+variation (ids, users, events, timestamps), the same shape the peer survey measured, so compression
 ratios and CRC inputs look like real click events rather than ``b"x" * 100``. They are
 generated once per run from a fixed seed, before any timing.
 

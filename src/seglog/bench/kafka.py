@@ -1,6 +1,6 @@
 """Part ``kafka``: a real Apache Kafka broker as a peer, measured with Kafka's own perf tools.
 
-Apache Kafka is the reference seglog follows (reference/real-kafka.md). This module runs it
+Apache Kafka is the reference seglog follows. This module runs it
 from the jars that ``ci/kafka-ref.sh`` caches in ``~/.cache/seglog/kafka-<version>/lib`` (or
 ``$SEGLOG_KAFKA_LIB``): one single-node KRaft broker+controller on 127.0.0.1, formatted fresh
 in a scratch directory, with a small heap. The same machinery (:func:`find_kafka`,
@@ -84,9 +84,9 @@ rootLogger.level = WARN
 rootLogger.appenderRef.out.ref = STDERR
 """
 
-# A single combined KRaft node (real-kafka.md §2.1). Internal topics get one partition (the
-# defaults of 50 cost seconds), groups join without the 3 s delay, and the cleaner's dedupe
-# buffer (allocated on the heap at start) is 32 MiB instead of 128.
+# A single combined KRaft node (process.roles=broker,controller). Internal topics get one
+# partition (the defaults of 50 cost seconds), groups join without the 3 s delay, and the
+# cleaner's dedupe buffer (allocated on the heap at start) is 32 MiB instead of 128.
 _SERVER_PROPERTIES = """\
 process.roles=broker,controller
 node.id=1
@@ -472,7 +472,7 @@ def run(ctx) -> PartResult:
         raise Unavailable(why)
     records = _records(ctx)
     record_bytes = ctx.record_bytes
-    # --quick: one run (the bench smoke test stays under a minute); else up to 3.
+    # --quick: one run (the bench smoke run takes about two minutes in all); else up to 3.
     runs = 1 if ctx.config.mode == "quick" else max(1, min(ctx.profile.runs, 3))
     result = PartResult(NAME, TITLE, params={"kafka": ref.version, "records": records,
                                              "record_bytes": record_bytes, "runs": runs,

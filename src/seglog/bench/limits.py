@@ -1,6 +1,7 @@
 """Part ``limits``: this machine's ceilings, the denominators of every other part.
 
-Measured the way peers.md measured them (section 2):
+Measured the way the peer survey (Python peers measured on the development machine before
+seglog was written; not in this repository) measured them:
 
 * write ceiling: 1 MiB ``os.write`` calls from a page-aligned buffer into a new file, then one
   ``fsync``; the clock covers the writes and the fsync.

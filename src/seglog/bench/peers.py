@@ -1,6 +1,6 @@
 """Part ``peers``: seglog against the logs Python users reach for today.
 
-Same records (the shared JSON-like values), same durability, driven as peers.md drove them
+Same records (the shared JSON-like values), same durability, driven as the peer survey drove them
 (section 3.1), all in this process and interleaved run by run so noise spreads across peers:
 
 * (a) append every record, then one durable sync/commit; (b) the same with a durable sync
@@ -74,7 +74,7 @@ class Peer:
         """Create a store in ``dir_path`` and append ``values`` durably.
 
         A peer whose open or close is costly sets ``self.append_s`` to the seconds of the
-        appends and syncs alone (peers.md's timed region); otherwise the whole call is timed.
+        appends and syncs alone (the peer survey's timed region); otherwise the whole call is timed.
         """
         raise NotImplementedError
 
@@ -350,7 +350,7 @@ class Rocks(Peer):
                 db.flush_wal(True)
         self.append_s = watch.wall_s
         with Stopwatch() as watch:
-            db.close()  # memtable flush: reported, not counted (as peers.md did)
+            db.close()  # memtable flush: reported, not counted (as the peer survey did)
         self.close_s = watch.wall_s
 
     def open_read(self, dir_path):
@@ -402,7 +402,7 @@ class KafkaCodec(Peer):
             if getattr(util, "crc32c_c", True) is None:
                 self.note = ("kafka-python computes CRC-32C in pure Python here (the `crc32c` "
                              "package is not installed), which slows its builder and "
-                             "validate_crc; peers.md measured it with `crc32c` installed")
+                             "validate_crc; the peer survey measured it with `crc32c` installed")
         if self.package == "aiokafka":
             compiled = "_crecords" in self.builder.__module__
             self.label = "aiokafka codec (Cython)" if compiled else "aiokafka codec (pure)"
@@ -578,7 +578,7 @@ def run(ctx: BenchContext) -> PartResult:
         close = result.figures.get(f"{peer.label}.close_s")
         if close is not None and close.values:
             result.notes.append(f"{peer.label}: closing after (a) took {close.median:.3f} s "
-                                "(median), not counted in (a), as in peers.md.")
+                                "(median), not counted in (a), as in the peer survey.")
     seglog_peers = [p for p in peers if isinstance(p, Seglog) and p.backend_name == "native"]
     result.notes += _sync_cost_notes(ctx, result, peers)
     others = [p for p in peers if not isinstance(p, Seglog)]

@@ -92,7 +92,7 @@ PROFILES = {
                     limits_read_bytes=1 * GiB),
 }
 
-#: Records per batch wherever a Kafka-style batch is built (peers.md used 1,000).
+#: Records per batch wherever a Kafka-style batch is built (the peer survey used 1,000).
 BATCH_RECORDS = 1_000
 #: A durable sync every this many records in the "sync every 1,000" variants.
 SYNC_EVERY_RECORDS = 1_000

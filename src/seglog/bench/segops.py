@@ -6,7 +6,7 @@ names from :mod:`seglog._contract`: ``encode_batch``, ``iter_batches``, ``decode
 ``Segment`` (incl. ``read_record``) and ``OffsetIndex``. A missing name raises
 :class:`~seglog.bench.data.Unavailable` with the reason, which the part reports as
 "not available". Records go in batches of :data:`~seglog.bench.runner.BATCH_RECORDS`, the
-unit of I/O (DESIGN.md: "batches all the way down").
+unit of I/O (docs/design.md, section 1: "batches all the way down").
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ import random
 import threading
 import time
 import types
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..arguments import (
     as_offset_and_metadata,
@@ -121,7 +121,9 @@ from ..errors import (
 )
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..storage.config import INT32_MAX
+from ..storage.counters import PRODUCER_BYTES_SENT, PRODUCER_RECORDS_SENT, ClientCounters
 from ..types import RecordMetadata, TopicPartition, as_topic_partition
+from ..types import OffsetAndMetadata  # in the offsets of send_offsets_to_transaction
 from .partitioner import (
     RoundRobinPartitioner,
     partitions_for_keys,
@@ -361,6 +363,8 @@ class Producer:
         self._sticky_rng = random.Random()
         self._errors: list[BaseException] = []
         self._closed = False
+        # Records and batch bytes written (metrics(); docs/metrics.md), under the lock.
+        self._counters = ClientCounters(PRODUCER_RECORDS_SENT, PRODUCER_BYTES_SENT)
         self._sender: threading.Thread | None = None
         self._sequences: dict[TopicPartition, int] = {}  # next base sequence per partition
         self._txn_state = _READY
@@ -467,7 +471,9 @@ class Producer:
             raise self._fenced(error) from None
         self._txn_partitions.update(new)
 
-    def send_offsets_to_transaction(self, offsets, group_id: str) -> None:
+    def send_offsets_to_transaction(
+            self, offsets: Mapping[tuple[str, int], int | tuple[int, str] | OffsetAndMetadata],
+            group_id: str) -> None:
         """Commit ``offsets`` (``{(topic, partition): offset}``, the *next* offsets to read;
         a value may also be ``(offset, metadata)`` or an OffsetAndMetadata) for consumer group
         ``group_id`` as part of the open transaction (Kafka's AddOffsetsToTxn +
@@ -681,8 +687,11 @@ class Producer:
                 self._write(batch)
             return future
 
-    def send_batch(self, topic: str, values, keys=None, *, partition: int | None = None,
-                   timestamps_ms=None) -> dict[int, tuple[int, int]]:
+    def send_batch(self, topic: str, values: Iterable[bytes | bytearray | memoryview | None],
+                   keys: Iterable[bytes | bytearray | memoryview | None] | None = None, *,
+                   partition: int | None = None,
+                   timestamps_ms: int | Sequence[int] | None = None
+                   ) -> dict[int, tuple[int, int]]:
         """Write many records at once, with no per-record future: the batch-first path.
 
         ``values`` (and ``keys``, None or one per record) are sequences of bytes-like or None.
@@ -741,14 +750,20 @@ class Producer:
                     error = self._write(waiting)
                     if error is not None:
                         self._note_error(error)
+                share = [values[i] for i in rows]
+                share_keys = None if keys is None else [keys[i] for i in rows]
                 try:
                     out[p] = self._append(
-                        self._broker.topic(topic).log(p), tp, [values[i] for i in rows],
-                        keys=None if keys is None else [keys[i] for i in rows],
+                        self._broker.topic(topic).log(p), tp, share, keys=share_keys,
                         timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
                 except SeglogError as error:
                     self._note_txn_failure(error)
                     raise
+                self._counters.records += len(rows)
+                # No accumulator here: the records' own bytes and the batch's overhead.
+                self._counters.size_bytes += RECORD_BATCH_OVERHEAD + sum(
+                    len(v) for v in share if v is not None) + (0 if share_keys is None else sum(
+                        len(k) for k in share_keys if k is not None))
                 self._broker.notify_appended()
             return out
 
@@ -850,6 +865,9 @@ class Producer:
                     continue
                 parts.append((start, first, None))
                 current = None
+                written = batch.buffer.record_count
+                self._counters.records += end - start
+                self._counters.size_bytes += batch.buffer.size_bytes * (end - start) // written
         except BaseException as error:
             # Fail this range and every range not written yet; never leave a future waiting.
             failed = ([current] if current is not None else []) + list(todo)
@@ -1017,6 +1035,12 @@ class Producer:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    def metrics(self) -> dict[str, float]:
+        """Records and bytes written so far, by Kafka's producer metric names
+        (``record-send-total``, ``byte-total``; docs/metrics.md)."""
+        with self._lock:
+            return self._counters.as_dict()
+
     def close(self, timeout_ms: int | None = None) -> None:
         """Flush open batches and stop the sender; later sends raise
         :class:`IllegalStateError`. Errors of batches written here fail their futures but are
@@ -1054,7 +1078,7 @@ class Producer:
     def __enter__(self) -> "Producer":
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -182,6 +182,9 @@ class ReplicaManager(PartitionSeam):
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
+        #: ISR changes this broker wrote as a leader (IsrShrinksPerSec, IsrExpandsPerSec).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self.config = config
         self.loop = loop
         self._notify = notify
@@ -836,6 +839,9 @@ class ReplicaManager(PartitionSeam):
         elif state.leader_epoch == replica.leader_epoch and state.zk_version > replica.zk_version:
             # The same epoch, a newer version: an ISR change the leader made (ours, confirmed
             # by this read when the write's own answer was lost, or a write we lost to).
+            if replica.is_leader and replica.leader_state.pending_isr is not None \
+                    and set(replica.leader_state.pending_isr) == set(state.isr):
+                self._count_isr_change(replica.isr, state.isr)  # our own write, confirmed
             replica.isr = tuple(state.isr)
             replica.zk_version = state.zk_version
             replica.controller_epoch = state.controller_epoch
@@ -844,6 +850,15 @@ class ReplicaManager(PartitionSeam):
                 self._maybe_increment_high_watermark(replica)
                 self._check_waiters(replica)
         # An older epoch: a stale read; ignored (the watch brings the newer one).
+
+    def _count_isr_change(self, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+        """Count this leader's own ISR write that succeeded (Kafka marks IsrShrinksPerSec /
+        IsrExpandsPerSec on AlterPartition's success; the controller's removals of a dead
+        broker are not the leader's shrinks)."""
+        if len(new) < len(old):
+            self.isr_shrinks += 1
+        elif len(new) > len(old):
+            self.isr_expands += 1
 
     def _record_state(self, replica: PartitionReplica, state: zk_data.PartitionState) -> None:
         replica.leader = state.leader
@@ -1097,6 +1112,7 @@ class ReplicaManager(PartitionSeam):
             return
         if replica.is_leader and replica.leader_epoch == state.leader_epoch \
                 and replica.leader_state.isr_update_succeeded(state.isr, version):
+            self._count_isr_change(replica.isr, state.isr)
             replica.isr = tuple(state.isr)
             replica.zk_version = version
             self._maybe_increment_high_watermark(replica)

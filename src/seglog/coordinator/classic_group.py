@@ -324,6 +324,8 @@ class ClassicGroupCoordinator:
         self._write = write_group_metadata or (lambda group_id, value: None)
         self._generate_id = generate_id
         self._groups: dict[str, _Group] = {}
+        #: Generations begun (Kafka's group-completed-rebalance-count; docs/metrics.md).
+        self.completed_rebalances = 0
         # key -> (deadline, seq, fn)
         self._timers: dict[_TimerKey, tuple[int, int, Callable[[int], None]]] = {}
         self._heap: list[tuple[int, int, _TimerKey]] = []
@@ -690,6 +692,7 @@ class ClassicGroupCoordinator:
                            lambda now: self._join_due(gid, now))
             return
         group.generation_id += 1
+        self.completed_rebalances += 1
         group.pending_sync.clear()
         if not group.members:
             group.protocol = None

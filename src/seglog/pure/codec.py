@@ -887,7 +887,7 @@ def _check_offsets_increase(batch: Batch, next_offset_min: int) -> int:
 def iter_batches(buffer, *, max_batch_bytes: int | None = None, check_offsets: bool = False):
     """Yield a :class:`Batch` for each whole batch in ``buffer`` (any C-contiguous bytes-like).
 
-    Kafka's ``FileLogInputStream`` rules (kafka-format.md §1.7), in this order at each batch:
+    Kafka's ``FileLogInputStream`` rules, in this order at each batch:
     fewer than 17 bytes left -> stop; batch_length < 14 -> CorruptRecordError
     (REASON_BATCH_TOO_SMALL); batch_length > ``max_batch_bytes`` -> CorruptRecordError
     (REASON_BATCH_TOO_LARGE); the batch runs past the buffer -> stop (a torn tail is invisible,

@@ -1,6 +1,6 @@
 """The cleaner's offset map: record key -> latest offset, in a fixed amount of memory.
 
-This is Kafka's ``SkimpyOffsetMap`` (kafka-format.md §5.2) with a 64-bit hash instead of MD5:
+This is Kafka's ``SkimpyOffsetMap`` with a 64-bit hash instead of MD5:
 an open-addressing hash table of ``(hash, offset)`` slots held in two numpy arrays (a
 ``uint64`` array of key hashes and an ``int64`` array of offsets, 16 bytes per slot) sized once
 from ``memory_bytes_max`` and never grown. The cleaner fills it from the dirty section of a log
@@ -221,7 +221,7 @@ class KeyMap:
 
     def retain_mask(self, data, *, now_ms: int):
         """Which records of the batch at the start of ``data`` the cleaner keeps (Kafka's
-        ``Cleaner.shouldRetainRecord``, kafka-format.md §5.3.4), given this map of the dirty
+        ``Cleaner.shouldRetainRecord``), given this map of the dirty
         section. Returns ``(mask, kept_count, tombstone_kept)``: ``mask`` a numpy bool array,
         one entry per record in offset order.
 

@@ -50,6 +50,7 @@ from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
 from .finalized_features import FINALIZED_FEATURES_KEY, FinalizedFeatures
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
+from .metrics_export import MetricsExporter
 from .principal import ConnectionSecurity
 from .sasl.settings import SASL_PROTOCOLS
 from . import tls
@@ -697,8 +698,11 @@ class Broker:
     :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
     (``"native"``, ``"pure"``, None for the default). ``test_breaks``: negative controls and
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
-    production: each one puts a known bug back). ``on_open_progress(done, total)``: the
-    progress of opening the data dir's topics (recovery after a crash can take long).
+    production: each one puts a known bug back). ``metrics_listen``: ``(host, port)`` or
+    ``"host:port"`` to serve Prometheus metrics on (port 0 picks a free port: see
+    :attr:`metrics_address`; docs/metrics.md); None serves none. ``on_open_progress(done,
+    total)``: the progress of opening the data dir's topics (recovery after a crash can take
+    long).
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
     listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
@@ -711,8 +715,11 @@ class Broker:
                  config: Mapping[str, Any] | BrokerConfig | None = None,
                  backend: str | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 metrics_listen: object = None,
                  on_open_progress: Callable[[int, int], None] | None = None):
         self.data_dir = os.fspath(data_dir)
+        self._metrics_listen = None if metrics_listen is None else parse_listen(metrics_listen)
+        self._metrics: MetricsExporter | None = None
         #: ``on_progress(done, total)`` of opening (recovering) the data dir's topics, called
         #: from the worker thread that opens the Store (``seglog serve`` draws a bar).
         self.on_open_progress = on_open_progress
@@ -746,6 +753,20 @@ class Broker:
         self._state = "new"  # new -> serving -> closed
 
     # --- properties ------------------------------------------------------------------------
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` the Prometheus endpoint is bound to (``http://host:port/metrics``),
+        None when the broker serves no metrics."""
+        exporter = self._metrics
+        return None if exporter is None else exporter.address
+
+    def _controller_active(self) -> bool:
+        """Whether this broker is the active controller (a lone broker is its own)."""
+        if not self.config.cluster_mode:
+            return True
+        controller = self._controller
+        return controller is not None and controller.active
 
     @property
     def host(self) -> str:
@@ -858,6 +879,12 @@ class Broker:
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
                 await self._join_cluster()
+            if self._metrics_listen is not None:
+                state = self._server.state
+                assert state is not None, "Server.start made it"
+                self._metrics = MetricsExporter(state, *self._metrics_listen,
+                                                controller_active=self._controller_active)
+                self._metrics.start()
             await self._server.start_serving()
         except BaseException:
             await self._close_after_failed_start()
@@ -1021,6 +1048,8 @@ class Broker:
 
     async def _close_after_failed_start(self) -> None:
         self._state = "closed"
+        if self._metrics is not None:
+            await self._metrics.stop()
         if self._server is not None:
             try:
                 await self._server.close()
@@ -1052,6 +1081,8 @@ class Broker:
         assert server is not None and closed is not None and store is not None
         loop = asyncio.get_running_loop()
         try:
+            if self._metrics is not None:
+                await self._metrics.stop()
             await server.close()
         finally:
             try:

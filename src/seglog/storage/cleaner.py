@@ -1,5 +1,5 @@
 """Log compaction: Kafka's cleaner, for one partition (``LogCleaner.Cleaner``,
-``LogCleanerManager``; kafka-format.md §5).
+``LogCleanerManager``).
 
 A compacted log keeps at least the latest record of every key. One cleaning pass:
 

@@ -2,7 +2,7 @@
 chain of segments that is safe to append to.
 
 The log file is the only truth; indexes are derived and rebuilt whenever they are missing or
-fail their sanity check. The steps, in Kafka's order (kafka-format.md §3.1):
+fail their sanity check. The steps, in Kafka's order (``LogLoader``):
 
 1. **Temporary files** (``removeTempFilesAndCollectSwapFiles``): every ``*.deleted`` file is
    removed (its segment was already dropped from the log); every ``*.cleaned`` file is removed

@@ -1,6 +1,6 @@
 """One partition's log: a chain of segments in one directory, with Kafka's rules for appending,
-reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``; kafka-format.md
-§2.6, §3, §4). The parts: the segment chain (roll, flush, truncate, delete; the rules of
+reading, flushing, recovering, truncating and retention (Kafka's ``UnifiedLog``).
+The parts: the segment chain (roll, flush, truncate, delete; the rules of
 rolling and the recovery point) is :mod:`seglog.storage.local_log`; the checks on client
 batches :mod:`seglog.storage.validator`; the reader snapshot and the segment walk of a read,
 with their checks of untrusted bytes, :mod:`seglog.storage.reads`; the read methods Log
@@ -24,7 +24,7 @@ close writes the clean-shutdown marker (docs/design.md §6 has the rule event by
 opened with a ``topic_id`` and no ``partition.metadata`` writes that file with its first flush
 that syncs anything, before the flush's data (Kafka's lazy ``PartitionMetadataFile``).
 
-Producers and transactions (kafka-format.md §6; :mod:`seglog.storage.producer_state`). Batches
+Producers and transactions (:mod:`seglog.storage.producer_state`). Batches
 carrying a producer id are checked against the producer state after the roll and before the
 write (a retry of one of the producer's last 5 batches writes nothing and returns the original
 offsets); after the write the state takes the batches, an ABORT marker adds an entry to the
@@ -70,6 +70,7 @@ from ..errors import (
     RecordTooLargeError,
 )
 from .checkpoints import ZERO_UUID, PartitionMetadataFile, topic_id_to_record
+from .counters import LogCounters
 from .config import (
     INT16_MAX,
     INT32_MAX,
@@ -220,6 +221,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
         self._lock = threading.RLock()
         self._data_cond = threading.Condition(self._lock)
         self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
+        self.counters = LogCounters()
         self._closed = False
         # The OSError that took this log offline (see _went_offline); None while it is not.
         self._failure: OSError | None = None
@@ -689,6 +691,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                 data = stamp_partition_leader_epoch(data, epoch)
             result = active.append(data)
             end_offset = result.last_offset + 1
+            self.counters.records_in += record_count
+            self.counters.bytes_in += size_bytes
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
             try:
                 if epoch is not None:

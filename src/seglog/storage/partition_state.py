@@ -3,8 +3,8 @@
 Kafka keeps these per data directory, not per partition: ``recovery-point-offset-checkpoint``
 and ``log-start-offset-checkpoint`` in the log dir root hold one ``topic partition offset`` line
 per partition, and one ``.kafka_cleanshutdown`` marker covers every partition
-(kafka-format.md §3.3). A :class:`~seglog.storage.log.Log` talks to them through the small interface
-:class:`PartitionState`, so that:
+(as in Kafka's ``LogManager``). A :class:`~seglog.storage.log.Log` talks to them through the
+small interface :class:`PartitionState`, so that:
 
 * a **standalone Log** (opened on a bare partition directory) uses :class:`PartitionDirState`,
   which keeps Kafka-format checkpoint files with a single entry, and the marker, *inside the

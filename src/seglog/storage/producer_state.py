@@ -1,7 +1,7 @@
 """Producer state of one partition: idempotence, transactions and ``.snapshot`` files.
 
 This is Kafka's ``ProducerStateManager``, ``ProducerAppendInfo``, ``ProducerStateEntry`` and
-``BatchMetadata`` (kafka-format.md §6; the Java classes under ``storage/.../log/``), with
+``BatchMetadata`` (the Java classes under ``storage/.../log/``), with
 Kafka's rules and Kafka's snapshot bytes.
 
 The idea: for every producer id that wrote to the partition the log remembers its epoch, the
@@ -46,7 +46,7 @@ transaction verification (``VerificationStateEntry``); a snapshot with bytes aft
 entry is corrupt (Kafka ignores trailing bytes that its CRC covers); snapshot entries are
 written sorted by producer id (Kafka writes hash-map order); snapshots are written with
 write-temp, fsync, rename, fsync-dir (Kafka writes the final name in place and fsyncs).
-kafka-format.md §6.2 says an entry is recreated only if ``LastOffset >= 0``; Kafka's
+The snapshot format suggests an entry is recreated only if ``LastOffset >= 0``; Kafka's
 ``readSnapshot`` recreates every entry and omits only the batch metadata when the last offset
 is negative, which is what is done here.
 """
@@ -1145,7 +1145,7 @@ def rebuild_producer_state(
     now_ms: int | None = None,
 ) -> None:
     """Bring ``manager`` to ``log_end_offset`` as a log opens or truncates (Kafka's
-    ``UnifiedLog.rebuildProducerState``, kafka-format.md §6.4).
+    ``UnifiedLog.rebuildProducerState``).
 
     ``batches_from(offset)`` yields the log's Batch objects in order from the batch containing
     ``offset`` (to the end of the log or beyond ``log_end_offset``; batches at or past

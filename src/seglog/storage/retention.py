@@ -2,7 +2,7 @@
 breach rules, as pure functions over a :class:`~seglog.storage.segments.SegmentMap`.
 
 The Log decides *what* to delete here and does the deleting itself (roll first when the active
-segment goes, rename to ``.deleted``, move the start offset). Rules (kafka-format.md §4):
+segment goes, rename to ``.deleted``, move the start offset). Rules (Kafka's ``UnifiedLog``):
 
 * Deletion is whole segments only, walked oldest first, and it **stops at the first segment
   that is not deletable**: retention never opens a hole in the middle of a log.

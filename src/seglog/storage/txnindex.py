@@ -1,7 +1,7 @@
 """The transaction index: one segment's aborted transactions (Kafka's ``TransactionIndex``).
 
 A ``<base_offset>.txnindex`` file sits next to each segment. It is a plain array of 34-byte
-big-endian entries with no header (kafka-format.md §6.3, ``AbortedTxn.java``)::
+big-endian entries with no header (``AbortedTxn.java``)::
 
     version int16 (0) | producer_id int64 | first_offset int64 | last_offset int64 |
     last_stable_offset int64

@@ -1,5 +1,4 @@
-"""Checks on what clients append, before the Log writes it (Kafka's ``LogValidator``;
-kafka-format.md §2.6).
+"""Checks on what clients append, before the Log writes it (Kafka's ``LogValidator``).
 
 :func:`validate_client_batches` takes a produce request's records (:meth:`Log.append_raw
 <seglog.storage.log.Log.append_raw>`) and returns a :class:`ValidationResult`: the bytes to
