@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-charts", dest="charts", action="store_false",
                        help="do not draw PNG charts")
     bench.add_argument("--no-progress", dest="progress", action="store_false",
-                       help="no progress line on stderr")
+                       help="no progress on stderr (a bar on a terminal, a line per step "
+                            "elsewhere)")
     serve = sub.add_parser(
         "serve", help="run a Kafka-protocol broker (Kafka clients connect to it unmodified)",
         description="Serve a data directory over Kafka's wire protocol until SIGTERM or "
@@ -147,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"),
+                       help="log lines as text (default) or as one JSON object per line "
+                            "(time, level, logger, message, exception) for log shippers")
     # Test-only, hidden from --help: each puts a known bug back (a negative control for the
     # cluster scenarios) or exposes a secret (the ZooKeeper session); see
     # seglog.cluster.test_breaks and docs/cluster.md, "Negative controls".
@@ -204,8 +208,10 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import signal
 
+    from . import log_format
     from .cluster.test_breaks import TestBreaks
     from .errors import InvalidConfigError, SeglogError
+    from .progress import progress
     from .server.config import BrokerConfig
 
     try:
@@ -237,8 +243,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .server import stacks
     from .server.broker import Broker
 
-    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format.configure(getattr(logging, args.log_level), args.log_format)
     # The storage warns (RuntimeWarning) of what it found at the open, such as a partition
     # whose files failed to load: one log line each, with the broker's other lines.
     logging.captureWarnings(True)
@@ -247,10 +252,20 @@ def _serve(args: argparse.Namespace) -> int:
     if data_dir is None:
         data_dir = (config["log.dirs"][0] if not config.is_default("log.dirs")
                     or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
+    # Opening the data dir (recovering it after a crash) can take minutes: a bar on a terminal.
+    opening = progress("loading logs", unit="topics")
+
+    def opened(done: int, total: int) -> None:
+        opening.update_to(done, total)
+        if done >= total:
+            opening.close()  # before the broker's next log lines, which would follow it
+
     try:
         broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
-                        test_breaks=test_breaks, metrics_listen=args.metrics_listen)
+                        test_breaks=test_breaks, metrics_listen=args.metrics_listen,
+                        on_open_progress=opened)
     except InvalidConfigError as exc:
+        opening.close()
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
 
@@ -267,7 +282,10 @@ def _serve(args: argparse.Namespace) -> int:
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await broker.serve()
+        try:
+            await broker.serve()
+        finally:
+            opening.close()
         log.info("seglog serve listening on %s (data dir %s, %d topics)", broker.bootstrap,
                  broker.data_dir, len(broker.store.topics()))
         for name, (host, port), (_name, protocol, adv_host, adv_port) in zip(
@@ -311,7 +329,7 @@ def _bench(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         json_stdout=args.json_stdout,
         charts=args.charts,
-        progress=args.progress,
+        progress=args.progress and not args.quiet,
     )
 
     def show(part) -> None:

@@ -64,6 +64,7 @@ from .seam import LeadershipListener, PartitionSeam
 from .sasl_login import inter_broker_login
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
+from ..log_limits import REPEATS
 
 if TYPE_CHECKING:
     from ..storage.log import Log
@@ -481,8 +482,8 @@ class ReplicaManager(PartitionSeam):
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - ZooKeeper away: retry after a pause
-                log.warning("broker %d: reading the cluster metadata failed; retrying",
-                            self.broker_id, exc_info=True)
+                REPEATS.log(log, logging.WARNING, "broker %d: reading the cluster metadata "
+                            "failed; retrying", self.broker_id, exc_info=True)
                 await asyncio.sleep(_RETRY_S)
                 self._wake.set()
 
@@ -1208,6 +1209,9 @@ class ReplicaManager(PartitionSeam):
         try:
             assignment = self.assign_replicas(partitions, replication_factor)
             await self.create_topic(name, assignment, None, {}, timeout_s=0)
+            log.info("broker %d: auto-created topic %s with %d partitions, replication factor "
+                     "%d (auto.create.topics.enable)", self.broker_id, name, partitions,
+                     replication_factor)
         except errors.TopicExistsError:
             pass
         except (errors.SeglogError, OSError) as e:

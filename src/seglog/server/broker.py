@@ -43,7 +43,7 @@ from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
-from . import protocol, quotas, registry, stacks
+from . import protocol, quotas, recovery_log, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .connection_quotas import ConnectionQuotas
@@ -662,7 +662,8 @@ class Server:
              "transaction timeouts", lambda: store.abort_timed_out_transactions()),
             # A dir where a write failed goes offline with its partitions soon after, not at
             # the next retention round (Kafka's LogDirFailureChannel acts at once).
-            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", lambda: store.check_log_dirs()),
+            # Each partition that goes offline is logged then, with why.
+            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", recovery_log.OfflineWatch(store).check),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]
@@ -699,7 +700,9 @@ class Broker:
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
     production: each one puts a known bug back). ``metrics_listen``: ``(host, port)`` or
     ``"host:port"`` to serve Prometheus metrics on (port 0 picks a free port: see
-    :attr:`metrics_address`; docs/metrics.md); None serves none.
+    :attr:`metrics_address`; docs/metrics.md); None serves none. ``on_open_progress(done,
+    total)``: the progress of opening the data dir's topics (recovery after a crash can take
+    long).
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
     listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
@@ -712,10 +715,14 @@ class Broker:
                  config: Mapping[str, Any] | BrokerConfig | None = None,
                  backend: str | None = None,
                  test_breaks: TestBreaks = NO_TEST_BREAKS,
-                 metrics_listen: object = None):
+                 metrics_listen: object = None,
+                 on_open_progress: Callable[[int, int], None] | None = None):
         self.data_dir = os.fspath(data_dir)
         self._metrics_listen = None if metrics_listen is None else parse_listen(metrics_listen)
         self._metrics: MetricsExporter | None = None
+        #: ``on_progress(done, total)`` of opening (recovering) the data dir's topics, called
+        #: from the worker thread that opens the Store (``seglog serve`` draws a bar).
+        self.on_open_progress = on_open_progress
         self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
@@ -904,7 +911,7 @@ class Broker:
                       node_id=1 if node_id is None else node_id,
                       topic_config_defaults=config.log_config(),
                       offsets_retention_ms=config["offsets.retention.minutes"] * 60000,
-                      **extra)
+                      on_progress=self.on_open_progress, **extra)
         meta = store.meta
         assert meta is not None, "an open store has its meta.properties"
         if node_id is not None and meta.node_id != node_id:
@@ -921,6 +928,7 @@ class Broker:
                 f"Some({stored_cluster_id}) in "
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
+        recovery_log.log_open_reports(store)
         return store
 
     def _extra_log_dirs(self) -> list[str]:

@@ -323,6 +323,9 @@ class Connection(asyncio.Protocol):
             self._closing = True
             transport.abort()
             return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("connection %d opened on listener %s from %s:%d", self.connection_id,
+                      self.security.listener_name, self.client_host, self.client_port)
         # Any byte the socket does not take pauses writing, and writing resumes once it has
         # taken them all (see "Slow readers" in the module docstring). asyncio's TLS
         # transport pauses at size >= high (the socket transport at size > high): 1 there.
@@ -361,6 +364,11 @@ class Connection(asyncio.Protocol):
         self.server.forget(self)
         if not self.closed.done():
             self.closed.set_result(None)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("connection %d closed on listener %s from %s:%d (principal %s)%s",
+                          self.connection_id, self.security.listener_name, self.client_host,
+                          self.client_port, self.security.principal,
+                          f": {exc}" if exc is not None else "")
 
     def data_received(self, data: bytes) -> None:
         if self._closing:

@@ -27,6 +27,7 @@ rename the snapshot at a deleted segment's base.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import time
@@ -39,6 +40,8 @@ from .counters import MsHistogram
 from .file_cache import FileCache, LazySegment, default_file_cache
 from .segments import SegmentMap
 from .txnindex import TransactionIndex
+
+_log = logging.getLogger("seglog.storage.log")
 
 __all__ = ["LocalLog", "batches_from", "max_segment_ms"]
 
@@ -341,6 +344,10 @@ class LocalLog:
             return False
         old.on_become_inactive()
         self.segments = self.segments.with_segment(self._fresh_segment(end_offset, now_ms))
+        if _log.isEnabledFor(logging.INFO):
+            _log.info("[%s] Rolled new log segment at offset %d (the previous one, at %d, "
+                      "holds %d bytes)", os.path.basename(self.dir_path), end_offset,
+                      old.base_offset, old.size_bytes)
         return True
 
     def flush(self, end_offset: int, *, now_ms: int) -> None:
