@@ -35,6 +35,8 @@ from .cluster import cli_cluster
 #: The data tools' modules (seglog.commands.<name>), in the order ``--help`` lists them; each
 #: has ``add_parser(sub)``, which sets ``run`` (its ``main(args) -> int``) as a default.
 TOOL_MODULES: tuple[str, ...] = (
+    "produce",
+    "consume",
     "topics",
     "dump",
 )
@@ -113,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-charts", dest="charts", action="store_false",
                        help="do not draw PNG charts")
     bench.add_argument("--no-progress", dest="progress", action="store_false",
-                       help="no progress line on stderr")
+                       help="no progress on stderr (a bar on a terminal, a line per step "
+                            "elsewhere)")
     serve = sub.add_parser(
         "serve", help="run a Kafka-protocol broker (Kafka clients connect to it unmodified)",
         description="Serve a data directory over Kafka's wire protocol until SIGTERM or "
@@ -138,11 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                        help="join the cluster kept in this ZooKeeper (Kafka's "
                             "zookeeper.connect; wins over --config; docs/cluster.md)")
+    serve.add_argument("--metrics-listen", metavar="HOST:PORT",
+                       help="serve Prometheus metrics at http://HOST:PORT/metrics (Kafka's "
+                            "metric names; docs/metrics.md; port 0 picks a free port)")
     serve.add_argument("--backend", choices=("native", "pure"),
                        help="storage backend (default: seglog's default backend)")
     serve.add_argument("--log-level", default="INFO",
                        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                        help="logging level on stderr (default INFO)")
+    serve.add_argument("--log-format", default="text", choices=("text", "json"),
+                       help="log lines as text (default) or as one JSON object per line "
+                            "(time, level, logger, message, exception) for log shippers")
     # Test-only, hidden from --help: each puts a known bug back (a negative control for the
     # cluster scenarios) or exposes a secret (the ZooKeeper session); see
     # seglog.cluster.test_breaks and docs/cluster.md, "Negative controls".
@@ -200,8 +209,10 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import signal
 
+    from . import log_format
     from .cluster.test_breaks import TestBreaks
     from .errors import InvalidConfigError, SeglogError
+    from .progress import progress
     from .server.config import BrokerConfig
 
     try:
@@ -233,8 +244,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .server import stacks
     from .server.broker import Broker
 
-    logging.basicConfig(level=getattr(logging, args.log_level), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_format.configure(getattr(logging, args.log_level), args.log_format)
     # The storage warns (RuntimeWarning) of what it found at the open, such as a partition
     # whose files failed to load: one log line each, with the broker's other lines.
     logging.captureWarnings(True)
@@ -243,10 +253,20 @@ def _serve(args: argparse.Namespace) -> int:
     if data_dir is None:
         data_dir = (config["log.dirs"][0] if not config.is_default("log.dirs")
                     or not config.is_default("log.dir") else SERVE_DATA_DIR_DEFAULT)
+    # Opening the data dir (recovering it after a crash) can take minutes: a bar on a terminal.
+    opening = progress("loading logs", unit="topics")
+
+    def opened(done: int, total: int) -> None:
+        opening.update_to(done, total)
+        if done >= total:
+            opening.close()  # before the broker's next log lines, which would follow it
+
     try:
         broker = Broker(data_dir, listen=args.listen, config=config, backend=args.backend,
-                        test_breaks=test_breaks)
+                        test_breaks=test_breaks, metrics_listen=args.metrics_listen,
+                        on_open_progress=opened)
     except InvalidConfigError as exc:
+        opening.close()
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
 
@@ -263,7 +283,10 @@ def _serve(args: argparse.Namespace) -> int:
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await broker.serve()
+        try:
+            await broker.serve()
+        finally:
+            opening.close()
         log.info("seglog serve listening on %s (data dir %s, %d topics)", broker.bootstrap,
                  broker.data_dir, len(broker.store.topics()))
         for name, (host, port), (_name, protocol, adv_host, adv_port) in zip(
@@ -271,6 +294,8 @@ def _serve(args: argparse.Namespace) -> int:
                 broker.state.endpoints):
             log.info("seglog serve listener %s (%s) on %s:%d, advertised as %s:%d", name,
                      protocol, host, port, adv_host, adv_port)
+        if broker.metrics_address is not None:
+            log.info("seglog serve metrics on http://%s:%d/metrics", *broker.metrics_address)
         await stop.wait()
         log.info("seglog serve shutting down")
         closing = asyncio.ensure_future(broker.aclose())
@@ -305,7 +330,7 @@ def _bench(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         json_stdout=args.json_stdout,
         charts=args.charts,
-        progress=args.progress,
+        progress=args.progress and not args.quiet,
     )
 
     def show(part) -> None:

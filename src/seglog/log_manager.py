@@ -323,14 +323,15 @@ class LogManager:
 
     # --- opening ---------------------------------------------------------------------------
 
-    def open(self, *, node_id: int, cluster_id: str | None) -> None:
+    def open(self, *, node_id: int, cluster_id: str | None,
+             on_progress: Callable[[int, int], None] | None = None) -> None:
         """Open the directory: create it (a writer), take its writer lock, write a new
         ``meta.properties`` (``node_id``, ``cluster_id``) if it has none, read the checkpoints
         and the registry (restoring the producer-id blocks), remove leftover ``-delete``
-        directories and open every topic found in the registry or on disk; a writer records
-        topics found on disk only (made by Kafka, or a crash) in the registry. The
-        clean-shutdown marker stays until :meth:`begin_writing`. On any error call
-        :meth:`abort_open`.
+        directories and open every topic found in the registry or on disk, calling
+        ``on_progress(done, total)`` after each; a writer records topics found on disk only
+        (Kafka's, or a crash's) in the registry. The clean-shutdown marker stays until
+        :meth:`begin_writing`. On any error call :meth:`abort_open`.
 
         Several dirs (JBOD): :meth:`LogDirs.open <seglog.log_dirs.LogDirs.open>` and
         :meth:`~seglog.log_dirs.LogDirs.scan`. A partition the registry knows but no online
@@ -343,7 +344,7 @@ class LogManager:
         (self._recovery_points, self._log_start_offsets, self._high_watermarks,
          self._cleaner_offsets) = self.log_dirs.read_checkpoints()
         self.closed = False
-        for name in sorted(set(registry) | set(found)):
+        for done, name in enumerate(names := sorted(set(registry) | set(found)), 1):
             if self.read_only and name not in found:
                 continue  # the writer is deleting it
             entry = registry.get(name, {})
@@ -361,6 +362,8 @@ class LogManager:
                 name, partitions, config,
                 checkpoints.uuid_from_kafka_str(topic_id) if topic_id else None,
                 found=found.get(name, ()))
+            if on_progress is not None:
+                on_progress(done, len(names))
         self._checkpoints_open = not self.read_only
         if not self.read_only and set(found) - set(registry):
             self.write_registry()  # adopt topics found on disk (e.g. made by Kafka)
@@ -401,10 +404,9 @@ class LogManager:
         return topics
 
     def write_registry(self, *, producer_id_block_end: int | None = None) -> None:
-        """Replace ``seglog-topics.json`` (:func:`~seglog.topic_registry.write_registry`):
-        every topic's id, partition count and the configs it sets over
-        ``topic_config_defaults``, and ``producer_id_block_end`` (None: the producer-id
-        blocks' current end)."""
+        """Replace ``seglog-topics.json`` (:func:`~seglog.topic_registry.write_registry`): every
+        topic's id, partition count and the configs it sets over ``topic_config_defaults``,
+        and ``producer_id_block_end`` (None: the producer-id blocks' current end)."""
         if producer_id_block_end is None:
             producer_id_block_end = self._producer_ids.block_end
         topics = {name: {"topic_id": t.topic_id, "partitions": t.partitions,
@@ -949,10 +951,9 @@ class LogManager:
                         log.close()
                 if not self.read_only:
                     self.write_checkpoints(from_logs=False)
-                    # An offline log (a failed write) must be recovered at the next open, and
-                    # the marker is the whole directory's: without it every log of the dir
-                    # recovers from its recovery point (Kafka's restart after a log dir
-                    # failure).
+                    # An offline log (a failed write) must be recovered at the next open, and the
+                    # marker is the whole directory's: without it every log of the dir recovers
+                    # from its recovery point (Kafka's restart after a log dir failure).
                     for d in self.log_dirs.online():
                         if id(d) not in unclean:
                             checkpoints.write_clean_shutdown_marker(d.path)

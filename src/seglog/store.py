@@ -64,7 +64,7 @@ import os
 import threading
 import uuid
 import weakref
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .arguments import check_group_id
 from .broker_api import TxnOffsetCommitRecords
@@ -145,6 +145,7 @@ class Store(StoreLogDirs, StoreShareGroups):
     that file as they always do. Without it every high watermark follows its end offset.
 
     ``extra_log_dirs``: more data directories after ``path`` (JBOD; :meth:`log_dirs`).
+    ``on_progress(done, total)``: called after each topic opened (recovered) at the open.
 
     Use as a context manager, or call :meth:`close`. Thread-safe.
     """
@@ -158,7 +159,8 @@ class Store(StoreLogDirs, StoreShareGroups):
                  topic_config_defaults: LogConfig | Mapping[str, Any] | None = None,
                  offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
                  max_open_segments: int | None = None, replicated: bool = False,
-                 extra_log_dirs: Sequence[str | os.PathLike[str]] = ()):
+                 extra_log_dirs: Sequence[str | os.PathLike[str]] = (),
+                 on_progress: Callable[[int, int], None] | None = None):
         # topic_config_defaults and offsets_retention_ms: see the class docstring.
         config_defaults = as_config(topic_config_defaults)
         self.offsets_retention_ms = check_int("offsets_retention_ms", offsets_retention_ms,
@@ -203,13 +205,14 @@ class Store(StoreLogDirs, StoreShareGroups):
         self._producers: weakref.WeakSet[Producer] = weakref.WeakSet()
         self._consumers: weakref.WeakSet[Consumer] = weakref.WeakSet()
         try:
-            self._open(node_id=node_id, cluster_id=cluster_id)
+            self._open(node_id=node_id, cluster_id=cluster_id, on_progress=on_progress)
         except BaseException:
             self._logs.abort_open()
             raise
 
-    def _open(self, *, node_id: int, cluster_id: str | None) -> None:
-        self._logs.open(node_id=node_id, cluster_id=cluster_id)
+    def _open(self, *, node_id: int, cluster_id: str | None,
+              on_progress: Callable[[int, int], None] | None) -> None:
+        self._logs.open(node_id=node_id, cluster_id=cluster_id, on_progress=on_progress)
         coordinator = self._coordinators.open()
         if not self.read_only:
             # From here on a crash must make the next open recover. Not earlier: an open

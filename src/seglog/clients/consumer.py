@@ -65,6 +65,8 @@ from ..errors import (
     UnknownAssignorError,
 )
 from ..storage.config import INT32_MAX
+from ..storage.counters import (CONSUMER_BYTES_CONSUMED, CONSUMER_RECORDS_CONSUMED,
+                                ClientCounters)
 from ..storage.transactions import (
     ISOLATION_LEVELS,
     READ_COMMITTED,
@@ -210,6 +212,8 @@ class Consumer:
         self._paused: set[TopicPartition] = set()
         self._next_fetch = 0  # rotates the partition a poll starts with (fairness)
         self._closed = False
+        # Records handed out and batch bytes read (metrics(); docs/metrics.md).
+        self._counters = ClientCounters(CONSUMER_RECORDS_CONSUMED, CONSUMER_BYTES_CONSUMED)
 
     # --- subscription and assignment ------------------------------------------------------------
 
@@ -425,6 +429,12 @@ class Consumer:
 
     # --- polling ---------------------------------------------------------------------------------
 
+    def metrics(self) -> dict[str, float]:
+        """Records handed out by :meth:`poll` / :meth:`poll_columns` and record batch bytes
+        read so far, by Kafka's consumer metric names (``records-consumed-total``,
+        ``bytes-consumed-total``; docs/metrics.md)."""
+        return self._counters.as_dict()
+
     def poll(self, max_records: int | None = None, timeout_ms: int = 0) -> list[ConsumerRecord]:
         """Up to ``max_records`` (default ``max_poll_records``) records from the assigned
         partitions, in offset order within each partition, starting at each position; the
@@ -451,6 +461,7 @@ class Consumer:
             self._sync()
             data_seq = self._broker.append_count
             records = self._fetch(max_records)
+            self._counters.records += len(records)
             remaining_s = deadline - time.monotonic()
             if records or remaining_s <= 0:
                 return records
@@ -492,6 +503,7 @@ class Consumer:
                 result = log.read(state.position, self.max_partition_fetch_bytes,
                                   isolation=self.isolation_level)
             state.clear()
+            self._counters.size_bytes += len(result.buffer)
             state.read_start = state.position
             state.read_next_offset = result.next_offset
             # Control batches never, aborted transactions' batches not for read_committed.
@@ -593,6 +605,7 @@ class Consumer:
                 if columns is not None:
                     out[tp] = columns
                     wanted -= len(columns)
+                    self._counters.records += len(columns)
             remaining_s = deadline - time.monotonic()
             if out or remaining_s <= 0:
                 return out
@@ -628,6 +641,8 @@ class Consumer:
             state.position = max(state.position, result.next_offset)
             return None
         state.position = int(columns.offsets[-1]) + 1
+        # The batches read (uncompressed ones are ``data`` itself; compressed, their records).
+        self._counters.size_bytes += len(columns.data)
         return columns
 
     def _wait(self, remaining_s: float, data_seq: int) -> None:

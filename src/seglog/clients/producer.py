@@ -121,6 +121,7 @@ from ..errors import (
 )
 from ..format import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..storage.config import INT32_MAX
+from ..storage.counters import PRODUCER_BYTES_SENT, PRODUCER_RECORDS_SENT, ClientCounters
 from ..types import RecordMetadata, TopicPartition, as_topic_partition
 from ..types import OffsetAndMetadata  # in the offsets of send_offsets_to_transaction
 from .partitioner import (
@@ -362,6 +363,8 @@ class Producer:
         self._sticky_rng = random.Random()
         self._errors: list[BaseException] = []
         self._closed = False
+        # Records and batch bytes written (metrics(); docs/metrics.md), under the lock.
+        self._counters = ClientCounters(PRODUCER_RECORDS_SENT, PRODUCER_BYTES_SENT)
         self._sender: threading.Thread | None = None
         self._sequences: dict[TopicPartition, int] = {}  # next base sequence per partition
         self._txn_state = _READY
@@ -747,14 +750,20 @@ class Producer:
                     error = self._write(waiting)
                     if error is not None:
                         self._note_error(error)
+                share = [values[i] for i in rows]
+                share_keys = None if keys is None else [keys[i] for i in rows]
                 try:
                     out[p] = self._append(
-                        self._broker.topic(topic).log(p), tp, [values[i] for i in rows],
-                        keys=None if keys is None else [keys[i] for i in rows],
+                        self._broker.topic(topic).log(p), tp, share, keys=share_keys,
                         timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
                 except SeglogError as error:
                     self._note_txn_failure(error)
                     raise
+                self._counters.records += len(rows)
+                # No accumulator here: the records' own bytes and the batch's overhead.
+                self._counters.size_bytes += RECORD_BATCH_OVERHEAD + sum(
+                    len(v) for v in share if v is not None) + (0 if share_keys is None else sum(
+                        len(k) for k in share_keys if k is not None))
                 self._broker.notify_appended()
             return out
 
@@ -856,6 +865,9 @@ class Producer:
                     continue
                 parts.append((start, first, None))
                 current = None
+                written = batch.buffer.record_count
+                self._counters.records += end - start
+                self._counters.size_bytes += batch.buffer.size_bytes * (end - start) // written
         except BaseException as error:
             # Fail this range and every range not written yet; never leave a future waiting.
             failed = ([current] if current is not None else []) + list(todo)
@@ -1022,6 +1034,12 @@ class Producer:
             lock.release()
 
     # --- lifecycle ---------------------------------------------------------------------------
+
+    def metrics(self) -> dict[str, float]:
+        """Records and bytes written so far, by Kafka's producer metric names
+        (``record-send-total``, ``byte-total``; docs/metrics.md)."""
+        with self._lock:
+            return self._counters.as_dict()
 
     def close(self, timeout_ms: int | None = None) -> None:
         """Flush open batches and stop the sender; later sends raise

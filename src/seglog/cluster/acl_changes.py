@@ -37,6 +37,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from ..security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from .zk_client import ZooKeeperClientError
+from ..log_limits import REPEATS
 
 __all__ = ["ACL_CHANGES_PATH", "EXTENDED_ACL_CHANGES_PATH", "EXTENDED_ACL_PATH", "LITERAL_ACL_PATH",
            "ZkAclStore", "acl_paths", "decode_acls", "encode_acls", "resource_path"]
@@ -278,7 +279,8 @@ class ZkAclStore:
                 bindings = await self._run_blocking(self.read_all)
                 await self._run_blocking(self._purge)
             except ZooKeeperClientError:
-                log.warning("reading the ACLs from ZooKeeper failed; retrying", exc_info=True)
+                REPEATS.log(log, logging.WARNING, "reading the ACLs from ZooKeeper failed; "
+                            "retrying", exc_info=True)
                 await asyncio.sleep(_RETRY_DELAY_S)
                 self._wake.set()
                 continue

@@ -133,6 +133,9 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
                     help="the brokers' storage backend")
     up.add_argument("--timeout", type=float, default=60.0, metavar="S",
                     help="seconds to wait for every broker (default 60)")
+    up.add_argument("--log-format", choices=("text", "json"), default="text",
+                    help="the brokers' log files: text lines (default) or "
+                         "JSON lines, as seglog serve --log-format")
     action("down", "stop every broker, then ZooKeeper (the data stays)")
     action("status", "one line per broker: address, pid, alive, controller, partitions led "
                      "and under-replicated (within a second)")
@@ -149,6 +152,7 @@ def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``seglog cluster ACTION``; the exit code (module docstring)."""
+    from ..progress import progress
     from .local import LocalCluster, LocalClusterError
     from .zookeeper import ZooKeeperError
 
@@ -161,8 +165,9 @@ def main(args: argparse.Namespace) -> int:
         if command == "up":
             cluster = LocalCluster(args.dir, args.brokers, zookeeper_port=args.zookeeper_port,
                                    base_port=args.base_port, broker_configs=dict(args.configs),
-                                   backend=args.backend)
-            cluster.up(timeout_s=args.timeout)
+                                   backend=args.backend, log_format=args.log_format)
+            with progress("brokers ready", total=args.brokers, unit="brokers") as bar:
+                cluster.up(timeout_s=args.timeout, on_progress=bar.update_to)
             print(f"seglog cluster: {args.brokers} brokers and ZooKeeper "
                   f"{cluster.zookeeper_connect} up in {cluster.dir}; "
                   f"{cluster.session_timeout_note()}; bootstrap servers:", file=sys.stderr)

@@ -53,6 +53,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from ..errors import SeglogError
 from . import client_quotas_zk, zk_data
 from .zk_client import ZooKeeperClientError, check_entity_name
+from ..log_limits import REPEATS
 
 __all__ = ["CHANGE_EXPIRATION_MS", "ClientMetricsListener", "ClientQuotaListener",
            "ConfigChangeManager",
@@ -166,8 +167,8 @@ class ConfigChangeManager:
         try:
             await self._pass()
         except ZooKeeperClientError:
-            log.warning("broker %d: reading the config znodes failed; retrying",
-                        self.broker_id, exc_info=True)
+            REPEATS.log(log, logging.WARNING, "broker %d: reading the config znodes failed; "
+                        "retrying", self.broker_id, exc_info=True)
             self._wake.set()
         self._task = self.loop.create_task(self._run(), name="seglog-config-changes")
 
@@ -331,8 +332,8 @@ class ConfigChangeManager:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - ZooKeeper away: the same pass again later
-                log.warning("broker %d: processing config changes failed; retrying",
-                            self.broker_id, exc_info=True)
+                REPEATS.log(log, logging.WARNING, "broker %d: processing config changes failed; "
+                            "retrying", self.broker_id, exc_info=True)
                 await asyncio.sleep(RETRY_DELAY_S)
                 self._wake.set()
 

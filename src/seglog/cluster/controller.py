@@ -104,6 +104,7 @@ from seglog.cluster.zk_data import (
 )
 from seglog.errors import InvalidTopicError
 from seglog.types import TopicPartition
+from seglog.log_limits import REPEATS
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -792,9 +793,9 @@ class Controller:
                 return
             remaining = self._do_elect_leaders(remaining, preferred=preferred)
         if remaining:
-            _log.warning("controller %d: elections for %s still conflicting after %d rounds; "
-                         "retrying later", self.broker_id, [str(tp) for tp in remaining],
-                         STATE_WRITE_ATTEMPTS_MAX)
+            REPEATS.warning(_log, "controller %d: elections for %s still conflicting after %d "
+                            "rounds; retrying later", self.broker_id,
+                            [str(tp) for tp in remaining], STATE_WRITE_ATTEMPTS_MAX)
             self._schedule_retry()
 
     def _do_elect_leaders(
@@ -839,6 +840,10 @@ class Controller:
                 ignore_isr=ignore_isr,
             )
             if result.leader_and_isr is None:
+                _log.info("controller %d: partition %s offline: no live replica in its ISR %s "
+                          "(live replicas %s, unclean election %s)", self.broker_id, tp,
+                          list(state.isr), list(result.live_replicas),
+                          "allowed" if unclean else "not allowed")
                 self._emit("no_leader", partition=str(tp), isr=list(state.isr),
                            live_replicas=list(result.live_replicas))
                 continue
@@ -864,6 +869,11 @@ class Controller:
                 written = dataclasses.replace(state, zk_version=outcome)
                 ctx.leadership[tp] = written
                 ctx.partition_states[tp] = _ONLINE
+                before = current[tp]
+                _log.info("controller %d: partition %s online: leader %d -> %d, leader epoch "
+                          "%d -> %d, ISR %s -> %s (%s election)", self.broker_id, tp,
+                          before.leader, written.leader, before.leader_epoch,
+                          written.leader_epoch, list(before.isr), list(written.isr), kind)
                 self._emit_election(tp, written, kind)
         return retry
 
@@ -947,9 +957,9 @@ class Controller:
                 return
             remaining = self._do_remove_replica_from_isr(replica, remaining)
         if remaining:
-            _log.warning("controller %d: removing %d from the ISR of %s still conflicting; "
-                         "retrying later", self.broker_id, replica,
-                         [str(tp) for tp in remaining])
+            REPEATS.warning(_log, "controller %d: removing %d from the ISR of %s still "
+                            "conflicting; retrying later", self.broker_id, replica,
+                            [str(tp) for tp in remaining])
             self._schedule_retry()
 
     def _do_remove_replica_from_isr(

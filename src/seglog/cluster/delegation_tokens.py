@@ -24,6 +24,7 @@ import time
 from typing import Any, Awaitable, Callable
 
 from .zk_client import NodeExistsError
+from ..log_limits import REPEATS
 
 __all__ = ["TOKENS_PATH", "TOKEN_CHANGES_PATH", "TokenZnodes"]
 
@@ -149,8 +150,8 @@ class TokenZnodes:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - ZooKeeper away: the same pass again later
-                log.warning("processing delegation token changes failed; retrying",
-                            exc_info=True)
+                REPEATS.log(log, logging.WARNING, "processing delegation token changes failed; "
+                            "retrying", exc_info=True)
                 await asyncio.sleep(0.5)
                 self._wake.set()
 

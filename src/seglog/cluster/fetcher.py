@@ -85,6 +85,7 @@ from .truncation import (
     offset_truncation_state,
     out_of_range_fetch_offset,
 )
+from ..log_limits import REPEATS
 
 if TYPE_CHECKING:
     from ..storage.log import Log
@@ -550,8 +551,9 @@ class _LeaderFetcher:
 
     def _connection_failed(self, error: InterBrokerError | None) -> None:
         if error is not None:
-            _log.info("replica fetcher for broker %d: %s; backing off %d ms", self.leader_id,
-                      error, self.config.backoff_ms)
+            # While the leader is down this comes every backoff: printed once, then summed up.
+            REPEATS.info(_log, "replica fetcher for broker %d: %s; backing off %d ms",
+                         self.leader_id, error, self.config.backoff_ms)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -610,8 +612,8 @@ class _LeaderFetcher:
                           "a newer epoch", tp, sent.leader_epoch, self.leader_id)
                 self._fail(p)
             else:
-                _log.info("replica fetcher: OffsetsForLeaderEpoch for %s from broker %d: "
-                          "error %d; retrying", tp, self.leader_id, answer.error_code)
+                REPEATS.info(_log, "replica fetcher: OffsetsForLeaderEpoch for %s from broker "
+                             "%d: error %d; retrying", tp, self.leader_id, answer.error_code)
                 self._delay(p)
 
     # --- fetching (Kafka's maybeFetch / processFetchRequest) -------------------------------
@@ -684,8 +686,8 @@ class _LeaderFetcher:
                           response.error_code)
                 return
             # Any other top-level error: nothing was read; retry later.
-            _log.info("replica fetcher: Fetch from broker %d: error %d", self.leader_id,
-                      response.error_code)
+            REPEATS.info(_log, "replica fetcher: Fetch from broker %d: error %d", self.leader_id,
+                         response.error_code)
             for p, state in sent.values():
                 if self._current(p, state):
                     self._delay(p)

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 from seglog import error_codes as codes
 from seglog.cluster.test_breaks import TestBreaks
@@ -184,7 +184,8 @@ class LocalCluster:
     (names of :data:`seglog.cluster.test_breaks.FLAGS`, passed as ``seglog serve
     --test-break NAME``; tests only). ``session_hook``: start the brokers with
     ``--test-expose-zk-session`` so :meth:`expire_session` works (tests only). ``backend``:
-    the brokers' storage backend. ``broker_zookeeper``:
+    the brokers' storage backend; ``log_format``: their ``--log-format`` (``text`` or
+    ``json``). ``broker_zookeeper``:
     ``{broker_id: connect}``, the ZooKeeper address a broker uses instead of
     :attr:`zookeeper_connect` (a fault relay in front of it, for a partition of that broker
     from ZooKeeper alone). Broker ids are 0..N-1.
@@ -200,12 +201,14 @@ class LocalCluster:
                  host: str = "127.0.0.1", zookeeper: str | None = None,
                  env: Mapping[str, str] | None = None, session_hook: bool = False,
                  test_breaks: Iterable[str] = (), backend: str | None = None,
-                 broker_zookeeper: Mapping[int, str] | None = None):
+                 broker_zookeeper: Mapping[int, str] | None = None,
+                 log_format: str = "text"):
         if brokers < 1:
             raise LocalClusterError(f"a cluster needs at least one broker, not {brokers}")
         self.dir = Path(dir).resolve()
         self.host = host
         self.backend = backend
+        self.log_format = log_format
         self.env = dict(env or {})
         # Validated here (ValueError for an unknown name), not at each broker's start.
         self.test_breaks = TestBreaks(frozenset(test_breaks), expose_zk_session=session_hook)
@@ -258,9 +261,10 @@ class LocalCluster:
 
     # ----------------------------------------------------------------- lifecycle
 
-    def up(self, timeout_s: float = READY_TIMEOUT_S) -> "LocalCluster":
-        """Start ZooKeeper (unless external) and every broker; wait until all are ready.
-        Returns self. Raises :class:`seglog.cluster.zookeeper.ZooKeeperNotInstalledError`
+    def up(self, timeout_s: float = READY_TIMEOUT_S, *,
+           on_progress: Callable[[int, int], None] | None = None) -> "LocalCluster":
+        """Start ZooKeeper (unless external) and every broker; wait until all are ready
+        (``on_progress(ready, brokers)`` after each). Returns self. Raises :class:`seglog.cluster.zookeeper.ZooKeeperNotInstalledError`
         (its message says ``apt-get install zookeeper``) and :class:`LocalClusterError` (a
         broker exited or was not ready in time; the message quotes its output)."""
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -277,8 +281,10 @@ class LocalCluster:
             for broker_id in self.brokers:
                 self._spawn(broker_id)
             self.save_state()
-            for broker_id in self.brokers:
+            for ready, broker_id in enumerate(self.brokers, 1):
                 self._wait_ready(broker_id, deadline)
+                if on_progress is not None:
+                    on_progress(ready, len(self.brokers))
         except BaseException:
             self.down()
             raise
@@ -594,6 +600,7 @@ class LocalCluster:
                                           state.get("per_broker_configs", {}).items()},
                       host=state["host"], zookeeper=state["zookeeper"].get("external"),
                       env=state.get("env", {}), backend=state.get("backend"),
+                      log_format=state.get("log_format", "text"),
                       test_breaks=state.get("test_breaks", ()),
                       session_hook=bool(state.get("session_hook", False)),
                       broker_zookeeper={int(b): c for b, c in
@@ -609,6 +616,7 @@ class LocalCluster:
         cluster (:meth:`attach`)."""
         state = {
             "host": self.host, "backend": self.backend, "env": self.env,
+            "log_format": self.log_format,
             "test_breaks": sorted(self.test_breaks.flags),
             "session_hook": self.test_breaks.expose_zk_session,
             "broker_configs": self.broker_configs,
@@ -696,6 +704,8 @@ class LocalCluster:
                    "--listen", f"{self.host}:{broker.port}", "--data-dir", broker.data_dir]
         if self.backend:
             command += ["--backend", self.backend]
+        if self.log_format != "text":
+            command += ["--log-format", self.log_format]
         configs = {**self.broker_configs, **self.per_broker_configs.get(broker.broker_id, {})}
         for key, value in configs.items():
             command += ["--config", f"{key}={value}"]

@@ -64,6 +64,7 @@ from .seam import LeadershipListener, PartitionSeam
 from .sasl_login import inter_broker_login
 from .test_breaks import NO_TEST_BREAKS, TestBreaks
 from .truncation import diverging_epoch
+from ..log_limits import REPEATS
 
 if TYPE_CHECKING:
     from ..storage.log import Log
@@ -181,6 +182,9 @@ class ReplicaManager(PartitionSeam):
         self.test_breaks = test_breaks
         self.zk = zk
         self.broker_id = broker_id
+        #: ISR changes this broker wrote as a leader (IsrShrinksPerSec, IsrExpandsPerSec).
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self.config = config
         self.loop = loop
         self._notify = notify
@@ -478,8 +482,8 @@ class ReplicaManager(PartitionSeam):
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - ZooKeeper away: retry after a pause
-                log.warning("broker %d: reading the cluster metadata failed; retrying",
-                            self.broker_id, exc_info=True)
+                REPEATS.log(log, logging.WARNING, "broker %d: reading the cluster metadata "
+                            "failed; retrying", self.broker_id, exc_info=True)
                 await asyncio.sleep(_RETRY_S)
                 self._wake.set()
 
@@ -835,6 +839,9 @@ class ReplicaManager(PartitionSeam):
         elif state.leader_epoch == replica.leader_epoch and state.zk_version > replica.zk_version:
             # The same epoch, a newer version: an ISR change the leader made (ours, confirmed
             # by this read when the write's own answer was lost, or a write we lost to).
+            if replica.is_leader and replica.leader_state.pending_isr is not None \
+                    and set(replica.leader_state.pending_isr) == set(state.isr):
+                self._count_isr_change(replica.isr, state.isr)  # our own write, confirmed
             replica.isr = tuple(state.isr)
             replica.zk_version = state.zk_version
             replica.controller_epoch = state.controller_epoch
@@ -843,6 +850,15 @@ class ReplicaManager(PartitionSeam):
                 self._maybe_increment_high_watermark(replica)
                 self._check_waiters(replica)
         # An older epoch: a stale read; ignored (the watch brings the newer one).
+
+    def _count_isr_change(self, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+        """Count this leader's own ISR write that succeeded (Kafka marks IsrShrinksPerSec /
+        IsrExpandsPerSec on AlterPartition's success; the controller's removals of a dead
+        broker are not the leader's shrinks)."""
+        if len(new) < len(old):
+            self.isr_shrinks += 1
+        elif len(new) > len(old):
+            self.isr_expands += 1
 
     def _record_state(self, replica: PartitionReplica, state: zk_data.PartitionState) -> None:
         replica.leader = state.leader
@@ -1096,6 +1112,7 @@ class ReplicaManager(PartitionSeam):
             return
         if replica.is_leader and replica.leader_epoch == state.leader_epoch \
                 and replica.leader_state.isr_update_succeeded(state.isr, version):
+            self._count_isr_change(replica.isr, state.isr)
             replica.isr = tuple(state.isr)
             replica.zk_version = version
             self._maybe_increment_high_watermark(replica)
@@ -1192,6 +1209,9 @@ class ReplicaManager(PartitionSeam):
         try:
             assignment = self.assign_replicas(partitions, replication_factor)
             await self.create_topic(name, assignment, None, {}, timeout_s=0)
+            log.info("broker %d: auto-created topic %s with %d partitions, replication factor "
+                     "%d (auto.create.topics.enable)", self.broker_id, name, partitions,
+                     replication_factor)
         except errors.TopicExistsError:
             pass
         except (errors.SeglogError, OSError) as e:

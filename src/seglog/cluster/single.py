@@ -310,6 +310,8 @@ class SingleBroker(PartitionSeam):
         # the controller for is created (the client asks again).
         try:
             await self._run_blocking(self.store.create_topic, name, partitions)
+            log.info("Auto-created topic %s with %d partitions (auto.create.topics.enable)",
+                     name, partitions)
         except errors.TopicExistsError:
             pass  # created by another request meanwhile
         except errors.InvalidTopicError:

@@ -49,6 +49,7 @@ from .peer_connections import PeerConnections
 from .sasl_login import SaslLogin
 from .seam import AppendOrigin, AppendResult
 from .zk_data import BrokerInfo, PartitionState, TopicAssignment
+from ..log_limits import REPEATS
 
 if TYPE_CHECKING:
     # The coordinator sits above the cluster layer: a name for the type checker only.
@@ -276,8 +277,8 @@ class TxnMarkerSender:
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # noqa: BLE001 - logged; the round is tried again
-                    log.exception("sending the markers of %r failed; retrying",
-                                  transactional_id)
+                    REPEATS.log(log, logging.ERROR, "sending the markers of %r failed; "
+                                "retrying", transactional_id, exc_info=True)
                     results = []
                 for answers in results:
                     for tp, code in answers.items():
@@ -318,7 +319,8 @@ class TxnMarkerSender:
                     WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body, self._timeout_ms)
                 answers = decode_write_txn_markers(bytes(reader.buf[reader.pos:reader.end]))
             except (InterBrokerError, SeglogError, OSError) as exc:
-                log.info("WriteTxnMarkers to broker %d failed (%s); retrying", leader, exc)
+                REPEATS.info(log, "WriteTxnMarkers to broker %d failed (%s); retrying", leader,
+                             exc)
                 self._peers.drop(leader)
                 return {tp: codes.UNKNOWN_SERVER_ERROR for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}
@@ -349,7 +351,8 @@ class TxnMarkerSender:
                 answers = decode_add_partitions_to_txn(
                     bytes(reader.buf[reader.pos:reader.end]), transactional_id)
             except (InterBrokerError, SeglogError, OSError) as exc:
-                log.info("AddPartitionsToTxn to broker %d failed (%s)", state.leader, exc)
+                REPEATS.info(log, "AddPartitionsToTxn to broker %d failed (%s)", state.leader,
+                             exc)
                 self._peers.drop(state.leader)
                 return {tp: codes.NETWORK_EXCEPTION for tp in tps}
         return {tp: answers.get(tp, codes.UNKNOWN_SERVER_ERROR) for tp in tps}

@@ -60,6 +60,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from seglog import error_codes as codes
+from seglog.log_limits import limit_logger
 from seglog.errors import InvalidTopicError, SeglogError, TopicExistsError
 from seglog.types import TopicPartition
 
@@ -248,6 +249,8 @@ class KafkaZkClient:
         hosts, _, chroot = connect.partition("/")
         self._hosts = hosts
         self._chroot = f"/{chroot}".rstrip("/") if chroot else ""
+        # kazoo warns of every failed reconnect (every second while ZooKeeper is away).
+        limit_logger("kazoo.client")
         self._kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000,
                                   connection_retry=dict(_RECONNECT_RETRY),
                                   command_retry=dict(_RECONNECT_RETRY))

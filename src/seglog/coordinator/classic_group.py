@@ -48,6 +48,7 @@ are), so two coordinators never hand out the same partitions.
 from __future__ import annotations
 
 import heapq
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, NamedTuple, TypedDict
@@ -68,6 +69,8 @@ PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
+
+_log = logging.getLogger(__name__)
 
 _ERROR_CLASSES: dict[int, type[SeglogError]] = {codes.ILLEGAL_GENERATION: IllegalGenerationError,
                   codes.UNKNOWN_MEMBER_ID: UnknownMemberIdError,
@@ -321,6 +324,8 @@ class ClassicGroupCoordinator:
         self._write = write_group_metadata or (lambda group_id, value: None)
         self._generate_id = generate_id
         self._groups: dict[str, _Group] = {}
+        #: Generations begun (Kafka's group-completed-rebalance-count; docs/metrics.md).
+        self.completed_rebalances = 0
         # key -> (deadline, seq, fn)
         self._timers: dict[_TimerKey, tuple[int, int, Callable[[int], None]]] = {}
         self._heap: list[tuple[int, int, _TimerKey]] = []
@@ -629,6 +634,9 @@ class ClassicGroupCoordinator:
         group.pending_sync.clear()
         self._cancel(("sync", group.group_id))
         initial = group.state == EMPTY
+        _log.info("Preparing to rebalance group %s in state %s with old generation %d "
+                  "(%d members)", group.group_id, group.state, group.generation_id,
+                  len(group.members))
         group.transition(PREPARING_REBALANCE, now_ms)
         gid = group.group_id
         if initial:
@@ -684,14 +692,20 @@ class ClassicGroupCoordinator:
                            lambda now: self._join_due(gid, now))
             return
         group.generation_id += 1
+        self.completed_rebalances += 1
         group.pending_sync.clear()
         if not group.members:
             group.protocol = None
             group.transition(EMPTY, now_ms)
+            _log.info("Group %s with generation %d is now empty", gid, group.generation_id)
             self._write_quietly(group)
             return
         group.protocol = group.select_protocol()
         group.transition(COMPLETING_REBALANCE, now_ms)
+        if _log.isEnabledFor(logging.INFO):
+            _log.info("Stabilized group %s generation %d (protocol type %s, protocol %s) with "
+                      "%d members: %s", gid, group.generation_id, group.protocol_type,
+                      group.protocol, len(group.members), ", ".join(sorted(group.members)))
         for member in list(group.members.values()):
             done, member.join_done = member.join_done, None
             if done is not None:

@@ -30,6 +30,7 @@ topic ids are the caller's to translate. Not thread-safe: the broker's event loo
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import uuid
 from typing import Any, Callable, Mapping, NamedTuple
@@ -38,6 +39,8 @@ from .. import error_codes as codes
 from . import consumer_group_protocol as protocol
 from .classic_group import UpgradedGroup, UpgradedMember
 from .consumer_assignors import ASSIGNORS, TargetAssignment
+
+_log = logging.getLogger(__name__)
 
 try:  # Kafka matches with RE2/J: RE2's syntax (a required dependency, google-re2)
     import re2
@@ -589,12 +592,17 @@ class ConsumerGroupCoordinator:
         return max(sorted(counts), key=lambda name: counts[name])
 
     def _compute_target(self, group: Group) -> None:
-        assign = ASSIGNORS[self.preferred_assignor(group)]
+        name = self.preferred_assignor(group)
+        assign = ASSIGNORS[name]
         counts = {t: c for t, c in group.subscription_metadata.items() if c > 0}
         members = {m.member_id: self._resolve(m) & frozenset(counts)
                    for m in group.members.values()}
         group.target = assign(members, counts, group.target)
         group.assignment_epoch = group.group_epoch
+        if _log.isEnabledFor(logging.INFO):
+            _log.info("[GroupId %s] Computed a new target assignment for epoch %d with %r "
+                      "assignor: %d members: %s", group.group_id, group.group_epoch, name,
+                      len(members), ", ".join(sorted(members)))
 
     def _set_owned(self, group: Group, member: Member, assigned: Partitions,
                    pending: Partitions, epoch: int) -> None:
@@ -683,6 +691,8 @@ class ConsumerGroupCoordinator:
         group.subscription_metadata = self._subscription_metadata(group)
         group.epoch_before_fence = group.group_epoch
         group.group_epoch += 1
+        _log.info("[GroupId %s] Member %s left the group (epoch now %d, %d members left)",
+                  group.group_id, member.member_id, group.group_epoch, len(group.members))
 
     def poll(self, now_ms: int) -> list[tuple[str, str]]:
         """Fence the members whose session or rebalance timeout expired by ``now_ms``;

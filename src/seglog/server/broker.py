@@ -43,13 +43,14 @@ from ..errors import InvalidConfigError
 from ..aio import wait_event
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from ..store import Store
-from . import protocol, quotas, registry, stacks
+from . import protocol, quotas, recovery_log, registry, stacks
 from .config import BrokerConfig
 from .connection import RESPONSE_BYTES_HELD_MAX, Connection
 from .connection_quotas import ConnectionQuotas
 from .context import AppendNotifier, BrokerState
 from .finalized_features import FINALIZED_FEATURES_KEY, FinalizedFeatures
 from .listeners import Endpoint, Listeners, broker_listeners, is_loopback
+from .metrics_export import MetricsExporter
 from .principal import ConnectionSecurity
 from .sasl.settings import SASL_PROTOCOLS
 from . import tls
@@ -661,7 +662,8 @@ class Server:
              "transaction timeouts", lambda: store.abort_timed_out_transactions()),
             # A dir where a write failed goes offline with its partitions soon after, not at
             # the next retention round (Kafka's LogDirFailureChannel acts at once).
-            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", lambda: store.check_log_dirs()),
+            # Each partition that goes offline is logged then, with why.
+            (LOG_DIR_CHECK_INTERVAL_S, "log dir check", recovery_log.OfflineWatch(store).check),
         ]
         now = time.monotonic()
         due = [now + period for period, _, _ in jobs]
@@ -696,7 +698,11 @@ class Broker:
     :class:`~seglog.server.config.BrokerConfig`); ``backend``: the Store's backend
     (``"native"``, ``"pure"``, None for the default). ``test_breaks``: negative controls and
     test hooks (:class:`~seglog.cluster.test_breaks.TestBreaks`; tests only, never set in
-    production: each one puts a known bug back).
+    production: each one puts a known bug back). ``metrics_listen``: ``(host, port)`` or
+    ``"host:port"`` to serve Prometheus metrics on (port 0 picks a free port: see
+    :attr:`metrics_address`; docs/metrics.md); None serves none. ``on_open_progress(done,
+    total)``: the progress of opening the data dir's topics (recovery after a crash can take
+    long).
 
     Raises :class:`~seglog.errors.InvalidConfigError` for bad settings (at construction; a
     listener seglog cannot serve as configured among them: :mod:`seglog.server.listeners`) and
@@ -708,8 +714,15 @@ class Broker:
     def __init__(self, data_dir: str | os.PathLike[str], listen: object = None,
                  config: Mapping[str, Any] | BrokerConfig | None = None,
                  backend: str | None = None,
-                 test_breaks: TestBreaks = NO_TEST_BREAKS):
+                 test_breaks: TestBreaks = NO_TEST_BREAKS,
+                 metrics_listen: object = None,
+                 on_open_progress: Callable[[int, int], None] | None = None):
         self.data_dir = os.fspath(data_dir)
+        self._metrics_listen = None if metrics_listen is None else parse_listen(metrics_listen)
+        self._metrics: MetricsExporter | None = None
+        #: ``on_progress(done, total)`` of opening (recovering) the data dir's topics, called
+        #: from the worker thread that opens the Store (``seglog serve`` draws a bar).
+        self.on_open_progress = on_open_progress
         self._stop_task: asyncio.Task[None] | None = None  # _stop_soon's
         self.test_breaks = test_breaks
         self.config = config if isinstance(config, BrokerConfig) else BrokerConfig(config)
@@ -740,6 +753,20 @@ class Broker:
         self._state = "new"  # new -> serving -> closed
 
     # --- properties ------------------------------------------------------------------------
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` the Prometheus endpoint is bound to (``http://host:port/metrics``),
+        None when the broker serves no metrics."""
+        exporter = self._metrics
+        return None if exporter is None else exporter.address
+
+    def _controller_active(self) -> bool:
+        """Whether this broker is the active controller (a lone broker is its own)."""
+        if not self.config.cluster_mode:
+            return True
+        controller = self._controller
+        return controller is not None and controller.active
 
     @property
     def host(self) -> str:
@@ -852,6 +879,12 @@ class Broker:
             if config.cluster_mode:
                 # Registered before any client is answered (Kafka's KafkaServer.startup order).
                 await self._join_cluster()
+            if self._metrics_listen is not None:
+                state = self._server.state
+                assert state is not None, "Server.start made it"
+                self._metrics = MetricsExporter(state, *self._metrics_listen,
+                                                controller_active=self._controller_active)
+                self._metrics.start()
             await self._server.start_serving()
         except BaseException:
             await self._close_after_failed_start()
@@ -878,7 +911,7 @@ class Broker:
                       node_id=1 if node_id is None else node_id,
                       topic_config_defaults=config.log_config(),
                       offsets_retention_ms=config["offsets.retention.minutes"] * 60000,
-                      **extra)
+                      on_progress=self.on_open_progress, **extra)
         meta = store.meta
         assert meta is not None, "an open store has its meta.properties"
         if node_id is not None and meta.node_id != node_id:
@@ -895,6 +928,7 @@ class Broker:
                 f"Some({stored_cluster_id}) in "
                 f"meta.properties ({self.data_dir}). The broker is trying to join the wrong "
                 "cluster. Configured zookeeper.connect may be wrong.")
+        recovery_log.log_open_reports(store)
         return store
 
     def _extra_log_dirs(self) -> list[str]:
@@ -1014,6 +1048,8 @@ class Broker:
 
     async def _close_after_failed_start(self) -> None:
         self._state = "closed"
+        if self._metrics is not None:
+            await self._metrics.stop()
         if self._server is not None:
             try:
                 await self._server.close()
@@ -1045,6 +1081,8 @@ class Broker:
         assert server is not None and closed is not None and store is not None
         loop = asyncio.get_running_loop()
         try:
+            if self._metrics is not None:
+                await self._metrics.stop()
             await server.close()
         finally:
             try:

@@ -191,12 +191,14 @@ class _Slot:
     """One request's place in the response order: ``parts`` once answered (an empty tuple
     for no response)."""
 
-    __slots__ = ("parts", "done", "released")
+    __slots__ = ("parts", "done", "released", "api_key", "received_s")
 
-    def __init__(self) -> None:
+    def __init__(self, api_key: int = -1, received_s: float = 0.0) -> None:
         self.parts: Sequence[BytesLike] | None = None
         self.done = False
         self.released = False  # never to be answered (see Connection._release)
+        self.api_key = api_key  # -1: not timed (RequestMetrics' TotalTimeMs)
+        self.received_s = received_s  # when its bytes were read (monotonic)
 
 
 class DropPages(Protocol):
@@ -305,6 +307,7 @@ class Connection(asyncio.Protocol):
         self._unsent_views: list[memoryview] = []
         self.closed = asyncio.get_running_loop().create_future()
         self.last_active_s = time.monotonic()
+        self._received_s = self.last_active_s  # the last read (RequestQueueTimeMs)
         self._muted_until_s = 0.0  # a quota's throttle: no reading before (loop time)
         self._unmute_handle: asyncio.TimerHandle | None = None
 
@@ -320,6 +323,9 @@ class Connection(asyncio.Protocol):
             self._closing = True
             transport.abort()
             return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("connection %d opened on listener %s from %s:%d", self.connection_id,
+                      self.security.listener_name, self.client_host, self.client_port)
         # Any byte the socket does not take pauses writing, and writing resumes once it has
         # taken them all (see "Slow readers" in the module docstring). asyncio's TLS
         # transport pauses at size >= high (the socket transport at size > high): 1 there.
@@ -358,11 +364,16 @@ class Connection(asyncio.Protocol):
         self.server.forget(self)
         if not self.closed.done():
             self.closed.set_result(None)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("connection %d closed on listener %s from %s:%d (principal %s)%s",
+                          self.connection_id, self.security.listener_name, self.client_host,
+                          self.client_port, self.security.principal,
+                          f": {exc}" if exc is not None else "")
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
-        self.last_active_s = time.monotonic()
+        self.last_active_s = self._received_s = time.monotonic()
         self._buffer += data
         self._process_buffer()
 
@@ -442,7 +453,11 @@ class Connection(asyncio.Protocol):
                 header = protocol.parse_request_header(
                     frame, flexible=protocol.is_flexible_request(api_key, api_version))
                 parts = server.answer_api_versions(header, frame)
-                self._finish(self._new_slot(), parts)
+                state = server.state
+                if state is not None:
+                    state.metrics.received(api_key, api_version,
+                                           (time.monotonic() - self._received_s) * 1000.0)
+                self._finish(self._new_slot(_Slot(api_key, self._received_s)), parts)
                 return
             if handler is None:
                 raise UnsupportedVersionError(f"API key {api_key} is not served")
@@ -467,7 +482,9 @@ class Connection(asyncio.Protocol):
         ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
                              self.connection_id, self.client_host, self.client_port, state,
                              self.security)
-        slot = self._new_slot()
+        now_s = time.monotonic()
+        state.metrics.received(api_key, api_version, (now_s - self._received_s) * 1000.0)
+        slot = self._new_slot(_Slot(api_key, self._received_s))
         # The handler's first step runs now, in request order: a handler that never waits
         # (most of them: Produce, Metadata, commits) is answered without a task, and the
         # bytes it holds count before the next frame is dispatched. One that waits goes on
@@ -481,8 +498,8 @@ class Connection(asyncio.Protocol):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _new_slot(self) -> _Slot:
-        slot = _Slot()
+    def _new_slot(self, slot: _Slot | None = None) -> _Slot:
+        slot = _Slot() if slot is None else slot
         self._slots.append(slot)
         self.server.in_flight += 1
         return slot
@@ -565,6 +582,9 @@ class Connection(asyncio.Protocol):
             return  # a request after one that closed the connection: never answered
         slot.parts = parts
         slot.done = True
+        state = self.server.state
+        if slot.api_key >= 0 and state is not None:
+            state.metrics.answered(slot.api_key, (time.monotonic() - slot.received_s) * 1000.0)
         for part in parts:
             self._held_bytes += _nbytes(part)
             self._held_copied_bytes += _copied_bytes(part)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
+from .metrics import BrokerMetrics
 from .principal import ANONYMOUS, ConnectionSecurity, KafkaPrincipal
 
 __all__ = ["ANONYMOUS", "AppendNotifier", "BrokerState", "BytesLike", "CloseConnection",
@@ -137,6 +138,8 @@ class BrokerState:
     #: Called with a connection's id once it closed (Kafka's ``ConnectionDisconnectListener``:
     #: share sessions end with their connection).
     connection_closed_listeners: list[Callable[[int], None]] = field(default_factory=list)
+    #: The request path's counters (docs/metrics.md; served by ``--metrics-listen``).
+    metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
 
     def __post_init__(self) -> None:
         if self.cluster is None:

@@ -27,16 +27,21 @@ rename the snapshot at a deleted segment's base.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import time
 from typing import Any, Callable, Iterator
 
 from .. import filenames
 from .. import format as fmt
 from .config import LogConfig
+from .counters import MsHistogram
 from .file_cache import FileCache, LazySegment, default_file_cache
 from .segments import SegmentMap
 from .txnindex import TransactionIndex
+
+_log = logging.getLogger("seglog.storage.log")
 
 __all__ = ["LocalLog", "batches_from", "max_segment_ms"]
 
@@ -147,6 +152,8 @@ class LocalLog:
         self._retire_snapshot = retire_snapshot
         #: The chain as the writer knows it (the Log publishes it to readers).
         self.segments = SegmentMap()
+        #: The times (ms) of the flushes that synced anything (LogFlushRateAndTimeMs).
+        self.flush_times = MsHistogram()
         #: Every record below this offset is on disk (fsynced).
         self.recovery_point = 0
         #: ``now_ms`` of the last flush (``flush_ms`` counts from it).
@@ -337,12 +344,17 @@ class LocalLog:
             return False
         old.on_become_inactive()
         self.segments = self.segments.with_segment(self._fresh_segment(end_offset, now_ms))
+        if _log.isEnabledFor(logging.INFO):
+            _log.info("[%s] Rolled new log segment at offset %d (the previous one, at %d, "
+                      "holds %d bytes)", os.path.basename(self.dir_path), end_offset,
+                      old.base_offset, old.size_bytes)
         return True
 
     def flush(self, end_offset: int, *, now_ms: int) -> None:
         """Fsync the segments from the recovery point (and their ``.txnindex``, and the
         directory if a segment was created), then move the recovery point to ``end_offset``."""
         if self.has_unsynced(end_offset):
+            started_s = time.perf_counter()
             for segment in self.segments.from_offset(self.recovery_point):
                 segment.flush()
                 txn_index = self._txn_indexes.get(segment.base_offset)
@@ -354,6 +366,8 @@ class LocalLog:
                 fsync_dir(self.dir_path)
                 self._dir_dirty = False
             self.recovery_point = end_offset
+            # Kafka's LogFlushStats times the fsyncs of a flush that syncs anything.
+            self.flush_times.observe((time.perf_counter() - started_s) * 1000.0)
         self.last_flush_ms = now_ms
 
     # --- removing segments -----------------------------------------------------------------------

@@ -70,6 +70,7 @@ from ..errors import (
     RecordTooLargeError,
 )
 from .checkpoints import ZERO_UUID, PartitionMetadataFile, topic_id_to_record
+from .counters import LogCounters
 from .config import (
     INT16_MAX,
     INT32_MAX,
@@ -220,6 +221,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
         self._lock = threading.RLock()
         self._data_cond = threading.Condition(self._lock)
         self._waiters = 0  # threads in wait_for_data (appends notify only when there are some)
+        self.counters = LogCounters()
         self._closed = False
         # The OSError that took this log offline (see _went_offline); None while it is not.
         self._failure: OSError | None = None
@@ -689,6 +691,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                 data = stamp_partition_leader_epoch(data, epoch)
             result = active.append(data)
             end_offset = result.last_offset + 1
+            self.counters.records_in += record_count
+            self.counters.bytes_in += size_bytes
             assert result.first_offset == view.end_offset, (result.first_offset, view.end_offset)
             try:
                 if epoch is not None:

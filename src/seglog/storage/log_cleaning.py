@@ -14,6 +14,8 @@ only after ``file_delete_delay_ms``).
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, ContextManager
 
@@ -21,6 +23,8 @@ from .config import checked_now_ms
 from .local_log import LocalLog
 from .reads import LogView
 from .txnindex import TransactionIndex
+
+_log = logging.getLogger("seglog.storage.cleaner")
 
 __all__ = ["LogCleaning"]
 
@@ -60,7 +64,15 @@ class LogCleaning:
         now_ms = None if now_ms is None else checked_now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            return clean_log(self, now_ms, force=force)
+            stats = clean_log(self, now_ms, force=force)
+        if not stats.skipped:
+            # Kafka's LogCleaner logs each log it cleaned with its figures.
+            _log.info("[%s] Compacted offsets [%d, %d): %d segments, %d -> %d bytes, %d records "
+                      "kept, %d removed, in %.0f ms", os.path.basename(self._local.dir_path),
+                      stats.first_dirty_offset, stats.first_uncleanable_offset,
+                      stats.segments_cleaned, stats.bytes_read, stats.bytes_written,
+                      stats.records_kept, stats.records_dropped, stats.duration_ms)
+        return stats
 
     @property
     def cleaner_checkpoint(self) -> int | None:

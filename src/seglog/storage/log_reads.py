@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import ReadOnlyError
 from .config import check_int, check_optional_int, checked_now_ms
+from .counters import LogCounters
 from .local_log import LocalLog, batches_from
 from .partition_state import PartitionState
 from .producer_state import ProducerStateManager
@@ -69,6 +70,7 @@ class LogReads:
     _view: LogView
     _be: Any
     _local: LocalLog
+    counters: LogCounters  # bytes read (bytes_out)
     _psm: ProducerStateManager  # refresh only
     _state: PartitionState  # refresh only
 
@@ -135,6 +137,7 @@ class LogReads:
             position = located[0] if located is not None else 0
             if committed:
                 aborted = self._aborted_locked(view, offset, next_offset)
+            self.counters.bytes_out += len(buffer)
         finally:
             self._lock.release()
         return LogReadResult(

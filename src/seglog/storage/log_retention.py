@@ -12,6 +12,8 @@ roll, publish a snapshot and save the checkpoints.
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 from typing import Any
 
@@ -29,6 +31,8 @@ from .retention import (
 )
 
 __all__ = ["LogRetention"]
+
+_log = logging.getLogger("seglog.storage.log")
 
 #: How often appends and retention drop expired producers (Kafka's
 #: producer.id.expiration.check.interval.ms), counted from the open's ``now_ms``.
@@ -95,18 +99,19 @@ class LogRetention:
             self._check_writable()
             if now_ms - self._last_expiration_ms >= EXPIRATION_CHECK_MS:
                 self._expire_producers(now_ms)
-            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now_ms)
+            deleted = self._delete_segments(start_offset_breached(self._view.start_offset), now_ms,
+                                            "below the log start offset")
             if self._config.deletion_enabled:
                 predicate = retention_bytes_breached(self._config.retention_bytes, self.size_bytes)
                 if predicate is not None:
-                    deleted += self._delete_segments(predicate, now_ms)
+                    deleted += self._delete_segments(predicate, now_ms, "retention size breach")
                 predicate = retention_ms_breached(self._config.retention_ms, now_ms)
                 if predicate is not None:
-                    deleted += self._delete_segments(predicate, now_ms)
+                    deleted += self._delete_segments(predicate, now_ms, "retention time breach")
             self.delete_expired_files(now_ms=now_ms)
             return deleted
 
-    def _delete_segments(self, predicate: Any, now_ms: int) -> list[int]:
+    def _delete_segments(self, predicate: Any, now_ms: int, reason: str) -> list[int]:
         view = self._view
         doomed = deletable_segments(view.segments, predicate, high_watermark=view.high_watermark,
                                     end_offset=view.end_offset)
@@ -119,6 +124,8 @@ class LogRetention:
                 doomed = doomed[:-1]
             view = self._view
         self._local.delete_segments(doomed, now_ms=now_ms)
+        _log.info("[%s] Deleting segments due to %s: %s", os.path.basename(self._local.dir_path),
+                  reason, ", ".join(str(s.base_offset) for s in doomed))
         start = max(view.start_offset, self._local.segments.first().base_offset)
         self._epochs.truncate_from_start(start)  # Kafka's maybeIncrementLogStartOffset
         self._psm.on_log_start_offset_incremented(start)
@@ -149,6 +156,6 @@ class LogRetention:
                 self._refresh_unstable()
                 self._publish(offset, view.end_offset)
                 now_ms = checked_now_ms(None)
-                self._delete_segments(start_offset_breached(offset), now_ms)
+                self._delete_segments(start_offset_breached(offset), now_ms, "DeleteRecords")
                 self._save_state()
             return self._view.start_offset

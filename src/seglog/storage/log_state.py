@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptRecordError
 from .config import LogConfig
+from .counters import (LOG_END_OFFSET, LOG_SEGMENTS, LOG_SIZE, LOG_START_OFFSET,
+                       LogCounters, MsHistogram)
 from .reads import LogView
 
 if TYPE_CHECKING:
     from .._contract import Backend
+    from .local_log import LocalLog
 
 __all__ = ["LogState"]
 
@@ -38,6 +41,26 @@ class LogState:
     _read_only: bool
     _failure: OSError | None
     _load_failure: CorruptRecordError | None
+    _local: LocalLog
+    #: Records and bytes appended and read (:mod:`seglog.storage.counters`).
+    counters: LogCounters
+
+    def metrics(self) -> dict[str, float]:
+        """This log's counters and sizes by the broker's metric names (docs/metrics.md):
+        records and bytes appended, bytes read, flushes (``..._count``) and their total
+        time in ms (``..._sum``), size in bytes, start and end offsets, segments."""
+        view = self._view
+        out = self.counters.as_dict(self._local.flush_times)
+        out.update({LOG_SIZE: float(sum(s.size_bytes for s in view.segments)),
+                    LOG_START_OFFSET: float(view.start_offset),
+                    LOG_END_OFFSET: float(view.end_offset),
+                    LOG_SEGMENTS: float(len(view.segments))})
+        return out
+
+    @property
+    def flush_times(self) -> MsHistogram:
+        """The times (ms) of this log's flushes that synced anything."""
+        return self._local.flush_times
 
     @property
     def dir_path(self) -> str:

@@ -28,6 +28,8 @@ from .admin_wire import (
 )
 from .data_topics import partition_seam
 
+_log = logging.getLogger(__name__)
+
 
 # --- DescribeConfigs ------------------------------------------------------------------------
 
@@ -412,7 +414,33 @@ async def _alter(state: BrokerState, resource_type: int, resource_name: str, val
             await seam.alter_broker_configs(state.node_id if resource_name else None, values)
     except SeglogError as e:
         raise Refused(code_of(e), str(e)) from None
+    before = _values_now(state, resource_type, resource_name)
     alter(state, resource_name, values, False)
+    changed = sorted(n for n in set(before) | set(values) if before.get(n) != values.get(n))
+    if changed:
+        what = (f"topic {resource_name}" if resource_type == RESOURCE_TOPIC else
+                f"broker {resource_name}" if resource_name else "the cluster's brokers")
+        _log.info("Configs of %s changed: %s", what, ", ".join(
+            f"{n} (deleted)" if n not in values else f"{n}=[hidden]" if _sensitive(n)
+            else f"{n}={values[n]}" for n in changed))
+
+
+def _sensitive(name: str) -> bool:
+    # Passwords and JAAS texts never reach a log line (Kafka masks them too).
+    d = BROKER_CONFIGS.get(name)
+    return d.sensitive if d is not None else "password" in name or "jaas" in name
+
+
+def _values_now(state: BrokerState, resource_type: int, resource_name: str) -> dict[str, str]:
+    """The overrides (topic) or dynamic layer (broker) before a change, for its log line."""
+    if resource_type == RESOURCE_TOPIC:
+        try:
+            return topic_overrides_of(state, state.store.topic(resource_name))
+        except (SeglogError, KeyError):
+            return {}
+    dynamic = dynamic_configs(state)
+    layer = dynamic.per_broker if resource_name else dynamic.cluster_default
+    return {n: str(v) for n, v in layer.items()}
 
 
 async def _alter_client_metrics(state: BrokerState, resource: Any, validate_only: bool

@@ -14,6 +14,7 @@ first replica, or the request's, checked) and answers once the new partitions ha
 from __future__ import annotations
 
 import datetime
+import logging
 import uuid
 from typing import Any, NamedTuple
 
@@ -44,6 +45,8 @@ from .admin_wire import (
 #: The longest a cluster member's CreateTopics waits for the controller to initialise the
 #: new partitions (the request's timeout_ms bounds it too).
 CREATE_WAIT_S_MAX = 30.0
+_log = logging.getLogger(__name__)
+
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                               "__share_group_state"})
 
@@ -209,6 +212,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                 except (SeglogError, ValueError, TypeError, OSError) as e:
                     # OSError: out of descriptors or disk; the store rolled the topic back.
                     raise Refused(code_of(e), str(e)) from None
+                _log.info("Created topic %s (id %s) with %d partitions, replication factor "
+                          "%d, configs %s, by %s", name, topic_id, count, factor,
+                          dict(overrides) or "{}", ctx.principal)
             entries = (topic_config_entries(state, config, overrides)
                        if config_cls is not None and name in describable else [])
             results.append(make(
@@ -305,6 +311,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 raise Refused(code_of(e), str(e)) from None
             if not deleted:
                 raise Refused(codes.REQUEST_TIMED_OUT, None)
+            _log.info("Deleted topic %s (id %s), by %s", name, topic_id, ctx.principal)
             results.append(make(m.DeletableTopicResult, name=name, topic_id=topic_id,
                                  error_code=NONE, error_message=None))
         except Refused as e:
@@ -380,6 +387,8 @@ async def create_partitions(ctx: RequestContext, request: Any) -> Any:
                     await cluster.add_partitions(name, new_partitions, timeout_s=wait_s)
                 except (SeglogError, ValueError, OSError) as e:
                     raise Refused(code_of(e), str(e)) from None
+                _log.info("Added partitions to topic %s: %d -> %d, by %s", name, current,
+                          count, ctx.principal)
             results.append(make(m.CreatePartitionsTopicResult, name=name, error_code=NONE,
                                  error_message=None))
         except Refused as e:

@@ -341,6 +341,11 @@ def _answer(ctx: RequestContext, context: FetchContext, wanted: list[_Wanted],
                                                      error_code=error_code,
                                                      session_id=session_id, topics=()),
                                throttle_time_ms=throttle_ms)
+    if replica_id < 0:
+        metrics = ctx.broker.metrics
+        for w, r in results:
+            if w.topic is not None:
+                metrics.sent(w.topic.name, len(r.records))
     return _response(ctx, context, wanted, results)
 
 

@@ -301,6 +301,7 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
     append_time_ms = now_ms if config.message_timestamp_type == "LogAppendTime" else -1
     outcome = _Outcome(codes.NONE, first, append_time_ms, log.start_offset)
     outcome.last_offset = _last
+    ctx.broker.metrics.appended(topic.name, _last - first + 1, len(batch))
     return outcome
 
 

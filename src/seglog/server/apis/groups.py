@@ -1067,6 +1067,10 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> ResponsePay
                             group_id, exc)
         ctx.broker.appended.notify()
         results.append(dict(group_id=group_id, error_code=codes.NONE))
+    for result in results:
+        if result["error_code"] == codes.NONE:
+            log.info("Deleted group %s (its offsets and membership), by %s",
+                     result["group_id"], ctx.principal)
     return _response(ctx, dict(results=results))
 
 

@@ -181,7 +181,8 @@ async def _fail(ctx: RequestContext, settings: ListenerSasl, response: Any,
     delay_ms = settings.failed_authentication_delay_ms
     if delay_ms > 0:
         await asyncio.sleep(delay_ms / 1000)
-    raise CloseConnection(f"Failed authentication with {ctx.client_host} ({reason})",
+    raise CloseConnection(f"Failed authentication with {ctx.client_host} on listener "
+                          f"{ctx.listener_name} with {session.mechanism or 'SASL'} ({reason})",
                           response=response)
 
 
