@@ -155,7 +155,7 @@ def test_garbage_and_silence_are_typed_errors():
         fake.close()
     wrong_id = _FakeBroker(lambda request: b"\x00\x00\x00\x06\x00\x00\x00\x63\x00\x00")
     try:
-        with pytest.raises(WireConnectionError):
+        with pytest.raises(WireProtocolError, match="correlation id 99"):
             with WireClient({"bootstrap.servers": wrong_id.bootstrap}, timeout_ms=3000) as c:
                 c.api_versions()
     finally:

@@ -12,13 +12,14 @@ kio entities over one connection per broker, with the tools' own connection sett
 mechanism or TLS setting (GSSAPI, OAUTHBEARER, inline PEM) is refused by name
 (InvalidConfigError); settings that only concern producers or consumers are not its business.
 
-The connection, TLS handshake, SASL login (SaslHandshake v1 + SaslAuthenticate v2, SCRAM's
-two rounds) and Kafka's framing are the broker's own inter-broker client's
-(:class:`seglog.cluster.inter_broker.BrokerConnection` and :mod:`seglog.cluster.sasl_login`),
-driven here on a private event loop so that a tool calls plain functions. Each connection
-asks ApiVersions first; :meth:`WireClient.send` picks the highest version both the broker and
-seglog's schemas (:func:`seglog.schemas.load_request_schema`) have, among the flexible ones
-(request header v2: every API the tools need has them on Kafka 2.4 and later).
+The SASL login (SaslHandshake v1 + SaslAuthenticate v2, SCRAM's two rounds) is the broker's
+own inter-broker client's (:func:`seglog.cluster.sasl_login.authenticate`), driven here on a
+private event loop so that a tool calls plain functions. The framing is Kafka's: request
+header v2 and response header v1 for a flexible version, v1 and v0 otherwise (OffsetDelete
+has only v0; ApiVersions answers with header v0 always), written here because the
+inter-broker connection frames flexible versions only. Each connection asks ApiVersions
+first; :meth:`WireClient.send` picks the highest version both the broker and seglog's schemas
+(:func:`seglog.schemas.load_request_schema`) have.
 
 Every connect, login and round trip is bounded by ``request.timeout.ms`` (default 30 s, as
 librdkafka). A response's lengths are checked against its bytes before kio decodes it
@@ -42,11 +43,10 @@ from typing import Any, Callable, Coroutine, Mapping, NamedTuple, TypeVar
 from kio.serial import entity_reader, entity_writer
 
 from .. import error_codes as codes
-from ..cluster.inter_broker import BrokerConnection, InterBrokerError
-from ..cluster.sasl_login import SaslLogin
+from ..cluster.sasl_login import SaslLogin, authenticate
 from ..errors import InvalidConfigError, InvalidRequestError, SeglogError
 from ..schemas import SchemaNotFound, load_request_schema, load_response_schema
-from ..server.request_lengths import checker
+from ..server.request_lengths import checker, read_uvarint
 
 __all__ = [
     "API_VERSIONS_KEY", "METADATA_KEY", "FIND_COORDINATOR_KEY", "GROUP_KEY_TYPE",
@@ -73,6 +73,7 @@ _RETRY_BACKOFF_S = 0.1
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _INT16 = struct.Struct(">h")
+_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _INT32 = struct.Struct(">i")
 # librdkafka TLS/SASL settings this client does not build: refused by name.
 _REFUSED_SETTINGS = ("ssl.ca.pem", "ssl.certificate.pem", "ssl.key.pem", "ssl.keystore.location",
@@ -220,6 +221,67 @@ def _tls_context(config: Mapping[str, str]) -> ssl.SSLContext:
     return context
 
 
+class _Connection:
+    """One connection to a broker: TLS and SASL done, one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 client_id: str):
+        self.reader = reader
+        self.writer = writer
+        self.client_id = client_id.encode("utf-8")
+        self.correlation_id = 0
+        self.closed = False
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, ssl_context: ssl.SSLContext | None,
+                   login: SaslLogin | None, client_id: str) -> "_Connection":
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=ssl_context, server_hostname=host if ssl_context else None)
+        if login is not None:
+            try:
+                await authenticate(reader, writer, login, client_id=client_id)
+            except BaseException:
+                writer.close()
+                raise
+        return cls(reader, writer, client_id)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+    async def round_trip(self, api_key: int, version: int, body: bytes, *,
+                         flexible_request: bool, flexible_response: bool) -> bytes:
+        """Send one request, return the response body (after its header)."""
+        self.correlation_id = (self.correlation_id + 1) & 0x7FFFFFFF
+        header = (_HEAD.pack(api_key, version, self.correlation_id)
+                  + _INT16.pack(len(self.client_id)) + self.client_id
+                  + (b"\x00" if flexible_request else b""))
+        self.writer.write(_INT32.pack(len(header) + len(body)) + header + body)
+        await self.writer.drain()
+        (size,) = _INT32.unpack(await self.reader.readexactly(_INT32.size))
+        if size < _INT32.size or size > _MAX_RESPONSE_BYTES:
+            raise WireProtocolError(f"response frame of {size} bytes")
+        frame = await self.reader.readexactly(size)
+        (got,) = _INT32.unpack_from(frame)
+        if got != self.correlation_id:
+            raise WireProtocolError(f"response correlation id {got}, expected "
+                                    f"{self.correlation_id}")
+        pos = _INT32.size
+        if flexible_response:
+            try:
+                count, pos = read_uvarint(frame, pos, len(frame))
+                for _ in range(count):
+                    _tag, pos = read_uvarint(frame, pos, len(frame))
+                    length, pos = read_uvarint(frame, pos, len(frame))
+                    pos += length
+            except InvalidRequestError as exc:
+                raise WireProtocolError(f"malformed response header: {exc}") from None
+            if pos > len(frame):
+                raise WireProtocolError("malformed response header")
+        return frame[pos:]
+
+
 class WireClient:
     """Kafka requests to the brokers of ``config`` (librdkafka's names, see the module
     docstring), one connection per broker made on first use. Use as a context manager or
@@ -256,7 +318,7 @@ class WireClient:
         self.timeout_ms = timeout_ms
         self._client_id = client_id or config.get("client.id") or "seglog-tools"
         self._loop = asyncio.new_event_loop()
-        self._connections: dict[int, BrokerConnection] = {}
+        self._connections: dict[int, _Connection] = {}
         self._versions: dict[int, dict[int, tuple[int, int]]] = {}
         self._brokers: dict[int, BrokerAddress] = {}
 
@@ -285,19 +347,18 @@ class WireClient:
         except asyncio.TimeoutError:
             raise WireConnectionError(f"{what}: no answer within {self.timeout_ms} ms") \
                 from None
-        except InterBrokerError as exc:
-            raise WireConnectionError(f"{what}: {exc}") from None
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, asyncio.IncompleteReadError) as exc:
             raise WireConnectionError(f"{what}: {exc!r}") from None
 
-    def _connect(self, host: str, port: int) -> BrokerConnection:
-        conn = self._run(BrokerConnection.connect(
-            host, port, client_id=self._client_id, timeout_ms=self.timeout_ms,
-            max_response_bytes=_MAX_RESPONSE_BYTES, ssl_context=self._ssl, login=self._login),
-            f"{host}:{port}")
-        return conn
+    def _connect(self, host: str, port: int) -> _Connection:
+        try:
+            return self._run(_Connection.open(host, port, ssl_context=self._ssl,
+                                              login=self._login, client_id=self._client_id),
+                             f"cannot connect to {host}:{port}")
+        except SeglogError as exc:  # the SASL login refused (SaslAuthenticationError)
+            raise WireConnectionError(f"cannot log in to {host}:{port}: {exc}") from None
 
-    def _connection(self, node_id: int) -> BrokerConnection:
+    def _connection(self, node_id: int) -> _Connection:
         """The connection to broker ``node_id`` (-1: the first bootstrap server that
         answers)."""
         conn = self._connections.get(node_id)
@@ -325,15 +386,13 @@ class WireClient:
         self._versions[node_id] = self._api_versions(conn, node_id)
         return conn
 
-    def _api_versions(self, conn: BrokerConnection, node_id: int) -> dict[int, tuple[int, int]]:
+    def _api_versions(self, conn: _Connection, node_id: int) -> dict[int, tuple[int, int]]:
         entity = build(load_request_schema(API_VERSIONS_KEY, _API_VERSIONS_VERSION),
                        client_software_name="seglog", client_software_version="1")
-        frame, _reader = self._run(conn.request(API_VERSIONS_KEY, _API_VERSIONS_VERSION,
-                                                _encode(entity), self.timeout_ms),
-                                   f"ApiVersions to broker {node_id}")
-        # ApiVersions' response header is v0 whatever the version: the body follows the
-        # correlation id directly.
-        body = bytes(frame[_INT32.size:])
+        # ApiVersions' response header is v0 whatever the version (a client that does not
+        # know the broker's versions yet must read it).
+        body = self._round_trip(conn, node_id, API_VERSIONS_KEY, _API_VERSIONS_VERSION,
+                                _encode(entity), flexible_response=False)
         if len(body) >= 2 and _INT16.unpack_from(body)[0] == codes.UNSUPPORTED_VERSION:
             raise UnsupportedApiError(f"broker {node_id} does not speak ApiVersions "
                                       f"v{_API_VERSIONS_VERSION} (Kafka before 2.4)")
@@ -352,8 +411,8 @@ class WireClient:
 
     def version(self, api_key: int, node_id: int = -1, *, min_version: int = 0,
                 max_version: int | None = None) -> int:
-        """The highest flexible version of ``api_key`` in the broker's range, seglog's schemas
-        and ``[min_version, max_version]``; UnsupportedApiError when there is none."""
+        """The highest version of ``api_key`` in the broker's range, seglog's schemas and
+        ``[min_version, max_version]``; UnsupportedApiError when there is none."""
         self._connection(node_id)
         span = self._versions[node_id].get(api_key)
         if span is None:
@@ -363,12 +422,11 @@ class WireClient:
         high = span[1] if max_version is None else min(span[1], max_version)
         for version in range(high, low - 1, -1):
             try:
-                request_class = load_request_schema(api_key, version)
+                load_request_schema(api_key, version)
                 load_response_schema(api_key, version)
             except SchemaNotFound:
                 continue
-            if request_class.__flexible__:
-                return version
+            return version
         raise UnsupportedApiError(f"API key {api_key}: the broker's versions {span[0]}.."
                                   f"{span[1]} and seglog's schemas have none in common")
 
@@ -384,18 +442,30 @@ class WireClient:
         return self.send_entity(api_key, version, entity, node_id=node_id)
 
     def send_entity(self, api_key: int, version: int, entity: Any, *, node_id: int = -1) -> Any:
-        """Send the kio request ``entity`` (``api_key`` v``version``, a flexible version)
-        to broker ``node_id`` and return the decoded response."""
+        """Send the kio request ``entity`` (``api_key`` v``version``) to broker ``node_id``
+        and return the decoded response."""
         conn = self._connection(node_id)
+        flexible = bool(type(entity).__flexible__)
+        body = self._round_trip(conn, node_id, api_key, version, _encode(entity),
+                                flexible_request=flexible, flexible_response=flexible)
+        return _decode(api_key, version, body)
+
+    def _round_trip(self, conn: _Connection, node_id: int, api_key: int, version: int,
+                    body: bytes, *, flexible_request: bool = True,
+                    flexible_response: bool = True) -> bytes:
         where = f"API key {api_key} v{version} to broker " \
             f"{node_id if node_id >= 0 else 'bootstrap'}"
         try:
-            _frame, reader = self._run(conn.request(api_key, version, _encode(entity),
-                                                    self.timeout_ms), where)
-        except WireError:
+            return self._run(conn.round_trip(api_key, version, body,
+                                             flexible_request=flexible_request,
+                                             flexible_response=flexible_response), where)
+        except WireError as exc:
+            # the connection is out of step with the broker: the next request reconnects
+            conn.close()
             self._connections.pop(node_id, None)
+            if isinstance(exc, WireProtocolError):
+                raise WireProtocolError(f"{where}: {exc}") from None
             raise
-        return _decode(api_key, version, bytes(reader.buf[reader.pos:reader.end]))
 
     def metadata(self, topics: list[str] | None = None) -> ClusterMetadata:
         """Metadata of the cluster and of ``topics`` (None: every topic); remembers the
