@@ -35,6 +35,7 @@ from .cluster import cli_cluster
 #: The data tools' modules (seglog.commands.<name>), in the order ``--help`` lists them; each
 #: has ``add_parser(sub)``, which sets ``run`` (its ``main(args) -> int``) as a default.
 TOOL_MODULES: tuple[str, ...] = (
+    "groups",
 )
 
 

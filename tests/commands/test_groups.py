@@ -1,0 +1,257 @@
+"""``seglog groups`` run as a subprocess against a seglog data directory, a seglog broker and a
+real Kafka 4.4 broker: the same scenario on each (a group made by a real consumer that
+commits, describe with members and lag, reset offsets dry run and executed and checked with a
+consumer, delete offsets, delete), outputs compared after normalising what legitimately
+differs (member ids, hosts, client ids, coordinator ids and addresses).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import seglog
+
+WAIT_S = 30.0
+PARTITIONS = 3
+PER_PARTITION = 10
+#: Record n of a partition has timestamp BASE_MS + n s: --to-datetime BASE + 5 s is offset 5.
+BASE_MS = 1_700_000_000_000
+BASE_ISO = "2023-11-14T22:13:20Z"
+FIVE_ISO = "2023-11-14T22:13:25Z"
+#: What the group commits while its member is live: lag 5, 2, 0.
+COMMITTED = {0: 5, 1: 8, 2: 10}
+
+_counter = iter(range(1_000_000))
+
+
+def _names() -> tuple[str, str]:
+    n = f"{os.getpid()}-{next(_counter)}"
+    return f"test-groups-{n}", f"test-groups-g-{n}"
+
+
+def _deadline_loop(what: str, done: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    end = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _broker_setup(bootstrap: str, topic: str, group: str) -> Consumer:
+    """The topic with its records, and a live member of ``group`` that committed
+    :data:`COMMITTED` (returned open)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(WAIT_S)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for p in range(PARTITIONS):
+        for n in range(PER_PARTITION):
+            producer.produce(topic, b"v%d" % n, partition=p, timestamp=BASE_MS + n * 1000)
+    assert producer.flush(WAIT_S) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "client.id": "groups-test", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "session.timeout.ms": 10_000})
+    consumer.subscribe([topic])
+    _deadline_loop("an assignment", lambda: consumer.poll(0.2) is not None
+                   and len(consumer.assignment()) == PARTITIONS
+                   or len(consumer.assignment()) == PARTITIONS)
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in COMMITTED.items()],
+                    asynchronous=False)
+    return consumer
+
+
+def _positions_seen_by_a_consumer(bootstrap: str, topic: str, group: str) -> dict[int, int]:
+    """The first offset a consumer of ``group`` reads per partition (the committed one)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "auto.offset.reset": "latest"})
+    try:
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        seen: dict[int, int] = {}
+
+        def poll() -> bool:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                seen.setdefault(message.partition(), message.offset())
+            return len(seen) == PARTITIONS
+        _deadline_loop("a record of every partition", poll)
+        return seen
+    finally:
+        consumer.close()
+
+
+def _normalised(description: dict[str, Any]) -> dict[str, Any]:
+    """A describe JSON group with what differs between brokers taken out."""
+    return {
+        "type": description["type"], "state": description["state"],
+        "members": [{"partitions": m["partitions"]} for m in description["members"]],
+        "offsets": [{k: r[k] for k in ("topic", "partition", "committed_offset",
+                                       "log_end_offset", "lag")}
+                    | {"owned": r["member_id"] is not None}
+                    for r in description["offsets"]],
+    }
+
+
+def _rename(value: Any, topic: str, group: str) -> Any:
+    """``value`` with the scenario's topic and group names replaced by placeholders."""
+    if isinstance(value, dict):
+        return {k: _rename(v, topic, group) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rename(v, topic, group) for v in value]
+    if value == topic:
+        return "TOPIC"
+    if value == group:
+        return "GROUP"
+    return value
+
+
+def _scenario(run_seglog, where: list[str], topic: str, group: str,
+              consumer: Any | None, positions: Callable[[], dict[int, int]]) -> dict[str, Any]:
+    """Run the tool's commands on a group that has :data:`COMMITTED`; returns the normalised
+    outputs. ``consumer``: the live member (closed half-way), None in a data directory."""
+    out: dict[str, Any] = {}
+
+    def groups(*args: str, code: int = 0) -> Any:
+        ran = run_seglog("groups", *args, *where)
+        assert ran.returncode == code, (args, ran.returncode, ran.stdout, ran.stderr)
+        return ran
+
+    listed = groups("list", "-o", "json").json()["groups"]
+    out["listed"] = [g for g in listed if g["group"] == group]
+    if consumer is not None:
+        live = groups("describe", group, "-o", "json").json()["groups"][0]
+        out["live"] = _normalised(live)
+        assert live["coordinator"] is not None and live["assignor"] == "range"
+        assert {m["client_id"] for m in live["members"]} == {"groups-test"}
+        text = groups("describe", group).stdout
+        assert "CURRENT-OFFSET" in text and "groups-test" in text
+        refused = groups("reset-offsets", group, "--all-topics", "--to-earliest", code=1)
+        assert "inactive" in refused.stderr and "Stable" in refused.stderr
+        consumer.close()
+        _deadline_loop("the group to empty", lambda: groups(
+            "describe", group, "-o", "json").json()["groups"][0]["state"] == "Empty")
+    out["empty"] = _normalised(groups("describe", group, "-o", "json").json()["groups"][0])
+    out["dry_earliest"] = groups("reset-offsets", group, "--all-topics", "--to-earliest",
+                                 "-o", "json").json()
+    out["dry_datetime"] = groups("reset-offsets", group, "--topic", f"{topic}:0,2",
+                                 "--to-datetime", FIVE_ISO, "-o", "json").json()
+    out["dry_clamped"] = groups("reset-offsets", group, "--topic", topic, "--to-offset",
+                                "100", "--dry-run", "-o", "json").json()
+    assert "NEW-OFFSET" in groups("reset-offsets", group, "--topic", topic, "--to-latest").stdout
+    out["unchanged"] = _normalised(groups("describe", group, "-o", "json").json()["groups"][0])
+    out["shifted"] = groups("reset-offsets", group, "--all-topics", "--shift-by", "-2",
+                            "--execute", "-o", "json").json()
+    out["positions"] = positions()
+    out["missing_topic"] = groups("reset-offsets", group, "--topic", "no-such-topic-groups",
+                                  "--to-earliest", code=3).returncode
+    out["deleted_offsets"] = groups("delete-offsets", group, "--topic", f"{topic}:0",
+                                    "-o", "json").json()
+    out["after_delete_offsets"] = _normalised(
+        groups("describe", group, "-o", "json").json()["groups"][0])
+    out["deleted"] = groups("delete", group, "-o", "json").json()
+    groups("describe", group, code=3)
+    assert group not in [g["group"] for g in groups("list", "-o", "json").json()["groups"]]
+    return _rename(out, topic, group)
+
+
+EXPECTED_EMPTY = {
+    "type": "classic", "state": "Empty", "members": [],
+    "offsets": [{"topic": "TOPIC", "partition": p, "committed_offset": o, "log_end_offset": 10,
+                 "lag": 10 - o, "owned": False} for p, o in COMMITTED.items()]}
+
+
+def _check_scenario(out: dict[str, Any]) -> None:
+    """What every target must show (the data directory has no live member)."""
+    assert out["listed"] == [{"group": "GROUP", "type": "classic", "state": "Empty"
+                              if "live" not in out else "Stable", "protocol_type": "consumer"}]
+    assert out["empty"] == out["unchanged"] == EXPECTED_EMPTY
+    assert [r["new_offset"] for r in out["dry_earliest"]["offsets"]] == [0, 0, 0]
+    assert out["dry_earliest"]["executed"] is False
+    assert [(r["partition"], r["new_offset"]) for r in out["dry_datetime"]["offsets"]] == \
+        [(0, 5), (2, 5)]
+    assert [r["new_offset"] for r in out["dry_clamped"]["offsets"]] == [10, 10, 10]
+    assert [(r["previous_offset"], r["new_offset"]) for r in out["shifted"]["offsets"]] == \
+        [(5, 3), (8, 6), (10, 8)]
+    assert out["positions"] == {0: 3, 1: 6, 2: 8}
+    assert out["missing_topic"] == 3
+    assert out["deleted_offsets"]["partitions"] == [
+        {"topic": "TOPIC", "partition": 0, "error": None}]
+    assert [r["partition"] for r in out["after_delete_offsets"]["offsets"]] == [1, 2]
+    assert out["deleted"] == {"groups": [{"group": "GROUP", "error": None}]}
+
+
+def _data_dir_scenario(run_seglog, tmp_path) -> dict[str, Any]:
+    topic, group = _names()
+    path = tmp_path / "data"
+    with seglog.Store(path) as store:
+        store.create_topic(topic, PARTITIONS)
+        producer = store.producer()
+        for p in range(PARTITIONS):
+            for n in range(PER_PARTITION):
+                producer.send(topic, b"v%d" % n, partition=p, timestamp_ms=BASE_MS + n * 1000)
+        producer.flush()
+        consumer = store.consumer(group, [topic], auto_offset_reset="earliest")
+        consumer.commit({(topic, p): o for p, o in COMMITTED.items()})
+        consumer.close()
+
+    def positions() -> dict[int, int]:
+        with seglog.Store(path) as store:
+            consumer = store.consumer(group)
+            consumer.assign([(topic, p) for p in range(PARTITIONS)])
+            seen: dict[int, int] = {}
+            for _ in range(50):
+                for record in consumer.poll(timeout_ms=100):
+                    seen.setdefault(record.partition, record.offset)
+                if len(seen) == PARTITIONS:
+                    break
+            consumer.close()
+            return seen
+    return _scenario(run_seglog, ["--data-dir", str(path)], topic, group, None, positions)
+
+
+def test_groups_on_a_data_dir(run_seglog, tmp_path):
+    out = _data_dir_scenario(run_seglog, tmp_path)
+    _check_scenario(out)
+
+
+def _broker_scenario(run_seglog, bootstrap: str) -> dict[str, Any]:
+    topic, group = _names()
+    consumer = _broker_setup(bootstrap, topic, group)
+    return _scenario(run_seglog, ["-b", bootstrap], topic, group, consumer,
+                     lambda: _positions_seen_by_a_consumer(bootstrap, topic, group))
+
+
+@pytest.mark.kafka
+def test_groups_on_seglog_and_kafka_alike(run_seglog, seglog_bootstrap, kafka_shared_groups,
+                                          tmp_path):
+    seglog_out = _broker_scenario(run_seglog, seglog_bootstrap)
+    kafka_out = _broker_scenario(run_seglog, kafka_shared_groups.bootstrap)
+    assert seglog_out["live"] == {
+        "type": "classic", "state": "Stable",
+        "members": [{"partitions": [{"topic": "TOPIC", "partition": p}
+                                    for p in range(PARTITIONS)]}],
+        "offsets": [{**row, "owned": True} for row in EXPECTED_EMPTY["offsets"]]}
+    for out in (seglog_out, kafka_out):
+        out["listed"] = [dict(g, state="Stable") for g in out["listed"]]
+        _check_scenario(out)
+    assert seglog_out == kafka_out
+    local = _data_dir_scenario(run_seglog, tmp_path)
+    for key in local:
+        assert local[key] == seglog_out[key] or key == "listed", key
+
+
+def test_usage_and_missing_things(run_seglog, tmp_path):
+    ran = run_seglog("groups", "list", "--data-dir", str(tmp_path / "absent"))
+    assert ran.returncode == 1 and "no such directory" in ran.stderr
+    ran = run_seglog("groups", "reset-offsets", "g", "--all-topics", "--data-dir",
+                     str(tmp_path))
+    assert ran.returncode == 2  # no --to-... given: argparse's usage error
+    ran = run_seglog("groups", "describe", "nobody", "--data-dir", str(tmp_path))
+    assert ran.returncode == 3 and "does not exist" in ran.stderr
+    for command in ("list", "describe", "reset-offsets", "delete-offsets", "delete"):
+        ran = run_seglog("groups", command, "--help")
+        assert ran.returncode == 0 and "example:\n  seglog groups" in ran.stdout
