@@ -255,3 +255,112 @@ def test_usage_and_missing_things(run_seglog, tmp_path):
     for command in ("list", "describe", "reset-offsets", "delete-offsets", "delete"):
         ran = run_seglog("groups", command, "--help")
         assert ran.returncode == 0 and "example:\n  seglog groups" in ran.stdout
+
+
+def _share_scenario(run_seglog, bootstrap: str) -> dict[str, Any]:
+    """A share group made by confluent-kafka's ShareConsumer that reads every record; then
+    describe, reset (refused while live, executed when empty, checked with a new share
+    consumer), delete offsets and delete."""
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    topic, group = _names()
+    group = group.replace("-g-", "-sg-")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(WAIT_S)
+    for future in admin.incremental_alter_configs([ConfigResource(
+            ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+                "share.auto.offset.reset", "earliest",
+                incremental_operation=AlterConfigOpType.SET)])]).values():
+        future.result(WAIT_S)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for n in range(2 * PER_PARTITION):
+        producer.produce(topic, b"v%d" % n, partition=n % 2)
+    assert producer.flush(WAIT_S) == 0
+
+    def share_consumer_reads(count: int) -> dict[int, int]:
+        consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                  "client.id": "share-test"})
+        consumer.subscribe([topic])
+        first: dict[int, int] = {}
+        seen = 0
+
+        def poll() -> bool:
+            nonlocal seen
+            for message in consumer.poll(0.2):
+                if message.error() is None:
+                    seen += 1
+                    first[message.partition()] = min(message.offset(),
+                                                     first.get(message.partition(), 1 << 62))
+            return seen >= count
+        try:
+            _deadline_loop("share records", poll)
+            consumer.commit_sync(WAIT_S)
+        finally:
+            consumer.close()
+        return first
+
+    def groups(*args: str, code: int = 0) -> Any:
+        ran = run_seglog("groups", *args, "-b", bootstrap)
+        assert ran.returncode == code, (args, ran.returncode, ran.stdout, ran.stderr)
+        return ran
+
+    out: dict[str, Any] = {}
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "client.id": "share-test"})
+    consumer.subscribe([topic])
+    got = 0
+
+    def poll() -> bool:
+        nonlocal got
+        got += sum(1 for m in consumer.poll(0.2) if m.error() is None)
+        return got >= 2 * PER_PARTITION
+    _deadline_loop("share records", poll)
+    consumer.commit_sync(WAIT_S)
+    out["listed"] = [g for g in groups("list", "--type", "share", "-o", "json").json()["groups"]
+                     if g["group"] == group]
+    live = groups("describe", group, "-o", "json").json()["groups"][0]
+    out["live"] = {"type": live["type"], "state": live["state"], "assignor": live["assignor"],
+                   "members": [[m["client_id"], m["partitions"]] for m in live["members"]]}
+    assert "START-OFFSET" in groups("describe", group).stdout
+    refused = groups("reset-offsets", group, "--all-topics", "--to-earliest", code=1)
+    out["refused"] = "inactive" in refused.stderr
+    consumer.close()
+    _deadline_loop("the share group to empty", lambda: groups(
+        "describe", group, "-o", "json").json()["groups"][0]["state"] == "Empty")
+    out["reset"] = groups("reset-offsets", group, "--topic", topic, "--to-offset", "5",
+                          "--execute", "-o", "json").json()["offsets"]
+    out["after_reset"] = [{k: r[k] for k in ("topic", "partition", "start_offset", "lag")}
+                          for r in groups("describe", group, "-o", "json").json()["groups"][0]
+                          ["offsets"]]
+    out["first_read"] = share_consumer_reads(2 * (PER_PARTITION - 5))
+    _deadline_loop("the share group to empty", lambda: groups(
+        "describe", group, "-o", "json").json()["groups"][0]["state"] == "Empty")
+    out["deleted_offsets"] = groups("delete-offsets", group, "--topic", topic,
+                                    "-o", "json").json()["partitions"]
+    out["after_delete_offsets"] = groups("describe", group, "-o", "json").json()["groups"][0][
+        "offsets"]
+    out["deleted"] = groups("delete", group, "-o", "json").json()
+    groups("describe", group, code=3)
+    return _rename(out, topic, group)
+
+
+@pytest.mark.kafka
+def test_share_groups_on_seglog_and_kafka_alike(run_seglog, seglog_bootstrap,
+                                                kafka_shared_groups):
+    seglog_out = _share_scenario(run_seglog, seglog_bootstrap)
+    assert seglog_out["listed"] == [{"group": "GROUP", "type": "share", "state": "Stable",
+                                     "protocol_type": "share"}]
+    assert seglog_out["live"]["members"] == [["share-test", [
+        {"topic": "TOPIC", "partition": 0}, {"topic": "TOPIC", "partition": 1}]]]
+    assert seglog_out["refused"] is True
+    assert [r["new_offset"] for r in seglog_out["reset"]] == [5, 5]
+    assert seglog_out["after_reset"] == [{"topic": "TOPIC", "partition": p, "start_offset": 5,
+                                          "lag": 5} for p in (0, 1)]
+    assert seglog_out["first_read"] == {0: 5, 1: 5}
+    assert [r["error"] for r in seglog_out["deleted_offsets"]] == [None, None]
+    assert seglog_out["after_delete_offsets"] == []
+    assert seglog_out["deleted"] == {"groups": [{"group": "GROUP", "error": None}]}
+    kafka_out = _share_scenario(run_seglog, kafka_shared_groups.bootstrap)
+    assert seglog_out == kafka_out

@@ -41,9 +41,9 @@ class RemoteGroups:
     def __init__(self, config: Mapping[str, str]):
         from confluent_kafka.admin import AdminClient
 
-        self.config = dict(config)
+        self.config: dict[str, str | int | float | bool] = dict(config)
         self.admin = AdminClient(self.config)
-        self.wire = WireClient(self.config)
+        self.wire = WireClient(config)
 
     def close(self) -> None:
         """Close the protocol client (the AdminClient closes when dropped)."""
@@ -98,9 +98,9 @@ class RemoteGroups:
         if listing is None:
             return None
         if listing["type"] == "share":
-            described = self._share_describe(group)
-            described["offsets"] = self._share_offsets(group)
-            return described
+            share = self._share_describe(group)
+            share["offsets"] = self._share_offsets(group)
+            return share
         desc = self._admin_describe(group)
         coordinator = desc.coordinator
         members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
