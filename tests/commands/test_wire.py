@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,12 @@ def _metadata_and_coordinator(config: dict[str, str]) -> dict[str, object]:
         coordinator = client.find_coordinator("wire-group", GROUP_KEY_TYPE)
         assert coordinator in metadata.brokers
         # any request, to a broker by id: ListGroups through send()
-        listed = client.send(16, lambda module, version: build(module.ListGroupsRequest),
-                             node_id=coordinator)
+        for _ in range(100):  # a fresh broker loads its offsets partitions first
+            listed = client.send(16, lambda module, version: build(module.ListGroupsRequest),
+                                 node_id=coordinator)
+            if listed.error_code != 14:  # COORDINATOR_LOAD_IN_PROGRESS
+                break
+            time.sleep(0.1)
         assert listed.error_code == 0
         return {"partitions": sorted(topic.leaders), "brokers": len(metadata.brokers),
                 "every_topic": TOPIC in client.metadata().topics}

@@ -9,6 +9,7 @@ A group's type and state come from ListGroups, sent to every broker as Kafka's
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 from .. import error_codes as codes
@@ -26,6 +27,8 @@ ALTER_SHARE_GROUP_OFFSETS_KEY = 91
 DELETE_SHARE_GROUP_OFFSETS_KEY = 92
 #: How long an AdminClient call may take (s): librdkafka's default request timeout.
 _TIMEOUT_S = 30.0
+#: The pause before asking again after a retriable error (s).
+_RETRY_BACKOFF_S = 0.1
 
 
 def _error_name(code: int) -> str:
@@ -59,7 +62,16 @@ class RemoteGroups:
             def make(module: Any, version: int) -> Any:
                 return build(module.ListGroupsRequest, states_filter=tuple(states),
                              types_filter=tuple(types))
-            response = self.wire.send(LIST_GROUPS_KEY, make, node_id=node_id, min_version=3)
+            # A broker still loading its offsets partitions answers a retriable error
+            # (COORDINATOR_LOAD_IN_PROGRESS): asked again, as Kafka's admin client does.
+            deadline = time.monotonic() + _TIMEOUT_S
+            while True:
+                response = self.wire.send(LIST_GROUPS_KEY, make, node_id=node_id,
+                                          min_version=3)
+                if not (response.error_code and codes.is_retriable(int(response.error_code))
+                        and time.monotonic() < deadline):
+                    break
+                time.sleep(_RETRY_BACKOFF_S)
             if response.error_code:
                 raise KafkaResponseError(int(response.error_code), what="ListGroups")
             for g in response.groups:
