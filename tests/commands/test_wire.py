@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from seglog import Broker
-from seglog.commands.wire import (GROUP_KEY_TYPE, KafkaResponseError, WireClient,
+from seglog.commands.wire import (GROUP_KEY_TYPE, WireClient,
                                   WireConnectionError, WireProtocolError, build)
 from seglog.errors import InvalidConfigError
 

@@ -46,25 +46,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import sys
 from typing import Any, Iterable, Mapping
 
 from ..errors import InvalidConfigError, SeglogError
+from .group_rows import GroupsError
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
                      add_target_options, kafka_error_text, target_from_args)
 
-__all__ = ["add_parser", "main", "GroupsError", "parse_datetime_ms"]
+__all__ = ["add_parser", "main", "parse_datetime_ms"]
 
 _TYPES = ("classic", "consumer", "share", "streams")
-
-
-class GroupsError(Exception):
-    """A failure the command reports on stderr with its exit ``code``."""
-
-    def __init__(self, message: str, code: int = EXIT_ERROR):
-        super().__init__(message)
-        self.code = code
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -253,28 +245,6 @@ def _assignment_text(partitions: list[dict[str, Any]]) -> str:
                     for t, ps in sorted(by_topic.items())) or "-"
 
 
-def offset_rows(group: Mapping[str, Any], committed: Mapping[tuple[str, int], int],
-                log_end: Mapping[tuple[str, int], int | None]) -> list[dict[str, Any]]:
-    """Per partition of ``committed`` or of a member's assignment: committed offset, log end
-    offset, lag and the member that owns it (as kafka-consumer-groups --describe lists)."""
-    owner: dict[tuple[str, int], Mapping[str, Any]] = {}
-    for member in group["members"]:
-        for p in member["partitions"]:
-            owner[(p["topic"], p["partition"])] = member
-    rows = []
-    for tp in sorted(set(committed) | set(owner)):
-        offset = committed.get(tp)
-        end = log_end.get(tp)
-        member = owner.get(tp)
-        rows.append({"topic": tp[0], "partition": tp[1], "committed_offset": offset,
-                     "log_end_offset": end,
-                     "lag": None if offset is None or end is None else max(0, end - offset),
-                     "member_id": member["member_id"] if member else None,
-                     "client_id": member["client_id"] if member else None,
-                     "host": member["host"] if member else None})
-    return rows
-
-
 # -- reset-offsets ------------------------------------------------------------------------
 
 def _reset(backend: Any, args: argparse.Namespace, target: Target) -> int:
@@ -434,7 +404,3 @@ def _print_table(header: list[str], rows: list[list[Any]]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     sys.stdout.flush()
 
-
-def data_dir_exists(path: str) -> bool:
-    """Whether ``path`` is an existing directory (a data dir is never made by this tool)."""
-    return os.path.isdir(path)

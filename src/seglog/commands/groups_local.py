@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from ..errors import IllegalStateError, LogLockedError, SeglogError, UnknownTopicOrPartitionError
-from .groups import GroupsError, offset_rows
+from .group_rows import GroupsError, offset_rows
 from .target import EXIT_PROBLEMS
 
 __all__ = ["LocalGroups"]

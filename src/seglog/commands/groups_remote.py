@@ -13,7 +13,7 @@ import time
 from typing import Any, Mapping
 
 from .. import error_codes as codes
-from .groups import GroupsError, offset_rows
+from .group_rows import GroupsError, offset_rows
 from .target import EXIT_PROBLEMS, kafka_error_text
 from .wire import KafkaResponseError, WireClient, build
 
