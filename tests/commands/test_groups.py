@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import socket
 import time
 from typing import Any, Callable
 
@@ -257,7 +258,17 @@ def test_groups_on_seglog_and_kafka_alike(run_seglog, seglog_bootstrap, kafka_sh
     # the data directory's run (test_groups_on_a_data_dir) passes the same _check_scenario
 
 
-def test_usage_and_missing_things(run_seglog, tmp_path):
+def test_usage_and_missing_things(run_seglog, tmp_path, seglog_broker_factory):
+    served = tmp_path / "served"
+    seglog_broker_factory(data_dir=served)
+    ran = run_seglog("groups", "list", "--data-dir", str(served))
+    assert ran.returncode == 1 and "is a broker serving it?" in ran.stderr
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ran = run_seglog("groups", "describe", "g", "-b", f"127.0.0.1:{port}")
+    assert ran.returncode == 1 and "no bootstrap server answers" in ran.stderr
+    assert "Traceback" not in ran.stderr
     ran = run_seglog("groups", "list", "--data-dir", str(tmp_path / "absent"))
     assert ran.returncode == 1 and "no such directory" in ran.stderr
     ran = run_seglog("groups", "reset-offsets", "g", "--all-topics", "--data-dir",

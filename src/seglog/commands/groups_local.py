@@ -21,8 +21,9 @@ __all__ = ["LocalGroups"]
 
 
 class LocalGroups:
-    """The groups of the data directory ``path``; ``writes``: open it writable (reset,
-    delete), else read-only."""
+    """The groups of the data directory ``path``. It is opened writable even to read
+    (``writes`` False): the Store's lock is what tells a directory a broker serves, whose
+    groups only the broker knows."""
 
     def __init__(self, path: str, *, writes: bool):
         from .. import Store
@@ -30,7 +31,7 @@ class LocalGroups:
         if not os.path.isdir(path):
             raise GroupsError(f"--data-dir {path}: no such directory")
         try:
-            self.store = Store(path, read_only=not writes)
+            self.store = Store(path)
         except LogLockedError as exc:
             raise GroupsError(f"--data-dir {path} is locked ({exc}): is a broker serving it? "
                               "use --bootstrap-server") from None

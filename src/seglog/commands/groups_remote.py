@@ -42,11 +42,19 @@ class RemoteGroups:
     """The groups of the cluster reached with librdkafka's ``config``."""
 
     def __init__(self, config: Mapping[str, str]):
-        from confluent_kafka.admin import AdminClient
-
         self.config: dict[str, str | int | float | bool] = dict(config)
-        self.admin = AdminClient(self.config)
+        self._admin: Any = None
         self.wire = WireClient(config)
+
+    @property
+    def admin(self) -> Any:
+        """librdkafka's AdminClient, made on first use (every command asks the protocol
+        client first, so an unreachable broker is one clear error, not librdkafka's
+        reconnect log)."""
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+            self._admin = AdminClient(self.config)
+        return self._admin
 
     def close(self) -> None:
         """Close the protocol client (the AdminClient closes when dropped)."""

@@ -355,6 +355,8 @@ class WireClient:
             return self._run(_Connection.open(host, port, ssl_context=self._ssl,
                                               login=self._login, client_id=self._client_id),
                              f"cannot connect to {host}:{port}")
+        except WireError:
+            raise
         except SeglogError as exc:  # the SASL login refused (SaslAuthenticationError)
             raise WireConnectionError(f"cannot log in to {host}:{port}: {exc}") from None
 
