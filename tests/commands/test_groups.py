@@ -45,9 +45,10 @@ def _deadline_loop(what: Any, done: Callable[[], bool], timeout_s: float = WAIT_
         time.sleep(0.05)
 
 
-def _broker_setup(bootstrap: str, topic: str, group: str) -> Consumer:
-    """The topic with its records, and a live member of ``group`` that committed
-    :data:`COMMITTED` (returned open)."""
+def _broker_setup(bootstrap: str, topic: str, group: str, protocol: str = "classic"
+                  ) -> Consumer:
+    """The topic with its records, and a live member of ``group`` (of the ``protocol``
+    given) that committed :data:`COMMITTED` (returned open)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(WAIT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
@@ -55,9 +56,12 @@ def _broker_setup(bootstrap: str, topic: str, group: str) -> Consumer:
         for n in range(PER_PARTITION):
             producer.produce(topic, b"v%d" % n, partition=p, timestamp=BASE_MS + n * 1000)
     assert producer.flush(WAIT_S) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "client.id": "groups-test", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 10_000})
+    config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": "groups-test",
+              "enable.auto.commit": False, "auto.offset.reset": "earliest",
+              "group.protocol": protocol}
+    if protocol == "classic":  # the consumer protocol's session timeout is the broker's
+        config["session.timeout.ms"] = 10_000
+    consumer = Consumer(config)
     consumer.subscribe([topic])
     _deadline_loop("an assignment", lambda: consumer.poll(0.2) is not None
                    and len(consumer.assignment()) == PARTITIONS
@@ -387,4 +391,36 @@ def test_share_groups_on_seglog_and_kafka_alike(run_seglog, seglog_bootstrap,
     assert [r["error"] for r in seglog_out["deleted_offsets"]] == [None, None]
     assert seglog_out["after_delete_offsets"] == []
     assert seglog_out["deleted"] == {"groups": [{"group": "GROUP", "error": None}]}
+    assert seglog_out == kafka_out
+
+
+def _consumer_protocol_scenario(run_seglog, bootstrap: str) -> dict[str, Any]:
+    """A KIP-848 consumer group: its live description and listing, then empty."""
+    topic, group = _names()
+    consumer = _broker_setup(bootstrap, topic, group, protocol="consumer")
+    try:
+        ran = run_seglog("groups", "describe", group, "-b", bootstrap, "-o", "json")
+        assert ran.returncode == 0, ran.stderr
+        live = ran.json()["groups"][0]
+        listed = run_seglog("groups", "list", "--type", "consumer", "-b", bootstrap,
+                            "-o", "json").json()["groups"]
+    finally:
+        consumer.close()
+    return _rename({"live": _normalised(live), "assignor": live["assignor"],
+                    "clients": [m["client_id"] for m in live["members"]],
+                    "listed": [g for g in listed if g["group"] == group]}, topic, group)
+
+
+@pytest.mark.kafka
+def test_consumer_protocol_groups_alike(run_seglog, seglog_bootstrap, kafka_shared_groups):
+    seglog_out, kafka_out = _both(_consumer_protocol_scenario, run_seglog, seglog_bootstrap,
+                                  kafka_shared_groups.bootstrap)
+    assert seglog_out == {
+        "live": {"type": "consumer", "state": "Stable",
+                 "members": [{"partitions": [{"topic": "TOPIC", "partition": p}
+                                             for p in range(PARTITIONS)]}],
+                 "offsets": [{**row, "owned": True} for row in EXPECTED_EMPTY["offsets"]]},
+        "assignor": "uniform", "clients": ["groups-test"],
+        "listed": [{"group": "GROUP", "type": "consumer", "state": "Stable",
+                    "protocol_type": "consumer"}]}
     assert seglog_out == kafka_out
