@@ -10,7 +10,9 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import socket
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -18,6 +20,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import seglog
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from security_certs import have_openssl, make_ca  # noqa: E402
 
 WAIT_S = 30.0
 PARTITIONS = 3
@@ -424,3 +429,46 @@ def test_consumer_protocol_groups_alike(run_seglog, seglog_bootstrap, kafka_shar
         "listed": [{"group": "GROUP", "type": "consumer", "state": "Stable",
                     "protocol_type": "consumer"}]}
     assert seglog_out == kafka_out
+
+
+@pytest.mark.skipif(not have_openssl(), reason="needs the openssl command")
+def test_groups_over_sasl_ssl_with_command_config(run_seglog, tmp_path):
+    """--command-config with Kafka's client properties (SASL_SSL, PLAIN, a PEM truststore):
+    the AdminClient and the protocol client both log in."""
+    ca = make_ca(tmp_path / "ca")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" '
+            'user_alice="alice-secret";')
+    broker = seglog.Broker(tmp_path / "data", listen=("127.0.0.1", 0), config={
+        "listeners": "SASL_SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(ca.issue("b").pem_path),
+        "sasl.enabled.mechanisms": "PLAIN", "group.initial.rebalance.delay.ms": 0,
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas})
+    broker.start()
+    try:
+        properties = tmp_path / "client.properties"
+        properties.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required username="alice" password="alice-secret";\n'
+            f"ssl.truststore.type=PEM\nssl.truststore.location={ca.cert_path}\n")
+        topic, group = _names()
+        store_side = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_SSL",
+                      "ssl.ca.location": str(ca.cert_path), "sasl.mechanism": "PLAIN",
+                      "sasl.username": "alice", "sasl.password": "alice-secret"}
+        admin = AdminClient(store_side)
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(WAIT_S)
+        consumer = Consumer(store_side | {"group.id": group, "enable.auto.commit": False})
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        consumer.close()
+        where = ["-b", broker.bootstrap, "--command-config", str(properties)]
+        ran = run_seglog("groups", "describe", group, *where, "-o", "json")
+        assert ran.returncode == 0, ran.stderr
+        assert ran.json()["groups"][0]["offsets"][0]["committed_offset"] == 0
+        ran = run_seglog("groups", "delete", group, *where)
+        assert ran.returncode == 0, ran.stderr
+        properties.write_text(properties.read_text().replace("alice-secret", "wrong"))
+        ran = run_seglog("groups", "list", *where)
+        assert ran.returncode == 1 and "Invalid username or password" in ran.stderr
+    finally:
+        broker.stop()
