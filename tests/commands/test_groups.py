@@ -472,3 +472,56 @@ def test_groups_over_sasl_ssl_with_command_config(run_seglog, tmp_path):
         assert ran.returncode == 1 and "Invalid username or password" in ran.stderr
     finally:
         broker.stop()
+
+
+def test_share_group_read_from_a_data_dir(run_seglog, seglog_broker_factory, tmp_path):
+    """A share group a seglog broker served, read from its data directory after the broker
+    stopped: the same start offsets and lag as the broker answered; changes are refused."""
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    path = tmp_path / "data"
+    broker = seglog_broker_factory(data_dir=path)
+    bootstrap = broker.bootstrap
+    topic, group = _names()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(WAIT_S)
+    for future in admin.incremental_alter_configs([ConfigResource(
+            ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+                "share.auto.offset.reset", "earliest",
+                incremental_operation=AlterConfigOpType.SET)])]).values():
+        future.result(WAIT_S)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for n in range(2 * PER_PARTITION):
+        producer.produce(topic, b"v%d" % n, partition=n % 2)
+    assert producer.flush(WAIT_S) == 0
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer.subscribe([topic])
+    got = 0
+
+    def poll() -> bool:
+        nonlocal got
+        got += sum(1 for m in consumer.poll(0.2) if m.error() is None)
+        return got >= 2 * PER_PARTITION
+    try:
+        _deadline_loop("share records", poll)
+        consumer.commit_sync(WAIT_S)
+    finally:
+        consumer.close()
+    ran = run_seglog("groups", "describe", group, "-b", bootstrap, "-o", "json")
+    assert ran.returncode == 0, ran.stderr
+    served = ran.json()["groups"][0]
+    del admin, producer
+    broker.stop()
+    ran = run_seglog("groups", "describe", group, "--data-dir", str(path), "-o", "json")
+    assert ran.returncode == 0, ran.stderr
+    local = ran.json()["groups"][0]
+    assert local["offsets"] == served["offsets"] and len(local["offsets"]) == 2
+    assert (local["type"], local["state"]) == ("share", "Empty")
+    listed = run_seglog("groups", "list", "--type", "share", "--data-dir", str(path),
+                        "-o", "json").json()["groups"]
+    assert [g["group"] for g in listed] == [group]
+    ran = run_seglog("groups", "reset-offsets", group, "--all-topics", "--to-earliest",
+                     "--execute", "--data-dir", str(path))
+    assert ran.returncode == 1 and "use --bootstrap-server" in ran.stderr

@@ -20,8 +20,9 @@ OffsetDelete, and the share-group APIs (ShareGroupDescribe, DescribeShareGroupOf
 AlterShareGroupOffsets, DeleteShareGroupOffsets). On a data directory (``--data-dir``) the
 groups are the Store's (:meth:`seglog.Store.groups`): the committed offsets kept in
 ``__consumer_offsets``; no member is live when no broker serves the directory, so a group is
-``Empty`` there and has type ``classic``. Share groups are served by a broker only (their
-state in a data directory is not read here).
+``Empty`` there and a consumer group has type ``classic``. A data directory's share groups
+(their state in ``__share_group_state``) are listed and described; changing them is left to
+a broker (:mod:`.groups_local`).
 
 ``--output json`` shapes (one document on stdout):
 
