@@ -151,6 +151,10 @@ def _scenario(run_seglog, where: list[str], topic: str, group: str,
         _deadline_loop("the group to empty", lambda: groups(
             "describe", group, "-o", "json").json()["groups"][0]["state"] == "Empty")
     out["empty"] = _normalised(groups("describe", group, "-o", "json").json()["groups"][0])
+    out["by_state"] = [[g["group"] for g in groups("list", *args, "-o", "json").json()["groups"]
+                        if g["group"] == group]
+                       for args in (["--state", "empty"], ["--state", "Stable"],
+                                    ["--type", "share"], ["--type", "classic"])]
     out["dry_earliest"] = groups("reset-offsets", group, "--all-topics", "--to-earliest",
                                  "-o", "json").json()
     out["dry_datetime"] = groups("reset-offsets", group, "--topic", f"{topic}:0,2",
@@ -185,6 +189,7 @@ def _check_scenario(out: dict[str, Any]) -> None:
     assert out["listed"] == [{"group": "GROUP", "type": "classic", "state": "Empty"
                               if "live" not in out else "Stable", "protocol_type": "consumer"}]
     assert out["empty"] == out["unchanged"] == EXPECTED_EMPTY
+    assert out["by_state"] == [["GROUP"], [], [], ["GROUP"]]
     assert [r["new_offset"] for r in out["dry_earliest"]["offsets"]] == [0, 0, 0]
     assert out["dry_earliest"]["executed"] is False
     assert [(r["partition"], r["new_offset"]) for r in out["dry_datetime"]["offsets"]] == \

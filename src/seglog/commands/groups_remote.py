@@ -38,6 +38,15 @@ def _error_name(code: int) -> str:
         return f"UNKNOWN_ERROR_{code}"
 
 
+def _refuse_streams(group: str, kind: str) -> None:
+    # KIP-1071 streams groups have their own describe (StreamsGroupDescribe) and tool
+    # (kafka-streams-groups): listed here, not described or changed.
+    if kind == "streams":
+        raise GroupsError(f"group {group!r} is a streams group: seglog groups lists streams "
+                          "groups but does not describe or change them (kafka-streams-groups "
+                          "does)")
+
+
 class RemoteGroups:
     """The groups of the cluster reached with librdkafka's ``config``."""
 
@@ -99,6 +108,7 @@ class RemoteGroups:
         listing = self._listing(group)
         if listing is None:
             return None
+        _refuse_streams(group, listing["type"])
         if listing["type"] == "share":
             described = self._share_describe(group)
             members = [m["member_id"] for m in described["members"]]
@@ -117,6 +127,7 @@ class RemoteGroups:
         listing = self._listing(group)
         if listing is None:
             return None
+        _refuse_streams(group, listing["type"])
         if listing["type"] == "share":
             share = self._share_describe(group)
             share["offsets"] = self._share_offsets(group)
