@@ -88,7 +88,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "per partition the committed offset, log end offset and lag "
                     "(share groups: start offset and lag).",
         epilog="example:\n  seglog groups describe clicks-reader --data-dir data")
-    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to describe")
     add_target_options(p)
 
     p = commands.add_parser(
@@ -98,7 +98,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "--execute commits them. Refused while the group has members.",
         epilog="example:\n  seglog groups reset-offsets clicks-reader --topic clicks "
                "--to-earliest --execute -b 127.0.0.1:9092")
-    p.add_argument("group", metavar="GROUP")
+    p.add_argument("group", metavar="GROUP", help="the group whose offsets to reset")
     scope = p.add_mutually_exclusive_group(required=True)
     scope.add_argument("--topic", action="append", dest="topics", metavar="T[:P,P]",
                        help="a topic, or some of its partitions (repeatable)")
@@ -126,7 +126,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "subscribe to is refused, as Kafka refuses it).",
         epilog="example:\n  seglog groups delete-offsets clicks-reader --topic clicks "
                "-b 127.0.0.1:9092")
-    p.add_argument("group", metavar="GROUP")
+    p.add_argument("group", metavar="GROUP", help="the group whose offsets to delete")
     p.add_argument("--topic", action="append", dest="topics", required=True, metavar="T[:P,P]",
                    help="a topic, or some of its partitions (repeatable)")
     add_target_options(p)
@@ -136,7 +136,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         description="Delete groups and their committed offsets; a group with members is "
                     "refused (NON_EMPTY_GROUP).",
         epilog="example:\n  seglog groups delete old-reader --data-dir data")
-    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to delete")
     add_target_options(p)
     return parser
 
