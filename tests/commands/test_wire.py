@@ -58,15 +58,13 @@ def _metadata_and_coordinator(config: dict[str, str]) -> dict[str, object]:
                 "every_topic": TOPIC in client.metadata().topics}
 
 
+@pytest.mark.kafka
 def test_wire_against_seglog_and_kafka_alike(seglog_bootstrap, kafka_bootstrap):
     seen = []
     for bootstrap in (seglog_bootstrap, kafka_bootstrap):
         _make_topic(bootstrap, TOPIC, 3)
         seen.append(_metadata_and_coordinator({"bootstrap.servers": bootstrap}))
     assert seen[0] == seen[1] == {"partitions": [0, 1, 2], "brokers": 1, "every_topic": True}
-
-
-pytestmark = pytest.mark.kafka
 
 
 @pytest.mark.skipif(not have_openssl(), reason="needs the openssl command")
@@ -172,3 +170,39 @@ def test_garbage_and_silence_are_typed_errors():
                 c.metadata()
     finally:
         silent.close()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_wire_scram_login(seglog_broker_factory, tmp_path, mechanism):
+    """SASL_PLAINTEXT with SCRAM: the two-round login of cluster.sasl_login, credentials made
+    through AlterUserScramCredentials."""
+    from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism,
+                                       UserScramCredentialUpsertion)
+
+    scram = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+             'username="admin" password="admin-secret";')
+    plain = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+             'username="admin" password="admin-secret" user_admin="admin-secret";')
+    broker = seglog_broker_factory(config={
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.enabled.mechanisms": f"PLAIN,{mechanism}",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
+        f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config": scram},
+        data_dir=tmp_path / "data")
+    base = {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT"}
+    admin = AdminClient(base | {"sasl.mechanism": "PLAIN", "sasl.username": "admin",
+                                "sasl.password": "admin-secret"})
+    kind = ScramMechanism.SCRAM_SHA_256 if mechanism.endswith("256") \
+        else ScramMechanism.SCRAM_SHA_512
+    for future in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "bob", ScramCredentialInfo(kind, 4096), b"bob-secret")]).values():
+        future.result(WAIT_S)
+    config = base | {"sasl.mechanism": mechanism, "sasl.username": "bob",
+                     "sasl.password": "bob-secret"}
+    with WireClient(config, timeout_ms=10_000) as client:
+        assert client.find_coordinator("g") in client.metadata().brokers
+    with pytest.raises(WireConnectionError, match="cannot log in"):
+        with WireClient(config | {"sasl.password": "nope"}, timeout_ms=10_000) as client:
+            client.metadata()
