@@ -83,3 +83,48 @@ def test_describe_and_reset_tables_match_kafka_consumer_groups(run_seglog, kafka
     assert kafka_rows[0] == seglog_rows[0]  # Kafka lists the rows in no set order
     assert sorted(kafka_rows[1:]) == seglog_rows[1:]
     assert [row[3] for row in seglog_rows[1:]] == ["0", "0"]
+
+
+SHARE_GROUPS_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def test_share_describe_table_matches_kafka_share_groups(run_seglog, kafka_shared_groups,
+                                                         kafka_ref, tmp_path):
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    bootstrap = kafka_shared_groups.bootstrap
+    topic = f"test-groups-tools-s-{os.getpid()}"
+    group = f"test-groups-tools-sg-{os.getpid()}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(WAIT_S)
+    for future in admin.incremental_alter_configs([ConfigResource(
+            ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+                "share.auto.offset.reset", "earliest",
+                incremental_operation=AlterConfigOpType.SET)])]).values():
+        future.result(WAIT_S)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for n in range(10):
+        producer.produce(topic, b"x", partition=n % 2)
+    assert producer.flush(WAIT_S) == 0
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer.subscribe([topic])
+    got = 0
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while got < 10:
+            assert time.monotonic() < deadline, "share records"
+            got += sum(1 for m in consumer.poll(0.2) if m.error() is None)
+        consumer.commit_sync(WAIT_S)
+    finally:
+        consumer.close()
+    done = kafka_ref.run_tool(SHARE_GROUPS_COMMAND, ["--bootstrap-server", bootstrap,
+                                                     "--describe", "--group", group],
+                              run_dir=tmp_path, timeout_s=TOOL_TIMEOUT_S)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    ran = run_seglog("groups", "describe", group, "-b", bootstrap)
+    assert ran.returncode == 0, ran.stderr
+    kafka_rows, seglog_rows = _rows(done.stdout, group), _rows(ran.stdout, group)
+    assert len(kafka_rows) == 3 and kafka_rows[0] == seglog_rows[0]
+    assert sorted(kafka_rows[1:]) == seglog_rows[1:]

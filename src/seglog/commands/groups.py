@@ -227,9 +227,11 @@ def _print_description(d: Mapping[str, Any]) -> None:
                        _assignment_text(m["partitions"])] for m in d["members"]])
     print()
     if d["type"] == "share":
-        _print_table(["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"],
-                     [[d["group"], r["topic"], r["partition"], _dash(r["leader_epoch"]),
-                       _dash(r["start_offset"]), _dash(r["lag"])] for r in d["offsets"]])
+        # kafka-share-groups --describe's columns (its --verbose adds LEADER-EPOCH; the JSON
+        # output has it)
+        _print_table(["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"],
+                     [[d["group"], r["topic"], r["partition"], _dash(r["start_offset"]),
+                       _dash(r["lag"])] for r in d["offsets"]])
         return
     _print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                   "CONSUMER-ID", "HOST", "CLIENT-ID"],
