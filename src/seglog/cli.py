@@ -38,6 +38,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "produce",
     "consume",
     "dump",
+    "groups",
 )
 
 
