@@ -39,6 +39,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "consume",
     "topics",
     "dump",
+    "groups",
 )
 
 
