@@ -10,9 +10,11 @@ Two modes (:mod:`seglog.commands.target`):
 * ``--bootstrap-server HOST:PORT``: any Kafka-protocol broker through confluent-kafka's
   AdminClient (Metadata, DescribeTopicPartitions, DescribeConfigs, CreateTopics,
   IncrementalAlterConfigs, CreatePartitions, DeleteTopics). Sizes on disk come from
-  DescribeLogDirs (API 35), which librdkafka lacks: it goes through :mod:`seglog.commands.wire`
-  when that module is present, else through a plain-socket request made here (PLAINTEXT
-  listeners only; with TLS or SASL the sizes are left out, saying so).
+  DescribeLogDirs (API 35), which librdkafka lacks: one request per broker holding the
+  described topics' replicas, through :mod:`seglog.commands.wire` (the same TLS and SASL
+  settings); a partition's size is its leader's replica's. When a broker cannot be asked
+  (refused, or a setting the wire client does not build) the sizes are left out (null, "?")
+  and stderr says why.
 
 ``--output json`` of ``list``::
 
@@ -348,8 +350,6 @@ class _BrokerTopics:
         try:
             self._sizes = _describe_log_dirs(
                 self.target, brokers, {n: len(d.partitions) for n, d in found.items()})
-        except ImportError:
-            self._sizes_note = "sizes on disk unknown: seglog.commands.wire is not installed"
         except (OSError, SeglogError) as exc:
             self._sizes_note = f"sizes on disk unknown: {exc}"
 
