@@ -315,8 +315,19 @@ class _BrokerTopics:
         names = self._all_names()
         if include_internal:
             return names
-        described = self._descriptions(names)
-        return [n for n in names if not described[n].is_internal]
+        if not names:
+            return []
+        internal = set()
+        for name, future in self.admin.describe_topics(
+                self._collection(names), request_timeout=self.timeout_s).items():
+            try:
+                if self._result(future, name).is_internal:
+                    internal.add(name)
+            except TopicsFailed as exc:
+                if exc.exit_code != EXIT_PROBLEMS:
+                    raise
+                internal.add(name)  # deleted since it was listed: not listed either
+        return [n for n in names if n not in internal]
 
     def _configs(self, name: str) -> dict[str, dict[str, Any]]:
         from confluent_kafka.admin import ConfigResource, ResourceType
