@@ -295,32 +295,56 @@ def test_sizes_on_disk_of_kafka(run_seglog, kafka_bootstrap):
 
 def test_sasl_through_command_config(run_seglog, seglog_broker_factory, tmp_path):
     """Kafka client properties in --command-config (SASL/PLAIN with a JAAS line) reach both
-    the AdminClient and the DescribeLogDirs request; a wrong password is exit 1."""
+    the AdminClient and the DescribeLogDirs request; a user denied DescribeLogDirs (DESCRIBE
+    on the cluster) still gets the description, without sizes, told why; a wrong password
+    is exit 1."""
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType,
+                                       AdminClient, ResourcePatternType, ResourceType)
     jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
             'username="admin" password="admin-secret" user_admin="admin-secret" '
             'user_alice="alice-secret";')
     broker = seglog_broker_factory(config={
         "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas})
-    props = tmp_path / "client.properties"
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
     login = ('sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule '
-             'required username="alice" password="{}";\n')
-    props.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-                     + login.format("alice-secret"))
-    where = ["-b", broker.bootstrap, "--command-config", str(props)]
+             'required username="{}" password="{}";\n')
+
+    def properties(user: str, password: str, extra: str = "") -> str:
+        path = tmp_path / f"{user}-{password}.properties"
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n" + extra
+                        + login.format(user, password))
+        return str(path)
+
+    admin_where = ["-b", broker.bootstrap, "--command-config",
+                   properties("admin", "admin-secret")]
     name = _unique("sasl")
-    ran = run_seglog("topics", "create", name, "-p", "2", *where)
+    ran = run_seglog("topics", "create", name, "-p", "2", *admin_where)
     assert ran.returncode == OK, ran.stderr
-    ran = run_seglog("topics", "describe", name, *where, "-o", "json")
+    ran = run_seglog("topics", "describe", name, *admin_where, "-o", "json")
     assert ran.returncode == OK, ran.stderr
     assert [p["size_bytes"] for p in ran.json()["topics"][0]["partitions"]] == [0, 0]
     assert "sizes on disk unknown" not in ran.stderr
 
-    bad = tmp_path / "bad.properties"
-    bad.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-                   "request.timeout.ms=2000\n" + login.format("wrong"))
-    ran = run_seglog("topics", "list", "-b", broker.bootstrap, "--command-config", str(bad))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap,
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                         "sasl.username": "admin", "sasl.password": "admin-secret"})
+    deny = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL,
+                      "User:alice", "*", AclOperation.DESCRIBE, AclPermissionType.DENY)
+    for future in admin.create_acls([deny], request_timeout=30).values():
+        future.result(timeout=30)
+    alice_where = ["-b", broker.bootstrap, "--command-config",
+                   properties("alice", "alice-secret")]
+    ran = run_seglog("topics", "describe", name, *alice_where, "-o", "json")
+    assert ran.returncode == OK, ran.stderr
+    assert [p["size_bytes"] for p in ran.json()["topics"][0]["partitions"]] == [None, None]
+    assert "sizes on disk unknown" in ran.stderr
+    assert "CLUSTER_AUTHORIZATION_FAILED" in ran.stderr, ran.stderr
+
+    bad = properties("alice", "wrong", "request.timeout.ms=2000\n")
+    ran = run_seglog("topics", "list", "-b", broker.bootstrap, "--command-config", bad)
     assert ran.returncode == ERROR and "Traceback" not in ran.stderr
     assert "Invalid username or password" in ran.stderr, ran.stderr
 
