@@ -94,31 +94,6 @@ def _tools_or_skip(block: Block) -> None:
             pytest.skip(f"{tool} is not installed")
 
 
-def _seglog_commands() -> set[str]:
-    """The subcommands this checkout's ``seglog`` has."""
-    import argparse
-
-    from seglog.cli import build_parser
-
-    return {name for action in build_parser()._actions
-            if isinstance(action, argparse._SubParsersAction) for name in action.choices}
-
-
-#: The data tools of issue 26, built by other branches at the same time as these tests: an
-#: example using one that this checkout lacks is an expected failure until it lands (then it
-#: runs as any other). Empty this once they are all on main.
-BEING_BUILT = frozenset({"produce", "consume", "topics", "groups", "dump"})
-
-
-def _commands_or_xfail(block: Block) -> None:
-    if block.lang == "python":
-        return
-    used = set(re.findall(r"(?:^|[|;&(]\s*|\$\()seglog\s+([a-z][\w-]*)", block.text, re.M))
-    missing = sorted((used & BEING_BUILT) - _seglog_commands())
-    if missing:
-        pytest.xfail(f"seglog {', '.join(missing)}: being built (issue 26), not on this branch")
-
-
 class _Broker:
     """``seglog serve`` as a subprocess on a free port, for examples that name 9092 and do
     not start a broker themselves."""
@@ -172,7 +147,6 @@ def _run_sh(text: str, tmp_path: Path, env: dict[str, str]) -> subprocess.Comple
 @pytest.mark.parametrize("block", GENERIC, ids=[b.id for b in GENERIC])
 def test_example(block: Block, tmp_path: Path) -> None:
     _tools_or_skip(block)
-    _commands_or_xfail(block)
     env = env_with_seglog(tmp_path)
     ports: dict[str, int] = {}
     text = _rewrite_ports(block.text, ports)

@@ -38,8 +38,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "produce",
     "consume",
     "topics",
-    "dump",
     "groups",
+    "dump",
 )
 
 
