@@ -70,7 +70,7 @@ def test_json_output_is_text_when_utf8_and_base64_otherwise():
 def test_kcat_format_fields_and_escapes():
     render = compile_format(r"%t/%p/%o/%T|%k|%s|%K|%S|%h|%%\n")
     assert render(RECORD) == b"t/2/41/1700000000123|k|v\xff|1|2|a=1,n|%\n"
-    tombstone = OutputRecord("t", 0, 0, 0, None, None)
+    tombstone = OutputRecord("t", 0, 0, 0, None, None, ())
     assert compile_format("%K %S")(tombstone) == b"-1 -1"
     with pytest.raises(RecordFormatError, match="unknown format field %x"):
         compile_format("%x")
@@ -80,7 +80,7 @@ def test_kcat_format_fields_and_escapes():
 
 def test_plain_lines_as_kafkas_console_consumer():
     assert plain_line(RECORD, print_key=False, key_separator=b"\t") == b"v\xff"
-    tombstone = OutputRecord("t", 0, 0, 0, None, None)
+    tombstone = OutputRecord("t", 0, 0, 0, None, None, ())
     assert plain_line(tombstone, print_key=True, key_separator=b"=") == b"null=null"
 
 

@@ -45,7 +45,7 @@ from .produce import ToolError, client_config, local_error_text, open_store
 from .record_format import (BINARY_MODES, OutputRecord, RecordFormatError, compile_format,
                             decode_escapes, plain_line, record_json)
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
-                     add_target_options, kafka_error_text, target_from_args)
+                     ToolMessages, add_target_options, kafka_error_text, target_from_args)
 
 __all__ = ["add_parser", "main"]
 
@@ -256,8 +256,7 @@ def _local_loop(store: Any, consumer: Any, count: int, args: argparse.Namespace,
             return
         records = consumer.poll(max_records=wanted, timeout_ms=_POLL_MS)
         if records:
-            printer.write(OutputRecord(r.topic, r.partition, r.offset, r.timestamp_ms, r.key,
-                                       r.value, tuple(r.headers or ())) for r in records)
+            printer.write(records)
             if grouped:
                 last: dict[tuple[str, int], int] = {}
                 for r in records:
@@ -411,15 +410,8 @@ def _start_positions(consumer: Any, args: argparse.Namespace, partitions: list[i
 
 def main(args: argparse.Namespace) -> int:
     """Run ``seglog consume``; returns the exit code."""
-    quiet = bool(getattr(args, "quiet", False))
-
-    def say(message: str) -> None:
-        if not quiet:
-            print(f"seglog {TOOL}: {message}", file=sys.stderr, flush=True)
-
-    def fail(message: str, code: int) -> int:
-        print(f"seglog {TOOL}: {message}", file=sys.stderr, flush=True)
-        return code
+    messages = ToolMessages(TOOL, quiet=bool(getattr(args, "quiet", False)))
+    say, fail = messages.say, messages.fail
 
     try:
         target = target_from_args(args)

@@ -29,7 +29,7 @@ from ..errors import InvalidConfigError, LogLockedError, SeglogError
 from .record_format import (InputRecord, RecordFormatError, decode_escapes,
                             parse_header_option, parse_json_line, parse_line)
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_USAGE, Target, add_target_options,
-                     kafka_error_text, target_from_args)
+                     ToolMessages, kafka_error_text, target_from_args)
 
 __all__ = ["add_parser", "main", "open_store", "local_error_text", "client_config",
            "ToolError"]
@@ -370,15 +370,8 @@ def _produce_broker(target: Target, args: argparse.Namespace,
 
 def main(args: argparse.Namespace) -> int:
     """Run ``seglog produce``; returns the exit code."""
-    quiet = bool(getattr(args, "quiet", False))
-
-    def say(message: str) -> None:
-        if not quiet:
-            print(f"seglog {TOOL}: {message}", file=sys.stderr, flush=True)
-
-    def fail(message: str, code: int) -> int:
-        print(f"seglog {TOOL}: {message}", file=sys.stderr, flush=True)
-        return code
+    messages = ToolMessages(TOOL, quiet=bool(getattr(args, "quiet", False)))
+    say, fail = messages.say, messages.fail
 
     try:
         target = target_from_args(args)

@@ -30,6 +30,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..types import ConsumerRecord
+
 __all__ = ["InputRecord", "OutputRecord", "RecordFormatError", "parse_line",
            "parse_json_line", "parse_header_option", "record_json", "plain_line",
            "compile_format", "decode_escapes", "BINARY_MODES"]
@@ -55,17 +57,9 @@ class InputRecord:
     timestamp_ms: int | None = None
 
 
-@dataclass(frozen=True)
-class OutputRecord:
-    """One consumed record, the same from the Store's consumer and from librdkafka's."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp_ms: int
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[Header] = ()
+#: One consumed record, the same from the Store's consumer and from librdkafka's: the
+#: embedded consumer's record type (its ``headers`` a tuple of ``(name, value)`` pairs).
+OutputRecord = ConsumerRecord
 
 
 def decode_escapes(text: str) -> str:

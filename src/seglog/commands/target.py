@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -203,6 +204,26 @@ def librdkafka_config(bootstrap_servers: str | None,
     if "bootstrap.servers" not in out:
         raise InvalidConfigError("--bootstrap-server (or bootstrap.servers) is required")
     return out
+
+
+class ToolMessages:
+    """What a tool says on stderr, each line ``seglog TOOL: message``: :meth:`say` for news
+    (silenced by ``quiet``), :meth:`fail` for the error that ends the command."""
+
+    def __init__(self, tool: str, *, quiet: bool = False) -> None:
+        self.tool = tool
+        self.quiet = quiet
+
+    def say(self, message: str) -> None:
+        """A line of news, unless quiet."""
+        if not self.quiet:
+            print(f"seglog {self.tool}: {message}", file=sys.stderr, flush=True)
+
+    def fail(self, message: str, code: int) -> int:
+        """The error line (printed even when quiet); returns ``code`` for the caller to
+        return as the exit code."""
+        print(f"seglog {self.tool}: {message}", file=sys.stderr, flush=True)
+        return code
 
 
 def kafka_error_text(error: Any) -> str:
