@@ -14,19 +14,21 @@ import pathlib
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
 
 
-def test_test_module_basenames_are_unique() -> None:
+def basename_clashes(root: pathlib.Path) -> dict[str, list[str]]:
+    """``{basename: [relative paths]}`` of the test modules under ``root`` sharing a name."""
     by_name: dict[str, list[str]] = collections.defaultdict(list)
-    for path in TESTS_DIR.rglob("*.py"):
-        if path.name.startswith("test_") or path.name.endswith("_test.py"):
-            by_name[path.name].append(str(path.relative_to(TESTS_DIR)))
-    clashes = {name: paths for name, paths in by_name.items() if len(paths) > 1}
-    assert not clashes, f"test modules sharing a basename: {clashes}"
+    for path in root.rglob("test_*.py"):
+        by_name[path.name].append(str(path.relative_to(root)))
+    return {name: sorted(paths) for name, paths in by_name.items() if len(paths) > 1}
+
+
+def test_test_module_basenames_are_unique() -> None:
+    assert basename_clashes(TESTS_DIR) == {}
 
 
 def test_the_check_sees_a_clash(tmp_path: pathlib.Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
     for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
         (tmp_path / sub / "test_same.py").write_text("")
-    names = [p.name for p in tmp_path.rglob("test_*.py")]
-    assert len(names) != len(set(names))
+    (tmp_path / "a" / "test_other.py").write_text("")
+    assert basename_clashes(tmp_path) == {"test_same.py": ["a/test_same.py", "b/test_same.py"]}
