@@ -122,6 +122,14 @@ class _Reader:
         self.position += count
         return chunk
 
+    def take_array(self, count: int) -> bytes:
+        # Kafka's ByteBufferAccessor.readArray (strings and bytes): its own message
+        left = len(self.data) - self.position
+        if count > left:
+            raise RecordDecodeError(f"Error reading byte array of {count} byte(s): only "
+                                    f"{left} byte(s) available")
+        return self.take(count)
+
     def fixed(self, kind: str) -> Any:
         fmt = _PRIMITIVE_SIZES[kind]
         return fmt.unpack(self.take(fmt.size))[0]
@@ -155,8 +163,9 @@ class _Reader:
                     raise RecordDecodeError(f"non-nullable field {name} was serialized as null")
                 return None
             if count > len(self.data) - self.position:
-                raise RecordDecodeError(f"Tried to read {count} elements, but there are only "
-                                        f"{len(self.data) - self.position} bytes remaining.")
+                raise RecordDecodeError(f"Tried to allocate a collection of size {count}, but "
+                                        f"there are only {len(self.data) - self.position} "
+                                        f"bytes remaining.")
             item = {**field, "nullableVersions": None}
             return [self.value(item, kind[2:], version, flexible) for _ in range(count)]
         if kind in _PRIMITIVE_SIZES:
@@ -173,14 +182,14 @@ class _Reader:
                 return None
             if length > _STRING_BYTES_MAX:
                 raise RecordDecodeError(f"string field {name} had invalid length {length}")
-            return self.take(length).decode("utf-8", errors="replace")
+            return self.take_array(length).decode("utf-8", errors="replace")
         if kind == "bytes":
             length = self.length(flexible, long_form=True)
             if length < 0:
                 if not nullable:
                     raise RecordDecodeError(f"non-nullable field {name} was serialized as null")
                 return None
-            return base64.b64encode(self.take(length)).decode("ascii")
+            return base64.b64encode(self.take_array(length)).decode("ascii")
         # a struct: a nullable one is preceded by its presence (an int8, or in a tagged
         # field an unsigned varint; not positive: null)
         if nullable:

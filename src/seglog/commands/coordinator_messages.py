@@ -689,6 +689,7 @@ MESSAGES: dict[str, dict[str, Any]] = {'ConsumerGroupCurrentMemberAssignmentKey'
                                            'default': -1},
                                           {'name': 'LastAssignmentConfigs',
                                            'type': '[]LastAssignmentConfig',
+                                           'versions': '0+',
                                            'nullableVersions': '0+',
                                            'taggedVersions': '0+',
                                            'tag': 1,
