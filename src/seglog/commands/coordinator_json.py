@@ -227,11 +227,11 @@ class _Reader:
             for _ in range(count):
                 tag = self.uvarint()
                 size = self.uvarint()
-                field = by_tag.get(tag)
-                if field is None:
+                known = by_tag.get(tag)
+                if known is None:
                     self.take(size)  # an unknown tagged field: kept by Kafka, never printed
                     continue
-                values[field["name"]] = self.value(field, field["type"], version, True,
+                values[known["name"]] = self.value(known, known["type"], version, True,
                                                    tagged=True)
         return self.node(fields, values, version, flexible, key)
 
