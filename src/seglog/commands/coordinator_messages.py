@@ -3,9 +3,8 @@
 messages), reduced to what reading and printing a record needs: each field's name, type,
 versions, nullable and tagged versions, tag and default (the ``about`` texts dropped).
 
-Data only, read by :mod:`seglog.commands.coordinator_json`. Generated from Kafka's JSON files
-(keep the shape when adding a message: ``{name: {"apiKey", "type", "validVersions",
-"flexibleVersions", "fields", "commonStructs"}}``).
+Data only, read by :mod:`seglog.commands.coordinator_json`; regenerate it with
+``tools/gen_coordinator_messages.py`` (never by hand) when Kafka's messages change.
 """
 
 from __future__ import annotations
