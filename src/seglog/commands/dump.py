@@ -14,9 +14,10 @@ checkpoints of a log dir (``topic: T partition: P offset: O``), ``meta.propertie
 
 Kafka's other options work as there: ``--skip-record-metadata``, ``--index-sanity-check``,
 ``--verify-index-only``, ``--max-bytes``, ``--transaction-log-decoder`` and
-``--offsets-decoder`` (records of ``__transaction_state`` / ``__consumer_offsets`` as the JSON
-Kafka's converters write; the offsets decoder knows offset commits and classic groups, and
-prints the newer groups' record types as unknown). KRaft's control records (leader changes,
+``--offsets-decoder`` and ``--share-group-state-decoder`` (records of ``__transaction_state``
+/ ``__consumer_offsets`` / ``__share_group_state`` as the JSON Kafka's converters write; the
+coordinator records through :mod:`seglog.commands.coordinator_json`, every record type Kafka
+4.4 knows). KRaft's control records (leader changes,
 voters, snapshot headers) and ``.checkpoint`` snapshots are printed as Kafka prints them.
 
 ``--output json`` prints one JSON list, an object per file (``file``, ``kind`` and the
@@ -425,70 +426,61 @@ def _consumer_protocol_json(data: bytes, field: str) -> dict[str, Any] | None:
         return None
 
 
-def offsets_record(offset: int, key: bytes | None,
-                   value: bytes | None) -> tuple[str | None, str | None]:
-    """A ``__consumer_offsets`` record as Kafka's ``--offsets-decoder`` prints it: offset
-    commits (record types 0 and 1) and classic groups' metadata (type 2, members'
-    subscriptions and assignments of "consumer" groups decoded); other record types (the
-    consumer, share and streams groups' records) print as an unknown type."""
-    from ..coordinator import classic_group_schema, offsets_schema
-    from ..storage.checkpoints import ZERO_UUID
+def _coordinator_record(coordinator: bool, offset: int, key: bytes | None,
+                        value: bytes | None) -> tuple[str | None, str | None]:
+    # Kafka's CoordinatorRecordMessageParser: {"type","data"} of the key, {"version","data"}
+    # of the value or <DELETE>; an unknown type or bytes that do not parse become one line.
+    from .coordinator_json import RecordDecodeError, UnknownRecordType, decode_record
 
     if key is None:
         raise ValueError(f"Failed to decode message at offset {offset} using the specified "
                          f"decoder (message had a missing key)")
     try:
-        decoded_key = offsets_schema.decode_key(key)
-        if isinstance(decoded_key, offsets_schema.UnknownKey):
-            return f"Unknown record type {decoded_key.version} at offset {offset}, skipping.", None
-        if isinstance(decoded_key, offsets_schema.OffsetCommitKey):
-            key_text = _json({"type": str(decoded_key.version), "data": {
-                "group": decoded_key.group, "topic": decoded_key.topic,
-                "partition": decoded_key.partition}})
-            commit = offsets_schema.decode_offset_commit_value(value)
-            if commit is None:
-                return key_text, "<DELETE>"
-            data: dict[str, Any] = {"offset": commit.offset}
-            if commit.version >= 3:
-                data["leaderEpoch"] = commit.leader_epoch
-            data["metadata"] = commit.metadata
-            data["commitTimestamp"] = commit.commit_timestamp_ms
-            if commit.version == 1:
-                data["expireTimestamp"] = commit.expire_timestamp_ms
-            for tag, raw in commit.tagged_fields:
-                if tag == 0 and len(raw) == 16 and uuid.UUID(bytes=bytes(raw)) != ZERO_UUID:
-                    data["topicId"] = uuid_to_kafka_str(uuid.UUID(bytes=bytes(raw)))
-            return key_text, _json({"version": str(commit.version), "data": data})
-        key_text = _json({"type": str(decoded_key.version),
-                          "data": {"group": decoded_key.group}})
-        group = classic_group_schema.decode_group_metadata_value(value)
-    except SeglogError as exc:
+        record_type, key_node, version, value_node = decode_record(coordinator, bytes(key),
+                                                                   value)
+    except UnknownRecordType as exc:
+        return f"Unknown record type {exc.record_type} at offset {offset}, skipping.", None
+    except RecordDecodeError as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
-    if group is None:
+    key_text = _json({"type": str(record_type), "data": key_node})
+    if value_node is None:
         return key_text, "<DELETE>"
-    members = []
-    for member in group.members:
-        item: dict[str, Any] = {"memberId": member.member_id}
-        if group.version >= 3:
-            item["groupInstanceId"] = member.group_instance_id
-        item["clientId"] = member.client_id
-        item["clientHost"] = member.client_host
-        if group.version >= 1:
-            item["rebalanceTimeout"] = member.rebalance_timeout_ms
-        item["sessionTimeout"] = member.session_timeout_ms
-        for name, raw in (("subscription", member.subscription),
-                          ("assignment", member.assignment)):
-            decoded = (_consumer_protocol_json(bytes(raw), name)
-                       if group.protocol_type == "consumer" else None)
-            item[name] = decoded if decoded is not None else \
-                base64.b64encode(bytes(raw)).decode("ascii")
-        members.append(item)
-    data = {"protocolType": group.protocol_type, "generation": group.generation,
-            "protocol": group.protocol, "leader": group.leader}
-    if group.version >= 2:
-        data["currentStateTimestamp"] = group.current_state_timestamp_ms
-    data["members"] = members
-    return key_text, _json({"version": str(group.version), "data": data})
+    if (coordinator is False and record_type == _GROUP_METADATA_TYPE
+            and value_node.get("protocolType") == "consumer"):
+        # Kafka's OffsetsMessageParser.prepareGroupMetadataValue: a "consumer" group's
+        # members' subscriptions and assignments as JSON when they parse.
+        for member in value_node.get("members") or ():
+            for name in ("subscription", "assignment"):
+                if isinstance(member.get(name), str):
+                    decoded = _consumer_protocol_json(base64.b64decode(member[name]), name)
+                    if decoded is not None:
+                        member[name] = decoded
+    return key_text, _json({"version": str(version), "data": value_node})
+
+
+#: The record type of a classic group's metadata (Kafka's CoordinatorRecordType.GROUP_METADATA).
+_GROUP_METADATA_TYPE = 2
+
+
+def offsets_record(offset: int, key: bytes | None,
+                   value: bytes | None) -> tuple[str | None, str | None]:
+    """A ``__consumer_offsets`` record as Kafka's ``--offsets-decoder`` prints it: every
+    record type of Kafka 4.4's group coordinator (offset commits, classic groups with the
+    members' subscriptions and assignments of "consumer" groups decoded, consumer, share and
+    streams groups) as its generated JSON converter writes it
+    (:mod:`seglog.commands.coordinator_json`)."""
+    from .coordinator_json import GROUP_COORDINATOR
+
+    return _coordinator_record(GROUP_COORDINATOR, offset, key, value)
+
+
+def share_group_state_record(offset: int, key: bytes | None,
+                             value: bytes | None) -> tuple[str | None, str | None]:
+    """A ``__share_group_state`` record as Kafka's ``--share-group-state-decoder`` prints it:
+    ShareSnapshot (type 0) and ShareUpdate (type 1) keys and values as JSON."""
+    from .coordinator_json import SHARE_COORDINATOR
+
+    return _coordinator_record(SHARE_COORDINATOR, offset, key, value)
 
 
 # --- per kind: a dict for JSON and the lines Kafka prints --------------------------------------
@@ -909,10 +901,15 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                              "whole whatever their size)")
     parser.add_argument("--offsets-decoder", action="store_true",
                         help="decode records as __consumer_offsets' (JSON, as Kafka's tool: "
-                             "offset commits and classic groups); implies --print-data-log")
+                             "offset commits, classic, consumer, share and streams groups); "
+                             "implies --print-data-log")
     parser.add_argument("--transaction-log-decoder", action="store_true",
                         help="decode records as __transaction_state's (JSON, as Kafka's "
                              "tool); implies --print-data-log")
+    parser.add_argument("--share-group-state-decoder", action="store_true",
+                        help="decode records as __share_group_state's (share-partition "
+                             "snapshots and updates as JSON, as Kafka's tool); implies "
+                             "--print-data-log")
     parser.add_argument("--verify", action="store_true",
                         help="check the files instead of printing them; exit 3 if any "
                              "problem is found")
@@ -929,6 +926,19 @@ def _paths(args: argparse.Namespace) -> list[str]:
     return paths
 
 
+def _decoder(args: argparse.Namespace) -> Callable[[int, bytes | None, bytes | None],
+                                                  tuple[str | None, str | None]] | None:
+    # Kafka's DumpLogSegmentsOptions.messageParser: the first decoder option given wins, in
+    # this order.
+    if args.offsets_decoder:
+        return offsets_record
+    if args.transaction_log_decoder:
+        return transaction_log_record
+    if args.share_group_state_decoder:
+        return share_group_state_record
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``seglog dump``; the exit code."""
     paths = _paths(args)
@@ -940,8 +950,7 @@ def main(args: argparse.Namespace) -> int:
         return run_verify(paths, as_json=args.output == "json")
     options = DumpOptions(deep=args.deep_iteration, print_data=args.print_data_log,
                           skip_record_metadata=args.skip_record_metadata,
-                          decoder=(transaction_log_record if args.transaction_log_decoder
-                                   else offsets_record if args.offsets_decoder else None))
+                          decoder=_decoder(args))
     options.index_sanity_only = args.index_sanity_check
     options.verify_index_only = args.verify_index_only
     options.max_bytes = args.max_bytes
