@@ -150,6 +150,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("seglog", "kafka"))
     parser.add_argument("--java", action="store_true",
                         help="also Kafka's ConsumerPerformance (defaults) each round")
+    parser.add_argument("--no-confluent", action="store_true",
+                        help="skip the confluent-kafka consumer (with --java: Java only)")
     parser.add_argument("--dump", default="", help="child: write the raw debug log here")
     parser.add_argument("--dump-dir", default="", help="write each round's debug log here")
     args = parser.parse_args()
@@ -185,29 +187,33 @@ def main() -> None:
             order = list(brokers) if rnd % 2 == 0 else list(reversed(brokers))
             for name in order:
                 broker = brokers[name]
-                cpu0 = process_cpu_s(broker.pid)
-                dump = (os.path.join(args.dump_dir, f"{name}-r{rnd + 1}.log")
-                        if args.dump_dir else "")
-                out = _child(broker.bootstrap, args.topic, args.records, args.trace,
-                             args.conf or [], dump)
-                out["broker_cpu_s"] = process_cpu_s(broker.pid) - cpu0
-                out["load"] = os.getloadavg()[0]
-                rows[name].append(out)
-                print(f"round {rnd + 1} {name}: " + json.dumps(out), flush=True)
+                if not args.no_confluent:
+                    cpu0 = process_cpu_s(broker.pid)
+                    dump = (os.path.join(args.dump_dir, f"{name}-r{rnd + 1}.log")
+                            if args.dump_dir else "")
+                    out = _child(broker.bootstrap, args.topic, args.records, args.trace,
+                                 args.conf or [], dump)
+                    out["broker_cpu_s"] = process_cpu_s(broker.pid) - cpu0
+                    out["load"] = os.getloadavg()[0]
+                    rows[name].append(out)
+                    print(f"round {rnd + 1} {name}: " + json.dumps(out), flush=True)
                 if args.java:
                     cpu0 = process_cpu_s(broker.pid)
                     jout = _java_consume(ref, scratch, broker.bootstrap, args.topic,
                                          args.records)
                     jout["broker_cpu_s"] = process_cpu_s(broker.pid) - cpu0
+                    jout["load"] = os.getloadavg()[0]
                     jrows[name].append(jout)
                     print(f"round {rnd + 1} {name} java: " + json.dumps(jout), flush=True)
         for name, outs in rows.items():
+            if not outs:
+                continue
             walls = sorted(o["wall_s"] for o in outs)
             cpus = sorted(o["broker_cpu_s"] / (o["records"] / 1e6) for o in outs)
             print(f"## {name}: wall s min/median/max {walls[0]:.2f}/"
                   f"{statistics.median(walls):.2f}/{walls[-1]:.2f}; broker CPU s per M "
                   f"{cpus[0]:.3f}/{statistics.median(cpus):.3f}/{cpus[-1]:.3f}")
-        if len(rows) == 2:
+        if len(rows) == 2 and not args.no_confluent:
             ratios = sorted(k["wall_s"] / s["wall_s"]
                             for s, k in zip(rows["seglog"], rows["kafka"]))
             cpu_ratios = sorted(s["broker_cpu_s"] / k["broker_cpu_s"]
