@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -150,6 +151,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("seglog", "kafka"))
     parser.add_argument("--java", action="store_true",
                         help="also Kafka's ConsumerPerformance (defaults) each round")
+    parser.add_argument("--keep", action="store_true", help="keep the brokers' data dirs")
     parser.add_argument("--no-confluent", action="store_true",
                         help="skip the confluent-kafka consumer (with --java: Java only)")
     parser.add_argument("--dump", default="", help="child: write the raw debug log here")
@@ -240,6 +242,8 @@ def main() -> None:
         if kafka is not None:
             kafka.stop()
         seglog.stop()
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)  # 10 M records: about 1.1 GB a broker
 
 
 if __name__ == "__main__":
