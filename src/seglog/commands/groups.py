@@ -220,12 +220,21 @@ def _print_description(d: Mapping[str, Any]) -> None:
         f"{coordinator['host']}:{coordinator['port']} (id {coordinator['id']})"
     print(f"GROUP {d['group']}  TYPE {d['type']}  STATE {d['state']}  COORDINATOR {where}  "
           f"ASSIGNOR {d['assignor'] or '-'}  MEMBERS {len(d['members'])}")
-    if d["members"]:
+    if d["members"] and d["type"] == "streams":
+        print()
+        # kafka-streams-groups --describe --members: the tasks of each member
+        _print_table(["MEMBER", "PROCESS", "CLIENT-ID", "HOST", "ASSIGNMENTS"],
+                     [[m["member_id"], m["process_id"], m["client_id"], m["host"],
+                       _tasks_text(m["tasks"]) or "-"] for m in d["members"]])
+    elif d["members"]:
         print()
         _print_table(["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"],
                      [[m["member_id"], m["host"], m["client_id"], len(m["partitions"]),
                        _assignment_text(m["partitions"])] for m in d["members"]])
     print()
+    if d["type"] == "streams":
+        _print_streams_offsets(d)
+        return
     if d["type"] == "share":
         # kafka-share-groups --describe's columns (its --verbose adds LEADER-EPOCH; the JSON
         # output has it)
@@ -238,6 +247,27 @@ def _print_description(d: Mapping[str, Any]) -> None:
                  [[d["group"], r["topic"], r["partition"], _dash(r["committed_offset"]),
                    _dash(r["log_end_offset"]), _dash(r["lag"]), _dash(r["member_id"]),
                    _dash(r["host"]), _dash(r["client_id"])] for r in d["offsets"]])
+
+
+def _print_streams_offsets(d: Mapping[str, Any]) -> None:
+    # kafka-streams-groups --describe --verbose's offsets columns, and the member owning
+    # the partition (an active task of it)
+    _print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH",
+                  "LOG-END-OFFSET", "OFFSET-LAG", "MEMBER"],
+                 [[d["group"], r["topic"], r["partition"], _dash(r["committed_offset"]),
+                   _dash(r["leader_epoch"]), _dash(r["log_end_offset"]), _dash(r["lag"]),
+                   _dash(r["member_id"])] for r in d["offsets"]])
+
+
+def _tasks_text(tasks: Mapping[str, Mapping[str, list[int]]]) -> str:
+    """A member's tasks as kafka-streams-groups prints them:
+    ``ACTIVE: 0:[0,1]; 1:[0]; STANDBY: ...``."""
+    out = []
+    for kind in ("active", "standby", "warmup"):
+        if tasks[kind]:
+            out.append(f"{kind.upper()}: " + " ".join(
+                f"{s}:[{','.join(str(p) for p in ps)}];" for s, ps in sorted(tasks[kind].items())))
+    return " ".join(out)
 
 
 def _assignment_text(partitions: list[dict[str, Any]]) -> str:
