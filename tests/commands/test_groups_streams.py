@@ -12,6 +12,7 @@ Skips without java, javac, the Kafka jars or the kafka-streams jar (fails under
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -50,8 +51,8 @@ def app_classes(kafka_ref, tmp_path_factory) -> Path:
     return compile_app(kafka_ref, tmp_path_factory.mktemp("streams-app"))
 
 
-def _description(run_seglog, bootstrap: str) -> dict[str, Any]:
-    ran = run_seglog("groups", "describe", GROUP, "-b", bootstrap, "-o", "json")
+def _description(run_seglog, where: list[str]) -> dict[str, Any]:
+    ran = run_seglog("groups", "describe", GROUP, *where, "-o", "json")
     assert ran.returncode == 0, ran.stderr
     (described,) = ran.json()["groups"]
     return described
@@ -70,8 +71,10 @@ def _shape(d: dict[str, Any]) -> dict[str, Any]:
                       owned=r["member_id"] is not None) for r in d["offsets"]])
 
 
-def _scenario(run_seglog, kafka_ref, classes: Path, bootstrap: str, run_dir: Path
-              ) -> dict[str, Any]:
+def _running(run_seglog, kafka_ref, classes: Path, bootstrap: str, run_dir: Path
+             ) -> dict[str, Any]:
+    """The app runs (one instance, all four tasks), is described, refused a reset and a
+    delete, and stops."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic("words", 2, 1), NewTopic("counts", 1, 1)],
                                       operation_timeout=30).values():
@@ -94,12 +97,12 @@ def _scenario(run_seglog, kafka_ref, classes: Path, bootstrap: str, run_dir: Pat
 
         # the app commits every 200 ms: wait for its commits to reach the log ends
         def caught_up() -> bool:
-            d = _description(run_seglog, bootstrap)
+            d = _description(run_seglog, ["-b", bootstrap])
             rows = [r for r in d["offsets"] if r["topic"] == "words"]
             return d["state"] == "Stable" and len(rows) == 2 and all(
                 r["lag"] == 0 for r in rows)
         _wait("the group's commits caught up on words", caught_up, [app], timeout_s=30)
-        running = _description(run_seglog, bootstrap)
+        running = _description(run_seglog, ["-b", bootstrap])
         seen["running"] = _shape(running)
         (member,) = running["members"]
         assert member["process_id"] and member["client_id"] and member["member_id"]
@@ -116,34 +119,47 @@ def _scenario(run_seglog, kafka_ref, classes: Path, bootstrap: str, run_dir: Pat
         app.stop()
     assert "CLOSED" in app.lines, app.lines
     deadline = time.monotonic() + 30
-    while _description(run_seglog, bootstrap)["state"] != "Empty" \
+    while _description(run_seglog, ["-b", bootstrap])["state"] != "Empty" \
             and time.monotonic() < deadline:
         time.sleep(0.2)
-    seen["stopped"] = _shape(_description(run_seglog, bootstrap))
-    dry = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words", "--to-earliest",
-                     "-b", bootstrap, "-o", "json")
-    assert dry.returncode == 0, dry.stderr
-    seen["dry_run"] = dry.json()
-    done = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words:1", "--shift-by",
-                      "-1", "--execute", "-b", bootstrap, "-o", "json")
-    assert done.returncode == 0, done.stderr
-    seen["reset"] = done.json()
-    seen["after_reset"] = [(r["topic"], r["partition"], r["committed_offset"], r["lag"])
-                           for r in _description(run_seglog, bootstrap)["offsets"]]
-    deleted = run_seglog("groups", "delete-offsets", GROUP, "--topic", REPARTITION,
-                         "-b", bootstrap, "-o", "json")
-    seen["delete_offsets"] = (deleted.returncode, deleted.json())
-    seen["after_delete_offsets"] = sorted({r["topic"] for r in _description(
-        run_seglog, bootstrap)["offsets"]})
-    gone = run_seglog("groups", "delete", GROUP, "-b", bootstrap, "-o", "json")
-    seen["delete"] = (gone.returncode, gone.json())
-    missing = run_seglog("groups", "describe", GROUP, "-b", bootstrap)
-    seen["describe_deleted"] = missing.returncode
     return seen
 
 
-def _check(seen: dict[str, Any]) -> None:
-    """What both brokers must answer (the comparison of the two is the other half)."""
+def _stopped(run_seglog, where: list[str]) -> dict[str, Any]:
+    """The steps on the stopped app's group, on a broker (``-b HOST:PORT``) or a data dir
+    (``--data-dir DIR``)."""
+    seen: dict[str, Any] = {}
+    seen["stopped"] = _shape(_description(run_seglog, where))
+    text = run_seglog("groups", "describe", GROUP, *where)
+    assert text.returncode == 0 and "CURRENT-OFFSET" in text.stdout, text
+    dry = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words", "--to-earliest",
+                     *where, "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    seen["dry_run"] = dry.json()
+    done = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words:1", "--shift-by",
+                      "-1", "--execute", *where, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    seen["reset"] = done.json()
+    seen["after_reset"] = [(r["topic"], r["partition"], r["committed_offset"], r["lag"])
+                           for r in _description(run_seglog, where)["offsets"]]
+    deleted = run_seglog("groups", "delete-offsets", GROUP, "--topic", REPARTITION,
+                         *where, "-o", "json")
+    seen["delete_offsets"] = (deleted.returncode, deleted.json())
+    seen["after_delete_offsets"] = sorted({r["topic"] for r in _description(
+        run_seglog, where)["offsets"]})
+    gone = run_seglog("groups", "delete", GROUP, *where, "-o", "json")
+    seen["delete"] = (gone.returncode, gone.json())
+    missing = run_seglog("groups", "describe", GROUP, *where)
+    seen["describe_deleted"] = missing.returncode
+    listed = run_seglog("groups", "list", *where, "-o", "json")
+    seen["listed_after_delete"] = [g["group"] for g in listed.json()["groups"]
+                                   if g["group"] == GROUP]
+    return seen
+
+
+def _check_running(seen: dict[str, Any]) -> None:
+    """What both brokers must answer while the app runs (the comparison of the two is the
+    other half)."""
     assert seen["listed"] == [(GROUP, "streams")]
     running = seen["running"]
     assert running["state"] == "Stable" and running["type"] == "streams"
@@ -157,10 +173,15 @@ def _check(seen: dict[str, Any]) -> None:
             for r in words] == [(0, 2, 2, 0, True), (1, 1, 1, 0, True)]
     assert seen["reset_running"] == (1, True)
     assert seen["delete_running"] == (1, True)
+
+
+def _check_stopped(seen: dict[str, Any]) -> None:
+    """What a broker and a data dir must answer once the app stopped."""
     stopped = seen["stopped"]
     assert stopped["state"] == "Empty" and stopped["members"] == []
-    assert [(r["topic"], r["partition"], r["committed"]) for r in stopped["offsets"]
-            if r["topic"] == "words"] == [("words", 0, 2), ("words", 1, 1)]
+    assert [s["subtopology_id"] for s in stopped["subtopologies"]] == ["0", "1"]
+    assert [(r["topic"], r["partition"], r["committed"], r["lag"]) for r in stopped["offsets"]
+            if r["topic"] == "words"] == [("words", 0, 2, 0), ("words", 1, 1, 0)]
     assert seen["dry_run"] == {"group": GROUP, "executed": False, "offsets": [
         {"topic": "words", "partition": 0, "previous_offset": 2, "new_offset": 0},
         {"topic": "words", "partition": 1, "previous_offset": 1, "new_offset": 0}]}
@@ -173,26 +194,48 @@ def _check(seen: dict[str, Any]) -> None:
     assert seen["after_delete_offsets"] == ["words"]
     assert seen["delete"] == (0, {"groups": [{"group": GROUP, "error": None}]})
     assert seen["describe_deleted"] == 3
+    assert seen["listed_after_delete"] == []
+
+
+def _without_assignor(seen: dict[str, Any]) -> dict[str, Any]:
+    # a data dir has no assignor (it is the broker's config, not in the group's records)
+    return {**seen, "stopped": {**seen["stopped"], "assignor": None}}
 
 
 def test_streams_group_on_seglog_and_kafka(run_seglog, kafka_ref, app_classes, tmp_path):
-    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0),
-                    config={"offsets.topic.num.partitions": 1, **STREAMS_CONFIG})
+    config = {"offsets.topic.num.partitions": 1, **STREAMS_CONFIG}
+    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
     broker.start()
     try:
-        on_seglog = _scenario(run_seglog, kafka_ref, app_classes, broker.bootstrap,
-                              tmp_path / "seglog-app")
+        seglog_running = _running(run_seglog, kafka_ref, app_classes, broker.bootstrap,
+                                  tmp_path / "seglog-app")
     finally:
         broker.stop()
-    _check(on_seglog)
+    _check_running(seglog_running)
+    # the same steps on a copy of the data dir (no broker), then on the broker again
+    shutil.copytree(tmp_path / "data", tmp_path / "copy")
+    on_dir = _stopped(run_seglog, ["--data-dir", str(tmp_path / "copy")])
+    _check_stopped(on_dir)
+    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
+    broker.start()
+    try:
+        seglog_stopped = _stopped(run_seglog, ["-b", broker.bootstrap])
+    finally:
+        broker.stop()
+    _check_stopped(seglog_stopped)
+
     kafka = KafkaBroker(kafka_ref, tmp_path / "kafka",
                         extra_properties={**STREAMS_CONFIG, **KAFKA_ONLY_CONFIG})
     kafka.format()
     kafka.start()
     try:
-        on_kafka = _scenario(run_seglog, kafka_ref, app_classes, kafka.bootstrap,
-                             tmp_path / "kafka-app")
+        kafka_running = _running(run_seglog, kafka_ref, app_classes, kafka.bootstrap,
+                                 tmp_path / "kafka-app")
+        kafka_stopped = _stopped(run_seglog, ["-b", kafka.bootstrap])
     finally:
         kafka.stop()
-    _check(on_kafka)
-    assert on_seglog == on_kafka
+    _check_running(kafka_running)
+    _check_stopped(kafka_stopped)
+    assert seglog_running == kafka_running
+    assert seglog_stopped == kafka_stopped
+    assert _without_assignor(on_dir) == _without_assignor(kafka_stopped)
