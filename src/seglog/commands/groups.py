@@ -1,6 +1,7 @@
 """``seglog groups``: list, describe (members, committed offsets, lag), reset offsets, delete
-offsets and delete consumer groups and share groups, as Kafka's ``kafka-consumer-groups`` and
-``kafka-share-groups`` do, on a data directory or against any Kafka-protocol broker.
+offsets and delete consumer groups, share groups and streams groups, as Kafka's
+``kafka-consumer-groups``, ``kafka-share-groups`` and ``kafka-streams-groups`` do, on a data
+directory or against any Kafka-protocol broker.
 
 Subcommands::
 
@@ -17,12 +18,14 @@ AdminClient (describe_consumer_groups, list_consumer_group_offsets, alter_consum
 delete_consumer_groups, list_offsets), and what it lacks through :mod:`seglog.commands.wire`:
 ListGroups v5 to every broker (type and state of every group, share and streams groups too),
 OffsetDelete, and the share-group APIs (ShareGroupDescribe, DescribeShareGroupOffsets,
-AlterShareGroupOffsets, DeleteShareGroupOffsets). On a data directory (``--data-dir``) the
-groups are the Store's (:meth:`seglog.Store.groups`): the committed offsets kept in
-``__consumer_offsets``; no member is live when no broker serves the directory, so a group is
+AlterShareGroupOffsets, DeleteShareGroupOffsets), and StreamsGroupDescribe for a streams
+group (KIP-1071; its offsets are a consumer group's, as Kafka's Admin client treats them). On
+a data directory (``--data-dir``) the groups are the Store's (:meth:`seglog.Store.groups`):
+the committed offsets kept in ``__consumer_offsets``; no member is live when no broker serves the directory, so a group is
 ``Empty`` there and a consumer group has type ``classic``. A data directory's share groups
 (their state in ``__share_group_state``) are listed and described; changing them is left to
-a broker (:mod:`.groups_local`).
+a broker (:mod:`.groups_local`); its streams groups (their records in ``__consumer_offsets``)
+are ``Empty`` there, described, reset, their offsets deleted and deleted.
 
 ``--output json`` shapes (one document on stdout):
 
@@ -32,7 +35,15 @@ a broker (:mod:`.groups_local`).
   "partitions": [{"topic", "partition"}]}], "offsets": [{"topic", "partition",
   "committed_offset", "log_end_offset", "lag", "member_id", "client_id", "host"}]}]}``
   (a share group's offsets rows have ``start_offset``, ``leader_epoch`` and ``lag``;
-  an offset or lag that is not known is null);
+  an offset or lag that is not known is null; a streams group also has ``group_epoch``,
+  ``target_assignment_epoch``, ``topology_epoch``, ``subtopologies`` [{``subtopology_id``,
+  ``source_topics``, ``repartition_source_topics``, ``repartition_sink_topics``,
+  ``state_changelog_topics``}], per member ``process_id``, ``member_epoch``, ``is_classic``,
+  ``tasks`` and ``target_tasks`` (``{"active"|"standby"|"warmup": {subtopology:
+  [partition]}}``) and ``partitions`` (the source topics' partitions of its active tasks), per
+  offsets row ``leader_epoch``; its rows are the committed offsets of the source and
+  repartition source topics and the partitions of active tasks, a partition without a commit
+  lagging by end - start, as kafka-streams-groups computes it);
 * ``reset-offsets``: ``{"group", "executed": bool, "offsets": [{"topic", "partition",
   "previous_offset", "new_offset"}]}``;
 * ``delete-offsets``: ``{"group", "partitions": [{"topic", "partition", "error"}]}``;
@@ -64,9 +75,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``seglog groups`` and its subcommands on ``sub``."""
     raw = argparse.RawDescriptionHelpFormatter
     parser: argparse.ArgumentParser = sub.add_parser(
-        "groups", help="list, describe, reset offsets of and delete consumer and share groups",
-        description="Consumer groups and share groups, as kafka-consumer-groups and "
-                    "kafka-share-groups show them, on a data directory or a broker.",
+        "groups", help="list, describe, reset offsets of and delete consumer, share and streams "
+                       "groups",
+        description="Consumer groups, share groups and streams groups, as "
+                    "kafka-consumer-groups, kafka-share-groups and kafka-streams-groups show "
+                    "them, on a data directory or a broker.",
         formatter_class=raw,
         epilog="example:\n  seglog groups describe my-group -b 127.0.0.1:9092")
     parser.set_defaults(run=main, groups_command=None)
@@ -86,7 +99,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "describe", help="members, committed offsets and lag of groups", formatter_class=raw,
         description="Type, state, coordinator, assignor, members with their partitions, and "
                     "per partition the committed offset, log end offset and lag "
-                    "(share groups: start offset and lag).",
+                    "(share groups: start offset and lag; streams groups: members with their "
+                    "tasks, offsets of the source topics, as kafka-streams-groups).",
         epilog="example:\n  seglog groups describe clicks-reader --data-dir data")
     p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to describe")
     add_target_options(p)

@@ -134,14 +134,14 @@ class RemoteGroups:
             # repartition source) topics, and every partition of an active task; a
             # partition without a commit lags by the whole log (end - start)
             sources = streams_source_topics(streams)
-            committed = {tp: o for tp, o in self._committed_with_epochs(group).items()
+            by_source = {tp: o for tp, o in self._committed_with_epochs(group).items()
                          if tp[0] in sources}
             owned = {(p["topic"], p["partition"]) for m in streams["members"]
                      for p in m["partitions"]}
-            partitions = sorted(set(committed) | owned)
+            partitions = sorted(set(by_source) | owned)
             ends = self.latest(partitions, missing_ok=True)
             starts = self._list_offsets_or_none(partitions)
-            streams["offsets"] = streams_offset_rows(streams, committed, ends, starts)
+            streams["offsets"] = streams_offset_rows(streams, by_source, ends, starts)
             return streams
         desc = self._admin_describe(group)
         coordinator = desc.coordinator
