@@ -237,8 +237,8 @@ def _print_description(d: Mapping[str, Any]) -> None:
     if d["members"] and d["type"] == "streams":
         print()
         # kafka-streams-groups --describe --members: the tasks of each member
-        _print_table(["MEMBER", "PROCESS", "CLIENT-ID", "HOST", "ASSIGNMENTS"],
-                     [[m["member_id"], m["process_id"], m["client_id"], m["host"],
+        _print_table(["MEMBER", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"],
+                     [[m["member_id"], m["process_id"], m["client_id"],
                        _tasks_text(m["tasks"]) or "-"] for m in d["members"]])
     elif d["members"]:
         print()
