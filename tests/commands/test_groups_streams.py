@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,13 @@ def _stopped(run_seglog, where: list[str]) -> dict[str, Any]:
                      *where, "-o", "json")
     assert dry.returncode == 0, dry.stderr
     seen["dry_run"] = dry.json()
+    inputs = run_seglog("groups", "reset-offsets", GROUP, "--all-topics", "--to-latest",
+                        *where, "-o", "json")
+    assert inputs.returncode == 0, inputs.stderr
+    seen["all_input_topics"] = sorted({r["topic"] for r in inputs.json()["offsets"]})
+    outside = run_seglog("groups", "reset-offsets", GROUP, "--topic", "counts",
+                         "--to-latest", *where)
+    seen["outside_topic"] = (outside.returncode, "not part of the group" in outside.stderr)
     done = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words:1", "--shift-by",
                       "-1", "--execute", *where, "-o", "json")
     assert done.returncode == 0, done.stderr
@@ -185,6 +193,8 @@ def _check_stopped(seen: dict[str, Any]) -> None:
     assert seen["dry_run"] == {"group": GROUP, "executed": False, "offsets": [
         {"topic": "words", "partition": 0, "previous_offset": 2, "new_offset": 0},
         {"topic": "words", "partition": 1, "previous_offset": 1, "new_offset": 0}]}
+    assert seen["all_input_topics"] == ["words"]
+    assert seen["outside_topic"] == (3, True)
     assert seen["reset"]["offsets"] == [
         {"topic": "words", "partition": 1, "previous_offset": 1, "new_offset": 0}]
     assert ("words", 0, 2, 0) in seen["after_reset"]
@@ -212,28 +222,35 @@ def test_streams_group_on_seglog_and_kafka(run_seglog, kafka_ref, app_classes, t
     finally:
         broker.stop()
     _check_running(seglog_running)
-    # the same steps on a copy of the data dir (no broker), then on the broker again
+    # the same steps on a copy of the data dir (no broker) and on the broker again, while
+    # Kafka runs the app
     shutil.copytree(tmp_path / "data", tmp_path / "copy")
-    on_dir = _stopped(run_seglog, ["--data-dir", str(tmp_path / "copy")])
-    _check_stopped(on_dir)
-    broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
-    broker.start()
-    try:
-        seglog_stopped = _stopped(run_seglog, ["-b", broker.bootstrap])
-    finally:
-        broker.stop()
-    _check_stopped(seglog_stopped)
 
-    kafka = KafkaBroker(kafka_ref, tmp_path / "kafka",
-                        extra_properties={**STREAMS_CONFIG, **KAFKA_ONLY_CONFIG})
-    kafka.format()
-    kafka.start()
-    try:
-        kafka_running = _running(run_seglog, kafka_ref, app_classes, kafka.bootstrap,
-                                 tmp_path / "kafka-app")
-        kafka_stopped = _stopped(run_seglog, ["-b", kafka.bootstrap])
-    finally:
-        kafka.stop()
+    def on_seglog_again() -> dict[str, Any]:
+        broker = Broker(tmp_path / "data", listen=("127.0.0.1", 0), config=config)
+        broker.start()
+        try:
+            return _stopped(run_seglog, ["-b", broker.bootstrap])
+        finally:
+            broker.stop()
+
+    with ThreadPoolExecutor(2) as pool:
+        on_dir_future = pool.submit(_stopped, run_seglog,
+                                    ["--data-dir", str(tmp_path / "copy")])
+        seglog_future = pool.submit(on_seglog_again)
+        kafka = KafkaBroker(kafka_ref, tmp_path / "kafka",
+                            extra_properties={**STREAMS_CONFIG, **KAFKA_ONLY_CONFIG})
+        kafka.format()
+        kafka.start()
+        try:
+            kafka_running = _running(run_seglog, kafka_ref, app_classes, kafka.bootstrap,
+                                     tmp_path / "kafka-app")
+            kafka_stopped = _stopped(run_seglog, ["-b", kafka.bootstrap])
+        finally:
+            kafka.stop()
+        on_dir, seglog_stopped = on_dir_future.result(), seglog_future.result()
+    _check_stopped(on_dir)
+    _check_stopped(seglog_stopped)
     _check_running(kafka_running)
     _check_stopped(kafka_stopped)
     assert seglog_running == kafka_running

@@ -117,7 +117,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     scope.add_argument("--topic", action="append", dest="topics", metavar="T[:P,P]",
                        help="a topic, or some of its partitions (repeatable)")
     scope.add_argument("--all-topics", action="store_true",
-                       help="every topic the group has committed offsets for")
+                       help="every topic the group has committed offsets for (a streams "
+                            "group: its input topics, as --all-input-topics)")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--to-earliest", action="store_true", help="the log start offset")
     how.add_argument("--to-latest", action="store_true", help="the log end offset")
@@ -304,10 +305,19 @@ def _reset(backend: Any, args: argparse.Namespace, target: Target) -> int:
         raise GroupsError(f"assignments can only be reset if the group {group!r} is inactive, "
                           f"but the current state is {state}")
     committed = backend.committed(group, kind)
-    if args.all_topics:
+    if args.all_topics and kind == "streams":
+        # kafka-streams-groups --all-input-topics: the topology's source topics (not its
+        # repartition topics)
+        inputs = backend.streams_input_topics(group)
+        partitions = sorted(tp for tp in committed if tp[0] in inputs)
+    elif args.all_topics:
         partitions = sorted(committed)
     else:
         partitions = _partitions_of(backend, args.topics)
+        if kind == "streams" and any(tp not in committed for tp in partitions):
+            # as kafka-streams-groups refuses a topic the group has no offsets of
+            raise GroupsError(f"one or more topics are not part of the group {group!r}",
+                              EXIT_PROBLEMS)
     earliest = backend.earliest(partitions)
     latest = backend.latest(partitions)
     new: dict[tuple[str, int], int] = {}

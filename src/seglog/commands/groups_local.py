@@ -95,6 +95,13 @@ class LocalGroups:
         coordinator.poll(2**62)
         return coordinator, keys
 
+    def streams_input_topics(self, group: str) -> set[str]:
+        """The source topics of a streams group's topology (its records)."""
+        view = self._streams()[0].describe(group)
+        if view is None or view.topology is None:
+            return set()
+        return {t for s in view.topology.subtopologies for t in s.source_topics}
+
     def _streams_description(self, group: str) -> dict[str, Any] | None:
         view = self._streams()[0].describe(group)
         if view is None:

@@ -176,6 +176,11 @@ class RemoteGroups:
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions
                 if tp.offset >= 0 and tp.error is None}
 
+    def streams_input_topics(self, group: str) -> set[str]:
+        """The source topics of a streams group's topology (StreamsGroupDescribe)."""
+        return {t for s in self._streams_describe(group)["subtopologies"]
+                for t in s["source_topics"]}
+
     def _committed_with_epochs(self, group: str
                                ) -> dict[tuple[str, int], tuple[int, int | None]]:
         """``{tp: (committed offset, leader epoch or None)}`` (OffsetFetch)."""
