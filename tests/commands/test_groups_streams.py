@@ -131,6 +131,10 @@ def _stopped(run_seglog, where: list[str]) -> dict[str, Any]:
     (``--data-dir DIR``)."""
     seen: dict[str, Any] = {}
     seen["stopped"] = _shape(_description(run_seglog, where))
+    listed = run_seglog("groups", "list", "--type", "streams", *where, "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    seen["listed_stopped"] = [(g["group"], g["type"], g["state"])
+                              for g in listed.json()["groups"]]
     text = run_seglog("groups", "describe", GROUP, *where)
     assert text.returncode == 0 and "CURRENT-OFFSET" in text.stdout, text
     dry = run_seglog("groups", "reset-offsets", GROUP, "--topic", "words", "--to-earliest",
@@ -185,6 +189,7 @@ def _check_running(seen: dict[str, Any]) -> None:
 
 def _check_stopped(seen: dict[str, Any]) -> None:
     """What a broker and a data dir must answer once the app stopped."""
+    assert seen["listed_stopped"] == [(GROUP, "streams", "Empty")]
     stopped = seen["stopped"]
     assert stopped["state"] == "Empty" and stopped["members"] == []
     assert [s["subtopology_id"] for s in stopped["subtopologies"]] == ["0", "1"]

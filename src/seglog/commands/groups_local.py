@@ -56,6 +56,7 @@ class LocalGroups:
         except LogLockedError as exc:
             raise GroupsError(f"--data-dir {path} is locked ({exc}): is a broker serving it? "
                               "use --bootstrap-server") from None
+        self._streams_loaded: tuple[Any, dict[str, list[bytes]]] | None = None
 
     def close(self) -> None:
         """Close the Store."""
@@ -63,7 +64,13 @@ class LocalGroups:
 
     def _streams(self) -> tuple[Any, dict[str, list[bytes]]]:
         """The streams groups of the directory: a coordinator loaded from their records in
-        ``__consumer_offsets`` (members' sessions over), and each group's record keys."""
+        ``__consumer_offsets`` (members' sessions over), and each group's record keys (read
+        once; :meth:`delete` forgets them)."""
+        if self._streams_loaded is None:
+            self._streams_loaded = self._load_streams()
+        return self._streams_loaded
+
+    def _load_streams(self) -> tuple[Any, dict[str, list[bytes]]]:
         from ..coordinator import streams_group as sg
         from ..coordinator import streams_group_records as rec
         from ..coordinator.offsets_schema import OFFSETS_TOPIC
@@ -270,6 +277,7 @@ class LocalGroups:
         streams, keys = self._streams()
         if streams.has_group(group):
             self.store.write_offsets_records(group, [(k, None) for k in keys.get(group, [])])
+            self._streams_loaded = None
             if group in self.store.groups():
                 self.store.delete_group(group)
             return None
