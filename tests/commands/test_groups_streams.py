@@ -159,8 +159,12 @@ def _stopped(run_seglog, where: list[str]) -> dict[str, Any]:
     seen["delete_offsets"] = (deleted.returncode, deleted.json())
     seen["after_delete_offsets"] = sorted({r["topic"] for r in _description(
         run_seglog, where)["offsets"]})
-    gone = run_seglog("groups", "delete", GROUP, *where, "-o", "json")
+    gone = run_seglog("groups", "delete", GROUP, "--delete-all-internal-topics", *where,
+                      "-o", "json")
     seen["delete"] = (gone.returncode, gone.json())
+    topics = run_seglog("topics", "list", *where, "-o", "json")
+    assert topics.returncode == 0, topics.stderr
+    seen["topics_after_delete"] = sorted(topics.json()["topics"])
     missing = run_seglog("groups", "describe", GROUP, *where)
     seen["describe_deleted"] = missing.returncode
     listed = run_seglog("groups", "list", *where, "-o", "json")
@@ -207,7 +211,11 @@ def _check_stopped(seen: dict[str, Any]) -> None:
     code, result = seen["delete_offsets"]
     assert code == 0 and {r["error"] for r in result["partitions"]} == {None}
     assert seen["after_delete_offsets"] == ["words"]
-    assert seen["delete"] == (0, {"groups": [{"group": GROUP, "error": None}]})
+    assert seen["delete"] == (0, {"groups": [{"group": GROUP, "error": None,
+                                              "internal_topics": [
+                                                  "wordcount-counts-changelog",
+                                                  REPARTITION]}]})
+    assert seen["topics_after_delete"] == ["counts", "words"]
     assert seen["describe_deleted"] == 3
     assert seen["listed_after_delete"] == []
 

@@ -47,7 +47,8 @@ are ``Empty`` there, described, reset, their offsets deleted and deleted.
 * ``reset-offsets``: ``{"group", "executed": bool, "offsets": [{"topic", "partition",
   "previous_offset", "new_offset"}]}``;
 * ``delete-offsets``: ``{"group", "partitions": [{"topic", "partition", "error"}]}``;
-* ``delete``: ``{"groups": [{"group", "error"}]}`` (``error`` null on success).
+* ``delete``: ``{"groups": [{"group", "error"}]}`` (``error`` null on success; with
+  ``--delete-all-internal-topics`` each also has ``internal_topics``, the topics deleted).
 
 Exit codes (:mod:`seglog.commands.target`): 0 done; 1 refused (a group with members, a
 broker or store error); 2 usage; 3 a group or topic that does not exist.
@@ -58,6 +59,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 from typing import Any, Iterable, Mapping
 
@@ -66,7 +68,7 @@ from .group_rows import GroupsError
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
                      add_target_options, kafka_error_text, target_from_args)
 
-__all__ = ["add_parser", "main", "parse_datetime_ms"]
+__all__ = ["add_parser", "main", "parse_datetime_ms", "streams_internal_topics"]
 
 _TYPES = ("classic", "consumer", "share", "streams")
 
@@ -152,6 +154,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "refused (NON_EMPTY_GROUP).",
         epilog="example:\n  seglog groups delete old-reader --data-dir data")
     p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to delete")
+    p.add_argument("--delete-all-internal-topics", action="store_true",
+                   help="a streams group: delete its internal topics too (the repartition "
+                        "and changelog topics of its topology named GROUP-...-repartition "
+                        "or -changelog), as kafka-streams-groups --delete-all-internal-topics")
     add_target_options(p)
     return parser
 
@@ -424,8 +430,19 @@ def _delete(backend: Any, args: argparse.Namespace, target: Target) -> int:
     rows = []
     code = EXIT_OK
     for group in args.groups:
+        internal: list[str] = []
+        if args.delete_all_internal_topics:
+            # read before the group goes: its topology names them
+            info = backend.group_info(group)
+            if info is not None and info[0] == "streams":
+                internal = streams_internal_topics(group, backend.describe(group))
         error = backend.delete(group)
-        rows.append({"group": group, "error": error})
+        row: dict[str, Any] = {"group": group, "error": error}
+        if args.delete_all_internal_topics:
+            row["internal_topics"] = internal if error is None else []
+            if error is None and internal:
+                backend.delete_topics(internal)
+        rows.append(row)
         if error is not None:
             code = max(code, EXIT_PROBLEMS if "GROUP_ID_NOT_FOUND" in error else EXIT_ERROR)
     if target.json:
@@ -434,10 +451,32 @@ def _delete(backend: Any, args: argparse.Namespace, target: Target) -> int:
         for r in rows:
             if r["error"] is None:
                 print(f"Deletion of group {r['group']!r} was successful.")
+                if r.get("internal_topics"):
+                    print(f"Deletion of its internal topics ({', '.join(r['internal_topics'])})"
+                          " was successful.")
             else:
                 print(f"seglog groups: deletion of group {r['group']!r} failed: {r['error']}",
                       file=sys.stderr)
     return code
+
+
+def streams_internal_topics(group: str, description: Mapping[str, Any] | None) -> list[str]:
+    """The internal topics of a streams group kafka-streams-groups --delete-all-internal-topics
+    deletes: its topology's repartition source and changelog topics that are not source
+    topics and are named ``GROUP-...`` with an internal topic's suffix."""
+    if description is None:
+        return []
+    sources = {t for s in description["subtopologies"] for t in s["source_topics"]}
+    named = {t for s in description["subtopologies"]
+             for t in (*s["repartition_source_topics"], *s["state_changelog_topics"])}
+    return sorted(t for t in named - sources
+                  if t.startswith(group + "-") and _INTERNAL_TOPIC.fullmatch(t))
+
+
+#: Kafka Streams' internal topic names (StreamsGroupCommand.matchesInternalTopicFormat).
+_INTERNAL_TOPIC = re.compile(
+    r".+(-changelog|-repartition|-subscription-registration-topic|-subscription-response-topic)"
+    r"|.+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic")
 
 
 _COMMANDS = {"list": _list, "describe": _describe, "reset-offsets": _reset,

@@ -271,6 +271,11 @@ class LocalGroups:
             return {tp: "GROUP_SUBSCRIBED_TO_TOPIC" for tp in partitions}
         return {tp: None for tp in partitions}
 
+    def delete_topics(self, topics: list[str]) -> None:
+        """Delete ``topics`` from the store."""
+        for topic in topics:
+            self.store.delete_topic(topic)
+
     def delete(self, group: str) -> str | None:
         """Delete the group: None, or Kafka's error name (a streams group: its records
         tombstoned, then its committed offsets)."""

@@ -424,6 +424,19 @@ class RemoteGroups:
                     _error_name(int(p.error_code)) if p.error_code else None
         return out
 
+    def delete_topics(self, topics: list[str]) -> None:
+        """Delete ``topics`` (DeleteTopics); a failure is a GroupsError naming them."""
+        futures = self.admin.delete_topics(topics, operation_timeout=_TIMEOUT_S,
+                                           request_timeout=_TIMEOUT_S)
+        failed = []
+        for topic, future in sorted(futures.items()):
+            try:
+                future.result(_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - librdkafka's KafkaException
+                failed.append(f"{topic}: {kafka_error_text(exc)}")
+        if failed:
+            raise GroupsError("deleting internal topics failed: " + "; ".join(failed))
+
     def delete(self, group: str) -> str | None:
         """Delete the group (DeleteGroups): None, or Kafka's error name and message."""
         from confluent_kafka import KafkaException
