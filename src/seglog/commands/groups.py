@@ -1,6 +1,7 @@
 """``seglog groups``: list, describe (members, committed offsets, lag), reset offsets, delete
-offsets and delete consumer groups and share groups, as Kafka's ``kafka-consumer-groups`` and
-``kafka-share-groups`` do, on a data directory or against any Kafka-protocol broker.
+offsets and delete consumer groups, share groups and streams groups, as Kafka's
+``kafka-consumer-groups``, ``kafka-share-groups`` and ``kafka-streams-groups`` do, on a data
+directory or against any Kafka-protocol broker.
 
 Subcommands::
 
@@ -17,12 +18,14 @@ AdminClient (describe_consumer_groups, list_consumer_group_offsets, alter_consum
 delete_consumer_groups, list_offsets), and what it lacks through :mod:`seglog.commands.wire`:
 ListGroups v5 to every broker (type and state of every group, share and streams groups too),
 OffsetDelete, and the share-group APIs (ShareGroupDescribe, DescribeShareGroupOffsets,
-AlterShareGroupOffsets, DeleteShareGroupOffsets). On a data directory (``--data-dir``) the
-groups are the Store's (:meth:`seglog.Store.groups`): the committed offsets kept in
-``__consumer_offsets``; no member is live when no broker serves the directory, so a group is
+AlterShareGroupOffsets, DeleteShareGroupOffsets), and StreamsGroupDescribe for a streams
+group (KIP-1071; its offsets are a consumer group's, as Kafka's Admin client treats them). On
+a data directory (``--data-dir``) the groups are the Store's (:meth:`seglog.Store.groups`):
+the committed offsets kept in ``__consumer_offsets``; no member is live when no broker serves the directory, so a group is
 ``Empty`` there and a consumer group has type ``classic``. A data directory's share groups
 (their state in ``__share_group_state``) are listed and described; changing them is left to
-a broker (:mod:`.groups_local`).
+a broker (:mod:`.groups_local`); its streams groups (their records in ``__consumer_offsets``)
+are ``Empty`` there, described, reset, their offsets deleted and deleted.
 
 ``--output json`` shapes (one document on stdout):
 
@@ -32,11 +35,20 @@ a broker (:mod:`.groups_local`).
   "partitions": [{"topic", "partition"}]}], "offsets": [{"topic", "partition",
   "committed_offset", "log_end_offset", "lag", "member_id", "client_id", "host"}]}]}``
   (a share group's offsets rows have ``start_offset``, ``leader_epoch`` and ``lag``;
-  an offset or lag that is not known is null);
+  an offset or lag that is not known is null; a streams group also has ``group_epoch``,
+  ``target_assignment_epoch``, ``topology_epoch``, ``subtopologies`` [{``subtopology_id``,
+  ``source_topics``, ``repartition_source_topics``, ``repartition_sink_topics``,
+  ``state_changelog_topics``}], per member ``process_id``, ``member_epoch``, ``is_classic``,
+  ``tasks`` and ``target_tasks`` (``{"active"|"standby"|"warmup": {subtopology:
+  [partition]}}``) and ``partitions`` (the source topics' partitions of its active tasks), per
+  offsets row ``leader_epoch``; its rows are the committed offsets of the source and
+  repartition source topics and the partitions of active tasks, a partition without a commit
+  lagging by end - start, as kafka-streams-groups computes it);
 * ``reset-offsets``: ``{"group", "executed": bool, "offsets": [{"topic", "partition",
   "previous_offset", "new_offset"}]}``;
 * ``delete-offsets``: ``{"group", "partitions": [{"topic", "partition", "error"}]}``;
-* ``delete``: ``{"groups": [{"group", "error"}]}`` (``error`` null on success).
+* ``delete``: ``{"groups": [{"group", "error"}]}`` (``error`` null on success; with
+  ``--delete-all-internal-topics`` each also has ``internal_topics``, the topics deleted).
 
 Exit codes (:mod:`seglog.commands.target`): 0 done; 1 refused (a group with members, a
 broker or store error); 2 usage; 3 a group or topic that does not exist.
@@ -47,6 +59,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 from typing import Any, Iterable, Mapping
 
@@ -55,7 +68,7 @@ from .group_rows import GroupsError
 from .target import (EXIT_ERROR, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Target,
                      add_target_options, kafka_error_text, target_from_args)
 
-__all__ = ["add_parser", "main", "parse_datetime_ms"]
+__all__ = ["add_parser", "main", "parse_datetime_ms", "streams_internal_topics"]
 
 _TYPES = ("classic", "consumer", "share", "streams")
 
@@ -64,9 +77,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``seglog groups`` and its subcommands on ``sub``."""
     raw = argparse.RawDescriptionHelpFormatter
     parser: argparse.ArgumentParser = sub.add_parser(
-        "groups", help="list, describe, reset offsets of and delete consumer and share groups",
-        description="Consumer groups and share groups, as kafka-consumer-groups and "
-                    "kafka-share-groups show them, on a data directory or a broker.",
+        "groups", help="list, describe, reset offsets of and delete consumer, share and streams "
+                       "groups",
+        description="Consumer groups, share groups and streams groups, as "
+                    "kafka-consumer-groups, kafka-share-groups and kafka-streams-groups show "
+                    "them, on a data directory or a broker.",
         formatter_class=raw,
         epilog="example:\n  seglog groups describe my-group -b 127.0.0.1:9092")
     parser.set_defaults(run=main, groups_command=None)
@@ -86,7 +101,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "describe", help="members, committed offsets and lag of groups", formatter_class=raw,
         description="Type, state, coordinator, assignor, members with their partitions, and "
                     "per partition the committed offset, log end offset and lag "
-                    "(share groups: start offset and lag).",
+                    "(share groups: start offset and lag; streams groups: members with their "
+                    "tasks, offsets of the source topics, as kafka-streams-groups).",
         epilog="example:\n  seglog groups describe clicks-reader --data-dir data")
     p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to describe")
     add_target_options(p)
@@ -103,7 +119,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     scope.add_argument("--topic", action="append", dest="topics", metavar="T[:P,P]",
                        help="a topic, or some of its partitions (repeatable)")
     scope.add_argument("--all-topics", action="store_true",
-                       help="every topic the group has committed offsets for")
+                       help="every topic the group has committed offsets for (a streams "
+                            "group: its input topics, as --all-input-topics)")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--to-earliest", action="store_true", help="the log start offset")
     how.add_argument("--to-latest", action="store_true", help="the log end offset")
@@ -137,6 +154,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                     "refused (NON_EMPTY_GROUP).",
         epilog="example:\n  seglog groups delete old-reader --data-dir data")
     p.add_argument("groups", nargs="+", metavar="GROUP", help="the group ids to delete")
+    p.add_argument("--delete-all-internal-topics", action="store_true",
+                   help="a streams group: delete its internal topics too (the repartition "
+                        "and changelog topics of its topology named GROUP-...-repartition "
+                        "or -changelog), as kafka-streams-groups --delete-all-internal-topics")
     add_target_options(p)
     return parser
 
@@ -220,12 +241,21 @@ def _print_description(d: Mapping[str, Any]) -> None:
         f"{coordinator['host']}:{coordinator['port']} (id {coordinator['id']})"
     print(f"GROUP {d['group']}  TYPE {d['type']}  STATE {d['state']}  COORDINATOR {where}  "
           f"ASSIGNOR {d['assignor'] or '-'}  MEMBERS {len(d['members'])}")
-    if d["members"]:
+    if d["members"] and d["type"] == "streams":
+        print()
+        # kafka-streams-groups --describe --members: the tasks of each member
+        _print_table(["MEMBER", "PROCESS", "CLIENT-ID", "ASSIGNMENTS"],
+                     [[m["member_id"], m["process_id"], m["client_id"],
+                       _tasks_text(m["tasks"]) or "-"] for m in d["members"]])
+    elif d["members"]:
         print()
         _print_table(["CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"],
                      [[m["member_id"], m["host"], m["client_id"], len(m["partitions"]),
                        _assignment_text(m["partitions"])] for m in d["members"]])
     print()
+    if d["type"] == "streams":
+        _print_streams_offsets(d)
+        return
     if d["type"] == "share":
         # kafka-share-groups --describe's columns (its --verbose adds LEADER-EPOCH; the JSON
         # output has it)
@@ -238,6 +268,27 @@ def _print_description(d: Mapping[str, Any]) -> None:
                  [[d["group"], r["topic"], r["partition"], _dash(r["committed_offset"]),
                    _dash(r["log_end_offset"]), _dash(r["lag"]), _dash(r["member_id"]),
                    _dash(r["host"]), _dash(r["client_id"])] for r in d["offsets"]])
+
+
+def _print_streams_offsets(d: Mapping[str, Any]) -> None:
+    # kafka-streams-groups --describe --verbose's offsets columns, and the member owning
+    # the partition (an active task of it)
+    _print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH",
+                  "LOG-END-OFFSET", "OFFSET-LAG", "MEMBER"],
+                 [[d["group"], r["topic"], r["partition"], _dash(r["committed_offset"]),
+                   _dash(r["leader_epoch"]), _dash(r["log_end_offset"]), _dash(r["lag"]),
+                   _dash(r["member_id"])] for r in d["offsets"]])
+
+
+def _tasks_text(tasks: Mapping[str, Mapping[str, list[int]]]) -> str:
+    """A member's tasks as kafka-streams-groups prints them:
+    ``ACTIVE: 0:[0,1]; 1:[0]; STANDBY: ...``."""
+    out = []
+    for kind in ("active", "standby", "warmup"):
+        if tasks[kind]:
+            out.append(f"{kind.upper()}: " + " ".join(
+                f"{s}:[{','.join(str(p) for p in ps)}];" for s, ps in sorted(tasks[kind].items())))
+    return " ".join(out)
 
 
 def _assignment_text(partitions: list[dict[str, Any]]) -> str:
@@ -260,10 +311,19 @@ def _reset(backend: Any, args: argparse.Namespace, target: Target) -> int:
         raise GroupsError(f"assignments can only be reset if the group {group!r} is inactive, "
                           f"but the current state is {state}")
     committed = backend.committed(group, kind)
-    if args.all_topics:
+    if args.all_topics and kind == "streams":
+        # kafka-streams-groups --all-input-topics: the topology's source topics (not its
+        # repartition topics)
+        inputs = backend.streams_input_topics(group)
+        partitions = sorted(tp for tp in committed if tp[0] in inputs)
+    elif args.all_topics:
         partitions = sorted(committed)
     else:
         partitions = _partitions_of(backend, args.topics)
+        if kind == "streams" and any(tp not in committed for tp in partitions):
+            # as kafka-streams-groups refuses a topic the group has no offsets of
+            raise GroupsError(f"one or more topics are not part of the group {group!r}",
+                              EXIT_PROBLEMS)
     earliest = backend.earliest(partitions)
     latest = backend.latest(partitions)
     new: dict[tuple[str, int], int] = {}
@@ -370,8 +430,19 @@ def _delete(backend: Any, args: argparse.Namespace, target: Target) -> int:
     rows = []
     code = EXIT_OK
     for group in args.groups:
+        internal: list[str] = []
+        if args.delete_all_internal_topics:
+            # read before the group goes: its topology names them
+            info = backend.group_info(group)
+            if info is not None and info[0] == "streams":
+                internal = streams_internal_topics(group, backend.describe(group))
         error = backend.delete(group)
-        rows.append({"group": group, "error": error})
+        row: dict[str, Any] = {"group": group, "error": error}
+        if args.delete_all_internal_topics:
+            row["internal_topics"] = internal if error is None else []
+            if error is None and internal:
+                backend.delete_topics(internal)
+        rows.append(row)
         if error is not None:
             code = max(code, EXIT_PROBLEMS if "GROUP_ID_NOT_FOUND" in error else EXIT_ERROR)
     if target.json:
@@ -380,10 +451,32 @@ def _delete(backend: Any, args: argparse.Namespace, target: Target) -> int:
         for r in rows:
             if r["error"] is None:
                 print(f"Deletion of group {r['group']!r} was successful.")
+                if r.get("internal_topics"):
+                    print(f"Deletion of its internal topics ({', '.join(r['internal_topics'])})"
+                          " was successful.")
             else:
                 print(f"seglog groups: deletion of group {r['group']!r} failed: {r['error']}",
                       file=sys.stderr)
     return code
+
+
+def streams_internal_topics(group: str, description: Mapping[str, Any] | None) -> list[str]:
+    """The internal topics of a streams group kafka-streams-groups --delete-all-internal-topics
+    deletes: its topology's repartition source and changelog topics that are not source
+    topics and are named ``GROUP-...`` with an internal topic's suffix."""
+    if description is None:
+        return []
+    sources = {t for s in description["subtopologies"] for t in s["source_topics"]}
+    named = {t for s in description["subtopologies"]
+             for t in (*s["repartition_source_topics"], *s["state_changelog_topics"])}
+    return sorted(t for t in named - sources
+                  if t.startswith(group + "-") and _INTERNAL_TOPIC.fullmatch(t))
+
+
+#: Kafka Streams' internal topic names (StreamsGroupCommand.matchesInternalTopicFormat).
+_INTERNAL_TOPIC = re.compile(
+    r".+(-changelog|-repartition|-subscription-registration-topic|-subscription-response-topic)"
+    r"|.+-KTABLE-FK-JOIN-SUBSCRIPTION-(REGISTRATION|RESPONSE)-\d+-topic")
 
 
 _COMMANDS = {"list": _list, "describe": _describe, "reset-offsets": _reset,

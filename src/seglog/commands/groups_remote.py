@@ -4,7 +4,11 @@ OffsetDelete, the share-group APIs 77/90/91/92).
 
 A group's type and state come from ListGroups, sent to every broker as Kafka's
 ``Admin.listGroups`` does; the type decides the path: ``share`` through the wire, the others
-(classic, consumer) through the AdminClient.
+(classic, consumer) through the AdminClient. A ``streams`` group (KIP-1071) is described with
+StreamsGroupDescribe (through the wire); its offsets are a consumer group's (OffsetFetch,
+OffsetCommit, OffsetDelete, DeleteGroups through the AdminClient), as Kafka's Admin
+``listStreamsGroupOffsets`` / ``alterStreamsGroupOffsets`` / ``deleteStreamsGroupOffsets`` /
+``deleteStreamsGroups`` are its consumer-group calls.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import time
 from typing import Any, Mapping
 
 from .. import error_codes as codes
-from .group_rows import GroupsError, offset_rows
+from .group_rows import (GroupsError, add_task_partitions, offset_rows, streams_offset_rows,
+                         streams_source_topics)
 from .target import EXIT_PROBLEMS, kafka_error_text
 from .wire import KafkaResponseError, WireClient, build
 
@@ -25,6 +30,7 @@ SHARE_GROUP_DESCRIBE_KEY = 77
 DESCRIBE_SHARE_GROUP_OFFSETS_KEY = 90
 ALTER_SHARE_GROUP_OFFSETS_KEY = 91
 DELETE_SHARE_GROUP_OFFSETS_KEY = 92
+STREAMS_GROUP_DESCRIBE_KEY = 89
 #: How long an AdminClient call may take (s): librdkafka's default request timeout.
 _TIMEOUT_S = 30.0
 #: The pause before asking again after a retriable error (s).
@@ -36,15 +42,6 @@ def _error_name(code: int) -> str:
         return codes.name(code)
     except (KeyError, ValueError, LookupError):
         return f"UNKNOWN_ERROR_{code}"
-
-
-def _refuse_streams(group: str, kind: str) -> None:
-    # KIP-1071 streams groups have their own describe (StreamsGroupDescribe) and tool
-    # (kafka-streams-groups): listed here, not described or changed.
-    if kind == "streams":
-        raise GroupsError(f"group {group!r} is a streams group: seglog groups lists streams "
-                          "groups but does not describe or change them (kafka-streams-groups "
-                          "does)")
 
 
 class RemoteGroups:
@@ -108,9 +105,9 @@ class RemoteGroups:
         listing = self._listing(group)
         if listing is None:
             return None
-        _refuse_streams(group, listing["type"])
-        if listing["type"] == "share":
-            described = self._share_describe(group)
+        if listing["type"] in ("share", "streams"):
+            described = self._share_describe(group) if listing["type"] == "share" \
+                else self._streams_describe(group)
             members = [m["member_id"] for m in described["members"]]
         else:
             members = [m.member_id for m in self._admin_describe(group).members]
@@ -127,11 +124,25 @@ class RemoteGroups:
         listing = self._listing(group)
         if listing is None:
             return None
-        _refuse_streams(group, listing["type"])
         if listing["type"] == "share":
             share = self._share_describe(group)
             share["offsets"] = self._share_offsets(group)
             return share
+        if listing["type"] == "streams":
+            streams = self._streams_describe(group)
+            # kafka-streams-groups --describe: the committed offsets of the source (and
+            # repartition source) topics, and every partition of an active task; a
+            # partition without a commit lags by the whole log (end - start)
+            sources = streams_source_topics(streams)
+            by_source = {tp: o for tp, o in self._committed_with_epochs(group).items()
+                         if tp[0] in sources}
+            owned = {(p["topic"], p["partition"]) for m in streams["members"]
+                     for p in m["partitions"]}
+            partitions = sorted(set(by_source) | owned)
+            ends = self.latest(partitions, missing_ok=True)
+            starts = self._list_offsets_or_none(partitions)
+            streams["offsets"] = streams_offset_rows(streams, by_source, ends, starts)
+            return streams
         desc = self._admin_describe(group)
         coordinator = desc.coordinator
         members = [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
@@ -164,6 +175,78 @@ class RemoteGroups:
         result = future.result(_TIMEOUT_S)
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions
                 if tp.offset >= 0 and tp.error is None}
+
+    def streams_input_topics(self, group: str) -> set[str]:
+        """The source topics of a streams group's topology (StreamsGroupDescribe)."""
+        return {t for s in self._streams_describe(group)["subtopologies"]
+                for t in s["source_topics"]}
+
+    def _committed_with_epochs(self, group: str
+                               ) -> dict[tuple[str, int], tuple[int, int | None]]:
+        """``{tp: (committed offset, leader epoch or None)}`` (OffsetFetch)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        future = self.admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=_TIMEOUT_S)[group]
+        result = future.result(_TIMEOUT_S)
+        out: dict[tuple[str, int], tuple[int, int | None]] = {}
+        for tp in result.topic_partitions:
+            if tp.offset >= 0 and tp.error is None:
+                epoch = getattr(tp, "leader_epoch", None)
+                out[(tp.topic, tp.partition)] = (
+                    tp.offset, epoch if epoch is not None and epoch >= 0 else None)
+        return out
+
+    def _list_offsets_or_none(self, partitions: list[tuple[str, int]]
+                              ) -> dict[tuple[str, int], int | None]:
+        from confluent_kafka.admin import OffsetSpec
+        return self._list_offsets(partitions, OffsetSpec.earliest(), missing_ok=True)
+
+    def _streams_describe(self, group: str) -> dict[str, Any]:
+        """StreamsGroupDescribe of ``group``: state, epochs, topology (subtopologies with
+        their source topics), members with their tasks (and the source-topic partitions of
+        their active tasks, as kafka-streams-groups maps them)."""
+        node_id = self.wire.find_coordinator(group)
+
+        def make(module: Any, version: int) -> Any:
+            return build(module.StreamsGroupDescribeRequest, group_ids=(group,),
+                         include_authorized_operations=False,
+                         include_topology_description=False)
+        response = self.wire.send(STREAMS_GROUP_DESCRIBE_KEY, make, node_id=node_id)
+        g = response.groups[0]
+        if g.error_code:
+            raise KafkaResponseError(int(g.error_code), g.error_message,
+                                     what=f"StreamsGroupDescribe {group}")
+        broker = self.wire.metadata([]).brokers.get(node_id)
+        subtopologies = [] if g.topology is None else [
+            {"subtopology_id": s.subtopology_id,
+             "source_topics": sorted(s.source_topics),
+             "repartition_source_topics": sorted(t.name for t in s.repartition_source_topics),
+             "repartition_sink_topics": sorted(s.repartition_sink_topics),
+             "state_changelog_topics": sorted(t.name for t in s.state_changelog_topics)}
+            for s in g.topology.subtopologies]
+
+        def tasks(assignment: Any) -> dict[str, dict[str, list[int]]]:
+            return {kind: {t.subtopology_id: sorted(int(p) for p in t.partitions)
+                           for t in getattr(assignment, f"{kind}_tasks")}
+                    for kind in ("active", "standby", "warmup")}
+        members = [{"member_id": m.member_id, "client_id": m.client_id,
+                    "host": m.client_host, "process_id": m.process_id,
+                    "member_epoch": int(m.member_epoch), "is_classic": bool(m.is_classic),
+                    "tasks": tasks(m.assignment), "target_tasks": tasks(m.target_assignment)}
+                   for m in g.members]
+        described: dict[str, Any] = {
+            "group": group, "type": "streams", "state": g.group_state,
+            "coordinator": {"id": node_id, "host": broker.host if broker else "",
+                            "port": broker.port if broker else -1},
+            "assignor": getattr(g, "assignor_name", None) or "",
+            "group_epoch": int(g.group_epoch),
+            "target_assignment_epoch": int(g.assignment_epoch),
+            "topology_epoch": -1 if g.topology is None else int(g.topology.epoch),
+            "subtopologies": sorted(subtopologies, key=lambda s: s["subtopology_id"]),
+            "members": sorted(members, key=lambda m: m["member_id"])}
+        add_task_partitions(described)
+        return described
 
     def _share_describe(self, group: str) -> dict[str, Any]:
         node_id = self.wire.find_coordinator(group)
@@ -340,6 +423,19 @@ class RemoteGroups:
                 out[(t.name, int(p.partition_index))] = \
                     _error_name(int(p.error_code)) if p.error_code else None
         return out
+
+    def delete_topics(self, topics: list[str]) -> None:
+        """Delete ``topics`` (DeleteTopics); a failure is a GroupsError naming them."""
+        futures = self.admin.delete_topics(topics, operation_timeout=_TIMEOUT_S,
+                                           request_timeout=_TIMEOUT_S)
+        failed = []
+        for topic, future in sorted(futures.items()):
+            try:
+                future.result(_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - librdkafka's KafkaException
+                failed.append(f"{topic}: {kafka_error_text(exc)}")
+        if failed:
+            raise GroupsError("deleting internal topics failed: " + "; ".join(failed))
 
     def delete(self, group: str) -> str | None:
         """Delete the group (DeleteGroups): None, or Kafka's error name and message."""
