@@ -505,6 +505,7 @@ def _decode_both_ways(monkeypatch, stream, **kwargs):
     and with it off: each a _columns_tuple or ("error", type, str); plus whether the forced
     call took the threaded path."""
     results = []
+    monkeypatch.setattr(ncodec, "_THREADED_CPUS", True)  # also on a 1-CPU runner
     for threshold in (len(stream) - 1, 1 << 62):
         monkeypatch.setattr(ncodec, "_THREADED_BYTES_MIN", threshold)
         before = ncodec._threaded_decode_count()
@@ -529,7 +530,7 @@ def _pure_columns(stream, **kwargs):
 
 def test_threaded_decode_columns_equals_single_threaded_and_pure(monkeypatch):
     stream = _threaded_stream()
-    assert ncodec._THREADED_BYTES_MIN == 8 << 20 and ncodec._THREADED_BATCHES_MIN == 8
+    assert ncodec._THREADED_BYTES_MIN == 4 << 20 and ncodec._THREADED_BATCHES_MIN == 8
     threaded, single, took = _decode_both_ways(monkeypatch, stream)
     assert took
     assert threaded == single == _pure_columns(stream)
