@@ -113,7 +113,7 @@ cdef object _column_block(Py_ssize_t size_bytes):
     columns at 40 B/record on the development VM, a fifth of a large decode; with a
     consumer's poll_columns over 6 partitions, whose caller keeps the last poll's Columns
     while the next are made, fresh blocks were ~6,000 page faults per million records and
-    halved its rate), so blocks of 1 MiB or more are remembered (at most SPARE_BLOCKS_MAX,
+    it ran at ~0.6x of the core's decode of the same reads), so blocks of 1 MiB or more are remembered (at most SPARE_BLOCKS_MAX,
     SPARE_BYTES_MAX in all) and handed out again once nothing else references them: a block
     whose only reference is this list has no live Columns, array or buffer export left
     (every numpy view holds its base). A spare block is reused for a request of a quarter of
