@@ -82,6 +82,30 @@ def test_consumer_poll_checks_crcs_by_default(tmp_path, backend):
         assert values[11] == b"value-010" and len(values) == 20
 
 
+def test_consumer_poll_does_not_skip_a_batch_whose_control_bit_flipped(tmp_path, backend):
+    # A data batch with its control bit flipped looks like a transaction marker, which a
+    # consumer leaves out: its CRC32C is checked before that header bit is believed, so the
+    # poll raises instead of losing the batch's records without a word.
+    with open_store(tmp_path, backend) as store:
+        log = store.create_topic("t").log(0)
+        for i in range(3):
+            log.append_batch([b"value-%d-%d" % (i, j) for j in range(4)])
+    path = segment_file(tmp_path, "t")
+    data = bytearray(open(path, "rb").read())
+    second = 12 + struct.unpack_from(">i", data, 8)[0]  # the second batch's position
+    data[second + 22] ^= 0x20  # attributes' low byte: the control flag
+    open(path, "wb").write(bytes(data))
+    with open_store(tmp_path, backend) as store:
+        consumer = store.consumer(auto_offset_reset="earliest")
+        consumer.assign([("t", 0)])
+        got = consumer.poll(max_records=100)
+        assert [r.offset for r in got] == [0, 1, 2, 3]  # the batch before it, first
+        with pytest.raises(CorruptRecordError) as info:
+            consumer.poll(max_records=100)
+        assert info.value.reason == fmt.REASON_CRC_MISMATCH
+        assert consumer.position(("t", 0)) == 4
+
+
 def test_consumer_poll_columns_checks_crcs_by_default(tmp_path, backend):
     corrupt_topic(tmp_path, backend)
     with open_store(tmp_path, backend) as store:

@@ -82,6 +82,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from seglog._native._crc32c cimport seglog_crc32c
@@ -90,6 +91,7 @@ from varint cimport *
 from _records cimport *
 
 import operator
+import os
 import sys
 import time
 

@@ -63,8 +63,12 @@ cdef class Columns:
 
 cdef enum:
     COLUMN_BYTES_PER_RECORD = 40   # 4 int64 columns + 2 int32 columns
-    SPARE_BLOCKS_MAX = 2
+    # A consumer's poll_columns returns one Columns per partition and its caller holds them
+    # until the next poll's are made: 2 x partitions blocks live at once. Up to 16 blocks and
+    # 64 MiB are remembered (in use or not).
+    SPARE_BLOCKS_MAX = 16
     SPARE_BLOCK_BYTES_MIN = 1 << 20
+    SPARE_BYTES_MAX = 64 << 20
 
 
 ctypedef struct ColumnsTarget:
@@ -106,24 +110,27 @@ cdef object _column_block(Py_ssize_t size_bytes):
     """A numpy uint8 block of at least ``size_bytes`` for a _ColumnsBuilder.
 
     Fresh memory costs a page fault and zeroing per 4 KiB on first touch (~2 ns per record of
-    columns at 40 B/record on the development VM, a fifth of a large decode), so blocks of 1 MiB
-    or more are remembered (at most two) and handed out again once nothing else references
-    them: a block whose only reference is this list has no live Columns, array or buffer
-    export left (every numpy view holds its base). A spare block is reused for a request of
-    a quarter of its size or more; the cost is up to two such blocks kept after their
-    Columns are gone."""
-    cdef Py_ssize_t i
+    columns at 40 B/record on the development VM, a fifth of a large decode; with a
+    consumer's poll_columns over 6 partitions, whose caller keeps the last poll's Columns
+    while the next are made, fresh blocks were ~6,000 page faults per million records and
+    it ran at ~0.6x of the core's decode of the same reads), so blocks of 1 MiB or more are remembered (at most SPARE_BLOCKS_MAX,
+    SPARE_BYTES_MAX in all) and handed out again once nothing else references them: a block
+    whose only reference is this list has no live Columns, array or buffer export left
+    (every numpy view holds its base). A spare block is reused for a request of a quarter of
+    its size or more; the cost is up to SPARE_BYTES_MAX kept after their Columns are gone."""
+    cdef Py_ssize_t i, kept_bytes = 0
     cdef PyObject *item
     for i in range(len(_spare_blocks)):
         item = PyList_GET_ITEM(_spare_blocks, i)
+        nbytes = (<object>item).nbytes
+        kept_bytes += nbytes
         if _Py_REFCNT(item) == 1:
-            nbytes = (<object>item).nbytes
             if size_bytes <= nbytes <= 4 * size_bytes:
                 return <object>item
     np = _np()
     block = np.empty(size_bytes, dtype=np.uint8)
     if size_bytes >= SPARE_BLOCK_BYTES_MIN:
-        if len(_spare_blocks) < SPARE_BLOCKS_MAX:
+        if len(_spare_blocks) < SPARE_BLOCKS_MAX and kept_bytes + size_bytes <= SPARE_BYTES_MAX:
             _spare_blocks.append(block)
         else:
             # Replace the smallest unused spare, and only by a larger block: a small decode
@@ -133,7 +140,7 @@ cdef object _column_block(Py_ssize_t size_bytes):
                 item = PyList_GET_ITEM(_spare_blocks, i)
                 if _Py_REFCNT(item) == 1 and (<object>item).nbytes < smallest_bytes:
                     smallest, smallest_bytes = i, (<object>item).nbytes
-            if smallest >= 0:
+            if smallest >= 0 and kept_bytes - smallest_bytes + size_bytes <= SPARE_BYTES_MAX:
                 _spare_blocks[smallest] = block
     return block
 

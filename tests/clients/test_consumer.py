@@ -436,6 +436,36 @@ def test_poll_columns_hands_out_numpy_columns(store):
     assert [int(o) for o in late[TP("t", 0)].offsets] == [30]
 
 
+def test_poll_columns_of_an_8_mib_fetch_takes_the_two_thread_decode(store, monkeypatch):
+    # A read of max_partition_fetch_bytes 8 MiB is whole batches, a little under 8 MiB: the
+    # native decode's two-thread path must still take it (forced on here whatever the CPUs
+    # and the load; the twin has one path), and the columns are the same as poll's records.
+    import sys
+
+    topic = store.create_topic("big", partitions=1)
+    values = [b"%07d" % i + b"v" * 93 for i in range(80_000)]  # ~8.9 MiB of batches
+    for i in range(0, len(values), 1000):
+        topic.log(0).append_batch(values[i:i + 1000])
+    native = store.backend == "native"
+    if native:
+        codec = sys.modules["seglog._native.codec"]
+        monkeypatch.setattr(codec, "_THREADED_CPUS", True)
+        monkeypatch.setattr(codec, "_THREADED_LOAD_MAX", float("inf"))
+        before = codec._threaded_decode_count()
+    consumer = store.consumer(auto_offset_reset="earliest",
+                              max_partition_fetch_bytes=8 << 20)
+    consumer.assign([("big", 0)])
+    columns = consumer.poll_columns(max_records=1 << 20)[TP("big", 0)]
+    assert 60_000 < len(columns) < 80_000  # one read: under 8 MiB
+    if native:
+        assert codec._threaded_decode_count() == before + 1
+    n = len(columns)
+    assert [int(o) for o in columns.offsets] == list(range(n))
+    assert [columns.value(i) for i in (0, n // 2, n - 1)] == [values[0], values[n // 2],
+                                                              values[n - 1]]
+    assert consumer.position(("big", 0)) == n
+
+
 def test_expire_offsets_of_empty_groups(tmp_path, backend):
     with open_store(tmp_path, backend) as store:
         fill(store, "t", 1, 3)

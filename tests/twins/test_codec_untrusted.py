@@ -209,6 +209,8 @@ def test_threaded_decode_checks_every_crc(backend, monkeypatch):
     if threaded:
         codec_module = sys.modules["seglog._native.codec"]
         monkeypatch.setattr(codec_module, "_THREADED_BYTES_MIN", 1)
+        monkeypatch.setattr(codec_module, "_THREADED_CPUS", True)  # also on a 1-CPU runner,
+        monkeypatch.setattr(codec_module, "_THREADED_LOAD_MAX", float("inf"))  # and a busy one
         before = codec_module._threaded_decode_count()
     batches = [sample_batch(backend, base_offset=5 * i) for i in range(12)]
     assert len(backend.decode_columns(b"".join(batches), check_offsets=True)) == 60

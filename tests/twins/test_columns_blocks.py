@@ -33,3 +33,31 @@ def test_reused_block_matches_pure():
                  "value_positions", "value_lengths"):
         assert (getattr(got, name) == getattr(want, name)).all(), name
     assert got.value(29_999) == want.value(29_999)
+
+
+def test_blocks_of_a_poll_over_partitions_are_reused():
+    # A consumer's poll_columns returns one Columns per partition, and its caller keeps the
+    # last poll's while the next poll's are made: 2 x 6 blocks live at once. Once the older
+    # six are dropped, the next six decodes reuse their blocks instead of fresh memory.
+    import tracemalloc
+
+    native = seglog.get_backend("native")
+    streams = [_stream(native, 30_000, value=bytes([65 + p]) * 100) for p in range(6)]
+    older = [native.decode_columns(s) for s in streams]
+    newer = [native.decode_columns(s) for s in streams]
+    block_bytes = older[0].offsets.nbytes * 5  # 4 int64 + 2 int32 columns
+    addresses = {c.offsets.ctypes.data for c in older + newer}
+    assert len(addresses) == 12  # live columns never share a block
+    del older
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        latest = [native.decode_columns(s) for s in streams]
+        grown, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert grown - before < block_bytes  # no fresh block for any of the six
+    for p, columns in enumerate(latest):
+        assert (columns.offsets == np.arange(30_000)).all()
+        assert columns.value(29_999) == bytes([65 + p]) * 100
+    assert all((c.offsets == np.arange(30_000)).all() for c in newer)

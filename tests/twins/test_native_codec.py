@@ -505,6 +505,8 @@ def _decode_both_ways(monkeypatch, stream, **kwargs):
     and with it off: each a _columns_tuple or ("error", type, str); plus whether the forced
     call took the threaded path."""
     results = []
+    monkeypatch.setattr(ncodec, "_THREADED_CPUS", True)  # also on a 1-CPU runner,
+    monkeypatch.setattr(ncodec, "_THREADED_LOAD_MAX", float("inf"))  # and a busy one
     for threshold in (len(stream) - 1, 1 << 62):
         monkeypatch.setattr(ncodec, "_THREADED_BYTES_MIN", threshold)
         before = ncodec._threaded_decode_count()
@@ -529,7 +531,7 @@ def _pure_columns(stream, **kwargs):
 
 def test_threaded_decode_columns_equals_single_threaded_and_pure(monkeypatch):
     stream = _threaded_stream()
-    assert ncodec._THREADED_BYTES_MIN == 8 << 20 and ncodec._THREADED_BATCHES_MIN == 8
+    assert ncodec._THREADED_BYTES_MIN == 4 << 20 and ncodec._THREADED_BATCHES_MIN == 8
     threaded, single, took = _decode_both_ways(monkeypatch, stream)
     assert took
     assert threaded == single == _pure_columns(stream)
@@ -639,3 +641,22 @@ def test_batch_record_at_checks_the_crc_when_asked():
         record_at(address, len(raw), 11, -1, 1, 1 << 20)
     assert (info.value.reason, info.value.position) == (format.REASON_CRC_MISMATCH, 0)
     assert record_at(address, len(raw), 12, -1, 0, 1 << 20).value == b"ccx"
+
+
+def test_threaded_decode_columns_not_on_a_busy_machine(monkeypatch):
+    # A load average at or above _THREADED_LOAD_MAX (or one usable CPU) keeps the decode on
+    # the calling thread: a worker there would wait for a core. Same columns either way.
+    stream = _threaded_stream()
+    monkeypatch.setattr(ncodec, "_THREADED_BYTES_MIN", 1)
+    want = _columns_tuple(ncodec.decode_columns(stream))
+    for cpus, load_max in ((True, -1.0), (False, float("inf"))):
+        monkeypatch.setattr(ncodec, "_THREADED_CPUS", cpus)
+        monkeypatch.setattr(ncodec, "_THREADED_LOAD_MAX", load_max)
+        before = ncodec._threaded_decode_count()
+        assert _columns_tuple(ncodec.decode_columns(stream)) == want
+        assert ncodec._threaded_decode_count() == before
+    monkeypatch.setattr(ncodec, "_THREADED_CPUS", True)
+    monkeypatch.setattr(ncodec, "_THREADED_LOAD_MAX", float("inf"))
+    before = ncodec._threaded_decode_count()
+    assert _columns_tuple(ncodec.decode_columns(stream)) == want
+    assert ncodec._threaded_decode_count() == before + 1

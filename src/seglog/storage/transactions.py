@@ -116,12 +116,20 @@ def checked_batches(batches: Iterable[Any], *, check_crcs: bool = True,
                 f"{previous_next - 1}", reason=REASON_OFFSETS_NOT_INCREASING,
                 position=position)
         if check_crcs and not batch.is_valid():  # the verdict is kept for records()
-            raise CorruptRecordError(
-                f"batch at position {position} of {where or 'the read'} (offsets "
-                f"{batch.base_offset}..{batch.last_offset}) fails its CRC32C check",
-                reason=REASON_CRC_MISMATCH, position=position)
+            raise batch_crc_error(batch, where, base_position)
         previous_next = batch.next_offset
         yield batch
+
+
+def batch_crc_error(batch: Any, where: str | None, base_position: int = 0) -> CorruptRecordError:
+    """The CorruptRecordError (``REASON_CRC_MISMATCH``) :func:`checked_batches` raises for
+    ``batch`` failing its CRC32C, naming ``where`` and its position (``base_position`` + its
+    position in the buffer), for a caller that checks batches in a loop of its own."""
+    position = base_position + batch.position
+    return CorruptRecordError(
+        f"batch at position {position} of {where or 'the read'} (offsets "
+        f"{batch.base_offset}..{batch.last_offset}) fails its CRC32C check",
+        reason=REASON_CRC_MISMATCH, position=position)
 
 
 def filter_batches(batches: Iterable[Any], aborted_txns: Iterable[AbortedTxn] | None, *,
