@@ -485,9 +485,10 @@ def test_progress_on_a_terminal_only(clean_partition, run_seglog):
     import termios
     import sys
 
-    from conftest import SRC_DIR
-
-    env = dict(os.environ, PYTHONPATH=str(SRC_DIR), COLUMNS="100")
+    # this checkout's src (not `from conftest import`: in a whole-suite run that name is
+    # another directory's conftest)
+    src_dir = Path(__file__).resolve().parents[2] / "src"
+    env = dict(os.environ, PYTHONPATH=str(src_dir), COLUMNS="100")
 
     def on_tty(*args: str) -> str:
         leader, follower = pty.openpty()
