@@ -97,8 +97,10 @@ def _describe(address):
 def _listed(address):
     request_class = load_request_schema(16, 5)
     response = _call(address, request_class(states_filter=(), types_filter=("consumer",)))
+    # only this test's group: the session's shared Kafka broker also holds other modules'
+    # groups (tests/conftest.py's rules)
     consumer = [(g.group_id, g.protocol_type, g.group_state, g.group_type)
-                for g in response.groups]
+                for g in response.groups if g.group_id == GROUP]
     response = _call(address, request_class(states_filter=(), types_filter=("classic",)))
     classic = [g.group_id for g in response.groups]
     return consumer, GROUP in classic
