@@ -48,7 +48,7 @@ from posix.unistd cimport _SC_PAGESIZE, fdatasync, ftruncate, pread, sysconf
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _records cimport _record_checkpoints, _skip_records
 from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
-from seglog._native.codec cimport batch_record_at
+from seglog._native.codec cimport batch_record_at, batch_record_known
 from seglog._native.index cimport offset_lookup
 
 import operator
@@ -112,10 +112,12 @@ cdef enum:
     CRC_POS = 17
     ATTRIBUTES_POS = 21
     LAST_DELTA_POS = 23
+    BASE_TS_POS = 27
     MAX_TS_POS = 35
     COUNT_POS = 57
     CODEC_MASK = 7
     CONTROL_MASK = 0x20
+    TIMESTAMP_TYPE_BIT = 0x08     # in the attributes' low byte
     INT32_MAX_ = 2147483647
     IOV_BATCH = 512               # iovecs per pwritev call (IOV_MAX is 1024 on Linux)
     # read_record's in-batch checkpoints: the position of every CHECKPOINT_EVERY-th record
@@ -258,6 +260,25 @@ cdef inline int64_t _last_offset(const unsigned char *p) noexcept nogil:
 
 
 # A parsed batch header: the fields of the pure twin's header tuple the segment uses.
+cdef struct PointHead:
+    # The front of a read_record checkpoint entry (bytes, then the uint32 record positions):
+    # the header fields of a batch read_record has checked once, so that a later point read
+    # of the batch at an index entry's position reads neither its header nor the CRC set
+    # (issue 27: each is a cache and TLB miss on a large segment).
+    int64_t base
+    int64_t last
+    int64_t base_ts
+    int64_t max_ts
+    int64_t size
+    int32_t count
+    int32_t flags  # POINT_* bits
+
+
+cdef enum:
+    POINT_CRC_VERIFIED = 1     # the batch's CRC32C was checked (set with _crc_verified)
+    POINT_LOG_APPEND_TIME = 2  # timestamp type: LogAppendTime
+
+
 cdef struct Head:
     Py_ssize_t size
     int64_t base
@@ -1327,11 +1348,33 @@ cdef class Segment:
         cdef const unsigned char *p
         cdef uint32_t computed
         cdef bytes data = None
+        cdef object entry
+        cdef const PointHead *head
+        cdef int64_t floor, ceiling, k
         self._check_open()
         offset = _int_arg(offset, "offset")
         if offset < self.base_offset or offset >= self._next_offset:
             return None
         target = offset
+        if not self.read_only:
+            # A batch at an index entry's position that an earlier read_record checked (its
+            # header by the walk below, its CRC when asked) and whose bytes have not changed
+            # since (the entries go with _drop_read_caches): the walk would start there and
+            # stop at it again, so take it from the entry without touching its header.
+            position = self._walk_start(target, &floor, &ceiling)
+            entry = self._checkpoints.get(position)
+            if entry is not None:
+                head = <const PointHead *>PyBytes_AS_STRING(entry)
+                if head.base <= target <= head.last and position + head.size <= self._size_bytes \
+                        and (head.flags & POINT_CRC_VERIFIED or not check_crcs):
+                    p = self._mapped(self._size_bytes) + position
+                    k = target - head.base
+                    return batch_record_known(
+                        p, head.size, target,
+                        _skip_records(p, (<const uint32_t *>(head + 1))[k // CHECKPOINT_EVERY],
+                                      head.size, k % CHECKPOINT_EVERY),
+                        head.base, head.count, head.base_ts, head.max_ts,
+                        head.flags & POINT_LOG_APPEND_TIME)
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
             return None
@@ -1359,6 +1402,9 @@ cdef class Segment:
                     reason=fmt.REASON_CRC_MISMATCH, position=position, path=self.log_path,
                     base_offset=self.base_offset)
             self._crc_verified.add(position)
+            entry = self._checkpoints.get(position)
+            if entry is not None:  # private bytes, never handed out: mark it checked
+                (<PointHead *>PyBytes_AS_STRING(entry)).flags |= POINT_CRC_VERIFIED
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
             return None
         return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
@@ -1378,23 +1424,37 @@ cdef class Segment:
         cdef Py_ssize_t slots, walked, at
         cdef const uint32_t *points
         cdef uint32_t *out
+        cdef PointHead *head
         if (p[ATTRIBUTES_POS + 1] & CODEC_MASK) or count < CHECKPOINT_RECORDS_MIN \
-                or count - 1 != load_i32(p + LAST_DELTA_POS) or not 0 <= k < count:
-            return -1
+                or count - 1 != load_i32(p + LAST_DELTA_POS) or not 0 <= k < count \
+                or load_i64(p) >= INT64_MAX_C - count:
+            return -1  # (the last test: the codec raises for a last offset that overflows)
         entry = self._checkpoints.get(position)
         if entry is None:
             slots = (count + CHECKPOINT_EVERY - 1) // CHECKPOINT_EVERY
-            entry = PyBytes_FromStringAndSize(NULL, slots * 4)
-            out = <uint32_t *>PyBytes_AS_STRING(entry)
+            entry = PyBytes_FromStringAndSize(NULL, sizeof(PointHead) + slots * 4)
+            head = <PointHead *>PyBytes_AS_STRING(entry)
+            out = <uint32_t *>(head + 1)
             with nogil:
                 walked = _record_checkpoints(p, HEAD_BYTES, size, count, CHECKPOINT_EVERY, out)
             if walked < 0:
                 return -1
-            if self._checkpoint_bytes + slots * 4 > CHECKPOINT_BYTES_MAX:
+            # The checked header (by _find, and dense: last = base + count - 1), for the
+            # fast path of read_record.
+            head.base = load_i64(p)
+            head.last = head.base + count - 1
+            head.base_ts = load_i64(p + BASE_TS_POS)
+            head.max_ts = load_i64(p + MAX_TS_POS)
+            head.size = size
+            head.count = count
+            head.flags = (POINT_CRC_VERIFIED if position in self._crc_verified else 0) | \
+                (POINT_LOG_APPEND_TIME if p[ATTRIBUTES_POS + 1] & TIMESTAMP_TYPE_BIT else 0)
+            if self._checkpoint_bytes + <Py_ssize_t>sizeof(PointHead) + slots * 4 \
+                    > CHECKPOINT_BYTES_MAX:
                 self._drop_checkpoints()
             self._checkpoints[position] = entry
-            self._checkpoint_bytes += slots * 4
-        points = <const uint32_t *>PyBytes_AS_STRING(entry)
+            self._checkpoint_bytes += sizeof(PointHead) + slots * 4
+        points = <const uint32_t *>((<const PointHead *>PyBytes_AS_STRING(entry)) + 1)
         at = points[k // CHECKPOINT_EVERY]
         return _skip_records(p, at, size, k % CHECKPOINT_EVERY)
 
