@@ -1348,33 +1348,24 @@ cdef class Segment:
         cdef const unsigned char *p
         cdef uint32_t computed
         cdef bytes data = None
-        cdef object entry
         cdef const PointHead *head
-        cdef int64_t floor, ceiling, k
+        cdef int64_t k
         self._check_open()
         offset = _int_arg(offset, "offset")
         if offset < self.base_offset or offset >= self._next_offset:
             return None
         target = offset
         if not self.read_only:
-            # A batch at an index entry's position that an earlier read_record checked (its
-            # header by the walk below, its CRC when asked) and whose bytes have not changed
-            # since (the entries go with _drop_read_caches): the walk would start there and
-            # stop at it again, so take it from the entry without touching its header.
-            position = self._walk_start(target, &floor, &ceiling)
-            entry = self._checkpoints.get(position)
-            if entry is not None:
-                head = <const PointHead *>PyBytes_AS_STRING(entry)
-                if head.base <= target <= head.last and position + head.size <= self._size_bytes \
-                        and (head.flags & POINT_CRC_VERIFIED or not check_crcs):
-                    p = self._mapped(self._size_bytes) + position
-                    k = target - head.base
-                    return batch_record_known(
-                        p, head.size, target,
-                        _skip_records(p, (<const uint32_t *>(head + 1))[k // CHECKPOINT_EVERY],
-                                      head.size, k % CHECKPOINT_EVERY),
-                        head.base, head.count, head.base_ts, head.max_ts,
-                        head.flags & POINT_LOG_APPEND_TIME)
+            head = self._remembered(target, check_crcs, &position)
+            if head != NULL:
+                p = self._mapped(self._size_bytes) + position
+                k = target - head.base
+                return batch_record_known(
+                    p, head.size, target,
+                    _skip_records(p, (<const uint32_t *>(head + 1))[k // CHECKPOINT_EVERY],
+                                  head.size, k % CHECKPOINT_EVERY),
+                    head.base, head.count, head.base_ts, head.max_ts,
+                    head.flags & POINT_LOG_APPEND_TIME)
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
             return None
@@ -1409,6 +1400,55 @@ cdef class Segment:
             return None
         return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
                                 False, _DECOMPRESSED_MAX)
+
+    cdef const PointHead *_remembered(self, int64_t target, bint check_crcs,
+                                      Py_ssize_t *position_out) except? NULL:
+        """The remembered header of the batch holding ``target`` (and its position), or NULL
+        to take the full path. ``_find``'s walk over remembered headers instead of the file's:
+        from the index entry at or below ``target`` (``_index_position``'s lookup, the entry's
+        landing on a batch checked on the remembered header; any other case takes the full
+        path, which falls back as that method does), the first two batches of the walk (an
+        entry's offset is the last offset of its batch, so a read inside a batch starts one
+        batch early), each with the walk's own offset check. A header is remembered (by
+        ``_record_hint``) only after it parsed and passed that walk, and forgotten whenever
+        bytes change (``_drop_read_caches``): the same bytes pass the same checks. NULL also
+        when the batch's CRC is asked for and has not been checked, or ``target`` is in a gap
+        before the batch (the full path answers those)."""
+        cdef int64_t floor = self._base - 1, ceiling = INT64_MAX_C, entry_offset
+        cdef Py_ssize_t position = 0
+        cdef const PointHead *head
+        cdef int step
+        cdef object entry
+        if self._offset_index_trusted and self.offset_index.entries != 0:
+            position = offset_lookup(self.offset_index, target, &entry_offset)
+            if position != 0:
+                entry = self._checkpoints.get(position)
+                if entry is None:
+                    return NULL
+                head = <const PointHead *>PyBytes_AS_STRING(entry)
+                if not (position + head.size <= self._size_bytes
+                        and self._base <= head.base <= head.last <= entry_offset):
+                    return NULL  # the entry does not land (_entry_lands): the full path
+                ceiling = entry_offset
+        for step in range(2):
+            entry = self._checkpoints.get(position)
+            if entry is None:
+                return NULL
+            head = <const PointHead *>PyBytes_AS_STRING(entry)
+            if position + head.size > self._size_bytes or not (
+                    floor < head.base and head.base <= head.last and head.last != INT64_MAX_C
+                    and head.base <= ceiling):
+                return NULL  # (_offsets_ok on the remembered header: the full path raises)
+            if head.last >= target:
+                if head.base > target or not (head.flags & POINT_CRC_VERIFIED or not check_crcs):
+                    return NULL
+                position_out[0] = position
+                return head  # the dict keeps the entry alive; nothing changes it before use
+            if head.last >= ceiling:
+                ceiling = INT64_MAX_C
+            floor = head.last
+            position += head.size
+        return NULL
 
     cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,
                                  Py_ssize_t size, int64_t target) except -2:
