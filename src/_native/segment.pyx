@@ -40,6 +40,7 @@ cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
+from libc.string cimport memset
 from posix.mman cimport MADV_DONTNEED, MAP_FAILED, MAP_SHARED, PROT_READ, madvise, mmap, munmap
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
@@ -274,7 +275,20 @@ cdef struct PointHead:
     int32_t flags  # POINT_* bits
 
 
+cdef struct PointSlot:
+    # A slot of the table from batch position to its remembered header (open addressing,
+    # linear probing): the dict of entries owns the bytes, this finds them without a dict
+    # lookup, a PyLong key or a reference count (each a cache miss on a large segment).
+    Py_ssize_t position  # -1: empty
+    PointHead *head
+
+
+cdef inline Py_ssize_t _point_hash(Py_ssize_t position) noexcept nogil:
+    return <Py_ssize_t>((<uint64_t>position * <uint64_t>0x9E3779B97F4A7C15) >> 32)
+
+
 cdef enum:
+    POINT_SLOTS_MIN = 1024
     POINT_CRC_VERIFIED = 1     # the batch's CRC32C was checked (set with _crc_verified)
     POINT_LOG_APPEND_TIME = 2  # timestamp type: LogAppendTime
 
@@ -528,6 +542,9 @@ cdef class Segment:
     cdef iovec *_iov
     cdef dict _checkpoints        # batch position -> bytes of uint32 record positions
     cdef set _crc_verified        # positions of batches read_record checked the CRC of
+    cdef PointSlot *_point_slots  # position -> remembered header (into _checkpoints' bytes)
+    cdef Py_ssize_t _point_mask   # slots - 1 (0 with no table)
+    cdef Py_ssize_t _point_count
     cdef int64_t _preallocated_end  # blocks are reserved up to here (past EOF; 0: none)
     cdef int64_t _writeback_start   # writeback was started for the bytes below this position
     cdef Py_ssize_t _checkpoint_bytes
@@ -547,6 +564,7 @@ cdef class Segment:
         self._crc_verified = set()
 
     def __dealloc__(self):
+        free(self._point_slots)
         free(self._batches)
         free(self._heads)
         free(self._iov)
@@ -1418,23 +1436,20 @@ cdef class Segment:
         cdef Py_ssize_t position = 0
         cdef const PointHead *head
         cdef int step
-        cdef object entry
         if self._offset_index_trusted and self.offset_index.entries != 0:
             position = offset_lookup(self.offset_index, target, &entry_offset)
             if position != 0:
-                entry = self._checkpoints.get(position)
-                if entry is None:
+                head = self._point_get(position)
+                if head == NULL:
                     return NULL
-                head = <const PointHead *>PyBytes_AS_STRING(entry)
                 if not (position + head.size <= self._size_bytes
                         and self._base <= head.base <= head.last <= entry_offset):
                     return NULL  # the entry does not land (_entry_lands): the full path
                 ceiling = entry_offset
         for step in range(2):
-            entry = self._checkpoints.get(position)
-            if entry is None:
+            head = self._point_get(position)
+            if head == NULL:
                 return NULL
-            head = <const PointHead *>PyBytes_AS_STRING(entry)
             if position + head.size > self._size_bytes or not (
                     floor < head.base and head.base <= head.last and head.last != INT64_MAX_C
                     and head.base <= ceiling):
@@ -1443,12 +1458,52 @@ cdef class Segment:
                 if head.base > target or not (head.flags & POINT_CRC_VERIFIED or not check_crcs):
                     return NULL
                 position_out[0] = position
-                return head  # the dict keeps the entry alive; nothing changes it before use
+                return head  # _checkpoints keeps the bytes alive; nothing changes it before use
             if head.last >= ceiling:
                 ceiling = INT64_MAX_C
             floor = head.last
             position += head.size
         return NULL
+
+    cdef const PointHead *_point_get(self, Py_ssize_t position) noexcept:
+        """The remembered header of the batch at ``position``, or NULL."""
+        cdef Py_ssize_t i
+        if self._point_mask == 0:
+            return NULL
+        i = _point_hash(position) & self._point_mask
+        while True:  # bounded: the table is at most half full
+            if self._point_slots[i].position == position:
+                return self._point_slots[i].head
+            if self._point_slots[i].position == -1:
+                return NULL
+            i = (i + 1) & self._point_mask
+
+    cdef int _point_put(self, Py_ssize_t position, PointHead *head) except -1:
+        """Remember ``head`` (inside an entry of _checkpoints) for ``position`` (not yet in)."""
+        cdef Py_ssize_t slots = self._point_mask + 1 if self._point_mask else 0, i, j
+        cdef PointSlot *old = self._point_slots
+        cdef PointSlot *grown
+        if (self._point_count + 1) * 2 > slots:
+            grown = <PointSlot *>realloc(NULL, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
+            if grown == NULL:
+                raise MemoryError()
+            memset(grown, 0xFF, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
+            self._point_slots = grown
+            self._point_mask = max(POINT_SLOTS_MIN, slots * 2) - 1
+            for j in range(slots):
+                if old[j].position != -1:
+                    i = _point_hash(old[j].position) & self._point_mask
+                    while grown[i].position != -1:
+                        i = (i + 1) & self._point_mask
+                    grown[i] = old[j]
+            free(old)
+        i = _point_hash(position) & self._point_mask
+        while self._point_slots[i].position != -1:
+            i = (i + 1) & self._point_mask
+        self._point_slots[i].position = position
+        self._point_slots[i].head = head
+        self._point_count += 1
+        return 0
 
     cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,
                                  Py_ssize_t size, int64_t target) except -2:
@@ -1493,12 +1548,16 @@ cdef class Segment:
                     > CHECKPOINT_BYTES_MAX:
                 self._drop_checkpoints()
             self._checkpoints[position] = entry
+            self._point_put(position, head)
             self._checkpoint_bytes += sizeof(PointHead) + slots * 4
         points = <const uint32_t *>((<const PointHead *>PyBytes_AS_STRING(entry)) + 1)
         at = points[k // CHECKPOINT_EVERY]
         return _skip_records(p, at, size, k % CHECKPOINT_EVERY)
 
     cdef int _drop_checkpoints(self) except -1:
+        if self._point_mask:
+            memset(self._point_slots, 0xFF, (self._point_mask + 1) * sizeof(PointSlot))
+        self._point_count = 0
         self._checkpoints.clear()
         self._checkpoint_bytes = 0
         return 0
