@@ -273,6 +273,7 @@ cdef struct PointHead:
     int64_t size
     int32_t count
     int32_t flags  # POINT_* bits
+    const uint32_t *points  # the record positions (right after this struct in the bytes)
 
 
 cdef struct PointSlot:
@@ -280,7 +281,11 @@ cdef struct PointSlot:
     # linear probing): the dict of entries owns the bytes, this finds them without a dict
     # lookup, a PyLong key or a reference count (each a cache miss on a large segment).
     Py_ssize_t position  # -1: empty
-    PointHead *head
+    PointHead head       # a copy of the entry's front: slot and header in one 64-byte line
+
+
+cdef extern from "stdlib.h" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)
 
 
 cdef inline Py_ssize_t _point_hash(Py_ssize_t position) noexcept nogil:
@@ -542,7 +547,7 @@ cdef class Segment:
     cdef iovec *_iov
     cdef dict _checkpoints        # batch position -> bytes of uint32 record positions
     cdef set _crc_verified        # positions of batches read_record checked the CRC of
-    cdef PointSlot *_point_slots  # position -> remembered header (into _checkpoints' bytes)
+    cdef PointSlot *_point_slots  # position -> remembered header (copied; points into the bytes)
     cdef Py_ssize_t _point_mask   # slots - 1 (0 with no table)
     cdef Py_ssize_t _point_count
     cdef int64_t _preallocated_end  # blocks are reserved up to here (past EOF; 0: none)
@@ -1368,6 +1373,7 @@ cdef class Segment:
         cdef bytes data = None
         cdef const PointHead *head
         cdef int64_t k
+        cdef PointHead *slot_head
         self._check_open()
         offset = _int_arg(offset, "offset")
         if offset < self.base_offset or offset >= self._next_offset:
@@ -1380,7 +1386,7 @@ cdef class Segment:
                 k = target - head.base
                 return batch_record_known(
                     p, head.size, target,
-                    _skip_records(p, (<const uint32_t *>(head + 1))[k // CHECKPOINT_EVERY],
+                    _skip_records(p, head.points[k // CHECKPOINT_EVERY],
                                   head.size, k % CHECKPOINT_EVERY),
                     head.base, head.count, head.base_ts, head.max_ts,
                     head.flags & POINT_LOG_APPEND_TIME)
@@ -1414,6 +1420,9 @@ cdef class Segment:
             entry = self._checkpoints.get(position)
             if entry is not None:  # private bytes, never handed out: mark it checked
                 (<PointHead *>PyBytes_AS_STRING(entry)).flags |= POINT_CRC_VERIFIED
+                slot_head = <PointHead *>self._point_get(position)  # (always there with it)
+                if slot_head != NULL:
+                    slot_head.flags |= POINT_CRC_VERIFIED
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
             return None
         return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
@@ -1473,7 +1482,7 @@ cdef class Segment:
         i = _point_hash(position) & self._point_mask
         while True:  # bounded: the table is at most half full
             if self._point_slots[i].position == position:
-                return self._point_slots[i].head
+                return &self._point_slots[i].head
             if self._point_slots[i].position == -1:
                 return NULL
             i = (i + 1) & self._point_mask
@@ -1484,7 +1493,7 @@ cdef class Segment:
         cdef PointSlot *old = self._point_slots
         cdef PointSlot *grown
         if (self._point_count + 1) * 2 > slots:
-            grown = <PointSlot *>realloc(NULL, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
+            grown = <PointSlot *>aligned_alloc(64, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
             if grown == NULL:
                 raise MemoryError()
             memset(grown, 0xFF, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
@@ -1501,7 +1510,7 @@ cdef class Segment:
         while self._point_slots[i].position != -1:
             i = (i + 1) & self._point_mask
         self._point_slots[i].position = position
-        self._point_slots[i].head = head
+        self._point_slots[i].head = head[0]
         self._point_count += 1
         return 0
 
@@ -1530,6 +1539,7 @@ cdef class Segment:
             entry = PyBytes_FromStringAndSize(NULL, sizeof(PointHead) + slots * 4)
             head = <PointHead *>PyBytes_AS_STRING(entry)
             out = <uint32_t *>(head + 1)
+            head.points = out
             with nogil:
                 walked = _record_checkpoints(p, HEAD_BYTES, size, count, CHECKPOINT_EVERY, out)
             if walked < 0:
