@@ -163,3 +163,24 @@ def test_read_record_checks_crc_once_asked(backend, tmp_path):
             segment.read_record(50)
         assert info.value.reason == seglog.format.REASON_CRC_MISMATCH
     segment.close()
+
+
+def test_read_record_many_remembered_batches_then_truncate(backend, tmp_path):
+    # More remembered batches than the native table's first size (1,024 slots, grown at half
+    # full): every read still finds its own batch, and after a cut the new bytes are read.
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    for b in range(1200):
+        segment.append(backend.encode_batch([b"%d:%d" % (b, i) for i in range(64)],
+                                            timestamps_ms=b))
+    order = [b * 64 + (b * 7) % 64 for b in range(1200)]
+    random.Random(11).shuffle(order)
+    for offset in order + order:
+        record = segment.read_record(offset)
+        assert record.value == b"%d:%d" % (offset // 64, offset % 64)
+        assert record.timestamp_ms == offset // 64
+    segment.truncate_to(600 * 64)
+    segment.append(backend.encode_batch([b"new%d" % i for i in range(64)], timestamps_ms=5))
+    assert segment.read_record(600 * 64 + 3).value == b"new3"
+    assert segment.read_record(601 * 64 + 3) is None
+    assert segment.read_record(599 * 64 + 3).value == b"599:3"
+    segment.close()
