@@ -188,6 +188,22 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
         <int64_t>(<uint64_t>base_timestamp_ms + <uint64_t>parsed.timestamp_delta))
 
 
+cdef object batch_record_known(const unsigned char *batch, Py_ssize_t size, int64_t offset,
+                               Py_ssize_t hint, int64_t base_offset, int32_t count,
+                               int64_t base_timestamp_ms, int64_t max_timestamp_ms,
+                               bint log_append_time):
+    """Segment.read_record's entry for a batch whose header it has already checked and
+    remembered (cimported through codec.pxd): the record ``offset`` of the uncompressed batch
+    at ``batch[0:size]``, with the header fields passed in, so the header's bytes are not
+    read again. The caller guarantees what batch_record_at would check first: an
+    uncompressed batch, ``count`` > 0, ``base_offset <= offset <= last offset`` (no int64
+    overflow) and its CRC checked when it had to be. The record itself is parsed and checked
+    as in batch_record_at (``hint`` is trusted only when a whole record with the wanted
+    offset delta parses there)."""
+    return _record_in_area(batch, RECORD_BATCH_OVERHEAD, size, count, base_offset,
+                           base_timestamp_ms, max_timestamp_ms, log_append_time, offset, hint)
+
+
 cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,
                             Py_ssize_t hint, bint check_crcs, Py_ssize_t max_decompressed_bytes):
     """Segment.read_record's entry (cimported through codec.pxd):

@@ -40,6 +40,7 @@ cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
+from libc.string cimport memset
 from posix.mman cimport MADV_DONTNEED, MAP_FAILED, MAP_SHARED, PROT_READ, madvise, mmap, munmap
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
@@ -48,7 +49,7 @@ from posix.unistd cimport _SC_PAGESIZE, fdatasync, ftruncate, pread, sysconf
 from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _records cimport _record_checkpoints, _skip_records
 from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
-from seglog._native.codec cimport batch_record_at
+from seglog._native.codec cimport batch_record_at, batch_record_known
 from seglog._native.index cimport offset_lookup
 
 import operator
@@ -112,10 +113,12 @@ cdef enum:
     CRC_POS = 17
     ATTRIBUTES_POS = 21
     LAST_DELTA_POS = 23
+    BASE_TS_POS = 27
     MAX_TS_POS = 35
     COUNT_POS = 57
     CODEC_MASK = 7
     CONTROL_MASK = 0x20
+    TIMESTAMP_TYPE_BIT = 0x08     # in the attributes' low byte
     INT32_MAX_ = 2147483647
     IOV_BATCH = 512               # iovecs per pwritev call (IOV_MAX is 1024 on Linux)
     # read_record's in-batch checkpoints: the position of every CHECKPOINT_EVERY-th record
@@ -258,6 +261,43 @@ cdef inline int64_t _last_offset(const unsigned char *p) noexcept nogil:
 
 
 # A parsed batch header: the fields of the pure twin's header tuple the segment uses.
+cdef struct PointHead:
+    # The front of a read_record checkpoint entry (bytes, then the uint32 record positions):
+    # the header fields of a batch read_record has checked once, so that a later point read
+    # of the batch at an index entry's position reads neither its header nor the CRC set
+    # (issue 27: each is a cache and TLB miss on a large segment).
+    int64_t base
+    int64_t last
+    int64_t base_ts
+    int64_t max_ts
+    int64_t size
+    int32_t count
+    int32_t flags  # POINT_* bits
+    const uint32_t *points  # the record positions (right after this struct in the bytes)
+
+
+cdef struct PointSlot:
+    # A slot of the table from batch position to its remembered header (open addressing,
+    # linear probing): the dict of entries owns the bytes, this finds them without a dict
+    # lookup, a PyLong key or a reference count (each a cache miss on a large segment).
+    Py_ssize_t position  # -1: empty
+    PointHead head       # a copy of the entry's front: slot and header in one 64-byte line
+
+
+cdef extern from "stdlib.h" nogil:
+    void *aligned_alloc(size_t alignment, size_t size)
+
+
+cdef inline Py_ssize_t _point_hash(Py_ssize_t position) noexcept nogil:
+    return <Py_ssize_t>((<uint64_t>position * <uint64_t>0x9E3779B97F4A7C15) >> 32)
+
+
+cdef enum:
+    POINT_SLOTS_MIN = 1024
+    POINT_CRC_VERIFIED = 1     # the batch's CRC32C was checked (set with _crc_verified)
+    POINT_LOG_APPEND_TIME = 2  # timestamp type: LogAppendTime
+
+
 cdef struct Head:
     Py_ssize_t size
     int64_t base
@@ -507,6 +547,9 @@ cdef class Segment:
     cdef iovec *_iov
     cdef dict _checkpoints        # batch position -> bytes of uint32 record positions
     cdef set _crc_verified        # positions of batches read_record checked the CRC of
+    cdef PointSlot *_point_slots  # position -> remembered header (copied; points into the bytes)
+    cdef Py_ssize_t _point_mask   # slots - 1 (0 with no table)
+    cdef Py_ssize_t _point_count
     cdef int64_t _preallocated_end  # blocks are reserved up to here (past EOF; 0: none)
     cdef int64_t _writeback_start   # writeback was started for the bytes below this position
     cdef Py_ssize_t _checkpoint_bytes
@@ -526,6 +569,7 @@ cdef class Segment:
         self._crc_verified = set()
 
     def __dealloc__(self):
+        free(self._point_slots)
         free(self._batches)
         free(self._heads)
         free(self._iov)
@@ -1327,11 +1371,25 @@ cdef class Segment:
         cdef const unsigned char *p
         cdef uint32_t computed
         cdef bytes data = None
+        cdef const PointHead *head
+        cdef int64_t k
+        cdef PointHead *slot_head
         self._check_open()
         offset = _int_arg(offset, "offset")
         if offset < self.base_offset or offset >= self._next_offset:
             return None
         target = offset
+        if not self.read_only:
+            head = self._remembered(target, check_crcs, &position)
+            if head != NULL:
+                p = self._mapped(self._size_bytes) + position
+                k = target - head.base
+                return batch_record_known(
+                    p, head.size, target,
+                    _skip_records(p, head.points[k // CHECKPOINT_EVERY],
+                                  head.size, k % CHECKPOINT_EVERY),
+                    head.base, head.count, head.base_ts, head.max_ts,
+                    head.flags & POINT_LOG_APPEND_TIME)
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
             return None
@@ -1359,10 +1417,102 @@ cdef class Segment:
                     reason=fmt.REASON_CRC_MISMATCH, position=position, path=self.log_path,
                     base_offset=self.base_offset)
             self._crc_verified.add(position)
+            entry = self._checkpoints.get(position)
+            if entry is not None:  # private bytes, never handed out: mark it checked
+                (<PointHead *>PyBytes_AS_STRING(entry)).flags |= POINT_CRC_VERIFIED
+                slot_head = <PointHead *>self._point_get(position)  # (always there with it)
+                if slot_head != NULL:
+                    slot_head.flags |= POINT_CRC_VERIFIED
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
             return None
         return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
                                 False, _DECOMPRESSED_MAX)
+
+    cdef const PointHead *_remembered(self, int64_t target, bint check_crcs,
+                                      Py_ssize_t *position_out) except? NULL:
+        """The remembered header of the batch holding ``target`` (and its position), or NULL
+        to take the full path. ``_find``'s walk over remembered headers instead of the file's:
+        from the index entry at or below ``target`` (``_index_position``'s lookup, the entry's
+        landing on a batch checked on the remembered header; any other case takes the full
+        path, which falls back as that method does), the first two batches of the walk (an
+        entry's offset is the last offset of its batch, so a read inside a batch starts one
+        batch early), each with the walk's own offset check. A header is remembered (by
+        ``_record_hint``) only after it parsed and passed that walk, and forgotten whenever
+        bytes change (``_drop_read_caches``): the same bytes pass the same checks. NULL also
+        when the batch's CRC is asked for and has not been checked, or ``target`` is in a gap
+        before the batch (the full path answers those)."""
+        cdef int64_t floor = self._base - 1, ceiling = INT64_MAX_C, entry_offset
+        cdef Py_ssize_t position = 0
+        cdef const PointHead *head
+        cdef int step
+        if self._offset_index_trusted and self.offset_index.entries != 0:
+            position = offset_lookup(self.offset_index, target, &entry_offset)
+            if position != 0:
+                head = self._point_get(position)
+                if head == NULL:
+                    return NULL
+                if not (position + head.size <= self._size_bytes
+                        and self._base <= head.base <= head.last <= entry_offset):
+                    return NULL  # the entry does not land (_entry_lands): the full path
+                ceiling = entry_offset
+        for step in range(2):
+            head = self._point_get(position)
+            if head == NULL:
+                return NULL
+            if position + head.size > self._size_bytes or not (
+                    floor < head.base and head.base <= head.last and head.last != INT64_MAX_C
+                    and head.base <= ceiling):
+                return NULL  # (_offsets_ok on the remembered header: the full path raises)
+            if head.last >= target:
+                if head.base > target or not (head.flags & POINT_CRC_VERIFIED or not check_crcs):
+                    return NULL
+                position_out[0] = position
+                return head  # _checkpoints keeps the bytes alive; nothing changes it before use
+            if head.last >= ceiling:
+                ceiling = INT64_MAX_C
+            floor = head.last
+            position += head.size
+        return NULL
+
+    cdef const PointHead *_point_get(self, Py_ssize_t position) noexcept:
+        """The remembered header of the batch at ``position``, or NULL."""
+        cdef Py_ssize_t i
+        if self._point_mask == 0:
+            return NULL
+        i = _point_hash(position) & self._point_mask
+        while True:  # bounded: the table is at most half full
+            if self._point_slots[i].position == position:
+                return &self._point_slots[i].head
+            if self._point_slots[i].position == -1:
+                return NULL
+            i = (i + 1) & self._point_mask
+
+    cdef int _point_put(self, Py_ssize_t position, PointHead *head) except -1:
+        """Remember ``head`` (inside an entry of _checkpoints) for ``position`` (not yet in)."""
+        cdef Py_ssize_t slots = self._point_mask + 1 if self._point_mask else 0, i, j
+        cdef PointSlot *old = self._point_slots
+        cdef PointSlot *grown
+        if (self._point_count + 1) * 2 > slots:
+            grown = <PointSlot *>aligned_alloc(64, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
+            if grown == NULL:
+                raise MemoryError()
+            memset(grown, 0xFF, max(POINT_SLOTS_MIN, slots * 2) * sizeof(PointSlot))
+            self._point_slots = grown
+            self._point_mask = max(POINT_SLOTS_MIN, slots * 2) - 1
+            for j in range(slots):
+                if old[j].position != -1:
+                    i = _point_hash(old[j].position) & self._point_mask
+                    while grown[i].position != -1:
+                        i = (i + 1) & self._point_mask
+                    grown[i] = old[j]
+            free(old)
+        i = _point_hash(position) & self._point_mask
+        while self._point_slots[i].position != -1:
+            i = (i + 1) & self._point_mask
+        self._point_slots[i].position = position
+        self._point_slots[i].head = head[0]
+        self._point_count += 1
+        return 0
 
     cdef Py_ssize_t _record_hint(self, const unsigned char *p, Py_ssize_t position,
                                  Py_ssize_t size, int64_t target) except -2:
@@ -1378,27 +1528,46 @@ cdef class Segment:
         cdef Py_ssize_t slots, walked, at
         cdef const uint32_t *points
         cdef uint32_t *out
+        cdef PointHead *head
         if (p[ATTRIBUTES_POS + 1] & CODEC_MASK) or count < CHECKPOINT_RECORDS_MIN \
-                or count - 1 != load_i32(p + LAST_DELTA_POS) or not 0 <= k < count:
-            return -1
+                or count - 1 != load_i32(p + LAST_DELTA_POS) or not 0 <= k < count \
+                or load_i64(p) >= INT64_MAX_C - count:
+            return -1  # (the last test: the codec raises for a last offset that overflows)
         entry = self._checkpoints.get(position)
         if entry is None:
             slots = (count + CHECKPOINT_EVERY - 1) // CHECKPOINT_EVERY
-            entry = PyBytes_FromStringAndSize(NULL, slots * 4)
-            out = <uint32_t *>PyBytes_AS_STRING(entry)
+            entry = PyBytes_FromStringAndSize(NULL, sizeof(PointHead) + slots * 4)
+            head = <PointHead *>PyBytes_AS_STRING(entry)
+            out = <uint32_t *>(head + 1)
+            head.points = out
             with nogil:
                 walked = _record_checkpoints(p, HEAD_BYTES, size, count, CHECKPOINT_EVERY, out)
             if walked < 0:
                 return -1
-            if self._checkpoint_bytes + slots * 4 > CHECKPOINT_BYTES_MAX:
+            # The checked header (by _find, and dense: last = base + count - 1), for the
+            # fast path of read_record.
+            head.base = load_i64(p)
+            head.last = head.base + count - 1
+            head.base_ts = load_i64(p + BASE_TS_POS)
+            head.max_ts = load_i64(p + MAX_TS_POS)
+            head.size = size
+            head.count = count
+            head.flags = (POINT_CRC_VERIFIED if position in self._crc_verified else 0) | \
+                (POINT_LOG_APPEND_TIME if p[ATTRIBUTES_POS + 1] & TIMESTAMP_TYPE_BIT else 0)
+            if self._checkpoint_bytes + <Py_ssize_t>sizeof(PointHead) + slots * 4 \
+                    > CHECKPOINT_BYTES_MAX:
                 self._drop_checkpoints()
             self._checkpoints[position] = entry
-            self._checkpoint_bytes += slots * 4
-        points = <const uint32_t *>PyBytes_AS_STRING(entry)
+            self._point_put(position, head)
+            self._checkpoint_bytes += sizeof(PointHead) + slots * 4
+        points = <const uint32_t *>((<const PointHead *>PyBytes_AS_STRING(entry)) + 1)
         at = points[k // CHECKPOINT_EVERY]
         return _skip_records(p, at, size, k % CHECKPOINT_EVERY)
 
     cdef int _drop_checkpoints(self) except -1:
+        if self._point_mask:
+            memset(self._point_slots, 0xFF, (self._point_mask + 1) * sizeof(PointSlot))
+        self._point_count = 0
         self._checkpoints.clear()
         self._checkpoint_bytes = 0
         return 0

@@ -74,7 +74,7 @@ def test_segment_cimports_the_codec_and_index_functions():
 
 
 @pytest.mark.parametrize("name, exported", [
-    ("codec", {"batch_record_at"}),
+    ("codec", {"batch_record_at", "batch_record_known"}),
     ("index", {"offset_lookup"}),
 ])
 def test_cdef_functions_are_exported_through_cythons_own_table(name, exported):

@@ -9,7 +9,7 @@ import random
 import pytest
 
 import seglog
-from seglog.errors import InvalidRecordError
+from seglog.errors import CorruptSegmentError, InvalidRecordError
 
 from segment_helpers import recrc
 
@@ -124,4 +124,63 @@ def test_read_record_after_truncate(backend, tmp_path):
     segment.append(backend.encode_batch([b"c%d" % i for i in range(120)], timestamps_ms=1))
     assert segment.read_record(150).value == b"c50"
     assert segment.read_record(219).value == b"c119"
+    segment.close()
+
+
+@pytest.mark.parametrize("timestamp_type", [0, 1])
+def test_read_record_again_from_remembered_batches(backend, tmp_path, timestamp_type):
+    # Every batch at an index entry (interval 1 B): the native twin's second read of a batch
+    # takes its header from the entry its first read left; both twins return the model's
+    # records, read once, twice and in random order, for CreateTime and LogAppendTime.
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    values = _values(600, seed=5)
+    for start in range(0, 600, 100):
+        segment.append(backend.encode_batch(values[start:start + 100],
+                                            timestamps_ms=list(range(start, start + 100)),
+                                            timestamp_type=timestamp_type))
+    expected = [r for b in segment.batches() for r in b.records()]
+    order = list(range(600)) * 3
+    random.Random(7).shuffle(order)
+    for offset in order:
+        assert segment.read_record(offset) == expected[offset]
+    segment.close()
+
+
+def test_read_record_checks_crc_once_asked(backend, tmp_path):
+    # A batch read without the CRC check first (its header remembered) is still checked by
+    # the first read that asks for it: a corrupt value byte is a CRC mismatch then.
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    segment.append(backend.encode_batch([b"v%03d" % i for i in range(100)], timestamps_ms=1))
+    with open(segment.log_path, "r+b") as f:
+        data = f.read()
+        at = data.index(b"v050")
+        f.seek(at)
+        f.write(b"X")
+    for _ in range(2):
+        assert segment.read_record(50, check_crcs=False).value == b"X050"
+    for _ in range(2):
+        with pytest.raises(CorruptSegmentError) as info:
+            segment.read_record(50)
+        assert info.value.reason == seglog.format.REASON_CRC_MISMATCH
+    segment.close()
+
+
+def test_read_record_many_remembered_batches_then_truncate(backend, tmp_path):
+    # More remembered batches than the native table's first size (1,024 slots, grown at half
+    # full): every read still finds its own batch, and after a cut the new bytes are read.
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    for b in range(1200):
+        segment.append(backend.encode_batch([b"%d:%d" % (b, i) for i in range(64)],
+                                            timestamps_ms=b))
+    order = [b * 64 + (b * 7) % 64 for b in range(1200)]
+    random.Random(11).shuffle(order)
+    for offset in order + order:
+        record = segment.read_record(offset)
+        assert record.value == b"%d:%d" % (offset // 64, offset % 64)
+        assert record.timestamp_ms == offset // 64
+    segment.truncate_to(600 * 64)
+    segment.append(backend.encode_batch([b"new%d" % i for i in range(64)], timestamps_ms=5))
+    assert segment.read_record(600 * 64 + 3).value == b"new3"
+    assert segment.read_record(601 * 64 + 3) is None
+    assert segment.read_record(599 * 64 + 3).value == b"599:3"
     segment.close()

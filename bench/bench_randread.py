@@ -1,0 +1,143 @@
+"""Random point reads by offset on a large log: seglog's ``Segment.read_record`` against LMDB's
+``txn.get`` (issue 27's target: >= 3x LMDB on 10 M records that fit the page cache, >= 1.5x
+when they do not).
+
+Not a test. Writes ``--records`` records of 100 B once (seglog: one segment of 1,000-record
+batches, Kafka's index interval of 4096 B, so one index entry per batch; LMDB: 8-byte
+big-endian keys, ``putmulti(append=True)``, as the peers part does), then measures in one
+process, LMDB and seglog interleaved in chunks of 10,000 reads so that both see the same load:
+
+- ``warm`` (default): every file in the page cache; one untimed pass of all offsets first
+  (page faults of the mappings; seglog's first read of a batch checks its CRC once and
+  remembers its header and record checkpoints), then ``--rounds`` timed passes.
+- ``cold``: before each round both stores are closed and their files dropped from the page
+  cache (``posix_fadvise(POSIX_FADV_DONTNEED)``; the files are not mapped then, so the pages
+  go), then reopened: the reads go to the disk, and seglog's remembered headers are gone
+  with the closed segment (its offset index is read again, a 80 KB file for 10 M records).
+
+Prints records/s per round for both, the ratio seglog/LMDB per round, min/median/max and the
+load average. Run it with ``PYTHONPATH`` pointing at the tree to measure (the native backend
+is imported from there):
+
+    PYTHONPATH=src python bench/bench_randread.py [--records 10000000] [--reads 500000]
+        [--rounds 3] [--mode warm|cold] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+CHUNK_READS = 10_000
+
+
+def _build(workdir: str, records: int) -> tuple[str, str, list[bytes]]:
+    from seglog.bench import segops
+    from seglog.bench.data import load_backend, make_values, offset_keys
+
+    seg_dir, lmdb_dir = os.path.join(workdir, "seglog"), os.path.join(workdir, "lmdb")
+    keys = offset_keys(records)
+    done = os.path.join(workdir, f"done-{records}")
+    if not os.path.exists(done):
+        import lmdb
+
+        os.makedirs(seg_dir, exist_ok=True)
+        os.makedirs(lmdb_dir, exist_ok=True)
+        values = make_values(records, 100)
+        be = load_backend("native")
+        segment = segops.open_segment(be, seg_dir, create=True)
+        segops.append_values(be, segment, values, 1000, None)
+        segment.close()
+        env = lmdb.open(lmdb_dir, map_size=records * 328, sync=True, metasync=True,
+                        readahead=False)
+        with env.begin(write=True) as txn:
+            txn.cursor().putmulti(zip(keys, values), append=True)
+        env.close()
+        open(done, "w").close()
+    return seg_dir, lmdb_dir, keys
+
+
+def _drop_cache(dir_path: str) -> None:
+    for name in os.listdir(dir_path):
+        fd = os.open(os.path.join(dir_path, name), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000_000)
+    parser.add_argument("--reads", type=int, default=500_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mode", choices=("warm", "cold"), default="warm")
+    parser.add_argument("--workdir", default="/tmp/seglog-randread")
+    args = parser.parse_args(argv)
+
+    import lmdb
+
+    from seglog.bench import segops
+    from seglog.bench.data import load_backend, random_offsets
+
+    seg_dir, lmdb_dir, keys = _build(args.workdir, args.records)
+    be = load_backend("native")
+    offsets = random_offsets(args.reads, args.records)
+    chunks = [offsets[i:i + CHUNK_READS] for i in range(0, len(offsets), CHUNK_READS)]
+    print(f"seglog from {be.namespace.Segment.__module__} "
+          f"({sys.modules[be.namespace.Segment.__module__].__file__}); {args.records:,} "
+          f"records, {args.reads:,} reads per round, mode {args.mode}", flush=True)
+
+    def open_both():
+        segment = segops.open_segment(be, seg_dir, create=False)
+        env = lmdb.open(lmdb_dir, map_size=args.records * 328, readonly=True, lock=False,
+                        readahead=False)
+        return segment, env, env.begin()
+
+    segment, env, txn = open_both()
+    if args.mode == "warm":
+        for o in offsets:  # untimed: page faults, first reads of each batch (see docstring)
+            txn.get(keys[o])
+            segment.read_record(o)
+    rates: dict[str, list[float]] = {"lmdb": [], "seglog": [], "ratio": []}
+    for round_index in range(args.rounds):
+        if args.mode == "cold":
+            txn.abort()
+            env.close()
+            segment.close()
+            _drop_cache(seg_dir)
+            _drop_cache(lmdb_dir)
+            segment, env, txn = open_both()
+        read, get = segment.read_record, txn.get
+        lmdb_s = seglog_s = 0.0
+        for chunk in chunks:
+            t0 = time.perf_counter()
+            for o in chunk:
+                get(keys[o])
+            t1 = time.perf_counter()
+            for o in chunk:
+                read(o).value
+            t2 = time.perf_counter()
+            lmdb_s += t1 - t0
+            seglog_s += t2 - t1
+        a, b = len(offsets) / lmdb_s, len(offsets) / seglog_s
+        rates["lmdb"].append(a)
+        rates["seglog"].append(b)
+        rates["ratio"].append(b / a)
+        print(f"round {round_index}: LMDB {a:,.0f}/s  seglog {b:,.0f}/s  ratio {b / a:.2f}x  "
+              f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    txn.abort()
+    env.close()
+    segment.close()
+    for name, values in rates.items():
+        print(f"{name}: min {min(values):,.4g} median {statistics.median(values):,.4g} "
+              f"max {max(values):,.4g}")
+    print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
