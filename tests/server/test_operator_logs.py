@@ -263,6 +263,12 @@ class FakeClock:
         return self.now_s
 
 
+def _own(caplog: pytest.LogCaptureFixture, name: str) -> list[logging.LogRecord]:
+    """The captured records of the logger ``name``: in a whole-suite run, threads of other
+    tests' brokers (session-scoped ones) log at the same time into the same capture."""
+    return [r for r in caplog.records if r.name == name]
+
+
 def test_repeat_limiter_prints_once_then_a_summary(caplog):
     clock = FakeClock()
     limiter = RepeatLimiter(interval_s=30.0, clock=clock)
@@ -273,7 +279,7 @@ def test_repeat_limiter_prints_once_then_a_summary(caplog):
         printed.append(limiter.warning(log, "cannot connect to broker %d: %s", 2,
                                        ConnectionRefusedError(111, "refused")))
         clock.now_s += 1.0
-    messages = [r.getMessage() for r in caplog.records]
+    messages = [r.getMessage() for r in _own(caplog, "seglog.test.repeats")]
     assert printed.count(True) == 3
     assert messages[0] == "cannot connect to broker 2: [Errno 111] refused"
     assert messages[1] == ("cannot connect to broker 2: [Errno 111] refused (repeated 30 "
@@ -284,7 +290,8 @@ def test_repeat_limiter_prints_once_then_a_summary(caplog):
     # A line back after a quiet interval prints plain.
     clock.now_s += 100
     assert limiter.warning(log, "cannot connect to broker %d: %s", 3, "refused")
-    assert caplog.records[-1].getMessage() == "cannot connect to broker 3: refused"
+    assert _own(caplog, "seglog.test.repeats")[-1].getMessage() == \
+        "cannot connect to broker 3: refused"
 
 
 def test_repeat_limiter_key_and_disabled_level(caplog):
@@ -313,11 +320,11 @@ def test_repeat_filter_limits_a_library_logger(caplog):
             clock.now_s += 1.0
     finally:
         logger.removeFilter(filt)
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [r.getMessage() for r in _own(caplog, name) if r.levelno == logging.WARNING]
     assert warnings == ["Connection dropped: socket error", "100% gone",
                         "Connection dropped: socket error (repeated 30 times in the last 30 s)",
                         "100% gone (repeated 30 times in the last 30 s)"]
-    assert sum(r.levelno == logging.INFO for r in caplog.records) == 31
+    assert sum(r.levelno == logging.INFO for r in _own(caplog, name)) == 31
 
 
 def test_json_formatter_lines_parse_with_exception():
@@ -486,7 +493,7 @@ def test_a_partition_going_offline_while_serving_is_logged_with_why(tmp_path, ca
         watch = OfflineWatch(store)
         caplog.set_level(logging.INFO, logger="seglog.server.recovery")
         watch.check()
-        assert not caplog.records  # nothing changed yet
+        assert not _own(caplog, "seglog.server.recovery")  # nothing changed yet
         os.truncate(part / "00000000000000000012.log", 100)
         os.remove(part / "00000000000000000012.index")
         with pytest.warns(RuntimeWarning, match="offline"):
@@ -513,7 +520,7 @@ def test_a_compaction_is_logged_with_its_figures(tmp_path, caplog):
         producer.close()
         stats = store.compact()[("ops-compact", 0)]
     assert not stats.skipped
-    lines = [r.getMessage() for r in caplog.records]
+    lines = [r.getMessage() for r in _own(caplog, "seglog.storage.cleaner")]
     assert lines == [f"[ops-compact-0] Compacted offsets [{stats.first_dirty_offset}, "
                      f"{stats.first_uncleanable_offset}): {stats.segments_cleaned} segments, "
                      f"{stats.bytes_read} -> {stats.bytes_written} bytes, "
