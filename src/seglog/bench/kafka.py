@@ -60,7 +60,7 @@ BROKER_STOP_S_MAX = 60.0
 READY_LINE = "Kafka Server started"
 
 #: Records of ``--record-bytes`` sent by ProducerPerformance per mode.
-PERF_RECORDS = {"quick": 100_000, "standard": 500_000, "full": 1_000_000}
+PERF_RECORDS = {"quick": 50_000, "standard": 500_000, "full": 1_000_000}
 
 _BROKER_LOG4J = """\
 status = warn

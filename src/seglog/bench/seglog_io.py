@@ -193,7 +193,7 @@ def _table(ctx: BenchContext, result: PartResult, stream_bytes_per_record: float
             target = Target("append vs 1 MiB writes", ">= 0.8x the 1 MiB baseline",
                             ratio.median, 0.8)
             result.targets.append(target)
-            cells += [f"{fmt_ratio(ratio)} of baseline", target.goal, target.verdict]
+            cells += [f"{fmt_ratio(ratio)} of baseline", target.goal, target]
         elif key == "random_objects":
             cells += [f"{fmt_ratio(f['penalty_objects'])} below scan"]
         elif key == "random_columns":

@@ -180,7 +180,7 @@ def _table(ctx: BenchContext, result: PartResult, methods: list[str], size: int)
                 target = Target("Segment.sendfile vs bare os.sendfile", ">= 0.8x bare",
                                 ratio.median, 0.8)
                 result.targets.append(target)
-                cells += [target.goal, target.verdict]
+                cells += [target.goal, target]
         else:
             cells.append("1x")
         table.add(METHODS[method], *cells)

@@ -258,7 +258,7 @@ def _twins_table(result: PartResult, skipped: dict) -> Table:
                 target = Target(f"native/pure {op}", f">= {threshold:.0f}x", ratio.median,
                                 threshold)
                 result.targets.append(target)
-                cells += [target.goal, target.verdict]
+                cells += [target.goal, target]
         else:
             cells.append("n/a")
             if threshold:
@@ -291,7 +291,7 @@ def _aiokafka_table(result: PartResult, modules) -> Table:
                             threshold)
             result.targets.append(target)
             table.add(label, fmt_rate(native), fmt_rate(other), fmt_ratio(ratio), target.goal,
-                      target.verdict)
+                      target)
         else:
             table.add(label, "n/a", fmt_rate(other), "n/a", f">= {threshold:g}x",
                       "n/a (native not built)")
