@@ -63,18 +63,23 @@ def run(ctx: BenchContext) -> PartResult:
     values = ctx.values(max(count, e2e_count))
     keys = [b"key-%d" % (i % KEYS) for i in range(max(count, e2e_count))]
     skipped: dict[str, str] = {}
-    for run_index in range(runs):
-        for op, fn in _OPS.items():
-            if op in skipped:
-                continue
-            ctx.progress.step(op, run_index + 1, runs)
-            n = e2e_count if op in ("end_to_end", "core_end_to_end") else count
-            try:
-                rate = fn(ctx, values[:n], keys[:n])
-            except Unavailable as exc:
-                skipped[op] = str(exc)
-                continue
-            result.figure(op, UNIT_RECORDS_PER_S).add(rate)
+    try:
+        for run_index in range(runs):
+            for op, fn in _OPS.items():
+                if op in skipped:
+                    continue
+                ctx.progress.step(op, run_index + 1, runs)
+                n = e2e_count if op in ("end_to_end", "core_end_to_end") else count
+                try:
+                    rate = fn(ctx, values[:n], keys[:n])
+                except Unavailable as exc:
+                    skipped[op] = str(exc)
+                    continue
+                result.figure(op, UNIT_RECORDS_PER_S).add(rate)
+    finally:
+        served = ctx.cache.pop(_SERVE_CACHE_KEY, None)
+        if served is not None:
+            _stop_serve(served)
     result.tables.append(_rates_table(result))
     _ratio_targets(result)
     for op, reason in sorted(skipped.items()):
@@ -292,39 +297,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: ctx.cache key of quick mode's one seglog serve for every confluent_consume run.
+_SERVE_CACHE_KEY = "clients.serve"
+
+
 def _confluent_consume(ctx, values, keys):
     try:
         import confluent_kafka
     except ImportError as exc:
         raise Unavailable(f"confluent-kafka is not installed ({exc})") from None
-    data_dir = ctx.scratch(NAME)
-    store_dir = data_dir / "serve"
-    # Fill the data dir in-process (same batches as _poll), then serve it.
-    from ..store import Store
-    store = Store(str(store_dir))
-    store.create_topic("bench", partitions=PARTITIONS)
-    producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
-    for i in range(0, len(values), BATCH_RECORDS):
-        producer.send_batch("bench", values[i:i + BATCH_RECORDS], keys[i:i + BATCH_RECORDS])
-    producer.close()
-    store.close()
-    port = _free_port()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "seglog", "serve", "--data-dir", str(store_dir),
-         "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, env=env)
+    quick = ctx.config.mode == "quick"
+    served = ctx.cache.get(_SERVE_CACHE_KEY) if quick else None
+    if served is None:
+        served = _serve_filled(ctx, values, keys)
+        if quick:
+            # Quick mode serves the same records to every run from one broker (a start of
+            # `seglog serve` is 1-2 s of each run's wall time); run() stops it at the end.
+            ctx.cache[_SERVE_CACHE_KEY] = served
+    server, port, data_dir = served
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise Unavailable("seglog serve did not start") from None
-                time.sleep(0.1)
         consumer = confluent_kafka.Consumer({
             "bootstrap.servers": f"127.0.0.1:{port}", "group.id": "bench",
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -333,10 +324,10 @@ def _confluent_consume(ctx, values, keys):
             # rate would count (see the broker part's _client_consume).
             "fetch.queue.backoff.ms": 10,
             "logger": _quiet_logger()})
-        if ctx.config.mode == "quick":
+        if quick:
             # Quick mode assigns the partitions instead of joining a group: the join (the
             # broker's group.initial.rebalance.delay.ms, 3 s) is not timed either way, but
-            # it cost 3 s of each run's wall time.
+            # it cost 3 s of each run's wall time; it reads from the start each run.
             consumer.assign([confluent_kafka.TopicPartition("bench", partition,
                                                             confluent_kafka.OFFSET_BEGINNING)
                              for partition in range(PARTITIONS)])
@@ -359,14 +350,54 @@ def _confluent_consume(ctx, values, keys):
             raise Unavailable(f"confluent-kafka read {seen} of {len(values)} within 120 s")
         return timed / elapsed_s
     finally:
-        server.terminate()
+        if not quick:
+            _stop_serve(served)
+
+
+def _serve_filled(ctx, values, keys):
+    """``(process, port, data_dir)``: ``seglog serve`` on a free port over a data dir
+    filled in-process with ``values`` (same batches as _poll)."""
+    data_dir = ctx.scratch(NAME)
+    store_dir = data_dir / "serve"
+    from ..store import Store
+    store = Store(str(store_dir))
+    store.create_topic("bench", partitions=PARTITIONS)
+    producer = store.producer(linger_ms=1000, batch_size_bytes=1 << 20)
+    for i in range(0, len(values), BATCH_RECORDS):
+        producer.send_batch("bench", values[i:i + BATCH_RECORDS], keys[i:i + BATCH_RECORDS])
+    producer.close()
+    store.close()
+    port = _free_port()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "seglog", "serve", "--data-dir", str(store_dir),
+         "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env=env)
+    served = (server, port, data_dir)
+    deadline = time.monotonic() + 30
+    while True:
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        import shutil
-        shutil.rmtree(str(data_dir), ignore_errors=True)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return served
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                _stop_serve(served)
+                raise Unavailable("seglog serve did not start") from None
+            time.sleep(0.1)
+
+
+def _stop_serve(served) -> None:
+    """Stop the broker of :func:`_serve_filled` (SIGTERM, then kill) and remove its data."""
+    server, _, data_dir = served
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    import shutil
+    shutil.rmtree(str(data_dir), ignore_errors=True)
 
 
 _OPS = {"send_keyed": _send_keyed, "send_keyless": _send_keyless,

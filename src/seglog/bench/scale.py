@@ -116,7 +116,7 @@ class ScaleSize:
 #: quick mode's budget for 1,000 partitions: enough for the subprocess's start and
 #: create_topic (its target, under 1 s); the write step is then cut at the budget, since
 #: writing 1,000 partitions takes 15-70 s here (two synced rolls each), over a quick run.
-QUICK_LARGE_BUDGET_S = 4.0
+QUICK_LARGE_BUDGET_S = 3.0
 #: Sizes and budgets per mode. quick stays well under 30 s in all; the budgets of the large
 #: sizes are what the landed code (issue 14's table: 32 s for 1,000) needs to show how far it
 #: gets, not what the targets allow. The write step is bound by the syncs of the rolls (two
