@@ -35,7 +35,10 @@ machine's drift falls on both alike; each figure is the median of its rounds (re
 keeps every round). Then each broker in turn gets 5-7 and is stopped. The seglog broker is
 ``python -m seglog serve`` on the run's backend. Where java and the Kafka jars of
 ``ci/kafka-ref.sh`` are not cached (the bench never downloads them), seglog is measured alone
-and the part says so; where confluent-kafka is not installed, its rows say so.
+and the part says so; where confluent-kafka is not installed, its rows say so. ``--quick``
+(the CI smoke run, under a minute in all) measures seglog serve alone with confluent-kafka
+(one round, 2 s idle window, 100 partitions, no TLS figures): the real broker and Kafka's
+perf tools are the kafka part's in that mode.
 
 Targets ("<=" goals hold the *headroom* goal / measured, met at >= 1, as the scale part):
 throughput ratios >= 1.0x Kafka; p99 latency <= Kafka's; start <= 0.5 s; RSS <= 25 % of
