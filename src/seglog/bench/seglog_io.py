@@ -186,7 +186,7 @@ def _table(ctx: BenchContext, result: PartResult, stream_bytes_per_record: float
         bytes_per_s = fig.median * stream_bytes_per_record
         limit = write_ceiling if key.startswith(("append", "write")) else (
             read_bw if key.startswith("scan") else None)
-        cells = [fmt_rate(fig), f"{bytes_per_s / 1e6:.0f}",
+        cells: list[str | Target] = [fmt_rate(fig), f"{bytes_per_s / 1e6:.0f}",
                  fmt_percent(bytes_per_s / limit) if limit else ""]
         if key == "append":
             ratio = f["append_vs_1mib"]

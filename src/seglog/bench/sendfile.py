@@ -171,8 +171,9 @@ def _table(ctx: BenchContext, result: PartResult, methods: list[str], size: int)
          "target", "verdict"])
     for method in methods:
         thr = f[f"{method}.throughput"]
-        cells = [fmt_gb_per_s(thr.median), f"{fmt_gb_per_s(thr.min)}..{fmt_gb_per_s(thr.max)}",
-                 f"{f[f'{method}.sender_cpu'].median:.3f}", f"{f[f'{method}.reader_cpu'].median:.3f}"]
+        cells: list[str | Target] = [
+            fmt_gb_per_s(thr.median), f"{fmt_gb_per_s(thr.min)}..{fmt_gb_per_s(thr.max)}",
+            f"{f[f'{method}.sender_cpu'].median:.3f}", f"{f[f'{method}.reader_cpu'].median:.3f}"]
         if method != "bare":
             ratio = f[f"{method}.vs_bare"] = ratio_figure(thr, f["bare.throughput"])
             cells.append(fmt_ratio(ratio))
