@@ -3,7 +3,8 @@
 A Kafka broker routinely holds thousands of partitions, most of them idle; what one idle
 partition costs (memory, descriptors, time to create and to reopen) decides how many one
 process can hold. For each size (quick: 100 and 1,000 partitions, the latter cut after its
-create by a 3 s budget, and no Kafka side; standard and full: 1,000 and 10,000) a **subprocess of its own** (so its RSS and descriptors are that size's alone)
+create by a 3 s budget, and no Kafka side; standard and full: 1,000 and 10,000) a
+**subprocess of its own** (so its RSS and descriptors are that size's alone)
 runs these steps on one Store in a temp dir under ``--dir`` and reports each as one JSON line
 on stdout:
 

@@ -250,7 +250,8 @@ def _twins_table(result: PartResult, skipped: dict) -> Table:
         ["operation", "native", "pure", "native/pure", "target", "verdict"])
     for op, (label, threshold) in OPERATIONS.items():
         native, pure = f.get(f"native.{op}"), f.get(f"pure.{op}")
-        cells: list[str | Target] = [fmt_rate(native) if native else "n/a", fmt_rate(pure) if pure else "n/a"]
+        cells: list[str | Target] = [fmt_rate(native) if native else "n/a",
+                                     fmt_rate(pure) if pure else "n/a"]
         if native and pure and len(native.values) == len(pure.values):
             ratio = f[f"ratio.{op}"] = ratio_figure(native, pure)
             cells.append(fmt_ratio(ratio))
