@@ -789,7 +789,8 @@ def run(ctx: BenchContext) -> PartResult:
     ref, why = find_kafka()
     if ref is None and not has_confluent_kafka():
         raise Unavailable(f"neither Kafka's perf tools ({why}) nor confluent-kafka")
-    if not KAFKA_SIDE.get(mode, True) and has_confluent_kafka():
+    left_out = not KAFKA_SIDE.get(mode, True) and has_confluent_kafka()
+    if left_out:
         ref, why = None, (f"not run in {mode} mode (the kafka part starts the real broker "
                           "with Kafka's perf tools; the standard and full modes compare "
                           "both brokers here)")
@@ -828,8 +829,8 @@ def run(ctx: BenchContext) -> PartResult:
             sides[SEGLOG].errors["start_s"] = str(exc)[:600]
             stop(SEGLOG)
         if ref is None:
-            result.notes.append(f"Kafka's side skipped: {why} (the jars are never downloaded "
-                                "by the bench).")
+            result.notes.append(f"Kafka's side skipped: {why}" + (
+                "." if left_out else " (the jars are never downloaded by the bench)."))
         else:
             sides[KAFKA] = Side(KAFKA)
             result.params["kafka"] = ref.version
