@@ -94,15 +94,16 @@ RATE_GOALS = {"send_keyed": 2e6, "send_keyless": 2e6, "poll": 8e6, "poll_columns
 
 
 def _rates_table(result: PartResult) -> Table:
-    """records/s per operation measured, with the target and verdict where there is one."""
+    """records/s per operation measured, with the target and verdict where there is one
+    (an operation with no target of its own, a reference for the ratios, reads 'measured')."""
     rate_targets = _rate_targets(result)
     table = Table("clients: records/s (median of runs)",
                   ["operation", "records/s", "target", "verdict"])
     for op, label in OPERATIONS.items():
         if op in result.figures:
             target = rate_targets.get(op)
-            table.add(label, fmt_rate(result.figures[op]), target.goal if target else "",
-                      target)
+            table.add(label, fmt_rate(result.figures[op]), target.goal if target else "-",
+                      target if target else "measured")
     return table
 
 
