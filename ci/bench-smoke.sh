@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke-run the user benchmark (`seglog bench --quick`, about two minutes) into a temp folder.
+# Smoke-run the user benchmark (`seglog bench --quick`, under a minute on a quiet 2-core VM) into a temp folder.
 set -euo pipefail
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -61,7 +61,7 @@ def test_tiny_scale_run_reports_every_step(tmp_path):
     # The targets: the two at 10,000 are not measured at this size.
     labels = [row[0] for row in targets_table.rows]
     assert any(label.startswith("RSS per idle empty partition") for label in labels)
-    assert [row[3] for row in targets_table.rows if "10,000" in row[0]] == ["-"] * 3
+    assert [row[3] for row in targets_table.rows if "10,000" in row[0]] == ["not measured"] * 3
     assert len(result.targets) == 2  # RSS and descriptors per idle partition
     text = result.to_markdown()
     assert "create_topic(partitions=N)" in text and "reopen: Store(path)" in text

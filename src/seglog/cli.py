@@ -78,6 +78,15 @@ def parse_parts(text: str) -> tuple[str, ...]:
     return tuple(n for n in PART_ORDER if n in names)
 
 
+#: Expected wall time of each bench mode on a quiet 2-core VM (bench/results-issue27-
+#: benchquick.md has the measurements behind them).
+BENCH_QUICK_DURATION = "under a minute"
+BENCH_STANDARD_DURATION = "about 10 minutes"
+BENCH_FULL_DURATION = "30 minutes or more"
+BENCH_DURATIONS = (f"--quick {BENCH_QUICK_DURATION}; the default (standard) "
+                   f"{BENCH_STANDARD_DURATION}; --full {BENCH_FULL_DURATION}.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``seglog`` command."""
     parser = argparse.ArgumentParser(
@@ -89,14 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     parts_help = "; ".join(f"{name}: {PART_TITLES[name]}" for name in PART_ORDER)
     bench = sub.add_parser(
         "bench", help="benchmark sequential vs random I/O, native vs pure, seglog vs peers",
-        description="Run the benchmark suite and write bench-results/. Parts: " + parts_help,
+        description="Run the benchmark suite and write bench-results/. Modes and their "
+                    "expected duration on a quiet 2-core VM: " + BENCH_DURATIONS + " A loaded "
+                    "machine takes longer (each part prints the load average it ran under). "
+                    "Parts: " + parts_help,
     )
     mode = bench.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="small sizes, about two minutes (107 s on a 2-core VM; the CI "
-                           "smoke run)")
+                      help="small sizes, every part, " + BENCH_QUICK_DURATION + " (the CI "
+                           "smoke run); the Kafka side of the broker and scale parts and the "
+                           "TLS figures are left out (the kafka part still runs the real "
+                           "broker)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
-                      help="full sizes (1 M records, 1 GiB transfers), under 15 minutes")
+                      help="full sizes (1 M records, 1 GiB transfers, 10,000 partitions), "
+                           + BENCH_FULL_DURATION)
     bench.add_argument("--only", type=parse_parts, metavar="PART[,PART]",
                        help=f"run only these parts ({', '.join(PART_ORDER)})")
     bench.add_argument("--record-bytes", type=_record_bytes, default=100, metavar="N",

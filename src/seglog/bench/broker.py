@@ -35,7 +35,10 @@ machine's drift falls on both alike; each figure is the median of its rounds (re
 keeps every round). Then each broker in turn gets 5-7 and is stopped. The seglog broker is
 ``python -m seglog serve`` on the run's backend. Where java and the Kafka jars of
 ``ci/kafka-ref.sh`` are not cached (the bench never downloads them), seglog is measured alone
-and the part says so; where confluent-kafka is not installed, its rows say so.
+and the part says so; where confluent-kafka is not installed, its rows say so. ``--quick``
+(the CI smoke run, under a minute in all) measures seglog serve alone with confluent-kafka
+(one round, 2 s idle window, 100 partitions, no TLS figures): the real broker and Kafka's
+perf tools are the kafka part's in that mode.
 
 Targets ("<=" goals hold the *headroom* goal / measured, met at >= 1, as the scale part):
 throughput ratios >= 1.0x Kafka; p99 latency <= Kafka's; start <= 0.5 s; RSS <= 25 % of
@@ -81,8 +84,17 @@ LATENCY_S = {"quick": 3, "standard": 10, "full": 20}
 #: that the machine's drift (these 2-core machines swing by 30-50 % between runs) falls on
 #: both alike; each figure is the median of its rounds.
 ROUNDS = 3
+#: Whether the real Kafka broker (with Kafka's Java perf tools and its TLS listener) runs
+#: beside seglog serve in this part, by mode. Quick mode measures seglog serve alone with
+#: confluent-kafka: on a 2-core VM the Kafka side (a JVM start of 3-8 s, a JVM per perf-tool
+#: run, its idle and capacity figures) took some 40 s of a 60 s quick run; the kafka part
+#: still starts the real broker and runs the perf tools against it in quick mode.
+KAFKA_SIDE = {"quick": False, "standard": True, "full": True}
+#: Whether the TLS figures (a second broker with an SSL listener) are taken, by mode (quick
+#: leaves them out: new certificates and a second start, about 10 s on a loaded VM).
+TLS_FIGURES = {"quick": False, "standard": True, "full": True}
 #: The idle-CPU window (s) and the number of long-polling consumers.
-IDLE_S = {"quick": 3.0, "standard": 10.0, "full": 20.0}
+IDLE_S = {"quick": 2.0, "standard": 10.0, "full": 20.0}
 IDLE_CONSUMERS = 10
 #: How long a broker may take to answer its first ApiVersions before the part gives up.
 READY_TIMEOUT_S = 120.0
@@ -465,7 +477,9 @@ def has_confluent_kafka() -> bool:
 
 #: How many idle client connections and partitions the capacity figures hold, by mode.
 CAPACITY_CONNECTIONS = {"quick": 1_000, "standard": 1_000, "full": 1_000}
-CAPACITY_PARTITIONS = {"quick": 1_000, "standard": 1_000, "full": 1_000}
+#: Quick mode creates 100 partitions (seglog serve took 3 s to stop with 1,000 on a quiet
+#: VM: a clean shutdown syncs every partition written).
+CAPACITY_PARTITIONS = {"quick": 100, "standard": 1_000, "full": 1_000}
 #: Whether the real Kafka broker gets the partitions figure too, by mode: quick mode leaves it
 #: out (Kafka takes tens of seconds to take one record on each of 1,000 new partitions and
 #: as long again to stop with them: over the quick run's budget).
@@ -775,6 +789,11 @@ def run(ctx: BenchContext) -> PartResult:
     ref, why = find_kafka()
     if ref is None and not has_confluent_kafka():
         raise Unavailable(f"neither Kafka's perf tools ({why}) nor confluent-kafka")
+    left_out = not KAFKA_SIDE.get(mode, True) and has_confluent_kafka()
+    if left_out:
+        ref, why = None, (f"not run in {mode} mode (the kafka part starts the real broker "
+                          "with Kafka's perf tools; the standard and full modes compare "
+                          "both brokers here)")
     rounds = rounds_for(mode, ctx.config.runs)
     result = PartResult(NAME, TITLE, params={"records": records, "record_bytes": record_bytes,
                                              "mode": mode, "rounds": rounds})
@@ -810,8 +829,8 @@ def run(ctx: BenchContext) -> PartResult:
             sides[SEGLOG].errors["start_s"] = str(exc)[:600]
             stop(SEGLOG)
         if ref is None:
-            result.notes.append(f"Kafka's side skipped: {why} (the jars are never downloaded "
-                                "by the bench).")
+            result.notes.append(f"Kafka's side skipped: {why}" + (
+                "." if left_out else " (the jars are never downloaded by the bench)."))
         else:
             sides[KAFKA] = Side(KAFKA)
             result.params["kafka"] = ref.version
@@ -860,7 +879,10 @@ def run(ctx: BenchContext) -> PartResult:
     finally:
         for name in list(running):
             stop(name)
-    if has_confluent_kafka():
+    if not TLS_FIGURES.get(mode, True):
+        result.notes.append(f"TLS figures not taken in {mode} mode (the standard and full "
+                            "modes take them).")
+    elif has_confluent_kafka():
         # What TLS costs: both listeners of a broker with an SSL one (broker_tls.py).
         measure_tls(sides, make_side=Side, scratch=scratch, ref=ref, records=records,
                     record_bytes=record_bytes, rounds=rounds, run_client=run_client,
@@ -870,7 +892,8 @@ def run(ctx: BenchContext) -> PartResult:
 
     _figures(result, sides)
     result.tables += _tables(result, sides, records, record_bytes, mode)
-    result.tables.append(tls_table(sides, records, record_bytes, _cell, si))
+    if TLS_FIGURES.get(mode, True):
+        result.tables.append(tls_table(sides, records, record_bytes, _cell, si))
     _targets(result, sides)
     result.notes += _sentences(sides)
     bars = {f"{name} {label}": f"{name}.{key}" for key, label in THROUGHPUT_ROWS[:2]
@@ -932,8 +955,10 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int, record_byt
                  "(records/s)", ["client", "seglog serve", "Kafka", "seglog / Kafka"])
     for key, label in THROUGHPUT_ROWS:
         ratio = _ratio(sides, key)
-        tput.add(label, _cell(seg, key, si), _cell(kaf, key, si),
-                 "n/a" if ratio is None else f"{ratio:.2f}x")
+        cells = (_cell(seg, key, si), _cell(kaf, key, si))
+        if cells == ("n/a", "n/a"):
+            continue  # not run in this mode or without the tool (the notes say which)
+        tput.add(label, *cells, "n/a" if ratio is None else f"{ratio:.2f}x")
     ms = lambda v: f"{v:.0f}"  # noqa: E731
     lat = Table(f"produce latency at {LATENCY_RATE[mode]:,} records/s for {LATENCY_S[mode]} s, "
                 "acks=all (ProducerPerformance, send to ack, ms)",
@@ -950,7 +975,9 @@ def _tables(result: PartResult, sides: dict[str, Side], records: int, record_byt
                _cell(kaf, "rss_bytes", mib))
     broker.add(f"CPU with {IDLE_CONSUMERS} idle long-polling consumers, share of a core",
                _cell(seg, "idle.cpu_share", pct), _cell(kaf, "idle.cpu_share", pct))
-    return [tput, lat, broker, _capacity_table(seg, kaf, mode)]
+    latency_measured = any(cell != "n/a" for row in lat.rows for cell in row[1:])
+    return [tput, *([lat] if latency_measured else []), broker,
+            _capacity_table(seg, kaf, mode)]
 
 
 def _pair(side: Side | None, before: str, after: str, fmt: Callable[[float], str]) -> str:

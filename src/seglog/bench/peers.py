@@ -735,7 +735,7 @@ def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
         result.figures[f"target.{seg_phase}"] = ratio
         table.add(label, f"{fmt_rate(best_seg)} [{_mode(seg_who)}]",
                   f"{fmt_rate(best_peer)} [{_mode(peer_who)}]", fmt_ratio(ratio), goal,
-                  target.verdict)
+                  target)
     if ctx.limit(WRITE_CEILING):
         best_seg, seg_who = _best_per_run(result, seglog_peers, "append")
         fraction = best_seg.median * size / ctx.limits[WRITE_CEILING]
@@ -744,7 +744,7 @@ def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
         result.targets.append(target)
         table.add(target.label, f"{fmt_rate(best_seg)} [{_mode(seg_who)}]",
                   f"ceiling {si(ctx.limits[WRITE_CEILING] / size)} rec/s", fmt_percent(fraction),
-                  target.goal, target.verdict)
+                  target.goal, target)
     return table
 
 

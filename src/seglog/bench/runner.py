@@ -24,6 +24,7 @@ from typing import Any
 
 from . import PART_ORDER
 from .data import Unavailable, make_values
+from .load import PartLoad, read_load
 from .progress import Progress
 from .stats import Figure
 from .table import STATUS_ERROR, STATUS_UNAVAILABLE, PartResult
@@ -293,9 +294,14 @@ def load_previous_limits(out_dir: str) -> tuple[dict[str, float], str]:
 
 def run_part(name: str, ctx: BenchContext) -> PartResult:
     """Run one part; turn Unavailable into status 'unavailable' and any other error into
-    status 'error' (with the traceback in the reason), never raising."""
+    status 'error' (with the traceback in the reason), never raising.
+
+    The machine's load is read at the part's start and end and set on the result (and its
+    targets' verdicts) afterwards.
+    """
     module = importlib.import_module(PART_MODULES[name])
     ctx.progress.start_part(name)
+    load = PartLoad(read_load())
     t0 = time.perf_counter()
     try:
         result = module.run(ctx)
@@ -306,6 +312,8 @@ def run_part(name: str, ctx: BenchContext) -> PartResult:
         result = PartResult(name, module.TITLE, status=STATUS_ERROR,
                             reason=f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
     result.elapsed_s = time.perf_counter() - t0
+    load.end = read_load()
+    result.apply_load(load)
     ctx.progress.clear()
     return result
 

@@ -186,14 +186,14 @@ def _table(ctx: BenchContext, result: PartResult, stream_bytes_per_record: float
         bytes_per_s = fig.median * stream_bytes_per_record
         limit = write_ceiling if key.startswith(("append", "write")) else (
             read_bw if key.startswith("scan") else None)
-        cells = [fmt_rate(fig), f"{bytes_per_s / 1e6:.0f}",
+        cells: list[str | Target] = [fmt_rate(fig), f"{bytes_per_s / 1e6:.0f}",
                  fmt_percent(bytes_per_s / limit) if limit else ""]
         if key == "append":
             ratio = f["append_vs_1mib"]
             target = Target("append vs 1 MiB writes", ">= 0.8x the 1 MiB baseline",
                             ratio.median, 0.8)
             result.targets.append(target)
-            cells += [f"{fmt_ratio(ratio)} of baseline", target.goal, target.verdict]
+            cells += [f"{fmt_ratio(ratio)} of baseline", target.goal, target]
         elif key == "random_objects":
             cells += [f"{fmt_ratio(f['penalty_objects'])} below scan"]
         elif key == "random_columns":

@@ -171,8 +171,9 @@ def _table(ctx: BenchContext, result: PartResult, methods: list[str], size: int)
          "target", "verdict"])
     for method in methods:
         thr = f[f"{method}.throughput"]
-        cells = [fmt_gb_per_s(thr.median), f"{fmt_gb_per_s(thr.min)}..{fmt_gb_per_s(thr.max)}",
-                 f"{f[f'{method}.sender_cpu'].median:.3f}", f"{f[f'{method}.reader_cpu'].median:.3f}"]
+        cells: list[str | Target] = [
+            fmt_gb_per_s(thr.median), f"{fmt_gb_per_s(thr.min)}..{fmt_gb_per_s(thr.max)}",
+            f"{f[f'{method}.sender_cpu'].median:.3f}", f"{f[f'{method}.reader_cpu'].median:.3f}"]
         if method != "bare":
             ratio = f[f"{method}.vs_bare"] = ratio_figure(thr, f["bare.throughput"])
             cells.append(fmt_ratio(ratio))
@@ -180,7 +181,7 @@ def _table(ctx: BenchContext, result: PartResult, methods: list[str], size: int)
                 target = Target("Segment.sendfile vs bare os.sendfile", ">= 0.8x bare",
                                 ratio.median, 0.8)
                 result.targets.append(target)
-                cells += [target.goal, target.verdict]
+                cells += [target.goal, target]
         else:
             cells.append("1x")
         table.add(METHODS[method], *cells)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .load import PartLoad
 from .stats import Figure
 
 STATUS_OK = "ok"
@@ -27,13 +28,31 @@ class Table:
     columns: list[str]
     rows: list[list[str]] = field(default_factory=list)
     note: str = ""
+    #: ``(row, column, target)`` of every cell that shows a target's verdict: the runner
+    #: sets the part's load on its targets after the part ends and re-renders these cells.
+    verdict_cells: list[tuple[int, int, "Target"]] = field(default_factory=list)
 
     def add(self, *cells: Any) -> None:
-        """Append one row (cells converted with ``str``; the row is padded to the columns)."""
-        row = ["" if c is None else str(c) for c in cells]
+        """Append one row (cells converted with ``str``; the row is padded to the columns).
+
+        A :class:`Target` cell shows its verdict and stays linked to the target, so the
+        verdict can still change once the part's load is known (:meth:`refresh_verdicts`).
+        """
+        row = []
+        for index, cell in enumerate(cells):
+            if isinstance(cell, Target):
+                self.verdict_cells.append((len(self.rows), index, cell))
+                row.append(cell.verdict)
+            else:
+                row.append("" if cell is None else str(cell))
         assert len(row) <= len(self.columns), f"{self.title}: row wider than columns: {row}"
         row += [""] * (len(self.columns) - len(row))
         self.rows.append(row)
+
+    def refresh_verdicts(self) -> None:
+        """Re-render the cells that show a target's verdict (after its load was set)."""
+        for row, column, target in self.verdict_cells:
+            self.rows[row][column] = target.verdict
 
     def to_text(self) -> str:
         """Aligned plain text: title, header, rule, rows (numbers right-aligned)."""
@@ -85,13 +104,18 @@ class Target:
 
     ``value`` is the measured median (a ratio or a rate), ``threshold`` the goal and ``met``
     whether ``value >= threshold``. ``label`` says what is compared, ``goal`` how the issue
-    states it (e.g. ``">= 20x pure"``).
+    states it (e.g. ``">= 20x pure"``). ``judged`` False marks a goal shown beside a figure
+    this run measures but cannot judge (too small a run, or a reference side missing): its
+    verdict is ``'measured'``. ``load`` is the machine's load during the part, set by the
+    runner when the part ends: a miss while the machine was busy says so.
     """
 
     label: str
     goal: str
     value: float
     threshold: float
+    judged: bool = True
+    load: PartLoad | None = None
 
     @property
     def met(self) -> bool:
@@ -100,13 +124,22 @@ class Target:
 
     @property
     def verdict(self) -> str:
-        """``'met'`` or ``'MISSED'`` (capitals so a miss stands out in a table)."""
-        return "met" if self.met else "MISSED"
+        """``'met'``, ``'MISSED'`` (capitals so a miss stands out in a table), ``'MISSED under
+        load 3.1'`` when the machine was busy during the part, or ``'measured'`` when the
+        target is not judged in this run."""
+        if not self.judged:
+            return "measured"
+        if self.met:
+            return "met"
+        if self.load is not None and self.load.busy:
+            return f"MISSED under load {self.load.peak_1m:.1f}"
+        return "MISSED"
 
     def to_json(self) -> dict:
         """The target with its verdict, for results.json."""
         return {"label": self.label, "goal": self.goal, "value": self.value,
-                "threshold": self.threshold, "met": self.met}
+                "threshold": self.threshold, "met": self.met, "judged": self.judged,
+                "verdict": self.verdict}
 
 
 @dataclass
@@ -131,6 +164,30 @@ class PartResult:
     charts: list[dict] = field(default_factory=list)
     elapsed_s: float = 0.0
     params: dict[str, Any] = field(default_factory=dict)
+    load: PartLoad | None = None
+
+    def apply_load(self, load: PartLoad) -> None:
+        """Record the machine's load during the part on it and on its targets; re-render the
+        verdict cells, and add a ``targets`` table for targets no table shows yet."""
+        self.load = load
+        for target in self.targets:
+            target.load = load
+        shown = set()
+        for table in self.tables:
+            for _, _, target in table.verdict_cells:
+                target.load = load
+                shown.add(id(target))
+            table.refresh_verdicts()
+        unshown = [t for t in self.targets if id(t) not in shown]
+        if unshown:
+            table = Table(f"{self.name}: targets", ["target", "measured", "goal", "verdict"])
+            for target in unshown:
+                table.add(target.label, _fmt_value(target.value), target.goal, target)
+            self.tables.append(table)
+
+    def _footer(self) -> str:
+        load = f"; {self.load.describe()}" if self.load is not None else ""
+        return f"{self.elapsed_s:.1f} s{load}"
 
     def figure(self, key: str, unit: str) -> Figure:
         """The figure called ``key``, created empty with ``unit`` on first use."""
@@ -148,7 +205,7 @@ class PartResult:
         blocks += [t.to_text() for t in self.tables]
         if self.notes:
             blocks.append("\n".join(f"* {n}" for n in self.notes))
-        blocks.append(f"({self.elapsed_s:.1f} s)")
+        blocks.append(f"({self._footer()})")
         return "\n\n".join(blocks)
 
     def to_markdown(self) -> str:
@@ -162,7 +219,7 @@ class PartResult:
         blocks += [t.to_markdown() for t in self.tables]
         if self.notes:
             blocks.append("\n".join(f"* {n}" for n in self.notes))
-        blocks.append(f"_({self.elapsed_s:.1f} s)_")
+        blocks.append(f"_({self._footer()})_")
         return "\n\n".join(blocks)
 
     def to_json(self) -> dict:
@@ -173,9 +230,19 @@ class PartResult:
             "status": self.status,
             "reason": self.reason,
             "elapsed_s": self.elapsed_s,
+            "load": self.load.to_json() if self.load is not None else None,
             "params": self.params,
             "tables": [t.to_json() for t in self.tables],
             "notes": self.notes,
             "figures": {k: f.to_json() for k, f in self.figures.items()},
             "targets": [t.to_json() for t in self.targets],
         }
+
+
+def _fmt_value(value: float) -> str:
+    """A target's measured value (a ratio or a headroom) for the generic targets table."""
+    if value != value:
+        return "n/a"
+    if abs(value) >= 1e5:
+        return f"{value:,.0f}"
+    return f"{value:.2f}x" if abs(value) < 100 else f"{value:.0f}x"

@@ -250,7 +250,8 @@ def _twins_table(result: PartResult, skipped: dict) -> Table:
         ["operation", "native", "pure", "native/pure", "target", "verdict"])
     for op, (label, threshold) in OPERATIONS.items():
         native, pure = f.get(f"native.{op}"), f.get(f"pure.{op}")
-        cells = [fmt_rate(native) if native else "n/a", fmt_rate(pure) if pure else "n/a"]
+        cells: list[str | Target] = [fmt_rate(native) if native else "n/a",
+                                     fmt_rate(pure) if pure else "n/a"]
         if native and pure and len(native.values) == len(pure.values):
             ratio = f[f"ratio.{op}"] = ratio_figure(native, pure)
             cells.append(fmt_ratio(ratio))
@@ -258,7 +259,7 @@ def _twins_table(result: PartResult, skipped: dict) -> Table:
                 target = Target(f"native/pure {op}", f">= {threshold:.0f}x", ratio.median,
                                 threshold)
                 result.targets.append(target)
-                cells += [target.goal, target.verdict]
+                cells += [target.goal, target]
         else:
             cells.append("n/a")
             if threshold:
@@ -291,7 +292,7 @@ def _aiokafka_table(result: PartResult, modules) -> Table:
                             threshold)
             result.targets.append(target)
             table.add(label, fmt_rate(native), fmt_rate(other), fmt_ratio(ratio), target.goal,
-                      target.verdict)
+                      target)
         else:
             table.add(label, "n/a", fmt_rate(other), "n/a", f">= {threshold:g}x",
                       "n/a (native not built)")
