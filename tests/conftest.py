@@ -54,6 +54,21 @@ GROUPS_CONFIG = {
 
 
 @pytest.fixture(scope="session")
+def kafka_ref():
+    """The usable Kafka 4.4 (:class:`seglog.bench.kafka.KafkaRef`: java and the jars
+    ``ci/kafka-ref.sh`` caches), for its tools and brokers; skips without them (fails under
+    ``SEGLOG_REQUIRE_KAFKA=1``)."""
+    from seglog.bench.kafka import find_kafka
+
+    ref, why = find_kafka()
+    if ref is None:
+        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
+            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {why}", pytrace=False)
+        pytest.skip(why)
+    return ref
+
+
+@pytest.fixture(scope="session")
 def _kafka_session_brokers(tmp_path_factory):
     """``get(**properties) -> KafkaBroker``: one started broker per set of properties for the
     whole session; skips without java or the Kafka jars (fails under

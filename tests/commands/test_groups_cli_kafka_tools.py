@@ -23,14 +23,6 @@ WAIT_S = 30
 GROUPS_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
-
 
 def _rows(text: str, first_column: str) -> list[list[str]]:
     """The rows of the whitespace-aligned offsets table (first cell ``first_column``), its

@@ -11,7 +11,6 @@ Skips without java, javac, the Kafka jars or the kafka-streams jar (fails under
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -36,14 +35,6 @@ _REF, _WHY = find_kafka()
 GROUP = "wordcount"
 REPARTITION = "wordcount-words-repartition"
 
-
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ ASSIGNMENTS the same tasks. A JVM per tool run: marked ``kafka_tools``."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -30,14 +29,6 @@ STREAMS_GROUPS_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 OFFSETS_HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH",
                   "LOG-END-OFFSET", "OFFSET-LAG"]
 
-
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """Apache Kafka as the oracle: fixtures that run the real thing.
 
-``kafka_ref`` finds java and the jars ``ci/kafka-ref.sh`` caches (``~/.cache/seglog/
-kafka-<version>/lib``, or ``$SEGLOG_KAFKA_LIB``; :func:`seglog.bench.kafka.find_kafka`).
+``kafka_ref`` (tests/conftest.py) finds java and the jars ``ci/kafka-ref.sh`` caches
+(``~/.cache/seglog/kafka-<version>/lib``, or ``$SEGLOG_KAFKA_LIB``;
+:func:`seglog.bench.kafka.find_kafka`).
 Without them every test here skips with one line, "needs java + the Kafka jars: run
 ci/kafka-ref.sh"; ``SEGLOG_REQUIRE_KAFKA=1`` (CI) makes that a failure instead.
 
@@ -30,17 +31,6 @@ _REF, _WHY = find_kafka()
 _SKIP_LINE = 1  # where the one skip line points (this file)
 
 _BROKERS_BY_MODULE: dict[str, list[KafkaBroker]] = {}
-
-
-@pytest.fixture(scope="session")
-def kafka_ref():
-    """The usable Kafka (:class:`seglog.bench.kafka.KafkaRef`); skips (or fails under
-    ``SEGLOG_REQUIRE_KAFKA=1``) without java or the jars."""
-    if _REF is None:
-        if REQUIRE_KAFKA:
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ so deleting and the broker's configs are left to test_admin_clients.py."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -19,14 +18,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 _REF, _WHY = find_kafka()
 TOOL_TIMEOUT_S = 60
 
-
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 def test_kafka_topics_and_kafka_configs(broker, kafka_ref, tmp_path):

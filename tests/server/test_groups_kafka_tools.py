@@ -5,7 +5,6 @@ is empty, ``--delete``; and Kafka's Java consumer in a group (``kafka-console-co
 
 from __future__ import annotations
 
-import os
 import re
 import time
 
@@ -20,14 +19,6 @@ _REF, _WHY = find_kafka()
 TOOL_TIMEOUT_S = 60
 GROUPS_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
-
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 def test_kafka_consumer_groups_describe_reset_delete(broker, kafka_ref, tmp_path):

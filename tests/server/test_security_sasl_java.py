@@ -5,7 +5,6 @@ client properties file; a wrong password is a clear error from the Java client."
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
@@ -22,14 +21,6 @@ LOGIN_MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModu
                  "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
                  "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule"}
 
-
-@pytest.fixture(scope="module")
-def kafka_ref():
-    if _REF is None:
-        if os.environ.get("SEGLOG_REQUIRE_KAFKA", "") not in ("", "0"):
-            pytest.fail(f"SEGLOG_REQUIRE_KAFKA=1 but {_WHY}", pytrace=False)
-        pytest.skip(_WHY)
-    return _REF
 
 
 def _client_properties(path, mechanism, user, password):
