@@ -256,8 +256,30 @@ def test_conversation_same_as_kafka(kafka_shared_groups):
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, 4, 1)]).values():
         future.result(30)
+    # CreateTopics answers once the controller committed the topic; the group coordinator
+    # learns of it from the broker's next metadata image, after the partitions are made (tens
+    # of ms later on a busy shared broker): a member joining before that is assigned nothing.
+    # A probe member of another group waits for it.
     host, port = kafka.bootstrap.split(":")
+    _wait_until_the_coordinator_sees_the_topic((host, int(port)))
     assert conversation((host, int(port))) == EXPECTED
+
+
+def _wait_until_the_coordinator_sees_the_topic(address, timeout_s=30.0):
+    """Until a member of the group ``<GROUP>-probe`` is assigned every partition of TOPIC
+    (each try a new member, which leaves at once)."""
+    _wait_for_coordinator(address)
+    deadline = time.monotonic() + timeout_s
+    for attempt in range(1_000):
+        probe = f"p{attempt % 10}-" + "z" * 21
+        error, _epoch, assignment = _hb(address, probe, 0, owned=(), group=GROUP + "-probe")
+        if error == 0:
+            _hb(address, probe, -1, group=GROUP + "-probe", names=None, rebalance_ms=-1)
+        if error == 0 and assignment == [0, 1, 2, 3]:
+            return
+        assert time.monotonic() < deadline, \
+            f"Kafka's coordinator did not see {TOPIC} in time: {(error, assignment)}"
+        time.sleep(0.1)
 
 
 def _members(address):
