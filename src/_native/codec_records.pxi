@@ -135,6 +135,15 @@ cdef tuple _decode_headers(const unsigned char *data, Py_ssize_t position, int32
     return tuple(pairs)
 
 
+cdef object _make_value(const unsigned char *data, ParsedRecord *parsed):
+    """The value of a record _parse_record accepted: bytes, or None for a null value (the
+    point read's value-only answer: no Record, no key or header objects)."""
+    if parsed.value_length >= 0:
+        return PyBytes_FromStringAndSize(<const char *>data + parsed.value_position,
+                                         parsed.value_length)
+    return None
+
+
 cdef Record _make_record(const unsigned char *data, ParsedRecord *parsed, int64_t offset,
                          int64_t timestamp_ms):
     cdef Record record = Record.__new__(Record)
@@ -160,10 +169,12 @@ cdef Record _make_record(const unsigned char *data, ParsedRecord *parsed, int64_
 cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssize_t end,
                             int32_t count, int64_t base_offset, int64_t base_timestamp_ms,
                             int64_t max_timestamp_ms, bint log_append_time, int64_t offset,
-                            Py_ssize_t hint=-1):
+                            Py_ssize_t hint=-1, bint value_only=False):
     """Batch.record_at on a record area (count > 0, offset within the batch's range).
     ``hint``: where the record probably starts (>= start), or -1. It is taken only when a
-    whole record parses there with the wanted offset delta; otherwise the area is walked."""
+    whole record parses there with the wanted offset delta; otherwise the area is walked.
+    ``value_only``: the record's value (bytes or None) instead of a Record; the record is
+    parsed and checked all the same (_make_value)."""
     cdef ParsedRecord parsed
     cdef ParseFailure failure
     cdef Py_ssize_t position
@@ -171,6 +182,8 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
     if start <= hint < end:
         position = _parse_record(data, hint, end, &parsed, &failure)
         if position >= 0 and parsed.offset_delta == offset - base_offset:
+            if value_only:
+                return _make_value(data, &parsed)
             return _make_record(
                 data, &parsed, offset,
                 max_timestamp_ms if log_append_time else
@@ -182,6 +195,8 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
         position = _parse_record(data, position, end, &parsed, &failure)
     if position < 0:
         _raise_parse_failure(&failure)
+    if value_only:
+        return _make_value(data, &parsed)
     return _make_record(
         data, &parsed, offset,
         max_timestamp_ms if log_append_time else
@@ -191,17 +206,19 @@ cdef object _record_in_area(const unsigned char *data, Py_ssize_t start, Py_ssiz
 cdef object batch_record_known(const unsigned char *batch, Py_ssize_t size, int64_t offset,
                                Py_ssize_t hint, int64_t base_offset, int32_t count,
                                int64_t base_timestamp_ms, int64_t max_timestamp_ms,
-                               bint log_append_time):
-    """Segment.read_record's entry for a batch whose header it has already checked and
+                               bint log_append_time, bint value_only):
+    """Segment.read_record's (and read_value's) entry for a batch whose header it has already checked and
     remembered (cimported through codec.pxd): the record ``offset`` of the uncompressed batch
     at ``batch[0:size]``, with the header fields passed in, so the header's bytes are not
     read again. The caller guarantees what batch_record_at would check first: an
     uncompressed batch, ``count`` > 0, ``base_offset <= offset <= last offset`` (no int64
     overflow) and its CRC checked when it had to be. The record itself is parsed and checked
     as in batch_record_at (``hint`` is trusted only when a whole record with the wanted
-    offset delta parses there)."""
+    offset delta parses there). ``value_only``: the record's value (bytes or None) instead of
+    a Record, after the same parse and checks (Segment.read_value)."""
     return _record_in_area(batch, RECORD_BATCH_OVERHEAD, size, count, base_offset,
-                           base_timestamp_ms, max_timestamp_ms, log_append_time, offset, hint)
+                           base_timestamp_ms, max_timestamp_ms, log_append_time, offset, hint,
+                           value_only)
 
 
 cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t offset,

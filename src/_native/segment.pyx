@@ -36,6 +36,7 @@ Not thread-safe: the Log serialises calls.
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
 cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
@@ -1366,7 +1367,22 @@ cdef class Segment:
         first, once per batch: its position is remembered (with the record checkpoints)
         until bytes change; CorruptSegmentError(REASON_CRC_MISMATCH). A read-only segment
         preads the batch. Raises as ``Batch.record_at`` otherwise."""
+        return self._point_read(offset, check_crcs, False, None)
+
+    def read_value(self, offset, default=None, *, bint check_crcs=True):
+        """The value (bytes, or None for a null value) of the record with ``offset``, or
+        ``default`` when no data record has it: :meth:`read_record`'s lookup, CRC check and
+        record parse and errors, without building the Record (LMDB's get answers the same
+        way: the value only)."""
+        return self._point_read(offset, check_crcs, True, default)
+
+    cdef object _point_read(self, object offset, bint check_crcs, bint value_only,
+                            object default):
+        """read_record (``value_only`` False: a Record or None) and read_value (the value,
+        or ``default`` when no data record has ``offset``). An exact int is converted in C
+        (the common call); anything else goes through _int_arg's check first."""
         cdef int64_t base, target
+        cdef int overflow = 0
         cdef Py_ssize_t position, size
         cdef const unsigned char *p
         cdef uint32_t computed
@@ -1374,11 +1390,13 @@ cdef class Segment:
         cdef const PointHead *head
         cdef int64_t k
         cdef PointHead *slot_head
+        cdef object record
         self._check_open()
-        offset = _int_arg(offset, "offset")
-        if offset < self.base_offset or offset >= self._next_offset:
-            return None
-        target = offset
+        if not PyLong_CheckExact(offset):
+            offset = _int_arg(offset, "offset")
+        target = PyLong_AsLongLongAndOverflow(offset, &overflow)
+        if overflow != 0 or target < self._base or target >= self._next_offset:
+            return default  # (an int beyond int64 is outside every segment)
         if not self.read_only:
             head = self._remembered(target, check_crcs, &position)
             if head != NULL:
@@ -1389,10 +1407,10 @@ cdef class Segment:
                     _skip_records(p, head.points[k // CHECKPOINT_EVERY],
                                   head.size, k % CHECKPOINT_EVERY),
                     head.base, head.count, head.base_ts, head.max_ts,
-                    head.flags & POINT_LOG_APPEND_TIME)
+                    head.flags & POINT_LOG_APPEND_TIME, value_only)
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
-            return None
+            return default
         if self.read_only:
             # Point reads cluster (a consumer walking a batch): keep the last batch read.
             if self._last_batch is not None and self._last_batch_position == position \
@@ -1401,7 +1419,7 @@ cdef class Segment:
             else:
                 data = self._read_bytes(position, size)
                 if len(data) < size:
-                    return None  # the writer truncated it away under us
+                    return default  # the writer truncated it away under us
                 self._last_batch, self._last_batch_position = data, position
             p = <const unsigned char *>PyBytes_AS_STRING(data)
         else:
@@ -1424,9 +1442,12 @@ cdef class Segment:
                 if slot_head != NULL:
                     slot_head.flags |= POINT_CRC_VERIFIED
         if p[ATTRIBUTES_POS + 1] & CONTROL_MASK:
-            return None
-        return batch_record_at(p, size, target, self._record_hint(p, position, size, target),
-                                False, _DECOMPRESSED_MAX)
+            return default
+        record = batch_record_at(p, size, target, self._record_hint(p, position, size, target),
+                                 False, _DECOMPRESSED_MAX)
+        if not value_only:
+            return record
+        return default if record is None else record.value
 
     cdef const PointHead *_remembered(self, int64_t target, bint check_crcs,
                                       Py_ssize_t *position_out) except? NULL:

@@ -556,6 +556,11 @@ class Segment(Protocol):
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Record | None:
         """The one data record with ``offset``, or None."""
 
+    def read_value(self, offset: int, default: Any = None, *,
+                   check_crcs: bool = True) -> bytes | None | Any:
+        """The value (None for a null value) of the data record with ``offset``, or
+        ``default`` when there is none: ``read_record``'s checks and errors."""
+
     def read_range(self, offset: int, max_bytes: int, *, max_position: int | None = None,
                    min_one_batch: bool = True) -> tuple[int, int]:
         """``(position, size_bytes)`` in the .log of the bytes ``read`` would return."""

@@ -1,4 +1,4 @@
-"""Point reads: ``Batch.record_at`` and ``Segment.read_record`` on both backends, against the
+"""Point reads: ``Batch.record_at``, ``Segment.read_record`` and ``Segment.read_value`` on both backends, against the
 model (``records()``), with gaps, compression, headers, control batches, LogAppendTime, the
 native in-batch checkpoints (dense batches of >= 64 records) and malformed framing."""
 
@@ -184,3 +184,60 @@ def test_read_record_many_remembered_batches_then_truncate(backend, tmp_path):
     assert segment.read_record(601 * 64 + 3) is None
     assert segment.read_record(599 * 64 + 3).value == b"599:3"
     segment.close()
+
+
+MISSING = object()
+
+
+def _check_read_value(segment, offsets):
+    # read_value answers read_record's record's value, or the default when there is none;
+    # read before and after read_record (the native twin's first and remembered paths).
+    for offset in offsets:
+        first = segment.read_value(offset, MISSING)
+        record = segment.read_record(offset)
+        assert first == (MISSING if record is None else record.value)
+        assert segment.read_value(offset, MISSING) == first
+        assert segment.read_value(offset) == (None if record is None else record.value)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_read_value_equals_read_record(backend, tmp_path, compression):
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    values = _values(700, seed=9)  # some null values: None, not the default
+    for start in range(0, 700, 100):
+        segment.append(backend.encode_batch(values[start:start + 100],
+                                            timestamps_ms=list(range(start, start + 100)),
+                                            compression=compression))
+    deltas = [i * 3 for i in range(100)]  # gaps inside a batch, then a commit marker
+    segment.append(backend.encode_batch([b"g%d" % d for d in deltas], base_offset=700,
+                                        offset_deltas=deltas, timestamps_ms=5,
+                                        last_offset_delta=400), assign_offsets=False)
+    segment.append(backend.encode_control_batch(1, producer_id=9, producer_epoch=0))
+    order = list(range(1102))
+    random.Random(13).shuffle(order)
+    _check_read_value(segment, order + [-1, 1102, 10**12, 2**70, -2**70])
+    assert segment.read_value(3, check_crcs=False) == values[3]
+    assert [segment.read_value(o) for o in range(700)] == values
+    segment.close()
+    reader = backend.Segment.open(str(tmp_path), 0, read_only=True)
+    _check_read_value(reader, order[:200] + [1102])
+    reader.close()
+
+
+def test_read_value_checks_crc_once_asked(backend, tmp_path):
+    segment = _segment(backend, tmp_path, index_interval_bytes=1)
+    segment.append(backend.encode_batch([b"v%03d" % i for i in range(100)], timestamps_ms=1))
+    with open(segment.log_path, "r+b") as f:
+        data = f.read()
+        at = data.index(b"v050")
+        f.seek(at)
+        f.write(b"X")
+    for _ in range(2):
+        assert segment.read_value(50, check_crcs=False) == b"X050"
+    for _ in range(2):
+        with pytest.raises(CorruptSegmentError) as info:
+            segment.read_value(50)
+        assert info.value.reason == seglog.format.REASON_CRC_MISMATCH
+    segment.close()
+    with pytest.raises(seglog.errors.LogClosedError):
+        segment.read_value(50)

@@ -327,6 +327,10 @@ def test_read_record_checks_the_crc(backend, tmp_path, read_only):
             segment.read_record(offset)
         assert info.value.reason == fmt.REASON_CRC_MISMATCH
         assert info.value.position == position
+        with pytest.raises(CorruptRecordError) as info:
+            segment.read_value(offset)  # the value-only read checks the same CRC
+        assert info.value.reason == fmt.REASON_CRC_MISMATCH
+        assert info.value.position == position
     changed = segment.read_record(offset, check_crcs=False)
     assert changed is not None and changed.offset == offset
     assert segment.read_record(offset - COUNT).offset == offset - COUNT  # other batches fine

@@ -30,6 +30,7 @@ SEGMENT_CALLS = [
     *[("read_range", (v, 100), {}) for v in BAD_NUMBERS],
     *[("read_range", (3, v), {}) for v in BAD_NUMBERS],
     *[("read_record", (v,), {}) for v in BAD_NUMBERS],
+    *[("read_value", (v,), {}) for v in BAD_NUMBERS],
     *[("translate_offset", (v,), {}) for v in BAD_NUMBERS],
     *[("find_offset_by_timestamp", (v,), {}) for v in BAD_NUMBERS],
     *[("find_offset_by_timestamp", (1000, v), {}) for v in BAD_NUMBERS],

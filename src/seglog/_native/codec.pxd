@@ -64,4 +64,4 @@ cdef object batch_record_at(const unsigned char *batch, Py_ssize_t size, int64_t
 cdef object batch_record_known(const unsigned char *batch, Py_ssize_t size, int64_t offset,
                                Py_ssize_t hint, int64_t base_offset, int32_t count,
                                int64_t base_timestamp_ms, int64_t max_timestamp_ms,
-                               bint log_append_time)
+                               bint log_append_time, bint value_only)

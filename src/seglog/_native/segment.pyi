@@ -4,7 +4,7 @@ plus its two indexes). Contract: ``seglog._contract.Segment``."""
 import os
 from collections.abc import Iterator
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from typing_extensions import Buffer, Self
 
@@ -77,6 +77,8 @@ class Segment:
     def read(self, offset: int, max_bytes: int, *, max_position: int | None = None,
              min_one_batch: bool = True) -> memoryview: ...
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Record | None: ...
+    def read_value(self, offset: int, default: Any = None, *,
+                   check_crcs: bool = True) -> bytes | None | Any: ...
     def read_range(self, offset: int, max_bytes: int, *, max_position: int | None = None,
                    min_one_batch: bool = True) -> tuple[int, int]: ...
     def sendfile(self, out_fd: int, offset: int, max_bytes: int, *,

@@ -1074,6 +1074,13 @@ class Segment:
             batch = None
             view.release()
 
+    def read_value(self, offset, default=None, *, check_crcs=True):
+        """The value (bytes, or None for a null value) of the record with ``offset``, or
+        ``default`` when no data record has it: :meth:`read_record`'s lookup, checks and
+        errors, answering with the value only."""
+        record = self.read_record(offset, check_crcs=check_crcs)
+        return default if record is None else record.value
+
     def read_range(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
         """The bytes :meth:`read` would return, as ``(position, size_bytes)`` in the .log.
         Same checks and errors as :meth:`read`."""

@@ -486,6 +486,15 @@ class LazySegment:
             self.used = True
         return segment.read_record(offset, check_crcs=check_crcs)
 
+    def read_value(self, offset: int, default: Any = None, *, check_crcs: bool = True) -> Any:
+        """``Segment.read_value``."""
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read_value(offset, default, check_crcs=check_crcs)
+
     def read_range(self, offset: int, max_bytes: int, *, max_position: int | None = None,
                    min_one_batch: bool = True) -> tuple[int, int]:
         """``Segment.read_range``."""
