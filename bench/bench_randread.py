@@ -7,6 +7,12 @@ batches, Kafka's index interval of 4096 B, so one index entry per batch; LMDB: 8
 big-endian keys, ``putmulti(append=True)``, as the peers part does), then measures in one
 process, LMDB and seglog interleaved in chunks of 10,000 reads so that both see the same load:
 
+seglog reads each offset twice per round, in separate timed loops, each on another chunk than
+LMDB's and than the other's in that step (a third of the round apart: no loop finds its
+offsets' cache lines just touched by another): ``read_record(o).value``
+(a Record, then its value) and, where the tree has it, ``read_value(o)`` (the value only, as
+LMDB's get answers; same lookup, CRC check and record parse).
+
 - ``warm`` (default): every file in the page cache; one untimed pass of all offsets first
   (page faults of the mappings; seglog's first read of a batch checks its CRC once and
   remembers its header and record checkpoints), then ``--rounds`` timed passes.
@@ -102,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         for o in offsets:  # untimed: page faults, first reads of each batch (see docstring)
             txn.get(keys[o])
             segment.read_record(o)
+    has_value = hasattr(segment, "read_value")  # (a tree from before read_value: records only)
     rates: dict[str, list[float]] = {"lmdb": [], "seglog": [], "ratio": []}
+    if has_value:
+        rates.update({"seglog_value": [], "ratio_value": []})
     for round_index in range(args.rounds):
         if args.mode == "cold":
             txn.abort()
@@ -112,23 +121,37 @@ def main(argv: list[str] | None = None) -> int:
             _drop_cache(lmdb_dir)
             segment, env, txn = open_both()
         read, get = segment.read_record, txn.get
-        lmdb_s = seglog_s = 0.0
-        for chunk in chunks:
+        read_value = segment.read_value if has_value else None
+        lmdb_s = seglog_s = value_s = 0.0
+        for step in range(len(chunks)):
+            # Each loop reads another chunk (a third of the round apart), so that no loop
+            # finds the lines, slots and pages of its offsets just touched by another.
             t0 = time.perf_counter()
-            for o in chunk:
+            for o in chunks[step]:
                 get(keys[o])
             t1 = time.perf_counter()
-            for o in chunk:
+            for o in chunks[(step + len(chunks) // 3) % len(chunks)]:
                 read(o).value
             t2 = time.perf_counter()
+            if read_value is not None:
+                for o in chunks[(step + 2 * len(chunks) // 3) % len(chunks)]:
+                    read_value(o)
+            t3 = time.perf_counter()
             lmdb_s += t1 - t0
             seglog_s += t2 - t1
+            value_s += t3 - t2
         a, b = len(offsets) / lmdb_s, len(offsets) / seglog_s
         rates["lmdb"].append(a)
         rates["seglog"].append(b)
         rates["ratio"].append(b / a)
-        print(f"round {round_index}: LMDB {a:,.0f}/s  seglog {b:,.0f}/s  ratio {b / a:.2f}x  "
-              f"(load {os.getloadavg()[0]:.2f})", flush=True)
+        line = (f"round {round_index}: LMDB {a:,.0f}/s  seglog read_record {b:,.0f}/s "
+                f"({b / a:.2f}x)")
+        if read_value is not None:
+            c = len(offsets) / value_s
+            rates["seglog_value"].append(c)
+            rates["ratio_value"].append(c / a)
+            line += f"  seglog read_value {c:,.0f}/s ({c / a:.2f}x)"
+        print(f"{line}  (load {os.getloadavg()[0]:.2f})", flush=True)
     txn.abort()
     env.close()
     segment.close()

@@ -469,8 +469,10 @@ class KafkaCodec(Peer):
 class Seglog(Peer):
     """seglog's Segment: encode batches of 1,000 and append each (one write), ``flush``
     (fdatasync of the .log) at the end or every 1,000 records; scan to record objects; point
-    reads with ``Segment.read_record`` (sparse index, header scan, then the records before
-    the one wanted skipped by their length prefixes; one Record built)."""
+    reads with ``Segment.read_value`` (sparse index, header scan, then the records before
+    the one wanted skipped by their length prefixes; the one record parsed and checked, its
+    value returned, as LMDB's get returns the value; ``read_record`` builds a Record on the
+    same path)."""
 
     def __init__(self, backend: str, *, matrix_input: bool = False) -> None:
         self.backend_name = backend
@@ -510,7 +512,7 @@ class Seglog(Peer):
         return segops.read_record(self.segment, offset)
 
     def reads(self, offsets):
-        segops.random_reads_record(self.segment, offsets)
+        segops.random_reads_value(self.segment, offsets)
 
     def close(self):
         if getattr(self, "segment", None) is not None:

@@ -125,6 +125,18 @@ def random_reads_record(segment: Any, offsets: list[int]) -> None:
         read(offset).value
 
 
+def random_reads_value(segment: Any, offsets: list[int]) -> None:
+    """``Segment.read_value`` for every offset: the point read answering the value only (as
+    LMDB's get does), same lookup, CRC check and record parse as ``read_record``."""
+    if not hasattr(segment, "read_value"):
+        from .data import Unavailable
+
+        raise Unavailable("Segment.read_value is not implemented by this backend")
+    read = segment.read_value
+    for offset in offsets:
+        read(offset)
+
+
 def random_reads_columns(be: BackendView, segment: Any, offsets: list[int]) -> None:
     """:func:`read_record_columns` for every offset."""
     be.need("decode_columns")
