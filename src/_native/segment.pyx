@@ -51,7 +51,7 @@ from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
 from _records cimport _record_checkpoints, _skip_records
 from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
 from seglog._native.codec cimport batch_record_at, batch_record_known
-from seglog._native.index cimport offset_lookup
+from seglog._native.index cimport offset_lookup, offset_lookup_ahead
 
 import operator
 import os
@@ -287,6 +287,10 @@ cdef struct PointSlot:
 
 cdef extern from "stdlib.h" nogil:
     void *aligned_alloc(size_t alignment, size_t size)
+
+
+cdef extern from *:
+    void __builtin_prefetch(const void *address) nogil
 
 
 cdef inline Py_ssize_t _point_hash(Py_ssize_t position) noexcept nogil:
@@ -1463,11 +1467,15 @@ cdef class Segment:
         when the batch's CRC is asked for and has not been checked, or ``target`` is in a gap
         before the batch (the full path answers those)."""
         cdef int64_t floor = self._base - 1, ceiling = INT64_MAX_C, entry_offset
+        cdef int64_t ahead[3]
         cdef Py_ssize_t position = 0
         cdef const PointHead *head
         cdef int step
         if self._offset_index_trusted and self.offset_index.entries != 0:
-            position = offset_lookup(self.offset_index, target, &entry_offset)
+            position = offset_lookup_ahead(self.offset_index, target, &entry_offset, ahead)
+            if self._point_mask != 0 and entry_offset < target <= ahead[1] \
+                    and 0 <= ahead[0] < ahead[2] <= self._size_bytes:
+                self._prefetch_point(target, entry_offset, ahead)
             if position != 0:
                 head = self._point_get(position)
                 if head == NULL:
@@ -1494,6 +1502,29 @@ cdef class Segment:
             floor = head.last
             position += head.size
         return NULL
+
+    cdef void _prefetch_point(self, int64_t target, int64_t entry_offset,
+                              const int64_t *ahead) noexcept:
+        """Start the memory loads a read of ``target`` will wait on, before the walk needs
+        them, so that they overlap instead of following one another: the table slot of the
+        batch the next index entry names (where ``target`` is when there is an entry per
+        batch), and the bytes where ``target``'s record and its checkpoint probably are (the
+        offsets between the two entries spread evenly over that batch's bytes). Only a hint
+        (prefetches never fault, and nothing read depends on it): the walk and the record's
+        parse check everything as before."""
+        cdef _LogMap mapping = self._map
+        cdef const unsigned char *mapped
+        cdef double share = <double>(target - entry_offset - 1) / <double>(ahead[1] - entry_offset)
+        cdef Py_ssize_t span = ahead[2] - ahead[0], at
+        __builtin_prefetch(&self._point_slots[_point_hash(ahead[0]) & self._point_mask])
+        if mapping is None or ahead[2] > mapping.length:
+            return
+        mapped = mapping.address
+        at = ahead[0] + <Py_ssize_t>(share * span)
+        __builtin_prefetch(mapped + at)
+        at -= <Py_ssize_t>(span * CHECKPOINT_EVERY // 2 // (ahead[1] - entry_offset))
+        if at > ahead[0]:
+            __builtin_prefetch(mapped + at)
 
     cdef const PointHead *_point_get(self, Py_ssize_t position) noexcept:
         """The remembered header of the batch at ``position``, or NULL."""

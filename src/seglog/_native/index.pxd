@@ -10,3 +10,5 @@ from libc.stdint cimport int64_t
 
 cdef int64_t offset_lookup(object index, int64_t target_offset,
                            int64_t *found_offset) except? -2
+cdef int64_t offset_lookup_ahead(object index, int64_t target_offset, int64_t *found_offset,
+                                 int64_t *ahead) except? -2
