@@ -16,10 +16,15 @@ LMDB's get answers; same lookup, CRC check and record parse).
 - ``warm`` (default): every file in the page cache; one untimed pass of all offsets first
   (page faults of the mappings; seglog's first read of a batch checks its CRC once and
   remembers its header and record checkpoints), then ``--rounds`` timed passes.
-- ``cold``: before each round both stores are closed and their files dropped from the page
-  cache (``posix_fadvise(POSIX_FADV_DONTNEED)``; the files are not mapped then, so the pages
-  go), then reopened: the reads go to the disk, and seglog's remembered headers are gone
-  with the closed segment (its offset index is read again, a 80 KB file for 10 M records).
+- ``cold``: before each timed loop (LMDB's, then seglog's ``read_record``, then seglog's
+  ``read_value``) both stores are closed and their files dropped from the page cache
+  (``posix_fadvise(POSIX_FADV_DONTNEED)``; the files are not mapped then, so the pages go),
+  then reopened: the reads go to the disk, and seglog's remembered headers are gone with the
+  closed segment (its offset index is read again, a 80 KB file for 10 M records). The loops
+  run one after the other over all offsets, not interleaved (one would warm the next).
+
+``--vary-min-bytes N`` writes values of uneven size instead (180 B cut to a random length of
+at least N; use another ``--workdir``).
 
 Prints records/s per round for both, the ratio seglog/LMDB per round, min/median/max and the
 load average. Run it with ``PYTHONPATH`` pointing at the tree to measure (the native backend
@@ -40,7 +45,17 @@ import time
 CHUNK_READS = 10_000
 
 
-def _build(workdir: str, records: int) -> tuple[str, str, list[bytes]]:
+def _vary(values: list[bytes], min_bytes: int) -> list[bytes]:
+    """Each value cut to a random length in ``[min_bytes, its length]`` (seed 7): records of
+    uneven size, where a guess of a record's place from its offset is rough."""
+    import random
+
+    rng = random.Random(7)
+    return [v[:rng.randint(min_bytes, len(v))] for v in values]
+
+
+def _build(workdir: str, records: int,
+           vary_min_bytes: int | None = None) -> tuple[str, str, list[bytes]]:
     from seglog.bench import segops
     from seglog.bench.data import load_backend, make_values, offset_keys
 
@@ -52,7 +67,9 @@ def _build(workdir: str, records: int) -> tuple[str, str, list[bytes]]:
 
         os.makedirs(seg_dir, exist_ok=True)
         os.makedirs(lmdb_dir, exist_ok=True)
-        values = make_values(records, 100)
+        values = make_values(records, 100 if vary_min_bytes is None else 180)
+        if vary_min_bytes is not None:
+            values = _vary(values, vary_min_bytes)
         be = load_backend("native")
         segment = segops.open_segment(be, seg_dir, create=True)
         segops.append_values(be, segment, values, 1000, None)
@@ -82,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("warm", "cold"), default="warm")
     parser.add_argument("--workdir", default="/tmp/seglog-randread")
+    parser.add_argument("--vary-min-bytes", type=int, default=None,
+                        help="values of uneven size: 180 B cut to a random length of at "
+                             "least this (use another --workdir)")
     args = parser.parse_args(argv)
 
     import lmdb
@@ -89,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     from seglog.bench import segops
     from seglog.bench.data import load_backend, random_offsets
 
-    seg_dir, lmdb_dir, keys = _build(args.workdir, args.records)
+    seg_dir, lmdb_dir, keys = _build(args.workdir, args.records, args.vary_min_bytes)
     be = load_backend("native")
     offsets = random_offsets(args.reads, args.records)
     chunks = [offsets[i:i + CHUNK_READS] for i in range(0, len(offsets), CHUNK_READS)]
@@ -112,18 +132,47 @@ def main(argv: list[str] | None = None) -> int:
     rates: dict[str, list[float]] = {"lmdb": [], "seglog": [], "ratio": []}
     if has_value:
         rates.update({"seglog_value": [], "ratio_value": []})
+
+    def cold_pass(loop) -> float:
+        # Both stores closed, their pages dropped, reopened; then one store's loop alone.
+        nonlocal segment, env, txn
+        txn.abort()
+        env.close()
+        segment.close()
+        _drop_cache(seg_dir)
+        _drop_cache(lmdb_dir)
+        segment, env, txn = open_both()
+        t = time.perf_counter()
+        loop(segment, txn)
+        return time.perf_counter() - t
+
+    def lmdb_loop(segment, txn):
+        get = txn.get
+        for o in offsets:
+            get(keys[o])
+
+    def record_loop(segment, txn):
+        read = segment.read_record
+        for o in offsets:
+            read(o).value
+
+    def value_loop(segment, txn):
+        read_value = segment.read_value
+        for o in offsets:
+            read_value(o)
+
     for round_index in range(args.rounds):
-        if args.mode == "cold":
-            txn.abort()
-            env.close()
-            segment.close()
-            _drop_cache(seg_dir)
-            _drop_cache(lmdb_dir)
-            segment, env, txn = open_both()
         read, get = segment.read_record, txn.get
         read_value = segment.read_value if has_value else None
         lmdb_s = seglog_s = value_s = 0.0
-        for step in range(len(chunks)):
+        if args.mode == "cold":
+            # Each store's reads start from a dropped page cache and a fresh open (the
+            # chunks are not interleaved: a loop must not find pages another just read).
+            lmdb_s = cold_pass(lmdb_loop)
+            seglog_s = cold_pass(record_loop)
+            if has_value:
+                value_s = cold_pass(value_loop)
+        for step in range(len(chunks) if args.mode == "warm" else 0):
             # Each loop reads another chunk (a third of the round apart), so that no loop
             # finds the lines, slots and pages of its offsets just touched by another.
             t0 = time.perf_counter()

@@ -75,7 +75,7 @@ def test_segment_cimports_the_codec_and_index_functions():
 
 @pytest.mark.parametrize("name, exported", [
     ("codec", {"batch_record_at", "batch_record_known"}),
-    ("index", {"offset_lookup"}),
+    ("index", {"offset_lookup", "offset_lookup_ahead"}),
 ])
 def test_cdef_functions_are_exported_through_cythons_own_table(name, exported):
     module = pytest.importorskip(f"seglog._native.{name}", reason="native backend not built")
