@@ -24,7 +24,8 @@ LMDB's get answers; same lookup, CRC check and record parse).
   run one after the other over all offsets, not interleaved (one would warm the next).
 
 ``--vary-min-bytes N`` writes values of uneven size instead (180 B cut to a random length of
-at least N; use another ``--workdir``).
+at least N; use another ``--workdir``); ``--batch-records N`` writes seglog batches of N
+records instead of 1,000 (the cold read of a batch reads all of it to check its CRC).
 
 Prints records/s per round for both, the ratio seglog/LMDB per round, min/median/max and the
 load average. Run it with ``PYTHONPATH`` pointing at the tree to measure (the native backend
@@ -54,8 +55,8 @@ def _vary(values: list[bytes], min_bytes: int) -> list[bytes]:
     return [v[:rng.randint(min_bytes, len(v))] for v in values]
 
 
-def _build(workdir: str, records: int,
-           vary_min_bytes: int | None = None) -> tuple[str, str, list[bytes]]:
+def _build(workdir: str, records: int, vary_min_bytes: int | None = None,
+           batch_records: int = 1000) -> tuple[str, str, list[bytes]]:
     from seglog.bench import segops
     from seglog.bench.data import load_backend, make_values, offset_keys
 
@@ -72,7 +73,7 @@ def _build(workdir: str, records: int,
             values = _vary(values, vary_min_bytes)
         be = load_backend("native")
         segment = segops.open_segment(be, seg_dir, create=True)
-        segops.append_values(be, segment, values, 1000, None)
+        segops.append_values(be, segment, values, batch_records, None)
         segment.close()
         env = lmdb.open(lmdb_dir, map_size=records * 328, sync=True, metasync=True,
                         readahead=False)
@@ -81,6 +82,15 @@ def _build(workdir: str, records: int,
         env.close()
         open(done, "w").close()
     return seg_dir, lmdb_dir, keys
+
+
+def _disk_read_bytes() -> int:
+    """Bytes this process has made the kernel read from storage (readahead included)."""
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    return 0
 
 
 def _drop_cache(dir_path: str) -> None:
@@ -99,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mode", choices=("warm", "cold"), default="warm")
     parser.add_argument("--workdir", default="/tmp/seglog-randread")
+    parser.add_argument("--batch-records", type=int, default=1000,
+                        help="records per seglog batch (use another --workdir)")
     parser.add_argument("--vary-min-bytes", type=int, default=None,
                         help="values of uneven size: 180 B cut to a random length of at "
                              "least this (use another --workdir)")
@@ -109,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     from seglog.bench import segops
     from seglog.bench.data import load_backend, random_offsets
 
-    seg_dir, lmdb_dir, keys = _build(args.workdir, args.records, args.vary_min_bytes)
+    seg_dir, lmdb_dir, keys = _build(args.workdir, args.records, args.vary_min_bytes,
+                                     args.batch_records)
     be = load_backend("native")
     offsets = random_offsets(args.reads, args.records)
     chunks = [offsets[i:i + CHUNK_READS] for i in range(0, len(offsets), CHUNK_READS)]
@@ -133,8 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     if has_value:
         rates.update({"seglog_value": [], "ratio_value": []})
 
+    disk_bytes: dict[str, list[float]] = {}
+
     def cold_pass(loop) -> float:
-        # Both stores closed, their pages dropped, reopened; then one store's loop alone.
+        # Both stores closed, their pages dropped, reopened; then one store's loop alone,
+        # with the bytes it made the kernel read from the disk (/proc/self/io read_bytes).
         nonlocal segment, env, txn
         txn.abort()
         env.close()
@@ -142,9 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         _drop_cache(seg_dir)
         _drop_cache(lmdb_dir)
         segment, env, txn = open_both()
+        before = _disk_read_bytes()
         t = time.perf_counter()
         loop(segment, txn)
-        return time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        disk_bytes.setdefault(loop.__name__, []).append(
+            (_disk_read_bytes() - before) / len(offsets))
+        return seconds
 
     def lmdb_loop(segment, txn):
         get = txn.get
@@ -207,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in rates.items():
         print(f"{name}: min {min(values):,.4g} median {statistics.median(values):,.4g} "
               f"max {max(values):,.4g}")
+    for name, values in disk_bytes.items():
+        print(f"{name}: disk bytes per read: min {min(values):,.0f} median "
+              f"{statistics.median(values):,.0f} max {max(values):,.0f}")
     print("load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
