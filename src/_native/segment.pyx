@@ -42,7 +42,8 @@ from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
-from posix.mman cimport MADV_DONTNEED, MAP_FAILED, MAP_SHARED, PROT_READ, madvise, mmap, munmap
+from posix.mman cimport (MADV_DONTNEED, MADV_RANDOM, MADV_WILLNEED, MAP_FAILED, MAP_SHARED,
+                         PROT_READ, madvise, mmap, munmap)
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
 from posix.unistd cimport _SC_PAGESIZE, fdatasync, ftruncate, pread, sysconf
@@ -128,6 +129,7 @@ cdef enum:
     CHECKPOINT_EVERY = 8
     CHECKPOINT_RECORDS_MIN = 64
     CHECKPOINT_BYTES_MAX = 8 << 20
+    WILL_NEED_MAX_BYTES = 2 << 20  # a point read asks ahead for at most this (one batch)
     WINDOW_BYTES = 64 << 20       # read mappings grow in 64 MiB steps
     PREALLOCATE_BYTES = 16 << 20  # disk blocks reserved past the end, ahead of appends
     PREALLOCATE_MIN_BYTES = 64 << 10  # the first step of a small segment's reservation
@@ -291,6 +293,14 @@ cdef extern from "stdlib.h" nogil:
 
 cdef extern from *:
     void __builtin_prefetch(const void *address) nogil
+
+
+cdef inline void _will_need(const unsigned char *mapped, Py_ssize_t position,
+                            Py_ssize_t size) noexcept:
+    """Ask for ``[position, position + size)`` of a MADV_RANDOM mapping at once (one read
+    of the range, not one per page fault); a hint: errors are ignored."""
+    cdef Py_ssize_t start = position - position % _PAGE_BYTES
+    madvise(<void *>(mapped + start), <size_t>(position + size - start), MADV_WILLNEED)
 
 
 cdef inline Py_ssize_t _point_hash(Py_ssize_t position) noexcept nogil:
@@ -545,6 +555,9 @@ cdef class Segment:
     cdef Py_ssize_t _since_index
     cdef int _fd
     cdef _LogMap _map
+    cdef _LogMap _point_map       # point reads' own mapping (MADV_RANDOM; never exported)
+    cdef bint _point_reading      # inside a point read: _mapped answers from _point_map
+    cdef int64_t _ahead[3]        # _remembered's look ahead in the offset index (-1: none)
     cdef list _retired
     cdef BatchInfo *_batches
     cdef Py_ssize_t _batches_cap
@@ -971,6 +984,8 @@ cdef class Segment:
         cdef _LogMap mapping
         cdef void *address
         cdef Py_ssize_t length
+        if self._point_reading:
+            return self._point_mapped(end)
         if self._map is not None and self._map.length >= end:
             return self._map.address
         if self.read_only:
@@ -986,6 +1001,30 @@ cdef class Segment:
             self._retired.append(self._map)
         self._retired = [m for m in self._retired if (<_LogMap>m).exports > 0]
         self._map = mapping
+        return mapping.address
+
+    cdef const unsigned char *_point_mapped(self, Py_ssize_t end) except NULL:
+        """_mapped for point reads: a second mapping of the .log, marked MADV_RANDOM, so that
+        a fault on a page not in the page cache reads that page and not a read-around window
+        (up to read_ahead_kb) as a fault in the shared mapping does; a point read asks for
+        the whole batch it checks at once (_will_need). Only point reads use it and no view
+        of it is handed out, so a new window replaces the old one at once."""
+        cdef _LogMap mapping
+        cdef void *address
+        cdef Py_ssize_t length
+        if self._point_map is not None and self._point_map.length >= end:
+            return self._point_map.address
+        if self.read_only:
+            raise AssertionError("a read-only segment never maps its .log (see _bytes)")
+        length = ((end + WINDOW_BYTES) // WINDOW_BYTES) * WINDOW_BYTES
+        address = mmap(NULL, length, PROT_READ, MAP_SHARED, self._fd, 0)
+        if address == MAP_FAILED:
+            raise _os_error(errno, self.log_path)
+        madvise(address, length, MADV_RANDOM)  # a hint: an error leaves the default
+        mapping = _LogMap.__new__(_LogMap)
+        mapping.address = <unsigned char *>address
+        mapping.length = length
+        self._point_map = mapping
         return mapping.address
 
     cdef object _view(self, Py_ssize_t position, Py_ssize_t size):
@@ -1385,8 +1424,26 @@ cdef class Segment:
         """read_record (``value_only`` False: a Record or None) and read_value (the value,
         or ``default`` when no data record has ``offset``). An exact int is converted in C
         (the common call); anything else goes through _int_arg's check first."""
-        cdef int64_t base, target
+        cdef int64_t target
         cdef int overflow = 0
+        self._check_open()
+        if not PyLong_CheckExact(offset):
+            offset = _int_arg(offset, "offset")
+        target = PyLong_AsLongLongAndOverflow(offset, &overflow)
+        if overflow != 0 or target < self._base or target >= self._next_offset:
+            return default  # (an int beyond int64 is outside every segment)
+        if self.read_only:
+            return self._point_at(target, check_crcs, value_only, default)
+        self._point_reading = True
+        try:
+            return self._point_at(target, check_crcs, value_only, default)
+        finally:
+            self._point_reading = False
+
+    cdef object _point_at(self, int64_t target, bint check_crcs, bint value_only,
+                          object default):
+        """_point_read after the argument checks (a writer's reads in _point_map)."""
+        cdef int64_t base
         cdef Py_ssize_t position, size
         cdef const unsigned char *p
         cdef uint32_t computed
@@ -1395,12 +1452,6 @@ cdef class Segment:
         cdef int64_t k
         cdef PointHead *slot_head
         cdef object record
-        self._check_open()
-        if not PyLong_CheckExact(offset):
-            offset = _int_arg(offset, "offset")
-        target = PyLong_AsLongLongAndOverflow(offset, &overflow)
-        if overflow != 0 or target < self._base or target >= self._next_offset:
-            return default  # (an int beyond int64 is outside every segment)
         if not self.read_only:
             head = self._remembered(target, check_crcs, &position)
             if head != NULL:
@@ -1412,6 +1463,14 @@ cdef class Segment:
                                   head.size, k % CHECKPOINT_EVERY),
                     head.base, head.count, head.base_ts, head.max_ts,
                     head.flags & POINT_LOG_APPEND_TIME, value_only)
+        if not self.read_only and 0 <= self._ahead[0] < self._ahead[2] <= self._size_bytes \
+                and self._ahead[2] - self._ahead[0] <= WILL_NEED_MAX_BYTES \
+                and self._ahead[0] not in self._crc_verified:
+            # The first read of the batch the next index entry names (where the target is
+            # with an entry per batch): ask for all of it now, while the walk below reads
+            # the header before it (a hint; the walk decides what is read).
+            _will_need(self._mapped(self._size_bytes), self._ahead[0],
+                       self._ahead[2] - self._ahead[0])
         position = self._find(target, False, &base, &size)
         if position < 0 or base > target:
             return default
@@ -1429,6 +1488,8 @@ cdef class Segment:
         else:
             p = self._mapped(self._size_bytes) + position
         if check_crcs and position not in self._crc_verified:
+            if not self.read_only:
+                _will_need(p - position, position, size)
             with nogil:
                 computed = seglog_crc32c(0, p + ATTRIBUTES_POS, <size_t>(size - ATTRIBUTES_POS))
             if computed != load_u32(p + CRC_POS):
@@ -1467,10 +1528,11 @@ cdef class Segment:
         when the batch's CRC is asked for and has not been checked, or ``target`` is in a gap
         before the batch (the full path answers those)."""
         cdef int64_t floor = self._base - 1, ceiling = INT64_MAX_C, entry_offset
-        cdef int64_t ahead[3]
+        cdef int64_t *ahead = self._ahead
         cdef Py_ssize_t position = 0
         cdef const PointHead *head
         cdef int step
+        ahead[0] = ahead[1] = ahead[2] = -1
         if self._offset_index_trusted and self.offset_index.entries != 0:
             position = offset_lookup_ahead(self.offset_index, target, &entry_offset, ahead)
             if self._point_mask != 0 and entry_offset < target <= ahead[1] \
@@ -1512,7 +1574,7 @@ cdef class Segment:
         offsets between the two entries spread evenly over that batch's bytes). Only a hint
         (prefetches never fault, and nothing read depends on it): the walk and the record's
         parse check everything as before."""
-        cdef _LogMap mapping = self._map
+        cdef _LogMap mapping = self._point_map
         cdef const unsigned char *mapped
         cdef double share = <double>(target - entry_offset - 1) / <double>(ahead[1] - entry_offset)
         cdef Py_ssize_t span = ahead[2] - ahead[0], at
@@ -2014,6 +2076,7 @@ cdef class Segment:
             if index is not None:
                 index.close()
         self._map = None          # unmapped now, or when its last view is released
+        self._point_map = None
         self._retired = []
         if self._fd >= 0:
             c_close(self._fd)
@@ -2051,6 +2114,7 @@ cdef class Segment:
             self.offset_index = None
             self.time_index = None
             self._map = None      # unmapped now, or when its last view is released
+            self._point_map = None
             self._retired = []
             if self._fd >= 0:
                 c_close(self._fd)
