@@ -16,7 +16,11 @@ this module makes the same decisions and writes the same bytes. What is differen
   per append. ``read()`` hands out a memoryview of a tiny exporter object that pins the mapping
   and records the range it exposes: the mapping is unmapped when the segment no longer uses it
   and its last view is released, and ``truncate_to``/``recover`` refuse (ViewsOutstandingError)
-  only when a live view reaches past the cut.
+  only when a live view reaches past the cut. Point reads (``read_record``, ``read_value``)
+  use a second mapping of their own, marked ``MADV_RANDOM`` (a fault on a cold page reads
+  that page, not a read-around window), ask for a batch at once (``MADV_WILLNEED``) on its
+  first, CRC-checked read, and prefetch what a remembered read will touch; no view of it is
+  handed out, and it goes on close.
 * ``sendfile`` loops over ``sendfile(2)`` in C with the GIL released; errors raise OSError
   (BlockingIOError for EAGAIN) after the GIL is taken back.
 * A read-only segment never maps the .log (a writer in another process may truncate it and a

@@ -361,6 +361,23 @@ def test_read_only_segment_maps_nothing(backend, tmp_path):
     segment.close()
 
 
+def test_writer_point_reads_unmap_with_the_segment(backend, tmp_path):
+    # The native writer's point reads use a mapping of their own (random access); it goes
+    # when the segment closes, as the read() mapping does once its views are released.
+    raws = _write(backend, tmp_path)
+    segment = _open(backend, tmp_path)
+    values = [segment.read_value(offset) for offset in range(0, BATCHES * COUNT, 7)]
+    assert values == [segment.read_record(offset).value
+                      for offset in range(0, BATCHES * COUNT, 7)]
+    segment.truncate_to(3 * COUNT)  # a cut below the mapped bytes: reads stop at the end
+    assert segment.read_value(3 * COUNT, "none") == "none"
+    assert segment.read_value(3 * COUNT - 1) == segment.read_record(3 * COUNT - 1).value
+    segment.append(raws[5])
+    assert segment.read_value(3 * COUNT) == segment.read_record(3 * COUNT).value
+    segment.close()
+    assert _path(tmp_path, ".log") not in _mapped_paths()
+
+
 def test_read_only_reader_survives_a_truncation(backend, tmp_path):
     """In one process: a writer truncates while a reader holds its state; the reader's
     reads see fewer bytes (never a fault), and refresh() catches up."""
