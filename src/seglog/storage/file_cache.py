@@ -477,6 +477,17 @@ class LazySegment:
         return segment.read(offset, max_bytes, max_position=max_position,
                             min_one_batch=min_one_batch)
 
+    def read_span(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+                  min_one_batch: bool = True) -> Any:
+        """``Segment.read_span`` (a live view keeps the segment open, as :meth:`read`)."""
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read_span(offset, max_bytes, max_position=max_position,
+                                 min_one_batch=min_one_batch)
+
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Any:
         """``Segment.read_record``."""
         segment = self._segment
