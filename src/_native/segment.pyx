@@ -1356,6 +1356,24 @@ cdef class Segment:
             return memoryview(self._read_bytes(position, size))
         return self._view(position, size)
 
+    def read_span(self, offset, max_bytes, *, max_position=None, bint min_one_batch=True):
+        """:meth:`read` with where it came from: ``(view, position, next_offset)``, the
+        position of the view in the .log and the offset after its last batch (``offset``
+        when empty), from the one header walk the read makes (a fetch needs both and would
+        otherwise walk the batches again). ``next_offset`` is -1 when a read-only segment's
+        file gave fewer bytes than the walk found (its writer truncated it meanwhile): the
+        caller walks what it got. Same checks and errors as :meth:`read`."""
+        cdef Py_ssize_t position, size
+        cdef int64_t next_offset
+        self._check_open()
+        position = self._range(offset, max_bytes, max_position, min_one_batch, &size, &next_offset)
+        if size == 0:
+            return memoryview(b""), position, next_offset
+        if self.read_only:
+            view = memoryview(self._read_bytes(position, size))
+            return view, position, (next_offset if len(view) == size else -1)
+        return self._view(position, size), position, next_offset
+
     def read_record(self, offset, *, bint check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside
         ``[base_offset, next_offset)``, a gap, or a control batch); see the protocol.

@@ -553,6 +553,11 @@ class Segment(Protocol):
         """Whole batches from the one holding ``offset``; a fresh (never shared) view, empty
         when there is nothing to read."""
 
+    def read_span(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+                  min_one_batch: bool = True) -> tuple[memoryview, int, int]:
+        """``(view, position, next_offset)``: what ``read`` returns, its position in the .log
+        and the offset after its last batch (-1: a read-only segment's file came up short)."""
+
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Record | None:
         """The one data record with ``offset``, or None."""
 

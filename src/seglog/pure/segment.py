@@ -1022,6 +1022,24 @@ class Segment:
             return self._read_bytes(position, size)
         return memoryview(self._map(position + size))[position:position + size]
 
+    def read_span(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
+        """:meth:`read` with where it came from: ``(view, position, next_offset)``, the
+        position of the view in the .log and the offset after its last batch (``offset``
+        when empty), from the one header walk the read makes (a fetch needs both and would
+        otherwise walk the batches again). ``next_offset`` is -1 when a read-only segment's
+        file gave fewer bytes than the walk found (its writer truncated it meanwhile): the
+        caller walks what it got. Same checks and errors as :meth:`read`."""
+        self._check_open()
+        position, size, next_offset = self._range(offset, max_bytes, max_position,
+                                                  min_one_batch)
+        if size == 0:
+            return memoryview(b""), position, next_offset
+        if self.read_only:
+            view = self._read_bytes(position, size)
+            return view, position, (next_offset if len(view) == size else -1)
+        return memoryview(self._map(position + size))[position:position + size], position, \
+            next_offset
+
     def read_record(self, offset, *, check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside
         ``[base_offset, next_offset)``, a gap, or a control batch).
