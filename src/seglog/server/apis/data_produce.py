@@ -76,6 +76,7 @@ from ..authorization import AclOperation, ResourceType, authorize, filter_author
 from ..context import CloseConnection, RawResponse, RequestContext
 from . import txn
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
+from .data_produce_request import read_produce_request
 from .data_topics import (
     LEADER_EPOCH,
     error_code_for,
@@ -90,7 +91,8 @@ if TYPE_CHECKING:
     from ...storage.log import Log
 
 __all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX",
-           "ProduceFailedWithoutAck", "handle_produce", "check_produce_records"]
+           "ProduceFailedWithoutAck", "handle_produce", "handle_produce_body",
+           "check_produce_records"]
 
 API_KEY = 0
 #: Advertised from v0, served from v3, as Kafka 4.x does (KAFKA-18659): librdkafka before
@@ -324,6 +326,17 @@ def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
                     f"{len(bad)} record(s) cannot be loaded by the coordinator of "
                     f"{topic.name}-{partition}; the first, at index {bad[0][0]}: {bad[0][1]}",
                     tuple(bad))
+
+
+async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawResponse | None:
+    """:func:`handle_produce` on a request body read by :mod:`.data_produce_request` (the
+    broker's path: a raw-request handler); a body that does not decode closes the
+    connection, as any request body that does not decode."""
+    try:
+        request = read_produce_request(ctx.api_version, body)
+    except errors.InvalidRequestError as exc:
+        raise CloseConnection(str(exc)) from None
+    return await handle_produce(ctx, request)
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:

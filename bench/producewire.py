@@ -1,0 +1,280 @@
+"""Side by side: the broker's CPU per million 100-byte records produced with acks=all, one
+partition, ``seglog serve`` against Kafka 4.4 (issue 27, "broker efficiency").
+
+Both brokers run at once (``SeglogServe``, ``KafkaBroker``). Kafka is warmed up first: one
+unmeasured round of every client on a topic of its own (the JIT; seglog gets the same round).
+Then Kafka's and seglog's idle CPU rates are read over an idle window (no client connected,
+``--idle-s`` seconds, both at once), and rounds alternate ABBA. Each round of each client runs
+a fresh producer in a subprocess to a new one-partition topic: the subprocess fetches the
+topic's metadata (auto-creation), says ``ready``, and the broker's CPU (``/proc/<pid>/stat``,
+user + system, all threads) is read from then until it has flushed every record. Reported per
+round: wall time, broker CPU-s per million records gross (and its user / system split), and
+net of idle (the broker's idle rate times the round's measured window subtracted), and the
+ratio seglog/Kafka of each. The system time is reported apart because on this VM writing new
+page-cache pages costs host faults on memory the guest handed back (free page reporting):
+up to ~3 ms of system time per MiB written, for either broker, depending on which pages the
+kernel hands out.
+
+Clients (``--clients``):
+
+- ``ck-default``: confluent-kafka, ``acks=all`` and librdkafka's defaults otherwise;
+- ``ck-bench``: confluent-kafka with the bench's producer settings
+  (:mod:`seglog.bench.broker`: linger 5 ms, 64 KiB batches, no idempotence), acks=all;
+- ``java``: Kafka's ``ProducerPerformance`` (acks=all, its defaults otherwise; its JVM
+  start is outside the window only in that CPU is read just before and after the tool runs,
+  so the window includes the tool's connection set-up).
+
+    PYTHONPATH=src python bench/producewire.py --records 1000000 --rounds 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: The bench's confluent-kafka producer settings (seglog.bench.broker._client_produce).
+BENCH_SETTINGS = {"enable.idempotence": False, "linger.ms": 5, "batch.size": 65536,
+                  "compression.type": "none", "queue.buffering.max.messages": 1_000_000,
+                  "queue.buffering.max.kbytes": 65536}
+
+
+def produce_main(args: argparse.Namespace) -> None:
+    """The producer subprocess: ``ready`` once the topic exists, then (after a line on stdin)
+    produces and flushes, and prints one JSON line."""
+    from confluent_kafka import Producer
+
+    conf: dict[str, object] = {"bootstrap.servers": args.bootstrap, "acks": "all"}
+    if args.variant == "ck-bench":
+        conf.update(BENCH_SETTINGS)
+    producer = Producer(conf)
+    producer.list_topics(args.topic, timeout=30)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the auto-created partition has a leader
+        meta = producer.list_topics(args.topic, timeout=30).topics.get(args.topic)
+        if meta is not None and meta.error is None and meta.partitions \
+                and meta.partitions[0].leader >= 0:
+            break
+        time.sleep(0.1)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    value = b"x" * args.record_bytes
+    errors: list[str] = []
+
+    def on_delivery(err, _msg) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
+
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + 600
+    for _ in range(args.records):
+        while True:
+            try:
+                producer.produce(args.topic, value, partition=0, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.005)
+                if time.monotonic() > deadline:
+                    raise SystemExit("timed out producing") from None
+        producer.poll(0)
+    left = producer.flush(max(1.0, deadline - time.monotonic()))
+    wall_s = time.perf_counter() - t0
+    if left or errors:
+        raise SystemExit(f"{left} undelivered; {errors}")
+    print(json.dumps({"records": args.records, "wall_s": wall_s}), flush=True)
+
+
+def process_cpu(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of ``pid`` (all threads)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` (all threads)."""
+    return sum(process_cpu(pid))
+
+
+def _cpu_delta(before: tuple[float, float], after: tuple[float, float]) -> dict:
+    user, system = after[0] - before[0], after[1] - before[1]
+    return {"broker_cpu_s": user + system, "user_s": user, "sys_s": system}
+
+
+def _ck_round(variant: str, pid: int, bootstrap: str, topic: str, records: int,
+              record_bytes: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", "--variant", variant, "--bootstrap", bootstrap,
+           "--topic", topic, "--records", str(records), "--record-bytes", str(record_bytes)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            proc.wait(timeout=30)
+            raise RuntimeError(f"producer not ready: {line} {proc.stderr.read()[-1500:]}")
+        time.sleep(0.2)
+        cpu0, t0 = process_cpu(pid), time.perf_counter()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        cpu1, t1 = process_cpu(pid), time.perf_counter()
+        proc.wait(timeout=60)
+        if not line.strip():
+            raise RuntimeError(proc.stderr.read()[-1500:])
+        out = json.loads(line)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    out.update(_cpu_delta(cpu0, cpu1), window_s=t1 - t0)
+    return out
+
+
+def _java_round(ref, scratch: Path, pid: int, bootstrap: str, topic: str, records: int,
+                record_bytes: int) -> dict:
+    from seglog.bench.kafka import parse_producer_performance
+
+    cpu0, t0 = process_cpu(pid), time.perf_counter()
+    done = ref.run_tool(
+        "org.apache.kafka.tools.ProducerPerformance",
+        ["--topic", topic, "--num-records", str(records), "--record-size", str(record_bytes),
+         "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}",
+         "acks=all"],
+        run_dir=scratch, heap_mb=512, tool=False, timeout_s=600)
+    cpu1, t1 = process_cpu(pid), time.perf_counter()
+    summary = parse_producer_performance(done.stdout)
+    if done.returncode != 0 or summary is None:
+        raise RuntimeError((done.stdout + done.stderr)[-1500:])
+    return {"records": records, "wall_s": records / summary["records_per_s"],
+            **_cpu_delta(cpu0, cpu1), "window_s": t1 - t0}
+
+
+def _idle_rates(brokers: dict, window_s: float) -> dict[str, float]:
+    """CPU-s per second of each broker with no client, over the same window."""
+    time.sleep(2.0)
+    cpu0 = {name: process_cpu_s(b.pid) for name, b in brokers.items()}
+    t0 = time.perf_counter()
+    time.sleep(window_s)
+    dt = time.perf_counter() - t0
+    return {name: (process_cpu_s(b.pid) - cpu0[name]) / dt for name, b in brokers.items()}
+
+
+def _mmm(xs: list[float], fmt: str = "{:.3f}") -> str:
+    xs = sorted(xs)
+    return "/".join(fmt.format(x) for x in (xs[0], statistics.median(xs), xs[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--variant", default="ck-default")
+    parser.add_argument("--bootstrap")
+    parser.add_argument("--topic", default="pw")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--clients", default="ck-default,ck-bench",
+                        help="comma-separated: ck-default, ck-bench, java")
+    parser.add_argument("--idle-s", type=float, default=20.0)
+    parser.add_argument("--only", choices=("seglog", "kafka"))
+    parser.add_argument("--no-warmup", action="store_true")
+    parser.add_argument("--json", default="", help="write every round's row here")
+    args = parser.parse_args()
+    if args.child:
+        produce_main(args)
+        return
+    from seglog.bench.broker import SeglogServe
+    from seglog.bench.kafka import KafkaBroker, find_kafka
+
+    clients = [c for c in args.clients.split(",") if c]
+    scratch = Path(tempfile.mkdtemp(prefix="producewire-"))
+    brokers: dict[str, object] = {}
+    seglog = SeglogServe(scratch / "seglog")
+    kafka = None
+    ref, why = find_kafka()
+    try:
+        if args.only != "kafka":
+            seglog.start()
+            brokers["seglog"] = seglog
+        if args.only != "seglog":
+            if ref is None:
+                raise SystemExit(why)
+            kafka = KafkaBroker(ref, scratch / "kafka")
+            kafka.format()
+            kafka.start()
+            brokers["kafka"] = kafka
+        print(f"# seglog pid {seglog.pid}; kafka pid {kafka.pid if kafka else None}; "
+              f"records {args.records:,} x {args.record_bytes} B; clients {clients}; "
+              f"load {os.getloadavg()}", flush=True)
+
+        def one(client: str, name: str, topic: str) -> dict:
+            broker = brokers[name]
+            if client == "java":
+                return _java_round(ref, scratch, broker.pid, broker.bootstrap, topic,
+                                   args.records, args.record_bytes)
+            return _ck_round(client, broker.pid, broker.bootstrap, topic, args.records,
+                             args.record_bytes)
+
+        if not args.no_warmup:
+            for client in clients:
+                for name in brokers:
+                    out = one(client, name, f"{args.topic}-warm-{client}")
+                    print(f"# warm-up {client} {name}: {json.dumps(out)}", flush=True)
+        idle = _idle_rates(brokers, args.idle_s)
+        print(f"# idle CPU-s per s over {args.idle_s:.0f} s: {idle}", flush=True)
+        rows: list[dict] = []
+        for rnd in range(args.rounds):
+            order = list(brokers) if rnd % 4 in (0, 3) else list(reversed(brokers))
+            for client in clients:
+                for name in order:
+                    out = one(client, name, f"{args.topic}-{client}-r{rnd}")
+                    per_m = 1e6 / out["records"]
+                    out.update(round=rnd + 1, client=client, broker=name,
+                               load=os.getloadavg()[0],
+                               cpu_per_m=out["broker_cpu_s"] * per_m,
+                               user_per_m=out["user_s"] * per_m,
+                               sys_per_m=out["sys_s"] * per_m,
+                               net_cpu_per_m=(out["broker_cpu_s"] - idle[name]
+                                              * out["window_s"]) * per_m)
+                    rows.append(out)
+                    print(f"round {rnd + 1} {client} {name}: wall {out['wall_s']:.2f} s, "
+                          f"CPU {out['broker_cpu_s']:.2f} s (user {out['user_s']:.2f}, sys "
+                          f"{out['sys_s']:.2f}), {out['cpu_per_m']:.3f} s/M "
+                          f"(net {out['net_cpu_per_m']:.3f}), load {out['load']:.1f}",
+                          flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"idle": idle, "rows": rows}, indent=1))
+        for client in clients:
+            for name in brokers:
+                mine = [r for r in rows if r["client"] == client and r["broker"] == name]
+                print(f"## {client} {name}: wall s {_mmm([r['wall_s'] for r in mine], '{:.2f}')}"
+                      f"; CPU s/M gross {_mmm([r['cpu_per_m'] for r in mine])}, net "
+                      f"{_mmm([r['net_cpu_per_m'] for r in mine])}; user "
+                      f"{_mmm([r['user_per_m'] for r in mine])}, sys "
+                      f"{_mmm([r['sys_per_m'] for r in mine])}")
+            if len(brokers) == 2:
+                pairs = [(s, k) for s in rows for k in rows
+                         if s["client"] == k["client"] == client and s["broker"] == "seglog"
+                         and k["broker"] == "kafka" and s["round"] == k["round"]]
+                gross = [s["cpu_per_m"] / k["cpu_per_m"] for s, k in pairs]
+                net = [s["net_cpu_per_m"] / k["net_cpu_per_m"] for s, k in pairs]
+                user = [s["user_per_m"] / k["user_per_m"] for s, k in pairs]
+                print(f"## {client} ratio seglog/kafka (<= 0.35 wanted): gross "
+                      f"{_mmm(gross)}, net of idle {_mmm(net)}, user CPU only {_mmm(user)}")
+    finally:
+        if kafka is not None:
+            kafka.stop()
+        seglog.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
