@@ -406,7 +406,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
         # bounded by the request's timeout (in a cluster of one that is at once).
         await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
-                                    timeout_s=max(request.timeout.total_seconds(), 0.0))
+                                    timeout_s=max(_timeout_s(request), 0.0))
         for result, outcome in delayed:
             if result.error_code != codes.NONE:
                 # Kafka's DelayedProduce changes only the error: the append's base offset,
@@ -489,6 +489,12 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
     if result.appended and acks == -1:
         delayed.append((result, outcome))
     return outcome
+
+
+def _timeout_s(request: Any) -> float:
+    """The request's timeout in seconds (the hand-read request carries its milliseconds)."""
+    timeout_ms = getattr(request, "timeout_ms", None)
+    return timeout_ms / 1000.0 if timeout_ms is not None else request.timeout.total_seconds()
 
 
 def _transactional_request_error(ctx: RequestContext, request: Any) -> int:
