@@ -20,11 +20,17 @@ Clients (``--clients``):
 - ``ck-default``: confluent-kafka, ``acks=all`` and librdkafka's defaults otherwise;
 - ``ck-bench``: confluent-kafka with the bench's producer settings
   (:mod:`seglog.bench.broker`: linger 5 ms, 64 KiB batches, no idempotence), acks=all;
+- ``raw``: pre-built Produce v9 requests (acks=-1, ``--batch-records`` records each), at most
+  5 unanswered: a client that is not the limit (it also reports CPU per request);
 - ``java``: Kafka's ``ProducerPerformance`` (acks=all, its defaults otherwise; its JVM
   start is outside the window only in that CPU is read just before and after the tool runs,
   so the window includes the tool's connection set-up).
 
-    PYTHONPATH=src python bench/producewire.py --records 1000000 --rounds 4
+With ``--also-src <checkout>/src`` a second seglog broker runs from another checkout in the
+same run (before/after side by side); the brokers' order rotates each round.
+
+    PYTHONPATH=src python bench/producewire.py --records 1000000 --rounds 4 \
+        --clients ck-default,ck-bench,raw,java [--also-src ../main/src]
 """
 
 from __future__ import annotations
@@ -41,9 +47,22 @@ import time
 from pathlib import Path
 
 #: The bench's confluent-kafka producer settings (seglog.bench.broker._client_produce).
+#: The raw client's records per request (set from ``--batch-records``).
+BATCH_RECORDS = [150]
 BENCH_SETTINGS = {"enable.idempotence": False, "linger.ms": 5, "batch.size": 65536,
                   "compression.type": "none", "queue.buffering.max.messages": 1_000_000,
                   "queue.buffering.max.kbytes": 65536}
+
+
+def _await_topic(client, topic: str) -> None:
+    """Metadata for ``topic`` (auto-creating it) until its partition 0 has a leader."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        meta = client.list_topics(topic, timeout=30).topics.get(topic)
+        if meta is not None and meta.error is None and meta.partitions \
+                and meta.partitions[0].leader >= 0:
+            return
+        time.sleep(0.1)
 
 
 def produce_main(args: argparse.Namespace) -> None:
@@ -55,14 +74,7 @@ def produce_main(args: argparse.Namespace) -> None:
     if args.variant == "ck-bench":
         conf.update(BENCH_SETTINGS)
     producer = Producer(conf)
-    producer.list_topics(args.topic, timeout=30)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the auto-created partition has a leader
-        meta = producer.list_topics(args.topic, timeout=30).topics.get(args.topic)
-        if meta is not None and meta.error is None and meta.partitions \
-                and meta.partitions[0].leader >= 0:
-            break
-        time.sleep(0.1)
+    _await_topic(producer, args.topic)
     print("ready", flush=True)
     sys.stdin.readline()
     value = b"x" * args.record_bytes
@@ -91,6 +103,81 @@ def produce_main(args: argparse.Namespace) -> None:
     print(json.dumps({"records": args.records, "wall_s": wall_s}), flush=True)
 
 
+def raw_main(args: argparse.Namespace) -> None:
+    """The raw load subprocess: one Produce v9 request (acks=-1, one batch of
+    ``--batch-records`` records, built once) sent over and over, at most 5 unanswered, until
+    ``--records`` records are acknowledged: a client that costs next to nothing per request,
+    so the broker's CPU per request shows without a client's batching in the way."""
+    import datetime
+    import io
+    import socket
+    import struct
+
+    from kio.serial import entity_writer
+
+    from seglog._native import codec
+    from seglog.schemas import load_request_schema
+
+    host, port = args.bootstrap.rsplit(":", 1)
+    per = args.batch_records
+    batch = codec.encode_batch([b"x" * args.record_bytes] * per,
+                               timestamps_ms=int(time.time() * 1000))
+    cls = load_request_schema(0, 9)
+    mod = sys.modules[cls.__module__]
+    request = cls(transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
+                  topic_data=(mod.TopicProduceData(name=args.topic, partition_data=(
+                      mod.PartitionProduceData(index=0, records=batch),)),))
+    out = io.BytesIO()
+    entity_writer(cls)(out, request)
+    body = out.getvalue()
+    header = struct.pack(">hhih", 0, 9, 1, 3) + b"raw" + b"\x00"
+    frame = struct.pack(">i", len(header) + len(body)) + header + body
+    sock = socket.create_connection((host, int(port)), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    pending = bytearray()
+
+    def read_response() -> bytes:
+        while True:
+            if len(pending) >= 4:
+                (size,) = struct.unpack_from(">i", pending)
+                if len(pending) >= 4 + size:
+                    body = bytes(pending[4:4 + size])
+                    del pending[:4 + size]
+                    return body
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise SystemExit("the broker closed the connection")
+            pending.extend(chunk)
+
+    def check(response: bytes) -> None:
+        # v9 response: header (correlation id, tagged fields), one topic, one partition:
+        # the partition's error code follows its index.
+        name_end = 4 + 1 + 1 + 1 + len(args.topic)
+        error = struct.unpack_from(">h", response, name_end + 1 + 4)[0]
+        if error:
+            raise SystemExit(f"produce failed: error {error}")
+
+    from confluent_kafka import Producer
+
+    _await_topic(Producer({"bootstrap.servers": args.bootstrap}), args.topic)
+    sock.sendall(frame)
+    check(read_response())
+    print("ready", flush=True)
+    sys.stdin.readline()
+    requests = max(1, args.records // per)
+    sent = answered = 0
+    t0 = time.perf_counter()
+    while answered < requests:
+        while sent < requests and sent - answered < 5:
+            sock.sendall(frame)
+            sent += 1
+        check(read_response())
+        answered += 1
+    wall_s = time.perf_counter() - t0
+    print(json.dumps({"records": requests * per, "requests": requests, "wall_s": wall_s}),
+          flush=True)
+
+
 def process_cpu(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of ``pid`` (all threads)."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -112,7 +199,8 @@ def _cpu_delta(before: tuple[float, float], after: tuple[float, float]) -> dict:
 def _ck_round(variant: str, pid: int, bootstrap: str, topic: str, records: int,
               record_bytes: int) -> dict:
     cmd = [sys.executable, __file__, "--child", "--variant", variant, "--bootstrap", bootstrap,
-           "--topic", topic, "--records", str(records), "--record-bytes", str(record_bytes)]
+           "--topic", topic, "--records", str(records), "--record-bytes", str(record_bytes),
+           "--batch-records", str(BATCH_RECORDS[0])]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
@@ -184,12 +272,21 @@ def main() -> None:
     parser.add_argument("--clients", default="ck-default,ck-bench",
                         help="comma-separated: ck-default, ck-bench, java")
     parser.add_argument("--idle-s", type=float, default=20.0)
+    parser.add_argument("--batch-records", type=int, default=150,
+                        help="raw client: records per request (150 x 100 B: about 16 KiB, "
+                             "the Java producer's default batch.size)")
+    parser.add_argument("--also-src", default="",
+                        help="also run a second seglog broker from this checkout's src "
+                             "directory (before/after in one run): 'seglog-other'")
     parser.add_argument("--only", choices=("seglog", "kafka"))
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument("--json", default="", help="write every round's row here")
     args = parser.parse_args()
     if args.child:
-        produce_main(args)
+        if args.variant == "raw":
+            raw_main(args)
+        else:
+            produce_main(args)
         return
     from seglog.bench.broker import SeglogServe
     from seglog.bench.kafka import KafkaBroker, find_kafka
@@ -199,11 +296,26 @@ def main() -> None:
     brokers: dict[str, object] = {}
     seglog = SeglogServe(scratch / "seglog")
     kafka = None
+    others: list[SeglogServe] = []
     ref, why = find_kafka()
     try:
+        BATCH_RECORDS[0] = args.batch_records
         if args.only != "kafka":
             seglog.start()
             brokers["seglog"] = seglog
+        if args.also_src:
+            other = SeglogServe(scratch / "seglog-other")
+            others.append(other)
+            saved = os.environ.get("PYTHONPATH")
+            os.environ["PYTHONPATH"] = args.also_src
+            try:
+                other.start()
+            finally:
+                if saved is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = saved
+            brokers["seglog-other"] = other
         if args.only != "seglog":
             if ref is None:
                 raise SystemExit(why)
@@ -232,7 +344,12 @@ def main() -> None:
         print(f"# idle CPU-s per s over {args.idle_s:.0f} s: {idle}", flush=True)
         rows: list[dict] = []
         for rnd in range(args.rounds):
-            order = list(brokers) if rnd % 4 in (0, 3) else list(reversed(brokers))
+            names = list(brokers)
+            if len(names) == 2:  # ABBA
+                order = names if rnd % 4 in (0, 3) else names[::-1]
+            else:  # rotate, and reverse every other round
+                order = names[rnd % len(names):] + names[:rnd % len(names)]
+                order = order if rnd % 2 == 0 else order[::-1]
             for client in clients:
                 for name in order:
                     out = one(client, name, f"{args.topic}-{client}-r{rnd}")
@@ -244,6 +361,9 @@ def main() -> None:
                                sys_per_m=out["sys_s"] * per_m,
                                net_cpu_per_m=(out["broker_cpu_s"] - idle[name]
                                               * out["window_s"]) * per_m)
+                    if "requests" in out:
+                        out["us_per_request"] = out["broker_cpu_s"] / out["requests"] * 1e6
+                        out["user_us_per_request"] = out["user_s"] / out["requests"] * 1e6
                     rows.append(out)
                     print(f"round {rnd + 1} {client} {name}: wall {out['wall_s']:.2f} s, "
                           f"CPU {out['broker_cpu_s']:.2f} s (user {out['user_s']:.2f}, sys "
@@ -259,19 +379,24 @@ def main() -> None:
                       f"; CPU s/M gross {_mmm([r['cpu_per_m'] for r in mine])}, net "
                       f"{_mmm([r['net_cpu_per_m'] for r in mine])}; user "
                       f"{_mmm([r['user_per_m'] for r in mine])}, sys "
-                      f"{_mmm([r['sys_per_m'] for r in mine])}")
-            if len(brokers) == 2:
+                      f"{_mmm([r['sys_per_m'] for r in mine])}"
+                      + (f"; CPU us per request {_mmm([r['us_per_request'] for r in mine], '{:.1f}')}"
+                         f" (user {_mmm([r['user_us_per_request'] for r in mine], '{:.1f}')})"
+                         if mine and "us_per_request" in mine[0] else ""))
+            for mine_name in [n for n in brokers if n != "kafka"] if "kafka" in brokers else []:
                 pairs = [(s, k) for s in rows for k in rows
-                         if s["client"] == k["client"] == client and s["broker"] == "seglog"
+                         if s["client"] == k["client"] == client and s["broker"] == mine_name
                          and k["broker"] == "kafka" and s["round"] == k["round"]]
                 gross = [s["cpu_per_m"] / k["cpu_per_m"] for s, k in pairs]
                 net = [s["net_cpu_per_m"] / k["net_cpu_per_m"] for s, k in pairs]
-                user = [s["user_per_m"] / k["user_per_m"] for s, k in pairs]
-                print(f"## {client} ratio seglog/kafka (<= 0.35 wanted): gross "
+                user = [s["user_per_m"] / max(k["user_per_m"], 1e-9) for s, k in pairs]
+                print(f"## {client} ratio {mine_name}/kafka (<= 0.35 wanted): gross "
                       f"{_mmm(gross)}, net of idle {_mmm(net)}, user CPU only {_mmm(user)}")
     finally:
         if kafka is not None:
             kafka.stop()
+        for other in others:
+            other.stop()
         seglog.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
