@@ -1,15 +1,15 @@
 """The Produce request body (API key 0, v3-v13) read by hand: the request every producer sends
-thousands of times a second, where the generic path cost more than the append's own Python.
+thousands of times a second.
 
-Measured (issue 27, py-spy on ``seglog serve`` under a confluent-kafka producer, 64 KiB
-batches): the generic path, :func:`seglog.server.protocol.read_request_body` (the field-by-field
-length walk of :mod:`seglog.server.request_lengths`, a few Python calls per field, then kio's
-reader building frozen dataclasses and copying every batch into a ``bytes``), took about a
-tenth of the broker's CPU per request. Read here, in one function, a partition's records are a
-``memoryview`` of the request frame (no copy; the frame is an immutable ``bytes``), and every
-length is checked against what remains before it is used, as Kafka's generated parser does
-(``if (arrayLength > _readable.remaining()) throw``): the same refusals as the generic path
-(InvalidRequestError, and the connection closes).
+The generic path, :func:`seglog.server.protocol.read_request_body` (the field-by-field length
+walk of :mod:`seglog.server.request_lengths`, a few Python calls per field, then kio's reader
+building frozen dataclasses and copying every batch into a ``bytes``), took 3.2-3.5 µs for a
+one-partition v9/v11 request with a 16 KiB batch; this reader 2.0-2.1 µs (issue 27,
+``bench/results-issue27-prodcpu.md``), of about 60 µs of broker CPU per such request. Here a
+partition's records are a ``memoryview`` of the request frame (no copy; the frame is an
+immutable ``bytes``), and every length is checked against what remains before it is used, as
+Kafka's generated parser does (``if (arrayLength > _readable.remaining()) throw``): the same
+refusals as the generic path (InvalidRequestError, and the connection closes).
 
 The layout is Kafka's ``ProduceRequest.json``: transactional_id (nullable string), acks
 (int16), timeout_ms (int32), topic_data (each: name, or topic_id from v13; partition_data,
@@ -86,6 +86,17 @@ def _bad(why: str) -> InvalidRequestError:
     return InvalidRequestError(f"API key 0: malformed request body: {why}")
 
 
+def _compact_length(body: memoryview, pos: int, end: int) -> tuple[int, int]:
+    """A compact length or count (the uvarint minus one: -1 is null) and the position after
+    it; a one-byte uvarint (nearly all of them) without the general reader's loop."""
+    if pos < end:
+        first = body[pos]
+        if first < 0x80:
+            return first - 1, pos + 1
+    value, pos = read_uvarint(body, pos, end, "Produce request")
+    return value - 1, pos
+
+
 def _utf8(body: memoryview, pos: int, length: int) -> str:
     try:
         return str(body[pos:pos + length], "utf-8")
@@ -94,6 +105,9 @@ def _utf8(body: memoryview, pos: int, length: int) -> str:
 
 
 def _skip_tagged_fields(body: memoryview, pos: int, end: int) -> int:
+    """The position after a tagged-field section (every field skipped: Produce has none)."""
+    if pos < end and body[pos] == 0:
+        return pos + 1  # the usual empty section
     count, pos = read_uvarint(body, pos, end, "Produce request")
     if count > end - pos:
         raise _bad(f"{count} tagged fields in {end - pos} bytes")
@@ -118,8 +132,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
     pos = 0
     # transactional_id: a nullable string.
     if flexible:
-        length, pos = read_uvarint(body, pos, end, "Produce request")
-        length -= 1
+        length, pos = _compact_length(body, pos, end)
     else:
         if pos + 2 > end:
             raise _bad("the request ends inside a length")
@@ -152,8 +165,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
             pos += 16
         else:
             if flexible:
-                length, pos = read_uvarint(body, pos, end, "Produce request")
-                length -= 1
+                length, pos = _compact_length(body, pos, end)
             else:
                 if pos + 2 > end:
                     raise _bad("the request ends inside a length")
@@ -173,8 +185,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
             (index,) = _INT32.unpack_from(body, pos)
             pos += 4
             if flexible:
-                size, pos = read_uvarint(body, pos, end, "Produce request")
-                size -= 1
+                size, pos = _compact_length(body, pos, end)
             else:
                 if pos + 4 > end:
                     raise _bad("the request ends inside a length")
@@ -205,8 +216,7 @@ def _array_count(body: memoryview, pos: int, end: int, flexible: bool,
     """``(element count, position after the count)``; a null array is refused (Produce has
     none), and a count beyond the bytes left is a lie (each element takes at least one)."""
     if flexible:
-        count, pos = read_uvarint(body, pos, end, "Produce request")
-        count -= 1
+        count, pos = _compact_length(body, pos, end)
     else:
         if pos + 4 > end:
             raise _bad("the request ends inside an array length")
