@@ -494,7 +494,9 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
 def _timeout_s(request: Any) -> float:
     """The request's timeout in seconds (the hand-read request carries its milliseconds)."""
     timeout_ms = getattr(request, "timeout_ms", None)
-    return timeout_ms / 1000.0 if timeout_ms is not None else request.timeout.total_seconds()
+    if timeout_ms is not None:
+        return float(timeout_ms) / 1000.0
+    return float(request.timeout.total_seconds())
 
 
 def _transactional_request_error(ctx: RequestContext, request: Any) -> int:
