@@ -419,7 +419,9 @@ class Segment(Protocol):
 
     * ``append(data, *, assign_offsets=True) -> AppendResult`` with fields
       ``first_offset, last_offset, max_timestamp_ms, offset_of_max_timestamp, position,
-      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches. Each
+      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches, or
+      is a list or tuple of bytes-like parts, each holding whole batches, appended as if
+      joined (positions in errors and results count the parts joined; no copy is made). Each
       batch is validated before writing (size >= 61 and matching its records area, magic 2,
       CRC32C, 0 <= last_offset_delta, batch size <= max_message_bytes else
       RecordTooLargeError). With assign_offsets the batches get consecutive offsets from
@@ -541,7 +543,8 @@ class Segment(Protocol):
     @property
     def last_modified_ms(self) -> int: ...
 
-    def append(self, data: BytesLike, *, assign_offsets: bool = True) -> AppendResult:
+    def append(self, data: BytesLike | list[BytesLike] | tuple[BytesLike, ...], *,
+               assign_offsets: bool = True) -> AppendResult:
         """Validate and write one or more whole batches (see the class docstring)."""
 
     def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
