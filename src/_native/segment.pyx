@@ -41,6 +41,7 @@ Not thread-safe: the Log serialises calls.
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
@@ -408,7 +409,8 @@ def _max_bytes_arg(max_bytes):
 
 
 cdef struct BatchInfo:
-    Py_ssize_t position
+    const unsigned char *data      # the batch's first byte in the caller's buffer
+    Py_ssize_t position            # its position in the append (the parts as if joined)
     Py_ssize_t size
     int64_t base
     int64_t last
@@ -1090,49 +1092,65 @@ cdef class Segment:
 
     def append(self, data, *, bint assign_offsets=True):
         """Validate and append the whole batches in ``data`` with one pwritev(2); see the
-        protocol. The caller's buffer is never modified."""
-        cdef Py_buffer buf
-        cdef const unsigned char *p
-        cdef Py_ssize_t end, position = 0, size = 0, count = 0, n, since, needed = 0
+        protocol. ``data`` is one bytes-like object, or a list or tuple of them, each holding
+        whole batches, appended as if joined (without the copy a join makes). The caller's
+        buffers are never modified."""
+        cdef Py_buffer *bufs = NULL
+        cdef Py_ssize_t parts_count, held = 0, part, part_end, joined = 0
+        cdef const unsigned char *p = NULL
+        cdef Py_ssize_t end = 0, position = 0, size = 0, count = 0, n, since, needed = 0
         cdef Py_ssize_t max_batch = self.max_message_bytes
         cdef int64_t next_offset = self._next_offset, base, last, start
         cdef Check check = OK
         cdef BatchInfo *info
         cdef int err = 0
-        cdef ssize_t written
-        cdef int iov_count, i
         self._check_writable()
-        PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+        parts = data if isinstance(data, (list, tuple)) else (data,)
+        parts_count = len(parts)
+        bufs = <Py_buffer *>PyMem_Malloc((parts_count if parts_count else 1) * sizeof(Py_buffer))
+        if bufs == NULL:
+            raise MemoryError()
         try:
-            p = <const unsigned char *>buf.buf
-            end = buf.len
+            for part in range(parts_count):
+                PyObject_GetBuffer(parts[part], &bufs[part], PyBUF_SIMPLE)
+                held += 1
+                end += bufs[part].len
             if end == 0:
                 raise InvalidRecordError("append of no batches")
             self._reserve(end // HEAD_BYTES + 1)
             with nogil:
-                while position < end:
-                    check = _check_batch(p + position, end - position, max_batch, &size)
+                for part in range(parts_count):
+                    p = <const unsigned char *>bufs[part].buf
+                    part_end = bufs[part].len
+                    position = 0
+                    while position < part_end:
+                        check = _check_batch(p + position, part_end - position, max_batch, &size)
+                        if check != OK:
+                            break
+                        base = next_offset if assign_offsets else load_i64(p + position)
+                        if base < next_offset:
+                            check = OFFSET_BELOW_NEXT
+                            break
+                        last = base + load_i32(p + position + LAST_DELTA_POS)
+                        if last - self._base > INT32_MAX_:
+                            check = OFFSET_OVERFLOW
+                            break
+                        info = &self._batches[count]
+                        info.data = p + position
+                        info.position = joined + position
+                        info.size = size
+                        info.base = base
+                        info.last = last
+                        info.max_timestamp_ms = load_i64(p + position + MAX_TS_POS)
+                        count += 1
+                        next_offset = last + 1
+                        position += size
                     if check != OK:
                         break
-                    base = next_offset if assign_offsets else load_i64(p + position)
-                    if base < next_offset:
-                        check = OFFSET_BELOW_NEXT
-                        break
-                    last = base + load_i32(p + position + LAST_DELTA_POS)
-                    if last - self._base > INT32_MAX_:
-                        check = OFFSET_OVERFLOW
-                        break
-                    info = &self._batches[count]
-                    info.position = position
-                    info.size = size
-                    info.base = base
-                    info.last = last
-                    info.max_timestamp_ms = load_i64(p + position + MAX_TS_POS)
-                    count += 1
-                    next_offset = last + 1
-                    position += size
+                    joined += part_end
             if check != OK:
-                self._raise_append_error(check, position, size, p, next_offset)
+                self._raise_append_error(check, joined + position, size, p + position,
+                                         next_offset)
             # Index room, checked before anything is written.
             since = self._since_index
             for n in range(count):
@@ -1155,7 +1173,7 @@ cdef class Segment:
                 self.time_index.reserve(1)
             with nogil:
                 self._preallocate(start + end)
-                err = self._write_batches(p, end, count, start)
+                err = self._write_batches(count, start)
                 if err == 0:
                     self._start_writeback(start + end)
             if err != 0:
@@ -1163,17 +1181,20 @@ cdef class Segment:
                 raise _os_error(err, self.log_path)
             return self._account(count, start, end)
         finally:
-            PyBuffer_Release(&buf)
+            for part in range(held):
+                PyBuffer_Release(&bufs[part])
+            PyMem_Free(bufs)
 
     cdef int _raise_append_error(self, Check check, Py_ssize_t position, Py_ssize_t size,
-                                 const unsigned char *p, int64_t next_offset) except -1:
+                                 const unsigned char *at, int64_t next_offset) except -1:
+        """The error of the batch at ``at`` (``position`` in the append, parts as joined)."""
         if check == RECORD_TOO_LARGE:
             raise RecordTooLargeError(
                 f"batch at position {position} is {size} bytes, above max_message_bytes "
                 f"{self.max_message_bytes}")
         if check == OFFSET_BELOW_NEXT:
             raise InvalidOffsetError(
-                f"batch at position {position} has base offset {load_i64(p + position)}, below "
+                f"batch at position {position} has base offset {load_i64(at)}, below "
                 f"the next offset {next_offset} of segment {self.base_offset}")
         if check == OFFSET_OVERFLOW:
             raise InvalidOffsetError(
@@ -1232,11 +1253,12 @@ cdef class Segment:
         self._preallocated_end = 0
         return 0
 
-    cdef int _write_batches(self, const unsigned char *p, Py_ssize_t end, Py_ssize_t count,
-                            int64_t start) noexcept nogil:
-        """pwritev the batches at ``start``: unpatched runs go out as one iovec, a patched
-        batch as its new 8-byte base offset plus the rest. Returns 0 or an errno."""
-        cdef Py_ssize_t n, run_start = 0, done
+    cdef int _write_batches(self, Py_ssize_t count, int64_t start) noexcept nogil:
+        """pwritev the ``count`` batches of ``self._batches`` at ``start``: batches adjacent in
+        one caller buffer and unpatched go out as one iovec, a patched batch as its new 8-byte
+        base offset plus the rest. Returns 0 or an errno."""
+        cdef Py_ssize_t n, run_length = 0
+        cdef const unsigned char *run = NULL
         cdef int iov_count = 0, first
         cdef BatchInfo *info
         cdef iovec *iov = self._iov
@@ -1244,19 +1266,27 @@ cdef class Segment:
         cdef int64_t file_position = start
         for n in range(count):
             info = &self._batches[n]
-            if info.base != load_i64(p + info.position):
-                if info.position > run_start:
-                    iov[iov_count].iov_base = <void *>(p + run_start)
-                    iov[iov_count].iov_len = info.position - run_start
+            if info.base != load_i64(info.data):
+                if run_length:
+                    iov[iov_count].iov_base = <void *>run
+                    iov[iov_count].iov_len = run_length
                     iov_count += 1
                 store_i64(self._heads + 8 * n, info.base)
                 iov[iov_count].iov_base = <void *>(self._heads + 8 * n)
                 iov[iov_count].iov_len = 8
                 iov_count += 1
-                run_start = info.position + 8
-        if end > run_start:
-            iov[iov_count].iov_base = <void *>(p + run_start)
-            iov[iov_count].iov_len = end - run_start
+                run, run_length = info.data + 8, info.size - 8
+            elif run_length and run + run_length == info.data:
+                run_length += info.size
+            else:
+                if run_length:
+                    iov[iov_count].iov_base = <void *>run
+                    iov[iov_count].iov_len = run_length
+                    iov_count += 1
+                run, run_length = info.data, info.size
+        if run_length:
+            iov[iov_count].iov_base = <void *>run
+            iov[iov_count].iov_len = run_length
             iov_count += 1
         first = 0
         while first < iov_count:
@@ -1403,6 +1433,24 @@ cdef class Segment:
         if self.read_only:
             return memoryview(self._read_bytes(position, size))
         return self._view(position, size)
+
+    def read_span(self, offset, max_bytes, *, max_position=None, bint min_one_batch=True):
+        """:meth:`read` with where it came from: ``(view, position, next_offset)``, the
+        position of the view in the .log and the offset after its last batch (``offset``
+        when empty), from the one header walk the read makes (a fetch needs both and would
+        otherwise walk the batches again). ``next_offset`` is -1 when a read-only segment's
+        file gave fewer bytes than the walk found (its writer truncated it meanwhile): the
+        caller walks what it got. Same checks and errors as :meth:`read`."""
+        cdef Py_ssize_t position, size
+        cdef int64_t next_offset
+        self._check_open()
+        position = self._range(offset, max_bytes, max_position, min_one_batch, &size, &next_offset)
+        if size == 0:
+            return memoryview(b""), position, next_offset
+        if self.read_only:
+            view = memoryview(self._read_bytes(position, size))
+            return view, position, (next_offset if len(view) == size else -1)
+        return self._view(position, size), position, next_offset
 
     def read_record(self, offset, *, bint check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside

@@ -419,7 +419,9 @@ class Segment(Protocol):
 
     * ``append(data, *, assign_offsets=True) -> AppendResult`` with fields
       ``first_offset, last_offset, max_timestamp_ms, offset_of_max_timestamp, position,
-      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches. Each
+      size_bytes, batch_count``. ``data`` (bytes-like) holds one or more whole batches, or
+      is a list or tuple of bytes-like parts, each holding whole batches, appended as if
+      joined (positions in errors and results count the parts joined; no copy is made). Each
       batch is validated before writing (size >= 61 and matching its records area, magic 2,
       CRC32C, 0 <= last_offset_delta, batch size <= max_message_bytes else
       RecordTooLargeError). With assign_offsets the batches get consecutive offsets from
@@ -541,7 +543,8 @@ class Segment(Protocol):
     @property
     def last_modified_ms(self) -> int: ...
 
-    def append(self, data: BytesLike, *, assign_offsets: bool = True) -> AppendResult:
+    def append(self, data: BytesLike | list[BytesLike] | tuple[BytesLike, ...], *,
+               assign_offsets: bool = True) -> AppendResult:
         """Validate and write one or more whole batches (see the class docstring)."""
 
     def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
@@ -552,6 +555,11 @@ class Segment(Protocol):
              min_one_batch: bool = True) -> memoryview:
         """Whole batches from the one holding ``offset``; a fresh (never shared) view, empty
         when there is nothing to read."""
+
+    def read_span(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+                  min_one_batch: bool = True) -> tuple[memoryview, int, int]:
+        """``(view, position, next_offset)``: what ``read`` returns, its position in the .log
+        and the offset after its last batch (-1: a read-only segment's file came up short)."""
 
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Record | None:
         """The one data record with ``offset``, or None."""

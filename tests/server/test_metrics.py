@@ -185,6 +185,54 @@ def test_figures_match_what_a_real_client_did(tmp_path):
                  topic="metrics-b", partition="0") == 5
 
 
+def test_share_groups_are_counted_by_state(tmp_path):
+    """A share group (confluent-kafka's ShareConsumer) is counted in group-count
+    (protocol=share) and share-group-count by its state: Stable with a member reading, Empty
+    once it left; streams groups are listed with every state at 0."""
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    topic, group = "metrics-share", "metrics-share-group"
+    with Broker(tmp_path / "data", listen=("127.0.0.1", 0),
+                metrics_listen=("127.0.0.1", 0)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT_S)
+        for future in admin.incremental_alter_configs([ConfigResource(
+                ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+                    "share.auto.offset.reset", "earliest",
+                    incremental_operation=AlterConfigOpType.SET)])]).values():
+            future.result(TIMEOUT_S)
+        produce(broker.bootstrap, topic, [b"s"] * 3)
+        consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+        try:
+            consumer.subscribe([topic])
+            got = 0
+            deadline = time.monotonic() + TIMEOUT_S
+            while got < 3 and time.monotonic() < deadline:
+                got += sum(1 for m in consumer.poll(0.2) if m.error() is None)
+            assert got == 3
+            live = scrape(broker.metrics_address)
+        finally:
+            consumer.close()
+        deadline = time.monotonic() + TIMEOUT_S
+        left = scrape(broker.metrics_address)
+        share_count = "kafka_server_group_coordinator_metrics_share_group_count"
+        while value(left, share_count, state="Empty") != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = scrape(broker.metrics_address)
+    group_count = "kafka_server_group_coordinator_metrics_group_count"
+    assert value(live, group_count, protocol="share") == 1
+    assert value(live, share_count, state="Stable") == 1
+    assert value(live, share_count, state="Empty") == 0
+    assert value(left, share_count, state="Empty") == 1
+    assert value(left, group_count, protocol="share") == 1
+    assert value(live, group_count, protocol="streams") == 0
+    streams = {dict(labels)["state"] for name, labels in live
+               if name == "kafka_server_group_coordinator_metrics_streams_group_count"}
+    assert streams == {"Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead"}
+
+
 def test_two_brokers_in_one_process_keep_their_own_figures(tmp_path):
     with Broker(tmp_path / "one", listen=("127.0.0.1", 0),
                 metrics_listen=("127.0.0.1", 0)) as one, \

@@ -168,7 +168,9 @@ def test_names_and_figures_equal_kafkas(kafka_shared_groups, tmp_path):
 
     # The group gauges have Kafka's label values (every state, 0 when empty).
     for name in ("kafka_server_group_coordinator_metrics_classic_group_count",
-                 "kafka_server_group_coordinator_metrics_consumer_group_count"):
+                 "kafka_server_group_coordinator_metrics_consumer_group_count",
+                 "kafka_server_group_coordinator_metrics_share_group_count",
+                 "kafka_server_group_coordinator_metrics_streams_group_count"):
         labels = {labels for n, labels in ours if n == name}
         assert labels and labels <= {labels for n, labels in kafka if n == name}, name
 

@@ -494,3 +494,21 @@ def test_a_store_reopens_its_partitions_without_opening_a_segment(tmp_path, back
             s.close()
     for p in range(4):
         assert segment_files(clean / f"t-{p}") == segment_files(unclean / f"t-{p}"), p
+
+
+def test_a_segments_log_path_follows_its_file_suffix(tmp_path, backend):
+    # The path is kept per suffix (every read reports it): a rename must show at once, on
+    # an open segment and on one the cache closed.
+    cache = FileCache(2)
+    with open_log(tmp_path / "t-0", backend, cache) as log:
+        fill(log, 40)
+        segment = list(log.segments)[0]
+        first = segment.log_path
+        assert os.path.exists(first)
+        segment.rename_suffix(".deleted")
+        assert segment.log_path == first + ".deleted"
+        assert os.path.exists(segment.log_path) and not os.path.exists(first)
+        cache.shrink()
+        segment.rename_suffix("")
+        assert segment.log_path == first and os.path.exists(first)
+        assert len(values_of(log)) == 80

@@ -138,6 +138,32 @@ def test_max_bytes_and_min_one_batch(backend, tmp_path):
     assert len(segment.read(0, 1 << 20, max_position=size - 1)) == 0
 
 
+def test_read_span_is_the_read_with_its_position_and_next_offset(backend, tmp_path):
+    segment = _segment(backend, tmp_path, base=100)
+    raws = _fill(backend, segment, batches=6)  # 3 records a batch: offsets 100..117
+    size = len(raws[0])
+    for offset, max_bytes, kwargs in [(100, size * 3 + 5, {}), (104, size - 1, {}),
+                                      (104, size - 1, {"min_one_batch": False}),
+                                      (107, 1 << 20, {"max_position": size * 4 + 10}),
+                                      (118, 1 << 20, {}), (0, size, {})]:
+        view, position, next_offset = segment.read_span(offset, max_bytes, **kwargs)
+        read = segment.read(offset, max_bytes, **kwargs)
+        assert bytes(view) == bytes(read)
+        if len(read):
+            assert position == segment.translate_offset(offset)[0]
+            assert next_offset == records(backend, read)[-1][0] + 1
+        else:
+            assert next_offset == offset
+    view, position, next_offset = segment.read_span(104, size * 2)
+    assert (position, len(view), next_offset) == (size, size * 2, 109)
+    segment.flush()
+    reader = backend.Segment.open(str(tmp_path), 100, read_only=True)
+    view, position, next_offset = reader.read_span(103, 1 << 20)
+    assert (position, len(view), next_offset) == (size, size * 5, 118)
+    assert bytes(view) == bytes(segment.read(103, 1 << 20))
+    reader.close()
+
+
 def test_index_entries_follow_kafkas_rule(backend, tmp_path):
     segment = _segment(backend, tmp_path, index_interval_bytes=300)
     raws = _fill(backend, segment, batches=12)

@@ -29,6 +29,8 @@ SEGMENT_CALLS = [
     *[("read", (0, 1 << 20), {"max_position": v}) for v in BAD_NUMBERS],
     *[("read_range", (v, 100), {}) for v in BAD_NUMBERS],
     *[("read_range", (3, v), {}) for v in BAD_NUMBERS],
+    *[("read_span", (v, 100), {}) for v in BAD_NUMBERS],
+    *[("read_span", (3, v), {}) for v in BAD_NUMBERS],
     *[("read_record", (v,), {}) for v in BAD_NUMBERS],
     *[("read_value", (v,), {}) for v in BAD_NUMBERS],
     *[("translate_offset", (v,), {}) for v in BAD_NUMBERS],

@@ -5,6 +5,9 @@ Same records (the shared JSON-like values), same durability, driven as the peer 
 
 * (a) append every record, then one durable sync/commit; (b) the same with a durable sync
   every 1,000 records; the clock covers the appends and the syncs, not open/close.
+* seglog native's (a) again beside the write ceiling on the same number of file bytes, in
+  rotating order each run, with one fsync at the end and with one sync per 1 MiB, on one
+  thread and with encode and append on two threads (:func:`_ceiling_pairs`, issue 27).
 * (c) full sequential read-back after reopening (warm page cache), every value touched.
 * (d) random point reads by offset (``random.Random(42)``), warm cache. Codecs that parse a
   whole 1,000-record batch per read get fewer reads (``slow_random_reads``); rates compare.
@@ -34,9 +37,12 @@ from .data import Unavailable, load_backend, offset_keys, random_offsets, values
 from .limits import FLOOR_APPEND, FLOOR_SCAN, WRITE_CEILING
 from .runner import BATCH_RECORDS, SYNC_EVERY_RECORDS, BenchContext
 from .stats import (
+    UNIT_BYTES_PER_S,
+    UNIT_RATIO,
     UNIT_RECORDS_PER_S,
     Figure,
     Stopwatch,
+    fmt_gb_per_s,
     fmt_percent,
     fmt_rate,
     fmt_ratio,
@@ -467,12 +473,12 @@ class KafkaCodec(Peer):
 
 
 class Seglog(Peer):
-    """seglog's Segment: encode batches of 1,000 and append each (one write), ``flush``
-    (fdatasync of the .log) at the end or every 1,000 records; scan to record objects; point
-    reads with ``Segment.read_value`` (sparse index, header scan, then the records before
-    the one wanted skipped by their length prefixes; the one record parsed and checked, its
-    value returned, as LMDB's get returns the value; ``read_record`` builds a Record on the
-    same path)."""
+    """seglog's Segment: encode batches of 1,000 and append them about 1 MiB at a time (one
+    ``Segment.append`` of a list of batches, one pwritev), ``flush`` (fdatasync of the .log)
+    at the end or every 1,000 records; scan to record objects; point reads with
+    ``Segment.read_value`` (sparse index, header scan, then the records before the one wanted
+    skipped by their length prefixes; the one record parsed and checked, its value returned,
+    as LMDB's get returns the value; ``read_record`` builds a Record on the same path)."""
 
     def __init__(self, backend: str, *, matrix_input: bool = False) -> None:
         self.backend_name = backend
@@ -566,6 +572,8 @@ def run(ctx: BenchContext) -> PartResult:
             result.notes.append(f"{peer.label}: {peer.note}.")
     scratch = ctx.scratch(NAME)
     sizes: dict[str, int] = {}
+    native = next((p for p in peers if isinstance(p, Seglog) and p.backend_name == "native"
+                   and not p.matrix_input), None)
     for run_index in range(runs):
         for peer in list(peers):
             try:
@@ -575,6 +583,8 @@ def run(ctx: BenchContext) -> PartResult:
                 peers.remove(peer)
             finally:
                 peer.close()
+        if native is not None and native in peers:
+            _ceiling_pairs(ctx, result, native, values, scratch, run_index)
     result.tables.append(_table(ctx, result, peers, sizes))
     for peer in peers:
         close = result.figures.get(f"{peer.label}.close_s")
@@ -659,6 +669,106 @@ def _run_peer(ctx: BenchContext, result: PartResult, peer: Peer, values: list[by
     result.params.setdefault("record_counts", {})[peer.label] = n
 
 
+#: The two sync shapes of the append-vs-ceiling pairs (issue 27).
+CEILING_SHAPES = {
+    "one_sync": "(a) append vs write ceiling, one fsync at the end",
+    "sync_1mib": "append vs write ceiling, one sync per 1 MiB",
+}
+#: The appending sides of the pairs: one thread, and encode | append on two threads.
+CEILING_APPENDERS = {"append": "one thread", "threaded": "encode | append on two threads"}
+MIB = 1 << 20
+
+
+def _ceiling_pairs(ctx: BenchContext, result: PartResult, peer: Seglog, values: list[bytes],
+                   scratch, run_index: int) -> None:
+    """seglog native's durable append beside the write ceiling on the same number of file
+    bytes, in rotating order within this run, for both sync shapes: one fsync at the end
+    (peers (a); the limits part's ceiling), and one sync per 1 MiB (the ceiling syncs after
+    every 1 MiB write, the append as soon as 1 MiB or more was appended since its last sync).
+    Rates are file bytes per second (what the disk is given); ratios are per round."""
+    be = peer.be
+    path = os.path.join(scratch, f"ceiling-pairs-{run_index}")
+    os.mkdir(path)
+    try:
+        probe = os.path.join(path, "probe")
+        os.mkdir(probe)
+        segment = segops.open_segment(be, probe, create=True)
+        try:
+            segops.append_values(be, segment, values, BATCH_RECORDS, None)
+            file_bytes = segment.size_bytes
+        finally:
+            segment.close()
+        shutil.rmtree(probe)
+        steps = []
+        for shape in CEILING_SHAPES:
+            sync_bytes = MIB if shape == "sync_1mib" else None
+            steps.append((shape, "ceiling", lambda d, b=sync_bytes: _ceiling_write_s(
+                os.path.join(d, "ceiling.dat"), file_bytes, b)))
+            for side in CEILING_APPENDERS:
+                steps.append((shape, side, lambda d, b=sync_bytes, t=side == "threaded":
+                              _seglog_append_s(be, d, values, b, t)))
+        shift = run_index % len(steps)
+        seconds: dict[tuple[str, str], float] = {}
+        for shape, side, action in steps[shift:] + steps[:shift]:
+            ctx.progress.step(f"same-bytes pairs: {side}, {shape}", run_index + 1,
+                              ctx.profile.runs)
+            directory = os.path.join(path, f"{shape}-{side}")
+            os.mkdir(directory)
+            seconds[shape, side] = action(directory)
+            shutil.rmtree(directory)
+        for shape in CEILING_SHAPES:
+            ceiling = file_bytes / seconds[shape, "ceiling"]
+            result.figure(f"ceiling_pair.{shape}.ceiling", UNIT_BYTES_PER_S).add(ceiling)
+            for side in CEILING_APPENDERS:
+                append = file_bytes / seconds[shape, side]
+                result.figure(f"ceiling_pair.{shape}.{side}", UNIT_BYTES_PER_S).add(append)
+                result.figure(f"ceiling_pair.{shape}.{side}.ratio", UNIT_RATIO).add(
+                    append / ceiling)
+        result.params["ceiling_pair_file_bytes"] = file_bytes
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _ceiling_write_s(path: str, total_bytes: int, sync_every_bytes: int | None) -> float:
+    """Seconds for ``total_bytes`` in 1 MiB ``os.write`` calls from a page-aligned buffer into
+    a new file, an fdatasync after each ``sync_every_bytes`` (None: none) and one fsync."""
+    buffer = mmap.mmap(-1, MIB)
+    buffer.write(b"\x5a" * MIB)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        with Stopwatch() as watch:
+            remaining, since_sync = total_bytes, 0
+            while remaining > 0:
+                written = os.write(fd, buffer if remaining >= MIB
+                                   else memoryview(buffer)[:remaining])
+                remaining -= written
+                since_sync += written
+                if sync_every_bytes is not None and since_sync >= sync_every_bytes:
+                    os.fdatasync(fd)
+                    since_sync = 0
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+        buffer.close()
+    return watch.wall_s
+
+
+def _seglog_append_s(be: Any, directory: str, values: list[bytes],
+                     sync_every_bytes: int | None, threaded: bool) -> float:
+    segment = segops.open_segment(be, directory, create=True)
+    try:
+        with Stopwatch() as watch:
+            if threaded:
+                segops.append_values_threaded(be, segment, values, BATCH_RECORDS,
+                                              sync_every_bytes=sync_every_bytes)
+            else:
+                segops.append_values(be, segment, values, BATCH_RECORDS, None,
+                                     sync_every_bytes=sync_every_bytes)
+    finally:
+        segment.close()
+    return watch.wall_s
+
+
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower())
 
@@ -738,15 +848,30 @@ def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
         table.add(label, f"{fmt_rate(best_seg)} [{_mode(seg_who)}]",
                   f"{fmt_rate(best_peer)} [{_mode(peer_who)}]", fmt_ratio(ratio), goal,
                   target)
+    for shape, label in CEILING_SHAPES.items():
+        for side, how in CEILING_APPENDERS.items():
+            ratio = result.figures.get(f"ceiling_pair.{shape}.{side}.ratio")
+            if ratio is None or not ratio.values:
+                continue
+            target = Target(f"{label} ({how})",
+                            ">= 95% of the write ceiling, same bytes, same syncs",
+                            ratio.median, 0.95)
+            result.targets.append(target)
+            table.add(target.label,
+                      f"{fmt_gb_per_s(result.figures[f'ceiling_pair.{shape}.{side}'].median)}"
+                      " GB/s of file bytes",
+                      f"{fmt_gb_per_s(result.figures[f'ceiling_pair.{shape}.ceiling'].median)}"
+                      " GB/s [1 MiB aligned writes]",
+                      f"{fmt_percent(ratio.median)} ({fmt_percent(ratio.min)}.."
+                      f"{fmt_percent(ratio.max)})", target.goal, target)
     if ctx.limit(WRITE_CEILING):
-        best_seg, seg_who = _best_per_run(result, seglog_peers, "append")
-        fraction = best_seg.median * size / ctx.limits[WRITE_CEILING]
-        target = Target("(a) append vs write ceiling", ">= 80% of the write ceiling",
-                        fraction, 0.8)
-        result.targets.append(target)
-        table.add(target.label, f"{fmt_rate(best_seg)} [{_mode(seg_who)}]",
-                  f"ceiling {si(ctx.limits[WRITE_CEILING] / size)} rec/s", fmt_percent(fraction),
-                  target.goal, target)
+        best_seg, _ = _best_per_run(result, seglog_peers, "append")
+        result.notes.append(
+            f"seglog's (a) payload rate against the limits part's write ceiling "
+            f"({ctx.profile.limits_write_bytes / 2**20:.0f} MiB, measured earlier in the run): "
+            f"{fmt_percent(best_seg.median * size / ctx.limits[WRITE_CEILING])} (payload bytes "
+            "only; the file also holds Kafka's record and batch framing, and the ceiling wrote "
+            "a different amount at another time, so the targets use the same-bytes pairs).")
     return table
 
 

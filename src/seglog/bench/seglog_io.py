@@ -1,7 +1,7 @@
 """Part ``seglog``: the article's question asked of a seglog Segment.
 
-A log never writes at random, so the write side is appending batches (encode + one write per
-batch, one fsync), set against writing the very same bytes in 1 MiB ``os.write`` calls (issue
+A log never writes at random, so the write side is appending batches (encode batches of 1,000,
+append them about 1 MiB per ``Segment.append`` call, one fsync), set against writing the very same bytes in 1 MiB ``os.write`` calls (issue
 2: append >= 80% of that). The read side is a sequential scan against random reads by offset,
 which in Kafka's design go through the sparse offset index (binary search), a header-only scan
 to the batch and then a scan inside the batch:
@@ -42,7 +42,7 @@ NAME = "seglog"
 TITLE = "sequential vs random, asked of a seglog Segment"
 
 STEPS = {
-    "append": "append: encode + write per batch, one fsync",
+    "append": "append: encode, write per ~1 MiB of batches, one fsync",
     "append_encoded": "append pre-encoded batches, one fsync",
     "write_1mib": "baseline: same bytes in 1 MiB os.write + fsync",
     "scan_records": "sequential scan -> record objects",

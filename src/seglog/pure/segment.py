@@ -305,11 +305,12 @@ def _check_records(buf, position, size, attributes, last_offset_delta, record_co
         raise _Invalid(fmt.REASON_BAD_RECORDS, "records area has bytes after the last record")
 
 
-def _check_batch(buf, position, end, max_batch_bytes=None):
+def _check_batch(buf, position, end, max_batch_bytes=None, shift=0):
     """Validate the batch at ``position`` of ``buf[:end]``; return its header tuple.
 
     Raises _Invalid with the first failing check's reason (order in the module docstring);
-    RecordTooLargeError when its size exceeds ``max_batch_bytes``."""
+    RecordTooLargeError when its size exceeds ``max_batch_bytes`` (its message names
+    ``position + shift``: where the batch is in an append of several parts)."""
     remaining = end - position
     if remaining < fmt.HEADER_SIZE_UP_TO_MAGIC:
         raise _Invalid(fmt.REASON_TRUNCATED, f"{remaining} bytes left, less than a batch header")
@@ -323,7 +324,7 @@ def _check_batch(buf, position, end, max_batch_bytes=None):
         raise _Invalid(fmt.REASON_TRUNCATED, f"batch of {size} bytes, {remaining} left")
     if max_batch_bytes is not None and size > max_batch_bytes:
         raise RecordTooLargeError(
-            f"batch at position {position} is {size} bytes, above max_message_bytes "
+            f"batch at position {position + shift} is {size} bytes, above max_message_bytes "
             f"{max_batch_bytes}")
     if buf[position + fmt.MAGIC_POSITION] != fmt.MAGIC_V2:
         raise _Invalid(fmt.REASON_BAD_MAGIC, f"magic {buf[position + fmt.MAGIC_POSITION]}")
@@ -845,36 +846,45 @@ class Segment:
     # --- append -------------------------------------------------------------------------------
 
     def append(self, data, *, assign_offsets=True):
-        """Validate and append the whole batches in ``data``; see the protocol. One write."""
+        """Validate and append the whole batches in ``data`` (one bytes-like, or a list or
+        tuple of them, each holding whole batches, appended as if joined); see the protocol.
+        One write."""
         self._check_writable()
-        view = memoryview(data)
-        if view.ndim != 1 or view.itemsize != 1:
-            view = view.cast("B")
-        end = len(view)
+        parts = []
+        for part in (data if isinstance(data, (list, tuple)) else (data,)):
+            view = memoryview(part)
+            parts.append(view if view.ndim == 1 and view.itemsize == 1 else view.cast("B"))
+        end = sum(len(view) for view in parts)
         if end == 0:
             raise InvalidRecordError("append of no batches")
         batches = []  # (position in data, size, header, new base offset)
         next_offset = self.next_offset
-        position = 0
-        while position < end:
-            try:
-                header = _check_batch(view, position, end, self.max_message_bytes)
-            except _Invalid as exc:
-                raise CorruptRecordError(f"batch at position {position} of the append: {exc}",
-                                         reason=exc.reason, position=position) from None
-            size = fmt.LOG_OVERHEAD + header[1]
-            base = next_offset if assign_offsets else header[0]
-            if not assign_offsets and base < next_offset:
-                raise InvalidOffsetError(
-                    f"batch at position {position} has base offset {base}, below the next "
-                    f"offset {next_offset} of segment {self.base_offset}")
-            last = base + header[6]
-            if last - self.base_offset > fmt.INT32_MAX:
-                raise InvalidOffsetError(
-                    f"offset {last} does not fit segment {self.base_offset} (roll first)")
-            batches.append((position, size, header, base))
-            next_offset = last + 1
-            position += size
+        joined = 0
+        for view in parts:  # each part holds whole batches
+            position, part_end = 0, len(view)
+            while position < part_end:
+                try:
+                    header = _check_batch(view, position, part_end, self.max_message_bytes,
+                                          joined)
+                except _Invalid as exc:
+                    raise CorruptRecordError(
+                        f"batch at position {joined + position} of the append: {exc}",
+                        reason=exc.reason, position=joined + position) from None
+                size = fmt.LOG_OVERHEAD + header[1]
+                base = next_offset if assign_offsets else header[0]
+                if not assign_offsets and base < next_offset:
+                    raise InvalidOffsetError(
+                        f"batch at position {joined + position} has base offset {base}, below "
+                        f"the next offset {next_offset} of segment {self.base_offset}")
+                last = base + header[6]
+                if last - self.base_offset > fmt.INT32_MAX:
+                    raise InvalidOffsetError(
+                        f"offset {last} does not fit segment {self.base_offset} (roll first)")
+                batches.append((joined + position, size, header, base))
+                next_offset = last + 1
+                position += size
+            joined += part_end
+        view = parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
         self._check_index_room(batches)
         patch = assign_offsets and any(b[3] != b[2][0] for b in batches)
         if patch:
@@ -1021,6 +1031,24 @@ class Segment:
         if self.read_only:
             return self._read_bytes(position, size)
         return memoryview(self._map(position + size))[position:position + size]
+
+    def read_span(self, offset, max_bytes, *, max_position=None, min_one_batch=True):
+        """:meth:`read` with where it came from: ``(view, position, next_offset)``, the
+        position of the view in the .log and the offset after its last batch (``offset``
+        when empty), from the one header walk the read makes (a fetch needs both and would
+        otherwise walk the batches again). ``next_offset`` is -1 when a read-only segment's
+        file gave fewer bytes than the walk found (its writer truncated it meanwhile): the
+        caller walks what it got. Same checks and errors as :meth:`read`."""
+        self._check_open()
+        position, size, next_offset = self._range(offset, max_bytes, max_position,
+                                                  min_one_batch)
+        if size == 0:
+            return memoryview(b""), position, next_offset
+        if self.read_only:
+            view = self._read_bytes(position, size)
+            return view, position, (next_offset if len(view) == size else -1)
+        return memoryview(self._map(position + size))[position:position + size], position, \
+            next_offset
 
     def read_record(self, offset, *, check_crcs=True):
         """The record with ``offset`` as a Record, or None when no data record has it (outside

@@ -49,9 +49,11 @@ log = logging.getLogger("seglog.server.metrics")
 SNAPSHOT_TIMEOUT_S = 5.0
 #: How often the event loop's idle ratio is sampled.
 IDLE_SAMPLE_INTERVAL_S = 1.0
-#: The ``state`` labels of Kafka's classic-group-count and consumer-group-count.
+#: The ``state`` labels of Kafka's classic-, consumer-, share- and streams-group-count.
 CLASSIC_GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+SHARE_GROUP_STATES = ("Empty", "Stable", "Dead")
+STREAMS_GROUP_STATES = ("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")
 
 
 class MetricInfo(NamedTuple):
@@ -140,13 +142,18 @@ METRICS: tuple[MetricInfo, ...] = (
     _m(names.LOG_SEGMENTS, "gauge", ("topic", "partition"),
        "The partition's segments.", _LOG + "NumLogSegments,topic=T,partition=P"),
     _m("kafka_server_group_coordinator_metrics_group_count", "gauge", ("protocol",),
-       "Groups coordinated here by protocol (classic, consumer).",
+       "Groups coordinated here by protocol (classic, consumer, share, streams).",
        _GC + "protocol=P group-count"),
     _m("kafka_server_group_coordinator_metrics_classic_group_count", "gauge", ("state",),
        "Classic groups coordinated here by state.", _GC + "state=S classic-group-count"),
     _m("kafka_server_group_coordinator_metrics_consumer_group_count", "gauge", ("state",),
        "Consumer groups (KIP-848) coordinated here by state.",
        _GC + "state=S consumer-group-count"),
+    _m("kafka_server_group_coordinator_metrics_share_group_count", "gauge", ("state",),
+       "Share groups (KIP-932) coordinated here by state.", _GC + "state=S share-group-count"),
+    _m("kafka_server_group_coordinator_metrics_streams_group_count", "gauge", ("state",),
+       "Streams groups (KIP-1071) coordinated here by state.",
+       _GC + "state=S streams-group-count"),
     _m("kafka_server_group_coordinator_metrics_group_completed_rebalance_count", "gauge",
        (), "Classic group rebalances completed (generations begun) here: a running count, "
        "a gauge under the JMX exporter's name of Kafka's cumulative sensor.",
@@ -364,6 +371,8 @@ class BrokerCollector(Collector):
         group_count = _gauge("kafka_server_group_coordinator_metrics_group_count")
         classic_count = _gauge("kafka_server_group_coordinator_metrics_classic_group_count")
         consumer_count = _gauge("kafka_server_group_coordinator_metrics_consumer_group_count")
+        share_count = _gauge("kafka_server_group_coordinator_metrics_share_group_count")
+        streams_count = _gauge("kafka_server_group_coordinator_metrics_streams_group_count")
         rebalances = _gauge(
             "kafka_server_group_coordinator_metrics_group_completed_rebalance_count")
         members = _gauge("kafka_consumergroup_members")
@@ -372,6 +381,8 @@ class BrokerCollector(Collector):
         # Every state Kafka reports, 0 when no group is in it (as Kafka's gauges).
         classic_states = dict.fromkeys(CLASSIC_GROUP_STATES, 0)
         consumer_states = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
+        other_states = {"share": dict.fromkeys(SHARE_GROUP_STATES, 0),
+                        "streams": dict.fromkeys(STREAMS_GROUP_STATES, 0)}
         if groups_state is not None:
             coordinator = groups_state.coordinator
             rebalances.add_metric([], float(coordinator.completed_rebalances))
@@ -389,14 +400,24 @@ class BrokerCollector(Collector):
                     group_state = consumer.state(group_id) or "Empty"
                     consumer_states[group_state] = consumer_states.get(group_state, 0) + 1
                     member_counts[group_id] = 0 if group is None else len(group.members)
+            # Share and streams groups: their handler modules register a GroupType here.
+            for group_type in groups_state.group_types:
+                states = other_states.get(group_type.group_type)
+                if states is None:
+                    continue
+                for _group_id, group_state in group_type.listed_groups():
+                    states[group_state] = states.get(group_state, 0) + 1
         else:
             rebalances.add_metric([], 0.0)
-        group_count.add_metric(["classic"], float(sum(classic_states.values())))
-        group_count.add_metric(["consumer"], float(sum(consumer_states.values())))
-        for state_name, count in classic_states.items():
-            classic_count.add_metric([state_name], float(count))
-        for state_name, count in consumer_states.items():
-            consumer_count.add_metric([state_name], float(count))
+        per_protocol = {"classic": classic_states, "consumer": consumer_states, **other_states}
+        for protocol, states in per_protocol.items():
+            group_count.add_metric([protocol], float(sum(states.values())))
+        for family, states in ((classic_count, classic_states),
+                               (consumer_count, consumer_states),
+                               (share_count, other_states["share"]),
+                               (streams_count, other_states["streams"])):
+            for state_name, count in states.items():
+                family.add_metric([state_name], float(count))
         current = _gauge("kafka_consumergroup_current_offset")
         lag = _gauge("kafka_consumergroup_lag")
         lag_sum = _gauge("kafka_consumergroup_lag_sum")
@@ -431,7 +452,8 @@ class BrokerCollector(Collector):
         num_groups.add_metric([], float(len(member_counts)))
         num_offsets = _gauge("kafka_coordinator_group_groupmetadatamanager_numoffsets")
         num_offsets.add_metric([], float(offsets))
-        return [group_count, classic_count, consumer_count, rebalances, num_groups,
+        return [group_count, classic_count, consumer_count, share_count, streams_count,
+                rebalances, num_groups,
                 num_offsets, members, current, lag, lag_sum]
 
 

@@ -188,7 +188,7 @@ class LazySegment:
                  "_first_open", "_on_create", "_room_bytes", "_room_pending", "_pins",
                  "_closed", "_unsynced", "_dirty", "_settled",
                  "_need_rebuild", "dir_path", "base_offset", "read_only", "file_suffix",
-                 "used", "__weakref__")
+                 "used", "_log_path_of", "__weakref__")
 
     def __init__(self, cache: FileCache, lock: Any, open_backend: OpenBackend, dir_path: str,
                  base_offset: int, *, read_only: bool, file_suffix: str = "",
@@ -202,6 +202,7 @@ class LazySegment:
         self.base_offset = base_offset
         self.read_only = read_only
         self.file_suffix = file_suffix if segment is None else segment.file_suffix
+        self._log_path_of: tuple[str, str] | None = None
         self._segment = None
         self._state = state
         self._create = create
@@ -399,7 +400,14 @@ class LazySegment:
     @property
     def log_path(self) -> str:
         """Path of the ``.log`` file (with the current file suffix)."""
-        return self._path(filenames.LOG_SUFFIX)
+        # Every read reports it (LogReadResult.log_path): kept per file suffix, the only
+        # part of the path that changes (a rename to .deleted / .cleaned / .swap).
+        cached = self._log_path_of
+        if cached is not None and cached[0] == self.file_suffix:
+            return cached[1]
+        path = self._path(filenames.LOG_SUFFIX)
+        self._log_path_of = (self.file_suffix, path)
+        return path
 
     @property
     def index_path(self) -> str:
@@ -476,6 +484,17 @@ class LazySegment:
             self.used = True
         return segment.read(offset, max_bytes, max_position=max_position,
                             min_one_batch=min_one_batch)
+
+    def read_span(self, offset: int, max_bytes: int, *, max_position: int | None = None,
+                  min_one_batch: bool = True) -> Any:
+        """``Segment.read_span`` (a live view keeps the segment open, as :meth:`read`)."""
+        segment = self._segment
+        if segment is None:
+            segment = self._open()
+        else:
+            self.used = True
+        return segment.read_span(offset, max_bytes, max_position=max_position,
+                                 min_one_batch=min_one_batch)
 
     def read_record(self, offset: int, *, check_crcs: bool = True) -> Any:
         """``Segment.read_record``."""

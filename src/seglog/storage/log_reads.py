@@ -123,9 +123,9 @@ class LogReads:
             lso = view.last_stable_offset
             if committed:
                 max_offset = lso if max_offset is None else min(max_offset, lso)
-            segment, buffer, next_offset = read_in(view, offset, max_bytes=max_bytes,
-                                                   max_offset=max_offset,
-                                                   min_one_batch=min_one_batch)
+            segment, buffer, next_offset, position = read_in(
+                view, offset, max_bytes=max_bytes, max_offset=max_offset,
+                min_one_batch=min_one_batch)
             aborted = [] if committed else None
             if segment is None:
                 return LogReadResult(
@@ -133,8 +133,6 @@ class LogReads:
                     position=0, size_bytes=0, high_watermark=view.high_watermark,
                     start_offset=view.start_offset, end_offset=view.end_offset,
                     last_stable_offset=lso, aborted_transactions=aborted)
-            located = segment.translate_offset(offset)
-            position = located[0] if located is not None else 0
             if committed:
                 aborted = self._aborted_locked(view, offset, next_offset)
             self.counters.bytes_out += len(buffer)

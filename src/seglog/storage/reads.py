@@ -315,28 +315,32 @@ def segments_for_read(view: LogView, offset: int,
 
 
 def read_in(view: LogView, offset: int, *, max_bytes: int, max_offset: int | None,
-            min_one_batch: bool) -> tuple[Any, memoryview, int]:
-    """``(segment, buffer, next_offset)`` of the whole batches from ``offset`` that a read
-    bounded by ``view`` and ``max_offset`` returns, or ``(None, empty, offset)``. The caller
-    holds the Log's lock (segments are not thread-safe)."""
+            min_one_batch: bool) -> tuple[Any, memoryview, int, int]:
+    """``(segment, buffer, next_offset, position)`` of the whole batches from ``offset`` that
+    a read bounded by ``view`` and ``max_offset`` returns (``position``: the buffer's in the
+    segment's .log), or ``(None, empty, offset, 0)``. The caller holds the Log's lock
+    (segments are not thread-safe)."""
     for segment, max_position in segments_for_read(view, offset, max_offset):
-        buffer = segment.read(offset, max_bytes, max_position=max_position,
-                              min_one_batch=min_one_batch)
+        # One header walk gives the bytes, their position and the next offset (the segment's
+        # read_span); a read-only segment whose file came up short (-1) is walked again here.
+        buffer, position, next_offset = segment.read_span(
+            offset, max_bytes, max_position=max_position, min_one_batch=min_one_batch)
         if buffer.nbytes:
-            next_offset = last_batch(buffer)[1]
+            if next_offset < 0:
+                next_offset = last_batch(buffer)[1]
             following = view.segments.next_base(segment)
             bound = following if following is not None else view.end_offset
             if next_offset > bound:
                 buffer, next_offset = cut_at_bound(segment, buffer, offset=offset, bound=bound,
                                                    last=following is None)
-            return segment, buffer, next_offset
+            return segment, buffer, next_offset, position
         if max_position is not None:
             break  # the bound is in this segment: nothing more to read
         if min_one_batch:
             check_nothing_hidden(segment, offset)
         if not min_one_batch and segment.translate_offset(offset) is not None:
             break  # the next batch is larger than max_bytes
-    return None, memoryview(b""), offset
+    return None, memoryview(b""), offset, 0
 
 
 def iter_records(read: Callable[..., LogReadResult], backend: Any, *, offset: int,

@@ -18,8 +18,9 @@ from .data_topics import EXTENSION_KEY, TopicIds
 __all__ = ["HANDLERS", "start", "stop"]
 
 HANDLERS: tuple[ApiHandler, ...] = (
+    # Raw: the request body is read by hand (data_produce_request), the records not copied.
     ApiHandler(data_produce.API_KEY, data_produce.VERSION_MIN, data_produce.VERSION_MAX,
-               data_produce.handle_produce),
+               data_produce.handle_produce_body, raw_request=True),
     ApiHandler(data_fetch.API_KEY, data_fetch.VERSION_MIN, data_fetch.VERSION_MAX,
                data_fetch.handle_fetch),
     ApiHandler(data_offsets.LIST_OFFSETS_KEY, data_offsets.LIST_OFFSETS_VERSION_MIN,

@@ -356,8 +356,9 @@ def _response(ctx: RequestContext, context: FetchContext, wanted: list[_Wanted],
     answers = [(w.key, r) for w, r in results]
     answers += [(w.key, _failed(w.partition, w.error_code))
                 for w in wanted if w.error_code != codes.NONE]
-    # The session decides what is sent (an incremental answer: only what changed).
-    error_code, session_id, keys = context.respond([
+    # The session decides what is sent (an incremental answer: only what changed); a
+    # sessionless request (every librdkafka Fetch) sends all and needs no outcomes.
+    error_code, session_id, keys = context.respond(() if context.kind == "sessionless" else [
         ((key, r.partition), PartitionOutcome(r.error_code, r.high_watermark,
                                               r.log_start_offset, len(r.records),
                                               r.diverging_epoch is not None))

@@ -76,6 +76,7 @@ from ..authorization import AclOperation, ResourceType, authorize, filter_author
 from ..context import CloseConnection, RawResponse, RequestContext
 from . import txn
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
+from .data_produce_request import read_produce_request
 from .data_topics import (
     LEADER_EPOCH,
     error_code_for,
@@ -90,7 +91,8 @@ if TYPE_CHECKING:
     from ...storage.log import Log
 
 __all__ = ["API_KEY", "VERSION_MIN", "VERSION_SERVED_MIN", "VERSION_MAX",
-           "ProduceFailedWithoutAck", "handle_produce", "check_produce_records"]
+           "ProduceFailedWithoutAck", "handle_produce", "handle_produce_body",
+           "check_produce_records"]
 
 API_KEY = 0
 #: Advertised from v0, served from v3, as Kafka 4.x does (KAFKA-18659): librdkafka before
@@ -326,6 +328,17 @@ def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
                     tuple(bad))
 
 
+async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawResponse | None:
+    """:func:`handle_produce` on a request body read by :mod:`.data_produce_request` (the
+    broker's path: a raw-request handler); a body that does not decode closes the
+    connection, as any request body that does not decode."""
+    try:
+        request = read_produce_request(ctx.api_version, body)
+    except errors.InvalidRequestError as exc:
+        raise CloseConnection(str(exc)) from None
+    return await handle_produce(ctx, request)
+
+
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
     """Append a Produce request's batches and answer it (see the module docstring): the
     response body (:mod:`.data_produce_codec`), or None for acks=0."""
@@ -393,7 +406,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
         # Kafka's DelayedProduce: every appended partition waits for its high watermark,
         # bounded by the request's timeout (in a cluster of one that is at once).
         await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
-                                    timeout_s=max(request.timeout.total_seconds(), 0.0))
+                                    timeout_s=max(_timeout_s(request), 0.0))
         for result, outcome in delayed:
             if result.error_code != codes.NONE:
                 # Kafka's DelayedProduce changes only the error: the append's base offset,
@@ -476,6 +489,14 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
     if result.appended and acks == -1:
         delayed.append((result, outcome))
     return outcome
+
+
+def _timeout_s(request: Any) -> float:
+    """The request's timeout in seconds (the hand-read request carries its milliseconds)."""
+    timeout_ms = getattr(request, "timeout_ms", None)
+    if timeout_ms is not None:
+        return float(timeout_ms) / 1000.0
+    return float(request.timeout.total_seconds())
 
 
 def _transactional_request_error(ctx: RequestContext, request: Any) -> int:

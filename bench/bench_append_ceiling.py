@@ -1,0 +1,132 @@
+"""Durable append against the write ceiling, A/B alternating in one process (issue 27).
+
+Four writers put the same number of file bytes on the same disk, in rotating order each round:
+
+* ``ceiling``: 1 MiB ``os.write`` calls from a page-aligned buffer, then one ``fsync`` (the
+  limits part's write ceiling);
+* ``ceiling_sync1m``: the same, with an ``fdatasync`` after every 1 MiB write;
+* ``append``: seglog's native Segment through ``segops.append_values`` (records encoded in
+  batches of 1,000, appended about 1 MiB per ``Segment.append`` call as a list of batches),
+  one ``flush`` (fdatasync) at the end (the peers part's "(a) append + one sync");
+* ``append_sync1m``: the same with a ``flush`` as soon as 1 MiB or more was appended since the
+  last one (one sync per 1 MiB, the issue's shape);
+* ``append_per_batch`` / ``append_per_batch_sync1m``: the same two with one ``Segment.append``
+  per 1,000-record batch (how the bench appended before issue 27).
+
+Rates are file bytes per second (what the disk is given); the append's record rate is the same
+figure divided by the file bytes per record. Ratios are taken per round.
+
+    PYTHONPATH=src python bench/bench_append_ceiling.py --records 500000 --rounds 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+from seglog.bench import segops
+from seglog.bench.data import load_backend, make_values
+
+MIB = 1 << 20
+
+
+def ceiling(path: str, total: int, sync_every_mib: bool) -> float:
+    """Seconds for ``total`` bytes in 1 MiB aligned writes, fsync at the end or per write."""
+    buf = mmap.mmap(-1, MIB)
+    buf.write(b"x" * MIB)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t0 = time.perf_counter()
+        remaining = total
+        while remaining > 0:
+            remaining -= os.write(fd, buf if remaining >= MIB else memoryview(buf)[:remaining])
+            if sync_every_mib:
+                os.fdatasync(fd)
+        os.fsync(fd)
+        return time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        buf.close()
+
+
+def append(be, path: str, values: list[bytes], sync_bytes: int | None, group_bytes: int) -> float:
+    """Seconds to encode and append ``values`` through a Segment (``segops.append_values``)."""
+    os.mkdir(path)
+    segment = segops.open_segment(be, path, create=True)
+    try:
+        t0 = time.perf_counter()
+        segops.append_values(be, segment, values, 1000, None, sync_every_bytes=sync_bytes,
+                             group_bytes=group_bytes)
+        return time.perf_counter() - t0
+    finally:
+        segment.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--dir", default=os.getcwd(), help="scratch parent (a real disk)")
+    parser.add_argument("--only", default="", help="comma-separated writer names")
+    args = parser.parse_args()
+    be = load_backend("native")
+    values = make_values(args.records, args.record_bytes)
+    probe = tempfile.mkdtemp(prefix="seglog-append95-", dir=args.dir)
+    try:
+        segment_dir = os.path.join(probe, "probe")
+        append(be, segment_dir, values, None, segops.APPEND_GROUP_BYTES)
+        file_bytes = os.path.getsize(os.path.join(segment_dir, "00000000000000000000.log"))
+        shutil.rmtree(segment_dir)
+        writers = {
+            "ceiling": lambda p: ceiling(p, file_bytes, False),
+            "ceiling_sync1m": lambda p: ceiling(p, file_bytes, True),
+            "append": lambda p: append(be, p, values, None, segops.APPEND_GROUP_BYTES),
+            "append_sync1m": lambda p: append(be, p, values, MIB, segops.APPEND_GROUP_BYTES),
+            "append_per_batch": lambda p: append(be, p, values, None, 0),
+            "append_per_batch_sync1m": lambda p: append(be, p, values, MIB, 0),
+        }
+        if args.only:
+            writers = {k: v for k, v in writers.items() if k in args.only.split(",")}
+        names = list(writers)
+        rates: dict[str, list[float]] = {name: [] for name in names}
+        print(f"{args.records:,} records of {args.record_bytes} B = {file_bytes:,} file bytes "
+              f"({file_bytes / args.records:.2f} B/record); load {os.getloadavg()}")
+        for r in range(args.rounds):
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                path = os.path.join(probe, f"{name}-{r}")
+                seconds = writers[name](path)
+                rates[name].append(file_bytes / seconds)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+            print(f"round {r + 1}: " + ", ".join(
+                f"{n} {rates[n][-1] / 1e6:.0f} MB/s" for n in names), flush=True)
+        print(f"load after {os.getloadavg()}")
+
+        def fmt(xs: list[float], scale: float = 1e6, unit: str = "") -> str:
+            return (f"{statistics.median(xs) / scale:.3g}{unit} "
+                    f"({min(xs) / scale:.3g}..{max(xs) / scale:.3g})")
+        for name in names:
+            print(f"{name:24s} MB/s {fmt(rates[name])}  records/s "
+                  f"{fmt([x / (file_bytes / args.records) for x in rates[name]])} M")
+        pairs = [("append", "ceiling"), ("append_sync1m", "ceiling_sync1m"),
+                 ("append_per_batch", "ceiling"),
+                 ("append_per_batch_sync1m", "ceiling_sync1m")]
+        for a, c in pairs:
+            if a in rates and c in rates:
+                ratios = [x / y for x, y in zip(rates[a], rates[c])]
+                print(f"{a} / {c}: {fmt(ratios, 0.01, '%')}")
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
