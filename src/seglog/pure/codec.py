@@ -200,6 +200,134 @@ class Record:
         )
 
 
+#: ConsumerRecord's field names, in the order of its constructor, tuple() and indexing.
+_CONSUMER_RECORD_FIELDS = ("topic", "partition", "offset", "timestamp_ms", "key", "value",
+                           "headers")
+
+
+def _is_consumer_record_like(other) -> bool:
+    # What a ConsumerRecord compares with: a tuple (the NamedTuple it was equalled, hashed
+    # and ordered as), or a record type with its fields (the native twin's ConsumerRecord).
+    return isinstance(other, tuple) or \
+        getattr(type(other), "_fields", None) == _CONSUMER_RECORD_FIELDS
+
+
+class ConsumerRecord:
+    """One record as a consumer sees it: where it is (``topic``, ``partition``, ``offset``)
+    and what it holds (``timestamp_ms``, ``key``, ``value``, ``headers``).
+
+    ``key``/``value`` are ``bytes`` or None; ``headers`` a tuple of ``(str, bytes | None)``
+    pairs, ``()`` when there are none. The fields are read-only. It behaves as the 7-field
+    NamedTuple it used to be: ``tuple(record)``, unpacking, ``record[i]`` (slices too) and
+    ``len`` give the fields in that order; ``_fields``, ``_asdict()``, ``_replace(**fields)``
+    and ``_make(iterable)`` are there; it equals, hashes and orders as the tuple of its
+    fields (so it equals that tuple and the native twin's ConsumerRecord), its ``repr`` is
+    the NamedTuple's, and it pickles. It is **not a tuple subclass** (since issue 27):
+    ``isinstance(record, tuple)`` is False and ``record + (x,)`` is not defined
+    (``(*record, x)`` is). The native twin is the same without a cyclic-GC header
+    (``seglog._native.codec``: why).
+    """
+
+    __slots__ = _CONSUMER_RECORD_FIELDS
+    _fields = _CONSUMER_RECORD_FIELDS
+    __match_args__ = _CONSUMER_RECORD_FIELDS
+
+    def __init__(self, topic, partition, offset, timestamp_ms, key, value, headers):
+        # As the native twin's C fields: the ints are ints (TypeError otherwise).
+        partition, offset, timestamp_ms = (int(operator.index(partition)),
+                                           int(operator.index(offset)),
+                                           int(operator.index(timestamp_ms)))
+        if not -(1 << 31) <= partition < (1 << 31):
+            raise OverflowError("partition does not fit an int32")
+        for number in (offset, timestamp_ms):
+            if not -(1 << 63) <= number < (1 << 63):
+                raise OverflowError("offset and timestamp_ms must fit an int64")
+        for name, value_ in zip(_CONSUMER_RECORD_FIELDS,
+                                (topic, partition, offset, timestamp_ms, key, value, headers)):
+            object.__setattr__(self, name, value_)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
+
+    def _as_tuple(self) -> tuple:
+        return (self.topic, self.partition, self.offset, self.timestamp_ms, self.key,
+                self.value, self.headers)
+
+    @classmethod
+    def _make(cls, iterable):
+        """A ConsumerRecord of the 7 items of ``iterable`` (NamedTuple's ``_make``)."""
+        fields = tuple(iterable)
+        if len(fields) != 7:
+            raise TypeError(f"Expected 7 arguments, got {len(fields)}")
+        return cls(*fields)
+
+    def _asdict(self) -> dict:
+        """The fields as a dict, by name (NamedTuple's ``_asdict``)."""
+        return dict(zip(_CONSUMER_RECORD_FIELDS, self._as_tuple()))
+
+    def _replace(self, **changes):
+        """A new ConsumerRecord with ``changes`` (by field name) applied (NamedTuple's
+        ``_replace``: ValueError for a name that is not a field)."""
+        fields = self._asdict()
+        for name, value in changes.items():
+            if name not in fields:
+                raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+            fields[name] = value
+        return ConsumerRecord(**fields)
+
+    def __len__(self) -> int:
+        return 7
+
+    def __iter__(self):
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index):
+        return self._as_tuple()[index]
+
+    def _compared(self, other):
+        return tuple(other) if _is_consumer_record_like(other) else None
+
+    def __eq__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() == theirs
+
+    def __ne__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() != theirs
+
+    def __lt__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() < theirs
+
+    def __le__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() <= theirs
+
+    def __gt__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() > theirs
+
+    def __ge__(self, other):
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() >= theirs
+
+    def __hash__(self):
+        return hash(self._as_tuple())
+
+    def __reduce__(self):
+        return (ConsumerRecord, self._as_tuple())
+
+    def __repr__(self):
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition!r}, "
+            f"offset={self.offset!r}, timestamp_ms={self.timestamp_ms!r}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+
 def _parse_records(data, position: int, end: int, record_count: int) -> list[tuple]:
     """Parse ``record_count`` records from ``data[position:end]`` with Kafka's checks.
 
@@ -694,12 +822,13 @@ class Batch:
     ) -> list:
         """The consumer's records of this batch: for each record at or after ``min_offset``,
         ``record_type(topic, partition, offset, timestamp_ms, key, value, headers)``, where
-        ``record_type`` is a 7-field tuple subclass (ConsumerRecord; TypeError otherwise).
-        Every record is parsed and checked as by :meth:`records` (same arguments and errors,
-        also for records before ``min_offset``)."""
-        if not (isinstance(record_type, type) and issubclass(record_type, tuple)
+        ``record_type`` is a record type with 7 ``_fields`` (ConsumerRecord, either twin's;
+        TypeError otherwise). Every record is parsed and checked as by :meth:`records` (same
+        arguments and errors, also for records before ``min_offset``)."""
+        if not (isinstance(record_type, type)
                 and len(getattr(record_type, "_fields", ())) == 7):
-            raise TypeError("record_type must be a 7-field tuple subclass")
+            raise TypeError("record_type must be a record type with 7 _fields "
+                            "(ConsumerRecord)")
         return [record_type(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
                             r.headers)
                 for r in self.records(check_crcs=check_crcs,
