@@ -338,7 +338,7 @@ cdef class Batch:
                             "(ConsumerRecord)")
         first_offset = min_offset
         if native:
-            partition_c = partition  # the C field: checked once per batch, not per record
+            partition_c = operator.index(partition)  # the C field, once per batch
         decompressed_limit = _decompressed_limit(max_decompressed_bytes)
         memset(&parsed, 0, sizeof(parsed))  # written by _parse_record
         if check_crcs:

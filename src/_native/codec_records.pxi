@@ -118,9 +118,10 @@ cdef class ConsumerRecord:
 
     def __init__(self, topic, partition, offset, timestamp_ms, key, value, headers):
         self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp_ms = timestamp_ms
+        # operator.index: an int or TypeError (a C field would truncate 1.5), as the twin
+        self.partition = operator.index(partition)
+        self.offset = operator.index(offset)
+        self.timestamp_ms = operator.index(timestamp_ms)
         self.key = key
         self.value = value
         self.headers = headers

@@ -33,7 +33,8 @@ import operator
 import struct
 import sys
 import time
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -181,7 +182,7 @@ class Record:
     def __iter__(self):
         return iter((self.offset, self.timestamp_ms, self.key, self.value, self.headers))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> Any:
         try:
             other_fields = (
                 other.offset, other.timestamp_ms, other.key, other.value, other.headers
@@ -205,7 +206,7 @@ _CONSUMER_RECORD_FIELDS = ("topic", "partition", "offset", "timestamp_ms", "key"
                            "headers")
 
 
-def _is_consumer_record_like(other) -> bool:
+def _is_consumer_record_like(other: object) -> bool:
     # What a ConsumerRecord compares with: a tuple (the NamedTuple it was equalled, hashed
     # and ordered as), or a record type with its fields (the native twin's ConsumerRecord).
     return isinstance(other, tuple) or \
@@ -231,8 +232,16 @@ class ConsumerRecord:
     __slots__ = _CONSUMER_RECORD_FIELDS
     _fields = _CONSUMER_RECORD_FIELDS
     __match_args__ = _CONSUMER_RECORD_FIELDS
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
 
-    def __init__(self, topic, partition, offset, timestamp_ms, key, value, headers):
+    def __init__(self, topic: str, partition: int, offset: int, timestamp_ms: int,
+                 key: bytes | None, value: bytes | None, headers: tuple) -> None:
         # As the native twin's C fields: the ints are ints (TypeError otherwise).
         partition, offset, timestamp_ms = (int(operator.index(partition)),
                                            int(operator.index(offset)),
@@ -246,10 +255,10 @@ class ConsumerRecord:
                                 (topic, partition, offset, timestamp_ms, key, value, headers)):
             object.__setattr__(self, name, value_)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
 
     def _as_tuple(self) -> tuple:
@@ -257,7 +266,7 @@ class ConsumerRecord:
                 self.value, self.headers)
 
     @classmethod
-    def _make(cls, iterable):
+    def _make(cls, iterable: Any) -> ConsumerRecord:
         """A ConsumerRecord of the 7 items of ``iterable`` (NamedTuple's ``_make``)."""
         fields = tuple(iterable)
         if len(fields) != 7:
@@ -268,7 +277,7 @@ class ConsumerRecord:
         """The fields as a dict, by name (NamedTuple's ``_asdict``)."""
         return dict(zip(_CONSUMER_RECORD_FIELDS, self._as_tuple()))
 
-    def _replace(self, **changes):
+    def _replace(self, **changes: Any) -> ConsumerRecord:
         """A new ConsumerRecord with ``changes`` (by field name) applied (NamedTuple's
         ``_replace``: ValueError for a name that is not a field)."""
         fields = self._asdict()
@@ -281,46 +290,46 @@ class ConsumerRecord:
     def __len__(self) -> int:
         return 7
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._as_tuple())
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         return self._as_tuple()[index]
 
-    def _compared(self, other):
-        return tuple(other) if _is_consumer_record_like(other) else None
+    def _compared(self, other: object) -> tuple | None:
+        return tuple(other) if _is_consumer_record_like(other) else None  # type: ignore[call-overload]
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() == theirs
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() != theirs
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() < theirs
 
-    def __le__(self, other):
+    def __le__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() <= theirs
 
-    def __gt__(self, other):
+    def __gt__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() > theirs
 
-    def __ge__(self, other):
+    def __ge__(self, other: object) -> Any:
         theirs = self._compared(other)
         return NotImplemented if theirs is None else self._as_tuple() >= theirs
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._as_tuple())
 
-    def __reduce__(self):
+    def __reduce__(self) -> Any:
         return (ConsumerRecord, self._as_tuple())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"ConsumerRecord(topic={self.topic!r}, partition={self.partition!r}, "
             f"offset={self.offset!r}, timestamp_ms={self.timestamp_ms!r}, key={self.key!r}, "
