@@ -94,8 +94,26 @@ def as_topic_partition(tp: Any) -> TopicPartition:
 
 if TYPE_CHECKING:
     class ConsumerRecord:
-        """One record as a consumer sees it (the type checker's view of the backend's class
-        named below)."""
+        """One record as a consumer sees it: where it is (``topic``, ``partition``,
+        ``offset``) and what it holds (``timestamp_ms``, ``key``, ``value``, ``headers``).
+
+        ``key``/``value`` are ``bytes`` or None; ``headers`` a tuple of ``(str, bytes |
+        None)`` pairs. The fields are read-only. At run time this name is the default
+        backend's class (``seglog._native.codec.ConsumerRecord``, a native type without a
+        cyclic-GC header, or its pure twin when the extension is not built or
+        ``SEGLOG_BACKEND=pure``): one type in a process, which either backend's consumer
+        returns.
+
+        **Not a tuple subclass since issue 27** (it was a ``NamedTuple``): it keeps
+        ``tuple(record)``, unpacking, ``record[i]`` and slices, ``len``, ``_fields``,
+        ``_asdict()``, ``_replace(**fields)``, ``_make(iterable)``, class patterns
+        (``__match_args__``), pickling, the NamedTuple's ``repr``, and equality, hash and
+        order of the tuple of its fields (``record == (topic, partition, ...)`` still
+        holds); ``isinstance(record, tuple)`` is now False and ``record + (x,)`` is gone
+        (write ``(*record, x)``). Why: a poll makes thousands at once, and the tuple
+        subclass's GC header, ``int`` object per offset and the young-generation
+        collections they triggered cost half a poll's time over the core's scan.
+        """
 
         _fields: tuple[str, ...]
         __match_args__ = ("topic", "partition", "offset", "timestamp_ms", "key", "value",
