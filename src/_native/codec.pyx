@@ -32,8 +32,9 @@ Layout: this file and the parts it ``include``s, in this order (all in src/_nati
 ``codec.pyx``                         this docstring; every cimport and import; the C helpers,
                                       constants and messages the parts share
 ``codec_arguments.pxi``               the twin's argument rules; buffer exports (_Buffer)
-``codec_records.pxi``                 Record; record parse errors and headers; one record
-                                      by offset (batch_record_at, cimported by segment)
+``codec_records.pxi``                 Record, ConsumerRecord; record parse errors and
+                                      headers; one record by offset (batch_record_at,
+                                      cimported by segment)
 ``codec_validation.pxi``              a batch's framing checks (FileLogInputStream's rules)
 ``codec_batch.pxi``                   Batch: the decoded header, its CRC check, its decoders
 ``codec_iteration.pxi``               iter_batches: a buffer walked batch by batch
@@ -74,12 +75,6 @@ from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF, _Py_REFCNT
-from cpython.object cimport PyTypeObject
-from cpython.tuple cimport PyTuple_SET_ITEM
-
-cdef extern from "Python.h":
-    PyObject *PyType_GenericAlloc(PyTypeObject *cls, Py_ssize_t items) except NULL
-    void PyObject_GC_UnTrack(void *op)
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc

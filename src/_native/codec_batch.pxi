@@ -306,11 +306,12 @@ cdef class Batch:
     def consumer_records(self, record_type, topic, partition, min_offset=0, *,
                          check_crcs=True,
                          max_decompressed_bytes=DECOMPRESSED_BYTES_MAX_DEFAULT):
-        """The consumer's records of this batch, decoded straight into ``record_type``
-        tuples: for each record at or after ``min_offset``, ``record_type(topic, partition,
-        offset, timestamp_ms, key, value, headers)``, where ``record_type`` is a 7-field tuple
-        subclass (ConsumerRecord; TypeError otherwise), built in C without calling its
-        constructor and without an intermediate :class:`Record`.
+        """The consumer's records of this batch: for each record at or after ``min_offset``,
+        ``record_type(topic, partition, offset, timestamp_ms, key, value, headers)``, where
+        ``record_type`` is a record type with 7 ``_fields`` (ConsumerRecord, either twin's;
+        TypeError otherwise). This module's :class:`ConsumerRecord` is built in C straight
+        from the parse (no constructor call, no intermediate :class:`Record`); another type
+        is called.
 
         Every record is parsed and checked as by :meth:`records` (same ``check_crcs``,
         ``max_decompressed_bytes`` and errors, also for records before ``min_offset``); only
@@ -327,16 +328,18 @@ cdef class Batch:
         cdef uint64_t base_timestamp = <uint64_t>self.base_timestamp_ms
         cdef tuple empty = ()
         cdef Py_ssize_t decompressed_limit
-        cdef PyTypeObject *cls
+        cdef bint native = record_type is ConsumerRecord
+        cdef int32_t partition_c = 0
+        cdef ConsumerRecord item
         cdef list result
-        cdef object timestamp_object = None, offset_object
-        cdef int64_t last_timestamp_ms = 0
-        if not (isinstance(record_type, type) and issubclass(record_type, tuple)
-                and len(getattr(record_type, "_fields", ())) == 7):
-            raise TypeError("record_type must be a 7-field tuple subclass")
+        if not native and not (isinstance(record_type, type)
+                               and len(getattr(record_type, "_fields", ())) == 7):
+            raise TypeError("record_type must be a record type with 7 _fields "
+                            "(ConsumerRecord)")
         first_offset = min_offset
+        if native:
+            partition_c = operator.index(partition)  # the C field, once per batch
         decompressed_limit = _decompressed_limit(max_decompressed_bytes)
-        cls = <PyTypeObject *>record_type
         memset(&parsed, 0, sizeof(parsed))  # written by _parse_record
         if check_crcs:
             self._check_crc()
@@ -370,35 +373,21 @@ cdef class Batch:
                 headers = _decode_headers(data, parsed.headers_position, parsed.header_count)
             else:
                 headers = empty
-            # The ints as objects: a batch's records mostly share one timestamp (the
-            # producer's clock read per batch or per millisecond), so its object is reused.
-            if timestamp_object is None or timestamp_ms != last_timestamp_ms:
-                timestamp_object = timestamp_ms
-                last_timestamp_ms = timestamp_ms
-            offset_object = offset
-            item = <object>PyType_GenericAlloc(cls, 7)
-            Py_DECREF(item)  # the cast took a second reference to the new object
-            # Set each field straight (a tuple of the fields and enumerate cost more than
-            # the record itself); PyTuple_SET_ITEM steals the reference taken here.
-            Py_INCREF(topic)
-            PyTuple_SET_ITEM(item, 0, topic)
-            Py_INCREF(partition)
-            PyTuple_SET_ITEM(item, 1, partition)
-            Py_INCREF(offset_object)
-            PyTuple_SET_ITEM(item, 2, offset_object)
-            Py_INCREF(timestamp_object)
-            PyTuple_SET_ITEM(item, 3, timestamp_object)
-            Py_INCREF(key)
-            PyTuple_SET_ITEM(item, 4, key)
-            Py_INCREF(value)
-            PyTuple_SET_ITEM(item, 5, value)
-            Py_INCREF(headers)
-            PyTuple_SET_ITEM(item, 6, headers)
-            # Its fields are str, int, bytes, None and tuples of those, so it cannot be in a
-            # reference cycle: untracked, the collections a poll's thousands of allocations
-            # trigger do not walk it (they took half of the decode time), as Record's no_gc.
-            PyObject_GC_UnTrack(<void *>item)
-            result.append(item)
+            if native:
+                # Freelisted, no GC header, the ints as C fields: no int object per record
+                # and nothing for the young-generation collections to walk (ConsumerRecord).
+                item = ConsumerRecord.__new__(ConsumerRecord)
+                item.topic = topic
+                item.partition = partition_c
+                item.offset = offset
+                item.timestamp_ms = timestamp_ms
+                item.key = key
+                item.value = value
+                item.headers = headers
+                result.append(item)
+            else:
+                result.append(record_type(topic, partition, offset, timestamp_ms, key, value,
+                                          headers))
         if position != end:
             raise InvalidRecordError(_RECORDS_REMAINING)
         return result

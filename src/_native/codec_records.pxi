@@ -67,6 +67,134 @@ cdef class Record:
         )
 
 
+#: ConsumerRecord's field names, in the order of its constructor, tuple() and indexing.
+_CONSUMER_RECORD_FIELDS = ("topic", "partition", "offset", "timestamp_ms", "key", "value",
+                           "headers")
+
+
+cdef inline bint _is_consumer_record_like(object other):
+    # What a ConsumerRecord compares with: a tuple (the NamedTuple it was equalled, hashed
+    # and ordered as), or a record type with its fields (the twin's ConsumerRecord).
+    return isinstance(other, tuple) or \
+        getattr(type(other), "_fields", None) == _CONSUMER_RECORD_FIELDS
+
+
+@cython.freelist(4096)
+@cython.no_gc
+@cython.final
+cdef class ConsumerRecord:
+    """One record as a consumer sees it: where it is (``topic``, ``partition``, ``offset``)
+    and what it holds (``timestamp_ms``, ``key``, ``value``, ``headers``).
+
+    ``key``/``value`` are ``bytes`` or None; ``headers`` a tuple of ``(str, bytes | None)``
+    pairs, ``()`` when there are none. The fields are read-only. It behaves as the
+    7-field NamedTuple it used to be: ``tuple(record)``, unpacking, ``record[i]`` (slices
+    too) and ``len`` give the fields in that order; ``_fields``, ``_asdict()``,
+    ``_replace(**fields)`` and ``_make(iterable)`` are there; it equals, hashes and orders as
+    the tuple of its fields (so it equals that tuple and a twin's ConsumerRecord), its
+    ``repr`` is the NamedTuple's, and it pickles. It is **not a tuple subclass** (since issue
+    27): ``isinstance(record, tuple)`` is False and ``record + (x,)`` is not defined
+    (``(*record, x)`` is).
+
+    Why not a NamedTuple: a poll makes thousands at once; a tuple subclass carries a cyclic
+    GC header and an ``int`` object per offset, and its allocations triggered young-generation
+    collections that walked every record held (half of a poll's cost over the core's
+    :class:`Record`). This type keeps ``partition`` as a C int32, ``offset`` and
+    ``timestamp_ms`` as C int64, and is not tracked by the cyclic garbage collector: it holds
+    only str, bytes, None and tuples of (str, bytes), so it is in no reference cycle unless
+    one is built on purpose through the constructor's ``headers`` (that cycle would leak).
+    """
+
+    cdef readonly object topic
+    cdef readonly int32_t partition
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp_ms
+    cdef readonly object key
+    cdef readonly object value
+    cdef readonly object headers
+
+    _fields = _CONSUMER_RECORD_FIELDS
+    __match_args__ = _CONSUMER_RECORD_FIELDS
+
+    def __init__(self, topic, partition, offset, timestamp_ms, key, value, headers):
+        self.topic = topic
+        # operator.index: an int or TypeError (a C field would truncate 1.5), as the twin
+        self.partition = operator.index(partition)
+        self.offset = operator.index(offset)
+        self.timestamp_ms = operator.index(timestamp_ms)
+        self.key = key
+        self.value = value
+        self.headers = headers
+
+    cdef tuple _as_tuple(self):
+        return (self.topic, self.partition, self.offset, self.timestamp_ms, self.key,
+                self.value, self.headers)
+
+    @classmethod
+    def _make(cls, iterable):
+        """A ConsumerRecord of the 7 items of ``iterable`` (NamedTuple's ``_make``)."""
+        fields = tuple(iterable)
+        if len(fields) != 7:
+            raise TypeError(f"Expected 7 arguments, got {len(fields)}")
+        return cls(*fields)
+
+    def _asdict(self):
+        """The fields as a dict, by name (NamedTuple's ``_asdict``)."""
+        return dict(zip(_CONSUMER_RECORD_FIELDS, self._as_tuple()))
+
+    def _replace(self, **changes):
+        """A new ConsumerRecord with ``changes`` (by field name) applied (NamedTuple's
+        ``_replace``: ValueError for a name that is not a field)."""
+        fields = self._asdict()
+        for name, value in changes.items():
+            if name not in fields:
+                raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+            fields[name] = value
+        return ConsumerRecord(**fields)
+
+    def __len__(self):
+        return 7
+
+    def __iter__(self):
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index):
+        return self._as_tuple()[index]
+
+    def __richcmp__(self, other, int op):
+        if isinstance(other, ConsumerRecord):
+            theirs = (<ConsumerRecord>other)._as_tuple()
+        elif _is_consumer_record_like(other):
+            theirs = tuple(other)
+        else:
+            return NotImplemented
+        mine = self._as_tuple()
+        if op == 2:
+            return mine == theirs
+        if op == 3:
+            return mine != theirs
+        if op == 0:
+            return mine < theirs
+        if op == 1:
+            return mine <= theirs
+        if op == 4:
+            return mine > theirs
+        return mine >= theirs
+
+    def __hash__(self):
+        return hash(self._as_tuple())
+
+    def __reduce__(self):
+        return (ConsumerRecord, self._as_tuple())
+
+    def __repr__(self):
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition!r}, "
+            f"offset={self.offset!r}, timestamp_ms={self.timestamp_ms!r}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+
 cdef int _raise_parse_failure(ParseFailure *failure) except -1:
     cdef int code = failure.code
     if code == E_PREMATURE_EOF:

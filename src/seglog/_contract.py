@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
-__all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "KeyMap",
+__all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "ConsumerRecord",
+           "KeyMap",
            "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "ReentrantLock", "Segment",
            "SendFuture", "Sender", "TimeIndex", "TopicSlots"]
 
@@ -87,6 +88,55 @@ class Record(Protocol):
 
     def __hash__(self) -> int:
         """Hash of the five fields."""
+
+
+class ConsumerRecord(Protocol):
+    """One record as a consumer sees it (``seglog.types.ConsumerRecord`` is the default
+    backend's class): ``topic``, ``partition``, ``offset``, ``timestamp_ms``, ``key``,
+    ``value``, ``headers``, read-only. Tuple-like, not a tuple subclass: ``tuple(record)``,
+    unpacking, ``record[i]`` and ``len`` give the seven fields in that order; ``_fields``,
+    ``_asdict``, ``_replace`` and ``_make`` as a NamedTuple's; equal to, hashed and ordered as
+    the tuple of its fields (so the twins' records equal each other and that tuple)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp_ms: int,
+                 key: bytes | None, value: bytes | None, headers: Headers) -> None:
+        """A record of these fields (the ints must fit: int32 partition, int64 others)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp_ms(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Headers: ...
+
+    def __len__(self) -> int:
+        """7."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """The seven fields in order."""
+
+    def __getitem__(self, index: Any) -> Any:
+        """``tuple(record)[index]``."""
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a tuple or ConsumerRecord of the same seven fields."""
+
+    def __hash__(self) -> int:
+        """Hash of the tuple of the seven fields."""
+
+    def __repr__(self) -> str:
+        """``ConsumerRecord(topic=..., ...)``, as the NamedTuple's."""
+
+    def __reduce__(self) -> Any:
+        """Pickled as its class and fields."""
 
 
 class Columns(Protocol):
@@ -212,8 +262,9 @@ class Batch(Protocol):
                          max_decompressed_bytes: int = DECOMPRESSED_BYTES_MAX_DEFAULT
                          ) -> list[Any]:
         """``record_type(topic, partition, offset, timestamp_ms, key, value, headers)`` for
-        each record at or after ``min_offset`` (a 7-field tuple subclass: ConsumerRecord;
-        TypeError otherwise), decoded straight from the batch; every record is checked as by
+        each record at or after ``min_offset`` (a record type with 7 ``_fields``: either
+        twin's ConsumerRecord; TypeError otherwise), decoded straight from the batch (the
+        backend's own ConsumerRecord without calling it); every record is checked as by
         ``records`` (same arguments, same errors)."""
 
     def record_at(self, offset: int, *, check_crcs: bool = True,
@@ -901,6 +952,7 @@ class AccumulatorModule(Protocol):
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.
 _Record = Record
+_ConsumerRecord = ConsumerRecord
 _Batch = Batch
 _Columns = Columns
 _Segment = Segment
@@ -920,6 +972,8 @@ class Backend(Protocol):
 
     @property
     def Record(self) -> type[_Record]: ...  # noqa: N802 - module attributes named as classes
+    @property
+    def ConsumerRecord(self) -> type[_ConsumerRecord]: ...  # noqa: N802
     @property
     def Batch(self) -> type[_Batch]: ...  # noqa: N802
     @property

@@ -30,8 +30,8 @@ from seglog import _contract
 CONTRACT_PATH = Path(_contract.__file__)
 NATIVE_DIR = Path(seglog.__file__).parent / "_native"
 #: Contract Protocol -> the backend attribute that is its class.
-CONTRACT_CLASSES = ("Record", "Batch", "Columns", "Segment", "OffsetIndex", "TimeIndex",
-                    "KeyMap")
+CONTRACT_CLASSES = ("Record", "ConsumerRecord", "Batch", "Columns", "Segment", "OffsetIndex",
+                    "TimeIndex", "KeyMap")
 
 
 # --- reading the contract and the stubs with ast ------------------------------------------------
@@ -163,6 +163,9 @@ def _instances(backend, tmp_path: Path) -> dict[str, object]:
                                    base_offset=0, max_index_bytes=120)
     return {
         "Record": backend.Record(offset=1, timestamp_ms=2, key=b"k", value=None, headers=()),
+        "ConsumerRecord": backend.ConsumerRecord(topic="t", partition=0, offset=1,
+                                                 timestamp_ms=2, key=b"k", value=None,
+                                                 headers=()),
         "Batch": batch,
         "Columns": backend.decode_columns(data),
         "Segment": segment,

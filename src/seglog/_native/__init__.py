@@ -8,6 +8,7 @@ from ._crc32c import crc32c
 from .codec import (
     Batch,
     Columns,
+    ConsumerRecord,
     Record,
     decode_columns,
     encode_batch,
@@ -23,7 +24,7 @@ from .segment import Segment, drop_mapped_pages
 name = "native"
 
 __all__ = [
-    "accumulator", "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment",
+    "accumulator", "Batch", "Columns", "ConsumerRecord", "KeyMap", "Record", "OffsetIndex", "Segment",
     "TimeIndex", "crc32c",
     "decode_columns", "drop_mapped_pages", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

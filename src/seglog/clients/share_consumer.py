@@ -334,7 +334,7 @@ class ShareConsumer:
             first, last, count = overlapping[0]
             if len(overlapping) == 1 and last >= last_in_batch:
                 # The usual case: one acquired range covers the rest of the batch.
-                out.extend([new(ShareConsumerRecord, r + (count,)) for r in records])
+                out.extend([new(ShareConsumerRecord, (*r, count)) for r in records])
                 continue
             index = 0
             for record in records:
@@ -345,7 +345,7 @@ class ShareConsumer:
                     break
                 first, _last, count = overlapping[index]
                 if offset >= first:
-                    out.append(new(ShareConsumerRecord, record + (count,)))
+                    out.append(new(ShareConsumerRecord, (*record, count)))
         acquired_count = sum(last - first + 1 for first, last, _count in ranges)
         if len(out) + len(rejected) < acquired_count:
             # Offsets acquired with no record in them: control records, compacted away.

@@ -7,6 +7,7 @@ from .crc32c import crc32c
 from .codec import (
     Batch,
     Columns,
+    ConsumerRecord,
     Record,
     decode_columns,
     encode_batch,
@@ -22,7 +23,7 @@ from .segment import Segment, drop_mapped_pages
 name = "pure"
 
 __all__ = [
-    "accumulator", "Batch", "Columns", "KeyMap", "Record", "OffsetIndex", "Segment",
+    "accumulator", "Batch", "Columns", "ConsumerRecord", "KeyMap", "Record", "OffsetIndex", "Segment",
     "TimeIndex", "crc32c",
     "decode_columns", "drop_mapped_pages", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name",
 ]

@@ -33,7 +33,8 @@ import operator
 import struct
 import sys
 import time
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -181,7 +182,7 @@ class Record:
     def __iter__(self):
         return iter((self.offset, self.timestamp_ms, self.key, self.value, self.headers))
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> Any:
         try:
             other_fields = (
                 other.offset, other.timestamp_ms, other.key, other.value, other.headers
@@ -196,6 +197,142 @@ class Record:
     def __repr__(self):
         return (
             f"Record(offset={self.offset}, timestamp_ms={self.timestamp_ms}, key={self.key!r}, "
+            f"value={self.value!r}, headers={self.headers!r})"
+        )
+
+
+#: ConsumerRecord's field names, in the order of its constructor, tuple() and indexing.
+_CONSUMER_RECORD_FIELDS = ("topic", "partition", "offset", "timestamp_ms", "key", "value",
+                           "headers")
+
+
+def _is_consumer_record_like(other: object) -> bool:
+    # What a ConsumerRecord compares with: a tuple (the NamedTuple it was equalled, hashed
+    # and ordered as), or a record type with its fields (the native twin's ConsumerRecord).
+    return isinstance(other, tuple) or \
+        getattr(type(other), "_fields", None) == _CONSUMER_RECORD_FIELDS
+
+
+class ConsumerRecord:
+    """One record as a consumer sees it: where it is (``topic``, ``partition``, ``offset``)
+    and what it holds (``timestamp_ms``, ``key``, ``value``, ``headers``).
+
+    ``key``/``value`` are ``bytes`` or None; ``headers`` a tuple of ``(str, bytes | None)``
+    pairs, ``()`` when there are none. The fields are read-only. It behaves as the 7-field
+    NamedTuple it used to be: ``tuple(record)``, unpacking, ``record[i]`` (slices too) and
+    ``len`` give the fields in that order; ``_fields``, ``_asdict()``, ``_replace(**fields)``
+    and ``_make(iterable)`` are there; it equals, hashes and orders as the tuple of its
+    fields (so it equals that tuple and the native twin's ConsumerRecord), its ``repr`` is
+    the NamedTuple's, and it pickles. It is **not a tuple subclass** (since issue 27):
+    ``isinstance(record, tuple)`` is False and ``record + (x,)`` is not defined
+    (``(*record, x)`` is). The native twin is the same without a cyclic-GC header
+    (``seglog._native.codec``: why).
+    """
+
+    __slots__ = _CONSUMER_RECORD_FIELDS
+    _fields = _CONSUMER_RECORD_FIELDS
+    __match_args__ = _CONSUMER_RECORD_FIELDS
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple
+
+    def __init__(self, topic: str, partition: int, offset: int, timestamp_ms: int,
+                 key: bytes | None, value: bytes | None, headers: tuple) -> None:
+        # As the native twin's C fields: the ints are ints (TypeError otherwise).
+        partition, offset, timestamp_ms = (int(operator.index(partition)),
+                                           int(operator.index(offset)),
+                                           int(operator.index(timestamp_ms)))
+        if not -(1 << 31) <= partition < (1 << 31):
+            raise OverflowError("partition does not fit an int32")
+        for number in (offset, timestamp_ms):
+            if not -(1 << 63) <= number < (1 << 63):
+                raise OverflowError("offset and timestamp_ms must fit an int64")
+        for name, value_ in zip(_CONSUMER_RECORD_FIELDS,
+                                (topic, partition, offset, timestamp_ms, key, value, headers)):
+            object.__setattr__(self, name, value_)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"ConsumerRecord's {name!r} is read-only")
+
+    def _as_tuple(self) -> tuple:
+        return (self.topic, self.partition, self.offset, self.timestamp_ms, self.key,
+                self.value, self.headers)
+
+    @classmethod
+    def _make(cls, iterable: Any) -> ConsumerRecord:
+        """A ConsumerRecord of the 7 items of ``iterable`` (NamedTuple's ``_make``)."""
+        fields = tuple(iterable)
+        if len(fields) != 7:
+            raise TypeError(f"Expected 7 arguments, got {len(fields)}")
+        return cls(*fields)
+
+    def _asdict(self) -> dict:
+        """The fields as a dict, by name (NamedTuple's ``_asdict``)."""
+        return dict(zip(_CONSUMER_RECORD_FIELDS, self._as_tuple()))
+
+    def _replace(self, **changes: Any) -> ConsumerRecord:
+        """A new ConsumerRecord with ``changes`` (by field name) applied (NamedTuple's
+        ``_replace``: ValueError for a name that is not a field)."""
+        fields = self._asdict()
+        for name, value in changes.items():
+            if name not in fields:
+                raise ValueError(f"Got unexpected field names: {list(changes)!r}")
+            fields[name] = value
+        return ConsumerRecord(**fields)
+
+    def __len__(self) -> int:
+        return 7
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._as_tuple()[index]
+
+    def _compared(self, other: object) -> tuple | None:
+        return tuple(other) if _is_consumer_record_like(other) else None  # type: ignore[call-overload]
+
+    def __eq__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() == theirs
+
+    def __ne__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() != theirs
+
+    def __lt__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() < theirs
+
+    def __le__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() <= theirs
+
+    def __gt__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() > theirs
+
+    def __ge__(self, other: object) -> Any:
+        theirs = self._compared(other)
+        return NotImplemented if theirs is None else self._as_tuple() >= theirs
+
+    def __hash__(self) -> int:
+        return hash(self._as_tuple())
+
+    def __reduce__(self) -> Any:
+        return (ConsumerRecord, self._as_tuple())
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerRecord(topic={self.topic!r}, partition={self.partition!r}, "
+            f"offset={self.offset!r}, timestamp_ms={self.timestamp_ms!r}, key={self.key!r}, "
             f"value={self.value!r}, headers={self.headers!r})"
         )
 
@@ -694,12 +831,13 @@ class Batch:
     ) -> list:
         """The consumer's records of this batch: for each record at or after ``min_offset``,
         ``record_type(topic, partition, offset, timestamp_ms, key, value, headers)``, where
-        ``record_type`` is a 7-field tuple subclass (ConsumerRecord; TypeError otherwise).
-        Every record is parsed and checked as by :meth:`records` (same arguments and errors,
-        also for records before ``min_offset``)."""
-        if not (isinstance(record_type, type) and issubclass(record_type, tuple)
+        ``record_type`` is a record type with 7 ``_fields`` (ConsumerRecord, either twin's;
+        TypeError otherwise). Every record is parsed and checked as by :meth:`records` (same
+        arguments and errors, also for records before ``min_offset``)."""
+        if not (isinstance(record_type, type)
                 and len(getattr(record_type, "_fields", ())) == 7):
-            raise TypeError("record_type must be a 7-field tuple subclass")
+            raise TypeError("record_type must be a record type with 7 _fields "
+                            "(ConsumerRecord)")
         return [record_type(topic, partition, r.offset, r.timestamp_ms, r.key, r.value,
                             r.headers)
                 for r in self.records(check_crcs=check_crcs,
