@@ -31,6 +31,8 @@ PER_PARTITION = 10
 BASE_MS = 1_700_000_000_000
 BASE_ISO = "2023-11-14T22:13:20Z"
 FIVE_ISO = "2023-11-14T22:13:25Z"
+#: The topics' config: records dated 2023 are kept (no time-based retention).
+NO_RETENTION = {"retention.ms": "-1"}
 #: What the group commits while its member is live: lag 5, 2, 0.
 COMMITTED = {0: 5, 1: 8, 2: 10}
 
@@ -55,7 +57,10 @@ def _broker_setup(bootstrap: str, topic: str, group: str, protocol: str = "class
     """The topic with its records, and a live member of ``group`` (of the ``protocol``
     given) that committed :data:`COMMITTED` (returned open)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(WAIT_S)
+    # retention.ms -1: the records are dated 2023, and a broker's retention check (Kafka's
+    # runs every 5 minutes on the session's shared broker) would delete them mid-test.
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1, config=NO_RETENTION)]
+                        )[topic].result(WAIT_S)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for p in range(PARTITIONS):
         for n in range(PER_PARTITION):
@@ -209,7 +214,7 @@ def _data_dir_scenario(run_seglog, tmp_path) -> dict[str, Any]:
     topic, group = _names()
     path = tmp_path / "data"
     with seglog.Store(path) as store:
-        store.create_topic(topic, PARTITIONS)
+        store.create_topic(topic, PARTITIONS, NO_RETENTION)
         producer = store.producer()
         for p in range(PARTITIONS):
             for n in range(PER_PARTITION):
