@@ -229,7 +229,7 @@ def dirty_bytes() -> int:
 #: writes otherwise throttle the next broker's writers: balance_dirty_pages)...
 DIRTY_SETTLE_BYTES = 256 << 20
 #: ... waiting at most this long.
-DIRTY_SETTLE_S = 30.0
+DIRTY_SETTLE_S = 3.0
 
 
 def settle_dirty() -> float:
@@ -270,7 +270,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int,
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    new = (NewTopic(topic, replica_assignment=assignment) if assignment
+    new = (NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment) if assignment
            else NewTopic(topic, num_partitions=partitions, replication_factor=1))
     admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
@@ -524,11 +524,37 @@ def summarize(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _mmm(values: list[float], fmt: str) -> str:
+    lo, mid, hi = values
+    return f"{mid:{fmt}} ({lo:{fmt}}..{hi:{fmt}})"
+
+
+def report_markdown(data: dict) -> str:
+    """A markdown table of a ``--json`` file's summary (median (min..max) per cell)."""
+    lines = ["| target | record | acks | gens | rounds | MB/s | records/s | broker cores | "
+             "event-loop demand | gen cores | broker CPU-s/GB | load 1m |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in data["summary"]:
+        demand = (_mmm(s["main_thread_demand"], ".2f")
+                  if s.get("main_thread_demand") and s["main_thread_demand"][2] > 0 else "-")
+        lines.append(
+            f"| {s['target']} | {s['record_bytes']} B | {s['acks']} | {s['gens']} | "
+            f"{s['rounds']} | {_mmm(s['mb_s'], '.0f')} | "
+            f"{_mmm([x / 1e6 for x in s['records_s']], '.2f')} M | "
+            f"{_mmm(s['broker_cores'], '.2f')} | {demand} | {_mmm(s['gen_cores'], '.2f')} | "
+            f"{_mmm(s['broker_cpu_s_per_gb'], '.2f')} | {_mmm(s['load_1m'], '.1f')} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["report"]:
+        for path in argv[1:]:
+            print(report_markdown(json.loads(Path(path).read_text())))
+        return 0
     if argv[:1] == ["replay"]:
         rp = argparse.ArgumentParser(prog="headroom.py replay")
         rp.add_argument("--leaders", required=True, help="partition=host:port,...")
