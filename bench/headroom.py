@@ -573,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
                              "requests (cheapest per byte)")
     parser.add_argument("--brokers", default="seglog,kafka", help="single: seglog,kafka")
     parser.add_argument("--shards", default="1,2", help="shards: broker counts")
+    parser.add_argument("--with-kafka", action="store_true",
+                        help="shards: a Kafka 4.4 broker as a third target (never pinned: "
+                             "its threads use both cores, as 2 shards do)")
     parser.add_argument("--gens", default="1,2,3,4", help="generator process counts")
     parser.add_argument("--sizes", default="100,1024", help="record sizes (bytes)")
     parser.add_argument("--acks", default="1,all")
@@ -603,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
         owners = [cluster]
         for k in counts:
             targets[f"shards{k}"] = cluster.view(k)
+        if args.with_kafka:
+            targets["kafka"] = Single("kafka", scratch, None)
+            owners.append(targets["kafka"])
     rows: list[dict] = []
     print(f"# {args.mode} layout={args.layout} cpus={os.cpu_count()} "
           f"load={os.getloadavg()[0]:.2f} scratch={scratch}", flush=True)
