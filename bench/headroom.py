@@ -2,13 +2,17 @@
 saturates, beside Kafka 4.4 under the same load, and what a second shard on the second core
 adds.
 
-The load: 1..N generator processes (``bench/headroom_gen``, a small Go program on franz-go
-v1.22.3, the client ``tools/franz_go.py`` fetches: built here with ``go build`` from the Go
-module cache or the Go proxy), each producing records of ``--record-bytes`` (no key, sticky
-partitioning, 64 KiB batches, linger 5 ms, no compression, no idempotence) as fast as
-franz-go lets it for ``--seconds`` from a common start time (or until ``--max-records``), to
-a topic of ``--partitions`` partitions. Every step uses a fresh topic (deleted afterwards, so
-the disk does not fill). Each generator reports the records acknowledged and its own CPU
+The load: 1..N generator processes, each producing records of ``--record-bytes`` for
+``--seconds`` from a common start time (or until ``--max-records``) to a topic of
+``--partitions`` partitions. ``--gen replay`` (default): ``replay`` subprocesses of this
+script, each sending one pre-encoded ~64 KiB record batch per Produce v3 request, 5 in flight
+per connection (see :func:`replay_main`; ~4x cheaper per byte than the seglog broker, so it
+saturates a broker core without being the limit). ``--gen franz``: ``bench/headroom_gen``, a
+small Go program on franz-go v1.22.3 (the client ``tools/franz_go.py`` fetches; built here
+with ``go build`` from the Go module cache or the Go proxy): no key, sticky partitioning,
+64 KiB batches, linger 5 ms, no compression, no idempotence; a real client, 2-3x dearer per
+byte than the broker. Every step uses a fresh topic (deleted afterwards, so the disk does
+not fill) and checks that the partitions' high watermarks add up to the records acknowledged. Each generator reports the records acknowledged and its own CPU
 seconds (getrusage); this script reads the brokers' CPU seconds from ``/proc/<pid>/stat``
 and each core's busy share from ``/proc/stat`` over the same window.
 
@@ -16,21 +20,26 @@ Cores (``--layout``):
 
 - ``pinned`` (default): every broker on CPU 0 (``sched_setaffinity`` of all its threads:
   seglog's event loop; Kafka's JVM with its network, request-handler and GC threads), every
-  generator on CPU 1. A broker at ~1.00 core is saturated; generators at ~1.00 core mean the
-  load is the limit, not the broker.
+  generator on CPU 1. seglog's loop is saturated when its main thread's demand (on-CPU plus
+  runnable-but-waiting time, ``/proc/<pid>/schedstat``) is ~1.0, whatever share of the core
+  other processes took; generators at ~1.00 core mean the load is the limit, not the broker.
 - ``free``: nobody pinned (what a user gets on this 2-core machine).
 
 Modes:
 
     PYTHONPATH=src python bench/headroom.py single --brokers seglog,kafka --gens 1,2,3,4
-    PYTHONPATH=src python bench/headroom.py shards --shards 1,2 --gens 2,4
+    PYTHONPATH=src python bench/headroom.py single --gen franz --sizes 100 --acks all
+    PYTHONPATH=src python bench/headroom.py shards --shards 1,2 --gens 2,4 [--with-kafka]
+    python bench/headroom.py report results.json        # markdown table of a --json file
 
 ``single``: one ``seglog serve`` and/or one Kafka 4.4 broker (KRaft, ``KafkaBroker``), both
 up at once, rounds alternating the order. ``shards``: ``seglog.cluster.local.LocalCluster``
 (ZooKeeper + 1 or 2 ``seglog serve``), RF 1, each broker leading an equal share of the
-partitions; ``--layout pinned`` puts broker i on CPU i-1 (generators unpinned: there is no
-third core), ``free`` pins nothing. Every loop is bounded in count and time; only processes
-this script started are signalled, by pid. Results: one JSON line per step on stdout and a
+partitions; "1 shard" and "2 shards" are topics led by the first broker only or by both, on
+the same cluster, alternating; ``--layout pinned`` puts broker i on CPU i-1 (generators
+unpinned: there is no third core), ``free`` pins nothing; ``--with-kafka`` adds an unpinned
+Kafka 4.4 broker as a third target (its threads use both cores, as two shards do). Every
+loop is bounded in count and time; only processes this script started are signalled, by pid. Results: one JSON line per step on stdout and a
 summary (min/median/max over the rounds) at the end; ``--json PATH`` writes all of it.
 """
 
