@@ -12,8 +12,9 @@ small Go program on franz-go v1.22.3 (the client ``tools/franz_go.py`` fetches; 
 with ``go build`` from the Go module cache or the Go proxy): no key, sticky partitioning,
 64 KiB batches, linger 5 ms, no compression, no idempotence; a real client, 2-3x dearer per
 byte than the broker. Every step uses a fresh topic (deleted afterwards, so the disk does
-not fill) and checks that the partitions' high watermarks add up to the records acknowledged. Each generator reports the records acknowledged and its own CPU
-seconds (getrusage); this script reads the brokers' CPU seconds from ``/proc/<pid>/stat``
+not fill) and checks that the partitions' high watermarks add up to the records acknowledged.
+Each generator reports the records acknowledged and its own CPU seconds (getrusage); this
+script reads the brokers' CPU seconds from ``/proc/<pid>/stat``
 and each core's busy share from ``/proc/stat`` over the same window.
 
 Cores (``--layout``):
@@ -39,8 +40,9 @@ partitions; "1 shard" and "2 shards" are topics led by the first broker only or 
 the same cluster, alternating; ``--layout pinned`` puts broker i on CPU i-1 (generators
 unpinned: there is no third core), ``free`` pins nothing; ``--with-kafka`` adds an unpinned
 Kafka 4.4 broker as a third target (its threads use both cores, as two shards do). Every
-loop is bounded in count and time; only processes this script started are signalled, by pid. Results: one JSON line per step on stdout and a
-summary (min/median/max over the rounds) at the end; ``--json PATH`` writes all of it.
+loop is bounded in count and time; only processes this script started are signalled, by pid.
+Results: one JSON line per step on stdout and a summary (min/median/max over the rounds) at
+the end; ``--json PATH`` writes all of it.
 """
 
 from __future__ import annotations
@@ -279,8 +281,8 @@ def create_topic(bootstrap: str, topic: str, partitions: int,
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    new = (NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment) if assignment
-           else NewTopic(topic, num_partitions=partitions, replication_factor=1))
+    new = (NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
+           if assignment else NewTopic(topic, num_partitions=partitions, replication_factor=1))
     admin.create_topics([new], operation_timeout=timeout_s)[topic].result(timeout=timeout_s)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
