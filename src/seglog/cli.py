@@ -79,10 +79,11 @@ def parse_parts(text: str) -> tuple[str, ...]:
 
 
 #: Expected wall time of each bench mode on a quiet 2-core VM (bench/results-issue27-
-#: benchquick.md has the measurements behind them).
+#: benchquick.md has the measurements behind them; the full run of 2026-12-05, every part
+#: with Kafka's jars cached, took 796 s: bench/RESULTS.md).
 BENCH_QUICK_DURATION = "under a minute"
 BENCH_STANDARD_DURATION = "about 10 minutes"
-BENCH_FULL_DURATION = "30 minutes or more"
+BENCH_FULL_DURATION = "about 15 minutes"
 BENCH_DURATIONS = (f"--quick {BENCH_QUICK_DURATION}; the default (standard) "
                    f"{BENCH_STANDARD_DURATION}; --full {BENCH_FULL_DURATION}.")
 
