@@ -66,6 +66,10 @@ __all__ = ["Broker", "Server", "parse_listen"]
 log = logging.getLogger("seglog.server")
 
 
+#: Schema versions imported per turn of the event loop while the broker loads them.
+SCHEMAS_PER_TURN = 8
+
+
 def _log_schema_failure(future: asyncio.Future[None]) -> None:
     """The background schema import's done callback: a failure is logged (requests of the
     versions it did not reach import their schemas when they come)."""
@@ -271,12 +275,15 @@ class Server:
                                for h in self.handlers.values()]
                               + [(protocol.API_VERSIONS_KEY, protocol.API_VERSIONS_VERSION_MIN,
                                   protocol.API_VERSIONS_VERSION_MAX)])
-        #: Every advertised schema imported (:func:`protocol.load_schemas`), started by
-        #: :meth:`start_serving` on an executor thread: importing the ~1,600 kio modules takes
-        #: ~0.6 s of CPU, which would otherwise come before the first answer (start to ready
-        #: was 1.0 s with it, 0.2-0.3 s without). A request before it is done imports its own
-        #: schema (cached; a failed import is not cached: it fails that request only).
-        self._schemas_loading: asyncio.Future[None] | None = None
+        #: Every advertised schema imported (:func:`protocol.iter_schema_loads`), started by
+        #: :meth:`start_serving` as a task of this loop that yields between versions:
+        #: importing the ~1,600 kio modules takes ~0.6 s of CPU, which would otherwise come
+        #: before the first answer (start to ready was 1.0 s with it, 0.3 s without). A
+        #: request before it is done imports its own schema (cached; a failed import is not
+        #: cached: it fails that request only). Not on another thread: faulthandler's
+        #: all-threads dump (SIGUSR1) reads other threads' frames unlocked and crashed the
+        #: process while a thread was importing.
+        self._schemas_loading: asyncio.Task[None] | None = None
         self._api_versions_bodies: dict[int, bytes] = {}
         #: The cluster's finalized features (KIP-584) as ApiVersions v3+ reports them:
         #: ``(epoch, {name: level})``; a new cluster's defaults until
@@ -364,9 +371,15 @@ class Server:
         for bound_server in self._listeners_bound.values():
             await bound_server.start_serving()
         if self._schemas_loading is None:
-            self._schemas_loading = self.loop.run_in_executor(None, protocol.load_schemas,
-                                                              self._ranges)
+            self._schemas_loading = self.loop.create_task(self._load_schemas())
             self._schemas_loading.add_done_callback(_log_schema_failure)
+
+    async def _load_schemas(self) -> None:
+        """Import every advertised schema, a few versions per turn of the loop (a turn of
+        ~8 versions is a few ms: requests are answered between turns)."""
+        for count, _ in enumerate(protocol.iter_schema_loads(self._ranges), 1):
+            if count % SCHEMAS_PER_TURN == 0:
+                await asyncio.sleep(0)
 
     async def wait_schemas_loaded(self) -> None:
         """Return once every advertised request and response schema is imported (after
@@ -417,8 +430,8 @@ class Server:
             except (asyncio.CancelledError, Exception):
                 pass
         self._tasks.clear()
-        if self._schemas_loading is not None:
-            # An executor job cannot be cancelled: let it end (well under a second).
+        if self._schemas_loading is not None and not self._schemas_loading.done():
+            self._schemas_loading.cancel()
             await asyncio.wait([self._schemas_loading])
         job = self._maintenance_job
         if job is not None and not job.done():

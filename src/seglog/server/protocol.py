@@ -24,7 +24,7 @@ import functools
 import io
 import re
 import struct
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from kio.index import KioIndexError
 from kio.serial import entity_reader, entity_writer
@@ -41,7 +41,8 @@ from .request_lengths import check_request, read_uvarint
 
 __all__ = [
     "API_VERSIONS_KEY", "API_VERSIONS_VERSION_MAX", "RequestHeader", "api_versions_response",
-    "encode_response", "is_flexible_request", "is_flexible_response", "load_schemas",
+    "encode_response", "is_flexible_request", "is_flexible_response", "iter_schema_loads",
+    "load_schemas",
     "parse_request_header",
     "read_request_body", "valid_client_software",
 ]
@@ -109,11 +110,19 @@ ADVERTISED_WITHOUT_SCHEMA = frozenset({(0, 0), (0, 1), (0, 2)})
 
 
 def load_schemas(ranges: Iterable[tuple[int, int, int]]) -> None:
-    """Import and cache, at start, the request and response classes (and their readers and
-    writers) of every ``(api_key, min_version, max_version)`` the broker advertises, so that
-    no request ever imports a schema module (an import can fail for a passing reason, such
-    as running out of file descriptors). RuntimeError naming every advertised version kio
-    has no schema for; the import's own error for one that fails."""
+    """Import and cache the request and response classes (and their readers and writers)
+    of every ``(api_key, min_version, max_version)`` the broker advertises, so that no
+    request imports a schema module afterwards (an import can fail for a passing reason,
+    such as running out of file descriptors). RuntimeError naming every advertised version
+    kio has no schema for; the import's own error for one that fails."""
+    for _ in iter_schema_loads(ranges):
+        pass
+
+
+def iter_schema_loads(ranges: Iterable[tuple[int, int, int]]) -> Iterator[None]:
+    """:func:`load_schemas` one advertised version at a time: yields after each, so that an
+    event loop can load them between requests (the broker does, once serving: see
+    ``Server.start_serving``). Raises as :func:`load_schemas` at the end."""
     missing = []
     for api_key, low, high in ranges:
         for version in range(low, high + 1):
@@ -128,6 +137,7 @@ def load_schemas(ranges: Iterable[tuple[int, int, int]]) -> None:
             _writer(response)
             is_flexible_request(api_key, version)
             is_flexible_response(api_key, version)
+            yield None
     if missing:
         raise RuntimeError("no kio schema for advertised API versions: " + ", ".join(missing))
 
