@@ -97,6 +97,19 @@ def _compact_length(body: memoryview, pos: int, end: int) -> tuple[int, int]:
     return value - 1, pos
 
 
+def _length(body: memoryview, pos: int, end: int, flexible: bool,
+            fixed: struct.Struct) -> tuple[int, int]:
+    """A string's or bytes' length at ``pos`` (``-1``: null) and the position after it: a
+    compact length in a flexible version, else the big-endian ``fixed`` one (int16 for
+    strings, int32 for records)."""
+    if flexible:
+        return _compact_length(body, pos, end)
+    if pos + fixed.size > end:
+        raise _bad("the request ends inside a length")
+    (length,) = fixed.unpack_from(body, pos)
+    return length, pos + fixed.size
+
+
 def _utf8(body: memoryview, pos: int, length: int) -> str:
     try:
         return str(body[pos:pos + length], "utf-8")
@@ -131,13 +144,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
     end = len(body)
     pos = 0
     # transactional_id: a nullable string.
-    if flexible:
-        length, pos = _compact_length(body, pos, end)
-    else:
-        if pos + 2 > end:
-            raise _bad("the request ends inside a length")
-        (length,) = _INT16.unpack_from(body, pos)
-        pos += 2
+    length, pos = _length(body, pos, end, flexible, _INT16)
     transactional_id: str | None = None
     if length < 0:
         if length != -1:
@@ -164,13 +171,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
                 topic_id = uuid.UUID(bytes=raw_id)
             pos += 16
         else:
-            if flexible:
-                length, pos = _compact_length(body, pos, end)
-            else:
-                if pos + 2 > end:
-                    raise _bad("the request ends inside a length")
-                (length,) = _INT16.unpack_from(body, pos)
-                pos += 2
+            length, pos = _length(body, pos, end, flexible, _INT16)
             if length < 0:
                 raise _bad(f"a topic name of length {length}")  # not nullable
             if length > end - pos:
@@ -184,13 +185,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
                 raise _bad("the request ends inside a field")
             (index,) = _INT32.unpack_from(body, pos)
             pos += 4
-            if flexible:
-                size, pos = _compact_length(body, pos, end)
-            else:
-                if pos + 4 > end:
-                    raise _bad("the request ends inside a length")
-                (size,) = _INT32.unpack_from(body, pos)
-                pos += 4
+            size, pos = _length(body, pos, end, flexible, _INT32)
             records: memoryview | None = None
             if size < 0:
                 if size != -1:
