@@ -574,12 +574,21 @@ def _admin_apis(subject: Wire) -> dict:
         for name in ("g-conf", "g-ok")), validate_only=False)
     out["incremental alter group configs"] = sorted(
         (x.resource_name, int(x.error_code), x.error_message) for x in r.responses)
-    r = subject.call(32, 4, resources=tuple(dc.DescribeConfigsResource(
-        resource_type=32, resource_name=n, configuration_keys=("share.auto.offset.reset",))
-        for n in ("g-ok", "g-conf")), include_synonyms=False, include_documentation=False)
-    out["describe group configs"] = [
-        (x.resource_name, int(x.error_code), x.error_message,
-         [(c.name, c.value) for c in x.configs]) for x in r.results]
+    # Kafka answers the alter once its controller committed it; its broker's metadata image
+    # catches up tens of ms later on a busy machine (CI saw 'latest' here). Describe again,
+    # bounded, until g-conf shows the value: on both brokers alike.
+    deadline = time.monotonic() + 10.0
+    while True:
+        r = subject.call(32, 4, resources=tuple(dc.DescribeConfigsResource(
+            resource_type=32, resource_name=n, configuration_keys=("share.auto.offset.reset",))
+            for n in ("g-ok", "g-conf")), include_synonyms=False, include_documentation=False)
+        described = [(x.resource_name, int(x.error_code), x.error_message,
+                      [(c.name, c.value) for c in x.configs]) for x in r.results]
+        if (("g-conf", 0, "", [("share.auto.offset.reset", "earliest")]) in described
+                or time.monotonic() > deadline):
+            break
+        time.sleep(0.05)
+    out["describe group configs"] = described
     r = subject.call(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
     out["describe cluster operations"] = int(r.cluster_authorized_operations)
     out.update(_share_state_apis(subject))
