@@ -287,13 +287,20 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"seglog serve: {exc}", file=sys.stderr)
         return 2
 
-    # SIGUSR1 writes every thread's Python stack to stderr, from C, even while the event loop
-    # is blocked: how an operator (or `seglog cluster`, before it SIGKILLs a broker that did
-    # not stop) sees where a stuck broker is (the JVM's SIGQUIT thread dump, for Python).
+    # SIGUSR1 writes every thread's Python stack to stderr: how an operator (or `seglog
+    # cluster`, before it SIGKILLs a broker that did not stop) sees where a stuck broker is
+    # (the JVM's SIGQUIT thread dump, for Python). A Python-level handler, so the dump runs
+    # on the main thread holding the GIL: faulthandler.register's dump runs inside the C
+    # signal handler and reads other threads' frames while they may be changing them, which
+    # crashed the broker now and then (a thread starting or importing at that moment). The
+    # handler runs at the main thread's next bytecode, which a blocked event loop still
+    # reaches: a loop stuck in Python code, or in a system call (which returns EINTR).
     try:
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        stderr_fd = sys.stderr.fileno()
+        signal.signal(signal.SIGUSR1, lambda _signum, _frame: faulthandler.dump_traceback(
+            stderr_fd, all_threads=True))
     except (AttributeError, ValueError, io.UnsupportedOperation):
-        pass  # stderr is not a file (an embedding caller replaced it): no thread dump then
+        pass  # stderr is not a file (an embedding caller replaced it), or not the main thread
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

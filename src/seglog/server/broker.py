@@ -280,9 +280,10 @@ class Server:
         #: importing the ~1,600 kio modules takes ~0.6 s of CPU, which would otherwise come
         #: before the first answer (start to ready was 1.0 s with it, 0.3 s without). A
         #: request before it is done imports its own schema (cached; a failed import is not
-        #: cached: it fails that request only). Not on another thread: faulthandler's
-        #: all-threads dump (SIGUSR1) reads other threads' frames unlocked and crashed the
-        #: process while a thread was importing.
+        #: cached: it fails that request only). Not on another thread: a thread importing
+        #: modules is where faulthandler's all-threads dump from its C signal handler
+        #: crashed the process (SIGUSR1 now dumps from a Python-level handler, under the
+        #: GIL: see ``seglog.cli``); one thread also keeps the imports off the GIL's path.
         self._schemas_loading: asyncio.Task[None] | None = None
         self._api_versions_bodies: dict[int, bytes] = {}
         #: The cluster's finalized features (KIP-584) as ApiVersions v3+ reports them:
