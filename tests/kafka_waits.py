@@ -1,0 +1,35 @@
+"""Bounded waits for what a real Kafka broker shows a moment after it answered a write.
+
+Kafka 4.4 (KRaft) answers CreateTopics, IncrementalAlterConfigs, CreateAcls,
+AlterClientQuotas, UpdateFeatures, ... once its controller committed the record; the
+broker's metadata image, which serves Metadata, DescribeConfigs, DescribeAcls,
+ListConfigResources, DescribeClientQuotas, ApiVersions' finalized features and the
+authorizer, applies that record a moment later: tens of ms on a busy machine (CI runs on two
+loaded cores). A differential test that reads right after a write therefore reads again,
+bounded, until the written state shows, and on seglog and Kafka alike; then it compares
+whatever it read last, so a broker that never shows the write still fails the comparison.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+#: How long to wait for a write to show (a healthy broker shows it in well under a second).
+PROPAGATION_S_MAX = 10.0
+#: Between two reads.
+INTERVAL_S = 0.05
+
+
+def eventually(read: Callable[[], T], done: Callable[[T], bool], *,
+               timeout_s: float = PROPAGATION_S_MAX, interval_s: float = INTERVAL_S) -> T:
+    """``read()`` again every ``interval_s`` until ``done(result)`` or ``timeout_s`` passed;
+    returns the last result either way (the caller's comparison judges it)."""
+    deadline = time.monotonic() + timeout_s
+    result = read()
+    while not done(result) and time.monotonic() < deadline:
+        time.sleep(interval_s)
+        result = read()
+    return result
