@@ -12,6 +12,7 @@ whatever it read last, so a broker that never shows the write still fails the co
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable, TypeVar
 
@@ -26,10 +27,15 @@ INTERVAL_S = 0.05
 def eventually(read: Callable[[], T], done: Callable[[T], bool], *,
                timeout_s: float = PROPAGATION_S_MAX, interval_s: float = INTERVAL_S) -> T:
     """``read()`` again every ``interval_s`` until ``done(result)`` or ``timeout_s`` passed;
-    returns the last result either way (the caller's comparison judges it)."""
+    returns the last result either way (the caller's comparison judges it). Giving up is
+    written to stderr (pytest shows it with a failure's report)."""
     deadline = time.monotonic() + timeout_s
     result = read()
-    while not done(result) and time.monotonic() < deadline:
+    while not done(result):
+        if time.monotonic() >= deadline:
+            print(f"kafka_waits: gave up after {timeout_s} s; the last read: {result!r}"[:2000],
+                  file=sys.stderr)
+            break
         time.sleep(interval_s)
         result = read()
     return result
