@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 T = TypeVar("T")
 
@@ -39,3 +39,21 @@ def eventually(read: Callable[[], T], done: Callable[[T], bool], *,
         time.sleep(interval_s)
         result = read()
     return result
+
+
+def group_configs_shown(admin: Any, group: str, values: dict[str, str], *,
+                        timeout_s: float = PROPAGATION_S_MAX) -> dict[str, str | None]:
+    """Describe group ``group``'s configs with ``admin`` (a confluent-kafka ``AdminClient``)
+    again until each of ``values`` shows, bounded: a share or consumer group member that
+    joins before the broker's image has them starts from the old values (a share group at
+    ``share.auto.offset.reset=latest``, after the records). Returns the last description."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.GROUP, group)
+
+    def described() -> dict[str, str | None]:
+        entries = admin.describe_configs([resource])[resource].result(timeout_s)
+        return {name: entry.value for name, entry in entries.items()}
+
+    return eventually(described, lambda now: all(now.get(k) == v for k, v in values.items()),
+                      timeout_s=timeout_s)

@@ -18,7 +18,7 @@ import pytest
 
 from seglog.coordinator.offsets_schema import offsets_partition_for_group
 
-from kafka_waits import eventually
+from kafka_waits import group_configs_shown
 from test_dump import _assert_same, _both, _files, _kafka, _wait_quiet
 
 RECORDS = 20
@@ -70,10 +70,7 @@ def _share_group(bootstrap: str, topic: str, group: str) -> None:
     # Kafka answers once its controller committed the config; its broker's image (which the
     # share-partitions read when the member joins: else they start at "latest", after the
     # records) applies it a moment later. Wait, bounded, until it shows: both brokers alike.
-    plain = ConfigResource(ResourceType.GROUP, group)
-    eventually(lambda: admin.describe_configs([plain])[plain].result(ADMIN_TIMEOUT_S),
-               lambda entries: "share.auto.offset.reset" in entries
-               and entries["share.auto.offset.reset"].value == "earliest")
+    group_configs_shown(admin, group, {"share.auto.offset.reset": "earliest"})
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
                               "share.acknowledgement.mode": "explicit"})
     try:

@@ -43,6 +43,8 @@ from kio.serial import entity_reader, entity_writer
 from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.schemas import load_request_schema, load_response_schema
 
+from kafka_waits import eventually
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.clients]
 
 _REF, _WHY = find_kafka()
@@ -321,7 +323,9 @@ def join_phase_raw(bootstrap: str) -> dict:
         seen["member_id_required"] = [int(r.error_code) for r in first]
         ids = [r.member_id for r in first]
         parked = [pool.submit(_join, bootstrap, group, member_id) for member_id in ids]
-        time.sleep(1.0)  # inside the initial delay: all three wait in the join
+        # Inside the initial delay: wait (bounded, not a fixed pause a loaded machine could
+        # outrun) until all three parked joins reached the broker and wait in the join.
+        eventually(lambda: _raw_describe(bootstrap, group), lambda d: d[1] == 3)
         seen["fourth"] = int(_join(bootstrap, group, "").error_code)
         seen["during_delay"] = _raw_describe(bootstrap, group)
         joined = [f.result(SCENARIO_S) for f in parked]

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
 
-from kafka_waits import eventually
+from kafka_waits import group_configs_shown
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -65,13 +65,7 @@ def _alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None
         for name, value in values.items()])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
-
-    def described() -> dict:
-        plain = ConfigResource(ResourceType.GROUP, group)
-        entries = admin.describe_configs([plain])[plain].result(30)
-        return {name: entry.value for name, entry in entries.items()}
-
-    eventually(described, lambda now: all(now.get(k) == v for k, v in values.items()))
+    group_configs_shown(admin, group, values)
 
 
 def scenario(bootstrap: str) -> dict:
