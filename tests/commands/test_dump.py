@@ -164,6 +164,33 @@ def _produce_to_kafka(bootstrap: str, topic: str) -> None:
         time.sleep(0.35)  # segment.ms: the next round rolls a new segment
 
 
+#: How long a broker's files stay unchanged before they are read, and the most to wait.
+QUIET_S, QUIET_S_MAX = 0.5, 10.0
+
+
+def _wait_quiet(directory: Path, pattern: str) -> None:
+    """Wait until the files matching ``pattern`` under ``directory`` kept their sizes for
+    :data:`QUIET_S` (at most :data:`QUIET_S_MAX`): Kafka writes a transaction's markers and
+    its coordinators' records after it answered, a fixed pause can be outrun on a loaded
+    machine, and a file read mid-append would differ between two dumps of it."""
+    def sizes() -> list:
+        found = []
+        for path in directory.glob(pattern):
+            try:
+                found.append((str(path), path.stat().st_size))
+            except FileNotFoundError:  # deleted meanwhile: a change too
+                found.append((str(path), -1))
+        return sorted(found)
+
+    deadline = time.monotonic() + QUIET_S_MAX
+    last, since = sizes(), time.monotonic()
+    while time.monotonic() - since < QUIET_S and time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = sizes()
+        if now != last:
+            last, since = now, time.monotonic()
+
+
 def _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, bootstrap: str,
                                            data_dir: Path) -> Path:
     topic = f"test_dump_{uuid.uuid4().hex[:8]}"
@@ -172,6 +199,7 @@ def _broker_files_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path, bootstrap:
     deadline = time.monotonic() + 10
     while not list(part.glob("*.txnindex")) and time.monotonic() < deadline:
         time.sleep(0.2)
+    _wait_quiet(part, "*")  # the last transaction's marker lands after its commit's answer
     files = _files(part)
     suffixes = {Path(f).suffix for f in files}
     assert {".log", ".index", ".timeindex", ".snapshot", ".txnindex"} <= suffixes, files

@@ -18,7 +18,8 @@ import pytest
 
 from seglog.coordinator.offsets_schema import offsets_partition_for_group
 
-from test_dump import _assert_same, _both, _files, _kafka
+from kafka_waits import group_configs_shown
+from test_dump import _assert_same, _both, _files, _kafka, _wait_quiet
 
 RECORDS = 20
 ADMIN_TIMEOUT_S = 20
@@ -66,6 +67,10 @@ def _share_group(bootstrap: str, topic: str, group: str) -> None:
     for future in admin.incremental_alter_configs(
             [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]).values():
         future.result(ADMIN_TIMEOUT_S)
+    # Kafka answers once its controller committed the config; its broker's image (which the
+    # share-partitions read when the member joins: else they start at "latest", after the
+    # records) applies it a moment later. Wait, bounded, until it shows: both brokers alike.
+    group_configs_shown(admin, group, {"share.auto.offset.reset": "earliest"})
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
                               "share.acknowledgement.mode": "explicit"})
     try:
@@ -102,7 +107,7 @@ def _groups_dump_as_kafka_dumps_them(ref, run_seglog, tmp_path: Path, bootstrap:
     _consumer_group(bootstrap, name, groups[0], pattern=False)
     _consumer_group(bootstrap, name, groups[1], pattern=True)
     _share_group(bootstrap, name, groups[2])
-    time.sleep(1.0)  # the share coordinator's and group coordinator's last writes
+    _wait_quiet(data_dir, "__*/*.log")  # the share and group coordinators' last writes
     count = len(list(data_dir.glob("__consumer_offsets-*")))
     offsets = sorted({data_dir / f"__consumer_offsets-{offsets_partition_for_group(g, count)}"
                       for g in groups})

@@ -15,6 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from seglog.bench.kafka import find_kafka
 
+from kafka_waits import group_configs_shown
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
@@ -96,6 +98,9 @@ def test_share_describe_table_matches_kafka_share_groups(run_seglog, kafka_share
                 "share.auto.offset.reset", "earliest",
                 incremental_operation=AlterConfigOpType.SET)])]).values():
         future.result(WAIT_S)
+    # The broker's image applies the config a moment after the answer: before the consumer
+    # joins, wait (bounded) until it shows.
+    group_configs_shown(admin, group, {"share.auto.offset.reset": "earliest"})
     producer = Producer({"bootstrap.servers": bootstrap})
     for n in range(10):
         producer.produce(topic, b"x", partition=n % 2)

@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import pytest
 
+from kafka_waits import eventually
+
 #: Exit codes of seglog.commands.target.
 OK, ERROR, PROBLEMS = 0, 1, 3
 
@@ -47,6 +49,20 @@ def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str,
         seen[label] = ran.returncode
         return ran
 
+    def described(label: str, partitions: int, config: str) -> dict[str, Any]:
+        """``describe -o json`` again, bounded, until the topic shows ``partitions`` and its
+        ``config``: a Kafka broker's metadata image shows a create, an alter or new
+        partitions a moment after the controller's answer (on every target alike)."""
+        def shown(ran: Any) -> bool:
+            try:
+                topic = _normalised(ran.json()["topics"][0], name)
+            except (AssertionError, LookupError, ValueError):
+                return False
+            return topic["partition_count"] == partitions and config in topic["configs"]
+
+        ran = eventually(lambda: step(label, "describe", name, "-o", "json"), shown)
+        return _normalised(ran.json()["topics"][0], name)
+
     ran = step("create", "create", name, "--partitions", "2", "--config", "retention.ms=1000",
                "--config", "cleanup.policy=compact")
     assert ran.returncode == OK, ran.stderr
@@ -57,8 +73,7 @@ def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str,
     seen["bad_config_message"] = ran.stderr.strip().splitlines()[-1]
     ran = step("create_bad_name", "create", "bad/" + name)
     seen["bad_name_message"] = ran.stderr.strip().splitlines()[-1].replace(name, "NAME")
-    ran = step("describe_created", "describe", name, "-o", "json")
-    seen["created"] = _normalised(ran.json()["topics"][0], name)
+    seen["created"] = described("describe_created", 2, "cleanup.policy")
 
     ran = step("alter", "alter", name, "--config", "segment.bytes=1048576",
                "--delete-config", "retention.ms")
@@ -71,8 +86,8 @@ def _scenario(run: Callable[..., Any], where: list[str], name: str) -> dict[str,
     assert ran.returncode == OK, ran.stderr
     ran = step("add_partitions_fewer", "add-partitions", name, "--partitions", "2")
     seen["fewer_error"] = ran.stderr.split(":")[1].strip()
-    ran = step("describe_altered", "describe", name, "-o", "json")
-    seen["altered"] = _normalised(ran.json()["topics"][0], name)
+    # (The new partitions were made after the alter: once they show, so does the alter.)
+    seen["altered"] = described("describe_altered", 3, "segment.bytes")
     text = step("describe_text", "describe", name).stdout.splitlines()
     seen["text_shape"] = [line.startswith("\tTopic: ") for line in text]
     assert f"Topic: {name}\t" in text[0] and "segment.bytes=1048576" in text[0]

@@ -18,6 +18,8 @@ from seglog.commands.wire import (GROUP_KEY_TYPE, WireClient,
                                   WireConnectionError, WireProtocolError, build)
 from seglog.errors import InvalidConfigError
 
+from kafka_waits import eventually
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from security_certs import have_openssl, make_ca  # noqa: E402
 
@@ -33,6 +35,12 @@ def _make_topic(bootstrap: str, name: str, partitions: int) -> None:
     except Exception as exc:  # an existing topic (a shared Kafka broker) is fine
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise
+    # A Kafka broker's metadata image shows the topic a moment after the controller's answer:
+    # wait (bounded) until every partition has a leader, on either broker alike.
+    eventually(lambda: admin.list_topics(name, timeout=WAIT_S).topics.get(name),
+               lambda topic: topic is not None and topic.error is None
+               and len(topic.partitions) == partitions
+               and all(p.leader >= 0 for p in topic.partitions.values()))
 
 
 def _metadata_and_coordinator(config: dict[str, str]) -> dict[str, object]:

@@ -36,6 +36,8 @@ from seglog.bench.kafka import KafkaBroker
 from seglog.schemas import load_request_schema, load_response_schema
 from seglog.server.broker import Broker
 
+from kafka_waits import eventually
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 WAIT_S = 30.0
@@ -88,17 +90,25 @@ class Client:
 
 
 def _topic_id(c: "Client", name: str) -> uuid.UUID:
-    """The topic's id (Metadata v12), once the broker knows it."""
-    m = c.m(3, 12)
-    deadline = time.monotonic() + WAIT_S
-    while True:
+    """The topic's id (Metadata v12), once the broker knows it and leads its partition 0
+    (ListOffsets answers: Kafka's broker shows a new topic in its metadata cache a moment
+    before its replica manager makes the partition); bounded."""
+    m, lo = c.m(3, 12), c.m(2, 7)
+
+    def found() -> uuid.UUID | None:
         r = c.call(3, 12, topics=(m.MetadataRequestTopic(topic_id=None, name=name),),
                    allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-        found = [t for t in r.topics if t.name == name and int(t.error_code) == 0]
-        if found and found[0].topic_id is not None and found[0].topic_id.int != 0:
-            return found[0].topic_id
-        assert time.monotonic() < deadline, f"topic {name} never appeared"
-        time.sleep(0.2)
+        known = [t for t in r.topics if t.name == name and int(t.error_code) == 0]
+        if not known or known[0].topic_id is None or known[0].topic_id.int == 0:
+            return None
+        r = c.call(2, 7, replica_id=-1, isolation_level=0, topics=(lo.ListOffsetsTopic(
+            name=name, partitions=(lo.ListOffsetsPartition(
+                partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
+        return known[0].topic_id if int(r.topics[0].partitions[0].error_code) == 0 else None
+
+    topic_id = eventually(found, lambda tid: tid is not None, timeout_s=WAIT_S)
+    assert topic_id is not None, f"topic {name} never appeared"
+    return topic_id
 
 
 class Share:

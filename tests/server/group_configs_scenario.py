@@ -7,6 +7,7 @@ import datetime
 import time
 import uuid
 
+from kafka_waits import eventually
 from test_admin_differential import Client
 
 GROUP = 32
@@ -54,8 +55,20 @@ def listed(c: Client) -> list:
                                       for x in r.config_resources)]
 
 
-#: How long a listing may wait for the last alter to reach Kafka's metadata image.
-LIST_WAIT_S = 10.0
+def _value(described: list, key: str) -> str | None:
+    """The value a :func:`describe` answer gives ``key`` (None: not listed)."""
+    return next((entry[1] for entry in described[2] if entry[0] == key), None)
+
+
+def shows(c: Client, name: str, answer: list, values: dict[str, str]) -> None:
+    """When the alter that gave ``answer`` was accepted, describe group ``name`` again,
+    bounded, until it shows ``values``: Kafka (KRaft) answers the alter once its controller
+    committed it, and its broker's metadata image (which DescribeConfigs, ListConfigResources
+    and the group coordinator read) applies it a moment later. Both brokers wait alike; the
+    answers compared afterwards judge what they show."""
+    if all(row[0] == 0 for row in answer):
+        eventually(lambda: describe(c, name, list(values)),
+                   lambda d: all(_value(d, k) == v for k, v in values.items()))
 
 #: How long a join may wait for the group coordinator (Kafka creates __consumer_offsets on
 #: the first FindCoordinator).
@@ -89,6 +102,8 @@ def scenario(bootstrap: str) -> list:
         out.append(("list-none", listed(c)))
         out.append(("set", inc(c, "g1", ("share.auto.offset.reset", SET, "earliest"),
                                ("share.record.lock.duration.ms", SET, "20000"))))
+        shows(c, "g1", out[-1][1], {"share.auto.offset.reset": "earliest",
+                                    "share.record.lock.duration.ms": "20000"})
         out.append(("describe-set", describe(c, "g1")))
         out.append(("describe-keys", describe(c, "g1", ["share.auto.offset.reset",
                                                          "consumer.session.timeout.ms"],
@@ -151,6 +166,9 @@ def scenario(bootstrap: str) -> list:
                     inc(c, "g2", ("consumer.heartbeat.interval.ms", SET, "15000"))))
         out.append(("heartbeat-ok", inc(c, "g2", ("consumer.heartbeat.interval.ms", SET,
                                                     "6000"))))
+        # The join reads the group's configs from the image too.
+        shows(c, "g2", out[-1][1], {"consumer.session.timeout.ms": "46000",
+                                    "consumer.heartbeat.interval.ms": "6000"})
         out.append(("join-g2", join(c, "g2")))
         out.append(("join-plain", join(c, "g-plain")))
         out.append(("duplicate", inc(c, "g2", ("share.delivery.count.limit", SET, "3"),
@@ -161,6 +179,9 @@ def scenario(bootstrap: str) -> list:
                                                    APPEND, "rack,zone"))))
         out.append(("subtract-list", inc(c, "g2", ("streams.rack.aware.assignment.tags",
                                                    SUBTRACT, "zone"))))
+        # "zone", then "zone,rack" (APPEND adds what is not there yet), then "rack".
+        shows(c, "g2", out[-3][1] + out[-2][1] + out[-1][1],
+              {"streams.rack.aware.assignment.tags": "rack"})
         out.append(("append-int", inc(c, "g2", ("share.delivery.count.limit", APPEND, "3"))))
         out.append(("append-unknown", inc(c, "g2", ("no.such", APPEND, "3"))))
         out.append(("describe-g2", describe(c, "g2")))
@@ -169,25 +190,28 @@ def scenario(bootstrap: str) -> list:
         out.append(("delete-unknown", inc(c, "g2", ("no.such", DELETE, None))))
         out.append(("empty-name", inc(c, "", ("share.delivery.count.limit", SET, "3"))))
         out.append(("legacy-alter", legacy_alter(c, "g3", ("share.delivery.count.limit", "3"))))
+        shows(c, "g3", out[-1][1], {"share.delivery.count.limit": "3"})
         out.append(("describe-g3", describe(c, "g3", ["share.delivery.count.limit"])))
         out.append(("set-internal", inc(c, "g4", ("consumer.assignor.offload.enable", SET, "false"),
                                         ("streams.num.warmup.replicas", SET, "3"))))
+        shows(c, "g4", out[-1][1], {"streams.num.warmup.replicas": "3"})
         out.append(("describe-internal", describe(c, "g4")))
         out.append(("describe-internal-unset", describe(c, "g1", [
             "share.assignor.offload.enable", "share.isolation.level"])))
         # Kafka lists a group's configs from its metadata image, which may not have the last
         # alter yet (seen under load: g4 missing): wait, bounded, until it has g4.
-        deadline = time.monotonic() + LIST_WAIT_S
-        while True:
+
+        def listing() -> tuple[int, list]:
             r = c.call(74, 1, resource_types=())
-            names = sorted(x.resource_name for x in r.config_resources
-                           if x.resource_type == GROUP)
-            if "g4" in names or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        out.append(("list-every-type", int(r.error_code), names))
+            return int(r.error_code), sorted(x.resource_name for x in r.config_resources
+                                             if x.resource_type == GROUP)
+
+        code, names = eventually(listing, lambda answer: "g4" in answer[1])
+        out.append(("list-every-type", code, names))
         out.append(("delete-all-g1", inc(c, "g1", ("share.auto.offset.reset", DELETE, None),
                                          ("share.record.lock.duration.ms", DELETE, None))))
+        if all(row[0] == 0 for row in out[-1][1]):  # g1 has no config left
+            eventually(lambda: listed(c), lambda answer: ("g1", GROUP) not in answer[1])
         out.append(("list-after-delete", listed(c)))
         out.append(("describe-after-delete", describe(c, "g1", ["share.auto.offset.reset"])))
     finally:

@@ -52,6 +52,8 @@ from seglog.security.acl import (CLUSTER_NAME, AclBinding, AclOperation as Op,
 from seglog.security.acl_file import save_acls
 from seglog.server.broker import Broker
 
+from kafka_waits import eventually
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
@@ -229,6 +231,26 @@ def _wait_for_log_dirs(admin: Wire, names) -> None:
         time.sleep(0.1)
 
 
+def _acl_rows(wire: Wire) -> set:
+    """Every ACL ``wire`` may describe, as :class:`AclBinding` values (empty on an error)."""
+    r = wire.call(29, 3, resource_type_filter=int(Res.ANY), resource_name_filter=None,
+                  pattern_type_filter=int(Pat.ANY), principal_filter=None, host_filter=None,
+                  operation=int(Op.ANY), permission_type=int(Perm.ANY))
+    return {AclBinding(Res(int(res.resource_type)), res.resource_name,
+                       Pat(int(res.pattern_type)), a.principal, a.host, Op(int(a.operation)),
+                       Perm(int(a.permission_type)))
+            for res in r.resources for a in res.acls}
+
+
+def _wait_for_acls(wire: Wire, present=(), absent=()) -> None:
+    """Describe the ACLs again, bounded, until ``present`` all show and ``absent`` none:
+    Kafka answers CreateAcls/DeleteAcls once its controller committed the records, and its
+    broker's authorizer (which DescribeAcls reads and every check asks) applies them a moment
+    later. Both brokers wait alike; the answers compared afterwards judge what they hold."""
+    eventually(lambda: _acl_rows(wire),
+               lambda rows: rows.issuperset(present) and not rows.intersection(absent))
+
+
 def scenario(bootstrap: str) -> dict:
     """Every step of the matrix on one broker; returns ``{step: answer}`` to compare."""
     admin, subject = Wire(bootstrap, ADMIN_HOST), Wire(bootstrap, SUBJECT_HOST)
@@ -270,8 +292,8 @@ def scenario(bootstrap: str) -> dict:
             (int(f.error_code), f.error_message, [(int(a.error_code), a.error_message)
                                                   for a in f.matching_acls])
             for f in r.filter_results]
+        _wait_for_acls(admin, present=MATRIX_ACLS, absent=(_acl("t", Op.READ),))
         out.update(_describe_acls(admin, subject))
-        time.sleep(1.0)  # Kafka's brokers apply ACL records a moment after the controller
         _settle_coordinators(subject)
 
         out.update(_data_path(subject))
@@ -287,7 +309,7 @@ def scenario(bootstrap: str) -> dict:
         out["admin deletes the DENY"] = [
             (int(f.error_code), [(a.resource_name, int(a.operation), int(a.permission_type))
                                  for a in f.matching_acls]) for f in r.filter_results]
-        time.sleep(1.0)
+        _wait_for_acls(admin, absent=(_acl("pre-denied", Op.WRITE, Perm.DENY),))
         out["produce after the DENY is gone"] = _produce(subject, "pre-denied")
     finally:
         admin.close()
@@ -577,18 +599,18 @@ def _admin_apis(subject: Wire) -> dict:
     # Kafka answers the alter once its controller committed it; its broker's metadata image
     # catches up tens of ms later on a busy machine (CI saw 'latest' here). Describe again,
     # bounded, until g-conf shows the value: on both brokers alike.
-    deadline = time.monotonic() + 10.0
-    while True:
+
+    def describe_group_configs():
         r = subject.call(32, 4, resources=tuple(dc.DescribeConfigsResource(
             resource_type=32, resource_name=n, configuration_keys=("share.auto.offset.reset",))
             for n in ("g-ok", "g-conf")), include_synonyms=False, include_documentation=False)
-        described = [(x.resource_name, int(x.error_code), x.error_message,
-                      [(c.name, c.value) for c in x.configs]) for x in r.results]
-        if (("g-conf", 0, "", [("share.auto.offset.reset", "earliest")]) in described
-                or time.monotonic() > deadline):
-            break
-        time.sleep(0.05)
-    out["describe group configs"] = described
+        return [(x.resource_name, int(x.error_code), x.error_message,
+                 [(c.name, c.value) for c in x.configs]) for x in r.results]
+
+    out["describe group configs"] = eventually(
+        describe_group_configs,
+        lambda described: ("g-conf", 0, "", [("share.auto.offset.reset", "earliest")])
+        in described)
     r = subject.call(60, 1, include_cluster_authorized_operations=True, endpoint_type=1)
     out["describe cluster operations"] = int(r.cluster_authorized_operations)
     out.update(_share_state_apis(subject))
@@ -740,7 +762,7 @@ def sasl_scenario(bootstrap: str) -> dict:
                      pattern_type_filter=int(Pat.ANY), principal_filter=None, host_filter=None,
                      operation=int(Op.ANY), permission_type=int(Perm.ANY))
         out["bob describes ACLs"] = int(r.error_code)
-        time.sleep(1.0)  # Kafka's brokers apply ACL records a moment after the controller
+        _wait_for_acls(admin, present=SASL_ACLS)
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:  # coordinators loaded (see _settle_coordinators)
             found = alice.call(10, 4, key_type=0, coordinator_keys=("g-alice",)).coordinators
@@ -869,7 +891,7 @@ def everyone_scenario(bootstrap: str) -> dict:
             resource_pattern_type=int(bob.pattern_type), principal=bob.principal,
             host=bob.host, operation=int(bob.operation), permission_type=int(bob.permission)),))
         out["create an ACL for bob, no cluster ACL"] = [int(x.error_code) for x in r.results]
-        time.sleep(1.0)
+        _wait_for_acls(anon, present=(bob,))
         out["produce"] = {t: _produce(anon, t) for t in ("open", "bobs")}
         r = anon.call(3, 12, topics=None, allow_auto_topic_creation=False,
                       include_topic_authorized_operations=False)
@@ -889,7 +911,8 @@ def everyone_scenario(bootstrap: str) -> dict:
             resource_pattern_type=int(Pat.LITERAL), principal="User:bob", host="*",
             operation=int(Op.READ), permission_type=int(Perm.ALLOW)),))
         out["create a group ACL for bob"] = [int(x.error_code) for x in r.results]
-        time.sleep(1.0)
+        _wait_for_acls(anon, present=(AclBinding(Res.GROUP, "g-bob", Pat.LITERAL, "User:bob",
+                                                 "*", Op.READ, Perm.ALLOW),))
         jm = anon.m(11, 9)
         out["join group"] = {}
         deadline = time.monotonic() + WAIT_S

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import time
 
 import pytest
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.config_table import DESCRIBED_AT_DEFAULT
+
+from kafka_waits import eventually
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
@@ -149,17 +150,6 @@ CLIENT_METRICS = "org.apache.kafka.tools.ClientMetricsCommand"
 GENERATED_NAME = re.compile(r"\b[A-Za-z0-9_-]{22}\b")
 
 
-def _eventually(read, done, timeout_s: float = 10.0):
-    """``read()`` again every 50 ms until ``done(result)`` or ``timeout_s`` passes; returns
-    the last result either way (the caller's comparison judges it)."""
-    deadline = time.monotonic() + timeout_s
-    result = read()
-    while not done(result) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        result = read()
-    return result
-
-
 def _client_metrics_scenario(bootstrap: str, run_dir) -> list:
     """The same requests (kio over a socket) and ``kafka-client-metrics`` commands against a
     fresh broker; returns what to compare (generated names masked, listings sorted: Kafka
@@ -179,6 +169,9 @@ def _client_metrics_scenario(bootstrap: str, run_dir) -> list:
             (x.resource_name, getattr(x, "resource_type", None)) for x in r.config_resources
             if not x.resource_name.startswith("__")))
 
+    # The topic shows in ListConfigResources once the broker's metadata image has it (Kafka's
+    # lags its controller's answer to CreateTopics): wait, bounded, on both brokers alike.
+    eventually(lambda: listing(1, (2,)), lambda r: ("cmt", 2) in r[1])
     m = c.m(44, 1)
 
     def alter(name, *configs, op=0):
@@ -205,7 +198,7 @@ def _client_metrics_scenario(bootstrap: str, run_dir) -> list:
     # cache (which DescribeConfigs and ListConfigResources read) catches up a moment later,
     # tens of ms on a busy machine. Wait, bounded, for the listing to show the change, on
     # both brokers alike: a broker that never shows it still fails the comparison below.
-    _eventually(lambda: listing(1, (16,)), lambda r: ("cm4", 16) in r[1])
+    eventually(lambda: listing(1, (16,)), lambda r: ("cm4", 16) in r[1])
     d = c.m(32, 4)
     for name in ["cm1", "cm4", "nope", ""]:
         r = c.call(32, 4, resources=(d.DescribeConfigsResource(
@@ -215,7 +208,7 @@ def _client_metrics_scenario(bootstrap: str, run_dir) -> list:
     out.append(("list after", listing(1, ())))
     out.append(("list v0 after", listing(0)))
     out.append(("remove all", alter("cm4", ("metrics", None), op=1)))
-    _eventually(lambda: listing(1, (16,)), lambda r: ("cm4", 16) not in r[1])
+    eventually(lambda: listing(1, (16,)), lambda r: ("cm4", 16) not in r[1])
     out.append(("list after removal", listing(1, (16,))))
     c.close()
     for args in [("--list",), ("--describe",), ("--describe", "--name", "cm1"),

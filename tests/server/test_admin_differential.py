@@ -23,6 +23,8 @@ from kio.serial import entity_reader, entity_writer
 from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.config_table import TOPIC_CONFIGS
 
+from kafka_waits import eventually
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
@@ -103,14 +105,13 @@ def settle(client, topic, partitions):
     """Wait (bounded) until the broker serves ``partitions`` partitions of ``topic`` (Kafka
     applies a creation to its metadata cache a moment after answering)."""
     m = client.m(35, 4)
-    deadline = time.monotonic() + SETTLE_S_MAX
-    while True:
+
+    def found():
         r = client.call(35, 4, topics=(m.DescribableLogDirTopic(
             topic=topic, partitions=tuple(range(partitions))),))
-        found = sum(len(t.partitions) for d in r.results for t in d.topics)
-        if found == partitions or time.monotonic() > deadline:
-            return
-        time.sleep(0.1)
+        return sum(len(t.partitions) for d in r.results for t in d.topics)
+
+    eventually(found, lambda count: count == partitions, timeout_s=SETTLE_S_MAX)
 
 
 def scenario(bootstrap: str) -> list:

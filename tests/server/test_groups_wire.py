@@ -23,6 +23,8 @@ from kio.serial import entity_reader, entity_writer
 
 from seglog.server.apis import groups
 
+from kafka_waits import eventually
+
 TOPIC = "wire-t"
 
 
@@ -295,6 +297,10 @@ def test_group_conversation_on_kafka(kafka_shared_groups):
     admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
     for future in admin.create_topics([NewTopic(TOPIC, 3, 1)]).values():
         future.result(30)
+    # Kafka's broker learns the topic a moment after its controller answered (seglog's
+    # store.create_topic is done when it returns); the commits check it: wait, bounded.
+    eventually(lambda: admin.list_topics(TOPIC, timeout=30).topics[TOPIC],
+               lambda t: t.error is None and len(t.partitions) == 3)
     host, port = kafka.bootstrap.split(":")
     seen = conversation((host, int(port)))
     assert {k: v for k, v in seen.items() if v != EXPECTED[k]} == {}

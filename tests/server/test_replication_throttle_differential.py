@@ -9,7 +9,6 @@ Kafka's ``ThrottledReplicaListValidator``."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from confluent_kafka import KafkaException
@@ -17,6 +16,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    NewTopic)
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
+
+from kafka_waits import eventually
 
 pytestmark = pytest.mark.kafka
 
@@ -63,32 +64,36 @@ def _script(bootstrap: str, broker_id: str, topic: str) -> list:
             err = e.args[0]
             return (err.name(), err.str())
 
-    def settled(read, done, timeout_s=10.0):
-        # Kafka publishes a config change through its metadata log a moment later.
-        deadline = time.monotonic() + timeout_s
-        while True:
-            value = read()
-            if done(value) or time.monotonic() > deadline:
-                return value
-            time.sleep(0.2)
-
     out.append(("unset", describe()))
     out.append(alter("BROKER", broker_id, {"leader.replication.throttled.rate": "1000",
                                            "follower.replication.throttled.rate": "2000"}))
-    out.append(("set", settled(describe, lambda d: len(d) == 2)))
+    out.append(("set", eventually(describe, lambda d: len(d) == 2)))
     for bad in ("-5", "abc"):
         out.append((bad, alter("BROKER", broker_id,
                                {"leader.replication.throttled.rate": bad})))
     out.append(alter("BROKER", broker_id, {name: None for name in RATES}))
-    out.append(("deleted", settled(describe, lambda d: not d)))
+    out.append(("deleted", eventually(describe, lambda d: not d)))
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=20)
+    last_set = None
     for value in ("0:1,1:2", "*", "0:1, 1:2", "bad", ""):
-        out.append((value, alter("TOPIC", topic,
-                                 {"leader.replication.throttled.replicas": value})))
-    resource = ConfigResource("TOPIC", topic)
-    entries = admin.describe_configs([resource])[resource].result(timeout=20)
-    out.append(sorted((name, e.value, int(e.source)) for name, e in entries.items()
-                      if "throttled.replicas" in name))
+        answer = alter("TOPIC", topic, {"leader.replication.throttled.replicas": value})
+        out.append((value, answer))
+        if answer == "ok":
+            last_set = value
+
+    def describe_topic():
+        resource = ConfigResource("TOPIC", topic)
+        try:
+            entries = admin.describe_configs([resource])[resource].result(timeout=20)
+        except KafkaException as e:
+            return e.args[0].name()
+        return sorted((name, e.value, int(e.source)) for name, e in entries.items()
+                      if "throttled.replicas" in name)
+
+    # The broker's image (which DescribeConfigs reads) learns the topic and the last accepted
+    # value a moment after the controller's answers: describe again, bounded, until it shows.
+    out.append(eventually(describe_topic, lambda rows: not isinstance(rows, str) and (
+        "leader.replication.throttled.replicas", last_set) in [row[:2] for row in rows]))
     return out
 
 

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from kafka_waits import eventually
 from quota_helpers import RawClient, alter_quotas, describe_quotas
 from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog import error_codes as codes
@@ -126,12 +127,10 @@ def _mutation_scenario(bootstrap: str) -> list:
     out: list = []
     with RawClient(bootstrap) as admin:
         out.append(alter_quotas(admin, [([(CLIENT, "diff")], {"controller_mutation_rate": 2})]))
-        # Kafka's broker learns the controller's records a moment after the answer.
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            if describe_quotas(admin, ((CLIENT, 0, "diff"),))[2]:
-                break
-            time.sleep(0.2)
+        # Kafka's broker learns the controller's records a moment after the answer: wait,
+        # bounded, until the quota shows (both brokers alike).
+        eventually(lambda: describe_quotas(admin, ((CLIENT, 0, "diff"),)),
+                   lambda described: bool(described[2]), timeout_s=WAIT_S)
     with RawClient(bootstrap, client_id="diff") as client:
         results, throttle = _create(client, 7, [("a", 20), ("b", 5), ("c", 1)])
         out.append((sorted(results.items()), _ms(throttle) > 0))

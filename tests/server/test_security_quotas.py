@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_waits import eventually
 from quota_helpers import RawClient, alter_quotas, describe_quotas
 from seglog.bench.kafka import KafkaBroker, find_kafka
 from seglog.errors import CorruptCheckpointError
@@ -391,15 +392,11 @@ def _quota_scenario(bootstrap: str) -> list:
                                 validate_only=True))
         out.append(alter_quotas(c, [([(USER, "u1")], {"request_percentage": None,
                                                       "not_there": None})]))
-        # Kafka's broker learns the controller's records a moment after the answer.
-        deadline = time.monotonic() + WAIT_S
-        last = None
-        while time.monotonic() < deadline:
-            now = describe_quotas(c)
-            if now == last:
-                break
-            last = now
-            time.sleep(0.5)
+        # Kafka's broker learns the controller's records a moment after the answer: describe
+        # again, bounded, until the last change (u1's request_percentage removed; the records
+        # apply in order) shows, on both brokers alike.
+        eventually(lambda: describe_quotas(c), lambda now: (
+            ((USER, "u1"),), {"consumer_byte_rate": 2048.0}) in (now[2] or ()))
         for components, strict in _DESCRIBES:
             out.append(describe_quotas(c, components, strict=strict))
         out.append(describe_quotas(c, version=0))

@@ -13,12 +13,12 @@ the answer (both close, and the client learns nothing)."""
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
 from seglog.bench.kafka import KafkaBroker, find_kafka, free_port
 
+from kafka_waits import eventually
 from sasl_helpers import RawClient, sasl_broker_config, sasl_properties, scram_upsertion
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -95,14 +95,20 @@ def _story(plain_bootstrap, sasl_bootstrap):
         scram_upsertion(m, "many", 1, "pw", iterations=16385),
     ))
     out["alter"] = sorted((r.user, int(r.error_code), r.error_message) for r in alter.results)
-    time.sleep(0.5)  # KRaft applies the records asynchronously to the broker's image
     d = admin.m(50, 0)
-    describe = admin.call(50, 0, users=(d.UserName(name="carol"), d.UserName(name="zed"),
-                                        d.UserName(name="zed"), d.UserName(name="nobody")))
-    out["describe"] = sorted(
-        (r.user, int(r.error_code), r.error_message,
-         sorted((int(i.mechanism), int(i.iterations)) for i in r.credential_infos))
-        for r in describe.results)
+
+    def describe():
+        r = admin.call(50, 0, users=(d.UserName(name="carol"), d.UserName(name="zed"),
+                                     d.UserName(name="zed"), d.UserName(name="nobody")))
+        return sorted((x.user, int(x.error_code), x.error_message,
+                       sorted((int(i.mechanism), int(i.iterations)) for i in x.credential_infos))
+                      for x in r.results)
+
+    # Kafka (KRaft) answers the alter once its controller committed the records; the broker's
+    # image (which describes them and checks SCRAM logins) applies them a moment later.
+    # Describe again, bounded, until carol's credential shows: on both brokers alike.
+    out["describe"] = eventually(describe, lambda rows: any(
+        (user, code, infos) == ("carol", 0, [(2, 8192)]) for user, code, _, infos in rows))
     logins = {}
     for name, (mechanism, user, password) in {
         "plain-good": ("PLAIN", "alice", "alice-secret"),
@@ -175,8 +181,10 @@ def _token_story(plain_bootstrap, sasl_bootstrap):
                      (created.max_timestamp - created.issue_timestamp).total_seconds(),
                      (created.expiry_timestamp - created.issue_timestamp).total_seconds(),
                      len(created.hmac))
-    time.sleep(0.5)  # KRaft applies the record asynchronously
-    described = alice.call(41, 3, owners=None)
+    # The broker's image (which describes tokens and checks token logins) applies the
+    # controller's record a moment after the answer: describe again, bounded, until it shows.
+    described = eventually(lambda: alice.call(41, 3, owners=None),
+                           lambda r: created.token_id in {t.token_id for t in r.tokens})
     out["describe"] = [(t.principal_name, [r.principal_name for r in t.renewers])
                        for t in described.tokens]
     out["describe-empty-owners"] = len(alice.call(41, 3, owners=()).tokens)
@@ -197,7 +205,9 @@ def _token_story(plain_bootstrap, sasl_bootstrap):
     out["renew-not-owner"] = bob.error_code(39, 2, hmac=created.hmac,
                                             renew_period=datetime.timedelta(minutes=1))
     out["expire-now"] = alice.error_code(40, 2, hmac=created.hmac, expiry_time_period=period)
-    time.sleep(0.5)
+    # Expiring at once removes the token: wait (bounded) until the describe no longer lists it.
+    eventually(lambda: alice.call(41, 3, owners=None),
+               lambda r: created.token_id not in {t.token_id for t in r.tokens})
     out["renew-after-expire"] = alice.error_code(39, 2, hmac=created.hmac,
                                                  renew_period=datetime.timedelta(minutes=1))
     return out

@@ -21,6 +21,8 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 from seglog.bench.kafka import KafkaBroker, find_kafka
 
+from kafka_waits import group_configs_shown
+
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 _REF, _WHY = find_kafka()
@@ -53,6 +55,19 @@ EXPECTED_RELEASED = {"deliveries": [0, 0, 1, 1], "records": [
     for offset in (0, 1)]}
 
 
+def _alter_group(admin: AdminClient, group: str, values: dict[str, str]) -> None:
+    """Set ``values`` on ``group``; then describe it again, bounded, until they show: Kafka
+    answers once its controller committed them, and its broker's image (which DescribeConfigs
+    and the share partitions read when the consumer joins) applies them a moment later.
+    Both brokers wait alike; a broker that never applies them fails the comparison."""
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in values.items()])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    group_configs_shown(admin, group, values)
+
+
 def scenario(bootstrap: str) -> dict:
     """The same steps against either broker; what to compare."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -62,13 +77,9 @@ def scenario(bootstrap: str) -> dict:
         producer.produce("src", key=b"k%d" % i, value=b"v%d" % i, partition=2,
                          headers=[("h1", b"x")])
     assert producer.flush(30) == 0
-    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in (("errors.deadletterqueue.topic.name", DLQ_TOPIC),
-                            ("errors.deadletterqueue.copy.record.enable", "true"),
-                            ("share.auto.offset.reset", "earliest"))])
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
+    _alter_group(admin, GROUP, {"errors.deadletterqueue.topic.name": DLQ_TOPIC,
+                                "errors.deadletterqueue.copy.record.enable": "true",
+                                "share.auto.offset.reset": "earliest"})
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
                               "share.acknowledgement.mode": "explicit"})
     seen: list[int] = []
@@ -121,13 +132,9 @@ def _released_until_exceeded(admin: AdminClient, bootstrap: str) -> dict:
     for i in range(2):
         producer.produce("src2", key=b"a%d" % i, value=b"b%d" % i, partition=0)
     assert producer.flush(30) == 0
-    resource = ConfigResource(ResourceType.GROUP, GROUP + "2", incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in (("errors.deadletterqueue.topic.name", DLQ_TOPIC + "2"),
-                            ("share.delivery.count.limit", "2"),
-                            ("share.auto.offset.reset", "earliest"))])
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
+    _alter_group(admin, GROUP + "2", {"errors.deadletterqueue.topic.name": DLQ_TOPIC + "2",
+                                      "share.delivery.count.limit": "2",
+                                      "share.auto.offset.reset": "earliest"})
     consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": GROUP + "2",
                               "share.acknowledgement.mode": "explicit"})
     deliveries: list[int] = []

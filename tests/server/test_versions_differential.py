@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from kafka_waits import eventually
 from test_data_differential import Wire
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -73,6 +74,12 @@ def probe(bootstrap):
     wire = Wire(bootstrap)
     out = {}
     try:
+        # A transaction's end is answered once it is prepared; the coordinator writes the
+        # markers and completes it a moment later: wait, bounded, until every one completed.
+        eventually(lambda: wire.call(66, 2, state_filters=(), producer_id_filters=(),
+                                     duration_filter=-1, transactional_id_pattern=None),
+                   lambda r: all(s.transaction_state.startswith("Complete")
+                                 for s in r.transaction_states))
         for pattern in PATTERNS:
             response = wire.call(66, 2, state_filters=(), producer_id_filters=(),
                                  duration_filter=-1, transactional_id_pattern=pattern)

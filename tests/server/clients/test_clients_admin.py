@@ -9,6 +9,7 @@ import time
 from clients_runner import (
     OP_TIMEOUT_S, Rec, admin, confluent_consume, confluent_produce, create_topic,
 )
+from kafka_waits import eventually
 
 KW = {"request_timeout": OP_TIMEOUT_S}
 
@@ -51,10 +52,17 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
             ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
             ConfigEntry("cleanup.policy", "compact",
                         incremental_operation=AlterConfigOpType.SET)])], **KW)[resource])
-    # Kafka applies a config change through its metadata log: describe until it shows.
+    # Kafka applies a config change through its metadata log: describe until it shows (the
+    # default retention back, compact set), bounded.
+    after = eventually(described, lambda now: now["retention.ms"][1] != 1
+                       and now["cleanup.policy"] == ("compact", 1), timeout_s=OP_TIMEOUT_S)
+    # Its broker applies the new policy to the log after DescribeConfigs shows it: wait,
+    # bounded, until a DeleteRecords up to offset 0 (which deletes nothing: the log is empty)
+    # meets the compacted policy, so that the one below is not answered under the old one.
+    start = TopicPartition(unique, 0, 0)
+    eventually(lambda: _error_name(client.delete_records([start], **KW)[start]),
+               lambda name: name == "POLICY_VIOLATION", timeout_s=OP_TIMEOUT_S)
     deadline = time.monotonic() + OP_TIMEOUT_S
-    while (after := described()) == before and time.monotonic() < deadline:
-        time.sleep(0.1)
 
     confluent_produce(b, unique, [Rec(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)])
     tp = TopicPartition(unique, 0, 4)
@@ -63,8 +71,8 @@ def test_topic_configs_records_and_cluster(target, differential, unique):
         ResourceType.TOPIC, unique, incremental_configs=[
             ConfigEntry("cleanup.policy", "delete",
                         incremental_operation=AlterConfigOpType.SET)])], **KW)[resource])
-    while described()["cleanup.policy"][0] != "delete" and time.monotonic() < deadline:
-        time.sleep(0.1)
+    eventually(described, lambda now: now["cleanup.policy"][0] == "delete",
+               timeout_s=OP_TIMEOUT_S)
     # A broker applies a topic's new config to its log after DescribeConfigs shows it (Kafka's
     # brokers take it from the metadata log asynchronously): a DeleteRecords in between may
     # still meet the compacted policy, so it is retried until the deadline.
