@@ -44,6 +44,20 @@ POLL_RECORDS = 5_000
 #: Distinct keys in the keyed send (Kafka users key by entity ids).
 KEYS = 10_000
 
+#: Operations that write a new log or fill fresh memory (librdkafka's queue copies every
+#: record), each run once untimed right before it is timed. On a VM with free page reporting
+#: (virtio-balloon; this bench machine) memory the guest freed more than ~2 s ago is back with
+#: the host, and the first touch of each such page faults on the host inside the guest
+#: instruction that touched it (the kernel's page-cache copy of a write, the zeroing of new
+#: anonymous memory): some 300 ms of system time per million 100-byte records written.
+#: Unprimed, that cost fell on whichever writer came first after the part's operations that
+#: free nothing for seconds: send_keyed, 2.5 M/s against send_keyless' 6.4 M/s in the
+#: 2026-12-05 full run, and the reverse with the two swapped. Primed, every one of them is
+#: timed on pages its own untimed run just freed, so the rows compare the clients and the
+#: core, not the host's page faults (bench/results-issue27-keyed.md, bench/send_pages.py).
+PRIMED = frozenset({"send_keyed", "send_keyless", "end_to_end", "core_end_to_end",
+                    "confluent_produce"})
+
 OPERATIONS = {
     "send_keyed": "Producer.send, keyed (records/s)",
     "send_keyless": "Producer.send, keyless (records/s)",
@@ -79,6 +93,8 @@ def run(ctx: BenchContext) -> PartResult:
                 ctx.progress.step(op, run_index + 1, runs)
                 n = e2e_count if op in ("end_to_end", "core_end_to_end") else count
                 try:
+                    if op in PRIMED:
+                        fn(ctx, values[:n], keys[:n])  # untimed: see PRIMED
                     rate = fn(ctx, values[:n], keys[:n])
                 except Unavailable as exc:
                     skipped[op] = str(exc)
