@@ -6,7 +6,8 @@ no page cache for a few seconds (the confluent-kafka ones), and ``send_keyless``
 pause of ``pause_s`` seconds, then two sends of ``n`` records (the bench's ``_send``: a new
 Store, 6 partitions, ``linger_ms=1000``, 1 MiB batches, 100-byte values, 10,000 keys), the
 store deleted after each; the two sends' order alternates by round (keyed first, then
-keyless first). It prints each send's wall rate and the process's user and system CPU time
+keyless first), then each of the two again right after an untimed run of itself (the bench's
+priming). It prints each timed send's wall rate and the process's user and system CPU time
 during it. On a VM with free page reporting (virtio-balloon), memory freed more than ~2 s
 ago is back with the host, and the first send after the pause pays a host page fault per
 new page-cache page inside the kernel's copy of its writes (system time), keyed or not.
@@ -63,3 +64,9 @@ for round_index in range(ROUNDS):
     second = send(not first_keyed)
     print(f"round {round_index} load {load:.1f} | first after {PAUSE_S:g} s: {first} | "
           f"second: {second}", flush=True)
+    # As the bench's clients part now does: each send right after an untimed one of its own.
+    primed = []
+    for keyed in (first_keyed, not first_keyed):
+        send(keyed)
+        primed.append(send(keyed))
+    print(f"        primed: {primed[0]} | {primed[1]}", flush=True)
