@@ -19,6 +19,9 @@ confluent-kafka's ``produce()`` is measured with no broker (``bootstrap.servers`
 port, ``queue.buffering.max.messages`` large): that is librdkafka's enqueue, the **call
 rate** of ``produce()``, not a delivery rate. Its ``consume(num_messages=...)`` rate is taken
 against ``python -m seglog serve`` on a free 127.0.0.1 port when the broker starts.
+
+Every operation that writes a new log or fills fresh memory runs once untimed right before
+it is timed (``PRIMED``), so that each is timed on memory in the same state (see there).
 """
 
 from __future__ import annotations
@@ -113,6 +116,9 @@ def run(ctx: BenchContext) -> PartResult:
         result.notes.append(f"{op}: not available: {reason}")
     result.notes.append("confluent_produce is the call rate of produce() into librdkafka's "
                         "queue with no broker reachable, not a delivery rate.")
+    result.notes.append(f"{', '.join(sorted(PRIMED))}: each timed right after an untimed run "
+                        "of itself (on a VM with free page reporting, memory freed seconds "
+                        "earlier costs host page faults; see seglog.bench.clients.PRIMED).")
     return result
 
 
