@@ -53,8 +53,8 @@ KEYS = 10_000
 #: the host, and the first touch of each such page faults on the host inside the guest
 #: instruction that touched it (the kernel's page-cache copy of a write, the zeroing of new
 #: anonymous memory): some 300 ms of system time per million 100-byte records written.
-#: Unprimed, that cost fell on whichever writer came first after the part's operations that
-#: free nothing for seconds: send_keyed, 2.5 M/s against send_keyless' 6.4 M/s in the
+#: Unprimed, that cost fell on whichever writer came first after the part's slower
+#: operations (confluent-kafka's): send_keyed, 2.5 M/s against send_keyless' 6.4 M/s in the
 #: 2026-12-05 full run, and the reverse with the two swapped. Primed, every one of them is
 #: timed on pages its own untimed run just freed, so the rows compare the clients and the
 #: core, not the host's page faults (bench/results-issue27-keyed.md, bench/send_pages.py).
