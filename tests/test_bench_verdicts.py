@@ -110,3 +110,30 @@ def test_results_json_records_each_parts_load(tmp_path):
         assert target["verdict"].startswith(("met", "MISSED", "measured"))
     text = (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
     assert " CPUs" in text
+
+
+def test_clients_primes_each_writer_untimed_before_timing_it(tmp_path, monkeypatch):
+    """Every writing operation runs once untimed right before its timed run (PRIMED: on a VM
+    with free page reporting the first writer after a pause pays the host's page faults), and
+    only the timed run is a figure."""
+    calls: list[str] = []
+
+    def recording(op, fn):
+        def call(ctx, values, keys):
+            calls.append(op)
+            return fn(ctx, values, keys)
+        return call
+
+    ops = {op: recording(op, clients._OPS[op])
+           for op in ("send_keyed", "send_keyless", "core_end_to_end")}
+    monkeypatch.setattr(clients, "_OPS", ops)
+    config = Config(mode="quick", only=("clients",), records=2_000, dir_path=str(tmp_path),
+                    out_dir=str(tmp_path / "out"), charts=False, progress=False)
+    run = run_bench(config)
+    runs = run.profile.runs
+    assert calls == ["send_keyed", "send_keyed", "send_keyless", "send_keyless",
+                     "core_end_to_end", "core_end_to_end"] * runs
+    (part,) = run.parts
+    for op in ops:
+        assert len(part.figures[op].values) == runs
+    assert clients.PRIMED <= set(clients.OPERATIONS)

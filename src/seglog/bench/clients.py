@@ -19,6 +19,9 @@ confluent-kafka's ``produce()`` is measured with no broker (``bootstrap.servers`
 port, ``queue.buffering.max.messages`` large): that is librdkafka's enqueue, the **call
 rate** of ``produce()``, not a delivery rate. Its ``consume(num_messages=...)`` rate is taken
 against ``python -m seglog serve`` on a free 127.0.0.1 port when the broker starts.
+
+Every operation that writes a new log or fills fresh memory runs once untimed right before
+it is timed (``PRIMED``), so that each is timed on memory in the same state (see there).
 """
 
 from __future__ import annotations
@@ -43,6 +46,20 @@ PARTITIONS = 6
 POLL_RECORDS = 5_000
 #: Distinct keys in the keyed send (Kafka users key by entity ids).
 KEYS = 10_000
+
+#: Operations that write a new log or fill fresh memory (librdkafka's queue copies every
+#: record), each run once untimed right before it is timed. On a VM with free page reporting
+#: (virtio-balloon; this bench machine) memory the guest freed more than ~2 s ago is back with
+#: the host, and the first touch of each such page faults on the host inside the guest
+#: instruction that touched it (the kernel's page-cache copy of a write, the zeroing of new
+#: anonymous memory): some 300 ms of system time per million 100-byte records written.
+#: Unprimed, that cost fell on whichever writer came first after the part's slower
+#: operations (confluent-kafka's): send_keyed, 2.5 M/s against send_keyless' 6.4 M/s in the
+#: 2026-12-05 full run, and the reverse with the two swapped. Primed, every one of them is
+#: timed on pages its own untimed run just freed, so the rows compare the clients and the
+#: core, not the host's page faults (bench/results-issue27-keyed.md, bench/send_pages.py).
+PRIMED = frozenset({"send_keyed", "send_keyless", "end_to_end", "core_end_to_end",
+                    "confluent_produce"})
 
 OPERATIONS = {
     "send_keyed": "Producer.send, keyed (records/s)",
@@ -79,6 +96,8 @@ def run(ctx: BenchContext) -> PartResult:
                 ctx.progress.step(op, run_index + 1, runs)
                 n = e2e_count if op in ("end_to_end", "core_end_to_end") else count
                 try:
+                    if op in PRIMED:
+                        fn(ctx, values[:n], keys[:n])  # untimed: see PRIMED
                     rate = fn(ctx, values[:n], keys[:n])
                 except Unavailable as exc:
                     skipped[op] = str(exc)
@@ -97,6 +116,9 @@ def run(ctx: BenchContext) -> PartResult:
         result.notes.append(f"{op}: not available: {reason}")
     result.notes.append("confluent_produce is the call rate of produce() into librdkafka's "
                         "queue with no broker reachable, not a delivery rate.")
+    result.notes.append(f"{', '.join(sorted(PRIMED))}: each timed right after an untimed run "
+                        "of itself (on a VM with free page reporting, memory freed seconds "
+                        "earlier costs host page faults; see seglog.bench.clients.PRIMED).")
     return result
 
 
