@@ -585,9 +585,16 @@ class Connection(asyncio.Protocol):
         state = self.server.state
         if slot.api_key >= 0 and state is not None:
             state.metrics.answered(slot.api_key, (time.monotonic() - slot.received_s) * 1000.0)
+        held = copied = 0
         for part in parts:
-            self._held_bytes += _nbytes(part)
-            self._held_copied_bytes += _copied_bytes(part)
+            if type(part) is bytes:  # the usual encoded header and body: in our memory
+                held += len(part)
+                copied += len(part)
+            else:
+                held += _nbytes(part)
+                copied += _copied_bytes(part)
+        self._held_bytes += held
+        self._held_copied_bytes += copied
         slots = self._slots
         transport = self.transport
         while slots and slots[0].done:
