@@ -475,7 +475,8 @@ class Connection(asyncio.Protocol):
             if api_key == protocol.API_VERSIONS_KEY:
                 header = protocol.parse_request_header(
                     frame, flexible=protocol.is_flexible_request(api_key, api_version))
-                parts = server.answer_api_versions(header, frame)
+                parts = server.answer_api_versions(
+                    header, frame if isinstance(frame, bytes) else bytes(frame))
                 state = server.state
                 if state is not None:
                     state.metrics.received(api_key, api_version,
@@ -507,7 +508,9 @@ class Connection(asyncio.Protocol):
                              self.security)
         now_s = time.monotonic()
         state.metrics.received(api_key, api_version, (now_s - self._received_s) * 1000.0)
-        slot = self._new_slot(_Slot(api_key, self._received_s))
+        slot = _Slot(api_key, self._received_s)
+        self._slots.append(slot)  # _new_slot, written out: once per request
+        server.in_flight += 1
         # The handler's first step runs now, in request order: a handler that never waits
         # (most of them: Produce, Metadata, commits) is answered without a task, and the
         # bytes it holds count before the next frame is dispatched. One that waits goes on
@@ -552,7 +555,8 @@ class Connection(asyncio.Protocol):
             self._close_at(slot)
             return
         self._finish(slot, parts)
-        throttle_ms = _throttle_ms_of(response)
+        throttle_ms = response.throttle_time_ms if type(response) is RawResponse \
+            else _throttle_ms_of(response)
         if throttle_ms > 0:
             self.mute_for_ms(throttle_ms)
 
@@ -583,7 +587,11 @@ class Connection(asyncio.Protocol):
         else:
             self._update_reading()
 
-    def _encode(self, ctx: RequestContext, response: Response) -> tuple[BytesLike, ...]:
+    def _encode(self, ctx: RequestContext, response: Response) -> Sequence[BytesLike]:
+        if type(response) is RawResponse and response.parts:  # the usual hand-encoded body
+            return protocol.encode_response(
+                ctx.correlation_id, body_parts=response.parts,
+                flexible=protocol.is_flexible_response(ctx.api_key, ctx.api_version))
         if response is None or (isinstance(response, RawResponse) and not response.parts):
             return ()  # no response (a RawResponse without parts only mutes: acks=0)
         flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)

@@ -284,9 +284,10 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
             transactional_id: str | None, log: Log) -> _Outcome:
     """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
     append runs): the outcome, whatever went wrong as its error code."""
-    if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
-        return _failure(codes.INVALID_TOPIC_EXCEPTION)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if topic.is_internal:
+        if ctx.client_id != ADMIN_CLIENT_ID:
+            # Kafka's UNKNOWN_LOG_APPEND_INFO: log start offset -1.
+            return _failure(codes.INVALID_TOPIC_EXCEPTION)
         refused = _refuse_unloadable_internal_records(topic, partition, batch, log)
         if refused is not None:
             return refused
