@@ -348,7 +348,7 @@ async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawRespo
     if short is None:
         return await handle_produce(ctx, request)
     key, index, outcome, delayed = short
-    if delayed is not None:
+    if delayed is not None and not partition_seam(ctx.broker).replicated_on_append:
         await partition_seam(ctx.broker).wait_for_acks(
             (delayed,), acks=-1, timeout_s=max(request.timeout_ms / 1000.0, 0.0))
         if delayed.error_code != codes.NONE:
