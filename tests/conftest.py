@@ -140,17 +140,79 @@ def pytest_runtest_makereport(item, call):
 #: Set (to anything but 0) to run the ``kafka_tools`` tests without ``-m kafka_tools``.
 KAFKA_TOOLS_ENV = "SEGLOG_KAFKA_TOOLS"
 
+#: The fixtures that run Apache Kafka (a test using one, directly or through another fixture,
+#: is marked ``kafka``).
+KAFKA_FIXTURES = frozenset({"kafka_ref", "kafka_shared", "kafka_shared_groups",
+                            "_kafka_session_brokers", "kafka_broker_factory"})
+
+#: The groups of tests the README's run leaves out (minutes each; .ci/run runs each as a
+#: step of its own): name -> (the -m words that select it, the variable that runs it
+#: anyway, what the skip line says).
+OPT_IN_GROUPS = {
+    "kafka": (("kafka", "kafka_tools", "kafka_share", "franz_go"), "SEGLOG_KAFKA_TESTS",
+              "the tests against Apache Kafka 4.4 (a JVM broker each module or session) take "
+              "about 10 minutes"),
+    "cluster": (("cluster", "soak"), "SEGLOG_CLUSTER_TESTS",
+                "the cluster tests (ZooKeeper and broker processes) take minutes"),
+}
+
+
+def _opt_in_groups(item) -> tuple[str, ...]:
+    """The groups of :data:`OPT_IN_GROUPS` ``item`` belongs to: ``kafka`` when it is marked
+    so or uses a Kafka fixture, ``cluster`` when it lives in tests/cluster."""
+    groups = []
+    if item.get_closest_marker("kafka") is not None \
+            or KAFKA_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        groups.append("kafka")
+    if "cluster" in item.path.parent.parts[-1:]:
+        groups.append("cluster")
+    return tuple(groups)
+
+
+def _named_on_the_command_line(config) -> bool:
+    """Whether the run names test files or tests (``pytest tests/x/test_y.py[::test]``): then
+    what is named runs, whatever its group; a run of directories leaves the groups out."""
+    return any("::" in arg or arg.split("::")[0].endswith(".py") for arg in config.args)
+
 
 def pytest_collection_modifyitems(config, items):
-    """``kafka_tools`` tests (Kafka 4.4's command-line tools run against Kafka and seglog: a
-    JVM per step, minutes in all; their requests are compared raw by the default run's
-    differentials) run only when selected: ``-m kafka_tools`` (as .ci/run does) or
-    ``SEGLOG_KAFKA_TOOLS=1``; the README's command skips them, saying so."""
-    if os.environ.get(KAFKA_TOOLS_ENV, "") not in ("", "0") \
-            or "kafka_tools" in (config.option.markexpr or ""):
-        return
-    skip = pytest.mark.skip(reason="Kafka's command-line tools take minutes: run with "
-                                   f"-m kafka_tools or {KAFKA_TOOLS_ENV}=1 (.ci/run does)")
+    """The README's command (``pytest -q``) runs in about ten minutes; what takes longer runs
+    when selected, as .ci/run does, each group in a step of its own:
+
+    - ``kafka`` (every test that runs a real Kafka 4.4 broker: marked so, or using one of
+      :data:`KAFKA_FIXTURES`, which marks it): ``-m kafka`` or ``SEGLOG_KAFKA_TESTS=1``;
+    - ``cluster`` (every test in tests/cluster, marked so here: ZooKeeper and broker
+      processes): ``-m cluster`` or ``SEGLOG_CLUSTER_TESTS=1`` (the scenarios among them also
+      with SEGLOG_CLUSTER_SCENARIOS=1);
+    - ``kafka_tools`` (Kafka 4.4's command-line tools run against Kafka and seglog: a JVM per
+      step; their requests are compared raw by the kafka run's differentials): ``-m
+      kafka_tools`` or ``SEGLOG_KAFKA_TOOLS=1``.
+
+    A test file or test named on the command line runs whatever its group (the tools' JVM
+    steps still need ``-m kafka_tools``). Left-out tests are skipped with one line saying how
+    to run them."""
+    import re
+
+    markexpr = config.option.markexpr or ""
+    words = set(re.findall(r"[A-Za-z_]+", markexpr))
+    named = _named_on_the_command_line(config)
+    skips = {}
+    for group, (selectors, env, why) in OPT_IN_GROUPS.items():
+        selected = named or bool(words.intersection(selectors)) \
+            or os.environ.get(env, "") not in ("", "0")
+        if not selected:
+            skips[group] = pytest.mark.skip(
+                reason=f"{why}: run them with -m {group} or {env}=1 (.ci/run does)")
+    tools_selected = os.environ.get(KAFKA_TOOLS_ENV, "") not in ("", "0") \
+        or "kafka_tools" in words
+    tools_skip = pytest.mark.skip(reason="Kafka's command-line tools take minutes: run with "
+                                         f"-m kafka_tools or {KAFKA_TOOLS_ENV}=1 (.ci/run does)")
     for item in items:
-        if item.get_closest_marker("kafka_tools") is not None:
-            item.add_marker(skip)
+        groups = _opt_in_groups(item)
+        for group in groups:
+            if item.get_closest_marker(group) is None:
+                item.add_marker(getattr(pytest.mark, group))
+        if groups and all(group in skips for group in groups):
+            item.add_marker(skips[groups[0]])
+        elif not tools_selected and item.get_closest_marker("kafka_tools") is not None:
+            item.add_marker(tools_skip)
