@@ -347,7 +347,12 @@ async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawRespo
     short = _one_partition(ctx, request)
     if short is None:
         return await handle_produce(ctx, request)
-    key, index, outcome = short
+    key, index, outcome, delayed = short
+    if delayed is not None and not partition_seam(ctx.broker).replicated_on_append:
+        await partition_seam(ctx.broker).wait_for_acks(
+            (delayed,), acks=-1, timeout_s=max(request.timeout_ms / 1000.0, 0.0))
+        if delayed.error_code != codes.NONE:
+            outcome.error_code = delayed.error_code  # as handle_produce: only the error
     return _new_raw_response(RawResponse, ((encode_produce_response(
         ctx.api_version, ((key, ((index, outcome),)),)),), 0))
 
@@ -357,13 +362,11 @@ _new_raw_response = tuple.__new__
 
 
 def _one_partition(ctx: RequestContext, request: Any
-                   ) -> tuple[TopicKey, int, _Outcome] | None:
-    """:func:`handle_produce`'s work for the common request on a lone broker, without its
-    general loops: one topic with one partition, known, its records one checked
-    non-transactional batch, no transactional id, acks 1 or -1, no authorizer and no quota
-    on the broker, and a seam whose appends are replicated once written (a lone broker:
-    nothing for acks=-1 to wait for; a cluster's brokers take the general way, whose
-    waits the cluster scenarios check). Returns ``(topic key, partition, outcome)``, or
+                   ) -> tuple[TopicKey, int, _Outcome, AppendResult | None] | None:
+    """:func:`handle_produce`'s work for the common request, without its general loops:
+    one topic with one partition, led here, known, its records one checked non-transactional
+    batch, no transactional id, acks 1 or -1, no authorizer and no quota on the broker.
+    Returns ``(topic key, partition, outcome, the acks=-1 append to wait for or None)``, or
     None (nothing done) for any other request, which :func:`handle_produce` answers. Every
     check of the append itself is the same call as handle_produce's
     (:func:`_append_to_leader`); what this skips is only what cannot apply: the
@@ -379,9 +382,6 @@ def _one_partition(ctx: RequestContext, request: Any
     if len(partitions) != 1:
         return None
     broker = ctx.broker
-    seam = partition_seam(broker)
-    if not seam.replicated_on_append:
-        return None
     extensions = broker.extensions
     if extensions.get(AUTHORIZER_KEY) is not None or (
             extensions.get(quotas.EXTENSION_KEY) is not None and quotas.any_quota(ctx)):
@@ -401,11 +401,10 @@ def _one_partition(ctx: RequestContext, request: Any
     index = partition_data.index
     if topic is None or not 0 <= index < topic.partitions:
         return None
-    # acks=-1 on a lone broker: written is replicated (SingleBroker.wait_acks_all answers
-    # NONE at once), so the delayed appends need no wait.
     delayed: list[tuple[AppendResult, _Outcome]] = []
-    outcome = _append_to_leader(ctx, seam, topic, index, batch, None, acks, delayed)
-    return key, index, outcome
+    outcome = _append_to_leader(ctx, partition_seam(broker), topic, index, batch, None, acks,
+                                delayed)
+    return key, index, outcome, delayed[0][0] if delayed else None
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
