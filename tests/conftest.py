@@ -147,13 +147,15 @@ KAFKA_FIXTURES = frozenset({"kafka_ref", "kafka_shared", "kafka_shared_groups",
 
 #: The groups of tests the README's run leaves out (minutes each; .ci/run runs each as a
 #: step of its own): name -> (the -m words that select it, the variable that runs it
-#: anyway, what the skip line says).
+#: anyway, whether naming its test file selects it too, what the skip line says).
 OPT_IN_GROUPS = {
-    "kafka": (("kafka", "kafka_tools", "kafka_share", "franz_go"), "SEGLOG_KAFKA_TESTS",
+    "kafka": (("kafka", "kafka_tools", "kafka_share", "franz_go"), "SEGLOG_KAFKA_TESTS", True,
               "the tests against Apache Kafka 4.4 (a JVM broker each module or session) take "
               "about 10 minutes"),
-    "cluster": (("cluster", "soak"), "SEGLOG_CLUSTER_TESTS",
+    "cluster": (("cluster", "soak"), "SEGLOG_CLUSTER_TESTS", True,
                 "the cluster tests (ZooKeeper and broker processes) take minutes"),
+    "kafka_tools": (("kafka_tools",), KAFKA_TOOLS_ENV, False,
+                    "Kafka's command-line tools take minutes"),
 }
 
 
@@ -167,6 +169,20 @@ def _opt_in_groups(item) -> tuple[str, ...]:
     if "cluster" in item.path.parent.parts[-1:]:
         groups.append("cluster")
     return tuple(groups)
+
+
+def _skipped_by(item, skips: dict) -> str | None:
+    """The group whose skip ``item`` takes: a kafka_tools test's own (a JVM per step, even
+    when its file is named), else its groups' when none of them is selected."""
+    if item.get_closest_marker("kafka_tools") is not None and "kafka_tools" in skips:
+        return "kafka_tools"
+    groups = _opt_in_groups(item)
+    for group in groups:
+        if item.get_closest_marker(group) is None:
+            item.add_marker(getattr(pytest.mark, group))
+    if groups and all(group in skips for group in groups):
+        return groups[0]
+    return None
 
 
 def _named_on_the_command_line(config) -> bool:
@@ -197,22 +213,13 @@ def pytest_collection_modifyitems(config, items):
     words = set(re.findall(r"[A-Za-z_]+", markexpr))
     named = _named_on_the_command_line(config)
     skips = {}
-    for group, (selectors, env, why) in OPT_IN_GROUPS.items():
-        selected = named or bool(words.intersection(selectors)) \
+    for group, (selectors, env, named_selects, why) in OPT_IN_GROUPS.items():
+        selected = (named and named_selects) or bool(words.intersection(selectors)) \
             or os.environ.get(env, "") not in ("", "0")
         if not selected:
             skips[group] = pytest.mark.skip(
                 reason=f"{why}: run them with -m {group} or {env}=1 (.ci/run does)")
-    tools_selected = os.environ.get(KAFKA_TOOLS_ENV, "") not in ("", "0") \
-        or "kafka_tools" in words
-    tools_skip = pytest.mark.skip(reason="Kafka's command-line tools take minutes: run with "
-                                         f"-m kafka_tools or {KAFKA_TOOLS_ENV}=1 (.ci/run does)")
     for item in items:
-        groups = _opt_in_groups(item)
-        for group in groups:
-            if item.get_closest_marker(group) is None:
-                item.add_marker(getattr(pytest.mark, group))
-        if groups and all(group in skips for group in groups):
-            item.add_marker(skips[groups[0]])
-        elif not tools_selected and item.get_closest_marker("kafka_tools") is not None:
-            item.add_marker(tools_skip)
+        group = _skipped_by(item, skips)
+        if group is not None:
+            item.add_marker(skips[group])
