@@ -11,7 +11,11 @@ Four writers put the same number of file bytes on the same disk, in rotating ord
 * ``append_sync1m``: the same with a ``flush`` as soon as 1 MiB or more was appended since the
   last one (one sync per 1 MiB, the issue's shape);
 * ``append_per_batch`` / ``append_per_batch_sync1m``: the same two with one ``Segment.append``
-  per 1,000-record batch (how the bench appended before issue 27).
+  per 1,000-record batch (how the bench appended before issue 27);
+* ``append_encoded`` / ``append_encoded_sync1m``: the same batches encoded once before the
+  rounds, appended about 1 MiB per ``Segment.append`` with the same syncs: the segment's own
+  write path (every batch's CRC still checked) without the encoding, so that the gap between
+  ``append`` and the ceiling splits into the encode and the rest.
 
 Rates are file bytes per second (what the disk is given); the append's record rate is the same
 figure divided by the file bytes per record. Ratios are taken per round.
@@ -67,6 +71,35 @@ def append(be, path: str, values: list[bytes], sync_bytes: int | None, group_byt
         segment.close()
 
 
+def append_encoded(be, path: str, batches: list[bytes], sync_bytes: int | None) -> float:
+    """Seconds to append already-encoded ``batches`` about 1 MiB per ``Segment.append`` (a list
+    of batches), syncing once ``sync_bytes`` were appended since the last sync (None: only at
+    the end), as :func:`segops.append_values` groups them."""
+    os.mkdir(path)
+    segment = segops.open_segment(be, path, create=True)
+    try:
+        t0 = time.perf_counter()
+        group: list[bytes] = []
+        group_size = since_sync = 0
+        for batch in batches:
+            group.append(batch)
+            group_size += len(batch)
+            since_sync += len(batch)
+            sync = sync_bytes is not None and since_sync >= sync_bytes
+            if sync or group_size >= segops.APPEND_GROUP_BYTES:
+                segment.append(group)
+                group, group_size = [], 0
+            if sync:
+                segment.flush()
+                since_sync = 0
+        if group:
+            segment.append(group)
+        segment.flush()
+        return time.perf_counter() - t0
+    finally:
+        segment.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=500_000)
@@ -83,6 +116,7 @@ def main() -> None:
         append(be, segment_dir, values, None, segops.APPEND_GROUP_BYTES)
         file_bytes = os.path.getsize(os.path.join(segment_dir, "00000000000000000000.log"))
         shutil.rmtree(segment_dir)
+        batches = segops.encode_batches(be, values, 1000)
         writers = {
             "ceiling": lambda p: ceiling(p, file_bytes, False),
             "ceiling_sync1m": lambda p: ceiling(p, file_bytes, True),
@@ -90,6 +124,8 @@ def main() -> None:
             "append_sync1m": lambda p: append(be, p, values, MIB, segops.APPEND_GROUP_BYTES),
             "append_per_batch": lambda p: append(be, p, values, None, 0),
             "append_per_batch_sync1m": lambda p: append(be, p, values, MIB, 0),
+            "append_encoded": lambda p: append_encoded(be, p, batches, None),
+            "append_encoded_sync1m": lambda p: append_encoded(be, p, batches, MIB),
         }
         if args.only:
             writers = {k: v for k, v in writers.items() if k in args.only.split(",")}
@@ -119,7 +155,8 @@ def main() -> None:
                   f"{fmt([x / (file_bytes / args.records) for x in rates[name]])} M")
         pairs = [("append", "ceiling"), ("append_sync1m", "ceiling_sync1m"),
                  ("append_per_batch", "ceiling"),
-                 ("append_per_batch_sync1m", "ceiling_sync1m")]
+                 ("append_per_batch_sync1m", "ceiling_sync1m"),
+                 ("append_encoded", "ceiling"), ("append_encoded_sync1m", "ceiling_sync1m")]
         for a, c in pairs:
             if a in rates and c in rates:
                 ratios = [x / y for x, y in zip(rates[a], rates[c])]
