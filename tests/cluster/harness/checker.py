@@ -19,8 +19,17 @@ Kinds (each an :class:`Anomaly` with the events that show it):
 * ``G1a`` (aborted read): a value whose send definitely failed appears anywhere.
 * ``phantom``: a value no producer ever sent appears (garbage or a mixed-up run).
 * ``nonmonotonic-send``: one producer's later send lands at a lower offset of a partition
-  than its earlier one. Forbidden with ``max.in.flight`` = 1 or with idempotence and <= 5 in
-  flight; otherwise a note.
+  than its earlier one. Forbidden with idempotence and <= 5 in flight, and with
+  ``max.in.flight`` = 1 where the client keeps a partition to one request in flight (the Java
+  client and kafka-python mute the partition until its batch is answered); otherwise a note.
+  librdkafka (``client`` = ``librdkafka`` in the producer's settings) does not, without
+  idempotence: when a partition is handed back to a broker (a Metadata answer without a
+  leader, a leader change) it may send the partition's next batch on the same connection
+  before the previous one is answered, and when the first is refused (NOT_LEADER_OR_FOLLOWER:
+  the new leader had not taken over yet, which Kafka's own brokers also answer while a
+  LeaderAndIsr is under way) and retried, the second lands first (seen with
+  ``debug=msg,broker,topic``: two ProduceRequests for one partition 51 ms apart, the first
+  refused, the second stored). So for a non-idempotent librdkafka producer it is a note.
 * ``nonmonotonic-poll`` / ``poll-skip``: one consumer, with no reassignment in between, goes
   backwards, or jumps over offsets that exist (in the final read, or when there is none in
   what the history saw).
@@ -68,6 +77,10 @@ from .history import (
     ABORTED, ASSIGN, COMMITTED, FAIL, FINAL_READ, INFO, INVOKE, META, OK, POLL, PRODUCER,
     READ_COMMITTED, READ_UNCOMMITTED, REPLICA, SEND, TXN, UNKNOWN, partition_values,
 )
+
+#: Clients whose ``max.in.flight`` = 1 does not keep a non-idempotent producer's retried
+#: batches in order (see ``nonmonotonic-send`` above), by the ``client`` of its settings.
+UNORDERED_RETRY_CLIENTS = frozenset({"librdkafka"})
 
 #: Every kind :func:`check` can report, anomaly or note.
 KINDS = frozenset({
@@ -366,7 +379,10 @@ def _send_order(sends: dict[int, _Send], producers: dict[str, dict],
         ordered.sort(key=lambda s: s.invoke["index"])
         settings = producers.get(process, {})
         in_flight = int(settings.get("max_in_flight", 1_000_000))
-        forbidden = in_flight == 1 or (settings.get("idempotent") is True and in_flight <= 5)
+        idempotent = settings.get("idempotent") is True
+        one_at_a_time = in_flight == 1 and (idempotent or settings.get("client")
+                                            not in UNORDERED_RETRY_CLIENTS)
+        forbidden = one_at_a_time or (idempotent and in_flight <= 5)
         highest: _Send | None = None
         for send in ordered:
             offset = int(send.completion["offset"])

@@ -98,6 +98,10 @@ class Producer(threading.Thread):
     (librdkafka's defaults differ from Java's); ``config`` adds or overrides settings.
     """
 
+    #: The client library, recorded with the producer's settings: what the checker may
+    #: expect of its ordering depends on it (``checker.ORDERING_CLIENTS``).
+    CLIENT = "librdkafka"
+
     def __init__(self, history: History, bootstrap: str, topic: str, partitions: list[int],
                  values: Values, *, name: str = "p0", acks: str = "all", idempotent: bool = True,
                  retries: int = 1_000_000, max_in_flight: int = 5, count: int = 100_000,
@@ -112,7 +116,7 @@ class Producer(threading.Thread):
         self.producer = self._open(bootstrap, acks=acks, idempotent=idempotent, retries=retries,
                                    max_in_flight=max_in_flight, config=config or {})
         history.record(name, META, PRODUCER, idempotent=idempotent, max_in_flight=max_in_flight,
-                       retries=retries, acks=acks)
+                       retries=retries, acks=acks, client=self.CLIENT)
         self.pending: dict[int, dict] = {}
         self.pending_lock = threading.Lock()
         self.stopping = threading.Event()
@@ -201,6 +205,8 @@ class KafkaPythonProducer(Producer):
     ``NotEnoughReplicasError``, 20 ``NotEnoughReplicasAfterAppendError``), classified the
     same way (:func:`classify_code`)."""
 
+    CLIENT = "kafka-python"
+
     def _open(self, bootstrap: str, *, acks: str, idempotent: bool, retries: int,
               max_in_flight: int, config: dict[str, Any]) -> Any:
         from kafka import KafkaProducer
@@ -275,7 +281,8 @@ class TxnProducer(threading.Thread):
         self.transaction_timeout_ms = transaction_timeout_ms
         self.config = config or {}
         history.record(name, META, PRODUCER, idempotent=True, max_in_flight=5,
-                       retries=1_000_000, acks="all", transactional_id=name)
+                       retries=1_000_000, acks="all", transactional_id=name,
+                       client=Producer.CLIENT)
         self.producer: Any = None
         self.pending: dict[int, dict] = {}
         self.pending_lock = threading.Lock()
