@@ -374,8 +374,22 @@ class Connection(asyncio.Protocol):
         if self._closing:
             return
         self.last_active_s = self._received_s = time.monotonic()
-        self._buffer += data
-        self._process_buffer()
+        if self._buffer or self._processing or type(data) is not bytes:
+            self._buffer += data
+            self._process_buffer()
+            return
+        # Nothing held from before: the whole frames are read from ``data`` itself, each a
+        # view of it (bytes do not change: no copy into the buffer, none out of it), and
+        # only what is left (a part of a frame, or frames back-pressure holds back) is kept.
+        self._processing = True
+        try:
+            with memoryview(data) as view:
+                position = self._process_frames_of(view, copy=False)
+                if position < len(data) and not self._aborted:
+                    self._buffer += view[position:]
+        finally:
+            self._processing = False
+        self._update_reading()
 
     def eof_received(self) -> bool:
         # The client closed its side. Kafka closes the connection then (it has no half-open
@@ -413,46 +427,56 @@ class Connection(asyncio.Protocol):
 
     def _process_frames(self) -> None:
         buffer = self._buffer
+        with memoryview(buffer) as view:  # released before the buffer is trimmed
+            position = self._process_frames_of(view, copy=True)
+        if position and not self._aborted:
+            del buffer[:position]
+
+    def _process_frames_of(self, view: memoryview, *, copy: bool) -> int:
+        """Dispatch the whole frames at the start of ``view`` (each a copy when ``copy``: the
+        buffer under ``view`` changes afterwards; else a view of it) while reading may go on;
+        returns the bytes taken."""
         limit = sasl_request_bytes_max(  # sasl.server.max.receive.size until authenticated
             self.security, authenticated_max=self.server.request_bytes_max,
             unauthenticated_max=self.server.sasl_receive_bytes_max)
         position = 0
-        end = len(buffer)
+        end = len(view)
         self._stalled = False
-        with memoryview(buffer) as view:  # released before the buffer is trimmed
-            while end - position >= _SIZE_BYTES and not self._closing:
-                if self._reading_paused_by_us():
-                    # Back-pressure: the frames left wait until responses drain.
-                    self._stalled = True
-                    break
-                (size,) = _SIZE.unpack_from(view, position)
-                if size < 0 or size > limit:
-                    # Kafka's NetworkReceive: InvalidReceiveException; the connection closes.
-                    log.warning("connection %d from %s:%d: request size %d outside 0..%d "
-                                "(socket.request.max.bytes); closing", self.connection_id,
-                                self.client_host, self.client_port, size, limit)
-                    # Answers to the requests before it still go out, as Kafka's do (it
-                    # reads one request at a time): a stored Produce's ack is never lost.
-                    self.close_when_answered()
-                    break
-                start = position + _SIZE_BYTES
-                if end - start < size:
-                    break
-                position = start + size
-                self._dispatch(bytes(view[start:position]))
-        if position and not self._aborted:
-            del buffer[:position]
+        while end - position >= _SIZE_BYTES and not self._closing:
+            if self._reading_paused_by_us():
+                # Back-pressure: the frames left wait until responses drain.
+                self._stalled = True
+                break
+            (size,) = _SIZE.unpack_from(view, position)
+            if size < 0 or size > limit:
+                # Kafka's NetworkReceive: InvalidReceiveException; the connection closes.
+                log.warning("connection %d from %s:%d: request size %d outside 0..%d "
+                            "(socket.request.max.bytes); closing", self.connection_id,
+                            self.client_host, self.client_port, size, limit)
+                # Answers to the requests before it still go out, as Kafka's do (it
+                # reads one request at a time): a stored Produce's ack is never lost.
+                self.close_when_answered()
+                break
+            start = position + _SIZE_BYTES
+            if end - start < size:
+                break
+            position = start + size
+            self._dispatch(bytes(view[start:position]) if copy else view[start:position])
+        return position
 
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytes | memoryview) -> None:
         server = self.server
         try:
             api_key, api_version, _ = protocol.peek_request_head(frame)
             sasl_check_request(self.security, api_key)  # SASL: Kafka's order, or closed
             handler = server.handlers.get(api_key)
+            if type(frame) is not bytes and (handler is None or not handler.raw_request):
+                frame = bytes(frame)  # the decoders and ApiVersions read bytes
             if api_key == protocol.API_VERSIONS_KEY:
                 header = protocol.parse_request_header(
                     frame, flexible=protocol.is_flexible_request(api_key, api_version))
-                parts = server.answer_api_versions(header, frame)
+                parts = server.answer_api_versions(
+                    header, frame if isinstance(frame, bytes) else bytes(frame))
                 state = server.state
                 if state is not None:
                     state.metrics.received(api_key, api_version,
@@ -484,7 +508,9 @@ class Connection(asyncio.Protocol):
                              self.security)
         now_s = time.monotonic()
         state.metrics.received(api_key, api_version, (now_s - self._received_s) * 1000.0)
-        slot = self._new_slot(_Slot(api_key, self._received_s))
+        slot = _Slot(api_key, self._received_s)
+        self._slots.append(slot)  # _new_slot, written out: once per request
+        server.in_flight += 1
         # The handler's first step runs now, in request order: a handler that never waits
         # (most of them: Produce, Metadata, commits) is answered without a task, and the
         # bytes it holds count before the next frame is dispatched. One that waits goes on
@@ -529,7 +555,8 @@ class Connection(asyncio.Protocol):
             self._close_at(slot)
             return
         self._finish(slot, parts)
-        throttle_ms = _throttle_ms_of(response)
+        throttle_ms = response.throttle_time_ms if type(response) is RawResponse \
+            else _throttle_ms_of(response)
         if throttle_ms > 0:
             self.mute_for_ms(throttle_ms)
 
@@ -560,7 +587,11 @@ class Connection(asyncio.Protocol):
         else:
             self._update_reading()
 
-    def _encode(self, ctx: RequestContext, response: Response) -> tuple[BytesLike, ...]:
+    def _encode(self, ctx: RequestContext, response: Response) -> Sequence[BytesLike]:
+        if type(response) is RawResponse and response.parts:  # the usual hand-encoded body
+            return protocol.encode_response(
+                ctx.correlation_id, body_parts=response.parts,
+                flexible=protocol.is_flexible_response(ctx.api_key, ctx.api_version))
         if response is None or (isinstance(response, RawResponse) and not response.parts):
             return ()  # no response (a RawResponse without parts only mutes: acks=0)
         flexible = protocol.is_flexible_response(ctx.api_key, ctx.api_version)
@@ -585,9 +616,16 @@ class Connection(asyncio.Protocol):
         state = self.server.state
         if slot.api_key >= 0 and state is not None:
             state.metrics.answered(slot.api_key, (time.monotonic() - slot.received_s) * 1000.0)
+        held = copied = 0
         for part in parts:
-            self._held_bytes += _nbytes(part)
-            self._held_copied_bytes += _copied_bytes(part)
+            if type(part) is bytes:  # the usual encoded header and body: in our memory
+                held += len(part)
+                copied += len(part)
+            else:
+                held += _nbytes(part)
+                copied += _copied_bytes(part)
+        self._held_bytes += held
+        self._held_copied_bytes += copied
         slots = self._slots
         transport = self.transport
         while slots and slots[0].done:

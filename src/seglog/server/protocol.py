@@ -58,6 +58,7 @@ _API_VERSIONS_FIRST_FLEXIBLE = 3
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_SIZE_AND_ID = struct.Struct(">ii")  # a response frame's size, its correlation id
 #: The smallest request header: key, version, correlation id, client id length.
 REQUEST_HEADER_BYTES_MIN = _HEAD.size + _INT16.size
 
@@ -188,6 +189,9 @@ def parse_request_header(frame: bytes | bytearray | memoryview, *,
             raise InvalidRequestError("client id is not UTF-8") from None
         position += length
     if flexible:
+        if position < end and frame[position] == 0:
+            # The usual empty tagged-field section (no request header tag is defined).
+            return RequestHeader(api_key, api_version, correlation_id, client_id, position + 1)
         count, position = read_uvarint(frame, position, end, "request header")
         for _ in range(count):
             _tag, position = read_uvarint(frame, position, end, "request header")
@@ -256,10 +260,15 @@ def encode_response(correlation_id: int, *, flexible: bool,
                     body_parts: Iterable[BytesLike]) -> list[BytesLike]:
     """The parts of a whole response frame: the int32 size, the response header (v1 when
     ``flexible``, else v0) and ``body_parts`` (bytes-like, written in order)."""
-    header = _INT32.pack(correlation_id) + (b"\x00" if flexible else b"")
     parts = list(body_parts)
-    size = len(header) + sum(memoryview(p).nbytes for p in parts)
-    return [_INT32.pack(size) + header, *parts]
+    size = 0
+    for part in parts:
+        # len() of bytes/bytearray is their size; a view's may count items, not bytes.
+        size += len(part) if type(part) is bytes or type(part) is bytearray \
+            else memoryview(part).nbytes
+    if flexible:
+        return [_SIZE_AND_ID.pack(size + 5, correlation_id) + b"\x00", *parts]
+    return [_SIZE_AND_ID.pack(size + 4, correlation_id), *parts]
 
 
 def valid_client_software(name: str, version: str) -> bool:

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from ... import error_codes as codes
@@ -72,7 +73,13 @@ from ...cluster.seam import AppendOrigin, AppendResult, PartitionSeam
 from ...coordinator.internal_records import internal_record_errors
 from ...types import TopicPartition
 from .. import quotas
-from ..authorization import AclOperation, ResourceType, authorize, filter_authorized
+from ..authorization import (
+    AUTHORIZER_KEY,
+    AclOperation,
+    ResourceType,
+    authorize,
+    filter_authorized,
+)
 from ..context import CloseConnection, RawResponse, RequestContext
 from . import txn
 from .data_produce_codec import RecordErrors, TopicKey, encode_produce_response
@@ -221,8 +228,7 @@ def _with_leader_epoch(batch: memoryview) -> memoryview | bytearray:
     """The batch with this leader's epoch in its partition leader epoch field, as Kafka's
     ``LogValidator`` sets it on every batch a leader appends (4 bytes the CRC does not
     cover); the client's bytes are not changed (a copy, only when the field differs)."""
-    if batch[fmt.PARTITION_LEADER_EPOCH_POSITION:fmt.PARTITION_LEADER_EPOCH_POSITION + 4] \
-            == _LEADER_EPOCH_BYTES:
+    if _INT32.unpack_from(batch, fmt.PARTITION_LEADER_EPOCH_POSITION)[0] == LEADER_EPOCH:
         return batch
     stamped = bytearray(batch)
     stamped[fmt.PARTITION_LEADER_EPOCH_POSITION:fmt.PARTITION_LEADER_EPOCH_POSITION + 4] = \
@@ -278,9 +284,10 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
             transactional_id: str | None, log: Log) -> _Outcome:
     """Validate and append one partition's batch to its leader ``log`` (the writer the seam's
     append runs): the outcome, whatever went wrong as its error code."""
-    if topic.is_internal and ctx.client_id != ADMIN_CLIENT_ID:
-        return _failure(codes.INVALID_TOPIC_EXCEPTION)  # Kafka's UNKNOWN_LOG_APPEND_INFO: start -1
     if topic.is_internal:
+        if ctx.client_id != ADMIN_CLIENT_ID:
+            # Kafka's UNKNOWN_LOG_APPEND_INFO: log start offset -1.
+            return _failure(codes.INVALID_TOPIC_EXCEPTION)
         refused = _refuse_unloadable_internal_records(topic, partition, batch, log)
         if refused is not None:
             return refused
@@ -331,12 +338,73 @@ def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
 async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawResponse | None:
     """:func:`handle_produce` on a request body read by :mod:`.data_produce_request` (the
     broker's path: a raw-request handler); a body that does not decode closes the
-    connection, as any request body that does not decode."""
+    connection, as any request body that does not decode. The common request (see
+    :func:`_one_partition`) takes the short way, with the same answer."""
     try:
         request = read_produce_request(ctx.api_version, body)
     except errors.InvalidRequestError as exc:
         raise CloseConnection(str(exc)) from None
-    return await handle_produce(ctx, request)
+    short = _one_partition(ctx, request)
+    if short is None:
+        return await handle_produce(ctx, request)
+    key, index, outcome, delayed = short
+    if delayed is not None and not partition_seam(ctx.broker).replicated_on_append:
+        await partition_seam(ctx.broker).wait_for_acks(
+            (delayed,), acks=-1, timeout_s=max(request.timeout_ms / 1000.0, 0.0))
+        if delayed.error_code != codes.NONE:
+            outcome.error_code = delayed.error_code  # as handle_produce: only the error
+    return _new_raw_response(RawResponse, ((encode_produce_response(
+        ctx.api_version, ((key, ((index, outcome),)),)),), 0))
+
+
+#: ``tuple.__new__``: a RawResponse without the NamedTuple's Python-level ``__new__``.
+_new_raw_response = tuple.__new__
+
+
+def _one_partition(ctx: RequestContext, request: Any
+                   ) -> tuple[TopicKey, int, _Outcome, AppendResult | None] | None:
+    """:func:`handle_produce`'s work for the common request, without its general loops:
+    one topic with one partition, led here, known, its records one checked non-transactional
+    batch, no transactional id, acks 1 or -1, no authorizer and no quota on the broker.
+    Returns ``(topic key, partition, outcome, the acks=-1 append to wait for or None)``, or
+    None (nothing done) for any other request, which :func:`handle_produce` answers. Every
+    check of the append itself is the same call as handle_produce's
+    (:func:`_append_to_leader`); what this skips is only what cannot apply: the
+    transactional checks (no transactional batch, no transactional id), ACLs (no
+    authorizer), quotas (none set), the unknown-topic and bad-records answers (those
+    requests take the long way)."""
+    topics = request.topic_data
+    acks = request.acks
+    if len(topics) != 1 or request.transactional_id is not None or (acks != -1 and acks != 1):
+        return None
+    topic_data = topics[0]
+    partitions = topic_data.partition_data
+    if len(partitions) != 1:
+        return None
+    broker = ctx.broker
+    extensions = broker.extensions
+    if extensions.get(AUTHORIZER_KEY) is not None or (
+            extensions.get(quotas.EXTENSION_KEY) is not None and quotas.any_quota(ctx)):
+        return None
+    partition_data = partitions[0]
+    code, batch = check_produce_records(partition_data.records, ctx.api_version)
+    if code != codes.NONE or batch is None \
+            or batch[fmt.ATTRIBUTES_POSITION + 1] & fmt.TRANSACTIONAL_FLAG_MASK:
+        return None
+    key: TopicKey
+    if ctx.api_version >= 13:
+        topic_id: uuid.UUID | None = topic_data.topic_id
+        key, topic = topic_id, topic_ids(broker).topic(topic_id)
+    else:
+        name: str | None = topic_data.name
+        key, topic = name, topic_or_none(broker.store, name)
+    index = partition_data.index
+    if topic is None or not 0 <= index < topic.partitions:
+        return None
+    delayed: list[tuple[AppendResult, _Outcome]] = []
+    outcome = _append_to_leader(ctx, partition_seam(broker), topic, index, batch, None, acks,
+                                delayed)
+    return key, index, outcome, delayed[0][0] if delayed else None
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:

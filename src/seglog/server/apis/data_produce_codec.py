@@ -39,6 +39,10 @@ class PartitionOutcome(Protocol):
 _PARTITION_V3 = struct.Struct(">ihqq")  # index, error, base offset, log append time
 _PARTITION_V5 = struct.Struct(">ihqqq")  # ... log start offset
 _NO_THROTTLE = INT32.pack(0)
+#: A v8+ partition's end without record errors or message: an empty array, a null string
+#: (and, flexible, the partition's empty tagged fields).
+_PLAIN_END = array_length(0, False) + nullable_string(None, False)
+_PLAIN_END_FLEXIBLE = array_length(0, True) + nullable_string(None, True) + b"\x00"
 
 
 def encode_produce_response(version: int,
@@ -67,6 +71,10 @@ def encode_produce_response(version: int,
             else:
                 out += _PARTITION_V3.pack(index, o.error_code, o.base_offset,
                                           o.log_append_time_ms)
+            if version >= 8 and not o.record_errors and o.error_message is None:
+                # The usual partition: no record errors, a null message (and its tags).
+                out += _PLAIN_END_FLEXIBLE if flexible else _PLAIN_END
+                continue
             if version >= 8:
                 out += array_length(len(o.record_errors), flexible)
                 for batch_index, message in o.record_errors:

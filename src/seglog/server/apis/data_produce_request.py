@@ -93,6 +93,13 @@ def _compact_length(body: memoryview, pos: int, end: int) -> tuple[int, int]:
         first = body[pos]
         if first < 0x80:
             return first - 1, pos + 1
+        if pos + 2 < end:
+            second = body[pos + 1]
+            if second < 0x80:  # two bytes: a record set under 16 KiB
+                return ((second << 7) | (first & 0x7F)) - 1, pos + 2
+            third = body[pos + 2]
+            if third < 0x80:  # three bytes: under 2 MiB
+                return ((third << 14) | ((second & 0x7F) << 7) | (first & 0x7F)) - 1, pos + 3
     value, pos = read_uvarint(body, pos, end, "Produce request")
     return value - 1, pos
 
@@ -141,6 +148,8 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
         raise InvalidRequestError(f"no schema for API key 0 version {version}")
     flexible = version >= 9
     by_id = version >= 13
+    if flexible and not by_id:
+        return _read_flexible_by_name(body)
     end = len(body)
     pos = 0
     # transactional_id: a nullable string.
@@ -202,6 +211,60 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
             pos = _skip_tagged_fields(body, pos, end)
         topics.append(ProduceTopic(name, topic_id, partitions))
     if flexible:
+        _skip_tagged_fields(body, pos, end)
+    return ProduceRequestBody(transactional_id, acks, timeout_ms, topics)
+
+
+def _read_flexible_by_name(body: memoryview) -> ProduceRequestBody:
+    """:func:`read_produce_request` for v9-v12 (flexible, topics by name), its calls for the
+    usual one-byte lengths and empty tagged-field sections written out (the broker's hot
+    path; the same checks, the same refusals)."""
+    end = len(body)
+    length, pos = _compact_length(body, 0, end)
+    transactional_id: str | None = None
+    if length >= 0:
+        if length > end - pos:
+            raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
+        transactional_id = _utf8(body, pos, length)
+        pos += length
+    if pos + 6 > end:
+        raise _bad("the request ends inside a field")
+    acks, timeout_ms = _HEAD.unpack_from(body, pos)
+    pos += 6
+    count, pos = _array_count(body, pos, end, True, "topic_data")
+    topics: list[ProduceTopic] = []
+    for _ in range(count):
+        length, pos = _compact_length(body, pos, end)
+        if length < 0:
+            raise _bad(f"a topic name of length {length}")  # not nullable
+        if length > end - pos:
+            raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
+        name = _utf8(body, pos, length)
+        pos += length
+        partition_count, pos = _array_count(body, pos, end, True, "partition_data")
+        partitions: list[ProducePartition] = []
+        for _ in range(partition_count):
+            if pos + 4 > end:
+                raise _bad("the request ends inside a field")
+            (index,) = _INT32.unpack_from(body, pos)
+            size, pos = _compact_length(body, pos + 4, end)
+            records: memoryview | None = None
+            if size >= 0:
+                if size > end - pos:
+                    raise _bad(f"a length of {size} exceeds the {end - pos} bytes left")
+                records = body[pos:pos + size]
+                pos += size
+            if pos < end and body[pos] == 0:
+                pos += 1
+            else:
+                pos = _skip_tagged_fields(body, pos, end)
+            partitions.append(ProducePartition(index, records))
+        if pos < end and body[pos] == 0:
+            pos += 1
+        else:
+            pos = _skip_tagged_fields(body, pos, end)
+        topics.append(ProduceTopic(name, None, partitions))
+    if not (pos < end and body[pos] == 0):
         _skip_tagged_fields(body, pos, end)
     return ProduceRequestBody(transactional_id, acks, timeout_ms, topics)
 
