@@ -124,6 +124,28 @@ def _utf8(body: memoryview, pos: int, length: int) -> str:
         raise _bad("a string that is not UTF-8") from None
 
 
+def _string(body: memoryview, pos: int, length: int, end: int) -> tuple[str, int]:
+    """The UTF-8 string of ``length`` bytes at ``pos`` and the position after it."""
+    if length > end - pos:
+        raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
+    return _utf8(body, pos, length), pos + length
+
+
+def _records(body: memoryview, pos: int, size: int, end: int) -> tuple[memoryview, int]:
+    """The record set of ``size`` bytes at ``pos`` (a view) and the position after it."""
+    if size > end - pos:
+        raise _bad(f"a length of {size} exceeds the {end - pos} bytes left")
+    return body[pos:pos + size], pos + size
+
+
+def _acks_and_timeout(body: memoryview, pos: int, end: int) -> tuple[int, int, int]:
+    """``(acks, timeout_ms, position after them)``."""
+    if pos + 6 > end:
+        raise _bad("the request ends inside a field")
+    acks, timeout_ms = _HEAD.unpack_from(body, pos)
+    return acks, timeout_ms, pos + 6
+
+
 def _skip_tagged_fields(body: memoryview, pos: int, end: int) -> int:
     """The position after a tagged-field section (every field skipped: Produce has none)."""
     if pos < end and body[pos] == 0:
@@ -159,14 +181,8 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
         if length != -1:
             raise _bad(f"a negative length {length}")
     else:
-        if length > end - pos:
-            raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
-        transactional_id = _utf8(body, pos, length)
-        pos += length
-    if pos + 6 > end:
-        raise _bad("the request ends inside a field")
-    acks, timeout_ms = _HEAD.unpack_from(body, pos)
-    pos += 6
+        transactional_id, pos = _string(body, pos, length, end)
+    acks, timeout_ms, pos = _acks_and_timeout(body, pos, end)
     count, pos = _array_count(body, pos, end, flexible, "topic_data")
     topics: list[ProduceTopic] = []
     for _ in range(count):
@@ -183,10 +199,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
             length, pos = _length(body, pos, end, flexible, _INT16)
             if length < 0:
                 raise _bad(f"a topic name of length {length}")  # not nullable
-            if length > end - pos:
-                raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
-            name = _utf8(body, pos, length)
-            pos += length
+            name, pos = _string(body, pos, length, end)
         partition_count, pos = _array_count(body, pos, end, flexible, "partition_data")
         partitions: list[ProducePartition] = []
         for _ in range(partition_count):
@@ -200,10 +213,7 @@ def read_produce_request(version: int, body: memoryview) -> ProduceRequestBody:
                 if size != -1:
                     raise _bad(f"a negative length {size}")
             else:
-                if size > end - pos:
-                    raise _bad(f"a length of {size} exceeds the {end - pos} bytes left")
-                records = body[pos:pos + size]
-                pos += size
+                records, pos = _records(body, pos, size, end)
             if flexible:
                 pos = _skip_tagged_fields(body, pos, end)
             partitions.append(ProducePartition(index, records))
@@ -223,24 +233,15 @@ def _read_flexible_by_name(body: memoryview) -> ProduceRequestBody:
     length, pos = _compact_length(body, 0, end)
     transactional_id: str | None = None
     if length >= 0:
-        if length > end - pos:
-            raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
-        transactional_id = _utf8(body, pos, length)
-        pos += length
-    if pos + 6 > end:
-        raise _bad("the request ends inside a field")
-    acks, timeout_ms = _HEAD.unpack_from(body, pos)
-    pos += 6
+        transactional_id, pos = _string(body, pos, length, end)
+    acks, timeout_ms, pos = _acks_and_timeout(body, pos, end)
     count, pos = _array_count(body, pos, end, True, "topic_data")
     topics: list[ProduceTopic] = []
     for _ in range(count):
         length, pos = _compact_length(body, pos, end)
         if length < 0:
             raise _bad(f"a topic name of length {length}")  # not nullable
-        if length > end - pos:
-            raise _bad(f"a length of {length} exceeds the {end - pos} bytes left")
-        name = _utf8(body, pos, length)
-        pos += length
+        name, pos = _string(body, pos, length, end)
         partition_count, pos = _array_count(body, pos, end, True, "partition_data")
         partitions: list[ProducePartition] = []
         for _ in range(partition_count):
@@ -250,10 +251,7 @@ def _read_flexible_by_name(body: memoryview) -> ProduceRequestBody:
             size, pos = _compact_length(body, pos + 4, end)
             records: memoryview | None = None
             if size >= 0:
-                if size > end - pos:
-                    raise _bad(f"a length of {size} exceeds the {end - pos} bytes left")
-                records = body[pos:pos + size]
-                pos += size
+                records, pos = _records(body, pos, size, end)
             if pos < end and body[pos] == 0:
                 pos += 1
             else:
