@@ -161,9 +161,6 @@ class PartitionSeam(abc.ABC):
     broker_id: int
     #: This broker's :class:`~seglog.store.Store` (its partitions on disk).
     store: Any
-    #: Whether an append is replicated once written (a lone broker: its ISR is itself), so
-    #: that :meth:`wait_for_acks` has nothing to wait for and may be skipped.
-    replicated_on_append: bool = False
 
     # --- the metadata view -------------------------------------------------------------
 

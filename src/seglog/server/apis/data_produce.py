@@ -348,11 +348,8 @@ async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawRespo
     if short is None:
         return await handle_produce(ctx, request)
     key, index, outcome, delayed = short
-    if delayed is not None and not partition_seam(ctx.broker).replicated_on_append:
-        await partition_seam(ctx.broker).wait_for_acks(
-            (delayed,), acks=-1, timeout_s=max(request.timeout_ms / 1000.0, 0.0))
-        if delayed.error_code != codes.NONE:
-            outcome.error_code = delayed.error_code  # as handle_produce: only the error
+    if delayed:
+        await _wait_for_acks(partition_seam(ctx.broker), delayed, request)
     return _new_raw_response(RawResponse, ((encode_produce_response(
         ctx.api_version, ((key, ((index, outcome),)),)),), 0))
 
@@ -362,11 +359,12 @@ _new_raw_response = tuple.__new__
 
 
 def _one_partition(ctx: RequestContext, request: Any
-                   ) -> tuple[TopicKey, int, _Outcome, AppendResult | None] | None:
+                   ) -> tuple[TopicKey, int, _Outcome, list[tuple[AppendResult, _Outcome]]
+                              ] | None:
     """:func:`handle_produce`'s work for the common request, without its general loops:
     one topic with one partition, led here, known, its records one checked non-transactional
     batch, no transactional id, acks 1 or -1, no authorizer and no quota on the broker.
-    Returns ``(topic key, partition, outcome, the acks=-1 append to wait for or None)``, or
+    Returns ``(topic key, partition, outcome, the acks=-1 appends to wait for)``, or
     None (nothing done) for any other request, which :func:`handle_produce` answers. Every
     check of the append itself is the same call as handle_produce's
     (:func:`_append_to_leader`); what this skips is only what cannot apply: the
@@ -404,7 +402,7 @@ def _one_partition(ctx: RequestContext, request: Any
     delayed: list[tuple[AppendResult, _Outcome]] = []
     outcome = _append_to_leader(ctx, partition_seam(broker), topic, index, batch, None, acks,
                                 delayed)
-    return key, index, outcome, delayed[0][0] if delayed else None
+    return key, index, outcome, delayed
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
@@ -470,17 +468,8 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
     throttle_ms = 0 if not quotas.any_quota(ctx) else quotas.produce_throttle_ms(
         ctx, sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data),
         0 if acks == 0 else time.perf_counter_ns() - started_ns)
-    if delayed:
-        # Kafka's DelayedProduce: every appended partition waits for its high watermark,
-        # bounded by the request's timeout (in a cluster of one that is at once).
-        await cluster.wait_for_acks([r for r, _o in delayed], acks=acks,
-                                    timeout_s=max(_timeout_s(request), 0.0))
-        for result, outcome in delayed:
-            if result.error_code != codes.NONE:
-                # Kafka's DelayedProduce changes only the error: the append's base offset,
-                # append time and log start offset stay in the answer.
-                outcome.error_code = result.error_code
-                failed = True
+    if delayed and await _wait_for_acks(cluster, delayed, request):
+        failed = True
     if acks == 0:
         if failed:
             raise ProduceFailedWithoutAck(
@@ -557,6 +546,23 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
     if result.appended and acks == -1:
         delayed.append((result, outcome))
     return outcome
+
+
+async def _wait_for_acks(cluster: PartitionSeam, delayed: list[tuple[AppendResult, _Outcome]],
+                         request: Any) -> bool:
+    """Kafka's DelayedProduce for the acks=-1 appends of ``delayed``: every appended
+    partition waits for its high watermark, bounded by the request's timeout (in a cluster of
+    one that is at once); a failed wait changes only its outcome's error code (the append's
+    base offset, append time and log start offset stay in the answer, as Kafka's). Returns
+    whether any wait failed."""
+    await cluster.wait_for_acks([r for r, _o in delayed], acks=-1,
+                                timeout_s=max(_timeout_s(request), 0.0))
+    failed = False
+    for result, outcome in delayed:
+        if result.error_code != codes.NONE:
+            outcome.error_code = result.error_code
+            failed = True
+    return failed
 
 
 def _timeout_s(request: Any) -> float:
