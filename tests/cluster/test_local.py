@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from seglog.cluster.local import (
-    STATE_FILE_NAME, LocalCluster, LocalClusterError, process_cmdline, process_state,
-)
+from seglog.cluster.local import STATE_FILE_NAME, LocalCluster, LocalClusterError
+from seglog.cluster.processes import process_cmdline, process_state
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: The broker's cluster mode (helper E1's replica manager on B's ZooKeeper client): the

@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping
 
 from seglog import error_codes as codes
+from seglog.cluster.processes import (
+    SIGNAL_SETTLE_S, process_cmdline, process_state, wait_threads_stopped,
+)
 from seglog.cluster.test_breaks import TestBreaks
 from seglog.errors import SeglogError
 
@@ -150,26 +153,6 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
             return None
         data += chunk
     return data
-
-
-def process_state(pid: int) -> str | None:
-    """The state letter of process ``pid`` from /proc (``R``, ``S``, ``T`` stopped, ``Z``
-    zombie, ...), None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def process_cmdline(pid: int) -> list[str]:
-    """Process ``pid``'s command line (empty when it is gone or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return []
-    return [part.decode("utf-8", "replace") for part in raw.split(b"\0") if part]
 
 
 class LocalCluster:
@@ -362,7 +345,10 @@ class LocalCluster:
 
     def kill(self, broker_id: int, signum: int = signal.SIGKILL) -> int:
         """Send ``signum`` (default SIGKILL: a crash) to a running broker; returns the pid
-        signalled. For SIGKILL and SIGTERM, wait until it is gone and record it as down."""
+        signalled. For SIGKILL and SIGTERM, wait until it is gone and record it as down; for
+        SIGSTOP and SIGCONT, until every thread of it is stopped or running again (raises
+        :class:`LocalClusterError` when that takes more than
+        :data:`~seglog.cluster.processes.SIGNAL_SETTLE_S`)."""
         broker = self._require_running(broker_id)
         pid = broker.pid
         assert pid is not None
@@ -372,6 +358,15 @@ class LocalCluster:
             self.save_state()
         else:
             os.kill(pid, signum)
+            if signum in (signal.SIGSTOP, signal.SIGCONT):
+                # Delivered asynchronously, thread by thread: return once the broker is
+                # paused (or running again), so that what follows sees the fault made.
+                stopped = signum == signal.SIGSTOP
+                if not wait_threads_stopped(pid, stopped):
+                    raise LocalClusterError(
+                        f"broker {broker_id} (pid {pid}) did not "
+                        f"{'stop' if stopped else 'continue'} within "
+                        f"{SIGNAL_SETTLE_S} s of {signal.Signals(signum).name}")
         return pid
 
     def pause(self, broker_id: int) -> None:

@@ -46,6 +46,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from seglog.cluster.processes import SIGNAL_SETTLE_S, wait_threads_stopped
 from seglog.errors import SeglogError
 
 #: Debian's class path for ZooKeeper (``/etc/zookeeper/conf/environment``).
@@ -67,8 +68,6 @@ START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 #: How long one four-letter-word exchange may take.
 FOUR_LETTER_TIMEOUT_S = 2.0
-#: How long :meth:`ZooKeeperServer.suspend`/``resume`` wait for every thread to stop or run.
-SIGNAL_SETTLE_S = 2.0
 #: Attempts with a fresh free port when the one picked was taken meanwhile (a race with
 #: other processes binding port 0); a given port is tried once.
 PORT_ATTEMPTS = 3
@@ -322,8 +321,8 @@ class ZooKeeperServer:
     def suspend(self) -> None:
         """Freeze the server (SIGSTOP) and wait until every thread of it is stopped (a
         stop reaches a JVM's threads one by one; on Linux, read from ``/proc``, at most
-        :data:`SIGNAL_SETTLE_S`): clients lose their connection, sessions do not expire
-        meanwhile. Raises :class:`ZooKeeperError` when it is not running."""
+        :data:`~seglog.cluster.processes.SIGNAL_SETTLE_S`): clients lose their connection,
+        sessions do not expire meanwhile. Raises :class:`ZooKeeperError` when it is not running."""
         self._require_running("suspend")
         self._signal(signal.SIGSTOP)
         self._suspended = True
@@ -418,23 +417,8 @@ class ZooKeeperServer:
             os.kill(proc.pid, signum)
 
     def _wait_threads_stopped(self, stopped: bool) -> None:
-        # Thread states from /proc/<pid>/task/<tid>/stat: "T" is stopped by a signal.
-        pid = self.pid
-        task_dir = Path(f"/proc/{pid}/task")
-        if pid is None or not task_dir.is_dir():
-            return
-        deadline = time.monotonic() + SIGNAL_SETTLE_S
-        while time.monotonic() < deadline:
-            states = []
-            for task in task_dir.iterdir():
-                try:
-                    # The state follows the ")" that closes the command name.
-                    states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
-                except (OSError, IndexError):
-                    continue
-            if states and all((state == "T") == stopped for state in states):
-                return
-            time.sleep(0.005)
+        if self.pid is not None:
+            wait_threads_stopped(self.pid, stopped, SIGNAL_SETTLE_S)
 
     def _require_running(self, what: str) -> None:
         if not self.running:
