@@ -375,6 +375,12 @@ def test_s9_rejoining_follower_truncates_by_epoch_not_to_its_hw(run_factory, bro
     run.start_producer("p0", acks="all", idempotent=False, max_in_flight=1, retries=1_000_000)
     run.wait_sends("first acknowledged writes", 0, 20)
     run.check_baseline()
+    # A follower learns the high watermark one fetch behind the leader, so B's may still be
+    # short of the 20 (by a batch: it was 9 once). A send invoked after they were
+    # acknowledged is, once acknowledged itself, in a fetch answer B read with an HW that
+    # counts all 20: B's checkpoint at its clean stop holds at least that.
+    run.wait_sends("a send B fetched with the 20's high watermark", 0, 1,
+                   invoked_after_ns=now_ns())
 
     a = run.leader(0)
     b = next(r for r in run.isr(0) if r != a)
