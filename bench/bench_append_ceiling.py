@@ -15,7 +15,16 @@ Four writers put the same number of file bytes on the same disk, in rotating ord
 * ``append_encoded`` / ``append_encoded_sync1m``: the same batches encoded once before the
   rounds, appended about 1 MiB per ``Segment.append`` with the same syncs: the segment's own
   write path (every batch's CRC still checked) without the encoding, so that the gap between
-  ``append`` and the ceiling splits into the encode and the rest.
+  ``append`` and the ceiling splits into the encode and the rest;
+* ``ceiling_fresh`` / ``ceiling_fresh_sync1m``: the ceiling's loop writing those encoded
+  batches' bytes, joined into 1 MiB chunks before the rounds (55 MB, far more than the
+  caches), instead of one hot buffer: what writing data that was made earlier costs, so that
+  ``append_encoded`` against it is the segment's own overhead on the same memory.
+
+Each round also times the encode alone (no file), in ms per MiB of file: ``encode_cold``
+encodes the values as ``append`` does (each value read once, from memory the caches lost),
+``encode_hot`` encodes the first 1,000 values again and again (the same work on values the
+caches hold): the difference is the memory, not the encoder.
 
 Rates are file bytes per second (what the disk is given); the append's record rate is the same
 figure divided by the file bytes per record. Ratios are taken per round.
@@ -56,6 +65,35 @@ def ceiling(path: str, total: int, sync_every_mib: bool) -> float:
     finally:
         os.close(fd)
         buf.close()
+
+
+def ceiling_fresh(path: str, chunks: list[bytes], sync_every_mib: bool) -> float:
+    """Seconds to write ``chunks`` (about 1 MiB each, made before) as :func:`ceiling` writes
+    its one buffer: fsync at the end, or an fdatasync after every chunk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t0 = time.perf_counter()
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync_every_mib:
+                os.fdatasync(fd)
+        os.fsync(fd)
+        return time.perf_counter() - t0
+    finally:
+        os.close(fd)
+
+
+def encode_seconds(be, values: list[bytes], hot: bool) -> float:
+    """Seconds to encode ``values`` in 1,000-record batches as :func:`append` does, with no
+    file; ``hot``: the first 1,000 values every time, the same number of batches."""
+    encode = be.need("encode_batch")
+    first = values[:1000]
+    t0 = time.perf_counter()
+    for i in range(0, len(values), 1000):
+        encode(first if hot else values[i:i + 1000], base_offset=i)
+    return time.perf_counter() - t0
 
 
 def append(be, path: str, values: list[bytes], sync_bytes: int | None, group_bytes: int) -> float:
@@ -117,6 +155,7 @@ def main() -> None:
         file_bytes = os.path.getsize(os.path.join(segment_dir, "00000000000000000000.log"))
         shutil.rmtree(segment_dir)
         batches = segops.encode_batches(be, values, 1000)
+        chunks = [b"".join(batches[i:i + 10]) for i in range(0, len(batches), 10)]
         writers = {
             "ceiling": lambda p: ceiling(p, file_bytes, False),
             "ceiling_sync1m": lambda p: ceiling(p, file_bytes, True),
@@ -126,11 +165,14 @@ def main() -> None:
             "append_per_batch_sync1m": lambda p: append(be, p, values, MIB, 0),
             "append_encoded": lambda p: append_encoded(be, p, batches, None),
             "append_encoded_sync1m": lambda p: append_encoded(be, p, batches, MIB),
+            "ceiling_fresh": lambda p: ceiling_fresh(p, chunks, False),
+            "ceiling_fresh_sync1m": lambda p: ceiling_fresh(p, chunks, True),
         }
         if args.only:
             writers = {k: v for k, v in writers.items() if k in args.only.split(",")}
         names = list(writers)
         rates: dict[str, list[float]] = {name: [] for name in names}
+        encode_ms_per_mib: dict[str, list[float]] = {"encode_cold": [], "encode_hot": []}
         print(f"{args.records:,} records of {args.record_bytes} B = {file_bytes:,} file bytes "
               f"({file_bytes / args.records:.2f} B/record); load {os.getloadavg()}")
         for r in range(args.rounds):
@@ -143,6 +185,9 @@ def main() -> None:
                     shutil.rmtree(path)
                 else:
                     os.remove(path)
+            for name, hot in (("encode_cold", False), ("encode_hot", True))[::1 - 2 * (r % 2)]:
+                encode_ms_per_mib[name].append(
+                    encode_seconds(be, values, hot) * 1e3 / (file_bytes / MIB))
             print(f"round {r + 1}: " + ", ".join(
                 f"{n} {rates[n][-1] / 1e6:.0f} MB/s" for n in names), flush=True)
         print(f"load after {os.getloadavg()}")
@@ -153,10 +198,15 @@ def main() -> None:
         for name in names:
             print(f"{name:24s} MB/s {fmt(rates[name])}  records/s "
                   f"{fmt([x / (file_bytes / args.records) for x in rates[name]])} M")
+        for name, xs in encode_ms_per_mib.items():
+            print(f"{name:24s} ms per MiB of file {fmt(xs, 1.0)}")
         pairs = [("append", "ceiling"), ("append_sync1m", "ceiling_sync1m"),
                  ("append_per_batch", "ceiling"),
                  ("append_per_batch_sync1m", "ceiling_sync1m"),
-                 ("append_encoded", "ceiling"), ("append_encoded_sync1m", "ceiling_sync1m")]
+                 ("append_encoded", "ceiling"), ("append_encoded_sync1m", "ceiling_sync1m"),
+                 ("ceiling_fresh", "ceiling"), ("ceiling_fresh_sync1m", "ceiling_sync1m"),
+                 ("append_encoded", "ceiling_fresh"),
+                 ("append_encoded_sync1m", "ceiling_fresh_sync1m")]
         for a, c in pairs:
             if a in rates and c in rates:
                 ratios = [x / y for x, y in zip(rates[a], rates[c])]
