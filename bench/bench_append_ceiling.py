@@ -49,27 +49,29 @@ MIB = 1 << 20
 
 
 def ceiling(path: str, total: int, sync_every_mib: bool) -> float:
-    """Seconds for ``total`` bytes in 1 MiB aligned writes, fsync at the end or per write."""
+    """Seconds for ``total`` bytes in 1 MiB aligned writes of one hot buffer, fsync at the end
+    or an fdatasync per write."""
     buf = mmap.mmap(-1, MIB)
     buf.write(b"x" * MIB)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    chunks = [memoryview(buf)] * (total // MIB)
     try:
-        t0 = time.perf_counter()
-        remaining = total
-        while remaining > 0:
-            remaining -= os.write(fd, buf if remaining >= MIB else memoryview(buf)[:remaining])
-            if sync_every_mib:
-                os.fdatasync(fd)
-        os.fsync(fd)
-        return time.perf_counter() - t0
+        if total % MIB:
+            chunks.append(memoryview(buf)[:total % MIB])
+        return write_chunks(path, chunks, sync_every_mib)
     finally:
-        os.close(fd)
+        chunks.clear()  # the views go before the buffer can close
         buf.close()
 
 
 def ceiling_fresh(path: str, chunks: list[bytes], sync_every_mib: bool) -> float:
     """Seconds to write ``chunks`` (about 1 MiB each, made before) as :func:`ceiling` writes
-    its one buffer: fsync at the end, or an fdatasync after every chunk."""
+    its one buffer."""
+    return write_chunks(path, chunks, sync_every_mib)
+
+
+def write_chunks(path: str, chunks: list, sync_every_mib: bool) -> float:
+    """Seconds to write ``chunks`` to a new file at ``path``: fsync at the end, or an
+    fdatasync after every chunk too."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         t0 = time.perf_counter()
