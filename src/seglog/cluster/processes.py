@@ -18,15 +18,19 @@ SIGNAL_SETTLE_S = 2.0
 SETTLE_POLL_S = 0.005
 
 
+def _stat_state(stat_path: Path) -> str | None:
+    """The state letter of a /proc ``stat`` file, None when it is gone."""
+    try:
+        # The state follows the ")" that closes the command name (which may hold spaces).
+        return stat_path.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def process_state(pid: int) -> str | None:
     """The state letter of process ``pid`` from /proc (``R``, ``S``, ``T`` stopped, ``Z``
     zombie, ...), None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            # The state follows the ")" that closes the command name (which may hold spaces).
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    return _stat_state(Path(f"/proc/{pid}/stat"))
 
 
 def process_cmdline(pid: int) -> list[str]:
@@ -41,18 +45,12 @@ def process_cmdline(pid: int) -> list[str]:
 
 def thread_states(pid: int) -> list[str]:
     """The state letter of every thread of process ``pid`` (empty when it is gone)."""
-    task_dir = Path(f"/proc/{pid}/task")
-    states = []
     try:
-        tasks = list(task_dir.iterdir())
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return []
-    for task in tasks:
-        try:
-            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
-        except (OSError, IndexError):
-            continue  # a thread that ended meanwhile
-    return states
+    # A thread that ended meanwhile has no state: left out.
+    return [state for task in tasks if (state := _stat_state(task / "stat")) is not None]
 
 
 def wait_threads_stopped(pid: int, stopped: bool, timeout_s: float = SIGNAL_SETTLE_S) -> bool:

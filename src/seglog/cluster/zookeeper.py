@@ -46,7 +46,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from seglog.cluster.processes import SIGNAL_SETTLE_S, wait_threads_stopped
+from seglog.cluster.processes import wait_threads_stopped
 from seglog.errors import SeglogError
 
 #: Debian's class path for ZooKeeper (``/etc/zookeeper/conf/environment``).
@@ -322,7 +322,8 @@ class ZooKeeperServer:
         """Freeze the server (SIGSTOP) and wait until every thread of it is stopped (a
         stop reaches a JVM's threads one by one; on Linux, read from ``/proc``, at most
         :data:`~seglog.cluster.processes.SIGNAL_SETTLE_S`): clients lose their connection,
-        sessions do not expire meanwhile. Raises :class:`ZooKeeperError` when it is not running."""
+        sessions do not expire meanwhile. Raises :class:`ZooKeeperError` when it is not
+        running."""
         self._require_running("suspend")
         self._signal(signal.SIGSTOP)
         self._suspended = True
@@ -418,7 +419,7 @@ class ZooKeeperServer:
 
     def _wait_threads_stopped(self, stopped: bool) -> None:
         if self.pid is not None:
-            wait_threads_stopped(self.pid, stopped, SIGNAL_SETTLE_S)
+            wait_threads_stopped(self.pid, stopped)
 
     def _require_running(self, what: str) -> None:
         if not self.running:
