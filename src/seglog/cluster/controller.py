@@ -250,6 +250,13 @@ class Controller:
         self._imbalance_ratio_max = leader_imbalance_per_broker_percentage / 100.0
         self._rebalance_at: float | None = None
         self._lost_session = False
+        # Sessions lost so far (counted on kazoo's thread when it reports LOST) and how many
+        # had been lost when the current term's election began. Kafka blocks the new session
+        # until its Expire event has run; kazoo does not wait for its listeners, so an
+        # election queued before the loss can win on the new session before the loss's
+        # "expire" is processed, and that expire must then leave the new term alone.
+        self._sessions_lost = 0
+        self._term_sessions_lost = -1
         self._topic_watch_tokens: dict[str, object] = {}
         # The running watches of this term (stopped on resignation) and of each topic
         # (stopped when it goes), so kazoo does not keep calling into a finished term.
@@ -327,7 +334,8 @@ class Controller:
             return
         if name.endswith("LOST"):
             self._lost_session = True
-            self._put(_Event("expire"))
+            self._sessions_lost += 1
+            self._put(_Event("expire", generation=self._sessions_lost))
         elif name.endswith("CONNECTED"):
             if self._lost_session:
                 self._lost_session = False
@@ -391,8 +399,13 @@ class Controller:
                 self._maybe_resign()
                 self._elect()
             elif event.kind == "expire":
-                self._active_controller_id = -1
-                self._resign()
+                if self.active and event.generation <= self._term_sessions_lost:
+                    _log.info("controller %d: session loss %d came before the election of "
+                              "epoch %d (won on a later session); staying controller",
+                              self.broker_id, event.generation, self._epoch)
+                else:
+                    self._active_controller_id = -1
+                    self._resign()
             elif event.kind == "auto_rebalance":
                 self._rebalance_at = None
                 if self.active and self._imbalance_check_s is not None:
@@ -461,14 +474,20 @@ class Controller:
             self._resign()
 
     def _elect(self) -> None:
-        if self._stopping or self._active_controller_id != -1:
+        if self._stopping:
             return
+        if self._active_controller_id == self.broker_id and self._ctx is None:
+            self._move_own_controller_node()
+        if self._active_controller_id != -1:
+            return
+        sessions_lost = self._sessions_lost
         won = self._zk.try_elect_controller(self.broker_id)
         if won is None:
             self._maybe_resign()
             return
         epoch, epoch_zk_version = won
         self._epoch, self._epoch_zk_version = epoch, epoch_zk_version
+        self._term_sessions_lost = sessions_lost
         self._active_controller_id = self.broker_id
         self._emit("elected", controller_epoch=epoch, epoch_zk_version=epoch_zk_version)
         try:
@@ -485,6 +504,23 @@ class Controller:
             self._resign()
             self._stop_requested.wait(self._retry_backoff_s)
             self._delete_controller_node()
+
+    def _move_own_controller_node(self) -> None:
+        # ``/controller`` names this broker but it serves no term: a term it resigned while
+        # its node lived on (a session loss reported after an election that had already won
+        # on the new session). Left alone, no broker would ever be elected again, this one
+        # included (Kafka's elect() stops at any /controller). The node is this term's own
+        # when /controller_epoch is still at the zkVersion this broker's last win wrote (each
+        # /controller is created in one multi with an epoch bump): delete it, fenced by that
+        # zkVersion, and run for a new epoch. Any other owner (a broker of this id before a
+        # restart, whose session has yet to expire) is waited out, as Kafka does.
+        if self._epoch_zk_version < 0:
+            return
+        _log.info("controller %d: /controller is this broker's from epoch %d, which it no "
+                  "longer serves; moving it", self.broker_id, self._epoch)
+        self._delete_controller_node()
+        current = self._zk.controller_id()
+        self._active_controller_id = -1 if current is None else current
 
     def _delete_controller_node(self) -> None:
         try:
