@@ -569,6 +569,27 @@ def test_lone_controller_back_to_back_session_losses(cluster, pause_s):
     assert ctl.epoch == cluster.events_of("elected")[-1]["controller_epoch"] >= 2
 
 
+def test_controller_session_loss_leaves_exactly_one_controller(cluster):
+    """Two brokers; the active controller's session expires. Whichever of them wins the
+    election that follows (the expired one can, on its new session), once both controllers
+    have processed what the loss queued exactly one is active and /controller names it."""
+    cluster.start_broker(0, controller=True)
+    first = active_controller(cluster)
+    cluster.start_broker(1, controller=True)
+    victim = cluster.brokers[first.broker_id]
+    lost = victim.session_id
+    started_s = time.monotonic()
+    expire_session(cluster.connect, lost, victim.session_password)
+    wait_until(lambda: victim.session_id not in (None, lost) and
+               any(c.active and c.epoch == 2 for c in cluster.controllers.values()),
+               lambda: f"no controller at epoch 2; {cluster.timeline(started_s)}")
+    for ctl in cluster.controllers.values():
+        settled(ctl)
+    active = [c.broker_id for c in cluster.controllers.values() if c.active]
+    assert len(active) == 1, cluster.timeline(started_s)
+    assert cluster.brokers[1].controller_id() == active[0]
+
+
 class ExpiringOnElectZkClient(KafkaZkClient):
     """The real client, with one fault injected: its first run for controller loses the
     session first and then wins on the new one, so the loss is reported while the election
