@@ -245,6 +245,61 @@ def test_expire_session_makes_the_broker_register_again(tmp_path, zookeeper, zk_
 
 
 @needs_cluster_mode
+def test_lone_broker_is_controller_again_after_its_session_expires(tmp_path, zookeeper,
+                                                                   zk_connect):
+    """A one-broker ZooKeeper cluster is its own only possible controller: after its session
+    expires (the same-session trick) it is the controller again, and a topic created after
+    that gets its leader and takes writes. Until session 17 the broker usually resigned the
+    term it had already won on its new session and kept /controller: no controller, and no
+    new topic ever got a leader."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with LocalCluster(tmp_path, 1, zookeeper=zk_connect, session_hook=True,
+                      broker_configs={"zookeeper.session.timeout.ms": 4000}) as cluster:
+        epoch = cluster.broker_epoch(0)
+        cluster.expire_session(0)
+        deadline = time.monotonic() + 30
+        while cluster.broker_epoch(0) in (None, epoch) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert cluster.broker_epoch(0) not in (None, epoch)
+        # Until its new term begins the broker's Metadata names no controller (-1, as
+        # Kafka's); librdkafka's AdminClient, told -1, waits out its whole timeout for one.
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        deadline = time.monotonic() + 30
+        while admin.list_topics(timeout=10).controller_id != 0:
+            assert time.monotonic() < deadline, (
+                "no controller after the expiry", cluster.controller_id(), cluster.log_tail(0))
+            time.sleep(0.1)
+        for future in admin.create_topics([NewTopic("after", 1, 1)]).values():
+            future.result(timeout=30)
+        deadline = time.monotonic() + 30
+        while (cluster.partition_state("after", 0) or {}).get("leader") != 0:
+            assert time.monotonic() < deadline, (
+                "the topic created after the expiry got no leader",
+                cluster.partition_state("after", 0), cluster.controller_id(),
+                cluster.log_tail(0))
+            time.sleep(0.1)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        producer.produce("after", b"written after the expiry", partition=0)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
+                             "group.id": "after", "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["after"])
+            deadline = time.monotonic() + 30
+            message = None
+            while message is None and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error():
+                    message = None
+            assert message is not None and message.value() == b"written after the expiry"
+        finally:
+            consumer.close()
+            del producer, admin  # librdkafka's clients end before the broker does
+
+
+@needs_cluster_mode
 def test_expire_session_without_the_hook_is_unavailable(tmp_path, zookeeper, zk_connect):
     from seglog.cluster.local import FaultUnavailableError
 
