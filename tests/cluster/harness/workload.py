@@ -712,15 +712,19 @@ def _settled_high_watermark(consumer: Any, tp: Any, wanted: int, *, settle_s: fl
     last_high, last_change = None, time.monotonic()
     from confluent_kafka import KafkaError, KafkaException
 
+    ask_again = {KafkaError._UNKNOWN_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                 KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.REPLICA_NOT_AVAILABLE,
+                 KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH}
     give_up_at = time.monotonic() + timeout_s
     while True:
         try:
             _low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
         except KafkaException as e:
             # A fresh client may not know the partition yet (its metadata arrives after the
-            # first question): librdkafka answers a local UNKNOWN_PARTITION, asked again.
-            if e.args[0].code() != KafkaError._UNKNOWN_PARTITION \
-                    or time.monotonic() >= give_up_at:
+            # first question): librdkafka answers a local UNKNOWN_PARTITION, asked again; a
+            # leader that moved after the faults is asked again once the client's metadata
+            # has caught up (what any Kafka client does with these codes).
+            if e.args[0].code() not in ask_again or time.monotonic() >= give_up_at:
                 raise
             time.sleep(0.2)
             continue
