@@ -519,8 +519,7 @@ class Controller:
         _log.info("controller %d: /controller is this broker's from epoch %d, which it no "
                   "longer serves; moving it", self.broker_id, self._epoch)
         self._delete_controller_node()
-        current = self._zk.controller_id()
-        self._active_controller_id = -1 if current is None else current
+        self._maybe_resign()  # reads /controller again (no term here: nothing to resign)
 
     def _delete_controller_node(self) -> None:
         try:
