@@ -126,6 +126,20 @@ def test_inconsistent_offsets():
     assert "phantom" in result.kinds()  # 99 was never sent
 
 
+def test_ok_without_offset_is_an_anomaly_and_counts_as_indeterminate():
+    """A success report with no offset (librdkafka's for a base offset of -1) is flagged; the
+    send is then indeterminate, so its value found in the final read is no G1a and nothing
+    else is reported."""
+    events = events_of(clean_history())
+    send = find(events, f="send", value=5, type="ok")
+    send["offset"] = None
+    result = checker.check(events)
+    found = only(result, "ok-without-offset")
+    assert [(a.partition, a.value) for a in found] == [(1, 5)]
+    assert result.kinds() == {"ok-without-offset"}, result.summary()
+    assert result.stats["send-info"] == 1
+
+
 def duplicated(idempotent: bool, retries: int, outcome: str = "ok") -> list[dict]:
     """Value 4 (partition 0, offset 2) also appears at a new offset 5 of partition 0."""
     events = events_of(clean_history(idempotent=idempotent, retries=retries))
@@ -497,5 +511,41 @@ def test_every_kind_has_a_negative_control():
                 "nonmonotonic-send", "nonmonotonic-poll", "poll-skip", "committed-read-lost",
                 "unseen", "replica-divergence", "replica-missing", "replica-epoch-divergence",
                 "replica-hw-above-leo", "replica-nonmonotonic-offsets", "aborted-read",
-                "txn-lost", "txn-partial", "G0", "int-send-skip"}
+                "txn-lost", "txn-partial", "G0", "int-send-skip", "ok-without-offset"}
     assert provoked == checker.KINDS
+
+
+class _Message:
+    """The accessors of confluent-kafka's ``Message`` that ``value_of`` reads."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def value(self):
+        return self._value
+
+    def partition(self):
+        return 2
+
+    def offset(self):
+        return 41
+
+    def key(self):
+        return b"k"
+
+    def timestamp(self):
+        return (1, 1700000000000)
+
+    def headers(self):
+        return None
+
+
+def test_a_record_the_harness_never_writes_is_named_where_it_was_read():
+    """The consumers' values are decimal integers; a null value or other bytes fail the
+    reader with the partition and offset, not a bare TypeError."""
+    from harness.workload import ForeignRecordError, value_of
+
+    assert value_of(_Message(b"17"), "c0") == 17
+    for value in (None, b"\x00\x01"):
+        with pytest.raises(ForeignRecordError, match="c0: partition 2 offset 41"):
+            value_of(_Message(value), "c0")

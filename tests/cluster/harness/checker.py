@@ -18,6 +18,9 @@ Kinds (each an :class:`Anomaly` with the events that show it):
   (``retries`` > 0).
 * ``G1a`` (aborted read): a value whose send definitely failed appears anywhere.
 * ``phantom``: a value no producer ever sent appears (garbage or a mixed-up run).
+* ``ok-without-offset``: a send acknowledged without an offset (librdkafka reports a success
+  with no offset when the broker answers a base offset of -1, or DUPLICATE_SEQUENCE_NUMBER,
+  which neither Kafka 4.x nor seglog sends); the send then counts as indeterminate.
 * ``nonmonotonic-send``: one producer's later send lands at a lower offset of a partition
   than its earlier one. Forbidden with idempotence and <= 5 in flight, and with
   ``max.in.flight`` = 1 where the client keeps a partition to one request in flight (the Java
@@ -88,7 +91,7 @@ KINDS = frozenset({
     "nonmonotonic-poll", "poll-skip", "committed-read-lost", "unseen", "replica-divergence",
     "replica-missing", "replica-epoch-divergence", "replica-hw-above-leo",
     "replica-nonmonotonic-offsets", "aborted-read", "txn-lost", "txn-partial", "G0",
-    "int-send-skip",
+    "int-send-skip", "ok-without-offset",
 })
 
 
@@ -236,7 +239,15 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
                 final[partition], final_events[partition] = records, event
         elif f == REPLICA:
             replicas[int(event["partition"])].append(event)
+    anomalies: list[Anomaly] = []
     for send in sends.values():
+        c = send.completion
+        if c is not None and c["type"] == OK and c.get("offset") is None:
+            anomalies.append(Anomaly(
+                "ok-without-offset", "acknowledged without an offset; counted as "
+                "indeterminate", (c,) if send.invoke is None else (send.invoke, c),
+                c.get("partition"), None, send.value))
+            send.completion = dict(c, type=INFO)
         stats[f"send-{send.outcome}"] += 1
         if send.txn is not None:
             txns.setdefault(send.txn, _Txn(send.txn)).sends.append(send)
@@ -247,7 +258,6 @@ def check(events: Iterable[dict[str, Any]]) -> CheckResult:
     if final_rc:
         stats["final-rc-partitions"] = len(final_rc)
 
-    anomalies: list[Anomaly] = []
     notes: list[Anomaly] = []
 
     # Every observation of (partition, offset) -> value, and of value -> positions.

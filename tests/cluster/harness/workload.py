@@ -56,6 +56,25 @@ CLIENT_TIMEOUTS = {"socket.timeout.ms": 5000, "metadata.max.age.ms": 5000,
 PRODUCER_TIMEOUTS = {"request.timeout.ms": 5000, "message.timeout.ms": 20000}
 
 
+class ForeignRecordError(AssertionError):
+    """A consumer read a record no producer of the harness writes (every value is a decimal
+    integer): a null value (a tombstone nobody sent) or bytes that are not a number, e.g. a
+    record set read from a region of the log that changed under the read."""
+
+
+def value_of(message: Any, reader: str) -> int:
+    """The integer a polled ``message`` carries; :class:`ForeignRecordError` naming the
+    partition, offset, key, timestamp and the raw value when it carries none."""
+    value = message.value()
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ForeignRecordError(
+            f"{reader}: partition {message.partition()} offset {message.offset()} holds a "
+            f"record the harness never writes: value {value!r}, key {message.key()!r}, "
+            f"timestamp {message.timestamp()}, headers {message.headers()}") from None
+
+
 class Values:
     """The run's unique integer values, shared by its producers (thread-safe)."""
 
@@ -503,7 +522,7 @@ class Consumer(threading.Thread):
                 if message.error() is not None:
                     continue  # a leader change, a reset: the client recovers by itself
                 values.setdefault(str(message.partition()), []).append(
-                    [message.offset(), int(message.value())])
+                    [message.offset(), value_of(message, self.process)])
             if values:
                 self.polled += sum(len(v) for v in values.values())
                 self.history.record(self.process, OK, POLL, values=values,
@@ -564,7 +583,8 @@ class GroupConsumer(threading.Thread):
                 if message.error() is not None:
                     continue
                 partition, offset = message.partition(), message.offset()
-                values.setdefault(str(partition), []).append([offset, int(message.value())])
+                values.setdefault(str(partition), []).append(
+                    [offset, value_of(message, self.process)])
                 self.first_polled.setdefault(partition, offset)
                 self.last_polled[partition] = offset
             if not values:
@@ -627,7 +647,7 @@ def final_read(history: History, bootstrap: str, topic: str, partitions: list[in
                         continue  # left over from the previous partition's assignment
                     error = message.error()
                     if error is None:
-                        records.append([message.offset(), int(message.value())])
+                        records.append([message.offset(), value_of(message, "final")])
                         next_offset = message.offset() + 1
                     elif error.code() == KafkaError._PARTITION_EOF:
                         # The last offsets may hold transaction markers, which no consumer
@@ -691,7 +711,8 @@ def final_read_committed(history: History, bootstrap: str, topic: str, partition
                         continue  # left over from the previous partition's assignment
                     error = message.error()
                     if error is None:
-                        records.append([message.offset(), int(message.value())])
+                        records.append([message.offset(),
+                                        value_of(message, "final-committed")])
                     elif error.code() == KafkaError._PARTITION_EOF \
                             and message.offset() >= stable:
                         at_end = True
