@@ -76,11 +76,30 @@ def _txn_offset_commit(client: Client, producer_id: int, epoch: int, topic_id) -
         time.sleep(0.1)
 
 
+def _wait_for_leader(client: Client, topic: str) -> None:
+    """Until the broker's Metadata names a leader of ``topic``-0: CreateTopics answers once
+    the controller made it, before the (KRaft) broker leads it, and a Produce then is
+    NOT_LEADER_OR_FOLLOWER (seen when the coordinator's topic already existed)."""
+    m = client.m(3, 12)
+    deadline = time.monotonic() + RETRY_S_MAX
+    while True:
+        metadata = client.call(3, 12, topics=(m.MetadataRequestTopic(topic_id=None,
+                                                                     name=topic),),
+                               allow_auto_topic_creation=False,
+                               include_topic_authorized_operations=False)
+        found = metadata.topics[0]
+        if (found.error_code == codes.NONE and found.partitions
+                and found.partitions[0].leader_id >= 0) or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
 def scenario(bootstrap: str) -> list:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("v2d", 1, 1)])["v2d"].result(20)
     client = Client(bootstrap)
     try:
+        _wait_for_leader(client, "v2d")
         deadline = time.monotonic() + RETRY_S_MAX
         while True:  # the coordinator's topic is made on first use (FindCoordinator)
             find = client.m(10, 4)
@@ -147,6 +166,83 @@ def scenario(bootstrap: str) -> list:
         out.append(("fenced produce", _produce(client, 12, "v2d-tx", "v2d",
                                                _batch(pid, e0 + 2, 1, b"g"))))
         return out
+    finally:
+        client.close()
+
+
+def abort_at_once_after_commit(coordinator: Client, leader: Client, transactional_id: str,
+                               topic: str) -> tuple[int, list[int], tuple[int, int]]:
+    """franz-go's sequence when the TxnOffsetCommit that opens the next transaction is answered
+    CONCURRENT_TRANSACTIONS: InitProducerId v5 (on the transaction's ``coordinator``), a
+    transactional record to ``topic``-0 (Produce v12 on its ``leader`` adds the partition),
+    EndTxn v5 commit, then at once EndTxn v5 abort at the bumped epoch, asked again while
+    the answer is CONCURRENT_TRANSACTIONS (the commit's markers are still being written).
+    Returns (the commit's epoch bump, the abort's error codes in order, (its last producer
+    id - the first, epoch - the first))."""
+    deadline = time.monotonic() + RETRY_S_MAX
+    while True:
+        init = coordinator.call(22, 5, transactional_id=transactional_id,
+                                transaction_timeout=datetime.timedelta(seconds=60),
+                                producer_id=-1, producer_epoch=-1)
+        if init.error_code not in (codes.COORDINATOR_NOT_AVAILABLE, codes.NOT_COORDINATOR,
+                                   codes.COORDINATOR_LOAD_IN_PROGRESS,
+                                   codes.CONCURRENT_TRANSACTIONS) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert init.error_code == codes.NONE, init
+    pid, e0 = int(init.producer_id), int(init.producer_epoch)
+    while True:  # NOT_ENOUGH_REPLICAS: the leader could not reach the coordinator yet
+        produced = _produce(leader, 12, transactional_id, topic, _batch(pid, e0, 0, b"a"))
+        if produced != codes.NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert produced == codes.NONE, codes.name(produced)
+    commit = coordinator.call(26, 5, transactional_id=transactional_id, producer_id=pid,
+                              producer_epoch=e0, committed=True)
+    assert commit.error_code == codes.NONE, commit
+    answers = []
+    while True:  # no pause before the first: the commit's markers may still be in flight
+        abort = coordinator.call(26, 5, transactional_id=transactional_id, producer_id=pid,
+                                 producer_epoch=int(commit.producer_epoch), committed=False)
+        answers.append(int(abort.error_code))
+        if abort.error_code != codes.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return (int(commit.producer_epoch) - e0, answers,
+            (int(abort.producer_id) - pid, int(abort.producer_epoch) - e0))
+
+
+def check_abort_at_once_after_commit(result: tuple[int, list[int], tuple[int, int]]) -> None:
+    """What Kafka 4.4 answers :func:`abort_at_once_after_commit` (measured on the wire: the
+    first abort is CONCURRENT_TRANSACTIONS in most rounds against one broker): the commit
+    bumps the epoch, the abort is CONCURRENT_TRANSACTIONS until the markers are written,
+    then an empty abort that bumps the epoch again; never PRODUCER_FENCED (fatal to the
+    client)."""
+    bump, answers, last = result
+    assert bump == 1
+    assert answers[:-1] == [codes.CONCURRENT_TRANSACTIONS] * (len(answers) - 1), \
+        [codes.name(a) for a in answers]
+    assert (codes.name(answers[-1]), last) == ("NONE", (0, 2)), \
+        [codes.name(a) for a in answers]
+
+
+@pytest.mark.parametrize("side", ["kafka", "seglog"])
+def test_abort_right_after_a_commit_waits_for_the_markers(request, side):
+    """The abort at the bumped epoch that a client sends right after a commit (franz-go
+    does, when the next transaction's TxnOffsetCommit is answered CONCURRENT_TRANSACTIONS)
+    is answered as Kafka 4.4 answers it, on both brokers (one broker here; the cluster
+    case, where the markers take longer, is in tests/cluster/test_txn_v2_window.py)."""
+    bootstrap = request.getfixturevalue("real_kafka" if side == "kafka" else "broker").bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("v2w", 1, 1)])["v2w"].result(20)
+    client = Client(bootstrap)
+    try:
+        _wait_for_leader(client, "v2w")
+        for round_ in range(3):
+            client.call(10, 4, key_type=1, coordinator_keys=(f"v2w-{round_}",))
+            check_abort_at_once_after_commit(
+                abort_at_once_after_commit(client, client, f"v2w-{round_}", "v2w"))
     finally:
         client.close()
 

@@ -824,12 +824,14 @@ class TransactionCoordinator:
         InvalidProducerIdMappingError for an unknown id or another producer id;
         ProducerFencedError for another epoch. An id whose last EndTxn came from a version 2
         client checks the epoch as Kafka does: an Ongoing transaction needs the current
-        epoch, while a Prepare or Complete state is only a retry of that EndTxn (the epoch
+        epoch, while a Complete state is only a retry of that EndTxn (the epoch
         before the bump; after an exhausted epoch, the previous producer id at its last
         epoch). An Ongoing transaction gets its markers and completes; a retry of the EndTxn
         that completed it (same outcome) succeeds again without writing (the current
         producer id and epoch answered); the same outcome still being written is
-        ConcurrentTransactionsError. A version 2 client's abort that is not a retry, in
+        ConcurrentTransactionsError, and so is any EndTxn of the producer, whatever its
+        epoch and outcome, while a version 2 transaction's markers are written (Kafka 4.4).
+        A version 2 client's abort that is not a retry, in
         state Empty (or, after an EndTxn of a version 2 client, CompleteCommit or
         CompleteAbort), aborts an empty transaction: its epoch is bumped, no marker is
         written (Kafka 4.4). Anything else is InvalidTxnStateError."""
@@ -862,6 +864,17 @@ class TransactionCoordinator:
                 raise InvalidProducerIdMappingError(
                     f"transactional id {transactional_id!r} is not mapped to producer id "
                     f"{producer_id} (its producer id is {metadata.producer_id})")
+            if bumped_before and status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
+                # Kafka 4.4 answers any EndTxn of the producer while a version 2 transaction's
+                # markers are being written with CONCURRENT_TRANSACTIONS, whatever its epoch
+                # (measured on the wire: the bumped epoch, the one before, the one after,
+                # commit or abort), so that the client retries once the state is complete.
+                # The bumped epoch is what a client sends when it aborts the next transaction
+                # at once (franz-go, after a TxnOffsetCommit answered CONCURRENT_TRANSACTIONS):
+                # PRODUCER_FENCED there would be fatal to it.
+                raise ConcurrentTransactionsError(
+                    f"transactional id {transactional_id!r} is completing its transaction "
+                    f"(state {txn_schema.STATE_NAMES[status]})")
             if not valid_epoch:
                 raise ProducerFencedError(
                     f"There is a newer producer with the same transactionalId "
