@@ -1276,8 +1276,18 @@ CONFIGS: tuple[ConfigKey, ...] = (
            at_least=1,
            kafka=False),
     # --- Kafka 4.4's other broker configs: seglog does not implement them (refused by name)
-    _absent('add.partitions.to.txn.retry.backoff.max.ms', 'int', 100, 'high', READ_ONLY),
-    _absent('add.partitions.to.txn.retry.backoff.ms', 'int', 20, 'high', READ_ONLY),
+    _entry('add.partitions.to.txn.retry.backoff.max.ms', BROKER, 'int', 100, 'high',
+           ('The maximum allowed timeout for adding partitions to transactions on the server '
+            'side. It only applies to the actual add partition operations, not the '
+            'verification. It will not be effective if it is larger than request.timeout.ms'),
+           at_least=0,
+           note='How long a partition leader keeps asking the coordinator to add a partition '
+                '(Produce v12+) while the previous transaction completes.'),
+    _entry('add.partitions.to.txn.retry.backoff.ms', BROKER, 'int', 20, 'high',
+           'The server-side retry backoff when the server attempts to add the partition to '
+           'the transaction',
+           at_least=1,
+           note='The pause between those asks.'),
     _absent('alter.config.policy.class.name', 'class', None, 'low', READ_ONLY),
     _absent('alter.log.dirs.replication.quota.window.num', 'int', 11, 'low', READ_ONLY),
     _absent('alter.log.dirs.replication.quota.window.size.seconds', 'int', 1, 'low', READ_ONLY),

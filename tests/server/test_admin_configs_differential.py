@@ -57,7 +57,7 @@ JAVA_MACHINERY = ("background.threads", "num.replica.fetchers",
                   "log.flush.start.offset.checkpoint.interval.ms",
                   "max.request.partition.size.limit", "socket.connection.setup.timeout.",
                   "request.timeout.ms", "controlled.shutdown.enable",
-                  "add.partitions.to.txn.retry.", "offsets.topic.compression.codec")
+                  "offsets.topic.compression.codec")
 #: Metrics sampling and client telemetry limits.
 METRICS = ("metrics.", "kafka.metrics.polling.interval.secs", "telemetry.max.bytes")
 #: Replication quota windows (seglog's throttles have their own).
