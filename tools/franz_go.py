@@ -13,6 +13,14 @@ when a test that passes against Kafka does not pass against seglog.
     PYTHONPATH=src python tools/franz_go.py --brokers seglog --run 'TestGroup'
     PYTHONPATH=src python tools/franz_go.py --json results.json
     PYTHONPATH=src python tools/franz_go.py --run '^TestShareGroup' --records 2000
+    PYTHONPATH=src python tools/franz_go.py --brokers kafka-cluster,seglog-cluster
+
+``kafka-cluster`` and ``seglog-cluster`` are three brokers each (Kafka 4.4 in KRaft mode with
+one controller node; seglog on its own ZooKeeper, as ``seglog cluster`` starts it), and the
+tests run with franz-go's own default of replication factor 3 (``KGO_TEST_RF``), so every
+produce with acks=all waits for two followers and the coordinators' topics are replicated:
+the same suite as judge of the replicated path. A test that passes on ``kafka-cluster`` and
+not on ``seglog-cluster`` is a regression too.
 
 The share-group tests (``TestShareGroup*``: KIP-932 share consumers, the chained share ETL,
 acknowledgement on close, the share-group offsets admin APIs) need nothing more than the
@@ -27,6 +35,7 @@ Needs ``go`` (1.22+) and network access to the Go module proxy; Java 17+ for Kaf
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -63,22 +72,25 @@ def module_dir() -> Path:
 def prepare(scratch: Path) -> Path:
     """A writable copy of the module (the cache is read-only); returns its ``pkg/kgo``."""
     copy = scratch / "franz-go"
-    shutil.copytree(module_dir(), copy)
+    shutil.copytree(module_dir(), copy, dirs_exist_ok=True)
     for path in copy.rglob("*"):
         path.chmod(path.stat().st_mode | 0o200)
     return copy / "pkg" / "kgo"
 
 
 def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
-              records: int | None = None, parallel: int | None = None,
-              test_output: dict[str, list[str]] | None = None) -> dict[str, str]:
+              records: int | None = None, parallel: int | None = None, rf: int = 1,
+              test_output: dict[str, list[str]] | None = None, log_level: str = "none",
+              raw_output: Path | None = None) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
     ``seeds``; a test that never finished (the run timed out) is FAIL. ``test_output``, when
     given, gets each top-level test's output lines (its subtests' included). ``parallel``:
     ``go test -parallel`` (how many ``t.Parallel`` tests run at once; Go's default is
-    GOMAXPROCS)."""
-    # One broker: topics of replication factor 1 (franz-go's tests default to 3).
-    env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF="1", KGO_LOG_LEVEL="none",
+    GOMAXPROCS). ``rf``: the replication factor of the topics the tests create (1 for one
+    broker; franz-go's own default is 3). ``log_level``: franz-go's client log level in the
+    tests (``KGO_LOG_LEVEL``: none, error, warn, info, debug); ``raw_output``: a file for
+    ``go test -json``'s whole output."""
+    env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF=str(rf), KGO_LOG_LEVEL=log_level,
                GOFLAGS="-mod=mod")
     if records:  # franz-go's KGO_TEST_RECORDS: records per ETL test (default 500,000)
         env["KGO_TEST_RECORDS"] = str(records)
@@ -96,6 +108,8 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
         output = proc.stdout
     except subprocess.TimeoutExpired as exc:
         output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    if raw_output is not None:
+        raw_output.write_text(output, encoding="utf-8")
     for line in output.splitlines():
         try:
             event = json.loads(line)
@@ -139,11 +153,93 @@ def start_kafka(scratch: Path):  # -> KafkaBroker
     return broker
 
 
+class _SeglogCluster:
+    """Three ``seglog serve`` brokers on their own ZooKeeper (:class:`~seglog.cluster.local.
+    LocalCluster`) with :data:`BROKER_CONFIG` but for the internal topics' replication
+    (LocalCluster's: factor 3, min ISR 2)."""
+
+    def __init__(self, scratch: Path):
+        from seglog.cluster.local import LocalCluster
+
+        configs = {k: v for k, v in BROKER_CONFIG.items()
+                   if "replication.factor" not in k and "min.isr" not in k}
+        self.cluster = LocalCluster(scratch / "seglog-cluster", 3, broker_configs=configs)
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``host:port``."""
+        return self.cluster.bootstrap_servers
+
+    def start(self) -> None:
+        """ZooKeeper and the three brokers, each ready."""
+        self.cluster.up()
+
+    def stop(self) -> None:
+        """Every broker, then ZooKeeper (by pid)."""
+        self.cluster.down()
+
+
+class _KafkaCluster:
+    """Kafka 4.4 in KRaft mode: one controller node and three brokers
+    (:class:`~seglog.bench.cluster.KafkaCluster`: internal topics of factor 3, min ISR 2) with
+    :data:`BROKER_CONFIG` but for the internal topics' replication."""
+
+    def __init__(self, scratch: Path):
+        from seglog.bench.cluster import KafkaCluster
+        from seglog.bench.kafka import find_kafka
+
+        ref, why = find_kafka()
+        if ref is None:
+            raise RuntimeError(f"no Kafka jars: {why}")
+        self.cluster = KafkaCluster(ref, scratch / "kafka-cluster", 3)
+        extra = "".join(f"{k}={v}\n" for k, v in BROKER_CONFIG.items()
+                        if "replication.factor" not in k and "min.isr" not in k)
+        for node in self.cluster.brokers.values():  # a later key wins in a .properties file
+            with open(node.properties_path, "a", encoding="utf-8") as f:
+                f.write(extra)
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``host:port``."""
+        return self.cluster.bootstrap_servers
+
+    def start(self) -> None:
+        """Format every node, start the controller, then the brokers."""
+        self.cluster.up()
+
+    def stop(self) -> None:
+        """SIGKILL every node (scratch data)."""
+        self.cluster.down()
+
+
+def start_seglog_cluster(scratch: Path) -> _SeglogCluster:
+    """Three ``seglog serve`` brokers on their own ZooKeeper."""
+    cluster = _SeglogCluster(scratch)
+    cluster.start()
+    return cluster
+
+
+def start_kafka_cluster(scratch: Path) -> _KafkaCluster:
+    """A KRaft Kafka 4.4 of three brokers and one controller."""
+    cluster = _KafkaCluster(scratch)
+    cluster.start()
+    return cluster
+
+
+#: Each broker kind: how it starts and the replication factor of the tests' topics.
+STARTERS = {"kafka": (start_kafka, 1), "seglog": (start_seglog, 1),
+            "kafka-cluster": (start_kafka_cluster, 3),
+            "seglog-cluster": (start_seglog_cluster, 3)}
+#: (reference, candidate): a test the reference passes and the candidate does not fails the run.
+PAIRS = (("kafka", "seglog"), ("kafka-cluster", "seglog-cluster"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the tests; print the table and counts; exit 1 when seglog fails what Kafka passes."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--brokers", default="kafka,seglog",
-                        help="comma-separated: kafka, seglog (default both)")
+                        help="comma-separated: kafka, seglog, kafka-cluster, seglog-cluster "
+                             "(default kafka,seglog)")
     parser.add_argument("--run", default=None, help="go test -run pattern (default: all)")
     parser.add_argument("--timeout-s", type=float, default=1200.0,
                         help="go test -timeout per broker (default 1200)")
@@ -153,6 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=None,
                         help="go test -parallel: tests run at once (default GOMAXPROCS)")
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
+    parser.add_argument("--keep-dir", default=None, metavar="DIR",
+                        help="work in DIR and keep it (the brokers' data and logs) instead of a "
+                             "temporary directory removed at the end")
+    parser.add_argument("--log-level", default="none",
+                        choices=("none", "error", "warn", "info", "debug"),
+                        help="franz-go's client log level in the tests (KGO_LOG_LEVEL); with "
+                             "--keep-dir each broker's whole go test output is kept there")
     parser.add_argument("--show-failures", type=int, default=0, metavar="LINES",
                         help="print the last LINES output lines of each failed test")
     args = parser.parse_args(argv)
@@ -160,18 +263,27 @@ def main(argv: list[str] | None = None) -> int:
         print("franz_go: go not found", file=sys.stderr)
         return 2
     results: dict[str, dict[str, str]] = {}
-    with tempfile.TemporaryDirectory(prefix="franz-go-") as tmp:
-        scratch = Path(tmp)
+    with contextlib.ExitStack() as stack:
+        if args.keep_dir:
+            scratch = Path(args.keep_dir).resolve()
+            scratch.mkdir(parents=True, exist_ok=True)
+        else:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="franz-go-")))
         kgo = prepare(scratch)
         for name in [b.strip() for b in args.brokers.split(",") if b.strip()]:
-            starter = {"seglog": start_seglog, "kafka": start_kafka}[name]
+            if name not in STARTERS:
+                parser.error(f"unknown broker {name!r}: one of {', '.join(STARTERS)}")
+            starter, rf = STARTERS[name]
             broker = starter(scratch)
             t0 = time.monotonic()
             output: dict[str, list[str]] = {}
             try:
                 results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
                                           timeout_s=args.timeout_s, records=args.records,
-                                          parallel=args.parallel, test_output=output)
+                                          parallel=args.parallel, rf=rf,
+                                          test_output=output, log_level=args.log_level,
+                                          raw_output=(scratch / f"{name}-go-test.jsonl"
+                                                      if args.keep_dir else None))
             finally:
                 broker.stop()
             for test, outcome in sorted(results[name].items()):
@@ -193,11 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     regressions = []
-    if "kafka" in results and "seglog" in results:
-        regressions = [t for t in names if results["kafka"].get(t) == "PASS"
-                       and results["seglog"].get(t) != "PASS"]
-        if regressions:
-            print("pass on Kafka, not on seglog: " + ", ".join(regressions))
+    for reference, candidate in PAIRS:
+        if reference in results and candidate in results:
+            lost = [t for t in names if results[reference].get(t) == "PASS"
+                    and results[candidate].get(t) != "PASS"]
+            if lost:
+                print(f"pass on {reference}, not on {candidate}: " + ", ".join(lost))
+            regressions += lost
     return 1 if regressions else 0
 
 
