@@ -171,8 +171,10 @@ class _SeglogCluster:
         return self.cluster.bootstrap_servers
 
     def start(self) -> None:
-        """ZooKeeper and the three brokers, each ready."""
+        """ZooKeeper and the three brokers, each ready (the readiness check's own ZooKeeper
+        client closed: idle through the tests, its session would only expire)."""
         self.cluster.up()
+        self.cluster.close_clients()
 
     def stop(self) -> None:
         """Every broker, then ZooKeeper (by pid)."""

@@ -1,0 +1,82 @@
+"""franz-go's whole ``pkg/kgo`` integration suite (v1.22.3) against three brokers of each kind,
+through ``tools/franz_go.py --brokers kafka-cluster,seglog-cluster``: Kafka 4.4 in KRaft mode
+(one controller node) as the reference and a seglog cluster on its own ZooKeeper, franz-go's
+own replication factor 3, so produce, consume, classic and KIP-848 groups, transactions (v2),
+share groups and the admin paths run over the replicated path, with coordinators and
+partition leaders on different brokers.
+
+Every test that passes on Kafka must pass on seglog. It found a real divergence the lone-broker
+run could not (the transaction coordinator fenced an EndTxn that Kafka answers
+CONCURRENT_TRANSACTIONS while a commit's markers are written, fatal to franz-go's
+``TestTxnEtl`` and ``TestShareGroupETL``). About five minutes (two runs of 150 s and a Go
+build), so behind the ``franz_go`` marker (``python -m pytest -q -m franz_go
+tests/kafka/test_franz_go_clusters.py``); needs ``go``, the Go module proxy (or the module
+in the Go module cache), Java and the Kafka jars, and ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.franz_go
+
+ROOT = Path(__file__).resolve().parents[2]
+#: KGO_TEST_RECORDS: records per ETL test (franz-go's default is 500,000).
+ETL_RECORDS = 5000
+TIMEOUT_S = 1800.0
+#: The reference must have run the suite, not skipped it: Kafka 4.4 passed 152 of the 156
+#: top-level tests here (the four SCRAM / OAUTHBEARER / old-broker tests skip on both).
+KAFKA_PASSED_MIN = 140
+
+
+def _franz_go():
+    spec = importlib.util.spec_from_file_location("franz_go", ROOT / "tools" / "franz_go.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.fixture(autouse=True)
+def _selected(request):
+    if "franz_go" not in (request.config.option.markexpr or ""):
+        pytest.skip("franz-go's suite on two clusters takes minutes: run it with -m franz_go")
+    if shutil.which("go") is None:
+        pytest.skip("needs go")
+    from seglog.bench.kafka import find_kafka
+    if find_kafka()[0] is None:
+        pytest.skip("needs java + the Kafka jars")
+
+
+def test_franz_go_suite_passes_on_a_seglog_cluster_as_on_a_kafka_cluster(tmp_path,
+                                                                        monkeypatch):
+    # The seglog brokers are `python -m seglog serve` processes of this checkout.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p))
+    franz_go = _franz_go()
+    kgo = franz_go.prepare(tmp_path)
+    results: dict[str, dict[str, str]] = {}
+    output: dict[str, dict[str, list[str]]] = {}
+    for kind in ("kafka-cluster", "seglog-cluster"):
+        start, rf = franz_go.STARTERS[kind]
+        brokers = start(tmp_path)
+        output[kind] = {}
+        try:
+            results[kind] = franz_go.run_tests(kgo, brokers.bootstrap, run=None,
+                                               timeout_s=TIMEOUT_S, records=ETL_RECORDS,
+                                               rf=rf, test_output=output[kind])
+        finally:
+            brokers.stop()
+    kafka, seglog = results["kafka-cluster"], results["seglog-cluster"]
+    passed_on_kafka = sorted(t for t, outcome in kafka.items() if outcome == "PASS")
+    assert len(passed_on_kafka) >= KAFKA_PASSED_MIN, kafka
+    lost = {t: seglog.get(t, "not run") for t in passed_on_kafka if seglog.get(t) != "PASS"}
+    assert not lost, {t: (o, output["seglog-cluster"].get(t, [])[-40:])
+                      for t, o in lost.items()}
+    print(f"{len(passed_on_kafka)} tests pass on both clusters; seglog: "
+          f"{sum(o == 'PASS' for o in seglog.values())} passed", file=sys.stderr)
