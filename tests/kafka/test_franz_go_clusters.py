@@ -16,17 +16,15 @@ in the Go module cache), Java and the Kafka jars, and ZooKeeper.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
+from franz_go_runner import ROOT, load_tool, skip_unless_selected
+
 pytestmark = pytest.mark.franz_go
 
-ROOT = Path(__file__).resolve().parents[2]
 #: KGO_TEST_RECORDS: records per ETL test (franz-go's default is 500,000).
 ETL_RECORDS = 5000
 TIMEOUT_S = 1800.0
@@ -35,19 +33,9 @@ TIMEOUT_S = 1800.0
 KAFKA_PASSED_MIN = 140
 
 
-def _franz_go():
-    spec = importlib.util.spec_from_file_location("franz_go", ROOT / "tools" / "franz_go.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 @pytest.fixture(autouse=True)
 def _selected(request):
-    if "franz_go" not in (request.config.option.markexpr or ""):
-        pytest.skip("franz-go's suite on two clusters takes minutes: run it with -m franz_go")
-    if shutil.which("go") is None:
-        pytest.skip("needs go")
+    skip_unless_selected(request, "franz-go's suite on two clusters")
     from seglog.bench.kafka import find_kafka
     if find_kafka()[0] is None:
         pytest.skip("needs java + the Kafka jars")
@@ -58,7 +46,7 @@ def test_franz_go_suite_passes_on_a_seglog_cluster_as_on_a_kafka_cluster(tmp_pat
     # The seglog brokers are `python -m seglog serve` processes of this checkout.
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p))
-    franz_go = _franz_go()
+    franz_go = load_tool()
     kgo = franz_go.prepare(tmp_path)
     results: dict[str, dict[str, str]] = {}
     output: dict[str, dict[str, list[str]]] = {}

@@ -12,18 +12,15 @@ the Go module proxy (or the module already in the Go module cache).
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
-from pathlib import Path
 
 import pytest
 
+from franz_go_runner import load_tool, skip_unless_selected
 from share_driver import env_with_src
 
 pytestmark = pytest.mark.franz_go
 
-ROOT = Path(__file__).resolve().parents[3]
 #: The share-group tests of pkg/kgo v1.22.3: ``TestShareGroup*`` and the regex subscription
 #: of a share consumer that must skip internal topics.
 SHARE_TESTS = ("TestShareGroup", "TestShareGroupAckOnClose", "TestShareGroupETL",
@@ -34,19 +31,9 @@ ETL_RECORDS = 2000
 TIMEOUT_S = 900.0
 
 
-def _franz_go():
-    spec = importlib.util.spec_from_file_location("franz_go", ROOT / "tools" / "franz_go.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 @pytest.fixture(autouse=True)
 def _selected(request):
-    if "franz_go" not in (request.config.option.markexpr or ""):
-        pytest.skip("franz-go's share tests take minutes: run them with -m franz_go")
-    if shutil.which("go") is None:
-        pytest.skip("needs go")
+    skip_unless_selected(request, "franz-go's share tests")
 
 
 @pytest.mark.parametrize("kind", ["kafka", "seglog"])
@@ -56,7 +43,7 @@ def test_franz_go_share_group_tests(kind, tmp_path, monkeypatch):
         if find_kafka()[0] is None:
             pytest.skip("needs java + the Kafka jars")
     monkeypatch.setenv("PYTHONPATH", env_with_src()["PYTHONPATH"])
-    franz_go = _franz_go()
+    franz_go = load_tool()
     kgo = franz_go.prepare(tmp_path)
     broker = {"kafka": franz_go.start_kafka, "seglog": franz_go.start_seglog}[kind](tmp_path)
     try:
