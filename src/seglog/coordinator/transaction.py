@@ -855,9 +855,8 @@ class TransactionCoordinator:
             if not bumped_before or status in (txn_schema.ONGOING, txn_schema.EMPTY,
                                                txn_schema.DEAD):
                 valid_epoch = producer_epoch == metadata.producer_epoch
-            elif status in (txn_schema.PREPARE_COMMIT, txn_schema.PREPARE_ABORT):
-                valid_epoch = retry_on_bump
-            else:  # Kafka 4.4: the current epoch too (then INVALID_TXN_STATE below)
+            else:  # Complete states (Kafka 4.4: the current epoch too, then INVALID_TXN_STATE
+                # below); Prepare states answer CONCURRENT_TRANSACTIONS before the epoch counts
                 valid_epoch = retry_on_bump or retry_on_overflow \
                     or producer_epoch == metadata.producer_epoch
             if metadata.producer_id != producer_id and not retry_on_overflow:
