@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 FRANZ_GO = "github.com/twmb/franz-go"
 FRANZ_GO_VERSION = "v1.22.3"
@@ -153,79 +154,64 @@ def start_kafka(scratch: Path):  # -> KafkaBroker
     return broker
 
 
-class _SeglogCluster:
-    """Three ``seglog serve`` brokers on their own ZooKeeper (:class:`~seglog.cluster.local.
-    LocalCluster`) with :data:`BROKER_CONFIG` but for the internal topics' replication
-    (LocalCluster's: factor 3, min ISR 2)."""
-
-    def __init__(self, scratch: Path):
-        from seglog.cluster.local import LocalCluster
-
-        configs = {k: v for k, v in BROKER_CONFIG.items()
-                   if "replication.factor" not in k and "min.isr" not in k}
-        self.cluster = LocalCluster(scratch / "seglog-cluster", 3, broker_configs=configs)
-
-    @property
-    def bootstrap(self) -> str:
-        """Every broker's ``host:port``."""
-        return self.cluster.bootstrap_servers
-
-    def start(self) -> None:
-        """ZooKeeper and the three brokers, each ready (the readiness check's own ZooKeeper
-        client closed: idle through the tests, its session would only expire)."""
-        self.cluster.up()
-        self.cluster.close_clients()
-
-    def stop(self) -> None:
-        """Every broker, then ZooKeeper (by pid)."""
-        self.cluster.down()
+#: :data:`BROKER_CONFIG` without the internal topics' replication settings: the clusters keep
+#: their own (factor 3, min ISR 2).
+CLUSTER_CONFIG = {k: v for k, v in BROKER_CONFIG.items()
+                  if "replication.factor" not in k and "min.isr" not in k}
 
 
-class _KafkaCluster:
-    """Kafka 4.4 in KRaft mode: one controller node and three brokers
-    (:class:`~seglog.bench.cluster.KafkaCluster`: internal topics of factor 3, min ISR 2) with
-    :data:`BROKER_CONFIG` but for the internal topics' replication."""
+class _Cluster:
+    """A started cluster (:class:`~seglog.cluster.local.LocalCluster` or
+    :class:`~seglog.bench.cluster.KafkaCluster`) as :func:`main` uses a broker:
+    ``bootstrap`` and ``stop()``."""
 
-    def __init__(self, scratch: Path):
-        from seglog.bench.cluster import KafkaCluster
-        from seglog.bench.kafka import find_kafka
-
-        ref, why = find_kafka()
-        if ref is None:
-            raise RuntimeError(f"no Kafka jars: {why}")
-        self.cluster = KafkaCluster(ref, scratch / "kafka-cluster", 3)
-        extra = "".join(f"{k}={v}\n" for k, v in BROKER_CONFIG.items()
-                        if "replication.factor" not in k and "min.isr" not in k)
-        for node in self.cluster.brokers.values():  # a later key wins in a .properties file
-            with open(node.properties_path, "a", encoding="utf-8") as f:
-                f.write(extra)
+    def __init__(self, cluster: Any):
+        self.cluster = cluster
 
     @property
     def bootstrap(self) -> str:
         """Every broker's ``host:port``."""
-        return self.cluster.bootstrap_servers
-
-    def start(self) -> None:
-        """Format every node, start the controller, then the brokers."""
-        self.cluster.up()
+        return str(self.cluster.bootstrap_servers)
 
     def stop(self) -> None:
-        """SIGKILL every node (scratch data)."""
+        """Every node (the seglog cluster: brokers, then ZooKeeper; Kafka's: SIGKILL)."""
         self.cluster.down()
 
 
-def start_seglog_cluster(scratch: Path) -> _SeglogCluster:
-    """Three ``seglog serve`` brokers on their own ZooKeeper."""
-    cluster = _SeglogCluster(scratch)
-    cluster.start()
-    return cluster
+def start_seglog_cluster(scratch: Path) -> _Cluster:
+    """Three ``seglog serve`` brokers on their own ZooKeeper, each ready (the readiness
+    check's own ZooKeeper client closed: idle through the tests, its session would expire)."""
+    from seglog.cluster.local import LocalCluster
+
+    cluster = LocalCluster(scratch / "seglog-cluster", 3, broker_configs=CLUSTER_CONFIG)
+    cluster.up()
+    cluster.close_clients()
+    return _Cluster(cluster)
 
 
-def start_kafka_cluster(scratch: Path) -> _KafkaCluster:
-    """A KRaft Kafka 4.4 of three brokers and one controller."""
-    cluster = _KafkaCluster(scratch)
-    cluster.start()
-    return cluster
+def start_kafka_cluster(scratch: Path) -> _Cluster:
+    """Kafka 4.4 in KRaft mode: one controller node and three brokers, formatted and
+    started."""
+    from seglog.bench.cluster import KafkaCluster
+    from seglog.bench.kafka import find_kafka
+
+    ref, why = find_kafka()
+    if ref is None:
+        raise RuntimeError(f"no Kafka jars: {why}")
+    cluster = KafkaCluster(ref, scratch / "kafka-cluster", 3)
+    extra = "".join(f"{k}={v}\n" for k, v in CLUSTER_CONFIG.items())
+    for node in cluster.brokers.values():  # a later key wins in a .properties file
+        with open(node.properties_path, "a", encoding="utf-8") as f:
+            f.write(extra)
+    cluster.up()
+    return _Cluster(cluster)
+
+
+def lost_tests(reference: dict[str, str], candidate: dict[str, str]) -> list[str]:
+    """The tests that pass on ``reference`` and not on ``candidate`` (``{test: outcome}``
+    each, as :func:`run_tests` returns), sorted."""
+    return sorted(t for t, outcome in reference.items()
+                  if outcome == "PASS" and candidate.get(t) != "PASS")
 
 
 #: Each broker kind: how it starts and the replication factor of the tests' topics.
@@ -309,8 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     regressions = []
     for reference, candidate in PAIRS:
         if reference in results and candidate in results:
-            lost = [t for t in names if results[reference].get(t) == "PASS"
-                    and results[candidate].get(t) != "PASS"]
+            lost = lost_tests(results[reference], results[candidate])
             if lost:
                 print(f"pass on {reference}, not on {candidate}: " + ", ".join(lost))
             regressions += lost
