@@ -38,9 +38,10 @@ TXN_CONFIG = {"transaction.state.log.replication.factor": 3,
               "default.replication.factor": 3}
 
 
-def _setup(make_cluster) -> Cluster:
-    """Three brokers; topic ``t`` with two RF-3 partitions led by brokers 0 and 1."""
-    cluster = make_cluster(3, **TXN_CONFIG)
+def _setup(make_cluster, **config) -> Cluster:
+    """Three brokers (``TXN_CONFIG`` and ``config``); topic ``t`` with two RF-3 partitions led
+    by brokers 0 and 1."""
+    cluster = make_cluster(3, **TXN_CONFIG, **config)
     admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
     futures = admin.create_topics([confluent_kafka.admin.NewTopic(
         "t", num_partitions=2, replica_assignment=[[0, 1, 2], [1, 2, 0]])])

@@ -16,37 +16,36 @@ three-broker Kafka 4.4 (``tools/franz_go.py --brokers kafka-cluster,seglog-clust
 
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
-
-import pytest
 
 from seglog import error_codes as codes
 
 from test_coordinators import make_cluster  # noqa: F401 - the fixture
-from test_txn_cluster import T0, TXN_CONFIG, TXN_STATE, _setup
+from test_txn_cluster import TXN_STATE, _setup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 from test_admin_differential import Client  # noqa: E402
 from test_txn_v2_differential import (  # noqa: E402
-    _batch, _produce, abort_at_once_after_commit, check_abort_at_once_after_commit)
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
-import confluent_kafka.admin  # noqa: E402
+    _batch, _produce, abort_at_once_after_commit, check_abort_at_once_after_commit,
+    committed_transaction)
 
 #: Rounds, each with a fresh transactional id: the old answer (PRODUCER_FENCED) came in 13 of
 #: 15 rounds of a three-broker cluster.
 ROUNDS = 5
 
 
+def _clients(cluster, transactional_id: str) -> tuple[Client, Client]:
+    """Connections to "t"-0's leader (broker 0, :func:`_setup`) and to the transaction
+    coordinator (FindCoordinator makes ``__transaction_state``: one partition here)."""
+    leader = Client(cluster.brokers[0].bootstrap)
+    leader.call(10, 4, key_type=1, coordinator_keys=(transactional_id,))
+    return leader, Client(cluster.brokers[cluster.wait_for_isr(TXN_STATE, 3)].bootstrap)
+
+
 def test_abort_right_after_a_commit_waits_for_the_markers(make_cluster):
     cluster = _setup(make_cluster)
-    leader = Client(cluster.brokers[0].bootstrap)  # "t"-0's leader (_setup)
-    # FindCoordinator makes __transaction_state (one partition in these clusters).
-    leader.call(10, 4, key_type=1, coordinator_keys=("w-0",))
-    coordinator_id = cluster.wait_for_isr(TXN_STATE, 3)
-    coordinator = Client(cluster.brokers[coordinator_id].bootstrap)
+    leader, coordinator = _clients(cluster, "w-0")
     concurrent = 0
     try:
         for round_ in range(ROUNDS):
@@ -69,28 +68,12 @@ def test_the_next_transactions_produce_waits_for_the_markers(make_cluster):
     its markers; Kafka's 100 ms default is shorter than some windows of this cluster, and the
     producer then gets NOT_ENOUGH_REPLICAS and retries itself). Without the retry: the first
     answer was NOT_ENOUGH_REPLICAS in 12 of 15 rounds."""
-    cluster = make_cluster(3, **TXN_CONFIG, **{"add.partitions.to.txn.retry.backoff.max.ms": 5000})
-    admin = confluent_kafka.admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([confluent_kafka.admin.NewTopic(
-        "t", num_partitions=1, replica_assignment=[[0, 1, 2]])])["t"].result(20)
-    assert cluster.wait_for_isr(T0, 3) == 0
-    leader = Client(cluster.brokers[0].bootstrap)
-    leader.call(10, 4, key_type=1, coordinator_keys=("p-0",))
-    coordinator = Client(cluster.brokers[cluster.wait_for_isr(TXN_STATE, 3)].bootstrap)
+    cluster = _setup(make_cluster, **{"add.partitions.to.txn.retry.backoff.max.ms": 5000})
+    leader, coordinator = _clients(cluster, "p-0")
     try:
         for round_ in range(ROUNDS):
             transactional_id = f"p-{round_}"
-            init = coordinator.call(22, 5, transactional_id=transactional_id,
-                                    transaction_timeout=datetime.timedelta(seconds=60),
-                                    producer_id=-1, producer_epoch=-1)
-            assert init.error_code == codes.NONE, init
-            pid, e0 = int(init.producer_id), int(init.producer_epoch)
-            first = _produce(leader, 12, transactional_id, "t", _batch(pid, e0, 0, b"a"))
-            assert codes.name(first) == "NONE"
-            commit = coordinator.call(26, 5, transactional_id=transactional_id,
-                                      producer_id=pid, producer_epoch=e0, committed=True)
-            assert commit.error_code == codes.NONE, commit
-            e1 = int(commit.producer_epoch)
+            pid, e0, e1 = committed_transaction(coordinator, leader, transactional_id, "t")
             assert e1 == e0 + 1
             following = _produce(leader, 12, transactional_id, "t", _batch(pid, e1, 0, b"b"))
             assert codes.name(following) == "NONE"

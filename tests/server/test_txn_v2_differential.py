@@ -179,6 +179,25 @@ def abort_at_once_after_commit(coordinator: Client, leader: Client, transactiona
     the answer is CONCURRENT_TRANSACTIONS (the commit's markers are still being written).
     Returns (the commit's epoch bump, the abort's error codes in order, (its last producer
     id - the first, epoch - the first))."""
+    pid, e0, e1 = committed_transaction(coordinator, leader, transactional_id, topic)
+    deadline = time.monotonic() + RETRY_S_MAX
+    answers = []
+    while True:  # no pause before the first: the commit's markers may still be in flight
+        abort = coordinator.call(26, 5, transactional_id=transactional_id, producer_id=pid,
+                                 producer_epoch=e1, committed=False)
+        answers.append(int(abort.error_code))
+        if abort.error_code != codes.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return (e1 - e0, answers, (int(abort.producer_id) - pid, int(abort.producer_epoch) - e0))
+
+
+def committed_transaction(coordinator: Client, leader: Client, transactional_id: str,
+                          topic: str) -> tuple[int, int, int]:
+    """A new producer of ``transactional_id`` (InitProducerId v5 on its ``coordinator``)
+    writes one transactional record to ``topic``-0 (Produce v12 on its ``leader``, which adds
+    the partition) and commits (EndTxn v5). Returns (producer id, its first epoch, the epoch
+    the commit bumped to); the commit's markers may still be in flight."""
     deadline = time.monotonic() + RETRY_S_MAX
     while True:
         init = coordinator.call(22, 5, transactional_id=transactional_id,
@@ -201,16 +220,7 @@ def abort_at_once_after_commit(coordinator: Client, leader: Client, transactiona
     commit = coordinator.call(26, 5, transactional_id=transactional_id, producer_id=pid,
                               producer_epoch=e0, committed=True)
     assert commit.error_code == codes.NONE, commit
-    answers = []
-    while True:  # no pause before the first: the commit's markers may still be in flight
-        abort = coordinator.call(26, 5, transactional_id=transactional_id, producer_id=pid,
-                                 producer_epoch=int(commit.producer_epoch), committed=False)
-        answers.append(int(abort.error_code))
-        if abort.error_code != codes.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    return (int(commit.producer_epoch) - e0, answers,
-            (int(abort.producer_id) - pid, int(abort.producer_epoch) - e0))
+    return pid, e0, int(commit.producer_epoch)
 
 
 def check_abort_at_once_after_commit(result: tuple[int, list[int], tuple[int, int]]) -> None:
