@@ -144,14 +144,20 @@ def test_leaders_ask_the_coordinator_over_the_inter_broker_listener(make_cluster
     # TxnOffsetCommit v5 at the group's coordinator adds its __consumer_offsets partition.
     group_node = wait_until(lambda: _some(_group_coordinator(cluster, "g-raw")),
                             "the group's coordinator")[0]
-    committed = call(cluster.address(group_node), 28, 5, transactional_id="tx-raw",
-                     group_id="g-raw", producer_id=pid, producer_epoch=epoch,
-                     generation_id=-1, member_id="", group_instance_id=None, topics=(
-                         _nested(28, 5, "topics")(name=tp.topic, partitions=(
-                             _nested(28, 5, "topics", "partitions")(
-                                 partition_index=tp.partition, committed_offset=5,
-                                 committed_leader_epoch=-1, committed_metadata=""),)),))
-    assert [int(p.error_code) for t in committed.topics for p in t.partitions] == [0]
+
+    def txn_offset_commit():
+        committed = call(cluster.address(group_node), 28, 5, transactional_id="tx-raw",
+                         group_id="g-raw", producer_id=pid, producer_epoch=epoch,
+                         generation_id=-1, member_id="", group_instance_id=None, topics=(
+                             _nested(28, 5, "topics")(name=tp.topic, partitions=(
+                                 _nested(28, 5, "topics", "partitions")(
+                                     partition_index=tp.partition, committed_offset=5,
+                                     committed_leader_epoch=-1, committed_metadata=""),)),))
+        codes_ = [int(p.error_code) for t in committed.topics for p in t.partitions]
+        # The group's __consumer_offsets partition may still be loading (FindCoordinator
+        # answers once it is led): a client asks again, as here (failed 1 run in ~10).
+        return None if codes_ == [codes.COORDINATOR_LOAD_IN_PROGRESS] else (codes_,)
+    assert wait_until(txn_offset_commit, "TxnOffsetCommit past the group's load")[0] == [0]
     description = cluster.brokers[coordinator].store.transaction_coordinator().describe(
         "tx-raw")
     assert {p.topic for p in description.partitions} == {tp.topic, "__consumer_offsets"}
