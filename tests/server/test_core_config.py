@@ -35,6 +35,8 @@ KAFKA_DEFAULTS = {
     "log.flush.interval.ms": 2**63 - 1, "log.retention.check.interval.ms": 300000,
     "zookeeper.connect": None, "broker.id": -1, "node.id": None, "advertised.listeners": None,
     "listeners": ("PLAINTEXT://:9092",), "log.dirs": ("/tmp/kafka-logs",),
+    "add.partitions.to.txn.retry.backoff.ms": 20,
+    "add.partitions.to.txn.retry.backoff.max.ms": 100,
 }
 
 
@@ -69,6 +71,8 @@ def test_strings_parse_as_kafka_parses_them():
     ("log.message.timestamp.type", "Now"), ("queued.max.requests", 0),
     ("log.cleaner.min.cleanable.ratio", "2"), ("socket.request.max.bytes", "-1"),
     ("offsets.topic.replication.factor", "40000"), ("num.partitions", None),
+    ("add.partitions.to.txn.retry.backoff.ms", "0"),
+    ("add.partitions.to.txn.retry.backoff.max.ms", "-1"),
 ])
 def test_bad_values_are_refused_naming_the_config(name, value):
     with pytest.raises(InvalidConfigError, match=name.replace(".", r"\.")):
