@@ -77,21 +77,28 @@ def _txn_offset_commit(client: Client, producer_id: int, epoch: int, topic_id) -
 
 
 def _wait_for_leader(client: Client, topic: str) -> None:
-    """Until the broker's Metadata names a leader of ``topic``-0: CreateTopics answers once
-    the controller made it, before the (KRaft) broker leads it, and a Produce then is
-    NOT_LEADER_OR_FOLLOWER (seen when the coordinator's topic already existed)."""
-    m = client.m(3, 12)
+    """Until ``topic``-0 answers ListOffsets on the broker: CreateTopics answers once the
+    controller made the topic, before the (KRaft) broker leads it, and Kafka's broker
+    publishes the topic to its metadata cache (Metadata names the leader) a moment before
+    its replica manager makes the partition; a Produce in either gap is
+    NOT_LEADER_OR_FOLLOWER (seen in CI with only the Metadata wait)."""
+    m, lo = client.m(3, 12), client.m(2, 7)
     deadline = time.monotonic() + RETRY_S_MAX
-    while True:
+    while time.monotonic() < deadline:
         metadata = client.call(3, 12, topics=(m.MetadataRequestTopic(topic_id=None,
                                                                      name=topic),),
                                allow_auto_topic_creation=False,
                                include_topic_authorized_operations=False)
         found = metadata.topics[0]
-        if (found.error_code == codes.NONE and found.partitions
-                and found.partitions[0].leader_id >= 0) or time.monotonic() > deadline:
-            return
+        if found.error_code == codes.NONE and found.partitions \
+                and found.partitions[0].leader_id >= 0:
+            offsets = client.call(2, 7, replica_id=-1, isolation_level=0, topics=(
+                lo.ListOffsetsTopic(name=topic, partitions=(lo.ListOffsetsPartition(
+                    partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
+            if offsets.topics[0].partitions[0].error_code == codes.NONE:
+                return
         time.sleep(0.1)
+    raise AssertionError(f"{topic}-0 has no leader after {RETRY_S_MAX} s")
 
 
 def scenario(bootstrap: str) -> list:
