@@ -82,7 +82,8 @@ def prepare(scratch: Path) -> Path:
 def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
               records: int | None = None, parallel: int | None = None, rf: int = 1,
               test_output: dict[str, list[str]] | None = None, log_level: str = "none",
-              raw_output: Path | None = None) -> dict[str, str]:
+              raw_output: Path | None = None, chaos: bool = False,
+              count: int = 1) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
     ``seeds``; a test that never finished (the run timed out) is FAIL. ``test_output``, when
     given, gets each top-level test's output lines (its subtests' included). ``parallel``:
@@ -90,12 +91,17 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     GOMAXPROCS). ``rf``: the replication factor of the topics the tests create (1 for one
     broker; franz-go's own default is 3). ``log_level``: franz-go's client log level in the
     tests (``KGO_LOG_LEVEL``: none, error, warn, info, debug); ``raw_output``: a file for
-    ``go test -json``'s whole output."""
+    ``go test -json``'s whole output. ``chaos``: franz-go's ``KGO_TEST_CHAOS`` (every
+    connection the tests' clients dial dies 0.5-1.5 s after it opens, forcing reconnects,
+    produce retries and sequence rewinds); ``count``: ``go test -count``, each test run that
+    many times, and a test is FAIL when any of its runs failed."""
     env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF=str(rf), KGO_LOG_LEVEL=log_level,
                GOFLAGS="-mod=mod")
     if records:  # franz-go's KGO_TEST_RECORDS: records per ETL test (default 500,000)
         env["KGO_TEST_RECORDS"] = str(records)
-    cmd = ["go", "test", "-json", "-count=1", f"-timeout={int(timeout_s)}s"]
+    if chaos:
+        env["KGO_TEST_CHAOS"] = "1"
+    cmd = ["go", "test", "-json", f"-count={count}", f"-timeout={int(timeout_s)}s"]
     if run:
         cmd += ["-run", run]
     if parallel:
@@ -125,7 +131,7 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
         action = event.get("Action")
         if action == "run":
             started.add(test)
-        elif action in ("pass", "fail", "skip"):
+        elif action in ("pass", "fail", "skip") and outcome.get(test) != "FAIL":
             outcome[test] = action.upper()
     for test in started - outcome.keys():
         outcome[test] = "FAIL"
@@ -244,6 +250,12 @@ def main(argv: list[str] | None = None) -> int:
                         choices=("none", "error", "warn", "info", "debug"),
                         help="franz-go's client log level in the tests (KGO_LOG_LEVEL); with "
                              "--keep-dir each broker's whole go test output is kept there")
+    parser.add_argument("--chaos", action="store_true",
+                        help="KGO_TEST_CHAOS=1: the tests' connections die 0.5-1.5 s after "
+                             "they open (franz-go's chaos dialer)")
+    parser.add_argument("--count", type=int, default=1,
+                        help="go test -count: run each test this many times (a test fails "
+                             "when any run fails)")
     parser.add_argument("--show-failures", type=int, default=0, metavar="LINES",
                         help="print the last LINES output lines of each failed test")
     args = parser.parse_args(argv)
@@ -271,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                                           parallel=args.parallel, rf=rf,
                                           test_output=output, log_level=args.log_level,
                                           raw_output=(scratch / f"{name}-go-test.jsonl"
-                                                      if args.keep_dir else None))
+                                                      if args.keep_dir else None),
+                                          chaos=args.chaos, count=args.count)
             finally:
                 broker.stop()
             for test, outcome in sorted(results[name].items()):
@@ -282,9 +295,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {time.monotonic() - t0:.0f} s", file=sys.stderr)
     names = sorted({test for outcome in results.values() for test in outcome})
     brokers = list(results)
-    print("test".ljust(48) + "".join(b.ljust(8) for b in brokers))
+    width = max([8] + [len(b) + 2 for b in brokers])
+    print("test".ljust(48) + "".join(b.ljust(width) for b in brokers))
     for test in names:
-        print(test.ljust(48) + "".join(results[b].get(test, "-").ljust(8) for b in brokers))
+        print(test.ljust(48) + "".join(results[b].get(test, "-").ljust(width) for b in brokers))
     for b in brokers:
         counts = {k: sum(1 for v in results[b].values() if v == k)
                   for k in ("PASS", "FAIL", "SKIP")}
