@@ -57,3 +57,33 @@ def group_configs_shown(admin: Any, group: str, values: dict[str, str], *,
 
     return eventually(described, lambda now: all(now.get(k) == v for k, v in values.items()),
                       timeout_s=timeout_s)
+
+
+def partitions_led(client: Any, names: list[str], *,
+                   timeout_s: float = PROPAGATION_S_MAX) -> bool:
+    """Read again until every partition of the topics ``names`` is in the broker's Metadata
+    and answers ListOffsets; True when they all did within ``timeout_s``. CreateTopics
+    answers once the controller made a topic, and Kafka's broker then publishes it to its
+    metadata cache (Metadata names the leader) a moment before its replica manager makes the
+    partition: a Produce in between is NOT_LEADER_OR_FOLLOWER. ``client``: a raw wire client
+    whose ``call(api_key, version, **fields)`` takes kio's request entities."""
+    from seglog.schemas import load_request_schema
+    from seglog.server.apis.data_metadata import build
+
+    meta = sys.modules[load_request_schema(3, 12).__module__]
+    offsets = sys.modules[load_request_schema(2, 7).__module__]
+
+    def ready() -> bool:
+        r = client.call(3, 12, topics=tuple(build(meta.MetadataRequestTopic, name=n,
+                                                  topic_id=None) for n in names),
+                        allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+        if not all(int(t.error_code) == 0 and t.partitions for t in r.topics):
+            return False
+        r = client.call(2, 7, replica_id=-1, isolation_level=0, topics=tuple(build(
+            offsets.ListOffsetsTopic, name=t.name, partitions=tuple(build(
+                offsets.ListOffsetsPartition, partition_index=p.partition_index, timestamp=-1,
+                current_leader_epoch=-1) for p in t.partitions)) for t in r.topics))
+        return all(int(p.error_code) == 0 for t in r.topics for p in t.partitions)
+
+    return eventually(ready, bool, timeout_s=timeout_s)

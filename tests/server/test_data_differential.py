@@ -25,7 +25,7 @@ from kio.serial import entity_reader, entity_writer
 from seglog import get_backend
 from seglog.server.apis.data_metadata import build
 
-from kafka_waits import eventually
+from kafka_waits import partitions_led
 
 WAIT_S = 30.0
 NOW_MS = int(time.time() * 1000)
@@ -79,25 +79,8 @@ def _batch(values, timestamp_ms, **kwargs):
 
 
 def _wait_for_topics(w, names):
-    """Poll, bounded, until every topic has its partitions in Metadata and each of them
-    answers ListOffsets (Kafka creates them through its controller, asynchronously, and its
-    broker publishes a new topic to its metadata cache a moment before its replica manager
-    makes the partition: a produce in between is NOT_LEADER_OR_FOLLOWER)."""
-    meta, offsets = w.module(3, 12), w.module(2, 7)
-
-    def ready():
-        r = w.call(3, 12, topics=tuple(build(meta.MetadataRequestTopic, name=n, topic_id=None)
-                                       for n in names),
-                   allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-        if not all(int(t.error_code) == 0 and t.partitions for t in r.topics):
-            return False
-        r = w.call(2, 7, replica_id=-1, isolation_level=0, topics=tuple(build(
-            offsets.ListOffsetsTopic, name=t.name, partitions=tuple(build(
-                offsets.ListOffsetsPartition, partition_index=p.partition_index, timestamp=-1,
-                current_leader_epoch=-1) for p in t.partitions)) for t in r.topics))
-        return all(int(p.error_code) == 0 for t in r.topics for p in t.partitions)
-
-    assert eventually(ready, bool, timeout_s=WAIT_S), f"topics {names} never appeared"
+    """Bounded, until every topic's partitions answer (:func:`kafka_waits.partitions_led`)."""
+    assert partitions_led(w, names, timeout_s=WAIT_S), f"topics {names} never appeared"
 
 
 def probe(bootstrap, create_topic):

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from seglog import error_codes as codes
 from seglog import get_backend
 
+from kafka_waits import partitions_led
 from test_admin_differential import Client, real_kafka  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -77,28 +78,11 @@ def _txn_offset_commit(client: Client, producer_id: int, epoch: int, topic_id) -
 
 
 def _wait_for_leader(client: Client, topic: str) -> None:
-    """Until ``topic``-0 answers ListOffsets on the broker: CreateTopics answers once the
-    controller made the topic, before the (KRaft) broker leads it, and Kafka's broker
-    publishes the topic to its metadata cache (Metadata names the leader) a moment before
-    its replica manager makes the partition; a Produce in either gap is
-    NOT_LEADER_OR_FOLLOWER (seen in CI with only the Metadata wait)."""
-    m, lo = client.m(3, 12), client.m(2, 7)
-    deadline = time.monotonic() + RETRY_S_MAX
-    while time.monotonic() < deadline:
-        metadata = client.call(3, 12, topics=(m.MetadataRequestTopic(topic_id=None,
-                                                                     name=topic),),
-                               allow_auto_topic_creation=False,
-                               include_topic_authorized_operations=False)
-        found = metadata.topics[0]
-        if found.error_code == codes.NONE and found.partitions \
-                and found.partitions[0].leader_id >= 0:
-            offsets = client.call(2, 7, replica_id=-1, isolation_level=0, topics=(
-                lo.ListOffsetsTopic(name=topic, partitions=(lo.ListOffsetsPartition(
-                    partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
-            if offsets.topics[0].partitions[0].error_code == codes.NONE:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"{topic}-0 has no leader after {RETRY_S_MAX} s")
+    """Until ``topic``'s partitions answer on the broker (:func:`kafka_waits.partitions_led`;
+    a wait for Metadata alone was not enough in CI: the first Produce was
+    NOT_LEADER_OR_FOLLOWER)."""
+    assert partitions_led(client, [topic], timeout_s=RETRY_S_MAX), \
+        f"{topic} has no leader after {RETRY_S_MAX} s"
 
 
 def scenario(bootstrap: str) -> list:
@@ -109,9 +93,7 @@ def scenario(bootstrap: str) -> list:
         _wait_for_leader(client, "v2d")
         deadline = time.monotonic() + RETRY_S_MAX
         while True:  # the coordinator's topic is made on first use (FindCoordinator)
-            find = client.m(10, 4)
             client.call(10, 4, key_type=1, coordinator_keys=("v2d-tx",))
-            del find
             init = client.call(22, 5, transactional_id="v2d-tx", transaction_timeout=
                                datetime.timedelta(seconds=60), producer_id=-1,
                                producer_epoch=-1)
