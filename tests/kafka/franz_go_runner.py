@@ -42,21 +42,25 @@ def skip_unless_selected(request: pytest.FixtureRequest, what: str, *,
             pytest.skip("needs java + the Kafka jars")
 
 
+def use_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seglog brokers the tool starts (``python -m seglog serve``) import this checkout."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p))
+
+
 def compare_with_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, reference: str,
                        candidate: str, pattern: str | None, passed_min: int,
-                       **run_options) -> tuple[list[str], list[str]]:
+                       **run_options) -> list[str]:
     """Run franz-go's tests matching ``pattern`` (None: all) on a fresh ``reference`` (a
     Kafka kind of ``tools/franz_go.py``'s STARTERS) and then a fresh ``candidate`` (its seglog
     twin), with ``run_options`` for ``run_tests`` (records, chaos, ...). Fails the calling
     test when the reference passed fewer than ``passed_min`` tests (the reference must have
     run them, not skipped them), or when a test the reference passed fails on the candidate
     in the run and again alone, once, on another fresh candidate (TestGroupETL failed once in
-    five whole cluster runs here and passed alone three times of three); the first failure's
-    last 60 lines are printed either way. Returns ``(tests passed on the reference, tests
-    the candidate passed only when run again alone)``."""
-    # The seglog brokers are `python -m seglog serve` processes of this checkout.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p))
+    fourteen whole cluster runs here and passed alone three times of three); the first
+    failure's last 60 lines are printed either way. Returns the tests passed on the
+    reference, sorted."""
+    use_this_checkout(monkeypatch)
     franz_go = load_tool()
     kgo = franz_go.prepare(tmp_path)
     results: dict[str, dict[str, str]] = {}
@@ -95,4 +99,4 @@ def compare_with_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, refer
           f"{sum(o == 'PASS' for o in seglog.values())} passed the first run"
           + (f", {', '.join(lost)} only when run again alone" if lost else ""),
           file=sys.stderr)
-    return passed_on_kafka, lost
+    return passed_on_kafka

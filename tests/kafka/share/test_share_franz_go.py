@@ -16,8 +16,7 @@ import os
 
 import pytest
 
-from franz_go_runner import load_tool, skip_unless_selected
-from share_driver import env_with_src
+from franz_go_runner import load_tool, skip_unless_selected, use_this_checkout
 
 pytestmark = pytest.mark.franz_go
 
@@ -42,7 +41,7 @@ def test_franz_go_share_group_tests(kind, tmp_path, monkeypatch):
         from seglog.bench.kafka import find_kafka
         if find_kafka()[0] is None:
             pytest.skip("needs java + the Kafka jars")
-    monkeypatch.setenv("PYTHONPATH", env_with_src()["PYTHONPATH"])
+    use_this_checkout(monkeypatch)
     franz_go = load_tool()
     kgo = franz_go.prepare(tmp_path)
     broker = {"kafka": franz_go.start_kafka, "seglog": franz_go.start_seglog}[kind](tmp_path)
