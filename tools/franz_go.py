@@ -22,6 +22,14 @@ produce with acks=all waits for two followers and the coordinators' topics are r
 the same suite as judge of the replicated path. A test that passes on ``kafka-cluster`` and
 not on ``seglog-cluster`` is a regression too.
 
+``kafka-tls`` and ``seglog-tls`` are one broker each with an SSL listener beside the PLAINTEXT
+one (a CA and the broker's certificate made with ``openssl``, a PEM keystore, Kafka's settings
+on both) and a SASL_PLAINTEXT one asking SCRAM-SHA-256 (a user made at format time); the tests
+connect only to the SSL listener (franz-go's ``KGO_TEST_TLS``), so every request and response
+of the suite, the large fetches included, crosses TLS, and its SCRAM tests log in on the SASL
+listener. franz-go's TestIssue769 sets its own dialer, which its TLS option refuses (the test
+then panics and ends the run): skip it there (``--skip '^TestIssue769$'``).
+
 The share-group tests (``TestShareGroup*``: KIP-932 share consumers, the chained share ETL,
 acknowledgement on close, the share-group offsets admin APIs) need nothing more than the
 broker configs below; franz-go skips them when the broker lacks ShareFetch/ShareAcknowledge
@@ -80,12 +88,15 @@ def prepare(scratch: Path) -> Path:
 
 
 def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
+              skip: str | None = None,
               records: int | None = None, parallel: int | None = None, rf: int = 1,
               test_output: dict[str, list[str]] | None = None, log_level: str = "none",
               raw_output: Path | None = None, chaos: bool = False,
-              count: int = 1) -> dict[str, str]:
+              count: int = 1, client_env: dict[str, str] | None = None) -> dict[str, str]:
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
-    ``seeds``; a test that never finished (the run timed out) is FAIL. ``test_output``, when
+    ``seeds`` (``run``, ``skip``: go test's -run and -skip patterns); a test that never
+    finished (the run timed out, or another test's panic ended the run) is FAIL.
+    ``test_output``, when
     given, gets each top-level test's output lines (its subtests' included). ``parallel``:
     ``go test -parallel`` (how many ``t.Parallel`` tests run at once; Go's default is
     GOMAXPROCS). ``rf``: the replication factor of the topics the tests create (1 for one
@@ -94,9 +105,10 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     ``go test -json``'s whole output. ``chaos``: franz-go's ``KGO_TEST_CHAOS`` (every
     connection the tests' clients dial dies 0.5-1.5 s after it opens, forcing reconnects,
     produce retries and sequence rewinds); ``count``: ``go test -count``, each test run that
-    many times, and a test is FAIL when any of its runs failed."""
+    many times, and a test is FAIL when any of its runs failed. ``client_env``: more of the
+    tests' settings (``KGO_TEST_TLS`` for brokers whose ``seeds`` are TLS listeners)."""
     env = dict(os.environ, KGO_SEEDS=seeds, KGO_TEST_RF=str(rf), KGO_LOG_LEVEL=log_level,
-               GOFLAGS="-mod=mod")
+               GOFLAGS="-mod=mod", **(client_env or {}))
     if records:  # franz-go's KGO_TEST_RECORDS: records per ETL test (default 500,000)
         env["KGO_TEST_RECORDS"] = str(records)
     if chaos:
@@ -104,6 +116,8 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     cmd = ["go", "test", "-json", f"-count={count}", f"-timeout={int(timeout_s)}s"]
     if run:
         cmd += ["-run", run]
+    if skip:
+        cmd += ["-skip", skip]
     if parallel:
         cmd.append(f"-parallel={parallel}")
     cmd.append(".")
@@ -158,6 +172,103 @@ def start_kafka(scratch: Path):  # -> KafkaBroker
     broker.format()
     broker.start()
     return broker
+
+
+#: The SCRAM user both secured brokers are formatted with (franz-go's TestSCRAMAuth logs in
+#: as it; TestSCRAMAuthBadCredentials must be refused with another).
+SCRAM_USER, SCRAM_PASSWORD = "franz", "franz-secret"
+SCRAM_FORMAT = f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"
+
+
+def _scram_listener_config(listeners: str, sasl_port: int) -> dict[str, str]:
+    """``listeners`` plus a SASL_PLAINTEXT one on ``sasl_port`` asking SCRAM-SHA-256, in
+    Kafka's settings (the same for both brokers)."""
+    return {"listeners": f"{listeners},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"}
+
+
+class _SecuredBroker:
+    """A started broker with a PLAINTEXT, an SSL and a SASL_PLAINTEXT (SCRAM-SHA-256)
+    listener. The tests reach it through the SSL one (``KGO_TEST_TLS``: every client the suite
+    makes with its helpers dials TLS and trusts the CA that signed the broker's certificate),
+    so Metadata, the coordinators and every data request go over TLS; franz-go's SCRAM tests
+    log in on the SASL one (``KGO_TEST_SCRAM``, ``KGO_TEST_SCRAM_SEEDS``)."""
+
+    def __init__(self, broker: Any, ssl_port: int, sasl_port: int, ca_cert: Path):
+        self.broker = broker
+        self.ssl_port = ssl_port
+        self.client_env = {"KGO_TEST_TLS": f"ca:{ca_cert}",
+                           "KGO_TEST_SCRAM": f"{SCRAM_USER}:{SCRAM_PASSWORD}",
+                           "KGO_TEST_SCRAM_SEEDS": f"127.0.0.1:{sasl_port}"}
+
+    @property
+    def bootstrap(self) -> str:
+        """The SSL listener's address."""
+        return f"127.0.0.1:{self.ssl_port}"
+
+    def stop(self) -> None:
+        """Stop the broker."""
+        self.broker.stop()
+
+
+def _certificates(scratch: Path) -> tuple[Path, Path]:
+    """``(ca_cert, broker_pem)`` in ``scratch/tls-certs`` (made once per scratch dir)."""
+    from seglog.bench.broker_tls import make_certificates
+
+    directory = scratch / "tls-certs"
+    if (directory / "broker.pem").exists():
+        return directory / "ca.crt", directory / "broker.pem"
+    return make_certificates(directory)
+
+
+def start_seglog_secured(scratch: Path) -> _SecuredBroker:
+    """A fresh ``seglog serve`` as :func:`start_seglog`, with the SSL and SCRAM listeners of
+    :class:`_SecuredBroker` (its SCRAM user made by ``seglog format --add-scram``)."""
+    from seglog.bench.broker import SeglogServe
+    from seglog.bench.broker_tls import seglog_ssl_listener_config
+    from seglog.bench.kafka import free_port
+
+    ca_cert, broker_pem = _certificates(scratch)
+    ssl_port, sasl_port = free_port(), free_port()
+    config = {**BROKER_CONFIG, **seglog_ssl_listener_config(ssl_port, broker_pem)}
+    config.update(_scram_listener_config(config["listeners"], sasl_port))
+    data_dir = scratch / "seglog-tls-data"
+    subprocess.run([sys.executable, "-m", "seglog", "format", "--data-dir", str(data_dir),
+                    "--add-scram", SCRAM_FORMAT], check=True, capture_output=True,
+                   timeout=120)
+    broker = SeglogServe(data_dir, config=config)
+    broker.start()
+    return _SecuredBroker(broker, ssl_port, sasl_port, ca_cert)
+
+
+def start_kafka_secured(scratch: Path) -> _SecuredBroker:
+    """A fresh Kafka 4.4 broker as :func:`start_kafka`, with the same listeners and settings
+    as :func:`start_seglog_secured` (its SCRAM user made by ``kafka-storage format
+    --add-scram``)."""
+    from seglog.bench.broker_tls import add_kafka_ssl_listener
+    from seglog.bench.kafka import KafkaBroker, find_kafka, free_port
+
+    ref, why = find_kafka()
+    if ref is None:
+        raise RuntimeError(f"no Kafka jars: {why}")
+    ca_cert, broker_pem = _certificates(scratch)
+    ssl_port, sasl_port = free_port(), free_port()
+    broker = KafkaBroker(ref, scratch / "kafka-tls", extra_properties=BROKER_CONFIG)
+    add_kafka_ssl_listener(broker, ssl_port, broker_pem)
+    listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
+                 f"CONTROLLER://127.0.0.1:{broker.controller_port}")
+    extra = _scram_listener_config(listeners, sasl_port)
+    extra["advertised.listeners"] = extra["listeners"]
+    extra["listener.security.protocol.map"] = ("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+                                               "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT")
+    with broker.properties_path.open("a", encoding="utf-8") as out:
+        for key, value in extra.items():
+            out.write(f"{key}={value}\n")  # the last of a repeated key wins
+    broker.format(add_scram=[SCRAM_FORMAT])
+    broker.start()
+    return _SecuredBroker(broker, ssl_port, sasl_port, ca_cert)
 
 
 #: :data:`BROKER_CONFIG` without the internal topics' replication settings: the clusters keep
@@ -223,18 +334,20 @@ def lost_tests(reference: dict[str, str], candidate: dict[str, str]) -> list[str
 #: Each broker kind: how it starts and the replication factor of the tests' topics.
 STARTERS = {"kafka": (start_kafka, 1), "seglog": (start_seglog, 1),
             "kafka-cluster": (start_kafka_cluster, 3),
-            "seglog-cluster": (start_seglog_cluster, 3)}
+            "seglog-cluster": (start_seglog_cluster, 3),
+            "kafka-tls": (start_kafka_secured, 1), "seglog-tls": (start_seglog_secured, 1)}
 #: (reference, candidate): a test the reference passes and the candidate does not fails the run.
-PAIRS = (("kafka", "seglog"), ("kafka-cluster", "seglog-cluster"))
+PAIRS = (("kafka", "seglog"), ("kafka-cluster", "seglog-cluster"), ("kafka-tls", "seglog-tls"))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the tests; print the table and counts; exit 1 when seglog fails what Kafka passes."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--brokers", default="kafka,seglog",
-                        help="comma-separated: kafka, seglog, kafka-cluster, seglog-cluster "
-                             "(default kafka,seglog)")
+                        help="comma-separated: kafka, seglog, kafka-cluster, seglog-cluster, "
+                             "kafka-tls, seglog-tls (default kafka,seglog)")
     parser.add_argument("--run", default=None, help="go test -run pattern (default: all)")
+    parser.add_argument("--skip", default=None, help="go test -skip pattern (default: none)")
     parser.add_argument("--timeout-s", type=float, default=1200.0,
                         help="go test -timeout per broker (default 1200)")
     parser.add_argument("--records", type=int, default=None,
@@ -278,13 +391,14 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             output: dict[str, list[str]] = {}
             try:
-                results[name] = run_tests(kgo, broker.bootstrap, run=args.run,
+                results[name] = run_tests(kgo, broker.bootstrap, run=args.run, skip=args.skip,
                                           timeout_s=args.timeout_s, records=args.records,
                                           parallel=args.parallel, rf=rf,
                                           test_output=output, log_level=args.log_level,
                                           raw_output=(scratch / f"{name}-go-test.jsonl"
                                                       if args.keep_dir else None),
-                                          chaos=args.chaos, count=args.count)
+                                          chaos=args.chaos, count=args.count,
+                                          client_env=getattr(broker, "client_env", None))
             finally:
                 broker.stop()
             for test, outcome in sorted(results[name].items()):

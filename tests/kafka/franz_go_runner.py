@@ -1,7 +1,8 @@
 """What the franz-go tests share (tests/kafka/share/test_share_franz_go.py,
-tests/kafka/test_franz_go_clusters.py, tests/kafka/test_franz_go_chaos.py): ``tools/franz_go.py``
-loaded as a module, the skip of a test whose ``franz_go`` marker was not asked for or whose Go
-is missing, and the comparison of a seglog kind with its Kafka twin."""
+tests/kafka/test_franz_go_clusters.py, tests/kafka/test_franz_go_chaos.py,
+tests/kafka/test_franz_go_tls.py): ``tools/franz_go.py`` loaded as a module, the skip of a
+test whose ``franz_go`` marker was not asked for or whose Go is missing, and the comparison of
+a seglog kind with its Kafka twin."""
 
 from __future__ import annotations
 
@@ -73,7 +74,9 @@ def compare_with_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, refer
         try:
             results[kind] = franz_go.run_tests(kgo, brokers.bootstrap, run=tests,
                                                timeout_s=TIMEOUT_S, rf=rf,
-                                               test_output=output[kind], **run_options)
+                                               test_output=output[kind],
+                                               client_env=getattr(brokers, "client_env", None),
+                                               **run_options)
         finally:
             brokers.stop()
 

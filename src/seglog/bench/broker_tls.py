@@ -19,7 +19,8 @@ from typing import Any, Callable
 from .kafka import KafkaBroker, free_port
 from .table import Table
 
-__all__ = ["TLS_ROWS", "make_certificates", "measure_tls", "seglog_tls_config"]
+__all__ = ["TLS_ROWS", "add_kafka_ssl_listener", "make_certificates", "measure_tls",
+           "seglog_ssl_listener_config", "seglog_tls_config"]
 
 OPENSSL_TIMEOUT_S = 60
 #: (figure key, row label) of the TLS rows: each measured on both listeners of a broker.
@@ -59,6 +60,28 @@ def seglog_tls_config(broker_pem: Path) -> dict[str, str]:
     return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker_pem)}
 
 
+def seglog_ssl_listener_config(ssl_port: int, broker_pem: Path) -> dict[str, str]:
+    """``seglog serve``'s configs for a PLAINTEXT listener (moved by ``--listen``) and an SSL
+    one on 127.0.0.1:``ssl_port`` with ``broker_pem`` as its PEM keystore."""
+    return {"listeners": f"PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{ssl_port}",
+            **seglog_tls_config(broker_pem)}
+
+
+def add_kafka_ssl_listener(broker: KafkaBroker, ssl_port: int, broker_pem: Path) -> None:
+    """Give a Kafka broker, not yet started, an SSL listener on 127.0.0.1:``ssl_port`` beside
+    its PLAINTEXT one, with ``broker_pem`` as its PEM keystore (the same settings as
+    :func:`seglog_ssl_listener_config`)."""
+    listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
+                 f"CONTROLLER://127.0.0.1:{broker.controller_port}")
+    extra = {"listeners": listeners, "advertised.listeners": listeners,
+             "listener.security.protocol.map":
+                 "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+             **seglog_tls_config(broker_pem)}
+    with broker.properties_path.open("a", encoding="utf-8") as out:
+        for key, value in extra.items():
+            out.write(f"{key}={value}\n")  # the last of a repeated key wins
+
+
 def _measure_listener(side: Any, *, listener: str, bootstrap: str, ca_cert: Path | None,
                       records: int, record_bytes: int, run_client: Callable[..., dict],
                       progress: Any, suffix: str) -> None:
@@ -87,9 +110,8 @@ def measure_tls(sides: dict[str, Any], *, make_side: Callable[[str], Any], scrat
         notes.append(f"TLS rows not measured: {exc}")
         return
     seglog_ssl_port = free_port()
-    server = seglog_serve(scratch / "seglog-tls-data", config={
-        "listeners": f"PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{seglog_ssl_port}",
-        **seglog_tls_config(broker_pem)})
+    server = seglog_serve(scratch / "seglog-tls-data",
+                          config=seglog_ssl_listener_config(seglog_ssl_port, broker_pem))
     running: list[tuple[str, str, str, Callable[[], object]]] = []
     try:
         progress.step("starting seglog serve with an SSL listener")
@@ -99,15 +121,7 @@ def measure_tls(sides: dict[str, Any], *, make_side: Callable[[str], Any], scrat
         if ref is not None:
             broker = KafkaBroker(ref, scratch / "kafka-tls")
             ssl_port = free_port()
-            listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
-                         f"CONTROLLER://127.0.0.1:{broker.controller_port}")
-            extra = {"listeners": listeners, "advertised.listeners": listeners,
-                     "listener.security.protocol.map":
-                         "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
-                     **seglog_tls_config(broker_pem)}
-            with broker.properties_path.open("a", encoding="utf-8") as out:
-                for key, value in extra.items():
-                    out.write(f"{key}={value}\n")  # the last of a repeated key wins
+            add_kafka_ssl_listener(broker, ssl_port, broker_pem)
             progress.step("starting the Kafka broker with an SSL listener")
             broker.format()
             broker.start()

@@ -30,6 +30,7 @@ import socket
 import subprocess
 import time
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -313,14 +314,17 @@ class KafkaBroker:
         """The running broker's process id (None when stopped)."""
         return self.process.pid if self.process is not None else None
 
-    def format(self) -> str:
+    def format(self, add_scram: Sequence[str] = ()) -> str:
         """``kafka-storage format --standalone``: a fresh cluster id, meta.properties and the
-        single-voter metadata log in ``data/``. Returns the tool's output (it names the
-        ``metadata.version``)."""
+        single-voter metadata log in ``data/``; each of ``add_scram`` is one ``--add-scram``
+        (``'SCRAM-SHA-256=[name=alice,password=alice-secret]'``: a SCRAM user from the
+        start). Returns the tool's output (it names the ``metadata.version``)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        scram_args = [arg for user in add_scram for arg in ("--add-scram", user)]
         done = self.ref.run_tool(
             "kafka.tools.StorageTool",
-            ["format", "--standalone", "-t", self.cluster_id, "-c", str(self.properties_path)],
+            ["format", "--standalone", "-t", self.cluster_id, "-c", str(self.properties_path),
+             *scram_args],
             run_dir=self.run_dir, timeout_s=180)
         self.format_output = done.stdout + done.stderr
         if done.returncode != 0:
