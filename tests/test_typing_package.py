@@ -58,17 +58,6 @@ NOT_YET_CLEAN = frozenset({
     "seglog.pure.accumulator",
     "seglog.pure.codec",
     "seglog.pure.index",
-    "seglog.storage.local_log",
-    "seglog.storage.loader",
-    "seglog.storage.locking",
-    "seglog.storage.log",
-    "seglog.storage.log_cleaning",
-    "seglog.storage.log_reads",
-    "seglog.storage.log_replication",
-    "seglog.storage.log_retention",
-    "seglog.storage.producer_state",
-    "seglog.storage.reads",
-    "seglog.storage.validator",
 })
 
 _ERROR = re.compile(r"^(?P<path>[^:\n]+\.pyi?):\d+(?::\d+)?: error: ", re.MULTILINE)

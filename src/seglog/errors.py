@@ -146,9 +146,16 @@ class KafkaStorageError(SeglogError, OSError):
 
 
 class LogLockedError(SeglogError):
-    """A second writer tried to open a partition directory another writer holds."""
+    """A second writer tried to open a partition directory another writer holds: ``path``,
+    the directory (or lock file) refused, and ``holder_pid``, the holder's process id when its
+    lock file names one (else None)."""
 
     kafka_error_code = codes.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str, *, path: str = "", holder_pid: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.holder_pid = holder_pid
 
 
 class ReadOnlyError(SeglogError):

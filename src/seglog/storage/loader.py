@@ -1193,8 +1193,8 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     report = result.report
     segments = SegmentMap(result.segments)
     local.set_segments(segments, now_ms=now_ms)
-    end = segments.last().next_offset if segments else start_checkpoint
-    first_base = segments.first().base_offset if segments else start_checkpoint
+    end = segments.active().next_offset if segments else start_checkpoint
+    first_base = segments.oldest().base_offset if segments else start_checkpoint
     start = max(start_checkpoint, first_base)
     # After a clean shutdown where loading removed, renamed and recovered nothing, the
     # snapshots are those listed above (the psm's own deletions keep its list current).
@@ -1209,7 +1209,7 @@ def open_partition(dir_path: str, config: Any, backend: Any, *, read_only: bool,
     local.recovery_point = end if clean else min(recovery_point or 0, end)
     local.last_flush_ms = now_ms
     if not read_only:
-        active = segments.last()
+        active = segments.active()
         # Kafka resizes the active segment's indexes to segment.index.bytes after loading:
         # they were trimmed on close and must have room for new entries.
         active.resize_indexes(config.segment_index_bytes)

@@ -339,7 +339,7 @@ class LocalLog:
     def roll(self, end_offset: int, *, now_ms: int) -> bool:
         """Start a new, empty active segment at ``end_offset``; False (nothing done) when the
         active segment is already that. The old one becomes inactive (indexes trimmed)."""
-        old = self.segments.last()
+        old = self.segments.active()
         if old.base_offset == end_offset and old.size_bytes == 0:
             return False
         old.on_become_inactive()
@@ -420,6 +420,7 @@ class LocalLog:
         cut. The recovery point is lowered to ``offset``."""
         segments = self.segments
         keep = segments.floor(offset)
+        assert keep is not None, (offset, segments.bases)  # offset is at or above the first base
         located = keep.translate_offset(offset)
         if located is not None:
             keep.truncate_to(located[1])  # drop the batch holding offset and all after
@@ -493,7 +494,9 @@ class LocalLog:
             gone.append(segments.get(last_known))
             segments = segments.with_segment(self.open_segment(last_known))
         elif last_known in on_disk:
-            segments.get(last_known).refresh()
+            last_segment = segments.get(last_known)
+            assert last_segment is not None, last_known  # the last segment of the map we had
+            last_segment.refresh()
         for base in new_bases:
             segments = segments.with_segment(self.open_segment(base))
             self.note_created(base, now_ms)

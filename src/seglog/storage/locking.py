@@ -105,11 +105,8 @@ def _read_pid(fd: int) -> int | None:
 
 def _locked_error(path: str, holder_pid: int | None) -> LogLockedError:
     holder = f" by process {holder_pid}" if holder_pid is not None else ""
-    error = LogLockedError(
-        f"{path} is locked{holder}: another writer has this directory open")
-    error.path = path
-    error.holder_pid = holder_pid
-    return error
+    return LogLockedError(f"{path} is locked{holder}: another writer has this directory open",
+                          path=path, holder_pid=holder_pid)
 
 
 def lock_directory(dir_path: str | os.PathLike) -> DirectoryLock:

@@ -390,7 +390,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
     @property
     def active_segment(self) -> Segment:
         """The segment appends go to."""
-        return self._view.segments.last()
+        return self._view.segments.active()
 
     def update_config(self, config: LogConfig) -> None:
         """Use ``config`` from now on (Kafka's dynamic topic config update). Segments that
@@ -673,12 +673,12 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
             if now_ms - self._last_expiration_ms >= EXPIRATION_CHECK_MS:
                 self._expire_producers(now_ms)
             segments = view.segments
-            if local.roll_reason(segments.last(), size_bytes=size_bytes,
+            if local.roll_reason(segments.active(), size_bytes=size_bytes,
                                  record_count=record_count, max_timestamp_ms=max_timestamp_ms,
                                  now_ms=now_ms, end_offset=view.end_offset) is not None:
                 self._roll_locked(now_ms)
                 segments = local.segments
-            active = segments.last()
+            active = segments.active()
             analysis = None
             if batches is not None:
                 analysis = psm.analyze_batches(batches, first_offset=view.end_offset,
@@ -698,8 +698,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                 if epoch is not None:
                     # Kafka assigns before the write; after it, a refused write leaves no entry.
                     self._epochs.assign(epoch, result.first_offset)
-                if self._apply_producer_state(analysis, active, end_offset) and (
-                        analysis.completed_txns or any(
+                if self._apply_producer_state(analysis, active, end_offset) \
+                        and analysis is not None and (analysis.completed_txns or any(
                             info.started_transactions
                             for info in analysis.append_infos.values())):
                     if self._auto_hw:
@@ -729,7 +729,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
         with self._lock:
             self._check_writable()
             self._roll_locked(checked_now_ms(now_ms))
-            return self._view.segments.last()
+            return self._view.segments.active()
 
     def _refresh_unstable(self) -> None:
         """Recompute the first unstable offset after the producer state changed (publish

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import TYPE_CHECKING, Any, ContextManager, cast
 
 from .config import checked_now_ms
 from .local_log import LocalLog
@@ -59,12 +59,13 @@ class LogCleaning:
         do not). Raises ReadOnlyError / LogClosedError, CorruptRecordError for a corrupt batch
         in what it reads (the pass stops; nothing it had not swapped in changes), TypeError /
         ValueError for a non-integer or out-of-int64 ``now_ms``."""
-        from .cleaner import clean_log
+        from .cleaner import CleanableLog, clean_log
 
         now_ms = None if now_ms is None else checked_now_ms(now_ms)
         with self._lock:
             self._check_writable()
-            stats = clean_log(self, now_ms, force=force)
+            # The Log this is a part of is the CleanableLog (its segments, offsets, ...).
+            stats = clean_log(cast(CleanableLog, self), now_ms, force=force)
         if not stats.skipped:
             # Kafka's LogCleaner logs each log it cleaned with its figures.
             _log.info("[%s] Compacted offsets [%d, %d): %d segments, %d -> %d bytes, %d records "

@@ -84,6 +84,10 @@ class LogReads:
         def _publish(self, start: int, end: int, *,
                      high_watermark: int | None = None) -> None: ...
 
+        @property
+        def start_offset(self) -> int:
+            """The log start offset (Log's property)."""
+
     # --- reading ---------------------------------------------------------------------------------
 
     def read(self, offset: int, max_bytes: int = READ_BYTES_DEFAULT, *,
@@ -126,7 +130,7 @@ class LogReads:
             segment, buffer, next_offset, position = read_in(
                 view, offset, max_bytes=max_bytes, max_offset=max_offset,
                 min_one_batch=min_one_batch)
-            aborted = [] if committed else None
+            aborted: list | None = [] if committed else None
             if segment is None:
                 return LogReadResult(
                     buffer=memoryview(b""), offset=offset, next_offset=offset, log_path=None,
@@ -304,15 +308,15 @@ class LogReads:
             if gone is None:
                 return False
             segments = self._local.segments
-            end = segments.last().next_offset
+            end = segments.active().next_offset
             if end > self._psm.map_end_offset:  # follow the writer's producer state
                 self._psm.rebuild(batches_from(segments, self._psm.map_end_offset),
                                   end_offset=end)
                 self._psm.on_high_watermark_updated(end)  # a follower's high watermark
                 self._refresh_unstable()
             start_checkpoint = getattr(self._state, "read_log_start_offset", lambda: None)()
-            start = max(segments.first().base_offset, start_checkpoint or 0, view.start_offset)
-            end = segments.last().next_offset
+            start = max(segments.oldest().base_offset, start_checkpoint or 0, view.start_offset)
+            end = segments.active().next_offset
             changed = (start, end) != (view.start_offset, view.end_offset)
             self._publish(min(start, end), end, high_watermark=end)
             for segment in gone:

@@ -241,12 +241,12 @@ class LogReplication:
         first_offset, last_offset = batches[0].base_offset, batches[-1].last_offset
         if now_ms - self._last_expiration_ms >= EXPIRATION_CHECK_MS:
             self._expire_producers(now_ms)
-        if local.roll_reason(local.segments.last(), size_bytes=size_bytes,
+        if local.roll_reason(local.segments.active(), size_bytes=size_bytes,
                              record_count=last_offset - end + 1,
                              max_timestamp_ms=max_timestamp_ms, now_ms=now_ms,
                              end_offset=end) is not None:
             self._roll_locked(now_ms, base_offset=max(first_offset, end))
-        active = local.segments.last()
+        active = local.segments.active()
         analysis = None
         if any(batch.producer_id >= 0 for batch in batches):
             analysis = psm.analyze_batches(batches, origin=ORIGIN_REPLICATION)
@@ -352,7 +352,7 @@ class LogReplication:
     def _truncate_locked(self, view: LogView, offset: int, now_ms: int) -> None:
         psm = self._psm
         local = self._local
-        if offset < view.segments.first().base_offset:
+        if offset < view.segments.oldest().base_offset:
             self._truncate_fully_locked(offset, now_ms)  # UnifiedLog.truncateFullyAndStartAt
         else:
             local.truncate_to(offset, now_ms=now_ms)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import OffsetOutOfRangeError
 from .config import LogConfig, check_int, checked_now_ms
@@ -51,7 +51,12 @@ class LogRetention:
     _local: LocalLog
     _epochs: LeaderEpochCache
     _last_expiration_ms: int
-    size_bytes: int  # Log's property: total bytes of the .log files
+
+    if TYPE_CHECKING:
+        # Log's property, for the type checker only (a stub would shadow it at run time).
+        @property
+        def size_bytes(self) -> int:
+            """Total bytes of the segments' ``.log`` files."""
 
     # The Log's steps (seglog.storage.log.Log), declared here for the methods below.
     def _check_writable(self) -> None:
@@ -120,13 +125,13 @@ class LogRetention:
         if len(doomed) == len(view.segments):
             # There must always be a segment: roll an empty one at the end offset first.
             self._roll_locked(now_ms)
-            if doomed[-1].base_offset == self._local.segments.last().base_offset:
+            if doomed[-1].base_offset == self._local.segments.active().base_offset:
                 doomed = doomed[:-1]
             view = self._view
         self._local.delete_segments(doomed, now_ms=now_ms)
         _log.info("[%s] Deleting segments due to %s: %s", os.path.basename(self._local.dir_path),
                   reason, ", ".join(str(s.base_offset) for s in doomed))
-        start = max(view.start_offset, self._local.segments.first().base_offset)
+        start = max(view.start_offset, self._local.segments.oldest().base_offset)
         self._epochs.truncate_from_start(start)  # Kafka's maybeIncrementLogStartOffset
         self._psm.on_log_start_offset_incremented(start)
         self._refresh_unstable()

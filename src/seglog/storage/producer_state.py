@@ -625,7 +625,7 @@ def list_snapshot_offsets(dir_path: str | os.PathLike) -> list[int]:
     offsets = []
     try:
         # scandir: the entry's type comes with the listing (no stat per snapshot file).
-        with os.scandir(dir_path) as entries:
+        with os.scandir(os.fspath(dir_path)) as entries:
             for entry in entries:
                 match = _SNAPSHOT_NAME.match(entry.name)
                 if match and entry.is_file():

@@ -276,7 +276,7 @@ def check_nothing_hidden(segment: Any, offset: int) -> None:
 
 def position_of(segments: SegmentMap, offset: int) -> tuple[int, int]:
     """``(segment base, position)`` of the batch boundary at ``offset``."""
-    segment = segments.floor(offset) or segments.first()
+    segment = segments.floor(offset) or segments.oldest()
     located = segment.translate_offset(offset)
     position = located[0] if located is not None else segment.size_bytes
     return segment.base_offset, position
@@ -359,7 +359,7 @@ def iter_records(read: Callable[..., LogReadResult], backend: Any, *, offset: in
         batches = checked_batches(
             backend.iter_batches(result.buffer, check_offsets=True),
             check_crcs=check_crcs, previous_next_offset=previous_next,
-            where=result.log_path, base_position=result.position)
+            where=result.log_path or "", base_position=result.position)
         for batch in filter_batches(batches, result.aborted_transactions, isolation=isolation):
             if batch.last_offset < offset:
                 continue
@@ -383,7 +383,7 @@ def read_columns(read: Callable[..., LogReadResult], backend: Any, *, offset: in
     ``offset`` sliced off (:class:`SlicedColumns`)."""
     while True:
         result = read(offset, max_bytes, max_offset=max_offset, isolation=isolation)
-        buffer = result.buffer
+        buffer: bytes | memoryview = result.buffer
         if result.aborted_transactions:
             # Only batches of aborted transactions need leaving out: copy the others.
             # Every batch is checked before its header decides what is left out.
@@ -391,7 +391,7 @@ def read_columns(read: Callable[..., LogReadResult], backend: Any, *, offset: in
                 result.buffer[b.position:b.position + b.size_bytes]
                 for b in filter_batches(
                     checked_batches(backend.iter_batches(result.buffer, check_offsets=True),
-                                    check_crcs=check_crcs, where=result.log_path,
+                                    check_crcs=check_crcs, where=result.log_path or "",
                                     base_position=result.position),
                     result.aborted_transactions, isolation=isolation))
         columns = backend.decode_columns(buffer, check_crcs=check_crcs, check_offsets=True)

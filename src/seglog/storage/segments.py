@@ -68,6 +68,16 @@ class SegmentMap:
         """The newest (active) segment, or None when the map is empty."""
         return self._segments[-1] if self._segments else None
 
+    def oldest(self) -> Segment:
+        """The oldest segment: as :meth:`active`, for a loaded log (IndexError when empty)."""
+        return self._segments[0]
+
+    def active(self) -> Segment:
+        """The newest segment, where appends go: the map of a loaded log always holds one
+        (its loader makes an empty one for a new log), so an empty map here is a bug
+        (IndexError), never a state to serve on."""
+        return self._segments[-1]
+
     # --- lookups ------------------------------------------------------------------------------
 
     def get(self, base_offset: int) -> Any | None:

@@ -278,7 +278,7 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
         raise CorruptRecordError(
             f"{size_bytes - consumed_bytes} trailing bytes are not a whole batch",
             reason=fmt.REASON_TRUNCATED, position=consumed_bytes)
-    if recompress:
+    if recompress and codec is not None:  # recompress is only ever set with a codec
         return recompress_client_batches(
             batches, backend=backend, config=config, codec=codec, timestamp_type=wanted_type,
             now_ms=now_ms, record_count=record_count, max_timestamp_ms=max_timestamp_ms,
