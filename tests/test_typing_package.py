@@ -50,14 +50,6 @@ NOT_YET_CLEAN = frozenset({
     "seglog.bench.peers",
     "seglog.bench.scale",
     "seglog.bench.sendfile",
-    "seglog.clients.consumer",
-    "seglog.clients.producer",
-    "seglog.compression",
-    "seglog.coordinator.assignors",
-    "seglog.coordinator.group",
-    "seglog.pure.accumulator",
-    "seglog.pure.codec",
-    "seglog.pure.index",
 })
 
 _ERROR = re.compile(r"^(?P<path>[^:\n]+\.pyi?):\d+(?::\d+)?: error: ", re.MULTILINE)

@@ -18,7 +18,7 @@ Vocabulary: *offset* is a record number; *position* a byte index in a file or bu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -847,6 +847,10 @@ class SendFuture(Protocol):
     """The pending result of one ``Producer.send`` (record ``index`` of a batch whose
     :class:`BatchResult` it holds). Thread-safe."""
 
+    def __init__(self, result: BatchResult, index: int, topic: Any, partition: int,
+                 timestamp_ms: int) -> None:
+        """The future of record ``index`` of the batch whose result is ``result``."""
+
     @property
     def topic(self) -> Any: ...
     @property
@@ -869,6 +873,10 @@ class TopicSlots(Protocol):
     """One topic as the producer's Sender sees it: partition count, compacted, its
     TopicPartitions, the open batch per partition and the sticky partition of keyless
     records (Kafka's BuiltInPartitioner)."""
+
+    def __init__(self, topic: Any, partitions: int, compacted: bool, tps: tuple[Any, ...], *,
+                 sticky_batch_bytes: int, rng: Any) -> None:
+        """``rng``: a ``random.Random`` for the sticky partition's draws."""
 
     @property
     def topic(self) -> Any: ...
@@ -908,6 +916,12 @@ class Sender(Protocol):
 
     enabled: bool
     errors_pending: bool
+
+    def __init__(self, *, fallback: Callable[..., Any],
+                 open_batch: Callable[[Any], Any], write: Callable[[Any], Any],
+                 batch_size_bytes: int, max_request_bytes: int, linger_zero: bool) -> None:
+        """``fallback``: the producer's full send; ``open_batch(tp)`` the partition's open
+        batch; ``write(batch)`` hands a full batch on."""
 
     @property
     def lock(self) -> ReentrantLock:

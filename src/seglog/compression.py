@@ -148,8 +148,9 @@ def compress(cid: int, data, level: int | None = None) -> bytes:
         compressor = zlib.compressobj(GZIP_LEVEL_DEFAULT if level is None else level, zlib.DEFLATED, 31)
         return compressor.compress(data) + compressor.flush()
     if cid == COMPRESSION_ZSTD:
-        compressor = _zstd.ZstdCompressor(level=ZSTD_LEVEL_DEFAULT if level is None else level)
-        return compressor.compress(data)
+        zstd_compressor = _zstd.ZstdCompressor(
+            level=ZSTD_LEVEL_DEFAULT if level is None else level)
+        return zstd_compressor.compress(data)
     if cid == COMPRESSION_SNAPPY:
         return _snappy_xerial_encode(data)
     if cid == COMPRESSION_NONE:

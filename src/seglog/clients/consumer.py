@@ -205,6 +205,8 @@ class Consumer:
         if group_id is not None:
             store.find_coordinator(group_id)  # LogClosedError on a closed store
         self._grouped = group_id is not None
+        # The id the group calls use (they run only when _grouped).
+        self._group: str = group_id or ""
         self._member_id: str | None = None
         self._generation_id = -1
         self._subscription: frozenset | None = None
@@ -248,7 +250,7 @@ class Consumer:
         self._subscription = topics
         # Kafka's JoinGroup: a new member, or a member rejoining with other topics.
         self._member_id = self._broker.join_group(
-            self.group_id, member_id=self._member_id, client_id=self.client_id, topics=topics,
+            self._group, member_id=self._member_id, client_id=self.client_id, topics=topics,
             assignor=self.partition_assignment_strategy,
             group_instance_id=self.group_instance_id)
         self._sync()
@@ -261,7 +263,7 @@ class Consumer:
         """Leave the group (without committing) and drop every partition, or clear a manual
         assignment."""
         if self._member_id is not None and self._grouped:
-            self._broker.leave_group(self.group_id, self._member_id)
+            self._broker.leave_group(self._group, self._member_id)
         self._member_id = None
         self._subscription = None
         self._manual = False
@@ -296,7 +298,7 @@ class Consumer:
         partitions taken away."""
         if self._member_id is None or not self._grouped:
             return set()
-        current = self._broker.sync_group(self.group_id, self._member_id)
+        current = self._broker.sync_group(self._group, self._member_id)
         if current is None:
             raise IllegalStateError(f"consumer {self.client_id} is no longer a member of "
                                     f"group {self.group_id!r}")
@@ -346,13 +348,13 @@ class Consumer:
         is about to change, and starting from the old one would process records twice."""
         if not self._committed_only or not self._grouped:
             return False
-        return self._broker.offset_commit_pending(self.group_id, tp)
+        return self._broker.offset_commit_pending(self._group, tp)
 
     def _initial_position(self, tp: TopicPartition) -> int:
         log = self._broker.log(tp)
         committed = None
         if self._grouped:
-            committed = self._broker.offset_fetch(self.group_id, tp)
+            committed = self._broker.offset_fetch(self._group, tp)
         if committed is None:
             return self._reset(tp, log)
         if not log.start_offset <= committed.offset <= log.end_offset:
@@ -587,7 +589,9 @@ class Consumer:
                 state.buffered, state.buffered_index = records, 0
         if not state.pending:
             # The whole read consumed: continue after it (skips gaps and control batches).
-            state.position = max(state.position, state.read_next_offset)
+            position = state.position
+            assert position is not None  # the read was made from it
+            state.position = max(position, state.read_next_offset)
             state.clear()
         elif last_offset >= 0:
             state.position = last_offset + 1
@@ -680,7 +684,7 @@ class Consumer:
             return
         if not waiting:
             if self._grouped and self._member_id is not None:
-                self._broker.wait_for_rebalance(self.group_id, self._generation_id, remaining_s)
+                self._broker.wait_for_rebalance(self._group, self._generation_id, remaining_s)
             else:
                 self._broker.wait_for_appends(data_seq, remaining_s)
             return
@@ -729,7 +733,7 @@ class Consumer:
                 self._broker.topic(tp.topic).log(tp.partition)  # UnknownTopicOrPartitionError
                 to_commit[tp] = om
         generation = self._generation_id if self._member_id is not None else -1
-        self._broker.offset_commit(self.group_id, member_id=self._member_id,
+        self._broker.offset_commit(self._group, member_id=self._member_id,
                                   generation_id=generation, offsets=to_commit)
 
     def committed(self, tp: tuple[str, int]) -> int | None:
@@ -737,7 +741,7 @@ class Consumer:
         self._check_open()
         if not self._grouped:
             return None
-        om = self._broker.offset_fetch(self.group_id, as_topic_partition(tp))
+        om = self._broker.offset_fetch(self._group, as_topic_partition(tp))
         return None if om is None else om.offset
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -754,7 +758,7 @@ class Consumer:
         if self._closed:
             return
         if self._member_id is not None and self._grouped:
-            self._broker.leave_group(self.group_id, self._member_id)
+            self._broker.leave_group(self._group, self._member_id)
         self._member_id = None
         self._partitions = {}
         self._closed = True

@@ -93,7 +93,7 @@ import random
 import threading
 import time
 import types
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from ..arguments import (
     as_offset_and_metadata,
@@ -339,6 +339,8 @@ class Producer:
         self.retries = retries
         self.retry_backoff_ms = retry_backoff_ms
         self.transactional_id = transactional_id
+        # The id the transaction calls use (they run only when transactional).
+        self._txn_id: str = transactional_id or ""
         self.transaction_timeout_ms = transaction_timeout_ms
         #: The boundary between producer and log (see the module docstring).
         self.log_append = append_to_log
@@ -372,7 +374,9 @@ class Producer:
         self._txn_error: BaseException | None = None  # why the transaction must abort
         self._epoch_bump_required = False  # a batch of this epoch has an unknown outcome
         self._fast.enabled = transactional_id is None and partitioner == "sticky"
-        self.send = self._fast.send
+        # The one-call send in the instance's place of the method (the method stays for the
+        # records the Sender hands back).
+        self.send = self._fast.send  # type: ignore[method-assign]
         if transactional_id is not None:
             # Kafka's initTransactions, implicit: fences older producers of the id.
             self.producer_id, self.producer_epoch = store.init_producer_id(
@@ -419,7 +423,7 @@ class Producer:
         """ProducerFencedError (and the fenced state) if a newer producer took the id."""
         try:
             self._broker.check_producer_epoch(
-                self.transactional_id, self.producer_id, self.producer_epoch)
+                self._txn_id, self.producer_id, self.producer_epoch)
         except ProducerFencedError as error:
             raise self._fenced(error) from None
 
@@ -466,7 +470,7 @@ class Producer:
             return
         try:
             self._broker.add_partitions_to_txn(
-                self.transactional_id, self.producer_id, self.producer_epoch, new)
+                self._txn_id, self.producer_id, self.producer_epoch, new)
         except ProducerFencedError as error:
             raise self._fenced(error) from None
         self._txn_partitions.update(new)
@@ -502,7 +506,7 @@ class Producer:
             tp = records.tp
             if tp not in self._txn_partitions:
                 try:
-                    self._broker.add_offsets_to_txn(self.transactional_id, self.producer_id,
+                    self._broker.add_offsets_to_txn(self._txn_id, self.producer_id,
                                                     self.producer_epoch, group_id)
                 except ProducerFencedError as error:
                     raise self._fenced(error) from None
@@ -552,7 +556,7 @@ class Producer:
             if self._txn_partitions:
                 try:
                     self._broker.end_txn(
-                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        self._txn_id, self.producer_id, self.producer_epoch,
                         commit=True)
                 except ProducerFencedError as error:
                     raise self._fenced(error) from None
@@ -575,7 +579,7 @@ class Producer:
             if self._txn_partitions:
                 try:
                     producer_id, epoch = self._broker.end_txn(
-                        self.transactional_id, self.producer_id, self.producer_epoch,
+                        self._txn_id, self.producer_id, self.producer_epoch,
                         commit=False, bump_epoch=self._epoch_bump_required)
                 except ProducerFencedError as error:
                     raise self._fenced(error) from None
@@ -685,7 +689,8 @@ class Producer:
                 slots.keyless_appended(record_bytes, full)
             if full or self.linger_ms == 0:
                 self._write(batch)
-            return future
+            # The accumulator's SendFuture is registered as this module's (see SendFuture).
+            return cast(SendFuture, future)
 
     def send_batch(self, topic: str, values: Iterable[bytes | bytearray | memoryview | None],
                    keys: Iterable[bytes | bytearray | memoryview | None] | None = None, *,
@@ -720,10 +725,13 @@ class Producer:
                                            maximum=INT32_MAX)
         if timestamps_ms is None:
             timestamps_ms = time.time_ns() // 1_000_000
+        stamps: Sequence[int]
         if isinstance(timestamps_ms, (str, bytes)) or not hasattr(timestamps_ms, "__len__"):
-            timestamps_ms = [check_int_argument("timestamps_ms", timestamps_ms)] * count
-        elif len(timestamps_ms) != count:
-            raise InvalidRecordError(f"{len(timestamps_ms)} timestamps for {count} values")
+            stamps = [check_int_argument("timestamps_ms", timestamps_ms)] * count
+        else:
+            stamps = cast(Sequence[int], timestamps_ms)  # a sequence: it has a length
+            if len(stamps) != count:
+                raise InvalidRecordError(f"{len(stamps)} timestamps for {count} values")
         with self._lock:
             if self._closed:
                 raise IllegalStateError("Cannot send after the producer is closed.")
@@ -755,7 +763,7 @@ class Producer:
                 try:
                     out[p] = self._append(
                         self._broker.topic(topic).log(p), tp, share, keys=share_keys,
-                        timestamps_ms=[timestamps_ms[i] for i in rows], headers=None)
+                        timestamps_ms=[stamps[i] for i in rows], headers=None)
                 except SeglogError as error:
                     self._note_txn_failure(error)
                     raise

@@ -39,9 +39,10 @@ def java_string_key(text: str) -> bytes:
 def _member_order(member_ids: Iterable[str],
                   group_instance_ids: Mapping[str, str | None] | None) -> list[str]:
     instance = group_instance_ids or {}
-    static = [m for m in member_ids if instance.get(m) is not None]
-    dynamic = [m for m in member_ids if instance.get(m) is None]
-    static.sort(key=lambda m: java_string_key(instance[m]))
+    static_ids = {m: i for m in member_ids if (i := instance.get(m)) is not None}
+    static = list(static_ids)
+    dynamic = [m for m in member_ids if m not in static_ids]
+    static.sort(key=lambda m: java_string_key(static_ids[m]))
     dynamic.sort(key=java_string_key)
     return static + dynamic
 

@@ -204,7 +204,9 @@ class ConsumerGroup:
         self._partition_counts = {t: counts[t] for t in subscribed if t in counts}
         self.generation_id += 1
         if self._members:
-            assignor = get_assignor(self.protocol)
+            protocol = self.protocol
+            assert protocol is not None  # set by the first member's join
+            assignor = get_assignor(protocol)
             raw = assignor.assign({m: sorted(v.topics) for m, v in self._members.items()},
                                   self._partition_counts,
                                   group_instance_ids={m: v.group_instance_id

@@ -284,7 +284,7 @@ class TopicSlots:
             self._sticky_bytes = 0
 
 
-class ReentrantLock(_thread.RLock):
+class ReentrantLock(_thread.RLock):  # type: ignore[misc]  # final in typeshed, not in CPython
     """A re-entrant lock with ``threading.RLock``'s behaviour (this twin *is* the C RLock of
     CPython's ``_thread``): the thread holding it may take it again and must release it as
     often; ``acquire(blocking=True, timeout=-1)``, ``release()`` (RuntimeError when the caller

@@ -183,9 +183,11 @@ class Record:
         return iter((self.offset, self.timestamp_ms, self.key, self.value, self.headers))
 
     def __eq__(self, other: object) -> Any:
+        candidate: Any = other  # any object with the five fields compares
         try:
             other_fields = (
-                other.offset, other.timestamp_ms, other.key, other.value, other.headers
+                candidate.offset, candidate.timestamp_ms, candidate.key, candidate.value,
+                candidate.headers
             )
         except AttributeError:
             return NotImplemented
@@ -297,7 +299,8 @@ class ConsumerRecord:
         return self._as_tuple()[index]
 
     def _compared(self, other: object) -> tuple | None:
-        return tuple(other) if _is_consumer_record_like(other) else None  # type: ignore[call-overload]
+        candidate: Any = other  # iterable when it is consumer-record-like
+        return tuple(candidate) if _is_consumer_record_like(other) else None
 
     def __eq__(self, other: object) -> Any:
         theirs = self._compared(other)
@@ -404,7 +407,7 @@ def _parse_record(data, position: int, end: int) -> tuple[tuple, int]:
             f"Found invalid number of record headers. {header_count} is larger than the "
             "remaining size of the buffer"
         )
-    headers = ()
+    headers: tuple[tuple[str, bytes | None], ...] = ()
     if header_count:
         header_list = []
         for _ in range(header_count):
@@ -749,7 +752,7 @@ class Batch:
         if self._crc_state < 0:
             raise self._crc_error()
 
-    def _decode(self, check_crcs: bool, limit: int) -> tuple[object, list, bool]:
+    def _decode(self, check_crcs: bool, limit: int) -> tuple[Any, list, bool]:
         """Return ``(data, parsed, decompressed)``: the buffer holding the record area, its
         parsed records (positions index ``data``), and whether ``data`` is a decompressed copy
         (else it is the iterated buffer: uncompressed batches are parsed in place).
@@ -876,6 +879,7 @@ class Batch:
             return None
         area_start = self.position + RECORD_BATCH_OVERHEAD
         area_end = self.position + LOG_OVERHEAD + self.batch_length
+        data: memoryview | bytes
         if self.compression_id == COMPRESSION_NONE:
             data, start, end = self._view, area_start, area_end
         else:
@@ -1159,7 +1163,7 @@ def _column_items(column, what: str) -> list:
                 f"{'' if column.flags.c_contiguous else ' (not C-contiguous)'}"
             )
         row_bytes = column.shape[1]
-        view = memoryview(column.reshape(-1))  # a view: the array is C-contiguous
+        view = column.reshape(-1).data  # a memoryview of the array: it is C-contiguous
         return [view[row * row_bytes : (row + 1) * row_bytes] for row in range(column.shape[0])]
     if _is_data_and_lengths(column):
         data, lengths = column
@@ -1171,7 +1175,8 @@ def _column_items(column, what: str) -> list:
                 f"the data of a (data, lengths) {what} column is {type(data).__name__}, "
                 "expected a C-contiguous bytes-like object"
             ) from None
-        items, position = [], 0
+        items: list[memoryview | None] = []
+        position = 0
         for index, length in enumerate(lengths.tolist()):
             if length < -1:
                 raise InvalidRecordError(f"{what} length of record {index} is {length}, below -1")
@@ -1608,14 +1613,15 @@ def encode_control_batch(
     ``timestamp_type`` 1 (LogAppendTime) keeps that attribute bit of a marker written to a
     LogAppendTime topic. Both are checked as :func:`encode_batch` checks them.
     """
+    marker_type: int | None
     try:
-        control_type = operator.index(control_type)
+        marker_type = operator.index(control_type)
     except TypeError:
-        control_type = None  # 1.0, "1", None: not an int, so not a marker type either
-    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        marker_type = None  # 1.0, "1", None: not an int, so not a marker type either
+    if marker_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
         raise InvalidRecordError("an end-transaction marker is ABORT (0) or COMMIT (1)")
     coordinator_epoch = _check_range("coordinator_epoch", coordinator_epoch, INT32_MIN, INT32_MAX)
-    key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, control_type)
+    key = CONTROL_KEY.pack(CONTROL_RECORD_VERSION, marker_type)
     value = END_TXN_MARKER_VALUE.pack(CONTROL_RECORD_VERSION, coordinator_epoch)
     return _encode(
         [value], [key], timestamp_ms, None,

@@ -72,6 +72,7 @@ import errno
 import mmap
 import operator
 import os
+import struct
 
 from .. import format as fmt
 from ..errors import CorruptIndexError, IndexFullError, InvalidOffsetError, KafkaStorageError
@@ -124,7 +125,7 @@ class _Index:
     field of an entry is searched and which is returned).
     """
 
-    _ENTRY = None
+    _ENTRY: struct.Struct  # set by each subclass
     _ENTRY_BYTES = 0
 
     def __init__(self, path, base_offset, *, max_index_bytes=_MAX_INDEX_BYTES_DEFAULT,
