@@ -51,7 +51,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .broker import has_confluent_kafka, run_client
 from .data import Unavailable
@@ -180,12 +180,14 @@ class KafkaNode(KafkaBroker):
                                heartbeat_interval_ms=heartbeat_interval_ms)
         self.properties_path.write_text(text, encoding="utf-8")
 
-    def format(self) -> str:
-        """``kafka-storage format`` with the cluster's id and the static voters."""
+    def format(self, add_scram: Sequence[str] = ()) -> str:
+        """``kafka-storage format`` with the cluster's id and the static voters (and an
+        ``--add-scram`` per item of ``add_scram``, as :meth:`KafkaBroker.format`)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        scram_args = [arg for user in add_scram for arg in ("--add-scram", user)]
         done = self.ref.run_tool(
             "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(self.properties_path)],
+            ["format", "-t", self.cluster_id, "-c", str(self.properties_path), *scram_args],
             run_dir=self.run_dir, timeout_s=180)
         self.format_output = done.stdout + done.stderr
         if done.returncode != 0:
@@ -442,7 +444,7 @@ def failover_figures(rows: list[list], kill_t: float, runs: list[list[int]]) -> 
 
 
 def measure_failover(*, bootstrap: str, survivors: str, topic: str, leader_id: int,
-                     kill: Callable[[], None], record_bytes: int,
+                     kill: Callable[[], object], record_bytes: int,
                      max_s: float = FAILOVER_MAX_S) -> dict:
     """Run the failover producer on ``topic`` (partition 0 led by ``leader_id``), call
     ``kill`` once its writes are acknowledged, wait (bounded by ``max_s``) until Metadata

@@ -42,7 +42,7 @@ def make_values(count: int, record_bytes: int, *, seed: int = RECORDS_SEED) -> l
     assert count >= 0 and record_bytes > 0
     rng = random.Random(seed)
     getrandbits = rng.getrandbits
-    out = []
+    out: list[bytes] = []
     append = out.append
     ts_ms = 1_700_000_000_000
     for i in range(count):
@@ -151,9 +151,9 @@ def _load_backend(name: str) -> BackendView:
     missing: dict[str, str] = {}
     for attr, candidates in _ATTRIBUTES.items():
         for sub in candidates:
-            module = loaded.get(sub)
-            if module is not None and hasattr(module, attr):
-                setattr(namespace, attr, getattr(module, attr))
+            submodule = loaded.get(sub)
+            if submodule is not None and hasattr(submodule, attr):
+                setattr(namespace, attr, getattr(submodule, attr))
                 break
         else:
             reasons = [errors[s] for s in candidates if s in errors]

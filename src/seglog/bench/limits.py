@@ -242,7 +242,7 @@ def _sentences(ctx: BenchContext, result: PartResult) -> list[str]:
             f"{send.median / read.median:.0%} of page-cache read bandwidth: over loopback the "
             "reader's copy out of the socket is the bottleneck, not the sender.")
     append, scan = f.get(FLOOR_APPEND), f.get(FLOOR_SCAN)
-    if append and write:
+    if append and write and scan:
         out.append(
             f"An API that takes one bytes object per record tops out near {si(append.median)} "
             f"appends/s (join + write + fsync, {append.median * ctx.record_bytes / write.median:.0%}"

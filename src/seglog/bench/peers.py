@@ -25,12 +25,13 @@ The targets of issue 4 are checked as ratios per run against the fastest peer of
 from __future__ import annotations
 
 import bisect
+import functools
 import mmap
 import os
 import shutil
 import struct
 import time
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from . import segops
 from .data import Unavailable, load_backend, offset_keys, random_offsets, values_matrix
@@ -66,12 +67,20 @@ class Peer:
     """One store under test. Subclasses implement the phases; ``label`` names it in tables.
 
     ``slow_reads`` marks peers whose point read parses a whole batch (fewer reads are timed).
-    ``max_records`` caps the record count for very slow peers (None: all).
+    ``max_records`` caps the record count for very slow peers (None: all). ``keys``: the
+    keys a keyed store files each offset's value under (set by the survey); ``note``: what
+    the results should say about this peer here ('' for nothing); ``append_s`` and
+    ``close_s``: the timed appends' and the close's seconds, set by a peer that times them
+    itself (None: the survey times the whole call, or there is no costly close).
     """
 
     label = ""
     slow_reads = False
     max_records: int | None = None
+    keys: Sequence[bytes] = ()
+    note = ""
+    append_s: float | None = None
+    close_s: float | None = None
 
     def check(self) -> None:
         """Raise Unavailable when the peer cannot run here (module missing, ...)."""
@@ -568,7 +577,7 @@ def run(ctx: BenchContext) -> PartResult:
             peer.max_records = ctx.profile.slow_peer_records  # pure-Python codec
         peer.keys = keys
         peers.append(peer)
-        if getattr(peer, "note", ""):
+        if peer.note:
             result.notes.append(f"{peer.label}: {peer.note}.")
     scratch = ctx.scratch(NAME)
     sizes: dict[str, int] = {}
@@ -622,7 +631,7 @@ def _run_peer(ctx: BenchContext, result: PartResult, peer: Peer, values: list[by
             peer.append(path, values, None)
         seconds = peer.append_s or watch.wall_s
         result.figure(f"{peer.label}.append", UNIT_RECORDS_PER_S).add(n / seconds)
-        if getattr(peer, "close_s", None) is not None:
+        if peer.close_s is not None:
             result.figure(f"{peer.label}.close_s", "s").add(peer.close_s)
         sizes[peer.label] = segops.dir_size_bytes(path)
         peer.open_read(path)
@@ -699,14 +708,15 @@ def _ceiling_pairs(ctx: BenchContext, result: PartResult, peer: Seglog, values: 
         finally:
             segment.close()
         shutil.rmtree(probe)
-        steps = []
+        steps: list[tuple[str, str, Callable[[str], float]]] = []
         for shape in CEILING_SHAPES:
             sync_bytes = MIB if shape == "sync_1mib" else None
-            steps.append((shape, "ceiling", lambda d, b=sync_bytes: _ceiling_write_s(
-                os.path.join(d, "ceiling.dat"), file_bytes, b)))
+            steps.append((shape, "ceiling", functools.partial(
+                _ceiling_write_s, total_bytes=file_bytes, sync_every_bytes=sync_bytes)))
             for side in CEILING_APPENDERS:
-                steps.append((shape, side, lambda d, b=sync_bytes, t=side == "threaded":
-                              _seglog_append_s(be, d, values, b, t)))
+                steps.append((shape, side, functools.partial(
+                    _seglog_append_s, be, values=values, sync_every_bytes=sync_bytes,
+                    threaded=side == "threaded")))
         shift = run_index % len(steps)
         seconds: dict[tuple[str, str], float] = {}
         for shape, side, action in steps[shift:] + steps[:shift]:
@@ -729,12 +739,14 @@ def _ceiling_pairs(ctx: BenchContext, result: PartResult, peer: Seglog, values: 
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _ceiling_write_s(path: str, total_bytes: int, sync_every_bytes: int | None) -> float:
+def _ceiling_write_s(directory: str, total_bytes: int, sync_every_bytes: int | None) -> float:
     """Seconds for ``total_bytes`` in 1 MiB ``os.write`` calls from a page-aligned buffer into
-    a new file, an fdatasync after each ``sync_every_bytes`` (None: none) and one fsync."""
+    a new file (``ceiling.dat`` in ``directory``), an fdatasync after each
+    ``sync_every_bytes`` (None: none) and one fsync."""
     buffer = mmap.mmap(-1, MIB)
     buffer.write(b"\x5a" * MIB)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(os.path.join(directory, "ceiling.dat"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                 0o644)
     try:
         with Stopwatch() as watch:
             remaining, since_sync = total_bytes, 0
@@ -804,10 +816,10 @@ def _table(ctx: BenchContext, result: PartResult, peers: list[Peer],
     return table
 
 
-def _best_per_run(result: PartResult, peers: list[Peer], phase: str) -> tuple[Figure, list[str]]:
+def _best_per_run(result: PartResult, peers: Sequence[Peer], phase: str) -> tuple[Figure, list[str]]:
     """Per run, the fastest of ``peers`` in ``phase``; also who it was in each run."""
-    figs = [(p.label, result.figures.get(f"{p.label}.{phase}")) for p in peers]
-    figs = [(label, fig) for label, fig in figs if fig is not None and fig.values]
+    figs = [(p.label, fig) for p in peers
+            if (fig := result.figures.get(f"{p.label}.{phase}")) is not None and fig.values]
     best, who = Figure(unit=UNIT_RECORDS_PER_S), []
     runs = min(len(fig.values) for _, fig in figs)
     for i in range(runs):
@@ -817,9 +829,8 @@ def _best_per_run(result: PartResult, peers: list[Peer], phase: str) -> tuple[Fi
     return best, who
 
 
-def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
-             others: list[Peer]) -> Table:
-    f = result.figures
+def _targets(ctx: BenchContext, result: PartResult, seglog_peers: Sequence[Peer],
+             others: Sequence[Peer]) -> Table:
     size = ctx.record_bytes
     table = Table("Targets (issue 4): seglog native / fastest peer, ratio per run",
                   ["measurement", "seglog native", "fastest peer (per run)", "ratio",
@@ -850,20 +861,20 @@ def _targets(ctx: BenchContext, result: PartResult, seglog_peers: list[Peer],
                   target)
     for shape, label in CEILING_SHAPES.items():
         for side, how in CEILING_APPENDERS.items():
-            ratio = result.figures.get(f"ceiling_pair.{shape}.{side}.ratio")
-            if ratio is None or not ratio.values:
+            pair = result.figures.get(f"ceiling_pair.{shape}.{side}.ratio")
+            if pair is None or not pair.values:
                 continue
             target = Target(f"{label} ({how})",
                             ">= 95% of the write ceiling, same bytes, same syncs",
-                            ratio.median, 0.95)
+                            pair.median, 0.95)
             result.targets.append(target)
             table.add(target.label,
                       f"{fmt_gb_per_s(result.figures[f'ceiling_pair.{shape}.{side}'].median)}"
                       " GB/s of file bytes",
                       f"{fmt_gb_per_s(result.figures[f'ceiling_pair.{shape}.ceiling'].median)}"
                       " GB/s [1 MiB aligned writes]",
-                      f"{fmt_percent(ratio.median)} ({fmt_percent(ratio.min)}.."
-                      f"{fmt_percent(ratio.max)})", target.goal, target)
+                      f"{fmt_percent(pair.median)} ({fmt_percent(pair.min)}.."
+                      f"{fmt_percent(pair.max)})", target.goal, target)
     if ctx.limit(WRITE_CEILING):
         best_seg, _ = _best_per_run(result, seglog_peers, "append")
         result.notes.append(
@@ -888,7 +899,7 @@ def _sync_cost_notes(ctx: BenchContext, result: PartResult, peers: list[Peer]) -
     positive = {label: ms for label, ms in costs.items() if ms > 0}
     if not positive:
         return []
-    cheapest = min(positive, key=positive.get)
+    cheapest = min(positive, key=lambda label: positive[label])
     out = [f"Cost of one durable sync, from (b) against (a): {cheapest} "
            f"{costs[cheapest]:.2f} ms (the cheapest); " + ", ".join(
                f"{label} {ms:.2f} ms" for label, ms in costs.items() if label != cheapest) +

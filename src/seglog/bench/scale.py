@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import select
@@ -648,6 +647,7 @@ def measure_kafka(ctx: BenchContext, sizes: tuple[ScaleSize, ...], *,
         with nofile_raised():  # the broker inherits the raised soft limit
             out.start_s = broker.start()
         pid = broker.pid
+        assert pid is not None  # started
         out.nofile = nofile_limit_of(pid)
         ctx.progress.step("Kafka: TopicCommand --list (the tool's fixed cost)")
         t0 = time.perf_counter()
@@ -669,6 +669,7 @@ def measure_kafka(ctx: BenchContext, sizes: tuple[ScaleSize, ...], *,
             with nofile_raised():
                 start_s = broker.start(timeout_s=max(budget_s, 180.0))
             pid = broker.pid
+            assert pid is not None  # started
             out.restart = {"partitions": total, "stop_s": stop_s, "start_s": start_s,
                            "rss_after": proc_status(pid)["rss_bytes"],
                            "vm_after": proc_status(pid)["vm_bytes"],
@@ -794,11 +795,11 @@ def run_scale(ctx: BenchContext, sizes: tuple[ScaleSize, ...], *, kafka: bool = 
     result.tables.append(_targets_table(result, measured))
     result.notes += _sentences(measured, kafka_side)
     bars = {}
-    for size in measured:
+    for done_size in measured:
         for name in ("create", "reopen"):
-            if f"seglog.{size.partitions}.{name}.wall_s" in result.figures:
-                bars[f"seglog {name} {size.partitions:,}"] = \
-                    f"seglog.{size.partitions}.{name}.wall_s"
+            key = f"seglog.{done_size.partitions}.{name}.wall_s"
+            if key in result.figures:
+                bars[f"seglog {name} {done_size.partitions:,}"] = key
     if kafka_side is not None:
         for row in kafka_side.sizes:
             if row.all_dirs_s is not None:
@@ -831,7 +832,8 @@ def _kafka_figures(result: PartResult, side: KafkaScale) -> None:
         if row.all_dirs_s is not None:
             key = f"kafka.{row.partitions}"
             result.figure(f"{key}.create.wall_s", UNIT_SECONDS).add(row.all_dirs_s)
-            result.figure(f"{key}.command_s", UNIT_SECONDS).add(row.command_s)
+            if row.command_s is not None:
+                result.figure(f"{key}.command_s", UNIT_SECONDS).add(row.command_s)
             result.figure(f"{key}.rss_bytes", "bytes").add(row.rss_after)
             result.figure(f"{key}.fds", "descriptors").add(row.fds_after)
     if side.restart:
@@ -997,6 +999,7 @@ def _targets_table(result: PartResult, measured: list[SizeResult]) -> Table:
     if done:
         size = max(done, key=lambda s: s.partitions)
         row = size.ok("create")
+        assert row is not None  # done holds the sizes whose create finished
         per_rss = (row["rss_after"] - row["rss_before"]) / size.partitions
         per_fds = (row["fds_after"] - row["fds_before"]) / size.partitions
         add(f"RSS per idle empty partition (create of {size.partitions:,})", "<= 16 KiB",
@@ -1054,16 +1057,16 @@ def _sentences(measured: list[SizeResult], side: KafkaScale | None) -> list[str]
                            f"{_status_cell(row, size.partitions)}.")
                 break
     if side is not None and not side.skipped:
-        for row in side.sizes:
-            ours = next((s for s in measured if s.partitions == row.partitions), None)
+        for kafka_row in side.sizes:
+            ours = next((s for s in measured if s.partitions == kafka_row.partitions), None)
             create = ours.ok("create") if ours else None
-            if row.all_dirs_s is not None and create:
-                out.append(f"At {row.partitions:,} partitions Kafka had every partition's "
-                           f"directory {row.all_dirs_s:.1f} s after TopicCommand started "
+            if kafka_row.all_dirs_s is not None and create:
+                out.append(f"At {kafka_row.partitions:,} partitions Kafka had every partition's "
+                           f"directory {kafka_row.all_dirs_s:.1f} s after TopicCommand started "
                            f"(its JVM start included) vs {create['wall_s']:.2f} s for "
                            f"seglog's create_topic; the broker grew by "
-                           f"{(row.rss_after - row.rss_before) / MiB:,.0f} MiB RSS and "
-                           f"{row.fds_after - row.fds_before:,} descriptors.")
+                           f"{(kafka_row.rss_after - kafka_row.rss_before) / MiB:,.0f} MiB RSS "
+                           f"and {kafka_row.fds_after - kafka_row.fds_before:,} descriptors.")
     return out
 
 

@@ -55,6 +55,7 @@ def run(ctx: BenchContext) -> PartResult:
         path = os.path.join(scratch, "plain.log")
         loopback.write_file(path, size_target, ctx.values(64)[0])
         result.notes.append(f"Segment.sendfile: not available: {reason}")
+    assert path is not None  # the segment's file, or the plain one just written
     size = os.path.getsize(path)
     result.params["segment_bytes"] = size
     loopback.warm(path)
