@@ -4,6 +4,7 @@ kept for the next start), and refuses bad settings with exit 2 and a suggestion.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import selectors
@@ -113,6 +114,37 @@ def test_serve_takes_a_config_file(tmp_path):
     assert (tmp_path / "from-file" / "meta.properties").exists()
 
 
+@pytest.fixture
+def in_process_serve():
+    """``cli.main(["serve", ...])`` run in this process changes what the process keeps for
+    its later tests: the root logger's handler (a stream on this test's captured stderr,
+    closed once the test ends: later log lines become "--- Logging error ---") and level,
+    warnings captured into logging, the SIGUSR1 handler, and ``sys.modules["hypothesis"]``
+    set to None (a broker process never imports it; a later test that does would fail).
+    Put each back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    hypothesis = sys.modules.get("hypothesis", _ABSENT)
+    usr1 = signal.getsignal(signal.SIGUSR1)
+    yield
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
+    for handler in handlers:
+        if handler not in root.handlers:
+            root.addHandler(handler)
+    root.setLevel(level)
+    logging.captureWarnings(False)
+    if hypothesis is _ABSENT:
+        sys.modules.pop("hypothesis", None)
+    else:
+        sys.modules["hypothesis"] = hypothesis
+    signal.signal(signal.SIGUSR1, usr1)
+
+
+_ABSENT = object()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--config", "num.partition=3"], "did you mean 'num.partitions'"),
     (["--config", "num.partitions=zero"], "num.partitions"),
@@ -123,6 +155,7 @@ def test_serve_takes_a_config_file(tmp_path):
     (["--listen", "nowhere"], "host:port"),
     (["--config-file", "/nonexistent/server.properties"], "No such file"),
 ])
+@pytest.mark.usefixtures("in_process_serve")
 def test_serve_refuses_bad_settings(tmp_path, capsys, args, message):
     # In this process: bad settings are refused before anything starts.
     assert cli.main(["serve", "--data-dir", str(tmp_path / "d"), *args]) == 2
@@ -130,6 +163,7 @@ def test_serve_refuses_bad_settings(tmp_path, capsys, args, message):
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.usefixtures("in_process_serve")
 def test_serve_on_a_locked_directory_exits_1(tmp_path, broker_factory, capsys):
     broker = broker_factory(data_dir=tmp_path / "d")
     assert cli.main(["serve", "--data-dir", str(tmp_path / "d"), "--listen", "127.0.0.1:0"]) == 1
