@@ -205,8 +205,6 @@ class Consumer:
         if group_id is not None:
             store.find_coordinator(group_id)  # LogClosedError on a closed store
         self._grouped = group_id is not None
-        # The id the group calls use (they run only when _grouped).
-        self._group: str = group_id or ""
         self._member_id: str | None = None
         self._generation_id = -1
         self._subscription: frozenset | None = None
@@ -219,6 +217,13 @@ class Consumer:
         self._counters = ClientCounters(CONSUMER_RECORDS_CONSUMED, CONSUMER_BYTES_CONSUMED)
 
     # --- subscription and assignment ------------------------------------------------------------
+
+    @property
+    def _group(self) -> str:
+        """The group id, for the group calls (which run only when ``_grouped``)."""
+        group_id = self.group_id
+        assert group_id is not None
+        return group_id
 
     @property
     def member_id(self) -> str | None:

@@ -339,8 +339,6 @@ class Producer:
         self.retries = retries
         self.retry_backoff_ms = retry_backoff_ms
         self.transactional_id = transactional_id
-        # The id the transaction calls use (they run only when transactional).
-        self._txn_id: str = transactional_id or ""
         self.transaction_timeout_ms = transaction_timeout_ms
         #: The boundary between producer and log (see the module docstring).
         self.log_append = append_to_log
@@ -387,6 +385,14 @@ class Producer:
             self.producer_id = self.producer_epoch = -1
 
     # --- transactions ------------------------------------------------------------------------
+
+    @property
+    def _txn_id(self) -> str:
+        """The transactional id, for the transaction calls (which run only when
+        :attr:`transactional`)."""
+        transactional_id = self.transactional_id
+        assert transactional_id is not None
+        return transactional_id
 
     @property
     def transactional(self) -> bool:
