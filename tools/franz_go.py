@@ -96,8 +96,8 @@ def run_tests(kgo: Path, seeds: str, *, run: str | None, timeout_s: float,
     """``{test name: PASS|FAIL|SKIP}`` of the top-level tests of ``go test -json`` against
     ``seeds`` (``run``, ``skip``: go test's -run and -skip patterns); a test that never
     finished (the run timed out, or another test's panic ended the run) is FAIL.
-    ``test_output``, when
-    given, gets each top-level test's output lines (its subtests' included). ``parallel``:
+    ``test_output``, when given, gets each top-level test's output lines (its subtests'
+    included). ``parallel``:
     ``go test -parallel`` (how many ``t.Parallel`` tests run at once; Go's default is
     GOMAXPROCS). ``rf``: the replication factor of the topics the tests create (1 for one
     broker; franz-go's own default is 3). ``log_level``: franz-go's client log level in the
@@ -180,13 +180,11 @@ SCRAM_USER, SCRAM_PASSWORD = "franz", "franz-secret"
 SCRAM_FORMAT = f"SCRAM-SHA-256=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"
 
 
-def _scram_listener_config(listeners: str, sasl_port: int) -> dict[str, str]:
-    """``listeners`` plus a SASL_PLAINTEXT one on ``sasl_port`` asking SCRAM-SHA-256, in
-    Kafka's settings (the same for both brokers)."""
-    return {"listeners": f"{listeners},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;"}
+#: The SASL_PLAINTEXT listener's mechanism, in Kafka's settings (the same for both brokers).
+SCRAM_LISTENER_CONFIG = {
+    "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;"}
 
 
 class _SecuredBroker:
@@ -232,8 +230,8 @@ def start_seglog_secured(scratch: Path) -> _SecuredBroker:
 
     ca_cert, broker_pem = _certificates(scratch)
     ssl_port, sasl_port = free_port(), free_port()
-    config = {**BROKER_CONFIG, **seglog_ssl_listener_config(ssl_port, broker_pem)}
-    config.update(_scram_listener_config(config["listeners"], sasl_port))
+    config = {**BROKER_CONFIG, **SCRAM_LISTENER_CONFIG, **seglog_ssl_listener_config(
+        ssl_port, broker_pem, sasl_plaintext_port=sasl_port)}
     data_dir = scratch / "seglog-tls-data"
     subprocess.run([sys.executable, "-m", "seglog", "format", "--data-dir", str(data_dir),
                     "--add-scram", SCRAM_FORMAT], check=True, capture_output=True,
@@ -255,17 +253,9 @@ def start_kafka_secured(scratch: Path) -> _SecuredBroker:
         raise RuntimeError(f"no Kafka jars: {why}")
     ca_cert, broker_pem = _certificates(scratch)
     ssl_port, sasl_port = free_port(), free_port()
-    broker = KafkaBroker(ref, scratch / "kafka-tls", extra_properties=BROKER_CONFIG)
-    add_kafka_ssl_listener(broker, ssl_port, broker_pem)
-    listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
-                 f"CONTROLLER://127.0.0.1:{broker.controller_port}")
-    extra = _scram_listener_config(listeners, sasl_port)
-    extra["advertised.listeners"] = extra["listeners"]
-    extra["listener.security.protocol.map"] = ("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
-                                               "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT")
-    with broker.properties_path.open("a", encoding="utf-8") as out:
-        for key, value in extra.items():
-            out.write(f"{key}={value}\n")  # the last of a repeated key wins
+    broker = KafkaBroker(ref, scratch / "kafka-tls",
+                         extra_properties={**BROKER_CONFIG, **SCRAM_LISTENER_CONFIG})
+    add_kafka_ssl_listener(broker, ssl_port, broker_pem, sasl_plaintext_port=sasl_port)
     broker.format(add_scram=[SCRAM_FORMAT])
     broker.start()
     return _SecuredBroker(broker, ssl_port, sasl_port, ca_cert)

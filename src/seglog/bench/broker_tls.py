@@ -60,22 +60,36 @@ def seglog_tls_config(broker_pem: Path) -> dict[str, str]:
     return {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker_pem)}
 
 
-def seglog_ssl_listener_config(ssl_port: int, broker_pem: Path) -> dict[str, str]:
+def _more_listeners(ssl_port: int, sasl_plaintext_port: int | None) -> str:
+    sasl = (f",SASL_PLAINTEXT://127.0.0.1:{sasl_plaintext_port}"
+            if sasl_plaintext_port is not None else "")
+    return f"SSL://127.0.0.1:{ssl_port}{sasl}"
+
+
+def seglog_ssl_listener_config(ssl_port: int, broker_pem: Path, *,
+                               sasl_plaintext_port: int | None = None) -> dict[str, str]:
     """``seglog serve``'s configs for a PLAINTEXT listener (moved by ``--listen``) and an SSL
-    one on 127.0.0.1:``ssl_port`` with ``broker_pem`` as its PEM keystore."""
-    return {"listeners": f"PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{ssl_port}",
+    one on 127.0.0.1:``ssl_port`` with ``broker_pem`` as its PEM keystore (and a
+    SASL_PLAINTEXT one on ``sasl_plaintext_port`` when given: its mechanisms are the
+    caller's settings)."""
+    return {"listeners": "PLAINTEXT://127.0.0.1:0,"
+                         + _more_listeners(ssl_port, sasl_plaintext_port),
             **seglog_tls_config(broker_pem)}
 
 
-def add_kafka_ssl_listener(broker: KafkaBroker, ssl_port: int, broker_pem: Path) -> None:
+def add_kafka_ssl_listener(broker: KafkaBroker, ssl_port: int, broker_pem: Path, *,
+                           sasl_plaintext_port: int | None = None) -> None:
     """Give a Kafka broker, not yet started, an SSL listener on 127.0.0.1:``ssl_port`` beside
-    its PLAINTEXT one, with ``broker_pem`` as its PEM keystore (the same settings as
+    its PLAINTEXT one, with ``broker_pem`` as its PEM keystore, and a SASL_PLAINTEXT one on
+    ``sasl_plaintext_port`` when given (the same listeners as
     :func:`seglog_ssl_listener_config`)."""
-    listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},SSL://127.0.0.1:{ssl_port},"
-                 f"CONTROLLER://127.0.0.1:{broker.controller_port}")
+    listeners = (f"PLAINTEXT://127.0.0.1:{broker.port},"
+                 + _more_listeners(ssl_port, sasl_plaintext_port)
+                 + f",CONTROLLER://127.0.0.1:{broker.controller_port}")
+    protocols = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL" + (
+        ",SASL_PLAINTEXT:SASL_PLAINTEXT" if sasl_plaintext_port is not None else "")
     extra = {"listeners": listeners, "advertised.listeners": listeners,
-             "listener.security.protocol.map":
-                 "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
+             "listener.security.protocol.map": protocols,
              **seglog_tls_config(broker_pem)}
     with broker.properties_path.open("a", encoding="utf-8") as out:
         for key, value in extra.items():

@@ -51,11 +51,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .broker import has_confluent_kafka, run_client
 from .data import Unavailable
-from .kafka import (PERF_HEAP_MB, BrokerError, KafkaBroker, KafkaRef, find_kafka, kafka_uuid,
+from .kafka import (PERF_HEAP_MB, KafkaBroker, KafkaRef, find_kafka, kafka_uuid,
                     parse_producer_performance, proc_status)
 from .stats import UNIT_RATIO, UNIT_RECORDS_PER_S, UNIT_SECONDS, Figure, si
 from .table import PartResult, Table, Target
@@ -180,20 +180,11 @@ class KafkaNode(KafkaBroker):
                                heartbeat_interval_ms=heartbeat_interval_ms)
         self.properties_path.write_text(text, encoding="utf-8")
 
-    def format(self, add_scram: Sequence[str] = ()) -> str:
-        """``kafka-storage format`` with the cluster's id and the static voters (and an
-        ``--add-scram`` per item of ``add_scram``, as :meth:`KafkaBroker.format`)."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        scram_args = [arg for user in add_scram for arg in ("--add-scram", user)]
-        done = self.ref.run_tool(
-            "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(self.properties_path), *scram_args],
-            run_dir=self.run_dir, timeout_s=180)
-        self.format_output = done.stdout + done.stderr
-        if done.returncode != 0:
-            raise BrokerError(f"kafka-storage format of node {self.node_id} failed "
-                              f"(exit {done.returncode}):\n{self.format_output[-4000:]}")
-        return self.format_output
+    #: The voters are in the node's properties (see :meth:`KafkaBroker.format`).
+    FORMAT_QUORUM_ARGS: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"node {self.node_id}"
 
 
 class KafkaCluster:

@@ -314,22 +314,29 @@ class KafkaBroker:
         """The running broker's process id (None when stopped)."""
         return self.process.pid if self.process is not None else None
 
+    def __str__(self) -> str:
+        return f"the Kafka broker in {self.run_dir}"
+
+    #: ``kafka-storage format``'s quorum argument: this broker is its own single voter (a
+    #: cluster's node names none: the voters are in its properties).
+    FORMAT_QUORUM_ARGS: tuple[str, ...] = ("--standalone",)
+
     def format(self, add_scram: Sequence[str] = ()) -> str:
-        """``kafka-storage format --standalone``: a fresh cluster id, meta.properties and the
-        single-voter metadata log in ``data/``; each of ``add_scram`` is one ``--add-scram``
-        (``'SCRAM-SHA-256=[name=alice,password=alice-secret]'``: a SCRAM user from the
-        start). Returns the tool's output (it names the ``metadata.version``)."""
+        """``kafka-storage format`` (with :data:`FORMAT_QUORUM_ARGS`): a fresh cluster id,
+        meta.properties and the metadata log in ``data/``; each of ``add_scram`` is one
+        ``--add-scram`` (``'SCRAM-SHA-256=[name=alice,password=alice-secret]'``: a SCRAM user
+        from the start). Returns the tool's output (it names the ``metadata.version``)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         scram_args = [arg for user in add_scram for arg in ("--add-scram", user)]
         done = self.ref.run_tool(
             "kafka.tools.StorageTool",
-            ["format", "--standalone", "-t", self.cluster_id, "-c", str(self.properties_path),
-             *scram_args],
+            ["format", *self.FORMAT_QUORUM_ARGS, "-t", self.cluster_id, "-c",
+             str(self.properties_path), *scram_args],
             run_dir=self.run_dir, timeout_s=180)
         self.format_output = done.stdout + done.stderr
         if done.returncode != 0:
-            raise BrokerError(f"kafka-storage format failed (exit {done.returncode}):\n"
-                              + self.format_output[-4000:])
+            raise BrokerError(f"kafka-storage format of {self} failed (exit "
+                              f"{done.returncode}):\n" + self.format_output[-4000:])
         return self.format_output
 
     @property
