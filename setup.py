@@ -16,7 +16,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-NATIVE_MODULES = ["_crc32c", "codec", "index", "segment", "keymap", "accumulator"]
+NATIVE_MODULES = ["_crc32c", "codec", "index", "segment", "keymap", "accumulator", "wire"]
 DEBUG = os.environ.get("SEGLOG_DEBUG", "") not in ("", "0")
 ONLY = [name for name in os.environ.get("SEGLOG_ONLY", "").split(",") if name]
 

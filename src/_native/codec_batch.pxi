@@ -452,14 +452,24 @@ cdef class Batch:
         without records); the index of the first record whose key is null, -1 for none.
         ``check_crcs`` and ``max_decompressed_bytes`` as for :meth:`records`; raises as
         :meth:`records`."""
-        cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
         cdef Py_ssize_t decompressed_limit = _decompressed_limit(max_decompressed_bytes)
-        cdef _ColumnsBuilder builder
-        cdef Py_ssize_t i, n, first_keyless = -1
+        cdef Py_ssize_t n, first_keyless = -1
         cdef bint in_order = True
-        cdef int64_t lowest = -1, highest = -1, timestamp
+        cdef int64_t lowest = -1, highest = -1
         if check_crcs:
             self._check_crc()
+        n = self._summary(decompressed_limit, &in_order, &lowest, &highest, &first_keyless)
+        return n, in_order, lowest, highest, first_keyless
+
+    cdef Py_ssize_t _summary(self, Py_ssize_t decompressed_limit, bint *in_order,
+                             int64_t *lowest, int64_t *highest,
+                             Py_ssize_t *first_keyless) except -1:
+        """:meth:`record_summary` without the CRC check: the records parsed, the rest through
+        the pointers (set by the caller to True, -1, -1, -1)."""
+        cdef Py_ssize_t hint = self.record_count if self.record_count > 0 else 0
+        cdef _ColumnsBuilder builder
+        cdef Py_ssize_t i, n
+        cdef int64_t timestamp
         if hint > 65536 and hint > self.batch_length // RECORD_BYTES_MIN + 1:
             hint = 65536 if self.attributes & COMPRESSION_CODEC_MASK else \
                 self.batch_length // RECORD_BYTES_MIN + 1
@@ -467,18 +477,18 @@ cdef class Batch:
         builder.add_batch(self, decompressed_limit)
         n = builder.count
         if n:
-            lowest = highest = builder.timestamps[0]
+            lowest[0] = highest[0] = builder.timestamps[0]
         for i in range(n):
             if builder.offsets[i] != self.base_offset + i:
-                in_order = False
+                in_order[0] = False
             timestamp = builder.timestamps[i]
-            if timestamp < lowest:
-                lowest = timestamp
-            elif timestamp > highest:
-                highest = timestamp
-            if first_keyless < 0 and builder.key_lengths[i] < 0:
-                first_keyless = i
-        return n, in_order, lowest, highest, first_keyless
+            if timestamp < lowest[0]:
+                lowest[0] = timestamp
+            elif timestamp > highest[0]:
+                highest[0] = timestamp
+            if first_keyless[0] < 0 and builder.key_lengths[i] < 0:
+                first_keyless[0] = i
+        return n
 
     def control_type(self, *, check_crcs=True):
         """For a control batch, the type in its record key (0 ABORT, 1 COMMIT, ...; the stored

@@ -67,3 +67,50 @@ def iter_batches(buffer, *, max_batch_bytes=None, check_offsets=False):
     iterator._check_offsets = bool(check_offsets)
     iterator._next_offset_min = 0
     return iterator
+
+
+def check_client_batch(buffer, int64_t lowest_allowed_ms, int64_t highest_allowed_ms,
+                       int64_t max_message_bytes, bint keys_required, int compression_id):
+    """The :class:`Batch` of ``buffer`` when it is exactly one whole batch a client may append
+    as it is, else None (the caller's full validator then rewrites or refuses it). As it is:
+    magic 2, a valid CRC32C, at most ``max_message_bytes``, base offset 0, not a control
+    batch, at least one record, a record count equal to last_offset_delta + 1 and to the
+    records parsed, record offsets 0..count-1, a producer id only with a base sequence >= 0,
+    CreateTime, every record timestamp within ``lowest_allowed_ms`` ..
+    ``highest_allowed_ms`` and the header's max timestamp equal to the records' largest, no
+    keyless record when ``keys_required``, and codec ``compression_id`` unless it is -1.
+    Nothing raises for bad bytes: they decline. As the twin."""
+    cdef _Buffer owner = _acquire(buffer)
+    cdef Py_ssize_t position = 0, n, first_keyless = -1
+    cdef int32_t batch_length
+    cdef bint in_order = True
+    cdef int64_t lowest = -1, highest = -1
+    cdef Batch batch
+    try:
+        batch_length = _frame_at(owner, &position, -1)
+    except CorruptRecordError:
+        return None
+    if batch_length < 0 or LOG_OVERHEAD + <Py_ssize_t>batch_length != owner.size \
+            or LOG_OVERHEAD + <int64_t>batch_length > max_message_bytes:
+        return None
+    batch = Batch.__new__(Batch)
+    batch._fill(owner, 0)
+    if batch.base_offset != 0 or batch.attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK) \
+            or batch.record_count <= 0 or batch.last_offset_delta + 1 != batch.record_count \
+            or (batch.producer_id >= 0 and batch.base_sequence < 0) \
+            or (compression_id >= 0
+                and batch.attributes & COMPRESSION_CODEC_MASK != compression_id):
+        return None
+    if batch._computed_crc() != batch.crc:
+        return None
+    batch._crc_state = 1
+    try:
+        n = batch._summary(_decompressed_limit(DECOMPRESSED_BYTES_MAX_DEFAULT), &in_order,
+                           &lowest, &highest, &first_keyless)
+    except (SeglogError, ValueError):
+        return None
+    if n != batch.record_count or not in_order or (keys_required and first_keyless >= 0) \
+            or lowest < lowest_allowed_ms or highest > highest_allowed_ms \
+            or batch.max_timestamp_ms != highest:
+        return None
+    return batch

@@ -46,14 +46,14 @@ cimport cython
 from libc.errno cimport EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from posix.mman cimport (MADV_DONTNEED, MADV_RANDOM, MADV_WILLNEED, MAP_FAILED, MAP_SHARED,
                          PROT_READ, madvise, mmap, munmap)
 from posix.stat cimport fstat, struct_stat
 from posix.types cimport off_t
 from posix.unistd cimport _SC_PAGESIZE, fdatasync, ftruncate, pread, sysconf
 
-from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64
+from _bigendian cimport load_i16, load_i32, load_i64, load_u32, store_i64, store_u32
 from _records cimport _record_checkpoints, _skip_records
 from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
 from seglog._native.codec cimport batch_record_at, batch_record_known
@@ -77,6 +77,7 @@ from seglog.errors import (
     ViewsOutstandingError,
 )
 from seglog.results import AppendResult, RecoveryResult
+from seglog.arguments import check_int_argument as _check_int_argument
 
 from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 
@@ -127,6 +128,8 @@ cdef enum:
     CONTROL_MASK = 0x20
     TIMESTAMP_TYPE_BIT = 0x08     # in the attributes' low byte
     INT32_MAX_ = 2147483647
+    PARTITION_LEADER_EPOCH_POS = 12
+    HEAD_PATCH_BYTES = 16         # a patched batch head: base offset, length, leader epoch
     IOV_BATCH = 512               # iovecs per pwritev call (IOV_MAX is 1024 on Linux)
     # read_record's in-batch checkpoints: the position of every CHECKPOINT_EVERY-th record
     # of a batch read before (0.5 B/record), kept for batches of at least CHECKPOINT_RECORDS_MIN
@@ -530,6 +533,13 @@ def drop_mapped_pages(buffer):
 
 
 @cython.final
+cdef int32_t _epoch_argument(value) except? -1:
+    """``partition_leader_epoch`` checked: an int32 (InvalidArgumentTypeError /
+    InvalidArgumentError otherwise, as the pure twin)."""
+    return _check_int_argument("partition_leader_epoch", value, minimum=-2147483648,
+                               maximum=2147483647)
+
+
 cdef class Segment:
     """One segment of a partition log; see :class:`seglog._contract.Segment` and the docstring of
     ``seglog.pure.segment`` (same rules, checks and errors). Build with :meth:`open`. Not
@@ -1077,7 +1087,7 @@ cdef class Segment:
         if grown == NULL:
             raise MemoryError()
         self._batches = <BatchInfo *>grown
-        grown = realloc(self._heads, count * 8)
+        grown = realloc(self._heads, count * HEAD_PATCH_BYTES)
         if grown == NULL:
             raise MemoryError()
         self._heads = <unsigned char *>grown
@@ -1090,11 +1100,12 @@ cdef class Segment:
 
     # --- append -------------------------------------------------------------------------------
 
-    def append(self, data, *, bint assign_offsets=True):
+    def append(self, data, *, bint assign_offsets=True, partition_leader_epoch=None):
         """Validate and append the whole batches in ``data`` with one pwritev(2); see the
         protocol. ``data`` is one bytes-like object, or a list or tuple of them, each holding
         whole batches, appended as if joined (without the copy a join makes). The caller's
-        buffers are never modified."""
+        buffers are never modified: a patched base offset or ``partition_leader_epoch``
+        goes out from a small array of batch heads."""
         cdef Py_buffer *bufs = NULL
         cdef Py_ssize_t parts_count, held = 0, part, part_end, joined = 0
         cdef const unsigned char *p = NULL
@@ -1104,7 +1115,11 @@ cdef class Segment:
         cdef Check check = OK
         cdef BatchInfo *info
         cdef int err = 0
+        cdef bint stamp = partition_leader_epoch is not None
+        cdef int32_t epoch = 0
         self._check_writable()
+        if stamp:
+            epoch = _epoch_argument(partition_leader_epoch)
         parts = data if isinstance(data, (list, tuple)) else (data,)
         parts_count = len(parts)
         bufs = <Py_buffer *>PyMem_Malloc((parts_count if parts_count else 1) * sizeof(Py_buffer))
@@ -1173,7 +1188,7 @@ cdef class Segment:
                 self.time_index.reserve(1)
             with nogil:
                 self._preallocate(start + end)
-                err = self._write_batches(count, start)
+                err = self._write_batches(count, start, stamp, epoch)
                 if err == 0:
                     self._start_writeback(start + end)
             if err != 0:
@@ -1253,10 +1268,14 @@ cdef class Segment:
         self._preallocated_end = 0
         return 0
 
-    cdef int _write_batches(self, Py_ssize_t count, int64_t start) noexcept nogil:
+    cdef int _write_batches(self, Py_ssize_t count, int64_t start, bint stamp,
+                            int32_t epoch) noexcept nogil:
         """pwritev the ``count`` batches of ``self._batches`` at ``start``: batches adjacent in
-        one caller buffer and unpatched go out as one iovec, a patched batch as its new 8-byte
-        base offset plus the rest. Returns 0 or an errno."""
+        one caller buffer and unpatched go out as one iovec, a patched batch as its new head
+        (the 8-byte base offset, or with ``stamp`` the first 16 bytes: base offset, batch
+        length, ``epoch`` as the partition leader epoch) plus the rest. Returns 0 or an
+        errno."""
+        cdef Py_ssize_t head_bytes
         cdef Py_ssize_t n, run_length = 0
         cdef const unsigned char *run = NULL
         cdef int iov_count = 0, first
@@ -1266,16 +1285,22 @@ cdef class Segment:
         cdef int64_t file_position = start
         for n in range(count):
             info = &self._batches[n]
-            if info.base != load_i64(info.data):
+            if info.base != load_i64(info.data) or (
+                    stamp and load_i32(info.data + PARTITION_LEADER_EPOCH_POS) != epoch):
                 if run_length:
                     iov[iov_count].iov_base = <void *>run
                     iov[iov_count].iov_len = run_length
                     iov_count += 1
-                store_i64(self._heads + 8 * n, info.base)
-                iov[iov_count].iov_base = <void *>(self._heads + 8 * n)
-                iov[iov_count].iov_len = 8
+                head_bytes = HEAD_PATCH_BYTES if stamp else 8
+                store_i64(self._heads + HEAD_PATCH_BYTES * n, info.base)
+                if stamp:
+                    memcpy(self._heads + HEAD_PATCH_BYTES * n + 8, info.data + 8, 4)
+                    store_u32(self._heads + HEAD_PATCH_BYTES * n + PARTITION_LEADER_EPOCH_POS,
+                              <uint32_t>epoch)
+                iov[iov_count].iov_base = <void *>(self._heads + HEAD_PATCH_BYTES * n)
+                iov[iov_count].iov_len = head_bytes
                 iov_count += 1
-                run, run_length = info.data + 8, info.size - 8
+                run, run_length = info.data + head_bytes, info.size - head_bytes
             elif run_length and run + run_length == info.data:
                 run_length += info.size
             else:

@@ -27,7 +27,7 @@ from .compression import DECOMPRESSED_BYTES_MAX_DEFAULT
 __all__ = ["AccumulatorModule", "Backend", "Batch", "BatchResult", "Columns", "ConsumerRecord",
            "KeyMap",
            "KeyMapModule", "OffsetIndex", "Record", "RecordBuffer", "ReentrantLock", "Segment",
-           "SendFuture", "Sender", "TimeIndex", "TopicSlots"]
+           "SendFuture", "Sender", "TimeIndex", "TopicSlots", "WireModule"]
 
 if TYPE_CHECKING:
     import os
@@ -595,8 +595,12 @@ class Segment(Protocol):
     def last_modified_ms(self) -> int: ...
 
     def append(self, data: BytesLike | list[BytesLike] | tuple[BytesLike, ...], *,
-               assign_offsets: bool = True) -> AppendResult:
-        """Validate and write one or more whole batches (see the class docstring)."""
+               assign_offsets: bool = True,
+               partition_leader_epoch: int | None = None) -> AppendResult:
+        """Validate and write one or more whole batches (see the class docstring); with
+        ``partition_leader_epoch`` (an int32) every batch is written with it in its
+        partitionLeaderEpoch field (bytes 12-15, outside the CRC), as a leader stamps what it
+        appends, without modifying or copying the caller's buffers."""
 
     def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
         """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last
@@ -963,6 +967,36 @@ class AccumulatorModule(Protocol):
         """``(murmur2(key) & 0x7fffffff) % num_partitions`` (Kafka's partitionForKey)."""
 
 
+class WireModule(Protocol):
+    """``<backend>.wire``: Kafka's request framing on the broker's hot path. Each reader is a
+    fast path: the fields of a well-formed request of the common shape, None for anything
+    else (the caller's full parser then reads it and refuses what is malformed, so a fast
+    path may decline but never disagree)."""
+
+    def read_request_header(self, frame: BytesLike, flexible: bool
+                            ) -> tuple[int, int, int, str | None, int] | None:
+        """``(api_key, api_version, correlation_id, client_id, body_offset)`` of the request
+        header at the start of ``frame`` (v2 when ``flexible``, its tagged-field section
+        empty; else v1); ``client_id`` None for a null one. None for any other frame."""
+
+    def read_produce_single(self, version: int, body: BytesLike) -> tuple[
+            str | None, int, int, str | None, bytes | None, int, memoryview | None] | None:
+        """``(transactional_id, acks, timeout_ms, topic_name, topic_id, partition, records)``
+        of a Produce request body of ``version`` (3..13) naming one topic with one partition,
+        every tagged-field section empty: ``topic_name`` None from v13, ``topic_id`` the 16
+        bytes of the topic's id from v13 (None for the zero uuid, and before v13),
+        ``records`` a view of ``body`` (None when null). None for any other body."""
+
+    def encode_produce_single(self, version: int, topic: str | BytesLike | None,
+                              partition: int, error_code: int, base_offset: int,
+                              log_append_time_ms: int, log_start_offset: int) -> bytes:
+        """The body of a Produce response of ``version`` (3..13), one topic (its name before
+        v13, its id's 16 bytes or None for the zero uuid from v13) of one partition, no
+        record errors, a null error message, no throttle: the general encoder's bytes for
+        that answer. ValueError for a version outside 3..13 or an id not of 16 bytes,
+        TypeError for a name that is not a str."""
+
+
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.
 _Record = Record
@@ -979,7 +1013,8 @@ class Backend(Protocol):
     """A backend module: ``seglog.pure`` or ``seglog._native`` (what ``get_backend`` returns).
 
     Its other attributes are its own submodules (``codec``, ``index``, ``segment``, ...):
-    implementation files, not part of the contract, except ``keymap`` and ``accumulator``."""
+    implementation files, not part of the contract, except ``keymap``, ``accumulator`` and
+    ``wire``."""
 
     #: ``"pure"`` or ``"native"``.
     name: str
@@ -1004,6 +1039,8 @@ class Backend(Protocol):
     def keymap(self) -> KeyMapModule: ...
     @property
     def accumulator(self) -> AccumulatorModule: ...
+    @property
+    def wire(self) -> WireModule: ...
 
     def crc32c(self, data: BytesLike, crc: int = 0) -> int:
         """CRC-32C (Castagnoli) of any bytes-like ``data``, continuing from ``crc``."""
@@ -1070,6 +1107,19 @@ class Backend(Protocol):
         """A 78-byte transactional control batch holding one commit (1) or abort (0) marker;
         with ``delete_horizon_ms`` >= 0 (the cleaner's kept marker) the delete-horizon bit is
         set and the base timestamp is the horizon, the record keeping its own timestamp."""
+
+    def check_client_batch(self, buffer: BytesLike, lowest_allowed_ms: int,
+                           highest_allowed_ms: int, max_message_bytes: int,
+                           keys_required: bool, compression_id: int) -> _Batch | None:
+        """The validator's fast path for a produce request's records: the Batch of
+        ``buffer`` when it is exactly one whole batch a client may append as it is (magic 2,
+        a valid CRC32C, at most ``max_message_bytes``, base offset 0, not a control batch,
+        at least one record, a record count equal to last_offset_delta + 1 and to the records
+        parsed, record offsets 0..count-1, a producer id only with a base sequence >= 0,
+        CreateTime, every record timestamp within ``lowest_allowed_ms`` ..
+        ``highest_allowed_ms``, the header's max timestamp equal to the records' largest, no
+        keyless record when ``keys_required``, codec ``compression_id`` unless -1); else None,
+        never an error for bad bytes (the full validator then rewrites or refuses them)."""
 
     def iter_batches(self, buffer: BytesLike, *, max_batch_bytes: int | None = None,
                      check_offsets: bool = False) -> Iterator[_Batch]:

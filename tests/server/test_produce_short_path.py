@@ -1,5 +1,6 @@
 """The Produce handler's short path for the common request (one topic, one partition, no
-transactional id, acks 1 or -1, no authorizer and no quota: ``data_produce._one_partition``)
+transactional id, acks 1 or -1, no authorizer and no quota: ``data_produce._short_path``, read
+by the backend's ``wire.read_produce_single`` and answered by its ``encode_produce_single``)
 against the general one (``handle_produce``): the same request bytes, in the same order, sent
 to two brokers over real Stores, one through the broker's entry point
 (``handle_produce_body``, which takes the short path when it may) and one through
@@ -175,9 +176,9 @@ def test_short_path_answers_and_writes_as_the_general_one(tmp_path, backend):
                     raw = "closed"
                 outcome.append(comparable(index, raw))
             answers.append((version, topics, outcome[0], outcome[1]))
-            request = data_produce.read_produce_request(
-                version, body_for(2, version, topics, kwargs))
-            took = data_produce._one_partition(probe.ctx(version), request) is not None
+            probe_body = body_for(2, version, topics, kwargs)
+            request = data_produce.read_produce_request(version, probe_body)
+            took = data_produce._short_path(probe.ctx(version), probe_body) is not None
             if not took:
                 try:
                     await data_produce.handle_produce(probe.ctx(version), request)

@@ -20,7 +20,6 @@ from seglog.storage.leader_epoch import (
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     LeaderEpochCache,
-    stamp_partition_leader_epoch,
 )
 
 UNDEFINED = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
@@ -401,17 +400,3 @@ def test_assign_refuses_invalid_entries(cache, epoch, start):
     with pytest.raises(ValueError):
         cache.assign(epoch, start)
     assert cache.entries == ()
-
-
-def test_stamp_partition_leader_epoch_sets_bytes_12_to_15_of_every_batch(backend):
-    one = backend.encode_batch([b"a", b"b"], timestamps_ms=1, partition_leader_epoch=-1)
-    two = backend.encode_batch([b"c"], timestamps_ms=2, partition_leader_epoch=-1)
-    data = one + two
-    stamped = stamp_partition_leader_epoch(data, 7)
-    assert isinstance(stamped, bytearray) and data == one + two  # a copy; input unchanged
-    batches = list(backend.iter_batches(stamped))
-    assert [b.partition_leader_epoch for b in batches] == [7, 7]
-    assert all(b.is_valid() for b in batches)  # outside the CRC
-    assert stamp_partition_leader_epoch(stamped, 7) is stamped  # nothing to change: no copy
-    expected = backend.encode_batch([b"a", b"b"], timestamps_ms=1, partition_leader_epoch=7)
-    assert bytes(stamped[:len(one)]) == expected

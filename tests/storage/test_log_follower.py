@@ -125,6 +125,25 @@ def test_standalone_log_stamps_nothing_and_writes_no_epoch_file(tmp_path, backen
     assert not os.path.exists(tmp_path / "p-0" / filenames.LEADER_EPOCH_CHECKPOINT)
 
 
+def test_append_raw_stamps_the_given_epoch_unless_leading(tmp_path, backend):
+    # A lone broker's Produce: the Log does not lead, the handler gives epoch 0 (a single
+    # Kafka node's); a leading Log stamps its own epoch whatever is given. No epoch entry
+    # and no checkpoint without leadership, and the client's bytes are never modified.
+    with open_log(tmp_path / "p-0", backend, auto_hw=True) as log:
+        client = backend.encode_batch([b"a", b"b"], timestamps_ms=NOW_MS,
+                                      partition_leader_epoch=-1)
+        before = bytes(client)
+        log.append_raw(client, now_ms=NOW_MS, partition_leader_epoch=0)
+        assert bytes(client) == before
+        log.append_raw(client, now_ms=NOW_MS)
+        assert stamped_epochs(log) == [(0, 0), (2, -1)]
+        assert log.leader_epoch_cache.entries == ()
+        log.become_leader(3)
+        log.append_raw(client, now_ms=NOW_MS, partition_leader_epoch=0)
+        assert stamped_epochs(log)[-1] == (4, 3)
+        assert all(b.is_valid() for s in log.segments for b in s.batches())
+
+
 def test_become_leader_stamps_every_append_path(tmp_path, backend):
     # PartitionTest.testMakeLeaderUpdatesEpochCache, and LogValidator's stamping.
     with open_log(tmp_path / "p-0", backend) as log:

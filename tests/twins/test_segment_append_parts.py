@@ -10,6 +10,8 @@ import pytest
 from seglog import format as fmt
 from seglog.errors import (
     CorruptRecordError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidOffsetError,
     InvalidRecordError,
     RecordTooLargeError,
@@ -125,3 +127,55 @@ def test_twins_write_identical_files_from_parts(native, pure, tmp_path):
     for name in os.listdir(tmp_path / "native"):
         assert (tmp_path / "native" / name).read_bytes() == \
             (tmp_path / "pure" / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("assign_offsets", [True, False])
+def test_partition_leader_epoch_is_stamped_without_touching_the_callers_bytes(
+        backend, native, tmp_path, assign_offsets):
+    """``append(..., partition_leader_epoch=e)`` writes what appending the batches with
+    ``e`` in bytes 12-15 writes (a leader's stamp, outside the CRC), for every batch of every
+    part, mixed epochs and already-stamped batches included; the caller's buffers unchanged;
+    the twins' files byte-identical."""
+    def parts(epochs, base):
+        out, offset = [], base
+        for n, epoch in enumerate(epochs):
+            raw = backend.encode_batch([b"v%d" % i for i in range(1 + n % 3)],
+                                       timestamps_ms=100 + n, base_offset=offset,
+                                       partition_leader_epoch=epoch)
+            out.append(raw)
+            offset += 1 + n % 3
+        return out
+
+    epochs = [-1, 5, 9, 9, 0]
+    given = parts(epochs, 4)
+    before = [bytes(p) for p in given]
+    stamped = parts([9] * len(epochs), 4)
+    expected = _segment(backend, tmp_path / "expected", base=4)
+    expected.append(stamped, assign_offsets=assign_offsets)
+    for name, be in (("got", backend), ("native", native)):
+        segment = _segment(be, tmp_path / name, base=4)
+        result = segment.append([given[0] + given[1], bytearray(given[2]),
+                                 memoryview(given[3]), given[4]],
+                                assign_offsets=assign_offsets, partition_leader_epoch=9)
+        assert result.first_offset == 4 and segment.next_offset == 4 + sum(
+            1 + n % 3 for n in range(len(epochs)))
+        segment.close()
+    expected.close()
+    assert [bytes(p) for p in given] == before
+    for name in os.listdir(tmp_path / "expected"):
+        for other in ("got", "native"):
+            assert (tmp_path / other / name).read_bytes() == \
+                (tmp_path / "expected" / name).read_bytes(), (other, name)
+    segment = backend.Segment.open(str(tmp_path / "got"), 4, read_only=True)
+    read = list(backend.iter_batches(segment.read(4, 1 << 20)))
+    assert [b.partition_leader_epoch for b in read] == [9] * len(epochs)
+    assert all(b.is_valid() for b in read)
+
+
+def test_partition_leader_epoch_argument_is_checked(backend, tmp_path):
+    segment = _segment(backend, tmp_path)
+    for bad, error in ((2**31, InvalidArgumentError), (-(2**31) - 1, InvalidArgumentError),
+                       ("1", InvalidArgumentTypeError), (1.0, InvalidArgumentTypeError)):
+        with pytest.raises(error):
+            segment.append(batch(backend, 1), partition_leader_epoch=bad)
+    assert segment.size_bytes == 0

@@ -30,7 +30,7 @@ STUBS = sorted(str(p.relative_to(SRC.parent)) for p in (SRC / "seglog" / "_nativ
 CONFORMANCE = """\
 import seglog.{package}
 from seglog import _contract
-from seglog.{package} import accumulator, codec, index, keymap, segment
+from seglog.{package} import accumulator, codec, index, keymap, segment, wire
 
 
 def record(x: codec.Record) -> _contract.Record:
@@ -68,6 +68,7 @@ def record_buffer(x: accumulator.RecordBuffer) -> _contract.RecordBuffer:
 backend: _contract.Backend = seglog.{package}
 keymap_module: _contract.KeyMapModule = keymap
 accumulator_module: _contract.AccumulatorModule = accumulator
+wire_module: _contract.WireModule = wire
 """
 
 
@@ -81,7 +82,7 @@ def _mypy(tmp_path: Path, *paths: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_contract_and_stubs_pass_mypy_strict(tmp_path):
-    assert len(STUBS) == 6, STUBS
+    assert len(STUBS) == 7, STUBS
     result = _mypy(tmp_path, "src/seglog/_contract.py", *STUBS)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -15,6 +15,7 @@ from seglog.errors import CorruptRecordError as CorruptRecordError
 from seglog.errors import InvalidRecordError as InvalidRecordError
 from seglog.errors import InvalidTimestampError as InvalidTimestampError
 from seglog.errors import RecordTooLargeError as RecordTooLargeError
+from seglog.errors import SeglogError as SeglogError
 from seglog.errors import UnsupportedCompressionError as UnsupportedCompressionError
 from seglog.format import COMPRESSION_NAMES as COMPRESSION_NAMES
 from seglog.format import CONTROL_KEY as CONTROL_KEY
@@ -203,6 +204,9 @@ class Batch:
                        max_decompressed_bytes: int = ...) -> tuple[int, bool, int, int, int]: ...
     def control_type(self, *, check_crcs: bool = True) -> int: ...
 
+def check_client_batch(buffer: Buffer, lowest_allowed_ms: int, highest_allowed_ms: int,
+                       max_message_bytes: int, keys_required: bool,
+                       compression_id: int) -> Batch | None: ...
 def iter_batches(buffer: Buffer, *, max_batch_bytes: int | None = None,
                  check_offsets: bool = False) -> Iterator[Batch]: ...
 def decode_columns(buffer: Buffer, *, max_records: int | None = None, check_crcs: bool = True,

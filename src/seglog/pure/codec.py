@@ -43,6 +43,7 @@ from ..compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompressed
 from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
+    SeglogError,
     InvalidTimestampError,
     RecordTooLargeError,
     UnsupportedCompressionError,
@@ -1054,6 +1055,44 @@ def iter_batches(buffer, *, max_batch_bytes: int | None = None, check_offsets: b
     view = _byte_view(buffer)
     max_batch_bytes = _size_argument("max_batch_bytes", max_batch_bytes, allow_none=True)
     return _iter_batches(view, max_batch_bytes, bool(check_offsets))
+
+
+def check_client_batch(buffer, lowest_allowed_ms: int, highest_allowed_ms: int,
+                       max_message_bytes: int, keys_required: bool,
+                       compression_id: int) -> Batch | None:
+    """The :class:`Batch` of ``buffer`` when it is exactly one whole batch a client may append
+    as it is, else None (the caller's full validator then rewrites or refuses it). As it is:
+    magic 2, a valid CRC32C, at most ``max_message_bytes``, base offset 0, not a control
+    batch, at least one record, a record count equal to last_offset_delta + 1 and to the
+    records parsed, record offsets 0..count-1, a producer id only with a base sequence >= 0,
+    CreateTime, every record timestamp within ``lowest_allowed_ms`` ..
+    ``highest_allowed_ms`` and the header's max timestamp equal to the records' largest, no
+    keyless record when ``keys_required``, and codec ``compression_id`` unless it is -1.
+    Nothing raises for bad bytes: they decline."""
+    view = _byte_view(buffer)
+    try:
+        batch_length = _frame_at(view, 0, None)
+    except CorruptRecordError:
+        return None
+    if batch_length is None or LOG_OVERHEAD + batch_length != len(view) \
+            or LOG_OVERHEAD + batch_length > max_message_bytes:
+        return None
+    batch = Batch._checked(view, 0)
+    if batch.base_offset != 0 or batch.is_control or batch.timestamp_type != 0 \
+            or batch.record_count <= 0 or batch.last_offset_delta + 1 != batch.record_count \
+            or (batch.producer_id >= 0 and batch.base_sequence < 0) \
+            or (compression_id >= 0 and batch.compression_id != compression_id) \
+            or not batch.is_valid():
+        return None
+    try:
+        count, in_order, lowest, highest, first_keyless = batch.record_summary()
+    except (SeglogError, ValueError):
+        return None
+    if count != batch.record_count or not in_order or (keys_required and first_keyless >= 0) \
+            or lowest < lowest_allowed_ms or highest > highest_allowed_ms \
+            or batch.max_timestamp_ms != highest:
+        return None
+    return batch
 
 
 def _iter_batches(view: memoryview, max_batch_bytes: int | None, check_offsets: bool):

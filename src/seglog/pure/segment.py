@@ -160,6 +160,7 @@ from ..errors import (
     RecordTooLargeError,
     ViewsOutstandingError,
 )
+from ..arguments import check_int_argument
 from ..results import AppendResult, RecoveryResult
 from .codec import Batch, iter_batches
 from .crc32c import crc32c
@@ -169,6 +170,7 @@ __all__ = ["Segment", "AppendResult", "RecoveryResult", "drop_mapped_pages"]
 
 _HEADER = fmt.BATCH_HEADER
 _OFFSET = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _HEAD_BYTES = fmt.RECORD_BATCH_OVERHEAD
@@ -845,11 +847,16 @@ class Segment:
 
     # --- append -------------------------------------------------------------------------------
 
-    def append(self, data, *, assign_offsets=True):
+    def append(self, data, *, assign_offsets=True, partition_leader_epoch=None):
         """Validate and append the whole batches in ``data`` (one bytes-like, or a list or
         tuple of them, each holding whole batches, appended as if joined); see the protocol.
-        One write."""
+        One write; ``partition_leader_epoch`` (an int32) is written into every batch's
+        partitionLeaderEpoch field (the caller's buffers are not modified)."""
         self._check_writable()
+        if partition_leader_epoch is not None:
+            partition_leader_epoch = check_int_argument(
+                "partition_leader_epoch", partition_leader_epoch, minimum=-(fmt.INT32_MAX + 1),
+                maximum=fmt.INT32_MAX)
         parts = []
         for part in (data if isinstance(data, (list, tuple)) else (data,)):
             view = memoryview(part)
@@ -886,7 +893,10 @@ class Segment:
             joined += part_end
         view = parts[0] if len(parts) == 1 else memoryview(b"".join(parts))
         self._check_index_room(batches)
-        patch = assign_offsets and any(b[3] != b[2][0] for b in batches)
+        patch = (assign_offsets and any(b[3] != b[2][0] for b in batches)) or (
+            partition_leader_epoch is not None and any(
+                _EPOCH.unpack_from(view, position + fmt.PARTITION_LEADER_EPOCH_POSITION)[0]
+                != partition_leader_epoch for position, _, _, _ in batches))
         if patch:
             if len(self._scratch) < end:
                 self._scratch = bytearray(end)
@@ -894,6 +904,9 @@ class Segment:
             scratch[:] = view
             for position, _, _, base in batches:
                 _OFFSET.pack_into(scratch, position, base)
+                if partition_leader_epoch is not None:
+                    _EPOCH.pack_into(scratch, position + fmt.PARTITION_LEADER_EPOCH_POSITION,
+                                     partition_leader_epoch)
             out = scratch
         else:
             out = view

@@ -489,21 +489,25 @@ class Connection(asyncio.Protocol):
                 raise UnsupportedVersionError(
                     f"API key {api_key} version {api_version} outside "
                     f"{handler.min_version}..{handler.max_version}")
-            header = protocol.parse_request_header(
-                frame, flexible=protocol.is_flexible_request(api_key, api_version))
+            state = server.state
+            assert state is not None  # made before the listener accepts the first connection
+            flexible = protocol.is_flexible_request(api_key, api_version)
+            # The backend's fast path reads the usual header; the full parser any other
+            # (and refuses what is malformed).
+            head = state.wire.read_request_header(frame, flexible)
+            if head is None:
+                head = protocol.parse_request_header(frame, flexible=flexible)
+            correlation_id, client_id, body_offset = head[2], head[3], head[4]
             if handler.raw_request:
-                request: Any = memoryview(frame)[header.body_offset:]
+                request: Any = memoryview(frame)[body_offset:]
             else:
-                request = protocol.read_request_body(api_key, api_version, frame,
-                                                     header.body_offset)
+                request = protocol.read_request_body(api_key, api_version, frame, body_offset)
         except (InvalidRequestError, UnsupportedVersionError, IllegalSaslStateError) as exc:
             log.warning("connection %d from %s:%d: %s; closing", self.connection_id,
                         self.client_host, self.client_port, exc)
             self.close_when_answered()  # after the earlier answers, as Kafka
             return
-        state = server.state
-        assert state is not None  # made before the listener accepts the first connection
-        ctx = RequestContext(api_key, api_version, header.correlation_id, header.client_id,
+        ctx = RequestContext(api_key, api_version, correlation_id, client_id,
                              self.connection_id, self.client_host, self.client_port, state,
                              self.security)
         now_s = time.monotonic()

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, TypeVar, Union
 
 if TYPE_CHECKING:
+    from .._contract import WireModule
     from ..cluster.seam import PartitionSeam
     from ..store import Store
 
+from .._backend import get_backend
 from ..cluster.test_breaks import NO_TEST_BREAKS, TestBreaks
 from .metrics import BrokerMetrics
 from .principal import ANONYMOUS, ConnectionSecurity, KafkaPrincipal
@@ -140,8 +142,13 @@ class BrokerState:
     connection_closed_listeners: list[Callable[[int], None]] = field(default_factory=list)
     #: The request path's counters (docs/metrics.md; served by ``--metrics-listen``).
     metrics: BrokerMetrics = field(default_factory=BrokerMetrics)
+    #: The store's backend's fast paths for the usual request header and Produce request
+    #: (:class:`seglog._contract.WireModule`): the connection and the Produce handler read
+    #: with them first, their full parsers read what they decline.
+    wire: "WireModule" = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.wire = get_backend(self.store.backend).wire
         if self.cluster is None:
             # A lone broker is a cluster of one: the same seam, with local metadata.
             self.cluster = _single_broker(self)

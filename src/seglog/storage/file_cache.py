@@ -448,14 +448,16 @@ class LazySegment:
 
     # --- forwarded calls ---------------------------------------------------------------------
 
-    def append(self, data: Any, *, assign_offsets: bool = True) -> Any:
+    def append(self, data: Any, *, assign_offsets: bool = True,
+               partition_leader_epoch: int | None = None) -> Any:
         """``Segment.append``; gives the indexes their room first."""
         segment = self._segment
         if segment is None or self._room_pending or not self._dirty:
             segment = self._writable()
         else:
             self.used = True
-        result = segment.append(data, assign_offsets=assign_offsets)
+        result = segment.append(data, assign_offsets=assign_offsets,
+                                partition_leader_epoch=partition_leader_epoch)
         self._unsynced = True
         return result
 

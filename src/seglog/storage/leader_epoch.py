@@ -23,20 +23,18 @@ Thread safety: one lock guards the entries; the owning Log calls the mutators un
 lock, and readers (OffsetsForLeaderEpoch on the event loop) may call the queries from any
 thread. ``log_end_offset`` is a callable read by :meth:`end_offset_for` for the latest epoch.
 
-:func:`stamp_partition_leader_epoch` sets the partitionLeaderEpoch field (bytes 12-15 of each
-batch, outside the CRC) of a buffer of batches: what a leader does to every batch it appends.
+The partitionLeaderEpoch field a leader stamps on every batch it appends (bytes 12-15, outside
+the CRC) is written by the segment itself (``Segment.append(partition_leader_epoch=)``).
 """
 
 from __future__ import annotations
 
 import bisect
 import os
-import struct
 import threading
 from typing import Any, Callable, Iterable
 
 from .. import filenames
-from .. import format as fmt
 from ..errors import CorruptCheckpointError
 from .checkpoints import EpochEntry, LeaderEpochCheckpointFile
 
@@ -45,7 +43,6 @@ __all__ = [
     "LeaderEpochCache",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
-    "stamp_partition_leader_epoch",
 ]
 
 #: Kafka's ``OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH``: no epoch known.
@@ -53,11 +50,6 @@ UNDEFINED_EPOCH = -1
 #: Kafka's ``OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH_OFFSET``: no end offset known.
 UNDEFINED_EPOCH_OFFSET = -1
 
-_INT32 = struct.Struct(">i")
-# batchLength (bytes 8-11) and partitionLeaderEpoch (12-15), adjacent in the header.
-_LENGTH_AND_EPOCH = struct.Struct(">ii")
-assert fmt.PARTITION_LEADER_EPOCH_POSITION == fmt.BATCH_LENGTH_POSITION + 4
-_HEAD_BYTES = fmt.PARTITION_LEADER_EPOCH_POSITION + 4
 _EPOCH_MAX = 2**31 - 1
 _OFFSET_MAX = 2**63 - 1
 
@@ -279,26 +271,3 @@ class LeaderEpochCache:
     def __repr__(self) -> str:
         pairs = ", ".join(f"{e}:{s}" for e, s in zip(self._epochs, self._starts))
         return f"LeaderEpochCache({pairs})"
-
-
-def stamp_partition_leader_epoch(data: Any, epoch: int) -> Any:
-    """``data`` (whole RecordBatch v2 batches, already checked) with ``epoch`` in every batch's
-    partitionLeaderEpoch field (bytes 12-15, which the CRC does not cover): what Kafka's
-    ``LogValidator`` does to every batch a leader appends. Returns ``data`` itself when every
-    batch already says ``epoch``, else a new bytearray (the caller's buffer is never
-    modified). On the produce path of a leader: one struct read per batch."""
-    size_bytes = len(data)
-    position = 0
-    out = None
-    # Bounded: every step advances by at least the 12-byte log overhead.
-    while position + _HEAD_BYTES <= size_bytes:
-        batch_length, stamped = _LENGTH_AND_EPOCH.unpack_from(
-            data, position + fmt.BATCH_LENGTH_POSITION)
-        if stamped != epoch:
-            if out is None:
-                out = bytearray(data)
-            _INT32.pack_into(out, position + fmt.PARTITION_LEADER_EPOCH_POSITION, epoch)
-        if batch_length <= 0:
-            break  # not a batch (the caller checked the batches; nothing more to stamp)
-        position += fmt.LOG_OVERHEAD + batch_length
-    return data if out is None else out

@@ -80,7 +80,7 @@ from .config import (
     checked_now_ms,
 )
 from .file_cache import FileCache
-from .leader_epoch import LeaderEpochCache, stamp_partition_leader_epoch
+from .leader_epoch import LeaderEpochCache
 from .loader import RecoveryReport, open_partition
 from .local_log import batches_from
 from .log_cleaning import LogCleaning
@@ -586,7 +586,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
             batches=list(self._be.iter_batches(raw)), origin=ORIGIN_COORDINATOR)
         return first
 
-    def append_raw(self, data: Any, *, now_ms: int | None = None) -> tuple[int, int]:
+    def append_raw(self, data: Any, *, now_ms: int | None = None,
+                   partition_leader_epoch: int | None = None) -> tuple[int, int]:
         """Append client-built batches (a produce request's records); returns ``(first,
         last)`` offsets of the whole set.
 
@@ -605,7 +606,10 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
         last)`` offsets; an older duplicate, a gap or a new epoch not starting at sequence 0
         raises OutOfOrderSequenceError; a lower epoch InvalidProducerEpochError; a
         non-transactional batch while the producer's transaction is open InvalidTxnStateError.
-        """
+
+        The batches get the leader's epoch in their partitionLeaderEpoch field when this Log
+        leads (:meth:`become_leader`), else ``partition_leader_epoch`` if given (a lone
+        broker's 0); the segment writes it, the caller's bytes unchanged and uncopied."""
         self._check_writable()
         now_ms = checked_now_ms(now_ms)
         buffer = memoryview(data)
@@ -615,7 +619,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                                         now_ms=now_ms)
         return self._append_encoded(
             valid.data, size_bytes=valid.size_bytes, record_count=valid.record_count,
-            max_timestamp_ms=valid.max_timestamp_ms, now_ms=now_ms, batches=valid.batches)
+            max_timestamp_ms=valid.max_timestamp_ms, now_ms=now_ms, batches=valid.batches,
+            stamp_epoch=partition_leader_epoch)
 
     def _apply_producer_state(self, analysis: Any, active: Any, end_offset: int) -> bool:
         """After a write ending at ``end_offset`` to ``active``: apply the producer state
@@ -639,7 +644,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
 
     def _append_encoded(self, data: Any, *, size_bytes: int, record_count: int,
                         max_timestamp_ms: int, now_ms: int, batches: list | None = None,
-                        origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
+                        origin: str = ORIGIN_CLIENT,
+                        stamp_epoch: int | None = None) -> tuple[int, int]:
         """:meth:`_append_checked`; the segment that failed its first open on this append
         (lazy loading) refuses it as the offline log does (PartitionOfflineError, Kafka's
         KAFKA_STORAGE_ERROR), not as a corrupt batch of the client's."""
@@ -647,7 +653,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
             return self._append_checked(
                 data, size_bytes=size_bytes, record_count=record_count,
                 max_timestamp_ms=max_timestamp_ms, now_ms=now_ms, batches=batches,
-                origin=origin)
+                origin=origin, stamp_epoch=stamp_epoch)
         except CorruptRecordError as exc:
             if exc is not self._load_failure:
                 raise
@@ -655,11 +661,13 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
 
     def _append_checked(self, data: Any, *, size_bytes: int, record_count: int,
                         max_timestamp_ms: int, now_ms: int, batches: list | None = None,
-                        origin: str = ORIGIN_CLIENT) -> tuple[int, int]:
+                        origin: str = ORIGIN_CLIENT,
+                        stamp_epoch: int | None = None) -> tuple[int, int]:
         """Roll if needed, check ``batches`` (the Batch objects of ``data`` when any carries a
-        producer id, else None) against the producer state, write ``data`` (whole batches,
-        offsets assigned by the segment) and update the producer state (Kafka's
-        ``UnifiedLog.append``). A duplicate writes nothing and returns the original offsets."""
+        producer id, else None) against the producer state, write ``data`` (whole batches;
+        offsets and the leader's epoch, else ``stamp_epoch``, set by the segment) and update
+        the producer state (Kafka's ``UnifiedLog.append``). A duplicate writes nothing and
+        returns the original offsets."""
         if size_bytes > self._config.segment_bytes:
             raise RecordBatchTooLargeError(
                 f"append of {size_bytes} bytes is larger than segment.bytes "
@@ -687,9 +695,9 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                     duplicate = analysis.duplicate
                     return duplicate.first_offset, duplicate.last_offset
             epoch = self._leader_epoch
-            if epoch is not None:  # a leader's append (Kafka's LogValidator stamps it)
-                data = stamp_partition_leader_epoch(data, epoch)
-            result = active.append(data)
+            # A leader's append carries its epoch (Kafka's LogValidator stamps it).
+            result = active.append(data, partition_leader_epoch=stamp_epoch if epoch is None
+                                   else epoch)
             end_offset = result.last_offset + 1
             self.counters.records_in += record_count
             self.counters.bytes_in += size_bytes

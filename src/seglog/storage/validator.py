@@ -213,12 +213,24 @@ def validate_client_batches(buffer: memoryview, *, backend: Any, config: LogConf
     lowest_allowed_ms = max(0, now_ms - config.message_timestamp_before_max_ms) \
         if now_ms >= 0 else fmt.INT64_MAX + 1
     highest_allowed_ms = now_ms + config.message_timestamp_after_max_ms
+    codec = config.compression_codec
+    if not log_append_time and now_ms >= 0:
+        # The usual produce request: one batch to write as it is, checked in one backend
+        # call; anything else (an error, a rewrite) is decided by the loop below. The bounds
+        # are int64 there (a timestamp above INT64_MAX cannot be).
+        batch = backend.check_client_batch(
+            buffer, lowest_allowed_ms, min(highest_allowed_ms, fmt.INT64_MAX),
+            config.max_message_bytes, compacted,
+            -1 if codec is None else fmt.COMPRESSION_IDS[codec])
+        if batch is not None:
+            return _new_result(ValidationResult, (
+                buffer, size_bytes, batch.record_count, batch.max_timestamp_ms,
+                [batch] if batch.producer_id >= 0 else None))
     wanted_type = (fmt.TIMESTAMP_TYPE_LOG_APPEND_TIME if log_append_time
                    else fmt.TIMESTAMP_TYPE_CREATE_TIME)
     record_count, max_timestamp_ms, consumed_bytes = 0, -1, 0
     rewrites: list[tuple[int, int, int]] = []  # (position, size_bytes, max_timestamp_ms)
     with_producer = False
-    codec = config.compression_codec
     recompress = False
     batches: list = []
     for batch in backend.iter_batches(buffer):

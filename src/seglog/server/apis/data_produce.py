@@ -221,21 +221,6 @@ def _record_errors(code: int, log: Log, batch: memoryview, now_ms: int) -> Recor
     return ()
 
 
-_LEADER_EPOCH_BYTES = _INT32.pack(LEADER_EPOCH)
-
-
-def _with_leader_epoch(batch: memoryview) -> memoryview | bytearray:
-    """The batch with this leader's epoch in its partition leader epoch field, as Kafka's
-    ``LogValidator`` sets it on every batch a leader appends (4 bytes the CRC does not
-    cover); the client's bytes are not changed (a copy, only when the field differs)."""
-    if _INT32.unpack_from(batch, fmt.PARTITION_LEADER_EPOCH_POSITION)[0] == LEADER_EPOCH:
-        return batch
-    stamped = bytearray(batch)
-    stamped[fmt.PARTITION_LEADER_EPOCH_POSITION:fmt.PARTITION_LEADER_EPOCH_POSITION + 4] = \
-        _LEADER_EPOCH_BYTES
-    return stamped
-
-
 def _producer_of(batch: memoryview) -> tuple[int, int, bool]:
     """``(producer id, producer epoch, is transactional)`` from a checked batch's header."""
     attributes = _INT16.unpack_from(batch, fmt.ATTRIBUTES_POSITION)[0]
@@ -300,8 +285,7 @@ def _append(ctx: RequestContext, topic: Topic, partition: int, batch: memoryview
     try:
         # A replicated leader's Log stamps its own epoch (Log.become_leader); the standalone
         # broker is leader at epoch 0, as a single Kafka node is.
-        first, _last = log.append_raw(
-            batch if log.leader_epoch is not None else _with_leader_epoch(batch), now_ms=now_ms)
+        first, _last = log.append_raw(batch, now_ms=now_ms, partition_leader_epoch=LEADER_EPOCH)
     except (errors.SeglogError, OSError) as e:
         code = gone_or_storage_error(ctx.broker.store, topic, e)
         record_errors = _record_errors(code, log, batch, now_ms) \
@@ -336,73 +320,89 @@ def _refuse_unloadable_internal_records(topic: Any, partition: int, batch: Any,
 
 
 async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawResponse | None:
-    """:func:`handle_produce` on a request body read by :mod:`.data_produce_request` (the
-    broker's path: a raw-request handler); a body that does not decode closes the
-    connection, as any request body that does not decode. The common request (see
-    :func:`_one_partition`) takes the short way, with the same answer."""
+    """:func:`handle_produce` on a request body (the broker's path: a raw-request handler).
+    The common request (see :func:`_one_partition`), read by the backend's fast path
+    (``wire.read_produce_single``), takes the short way, with the same answer; any other is
+    read by :mod:`.data_produce_request`, and a body that does not decode closes the
+    connection, as any request body that does not decode."""
+    short = _short_path(ctx, body)
+    if short is not None:
+        key, index, outcome, delayed, timeout_ms = short
+        cluster = partition_seam(ctx.broker)
+        if delayed and not cluster.replicated_when_written:
+            await _wait_for_acks(cluster, delayed, timeout_ms / 1000.0)
+        if outcome.error_message is None and not outcome.record_errors:
+            part: bytes = ctx.broker.wire.encode_produce_single(
+                ctx.api_version, key.bytes if isinstance(key, uuid.UUID) else key, index,
+                outcome.error_code, outcome.base_offset, outcome.log_append_time_ms,
+                outcome.log_start_offset)
+        else:
+            part = encode_produce_response(ctx.api_version, ((key, ((index, outcome),)),))
+        return _new_raw_response(RawResponse, ((part,), 0))
     try:
         request = read_produce_request(ctx.api_version, body)
     except errors.InvalidRequestError as exc:
         raise CloseConnection(str(exc)) from None
-    short = _one_partition(ctx, request)
-    if short is None:
-        return await handle_produce(ctx, request)
-    key, index, outcome, delayed = short
-    if delayed:
-        await _wait_for_acks(partition_seam(ctx.broker), delayed, request)
-    return _new_raw_response(RawResponse, ((encode_produce_response(
-        ctx.api_version, ((key, ((index, outcome),)),)),), 0))
+    return await handle_produce(ctx, request)
 
 
 #: ``tuple.__new__``: a RawResponse without the NamedTuple's Python-level ``__new__``.
 _new_raw_response = tuple.__new__
 
 
-def _one_partition(ctx: RequestContext, request: Any
-                   ) -> tuple[TopicKey, int, _Outcome, list[tuple[AppendResult, _Outcome]]
-                              ] | None:
+def _short_path(ctx: RequestContext, body: memoryview
+                ) -> tuple[TopicKey, int, _Outcome, list[tuple[AppendResult, _Outcome]], int
+                           ] | None:
+    """:func:`_one_partition` on ``body`` when the backend's fast path reads it (one topic of
+    one partition), plus the request's timeout in milliseconds; None (nothing done) when the
+    general path must answer it."""
+    single = ctx.broker.wire.read_produce_single(ctx.api_version, body)
+    if single is None:
+        return None
+    transactional_id, acks, timeout_ms, name, raw_id, index, records = single
+    key: TopicKey = name
+    if ctx.api_version >= 13:
+        key = None if raw_id is None else uuid.UUID(bytes=raw_id)
+    done = _one_partition(ctx, transactional_id, acks, key, index, records)
+    if done is None:
+        return None
+    return key, index, done[0], done[1], timeout_ms
+
+
+def _one_partition(ctx: RequestContext, transactional_id: str | None, acks: int, key: TopicKey,
+                   index: int, records: memoryview | None
+                   ) -> tuple[_Outcome, list[tuple[AppendResult, _Outcome]]] | None:
     """:func:`handle_produce`'s work for the common request, without its general loops:
-    one topic with one partition, led here, known, its records one checked non-transactional
-    batch, no transactional id, acks 1 or -1, no authorizer and no quota on the broker.
-    Returns ``(topic key, partition, outcome, the acks=-1 appends to wait for)``, or
-    None (nothing done) for any other request, which :func:`handle_produce` answers. Every
-    check of the append itself is the same call as handle_produce's
-    (:func:`_append_to_leader`); what this skips is only what cannot apply: the
-    transactional checks (no transactional batch, no transactional id), ACLs (no
+    one topic (``key``: its name, or its id from v13) with one partition (``index``), led
+    here, known, its ``records`` one checked non-transactional batch, no transactional id,
+    acks 1 or -1, no authorizer and no quota on the broker. Returns ``(outcome, the acks=-1
+    appends to wait for)``, or None (nothing done) for any other request, which
+    :func:`handle_produce` answers. Every check of the append itself is the same call as
+    handle_produce's (:func:`_append_to_leader`); what this skips is only what cannot apply:
+    the transactional checks (no transactional batch, no transactional id), ACLs (no
     authorizer), quotas (none set), the unknown-topic and bad-records answers (those
     requests take the long way)."""
-    topics = request.topic_data
-    acks = request.acks
-    if len(topics) != 1 or request.transactional_id is not None or (acks != -1 and acks != 1):
-        return None
-    topic_data = topics[0]
-    partitions = topic_data.partition_data
-    if len(partitions) != 1:
+    if transactional_id is not None or (acks != -1 and acks != 1):
         return None
     broker = ctx.broker
     extensions = broker.extensions
     if extensions.get(AUTHORIZER_KEY) is not None or (
             extensions.get(quotas.EXTENSION_KEY) is not None and quotas.any_quota(ctx)):
         return None
-    partition_data = partitions[0]
-    code, batch = check_produce_records(partition_data.records, ctx.api_version)
+    code, batch = check_produce_records(records, ctx.api_version)
     if code != codes.NONE or batch is None \
             or batch[fmt.ATTRIBUTES_POSITION + 1] & fmt.TRANSACTIONAL_FLAG_MASK:
         return None
-    key: TopicKey
     if ctx.api_version >= 13:
-        topic_id: uuid.UUID | None = topic_data.topic_id
-        key, topic = topic_id, topic_ids(broker).topic(topic_id)
+        topic = topic_ids(broker).topic(key) if isinstance(key, uuid.UUID) else None
     else:
-        name: str | None = topic_data.name
-        key, topic = name, topic_or_none(broker.store, name)
-    index = partition_data.index
+        topic = topic_or_none(broker.store, key) if isinstance(key, str) else None
     if topic is None or not 0 <= index < topic.partitions:
         return None
     delayed: list[tuple[AppendResult, _Outcome]] = []
     outcome = _append_to_leader(ctx, partition_seam(broker), topic, index, batch, None, acks,
                                 delayed)
-    return key, index, outcome, delayed
+    return outcome, delayed
 
 
 async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | None:
@@ -468,7 +468,7 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
     throttle_ms = 0 if not quotas.any_quota(ctx) else quotas.produce_throttle_ms(
         ctx, sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data),
         0 if acks == 0 else time.perf_counter_ns() - started_ns)
-    if delayed and await _wait_for_acks(cluster, delayed, request):
+    if delayed and await _wait_for_acks(cluster, delayed, _timeout_s(request)):
         failed = True
     if acks == 0:
         if failed:
@@ -549,14 +549,14 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
 
 
 async def _wait_for_acks(cluster: PartitionSeam, delayed: list[tuple[AppendResult, _Outcome]],
-                         request: Any) -> bool:
+                         timeout_s: float) -> bool:
     """Kafka's DelayedProduce for the acks=-1 appends of ``delayed``: every appended
-    partition waits for its high watermark, bounded by the request's timeout (in a cluster of
-    one that is at once); a failed wait changes only its outcome's error code (the append's
+    partition waits for its high watermark, bounded by the request's timeout ``timeout_s``
+    (in a cluster of one that is at once); a failed wait changes only its outcome's error code (the append's
     base offset, append time and log start offset stay in the answer, as Kafka's). Returns
     whether any wait failed."""
     await cluster.wait_for_acks([r for r, _o in delayed], acks=-1,
-                                timeout_s=max(_timeout_s(request), 0.0))
+                                timeout_s=max(timeout_s, 0.0))
     failed = False
     for result, outcome in delayed:
         if result.error_code != codes.NONE:
