@@ -161,11 +161,6 @@ class PartitionSeam(abc.ABC):
     broker_id: int
     #: This broker's :class:`~seglog.store.Store` (its partitions on disk).
     store: Any
-    #: Whether a leader append is in every in-sync replica once written (a cluster of one:
-    #: the ISR is this broker, the high watermark follows the log end), so that an acks=-1
-    #: wait would answer NONE at once (Kafka's ``DelayedProduce`` completes on its first
-    #: ``tryComplete``): the Produce handler then answers without waiting.
-    replicated_when_written: bool = False
 
     # --- the metadata view -------------------------------------------------------------
 

@@ -108,8 +108,6 @@ class SingleBroker(PartitionSeam):
     call on a worker thread; ``persist_overrides(topic_id, config, overrides)``: keeps a
     created topic's config overrides (the broker's dynamic config file)."""
 
-    replicated_when_written = True  # the ISR is this broker: written is replicated
-
     def __init__(self, *, store: Any, broker_id: int, host: str, port: int,
                  endpoints: tuple[tuple[str, str, int], ...] = (),
                  notify: Callable[[], None],

@@ -328,9 +328,8 @@ async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawRespo
     short = _short_path(ctx, body)
     if short is not None:
         key, index, outcome, delayed, timeout_ms = short
-        cluster = partition_seam(ctx.broker)
-        if delayed and not cluster.replicated_when_written:
-            await _wait_for_acks(cluster, delayed, timeout_ms / 1000.0)
+        if delayed:
+            await _wait_for_acks(partition_seam(ctx.broker), delayed, timeout_ms / 1000.0)
         if outcome.error_message is None and not outcome.record_errors:
             part: bytes = ctx.broker.wire.encode_produce_single(
                 ctx.api_version, key.bytes if isinstance(key, uuid.UUID) else key, index,
