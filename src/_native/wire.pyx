@@ -201,6 +201,15 @@ cdef inline Py_ssize_t _put_uvarint(unsigned char *out, uint32_t value) noexcept
     return n + 1
 
 
+cdef inline Py_ssize_t _put_array_of_one(unsigned char *out, bint flexible) noexcept:
+    """An array length of one (a compact uvarint 2, else an int32 1); its bytes."""
+    if flexible:
+        out[0] = 2
+        return 1
+    store_u32(out, 1)
+    return 4
+
+
 def encode_produce_single(int version, topic, int partition, int error_code,
                           int64_t base_offset, int64_t log_append_time_ms,
                           int64_t log_start_offset):
@@ -227,13 +236,7 @@ def encode_produce_single(int version, topic, int partition, int error_code,
         name_p = <const unsigned char *>PyBytes_AS_STRING(name_bytes)
     out = PyBytes_FromStringAndSize(NULL, RESPONSE_FIXED_BYTES_MAX + name_len)
     o = <unsigned char *>PyBytes_AS_STRING(out)
-    # responses: one topic
-    if flexible:
-        o[n] = 2
-        n += 1
-    else:
-        store_u32(o + n, 1)
-        n += 4
+    n += _put_array_of_one(o + n, flexible)  # responses: one topic
     if by_id:
         if topic is None:
             memset(o + n, 0, TOPIC_ID_BYTES)
@@ -255,13 +258,7 @@ def encode_produce_single(int version, topic, int partition, int error_code,
             n += 2
         memcpy(o + n, name_p, name_len)
         n += name_len
-    # partitions: one
-    if flexible:
-        o[n] = 2
-        n += 1
-    else:
-        store_u32(o + n, 1)
-        n += 4
+    n += _put_array_of_one(o + n, flexible)  # its partitions: one
     store_u32(o + n, <uint32_t>partition)
     o[n + 4] = <unsigned char>((<uint32_t>error_code >> 8) & 0xFF)
     o[n + 5] = <unsigned char>(error_code & 0xFF)

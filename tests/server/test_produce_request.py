@@ -4,40 +4,19 @@ every served version: the same fields, and a refusal wherever the generic path r
 
 from __future__ import annotations
 
-import datetime
-import io
-import random
 import struct
 import uuid
 
 import pytest
-from kio.serial import entity_writer
 
 from seglog.errors import InvalidRequestError
-from seglog.schemas import load_request_schema
 from seglog.server import protocol
 from seglog.server.apis.data_produce_request import read_produce_request
 
+from produce_helpers import damaged_copies, produce_body
+
 VERSIONS = range(3, 14)
 ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
-
-
-def _body(version: int, topics, *, transactional_id=None, acks=-1, timeout_ms=30_000) -> bytes:
-    """A request of ``topics``: ``[(name or id, [(index, records or None), ...]), ...]``."""
-    cls = load_request_schema(0, version)
-    mod = __import__(cls.__module__, fromlist=["_"])
-    topic_data = []
-    for key, partitions in topics:
-        parts = tuple(mod.PartitionProduceData(index=i, records=r) for i, r in partitions)
-        topic_data.append(mod.TopicProduceData(topic_id=key, partition_data=parts)
-                          if version >= 13 else
-                          mod.TopicProduceData(name=key, partition_data=parts))
-    request = cls(transactional_id=transactional_id, acks=acks,
-                  timeout=datetime.timedelta(milliseconds=timeout_ms),
-                  topic_data=tuple(topic_data))
-    buffer = io.BytesIO()
-    entity_writer(cls)(buffer, request)
-    return buffer.getvalue()
 
 
 def _generic(version: int, body: bytes):
@@ -69,7 +48,7 @@ def _cases(version: int):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_hand_reading_is_the_generic_paths(version):
     for topics, options in _cases(version):
-        body = _body(version, topics, **options)
+        body = produce_body(version, topics, **options)
         expected = _flat(_generic(version, body))
         got = read_produce_request(version, memoryview(body))
         assert _flat(got) == expected, (topics, options)
@@ -101,23 +80,17 @@ def _hand(version: int, body: bytes):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_truncation_is_refused_alike(version):
-    body = _body(version, [("t" if version < 13 else ID, [(0, b"r" * 40), (1, None)])],
-                 transactional_id="tx")
+    body = produce_body(version, [("t" if version < 13 else ID, [(0, b"r" * 40), (1, None)])],
+                        transactional_id="tx")
     for cut in range(len(body)):
         assert _outcome(_hand, version, body[:cut]) == _outcome(_generic, version, body[:cut]), cut
 
 
 def _damaged_bodies(version: int, records: bytes, count: int = 600):
     """``count`` copies of one request body, each with 1-3 bytes overwritten (seeded)."""
-    rng = random.Random(version)
-    body = _body(version, [("topic", [(0, records), (1, None)]), ("u", [(3, b"s")])],
-                 transactional_id="tx")
-    for _ in range(count):
-        damaged = bytearray(body)
-        for _ in range(rng.randint(1, 3)):
-            damaged[rng.randrange(len(damaged))] = rng.choice((0x00, 0x7F, 0x80, 0xFF,
-                                                               rng.randrange(256)))
-        yield bytes(damaged)
+    body = produce_body(version, [("topic", [(0, records), (1, None)]), ("u", [(3, b"s")])],
+                        transactional_id="tx")
+    return damaged_copies(body, version, count)
 
 
 @pytest.mark.parametrize("version", [3, 5, 8])
@@ -156,7 +129,7 @@ def test_null_and_lying_counts_are_refused(version):
 def test_unknown_tagged_fields_are_skipped_as_kafka_does():
     # Kafka's generated parser keeps an unknown tagged field and goes on; the hand reader
     # skips it (kio 0.6.5 refuses it, so the generic path closed the connection).
-    plain = _body(9, [("t", [(0, b"abc")])])
+    plain = produce_body(9, [("t", [(0, b"abc")])])
     assert plain.endswith(b"\x00\x00\x00")  # partition, topic and request tag sections
     tagged = plain[:-1] + b"\x01\x05\x02hi"  # one tagged field (tag 5, 2 bytes) at the end
     assert _flat(read_produce_request(9, memoryview(tagged))) == _flat(_generic(9, plain))
@@ -165,4 +138,4 @@ def test_unknown_tagged_fields_are_skipped_as_kafka_does():
 @pytest.mark.parametrize("version", [0, 1, 2, 14])
 def test_versions_without_a_schema_are_refused(version):
     with pytest.raises(InvalidRequestError):
-        read_produce_request(version, memoryview(_body(3, [("t", [(0, b"x")])])))
+        read_produce_request(version, memoryview(produce_body(3, [("t", [(0, b"x")])])))

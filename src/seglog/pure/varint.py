@@ -34,7 +34,9 @@ def zigzag64(value: int) -> int:
     return ((value << 1) ^ (value >> 63)) & _MASK64
 
 
-def _write_unsigned(out: bytearray, unsigned: int) -> None:
+def write_uvarint(out: bytearray, unsigned: int) -> None:
+    """Append the unsigned varint (Kafka's ``ByteUtils.writeUnsignedVarint``) of ``unsigned``
+    (>= 0) to ``out``: a compact length's encoding."""
     while unsigned > 0x7F:
         out.append((unsigned & 0x7F) | 0x80)
         unsigned >>= 7
@@ -45,14 +47,14 @@ def write_varint(out: bytearray, value: int) -> None:
     """Append the varint of the int32 ``value`` to ``out``. ValueError if out of int32 range."""
     if not INT32_MIN <= value <= INT32_MAX:
         raise ValueError(f"varint value {value} is outside the int32 range")
-    _write_unsigned(out, zigzag32(value))
+    write_uvarint(out, zigzag32(value))
 
 
 def write_varlong(out: bytearray, value: int) -> None:
     """Append the varlong of the int64 ``value`` to ``out``. ValueError if out of int64 range."""
     if not INT64_MIN <= value <= INT64_MAX:
         raise ValueError(f"varlong value {value} is outside the int64 range")
-    _write_unsigned(out, zigzag64(value))
+    write_uvarint(out, zigzag64(value))
 
 
 def encode_varint(value: int) -> bytes:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from .varint import write_uvarint
+
 __all__ = ["encode_produce_single", "read_produce_single", "read_request_header"]
 
 _HEAD = struct.Struct(">hhih")  # api key, version, correlation id, client id length
@@ -154,15 +156,6 @@ def read_produce_single(version: int, body: Any) -> tuple[
     return transactional_id, acks, timeout_ms, name, topic_id, index, records
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_produce_single(version: int, topic: Any, partition: int, error_code: int,
                           base_offset: int, log_append_time_ms: int,
                           log_start_offset: int) -> bytes:
@@ -187,7 +180,10 @@ def encode_produce_single(version: int, topic: Any, partition: int, error_code: 
         name = topic.encode("utf-8")
         if len(name) > 0x7FFF:
             raise ValueError("a topic name longer than 32767 bytes")
-        out += _uvarint(len(name) + 1) if flexible else _INT16.pack(len(name))
+        if flexible:
+            write_uvarint(out, len(name) + 1)  # a compact string's length
+        else:
+            out += _INT16.pack(len(name))
         out += name
     out += one
     if version >= 5:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import io
-import random
 import struct
 import uuid
 
@@ -15,31 +14,14 @@ import pytest
 from kio.serial import entity_writer
 
 from seglog.errors import InvalidRequestError
-from seglog.schemas import load_request_schema, load_response_schema
+from seglog.schemas import load_response_schema
 from seglog.server import protocol
 from seglog.server.apis.data_produce_request import read_produce_request
 
+from produce_helpers import damaged_copies, produce_body
+
 VERSIONS = range(3, 14)
 ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
-
-
-def _body(version: int, topics, *, transactional_id=None, acks=-1, timeout_ms=30_000) -> bytes:
-    """kio's Produce request body of ``topics``: ``[(name or id, [(index, records or None),
-    ...]), ...]``."""
-    cls = load_request_schema(0, version)
-    mod = __import__(cls.__module__, fromlist=["_"])
-    topic_data = []
-    for key, partitions in topics:
-        parts = tuple(mod.PartitionProduceData(index=i, records=r) for i, r in partitions)
-        topic_data.append(mod.TopicProduceData(topic_id=key, partition_data=parts)
-                          if version >= 13 else
-                          mod.TopicProduceData(name=key, partition_data=parts))
-    request = cls(transactional_id=transactional_id, acks=acks,
-                  timeout=datetime.timedelta(milliseconds=timeout_ms),
-                  topic_data=tuple(topic_data))
-    buffer = io.BytesIO()
-    entity_writer(cls)(buffer, request)
-    return buffer.getvalue()
 
 
 def _full(version: int, body: bytes):
@@ -83,7 +65,7 @@ def _single_cases(version: int):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_reads_what_kio_wrote_as_the_full_reader_does(backend, version):
     for topics, options in _single_cases(version):
-        body = _body(version, topics, **options)
+        body = produce_body(version, topics, **options)
         expected = _full(version, body)
         assert expected not in ("refused", "other")
         assert _fast(backend, version, body) == expected, (topics, options)
@@ -98,36 +80,26 @@ def test_declines_other_shapes(backend, version):
     key = (lambda name: ID) if version >= 13 else (lambda name: name)
     for topics in ([], [(key("a"), [])], [(key("a"), [(0, b"x"), (1, b"y")])],
                    [(key("a"), [(0, b"x")]), (key("b"), [(0, b"y")])]):
-        body = _body(version, topics)
+        body = produce_body(version, topics)
         assert _full(version, body) == "other"
         assert backend.wire.read_produce_single(version, body) is None
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_truncation_declines(backend, version):
-    body = _body(version, [("t" if version < 13 else ID, [(0, b"r" * 40)])],
-                 transactional_id="tx")
+    body = produce_body(version, [("t" if version < 13 else ID, [(0, b"r" * 40)])],
+                        transactional_id="tx")
     for cut in range(len(body)):
         assert backend.wire.read_produce_single(version, body[:cut]) is None, cut
-
-
-def _damaged(body: bytes, seed: int, count: int):
-    rng = random.Random(seed)
-    for _ in range(count):
-        damaged = bytearray(body)
-        for _ in range(rng.randint(1, 3)):
-            damaged[rng.randrange(len(damaged))] = rng.choice((0x00, 0x7F, 0x80, 0xFF,
-                                                               rng.randrange(256)))
-        yield bytes(damaged)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_damaged_bodies_are_declined_or_read_as_the_full_reader_reads_them(
         backend, native, version):
-    body = _body(version, [("topic" if version < 13 else ID, [(0, b"r" * 300)])],
-                 transactional_id="tx")
+    body = produce_body(version, [("topic" if version < 13 else ID, [(0, b"r" * 300)])],
+                        transactional_id="tx")
     read = 0
-    for damaged in _damaged(body, version, 500):
+    for damaged in damaged_copies(body, version, 500):
         fast = _fast(backend, version, damaged)
         if fast is not None:
             read += 1
@@ -138,12 +110,12 @@ def test_damaged_bodies_are_declined_or_read_as_the_full_reader_reads_them(
 
 
 def test_declines_what_needs_the_full_reader(backend):
-    plain = _body(9, [("t", [(0, b"abc")])])
+    plain = produce_body(9, [("t", [(0, b"abc")])])
     assert plain.endswith(b"\x00\x00\x00")  # partition, topic and request tag sections
     tagged = plain[:-1] + b"\x01\x05\x02hi"  # a tagged field the full reader skips
     assert _full(9, tagged) != "refused"
     assert backend.wire.read_produce_single(9, tagged) is None
-    bad_name = _body(9, [("tt", [(0, b"abc")])]).replace(b"tt", b"t\xff")
+    bad_name = produce_body(9, [("tt", [(0, b"abc")])]).replace(b"tt", b"t\xff")
     assert _full(9, bad_name) == "refused"
     assert backend.wire.read_produce_single(9, bad_name) is None
     for version in (0, 2, 14):
