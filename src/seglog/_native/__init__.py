@@ -28,5 +28,6 @@ name = "native"
 __all__ = [
     "accumulator", "Batch", "Columns", "ConsumerRecord", "KeyMap", "Record", "OffsetIndex", "Segment",
     "TimeIndex", "check_client_batch", "crc32c",
-    "decode_columns", "drop_mapped_pages", "encode_batch", "encode_control_batch", "iter_batches", "keymap", "name", "wire",
+    "decode_columns", "drop_mapped_pages", "encode_batch", "encode_control_batch", "iter_batches",
+    "keymap", "name", "wire",
 ]

@@ -551,9 +551,9 @@ async def _wait_for_acks(cluster: PartitionSeam, delayed: list[tuple[AppendResul
                          timeout_s: float) -> bool:
     """Kafka's DelayedProduce for the acks=-1 appends of ``delayed``: every appended
     partition waits for its high watermark, bounded by the request's timeout ``timeout_s``
-    (in a cluster of one that is at once); a failed wait changes only its outcome's error code (the append's
-    base offset, append time and log start offset stay in the answer, as Kafka's). Returns
-    whether any wait failed."""
+    (in a cluster of one that is at once); a failed wait changes only its outcome's error
+    code (the append's base offset, append time and log start offset stay in the answer, as
+    Kafka's). Returns whether any wait failed."""
     await cluster.wait_for_acks([r for r, _o in delayed], acks=-1,
                                 timeout_s=max(timeout_s, 0.0))
     failed = False
