@@ -187,7 +187,10 @@ def read_produce_single(int version, body):
     finally:
         PyBuffer_Release(&view)
     if records_start >= 0:
-        records = memoryview(body)[records_start:records_start + records_size]
+        records = memoryview(body)
+        if records.itemsize != 1:  # sliced by bytes, as the buffer was read
+            records = records.cast("B")
+        records = records[records_start:records_start + records_size]
     return (transactional_id, acks, timeout_ms, name, topic_id, index, records)
 
 

@@ -75,6 +75,14 @@ def test_reads_what_kio_wrote_as_the_full_reader_does(backend, version):
         assert _fast(backend, version, body + b"\x01\x02") == expected
 
 
+def test_reads_any_contiguous_buffer_by_bytes(backend):
+    body = produce_body(9, [("t", [(0, b"r" * 40)])])
+    padded = body + bytes(-len(body) % 4)  # a whole number of int32 items
+    for buffer in (bytearray(body), memoryview(body), memoryview(padded).cast("i")):
+        got = _fast(backend, 9, buffer)
+        assert got is not None and got[6] == b"r" * 40, type(buffer)
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_declines_other_shapes(backend, version):
     key = (lambda name: ID) if version >= 13 else (lambda name: name)
