@@ -31,8 +31,6 @@ cdef enum:
     FIRST_FLEXIBLE_PRODUCE = 9
     FIRST_PRODUCE_BY_ID = 13
     TOPIC_ID_BYTES = 16
-    # A one-partition Produce response body is at most this long beside its topic name.
-    RESPONSE_FIXED_BYTES_MAX = 96
 
 
 cdef inline object _utf8(const unsigned char *p, Py_ssize_t length):
@@ -213,6 +211,29 @@ cdef inline Py_ssize_t _put_array_of_one(unsigned char *out, bint flexible) noex
     return 4
 
 
+cdef Py_ssize_t _produce_single_bytes(int version, Py_ssize_t name_len) noexcept:
+    """The size of :func:`encode_produce_single`'s body (a topic name of ``name_len`` bytes
+    before v13), so that it is written into one bytes object of that size."""
+    cdef bint flexible = version >= FIRST_FLEXIBLE_PRODUCE
+    cdef Py_ssize_t size = 2 if flexible else 8  # the two arrays of one
+    cdef uint32_t length = <uint32_t>(name_len + 1)
+    if version >= FIRST_PRODUCE_BY_ID:
+        size += TOPIC_ID_BYTES
+    elif flexible:
+        size += name_len + 1  # the compact length's uvarint: one byte per 7 bits
+        while length >= 0x80:
+            length >>= 7
+            size += 1
+    else:
+        size += 2 + name_len
+    size += 22  # index, error code, base offset, log append time
+    if version >= 5:
+        size += 8  # log start offset
+    if version >= 8:
+        size += 4 if flexible else 6  # record errors, error message (and tagged fields)
+    return size + 4 + (1 if flexible else 0)  # throttle time (and tagged fields)
+
+
 def encode_produce_single(int version, topic, int partition, int error_code,
                           int64_t base_offset, int64_t log_append_time_ms,
                           int64_t log_start_offset):
@@ -237,7 +258,7 @@ def encode_produce_single(int version, topic, int partition, int error_code,
         if name_len > 0x7FFF:
             raise ValueError("a topic name longer than 32767 bytes")
         name_p = <const unsigned char *>PyBytes_AS_STRING(name_bytes)
-    out = PyBytes_FromStringAndSize(NULL, RESPONSE_FIXED_BYTES_MAX + name_len)
+    out = PyBytes_FromStringAndSize(NULL, _produce_single_bytes(version, name_len))
     o = <unsigned char *>PyBytes_AS_STRING(out)
     n += _put_array_of_one(o + n, flexible)  # responses: one topic
     if by_id:
@@ -288,4 +309,5 @@ def encode_produce_single(int version, topic, int partition, int error_code,
     if flexible:
         o[n] = 0  # the response's tagged fields
         n += 1
-    return out[:n]
+    assert n == len(out), (n, len(out))  # the size computed up front, written exactly
+    return out
