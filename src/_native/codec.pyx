@@ -95,9 +95,9 @@ from seglog.compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompr
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
-    SeglogError,
     InvalidTimestampError,
     RecordTooLargeError,
+    SeglogError,
     UnsupportedCompressionError,
 )
 from seglog.format import (

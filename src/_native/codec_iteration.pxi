@@ -3,7 +3,8 @@
 #
 # Walking a buffer batch by batch: iter_batches and the step it repeats (_next_batch), which
 # decode_columns walks with too. A torn tail ends the walk; bad framing raises
-# (codec_validation.pxi).
+# (codec_validation.pxi). Also check_client_batch, the produce validator's one-batch check
+# (it needs the Batch class, defined in codec_batch.pxi, which is included before this part).
 
 @cython.final
 cdef class _BatchIterator:

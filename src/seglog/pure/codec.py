@@ -43,9 +43,9 @@ from ..compression import DECOMPRESSED_BYTES_MAX_DEFAULT, check_max_decompressed
 from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
-    SeglogError,
     InvalidTimestampError,
     RecordTooLargeError,
+    SeglogError,
     UnsupportedCompressionError,
 )
 from ..format import (

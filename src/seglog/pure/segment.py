@@ -148,6 +148,7 @@ import numpy as np
 
 from .. import filenames
 from .. import format as fmt
+from ..arguments import check_int_argument
 from ..errors import (
     CorruptIndexError,
     CorruptRecordError,
@@ -160,7 +161,6 @@ from ..errors import (
     RecordTooLargeError,
     ViewsOutstandingError,
 )
-from ..arguments import check_int_argument
 from ..results import AppendResult, RecoveryResult
 from .codec import Batch, iter_batches
 from .crc32c import crc32c

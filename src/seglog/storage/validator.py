@@ -20,6 +20,11 @@ caller's buffer is never modified. When the topic's ``compression_type`` names a
 than the batches' (not ``producer``), :func:`recompress_client_batches` re-encodes every batch
 with it, as Kafka's broker recompresses.
 
+The usual request, one batch written as it came, is checked by one backend call
+(``check_client_batch``: the same rules, in C for the native backend); whatever it declines
+(an error, a rewrite, several batches, records without a timestamp) goes through the rules
+one by one, which name the error.
+
 Compacted topics (``cleanup.policy=compact``) reject records without a key
 (:func:`require_keys`; client batches through ``Batch.record_summary``): the cleaner keeps the latest record per
 key, and a keyless record has none.
