@@ -178,7 +178,10 @@ cdef class _ColumnsBuilder:
         cdef unsigned char *base
         cdef Py_ssize_t n = self.count
         if self.plain:
-            block = bytearray(capacity * COLUMN_BYTES_PER_RECORD + 8)
+            # Not zeroed (bytearray(n) would clear it, 6 KiB for a 150-record batch on every
+            # produce): only the first ``count`` slots of each column are ever read, each
+            # written first.
+            block = PyByteArray_FromStringAndSize(NULL, capacity * COLUMN_BYTES_PER_RECORD + 8)
         else:
             block = _column_block(capacity * COLUMN_BYTES_PER_RECORD + 8)
         PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
