@@ -536,6 +536,8 @@ def drop_mapped_pages(buffer):
 cdef int32_t _epoch_argument(value) except? -1:
     """``partition_leader_epoch`` checked: an int32 (InvalidArgumentTypeError /
     InvalidArgumentError otherwise, as the pure twin)."""
+    if type(value) is int and -2147483648 <= value <= 2147483647:
+        return <int32_t>value  # the usual argument, without the Python call
     return _check_int_argument("partition_leader_epoch", value, minimum=-2147483648,
                                maximum=2147483647)
 
