@@ -904,10 +904,12 @@ def test_the_mode_branch_check_sees_a_branch():
 
 
 #: The seam's primitives under its one append (PartitionSeam.append_now / append /
-#: wait_for_acks): only the seam and its two classes may call them, so every writer (Produce,
-#: the group and transaction coordinators' records, the markers) goes through the one append.
+#: try_complete_acks / wait_for_acks): only the seam and its two classes may call them, so
+#: every writer (Produce, the group and transaction coordinators' records, the markers) goes
+#: through the one append.
 _APPEND_PRIMITIVES = re.compile(
-    r"\.\s*(after_leader_append|check_acks_all_before_append|wait_acks_all)\s*\(")
+    r"\.\s*(after_leader_append|check_acks_all_before_append|wait_acks_all|acks_all_status)"
+    r"\s*\(")
 _SEAM_FILES = {"cluster/seam.py", "cluster/single.py", "cluster/replica_manager.py"}
 
 

@@ -17,9 +17,9 @@ import struct
 import uuid
 from pathlib import Path
 
-from kio.serial import entity_writer
+from kio.serial import entity_reader, entity_writer
 
-from seglog.schemas import load_request_schema
+from seglog.schemas import load_request_schema, load_response_schema
 from seglog.server.apis import data, data_produce
 from seglog.server.apis.data_metadata import build
 from seglog.server.apis.data_topics import to_uuid
@@ -198,3 +198,52 @@ def test_short_path_answers_and_writes_as_the_general_one(tmp_path, backend):
     for name, content in short_files.items():
         assert content == general_files[name], name
     assert sum(len(c) for c in short_files.values()) > 2000
+
+
+def _first_step(coroutine):
+    """The handler's first step, as the connection runs it (``Connection._dispatch``): its
+    answer when it finishes without suspending, else the string ``"waits"``."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    return "waits"
+
+
+def test_acks_all_on_a_lone_broker_is_answered_in_the_first_step(tmp_path, backend):
+    """Kafka's first ``DelayedProduce.tryComplete`` (``tryCompleteElseWatch``): an acks=-1
+    append whose high watermark already covers it (a lone broker's always does) is answered
+    without a wait, on the short path and the general one (two partitions); the records are
+    readable at once."""
+    broker = _Broker(tmp_path, backend.name)
+    broker.setup()
+    batch = bytes(backend.encode_batch([b"a", b"b"], None, None, None, base_offset=0))
+
+    async def main():
+        await broker.start()
+        answers = []
+        for topics in ([("t", [(0, batch)])], [("t", [(0, batch), (1, batch)])]):
+            body = memoryview(_body(9, topics))
+            answers.append(_first_step(data_produce.handle_produce_body(broker.ctx(9), body)))
+        return answers
+
+    answers = asyncio.run(asyncio.wait_for(main(), WAIT_S))
+    try:
+        assert "waits" not in answers
+        for raw in answers:
+            response = _decode_produce(9, raw)
+            partitions = response.responses[0].partition_responses
+            assert [int(p.error_code) for p in partitions] == [0] * len(partitions)
+        t = broker.store.topic("t")
+        assert (t.log(0).high_watermark, t.log(1).high_watermark) == (4, 2)
+    finally:
+        broker.store.close()
+
+
+def _decode_produce(version: int, raw):
+    """A hand-encoded Produce answer read back with kio's reader."""
+    body = b"".join(bytes(part) for part in raw.parts)
+    response, consumed = entity_reader(load_response_schema(0, version))(memoryview(body), 0)
+    assert consumed == len(body)
+    return response

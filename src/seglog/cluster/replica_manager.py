@@ -965,9 +965,7 @@ class ReplicaManager(PartitionSeam):
         NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it meanwhile (the records
         stay), NOT_LEADER_OR_FOLLOWER when this broker stops leading, REQUEST_TIMED_OUT after
         ``timeout_s``. The negative control ``ack_on_append`` answers NONE at once."""
-        if self.test_breaks.enabled("ack_on_append"):
-            return codes.NONE
-        code = self._acks_all_status(replica, required_offset)
+        code = self.acks_all_status(replica, required_offset)
         if code is not None:
             return code
         waiter = self.loop.create_future()
@@ -982,6 +980,13 @@ class ReplicaManager(PartitionSeam):
                 replica.waiters.remove(entry)
             except ValueError:
                 pass
+
+    def acks_all_status(self, replica: PartitionReplica, required_offset: int) -> int | None:
+        """NONE at once under the negative control ``ack_on_append``; else
+        :meth:`_acks_all_status`."""
+        if self.test_breaks.enabled("ack_on_append"):
+            return codes.NONE
+        return self._acks_all_status(replica, required_offset)
 
     def _acks_all_status(self, replica: PartitionReplica, required_offset: int) -> int | None:
         if not replica.is_leader or self._closing:

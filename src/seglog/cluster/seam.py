@@ -261,6 +261,13 @@ class PartitionSeam(abc.ABC):
         """A leader append happened: the high watermark may move."""
 
     @abc.abstractmethod
+    def acks_all_status(self, replica: Any, required_offset: int) -> int | None:
+        """Kafka's ``DelayedProduce.tryComplete`` for one partition: the outcome of an
+        acks=-1 append ending before ``required_offset`` when it is decided now (NONE: the
+        high watermark covers it with enough in-sync replicas; NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER), None while it must wait."""
+
+    @abc.abstractmethod
     async def wait_acks_all(self, replica: Any, required_offset: int, timeout_s: float) -> int:
         """Kafka's ``DelayedProduce`` for one partition: NONE once the high watermark
         reaches ``required_offset`` with enough in-sync replicas, else its error code
@@ -300,13 +307,28 @@ class PartitionSeam(abc.ABC):
         return AppendResult(codes.NONE, appended=True, last_offset=last_offset,
                             replica=replica)
 
+    def try_complete_acks(self, results: Sequence[AppendResult]) -> bool:
+        """The first ``tryComplete`` of Kafka's ``DelayedProduce`` (``tryCompleteElseWatch``),
+        before anything waits: each acks=-1 appended result whose outcome is decided now
+        (:meth:`acks_all_status`) gets it as its ``error_code``; True when none is left to
+        wait for (:meth:`wait_for_acks` would return at once), False at the first that must
+        wait. Synchronous: a request whose acks are met on append is answered without a
+        wait."""
+        for result in results:
+            if result.appended and result.error_code == codes.NONE:
+                code = self.acks_all_status(result.replica, result.last_offset + 1)
+                if code is None:
+                    return False
+                result.error_code = code
+        return True
+
     async def wait_for_acks(self, results: Sequence[AppendResult], *, acks: int,
                             timeout_s: float) -> None:
         """For acks=-1: wait (together, up to ``timeout_s``) until the high watermark covers
         every appended result's records and set each one's ``error_code`` to the wait's
         outcome (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
         REQUEST_TIMED_OUT: the records stay, as in Kafka). Nothing to do for acks 0 or 1."""
-        if acks != -1:
+        if acks != -1 or self.try_complete_acks(results):
             return
         waiting = [r for r in results if r.appended and r.error_code == codes.NONE]
         if not waiting:

@@ -246,6 +246,9 @@ class SingleBroker(PartitionSeam):
     def after_leader_append(self, replica: Any) -> None:
         return None  # the high watermark follows the log end offset by itself
 
+    def acks_all_status(self, replica: Any, required_offset: int) -> int | None:
+        return codes.NONE  # the ISR is this broker: written is replicated
+
     async def wait_acks_all(self, replica: Any, required_offset: int, timeout_s: float) -> int:
         return codes.NONE  # the ISR is this broker: written is replicated
 

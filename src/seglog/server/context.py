@@ -75,6 +75,8 @@ class AppendNotifier:
     def notify(self) -> None:
         """Wake every waiter (records were appended, a high watermark or an LSO moved)."""
         self._count += 1
+        if not self._waiters:
+            return  # the usual case on a produce: no long poll waits (no list to swap)
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():

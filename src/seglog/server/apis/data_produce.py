@@ -329,7 +329,10 @@ async def handle_produce_body(ctx: RequestContext, body: memoryview) -> RawRespo
     if short is not None:
         key, index, outcome, delayed, timeout_ms = short
         if delayed:
-            await _wait_for_acks(partition_seam(ctx.broker), delayed, timeout_ms / 1000.0)
+            cluster = partition_seam(ctx.broker)
+            if not _acks_completed_now(cluster, delayed):
+                await _wait_for_acks(cluster, delayed, timeout_ms / 1000.0)
+            _acks_failed(delayed)
         if outcome.error_message is None and not outcome.record_errors:
             part: bytes = ctx.broker.wire.encode_produce_single(
                 ctx.api_version, key.bytes if isinstance(key, uuid.UUID) else key, index,
@@ -467,8 +470,10 @@ async def handle_produce(ctx: RequestContext, request: Any) -> RawResponse | Non
     throttle_ms = 0 if not quotas.any_quota(ctx) else quotas.produce_throttle_ms(
         ctx, sum(len(p.records or b"") for t in request.topic_data for p in t.partition_data),
         0 if acks == 0 else time.perf_counter_ns() - started_ns)
-    if delayed and await _wait_for_acks(cluster, delayed, _timeout_s(request)):
-        failed = True
+    if delayed:
+        if not _acks_completed_now(cluster, delayed):
+            await _wait_for_acks(cluster, delayed, _timeout_s(request))
+        failed = _acks_failed(delayed) or failed
     if acks == 0:
         if failed:
             raise ProduceFailedWithoutAck(
@@ -547,15 +552,28 @@ def _append_to_leader(ctx: RequestContext, cluster: PartitionSeam, topic: Topic,
     return outcome
 
 
+def _acks_completed_now(cluster: PartitionSeam,
+                        delayed: list[tuple[AppendResult, _Outcome]]) -> bool:
+    """Kafka's first ``DelayedProduce.tryComplete``, before any wait: whether the acks=-1
+    appends of ``delayed`` are all decided now (:meth:`PartitionSeam.try_complete_acks`; in
+    a cluster of one they always are, in a bigger one when the ISR is the leader alone), so
+    that :func:`_wait_for_acks` need not run. :func:`_acks_failed` reads the outcomes."""
+    return cluster.try_complete_acks([r for r, _o in delayed])
+
+
 async def _wait_for_acks(cluster: PartitionSeam, delayed: list[tuple[AppendResult, _Outcome]],
-                         timeout_s: float) -> bool:
+                         timeout_s: float) -> None:
     """Kafka's DelayedProduce for the acks=-1 appends of ``delayed``: every appended
-    partition waits for its high watermark, bounded by the request's timeout ``timeout_s``
-    (in a cluster of one that is at once); a failed wait changes only its outcome's error
-    code (the append's base offset, append time and log start offset stay in the answer, as
-    Kafka's). Returns whether any wait failed."""
+    partition waits for its high watermark, bounded by the request's timeout ``timeout_s``;
+    :func:`_acks_failed` reads the outcomes."""
     await cluster.wait_for_acks([r for r, _o in delayed], acks=-1,
                                 timeout_s=max(timeout_s, 0.0))
+
+
+def _acks_failed(delayed: list[tuple[AppendResult, _Outcome]]) -> bool:
+    """Copy each decided acks=-1 wait's error code into its outcome (a failed wait changes
+    only that: the append's base offset, append time and log start offset stay in the
+    answer, as Kafka's); whether any failed."""
     failed = False
     for result, outcome in delayed:
         if result.error_code != codes.NONE:
