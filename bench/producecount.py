@@ -1,0 +1,163 @@
+"""The broker's Produce path in instructions per request, in-process (issue 27): a figure that
+does not move with the machine's load, for changes too small for ``producepath.py``'s CPU
+times (this VM's swing 1.5x between runs a minute apart).
+
+Each measured loop runs under ``valgrind --tool=callgrind`` with collection on only inside
+``functools.reduce`` (``--toggle-collect``): the loop is a ``reduce`` over a step function,
+so what is counted is the steps and nothing of the broker's start, its timers or the
+interpreter's exit. Two loop lengths are run and subtracted (the warm-up ``reduce`` of 200
+steps is counted in both), so the figure is instructions per step. User-space instructions
+only: the kernel's work (the page-cache copy of the pwritev, the socket) is not in it.
+
+Steps (``--modes``), one 16.5 KiB Produce v9 request each (acks=-1, one batch of 150 x 100 B
+records, as ``producepath.py`` and ``producewire.py``'s raw client):
+
+- ``log``: ``Log.append_raw`` of the batch;
+- ``handler``: the Produce handler's first step (``handle_produce_body``), answer encoded;
+- ``conn``: ``Connection.data_received`` of the whole frame and the flush the loop would run
+  next (the transport only counts the writes).
+
+With ``--also-src <checkout>/src`` the same steps run against another checkout too
+(before/after). Needs valgrind.
+
+    PYTHONPATH=src python bench/producecount.py [--also-src ../before/src] \
+        [--modes log,handler,conn] [--counts 300,1300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import concurrent.futures
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: Steps run (and counted) before the measured loop in every run.
+WARM_STEPS = 200
+
+
+async def _child(mode: str, steps: int) -> None:
+    """The measured loops of ``mode`` in this process (run under callgrind by the parent)."""
+    from producepath import _CountingTransport, produce_frame
+
+    from seglog.server import protocol
+    from seglog.server.apis import data_produce
+    from seglog.server.broker import Broker
+    from seglog.server.connection import Connection
+    from seglog.server.context import RequestContext
+
+    scratch = tempfile.mkdtemp(prefix="producecount-")
+    broker = Broker(scratch, "127.0.0.1:0",
+                    config={"log.segment.bytes": 1024 * 1024 * 1024})
+    try:
+        await broker.serve()
+        server = broker._server  # noqa: SLF001 - a bench looks inside
+        assert server is not None and server.state is not None
+        state = server.state
+        server.store.create_topic("t", 1)
+        frame = produce_frame("t")
+        header = protocol.parse_request_header(frame[4:], flexible=True)
+        body = memoryview(frame[4:])[header.body_offset:]
+        log = server.store.topic("t").log(0)
+        request = data_produce.read_produce_request(9, body)
+        _code, batch = data_produce.check_produce_records(
+            request.topic_data[0].partition_data[0].records, 9)
+        connection = Connection(server, 1)
+        transport = _CountingTransport()
+        connection.connection_made(transport)
+
+        def log_step(acc: int, _index: int) -> int:
+            log.append_raw(batch, now_ms=state.now_ms(), partition_leader_epoch=0)
+            return acc
+
+        def handler_step(acc: int, _index: int) -> int:
+            ctx = RequestContext(0, 9, 1, "raw", 1, "127.0.0.1", 5555, state)
+            coroutine = data_produce.handle_produce_body(ctx, body)
+            try:
+                coroutine.send(None)
+            except StopIteration:
+                return acc
+            raise RuntimeError("the handler waited")
+
+        def conn_step(acc: int, _index: int) -> int:
+            connection.data_received(frame)
+            # What the loop's next turn would run (the flush _finish scheduled).
+            connection._flush()  # noqa: SLF001
+            connection._flush_scheduled = False  # noqa: SLF001
+            return acc
+
+        step = {"log": log_step, "handler": handler_step, "conn": conn_step}[mode]
+        functools.reduce(step, range(WARM_STEPS), 0)
+        functools.reduce(step, range(steps), 0)
+        if mode == "conn" and transport.writes != WARM_STEPS + steps:
+            raise RuntimeError(f"{transport.writes} responses written")
+    finally:
+        await broker.aclose()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _count(src: str, mode: str, steps: int) -> int:
+    """Instructions counted by callgrind in one child run."""
+    with tempfile.TemporaryDirectory(prefix="producecount-cg-") as scratch:
+        out = Path(scratch) / "callgrind.out"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [src, str(Path(__file__).resolve().parent)]))
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+             "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
+             sys.executable, __file__, "--child", mode, "--steps", str(steps)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800,
+            check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"{src} {mode} {steps}: exit {done.returncode}\n"
+                             f"{done.stderr[-2000:]}")
+        match = re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE)
+        if match is None:
+            raise SystemExit(f"{src} {mode} {steps}: no summary in callgrind's output")
+        return int(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--modes", default="log,handler,conn")
+    parser.add_argument("--counts", default="300,1300",
+                        help="the two measured loop lengths (steps) subtracted")
+    parser.add_argument("--also-src", default="",
+                        help="another checkout's src directory, measured the same way")
+    args = parser.parse_args()
+    if args.child:
+        asyncio.run(_child(args.child, args.steps))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed")
+    short, long_ = (int(n) for n in args.counts.split(","))
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    sources = {"this": here}
+    if args.also_src:
+        sources["other"] = str(Path(args.also_src).resolve())
+    modes = args.modes.split(",")
+    jobs = {(name, mode, steps): (src, mode, steps) for name, src in sources.items()
+            for mode in modes for steps in (short, long_)}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {key: pool.submit(_count, *job) for key, job in jobs.items()}
+        counts = {key: future.result() for key, future in futures.items()}
+    print(f"# instructions per request, ({long_} - {short}) steps subtracted")
+    for mode in modes:
+        per = {name: (counts[(name, mode, long_)] - counts[(name, mode, short)])
+               / (long_ - short) for name in sources}
+        line = f"{mode}: this {per['this']:,.0f}"
+        if "other" in per:
+            line += f", other {per['other']:,.0f}, this / other {per['this'] / per['other']:.3f}"
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
