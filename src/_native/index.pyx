@@ -865,6 +865,23 @@ cdef int64_t offset_lookup(object index, int64_t target_offset,
     return self.lookup_position(target_offset, found_offset)
 
 
+cdef int offset_append(object index, int64_t offset, int64_t position) except -1:
+    """``OffsetIndex.append`` for seglog._native.segment (cimported through index.pxd), with
+    the same checks and errors (``append_entry`` makes them all) and without the Python call
+    and its int conversions: the segment adds an entry per ``index.interval.bytes`` written,
+    about one per produced batch."""
+    return (<OffsetIndex?>index).append_entry(offset, position)
+
+
+cdef int time_maybe_append(object index, int64_t timestamp_ms, int64_t offset) except -1:
+    """``TimeIndex.maybe_append`` for seglog._native.segment (cimported through index.pxd), as
+    :func:`offset_append`: the same checks and errors (a timestamp below -1 is ValueError
+    here, the rest ``maybe_append_entry``'s)."""
+    if timestamp_ms < -1:
+        raise ValueError(f"timestamp_ms must be in [-1, 2**63), got {timestamp_ms}")
+    return (<TimeIndex?>index).maybe_append_entry(timestamp_ms, offset, False)
+
+
 cdef int64_t offset_lookup_ahead(object index, int64_t target_offset, int64_t *found_offset,
                                  int64_t *ahead) except? -2:
     """``offset_lookup``, and the two entries after the one found, as a hint for prefetching

@@ -58,6 +58,7 @@ from _records cimport _record_checkpoints, _skip_records
 from seglog._native._crc32c cimport seglog_crc32c, seglog_crc32c_init
 from seglog._native.codec cimport batch_record_at, batch_record_known
 from seglog._native.index cimport offset_lookup, offset_lookup_ahead
+from seglog._native.index cimport offset_append, time_maybe_append
 
 import operator
 import os
@@ -1347,8 +1348,8 @@ cdef class Segment:
             if start + info.position == 0:
                 self._first_batch_ts = info.max_timestamp_ms
             if self._since_index > self.index_interval_bytes:
-                self.offset_index.append(info.last, start + info.position)
-                self.time_index.maybe_append(self._max_ts, self._max_ts_offset)
+                offset_append(self.offset_index, info.last, start + info.position)
+                time_maybe_append(self.time_index, self._max_ts, self._max_ts_offset)
                 self._since_index = 0
             self._since_index += info.size
         self._next_offset = self._batches[count - 1].last + 1

@@ -71,11 +71,12 @@ def test_segment_cimports_the_codec_and_index_functions():
     text = (NATIVE_SOURCES / "segment.pyx").read_text()
     assert "from seglog._native.codec cimport batch_record_at" in text
     assert "from seglog._native.index cimport offset_lookup" in text
+    assert "from seglog._native.index cimport offset_append, time_maybe_append" in text
 
 
 @pytest.mark.parametrize("name, exported", [
     ("codec", {"batch_record_at", "batch_record_known"}),
-    ("index", {"offset_lookup", "offset_lookup_ahead"}),
+    ("index", {"offset_lookup", "offset_lookup_ahead", "offset_append", "time_maybe_append"}),
 ])
 def test_cdef_functions_are_exported_through_cythons_own_table(name, exported):
     module = pytest.importorskip(f"seglog._native.{name}", reason="native backend not built")
