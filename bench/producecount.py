@@ -44,23 +44,15 @@ WARM_STEPS = 200
 
 async def _child(mode: str, steps: int) -> None:
     """The measured loops of ``mode`` in this process (run under callgrind by the parent)."""
-    from producepath import _CountingTransport, produce_frame
+    from producepath import _CountingTransport, produce_frame, serving_broker
 
     from seglog.server import protocol
     from seglog.server.apis import data_produce
-    from seglog.server.broker import Broker
     from seglog.server.connection import Connection
     from seglog.server.context import RequestContext
 
-    scratch = tempfile.mkdtemp(prefix="producecount-")
-    broker = Broker(scratch, "127.0.0.1:0",
-                    config={"log.segment.bytes": 1024 * 1024 * 1024})
-    try:
-        await broker.serve()
-        server = broker._server  # noqa: SLF001 - a bench looks inside
-        assert server is not None and server.state is not None
+    async with serving_broker("producecount-", 1024 * 1024 * 1024) as server:
         state = server.state
-        server.store.create_topic("t", 1)
         frame = produce_frame("t")
         header = protocol.parse_request_header(frame[4:], flexible=True)
         body = memoryview(frame[4:])[header.body_offset:]
@@ -97,9 +89,6 @@ async def _child(mode: str, steps: int) -> None:
         functools.reduce(step, range(steps), 0)
         if mode == "conn" and transport.writes != WARM_STEPS + steps:
             raise RuntimeError(f"{transport.writes} responses written")
-    finally:
-        await broker.aclose()
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _count(src: str, mode: str, steps: int) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import io
 import resource
@@ -87,6 +88,25 @@ def produce_frame(topic: str, *, version: int = 9, acks: int = -1, records: int 
     return struct.pack(">i", len(header) + len(body)) + header + body
 
 
+@contextlib.asynccontextmanager
+async def serving_broker(prefix: str, segment_bytes: int):
+    """A ``Broker`` serving on loopback over a scratch directory, with topic ``t`` of one
+    partition; yields its server (which a bench looks inside)."""
+    from seglog.server.broker import Broker
+
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    broker = Broker(scratch, "127.0.0.1:0", config={"log.segment.bytes": segment_bytes})
+    try:
+        await broker.serve()
+        server = broker._server  # noqa: SLF001 - a bench looks inside
+        assert server is not None and server.state is not None
+        server.store.create_topic("t", 1)
+        yield server
+    finally:
+        await broker.aclose()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _user_s() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
@@ -97,19 +117,11 @@ def _summary(values: list[float]) -> str:
 
 async def _main(args: argparse.Namespace) -> None:
     from seglog.server.apis import data_produce
-    from seglog.server.broker import Broker
     from seglog.server.connection import Connection
     from seglog.server.context import RequestContext
     from seglog.server import protocol
 
-    scratch = tempfile.mkdtemp(prefix="producepath-")
-    broker = Broker(scratch, "127.0.0.1:0",
-                    config={"log.segment.bytes": 256 * 1024 * 1024})
-    try:
-        await broker.serve()
-        server = broker._server  # noqa: SLF001 - a bench looks inside
-        assert server is not None and server.state is not None
-        server.store.create_topic("t", 1)
+    async with serving_broker("producepath-", 256 * 1024 * 1024) as server:
         frame = produce_frame("t")
         pipelined = frame * 5
         connection = Connection(server, 1)
@@ -152,9 +164,6 @@ async def _main(args: argparse.Namespace) -> None:
                 log.append_raw(batch)
             appends.append((_user_s() - start) / calls * 1e6)
         print(f"Log.append_raw alone, user us per batch: {_summary(appends[1:])}")
-    finally:
-        await broker.aclose()
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def main() -> None:
