@@ -15,13 +15,17 @@ records, as ``producepath.py`` and ``producewire.py``'s raw client):
 - ``log``: ``Log.append_raw`` of the batch;
 - ``handler``: the Produce handler's first step (``handle_produce_body``), answer encoded;
 - ``conn``: ``Connection.data_received`` of the whole frame and the flush the loop would run
-  next (the transport only counts the writes).
+  next (the transport only counts the writes);
+- ``wire``: the broker's whole process over loopback, the event loop and its socket
+  transports included: a client in the parent sends one request at a time (the next after
+  the answer) and the child counts everything its loop runs meanwhile (``run_until_complete``
+  inside the ``reduce``; its 50 ms polls of the log's end included, a fraction of a percent).
 
 With ``--also-src <checkout>/src`` the same steps run against another checkout too
 (before/after). Needs valgrind.
 
     PYTHONPATH=src python bench/producecount.py [--also-src ../before/src] \
-        [--modes log,handler,conn] [--counts 300,1300]
+        [--modes log,handler,conn,wire] [--counts 300,1300]
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import functools
 import os
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -40,6 +46,75 @@ from pathlib import Path
 
 #: Steps run (and counted) before the measured loop in every run.
 WARM_STEPS = 200
+#: Records in each request's batch (``producepath.produce_frame``'s default).
+RECORDS_PER_REQUEST = 150
+
+
+async def _until_end_offset(log: object, end_offset: int) -> None:
+    """Return once ``log`` holds ``end_offset`` records (polled: a wait the loop pays little
+    for)."""
+    while log.end_offset < end_offset:  # type: ignore[attr-defined]
+        await asyncio.sleep(0.05)
+
+
+def _wire_child(steps: int) -> None:
+    """The ``wire`` mode's broker (run under callgrind by the parent, whose client sends
+    ``WARM_STEPS`` requests, waits for ``go`` on this process's stdout, then ``steps``)."""
+    from producepath import serving_broker
+
+    loop = asyncio.new_event_loop()
+    serving = serving_broker("producecount-", 1024 * 1024 * 1024)
+    server = loop.run_until_complete(serving.__aenter__())
+    try:
+        log = server.store.topic("t").log(0)
+        print(server.state.port, flush=True)
+        loop.run_until_complete(_until_end_offset(log, WARM_STEPS * RECORDS_PER_REQUEST))
+        print("go", flush=True)
+        end_offset = (WARM_STEPS + steps) * RECORDS_PER_REQUEST
+        functools.reduce(
+            lambda acc, _index: loop.run_until_complete(_until_end_offset(log, end_offset))
+            or acc, range(1), 0)
+    finally:
+        loop.run_until_complete(serving.__aexit__(None, None, None))
+        loop.close()
+
+
+def _wire_client(child: subprocess.Popen, steps: int) -> None:
+    """The ``wire`` mode's client: one request at a time over loopback to the child's broker,
+    each answer checked."""
+    from producepath import produce_frame
+
+    assert child.stdout is not None
+    port = int(child.stdout.readline())
+    frame = produce_frame("t")
+    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        pending = bytearray()
+
+        def one() -> None:
+            sock.sendall(frame)
+            while True:
+                if len(pending) >= 4:
+                    (size,) = struct.unpack_from(">i", pending)
+                    if len(pending) >= 4 + size:
+                        # v9: correlation id, tags, one topic "t", one partition, its error.
+                        (error,) = struct.unpack_from(">h", pending, 4 + 4 + 1 + 1 + 2 + 1 + 4)
+                        if error:
+                            raise SystemExit(f"produce failed: error {error}")
+                        del pending[:4 + size]
+                        return
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    raise SystemExit("the broker closed the connection")
+                pending.extend(chunk)
+
+        for _ in range(WARM_STEPS):
+            one()
+        if child.stdout.readline().strip() != "go":
+            raise SystemExit("the broker did not start its count")
+        for _ in range(steps):
+            one()
+        child.wait(timeout=1800)
 
 
 async def _child(mode: str, steps: int) -> None:
@@ -97,15 +172,27 @@ def _count(src: str, mode: str, steps: int) -> int:
         out = Path(scratch) / "callgrind.out"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [src, str(Path(__file__).resolve().parent)]))
-        done = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-             "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
-             sys.executable, __file__, "--child", mode, "--steps", str(steps)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=1800,
-            check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"{src} {mode} {steps}: exit {done.returncode}\n"
-                             f"{done.stderr[-2000:]}")
+        command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                   "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
+                   sys.executable, __file__, "--child", mode, "--steps", str(steps)]
+        errors = Path(scratch) / "stderr"
+        with errors.open("w") as stderr:
+            if mode == "wire":
+                with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=stderr,
+                                      text=True) as child:
+                    try:
+                        _wire_client(child, steps)
+                    finally:
+                        if child.poll() is None:
+                            child.kill()
+                returncode = child.returncode
+            else:
+                returncode = subprocess.run(
+                    command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, timeout=1800,
+                    check=False).returncode
+        if returncode != 0:
+            raise SystemExit(f"{src} {mode} {steps}: exit {returncode}\n"
+                             f"{errors.read_text()[-2000:]}")
         match = re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE)
         if match is None:
             raise SystemExit(f"{src} {mode} {steps}: no summary in callgrind's output")
@@ -116,12 +203,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--modes", default="log,handler,conn")
+    parser.add_argument("--modes", default="log,handler,conn,wire")
     parser.add_argument("--counts", default="300,1300",
                         help="the two measured loop lengths (steps) subtracted")
     parser.add_argument("--also-src", default="",
                         help="another checkout's src directory, measured the same way")
     args = parser.parse_args()
+    if args.child == "wire":
+        _wire_child(args.steps)
+        return
     if args.child:
         asyncio.run(_child(args.child, args.steps))
         return

@@ -389,7 +389,7 @@ class Connection(asyncio.Protocol):
                     self._buffer += view[position:]
         finally:
             self._processing = False
-        self._update_reading()
+        self._flush_or_update_reading()
 
     def eof_received(self) -> bool:
         # The client closed its side. Kafka closes the connection then (it has no half-open
@@ -423,7 +423,16 @@ class Connection(asyncio.Protocol):
             self._process_frames()
         finally:
             self._processing = False
-        self._update_reading()
+        self._flush_or_update_reading()
+
+    def _flush_or_update_reading(self) -> None:
+        """After the frames read so far were dispatched: the answers they finished at once go
+        out now, in one write (a ``call_soon`` would cost each read a second turn of the loop,
+        an ``epoll_wait`` with it); then reading goes on or pauses as the state says."""
+        if self._out and not self._flush_scheduled:
+            self._flush()  # ends by updating reading (or going on with held frames)
+        else:
+            self._update_reading()
 
     def _process_frames(self) -> None:
         buffer = self._buffer
@@ -637,7 +646,10 @@ class Connection(asyncio.Protocol):
             self.server.in_flight -= 1
             if head.parts:
                 self._out.extend(head.parts)
-        if self._out and not self._flush_scheduled:
+        if self._out and not self._flush_scheduled and not self._processing:
+            # A handler that finished later (a task): written from the next turn, with the
+            # other answers finished in this one. While frames are being dispatched, the
+            # dispatch writes what they finished when it ends (_flush_or_update_reading).
             self._flush_scheduled = True
             self.server.loop.call_soon(self._flush)
         self.last_active_s = time.monotonic()
