@@ -10,7 +10,8 @@ steps is counted in both), so the figure is instructions per step. User-space in
 only: the kernel's work (the page-cache copy of the pwritev, the socket) is not in it.
 
 Steps (``--modes``), one 16.5 KiB Produce v9 request each (acks=-1, one batch of 150 x 100 B
-records, as ``producepath.py`` and ``producewire.py``'s raw client):
+records, as ``producepath.py`` and ``producewire.py``'s raw client; ``--batch-records 3400``
+for the size librdkafka's defaults send):
 
 - ``log``: ``Log.append_raw`` of the batch;
 - ``handler``: the Produce handler's first step (``handle_produce_body``), answer encoded;
@@ -25,7 +26,7 @@ With ``--also-src <checkout>/src`` the same steps run against another checkout t
 (before/after). Needs valgrind.
 
     PYTHONPATH=src python bench/producecount.py [--also-src ../before/src] \
-        [--modes log,handler,conn,wire] [--counts 300,1300]
+        [--modes log,handler,conn,wire] [--counts 300,1300] [--batch-records 150]
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ from pathlib import Path
 
 #: Steps run (and counted) before the measured loop in every run.
 WARM_STEPS = 200
-#: Records in each request's batch (``producepath.produce_frame``'s default).
-RECORDS_PER_REQUEST = 150
+#: Records of 100 B in each request's batch (``--batch-records``; ``producepath``'s default
+#: 150 make a 16.5 KiB request; librdkafka's defaults send about 3,400, over 256 KiB: read in
+#: two or more pieces).
+RECORDS_PER_REQUEST = int(os.environ.get("PRODUCECOUNT_BATCH_RECORDS", "150"))
 
 
 async def _until_end_offset(log: object, end_offset: int) -> None:
@@ -86,7 +89,7 @@ def _wire_client(child: subprocess.Popen, steps: int) -> None:
 
     assert child.stdout is not None
     port = int(child.stdout.readline())
-    frame = produce_frame("t")
+    frame = produce_frame("t", records=RECORDS_PER_REQUEST)
     with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         pending = bytearray()
@@ -128,7 +131,7 @@ async def _child(mode: str, steps: int) -> None:
 
     async with serving_broker("producecount-", 1024 * 1024 * 1024) as server:
         state = server.state
-        frame = produce_frame("t")
+        frame = produce_frame("t", records=RECORDS_PER_REQUEST)
         header = protocol.parse_request_header(frame[4:], flexible=True)
         body = memoryview(frame[4:])[header.body_offset:]
         log = server.store.topic("t").log(0)
@@ -200,12 +203,15 @@ def _count(src: str, mode: str, steps: int) -> int:
 
 
 def main() -> None:
+    global RECORDS_PER_REQUEST  # noqa: PLW0603 - the parent's client builds the same frame
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--modes", default="log,handler,conn,wire")
     parser.add_argument("--counts", default="300,1300",
                         help="the two measured loop lengths (steps) subtracted")
+    parser.add_argument("--batch-records", type=int, default=RECORDS_PER_REQUEST,
+                        help="records of 100 B in each request (default 150: 16.5 KiB)")
     parser.add_argument("--also-src", default="",
                         help="another checkout's src directory, measured the same way")
     args = parser.parse_args()
@@ -215,6 +221,9 @@ def main() -> None:
     if args.child:
         asyncio.run(_child(args.child, args.steps))
         return
+    # The children read it from their environment (they inherit the parent's).
+    os.environ["PRODUCECOUNT_BATCH_RECORDS"] = str(args.batch_records)
+    RECORDS_PER_REQUEST = args.batch_records
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed")
     short, long_ = (int(n) for n in args.counts.split(","))

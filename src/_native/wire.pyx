@@ -13,9 +13,12 @@ disagree. The pure twin is :mod:`seglog.pure.wire`: same names, same answers.
 * :func:`read_produce_single`: a Produce request body (v3-v13) of one topic with one partition.
 * :func:`encode_produce_single`: the body of the Produce response to such a request when the
   partition's answer has no record errors nor message (a success, or an error without text).
+* :func:`frame_buffer`: a bytearray, not zeroed, for a large request the connection fills as
+  it arrives (one copy of its bytes, none of zeroes).
 """
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
@@ -311,3 +314,12 @@ def encode_produce_single(int version, topic, int partition, int error_code,
         n += 1
     assert n == len(out), (n, len(out))  # the size computed up front, written exactly
     return out
+
+
+def frame_buffer(Py_ssize_t size_bytes):
+    """A bytearray of ``size_bytes`` for a request the connection fills as it arrives, not
+    zeroed (its contents undefined until written; the pure twin's is zeroed). ValueError for
+    a negative size."""
+    if size_bytes < 0:
+        raise ValueError(f"negative frame size {size_bytes}")
+    return PyByteArray_FromStringAndSize(NULL, size_bytes)

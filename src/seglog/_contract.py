@@ -996,6 +996,12 @@ class WireModule(Protocol):
         that answer. ValueError for a version outside 3..13 or an id not of 16 bytes,
         TypeError for a name that is not a str."""
 
+    def frame_buffer(self, size_bytes: int) -> bytearray:
+        """A bytearray of ``size_bytes`` for a request the connection fills as it arrives
+        (its size read from the frame's prefix): its contents undefined until written (the
+        native one is not zeroed: every byte is written before it is read). ValueError for
+        a negative size."""
+
 
 # The Backend's attributes are named after the classes; these aliases keep the annotations
 # below from resolving to the attributes themselves.

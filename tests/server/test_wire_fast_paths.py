@@ -213,3 +213,22 @@ def test_response_refusals(backend):
         backend.wire.encode_produce_single(13, b"short", 0, 0, 0, -1, 0)
     with pytest.raises(TypeError):
         backend.wire.encode_produce_single(9, b"t", 0, 0, 0, -1, 0)
+
+
+@pytest.mark.parametrize("size_bytes", [0, 1, 65_536, 3 * 1024 * 1024 + 7])
+def test_frame_buffer_is_a_bytearray_of_the_size_asked_that_takes_what_is_written(
+        backend, size_bytes):
+    frame = backend.wire.frame_buffer(size_bytes)
+    assert type(frame) is bytearray
+    assert len(frame) == size_bytes
+    data = bytes(range(256)) * (size_bytes // 256) + bytes(size_bytes % 256)
+    frame[:] = data  # the connection writes every byte before it reads one
+    assert frame == data
+    assert len(frame) == size_bytes
+
+
+def test_frame_buffer_refuses_a_negative_size(backend):
+    with pytest.raises(ValueError):
+        backend.wire.frame_buffer(-1)
+    with pytest.raises((OverflowError, TypeError)):
+        backend.wire.frame_buffer(2 ** 70)

@@ -16,7 +16,8 @@ from typing import Any
 
 from .varint import write_uvarint
 
-__all__ = ["encode_produce_single", "read_produce_single", "read_request_header"]
+__all__ = ["encode_produce_single", "frame_buffer", "read_produce_single",
+           "read_request_header"]
 
 _HEAD = struct.Struct(">hhih")  # api key, version, correlation id, client id length
 _INT16 = struct.Struct(">h")
@@ -199,3 +200,12 @@ def encode_produce_single(version: int, topic: Any, partition: int, error_code: 
     if flexible:
         out += b"\x00"  # the response's tagged fields
     return bytes(out)
+
+
+def frame_buffer(size_bytes: int) -> bytearray:
+    """A bytearray of ``size_bytes`` for a request the connection fills as it arrives (zeroed
+    here; the native one is not, its contents undefined until written). ValueError for a
+    negative size."""
+    if size_bytes < 0:
+        raise ValueError(f"negative frame size {size_bytes}")
+    return bytearray(size_bytes)

@@ -1,0 +1,125 @@
+"""Large requests that arrive over several reads (the connection's ``_start_frame`` /
+``_fill_frame``: a request of 64 KiB or more is received into a buffer of its own size once a
+quarter of it has arrived, and handed to its handler without a copy), on both storage
+backends: whatever the split, the broker answers each request in order and stores every
+record of every Produce exactly once, as when the request arrives in one piece.
+
+The writes are paced (a short sleep after each) so that the broker reads them one at a time;
+the answers and the log's records are the judge, whatever the kernel merged."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+
+from core_helpers import connect, read_frame, request_frame
+from produce_helpers import produce_body
+from seglog._native import codec
+
+PRODUCE = 0
+API_VERSIONS = 18
+PACE_S = 0.02  # after each write: the broker reads it before the next arrives
+
+
+def _produce_frame(correlation_id: int, values: list[bytes]) -> bytes:
+    batch = codec.encode_batch(values, timestamps_ms=int(time.time() * 1000))
+    body = produce_body(9, [("t", [(0, batch)])], acks=-1)
+    return request_frame(PRODUCE, 9, correlation_id, body, flexible=True)
+
+
+def _values(request: int, count: int, size_bytes: int) -> list[bytes]:
+    return [f"{request:04d}-{index:06d}-".encode().ljust(size_bytes, b"v")
+            for index in range(count)]
+
+
+def _answer(frame: bytes) -> tuple[int, int, int]:
+    """(correlation id, error code, base offset) of a Produce v9 answer for topic "t"."""
+    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    # header tags, topics (1), name "t", partitions (1), index, error code, base offset
+    position = 4 + 1 + 1 + 2 + 1 + 4
+    error_code, base_offset = struct.unpack_from(">hq", frame, position)
+    return correlation_id, error_code, base_offset
+
+
+def _send_in_pieces(sock, data: bytes, cuts: list[int]) -> None:
+    start = 0
+    for cut in [*cuts, len(data)]:
+        if cut > start:
+            sock.sendall(data[start:cut])
+            time.sleep(PACE_S)
+        start = cut
+
+
+def _stored_values(broker) -> list[bytes]:
+    log = broker.store.topic("t").log(0)
+    return [record.value for record in log.records()]
+
+
+@pytest.mark.parametrize("split", [
+    pytest.param("quarter-first", id="a-quarter-or-more-in-the-first-read"),
+    pytest.param("small-first", id="small-reads-until-a-quarter"),
+    pytest.param("size-prefix-cut", id="cut-inside-the-size-prefix"),
+])
+def test_a_large_produce_over_several_reads_is_stored_once(any_backend_broker, split):
+    broker = any_backend_broker
+    broker.store.create_topic("t", 1)
+    values = _values(1, 3000, 100)  # ~330 KB: well over the 64 KiB of the frame path
+    frame = _produce_frame(5, values)
+    cuts = {"quarter-first": [len(frame) // 3, len(frame) // 3 * 2],
+            "small-first": list(range(10_000, len(frame), 10_000)),
+            "size-prefix-cut": [2, 3, len(frame) // 2]}[split]
+    with connect(broker) as sock:
+        _send_in_pieces(sock, frame, cuts)
+        answer = read_frame(sock)
+    assert answer is not None
+    assert _answer(answer) == (5, 0, 0)
+    assert _stored_values(broker) == values
+
+
+def test_pipelined_large_and_small_requests_split_anywhere_are_answered_in_order(
+        any_backend_broker):
+    broker = any_backend_broker
+    broker.store.create_topic("t", 1)
+    sizes = [2500, 1, 900, 3000, 40]  # records of 100 B: large and small Produce requests
+    batches = [_values(request, count, 100) for request, count in enumerate(sizes)]
+    frames = []
+    for request, values in enumerate(batches):
+        frames.append(_produce_frame(100 + request, values))
+        frames.append(request_frame(API_VERSIONS, 0, 200 + request))
+    stream = b"".join(frames)
+    # Cuts that land inside frames, between them, and with the end of one large request in
+    # the same read as the next requests.
+    cuts = sorted({4, 70_000, 250_100, 251_000, 300_007, len(stream) - 200_000,
+                   len(stream) - 90_001, len(stream) - 10})
+    with connect(broker) as sock:
+        _send_in_pieces(sock, stream, [cut for cut in cuts if 0 < cut < len(stream)])
+        offset = 0
+        for request, values in enumerate(batches):
+            produced = read_frame(sock)
+            assert produced is not None
+            assert _answer(produced) == (100 + request, 0, offset)
+            offset += len(values)
+            versions = read_frame(sock)
+            assert versions is not None
+            assert struct.unpack_from(">ih", versions, 0) == (200 + request, 0)
+    assert _stored_values(broker) == [value for values in batches for value in values]
+
+
+def test_a_client_that_stops_inside_a_large_request_leaves_the_broker_serving(
+        any_backend_broker):
+    """The part of a large request already received is dropped with its connection; nothing
+    of it is stored, and other clients are served."""
+    broker = any_backend_broker
+    broker.store.create_topic("t", 1)
+    frame = _produce_frame(7, _values(1, 3000, 100))
+    with connect(broker) as sock:
+        _send_in_pieces(sock, frame[:len(frame) // 2], [len(frame) // 4])
+    with connect(broker) as sock:
+        small = _produce_frame(8, _values(2, 10, 100))
+        sock.sendall(small)
+        answer = read_frame(sock)
+    assert answer is not None
+    assert _answer(answer) == (8, 0, 0)
+    assert _stored_values(broker) == _values(2, 10, 100)
