@@ -21,6 +21,9 @@ for the size librdkafka's defaults send):
   transports included: a client in the parent sends one request at a time (the next after
   the answer) and the child counts everything its loop runs meanwhile (``run_until_complete``
   inside the ``reduce``; its 50 ms polls of the log's end included, a fraction of a percent).
+  The broker's one-off background work after its start (the schemas it imports a turn at a
+  time) can fall inside short loops: with ``--counts 20,60`` one run gave 27 M instructions
+  per request; use at least ``100,500`` (265-268k, 1.5% apart between runs).
 
 With ``--also-src <checkout>/src`` the same steps run against another checkout too
 (before/after). Needs valgrind.
@@ -47,10 +50,9 @@ from pathlib import Path
 
 #: Steps run (and counted) before the measured loop in every run.
 WARM_STEPS = 200
-#: Records of 100 B in each request's batch (``--batch-records``; ``producepath``'s default
-#: 150 make a 16.5 KiB request; librdkafka's defaults send about 3,400, over 256 KiB: read in
-#: two or more pieces).
-RECORDS_PER_REQUEST = int(os.environ.get("PRODUCECOUNT_BATCH_RECORDS", "150"))
+#: Records of 100 B in each request's batch by default (``--batch-records``): a 16.5 KiB
+#: request; librdkafka's defaults send about 3,400, over 256 KiB, read in two or more pieces.
+RECORDS_PER_REQUEST = 150
 
 
 async def _until_end_offset(log: object, end_offset: int) -> None:
@@ -60,7 +62,7 @@ async def _until_end_offset(log: object, end_offset: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def _wire_child(steps: int) -> None:
+def _wire_child(steps: int, records: int) -> None:
     """The ``wire`` mode's broker (run under callgrind by the parent, whose client sends
     ``WARM_STEPS`` requests, waits for ``go`` on this process's stdout, then ``steps``)."""
     from producepath import serving_broker
@@ -71,9 +73,9 @@ def _wire_child(steps: int) -> None:
     try:
         log = server.store.topic("t").log(0)
         print(server.state.port, flush=True)
-        loop.run_until_complete(_until_end_offset(log, WARM_STEPS * RECORDS_PER_REQUEST))
+        loop.run_until_complete(_until_end_offset(log, WARM_STEPS * records))
         print("go", flush=True)
-        end_offset = (WARM_STEPS + steps) * RECORDS_PER_REQUEST
+        end_offset = (WARM_STEPS + steps) * records
         functools.reduce(
             lambda acc, _index: loop.run_until_complete(_until_end_offset(log, end_offset))
             or acc, range(1), 0)
@@ -82,34 +84,25 @@ def _wire_child(steps: int) -> None:
         loop.close()
 
 
-def _wire_client(child: subprocess.Popen, steps: int) -> None:
+def _wire_client(child: subprocess.Popen, steps: int, records: int) -> None:
     """The ``wire`` mode's client: one request at a time over loopback to the child's broker,
     each answer checked."""
-    from producepath import produce_frame
+    from producepath import produce_frame, read_response
 
     assert child.stdout is not None
     port = int(child.stdout.readline())
-    frame = produce_frame("t", records=RECORDS_PER_REQUEST)
+    frame = produce_frame("t", records=records)
     with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         pending = bytearray()
 
         def one() -> None:
             sock.sendall(frame)
-            while True:
-                if len(pending) >= 4:
-                    (size,) = struct.unpack_from(">i", pending)
-                    if len(pending) >= 4 + size:
-                        # v9: correlation id, tags, one topic "t", one partition, its error.
-                        (error,) = struct.unpack_from(">h", pending, 4 + 4 + 1 + 1 + 2 + 1 + 4)
-                        if error:
-                            raise SystemExit(f"produce failed: error {error}")
-                        del pending[:4 + size]
-                        return
-                chunk = sock.recv(1 << 16)
-                if not chunk:
-                    raise SystemExit("the broker closed the connection")
-                pending.extend(chunk)
+            response = read_response(sock, pending)
+            # v9: correlation id, tags, one topic "t", one partition, its error.
+            (error,) = struct.unpack_from(">h", response, 4 + 1 + 1 + 2 + 1 + 4)
+            if error:
+                raise SystemExit(f"produce failed: error {error}")
 
         for _ in range(WARM_STEPS):
             one()
@@ -120,7 +113,7 @@ def _wire_client(child: subprocess.Popen, steps: int) -> None:
         child.wait(timeout=1800)
 
 
-async def _child(mode: str, steps: int) -> None:
+async def _child(mode: str, steps: int, records: int) -> None:
     """The measured loops of ``mode`` in this process (run under callgrind by the parent)."""
     from producepath import _CountingTransport, produce_frame, serving_broker
 
@@ -131,7 +124,7 @@ async def _child(mode: str, steps: int) -> None:
 
     async with serving_broker("producecount-", 1024 * 1024 * 1024) as server:
         state = server.state
-        frame = produce_frame("t", records=RECORDS_PER_REQUEST)
+        frame = produce_frame("t", records=records)
         header = protocol.parse_request_header(frame[4:], flexible=True)
         body = memoryview(frame[4:])[header.body_offset:]
         log = server.store.topic("t").log(0)
@@ -169,7 +162,7 @@ async def _child(mode: str, steps: int) -> None:
             raise RuntimeError(f"{transport.writes} responses written")
 
 
-def _count(src: str, mode: str, steps: int) -> int:
+def _count(src: str, mode: str, steps: int, records: int) -> int:
     """Instructions counted by callgrind in one child run."""
     with tempfile.TemporaryDirectory(prefix="producecount-cg-") as scratch:
         out = Path(scratch) / "callgrind.out"
@@ -177,14 +170,15 @@ def _count(src: str, mode: str, steps: int) -> int:
             [src, str(Path(__file__).resolve().parent)]))
         command = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
                    "--toggle-collect=functools_reduce", f"--callgrind-out-file={out}",
-                   sys.executable, __file__, "--child", mode, "--steps", str(steps)]
+                   sys.executable, __file__, "--child", mode, "--steps", str(steps),
+                   "--batch-records", str(records)]
         errors = Path(scratch) / "stderr"
         with errors.open("w") as stderr:
             if mode == "wire":
                 with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=stderr,
                                       text=True) as child:
                     try:
-                        _wire_client(child, steps)
+                        _wire_client(child, steps, records)
                     finally:
                         if child.poll() is None:
                             child.kill()
@@ -203,7 +197,6 @@ def _count(src: str, mode: str, steps: int) -> int:
 
 
 def main() -> None:
-    global RECORDS_PER_REQUEST  # noqa: PLW0603 - the parent's client builds the same frame
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=0, help=argparse.SUPPRESS)
@@ -216,14 +209,11 @@ def main() -> None:
                         help="another checkout's src directory, measured the same way")
     args = parser.parse_args()
     if args.child == "wire":
-        _wire_child(args.steps)
+        _wire_child(args.steps, args.batch_records)
         return
     if args.child:
-        asyncio.run(_child(args.child, args.steps))
+        asyncio.run(_child(args.child, args.steps, args.batch_records))
         return
-    # The children read it from their environment (they inherit the parent's).
-    os.environ["PRODUCECOUNT_BATCH_RECORDS"] = str(args.batch_records)
-    RECORDS_PER_REQUEST = args.batch_records
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed")
     short, long_ = (int(n) for n in args.counts.split(","))
@@ -232,7 +222,8 @@ def main() -> None:
     if args.also_src:
         sources["other"] = str(Path(args.also_src).resolve())
     modes = args.modes.split(",")
-    jobs = {(name, mode, steps): (src, mode, steps) for name, src in sources.items()
+    jobs = {(name, mode, steps): (src, mode, steps, args.batch_records)
+            for name, src in sources.items()
             for mode in modes for steps in (short, long_)}
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         futures = {key: pool.submit(_count, *job) for key, job in jobs.items()}

@@ -23,6 +23,7 @@ import datetime
 import io
 import resource
 import shutil
+import socket
 import statistics
 import struct
 import sys
@@ -105,6 +106,23 @@ async def serving_broker(prefix: str, segment_bytes: int):
     finally:
         await broker.aclose()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def read_response(sock: socket.socket, pending: bytearray) -> bytes:
+    """The next response frame's bytes (without its size) from ``sock``; ``pending`` holds
+    what was read past the previous one (the raw clients of ``producewire.py`` and
+    ``producecount.py``)."""
+    while True:
+        if len(pending) >= 4:
+            (size,) = struct.unpack_from(">i", pending)
+            if len(pending) >= 4 + size:
+                body = bytes(pending[4:4 + size])
+                del pending[:4 + size]
+                return body
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            raise SystemExit("the broker closed the connection")
+        pending.extend(chunk)
 
 
 def _user_s() -> float:

@@ -115,6 +115,8 @@ def raw_main(args: argparse.Namespace) -> None:
 
     from kio.serial import entity_writer
 
+    from producepath import read_response
+
     from seglog._native import codec
     from seglog.schemas import load_request_schema
 
@@ -136,19 +138,6 @@ def raw_main(args: argparse.Namespace) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     pending = bytearray()
 
-    def read_response() -> bytes:
-        while True:
-            if len(pending) >= 4:
-                (size,) = struct.unpack_from(">i", pending)
-                if len(pending) >= 4 + size:
-                    body = bytes(pending[4:4 + size])
-                    del pending[:4 + size]
-                    return body
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                raise SystemExit("the broker closed the connection")
-            pending.extend(chunk)
-
     def check(response: bytes) -> None:
         # v9 response: header (correlation id, tagged fields), one topic, one partition:
         # the partition's error code follows its index.
@@ -161,7 +150,7 @@ def raw_main(args: argparse.Namespace) -> None:
 
     _await_topic(Producer({"bootstrap.servers": args.bootstrap}), args.topic)
     sock.sendall(frame)
-    check(read_response())
+    check(read_response(sock, pending))
     print("ready", flush=True)
     sys.stdin.readline()
     requests = max(1, args.records // per)
@@ -171,7 +160,7 @@ def raw_main(args: argparse.Namespace) -> None:
         while sent < requests and sent - answered < 5:
             sock.sendall(frame)
             sent += 1
-        check(read_response())
+        check(read_response(sock, pending))
         answered += 1
     wall_s = time.perf_counter() - t0
     print(json.dumps({"records": requests * per, "requests": requests, "wall_s": wall_s}),

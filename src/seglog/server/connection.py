@@ -424,8 +424,7 @@ class Connection(asyncio.Protocol):
         if size < _FRAME_BYTES_MIN or received >= size or received * 4 < size:
             return False
         state = self.server.state
-        if state is None:
-            return False
+        assert state is not None  # made before the listener accepts the first connection
         frame = state.wire.frame_buffer(size)
         frame[:received] = rest[_SIZE_BYTES:]
         self._frame = frame
@@ -435,7 +434,9 @@ class Connection(asyncio.Protocol):
     def _fill_frame(self, data: bytes) -> int:
         """Copy the start of ``data`` into the large request being received; once it is whole,
         dispatch it (a view of the buffer, which nothing writes again). Returns the bytes of
-        ``data`` taken."""
+        ``data`` taken. No back-pressure check: this runs first in ``data_received``, which
+        the transport calls only while reading is not paused (``_update_reading`` pauses it
+        whenever ``_reading_paused_by_us`` holds), and nothing was dispatched before it."""
         frame = self._frame
         assert frame is not None
         filled = self._frame_filled
@@ -448,13 +449,7 @@ class Connection(asyncio.Protocol):
         self._frame = None
         self._processing = True
         try:
-            if self._reading_paused_by_us():
-                # Back-pressure (rare here): it waits in the buffer as any whole frame does.
-                self._buffer += _SIZE.pack(len(frame))
-                self._buffer += frame
-                self._stalled = True
-            else:
-                self._dispatch(memoryview(frame))
+            self._dispatch(memoryview(frame))
         finally:
             self._processing = False
         return taken
