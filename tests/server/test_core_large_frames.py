@@ -123,3 +123,22 @@ def test_a_client_that_stops_inside_a_large_request_leaves_the_broker_serving(
     assert answer is not None
     assert _answer(answer) == (8, 0, 0)
     assert _stored_values(broker) == _values(2, 10, 100)
+
+
+def test_a_large_request_whose_body_does_not_decode_closes_only_its_connection(
+        any_backend_broker):
+    """A 200 KB request of an API the broker serves, received over several reads, whose body
+    is not a request: its connection closes (as for a small one, Kafka's answer to a body
+    that does not parse) and nothing is stored; other clients are served."""
+    broker = any_backend_broker
+    broker.store.create_topic("t", 1)
+    garbage = request_frame(PRODUCE, 9, 3, b"\xff" * 200_000, flexible=True)
+    with connect(broker) as sock:
+        _send_in_pieces(sock, garbage, [60_000, 120_000])
+        assert read_frame(sock) is None
+    with connect(broker) as sock:
+        sock.sendall(_produce_frame(4, _values(3, 5, 100)))
+        answer = read_frame(sock)
+    assert answer is not None
+    assert _answer(answer) == (4, 0, 0)
+    assert _stored_values(broker) == _values(3, 5, 100)
