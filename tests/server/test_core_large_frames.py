@@ -9,14 +9,16 @@ the answers and the log's records are the judge, whatever the kernel merged."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 
 import pytest
 
-from core_helpers import connect, read_frame, request_frame
+from core_helpers import connect, read_frame, request_frame, run_on_broker_loop
 from produce_helpers import produce_body
 from seglog._native import codec
+from seglog.server.connection import Connection
 
 PRODUCE = 0
 API_VERSIONS = 18
@@ -142,3 +144,76 @@ def test_a_large_request_whose_body_does_not_decode_closes_only_its_connection(
     assert answer is not None
     assert _answer(answer) == (4, 0, 0)
     assert _stored_values(broker) == _values(3, 5, 100)
+
+
+class _TakingTransport(asyncio.Transport):
+    """A transport that keeps what it is handed, and delivers whatever the test passes to the
+    protocol whether reading is paused or not (as asyncio's selector transport does with a
+    read the loop had already scheduled when the protocol paused it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closing = False
+
+    def write(self, data) -> None:  # noqa: ANN001 - asyncio's signature
+        self.written += data
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name, default=None):  # noqa: ANN001, ANN201
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def set_write_buffer_limits(self, high=None, low=None) -> None:  # noqa: ANN001
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+
+def test_a_large_request_completed_under_back_pressure_waits_then_is_answered(
+        any_backend_broker):
+    """The last part of a large request delivered after the connection stopped reading (its
+    client does not take its answers: writing paused) waits with the other held frames and is
+    answered once writing resumes, in order, stored once."""
+    broker = any_backend_broker
+    broker.store.create_topic("t", 1)
+    values = _values(1, 3000, 100)
+    frame = _produce_frame(9, values)
+
+    log = broker.store.topic("t").log(0)
+
+    async def scenario() -> tuple[int, bytes, bytes]:
+        connection = Connection(broker.server, 10_001)
+        transport = _TakingTransport()
+        connection.connection_made(transport)
+        connection.data_received(frame[:len(frame) // 2])  # the large-frame path starts
+        connection.pause_writing()  # the client stops taking answers: reading pauses
+        connection.data_received(frame[len(frame) // 2:])  # a read already scheduled
+        end_while_held = log.end_offset  # not handled while it must wait
+        held = bytes(transport.written)
+        connection.resume_writing()
+        await asyncio.sleep(0)  # a flush the resumption scheduled, if any
+        answered = bytes(transport.written)
+        connection.connection_lost(None)
+        return end_while_held, held, answered
+
+    end_while_held, held, answered = run_on_broker_loop(broker, scenario())
+    assert (end_while_held, held) == (0, b"")
+    (size,) = struct.unpack_from(">i", answered)
+    assert len(answered) == 4 + size
+    assert _answer(answered[4:]) == (9, 0, 0)
+    assert _stored_values(broker) == values

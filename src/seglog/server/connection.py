@@ -434,9 +434,9 @@ class Connection(asyncio.Protocol):
     def _fill_frame(self, data: bytes) -> int:
         """Copy the start of ``data`` into the large request being received; once it is whole,
         dispatch it (a view of the buffer, which nothing writes again). Returns the bytes of
-        ``data`` taken. No back-pressure check: this runs first in ``data_received``, which
-        the transport calls only while reading is not paused (``_update_reading`` pauses it
-        whenever ``_reading_paused_by_us`` holds), and nothing was dispatched before it."""
+        ``data`` taken. Back-pressure is checked as for any whole frame: a read the loop had
+        already scheduled is delivered even after ``pause_reading`` (asyncio's selector
+        transport does not look again), so the request may arrive while it must wait."""
         frame = self._frame
         assert frame is not None
         filled = self._frame_filled
@@ -449,7 +449,13 @@ class Connection(asyncio.Protocol):
         self._frame = None
         self._processing = True
         try:
-            self._dispatch(memoryview(frame))
+            if self._reading_paused_by_us():
+                # It waits in the buffer as any whole frame does (one copy, rarely).
+                self._buffer += _SIZE.pack(len(frame))
+                self._buffer += frame
+                self._stalled = True
+            else:
+                self._dispatch(memoryview(frame))
         finally:
             self._processing = False
         return taken
