@@ -225,8 +225,10 @@ cdef inline Check _check_records(const unsigned char *p, Py_ssize_t size) noexce
 
 
 cdef inline Check _check_batch(const unsigned char *p, Py_ssize_t remaining,
-                               Py_ssize_t max_batch_bytes, Py_ssize_t *size_out) noexcept nogil:
-    """The pure twin's _check_batch, same order; ``max_batch_bytes`` < 0 means no limit."""
+                               Py_ssize_t max_batch_bytes, Py_ssize_t *size_out,
+                               bint checked=False) noexcept nogil:
+    """The pure twin's _check_batch, same order; ``max_batch_bytes`` < 0 means no limit;
+    ``checked``: the caller has checked the CRC and the records (``Segment.append``)."""
     cdef int32_t batch_length
     cdef Py_ssize_t size
     if remaining < UP_TO_MAGIC:
@@ -246,10 +248,13 @@ cdef inline Check _check_batch(const unsigned char *p, Py_ssize_t remaining,
         return BAD_MAGIC
     if size < HEAD_BYTES:
         return TOO_SMALL
-    if seglog_crc32c(0, p + ATTRIBUTES_POS, <size_t>(size - ATTRIBUTES_POS)) != load_u32(p + CRC_POS):
+    if not checked and seglog_crc32c(0, p + ATTRIBUTES_POS,
+                                     <size_t>(size - ATTRIBUTES_POS)) != load_u32(p + CRC_POS):
         return CRC_MISMATCH
     if load_i32(p + LAST_DELTA_POS) < 0:
         return BAD_DELTA
+    if checked:
+        return OK
     return _check_records(p, size)
 
 
@@ -1103,12 +1108,14 @@ cdef class Segment:
 
     # --- append -------------------------------------------------------------------------------
 
-    def append(self, data, *, bint assign_offsets=True, partition_leader_epoch=None):
+    def append(self, data, *, bint assign_offsets=True, partition_leader_epoch=None,
+               bint checked=False):
         """Validate and append the whole batches in ``data`` with one pwritev(2); see the
         protocol. ``data`` is one bytes-like object, or a list or tuple of them, each holding
         whole batches, appended as if joined (without the copy a join makes). The caller's
         buffers are never modified: a patched base offset or ``partition_leader_epoch``
-        goes out from a small array of batch heads."""
+        goes out from a small array of batch heads. ``checked``: the caller has checked each
+        batch's CRC and records (the protocol's ``checked``)."""
         cdef Py_buffer *bufs = NULL
         cdef Py_ssize_t parts_count, held = 0, part, part_end, joined = 0
         cdef const unsigned char *p = NULL
@@ -1142,7 +1149,8 @@ cdef class Segment:
                     part_end = bufs[part].len
                     position = 0
                     while position < part_end:
-                        check = _check_batch(p + position, part_end - position, max_batch, &size)
+                        check = _check_batch(p + position, part_end - position, max_batch,
+                                             &size, checked)
                         if check != OK:
                             break
                         base = next_offset if assign_offsets else load_i64(p + position)

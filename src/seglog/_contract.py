@@ -483,6 +483,12 @@ class Segment(Protocol):
       ``(batch.last_offset, batch_position)`` and a time-index entry ``(max timestamp so far,
       its offset)`` when more than ``index_interval_bytes`` were appended since the last entry.
       Raises ReadOnlyError / LogClosedError as fits; nothing is written when any batch fails.
+      ``checked=True`` (keyword, default False): the caller has already checked each batch's
+      CRC32C and its records as Kafka's LogValidator does (the Log: its validator for a
+      client's batches, its own encoder for the rest), so the segment checks the framing
+      (sizes, magic, last_offset_delta, offsets, max_message_bytes) but neither the CRC nor
+      the records area again: one pass over the bytes instead of three for a produce request.
+      A replica's append and the cleaner's leave it False.
     * ``translate_offset(offset) -> (position, batch_base_offset, batch_size_bytes) | None``:
       the first batch whose last offset >= offset (index lookup, then a header-only scan).
     * ``read(offset, max_bytes, *, max_position=None, min_one_batch=True) -> memoryview``:
@@ -596,11 +602,13 @@ class Segment(Protocol):
 
     def append(self, data: BytesLike | list[BytesLike] | tuple[BytesLike, ...], *,
                assign_offsets: bool = True,
-               partition_leader_epoch: int | None = None) -> AppendResult:
+               partition_leader_epoch: int | None = None,
+               checked: bool = False) -> AppendResult:
         """Validate and write one or more whole batches (see the class docstring); with
         ``partition_leader_epoch`` (an int32) every batch is written with it in its
         partitionLeaderEpoch field (bytes 12-15, outside the CRC), as a leader stamps what it
-        appends, without modifying or copying the caller's buffers."""
+        appends, without modifying or copying the caller's buffers; ``checked``: the CRCs and
+        records were checked by the caller (the class docstring)."""
 
     def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
         """``(position, batch_base_offset, batch_size_bytes)`` of the first batch whose last

@@ -307,12 +307,13 @@ def _check_records(buf, position, size, attributes, last_offset_delta, record_co
         raise _Invalid(fmt.REASON_BAD_RECORDS, "records area has bytes after the last record")
 
 
-def _check_batch(buf, position, end, max_batch_bytes=None, shift=0):
+def _check_batch(buf, position, end, max_batch_bytes=None, shift=0, checked=False):
     """Validate the batch at ``position`` of ``buf[:end]``; return its header tuple.
 
     Raises _Invalid with the first failing check's reason (order in the module docstring);
     RecordTooLargeError when its size exceeds ``max_batch_bytes`` (its message names
-    ``position + shift``: where the batch is in an append of several parts)."""
+    ``position + shift``: where the batch is in an append of several parts). ``checked``:
+    the caller has checked the CRC and the records (``Segment.append``), not done again."""
     remaining = end - position
     if remaining < fmt.HEADER_SIZE_UP_TO_MAGIC:
         raise _Invalid(fmt.REASON_TRUNCATED, f"{remaining} bytes left, less than a batch header")
@@ -333,14 +334,16 @@ def _check_batch(buf, position, end, max_batch_bytes=None, shift=0):
     if size < _HEAD_BYTES:
         raise _Invalid(fmt.REASON_BATCH_TOO_SMALL, f"batch of {size} bytes, below a v2 header")
     header = _HEADER.unpack_from(buf, position)
-    crc = crc32c(buf[position + fmt.ATTRIBUTES_POSITION:position + size])
-    if crc != header[4]:
-        raise _Invalid(fmt.REASON_CRC_MISMATCH,
-                       f"stored crc {header[4]:#010x}, computed {crc:#010x}")
+    if not checked:
+        crc = crc32c(buf[position + fmt.ATTRIBUTES_POSITION:position + size])
+        if crc != header[4]:
+            raise _Invalid(fmt.REASON_CRC_MISMATCH,
+                           f"stored crc {header[4]:#010x}, computed {crc:#010x}")
     last_offset_delta = header[6]
     if last_offset_delta < 0:
         raise _Invalid(fmt.REASON_BAD_LAST_OFFSET_DELTA, f"last offset delta {last_offset_delta}")
-    _check_records(buf, position, size, header[5], last_offset_delta, header[12])
+    if not checked:
+        _check_records(buf, position, size, header[5], last_offset_delta, header[12])
     return header
 
 
@@ -847,11 +850,13 @@ class Segment:
 
     # --- append -------------------------------------------------------------------------------
 
-    def append(self, data, *, assign_offsets=True, partition_leader_epoch=None):
+    def append(self, data, *, assign_offsets=True, partition_leader_epoch=None,
+               checked=False):
         """Validate and append the whole batches in ``data`` (one bytes-like, or a list or
         tuple of them, each holding whole batches, appended as if joined); see the protocol.
         One write; ``partition_leader_epoch`` (an int32) is written into every batch's
-        partitionLeaderEpoch field (the caller's buffers are not modified)."""
+        partitionLeaderEpoch field (the caller's buffers are not modified). ``checked``: the
+        caller has checked each batch's CRC and records (the protocol's ``checked``)."""
         self._check_writable()
         if partition_leader_epoch is not None:
             partition_leader_epoch = check_int_argument(
@@ -872,7 +877,7 @@ class Segment:
             while position < part_end:
                 try:
                     header = _check_batch(view, position, part_end, self.max_message_bytes,
-                                          joined)
+                                          joined, checked)
                 except _Invalid as exc:
                     raise CorruptRecordError(
                         f"batch at position {joined + position} of the append: {exc}",

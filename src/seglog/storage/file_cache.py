@@ -449,7 +449,7 @@ class LazySegment:
     # --- forwarded calls ---------------------------------------------------------------------
 
     def append(self, data: Any, *, assign_offsets: bool = True,
-               partition_leader_epoch: int | None = None) -> Any:
+               partition_leader_epoch: int | None = None, checked: bool = False) -> Any:
         """``Segment.append``; gives the indexes their room first."""
         segment = self._segment
         if segment is None or self._room_pending or not self._dirty:
@@ -457,7 +457,7 @@ class LazySegment:
         else:
             self.used = True
         result = segment.append(data, assign_offsets=assign_offsets,
-                                partition_leader_epoch=partition_leader_epoch)
+                                partition_leader_epoch=partition_leader_epoch, checked=checked)
         self._unsynced = True
         return result
 

@@ -664,7 +664,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                         origin: str = ORIGIN_CLIENT,
                         stamp_epoch: int | None = None) -> tuple[int, int]:
         """Roll if needed, check ``batches`` (the Batch objects of ``data`` when any carries a
-        producer id, else None) against the producer state, write ``data`` (whole batches;
+        producer id, else None) against the producer state, write ``data`` (whole batches
+        whose CRCs and records the caller checked, or encoded here;
         offsets and the leader's epoch, else ``stamp_epoch``, set by the segment) and update
         the producer state (Kafka's ``UnifiedLog.append``). A duplicate writes nothing and
         returns the original offsets."""
@@ -695,9 +696,11 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                     duplicate = analysis.duplicate
                     return duplicate.first_offset, duplicate.last_offset
             epoch = self._leader_epoch
-            # A leader's append carries its epoch (Kafka's LogValidator stamps it).
+            # A leader's append carries its epoch (Kafka's LogValidator stamps it). Every
+            # caller checked the batches' CRCs and records (validate_client_batches) or
+            # encoded them here: the segment checks their framing only.
             result = active.append(data, partition_leader_epoch=stamp_epoch if epoch is None
-                                   else epoch)
+                                   else epoch, checked=True)
             end_offset = result.last_offset + 1
             self.counters.records_in += record_count
             self.counters.bytes_in += size_bytes
