@@ -56,10 +56,11 @@ def compare_with_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, refer
     Kafka kind of ``tools/franz_go.py``'s STARTERS) and then a fresh ``candidate`` (its seglog
     twin), with ``run_options`` for ``run_tests`` (records, chaos, ...). Fails the calling
     test when the reference passed fewer than ``passed_min`` tests (the reference must have
-    run them, not skipped them), or when a test the reference passed fails on the candidate
-    in the run and again alone, once, on another fresh candidate (TestGroupETL failed once in
-    fourteen whole cluster runs here and passed alone three times of three); the first
-    failure's last 60 lines are printed either way. Returns the tests passed on the
+    run them, not skipped them; a test it failed is run once more alone on a fresh reference
+    first), or when a test the reference passed fails on the candidate in the run and again
+    alone, once, on another fresh candidate (TestGroupETL failed once in fourteen whole
+    cluster runs here and passed alone three times of three); the first failure's last 60
+    lines are printed either way. Returns the tests passed on the
     reference, sorted."""
     use_this_checkout(monkeypatch)
     franz_go = load_tool()
@@ -81,8 +82,18 @@ def compare_with_kafka(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, refer
             brokers.stop()
 
     run(reference, tmp_path, pattern)
+    kafka = results[reference]
+    failed_on_kafka = sorted(t for t, outcome in kafka.items() if outcome == "FAIL")
+    if failed_on_kafka and sum(o == "PASS" for o in kafka.values()) < passed_min:
+        # The reference is judged as the candidate is: what it failed in the whole run runs
+        # once more alone on a fresh reference (Kafka failed TestShareGroupETL once under the
+        # chaos proxy on a loaded machine, and passed it in every other run).
+        print(f"--- {reference} failed {', '.join(failed_on_kafka)} in the whole run; "
+              "again alone", file=sys.stderr)
+        run(reference, tmp_path / "reference-again", "^(" + "|".join(failed_on_kafka) + ")$")
+        kafka = {**kafka, **{t: o for t, o in results[reference].items() if o == "PASS"}}
     run(candidate, tmp_path, pattern)
-    kafka, seglog = results[reference], results[candidate]
+    seglog = results[candidate]
     passed_on_kafka = sorted(t for t, outcome in kafka.items() if outcome == "PASS")
     assert len(passed_on_kafka) >= passed_min, kafka
     lost = franz_go.lost_tests(kafka, seglog)

@@ -426,7 +426,8 @@ class Connection(asyncio.Protocol):
         state = self.server.state
         assert state is not None  # made before the listener accepts the first connection
         frame = state.wire.frame_buffer(size)
-        frame[:received] = rest[_SIZE_BYTES:]
+        with memoryview(frame) as into:  # see _fill_frame: one copy, not two
+            into[:received] = rest[_SIZE_BYTES:]
         self._frame = frame
         self._frame_filled = received
         return True
@@ -441,7 +442,11 @@ class Connection(asyncio.Protocol):
         assert frame is not None
         filled = self._frame_filled
         taken = min(len(frame) - filled, len(data))
-        frame[filled:filled + taken] = memoryview(data)[:taken] if taken < len(data) else data
+        # Through a memoryview: CPython's bytearray slice assignment copies a value that is
+        # not a bytearray into a new one first, then from it (two copies of each read).
+        with memoryview(frame) as into:
+            into[filled:filled + taken] = memoryview(data)[:taken] if taken < len(data) \
+                else data
         filled += taken
         self._frame_filled = filled
         if filled < len(frame):

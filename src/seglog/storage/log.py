@@ -664,8 +664,7 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                         origin: str = ORIGIN_CLIENT,
                         stamp_epoch: int | None = None) -> tuple[int, int]:
         """Roll if needed, check ``batches`` (the Batch objects of ``data`` when any carries a
-        producer id, else None) against the producer state, write ``data`` (whole batches
-        whose CRCs and records the caller checked, or encoded here;
+        producer id, else None) against the producer state, write ``data`` (checked batches;
         offsets and the leader's epoch, else ``stamp_epoch``, set by the segment) and update
         the producer state (Kafka's ``UnifiedLog.append``). A duplicate writes nothing and
         returns the original offsets."""
@@ -696,9 +695,8 @@ class Log(LogState, LogReads, LogRetention, LogReplication, LogCleaning):
                     duplicate = analysis.duplicate
                     return duplicate.first_offset, duplicate.last_offset
             epoch = self._leader_epoch
-            # A leader's append carries its epoch (Kafka's LogValidator stamps it). Every
-            # caller checked the batches' CRCs and records (validate_client_batches) or
-            # encoded them here: the segment checks their framing only.
+            # A leader's append carries its epoch (Kafka's LogValidator stamps it); checked:
+            # by validate_client_batches, or encoded here (the segment checks the framing).
             result = active.append(data, partition_leader_epoch=stamp_epoch if epoch is None
                                    else epoch, checked=True)
             end_offset = result.last_offset + 1
