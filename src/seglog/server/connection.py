@@ -442,11 +442,11 @@ class Connection(asyncio.Protocol):
         assert frame is not None
         filled = self._frame_filled
         taken = min(len(frame) - filled, len(data))
+        chunk = memoryview(data)[:taken] if taken < len(data) else data
         # Through a memoryview: CPython's bytearray slice assignment copies a value that is
         # not a bytearray into a new one first, then from it (two copies of each read).
         with memoryview(frame) as into:
-            into[filled:filled + taken] = memoryview(data)[:taken] if taken < len(data) \
-                else data
+            into[filled:filled + taken] = chunk
         filled += taken
         self._frame_filled = filled
         if filled < len(frame):
