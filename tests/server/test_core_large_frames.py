@@ -217,3 +217,41 @@ def test_a_large_request_completed_under_back_pressure_waits_then_is_answered(
     assert len(answered) == 4 + size
     assert _answer(answered[4:]) == (9, 0, 0)
     assert _stored_values(broker) == values
+
+
+METADATA = 3
+
+
+def _metadata_frame(correlation_id: int, topics: int) -> bytes:
+    """A Metadata v4 request naming ``topics`` topics that do not exist (28 B each),
+    without auto-creation."""
+    names = [f"no-such-topic-{index:012d}".encode() for index in range(topics)]
+    body = struct.pack(">i", len(names)) + b"".join(
+        struct.pack(">h", len(name)) + name for name in names) + b"\x00"
+    return request_frame(METADATA, 4, correlation_id, body)
+
+
+@pytest.mark.parametrize("split", ["whole", "pieces"])
+def test_a_large_request_of_a_decoded_api_is_answered_however_it_arrives(
+        any_backend_broker, split):
+    """An 84 KB Metadata request (an API whose body is decoded, not read in place): read in
+    one piece (a read of a quarter of the read buffer or more, whose frames are views of it)
+    or over several reads (the large-frame path), it is decoded and answered, as Kafka
+    answers it: every topic UNKNOWN_TOPIC_OR_PARTITION (3), and the connection goes on."""
+    frame = _metadata_frame(11, 3000)
+    assert len(frame) > 80_000
+    with connect(any_backend_broker) as sock:
+        if split == "whole":
+            sock.sendall(frame)
+        else:
+            _send_in_pieces(sock, frame, [30_000, 60_000])
+        answer = read_frame(sock)
+        assert answer is not None
+        # correlation id, throttle, brokers (1: id, host, port, rack), cluster id, controller
+        (correlation_id,) = struct.unpack_from(">i", answer)
+        assert correlation_id == 11
+        assert answer.count(b"no-such-topic-") == 3000
+        sock.sendall(request_frame(API_VERSIONS, 0, 12))
+        versions = read_frame(sock)
+        assert versions is not None
+        assert struct.unpack_from(">ih", versions) == (12, 0)
