@@ -235,9 +235,9 @@ def _metadata_frame(correlation_id: int, topics: int) -> bytes:
 def test_a_large_request_of_a_decoded_api_is_answered_however_it_arrives(
         any_backend_broker, split):
     """An 84 KB Metadata request (an API whose body is decoded, not read in place): read in
-    one piece (a read of a quarter of the read buffer or more, whose frames are views of it)
-    or over several reads (the large-frame path), it is decoded and answered, as Kafka
-    answers it: every topic UNKNOWN_TOPIC_OR_PARTITION (3), and the connection goes on."""
+    one piece (its frame a view of the read) or over several reads (the large-frame path,
+    a buffer of its own size), it is decoded and answered, as Kafka answers it: every topic
+    UNKNOWN_TOPIC_OR_PARTITION (3), and the connection goes on."""
     frame = _metadata_frame(11, 3000)
     assert len(frame) > 80_000
     with connect(any_backend_broker) as sock:
@@ -250,7 +250,8 @@ def test_a_large_request_of_a_decoded_api_is_answered_however_it_arrives(
         # correlation id, throttle, brokers (1: id, host, port, rack), cluster id, controller
         (correlation_id,) = struct.unpack_from(">i", answer)
         assert correlation_id == 11
-        assert answer.count(b"no-such-topic-") == 3000
+        # each topic: error code 3, then its name (int16 length 26)
+        assert answer.count(b"\x00\x03\x00\x1ano-such-topic-") == 3000
         sock.sendall(request_frame(API_VERSIONS, 0, 12))
         versions = read_frame(sock)
         assert versions is not None

@@ -486,10 +486,10 @@ def test_a_slow_reader_over_tls_is_bounded(certs, start_broker):
 
 
 def test_large_requests_over_tls_are_read_whole(certs, start_broker):
-    # asyncio's TLS layer reads into the buffers the connection hands out (a large request's
-    # own buffer while it arrives, filled over several TLS reads through views of it): a
-    # 330 KB Produce sent in pieces and another in one write are each stored once, in order,
-    # and small requests before, between and after them are answered.
+    # Large requests through the TLS layer's reads (many TLS records each, the large-frame
+    # path filled over several reads): a 330 KB Produce sent in pieces and another in one
+    # write are each stored once, in order, and small requests before, between and after
+    # them are answered.
     from produce_helpers import produce_body
     from seglog._native import codec
 

@@ -459,7 +459,7 @@ class Server:
 
     # --- connections ---------------------------------------------------------------------
 
-    def _protocol_factory(self, endpoint: Endpoint) -> Callable[[], asyncio.BaseProtocol]:
+    def _protocol_factory(self, endpoint: Endpoint) -> Callable[[], asyncio.Protocol]:
         """What accepts a connection on ``endpoint``: a :class:`Connection` knowing its
         listener, or on a TLS listener a :class:`_TlsAcceptor` that makes one after the
         handshake."""

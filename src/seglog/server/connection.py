@@ -1,8 +1,7 @@
 """One client connection: Kafka's framing, in-order responses, limits and back-pressure.
 
-A :class:`Connection` is an :class:`asyncio.BufferedProtocol`: the socket reads into buffers
-it hands out (a large request's own buffer while one is arriving, else a new buffer per read);
-each complete frame (an int32 size, then that many bytes) is a request. Its header is parsed, the
+A :class:`Connection` is an :class:`asyncio.Protocol`. Bytes arrive in a ``bytearray``; each
+complete frame (an int32 size, then that many bytes) is a request. Its header is parsed, the
 handler for its API key is looked up, and the handler's first step runs at once, in request
 order: a handler that never waits is answered right there, without a task; one that waits
 goes on as a task from where it stopped (:func:`_go_on`), so a long-polling Fetch does not
@@ -67,7 +66,6 @@ import logging
 import socket
 import struct
 import sys
-import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Coroutine, Mapping, Protocol, Sequence
@@ -93,9 +91,6 @@ _JOIN_BYTES_MAX = 64 * 1024
 #: A request at least this large that one read does not hold whole is received into a buffer
 #: of its own size (Connection._start_frame); smaller ones gather in the growing buffer.
 _FRAME_BYTES_MIN = 64 * 1024
-#: Bytes one read asks of the socket when no large request is being received (asyncio's own
-#: read size, ``max_size`` of its selector transport and its TLS layer's buffer).
-_READ_BYTES = 256 * 1024
 #: Bytes of finished responses one connection may hold unwritten (behind an earlier request
 #: still running, or not yet handed to the transport) before it stops reading requests; the
 #: server raises it to fetch.max.bytes when that is larger. Views of mapped segments (Fetch's
@@ -273,24 +268,7 @@ class Server(Protocol):
         """The whole response frame (as parts) of an ApiVersions request."""
 
 
-#: This thread's read buffer (``buffer``, a bytearray of :data:`_READ_BYTES`, or None).
-_thread_reads = threading.local()
-
-
-def _read_buffer(server: Server) -> bytearray:
-    """The buffer a read goes into when no large request is being received, shared by the
-    connections of this thread's loop: asyncio reads into it and hands the bytes over
-    (``buffer_updated``) before it reads anything else, and a connection either copies what
-    it keeps out of it or takes it over (a new one is made for the next read)."""
-    read: bytearray | None = getattr(_thread_reads, "buffer", None)
-    if read is None:
-        state = server.state
-        assert state is not None  # made before the listener accepts the first connection
-        read = _thread_reads.buffer = state.wire.frame_buffer(_READ_BYTES)
-    return read
-
-
-class Connection(asyncio.BufferedProtocol):
+class Connection(asyncio.Protocol):
     """One client connection of ``server`` (a :class:`~seglog.server.broker.Server`, not
     imported here: the broker imports this module); see the module docstring.
     ``connection_id`` is unique per server; ``last_active_s`` is the monotonic time of the
@@ -312,9 +290,6 @@ class Connection(asyncio.BufferedProtocol):
         # then handed to its handler without a copy; _frame_filled bytes of it so far.
         self._frame: bytearray | None = None
         self._frame_filled = 0
-        # The buffer get_buffer handed out for a read that is not into _frame (this thread's
-        # read buffer, see _read_buffer).
-        self._read: bytearray | None = None
         self._slots: deque[_Slot] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._reading_paused = False
@@ -343,7 +318,7 @@ class Connection(asyncio.BufferedProtocol):
         self._muted_until_s = 0.0  # a quota's throttle: no reading before (loop time)
         self._unmute_handle: asyncio.TimerHandle | None = None
 
-    # --- asyncio.BufferedProtocol ----------------------------------------------------------
+    # --- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -402,79 +377,27 @@ class Connection(asyncio.BufferedProtocol):
                           self.client_port, self.security.principal,
                           f": {exc}" if exc is not None else "")
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        """Where the next read goes (asyncio's BufferedProtocol): into the large request being
-        received, from its first byte not yet read (no copy in Python at all: a Produce of
-        librdkafka's defaults goes from the socket straight into the buffer its handler
-        reads); else into this thread's read buffer (:func:`_read_buffer`)."""
-        frame = self._frame
-        if frame is not None:
-            return memoryview(frame)[self._frame_filled:]
-        read = self._read = _read_buffer(self.server)
-        # A view, not the bytearray: asyncio's TLS layer fills the rest of a buffer through
-        # ``buf[offset:]``, which of a bytearray would be a copy.
-        return memoryview(read)
-
-    def buffer_updated(self, nbytes: int) -> None:
-        """``nbytes`` were read into the buffer :meth:`get_buffer` handed out."""
-        if self._frame is not None:  # the read went into it (nothing changes it meanwhile)
-            if self._closing:
-                return
-            self.last_active_s = self._received_s = time.monotonic()
-            self._processing = True
-            try:
-                self._frame_grew(nbytes)
-            finally:
-                self._processing = False
-            self._flush_or_update_reading()
-            return
-        read = self._read
-        assert read is not None
-        self._read = None
-        with memoryview(read) as whole:
-            if nbytes < _READ_BYTES // 4:
-                # A small read is copied out (cheap at this size; asyncio allocated as much
-                # for it) and the buffer stays for the next read.
-                self._received(bytes(whole[:nbytes]), owned=True)
-            else:
-                # A large one keeps the buffer (its frames are dispatched as views of it,
-                # without a copy); the thread's next read gets a new one.
-                _thread_reads.buffer = None
-                self._received(whole[:nbytes], owned=True)
-
     def data_received(self, data: bytes) -> None:
-        """Bytes read elsewhere (the first bytes after a TLS handshake, which its own protocol
-        received; tests and benches): as :meth:`buffer_updated`, with a copy into a large
-        request's buffer."""
         if self._closing:
             return
+        self.last_active_s = self._received_s = time.monotonic()
         start = 0
         if self._frame is not None:
-            self.last_active_s = self._received_s = time.monotonic()
             start = self._fill_frame(data)
             if start == len(data) or self._closing:
                 self._flush_or_update_reading()
                 return
-        self._received(memoryview(data)[start:] if start else data,
-                       owned=type(data) is bytes)
-
-    def _received(self, data: bytes | bytearray | memoryview, *, owned: bool) -> None:
-        """Dispatch the whole frames of ``data`` (read now, after anything held before) and
-        keep the rest. ``owned``: nothing writes ``data`` again, so its frames may be views."""
-        if self._closing:
-            return
-        self.last_active_s = self._received_s = time.monotonic()
-        if self._buffer or self._processing or not owned:
-            self._buffer += data
+        if self._buffer or self._processing or type(data) is not bytes:
+            self._buffer += memoryview(data)[start:] if start else data
             self._process_buffer()
             return
         # Nothing held from before: the whole frames are read from ``data`` itself, each a
-        # view of it (no copy into the buffer, none out of it), and only what is left (a part
-        # of a frame, or frames back-pressure holds back) is kept.
+        # view of it (bytes do not change: no copy into the buffer, none out of it), and
+        # only what is left (a part of a frame, or frames back-pressure holds back) is kept.
         self._processing = True
         try:
-            # Read-only views, as of bytes: decoders refuse a writable buffer.
-            with memoryview(data) as whole, whole.toreadonly() as view:
+            with memoryview(data) as whole:
+                view = whole[start:] if start else whole
                 position = self._process_frames_of(view, copy=False)
                 if position < len(view) and not self._aborted:
                     rest = view[position:]
@@ -510,8 +433,11 @@ class Connection(asyncio.BufferedProtocol):
         return True
 
     def _fill_frame(self, data: bytes) -> int:
-        """Copy the start of ``data`` into the large request being received (see
-        :meth:`_frame_grew`). Returns the bytes of ``data`` taken."""
+        """Copy the start of ``data`` into the large request being received; once it is whole,
+        dispatch it (a view of the buffer, which nothing writes again). Returns the bytes of
+        ``data`` taken. Back-pressure is checked as for any whole frame: a read the loop had
+        already scheduled is delivered even after ``pause_reading`` (asyncio's selector
+        transport does not look again), so the request may arrive while it must wait."""
         frame = self._frame
         assert frame is not None
         filled = self._frame_filled
@@ -521,33 +447,23 @@ class Connection(asyncio.BufferedProtocol):
         # not a bytearray into a new one first, then from it (two copies of each read).
         with memoryview(frame) as into:
             into[filled:filled + taken] = chunk
+        filled += taken
+        self._frame_filled = filled
+        if filled < len(frame):
+            return taken
+        self._frame = None
         self._processing = True
         try:
-            self._frame_grew(taken)
+            if self._reading_paused_by_us():
+                # It waits in the buffer as any whole frame does (one copy, rarely).
+                self._buffer += _SIZE.pack(len(frame))
+                self._buffer += frame
+                self._stalled = True
+            else:
+                self._dispatch(memoryview(frame))
         finally:
             self._processing = False
         return taken
-
-    def _frame_grew(self, taken: int) -> None:
-        """``taken`` more bytes of the large request being received are in its buffer; once
-        it is whole, dispatch it (a view of the buffer, which nothing writes again).
-        Back-pressure is checked as for any whole frame: a read the loop had already
-        scheduled is delivered even after ``pause_reading`` (asyncio's selector transport
-        does not look again), so the request may arrive while it must wait."""
-        frame = self._frame
-        assert frame is not None
-        filled = self._frame_filled + taken
-        self._frame_filled = filled
-        if filled < len(frame):
-            return
-        self._frame = None
-        if self._reading_paused_by_us():
-            # It waits in the buffer as any whole frame does (one copy, rarely).
-            self._buffer += _SIZE.pack(len(frame))
-            self._buffer += frame
-            self._stalled = True
-        else:
-            self._dispatch(memoryview(frame).toreadonly())  # as _received's views
 
     def eof_received(self) -> bool:
         # The client closed its side. Kafka closes the connection then (it has no half-open
