@@ -6,9 +6,13 @@ from __future__ import annotations
 import datetime
 import io
 import random
+import struct
+import time
 
 from kio.serial import entity_writer
 
+from core_helpers import request_frame
+from seglog._native import codec
 from seglog.schemas import load_request_schema
 
 
@@ -30,6 +34,24 @@ def produce_body(version: int, topics, *, transactional_id=None, acks=-1,
     buffer = io.BytesIO()
     entity_writer(cls)(buffer, request)
     return buffer.getvalue()
+
+
+def produce_v9_frame(correlation_id: int, topic: str, values: list[bytes]) -> bytes:
+    """A whole Produce v9 request frame (acks=-1): one batch of ``values`` for partition 0 of
+    ``topic``."""
+    batch = codec.encode_batch(values, timestamps_ms=int(time.time() * 1000))
+    body = produce_body(9, [(topic, [(0, batch)])], acks=-1)
+    return request_frame(0, 9, correlation_id, body, flexible=True)
+
+
+def produce_v9_answer(frame: bytes, topic: str) -> tuple[int, int, int]:
+    """(correlation id, error code, base offset) of a Produce v9 answer (without its size)
+    for one partition of ``topic``."""
+    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    # header tags, topics (1), name, partitions (1), index, then error code and base offset
+    position = 4 + 1 + 1 + 1 + len(topic.encode()) + 1 + 4
+    error_code, base_offset = struct.unpack_from(">hq", frame, position)
+    return correlation_id, error_code, base_offset
 
 
 def damaged_copies(body: bytes, seed: int, count: int):

@@ -16,8 +16,7 @@ import time
 import pytest
 
 from core_helpers import connect, read_frame, request_frame, run_on_broker_loop
-from produce_helpers import produce_body
-from seglog._native import codec
+from produce_helpers import produce_v9_answer, produce_v9_frame
 from seglog.server.connection import Connection
 
 PRODUCE = 0
@@ -26,9 +25,7 @@ PACE_S = 0.02  # after each write: the broker reads it before the next arrives
 
 
 def _produce_frame(correlation_id: int, values: list[bytes]) -> bytes:
-    batch = codec.encode_batch(values, timestamps_ms=int(time.time() * 1000))
-    body = produce_body(9, [("t", [(0, batch)])], acks=-1)
-    return request_frame(PRODUCE, 9, correlation_id, body, flexible=True)
+    return produce_v9_frame(correlation_id, "t", values)
 
 
 def _values(request: int, count: int, size_bytes: int) -> list[bytes]:
@@ -38,11 +35,7 @@ def _values(request: int, count: int, size_bytes: int) -> list[bytes]:
 
 def _answer(frame: bytes) -> tuple[int, int, int]:
     """(correlation id, error code, base offset) of a Produce v9 answer for topic "t"."""
-    (correlation_id,) = struct.unpack_from(">i", frame, 0)
-    # header tags, topics (1), name "t", partitions (1), index, error code, base offset
-    position = 4 + 1 + 1 + 2 + 1 + 4
-    error_code, base_offset = struct.unpack_from(">hq", frame, position)
-    return correlation_id, error_code, base_offset
+    return produce_v9_answer(frame, "t")
 
 
 def _send_in_pieces(sock, data: bytes, cuts: list[int]) -> None:
@@ -247,7 +240,6 @@ def test_a_large_request_of_a_decoded_api_is_answered_however_it_arrives(
             _send_in_pieces(sock, frame, [30_000, 60_000])
         answer = read_frame(sock)
         assert answer is not None
-        # correlation id, throttle, brokers (1: id, host, port, rack), cluster id, controller
         (correlation_id,) = struct.unpack_from(">i", answer)
         assert correlation_id == 11
         # each topic: error code 3, then its name (int16 length 26)

@@ -490,16 +490,14 @@ def test_large_requests_over_tls_are_read_whole(certs, start_broker):
     # path filled over several reads): a 330 KB Produce sent in pieces and another in one
     # write are each stored once, in order, and small requests before, between and after
     # them are answered.
-    from produce_helpers import produce_body
-    from seglog._native import codec
+    from produce_helpers import produce_v9_answer, produce_v9_frame
 
     broker = start_broker(ssl_config(certs))
     broker.store.create_topic(TOPIC, partitions=1)
     batches = [[f"{request}-{index:05d}".encode().ljust(100, b"v") for index in range(3000)]
                for request in range(2)]
-    frames = [request_frame(0, 9, 10 + request, produce_body(
-        9, [(TOPIC, [(0, codec.encode_batch(values, timestamps_ms=int(time.time() * 1000)))])],
-        acks=-1), flexible=True) for request, values in enumerate(batches)]
+    frames = [produce_v9_frame(10 + request, TOPIC, values)
+              for request, values in enumerate(batches)]
     with tls_connect(broker, client_context(certs)) as sock:
         assert api_versions_ok(sock, 1)
         first = frames[0]
@@ -510,10 +508,7 @@ def test_large_requests_over_tls_are_read_whole(certs, start_broker):
         for request in range(2):
             answer = read_frame(sock)
             assert answer is not None
-            # correlation id, header tags, topics (1), name, partitions (1), index, error, offset
-            assert struct.unpack_from(">i", answer)[0] == 10 + request
-            assert struct.unpack_from(">hq", answer, 4 + 1 + 1 + 1 + len(TOPIC) + 1 + 4) == (
-                0, 3000 * request)
+            assert produce_v9_answer(answer, TOPIC) == (10 + request, 0, 3000 * request)
         versions = read_frame(sock)
         assert versions is not None and struct.unpack_from(">ih", versions) == (2, 0)
     log = broker.store.topic(TOPIC).log(0)
