@@ -26,6 +26,10 @@ Clients (``--clients``):
   start is outside the window only in that CPU is read just before and after the tool runs,
   so the window includes the tool's connection set-up).
 
+With ``--floor`` the floor of ``producefloor.py`` runs as a third broker ("floor"): asyncio,
+the framing, one ``pwrite`` of the records and the answer, none of seglog's checks or
+bookkeeping; what any Python asyncio broker of this design pays per record.
+
 With ``--also-src <checkout>/src`` a second seglog broker runs from another checkout in the
 same run (before/after side by side); the brokers' order rotates each round.
 
@@ -45,6 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 #: The bench's confluent-kafka producer settings (seglog.bench.broker._client_produce).
 #: The raw client's records per request (set from ``--batch-records``).
@@ -267,8 +272,14 @@ def main() -> None:
     parser.add_argument("--also-src", default="",
                         help="also run a second seglog broker from this checkout's src "
                              "directory (before/after in one run): 'seglog-other'")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run producefloor.py's floor (asyncio, framing, one pwrite, "
+                             "the answer; none of seglog's checks or bookkeeping): 'floor'")
     parser.add_argument("--only", choices=("seglog", "kafka"))
     parser.add_argument("--no-warmup", action="store_true")
+    parser.add_argument("--warmups", type=int, default=1,
+                        help="unmeasured rounds of every client first (Kafka's JIT: one "
+                             "round leaves its CPU per record 2-5x the warm figure)")
     parser.add_argument("--json", default="", help="write every round's row here")
     args = parser.parse_args()
     if args.child:
@@ -285,7 +296,7 @@ def main() -> None:
     brokers: dict[str, object] = {}
     seglog = SeglogServe(scratch / "seglog")
     kafka = None
-    others: list[SeglogServe] = []
+    others: list[Any] = []  # SeglogServe, FloorServe: started here, stopped at the end
     ref, why = find_kafka()
     try:
         BATCH_RECORDS[0] = args.batch_records
@@ -305,6 +316,13 @@ def main() -> None:
                 else:
                     os.environ["PYTHONPATH"] = saved
             brokers["seglog-other"] = other
+        if args.floor:
+            from producefloor import FloorServe
+
+            floor = FloorServe(scratch / "floor")
+            others.append(floor)
+            floor.start()
+            brokers["floor"] = floor
         if args.only != "seglog":
             if ref is None:
                 raise SystemExit(why)
@@ -324,10 +342,10 @@ def main() -> None:
             return _ck_round(client, broker.pid, broker.bootstrap, topic, args.records,
                              args.record_bytes)
 
-        if not args.no_warmup:
+        for warm in range(0 if args.no_warmup else args.warmups):
             for client in clients:
                 for name in brokers:
-                    out = one(client, name, f"{args.topic}-warm-{client}")
+                    out = one(client, name, f"{args.topic}-warm{warm}-{client}")
                     print(f"# warm-up {client} {name}: {json.dumps(out)}", flush=True)
         idle = _idle_rates(brokers, args.idle_s)
         print(f"# idle CPU-s per s over {args.idle_s:.0f} s: {idle}", flush=True)

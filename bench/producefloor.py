@@ -1,0 +1,268 @@
+"""The floor under issue 27's produce-CPU target: the least a Python asyncio broker does to
+take a producer's records (acks=all, one partition) and answer, run beside ``seglog serve``
+and Kafka 4.4 under the same client by ``producewire.py --floor``.
+
+The floor speaks just enough of Kafka's protocol for a librdkafka producer: ApiVersions
+(v0-v3), Metadata v1 (every topic asked for exists, one partition led here) and Produce
+(v3-v10, one topic of one partition). A Produce is read by seglog's native request-header
+and one-partition readers (``seglog._native.wire``), its records written with one
+``os.pwrite`` at the end of one file (the page cache, as seglog's segments and Kafka's), and
+answered by seglog's native encoder; frames are split out of asyncio ``Protocol`` reads
+with one copy of a frame that spans reads (seglog's connection copies those once too).
+
+What it leaves out is all of seglog's own work per request: no CRC check and no record walk
+(Kafka's LogValidator rules), no offset or leader-epoch stamp, no index entries, no producer
+state, no log bookkeeping, metrics, quotas, ACL checks or acks=all waiting. So its CPU per
+million records is what the interpreter's event loop and the kernel (socket reads, the
+page-cache copy, the answer's loopback send) cost any Python broker on this design: if the
+floor alone is above 0.35x Kafka's CPU, the target needs the network path itself out of
+Python, not a faster seglog on it.
+
+    python bench/producefloor.py --port 9099 --file /tmp/floor.log
+
+Never a broker to use: it checks nothing it stores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from seglog._native import wire
+
+#: API keys the floor answers (Fetch only advertised, see ADVERTISED).
+PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+#: (api key, min version, max version) advertised: Produce v10 is what librdkafka 2.16 sends
+#: seglog, so the floor reads the same requests. Fetch v4+ is advertised (never answered)
+#: because librdkafka enables record batches (its MsgVer2 feature) only when the broker
+#: lists Produce v3+ *and* Fetch v4+; without it a producer sends magic-0 message sets.
+ADVERTISED = ((PRODUCE, 3, 10), (FETCH, 4, 12), (METADATA, 1, 1), (API_VERSIONS, 0, 3))
+#: Kafka's UNSUPPORTED_VERSION error code.
+UNSUPPORTED_VERSION = 35
+#: A batch's lastOffsetDelta field: after baseOffset (8), batchLength (4),
+#: partitionLeaderEpoch (4), magic (1), crc (4), attributes (2).
+LAST_OFFSET_DELTA_POSITION = 23
+#: A batch's batchLength field (the bytes after it), after baseOffset.
+BATCH_LENGTH_POSITION = 8
+#: A batch's magic byte (2 for record batches).
+MAGIC_POSITION = 16
+FIRST_FLEXIBLE_PRODUCE = 9
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return _I16.pack(len(raw)) + raw
+
+
+def api_versions_body(version: int) -> bytes:
+    """The ApiVersions answer's body for a request of ``version`` (v0 layout with
+    UNSUPPORTED_VERSION above v3, as Kafka answers)."""
+    if version > 3:
+        return _I16.pack(UNSUPPORTED_VERSION) + _I32.pack(len(ADVERTISED)) + b"".join(
+            struct.pack(">hhh", *entry) for entry in ADVERTISED)
+    if version == 3:
+        return (_I16.pack(0) + bytes([len(ADVERTISED) + 1])
+                + b"".join(struct.pack(">hhhB", *entry, 0) for entry in ADVERTISED)
+                + _I32.pack(0) + b"\x00")
+    body = _I16.pack(0) + _I32.pack(len(ADVERTISED)) + b"".join(
+        struct.pack(">hhh", *entry) for entry in ADVERTISED)
+    return body + (_I32.pack(0) if version >= 1 else b"")
+
+
+def metadata_v1_body(body: memoryview, host: str, port: int) -> bytes:
+    """Metadata v1's answer: this broker (node 0), and each topic asked for with one
+    partition it leads (none when the request asks for every topic)."""
+    (count,) = _I32.unpack_from(body, 0)
+    names: list[str] = []
+    position = 4
+    for _ in range(max(count, 0)):
+        (length,) = _I16.unpack_from(body, position)
+        names.append(bytes(body[position + 2:position + 2 + length]).decode("utf-8"))
+        position += 2 + length
+    out = [_I32.pack(1), _I32.pack(0), _string(host), _I32.pack(port), _I16.pack(-1),
+           _I32.pack(0), _I32.pack(len(names))]
+    for name in names:
+        out += [_I16.pack(0), _string(name), b"\x00", _I32.pack(1),
+                struct.pack(">hiiiiii", 0, 0, 0, 1, 0, 1, 0)]
+    return b"".join(out)
+
+
+class FloorState:
+    """The floor's one file and the offsets it hands out, per topic name."""
+
+    def __init__(self, path: Path, host: str, port: int):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.position_bytes = 0
+        self.next_offsets: dict[str, int] = {}
+        self.host = host
+        self.port = port
+
+    def produce(self, version: int, body: memoryview) -> bytes | None:
+        """Write a one-partition Produce's records and return its answer's body (None for
+        acks=0); ValueError for a request the floor does not read."""
+        single = wire.read_produce_single(version, body)
+        if single is None:
+            raise ValueError("not a one-topic, one-partition Produce")
+        _txn, acks, _timeout_ms, name, _topic_id, index, records = single
+        if name is None:
+            raise ValueError("a Produce by topic id (v13+): not advertised")
+        if records is not None and len(records) > MAGIC_POSITION and \
+                records[MAGIC_POSITION] != 2:
+            raise ValueError("not a record batch (magic 2)")
+        if records is not None and len(records) >= BATCH_LENGTH_POSITION + 4 and \
+                _I32.unpack_from(records, BATCH_LENGTH_POSITION)[0] + 12 != len(records):
+            raise ValueError("not exactly one record batch")  # offsets count the first
+        base_offset = self.next_offsets.get(name, 0)
+        if records is not None and len(records) > LAST_OFFSET_DELTA_POSITION + 4:
+            (delta,) = _I32.unpack_from(records, LAST_OFFSET_DELTA_POSITION)
+            self.next_offsets[name] = base_offset + delta + 1
+            self.position_bytes += os.pwrite(self.fd, records, self.position_bytes)
+        if acks == 0:
+            return None
+        return wire.encode_produce_single(version, name, index, 0, base_offset, -1, 0)
+
+
+class FloorConnection(asyncio.Protocol):
+    """One client: frames split out of the reads, each answered in the same turn."""
+
+    def __init__(self, state: FloorState):
+        self.state = state
+        self.pending = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        pending = self.pending
+        if pending:
+            pending += data
+            source: bytes | bytearray = pending
+        else:
+            source = data
+        view = memoryview(source)
+        end = len(source)
+        position = 0
+        answers: list[bytes] = []
+        while end - position >= 4:
+            (size,) = _I32.unpack_from(view, position)
+            if end - position - 4 < size:
+                break
+            answer = self.answer(view[position + 4:position + 4 + size])
+            if answer is not None:
+                answers.append(answer)
+            position += 4 + size
+        view.release()
+        if pending:
+            del pending[:position]
+        elif position < end:
+            pending += memoryview(data)[position:]  # one copy of the rest
+        if answers:
+            assert self.transport is not None
+            self.transport.write(b"".join(answers))
+
+    def answer(self, frame: memoryview) -> bytes | None:
+        """The framed answer to one request frame (None for acks=0)."""
+        api_key, version = _I16.unpack_from(frame, 0)[0], _I16.unpack_from(frame, 2)[0]
+        flexible = (api_key == PRODUCE and version >= FIRST_FLEXIBLE_PRODUCE) or (
+            api_key == API_VERSIONS and version >= 3)
+        header = wire.read_request_header(frame, flexible)
+        if header is None:
+            raise ValueError(f"unreadable request header (api {api_key} v{version})")
+        correlation_id, body_offset = header[2], header[4]
+        body = frame[body_offset:]
+        tagged = b""
+        if api_key == PRODUCE:
+            out = self.state.produce(version, body)
+            if out is None:
+                return None
+            tagged = b"\x00" if version >= FIRST_FLEXIBLE_PRODUCE else b""
+        elif api_key == METADATA and version == 1:
+            out = metadata_v1_body(body, self.state.host, self.state.port)
+        elif api_key == API_VERSIONS:
+            out = api_versions_body(version)
+        else:
+            raise ValueError(f"the floor does not answer api {api_key} v{version}")
+        return _I32.pack(4 + len(tagged) + len(out)) + _I32.pack(correlation_id) + tagged + out
+
+
+class FloorServe:
+    """The floor in a subprocess of its own on 127.0.0.1 and a free port, its file in
+    ``scratch``: the ``start`` / ``stop`` / ``pid`` / ``bootstrap`` of ``SeglogServe``."""
+
+    def __init__(self, scratch: Path):
+        from seglog.bench.kafka import free_port
+
+        self.scratch = Path(scratch)
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """``127.0.0.1:<port>``."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """The floor's pid while it runs."""
+        return self.process.pid if self.process is not None else None
+
+    def start(self) -> float:
+        """Launch and wait until ApiVersions is answered; the seconds that took."""
+        from seglog.bench.broker import wait_ready
+
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        with open(self.scratch / "floor.out", "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, __file__, "--port", str(self.port),
+                 "--file", str(self.scratch / "floor.log")],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        return wait_ready("127.0.0.1", self.port, self.process, t0)
+
+    def stop(self) -> None:
+        """End the floor (SIGTERM, then SIGKILL after 10 s): only its own process."""
+        proc, self.process = self.process, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+async def serve(host: str, port: int, path: Path) -> None:
+    """Serve on ``host:port`` until cancelled."""
+    state = FloorState(path, host, port)
+    server = await asyncio.get_running_loop().create_server(
+        lambda: FloorConnection(state), host, port)
+    async with server:
+        await server.serve_forever()
+
+
+def main() -> None:
+    """``--port`` and ``--file``: serve the floor."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--file", required=True, help="where the records go")
+    args = parser.parse_args()
+    try:
+        asyncio.run(serve(args.host, args.port, Path(args.file)))
+    except KeyboardInterrupt:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
