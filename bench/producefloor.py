@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from seglog._native import wire
+from seglog.bench.broker import SeglogServe, wait_ready
 
 #: API keys the floor answers (Fetch only advertised, see ADVERTISED).
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
@@ -194,52 +195,23 @@ class FloorConnection(asyncio.Protocol):
         return _I32.pack(4 + len(tagged) + len(out)) + _I32.pack(correlation_id) + tagged + out
 
 
-class FloorServe:
-    """The floor in a subprocess of its own on 127.0.0.1 and a free port, its file in
-    ``scratch``: the ``start`` / ``stop`` / ``pid`` / ``bootstrap`` of ``SeglogServe``."""
-
-    def __init__(self, scratch: Path):
-        from seglog.bench.kafka import free_port
-
-        self.scratch = Path(scratch)
-        self.port = free_port()
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        """``127.0.0.1:<port>``."""
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        """The floor's pid while it runs."""
-        return self.process.pid if self.process is not None else None
+class FloorServe(SeglogServe):
+    """The floor in a subprocess of its own on 127.0.0.1 and a free port, its records in
+    ``<data_dir>/floor.log``: ``SeglogServe``'s ``bootstrap``, ``pid``, ``stop`` and
+    ``kill``, with the floor started instead of ``seglog serve``."""
 
     def start(self) -> float:
         """Launch and wait until ApiVersions is answered; the seconds that took."""
-        from seglog.bench.broker import wait_ready
-
-        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        with open(self.scratch / "floor.out", "ab") as out:
+        with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, __file__, "--port", str(self.port),
-                 "--file", str(self.scratch / "floor.log")],
+                 "--file", str(self.data_dir / "floor.log")],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
-        return wait_ready("127.0.0.1", self.port, self.process, t0)
-
-    def stop(self) -> None:
-        """End the floor (SIGTERM, then SIGKILL after 10 s): only its own process."""
-        proc, self.process = self.process, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        self.start_s = wait_ready("127.0.0.1", self.port, self.process, t0)
+        return self.start_s
 
 
 async def serve(host: str, port: int, path: Path) -> None:

@@ -49,7 +49,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 #: The bench's confluent-kafka producer settings (seglog.bench.broker._client_produce).
 #: The raw client's records per request (set from ``--batch-records``).
@@ -296,7 +295,7 @@ def main() -> None:
     brokers: dict[str, object] = {}
     seglog = SeglogServe(scratch / "seglog")
     kafka = None
-    others: list[Any] = []  # SeglogServe, FloorServe: started here, stopped at the end
+    others: list[SeglogServe] = []  # FloorServe is one too
     ref, why = find_kafka()
     try:
         BATCH_RECORDS[0] = args.batch_records

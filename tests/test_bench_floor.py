@@ -28,7 +28,7 @@ def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from seglog.pure import codec
 
-    floor = _floor_module().FloorServe(tmp_path)
+    floor = _floor_module().FloorServe(tmp_path / "floor")
     floor.start()
     try:
         producer = confluent_kafka.Producer({"bootstrap.servers": floor.bootstrap,
@@ -50,6 +50,6 @@ def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
         assert sorted(offsets) == list(range(3000))
     finally:
         floor.stop()
-    stored = (tmp_path / "floor.log").read_bytes()
+    stored = (tmp_path / "floor" / "floor.log").read_bytes()
     values = [record.value for batch in codec.iter_batches(stored) for record in batch.records()]
     assert values == [b"v%05d" % index for index in range(3000)]
