@@ -45,6 +45,15 @@ def _setup(make_cluster):
 def test_a_follower_answers_not_leader_with_the_current_leader(make_cluster):
     cluster, topic_id, leader = _setup(make_cluster)
     follower = next(b for b in cluster.brokers if b != leader)
+    epoch = cluster.rm(leader).partitions[TP].leader_epoch
+    # The follower names the leader from its metadata cache (the controller's UpdateMetadata),
+    # which can reach it after it has fetched as a follower (LeaderAndIsr) and joined the ISR;
+    # until then it answers -1 / -1, as Kafka's metadata cache does.
+    def follower_names_the_leader() -> bool:
+        state = cluster.rm(follower).states.get(TP)
+        return state is not None and (state.leader, state.leader_epoch) == (leader, epoch)
+
+    wait_until(follower_names_the_leader, "the follower's metadata to name the leader")
     fields = dict(group_id="g", member_id=str(uuid.uuid4()), share_session_epoch=0,
                   max_wait=datetime.timedelta(0), min_bytes=1, max_bytes=1 << 20,
                   max_records=10, batch_size=10, forgotten_topics_data=())
@@ -59,7 +68,6 @@ def test_a_follower_answers_not_leader_with_the_current_leader(make_cluster):
     [topic] = r.responses
     [partition] = topic.partitions
     assert int(partition.error_code) == codes.NOT_LEADER_OR_FOLLOWER
-    epoch = cluster.rm(leader).partitions[TP].leader_epoch
     assert (partition.current_leader.leader_id, partition.current_leader.leader_epoch) == (
         leader, epoch)
     host, port = cluster.address(leader)
