@@ -34,8 +34,10 @@ import sys
 import time
 from pathlib import Path
 
+from seglog import format as fmt
 from seglog._native import wire
 from seglog.bench.broker import SeglogServe, wait_ready
+from seglog.server import protocol
 
 #: API keys the floor answers (Fetch only advertised, see ADVERTISED).
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
@@ -46,14 +48,6 @@ PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 ADVERTISED = ((PRODUCE, 3, 10), (FETCH, 4, 12), (METADATA, 1, 1), (API_VERSIONS, 0, 3))
 #: Kafka's UNSUPPORTED_VERSION error code.
 UNSUPPORTED_VERSION = 35
-#: A batch's lastOffsetDelta field: after baseOffset (8), batchLength (4),
-#: partitionLeaderEpoch (4), magic (1), crc (4), attributes (2).
-LAST_OFFSET_DELTA_POSITION = 23
-#: A batch's batchLength field (the bytes after it), after baseOffset.
-BATCH_LENGTH_POSITION = 8
-#: A batch's magic byte (2 for record batches).
-MAGIC_POSITION = 16
-FIRST_FLEXIBLE_PRODUCE = 9
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
@@ -115,15 +109,15 @@ class FloorState:
         _txn, acks, _timeout_ms, name, _topic_id, index, records = single
         if name is None:
             raise ValueError("a Produce by topic id (v13+): not advertised")
-        if records is not None and len(records) > MAGIC_POSITION and \
-                records[MAGIC_POSITION] != 2:
+        if records is not None and len(records) > fmt.MAGIC_POSITION and \
+                records[fmt.MAGIC_POSITION] != 2:
             raise ValueError("not a record batch (magic 2)")
-        if records is not None and len(records) >= BATCH_LENGTH_POSITION + 4 and \
-                _I32.unpack_from(records, BATCH_LENGTH_POSITION)[0] + 12 != len(records):
+        if records is not None and len(records) >= fmt.BATCH_LENGTH_POSITION + 4 and \
+                _I32.unpack_from(records, fmt.BATCH_LENGTH_POSITION)[0] + 12 != len(records):
             raise ValueError("not exactly one record batch")  # offsets count the first
         base_offset = self.next_offsets.get(name, 0)
-        if records is not None and len(records) > LAST_OFFSET_DELTA_POSITION + 4:
-            (delta,) = _I32.unpack_from(records, LAST_OFFSET_DELTA_POSITION)
+        if records is not None and len(records) > fmt.LAST_OFFSET_DELTA_POSITION + 4:
+            (delta,) = _I32.unpack_from(records, fmt.LAST_OFFSET_DELTA_POSITION)
             self.next_offsets[name] = base_offset + delta + 1
             self.position_bytes += os.pwrite(self.fd, records, self.position_bytes)
         if acks == 0:
@@ -173,26 +167,24 @@ class FloorConnection(asyncio.Protocol):
     def answer(self, frame: memoryview) -> bytes | None:
         """The framed answer to one request frame (None for acks=0)."""
         api_key, version = _I16.unpack_from(frame, 0)[0], _I16.unpack_from(frame, 2)[0]
-        flexible = (api_key == PRODUCE and version >= FIRST_FLEXIBLE_PRODUCE) or (
-            api_key == API_VERSIONS and version >= 3)
-        header = wire.read_request_header(frame, flexible)
+        header = wire.read_request_header(frame, protocol.is_flexible_request(api_key, version))
         if header is None:
             raise ValueError(f"unreadable request header (api {api_key} v{version})")
         correlation_id, body_offset = header[2], header[4]
         body = frame[body_offset:]
-        tagged = b""
         if api_key == PRODUCE:
             out = self.state.produce(version, body)
             if out is None:
                 return None
-            tagged = b"\x00" if version >= FIRST_FLEXIBLE_PRODUCE else b""
         elif api_key == METADATA and version == 1:
             out = metadata_v1_body(body, self.state.host, self.state.port)
         elif api_key == API_VERSIONS:
             out = api_versions_body(version)
         else:
             raise ValueError(f"the floor does not answer api {api_key} v{version}")
-        return _I32.pack(4 + len(tagged) + len(out)) + _I32.pack(correlation_id) + tagged + out
+        return b"".join(protocol.encode_response(
+            correlation_id, flexible=protocol.is_flexible_response(api_key, version),
+            body_parts=(out,)))
 
 
 class FloorServe(SeglogServe):
