@@ -11,8 +11,10 @@ offset 0 to its end. The broker's CPU comes from its threads' ``schedstat`` (nan
 each walk, per Fetch, also net of the broker's idle rate measured over 10 s before the rounds.
 
 Brokers: ``seglog serve`` once per PYTHONPATH given (a before/after in one run: another
-checkout's ``src``), and the word ``kafka`` for a single-node KRaft Kafka 4.4
-(:class:`seglog.bench.kafka.KafkaBroker`). Each is filled with the same records (the bench's
+checkout's ``src``), the word ``kafka`` for a single-node KRaft Kafka 4.4
+(:class:`seglog.bench.kafka.KafkaBroker`), and ``floor`` / ``floor-view`` for the fetch floor
+(``fetchfloor.py``: what any Python asyncio broker pays, records by sendfile / by a mapped
+view). Each is filled with the same records (the bench's
 confluent-kafka producer, 100-byte values, acks=1), warmed up with two walks (Kafka's JIT), then
 the rounds alternate the brokers, the order reversed every other round.
 
@@ -20,6 +22,7 @@ the rounds alternate the brokers, the order reversed every other round.
 the per-request cost without records (decode, handler, event loop, the small send).
 
     PYTHONPATH=src python bench/fetchcpu.py --records 1000000 --rounds 5 src ../main/src kafka
+    PYTHONPATH=src python bench/fetchcpu.py --records 1000000 --rounds 5 src kafka floor floor-view
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from consumewire import process_run_s  # noqa: E402
 
 FETCH_VERSION = 16
+#: Broker words for the fetch floor (``fetchfloor.py``), by how it sends the records.
+FLOORS = {"floor": "sendfile", "floor-view": "view"}
 METADATA_VERSION = 12
 EMPTY_REQUESTS = 2000
 
@@ -94,7 +99,8 @@ def _topic_id(sock: socket.socket, topic: str, buffer: bytearray) -> Any:
     return response.topics[0].topic_id
 
 
-def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int) -> Any:
+def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int,
+                   partition_max_bytes: int = 1024 * 1024) -> Any:
     from seglog.schemas import load_request_schema
 
     cls = load_request_schema(1, FETCH_VERSION)
@@ -105,7 +111,7 @@ def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int) -> Any:
                topics=(mod.FetchTopic(topic_id=topic_id, partitions=(mod.FetchPartition(
                    partition=0, current_leader_epoch=-1, fetch_offset=offset,
                    last_fetched_epoch=-1, log_start_offset=-1,
-                   partition_max_bytes=1024 * 1024),)),),
+                   partition_max_bytes=partition_max_bytes),)),),
                forgotten_topics_data=(), rack_id="")
 
 
@@ -154,7 +160,10 @@ def walk(sock: socket.socket, topic_id: Any, records: int, buffer: bytearray, *,
     offset, fetches = 0, 0
     while offset < records:
         sock.sendall(_frame(1, FETCH_VERSION, fetches, _fetch_request(topic_id, offset, 500)))
-        offset = _next_offset(_receive(sock, buffer))
+        next_offset = _next_offset(_receive(sock, buffer))
+        if next_offset <= offset:  # a broker that does not move the walk on: never ending
+            raise RuntimeError(f"a Fetch at offset {offset} answered up to {next_offset}")
+        offset = next_offset
         fetches += 1
     return fetches
 
@@ -168,7 +177,8 @@ def main() -> None:
     """Run the rounds and print one line per walk and the summaries."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("brokers", nargs="+",
-                        help="a PYTHONPATH for a seglog serve, or 'kafka' for Kafka 4.4")
+                        help="a PYTHONPATH for a seglog serve, 'kafka' for Kafka 4.4, or "
+                             "'floor' / 'floor-view' for the fetch floor")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--empty", action="store_true",
@@ -188,6 +198,11 @@ def main() -> None:
                     raise SystemExit(why)
                 broker: Any = KafkaBroker(ref, scratch / "kafka")
                 broker.format()
+                broker.start()
+            elif name in FLOORS:
+                from fetchfloor import FetchFloorServe
+
+                broker = FetchFloorServe(scratch / name, send_mode=FLOORS[name])
                 broker.start()
             else:
                 saved = os.environ.get("PYTHONPATH")

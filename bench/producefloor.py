@@ -57,18 +57,21 @@ def _string(text: str) -> bytes:
     return _I16.pack(len(raw)) + raw
 
 
-def api_versions_body(version: int) -> bytes:
-    """The ApiVersions answer's body for a request of ``version`` (v0 layout with
-    UNSUPPORTED_VERSION above v3, as Kafka answers)."""
+def api_versions_body(version: int,
+                      advertised: tuple[tuple[int, int, int], ...] | None = None) -> bytes:
+    """The ApiVersions answer's body for a request of ``version`` listing ``advertised``
+    (default :data:`ADVERTISED`; v0 layout with UNSUPPORTED_VERSION above v3, as Kafka
+    answers)."""
+    ranges = ADVERTISED if advertised is None else advertised
     if version > 3:
-        return _I16.pack(UNSUPPORTED_VERSION) + _I32.pack(len(ADVERTISED)) + b"".join(
-            struct.pack(">hhh", *entry) for entry in ADVERTISED)
+        return _I16.pack(UNSUPPORTED_VERSION) + _I32.pack(len(ranges)) + b"".join(
+            struct.pack(">hhh", *entry) for entry in ranges)
     if version == 3:
-        return (_I16.pack(0) + bytes([len(ADVERTISED) + 1])
-                + b"".join(struct.pack(">hhhB", *entry, 0) for entry in ADVERTISED)
+        return (_I16.pack(0) + bytes([len(ranges) + 1])
+                + b"".join(struct.pack(">hhhB", *entry, 0) for entry in ranges)
                 + _I32.pack(0) + b"\x00")
-    body = _I16.pack(0) + _I32.pack(len(ADVERTISED)) + b"".join(
-        struct.pack(">hhh", *entry) for entry in ADVERTISED)
+    body = _I16.pack(0) + _I32.pack(len(ranges)) + b"".join(
+        struct.pack(">hhh", *entry) for entry in ranges)
     return body + (_I32.pack(0) if version >= 1 else b"")
 
 
@@ -132,6 +135,11 @@ class FloorConnection(asyncio.Protocol):
         self.state = state
         self.pending = bytearray()
         self.transport: asyncio.Transport | None = None
+        #: Answers of the read being handled, written together at its end.
+        self.answers: list[bytes] = []
+        #: True while an answer is being sent outside the transport (the fetch floor's
+        #: sendfile): the frames after it wait in ``pending``.
+        self.held = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -146,8 +154,8 @@ class FloorConnection(asyncio.Protocol):
         view = memoryview(source)
         end = len(source)
         position = 0
-        answers: list[bytes] = []
-        while end - position >= 4:
+        answers = self.answers
+        while end - position >= 4 and not self.held:
             (size,) = _I32.unpack_from(view, position)
             if end - position - 4 < size:
                 break
@@ -163,6 +171,7 @@ class FloorConnection(asyncio.Protocol):
         if answers:
             assert self.transport is not None
             self.transport.write(b"".join(answers))
+            answers.clear()
 
     def answer(self, frame: memoryview) -> bytes | None:
         """The framed answer to one request frame (None for acks=0)."""

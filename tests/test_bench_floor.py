@@ -6,6 +6,7 @@ second; the measurement itself runs from the command line (``producewire.py --fl
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from pathlib import Path
@@ -53,3 +54,84 @@ def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
     stored = (tmp_path / "floor" / "floor.log").read_bytes()
     values = [record.value for batch in codec.iter_batches(stored) for record in batch.records()]
     assert values == [b"v%05d" % index for index in range(3000)]
+
+
+_BENCH = _PATH.parent
+
+
+def _bench_module(name: str):
+    """A bench script as a module (the fetch floor and fetchcpu import their siblings by
+    name, from the bench directory)."""
+    if str(_BENCH) not in sys.path:
+        sys.path.insert(0, str(_BENCH))
+    return importlib.import_module(name)
+
+
+def _whole_batches(response: memoryview, records_at: int) -> bytes:
+    """The whole batches of a one-partition Fetch v16 answer's records (Kafka may cut the
+    last one)."""
+    position, shift, length = records_at, 0, 0
+    while True:
+        byte = response[position]
+        position += 1
+        length |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    records = bytes(response[position:position + length - 1])
+    end = 0
+    while end + 12 <= len(records):
+        size = int.from_bytes(records[end + 8:end + 12], "big", signed=True)
+        if end + 12 + size > len(records):
+            break
+        end += 12 + size
+    return records[:end]
+
+
+@pytest.mark.parametrize("send_mode", ["sendfile", "view"])
+def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_mode):
+    """``bench/fetchfloor.py`` (issue 27, the consume-CPU floor), filled by a default
+    confluent-kafka producer, answers ``fetchcpu.py``'s raw Fetch v16 walk with the records
+    at their offsets, by sendfile and by a mapped view, and an empty answer at the end."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    import socket
+
+    from seglog.pure import codec
+
+    fetchcpu = _bench_module("fetchcpu")
+    floor = _bench_module("fetchfloor").FetchFloorServe(tmp_path / "floor",
+                                                        send_mode=send_mode)
+    floor.start()
+    try:
+        producer = confluent_kafka.Producer({"bootstrap.servers": floor.bootstrap})
+        for index in range(3000):
+            producer.produce("walk", b"v%05d" % index + b"." * 400, partition=0)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        host, port = floor.bootstrap.rsplit(":", 1)
+        buffer = bytearray(4 << 20)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            topic_id = fetchcpu._topic_id(sock, "walk", buffer)
+            offsets: list[int] = []
+            values: list[bytes] = []
+            for correlation_id in range(100):  # 1.2 MB in 128 KiB answers: ~10 Fetches
+                if len(offsets) == 3000:
+                    break
+                request = fetchcpu._fetch_request(topic_id, len(offsets), 500,
+                                                  partition_max_bytes=128 * 1024)
+                sock.sendall(fetchcpu._frame(1, fetchcpu.FETCH_VERSION, correlation_id,
+                                             request))
+                response = fetchcpu._receive(sock, buffer)
+                assert int.from_bytes(response[:4], "big") == correlation_id
+                for batch in codec.iter_batches(_whole_batches(response, fetchcpu._RECORDS_AT)):
+                    for record in batch.records():
+                        offsets.append(record.offset)
+                        values.append(record.value)
+            assert offsets == list(range(3000))
+            assert values == [b"v%05d" % index + b"." * 400 for index in range(3000)]
+            sock.sendall(fetchcpu._frame(1, fetchcpu.FETCH_VERSION, 1000,
+                                         fetchcpu._fetch_request(topic_id, 3000, 0)))
+            end = fetchcpu._receive(sock, buffer)
+            assert _whole_batches(end, fetchcpu._RECORDS_AT) == b""
+    finally:
+        floor.stop()
