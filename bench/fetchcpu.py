@@ -122,9 +122,9 @@ def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int,
 _RECORDS_AT = 4 + 1 + 4 + 2 + 4 + 1 + 16 + 1 + 4 + 2 + 8 + 8 + 8 + 1 + 4
 
 
-def _next_offset(data: memoryview) -> int:
-    """The offset after the last whole batch of a one-partition response (Kafka may cut the
-    last batch partway)."""
+def whole_batches(data: memoryview) -> tuple[memoryview, int]:
+    """The whole batches of a one-partition Fetch v16 response's records (Kafka may cut the
+    last batch partway) and where the last of them starts in that view (-1: none)."""
     position, shift, length = _RECORDS_AT, 0, 0
     while True:
         byte = data[position]
@@ -133,18 +133,24 @@ def _next_offset(data: memoryview) -> int:
         shift += 7
         if not byte & 0x80:
             break
-    end = position + length - 1
-    last = None
-    while position + 12 <= end:
-        base_offset, size = struct.unpack_from(">qi", data, position)
-        if position + 12 + size > end:
+    records = data[position:position + max(length - 1, 0)]
+    end, last = 0, -1
+    while end + 12 <= len(records):
+        (size,) = struct.unpack_from(">i", records, end + 8)
+        if end + 12 + size > len(records):
             break
-        last = (base_offset, position)
-        position += 12 + size
-    if last is None:
+        last, end = end, end + 12 + size
+    return records[:end], last
+
+
+def _next_offset(data: memoryview) -> int:
+    """The offset after the last whole batch of a one-partition response."""
+    records, last = whole_batches(data)
+    if last < 0:
         raise RuntimeError("a Fetch response without a whole batch")
-    (last_offset_delta,) = struct.unpack_from(">i", data, last[1] + 23)
-    return last[0] + last_offset_delta + 1
+    (base_offset,) = struct.unpack_from(">q", records, last)
+    (last_offset_delta,) = struct.unpack_from(">i", records, last + 23)
+    return base_offset + last_offset_delta + 1
 
 
 def walk(sock: socket.socket, topic_id: Any, records: int, buffer: bytearray, *,

@@ -32,7 +32,6 @@ Never a broker to use: it checks nothing it stores or sends.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import bisect
 import datetime
@@ -40,9 +39,7 @@ import io
 import mmap
 import os
 import struct
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -53,6 +50,7 @@ from producefloor import (API_VERSIONS, FETCH, METADATA, PRODUCE,  # noqa: E402
                           FloorConnection, FloorServe, FloorState)
 
 from seglog.server import protocol  # noqa: E402
+from seglog.server.apis.data_wire import uvarint  # noqa: E402
 
 #: Fetch v16 is what ``fetchcpu.py`` sends (by topic id, flexible); Metadata v12 answers
 #: its topic-id lookup (librdkafka's producer is still offered v1 only).
@@ -81,15 +79,6 @@ _ANSWER_TAIL = b"\x00\x00\x00"
 _SIZE_AND_ID = struct.Struct(">ii")
 _RESPONSE_HEADER_V1_BYTES = 5
 _BASE_OFFSET = struct.Struct(">q")
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 class FetchFloorState(FloorState):
@@ -172,7 +161,7 @@ class FetchFloorState(FloorState):
                 else self.position_bytes
             count = max(min(max_bytes, self.position_bytes - start), first_end - start)
         head = _ANSWER_HEAD.pack(0, 0, 0, 2, topic_id, 2, index, 0, end_offset, end_offset,
-                                 0, 0, -1) + _varint(count + 1)
+                                 0, 0, -1) + uvarint(count + 1)
         return head, start, count
 
     def view(self, start: int, count: int) -> memoryview:
@@ -263,43 +252,18 @@ class FetchFloorServe(FloorServe):
             raise ValueError(f"send mode {send_mode!r}: one of {SEND_MODES}")
         self.send_mode = send_mode
 
-    def start(self) -> float:
-        """Launch and wait until ApiVersions is answered; the seconds that took."""
-        from seglog.bench.broker import wait_ready
-
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        with open(self.log_path, "ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, __file__, "--port", str(self.port),
-                 "--file", str(self.data_dir / "floor.log"), "--send", self.send_mode],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
-        self.start_s = wait_ready("127.0.0.1", self.port, self.process, t0)
-        return self.start_s
-
-
-async def serve(host: str, port: int, path: Path, send_mode: str) -> None:
-    """Serve on ``host:port`` until cancelled."""
-    state = FetchFloorState(path, host, port, send_mode)
-    server = await asyncio.get_running_loop().create_server(
-        lambda: FetchFloorConnection(state), host, port)
-    async with server:
-        await server.serve_forever()
+    def command(self) -> list[str]:
+        """This script with the produce floor's arguments and ``--send``."""
+        return [__file__, *super().command()[1:], "--send", self.send_mode]
 
 
 def main() -> None:
     """``--port``, ``--file`` and ``--send``: serve the fetch floor."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--file", required=True, help="where the records go")
+    parser = producefloor.arguments(__doc__)
     parser.add_argument("--send", choices=SEND_MODES, default="sendfile")
     args = parser.parse_args()
-    try:
-        asyncio.run(serve(args.host, args.port, Path(args.file), args.send))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    state = FetchFloorState(Path(args.file), args.host, args.port, args.send)
+    producefloor.serve(args.host, args.port, lambda: FetchFloorConnection(state))
 
 
 if __name__ == "__main__":

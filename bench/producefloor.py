@@ -32,6 +32,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from seglog import format as fmt
@@ -201,40 +202,49 @@ class FloorServe(SeglogServe):
     ``<data_dir>/floor.log``: ``SeglogServe``'s ``bootstrap``, ``pid``, ``stop`` and
     ``kill``, with the floor started instead of ``seglog serve``."""
 
+    def command(self) -> list[str]:
+        """The floor's script and its arguments."""
+        return [__file__, "--port", str(self.port), "--file", str(self.data_dir / "floor.log")]
+
     def start(self) -> float:
         """Launch and wait until ApiVersions is answered; the seconds that took."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         with open(self.log_path, "ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, __file__, "--port", str(self.port),
-                 "--file", str(self.data_dir / "floor.log")],
+                [sys.executable, *self.command()],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self.start_s = wait_ready("127.0.0.1", self.port, self.process, t0)
         return self.start_s
 
 
-async def serve(host: str, port: int, path: Path) -> None:
-    """Serve on ``host:port`` until cancelled."""
-    state = FloorState(path, host, port)
-    server = await asyncio.get_running_loop().create_server(
-        lambda: FloorConnection(state), host, port)
-    async with server:
-        await server.serve_forever()
+def arguments(description: str) -> argparse.ArgumentParser:
+    """A floor's command line: ``--host``, ``--port`` and ``--file``."""
+    parser = argparse.ArgumentParser(description=description.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--file", required=True, help="where the records go")
+    return parser
+
+
+def serve(host: str, port: int, connection: Callable[[], asyncio.Protocol]) -> None:
+    """Serve ``connection()`` per client on ``host:port`` until interrupted."""
+    async def forever() -> None:
+        server = await asyncio.get_running_loop().create_server(connection, host, port)
+        async with server:
+            await server.serve_forever()
+    try:
+        asyncio.run(forever())
+    except KeyboardInterrupt:
+        sys.exit(0)
 
 
 def main() -> None:
     """``--port`` and ``--file``: serve the floor."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--file", required=True, help="where the records go")
-    args = parser.parse_args()
-    try:
-        asyncio.run(serve(args.host, args.port, Path(args.file)))
-    except KeyboardInterrupt:
-        sys.exit(0)
+    args = arguments(__doc__).parse_args()
+    state = FloorState(Path(args.file), args.host, args.port)
+    serve(args.host, args.port, lambda: FloorConnection(state))
 
 
 if __name__ == "__main__":

@@ -67,27 +67,6 @@ def _bench_module(name: str):
     return importlib.import_module(name)
 
 
-def _whole_batches(response: memoryview, records_at: int) -> bytes:
-    """The whole batches of a one-partition Fetch v16 answer's records (Kafka may cut the
-    last one)."""
-    position, shift, length = records_at, 0, 0
-    while True:
-        byte = response[position]
-        position += 1
-        length |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    records = bytes(response[position:position + length - 1])
-    end = 0
-    while end + 12 <= len(records):
-        size = int.from_bytes(records[end + 8:end + 12], "big", signed=True)
-        if end + 12 + size > len(records):
-            break
-        end += 12 + size
-    return records[:end]
-
-
 @pytest.mark.parametrize("send_mode", ["sendfile", "view"])
 def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_mode):
     """``bench/fetchfloor.py`` (issue 27, the consume-CPU floor), filled by a default
@@ -123,7 +102,7 @@ def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_
                                              request))
                 response = fetchcpu._receive(sock, buffer)
                 assert int.from_bytes(response[:4], "big") == correlation_id
-                for batch in codec.iter_batches(_whole_batches(response, fetchcpu._RECORDS_AT)):
+                for batch in codec.iter_batches(bytes(fetchcpu.whole_batches(response)[0])):
                     for record in batch.records():
                         offsets.append(record.offset)
                         values.append(record.value)
@@ -132,6 +111,6 @@ def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_
             sock.sendall(fetchcpu._frame(1, fetchcpu.FETCH_VERSION, 1000,
                                          fetchcpu._fetch_request(topic_id, 3000, 0)))
             end = fetchcpu._receive(sock, buffer)
-            assert _whole_batches(end, fetchcpu._RECORDS_AT) == b""
+            assert fetchcpu.whole_batches(end) == (b"", -1)
     finally:
         floor.stop()
