@@ -45,10 +45,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from consumewire import process_run_s  # noqa: E402
 
 FETCH_VERSION = 16
-#: Broker words for the fetch floor (``fetchfloor.py``), by how it sends the records.
-FLOORS = {"floor": "sendfile", "floor-view": "view"}
 METADATA_VERSION = 12
 EMPTY_REQUESTS = 2000
+#: Broker words for the fetch floor (``fetchfloor.py``), by how it sends the records.
+FLOORS = {"floor": "sendfile", "floor-view": "view"}
 
 
 def _schema_module(cls: type) -> Any:

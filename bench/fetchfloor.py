@@ -94,7 +94,6 @@ class FetchFloorState(FloorState):
         self.base_offsets: list[int] = []
         self.positions: list[int] = []
         self._map: mmap.mmap | None = None
-        self._map_view: memoryview | None = None
 
     def produce(self, version: int, body: memoryview) -> bytes | None:
         """The produce floor's answer, the batch's base offset stamped, and its offset and
@@ -168,29 +167,26 @@ class FetchFloorState(FloorState):
         """``count`` bytes of the file from ``start`` as a view of its mapping (mapped again
         when the file has grown past it)."""
         if self._map is None or start + count > len(self._map):
-            if self._map_view is not None:
-                self._map_view.release()
-            if self._map is not None:
-                self._map.close()
+            # The old mapping is left to the views still alive (the transport's copies
+            # hold none); one more mapping per growth of a file that is filled once.
             self._map = mmap.mmap(self.file.fileno(), self.position_bytes,
                                   access=mmap.ACCESS_READ)
-            self._map_view = memoryview(self._map)
-        assert self._map_view is not None
-        return self._map_view[start:start + count]
+        return memoryview(self._map)[start:start + count]
 
 
 class FetchFloorConnection(FloorConnection):
-    """The produce floor's connection, answering ApiVersions with Fetch v16 listed, Metadata
-    v12 and Fetch v16 too. A Fetch's records leave after its header: by ``loop.sendfile``
+    """The produce floor's connection, listing Fetch v16 and answering Metadata v12 and Fetch
+    v16 too. A Fetch's records leave after its header: by ``loop.sendfile``
     (asyncio's way to hand a file to a transport's socket: it waits for the transport to
     empty and pauses reading meanwhile), the frames after it in the same read held until
     it is done; or as a view of the mapping written through the transport."""
 
     state: FetchFloorState
+    advertised = ADVERTISED
 
     def answer(self, frame: memoryview) -> bytes | None:
         api_key, version = struct.unpack_from(">hh", frame, 0)
-        if api_key not in (FETCH, API_VERSIONS) and not (
+        if api_key != FETCH and not (
                 api_key == METADATA and version == METADATA_TOPIC_ID_VERSION):
             return super().answer(frame)
         header = producefloor.wire.read_request_header(
@@ -198,10 +194,6 @@ class FetchFloorConnection(FloorConnection):
         if header is None:
             raise ValueError(f"unreadable request header (api {api_key} v{version})")
         correlation_id = header[2]
-        if api_key == API_VERSIONS:
-            body = producefloor.api_versions_body(version, ADVERTISED)
-            return b"".join(protocol.encode_response(correlation_id, flexible=False,
-                                                     body_parts=(body,)))
         if api_key == METADATA:
             return b"".join(protocol.encode_response(
                 correlation_id, flexible=True, body_parts=(self.state.metadata_topic_id(),)))

@@ -59,11 +59,9 @@ def _string(text: str) -> bytes:
 
 
 def api_versions_body(version: int,
-                      advertised: tuple[tuple[int, int, int], ...] | None = None) -> bytes:
-    """The ApiVersions answer's body for a request of ``version`` listing ``advertised``
-    (default :data:`ADVERTISED`; v0 layout with UNSUPPORTED_VERSION above v3, as Kafka
-    answers)."""
-    ranges = ADVERTISED if advertised is None else advertised
+                      ranges: tuple[tuple[int, int, int], ...] = ADVERTISED) -> bytes:
+    """The ApiVersions answer's body for a request of ``version`` listing ``ranges`` (v0
+    layout with UNSUPPORTED_VERSION above v3, as Kafka answers)."""
     if version > 3:
         return _I16.pack(UNSUPPORTED_VERSION) + _I32.pack(len(ranges)) + b"".join(
             struct.pack(">hhh", *entry) for entry in ranges)
@@ -132,6 +130,9 @@ class FloorState:
 class FloorConnection(asyncio.Protocol):
     """One client: frames split out of the reads, each answered in the same turn."""
 
+    #: What ApiVersions lists (a floor that answers more lists more).
+    advertised = ADVERTISED
+
     def __init__(self, state: FloorState):
         self.state = state
         self.pending = bytearray()
@@ -189,7 +190,7 @@ class FloorConnection(asyncio.Protocol):
         elif api_key == METADATA and version == 1:
             out = metadata_v1_body(body, self.state.host, self.state.port)
         elif api_key == API_VERSIONS:
-            out = api_versions_body(version)
+            out = api_versions_body(version, self.advertised)
         else:
             raise ValueError(f"the floor does not answer api {api_key} v{version}")
         return b"".join(protocol.encode_response(

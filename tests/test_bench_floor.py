@@ -2,34 +2,34 @@
 with librdkafka's defaults (acks=all) gets every record acknowledged by the floor, at the
 offsets the floor counts, and the floor's file holds exactly the batches it was sent (read back
 and decoded by seglog's codec, CRCs checked). A few thousand records for a fraction of a
-second; the measurement itself runs from the command line (``producewire.py --floor``)."""
+second; the measurement itself runs from the command line (``producewire.py --floor``).
+``bench/fetchfloor.py`` (the consume-CPU floor) gives those records back to ``fetchcpu.py``'s
+raw Fetch walk at their offsets, by both of its send modes."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "bench" / "producefloor.py"
+_BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-def _floor_module():
-    spec = importlib.util.spec_from_file_location("bench_producefloor", _PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_producefloor"] = module
-    spec.loader.exec_module(module)
-    return module
+def _bench_module(name: str):
+    """A bench script as a module (the floors and fetchcpu import their siblings by name,
+    from the bench directory)."""
+    if str(_BENCH) not in sys.path:
+        sys.path.insert(0, str(_BENCH))
+    return importlib.import_module(name)
 
 
 def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
     confluent_kafka = pytest.importorskip("confluent_kafka")
     from seglog.pure import codec
 
-    floor = _floor_module().FloorServe(tmp_path / "floor")
+    floor = _bench_module("producefloor").FloorServe(tmp_path / "floor")
     floor.start()
     try:
         producer = confluent_kafka.Producer({"bootstrap.servers": floor.bootstrap,
@@ -55,16 +55,6 @@ def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
     values = [record.value for batch in codec.iter_batches(stored) for record in batch.records()]
     assert values == [b"v%05d" % index for index in range(3000)]
 
-
-_BENCH = _PATH.parent
-
-
-def _bench_module(name: str):
-    """A bench script as a module (the fetch floor and fetchcpu import their siblings by
-    name, from the bench directory)."""
-    if str(_BENCH) not in sys.path:
-        sys.path.insert(0, str(_BENCH))
-    return importlib.import_module(name)
 
 
 @pytest.mark.parametrize("send_mode", ["sendfile", "view"])
