@@ -104,3 +104,41 @@ def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_
             assert fetchcpu.whole_batches(end) == (b"", -1)
     finally:
         floor.stop()
+
+
+def test_fetchcpus_walk_stops_on_a_broker_that_does_not_move_it_on():
+    """A broker answering every Fetch with the same batch (offsets 0 and 1, as the produce
+    floor's unstamped batches would) would keep ``fetchcpu.walk`` asking forever: the walk
+    raises at the second answer instead."""
+    import socket
+    import threading
+    import uuid
+
+    from seglog.pure import codec
+    from seglog.server.apis.data_wire import uvarint
+
+    fetchcpu = _bench_module("fetchcpu")
+    batch = codec.encode_batch([b"a", b"b"])
+    payload = bytes(fetchcpu._RECORDS_AT) + uvarint(len(batch) + 1) + batch
+    answer = len(payload).to_bytes(4, "big") + payload
+    client, broker = socket.socketpair()
+    requests: list[int] = []
+
+    def serve() -> None:
+        with broker:
+            for _ in range(10):  # bounded: the walk must stop at the second
+                head = broker.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                broker.recv(int.from_bytes(head, "big"), socket.MSG_WAITALL)
+                requests.append(1)
+                broker.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    with client:
+        client.settimeout(30)
+        with pytest.raises(RuntimeError, match="a Fetch at offset 2 answered up to 2"):
+            fetchcpu.walk(client, uuid.uuid4(), 100, bytearray(1 << 16), empty=False)
+    thread.join(30)
+    assert len(requests) == 2
