@@ -55,7 +55,9 @@ def _schema_module(cls: type) -> Any:
     return __import__(cls.__module__, fromlist=["_"])
 
 
-def _frame(api_key: int, version: int, correlation_id: int, request: Any) -> bytes:
+def frame(api_key: int, version: int, correlation_id: int, request: Any) -> bytes:
+    """A request frame (size, header v2 with this client's id, kio's encoding of
+    ``request``)."""
     from kio.serial import entity_writer
 
     body = io.BytesIO()
@@ -67,7 +69,7 @@ def _frame(api_key: int, version: int, correlation_id: int, request: Any) -> byt
     return struct.pack(">i", len(payload)) + payload
 
 
-def _receive(sock: socket.socket, buffer: bytearray) -> memoryview:
+def receive(sock: socket.socket, buffer: bytearray) -> memoryview:
     """One whole response (without its size) into ``buffer``."""
     def exactly(n: int) -> memoryview:
         view = memoryview(buffer)[:n]
@@ -82,7 +84,8 @@ def _receive(sock: socket.socket, buffer: bytearray) -> memoryview:
     return exactly(size)
 
 
-def _topic_id(sock: socket.socket, topic: str, buffer: bytearray) -> Any:
+def metadata_topic_id(sock: socket.socket, topic: str, buffer: bytearray) -> Any:
+    """``topic``'s id, asked by Metadata v12 on ``sock``."""
     from kio.serial import entity_reader
 
     from seglog.schemas import load_request_schema, load_response_schema
@@ -91,16 +94,18 @@ def _topic_id(sock: socket.socket, topic: str, buffer: bytearray) -> Any:
     mod = _schema_module(cls)
     request = cls(topics=(mod.MetadataRequestTopic(name=topic, topic_id=None),),
                   allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    sock.sendall(_frame(3, METADATA_VERSION, 1, request))
-    data = _receive(sock, buffer)
+    sock.sendall(frame(3, METADATA_VERSION, 1, request))
+    data = receive(sock, buffer)
     # Response header v1: correlation id, then an empty tagged-field section.
     response, _ = entity_reader(load_response_schema(3, METADATA_VERSION))(
         memoryview(bytes(data)), 5)
     return response.topics[0].topic_id
 
 
-def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int,
-                   partition_max_bytes: int = 1024 * 1024) -> Any:
+def fetch_request(topic_id: Any, offset: int, max_wait_ms: int,
+                  partition_max_bytes: int = 1024 * 1024) -> Any:
+    """The sessionless one-partition Fetch v16 request this client sends (partition 0 of
+    ``topic_id`` from ``offset``), as a kio entity."""
     from seglog.schemas import load_request_schema
 
     cls = load_request_schema(1, FETCH_VERSION)
@@ -119,13 +124,13 @@ def _fetch_request(topic_id: Any, offset: int, max_wait_ms: int,
 #: header tags, throttle, error, session id, topics (1), topic id, partitions (1), index,
 #: error, high watermark, last stable offset, log start offset, aborted (null), preferred
 #: read replica.
-_RECORDS_AT = 4 + 1 + 4 + 2 + 4 + 1 + 16 + 1 + 4 + 2 + 8 + 8 + 8 + 1 + 4
+RECORDS_AT = 4 + 1 + 4 + 2 + 4 + 1 + 16 + 1 + 4 + 2 + 8 + 8 + 8 + 1 + 4
 
 
 def whole_batches(data: memoryview) -> tuple[memoryview, int]:
     """The whole batches of a one-partition Fetch v16 response's records (Kafka may cut the
     last batch partway) and where the last of them starts in that view (-1: none)."""
-    position, shift, length = _RECORDS_AT, 0, 0
+    position, shift, length = RECORDS_AT, 0, 0
     while True:
         byte = data[position]
         position += 1
@@ -159,14 +164,14 @@ def walk(sock: socket.socket, topic_id: Any, records: int, buffer: bytearray, *,
     EMPTY_REQUESTS times); the number of requests."""
     if empty:
         for correlation_id in range(EMPTY_REQUESTS):
-            sock.sendall(_frame(1, FETCH_VERSION, correlation_id,
-                                _fetch_request(topic_id, records, 0)))
-            _receive(sock, buffer)
+            sock.sendall(frame(1, FETCH_VERSION, correlation_id,
+                               fetch_request(topic_id, records, 0)))
+            receive(sock, buffer)
         return EMPTY_REQUESTS
     offset, fetches = 0, 0
     while offset < records:
-        sock.sendall(_frame(1, FETCH_VERSION, fetches, _fetch_request(topic_id, offset, 500)))
-        next_offset = _next_offset(_receive(sock, buffer))
+        sock.sendall(frame(1, FETCH_VERSION, fetches, fetch_request(topic_id, offset, 500)))
+        next_offset = _next_offset(receive(sock, buffer))
         if next_offset <= offset:  # a broker that does not move the walk on: never ending
             raise RuntimeError(f"a Fetch at offset {offset} answered up to {next_offset}")
         offset = next_offset
@@ -231,7 +236,7 @@ def main() -> None:
             host, port = broker.bootstrap.rsplit(":", 1)
             sock = socket.create_connection((host, int(port)))
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connections.append((sock, _topic_id(sock, "fetchcpu", buffer)))
+            connections.append((sock, metadata_topic_id(sock, "fetchcpu", buffer)))
         for sock, topic_id in connections:  # warm-up (Kafka's JIT)
             for _ in range(2):
                 walk(sock, topic_id, args.records, buffer, empty=args.empty)

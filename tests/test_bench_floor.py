@@ -56,7 +56,6 @@ def test_the_floor_takes_a_default_confluent_kafka_producers_records(tmp_path):
     assert values == [b"v%05d" % index for index in range(3000)]
 
 
-
 @pytest.mark.parametrize("send_mode", ["sendfile", "view"])
 def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_mode):
     """``bench/fetchfloor.py`` (issue 27, the consume-CPU floor), filled by a default
@@ -80,17 +79,17 @@ def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_
         host, port = floor.bootstrap.rsplit(":", 1)
         buffer = bytearray(4 << 20)
         with socket.create_connection((host, int(port)), timeout=30) as sock:
-            topic_id = fetchcpu._topic_id(sock, "walk", buffer)
+            topic_id = fetchcpu.metadata_topic_id(sock, "walk", buffer)
             offsets: list[int] = []
             values: list[bytes] = []
             for correlation_id in range(100):  # 1.2 MB in 128 KiB answers: ~10 Fetches
                 if len(offsets) == 3000:
                     break
-                request = fetchcpu._fetch_request(topic_id, len(offsets), 500,
-                                                  partition_max_bytes=128 * 1024)
-                sock.sendall(fetchcpu._frame(1, fetchcpu.FETCH_VERSION, correlation_id,
-                                             request))
-                response = fetchcpu._receive(sock, buffer)
+                request = fetchcpu.fetch_request(topic_id, len(offsets), 500,
+                                                 partition_max_bytes=128 * 1024)
+                sock.sendall(fetchcpu.frame(1, fetchcpu.FETCH_VERSION, correlation_id,
+                                            request))
+                response = fetchcpu.receive(sock, buffer)
                 assert int.from_bytes(response[:4], "big") == correlation_id
                 for batch in codec.iter_batches(bytes(fetchcpu.whole_batches(response)[0])):
                     for record in batch.records():
@@ -98,9 +97,9 @@ def test_the_fetch_floor_serves_fetchcpus_walk_with_every_record(tmp_path, send_
                         values.append(record.value)
             assert offsets == list(range(3000))
             assert values == [b"v%05d" % index + b"." * 400 for index in range(3000)]
-            sock.sendall(fetchcpu._frame(1, fetchcpu.FETCH_VERSION, 1000,
-                                         fetchcpu._fetch_request(topic_id, 3000, 0)))
-            end = fetchcpu._receive(sock, buffer)
+            sock.sendall(fetchcpu.frame(1, fetchcpu.FETCH_VERSION, 1000,
+                                        fetchcpu.fetch_request(topic_id, 3000, 0)))
+            end = fetchcpu.receive(sock, buffer)
             assert fetchcpu.whole_batches(end) == (b"", -1)
     finally:
         floor.stop()
@@ -119,7 +118,7 @@ def test_fetchcpus_walk_stops_on_a_broker_that_does_not_move_it_on():
 
     fetchcpu = _bench_module("fetchcpu")
     batch = codec.encode_batch([b"a", b"b"])
-    payload = bytes(fetchcpu._RECORDS_AT) + uvarint(len(batch) + 1) + batch
+    payload = bytes(fetchcpu.RECORDS_AT) + uvarint(len(batch) + 1) + batch
     answer = len(payload).to_bytes(4, "big") + payload
     client, broker = socket.socketpair()
     requests: list[int] = []

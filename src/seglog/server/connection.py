@@ -106,7 +106,7 @@ RESPONSE_COPIED_BYTES_HELD_MAX = 4 * 1024 * 1024
 #: not take it all (Python 3.11) is at most this much per connection. One partition's default
 #: record set (max.partition.fetch.bytes, 1 MiB) goes in one write: in 256 KiB chunks a 1 MiB
 #: Fetch cost the broker 1.35x the CPU (more sends, each waiting for the transport to empty;
-#: bench/results-issue27-fetchcpu.md, session 28), while 2 MiB gained nothing more.
+#: bench/results-issue27-fetchcpu.md), while 2 MiB gained nothing more.
 RESPONSE_WRITE_CHUNK_BYTES = 1024 * 1024
 
 
